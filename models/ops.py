@@ -1,0 +1,49 @@
+"""One operation of an engine step: what is computed, with its shape, FLOPs and bytes moved.
+
+An `Op` is the unit that latency models price (`profiles.latency.LatencyModel.op_seconds`). Ops are per
+GPU (already divided by tensor parallelism) and carry `count`, the number of identical instances in the
+step (usually the number of layers on one pipeline stage), so that the step cost is Σ count·seconds(op).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Op kinds. The profiler times each kind over a grid of its `dims`; the roofline prices any of them.
+GEMM = "gemm"                      # dims: m, n, k
+ATTN_PREFILL = "attn_prefill"      # dims: seqs, q_tokens, attn_pairs, heads, kv_heads, head_dim
+ATTN_DECODE = "attn_decode"        # dims: seqs, q_per_seq, ctx_per_seq (mean), heads, kv_heads, head_dim, tree
+NORM = "norm"                      # dims: tokens, hidden
+ACTIVATION = "activation"          # dims: tokens, width  (SwiGLU: silu(gate) * up)
+EMBEDDING = "embedding"            # dims: tokens, hidden
+ROPE = "rope"                      # dims: tokens, heads, head_dim
+SAMPLING = "sampling"              # dims: tokens, vocab
+MOE_ROUTER = "moe_router"          # dims: tokens, experts, top_k
+ALLREDUCE = "allreduce"            # dims: bytes, ranks
+ALLTOALL = "alltoall"              # dims: bytes, ranks
+P2P = "p2p"                        # dims: bytes  (pipeline-parallel activation send)
+
+OP_KINDS = (GEMM, ATTN_PREFILL, ATTN_DECODE, NORM, ACTIVATION, EMBEDDING, ROPE, SAMPLING, MOE_ROUTER,
+            ALLREDUCE, ALLTOALL, P2P)
+COLLECTIVE_KINDS = (ALLREDUCE, ALLTOALL, P2P)
+
+
+@dataclass(frozen=True)
+class Op:
+    kind: str
+    name: str
+    flops: float
+    bytes: float
+    count: int = 1
+    dims: tuple[tuple[str, float], ...] = field(default=())
+
+    def dim(self, key: str, default: float | None = None) -> float:
+        for k, v in self.dims:
+            if k == key:
+                return v
+        if default is None:
+            raise KeyError(f"op {self.name} has no dim {key!r}")
+        return default
+
+    @staticmethod
+    def make(kind: str, name: str, flops: float, bytes_: float, count: int = 1, **dims: float) -> "Op":
+        return Op(kind, name, float(flops), float(bytes_), int(count), tuple(sorted(dims.items())))

@@ -1,0 +1,20 @@
+"""The latency-model interface: op → seconds. Implementations: roofline (profiles.roofline) and
+profile-backed interpolation (profiles.predictor)."""
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+from models.ops import Op
+
+
+class LatencyModel(Protocol):
+    hardware_id: str
+
+    def op_seconds(self, op: Op) -> float:
+        """Wall seconds of one instance of `op` on one GPU (multiply by op.count for the step)."""
+        ...
+
+
+def ops_seconds(model: LatencyModel, ops: Sequence[Op]) -> float:
+    """Σ count · seconds over a list of ops: the serial cost of a step."""
+    return sum(op.count * model.op_seconds(op) for op in ops)
