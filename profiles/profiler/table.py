@@ -1,0 +1,126 @@
+"""The profile table (CSV, one row per op kind + shape) and the device fingerprint that goes with it.
+
+Columns: `kind`, the kind's dims (the names of `models.ops`, blank where a kind does not use one, plus
+`vocab` for embedding and `greedy` for sampling, which the bench needs), `flops` and `bytes` of the op as
+the op graph counts them, then `median_s`, `p10_s`, `p90_s`, `reps`. CSV rather than parquet: small,
+diffable in review, and readable without pyarrow.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import pandas as pd
+
+TABLE_FILE = "ops.csv"
+FINGERPRINT_FILE = "fingerprint.json"
+DIM_COLUMNS = ("m", "n", "k", "seqs", "q_tokens", "attn_pairs", "q_per_seq", "ctx_per_seq", "heads",
+               "kv_heads", "head_dim", "tree", "tokens", "hidden", "width", "vocab", "greedy", "experts",
+               "top_k", "bytes_msg", "ranks")
+STAT_COLUMNS = ("median_s", "p10_s", "p90_s", "reps")
+COLUMNS = ("kind",) + DIM_COLUMNS + ("flops", "bytes") + STAT_COLUMNS
+# Collective ops name their message size dim "bytes", which would clash with the op's bytes-moved column.
+MESSAGE_DIM = "bytes"
+
+
+def row_dims(row: Mapping[str, object]) -> dict[str, float]:
+    """The op dims of one table row (message size renamed back to `bytes` for collectives)."""
+    dims = {}
+    for col in DIM_COLUMNS:
+        value = row.get(col)
+        if value is None or pd.isna(value):
+            continue
+        dims[MESSAGE_DIM if col == "bytes_msg" else col] = float(value)
+    return dims
+
+
+def make_row(kind: str, dims: Mapping[str, float], flops: float, bytes_: float, median_s: float,
+             p10_s: float, p90_s: float, reps: int) -> dict:
+    row: dict = {"kind": kind}
+    for key, value in dims.items():
+        col = "bytes_msg" if key == MESSAGE_DIM else key
+        if col not in DIM_COLUMNS:
+            raise ValueError(f"unknown profile dim {key!r}; allowed: {', '.join(DIM_COLUMNS)}")
+        row[col] = float(value)
+    row.update(flops=float(flops), bytes=float(bytes_), median_s=float(median_s), p10_s=float(p10_s),
+               p90_s=float(p90_s), reps=int(reps))
+    return row
+
+
+def write_table(rows: Iterable[Mapping], out_dir: str | os.PathLike) -> Path:
+    frame = pd.DataFrame(list(rows), columns=list(COLUMNS))
+    path = Path(out_dir) / TABLE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    frame.to_csv(tmp, index=False, float_format="%.6g")
+    os.replace(tmp, path)
+    return path
+
+
+def read_table(profile_dir: str | os.PathLike) -> pd.DataFrame:
+    path = Path(profile_dir) / TABLE_FILE
+    if not path.is_file():
+        raise ValueError(f"profile_dir {str(profile_dir)!r} has no {TABLE_FILE}")
+    frame = pd.read_csv(path)
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"profile table {path} lacks columns {missing}")
+    return frame
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit(repo: str | os.PathLike | None = None) -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo or Path(__file__).resolve().parents[2],
+                             capture_output=True, text=True, timeout=5, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def fingerprint(device_id: str, device_name: str, torch_version: str, threads: int, dtype: str,
+                models: Iterable[str], llc_bytes: int, extra: Mapping | None = None) -> dict:
+    return {
+        "device_id": device_id,
+        "device_name": device_name,
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_version": torch_version,
+        "threads": int(threads),
+        "dtype": dtype,
+        "models": list(models),
+        "llc_bytes": int(llc_bytes),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": git_commit(),
+        "python": platform.python_version(),
+        **(dict(extra) if extra else {}),
+    }
+
+
+def write_fingerprint(fp: Mapping, out_dir: str | os.PathLike) -> Path:
+    path = Path(out_dir) / FINGERPRINT_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(fp, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def read_fingerprint(profile_dir: str | os.PathLike) -> dict:
+    path = Path(profile_dir) / FINGERPRINT_FILE
+    if not path.is_file():
+        raise ValueError(f"profile_dir {str(profile_dir)!r} has no {FINGERPRINT_FILE}")
+    return json.loads(path.read_text())
