@@ -1,0 +1,149 @@
+"""Load a GGUF file (llama.cpp format) into `Qwen2Model` and `BPETokenizer`.
+
+Reads metadata and tensors with the `gguf` package's `GGUFReader`, dequantizes every tensor to fp32 with
+`gguf.quants.dequantize` (Q4_K, Q5_0, Q6_K, Q8_0, … — whatever the package implements), builds a
+`ModelConfig` from the `<arch>.*` metadata, and maps GGUF tensor names onto the model's parameters.
+Architectures: `qwen2` (dense) and `qwen2moe` files without shared experts. The Qwen2 GGUF conversion keeps
+Q/K rows in Hugging Face order (NeoX / rotate-half rotary), which is the convention of `kernels.apply_rope`,
+so no row permutation is needed (llama-architecture files would need one and are rejected).
+
+Dequantized weights are exact copies of what the quantized file encodes (the quantization error of
+Q4_K_M relative to the original bf16 model is part of the model being measured, not of the loader).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from models.torch_impl.qwen2 import ModelConfig, Qwen2Model
+from models.torch_impl.tokenizer import BPETokenizer, tokenizer_from_gguf_fields
+
+SUPPORTED_ARCHITECTURES = ("qwen2", "qwen2moe")
+
+_LAYER_TENSORS = {
+    "attn_norm.weight": "attn_norm", "attn_q.weight": "q_proj", "attn_k.weight": "k_proj",
+    "attn_v.weight": "v_proj", "attn_q.bias": "q_bias", "attn_k.bias": "k_bias", "attn_v.bias": "v_bias",
+    "attn_output.weight": "o_proj", "ffn_norm.weight": "ffn_norm", "ffn_gate.weight": "gate_proj",
+    "ffn_up.weight": "up_proj", "ffn_down.weight": "down_proj", "ffn_gate_inp.weight": "moe.router",
+    "ffn_gate_exps.weight": "moe.gate", "ffn_up_exps.weight": "moe.up", "ffn_down_exps.weight": "moe.down",
+}
+_GLOBAL_TENSORS = {"token_embd.weight": "embed_tokens", "output_norm.weight": "final_norm",
+                   "output.weight": "lm_head"}
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    model: Qwen2Model
+    tokenizer: BPETokenizer
+    config: ModelConfig
+    name: str
+    path: str
+    tensor_types: tuple[tuple[str, int], ...]   # quantization type name → tensor count
+
+
+def read_fields(reader) -> dict[str, Any]:
+    """GGUF key/value metadata as plain Python values (strings, numbers, lists), minus the GGUF.* header."""
+    return {key: fld.contents() for key, fld in reader.fields.items() if not key.startswith("GGUF.")}
+
+
+def gguf_tensor_to_torch(tensor) -> torch.Tensor:
+    """Dequantize one `ReaderTensor` to a contiguous fp32 torch tensor in torch's (row-major) shape."""
+    from gguf.quants import dequantize
+    array = dequantize(tensor.data, tensor.tensor_type)
+    shape = tuple(int(d) for d in reversed(tensor.shape.tolist()))
+    array = np.ascontiguousarray(array, dtype=np.float32).reshape(shape)
+    if not array.flags.writeable:   # F32/F16 tensors come back as views of the read-only memory map
+        array = array.copy()
+    return torch.from_numpy(array)
+
+
+def config_from_fields(fields: dict[str, Any], tensor_names: set[str]) -> ModelConfig:
+    arch = fields.get("general.architecture")
+    if arch not in SUPPORTED_ARCHITECTURES:
+        raise ValueError(f"general.architecture must be one of {SUPPORTED_ARCHITECTURES}, got {arch!r}")
+
+    def get(key: str, default: Any = None) -> Any:
+        value = fields.get(f"{arch}.{key}", default)
+        if value is None:
+            raise ValueError(f"GGUF metadata lacks {arch}.{key}")
+        return value
+
+    hidden, heads = int(get("embedding_length")), int(get("attention.head_count"))
+    experts = int(fields.get(f"{arch}.expert_count", 0) or 0)
+    if any("shexp" in name for name in tensor_names):
+        raise ValueError("GGUF has shared-expert tensors (ffn_*_shexp), which MoEBlock does not implement")
+    vocab = len(fields["tokenizer.ggml.tokens"]) if "tokenizer.ggml.tokens" in fields else None
+    return ModelConfig(
+        vocab_size=int(vocab if vocab is not None else get("vocab_size")),
+        hidden_size=hidden,
+        intermediate_size=int(fields.get(f"{arch}.feed_forward_length", 0) or 0),
+        num_layers=int(get("block_count")),
+        num_heads=heads,
+        num_kv_heads=int(get("attention.head_count_kv", heads)),
+        head_dim=int(fields.get(f"{arch}.attention.key_length", hidden // heads)),
+        rope_theta=float(get("rope.freq_base", 10000.0)),
+        rms_norm_eps=float(get("attention.layer_norm_rms_epsilon")),
+        qkv_bias="blk.0.attn_q.bias" in tensor_names,
+        tie_word_embeddings="output.weight" not in tensor_names,
+        max_context=int(get("context_length")),
+        num_experts=experts,
+        experts_per_token=int(fields.get(f"{arch}.expert_used_count", 0) or 0),
+        moe_intermediate_size=int(fields.get(f"{arch}.expert_feed_forward_length", 0) or 0),
+        # Qwen2-MoE checkpoints use norm_topk_prob = False (raw softmax weights).
+        moe_renormalize=bool(fields.get(f"{arch}.expert_weights_norm", arch != "qwen2moe")),
+    )
+
+
+def parameter_name(gguf_name: str) -> str:
+    """Model parameter name for a GGUF tensor name (`blk.3.attn_q.weight` → `layers.3.q_proj`)."""
+    if gguf_name in _GLOBAL_TENSORS:
+        return _GLOBAL_TENSORS[gguf_name]
+    parts = gguf_name.split(".", 2)
+    if len(parts) == 3 and parts[0] == "blk" and parts[1].isdigit() and parts[2] in _LAYER_TENSORS:
+        return f"layers.{parts[1]}.{_LAYER_TENSORS[parts[2]]}"
+    raise ValueError(f"GGUF tensor {gguf_name!r} has no counterpart in Qwen2Model")
+
+
+def _set_parameter(model: nn.Module, dotted: str, value: torch.Tensor) -> None:
+    *path, leaf = dotted.split(".")
+    module = model
+    for part in path:
+        module = getattr(module, part)
+    current = module._parameters.get(leaf)
+    if current is None:
+        raise ValueError(f"GGUF tensor maps to {dotted}, which this model configuration does not have")
+    if tuple(current.shape) != tuple(value.shape):
+        raise ValueError(f"GGUF tensor for {dotted} has shape {list(value.shape)}, "
+                         f"the model expects {list(current.shape)}")
+    module._parameters[leaf] = nn.Parameter(value, requires_grad=False)
+
+
+def load_gguf(path: str | Path, name: str | None = None) -> LoadedModel:
+    """Model (fp32, eval mode), tokenizer and config from a GGUF file."""
+    from gguf import GGUFReader
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"GGUF path {str(path)!r} is not a file")
+    reader = GGUFReader(str(path))
+    fields = read_fields(reader)
+    names = {t.name for t in reader.tensors}
+    cfg = config_from_fields(fields, names)
+    with torch.device("meta"):
+        model = Qwen2Model(cfg)
+    type_counts: dict[str, int] = {}
+    for tensor in reader.tensors:
+        _set_parameter(model, parameter_name(tensor.name), gguf_tensor_to_torch(tensor))
+        type_counts[tensor.tensor_type.name] = type_counts.get(tensor.tensor_type.name, 0) + 1
+    missing = [n for n, p in model.named_parameters() if p.is_meta]
+    if missing:
+        raise ValueError(f"GGUF file lacks tensors for {len(missing)} parameters, e.g. {missing[:3]}")
+    tokenizer = tokenizer_from_gguf_fields(fields)
+    if tokenizer.vocab_size != cfg.vocab_size:
+        raise ValueError(f"tokenizer has {tokenizer.vocab_size} tokens, model vocab is {cfg.vocab_size}")
+    return LoadedModel(model.eval(), tokenizer, cfg, name or str(fields.get("general.name", path.stem)),
+                       str(path), tuple(sorted(type_counts.items())))

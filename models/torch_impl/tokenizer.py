@@ -1,0 +1,208 @@
+"""Byte-level BPE tokenizer built from GGUF metadata (Qwen2 / GPT-2 style, `tokenizer.ggml.model = gpt2`).
+
+Encoding: (1) split the text on the vocabulary's added tokens (GGUF token types CONTROL and USER_DEFINED,
+e.g. `<|im_start|>`), which map to their ids directly; (2) split the rest with the Qwen2 pre-tokenizer
+regex; (3) map each piece's UTF-8 bytes to printable characters with the GPT-2 byte↔unicode table and
+apply the merges in rank order; (4) look the resulting symbols up in the vocabulary.
+Decoding concatenates token strings, maps the characters back to bytes and decodes UTF-8.
+
+Approximations (named): the Hugging Face Qwen2 tokenizer NFC-normalizes input first; this one does not
+(as llama.cpp does not), so text that is not already in NFC may tokenize differently — for ASCII/NFC text
+(all of the measurement's prompts) the result is identical. `\\p{L}` / `\\p{N}` are expanded into exact
+code-point classes from Python's `unicodedata` (no third-party regex engine), so letters and numbers follow
+the Unicode version of the running Python.
+"""
+from __future__ import annotations
+
+import re
+import sys
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Sequence
+
+# GGUF token types (gguf.TokenType): 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte.
+_SPECIAL_TOKEN_TYPES = (3, 4)
+
+
+@lru_cache(maxsize=1)
+def byte_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte → printable character table: printable Latin-1 bytes map to themselves,
+    the other 68 bytes to code points 256, 257, … in byte order."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+def _ranges_class(predicate) -> str:
+    """A regex character-class body covering every code point c with predicate(c), as ranges."""
+    parts, start, prev = [], None, None
+    for cp in range(sys.maxunicode + 1):
+        if predicate(chr(cp)):
+            if start is None:
+                start = cp
+            prev = cp
+        elif start is not None:
+            parts.append((start, prev))
+            start = None
+    if start is not None:
+        parts.append((start, prev))
+    esc = lambda cp: f"\\U{cp:08x}"  # noqa: E731
+    return "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in parts)
+
+
+@lru_cache(maxsize=1)
+def qwen2_pretokenizer() -> re.Pattern:
+    """The Qwen2 pre-tokenizer (tokenizer.json's Split regex), with \\p{L}, \\p{N} as exact classes:
+    (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|
+    \\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"""
+    letters = _ranges_class(lambda c: unicodedata.category(c).startswith("L"))
+    numbers = _ranges_class(lambda c: unicodedata.category(c).startswith("N"))
+    pattern = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+               rf"|[^\r\n{letters}{numbers}]?[{letters}]+"
+               rf"|[{numbers}]"
+               rf"| ?[^\s{letters}{numbers}]+[\r\n]*"
+               r"|\s*[\r\n]+"
+               r"|\s+(?!\S)"
+               r"|\s+")
+    return re.compile(pattern)
+
+
+@dataclass
+class BPETokenizer:
+    """Byte-level BPE over `tokens` (id → string in byte-to-unicode form) and `merges` ("a b" strings,
+    rank = position). `special_ids` are matched literally in text before pre-tokenization."""
+    tokens: Sequence[str]
+    merges: Sequence[str]
+    token_types: Sequence[int] = ()
+    bos_id: int | None = None
+    eos_id: int | None = None
+    pad_id: int | None = None
+    chat_template: str | None = None
+    _cache: dict[str, list[int]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.tokens:
+            raise ValueError("tokens must be a non-empty list of token strings")
+        self.token_to_id = {tok: i for i, tok in enumerate(self.tokens)}
+        self.merge_ranks: dict[tuple[str, str], int] = {}
+        for rank, merge in enumerate(self.merges):
+            left, sep, right = merge.partition(" ")
+            if not sep:
+                raise ValueError(f"merges[{rank}] must be two symbols separated by one space, got {merge!r}")
+            self.merge_ranks.setdefault((left, right), rank)
+        types = list(self.token_types) or [1] * len(self.tokens)
+        if len(types) != len(self.tokens):
+            raise ValueError(f"token_types has {len(types)} entries, tokens has {len(self.tokens)}")
+        self.special_ids = {self.tokens[i]: i for i, t in enumerate(types) if t in _SPECIAL_TOKEN_TYPES}
+        self._special_re = (re.compile("|".join(re.escape(s) for s in sorted(self.special_ids, key=len,
+                                                                               reverse=True)))
+                            if self.special_ids else None)
+        self._b2u = byte_to_unicode()
+        self._u2b = {c: b for b, c in self._b2u.items()}
+        missing = [c for c in self._b2u.values() if c not in self.token_to_id]
+        if missing:
+            raise ValueError(f"vocabulary lacks {len(missing)} single-byte symbols (e.g. {missing[0]!r}); "
+                             "byte-level BPE needs all 256")
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokens)
+
+    def _bpe(self, piece: str) -> list[int]:
+        cached = self._cache.get(piece)
+        if cached is not None:
+            return cached
+        symbols = [self._b2u[b] for b in piece.encode("utf-8")]
+        while len(symbols) > 1:
+            best_rank, best_i = None, -1
+            for i in range(len(symbols) - 1):
+                rank = self.merge_ranks.get((symbols[i], symbols[i + 1]))
+                if rank is not None and (best_rank is None or rank < best_rank):
+                    best_rank, best_i = rank, i
+            if best_rank is None:
+                break
+            pair = (symbols[best_i], symbols[best_i + 1])
+            merged, i = [], 0
+            while i < len(symbols):  # merge every occurrence of the best pair, left to right
+                if i < len(symbols) - 1 and (symbols[i], symbols[i + 1]) == pair:
+                    merged.append(symbols[i] + symbols[i + 1])
+                    i += 2
+                else:
+                    merged.append(symbols[i])
+                    i += 1
+            symbols = merged
+        ids = [self.token_to_id[s] for s in symbols]
+        if len(self._cache) < 100_000:
+            self._cache[piece] = ids
+        return ids
+
+    def _encode_plain(self, text: str) -> list[int]:
+        out: list[int] = []
+        for match in qwen2_pretokenizer().finditer(text):
+            out.extend(self._bpe(match.group(0)))
+        return out
+
+    def encode(self, text: str, allow_special: bool = True) -> list[int]:
+        """Token ids of `text`. With allow_special, literal added tokens (e.g. `<|im_end|>`) become their
+        ids; otherwise they are encoded as ordinary text."""
+        if not isinstance(text, str):
+            raise ValueError(f"text must be a str, got {type(text).__name__}")
+        if not allow_special or self._special_re is None:
+            return self._encode_plain(text)
+        out, pos = [], 0
+        for match in self._special_re.finditer(text):
+            out.extend(self._encode_plain(text[pos:match.start()]))
+            out.append(self.special_ids[match.group(0)])
+            pos = match.end()
+        out.extend(self._encode_plain(text[pos:]))
+        return out
+
+    def decode(self, ids: Sequence[int], errors: str = "replace") -> str:
+        """Text of token ids (added tokens as their literal text); invalid UTF-8 → U+FFFD by default."""
+        data = bytearray()
+        for i in ids:
+            if not 0 <= int(i) < len(self.tokens):
+                raise ValueError(f"token id {i} outside the vocabulary 0…{len(self.tokens) - 1}")
+            tok = self.tokens[int(i)]
+            if tok in self.special_ids:
+                data.extend(tok.encode("utf-8"))
+            else:
+                data.extend(self._u2b[c] for c in tok)
+        return data.decode("utf-8", errors=errors)
+
+    def chat_prompt(self, user_message: str, system_message: str | None = None) -> str:
+        """ChatML text (the format of Qwen2 instruct templates, rendered without a template engine) for one
+        user turn, ending where the assistant's reply starts."""
+        system = system_message if system_message is not None else (
+            "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.")
+        return (f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user_message}<|im_end|>\n"
+                "<|im_start|>assistant\n")
+
+    def stop_ids(self) -> frozenset[int]:
+        """Ids that end a generation: eos plus ChatML's `<|im_end|>` / `<|endoftext|>` when present."""
+        ids = {self.eos_id} if self.eos_id is not None else set()
+        ids |= {self.special_ids[s] for s in ("<|im_end|>", "<|endoftext|>") if s in self.special_ids}
+        return frozenset(ids)
+
+
+def tokenizer_from_gguf_fields(fields: dict) -> BPETokenizer:
+    """Build the tokenizer from GGUF key/value metadata (a dict of plain Python values)."""
+    model = fields.get("tokenizer.ggml.model")
+    if model != "gpt2":
+        raise ValueError(f"tokenizer.ggml.model must be 'gpt2' (byte-level BPE), got {model!r}")
+    pre = fields.get("tokenizer.ggml.pre", "qwen2")
+    if pre not in ("qwen2",):
+        raise ValueError(f"tokenizer.ggml.pre must be 'qwen2' (the only pre-tokenizer implemented), got {pre!r}")
+    return BPETokenizer(tokens=fields["tokenizer.ggml.tokens"], merges=fields["tokenizer.ggml.merges"],
+                        token_types=fields.get("tokenizer.ggml.token_type", ()),
+                        bos_id=fields.get("tokenizer.ggml.bos_token_id"),
+                        eos_id=fields.get("tokenizer.ggml.eos_token_id"),
+                        pad_id=fields.get("tokenizer.ggml.padding_token_id"),
+                        chat_template=fields.get("tokenizer.chat_template"))
