@@ -1,0 +1,190 @@
+"""The best acceptance any lossless verifier can reach with n drafts (Hu et al. 2025; Khisti et al.).
+
+**Problem.** Drafts ``X = (x_1..x_n)`` come from a known distribution ``Q(X)`` (i.i.d. from q, or q
+sampled without replacement). A verifier is a conditional law of the output ``Y`` given ``X``; it is
+lossless iff ``Y ~ p``. Joint laws ``pi(X, y)`` with row sums ``Q(X)`` and column sums ``p(y)`` are
+exactly the lossless verifiers, and acceptance is ``sum_X sum_{y in X} pi(X, y)``. So the optimum is the
+coupling LP
+
+    maximise  sum_{X, y in X} pi(X, y)   s.t.  sum_y pi(X, y) = Q(X),  sum_X pi(X, y) = p(y),  pi >= 0.
+
+*Reduction* (what :func:`optimal_acceptance` with ``method="lp"`` solves): keep only the variables with
+``y in X`` and relax both equalities to ``<=``. Any feasible sub-coupling extends to a full coupling by
+coupling the leftover row masses ``Q(X) - sum_y pi`` with the leftover column masses ``p(y) - sum_X pi``
+(equal totals) e.g. as a product; that only adds mass, so the objective does not drop and the two LPs
+have the same optimum. :func:`optimal_coupling` returns that extended plan and :func:`sample_optimal`
+runs it, so tests can check that the optimum is attained by a real lossless verifier.
+
+**Min-cut dual (any draft law).** The reduced LP is a max-flow problem: source -> tuple X (capacity
+``Q(X)``) -> each token y in X (capacity infinite) -> sink (capacity ``p(y)``). By max-flow/min-cut,
+a finite cut is a token set T whose sink edges are cut plus all tuples not contained in T, so
+
+    alpha*(n) = min over token sets T of [ p(T) + 1 - Pr(every draft lies in T) ].
+
+**Fast exact method for i.i.d. drafts.** Then ``Pr(every draft in T) = q(T)^n`` and
+``alpha* = 1 - max_T G(T)``, ``G(T) = g(q(T)) - p(T)``, ``g(s) = s^n`` (convex). *Claim:* some
+maximiser of G is a prefix of the tokens sorted by ``q/p`` descending (``p = 0`` first, ties adjacent),
+so ``alpha* = 1 - max_k (Q_k^n - P_k)`` over the V+1 prefixes (``Q_k, P_k`` prefix sums): one sort.
+
+*Proof.* Let T maximise G, ``s = q(T)``, ``lam = g'(s) = n s^(n-1)``. Removing ``y in T`` must not
+help: ``p_y <= g(s) - g(s - q_y) <= lam q_y`` (convexity). Adding ``z not in T`` must not help:
+``p_z >= g(s + q_z) - g(s) >= lam q_z``. If ``lam > 0`` every token in T has ``q/p >= 1/lam`` and every
+token outside has ``q/p <= 1/lam``, so T is a prefix except possibly for part of the tie group with
+ratio exactly ``r = 1/lam``. Including a part of that group with p-mass m changes G to
+``g(s0 + r m) - p0 - m``, convex in m, so taking all of the group or none of it is at least as good: a
+prefix maximiser exists. If ``lam = 0`` then ``q(T) = 0`` (n >= 2) and ``G(T) = -p(T) <= G(empty)``,
+and the empty set is a prefix. QED. Tests check this against the LP on hundreds of random cases and the
+min-cut formula against enumeration of all token sets, with and without replacement.
+
+Without replacement ``Pr(every draft in T)`` depends on T beyond ``q(T)``; only the LP is offered.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pulp
+
+from theory import _checks
+from theory.multidraft import check_pair
+from theory.multidraft_sampling import MultiDraftSamples
+
+METHODS = ("auto", "fast", "lp")
+
+#: Largest number of draft tuples the LP is built for (vocabulary^n grows fast).
+LP_MAX_TUPLES = 200_000
+
+
+def optimal_acceptance(p, q, n: int, replacement: bool = True, method: str = "auto") -> float:
+    """Maximum acceptance over all lossless verifiers of n drafts from q (see module docstring).
+
+    ``replacement=True``: i.i.d. drafts; ``False``: drafts sampled from q without replacement (if q has
+    fewer than n tokens with positive mass, all of them are drafted). ``method``: ``"fast"`` (sort-based
+    closed form, i.i.d. only, O(V log V)), ``"lp"`` (coupling LP through pulp with HiGHS, or CBC when
+    HiGHS is missing; small vocabularies), ``"auto"`` (fast when possible, else lp).
+    """
+    p, q = check_pair(p, q)
+    n = _checks.positive_int(n, "n")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "auto":
+        method = "fast" if replacement else "lp"
+    if method == "fast":
+        if not replacement:
+            raise ValueError("method='fast' needs replacement=True (i.i.d. drafts); use method='lp'")
+        return _fast_iid(p, q, n)
+    return _solve_lp(p, q, n, replacement)[0]
+
+
+def _fast_iid(p: np.ndarray, q: np.ndarray, n: int) -> float:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(p > 0, q / p, np.where(q > 0, np.inf, 0.0))
+    order = np.argsort(-ratio)  # any sort keeps equal ratios adjacent, which is all the proof needs
+    q_prefix = np.cumsum(q[order])
+    p_prefix = np.cumsum(p[order])
+    gain = np.max(np.minimum(q_prefix, 1.0) ** n - p_prefix)
+    return float(min(1.0, 1.0 - max(gain, 0.0)))
+
+
+def draft_tuples(q: np.ndarray, n: int, replacement: bool) -> tuple[np.ndarray, np.ndarray]:
+    """All draft tuples with positive probability and their probabilities ``Q(X)``.
+
+    With replacement: ordered n-tuples over the support of q, ``Q = prod q``. Without: ordered tuples
+    of distinct tokens of length ``min(n, |support|)``, ``Q = prod_i q(x_i) / (1 - sum_{j<i} q(x_j))``.
+    """
+    support = np.flatnonzero(q > 0)
+    length = n if replacement else min(n, support.size)
+    count = support.size**length if replacement else math.perm(support.size, length)
+    if count > LP_MAX_TUPLES:
+        raise ValueError(
+            f"n={n} over {support.size} draftable tokens gives {count} draft tuples; the LP allows at most "
+            f"{LP_MAX_TUPLES} (use method='fast' for i.i.d. drafts)"
+        )
+    gen = itertools.product(support, repeat=length) if replacement else itertools.permutations(support, length)
+    tuples = np.array(list(gen), dtype=np.int64).reshape(-1, length)
+    probs = q[tuples]
+    if not replacement and length > 1:
+        used = np.concatenate((np.zeros((tuples.shape[0], 1)), np.cumsum(probs, axis=1)[:, :-1]), axis=1)
+        probs = probs / (1.0 - used)
+    return tuples, np.prod(probs, axis=1)
+
+
+def _lp_solver() -> pulp.LpSolver:
+    highs = pulp.HiGHS(msg=False)
+    return highs if highs.available() else pulp.PULP_CBC_CMD(msg=False)
+
+
+def _new_variable(problem: pulp.LpProblem, name: str) -> pulp.LpVariable:
+    """A variable >= 0 attached to ``problem`` (PuLP >= 3.3 API, with the older constructor as fallback)."""
+    if hasattr(problem, "add_variable"):
+        return problem.add_variable(name, lowBound=0.0)
+    return pulp.LpVariable(name, lowBound=0.0)
+
+
+def _solve_lp(p: np.ndarray, q: np.ndarray, n: int, replacement: bool):
+    """Solve the reduced coupling LP; returns (value, tuples, tuple_probs, sub-coupling matrix)."""
+    tuples, probs = draft_tuples(q, n, replacement)
+    problem = pulp.LpProblem("optimal_multidraft_acceptance", pulp.LpMaximize)
+    by_token: dict[int, list[pulp.LpVariable]] = {}
+    cells: list[tuple[int, int, pulp.LpVariable]] = []
+    for row, tup in enumerate(tuples):
+        row_vars = []
+        for y in sorted(set(int(t) for t in tup)):
+            if p[y] <= 0.0:
+                continue  # pi(X, y) <= p(y) = 0
+            var = _new_variable(problem, f"pi_{row}_{y}")
+            row_vars.append(var)
+            by_token.setdefault(y, []).append(var)
+            cells.append((row, y, var))
+        if row_vars:
+            problem += pulp.lpSum(row_vars) <= float(probs[row]), f"row_{row}"
+    for y, column in by_token.items():
+        problem += pulp.lpSum(column) <= float(p[y]), f"col_{y}"
+    problem += pulp.lpSum(var for _, _, var in cells)
+    status = problem.solve(_lp_solver())
+    if pulp.LpStatus[status] != "Optimal":
+        raise RuntimeError(f"coupling LP did not solve to optimality: {pulp.LpStatus[status]}")
+    plan = np.zeros((tuples.shape[0], p.size))
+    for row, y, var in cells:
+        plan[row, y] = max(var.varValue or 0.0, 0.0)
+    return float(min(plan.sum(), 1.0)), tuples, probs, plan
+
+
+@dataclass(frozen=True)
+class OptimalCoupling:
+    """An optimal lossless verifier as a joint law: ``plan[i, y] = Pr(drafts = tuples[i], output = y)``."""
+
+    tuples: np.ndarray
+    tuple_probs: np.ndarray
+    plan: np.ndarray
+    acceptance: float
+
+
+def optimal_coupling(p, q, n: int, replacement: bool = True) -> OptimalCoupling:
+    """Solve the LP and extend its sub-coupling to a full coupling (leftovers coupled as a product)."""
+    p, q = check_pair(p, q)
+    n = _checks.positive_int(n, "n")
+    value, tuples, probs, plan = _solve_lp(p, q, n, replacement)
+    row_left = np.maximum(probs - plan.sum(axis=1), 0.0)
+    col_left = np.maximum(p - plan.sum(axis=0), 0.0)
+    total_left = row_left.sum()
+    if total_left > 0.0 and col_left.sum() > 0.0:
+        plan = plan + np.outer(row_left, col_left / col_left.sum())
+    return OptimalCoupling(tuples, probs, plan, value)
+
+
+def sample_optimal(coupling: OptimalCoupling, size: int, rng: np.random.Generator) -> MultiDraftSamples:
+    """Run the optimal verifier ``size`` times: draw drafts from Q, then the output from ``plan[row]``."""
+    size = _checks.positive_int(size, "size")
+    rng = _checks.generator(rng)
+    rows = rng.choice(coupling.tuples.shape[0], size=size, p=coupling.tuple_probs / coupling.tuple_probs.sum())
+    cond = coupling.plan[rows]
+    cum = np.cumsum(cond, axis=1)
+    u = rng.random(size) * cum[:, -1]
+    output = np.minimum((cum <= u[:, None]).sum(axis=1), cond.shape[1] - 1)
+    drafts = coupling.tuples[rows]
+    match = drafts == output[:, None]
+    accepted_round = np.where(match.any(axis=1), np.argmax(match, axis=1), -1)
+    return MultiDraftSamples(drafts, output, accepted_round)
