@@ -1,0 +1,278 @@
+"""The op graph of one engine step: which kernels run, with their per-GPU shapes, FLOPs and bytes moved.
+
+`dense_ops` lists what depends only on the number of tokens (GEMMs, norms, activations, MoE, LM head,
+sampling, collectives); `attention_ops` lists the attention kernels, which depend on the contexts;
+`step_ops` joins them. Every op is per GPU (shapes divided by tensor parallelism) and `count` is the
+number of identical instances in the whole forward pass over all pipeline stages (usually num_layers),
+so the serial cost of a step is Σ count · seconds(op).
+
+Conventions and approximations (each is named where it is made):
+* Weights are stored in `dtype`; activations between kernels are 16-bit (fp32 for fp32 models), see
+  `models.spec.activation_bytes`; the KV cache is stored in `dtype`.
+* GEMM bytes = activations in + activations out + weights, each read or written once (ideal reuse).
+* Element-wise FLOP counts are nominal (a few per element); those ops are memory-bound anyway.
+* Tensor parallelism follows Megatron/vLLM: QKV and gate/up column-parallel, O and down row-parallel,
+  two all-reduces per layer, vocab-parallel embedding (one more all-reduce) and LM head (logits
+  gathered); MoE experts are sharded over TP ranks (no expert parallelism yet); MLA's down-projections
+  (q_a, kv_a) are replicated on every rank.
+"""
+from __future__ import annotations
+
+from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, EMBEDDING, GEMM,
+                        MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, Op)
+from models.spec import ModelSpec, activation_bytes, dtype_bytes, kv_heads_per_gpu, validate_parallelism
+from models.step import Parallelism, StepShape
+
+# Nominal element-wise FLOPs per element.
+NORM_FLOPS_PER_ELEMENT = 4.0        # square, accumulate, scale by rsqrt, multiply by weight
+SWIGLU_FLOPS_PER_ELEMENT = 5.0      # sigmoid (exp, add, divide), two multiplies
+ROPE_FLOPS_PER_ELEMENT = 3.0        # x·cos + rotate(x)·sin
+SOFTMAX_FLOPS_PER_ELEMENT = 5.0     # max, subtract, exp, sum, divide
+
+
+def expected_experts_touched(num_experts: int, experts_per_token: int, num_tokens: int) -> float:
+    """Expected number of distinct routed experts hit by `num_tokens` tokens choosing top-k each.
+
+    Approximation: routing is uniform and independent across tokens (each token picks a uniformly random
+    set of k distinct experts). One expert is missed by a token with probability 1 − k/E, hence by all
+    tokens with (1 − k/E)^T, so E[touched] = E·(1 − (1 − k/E)^T), exact under that assumption (checked
+    against Monte Carlo in tests). Real routers are skewed, which touches fewer experts for small T:
+    this over-estimates weight traffic at small batches, never under-estimates it.
+    """
+    if num_tokens <= 0:
+        return 0.0
+    e, k = float(num_experts), float(experts_per_token)
+    return e * (1.0 - (1.0 - k / e) ** num_tokens)
+
+
+def _gemm(name: str, m: float, n: float, k: float, count: int, w_bytes: float, a_bytes: float,
+          groups: float = 1.0, bias: bool = False) -> Op:
+    """One GEMM (or a grouped GEMM of `groups` equal problems, e.g. the experts of an MoE layer)."""
+    flops = 2.0 * groups * m * n * k
+    moved = a_bytes * groups * m * (k + n) + w_bytes * groups * k * n + (a_bytes * groups * n if bias else 0.0)
+    if groups == 1.0:
+        return Op.make(GEMM, name, flops, moved, count, m=m, n=n, k=k)
+    return Op.make(GEMM, name, flops, moved, count, m=m, n=n, k=k, groups=groups)
+
+
+def _norm(name: str, tokens: float, width: float, count: int, a_bytes: float) -> Op:
+    """RMSNorm fused with the residual add (vLLM's fused_add_rms_norm): reads input and residual,
+    writes output and residual."""
+    return Op.make(NORM, name, NORM_FLOPS_PER_ELEMENT * tokens * width,
+                   a_bytes * (4.0 * tokens * width + width), count, tokens=tokens, hidden=width)
+
+
+def _swiglu(name: str, tokens: float, width: float, count: int, a_bytes: float) -> Op:
+    return Op.make(ACTIVATION, name, SWIGLU_FLOPS_PER_ELEMENT * tokens * width,
+                   3.0 * a_bytes * tokens * width, count, tokens=tokens, width=width)
+
+
+def _check_counts(num_tokens: int, logits_tokens: int) -> None:
+    if not isinstance(num_tokens, int) or num_tokens < 0:
+        raise ValueError(f"num_tokens must be an integer >= 0, got {num_tokens!r}")
+    if not isinstance(logits_tokens, int) or not 0 <= logits_tokens <= num_tokens:
+        raise ValueError(f"logits_tokens must be an integer in 0..num_tokens={num_tokens}, got {logits_tokens!r}")
+
+
+def _attention_projection_ops(spec: ModelSpec, t: int, tp: int, w: float, a: float) -> list[Op]:
+    """QKV projections, q/k norms, RoPE and the output projection of one layer type (count = layers)."""
+    layers = spec.num_layers
+    heads = spec.num_heads // tp
+    h = spec.hidden_size
+    if spec.is_mla:
+        ops: list[Op] = []
+        latent = spec.kv_lora_rank + spec.qk_rope_head_dim
+        if spec.q_lora_rank:
+            ops.append(_gemm("q_kv_a_proj", t, spec.q_lora_rank + latent, h, layers, w, a))
+            ops.append(_norm("q_a_norm", t, spec.q_lora_rank, layers, a))
+            ops.append(_gemm("q_b_proj", t, heads * spec.qk_head_dim, spec.q_lora_rank, layers, w, a))
+        else:
+            ops.append(_gemm("q_proj", t, heads * spec.qk_head_dim, h, layers, w, a))
+            ops.append(_gemm("kv_a_proj", t, latent, h, layers, w, a))
+        ops.append(_norm("kv_a_norm", t, spec.kv_lora_rank, layers, a))
+        # Up-projection of the new tokens' latent into per-head k_nope and v. (Decode kernels absorb
+        # this matrix into q and o instead; the FLOPs per new token are the same.)
+        ops.append(_gemm("kv_b_proj", t, heads * (spec.qk_nope_head_dim + spec.v_head_dim),
+                         spec.kv_lora_rank, layers, w, a))
+        rope_heads, rope_dim = heads + 1, spec.qk_rope_head_dim
+        o_in = heads * spec.v_head_dim
+    else:
+        kv = kv_heads_per_gpu(spec, tp)
+        ops = [_gemm("qkv_proj", t, (heads + 2 * kv) * spec.head_dim, h, layers, w, a, bias=spec.qkv_bias)]
+        if spec.qk_norm:
+            ops.append(Op.make(NORM, "qk_norm", NORM_FLOPS_PER_ELEMENT * t * (heads + kv) * spec.head_dim,
+                               a * 2.0 * t * (heads + kv) * spec.head_dim, layers,
+                               tokens=t * (heads + kv), hidden=spec.head_dim))
+        rope_heads, rope_dim = heads + kv, spec.head_dim
+        o_in = heads * spec.head_dim
+    rope_elements = t * rope_heads * rope_dim
+    ops.append(Op.make(ROPE, "rope", ROPE_FLOPS_PER_ELEMENT * rope_elements, a * 2.0 * rope_elements,
+                       layers, tokens=t, heads=rope_heads, head_dim=rope_dim))
+    ops.append(_gemm("o_proj", t, h, o_in, layers, w, a))
+    return ops
+
+
+def _mlp_ops(spec: ModelSpec, t: int, tp: int, w: float, a: float) -> list[Op]:
+    """Dense MLP layers and MoE layers (router, routed experts, shared experts)."""
+    h = spec.hidden_size
+    ops: list[Op] = []
+    if spec.num_dense_layers:
+        width, count = spec.intermediate_size / tp, spec.num_dense_layers
+        ops += [_gemm("gate_up_proj", t, 2 * width, h, count, w, a),
+                _swiglu("act", t, width, count, a),
+                _gemm("down_proj", t, h, width, count, w, a)]
+    if spec.num_moe_layers:
+        count, e, k = spec.num_moe_layers, spec.num_experts, spec.experts_per_token
+        # Router GEMM (replicated on every TP rank) plus top-k and the permutation of hidden states to
+        # their experts and back (two extra passes over T·k rows), folded into this op's bytes.
+        ops.append(Op.make(MOE_ROUTER, "moe_router", 2.0 * t * h * e,
+                           a * (h * e + t * h + 2.0 * t * k * h) + 4.0 * t * e, count,
+                           tokens=t, experts=e, top_k=k, hidden=h))
+        touched = expected_experts_touched(e, k, t)
+        rows = t * k / touched            # mean rows per touched expert
+        width = spec.moe_intermediate_size / tp
+        ops += [_gemm("moe_gate_up", rows, 2 * width, h, count, w, a, groups=touched),
+                _swiglu("moe_act", t * k, width, count, a),
+                _gemm("moe_down", rows, h, width, count, w, a, groups=touched)]
+        if spec.num_shared_experts:
+            shared = spec.num_shared_experts * spec.moe_intermediate_size / tp
+            ops += [_gemm("shared_gate_up", t, 2 * shared, h, count, w, a),
+                    _swiglu("shared_act", t, shared, count, a),
+                    _gemm("shared_down", t, h, shared, count, w, a)]
+    return ops
+
+
+def dense_ops(spec: ModelSpec, num_tokens: int, logits_tokens: int, par: Parallelism,
+              dtype: str = "bf16") -> list[Op]:
+    """All non-attention ops of one forward pass over `num_tokens` tokens, with LM-head logits for
+    `logits_tokens` of them. Empty step ⇒ []."""
+    _check_counts(num_tokens, logits_tokens)
+    validate_parallelism(spec, par)
+    w, a = dtype_bytes(dtype), activation_bytes(dtype)
+    if num_tokens == 0:
+        return []
+    t, tp, h, v = num_tokens, par.tp, spec.hidden_size, spec.vocab_size
+    ops = [Op.make(EMBEDDING, "embedding", 0.0, t * h * (w + a), 1, tokens=t, hidden=h),
+           _norm("norm", t, h, 2 * spec.num_layers + 1, a)]
+    ops += _attention_projection_ops(spec, t, tp, w, a)
+    ops += _mlp_ops(spec, t, tp, w, a)
+    if logits_tokens:
+        lt = logits_tokens
+        ops.append(_gemm("lm_head", lt, v / tp, h, 1, w, a))
+        ops.append(Op.make(SAMPLING, "sampling", SOFTMAX_FLOPS_PER_ELEMENT * lt * v, lt * v * (a + 8.0), 1,
+                           tokens=lt, vocab=v))
+    if tp > 1:
+        hidden_bytes = t * h * a
+        ops.append(Op.make(ALLREDUCE, "tp_allreduce", 0.0, hidden_bytes, 2 * spec.num_layers,
+                           bytes=hidden_bytes, ranks=tp))
+        ops.append(Op.make(ALLREDUCE, "embedding_allreduce", 0.0, hidden_bytes, 1, bytes=hidden_bytes, ranks=tp))
+        if logits_tokens:
+            # Vocab-parallel logits are gathered onto every rank: an all-gather whose per-GPU traffic,
+            # (n−1)/n of the gathered logits, is the all-to-all volume, so it is priced as ALLTOALL.
+            logit_bytes = logits_tokens * v * a
+            ops.append(Op.make(ALLTOALL, "logits_allgather", 0.0, logit_bytes, 1, bytes=logit_bytes, ranks=tp))
+    if par.pp > 1:
+        send_bytes = t * h * a
+        ops.append(Op.make(P2P, "pp_send", 0.0, send_bytes, par.pp - 1, bytes=send_bytes, span=par.gpus))
+    return ops
+
+
+class _AttentionConstants:
+    """Per-(spec, tp, dtype) numbers that make `attention_ops` a handful of multiplications."""
+
+    __slots__ = ("spec", "layers", "heads", "prefill_flops_per_pair", "prefill_kv_bytes_per_key",
+                 "prefill_qo_bytes_per_token", "prefill_dims", "decode_flops_per_pair",
+                 "decode_kv_bytes_per_key", "decode_qo_bytes_per_token", "decode_dims")
+
+    def __init__(self, spec: ModelSpec, tp: int, dtype: str):
+        kv_b, a = dtype_bytes(dtype), activation_bytes(dtype)
+        heads = spec.num_heads // tp
+        self.spec, self.layers, self.heads = spec, spec.num_layers, heads
+        qk, vd = spec.qk_head_dim, spec.attn_v_head_dim
+        # Per (query, key) pair: q·k over qk dims and p·v over v dims, 2 FLOPs per multiply-add, per head.
+        self.prefill_flops_per_pair = 2.0 * heads * (qk + vd)
+        self.prefill_qo_bytes_per_token = a * heads * (qk + vd)
+        if spec.is_mla:
+            # Prefill in the up-projected form: keys/values are per-head activations (k: qk, v: vd).
+            # Approximation: the up-projection of a chunk's cached prefix (what vLLM does for chunked
+            # prefill) is not counted; it adds 2·kv_lora·heads·(nope+v) FLOPs per cached token, i.e.
+            # ≈ 410/c of a c-token chunk's attention FLOPs for DeepSeek-V3.
+            self.prefill_kv_bytes_per_key = a * heads * (qk + vd)
+            self.prefill_dims = (("head_dim", float(qk)), ("heads", float(heads)), ("kv_heads", float(heads)))
+            # Decode in the weight-absorbed form (FlashMLA): every head attends over the shared latent
+            # (kv_lora + rope for scores, kv_lora for values); the latent cache is replicated per TP rank.
+            latent = spec.kv_lora_rank + spec.qk_rope_head_dim
+            self.decode_flops_per_pair = 2.0 * heads * (latent + spec.kv_lora_rank)
+            self.decode_kv_bytes_per_key = kv_b * latent
+            self.decode_qo_bytes_per_token = a * heads * (latent + spec.kv_lora_rank)
+            self.decode_dims = (("head_dim", float(latent)), ("heads", float(heads)), ("kv_heads", 1.0))
+        else:
+            kv = kv_heads_per_gpu(spec, tp)
+            self.prefill_kv_bytes_per_key = kv_b * 2.0 * kv * spec.head_dim
+            self.prefill_dims = (("head_dim", float(spec.head_dim)), ("heads", float(heads)),
+                                 ("kv_heads", float(kv)))
+            self.decode_flops_per_pair = self.prefill_flops_per_pair
+            self.decode_kv_bytes_per_key = self.prefill_kv_bytes_per_key
+            self.decode_qo_bytes_per_token = self.prefill_qo_bytes_per_token
+            self.decode_dims = self.prefill_dims
+
+
+_CONSTANTS: dict[tuple[int, int, str], _AttentionConstants] = {}
+
+
+def _constants(spec: ModelSpec, par: Parallelism, dtype: str) -> _AttentionConstants:
+    key = (id(spec), par.tp, dtype)
+    found = _CONSTANTS.get(key)
+    if found is None or found.spec is not spec:
+        validate_parallelism(spec, par)
+        found = _CONSTANTS[key] = _AttentionConstants(spec, par.tp, dtype)
+    return found
+
+
+def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: str = "bf16") -> list[Op]:
+    """ATTN_PREFILL for the step's prefill chunks and ATTN_DECODE for its decode/verify queries.
+
+    Prefill K/V traffic: a chunk of c tokens after o cached ones reads o + c keys; with only the sums
+    available, Σ(o + c) is taken as pairs/c̄ + seqs·(c̄ − 1)/2 with c̄ = tokens/seqs, exact when all chunks
+    have the same length. Decode: every query token of a request attends to its request's cached
+    context and, causally, to the request's earlier new tokens (q(q+1)/2 pairs); a tree mask is priced as
+    the full q×q block the kernel computes. K/V of context and new tokens are read once per layer.
+    """
+    c = _constants(spec, par, dtype)
+    ops: list[Op] = []
+    t = shape.prefill_tokens
+    if t > 0:
+        seqs = shape.prefill_seqs
+        pairs = shape.prefill_attn_pairs
+        if seqs <= 0 or pairs < t:
+            raise ValueError(f"step shape: prefill_tokens={t} needs prefill_seqs >= 1 and "
+                             f"prefill_attn_pairs >= prefill_tokens (got {seqs}, {pairs})")
+        mean_chunk = t / seqs
+        keys = pairs / mean_chunk + seqs * (mean_chunk - 1.0) * 0.5
+        dims = (("attn_pairs", float(pairs)),) + c.prefill_dims + (("q_tokens", float(t)), ("seqs", float(seqs)))
+        ops.append(Op(ATTN_PREFILL, "attn_prefill", c.prefill_flops_per_pair * pairs,
+                      t * c.prefill_qo_bytes_per_token + keys * c.prefill_kv_bytes_per_key, c.layers, dims))
+    seqs = shape.decode_seqs
+    if seqs > 0:
+        q = shape.query_tokens_per_seq
+        ctx = shape.decode_context_tokens
+        if q < 1 or ctx < 0:
+            raise ValueError(f"step shape: query_tokens_per_seq must be >= 1 and decode_context_tokens >= 0 "
+                             f"(got {q}, {ctx})")
+        tree = shape.tree_attention
+        pairs = q * ctx + seqs * (q * q if tree else q * (q + 1) * 0.5)
+        queries = seqs * q
+        dims = (("ctx_per_seq", ctx / seqs),) + c.decode_dims + (
+            ("q_per_seq", float(q)), ("seqs", float(seqs)), ("tree", 1.0 if tree else 0.0))
+        ops.append(Op(ATTN_DECODE, "attn_decode", c.decode_flops_per_pair * pairs,
+                      queries * c.decode_qo_bytes_per_token + (ctx + queries) * c.decode_kv_bytes_per_key,
+                      c.layers, dims))
+    return ops
+
+
+def step_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: str = "bf16") -> list[Op]:
+    """dense_ops(num_tokens, effective_logits_tokens) + attention_ops. Empty step ⇒ []."""
+    if shape.num_tokens == 0:
+        return []
+    return dense_ops(spec, shape.num_tokens, shape.effective_logits_tokens, par, dtype) + \
+        attention_ops(spec, shape, par, dtype)

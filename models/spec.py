@@ -1,0 +1,254 @@
+"""`ModelSpec`: the architecture numbers of one decoder-only LLM, and what follows from them.
+
+Every field mirrors a field of the model's published Hugging Face `config.json` (the catalog files in
+`models/catalog/` cite each source). Derived quantities:
+
+* `param_count()` counts every weight matrix, bias and norm vector of the checkpoint's main model
+  (DeepSeek-V3's multi-token-prediction module is excluded, as in the published 671B figure).
+* `active_param_count()` is the same count with only `experts_per_token` routed experts per MoE layer.
+  It includes both embedding matrices (the convention behind Mixtral's "12.9B active").
+* `kv_bytes_per_token()` is the KV cache of one token over all layers; MLA caches the compressed latent
+  (`kv_lora_rank`) plus the shared RoPE key (`qk_rope_head_dim`) once per layer instead of K and V per head.
+* `flops_per_token(context_tokens)` counts matmul FLOPs only (2 per multiply-add): every weight GEMM the
+  token goes through (routed experts: `experts_per_token` of them) plus attention over `context_tokens`
+  earlier tokens. Element-wise work (norms, activations, softmax) is left out; it is < 1 % for these models.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from models.step import Parallelism
+
+# Bytes per element of each supported dtype.
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+}
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Bytes per element of `dtype`; ValueError naming the dtype when it is not one of DTYPE_BYTES."""
+    try:
+        return DTYPE_BYTES[dtype]
+    except (KeyError, TypeError):
+        raise ValueError(f"dtype {dtype!r} is not supported; allowed: {', '.join(DTYPE_BYTES)}") from None
+
+
+def activation_bytes(dtype: str) -> float:
+    """Bytes per activation element when weights are stored in `dtype`.
+
+    Approximation: fp32 models run fp32 activations; every other dtype (including the weight-only or
+    W8A8 quantized ones) keeps 16-bit activations between kernels, as vLLM and TensorRT-LLM do.
+    """
+    return 4.0 if dtype_bytes(dtype) == 4.0 else 2.0
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Architecture of one model. Zero in an MoE/MLA field means "this model does not use it"."""
+
+    name: str
+    family: str
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int                 # dense MLP width (dense layers of an MoE model too)
+    vocab_size: int
+    tie_word_embeddings: bool = False
+    qkv_bias: bool = False
+    qk_norm: bool = False                  # per-head RMSNorm on q and k (Qwen3)
+    rope_theta: float = 10000.0
+    max_position_embeddings: int = 4096
+    # Mixture of experts.
+    num_experts: int = 0                   # routed experts per MoE layer
+    experts_per_token: int = 0             # top-k
+    moe_intermediate_size: int = 0         # width of one routed (and one shared) expert
+    num_shared_experts: int = 0
+    first_dense_layers: int = 0            # leading layers that keep a dense MLP (first_k_dense_replace)
+    # Multi-head latent attention (DeepSeek).
+    q_lora_rank: int = 0                   # 0: queries are projected directly from the hidden state
+    kv_lora_rank: int = 0                  # > 0 marks MLA
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    source: str = ""                       # where the numbers come from
+
+    def __post_init__(self) -> None:
+        positive = ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
+                    "intermediate_size", "vocab_size", "max_position_embeddings")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"model {self.name!r}: {name} must be a positive integer, got {value!r}")
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"model {self.name!r}: num_heads={self.num_heads} must be a multiple of "
+                             f"num_kv_heads={self.num_kv_heads}")
+        if (self.num_experts > 0) != (self.experts_per_token > 0) or self.experts_per_token > self.num_experts:
+            raise ValueError(f"model {self.name!r}: experts_per_token={self.experts_per_token} must be in "
+                             f"1..num_experts={self.num_experts} for MoE models and 0 otherwise")
+        if self.num_experts and self.moe_intermediate_size <= 0:
+            raise ValueError(f"model {self.name!r}: moe_intermediate_size must be > 0 for MoE models")
+        if not 0 <= self.first_dense_layers <= self.num_layers:
+            raise ValueError(f"model {self.name!r}: first_dense_layers must be in 0..num_layers")
+        if self.kv_lora_rank and min(self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim) <= 0:
+            raise ValueError(f"model {self.name!r}: MLA needs qk_rope_head_dim, qk_nope_head_dim and "
+                             "v_head_dim > 0")
+
+    # ---- structure -------------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.first_dense_layers if self.is_moe else 0
+
+    @property
+    def num_dense_layers(self) -> int:
+        return self.num_layers - self.num_moe_layers
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Query/key width per head (MLA: no-RoPE part + RoPE part)."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim if self.is_mla else self.head_dim
+
+    @property
+    def attn_v_head_dim(self) -> int:
+        return self.v_head_dim if self.is_mla else self.head_dim
+
+    # ---- parameter counts ------------------------------------------------------------------------
+    def attention_params_per_layer(self) -> int:
+        h, nh = self.hidden_size, self.num_heads
+        if self.is_mla:
+            q_out = nh * self.qk_head_dim
+            q = (h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * q_out
+                 if self.q_lora_rank else h * q_out)
+            kv_a = h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+            kv_b = self.kv_lora_rank * nh * (self.qk_nope_head_dim + self.v_head_dim)
+            o = nh * self.v_head_dim * h
+            return q + kv_a + kv_b + o
+        q_width = nh * self.head_dim
+        kv_width = self.num_kv_heads * self.head_dim
+        params = h * (q_width + 2 * kv_width) + q_width * h
+        if self.qkv_bias:
+            params += q_width + 2 * kv_width
+        if self.qk_norm:
+            params += 2 * self.head_dim
+        return params
+
+    def mlp_params(self, width: int) -> int:
+        """Gated (SwiGLU) MLP of intermediate width `width`: gate, up and down projections."""
+        return 3 * self.hidden_size * width
+
+    def moe_params_per_layer(self, experts: int) -> int:
+        """Router + `experts` routed experts + the shared experts of one MoE layer."""
+        per_expert = self.mlp_params(self.moe_intermediate_size)
+        return self.hidden_size * self.num_experts + (experts + self.num_shared_experts) * per_expert
+
+    def _count(self, routed_experts: int) -> int:
+        h = self.hidden_size
+        norms_per_layer = 2 * h
+        per_layer_common = self.attention_params_per_layer() + norms_per_layer
+        dense = self.num_dense_layers * (per_layer_common + self.mlp_params(self.intermediate_size))
+        moe = self.num_moe_layers * (per_layer_common + self.moe_params_per_layer(routed_experts))
+        embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
+        return dense + moe + embeddings + h  # + final norm
+
+    def param_count(self) -> int:
+        return self._count(self.num_experts)
+
+    def active_param_count(self) -> int:
+        """Parameters one token touches (routed experts: top-k of them), embeddings included."""
+        return self._count(self.experts_per_token)
+
+    def weight_bytes(self, dtype: str = "bf16") -> float:
+        return self.param_count() * dtype_bytes(dtype)
+
+    # ---- KV cache --------------------------------------------------------------------------------
+    def kv_elements_per_token_per_layer(self) -> int:
+        if self.is_mla:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.num_kv_heads * self.head_dim
+
+    def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
+        """KV-cache bytes of one token over all layers (whole model, no parallelism)."""
+        return self.num_layers * self.kv_elements_per_token_per_layer() * dtype_bytes(dtype)
+
+    def kv_bytes_per_token_per_gpu(self, par: Parallelism, dtype: str = "bf16") -> float:
+        """KV-cache bytes one token occupies on each GPU of a replica split by `par`.
+
+        Layers are split over pp stages (the largest stage, ceil(L/pp), sets the per-GPU need). Under TP,
+        KV heads are split over ranks; when tp > num_kv_heads each rank keeps one replicated KV head (as
+        vLLM does), and MLA's latent cache is replicated on every TP rank.
+        """
+        validate_parallelism(self, par)
+        layers = math.ceil(self.num_layers / par.pp)
+        if self.is_mla:
+            per_layer = self.kv_elements_per_token_per_layer()
+        else:
+            per_layer = 2 * kv_heads_per_gpu(self, par.tp) * self.head_dim
+        return layers * per_layer * dtype_bytes(dtype)
+
+    # ---- FLOPs -----------------------------------------------------------------------------------
+    def attention_flops_per_token_per_context(self) -> float:
+        """Matmul FLOPs of one query token attending to one earlier token, over all layers.
+
+        Standard attention: q·k (2·head_dim) and p·v (2·head_dim) per head. MLA is counted in its
+        up-projected form (q·k over nope+rope dims, p·v over v_head_dim), the form used for prefill.
+        """
+        return 2.0 * self.num_layers * self.num_heads * (self.qk_head_dim + self.attn_v_head_dim)
+
+    def flops_per_token(self, context_tokens: int = 0) -> float:
+        """Matmul FLOPs of one token's forward pass with `context_tokens` tokens before it.
+
+        Weight GEMMs: 2 × active parameters without the input embedding (a look-up, no matmul) and without
+        norm vectors/biases; attention: `attention_flops_per_token_per_context() × context_tokens`.
+        """
+        if context_tokens < 0:
+            raise ValueError(f"context_tokens must be >= 0, got {context_tokens}")
+        return 2.0 * self.active_matmul_params() + self.attention_flops_per_token_per_context() * context_tokens
+
+    def active_matmul_params(self) -> int:
+        """Weights that take part in a matmul for one token (LM head included, input embedding not)."""
+        h = self.hidden_size
+        norm_vectors = self.num_layers * 2 * h + h
+        biases = 0
+        if self.qkv_bias:
+            biases = self.num_layers * (self.num_heads + 2 * self.num_kv_heads) * self.head_dim
+        if self.qk_norm:
+            norm_vectors += self.num_layers * 2 * self.head_dim
+        if self.is_mla:
+            norm_vectors += self.num_layers * (self.q_lora_rank + self.kv_lora_rank)
+        # A tied embedding matrix is stored once and does take part in a matmul (as the LM head).
+        input_embedding = 0 if self.tie_word_embeddings else self.vocab_size * h
+        return self.active_param_count() - input_embedding - norm_vectors - biases
+
+
+def kv_heads_per_gpu(spec: ModelSpec, tp: int) -> int:
+    """KV heads held by one TP rank: split evenly, or one replicated head when tp > num_kv_heads."""
+    return max(1, spec.num_kv_heads // tp)
+
+
+def validate_parallelism(spec: ModelSpec, par: Parallelism) -> None:
+    """ValueError naming the field when `par` cannot split `spec` (as vLLM would refuse it)."""
+    if not isinstance(par.tp, int) or not isinstance(par.pp, int) or par.tp < 1 or par.pp < 1:
+        raise ValueError(f"parallelism: tp and pp must be integers >= 1, got tp={par.tp!r}, pp={par.pp!r}")
+    if spec.num_heads % par.tp:
+        raise ValueError(f"parallelism.tp={par.tp} must divide num_heads={spec.num_heads} of {spec.name}")
+    kv = spec.num_kv_heads
+    if not spec.is_mla and kv % par.tp and par.tp % kv:
+        raise ValueError(f"parallelism.tp={par.tp} must divide or be a multiple of "
+                         f"num_kv_heads={kv} of {spec.name}")
+    if par.pp > spec.num_layers:
+        raise ValueError(f"parallelism.pp={par.pp} exceeds num_layers={spec.num_layers} of {spec.name}")

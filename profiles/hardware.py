@@ -1,0 +1,148 @@
+"""Hardware catalog: peak rates, memory and links of the accelerators draftsim can price steps on.
+
+All figures are vendor datasheet values (dense, i.e. without 2:4 sparsity), in SI units:
+FLOP/s, bytes (decimal GB as printed on the datasheet), bytes/s. Link bandwidths are per GPU and per
+direction: NVLink "900 GB/s" on H100 is 450 GB/s each way. Link latencies are per hop of a ring step.
+`cpu-local` is a nominal entry for the 2-core development machine; the profiling harness measures the
+real numbers and replaces them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from models.errors import UnknownNameError
+
+GB = 1e9
+TB = 1e12
+TFLOP = 1e12
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    id: str
+    name: str
+    peak_flops: dict[str, float]          # dtype -> dense FLOP/s ("fp32" = the non-tensor vector rate)
+    hbm_bytes: float
+    hbm_bandwidth_bytes_per_s: float
+    scaleup_bandwidth_bytes_per_s: float  # per GPU, one direction (NVLink / Infinity Fabric / PCIe)
+    scaleout_bandwidth_bytes_per_s: float  # per GPU NIC, one direction
+    gpus_per_node: int
+    scaleup_latency_s: float
+    scaleout_latency_s: float
+    source: str
+    compute_units: int = 0                # SMs / CUs, informational
+    notes: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("hbm_bytes", "hbm_bandwidth_bytes_per_s", "scaleup_bandwidth_bytes_per_s",
+                     "scaleout_bandwidth_bytes_per_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"hardware {self.id!r}: {name} must be > 0")
+        if self.gpus_per_node < 1:
+            raise ValueError(f"hardware {self.id!r}: gpus_per_node must be >= 1")
+        if "bf16" not in self.peak_flops or "fp32" not in self.peak_flops:
+            raise ValueError(f"hardware {self.id!r}: peak_flops needs at least 'bf16' and 'fp32'")
+
+    def __hash__(self) -> int:  # peak_flops is a dict; the id identifies an entry
+        return hash((self.id, self.name))
+
+    def matmul_flops(self, dtype: str) -> float:
+        """Dense matrix FLOP/s for `dtype`. Dtypes without their own tensor-core rate here (fp8 on A100,
+        int4 everywhere) run as weight-only quantization with 16-bit math, so they get the bf16 rate."""
+        rate = self.peak_flops.get(dtype)
+        return rate if rate is not None else self.peak_flops["bf16"]
+
+
+_NVIDIA_NVLINK_LATENCY_S = 1.0e-6    # per ring step over NVLink/NVSwitch, incl. NCCL sync
+_IB_LATENCY_S = 5.0e-6               # per ring step across nodes (InfiniBand/RoCE), incl. NCCL proxy
+_PCIE_LATENCY_S = 3.0e-6
+
+_ENTRIES = (
+    HardwareSpec(
+        id="h100-sxm", name="NVIDIA H100 SXM5 80GB",
+        peak_flops={"fp32": 66.9 * TFLOP, "tf32": 494.7 * TFLOP, "bf16": 989.4 * TFLOP,
+                    "fp16": 989.4 * TFLOP, "fp8": 1978.9 * TFLOP, "int8": 1978.9 * TFLOP},
+        hbm_bytes=80 * GB, hbm_bandwidth_bytes_per_s=3.35 * TB,
+        scaleup_bandwidth_bytes_per_s=450 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
+        gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=132,
+        source="NVIDIA H100 Tensor Core GPU datasheet (SXM5: 989 TFLOPS BF16 dense, 3.35 TB/s HBM3, NVLink "
+               "900 GB/s bidirectional); DGX H100: 8 GPUs, 8x ConnectX-7 400 Gb/s"),
+    HardwareSpec(
+        id="h200", name="NVIDIA H200 SXM 141GB",
+        peak_flops={"fp32": 66.9 * TFLOP, "tf32": 494.7 * TFLOP, "bf16": 989.4 * TFLOP,
+                    "fp16": 989.4 * TFLOP, "fp8": 1978.9 * TFLOP, "int8": 1978.9 * TFLOP},
+        hbm_bytes=141 * GB, hbm_bandwidth_bytes_per_s=4.8 * TB,
+        scaleup_bandwidth_bytes_per_s=450 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
+        gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=132,
+        source="NVIDIA H200 Tensor Core GPU datasheet (SXM: 141 GB HBM3e, 4.8 TB/s, same Hopper compute as "
+               "H100 SXM, NVLink 900 GB/s bidirectional); HGX H200: 8 GPUs, 400 Gb/s NIC per GPU"),
+    HardwareSpec(
+        id="a100-80gb", name="NVIDIA A100 SXM4 80GB",
+        peak_flops={"fp32": 19.5 * TFLOP, "tf32": 156 * TFLOP, "bf16": 312 * TFLOP, "fp16": 312 * TFLOP,
+                    "int8": 624 * TFLOP},
+        hbm_bytes=80 * GB, hbm_bandwidth_bytes_per_s=2.039 * TB,
+        scaleup_bandwidth_bytes_per_s=300 * GB, scaleout_bandwidth_bytes_per_s=25 * GB,
+        gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=108,
+        source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB: 312 TFLOPS BF16 dense, 2,039 GB/s HBM2e, "
+               "NVLink 600 GB/s bidirectional); DGX A100: 8 GPUs, 8x 200 Gb/s HDR InfiniBand"),
+    HardwareSpec(
+        id="b200", name="NVIDIA B200 180GB (HGX B200)",
+        peak_flops={"fp32": 80 * TFLOP, "tf32": 1100 * TFLOP, "bf16": 2250 * TFLOP, "fp16": 2250 * TFLOP,
+                    "fp8": 4500 * TFLOP, "int8": 4500 * TFLOP},
+        hbm_bytes=180 * GB, hbm_bandwidth_bytes_per_s=8.0 * TB,
+        scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
+        gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=148,
+        source="NVIDIA HGX B200 / DGX B200 datasheets (per GPU: 2.25 PFLOPS BF16 dense, 4.5 PFLOPS FP8 dense, "
+               "180 GB HBM3e at 8 TB/s; NVLink 5 1.8 TB/s bidirectional; 8x ConnectX-7 400 Gb/s)"),
+    HardwareSpec(
+        id="l40s", name="NVIDIA L40S 48GB (PCIe)",
+        peak_flops={"fp32": 91.6 * TFLOP, "tf32": 183 * TFLOP, "bf16": 362.05 * TFLOP,
+                    "fp16": 362.05 * TFLOP, "fp8": 733 * TFLOP, "int8": 733 * TFLOP},
+        hbm_bytes=48 * GB, hbm_bandwidth_bytes_per_s=864 * GB,
+        scaleup_bandwidth_bytes_per_s=32 * GB, scaleout_bandwidth_bytes_per_s=25 * GB,
+        gpus_per_node=8, scaleup_latency_s=_PCIE_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=142,
+        source="NVIDIA L40S datasheet (362 TFLOPS BF16 dense, 733 TFLOPS FP8 dense, 48 GB GDDR6 at 864 GB/s, "
+               "no NVLink: PCIe Gen4 x16 = 32 GB/s per direction); 8 GPUs and one 200 Gb/s NIC per GPU is "
+               "a typical server layout (assumption)",
+        notes="GDDR6, not HBM; hbm_* fields hold the device memory"),
+    HardwareSpec(
+        id="mi300x", name="AMD Instinct MI300X 192GB",
+        peak_flops={"fp32": 163.4 * TFLOP, "tf32": 653.7 * TFLOP, "bf16": 1307.4 * TFLOP,
+                    "fp16": 1307.4 * TFLOP, "fp8": 2614.9 * TFLOP, "int8": 2614.9 * TFLOP},
+        hbm_bytes=192 * GB, hbm_bandwidth_bytes_per_s=5.3 * TB,
+        scaleup_bandwidth_bytes_per_s=448 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
+        gpus_per_node=8, scaleup_latency_s=1.5e-6, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=304,
+        source="AMD Instinct MI300X datasheet (1307.4 TFLOPS BF16 dense, 192 GB HBM3 at 5.3 TB/s, 7 Infinity "
+               "Fabric links x 64 GB/s per direction = 448 GB/s to the 7 peers of an 8-GPU platform; "
+               "400 Gb/s NIC per GPU)"),
+    HardwareSpec(
+        id="cpu-local", name="Local 2-core x86 CPU (nominal)",
+        peak_flops={"fp32": 256e9, "bf16": 4.1 * TFLOP, "fp16": 256e9, "int8": 4.1 * TFLOP},
+        hbm_bytes=24 * GB, hbm_bandwidth_bytes_per_s=20 * GB,
+        scaleup_bandwidth_bytes_per_s=10 * GB, scaleout_bandwidth_bytes_per_s=1.25 * GB,
+        gpus_per_node=1, scaleup_latency_s=5e-6, scaleout_latency_s=50e-6,
+        compute_units=2,
+        source="nominal: 2 Xeon cores at 2.0 GHz; fp32 = 2 cores x 2 AVX-512 FMA x 16 lanes x 2 FLOP; bf16/int8 "
+               "= AMX tile rate 1024 FLOP/cycle/core; 24 GB RAM; ~20 GB/s memory bandwidth assumed for a "
+               "2-vCPU VM. To be replaced by measured numbers from the profiling harness",
+        notes="peak rates are nominal upper bounds, not measurements"),
+)
+
+HARDWARE: dict[str, HardwareSpec] = {hw.id: hw for hw in _ENTRIES}
+
+
+def get_hardware(hardware_id: str) -> HardwareSpec:
+    key = hardware_id.strip().lower() if isinstance(hardware_id, str) else hardware_id
+    if key not in HARDWARE:
+        raise UnknownNameError("hardware", str(hardware_id), HARDWARE)
+    return HARDWARE[key]
+
+
+def list_hardware() -> list[str]:
+    return sorted(HARDWARE)
