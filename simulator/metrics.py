@@ -1,0 +1,282 @@
+"""Per-request and per-step metrics frames, and the run summary.
+
+The engine hands over column dicts of numpy arrays (`REQUEST_COLUMNS`, `STEP_COLUMNS`); this module turns
+them into DataFrames with derived latencies and reduces them to a flat summary dict (JSON-ready apart from
+numpy scalars, which `outputs` converts).
+
+Definitions (all times in seconds):
+
+- ttft = first_token - arrival; e2e = finish - arrival; queue = admit - arrival (admit = first scheduled);
+  tpot = (finish - first_token) / (emitted - 1), NaN for a request that emitted a single token.
+- A request is *finished* when it is not dropped and has a finite finish time. Latency percentiles are
+  over finished requests (numpy's linear interpolation between order statistics); NaN when none.
+- SLO met: finished, and every SLO that is set holds (<=). A single-token request has no TPOT and meets
+  any TPOT SLO. Dropped or unfinished requests never meet the SLO.
+- Measured window: [first arrival, sim_end_s]. Rates (throughput, goodput, lambda), utilization and MFU/MBU
+  use its length; step busy time and request sojourns are clipped to it.
+- Speculation: mean accepted length tau = sum(accepted_tokens) / sum(decode_steps) over all requests
+  (excludes the bonus token); tokens per step = tau + 1, i.e. what a decode step yields before truncation
+  at a request's output limit; draft acceptance rate = sum(accepted) / sum(drafted).
+- `flops` and `bytes` in a step are totals over the replica's GPUs; MFU = sum(flops) / (window * peak *
+  num_replicas * gpus_per_replica) (idle time counts against it); `mfu_busy` divides by busy GPU-time only.
+- KV use: per step kv_blocks_used / kv_blocks_total, mean weighted by step duration (busy time only).
+- Little's law: lambda = arrivals / window, W = mean sojourn (departure - arrival; departure = finish_s,
+  or sim_end_s for a request still in the system, or arrival_s for a drop with no finish time).
+  `little_L_steps` is the time-average of sum over replicas of (queued + running) from the step log, an
+  independent measurement of the engine's bookkeeping. Approximation: the step log samples the counts
+  at step starts, so a request arriving while its replica is busy is counted from the next step; this
+  biases L_steps low by about lambda * (mean residual step time), a relative error of roughly
+  (step duration / 2) / W. `little_L_requests` integrates N(t) exactly from the request records; it equals
+  lambda * W whenever every sojourn lies inside the window.
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+REQUEST_COLUMNS = {
+    "request_id": np.int64, "replica": np.int64, "arrival_s": np.float64, "admit_s": np.float64,
+    "first_token_s": np.float64, "finish_s": np.float64, "prompt_tokens": np.int64,
+    "output_tokens": np.int64, "emitted_tokens": np.int64, "preemptions": np.int64,
+    "decode_steps": np.int64, "accepted_tokens": np.int64, "drafted_tokens": np.int64,
+    "dropped": np.bool_, "drop_reason": str,
+}
+STEP_COLUMNS = {
+    "replica": np.int64, "start_s": np.float64, "duration_s": np.float64, "prefill_tokens": np.int64,
+    "prefill_seqs": np.int64, "decode_seqs": np.int64, "query_tokens_per_seq": np.int64,
+    "decode_context_tokens": np.int64, "draft_s": np.float64, "verify_s": np.float64,
+    "accepted_tokens": np.int64, "emitted_tokens": np.int64, "flops": np.float64, "bytes": np.float64,
+    "kv_blocks_used": np.int64, "kv_blocks_total": np.int64, "queued_requests": np.int64,
+    "running_requests": np.int64,
+}
+LATENCIES = ("ttft", "tpot", "e2e", "queue")
+QUANTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0}
+
+
+class SLO(BaseModel):
+    """Service-level objectives per request (unset = not constrained) and the target attainment."""
+
+    model_config = ConfigDict(extra="forbid")
+    ttft_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    tpot_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    e2e_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    attainment: float = Field(default=0.9, gt=0, le=1)
+
+
+def _frame(cols: Mapping[str, np.ndarray], schema: Mapping[str, type], what: str) -> pd.DataFrame:
+    missing = [name for name in schema if name not in cols]
+    if missing:
+        raise ValueError(f"{what}: missing column(s) {', '.join(missing)}")
+    sizes = {len(np.asarray(cols[name])) for name in cols}
+    if len(sizes) > 1:
+        raise ValueError(f"{what}: columns differ in length ({sorted(sizes)})")
+    data = {}
+    for name, dtype in schema.items():
+        values = np.asarray(cols[name])
+        data[name] = (pd.array(values.astype(str), dtype="str") if dtype is str
+                      else values.astype(dtype, copy=True))
+    for name in cols:  # extra engine columns are kept, after the contract ones
+        if name not in schema:
+            data[name] = np.array(cols[name], copy=True)
+    return pd.DataFrame(data)
+
+
+def finished_mask(requests: pd.DataFrame) -> np.ndarray:
+    return ~requests["dropped"].to_numpy(bool) & np.isfinite(requests["finish_s"].to_numpy(float))
+
+
+def slo_met_mask(requests: pd.DataFrame, slo: SLO | None) -> np.ndarray:
+    """Per request: finished and every set SLO holds. Uses the derived ttft_s/tpot_s/e2e_s columns."""
+    ok = finished_mask(requests)
+    if slo is None:
+        return ok
+    with np.errstate(invalid="ignore"):
+        if slo.ttft_s is not None:
+            ok &= requests["ttft_s"].to_numpy(float) <= slo.ttft_s
+        if slo.tpot_s is not None:
+            tpot = requests["tpot_s"].to_numpy(float)
+            ok &= np.isnan(tpot) | (tpot <= slo.tpot_s)
+        if slo.e2e_s is not None:
+            ok &= requests["e2e_s"].to_numpy(float) <= slo.e2e_s
+    return ok
+
+
+def build_requests_frame(cols: Mapping[str, np.ndarray], slo: SLO | None = None) -> pd.DataFrame:
+    """Request records plus ttft_s, tpot_s, e2e_s, queue_s, mean_accepted_length and slo_met."""
+    frame = _frame(cols, REQUEST_COLUMNS, "requests")
+    arrival = frame["arrival_s"].to_numpy()
+    first = frame["first_token_s"].to_numpy()
+    finish = frame["finish_s"].to_numpy()
+    emitted = frame["emitted_tokens"].to_numpy()
+    steps = frame["decode_steps"].to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frame["ttft_s"] = first - arrival
+        frame["tpot_s"] = np.where(emitted > 1, (finish - first) / np.maximum(emitted - 1, 1), np.nan)
+        frame["e2e_s"] = finish - arrival
+        frame["queue_s"] = frame["admit_s"].to_numpy() - arrival
+        frame["mean_accepted_length"] = np.where(
+            steps > 0, frame["accepted_tokens"].to_numpy() / np.maximum(steps, 1), np.nan)
+    frame["slo_met"] = slo_met_mask(frame, slo)
+    return frame
+
+
+def build_steps_frame(cols: Mapping[str, np.ndarray]) -> pd.DataFrame:
+    """Step log plus end_s = start_s + duration_s."""
+    frame = _frame(cols, STEP_COLUMNS, "steps")
+    frame["end_s"] = frame["start_s"].to_numpy() + frame["duration_s"].to_numpy()
+    return frame
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return float(numerator) / float(denominator) if denominator > 0 else math.nan
+
+
+def _latency_stats(name: str, values: np.ndarray) -> dict[str, float]:
+    values = values[np.isfinite(values)]
+    stats = {f"{name}_{q}_s": (float(np.percentile(values, p)) if len(values) else math.nan)
+             for q, p in QUANTILES.items()}
+    stats[f"{name}_mean_s"] = float(values.mean()) if len(values) else math.nan
+    return stats
+
+
+def _clipped_lengths(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    return np.clip(np.minimum(end, hi) - np.maximum(start, lo), 0.0, None)
+
+
+def summarize(requests_df: pd.DataFrame, steps_df: pd.DataFrame, *, slo: SLO, num_replicas: int,
+              gpus_per_replica: int, peak_flops_per_gpu: float, peak_bw_per_gpu: float,
+              sim_end_s: float) -> dict:
+    """Reduce a run to a flat dict of scalars (plus `dropped_by_reason`, a dict reason -> count)."""
+    if num_replicas < 1 or gpus_per_replica < 1:
+        raise ValueError(f"summarize: num_replicas and gpus_per_replica must be >= 1; got "
+                         f"{num_replicas}, {gpus_per_replica}")
+    if not (peak_flops_per_gpu > 0 and peak_bw_per_gpu > 0):
+        raise ValueError("summarize: peak_flops_per_gpu and peak_bw_per_gpu must be > 0")
+    req, steps = requests_df, steps_df
+    arrival = req["arrival_s"].to_numpy(float)
+    finish = req["finish_s"].to_numpy(float)
+    dropped = req["dropped"].to_numpy(bool)
+    finished = finished_mask(req)
+    met = slo_met_mask(req, slo)
+    start_s = float(arrival.min()) if len(arrival) else 0.0
+    window_s = float(sim_end_s) - start_s
+    gpus = num_replicas * gpus_per_replica
+    out: dict = {
+        "num_replicas": int(num_replicas), "gpus_per_replica": int(gpus_per_replica),
+        "window_start_s": start_s, "window_end_s": float(sim_end_s), "window_s": window_s,
+        "requests_arrived": int(len(req)), "requests_finished": int(finished.sum()),
+        "requests_dropped": int(dropped.sum()),
+        "requests_unfinished": int(len(req) - finished.sum() - dropped.sum()),
+        "dropped_by_reason": {str(k): int(v) for k, v in
+                              sorted(req.loc[dropped, "drop_reason"].value_counts().items())},
+        "preemptions": int(req["preemptions"].sum()),
+    }
+    for name in LATENCIES:
+        out.update(_latency_stats(name, req[f"{name}_s"].to_numpy(float)[finished]))
+
+    admitted = np.isfinite(req["admit_s"].to_numpy(float))
+    out["output_tokens_per_s"] = _ratio(req["emitted_tokens"].sum(), window_s)
+    out["prompt_tokens_per_s"] = _ratio(req["prompt_tokens"].to_numpy()[admitted].sum(), window_s)
+    out["requests_per_s"] = _ratio(finished.sum(), window_s)
+    out["goodput_rps"] = _ratio(met.sum(), window_s)
+    out["goodput_per_gpu_rps"] = out["goodput_rps"] / gpus
+    out["slo_attainment"] = _ratio(met.sum(), len(req))
+    out["slo_target_attainment"] = float(slo.attainment)
+    out["slo_attained"] = bool(out["slo_attainment"] >= slo.attainment)
+    out.update({"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_e2e_s": slo.e2e_s})
+
+    decode_steps = req["decode_steps"].sum()
+    out["mean_accepted_length"] = _ratio(req["accepted_tokens"].sum(), decode_steps)
+    out["tokens_per_step"] = out["mean_accepted_length"] + 1.0
+    out["draft_acceptance_rate"] = _ratio(req["accepted_tokens"].sum(), req["drafted_tokens"].sum())
+
+    step_start = steps["start_s"].to_numpy(float)
+    step_dur = steps["duration_s"].to_numpy(float)
+    busy = _clipped_lengths(step_start, step_start + step_dur, start_s, float(sim_end_s))
+    replica = steps["replica"].to_numpy(np.int64)
+    if len(replica) and (replica.min() < 0 or replica.max() >= num_replicas):
+        raise ValueError(f"summarize: step replica ids must lie in 0..{num_replicas - 1}")
+    busy_per_replica = np.bincount(replica, weights=busy, minlength=num_replicas)
+    utilization = busy_per_replica / window_s if window_s > 0 else np.full(num_replicas, math.nan)
+    out["utilization_mean"] = float(utilization.mean())
+    out["utilization_min"] = float(utilization.min())
+    out["utilization_max"] = float(utilization.max())
+    flops, moved = float(steps["flops"].sum()), float(steps["bytes"].sum())
+    out["mfu"] = _ratio(flops, window_s * peak_flops_per_gpu * gpus)
+    out["mbu"] = _ratio(moved, window_s * peak_bw_per_gpu * gpus)
+    out["mfu_busy"] = _ratio(flops, busy.sum() * gpus_per_replica * peak_flops_per_gpu)
+    out["mbu_busy"] = _ratio(moved, busy.sum() * gpus_per_replica * peak_bw_per_gpu)
+    total_blocks = steps["kv_blocks_total"].to_numpy(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kv_fraction = np.where(total_blocks > 0, steps["kv_blocks_used"].to_numpy(float) / total_blocks,
+                               np.nan)
+    has_kv = np.isfinite(kv_fraction)
+    out["kv_use_mean"] = _ratio((kv_fraction[has_kv] * step_dur[has_kv]).sum(), step_dur[has_kv].sum())
+    out["kv_use_max"] = float(kv_fraction[has_kv].max()) if has_kv.any() else math.nan
+    out["steps"] = int(len(steps))
+    out["mean_step_s"] = float(step_dur.mean()) if len(steps) else math.nan
+    out["draft_time_fraction"] = _ratio(steps["draft_s"].sum(), step_dur.sum())
+
+    departure = np.where(np.isfinite(finish), finish, np.where(dropped, arrival, float(sim_end_s)))
+    in_system = steps["queued_requests"].to_numpy(float) + steps["running_requests"].to_numpy(float)
+    out["little_lambda_rps"] = _ratio(len(req), window_s)
+    out["little_W_s"] = float((departure - arrival).mean()) if len(req) else math.nan
+    out["little_lambda_W"] = out["little_lambda_rps"] * out["little_W_s"]
+    out["little_L_requests"] = _ratio(_clipped_lengths(arrival, departure, start_s, float(sim_end_s)).sum(),
+                                      window_s)
+    out["little_L_steps"] = _ratio((in_system * busy).sum(), window_s)
+    out["little_rel_err"] = _ratio(abs(out["little_L_steps"] - out["little_lambda_W"]), out["little_lambda_W"])
+    return out
+
+
+def _num(value, scale: float = 1.0, digits: int = 2) -> str:
+    """A number as text, or '-' when missing/NaN."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value * scale:.{digits}f}"
+
+
+def _pct(value) -> str:
+    text = _num(value, 100.0, 1)
+    return text if text == "-" else f"{text} %"
+
+
+def format_summary_table(summary: Mapping) -> str:
+    """Compact fixed-width table of the headline numbers (for the terminal)."""
+    s = summary
+    reasons = ", ".join(f"{k} {v}" for k, v in s["dropped_by_reason"].items())
+    requests = (f"arrived {s['requests_arrived']}  finished {s['requests_finished']}  "
+                f"dropped {s['requests_dropped']}" + (f" ({reasons})" if reasons else ""))
+    if s["requests_unfinished"]:
+        requests += f"  unfinished {s['requests_unfinished']}"
+    rows = [
+        ("requests", requests),
+        ("window", f"{_num(s['window_s'], digits=3)} s   steps {s['steps']}   "
+                   f"preemptions {s['preemptions']}"),
+    ]
+    lines = [f"{label:<13}{text}" for label, text in rows]
+    lines.append(f"{'latency':<13}" + "".join(f"{q:>10}" for q in (*QUANTILES, "mean")))
+    for name, label, scale in (("ttft", "TTFT ms", 1e3), ("tpot", "TPOT ms", 1e3), ("e2e", "E2E s", 1.0),
+                               ("queue", "queue ms", 1e3)):
+        cells = [_num(s[f"{name}_{q}_s"], scale) for q in (*QUANTILES, "mean")]
+        lines.append(f"{label:<13}" + "".join(f"{c:>10}" for c in cells))
+    verdict = "met" if s["slo_attained"] else "missed"
+    rows = [
+        ("throughput", f"{_num(s['output_tokens_per_s'], digits=1)} tok/s   "
+                       f"{_num(s['requests_per_s'], digits=3)} req/s"),
+        ("goodput", f"{_num(s['goodput_rps'], digits=3)} req/s   {_num(s['goodput_per_gpu_rps'], digits=3)} "
+                    f"req/s/GPU   SLO attainment {_pct(s['slo_attainment'])} "
+                    f"(target {_pct(s['slo_target_attainment'])}: {verdict})"),
+        ("speculation", f"accepted length {_num(s['mean_accepted_length'])}   tokens/step "
+                        f"{_num(s['tokens_per_step'])}   draft acceptance {_pct(s['draft_acceptance_rate'])}"),
+        ("hardware", f"utilization {_pct(s['utilization_mean'])}   MFU {_pct(s['mfu'])}   "
+                     f"MBU {_pct(s['mbu'])}   KV mean {_pct(s['kv_use_mean'])} max {_pct(s['kv_use_max'])}"),
+        ("Little's law", f"L {_num(s['little_L_steps'])} (step log) vs lambda*W {_num(s['little_lambda_W'])}"
+                         f"   rel. error {_pct(s['little_rel_err'])}"),
+    ]
+    lines += [f"{label:<13}{text}" for label, text in rows]
+    return "\n".join(lines)

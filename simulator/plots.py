@@ -1,0 +1,121 @@
+"""PNG plots of one run: latency CDFs and throughput / queue length over time.
+
+Uses matplotlib's object API with the Agg canvas (never pyplot), so importing or calling this module does
+not change the backend of an interactive session. PNGs carry no software/date metadata, so identical
+inputs give byte-identical files. matplotlib is imported lazily: a run without plots does not pay for it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+LATENCY_CDF_PNG = "latency_cdf.png"
+TIMELINE_PNG = "throughput_queue.png"
+PLOT_FILES = (LATENCY_CDF_PNG, TIMELINE_PNG)
+TIMELINE_BINS = 100
+_PNG_METADATA = {"Software": None}
+_DPI = 100
+
+
+def _new_figure(width_in: float, height_in: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width_in, height_in), dpi=_DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _save(figure, path: Path) -> None:
+    figure.savefig(path, format="png", dpi=_DPI, metadata=_PNG_METADATA)
+
+
+def _finished(requests: pd.DataFrame) -> pd.DataFrame:
+    keep = ~requests["dropped"].to_numpy(bool) & np.isfinite(requests["finish_s"].to_numpy(float))
+    return requests.loc[keep]
+
+
+def plot_latency_cdfs(requests: pd.DataFrame, summary: Mapping, path: Path) -> None:
+    """Empirical CDFs of TTFT, TPOT and E2E over finished requests, with SLO thresholds when set."""
+    figure = _new_figure(12.0, 3.6)
+    axes = figure.subplots(1, 3)
+    done = _finished(requests)
+    panels = (("ttft_s", "TTFT (ms)", 1e3, "slo_ttft_s"), ("tpot_s", "TPOT (ms)", 1e3, "slo_tpot_s"),
+              ("e2e_s", "E2E latency (s)", 1.0, "slo_e2e_s"))
+    for ax, (column, label, scale, slo_key) in zip(axes, panels):
+        values = np.sort(done[column].to_numpy(float))
+        values = values[np.isfinite(values)] * scale
+        if len(values):
+            fraction = np.arange(1, len(values) + 1) / len(values)
+            ax.step(np.concatenate([[values[0]], values]), np.concatenate([[0.0], fraction]), where="post",
+                    color="tab:blue", linewidth=1.5)
+        else:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        if summary.get(slo_key) is not None:
+            ax.axvline(summary[slo_key] * scale, color="tab:red", linestyle="--", linewidth=1, label="SLO")
+            ax.legend(loc="lower right")
+        ax.set_xlabel(label)
+        ax.set_ylim(0.0, 1.02)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("fraction of finished requests")
+    _save(figure, path)
+
+
+def _integral_at(starts: np.ndarray, ends: np.ndarray, heights: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Exact integral from -inf to each `at` of the sum of boxes height * 1[start <= t < end].
+
+    The sum is piecewise linear in t with slope changes +height at starts and -height at ends, so it is
+    evaluated at the sorted breakpoints and linearly interpolated in between (exact, O(n log n)).
+    """
+    if len(starts) == 0:
+        return np.zeros(len(at))
+    times = np.concatenate([starts, ends])
+    slope_change = np.concatenate([heights, -heights])
+    order = np.argsort(times, kind="stable")
+    times, slope = times[order], np.cumsum(slope_change[order])
+    area = np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(times))])
+    return np.interp(at, times, area, left=0.0, right=area[-1])
+
+
+def timeline_bins(steps: pd.DataFrame, start_s: float, end_s: float, bins: int = TIMELINE_BINS):
+    """Per time bin: output tokens/s (tokens counted at their step's end) and the time-averaged number of
+    queued and running requests summed over replicas (idle replicas count zero)."""
+    edges = np.linspace(start_s, end_s if end_s > start_s else start_s + 1.0, bins + 1)
+    width = np.diff(edges)
+    begin = steps["start_s"].to_numpy(float)
+    finish = begin + steps["duration_s"].to_numpy(float)
+    tokens, _ = np.histogram(finish, bins=edges, weights=steps["emitted_tokens"].to_numpy(float))
+    averages = {}
+    for column in ("queued_requests", "running_requests"):
+        area = _integral_at(begin, finish, steps[column].to_numpy(float), edges)
+        averages[column] = np.diff(area) / width
+    return edges, tokens / width, averages["queued_requests"], averages["running_requests"]
+
+
+def plot_timeline(steps: pd.DataFrame, summary: Mapping, path: Path) -> None:
+    """Output throughput and queue/batch occupancy over the measured window."""
+    edges, throughput, queued, running = timeline_bins(steps, float(summary["window_start_s"]),
+                                                       float(summary["window_end_s"]))
+    figure = _new_figure(10.0, 6.0)
+    top, bottom = figure.subplots(2, 1, sharex=True)
+    top.stairs(throughput, edges, color="tab:blue", linewidth=1.2)
+    top.set_ylabel("output tokens/s")
+    top.grid(True, alpha=0.3)
+    bottom.stairs(queued, edges, color="tab:red", linewidth=1.2, label="queued (waiting)")
+    bottom.stairs(running, edges, color="tab:green", linewidth=1.2, label="running (admitted)")
+    bottom.set_ylabel("requests (all replicas)")
+    bottom.set_xlabel("time (s)")
+    bottom.legend(loc="upper right")
+    bottom.grid(True, alpha=0.3)
+    _save(figure, path)
+
+
+def write_plots(out_dir: Path, requests: pd.DataFrame, steps: pd.DataFrame, summary: Mapping) -> list[Path]:
+    """Write every plot into `out_dir`; returns the written paths."""
+    out_dir = Path(out_dir)
+    plot_latency_cdfs(requests, summary, out_dir / LATENCY_CDF_PNG)
+    plot_timeline(steps, summary, out_dir / TIMELINE_PNG)
+    return [out_dir / name for name in PLOT_FILES]

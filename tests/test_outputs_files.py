@@ -1,0 +1,132 @@
+"""Outputs: reproducible bytes, atomic install, refusal to clobber, plot data against brute force."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import simulator.outputs as outputs
+from simulator.errors import ScenarioError
+from simulator.metrics import build_requests_frame, build_steps_frame, summarize
+from simulator.plots import PLOT_FILES, _integral_at, timeline_bins
+from test_metrics_summary import HW, SLO_TINY, tiny_run
+
+EXPECTED = {"requests.parquet", "steps.parquet", "summary.json", *PLOT_FILES}
+
+
+@pytest.fixture(scope="module")
+def run():
+    requests, steps = tiny_run()
+    req = build_requests_frame(requests, SLO_TINY)
+    stp = build_steps_frame(steps)
+    return req, stp, summarize(req, stp, slo=SLO_TINY, sim_end_s=1.0, **HW)
+
+
+def listing(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_two_writes_are_byte_identical(tmp_path, run):
+    first = outputs.write_outputs(tmp_path / "a", *run)
+    second = outputs.write_outputs(tmp_path / "b", *run)
+    assert set(listing(first)) == EXPECTED
+    for name in EXPECTED:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    assert listing(tmp_path) == ["a", "b"]  # no temporary folders left behind
+
+
+def test_parquet_round_trip_and_json_content(tmp_path, run):
+    req, stp, summary = run
+    out = outputs.write_outputs(tmp_path / "run", req, stp, summary, plots=False)
+    assert set(listing(out)) == {"requests.parquet", "steps.parquet", "summary.json"}
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "requests.parquet"), req)
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "steps.parquet"), stp)
+    text = (out / "summary.json").read_text()
+    loaded = json.loads(text)
+    assert list(loaded) == sorted(loaded) and "NaN" not in text
+    assert loaded["slo_e2e_s"] is None and loaded["kv_use_mean"] == 0.21  # rounded to 12 digits
+    assert loaded["dropped_by_reason"] == {"kv_capacity": 1}
+
+
+def test_summary_json_is_stable():
+    summary = {"b": np.float64(0.1) + np.float64(0.2), "a": np.int64(3), "c": math.nan, "d": np.bool_(True)}
+    assert outputs.summary_json(summary) == '{\n  "a": 3,\n  "b": 0.3,\n  "c": null,\n  "d": true\n}\n'
+    with pytest.raises(TypeError):
+        outputs.summary_json({"x": object()})
+
+
+def test_failure_leaves_no_partial_output(tmp_path, run, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full while plotting")
+
+    monkeypatch.setattr(outputs, "write_plots", broken)
+    with pytest.raises(RuntimeError):
+        outputs.write_outputs(tmp_path / "run", *run)
+    assert listing(tmp_path) == []
+
+
+def test_failure_keeps_the_previous_output(tmp_path, run, monkeypatch):
+    req, stp, summary = run
+    out = outputs.write_outputs(tmp_path / "run", req, stp, summary, plots=False)
+    before = (out / "summary.json").read_bytes()
+    monkeypatch.setattr(outputs, "write_plots", lambda *a, **k: (_ for _ in ()).throw(OSError("boom")))
+    with pytest.raises(OSError):
+        outputs.write_outputs(out, req, stp, dict(summary, steps=99))
+    assert listing(tmp_path) == ["run"] and (out / "summary.json").read_bytes() == before
+
+
+def test_previous_output_is_replaced(tmp_path, run):
+    req, stp, summary = run
+    out = outputs.write_outputs(tmp_path / "run", req, stp, summary)
+    outputs.write_outputs(out, req, stp, dict(summary, steps=99), plots=False)
+    assert set(listing(out)) == {"requests.parquet", "steps.parquet", "summary.json"}
+    assert json.loads((out / "summary.json").read_text())["steps"] == 99
+    assert listing(tmp_path) == ["run"]
+
+
+def test_unrelated_folder_or_file_is_refused(tmp_path, run):
+    keep = tmp_path / "mine"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("precious")
+    with pytest.raises(ScenarioError) as err:
+        outputs.write_outputs(keep, *run)
+    assert err.value.field == "--out" and (keep / "notes.txt").read_text() == "precious"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ScenarioError, match="not a directory"):
+        outputs.write_outputs(tmp_path / "file", *run)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    outputs.write_outputs(empty, *run, plots=False)
+    assert (empty / "summary.json").is_file()
+
+
+def test_extra_files_are_written_atomically(tmp_path, run):
+    out = outputs.write_outputs(tmp_path / "run", *run, plots=False,
+                                extra_files={"scenario.yaml": "seed: 1\n", "blob.bin": b"\x00\x01"})
+    assert (out / "scenario.yaml").read_text() == "seed: 1\n" and (out / "blob.bin").read_bytes() == b"\x00\x01"
+    with pytest.raises(ValueError, match="file name"):
+        outputs.write_outputs(tmp_path / "other", *run, plots=False, extra_files={"../x": "no"})
+    assert listing(tmp_path) == ["run"]
+
+
+def test_box_integral_matches_brute_force():
+    rng = np.random.default_rng(1)
+    starts = rng.uniform(0, 10, 200)
+    ends = starts + rng.uniform(0, 2, 200)
+    heights = rng.integers(0, 5, 200).astype(float)
+    at = np.array([-1.0, 0.0, 2.5, 5.0, 7.25, 11.0, 20.0])
+    brute = [np.sum(heights * np.clip(np.minimum(ends, t) - starts, 0, None)) for t in at]
+    np.testing.assert_allclose(_integral_at(starts, ends, heights, at), brute, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(_integral_at(np.zeros(0), np.zeros(0), np.zeros(0), at), np.zeros(len(at)))
+
+
+def test_timeline_bins_conserve_tokens_and_average_counts(run):
+    _, steps, _ = run
+    edges, throughput, queued, running = timeline_bins(steps, 0.0, 1.0, bins=10)
+    assert np.sum(throughput * np.diff(edges)) == pytest.approx(steps["emitted_tokens"].sum())
+    # step log (0.2 s each bin pair): running is 1 everywhere except 2 during [0.5, 0.6)
+    np.testing.assert_allclose(running, [1, 1, 1, 1, 1, 2, 1, 1, 1, 1])
+    np.testing.assert_allclose(queued, [0, 0, 1, 1, 2, 0, 0, 0, 0, 0])
