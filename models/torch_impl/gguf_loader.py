@@ -147,3 +147,60 @@ def load_gguf(path: str | Path, name: str | None = None) -> LoadedModel:
         raise ValueError(f"tokenizer has {tokenizer.vocab_size} tokens, model vocab is {cfg.vocab_size}")
     return LoadedModel(model.eval(), tokenizer, cfg, name or str(fields.get("general.name", path.stem)),
                        str(path), tuple(sorted(type_counts.items())))
+
+
+def write_gguf(model: Qwen2Model, tokenizer: BPETokenizer, path: str | Path, quant: str = "F32",
+               name: str = "draftsim test model") -> None:
+    """Write `model` and `tokenizer` as a GGUF file that `load_gguf` reads back (architecture `qwen2`, or
+    `qwen2moe` for MoE configs). Matrices are stored as `quant` (a `gguf.GGMLQuantizationType` name the
+    `gguf` package can quantize, e.g. F32, F16, Q8_0, Q5_0, Q4_0) when their rows fit its block size, else
+    F32; vectors stay F32. Used to test the loader end to end on tiny random models."""
+    from gguf import GGMLQuantizationType, GGUFWriter
+    from gguf.constants import GGML_QUANT_SIZES
+    from gguf.quants import quantize
+    try:
+        qtype = GGMLQuantizationType[quant]
+    except KeyError:
+        raise ValueError(f"quant must be a GGMLQuantizationType name (e.g. F32, Q8_0), got {quant!r}") from None
+    cfg = model.cfg
+    arch = "qwen2moe" if cfg.num_experts else "qwen2"
+    writer = GGUFWriter(str(path), arch)
+    writer.add_name(name)
+    writer.add_context_length(cfg.max_context)
+    writer.add_embedding_length(cfg.hidden_size)
+    writer.add_block_count(cfg.num_layers)
+    if cfg.intermediate_size:
+        writer.add_feed_forward_length(cfg.intermediate_size)
+    writer.add_head_count(cfg.num_heads)
+    writer.add_head_count_kv(cfg.num_kv_heads)
+    writer.add_uint32(f"{arch}.attention.key_length", cfg.head_dim)
+    writer.add_uint32(f"{arch}.attention.value_length", cfg.head_dim)
+    writer.add_rope_freq_base(cfg.rope_theta)
+    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    if cfg.num_experts:
+        writer.add_expert_count(cfg.num_experts)
+        writer.add_expert_used_count(cfg.experts_per_token)
+        writer.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+        writer.add_bool(f"{arch}.expert_weights_norm", cfg.moe_renormalize)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(list(tokenizer.tokens))
+    writer.add_token_types(list(tokenizer.token_types) or [1] * tokenizer.vocab_size)
+    writer.add_token_merges(list(tokenizer.merges))
+    for key, value in (("bos", tokenizer.bos_id), ("eos", tokenizer.eos_id), ("pad", tokenizer.pad_id)):
+        if value is not None:
+            getattr(writer, f"add_{key}_token_id")(int(value))
+    inverse = {v: k for k, v in _GLOBAL_TENSORS.items()}
+    inverse.update({f"layers.{i}.{v}": f"blk.{i}.{k}" for i in range(cfg.num_layers)
+                    for k, v in _LAYER_TENSORS.items()})
+    block = GGML_QUANT_SIZES[qtype][0]
+    for param_name, param in model.named_parameters():
+        data = param.detach().to(torch.float32).cpu().numpy()
+        if data.ndim >= 2 and qtype != GGMLQuantizationType.F32 and data.shape[-1] % block == 0:
+            writer.add_tensor(inverse[param_name], quantize(data, qtype), raw_dtype=qtype)
+        else:
+            writer.add_tensor(inverse[param_name], np.ascontiguousarray(data))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()

@@ -206,3 +206,47 @@ def tokenizer_from_gguf_fields(fields: dict) -> BPETokenizer:
                         eos_id=fields.get("tokenizer.ggml.eos_token_id"),
                         pad_id=fields.get("tokenizer.ggml.padding_token_id"),
                         chat_template=fields.get("tokenizer.chat_template"))
+
+
+def train_bpe(texts: Sequence[str], num_merges: int, special_tokens: Sequence[str] = ()) -> BPETokenizer:
+    """A small byte-level BPE vocabulary learned from `texts` (greedy most-frequent-pair merges over the
+    Qwen2 pre-tokenized pieces; ties broken by the pair's string order, so the result is deterministic).
+    Vocabulary = 256 byte symbols, then one token per merge, then `special_tokens` (type CONTROL).
+    For tests and tiny models; real vocabularies come from GGUF files."""
+    if num_merges < 0:
+        raise ValueError(f"num_merges must be >= 0, got {num_merges}")
+    b2u = byte_to_unicode()
+    counts: dict[tuple[str, ...], int] = {}
+    for text in texts:
+        for match in qwen2_pretokenizer().finditer(text):
+            word = tuple(b2u[b] for b in match.group(0).encode("utf-8"))
+            counts[word] = counts.get(word, 0) + 1
+    tokens = [b2u[b] for b in range(256)]
+    merges: list[str] = []
+    for _ in range(num_merges):
+        pairs: dict[tuple[str, str], int] = {}
+        for word, n in counts.items():
+            for pair in zip(word, word[1:]):
+                pairs[pair] = pairs.get(pair, 0) + n
+        if not pairs:
+            break
+        best = min(pairs, key=lambda p: (-pairs[p], p))
+        merges.append(f"{best[0]} {best[1]}")
+        if best[0] + best[1] not in tokens:   # two merge paths can spell the same symbol
+            tokens.append(best[0] + best[1])
+        new_counts: dict[tuple[str, ...], int] = {}
+        for word, n in counts.items():
+            out, i = [], 0
+            while i < len(word):
+                if i < len(word) - 1 and (word[i], word[i + 1]) == best:
+                    out.append(word[i] + word[i + 1])
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            new_counts[tuple(out)] = new_counts.get(tuple(out), 0) + n
+        counts = new_counts
+    types = [1] * len(tokens) + [3] * len(special_tokens)
+    tokens += list(special_tokens)
+    eos = tokens.index("<|endoftext|>") if "<|endoftext|>" in special_tokens else None
+    return BPETokenizer(tokens=tokens, merges=merges, token_types=types, bos_id=eos, eos_id=eos, pad_id=eos)
