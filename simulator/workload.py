@@ -195,7 +195,11 @@ def _replay_trace(cfg: WorkloadConfig, base_dir: Path) -> RequestTable:
 
 
 def generate_requests(cfg: WorkloadConfig, rng: np.random.Generator, base_dir: Path) -> RequestTable:
-    """Draw (or replay) the requests of one run. Relative CSV paths are resolved against `base_dir`."""
+    """Draw (or replay) the requests of one run. Relative CSV paths are resolved against `base_dir`.
+
+    Child streams are spawned from `rng` (its own stream is not advanced, but each call spawns new
+    children), so pass a freshly seeded Generator to reproduce a run.
+    """
     if cfg.arrival.process == "trace":
         return _replay_trace(cfg, Path(base_dir))
     arrival_rng, prompt_rng, output_rng = rng.spawn(3)
