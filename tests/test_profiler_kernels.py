@@ -137,3 +137,13 @@ def test_router_topk_picks_largest_probabilities():
     assert torch.allclose(raw, top.values, atol=1e-6)
     with pytest.raises(ValueError, match="top_k"):
         K.router_topk(hidden, router, top_k=5)
+
+
+def test_add_rms_norm_returns_normed_sum_and_new_residual():
+    g = torch.Generator().manual_seed(6)
+    x, res, w = torch.randn(3, 8, generator=g), torch.randn(3, 8, generator=g), torch.randn(8, generator=g)
+    normed, summed = K.add_rms_norm(x, res, w)
+    assert torch.allclose(summed, x + res)
+    assert torch.allclose(normed, K.rms_norm(x + res, w))
+    normed0, summed0 = K.add_rms_norm(x, None, w)
+    assert summed0 is x and torch.allclose(normed0, K.rms_norm(x, w))

@@ -21,6 +21,16 @@ same loop. Production GPU engines use a varlen/paged kernel instead; a CUDA prof
 therefore pessimistic for large decode batches.
 
 Writing new K/V into the cache is part of the attention kernels (so its copy is inside the profiled time).
+
+How a decoder layer maps onto these kernels and onto the op graph (`models.opgraph`), one call per op:
+  x, h = add_rms_norm(attn_out_or_embedding, h, w)          NORM (2 per layer + the final one)
+  qkv = linear(x, W_qkv, b_qkv)                              GEMM qkv_proj (fused q, k, v rows)
+  qk = apply_rope(qkv.view(t, heads + 2·kv, d)[:, :heads + kv], cos, sin)   ROPE (q and k heads at once)
+  attention_prefill / attention_decode                       ATTN_PREFILL / ATTN_DECODE
+  linear(attn, W_o)                                          GEMM o_proj
+  gate_up = linear(x, W_gate_up); swiglu(gate_up[:, :w], gate_up[:, w:])   GEMM gate_up_proj, ACTIVATION
+  linear(act, W_down)                                        GEMM down_proj
+Splitting a fused projection into separate calls executes more, smaller kernels than the op graph prices.
 """
 from __future__ import annotations
 
@@ -41,6 +51,15 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     x32 = x.float()
     normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + eps)
     return normed.to(x.dtype) * weight
+
+
+def add_rms_norm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor,
+                 eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+    """Residual add fused with RMSNorm (the op graph's NORM op, vLLM's fused_add_rms_norm):
+    summed = x + residual (x itself when residual is None, i.e. before the first layer);
+    returns (rms_norm(summed), summed) — the normed input of the next block and the new residual stream."""
+    summed = x if residual is None else x + residual
+    return rms_norm(summed, weight, eps), summed
 
 
 def rope_tables(positions: torch.Tensor, head_dim: int, theta: float = 10000.0,

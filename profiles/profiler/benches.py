@@ -62,6 +62,9 @@ def build_bench(kind: str, dims: Mapping[str, float], dtype: torch.dtype, device
         copies = rotation_copies(n * k * esize, llc_bytes)
         x = _rand((m, k), dtype, device, gen)
         weights = [_rand((n, k), dtype, device, gen) for _ in range(copies)]
+        if dims.get("bias", 0):
+            biases = [_rand((n,), dtype, device, gen) for _ in range(copies)]
+            return lambda i: K.linear(x, weights[i % copies], biases[i % copies])
         return lambda i: K.linear(x, weights[i % copies])
     if kind == K_OPS.ATTN_PREFILL:
         return _prefill_bench(dims, dtype, device, llc_bytes, gen, esize)
@@ -69,8 +72,9 @@ def build_bench(kind: str, dims: Mapping[str, float], dtype: torch.dtype, device
         return _decode_bench(dims, dtype, device, llc_bytes, gen, esize)
     if kind == K_OPS.NORM:
         x = _rand((_int(dims, "tokens"), _int(dims, "hidden")), dtype, device, gen)
+        residual = _rand((_int(dims, "tokens"), _int(dims, "hidden")), dtype, device, gen)
         weight = _rand((_int(dims, "hidden"),), dtype, device, gen)
-        return lambda i: K.rms_norm(x, weight)
+        return lambda i: K.add_rms_norm(x, residual, weight)
     if kind == K_OPS.ACTIVATION:
         tokens, width = _int(dims, "tokens"), _int(dims, "width")
         gate_up = _rand((tokens, 2 * width), dtype, device, gen)   # a fused gate/up projection's output

@@ -19,7 +19,7 @@ import pandas as pd
 
 TABLE_FILE = "ops.csv"
 FINGERPRINT_FILE = "fingerprint.json"
-DIM_COLUMNS = ("m", "n", "k", "seqs", "q_tokens", "attn_pairs", "q_per_seq", "ctx_per_seq", "heads",
+DIM_COLUMNS = ("m", "n", "k", "bias", "groups", "seqs", "q_tokens", "attn_pairs", "q_per_seq", "ctx_per_seq", "heads",
                "kv_heads", "head_dim", "tree", "tokens", "hidden", "width", "vocab", "greedy", "experts",
                "top_k", "bytes_msg", "ranks")
 STAT_COLUMNS = ("median_s", "p10_s", "p90_s", "reps")
