@@ -72,6 +72,7 @@ class ModelSpec:
     moe_intermediate_size: int = 0         # width of one routed (and one shared) expert
     num_shared_experts: int = 0
     first_dense_layers: int = 0            # leading layers that keep a dense MLP (first_k_dense_replace)
+    router_bias: bool = False              # per-expert score-correction bias (DeepSeek-V3 "noaux_tc")
     # Multi-head latent attention (DeepSeek).
     q_lora_rank: int = 0                   # 0: queries are projected directly from the hidden state
     kv_lora_rank: int = 0                  # > 0 marks MLA
@@ -154,7 +155,8 @@ class ModelSpec:
     def moe_params_per_layer(self, experts: int) -> int:
         """Router + `experts` routed experts + the shared experts of one MoE layer."""
         per_expert = self.mlp_params(self.moe_intermediate_size)
-        return self.hidden_size * self.num_experts + (experts + self.num_shared_experts) * per_expert
+        router = self.hidden_size * self.num_experts + (self.num_experts if self.router_bias else 0)
+        return router + (experts + self.num_shared_experts) * per_expert
 
     def _count(self, routed_experts: int) -> int:
         h = self.hidden_size
@@ -223,9 +225,9 @@ class ModelSpec:
         """Weights that take part in a matmul for one token (LM head included, input embedding not)."""
         h = self.hidden_size
         norm_vectors = self.num_layers * 2 * h + h
-        biases = 0
+        biases = self.num_moe_layers * self.num_experts if self.router_bias else 0
         if self.qkv_bias:
-            biases = self.num_layers * (self.num_heads + 2 * self.num_kv_heads) * self.head_dim
+            biases += self.num_layers * (self.num_heads + 2 * self.num_kv_heads) * self.head_dim
         if self.qk_norm:
             norm_vectors += self.num_layers * 2 * self.head_dim
         if self.is_mla:

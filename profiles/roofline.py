@@ -16,8 +16,10 @@ Efficiency factors (`RooflineEfficiency`) and where the defaults come from:
   a few µs from the host; CUDA-graph replay (used by serving engines for decode) brings the gap down to
   about 1–2 µs, so 2.5 µs per op on NVIDIA, 4 µs on ROCm.
 * GEMM shape factor: s(m)·s(n)·s(k) with s(x) = x / (x + x_half). It stands for tile padding, partial
-  waves and pipeline fill of small problems; x_half = 64 (half a 128-wide tensor-core tile) for BF16
-  and scaled with the dtype's math rate relative to BF16 (faster math needs larger tiles to be fed).
+  waves and pipeline fill of small problems; x_half = 64 (half a 128-wide tensor-core tile) for BF16.
+  The row half-size m_half scales with (math rate × bytes per weight) relative to BF16, the ridge
+  arithmetic intensity the kernel's row tiles must reach: fp8/int8 keep 64, weight-only int4 gets 16
+  (Marlin-style small-batch kernels), fp32 on vector units ≈ 9.
   Consequences (tested): a GEMM with m = 1 is bandwidth-bound on every catalog device, and an
   8192³ BF16 GEMM on H100 reaches 74 % of peak.
 * Attention: FlashAttention-2 reaches 50–70 % of peak on A100 and ~35–40 % on H100, FlashAttention-3
@@ -111,9 +113,12 @@ class RooflineLatencyModel:
         bf16_rate = hw.matmul_flops("bf16")
         gemm_rate = hw.matmul_flops(dtype)
         self._gemm_flops_per_s = gemm_rate * eff.compute_fraction
-        rate_scale = gemm_rate / bf16_rate
-        self._m_half = eff.gemm_m_half * rate_scale
-        self._nk_half = eff.gemm_nk_half * rate_scale
+        # Row tiles scale with the ridge intensity the kernel must reach: math rate × weight bytes,
+        # relative to BF16 (fp8/int8: 2×·½ = 1; weight-only int4: ¼, Marlin-style 16-row tiles;
+        # fp32 on vector units: ≈0.14).
+        ridge_scale = (gemm_rate * dtype_bytes(dtype)) / (bf16_rate * 2.0)
+        self._m_half = eff.gemm_m_half * ridge_scale
+        self._nk_half = eff.gemm_nk_half
         self._attn_flops_per_s = hw.matmul_flops(act_dtype) * eff.attention_compute_fraction
         self._vector_flops_per_s = hw.peak_flops["fp32"] * eff.compute_fraction
         self._mem_bytes_per_s = hw.hbm_bandwidth_bytes_per_s * eff.memory_fraction

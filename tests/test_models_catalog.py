@@ -1,0 +1,209 @@
+"""Model catalog and ModelSpec derived sizes: published totals, KV bytes, an independent tensor-by-tensor
+count of each checkpoint's parameters, FLOPs per token, errors."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import models
+from models import UnknownNameError, get_model, list_models
+from models.catalog import _load_file
+from models.spec import ModelSpec, dtype_bytes, validate_parallelism
+from models.step import Parallelism
+
+CATALOG = ["deepseek-v3", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-68m",
+           "mixtral-8x7b", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "qwen3-30b-a3b", "vicuna-13b",
+           "vicuna-33b", "vicuna-7b"]
+
+
+def test_catalog_lists_exactly_the_issue_models():
+    assert list_models() == CATALOG
+    for name in CATALOG:
+        spec = get_model(name)
+        assert spec.name == name and spec.source.startswith("https://huggingface.co/")
+
+
+def test_lookup_is_case_insensitive_and_unknown_names_raise():
+    assert get_model("Llama-3-8B") is get_model("llama-3-8b")
+    with pytest.raises(UnknownNameError, match="unknown model 'llama-5'.*llama-2-7b"):
+        get_model("llama-5")
+    with pytest.raises(ValueError):  # UnknownNameError is a ValueError (CLI exit 2)
+        get_model("gpt-2")
+
+
+# Published parameter totals (model cards / papers): (name, total, active, relative tolerance).
+PUBLISHED = [
+    ("llama-2-7b", 6.74e9, None, 0.005),
+    ("llama-2-13b", 13.0e9, None, 0.01),
+    ("llama-2-70b", 69.0e9, None, 0.01),
+    ("llama-3-8b", 8.03e9, None, 0.005),
+    ("llama-3-70b", 70.6e9, None, 0.005),
+    ("vicuna-7b", 6.74e9, None, 0.005),
+    ("vicuna-33b", 32.5e9, None, 0.01),
+    ("qwen2.5-coder-0.5b", 0.49e9, None, 0.02),
+    ("qwen2.5-coder-1.5b", 1.54e9, None, 0.005),
+    ("llama-68m", 68e6, None, 0.01),
+    ("mixtral-8x7b", 46.7e9, 12.9e9, 0.005),
+    ("qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02),
+    ("deepseek-v3", 671e9, 37e9, 0.02),
+]
+
+
+@pytest.mark.parametrize("name,total,active,tol", PUBLISHED)
+def test_param_counts_match_published_totals(name, total, active, tol):
+    spec = get_model(name)
+    assert spec.param_count() == pytest.approx(total, rel=tol)
+    if active is None:
+        assert not spec.is_moe and spec.active_param_count() == spec.param_count()
+    else:
+        assert spec.is_moe and spec.active_param_count() == pytest.approx(active, rel=tol)
+
+
+def checkpoint_tensor_shapes(spec: ModelSpec):
+    """Shapes of every tensor in the Hugging Face checkpoint of `spec`'s architecture, listed one by one
+    (an independent enumeration, not the closed form of ModelSpec)."""
+    h, nh, kvh, hd = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
+    yield (spec.vocab_size, h)                                   # embed_tokens
+    for layer in range(spec.num_layers):
+        yield (h,)                                               # input_layernorm
+        yield (h,)                                               # post_attention_layernorm
+        if spec.is_mla:
+            qk = spec.qk_nope_head_dim + spec.qk_rope_head_dim
+            yield (spec.q_lora_rank, h)                          # q_a_proj
+            yield (spec.q_lora_rank,)                            # q_a_layernorm
+            yield (nh * qk, spec.q_lora_rank)                    # q_b_proj
+            yield (spec.kv_lora_rank + spec.qk_rope_head_dim, h)  # kv_a_proj_with_mqa
+            yield (spec.kv_lora_rank,)                           # kv_a_layernorm
+            yield (nh * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)  # kv_b_proj
+            yield (h, nh * spec.v_head_dim)                      # o_proj
+        else:
+            for rows in (nh * hd, kvh * hd, kvh * hd):           # q, k, v
+                yield (rows, h)
+                if spec.qkv_bias:
+                    yield (rows,)
+            if spec.qk_norm:
+                yield (hd,)
+                yield (hd,)
+            yield (h, nh * hd)                                   # o_proj
+        if spec.is_moe and layer >= spec.first_dense_layers:
+            yield (spec.num_experts, h)                          # router
+            if spec.router_bias:
+                yield (spec.num_experts,)
+            experts = [spec.moe_intermediate_size] * spec.num_experts
+            if spec.num_shared_experts:
+                experts.append(spec.num_shared_experts * spec.moe_intermediate_size)
+            for width in experts:
+                yield (width, h)                                 # gate
+                yield (width, h)                                 # up
+                yield (h, width)                                 # down
+        else:
+            yield (spec.intermediate_size, h)
+            yield (spec.intermediate_size, h)
+            yield (h, spec.intermediate_size)
+    yield (h,)                                                   # final norm
+    if not spec.tie_word_embeddings:
+        yield (spec.vocab_size, h)                               # lm_head
+
+
+@pytest.mark.parametrize("name", CATALOG)
+def test_param_count_equals_tensor_by_tensor_count(name):
+    spec = get_model(name)
+    assert spec.param_count() == sum(math.prod(shape) for shape in checkpoint_tensor_shapes(spec))
+
+
+def test_kv_bytes_per_token():
+    assert get_model("llama-2-7b").kv_bytes_per_token() == 524_288
+    assert get_model("llama-3-8b").kv_bytes_per_token() == 131_072
+    assert get_model("llama-2-70b").kv_bytes_per_token("fp8") == 80 * 2 * 8 * 128
+    # MLA caches the 512-wide latent plus the 64-wide RoPE key once per layer.
+    assert get_model("deepseek-v3").kv_bytes_per_token() == 61 * (512 + 64) * 2
+    assert get_model("llama-3-8b").kv_bytes_per_token("int4") == 131_072 / 4
+
+
+def test_kv_bytes_per_gpu_splits_heads_and_layers():
+    llama = get_model("llama-3-8b")  # 8 KV heads
+    total = llama.kv_bytes_per_token()
+    assert llama.kv_bytes_per_token_per_gpu(Parallelism(tp=2)) == total / 2
+    assert llama.kv_bytes_per_token_per_gpu(Parallelism(tp=8)) == total / 8
+    assert llama.kv_bytes_per_token_per_gpu(Parallelism(tp=16)) == total / 8   # 1 replicated head per rank
+    assert llama.kv_bytes_per_token_per_gpu(Parallelism(pp=2)) == total / 2
+    ds = get_model("deepseek-v3")  # latent replicated on every TP rank; ceil(61/2) = 31 layers per stage
+    assert ds.kv_bytes_per_token_per_gpu(Parallelism(tp=8, pp=2)) == 31 * 576 * 2
+
+
+def test_weight_bytes_and_dtypes():
+    spec = get_model("llama-2-7b")
+    assert spec.weight_bytes() == 2 * spec.param_count()
+    assert spec.weight_bytes("fp32") == 4 * spec.param_count()
+    assert spec.weight_bytes("int4") == spec.param_count() / 2
+    for bad in ("bf8", "float16", None):
+        with pytest.raises(ValueError, match="dtype"):
+            spec.weight_bytes(bad)
+    assert set(models.DTYPE_BYTES) == {"fp32", "bf16", "fp16", "fp8", "int8", "int4"}
+    assert dtype_bytes("fp8") == 1.0
+
+
+@pytest.mark.parametrize("name", CATALOG)
+def test_flops_per_token_is_two_per_active_matmul_weight(name):
+    spec = get_model(name)
+    f0 = spec.flops_per_token()
+    # ≈ 2·active parameters: only the input embedding (a look-up) and norm/bias vectors do no matmul;
+    # the embedding is a sizeable share only for the tiny draft model.
+    assert (0.9 if spec.param_count() > 1e9 else 0.6) < f0 / (2 * spec.active_param_count()) <= 1.0
+    lookups = 0 if spec.tie_word_embeddings else spec.vocab_size * spec.hidden_size
+    assert f0 == pytest.approx(2 * (spec.active_param_count() - lookups), rel=1e-3)
+    # Attention adds 2·(qk + v) FLOPs per head, layer and context token.
+    per_ctx = 2 * spec.num_layers * spec.num_heads * (spec.qk_head_dim + spec.attn_v_head_dim)
+    assert spec.flops_per_token(1000) - f0 == pytest.approx(1000 * per_ctx)
+    with pytest.raises(ValueError, match="context_tokens"):
+        spec.flops_per_token(-1)
+
+
+def test_llama_2_7b_flops_per_token_by_hand():
+    # 32 layers × (4·4096² attention + 3·4096·11008 MLP) + LM head 4096·32000, two FLOPs per weight.
+    by_hand = 2 * (32 * (4 * 4096**2 + 3 * 4096 * 11008) + 4096 * 32000)
+    assert get_model("llama-2-7b").flops_per_token() == by_hand
+
+
+def test_moe_structure():
+    ds = get_model("deepseek-v3")
+    assert ds.is_moe and ds.is_mla and ds.num_moe_layers == 58 and ds.num_dense_layers == 3
+    mix = get_model("mixtral-8x7b")
+    assert mix.num_moe_layers == 32 and mix.num_dense_layers == 0 and not mix.is_mla
+    assert not get_model("llama-2-7b").is_moe
+
+
+def test_validate_parallelism_errors_name_the_field():
+    spec = get_model("llama-2-7b")
+    validate_parallelism(spec, Parallelism(tp=8, pp=4))
+    with pytest.raises(ValueError, match="tp=3 must divide num_heads=32"):
+        validate_parallelism(spec, Parallelism(tp=3))
+    with pytest.raises(ValueError, match="pp=33 exceeds num_layers=32"):
+        validate_parallelism(spec, Parallelism(pp=33))
+    with pytest.raises(ValueError, match="tp and pp must be integers >= 1"):
+        validate_parallelism(spec, Parallelism(tp=0))
+    with pytest.raises(ValueError, match="num_kv_heads=2"):
+        validate_parallelism(get_model("qwen2.5-coder-1.5b"), Parallelism(tp=3))  # 12 heads, 2 KV heads
+
+
+def test_spec_validation():
+    base = dict(name="x", family="f", hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
+                intermediate_size=128, vocab_size=100)
+    ModelSpec(**base)
+    with pytest.raises(ValueError, match="hidden_size"):
+        ModelSpec(**{**base, "hidden_size": 0})
+    with pytest.raises(ValueError, match="multiple of num_kv_heads"):
+        ModelSpec(**{**base, "num_kv_heads": 3})
+    with pytest.raises(ValueError, match="experts_per_token"):
+        ModelSpec(**{**base, "num_experts": 4, "experts_per_token": 5, "moe_intermediate_size": 8})
+
+
+def test_catalog_file_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("m1:\n  family: f\n  hidden_sise: 5\n")
+    with pytest.raises(ValueError, match="unknown fields \\['hidden_sise'\\]"):
+        _load_file(bad)
+    bad.write_text("- just\n- a list\n")
+    with pytest.raises(ValueError, match="mapping"):
+        _load_file(bad)
