@@ -119,6 +119,7 @@ class RooflineLatencyModel:
         ridge_scale = (gemm_rate * dtype_bytes(dtype)) / (bf16_rate * 2.0)
         self._m_half = eff.gemm_m_half * ridge_scale
         self._nk_half = eff.gemm_nk_half
+        self._attn_m_half = eff.gemm_m_half  # attention math runs on 16-bit activations whatever the weights
         self._attn_flops_per_s = hw.matmul_flops(act_dtype) * eff.attention_compute_fraction
         self._vector_flops_per_s = hw.peak_flops["fp32"] * eff.compute_fraction
         self._mem_bytes_per_s = hw.hbm_bandwidth_bytes_per_s * eff.memory_fraction
@@ -165,7 +166,7 @@ class RooflineLatencyModel:
     def _attn_prefill(self, op: Op) -> float:
         # Short query chunks use tensor-core tiles poorly: same row factor as GEMMs on the mean chunk.
         chunk = op.dim("q_tokens") / op.dim("seqs")
-        compute = op.flops / (self._attn_flops_per_s * (chunk / (chunk + self._m_half)))
+        compute = op.flops / (self._attn_flops_per_s * (chunk / (chunk + self._attn_m_half)))
         memory = op.bytes / self._attn_mem_bytes_per_s
         return self._launch_s + (compute if compute > memory else memory)
 
