@@ -227,9 +227,10 @@ class Qwen2Model(nn.Module):
         return self.logits(hidden).view(seqs, q_per, -1)
 
     def forward_full(self, ids: torch.Tensor, skip_layers: Iterable[int] = (),
-                     hidden_out: list | None = None) -> torch.Tensor:
-        """Parallel causal pass over one whole sequence ids [tokens] → logits [tokens, vocab], using a
-        temporary cache. hidden_out (a list) receives every layer's input hidden state and the last output."""
+                     hidden_out: list | None = None, first_logit_row: int = 0) -> torch.Tensor:
+        """Parallel causal pass over one whole sequence ids [tokens] → logits [tokens - first_logit_row,
+        vocab] for rows first_logit_row…, using a temporary cache. hidden_out (a list) receives every
+        layer's input hidden state and the last output."""
         skip = self._check_skip(skip_layers)
         if ids.dim() != 1 or ids.shape[0] < 1:
             raise ValueError(f"forward_full ids must be a non-empty 1-D tensor, got shape {list(ids.shape)}")
@@ -240,7 +241,9 @@ class Qwen2Model(nn.Module):
         def attend(i, q, k, v):
             return kernels.attention_prefill(q, k, v, cache.keys[i], cache.values[i], 0, 0)
 
-        return self.logits(self._run_layers(ids, positions, attend, skip, hidden_out))
+        if not 0 <= first_logit_row < ids.shape[0]:
+            raise ValueError(f"first_logit_row must lie in 0…{ids.shape[0] - 1}, got {first_logit_row}")
+        return self.logits(self._run_layers(ids, positions, attend, skip, hidden_out)[first_logit_row:])
 
 
 def random_model(cfg: ModelConfig, seed: int, scale: float = 0.5) -> Qwen2Model:

@@ -74,6 +74,17 @@ def qwen2_pretokenizer() -> re.Pattern:
     return re.compile(pattern)
 
 
+QWEN_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+
+
+def chatml_prompt(user_message: str, system_message: str | None = None) -> str:
+    """ChatML text for one user turn, ending where the assistant's reply starts: what the Qwen2 instruct
+    chat template renders for [system, user] with add_generation_prompt (written out, no template engine)."""
+    system = QWEN_DEFAULT_SYSTEM if system_message is None else system_message
+    return (f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user_message}<|im_end|>\n"
+            "<|im_start|>assistant\n")
+
+
 @dataclass
 class BPETokenizer:
     """Byte-level BPE over `tokens` (id → string in byte-to-unicode form) and `merges` ("a b" strings,
@@ -178,12 +189,7 @@ class BPETokenizer:
         return data.decode("utf-8", errors=errors)
 
     def chat_prompt(self, user_message: str, system_message: str | None = None) -> str:
-        """ChatML text (the format of Qwen2 instruct templates, rendered without a template engine) for one
-        user turn, ending where the assistant's reply starts."""
-        system = system_message if system_message is not None else (
-            "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.")
-        return (f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user_message}<|im_end|>\n"
-                "<|im_start|>assistant\n")
+        return chatml_prompt(user_message, system_message)
 
     def stop_ids(self) -> frozenset[int]:
         """Ids that end a generation: eos plus ChatML's `<|im_end|>` / `<|endoftext|>` when present."""

@@ -1,0 +1,233 @@
+"""Acceptance-trace format, parquet I/O and the helpers that turn a trace into accepted lengths.
+
+One row = one generated token position of one measured sequence (greedy target generation). Positions
+are in tokens; probabilities are plain probabilities (not logs) of the model's softmax at the stated
+temperature; all of a row's quantities are conditioned on the same context: the prompt plus the target's
+own greedy tokens before this position.
+
+Columns (per row):
+  seq                int32   sequence index in the trace (0, 1, …), rows of a sequence are contiguous
+  prompt_id, kind    string  prompt identifier; "code" or "text"
+  pos                int32   index of this token in the generated text (0 = first generated token)
+  context_tokens     int32   tokens before this position (prompt tokens + pos)
+  target_token       int32   the target's greedy token here
+  target_top1_prob   float32 target probability of that token at T = 1
+  target_entropy_nats float32 entropy of the target distribution at T = 1, in nats
+  max_accept         int32   most draft tokens a step starting here can accept: tokens left − 1 when the
+                             sequence was cut at max_new_tokens, tokens left when it ended with a stop
+                             token (an accepted stop token ends the request; no bonus token follows)
+For each model drafter D in MODEL_DRAFTERS ("draft": the small draft model; "skip": the target with a
+subset of layers skipped, with its own KV cache):
+  D_top_tokens       list<int32>[K]  the drafter's K most probable tokens at T = 1, descending
+  D_top_probs        list<float32>[K] their drafter probabilities q at T = 1
+  D_target_probs     list<float32>[K] the target probabilities p of the same tokens at T = 1
+  D_rank             int32   rank of target_token in the drafter's distribution (0 = drafter's argmax;
+                             number of tokens with strictly larger drafter logit)
+  D_q_target         float32 drafter probability of target_token at T = 1
+  D_beta_tXXX        float32 β = Σ_v min(p_T(v), q_T(v)) with both models at temperature T = XXX/100
+For the prompt-lookup drafter ("ngram"):
+  ngram_proposal_len int32   tokens it proposes here (0 = no n-gram match)
+  ngram_match_len    int32   leading proposed tokens equal to the target's next tokens
+
+Trace-level metadata (models, sha256s, settings, prompt texts) is stored as JSON under the parquet
+schema key b"draftsim_trace" and comes back as `trace.attrs["meta"]`.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from models.errors import UnknownNameError
+
+MODEL_DRAFTERS = ("draft", "skip")
+DRAFTERS = MODEL_DRAFTERS + ("ngram",)
+TEMPERATURES = (0.25, 0.5, 0.75, 1.0, 1.5)
+META_KEY = b"draftsim_trace"
+BASE_COLUMNS = ("seq", "prompt_id", "kind", "pos", "context_tokens", "target_token", "target_top1_prob",
+                "target_entropy_nats", "max_accept")
+
+
+def beta_column(drafter: str, temperature: float) -> str:
+    return f"{drafter}_beta_t{int(round(temperature * 100)):03d}"
+
+
+def drafter_columns(drafter: str) -> tuple[str, ...]:
+    if drafter == "ngram":
+        return ("ngram_proposal_len", "ngram_match_len")
+    return (f"{drafter}_top_tokens", f"{drafter}_top_probs", f"{drafter}_target_probs", f"{drafter}_rank",
+            f"{drafter}_q_target") + tuple(beta_column(drafter, t) for t in TEMPERATURES)
+
+
+def _check_drafter(trace: pd.DataFrame, drafter: str) -> None:
+    if drafter not in DRAFTERS:
+        raise UnknownNameError("drafter", drafter, DRAFTERS)
+    missing = [c for c in drafter_columns(drafter) if c not in trace.columns]
+    if missing:
+        raise ValueError(f"trace has no columns for drafter {drafter!r} (missing {missing[:3]})")
+
+
+def validate(trace: pd.DataFrame) -> None:
+    """Raise ValueError unless `trace` has the base columns and contiguous, 0-based positions per seq."""
+    missing = [c for c in BASE_COLUMNS if c not in trace.columns]
+    if missing:
+        raise ValueError(f"trace lacks columns {missing}")
+    seq = trace["seq"].to_numpy()
+    pos = trace["pos"].to_numpy()
+    starts = np.r_[True, seq[1:] != seq[:-1]]
+    expected = np.arange(len(pos)) - np.maximum.accumulate(np.where(starts, np.arange(len(pos)), 0))
+    if len(pos) and (not np.array_equal(pos, expected) or len(np.unique(seq[starts])) != starts.sum()):
+        raise ValueError("trace rows must be grouped by seq with pos = 0, 1, 2, … inside each sequence")
+
+
+def write_trace(trace: pd.DataFrame, path: str | Path, meta: dict) -> None:
+    """Write `trace` as parquet with `meta` (JSON-serializable) in the schema metadata (atomic rename)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    validate(trace)
+    table = pa.Table.from_pandas(trace.reset_index(drop=True), preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           META_KEY: json.dumps(meta, sort_keys=True).encode()})
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".partial")
+    pq.write_table(table, tmp, compression="zstd")
+    tmp.replace(path)
+
+
+def load_trace(path: str | Path) -> pd.DataFrame:
+    """Read a trace written by `write_trace`; metadata in `.attrs["meta"]`."""
+    import pyarrow.parquet as pq
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"trace path {str(path)!r} is not a file")
+    table = pq.read_table(path)
+    meta = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
+    trace = table.to_pandas()
+    validate(trace)
+    trace.attrs["meta"] = meta
+    return trace
+
+
+def hits(trace: pd.DataFrame, drafter: str, width: int = 1) -> np.ndarray:
+    """Per row: would the drafter's proposal at this position contain the target token? For model
+    drafters: rank < width (width 1 = greedy chain). Not defined for the n-gram drafter (its proposals
+    depend on where a chain starts; see `accepted_lengths`)."""
+    _check_drafter(trace, drafter)
+    if drafter == "ngram":
+        raise ValueError("hits are per-position for model drafters only; use accepted_lengths for 'ngram'")
+    return trace[f"{drafter}_rank"].to_numpy() < width
+
+
+def _run_lengths(ok: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """run[i] = number of consecutive True values from row i on, within row i's sequence."""
+    run = np.zeros(len(ok), dtype=np.int64)
+    nxt = 0
+    for i in range(len(ok) - 1, -1, -1):
+        same = i + 1 < len(ok) and seq[i + 1] == seq[i]
+        nxt = run[i + 1] if same else 0
+        run[i] = nxt + 1 if ok[i] else 0
+    return run
+
+
+def accepted_lengths(trace: pd.DataFrame, gamma: int, drafter: str = "draft") -> np.ndarray:
+    """Per row: accepted draft tokens τ (bonus token excluded) of a greedy γ-chain that starts at this
+    position: min(γ, max_accept, consecutive drafter hits from here) for model drafters, and
+    min(γ, max_accept, ngram_match_len) for the n-gram drafter."""
+    if int(gamma) != gamma or gamma < 0:
+        raise ValueError(f"gamma must be an integer >= 0, got {gamma}")
+    _check_drafter(trace, drafter)
+    cap = np.minimum(trace["max_accept"].to_numpy(), gamma)
+    if drafter == "ngram":
+        return np.minimum(trace["ngram_match_len"].to_numpy(), cap)
+    return np.minimum(_run_lengths(hits(trace, drafter), trace["seq"].to_numpy()), cap)
+
+
+def tree_accepted_lengths(trace: pd.DataFrame, widths: Sequence[int], drafter: str = "draft") -> np.ndarray:
+    """Per row: accepted depth of a full tree whose nodes at depth d (1-based) have the drafter's top
+    widths[d-1] tokens as children, under greedy verification. Exact for such trees, because the accepted
+    path is the target's own text, where the trace holds the drafter's ranks."""
+    widths = [int(w) for w in widths]
+    if not widths or min(widths) < 1:
+        raise ValueError(f"widths must be a non-empty list of integers >= 1, got {widths}")
+    _check_drafter(trace, drafter)
+    if drafter == "ngram":
+        raise ValueError("tree acceptance needs drafter ranks; the 'ngram' drafter has none")
+    rank, seq = trace[f"{drafter}_rank"].to_numpy(), trace["seq"].to_numpy()
+    cap = np.minimum(trace["max_accept"].to_numpy(), len(widths))
+    n = len(rank)
+    depth = np.zeros(n, dtype=np.int64)
+    alive = np.ones(n, dtype=bool)
+    for d, width in enumerate(widths):
+        j = np.arange(n) + d
+        inside = j < n
+        ok = np.zeros(n, dtype=bool)
+        ok[inside] = (seq[j[inside]] == seq[inside]) & (rank[j[inside]] < width)
+        alive &= ok & (d < cap)
+        depth += alive
+    return depth
+
+
+def walk_accepted(trace: pd.DataFrame, gamma: int, drafter: str = "draft") -> np.ndarray:
+    """Accepted lengths of the steps a speculative decoder takes through each sequence: start at pos 0,
+    accept τ = accepted_lengths[pos], move to pos + τ + 1; all sequences' steps concatenated."""
+    tau = accepted_lengths(trace, gamma, drafter)
+    seq = trace["seq"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]])
+    ends = np.r_[starts[1:], len(seq)]
+    steps = []
+    for start, end in zip(starts, ends):
+        i = start
+        while i < end:
+            steps.append(tau[i])
+            i += tau[i] + 1
+    return np.asarray(steps, dtype=np.int64)
+
+
+def empirical_mean_accepted(trace: pd.DataFrame, gamma: int, drafter: str = "draft") -> float:
+    """Mean accepted length per step of a real greedy speculative decoder over the trace's texts
+    (= mean of `walk_accepted`); tokens per step = this + 1."""
+    steps = walk_accepted(trace, gamma, drafter)
+    if not len(steps):
+        raise ValueError("trace has no rows")
+    return float(steps.mean())
+
+
+def beta(trace: pd.DataFrame, drafter: str = "draft", temperature: float = 1.0) -> np.ndarray:
+    """Per-position β = Σ min(p, q) at `temperature` (one of TEMPERATURES)."""
+    _check_drafter(trace, drafter)
+    col = beta_column(drafter, temperature)
+    if col not in trace.columns:
+        raise ValueError(f"temperature must be one of {TEMPERATURES}, got {temperature}")
+    return trace[col].to_numpy()
+
+
+def branch_ranks(trace: pd.DataFrame, drafter: str = "draft") -> np.ndarray:
+    """Per-position rank of the target's token among the drafter's candidates (0 = the drafter's argmax)."""
+    _check_drafter(trace, drafter)
+    if drafter == "ngram":
+        raise ValueError("the 'ngram' drafter has no ranks")
+    return trace[f"{drafter}_rank"].to_numpy()
+
+
+def agreement(trace: pd.DataFrame, drafter: str = "draft") -> float:
+    """Per-token agreement: fraction of positions where the drafter's argmax is the target's token."""
+    return float(hits(trace, drafter).mean())
+
+
+def summary(trace: pd.DataFrame, gammas: Sequence[int] = tuple(range(1, 9))) -> dict:
+    """Headline figures per drafter present: agreement, mean β at T = 1, mean accepted length per γ."""
+    out = {"rows": int(len(trace)), "sequences": int(trace["seq"].nunique())}
+    for drafter in DRAFTERS:
+        if not all(c in trace.columns for c in drafter_columns(drafter)):
+            continue
+        entry = {"mean_accepted": {int(g): empirical_mean_accepted(trace, g, drafter) for g in gammas}}
+        if drafter != "ngram":
+            entry["agreement"] = agreement(trace, drafter)
+            entry["mean_beta_t1"] = float(beta(trace, drafter, 1.0).mean())
+        else:
+            entry["proposal_rate"] = float((trace["ngram_proposal_len"].to_numpy() > 0).mean())
+        out[drafter] = entry
+    return out

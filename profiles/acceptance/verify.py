@@ -1,0 +1,141 @@
+"""Check the one-pass shortcut of `measure` against a real greedy draft-then-verify loop.
+
+The loop (`speculative_generate`): the target's cache holds the context minus its last token; each step
+the drafter proposes γ' = min(γ, tokens still to generate − 1) tokens, the target runs one pass over
+[last context token, proposals] and accepts proposals while they equal its own argmax, then appends its
+argmax after the last accepted one (the bonus token) — unless an accepted token is a stop token, which
+ends the request at once. Rejected rows of both caches are rolled back.
+
+`compare` asserts, for each prompt and drafter, that the loop's tokens equal the trace's target tokens and
+that its per-step accepted counts equal `trace.walk_accepted` on that sequence's rows.
+
+    python3 -m profiles.acceptance.verify --trace profiles/data/acceptance/<name>.parquet --prompts 2 --gamma 4
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+import torch
+
+from models.torch_impl.gguf_loader import LoadedModel
+from models.torch_impl.qwen2 import Qwen2Model
+from profiles.acceptance import trace as tr
+from profiles.acceptance.drafters import ModelDrafter, NgramSettings, ngram_propose
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    tokens: list[int]
+    accepted: list[int]          # accepted draft tokens per step
+    proposed: list[int]          # draft tokens proposed per step
+
+
+class NgramDrafter:
+    def __init__(self, settings: NgramSettings):
+        self.settings = settings
+
+    def propose(self, context: Sequence[int], count: int) -> list[int]:
+        return ngram_propose(context, self.settings)[:max(count, 0)]
+
+
+def speculative_generate(target: Qwen2Model, drafter, prompt: Sequence[int], max_new_tokens: int, gamma: int,
+                         stop_ids: frozenset[int]) -> LoopResult:
+    if gamma < 0 or max_new_tokens < 1 or len(prompt) < 1:
+        raise ValueError(f"need gamma >= 0, max_new_tokens >= 1 and a non-empty prompt; got gamma={gamma}, "
+                         f"max_new_tokens={max_new_tokens}, prompt of {len(prompt)} tokens")
+    cache = target.new_cache(1, len(prompt) + max_new_tokens + gamma + 1)
+    context = list(prompt)
+    if len(context) > 1:
+        target.prefill(torch.tensor(context[:-1]), cache, 0)
+    generated: list[int] = []
+    accepted_steps, proposed_steps = [], []
+    while len(generated) < max_new_tokens:
+        count = min(gamma, max_new_tokens - len(generated) - 1)
+        proposal = drafter.propose(context, count)[:count]
+        logits = target.decode(torch.tensor([[context[-1]] + proposal]), cache, [0])[0]
+        verdict = torch.argmax(logits, dim=-1).tolist()
+        tau = 0
+        while tau < len(proposal) and proposal[tau] == verdict[tau]:
+            tau += 1
+        new = proposal[:tau] + [verdict[tau]]
+        stops = [i for i, t in enumerate(new) if t in stop_ids]
+        if stops:
+            new = new[:stops[0] + 1]
+            tau = min(tau, stops[0] + 1)
+        accepted_steps.append(tau)
+        proposed_steps.append(len(proposal))
+        context += new
+        generated += new
+        cache.lengths[0] = len(context) - 1
+        if stops:
+            break
+    return LoopResult(generated, accepted_steps, proposed_steps)
+
+
+def compare(trace: pd.DataFrame, target: LoadedModel, draft: LoadedModel, seqs: Sequence[int],
+            gammas: Sequence[int], drafters: Sequence[str] = tr.DRAFTERS) -> list[dict]:
+    """Run the real loop on trace sequences `seqs`; one report row per (seq, drafter, γ) with `match`."""
+    meta = trace.attrs.get("meta", {})
+    settings = meta.get("settings", {})
+    max_new = int(settings.get("max_new_tokens", 0))
+    ngram = NgramSettings(**settings.get("ngram", {}))
+    skip_layers = meta.get("layer_skip", {}).get("skip_layers", [])
+    stop_ids = target.tokenizer.stop_ids()
+    report = []
+    with torch.inference_mode():
+        for seq in seqs:
+            rows = trace[trace["seq"] == seq]
+            prompt = meta["sequences"][seq]["prompt_tokens"]
+            for name in drafters:
+                for gamma in gammas:
+                    if name == "draft":
+                        drafter = ModelDrafter(draft.model, len(prompt) + max_new + gamma + 1)
+                    elif name == "skip":
+                        drafter = ModelDrafter(target.model, len(prompt) + max_new + gamma + 1, skip_layers)
+                    else:
+                        drafter = NgramDrafter(ngram)
+                    loop = speculative_generate(target.model, drafter, prompt, max_new, gamma, stop_ids)
+                    expected_tokens = rows["target_token"].tolist()
+                    expected_steps = tr.walk_accepted(rows.reset_index(drop=True), gamma, name).tolist()
+                    report.append({"seq": int(seq), "drafter": name, "gamma": int(gamma),
+                                   "tokens_match": loop.tokens == expected_tokens,
+                                   "accepted_match": loop.accepted == expected_steps,
+                                   "match": loop.tokens == expected_tokens and loop.accepted == expected_steps,
+                                   "steps": len(loop.accepted), "accepted_total": int(sum(loop.accepted)),
+                                   "trace_accepted_total": int(sum(expected_steps))})
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    from models.torch_impl.gguf_loader import load_gguf
+    from profiles.acceptance.fetch import fetch
+    parser = argparse.ArgumentParser(description="Real draft-then-verify loop vs the measured trace.")
+    parser.add_argument("--trace", type=Path, required=True)
+    parser.add_argument("--seqs", type=str, default="0", help="comma-separated trace sequence indices")
+    parser.add_argument("--gamma", type=str, default="4", help="comma-separated γ values")
+    parser.add_argument("--drafters", type=str, default=",".join(tr.DRAFTERS))
+    parser.add_argument("--target-gguf", type=Path, default=None)
+    parser.add_argument("--draft-gguf", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None, help="write the report as JSON here")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(2)
+    trace = tr.load_trace(args.trace)
+    target = load_gguf(args.target_gguf or fetch("target"))
+    draft = load_gguf(args.draft_gguf or fetch("draft"))
+    report = compare(trace, target, draft, [int(s) for s in args.seqs.split(",")],
+                     [int(g) for g in args.gamma.split(",")], args.drafters.split(","))
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0 if all(r["match"] for r in report) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
