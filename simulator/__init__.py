@@ -1,0 +1,15 @@
+"""When things happen: the SimPy discrete-event simulator of LLM serving with speculative decoding.
+
+`simulator.run(scenario_or_path) -> Result` is the notebook entry point; `draftsim run` the CLI one.
+"""
+from __future__ import annotations
+
+
+def run(*args, **kwargs):
+    from simulator.api import run as _run
+    return _run(*args, **kwargs)
+
+
+def load_scenario(*args, **kwargs):
+    from simulator.schema import load_scenario as _load
+    return _load(*args, **kwargs)

@@ -1,0 +1,61 @@
+"""Acceptance models: how many of a step's γ draft tokens the target accepts, per request.
+
+Draws are counter-based: the uniform for (request r, its k-th speculative step) is a pure hash of
+(seed, r, k). So the accepted lengths of a request do not depend on how steps were batched, on other
+requests, or on bulk vs. step-by-step advancing — and changing the scheduler does not reshuffle them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_STEP_MIX = np.uint64(0xD1B54A32D192ED03)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def counter_uniforms(seed: int, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
+    """Uniforms in [0, 1) from the splitmix64 finalizer of (seed, request id, step index).
+
+    Vectorized; broadcasting between `request_ids` and `step_index` is allowed.
+    """
+    with np.errstate(over="ignore"):
+        z = (np.uint64(seed) * _M2 + request_ids.astype(np.uint64) * _GOLDEN
+             + step_index.astype(np.uint64) * _STEP_MIX)
+        z = z ^ (z >> np.uint64(30))
+        z = z * _M1
+        z = z ^ (z >> np.uint64(27))
+        z = z * _M2
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+@dataclass(frozen=True)
+class ChainAcceptance:
+    """Accepted length τ ∈ {0..γ} of a γ-token chain draft from survival probabilities.
+
+    survival[i] = P(τ ≥ i+1) = Π_{j≤i} alphas[j], non-increasing. τ = #{i : u < survival[i]} for one
+    uniform u, so P(τ ≥ i) = survival[i-1] exactly.
+    """
+
+    gamma: int
+    survival: np.ndarray  # shape (gamma,)
+
+    @staticmethod
+    def from_alphas(alphas: list[float], gamma: int) -> "ChainAcceptance":
+        if gamma < 0:
+            raise ValueError(f"gamma must be >= 0, got {gamma}")
+        per_pos = np.array([alphas[min(i, len(alphas) - 1)] for i in range(gamma)], dtype=np.float64)
+        return ChainAcceptance(gamma, np.cumprod(per_pos))
+
+    def expected_accepted(self) -> float:
+        """E[τ] = Σ_i P(τ ≥ i)."""
+        return float(self.survival.sum())
+
+    def sample(self, uniforms: np.ndarray) -> np.ndarray:
+        """Accepted lengths for an array of uniforms (any shape), as int64."""
+        if self.gamma == 0:
+            return np.zeros(uniforms.shape, dtype=np.int64)
+        return (uniforms[..., None] < self.survival).sum(axis=-1).astype(np.int64)

@@ -1,0 +1,60 @@
+"""Python API: `simulator.run(scenario_or_path) -> Result` for notebooks and scripts."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simulator.build import Built, build
+from simulator.engine import Engine, EngineConfig
+from simulator.metrics import build_requests_frame, build_steps_frame, summarize
+from simulator.schema import Scenario, load_scenario, parse_scenario
+
+
+@dataclass
+class Result:
+    scenario: Scenario
+    requests: pd.DataFrame
+    steps: pd.DataFrame
+    summary: dict
+    wall_s: float = 0.0                      # host seconds spent simulating (not part of summary.json)
+    built: Built | None = field(default=None, repr=False)
+
+
+def _sorted_steps(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Order the step log by (start time, replica): independent of event-processing order."""
+    order = np.lexsort((cols["replica"], cols["start_s"]))
+    return {k: v[order] for k, v in cols.items()}
+
+
+def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = None, *,
+        base_dir: str | Path | None = None, step_mode: str | None = None, progress=None) -> Result:
+    """Simulate a scenario (a Scenario, a raw dict, or a YAML path with optional `key=value` overrides).
+
+    step_mode overrides scheduler.step_mode ("bulk" or "step"); progress is an optional callable taking
+    the number of requests that just completed (used by the CLI's progress bar).
+    """
+    if isinstance(scenario, (str, Path)):
+        scenario, folder = load_scenario(scenario, overrides)
+        base_dir = base_dir or folder
+    elif isinstance(scenario, dict):
+        scenario = parse_scenario(scenario)
+    base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
+    t0 = time.perf_counter()
+    built = build(scenario, base_dir)
+    mode = step_mode or scenario.scheduler.step_mode
+    engine = Engine(built.state, built.replicas, built.router, EngineConfig(mode, progress))
+    end_s = engine.run()
+    wall_s = time.perf_counter() - t0
+    requests = build_requests_frame(built.state.columns(), scenario.slo)
+    steps = build_steps_frame(_sorted_steps(built.log.columns()))
+    summary = summarize(requests, steps, slo=scenario.slo, num_replicas=len(built.replicas),
+                        gpus_per_replica=built.parallelism.gpus,
+                        peak_flops_per_gpu=built.hardware.peak_flops[scenario.cluster.dtype],
+                        peak_bw_per_gpu=built.hardware.hbm_bandwidth_bytes_per_s, sim_end_s=end_s)
+    summary["scenario"] = scenario.name
+    summary["kv_tokens_per_replica"] = built.kv_tokens_per_replica
+    return Result(scenario, requests, steps, summary, wall_s, built)

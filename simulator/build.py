@@ -1,0 +1,147 @@
+"""Scenario → the run's components: request table, replicas with their KV capacity and step costs, router.
+
+Memory model (per GPU of a replica, the binding GPU sets the capacity): HBM × gpu_memory_utilization
+minus the target's weight shard (weights / (tp·pp)) minus the draft's weight shard (draft weights /
+draft tp; the draft lives on the first draft_tp GPUs of the replica) leaves room for KV; one token costs
+the target's per-GPU KV bytes plus the draft's. Activations and CUDA graphs are covered by the
+(1 − gpu_memory_utilization) margin, as in vLLM's accounting.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from models import get_model
+from models.spec import ModelSpec
+from models.step import Parallelism
+from profiles.hardware import HardwareSpec, get_hardware
+from simulator.acceptance import ChainAcceptance
+from simulator.errors import ScenarioError
+from simulator.routers import make_router
+from simulator.schema import ConstantAcceptance, Scenario
+from simulator.state import RequestState, StepLog
+from simulator.step_cost import ForwardCost, StepCostModel
+from simulator.workload import RequestTable, generate_requests
+from simulator.replica import Replica
+
+GIB = 1024 ** 3
+
+
+@dataclass(frozen=True)
+class Streams:
+    """Independent seeded streams so that one change does not reshuffle everything else."""
+
+    workload: np.random.Generator
+    router: np.random.Generator
+    acceptance_seed: int
+
+    @staticmethod
+    def from_seed(seed: int) -> "Streams":
+        work, route, acc = np.random.SeedSequence(seed).spawn(3)
+        return Streams(np.random.default_rng(work), np.random.default_rng(route),
+                       int(acc.generate_state(1, dtype=np.uint64)[0]))
+
+
+@dataclass
+class Built:
+    scenario: Scenario
+    hardware: HardwareSpec
+    target: ModelSpec
+    draft: ModelSpec | None
+    parallelism: Parallelism
+    table: RequestTable
+    state: RequestState
+    replicas: list[Replica]
+    router: object
+    log: StepLog
+    kv_tokens_per_replica: int
+
+
+def _lookup(field: str, getter, name: str):
+    try:
+        return getter(name)
+    except ValueError as exc:  # UnknownNameError is a ValueError
+        raise ScenarioError(field, str(exc)) from None
+
+
+def make_latency_model(scenario: Scenario, base_dir: Path):
+    lat = scenario.cluster.latency
+    if lat.source == "roofline":
+        from profiles.roofline import RooflineLatencyModel
+        return RooflineLatencyModel(scenario.cluster.hardware, dtype=scenario.cluster.dtype)
+    from profiles.predictor import load_latency_model
+    profile_dir = Path(lat.profile_dir) if lat.profile_dir else None
+    if profile_dir is not None and not profile_dir.is_absolute():
+        profile_dir = base_dir / profile_dir
+    if profile_dir is not None and not profile_dir.is_dir():
+        raise ScenarioError("cluster.latency.profile_dir", f"no such directory: {profile_dir}")
+    return load_latency_model(scenario.cluster.hardware, profile_dir)
+
+
+def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
+                       draft: ModelSpec | None, draft_par: Parallelism | None) -> int:
+    """Tokens of KV cache a replica can hold (see the module docstring for the memory model)."""
+    free = hw.hbm_bytes * util - target.weight_bytes(dtype) / par.gpus
+    per_token = target.kv_bytes_per_token_per_gpu(par, dtype)
+    if draft is not None:
+        free -= draft.weight_bytes(dtype) / draft_par.gpus
+        per_token += draft.kv_bytes_per_token_per_gpu(draft_par, dtype)
+    if free <= 0:
+        need = target.weight_bytes(dtype) / par.gpus + (draft.weight_bytes(dtype) / draft_par.gpus if draft else 0)
+        raise ScenarioError("cluster.model", f"{target.name}{' + draft ' + draft.name if draft else ''} needs "
+                            f"{need / GIB:.1f} GiB of weights per GPU but {hw.id} offers "
+                            f"{hw.hbm_bytes * util / GIB:.1f} GiB at gpu_memory_utilization={util}; "
+                            f"raise cluster.parallelism.tp/pp or pick larger hardware")
+    return int(free // per_token)
+
+
+def build(scenario: Scenario, base_dir: Path) -> Built:
+    cl = scenario.cluster
+    hw = _lookup("cluster.hardware", get_hardware, cl.hardware)
+    target = _lookup("cluster.model", get_model, cl.model)
+    par = Parallelism(cl.parallelism.tp, cl.parallelism.pp)
+    try:
+        from models.spec import validate_parallelism
+        validate_parallelism(target, par)
+    except ValueError as exc:
+        raise ScenarioError("cluster.parallelism", str(exc)) from None
+    draft = draft_par = None
+    gamma = 0
+    d = scenario.drafter
+    if d.kind == "draft_model" and d.gamma > 0:
+        draft = _lookup("drafter.model", get_model, d.model)
+        draft_par = Parallelism(d.tp, 1)
+        if d.tp > par.gpus:
+            raise ScenarioError("drafter.tp", f"{d.tp} exceeds the replica's {par.gpus} GPUs")
+        try:
+            validate_parallelism(draft, draft_par)
+        except ValueError as exc:
+            raise ScenarioError("drafter.tp", str(exc)) from None
+        gamma = d.gamma
+    kv_tokens = kv_capacity_tokens(hw, target, par, cl.dtype, cl.gpu_memory_utilization, draft, draft_par)
+    block = scenario.scheduler.block_size
+    total_blocks = kv_tokens // block
+    if total_blocks < 1:
+        raise ScenarioError("cluster.model", f"no room for a single KV block of {block} tokens on {hw.id}")
+
+    streams = Streams.from_seed(scenario.seed)
+    table = generate_requests(scenario.workload, streams.workload, base_dir)
+    state = RequestState(table)
+    latency = make_latency_model(scenario, base_dir)
+    target_cost = ForwardCost(target, par, latency, cl.dtype)
+    draft_cost = ForwardCost(draft, draft_par, latency, cl.dtype) if draft is not None else None
+    acceptance = None
+    if draft is not None:
+        acc = scenario.acceptance
+        alphas = [acc.alpha] if isinstance(acc, ConstantAcceptance) else list(acc.alphas)
+        acceptance = ChainAcceptance.from_alphas(alphas, gamma)
+    log = StepLog()
+    replicas = []
+    for i in range(cl.replicas):
+        cost = StepCostModel(target_cost, draft_cost, gamma)  # shared memo: replicas are identical
+        replicas.append(Replica(i, state, scenario.scheduler, cost, acceptance, streams.acceptance_seed,
+                                total_blocks, log))
+    router = make_router(cl.router, cl.replicas, streams.router)
+    return Built(scenario, hw, target, draft, par, table, state, replicas, router, log, kv_tokens)

@@ -1,0 +1,98 @@
+"""The `draftsim` command line. Errors in user input print one line and exit 2."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_USAGE = 2
+
+
+def _error(msg: str) -> int:
+    print(f"draftsim: error: {msg}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from simulator.api import run
+    from simulator.metrics import format_summary_table
+    from simulator.outputs import write_outputs
+    from simulator.schema import load_scenario
+
+    scenario, folder = load_scenario(args.scenario, args.set)
+    out_dir = Path(args.out) if args.out else Path("out") / scenario.name
+    show = not args.quiet and sys.stderr.isatty()
+    with tqdm(total=None, unit="req", desc="simulating", disable=not show, leave=False) as bar:
+        result = run(scenario, base_dir=folder, step_mode=args.step_mode, progress=bar.update)
+    write_outputs(out_dir, result.requests, result.steps, result.summary,
+                  plots=scenario.outputs.plots and not args.no_plots)
+    if not args.quiet:
+        print(format_summary_table(result.summary))
+        print(f"simulated {len(result.steps):,} steps of {len(result.requests):,} requests in "
+              f"{result.wall_s:.2f} s wall; outputs in {out_dir}/")
+    return 0
+
+
+def _cmd_catalog(args: argparse.Namespace) -> int:
+    if args.what == "models":
+        from models import get_model, list_models
+        for name in list_models():
+            spec = get_model(name)
+            print(f"{name:24s} {spec.param_count() / 1e9:8.2f} B params  "
+                  f"{spec.kv_bytes_per_token('bf16') / 1024:8.1f} KiB KV/token (bf16)")
+    else:
+        from profiles.hardware import get_hardware, list_hardware
+        for hid in list_hardware():
+            hw = get_hardware(hid)
+            print(f"{hid:12s} {hw.name:40s} {hw.hbm_bytes / 1024**3:6.0f} GiB  "
+                  f"{hw.hbm_bandwidth_bytes_per_s / 1e12:5.2f} TB/s")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="draftsim", description=(
+        "Simulate LLM serving with speculative decoding: latency, throughput and goodput of a cluster "
+        "under a workload, from measured kernel profiles, measured acceptance and verified theory."))
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    r = sub.add_parser("run", help="simulate one scenario YAML and write its outputs",
+                       description="Simulate a scenario; print a summary; write requests.parquet, "
+                                   "steps.parquet, summary.json and plots to --out.")
+    r.add_argument("scenario", help="path to a scenario YAML (e.g. scenarios/quickstart.yaml)")
+    r.add_argument("--out", help="output folder (default: out/<scenario name>)")
+    r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override a scenario field, e.g. --set workload.arrival.qps=8 (repeatable)")
+    r.add_argument("--step-mode", choices=["bulk", "step"], default=None,
+                   help="advance decode steps in bulk (fast, default) or one event per step (reference)")
+    r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    r.add_argument("--quiet", action="store_true", help="print nothing on success")
+    r.set_defaults(func=_cmd_run)
+    c = sub.add_parser("catalog", help="list the model or hardware catalog")
+    c.add_argument("what", choices=["models", "hardware"])
+    c.set_defaults(func=_cmd_catalog)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its one-line usage error
+        return int(exc.code or 0)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    from models.errors import UnknownNameError
+    from simulator.errors import ScenarioError
+
+    try:
+        return args.func(args)
+    except (ScenarioError, UnknownNameError) as exc:
+        return _error(str(exc).splitlines()[0])
+    except OSError as exc:
+        return _error(f"{getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""The scenario schema: what a user writes in YAML, validated with pydantic at the boundary.
+
+Internally the engine works on frozen dataclasses derived from these models (see simulator.build).
+Validation errors are turned into one-line `ScenarioError`s naming the field path (`load_scenario`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from simulator.errors import ScenarioError
+from simulator.metrics import SLO
+from simulator.workload import WorkloadConfig
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ParallelismConfig(_Strict):
+    tp: int = Field(1, ge=1, le=64)
+    pp: int = Field(1, ge=1, le=64)
+
+
+class LatencyConfig(_Strict):
+    """Where op latencies come from: `roofline` (datasheet peaks × efficiency factors) or `profile`
+    (interpolated real torch measurements from `profile_dir`, roofline fitted to them outside the grid)."""
+
+    source: Literal["roofline", "profile"] = "roofline"
+    profile_dir: str | None = None
+
+
+class ClusterConfig(_Strict):
+    hardware: str = "h100-sxm"
+    model: str
+    dtype: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
+    replicas: int = Field(1, ge=1, le=4096)
+    parallelism: ParallelismConfig = ParallelismConfig()
+    router: str = "round_robin"
+    gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
+    latency: LatencyConfig = LatencyConfig()
+
+
+class NoDrafter(_Strict):
+    kind: Literal["none"] = "none"
+
+
+class DraftModelDrafter(_Strict):
+    """An independent draft model co-located with the target (time-shared on the same GPUs)."""
+
+    kind: Literal["draft_model"]
+    model: str
+    gamma: int = Field(4, ge=0, le=64)
+    tp: int = Field(1, ge=1, le=64)
+
+
+DrafterConfig = Annotated[Union[NoDrafter, DraftModelDrafter], Field(discriminator="kind")]
+
+
+class ConstantAcceptance(_Strict):
+    """Every draft token is accepted with the same probability α, independently (Leviathan's model)."""
+
+    kind: Literal["constant"] = "constant"
+    alpha: float = Field(0.8, ge=0.0, le=1.0)
+
+
+class PositionalAcceptance(_Strict):
+    """alphas[i] = P(draft token i+1 accepted | tokens 1..i accepted); positions beyond the list reuse
+    the last value."""
+
+    kind: Literal["positional"]
+    alphas: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1)
+
+
+AcceptanceConfig = Annotated[Union[ConstantAcceptance, PositionalAcceptance], Field(discriminator="kind")]
+
+
+class SchedulerConfig(_Strict):
+    """Continuous batching. `vllm`: prefill-first (a step is either all prefill or all decode);
+    `sarathi`: chunked prefill piggy-backed on decode steps under a per-step token budget."""
+
+    policy: Literal["vllm", "sarathi"] = "vllm"
+    max_batch_size: int = Field(256, ge=1)
+    max_batched_tokens: int = Field(8192, ge=1)
+    chunk_tokens: int = Field(512, ge=1)
+    block_size: int = Field(16, ge=1, le=1024)
+    step_mode: Literal["bulk", "step"] = "bulk"
+
+
+class OutputsConfig(_Strict):
+    plots: bool = True
+
+
+class Scenario(_Strict):
+    name: str = "scenario"
+    seed: int = Field(0, ge=0)
+    workload: WorkloadConfig
+    cluster: ClusterConfig
+    drafter: DrafterConfig = NoDrafter()
+    acceptance: AcceptanceConfig = ConstantAcceptance()
+    scheduler: SchedulerConfig = SchedulerConfig()
+    slo: SLO = SLO()
+    outputs: OutputsConfig = OutputsConfig()
+
+    @model_validator(mode="after")
+    def _check_budget(self) -> "Scenario":
+        if self.scheduler.policy == "sarathi" and self.scheduler.chunk_tokens > self.scheduler.max_batched_tokens:
+            raise ValueError("scheduler.chunk_tokens must be <= scheduler.max_batched_tokens")
+        return self
+
+
+def _format_validation_error(err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field"
+    elif msg == "Field required":
+        msg = "required field is missing"
+    return f"{loc or 'scenario'}: {msg}"
+
+
+def _parse_override(text: str) -> tuple[list[str], Any]:
+    if "=" not in text:
+        raise ScenarioError("--set", f"expected key.path=value, got {text!r}")
+    key, raw = text.split("=", 1)
+    if not key or any(not part for part in key.split(".")):
+        raise ScenarioError("--set", f"bad key path {key!r}")
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.split("."), value
+
+
+def apply_overrides(data: dict, overrides: list[str]) -> dict:
+    """Apply `key.path=value` overrides (values parsed as YAML scalars/lists) to a raw scenario dict."""
+    data = dict(data)
+    for text in overrides:
+        path, value = _parse_override(text)
+        node = data
+        for i, part in enumerate(path[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = {}
+            elif not isinstance(child, dict):
+                raise ScenarioError(".".join(path[: i + 1]), "is not a mapping; cannot set a sub-key")
+            node[part] = child = dict(child)
+            node = child
+        node[path[-1]] = value
+    return data
+
+
+def read_scenario_dict(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise ScenarioError("scenario", f"file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ScenarioError("scenario", f"malformed YAML in {path}{where}") from None
+    if not isinstance(data, dict):
+        raise ScenarioError("scenario", f"{path} must contain a mapping at top level")
+    return data
+
+
+def parse_scenario(data: dict) -> Scenario:
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError(*_format_validation_error(err).split(": ", 1)) from None
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None) -> tuple[Scenario, Path]:
+    """Read, override and validate a scenario file. Returns the scenario and its folder (for relative
+    paths such as trace CSVs)."""
+    data = apply_overrides(read_scenario_dict(path), overrides or [])
+    data.setdefault("name", Path(path).stem)
+    return parse_scenario(data), Path(path).resolve().parent

@@ -1,0 +1,34 @@
+"""Small scenario builders shared by the simulator tests."""
+from __future__ import annotations
+
+import copy
+
+
+def scenario(**overrides) -> dict:
+    """A small, fast scenario dict; keyword overrides replace top-level sections (deep-merged)."""
+    base = {
+        "name": "t",
+        "seed": 7,
+        "workload": {
+            "arrival": {"process": "poisson", "qps": 4.0},
+            "prompt_tokens": {"kind": "uniform", "low": 64, "high": 512},
+            "output_tokens": {"kind": "uniform", "low": 16, "high": 128},
+            "num_requests": 300,
+        },
+        "cluster": {"hardware": "h100-sxm", "model": "llama-3-8b", "dtype": "bf16"},
+        "drafter": {"kind": "none"},
+        "scheduler": {"policy": "vllm", "max_batch_size": 64},
+        "slo": {"ttft_s": 1.0, "tpot_s": 0.05},
+        "outputs": {"plots": False},
+    }
+    return merge(base, overrides)
+
+
+def merge(base: dict, overrides: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and "kind" not in value:
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out

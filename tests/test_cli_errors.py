@@ -1,0 +1,94 @@
+"""Bad input through the CLI: one clear line naming the field, exit code 2, nothing written."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simulator.cli import main
+from sim_helpers import scenario
+
+
+def _write(tmp_path: Path, data) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    return path
+
+
+def _run_cli(tmp_path, data, capsys, *extra):
+    out = tmp_path / "out"
+    code = main(["run", str(_write(tmp_path, data)), "--out", str(out), "--quiet", *extra])
+    captured = capsys.readouterr()
+    return code, captured.err.strip(), out
+
+
+BAD = {
+    "unknown_model": (scenario(cluster={"model": "llama-9000"}), "cluster.model"),
+    "unknown_hardware": (scenario(cluster={"hardware": "tpu-v9"}), "cluster.hardware"),
+    "negative_qps": (scenario(workload={"arrival": {"qps": -1.0}}), "qps"),
+    "does_not_fit": (scenario(cluster={"model": "llama-2-70b", "hardware": "l40s"}), "cluster.model"),
+    "unknown_field": (scenario(cluster={"gpus": 4}), "cluster.gpus"),
+    "bad_alpha": (scenario(acceptance={"kind": "constant", "alpha": 1.5}), "acceptance"),
+    "bad_router": (scenario(cluster={"router": "random_walk"}), "cluster.router"),
+    "bad_tp": (scenario(cluster={"parallelism": {"tp": 3}}), "cluster.parallelism"),
+    "unknown_drafter_model": (scenario(drafter={"kind": "draft_model", "model": "nope", "gamma": 2}),
+                              "drafter.model"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_scenario_exits_2_with_one_line_naming_the_field(tmp_path, capsys, name):
+    data, field = BAD[name]
+    code, err, out = _run_cli(tmp_path, data, capsys)
+    assert code == 2
+    assert len(err.splitlines()) == 1, err
+    assert field in err, err
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+def test_malformed_yaml(tmp_path, capsys):
+    code, err, out = _run_cli(tmp_path, "seed: [1, 2\nworkload: {", capsys)
+    assert code == 2 and "malformed YAML" in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_malformed_trace_csv(tmp_path, capsys):
+    (tmp_path / "trace.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0.0,12,x\n")
+    data = scenario(workload={"arrival": {"process": "trace", "trace_csv": "trace.csv"},
+                              "prompt_tokens": None, "output_tokens": None, "num_requests": None})
+    data["workload"] = {"arrival": {"process": "trace", "trace_csv": "trace.csv"}}
+    code, err, out = _run_cli(tmp_path, data, capsys)
+    assert code == 2 and "output_tokens" in err and len(err.splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_bad_set_override(tmp_path, capsys):
+    code, err, out = _run_cli(tmp_path, scenario(), capsys, "--set", "workload.arrival.qps=-3")
+    assert code == 2 and "qps" in err
+    code, err, out = _run_cli(tmp_path, scenario(), capsys, "--set", "noequals")
+    assert code == 2 and "--set" in err
+
+
+def test_missing_file(tmp_path, capsys):
+    code = main(["run", str(tmp_path / "nope.yaml"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "not found" in err
+
+
+def test_run_writes_outputs_and_is_byte_identical(tmp_path, capsys):
+    path = _write(tmp_path, scenario(workload={"num_requests": 80}))
+    for out in ("a", "b"):
+        assert main(["run", str(path), "--out", str(tmp_path / out), "--quiet", "--no-plots"]) == 0
+    for name in ("requests.parquet", "steps.parquet", "summary.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_set_override_changes_the_run(tmp_path, capsys):
+    path = _write(tmp_path, scenario(workload={"num_requests": 50}))
+    assert main(["run", str(path), "--out", str(tmp_path / "o"), "--no-plots",
+                 "--set", "workload.num_requests=20"]) == 0
+    printed = capsys.readouterr().out
+    assert "20 requests" in printed
