@@ -40,8 +40,8 @@ class MeasureSettings:
     batch_size: int = 8
     top_k: int = 8
     max_prompt_tokens: int = 400
-    skip_counts: tuple[int, ...] = (7, 10, 14)     # candidate numbers of skipped target layers
-    calibration_tokens: int = 320                 # per calibration text (prompt + real body), truncated
+    skip_counts: tuple[int, ...] = (4, 7, 10)     # candidate numbers of skipped target layers
+    calibration_tokens: int = 256                 # per calibration text (prompt + real body), truncated
     ngram: NgramSettings = field(default_factory=NgramSettings)
     threads: int = 2
 
@@ -141,7 +141,7 @@ def measure(target: LoadedModel, draft: LoadedModel, prompts: Sequence[Prompt], 
                  f"generation {gen_seconds:.0f} s, drafter passes {pass_seconds:.0f} s")
     meta["timings_s"].update(generation=gen_seconds, drafter_passes=pass_seconds,
                              total=time.perf_counter() - t0)
-    meta["prompts"] = [asdict(p) for p in prompts]
+    meta["prompts"] = [{k: v for k, v in asdict(p).items() if k != "reference_completion"} for p in prompts]
     trace = pd.concat(frames, ignore_index=True)
     return trace, meta
 
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="4 code + 2 text prompts, 32 tokens each")
     parser.add_argument("--n-code", type=int, default=32)
     parser.add_argument("--n-text", type=int, default=8)
-    parser.add_argument("--n-calibration", type=int, default=3)
+    parser.add_argument("--n-calibration", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
@@ -219,8 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     tr.write_trace(trace, args.out / f"{args.name}.parquet", meta)
     figures = tr.summary(trace)
+    by_kind = {kind: tr.summary(part.reset_index(drop=True)) for kind, part in trace.groupby("kind")}
     (args.out / f"{args.name}.summary.json").write_text(json.dumps(
-        {"summary": figures, "layer_skip": meta["layer_skip"], "timings_s": meta["timings_s"]}, indent=2) + "\n")
+        {"summary": figures, "by_kind": by_kind, "layer_skip": meta["layer_skip"],
+         "timings_s": meta["timings_s"]}, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
     return 0
 
