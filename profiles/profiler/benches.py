@@ -4,6 +4,8 @@ Each bench calls the functions of `models.torch_impl.kernels` exactly as the tor
 profiled time is the time of an executed kernel. Large resident operands (weights, KV caches, the
 embedding table) are rotated over `copies` buffers (see `timing.rotation_copies`); activations are hot.
 Random values come from a seeded torch.Generator (values do not change timings, but runs are repeatable).
+Rotated operands are views into one `OperandPool` (random normal values, allocated once and grown when a
+point needs more), so building a point costs no fresh random numbers; only activations are drawn per point.
 """
 from __future__ import annotations
 
@@ -16,6 +18,26 @@ from models.torch_impl import kernels as K
 from profiles.profiler.timing import rotation_copies
 
 Bench = Callable[[int], object]
+
+
+class OperandPool:
+    """A flat buffer of random normal values; `views` hands out non-overlapping views of it."""
+
+    def __init__(self, dtype: torch.dtype, device: torch.device, seed: int = 0):
+        self.dtype, self.device = dtype, device
+        self._gen = torch.Generator().manual_seed(seed)
+        self._buffer = torch.empty(0, dtype=dtype, device=device)
+
+    def views(self, shape: tuple[int, ...], copies: int) -> list[torch.Tensor]:
+        size = 1
+        for extent in shape:
+            size *= extent
+        needed = size * copies
+        if needed > self._buffer.numel():
+            self._buffer = torch.empty(0, dtype=self.dtype, device=self.device)   # free before growing
+            grown = max(needed, 2 * self._buffer.numel())
+            self._buffer = torch.randn(grown, generator=self._gen).to(device=self.device, dtype=self.dtype)
+        return [self._buffer[c * size:(c + 1) * size].view(shape) for c in range(copies)]
 
 
 def _rand(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> torch.Tensor:
@@ -53,23 +75,24 @@ def prefill_prefix(q_tokens: int, attn_pairs: int) -> int:
 
 
 def build_bench(kind: str, dims: Mapping[str, float], dtype: torch.dtype, device: torch.device,
-                llc_bytes: int, seed: int = 0) -> Bench:
+                llc_bytes: int, pool: OperandPool | None = None, seed: int = 0) -> Bench:
     """Inputs + closure for one point. Collective kinds are timed elsewhere (profiles.profiler.collectives)."""
     gen = torch.Generator().manual_seed(seed)
+    pool = pool or OperandPool(dtype, device, seed)
     esize = torch.empty((), dtype=dtype).element_size()
     if kind == K_OPS.GEMM:
         m, n, k = _int(dims, "m"), _int(dims, "n"), _int(dims, "k")
         copies = rotation_copies(n * k * esize, llc_bytes)
         x = _rand((m, k), dtype, device, gen)
-        weights = [_rand((n, k), dtype, device, gen) for _ in range(copies)]
+        weights = pool.views((n, k), copies)
         if dims.get("bias", 0):
             biases = [_rand((n,), dtype, device, gen) for _ in range(copies)]
             return lambda i: K.linear(x, weights[i % copies], biases[i % copies])
         return lambda i: K.linear(x, weights[i % copies])
     if kind == K_OPS.ATTN_PREFILL:
-        return _prefill_bench(dims, dtype, device, llc_bytes, gen, esize)
+        return _prefill_bench(dims, dtype, device, llc_bytes, gen, esize, pool)
     if kind == K_OPS.ATTN_DECODE:
-        return _decode_bench(dims, dtype, device, llc_bytes, gen, esize)
+        return _decode_bench(dims, dtype, device, llc_bytes, gen, esize, pool)
     if kind == K_OPS.NORM:
         x = _rand((_int(dims, "tokens"), _int(dims, "hidden")), dtype, device, gen)
         residual = _rand((_int(dims, "tokens"), _int(dims, "hidden")), dtype, device, gen)
@@ -82,7 +105,7 @@ def build_bench(kind: str, dims: Mapping[str, float], dtype: torch.dtype, device
         return lambda i: K.swiglu(gate, up)
     if kind == K_OPS.EMBEDDING:
         tokens, hidden, vocab = _int(dims, "tokens"), _int(dims, "hidden"), _int(dims, "vocab")
-        table = _rand((vocab, hidden), dtype, device, gen)
+        table = pool.views((vocab, hidden), 1)[0]
         ids = torch.randint(0, vocab, (tokens,), generator=gen).to(device)
         return lambda i: K.embedding(ids, table)
     if kind == K_OPS.ROPE:
@@ -105,7 +128,7 @@ def build_bench(kind: str, dims: Mapping[str, float], dtype: torch.dtype, device
     raise ValueError(f"no bench for op kind {kind!r}; allowed: {', '.join(K_OPS.OP_KINDS)}")
 
 
-def _prefill_bench(dims, dtype, device, llc_bytes, gen, esize) -> Bench:
+def _prefill_bench(dims, dtype, device, llc_bytes, gen, esize, pool) -> Bench:
     if _int(dims, "seqs") != 1:
         raise ValueError("prefill attention is profiled per chunk (seqs=1); several chunks are several calls")
     chunk = _int(dims, "q_tokens")
@@ -113,22 +136,20 @@ def _prefill_bench(dims, dtype, device, llc_bytes, gen, esize) -> Bench:
     prefix = prefill_prefix(chunk, _int(dims, "attn_pairs"))
     total = prefix + chunk
     slots = rotation_copies(2 * kv_heads * total * head_dim * esize, llc_bytes)
-    k_cache = _rand((slots, kv_heads, total, head_dim), dtype, device, gen)
-    v_cache = _rand((slots, kv_heads, total, head_dim), dtype, device, gen)
+    k_cache, v_cache = pool.views((slots, kv_heads, total, head_dim), 2)
     q = _rand((chunk, heads, head_dim), dtype, device, gen)
     k_new = _rand((chunk, kv_heads, head_dim), dtype, device, gen)
     v_new = _rand((chunk, kv_heads, head_dim), dtype, device, gen)
     return lambda i: K.attention_prefill(q, k_new, v_new, k_cache, v_cache, i % slots, prefix)
 
 
-def _decode_bench(dims, dtype, device, llc_bytes, gen, esize) -> Bench:
+def _decode_bench(dims, dtype, device, llc_bytes, gen, esize, pool) -> Bench:
     seqs, q_per_seq, ctx = _int(dims, "seqs"), _int(dims, "q_per_seq"), _int(dims, "ctx_per_seq")
     heads, kv_heads, head_dim = _int(dims, "heads"), _int(dims, "kv_heads"), _int(dims, "head_dim")
     total = ctx + q_per_seq
     per_seq_bytes = 2 * kv_heads * total * head_dim * esize
     copies = rotation_copies(seqs * per_seq_bytes, llc_bytes)
-    k_cache = _rand((copies * seqs, kv_heads, total, head_dim), dtype, device, gen)
-    v_cache = _rand((copies * seqs, kv_heads, total, head_dim), dtype, device, gen)
+    k_cache, v_cache = pool.views((copies * seqs, kv_heads, total, head_dim), 2)
     q = _rand((seqs, q_per_seq, heads, head_dim), dtype, device, gen)
     k_new = _rand((seqs, q_per_seq, kv_heads, head_dim), dtype, device, gen)
     v_new = _rand((seqs, q_per_seq, kv_heads, head_dim), dtype, device, gen)

@@ -39,7 +39,7 @@ class TimingConfig:
             raise ValueError(f"target_s must be > 0, got {self.target_s}")
 
 
-QUICK_TIMING = TimingConfig(warmup=1, min_reps=3, max_reps=10, target_s=0.02)
+QUICK_TIMING = TimingConfig(warmup=1, min_reps=3, max_reps=5, target_s=0.01)
 
 
 @dataclass(frozen=True)

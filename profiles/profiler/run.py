@@ -1,0 +1,151 @@
+"""`draftsim profile`: time every planned op point with the shared kernels and write a profile directory.
+
+    python3 -m profiles.profiler --device cpu --models qwen2.5-coder-0.5b,qwen2.5-coder-1.5b,llama-68m \
+        --threads 2 --out profiles/data/cpu-local/
+
+Output: `ops.csv` (profiles.profiler.table) and `fingerprint.json`. Written atomically at the end, so an
+interrupted run leaves no half-written profile.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from models.catalog import get_model
+from models.spec import dtype_bytes
+from profiles.profiler.benches import OperandPool, build_bench
+from profiles.profiler.collectives import time_collectives
+from profiles.profiler.plan import FULL_GRID, QUICK_GRID, GridSpec, plan_points
+from profiles.profiler.table import fingerprint, make_row, write_fingerprint, write_table
+from profiles.profiler.timing import QUICK_TIMING, TimingConfig, last_level_cache_bytes, time_kernel
+
+TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# GPU names (torch.cuda.get_device_name) → hardware catalog ids.
+CUDA_IDS = (("H200", "h200"), ("H100", "h100-sxm"), ("A100", "a100-80gb"), ("B200", "b200"), ("L40S", "l40s"))
+DEFAULT_MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "llama-68m")
+MAX_POINT_BYTES = 6 * 2 ** 30   # skip points whose operands would not fit comfortably in RAM/HBM
+
+
+def default_device_id(device: torch.device) -> str:
+    if device.type == "cpu":
+        return "cpu-local"
+    name = torch.cuda.get_device_name(device)
+    for needle, hw_id in CUDA_IDS:
+        if needle in name:
+            return hw_id
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    from profiles.profiler.table import cpu_model
+    return cpu_model()
+
+
+def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out_dir: str | Path | None = None,
+                quick: bool = False, threads: int = 2, dtype: str | None = None, device_id: str | None = None,
+                collectives: bool = True, progress: bool = True, grid: GridSpec | None = None,
+                timing: TimingConfig | None = None) -> Path:
+    """Profile `models` on `device`; returns the output directory (profiles/data/<device-id>/ by default)."""
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' requested but torch.cuda.is_available() is False")
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+    dtype = dtype or ("fp32" if device == "cpu" else "bf16")
+    if dtype not in TORCH_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(TORCH_DTYPES)}, got {dtype!r}")
+    if not models:
+        raise ValueError("models must name at least one catalog model")
+    specs = [get_model(name) for name in models]
+    torch.set_num_threads(threads)
+    dev = torch.device(device)
+    device_id = device_id or default_device_id(dev)
+    out = Path(out_dir) if out_dir is not None else Path(__file__).resolve().parents[1] / "data" / device_id
+    grid = grid or (QUICK_GRID if quick else FULL_GRID)
+    timing = timing or (QUICK_TIMING if quick else TimingConfig())
+    # Quick runs skip operand rotation (llc 0 ⇒ one copy): they check the harness, not the timings.
+    llc = 0 if quick else last_level_cache_bytes(dev)
+    points = plan_points(specs, grid, dtype)
+    tdtype, esize = TORCH_DTYPES[dtype], dtype_bytes(dtype)
+    rows, skipped = [], []
+    started = time.perf_counter()
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    iterator = points
+    if progress:
+        from tqdm import tqdm
+        iterator = tqdm(points, desc=f"profile {device_id}", unit="op", file=sys.stderr)
+    pool = OperandPool(tdtype, dev)
+    with torch.inference_mode():
+        for point in iterator:
+            dims = point.all_dims()
+            if point.bytes / min(esize, 2.0) > MAX_POINT_BYTES:
+                skipped.append(f"{point.kind} {dims}")
+                continue
+            bench = build_bench(point.kind, dims, tdtype, dev, llc, pool)
+            result = time_kernel(bench, dev, timing)
+            rows.append(make_row(point.kind, dims, point.flops, point.bytes, result.median_s, result.p10_s,
+                                 result.p90_s, result.reps))
+            del bench
+            gc.collect()
+    collective_threads = max(1, threads // max(grid.collective_ranks))
+    if collectives and (device == "cpu" or torch.cuda.device_count() >= 2):
+        for row in time_collectives(grid.collective_ranks, grid.collective_bytes, timing, device_type=device,
+                                    threads_per_rank=collective_threads):
+            dims = {"bytes": row["bytes"], "ranks": row["ranks"]}
+            if row["kind"] == "p2p":
+                dims = {"bytes": row["bytes"]}
+            rows.append(make_row(row["kind"], dims, 0.0, row["bytes"], row["median_s"], row["p10_s"],
+                                 row["p90_s"], row["reps"]))
+    elapsed = time.perf_counter() - started
+    write_table(rows, out)
+    fp = fingerprint(device_id, _device_name(dev), torch.__version__, threads, dtype, models, llc,
+                     extra={"quick": quick, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+                            "load_average_at_start": load_at_start, "profile_seconds": round(elapsed, 1), "points": len(rows),
+                            "skipped_points": skipped, "collective_threads_per_rank": collective_threads,
+                            "timing": {"warmup": timing.warmup, "min_reps": timing.min_reps,
+                                       "max_reps": timing.max_reps, "target_s": timing.target_s},
+                            "command": "python3 -m profiles.profiler " + " ".join(sys.argv[1:])})
+    write_fingerprint(fp, out)
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="draftsim profile",
+                                     description="Time the op kernels of catalog models; write a profile table.")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                        help="comma-separated catalog model names (default: %(default)s)")
+    parser.add_argument("--out", default=None, help="output directory (default: profiles/data/<device-id>/)")
+    parser.add_argument("--device-id", default=None, help="hardware id to file the profile under")
+    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default: %(default)s)")
+    parser.add_argument("--dtype", choices=tuple(TORCH_DTYPES), default=None,
+                        help="weights/activations dtype (default: fp32 on cpu, bf16 on cuda)")
+    parser.add_argument("--quick", action="store_true", help="tiny grid and few repetitions (CI, seconds)")
+    parser.add_argument("--no-collectives", action="store_true", help="skip the multi-process collectives")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    try:
+        out = run_profile(args.device, models, args.out, quick=args.quick, threads=args.threads,
+                          dtype=args.dtype, device_id=args.device_id, collectives=not args.no_collectives,
+                          progress=not args.no_progress)
+    except ValueError as exc:
+        print(f"draftsim profile: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"profile written to {out}")
+    return 0
