@@ -13,6 +13,7 @@ import numpy as np
 import simpy
 from simpy.events import URGENT
 
+from simulator.bulk import NEVER, apply_bulk, plan_bulk
 from simulator.routers import Router
 from simulator.replica import Replica
 from simulator.state import DROP_EXCEEDS_KV, RequestState
@@ -72,7 +73,8 @@ class Engine:
             s.drop_reason[r] = DROP_EXCEEDS_KV
             self._count_finished(1)
             return
-        idx = self.router.choose([rep.outstanding for rep in self.replicas],
+        now = self.env.now
+        idx = self.router.choose([rep.outstanding_at(now) for rep in self.replicas],
                                  [len(rep.waiting) for rep in self.replicas])
         rep = self.replicas[idx]
         s.replica[r] = idx
@@ -99,12 +101,15 @@ class Engine:
                 rep.clock_s = env.now
                 continue
             start_s = rep.clock_s
-            plan = rep.plan_bulk(start_s, self.next_arrival_s) if bulk and rep.bulk_ready() else None
+            plan = plan_bulk(rep, start_s, self.next_arrival_s) if bulk and rep.bulk_ready() else None
             if plan is not None:
                 end_s = float(plan.ends_s[-1])
+                done = plan.finish_step != NEVER
+                rep.pending_finish_s = np.sort(plan.ends_s[plan.finish_step[done]])
                 yield env.timeout(end_s - env.now)
                 rep.clock_s = end_s
-                rep.apply_bulk(plan, finished)
+                rep.pending_finish_s = rep.pending_finish_s[:0]
+                apply_bulk(rep, plan, finished)
             else:
                 step = rep.plan_step(start_s)
                 if step.empty:

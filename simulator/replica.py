@@ -21,9 +21,6 @@ from simulator.schema import SchedulerConfig
 from simulator.state import RequestState, StepLog
 from simulator.step_cost import StepCostModel
 
-MAX_BULK_STEPS = 2048
-
-
 @dataclass
 class StepPlan:
     prefill_ids: list[int]
@@ -37,23 +34,6 @@ class StepPlan:
     @property
     def empty(self) -> bool:
         return not self.prefill_ids and not len(self.decode_ids)
-
-
-@dataclass
-class BulkPlan:
-    decode_ids: np.ndarray
-    steps: int
-    tau: np.ndarray          # (steps, B) accepted draft tokens per step and request
-    context_sums: np.ndarray  # (steps,)
-    starts_s: np.ndarray
-    ends_s: np.ndarray
-    draft_s: np.ndarray
-    verify_s: np.ndarray
-    flops: np.ndarray
-    bytes: np.ndarray
-    blocks_used: np.ndarray   # (steps,) replica blocks in use during each step
-    final_blocks: np.ndarray  # (B,) blocks held after the bulk
-    queued: int               # waiting requests (constant over the bulk)
 
 
 class Replica:
@@ -72,12 +52,19 @@ class Replica:
         self.log = log
         self.waiting: deque[int] = deque()
         self.running: list[int] = []
+        self.prefilling = 0  # running requests whose prefill is not complete
+        self.pending_finish_s = np.zeros(0)  # sorted finish times inside the bulk in flight
         self.clock_s = 0.0
+        self.last_step_s = 0.0  # duration of the latest step (sizes bulk plans; no effect on results)
 
     # ---- load seen by the router -------------------------------------------------------------------
-    @property
-    def outstanding(self) -> int:
-        return len(self.waiting) + len(self.running)
+    def outstanding_at(self, now_s: float) -> int:
+        """Requests routed here and not finished at `now_s`. A bulk in flight has applied none of its
+        finishes yet, so those that happen before `now_s` are subtracted (as in step-by-step mode, where
+        a finish at exactly `now_s` is processed after an arrival at `now_s`)."""
+        pending = self.pending_finish_s
+        early = int(np.searchsorted(pending, now_s, side="left")) if len(pending) else 0
+        return len(self.waiting) + len(self.running) - early
 
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
@@ -109,11 +96,14 @@ class Replica:
         if np.isnan(s.admit_s[r]):
             s.admit_s[r] = now_s
         self.running.append(r)
+        self.prefilling += 1
         return r
 
     def _preempt(self, r: int) -> None:
         """Preemption by recompute: free the request's KV; on re-admission it re-prefills prompt + emitted."""
         s = self.s
+        if not self._is_decoding(r):
+            self.prefilling -= 1
         self.used_blocks -= int(s.blocks[r])
         s.blocks[r] = 0
         s.ctx[r] = 0
@@ -206,11 +196,13 @@ class Replica:
         s = self.s
         draft, target = costs
         blocks_used = self.used_blocks
+        self.last_step_s = end_s - start_s
         emitted_total = 0
         for r, c in zip(plan.prefill_ids, plan.prefill_chunks):
             s.prefilled[r] += c
             s.ctx[r] += c
             if s.prefilled[r] >= s.prefill_target[r]:
+                self.prefilling -= 1
                 s.emitted[r] += 1
                 emitted_total += 1
                 if np.isnan(s.first_token_s[r]):
@@ -251,65 +243,9 @@ class Replica:
         """True when the next steps are decode-only and the batch cannot change before a finish, an
         arrival, or KV exhaustion: nothing is mid-prefill and the waiting head cannot be admitted (its
         admissibility only shrinks while decodes grow their KV)."""
-        if not self.running or any(not self._is_decoding(r) for r in self.running):
+        if not self.running or self.prefilling:
             return False
         if self.sched.policy == "vllm":
             return not self._head_admissible(max(self.sched.max_batched_tokens, 1), 0)
         room = self.sched.chunk_tokens - len(self.running) * self.q
         return not self._head_admissible(room, 0)
-
-    def plan_bulk(self, now_s: float, next_arrival_s: float) -> BulkPlan | None:
-        s = self.s
-        ids = np.asarray(self.running, dtype=np.int64)
-        remaining = s.output[ids] - s.emitted[ids]
-        k_max = int(min(remaining.min(), MAX_BULK_STEPS))
-        step_index = s.decode_steps[ids][None, :] + np.arange(k_max)[:, None]
-        tau = self._sample_tau(ids[None, :], step_index)
-        cum = np.cumsum(tau + 1, axis=0)
-        finishes = (cum >= remaining).any(axis=1)
-        n = int(np.argmax(finishes)) + 1 if finishes.any() else k_max  # the first finish ends the bulk
-        ctx_start = s.ctx[ids][None, :] + np.vstack([np.zeros((1, len(ids)), dtype=np.int64), cum[:n - 1]])
-        need = self.blocks_for(ctx_start + self.q)
-        held = np.maximum.accumulate(np.maximum(need, s.blocks[ids][None, :]), axis=0)
-        extra = (held - s.blocks[ids][None, :]).sum(axis=1)
-        over = extra > self.total_blocks - self.used_blocks
-        if over.any():
-            n = int(np.argmax(over))
-            if n == 0:
-                return None  # the next step must preempt: take the step-by-step path
-        context_sums = ctx_start[:n].sum(axis=1)
-        draft, target = self.cost.decode_steps(len(ids), context_sums)
-        draft_s, verify_s = draft[:, 0], target[:, 0]
-        flops, nbytes = draft[:, 1] + target[:, 1], draft[:, 2] + target[:, 2]
-        bounds = np.cumsum(np.concatenate(([now_s], draft_s + verify_s)))
-        ends = bounds[1:]
-        arrived = ends >= next_arrival_s
-        if arrived.any():
-            n = int(np.argmax(arrived)) + 1
-        return BulkPlan(ids, n, tau[:n], context_sums[:n], bounds[:n], ends[:n], draft_s[:n], verify_s[:n],
-                        flops[:n], nbytes[:n], self.used_blocks + extra[:n], held[n - 1],
-                         len(self.waiting))
-
-    def apply_bulk(self, plan: BulkPlan, finished: list[int]) -> None:
-        s = self.s
-        ids, n = plan.decode_ids, plan.steps
-        remaining = s.output[ids] - s.emitted[ids]
-        inc = np.minimum((plan.tau + 1).sum(axis=0), remaining)
-        emitted_per_step = np.minimum(np.cumsum(plan.tau + 1, axis=0), remaining)
-        emitted_per_step = np.diff(np.vstack([np.zeros((1, len(ids)), dtype=np.int64), emitted_per_step]),
-                                   axis=0).sum(axis=1)
-        s.emitted[ids] += inc
-        s.ctx[ids] += inc
-        s.decode_steps[ids] += n
-        s.accepted[ids] += plan.tau.sum(axis=0)
-        s.drafted[ids] += self.gamma * n
-        self.used_blocks += int((plan.final_blocks - s.blocks[ids]).sum())
-        s.blocks[ids] = plan.final_blocks
-        self.log.append_bulk(n, replica=self.index, start_s=plan.starts_s, duration_s=plan.ends_s - plan.starts_s,
-                        prefill_tokens=0, prefill_seqs=0, decode_seqs=len(ids), query_tokens_per_seq=self.q,
-                        decode_context_tokens=plan.context_sums, draft_s=plan.draft_s, verify_s=plan.verify_s,
-                        accepted_tokens=plan.tau.sum(axis=1), emitted_tokens=emitted_per_step,
-                        flops=plan.flops, bytes=plan.bytes, kv_blocks_used=plan.blocks_used,
-                        kv_blocks_total=self.total_blocks, queued_requests=plan.queued,
-                        running_requests=len(ids))
-        self._finish_done(ids.tolist(), float(plan.ends_s[-1]), finished)
