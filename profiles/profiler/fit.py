@@ -25,7 +25,7 @@ from models import ops as K_OPS
 from models.ops import Op
 from models.spec import activation_bytes
 from profiles.hardware import HardwareSpec
-from profiles.roofline import ROUTER_KERNELS, RooflineEfficiency, default_efficiency
+from profiles.roofline import ROUTER_KERNELS, RooflineEfficiency, RooflineLatencyModel, default_efficiency
 
 FIT_PARAMS = ("compute_fraction", "memory_fraction", "launch_s", "gemm_m_half", "gemm_nk_half",
               "attention_compute_fraction", "attention_memory_fraction")
@@ -63,28 +63,34 @@ class RooflineArrays:
             elif op.kind == K_OPS.ATTN_PREFILL:
                 chunk[i] = op.dim("q_tokens") / op.dim("seqs")
         self.shape, self.chunk = shape, chunk
+        self.hardware, self.dtype = hardware, dtype
         act_dtype = "fp32" if activation_bytes(dtype) == 4.0 else "bf16"
+        # Nominal peaks, only used by `raised_peaks` to compare achieved rates against.
         self.gemm_rate = hardware.matmul_flops(dtype)
-        self.rate_scale = self.gemm_rate / hardware.matmul_flops("bf16")
         self.attn_rate = hardware.matmul_flops(act_dtype)
         self.vector_rate = hardware.peak_flops["fp32"]
         self.bandwidth = hardware.hbm_bandwidth_bytes_per_s
 
     def seconds(self, eff: RooflineEfficiency) -> np.ndarray:
-        mem = self.bytes / (self.bandwidth * eff.memory_fraction)
-        mh, nkh = eff.gemm_m_half * self.rate_scale, eff.gemm_nk_half * self.rate_scale
+        """Vectorised op_seconds. The rates and tile half-sizes are read from a RooflineLatencyModel built
+        with `eff`, so its dtype scalings stay defined in one place (profiles.roofline)."""
+        model = RooflineLatencyModel(self.hardware, eff, self.dtype)
+        mem = self.bytes / model._mem_bytes_per_s
+        mh, nkh = model._m_half, model._nk_half
+        attn_mh = getattr(model, "_attn_m_half", mh)
         m, n, k = self.shape[:, 0], self.shape[:, 1], self.shape[:, 2]
         factor = (m / (m + mh)) * (n / (n + nkh)) * (k / (k + nkh))
-        gemm_compute = self.flops / (self.gemm_rate * eff.compute_fraction * factor)
+        gemm_compute = self.flops / (model._gemm_flops_per_s * factor)
         gemm_time = np.where(self.flops > 0, np.maximum(gemm_compute, mem), mem)
-        attn_mem = self.bytes / (self.bandwidth * eff.attention_memory_fraction)
-        attn_rate = self.attn_rate * eff.attention_compute_fraction
-        prefill = np.maximum(self.flops / (attn_rate * (self.chunk / (self.chunk + mh))), attn_mem)
-        decode = np.maximum(self.flops / attn_rate, attn_mem)
-        elementwise = np.maximum(self.flops / (self.vector_rate * eff.compute_fraction), mem)
+        attn_mem = self.bytes / model._attn_mem_bytes_per_s
+        prefill = np.maximum(self.flops / (model._attn_flops_per_s * (self.chunk / (self.chunk + attn_mh))),
+                             attn_mem)
+        decode = np.maximum(self.flops / model._attn_flops_per_s, attn_mem)
+        elementwise = np.maximum(self.flops / model._vector_flops_per_s, mem)
         out = np.select([self.gemm, self.router, self.prefill, self.decode, self.elementwise],
-                        [gemm_time, gemm_time + (ROUTER_KERNELS - 1) * eff.launch_s, prefill, decode, elementwise])
-        return out + eff.launch_s
+                        [gemm_time, gemm_time + (ROUTER_KERNELS - 1) * model._launch_s, prefill, decode,
+                         elementwise])
+        return out + model._launch_s
 
 
 def raised_peaks(hardware: HardwareSpec, ops: Sequence[Op], seconds: np.ndarray, dtype: str) -> HardwareSpec:

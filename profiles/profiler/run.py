@@ -89,7 +89,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     with torch.inference_mode():
         for point in iterator:
             dims = point.all_dims()
-            if point.bytes / min(esize, 2.0) > MAX_POINT_BYTES:
+            if point.bytes > MAX_POINT_BYTES:
                 skipped.append(f"{point.kind} {dims}")
                 continue
             bench = build_bench(point.kind, dims, tdtype, dev, llc, pool)

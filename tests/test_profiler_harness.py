@@ -1,0 +1,111 @@
+"""The profiling harness on a tiny grid: a well-formed table and fingerprint, plan ↔ op graph consistency."""
+from __future__ import annotations
+
+import json
+import time
+
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from models.catalog import get_model  # noqa: E402
+from models.opgraph import attention_ops, dense_ops  # noqa: E402
+from models.step import Parallelism, StepShape, chunk_attention_pairs  # noqa: E402
+from profiles.profiler.benches import build_bench, prefill_prefix, tree_ancestor_mask  # noqa: E402
+from profiles.profiler.plan import GridSpec, plan_points  # noqa: E402
+from profiles.profiler.run import main, run_profile  # noqa: E402
+from profiles.profiler.table import COLUMNS, read_fingerprint, read_table, row_dims  # noqa: E402
+from profiles.profiler.timing import TimingConfig, rotation_copies, time_kernel  # noqa: E402
+
+TINY = GridSpec(tokens=(1, 8), logits_tokens_max=8, prefill_chunks=(8,), prefill_prefixes=(0, 8),
+                decode_seqs=(1, 2), decode_q_per_seq=(1, 3), decode_contexts=(0, 16), tree_q_per_seq=(3,),
+                sampling_greedy=(1, 0), collective_ranks=(2,), collective_bytes=(4096,))
+TINY_TIMING = TimingConfig(warmup=1, min_reps=3, max_reps=3, target_s=1e-3)
+
+
+@pytest.fixture(scope="module")
+def tiny_profile(tmp_path_factory):
+    out = tmp_path_factory.mktemp("profile")
+    run_profile("cpu", ["llama-68m"], out, quick=True, threads=1, grid=TINY, timing=TINY_TIMING,
+                progress=False)
+    return out
+
+
+def test_table_is_well_formed(tiny_profile):
+    table = read_table(tiny_profile)
+    assert list(table.columns) == list(COLUMNS)
+    expected = plan_points([get_model("llama-68m")], TINY, "fp32")
+    compute = table[~table["kind"].isin(["allreduce", "alltoall", "p2p"])]
+    assert len(compute) == len(expected)
+    assert set(table["kind"]) == {p.kind for p in expected} | {"allreduce", "alltoall", "p2p"}
+    assert (table["median_s"] > 0).all() and (table["reps"] >= 3).all()
+    assert (table["p10_s"] <= table["median_s"]).all() and (table["median_s"] <= table["p90_s"]).all()
+    # every compute row carries the op graph's dims, FLOPs and bytes for its point
+    by_key = {(p.kind, tuple(sorted(p.all_dims().items()))): p for p in expected}
+    for row in compute.to_dict("records"):
+        point = by_key[(row["kind"], tuple(sorted(row_dims(row).items())))]
+        assert row["flops"] == pytest.approx(point.flops, rel=1e-5)
+        assert row["bytes"] == pytest.approx(point.bytes, rel=1e-5)
+    collectives = table[table["kind"].isin(["allreduce", "alltoall"])]
+    assert set(collectives["ranks"]) == {2} and set(collectives["bytes_msg"]) == {4096}
+
+
+def test_fingerprint_records_device_threads_dtype_and_versions(tiny_profile):
+    fp = read_fingerprint(tiny_profile)
+    for key in ("device_id", "device_name", "cpu_model", "torch_version", "threads", "dtype", "date", "git_commit"):
+        assert fp[key] not in (None, ""), key
+    assert fp["device_id"] == "cpu-local" and fp["threads"] == 1 and fp["dtype"] == "fp32"
+    assert fp["torch_version"] == torch.__version__ and fp["quick"] is True
+    json.dumps(fp)
+
+
+def test_plan_follows_the_op_graph():
+    spec = get_model("qwen2.5-coder-0.5b")
+    points = plan_points([spec], TINY, "fp32")
+    keys = {(p.kind, p.dims) for p in points}
+    for op in dense_ops(spec, 8, 8, Parallelism(), "fp32"):
+        assert (op.kind, op.dims) in keys, op.name
+    shape = StepShape(prefill_tokens=8, prefill_seqs=1, prefill_attn_pairs=chunk_attention_pairs(8, 8))
+    assert {(op.kind, op.dims) for op in attention_ops(spec, shape, Parallelism(), "fp32")} <= keys
+    assert all(p.extras == (("bias", 1.0),) for p in points if p.kind == "gemm" and p.dims[1] == ("m", 1.0)
+               and dict(p.dims)["n"] == (14 + 4) * 64)
+
+
+def test_prefill_prefix_inverts_attention_pairs():
+    for chunk in (1, 7, 64):
+        for prefix in (0, 5, 300):
+            assert prefill_prefix(chunk, chunk_attention_pairs(chunk, prefix)) == prefix
+    with pytest.raises(ValueError, match="attn_pairs"):
+        prefill_prefix(4, 3)
+
+
+def test_tree_mask_is_an_ancestor_relation():
+    mask = tree_ancestor_mask(5, torch.device("cpu"))
+    assert mask.diagonal().all() and mask[:, 0].all()
+    assert mask[3].tolist() == [True, True, False, True, False]      # 3 → 1 → 0
+    assert not mask[1, 2] and not mask[2, 1]                          # siblings
+
+
+def test_rotation_and_timing_statistics():
+    assert rotation_copies(10e6, 100e6) == 20
+    assert rotation_copies(1e9, 100e6) == 1
+    assert rotation_copies(1.0, 100e6, max_copies=8) == 8
+    result = time_kernel(lambda i: time.sleep(0.002), torch.device("cpu"), TINY_TIMING)
+    assert result.reps == 3 and 0.002 <= result.p10_s <= result.median_s <= result.p90_s
+    with pytest.raises(ValueError, match="min_reps"):
+        TimingConfig(min_reps=5, max_reps=2)
+
+
+def test_bench_rejects_unknown_kind_and_bad_dims():
+    with pytest.raises(ValueError, match="op kind"):
+        build_bench("warp", {}, torch.float32, torch.device("cpu"), 0)
+    with pytest.raises(ValueError, match="integer"):
+        build_bench("norm", {"tokens": 1.5, "hidden": 8}, torch.float32, torch.device("cpu"), 0)
+
+
+def test_cli_reports_bad_input_with_exit_code_2(capsys, tmp_path):
+    assert main(["--models", "no-such-model", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "no-such-model" in capsys.readouterr().err
+    assert main(["--threads", "0", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert not (tmp_path / "ops.csv").exists()
