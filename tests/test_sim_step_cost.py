@@ -1,0 +1,53 @@
+"""Step cost: the interpolated decode-attention pricing against exact op-graph pricing."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models import get_model
+from models.opgraph import attention_ops, dense_ops
+from models.step import Parallelism, StepShape
+from profiles.roofline import RooflineLatencyModel
+from simulator.step_cost import CTX_GRID_TOKENS, ForwardCost, StepCostModel
+
+
+def _exact(fc: ForwardCost, seqs: int, q: int, ctx_sum: int) -> np.ndarray:
+    shape = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=ctx_sum)
+    ops = dense_ops(fc.spec, seqs * q, seqs * q, fc.parallelism, fc.dtype) + \
+        attention_ops(fc.spec, shape, fc.parallelism, fc.dtype)
+    return np.array([sum(o.count * fc.latency.op_seconds(o) for o in ops),
+                     sum(o.count * o.flops for o in ops), sum(o.count * o.bytes for o in ops)])
+
+
+@pytest.mark.parametrize("model,hw,tp", [("llama-3-8b", "h100-sxm", 1), ("llama-2-70b", "a100-80gb", 4),
+                                         ("qwen2.5-coder-1.5b", "l40s", 1)])
+def test_interpolated_decode_cost_matches_exact_pricing(model, hw, tp):
+    fc = ForwardCost(get_model(model), Parallelism(tp, 1), RooflineLatencyModel(hw), "bf16")
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for seqs, q in [(1, 1), (7, 5), (64, 1), (200, 3)]:
+        sums = rng.integers(0, 8000 * seqs, size=200)
+        got = fc.decode_forward(seqs, q, sums)
+        want = np.array([_exact(fc, seqs, q, int(c)) for c in sums])
+        np.testing.assert_allclose(got[:, 1:], want[:, 1:], rtol=1e-9)  # FLOPs and bytes: affine, exact
+        worst = max(worst, float(np.max(np.abs(got[:, 0] / want[:, 0] - 1))))
+        # At grid points the price is exact.
+        grid = np.arange(0, 50) * CTX_GRID_TOKENS * seqs
+        np.testing.assert_allclose(fc.decode_forward(seqs, q, grid),
+                                   np.array([_exact(fc, seqs, q, int(c)) for c in grid]), rtol=1e-12)
+    assert worst < 1e-3
+
+
+def test_step_cost_of_decode_only_step_is_draft_passes_plus_verify():
+    lat = RooflineLatencyModel("h100-sxm")
+    target = ForwardCost(get_model("llama-3-8b"), Parallelism(), lat, "bf16")
+    draft = ForwardCost(get_model("llama-68m"), Parallelism(), lat, "bf16")
+    model = StepCostModel(target, draft, gamma=3)
+    d, t = model.step(0, 0, 0, decode_seqs=8, decode_context_tokens=8 * 1024)
+    want_t = target.decode_forward(8, 4, np.array([8 * 1024]))[0]
+    want_d = sum(draft.decode_forward(8, 1, np.array([8 * 1024 + j * 8]))[0] for j in range(3))
+    np.testing.assert_allclose([t.seconds, t.flops, t.bytes], want_t, rtol=1e-12)
+    np.testing.assert_allclose([d.seconds, d.flops, d.bytes], want_d, rtol=1e-12)
+    # A verify of γ+1 tokens costs more than a plain decode step, and less than γ+1 of them.
+    plain = target.decode_forward(8, 1, np.array([8 * 1024]))[0][0]
+    assert plain < t.seconds < 4 * plain
