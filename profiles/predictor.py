@@ -112,6 +112,7 @@ class ProfiledLatencyModel:
         self._far = math.log(far_factor)
         self._warned: set[str] = set()
         self._memo: dict[Op, float] = {}
+        self._nearest_memo: dict[tuple, tuple[tuple, float]] = {}
         rows = table.to_dict("records")
         ops = [Op.make(r["kind"], r["kind"], r["flops"], r["bytes"], 1, **row_dims(r)) for r in rows]
         seconds = np.array([r["median_s"] for r in rows], dtype=float)
@@ -178,6 +179,8 @@ class ProfiledLatencyModel:
             return calls * self.roofline.op_seconds(call)
         config_keys, grid_keys = KIND_AXES[op.kind]
         dims = {**DIM_DEFAULTS, **dict(call.dims)}
+        if op.kind == K_OPS.ATTN_DECODE and dims["q_per_seq"] <= 1.0:
+            dims["tree"] = 0.0          # a one-node tree is plain causal decoding (same kernel call)
         config = tuple(dims.get(k, 0.0) for k in config_keys)
         point = [_grid_value(op.kind, dims, k) for k in grid_keys]
         table = tables.get(config)
@@ -188,7 +191,10 @@ class ProfiledLatencyModel:
             if outside > self._far:
                 self._warn(op, "a size lies far outside the profiled grid")
             return calls * self.roofline.op_seconds(call) * math.exp(table.log_ratio.interpolate(cells)[0])
-        nearest, distance = self._nearest(tables, config)
+        found = self._nearest_memo.get((op.kind, config))
+        if found is None:
+            found = self._nearest_memo[(op.kind, config)] = self._nearest(tables, config)
+        nearest, distance = found
         table = tables[nearest]
         cells, outside = table.log_ratio.locate(point)
         if max(distance, outside) > self._far:
