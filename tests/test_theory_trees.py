@@ -53,16 +53,30 @@ def test_kary_tree_shape_and_value():
     assert tree.expected_tokens == pytest.approx(1 + 0.7 + 0.7**2)
 
 
-def test_dp_matches_brute_force_on_small_budgets():
-    rng = np.random.default_rng(5)
+@pytest.mark.parametrize("ranks", ["prefix", "any"])
+def test_dp_matches_brute_force_on_small_budgets(ranks):
+    rng = np.random.default_rng(5 if ranks == "prefix" else 6)
     for case in range(60):
         probs = random_accept_probs(rng, int(rng.integers(1, 5)), sort=case % 2 == 0)
-        budget = int(rng.integers(1, 9))
+        budget = int(rng.integers(1, 9 if ranks == "prefix" else 7))  # "any" has many more trees
         depth = None if case % 3 == 0 else int(rng.integers(0, 5))
-        dp = optimal_tree(probs, budget, depth)
-        brute = brute_force_optimal_tree(probs, budget, depth)
+        dp = optimal_tree(probs, budget, depth, ranks=ranks)
+        brute = brute_force_optimal_tree(probs, budget, depth, ranks=ranks)
         assert dp.expected_tokens == pytest.approx(brute.expected_tokens, abs=1e-12)
         assert dp.size <= budget and (depth is None or dp.depth <= depth)
+        if ranks == "prefix":
+            for kids in dp.children:
+                assert sorted(dp.ranks[k] for k in kids) == list(range(len(kids)))
+
+
+def test_any_ranks_beats_prefix_only_when_probs_are_unsorted():
+    unsorted = [0.3, 0.05, 0.25]
+    assert optimal_tree(unsorted, 3, 1, ranks="any").ranks == (0, 0, 2)
+    assert optimal_tree(unsorted, 3, 1, ranks="any").expected_tokens == pytest.approx(1.55)
+    assert optimal_tree(unsorted, 3, 1, ranks="prefix").expected_tokens == pytest.approx(1.35)
+    monotone = [0.5, 0.2, 0.1]
+    assert optimal_tree(monotone, 20, 4, ranks="any").expected_tokens == pytest.approx(
+        optimal_tree(monotone, 20, 4, ranks="prefix").expected_tokens)
 
 
 def test_dp_table_values_match_reconstructed_trees():
@@ -201,6 +215,8 @@ def test_bad_input_names_the_argument():
         Tree((-1, 2, 0), (0, 0, 1), (1.0, 0.5, 0.5))
     with pytest.raises(ValueError, match="children of node 0 sums"):
         Tree((-1, 0, 0), (0, 0, 1), (1.0, 0.7, 0.5))
+    with pytest.raises(ValueError, match="^ranks"):
+        optimal_tree([0.5], 5, ranks="sorted")
     with pytest.raises(ValueError, match="^verification"):
         positional_accept_probs(P, Q, 2, "greedy")
     with pytest.raises(ValueError, match="^head_accuracies"):

@@ -13,7 +13,13 @@ only needs its own size and depth limit, so the recursion is exact over all tree
 ranks; when ``accept_probs`` is non-increasing, contiguity loses nothing (moving a child to a free
 lower rank never lowers any path product), so it is exact over all trees. Cost: ``O(D K B^2)`` with
 ``K = min(len(accept_probs), B - 1)``, vectorised over (m, s). Ties prefer fewer nodes.
-:func:`brute_force_optimal_tree` enumerates every tree for small budgets to check it.
+
+``ranks="prefix"`` (default, Sequoia) keeps the children on ranks ``0..k-1``: required when the ranks
+are sampling rounds (``rrs_wor`` verification). ``ranks="any"`` allows any subset of candidates (e.g.
+the drafter's top tokens verified by matching, where a lower-ranked token can be worth more): then the
+same DP runs on ``accept_probs`` sorted in decreasing order and the ranks are mapped back, which is exact
+by the same exchange argument. :func:`brute_force_optimal_tree` enumerates every tree (every subset of
+ranks in ``"any"`` mode) for small budgets to check both.
 
 **Hardware-aware choice.** A step drafts level by level (one draft forward per level, over the nodes of
 that level that have children) and verifies all nodes in one target forward, so for a tree T
@@ -41,6 +47,7 @@ class TreeTable:
     """The DP's tables: ``value[d, n]`` and the chosen child-subtree sizes for reconstruction."""
 
     accept_probs: np.ndarray
+    rank_order: np.ndarray  # DP rank i stands for candidate rank rank_order[i]
     value: np.ndarray  # (D+1, B+1)
     choice: np.ndarray  # (D+1, K, B) int32: size given to rank i from m remaining nodes (0 = stop)
 
@@ -73,8 +80,9 @@ class TreeTable:
                 m -= size
                 rank += 1
             stack.extend(reversed(kids))
-        # parents were appended in an order where each parent precedes its children already
-        return positional_tree(_renumber_bfs(parents), self.accept_probs)
+        sorted_tree = positional_tree(_renumber_bfs(parents), self.accept_probs[self.rank_order])
+        ranks = (0,) + tuple(int(self.rank_order[r]) for r in sorted_tree.ranks[1:])
+        return Tree(sorted_tree.parents, ranks, sorted_tree.accept)
 
 
 def _renumber_bfs(parents: list[int]) -> list[int]:
@@ -94,19 +102,32 @@ def _renumber_bfs(parents: list[int]) -> list[int]:
     return out
 
 
-def tree_table(accept_probs, budget: int, max_depth: int | None = None) -> TreeTable:
+RANK_MODES = ("prefix", "any")
+
+
+def _rank_order(probs: np.ndarray, ranks: str) -> np.ndarray:
+    if ranks == "prefix":
+        return np.arange(probs.size)
+    if ranks == "any":
+        return np.argsort(-probs, kind="stable")
+    raise ValueError(f"ranks must be one of {RANK_MODES}, got {ranks!r}")
+
+
+def tree_table(accept_probs, budget: int, max_depth: int | None = None, ranks: str = "prefix") -> TreeTable:
     """Run the DP for every budget up to ``budget`` and every depth limit up to ``max_depth``."""
-    probs = _check_accept_probs(accept_probs)
+    original = _check_accept_probs(accept_probs)
+    rank_order = _rank_order(original, ranks)
+    probs = original[rank_order]
     budget = _checks.positive_int(budget, "budget")
     depth = budget - 1 if max_depth is None else _checks.non_negative_int(max_depth, "max_depth")
     depth = min(depth, budget - 1)
-    ranks = max(1, min(probs.size, budget - 1))
-    a = np.zeros(ranks)
-    a[: min(ranks, probs.size)] = probs[:ranks]
+    n_ranks = max(1, min(probs.size, budget - 1))
+    a = np.zeros(n_ranks)
+    a[: min(n_ranks, probs.size)] = probs[:n_ranks]
     width = budget  # m (nodes for the children) ranges over 0..budget-1
     value = np.zeros((depth + 1, budget + 1))
     value[:, 1:] = 1.0
-    choice = np.zeros((depth + 1, ranks, width), dtype=np.int32)
+    choice = np.zeros((depth + 1, n_ranks, width), dtype=np.int32)
     m_idx = np.arange(width)[:, None]
     s_idx = np.arange(width)[None, :]
     valid = (s_idx >= 1) & (s_idx <= m_idx)
@@ -114,71 +135,72 @@ def tree_table(accept_probs, budget: int, max_depth: int | None = None) -> TreeT
     for d in range(1, depth + 1):
         prev = value[d - 1, :width]
         g_next = np.zeros(width)
-        for i in range(ranks - 1, -1, -1):
+        for i in range(n_ranks - 1, -1, -1):
             cand = np.where(valid, a[i] * prev[None, :] + g_next[rest_idx], -np.inf)
             cand[:, 0] = 0.0  # s = 0: no child of rank i (and none after it)
             best_s = np.argmax(cand, axis=1)  # first maximum: stop / fewest nodes on ties
             choice[d, i] = best_s
             g_next = cand[np.arange(width), best_s]
         value[d, 1:] = 1.0 + g_next[:budget]
-    return TreeTable(probs, value, choice)
+    return TreeTable(original, rank_order, value, choice)
 
 
-def optimal_tree(accept_probs, budget: int, max_depth: int | None = None) -> Tree:
+def optimal_tree(accept_probs, budget: int, max_depth: int | None = None, ranks: str = "prefix") -> Tree:
     """Sequoia's optimal tree: max expected tokens with at most ``budget`` nodes (root included) and at
-    most ``max_depth`` draft tokens on any path (None: no limit beyond the budget)."""
-    table = tree_table(accept_probs, budget, max_depth)
+    most ``max_depth`` draft tokens on any path (None: no limit beyond the budget). ``ranks``: "prefix"
+    (children are the top-k candidates) or "any" (any subset of candidates); see the module docstring."""
+    table = tree_table(accept_probs, budget, max_depth, ranks)
     return table.tree(table.max_budget, table.max_depth)
 
 
-def _plane_trees(n: int, depth: int, memo: dict) -> list[tuple]:
-    """All ordered trees with exactly n nodes and depth <= depth, as nested tuples of child subtrees."""
-    key = (n, depth)
-    if key not in memo:
-        if n == 1:
-            memo[key] = [()]
-        elif depth == 0:
-            memo[key] = []
-        else:
-            memo[key] = [tuple(f) for f in _forests(n - 1, depth - 1, memo)]
-    return memo[key]
-
-
-def _forests(n: int, depth: int, memo: dict) -> list[list[tuple]]:
+def _labelled_forests(n: int, depth: int, min_rank: int, n_ranks: int, prefix: bool, memo: dict) -> list:
+    """All sets of child subtrees with n nodes in total, ranks >= min_rank (== min_rank first if prefix)."""
+    key = (n, depth, min_rank)
+    if key in memo:
+        return memo[key]
+    out: list = []
     if n == 0:
-        return [[]]
-    out = []
-    for first in range(1, n + 1):
-        for head in _plane_trees(first, depth, memo):
-            for tail in _forests(n - first, depth, memo):
-                out.append([head] + tail)
+        out.append(())
+    elif depth > 0:
+        first_ranks = [min_rank] if prefix else range(min_rank, n_ranks)
+        for rank in first_ranks:
+            if rank >= n_ranks:
+                continue
+            for size in range(1, n + 1):
+                for sub in _labelled_forests(size - 1, depth - 1, 0, n_ranks, prefix, memo):
+                    for rest in _labelled_forests(n - size, depth, rank + 1, n_ranks, prefix, memo):
+                        out.append(((rank, sub),) + rest)
+    memo[key] = out
     return out
 
 
-def _to_parents(shape: tuple) -> list[int]:
-    parents, queue = [-1], [(shape, 0)]
+def _tree_from_shape(children: tuple, probs: np.ndarray) -> Tree:
+    parents, ranks, queue = [-1], [0], [(children, 0)]
     while queue:
-        node_shape, index = queue.pop(0)
-        for child in node_shape:
+        kids, index = queue.pop(0)
+        for rank, sub in kids:
             parents.append(index)
-            queue.append((child, len(parents) - 1))
-    return parents
+            ranks.append(rank)
+            queue.append((sub, len(parents) - 1))
+    return Tree(tuple(parents), tuple(ranks), (1.0,) + tuple(float(probs[r]) for r in ranks[1:]))
 
 
-def brute_force_optimal_tree(accept_probs, budget: int, max_depth: int | None = None) -> Tree:
-    """Enumerate every ordered tree with at most ``budget`` nodes (Catalan many: budget <= ~10)."""
+def brute_force_optimal_tree(accept_probs, budget: int, max_depth: int | None = None,
+                             ranks: str = "prefix") -> Tree:
+    """Enumerate every tree with at most ``budget`` nodes (small budgets and few ranks only)."""
+    probs = _check_accept_probs(accept_probs)
     budget = _checks.positive_int(budget, "budget")
-    if budget > 11:
-        raise ValueError(f"budget must be <= 11 for brute force (Catalan growth), got {budget}")
+    _rank_order(probs, ranks)
+    if budget > 10 or probs.size > 6:
+        raise ValueError("brute force needs budget <= 10 and at most 6 accept_probs (exponential growth)")
     depth = budget - 1 if max_depth is None else _checks.non_negative_int(max_depth, "max_depth")
     memo: dict = {}
-    best: Tree | None = None
-    for n in range(1, budget + 1):
-        for shape in _plane_trees(n, depth, memo):
-            tree = positional_tree(_to_parents(shape), accept_probs)
-            if best is None or tree.expected_tokens > best.expected_tokens + 1e-12:
+    best = _tree_from_shape((), probs)
+    for n in range(2, budget + 1):
+        for shape in _labelled_forests(n - 1, depth, 0, probs.size, ranks == "prefix", memo):
+            tree = _tree_from_shape(shape, probs)
+            if tree.expected_tokens > best.expected_tokens + 1e-12:
                 best = tree
-    assert best is not None
     return best
 
 
@@ -200,7 +222,7 @@ class TreeSizeChoice:
 
 
 def choose_tree_size(accept_probs, draft_step_s: Callable[[int], float], verify_s: Callable[[int], float],
-                     max_budget: int, max_depth: int) -> TreeSizeChoice:
+                     max_budget: int, max_depth: int, ranks: str = "prefix") -> TreeSizeChoice:
     """Pick (budget, depth) maximising expected tokens per second of the DP-optimal tree (see module doc).
 
     ``draft_step_s(nodes)`` / ``verify_s(nodes)``: seconds for one draft forward over ``nodes`` tokens and
@@ -208,7 +230,7 @@ def choose_tree_size(accept_probs, draft_step_s: Callable[[int], float], verify_
     """
     max_budget = _checks.positive_int(max_budget, "max_budget")
     max_depth = _checks.non_negative_int(max_depth, "max_depth")
-    table = tree_table(accept_probs, max_budget, max_depth)
+    table = tree_table(accept_probs, max_budget, max_depth, ranks)
     rates = np.zeros((table.max_depth + 1, max_budget + 1))
     best = None
     for d in range(table.max_depth + 1):
