@@ -58,23 +58,24 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float) -> BulkPlan | None:
         step_index = s.decode_steps[ids][None, :] + np.arange(k_max)[:, None]
         tau = rep.acceptance.sample(counter_uniforms(rep.seed, ids[None, :], step_index))
         cum = np.cumsum(tau + 1, axis=0)
-    else:
+        done = cum >= remaining
+        finish_step = np.where(done[-1], done.argmax(axis=0), NEVER)  # cum is increasing down the rows
+    else:  # plain decoding: one token per step
         tau = np.zeros((k_max, nb), dtype=np.int64)
-        cum = np.broadcast_to(np.arange(1, k_max + 1)[:, None], (k_max, nb))
-    done = cum >= remaining
-    finish_step = np.where(done.any(axis=0), done.argmax(axis=0), NEVER)
+        cum = np.arange(1, k_max + 1)[:, None] + tau
+        finish_step = np.where(remaining <= k_max, remaining - 1, NEVER)
     first_finish, last_finish = int(finish_step.min()), int(finish_step.max())
     if blocked_head:
         n = min(k_max, first_finish + 1)
     else:
         n = k_max if last_finish == NEVER else min(k_max, last_finish + 1)
-    steps = np.arange(n)[:, None]
-    active = steps <= finish_step[None, :]
+    active = np.arange(n)[:, None] <= finish_step[None, :]
     cum_before = np.zeros((n, nb), dtype=np.int64)
     cum_before[1:] = cum[:n - 1]
-    ctx = s.ctx[ids][None, :] + cum_before
+    ctx = s.ctx[ids] + cum_before
     blocks0 = s.blocks[ids]
-    held = np.maximum.accumulate(np.maximum(rep.blocks_for(ctx + rep.q), blocks0[None, :]), axis=0)
+    # Context only grows, so the blocks a request needs never decrease along a bulk.
+    held = np.maximum(rep.blocks_for(ctx + rep.q), blocks0)
     blocks_used = rep.used_blocks - int(blocks0.sum()) + (held * active).sum(axis=1)
     over = blocks_used > rep.total_blocks
     if over.any():
@@ -121,12 +122,13 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     s = rep.s
     ids, n = plan.ids, plan.steps
     steps_taken = plan.active.sum(axis=0)
-    s.emitted[ids] += plan.emitted.sum(axis=0)
-    s.ctx[ids] += plan.emitted.sum(axis=0)
+    emitted = plan.emitted.sum(axis=0)
+    s.emitted[ids] += emitted
+    s.ctx[ids] += emitted
     s.decode_steps[ids] += steps_taken
     s.accepted[ids] += plan.tau.sum(axis=0)
     s.drafted[ids] += rep.gamma * steps_taken
-    rep.used_blocks += int((plan.final_blocks - s.blocks[ids]).sum())
+    rep.used_blocks += int(plan.final_blocks.sum() - s.blocks[ids].sum())
     s.blocks[ids] = plan.final_blocks
     queued = plan.queued
     if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
@@ -141,10 +143,10 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
         flops=plan.draft[:, 1] + plan.target[:, 1], bytes=plan.draft[:, 2] + plan.target[:, 2],
         kv_blocks_used=plan.blocks_used, kv_blocks_total=rep.total_blocks, queued_requests=queued,
         running_requests=plan.decode_seqs)
-    done = plan.finish_step != NEVER
-    if done.any():
-        order = np.argsort(plan.finish_step[done], kind="stable")
-        for r, k in zip(ids[done][order].tolist(), plan.finish_step[done][order].tolist()):
+    done = np.flatnonzero(plan.finish_step != NEVER)
+    if len(done):
+        order = done[np.argsort(plan.finish_step[done], kind="stable")]
+        for r, k in zip(ids[order].tolist(), plan.finish_step[order].tolist()):
             s.finish_s[r] = plan.ends_s[k]
             rep.running.remove(r)
             finished.append(r)

@@ -91,8 +91,8 @@ class ForwardCost:
 
     def decode_attention(self, seqs: int, q: int, context_sums: np.ndarray) -> np.ndarray:
         """(n, 3) costs of decode attention for `seqs` sequences of `q` queries at each Σ context."""
-        x = np.asarray(context_sums, dtype=np.float64) / float(CTX_GRID_TOKENS * seqs)
-        lo = np.floor(x).astype(np.int64)
+        x = context_sums / float(CTX_GRID_TOKENS * seqs)
+        lo = x.astype(np.int64)  # floor: contexts are >= 0
         w = (x - lo)[:, None]
         table, base = self._decode_table(seqs, q, int(lo.min()), int(lo.max()) + 1)
         idx = lo - base
@@ -148,10 +148,9 @@ class StepCostModel:
     def decode_steps(self, decode_seqs: int, context_sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Costs of decode-only steps of the same batch at each Σ context: two (n, 3) arrays (draft,
         target) of (seconds, flops, bytes)."""
-        context_sums = np.asarray(context_sums, dtype=np.int64)
         target = self.target.decode_forward(decode_seqs, self.q, context_sums)
-        if self.draft is None or self.gamma == 0:
-            return np.zeros_like(target), target
+        if self.draft is None:
+            return np.zeros((len(target), 3)), target
         passes = context_sums[:, None] + decode_seqs * np.arange(self.gamma)[None, :]
         per_pass = self.draft.decode_forward(decode_seqs, 1, passes.ravel()).reshape(len(context_sums),
                                                                                       self.gamma, 3)
