@@ -112,15 +112,27 @@ class Scenario(_Strict):
         return self
 
 
-def _format_validation_error(err: ValidationError) -> str:
+def _user_path(loc: tuple, data) -> str:
+    """The YAML path of an error location, without the tags pydantic inserts for discriminated unions
+    (e.g. `workload.prompt_tokens.uniform.high` becomes `workload.prompt_tokens.high`)."""
+    parts, node = [], data
+    for item in loc:
+        if isinstance(node, dict) and item not in node and node.get("kind") == item:
+            continue
+        parts.append(str(item))
+        node = node.get(item) if isinstance(node, dict) else (
+            node[item] if isinstance(node, list) and isinstance(item, int) and item < len(node) else None)
+    return ".".join(parts)
+
+
+def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
     first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
         msg = "unknown field"
     elif msg == "Field required":
         msg = "required field is missing"
-    return f"{loc or 'scenario'}: {msg}"
+    return _user_path(first["loc"], data) or "scenario", msg
 
 
 def _parse_override(text: str) -> tuple[list[str], Any]:
@@ -173,7 +185,7 @@ def parse_scenario(data: dict) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:
-        raise ScenarioError(*_format_validation_error(err).split(": ", 1)) from None
+        raise ScenarioError(*_format_validation_error(err, data)) from None
 
 
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> tuple[Scenario, Path]:
