@@ -42,13 +42,18 @@ class ChainAcceptance:
 
     gamma: int
     survival: np.ndarray  # shape (gamma,)
+    seed: int = 0
 
     @staticmethod
-    def from_alphas(alphas: list[float], gamma: int) -> "ChainAcceptance":
+    def from_alphas(alphas: list[float], gamma: int, seed: int = 0) -> "ChainAcceptance":
         if gamma < 0:
             raise ValueError(f"gamma must be >= 0, got {gamma}")
         per_pos = np.array([alphas[min(i, len(alphas) - 1)] for i in range(gamma)], dtype=np.float64)
-        return ChainAcceptance(gamma, np.cumprod(per_pos))
+        return ChainAcceptance(gamma, np.cumprod(per_pos), seed)
+
+    def tau(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
+        """Accepted lengths of the `step_index`-th speculative step of each request (broadcasting)."""
+        return self.sample(counter_uniforms(self.seed, request_ids, step_index))
 
     def expected_accepted(self) -> float:
         """E[τ] = Σ_i P(τ ≥ i)."""

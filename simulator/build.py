@@ -20,9 +20,10 @@ from profiles.hardware import HardwareSpec, get_hardware
 from simulator.acceptance import ChainAcceptance
 from simulator.errors import ScenarioError
 from simulator.routers import make_router
-from simulator.schema import ConstantAcceptance, Scenario
+from simulator.schema import ConstantAcceptance, Scenario, TraceAcceptance
 from simulator.state import RequestState, StepLog
 from simulator.step_cost import ForwardCost, StepCostModel
+from simulator.trace_acceptance import load_trace_acceptance
 from simulator.workload import RequestTable, generate_requests
 from simulator.replica import Replica
 
@@ -80,6 +81,14 @@ def make_latency_model(scenario: Scenario, base_dir: Path):
     return load_latency_model(scenario.cluster.hardware, profile_dir)
 
 
+def make_acceptance(scenario: Scenario, gamma: int, seed: int, base_dir: Path):
+    acc = scenario.acceptance
+    if isinstance(acc, TraceAcceptance):
+        return load_trace_acceptance(acc.trace, acc.drafter, gamma, seed, base_dir)
+    alphas = [acc.alpha] if isinstance(acc, ConstantAcceptance) else list(acc.alphas)
+    return ChainAcceptance.from_alphas(alphas, gamma, seed)
+
+
 def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
                        draft: ModelSpec | None, draft_par: Parallelism | None) -> int:
     """Tokens of KV cache a replica can hold (see the module docstring for the memory model)."""
@@ -132,16 +141,11 @@ def build(scenario: Scenario, base_dir: Path) -> Built:
     latency = make_latency_model(scenario, base_dir)
     target_cost = ForwardCost(target, par, latency, cl.dtype)
     draft_cost = ForwardCost(draft, draft_par, latency, cl.dtype) if draft is not None else None
-    acceptance = None
-    if draft is not None:
-        acc = scenario.acceptance
-        alphas = [acc.alpha] if isinstance(acc, ConstantAcceptance) else list(acc.alphas)
-        acceptance = ChainAcceptance.from_alphas(alphas, gamma)
+    acceptance = make_acceptance(scenario, gamma, streams.acceptance_seed, base_dir) if draft is not None else None
     log = StepLog()
     replicas = []
     for i in range(cl.replicas):
         cost = StepCostModel(target_cost, draft_cost, gamma)  # shared memo: replicas are identical
-        replicas.append(Replica(i, state, scenario.scheduler, cost, acceptance, streams.acceptance_seed,
-                                total_blocks, log))
+        replicas.append(Replica(i, state, scenario.scheduler, cost, acceptance, total_blocks, log))
     router = make_router(cl.router, cl.replicas, streams.router)
     return Built(scenario, hw, target, draft, par, table, state, replicas, router, log, kv_tokens)

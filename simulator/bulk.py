@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.acceptance import counter_uniforms
 
 MAX_BULK_STEPS = 256
 NEVER = np.iinfo(np.int64).max
@@ -56,7 +55,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float) -> BulkPlan | None:
         k_max = max(1, min(k_max, int(1.5 * (next_arrival_s - now_s) / rep.last_step_s) + 4))
     if rep.acceptance is not None:
         step_index = s.decode_steps[ids][None, :] + np.arange(k_max)[:, None]
-        tau = rep.acceptance.sample(counter_uniforms(rep.seed, ids[None, :], step_index))
+        tau = rep.acceptance.tau(ids[None, :], step_index)
         cum = np.cumsum(tau + 1, axis=0)
         done = cum >= remaining
         finish_step = np.where(done[-1], done.argmax(axis=0), NEVER)  # cum is increasing down the rows

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.step import chunk_attention_pairs
-from simulator.acceptance import ChainAcceptance, counter_uniforms
+from simulator.acceptance import ChainAcceptance
 from simulator.schema import SchedulerConfig
 from simulator.state import RequestState, StepLog
 from simulator.step_cost import StepCostModel
@@ -38,7 +38,7 @@ class StepPlan:
 
 class Replica:
     def __init__(self, index: int, state: RequestState, sched: SchedulerConfig, cost: StepCostModel,
-                 acceptance: ChainAcceptance | None, seed: int, total_blocks: int, log: StepLog):
+                 acceptance: ChainAcceptance | None, total_blocks: int, log: StepLog):
         self.index = index
         self.s = state
         self.sched = sched
@@ -46,7 +46,6 @@ class Replica:
         self.acceptance = acceptance
         self.gamma = acceptance.gamma if acceptance is not None else 0
         self.q = self.gamma + 1
-        self.seed = seed
         self.total_blocks = total_blocks
         self.used_blocks = 0
         self.log = log
@@ -186,7 +185,7 @@ class Replica:
     def _sample_tau(self, ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
         if self.acceptance is None:
             return np.zeros(np.broadcast(ids, step_index).shape, dtype=np.int64)
-        return self.acceptance.sample(counter_uniforms(self.seed, ids, step_index))
+        return self.acceptance.tau(ids, step_index)
 
     def step_costs(self, plan: StepPlan):
         return self.cost.step(sum(plan.prefill_chunks), len(plan.prefill_ids), plan.prefill_attn_pairs,

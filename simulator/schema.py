@@ -75,7 +75,19 @@ class PositionalAcceptance(_Strict):
     alphas: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1)
 
 
-AcceptanceConfig = Annotated[Union[ConstantAcceptance, PositionalAcceptance], Field(discriminator="kind")]
+class TraceAcceptance(_Strict):
+    """Accepted lengths from a measured acceptance trace (profiles/acceptance): each request is assigned
+    one measured sequence (bootstrap by request) and replays a real greedy speculative decoder's steps
+    through it. `trace`: a shipped trace name or a parquet path relative to the scenario; `drafter`: which
+    measured drafter's columns to use."""
+
+    kind: Literal["trace"]
+    trace: str
+    drafter: Literal["draft", "skip", "ngram"] = "draft"
+
+
+AcceptanceConfig = Annotated[Union[ConstantAcceptance, PositionalAcceptance, TraceAcceptance],
+                             Field(discriminator="kind")]
 
 
 class SchedulerConfig(_Strict):
