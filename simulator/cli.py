@@ -51,6 +51,21 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
     return 0
 
 
+DELEGATED = {
+    "profile": ("profiles.profiler.run", "time real torch kernels over the op graph's shapes and write a "
+                                         "profile table (see `draftsim profile --help`)"),
+    "validate": ("profiles.validate", "run a real torch serving loop and the simulator on the same "
+                                      "requests and report the simulator's error (see `draftsim validate --help`)"),
+}
+
+
+def _delegate(command: str, argv: list[str]) -> int:
+    import importlib
+
+    module = importlib.import_module(DELEGATED[command][0])
+    return int(module.main(argv) or 0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="draftsim", description=(
         "Simulate LLM serving with speculative decoding: latency, throughput and goodput of a cluster "
@@ -71,10 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("catalog", help="list the model or hardware catalog")
     c.add_argument("what", choices=["models", "hardware"])
     c.set_defaults(func=_cmd_catalog)
+    for name, (_, text) in DELEGATED.items():
+        sub.add_parser(name, help=text, add_help=False)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in DELEGATED:
+        return _delegate(argv[0], argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
