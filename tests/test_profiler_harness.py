@@ -68,8 +68,8 @@ def test_plan_follows_the_op_graph():
         assert (op.kind, op.dims) in keys, op.name
     shape = StepShape(prefill_tokens=8, prefill_seqs=1, prefill_attn_pairs=chunk_attention_pairs(8, 8))
     assert {(op.kind, op.dims) for op in attention_ops(spec, shape, Parallelism(), "fp32")} <= keys
-    assert all(p.extras == (("bias", 1.0),) for p in points if p.kind == "gemm" and p.dims[1] == ("m", 1.0)
-               and dict(p.dims)["n"] == (14 + 4) * 64)
+    qkv = [p for p in points if p.kind == "gemm" and dict(p.dims)["n"] == (14 + 2 * 2) * 64]
+    assert len(qkv) == len(TINY.tokens) and all(p.extras == (("bias", 1.0),) for p in qkv)   # Qwen2 QKV bias
 
 
 def test_prefill_prefix_inverts_attention_pairs():

@@ -64,8 +64,9 @@ def _run_rank(rank: int, world: int, init_file: str, out_file: str, device_type:
                     dist.barrier()
                     t0 = time.perf_counter()
                     call()
-                    elapsed = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
-                    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)   # gloo reduces on CPU tensors
+                    # the slowest rank's time (NCCL reduces device tensors, gloo CPU ones)
+                    elapsed = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=device)
+                    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
                     samples.append(float(elapsed))
                     if len(samples) >= cfg.min_reps and sum(samples) >= cfg.target_s:
                         break
