@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.stats import chisquare
 
 from theory.multidraft import SCHEMES, acceptance, kseq_parameters, kseq_rho, single_draft_acceptance
-from theory.multidraft_optimal import (draft_tuples, optimal_acceptance, optimal_coupling,
+from theory.multidraft_optimal import (draft_sets, draft_tuples, optimal_acceptance, optimal_coupling,
                                        sample_optimal)
 from theory.multidraft_sampling import estimate_acceptance, sample_verification
 
@@ -108,6 +108,24 @@ def test_fast_optimum_equals_lp_on_random_cases():
             assert acceptance(p, q, n, scheme) <= fast + 1e-9
 
 
+def test_draft_set_law_equals_aggregated_tuples():
+    rng = np.random.default_rng(12)
+    for _ in range(30):
+        vocab, n = int(rng.integers(2, 6)), int(rng.integers(1, 5))
+        _, q = random_pair(rng, vocab)
+        for replacement in (True, False):
+            sets, probs = draft_sets(q, n, replacement)
+            tuples, tuple_probs = draft_tuples(q, n, replacement)
+            expected = {}
+            for tup, prob in zip(tuples, tuple_probs):
+                key = tuple(sorted(set(tup.tolist())))
+                expected[key] = expected.get(key, 0.0) + prob
+            got = dict(zip(sets, probs))
+            assert sum(got.values()) == pytest.approx(1.0, abs=1e-9)  # Moebius rounding ~ 2^V eps
+            for key in set(got) | set(expected):
+                assert got.get(key, 0.0) == pytest.approx(expected.get(key, 0.0), abs=1e-9), key
+
+
 def min_cut_by_enumeration(p, q, n, replacement):
     tuples, probs = draft_tuples(q, n, replacement)
     best = np.inf
@@ -135,7 +153,7 @@ def test_optimal_coupling_is_a_lossless_verifier_attaining_the_optimum(replaceme
     p, q = np.array([0.45, 0.25, 0.2, 0.1]), np.array([0.1, 0.2, 0.3, 0.4])
     coupling = optimal_coupling(p, q, 2, replacement=replacement)
     assert coupling.plan.sum(axis=0) == pytest.approx(p, abs=1e-7)
-    assert coupling.plan.sum(axis=1) == pytest.approx(coupling.tuple_probs, abs=1e-7)
+    assert coupling.plan.sum(axis=1) == pytest.approx(coupling.set_probs, abs=1e-7)
     samples = sample_optimal(coupling, 60_000, np.random.default_rng(11))
     assert_lossless(samples.output, p)
     est = samples.output_is_draft.mean()

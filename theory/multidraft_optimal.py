@@ -15,9 +15,18 @@ coupling the leftover row masses ``Q(X) - sum_y pi`` with the leftover column ma
 have the same optimum. :func:`optimal_coupling` returns that extended plan and :func:`sample_optimal`
 runs it, so tests can check that the optimum is attained by a real lossless verifier.
 
+*Aggregation by draft set.* The objective and the constraints only see X through the set ``S(X)`` of
+distinct drafted tokens, so the LP is solved over sets with ``Q(S) = Pr(S(X) = S)``: a tuple-level
+solution summed over the tuples of each set is feasible for the set LP with the same value, and a
+set-level solution split in proportion ``Q(X)/Q(S)`` is feasible for the tuple LP with the same value.
+This shrinks V^n tuples to at most 2^V sets. For i.i.d. drafts ``Q(S)`` comes from
+``Pr(S(X) subset of T) = q(T)^n`` by Moebius inversion over subsets; without replacement from the
+enumerated tuples (:func:`draft_tuples`).
+
 **Min-cut dual (any draft law).** The reduced LP is a max-flow problem: source -> tuple X (capacity
 ``Q(X)``) -> each token y in X (capacity infinite) -> sink (capacity ``p(y)``). By max-flow/min-cut,
-a finite cut is a token set T whose sink edges are cut plus all tuples not contained in T, so
+a finite cut is a token set T whose sink edges are cut plus all tuples not contained in T (the same
+with sets in place of tuples), so
 
     alpha*(n) = min over token sets T of [ p(T) + 1 - Pr(every draft lies in T) ].
 
@@ -53,8 +62,10 @@ from theory.multidraft_sampling import MultiDraftSamples
 
 METHODS = ("auto", "fast", "lp")
 
-#: Largest number of draft tuples the LP is built for (vocabulary^n grows fast).
-LP_MAX_TUPLES = 200_000
+#: Largest number of draft tuples enumerated (sampling without replacement: V!/(V-n)! of them).
+LP_MAX_TUPLES = 2_000_000
+#: Largest number of draftable tokens for the i.i.d. set law (2^V subsets).
+LP_MAX_SUPPORT = 20
 
 
 def optimal_acceptance(p, q, n: int, replacement: bool = True, method: str = "auto") -> float:
@@ -111,6 +122,39 @@ def draft_tuples(q: np.ndarray, n: int, replacement: bool) -> tuple[np.ndarray, 
     return tuples, np.prod(probs, axis=1)
 
 
+def draft_sets(q: np.ndarray, n: int, replacement: bool) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Distinct-token sets the drafts can form and their probabilities ``Q(S)`` (positive ones only)."""
+    support = np.flatnonzero(q > 0)
+    k = support.size
+    if replacement:
+        if k > LP_MAX_SUPPORT:
+            raise ValueError(f"q has {k} draftable tokens; the LP allows at most {LP_MAX_SUPPORT} "
+                             "(use method='fast' for i.i.d. drafts)")
+        masks = np.arange(1 << k)
+        subset_q = np.zeros(1 << k)
+        for b in range(k):
+            has = (masks >> b) & 1 == 1
+            subset_q[has] += q[support[b]]
+        probs = np.minimum(subset_q, 1.0) ** n  # Pr(all drafts inside the subset)
+        for b in range(k):  # Moebius inversion: Pr(set of drafts == subset)
+            has = (masks >> b) & 1 == 1
+            probs[has] -= probs[masks[has] ^ (1 << b)]
+        popcount = np.array([bin(m).count("1") for m in masks])
+        probs[(popcount > n) | (popcount == 0)] = 0.0
+        probs = np.maximum(probs, 0.0)  # rounding of the alternating sums (error ~ 2^k eps)
+    else:
+        tuples, tuple_probs = draft_tuples(q, n, replacement=False)
+        position = np.empty(q.size, dtype=np.int64)
+        position[support] = np.arange(k)
+        tuple_masks = np.bitwise_or.reduce(1 << position[tuples], axis=1)
+        masks = np.unique(tuple_masks)
+        probs = np.zeros(masks.size)
+        np.add.at(probs, np.searchsorted(masks, tuple_masks), tuple_probs)
+    keep = np.flatnonzero(probs > 0.0)
+    sets = [tuple(int(support[b]) for b in range(k) if (int(masks[i]) >> b) & 1) for i in keep]
+    return sets, probs[keep]
+
+
 def _lp_solver() -> pulp.LpSolver:
     highs = pulp.HiGHS(msg=False)
     return highs if highs.available() else pulp.PULP_CBC_CMD(msg=False)
@@ -124,16 +168,16 @@ def _new_variable(problem: pulp.LpProblem, name: str) -> pulp.LpVariable:
 
 
 def _solve_lp(p: np.ndarray, q: np.ndarray, n: int, replacement: bool):
-    """Solve the reduced coupling LP; returns (value, tuples, tuple_probs, sub-coupling matrix)."""
-    tuples, probs = draft_tuples(q, n, replacement)
+    """Solve the reduced set-level coupling LP; returns (value, sets, set_probs, sub-coupling matrix)."""
+    sets, probs = draft_sets(q, n, replacement)
     problem = pulp.LpProblem("optimal_multidraft_acceptance", pulp.LpMaximize)
     by_token: dict[int, list[pulp.LpVariable]] = {}
     cells: list[tuple[int, int, pulp.LpVariable]] = []
-    for row, tup in enumerate(tuples):
+    for row, tokens in enumerate(sets):
         row_vars = []
-        for y in sorted(set(int(t) for t in tup)):
+        for y in tokens:
             if p[y] <= 0.0:
-                continue  # pi(X, y) <= p(y) = 0
+                continue  # pi(S, y) <= p(y) = 0
             var = _new_variable(problem, f"pi_{row}_{y}")
             row_vars.append(var)
             by_token.setdefault(y, []).append(var)
@@ -146,18 +190,20 @@ def _solve_lp(p: np.ndarray, q: np.ndarray, n: int, replacement: bool):
     status = problem.solve(_lp_solver())
     if pulp.LpStatus[status] != "Optimal":
         raise RuntimeError(f"coupling LP did not solve to optimality: {pulp.LpStatus[status]}")
-    plan = np.zeros((tuples.shape[0], p.size))
+    plan = np.zeros((len(sets), p.size))
     for row, y, var in cells:
         plan[row, y] = max(var.varValue or 0.0, 0.0)
-    return float(min(plan.sum(), 1.0)), tuples, probs, plan
+    return float(min(plan.sum(), 1.0)), sets, probs, plan
 
 
 @dataclass(frozen=True)
 class OptimalCoupling:
-    """An optimal lossless verifier as a joint law: ``plan[i, y] = Pr(drafts = tuples[i], output = y)``."""
+    """An optimal lossless verifier as a joint law over (set of drafted tokens, output):
+    ``plan[i, y] = Pr(set of drafts = draft_sets[i], output = y)``; rows of ``draft_sets`` are the
+    tokens of each set padded with -1. The verifier only needs the set, not the order of the drafts."""
 
-    tuples: np.ndarray
-    tuple_probs: np.ndarray
+    draft_sets: np.ndarray
+    set_probs: np.ndarray
     plan: np.ndarray
     acceptance: float
 
@@ -166,25 +212,27 @@ def optimal_coupling(p, q, n: int, replacement: bool = True) -> OptimalCoupling:
     """Solve the LP and extend its sub-coupling to a full coupling (leftovers coupled as a product)."""
     p, q = check_pair(p, q)
     n = _checks.positive_int(n, "n")
-    value, tuples, probs, plan = _solve_lp(p, q, n, replacement)
+    value, sets, probs, plan = _solve_lp(p, q, n, replacement)
+    width = max(len(t) for t in sets)
+    padded = np.array([list(t) + [-1] * (width - len(t)) for t in sets], dtype=np.int64)
     row_left = np.maximum(probs - plan.sum(axis=1), 0.0)
     col_left = np.maximum(p - plan.sum(axis=0), 0.0)
     total_left = row_left.sum()
     if total_left > 0.0 and col_left.sum() > 0.0:
         plan = plan + np.outer(row_left, col_left / col_left.sum())
-    return OptimalCoupling(tuples, probs, plan, value)
+    return OptimalCoupling(padded, probs, plan, value)
 
 
 def sample_optimal(coupling: OptimalCoupling, size: int, rng: np.random.Generator) -> MultiDraftSamples:
-    """Run the optimal verifier ``size`` times: draw drafts from Q, then the output from ``plan[row]``."""
+    """Run the optimal verifier ``size`` times: draw the draft set from Q, then the output from ``plan[row]``."""
     size = _checks.positive_int(size, "size")
     rng = _checks.generator(rng)
-    rows = rng.choice(coupling.tuples.shape[0], size=size, p=coupling.tuple_probs / coupling.tuple_probs.sum())
+    rows = rng.choice(coupling.draft_sets.shape[0], size=size, p=coupling.set_probs / coupling.set_probs.sum())
     cond = coupling.plan[rows]
     cum = np.cumsum(cond, axis=1)
     u = rng.random(size) * cum[:, -1]
     output = np.minimum((cum <= u[:, None]).sum(axis=1), cond.shape[1] - 1)
-    drafts = coupling.tuples[rows]
+    drafts = coupling.draft_sets[rows]
     match = drafts == output[:, None]
     accepted_round = np.where(match.any(axis=1), np.argmax(match, axis=1), -1)
     return MultiDraftSamples(drafts, output, accepted_round)
