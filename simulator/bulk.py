@@ -84,37 +84,19 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float) -> BulkPlan | None:
     active, ctx = active[:n], ctx[:n]
     decode_seqs = active.sum(axis=1)
     context_sums = (ctx * active).sum(axis=1)
-    horizon_s = np.inf if blocked_head else next_arrival_s
-    draft, target, ends = _priced_until(rep.cost, decode_seqs, context_sums, now_s, horizon_s)
-    n = len(ends)
-    bounds = np.concatenate(([now_s], ends))
+    draft, target = rep.cost.decode_steps(decode_seqs, context_sums)
+    bounds = np.cumsum(np.concatenate(([now_s], draft[:, 0] + target[:, 0])))
+    if not blocked_head:  # stop at the first step boundary at or after the next arrival
+        arrived = bounds[1:] >= next_arrival_s
+        if arrived.any():
+            n = int(arrived.argmax()) + 1
+            bounds, draft, target = bounds[:n + 1], draft[:n], target[:n]
     active = active[:n]
     emitted = np.minimum(cum[:n], remaining) - np.minimum(cum_before[:n], remaining)
     final_blocks = np.where(finish_step < n, 0, held[n - 1])
     return BulkPlan(ids, n, active, tau[:n] * active, emitted * active, np.where(finish_step < n, finish_step, NEVER),
                     decode_seqs[:n], context_sums[:n], bounds[:n], bounds[1:], draft, target,
                     blocks_used[:n], final_blocks, len(rep.waiting))
-
-
-def _priced_until(cost, decode_seqs: np.ndarray, context_sums: np.ndarray, now_s: float,
-                  horizon_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Price steps segment by segment (the batch size is piecewise constant: it only shrinks as requests
-    finish) and stop after the first step ending at or after `horizon_s`. Returns (draft, target, ends)."""
-    n = len(decode_seqs)
-    edges = np.concatenate(([0], np.flatnonzero(np.diff(decode_seqs)) + 1, [n])).tolist()
-    drafts, targets, ends = [], [], []
-    t = now_s
-    for a, b in zip(edges[:-1], edges[1:]):
-        draft, target = cost.decode_steps(int(decode_seqs[a]), context_sums[a:b])
-        seg_ends = np.cumsum(np.concatenate(([t], draft[:, 0] + target[:, 0])))[1:]
-        reached = seg_ends >= horizon_s
-        if reached.any():
-            k = int(reached.argmax()) + 1
-            drafts.append(draft[:k]), targets.append(target[:k]), ends.append(seg_ends[:k])
-            break
-        drafts.append(draft), targets.append(target), ends.append(seg_ends)
-        t = float(seg_ends[-1])
-    return np.concatenate(drafts), np.concatenate(targets), np.concatenate(ends)
 
 
 def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:

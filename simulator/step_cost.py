@@ -89,18 +89,33 @@ class ForwardCost:
             self._decode_grid[key] = (table, base)
         return table, base
 
-    def decode_attention(self, seqs: int, q: int, context_sums: np.ndarray) -> np.ndarray:
-        """(n, 3) costs of decode attention for `seqs` sequences of `q` queries at each Σ context."""
-        x = context_sums / float(CTX_GRID_TOKENS * seqs)
+    def _decode_parts(self, seqs, q: int, context_sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(dense, attention) costs, each (n, 3), of decode-only passes of `seqs` sequences (an int, or
+        one value per step, piecewise constant) with `q` query tokens each, at each Σ context."""
+        context_sums = np.asarray(context_sums)
+        n = len(context_sums)
+        seqs = np.broadcast_to(np.asarray(seqs, dtype=np.int64), (n,))
+        x = context_sums / (CTX_GRID_TOKENS * seqs).astype(np.float64)
         lo = x.astype(np.int64)  # floor: contexts are >= 0
         w = (x - lo)[:, None]
-        table, base = self._decode_table(seqs, q, int(lo.min()), int(lo.max()) + 1)
-        idx = lo - base
-        return table[idx] * (1.0 - w) + table[idx + 1] * w
+        below, above, dense = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
+        edges = [0] + (np.flatnonzero(np.diff(seqs)) + 1).tolist() + [n]
+        for a, b in zip(edges[:-1], edges[1:]):
+            batch = int(seqs[a])
+            seg = lo[a:b]
+            table, base = self._decode_table(batch, q, int(seg.min()), int(seg.max()) + 1)
+            below[a:b], above[a:b] = table[seg - base], table[seg - base + 1]
+            dense[a:b] = self.dense(batch * q, batch * q)
+        return dense, below * (1.0 - w) + above * w
 
-    def decode_forward(self, seqs: int, q: int, context_sums: np.ndarray) -> np.ndarray:
-        """(n, 3) costs of decode-only forward passes."""
-        return self.dense(seqs * q, seqs * q) + self.decode_attention(seqs, q, context_sums)
+    def decode_forward(self, seqs, q: int, context_sums: np.ndarray) -> np.ndarray:
+        """(n, 3) costs of decode-only forward passes (dense part + interpolated attention)."""
+        dense, attention = self._decode_parts(seqs, q, context_sums)
+        return dense + attention
+
+    def decode_attention(self, seqs: int, q: int, context_sums: np.ndarray) -> np.ndarray:
+        """(n, 3) costs of the decode attention alone."""
+        return self._decode_parts(seqs, q, context_sums)[1]
 
 
 @dataclass
@@ -145,13 +160,14 @@ class StepCostModel:
                     draft = draft + self.draft.decode_forward(decode_seqs, 1, ctx[1:]).sum(axis=0)
         return Cost(*draft), Cost(*target)
 
-    def decode_steps(self, decode_seqs: int, context_sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Costs of decode-only steps of the same batch at each Σ context: two (n, 3) arrays (draft,
-        target) of (seconds, flops, bytes)."""
+    def decode_steps(self, decode_seqs, context_sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Costs of decode-only steps at each Σ context, with `decode_seqs` requests (an int or one value
+        per step): two (n, 3) arrays (draft, target) of (seconds, flops, bytes)."""
+        context_sums = np.asarray(context_sums, dtype=np.int64)
         target = self.target.decode_forward(decode_seqs, self.q, context_sums)
         if self.draft is None:
             return np.zeros((len(target), 3)), target
-        passes = context_sums[:, None] + decode_seqs * np.arange(self.gamma)[None, :]
-        per_pass = self.draft.decode_forward(decode_seqs, 1, passes.ravel()).reshape(len(context_sums),
-                                                                                      self.gamma, 3)
-        return per_pass.sum(axis=1), target
+        seqs = np.broadcast_to(np.asarray(decode_seqs, dtype=np.int64), context_sums.shape)
+        passes = context_sums[:, None] + seqs[:, None] * np.arange(self.gamma)[None, :]
+        per_pass = self.draft.decode_forward(np.repeat(seqs, self.gamma), 1, passes.ravel())
+        return per_pass.reshape(len(context_sums), self.gamma, 3).sum(axis=1), target
