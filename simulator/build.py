@@ -23,7 +23,7 @@ from simulator.routers import make_router
 from simulator.schema import ConstantAcceptance, Scenario, TraceAcceptance
 from simulator.state import RequestState, StepLog
 from simulator.step_cost import ForwardCost, StepCostModel
-from simulator.trace_acceptance import load_trace_acceptance
+from simulator.trace_acceptance import load_trace_acceptance, load_trace_sampled_acceptance
 from simulator.workload import RequestTable, generate_requests
 from simulator.replica import Replica
 
@@ -83,6 +83,8 @@ def make_latency_model(scenario: Scenario, base_dir: Path):
 
 def make_acceptance(scenario: Scenario, gamma: int, seed: int, base_dir: Path):
     acc = scenario.acceptance
+    if isinstance(acc, TraceAcceptance) and acc.mode == "sample":
+        return load_trace_sampled_acceptance(acc.trace, acc.drafter, acc.temperature, gamma, seed, base_dir)
     if isinstance(acc, TraceAcceptance):
         return load_trace_acceptance(acc.trace, acc.drafter, gamma, seed, base_dir)
     alphas = [acc.alpha] if isinstance(acc, ConstantAcceptance) else list(acc.alphas)

@@ -55,7 +55,10 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float) -> BulkPlan | None:
         k_max = max(1, min(k_max, int(1.5 * (next_arrival_s - now_s) / rep.last_step_s) + 4))
     if rep.acceptance is not None:
         step_index = s.decode_steps[ids][None, :] + np.arange(k_max)[:, None]
-        tau = rep.acceptance.tau(ids[None, :], step_index)
+        if hasattr(rep.acceptance, "walk"):
+            tau = rep.acceptance.walk(ids, s.decode_steps[ids], s.emitted[ids], k_max)
+        else:
+            tau = rep.acceptance.tau(ids[None, :], step_index)
         cum = np.cumsum(tau + 1, axis=0)
         done = cum >= remaining
         finish_step = np.where(done[-1], done.argmax(axis=0), NEVER)  # cum is increasing down the rows

@@ -185,6 +185,8 @@ class Replica:
     def _sample_tau(self, ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
         if self.acceptance is None:
             return np.zeros(np.broadcast(ids, step_index).shape, dtype=np.int64)
+        if hasattr(self.acceptance, "walk"):  # position-dependent: position = emitted tokens − 1
+            return self.acceptance.walk(ids, step_index, self.s.emitted[ids], 1)[0]
         return self.acceptance.tau(ids, step_index)
 
     def step_costs(self, plan: StepPlan):

@@ -77,13 +77,23 @@ class PositionalAcceptance(_Strict):
 
 class TraceAcceptance(_Strict):
     """Accepted lengths from a measured acceptance trace (profiles/acceptance): each request is assigned
-    one measured sequence (bootstrap by request) and replays a real greedy speculative decoder's steps
-    through it. `trace`: a shipped trace name or a parquet path relative to the scenario; `drafter`: which
-    measured drafter's columns to use."""
+    one measured sequence (bootstrap by request). `greedy`: replays a real greedy speculative decoder's
+    steps through it; `sample`: speculative sampling at `temperature`, each draft token accepted with the
+    measured per-position β = Σ min(p, q). `trace`: a shipped trace name or a parquet path relative to the
+    scenario; `drafter`: which measured drafter's columns to use."""
 
     kind: Literal["trace"]
     trace: str
     drafter: Literal["draft", "skip", "ngram"] = "draft"
+    mode: Literal["greedy", "sample"] = "greedy"
+    temperature: float = Field(1.0, gt=0.0)
+
+    @model_validator(mode="after")
+    def _sampling_needs_model_drafter(self) -> "TraceAcceptance":
+        if self.mode == "sample" and self.drafter == "ngram":
+            raise ValueError("mode 'sample' needs a model drafter ('draft' or 'skip'): the n-gram "
+                             "drafter has no per-position distribution")
+        return self
 
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptance, PositionalAcceptance, TraceAcceptance],

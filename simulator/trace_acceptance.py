@@ -25,6 +25,12 @@ from simulator.errors import ScenarioError
 SHIPPED_TRACES = Path(__file__).resolve().parent.parent / "profiles" / "data" / "acceptance"
 
 
+def assign_sequences(seed: int, request_ids: np.ndarray, num_sequences: int) -> np.ndarray:
+    """Bootstrap by request: a seeded hash of each request id picks one of the trace's sequences."""
+    u = counter_uniforms(seed, np.asarray(request_ids), np.zeros(1, dtype=np.int64))
+    return np.minimum((u * num_sequences).astype(np.int64), num_sequences - 1)
+
+
 @dataclass(frozen=True)
 class TraceChainAcceptance:
     """τ per (request, step index) from per-sequence walks concatenated in `flat`."""
@@ -36,8 +42,7 @@ class TraceChainAcceptance:
     lengths: np.ndarray  # (S,) steps in each sequence's walk (≥ 1)
 
     def sequence_of(self, request_ids: np.ndarray) -> np.ndarray:
-        u = counter_uniforms(self.seed, np.asarray(request_ids), np.zeros(1, dtype=np.int64))
-        return np.minimum((u * len(self.starts)).astype(np.int64), len(self.starts) - 1)
+        return assign_sequences(self.seed, request_ids, len(self.starts))
 
     def tau(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
         seq = self.sequence_of(request_ids)
@@ -74,3 +79,59 @@ def load_trace_acceptance(name_or_path: str, drafter: str, gamma: int, seed: int
     lengths = np.array([len(w) for w in walks], dtype=np.int64)
     return TraceChainAcceptance(gamma, seed, np.concatenate(walks).astype(np.int64),
                                 np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64), lengths)
+
+
+@dataclass(frozen=True)
+class TraceSampledAcceptance:
+    """Sampling-mode acceptance from a trace's per-position β = Σ min(p, q) at a temperature.
+
+    A request walks its assigned sequence: at text position p (= tokens emitted since its first token),
+    draft token j is accepted with probability β[p + j] given tokens before it were accepted (the
+    per-token acceptance of speculative sampling at that context), so τ = the number of leading
+    accepted drafts, and the walk moves to p + τ + 1. Approximations: the context is the target's greedy
+    text of the trace rather than a sampled one (β is measured there); positions past the end of the
+    sequence wrap around (the text is treated as cyclic, so end-of-text caps do not apply).
+    """
+
+    gamma: int
+    seed: int
+    beta: np.ndarray     # all sequences' per-position β, concatenated
+    starts: np.ndarray   # (S,)
+    lengths: np.ndarray  # (S,)
+
+    def sequence_of(self, request_ids: np.ndarray) -> np.ndarray:
+        return assign_sequences(self.seed, request_ids, len(self.starts))
+
+    def walk(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray,
+             steps: int) -> np.ndarray:
+        """τ of `steps` consecutive speculative steps of each request, shape (steps, B), starting at
+        step `step_index` with `emitted` tokens emitted."""
+        seq = self.sequence_of(request_ids)
+        start, length = self.starts[seq], self.lengths[seq]
+        pos = emitted - 1
+        j = np.arange(self.gamma)
+        out = np.empty((steps, len(request_ids)), dtype=np.int64)
+        for k in range(steps):
+            rows = start[:, None] + (pos[:, None] + j) % length[:, None]
+            u = counter_uniforms(self.seed, request_ids[:, None], (step_index[:, None] + k) * self.gamma + j)
+            accepted = u < self.beta[rows]
+            tau = np.where(accepted.all(axis=1), self.gamma, accepted.argmin(axis=1))
+            out[k] = tau
+            pos = pos + tau + 1
+        return out
+
+
+def load_trace_sampled_acceptance(name_or_path: str, drafter: str, temperature: float, gamma: int,
+                                  seed: int, base_dir: Path) -> TraceSampledAcceptance:
+    from profiles.acceptance.trace import beta, load_trace
+
+    path = resolve_trace_path(name_or_path, base_dir)
+    try:
+        trace = load_trace(path)
+        values = beta(trace, drafter, temperature)
+    except ValueError as exc:
+        raise ScenarioError("acceptance", f"{path}: {exc}") from None
+    seq = trace["seq"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]])
+    lengths = np.diff(np.r_[starts, len(seq)])
+    return TraceSampledAcceptance(gamma, seed, np.asarray(values, dtype=np.float64), starts, lengths)

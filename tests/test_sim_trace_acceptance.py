@@ -89,3 +89,56 @@ def test_unknown_trace_is_a_scenario_error(tmp_path):
     with pytest.raises(ScenarioError, match="acceptance.trace"):
         simulator.run(scenario(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 2},
                                acceptance={"kind": "trace", "trace": "no-such-trace"}))
+
+
+def _constant_beta_trace(path, beta_value, sequences=5, length=300):
+    frame = _bursty_trace(path, sequences=sequences, length=length, seed=1)
+    for t in TEMPERATURES:
+        frame[beta_column("draft", t)] = np.float32(beta_value)
+    write_trace(frame, path, {"synthetic": True})
+    return frame
+
+
+def _run_sampled(path, gamma, step_mode="bulk", temperature=1.0):
+    return simulator.run(scenario(
+        cluster={"model": "qwen2.5-coder-1.5b", "hardware": "l40s"},
+        drafter={"kind": "draft_model", "model": "qwen2.5-coder-0.5b", "gamma": gamma},
+        acceptance={"kind": "trace", "trace": str(path), "mode": "sample", "temperature": temperature},
+        workload={"num_requests": 300, "output_tokens": {"kind": "uniform", "low": 100, "high": 300}},
+        scheduler={"step_mode": step_mode}))
+
+
+def test_sampling_mode_with_constant_beta_matches_closed_form(tmp_path):
+    path = tmp_path / "flat.parquet"
+    _constant_beta_trace(path, 0.75)
+    result = _run_sampled(path, 5)
+    steps = result.steps[result.steps.decode_seqs > 0]
+    tokens = steps.accepted_tokens.sum() / steps.decode_seqs.sum() + 1
+    assert tokens == pytest.approx(expected_tokens(0.75, 5), rel=0.01)
+
+
+def test_sampling_mode_follows_per_position_beta(trace, tmp_path):
+    """Monte Carlo of the same walk, written independently: per request, start at its sequence's
+    position 0, accept drafts while u < β[pos + j], move by τ + 1."""
+    path, frame = trace
+    col = beta_column("draft", 0.5)
+    rng = np.random.default_rng(5)
+    varied = frame.copy()
+    varied[col] = rng.uniform(0.2, 0.95, len(frame)).astype(np.float32)
+    vpath = tmp_path / "varied.parquet"
+    write_trace(varied, vpath, {"synthetic": True})
+    result = _run_sampled(vpath, 3, temperature=0.5)
+    steps = result.steps[result.steps.decode_seqs > 0]
+    simulated = steps.accepted_tokens.sum() / steps.decode_seqs.sum()
+    taus = []
+    for _, rows in varied.groupby("seq"):
+        b = rows[col].to_numpy()
+        pos = 0
+        while pos < 5000:
+            tau = 0
+            while tau < 3 and rng.random() < b[(pos + tau) % len(b)]:
+                tau += 1
+            taus.append(tau)
+            pos += tau + 1
+    assert simulated == pytest.approx(np.mean(taus), rel=0.03)
+    pd.testing.assert_frame_equal(result.steps, _run_sampled(vpath, 3, "step", temperature=0.5).steps)
