@@ -179,10 +179,8 @@ def test_hardware_aware_choice_matches_exhaustive_search():
         return 10e-3 + 1e-4 * max(0, nodes - 16)  # flat until 16 tokens, then compute-bound
 
     choice = choose_tree_size(probs, draft_step_s, verify_s, max_budget=48, max_depth=8)
-    best = max(
-        (optimal_tree(probs, b, d).expected_tokens / step_time_s(optimal_tree(probs, b, d), draft_step_s, verify_s), b, d)
-        for b in range(1, 49) for d in range(0, 9)
-    )
+    trees = [optimal_tree(probs, b, d) for b in range(1, 49) for d in range(0, 9)]
+    best = max((t.expected_tokens / step_time_s(t, draft_step_s, verify_s),) for t in trees)
     assert choice.tokens_per_s == pytest.approx(best[0])
     assert choice.tree.expected_tokens / step_time_s(choice.tree, draft_step_s, verify_s) == pytest.approx(best[0])
     # a free verifier and free drafter push to the largest tree; a costly draft pushes to no speculation

@@ -61,6 +61,13 @@ class TreeTable:
 
     def tree(self, budget: int, depth: int) -> Tree:
         """The optimal tree with at most ``budget`` nodes and depth at most ``depth``."""
+        parents = self.shape(budget, depth)
+        sorted_tree = positional_tree(_renumber_bfs(parents), self.accept_probs[self.rank_order])
+        ranks = (0,) + tuple(int(self.rank_order[r]) for r in sorted_tree.ranks[1:])
+        return Tree(sorted_tree.parents, ranks, sorted_tree.accept)
+
+    def shape(self, budget: int, depth: int) -> list[int]:
+        """Parent array of the optimal tree (depth-first numbering; parents before children)."""
         if not 1 <= budget <= self.max_budget or not 0 <= depth <= self.max_depth:
             raise ValueError(f"budget must be in [1, {self.max_budget}] and depth in [0, {self.max_depth}]")
         parents = [-1]
@@ -80,9 +87,7 @@ class TreeTable:
                 m -= size
                 rank += 1
             stack.extend(reversed(kids))
-        sorted_tree = positional_tree(_renumber_bfs(parents), self.accept_probs[self.rank_order])
-        ranks = (0,) + tuple(int(self.rank_order[r]) for r in sorted_tree.ranks[1:])
-        return Tree(sorted_tree.parents, ranks, sorted_tree.accept)
+        return parents
 
 
 def _renumber_bfs(parents: list[int]) -> list[int]:
@@ -231,16 +236,39 @@ def choose_tree_size(accept_probs, draft_step_s: Callable[[int], float], verify_
     max_budget = _checks.positive_int(max_budget, "max_budget")
     max_depth = _checks.non_negative_int(max_depth, "max_depth")
     table = tree_table(accept_probs, max_budget, max_depth, ranks)
+    draft_cache: dict[int, float] = {}
+    verify_cache: dict[int, float] = {}
     rates = np.zeros((table.max_depth + 1, max_budget + 1))
     best = None
     for d in range(table.max_depth + 1):
         for b in range(1, max_budget + 1):
-            tree = table.tree(b, d)
-            seconds = step_time_s(tree, draft_step_s, verify_s)
-            if seconds <= 0.0:
-                raise ValueError("draft_step_s and verify_s must give a positive step time")
-            rates[d, b] = tree.expected_tokens / seconds
+            size, widths = _size_and_expanded_widths(table.shape(b, d))
+            seconds = sum(_cached(draft_step_s, draft_cache, w) for w in widths) + _cached(verify_s, verify_cache, size)
+            if not np.isfinite(seconds) or seconds <= 0.0:
+                raise ValueError("draft_step_s and verify_s must give a finite positive step time")
+            rates[d, b] = table.value[d, b] / seconds
             if best is None or rates[d, b] > best[0] * (1 + 1e-12):
-                best = (rates[d, b], b, d, tree)
+                best = (rates[d, b], b, d)
     assert best is not None
-    return TreeSizeChoice(best[1], best[2], best[3], float(best[0]), rates)
+    tree = table.tree(best[1], best[2])
+    return TreeSizeChoice(best[1], best[2], tree, float(best[0]), rates)
+
+
+def _cached(fn: Callable[[int], float], cache: dict[int, float], nodes: int) -> float:
+    if nodes not in cache:
+        cache[nodes] = float(fn(nodes))
+    return cache[nodes]
+
+
+def _size_and_expanded_widths(parents: list[int]) -> tuple[int, list[int]]:
+    """Node count and, per level, the number of nodes with children (same as Tree.expanded_level_widths)."""
+    depth = [0] * len(parents)
+    has_child = [False] * len(parents)
+    for i in range(1, len(parents)):
+        depth[i] = depth[parents[i]] + 1
+        has_child[parents[i]] = True
+    widths = [0] * max(depth)
+    for i, expanded in enumerate(has_child):
+        if expanded:
+            widths[depth[i]] += 1
+    return len(parents), widths
