@@ -1,0 +1,147 @@
+"""`draftsim validate`: the simulator's error against a real torch serving loop, in one command.
+
+    python3 -m profiles.validate [--device cpu|cuda] [--quick] [--out DIR] [--profile-dir DIR]
+
+1. Reads a validation scenario (default scenarios/validation/cpu.yaml, or cpu_quick.yaml with --quick): an
+   offline request trace, target and draft models, γ, acceptance model and scheduler.
+2. Simulates it with the profile-backed latency model of the device (profiles/data/<device-id>/, measured
+   separately by `draftsim profile`; nothing is fitted to the validation run, so the error is
+   out-of-sample).
+3. Runs the reference engine (profiles.reference.engine) on the same requests: real draft and target
+   forward passes (random weights of the catalog shapes), the simulator's scheduler, acceptance forced from
+   the simulator's draws.
+4. Matches the two runs step by step and request by request (profiles.reference.compare), prints a table
+   and writes steps.csv, requests.csv, validation.json and validation.png to --out.
+
+On cuda the scenario runs in bf16 on the hardware id the profiler files the GPU under (e.g. h100-sxm).
+Exit status: 0 when the run completed (whether or not the targets are met; see validation.json
+"targets"), 2 for bad flags or inputs (one line on stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+SCENARIO_DIR = REPO / "scenarios" / "validation"
+EXIT_USAGE = 2
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        print(f"draftsim validate: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _OneLineParser(prog="draftsim validate", description=(
+        "Run a real torch serving loop (continuous batching, chain speculative decoding with forced "
+        "acceptance) and the simulator on the same requests; report per-step and per-request error."))
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny models and workload (under a minute on CPU; used in CI)")
+    p.add_argument("--out", default=None, help="output folder (default: out/validate-<device>[-quick])")
+    p.add_argument("--profile-dir", default=None,
+                   help="profile to simulate with (default: profiles/data/<device-id>/)")
+    p.add_argument("--scenario", default=None,
+                   help="validation scenario YAML (default: scenarios/validation/cpu[_quick].yaml)")
+    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads for the reference run")
+    p.add_argument("--op-breakdown", action="store_true",
+                   help="also time every kernel call of the reference run (diagnosis; adds overhead)")
+    p.add_argument("--no-plot", action="store_true", help="skip validation.png")
+    return p
+
+
+def _device_id(device: str) -> str:
+    import torch
+
+    from profiles.profiler.run import default_device_id
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: torch.cuda.is_available() is False")
+    return default_device_id(torch.device(device))
+
+
+def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: str | Path | None = None,
+                   threads: int = 2, op_breakdown: bool = False):
+    """Simulate and run the reference engine; returns (steps frame, requests frame, summary dict)."""
+    from profiles.predictor import profile_dir_for
+    from profiles.profiler.table import read_fingerprint
+    from profiles.reference.compare import (match_requests, match_steps, request_summary, step_summary,
+                                            targets_met)
+    from profiles.reference.engine import ReferenceConfig, run_reference
+    from simulator.api import run as simulate
+    from simulator.schema import load_scenario
+
+    hardware = _device_id(device)
+    found = profile_dir_for(hardware, profile_dir)
+    if found is None:
+        where = profile_dir or f"profiles/data/{hardware}/"
+        raise ValueError(f"--profile-dir: no profile (ops.csv) in {where}; measure one with "
+                         f"`draftsim profile --device {device}` first")
+    found = Path(found).resolve()
+    dtype = "fp32" if device == "cpu" else "bf16"
+    overrides = [f"cluster.hardware={hardware}", f"cluster.dtype={dtype}", "cluster.latency.source=profile",
+                 f"cluster.latency.profile_dir={found}"]
+    scenario, folder = load_scenario(scenario_path, overrides)
+    fingerprint = read_fingerprint(found)
+    if fingerprint.get("dtype") not in (None, dtype):
+        raise ValueError(f"--profile-dir: profile {found} was measured in {fingerprint.get('dtype')}, "
+                         f"the {device} validation runs {dtype}")
+    simulated = simulate(scenario, base_dir=folder, step_mode="step")
+    reference = run_reference(scenario, folder, ReferenceConfig(device=device, threads=threads,
+                                                                op_breakdown=op_breakdown))
+    steps = match_steps(reference.steps, simulated.steps)
+    step_frame = steps.frame
+    op_columns = [c for c in reference.steps.columns if c.startswith("op_")]
+    for column in ("plan_s", "accept_s", "draft_lag_tokens", *op_columns):
+        step_frame[column] = reference.steps[column].to_numpy()[:len(step_frame)]
+    requests = match_requests(reference.requests, simulated.requests)
+    st, rq = step_summary(steps), request_summary(requests)
+    summary = {
+        "scenario": str(Path(scenario_path)), "hardware": hardware, "cpu_count": os.cpu_count(),
+        "steps": st, "requests": rq, "targets": targets_met(st, rq), "reference": reference.meta,
+        "profile": {"dir": str(found), **{k: fingerprint.get(k) for k in (
+            "device_name", "torch_version", "threads", "dtype", "date", "load_average_at_start",
+            "load_average_at_end", "quick") if k in fingerprint}},
+        "simulator_summary": {k: simulated.summary.get(k) for k in ("mean_accepted_length", "sim_end_s")
+                              if k in simulated.summary},
+    }
+    if fingerprint.get("threads") not in (None, threads):
+        summary["warning"] = (f"profile measured with {fingerprint.get('threads')} threads, reference run with "
+                              f"{threads}")
+    return step_frame, requests, summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    if args.threads < 1:
+        print(f"draftsim validate: error: --threads must be >= 1, got {args.threads}", file=sys.stderr)
+        return EXIT_USAGE
+    scenario = Path(args.scenario) if args.scenario else SCENARIO_DIR / ("cpu_quick.yaml" if args.quick else "cpu.yaml")
+    out = Path(args.out) if args.out else Path("out") / f"validate-{args.device}{'-quick' if args.quick else ''}"
+    from models.errors import UnknownNameError
+    from profiles.reference.report import format_table, write_outputs
+    from simulator.errors import ScenarioError
+    try:
+        steps, requests, summary = run_validation(scenario, args.device, args.profile_dir, args.threads,
+                                                  args.op_breakdown)
+    except (ValueError, ScenarioError, UnknownNameError) as exc:
+        print(f"draftsim validate: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return EXIT_USAGE
+    summary["command"] = "python3 -m profiles.validate " + " ".join(sys.argv[1:] if argv is None else argv)
+    print(format_table(summary))
+    if "warning" in summary:
+        print(f"warning: {summary['warning']}")
+    paths = write_outputs(out, steps, requests, summary, plot=not args.no_plot)
+    print(f"wrote {', '.join(p.name for p in paths)} to {out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
