@@ -149,12 +149,16 @@ def _user_path(loc: tuple, data) -> str:
 
 def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
     first = err.errors()[0]
-    msg = first["msg"]
+    msg, loc, ctx = first["msg"], tuple(first["loc"]), first.get("ctx") or {}
     if first["type"] == "extra_forbidden":
         msg = "unknown field"
     elif msg == "Field required":
         msg = "required field is missing"
-    return _user_path(first["loc"], data) or "scenario", msg
+    elif first["type"] == "union_tag_not_found":
+        loc, msg = loc + ("kind",), "required field is missing"
+    elif first["type"] == "union_tag_invalid":
+        loc, msg = loc + ("kind",), f"unknown kind {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
+    return _user_path(loc, data) or "scenario", msg
 
 
 def _parse_override(text: str) -> tuple[list[str], Any]:

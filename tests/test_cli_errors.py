@@ -33,6 +33,8 @@ BAD = {
     "bad_alpha": (scenario(acceptance={"kind": "constant", "alpha": 1.5}), "acceptance"),
     "bad_router": (scenario(cluster={"router": "random_walk"}), "cluster.router"),
     "bad_tp": (scenario(cluster={"parallelism": {"tp": 3}}), "cluster.parallelism"),
+    "missing_kind": (scenario(acceptance={"alpha": 0.5}), "acceptance.kind"),
+    "unknown_kind": (scenario(drafter={"kind": "oracle"}), "drafter.kind"),
     "unknown_drafter_model": (scenario(drafter={"kind": "draft_model", "model": "nope", "gamma": 2}),
                               "drafter.model"),
 }
