@@ -1,0 +1,113 @@
+"""`draftsim validate`: --quick runs end to end and writes its table, CSVs, JSON and plot; bad flags and
+inputs give one line on stderr and exit 2; the comparison statistics are what they claim to be."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("torch")
+
+from profiles.predictor import DATA_DIR  # noqa: E402
+from profiles.profiler.table import read_fingerprint  # noqa: E402
+from profiles.reference.compare import (STEP_KEYS, match_requests, match_steps, pct_error,  # noqa: E402
+                                        request_summary, step_summary)
+from profiles.validate import main  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def quick_profile(tmp_path_factory):
+    """The shipped CPU profile when it covers llama-68m, else a quick one measured here (seconds)."""
+    shipped = DATA_DIR / "cpu-local"
+    if (shipped / "ops.csv").is_file() and "llama-68m" in read_fingerprint(shipped).get("models", []):
+        return shipped
+    from profiles.profiler.run import run_profile
+    return run_profile("cpu", ["llama-68m"], tmp_path_factory.mktemp("profile"), quick=True, threads=1,
+                       collectives=False, progress=False)
+
+
+def test_validate_quick_end_to_end(tmp_path, quick_profile, capsys):
+    out = tmp_path / "val"
+    rc = main(["--quick", "--out", str(out), "--profile-dir", str(quick_profile), "--threads", "1"])
+    printed = capsys.readouterr().out
+    assert rc == 0
+    assert "per step" in printed and "E2E P99" in printed
+    summary = json.loads((out / "validation.json").read_text())
+    st, rq = summary["steps"], summary["requests"]
+    assert st["steps_matched"] == st["steps_measured"] == st["steps_simulated"] > 0
+    assert st["first_divergence"] == -1
+    assert np.isfinite(st["step_median_abs_pct"]) and st["step_p90_abs_pct"] >= st["step_median_abs_pct"]
+    assert set(summary["targets"]) == {"step_median_abs_le_3pct", "e2e_p50_abs_le_3pct", "e2e_p99_abs_le_8pct"}
+    assert summary["reference"]["threads"] == 1 and summary["profile"]["dir"]
+    steps = pd.read_csv(out / "steps.csv")
+    requests = pd.read_csv(out / "requests.csv")
+    assert len(steps) == st["steps_matched"] and len(requests) == rq["requests"] == 8
+    # The table's figures are the CSVs' figures.
+    np.testing.assert_allclose(np.median(np.abs(steps["err_pct"])), st["step_median_abs_pct"], rtol=1e-6)
+    np.testing.assert_allclose(np.percentile(requests["measured_e2e_s"], 99), rq["e2e_p99_measured_s"], rtol=1e-6)
+    png = (out / "validation.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
+@pytest.mark.parametrize("argv", [["--device", "tpu"], ["--bogus"], ["--threads", "0"], ["--threads", "x"],
+                                  ["--quick", "--profile-dir", "/nonexistent/profile"],
+                                  ["--quick", "--scenario", "/nonexistent.yaml", "--profile-dir", "@PROFILE"]])
+def test_bad_flags_and_inputs_print_one_line_and_exit_2(argv, quick_profile, capsys):
+    argv = [str(quick_profile) if a == "@PROFILE" else a for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("draftsim validate: error:") and len(err.strip().splitlines()) == 1
+
+
+# ---- comparison statistics ----------------------------------------------------------------------------
+def _steps(durations, decode_seqs, draft_frac=0.4):
+    n = len(durations)
+    frame = pd.DataFrame({k: np.zeros(n, dtype=np.int64) for k in STEP_KEYS})
+    frame["decode_seqs"] = decode_seqs
+    frame["prefill_seqs"] = (np.asarray(decode_seqs) == 0).astype(np.int64)
+    frame["duration_s"] = np.asarray(durations, float)
+    frame["draft_s"] = frame["duration_s"] * draft_frac
+    frame["verify_s"] = frame["duration_s"] * (1 - draft_frac)
+    return frame
+
+
+def test_step_errors_by_index_and_divergence():
+    measured = _steps([1.0, 2.0, 4.0, 5.0], [0, 2, 2, 1])
+    simulated = _steps([1.1, 1.8, 4.0, 6.0], [0, 2, 2, 1], draft_frac=0.5)
+    match = match_steps(measured, simulated)
+    assert match.first_divergence is None and len(match.frame) == 4
+    np.testing.assert_allclose(match.frame["err_pct"], [10.0, -10.0, 0.0, 20.0])
+    summary = step_summary(match)
+    assert summary["step_median_abs_pct"] == pytest.approx(10.0)
+    assert summary["step_p90_abs_pct"] == pytest.approx(np.percentile([10, 10, 0, 20], 90))
+    assert summary["step_mean_signed_pct"] == pytest.approx(5.0)
+    assert summary["steps_prefill"] == 1 and summary["steps_decode"] == 3
+    np.testing.assert_allclose(match.frame["draft_err_pct"], pct_error(simulated["draft_s"], measured["draft_s"]))
+    # A composition difference at step 2 stops the matching there.
+    simulated.loc[2, "decode_context_tokens"] = 99
+    match = match_steps(measured, simulated)
+    assert match.first_divergence == 2 and len(match.frame) == 2
+    # Different lengths with an identical prefix: divergence at the shorter length.
+    match = match_steps(measured, measured.iloc[:3])
+    assert match.first_divergence == 3 and len(match.frame) == 3
+
+
+def test_request_percentile_errors_against_numpy():
+    rng = np.random.default_rng(0)
+    n = 40
+    meas = pd.DataFrame({"request_id": np.arange(n), "prompt_tokens": 1, "output_tokens": 2,
+                         "ttft_s": rng.uniform(0.1, 1, n), "tpot_s": rng.uniform(0.01, 0.1, n),
+                         "e2e_s": rng.uniform(1, 10, n)})
+    sim = meas.copy()
+    for col in ("ttft_s", "tpot_s", "e2e_s"):
+        sim[col] = meas[col] * rng.uniform(0.9, 1.1, n)
+    frame = match_requests(meas, sim.iloc[::-1])            # joined on request_id, not row order
+    summary = request_summary(frame)
+    for metric in ("ttft", "tpot", "e2e"):
+        m, s = meas[f"{metric}_s"].to_numpy(), sim[f"{metric}_s"].to_numpy()
+        for name, q in (("p50", 50), ("p99", 99)):
+            expected = abs(np.percentile(s, q) - np.percentile(m, q)) / np.percentile(m, q) * 100
+            assert summary[f"{metric}_{name}_abs_pct"] == pytest.approx(expected)
+        assert summary[f"{metric}_request_median_abs_pct"] == pytest.approx(np.median(np.abs(s - m) / m * 100))
