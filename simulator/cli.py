@@ -56,6 +56,8 @@ DELEGATED = {
                                          "profile table (see `draftsim profile --help`)"),
     "validate": ("profiles.validate", "run a real torch serving loop and the simulator on the same "
                                       "requests and report the simulator's error (see `draftsim validate --help`)"),
+    "sweep": ("simulator.sweep", "run a grid/list of scenario variants with seeds (local pool or Dask) into a "
+                                 "resumable results store (see `draftsim sweep --help`)"),
 }
 
 

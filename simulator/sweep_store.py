@@ -1,0 +1,172 @@
+"""The sweep result store: a parquet dataset with one file per finished point, each written atomically.
+
+Layout of a store folder::
+
+    manifest.json              what sweep this is (name, source file, created); marks the folder as a store
+    points/<point_id>.parquet  one row: the point's parameters, seed, status and summary metrics
+    results.parquet/.csv       all rows of the current sweep, rewritten (atomically) after each run
+
+Crash safety: a row is first written to ``points/.tmp-<id>-<pid>-<n>`` and then renamed to
+``<id>.parquet`` (rename is atomic on POSIX), so a killed sweep leaves every finished point complete and
+no partial one visible; the file name is the point id, so a point can never be stored twice. Leftover
+``.tmp-*`` files are removed when a store is opened for writing.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from simulator.errors import ScenarioError
+
+MANIFEST = "manifest.json"
+POINTS_DIR = "points"
+RESULTS_PARQUET = "results.parquet"
+RESULTS_CSV = "results.csv"
+TMP_PREFIX = ".tmp-"
+OUT_FIELD = "--out"
+_counter = itertools.count()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(path: Path, write) -> None:
+    """write(tmp_path) then rename onto path; the temporary file is removed on any failure."""
+    tmp = path.parent / f"{TMP_PREFIX}{path.name}-{os.getpid()}-{next(_counter)}"
+    try:
+        write(tmp)
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _cell(value):
+    """A parquet-friendly scalar: lists/dicts become JSON text, numpy scalars Python ones."""
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, sort_keys=True, default=str)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class SweepStore:
+    """A store folder. `open_store` creates or validates one; rows are written with `put`."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.points_dir = root / POINTS_DIR
+
+    # ---- reading -------------------------------------------------------------------------------
+    def finished_ids(self) -> set[str]:
+        if not self.points_dir.is_dir():
+            return set()
+        return {p.name[:-len(".parquet")] for p in self.points_dir.iterdir()
+                if p.name.endswith(".parquet") and not p.name.startswith(".")}
+
+    def read_rows(self, point_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        """Stored rows (all, or those of `point_ids` that are finished), ordered by point_index."""
+        ids = self.finished_ids() if point_ids is None else set(point_ids) & self.finished_ids()
+        frames = [pq.read_table(self.points_dir / f"{pid}.parquet").to_pandas() for pid in sorted(ids)]
+        if not frames:
+            return pd.DataFrame()
+        frame = pd.concat(frames, ignore_index=True)
+        if "point_index" in frame:
+            frame = frame.sort_values("point_index", kind="stable").reset_index(drop=True)
+        return frame
+
+    def manifest(self) -> dict:
+        return json.loads((self.root / MANIFEST).read_text())
+
+    # ---- writing -------------------------------------------------------------------------------
+    def put(self, point_id: str, row: Mapping) -> Path:
+        """Store one point's row atomically (replacing none: a finished id is never written twice)."""
+        target = self.points_dir / f"{point_id}.parquet"
+        if target.exists():
+            raise ValueError(f"point {point_id} is already stored in {self.root}")
+        cells = {key: [_cell(value)] for key, value in row.items()}
+        table = pa.Table.from_pydict(cells).replace_schema_metadata(None)
+        _atomic_write(target, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+        return target
+
+    def write_results(self, frame: pd.DataFrame) -> None:
+        """Consolidated results of the current sweep (parquet + CSV), each replaced atomically."""
+        table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
+        _atomic_write(self.root / RESULTS_PARQUET, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+        _atomic_write(self.root / RESULTS_CSV, lambda tmp: frame.to_csv(tmp, index=False))
+
+    def remove_temporaries(self) -> int:
+        removed = 0
+        for folder in (self.root, self.points_dir):
+            if folder.is_dir():
+                for p in folder.iterdir():
+                    if p.name.startswith(TMP_PREFIX):
+                        p.unlink(missing_ok=True)
+                        removed += 1
+        return removed
+
+
+def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwrite: bool,
+               expected_ids: set[str]) -> SweepStore:
+    """Create the store folder, or reopen an existing one.
+
+    An existing store with results of this sweep needs `resume` (continue) or `overwrite` (start again);
+    a folder that is not a sweep store and not empty is refused, as is a store of another sweep name.
+    Returns the store with stale temporary files removed.
+    """
+    root = Path(root).expanduser().absolute()
+    store = SweepStore(root)
+    if root.exists() and not root.is_dir():
+        raise ScenarioError(OUT_FIELD, f"{root} exists and is not a directory")
+    has_manifest = (root / MANIFEST).is_file()
+    if root.is_dir() and any(root.iterdir()) and not has_manifest:
+        raise ScenarioError(OUT_FIELD, f"{root} is a non-empty directory that is not a sweep store "
+                                       f"(no {MANIFEST}); choose an empty or new directory")
+    if has_manifest:
+        old = store.manifest().get("name")
+        if old != name and not overwrite:
+            raise ScenarioError(OUT_FIELD, f"{root} holds sweep {old!r}, not {name!r}; choose another "
+                                           f"--out or pass --overwrite")
+        done = store.finished_ids() & expected_ids
+        if overwrite:
+            for p in store.points_dir.glob("*.parquet"):
+                p.unlink()
+            for name_ in (RESULTS_PARQUET, RESULTS_CSV):
+                (root / name_).unlink(missing_ok=True)
+        elif done and not resume and done != expected_ids:
+            raise ScenarioError(OUT_FIELD, f"{root} already holds {len(done)} of this sweep's "
+                                           f"{len(expected_ids)} points; pass --resume to finish it or "
+                                           f"--overwrite to start again")
+    try:
+        store.points_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ScenarioError(OUT_FIELD, f"cannot create {root}: {err.strerror or err}") from None
+    if not has_manifest or overwrite:
+        text = json.dumps({"name": name, "source": source, "created_unix_s": math.floor(time.time()),
+                           "format": "draftsim-sweep-1"}, indent=2, sort_keys=True) + "\n"
+        _atomic_write(root / MANIFEST, lambda tmp: tmp.write_text(text))
+    store.remove_temporaries()
+    return store
