@@ -1,0 +1,73 @@
+"""Sweep files: expansion into points, stable point ids, one-line errors naming the field."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simulator.errors import ScenarioError
+from simulator.sweep_spec import expand_points, load_sweep
+from sim_helpers import scenario
+
+
+def write_sweep(tmp_path: Path, **spec) -> Path:
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(scenario(workload={"num_requests": 30})))
+    data = {"name": "s", "scenario": "base.yaml", **spec}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def points_of(path: Path):
+    spec, folder = load_sweep(path)
+    return expand_points(spec, folder)[0]
+
+
+def test_grid_times_points_times_seeds(tmp_path):
+    path = write_sweep(tmp_path, grid={"workload.arrival.qps": [1, 2, 3], "scheduler.max_batch_size": [8, 16]},
+                       points=[{"slo.ttft_s": 0.5}, {"slo.ttft_s": 2.0}], seeds=[5, 6])
+    points = points_of(path)
+    assert len(points) == 3 * 2 * 2 * 2
+    assert len({p.point_id for p in points}) == len(points)
+    first = points[0]
+    assert first.params == {"workload.arrival.qps": 1, "scheduler.max_batch_size": 8, "slo.ttft_s": 0.5}
+    assert first.seed == 5 and first.scenario["seed"] == 5
+    assert first.scenario["workload"]["arrival"]["qps"] == 1 and first.scenario["scheduler"]["max_batch_size"] == 8
+
+
+def test_replications_offset_the_base_seed(tmp_path):
+    points = points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [1]}, replications=3))
+    assert [p.seed for p in points] == [7, 8, 9]  # sim_helpers' scenario has seed 7
+
+
+def test_point_ids_depend_only_on_the_simulation(tmp_path):
+    """Same validated scenario ⇒ same id, whatever the spelling; growing a grid keeps the old ids."""
+    small = points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [1, 2]}))
+    grown = points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [1, 2, 4]}))
+    assert [p.point_id for p in small] == [p.point_id for p in grown[:2]]
+    as_float = points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [1.0]}))
+    assert as_float[0].point_id == small[0].point_id
+    # a default spelled out explicitly is the same simulation as leaving it out
+    explicit = points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [1]},
+                                     set=["cluster.gpu_memory_utilization=0.9"]))
+    assert explicit[0].point_id == small[0].point_id
+
+
+@pytest.mark.parametrize("spec, field", [
+    ({"grid": {"drafter..gamma": [1]}}, "sweep.grid"),
+    ({"grid": {"workload.arrival.qps": []}}, "sweep.grid"),
+    ({"grid": {"seed": [1, 2]}}, "sweep.grid"),
+    ({"seeds": [1], "replications": 2}, "sweep"),
+    ({"replications": 0}, "sweep.replications"),
+    ({"gird": {"a": [1]}}, "sweep.gird"),
+    ({"grid": {"workload.arrival.qps": [-1]}}, "workload.arrival.qps"),
+    ({"grid": {"cluster.gpus": [2]}}, "cluster.gpus"),
+    ({"grid": {"workload.arrival.qps": [1, 1.0]}}, "same simulation"),
+    ({"scenario": "missing.yaml"}, "sweep.scenario"),
+])
+def test_bad_sweep_files_name_the_field(tmp_path, spec, field):
+    with pytest.raises(ScenarioError) as err:
+        points_of(write_sweep(tmp_path, **spec))
+    text = str(err.value)
+    assert field in text and len(text.splitlines()) == 1, text
