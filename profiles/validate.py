@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default=None,
                    help="validation scenario YAML (default: scenarios/validation/cpu[_quick].yaml)")
     p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads for the reference run")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="run the reference N times; per-step durations are medians over the runs (noise)")
     p.add_argument("--op-breakdown", action="store_true",
                    help="also time every kernel call of the reference run (diagnosis; adds overhead)")
     p.add_argument("--no-plot", action="store_true", help="skip validation.png")
@@ -65,12 +67,15 @@ def _device_id(device: str) -> str:
 
 
 def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: str | Path | None = None,
-                   threads: int = 2, op_breakdown: bool = False):
-    """Simulate and run the reference engine; returns (steps frame, requests frame, summary dict)."""
+                   threads: int = 2, op_breakdown: bool = False, repeats: int = 1):
+    """Simulate and run the reference engine (`repeats` times: median run, see
+    profiles.reference.compare.combine_repeats); returns (steps frame, requests frame, summary dict,
+    op-kind breakdown frame or None)."""
     from profiles.predictor import profile_dir_for
     from profiles.profiler.table import read_fingerprint
-    from profiles.reference.compare import (match_requests, match_steps, request_summary, step_summary,
-                                            targets_met)
+    from profiles.reference.compare import (combine_repeats, match_requests, match_steps, request_summary,
+                                            step_summary, targets_met)
+    from profiles.reference.diagnose import op_breakdown as breakdown
     from profiles.reference.engine import ReferenceConfig, run_reference
     from simulator.api import run as simulate
     from simulator.schema import load_scenario
@@ -91,15 +96,24 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
         raise ValueError(f"--profile-dir: profile {found} was measured in {fingerprint.get('dtype')}, "
                          f"the {device} validation runs {dtype}")
     simulated = simulate(scenario, base_dir=folder, step_mode="step")
-    reference = run_reference(scenario, folder, ReferenceConfig(device=device, threads=threads,
-                                                                op_breakdown=op_breakdown))
-    steps = match_steps(reference.steps, simulated.steps)
+    config = ReferenceConfig(device=device, threads=threads, op_breakdown=op_breakdown)
+    runs = [run_reference(scenario, folder, config) for _ in range(repeats)]
+    reference = runs[0]
+    measured_steps, measured_requests, noise = reference.steps, reference.requests, None
+    if repeats > 1:
+        measured_steps, measured_requests, noise = combine_repeats([(r.steps, r.requests) for r in runs])
+    steps = match_steps(measured_steps, simulated.steps)
     step_frame = steps.frame
     op_columns = [c for c in reference.steps.columns if c.startswith("op_")]
     for column in ("plan_s", "accept_s", "draft_lag_tokens", *op_columns):
         step_frame[column] = reference.steps[column].to_numpy()[:len(step_frame)]
-    requests = match_requests(reference.requests, simulated.requests)
+    requests = match_requests(measured_requests, simulated.requests)
     st, rq = step_summary(steps), request_summary(requests)
+    ops = None
+    if op_breakdown:
+        built = simulated.built
+        ops = breakdown(reference.steps, built.replicas[0].cost.target.latency, built.target, built.draft,
+                        built.replicas[0].gamma, scenario.cluster.dtype)
     summary = {
         "scenario": str(Path(scenario_path)), "hardware": hardware, "cpu_count": os.cpu_count(),
         "steps": st, "requests": rq, "targets": targets_met(st, rq), "reference": reference.meta,
@@ -109,10 +123,15 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
         "simulator_summary": {k: simulated.summary.get(k) for k in ("mean_accepted_length", "sim_end_s")
                               if k in simulated.summary},
     }
+    if noise is not None:
+        summary["noise"] = noise
+        summary["per_repeat"] = [step_summary(match_steps(r.steps, simulated.steps)) for r in runs]
+        summary["per_repeat"] = [{k: d[k] for k in ("step_median_abs_pct", "step_p90_abs_pct", "step_mean_signed_pct")}
+                                 for d in summary["per_repeat"]]
     if fingerprint.get("threads") not in (None, threads):
         summary["warning"] = (f"profile measured with {fingerprint.get('threads')} threads, reference run with "
                               f"{threads}")
-    return step_frame, requests, summary
+    return step_frame, requests, summary, ops
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -120,17 +139,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    if args.threads < 1:
-        print(f"draftsim validate: error: --threads must be >= 1, got {args.threads}", file=sys.stderr)
-        return EXIT_USAGE
+    for flag, value in (("--threads", args.threads), ("--repeats", args.repeats)):
+        if value < 1:
+            print(f"draftsim validate: error: {flag} must be >= 1, got {value}", file=sys.stderr)
+            return EXIT_USAGE
     scenario = Path(args.scenario) if args.scenario else SCENARIO_DIR / ("cpu_quick.yaml" if args.quick else "cpu.yaml")
     out = Path(args.out) if args.out else Path("out") / f"validate-{args.device}{'-quick' if args.quick else ''}"
     from models.errors import UnknownNameError
+    from profiles.reference.diagnose import format_breakdown
     from profiles.reference.report import format_table, write_outputs
     from simulator.errors import ScenarioError
     try:
-        steps, requests, summary = run_validation(scenario, args.device, args.profile_dir, args.threads,
-                                                  args.op_breakdown)
+        steps, requests, summary, ops = run_validation(scenario, args.device, args.profile_dir, args.threads,
+                                                       args.op_breakdown, args.repeats)
     except (ValueError, ScenarioError, UnknownNameError) as exc:
         print(f"draftsim validate: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return EXIT_USAGE
@@ -138,7 +159,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_table(summary))
     if "warning" in summary:
         print(f"warning: {summary['warning']}")
+    if ops is not None:
+        print(format_breakdown(ops))
     paths = write_outputs(out, steps, requests, summary, plot=not args.no_plot)
+    if ops is not None:
+        ops.to_csv(out / "ops.csv", index=False, float_format="%.9g")
+        paths.append(out / "ops.csv")
     print(f"wrote {', '.join(p.name for p in paths)} to {out}/")
     return 0
 

@@ -12,7 +12,8 @@ torch.set_num_threads(1)
 from models import get_model  # noqa: E402
 from models.torch_impl.qwen2 import ModelConfig, random_model  # noqa: E402
 from profiles.hardware import get_hardware  # noqa: E402
-from profiles.reference.compare import STEP_KEYS  # noqa: E402
+from profiles.reference.compare import STEP_KEYS, combine_repeats  # noqa: E402
+from profiles.reference.diagnose import predicted_by_kind  # noqa: E402
 from profiles.reference.engine import ReferenceConfig, run_reference  # noqa: E402
 from profiles.reference.model import DecodeGroup, FusedDecoder, PrefillChunk  # noqa: E402
 from profiles.reference.workload import offline_trace, write_offline_trace  # noqa: E402
@@ -119,6 +120,25 @@ def test_vllm_engine_matches_simulator_steps_acceptance_and_lag(tmp_path):
     assert ref.steps["accepted_tokens"].sum() > 0
     lag = int(ref.steps["draft_lag_tokens"].sum())
     assert lag > 0 and lag == _expected_lag_tokens(scenario, ref.requests)
+    # The diagnosis prices each step per op kind exactly as the simulator composes the step.
+    built = sim.built
+    for row, simulated_s in zip(ref.steps.itertuples(index=False), sim.steps["duration_s"]):
+        priced = predicted_by_kind(built.replicas[0].cost.target.latency, built.target, built.draft, 2, "fp32",
+                                   row.prefill_tokens, row.prefill_seqs, row.prefill_attn_pairs, row.decode_seqs,
+                                   row.decode_context_tokens)
+        total = sum(sum(kinds.values()) for kinds in priced.values())
+        assert total == pytest.approx(simulated_s, rel=1e-3)
+    # Median of repeats: a run twice as slow everywhere and the run itself give the 1.5x timeline.
+    slow_steps, slow_req = ref.steps.copy(), ref.requests.copy()
+    for col in ("duration_s", "draft_s", "verify_s", "start_s", "end_s"):
+        slow_steps[col] *= 2
+    for col in ("admit_s", "first_token_s", "finish_s", "ttft_s", "tpot_s", "e2e_s"):
+        slow_req[col] *= 2
+    steps, req, noise = combine_repeats([(ref.steps, ref.requests), (slow_steps, slow_req)])
+    np.testing.assert_allclose(steps["duration_s"], 1.5 * ref.steps["duration_s"])
+    for col in ("ttft_s", "tpot_s", "e2e_s", "admit_s"):
+        np.testing.assert_allclose(req[col], 1.5 * ref.requests[col], rtol=1e-9, atol=1e-12)
+    assert noise["step_spread_median_pct"] == pytest.approx(100 / 1.5)
 
 
 def test_sarathi_chunked_prefill_and_no_drafter(tmp_path):

@@ -143,3 +143,61 @@ def targets_met(steps: dict, requests: dict) -> dict[str, bool]:
     return {"step_median_abs_le_3pct": bool(steps["step_median_abs_pct"] <= TARGETS_PCT["step_median_abs"]),
             "e2e_p50_abs_le_3pct": bool(requests["e2e_p50_abs_pct"] <= TARGETS_PCT["e2e_p50_abs"]),
             "e2e_p99_abs_le_8pct": bool(requests["e2e_p99_abs_pct"] <= TARGETS_PCT["e2e_p99_abs"])}
+
+
+def combine_repeats(runs: list[tuple[pd.DataFrame, pd.DataFrame]]) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Median run of repeated reference runs of one offline workload.
+
+    Each run is (steps, requests) of the reference engine. With every arrival at 0 and steps tiling the
+    timeline from 0, all repeats execute the same step sequence (checked), so a step's duration (and its
+    draft / target parts) can be taken as its median over repeats, and request times re-derived from the
+    median timeline: a request's admission, first token and finish are the start / end of the same step
+    indices in every repeat. This removes most of the noise other processes add to a shared machine
+    (the profile itself is a median over repetitions too). Returns (steps, requests, noise) where noise
+    holds the run-to-run spread: per step (max − min) / median over repeats, median and P90 over steps,
+    and the spread of the runs' total times.
+    """
+    if not runs:
+        raise ValueError("combine_repeats: no runs")
+    steps0, req0 = runs[0]
+    if (req0["arrival_s"].to_numpy(float) != 0).any():
+        raise ValueError("repeats: only offline workloads (every arrival_s = 0) have a fixed step sequence")
+    keys = list(STEP_KEYS)
+    for steps, _ in runs[1:]:
+        if len(steps) != len(steps0) or (steps[keys].to_numpy() != steps0[keys].to_numpy()).any():
+            raise ValueError("repeats: the runs executed different step sequences")
+    stack = {c: np.stack([s[c].to_numpy(float) for s, _ in runs]) for c in ("duration_s", "draft_s", "verify_s")}
+    steps = steps0.copy()
+    for column, values in stack.items():
+        steps[column] = np.median(values, axis=0)
+    end = np.cumsum(steps["duration_s"].to_numpy())
+    start = end - steps["duration_s"].to_numpy()
+    steps["start_s"], steps["end_s"] = start, end
+
+    def remap(times: np.ndarray, grid: np.ndarray, new_grid: np.ndarray) -> np.ndarray:
+        idx = np.clip(np.searchsorted(grid, times), 0, len(grid) - 1)
+        ok = np.isfinite(times)
+        if not np.allclose(grid[idx][ok], times[ok], rtol=0, atol=1e-9):
+            raise ValueError("repeats: a request time is not a step boundary (is the workload offline?)")
+        return np.where(ok, new_grid[idx], np.nan)
+
+    old_start, old_end = steps0["start_s"].to_numpy(float), steps0["end_s"].to_numpy(float)
+    req = req0.copy()
+    req["admit_s"] = remap(req0["admit_s"].to_numpy(float), old_start, start)
+    req["first_token_s"] = remap(req0["first_token_s"].to_numpy(float), old_end, end)
+    req["finish_s"] = remap(req0["finish_s"].to_numpy(float), old_end, end)
+    emitted = req["emitted_tokens"].to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        req["ttft_s"] = req["first_token_s"] - req["arrival_s"]
+        req["e2e_s"] = req["finish_s"] - req["arrival_s"]
+        req["queue_s"] = req["admit_s"] - req["arrival_s"]
+        req["tpot_s"] = np.where(emitted > 1, (req["finish_s"] - req["first_token_s"]) / np.maximum(emitted - 1, 1),
+                                 np.nan)
+    durations = stack["duration_s"]
+    spread = (durations.max(axis=0) - durations.min(axis=0)) / np.median(durations, axis=0) * 100
+    totals = durations.sum(axis=1)
+    noise = {"repeats": len(runs), "step_spread_median_pct": float(np.median(spread)),
+             "step_spread_p90_pct": float(np.percentile(spread, 90)),
+             "run_total_s": [float(t) for t in totals],
+             "run_total_spread_pct": float((totals.max() - totals.min()) / np.median(totals) * 100)}
+    return steps, req, noise

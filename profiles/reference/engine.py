@@ -48,7 +48,8 @@ from simulator.schema import LatencyConfig, Scenario
 from simulator.state import DROP_EXCEEDS_KV
 from simulator.step_cost import Cost
 
-EXTRA_STEP_COLUMNS = ("plan_s", "draft_wall_s", "target_wall_s", "accept_s", "draft_lag_tokens")
+EXTRA_STEP_COLUMNS = ("plan_s", "draft_wall_s", "target_wall_s", "accept_s", "draft_lag_tokens", "prefill_attn_pairs")
+_INT_COLUMNS = ("draft_lag_tokens", "prefill_attn_pairs")
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ class ReferenceEngine:
                     apply(finished)
                     done += len(finished)
                     finished.clear()
-                    extra.append((plan_s, draft_s, target_s, accept_s, lag))
+                    extra.append((plan_s, draft_s, target_s, accept_s, lag, plan.prefill_attn_pairs))
                     plans.append(plan)
                     if self.config.op_breakdown:
                         op_rows.append(self._op_row())
@@ -330,7 +331,7 @@ class ReferenceEngine:
     def _result(self, extra, plans, op_rows, wall_s: float, load_start) -> ReferenceResult:
         steps = build_steps_frame(self.built.log.columns())
         for i, name in enumerate(EXTRA_STEP_COLUMNS):
-            steps[name] = np.array([row[i] for row in extra], dtype=np.int64 if name == "draft_lag_tokens" else float)
+            steps[name] = np.array([row[i] for row in extra], dtype=np.int64 if name in _INT_COLUMNS else float)
         costs = [self.rep.step_costs(plan) for plan in plans]
         steps["flops"] = np.array([d.flops + t.flops for d, t in costs], dtype=float)
         steps["bytes"] = np.array([d.bytes + t.bytes for d, t in costs], dtype=float)

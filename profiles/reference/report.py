@@ -69,6 +69,13 @@ def format_table(summary: dict) -> str:
                          f"{_ms(rq[f'{metric}_{q}_simulated_s'])}    {_pct(rq[f'{metric}_{q}_abs_pct'])}{extra}")
     lines += ["", f"reference run: {meta['wall_s']:.1f} s wall; load average {meta['load_average_start']} at "
                   f"start, {meta['load_average_end']} at end (the machine has {summary['cpu_count']} CPUs)"]
+    noise = summary.get("noise")
+    if noise:
+        lines.append(f"noise over {noise['repeats']} repeats (figures above use per-step medians): step duration "
+                     f"spread (max-min)/median: median {noise['step_spread_median_pct']:.1f} %, P90 "
+                     f"{noise['step_spread_p90_pct']:.1f} %; run totals spread {noise['run_total_spread_pct']:.1f} %")
+        per = ", ".join(f"{d['step_median_abs_pct']:.1f}" for d in summary["per_repeat"])
+        lines.append(f"  step median |% err| of each repeat alone: {per}")
     return "\n".join(lines)
 
 

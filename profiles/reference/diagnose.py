@@ -1,0 +1,95 @@
+"""Where the simulator's step time goes wrong: measured kernel time by op kind vs the profile's price.
+
+With `ReferenceConfig(op_breakdown=True)` the engine times every kernel call of every pass inside the real
+step (columns op_<model>_<kind>_s). `predicted_by_kind` prices the same step's op graph per kind with the
+simulator's latency model, pass by pass exactly as `simulator.step_cost.StepCostModel` composes a step
+(target pass over prefill chunks + γ+1 verify tokens per decode request; draft pass 1 over prefill chunks +
+1 token per decode request; draft passes 2…γ over the decode requests with contexts growing by one per
+pass). Decode attention is priced at the exact Σ context here, where the step cost model interpolates on a
+16-token grid (< 1e-3 relative difference, tests/test_sim_step_cost.py).
+
+"glue" is the pass's wall time minus its timed kernels: Python between kernels, ids/positions tensors,
+rope_tables, logits-row gathers, concatenations — time the op graph has no op for.
+Kinds: the op graph's kinds, with the LM head GEMM split out as "lm_head" (the engine times it apart).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+
+from models.opgraph import attention_ops, dense_ops
+from models.spec import ModelSpec
+from models.step import Parallelism, StepShape
+
+KINDS = ("embedding", "norm", "gemm", "lm_head", "rope", "attn_prefill", "attn_decode", "activation", "sampling")
+
+
+def _price_pass(latency, spec: ModelSpec, shape: StepShape, logits: int, dtype: str, acc: dict) -> None:
+    par = Parallelism()
+    for op in dense_ops(spec, shape.num_tokens, logits, par, dtype) + attention_ops(spec, shape, par, dtype):
+        kind = "lm_head" if op.name == "lm_head" else op.kind
+        acc[kind] += op.count * latency.op_seconds(op)
+
+
+def predicted_by_kind(latency, target: ModelSpec, draft: ModelSpec | None, gamma: int, dtype: str,
+                      prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int, decode_seqs: int,
+                      decode_context_tokens: int) -> dict[str, dict[str, float]]:
+    """{"target": {kind: seconds}, "draft": {kind: seconds}} of one step."""
+    q = gamma + 1 if draft is not None else 1
+    out = {"target": defaultdict(float), "draft": defaultdict(float)}
+    shape = StepShape(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs, q, decode_context_tokens)
+    _price_pass(latency, target, shape, prefill_seqs + decode_seqs * q, dtype, out["target"])
+    if draft is not None and gamma > 0:
+        first = StepShape(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs, 1, decode_context_tokens)
+        _price_pass(latency, draft, first, prefill_seqs + decode_seqs, dtype, out["draft"])
+        for j in range(1, gamma if decode_seqs else 1):
+            shape = StepShape(decode_seqs=decode_seqs, query_tokens_per_seq=1,
+                              decode_context_tokens=decode_context_tokens + j * decode_seqs)
+            _price_pass(latency, draft, shape, decode_seqs, dtype, out["draft"])
+    return out
+
+
+def op_breakdown(steps: pd.DataFrame, latency, target: ModelSpec, draft: ModelSpec | None, gamma: int,
+                 dtype: str) -> pd.DataFrame:
+    """Per (model, kind): measured and predicted seconds summed over the run's steps and the % error.
+
+    `steps` is the reference engine's step frame with op_* columns (op_breakdown=True) and
+    prefill_attn_pairs, draft_wall_s and target_wall_s (measured pass times)."""
+    if not any(c.startswith("op_") for c in steps.columns):
+        raise ValueError("op_breakdown: the reference run has no op_* columns (run it with op_breakdown=True)")
+    predicted = defaultdict(float)
+    for row in steps.itertuples(index=False):
+        priced = predicted_by_kind(latency, target, draft, gamma, dtype, int(row.prefill_tokens),
+                                   int(row.prefill_seqs), int(row.prefill_attn_pairs), int(row.decode_seqs),
+                                   int(row.decode_context_tokens))
+        for model, kinds in priced.items():
+            for kind, seconds in kinds.items():
+                predicted[(model, kind)] += seconds
+    rows = []
+    for model, wall_col in (("target", "target_wall_s"), ("draft", "draft_wall_s")):
+        timed = 0.0
+        for kind in KINDS:
+            col = f"op_{model}_{kind}_s"
+            measured = float(steps[col].sum()) if col in steps.columns else 0.0
+            timed += measured
+            if measured or predicted.get((model, kind)):
+                rows.append((model, kind, measured, predicted.get((model, kind), 0.0)))
+        if timed:
+            rows.append((model, "glue", float(steps[wall_col].sum()) - timed, 0.0))
+    frame = pd.DataFrame(rows, columns=["model", "kind", "measured_s", "predicted_s"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frame["err_pct"] = np.where(frame["measured_s"] > 0,
+                                    (frame["predicted_s"] - frame["measured_s"]) / frame["measured_s"] * 100, np.nan)
+    return frame
+
+
+def format_breakdown(frame: pd.DataFrame) -> str:
+    total = frame["measured_s"].sum()
+    lines = ["op kind breakdown (whole run)   measured s  predicted s   % err  share of measured"]
+    for row in frame.itertuples(index=False):
+        err = "    n/a" if not np.isfinite(row.err_pct) else f"{row.err_pct:7.1f}"
+        lines.append(f"  {row.model:6s} {row.kind:13s}     {row.measured_s:9.3f}    {row.predicted_s:9.3f} {err}"
+                     f"   {row.measured_s / total * 100:5.1f} %")
+    return "\n".join(lines)
