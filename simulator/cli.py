@@ -26,8 +26,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     show = not args.quiet and sys.stderr.isatty()
     with tqdm(total=None, unit="req", desc="simulating", disable=not show, leave=False) as bar:
         result = run(scenario, base_dir=folder, step_mode=args.step_mode, progress=bar.update)
+    extra = {}
+    if args.trace:
+        from simulator.timeline import trace_json
+        extra["trace.json"] = trace_json(result.requests, result.steps,
+                                         gpus_per_replica=result.summary["gpus_per_replica"])
     write_outputs(out_dir, result.requests, result.steps, result.summary,
-                  plots=scenario.outputs.plots and not args.no_plots)
+                  plots=scenario.outputs.plots and not args.no_plots, extra_files=extra)
     if not args.quiet:
         print(format_summary_table(result.summary))
         print(f"simulated {len(result.steps):,} steps of {len(result.requests):,} requests in "
@@ -83,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--step-mode", choices=["bulk", "step"], default=None,
                    help="advance decode steps in bulk (fast, default) or one event per step (reference)")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    r.add_argument("--trace", action="store_true",
+                   help="also write trace.json: a Chrome/Perfetto timeline (one track per replica with prefill, "
+                        "draft and verify spans and request ids; open in ui.perfetto.dev)")
     r.add_argument("--quiet", action="store_true", help="print nothing on success")
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("catalog", help="list the model or hardware catalog")
