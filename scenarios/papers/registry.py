@@ -1,0 +1,189 @@
+"""Paper-figure reproductions: a registry, the common output format, and `draftsim reproduce`.
+
+A reproduction (`Reproduction`) names its source paper and returns an `Outcome`: the figure's data (a
+DataFrame, written as ``<name>.csv``), a matplotlib figure (``<name>.png``) and a list of `Check`s: a
+published quantity next to the reproduced one with a stated tolerance and PASS/FAIL
+(``<name>_checks.csv``, also printed). Each check states its *basis*:
+
+- ``published value``: a number printed in the paper (table/figure named in ``source``);
+- ``published formula``: the paper's closed form / theorem evaluated at the stated inputs, compared with
+  an independent computation (Monte Carlo of the real algorithm, an LP, brute force or the DES);
+- ``published claim``: an inequality the paper states (e.g. "never worse than"), checked numerically.
+
+Reproductions are registered by module path and loaded lazily; each module defines ``REPRODUCTION``.
+`tests/test_reproduce_*.py` runs every registered one and requires all checks to pass, so they double
+as regression tests. Entries that need features not in the simulator yet (trees/multi-draft/adaptive
+policies in the DES, MoE all-to-all, disaggregated prefill/decode) are not registered.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+RELATIONS = ("≈", "≥", "≤")
+
+#: name -> module defining REPRODUCTION (add new reproductions here)
+REGISTRY: dict[str, str] = {
+    "leviathan": "scenarios.papers.repro_leviathan",
+    "sequoia-tree-budget": "scenarios.papers.repro_sequoia",
+    "multidraft-optimal-vs-n": "scenarios.papers.repro_multidraft",
+    "tetris": "scenarios.papers.repro_tetris",
+    "pearl": "scenarios.papers.repro_pearl",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """reproduced vs published: ``≈`` |r - p| <= tolerance; ``≥`` r >= p - tolerance; ``≤`` r <= p + tol."""
+
+    quantity: str
+    basis: str
+    source: str
+    published: float
+    reproduced: float
+    tolerance: float
+    relation: str = "≈"
+
+    def __post_init__(self) -> None:
+        if self.relation not in RELATIONS:
+            raise ValueError(f"relation must be one of {RELATIONS}, got {self.relation!r}")
+        if not self.tolerance >= 0:
+            raise ValueError(f"tolerance must be >= 0, got {self.tolerance}")
+
+    @property
+    def passed(self) -> bool:
+        p, r, t = self.published, self.reproduced, self.tolerance
+        if not (math.isfinite(p) and math.isfinite(r)):
+            return False
+        if self.relation == "≈":
+            return abs(r - p) <= t
+        return r >= p - t if self.relation == "≥" else r <= p + t
+
+
+@dataclass
+class Outcome:
+    data: pd.DataFrame
+    checks: list[Check]
+    figure: object                       # matplotlib Figure with an Agg canvas
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    name: str
+    title: str
+    citation: str                        # paper, venue/arXiv id, and the table/figure reproduced
+    run: Callable[[], Outcome]
+
+
+@dataclass(frozen=True)
+class Report:
+    name: str
+    checks: list[Check]
+    files: list[Path]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+
+def new_figure(width_in: float = 6.4, height_in: float = 4.2, ncols: int = 1):
+    """A matplotlib Figure on the Agg canvas (no pyplot state) and its axes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width_in, height_in), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure, figure.subplots(1, ncols)
+
+
+def get(name: str) -> Reproduction:
+    if name not in REGISTRY:
+        raise ValueError(f"reproduction: unknown name {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    repro = importlib.import_module(REGISTRY[name]).REPRODUCTION
+    if repro.name != name:
+        raise RuntimeError(f"{REGISTRY[name]} defines {repro.name!r}, registered as {name!r}")
+    return repro
+
+
+def checks_frame(checks: list[Check]) -> pd.DataFrame:
+    return pd.DataFrame([{"quantity": c.quantity, "basis": c.basis, "source": c.source,
+                          "published": c.published, "relation": c.relation, "reproduced": c.reproduced,
+                          "tolerance": c.tolerance, "status": "PASS" if c.passed else "FAIL"}
+                         for c in checks])
+
+
+def format_checks(checks: list[Check]) -> str:
+    rows = [(c.quantity, c.basis, f"{c.published:.6g}", c.relation, f"{c.reproduced:.6g}", f"{c.tolerance:.3g}",
+             "PASS" if c.passed else "FAIL") for c in checks]
+    head = ("quantity", "basis", "published", "", "reproduced", "tolerance", "status")
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in [head, *rows]]
+    sources = sorted({c.source for c in checks})
+    return "\n".join(lines + ["sources: " + "; ".join(sources)])
+
+
+def reproduce(name: str, out_dir: str | Path) -> Report:
+    """Run one reproduction and write <name>.png, <name>.csv and <name>_checks.csv into out_dir."""
+    repro = get(name)
+    outcome = repro.run()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = [out / f"{name}.png", out / f"{name}.csv", out / f"{name}_checks.csv"]
+    outcome.figure.savefig(files[0], format="png", metadata={"Software": None})
+    outcome.data.to_csv(files[1], index=False)
+    checks_frame(outcome.checks).to_csv(files[2], index=False)
+    return Report(name, outcome.checks, files)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="draftsim reproduce",
+        description="Reproduce a paper's figure/table: writes NAME.png (figure), NAME.csv (data) and "
+                    "NAME_checks.csv (published vs reproduced with tolerance and PASS/FAIL). Exit 0 when "
+                    "every check passes, 1 when one fails.",
+        epilog="examples: draftsim reproduce --list;  draftsim reproduce leviathan;  draftsim reproduce all")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="reproduction name(s), or 'all'")
+    parser.add_argument("--list", action="store_true", help="list the registered reproductions")
+    parser.add_argument("--out", default="out/papers", help="output folder (default: out/papers)")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    if args.list or not args.names:
+        for name in sorted(REGISTRY):
+            repro = get(name)
+            print(f"{name:26s} {repro.title}\n{'':26s} {repro.citation}")
+        return 0 if args.list else 2
+    names = sorted(REGISTRY) if args.names == ["all"] else args.names
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        print(f"draftsim reproduce: error: unknown reproduction {unknown[0]!r}; known: "
+              f"{', '.join(sorted(REGISTRY))} (or 'all')", file=sys.stderr)
+        return 2
+    failed = 0
+    for name in names:
+        try:
+            report = reproduce(name, args.out)
+        except OSError as exc:
+            print(f"draftsim reproduce: error: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 2
+        repro = get(name)
+        verdict = "PASS" if report.passed else "FAIL"
+        print(f"== {name}: {repro.title} [{verdict}]\n   {repro.citation}")
+        print(format_checks(report.checks))
+        print("wrote " + ", ".join(str(p) for p in report.files) + "\n")
+        failed += not report.passed
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
