@@ -8,7 +8,9 @@ published quantity next to the reproduced one with a stated tolerance and PASS/F
 - ``published value``: a number printed in the paper (table/figure named in ``source``);
 - ``published formula``: the paper's closed form / theorem evaluated at the stated inputs, compared with
   an independent computation (Monte Carlo of the real algorithm, an LP, brute force or the DES);
-- ``published claim``: an inequality the paper states (e.g. "never worse than"), checked numerically.
+- ``published claim``: an inequality the paper states (e.g. "never worse than"), checked numerically;
+- ``model vs Monte Carlo`` / ``model limit``: where the paper gives no closed form, our model of its
+  algorithm (theory/) against an explicit run of the algorithm, or at limits the algorithm implies.
 
 Reproductions are registered by module path and loaded lazily; each module defines ``REPRODUCTION``.
 `tests/test_reproduce_*.py` runs every registered one and requires all checks to pass, so they double
@@ -161,7 +163,10 @@ def main(argv: list[str] | None = None) -> int:
         for name in sorted(REGISTRY):
             repro = get(name)
             print(f"{name:26s} {repro.title}\n{'':26s} {repro.citation}")
-        return 0 if args.list else 2
+        if args.list:
+            return 0
+        print("draftsim reproduce: error: give a reproduction NAME, 'all', or --list", file=sys.stderr)
+        return 2
     names = sorted(REGISTRY) if args.names == ["all"] else args.names
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
