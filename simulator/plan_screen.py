@@ -1,0 +1,177 @@
+"""The analytical screen of `draftsim plan`: latency model + speculation theory + a queueing estimate,
+no DES. Fast enough for thousands of candidates; the best ones are then confirmed with the DES.
+
+Model of one replica of a colocated deployment (vLLM-style prefill-first continuous batching), with
+λ_r = QPS / replicas, mean prompt P and mean output L tokens (empirical means of the plan's workload):
+
+- tokens per decode step per request: E = (1 - α^(γ+1)) / (1 - α) (Leviathan's Eq. 1; positional α:
+  1 + Σ_i Π_{j≤i} α_j), 1 without a drafter. Decode steps per request n = (L - 1) / E.
+- prefill: t_p = cost of one P-token prompt (target + draft) from the step-cost model; prefill share of
+  the replica ρ_p = λ_r t_p; ρ_p ≥ 1 is unstable.
+- decode: t_d(B) = draft + verify cost of a step of B requests at mean context P + L/2. Decode steps
+  are interleaved with prefill steps, so one decode step costs t_d(B) / (1 - ρ_p) of wall time. The mean
+  running batch B solves Little's law B = λ_r n t_d(B) / (1 - ρ_p) (bisection; t_d is linearly
+  interpolated between integer batches). No solution below B_max = min(max_batch_size, KV tokens /
+  (P + L/2)) means the replica cannot keep up.
+- TPOT ≈ t_d(B) / ((1 - ρ_p) E). TTFT ≈ t_p + W + t_d(B)/2: own prefill, an M/D/1 wait for the
+  prefills ahead W = ρ_p t_p / (2 (1 - ρ_p)), and on average half a decode step in progress.
+
+Approximations (what the DES confirmation measures): means only (no percentiles; the screen compares
+means with the SLO thresholds, which the percentile SLO then tightens); arrivals are treated as Poisson
+whatever the process; prefills are not batched together; every request is assumed to decode at the
+mean context; preemption is ignored. The screen-vs-DES error of the confirmed candidates is reported.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from simulator.errors import ScenarioError
+from simulator.plan_spec import Candidate
+
+BISECTION_STEPS = 60
+
+
+@dataclass(frozen=True)
+class Workload:
+    qps: float
+    mean_prompt_tokens: float
+    mean_output_tokens: float
+
+
+@dataclass(frozen=True)
+class ScreenEstimate:
+    feasible: bool
+    reason: str                 # why not feasible ("" when feasible)
+    batch: float = math.nan     # mean running requests per replica
+    prefill_share: float = math.nan
+    ttft_s: float = math.nan
+    tpot_s: float = math.nan
+    output_tokens_per_s: float = math.nan
+    tokens_per_step: float = math.nan
+
+
+@lru_cache(maxsize=256)
+def _step_costs(model: str, hardware: str, dtype: str, tp: int, pp: int, draft: str, draft_tp: int, gamma: int,
+                util: float):
+    """(StepCostModel, KV tokens per replica) for one replica shape; raises ScenarioError if it can't exist."""
+    from models import get_model
+    from models.spec import validate_parallelism
+    from models.step import Parallelism
+    from profiles.hardware import get_hardware
+    from profiles.roofline import RooflineLatencyModel
+    from simulator.build import kv_capacity_tokens
+    from simulator.step_cost import ForwardCost, StepCostModel
+
+    target, hw = get_model(model), get_hardware(hardware)
+    par = Parallelism(tp, pp)
+    try:
+        validate_parallelism(target, par)
+    except ValueError as exc:
+        raise ScenarioError("parallelism", str(exc)) from None
+    latency = RooflineLatencyModel(hw, dtype=dtype)
+    draft_spec = draft_par = draft_cost = None
+    if gamma:
+        draft_spec, draft_par = get_model(draft), Parallelism(draft_tp, 1)
+        if draft_tp > par.gpus:
+            raise ScenarioError("drafter.tp", f"{draft_tp} exceeds the replica's {par.gpus} GPUs")
+        draft_cost = ForwardCost(draft_spec, draft_par, latency, dtype)
+    kv = kv_capacity_tokens(hw, target, par, dtype, util, draft_spec, draft_par)
+    return StepCostModel(ForwardCost(target, par, latency, dtype), draft_cost, gamma), kv
+
+
+def tokens_per_step(acceptance: dict, gamma: int) -> float:
+    from theory.chain import expected_tokens, expected_tokens_positional
+
+    if gamma == 0:
+        return 1.0
+    if acceptance.get("kind", "constant") == "constant":
+        return float(expected_tokens(float(acceptance.get("alpha", 0.8)), gamma))
+    alphas = list(acceptance["alphas"])
+    return expected_tokens_positional((alphas + [alphas[-1]] * gamma)[:gamma])
+
+
+class Colocated:
+    """Target and drafter share each replica's GPUs (the only deployment the DES has today)."""
+
+    name = "colocated"
+
+    def scenario(self, c: Candidate, spec, seed: int) -> dict:
+        drafter = ({"kind": "draft_model", "model": c.drafter, "gamma": c.gamma, "tp": c.drafter_tp}
+                   if c.gamma else {"kind": "none"})
+        return {"name": f"{spec.name}", "seed": seed, "workload": dict(spec.workload),
+                "cluster": {"hardware": c.hardware, "model": c.model, "dtype": spec.dtype, "replicas": c.replicas,
+                            "parallelism": {"tp": c.tp, "pp": c.pp}},
+                "drafter": drafter, "acceptance": dict(spec.acceptance), "scheduler": dict(spec.scheduler),
+                "slo": spec.slo.model_dump(), "outputs": {"plots": False}}
+
+    def screen(self, c: Candidate, spec, work: Workload) -> ScreenEstimate:
+        util = float(spec.scheduler.get("gpu_memory_utilization", 0.9))
+        try:
+            cost, kv_tokens = _step_costs(c.model, c.hardware, spec.dtype, c.tp, c.pp, c.drafter, c.drafter_tp,
+                                          c.gamma, util)
+        except ScenarioError as exc:
+            return ScreenEstimate(False, str(exc).splitlines()[0])
+        prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
+        lam = work.qps / c.replicas
+        tokens = tokens_per_step(spec.acceptance, c.gamma)
+        p_int = max(1, round(prompt))
+        draft_p, target_p = cost.step(p_int, 1, p_int * (p_int + 1) // 2, 0, 0)
+        t_prefill = draft_p.seconds + target_p.seconds
+        rho = lam * t_prefill
+        if rho >= 1.0:
+            return ScreenEstimate(False, f"prefill alone needs {rho:.2f} of a replica", prefill_share=rho)
+        context = prompt + output / 2.0
+        b_max = min(float(spec.scheduler.get("max_batch_size", 256)), kv_tokens / context)
+        if b_max < 1.0:
+            return ScreenEstimate(False, "KV cache holds less than one mean request")
+        steps = max(output - 1.0, 0.0) / tokens
+
+        def step_s(batch: float) -> float:
+            lo = max(1, int(math.floor(batch)))
+            hi = max(lo, int(math.ceil(batch)))
+            d, t = cost.decode_steps(np.array([lo, hi]), np.array([round(lo * context), round(hi * context)]))
+            both = d[:, 0] + t[:, 0]
+            w = min(max(batch - lo, 0.0), 1.0)
+            return float(both[0] * (1 - w) + both[1] * w)
+
+        def excess(batch: float) -> float:  # > 0: the batch must grow to keep up
+            return lam * steps * step_s(batch) / (1.0 - rho) - batch
+
+        if excess(b_max) > 0:
+            return ScreenEstimate(False, f"decode cannot keep up within a batch of {b_max:.0f}", prefill_share=rho)
+        lo, hi = 0.0, b_max
+        for _ in range(BISECTION_STEPS):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
+        batch = hi
+        t_step = step_s(batch)
+        tpot = t_step / ((1.0 - rho) * tokens)
+        ttft = t_prefill + rho * t_prefill / (2.0 * (1.0 - rho)) + (t_step / 2.0 if batch > 0 else 0.0)
+        return ScreenEstimate(True, "", batch, rho, ttft, tpot, work.qps * output, tokens)
+
+
+DEPLOYMENTS = {"colocated": Colocated()}
+
+
+def screen(c: Candidate, spec, work: Workload) -> ScreenEstimate:
+    return DEPLOYMENTS[c.deployment].screen(c, spec, work)
+
+
+def workload_means(spec, base_dir, seed: int) -> Workload:
+    """QPS and mean lengths of the plan's workload (generated once, as the DES would)."""
+    from simulator.workload import WorkloadConfig, generate_requests
+
+    try:
+        config = WorkloadConfig.model_validate(spec.workload)
+    except Exception as exc:  # pydantic ValidationError: name the field
+        first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
+        where = ".".join(str(p) for p in first["loc"])
+        raise ScenarioError(f"plan.workload.{where}".rstrip("."), first["msg"]) from None
+    table = generate_requests(config, np.random.default_rng(seed), base_dir)
+    span = float(table.arrival_s.max() - table.arrival_s.min()) if len(table) > 1 else 0.0
+    qps = (len(table) - 1) / span if span > 0 else float(config.arrival.qps or 1.0)
+    return Workload(qps, float(np.mean(table.prompt_tokens)), float(np.mean(table.output_tokens)))

@@ -1,0 +1,75 @@
+"""`draftsim plan` end to end on a small plan: ranked table, outputs, screen-vs-DES errors, and one-line
+errors for bad plans."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from simulator.plan import build_parser, main
+
+PLAN = {
+    "name": "small", "seed": 2, "models": ["llama-3-8b"],
+    "hardware": [{"id": "h100-sxm"}, {"id": "l40s", "usd_per_gpu_hour": 0.9}],
+    "workload": {"arrival": {"process": "poisson", "qps": 12}, "prompt_tokens": {"kind": "fixed", "value": 400},
+                 "output_tokens": {"kind": "uniform", "low": 50, "high": 150}, "num_requests": 250},
+    "acceptance": {"kind": "constant", "alpha": 0.7}, "slo": {"ttft_s": 0.4, "tpot_s": 0.03, "attainment": 0.9},
+    "scheduler": {"max_batch_size": 64},
+    "search": {"tp": [1, 2], "replicas": [1, 2], "drafters": [{"kind": "none"},
+                                                             {"kind": "draft_model", "model": "llama-68m", "gamma": 3}]},
+    "confirm_top": 3,
+}
+
+
+def write(tmp_path, **changes):
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump({**PLAN, **changes}, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def test_plan_end_to_end(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main([str(write(tmp_path)), "--out", str(out), "--executor", "serial"]) == 0
+    text = capsys.readouterr().out
+    assert "screened 16 candidates" in text and "confirmed 3 with the DES" in text and "$/h" in text
+    ranked = pd.read_csv(out / "ranked.csv")
+    screened = pd.read_csv(out / "candidates.csv")
+    assert len(screened) == 16 and len(ranked) == 3
+    assert list(ranked["rank"]) == [1, 2, 3]
+    # the SLO-meeting candidates come first, cheapest first
+    meets = ranked["meets_slo"].tolist()
+    assert meets == sorted(meets, reverse=True)
+    good = ranked[ranked.meets_slo]
+    assert good.usd_per_hour.is_monotonic_increasing and len(good) >= 1
+    for column in ("des_ttft_p50_s", "des_ttft_p99_s", "des_tpot_p50_s", "des_tpot_p99_s", "des_goodput_per_gpu_rps",
+                   "tokens_per_s_per_usd_hour", "screen_err_ttft", "screen_err_tpot", "usd_per_hour", "gpus"):
+        assert ranked[column].notna().all(), column
+    assert (ranked.screen_err_tpot.abs() < 0.5).all()
+    row = ranked.iloc[0]
+    assert row.usd_per_hour == pytest.approx(row.gpus * (2.49 if row.hardware == "h100-sxm" else 0.9))
+    assert (out / "pareto.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"search": {"replicas": [1], "deployments": ["disaggregated"]}}, "plan.search.deployments.0"),
+    ({"hardware": [{"id": "l40s"}]}, "plan.hardware.0.usd_per_gpu_hour"),
+    ({"hardware": [{"id": "tpu-v9", "usd_per_gpu_hour": 1.0}]}, "plan.hardware.0.id"),
+    ({"models": ["llama-9000"]}, "plan.models.0"),
+    ({"search": {"replicas": [1], "max_gpus": 4}}, "plan.search"),
+    ({"search": {"replicas": [1], "drafters": [{"kind": "tree", "model": "x"}]}}, "plan.search.drafters.0"),
+    ({"acceptance": {"kind": "trace", "trace": "x"}}, "plan.acceptance"),
+    ({"workload": {"arrival": {"process": "poisson", "qps": -1}}}, "plan.workload.arrival.qps"),
+    ({"confirm_top": -1}, "plan.confirm_top"),
+])
+def test_bad_plans_exit_2_with_one_line(tmp_path, capsys, changes, field):
+    assert main([str(write(tmp_path, **changes)), "--out", str(tmp_path / "o"), "--executor", "serial"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and field in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_help_reads_well(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    text = capsys.readouterr().out
+    assert "cheapest" in text and "example:" in text and "--confirm-top" in text

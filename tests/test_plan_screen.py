@@ -1,0 +1,87 @@
+"""The analytical screen of `draftsim plan`: its pieces against theory and the step-cost model, its
+queueing fixed point, and its error against the DES on candidates across load."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from simulator.api import run
+from simulator.plan import pareto_front
+from simulator.plan_screen import Colocated, Workload, _step_costs, tokens_per_step
+from simulator.plan_spec import Candidate, PlanSpec
+
+SPEC = PlanSpec.model_validate({
+    "name": "t", "seed": 4, "models": ["llama-3-8b"], "hardware": [{"id": "h100-sxm", "usd_per_gpu_hour": 2.0}],
+    "workload": {"arrival": {"process": "poisson", "qps": 10.0}, "prompt_tokens": {"kind": "fixed", "value": 512},
+                 "output_tokens": {"kind": "fixed", "value": 200}, "num_requests": 600},
+    "acceptance": {"kind": "constant", "alpha": 0.75}, "slo": {"ttft_s": 0.5, "tpot_s": 0.05},
+    "scheduler": {"policy": "vllm", "max_batch_size": 256}, "search": {"replicas": [1]}})
+
+
+def cand(gamma: int = 0, replicas: int = 1, tp: int = 1) -> Candidate:
+    return Candidate("llama-3-8b", "h100-sxm", 2.0, tp, 1, replicas, "llama-68m" if gamma else "none", gamma, 1,
+                     "colocated")
+
+
+def test_tokens_per_step_is_leviathans_formula():
+    from theory.chain import expected_tokens, expected_tokens_positional
+
+    assert tokens_per_step({"kind": "constant", "alpha": 0.6}, 4) == pytest.approx(expected_tokens(0.6, 4))
+    assert tokens_per_step({"kind": "constant", "alpha": 0.6}, 0) == 1.0
+    assert tokens_per_step({"kind": "positional", "alphas": [0.9, 0.5]}, 3) == pytest.approx(
+        expected_tokens_positional([0.9, 0.5, 0.5]))
+
+
+def test_low_load_reduces_to_one_request_alone():
+    """At vanishing load the batch is ~0-1 and TPOT is one decode step of one request over E tokens."""
+    work = Workload(qps=1e-4, mean_prompt_tokens=512, mean_output_tokens=200)
+    est = Colocated().screen(cand(gamma=3), SPEC, work)
+    cost, _ = _step_costs("llama-3-8b", "h100-sxm", "bf16", 1, 1, "llama-68m", 1, 3, 0.9)
+    d, t = cost.decode_steps(1, np.array([612]))
+    one_step = d[0, 0] + t[0, 0]
+    assert est.feasible and est.batch < 0.05
+    assert est.tpot_s == pytest.approx(one_step / tokens_per_step(SPEC.acceptance, 3), rel=1e-3)
+    dp, tp_ = cost.step(512, 1, 512 * 513 // 2, 0, 0)
+    assert est.ttft_s == pytest.approx(dp.seconds + tp_.seconds + one_step / 2, rel=1e-3)
+
+
+def test_batch_solves_littles_law():
+    work = Workload(qps=25.0, mean_prompt_tokens=512, mean_output_tokens=200)
+    est = Colocated().screen(cand(), SPEC, work)
+    assert est.feasible
+    # B = λ · (decode steps per request) · (wall time per decode step)
+    wall_per_step = est.tpot_s * est.tokens_per_step
+    assert est.batch == pytest.approx(25.0 * 199 / est.tokens_per_step * wall_per_step, rel=1e-6)
+
+
+def test_overload_and_memory_are_infeasible():
+    heavy = Workload(qps=400.0, mean_prompt_tokens=512, mean_output_tokens=200)
+    assert not Colocated().screen(cand(), SPEC, heavy).feasible
+    big = PlanSpec.model_validate({**SPEC.model_dump(), "models": ["llama-3-70b"]})
+    est = Colocated().screen(Candidate("llama-3-70b", "h100-sxm", 2.0, 1, 1, 1, "none", 0, 1, "colocated"), big,
+                             Workload(1.0, 512, 200))
+    assert not est.feasible and "GiB" in est.reason
+
+
+@pytest.mark.parametrize("qps, gamma", [(4.0, 0), (4.0, 3), (16.0, 0), (16.0, 3)])
+def test_screen_is_close_to_the_des(qps, gamma):
+    """Mean TPOT within 30 % and mean TTFT within 40 % of the DES on uncongested candidates."""
+    spec = PlanSpec.model_validate({**SPEC.model_dump(), "workload": {**SPEC.workload, "arrival":
+                                                                      {"process": "poisson", "qps": qps}}})
+    c = cand(gamma)
+    est = Colocated().screen(c, spec, Workload(qps, 512, 200))
+    des = run(Colocated().scenario(c, spec, spec.seed)).summary
+    assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
+    assert abs(est.ttft_s / des["ttft_mean_s"] - 1) < 0.40, (est.ttft_s, des["ttft_mean_s"])
+
+
+def test_pareto_front_matches_brute_force():
+    rng = np.random.default_rng(3)
+    cost, lat = rng.integers(1, 20, 60).astype(float).tolist(), rng.random(60).tolist()
+    front = set(pareto_front(cost, lat))
+    for i in range(60):
+        dominated = any((cost[j] <= cost[i] and lat[j] < lat[i]) or (cost[j] < cost[i] and lat[j] <= lat[i])
+                        for j in range(60))
+        assert (i in front) == (not dominated), i
