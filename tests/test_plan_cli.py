@@ -31,11 +31,11 @@ def test_plan_end_to_end(tmp_path, capsys):
     out = tmp_path / "out"
     assert main([str(write(tmp_path)), "--out", str(out), "--executor", "serial"]) == 0
     text = capsys.readouterr().out
-    assert "screened 16 candidates" in text and "confirmed 3 with the DES" in text and "$/h" in text
+    assert "screened 16 candidates" in text and "with the DES" in text and "$/h" in text
     ranked = pd.read_csv(out / "ranked.csv")
     screened = pd.read_csv(out / "candidates.csv")
-    assert len(screened) == 16 and len(ranked) == 3
-    assert list(ranked["rank"]) == [1, 2, 3]
+    assert len(screened) == 16 and 3 <= len(ranked) <= 6  # 3 cheapest + up to 3 from the screen's front
+    assert list(ranked["rank"]) == list(range(1, len(ranked) + 1))
     # the SLO-meeting candidates come first, cheapest first
     meets = ranked["meets_slo"].tolist()
     assert meets == sorted(meets, reverse=True)
