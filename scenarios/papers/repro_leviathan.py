@@ -108,8 +108,12 @@ def run() -> Outcome:
 
     figure, (left, right) = new_figure(11.0, 4.2, ncols=2)
     theory = data[data.series == "theorem 3.8"]
-    for (alpha, c), part in theory.groupby(["alpha", "c"]):
-        left.plot(part.gamma, part.speedup, "-" if c == 0 else "--", label=f"α={alpha}, c={c}")
+    for alpha, by_alpha in theory.groupby("alpha"):
+        color = None
+        for c, part in by_alpha.groupby("c"):
+            line, = left.plot(part.gamma, part.speedup, "-" if c == 0 else "--", color=color,
+                              label=f"α={alpha}, c={c}")
+            color = line.get_color()
     left.scatter([g for _, g, _, _ in TABLE1], [s for _, _, s, _ in TABLE1], color="k", zorder=5,
                  label="Table 1 (published)")
     left.set(xlabel="γ (draft tokens per step)", ylabel="expected walltime speedup",
