@@ -6,12 +6,14 @@ pass is priced as Σ count·seconds over its op graph (models.opgraph) with the 
 - The dense part (GEMMs, norms, LM head, collectives) depends only on the number of tokens and of logits;
   it is memoized.
 - Prefill attention is priced exactly, per step.
-- Decode/verify attention depends on the batch's Σ context, which changes every step. It is priced on a
-  grid of mean context per sequence (multiples of CTX_GRID_TOKENS) and linearly interpolated between grid
-  points, vectorized over many steps. Approximation: exact at grid points; in between it is exact for
-  FLOPs and bytes (affine in context) and for a latency model that is linear in context within a regime
-  (the roofline, profile interpolation); the measured worst relative error against exact pricing is
-  below 1e-3 (tests/test_sim_step_cost.py). Step-by-step and bulk modes both use this same function.
+- Decode-only steps depend on the batch's Σ context, which changes every step. A whole step (γ draft
+  passes + the verify pass) is priced op by op on a grid of mean context per sequence (multiples of
+  CTX_GRID_TOKENS) and linearly interpolated between grid points, vectorized over many steps.
+  Approximation: exact at grid points; in between it is exact for FLOPs and bytes (affine in context)
+  and for a latency model that is linear in context within a regime (the roofline, profile
+  interpolation); the measured worst relative error against op-by-op pricing is below 1e-3
+  (tests/test_sim_step_cost.py). Step-by-step and bulk modes both use this same function. Mixed steps
+  (prefill chunks + decodes) price their decode attention the same way, pass by pass.
 - Pipeline parallelism: a forward pass costs the sum over its stages (no micro-batch interleaving — exact
   for the latency of one batch, pessimistic for PP throughput).
 """
@@ -46,6 +48,50 @@ def _price(latency: LatencyModel, ops) -> np.ndarray:
     return np.array([seconds, flops, nbytes])
 
 
+class LazyGrid:
+    """Values f(i) at integer grid indices i, computed on demand and kept as one contiguous array."""
+
+    def __init__(self, f, width: int):
+        self.f, self.table, self.base = f, np.zeros((0, width)), 0
+
+    def rows(self, first: int, last: int) -> tuple[np.ndarray, int]:
+        """The table covering indices first..last (inclusive) and the index of its row 0."""
+        have_lo, have_hi = self.base, self.base + len(self.table) - 1
+        if not len(self.table) or first < have_lo or last > have_hi:
+            lo = first if not len(self.table) else min(first, have_lo)
+            hi = last if not len(self.table) else max(last, have_hi)
+            rows = [self.table[i - self.base] if len(self.table) and have_lo <= i <= have_hi else self.f(i)
+                    for i in range(lo, hi + 1)]
+            self.table, self.base = np.array(rows), lo
+        return self.table, self.base
+
+
+def interpolate_on_grid(grids: dict, make_grid, seqs, context_sums: np.ndarray) -> np.ndarray:
+    """Linear interpolation in mean context per sequence (grid step CTX_GRID_TOKENS) of per-batch-size
+    tables; `seqs` is an int or one value per row (piecewise constant); `make_grid(seqs)` builds the
+    LazyGrid of a batch size the first time it is seen."""
+    context_sums = np.asarray(context_sums)
+    n = len(context_sums)
+    seqs = np.broadcast_to(np.asarray(seqs, dtype=np.int64), (n,))
+    x = context_sums / (CTX_GRID_TOKENS * seqs).astype(np.float64)
+    lo = x.astype(np.int64)  # floor: contexts are >= 0
+    w = (x - lo)[:, None]
+    edges = [0] + (np.flatnonzero(np.diff(seqs)) + 1).tolist() + [n]
+    below, above = [], []
+    for a, b in zip(edges[:-1], edges[1:]):
+        batch = int(seqs[a])
+        grid = grids.get(batch)
+        if grid is None:
+            grid = grids[batch] = make_grid(batch)
+        seg = lo[a:b]
+        table, base = grid.rows(int(seg.min()), int(seg.max()) + 1)
+        below.append(table[seg - base])
+        above.append(table[seg - base + 1])
+    if len(below) == 1:
+        return below[0] * (1.0 - w) + above[0] * w
+    return np.concatenate(below) * (1.0 - w) + np.concatenate(above) * w
+
+
 @dataclass
 class ForwardCost:
     """Prices forward passes of one model (target or draft) on one replica."""
@@ -69,53 +115,22 @@ class ForwardCost:
         shape = StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)
         return _price(self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype))
 
-    def _decode_table(self, seqs: int, q: int, first: int, last: int) -> tuple[np.ndarray, int]:
-        """Grid costs for indices first..last (inclusive) of mean context, grown on demand and cached
-        per (seqs, q). Returns the table and the grid index of its row 0."""
-        key = (seqs, q)
-        table, base = self._decode_grid.get(key, (np.zeros((0, 3)), first))
-        lo, hi = min(base, first), max(base + len(table) - 1, last)
-        if lo < base or hi >= base + len(table):
-            rows = []
-            for i in range(lo, hi + 1):
-                if base <= i < base + len(table):
-                    rows.append(table[i - base])
-                else:
-                    shape = StepShape(decode_seqs=seqs, query_tokens_per_seq=q,
-                                      decode_context_tokens=i * CTX_GRID_TOKENS * seqs)
-                    rows.append(_price(self.latency, attention_ops(self.spec, shape, self.parallelism,
-                                                                   self.dtype)))
-            table, base = np.array(rows), lo
-            self._decode_grid[key] = (table, base)
-        return table, base
-
-    def _decode_parts(self, seqs, q: int, context_sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(dense, attention) costs, each (n, 3), of decode-only passes of `seqs` sequences (an int, or
-        one value per step, piecewise constant) with `q` query tokens each, at each Σ context."""
-        context_sums = np.asarray(context_sums)
-        n = len(context_sums)
-        seqs = np.broadcast_to(np.asarray(seqs, dtype=np.int64), (n,))
-        x = context_sums / (CTX_GRID_TOKENS * seqs).astype(np.float64)
-        lo = x.astype(np.int64)  # floor: contexts are >= 0
-        w = (x - lo)[:, None]
-        below, above, dense = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
-        edges = [0] + (np.flatnonzero(np.diff(seqs)) + 1).tolist() + [n]
-        for a, b in zip(edges[:-1], edges[1:]):
-            batch = int(seqs[a])
-            seg = lo[a:b]
-            table, base = self._decode_table(batch, q, int(seg.min()), int(seg.max()) + 1)
-            below[a:b], above[a:b] = table[seg - base], table[seg - base + 1]
-            dense[a:b] = self.dense(batch * q, batch * q)
-        return dense, below * (1.0 - w) + above * w
-
-    def decode_forward(self, seqs, q: int, context_sums: np.ndarray) -> np.ndarray:
-        """(n, 3) costs of decode-only forward passes (dense part + interpolated attention)."""
-        dense, attention = self._decode_parts(seqs, q, context_sums)
-        return dense + attention
+    def exact_decode(self, seqs: int, q: int, context_sum: int) -> np.ndarray:
+        """(seconds, flops, bytes) of a decode-only pass priced op by op (no interpolation)."""
+        shape = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum)
+        return self.dense(seqs * q, seqs * q) + _price(
+            self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype))
 
     def decode_attention(self, seqs: int, q: int, context_sums: np.ndarray) -> np.ndarray:
-        """(n, 3) costs of the decode attention alone."""
-        return self._decode_parts(seqs, q, context_sums)[1]
+        """(n, 3) costs of the decode attention alone (interpolated pass minus its dense part)."""
+        return self.decode_forward(seqs, q, context_sums) - self.dense(seqs * q, seqs * q)
+
+    def decode_forward(self, seqs, q: int, context_sums: np.ndarray) -> np.ndarray:
+        """(n, 3) costs of decode-only forward passes of `seqs` sequences (an int, or one value per step,
+        piecewise constant) with `q` query tokens each, at each Σ context (interpolated on the grid)."""
+        grids = self._decode_grid.setdefault(q, {})
+        return interpolate_on_grid(grids, lambda batch: LazyGrid(
+            lambda i: self.exact_decode(batch, q, i * CTX_GRID_TOKENS * batch), 3), seqs, context_sums)
 
 
 @dataclass
@@ -125,6 +140,7 @@ class StepCostModel:
     target: ForwardCost
     draft: ForwardCost | None  # None: plain decoding (a drafter with γ = 0 is built as None)
     gamma: int
+    _step_grid: dict = field(default_factory=dict, repr=False)
 
     @property
     def q(self) -> int:
@@ -160,14 +176,19 @@ class StepCostModel:
                     draft = draft + self.draft.decode_forward(decode_seqs, 1, ctx[1:]).sum(axis=0)
         return Cost(*draft), Cost(*target)
 
+    def exact_decode_step(self, decode_seqs: int, context_sum: int) -> np.ndarray:
+        """(draft seconds, flops, bytes, target seconds, flops, bytes) of a decode-only step, op by op."""
+        target = self.target.exact_decode(decode_seqs, self.q, context_sum)
+        draft = np.zeros(3)
+        for j in range(self.gamma if self.draft is not None else 0):
+            draft = draft + self.draft.exact_decode(decode_seqs, 1, context_sum + j * decode_seqs)
+        return np.concatenate([draft, target])
+
     def decode_steps(self, decode_seqs, context_sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Costs of decode-only steps at each Σ context, with `decode_seqs` requests (an int or one value
-        per step): two (n, 3) arrays (draft, target) of (seconds, flops, bytes)."""
-        context_sums = np.asarray(context_sums, dtype=np.int64)
-        target = self.target.decode_forward(decode_seqs, self.q, context_sums)
-        if self.draft is None:
-            return np.zeros((len(target), 3)), target
-        seqs = np.broadcast_to(np.asarray(decode_seqs, dtype=np.int64), context_sums.shape)
-        passes = context_sums[:, None] + seqs[:, None] * np.arange(self.gamma)[None, :]
-        per_pass = self.draft.decode_forward(np.repeat(seqs, self.gamma), 1, passes.ravel())
-        return per_pass.reshape(len(context_sums), self.gamma, 3).sum(axis=1), target
+        per step): two (n, 3) arrays (draft, target) of (seconds, flops, bytes). Whole steps (γ draft
+        passes + verify) are priced exactly on the grid of mean context and interpolated in between."""
+        both = interpolate_on_grid(self._step_grid, lambda batch: LazyGrid(
+            lambda i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 6), decode_seqs,
+            np.asarray(context_sums, dtype=np.int64))
+        return both[:, :3], both[:, 3:]

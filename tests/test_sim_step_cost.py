@@ -51,3 +51,27 @@ def test_step_cost_of_decode_only_step_is_draft_passes_plus_verify():
     # A verify of γ+1 tokens costs more than a plain decode step, and less than γ+1 of them.
     plain = target.decode_forward(8, 1, np.array([8 * 1024]))[0][0]
     assert plain < t.seconds < 4 * plain
+
+
+@pytest.mark.parametrize("gamma", [0, 3])
+def test_interpolated_whole_decode_step_matches_op_by_op(gamma):
+    lat = RooflineLatencyModel("a100-80gb")
+    target = ForwardCost(get_model("llama-2-7b"), Parallelism(), lat, "bf16")
+    draft = ForwardCost(get_model("llama-68m"), Parallelism(), lat, "bf16") if gamma else None
+    model = StepCostModel(target, draft, gamma)
+    rng = np.random.default_rng(1)
+    for seqs in (1, 5, 48, 128):
+        sums = np.sort(rng.integers(0, 3000 * seqs, size=100))
+        d, t = model.decode_steps(seqs, sums)
+        exact = np.array([model.exact_decode_step(seqs, int(c)) for c in sums])
+        np.testing.assert_allclose(d[:, 1:], exact[:, 1:3], rtol=1e-9)
+        np.testing.assert_allclose(t[:, 1:], exact[:, 4:], rtol=1e-9)
+        np.testing.assert_allclose(d[:, 0] + t[:, 0], exact[:, 0] + exact[:, 3], rtol=1e-3)
+    # a varying batch size along the array is priced like each size alone
+    seqs = np.array([9, 9, 9, 4, 4, 1])
+    sums = np.array([900, 1000, 1100, 800, 820, 300])
+    d, t = model.decode_steps(seqs, sums)
+    for i in range(len(seqs)):
+        di, ti = model.decode_steps(int(seqs[i]), sums[i:i + 1])
+        np.testing.assert_array_equal(d[i], di[0])
+        np.testing.assert_array_equal(t[i], ti[0])
