@@ -70,6 +70,14 @@ def test_shortcut_equals_real_draft_then_verify_loop(pair, measured):
     assert 0.2 < s["draft"]["agreement"] <= 1.0 and s["ngram"]["proposal_rate"] > 0
 
 
+def test_prefix_comparison_matches_real_loop(pair, measured):
+    target, draft = pair
+    report = compare(measured, target, draft, seqs=[0, 3], gammas=(2, 4), max_new_tokens=9)
+    assert all(r["match"] for r in report) and all(r["accepted_total"] <= 8 for r in report)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        compare(measured, target, draft, seqs=[0], gammas=(2,), max_new_tokens=500)
+
+
 def test_stop_token_ending_matches_real_loop(pair):
     target, draft = pair
     prompts = build_prompt_set(n_code=2, n_text=0, n_calibration=0, seed=4)

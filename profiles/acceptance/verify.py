@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -78,19 +79,35 @@ def speculative_generate(target: Qwen2Model, drafter, prompt: Sequence[int], max
     return LoopResult(generated, accepted_steps, proposed_steps)
 
 
+def truncate_sequence(rows: pd.DataFrame, max_tokens: int) -> pd.DataFrame:
+    """One sequence's rows as if generation had been capped at `max_tokens` tokens: rows with
+    pos < max_tokens, max_accept lowered to max_tokens − pos − 1 where the cap now ends the text."""
+    if len(rows) < max_tokens:
+        return rows.reset_index(drop=True)
+    cut = rows[rows["pos"] < max_tokens].reset_index(drop=True).copy()
+    cut["max_accept"] = np.minimum(cut["max_accept"], max_tokens - cut["pos"] - 1).astype("int32")
+    return cut
+
+
 def compare(trace: pd.DataFrame, target: LoadedModel, draft: LoadedModel, seqs: Sequence[int],
-            gammas: Sequence[int], drafters: Sequence[str] = tr.DRAFTERS) -> list[dict]:
-    """Run the real loop on trace sequences `seqs`; one report row per (seq, drafter, γ) with `match`."""
+            gammas: Sequence[int], drafters: Sequence[str] = tr.DRAFTERS,
+            max_new_tokens: int | None = None) -> list[dict]:
+    """Run the real loop on trace sequences `seqs`; one report row per (seq, drafter, γ) with `match`.
+    `max_new_tokens` (default: the measurement's) compares only the first tokens of each sequence."""
     meta = trace.attrs.get("meta", {})
     settings = meta.get("settings", {})
     max_new = int(settings.get("max_new_tokens", 0))
+    if max_new_tokens is not None:
+        if not 1 <= max_new_tokens <= max_new:
+            raise ValueError(f"max_new_tokens must lie in 1…{max_new}, got {max_new_tokens}")
+        max_new = max_new_tokens
     ngram = NgramSettings(**settings.get("ngram", {}))
     skip_layers = meta.get("layer_skip", {}).get("skip_layers", [])
     stop_ids = target.tokenizer.stop_ids()
     report = []
     with torch.inference_mode():
         for seq in seqs:
-            rows = trace[trace["seq"] == seq]
+            rows = truncate_sequence(trace[trace["seq"] == seq], max_new)
             prompt = meta["sequences"][seq]["prompt_tokens"]
             for name in drafters:
                 for gamma in gammas:
@@ -102,7 +119,7 @@ def compare(trace: pd.DataFrame, target: LoadedModel, draft: LoadedModel, seqs: 
                         drafter = NgramDrafter(ngram)
                     loop = speculative_generate(target.model, drafter, prompt, max_new, gamma, stop_ids)
                     expected_tokens = rows["target_token"].tolist()
-                    expected_steps = tr.walk_accepted(rows.reset_index(drop=True), gamma, name).tolist()
+                    expected_steps = tr.walk_accepted(rows, gamma, name).tolist()
                     report.append({"seq": int(seq), "drafter": name, "gamma": int(gamma),
                                    "tokens_match": loop.tokens == expected_tokens,
                                    "accepted_match": loop.accepted == expected_steps,
@@ -120,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seqs", type=str, default="0", help="comma-separated trace sequence indices")
     parser.add_argument("--gamma", type=str, default="4", help="comma-separated γ values")
     parser.add_argument("--drafters", type=str, default=",".join(tr.DRAFTERS))
+    parser.add_argument("--max-new-tokens", type=int, default=None, help="compare only this many tokens")
     parser.add_argument("--target-gguf", type=Path, default=None)
     parser.add_argument("--draft-gguf", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None, help="write the report as JSON here")
@@ -129,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     target = load_gguf(args.target_gguf or fetch("target"))
     draft = load_gguf(args.draft_gguf or fetch("draft"))
     report = compare(trace, target, draft, [int(s) for s in args.seqs.split(",")],
-                     [int(g) for g in args.gamma.split(",")], args.drafters.split(","))
+                     [int(g) for g in args.gamma.split(",")], args.drafters.split(","), args.max_new_tokens)
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:
