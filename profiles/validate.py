@@ -120,7 +120,7 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
         "profile": {"dir": str(found), **{k: fingerprint.get(k) for k in (
             "device_name", "torch_version", "threads", "dtype", "date", "load_average_at_start",
             "load_average_at_end", "quick") if k in fingerprint}},
-        "simulator_summary": {k: simulated.summary.get(k) for k in ("mean_accepted_length", "sim_end_s")
+        "simulator_summary": {k: simulated.summary.get(k) for k in ("mean_accepted_length", "tokens_per_step", "draft_acceptance_rate")
                               if k in simulated.summary},
     }
     if noise is not None:

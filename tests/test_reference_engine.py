@@ -13,7 +13,7 @@ from models import get_model  # noqa: E402
 from models.torch_impl.qwen2 import ModelConfig, random_model  # noqa: E402
 from profiles.hardware import get_hardware  # noqa: E402
 from profiles.reference.compare import STEP_KEYS, combine_repeats  # noqa: E402
-from profiles.reference.diagnose import predicted_by_kind  # noqa: E402
+from profiles.reference.diagnose import op_breakdown, predicted_by_kind  # noqa: E402
 from profiles.reference.engine import ReferenceConfig, run_reference  # noqa: E402
 from profiles.reference.model import DecodeGroup, FusedDecoder, PrefillChunk  # noqa: E402
 from profiles.reference.workload import offline_trace, write_offline_trace  # noqa: E402
@@ -65,9 +65,9 @@ def _scenario(tmp_path, *, n=5, prompt=(8, 40), output=(4, 14), gamma=2, alpha=0
     })
 
 
-def _run_both(tmp_path, **kw):
+def _run_both(tmp_path, op_breakdown=False, **kw):
     scenario = _scenario(tmp_path, **kw)
-    ref = run_reference(scenario, tmp_path, ReferenceConfig(threads=1, warmup=False))
+    ref = run_reference(scenario, tmp_path, ReferenceConfig(threads=1, warmup=False, op_breakdown=op_breakdown))
     sim = simulate(scenario, base_dir=tmp_path, step_mode="step")
     return scenario, ref, sim
 
@@ -143,11 +143,20 @@ def test_vllm_engine_matches_simulator_steps_acceptance_and_lag(tmp_path):
 
 def test_sarathi_chunked_prefill_and_no_drafter(tmp_path):
     sched = {"policy": "sarathi", "max_batch_size": 3, "max_batched_tokens": 256, "chunk_tokens": 16}
-    _, ref, sim = _run_both(tmp_path, scheduler=sched, prompt=(20, 40))
+    _, ref, sim = _run_both(tmp_path, scheduler=sched, prompt=(20, 40), op_breakdown=True)
     _check_same_steps_and_tokens(ref, sim)
     _check_well_formed(ref)
     kinds = set(zip(ref.steps["prefill_seqs"] > 0, ref.steps["decode_seqs"] > 0))
     assert (True, True) in kinds                                # mixed steps with prompt chunks
+    # Kernel-level timing: per model, timed kernels + glue = the passes' wall time; priced = simulated.
+    built = sim.built
+    ops = op_breakdown(ref.steps, built.replicas[0].cost.target.latency, built.target, built.draft, 2, "fp32")
+    assert {"attn_prefill", "attn_decode", "gemm", "lm_head", "glue"} <= set(ops["kind"])
+    for model, wall, simulated in (("target", "target_wall_s", "verify_s"), ("draft", "draft_wall_s", "draft_s")):
+        rows = ops[ops["model"] == model]
+        assert rows["measured_s"].sum() == pytest.approx(ref.steps[wall].sum())
+        assert rows.set_index("kind").loc["glue", "measured_s"] > 0
+        assert rows["predicted_s"].sum() == pytest.approx(sim.steps[simulated].sum(), rel=1e-3)
     _, ref, sim = _run_both(tmp_path, gamma=0, n=3)
     _check_same_steps_and_tokens(ref, sim)
     assert ref.steps["accepted_tokens"].sum() == 0 and ref.meta["draft_model"] is None
