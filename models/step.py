@@ -10,14 +10,42 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Parallelism:
-    """How one model replica is split over GPUs. EP (expert parallel) arrives with the MoE issue."""
+    """How one model replica is split over GPUs: tensor (tp), pipeline (pp) and expert (ep) parallelism.
+
+    ep == 1 (default): every pipeline stage runs on `tp` GPUs; attention, dense MLPs and MoE experts are
+    all sharded over the tp ranks (Megatron style), so `gpus = tp · pp`.
+
+    ep > 1 (expert parallelism with data-parallel attention, the vLLM/SGLang "DP attention + EP" layout
+    used for DeepSeek-V3 and Qwen3-MoE serving): each pipeline stage runs on `ep` GPUs. The routed experts
+    of every MoE layer are partitioned over those ep GPUs, each expert whole on one rank (no expert TP).
+    Everything else (attention, dense MLPs, shared experts, LM head) runs in `attention_dp = ep // tp`
+    independent attention groups of `tp` GPUs, each holding its own share of the replica's requests and
+    KV cache; tokens move between the groups only through the MoE all-to-all (dispatch before the experts,
+    combine after). `ep` must be a multiple of `tp`, so `gpus = ep · pp`. With tp > 1 inside a group the
+    group's tokens are split over its tp ranks for the dispatch (sequence-parallel: the all-reduce becomes
+    reduce-scatter + all-gather, same traffic). One replica's KV capacity is attention_dp times that of
+    one attention group.
+    """
 
     tp: int = 1
     pp: int = 1
+    ep: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ep, int) or isinstance(self.ep, bool) or self.ep < 1:
+            raise ValueError(f"parallelism: ep must be an integer >= 1, got ep={self.ep!r}")
+        if self.ep > 1 and isinstance(self.tp, int) and self.tp >= 1 and self.ep % self.tp:
+            raise ValueError(f"parallelism.ep={self.ep} must be 1 or a multiple of tp={self.tp} "
+                             "(ep GPUs per stage form ep/tp data-parallel attention groups of tp GPUs)")
+
+    @property
+    def attention_dp(self) -> int:
+        """Data-parallel attention groups per pipeline stage (1 unless ep > 1)."""
+        return self.ep // self.tp if self.ep > 1 else 1
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp
+        return self.tp * self.attention_dp * self.pp
 
 
 @dataclass(frozen=True)
