@@ -13,11 +13,23 @@ Conventions and approximations (each is named where it is made):
 * Element-wise FLOP counts are nominal (a few per element); those ops are memory-bound anyway.
 * Tensor parallelism follows Megatron/vLLM: QKV and gate/up column-parallel, O and down row-parallel,
   two all-reduces per layer, vocab-parallel embedding (one more all-reduce) and LM head (logits
-  gathered); MoE experts are sharded over TP ranks (no expert parallelism yet); MLA's down-projections
-  (q_a, kv_a) are replicated on every rank.
+  gathered); with ep = 1 MoE experts are sharded over TP ranks; MLA's down-projections (q_a, kv_a) are
+  replicated on every rank.
+* Expert parallelism (par.ep > 1, layout in `models.step.Parallelism`): ops are those of one GPU of one
+  data-parallel attention group. Approximation: the step's tokens, sequences and contexts are split
+  evenly over the ep/tp groups (fractional shares; the real step waits for the busiest group, which
+  holds at least ceil(seqs / groups) sequences, so small batches are under-priced). Each rank's routed
+  experts process the expected rows of uniform routing, T·k/ep over E/ep local experts of which
+  (E/ep)·(1 − (1 − k/E)^T) are touched (T = the whole step's tokens); rank-to-rank imbalance (the
+  straggler) is not in these expectations, see `moe_ep_ops_from_load` for a given routing. Every MoE
+  layer adds a dispatch and a combine ALLTOALL; a token is sent once to each other rank holding at least
+  one of its experts (DeepEP/SGLang dedup), in activation precision. An ALLTOALL op's `bytes` is the
+  NCCL all-to-all buffer per rank, of which (n−1)/n leaves the rank, so for MoE it is the rank's
+  remote send volume × n/(n−1).
 """
 from __future__ import annotations
 
+from models.moe_routing import EpLoad, uniform_remote_copies_per_token
 from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, EMBEDDING, GEMM,
                         MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, Op)
 from models.spec import ModelSpec, activation_bytes, dtype_bytes, kv_heads_per_gpu, validate_parallelism
@@ -112,8 +124,10 @@ def _attention_projection_ops(spec: ModelSpec, t: int, tp: int, w: float, a: flo
     return ops
 
 
-def _mlp_ops(spec: ModelSpec, t: int, tp: int, w: float, a: float) -> list[Op]:
-    """Dense MLP layers and MoE layers (router, routed experts, shared experts)."""
+def _mlp_ops(spec: ModelSpec, t: float, tp: int, w: float, a: float, par: Parallelism,
+             step_tokens: int) -> list[Op]:
+    """Dense MLP layers and MoE layers (router, routed experts, shared experts). `t` is the tokens of this
+    GPU's attention group, `step_tokens` the whole step's (they differ only with ep > 1)."""
     h = spec.hidden_size
     ops: list[Op] = []
     if spec.num_dense_layers:
@@ -128,12 +142,15 @@ def _mlp_ops(spec: ModelSpec, t: int, tp: int, w: float, a: float) -> list[Op]:
         ops.append(Op.make(MOE_ROUTER, "moe_router", 2.0 * t * h * e,
                            a * (h * e + t * h + 2.0 * t * k * h) + 4.0 * t * e, count,
                            tokens=t, experts=e, top_k=k, hidden=h))
-        touched = expected_experts_touched(e, k, t)
-        rows = t * k / touched            # mean rows per touched expert
-        width = spec.moe_intermediate_size / tp
-        ops += [_gemm("moe_gate_up", rows, 2 * width, h, count, w, a, groups=touched),
-                _swiglu("moe_act", t * k, width, count, a),
-                _gemm("moe_down", rows, h, width, count, w, a, groups=touched)]
+        if par.ep > 1:
+            ops += _uniform_ep_ops(spec, step_tokens, par, w, a)
+        else:
+            touched = expected_experts_touched(e, k, t)
+            rows = t * k / touched            # mean rows per touched expert
+            width = spec.moe_intermediate_size / tp
+            ops += [_gemm("moe_gate_up", rows, 2 * width, h, count, w, a, groups=touched),
+                    _swiglu("moe_act", t * k, width, count, a),
+                    _gemm("moe_down", rows, h, width, count, w, a, groups=touched)]
         if spec.num_shared_experts:
             shared = spec.num_shared_experts * spec.moe_intermediate_size / tp
             ops += [_gemm("shared_gate_up", t, 2 * shared, h, count, w, a),
@@ -142,22 +159,85 @@ def _mlp_ops(spec: ModelSpec, t: int, tp: int, w: float, a: float) -> list[Op]:
     return ops
 
 
+def validate_expert_parallelism(spec: ModelSpec, par: Parallelism) -> None:
+    """ValueError naming the field when `par.ep` cannot split `spec`'s experts evenly."""
+    if par.ep == 1:
+        return
+    if not spec.is_moe:
+        raise ValueError(f"parallelism.ep={par.ep} needs an MoE model; {spec.name} has no experts")
+    if spec.num_experts % par.ep:
+        raise ValueError(f"parallelism.ep={par.ep} must divide num_experts={spec.num_experts} of {spec.name}")
+
+
+def moe_ep_ops(spec: ModelSpec, par: Parallelism, rows: float, experts_touched: float, sent_tokens: float,
+               dtype: str = "bf16") -> list[Op]:
+    """Routed-expert GEMMs and the dispatch/combine all-to-alls of every MoE layer on one EP rank that
+    processes `rows` (token, expert) rows over `experts_touched` local experts and sends (and receives)
+    `sent_tokens` tokens to (from) other ranks per dispatch. Experts are whole on their rank."""
+    validate_expert_parallelism(spec, par)
+    if par.ep == 1:
+        raise ValueError("moe_ep_ops needs parallelism.ep > 1")
+    if rows < 0 or sent_tokens < 0 or experts_touched < 0 or (rows > 0) != (experts_touched > 0):
+        raise ValueError(f"moe_ep_ops: rows, experts_touched, sent_tokens must be >= 0 and rows > 0 exactly "
+                         f"when experts are touched (got {rows}, {experts_touched}, {sent_tokens})")
+    return _ep_ops(spec, par.ep, rows, experts_touched, sent_tokens, dtype_bytes(dtype), activation_bytes(dtype))
+
+
+def _ep_ops(spec: ModelSpec, n: int, rows: float, experts_touched: float, sent_tokens: float,
+            w: float, a: float) -> list[Op]:
+    count, h, width = spec.num_moe_layers, spec.hidden_size, spec.moe_intermediate_size
+    ops: list[Op] = []
+    if rows > 0:
+        ops += [_gemm("moe_gate_up", rows / experts_touched, 2 * width, h, count, w, a, groups=experts_touched),
+                _swiglu("moe_act", rows, width, count, a),
+                _gemm("moe_down", rows / experts_touched, h, width, count, w, a, groups=experts_touched)]
+    if sent_tokens > 0:
+        buffer = sent_tokens * h * a * n / (n - 1)
+        ops += [Op.make(ALLTOALL, name, 0.0, buffer, count, bytes=buffer, ranks=n)
+                for name in ("moe_dispatch", "moe_combine")]
+    return ops
+
+
+def moe_ep_ops_from_load(spec: ModelSpec, par: Parallelism, load: EpLoad, dtype: str = "bf16") -> list[Op]:
+    """`moe_ep_ops` for the straggler of a given EP load (e.g. `models.moe_routing.sample_ep_load` with a
+    skewed routing): the most loaded rank's rows and touched experts, and the largest per-rank send or
+    receive token count (the all-to-all ends when its busiest rank does)."""
+    if load.num_ranks != par.ep:
+        raise ValueError(f"load has {load.num_ranks} ranks but parallelism.ep={par.ep}")
+    s = load.straggler_rank
+    traffic = max(load.send_bytes_per_rank(1.0).max(), load.recv_bytes_per_rank(1.0).max())
+    return moe_ep_ops(spec, par, float(load.rows_per_rank[s]), float(load.experts_touched_per_rank[s]),
+                      float(traffic), dtype)
+
+
+def _uniform_ep_ops(spec: ModelSpec, step_tokens: int, par: Parallelism, w: float, a: float) -> list[Op]:
+    """moe_ep_ops at the expected load of uniform routing over an even contiguous placement."""
+    e, k, n = spec.num_experts, spec.experts_per_token, par.ep
+    touched = expected_experts_touched(e, k, step_tokens) / n
+    sent = step_tokens / n * uniform_remote_copies_per_token(e, k, n, dedup=True)
+    return _ep_ops(spec, n, step_tokens * k / n, touched, sent, w, a)
+
+
 def dense_ops(spec: ModelSpec, num_tokens: int, logits_tokens: int, par: Parallelism,
               dtype: str = "bf16") -> list[Op]:
     """All non-attention ops of one forward pass over `num_tokens` tokens, with LM-head logits for
     `logits_tokens` of them. Empty step ⇒ []."""
     _check_counts(num_tokens, logits_tokens)
     validate_parallelism(spec, par)
+    validate_expert_parallelism(spec, par)
     w, a = dtype_bytes(dtype), activation_bytes(dtype)
     if num_tokens == 0:
         return []
-    t, tp, h, v = num_tokens, par.tp, spec.hidden_size, spec.vocab_size
+    dp = par.attention_dp
+    # DP attention (ep > 1): this GPU's group holds an even share of the step's tokens (module docstring).
+    t = num_tokens if dp == 1 else num_tokens / dp
+    lt = logits_tokens if dp == 1 else logits_tokens / dp
+    tp, h, v = par.tp, spec.hidden_size, spec.vocab_size
     ops = [Op.make(EMBEDDING, "embedding", 0.0, t * h * (w + a), 1, tokens=t, hidden=h),
            _norm("norm", t, h, 2 * spec.num_layers + 1, a)]
     ops += _attention_projection_ops(spec, t, tp, w, a)
-    ops += _mlp_ops(spec, t, tp, w, a)
+    ops += _mlp_ops(spec, t, tp, w, a, par, num_tokens)
     if logits_tokens:
-        lt = logits_tokens
         ops.append(_gemm("lm_head", lt, v / tp, h, 1, w, a))
         ops.append(Op.make(SAMPLING, "sampling", SOFTMAX_FLOPS_PER_ELEMENT * lt * v, lt * v * (a + 8.0), 1,
                            tokens=lt, vocab=v))
@@ -169,7 +249,7 @@ def dense_ops(spec: ModelSpec, num_tokens: int, logits_tokens: int, par: Paralle
         if logits_tokens:
             # Vocab-parallel logits are gathered onto every rank: an all-gather whose per-GPU traffic,
             # (n−1)/n of the gathered logits, is the all-to-all volume, so it is priced as ALLTOALL.
-            logit_bytes = logits_tokens * v * a
+            logit_bytes = lt * v * a
             ops.append(Op.make(ALLTOALL, "logits_allgather", 0.0, logit_bytes, 1, bytes=logit_bytes, ranks=tp))
     if par.pp > 1:
         send_bytes = t * h * a
@@ -237,8 +317,12 @@ def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: st
     have the same length. Decode: every query token of a request attends to its request's cached
     context and, causally, to the request's earlier new tokens (q(q+1)/2 pairs); a tree mask is priced as
     the full q×q block the kernel computes. K/V of context and new tokens are read once per layer.
+    With ep > 1 each attention group takes an even share of the chunks and decode requests (see the
+    module docstring).
     """
     c = _constants(spec, par, dtype)
+    validate_expert_parallelism(spec, par)
+    dp = par.attention_dp
     ops: list[Op] = []
     t = shape.prefill_tokens
     if t > 0:
@@ -247,6 +331,8 @@ def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: st
         if seqs <= 0 or pairs < t:
             raise ValueError(f"step shape: prefill_tokens={t} needs prefill_seqs >= 1 and "
                              f"prefill_attn_pairs >= prefill_tokens (got {seqs}, {pairs})")
+        if dp > 1:
+            t, seqs, pairs = t / dp, seqs / dp, pairs / dp
         mean_chunk = t / seqs
         keys = pairs / mean_chunk + seqs * (mean_chunk - 1.0) * 0.5
         dims = (("attn_pairs", float(pairs)),) + c.prefill_dims + (("q_tokens", float(t)), ("seqs", float(seqs)))
@@ -259,6 +345,8 @@ def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: st
         if q < 1 or ctx < 0:
             raise ValueError(f"step shape: query_tokens_per_seq must be >= 1 and decode_context_tokens >= 0 "
                              f"(got {q}, {ctx})")
+        if dp > 1:
+            seqs, ctx = seqs / dp, ctx / dp
         tree = shape.tree_attention
         pairs = q * ctx + seqs * (q * q if tree else q * (q + 1) * 0.5)
         queries = seqs * q
