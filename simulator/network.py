@@ -23,7 +23,7 @@ Collectives (α–β models; S bytes as nccl-tests count them, n ranks, B bandwi
 group's slowest link — scale-out once the group spans nodes):
   ring all-reduce 2(n−1)α + 2(n−1)/n·S/B;  tree all-reduce 2⌈log2 n⌉α + 2S/B (pipelined double binary
   tree, each rank sends and receives 2S);  all-gather / reduce-scatter (n−1)α + (n−1)/n·S/B;
-  all-to-all α + max over a GPU's ports of bytes/bandwidth (direct: every pair at once);
+  all-to-all max over a GPU's ports of (α + bytes/bandwidth) (direct: every pair at once);
   hierarchical all-to-all across nodes: S(N−1)/N leaves each GPU through its NIC to the same-index GPU
   of each other node, which forwards over scale-up (S(g−1)/g per GPU), pipelined (max of the two) or not
   (sum), latency α_out + α_up. nccl-tests report bus bandwidth = S/t × `BUS_BANDWIDTH_FACTOR`.
@@ -182,7 +182,8 @@ class FairShareFluid:
         at = self.now_s if at_s is None else at_s
         if at < self.now_s - 1e-12:
             raise ValueError(f"transfer start_s={at} is before the network's current time {self.now_s}")
-        self._done.extend(self.advance_to(at))
+        finished = self.advance_to(at)  # (evaluated before self._done is read: advance_to resets it)
+        self._done.extend(finished)
         path = self.topology.path(src, dst)
         fid, self._next_id = self._next_id, self._next_id + 1
         if not path or nbytes == 0:
@@ -421,8 +422,8 @@ def alltoall_s(topology: Topology, nbytes: float, ranks: int) -> float:
     g = min(ranks, topology.gpus_per_node)
     up = nbytes * (g - 1) / ranks / topology.scaleup_bandwidth_bytes_per_s
     out = nbytes * (ranks - g) / ranks / topology.scaleout_bandwidth_bytes_per_s
-    lat = topology.scaleout_latency_s if ranks > g else topology.scaleup_latency_s
-    return lat + max(up, out)
+    inter = topology.scaleout_latency_s + out if ranks > g else 0.0
+    return max(topology.scaleup_latency_s + up if g > 1 else 0.0, inter)
 
 
 def hierarchical_alltoall_s(topology: Topology, nbytes: float, ranks: int, pipelined: bool = True) -> float:
