@@ -38,6 +38,7 @@ REGISTRY: dict[str, str] = {
     "multidraft-optimal-vs-n": "scenarios.papers.repro_multidraft",
     "tetris": "scenarios.papers.repro_tetris",
     "pearl": "scenarios.papers.repro_pearl",
+    "deepep": "scenarios.papers.repro_deepep",
 }
 
 
