@@ -1,0 +1,1 @@
+"""What-if studies of MoE serving: expert vs tensor parallelism, pre-scheduling, speculation."""
