@@ -443,14 +443,40 @@ def hierarchical_alltoall_s(topology: Topology, nbytes: float, ranks: int, pipel
 
 
 def port_limited_s(topology: Topology, scaleup_bytes: np.ndarray, scaleout_bytes: np.ndarray,
-                   pipelined: bool = True) -> float:
-    """Time of an exchange given each GPU's busiest scale-up and scale-out port bytes (arrays over GPUs,
-    max of send and receive): the busiest port sets the pace (e.g. a routed MoE dispatch). Scale-up
-    bytes are spread over a mesh's links, so a GPU's aggregate scale-up bandwidth applies."""
+                   pipelined: bool = True, direct: bool = False) -> float:
+    """Time of an exchange given each GPU's scale-up and scale-out port bytes (arrays over GPUs, max of
+    send and receive): the busiest port of each kind sets the pace. direct=True: every byte crosses one
+    level only (direct sends), so the levels run side by side, max(α_up + up, α_out + out). Otherwise the
+    traffic is forwarded from one level to the other (two-level all-to-all): α_up + α_out + max(up, out)
+    when pipelined, + (up + out) when not. Scale-up bytes are spread over a mesh's links, so a GPU's
+    aggregate scale-up bandwidth applies."""
     up = float(np.max(scaleup_bytes, initial=0.0)) / topology.scaleup_bandwidth_bytes_per_s
     out = float(np.max(scaleout_bytes, initial=0.0)) / topology.scaleout_bandwidth_bytes_per_s
-    lat = (topology.scaleout_latency_s if out > 0 else 0.0) + (topology.scaleup_latency_s if up > 0 else 0.0)
-    return lat + (max(up, out) if pipelined else up + out)
+    lat_up = topology.scaleup_latency_s if up > 0 else 0.0
+    lat_out = topology.scaleout_latency_s if out > 0 else 0.0
+    if direct:
+        return max(lat_up + up, lat_out + out)
+    return lat_up + lat_out + (max(up, out) if pipelined else up + out)
+
+
+def ep_alltoall_s(topology: Topology, send_tokens: np.ndarray, bytes_per_token: float, first_gpu: int = 0) -> float:
+    """One MoE dispatch (or combine) of an EP group on GPUs first_gpu … first_gpu + R − 1, given its send
+    matrix (send_tokens[i, j] tokens from rank i to rank j, e.g. `models.moe_routing.EpLoad.send_tokens`):
+    each GPU's same-node traffic uses its scale-up port, other-node traffic its NIC, each port loaded
+    with the larger of its send and receive bytes; the busiest ports set the time (`port_limited_s`
+    with direct sends, no node-level de-duplication). A lower bound of the fair-share makespan, equal to it
+    for balanced traffic (tested)."""
+    m = np.asarray(send_tokens, dtype=float) * bytes_per_token
+    r = len(m)
+    if m.shape != (r, r) or first_gpu < 0 or first_gpu + r > topology.num_gpus:
+        raise ValueError(f"send_tokens must be a square matrix whose ranks fit on GPUs {first_gpu}.. of "
+                         f"{topology.num_gpus}, got shape {m.shape}")
+    node = (first_gpu + np.arange(r)) // topology.gpus_per_node
+    same = (node[:, None] == node[None, :]) & ~np.eye(r, dtype=bool)
+    other = node[:, None] != node[None, :]
+    up = np.maximum((m * same).sum(axis=1), (m * same).sum(axis=0))
+    out = np.maximum((m * other).sum(axis=1), (m * other).sum(axis=0))
+    return port_limited_s(topology, up, out, direct=True)
 
 
 _FORMULAS = {"ring_allreduce": ring_allreduce_s, "tree_allreduce": tree_allreduce_s, "allgather": allgather_s,

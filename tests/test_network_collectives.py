@@ -10,7 +10,8 @@ import pytest
 from models.ops import ALLREDUCE, ALLTOALL, Op
 from profiles.roofline import RooflineLatencyModel
 from simulator.network import (BUS_BANDWIDTH_FACTOR, Flow, Network, Topology, allgather_s, alltoall_s,
-                               bus_bandwidth, collective_s, hierarchical_alltoall_s, port_limited_s,
+                               bus_bandwidth, collective_s, ep_alltoall_s, hierarchical_alltoall_s,
+                               port_limited_s,
                                reducescatter_s, ring_allreduce_s, tree_allreduce_s)
 
 GB = 1e9
@@ -139,4 +140,29 @@ def test_port_limited_exchange_is_set_by_the_busiest_port():
     assert t == pytest.approx(2e-6 + 7e-6 + max(3e9 / (100 * GB), 4e8 / (10 * GB)))
     assert port_limited_s(TOPO, up, out, pipelined=False) == pytest.approx(
         2e-6 + 7e-6 + 3e9 / (100 * GB) + 4e8 / (10 * GB))
+    assert port_limited_s(TOPO, up, out, direct=True) == pytest.approx(
+        max(2e-6 + 3e9 / (100 * GB), 7e-6 + 4e8 / (10 * GB)))
     assert port_limited_s(TOPO, np.zeros(3), np.zeros(3)) == 0.0
+
+
+def test_ep_alltoall_port_model_against_the_fair_share_network():
+    """Balanced traffic: the port model equals the makespan of all sends at once on the fluid network;
+    skewed traffic: it is a lower bound of that makespan."""
+    from models.moe_routing import ExpertPlacement, UniformRouting, ZipfRouting, expected_ep_load, sample_ep_load
+
+    net, per_token = Network(TOPO), 4096.0
+    balanced = expected_ep_load(UniformRouting(16), ExpertPlacement.contiguous(16, 8), 1000, 2).send_tokens
+
+    def fluid(m):
+        flows = [Flow(i, j, m[i, j] * per_token) for i in range(8) for j in range(8) if i != j and m[i, j] > 0]
+        return Network(TOPO).transfers(flows).max()
+
+    assert ep_alltoall_s(TOPO, balanced, per_token) == pytest.approx(fluid(balanced), rel=1e-9)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        skewed = sample_ep_load(ZipfRouting(16, 1.3), ExpertPlacement.contiguous(16, 8), 300, 2, rng).send_tokens
+        assert ep_alltoall_s(TOPO, skewed, per_token) <= fluid(skewed) * (1 + 1e-9)
+    assert ep_alltoall_s(TOPO, np.zeros((4, 4)), per_token) == 0.0
+    with pytest.raises(ValueError, match="square matrix"):
+        ep_alltoall_s(TOPO, np.zeros((4, 4)), 1.0, first_gpu=6)
+    del net

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from models import get_model
@@ -32,7 +31,7 @@ from models.moe_routing import ExpertPlacement, UniformRouting, expected_ep_load
 from models.opgraph import step_ops
 from models.step import Parallelism, StepShape
 from profiles.roofline import RooflineLatencyModel
-from simulator.network import Topology, port_limited_s
+from simulator.network import Topology, ep_alltoall_s
 from theory.chain import expected_tokens
 from theory.moe_prescheduling import hit_rate, remote_ranks_per_token
 
@@ -64,13 +63,11 @@ def layouts(model: str, gpus: int) -> list[tuple[str, Parallelism, int]]:
 def alltoall_seconds(spec, par: Parallelism, tokens: int, topology: Topology, presched: float) -> float:
     """One dispatch + one combine of one MoE layer on the topology for the step's `tokens` (spread evenly
     over the ep ranks), the volume scaled by `presched` (1 = no pre-scheduling). Expected traffic is
-    linear in the tokens, so rank 0's row for one token per rank is scaled."""
+    linear in the tokens, so the send matrix for one token per rank is scaled."""
     ep = par.ep
     unit = expected_ep_load(UniformRouting(spec.num_experts), ExpertPlacement.contiguous(spec.num_experts, ep), 1,
-                            spec.experts_per_token).send_tokens[0]
-    row = unit * (tokens / ep) * presched * spec.hidden_size * 2.0
-    g = min(ep, topology.gpus_per_node)
-    return 2 * port_limited_s(topology, np.array([row[1:g].sum()]), np.array([row[g:].sum()]))
+                            spec.experts_per_token).send_tokens
+    return 2 * ep_alltoall_s(topology, unit * (tokens / ep) * presched, spec.hidden_size * 2.0)
 
 
 def price(model: str, gpus: int, label: str, par: Parallelism, replicas: int, speculative: bool,

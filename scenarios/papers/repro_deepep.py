@@ -14,15 +14,15 @@ a 4-byte scale per 128 values), BF16 combine):
 
 Model (nothing fitted to DeepEP): the routed traffic is counted on sampled routings with
 models.moe_routing (normal kernels: DeepEP's two-level dispatch, one NIC crossing per remote node then
-NVLink forwarding, `hierarchical_dispatch_counts`; low-latency: expected per-expert copies); the time is
-simulator.network's port model, the busiest port's bytes / bandwidth (scale-up and scale-out pipelined)
-+ the catalog's per-hop latencies, on an H800 topology: the H100 catalog entry with NVLink 400 GB/s
+NVLink forwarding, `hierarchical_dispatch_counts`; low-latency: expected per-expert copies, sent
+directly); the time is simulator.network's port model, the busiest port's bytes / bandwidth (forwarded
+traffic: scale-up and scale-out pipelined) + the catalog's per-hop latencies, on an H800 topology: the H100 catalog entry with NVLink 400 GB/s
 bidirectional (200 GB/s per direction; NVIDIA H800 SXM), both links at the roofline's NCCL bandwidth
 fraction 0.8 (→ 160 and 40 GB/s). Bandwidths are then computed with DeepEP's own byte counts.
 
 Errors (model − published, also in the check table; bandwidths for normal kernels, latencies for
 low-latency ones): normal dispatch/combine +19/+16 % at EP8, +29/+30 % at EP16, −8/−6 % at EP32,
-−11/−9 % at EP64; low-latency −15..+4 % at EP16..256 (mean |error| over all checked rows 9.5 %). At EP8
+−11/−9 % at EP64; low-latency −16..+4 % at EP16..256 (mean |error| over all checked rows 9.6 %). At EP8
 the low-latency kernels are not bandwidth-bound (128 tokens inside one node: 77 µs measured vs 42 µs
 modeled, −45 %; combine −29 %); that configuration is reported in the data but not checked.
 """
@@ -95,7 +95,7 @@ def low_latency_kernel(ep: int) -> dict[str, float]:
     same_node, other_nodes, total = row[1:g].sum(), row[g:].sum(), row.sum()
     topo, out = h800_topology(nodes), {}
     for kind, size in (("dispatch", FP8_BYTES), ("combine", BF16_BYTES)):
-        seconds = port_limited_s(topo, np.array([same_node * size]), np.array([other_nodes * size]))
+        seconds = port_limited_s(topo, np.array([same_node * size]), np.array([other_nodes * size]), direct=True)
         out[kind + "_s"], out[kind + "_gbps"] = seconds, total * size / seconds / 1e9
     return out
 
