@@ -17,7 +17,8 @@ no NIC/PCIe limit below the NIC rate, every fabric is non-blocking.
 
 APIs: `Network.transfer` (idle network), `Network.transfers` (a known set of transfers, contending),
 `SimNetwork.transfer` (SimPy event, contending with whatever is in flight), `kv_transfer_flows` (who
-sends which KV bytes to whom between two replicas), and the collective cost models below.
+sends which KV bytes to whom between two replicas), `ep_alltoall_s` (an MoE dispatch from its send
+matrix), `port_limited_s`, and the collective cost models below.
 
 Collectives (α–β models; S bytes as nccl-tests count them, n ranks, B bandwidth, α per-hop latency of the
 group's slowest link — scale-out once the group spans nodes):
