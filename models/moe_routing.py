@@ -171,9 +171,10 @@ class ZipfRouting(_Routing):
 
 @dataclass(frozen=True)
 class GroupLimitedRouting(_Routing):
-    """DeepSeek-V3 group-limited routing with i.i.d. expert scores: experts form `num_groups` contiguous
-    groups; a token keeps the `groups_per_token` groups with the highest best score and picks its top-k
-    experts inside them (this is how DeepEP's benchmarks generate routing, groups = nodes)."""
+    """Group-limited routing with i.i.d. expert scores: experts form `num_groups` contiguous groups; a
+    token keeps the `groups_per_token` groups with the highest best score and picks its top-k experts
+    inside them. This is how DeepEP's benchmarks generate routing (groups = nodes); DeepSeek-V3 itself
+    ranks groups by the sum of their two best scores."""
 
     num_experts: int
     num_groups: int
