@@ -108,4 +108,6 @@ def test_cli_reports_bad_input_with_exit_code_2(capsys, tmp_path):
     assert main(["--models", "no-such-model", "--out", str(tmp_path), "--no-progress"]) == 2
     assert "no-such-model" in capsys.readouterr().err
     assert main(["--threads", "0", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert main(["--tp", "two", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert main(["--tp", "5", "--models", "llama-68m", "--out", str(tmp_path), "--no-progress"]) == 2
     assert not (tmp_path / "ops.csv").exists()

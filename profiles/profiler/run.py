@@ -9,7 +9,9 @@ interrupted run leaves no half-written profile.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
+import math
 import os
 import re
 import sys
@@ -92,7 +94,10 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
             if point.bytes > MAX_POINT_BYTES:
                 skipped.append(f"{point.kind} {dims}")
                 continue
-            bench = build_bench(point.kind, dims, tdtype, dev, llc, pool)
+            # Per-shard sizes can be fractional (vocab-parallel LM head: vocab / tp); the kernel runs on
+            # the padded size, as vocab-parallel layers pad the vocabulary. The row keeps the op's dims.
+            bench_dims = {key: float(math.ceil(value)) for key, value in dims.items()}
+            bench = build_bench(point.kind, bench_dims, tdtype, dev, llc, pool)
             result = time_kernel(bench, dev, timing)
             rows.append(make_row(point.kind, dims, point.flops, point.bytes, result.median_s, result.p10_s,
                                  result.p90_s, result.reps))
@@ -132,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dtype", choices=tuple(TORCH_DTYPES), default=None,
                         help="weights/activations dtype (default: fp32 on cpu, bf16 on cuda)")
     parser.add_argument("--quick", action="store_true", help="tiny grid and few repetitions (CI, seconds)")
+    parser.add_argument("--tp", default="1", help="comma-separated tensor-parallel degrees whose per-GPU "
+                        "shard shapes to profile (default: %(default)s)")
     parser.add_argument("--no-collectives", action="store_true", help="skip the multi-process collectives")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
@@ -141,9 +148,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     try:
+        try:
+            tps = tuple(int(x) for x in args.tp.split(",") if x.strip())
+        except ValueError:
+            raise ValueError(f"--tp must be comma-separated integers, got {args.tp!r}") from None
+        if not tps or min(tps) < 1:
+            raise ValueError(f"--tp must list degrees >= 1, got {args.tp!r}")
+        grid = dataclasses.replace(QUICK_GRID if args.quick else FULL_GRID, tp=tps)
         out = run_profile(args.device, models, args.out, quick=args.quick, threads=args.threads,
                           dtype=args.dtype, device_id=args.device_id, collectives=not args.no_collectives,
-                          progress=not args.no_progress)
+                          progress=not args.no_progress, grid=grid)
     except ValueError as exc:
         print(f"draftsim profile: error: {exc}", file=sys.stderr)
         return 2
