@@ -124,11 +124,9 @@ def hits(trace: pd.DataFrame, drafter: str, width: int = 1) -> np.ndarray:
 def _run_lengths(ok: np.ndarray, seq: np.ndarray) -> np.ndarray:
     """run[i] = number of consecutive True values from row i on, within row i's sequence."""
     run = np.zeros(len(ok), dtype=np.int64)
-    nxt = 0
     for i in range(len(ok) - 1, -1, -1):
-        same = i + 1 < len(ok) and seq[i + 1] == seq[i]
-        nxt = run[i + 1] if same else 0
-        run[i] = nxt + 1 if ok[i] else 0
+        after = run[i + 1] if i + 1 < len(ok) and seq[i + 1] == seq[i] else 0
+        run[i] = after + 1 if ok[i] else 0
     return run
 
 
