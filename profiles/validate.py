@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="profile to simulate with (default: profiles/data/<device-id>/)")
     p.add_argument("--scenario", default=None,
                    help="validation scenario YAML (default: scenarios/validation/cpu[_quick].yaml)")
-    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads for the reference run")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch.set_num_threads for the reference run (default: the profile's, from its fingerprint)")
     p.add_argument("--repeats", type=int, default=1,
                    help="run the reference N times; per-step durations are medians over the runs (noise)")
     p.add_argument("--op-breakdown", action="store_true",
@@ -67,7 +68,7 @@ def _device_id(device: str) -> str:
 
 
 def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: str | Path | None = None,
-                   threads: int = 2, op_breakdown: bool = False, repeats: int = 1):
+                   threads: int | None = None, op_breakdown: bool = False, repeats: int = 1):
     """Simulate and run the reference engine (`repeats` times: median run, see
     profiles.reference.compare.combine_repeats); returns (steps frame, requests frame, summary dict,
     op-kind breakdown frame or None)."""
@@ -95,6 +96,8 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
     if fingerprint.get("dtype") not in (None, dtype):
         raise ValueError(f"--profile-dir: profile {found} was measured in {fingerprint.get('dtype')}, "
                          f"the {device} validation runs {dtype}")
+    if threads is None:   # measure under the profile's conditions
+        threads = int(fingerprint.get("threads") or 2)
     simulated = simulate(scenario, base_dir=folder, step_mode="step")
     config = ReferenceConfig(device=device, threads=threads, op_breakdown=op_breakdown)
     runs = [run_reference(scenario, folder, config) for _ in range(repeats)]
@@ -140,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     for flag, value in (("--threads", args.threads), ("--repeats", args.repeats)):
-        if value < 1:
+        if value is not None and value < 1:
             print(f"draftsim validate: error: {flag} must be >= 1, got {value}", file=sys.stderr)
             return EXIT_USAGE
     scenario = Path(args.scenario) if args.scenario else SCENARIO_DIR / ("cpu_quick.yaml" if args.quick else "cpu.yaml")

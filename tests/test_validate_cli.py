@@ -30,7 +30,7 @@ def quick_profile(tmp_path_factory):
 
 def test_validate_quick_end_to_end(tmp_path, quick_profile, capsys):
     out = tmp_path / "val"
-    rc = main(["--quick", "--out", str(out), "--profile-dir", str(quick_profile), "--threads", "1"])
+    rc = main(["--quick", "--out", str(out), "--profile-dir", str(quick_profile)])
     printed = capsys.readouterr().out
     assert rc == 0
     assert "per step" in printed and "E2E P99" in printed
@@ -40,7 +40,8 @@ def test_validate_quick_end_to_end(tmp_path, quick_profile, capsys):
     assert st["first_divergence"] == -1
     assert np.isfinite(st["step_median_abs_pct"]) and st["step_p90_abs_pct"] >= st["step_median_abs_pct"]
     assert set(summary["targets"]) == {"step_median_abs_le_3pct", "e2e_p50_abs_le_3pct", "e2e_p99_abs_le_8pct"}
-    assert summary["reference"]["threads"] == 1 and summary["profile"]["dir"]
+    # The reference runs with the profile's thread count unless --threads says otherwise.
+    assert summary["reference"]["threads"] == read_fingerprint(quick_profile)["threads"] == summary["profile"]["threads"]
     steps = pd.read_csv(out / "steps.csv")
     requests = pd.read_csv(out / "requests.csv")
     assert len(steps) == st["steps_matched"] and len(requests) == rq["requests"] == 8
