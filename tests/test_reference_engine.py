@@ -13,7 +13,7 @@ from models import get_model  # noqa: E402
 from models.torch_impl.qwen2 import ModelConfig, random_model  # noqa: E402
 from profiles.hardware import get_hardware  # noqa: E402
 from profiles.reference.compare import STEP_KEYS, combine_repeats  # noqa: E402
-from profiles.reference.diagnose import op_breakdown, predicted_by_kind  # noqa: E402
+from profiles.reference.diagnose import kernel_context_excess, op_breakdown, predicted_by_kind  # noqa: E402
 from profiles.reference.engine import ReferenceConfig, run_reference  # noqa: E402
 from profiles.reference.model import DecodeGroup, FusedDecoder, PrefillChunk  # noqa: E402
 from profiles.reference.workload import offline_trace, write_offline_trace  # noqa: E402
@@ -184,3 +184,21 @@ def test_offline_trace_is_seeded_and_in_range():
     assert a["output_tokens"].min() >= 4 and a["output_tokens"].max() <= 64
     with pytest.raises(ValueError, match="prompt_range"):
         offline_trace(3, (0, 5), (1, 2), seed=0)
+
+
+def test_kernel_context_excess_counts_every_call_and_adds_up():
+    cfg = ModelConfig(vocab_size=97, hidden_size=64, intermediate_size=96, num_layers=3, num_heads=4,
+                      num_kv_heads=2, head_dim=16, qkv_bias=True, max_context=64)
+    fused = FusedDecoder.from_qwen2(random_model(cfg, seed=1))
+    fused.allocate_cache(2, 64)
+    table = kernel_context_excess(fused, DecodeGroup(torch.zeros(2, 3, dtype=torch.long), [0, 1], [10, 20]),
+                                  passes=3, reps=3).set_index("kind")
+    layers = cfg.num_layers
+    expected = {"embedding": 1, "norm": 2 * layers + 1, "gemm": 4 * layers, "rope": layers, "attn_decode": layers,
+                "activation": layers, "lm_head": 1, "sampling": 1}
+    assert {k: int(table.loc[k, "calls"]) for k in expected} == expected
+    kernels = table.drop(["glue", "pass"])
+    assert kernels["in_context_s"].sum() + table.loc["glue", "in_context_s"] == pytest.approx(
+        table.loc["pass", "in_context_s"])
+    assert np.isnan(kernels.loc["gemm", "isolated_s"]) and (kernels.drop(["gemm", "lm_head"])["isolated_s"] > 0).all()
+    assert "_op" not in vars(fused)                     # the timing hook is removed afterwards

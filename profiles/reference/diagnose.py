@@ -14,10 +14,12 @@ Kinds: the op graph's kinds, with the LM head GEMM split out as "lm_head" (the e
 """
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 
 import numpy as np
 import pandas as pd
+import torch
 
 from models.opgraph import attention_ops, dense_ops
 from models.spec import ModelSpec
@@ -93,3 +95,62 @@ def format_breakdown(frame: pd.DataFrame) -> str:
         lines.append(f"  {row.model:6s} {row.kind:13s}     {row.measured_s:9.3f}    {row.predicted_s:9.3f} {err}"
                      f"   {row.measured_s / total * 100:5.1f} %")
     return "\n".join(lines)
+
+
+def kernel_context_excess(decoder, group, passes: int = 7, reps: int = 15) -> pd.DataFrame:
+    """Each kernel call of a real decode pass timed in context vs. replayed alone in a hot loop.
+
+    In context, a kernel runs right after other kernels of the pass (typically a weight-streaming GEMM that
+    evicts caches); the profiler times kernels in a tight loop of repetitions, with hot activations and
+    code. Per call index: the median over `passes` passes in context, and the median over `reps` hot
+    replays of the same call with the same arguments (after 3 untimed ones). GEMMs are not replayed (the
+    profiler rotates cold weights for them; a hot replay would not be comparable). Returns per kind:
+    calls, in-context seconds, isolated seconds (NaN for GEMMs), and the excess per call; plus a "glue" row
+    (pass wall time minus its timed kernels) and a "pass" row (median pass wall time).
+    Replaying writes K/V at the same cache positions again (harmless for timing; values are irrelevant)."""
+    recorded: list[tuple[str, object, tuple, float]] = []
+
+    def timed(kind, fn, *args):
+        t0 = time.perf_counter()
+        out = fn(*args)
+        recorded.append((kind, fn, args, time.perf_counter() - t0))
+        return out
+
+    decoder._op = timed                      # instance attribute shadows the method while timing
+    walls, per_pass = [], []
+    try:
+        with torch.inference_mode():
+            for _ in range(2):
+                decoder.forward([], group)
+            for _ in range(passes):
+                recorded.clear()
+                t0 = time.perf_counter()
+                decoder.forward([], group)
+                walls.append(time.perf_counter() - t0)
+                per_pass.append(list(recorded))
+            in_context = np.median(np.array([[c[3] for c in p] for p in per_pass]), axis=0)
+            isolated = []
+            for kind, fn, args, _ in per_pass[-1]:
+                if kind in ("gemm", "lm_head"):
+                    isolated.append(np.nan)
+                    continue
+                for _ in range(3):
+                    fn(*args)
+                samples = []
+                for _ in range(reps):
+                    t0 = time.perf_counter()
+                    fn(*args)
+                    samples.append(time.perf_counter() - t0)
+                isolated.append(float(np.median(samples)))
+    finally:
+        del decoder._op
+    kinds = [c[0] for c in per_pass[-1]]
+    rows = []
+    for kind in dict.fromkeys(kinds):
+        sel = [i for i, k in enumerate(kinds) if k == kind]
+        ctx_s, iso_s = float(in_context[sel].sum()), float(np.sum([isolated[i] for i in sel]))
+        rows.append((kind, len(sel), ctx_s, iso_s, (ctx_s - iso_s) / len(sel)))
+    wall = float(np.median(walls))
+    rows.append(("glue", 0, wall - float(in_context.sum()), np.nan, np.nan))
+    rows.append(("pass", 1, wall, np.nan, np.nan))
+    return pd.DataFrame(rows, columns=["kind", "calls", "in_context_s", "isolated_s", "excess_per_call_s"])
