@@ -14,6 +14,10 @@ class LatencyModel(Protocol):
         """Wall seconds of one instance of `op` on one GPU (multiply by op.count for the step)."""
         ...
 
+    def host_overhead_s(self, layers: int, tokens: float) -> float:
+        """Host seconds of one forward pass that no op accounts for (0 where host work overlaps)."""
+        ...
+
 
 def ops_seconds(model: LatencyModel, ops: Sequence[Op]) -> float:
     """Σ count · seconds over a list of ops: the serial cost of a step."""

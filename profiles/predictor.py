@@ -34,7 +34,7 @@ from models.ops import Op
 from profiles.hardware import get_hardware
 from profiles.profiler.fit import COMPUTE_KINDS, fit_collectives, fit_compute
 from profiles.profiler.interp import Grid, axis_coord, fill_holes
-from profiles.profiler.table import read_fingerprint, read_table, row_dims
+from profiles.profiler.table import HOST_OVERHEAD, read_fingerprint, read_table, row_dims
 from profiles.roofline import RooflineLatencyModel
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -134,6 +134,19 @@ class ProfiledLatencyModel:
         self.efficiency, self.hardware = eff, hardware
         self.roofline = RooflineLatencyModel(hardware, eff, self.dtype)
         self._tables = self._build_tables(ops, seconds)
+        self._host = _host_overhead_curves(table)
+
+    def host_overhead_s(self, layers: int, tokens: float) -> float:
+        """Host seconds of one forward pass of a `layers`-layer model over `tokens` tokens (the work between
+        kernels, profiles.profiler.host_overhead): per-layer overhead interpolated linearly in log(tokens)
+        between the profiled pass sizes (constant beyond them), times `layers`. A layer count that was not
+        profiled takes the per-layer curve of the nearest profiled one. 0 when the profile has no such rows
+        (GPU profiles: host work overlaps the device's there)."""
+        if not self._host or tokens <= 0:
+            return 0.0
+        key = min(self._host, key=lambda n: (abs(math.log(n / layers)), n)) if layers not in self._host else layers
+        log_tokens, per_layer_s = self._host[key]
+        return layers * float(np.interp(math.log(tokens), log_tokens, per_layer_s))
 
     # ---- load-time precompute --------------------------------------------------------------------
     def _build_tables(self, ops: list[Op], seconds: np.ndarray) -> dict[str, dict[tuple, _ConfigTable]]:
@@ -217,6 +230,19 @@ class ProfiledLatencyModel:
         warnings.warn(f"{self.hardware_id} profile: {op.kind} op {op.name!r} {dict(op.dims)} is priced by the "
                       f"roofline fitted to the profile because {why} (warned once per op kind)",
                       RuntimeWarning, stacklevel=3)
+
+
+def _host_overhead_curves(table: pd.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """layers → (sorted log tokens, host seconds per layer) from the profile's host_overhead rows
+    (repeated token counts, e.g. a decode group and a prefill chunk of 16 tokens, are averaged)."""
+    if "layers" not in table.columns:
+        return {}
+    rows = table[table["kind"] == HOST_OVERHEAD]
+    curves = {}
+    for layers, group in rows.groupby("layers"):
+        per_token = (group["median_s"] / layers).groupby(group["tokens"]).mean().sort_index()
+        curves[int(layers)] = (np.log(per_token.index.to_numpy(float)), per_token.to_numpy(float))
+    return curves
 
 
 def profile_dir_for(hardware_id: str, profile_dir: str | Path | None = None) -> Path | None:

@@ -135,6 +135,12 @@ class RooflineLatencyModel:
     def __repr__(self) -> str:
         return f"RooflineLatencyModel({self.hardware_id!r}, dtype={self.dtype!r})"
 
+    def host_overhead_s(self, layers: int, tokens: float) -> float:
+        """0: the roofline prices device work. On a GPU the host enqueues kernels asynchronously, so its
+        work overlaps the device's and is off a pass's critical path at serving batch sizes (CUDA graphs
+        remove most of it); CPU host overhead comes from a measured profile (ProfiledLatencyModel)."""
+        return 0.0
+
     def op_seconds(self, op: Op) -> float:
         try:
             pricer = self._pricers[op.kind]

@@ -14,6 +14,8 @@ pass is priced as Σ count·seconds over its op graph (models.opgraph) with the 
   interpolation); the measured worst relative error against op-by-op pricing is below 1e-3
   (tests/test_sim_step_cost.py). Step-by-step and bulk modes both use this same function. Mixed steps
   (prefill chunks + decodes) price their decode attention the same way, pass by pass.
+- Host overhead: each pass also pays the latency model's `host_overhead_s` (work between kernels that no
+  op prices; measured per layer by the CPU profiler, 0 for GPU latency models). It is part of `dense`.
 - Pipeline parallelism: a forward pass costs the sum over its stages (no micro-batch interleaving — exact
   for the latency of one batch, pessimistic for PP throughput).
 """
@@ -104,11 +106,17 @@ class ForwardCost:
     _decode_grid: dict = field(default_factory=dict, repr=False)
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
+        """Non-attention ops of one pass, plus the pass's host overhead (the latency model's
+        `host_overhead_s`: measured on CPU, 0 on GPUs; no FLOPs or bytes)."""
         key = (num_tokens, logits_tokens)
         cost = self._dense.get(key)
         if cost is None:
             ops = dense_ops(self.spec, num_tokens, logits_tokens, self.parallelism, self.dtype)
-            cost = self._dense[key] = _price(self.latency, ops)
+            cost = _price(self.latency, ops)
+            host = getattr(self.latency, "host_overhead_s", None)
+            if host is not None and num_tokens:
+                cost[0] += host(self.spec.num_layers, num_tokens)
+            self._dense[key] = cost
         return cost
 
     def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:

@@ -184,3 +184,29 @@ def test_load_latency_model_picks_profile_or_roofline():
                    Parallelism(), "fp32")
     assert all(math.isfinite(model.op_seconds(op)) and model.op_seconds(op) > 0 for op in ops)
     assert get_hardware("cpu-local").id == model.hardware_id
+
+
+def test_host_overhead_interpolates_per_layer_in_log_tokens_and_steps_pay_it():
+    from profiles.profiler.table import HOST_OVERHEAD
+    truth = RooflineLatencyModel(get_hardware("cpu-local"), TRUE_EFF, "fp32").op_seconds
+    table = _synthetic_table(truth, collectives=False)
+    # 2-layer model: 1 ms per layer at 1 token, 3 ms per layer at 100 tokens; 24 layers: 0.5 ms flat
+    host = [make_row(HOST_OVERHEAD, {"layers": 2, "tokens": 1}, 0, 0, 2e-3, 2e-3, 2e-3, 5),
+            make_row(HOST_OVERHEAD, {"layers": 2, "tokens": 100}, 0, 0, 6e-3, 6e-3, 6e-3, 5),
+            make_row(HOST_OVERHEAD, {"layers": 24, "tokens": 8}, 0, 0, 12e-3, 12e-3, 12e-3, 5)]
+    model = ProfiledLatencyModel(pd.concat([table, pd.DataFrame(host)], ignore_index=True), "cpu-local")
+    assert model.host_overhead_s(2, 1) == pytest.approx(2e-3)
+    assert model.host_overhead_s(2, 10) == pytest.approx(2 * 2e-3)          # halfway in log(tokens)
+    assert model.host_overhead_s(2, 1000) == pytest.approx(6e-3)             # constant beyond the grid
+    assert model.host_overhead_s(4, 1) == pytest.approx(4e-3)                # nearest layer count (2), per layer
+    assert model.host_overhead_s(24, 500) == pytest.approx(12e-3)
+    assert model.host_overhead_s(2, 0) == 0.0
+    assert ProfiledLatencyModel(table, "cpu-local").host_overhead_s(2, 10) == 0.0   # no rows: nothing added
+    assert RooflineLatencyModel("h100-sxm").host_overhead_s(32, 10) == 0.0
+
+    from simulator.step_cost import ForwardCost
+    spec = get_model("llama-68m")
+    with_host = ForwardCost(spec, Parallelism(), model, "fp32")
+    without = ForwardCost(spec, Parallelism(), ProfiledLatencyModel(table, "cpu-local"), "fp32")
+    extra = with_host.exact_decode(4, 1, 400) - without.exact_decode(4, 1, 400)
+    assert extra[0] == pytest.approx(model.host_overhead_s(spec.num_layers, 4)) and extra[1] == extra[2] == 0

@@ -15,7 +15,8 @@ from models.step import Parallelism, StepShape, chunk_attention_pairs  # noqa: E
 from profiles.profiler.benches import build_bench, prefill_prefix, tree_ancestor_mask  # noqa: E402
 from profiles.profiler.plan import GridSpec, plan_points  # noqa: E402
 from profiles.profiler.run import main, run_profile  # noqa: E402
-from profiles.profiler.table import COLUMNS, read_fingerprint, read_table, row_dims  # noqa: E402
+from profiles.profiler.host_overhead import QUICK_SHAPES  # noqa: E402
+from profiles.profiler.table import COLUMNS, HOST_OVERHEAD, read_fingerprint, read_table, row_dims  # noqa: E402
 from profiles.profiler.timing import TimingConfig, rotation_copies, time_kernel  # noqa: E402
 
 TINY = GridSpec(tokens=(1, 8), logits_tokens_max=8, prefill_chunks=(8,), prefill_prefixes=(0, 8),
@@ -36,9 +37,9 @@ def test_table_is_well_formed(tiny_profile):
     table = read_table(tiny_profile)
     assert list(table.columns) == list(COLUMNS)
     expected = plan_points([get_model("llama-68m")], TINY, "fp32")
-    compute = table[~table["kind"].isin(["allreduce", "alltoall", "p2p"])]
+    compute = table[~table["kind"].isin(["allreduce", "alltoall", "p2p", HOST_OVERHEAD])]
     assert len(compute) == len(expected)
-    assert set(table["kind"]) == {p.kind for p in expected} | {"allreduce", "alltoall", "p2p"}
+    assert set(table["kind"]) == {p.kind for p in expected} | {"allreduce", "alltoall", "p2p", HOST_OVERHEAD}
     assert (table["median_s"] > 0).all() and (table["reps"] >= 3).all()
     assert (table["p10_s"] <= table["median_s"]).all() and (table["median_s"] <= table["p90_s"]).all()
     # every compute row carries the op graph's dims, FLOPs and bytes for its point
@@ -49,6 +50,25 @@ def test_table_is_well_formed(tiny_profile):
         assert row["bytes"] == pytest.approx(point.bytes, rel=1e-5)
     collectives = table[table["kind"].isin(["allreduce", "alltoall"])]
     assert set(collectives["ranks"]) == {2} and set(collectives["bytes_msg"]) == {4096}
+
+
+def test_host_overhead_rows_are_whole_passes_minus_their_kernels(tiny_profile):
+    rows = read_table(tiny_profile).query("kind == @HOST_OVERHEAD")
+    assert sorted(rows["tokens"]) == sorted(float(s.tokens) for s in QUICK_SHAPES)
+    assert set(rows["layers"]) == {get_model("llama-68m").num_layers}
+    assert (rows["flops"] == 0).all() and (rows["bytes"] == 0).all()
+    # glue of a 2-layer pass: microseconds to milliseconds, never a whole second
+    assert ((rows["median_s"] > 0) & (rows["median_s"] < 0.1)).all()
+    assert read_fingerprint(tiny_profile)["host_overhead_models"] == ["llama-68m"]
+
+
+def test_flush_runs_before_every_call_outside_the_timed_region():
+    events = []
+    result = time_kernel(lambda i: events.append("call"), torch.device("cpu"),
+                         TimingConfig(warmup=2, min_reps=4, max_reps=4, target_s=1e-6),
+                         flush=lambda: events.append("flush"))
+    assert result.reps == 4
+    assert events == ["flush", "call"] * 6
 
 
 def test_fingerprint_records_device_threads_dtype_and_versions(tiny_profile):

@@ -27,13 +27,19 @@ from profiles.profiler.benches import OperandPool, build_bench
 from profiles.profiler.collectives import time_collectives
 from profiles.profiler.plan import FULL_GRID, QUICK_GRID, GridSpec, plan_points
 from profiles.profiler.table import fingerprint, make_row, write_fingerprint, write_table
-from profiles.profiler.timing import QUICK_TIMING, TimingConfig, last_level_cache_bytes, time_kernel
+from profiles.profiler.host_overhead import (FULL_SHAPES, HOST_OVERHEAD, QUICK_SHAPES, supported,
+                                             time_host_overhead)
+from profiles.profiler.timing import (QUICK_TIMING, CacheFlush, TimingConfig, flush_bytes,
+                                      last_level_cache_bytes, time_kernel)
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # GPU names (torch.cuda.get_device_name) → hardware catalog ids.
 CUDA_IDS = (("H200", "h200"), ("H100", "h100-sxm"), ("A100", "a100-80gb"), ("B200", "b200"), ("L40S", "l40s"))
 DEFAULT_MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "llama-68m")
 MAX_POINT_BYTES = 6 * 2 ** 30   # skip points whose operands would not fit comfortably in RAM/HBM
+# Kinds timed with cold caches (a flush before each rep, see profiles.profiler.timing): all but GEMMs,
+# which rotate cold weight copies instead. Collectives are timed elsewhere.
+UNFLUSHED_KINDS = ("gemm",)
 
 
 def default_device_id(device: torch.device) -> str:
@@ -88,6 +94,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
         from tqdm import tqdm
         iterator = tqdm(points, desc=f"profile {device_id}", unit="op", file=sys.stderr)
     pool = OperandPool(tdtype, dev)
+    flush = None if quick else CacheFlush.for_device(dev, llc)
     with torch.inference_mode():
         for point in iterator:
             dims = point.all_dims()
@@ -98,10 +105,24 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
             # the padded size, as vocab-parallel layers pad the vocabulary. The row keeps the op's dims.
             bench_dims = {key: float(math.ceil(value)) for key, value in dims.items()}
             bench = build_bench(point.kind, bench_dims, tdtype, dev, llc, pool)
-            result = time_kernel(bench, dev, timing)
+            result = time_kernel(bench, dev, timing, None if point.kind in UNFLUSHED_KINDS else flush)
             rows.append(make_row(point.kind, dims, point.flops, point.bytes, result.median_s, result.p10_s,
                                  result.p90_s, result.reps))
             del bench
+            gc.collect()
+    del flush
+    overhead_models = []
+    if device == "cpu":
+        for spec in specs:
+            if not supported(spec):
+                continue
+            if progress:
+                print(f"host overhead: whole passes of {spec.name}", file=sys.stderr)
+            for row in time_host_overhead(spec, tdtype, dev, QUICK_SHAPES if quick else FULL_SHAPES,
+                                          reps=3 if quick else 7):
+                rows.append(make_row(HOST_OVERHEAD, {"layers": row["layers"], "tokens": row["tokens"]}, 0.0, 0.0,
+                                     row["median_s"], row["p10_s"], row["p90_s"], row["reps"]))
+            overhead_models.append(spec.name)
             gc.collect()
     collective_threads = max(1, threads // max(grid.collective_ranks))
     if collectives and (device == "cpu" or torch.cuda.device_count() >= 2):
@@ -117,7 +138,9 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     fp = fingerprint(device_id, _device_name(dev), torch.__version__, threads, dtype, models, llc,
                      extra={"quick": quick, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                             "load_average_at_start": load_at_start, "profile_seconds": round(elapsed, 1), "points": len(rows),
-                            "skipped_points": skipped, "collective_threads_per_rank": collective_threads,
+                            "skipped_points": skipped,
+                            "cache_flush_bytes": 0 if quick else int(flush_bytes(dev, llc)),
+                            "host_overhead_models": overhead_models, "collective_threads_per_rank": collective_threads,
                             "timing": {"warmup": timing.warmup, "min_reps": timing.min_reps,
                                        "max_reps": timing.max_reps, "target_s": timing.target_s},
                             "command": "python3 -m profiles.profiler " + " ".join(sys.argv[1:])})

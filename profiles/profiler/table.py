@@ -21,9 +21,13 @@ TABLE_FILE = "ops.csv"
 FINGERPRINT_FILE = "fingerprint.json"
 DIM_COLUMNS = ("m", "n", "k", "bias", "groups", "seqs", "q_tokens", "attn_pairs", "q_per_seq", "ctx_per_seq", "heads",
                "kv_heads", "head_dim", "tree", "tokens", "hidden", "width", "vocab", "greedy", "experts",
-               "top_k", "bytes_msg", "ranks")
+               "top_k", "bytes_msg", "ranks", "layers")
+# Dim columns added after profiles were first shipped: a table without them reads them as blank.
+LATER_DIM_COLUMNS = ("layers",)
 STAT_COLUMNS = ("median_s", "p10_s", "p90_s", "reps")
 COLUMNS = ("kind",) + DIM_COLUMNS + ("flops", "bytes") + STAT_COLUMNS
+# Row kind of the host overhead of whole passes (profiles.profiler.host_overhead); not an op graph kind.
+HOST_OVERHEAD = "host_overhead"
 # Collective ops name their message size dim "bytes", which would clash with the op's bytes-moved column.
 MESSAGE_DIM = "bytes"
 
@@ -67,6 +71,9 @@ def read_table(profile_dir: str | os.PathLike) -> pd.DataFrame:
     if not path.is_file():
         raise ValueError(f"profile_dir {str(profile_dir)!r} has no {TABLE_FILE}")
     frame = pd.read_csv(path)
+    for col in LATER_DIM_COLUMNS:
+        if col not in frame.columns:
+            frame[col] = float("nan")
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"profile table {path} lacks columns {missing}")

@@ -6,6 +6,13 @@ Approximations (named here because every profiled number inherits them):
   weight over and over would keep it cache-resident and under-report time. Benches therefore rotate over
   enough copies of their large operands to exceed twice the last-level cache (`rotation_copies`);
   activations stay hot, as they are in a forward pass (just produced by the previous op).
+- Cold caches for kernels that follow a weight stream. In a forward pass every norm, RoPE, activation,
+  attention and sampling call runs right after a GEMM that streamed megabytes of weights through the
+  caches, so its own small operands (gains, the KV rows, the activation it reads) are no longer cached.
+  Timed in a tight loop they would be, and they measured 2–6× faster than in a real pass on this CPU
+  (profiles.reference.diagnose.kernel_context_excess). `CacheFlush` streams a buffer through the caches
+  before every repetition of such kernels, untimed (as triton.testing.do_bench does on GPUs); GEMMs
+  instead rotate over cold weight copies and keep their activations hot.
 - Repetitions adapt to the kernel's duration: enough calls to fill `target_s` of timing, clamped to
   [min_reps, max_reps]. Short kernels get many reps (tight quantiles), multi-second ones `min_reps`.
 """
@@ -83,19 +90,55 @@ def rotation_copies(operand_bytes: float, llc_bytes: int, max_copies: int = 64,
     return max(1, min(wanted, max_copies, affordable))
 
 
-def time_kernel(call: Callable[[int], object], device: torch.device, config: TimingConfig) -> TimingResult:
-    """Time `call(i)` (i = repetition index, for operand rotation) and return median/p10/p90 seconds."""
+#: Bytes streamed before each repetition of a flushed kernel on CPU: about the weight bytes one GEMM of
+#: a small decoder layer streams (Qwen2.5-0.5B fp32: 3–35 MB per GEMM), which is what precedes these
+#: kernels in a pass. With this flush the quick validation's per-step median error went from 7.0 % to
+#: 3.4 % (scenarios/validation/README.md). On GPUs the whole L2 is flushed.
+CPU_FLUSH_BYTES = 32 * 2 ** 20
+
+
+def flush_bytes(device: torch.device, llc_bytes: int) -> int:
+    """Bytes a `CacheFlush` streams on `device`: the L2 on a GPU, CPU_FLUSH_BYTES on a CPU."""
+    return int(llc_bytes) if device.type == "cuda" else CPU_FLUSH_BYTES
+
+
+class CacheFlush:
+    """Streams `nbytes` through the caches (read + write of one buffer): call it before a timed rep."""
+
+    def __init__(self, nbytes: int, device: torch.device):
+        if nbytes < 0:
+            raise ValueError(f"flush bytes must be >= 0, got {nbytes}")
+        self.buffer = torch.zeros(max(1, nbytes // 4), dtype=torch.float32, device=device)
+
+    @staticmethod
+    def for_device(device: torch.device, llc_bytes: int) -> "CacheFlush":
+        return CacheFlush(flush_bytes(device, llc_bytes), device)
+
+    def __call__(self) -> None:
+        self.buffer.add_(1.0)
+
+
+def time_kernel(call: Callable[[int], object], device: torch.device, config: TimingConfig,
+                flush: Callable[[], None] | None = None) -> TimingResult:
+    """Time `call(i)` (i = repetition index, for operand rotation) and return median/p10/p90 seconds.
+    `flush`, if given, runs before every call (warm-ups included) outside the timed region."""
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    before = flush or (lambda: None)
     index = 0
     for _ in range(config.warmup):
+        before()
         call(index)
         index += 1
+    sync()
+    before()
     sync()
     first = _time_once(call, index, device, sync)
     index += 1
     reps = int(min(config.max_reps, max(config.min_reps, math.ceil(config.target_s / max(first, 1e-9)))))
     samples = [first]
     for _ in range(reps - 1):
+        before()
+        sync()
         samples.append(_time_once(call, index, device, sync))
         index += 1
     arr = np.asarray(samples)

@@ -9,7 +9,8 @@ pass). Decode attention is priced at the exact Σ context here, where the step c
 16-token grid (< 1e-3 relative difference, tests/test_sim_step_cost.py).
 
 "glue" is the pass's wall time minus its timed kernels: Python between kernels, ids/positions tensors,
-rope_tables, logits-row gathers, concatenations — time the op graph has no op for.
+rope_tables, logits-row gathers, concatenations — time the op graph has no op for. Its predicted value is
+the latency model's `host_overhead_s` (profiled from the profiler's own passes).
 Kinds: the op graph's kinds, with the LM head GEMM split out as "lm_head" (the engine times it apart).
 """
 from __future__ import annotations
@@ -33,6 +34,9 @@ def _price_pass(latency, spec: ModelSpec, shape: StepShape, logits: int, dtype: 
     for op in dense_ops(spec, shape.num_tokens, logits, par, dtype) + attention_ops(spec, shape, par, dtype):
         kind = "lm_head" if op.name == "lm_head" else op.kind
         acc[kind] += op.count * latency.op_seconds(op)
+    host = getattr(latency, "host_overhead_s", None)
+    if host is not None and shape.num_tokens:
+        acc["glue"] += host(spec.num_layers, shape.num_tokens)
 
 
 def predicted_by_kind(latency, target: ModelSpec, draft: ModelSpec | None, gamma: int, dtype: str,
@@ -79,7 +83,7 @@ def op_breakdown(steps: pd.DataFrame, latency, target: ModelSpec, draft: ModelSp
             if measured or predicted.get((model, kind)):
                 rows.append((model, kind, measured, predicted.get((model, kind), 0.0)))
         if timed:
-            rows.append((model, "glue", float(steps[wall_col].sum()) - timed, 0.0))
+            rows.append((model, "glue", float(steps[wall_col].sum()) - timed, predicted.get((model, "glue"), 0.0)))
     frame = pd.DataFrame(rows, columns=["model", "kind", "measured_s", "predicted_s"])
     with np.errstate(divide="ignore", invalid="ignore"):
         frame["err_pct"] = np.where(frame["measured_s"] > 0,
