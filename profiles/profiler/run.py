@@ -29,7 +29,7 @@ from profiles.profiler.plan import FULL_GRID, QUICK_GRID, GridSpec, plan_points
 from profiles.profiler.table import fingerprint, make_row, write_fingerprint, write_table
 from profiles.profiler.host_overhead import (FULL_SHAPES, HOST_OVERHEAD, QUICK_SHAPES, supported,
                                              time_host_overhead)
-from profiles.profiler.timing import (QUICK_TIMING, CacheFlush, TimingConfig, flush_bytes,
+from profiles.profiler.timing import (QUICK_TIMING, PrecedingGemm, TimingConfig, flush_bytes,
                                       last_level_cache_bytes, time_kernel)
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -37,8 +37,8 @@ TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.flo
 CUDA_IDS = (("H200", "h200"), ("H100", "h100-sxm"), ("A100", "a100-80gb"), ("B200", "b200"), ("L40S", "l40s"))
 DEFAULT_MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "llama-68m")
 MAX_POINT_BYTES = 6 * 2 ** 30   # skip points whose operands would not fit comfortably in RAM/HBM
-# Kinds timed with cold caches (a flush before each rep, see profiles.profiler.timing): all but GEMMs,
-# which rotate cold weight copies instead. Collectives are timed elsewhere.
+# Kinds timed right after a GEMM (see profiles.profiler.timing.PrecedingGemm): all but GEMMs, which
+# rotate cold weight copies instead. Collectives are timed elsewhere.
 UNFLUSHED_KINDS = ("gemm",)
 
 
@@ -94,7 +94,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
         from tqdm import tqdm
         iterator = tqdm(points, desc=f"profile {device_id}", unit="op", file=sys.stderr)
     pool = OperandPool(tdtype, dev)
-    flush = None if quick else CacheFlush.for_device(dev, llc)
+    flush = None if quick else PrecedingGemm.for_device(dev, llc)
     with torch.inference_mode():
         for point in iterator:
             dims = point.all_dims()
@@ -139,7 +139,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
                      extra={"quick": quick, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                             "load_average_at_start": load_at_start, "profile_seconds": round(elapsed, 1), "points": len(rows),
                             "skipped_points": skipped,
-                            "cache_flush_bytes": 0 if quick else int(flush_bytes(dev, llc)),
+                            "preceding_gemm_weight_bytes": 0 if quick else int(flush_bytes(dev, llc)),
                             "host_overhead_models": overhead_models, "collective_threads_per_rank": collective_threads,
                             "timing": {"warmup": timing.warmup, "min_reps": timing.min_reps,
                                        "max_reps": timing.max_reps, "target_s": timing.target_s},

@@ -6,13 +6,15 @@ Approximations (named here because every profiled number inherits them):
   weight over and over would keep it cache-resident and under-report time. Benches therefore rotate over
   enough copies of their large operands to exceed twice the last-level cache (`rotation_copies`);
   activations stay hot, as they are in a forward pass (just produced by the previous op).
-- Cold caches for kernels that follow a weight stream. In a forward pass every norm, RoPE, activation,
-  attention and sampling call runs right after a GEMM that streamed megabytes of weights through the
-  caches, so its own small operands (gains, the KV rows, the activation it reads) are no longer cached.
-  Timed in a tight loop they would be, and they measured 2–6× faster than in a real pass on this CPU
-  (profiles.reference.diagnose.kernel_context_excess). `CacheFlush` streams a buffer through the caches
-  before every repetition of such kernels, untimed (as triton.testing.do_bench does on GPUs); GEMMs
-  instead rotate over cold weight copies and keep their activations hot.
+- Kernels timed after a GEMM, as they run. In a forward pass every norm, RoPE, activation and sampling
+  call runs right after a GEMM (attention right after RoPE, which follows the QKV GEMM) that streamed
+  megabytes of weights through the caches and, on CPU, ran on the BLAS library's thread pool. Timed in a
+  tight loop of repetitions those kernels find their operands cached and their threads spinning: on this
+  2-core CPU a 40-token RMSNorm measured 48 µs hot, 130 µs after a 32 MB cache flush and 338 µs after a
+  real 35 MB-weight GEMM, which is what a pass sees (profiles.reference.diagnose.kernel_context_excess).
+  `PrecedingGemm` therefore runs such a GEMM, untimed, before every repetition of these kernels (on
+  GPUs it streams the whole L2 instead, as triton.testing.do_bench does). GEMMs themselves rotate over
+  cold weight copies and keep their activations hot.
 - Repetitions adapt to the kernel's duration: enough calls to fill `target_s` of timing, clamped to
   [min_reps, max_reps]. Short kernels get many reps (tight quantiles), multi-second ones `min_reps`.
 """
@@ -90,32 +92,44 @@ def rotation_copies(operand_bytes: float, llc_bytes: int, max_copies: int = 64,
     return max(1, min(wanted, max_copies, affordable))
 
 
-#: Bytes streamed before each repetition of a flushed kernel on CPU: about the weight bytes one GEMM of
-#: a small decoder layer streams (Qwen2.5-0.5B fp32: 3–35 MB per GEMM), which is what precedes these
-#: kernels in a pass. With this flush the quick validation's per-step median error went from 7.0 % to
-#: 3.4 % (scenarios/validation/README.md). On GPUs the whole L2 is flushed.
-CPU_FLUSH_BYTES = 32 * 2 ** 20
+#: Weight bytes of the GEMM run before each repetition of a non-GEMM kernel on CPU: about one GEMM of a
+#: small decoder layer (Qwen2.5-0.5B fp32: 3–35 MB per GEMM). On GPUs the whole L2 is streamed instead.
+CPU_PRECEDING_GEMM_BYTES = 32 * 2 ** 20
+PRECEDING_GEMM_TOKENS = 16
+PRECEDING_GEMM_K = 1024
 
 
 def flush_bytes(device: torch.device, llc_bytes: int) -> int:
-    """Bytes a `CacheFlush` streams on `device`: the L2 on a GPU, CPU_FLUSH_BYTES on a CPU."""
-    return int(llc_bytes) if device.type == "cuda" else CPU_FLUSH_BYTES
+    """Bytes streamed before each repetition of a non-GEMM kernel on `device` (see `PrecedingGemm`)."""
+    return int(llc_bytes) if device.type == "cuda" else CPU_PRECEDING_GEMM_BYTES
 
 
-class CacheFlush:
-    """Streams `nbytes` through the caches (read + write of one buffer): call it before a timed rep."""
+class PrecedingGemm:
+    """What runs before a non-GEMM kernel in a pass: on CPU a GEMM of PRECEDING_GEMM_TOKENS tokens with a
+    `nbytes` weight (fp32) through torch's BLAS threads; on CUDA an L2-sized buffer streamed through the
+    cache. Call it before a timed repetition."""
 
     def __init__(self, nbytes: int, device: torch.device):
         if nbytes < 0:
             raise ValueError(f"flush bytes must be >= 0, got {nbytes}")
-        self.buffer = torch.zeros(max(1, nbytes // 4), dtype=torch.float32, device=device)
+        self.device = device
+        n = max(1, nbytes // (4 * PRECEDING_GEMM_K))
+        if device.type == "cuda":
+            self.buffer = torch.zeros(max(1, nbytes // 4), dtype=torch.float32, device=device)
+        else:
+            gen = torch.Generator().manual_seed(0)
+            self.weight = torch.randn(n, PRECEDING_GEMM_K, generator=gen)
+            self.x = torch.randn(PRECEDING_GEMM_TOKENS, PRECEDING_GEMM_K, generator=gen)
 
     @staticmethod
-    def for_device(device: torch.device, llc_bytes: int) -> "CacheFlush":
-        return CacheFlush(flush_bytes(device, llc_bytes), device)
+    def for_device(device: torch.device, llc_bytes: int) -> "PrecedingGemm":
+        return PrecedingGemm(flush_bytes(device, llc_bytes), device)
 
     def __call__(self) -> None:
-        self.buffer.add_(1.0)
+        if self.device.type == "cuda":
+            self.buffer.add_(1.0)
+        else:
+            torch.nn.functional.linear(self.x, self.weight)
 
 
 def time_kernel(call: Callable[[int], object], device: torch.device, config: TimingConfig,
