@@ -146,7 +146,9 @@ def build_speculation(scenario, gamma: int, seed: int, base_dir: Path, chain_acc
     else:
         model = TreeAcceptance.from_tree(tree, seed)
     widths = (1,) if parallel_passes else tuple(int(w) for w in tree.expanded_level_widths())
-    return SpeculationBuild(model, tree, tree.size, widths, True, full_accept_probability(model))
+    # A tree that is a single path is verified with the causal mask, exactly as the chain it is.
+    branching = tree.size - 1 != tree.depth
+    return SpeculationBuild(model, tree, tree.size, widths, branching, full_accept_probability(model))
 
 
 def full_accept_probability(model) -> float:
