@@ -20,7 +20,8 @@ simulator supplies the step-time function from its own cost model.
 - tetris (Wu et al. 2025): per step, draft counts maximising expected accepted tokens under a budget of
   verified draft tokens (theory.policies.tetris.tetris_allocate) on the same predicted acceptances.
 - load_switch: the configured shape, or plain decoding for steps whose decode batch exceeds max_batch or
-  whose waiting queue exceeds max_queue.
+  whose waiting queue exceeds max_queue. The drafter still ingests prompt chunks while off (its KV must
+  be ready when speculation resumes).
 
 Adaptive policies run step by step (the replica does not bulk-advance while a policy is set): a step's
 shape depends on the batch, so bulk planning would need per-step shapes (documented limitation; results
@@ -125,9 +126,9 @@ class Policy:
                 len(plan.decode_ids), plan.decode_context_tokens)
         if (counts == full).all():
             return self.cost.step(*args)
-        if (counts == counts[0]).all() and self.spec.tree is None:
+        if (counts == counts[0]).all() and counts[0] > 0 and self.spec.tree is None:
             return self._model(int(counts[0])).step(*args)
-        if (counts == 0).all():
+        if (counts == 0).all() and not plan.prefill_ids:
             return self._model(0).step(*args)
         return self._mixed(plan, rep)
 
