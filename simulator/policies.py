@@ -111,7 +111,11 @@ class Policy:
                 m = StepCostModel(c.target, None, 0)
             else:
                 parallel = c.widths is not None and len(c.widths) == 1 and c.gamma > 1
-                m = StepCostModel(c.target, c.draft, g, (1,) if parallel else None, None, False, c.exposed_draft)
+                exposed = c.exposed_draft
+                if exposed is not None and isinstance(self.spec.acceptance, ChainAcceptance):
+                    from simulator.drafters import overlap_exposure
+                    exposed = overlap_exposure(float(self.spec.acceptance.survival[g - 1]))  # P(τ ≥ g)
+                m = StepCostModel(c.target, c.draft, g, (1,) if parallel else None, None, False, exposed)
             self._by_gamma[g] = m
         return m
 

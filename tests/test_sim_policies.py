@@ -105,3 +105,30 @@ def test_smartspec_turns_speculation_down_under_heavy_load():
         d = r.steps[r.steps.decode_seqs > 0]
         return float((d.query_tokens_per_seq * d.decode_seqs).sum() / d.decode_seqs.sum())
     assert mean_q(heavy) < mean_q(light)
+
+
+def test_load_switch_on_a_tree():
+    result = simulator.run(scenario(
+        drafter=DRAFT, workload={**WORK, "arrival": {"qps": 20.0}},
+        acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]},
+        speculation={"kind": "tree", "builder": "sequoia", "depth": 4, "budget": 12},
+        policy={"kind": "load_switch", "max_batch": 6}))
+    dec = result.steps[result.steps.decode_seqs > 0]
+    assert (dec.query_tokens_per_seq[dec.decode_seqs > 6] == 1).all()
+    assert (dec.query_tokens_per_seq[dec.decode_seqs <= 6] == 12).all()
+    assert result.steps.emitted_tokens.sum() == result.requests.output_tokens.sum()
+
+
+def test_specdecpp_on_trace_sampling_varies_lengths_per_request():
+    """In trace sampling mode the acceptance head is the measured per-position β, so lengths differ
+    between requests and steps; each request's drafts never exceed γ."""
+    result = simulator.run(scenario(
+        cluster={"model": "qwen2.5-coder-1.5b"},
+        drafter={"kind": "draft_model", "model": "qwen2.5-coder-0.5b", "gamma": 6}, workload=WORK,
+        acceptance={"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": "draft", "mode": "sample"},
+        policy={"kind": "specdecpp", "threshold": 0.5}))
+    req = result.requests
+    per_step = req.drafted_tokens / req.decode_steps
+    assert per_step.min() >= 1 and per_step.max() <= 6
+    assert per_step.std() > 0.05
+    assert result.steps.emitted_tokens.sum() == req.output_tokens.sum()

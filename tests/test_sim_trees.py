@@ -97,8 +97,18 @@ def test_multidraft_deeper_positions_use_single_draft_acceptance():
          speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3}),
     dict(scheduler={"policy": "sarathi", "chunk_tokens": 512},
          speculation={"kind": "dynamic_tree", "top_k": 3, "depth": 4, "budget": 16}),
+    dict(drafter={"kind": "head", "gamma": 4},
+         speculation={"kind": "dynamic_tree", "top_k": 3, "depth": 4, "budget": 16}),
+    dict(drafter={**DRAFT, "model": "qwen2.5-coder-0.5b"}, cluster={"model": "qwen2.5-coder-1.5b"},
+         acceptance={"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": "draft"},
+         speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3}),
+    dict(drafter={"kind": "ngram", "gamma": 3}, cluster={"model": "qwen2.5-coder-1.5b"},
+         acceptance={"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": "ngram"}),
+    dict(drafter={"kind": "layer_skip", "gamma": 3}, acceptance={"kind": "constant", "alpha": 0.7}),
+    dict(drafter={**DRAFT, "placement": "cpu", "gamma": 2}, workload={"arrival": {"qps": 0.5}, "num_requests": 20}),
 ])
 def test_bulk_equals_step_mode_for_trees(extra):
+    """Bulk ≡ step mode for every fixed-shape speculation: trees, multi-draft, heads, placements."""
     data = scenario(**{"drafter": DRAFT, "acceptance": RANKED, **extra})
     bulk = simulator.run(data)
     step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
@@ -156,3 +166,32 @@ def test_counter_uniform_tree_walk_is_batching_independent():
     np.testing.assert_array_equal(whole, parts)
     u = counter_uniforms(11, ids[:, None], np.arange(30)[None, :])
     np.testing.assert_array_equal(whole, acc.sample(u))
+
+
+def test_trace_driven_tree_matches_the_trace_empirical_tree_walk():
+    """Issue 5, trees: a k-ary tree walked on the shipped trace's branch ranks gives the mean accepted
+    length of a real greedy tree decoder over the trace's texts (profiles' own tree_accepted_lengths,
+    walked position by position) within 2 %."""
+    from profiles.acceptance.trace import load_trace, tree_accepted_lengths
+    from simulator.trace_acceptance import resolve_trace_path
+
+    trace = load_trace(resolve_trace_path("qwen2.5-coder-1.5b-0.5b", Path(".")))
+    depth = tree_accepted_lengths(trace, [2, 2, 2, 2], "draft")
+    seq = trace["seq"].to_numpy()
+    per_seq = []
+    for s in np.unique(seq):
+        rows = np.flatnonzero(seq == s)
+        i, steps = 0, []
+        while i < len(rows):
+            steps.append(depth[rows[i]])
+            i += depth[rows[i]] + 1
+        per_seq.append(np.mean(steps))
+    result = simulator.run(scenario(
+        cluster={"model": "qwen2.5-coder-1.5b"}, drafter={**DRAFT, "model": "qwen2.5-coder-0.5b"},
+        acceptance={"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": "draft"},
+        speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 4},
+        workload={"num_requests": 600, "output_tokens": {"kind": "uniform", "low": 150, "high": 250}}))
+    st = result.steps[result.steps.decode_seqs > 0]
+    simulated = st.accepted_tokens.sum() / st.decode_seqs.sum()
+    assert simulated == pytest.approx(np.mean(per_seq), rel=0.02)
+    assert result.built.replicas[0].acceptance.draft_tokens == 2 + 4 + 8 + 16
