@@ -134,6 +134,11 @@ def build(scenario: Scenario, base_dir: Path) -> Built:
     speculating = d.kind != "none" and (gamma > 0 or scenario.speculation.kind in ("tree", "dynamic_tree"))
     if scenario.speculation.kind != "chain" and d.kind == "none":
         raise ScenarioError("speculation.kind", f"{scenario.speculation.kind!r} needs a drafter (drafter.kind)")
+    if scenario.policy.kind != "fixed" and not speculating:
+        raise ScenarioError("policy.kind", f"{scenario.policy.kind!r} controls speculation; it needs a drafter "
+                            "with drafter.gamma >= 1")
+    if scenario.speculation.kind == "multidraft" and d.kind != "none" and gamma < 1:
+        raise ScenarioError("drafter.gamma", "multidraft needs sequences of length drafter.gamma >= 1")
     latency = make_latency_model(scenario, base_dir)
     drafter = None
     if speculating:

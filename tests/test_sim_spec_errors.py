@@ -38,6 +38,9 @@ BAD = {
     "trace_tree_ngram": (dict(drafter=DRAFT, speculation=TREE,
                               acceptance={"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": "ngram"}),
                          "acceptance.mode"),
+    "policy_without_drafter": (dict(policy={"kind": "smartspec"}), "policy.kind"),
+    "multidraft_gamma_zero": (dict(drafter={**DRAFT, "gamma": 0}, acceptance={"kind": "pair"},
+                                   speculation={"kind": "multidraft"}), "drafter.gamma"),
     "medusa_too_deep": (dict(drafter={"kind": "head", "style": "parallel", "gamma": 2}, acceptance=RANKED,
                              speculation=TREE), "speculation.depth"),
 }
