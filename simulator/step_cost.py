@@ -1,6 +1,8 @@
 """Step cost: seconds, FLOPs and bytes of one engine step, as a pure function of the step's aggregates.
 
-A step of a replica is up to γ draft forward passes followed by one target forward pass. Each forward
+A step of a replica is its drafter's passes (γ one-token passes for a chain; one pass per tree level over
+the level's expanded nodes for trees; one pass for parallel heads) followed by one target forward pass
+verifying q query tokens per request (γ+1 causal, or a tree's nodes under the tree mask). Each forward
 pass is priced as Σ count·seconds over its op graph (models.opgraph) with the scenario's latency model.
 
 - The dense part (GEMMs, norms, LM head, collectives) depends only on the number of tokens and of logits;
