@@ -195,3 +195,21 @@ def test_trace_driven_tree_matches_the_trace_empirical_tree_walk():
     simulated = st.accepted_tokens.sum() / st.decode_seqs.sum()
     assert simulated == pytest.approx(np.mean(per_seq), rel=0.02)
     assert result.built.replicas[0].acceptance.draft_tokens == 2 + 4 + 8 + 16
+
+
+def test_tree_step_is_priced_from_the_op_graph_pass_by_pass():
+    """Draft: one pass per level over the expanded nodes, context growing by one per level; verify: the
+    tree's node count per request under the tree mask (models.opgraph ATTN_DECODE with tree=True)."""
+    result = simulator.run(scenario(drafter=DRAFT, acceptance=RANKED, workload={"num_requests": 5},
+                                    speculation={"kind": "tree", "builder": "sequoia", "depth": 5, "budget": 16}))
+    cost = result.built.replicas[0].cost
+    tree = build_tree(result.scenario, 4, Path("."))
+    widths = [int(w) for w in tree.expanded_level_widths()]
+    assert cost.draft_widths == tuple(widths) and cost.q == tree.size == 16 and cost.tree
+    batch, ctx = 8, 8 * 700
+    got = cost.exact_decode_step(batch, ctx)
+    draft = sum(cost.draft.exact_decode(batch, w, ctx + j * batch) for j, w in enumerate(widths))
+    np.testing.assert_allclose(got[:3], draft, rtol=1e-12)
+    np.testing.assert_allclose(got[3:], cost.target.exact_decode(batch, 16, ctx, True), rtol=1e-12)
+    causal = cost.target.exact_decode(batch, 16, ctx, False)
+    assert got[4] > causal[1]  # the tree mask prices the full q×q block
