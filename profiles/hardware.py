@@ -31,6 +31,10 @@ class HardwareSpec:
     scaleout_latency_s: float
     source: str
     compute_units: int = 0                # SMs / CUs, informational
+    # Host <-> device link per GPU, one direction (PCIe Gen5 x16 ≈ 64 GB/s unless stated per entry);
+    # prices a host-CPU drafter's token transfers (simulator.drafters).
+    host_link_bandwidth_bytes_per_s: float = 64e9
+    host_link_latency_s: float = 3.0e-6
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -86,6 +90,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=300 * GB, scaleout_bandwidth_bytes_per_s=25 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=108,
+        host_link_bandwidth_bytes_per_s=32 * GB,  # PCIe Gen4 x16
         source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB: 312 TFLOPS BF16 dense, 2,039 GB/s HBM2e, "
                "NVLink 600 GB/s bidirectional); DGX A100: 8 GPUs, 8x 200 Gb/s HDR InfiniBand"),
     HardwareSpec(
@@ -106,6 +111,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=32 * GB, scaleout_bandwidth_bytes_per_s=25 * GB,
         gpus_per_node=8, scaleup_latency_s=_PCIE_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=142,
+        host_link_bandwidth_bytes_per_s=32 * GB,  # PCIe Gen4 x16
         source="NVIDIA L40S datasheet (362 TFLOPS BF16 dense, 733 TFLOPS FP8 dense, 48 GB GDDR6 at 864 GB/s, "
                "no NVLink: PCIe Gen4 x16 = 32 GB/s per direction); 8 GPUs and one 200 Gb/s NIC per GPU is "
                "a typical server layout (assumption)",

@@ -18,7 +18,10 @@ from models.spec import ModelSpec
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec, get_hardware
 from simulator.acceptance import ChainAcceptance
+from simulator.drafters import build_drafter, overlap_exposure
 from simulator.errors import ScenarioError
+from simulator.policies import make_policy
+from simulator.speculation import build_speculation
 from simulator.routers import make_router
 from simulator.schema import ConstantAcceptance, Scenario, TraceAcceptance
 from simulator.state import RequestState, StepLog
@@ -92,15 +95,23 @@ def make_acceptance(scenario: Scenario, gamma: int, seed: int, base_dir: Path):
 
 
 def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
-                       draft: ModelSpec | None, draft_par: Parallelism | None) -> int:
-    """Tokens of KV cache a replica can hold (see the module docstring for the memory model)."""
+                       draft: ModelSpec | None, draft_par: Parallelism | None,
+                       drafter_bytes: tuple[float, float] | None = None) -> int:
+    """Tokens of KV cache a replica can hold (see the module docstring for the memory model).
+    `drafter_bytes` = (weight bytes per GPU, KV bytes per token per GPU) of a drafter that is not a
+    co-located draft model (heads, layer skipping, n-gram, separate or CPU drafters: simulator.drafters)."""
     free = hw.hbm_bytes * util - target.weight_bytes(dtype) / par.gpus
     per_token = target.kv_bytes_per_token_per_gpu(par, dtype)
+    extra_w = 0.0
     if draft is not None:
-        free -= draft.weight_bytes(dtype) / draft_par.gpus
+        extra_w = draft.weight_bytes(dtype) / draft_par.gpus
         per_token += draft.kv_bytes_per_token_per_gpu(draft_par, dtype)
+    elif drafter_bytes is not None:
+        extra_w = drafter_bytes[0]
+        per_token += drafter_bytes[1]
+    free -= extra_w
     if free <= 0:
-        need = target.weight_bytes(dtype) / par.gpus + (draft.weight_bytes(dtype) / draft_par.gpus if draft else 0)
+        need = target.weight_bytes(dtype) / par.gpus + extra_w
         raise ScenarioError("cluster.model", f"{target.name}{' + draft ' + draft.name if draft else ''} needs "
                             f"{need / GIB:.1f} GiB of weights per GPU but {hw.id} offers "
                             f"{hw.hbm_bytes * util / GIB:.1f} GiB at gpu_memory_utilization={util}; "
@@ -113,25 +124,31 @@ def build(scenario: Scenario, base_dir: Path) -> Built:
     hw = _lookup("cluster.hardware", get_hardware, cl.hardware)
     target = _lookup("cluster.model", get_model, cl.model)
     par = Parallelism(cl.parallelism.tp, cl.parallelism.pp)
+    from models.spec import validate_parallelism
     try:
-        from models.spec import validate_parallelism
         validate_parallelism(target, par)
     except ValueError as exc:
         raise ScenarioError("cluster.parallelism", str(exc)) from None
-    draft = draft_par = None
-    gamma = 0
     d = scenario.drafter
-    if d.kind == "draft_model" and d.gamma > 0:
-        draft = _lookup("drafter.model", get_model, d.model)
-        draft_par = Parallelism(d.tp, 1)
-        if d.tp > par.gpus:
-            raise ScenarioError("drafter.tp", f"{d.tp} exceeds the replica's {par.gpus} GPUs")
-        try:
-            validate_parallelism(draft, draft_par)
-        except ValueError as exc:
-            raise ScenarioError("drafter.tp", str(exc)) from None
-        gamma = d.gamma
-    kv_tokens = kv_capacity_tokens(hw, target, par, cl.dtype, cl.gpu_memory_utilization, draft, draft_par)
+    gamma = d.gamma if d.kind != "none" else 0
+    speculating = d.kind != "none" and (gamma > 0 or scenario.speculation.kind in ("tree", "dynamic_tree"))
+    if scenario.speculation.kind != "chain" and d.kind == "none":
+        raise ScenarioError("speculation.kind", f"{scenario.speculation.kind!r} needs a drafter (drafter.kind)")
+    if scenario.policy.kind != "fixed" and not speculating:
+        raise ScenarioError("policy.kind", f"{scenario.policy.kind!r} controls speculation; it needs a drafter "
+                            "with drafter.gamma >= 1")
+    if scenario.speculation.kind == "multidraft" and d.kind != "none" and gamma < 1:
+        raise ScenarioError("drafter.gamma", "multidraft needs sequences of length drafter.gamma >= 1")
+    latency = make_latency_model(scenario, base_dir)
+    drafter = None
+    if speculating:
+        drafter = build_drafter(d, target, par, latency, hw, cl.dtype, lambda name: get_model(name),
+                                validate_parallelism)
+    draft = drafter.spec if drafter is not None and d.kind == "draft_model" and d.placement == "colocated" else None
+    draft_par = Parallelism(d.tp, 1) if draft is not None else None
+    kv_tokens = kv_capacity_tokens(hw, target, par, cl.dtype, cl.gpu_memory_utilization, draft, draft_par,
+                                   (drafter.weight_bytes_per_gpu, drafter.kv_bytes_per_token_per_gpu)
+                                   if drafter is not None else None)
     block = scenario.scheduler.block_size
     total_blocks = kv_tokens // block
     if total_blocks < 1:
@@ -140,14 +157,26 @@ def build(scenario: Scenario, base_dir: Path) -> Built:
     streams = Streams.from_seed(scenario.seed)
     table = generate_requests(scenario.workload, streams.workload, base_dir)
     state = RequestState(table)
-    latency = make_latency_model(scenario, base_dir)
     target_cost = ForwardCost(target, par, latency, cl.dtype)
-    draft_cost = ForwardCost(draft, draft_par, latency, cl.dtype) if draft is not None else None
-    acceptance = make_acceptance(scenario, gamma, streams.acceptance_seed, base_dir) if draft is not None else None
+    spec = policy = None
+    if drafter is not None:
+        max_gamma = max(gamma, getattr(scenario.policy, "max_gamma", 0))
+        spec = build_speculation(scenario, max_gamma, streams.acceptance_seed, base_dir,
+                                 lambda g: make_acceptance(scenario, g, streams.acceptance_seed, base_dir),
+                                 drafter.passes_per_step == 1)
+        policy = make_policy(scenario, spec, gamma)
     log = StepLog()
     replicas = []
     for i in range(cl.replicas):
-        cost = StepCostModel(target_cost, draft_cost, gamma)  # shared memo: replicas are identical
-        replicas.append(Replica(i, state, scenario.scheduler, cost, acceptance, total_blocks, log))
+        if spec is None:
+            cost = StepCostModel(target_cost, None, 0)
+        else:  # shared memo: replicas are identical
+            cost = StepCostModel(target_cost, drafter.cost, spec.acceptance.gamma, spec.widths, spec.verify_q,
+                                 spec.tree_attention,
+                                 overlap_exposure(spec.full_accept_prob) if drafter.separate else None)
+        if policy is not None:
+            policy = policy.bind(cost)
+        replicas.append(Replica(i, state, scenario.scheduler, cost, spec.acceptance if spec else None,
+                                total_blocks, log, policy))
     router = make_router(cl.router, cl.replicas, streams.router)
-    return Built(scenario, hw, target, draft, par, table, state, replicas, router, log, kv_tokens)
+    return Built(scenario, hw, target, drafter.spec if drafter is not None else None, par, table, state, replicas, router, log, kv_tokens)

@@ -111,7 +111,7 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     s.ctx[ids] += emitted
     s.decode_steps[ids] += steps_taken
     s.accepted[ids] += plan.tau.sum(axis=0)
-    s.drafted[ids] += rep.gamma * steps_taken
+    s.drafted[ids] += rep.draft_tokens * steps_taken
     rep.used_blocks += int(plan.final_blocks.sum() - s.blocks[ids].sum())
     s.blocks[ids] = plan.final_blocks
     queued = plan.queued

@@ -1,4 +1,5 @@
-"""One model replica: continuous batching with a paged KV cache and chain speculative decoding.
+"""One model replica: continuous batching with a paged KV cache and speculative decoding (chain, tree,
+multi-draft; simulator.speculation), optionally under a control policy (simulator.policies, step by step).
 
 The replica forms one step at a time (`plan_step` → `apply_step`) or, when its batch cannot change
 until the next arrival or the first finish, a bulk of decode steps at once (`plan_bulk` → `apply_bulk`).
@@ -30,6 +31,7 @@ class StepPlan:
     decode_context_tokens: int
     queued: int = 0   # waiting requests when the step was formed
     running: int = 0  # admitted requests when the step was formed
+    counts: np.ndarray | None = None  # per-decode-request draft counts chosen by a policy (None: fixed)
 
     @property
     def empty(self) -> bool:
@@ -38,14 +40,17 @@ class StepPlan:
 
 class Replica:
     def __init__(self, index: int, state: RequestState, sched: SchedulerConfig, cost: StepCostModel,
-                 acceptance: ChainAcceptance | None, total_blocks: int, log: StepLog):
+                 acceptance: ChainAcceptance | None, total_blocks: int, log: StepLog, policy=None):
         self.index = index
         self.s = state
         self.sched = sched
         self.cost = cost
         self.acceptance = acceptance
         self.gamma = acceptance.gamma if acceptance is not None else 0
-        self.q = self.gamma + 1
+        # draft tokens verified per request per step (tree nodes for trees) and verify query tokens
+        self.draft_tokens = getattr(acceptance, "draft_tokens", self.gamma)
+        self.q = cost.q if acceptance is not None else 1
+        self.policy = policy  # simulator.policies.Policy or None (fixed shape)
         self.total_blocks = total_blocks
         self.used_blocks = 0
         self.log = log
@@ -134,6 +139,8 @@ class Replica:
     def plan_step(self, now_s: float) -> StepPlan:
         plan = self._plan_vllm(now_s) if self.sched.policy == "vllm" else self._plan_sarathi(now_s)
         plan.queued, plan.running = len(self.waiting), len(self.running)
+        if self.policy is not None and len(plan.decode_ids):
+            plan.counts = self.policy.counts(self, plan.decode_ids, plan.queued)
         return plan
 
     def _plan_vllm(self, now_s: float) -> StepPlan:
@@ -190,6 +197,8 @@ class Replica:
         return self.acceptance.tau(ids, step_index)
 
     def step_costs(self, plan: StepPlan):
+        if plan.counts is not None:
+            return self.policy.price(plan, self)
         return self.cost.step(sum(plan.prefill_chunks), len(plan.prefill_ids), plan.prefill_attn_pairs,
                               len(plan.decode_ids), plan.decode_context_tokens)
 
@@ -212,22 +221,33 @@ class Replica:
         tau_sum = 0
         if len(ids):
             tau = self._sample_tau(ids, s.decode_steps[ids])
+            drafted = self.draft_tokens
+            if plan.counts is not None:  # a policy verified fewer drafts: nested draws, truncate
+                tau = np.minimum(tau, plan.counts)
+                drafted = np.where(plan.counts == self.gamma, self.draft_tokens, plan.counts)
             inc = np.minimum(tau + 1, s.output[ids] - s.emitted[ids])
             s.emitted[ids] += inc
             s.ctx[ids] += inc
             s.decode_steps[ids] += 1
             s.accepted[ids] += tau
-            s.drafted[ids] += self.gamma
+            s.drafted[ids] += drafted
             tau_sum, emitted_total = int(tau.sum()), emitted_total + int(inc.sum())
         self.log.append_row(replica=self.index, start_s=start_s, duration_s=end_s - start_s,
                         prefill_tokens=sum(plan.prefill_chunks), prefill_seqs=len(plan.prefill_ids),
-                        decode_seqs=len(ids), query_tokens_per_seq=self.q,
+                        decode_seqs=len(ids), query_tokens_per_seq=self._logged_q(plan),
                         decode_context_tokens=plan.decode_context_tokens, draft_s=draft.seconds,
                         verify_s=target.seconds, accepted_tokens=tau_sum, emitted_tokens=emitted_total,
                         flops=draft.flops + target.flops, bytes=draft.bytes + target.bytes,
                         kv_blocks_used=blocks_used, kv_blocks_total=self.total_blocks,
                         queued_requests=plan.queued, running_requests=plan.running)
         self._finish_done(plan.prefill_ids + ids.tolist(), end_s, finished)
+
+    def _logged_q(self, plan: StepPlan) -> int:
+        if plan.counts is None or not len(plan.counts):
+            return self.q
+        if (plan.counts == self.gamma).all():
+            return self.q
+        return int(round(float((plan.counts + 1).mean())))
 
     def _finish_done(self, candidates, end_s: float, finished: list[int]) -> None:
         s = self.s
@@ -244,7 +264,7 @@ class Replica:
         """True when the next steps are decode-only and the batch cannot change before a finish, an
         arrival, or KV exhaustion: nothing is mid-prefill and the waiting head cannot be admitted (its
         admissibility only shrinks while decodes grow their KV)."""
-        if not self.running or self.prefilling:
+        if not self.running or self.prefilling or self.policy is not None:
             return False
         if self.sched.policy == "vllm":
             return not self._head_admissible(max(self.sched.max_batched_tokens, 1), 0)

@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from simulator.errors import ScenarioError
 from simulator.metrics import SLO
+from simulator.spec_schema import (ChainSpec, FixedPolicy, HeadDrafter, LayerSkipDrafter, NgramDrafter,
+                                   PairAcceptance, PolicyConfig, RankedAcceptance, SpeculationConfig)
 from simulator.workload import WorkloadConfig
 
 
@@ -49,15 +51,19 @@ class NoDrafter(_Strict):
 
 
 class DraftModelDrafter(_Strict):
-    """An independent draft model co-located with the target (time-shared on the same GPUs)."""
+    """An independent draft model: `colocated` with the target (time-shared on the same GPUs),
+    `separate` (its own tp GPUs, drafting overlapped with verification) or on the host `cpu`
+    (see simulator.drafters)."""
 
     kind: Literal["draft_model"]
     model: str
     gamma: int = Field(4, ge=0, le=64)
     tp: int = Field(1, ge=1, le=64)
+    placement: Literal["colocated", "separate", "cpu"] = "colocated"
 
 
-DrafterConfig = Annotated[Union[NoDrafter, DraftModelDrafter], Field(discriminator="kind")]
+DrafterConfig = Annotated[Union[NoDrafter, DraftModelDrafter, HeadDrafter, LayerSkipDrafter, NgramDrafter],
+                          Field(discriminator="kind")]
 
 
 class ConstantAcceptance(_Strict):
@@ -96,8 +102,8 @@ class TraceAcceptance(_Strict):
         return self
 
 
-AcceptanceConfig = Annotated[Union[ConstantAcceptance, PositionalAcceptance, TraceAcceptance],
-                             Field(discriminator="kind")]
+AcceptanceConfig = Annotated[Union[ConstantAcceptance, PositionalAcceptance, TraceAcceptance,
+                                   RankedAcceptance, PairAcceptance], Field(discriminator="kind")]
 
 
 class SchedulerConfig(_Strict):
@@ -123,6 +129,8 @@ class Scenario(_Strict):
     cluster: ClusterConfig
     drafter: DrafterConfig = NoDrafter()
     acceptance: AcceptanceConfig = ConstantAcceptance()
+    speculation: SpeculationConfig = ChainSpec()
+    policy: PolicyConfig = FixedPolicy()
     scheduler: SchedulerConfig = SchedulerConfig()
     slo: SLO = SLO()
     outputs: OutputsConfig = OutputsConfig()

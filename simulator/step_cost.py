@@ -1,6 +1,8 @@
 """Step cost: seconds, FLOPs and bytes of one engine step, as a pure function of the step's aggregates.
 
-A step of a replica is up to γ draft forward passes followed by one target forward pass. Each forward
+A step of a replica is its drafter's passes (γ one-token passes for a chain; one pass per tree level over
+the level's expanded nodes for trees; one pass for parallel heads) followed by one target forward pass
+verifying q query tokens per request (γ+1 causal, or a tree's nodes under the tree mask). Each forward
 pass is priced as Σ count·seconds over its op graph (models.opgraph) with the scenario's latency model.
 
 - The dense part (GEMMs, norms, LM head, collectives) depends only on the number of tokens and of logits;
@@ -123,46 +125,75 @@ class ForwardCost:
         shape = StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)
         return _price(self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype))
 
-    def exact_decode(self, seqs: int, q: int, context_sum: int) -> np.ndarray:
-        """(seconds, flops, bytes) of a decode-only pass priced op by op (no interpolation)."""
-        shape = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum)
+    def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
+        """(seconds, flops, bytes) of a decode-only pass priced op by op (no interpolation); `tree`: the q
+        query tokens of a request attend under a tree mask (models.opgraph prices the full q×q block)."""
+        shape = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
+                          tree_attention=tree)
         return self.dense(seqs * q, seqs * q) + _price(
             self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype))
 
-    def decode_attention(self, seqs: int, q: int, context_sums: np.ndarray) -> np.ndarray:
+    def decode_attention(self, seqs: int, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
         """(n, 3) costs of the decode attention alone (interpolated pass minus its dense part)."""
-        return self.decode_forward(seqs, q, context_sums) - self.dense(seqs * q, seqs * q)
+        return self.decode_forward(seqs, q, context_sums, tree) - self.dense(seqs * q, seqs * q)
 
-    def decode_forward(self, seqs, q: int, context_sums: np.ndarray) -> np.ndarray:
+    def decode_forward(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
         """(n, 3) costs of decode-only forward passes of `seqs` sequences (an int, or one value per step,
         piecewise constant) with `q` query tokens each, at each Σ context (interpolated on the grid)."""
-        grids = self._decode_grid.setdefault(q, {})
+        grids = self._decode_grid.setdefault((q, tree), {})
         return interpolate_on_grid(grids, lambda batch: LazyGrid(
-            lambda i: self.exact_decode(batch, q, i * CTX_GRID_TOKENS * batch), 3), seqs, context_sums)
+            lambda i: self.exact_decode(batch, q, i * CTX_GRID_TOKENS * batch, tree), 3), seqs, context_sums)
 
 
 @dataclass
 class StepCostModel:
-    """Cost of one replica step: draft passes (if a drafter is configured) + the target pass."""
+    """Cost of one replica step: draft passes (if a drafter is configured) + the target pass.
+
+    Chain speculation (default): γ draft passes of one token per request, a verify pass of γ+1 causal
+    query tokens per request. Trees and multi-draft (simulator.speculation): `widths[j]` draft tokens per
+    request in draft pass j (the tree's expanded level widths; a parallel-head drafter makes one pass) and
+    `verify_q` query tokens per request (the tree's node count, root included) under a tree mask.
+    `exposed_draft(draft, target)`, when set, maps the (n, 3) draft and target costs of n steps to the
+    draft's contribution to the step time (seconds column; FLOPs and bytes are kept): used when the drafter
+    runs concurrently with verification on its own GPUs (simulator.drafters.overlap_exposure). The step
+    time is always draft seconds + target seconds, so the engine and bulk mode need not know placement.
+    """
 
     target: ForwardCost
     draft: ForwardCost | None  # None: plain decoding (a drafter with γ = 0 is built as None)
     gamma: int
+    widths: tuple[int, ...] | None = None
+    verify_q: int | None = None
+    tree: bool = False
+    exposed_draft: object | None = None
     _step_grid: dict = field(default_factory=dict, repr=False)
 
     @property
     def q(self) -> int:
-        return self.gamma + 1 if self.draft is not None else 1
+        if self.draft is None:
+            return 1
+        return self.verify_q if self.verify_q is not None else self.gamma + 1
+
+    @property
+    def draft_widths(self) -> tuple[int, ...]:
+        if self.draft is None:
+            return ()
+        return self.widths if self.widths is not None else (1,) * self.gamma
+
+    def _expose(self, draft: np.ndarray, target: np.ndarray) -> np.ndarray:
+        if self.exposed_draft is None:
+            return draft
+        return self.exposed_draft(draft, target)
 
     def step(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int,
              decode_seqs: int, decode_context_tokens: int) -> tuple[Cost, Cost]:
         """(draft cost, target cost) of one step.
 
-        Decode requests each verify γ+1 query tokens (the last emitted token and γ drafts) against
-        their cached context. The draft model runs γ passes over the decode requests, one token each,
-        its context growing by one per pass; its first pass also prefills the step's prompt chunks.
-        Approximation: when all γ drafts were accepted in the previous step the draft must also ingest
-        the last draft token; that one extra draft token per such request is not priced.
+        Decode requests each verify q query tokens (the last emitted token and the drafts) against
+        their cached context. The drafter runs one pass per entry of `draft_widths` over the decode
+        requests, its context growing by one per pass; its first pass also prefills the step's prompt
+        chunks. Approximation: when all drafts were accepted in the previous step the draft must also
+        ingest the last draft token; that one extra draft token per such request is not priced.
         """
         if prefill_tokens == 0:
             d, t = self.decode_steps(decode_seqs, np.array([decode_context_tokens]))
@@ -172,24 +203,31 @@ class StepCostModel:
         target = self.target.dense(prefill_tokens + decode_seqs * q, logits) + \
             self.target.prefill_attention(prefill_tokens, prefill_seqs, prefill_attn_pairs)
         if decode_seqs:
-            target = target + self.target.decode_attention(decode_seqs, q, np.array([decode_context_tokens]))[0]
+            target = target + self.target.decode_attention(decode_seqs, q, np.array([decode_context_tokens]),
+                                                           self.tree)[0]
         draft = np.zeros(3)
+        widths = self.draft_widths
         if self.draft is not None:
-            draft = self.draft.dense(prefill_tokens + decode_seqs, prefill_seqs + decode_seqs) + \
+            w0 = widths[0] if widths and decode_seqs else 0
+            draft = self.draft.dense(prefill_tokens + decode_seqs * w0, prefill_seqs + decode_seqs * w0) + \
                 self.draft.prefill_attention(prefill_tokens, prefill_seqs, prefill_attn_pairs)
+            if decode_seqs and widths:
+                ctx = decode_context_tokens + decode_seqs * np.arange(len(widths))
+                draft = draft + self.draft.decode_attention(decode_seqs, w0, ctx[:1])[0]
+                for j in range(1, len(widths)):
+                    draft = draft + self.draft.decode_forward(decode_seqs, widths[j], ctx[j:j + 1])[0]
             if decode_seqs:
-                ctx = decode_context_tokens + decode_seqs * np.arange(self.gamma)
-                draft = draft + self.draft.decode_attention(decode_seqs, 1, ctx[:1])[0]
-                if self.gamma > 1:
-                    draft = draft + self.draft.decode_forward(decode_seqs, 1, ctx[1:]).sum(axis=0)
+                draft = self._expose(draft[None, :], target[None, :])[0]
         return Cost(*draft), Cost(*target)
 
     def exact_decode_step(self, decode_seqs: int, context_sum: int) -> np.ndarray:
         """(draft seconds, flops, bytes, target seconds, flops, bytes) of a decode-only step, op by op."""
-        target = self.target.exact_decode(decode_seqs, self.q, context_sum)
+        target = self.target.exact_decode(decode_seqs, self.q, context_sum, self.tree)
         draft = np.zeros(3)
-        for j in range(self.gamma if self.draft is not None else 0):
-            draft = draft + self.draft.exact_decode(decode_seqs, 1, context_sum + j * decode_seqs)
+        for j, w in enumerate(self.draft_widths):
+            draft = draft + self.draft.exact_decode(decode_seqs, w, context_sum + j * decode_seqs)
+        if self.draft is not None:
+            draft = self._expose(draft[None, :], target[None, :])[0]
         return np.concatenate([draft, target])
 
     def decode_steps(self, decode_seqs, context_sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

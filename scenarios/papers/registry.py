@@ -39,6 +39,9 @@ REGISTRY: dict[str, str] = {
     "tetris": "scenarios.papers.repro_tetris",
     "pearl": "scenarios.papers.repro_pearl",
     "deepep": "scenarios.papers.repro_deepep",
+    "vllm-spec-under-load": "scenarios.papers.repro_vllm_spec_load",
+    "smartspec-adaptive": "scenarios.papers.repro_smartspec",
+    "sequoia-tree-vs-batch": "scenarios.papers.repro_sequoia_batch",
 }
 
 
