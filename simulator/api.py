@@ -43,6 +43,8 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
     elif isinstance(scenario, dict):
         scenario = parse_scenario(scenario)
     base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
+    if scenario.cluster.disaggregation is not None:
+        return _run_disaggregated(scenario, base_dir, step_mode, progress)
     t0 = time.perf_counter()
     built = build(scenario, base_dir)
     mode = step_mode or scenario.scheduler.step_mode
@@ -57,4 +59,25 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
                         peak_bw_per_gpu=built.hardware.hbm_bandwidth_bytes_per_s, sim_end_s=end_s)
     summary["scenario"] = scenario.name
     summary["kv_tokens_per_replica"] = built.kv_tokens_per_replica
+    return Result(scenario, requests, steps, summary, wall_s, built)
+
+
+def _run_disaggregated(scenario: Scenario, base_dir: Path, step_mode: str | None, progress) -> Result:
+    """`run` for `cluster.disaggregation` (simulator.disagg): two pools, KV transfers on the network."""
+    from simulator.disagg import DisaggEngine, build_disaggregated, request_extras, summary_extras
+
+    t0 = time.perf_counter()
+    built = build_disaggregated(scenario, base_dir)
+    engine = DisaggEngine(built, step_mode or scenario.scheduler.step_mode, progress)
+    end_s = engine.run()
+    wall_s = time.perf_counter() - t0
+    requests = build_requests_frame(built.state.columns(), scenario.slo)
+    for name, values in request_extras(engine, built).items():
+        requests[name] = values
+    steps = build_steps_frame(_sorted_steps(built.log.columns()))
+    summary = summarize(requests, steps, slo=scenario.slo, num_replicas=len(built.prefill) + len(built.decode),
+                        gpus_per_replica=1, peak_flops_per_gpu=built.hardware.peak_flops[scenario.cluster.dtype],
+                        peak_bw_per_gpu=built.hardware.hbm_bandwidth_bytes_per_s, sim_end_s=end_s)
+    summary.update(summary_extras(summary, requests, steps, built))
+    summary["scenario"] = scenario.name
     return Result(scenario, requests, steps, summary, wall_s, built)
