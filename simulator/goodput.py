@@ -98,7 +98,7 @@ def max_goodput(data: dict, *, attainment: float | None = None, start_rps: float
     return Goodput(lo, gpus, cache.get(lo, math.nan), evals, tuple(sorted(cache.items())))
 
 
-def colocated(data: dict, tp: int, pp: int, replicas: int) -> dict:
+def colocated(data: dict, replicas: int, tp: int, pp: int) -> dict:
     d = copy.deepcopy(data)
     cl = d["cluster"]
     cl.pop("disaggregation", None)
@@ -137,23 +137,27 @@ def candidates(max_gpus: int, tps=(1, 2, 4, 8), pps=(1, 2)) -> list[tuple[str, t
 
 def search_placements(data: dict, max_gpus: int, *, tps=(1, 2, 4, 8), pps=(1, 2), link: str = "scaleup",
                       rel_tol: float = 0.05, base_dir: Path | None = None, progress=None) -> pd.DataFrame:
-    """Goodput per GPU of every candidate layout (those that do not fit in memory are skipped), best first."""
+    """Goodput per GPU of every candidate layout, best first. Layouts the model does not allow (memory,
+    a tp that does not divide the heads) get NaN goodput and the reason in `skipped`."""
     rows = []
     for kind, layout in candidates(max_gpus, tps, pps):
         d = colocated(data, *layout) if kind == "colocated" else disaggregated(data, *layout, link=link)
-        try:
-            g = max_goodput(d, rel_tol=rel_tol, base_dir=base_dir)
-        except ScenarioError as exc:
-            if "parallelism" in exc.field or exc.field == "cluster.model":
-                continue   # does not fit (or an invalid split): not a candidate
-            raise
         label = (f"colocated {layout[0]}× tp{layout[1]} pp{layout[2]}" if kind == "colocated" else
                  f"prefill {layout[0][0]}× tp{layout[0][1]} pp{layout[0][2]} + decode {layout[1][0]}× "
                  f"tp{layout[1][1]} pp{layout[1][2]}")
-        rows.append({"kind": kind, "layout": label, "gpus": g.gpus, "goodput_rps": g.rate_rps,
-                     "goodput_per_gpu_rps": g.per_gpu_rps, "attainment": g.attainment, "des_runs": g.evaluations})
+        row = {"kind": kind, "layout": label, "gpus": scenario_gpus(d), "goodput_rps": math.nan,
+               "goodput_per_gpu_rps": math.nan, "attainment": math.nan, "des_runs": 0, "skipped": ""}
+        try:
+            g = max_goodput(d, rel_tol=rel_tol, base_dir=base_dir)
+            row.update(goodput_rps=g.rate_rps, goodput_per_gpu_rps=g.per_gpu_rps, attainment=g.attainment,
+                       des_runs=g.evaluations)
+        except ScenarioError as exc:
+            if not ("parallelism" in exc.field or exc.field == "cluster.model"):
+                raise
+            row["skipped"] = str(exc)   # does not fit, or an invalid split: not a candidate
+        rows.append(row)
         if progress is not None:
             progress(rows[-1])
     frame = pd.DataFrame(rows)
     return frame.sort_values(["goodput_per_gpu_rps", "gpus"], ascending=[False, True], kind="stable",
-                             ignore_index=True) if len(frame) else frame
+                             ignore_index=True, na_position="last") if len(frame) else frame
