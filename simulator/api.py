@@ -53,12 +53,19 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
     wall_s = time.perf_counter() - t0
     requests = build_requests_frame(built.state.columns(), scenario.slo)
     steps = build_steps_frame(_sorted_steps(built.log.columns()))
+    alltoall = getattr(built.replicas[0].cost.target, "alltoall_seconds", None)
+    if alltoall is not None:  # expert parallelism: the all-to-all part of each step's target pass
+        tokens = steps["prefill_tokens"].to_numpy() + steps["decode_seqs"].to_numpy() * steps["query_tokens_per_seq"].to_numpy()
+        steps["alltoall_s"] = [alltoall(int(t)) for t in tokens]
     summary = summarize(requests, steps, slo=scenario.slo, num_replicas=len(built.replicas),
                         gpus_per_replica=built.parallelism.gpus,
                         peak_flops_per_gpu=built.hardware.peak_flops[scenario.cluster.dtype],
                         peak_bw_per_gpu=built.hardware.hbm_bandwidth_bytes_per_s, sim_end_s=end_s)
     summary["scenario"] = scenario.name
     summary["kv_tokens_per_replica"] = built.kv_tokens_per_replica
+    if "alltoall_s" in steps:
+        summary["alltoall_time_fraction"] = float(steps["alltoall_s"].sum() / steps["duration_s"].sum()) \
+            if len(steps) else float("nan")
     return Result(scenario, requests, steps, summary, wall_s, built)
 
 
