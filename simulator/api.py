@@ -63,6 +63,7 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
                         peak_bw_per_gpu=built.hardware.hbm_bandwidth_bytes_per_s, sim_end_s=end_s)
     summary["scenario"] = scenario.name
     summary["kv_tokens_per_replica"] = built.kv_tokens_per_replica
+    summary["gpus"] = len(built.replicas) * built.parallelism.gpus
     if "alltoall_s" in steps:
         summary["alltoall_time_fraction"] = float(steps["alltoall_s"].sum() / steps["duration_s"].sum()) \
             if len(steps) else float("nan")
