@@ -43,6 +43,8 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
     elif isinstance(scenario, dict):
         scenario = parse_scenario(scenario)
     base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
+    if scenario.cluster.disaggregation is not None:
+        return _run_disaggregated(scenario, base_dir, step_mode, progress)
     t0 = time.perf_counter()
     built = build(scenario, base_dir)
     mode = step_mode or scenario.scheduler.step_mode
@@ -51,10 +53,39 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
     wall_s = time.perf_counter() - t0
     requests = build_requests_frame(built.state.columns(), scenario.slo)
     steps = build_steps_frame(_sorted_steps(built.log.columns()))
+    alltoall = getattr(built.replicas[0].cost.target, "alltoall_seconds", None)
+    if alltoall is not None:  # expert parallelism: the all-to-all part of each step's target pass
+        tokens = steps["prefill_tokens"].to_numpy() + steps["decode_seqs"].to_numpy() * steps["query_tokens_per_seq"].to_numpy()
+        steps["alltoall_s"] = [alltoall(int(t)) for t in tokens]
     summary = summarize(requests, steps, slo=scenario.slo, num_replicas=len(built.replicas),
                         gpus_per_replica=built.parallelism.gpus,
                         peak_flops_per_gpu=built.hardware.peak_flops[scenario.cluster.dtype],
                         peak_bw_per_gpu=built.hardware.hbm_bandwidth_bytes_per_s, sim_end_s=end_s)
     summary["scenario"] = scenario.name
     summary["kv_tokens_per_replica"] = built.kv_tokens_per_replica
+    summary["gpus"] = len(built.replicas) * built.parallelism.gpus
+    if "alltoall_s" in steps:
+        summary["alltoall_time_fraction"] = float(steps["alltoall_s"].sum() / steps["duration_s"].sum()) \
+            if len(steps) else float("nan")
+    return Result(scenario, requests, steps, summary, wall_s, built)
+
+
+def _run_disaggregated(scenario: Scenario, base_dir: Path, step_mode: str | None, progress) -> Result:
+    """`run` for `cluster.disaggregation` (simulator.disagg): two pools, KV transfers on the network."""
+    from simulator.disagg import DisaggEngine, build_disaggregated, request_extras, summary_extras
+
+    t0 = time.perf_counter()
+    built = build_disaggregated(scenario, base_dir)
+    engine = DisaggEngine(built, step_mode or scenario.scheduler.step_mode, progress)
+    end_s = engine.run()
+    wall_s = time.perf_counter() - t0
+    requests = build_requests_frame(built.state.columns(), scenario.slo)
+    for name, values in request_extras(engine, built).items():
+        requests[name] = values
+    steps = build_steps_frame(_sorted_steps(built.log.columns()))
+    summary = summarize(requests, steps, slo=scenario.slo, num_replicas=len(built.prefill) + len(built.decode),
+                        gpus_per_replica=1, peak_flops_per_gpu=built.hardware.peak_flops[scenario.cluster.dtype],
+                        peak_bw_per_gpu=built.hardware.hbm_bandwidth_bytes_per_s, sim_end_s=end_s)
+    summary.update(summary_extras(summary, requests, steps, built))
+    summary["scenario"] = scenario.name
     return Result(scenario, requests, steps, summary, wall_s, built)

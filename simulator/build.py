@@ -5,6 +5,12 @@ minus the target's weight shard (weights / (tp·pp)) minus the draft's weight sh
 draft tp; the draft lives on the first draft_tp GPUs of the replica) leaves room for KV; one token costs
 the target's per-GPU KV bytes plus the draft's. Activations and CUDA graphs are covered by the
 (1 − gpu_memory_utilization) margin, as in vLLM's accounting.
+Expert parallelism (parallelism.ep > 1, MoE targets): each GPU holds 1/ep of the routed experts and 1/tp
+of everything else (models.moe_routing.weight_bytes_per_gpu); each of the ep/tp data-parallel attention
+groups keeps the KV of its own requests, so the replica holds attention_dp × one group's tokens.
+Approximation: the replica's requests are pooled as if the groups were always balanced (the op graph
+makes the same assumption for their compute). The step cost prices routing skew, pre-scheduling and the
+all-to-all on the link topology (simulator.moe_cost).
 """
 from __future__ import annotations
 
@@ -100,7 +106,9 @@ def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
     """Tokens of KV cache a replica can hold (see the module docstring for the memory model).
     `drafter_bytes` = (weight bytes per GPU, KV bytes per token per GPU) of a drafter that is not a
     co-located draft model (heads, layer skipping, n-gram, separate or CPU drafters: simulator.drafters)."""
-    free = hw.hbm_bytes * util - target.weight_bytes(dtype) / par.gpus
+    from models.moe_routing import weight_bytes_per_gpu
+    target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
+    free = hw.hbm_bytes * util - target_weights
     per_token = target.kv_bytes_per_token_per_gpu(par, dtype)
     extra_w = 0.0
     if draft is not None:
@@ -111,20 +119,25 @@ def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
         per_token += drafter_bytes[1]
     free -= extra_w
     if free <= 0:
-        need = target.weight_bytes(dtype) / par.gpus + extra_w
+        need = target_weights + extra_w
         raise ScenarioError("cluster.model", f"{target.name}{' + draft ' + draft.name if draft else ''} needs "
                             f"{need / GIB:.1f} GiB of weights per GPU but {hw.id} offers "
                             f"{hw.hbm_bytes * util / GIB:.1f} GiB at gpu_memory_utilization={util}; "
-                            f"raise cluster.parallelism.tp/pp or pick larger hardware")
-    return int(free // per_token)
+                            f"raise cluster.parallelism.tp/pp{'/ep' if target.is_moe else ''} or pick larger hardware")
+    return int(free // per_token) * par.attention_dp
 
 
 def build(scenario: Scenario, base_dir: Path) -> Built:
     cl = scenario.cluster
     hw = _lookup("cluster.hardware", get_hardware, cl.hardware)
     target = _lookup("cluster.model", get_model, cl.model)
-    par = Parallelism(cl.parallelism.tp, cl.parallelism.pp)
     from models.spec import validate_parallelism
+    try:
+        par = Parallelism(cl.parallelism.tp, cl.parallelism.pp, cl.parallelism.ep)
+        from models.opgraph import validate_expert_parallelism
+        validate_expert_parallelism(target, par)
+    except ValueError as exc:
+        raise ScenarioError("cluster.parallelism.ep", str(exc)) from None
     try:
         validate_parallelism(target, par)
     except ValueError as exc:
@@ -157,7 +170,11 @@ def build(scenario: Scenario, base_dir: Path) -> Built:
     streams = Streams.from_seed(scenario.seed)
     table = generate_requests(scenario.workload, streams.workload, base_dir)
     state = RequestState(table)
-    target_cost = ForwardCost(target, par, latency, cl.dtype)
+    if par.ep > 1:
+        from simulator.moe_cost import make_ep_forward_cost
+        target_cost = make_ep_forward_cost(target, par, latency, cl.dtype, hw, cl.moe, base_dir)
+    else:
+        target_cost = ForwardCost(target, par, latency, cl.dtype)
     spec = policy = None
     if drafter is not None:
         max_gamma = max(gamma, getattr(scenario.policy, "max_gamma", 0))

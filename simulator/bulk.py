@@ -41,15 +41,20 @@ class BulkPlan:
     queued: int               # waiting requests when the bulk was planned
 
 
-def plan_bulk(rep, now_s: float, next_arrival_s: float) -> BulkPlan | None:
-    """Plan decode steps of replica `rep` from `now_s`; None when the very next step needs preemption."""
+def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | None = None) -> BulkPlan | None:
+    """Plan decode steps of replica `rep` from `now_s`; None when the very next step needs preemption.
+    stop_at_arrival: end at the first step boundary at or after `next_arrival_s` (default: only when the
+    waiting queue is empty; a disaggregated decode replica, whose arrivals are KV transfers that join
+    the batch directly, always stops there)."""
     s = rep.s
     ids = np.asarray(rep.running, dtype=np.int64)
     nb = len(ids)
     remaining = s.output[ids] - s.emitted[ids]
     blocked_head = bool(rep.waiting)
     k_max = int(min(remaining.min() if blocked_head else remaining.max(), MAX_BULK_STEPS))
-    if not blocked_head and rep.last_step_s > 0 and np.isfinite(next_arrival_s):
+    if stop_at_arrival is None:
+        stop_at_arrival = not blocked_head
+    if stop_at_arrival and rep.last_step_s > 0 and np.isfinite(next_arrival_s):
         # Steps beyond the next arrival are discarded; plan ~1.5× the expected number (a short plan
         # only costs one more event, never accuracy).
         k_max = max(1, min(k_max, int(1.5 * (next_arrival_s - now_s) / rep.last_step_s) + 4))
@@ -89,7 +94,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float) -> BulkPlan | None:
     context_sums = (ctx * active).sum(axis=1)
     draft, target = rep.cost.decode_steps(decode_seqs, context_sums)
     bounds = np.cumsum(np.concatenate(([now_s], draft[:, 0] + target[:, 0])))
-    if not blocked_head:  # stop at the first step boundary at or after the next arrival
+    if stop_at_arrival:  # stop at the first step boundary at or after the next arrival
         arrived = bounds[1:] >= next_arrival_s
         if arrived.any():
             n = int(arrived.argmax()) + 1

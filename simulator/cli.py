@@ -28,9 +28,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         result = run(scenario, base_dir=folder, step_mode=args.step_mode, progress=bar.update)
     extra = {}
     if args.trace:
-        from simulator.timeline import trace_json
+        from simulator.timeline import pool_replica_names, trace_json
         extra["trace.json"] = trace_json(result.requests, result.steps,
-                                         gpus_per_replica=result.summary["gpus_per_replica"])
+                                         gpus_per_replica=result.summary["gpus_per_replica"],
+                                         replica_names=pool_replica_names(result.summary))
     write_outputs(out_dir, result.requests, result.steps, result.summary,
                   plots=scenario.outputs.plots and not args.no_plots, extra_files=extra)
     if not args.quiet:

@@ -25,6 +25,52 @@ class _Strict(BaseModel):
 class ParallelismConfig(_Strict):
     tp: int = Field(1, ge=1, le=64)
     pp: int = Field(1, ge=1, le=64)
+    ep: int = Field(1, ge=1, le=1024)
+
+
+class MoeConfig(_Strict):
+    """MoE options (expert parallelism, ep > 1): token→expert routing skew and Speculative-MoE
+    pre-scheduling. `routing`: uniform | zipf (per-expert popularity ∝ rank^−zipf_exponent) | trace
+    (a `.npy` of routed expert ids, one row of top-k per token, relative to the scenario).
+    `prescheduling_hit_rate`: fraction of activations the pre-scheduler predicts (0 = off)."""
+
+    routing: Literal["uniform", "zipf", "trace"] = "uniform"
+    zipf_exponent: float = Field(1.0, gt=0.0, le=10.0)
+    routing_trace: str | None = None
+    prescheduling_hit_rate: float = Field(0.0, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _trace_needs_file(self) -> "MoeConfig":
+        if (self.routing == "trace") != (self.routing_trace is not None):
+            raise ValueError("routing_trace is required exactly when routing is 'trace'")
+        return self
+
+
+class PoolConfig(_Strict):
+    """One pool of a disaggregated cluster: its replica count and per-replica parallelism."""
+
+    replicas: int = Field(1, ge=1, le=4096)
+    parallelism: ParallelismConfig = ParallelismConfig()
+    router: str = "round_robin"
+
+
+class KVTransferConfig(_Strict):
+    """How a request's KV cache moves from its prefill replica to its decode replica (simulator.disagg).
+    `link`: scaleup = the pools share a scale-up domain (NVLink/NVSwitch); scaleout = they sit in
+    different nodes and the KV crosses the NICs. `layerwise_overlap`: send layer l as soon as the
+    prefill has computed it."""
+
+    link: Literal["scaleup", "scaleout"] = "scaleup"
+    layerwise_overlap: bool = False
+
+
+class DisaggregationConfig(_Strict):
+    """Disaggregated prefill/decode: a prefill pool that only prefills and a decode pool that only
+    decodes (and drafts), with the KV cache transferred in between (simulator.disagg)."""
+
+    prefill: PoolConfig = PoolConfig()
+    decode: PoolConfig = PoolConfig()
+    kv_transfer: KVTransferConfig = KVTransferConfig()
 
 
 class LatencyConfig(_Strict):
@@ -44,6 +90,15 @@ class ClusterConfig(_Strict):
     router: str = "round_robin"
     gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
     latency: LatencyConfig = LatencyConfig()
+    moe: MoeConfig = MoeConfig()
+    disaggregation: DisaggregationConfig | None = None
+
+    @model_validator(mode="after")
+    def _pools_own_their_layout(self) -> "ClusterConfig":
+        if self.disaggregation is not None and (self.replicas != 1 or self.parallelism != ParallelismConfig()):
+            raise ValueError("with cluster.disaggregation set, give replicas and parallelism per pool "
+                             "(cluster.disaggregation.prefill / .decode), not under cluster")
+        return self
 
 
 class NoDrafter(_Strict):

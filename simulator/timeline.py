@@ -15,8 +15,16 @@ form, timestamps in microseconds of simulated time):
   admission→first token, ``decode`` first token→finish) for the first `max_request_tracks` request ids,
   so that huge runs stay loadable.
 
-Not shown (not in the step log yet): all-to-all and KV-transfer spans (MoE and disaggregation, issue 7)
-and per-node tree spans (issue 6). Matching times: the engine stamps request events with the exact float
+- expert parallelism (a step log with `alltoall_s`): thread ``all-to-all`` of the replica, one span per
+  step with the step's dispatch + combine time over all MoE layers, drawn from the start of the target
+  pass (in reality it is interleaved with the layers' compute; the span shows its total, not its phase).
+- disaggregated runs (request records with `kv_start_s`/`kv_ready_s`): replicas are named ``prefill
+  replica i`` / ``decode replica j``; process ``KV transfers`` has one thread per (prefill replica →
+  decode replica) pair with one async slice per request's KV transfer (``kv r<id>``: request id, bytes,
+  source and destination replicas); the request tracks add ``kv_wait`` (first token → transfer start)
+  and ``kv_transfer``; ``finished`` ids are matched on the decode replica.
+
+Not shown: per-node tree spans (issue 6). Matching times: the engine stamps request events with the exact float
 end/start of the step that caused them; matching is exact with a 1e-9 s tolerance for safety.
 """
 from __future__ import annotations
@@ -32,6 +40,7 @@ US = 1e6
 MATCH_TOLERANCE_S = 1e-9
 DEFAULT_MAX_REQUEST_TRACKS = 1000
 REQUEST_PID = 1_000_000
+KV_PID = 1_000_001
 _STEP_COLUMNS = ("replica", "start_s", "duration_s", "draft_s", "verify_s", "prefill_tokens", "prefill_seqs",
                  "decode_seqs", "query_tokens_per_seq", "accepted_tokens", "emitted_tokens",
                  "queued_requests", "running_requests")
@@ -93,7 +102,12 @@ def _metadata(pid: int, name: str, sort_index: int, threads: dict[int, str]) -> 
 def _step_events(steps: pd.DataFrame, requests: pd.DataFrame) -> list[dict]:
     admitted = _ids_by_step(steps, requests, "start_s", "admit_s")
     first = _ids_by_step(steps, requests, "end_s", "first_token_s")
-    finished = _ids_by_step(steps, requests, "end_s", "finish_s")
+    finishers = requests
+    if "decode_replica" in requests:   # disaggregated: requests finish on their decode replica
+        dec = requests["decode_replica"].to_numpy(np.int64)
+        finishers = requests.assign(replica=np.where(dec >= 0, dec, requests["replica"].to_numpy(np.int64)))
+    finished = _ids_by_step(steps, finishers, "end_s", "finish_s")
+    alltoall = steps["alltoall_s"].to_numpy(float) if "alltoall_s" in steps else None
     cols = {c: steps[c].to_numpy() for c in _STEP_COLUMNS}
     events = []
     for i in range(len(steps)):
@@ -113,6 +127,10 @@ def _step_events(steps: pd.DataFrame, requests: pd.DataFrame) -> list[dict]:
         name = _target_name(prefill, decode, int(cols["query_tokens_per_seq"][i]))
         events.append({"ph": "X", "pid": pid, "tid": 0, "name": name, "cat": "target",
                        "ts": (start + draft) * US, "dur": verify * US, "args": args})
+        if alltoall is not None and alltoall[i] > 0:
+            events.append({"ph": "X", "pid": pid, "tid": 1, "name": "all-to-all", "cat": "alltoall",
+                           "ts": (start + draft) * US, "dur": float(alltoall[i]) * US,
+                           "args": {"step": i, "share_of_target_pass": float(alltoall[i]) / verify if verify > 0 else 0.0}})
         events.append({"ph": "C", "pid": pid, "tid": 0, "name": "requests", "ts": start * US,
                        "args": {"queued": int(cols["queued_requests"][i]),
                                 "running": int(cols["running_requests"][i])}})
@@ -123,8 +141,14 @@ def _request_events(requests: pd.DataFrame, max_tracks: int) -> list[dict]:
     events = []
     part = requests.sort_values("request_id").head(max_tracks)
     for row in part.itertuples(index=False):
-        marks = [("queued", row.arrival_s, row.admit_s), ("prefill", row.admit_s, row.first_token_s),
-                 ("decode", row.first_token_s, row.finish_s)]
+        kv_start, kv_ready = getattr(row, "kv_start_s", np.nan), getattr(row, "kv_ready_s", np.nan)
+        if np.isfinite(kv_ready):
+            marks = [("queued", row.arrival_s, row.admit_s), ("prefill", row.admit_s, row.first_token_s),
+                     ("kv_wait", row.first_token_s, kv_start), ("kv_transfer", max(kv_start, row.first_token_s), kv_ready),
+                     ("decode", kv_ready, row.finish_s)]
+        else:
+            marks = [("queued", row.arrival_s, row.admit_s), ("prefill", row.admit_s, row.first_token_s),
+                     ("decode", row.first_token_s, row.finish_s)]
         for name, begin, end in marks:
             if np.isfinite(begin) and np.isfinite(end) and end >= begin:
                 common = {"pid": REQUEST_PID, "tid": 0, "cat": "request", "name": name,
@@ -135,8 +159,30 @@ def _request_events(requests: pd.DataFrame, max_tracks: int) -> list[dict]:
     return events
 
 
+def _kv_events(requests: pd.DataFrame, replica_names: dict[int, str], sort_index: int) -> list[dict]:
+    """One thread per (prefill → decode replica) pair, one async slice per request's KV transfer."""
+    done = requests[np.isfinite(requests["kv_ready_s"].to_numpy(float))]
+    if not len(done):
+        return []
+    pairs = sorted({(int(a), int(b)) for a, b in zip(done["replica"], done["decode_replica"])})
+    tid = {pair: i for i, pair in enumerate(pairs)}
+    name = lambda r: replica_names.get(r, f"replica {r}")  # noqa: E731
+    events = _metadata(KV_PID, "KV transfers", sort_index, {tid[p]: f"{name(p[0])} → {name(p[1])}" for p in pairs})
+    for row in done.itertuples(index=False):
+        t = tid[(int(row.replica), int(row.decode_replica))]
+        common = {"pid": KV_PID, "tid": t, "cat": "kv_transfer", "name": f"kv r{int(row.request_id)}",
+                  "id": int(row.request_id)}
+        events.append({**common, "ph": "b", "ts": float(row.kv_start_s) * US,
+                       "args": {"request_id": int(row.request_id), "bytes": float(row.kv_bytes),
+                                "src_replica": int(row.replica), "dst_replica": int(row.decode_replica),
+                                "seconds": float(row.kv_ready_s - row.kv_start_s)}})
+        events.append({**common, "ph": "e", "ts": float(row.kv_ready_s) * US})
+    return events
+
+
 def trace_events(requests: pd.DataFrame, steps: pd.DataFrame, *,
-                 max_request_tracks: int = DEFAULT_MAX_REQUEST_TRACKS, gpus_per_replica: int | None = None) -> list[dict]:
+                 max_request_tracks: int = DEFAULT_MAX_REQUEST_TRACKS, gpus_per_replica: int | None = None,
+                 replica_names: dict[int, str] | None = None) -> list[dict]:
     """All trace events of a run (see the module docstring) from its requests and steps frames."""
     _check(steps, _STEP_COLUMNS, "steps")
     _check(requests, _REQUEST_COLUMNS, "requests")
@@ -148,13 +194,28 @@ def trace_events(requests: pd.DataFrame, steps: pd.DataFrame, *,
     events = []
     replicas = sorted(set(steps["replica"].astype(int)) | set(requests["replica"][requests["replica"] >= 0].astype(int)))
     gpus = f" ({gpus_per_replica} GPU{'s' if gpus_per_replica != 1 else ''})" if gpus_per_replica else ""
+    names = replica_names or {}
+    threads = {0: "engine steps", 1: "all-to-all"} if "alltoall_s" in steps else {0: "engine steps"}
     for r in replicas:
-        events += _metadata(r, f"replica {r}{gpus}", r, {0: "engine steps"})
+        events += _metadata(r, names.get(r, f"replica {r}{gpus}"), r, threads)
     events += _step_events(steps, requests)
+    if "kv_ready_s" in requests:
+        events += _kv_events(requests, names, len(replicas))
     if max_request_tracks:
         events += _metadata(REQUEST_PID, "requests", len(replicas) + 1, {})
         events += _request_events(requests, max_request_tracks)
     return events
+
+
+def pool_replica_names(summary: dict) -> dict[int, str] | None:
+    """Track names of a disaggregated run's replicas from its summary (None for a colocated run)."""
+    if "prefill_replicas" not in summary:
+        return None
+    p, d = int(summary["prefill_replicas"]), int(summary["decode_replicas"])
+    gp, gd = int(summary["prefill_gpus_per_replica"]), int(summary["decode_gpus_per_replica"])
+    names = {i: f"prefill replica {i} ({gp} GPU{'s' if gp != 1 else ''})" for i in range(p)}
+    names.update({p + j: f"decode replica {j} ({gd} GPU{'s' if gd != 1 else ''})" for j in range(d)})
+    return names
 
 
 def trace_json(requests: pd.DataFrame, steps: pd.DataFrame, **kwargs) -> str:

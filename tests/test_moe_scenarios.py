@@ -54,3 +54,16 @@ def test_script_prints_the_table(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "alltoall_share" in out and "assumptions" in out
     assert (tmp_path / "t.csv").stat().st_size > 500
+
+
+def test_des_grid_runs_ep_and_tp_with_and_without_prescheduling_and_speculation():
+    from scenarios.moe.des_grid import table as des_table
+    frame = des_table(models=("qwen3-30b-a3b",), gpu_counts=(16,), requests=48)
+    assert set(frame.layout) == {"TP8 ×2", "EP16 (2 nodes)", "EP8 ×2"}
+    tp = frame[frame.layout == "TP8 ×2"]
+    assert (tp.alltoall_share == 0).all() and (frame[frame.layout != "TP8 ×2"].alltoall_share > 0).all()
+    ep16 = frame[(frame.layout == "EP16 (2 nodes)") & ~frame.spec_decoding].set_index("prescheduling")
+    ep8 = frame[(frame.layout == "EP8 ×2") & ~frame.spec_decoding].set_index("prescheduling")
+    assert ep16.alltoall_share[True] < ep16.alltoall_share[False]
+    assert ep16.alltoall_share[False] > 3 * ep8.alltoall_share[False]     # crossing nodes
+    assert len(frame) == 2 + 4 + 4 and (frame.saturated_tok_s_per_gpu > 0).all()

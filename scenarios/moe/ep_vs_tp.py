@@ -2,8 +2,8 @@
 Speculative-MoE pre-scheduling, with and without speculative decoding — per decode step, what share of
 the time is the MoE all-to-all, and what throughput per GPU follows.
 
-The DES cannot run EP replicas yet (the scenario schema has no `ep`; see scenarios/moe/README.md), so
-this prices one decode step directly: the op graph of the target (models.opgraph, EP layout of
+An analytic companion of the DES grid (scenarios/moe/des_grid.py, full DES runs with queueing): this
+prices one decode step directly: the op graph of the target (models.opgraph, EP layout of
 models.step.Parallelism) on the H100 roofline, with every MoE dispatch/combine re-priced on the link
 topology (simulator.network: same-node traffic over NVLink, other nodes over the NICs, busiest port).
 Pre-scheduling multiplies the all-to-all volume by theory.moe_prescheduling's de-duplicated remote

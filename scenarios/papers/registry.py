@@ -15,7 +15,7 @@ published quantity next to the reproduced one with a stated tolerance and PASS/F
 Reproductions are registered by module path and loaded lazily; each module defines ``REPRODUCTION``.
 `tests/test_reproduce_*.py` runs every registered one and requires all checks to pass, so they double
 as regression tests. Entries that need features not in the simulator yet (trees/multi-draft/adaptive
-policies in the DES, MoE all-to-all, disaggregated prefill/decode) are not registered.
+policies in the DES) are not registered.
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ REGISTRY: dict[str, str] = {
     "vllm-spec-under-load": "scenarios.papers.repro_vllm_spec_load",
     "smartspec-adaptive": "scenarios.papers.repro_smartspec",
     "sequoia-tree-vs-batch": "scenarios.papers.repro_sequoia_batch",
+    "distserve": "scenarios.papers.repro_distserve",
 }
 
 

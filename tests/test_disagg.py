@@ -1,0 +1,178 @@
+"""Disaggregated prefill/decode in the DES (simulator.disagg): KV transfer times against the link model,
+contention, conservation, causality, step == bulk, determinism, bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from models import get_model
+from models.step import Parallelism
+from profiles.hardware import get_hardware
+from profiles.roofline import default_efficiency
+from simulator.api import run
+from simulator.cli import main
+from simulator.errors import ScenarioError
+from sim_helpers import merge
+
+A100 = get_hardware("a100-80gb")
+FRACTION = default_efficiency("a100-80gb").collective_bandwidth_fraction
+KV_BYTES_PER_TOKEN = get_model("llama-2-13b").kv_bytes_per_token_per_gpu(Parallelism(1, 1), "fp16")
+
+
+def disagg(prefill=1, decode=1, link="scaleup", overlap=False, trace=None, **overrides) -> dict:
+    base = {
+        "name": "d", "seed": 3,
+        "workload": {"arrival": {"process": "poisson", "qps": 8.0},
+                     "prompt_tokens": {"kind": "uniform", "low": 128, "high": 1024},
+                     "output_tokens": {"kind": "uniform", "low": 2, "high": 96}, "num_requests": 200},
+        "cluster": {"hardware": "a100-80gb", "model": "llama-2-13b", "dtype": "fp16",
+                    "disaggregation": {"prefill": {"replicas": prefill}, "decode": {"replicas": decode},
+                                       "kv_transfer": {"link": link, "layerwise_overlap": overlap}}},
+        "scheduler": {"policy": "vllm"},
+        "slo": {"ttft_s": 0.4, "tpot_s": 0.04},
+        "outputs": {"plots": False},
+    }
+    if trace is not None:
+        base["workload"] = trace
+    return merge(base, overrides)
+
+
+def burst(tmp_path, n: int, prompt: int = 512, output: int = 8) -> dict:
+    """`n` identical requests arriving together (a trace)."""
+    csv = tmp_path / "burst.csv"
+    csv.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(f"0.0,{prompt},{output}\n" for _ in range(n)))
+    return {"arrival": {"process": "trace", "trace_csv": str(csv)}}
+
+
+@pytest.mark.parametrize("link,bandwidth,latency", [("scaleup", A100.scaleup_bandwidth_bytes_per_s, A100.scaleup_latency_s),
+                                                    ("scaleout", A100.scaleout_bandwidth_bytes_per_s, A100.scaleout_latency_s)])
+def test_kv_transfer_on_an_idle_link_is_bytes_over_bandwidth_plus_latency(tmp_path, link, bandwidth, latency):
+    res = run(disagg(link=link, trace=burst(tmp_path, 1)), base_dir=tmp_path)
+    req = res.requests.iloc[0]
+    assert req.kv_bytes == 512 * KV_BYTES_PER_TOKEN
+    assert req.kv_transfer_s == pytest.approx(latency + req.kv_bytes / (bandwidth * FRACTION), rel=1e-9)
+    assert req.kv_start_s == req.first_token_s          # the idle decode replica reserves at once
+    assert req.decode_start_s == req.kv_ready_s
+
+
+def test_kv_transfers_contend_for_the_receiving_nic(tmp_path):
+    """Four prefill GPUs finish together and send into one decode GPU's NIC: max-min fair shares make
+    every transfer take 4× the idle time's bandwidth part."""
+    res = run(disagg(prefill=4, link="scaleout", trace=burst(tmp_path, 4)), base_dir=tmp_path)
+    req = res.requests
+    assert (req.kv_start_s == req.kv_start_s.iloc[0]).all()
+    bw = A100.scaleout_bandwidth_bytes_per_s * FRACTION
+    idle = A100.scaleout_latency_s + req.kv_bytes.iloc[0] / bw
+    contended = A100.scaleout_latency_s + 4 * req.kv_bytes.iloc[0] / bw
+    np.testing.assert_allclose(req.kv_transfer_s, contended, rtol=1e-9)
+    assert contended > 3.5 * idle
+    assert res.summary["kv_transfer_mean_s"] == pytest.approx(contended, rel=1e-9)
+
+
+def test_layerwise_overlap_hides_all_but_the_last_layer(tmp_path):
+    spec = get_model("llama-2-13b")
+    bw = A100.scaleout_bandwidth_bytes_per_s * FRACTION
+    plain = run(disagg(link="scaleout", trace=burst(tmp_path, 1)), base_dir=tmp_path).requests.iloc[0]
+    over = run(disagg(link="scaleout", overlap=True, trace=burst(tmp_path, 1)), base_dir=tmp_path).requests.iloc[0]
+    assert over.first_token_s == plain.first_token_s
+    tail = A100.scaleout_latency_s + over.kv_bytes / spec.num_layers / bw
+    assert over.kv_exposed_s == pytest.approx(tail, rel=1e-9)
+    assert plain.kv_exposed_s == pytest.approx(plain.kv_transfer_s, rel=1e-12)
+    assert over.kv_exposed_s < plain.kv_exposed_s / 20
+    assert over.kv_start_s < over.first_token_s        # sending began during the prefill
+
+
+VARIANTS = {
+    "vllm": {},
+    "overlap_scaleout": {"cluster": {"disaggregation": {"kv_transfer": {"link": "scaleout", "layerwise_overlap": True}}}},
+    "sarathi_2p2d": {"scheduler": {"policy": "sarathi", "chunk_tokens": 256},
+                     "cluster": {"disaggregation": {"prefill": {"replicas": 2}, "decode": {"replicas": 2, "router": "least_outstanding"}}}},
+    "drafter_small_kv": {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                         "acceptance": {"kind": "constant", "alpha": 0.7}, "cluster": {"gpu_memory_utilization": 0.37},
+                         "workload": {"arrival": {"qps": 14.0}}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_step_and_bulk_modes_identical_and_invariants_hold(name):
+    data = merge(disagg(), VARIANTS[name])
+    bulk, step = run(data, step_mode="bulk"), run(data, step_mode="step")
+    pd.testing.assert_frame_equal(bulk.requests, step.requests)
+    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    req, s = bulk.requests, bulk.summary
+    # conservation: every request finished with all its tokens; the step log emitted exactly those
+    assert s["requests_finished"] == len(req) and s["requests_dropped"] == 0 and s["requests_unfinished"] == 0
+    assert (req.emitted_tokens == req.output_tokens).all()
+    assert bulk.steps.emitted_tokens.sum() == req.output_tokens.sum()
+    assert bulk.steps.prefill_tokens.sum() == req.prompt_tokens.sum()   # no preemption in either pool
+    # causality: first token ≤ KV start(+overlap) ≤ KV ready ≤ first decode step
+    dec = req[req.output_tokens > 1]
+    assert (dec.kv_ready_s > dec.kv_start_s).all()
+    assert (dec.decode_start_s >= dec.kv_ready_s).all()
+    assert (dec.kv_ready_s > dec.first_token_s).all()
+    assert (dec.finish_s > dec.decode_start_s).all()
+    single = req[req.output_tokens == 1]
+    assert single.kv_start_s.isna().all()
+    # prefill steps only on prefill replicas, decode steps only on decode replicas
+    n_prefill = s["prefill_replicas"]
+    steps = bulk.steps
+    assert (steps[steps.replica < n_prefill].decode_seqs == 0).all()
+    assert (steps[steps.replica >= n_prefill].prefill_seqs == 0).all()
+    assert set(dec.decode_replica) <= set(range(n_prefill, n_prefill + s["decode_replicas"]))
+    if name == "drafter_small_kv":   # decode memory is tight: reservations wait for finishes
+        assert (dec.kv_wait_s > 0.05).sum() > 20
+    # Little's law from the request records
+    assert s["little_L_requests"] == pytest.approx(s["little_lambda_W"], rel=1e-9)
+    assert s["gpus"] == n_prefill + s["decode_replicas"]
+    assert s["goodput_per_gpu_rps"] == pytest.approx(s["goodput_rps"] / s["gpus"])
+
+
+def test_speculative_decoding_runs_in_the_decode_pool():
+    data = merge(disagg(), VARIANTS["drafter_small_kv"])
+    res = run(data)
+    steps = res.steps[res.steps.replica >= res.summary["prefill_replicas"]]
+    assert (steps.query_tokens_per_seq == 4).all() and steps.accepted_tokens.sum() > 0
+    assert res.summary["mean_accepted_length"] > 1.0
+    # the prefill pool also prefills the draft model and ships its KV: more bytes than the target's alone
+    req = res.requests[res.requests.output_tokens > 1]
+    assert (req.kv_bytes > req.prompt_tokens * KV_BYTES_PER_TOKEN).all()
+
+
+def test_same_seed_same_outputs_other_seed_other_outputs():
+    a, b = run(disagg()), run(disagg())
+    pd.testing.assert_frame_equal(a.requests, b.requests)
+    assert a.summary == b.summary
+    c = run(disagg(seed=4))
+    assert not a.requests.arrival_s.equals(c.requests.arrival_s)
+
+
+@pytest.mark.parametrize("data,field", [
+    (disagg(cluster={"model": "llama-2-70b"}), "cluster.disaggregation.prefill.parallelism"),
+    (merge(disagg(), {"cluster": {"disaggregation": {"prefill": {"parallelism": {"tp": 8}},
+                                                     "decode": {"parallelism": {"tp": 1}}}, "model": "llama-2-70b"}}),
+     "cluster.disaggregation.decode.parallelism"),
+    (disagg(cluster={"replicas": 2}), "cluster"),
+    (disagg(cluster={"disaggregation": {"decode": {"parallelism": {"ep": 2}}}}), "cluster.disaggregation.decode.parallelism.ep"),
+    (disagg(cluster={"disaggregation": {"decode": {"router": "nope"}}}), "cluster.disaggregation.decode.router"),
+    (disagg(cluster={"disaggregation": {"kv_transfer": {"link": "carrier_pigeon"}}}), "cluster.disaggregation.kv_transfer.link"),
+    (disagg(drafter={"kind": "ngram", "gamma": 4}), "drafter"),
+    (disagg(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4, "placement": "separate"}), "drafter"),
+    (disagg(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+            acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]},
+            speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 2}), "speculation"),
+])
+def test_bad_disaggregation_input_names_the_field(data, field):
+    with pytest.raises(ScenarioError) as err:
+        run(data)
+    assert err.value.field == field or str(err.value).startswith(field), str(err.value)
+
+
+def test_cli_exit_2_with_one_line_for_a_pool_that_does_not_fit(tmp_path, capsys):
+    import yaml
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(disagg(cluster={"model": "llama-2-70b"})))
+    code = main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "cluster.disaggregation.prefill.parallelism" in err
+    assert not (tmp_path / "out").exists()
