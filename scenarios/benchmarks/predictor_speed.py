@@ -89,6 +89,8 @@ def held_out_errors(profile: Path) -> pd.DataFrame:
     records = table.to_dict("records")
     groups: dict[tuple, list[int]] = {}
     for i, row in enumerate(records):
+        if row["kind"] not in KIND_AXES:  # host overhead rows: not op prices (priced per pass)
+            continue
         config_keys, grid_keys = KIND_AXES[row["kind"]]
         dims = {**DIM_DEFAULTS, **row_dims(row)}
         groups.setdefault((row["kind"], tuple(dims[k] for k in config_keys)), []).append(i)
@@ -103,6 +105,8 @@ def held_out_errors(profile: Path) -> pd.DataFrame:
     full = ProfiledLatencyModel(profile)
     rows = []
     for i, row in enumerate(records):
+        if row["kind"] not in KIND_AXES:
+            continue
         op = Op.make(row["kind"], row["kind"], row["flops"], row["bytes"], 1, **row_dims(row))
         entry = {"kind": row["kind"], "roofline_err": full.roofline.op_seconds(op) / row["median_s"] - 1.0,
                  "noise": (row["p90_s"] - row["p10_s"]) / row["median_s"]}
