@@ -19,6 +19,7 @@ import argparse
 import pandas as pd
 
 from simulator.api import run
+from scenarios.tables import print_and_save
 
 DRAFTERS = {"mixtral-8x7b": "llama-68m", "qwen3-30b-a3b": "qwen2.5-coder-0.5b"}
 HIT_RATE = 0.72
@@ -79,10 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=400)
     args = parser.parse_args(argv)
     frame = table(requests=args.requests)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(frame.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    if args.csv:
-        frame.to_csv(args.csv, index=False)
+    print_and_save(frame, args.csv)
     return 0
 
 

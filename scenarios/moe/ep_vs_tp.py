@@ -34,6 +34,7 @@ from profiles.roofline import RooflineLatencyModel
 from simulator.network import Topology, ep_alltoall_s
 from theory.chain import expected_tokens
 from theory.moe_prescheduling import hit_rate, remote_ranks_per_token
+from scenarios.tables import print_and_save
 
 HARDWARE = "h100-sxm"
 DRAFTERS = {"mixtral-8x7b": "llama-68m", "qwen3-30b-a3b": "qwen2.5-coder-0.5b"}
@@ -123,10 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"assumptions: {setup}, hit rate {hit_rate(setup.prediction_accuracy, setup.affinity):.2f}, "
           f"hardware {HARDWARE}, roofline latency model, uniform routing")
     frame = table(setup)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(frame.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    if args.csv:
-        frame.to_csv(args.csv, index=False)
+    print_and_save(frame, args.csv)
     return 0
 
 
