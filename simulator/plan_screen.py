@@ -83,6 +83,29 @@ def _step_costs(model: str, hardware: str, dtype: str, tp: int, pp: int, draft: 
     return StepCostModel(ForwardCost(target, par, latency, dtype), draft_cost, gamma), kv
 
 
+def _little_batch(excess, b_max: float) -> float | None:
+    """The running batch solving Little's law (`excess(B)` = needed − B crosses 0), None if above b_max."""
+    if excess(b_max) > 0:
+        return None
+    lo, hi = 0.0, b_max
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
+    return hi
+
+
+def _interpolated_step_s(cost, context: float):
+    """Decode step seconds (draft + verify) as a function of a fractional batch at mean `context`."""
+    def step_s(batch: float) -> float:
+        lo = max(1, int(math.floor(batch)))
+        hi = max(lo, int(math.ceil(batch)))
+        d, t = cost.decode_steps(np.array([lo, hi]), np.array([round(lo * context), round(hi * context)]))
+        both = d[:, 0] + t[:, 0]
+        w = min(max(batch - lo, 0.0), 1.0)
+        return float(both[0] * (1 - w) + both[1] * w)
+    return step_s
+
+
 def tokens_per_step(acceptance: dict, gamma: int) -> float:
     from theory.chain import expected_tokens, expected_tokens_positional
 
@@ -129,32 +152,84 @@ class Colocated:
         if b_max < 1.0:
             return ScreenEstimate(False, "KV cache holds less than one mean request")
         steps = max(output - 1.0, 0.0) / tokens
-
-        def step_s(batch: float) -> float:
-            lo = max(1, int(math.floor(batch)))
-            hi = max(lo, int(math.ceil(batch)))
-            d, t = cost.decode_steps(np.array([lo, hi]), np.array([round(lo * context), round(hi * context)]))
-            both = d[:, 0] + t[:, 0]
-            w = min(max(batch - lo, 0.0), 1.0)
-            return float(both[0] * (1 - w) + both[1] * w)
+        step_s = _interpolated_step_s(cost, context)
 
         def excess(batch: float) -> float:  # > 0: the batch must grow to keep up
             return lam * steps * step_s(batch) / (1.0 - rho) - batch
 
-        if excess(b_max) > 0:
+        batch = _little_batch(excess, b_max)
+        if batch is None:
             return ScreenEstimate(False, f"decode cannot keep up within a batch of {b_max:.0f}", prefill_share=rho)
-        lo, hi = 0.0, b_max
-        for _ in range(BISECTION_STEPS):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
-        batch = hi
         t_step = step_s(batch)
         tpot = t_step / ((1.0 - rho) * tokens)
         ttft = t_prefill + rho * t_prefill / (2.0 * (1.0 - rho)) + (t_step / 2.0 if batch > 0 else 0.0)
         return ScreenEstimate(True, "", batch, rho, ttft, tpot, work.qps * output, tokens)
 
 
-DEPLOYMENTS = {"colocated": Colocated()}
+class Disaggregated(Colocated):
+    """A prefill pool of `c.prefill_replicas` replicas and a decode pool of the rest, each replica with the
+    candidate's TP/PP, the KV cache sent over the scale-up link (simulator.disagg in the DES).
+
+    Screen: the prefill pool is the colocated model's prefill alone (λ_p = QPS / prefill replicas,
+    ρ_p = λ_p t_p < 1, TTFT ≈ t_p + ρ_p t_p / (2 (1 − ρ_p))); the KV transfer takes
+    t_kv = prompt KV bytes per GPU / scale-up bandwidth + latency (idle link: no contention); the decode
+    pool solves Little's law with no prefill interference, B = λ_d n t_d(B), and TPOT ≈ t_d(B) / E +
+    t_kv / (L − 1) (the transfer sits between the first and the second token). Same approximations as
+    the colocated screen otherwise."""
+
+    name = "disaggregated"
+
+    def scenario(self, c: Candidate, spec, seed: int) -> dict:
+        data = super().scenario(c, spec, seed)
+        par = {"tp": c.tp, "pp": c.pp}
+        data["cluster"].pop("replicas")
+        data["cluster"].pop("parallelism")
+        data["cluster"]["disaggregation"] = {"prefill": {"replicas": c.prefill_replicas, "parallelism": par},
+                                             "decode": {"replicas": c.decode_replicas, "parallelism": par},
+                                             "kv_transfer": {"link": "scaleup"}}
+        return data
+
+    def screen(self, c: Candidate, spec, work: Workload) -> ScreenEstimate:
+        from models import get_model
+        from models.step import Parallelism
+        from profiles.hardware import get_hardware
+
+        util = float(spec.scheduler.get("gpu_memory_utilization", 0.9))
+        try:
+            cost, kv_tokens = _step_costs(c.model, c.hardware, spec.dtype, c.tp, c.pp, c.drafter, c.drafter_tp,
+                                          c.gamma, util)
+        except ScenarioError as exc:
+            return ScreenEstimate(False, str(exc).splitlines()[0])
+        if c.prefill_replicas < 1 or c.decode_replicas < 1:
+            return ScreenEstimate(False, "a disaggregated deployment needs >= 1 prefill and >= 1 decode replica")
+        prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
+        tokens = tokens_per_step(spec.acceptance, c.gamma)
+        p_int = max(1, round(prompt))
+        draft_p, target_p = cost.step(p_int, 1, p_int * (p_int + 1) // 2, 0, 0)
+        t_prefill = draft_p.seconds + target_p.seconds
+        rho = work.qps / c.prefill_replicas * t_prefill
+        if rho >= 1.0:
+            return ScreenEstimate(False, f"prefill needs {rho:.2f} of each prefill replica", prefill_share=rho)
+        hw, target = get_hardware(c.hardware), get_model(c.model)
+        kv_bytes = prompt * target.kv_bytes_per_token_per_gpu(Parallelism(c.tp, c.pp), spec.dtype)
+        t_kv = kv_bytes / hw.scaleup_bandwidth_bytes_per_s + hw.scaleup_latency_s
+        context = prompt + output / 2.0
+        b_max = min(float(spec.scheduler.get("max_batch_size", 256)), kv_tokens / context)
+        if b_max < 1.0:
+            return ScreenEstimate(False, "KV cache holds less than one mean request")
+        steps = max(output - 1.0, 0.0) / tokens
+        step_s = _interpolated_step_s(cost, context)
+        lam_d = work.qps / c.decode_replicas
+        batch = _little_batch(lambda b: lam_d * steps * step_s(b) - b, b_max)
+        if batch is None:
+            return ScreenEstimate(False, f"decode cannot keep up within a batch of {b_max:.0f}", prefill_share=rho)
+        t_step = step_s(batch)
+        tpot = t_step / tokens + t_kv / max(output - 1.0, 1.0)
+        ttft = t_prefill + rho * t_prefill / (2.0 * (1.0 - rho))
+        return ScreenEstimate(True, "", batch, rho, ttft, tpot, work.qps * output, tokens)
+
+
+DEPLOYMENTS = {"colocated": Colocated(), "disaggregated": Disaggregated()}
 
 
 def screen(c: Candidate, spec, work: Workload) -> ScreenEstimate:

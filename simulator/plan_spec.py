@@ -18,11 +18,13 @@ A plan YAML (unknown keys are errors)::
       drafters:
         - {kind: none}
         - {kind: draft_model, model: llama-68m, gamma: [2, 4, 6]}
-      deployments: [colocated]
+      deployments: [colocated, disaggregated]   # disaggregated: every prefill/decode split
     confirm_top: 5                          # candidates confirmed with the DES
 
 Extension points: `DRAFTER_KINDS` (tree/multi-draft drafters plug in here) and
-`simulator.plan_screen.DEPLOYMENTS` (disaggregated prefill/decode plugs in there); a kind or deployment
+`simulator.plan_screen.DEPLOYMENTS` (colocated; disaggregated prefill/decode pools with the same
+per-replica TP/PP, every split of the replica count — scenarios/disagg/search.py searches pool
+parallelisms separately with the DES); a kind or deployment
 that is not registered is a one-line error listing the registered ones.
 """
 from __future__ import annotations
@@ -127,6 +129,11 @@ class Candidate:
     gamma: int                   # 0 without a drafter
     drafter_tp: int
     deployment: str
+    prefill_replicas: int = 0    # disaggregated: replicas in the prefill pool (the rest decode); 0 colocated
+
+    @property
+    def decode_replicas(self) -> int:
+        return self.replicas - self.prefill_replicas
 
     @property
     def gpus(self) -> int:
@@ -139,8 +146,9 @@ class Candidate:
     @property
     def label(self) -> str:
         draft = f"{self.drafter} γ={self.gamma}" if self.gamma else "no drafter"
+        split = f" {self.prefill_replicas}P+{self.decode_replicas}D" if self.prefill_replicas else ""
         return (f"{self.model} on {self.replicas}x{self.hardware} tp{self.tp} pp{self.pp}, {draft}, "
-                f"{self.deployment}")
+                f"{self.deployment}{split}")
 
 
 def load_plan(path: str | Path) -> tuple[PlanSpec, Path]:
@@ -186,5 +194,9 @@ def enumerate_candidates(spec: PlanSpec, deployments: tuple[str, ...]) -> list[C
         price = hw.usd_per_gpu_hour or price_per_gpu_hour(hw.id).usd_per_gpu_hour
         counts = spec.search.replicas or range(1, spec.search.max_gpus // (tp * pp) + 1)
         for replicas in counts:
-            out.append(Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment))
+            if deployment == "disaggregated":  # every prefill/decode split of the replicas
+                out += [Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, p)
+                        for p in range(1, replicas)]
+            else:
+                out.append(Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment))
     return out

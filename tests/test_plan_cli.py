@@ -51,7 +51,7 @@ def test_plan_end_to_end(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("changes, field", [
-    ({"search": {"replicas": [1], "deployments": ["disaggregated"]}}, "plan.search.deployments.0"),
+    ({"search": {"replicas": [1], "deployments": ["on_the_moon"]}}, "plan.search.deployments.0"),
     ({"hardware": [{"id": "l40s"}]}, "plan.hardware.0.usd_per_gpu_hour"),
     ({"hardware": [{"id": "tpu-v9", "usd_per_gpu_hour": 1.0}]}, "plan.hardware.0.id"),
     ({"models": ["llama-9000"]}, "plan.models.0"),

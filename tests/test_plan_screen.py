@@ -85,3 +85,63 @@ def test_pareto_front_matches_brute_force():
         dominated = any((cost[j] <= cost[i] and lat[j] < lat[i]) or (cost[j] < cost[i] and lat[j] <= lat[i])
                         for j in range(60))
         assert (i in front) == (not dominated), i
+
+
+def disagg_cand(prefill: int, replicas: int, gamma: int = 0) -> Candidate:
+    return Candidate("llama-3-8b", "h100-sxm", 2.0, 1, 1, replicas, "llama-68m" if gamma else "none", gamma, 1,
+                     "disaggregated", prefill)
+
+
+def test_disaggregated_candidates_cover_every_split():
+    from simulator.plan_screen import DEPLOYMENTS
+    from simulator.plan_spec import enumerate_candidates
+
+    spec = PlanSpec.model_validate({**SPEC.model_dump(), "search": {"replicas": [1, 3],
+                                                                    "deployments": ["colocated", "disaggregated"]}})
+    found = enumerate_candidates(spec, tuple(DEPLOYMENTS))
+    splits = sorted((c.replicas, c.prefill_replicas) for c in found if c.deployment == "disaggregated")
+    assert splits == [(3, 1), (3, 2)]                      # one replica cannot be split
+    assert sorted(c.replicas for c in found if c.deployment == "colocated") == [1, 3]
+    assert all(c.gpus == c.replicas for c in found)
+
+
+def test_disaggregated_screen_at_low_load_is_prefill_then_lone_decode_plus_kv_transfer():
+    from models import get_model
+    from models.step import Parallelism
+    from profiles.hardware import get_hardware
+    from simulator.plan_screen import Disaggregated
+
+    work = Workload(qps=1e-4, mean_prompt_tokens=512, mean_output_tokens=200)
+    est = Disaggregated().screen(disagg_cand(1, 2, gamma=3), SPEC, work)
+    cost, _ = _step_costs("llama-3-8b", "h100-sxm", "bf16", 1, 1, "llama-68m", 1, 3, 0.9)
+    d, t = cost.decode_steps(1, np.array([612]))
+    hw = get_hardware("h100-sxm")
+    t_kv = (512 * get_model("llama-3-8b").kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16")
+            / hw.scaleup_bandwidth_bytes_per_s + hw.scaleup_latency_s)
+    assert est.feasible and est.batch < 0.05
+    assert est.tpot_s == pytest.approx((d[0, 0] + t[0, 0]) / tokens_per_step(SPEC.acceptance, 3) + t_kv / 199,
+                                       rel=1e-3)
+    dp, tp_ = cost.step(512, 1, 512 * 513 // 2, 0, 0)
+    assert est.ttft_s == pytest.approx(dp.seconds + tp_.seconds, rel=1e-3)   # no decode step to wait for
+    # too few prefill replicas for the rate is infeasible, more of them fixes it
+    heavy = Workload(qps=100.0, mean_prompt_tokens=512, mean_output_tokens=200)
+    starved = Disaggregated().screen(disagg_cand(1, 6), SPEC, heavy)
+    assert not starved.feasible and "prefill" in starved.reason
+    assert Disaggregated().screen(disagg_cand(3, 6), SPEC, heavy).feasible
+
+
+@pytest.mark.parametrize("qps", [4.0, 16.0])
+def test_disaggregated_screen_is_close_to_the_des(qps):
+    """Mean TPOT and TTFT within 30 % / 40 % of the DES run of the same 1 prefill + 1 decode layout."""
+    from simulator.plan_screen import Disaggregated
+
+    spec = PlanSpec.model_validate({**SPEC.model_dump(), "workload": {**SPEC.workload, "arrival":
+                                                                      {"process": "poisson", "qps": qps}}})
+    c = disagg_cand(1, 2)
+    scenario = Disaggregated().scenario(c, spec, spec.seed)
+    assert scenario["cluster"]["disaggregation"]["prefill"]["replicas"] == 1
+    est = Disaggregated().screen(c, spec, Workload(qps, 512, 200))
+    des = run(scenario).summary
+    assert des["gpus"] == 2
+    assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
+    assert abs(est.ttft_s / des["ttft_mean_s"] - 1) < 0.40, (est.ttft_s, des["ttft_mean_s"])
