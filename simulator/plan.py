@@ -166,7 +166,8 @@ def format_ranked(ranked: pd.DataFrame) -> str:
     for _, r in ranked.iterrows():
         draft = f"{r.drafter} γ{r.gamma}" if r.gamma else "no draft"
         split = f" {r.prefill_replicas}P+{r.replicas - r.prefill_replicas}D" if r.prefill_replicas else ""
-        rows.append([str(r["rank"]), f"{r.model} {r.replicas}x{r.hardware} tp{r.tp}pp{r.pp}{split} {draft}", str(r.gpus),
+        ep = f"ep{r.ep}" if r.ep > 1 else ""
+        rows.append([str(r["rank"]), f"{r.model} {r.replicas}x{r.hardware} tp{r.tp}pp{r.pp}{ep}{split} {draft}", str(r.gpus),
                      f"{r.usd_per_hour:.2f}", f"{r.des_goodput_per_gpu_rps:.3f}",
                      f"{_ms(r.des_ttft_p50_s)}/{_ms(r.des_ttft_p99_s)}", f"{_ms(r.des_tpot_p50_s)}/{_ms(r.des_tpot_p99_s)}",
                      f"{r.tokens_per_s_per_usd_hour:.0f}", "met" if r.meets_slo else "missed",

@@ -56,9 +56,14 @@ class ScreenEstimate:
 
 @lru_cache(maxsize=256)
 def _step_costs(model: str, hardware: str, dtype: str, tp: int, pp: int, draft: str, draft_tp: int, gamma: int,
-                util: float):
-    """(StepCostModel, KV tokens per replica) for one replica shape; raises ScenarioError if it can't exist."""
+                util: float, ep: int = 1, moe_json: str = "{}"):
+    """(StepCostModel, KV tokens per replica) for one replica shape; raises ScenarioError if it can't exist.
+    With ep > 1 the target pass is the DES's expert-parallel cost (simulator.moe_cost: straggler rank,
+    all-to-all on the topology) under the plan's `moe` options (JSON, for the cache key)."""
+    import json
+
     from models import get_model
+    from models.opgraph import validate_expert_parallelism
     from models.spec import validate_parallelism
     from models.step import Parallelism
     from profiles.hardware import get_hardware
@@ -67,8 +72,9 @@ def _step_costs(model: str, hardware: str, dtype: str, tp: int, pp: int, draft: 
     from simulator.step_cost import ForwardCost, StepCostModel
 
     target, hw = get_model(model), get_hardware(hardware)
-    par = Parallelism(tp, pp)
     try:
+        par = Parallelism(tp, pp, ep)
+        validate_expert_parallelism(target, par)
         validate_parallelism(target, par)
     except ValueError as exc:
         raise ScenarioError("parallelism", str(exc)) from None
@@ -80,7 +86,24 @@ def _step_costs(model: str, hardware: str, dtype: str, tp: int, pp: int, draft: 
             raise ScenarioError("drafter.tp", f"{draft_tp} exceeds the replica's {par.gpus} GPUs")
         draft_cost = ForwardCost(draft_spec, draft_par, latency, dtype)
     kv = kv_capacity_tokens(hw, target, par, dtype, util, draft_spec, draft_par)
-    return StepCostModel(ForwardCost(target, par, latency, dtype), draft_cost, gamma), kv
+    if ep > 1:
+        from pathlib import Path
+
+        from simulator.moe_cost import make_ep_forward_cost
+        from simulator.schema import MoeConfig
+        target_cost = make_ep_forward_cost(target, par, latency, dtype, hw, MoeConfig(**json.loads(moe_json)),
+                                           Path.cwd())
+    else:
+        target_cost = ForwardCost(target, par, latency, dtype)
+    return StepCostModel(target_cost, draft_cost, gamma), kv
+
+
+def _candidate_costs(c: Candidate, spec):
+    import json
+
+    util = float(spec.scheduler.get("gpu_memory_utilization", 0.9))
+    return _step_costs(c.model, c.hardware, spec.dtype, c.tp, c.pp, c.drafter, c.drafter_tp, c.gamma, util,
+                       c.ep, json.dumps(spec.moe, sort_keys=True))
 
 
 def _little_batch(excess, b_max: float) -> float | None:
@@ -127,15 +150,14 @@ class Colocated:
                    if c.gamma else {"kind": "none"})
         return {"name": f"{spec.name}", "seed": seed, "workload": dict(spec.workload),
                 "cluster": {"hardware": c.hardware, "model": c.model, "dtype": spec.dtype, "replicas": c.replicas,
-                            "parallelism": {"tp": c.tp, "pp": c.pp}},
+                            "parallelism": {"tp": c.tp, "pp": c.pp, "ep": c.ep},
+                            **({"moe": dict(spec.moe)} if c.ep > 1 and spec.moe else {})},
                 "drafter": drafter, "acceptance": dict(spec.acceptance), "scheduler": dict(spec.scheduler),
                 "slo": spec.slo.model_dump(), "outputs": {"plots": False}}
 
     def screen(self, c: Candidate, spec, work: Workload) -> ScreenEstimate:
-        util = float(spec.scheduler.get("gpu_memory_utilization", 0.9))
         try:
-            cost, kv_tokens = _step_costs(c.model, c.hardware, spec.dtype, c.tp, c.pp, c.drafter, c.drafter_tp,
-                                          c.gamma, util)
+            cost, kv_tokens = _candidate_costs(c, spec)
         except ScenarioError as exc:
             return ScreenEstimate(False, str(exc).splitlines()[0])
         prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
@@ -194,10 +216,10 @@ class Disaggregated(Colocated):
         from models.step import Parallelism
         from profiles.hardware import get_hardware
 
-        util = float(spec.scheduler.get("gpu_memory_utilization", 0.9))
+        if c.ep > 1:
+            return ScreenEstimate(False, "expert parallelism inside disaggregated pools is not modelled")
         try:
-            cost, kv_tokens = _step_costs(c.model, c.hardware, spec.dtype, c.tp, c.pp, c.drafter, c.drafter_tp,
-                                          c.gamma, util)
+            cost, kv_tokens = _candidate_costs(c, spec)
         except ScenarioError as exc:
             return ScreenEstimate(False, str(exc).splitlines()[0])
         if c.prefill_replicas < 1 or c.decode_replicas < 1:

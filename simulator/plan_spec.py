@@ -15,6 +15,7 @@ A plan YAML (unknown keys are errors)::
       tp: [1, 2, 4]
       pp: [1]
       replicas: [1, 2, 4]                   # or max_gpus: 16 (every replica count that fits)
+      ep: [1]                               # MoE: e.g. [1, 8] (ep GPUs per stage; plan-level `moe:` as cluster.moe)
       drafters:
         - {kind: none}
         - {kind: draft_model, model: llama-68m, gamma: [2, 4, 6]}
@@ -82,6 +83,7 @@ class SearchSpace(_Strict):
     pp: list[int] = Field(default_factory=lambda: [1], min_length=1)
     replicas: list[int] | None = None
     max_gpus: int | None = Field(default=None, ge=1, le=4096)
+    ep: list[int] = Field(default_factory=lambda: [1], min_length=1)   # expert parallelism (MoE models)
     drafters: list[DrafterChoice] = Field(default_factory=lambda: [DrafterChoice(kind="none")], min_length=1)
     deployments: list[str] = Field(default_factory=lambda: ["colocated"], min_length=1)
 
@@ -91,8 +93,8 @@ class SearchSpace(_Strict):
             raise ValueError("give exactly one of replicas (a list) or max_gpus")
         if self.replicas is not None and (not self.replicas or min(self.replicas) < 1):
             raise ValueError("replicas must list counts >= 1")
-        if min(self.tp) < 1 or min(self.pp) < 1:
-            raise ValueError("tp and pp must be >= 1")
+        if min(self.tp) < 1 or min(self.pp) < 1 or min(self.ep) < 1:
+            raise ValueError("tp, pp and ep must be >= 1")
         return self
 
 
@@ -106,6 +108,7 @@ class PlanSpec(_Strict):
     acceptance: dict = Field(default_factory=lambda: {"kind": "constant", "alpha": 0.7})
     slo: SLO
     scheduler: dict = Field(default_factory=dict)
+    moe: dict = Field(default_factory=dict)   # cluster.moe of the scenarios (routing skew, pre-scheduling)
     search: SearchSpace
     confirm_top: int = Field(5, ge=0, le=1000)
 
@@ -130,14 +133,19 @@ class Candidate:
     drafter_tp: int
     deployment: str
     prefill_replicas: int = 0    # disaggregated: replicas in the prefill pool (the rest decode); 0 colocated
+    ep: int = 1                  # expert parallelism: ep GPUs per stage, ep/tp data-parallel attention groups
 
     @property
     def decode_replicas(self) -> int:
         return self.replicas - self.prefill_replicas
 
     @property
+    def gpus_per_replica(self) -> int:
+        return (self.ep if self.ep > 1 else self.tp) * self.pp
+
+    @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.replicas
+        return self.gpus_per_replica * self.replicas
 
     @property
     def usd_per_hour(self) -> float:
@@ -147,7 +155,8 @@ class Candidate:
     def label(self) -> str:
         draft = f"{self.drafter} γ={self.gamma}" if self.gamma else "no drafter"
         split = f" {self.prefill_replicas}P+{self.decode_replicas}D" if self.prefill_replicas else ""
-        return (f"{self.model} on {self.replicas}x{self.hardware} tp{self.tp} pp{self.pp}, {draft}, "
+        ep = f" ep{self.ep}" if self.ep > 1 else ""
+        return (f"{self.model} on {self.replicas}x{self.hardware} tp{self.tp} pp{self.pp}{ep}, {draft}, "
                 f"{self.deployment}{split}")
 
 
@@ -173,6 +182,18 @@ def load_plan(path: str | Path) -> tuple[PlanSpec, Path]:
             getter(name)
         except ValueError as exc:  # UnknownNameError
             raise ScenarioError(where, str(exc).splitlines()[0]) from None
+    if spec.moe:
+        from simulator.schema import MoeConfig
+        try:
+            moe = MoeConfig.model_validate(spec.moe)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+            raise ScenarioError(f"{FIELD}.moe.{where}".rstrip("."), msg) from None
+        if moe.routing == "trace":
+            raise ScenarioError(f"{FIELD}.moe.routing", "plans take uniform or zipf routing; replay a routing "
+                                "trace in a scenario (cluster.moe) instead")
     for i, hw in enumerate(spec.hardware):
         if hw.usd_per_gpu_hour is None and price_per_gpu_hour(hw.id) is None:
             raise ScenarioError(f"{FIELD}.hardware.{i}.usd_per_gpu_hour",
@@ -189,14 +210,16 @@ def enumerate_candidates(spec: PlanSpec, deployments: tuple[str, ...]) -> list[C
     drafters = [(d.model or "none", g, d.tp) for d in spec.search.drafters
                 for g in (d.gamma if d.kind != "none" else [0])]
     out = []
-    for model, hw, tp, pp, (draft, gamma, dtp), deployment in itertools.product(
-            spec.models, spec.hardware, spec.search.tp, spec.search.pp, drafters, spec.search.deployments):
+    for model, hw, tp, pp, ep, (draft, gamma, dtp), deployment in itertools.product(
+            spec.models, spec.hardware, spec.search.tp, spec.search.pp, spec.search.ep, drafters,
+            spec.search.deployments):
         price = hw.usd_per_gpu_hour or price_per_gpu_hour(hw.id).usd_per_gpu_hour
-        counts = spec.search.replicas or range(1, spec.search.max_gpus // (tp * pp) + 1)
+        per_replica = (ep if ep > 1 else tp) * pp
+        counts = spec.search.replicas or range(1, spec.search.max_gpus // per_replica + 1)
         for replicas in counts:
             if deployment == "disaggregated":  # every prefill/decode split of the replicas
-                out += [Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, p)
+                out += [Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, p, ep)
                         for p in range(1, replicas)]
             else:
-                out.append(Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment))
+                out.append(Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, 0, ep))
     return out

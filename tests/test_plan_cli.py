@@ -60,6 +60,8 @@ def test_plan_end_to_end(tmp_path, capsys):
     ({"acceptance": {"kind": "trace", "trace": "x"}}, "plan.acceptance"),
     ({"workload": {"arrival": {"process": "poisson", "qps": -1}}}, "plan.workload.arrival.qps"),
     ({"confirm_top": -1}, "plan.confirm_top"),
+    ({"moe": {"routing": "zipf", "zipf_exponent": -2}}, "plan.moe.zipf_exponent"),
+    ({"moe": {"routing": "trace", "routing_trace": "r.npy"}}, "plan.moe.routing"),
 ])
 def test_bad_plans_exit_2_with_one_line(tmp_path, capsys, changes, field):
     assert main([str(write(tmp_path, **changes)), "--out", str(tmp_path / "o"), "--executor", "serial"]) == 2

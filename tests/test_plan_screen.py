@@ -145,3 +145,26 @@ def test_disaggregated_screen_is_close_to_the_des(qps):
     assert des["gpus"] == 2
     assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
     assert abs(est.ttft_s / des["ttft_mean_s"] - 1) < 0.40, (est.ttft_s, des["ttft_mean_s"])
+
+
+def test_expert_parallel_candidates_count_ep_gpus_and_screen_close_to_the_des():
+    from simulator.plan_screen import DEPLOYMENTS
+    from simulator.plan_spec import enumerate_candidates
+
+    spec = PlanSpec.model_validate({
+        **SPEC.model_dump(), "models": ["qwen3-30b-a3b"], "moe": {"routing": "zipf", "zipf_exponent": 0.8},
+        "workload": {**SPEC.workload, "arrival": {"process": "poisson", "qps": 8.0}, "num_requests": 200},
+        "search": {"tp": [1], "ep": [1, 8], "max_gpus": 8}})
+    found = enumerate_candidates(spec, tuple(DEPLOYMENTS))
+    assert sorted({(c.ep, c.gpus_per_replica) for c in found}) == [(1, 1), (8, 8)]
+    assert max(c.gpus for c in found) == 8 and [c.replicas for c in found if c.ep == 8] == [1]
+    c = next(c for c in found if c.ep == 8)
+    scenario = Colocated().scenario(c, spec, spec.seed)
+    assert scenario["cluster"]["parallelism"]["ep"] == 8 and scenario["cluster"]["moe"]["routing"] == "zipf"
+    est = Colocated().screen(c, spec, Workload(8.0, 512, 200))
+    des = run(scenario).summary
+    assert des["alltoall_time_fraction"] > 0
+    assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
+    assert abs(est.ttft_s / des["ttft_mean_s"] - 1) < 0.40, (est.ttft_s, des["ttft_mean_s"])
+    dense = Candidate("llama-3-8b", "h100-sxm", 2.0, 1, 1, 1, "none", 0, 1, "colocated", 0, 8)
+    assert not Colocated().screen(dense, SPEC, Workload(8.0, 512, 200)).feasible   # ep on a dense model
