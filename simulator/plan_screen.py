@@ -98,12 +98,44 @@ def _step_costs(model: str, hardware: str, dtype: str, tp: int, pp: int, draft: 
     return StepCostModel(target_cost, draft_cost, gamma), kv
 
 
+CHAIN_ACCEPTANCE = ("constant", "positional")
+_BUILT: dict = {}
+
+
+def _built_costs(c: Candidate, spec):
+    """(StepCostModel, KV tokens, tokens per step) from the DES's own construction of the candidate's
+    replica (simulator.build on a one-request copy of its scenario): any drafter/speculation shape the DES
+    supports (trees, multi-draft, ranked or pair acceptance) is priced exactly as the DES prices it."""
+    import json
+    from pathlib import Path
+
+    from simulator.build import build
+    from simulator.schema import parse_scenario
+
+    key = (json.dumps(Colocated().scenario(c, spec, 0), sort_keys=True, default=str),)
+    if key not in _BUILT:
+        data = Colocated().scenario(c, spec, 0)
+        data["cluster"]["replicas"] = 1
+        data["workload"] = {"arrival": {"process": "poisson", "qps": 1.0},
+                            "prompt_tokens": {"kind": "fixed", "value": 16},
+                            "output_tokens": {"kind": "fixed", "value": 4}, "num_requests": 1}
+        built = build(parse_scenario(data), Path.cwd())
+        rep = built.replicas[0]
+        tokens = 1.0 + rep.acceptance.expected_accepted() if rep.acceptance is not None else 1.0
+        _BUILT[key] = (rep.cost, built.kv_tokens_per_replica, tokens)
+    return _BUILT[key]
+
+
 def _candidate_costs(c: Candidate, spec):
+    """(StepCostModel, KV tokens per replica, tokens per step) of a candidate's replica."""
     import json
 
+    if c.speculation or spec.acceptance.get("kind") not in CHAIN_ACCEPTANCE:
+        return _built_costs(c, spec)
     util = float(spec.scheduler.get("gpu_memory_utilization", 0.9))
-    return _step_costs(c.model, c.hardware, spec.dtype, c.tp, c.pp, c.drafter, c.drafter_tp, c.gamma, util,
-                       c.ep, json.dumps(spec.moe, sort_keys=True))
+    cost, kv = _step_costs(c.model, c.hardware, spec.dtype, c.tp, c.pp, c.drafter, c.drafter_tp, c.gamma, util,
+                           c.ep, json.dumps(spec.moe, sort_keys=True))
+    return cost, kv, tokens_per_step(spec.acceptance, c.gamma)
 
 
 def _little_batch(excess, b_max: float) -> float | None:
@@ -146,9 +178,12 @@ class Colocated:
     name = "colocated"
 
     def scenario(self, c: Candidate, spec, seed: int) -> dict:
+        import json
+
         drafter = ({"kind": "draft_model", "model": c.drafter, "gamma": c.gamma, "tp": c.drafter_tp}
                    if c.gamma else {"kind": "none"})
-        return {"name": f"{spec.name}", "seed": seed, "workload": dict(spec.workload),
+        extra = {"speculation": json.loads(c.speculation)} if c.speculation and c.gamma else {}
+        return {"name": f"{spec.name}", "seed": seed, "workload": dict(spec.workload), **extra,
                 "cluster": {"hardware": c.hardware, "model": c.model, "dtype": spec.dtype, "replicas": c.replicas,
                             "parallelism": {"tp": c.tp, "pp": c.pp, "ep": c.ep},
                             **({"moe": dict(spec.moe)} if c.ep > 1 and spec.moe else {})},
@@ -157,12 +192,11 @@ class Colocated:
 
     def screen(self, c: Candidate, spec, work: Workload) -> ScreenEstimate:
         try:
-            cost, kv_tokens = _candidate_costs(c, spec)
+            cost, kv_tokens, tokens = _candidate_costs(c, spec)
         except ScenarioError as exc:
             return ScreenEstimate(False, str(exc).splitlines()[0])
         prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
         lam = work.qps / c.replicas
-        tokens = tokens_per_step(spec.acceptance, c.gamma)
         p_int = max(1, round(prompt))
         draft_p, target_p = cost.step(p_int, 1, p_int * (p_int + 1) // 2, 0, 0)
         t_prefill = draft_p.seconds + target_p.seconds
@@ -218,14 +252,16 @@ class Disaggregated(Colocated):
 
         if c.ep > 1:
             return ScreenEstimate(False, "expert parallelism inside disaggregated pools is not modelled")
+        if c.speculation or spec.acceptance.get("kind") not in CHAIN_ACCEPTANCE:
+            return ScreenEstimate(False, "disaggregated pools run chain speculation with constant or positional "
+                                  "acceptance only")
         try:
-            cost, kv_tokens = _candidate_costs(c, spec)
+            cost, kv_tokens, tokens = _candidate_costs(c, spec)
         except ScenarioError as exc:
             return ScreenEstimate(False, str(exc).splitlines()[0])
         if c.prefill_replicas < 1 or c.decode_replicas < 1:
             return ScreenEstimate(False, "a disaggregated deployment needs >= 1 prefill and >= 1 decode replica")
         prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
-        tokens = tokens_per_step(spec.acceptance, c.gamma)
         p_int = max(1, round(prompt))
         draft_p, target_p = cost.step(p_int, 1, p_int * (p_int + 1) // 2, 0, 0)
         t_prefill = draft_p.seconds + target_p.seconds

@@ -19,10 +19,12 @@ A plan YAML (unknown keys are errors)::
       drafters:
         - {kind: none}
         - {kind: draft_model, model: llama-68m, gamma: [2, 4, 6]}
+        - {kind: draft_model, model: llama-68m, gamma: 5,        # trees need ranked/pair acceptance
+           speculation: {kind: tree, builder: sequoia, budget: 32}}
       deployments: [colocated, disaggregated]   # disaggregated: every prefill/decode split
     confirm_top: 5                          # candidates confirmed with the DES
 
-Extension points: `DRAFTER_KINDS` (tree/multi-draft drafters plug in here) and
+Extension points: `DRAFTER_KINDS` (with `speculation`, a draft model drafts any tree/multi-draft shape) and
 `simulator.plan_screen.DEPLOYMENTS` (colocated; disaggregated prefill/decode pools with the same
 per-replica TP/PP, every split of the replica count — scenarios/disagg/search.py searches pool
 parallelisms separately with the DES); a kind or deployment
@@ -31,6 +33,7 @@ that is not registered is a one-line error listing the registered ones.
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -56,10 +59,15 @@ class HardwareChoice(_Strict):
 
 
 class DrafterChoice(_Strict):
+    """A drafter to try. `speculation` (draft_model only): a scenario `speculation` block (tree, dynamic_tree,
+    multidraft; default chain), e.g. {kind: tree, builder: sequoia, budget: 32}; trees need a plan
+    acceptance that ranks children ({kind: ranked, accept_probs: [...]} or a pair)."""
+
     kind: str
     model: str | None = None
     gamma: list[int] = Field(default_factory=lambda: [4])
     tp: int = Field(1, ge=1)
+    speculation: dict | None = None
 
     @field_validator("gamma", mode="before")
     @classmethod
@@ -70,6 +78,8 @@ class DrafterChoice(_Strict):
     def _check(self) -> "DrafterChoice":
         if self.kind not in DRAFTER_KINDS:
             raise ValueError(f"unknown drafter kind {self.kind!r}; allowed: {', '.join(DRAFTER_KINDS)}")
+        if self.speculation is not None and self.kind != "draft_model":
+            raise ValueError("speculation goes with a draft_model drafter")
         if self.kind == "draft_model":
             if not self.model:
                 raise ValueError("a draft_model drafter needs model")
@@ -115,8 +125,9 @@ class PlanSpec(_Strict):
     @field_validator("acceptance")
     @classmethod
     def _screenable(cls, acc: dict) -> dict:
-        if acc.get("kind") not in ("constant", "positional"):
-            raise ValueError("plan acceptance must be constant or positional (the screen needs a per-position α)")
+        if acc.get("kind") not in ("constant", "positional", "ranked", "pair"):
+            raise ValueError("plan acceptance must be constant, positional, ranked or pair (the screen needs "
+                             "acceptance probabilities, not a trace)")
         return acc
 
 
@@ -134,6 +145,7 @@ class Candidate:
     deployment: str
     prefill_replicas: int = 0    # disaggregated: replicas in the prefill pool (the rest decode); 0 colocated
     ep: int = 1                  # expert parallelism: ep GPUs per stage, ep/tp data-parallel attention groups
+    speculation: str = ""        # JSON of the scenario speculation block; "" = chain
 
     @property
     def decode_replicas(self) -> int:
@@ -154,6 +166,8 @@ class Candidate:
     @property
     def label(self) -> str:
         draft = f"{self.drafter} γ={self.gamma}" if self.gamma else "no drafter"
+        if self.speculation:
+            draft += f" {json.loads(self.speculation).get('kind', 'chain')}"
         split = f" {self.prefill_replicas}P+{self.decode_replicas}D" if self.prefill_replicas else ""
         ep = f" ep{self.ep}" if self.ep > 1 else ""
         return (f"{self.model} on {self.replicas}x{self.hardware} tp{self.tp} pp{self.pp}{ep}, {draft}, "
@@ -207,10 +221,10 @@ def enumerate_candidates(spec: PlanSpec, deployments: tuple[str, ...]) -> list[C
         if name not in deployments:
             raise ScenarioError(f"{FIELD}.search.deployments.{i}", f"unknown deployment {name!r}; "
                                 f"supported now: {', '.join(deployments)}")
-    drafters = [(d.model or "none", g, d.tp) for d in spec.search.drafters
-                for g in (d.gamma if d.kind != "none" else [0])]
+    drafters = [(d.model or "none", g, d.tp, json.dumps(d.speculation, sort_keys=True) if d.speculation else "")
+                for d in spec.search.drafters for g in (d.gamma if d.kind != "none" else [0])]
     out = []
-    for model, hw, tp, pp, ep, (draft, gamma, dtp), deployment in itertools.product(
+    for model, hw, tp, pp, ep, (draft, gamma, dtp, tree), deployment in itertools.product(
             spec.models, spec.hardware, spec.search.tp, spec.search.pp, spec.search.ep, drafters,
             spec.search.deployments):
         price = hw.usd_per_gpu_hour or price_per_gpu_hour(hw.id).usd_per_gpu_hour
@@ -218,8 +232,9 @@ def enumerate_candidates(spec: PlanSpec, deployments: tuple[str, ...]) -> list[C
         counts = spec.search.replicas or range(1, spec.search.max_gpus // per_replica + 1)
         for replicas in counts:
             if deployment == "disaggregated":  # every prefill/decode split of the replicas
-                out += [Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, p, ep)
+                out += [Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, p, ep, tree)
                         for p in range(1, replicas)]
             else:
-                out.append(Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, 0, ep))
+                out.append(Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, 0, ep,
+                                     tree))
     return out

@@ -168,3 +168,29 @@ def test_expert_parallel_candidates_count_ep_gpus_and_screen_close_to_the_des():
     assert abs(est.ttft_s / des["ttft_mean_s"] - 1) < 0.40, (est.ttft_s, des["ttft_mean_s"])
     dense = Candidate("llama-3-8b", "h100-sxm", 2.0, 1, 1, 1, "none", 0, 1, "colocated", 0, 8)
     assert not Colocated().screen(dense, SPEC, Workload(8.0, 512, 200)).feasible   # ep on a dense model
+
+
+def test_tree_drafters_are_screened_with_the_des_construction_and_close_to_the_des():
+    from simulator.plan_screen import DEPLOYMENTS
+    from simulator.plan_spec import enumerate_candidates
+    from theory.tree_search import optimal_tree
+
+    probs = [0.6, 0.15, 0.05]
+    spec = PlanSpec.model_validate({
+        **SPEC.model_dump(), "acceptance": {"kind": "ranked", "accept_probs": probs},
+        "workload": {**SPEC.workload, "arrival": {"process": "poisson", "qps": 4.0}, "num_requests": 300},
+        "search": {"replicas": [1], "deployments": ["colocated", "disaggregated"], "drafters": [
+            {"kind": "draft_model", "model": "llama-68m", "gamma": 4,
+             "speculation": {"kind": "tree", "builder": "sequoia", "budget": 16}}]}})
+    found = enumerate_candidates(spec, tuple(DEPLOYMENTS))
+    assert len(found) == 1 and '"sequoia"' in found[0].speculation   # one replica: no disaggregated split
+    c = found[0]
+    est = Colocated().screen(c, spec, Workload(4.0, 512, 200))
+    assert est.feasible
+    # tokens per step: the optimal 16-node tree's expected tokens (Sequoia's DP)
+    assert est.tokens_per_step == pytest.approx(optimal_tree(probs, 16, 4).expected_tokens, rel=1e-6)
+    des = run(Colocated().scenario(c, spec, spec.seed)).summary
+    assert des["tokens_per_step"] == pytest.approx(est.tokens_per_step, rel=0.05)
+    assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
+    split = Candidate(**{**c.__dict__, "deployment": "disaggregated", "replicas": 2, "prefill_replicas": 1})
+    assert not DEPLOYMENTS["disaggregated"].screen(split, spec, Workload(4.0, 512, 200)).feasible
