@@ -124,12 +124,13 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
         joined = s.arrival_s[list(rep.waiting)[queued:]]
         queued = queued + np.searchsorted(joined, plan.starts_s, side="right")
     rep.last_step_s = float(plan.ends_s[-1] - plan.starts_s[-1])
+    ds, ts = rep.cost.flops_scales  # per-GPU op-graph FLOPs/bytes → replica totals
     rep.log.append_bulk(
         n, replica=rep.index, start_s=plan.starts_s, duration_s=plan.ends_s - plan.starts_s,
         prefill_tokens=0, prefill_seqs=0, decode_seqs=plan.decode_seqs, query_tokens_per_seq=rep.q,
         decode_context_tokens=plan.context_sums, draft_s=plan.draft[:, 0], verify_s=plan.target[:, 0],
         accepted_tokens=plan.tau.sum(axis=1), emitted_tokens=plan.emitted.sum(axis=1),
-        flops=plan.draft[:, 1] + plan.target[:, 1], bytes=plan.draft[:, 2] + plan.target[:, 2],
+        flops=ds * plan.draft[:, 1] + ts * plan.target[:, 1], bytes=ds * plan.draft[:, 2] + ts * plan.target[:, 2],
         kv_blocks_used=plan.blocks_used, kv_blocks_total=rep.total_blocks, queued_requests=queued,
         running_requests=plan.decode_seqs)
     done = np.flatnonzero(plan.finish_step != NEVER)

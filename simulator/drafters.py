@@ -106,6 +106,7 @@ class HostForwardCost(ForwardCost):
 
     link_bandwidth_bytes_per_s: float = 64e9
     link_latency_s: float = 3e-6
+    on_host: bool = True  # its FLOPs/bytes are host work, not counted in GPU MFU/MBU
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         base = super().dense(num_tokens, logits_tokens)

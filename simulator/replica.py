@@ -232,12 +232,13 @@ class Replica:
             s.accepted[ids] += tau
             s.drafted[ids] += drafted
             tau_sum, emitted_total = int(tau.sum()), emitted_total + int(inc.sum())
+        ds, ts = self.cost.flops_scales  # per-GPU op-graph FLOPs/bytes → replica totals
         self.log.append_row(replica=self.index, start_s=start_s, duration_s=end_s - start_s,
                         prefill_tokens=sum(plan.prefill_chunks), prefill_seqs=len(plan.prefill_ids),
                         decode_seqs=len(ids), query_tokens_per_seq=self._logged_q(plan),
                         decode_context_tokens=plan.decode_context_tokens, draft_s=draft.seconds,
                         verify_s=target.seconds, accepted_tokens=tau_sum, emitted_tokens=emitted_total,
-                        flops=draft.flops + target.flops, bytes=draft.bytes + target.bytes,
+                        flops=ds * draft.flops + ts * target.flops, bytes=ds * draft.bytes + ts * target.bytes,
                         kv_blocks_used=blocks_used, kv_blocks_total=self.total_blocks,
                         queued_requests=plan.queued, running_requests=plan.running)
         self._finish_done(plan.prefill_ids + ids.tolist(), end_s, finished)

@@ -169,6 +169,18 @@ class StepCostModel:
     _step_grid: dict = field(default_factory=dict, repr=False)
 
     @property
+    def flops_scales(self) -> tuple[float, float]:
+        """(draft, target) multipliers from the op graph's per-GPU FLOPs and bytes to the replica's totals:
+        the GPUs that share one pipeline stage's work (tp; ep under expert parallelism, where the MoE part
+        is the straggler rank's, so the total slightly over-counts expert work under skewed routing)."""
+        def stage_gpus(cost) -> float:
+            if getattr(cost, "on_host", False):  # a host-CPU drafter: its work is not GPU work
+                return 0.0
+            par = getattr(cost, "parallelism", None)
+            return float(par.gpus // par.pp) if par is not None else 1.0
+        return (stage_gpus(self.draft) if self.draft is not None else 1.0, stage_gpus(self.target))
+
+    @property
     def q(self) -> int:
         if self.draft is None:
             return 1

@@ -86,3 +86,21 @@ def test_request_too_large_for_kv_is_dropped():
                                               "output_tokens": {"kind": "fixed", "value": 10}}))
     assert result.requests.dropped.all()
     assert set(result.requests.drop_reason) == {"exceeds_kv_capacity"}
+
+
+def test_logged_flops_are_replica_totals_independent_of_tensor_parallelism():
+    """The op graph prices one GPU's shard; the step log reports the replica's total work, so the same
+    requests served at TP1 and TP2 log the same FLOPs (TP all-reduces move bytes, not FLOPs)."""
+    from simulator.api import run
+
+    def scenario(tp: int) -> dict:
+        return {"name": "tp", "seed": 5,
+                "workload": {"arrival": {"process": "poisson", "qps": 4.0},
+                             "prompt_tokens": {"kind": "fixed", "value": 256},
+                             "output_tokens": {"kind": "fixed", "value": 32}, "num_requests": 40},
+                "cluster": {"hardware": "h100-sxm", "model": "llama-2-7b", "parallelism": {"tp": tp}},
+                "scheduler": {"policy": "vllm"}, "outputs": {"plots": False}}
+
+    one, two = run(scenario(1)), run(scenario(2))
+    assert one.steps["flops"].sum() == pytest.approx(two.steps["flops"].sum(), rel=0.01)
+    assert two.summary["mfu_busy"] < one.summary["mfu_busy"] * 1.01   # same work on twice the GPUs, faster
