@@ -64,8 +64,9 @@ DELEGATED = {
                                       "requests and report the simulator's error (see `draftsim validate --help`)"),
     "sweep": ("simulator.sweep", "run a grid/list of scenario variants with seeds (local pool or Dask) into a "
                                  "resumable results store (see `draftsim sweep --help`)"),
-    "plan": ("simulator.plan", "capacity planning: screen TP/PP, replicas, drafter and γ on priced hardware, "
-                               "confirm the best with the DES, rank by cost (see `draftsim plan --help`)"),
+    "plan": ("simulator.plan", "capacity planning: screen TP/PP/EP, replicas, drafter, γ/tree and "
+                               "colocated vs disaggregated on priced hardware, confirm the best with the DES, "
+                               "rank by cost (see `draftsim plan --help`)"),
     "reproduce": ("scenarios.papers.registry", "reproduce a paper's figure/table with published-vs-reproduced "
                                                "checks (see `draftsim reproduce --list`)"),
 }
