@@ -21,15 +21,16 @@ def counter_uniforms(seed: int, request_ids: np.ndarray, step_index: np.ndarray)
 
     Vectorized; broadcasting between `request_ids` and `step_index` is allowed.
     """
-    with np.errstate(over="ignore"):
-        z = (np.uint64(seed) * _M2 + request_ids.astype(np.uint64) * _GOLDEN
-             + step_index.astype(np.uint64) * _STEP_MIX)
-        z = z ^ (z >> np.uint64(30))
-        z = z * _M1
-        z = z ^ (z >> np.uint64(27))
-        z = z * _M2
-        z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+    with np.errstate(over="ignore"):  # uint64 arithmetic wraps: the sum's order does not matter
+        z = request_ids.astype(np.uint64) * _GOLDEN + (step_index.astype(np.uint64) * _STEP_MIX
+                                                       + np.uint64(seed) * _M2)
+        z ^= z >> np.uint64(30)
+        z *= _M1
+        z ^= z >> np.uint64(27)
+        z *= _M2
+        z ^= z >> np.uint64(31)
+        z >>= np.uint64(11)
+    return z.astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,14 @@ class ChainAcceptance:
         """E[τ] = Σ_i P(τ ≥ i)."""
         return float(self.survival.sum())
 
+    def __post_init__(self):
+        if np.any(np.diff(self.survival) > 0):
+            raise ValueError("survival probabilities must be non-increasing")
+        object.__setattr__(self, "_ascending", np.ascontiguousarray(self.survival[::-1]))
+
     def sample(self, uniforms: np.ndarray) -> np.ndarray:
-        """Accepted lengths for an array of uniforms (any shape), as int64."""
+        """Accepted lengths for an array of uniforms (any shape), as int64: #{i : u < survival[i]}
+        = γ − #{i : survival[i] ≤ u}, counted by binary search in the ascending survival."""
         if self.gamma == 0:
-            return np.zeros(uniforms.shape, dtype=np.int64)
-        return (uniforms[..., None] < self.survival).sum(axis=-1).astype(np.int64)
+            return np.zeros(np.shape(uniforms), dtype=np.int64)
+        return self.gamma - np.searchsorted(self._ascending, uniforms, side="right").astype(np.int64)

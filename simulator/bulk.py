@@ -13,6 +13,7 @@ suite checks this on every scheduling scenario.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 
 MAX_BULK_STEPS = 256
 NEVER = np.iinfo(np.int64).max
+_ROWS = np.arange(MAX_BULK_STEPS)[:, None]  # step index within a bulk, as a column
 
 
 @dataclass
@@ -27,8 +29,8 @@ class BulkPlan:
     ids: np.ndarray           # (B,) requests decoding at the start of the bulk
     steps: int
     active: np.ndarray        # (steps, B) request b decodes in step k
-    tau: np.ndarray           # (steps, B) accepted draft tokens (0 where inactive)
-    emitted: np.ndarray       # (steps, B) tokens emitted (capped at the request's output length)
+    tau: np.ndarray | None    # (steps, B) accepted draft tokens (0 where inactive); None: plain decoding
+    emitted: np.ndarray | None  # (steps, B) tokens emitted (capped at the output length); None: = active
     finish_step: np.ndarray   # (B,) step in which the request finishes, NEVER if not in this bulk
     decode_seqs: np.ndarray   # (steps,)
     context_sums: np.ndarray  # (steps,)
@@ -38,6 +40,8 @@ class BulkPlan:
     target: np.ndarray        # (steps, 3)
     blocks_used: np.ndarray   # (steps,) replica blocks in use during each step
     final_blocks: np.ndarray  # (B,) blocks held after the bulk (0 for finished requests)
+    blocks_delta: int         # change of the replica's blocks in use over the bulk
+    finishes: bool            # some request finishes inside the bulk
     queued: int               # waiting requests when the bulk was planned
 
 
@@ -45,96 +49,108 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     """Plan decode steps of replica `rep` from `now_s`; None when the very next step needs preemption.
     stop_at_arrival: end at the first step boundary at or after `next_arrival_s` (default: only when the
     waiting queue is empty; a disaggregated decode replica, whose arrivals are KV transfers that join
-    the batch directly, always stops there)."""
+    the batch directly, always stops there).
+
+    Written for few numpy calls per bulk (a bulk is ~10 steps of ~20 requests at serving loads, so call
+    overhead, not arithmetic, is the cost): every (steps × requests) array is built once."""
     s = rep.s
-    ids = np.asarray(rep.running, dtype=np.int64)
-    nb = len(ids)
+    ids = np.array(rep.running, dtype=np.int64)
     remaining = s.output[ids] - s.emitted[ids]
     blocked_head = bool(rep.waiting)
-    k_max = int(min(remaining.min() if blocked_head else remaining.max(), MAX_BULK_STEPS))
+    k_max = min(int(remaining.min() if blocked_head else remaining.max()), MAX_BULK_STEPS)
     if stop_at_arrival is None:
         stop_at_arrival = not blocked_head
-    if stop_at_arrival and rep.last_step_s > 0 and np.isfinite(next_arrival_s):
+    if stop_at_arrival and rep.last_step_s > 0 and math.isfinite(next_arrival_s):
         # Steps beyond the next arrival are discarded; plan ~1.5× the expected number (a short plan
         # only costs one more event, never accuracy).
         k_max = max(1, min(k_max, int(1.5 * (next_arrival_s - now_s) / rep.last_step_s) + 4))
+    rows = _ROWS[:k_max]
     if rep.acceptance is not None:
-        step_index = s.decode_steps[ids][None, :] + np.arange(k_max)[:, None]
         if hasattr(rep.acceptance, "walk"):
             tau = rep.acceptance.walk(ids, s.decode_steps[ids], s.emitted[ids], k_max)
         else:
-            tau = rep.acceptance.tau(ids[None, :], step_index)
-        cum = np.cumsum(tau + 1, axis=0)
+            tau = rep.acceptance.tau(ids, s.decode_steps[ids] + rows)
+        cum = np.cumsum(tau + 1, axis=0)   # tokens emitted by the end of step k (uncapped)
+        cum_before = cum - tau - 1
         done = cum >= remaining
         finish_step = np.where(done[-1], done.argmax(axis=0), NEVER)  # cum is increasing down the rows
     else:  # plain decoding: one token per step
-        tau = np.zeros((k_max, nb), dtype=np.int64)
-        cum = np.arange(1, k_max + 1)[:, None] + tau
+        tau = None
+        cum_before = rows
         finish_step = np.where(remaining <= k_max, remaining - 1, NEVER)
     first_finish, last_finish = int(finish_step.min()), int(finish_step.max())
     if blocked_head:
         n = min(k_max, first_finish + 1)
     else:
         n = k_max if last_finish == NEVER else min(k_max, last_finish + 1)
-    active = np.arange(n)[:, None] <= finish_step[None, :]
-    cum_before = np.zeros((n, nb), dtype=np.int64)
-    cum_before[1:] = cum[:n - 1]
-    ctx = s.ctx[ids] + cum_before
+    active = rows[:n] <= finish_step
+    ctx = s.ctx[ids] + cum_before[:n]
     blocks0 = s.blocks[ids]
+    blocks0_sum = int(blocks0.sum())
     # Context only grows, so the blocks a request needs never decrease along a bulk.
-    held = np.maximum(rep.blocks_for(ctx + rep.q), blocks0)
-    blocks_used = rep.used_blocks - int(blocks0.sum()) + (held * active).sum(axis=1)
-    over = blocks_used > rep.total_blocks
-    if over.any():
-        n = int(over.argmax())
+    block = rep.sched.block_size
+    held = np.maximum((ctx + (rep.q + block - 1)) // block, blocks0)  # = blocks_for(ctx + q)
+    blocks_used = (held * active).sum(axis=1) + (rep.used_blocks - blocks0_sum)
+    if blocks_used.max() > rep.total_blocks:
+        n = int((blocks_used > rep.total_blocks).argmax())
         if n == 0:
             return None
-    active, ctx = active[:n], ctx[:n]
+        active, ctx = active[:n], ctx[:n]
     decode_seqs = active.sum(axis=1)
     context_sums = (ctx * active).sum(axis=1)
-    draft, target = rep.cost.decode_steps(decode_seqs, context_sums)
+    draft, target = rep.cost.decode_steps(decode_seqs, context_sums, monotone=True)
     bounds = np.cumsum(np.concatenate(([now_s], draft[:, 0] + target[:, 0])))
     if stop_at_arrival:  # stop at the first step boundary at or after the next arrival
-        arrived = bounds[1:] >= next_arrival_s
-        if arrived.any():
-            n = int(arrived.argmax()) + 1
-            bounds, draft, target = bounds[:n + 1], draft[:n], target[:n]
-    active = active[:n]
-    emitted = np.minimum(cum[:n], remaining) - np.minimum(cum_before[:n], remaining)
-    final_blocks = np.where(finish_step < n, 0, held[n - 1])
-    return BulkPlan(ids, n, active, tau[:n] * active, emitted * active, np.where(finish_step < n, finish_step, NEVER),
-                    decode_seqs[:n], context_sums[:n], bounds[:n], bounds[1:], draft, target,
-                    blocks_used[:n], final_blocks, len(rep.waiting))
+        first = int(np.searchsorted(bounds[1:], next_arrival_s))  # bounds are non-decreasing
+        if first < n:
+            n = first + 1
+            bounds, draft, target, active = bounds[:n + 1], draft[:n], target[:n], active[:n]
+    if tau is None:
+        emitted = None
+    else:
+        emitted = (np.minimum(cum[:n], remaining) - np.minimum(cum_before[:n], remaining)) * active
+        tau = tau[:n] * active
+    finishes = first_finish < n
+    if finishes:
+        ended = finish_step < n
+        finish_step, final_blocks = np.where(ended, finish_step, NEVER), np.where(ended, 0, held[n - 1])
+    else:
+        finish_step, final_blocks = np.full(len(ids), NEVER), held[n - 1]
+    return BulkPlan(ids, n, active, tau, emitted, finish_step, decode_seqs[:n], context_sums[:n],
+                    bounds[:n], bounds[1:], draft, target, blocks_used[:n], final_blocks,
+                    int(final_blocks.sum()) - blocks0_sum, finishes, len(rep.waiting))
 
 
 def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     s = rep.s
     ids, n = plan.ids, plan.steps
     steps_taken = plan.active.sum(axis=0)
-    emitted = plan.emitted.sum(axis=0)
+    if plan.tau is None:  # plain decoding: one token per step, nothing drafted
+        emitted, per_step_accepted, per_step_emitted = steps_taken, 0, plan.decode_seqs
+    else:
+        emitted = plan.emitted.sum(axis=0)
+        s.accepted[ids] += plan.tau.sum(axis=0)
+        s.drafted[ids] += rep.draft_tokens * steps_taken
+        per_step_accepted, per_step_emitted = plan.tau.sum(axis=1), plan.emitted.sum(axis=1)
     s.emitted[ids] += emitted
     s.ctx[ids] += emitted
     s.decode_steps[ids] += steps_taken
-    s.accepted[ids] += plan.tau.sum(axis=0)
-    s.drafted[ids] += rep.draft_tokens * steps_taken
-    rep.used_blocks += int(plan.final_blocks.sum() - s.blocks[ids].sum())
+    rep.used_blocks += plan.blocks_delta
     s.blocks[ids] = plan.final_blocks
     queued = plan.queued
     if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
         joined = s.arrival_s[list(rep.waiting)[queued:]]
         queued = queued + np.searchsorted(joined, plan.starts_s, side="right")
     rep.last_step_s = float(plan.ends_s[-1] - plan.starts_s[-1])
-    ds, ts = rep.cost.flops_scales  # per-GPU op-graph FLOPs/bytes → replica totals
     rep.log.append_bulk(
         n, replica=rep.index, start_s=plan.starts_s, duration_s=plan.ends_s - plan.starts_s,
         prefill_tokens=0, prefill_seqs=0, decode_seqs=plan.decode_seqs, query_tokens_per_seq=rep.q,
-        decode_context_tokens=plan.context_sums, draft_s=plan.draft[:, 0], verify_s=plan.target[:, 0],
-        accepted_tokens=plan.tau.sum(axis=1), emitted_tokens=plan.emitted.sum(axis=1),
-        flops=ds * plan.draft[:, 1] + ts * plan.target[:, 1], bytes=ds * plan.draft[:, 2] + ts * plan.target[:, 2],
-        kv_blocks_used=plan.blocks_used, kv_blocks_total=rep.total_blocks, queued_requests=queued,
-        running_requests=plan.decode_seqs)
-    done = np.flatnonzero(plan.finish_step != NEVER)
-    if len(done):
+        decode_context_tokens=plan.context_sums, accepted_tokens=per_step_accepted,
+        emitted_tokens=per_step_emitted, kv_blocks_used=plan.blocks_used, kv_blocks_total=rep.total_blocks,
+        queued_requests=queued, running_requests=plan.decode_seqs,
+        costs=(plan.draft, plan.target, rep.cost.flops_scales))
+    if plan.finishes:
+        done = np.flatnonzero(plan.finish_step != NEVER)
         order = done[np.argsort(plan.finish_step[done], kind="stable")]
         for r, k in zip(ids[order].tolist(), plan.finish_step[order].tolist()):
             s.finish_s[r] = plan.ends_s[k]

@@ -36,6 +36,15 @@ class RequestState:
         self.dropped = np.zeros(n, dtype=bool)
         self.drop_reason = np.full(n, "", dtype=object)
 
+    def _derive_cost_columns(self) -> None:
+        for _, cols in self._chunks:
+            costs = cols.pop(_COSTS, None)
+            if costs is not None:
+                draft, target, (draft_scale, target_scale) = costs
+                cols["draft_s"], cols["verify_s"] = draft[:, 0], target[:, 0]
+                cols["flops"] = draft_scale * draft[:, 1] + target_scale * target[:, 1]
+                cols["bytes"] = draft_scale * draft[:, 2] + target_scale * target[:, 2]
+
     def columns(self) -> dict[str, np.ndarray]:
         return {
             "request_id": np.arange(self.n, dtype=np.int64),
@@ -67,6 +76,9 @@ STEP_COLUMNS = {
 }
 
 
+_COSTS = "_costs"  # chunk key of deferred cost arrays (see StepLog.append_bulk)
+
+
 class StepLog:
     """Append-only log of steps: single steps as rows, bulks of steps as column arrays.
 
@@ -80,12 +92,25 @@ class StepLog:
     def append_row(self, **cols) -> None:
         self._rows.append(tuple(cols[k] for k in STEP_COLUMNS))
 
-    def append_bulk(self, n: int, **cols) -> None:
-        """Append n steps; each column is an array of length n or a scalar shared by the n steps."""
-        self._chunks.append((n, cols))
+    def append_bulk(self, n: int, costs=None, **cols) -> None:
+        """Append n steps; each column is an array of length n or a scalar shared by the n steps.
+        `costs` = (draft, target, (draft_scale, target_scale)): the steps' (n, 3) draft and target
+        (seconds, FLOPs, bytes) and the multipliers from per-GPU work to replica totals; the draft_s,
+        verify_s, flops and bytes columns are derived from them when the log is read (once, vectorized)."""
+        self._chunks.append((n, cols if costs is None else {**cols, _COSTS: costs}))
+
+    def _derive_cost_columns(self) -> None:
+        for _, cols in self._chunks:
+            costs = cols.pop(_COSTS, None)
+            if costs is not None:
+                draft, target, (draft_scale, target_scale) = costs
+                cols["draft_s"], cols["verify_s"] = draft[:, 0], target[:, 0]
+                cols["flops"] = draft_scale * draft[:, 1] + target_scale * target[:, 1]
+                cols["bytes"] = draft_scale * draft[:, 2] + target_scale * target[:, 2]
 
     def columns(self) -> dict[str, np.ndarray]:
         out = {}
+        self._derive_cost_columns()
         counts = np.array([n for n, _ in self._chunks], dtype=np.int64)
         by_column = list(zip(*self._rows)) if self._rows else None
         for i, (k, dtype) in enumerate(STEP_COLUMNS.items()):

@@ -24,6 +24,7 @@ pass is priced as Σ count·seconds over its op graph (models.opgraph) with the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -53,44 +54,64 @@ def _price(latency: LatencyModel, ops) -> np.ndarray:
 
 
 class LazyGrid:
-    """Values f(i) at integer grid indices i, computed on demand and kept as one contiguous array."""
+    """Values f(i) at integer grid indices i, computed on demand and kept as one contiguous array
+    (`table`, row 0 = index `base`; `upper` is the same rows shifted by one: upper[j] = table[j + 1])."""
 
     def __init__(self, f, width: int):
-        self.f, self.table, self.base = f, np.zeros((0, width)), 0
+        self.f, self.table, self.upper, self.base, self.top = f, np.zeros((0, width)), np.zeros((0, width)), 0, -1
 
     def rows(self, first: int, last: int) -> tuple[np.ndarray, int]:
         """The table covering indices first..last (inclusive) and the index of its row 0."""
-        have_lo, have_hi = self.base, self.base + len(self.table) - 1
-        if not len(self.table) or first < have_lo or last > have_hi:
-            lo = first if not len(self.table) else min(first, have_lo)
-            hi = last if not len(self.table) else max(last, have_hi)
-            rows = [self.table[i - self.base] if len(self.table) and have_lo <= i <= have_hi else self.f(i)
-                    for i in range(lo, hi + 1)]
-            self.table, self.base = np.array(rows), lo
+        if first < self.base or last > self.top:
+            self._extend(first, last)
         return self.table, self.base
 
+    def _extend(self, first: int, last: int) -> None:
+        have_lo, have_hi = self.base, self.top
+        lo, hi = (first, last) if have_hi < have_lo else (min(first, have_lo), max(last, have_hi))
+        rows = [self.table[i - have_lo] if have_lo <= i <= have_hi else self.f(i) for i in range(lo, hi + 1)]
+        self.table, self.base, self.top = np.array(rows), lo, hi
+        self.upper = self.table[1:]
 
-def interpolate_on_grid(grids: dict, make_grid, seqs, context_sums: np.ndarray) -> np.ndarray:
+
+def interpolate_on_grid(grids: dict, make_grid, seqs, context_sums: np.ndarray, monotone: bool = False) -> np.ndarray:
     """Linear interpolation in mean context per sequence (grid step CTX_GRID_TOKENS) of per-batch-size
     tables; `seqs` is an int or one value per row (piecewise constant); `make_grid(seqs)` builds the
-    LazyGrid of a batch size the first time it is seen."""
+    LazyGrid of a batch size the first time it is seen. `monotone`: the caller guarantees that `seqs`
+    never increases and that the context grows within each run of equal `seqs` (a bulk of decode steps,
+    which only loses requests), which lets the lookup skip searching for the rows it needs.
+
+    Called once per simulated bulk, so it is written for few numpy calls; the arithmetic per element
+    is the same whatever the path, so every caller gets bit-identical values for equal inputs."""
     context_sums = np.asarray(context_sums)
-    n = len(context_sums)
-    seqs = np.broadcast_to(np.asarray(seqs, dtype=np.int64), (n,))
-    x = context_sums / (CTX_GRID_TOKENS * seqs).astype(np.float64)
+    if np.ndim(seqs) == 0:
+        x = context_sums / float(CTX_GRID_TOKENS * seqs)
+        single = True
+    else:
+        seqs = np.asarray(seqs, dtype=np.int64)
+        x = context_sums / (CTX_GRID_TOKENS * seqs)  # int / int: both as float64, as for a scalar
+        single = seqs[0] == seqs[-1] if monotone else not (seqs != seqs[0]).any()
     lo = x.astype(np.int64)  # floor: contexts are >= 0
     w = (x - lo)[:, None]
-    edges = [0] + (np.flatnonzero(np.diff(seqs)) + 1).tolist() + [n]
+    if single:
+        edges = (0, len(x))
+        batches = (int(seqs if np.ndim(seqs) == 0 else seqs[0]),)
+    else:
+        cuts = np.flatnonzero(seqs[1:] != seqs[:-1]) + 1
+        edges = (0, *cuts.tolist(), len(x))
+        batches = seqs[list(edges[:-1])].tolist()
     below, above = [], []
-    for a, b in zip(edges[:-1], edges[1:]):
-        batch = int(seqs[a])
+    for a, b, batch in zip(edges[:-1], edges[1:], batches):
         grid = grids.get(batch)
         if grid is None:
             grid = grids[batch] = make_grid(batch)
         seg = lo[a:b]
-        table, base = grid.rows(int(seg.min()), int(seg.max()) + 1)
-        below.append(table[seg - base])
-        above.append(table[seg - base + 1])
+        first, last = (int(seg[0]), int(seg[-1])) if monotone else (int(seg.min()), int(seg.max()))
+        if first < grid.base or last + 1 > grid.top:
+            grid.rows(first, last + 1)
+        i = seg - grid.base
+        below.append(grid.table[i])
+        above.append(grid.upper[i])
     if len(below) == 1:
         return below[0] * (1.0 - w) + above[0] * w
     return np.concatenate(below) * (1.0 - w) + np.concatenate(above) * w
@@ -167,8 +188,9 @@ class StepCostModel:
     tree: bool = False
     exposed_draft: object | None = None
     _step_grid: dict = field(default_factory=dict, repr=False)
+    _prefill_steps: dict = field(default_factory=dict, repr=False)
 
-    @property
+    @cached_property
     def flops_scales(self) -> tuple[float, float]:
         """(draft, target) multipliers from the op graph's per-GPU FLOPs and bytes to the replica's totals:
         the GPUs that share one pipeline stage's work (tp; ep under expert parallelism, where the MoE part
@@ -210,6 +232,19 @@ class StepCostModel:
         if prefill_tokens == 0:
             d, t = self.decode_steps(decode_seqs, np.array([decode_context_tokens]))
             return Cost(*d[0]), Cost(*t[0])
+        if decode_seqs == 0:  # prefill-only steps repeat (one prompt of a given length): memoized
+            key = (prefill_tokens, prefill_seqs, prefill_attn_pairs)
+            costs = self._prefill_steps.get(key)
+            if costs is None:
+                costs = self._prefill_steps[key] = self._priced_step(prefill_tokens, prefill_seqs,
+                                                                     prefill_attn_pairs, 0, 0)
+            return costs
+        return self._priced_step(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs,
+                                 decode_context_tokens)
+
+    def _priced_step(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int,
+                     decode_seqs: int, decode_context_tokens: int) -> tuple[Cost, Cost]:
+        """`step` for a step with prompt tokens, op by op (decode attention interpolated)."""
         q = self.q
         logits = prefill_seqs + decode_seqs * q
         target = self.target.dense(prefill_tokens + decode_seqs * q, logits) + \
@@ -232,6 +267,9 @@ class StepCostModel:
                 draft = self._expose(draft[None, :], target[None, :])[0]
         return Cost(*draft), Cost(*target)
 
+    def _make_step_grid(self, batch: int) -> LazyGrid:
+        return LazyGrid(lambda i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 6)
+
     def exact_decode_step(self, decode_seqs: int, context_sum: int) -> np.ndarray:
         """(draft seconds, flops, bytes, target seconds, flops, bytes) of a decode-only step, op by op."""
         target = self.target.exact_decode(decode_seqs, self.q, context_sum, self.tree)
@@ -242,11 +280,11 @@ class StepCostModel:
             draft = self._expose(draft[None, :], target[None, :])[0]
         return np.concatenate([draft, target])
 
-    def decode_steps(self, decode_seqs, context_sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def decode_steps(self, decode_seqs, context_sums: np.ndarray, monotone: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Costs of decode-only steps at each Σ context, with `decode_seqs` requests (an int or one value
         per step): two (n, 3) arrays (draft, target) of (seconds, flops, bytes). Whole steps (γ draft
-        passes + verify) are priced exactly on the grid of mean context and interpolated in between."""
-        both = interpolate_on_grid(self._step_grid, lambda batch: LazyGrid(
-            lambda i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 6), decode_seqs,
-            np.asarray(context_sums, dtype=np.int64))
+        passes + verify) are priced exactly on the grid of mean context and interpolated in between.
+        `monotone`: the steps are a bulk's (see `interpolate_on_grid`)."""
+        both = interpolate_on_grid(self._step_grid, self._make_step_grid, decode_seqs,
+                                   np.asarray(context_sums, dtype=np.int64), monotone)
         return both[:, :3], both[:, 3:]
