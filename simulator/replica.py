@@ -59,7 +59,7 @@ class Replica:
         self.prefilling = 0  # running requests whose prefill is not complete
         self.pending_finish_s = np.zeros(0)  # sorted finish times inside the bulk in flight
         self.clock_s = 0.0
-        self.last_step_s = 0.0  # duration of the latest step (sizes bulk plans; no effect on results)
+        self.last_step_s = 0.0  # duration of the latest decode-only step (sizes bulk plans; no effect on results)
 
     # ---- load seen by the router -------------------------------------------------------------------
     def outstanding_at(self, now_s: float) -> int:
@@ -206,7 +206,8 @@ class Replica:
         s = self.s
         draft, target = costs
         blocks_used = self.used_blocks
-        self.last_step_s = end_s - start_s
+        if not plan.prefill_ids:  # a prefill step's duration says nothing about the next decode steps
+            self.last_step_s = end_s - start_s
         emitted_total = 0
         for r, c in zip(plan.prefill_ids, plan.prefill_chunks):
             s.prefilled[r] += c

@@ -32,6 +32,7 @@ from models.opgraph import attention_ops, dense_ops
 from models.spec import ModelSpec
 from models.step import Parallelism, StepShape
 from profiles.latency import LatencyModel
+from simulator.step_table import BatchContextTable
 
 CTX_GRID_TOKENS = 16
 
@@ -284,7 +285,24 @@ class StepCostModel:
         """Costs of decode-only steps at each Σ context, with `decode_seqs` requests (an int or one value
         per step): two (n, 3) arrays (draft, target) of (seconds, flops, bytes). Whole steps (γ draft
         passes + verify) are priced exactly on the grid of mean context and interpolated in between.
-        `monotone`: the steps are a bulk's (see `interpolate_on_grid`)."""
-        both = interpolate_on_grid(self._step_grid, self._make_step_grid, decode_seqs,
-                                   np.asarray(context_sums, dtype=np.int64), monotone)
+        Rows come from one (batch × grid index) table (simulator.step_table); `monotone` (the steps are
+        a bulk's, see `interpolate_on_grid`) only matters when that table is full."""
+        context_sums = np.asarray(context_sums, dtype=np.int64)
+        if np.ndim(decode_seqs) == 0:
+            x = context_sums / float(CTX_GRID_TOKENS * decode_seqs)
+            seqs = np.full(len(context_sums), decode_seqs, dtype=np.int64)
+        else:
+            seqs = np.asarray(decode_seqs, dtype=np.int64)
+            x = context_sums / (CTX_GRID_TOKENS * seqs)  # as in interpolate_on_grid: bit-identical
+        lo = x.astype(np.int64)
+        rows = self._step_table.lookup(seqs, lo)
+        if rows is None:  # the table would outgrow its memory cap: per-batch tables, same values
+            both = interpolate_on_grid(self._step_grid, self._make_step_grid, seqs, context_sums, monotone)
+        else:
+            w = (x - lo)[:, None]
+            both = rows[0] * (1.0 - w) + rows[1] * w
         return both[:, :3], both[:, 3:]
+
+    @cached_property
+    def _step_table(self) -> BatchContextTable:
+        return BatchContextTable(lambda batch, i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 6)

@@ -8,7 +8,8 @@ from models import get_model
 from models.opgraph import attention_ops, dense_ops
 from models.step import Parallelism, StepShape
 from profiles.roofline import RooflineLatencyModel
-from simulator.step_cost import CTX_GRID_TOKENS, ForwardCost, StepCostModel
+from simulator import step_table
+from simulator.step_cost import CTX_GRID_TOKENS, ForwardCost, StepCostModel, interpolate_on_grid
 
 
 def _exact(fc: ForwardCost, seqs: int, q: int, ctx_sum: int) -> np.ndarray:
@@ -75,3 +76,40 @@ def test_interpolated_whole_decode_step_matches_op_by_op(gamma):
         di, ti = model.decode_steps(int(seqs[i]), sums[i:i + 1])
         np.testing.assert_array_equal(d[i], di[0])
         np.testing.assert_array_equal(t[i], ti[0])
+
+
+def _bulk_like_inputs(rng) -> tuple[np.ndarray, np.ndarray]:
+    """Batch sizes that only shrink with contexts growing between shrinks, as in a bulk of steps."""
+    seqs = np.repeat([40, 37, 36, 20, 3], [5, 3, 7, 2, 4])
+    sums = np.cumsum(rng.integers(0, 4000, size=len(seqs))) + 500 * seqs
+    return seqs, sums
+
+
+def test_batch_context_table_gives_the_per_batch_tables_values_bit_for_bit():
+    lat = RooflineLatencyModel("a100-80gb")
+    target = ForwardCost(get_model("llama-2-7b"), Parallelism(), lat, "bf16")
+    draft = ForwardCost(get_model("llama-68m"), Parallelism(), lat, "bf16")
+    model = StepCostModel(target, draft, gamma=4)
+    seqs, sums = _bulk_like_inputs(np.random.default_rng(3))
+    d, t = model.decode_steps(seqs, sums, monotone=True)
+    want = interpolate_on_grid({}, model._make_step_grid, seqs, sums)  # the per-batch-table path
+    np.testing.assert_array_equal(np.concatenate([d, t], axis=1), want)
+    # growing the table in every direction (smaller and larger contexts, larger batches) keeps rows
+    d2, t2 = model.decode_steps(np.array([200, 1]), np.array([200 * 16 * 900, 3]))
+    d3, t3 = model.decode_steps(seqs, sums, monotone=True)
+    np.testing.assert_array_equal(np.concatenate([d3, t3], axis=1), want)
+    assert model._step_table.have.sum() < model._step_table.have.size  # filled on demand, not all
+
+
+def test_step_costs_fall_back_to_per_batch_tables_past_the_memory_cap(monkeypatch):
+    lat = RooflineLatencyModel("a100-80gb")
+    target = ForwardCost(get_model("llama-2-7b"), Parallelism(), lat, "bf16")
+    seqs, sums = _bulk_like_inputs(np.random.default_rng(4))
+    roomy = StepCostModel(target, None, gamma=0)
+    want = roomy.decode_steps(seqs, sums, monotone=True)
+    monkeypatch.setattr(step_table, "MAX_TABLE_BYTES", 1024)
+    capped = StepCostModel(ForwardCost(get_model("llama-2-7b"), Parallelism(), lat, "bf16"), None, gamma=0)
+    got = capped.decode_steps(seqs, sums, monotone=True)
+    assert capped._step_table.cube.size == 0 and capped._step_grid  # the fallback did the work
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
