@@ -19,6 +19,9 @@ from simulator.replica import Replica
 from simulator.state import DROP_EXCEEDS_KV, RequestState
 
 
+_NO_FINISHES = np.zeros(0)
+
+
 class _UrgentTimeout(simpy.Event):
     """A timeout processed before NORMAL-priority events scheduled for the same instant."""
 
@@ -104,11 +107,11 @@ class Engine:
             plan = plan_bulk(rep, start_s, self.next_arrival_s) if bulk and rep.bulk_ready() else None
             if plan is not None:
                 end_s = float(plan.ends_s[-1])
-                done = plan.finish_step != NEVER
-                rep.pending_finish_s = np.sort(plan.ends_s[plan.finish_step[done]])
+                if plan.finishes:  # ends_s is non-decreasing, so sorting the steps sorts the times
+                    rep.pending_finish_s = plan.ends_s[np.sort(plan.finish_step[plan.finish_step != NEVER])]
                 yield env.timeout(end_s - env.now)
                 rep.clock_s = end_s
-                rep.pending_finish_s = rep.pending_finish_s[:0]
+                rep.pending_finish_s = _NO_FINISHES
                 apply_bulk(rep, plan, finished)
             else:
                 step = rep.plan_step(start_s)
