@@ -67,12 +67,19 @@ def _device_id(device: str) -> str:
     return default_device_id(torch.device(device))
 
 
+def _device_name(device: str) -> str:
+    import torch
+
+    from profiles.profiler.run import device_name
+    return device_name(torch.device(device))
+
+
 def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: str | Path | None = None,
                    threads: int | None = None, op_breakdown: bool = False, repeats: int = 1):
     """Simulate and run the reference engine (`repeats` times: median run, see
     profiles.reference.compare.combine_repeats); returns (steps frame, requests frame, summary dict,
     op-kind breakdown frame or None)."""
-    from profiles.predictor import profile_dir_for
+    from profiles.predictor import profile_dir_for, profile_dir_for_device
     from profiles.profiler.table import read_fingerprint
     from profiles.reference.compare import (combine_repeats, match_requests, match_steps, request_summary,
                                             step_summary, targets_met)
@@ -82,7 +89,11 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
     from simulator.schema import load_scenario
 
     hardware = _device_id(device)
-    found = profile_dir_for(hardware, profile_dir)
+    here = _device_name(device)
+    if profile_dir is None:  # the shipped profile of this very machine, where there is one
+        found, same_device = profile_dir_for_device(hardware, here)
+    else:
+        found = profile_dir_for(hardware, profile_dir)
     if found is None:
         where = profile_dir or f"profiles/data/{hardware}/"
         raise ValueError(f"--profile-dir: no profile (ops.csv) in {where}; measure one with "
@@ -131,9 +142,16 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
         summary["per_repeat"] = [step_summary(match_steps(r.steps, simulated.steps)) for r in runs]
         summary["per_repeat"] = [{k: d[k] for k in ("step_median_abs_pct", "step_p90_abs_pct", "step_mean_signed_pct")}
                                  for d in summary["per_repeat"]]
+    warnings = []
+    if fingerprint.get("device_name") not in (None, here):
+        warnings.append(f"profile {found} was measured on {fingerprint.get('device_name')!r}, this machine is "
+                        f"{here!r}: the error below compares two machines; measure this one with `draftsim "
+                        f"profile --device {device} --out profiles/data/{hardware}--<machine>/`")
     if fingerprint.get("threads") not in (None, threads):
-        summary["warning"] = (f"profile measured with {fingerprint.get('threads')} threads, reference run with "
-                              f"{threads}")
+        warnings.append(f"profile measured with {fingerprint.get('threads')} threads, reference run with {threads}")
+    if warnings:
+        summary["warning"] = "; ".join(warnings)
+    summary["machine"] = here
     return step_frame, requests, summary, ops
 
 

@@ -210,3 +210,26 @@ def test_host_overhead_interpolates_per_layer_in_log_tokens_and_steps_pay_it():
     without = ForwardCost(spec, Parallelism(), ProfiledLatencyModel(table, "cpu-local"), "fp32")
     extra = with_host.exact_decode(4, 1, 400) - without.exact_decode(4, 1, 400)
     assert extra[0] == pytest.approx(model.host_overhead_s(spec.num_layers, 4)) and extra[1] == extra[2] == 0
+
+
+def test_validation_picks_the_shipped_profile_of_this_machine(tmp_path, monkeypatch):
+    """profiles/data/<id>--<machine>/ variants: the one measured on this device wins, else the default
+    with a mismatch flag (validate then warns that it compares two machines)."""
+    import json
+
+    from profiles import predictor
+
+    def shipped(name: str, device_name: str) -> None:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "ops.csv").write_text("kind\n")
+        (folder / "fingerprint.json").write_text(json.dumps({"device_name": device_name}))
+
+    monkeypatch.setattr(predictor, "DATA_DIR", tmp_path)
+    shipped("cpu-local", "Intel(R) Xeon(R) Processor")
+    shipped("cpu-local--amd-epyc", "AMD EPYC")
+    shipped("cpu-localhost", "AMD EPYC")  # another id that merely starts alike: never a variant
+    assert predictor.profile_dir_for_device("cpu-local", "AMD EPYC") == (tmp_path / "cpu-local--amd-epyc", True)
+    assert predictor.profile_dir_for_device("cpu-local", "Intel(R) Xeon(R) Processor") == (tmp_path / "cpu-local", True)
+    assert predictor.profile_dir_for_device("cpu-local", "Some ARM") == (tmp_path / "cpu-local", False)
+    assert predictor.profile_dir_for_device("h100-sxm", "NVIDIA H100") == (None, False)

@@ -131,3 +131,26 @@ def test_cli_reports_bad_input_with_exit_code_2(capsys, tmp_path):
     assert main(["--tp", "two", "--out", str(tmp_path), "--no-progress"]) == 2
     assert main(["--tp", "5", "--models", "llama-68m", "--out", str(tmp_path), "--no-progress"]) == 2
     assert not (tmp_path / "ops.csv").exists()
+
+
+def test_gemms_are_planned_at_every_small_m_other_kinds_on_the_sparse_grid():
+    """Small-m GEMM time is jagged in m (BLAS row blocking), so GEMMs — the LM head included — get a point
+    at every m up to gemm_dense_tokens_max; smooth kinds (norms, activations…) keep the sparse grid."""
+    spec = get_model("qwen2.5-coder-0.5b")
+    grid = GridSpec(tokens=(1, 8), logits_tokens_max=8, prefill_chunks=(8,), prefill_prefixes=(0,),
+                    decode_seqs=(1,), decode_q_per_seq=(1,), decode_contexts=(0,), tree_q_per_seq=(3,),
+                    gemm_dense_tokens_max=5)
+    points = plan_points([spec], grid, "fp32")
+    gemm_m = {}
+    for p in points:
+        if p.kind == "gemm":
+            d = dict(p.dims)
+            gemm_m.setdefault((d["n"], d["k"]), set()).add(int(d["m"]))
+    assert gemm_m[(spec.vocab_size, spec.hidden_size)] == {1, 2, 3, 4, 5, 8}   # LM head
+    assert all(ms == {1, 2, 3, 4, 5, 8} for ms in gemm_m.values())
+    norm_tokens = {int(dict(p.dims)["tokens"]) for p in points if p.kind == "norm"}
+    assert norm_tokens == {1, 8}
+    sparse = plan_points([spec], GridSpec(tokens=(1, 8), logits_tokens_max=8, prefill_chunks=(8,),
+                                          prefill_prefixes=(0,), decode_seqs=(1,), decode_q_per_seq=(1,),
+                                          decode_contexts=(0,), tree_q_per_seq=(3,)), "fp32")
+    assert len(points) - len(sparse) == 4 * len(gemm_m)   # m = 2, 3, 4, 5 for each GEMM shape

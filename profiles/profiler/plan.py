@@ -32,6 +32,11 @@ def _half_octaves(lo: int, hi: int) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class GridSpec:
     tokens: tuple[int, ...] = _half_octaves(1, 4096)       # GEMM m, norm/activation/... tokens
+    # GEMMs (LM head included) are also timed at every m up to this: small-m GEMM time is jagged in m,
+    # not smooth (BLAS row blocking: on the 2-vCPU AMD EPYC, the qwen2.5-0.5B LM head takes 101 ms at
+    # m = 3, 61 ms at m = 4, 105 ms at m = 11, 60 ms at m = 12), so no interpolation between sparse grid
+    # points can price the decode/verify token counts (batch × (γ + 1)); measuring them does.
+    gemm_dense_tokens_max: int = 0
     logits_tokens_max: int = 1024                          # LM head and sampling stop here
     prefill_chunks: tuple[int, ...] = (1, 4, 16, 64, 256, 1024, 4096)
     prefill_prefixes: tuple[int, ...] = (0, 64, 512, 4096)
@@ -45,7 +50,7 @@ class GridSpec:
     tp: tuple[int, ...] = (1,)
 
 
-FULL_GRID = GridSpec()
+FULL_GRID = GridSpec(gemm_dense_tokens_max=64)
 QUICK_GRID = GridSpec(tokens=(1, 16, 256), logits_tokens_max=16, prefill_chunks=(16, 128),
                       prefill_prefixes=(0, 128), decode_seqs=(1, 4), decode_q_per_seq=(1, 4),
                       decode_contexts=(0, 128), tree_q_per_seq=(4,), sampling_greedy=(1,),
@@ -84,10 +89,11 @@ def model_points(spec: ModelSpec, grid: GridSpec, dtype: str) -> list[Point]:
     points: list[Point] = []
     for tp in grid.tp:
         par = Parallelism(tp=tp)
-        for tokens in grid.tokens:
+        for tokens in sorted(set(grid.tokens) | set(range(1, grid.gemm_dense_tokens_max + 1))):
             logits = min(tokens, grid.logits_tokens_max)
+            gemm_only = tokens not in grid.tokens
             for op in dense_ops(spec, tokens, logits, par, dtype):
-                if op.kind in K_OPS.COLLECTIVE_KINDS:
+                if op.kind in K_OPS.COLLECTIVE_KINDS or (gemm_only and op.kind != K_OPS.GEMM):
                     continue
                 if op.kind == K_OPS.GEMM and op.dim("groups", 1.0) != 1.0:
                     continue  # grouped expert GEMMs are priced as `groups` single GEMMs of the same (n, k)

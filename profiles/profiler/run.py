@@ -52,7 +52,8 @@ def default_device_id(device: torch.device) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def _device_name(device: torch.device) -> str:
+def device_name(device: torch.device) -> str:
+    """What a fingerprint records as `device_name`: the GPU's name or the CPU model."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     from profiles.profiler.table import cpu_model
@@ -135,7 +136,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
                                  row["p90_s"], row["reps"]))
     elapsed = time.perf_counter() - started
     write_table(rows, out)
-    fp = fingerprint(device_id, _device_name(dev), torch.__version__, threads, dtype, models, llc,
+    fp = fingerprint(device_id, device_name(dev), torch.__version__, threads, dtype, models, llc,
                      extra={"quick": quick, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                             "load_average_at_start": load_at_start, "profile_seconds": round(elapsed, 1), "points": len(rows),
                             "skipped_points": skipped,
