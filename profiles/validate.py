@@ -54,8 +54,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the reference N times; per-step durations are medians over the runs (noise)")
     p.add_argument("--op-breakdown", action="store_true",
                    help="also time every kernel call of the reference run (diagnosis; adds overhead)")
+    p.add_argument("--profile-first", action="store_true",
+                   help="first profile the scenario's target and draft models on this machine (full grid, "
+                        "into OUT/profile/; on 2 CPU cores ~5 min for --quick's llama-68m, ~20 min for the "
+                        "default scenario's models) and simulate with that profile: one command for a "
+                        "machine without a shipped profile")
     p.add_argument("--no-plot", action="store_true", help="skip validation.png")
     return p
+
+
+def profile_here(scenario_path: str | Path, device: str, out: Path, threads: int | None, quick_grid: bool = False) -> Path:
+    """Profile the models a validation scenario runs (target, and the draft model if any) on this device,
+    into `out`/profile/ (the full grid; `quick_grid`: the profiler's coarse CI grid, for tests only);
+    returns that folder. Measured before the reference run, so still out of sample."""
+    from profiles.profiler.run import run_profile
+    from simulator.schema import load_scenario
+
+    scenario, _ = load_scenario(scenario_path)
+    models = [scenario.cluster.model]
+    draft = getattr(scenario.drafter, "model", None)
+    if draft is not None and draft not in models:
+        models.append(draft)
+    return run_profile(device, models, out / "profile", quick=quick_grid, threads=threads or 2,
+                       collectives=False, progress=True)
 
 
 def _device_id(device: str) -> str:
@@ -170,8 +191,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from profiles.reference.diagnose import format_breakdown
     from profiles.reference.report import format_table, write_outputs
     from simulator.errors import ScenarioError
+    if args.profile_first and args.profile_dir:
+        print("draftsim validate: error: --profile-first and --profile-dir exclude each other", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        steps, requests, summary, ops = run_validation(scenario, args.device, args.profile_dir, args.threads,
+        profile_dir = args.profile_dir
+        if args.profile_first:
+            profile_dir = profile_here(scenario, args.device, out, args.threads)
+        steps, requests, summary, ops = run_validation(scenario, args.device, profile_dir, args.threads,
                                                        args.op_breakdown, args.repeats)
     except (ValueError, ScenarioError, UnknownNameError) as exc:
         print(f"draftsim validate: error: {str(exc).splitlines()[0]}", file=sys.stderr)

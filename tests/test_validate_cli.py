@@ -54,12 +54,36 @@ def test_validate_quick_end_to_end(tmp_path, quick_profile, capsys):
 
 @pytest.mark.parametrize("argv", [["--device", "tpu"], ["--bogus"], ["--threads", "0"], ["--threads", "x"],
                                   ["--quick", "--profile-dir", "/nonexistent/profile"],
-                                  ["--quick", "--scenario", "/nonexistent.yaml", "--profile-dir", "@PROFILE"]])
+                                  ["--quick", "--scenario", "/nonexistent.yaml", "--profile-dir", "@PROFILE"],
+                                  ["--quick", "--profile-first", "--profile-dir", "@PROFILE"]])
 def test_bad_flags_and_inputs_print_one_line_and_exit_2(argv, quick_profile, capsys):
     argv = [str(quick_profile) if a == "@PROFILE" else a for a in argv]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("draftsim validate: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_profile_first_measures_the_scenarios_models_here_and_validates_with_them(tmp_path, monkeypatch, capsys):
+    """--profile-first: the target and draft of the scenario are profiled on this machine into OUT/profile/
+    and the simulator prices with that profile (run here on the profiler's coarse CI grid for speed)."""
+    from profiles import validate
+    from profiles.profiler import run as profiler_run
+
+    measured = []
+    real = profiler_run.run_profile
+
+    def coarse(device, models, out_dir, **kw):
+        measured.append((device, list(models), out_dir))
+        return real(device, models, out_dir, **{**kw, "quick": True})
+
+    monkeypatch.setattr(profiler_run, "run_profile", coarse)
+    out = tmp_path / "val"
+    assert validate.main(["--quick", "--profile-first", "--out", str(out), "--no-plot"]) == 0
+    assert measured == [("cpu", ["llama-68m"], out / "profile")]   # cpu_quick.yaml: llama-68m drafts itself
+    summary = json.loads((out / "validation.json").read_text())
+    assert summary["profile"]["dir"] == str((out / "profile").resolve())
+    assert "warning" not in summary   # measured on this very machine
+    assert "E2E P99" in capsys.readouterr().out
 
 
 # ---- comparison statistics ----------------------------------------------------------------------------
