@@ -233,3 +233,9 @@ def test_validation_picks_the_shipped_profile_of_this_machine(tmp_path, monkeypa
     assert predictor.profile_dir_for_device("cpu-local", "Intel(R) Xeon(R) Processor") == (tmp_path / "cpu-local", True)
     assert predictor.profile_dir_for_device("cpu-local", "Some ARM") == (tmp_path / "cpu-local", False)
     assert predictor.profile_dir_for_device("h100-sxm", "NVIDIA H100") == (None, False)
+    # `draftsim profile` files a new machine's profile as the variant validate will pick, never over another
+    from profiles.profiler.run import default_out_dir
+    assert default_out_dir("cpu-local", "AMD EPYC") == tmp_path / "cpu-local--amd-epyc"
+    assert default_out_dir("cpu-local", "Intel(R) Xeon(R) Processor") == tmp_path / "cpu-local"
+    assert default_out_dir("cpu-local", "Some ARM v9") == tmp_path / "cpu-local--some-arm-v9"
+    assert default_out_dir("h100-sxm", "NVIDIA H100 80GB HBM3") == tmp_path / "h100-sxm"

@@ -60,6 +60,20 @@ def device_name(device: torch.device) -> str:
     return cpu_model()
 
 
+def default_out_dir(device_id: str, name: str) -> Path:
+    """profiles/data/<device-id>/, unless a profile of another machine is already filed there (the
+    development VM is not always the same CPU): then profiles/data/<device-id>--<machine>/, the variant
+    that `draftsim validate` picks on this machine (profiles.predictor.profile_dir_for_device)."""
+    from profiles.predictor import DATA_DIR, PROFILE_VARIANT_SEPARATOR
+    from profiles.profiler.table import read_fingerprint
+
+    default = DATA_DIR / device_id
+    if not (default / "ops.csv").is_file() or read_fingerprint(default).get("device_name") == name:
+        return default
+    machine = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "machine"
+    return DATA_DIR / f"{device_id}{PROFILE_VARIANT_SEPARATOR}{machine}"
+
+
 def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out_dir: str | Path | None = None,
                 quick: bool = False, threads: int = 2, dtype: str | None = None, device_id: str | None = None,
                 collectives: bool = True, progress: bool = True, grid: GridSpec | None = None,
@@ -80,7 +94,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     torch.set_num_threads(threads)
     dev = torch.device(device)
     device_id = device_id or default_device_id(dev)
-    out = Path(out_dir) if out_dir is not None else Path(__file__).resolve().parents[1] / "data" / device_id
+    out = Path(out_dir) if out_dir is not None else default_out_dir(device_id, device_name(dev))
     grid = grid or (QUICK_GRID if quick else FULL_GRID)
     timing = timing or (QUICK_TIMING if quick else TimingConfig())
     # Quick runs skip operand rotation (llc 0 ⇒ one copy): they check the harness, not the timings.
@@ -155,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
                         help="comma-separated catalog model names (default: %(default)s)")
-    parser.add_argument("--out", default=None, help="output directory (default: profiles/data/<device-id>/)")
+    parser.add_argument("--out", default=None, help="output directory (default: profiles/data/<device-id>/, "
+                        "or profiles/data/<device-id>--<machine>/ when another machine's profile is filed there)")
     parser.add_argument("--device-id", default=None, help="hardware id to file the profile under")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default: %(default)s)")
     parser.add_argument("--dtype", choices=tuple(TORCH_DTYPES), default=None,
