@@ -10,7 +10,8 @@ pass is priced as Σ count·seconds over its op graph (models.opgraph) with the 
 - Prefill attention is priced exactly, per step.
 - Decode-only steps depend on the batch's Σ context, which changes every step. A whole step (γ draft
   passes + the verify pass) is priced op by op on a grid of mean context per sequence (multiples of
-  CTX_GRID_TOKENS) and linearly interpolated between grid points, vectorized over many steps.
+  CTX_GRID_TOKENS) and linearly interpolated between grid points, vectorized over many steps (the grid
+  rows of all batch sizes live in one table, simulator.step_table, so a bulk is one lookup).
   Approximation: exact at grid points; in between it is exact for FLOPs and bytes (affine in context)
   and for a latency model that is linear in context within a regime (the roofline, profile
   interpolation); the measured worst relative error against op-by-op pricing is below 1e-3
