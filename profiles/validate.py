@@ -112,7 +112,7 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
     hardware = _device_id(device)
     here = _device_name(device)
     if profile_dir is None:  # the shipped profile of this very machine, where there is one
-        found, same_device = profile_dir_for_device(hardware, here)
+        found, _ = profile_dir_for_device(hardware, here)  # a mismatch is reported below
     else:
         found = profile_dir_for(hardware, profile_dir)
     if found is None:
@@ -167,7 +167,8 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
     if fingerprint.get("device_name") not in (None, here):
         warnings.append(f"profile {found} was measured on {fingerprint.get('device_name')!r}, this machine is "
                         f"{here!r}: the error below compares two machines; measure this one with `draftsim "
-                        f"profile --device {device} --out profiles/data/{hardware}--<machine>/`")
+                        f"profile --device {device}` (filed as profiles/data/{hardware}--<machine>/) or rerun "
+                        f"with --profile-first")
     if fingerprint.get("threads") not in (None, threads):
         warnings.append(f"profile measured with {fingerprint.get('threads')} threads, reference run with {threads}")
     if warnings:

@@ -36,15 +36,6 @@ class RequestState:
         self.dropped = np.zeros(n, dtype=bool)
         self.drop_reason = np.full(n, "", dtype=object)
 
-    def _derive_cost_columns(self) -> None:
-        for _, cols in self._chunks:
-            costs = cols.pop(_COSTS, None)
-            if costs is not None:
-                draft, target, (draft_scale, target_scale) = costs
-                cols["draft_s"], cols["verify_s"] = draft[:, 0], target[:, 0]
-                cols["flops"] = draft_scale * draft[:, 1] + target_scale * target[:, 1]
-                cols["bytes"] = draft_scale * draft[:, 2] + target_scale * target[:, 2]
-
     def columns(self) -> dict[str, np.ndarray]:
         return {
             "request_id": np.arange(self.n, dtype=np.int64),

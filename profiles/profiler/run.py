@@ -49,6 +49,11 @@ def default_device_id(device: torch.device) -> str:
     for needle, hw_id in CUDA_IDS:
         if needle in name:
             return hw_id
+    return _slug(name)
+
+
+def _slug(name: str) -> str:
+    """A device name as a folder-name part: lower case, runs of other characters as one '-'."""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
@@ -70,7 +75,7 @@ def default_out_dir(device_id: str, name: str) -> Path:
     default = DATA_DIR / device_id
     if not (default / "ops.csv").is_file() or read_fingerprint(default).get("device_name") == name:
         return default
-    machine = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "machine"
+    machine = _slug(name) or "machine"
     return DATA_DIR / f"{device_id}{PROFILE_VARIANT_SEPARATOR}{machine}"
 
 
