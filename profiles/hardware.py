@@ -128,6 +128,80 @@ _ENTRIES = (
                "Fabric links x 64 GB/s per direction = 448 GB/s to the 7 peers of an 8-GPU platform; "
                "400 Gb/s NIC per GPU)"),
     HardwareSpec(
+        id="h100-pcie", name="NVIDIA H100 PCIe 80GB",
+        peak_flops={"fp32": 51.2 * TFLOP, "tf32": 378 * TFLOP, "bf16": 756 * TFLOP, "fp16": 756 * TFLOP,
+                    "fp8": 1513 * TFLOP, "int8": 1513 * TFLOP},
+        hbm_bytes=80 * GB, hbm_bandwidth_bytes_per_s=2.0 * TB,
+        scaleup_bandwidth_bytes_per_s=64 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
+        gpus_per_node=8, scaleup_latency_s=_PCIE_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=114,
+        source="NVIDIA H100 Tensor Core GPU datasheet (PCIe: 756 TFLOPS BF16 dense, 1,513 TFLOPS FP8 dense, 80 GB "
+               "HBM2e at 2.0 TB/s, PCIe Gen5 x16 = 64 GB/s per direction; NVLink bridges pair two GPUs only, "
+               "not modelled)"),
+    HardwareSpec(
+        id="h800", name="NVIDIA H800 SXM5 80GB",
+        peak_flops={"fp32": 66.9 * TFLOP, "tf32": 494.7 * TFLOP, "bf16": 989.4 * TFLOP,
+                    "fp16": 989.4 * TFLOP, "fp8": 1978.9 * TFLOP, "int8": 1978.9 * TFLOP},
+        hbm_bytes=80 * GB, hbm_bandwidth_bytes_per_s=3.35 * TB,
+        scaleup_bandwidth_bytes_per_s=200 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
+        gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=132,
+        source="NVIDIA H800 SXM5: the H100 SXM5 die, clocks and HBM3 (989 TFLOPS BF16 dense, 3.35 TB/s) with NVLink "
+               "cut to 400 GB/s bidirectional (DeepSeek-V3 technical report, section 3.1, and NVIDIA's H800 listing)"),
+    HardwareSpec(
+        id="a100-40gb", name="NVIDIA A100 SXM4 40GB",
+        peak_flops={"fp32": 19.5 * TFLOP, "tf32": 156 * TFLOP, "bf16": 312 * TFLOP, "fp16": 312 * TFLOP,
+                    "int8": 624 * TFLOP},
+        hbm_bytes=40 * GB, hbm_bandwidth_bytes_per_s=1.555 * TB,
+        scaleup_bandwidth_bytes_per_s=300 * GB, scaleout_bandwidth_bytes_per_s=25 * GB,
+        gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=108, host_link_bandwidth_bytes_per_s=32 * GB,
+        source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 40GB: 312 TFLOPS BF16 dense, 1,555 GB/s HBM2, NVLink "
+               "600 GB/s bidirectional)"),
+    HardwareSpec(
+        id="b300", name="NVIDIA B300 288GB (HGX B300)",
+        peak_flops={"fp32": 75 * TFLOP, "tf32": 1100 * TFLOP, "bf16": 2250 * TFLOP, "fp16": 2250 * TFLOP,
+                    "fp8": 4500 * TFLOP, "int8": 153.5 * TFLOP},
+        hbm_bytes=288 * GB, hbm_bandwidth_bytes_per_s=8.0 * TB,
+        scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=100 * GB,
+        gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=148, host_link_bandwidth_bytes_per_s=128 * GB,
+        source="NVIDIA HGX B300 datasheet, per GPU (8-GPU totals / 8): FP8 4.5 PFLOPS and BF16 2.25 PFLOPS dense, INT8 "
+               "cut to ~0.15 POPS dense (Blackwell Ultra), 288 GB HBM3e at ~8 TB/s, NVLink 5 1.8 TB/s bidirectional, "
+               "ConnectX-8 800 Gb/s per GPU; the same figures in aiconfigurator-core systems/b300_sxm.yaml"),
+    HardwareSpec(
+        id="gb200", name="NVIDIA GB200 (NVL72, per Blackwell GPU)",
+        peak_flops={"fp32": 80 * TFLOP, "tf32": 1250 * TFLOP, "bf16": 2500 * TFLOP, "fp16": 2500 * TFLOP,
+                    "fp8": 5000 * TFLOP, "int8": 5000 * TFLOP},
+        hbm_bytes=186 * GB, hbm_bandwidth_bytes_per_s=8.0 * TB,
+        scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=100 * GB,
+        gpus_per_node=72, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=148,
+        source="NVIDIA GB200 NVL72 datasheet, per GPU (72-GPU totals / 72): 2.5 PFLOPS BF16 and 5 PFLOPS FP8 dense, "
+               "186 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s bidirectional across the 72-GPU NVLink domain"),
+    HardwareSpec(
+        id="gb300", name="NVIDIA GB300 (NVL72, per Blackwell Ultra GPU)",
+        peak_flops={"fp32": 80 * TFLOP, "tf32": 1250 * TFLOP, "bf16": 2500 * TFLOP, "fp16": 2500 * TFLOP,
+                    "fp8": 5000 * TFLOP, "int8": 165 * TFLOP},
+        hbm_bytes=288 * GB, hbm_bandwidth_bytes_per_s=8.0 * TB,
+        scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=100 * GB,
+        gpus_per_node=72, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=160,
+        source="NVIDIA GB300 NVL72 datasheet, per GPU (72-GPU totals / 72): 2.5 PFLOPS BF16 and 5 PFLOPS FP8 dense, "
+               "INT8 cut on Blackwell Ultra, 288 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s bidirectional"),
+    HardwareSpec(
+        id="rtx-pro-6000", name="NVIDIA RTX PRO 6000 Blackwell Server Edition 96GB",
+        peak_flops={"fp32": 117 * TFLOP, "tf32": 234 * TFLOP, "bf16": 467.8 * TFLOP, "fp16": 467.8 * TFLOP,
+                    "fp8": 935.6 * TFLOP, "int8": 935.6 * TFLOP},
+        hbm_bytes=96 * GB, hbm_bandwidth_bytes_per_s=1.792 * TB,
+        scaleup_bandwidth_bytes_per_s=64 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
+        gpus_per_node=8, scaleup_latency_s=_PCIE_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
+        compute_units=188,
+        source="NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet (96 GB GDDR7 at 1.792 TB/s, PCIe Gen5 x16, no "
+               "NVLink); dense tensor rates at the 2,430 MHz boost clock as in aiconfigurator-core "
+               "systems/rtx_pro_6000_server.yaml (467.8 TFLOPS BF16, 935.6 FP8)",
+        notes="GDDR7, not HBM; hbm_* fields hold the device memory"),
+    HardwareSpec(
         id="cpu-local", name="Local 2-core x86 CPU (nominal)",
         peak_flops={"fp32": 256e9, "bf16": 4.1 * TFLOP, "fp16": 256e9, "int8": 4.1 * TFLOP},
         hbm_bytes=24 * GB, hbm_bandwidth_bytes_per_s=20 * GB,

@@ -1,5 +1,5 @@
-"""The latency-model interface: op → seconds. Implementations: roofline (profiles.roofline) and
-profile-backed interpolation (profiles.predictor)."""
+"""The latency-model interface: op → seconds. Implementations: roofline (profiles.roofline),
+profile-backed interpolation (profiles.predictor) and measured GPU kernels (profiles.measured)."""
 from __future__ import annotations
 
 from typing import Protocol, Sequence
@@ -16,6 +16,10 @@ class LatencyModel(Protocol):
 
     def host_overhead_s(self, layers: int, tokens: float) -> float:
         """Host seconds of one forward pass that no op accounts for (0 where host work overlaps)."""
+        ...
+
+    def describe(self) -> dict:
+        """Which source priced which op kinds (a run's `latency_source`)."""
         ...
 
 

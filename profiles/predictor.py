@@ -136,6 +136,12 @@ class ProfiledLatencyModel:
         self._tables = self._build_tables(ops, seconds)
         self._host = _host_overhead_curves(table)
 
+    def describe(self) -> dict:
+        """`latency_source` entry: the profile that priced the ops (roofline fitted to it outside its grid)."""
+        keep = ("device_name", "dtype", "threads", "date", "torch_version")
+        return {"source": "profile", "hardware": self.hardware_id,
+                "fingerprint": {k: v for k, v in self.fingerprint.items() if k in keep}}
+
     def host_overhead_s(self, layers: int, tokens: float) -> float:
         """Host seconds of one forward pass of a `layers`-layer model over `tokens` tokens (the work between
         kernels, profiles.profiler.host_overhead): per-layer overhead interpolated linearly in log(tokens)

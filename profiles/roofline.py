@@ -76,6 +76,11 @@ DEFAULT_EFFICIENCY: dict[str, RooflineEfficiency] = {
     "a100-80gb": RooflineEfficiency(0.85, 0.88, 2.5e-6, attention_compute_fraction=0.60,
                                     source="A100: ~260-280 TFLOP/s large BF16 GEMM, ~1.8 TB/s achieved, FA2 "
                                     "50-70 % of peak"),
+    "h800": RooflineEfficiency(0.76, 0.90, 2.5e-6, source="the H100 SXM die and HBM3: H100 SXM's fractions"),
+    "h100-pcie": RooflineEfficiency(0.76, 0.90, 2.5e-6, source="Hopper: H100 SXM's fractions (lower clocks are in "
+                                    "the datasheet peak)"),
+    "a100-40gb": RooflineEfficiency(0.85, 0.88, 2.5e-6, attention_compute_fraction=0.60,
+                                    source="the A100 80GB's fractions (same die, HBM2)"),
     "b200": RooflineEfficiency(0.75, 0.88, 2.5e-6, source="assumed Hopper-like fractions (little public data)"),
     "l40s": RooflineEfficiency(0.70, 0.85, 2.5e-6, attention_compute_fraction=0.50,
                                source="assumed Ada fractions (power-limited GEMMs, GDDR6)"),
@@ -134,6 +139,10 @@ class RooflineLatencyModel:
 
     def __repr__(self) -> str:
         return f"RooflineLatencyModel({self.hardware_id!r}, dtype={self.dtype!r})"
+
+    def describe(self) -> dict:
+        """`latency_source` entry: every op kind priced by this roofline."""
+        return {"source": "roofline", "hardware": self.hardware_id, "efficiency": self.efficiency.source}
 
     def host_overhead_s(self, layers: int, tokens: float) -> float:
         """0: the roofline prices device work. On a GPU the host enqueues kernels asynchronously, so its

@@ -30,6 +30,16 @@ def _sorted_steps(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: v[order] for k, v in cols.items()}
 
 
+def pricing_summary(latency, engine, steps: pd.DataFrame) -> dict:
+    """`latency_source` (which source priced which op kinds), `engine_time` (the engine-time model, or
+    None) and the share of busy time that was engine time."""
+    from profiles.select import describe_latency
+    busy = float(steps["duration_s"].sum()) if len(steps) else 0.0
+    return {"latency_source": describe_latency(latency),
+            "engine_time": engine.describe() if engine is not None else None,
+            "engine_time_fraction": float(steps["engine_s"].sum()) / busy if busy > 0 else 0.0}
+
+
 def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = None, *,
         base_dir: str | Path | None = None, step_mode: str | None = None, progress=None) -> Result:
     """Simulate a scenario (a Scenario, a raw dict, or a YAML path with optional `key=value` overrides).
@@ -62,6 +72,7 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
                         peak_flops_per_gpu=built.hardware.peak_flops[scenario.cluster.dtype],
                         peak_bw_per_gpu=built.hardware.hbm_bandwidth_bytes_per_s, sim_end_s=end_s)
     summary["scenario"] = scenario.name
+    summary.update(pricing_summary(built.latency, built.engine, steps))
     summary["kv_tokens_per_replica"] = built.kv_tokens_per_replica
     summary["gpus"] = len(built.replicas) * built.parallelism.gpus
     if "alltoall_s" in steps:
@@ -88,4 +99,5 @@ def _run_disaggregated(scenario: Scenario, base_dir: Path, step_mode: str | None
                         peak_bw_per_gpu=built.hardware.hbm_bandwidth_bytes_per_s, sim_end_s=end_s)
     summary.update(summary_extras(summary, requests, steps, built))
     summary["scenario"] = scenario.name
+    summary.update(pricing_summary(built.latency, built.engine, steps))
     return Result(scenario, requests, steps, summary, wall_s, built)

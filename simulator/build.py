@@ -29,7 +29,7 @@ from simulator.errors import ScenarioError
 from simulator.policies import make_policy
 from simulator.speculation import build_speculation
 from simulator.routers import make_router
-from simulator.schema import ConstantAcceptance, Scenario, TraceAcceptance
+from simulator.schema import ConstantAcceptance, LatencyConfig, Scenario, TraceAcceptance
 from simulator.state import RequestState, StepLog
 from simulator.step_cost import ForwardCost, StepCostModel
 from simulator.trace_acceptance import load_trace_acceptance, load_trace_sampled_acceptance
@@ -67,6 +67,8 @@ class Built:
     router: object
     log: StepLog
     kv_tokens_per_replica: int
+    latency: object = None
+    engine: object = None
 
 
 def _lookup(field: str, getter, name: str):
@@ -76,18 +78,49 @@ def _lookup(field: str, getter, name: str):
         raise ScenarioError(field, str(exc)) from None
 
 
-def make_latency_model(scenario: Scenario, base_dir: Path):
-    lat = scenario.cluster.latency
-    if lat.source == "roofline":
-        from profiles.roofline import RooflineLatencyModel
-        return RooflineLatencyModel(scenario.cluster.hardware, dtype=scenario.cluster.dtype)
-    from profiles.predictor import load_latency_model
+def make_latency_model(lat: LatencyConfig, hardware_id: str, dtype: str, base_dir: Path):
+    """The latency model of `cluster.latency` (profiles.select); a MeasuredDataError becomes a
+    ScenarioError naming the field to change."""
+    from profiles.measured import MeasuredDataError
+    from profiles.select import LatencySourceConfig, select_latency
     profile_dir = Path(lat.profile_dir) if lat.profile_dir else None
     if profile_dir is not None and not profile_dir.is_absolute():
         profile_dir = base_dir / profile_dir
     if profile_dir is not None and not profile_dir.is_dir():
         raise ScenarioError("cluster.latency.profile_dir", f"no such directory: {profile_dir}")
-    return load_latency_model(scenario.cluster.hardware, profile_dir)
+    config = LatencySourceConfig(lat.source, lat.framework, lat.version, profile_dir)
+    try:
+        return select_latency(hardware_id, dtype, config)
+    except MeasuredDataError as exc:
+        raise ScenarioError(exc.field, str(exc).split(": ", 1)[1]) from None
+
+
+def drafter_family(drafter) -> str | None:
+    """The speculation method as serving engines name it (None without a drafter): eagle (autoregressive
+    head), medusa (parallel heads), draft_model, layer_skip or ngram."""
+    if drafter.kind == "none":
+        return None
+    if drafter.kind == "head":
+        return "eagle" if drafter.style == "autoregressive" else "medusa"
+    return drafter.kind
+
+
+def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str | None):
+    """The serving engine's per-step time model (profiles.engine_time), or None: on by default for GPUs
+    (off for the local CPU, whose profile measures host work per pass), at the framework version that
+    priced the kernels (the newest when the kernels come from elsewhere), as it runs with `drafter`
+    (`drafter_family`)."""
+    from profiles.engine_time import engine_time_for
+    enabled = lat.engine_time if lat.engine_time is not None else hardware_id != "cpu-local"
+    if not enabled:
+        return None
+    version = getattr(latency, "version", None) if getattr(latency, "framework", None) == lat.framework else None
+    try:
+        engine = engine_time_for(lat.framework, version)
+    except ValueError as exc:
+        field, message = str(exc).split(": ", 1)
+        raise ScenarioError(field, message) from None
+    return engine.for_drafter(drafter)
 
 
 def make_acceptance(scenario: Scenario, gamma: int, seed: int, base_dir: Path):
@@ -152,7 +185,8 @@ def build(scenario: Scenario, base_dir: Path) -> Built:
                             "with drafter.gamma >= 1")
     if scenario.speculation.kind == "multidraft" and d.kind != "none" and gamma < 1:
         raise ScenarioError("drafter.gamma", "multidraft needs sequences of length drafter.gamma >= 1")
-    latency = make_latency_model(scenario, base_dir)
+    latency = make_latency_model(cl.latency, cl.hardware, cl.dtype, base_dir)
+    engine = make_engine_time(cl.latency, cl.hardware, latency, drafter_family(d))
     drafter = None
     if speculating:
         drafter = build_drafter(d, target, par, latency, hw, cl.dtype, lambda name: get_model(name),
@@ -186,14 +220,16 @@ def build(scenario: Scenario, base_dir: Path) -> Built:
     replicas = []
     for i in range(cl.replicas):
         if spec is None:
-            cost = StepCostModel(target_cost, None, 0)
+            cost = StepCostModel(target_cost, None, 0, engine=engine)
         else:  # shared memo: replicas are identical
             cost = StepCostModel(target_cost, drafter.cost, spec.acceptance.gamma, spec.widths, spec.verify_q,
                                  spec.tree_attention,
-                                 overlap_exposure(spec.full_accept_prob) if drafter.separate else None)
+                                 overlap_exposure(spec.full_accept_prob) if drafter.separate else None,
+                                 engine=engine)
         if policy is not None:
             policy = policy.bind(cost)
         replicas.append(Replica(i, state, scenario.scheduler, cost, spec.acceptance if spec else None,
                                 total_blocks, log, policy))
     router = make_router(cl.router, cl.replicas, streams.router)
-    return Built(scenario, hw, target, drafter.spec if drafter is not None else None, par, table, state, replicas, router, log, kv_tokens)
+    return Built(scenario, hw, target, drafter.spec if drafter is not None else None, par, table, state, replicas,
+                 router, log, kv_tokens, latency, engine)

@@ -58,6 +58,8 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
 
 
 DELEGATED = {
+    "estimate": ("simulator.estimate", "price one engine step as the simulator does: seconds by op kind and "
+                                       "engine time (see `draftsim estimate --help`)"),
     "profile": ("profiles.profiler.run", "time real torch kernels over the op graph's shapes and write a "
                                          "profile table (see `draftsim profile --help`)"),
     "validate": ("profiles.validate", "run a real torch serving loop and the simulator on the same "

@@ -40,7 +40,8 @@ from models import get_model
 from models.spec import ModelSpec, validate_parallelism
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec, get_hardware
-from simulator.build import Streams, _lookup, kv_capacity_tokens, make_acceptance, make_latency_model
+from simulator.build import (Streams, _lookup, drafter_family, kv_capacity_tokens, make_acceptance,
+                             make_engine_time, make_latency_model)
 from simulator.bulk import apply_bulk, plan_bulk
 from simulator.disagg_replicas import DecodeReplica, PrefillReplica
 from simulator.engine import _UrgentTimeout
@@ -74,6 +75,8 @@ class DisaggBuilt:
     log: StepLog
     kv_tokens_prefill: int
     kv_tokens_decode: int
+    latency: object = None
+    engine: object = None
 
     @property
     def gpus(self) -> int:
@@ -140,12 +143,13 @@ def build_disaggregated(scenario: Scenario, base_dir: Path) -> DisaggBuilt:
     decode_rng = np.random.default_rng(np.random.SeedSequence(scenario.seed).spawn(4)[3])
     table = generate_requests(scenario.workload, streams.workload, base_dir)
     state = RequestState(table)
-    latency = make_latency_model(scenario, base_dir)
+    latency = make_latency_model(cl.latency, cl.hardware, cl.dtype, base_dir)
+    engine = make_engine_time(cl.latency, cl.hardware, latency, drafter_family(d))
     draft_cost = lambda: ForwardCost(draft, draft_par, latency, cl.dtype) if draft is not None else None  # noqa: E731
     acceptance = make_acceptance(scenario, gamma, streams.acceptance_seed, base_dir) if draft is not None else None
     log = StepLog()
-    prefill_cost = StepCostModel(ForwardCost(target, ppar, latency, cl.dtype), draft_cost(), gamma)
-    decode_cost = StepCostModel(ForwardCost(target, dpar, latency, cl.dtype), draft_cost(), gamma)
+    prefill_cost = StepCostModel(ForwardCost(target, ppar, latency, cl.dtype), draft_cost(), gamma, engine=engine)
+    decode_cost = StepCostModel(ForwardCost(target, dpar, latency, cl.dtype), draft_cost(), gamma, engine=engine)
     np_, nd = dis.prefill.replicas, dis.decode.replicas
     prefill = [PrefillReplica(i, state, scenario.scheduler, prefill_cost, None, kv_p // block, log)
                for i in range(np_)]
@@ -162,7 +166,7 @@ def build_disaggregated(scenario: Scenario, base_dir: Path) -> DisaggBuilt:
     placement = place_pools(hw, np_, ppar, nd, dpar, dis.kv_transfer.link)
     mover = KVMover(placement, target, ppar, dpar, cl.dtype, draft, d.tp if draft is not None else 1)
     return DisaggBuilt(scenario, hw, target, draft, ppar, dpar, state, prefill, decode, prouter, drouter, mover,
-                       log, kv_p, kv_d)
+                       log, kv_p, kv_d, latency, engine)
 
 
 class DisaggEngine:

@@ -49,7 +49,7 @@ STEP_COLUMNS = {
     "replica": np.int64, "start_s": np.float64, "duration_s": np.float64, "prefill_tokens": np.int64,
     "prefill_seqs": np.int64, "decode_seqs": np.int64, "query_tokens_per_seq": np.int64,
     "decode_context_tokens": np.int64, "draft_s": np.float64, "verify_s": np.float64,
-    "accepted_tokens": np.int64, "emitted_tokens": np.int64, "flops": np.float64, "bytes": np.float64,
+    "engine_s": np.float64, "accepted_tokens": np.int64, "emitted_tokens": np.int64, "flops": np.float64, "bytes": np.float64,
     "kv_blocks_used": np.int64, "kv_blocks_total": np.int64, "queued_requests": np.int64,
     "running_requests": np.int64,
 }
@@ -278,5 +278,24 @@ def format_summary_table(summary: Mapping) -> str:
         ("Little's law", f"L {_num(s['little_L_steps'])} (step log) vs lambda*W {_num(s['little_lambda_W'])}"
                          f"   rel. error {_pct(s['little_rel_err'])}"),
     ]
+    if "latency_source" in s:
+        rows.append(("latency", format_latency_source(s["latency_source"])))
+        engine = s.get("engine_time")
+        rows.append(("engine time", "none" if engine is None else
+                     f"{engine['framework']} {engine['versions']} ({'overlapped' if engine['overlap'] else 'synchronous'})"
+                     f"   {_pct(s.get('engine_time_fraction', 0.0))} of busy time"))
     lines += [f"{label:<13}{text}" for label, text in rows]
     return "\n".join(lines)
+
+
+def format_latency_source(source: Mapping) -> str:
+    """One line: which source priced which op kinds (summary `latency_source`)."""
+    if source.get("source") != "measured":
+        return f"{source.get('source')} ({source.get('hardware')})"
+    by_source: dict[str, list[str]] = {}
+    for kind, used in source.get("op_kinds", {}).items():
+        label = "roofline" if used["source"] == "roofline" else "measured"
+        by_source.setdefault(label, []).append(kind)
+    parts = [f"{label}: {', '.join(kinds)}" for label, kinds in sorted(by_source.items())]
+    return (f"measured {source['framework']} {source['version']} on {source['system']} "
+            f"({source['package']})   " + "   ".join(parts))

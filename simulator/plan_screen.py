@@ -66,9 +66,11 @@ def _step_costs(model: str, hardware: str, dtype: str, tp: int, pp: int, draft: 
     from models.opgraph import validate_expert_parallelism
     from models.spec import validate_parallelism
     from models.step import Parallelism
+    from pathlib import Path
+
     from profiles.hardware import get_hardware
-    from profiles.roofline import RooflineLatencyModel
-    from simulator.build import kv_capacity_tokens
+    from simulator.build import kv_capacity_tokens, make_engine_time, make_latency_model
+    from simulator.schema import LatencyConfig
     from simulator.step_cost import ForwardCost, StepCostModel
 
     target, hw = get_model(model), get_hardware(hardware)
@@ -78,7 +80,9 @@ def _step_costs(model: str, hardware: str, dtype: str, tp: int, pp: int, draft: 
         validate_parallelism(target, par)
     except ValueError as exc:
         raise ScenarioError("parallelism", str(exc)) from None
-    latency = RooflineLatencyModel(hw, dtype=dtype)
+    # The confirming DES scenarios use the default latency block: price the screen the same way.
+    latency = make_latency_model(LatencyConfig(), hardware, dtype, Path.cwd())
+    engine = make_engine_time(LatencyConfig(), hardware, latency, "draft_model" if gamma else None)
     draft_spec = draft_par = draft_cost = None
     if gamma:
         draft_spec, draft_par = get_model(draft), Parallelism(draft_tp, 1)
@@ -87,15 +91,13 @@ def _step_costs(model: str, hardware: str, dtype: str, tp: int, pp: int, draft: 
         draft_cost = ForwardCost(draft_spec, draft_par, latency, dtype)
     kv = kv_capacity_tokens(hw, target, par, dtype, util, draft_spec, draft_par)
     if ep > 1:
-        from pathlib import Path
-
         from simulator.moe_cost import make_ep_forward_cost
         from simulator.schema import MoeConfig
         target_cost = make_ep_forward_cost(target, par, latency, dtype, hw, MoeConfig(**json.loads(moe_json)),
                                            Path.cwd())
     else:
         target_cost = ForwardCost(target, par, latency, dtype)
-    return StepCostModel(target_cost, draft_cost, gamma), kv
+    return StepCostModel(target_cost, draft_cost, gamma, engine=engine), kv
 
 
 CHAIN_ACCEPTANCE = ("constant", "positional")

@@ -108,14 +108,15 @@ class Policy:
         if m is None:
             c = self.cost
             if g == 0:
-                m = StepCostModel(c.target, None, 0)
+                m = StepCostModel(c.target, None, 0, engine=c.engine)
             else:
                 parallel = c.widths is not None and len(c.widths) == 1 and c.gamma > 1
                 exposed = c.exposed_draft
                 if exposed is not None and isinstance(self.spec.acceptance, ChainAcceptance):
                     from simulator.drafters import overlap_exposure
                     exposed = overlap_exposure(float(self.spec.acceptance.survival[g - 1]))  # P(τ ≥ g)
-                m = StepCostModel(c.target, c.draft, g, (1,) if parallel else None, None, False, exposed)
+                m = StepCostModel(c.target, c.draft, g, (1,) if parallel else None, None, False, exposed,
+                                  engine=c.engine)
             self._by_gamma[g] = m
         return m
 
@@ -161,6 +162,8 @@ class Policy:
                 draft = draft + c.draft.decode_forward(b, 1, np.array([int(ctx[live].sum()) + j * b]))[0]
         if c.exposed_draft is not None:
             draft = c.exposed_draft(draft[None, :], target[None, :])[0]
+        # Engine time at the full shape's pass layout (approximation: it hardly depends on the counts).
+        target = c.with_engine(draft[None, :], target[None, :], prefill, len(plan.prefill_ids), len(ids))[0]
         return Cost(*draft), Cost(*target)
 
 

@@ -238,7 +238,7 @@ class Replica:
                         prefill_tokens=sum(plan.prefill_chunks), prefill_seqs=len(plan.prefill_ids),
                         decode_seqs=len(ids), query_tokens_per_seq=self._logged_q(plan),
                         decode_context_tokens=plan.decode_context_tokens, draft_s=draft.seconds,
-                        verify_s=target.seconds, accepted_tokens=tau_sum, emitted_tokens=emitted_total,
+                        verify_s=target.seconds - target.engine_s, engine_s=target.engine_s, accepted_tokens=tau_sum, emitted_tokens=emitted_total,
                         flops=ds * draft.flops + ts * target.flops, bytes=ds * draft.bytes + ts * target.bytes,
                         kv_blocks_used=blocks_used, kv_blocks_total=self.total_blocks,
                         queued_requests=plan.queued, running_requests=plan.running)

@@ -74,11 +74,28 @@ class DisaggregationConfig(_Strict):
 
 
 class LatencyConfig(_Strict):
-    """Where op latencies come from: `roofline` (datasheet peaks × efficiency factors) or `profile`
-    (interpolated real torch measurements from `profile_dir`, roofline fitted to them outside the grid)."""
+    """Where op latencies come from (profiles.select) and which serving engine's per-step time is paid.
 
-    source: Literal["roofline", "profile"] = "roofline"
+    `source`: `auto` (default: `measured` when the aiconfigurator-core tables cover the GPU and dtype,
+    else `roofline` with a warning), `measured` (real per-kernel GPU measurements of `framework` at
+    `version`, default its newest), `profile` (tables measured with `draftsim profile`, `profile_dir`),
+    `roofline` (datasheet peaks × efficiencies). `engine_time`: pay the framework's per-step engine time
+    (profiles.engine_time); default: on for GPUs, off for the local CPU (its profile measures host work
+    per pass instead)."""
+
+    source: Literal["auto", "measured", "profile", "roofline"] = "auto"
+    framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
+    version: str | None = None
     profile_dir: str | None = None
+    engine_time: bool | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_the_source(self) -> "LatencyConfig":
+        if self.profile_dir is not None and self.source != "profile":
+            raise ValueError("profile_dir is only used with source: profile")
+        if self.version is not None and self.source not in ("auto", "measured"):
+            raise ValueError("version selects measured tables; it needs source: measured or auto")
+        return self
 
 
 class ClusterConfig(_Strict):

@@ -60,7 +60,7 @@ STEP_COLUMNS = {
     "replica": np.int64, "start_s": np.float64, "duration_s": np.float64,
     "prefill_tokens": np.int64, "prefill_seqs": np.int64, "decode_seqs": np.int64,
     "query_tokens_per_seq": np.int64, "decode_context_tokens": np.int64,
-    "draft_s": np.float64, "verify_s": np.float64, "accepted_tokens": np.int64,
+    "draft_s": np.float64, "verify_s": np.float64, "engine_s": np.float64, "accepted_tokens": np.int64,
     "emitted_tokens": np.int64, "flops": np.float64, "bytes": np.float64,
     "kv_blocks_used": np.int64, "kv_blocks_total": np.int64,
     "queued_requests": np.int64, "running_requests": np.int64,
@@ -85,9 +85,10 @@ class StepLog:
 
     def append_bulk(self, n: int, costs=None, **cols) -> None:
         """Append n steps; each column is an array of length n or a scalar shared by the n steps.
-        `costs` = (draft, target, (draft_scale, target_scale)): the steps' (n, 3) draft and target
-        (seconds, FLOPs, bytes) and the multipliers from per-GPU work to replica totals; the draft_s,
-        verify_s, flops and bytes columns are derived from them when the log is read (once, vectorized)."""
+        `costs` = (draft, target, (draft_scale, target_scale)): the steps' (n, 3) draft and (n, 4) target
+        (seconds, FLOPs, bytes[, engine seconds included in the target's seconds]) and the multipliers from
+        per-GPU work to replica totals; the draft_s, verify_s, engine_s, flops and bytes columns are
+        derived from them when the log is read (once, vectorized)."""
         self._chunks.append((n, cols if costs is None else {**cols, _COSTS: costs}))
 
     def _derive_cost_columns(self) -> None:
@@ -95,7 +96,7 @@ class StepLog:
             costs = cols.pop(_COSTS, None)
             if costs is not None:
                 draft, target, (draft_scale, target_scale) = costs
-                cols["draft_s"], cols["verify_s"] = draft[:, 0], target[:, 0]
+                cols["draft_s"], cols["verify_s"], cols["engine_s"] = draft[:, 0], target[:, 0] - target[:, 3], target[:, 3]
                 cols["flops"] = draft_scale * draft[:, 1] + target_scale * target[:, 1]
                 cols["bytes"] = draft_scale * draft[:, 2] + target_scale * target[:, 2]
 

@@ -32,6 +32,7 @@ import numpy as np
 from models.opgraph import attention_ops, dense_ops
 from models.spec import ModelSpec
 from models.step import Parallelism, StepShape
+from profiles.engine_time.model import EngineTime, PassLayout
 from profiles.latency import LatencyModel
 from simulator.step_table import BatchContextTable
 
@@ -43,6 +44,7 @@ class Cost:
     seconds: float
     flops: float
     bytes: float
+    engine_s: float = 0.0   # the part of `seconds` that is the serving engine's per-step time (target only)
 
 
 def _price(latency: LatencyModel, ops) -> np.ndarray:
@@ -189,6 +191,7 @@ class StepCostModel:
     verify_q: int | None = None
     tree: bool = False
     exposed_draft: object | None = None
+    engine: EngineTime | None = None
     _step_grid: dict = field(default_factory=dict, repr=False)
     _prefill_steps: dict = field(default_factory=dict, repr=False)
 
@@ -206,9 +209,10 @@ class StepCostModel:
 
     @property
     def q(self) -> int:
-        if self.draft is None:
-            return 1
-        return self.verify_q if self.verify_q is not None else self.gamma + 1
+        """Query tokens per decode request: `verify_q` when given, else γ+1 (1 without a drafter)."""
+        if self.verify_q is not None:
+            return self.verify_q
+        return 1 if self.draft is None else self.gamma + 1
 
     @property
     def draft_widths(self) -> tuple[int, ...]:
@@ -267,24 +271,53 @@ class StepCostModel:
                     draft = draft + self.draft.decode_forward(decode_seqs, widths[j], ctx[j:j + 1])[0]
             if decode_seqs:
                 draft = self._expose(draft[None, :], target[None, :])[0]
+        target = self.with_engine(draft[None, :], target[None, :], prefill_tokens, prefill_seqs, decode_seqs)[0]
         return Cost(*draft), Cost(*target)
 
+    @cached_property
+    def pass_layout(self) -> PassLayout:
+        """The GPU passes of a speculative (or plain) decode step, for the engine's per-step time."""
+        target_layers = self.target.spec.num_layers
+        passes = len(self.draft_widths)
+        draft_spec = getattr(self.draft, "spec", None)
+        on_gpu = passes if draft_spec is not None and not getattr(self.draft, "on_host", False) else 0
+        layers = target_layers + on_gpu * (draft_spec.num_layers if on_gpu else 0)
+        return PassLayout(passes, 1 + on_gpu, layers)
+
+    def with_engine(self, draft: np.ndarray, target: np.ndarray, prefill_tokens, prefill_seqs,
+                    decode_seqs) -> np.ndarray:
+        """(n, 4) target costs (seconds, flops, bytes, engine seconds): the target pass plus the serving
+        engine's per-step time (profiles.engine_time) of steps whose draft and target costs are given
+        (zero engine time without an engine model). A step without decodes runs no draft pass."""
+        if self.engine is None:
+            return np.concatenate([target, np.zeros((len(target), 1))], axis=1)
+        device = draft[:, 0] + target[:, 0]
+        layout = self.pass_layout
+        if np.ndim(decode_seqs) == 0 and decode_seqs == 0 and layout.draft_passes:
+            layout = PassLayout(0, 1, self.target.spec.num_layers)
+        wall = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout)
+        engine_s = wall - device
+        return np.concatenate([target[:, :1] + engine_s[:, None], target[:, 1:], engine_s[:, None]], axis=1)
+
     def _make_step_grid(self, batch: int) -> LazyGrid:
-        return LazyGrid(lambda i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 6)
+        return LazyGrid(lambda i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 7)
 
     def exact_decode_step(self, decode_seqs: int, context_sum: int) -> np.ndarray:
-        """(draft seconds, flops, bytes, target seconds, flops, bytes) of a decode-only step, op by op."""
+        """(draft seconds, flops, bytes, target seconds, flops, bytes, engine seconds) of a decode-only
+        step, op by op; target seconds include the engine's (see `with_engine`)."""
         target = self.target.exact_decode(decode_seqs, self.q, context_sum, self.tree)
         draft = np.zeros(3)
         for j, w in enumerate(self.draft_widths):
             draft = draft + self.draft.exact_decode(decode_seqs, w, context_sum + j * decode_seqs)
         if self.draft is not None:
             draft = self._expose(draft[None, :], target[None, :])[0]
+        target = self.with_engine(draft[None, :], target[None, :], 0, 0, decode_seqs)[0]
         return np.concatenate([draft, target])
 
     def decode_steps(self, decode_seqs, context_sums: np.ndarray, monotone: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Costs of decode-only steps at each Σ context, with `decode_seqs` requests (an int or one value
-        per step): two (n, 3) arrays (draft, target) of (seconds, flops, bytes). Whole steps (γ draft
+        per step): (n, 3) draft and (n, 4) target arrays of (seconds, flops, bytes[, engine seconds];
+        target seconds include the engine's). Whole steps (γ draft
         passes + verify) are priced exactly on the grid of mean context and interpolated in between.
         Rows come from one (batch × grid index) table (simulator.step_table); `monotone` (the steps are
         a bulk's, see `interpolate_on_grid`) only matters when that table is full."""
@@ -306,4 +339,4 @@ class StepCostModel:
 
     @cached_property
     def _step_table(self) -> BatchContextTable:
-        return BatchContextTable(lambda batch, i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 6)
+        return BatchContextTable(lambda batch, i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 7)

@@ -41,7 +41,7 @@ MATCH_TOLERANCE_S = 1e-9
 DEFAULT_MAX_REQUEST_TRACKS = 1000
 REQUEST_PID = 1_000_000
 KV_PID = 1_000_001
-_STEP_COLUMNS = ("replica", "start_s", "duration_s", "draft_s", "verify_s", "prefill_tokens", "prefill_seqs",
+_STEP_COLUMNS = ("replica", "start_s", "duration_s", "draft_s", "verify_s", "engine_s", "prefill_tokens", "prefill_seqs",
                  "decode_seqs", "query_tokens_per_seq", "accepted_tokens", "emitted_tokens",
                  "queued_requests", "running_requests")
 _REQUEST_COLUMNS = ("request_id", "replica", "arrival_s", "admit_s", "first_token_s", "finish_s")
@@ -127,6 +127,10 @@ def _step_events(steps: pd.DataFrame, requests: pd.DataFrame) -> list[dict]:
         name = _target_name(prefill, decode, int(cols["query_tokens_per_seq"][i]))
         events.append({"ph": "X", "pid": pid, "tid": 0, "name": name, "cat": "target",
                        "ts": (start + draft) * US, "dur": verify * US, "args": args})
+        engine = float(cols["engine_s"][i])
+        if engine > 0:
+            events.append({"ph": "X", "pid": pid, "tid": 0, "name": "engine", "cat": "engine",
+                           "ts": (start + draft + verify) * US, "dur": engine * US, "args": {"step": i}})
         if alltoall is not None and alltoall[i] > 0:
             events.append({"ph": "X", "pid": pid, "tid": 1, "name": "all-to-all", "cat": "alltoall",
                            "ts": (start + draft) * US, "dur": float(alltoall[i]) * US,

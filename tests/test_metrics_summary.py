@@ -32,6 +32,7 @@ def tiny_run():
         prefill_seqs=np.array([1, 0, 1, 1, 0]), decode_seqs=np.array([0, 1, 1, 1, 1]),
         query_tokens_per_seq=np.full(5, 3), decode_context_tokens=np.array([0, 11, 12, 33, 22]),
         draft_s=np.array([0.0, 0.05, 0.02, 0.02, 0.1]), verify_s=np.array([0.0, 0.15, 0.08, 0.08, 0.3]),
+        engine_s=np.zeros(5),
         accepted_tokens=np.array([0, 1, 1, 0, 1]), emitted_tokens=np.array([1, 2, 2, 2, 2]),
         flops=np.full(5, 1e12), bytes=np.full(5, 2e11), kv_blocks_used=np.array([10, 20, 30, 40, 20]),
         kv_blocks_total=np.full(5, 100), queued_requests=np.array([0, 1, 2, 0, 0]),

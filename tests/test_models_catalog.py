@@ -13,9 +13,9 @@ from models.spec import ModelSpec, dtype_bytes, validate_parallelism
 from models.step import Parallelism
 
 # The models, plus qwama-0.5b: the Llama-3 draft of the vLLM speculation-under-load reproduction.
-CATALOG = ["deepseek-v3", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-68m",
-           "mixtral-8x7b", "qwama-0.5b", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "qwen3-30b-a3b", "vicuna-13b",
-           "vicuna-33b", "vicuna-7b"]
+CATALOG = ["deepseek-v3", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-3.1-70b",
+           "llama-3.1-8b", "llama-3.3-70b", "llama-68m", "mixtral-8x7b", "qwama-0.5b", "qwen2.5-coder-0.5b",
+           "qwen2.5-coder-1.5b", "qwen3-30b-a3b", "qwen3-32b", "vicuna-13b", "vicuna-33b", "vicuna-7b"]
 
 
 def test_catalog_lists_exactly_the_expected_models():
@@ -40,6 +40,10 @@ PUBLISHED = [
     ("llama-2-70b", 69.0e9, None, 0.01),
     ("llama-3-8b", 8.03e9, None, 0.005),
     ("llama-3-70b", 70.6e9, None, 0.005),
+    ("llama-3.1-8b", 8.03e9, None, 0.005),
+    ("llama-3.1-70b", 70.6e9, None, 0.005),
+    ("llama-3.3-70b", 70.6e9, None, 0.005),
+    ("qwen3-32b", 32.8e9, None, 0.01),
     ("vicuna-7b", 6.74e9, None, 0.005),
     ("vicuna-33b", 32.5e9, None, 0.01),
     ("qwen2.5-coder-0.5b", 0.49e9, None, 0.02),

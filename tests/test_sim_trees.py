@@ -210,6 +210,12 @@ def test_tree_step_is_priced_from_the_op_graph_pass_by_pass():
     got = cost.exact_decode_step(batch, ctx)
     draft = sum(cost.draft.exact_decode(batch, w, ctx + j * batch) for j, w in enumerate(widths))
     np.testing.assert_allclose(got[:3], draft, rtol=1e-12)
-    np.testing.assert_allclose(got[3:], cost.target.exact_decode(batch, 16, ctx, True), rtol=1e-12)
+    target = cost.target.exact_decode(batch, 16, ctx, True)
+    np.testing.assert_allclose(got[4:6], target[1:], rtol=1e-12)
+    # Target seconds carry the engine's per-step time (column 6), priced on the step's device time.
+    device = got[0] + target[0]
+    engine = float(cost.engine.wall_seconds(device, 0, 0, batch, 16, cost.pass_layout)) - device
+    assert got[6] == pytest.approx(engine, rel=1e-9) and got[6] > 0
+    assert got[3] == pytest.approx(target[0] + got[6], rel=1e-12)
     causal = cost.target.exact_decode(batch, 16, ctx, False)
     assert got[4] > causal[1]  # the tree mask prices the full q×q block

@@ -1,0 +1,107 @@
+"""Measured attention kernels: prefill ("context") and decode ("generation") tables of one framework.
+
+Tables (per KV-cache dtype, full attention, the framework's default kernel): context attention over
+(batch, prompt tokens) for each (query heads, KV heads, head dim) measured; generation attention over
+(batch, KV tokens) with one query token per sequence. How draftsim's ops map onto them:
+
+* Decode with q query tokens per sequence (speculative verification, trees) is priced as one-token
+  decoding with q× the query heads: decode kernels pack the query heads of a KV head (GQA) and the query
+  tokens of a sequence into the same tile rows, reading the KV once. Approximation: exact in KV traffic
+  and FLOPs; a tree mask is priced like a causal one.
+* A prefill chunk of c tokens after o cached ones is priced as the measured prompt of o + c tokens times
+  the fraction of its causal (query, key) pairs the chunk computes, and never below a c-token prompt.
+  Approximation: exact when the kernel time is proportional to the pairs (long prompts), conservative
+  for short chunks after a long prefix.
+* A (query heads, KV heads, head dim) layout that was not measured takes the measured layout with the
+  same head dim (else the nearest) and the nearest query-heads-per-KV-head ratio, then the nearest KV
+  head count, with the batch rescaled so that (sequence, KV head) work items match, and the price
+  scaled by the ideal-time ratio (`profiles.measured.ideal`). E.g. Llama-2-7B's 32/32 heads are priced
+  from the measured 8/8 layout at 4× the batch.
+Approximation for mixed steps: prefill and decode attention are priced as two kernels, while vLLM V1
+issues one varlen call per layer, so a mixed step pays one extra kernel floor (~12 µs per layer on H100).
+"""
+from __future__ import annotations
+
+import math
+from functools import partial
+from pathlib import Path
+
+from profiles.measured import ideal
+from profiles.measured.grid import MeasuredGrid
+from profiles.measured.tables import KV_DTYPES, MS, dominant_source, read
+
+CONTEXT, GENERATION = "context", "generation"
+_COLUMNS = ["kernel_source", "batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim",
+            "kv_cache_dtype", "step", "window_size", "latency"]
+
+
+class AttentionTable:
+    """One phase (context or generation) of one framework's attention table."""
+
+    def __init__(self, path: Path, phase: str, peaks):
+        frame = read(path, _COLUMNS)
+        if "window_size" in frame.columns:
+            frame = frame[frame["window_size"] == 0]
+        self.phase, self._peaks = phase, peaks
+        self._frames = {dt: dominant_source(part) for dt, part in frame.groupby("kv_cache_dtype")}
+        self._layouts: dict[str, dict[tuple[int, int, int], object]] = {}
+        self._grids: dict[tuple[str, tuple[int, int, int]], MeasuredGrid] = {}
+        self._nearest: dict[tuple, tuple[int, int, int]] = {}
+
+    @property
+    def dtypes(self) -> list[str]:
+        return [d for d, label in KV_DTYPES.items() if label in self._frames]
+
+    def kernel(self, dtype: str) -> str:
+        return str(self._frames[KV_DTYPES[dtype]]["kernel_source"].iloc[0])
+
+    def _layout_frames(self, dtype: str) -> dict:
+        found = self._layouts.get(dtype)
+        if found is None:
+            frame = self._frames[KV_DTYPES[dtype]]
+            found = self._layouts[dtype] = {
+                (int(h), int(kv), int(d)): part
+                for (h, kv, d), part in frame.groupby(["num_heads", "num_key_value_heads", "head_dim"])}
+        return found
+
+    def _grid(self, dtype: str, layout: tuple[int, int, int]) -> MeasuredGrid:
+        key = (dtype, layout)
+        found = self._grids.get(key)
+        if found is None:
+            part = self._layout_frames(dtype)[layout]
+            length = part["isl"] if self.phase == CONTEXT else part["isl"] + part["step"]
+            points = list(zip(part["batch_size"].astype(float), length.astype(float)))
+            found = self._grids[key] = MeasuredGrid.from_points(
+                points, part["latency"].to_numpy(float) * MS, partial(self._ideal, dtype, layout))
+        return found
+
+    def _ideal(self, dtype: str, layout: tuple[float, float, float], point) -> float:
+        shape = ideal.context_attention if self.phase == CONTEXT else ideal.generation_attention
+        heads, kv_heads, head_dim = layout
+        return shape(self._peaks, 1.0 if dtype == "fp8" else 2.0, heads, kv_heads, head_dim, point[0], point[1])
+
+    def nearest_layout(self, dtype: str, heads: float, kv_heads: float, head_dim: float) -> tuple[int, int, int]:
+        key = (dtype, heads, kv_heads, head_dim)
+        found = self._nearest.get(key)
+        if found is None:
+            layouts = self._layout_frames(dtype)
+
+            def distance(layout):
+                h, kv, d = layout
+                return (abs(math.log(d / head_dim)), abs(math.log((h / kv) / (heads / kv_heads))),
+                        abs(math.log(kv / kv_heads)), layout)
+            found = self._nearest[key] = min(layouts, key=distance)
+        return found
+
+    def seconds(self, dtype: str, heads: float, kv_heads: float, head_dim: float, batch: float,
+                length: float) -> tuple[float, bool]:
+        """Seconds of one kernel call over `batch` sequences of `length` tokens (context: prompt tokens;
+        generation: KV tokens, one query per sequence), and whether it left the measured range or layout."""
+        layout = (int(heads), int(kv_heads), int(head_dim))
+        if layout == (heads, kv_heads, head_dim) and layout in self._layout_frames(dtype):
+            return self._grid(dtype, layout).seconds((batch, length))
+        near = self.nearest_layout(dtype, heads, kv_heads, head_dim)
+        mapped_batch = batch * kv_heads / near[1]
+        t, _ = self._grid(dtype, near).seconds((mapped_batch, length))
+        return t * self._ideal(dtype, (heads, kv_heads, head_dim), (batch, length)) / \
+            self._ideal(dtype, near, (mapped_batch, length)), True

@@ -1,0 +1,93 @@
+"""A measured latency table of one kernel configuration: interpolation inside its grid, scaled
+extrapolation outside, and filled holes.
+
+Inside the grid: multilinear interpolation of log(seconds) over log(1 + size) axes (`profiles.profiler.
+interp.Grid`): a power law between neighbouring measurements, exact at them.
+
+Outside the grid (a size beyond the measured range on some axis): the price at the grid edge times the
+ratio of an *ideal* time at the query to the ideal time at the edge,
+
+    t(x) = t(edge(x)) · ideal(x) / ideal(edge(x)),
+
+where `ideal` is a physical lower bound of the kernel (max of FLOPs over the peak rate and bytes over
+the memory bandwidth, plus a link latency for collectives; `profiles.measured.ideal`). The price is
+continuous at the edge and beyond it scales as the kernel's work does (linear in m for a large GEMM,
+quadratic in the prompt for prefill attention). Approximation: the kernel's efficiency stays what it was
+at the edge; its error grows with the distance and is reported as an extrapolated price.
+
+Holes (grid points the package did not measure, e.g. batch × context combinations that did not fit in
+memory) take the nearest measured point (in log-size space) scaled the same way.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+from profiles.profiler.interp import Grid, axis_coord
+
+Ideal = Callable[[Sequence[float]], float]
+
+
+class MeasuredGrid:
+    """Seconds of one kernel configuration as a function of its size axes."""
+
+    def __init__(self, axes: Sequence[Sequence[float]], seconds: np.ndarray, ideal: Ideal):
+        values = np.asarray(seconds, dtype=float)
+        if np.any(values[~np.isnan(values)] <= 0.0):
+            raise ValueError("measured latencies must be > 0")
+        self.ideal = ideal
+        axes = [sorted(float(v) for v in axis) for axis in axes]
+        self.grid = Grid(axes, _fill_log(axes, values, ideal))
+        self.lows = [a[0] for a in self.grid.axes]
+        self.highs = [a[-1] for a in self.grid.axes]
+
+    @staticmethod
+    def from_points(points: Sequence[Sequence[float]], seconds: Sequence[float], ideal: Ideal) -> "MeasuredGrid":
+        """Grid from scattered measurements (duplicates: median); missing cross-product points are holes."""
+        points = np.asarray(points, dtype=float)
+        axes = [np.unique(points[:, d]) for d in range(points.shape[1])]
+        index = [np.searchsorted(axis, points[:, d]) for d, axis in enumerate(axes)]
+        flat = np.ravel_multi_index(index, [len(a) for a in axes])
+        values = np.full(int(np.prod([len(a) for a in axes])), np.nan)
+        secs = np.asarray(seconds, dtype=float)
+        order = np.lexsort((secs, flat))
+        flat_sorted, sec_sorted = flat[order], secs[order]
+        starts = np.flatnonzero(np.r_[True, flat_sorted[1:] != flat_sorted[:-1]])
+        counts = np.diff(np.r_[starts, len(flat_sorted)])
+        lower, upper = starts + (counts - 1) // 2, starts + counts // 2   # the median's two middle values
+        values[flat_sorted[starts]] = 0.5 * (sec_sorted[lower] + sec_sorted[upper])
+        return MeasuredGrid(axes, values.reshape([len(a) for a in axes]), ideal)
+
+    def seconds(self, point: Sequence[float]) -> tuple[float, bool]:
+        """(seconds at `point`, whether it lies outside the measured range and was extrapolated)."""
+        cells, outside = self.grid.locate(point)
+        value = math.exp(self.grid.interpolate(cells)[0])
+        if outside == 0.0:
+            return value, False
+        edge = [min(max(x, lo), hi) for x, lo, hi in zip(point, self.lows, self.highs)]
+        return value * self.ideal(point) / self.ideal(edge), True
+
+
+def _fill_log(axes: list[list[float]], values: np.ndarray, ideal: Ideal) -> np.ndarray:
+    """log(seconds) on the full grid; holes from the nearest measured point, scaled by `ideal`."""
+    logs = np.log(values)
+    missing = np.argwhere(np.isnan(values))
+    if not len(missing):
+        return logs
+    present = np.argwhere(~np.isnan(values))
+    if not len(present):
+        raise ValueError("grid has no measured values")
+    coords = [np.array([axis_coord(v) for v in axis]) for axis in axes]
+
+    def position(idx: np.ndarray) -> np.ndarray:
+        return np.stack([coords[d][idx[:, d]] for d in range(len(axes))], axis=1)
+
+    have = position(present)
+    for idx, where in zip(missing, position(missing)):
+        near = present[int(np.argmin(((have - where) ** 2).sum(axis=1)))]
+        at = [axes[d][i] for d, i in enumerate(idx)]
+        src = [axes[d][i] for d, i in enumerate(near)]
+        logs[tuple(idx)] = logs[tuple(near)] + math.log(ideal(at) / ideal(src))
+    return logs

@@ -1,0 +1,176 @@
+"""`MeasuredLatencyModel`: op seconds from real per-kernel GPU measurements (aiconfigurator-core tables).
+
+Which table prices which op kind (`KIND_SOURCES`; everything else is the roofline's, and the run's
+`latency_source` says so):
+
+| op kind | table | how |
+|---|---|---|
+| gemm | gemm_perf (framework's GEMM, per dtype) | (m, n, k) grid; a grouped (MoE expert) GEMM of g equal problems is priced as one GEMM with g·k inner dimension (same FLOPs and weight bytes, one kernel) |
+| attn_prefill | context_attention_perf | see `profiles.measured.attention` |
+| attn_decode | generation_attention_perf | see `profiles.measured.attention` |
+| allreduce | the framework's custom all-reduce (CUDA-graph mode), else NCCL all-reduce | ranks measured (2, 4, 8) |
+| alltoall | NCCL all-to-all | ranks measured |
+
+Kernel times in the tables are device times (the package times kernels in isolation); the serving
+engine's own per-step time (launches, scheduling, sampling glue) is `profiles.engine_time`, not here,
+so `host_overhead_s` is 0.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from models import ops as K
+from models.ops import Op
+from models.spec import dtype_bytes
+from profiles.hardware import HardwareSpec, get_hardware
+from profiles.measured.attention import CONTEXT, GENERATION, AttentionTable
+from profiles.measured.ideal import Peaks
+from profiles.measured.source import (CONTEXT_ATTENTION, CUSTOM_ALLREDUCE, GEMM, GENERATION_ATTENTION,
+                                      KERNELS_ONLY, MeasuredDataError, ResolvedSource)
+from profiles.measured.tables import GEMM_DTYPES, KV_DTYPES, CollectiveTables, GemmTables
+from profiles.roofline import RooflineLatencyModel
+
+ROOFLINE = "roofline"
+
+
+class MeasuredLatencyModel:
+    """LatencyModel pricing GEMMs, attention and collectives from measured tables, the rest by roofline."""
+
+    def __init__(self, source: ResolvedSource, dtype: str = "bf16", hardware: HardwareSpec | None = None):
+        dtype_bytes(dtype)  # validates
+        self.source = source
+        self.hardware = hardware if hardware is not None else get_hardware(source.hardware_id)
+        self.hardware_id = self.hardware.id
+        self.dtype = dtype
+        self.framework, self.version = source.framework, source.version
+        self.roofline = RooflineLatencyModel(self.hardware, dtype=dtype)
+        peaks = Peaks.of(self.hardware, "bf16")
+        self.gemm = GemmTables(source.path(GEMM), lambda dt: Peaks.of(self.hardware, dt))
+        self._check_dtype("GEMM", dtype, self.gemm.dtypes)
+        self.attention = {}
+        for family, phase in ((CONTEXT_ATTENTION, CONTEXT), (GENERATION_ATTENTION, GENERATION)):
+            path = source.path(family)
+            if path is not None:
+                table = AttentionTable(path, phase, peaks)
+                if dtype in table.dtypes:
+                    self.attention[phase] = table
+        if source.hardware_id in KERNELS_ONLY:
+            self.collectives = CollectiveTables(None, None, peaks)
+        else:
+            self.collectives = CollectiveTables(source.path(CUSTOM_ALLREDUCE), source.nccl_path, peaks)
+        self._memo: dict[Op, float] = {}
+        self._used: dict[str, dict] = defaultdict(lambda: {"source": None, "ops": 0, "approximate": 0})
+        self._pricers = {K.GEMM: self._gemm, K.ATTN_PREFILL: self._prefill, K.ATTN_DECODE: self._decode,
+                         K.ALLREDUCE: self._allreduce, K.ALLTOALL: self._alltoall}
+
+    def _check_dtype(self, what: str, dtype: str, have: list[str]) -> None:
+        if dtype not in have:
+            raise MeasuredDataError("cluster.dtype", f"no measured {what} table for dtype {dtype!r} on "
+                                    f"{self.source.hardware_id} ({self.source.framework} {self.source.version});"
+                                    f" measured: {', '.join(have) or 'none'} (or use cluster.latency.source: "
+                                    "roofline)")
+
+    def __repr__(self) -> str:
+        return f"MeasuredLatencyModel({self.hardware_id!r}, {self.framework} {self.version}, dtype={self.dtype!r})"
+
+    def host_overhead_s(self, layers: int, tokens: float) -> float:
+        """0: measured kernel times are device times; engine work is profiles.engine_time's."""
+        return 0.0
+
+    def op_seconds(self, op: Op) -> float:
+        found = self._memo.get(op)
+        if found is None:
+            pricer = self._pricers.get(op.kind)
+            result = pricer(op) if pricer is not None else None
+            if result is None:
+                found = self.roofline.op_seconds(op)
+                self._record(op.kind, ROOFLINE, False)
+            else:
+                found, label, approximate = result
+                self._record(op.kind, label, approximate)
+            self._memo[op] = found
+        return found
+
+    def _record(self, kind: str, label: str, approximate: bool) -> None:
+        used = self._used[kind]
+        used["source"] = label if used["source"] in (None, label) else f"{used['source']} + {label}"
+        used["ops"] += 1
+        used["approximate"] += int(approximate)
+
+    def coverage(self) -> dict[str, dict]:
+        """op kind -> {source, ops (distinct shapes priced), approximate (extrapolated or mapped)}."""
+        return {kind: dict(v) for kind, v in sorted(self._used.items())}
+
+    def describe(self) -> dict:
+        """What priced this run, for `latency_source` in the summary."""
+        kernels = {"gemm": self.gemm.kernel(self.dtype)}
+        for phase, table in self.attention.items():
+            kernels[f"{phase}_attention"] = table.kernel(self.dtype)
+        return {"source": "measured", "package": self.source.label(GEMM).split(" ")[0] + " " +
+                self.source.label(GEMM).split(" ")[1], "system": self.source.system,
+                "framework": self.framework, "version": self.version,
+                "family_versions": dict(self.source.family_versions), "nccl_version": self.source.nccl_version,
+                "kernels": kernels, "op_kinds": self.coverage()}
+
+    # ---- pricers: (seconds, label, approximate) or None for the roofline ----------------------------
+    def _gemm(self, op: Op):
+        m, n, k = op.dim("m"), op.dim("n"), op.dim("k")
+        groups = op.dim("groups", 1.0)
+        seconds, outside = self.gemm.seconds(self.dtype, m, n, k * groups)
+        return seconds, self.source.label(GEMM), outside or groups != 1.0
+
+    def _prefill(self, op: Op):
+        table = self.attention.get(CONTEXT)
+        if table is None:
+            return None
+        seqs = op.dim("seqs")
+        chunk = op.dim("q_tokens") / seqs
+        pairs = op.dim("attn_pairs") / seqs
+        prefix = max(0.0, (pairs - chunk * (chunk + 1.0) / 2.0) / chunk)
+        layout = (op.dim("heads"), op.dim("kv_heads"), op.dim("head_dim"))
+        if prefix < 0.5:
+            seconds, approx = table.seconds(self.dtype, *layout, seqs, chunk)
+        else:
+            full = chunk + prefix
+            whole, approx = table.seconds(self.dtype, *layout, seqs, full)
+            floor, approx2 = table.seconds(self.dtype, *layout, seqs, chunk)
+            seconds = max(floor, whole * pairs / (full * (full + 1.0) / 2.0))
+            approx = approx or approx2
+        return seconds, self.source.label(CONTEXT_ATTENTION), approx
+
+    def _decode(self, op: Op):
+        table = self.attention.get(GENERATION)
+        if table is None:
+            return None
+        q = op.dim("q_per_seq")
+        seconds, approx = table.seconds(self.dtype, op.dim("heads") * q, op.dim("kv_heads"), op.dim("head_dim"),
+                                        op.dim("seqs"), op.dim("ctx_per_seq") + q)
+        return seconds, self.source.label(GENERATION_ATTENTION), approx or q != 1.0
+
+    def _collective(self, op: Op, names: tuple[str, ...]):
+        ranks = int(op.dim("ranks"))
+        if ranks <= 1:
+            return 0.0, ROOFLINE, False
+        if ranks > self.hardware.gpus_per_node:
+            return None  # across nodes: the measured tables are single-node
+        for name in names:
+            if self.collectives.has(name, ranks):
+                seconds, outside = self.collectives.seconds(name, ranks, op.dim("bytes"))
+                label = self.source.label(CUSTOM_ALLREDUCE) if name == "allreduce" else \
+                    f"NCCL {self.source.nccl_version} {self.source.system}"
+                return seconds, label, outside
+        return None
+
+    def _allreduce(self, op: Op):
+        return self._collective(op, ("allreduce", "nccl_all_reduce"))
+
+    def _alltoall(self, op: Op):
+        return self._collective(op, ("nccl_alltoall",))
+
+
+def measured_dtypes(source: ResolvedSource) -> list[str]:
+    """draftsim dtypes whose GEMMs are measured in `source` (for error messages and the catalog)."""
+    return [d for d in GEMM_DTYPES if d in GemmTables(source.path(GEMM), lambda dt: None).dtypes]
+
+
+__all__ = ["MeasuredLatencyModel", "measured_dtypes", "KV_DTYPES"]
