@@ -58,7 +58,9 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
     t0 = time.perf_counter()
     built = build(scenario, base_dir)
     mode = step_mode or scenario.scheduler.step_mode
-    engine = Engine(built.state, built.replicas, built.router, EngineConfig(mode, progress))
+    arrival = scenario.workload.arrival
+    closed = arrival.concurrency if arrival.process == "closed_loop" else None
+    engine = Engine(built.state, built.replicas, built.router, EngineConfig(mode, progress, closed))
     end_s = engine.run()
     wall_s = time.perf_counter() - t0
     requests = build_requests_frame(built.state.columns(), scenario.slo)

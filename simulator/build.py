@@ -107,14 +107,16 @@ def drafter_family(drafter) -> str | None:
 
 def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str | None):
     """The serving engine's per-step time model (profiles.engine_time), or None: on by default for GPUs
-    (off for the local CPU, whose profile measures host work per pass), at the framework version that
-    priced the kernels (the newest when the kernels come from elsewhere), as it runs with `drafter`
-    (`drafter_family`)."""
+    (off for the local CPU, whose profile measures host work per pass), at `engine_version`, else the
+    framework version that priced the kernels (the newest when the kernels come from elsewhere), as it
+    runs with `drafter` (`drafter_family`)."""
     from profiles.engine_time import engine_time_for
     enabled = lat.engine_time if lat.engine_time is not None else hardware_id != "cpu-local"
     if not enabled:
         return None
-    version = getattr(latency, "version", None) if getattr(latency, "framework", None) == lat.framework else None
+    version = lat.engine_version
+    if version is None and getattr(latency, "framework", None) == lat.framework:
+        version = getattr(latency, "version", None)
     try:
         engine = engine_time_for(lat.framework, version)
     except ValueError as exc:

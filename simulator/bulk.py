@@ -6,6 +6,8 @@ Valid while no step can admit a request and nothing is mid-prefill (see `Replica
 - waiting queue non-empty with a blocked head: arrivals join the tail and cannot unblock it (FCFS), but a
   finish frees a batch slot and KV blocks, so the bulk ends at the first step in which a request finishes.
 - either way it ends before the first step that would need a preemption (KV exhaustion).
+- closed-loop workloads (`Replica.stop_bulk_at_finish`): a finish sends the next request at that instant,
+  so the bulk ends at the first step in which a request finishes.
 
 Every quantity is computed by the same rules as the step-by-step path (same cost function, same
 counter-based acceptance draws, same block arithmetic), so both modes give identical outputs; the test
@@ -79,7 +81,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
         cum_before = rows
         finish_step = np.where(remaining <= k_max, remaining - 1, NEVER)
     first_finish, last_finish = int(finish_step.min()), int(finish_step.max())
-    if blocked_head:
+    if blocked_head or rep.stop_bulk_at_finish:
         n = min(k_max, first_finish + 1)
     else:
         n = k_max if last_finish == NEVER else min(k_max, last_finish + 1)

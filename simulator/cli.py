@@ -63,7 +63,8 @@ DELEGATED = {
     "profile": ("profiles.profiler.run", "time real torch kernels over the op graph's shapes and write a "
                                          "profile table (see `draftsim profile --help`)"),
     "validate": ("profiles.validate", "run a real torch serving loop and the simulator on the same "
-                                      "requests and report the simulator's error (see `draftsim validate --help`)"),
+                                      "requests and report the simulator's error (see `draftsim validate --help`); "
+                                      "--published: predict published real GPU runs and report the error"),
     "sweep": ("simulator.sweep", "run a grid/list of scenario variants with seeds (local pool or Dask) into a "
                                  "resumable results store (see `draftsim sweep --help`)"),
     "plan": ("simulator.plan", "capacity planning: screen TP/PP/EP, replicas, drafter, γ/tree and "
@@ -77,7 +78,10 @@ DELEGATED = {
 def _delegate(command: str, argv: list[str]) -> int:
     import importlib
 
-    module = importlib.import_module(DELEGATED[command][0])
+    name = DELEGATED[command][0]
+    if command == "validate" and "--published" in argv:  # against published GPU runs, not a local loop
+        name, argv = "scenarios.validation.published.report", [a for a in argv if a != "--published"]
+    module = importlib.import_module(name)
     return int(module.main(argv) or 0)
 
 

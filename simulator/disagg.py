@@ -109,6 +109,9 @@ def _pool_kv_tokens(name: str, hw, target, par, cl, draft, draft_par) -> int:
 
 def build_disaggregated(scenario: Scenario, base_dir: Path) -> DisaggBuilt:
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
+    if scenario.workload.arrival.process == "closed_loop":
+        raise ScenarioError("workload.arrival.process", "closed_loop is not supported with "
+                            "cluster.disaggregation yet; use poisson, gamma or trace arrivals")
     hw = _lookup("cluster.hardware", get_hardware, cl.hardware)
     target = _lookup("cluster.model", get_model, cl.model)
     ppar = _pool_parallelism(target, dis.prefill, "prefill")

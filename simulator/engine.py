@@ -36,6 +36,7 @@ class _UrgentTimeout(simpy.Event):
 class EngineConfig:
     step_mode: str = "bulk"          # "bulk" | "step"
     progress: object | None = None   # optional callable(finished_count) for progress display
+    closed_loop: int | None = None   # clients of a closed-loop workload (None: arrivals from the table)
 
 
 class Engine:
@@ -48,10 +49,23 @@ class Engine:
         self.next_arrival_s = np.inf
         self._wakeups: list[simpy.Event | None] = [None] * len(replicas)
         self.finished = 0
+        self._sent = 0          # closed loop: requests sent so far
+        self._owed = 0          # closed loop: completions not yet answered by a new request
+        self._sending = False
 
     def run(self) -> float:
-        """Simulate until every request finished or was dropped. Returns the simulated end time."""
-        self.env.process(self._arrivals())
+        """Simulate until every request finished or was dropped. Returns the simulated end time.
+
+        Closed-loop workloads: a request is sent when an earlier one completes, at that instant. With one
+        replica a bulk ends at its first finish, so bulk and step modes stay identical; with several the
+        next arrival is unknown while another replica's bulk is in flight, so steps run one by one."""
+        closed = self.cfg.closed_loop is not None
+        if closed:
+            self.env.process(self._closed_loop_start())
+            for rep in self.replicas:
+                rep.stop_bulk_at_finish = True
+        else:
+            self.env.process(self._arrivals())
         for rep in self.replicas:
             self.env.process(self._replica_loop(rep))
         self.env.run()
@@ -67,6 +81,26 @@ class Engine:
             yield _UrgentTimeout(env, delay)
             self.next_arrival_s = env.now + (float(arrivals[r + 1]) - env.now) if r + 1 < s.n else np.inf
             self._route(r)
+
+    def _closed_loop_start(self):
+        yield _UrgentTimeout(self.env, 0.0)
+        self._send(self.cfg.closed_loop)
+
+    def _send(self, k: int) -> None:
+        """Closed loop: send the next `k` requests now (a drop at routing completes at once, and is
+        answered by the loop below rather than by recursion)."""
+        self._owed += k
+        if self._sending:
+            return
+        self._sending = True
+        s = self.state
+        while self._owed and self._sent < s.n:
+            self._owed -= 1
+            r = self._sent
+            self._sent += 1
+            s.arrival_s[r] = self.env.now
+            self._route(r)
+        self._sending = False
 
     def _route(self, r: int) -> None:
         s = self.state
@@ -90,11 +124,13 @@ class Engine:
         self.finished += k
         if self.cfg.progress is not None and k:
             self.cfg.progress(k)
+        if self.cfg.closed_loop is not None and k:
+            self._send(k)
 
     # ---- replicas ----------------------------------------------------------------------------------
     def _replica_loop(self, rep: Replica):
         env = self.env
-        bulk = self.cfg.step_mode == "bulk"
+        bulk = self.cfg.step_mode == "bulk" and (self.cfg.closed_loop is None or len(self.replicas) == 1)
         finished: list[int] = []
         while True:
             if not rep.has_work():

@@ -60,6 +60,7 @@ class Replica:
         self.pending_finish_s = np.zeros(0)  # sorted finish times inside the bulk in flight
         self.clock_s = 0.0
         self.last_step_s = 0.0  # duration of the latest decode-only step (sizes bulk plans; no effect on results)
+        self.stop_bulk_at_finish = False  # closed-loop workloads: a finish sends a new request at once
 
     # ---- load seen by the router -------------------------------------------------------------------
     def outstanding_at(self, now_s: float) -> int:

@@ -81,13 +81,16 @@ class LatencyConfig(_Strict):
     `version`, default its newest), `profile` (tables measured with `draftsim profile`, `profile_dir`),
     `roofline` (datasheet peaks × efficiencies). `engine_time`: pay the framework's per-step engine time
     (profiles.engine_time); default: on for GPUs, off for the local CPU (its profile measures host work
-    per pass instead)."""
+    per pass instead). `engine_version`: the framework version whose engine behaviour is modelled
+    (scheduling overlap, CUDA-graph modes), when it differs from the measured tables' version (default:
+    the tables' version, or the newest)."""
 
     source: Literal["auto", "measured", "profile", "roofline"] = "auto"
     framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
     version: str | None = None
     profile_dir: str | None = None
     engine_time: bool | None = None
+    engine_version: str | None = None
 
     @model_validator(mode="after")
     def _fields_of_the_source(self) -> "LatencyConfig":

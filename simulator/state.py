@@ -17,7 +17,7 @@ class RequestState:
     def __init__(self, table: RequestTable):
         n = len(table)
         self.n = n
-        self.arrival_s = table.arrival_s
+        self.arrival_s = table.arrival_s.copy()  # closed-loop runs set arrival times as they happen
         self.prompt = table.prompt_tokens.astype(np.int64)
         self.output = table.output_tokens.astype(np.int64)
         self.replica = np.full(n, -1, dtype=np.int64)

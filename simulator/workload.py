@@ -10,6 +10,11 @@ Arrival processes (``workload.arrival.process``):
   arrivals.
 - ``trace``: replay a CSV with columns ``arrival_s, prompt_tokens, output_tokens`` (others are ignored).
   Rows are stably sorted by arrival time; times are used as they are (not shifted to start at 0).
+- ``closed_loop``: `concurrency` clients, each sending its next request the instant its previous one
+  finishes (or is dropped), as `vllm bench serve --max-concurrency`, AIPerf or a load generator with a
+  fixed number of users do: the first `concurrency` requests arrive at t = 0, request i + concurrency
+  arrives when the i-th completion happens. No think time. Arrival times are set by the simulation
+  (the request table holds 0 until then); needs `num_requests`.
 
 For poisson/gamma exactly one of ``num_requests`` or ``duration_s`` is given (``duration_s``: all arrivals
 in [0, duration_s)). A trace may be cut by at most one of them.
@@ -39,8 +44,9 @@ def _process(info: ValidationInfo) -> str | None:
 
 
 class ArrivalConfig(StrictModel):
-    process: Literal["poisson", "gamma", "trace"]
+    process: Literal["poisson", "gamma", "trace", "closed_loop"]
     qps: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
+    concurrency: int | None = Field(default=None, ge=1, validate_default=True)
     cv: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
     trace_csv: Path | None = Field(default=None, validate_default=True)
 
@@ -54,7 +60,21 @@ class ArrivalConfig(StrictModel):
         if process == "trace" and qps is not None:
             raise PydanticCustomError("forbidden", "not allowed for process 'trace' (arrival times come "
                                                    "from trace_csv)")
+        if process == "closed_loop" and qps is not None:
+            raise PydanticCustomError("forbidden", "not allowed for process 'closed_loop' (requests are sent "
+                                                   "as earlier ones finish; give concurrency)")
         return qps
+
+    @field_validator("concurrency")
+    @classmethod
+    def _concurrency_for_closed_loop(cls, concurrency: int | None, info: ValidationInfo) -> int | None:
+        process = _process(info)
+        if process == "closed_loop" and concurrency is None:
+            raise PydanticCustomError("missing", "required for process 'closed_loop': clients sending one "
+                                                 "request at a time (>= 1)")
+        if process != "closed_loop" and concurrency is not None:
+            raise PydanticCustomError("forbidden", "only allowed for process 'closed_loop'")
+        return concurrency
 
     @field_validator("cv")
     @classmethod
@@ -63,7 +83,7 @@ class ArrivalConfig(StrictModel):
         if process == "gamma" and cv is None:
             raise PydanticCustomError("missing", "required for process 'gamma': coefficient of variation "
                                                  "of inter-arrival gaps (> 0; 1 = Poisson, > 1 = bursty)")
-        if process in ("poisson", "trace") and cv is not None:
+        if process in ("poisson", "trace", "closed_loop") and cv is not None:
             raise PydanticCustomError("forbidden", "only allowed for process 'gamma' (poisson has cv = 1)")
         return cv
 
@@ -74,7 +94,7 @@ class ArrivalConfig(StrictModel):
         if process == "trace" and trace_csv is None:
             raise PydanticCustomError("missing", "required for process 'trace': CSV with columns "
                                                  "arrival_s, prompt_tokens, output_tokens")
-        if process in ("poisson", "gamma") and trace_csv is not None:
+        if process in ("poisson", "gamma", "closed_loop") and trace_csv is not None:
             raise PydanticCustomError("forbidden", "only allowed for process 'trace'")
         return trace_csv
 
@@ -110,6 +130,10 @@ class WorkloadConfig(StrictModel):
         num_requests = info.data["num_requests"]
         if num_requests is not None and duration_s is not None:
             raise PydanticCustomError("conflict", "give either num_requests or duration_s, not both")
+        if arrival.process == "closed_loop" and duration_s is not None:
+            raise PydanticCustomError("forbidden", "not allowed for process 'closed_loop'; give num_requests")
+        if arrival.process == "closed_loop" and num_requests is None:
+            raise PydanticCustomError("missing", "required for process 'closed_loop': give num_requests (>= 1)")
         if arrival.process != "trace" and num_requests is None and duration_s is None:
             raise PydanticCustomError("missing", "give exactly one of num_requests (>= 1) or duration_s "
                                                  "(> 0) for process '{p}'", {"p": arrival.process})
@@ -156,8 +180,9 @@ def _gaps(process: str, qps: float, cv: float | None, n: int, rng: np.random.Gen
 def arrival_times(arrival: ArrivalConfig, rng: np.random.Generator, *, num_requests: int | None = None,
                   duration_s: float | None = None) -> np.ndarray:
     """Arrival instants of a poisson/gamma process: `num_requests` of them, or all in [0, duration_s)."""
-    if arrival.process == "trace":
-        raise ValueError("arrival_times: process 'trace' has no synthetic arrivals; use generate_requests")
+    if arrival.process in ("trace", "closed_loop"):
+        raise ValueError(f"arrival_times: process {arrival.process!r} has no synthetic arrivals; use "
+                         "generate_requests")
     qps, cv = arrival.qps, arrival.cv
     if num_requests is not None:
         return np.cumsum(_gaps(arrival.process, qps, cv, num_requests, rng))
@@ -203,8 +228,11 @@ def generate_requests(cfg: WorkloadConfig, rng: np.random.Generator, base_dir: P
     if cfg.arrival.process == "trace":
         return _replay_trace(cfg, Path(base_dir))
     arrival_rng, prompt_rng, output_rng = rng.spawn(3)
-    arrival_s = arrival_times(cfg.arrival, arrival_rng, num_requests=cfg.num_requests,
-                              duration_s=cfg.duration_s)
+    if cfg.arrival.process == "closed_loop":  # set by the simulation as requests are sent
+        arrival_s = np.zeros(cfg.num_requests)
+    else:
+        arrival_s = arrival_times(cfg.arrival, arrival_rng, num_requests=cfg.num_requests,
+                                  duration_s=cfg.duration_s)
     n = len(arrival_s)
     if n == 0:
         raise ScenarioError(f"{FIELD}.duration_s", f"no request arrived within {cfg.duration_s} s at "

@@ -10,8 +10,8 @@ import yaml
 from profiles.engine_time.model import EngineTime
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "engine_time" / "frameworks.yaml"
-_US_FIELDS = ("step_us", "per_seq_us", "per_token_us", "graph_launch_us", "piecewise_per_layer_us",
-              "spec_step_us", "spec_per_pass_us", "spec_host_per_seq_us")
+_US_FIELDS = ("step_us", "per_seq_us", "per_token_us", "step_gap_us", "graph_launch_us", "piecewise_per_layer_us",
+              "spec_step_us", "spec_per_pass_us")
 
 
 def _version_key(text: str):
@@ -34,13 +34,17 @@ def frameworks() -> list[str]:
 
 def _build(entry: dict) -> EngineTime:
     c = entry["constants"]
-    missing = [k for k in (*_US_FIELDS, "overlap", "graph_max_tokens") if k not in c]
+    missing = [k for k in (*_US_FIELDS, "overlap", "graph_max_tokens", "graph_max_seqs", "spec_host_us") if k not in c]
     if missing:
         raise ValueError(f"{DATA_FILE.name}: {entry['framework']} {entry['versions']} lacks {', '.join(missing)}")
     return EngineTime(entry["framework"], f"{entry['versions'].get('min', '')}..{entry['versions'].get('max', '')}",
                       **{k[:-3] + "_s": float(c[k]) * 1e-6 for k in _US_FIELDS},
                       overlap=bool(c["overlap"]), graph_max_tokens=int(c["graph_max_tokens"]),
-                      sync_drafters=tuple(c.get("sync_drafters", ())), sources=dict(entry.get("sources", {})))
+                      graph_max_seqs=int(c["graph_max_seqs"]), spec_host_step_s=0.0, spec_host_per_seq_s=0.0,
+                      sync_drafters=tuple(c.get("sync_drafters", ())),
+                      spec_host_by_drafter={k: (float(v[0]) * 1e-6, float(v[1]) * 1e-6)
+                                            for k, v in c["spec_host_us"].items()},
+                      sources=dict(entry.get("sources", {})))
 
 
 def engine_time_for(framework: str, version: str | None = None) -> EngineTime:

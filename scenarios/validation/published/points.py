@@ -1,0 +1,129 @@
+"""The registry of published GPU measurements (`points.yaml`): schema, and what draftsim needs to
+predict each point (catalog model, hardware, serving framework), or why it cannot.
+
+The points are validation data only: nothing in draftsim is fitted to them (README.md in this folder).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+POINTS_FILE = Path(__file__).resolve().parent / "points.yaml"
+
+KERNEL_KINDS = ("gemm", "attention")
+STEP_KINDS = ("decode_step", "prefill_step")
+SERVING_KINDS = ("ttft", "tpot", "itl", "e2e_latency", "output_throughput", "request_throughput")
+KINDS = KERNEL_KINDS + STEP_KINDS + SERVING_KINDS + ("spec_speedup",)
+
+# Published model ids -> draftsim catalog entries (same architecture; FP8 checkpoints use dtype fp8).
+MODELS = {
+    "meta-llama/Llama-2-7b-hf": "llama-2-7b",
+    "meta-llama/Llama-2-13b-hf": "llama-2-13b",
+    "meta-llama/Llama-2-70b-hf": "llama-2-70b",
+    "meta-llama/Meta-Llama-3-8B": "llama-3-8b",
+    "meta-llama/Meta-Llama-3-70B-Instruct": "llama-3-70b",
+    "meta-llama/Llama-3.1-8B": "llama-3.1-8b",
+    "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
+    "meta-llama/Llama-3.3-70B-Instruct": "llama-3.3-70b",
+    "nvidia/Llama-3.3-70B-Instruct-FP8": "llama-3.3-70b",
+    "mistralai/Mixtral-8x7B-Instruct-v0.1": "mixtral-8x7b",
+    "Qwen/Qwen3-32B": "qwen3-32b",
+    "turboderp/Qwama-0.5B-Instruct": "qwama-0.5b",
+}
+# Published engine names -> draftsim serving framework (engine-time model and measured tables).
+FRAMEWORKS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nvidia-nim (trtllm backend)": "trtllm"}
+DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str
+    url: str
+    date: str | None = None
+    locator: str
+
+
+class Acceptance(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    mean_accepted_tokens_per_step: float = Field(gt=1.0)
+    definition: Literal["incl. bonus token", "excl. bonus"]
+    source: str
+
+    @property
+    def same_run(self) -> bool:
+        return self.source.strip() == "same_run"
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Tokens emitted per verify step, bonus included."""
+        m = self.mean_accepted_tokens_per_step
+        return m if self.definition == "incl. bonus token" else m + 1.0
+
+
+class Point(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    kind: Literal[KINDS]  # type: ignore[valid-type]
+    statistic: Literal["single", "mean", "median", "p90", "p99"]
+    value: float = Field(gt=0)
+    unit: Literal["us", "ms", "s", "tokens/s", "req/s", "x"]
+    hardware: str
+    gpus: int = Field(ge=1)
+    engine: str
+    engine_version: str | None = None
+    framework_version: str | None = None   # engine_version as a release number, where it can be read off
+    model: str | None = None
+    dtype: str
+    kv_dtype: str | None = None
+    tp: int = Field(ge=1)
+    pp: int = Field(ge=1)
+    workload: dict = Field(default_factory=dict)
+    acceptance: Acceptance | None = None
+    source: Source
+    notes: str | None = None
+
+    @property
+    def seconds_or_value(self) -> float:
+        """The value in SI units (seconds for times; tokens/s, req/s, × as they are)."""
+        return self.value * {"us": 1e-6, "ms": 1e-3, "s": 1.0}.get(self.unit, 1.0)
+
+    @property
+    def publication(self) -> str:
+        return self.source.title
+
+    def w(self, key: str, default=None):
+        value = self.workload.get(key)
+        return default if value is None else value
+
+
+def load_points(path: str | Path = POINTS_FILE) -> list[Point]:
+    """All points of `path`; ValueError naming the entry and field when one is malformed."""
+    raw = yaml.safe_load(Path(path).read_text())
+    if not isinstance(raw, list):
+        raise ValueError(f"{path}: expected a YAML list of points")
+    points, seen = [], set()
+    for i, entry in enumerate(raw):
+        try:
+            point = Point.model_validate(entry)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            ident = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
+            raise ValueError(f"{path}: point {ident}: {where}: {first['msg']}") from None
+        if point.id in seen:
+            raise ValueError(f"{path}: point id {point.id!r} appears twice")
+        seen.add(point.id)
+        points.append(point)
+    return points
+
+
+def catalog_model(point: Point) -> str | None:
+    return MODELS.get(point.model) if point.model else None
+
+
+def framework(point: Point) -> str | None:
+    return FRAMEWORKS.get(point.engine)

@@ -1,0 +1,346 @@
+"""Predicting a published measurement with the defaults a user gets (`PREDICTORS[kind](point)`).
+
+Every prediction uses draftsim's default latency block for the point's serving framework (measured
+kernel tables where the package covers the GPU, the roofline elsewhere; the framework's engine-time
+model) — nothing here is tuned to the points. What each kind runs:
+
+* `gemm`, `attention`: the latency model's price of that one kernel (`op_seconds`).
+* `decode_step`, `prefill_step`: `simulator.estimate_step` (the simulator's step cost).
+* serving kinds: a DES run of the published workload (`serving_scenario`): `offline` and `batch` send
+  every request at t = 0 (a closed loop with as many clients as requests), `concurrency` is a closed
+  loop, `poisson` is Poisson arrivals; the engine's scheduler defaults (`scheduler_defaults`).
+* `spec_speedup`: two DES runs (with and without the drafter) of the same requests; acceptance is a
+  constant α whose expected tokens per step (Leviathan: (1 − α^(γ+1))/(1 − α)) equals the published
+  mean accepted length. Points whose acceptance comes from the timed run itself are reported apart
+  (their acceptance is an outcome of the run being predicted).
+
+A point that cannot be predicted (model or GPU outside the catalog, a dataset whose lengths are not
+published, a tree whose shape is not given) raises `Unpredictable` with the reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scenarios.validation.published.points import DTYPES, Point, catalog_model, framework
+
+# Context assumed when a decode-step point does not state it (batch-1 tokens/s on chat prompts): the
+# attention over 256 cached tokens is < 3 % of a batch-1 step of the models in the registry.
+DEFAULT_DECODE_CONTEXT = 256
+# Requests simulated for a closed-loop point that does not state its request count; the statistics use
+# the steady state in between the first and last `concurrency` requests (`measured_requests`).
+CLOSED_LOOP_REQUESTS_PER_CLIENT = 16
+MIN_CLOSED_LOOP_REQUESTS = 64
+
+
+class Unpredictable(Exception):
+    """The point's setup cannot be expressed in draftsim; the message says why."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    value: float      # same unit as the point's value converted to SI (seconds, tokens/s, req/s, ×)
+    pricing: str      # which latency source priced it (measured / roofline / profile)
+    note: str = ""
+
+
+def _hardware(point: Point) -> str:
+    from profiles.hardware import HARDWARE
+    if point.hardware not in HARDWARE:
+        raise Unpredictable(f"hardware {point.hardware!r} is not in the catalog")
+    return point.hardware
+
+
+def _dtype(point: Point) -> str:
+    if point.dtype not in DTYPES:
+        raise Unpredictable(f"dtype {point.dtype!r} is not modelled")
+    return DTYPES[point.dtype]
+
+
+def _model(point: Point) -> str:
+    name = catalog_model(point)
+    if name is None:
+        raise Unpredictable(f"model {point.model!r} is not in the catalog")
+    return name
+
+
+def _latency_block(point: Point) -> dict:
+    """The point's serving framework, and its release when published (the engine-time model of that
+    release; kernels from the package's tables of the framework)."""
+    fw = framework(point)
+    if fw is None:
+        return {}
+    return {"framework": fw, **({"engine_version": point.framework_version} if point.framework_version else {})}
+
+
+def _pricing(model) -> str:
+    return model.describe()["source"]
+
+
+# ---- kernels ---------------------------------------------------------------------------------------
+def predict_gemm(point: Point) -> Prediction:
+    from models.ops import GEMM, Op
+    from models.spec import activation_bytes, dtype_bytes
+    from profiles.select import select_latency
+    hw, dtype = _hardware(point), _dtype(point)
+    m, n, k = (float(point.w(x)) for x in ("m", "n", "k"))
+    w, a = dtype_bytes(dtype), activation_bytes(dtype)
+    op = Op.make(GEMM, "gemm", 2.0 * m * n * k, a * m * (k + n) + w * k * n, 1, m=m, n=n, k=k)
+    latency = select_latency(hw, dtype)
+    return Prediction(latency.op_seconds(op), _pricing(latency))
+
+
+def predict_attention(point: Point) -> Prediction:
+    from models.opgraph import attention_ops
+    from models.spec import ModelSpec
+    from models.step import Parallelism, StepShape
+    from profiles.select import select_latency
+    hw, dtype = _hardware(point), _dtype(point)
+    b, h, kv, d = (int(point.w(x)) for x in ("batch", "num_heads", "num_kv_heads", "head_dim"))
+    probe = ModelSpec(name="attention", family="probe", hidden_size=h * d, num_layers=1, num_heads=h,
+                      num_kv_heads=kv, head_dim=d, intermediate_size=1, vocab_size=1)
+    if point.w("phase") == "prefill":
+        s = int(point.w("seq_len"))
+        pairs = b * s * s if point.w("causal") is False else b * s * (s + 1) // 2
+        shape = StepShape(prefill_tokens=b * s, prefill_seqs=b, prefill_attn_pairs=pairs)
+    else:
+        shape = StepShape(decode_seqs=b, decode_context_tokens=b * int(point.w("context_tokens", point.w("seq_len"))))
+    latency = select_latency(hw, dtype)
+    ops = attention_ops(probe, shape, Parallelism(1, 1), dtype)
+    return Prediction(sum(latency.op_seconds(op) for op in ops), _pricing(latency),
+                      "non-causal attention priced as twice the causal pairs" if point.w("causal") is False else "")
+
+
+# ---- single steps ----------------------------------------------------------------------------------
+def predict_step(point: Point) -> Prediction:
+    import simulator
+    hw, dtype, model = _hardware(point), _dtype(point), _model(point)
+    batch = int(point.w("batch", 1))
+    note = ""
+    if point.kind == "prefill_step":
+        result = simulator.estimate_step(model, hw, tp=point.tp, dtype=dtype, batch=batch,
+                                         context_tokens=int(point.w("context_tokens", 0)),
+                                         prefill_tokens=int(point.w("prefill_tokens")), latency=_latency_block(point))
+    else:
+        context = point.w("context_tokens")
+        if context is None:
+            context, note = DEFAULT_DECODE_CONTEXT, f"context not published: {DEFAULT_DECODE_CONTEXT} tokens assumed"
+        result = simulator.estimate_step(model, hw, tp=point.tp, dtype=dtype, batch=batch,
+                                         context_tokens=int(context),
+                                         query_tokens=int(point.w("query_tokens_per_seq", 1)),
+                                         latency=_latency_block(point))
+    return Prediction(result["seconds"], result["latency_source"]["source"], note)
+
+
+# ---- serving ---------------------------------------------------------------------------------------
+def scheduler_defaults(fw: str | None, hardware: str) -> dict:
+    """The engine's default batching limits (chunked prefill under a token budget, max running requests).
+
+    vLLM V1 (`EngineArgs.get_batch_defaults`, offline LLM class): GPUs with >= 70 GiB that are not A100s
+    16384 tokens / 1024 sequences, others 8192 / 256 (the A100 exception: vLLM PR #17885). SGLang:
+    chunked_prefill_size 8192 on 80-141 GB GPUs, running requests bounded by the KV pool
+    (server_args.py). TensorRT-LLM PyTorch backend: max_num_tokens 8192, max_batch_size 2048 (LLM API
+    defaults)."""
+    from profiles.hardware import get_hardware
+    if fw == "sglang":
+        return {"policy": "sarathi", "chunk_tokens": 8192, "max_batched_tokens": 8192, "max_batch_size": 4096}
+    if fw == "trtllm":
+        return {"policy": "sarathi", "chunk_tokens": 8192, "max_batched_tokens": 8192, "max_batch_size": 2048}
+    big = get_hardware(hardware).hbm_bytes >= 70 * 2**30 and not hardware.startswith("a100")
+    tokens, seqs = (16384, 1024) if big else (8192, 256)
+    return {"policy": "sarathi", "chunk_tokens": tokens, "max_batched_tokens": tokens, "max_batch_size": seqs}
+
+
+def _lengths(point: Point) -> tuple[int, int]:
+    isl, osl = point.w("input_tokens"), point.w("output_tokens")
+    if isl is None or osl is None:
+        raise Unpredictable(f"prompt/output lengths of dataset {point.w('dataset')!r} are not published with "
+                            "the point")
+    return int(isl), int(osl)
+
+
+def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict | None = None) -> dict:
+    """The scenario of a serving point (see the module docstring)."""
+    hw, dtype, model = _hardware(point), _dtype(point), _model(point)
+    isl, osl = _lengths(point)
+    mode = point.w("mode")
+    scheduler = scheduler_defaults(framework(point), hw)
+    if mode in ("offline", "batch"):
+        n = int(point.w("num_prompts") or point.w("batch") or 0)
+        if n < 1:
+            raise Unpredictable("request count of the offline/batch run not published")
+        arrival = {"process": "closed_loop", "concurrency": n}
+        if mode == "batch":  # a static batch: all prompts prefilled together, then decoded together
+            batch = int(point.w("batch") or n)
+            scheduler = {"policy": "vllm", "max_batch_size": batch, "max_batched_tokens": batch * isl}
+    elif mode == "concurrency":
+        c = int(point.w("concurrency"))
+        n = int(point.w("num_prompts") or max(MIN_CLOSED_LOOP_REQUESTS, CLOSED_LOOP_REQUESTS_PER_CLIENT * c))
+        arrival = {"process": "closed_loop", "concurrency": c}
+    elif mode == "poisson":
+        n = int(point.w("num_prompts") or 0)
+        if n < 1:
+            raise Unpredictable("request count of the Poisson run not published")
+        arrival = {"process": "poisson", "qps": float(point.w("qps"))}
+    else:
+        raise Unpredictable(f"workload mode {mode!r} not modelled")
+    return {
+        "name": point.id, "seed": 0,
+        "workload": {"arrival": arrival, "num_requests": n,
+                     "prompt_tokens": {"kind": "fixed", "value": isl},
+                     "output_tokens": {"kind": "fixed", "value": osl}},
+        "cluster": {"hardware": hw, "model": model, "dtype": dtype,
+                    "parallelism": {"tp": point.tp, "pp": point.pp}, "latency": _latency_block(point)},
+        "drafter": drafter or {"kind": "none"},
+        "acceptance": acceptance or {"kind": "constant", "alpha": 0.7},
+        "scheduler": scheduler,
+        "outputs": {"plots": False},
+    }
+
+
+def _run(scenario: dict):
+    import simulator
+    from simulator.errors import ScenarioError
+    try:
+        return simulator.run(scenario)
+    except ScenarioError as exc:
+        raise Unpredictable(f"draftsim refuses the setup: {exc}") from None
+
+
+_STATISTIC = {"mean": np.mean, "single": np.mean, "median": np.median,
+              "p90": lambda x: np.percentile(x, 90), "p99": lambda x: np.percentile(x, 99)}
+
+
+def measured_requests(point: Point, requests):
+    """The requests a benchmark client's statistics cover. Closed-loop (`concurrency`) points are
+    measured in the steady state: GenAI-Perf/Perf Analyzer report stable measurement windows, so the
+    first `concurrency` requests (the burst at t = 0, a filling system) and the last ones (a draining
+    system) are left out. Other modes: every request."""
+    done = requests[~requests["dropped"]]
+    if point.w("mode") != "concurrency":
+        return done
+    c = int(point.w("concurrency"))
+    return done.iloc[c: len(done) - c] if len(done) >= 3 * c else done
+
+
+def serving_metric(point: Point, result) -> float:
+    """The published quantity from a run's outputs (`measured_requests`)."""
+    req = measured_requests(point, result.requests)
+    ttft = (req["first_token_s"] - req["arrival_s"]).to_numpy()
+    tokens = req["output_tokens"].to_numpy()
+    # Per request (E2E − TTFT)/(tokens − 1): what benchmark clients report as TPOT and average as ITL.
+    tpot = ((req["finish_s"] - req["first_token_s"]).to_numpy() / np.maximum(tokens - 1, 1))[tokens > 1]
+    statistic = _STATISTIC[point.statistic]
+    if point.kind == "ttft":
+        return float(statistic(ttft))
+    if point.kind in ("tpot", "itl"):
+        return float(statistic(tpot))
+    if point.kind == "e2e_latency":
+        if point.w("mode") == "batch":  # one batch, timed from submission to the last completion
+            return float(req["finish_s"].max() - req["arrival_s"].min())
+        return float(statistic((req["finish_s"] - req["arrival_s"]).to_numpy()))
+    if point.w("mode") == "concurrency":  # steady state: completions per second of the measured window
+        finish = np.sort(req["finish_s"].to_numpy())
+        rate = (len(finish) - 1) / (finish[-1] - finish[0])
+        return float(rate * tokens.mean()) if point.kind == "output_throughput" else float(rate)
+    span = float(req["finish_s"].max() - req["arrival_s"].min())
+    return float(tokens.sum()) / span if point.kind == "output_throughput" else len(req) / span
+
+
+def predict_serving(point: Point) -> Prediction:
+    result = _run(serving_scenario(point))
+    return Prediction(serving_metric(point, result), result.summary["latency_source"]["source"])
+
+
+# ---- speculative decoding --------------------------------------------------------------------------
+def alpha_for_tokens_per_step(tokens: float, gamma: int) -> float:
+    """α with (1 − α^(γ+1))/(1 − α) = tokens (1 < tokens < γ + 1), by bisection (monotone in α)."""
+    if not 1.0 < tokens < gamma + 1:
+        raise Unpredictable(f"mean accepted length {tokens} is outside (1, γ+1 = {gamma + 1})")
+    lo, hi = 0.0, 1.0 - 1e-12
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        value = (1.0 - mid ** (gamma + 1)) / (1.0 - mid)
+        lo, hi = (mid, hi) if value < tokens else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def _drafter(point: Point, gamma: int) -> dict:
+    method = point.w("method")
+    if method in ("eagle", "eagle3"):
+        return {"kind": "head", "style": "autoregressive", "gamma": gamma}
+    if method == "ngram":
+        return {"kind": "ngram", "gamma": gamma}
+    if method == "draft_model":
+        from scenarios.validation.published.points import MODELS
+        draft = MODELS.get(point.w("draft"))
+        if draft is None:
+            raise Unpredictable(f"draft model {point.w('draft')!r} is not in the catalog")
+        return {"kind": "draft_model", "model": draft, "gamma": gamma}
+    raise Unpredictable(f"speculation method {method!r} not modelled")
+
+
+def predict_spec_speedup(point: Point) -> Prediction:
+    if point.acceptance is None:
+        raise Unpredictable("no published acceptance for this draft/target pair and dataset")
+    if point.w("tree_nodes"):
+        raise Unpredictable("tree speculation: the published accept length does not determine the tree's "
+                            "per-node acceptance")
+    gamma = point.w("num_speculative_tokens")
+    if gamma is None:
+        raise Unpredictable("number of speculative tokens (or the tree) not published")
+    gamma = int(gamma)
+    alpha = alpha_for_tokens_per_step(point.acceptance.tokens_per_step, gamma)
+    point_lengths = point if point.w("input_tokens") is not None else _with_lengths(point)
+    base = _run(serving_scenario(point_lengths))
+    spec = _run(serving_scenario(point_lengths, _drafter(point, gamma), {"kind": "constant", "alpha": alpha}))
+    if point.w("mode") == "poisson":  # latency speedup at a fixed load
+        value = float(base.summary["tpot_mean_s"] / spec.summary["tpot_mean_s"])
+    else:  # throughput of the same requests
+        value = serving_metric_throughput(spec) / serving_metric_throughput(base)
+    note = f"α = {alpha:.3f} from {point.acceptance.tokens_per_step:.2f} tokens/step, γ = {gamma}"
+    return Prediction(value, spec.summary["latency_source"]["source"], note)
+
+
+# Chat benchmarks (MT-bench, Magpie) used by the speculation points publish no lengths; the speedup of a
+# batch-1 / fixed-batch run is a ratio of decode rates, so the lengths only set how much prefill is
+# amortised. Assumed: 128-token prompts, 256-token answers (stated in the report's note).
+SPEC_DEFAULT_LENGTHS = (128, 256)
+
+
+def _with_lengths(point: Point) -> Point:
+    isl, osl = SPEC_DEFAULT_LENGTHS
+    workload = dict(point.workload, input_tokens=isl, output_tokens=osl)
+    if workload.get("mode") == "batch" and not workload.get("num_prompts"):
+        workload["num_prompts"] = workload.get("batch")
+    return point.model_copy(update={"workload": workload})
+
+
+def serving_metric_throughput(result) -> float:
+    req = result.requests
+    return float(req["output_tokens"].sum()) / float(req["finish_s"].max() - req["arrival_s"].min())
+
+
+PREDICTORS = {
+    "gemm": predict_gemm,
+    "attention": predict_attention,
+    "decode_step": predict_step,
+    "prefill_step": predict_step,
+    **{kind: predict_serving for kind in ("ttft", "tpot", "itl", "e2e_latency", "output_throughput",
+                                          "request_throughput")},
+    "spec_speedup": predict_spec_speedup,
+}
+
+
+def predict(point: Point) -> Prediction:
+    return PREDICTORS[point.kind](point)
+
+
+def relative_error(predicted: float, published: float) -> float:
+    """Signed relative error (predicted − published) / published."""
+    return float((predicted - published) / published)
+
+
+__all__ = ["PREDICTORS", "Prediction", "Unpredictable", "alpha_for_tokens_per_step", "predict",
+           "relative_error", "scheduler_defaults", "serving_scenario"]

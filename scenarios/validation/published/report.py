@@ -1,0 +1,138 @@
+"""`draftsim validate --published`: predict every published GPU measurement and report the error.
+
+Prints one line per point (published, predicted, signed error, what priced it), then the median and
+P90 of |error| per kind, per pricing source, per publication and overall, and writes them to
+`--out` (`points.csv`, `summary.csv`). Points whose speculative acceptance comes from the timed run
+itself are listed but kept out of the headline statistics (not out of sample), as are points that
+cannot be expressed (with the reason). Exit code 0 when every expressible point was predicted, 1 when
+a prediction failed unexpectedly.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scenarios.validation.published.points import KINDS, POINTS_FILE, load_points
+from scenarios.validation.published.predict import Unpredictable, predict, relative_error
+
+GROUPS = (("kind", "kind"), ("pricing", "pricing"), ("publication", "publication"))
+
+
+def run_points(points, progress=None) -> pd.DataFrame:
+    """One row per point: published and predicted values (SI), signed relative error, status."""
+    rows = []
+    for i, p in enumerate(points):
+        row = {"id": p.id, "kind": p.kind, "hardware": p.hardware, "engine": p.engine, "publication": p.publication,
+               "published": p.seconds_or_value, "unit": p.unit, "predicted": np.nan, "error": np.nan,
+               "pricing": "", "status": "", "note": ""}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pred = predict(p)
+        except Unpredictable as exc:
+            row.update(status="not expressible", note=str(exc))
+        except (ValueError, KeyError, RuntimeError) as exc:  # a defect: reported, and the exit code says so
+            row.update(status="failed", note=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+        else:
+            same_run = p.acceptance is not None and p.acceptance.same_run
+            row.update(predicted=pred.value, error=relative_error(pred.value, row["published"]),
+                       pricing=pred.pricing, note=pred.note,
+                       status="acceptance from the same run" if same_run else "predicted")
+        rows.append(row)
+        if progress is not None:
+            progress(i + 1, len(points), p.id)
+    return pd.DataFrame(rows)
+
+
+def summarize(frame: pd.DataFrame) -> pd.DataFrame:
+    """Median and P90 of |error| and the signed mean, by kind, pricing, publication and overall
+    (headline points only: status 'predicted')."""
+    ok = frame[frame["status"] == "predicted"]
+    out = []
+
+    def add(group: str, name: str, part: pd.DataFrame) -> None:
+        err = part["error"].to_numpy(float)
+        out.append({"group": group, "name": name, "n": len(err),
+                    "median_abs_error": float(np.median(np.abs(err))) if len(err) else np.nan,
+                    "p90_abs_error": float(np.percentile(np.abs(err), 90)) if len(err) else np.nan,
+                    "mean_signed_error": float(err.mean()) if len(err) else np.nan})
+
+    for group, column in GROUPS:
+        for name, part in ok.groupby(column, sort=True):
+            add(group, str(name), part)
+    add("overall", "all", ok)
+    return pd.DataFrame(out)
+
+
+def _fmt_value(value: float, unit: str) -> str:
+    if np.isnan(value):
+        return "—"
+    if unit in ("us", "ms", "s"):
+        return f"{value * 1e6:.1f} µs" if value < 1e-3 else f"{value * 1e3:.2f} ms" if value < 1 else f"{value:.3f} s"
+    return f"{value:.4g} {unit}"
+
+
+def format_report(frame: pd.DataFrame, summary: pd.DataFrame) -> str:
+    lines = [f"{'point':<64}{'published':>13}{'predicted':>13}{'error':>9}  pricing"]
+    for r in frame.itertuples():
+        err = "" if np.isnan(r.error) else f"{100 * r.error:+.1f} %"
+        tail = r.pricing if r.status == "predicted" else f"[{r.status}] {r.note}"
+        lines.append(f"{r.id[:63]:<64}{_fmt_value(r.published, r.unit):>13}{_fmt_value(r.predicted, r.unit):>13}"
+                     f"{err:>9}  {tail}")
+    lines.append("")
+    lines.append(f"{'group':<12}{'name':<52}{'n':>4}{'median |err|':>14}{'P90 |err|':>11}{'mean err':>10}")
+    for r in summary.itertuples():
+        lines.append(f"{r.group:<12}{r.name[:51]:<52}{r.n:>4}{100 * r.median_abs_error:>13.1f}%"
+                     f"{100 * r.p90_abs_error:>10.1f}%{100 * r.mean_signed_error:>+9.1f}%")
+    counts = frame["status"].value_counts()
+    lines.append("points: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="draftsim validate --published", description=(
+        "Predict published real GPU measurements (scenarios/validation/published/points.yaml) with "
+        "draftsim's defaults and report the error per point, kind, pricing source and publication."))
+    p.add_argument("--points", default=str(POINTS_FILE), help="points YAML (default: the shipped registry)")
+    p.add_argument("--kind", action="append", choices=KINDS, help="only these kinds (repeatable)")
+    p.add_argument("--id", action="append", default=[], help="only the points whose id contains this text")
+    p.add_argument("--out", default="out/validation/published", help="folder for points.csv and summary.csv")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        points = load_points(args.points)
+    except (OSError, ValueError) as exc:
+        print(f"draftsim validate: error: --points: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    if args.kind:
+        points = [p for p in points if p.kind in args.kind]
+    if args.id:
+        points = [p for p in points if any(text in p.id for text in args.id)]
+    if not points:
+        print("draftsim validate: error: --kind/--id: no point matches", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+
+    def progress(i: int, n: int, ident: str) -> None:
+        print(f"[{i}/{n}] {ident}", file=sys.stderr, flush=True)
+
+    frame = run_points(points, progress)
+    summary = summarize(frame)
+    out.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out / "points.csv", index=False)
+    summary.to_csv(out / "summary.csv", index=False)
+    print(format_report(frame, summary))
+    print(f"wrote {out / 'points.csv'} and {out / 'summary.csv'}")
+    return 1 if (frame["status"] == "failed").any() else 0

@@ -1,0 +1,220 @@
+"""The measured GPU latency source (profiles.measured): exact at measured points, interpolation and
+extrapolation rules, layout mapping, version resolution, errors and the fallback without the package —
+on small synthetic tables in the package's schema, and on the real tables when the package is installed."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from models.ops import ALLREDUCE, ATTN_DECODE, ATTN_PREFILL, GEMM, NORM, Op
+from profiles import measured
+from profiles.measured import source as src
+from profiles.measured.ideal import Peaks, gemm as ideal_gemm
+from profiles.hardware import get_hardware
+from profiles.roofline import RooflineLatencyModel
+from profiles.select import LatencySourceConfig, select_latency
+
+MS = 1e-3
+
+
+def _gemm_op(m, n, k, dtype="bf16", groups=1.0):
+    w = 1.0 if dtype == "fp8" else 2.0
+    dims = {"m": m, "n": n, "k": k}
+    if groups != 1.0:
+        dims["groups"] = groups
+    return Op.make(GEMM, "gemm", 2 * groups * m * n * k, groups * (2 * m * (k + n) + w * k * n), 1, **dims)
+
+
+def _synthetic_gemm_ms(m, n, k):
+    return 0.005 + 2.0 * m * n * k / 700e12 * 1e3 + (2.0 * n * k) / 3.0e12 * 1e3
+
+
+def _write_tables(root, system="h100_sxm", framework="vllm", versions=("1.0.0", "1.2.0")):
+    """A fake package tree: GEMM (bf16 + fp8), attention and comm tables on small grids."""
+    base = root / system
+    rows = []
+    for m in (1, 16, 256, 4096):
+        for n in (64, 1024, 8192):
+            for k in (64, 1024, 8192):
+                for dt, scale in (("bfloat16", 1.0), ("fp8", 0.6)):
+                    rows.append({"framework": "VLLM", "version": "x", "device": "H100", "op_name": "gemm",
+                                 "kernel_source": "torch" if dt == "bfloat16" else "cutlass", "gemm_dtype": dt,
+                                 "m": m, "n": n, "k": k, "latency": scale * _synthetic_gemm_ms(m, n, k)})
+    ctx, gen = [], []
+    for b in (1, 4, 16):
+        for s in (16, 256, 2048):
+            for h, kv in ((8, 8), (32, 8)):
+                common = {"framework": "VLLM", "version": "x", "device": "H100", "kernel_source": "fa3",
+                          "batch_size": b, "num_heads": h, "num_key_value_heads": kv, "head_dim": 128,
+                          "beam_width": 1, "attn_dtype": "bfloat16", "kv_cache_dtype": "bfloat16", "window_size": 0}
+                ctx.append({**common, "op_name": "context_attention", "isl": s, "step": 0,
+                            "latency": 0.01 + 1e-6 * b * h * s * s / 64})
+                gen.append({**common, "op_name": "generation_attention", "isl": 1, "step": s - 1,
+                            "latency": 0.011 + 1e-6 * b * kv * s / 8})
+    comm = [{"framework": "vLLM", "version": "x", "device": "H100", "op_name": "all_reduce", "kernel_source": "c",
+             "allreduce_dtype": "bfloat16", "num_gpus": g, "message_size": size,
+             "latency": 0.004 + size * 2 / 400e9 * 1e3, "backend": backend}
+            for g in (2, 4, 8) for size in (128, 1 << 16, 1 << 24) for backend in ("vllm_graph", "vllm_eager")]
+    for version in versions:
+        for folder, name, data in (("gemm", "gemm_perf.parquet", rows),
+                                   ("attention", "context_attention_perf.parquet", ctx),
+                                   ("attention", "generation_attention_perf.parquet", gen),
+                                   ("comm", "custom_allreduce_perf.parquet", comm)):
+            d = base / folder / framework / version
+            d.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame(data).to_parquet(d / name)
+    return rows
+
+
+@pytest.fixture
+def synthetic(tmp_path, monkeypatch):
+    root = tmp_path / "systems" / "data"
+    rows = _write_tables(root)
+    monkeypatch.setattr(src, "data_root", lambda: root)
+    src.framework_versions.cache_clear()
+    yield rows
+    src.framework_versions.cache_clear()
+
+
+def test_exact_at_every_measured_gemm_point(synthetic):
+    model = measured.load_measured("h100-sxm", "bf16", "vllm")
+    for r in synthetic:
+        if r["gemm_dtype"] != "bfloat16":
+            continue
+        got = model.op_seconds(_gemm_op(r["m"], r["n"], r["k"]))
+        assert got == pytest.approx(r["latency"] * MS, rel=1e-12)
+
+
+def test_interpolation_is_a_power_law_between_neighbours_and_monotone(synthetic):
+    model = measured.load_measured("h100-sxm", "bf16", "vllm")
+    lo, hi = model.op_seconds(_gemm_op(16, 1024, 1024)), model.op_seconds(_gemm_op(256, 1024, 1024))
+    prev = lo
+    for m in (20, 40, 64, 100, 200):
+        t = model.op_seconds(_gemm_op(m, 1024, 1024))
+        assert lo <= prev <= t <= hi
+        w = (math.log1p(m) - math.log1p(16)) / (math.log1p(256) - math.log1p(16))
+        assert t == pytest.approx(math.exp((1 - w) * math.log(lo) + w * math.log(hi)), rel=1e-12)
+        prev = t
+
+
+def test_extrapolation_scales_with_the_ideal_time_from_the_edge(synthetic):
+    model = measured.load_measured("h100-sxm", "bf16", "vllm")
+    edge = model.op_seconds(_gemm_op(4096, 8192, 8192))
+    far = model.op_seconds(_gemm_op(32768, 8192, 8192))
+    peaks = Peaks.of(get_hardware("h100-sxm"), "bf16")
+    ratio = ideal_gemm(peaks, 2.0, 2.0, 32768, 8192, 8192) / ideal_gemm(peaks, 2.0, 2.0, 4096, 8192, 8192)
+    assert far == pytest.approx(edge * ratio, rel=1e-12)
+    assert model.coverage()["gemm"]["approximate"] == 1
+    # Continuous at the edge.
+    assert model.op_seconds(_gemm_op(4096 * 1.0001, 8192, 8192)) == pytest.approx(edge, rel=1e-3)
+
+
+def test_grouped_gemm_is_one_gemm_with_the_groups_in_k(synthetic):
+    model = measured.load_measured("h100-sxm", "bf16", "vllm")
+    assert model.op_seconds(_gemm_op(16, 1024, 1024, groups=8)) == model.op_seconds(_gemm_op(16, 1024, 8192))
+
+
+def test_fp8_uses_its_own_table(synthetic):
+    bf16 = measured.load_measured("h100-sxm", "bf16", "vllm").op_seconds(_gemm_op(256, 1024, 1024))
+    fp8 = measured.load_measured("h100-sxm", "fp8", "vllm").op_seconds(_gemm_op(256, 1024, 1024, "fp8"))
+    assert fp8 == pytest.approx(0.6 * bf16, rel=1e-12)
+
+
+def _decode_op(seqs, ctx, q=1, heads=32, kv=8):
+    return Op.make(ATTN_DECODE, "attn_decode", 1.0, 1.0, 1, ctx_per_seq=ctx, heads=heads, kv_heads=kv,
+                   head_dim=128, q_per_seq=q, seqs=seqs, tree=0.0)
+
+
+def test_attention_mapping_rules(synthetic):
+    model = measured.load_measured("h100-sxm", "bf16", "vllm")
+    # Generation: KV length = cached context + query tokens; exact at measured points.
+    assert model.op_seconds(_decode_op(4, 255)) == pytest.approx((0.011 + 1e-6 * 4 * 8 * 256 / 8) * MS, rel=1e-12)
+    # q query tokens per sequence = q× the query heads (GQA packing): 8 heads × 4 tokens = the 32-head layout.
+    assert model.op_seconds(_decode_op(4, 252, q=4, heads=8)) == pytest.approx(
+        model.op_seconds(_decode_op(4, 252 + 3, q=1, heads=32)), rel=1e-12)
+    # An unmeasured layout with a measured heads/kv ratio: same work items, batch rescaled (16/16 at b=1
+    # is the measured 8/8 layout at b=2).
+    assert model.op_seconds(_decode_op(1, 255, heads=16, kv=16)) == pytest.approx(
+        model.op_seconds(_decode_op(2, 255, heads=8, kv=8)), rel=1e-12)
+    # Prefill of a chunk after a cached prefix: the full prompt's time × the chunk's share of the pairs.
+    c, o = 256, 1792
+    pairs = c * o + c * (c + 1) // 2
+    op = Op.make(ATTN_PREFILL, "attn_prefill", 1.0, 1.0, 1, attn_pairs=pairs, heads=32, kv_heads=8, head_dim=128,
+                 q_tokens=c, seqs=1)
+    full = (0.01 + 1e-6 * 1 * 32 * 2048 * 2048 / 64) * MS
+    assert model.op_seconds(op) == pytest.approx(full * pairs / (2048 * 2049 / 2), rel=1e-12)
+
+
+def test_collectives_use_the_graph_mode_custom_allreduce(synthetic):
+    model = measured.load_measured("h100-sxm", "bf16", "vllm")
+    op = Op.make(ALLREDUCE, "ar", 0.0, 2.0 * (1 << 16), 1, bytes=2.0 * (1 << 16), ranks=4)
+    assert model.op_seconds(op) == pytest.approx((0.004 + (1 << 16) * 2 / 400e9 * 1e3) * MS, rel=1e-12)
+    across = Op.make(ALLREDUCE, "ar", 0.0, 1e6, 1, bytes=1e6, ranks=16)  # across nodes: roofline
+    assert model.op_seconds(across) == RooflineLatencyModel("h100-sxm").op_seconds(across)
+
+
+def test_kinds_without_tables_are_the_roofline_and_say_so(synthetic):
+    model = measured.load_measured("h100-sxm", "bf16", "vllm")
+    norm = Op.make(NORM, "norm", 4e6, 8e6, 1, tokens=1000, hidden=1000)
+    assert model.op_seconds(norm) == RooflineLatencyModel("h100-sxm").op_seconds(norm)
+    model.op_seconds(_gemm_op(16, 1024, 1024))
+    kinds = model.describe()["op_kinds"]
+    assert kinds["norm"]["source"] == "roofline"
+    assert kinds["gemm"]["source"].endswith("h100_sxm/vllm 1.2.0")
+
+
+def test_version_resolution_and_errors_name_the_field(synthetic):
+    assert measured.available("h100-sxm") == {"vllm": ("1.0.0", "1.2.0")}
+    assert measured.load_measured("h100-sxm", "bf16", "vllm").version == "1.2.0"
+    assert measured.load_measured("h100-sxm", "bf16", "vllm", "1.0.0").version == "1.0.0"
+    cases = [(("h100-sxm", "bf16", "sglang"), "cluster.latency.framework", "vllm: 1.0.0, 1.2.0"),
+             (("h100-sxm", "bf16", "vllm", "0.9.0"), "cluster.latency.version", "1.0.0, 1.2.0"),
+             (("h200", "bf16", "vllm"), "cluster.hardware", "h100-sxm"),
+             (("h100-sxm", "fp32", "vllm"), "cluster.dtype", "bf16, fp16, fp8")]
+    for args, field, listed in cases:
+        with pytest.raises(measured.MeasuredDataError) as err:
+            measured.load_measured(*args)
+        assert err.value.field == field and listed in str(err.value)
+
+
+def test_without_the_package_auto_falls_back_to_the_roofline_with_one_warning(monkeypatch):
+    monkeypatch.setattr(src, "data_root", lambda: None)
+    with pytest.warns(RuntimeWarning, match="roofline.*aiconfigurator-core"):
+        model = select_latency("h100-sxm", "bf16")
+    assert isinstance(model, RooflineLatencyModel)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert isinstance(select_latency("cpu-local", "fp32"), RooflineLatencyModel)  # never covered: silent
+    with pytest.raises(measured.MeasuredDataError, match="pip install"):
+        select_latency("h100-sxm", "bf16", LatencySourceConfig(source="measured"))
+
+
+# ---- the real tables (the package is part of the test install: extra gpu-data) --------------------------
+real = pytest.mark.skipif(src.data_root() is None, reason="aiconfigurator-core not installed (extra gpu-data)")
+
+
+@real
+def test_real_tables_are_exact_at_measured_gemm_points():
+    model = measured.load_measured("h100-sxm", "bf16", "vllm")
+    path = model.source.path(src.GEMM)
+    table = pd.read_parquet(path)
+    table = table[(table["gemm_dtype"] == "bfloat16") & (table["kernel_source"] == model.gemm.kernel("bf16"))]
+    sample = table.sample(200, random_state=0)
+    medians = table.groupby(["m", "n", "k"])["latency"].median()
+    for r in sample.itertuples():
+        assert model.op_seconds(_gemm_op(r.m, r.n, r.k)) == pytest.approx(medians[(r.m, r.n, r.k)] * MS, rel=1e-9)
+
+
+@real
+@pytest.mark.parametrize("hardware", ["h100-sxm", "h200", "a100-80gb", "b200", "l40s"])
+def test_real_tables_load_for_every_catalog_gpu_they_cover(hardware):
+    for framework, versions in measured.available(hardware).items():
+        model = measured.load_measured(hardware, "bf16", framework, versions[-1])
+        t1 = model.op_seconds(_gemm_op(1, 4096, 4096))
+        t2 = model.op_seconds(_gemm_op(4096, 4096, 4096))
+        assert 1e-6 < t1 < t2 < 1e-2
+        assert np.isfinite(model.op_seconds(_decode_op(8, 1000)))

@@ -1,0 +1,98 @@
+"""Closed-loop workloads (`arrival: {process: closed_loop, concurrency: C}`): the population identity
+(exactly C requests in the system while requests remain), sends at completion instants, bulk ≡ step,
+and the errors of bad configurations."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import simulator
+from sim_helpers import scenario
+from simulator.errors import ScenarioError
+
+
+def _closed(c: int, n: int = 60, replicas: int = 1, **extra) -> dict:
+    return scenario(workload={"arrival": {"process": "closed_loop", "concurrency": c, "qps": None},
+                              "num_requests": n,
+                              "prompt_tokens": {"kind": "uniform", "low": 64, "high": 700},
+                              "output_tokens": {"kind": "uniform", "low": 8, "high": 120}},
+                    cluster={"replicas": replicas}, **extra)
+
+
+def _in_system(req: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(event times, requests in the system just after each event); at equal times completions count
+    before the sends they trigger."""
+    times = np.concatenate([req.arrival_s, req.finish_s])
+    delta = np.concatenate([np.ones(len(req)), -np.ones(len(req))])
+    order = np.lexsort((delta, times))
+    return times[order], np.cumsum(delta[order])
+
+
+@pytest.mark.parametrize("c", [1, 3, 8])
+def test_population_is_the_concurrency_while_requests_remain(c):
+    result = simulator.run(_closed(c))
+    req = result.requests
+    assert not req["dropped"].any()
+    times, population = _in_system(req)
+    assert population.max() == c
+    last_send = req["arrival_s"].max()
+    # After each event at or before the last send, C requests are in the system (a completion is
+    # answered by a send at the same instant).
+    at = np.searchsorted(times, last_send, side="right")
+    ends = np.r_[np.flatnonzero(np.diff(times[:at]) > 0), at - 1]
+    assert (population[ends] == c).all()
+
+
+def test_request_i_plus_c_is_sent_at_the_i_th_completion():
+    c = 4
+    req = simulator.run(_closed(c, n=40)).requests
+    assert (req["arrival_s"].to_numpy()[:c] == 0.0).all()
+    completions = np.sort(req["finish_s"].to_numpy())
+    np.testing.assert_array_equal(req["arrival_s"].to_numpy()[c:], completions[: len(req) - c])
+
+
+def test_one_client_never_queues():
+    req = simulator.run(_closed(1, n=20)).requests
+    np.testing.assert_array_equal(req["admit_s"], req["arrival_s"])
+    np.testing.assert_array_equal(req["arrival_s"].to_numpy()[1:], req["finish_s"].to_numpy()[:-1])
+
+
+@pytest.mark.parametrize("replicas,drafter", [(1, {"kind": "none"}),
+                                              (1, {"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+                                              (3, {"kind": "none"})])
+def test_bulk_and_step_modes_are_identical(replicas, drafter):
+    sc = _closed(6, n=80, replicas=replicas, drafter=drafter)
+    bulk = simulator.run(sc, step_mode="bulk")
+    step = simulator.run(sc, step_mode="step")
+    pd.testing.assert_frame_equal(bulk.requests, step.requests)
+    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+
+
+def test_concurrency_at_least_the_requests_sends_everything_at_once():
+    req = simulator.run(_closed(100, n=30)).requests
+    assert (req["arrival_s"] == 0.0).all()
+
+
+@pytest.mark.parametrize("workload,field", [
+    ({"arrival": {"process": "closed_loop", "qps": None}, "num_requests": 5}, "workload.arrival.concurrency"),
+    ({"arrival": {"process": "closed_loop", "concurrency": 0, "qps": None}, "num_requests": 5},
+     "workload.arrival.concurrency"),
+    ({"arrival": {"process": "closed_loop", "concurrency": 2, "qps": 3.0}, "num_requests": 5},
+     "workload.arrival.qps"),
+    ({"arrival": {"process": "poisson", "qps": 3.0, "concurrency": 2}, "num_requests": 5},
+     "workload.arrival.concurrency"),
+    ({"arrival": {"process": "closed_loop", "concurrency": 2, "qps": None}, "num_requests": None,
+      "duration_s": 10.0}, "workload.duration_s"),
+])
+def test_bad_closed_loop_configurations_name_the_field(workload, field):
+    with pytest.raises(ScenarioError, match=f"^{field}"):
+        simulator.run(scenario(workload=workload))
+
+
+def test_closed_loop_with_disaggregation_is_refused():
+    sc = _closed(2, n=5)
+    sc["cluster"] = {"hardware": "a100-80gb", "model": "llama-2-7b",
+                     "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 1}}}
+    with pytest.raises(ScenarioError, match="^workload.arrival.process"):
+        simulator.run(sc)
