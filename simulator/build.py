@@ -188,7 +188,7 @@ def build(scenario: Scenario, base_dir: Path) -> Built:
     if scenario.speculation.kind == "multidraft" and d.kind != "none" and gamma < 1:
         raise ScenarioError("drafter.gamma", "multidraft needs sequences of length drafter.gamma >= 1")
     latency = make_latency_model(cl.latency, cl.hardware, cl.dtype, base_dir)
-    engine = make_engine_time(cl.latency, cl.hardware, latency, drafter_family(d))
+    engine = make_engine_time(cl.latency, cl.hardware, latency, drafter_family(d) if speculating else None)
     drafter = None
     if speculating:
         drafter = build_drafter(d, target, par, latency, hw, cl.dtype, lambda name: get_model(name),

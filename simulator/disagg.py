@@ -147,7 +147,7 @@ def build_disaggregated(scenario: Scenario, base_dir: Path) -> DisaggBuilt:
     table = generate_requests(scenario.workload, streams.workload, base_dir)
     state = RequestState(table)
     latency = make_latency_model(cl.latency, cl.hardware, cl.dtype, base_dir)
-    engine = make_engine_time(cl.latency, cl.hardware, latency, drafter_family(d))
+    engine = make_engine_time(cl.latency, cl.hardware, latency, drafter_family(d) if gamma else None)
     draft_cost = lambda: ForwardCost(draft, draft_par, latency, cl.dtype) if draft is not None else None  # noqa: E731
     acceptance = make_acceptance(scenario, gamma, streams.acceptance_seed, base_dir) if draft is not None else None
     log = StepLog()

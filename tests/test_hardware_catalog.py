@@ -6,7 +6,8 @@ import pytest
 from models.errors import UnknownNameError
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware, list_hardware
 
-IDS = ["a100-80gb", "b200", "cpu-local", "h100-sxm", "h200", "l40s", "mi300x"]
+IDS = ["a100-40gb", "a100-80gb", "b200", "b300", "cpu-local", "gb200", "gb300", "h100-pcie", "h100-sxm", "h200",
+       "h800", "l40s", "mi300x", "rtx-pro-6000"]
 
 
 def test_catalog_ids():
@@ -20,7 +21,11 @@ def test_datasheet_figures():
     # Dense (no sparsity) BF16 peaks and memory from the vendors' datasheets.
     expect = {"h100-sxm": (989.4e12, 80e9, 3.35e12), "h200": (989.4e12, 141e9, 4.8e12),
               "a100-80gb": (312e12, 80e9, 2.039e12), "b200": (2250e12, 180e9, 8.0e12),
-              "l40s": (362.05e12, 48e9, 864e9), "mi300x": (1307.4e12, 192e9, 5.3e12)}
+              "l40s": (362.05e12, 48e9, 864e9), "mi300x": (1307.4e12, 192e9, 5.3e12),
+              "h100-pcie": (756e12, 80e9, 2.0e12), "h800": (989.4e12, 80e9, 3.35e12),
+              "a100-40gb": (312e12, 40e9, 1.555e12), "b300": (2250e12, 288e9, 8.0e12),
+              "gb200": (2500e12, 186e9, 8.0e12), "gb300": (2500e12, 288e9, 8.0e12),
+              "rtx-pro-6000": (467.8e12, 96e9, 1.792e12)}
     for hw_id, (bf16, mem, bw) in expect.items():
         hw = get_hardware(hw_id)
         assert hw.peak_flops["bf16"] == pytest.approx(bf16, rel=1e-12)
@@ -52,7 +57,7 @@ def test_matmul_rate_fallback_for_weight_only_dtypes():
 
 
 def test_unknown_hardware():
-    with pytest.raises(UnknownNameError, match="unknown hardware 'h100'; allowed: a100-80gb, b200"):
+    with pytest.raises(UnknownNameError, match="unknown hardware 'h100'; allowed: a100-40gb, a100-80gb, b200"):
         get_hardware("h100")
     assert get_hardware(" H100-SXM ") is HARDWARE["h100-sxm"]
 

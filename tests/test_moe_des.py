@@ -72,7 +72,8 @@ def test_des_steps_are_priced_by_the_ep_cost_and_ep1_has_no_alltoall():
     # a one-prompt prefill step: the EP dense part (op graph + topology all-to-all) + exact attention
     expected = cost.target.dense(tokens, 1)[0] + cost.target.prefill_attention(
         tokens, 1, chunk_attention_pairs(tokens, 0))[0]
-    assert pre.duration_s == pytest.approx(expected, rel=1e-12)
+    assert pre.verify_s == pytest.approx(expected, rel=1e-12)   # the engine's per-step time is engine_s
+    assert pre.duration_s == pytest.approx(expected + pre.engine_s, rel=1e-12) and pre.engine_s > 0
     assert pre.alltoall_s == pytest.approx(cost.target.alltoall_seconds(tokens), rel=1e-12)
     assert 0 < pre.alltoall_s < pre.duration_s
     dec = steps[steps.prefill_seqs == 0]

@@ -31,7 +31,7 @@ def test_load_switch_always_off_decodes_like_no_drafter():
     assert (dec.draft_s == 0).all()
     plain_cost = plain.built.replicas[0].cost
     d, t = plain_cost.decode_steps(dec.decode_seqs.to_numpy(), dec.decode_context_tokens.to_numpy())
-    np.testing.assert_allclose(dec.verify_s, t[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(dec.verify_s, t[:, 0] - t[:, 3], rtol=1e-12)  # target seconds carry engine time
     # prefill-only steps still prefill the draft model, so they cost a little more than plain ones
     pre = off.steps[off.steps.decode_seqs == 0]
     assert (pre.draft_s > 0).all()

@@ -95,6 +95,7 @@ class Report:
     name: str
     checks: list[Check]
     files: list[Path]
+    notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -147,7 +148,7 @@ def reproduce(name: str, out_dir: str | Path) -> Report:
     outcome.figure.savefig(files[0], format="png", metadata={"Software": None})
     outcome.data.to_csv(files[1], index=False)
     checks_frame(outcome.checks).to_csv(files[2], index=False)
-    return Report(name, outcome.checks, files)
+    return Report(name, outcome.checks, files, list(outcome.notes))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "PASS" if report.passed else "FAIL"
         print(f"== {name}: {repro.title} [{verdict}]\n   {repro.citation}")
         print(format_checks(report.checks))
+        for note in report.notes:
+            print(f"note: {note}")
         print("wrote " + ", ".join(str(p) for p in report.files) + "\n")
         failed += not report.passed
     return 1 if failed else 0
