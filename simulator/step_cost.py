@@ -291,13 +291,21 @@ class StepCostModel:
         (zero engine time without an engine model). A step without decodes runs no draft pass."""
         if self.engine is None:
             return np.concatenate([target, np.zeros((len(target), 1))], axis=1)
-        device = draft[:, 0] + target[:, 0]
         layout = self.pass_layout
         if np.ndim(decode_seqs) == 0 and decode_seqs == 0 and layout.draft_passes:
-            layout = PassLayout(0, 1, self.target.spec.num_layers)
-        wall = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout)
-        engine_s = wall - device
+            layout = self._no_draft_layout
+        if len(target) == 1 and np.ndim(decode_seqs) == 0:  # one step: scalar arithmetic
+            t = target[0]
+            device = float(draft[0, 0] + t[0])
+            e = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout) - device
+            return np.array([[t[0] + e, t[1], t[2], e]])
+        device = draft[:, 0] + target[:, 0]
+        engine_s = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout) - device
         return np.concatenate([target[:, :1] + engine_s[:, None], target[:, 1:], engine_s[:, None]], axis=1)
+
+    @cached_property
+    def _no_draft_layout(self) -> PassLayout:
+        return PassLayout(0, 1, self.target.spec.num_layers)
 
     def _make_step_grid(self, batch: int) -> LazyGrid:
         return LazyGrid(lambda i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 7)

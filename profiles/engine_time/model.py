@@ -101,10 +101,14 @@ class EngineTime:
     def gaps_seconds(self, prefill_tokens, decode_seqs, query_tokens_per_seq: int, passes: PassLayout):
         """Device-timeline overheads of steps (see the module docstring)."""
         tokens = prefill_tokens + decode_seqs * query_tokens_per_seq
-        graph = ((np.asarray(prefill_tokens) == 0) & (np.asarray(tokens) <= self.graph_max_tokens)
-                 & (np.asarray(decode_seqs) <= self.graph_max_seqs))
-        gaps = self.step_gap_s + np.where(graph, self.graph_launch_s * passes.gpu_passes,
-                                          self.piecewise_per_layer_s * passes.layers)
+        full, piecewise = self.graph_launch_s * passes.gpu_passes, self.piecewise_per_layer_s * passes.layers
+        if np.ndim(tokens) == 0:  # one step (the common scalar call): no numpy
+            graph = prefill_tokens == 0 and tokens <= self.graph_max_tokens and decode_seqs <= self.graph_max_seqs
+            gaps = self.step_gap_s + (full if graph else piecewise)
+        else:
+            graph = ((np.asarray(prefill_tokens) == 0) & (np.asarray(tokens) <= self.graph_max_tokens)
+                     & (np.asarray(decode_seqs) <= self.graph_max_seqs))
+            gaps = self.step_gap_s + np.where(graph, full, piecewise)
         if passes.draft_passes:
             gaps = gaps + self.spec_step_s + self.spec_per_pass_s * passes.draft_passes
         return gaps
@@ -115,7 +119,9 @@ class EngineTime:
         busy = device_s + self.gaps_seconds(prefill_tokens, decode_seqs, query_tokens_per_seq, passes)
         host = self.host_seconds(prefill_tokens, prefill_seqs, decode_seqs, query_tokens_per_seq,
                                  passes.draft_passes)
-        return busy + (np.maximum(0.0, host - busy) if self.overlap else host)
+        if not self.overlap:
+            return busy + host
+        return busy + (max(0.0, host - busy) if np.ndim(busy) == 0 else np.maximum(0.0, host - busy))
 
     def describe(self) -> dict:
         """`engine_time` entry of a run's summary (microseconds)."""

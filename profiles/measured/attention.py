@@ -72,7 +72,7 @@ class AttentionTable:
             length = part["isl"] if self.phase == CONTEXT else part["isl"] + part["step"]
             points = list(zip(part["batch_size"].astype(float), length.astype(float)))
             found = self._grids[key] = MeasuredGrid.from_points(
-                points, part["latency"].to_numpy(float) * MS, partial(self._ideal, dtype, layout))
+                points, part["latency"].to_numpy(float) * MS, partial(self._ideal, dtype, layout), along=1)
         return found
 
     def _ideal(self, dtype: str, layout: tuple[float, float, float], point) -> float:

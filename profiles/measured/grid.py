@@ -21,6 +21,7 @@ memory) take the nearest measured point (in log-size space) scaled the same way.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from typing import Callable, Sequence
 
 import numpy as np
@@ -28,12 +29,13 @@ import numpy as np
 from profiles.profiler.interp import Grid, axis_coord
 
 Ideal = Callable[[Sequence[float]], float]
+MAX_CURVES = 100_000  # cached curves per grid (one per distinct value of the other coordinates)
 
 
 class MeasuredGrid:
     """Seconds of one kernel configuration as a function of its size axes."""
 
-    def __init__(self, axes: Sequence[Sequence[float]], seconds: np.ndarray, ideal: Ideal):
+    def __init__(self, axes: Sequence[Sequence[float]], seconds: np.ndarray, ideal: Ideal, along: int = 0):
         values = np.asarray(seconds, dtype=float)
         if np.any(values[~np.isnan(values)] <= 0.0):
             raise ValueError("measured latencies must be > 0")
@@ -42,9 +44,12 @@ class MeasuredGrid:
         self.grid = Grid(axes, _fill_log(axes, values, ideal))
         self.lows = [a[0] for a in self.grid.axes]
         self.highs = [a[-1] for a in self.grid.axes]
+        self.along = along
+        self._curves: dict[tuple, tuple | None] = {}
 
     @staticmethod
-    def from_points(points: Sequence[Sequence[float]], seconds: Sequence[float], ideal: Ideal) -> "MeasuredGrid":
+    def from_points(points: Sequence[Sequence[float]], seconds: Sequence[float], ideal: Ideal,
+                    along: int = 0) -> "MeasuredGrid":
         """Grid from scattered measurements (duplicates: median); missing cross-product points are holes."""
         points = np.asarray(points, dtype=float)
         axes = [np.unique(points[:, d]) for d in range(points.shape[1])]
@@ -58,16 +63,48 @@ class MeasuredGrid:
         counts = np.diff(np.r_[starts, len(flat_sorted)])
         lower, upper = starts + (counts - 1) // 2, starts + counts // 2   # the median's two middle values
         values[flat_sorted[starts]] = 0.5 * (sec_sorted[lower] + sec_sorted[upper])
-        return MeasuredGrid(axes, values.reshape([len(a) for a in axes]), ideal)
+        return MeasuredGrid(axes, values.reshape([len(a) for a in axes]), ideal, along)
 
     def seconds(self, point: Sequence[float]) -> tuple[float, bool]:
         """(seconds at `point`, whether it lies outside the measured range and was extrapolated)."""
+        curve = self._curve(point)
+        if curve is not None:
+            axis, coords, logs = curve
+            x = point[self.along]
+            if axis[0] <= x <= axis[-1]:
+                hi = min(bisect_right(axis, x), len(axis) - 1)
+                lo = hi - 1
+                w = (math.log1p(x) - coords[lo]) / (coords[hi] - coords[lo])
+                return math.exp(logs[lo] + w * (logs[hi] - logs[lo])), False
         cells, outside = self.grid.locate(point)
         value = math.exp(self.grid.interpolate(cells)[0])
         if outside == 0.0:
             return value, False
         edge = [min(max(x, lo), hi) for x, lo, hi in zip(point, self.lows, self.highs)]
         return value * self.ideal(point) / self.ideal(edge), True
+
+    def _curve(self, point: Sequence[float]):
+        """The grid interpolated, once per value of the other coordinates, into a curve along axis
+        `along` (the one that varies most between queries, e.g. a GEMM's rows): multilinear
+        interpolation is separable, so a lookup on the curve equals the full interpolation. None when
+        the other coordinates lie outside the grid (the general path extrapolates)."""
+        point = tuple(point)
+        key = point[:self.along] + point[self.along + 1:]
+        curve = self._curves.get(key, False)
+        if curve is False:
+            inside = all(self.lows[d] <= x <= self.highs[d] for d, x in enumerate(point) if d != self.along)
+            curve = None
+            if inside and len(self._curves) < MAX_CURVES:
+                g = self.grid
+                axis = g.axes[self.along]
+                probe = list(point)
+                logs = []
+                for x in axis:
+                    probe[self.along] = x
+                    logs.append(g.interpolate(g.locate(probe)[0])[0])
+                curve = (axis, g.coords[self.along], logs)
+            self._curves[key] = curve
+        return curve
 
 
 def _fill_log(axes: list[list[float]], values: np.ndarray, ideal: Ideal) -> np.ndarray:

@@ -25,8 +25,8 @@ from models.spec import dtype_bytes
 from profiles.hardware import HardwareSpec, get_hardware
 from profiles.measured.attention import CONTEXT, GENERATION, AttentionTable
 from profiles.measured.ideal import Peaks
-from profiles.measured.source import (CONTEXT_ATTENTION, CUSTOM_ALLREDUCE, GEMM, GENERATION_ATTENTION,
-                                      KERNELS_ONLY, MeasuredDataError, ResolvedSource)
+from profiles.measured.source import (CONTEXT_ATTENTION, CUSTOM_ALLREDUCE, DISTRIBUTION, GEMM, GENERATION_ATTENTION,
+                                      KERNELS_ONLY, MeasuredDataError, ResolvedSource, package_version)
 from profiles.measured.tables import GEMM_DTYPES, KV_DTYPES, CollectiveTables, GemmTables
 from profiles.roofline import RooflineLatencyModel
 
@@ -58,6 +58,9 @@ class MeasuredLatencyModel:
             self.collectives = CollectiveTables(None, None, peaks)
         else:
             self.collectives = CollectiveTables(source.path(CUSTOM_ALLREDUCE), source.nccl_path, peaks)
+        self._labels = {family: source.label(family) for family in (GEMM, CONTEXT_ATTENTION, GENERATION_ATTENTION,
+                                                                     CUSTOM_ALLREDUCE)}
+        self._labels["nccl"] = f"NCCL {source.nccl_version} {source.system}"
         self._memo: dict[Op, float] = {}
         self._used: dict[str, dict] = defaultdict(lambda: {"source": None, "ops": 0, "approximate": 0})
         self._pricers = {K.GEMM: self._gemm, K.ATTN_PREFILL: self._prefill, K.ATTN_DECODE: self._decode,
@@ -106,8 +109,7 @@ class MeasuredLatencyModel:
         kernels = {"gemm": self.gemm.kernel(self.dtype)}
         for phase, table in self.attention.items():
             kernels[f"{phase}_attention"] = table.kernel(self.dtype)
-        return {"source": "measured", "package": self.source.label(GEMM).split(" ")[0] + " " +
-                self.source.label(GEMM).split(" ")[1], "system": self.source.system,
+        return {"source": "measured", "package": f"{DISTRIBUTION} {package_version()}", "system": self.source.system,
                 "framework": self.framework, "version": self.version,
                 "family_versions": dict(self.source.family_versions), "nccl_version": self.source.nccl_version,
                 "kernels": kernels, "op_kinds": self.coverage()}
@@ -117,7 +119,7 @@ class MeasuredLatencyModel:
         m, n, k = op.dim("m"), op.dim("n"), op.dim("k")
         groups = op.dim("groups", 1.0)
         seconds, outside = self.gemm.seconds(self.dtype, m, n, k * groups)
-        return seconds, self.source.label(GEMM), outside or groups != 1.0
+        return seconds, self._labels[GEMM], outside or groups != 1.0
 
     def _prefill(self, op: Op):
         table = self.attention.get(CONTEXT)
@@ -136,7 +138,7 @@ class MeasuredLatencyModel:
             floor, approx2 = table.seconds(self.dtype, *layout, seqs, chunk)
             seconds = max(floor, whole * pairs / (full * (full + 1.0) / 2.0))
             approx = approx or approx2
-        return seconds, self.source.label(CONTEXT_ATTENTION), approx
+        return seconds, self._labels[CONTEXT_ATTENTION], approx
 
     def _decode(self, op: Op):
         table = self.attention.get(GENERATION)
@@ -145,7 +147,7 @@ class MeasuredLatencyModel:
         q = op.dim("q_per_seq")
         seconds, approx = table.seconds(self.dtype, op.dim("heads") * q, op.dim("kv_heads"), op.dim("head_dim"),
                                         op.dim("seqs"), op.dim("ctx_per_seq") + q)
-        return seconds, self.source.label(GENERATION_ATTENTION), approx or q != 1.0
+        return seconds, self._labels[GENERATION_ATTENTION], approx or q != 1.0
 
     def _collective(self, op: Op, names: tuple[str, ...]):
         ranks = int(op.dim("ranks"))
@@ -156,9 +158,7 @@ class MeasuredLatencyModel:
         for name in names:
             if self.collectives.has(name, ranks):
                 seconds, outside = self.collectives.seconds(name, ranks, op.dim("bytes"))
-                label = self.source.label(CUSTOM_ALLREDUCE) if name == "allreduce" else \
-                    f"NCCL {self.source.nccl_version} {self.source.system}"
-                return seconds, label, outside
+                return seconds, self._labels[CUSTOM_ALLREDUCE if name == "allreduce" else "nccl"], outside
         return None
 
     def _allreduce(self, op: Op):

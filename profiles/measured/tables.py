@@ -68,6 +68,7 @@ class GemmTables:
         return found
 
     def seconds(self, dtype: str, m: float, n: float, k: float) -> tuple[float, bool]:
+        """Seconds of an (m×k)·(k×n) GEMM (cached curves along m: a model has few (n, k) shapes)."""
         return self.grid(dtype).seconds((m, n, k))
 
 

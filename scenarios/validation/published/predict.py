@@ -65,13 +65,19 @@ def _model(point: Point) -> str:
     return name
 
 
-def _latency_block(point: Point) -> dict:
+def _latency_block(point: Point, override: dict | None = None) -> dict:
     """The point's serving framework, and its release when published (the engine-time model of that
-    release; kernels from the package's tables of the framework)."""
+    release; kernels from the package's tables of the framework), updated with `override` (a
+    `cluster.latency` block, e.g. {"source": "roofline", "engine_time": False} for a comparison)."""
     fw = framework(point)
-    if fw is None:
-        return {}
-    return {"framework": fw, **({"engine_version": point.framework_version} if point.framework_version else {})}
+    block = {} if fw is None else {
+        "framework": fw, **({"engine_version": point.framework_version} if point.framework_version else {})}
+    return {**block, **(override or {})}
+
+
+def _kernel_latency(hw: str, dtype: str, override: dict | None):
+    from profiles.select import LatencySourceConfig, select_latency
+    return select_latency(hw, dtype, LatencySourceConfig(source=(override or {}).get("source", "auto")))
 
 
 def _pricing(model) -> str:
@@ -79,23 +85,21 @@ def _pricing(model) -> str:
 
 
 # ---- kernels ---------------------------------------------------------------------------------------
-def predict_gemm(point: Point) -> Prediction:
+def predict_gemm(point: Point, latency: dict | None = None) -> Prediction:
     from models.ops import GEMM, Op
     from models.spec import activation_bytes, dtype_bytes
-    from profiles.select import select_latency
     hw, dtype = _hardware(point), _dtype(point)
     m, n, k = (float(point.w(x)) for x in ("m", "n", "k"))
     w, a = dtype_bytes(dtype), activation_bytes(dtype)
     op = Op.make(GEMM, "gemm", 2.0 * m * n * k, a * m * (k + n) + w * k * n, 1, m=m, n=n, k=k)
-    latency = select_latency(hw, dtype)
-    return Prediction(latency.op_seconds(op), _pricing(latency))
+    model = _kernel_latency(hw, dtype, latency)
+    return Prediction(model.op_seconds(op), _pricing(model))
 
 
-def predict_attention(point: Point) -> Prediction:
+def predict_attention(point: Point, latency: dict | None = None) -> Prediction:
     from models.opgraph import attention_ops
     from models.spec import ModelSpec
     from models.step import Parallelism, StepShape
-    from profiles.select import select_latency
     hw, dtype = _hardware(point), _dtype(point)
     b, h, kv, d = (int(point.w(x)) for x in ("batch", "num_heads", "num_kv_heads", "head_dim"))
     probe = ModelSpec(name="attention", family="probe", hidden_size=h * d, num_layers=1, num_heads=h,
@@ -106,14 +110,14 @@ def predict_attention(point: Point) -> Prediction:
         shape = StepShape(prefill_tokens=b * s, prefill_seqs=b, prefill_attn_pairs=pairs)
     else:
         shape = StepShape(decode_seqs=b, decode_context_tokens=b * int(point.w("context_tokens", point.w("seq_len"))))
-    latency = select_latency(hw, dtype)
+    model = _kernel_latency(hw, dtype, latency)
     ops = attention_ops(probe, shape, Parallelism(1, 1), dtype)
-    return Prediction(sum(latency.op_seconds(op) for op in ops), _pricing(latency),
+    return Prediction(sum(model.op_seconds(op) for op in ops), _pricing(model),
                       "non-causal attention priced as twice the causal pairs" if point.w("causal") is False else "")
 
 
 # ---- single steps ----------------------------------------------------------------------------------
-def predict_step(point: Point) -> Prediction:
+def predict_step(point: Point, latency: dict | None = None) -> Prediction:
     import simulator
     hw, dtype, model = _hardware(point), _dtype(point), _model(point)
     batch = int(point.w("batch", 1))
@@ -121,7 +125,8 @@ def predict_step(point: Point) -> Prediction:
     if point.kind == "prefill_step":
         result = simulator.estimate_step(model, hw, tp=point.tp, dtype=dtype, batch=batch,
                                          context_tokens=int(point.w("context_tokens", 0)),
-                                         prefill_tokens=int(point.w("prefill_tokens")), latency=_latency_block(point))
+                                         prefill_tokens=int(point.w("prefill_tokens")),
+                                         latency=_latency_block(point, latency))
     else:
         context = point.w("context_tokens")
         if context is None:
@@ -129,7 +134,7 @@ def predict_step(point: Point) -> Prediction:
         result = simulator.estimate_step(model, hw, tp=point.tp, dtype=dtype, batch=batch,
                                          context_tokens=int(context),
                                          query_tokens=int(point.w("query_tokens_per_seq", 1)),
-                                         latency=_latency_block(point))
+                                         latency=_latency_block(point, latency))
     return Prediction(result["seconds"], result["latency_source"]["source"], note)
 
 
@@ -160,7 +165,8 @@ def _lengths(point: Point) -> tuple[int, int]:
     return int(isl), int(osl)
 
 
-def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict | None = None) -> dict:
+def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict | None = None,
+                     latency: dict | None = None) -> dict:
     """The scenario of a serving point (see the module docstring)."""
     hw, dtype, model = _hardware(point), _dtype(point), _model(point)
     isl, osl = _lengths(point)
@@ -191,7 +197,7 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
                      "prompt_tokens": {"kind": "fixed", "value": isl},
                      "output_tokens": {"kind": "fixed", "value": osl}},
         "cluster": {"hardware": hw, "model": model, "dtype": dtype,
-                    "parallelism": {"tp": point.tp, "pp": point.pp}, "latency": _latency_block(point)},
+                    "parallelism": {"tp": point.tp, "pp": point.pp}, "latency": _latency_block(point, latency)},
         "drafter": drafter or {"kind": "none"},
         "acceptance": acceptance or {"kind": "constant", "alpha": 0.7},
         "scheduler": scheduler,
@@ -248,8 +254,8 @@ def serving_metric(point: Point, result) -> float:
     return float(tokens.sum()) / span if point.kind == "output_throughput" else len(req) / span
 
 
-def predict_serving(point: Point) -> Prediction:
-    result = _run(serving_scenario(point))
+def predict_serving(point: Point, latency: dict | None = None) -> Prediction:
+    result = _run(serving_scenario(point, latency=latency))
     return Prediction(serving_metric(point, result), result.summary["latency_source"]["source"])
 
 
@@ -281,7 +287,7 @@ def _drafter(point: Point, gamma: int) -> dict:
     raise Unpredictable(f"speculation method {method!r} not modelled")
 
 
-def predict_spec_speedup(point: Point) -> Prediction:
+def predict_spec_speedup(point: Point, latency: dict | None = None) -> Prediction:
     if point.acceptance is None:
         raise Unpredictable("no published acceptance for this draft/target pair and dataset")
     if point.w("tree_nodes"):
@@ -293,8 +299,9 @@ def predict_spec_speedup(point: Point) -> Prediction:
     gamma = int(gamma)
     alpha = alpha_for_tokens_per_step(point.acceptance.tokens_per_step, gamma)
     point_lengths = point if point.w("input_tokens") is not None else _with_lengths(point)
-    base = _run(serving_scenario(point_lengths))
-    spec = _run(serving_scenario(point_lengths, _drafter(point, gamma), {"kind": "constant", "alpha": alpha}))
+    base = _run(serving_scenario(point_lengths, latency=latency))
+    spec = _run(serving_scenario(point_lengths, _drafter(point, gamma), {"kind": "constant", "alpha": alpha},
+                                 latency))
     if point.w("mode") == "poisson":  # latency speedup at a fixed load
         value = float(base.summary["tpot_mean_s"] / spec.summary["tpot_mean_s"])
     else:  # throughput of the same requests
@@ -333,8 +340,9 @@ PREDICTORS = {
 }
 
 
-def predict(point: Point) -> Prediction:
-    return PREDICTORS[point.kind](point)
+def predict(point: Point, latency: dict | None = None) -> Prediction:
+    """`latency`: a `cluster.latency` override for every prediction (None: the defaults a user gets)."""
+    return PREDICTORS[point.kind](point, latency)
 
 
 def relative_error(predicted: float, published: float) -> float:

@@ -23,7 +23,7 @@ from scenarios.validation.published.predict import Unpredictable, predict, relat
 GROUPS = (("kind", "kind"), ("pricing", "pricing"), ("publication", "publication"))
 
 
-def run_points(points, progress=None) -> pd.DataFrame:
+def run_points(points, progress=None, latency: dict | None = None) -> pd.DataFrame:
     """One row per point: published and predicted values (SI), signed relative error, status."""
     rows = []
     for i, p in enumerate(points):
@@ -33,7 +33,7 @@ def run_points(points, progress=None) -> pd.DataFrame:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                pred = predict(p)
+                pred = predict(p, latency)
         except Unpredictable as exc:
             row.update(status="not expressible", note=str(exc))
         except (ValueError, KeyError, RuntimeError) as exc:  # a defect: reported, and the exit code says so
@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", action="append", choices=KINDS, help="only these kinds (repeatable)")
     p.add_argument("--id", action="append", default=[], help="only the points whose id contains this text")
     p.add_argument("--out", default="out/validation/published", help="folder for points.csv and summary.csv")
+    p.add_argument("--source", choices=["auto", "measured", "roofline"], default=None,
+                   help="price kernels with this source instead of the default (for comparisons)")
+    p.add_argument("--no-engine-time", action="store_true", help="leave out the engine's per-step time (comparison)")
     return p
 
 
@@ -128,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     def progress(i: int, n: int, ident: str) -> None:
         print(f"[{i}/{n}] {ident}", file=sys.stderr, flush=True)
 
-    frame = run_points(points, progress)
+    latency = {**({"source": args.source} if args.source else {}),
+               **({"engine_time": False} if args.no_engine_time else {})}
+    frame = run_points(points, progress, latency or None)
     summary = summarize(frame)
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "points.csv", index=False)
