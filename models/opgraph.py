@@ -58,13 +58,13 @@ def expected_experts_touched(num_experts: int, experts_per_token: int, num_token
 
 
 def _gemm(name: str, m: float, n: float, k: float, count: int, w_bytes: float, a_bytes: float,
-          groups: float = 1.0, bias: bool = False) -> Op:
+          groups: float = 1.0, bias: bool = False, **extra: float) -> Op:
     """One GEMM (or a grouped GEMM of `groups` equal problems, e.g. the experts of an MoE layer)."""
     flops = 2.0 * groups * m * n * k
     moved = a_bytes * groups * m * (k + n) + w_bytes * groups * k * n + (a_bytes * groups * n if bias else 0.0)
     if groups == 1.0:
-        return Op.make(GEMM, name, flops, moved, count, m=m, n=n, k=k)
-    return Op.make(GEMM, name, flops, moved, count, m=m, n=n, k=k, groups=groups)
+        return Op.make(GEMM, name, flops, moved, count, m=m, n=n, k=k, **extra)
+    return Op.make(GEMM, name, flops, moved, count, m=m, n=n, k=k, groups=groups, **extra)
 
 
 def _norm(name: str, tokens: float, width: float, count: int, a_bytes: float) -> Op:
@@ -74,9 +74,19 @@ def _norm(name: str, tokens: float, width: float, count: int, a_bytes: float) ->
                    a_bytes * (4.0 * tokens * width + width), count, tokens=tokens, hidden=width)
 
 
-def _swiglu(name: str, tokens: float, width: float, count: int, a_bytes: float) -> Op:
+def _swiglu(name: str, tokens: float, width: float, count: int, a_bytes: float, **extra: float) -> Op:
     return Op.make(ACTIVATION, name, SWIGLU_FLOPS_PER_ELEMENT * tokens * width,
-                   3.0 * a_bytes * tokens * width, count, tokens=tokens, width=width)
+                   3.0 * a_bytes * tokens * width, count, tokens=tokens, width=width, **extra)
+
+
+# The routed experts of an MoE layer run as one fused kernel in serving engines (gate/up GEMM, activation
+# and down GEMM over the token-expert rows): the three ops carry the layer's identity so that a latency
+# source with measured fused-MoE kernels can price the layer as a whole (`moe_part` 0, 1, 2 = gate_up,
+# act, down; see profiles.measured). Other sources price the three ops one by one.
+def _moe_dims(spec: ModelSpec, rows: float, tp: int, ep: int) -> dict[str, float]:
+    """rows: token-expert rows this GPU computes (the straggler's under a routing load)."""
+    return {"moe_rows": rows, "moe_experts": spec.num_experts, "moe_top_k": spec.experts_per_token,
+            "moe_hidden": spec.hidden_size, "moe_inter": spec.moe_intermediate_size, "moe_tp": tp, "moe_ep": ep}
 
 
 def _check_counts(num_tokens: int, logits_tokens: int) -> None:
@@ -148,9 +158,10 @@ def _mlp_ops(spec: ModelSpec, t: float, tp: int, w: float, a: float, par: Parall
             touched = expected_experts_touched(e, k, t)
             rows = t * k / touched            # mean rows per touched expert
             width = spec.moe_intermediate_size / tp
-            ops += [_gemm("moe_gate_up", rows, 2 * width, h, count, w, a, groups=touched),
-                    _swiglu("moe_act", t * k, width, count, a),
-                    _gemm("moe_down", rows, h, width, count, w, a, groups=touched)]
+            fused = _moe_dims(spec, t * k, tp, 1)
+            ops += [_gemm("moe_gate_up", rows, 2 * width, h, count, w, a, groups=touched, moe_part=0, **fused),
+                    _swiglu("moe_act", t * k, width, count, a, moe_part=1, **fused),
+                    _gemm("moe_down", rows, h, width, count, w, a, groups=touched, moe_part=2, **fused)]
         if spec.num_shared_experts:
             shared = spec.num_shared_experts * spec.moe_intermediate_size / tp
             ops += [_gemm("shared_gate_up", t, 2 * shared, h, count, w, a),
@@ -188,9 +199,12 @@ def _ep_ops(spec: ModelSpec, n: int, rows: float, experts_touched: float, sent_t
     count, h, width = spec.num_moe_layers, spec.hidden_size, spec.moe_intermediate_size
     ops: list[Op] = []
     if rows > 0:
-        ops += [_gemm("moe_gate_up", rows / experts_touched, 2 * width, h, count, w, a, groups=experts_touched),
-                _swiglu("moe_act", rows, width, count, a),
-                _gemm("moe_down", rows / experts_touched, h, width, count, w, a, groups=experts_touched)]
+        fused = _moe_dims(spec, rows, 1, n)
+        ops += [_gemm("moe_gate_up", rows / experts_touched, 2 * width, h, count, w, a, groups=experts_touched,
+                      moe_part=0, **fused),
+                _swiglu("moe_act", rows, width, count, a, moe_part=1, **fused),
+                _gemm("moe_down", rows / experts_touched, h, width, count, w, a, groups=experts_touched,
+                      moe_part=2, **fused)]
     if sent_tokens > 0:
         buffer = sent_tokens * h * a * n / (n - 1)
         ops += [Op.make(ALLTOALL, name, 0.0, buffer, count, bytes=buffer, ranks=n)

@@ -59,8 +59,13 @@ def _write_tables(root, system="h100_sxm", framework="vllm", versions=("1.0.0", 
              "allreduce_dtype": "bfloat16", "num_gpus": g, "message_size": size,
              "latency": 0.004 + size * 2 / 400e9 * 1e3, "backend": backend}
             for g in (2, 4, 8) for size in (128, 1 << 16, 1 << 24) for backend in ("vllm_graph", "vllm_eager")]
+    moe = [{"framework": "VLLM", "version": "x", "device": "H100", "op_name": "moe", "kernel_source": "triton",
+            "moe_dtype": "bfloat16", "num_tokens": t, "hidden_size": 1024, "inter_size": 512, "topk": 2,
+            "num_experts": 8, "moe_tp_size": 1, "moe_ep_size": 1, "distribution": dist,
+            "latency": (0.02 + 1e-4 * t) * (1.0 if dist == "balanced" else 3.0)}
+           for t in (1, 16, 256, 4096) for dist in ("balanced", "power_law_1.2")]
     for version in versions:
-        for folder, name, data in (("gemm", "gemm_perf.parquet", rows),
+        for folder, name, data in (("moe", "moe_perf.parquet", moe), ("gemm", "gemm_perf.parquet", rows),
                                    ("attention", "context_attention_perf.parquet", ctx),
                                    ("attention", "generation_attention_perf.parquet", gen),
                                    ("comm", "custom_allreduce_perf.parquet", comm)):
@@ -218,3 +223,22 @@ def test_real_tables_load_for_every_catalog_gpu_they_cover(hardware):
         t2 = model.op_seconds(_gemm_op(4096, 4096, 4096))
         assert 1e-6 < t1 < t2 < 1e-2
         assert np.isfinite(model.op_seconds(_decode_op(8, 1000)))
+
+
+def test_fused_moe_layers_are_priced_from_the_moe_table(synthetic):
+    from models.opgraph import dense_ops
+    from models.spec import ModelSpec
+    from models.step import Parallelism
+    spec = ModelSpec(name="tiny-moe", family="t", hidden_size=1024, num_layers=2, num_heads=8, num_kv_heads=8,
+                     head_dim=128, intermediate_size=512, vocab_size=1000, num_experts=8, experts_per_token=2,
+                     moe_intermediate_size=512)
+    model = measured.load_measured("h100-sxm", "bf16", "vllm")
+    ops = {op.name: op for op in dense_ops(spec, 16, 16, Parallelism(1, 1), "bf16")}
+    # The layer's balanced-routing time at 16 tokens, on the gate_up op; the activation and down ops are
+    # inside the same fused kernel.
+    assert model.op_seconds(ops["moe_gate_up"]) == pytest.approx((0.02 + 1e-4 * 16) * MS, rel=1e-12)
+    assert model.op_seconds(ops["moe_act"]) == 0.0 and model.op_seconds(ops["moe_down"]) == 0.0
+    # A configuration the table lacks (tp 2): the GEMM rule prices the three ops.
+    tp2 = {op.name: op for op in dense_ops(spec, 16, 16, Parallelism(2, 1), "bf16")}
+    assert model.op_seconds(tp2["moe_down"]) > 0.0
+    assert model.op_seconds(tp2["moe_act"]) == RooflineLatencyModel("h100-sxm").op_seconds(tp2["moe_act"])

@@ -6,6 +6,7 @@ Which table prices which op kind (`KIND_SOURCES`; everything else is the rooflin
 | op kind | table | how |
 |---|---|---|
 | gemm | gemm_perf (framework's GEMM, per dtype) | (m, n, k) grid; a grouped (MoE expert) GEMM of g equal problems is priced as one GEMM with g·k inner dimension (same FLOPs and weight bytes, one kernel) |
+| MoE experts (the gemm and activation ops tagged `moe_part`) | moe_perf (fused MoE kernel) | the layer's measured time on its `moe_part` 0 op, 0 on the activation and down ops of the same fused kernel (`profiles.measured.moe`); configurations not measured fall back to the GEMM rule |
 | attn_prefill | context_attention_perf | see `profiles.measured.attention` |
 | attn_decode | generation_attention_perf | see `profiles.measured.attention` |
 | allreduce | the framework's custom all-reduce (CUDA-graph mode), else NCCL all-reduce | ranks measured (2, 4, 8) |
@@ -25,8 +26,9 @@ from models.spec import dtype_bytes
 from profiles.hardware import HardwareSpec, get_hardware
 from profiles.measured.attention import CONTEXT, GENERATION, AttentionTable
 from profiles.measured.ideal import Peaks
+from profiles.measured.moe import MoeTable
 from profiles.measured.source import (CONTEXT_ATTENTION, CUSTOM_ALLREDUCE, DISTRIBUTION, GEMM, GENERATION_ATTENTION,
-                                      KERNELS_ONLY, MeasuredDataError, ResolvedSource, package_version)
+                                      KERNELS_ONLY, MOE, MeasuredDataError, ResolvedSource, package_version)
 from profiles.measured.tables import GEMM_DTYPES, KV_DTYPES, CollectiveTables, GemmTables
 from profiles.roofline import RooflineLatencyModel
 
@@ -54,17 +56,18 @@ class MeasuredLatencyModel:
                 table = AttentionTable(path, phase, peaks)
                 if dtype in table.dtypes:
                     self.attention[phase] = table
+        self.moe = MoeTable(source.path(MOE), peaks) if source.path(MOE) is not None else None
         if source.hardware_id in KERNELS_ONLY:
             self.collectives = CollectiveTables(None, None, peaks)
         else:
             self.collectives = CollectiveTables(source.path(CUSTOM_ALLREDUCE), source.nccl_path, peaks)
         self._labels = {family: source.label(family) for family in (GEMM, CONTEXT_ATTENTION, GENERATION_ATTENTION,
-                                                                     CUSTOM_ALLREDUCE)}
+                                                                     CUSTOM_ALLREDUCE, MOE)}
         self._labels["nccl"] = f"NCCL {source.nccl_version} {source.system}"
         self._memo: dict[Op, float] = {}
         self._used: dict[str, dict] = defaultdict(lambda: {"source": None, "ops": 0, "approximate": 0})
         self._pricers = {K.GEMM: self._gemm, K.ATTN_PREFILL: self._prefill, K.ATTN_DECODE: self._decode,
-                         K.ALLREDUCE: self._allreduce, K.ALLTOALL: self._alltoall}
+                         K.ALLREDUCE: self._allreduce, K.ALLTOALL: self._alltoall, K.ACTIVATION: self._fused_moe}
 
     def _check_dtype(self, what: str, dtype: str, have: list[str]) -> None:
         if dtype not in have:
@@ -107,6 +110,8 @@ class MeasuredLatencyModel:
     def describe(self) -> dict:
         """What priced this run, for `latency_source` in the summary."""
         kernels = {"gemm": self.gemm.kernel(self.dtype)}
+        if self.moe is not None and self.moe.kernel(self.dtype):
+            kernels["moe"] = self.moe.kernel(self.dtype)
         for phase, table in self.attention.items():
             kernels[f"{phase}_attention"] = table.kernel(self.dtype)
         return {"source": "measured", "package": f"{DISTRIBUTION} {package_version()}", "system": self.source.system,
@@ -115,7 +120,24 @@ class MeasuredLatencyModel:
                 "kernels": kernels, "op_kinds": self.coverage()}
 
     # ---- pricers: (seconds, label, approximate) or None for the roofline ----------------------------
+    def _fused_moe(self, op: Op):
+        """The layer's measured fused-MoE time on its `moe_part` 0 op and 0 on the other two (None: not an
+        MoE expert op, or a configuration the table lacks)."""
+        part = op.dim("moe_part", -1.0)
+        if part < 0 or self.moe is None:
+            return None
+        found = self.moe.seconds(self.dtype, *(int(op.dim(d)) for d in ("moe_hidden", "moe_inter", "moe_top_k",
+                                                                         "moe_experts", "moe_tp", "moe_ep")),
+                                 op.dim("moe_rows"))
+        if found is None:
+            return None
+        seconds, outside = found
+        return (seconds if part == 0 else 0.0), self._labels[MOE], outside
+
     def _gemm(self, op: Op):
+        fused = self._fused_moe(op)
+        if fused is not None:
+            return fused
         m, n, k = op.dim("m"), op.dim("n"), op.dim("k")
         groups = op.dim("groups", 1.0)
         seconds, outside = self.gemm.seconds(self.dtype, m, n, k * groups)

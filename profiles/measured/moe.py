@@ -1,0 +1,81 @@
+"""Measured fused-MoE kernels: the routed experts of one MoE layer (gate/up GEMM, activation, down GEMM
+over the token-expert rows) as serving engines run them, one kernel per layer.
+
+Table `moe_perf`: latency per layer over the number of tokens entering the layer, for each (hidden size,
+expert width, top-k, experts, MoE tensor parallelism, MoE expert parallelism) measured, per weight dtype,
+with the framework's default fused kernel and balanced routing (each token's top-k experts uniformly
+spread). How draftsim's MoE ops map onto it (`models.opgraph._moe_dims`):
+
+* the op graph's rows on a GPU (tokens × top-k, divided over the EP ranks; the busiest rank's under a
+  skewed routing) are priced as the balanced layer whose per-rank rows are the same:
+  tokens = rows · ep / top-k. Approximation: a skewed load is priced as a balanced layer with more
+  tokens (the straggler's rows and weight traffic are matched, its distinct experts approximately);
+* beyond the measured token range: the edge price × the ideal-time ratio (weights of the experts
+  touched + FLOPs of the rows; `profiles.measured.grid`);
+* a configuration (model shape, tp, ep, dtype) the table lacks: not priced here, the three ops go to
+  the GEMM table one by one (grouped GEMM rule of `profiles.measured.model`).
+"""
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+from profiles.measured.grid import MeasuredGrid
+from profiles.measured.tables import MS, dominant_source, read
+
+MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
+_COLUMNS = ["kernel_source", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+            "moe_tp_size", "moe_ep_size", "distribution", "latency"]
+
+
+class MoeTable:
+    """Fused-MoE layer latency per configuration, over tokens."""
+
+    def __init__(self, path: Path, peaks):
+        frame = read(path, _COLUMNS)
+        if "distribution" in frame.columns:
+            frame = frame[frame["distribution"] == "balanced"]
+        self._peaks = peaks
+        self._frames = {dt: dominant_source(part) for dt, part in frame.groupby("moe_dtype")}
+        self._configs: dict[str, dict[tuple, object]] = {}
+        self._grids: dict[tuple, MeasuredGrid] = {}
+
+    def _config_frames(self, dtype: str) -> dict:
+        found = self._configs.get(dtype)
+        if found is None:
+            frame = self._frames.get(MOE_DTYPES.get(dtype, ""))
+            keys = ["hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
+            found = self._configs[dtype] = {} if frame is None else {
+                tuple(int(v) for v in key): part for key, part in frame.groupby(keys)}
+        return found
+
+    def kernel(self, dtype: str) -> str | None:
+        frame = self._frames.get(MOE_DTYPES.get(dtype, ""))
+        return None if frame is None or frame.empty else str(frame["kernel_source"].iloc[0])
+
+    def seconds(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int, tp: int, ep: int,
+                rows: float) -> tuple[float, bool] | None:
+        """(seconds of one layer, extrapolated) at `rows` token-expert rows per GPU, or None when the
+        configuration was not measured."""
+        config = (hidden, inter, top_k, experts, tp, ep)
+        part = self._config_frames(dtype).get(config)
+        if part is None:
+            return None
+        grid = self._grids.get((dtype, config))
+        if grid is None:
+            ideal = partial(_ideal, self._peaks, 1.0 if dtype == "fp8" else 2.0, config)
+            grid = self._grids[(dtype, config)] = MeasuredGrid.from_points(
+                part[["num_tokens"]].to_numpy(float), part["latency"].to_numpy(float) * MS, ideal)
+        return grid.seconds((rows * ep / top_k,))
+
+
+def _ideal(peaks, weight_bytes: float, config: tuple, point) -> float:
+    hidden, inter, top_k, experts, tp, ep = config
+    tokens = point[0]
+    rows = tokens * top_k / ep
+    local = experts / ep
+    touched = local * (1.0 - (1.0 - top_k / experts) ** tokens)
+    width = inter / tp
+    flops = 2.0 * rows * hidden * 3.0 * width
+    moved = touched * 3.0 * hidden * width * weight_bytes + rows * 2.0 * (2.0 * hidden + 3.0 * width)
+    return peaks.bound(flops, moved)
