@@ -8,6 +8,15 @@ from pathlib import Path
 EXIT_USAGE = 2
 
 
+def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code argparse chose (it has printed its one-line usage error, or
+    the help) — for sub-commands' `main`s, which return codes instead of raising SystemExit."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
 def _error(msg: str) -> int:
     print(f"draftsim: error: {msg}", file=sys.stderr)
     return EXIT_USAGE
@@ -113,8 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _one_line_warnings() -> None:
+    """Warnings print as one line ("draftsim: warning: ..."), without the source line."""
+    import warnings
+    warnings.formatwarning = lambda message, *args, **kwargs: f"draftsim: warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _one_line_warnings()
     if argv and argv[0] in DELEGATED:
         return _delegate(argv[0], argv[1:])
     parser = build_parser()

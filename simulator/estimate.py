@@ -148,11 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from simulator.errors import ScenarioError
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    from simulator.cli import parse_args
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     if args.prefill_tokens and args.query_tokens != 1:
         print("draftsim estimate: error: --query-tokens applies to decode steps, not with --prefill-tokens",
               file=sys.stderr)

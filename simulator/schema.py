@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from simulator.errors import ScenarioError
 from simulator.metrics import SLO
@@ -91,6 +92,14 @@ class LatencyConfig(_Strict):
     profile_dir: str | None = None
     engine_time: bool | None = None
     engine_version: str | None = None
+
+    @field_validator("version", "engine_version", mode="before")
+    @classmethod
+    def _version_is_text(cls, value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise PydanticCustomError("version_text", "give the version as a quoted string (YAML reads {v} as a "
+                                                      "number), e.g. \"0.10.0\"", {"v": value})
+        return value
 
     @model_validator(mode="after")
     def _fields_of_the_source(self) -> "LatencyConfig":

@@ -109,11 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    from simulator.cli import parse_args
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     try:
         points = load_points(args.points)
     except (OSError, ValueError) as exc:
