@@ -47,6 +47,8 @@ from simulator.step_cost import ForwardCost, _price
 class ZeroCost:
     """A drafter with no GPU work (n-gram / prompt lookup)."""
 
+    pass_layers = 0  # no GPU pass: nothing for the engine to launch
+
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         return np.zeros(3)
 
@@ -72,6 +74,7 @@ class MedusaHeadsCost(ZeroCost):
     dtype: str
     heads: int
     _memo: dict = field(default_factory=dict, repr=False)
+    pass_layers = 1  # the heads' residual blocks and LM heads run as one layer-like pass
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         t = int(logits_tokens)
@@ -107,6 +110,10 @@ class HostForwardCost(ForwardCost):
     link_bandwidth_bytes_per_s: float = 64e9
     link_latency_s: float = 3e-6
     on_host: bool = True  # its FLOPs/bytes are host work, not counted in GPU MFU/MBU
+
+    @property
+    def pass_layers(self) -> int:
+        return 0  # runs on the host CPU: no GPU launches
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         base = super().dense(num_tokens, logits_tokens)

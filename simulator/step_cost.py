@@ -132,6 +132,11 @@ class ForwardCost:
     _dense: dict = field(default_factory=dict, repr=False)
     _decode_grid: dict = field(default_factory=dict, repr=False)
 
+    @property
+    def pass_layers(self) -> int:
+        """Layers of one forward pass on the GPU (the engine's launch gaps scale with them)."""
+        return self.spec.num_layers
+
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         """Non-attention ops of one pass, plus the pass's host overhead (the latency model's
         `host_overhead_s`: measured on CPU, 0 on GPUs; no FLOPs or bytes)."""
@@ -276,12 +281,12 @@ class StepCostModel:
 
     @cached_property
     def pass_layout(self) -> PassLayout:
-        """The GPU passes of a speculative (or plain) decode step, for the engine's per-step time."""
-        target_layers = self.target.spec.num_layers
+        """The passes of a speculative (or plain) decode step, for the engine's per-step time: the
+        proposer's iterations, and the GPU passes and layers (a drafter with no GPU layers, on the host or
+        n-gram, adds none)."""
         passes = len(self.draft_widths)
-        draft_spec = getattr(self.draft, "spec", None)
-        on_gpu = passes if draft_spec is not None and not getattr(self.draft, "on_host", False) else 0
-        layers = target_layers + on_gpu * (draft_spec.num_layers if on_gpu else 0)
+        on_gpu = passes if passes and self.draft.pass_layers else 0
+        layers = self.target.pass_layers + on_gpu * (self.draft.pass_layers if on_gpu else 0)
         return PassLayout(passes, 1 + on_gpu, layers)
 
     def with_engine(self, draft: np.ndarray, target: np.ndarray, prefill_tokens, prefill_seqs,
@@ -305,7 +310,7 @@ class StepCostModel:
 
     @cached_property
     def _no_draft_layout(self) -> PassLayout:
-        return PassLayout(0, 1, self.target.spec.num_layers)
+        return PassLayout(0, 1, self.target.pass_layers)
 
     def _make_step_grid(self, batch: int) -> LazyGrid:
         return LazyGrid(lambda i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 7)

@@ -1,7 +1,7 @@
 """`MeasuredLatencyModel`: op seconds from real per-kernel GPU measurements (aiconfigurator-core tables).
 
-Which table prices which op kind (`KIND_SOURCES`; everything else is the roofline's, and the run's
-`latency_source` says so):
+Which table prices which op kind (everything else is the roofline's, and the run's `latency_source`
+says so, with the number of distinct shapes priced and how many were extrapolated or mapped):
 
 | op kind | table | how |
 |---|---|---|
@@ -29,7 +29,7 @@ from profiles.measured.ideal import Peaks
 from profiles.measured.moe import MoeTable
 from profiles.measured.source import (CONTEXT_ATTENTION, CUSTOM_ALLREDUCE, DISTRIBUTION, GEMM, GENERATION_ATTENTION,
                                       KERNELS_ONLY, MOE, MeasuredDataError, ResolvedSource, package_version)
-from profiles.measured.tables import GEMM_DTYPES, KV_DTYPES, CollectiveTables, GemmTables
+from profiles.measured.tables import CollectiveTables, GemmTables
 from profiles.roofline import RooflineLatencyModel
 
 ROOFLINE = "roofline"
@@ -188,11 +188,3 @@ class MeasuredLatencyModel:
 
     def _alltoall(self, op: Op):
         return self._collective(op, ("nccl_alltoall",))
-
-
-def measured_dtypes(source: ResolvedSource) -> list[str]:
-    """draftsim dtypes whose GEMMs are measured in `source` (for error messages and the catalog)."""
-    return [d for d in GEMM_DTYPES if d in GemmTables(source.path(GEMM), lambda dt: None).dtypes]
-
-
-__all__ = ["MeasuredLatencyModel", "measured_dtypes", "KV_DTYPES"]
