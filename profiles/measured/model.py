@@ -19,6 +19,8 @@ so `host_overhead_s` is 0.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
 
 from models import ops as K
 from models.ops import Op
@@ -35,6 +37,31 @@ from profiles.roofline import RooflineLatencyModel
 ROOFLINE = "roofline"
 
 
+@dataclass(frozen=True)
+class _Tables:
+    gemm: GemmTables
+    attention: dict
+    moe: MoeTable | None
+    collectives: CollectiveTables
+
+
+@lru_cache(maxsize=32)
+def _tables(source: ResolvedSource, hardware: HardwareSpec) -> _Tables:
+    """The tables of one source and GPU, read once per process: runs of a sweep, a plan or a validation
+    share them, and with them every grid and interpolation curve already built."""
+    peaks = Peaks.of(hardware, "bf16")
+    attention = {}
+    for family, phase in ((CONTEXT_ATTENTION, CONTEXT), (GENERATION_ATTENTION, GENERATION)):
+        if source.path(family) is not None:
+            attention[phase] = AttentionTable(source.path(family), phase, peaks)
+    moe = MoeTable(source.path(MOE), peaks) if source.path(MOE) is not None else None
+    if source.hardware_id in KERNELS_ONLY:
+        collectives = CollectiveTables(None, None, peaks)
+    else:
+        collectives = CollectiveTables(source.path(CUSTOM_ALLREDUCE), source.nccl_path, peaks)
+    return _Tables(GemmTables(source.path(GEMM), lambda dt: Peaks.of(hardware, dt)), attention, moe, collectives)
+
+
 class MeasuredLatencyModel:
     """LatencyModel pricing GEMMs, attention and collectives from measured tables, the rest by roofline."""
 
@@ -46,21 +73,11 @@ class MeasuredLatencyModel:
         self.dtype = dtype
         self.framework, self.version = source.framework, source.version
         self.roofline = RooflineLatencyModel(self.hardware, dtype=dtype)
-        peaks = Peaks.of(self.hardware, "bf16")
-        self.gemm = GemmTables(source.path(GEMM), lambda dt: Peaks.of(self.hardware, dt))
+        tables = _tables(source, self.hardware)
+        self.gemm = tables.gemm
         self._check_dtype("GEMM", dtype, self.gemm.dtypes)
-        self.attention = {}
-        for family, phase in ((CONTEXT_ATTENTION, CONTEXT), (GENERATION_ATTENTION, GENERATION)):
-            path = source.path(family)
-            if path is not None:
-                table = AttentionTable(path, phase, peaks)
-                if dtype in table.dtypes:
-                    self.attention[phase] = table
-        self.moe = MoeTable(source.path(MOE), peaks) if source.path(MOE) is not None else None
-        if source.hardware_id in KERNELS_ONLY:
-            self.collectives = CollectiveTables(None, None, peaks)
-        else:
-            self.collectives = CollectiveTables(source.path(CUSTOM_ALLREDUCE), source.nccl_path, peaks)
+        self.attention = {phase: table for phase, table in tables.attention.items() if dtype in table.dtypes}
+        self.moe, self.collectives = tables.moe, tables.collectives
         self._labels = {family: source.label(family) for family in (GEMM, CONTEXT_ATTENTION, GENERATION_ATTENTION,
                                                                      CUSTOM_ALLREDUCE, MOE)}
         self._labels["nccl"] = f"NCCL {source.nccl_version} {source.system}"
