@@ -59,10 +59,13 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
                   f"{spec.kv_bytes_per_token('bf16') / 1024:8.1f} KiB KV/token (bf16)")
     else:
         from profiles.hardware import get_hardware, list_hardware
+        from profiles.measured import available
         for hid in list_hardware():
             hw = get_hardware(hid)
-            print(f"{hid:12s} {hw.name:40s} {hw.hbm_bytes / 1024**3:6.0f} GiB  "
-                  f"{hw.hbm_bandwidth_bytes_per_s / 1e12:5.2f} TB/s")
+            measured = "; ".join(f"{fw} {', '.join(v)}" for fw, v in available(hid).items()) or "none (roofline)"
+            print(f"{hid:13s} {hw.name:48s} {hw.hbm_bytes / 1024**3:6.0f} GiB  "
+                  f"{hw.hbm_bandwidth_bytes_per_s / 1e12:5.2f} TB/s  {hw.peak_flops['bf16'] / 1e12:7.1f} TFLOP/s bf16  "
+                  f"measured kernels: {measured}")
     return 0
 
 

@@ -119,3 +119,12 @@ def test_validate_published_cli_writes_its_tables(tmp_path, capsys):
     summary = pd.read_csv(tmp_path / "summary.csv")
     assert set(summary["group"]) == {"kind", "pricing", "publication", "overall"}
     assert published_main(["--kind", "gemm", "--id", "no-such-point", "--out", str(tmp_path)]) == 2
+
+
+def test_catalog_hardware_says_which_gpus_have_measured_kernels(capsys):
+    from profiles.measured import available
+    assert cli(["catalog", "hardware"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "mi300x" in lines and "none (roofline)" in lines["mi300x"]
+    for fw, versions in available("h100-sxm").items():
+        assert f"{fw} {versions[-1]}" in lines["h100-sxm"]
