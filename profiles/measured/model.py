@@ -18,7 +18,7 @@ so `host_overhead_s` is 0.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -82,7 +82,7 @@ class MeasuredLatencyModel:
                                                                      CUSTOM_ALLREDUCE, MOE)}
         self._labels["nccl"] = f"NCCL {source.nccl_version} {source.system}"
         self._memo: dict[Op, float] = {}
-        self._used: dict[str, dict] = defaultdict(lambda: {"source": None, "ops": 0, "approximate": 0})
+        self._priced: Counter = Counter()  # (kind, source label, approximate) -> distinct shapes priced
         self._pricers = {K.GEMM: self._gemm, K.ATTN_PREFILL: self._prefill, K.ATTN_DECODE: self._decode,
                          K.ALLREDUCE: self._allreduce, K.ALLTOALL: self._alltoall, K.ACTIVATION: self._fused_moe}
 
@@ -101,28 +101,29 @@ class MeasuredLatencyModel:
         return 0.0
 
     def op_seconds(self, op: Op) -> float:
-        found = self._memo.get(op)
+        memo = self._memo
+        found = memo.get(op)
         if found is None:
             pricer = self._pricers.get(op.kind)
             result = pricer(op) if pricer is not None else None
             if result is None:
-                found = self.roofline.op_seconds(op)
-                self._record(op.kind, ROOFLINE, False)
+                found, label, approximate = self.roofline.op_seconds(op), ROOFLINE, False
             else:
                 found, label, approximate = result
-                self._record(op.kind, label, approximate)
-            self._memo[op] = found
+            self._priced[(op.kind, label, approximate)] += 1
+            memo[op] = found
         return found
-
-    def _record(self, kind: str, label: str, approximate: bool) -> None:
-        used = self._used[kind]
-        used["source"] = label if used["source"] in (None, label) else f"{used['source']} + {label}"
-        used["ops"] += 1
-        used["approximate"] += int(approximate)
 
     def coverage(self) -> dict[str, dict]:
         """op kind -> {source, ops (distinct shapes priced), approximate (extrapolated or mapped)}."""
-        return {kind: dict(v) for kind, v in sorted(self._used.items())}
+        out: dict[str, dict] = {}
+        for (kind, label, approximate), n in sorted(self._priced.items()):
+            used = out.setdefault(kind, {"source": label, "ops": 0, "approximate": 0})
+            if label not in used["source"].split(" + "):
+                used["source"] = f"{used['source']} + {label}"
+            used["ops"] += n
+            used["approximate"] += n if approximate else 0
+        return out
 
     def describe(self) -> dict:
         """What priced this run, for `latency_source` in the summary."""
@@ -137,27 +138,29 @@ class MeasuredLatencyModel:
                 "kernels": kernels, "op_kinds": self.coverage()}
 
     # ---- pricers: (seconds, label, approximate) or None for the roofline ----------------------------
-    def _fused_moe(self, op: Op):
+    def _fused_moe(self, op: Op, dims: dict | None = None):
         """The layer's measured fused-MoE time on its `moe_part` 0 op and 0 on the other two (None: not an
         MoE expert op, or a configuration the table lacks)."""
-        part = op.dim("moe_part", -1.0)
+        d = dims if dims is not None else dict(op.dims)
+        part = d.get("moe_part", -1.0)
         if part < 0 or self.moe is None:
             return None
-        found = self.moe.seconds(self.dtype, *(int(op.dim(d)) for d in ("moe_hidden", "moe_inter", "moe_top_k",
-                                                                         "moe_experts", "moe_tp", "moe_ep")),
-                                 op.dim("moe_rows"))
+        found = self.moe.seconds(self.dtype, *(int(d[k]) for k in ("moe_hidden", "moe_inter", "moe_top_k",
+                                                                   "moe_experts", "moe_tp", "moe_ep")),
+                                 d["moe_rows"])
         if found is None:
             return None
         seconds, outside = found
         return (seconds if part == 0 else 0.0), self._labels[MOE], outside
 
     def _gemm(self, op: Op):
-        fused = self._fused_moe(op)
-        if fused is not None:
-            return fused
-        m, n, k = op.dim("m"), op.dim("n"), op.dim("k")
-        groups = op.dim("groups", 1.0)
-        seconds, outside = self.gemm.seconds(self.dtype, m, n, k * groups)
+        d = dict(op.dims)
+        if "moe_part" in d:
+            fused = self._fused_moe(op, d)
+            if fused is not None:
+                return fused
+        groups = d.get("groups", 1.0)
+        seconds, outside = self.gemm.seconds(self.dtype, d["m"], d["n"], d["k"] * groups)
         return seconds, self._labels[GEMM], outside or groups != 1.0
 
     def _prefill(self, op: Op):
