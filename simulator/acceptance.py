@@ -1,4 +1,10 @@
-"""Acceptance models: how many of a step's γ draft tokens the target accepts, per request.
+"""Acceptance models: how many of a step's draft tokens the target accepts, per request.
+
+Every model is an `AcceptanceModel`: `gamma` (the most draft tokens one step can accept: the chain's γ,
+a tree's depth), `draft_tokens` (tokens verified per request per step), `draws` (τ of consecutive steps),
+`expected_accepted`, `full_accept_probability`, `survival_at` and `predicted_rows` (what a control
+policy predicts). Models: ChainAcceptance (here), TreeAcceptance and TraceTreeAcceptance
+(simulator.tree_acceptance), TraceChainAcceptance and TraceSampledAcceptance (simulator.trace_acceptance).
 
 Draws are counter-based: the uniform for (request r, its k-th speculative step) is a pure hash of
 (seed, r, k). So the accepted lengths of a request do not depend on how steps were batched, on other
@@ -33,8 +39,48 @@ def counter_uniforms(seed: int, request_ids: np.ndarray, step_index: np.ndarray)
     return z.astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
+class AcceptanceModel:
+    """The acceptance-model protocol with the defaults shared by the counter-based models (`tau`)."""
+
+    gamma: int
+    seed: int
+
+    @property
+    def draft_tokens(self) -> int:
+        return self.gamma
+
+    def tau(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def draws(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray, steps: int) -> np.ndarray:
+        """τ of `steps` consecutive speculative steps of each request, shape (steps, B), from its
+        `step_index`-th step with `emitted` tokens emitted (counter-based models ignore `emitted`)."""
+        return self.tau(request_ids, step_index + _STEP_ROWS[:steps])
+
+    def expected_accepted(self) -> float:
+        raise NotImplementedError
+
+    def full_accept_probability(self) -> float:
+        """P(τ = gamma): the whole draft accepted (drives the rollback of overlapped drafting)."""
+        raise NotImplementedError
+
+    def survival_at(self, count: int) -> float | None:
+        """P(τ ≥ count) for a chain, None where the model does not know it per length."""
+        return None
+
+    def predicted_rows(self, request_ids: np.ndarray, emitted: np.ndarray, length: int) -> np.ndarray:
+        """Predicted conditional acceptance (B, length) of each request's next draft positions: the α whose
+        i.i.d. chain gives the model's expected accepted length, the same for every request."""
+        from theory.chain import alpha_from_expected_tokens
+        alpha = alpha_from_expected_tokens(self.expected_accepted() + 1.0, self.gamma) if self.gamma else 0.0
+        return np.broadcast_to(np.full(length, float(np.clip(alpha, 0.0, 1.0))), (len(request_ids), length))
+
+
+_STEP_ROWS = np.arange(256)[:, None]  # step offsets as a column (bulks are at most 256 steps)
+
+
 @dataclass(frozen=True)
-class ChainAcceptance:
+class ChainAcceptance(AcceptanceModel):
     """Accepted length τ ∈ {0..γ} of a γ-token chain draft from survival probabilities.
 
     survival[i] = P(τ ≥ i+1) = Π_{j≤i} alphas[j], non-increasing. τ = #{i : u < survival[i]} for one
@@ -59,6 +105,17 @@ class ChainAcceptance:
     def expected_accepted(self) -> float:
         """E[τ] = Σ_i P(τ ≥ i)."""
         return float(self.survival.sum())
+
+    def full_accept_probability(self) -> float:
+        return float(self.survival[-1]) if self.gamma else 1.0
+
+    def survival_at(self, count: int) -> float:
+        return float(self.survival[count - 1])
+
+    def predicted_rows(self, request_ids: np.ndarray, emitted: np.ndarray, length: int) -> np.ndarray:
+        surv = np.r_[1.0, self.survival]
+        rows = np.divide(surv[1:], surv[:-1], out=np.zeros(length), where=surv[:-1] > 0)[:length]
+        return np.broadcast_to(rows, (len(request_ids), length))
 
     def __post_init__(self):
         if np.any(np.diff(self.survival) > 0):

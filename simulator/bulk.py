@@ -68,10 +68,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
         k_max = max(1, min(k_max, int(1.5 * (next_arrival_s - now_s) / rep.last_step_s) + 4))
     rows = _ROWS[:k_max]
     if rep.acceptance is not None:
-        if hasattr(rep.acceptance, "walk"):
-            tau = rep.acceptance.walk(ids, s.decode_steps[ids], s.emitted[ids], k_max)
-        else:
-            tau = rep.acceptance.tau(ids, s.decode_steps[ids] + rows)
+        tau = rep.acceptance.draws(ids, s.decode_steps[ids], s.emitted[ids], k_max)
         cum = np.cumsum(tau + 1, axis=0)   # tokens emitted by the end of step k (uncapped)
         cum_before = cum - tau - 1
         done = cum >= remaining

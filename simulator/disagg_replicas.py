@@ -46,6 +46,12 @@ class PrefillReplica(Replica):
         a `release`)."""
         return bool(self.running) or self.can_admit_head()
 
+    def fits(self, r: int) -> bool:
+        return self.blocks_for(int(self.s.prompt[r])) <= self.total_blocks
+
+    def bulk_ready(self) -> bool:
+        return False  # prefill steps only
+
     def completing(self, plan: StepPlan) -> list[int]:
         """Requests of `plan` whose prefill completes with it and that will decode afterwards."""
         s = self.s
@@ -85,6 +91,9 @@ class DecodeReplica(Replica):
     def reservation_tokens(self, r: int) -> int:
         return int(self.s.prompt[r] + self.s.output[r] + self.q)
 
+    def fits(self, r: int) -> bool:
+        return self.s.output[r] <= 1 or self.blocks_for(self.reservation_tokens(r)) <= self.total_blocks
+
     def _head_admissible(self, token_room: int = 0, batch_len: int = 0) -> bool:
         if not self.waiting:
             return False
@@ -123,15 +132,13 @@ class DecodeReplica(Replica):
         self.in_transfer -= 1
         self.inbox.append((at_s, r))
 
-    def plan_step(self, now_s: float) -> StepPlan:
+    def _plan(self, now_s: float) -> StepPlan:
         """A decode-only step over the running batch (blocks were reserved up front: no preemption)."""
         ids = np.asarray(self._reserve_decode_blocks(list(self.running)), dtype=np.int64)
-        plan = StepPlan([], [], ids, 0, int(self.s.ctx[ids].sum()))
-        plan.queued, plan.running = len(self.waiting), len(self.running)
-        return plan
+        return StepPlan([], [], ids, 0, int(self.s.ctx[ids].sum()))
 
     def bulk_ready(self) -> bool:
-        return bool(self.running)
+        return bool(self.running) and self.policy is None
 
     def outstanding_at(self, now_s: float) -> int:
         return super().outstanding_at(now_s) + len(self.routed) + self.in_transfer + len(self.inbox)

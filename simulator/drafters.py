@@ -147,11 +147,13 @@ class DrafterBuild:
     kv_bytes_per_token_per_gpu: float
     separate: bool = False          # drafts on its own GPUs, overlapped with verification
     spec: ModelSpec | None = None   # the draft model (for reports), if there is one
+    colocated_model: bool = False   # an independent draft model whose KV lives beside the target's
 
 
-def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, get_model,
-                  validate_parallelism) -> DrafterBuild:
+def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
     """The DrafterBuild of a scenario's drafter section `d` (any kind but none)."""
+    from models import get_model
+    from models.spec import validate_parallelism
     tp_par = Parallelism(par.tp, 1)
     if d.kind == "ngram":
         return DrafterBuild(ZeroCost(), None, 0.0, 0.0)
@@ -183,7 +185,7 @@ def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: st
     if d.placement == "colocated":
         return DrafterBuild(ForwardCost(spec, draft_par, latency, dtype), None,
                             spec.weight_bytes(dtype) / draft_par.gpus,
-                            spec.kv_bytes_per_token_per_gpu(draft_par, dtype), spec=spec)
+                            spec.kv_bytes_per_token_per_gpu(draft_par, dtype), spec=spec, colocated_model=True)
     if d.placement == "separate":
         if spec.weight_bytes(dtype) / draft_par.gpus >= hw.hbm_bytes:
             raise ScenarioError("drafter.tp", f"draft {spec.name} does not fit on {d.tp} GPU(s) of {hw.id}")

@@ -1,9 +1,18 @@
-"""The SimPy event loop: arrivals are routed to replicas; each replica runs steps (or bulks of steps).
+"""The SimPy event loop of a cluster of pools: arrivals are routed to the first pool; each replica runs
+steps (or bulks of decode steps); a disaggregated cluster hands requests from its prefill pool to its
+decode pool with a KV transfer on the network (simulator.disagg.KVHandOff).
 
 Events per replica: one per step, or one per bulk of decode steps (step_mode "bulk"). Arrivals are
 scheduled with URGENT priority so that, at equal times, a request that arrives exactly when a step ends
 is visible to the step formed at that instant — the same rule the bulk planner uses ("a bulk ends at the
 first step boundary at or after the next arrival"), which makes bulk and step-by-step modes identical.
+A decode-pool replica's bulk in flight is cut short (re-planned from its start, which reproduces the same
+steps) when a KV arrival or a routed request must become visible at a step boundary inside it.
+
+Closed-loop workloads: a request is sent when an earlier one completes, at that instant, to the first
+pool. Bulks end at their first finish (`Replica.stop_bulk_at_finish`); with several colocated replicas
+the next arrival is unknown while another replica's bulk is in flight, so they run step by step (decode
+pools keep bulks: what a finish sends reaches them only through a hand-off, which cuts the bulk).
 """
 from __future__ import annotations
 
@@ -14,10 +23,7 @@ import simpy
 from simpy.events import URGENT
 
 from simulator.bulk import NEVER, apply_bulk, plan_bulk
-from simulator.routers import Router
-from simulator.replica import Replica
-from simulator.state import DROP_EXCEEDS_KV, RequestState
-
+from simulator.state import DROP_EXCEEDS_KV
 
 _NO_FINISHES = np.zeros(0)
 
@@ -40,36 +46,39 @@ class EngineConfig:
 
 
 class Engine:
-    def __init__(self, state: RequestState, replicas: list[Replica], router: Router, cfg: EngineConfig):
+    def __init__(self, cluster, cfg: EngineConfig):
         self.env = simpy.Environment()
-        self.state = state
-        self.replicas = replicas
-        self.router = router
+        self.cluster = cluster
+        self.state = cluster.state
+        self.entry = cluster.pools[0]
+        self.handoff = cluster.handoff
         self.cfg = cfg
+        self.bulk = cfg.step_mode == "bulk"
         self.next_arrival_s = np.inf
-        self._wakeups: list[simpy.Event | None] = [None] * len(replicas)
+        self._wake: dict[int, simpy.Event] = {}
+        self._interrupt: dict[int, simpy.Event] = {}
         self.finished = 0
         self._sent = 0          # closed loop: requests sent so far
         self._owed = 0          # closed loop: completions not yet answered by a new request
         self._sending = False
 
     def run(self) -> float:
-        """Simulate until every request finished or was dropped. Returns the simulated end time.
-
-        Closed-loop workloads: a request is sent when an earlier one completes, at that instant. With one
-        replica a bulk ends at its first finish, so bulk and step modes stay identical; with several the
-        next arrival is unknown while another replica's bulk is in flight, so steps run one by one."""
-        closed = self.cfg.closed_loop is not None
-        if closed:
-            self.env.process(self._closed_loop_start())
-            for rep in self.replicas:
+        """Simulate until every request finished or was dropped. Returns the simulated end time."""
+        env, reps = self.env, self.cluster.replicas
+        if self.handoff is not None:
+            self.handoff.start(self)
+        if self.cfg.closed_loop is not None:
+            env.process(self._closed_loop_start())
+            for rep in reps:
                 rep.stop_bulk_at_finish = True
         else:
-            self.env.process(self._arrivals())
-        for rep in self.replicas:
-            self.env.process(self._replica_loop(rep))
-        self.env.run()
-        return max([self.env.now] + [rep.clock_s for rep in self.replicas])
+            env.process(self._arrivals())
+        for pool in self.cluster.pools:
+            loop = self._decode_loop if pool.name == "decode" else self._replica_loop
+            for rep in pool.replicas:
+                env.process(loop(rep))
+        env.run()
+        return max([env.now] + [rep.clock_s for rep in reps])
 
     # ---- arrivals ----------------------------------------------------------------------------------
     def _arrivals(self):
@@ -104,21 +113,16 @@ class Engine:
 
     def _route(self, r: int) -> None:
         s = self.state
-        first = self.replicas[0]
-        if first.blocks_for(int(s.prompt[r] + s.output[r] + first.q)) > first.total_blocks:
+        if not all(pool.replicas[0].fits(r) for pool in self.cluster.pools):
             s.dropped[r] = True
             s.drop_reason[r] = DROP_EXCEEDS_KV
             self._count_finished(1)
             return
-        now = self.env.now
-        idx = self.router.choose([rep.outstanding_at(now) for rep in self.replicas],
-                                 [len(rep.waiting) for rep in self.replicas])
-        rep = self.replicas[idx]
+        reps, now = self.entry.replicas, self.env.now
+        idx = self.entry.router.choose([rep.outstanding_at(now) for rep in reps], [len(rep.waiting) for rep in reps])
         s.replica[r] = idx
-        rep.waiting.append(r)
-        wake = self._wakeups[idx]
-        if wake is not None and not wake.triggered:
-            wake.succeed()
+        reps[idx].waiting.append(r)
+        self.poke(reps[idx])
 
     def _count_finished(self, k: int) -> None:
         self.finished += k
@@ -127,17 +131,33 @@ class Engine:
         if self.cfg.closed_loop is not None and k:
             self._send(k)
 
+    def _report(self, finished: list[int]) -> None:
+        if finished:
+            self._count_finished(len(finished))
+            finished.clear()
+
     # ---- replicas ----------------------------------------------------------------------------------
-    def _replica_loop(self, rep: Replica):
-        env = self.env
-        bulk = self.cfg.step_mode == "bulk" and (self.cfg.closed_loop is None or len(self.replicas) == 1)
+    def poke(self, rep) -> None:
+        """Make `rep` look at its queues: wake it when idle, cut its bulk in flight short."""
+        for events in (self._wake, self._interrupt):
+            ev = events.get(rep.index)
+            if ev is not None and not ev.triggered:
+                ev.succeed()
+
+    def _idle(self, rep):
+        self._wake[rep.index] = ev = self.env.event()
+        yield ev
+        del self._wake[rep.index]
+        rep.clock_s = self.env.now
+
+    def _replica_loop(self, rep):
+        """A colocated or prefill-pool replica: steps, or bulks that end at the next arrival."""
+        env, handoff = self.env, self.handoff
+        bulk = self.bulk and (self.cfg.closed_loop is None or len(self.cluster.replicas) == 1)
         finished: list[int] = []
         while True:
             if not rep.has_work():
-                self._wakeups[rep.index] = wake = env.event()
-                yield wake
-                self._wakeups[rep.index] = None
-                rep.clock_s = env.now
+                yield from self._idle(rep)
                 continue
             start_s = rep.clock_s
             plan = plan_bulk(rep, start_s, self.next_arrival_s) if bulk and rep.bulk_ready() else None
@@ -154,10 +174,53 @@ class Engine:
                 if step.empty:
                     continue
                 costs = rep.step_costs(step)
-                end_s = start_s + (costs[0].seconds + costs[1].seconds)
+                if handoff is None:
+                    end_s = start_s + (costs[0].seconds + costs[1].seconds)
+                else:  # the prefill pool's rounding, kept bit-identical to the earlier prefill loop
+                    end_s = start_s + costs[0].seconds + costs[1].seconds
+
+                    handoff.prefill_step(self, rep, step, start_s, end_s)
                 yield env.timeout(end_s - env.now)
                 rep.clock_s = end_s
                 rep.apply_step(step, start_s, end_s, costs, finished)
-            if finished:
-                self._count_finished(len(finished))
-                finished.clear()
+                if handoff is not None:
+                    handoff.prefill_done(self, rep)
+            self._report(finished)
+
+    def _decode_loop(self, rep):
+        """A decode-pool replica: requests join at step boundaries once their KV arrived; a bulk in flight
+        is cut when something becomes visible inside it (module docstring)."""
+        env, finished = self.env, []
+        while True:
+            self.handoff.collect(self, rep)
+            if not rep.running:
+                nxt = rep.next_event_s()
+                if nxt <= env.now:      # catching up after a cut bulk: the next visible event is past
+                    rep.clock_s = max(rep.clock_s, nxt)
+                else:
+                    yield from self._idle(rep)
+                continue
+            start_s = rep.clock_s
+            plan = plan_bulk(rep, start_s, rep.next_event_s(), stop_at_arrival=True) \
+                if self.bulk and rep.bulk_ready() else None
+            if plan is not None:
+                end_s = float(plan.ends_s[-1])
+                if end_s > env.now:
+                    rep.pending_finish_s = np.sort(plan.ends_s[plan.finish_step[plan.finish_step < plan.steps]])
+                    self._interrupt[rep.index] = cut = env.event()
+                    yield env.any_of([env.timeout(end_s - env.now), cut])
+                    del self._interrupt[rep.index]
+                    rep.pending_finish_s = rep.pending_finish_s[:0]
+                    if env.now < end_s:
+                        continue   # something became visible inside the bulk: re-plan from its start
+                rep.clock_s = end_s
+                apply_bulk(rep, plan, finished)
+            else:
+                step = rep.plan_step(start_s)
+                costs = rep.step_costs(step)
+                end_s = start_s + costs[0].seconds + costs[1].seconds
+                if end_s > env.now:
+                    yield env.timeout(end_s - env.now)
+                rep.clock_s = end_s
+                rep.apply_step(step, start_s, end_s, costs, finished)
+            self._report(finished)

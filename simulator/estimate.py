@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 from models.opgraph import step_ops
-from models.step import Parallelism, StepShape
+from models.step import StepShape
+from simulator.step_cost import StepCostModel
 
 
 def _latency_config(latency):
@@ -52,29 +53,28 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     """The step's seconds (kernels + engine time), its op-kind breakdown and what priced it (see the
     module docstring). `latency`: a `cluster.latency` block as a dict (e.g. {"source": "measured",
     "framework": "vllm"}) or None for the default. ScenarioError naming the argument on bad input."""
-    from models import get_model
-    from models.spec import DTYPE_BYTES, validate_parallelism
-    from profiles.hardware import get_hardware
+    from models.spec import DTYPE_BYTES
     from profiles.select import describe_latency
-    from simulator.build import _lookup, make_engine_time, make_latency_model
     from simulator.errors import ScenarioError
-    from simulator.step_cost import ForwardCost, StepCostModel
+    from simulator.factory import build_replica_kind
+    from simulator.schema import MoeConfig, ParallelismConfig
+    from simulator.spec_schema import ChainSpec, FixedPolicy
+    from simulator.schema import ConstantAcceptance, NoDrafter
 
     _check_counts(tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens,
                   prefill_tokens=prefill_tokens)
     if dtype not in DTYPE_BYTES or dtype == "int4":
         raise ScenarioError("dtype", f"{dtype!r} is not supported; allowed: fp32, bf16, fp16, fp8")
-    spec = _lookup("model", get_model, model)
-    hw = _lookup("hardware", get_hardware, hardware)
-    par = Parallelism(tp, 1)
     try:
-        validate_parallelism(spec, par)
-    except ValueError as exc:
-        raise ScenarioError("tp", str(exc)) from None
-    config = _latency_config(latency)
-    lat = make_latency_model(config, hw.id, dtype, Path.cwd())
-    engine = make_engine_time(config, hw.id, lat, None)
-    cost = StepCostModel(ForwardCost(spec, par, lat, dtype), None, 0, engine=engine)
+        kind = build_replica_kind(model=model, hardware=hardware, parallelism=ParallelismConfig(tp=tp), dtype=dtype,
+                                  latency=_latency_config(latency), moe=MoeConfig(), memory_utilization=None,
+                                  drafter=NoDrafter(), speculation=ChainSpec(), acceptance=ConstantAcceptance(),
+                                  policy=FixedPolicy(), acceptance_seed=0, base_dir=Path.cwd(), where="estimate")
+    except ScenarioError as exc:  # name the argument, not a scenario field
+        field = {"cluster.model": "model", "estimate.hardware": "hardware"}.get(
+            exc.field, "tp" if "parallelism" in exc.field else exc.field)
+        raise ScenarioError(field, str(exc).split(": ", 1)[1]) from None
+    spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
     if prefill_tokens:
         pairs = batch * (prefill_tokens * context_tokens + prefill_tokens * (prefill_tokens + 1) // 2)
         shape = StepShape(prefill_tokens=batch * prefill_tokens, prefill_seqs=batch, prefill_attn_pairs=pairs)

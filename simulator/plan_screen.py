@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -54,90 +53,41 @@ class ScreenEstimate:
     tokens_per_step: float = math.nan
 
 
-@lru_cache(maxsize=256)
-def _step_costs(model: str, hardware: str, dtype: str, tp: int, pp: int, draft: str, draft_tp: int, gamma: int,
-                util: float, ep: int = 1, moe_json: str = "{}"):
-    """(StepCostModel, KV tokens per replica) for one replica shape; raises ScenarioError if it can't exist.
-    With ep > 1 the target pass is the DES's expert-parallel cost (simulator.moe_cost: straggler rank,
-    all-to-all on the topology) under the plan's `moe` options (JSON, for the cache key)."""
-    import json
-
-    from models import get_model
-    from models.opgraph import validate_expert_parallelism
-    from models.spec import validate_parallelism
-    from models.step import Parallelism
-    from pathlib import Path
-
-    from profiles.hardware import get_hardware
-    from simulator.build import kv_capacity_tokens, make_engine_time, make_latency_model
-    from simulator.schema import LatencyConfig
-    from simulator.step_cost import ForwardCost, StepCostModel
-
-    target, hw = get_model(model), get_hardware(hardware)
-    try:
-        par = Parallelism(tp, pp, ep)
-        validate_expert_parallelism(target, par)
-        validate_parallelism(target, par)
-    except ValueError as exc:
-        raise ScenarioError("parallelism", str(exc)) from None
-    # The confirming DES scenarios use the default latency block: price the screen the same way.
-    latency = make_latency_model(LatencyConfig(), hardware, dtype, Path.cwd())
-    engine = make_engine_time(LatencyConfig(), hardware, latency, "draft_model" if gamma else None)
-    draft_spec = draft_par = draft_cost = None
-    if gamma:
-        draft_spec, draft_par = get_model(draft), Parallelism(draft_tp, 1)
-        if draft_tp > par.gpus:
-            raise ScenarioError("drafter.tp", f"{draft_tp} exceeds the replica's {par.gpus} GPUs")
-        draft_cost = ForwardCost(draft_spec, draft_par, latency, dtype)
-    kv = kv_capacity_tokens(hw, target, par, dtype, util, draft_spec, draft_par)
-    if ep > 1:
-        from simulator.moe_cost import make_ep_forward_cost
-        from simulator.schema import MoeConfig
-        target_cost = make_ep_forward_cost(target, par, latency, dtype, hw, MoeConfig(**json.loads(moe_json)),
-                                           Path.cwd())
-    else:
-        target_cost = ForwardCost(target, par, latency, dtype)
-    return StepCostModel(target_cost, draft_cost, gamma, engine=engine), kv
-
-
 CHAIN_ACCEPTANCE = ("constant", "positional")
-_BUILT: dict = {}
+_KINDS: dict = {}
 
 
-def _built_costs(c: Candidate, spec):
-    """(StepCostModel, KV tokens, tokens per step) from the DES's own construction of the candidate's
-    replica (simulator.build on a one-request copy of its scenario): any drafter/speculation shape the DES
-    supports (trees, multi-draft, ranked or pair acceptance) is priced exactly as the DES prices it."""
+def replica_kind(c: Candidate, spec):
+    """The candidate's ReplicaKind, from the one replica factory (simulator.factory) on the candidate's
+    own scenario: any drafter/speculation shape the DES supports (trees, multi-draft, ranked or pair
+    acceptance, expert parallelism under the plan's `moe` options) is priced exactly as the DES prices it.
+    Raises ScenarioError if the replica cannot exist. Memoized per candidate shape."""
     import json
     from pathlib import Path
 
-    from simulator.build import build
+    from simulator.build import Streams, pool_kind
     from simulator.schema import parse_scenario
 
-    key = (json.dumps(Colocated().scenario(c, spec, 0), sort_keys=True, default=str),)
-    if key not in _BUILT:
-        data = Colocated().scenario(c, spec, 0)
-        data["cluster"]["replicas"] = 1
+    data = Colocated().scenario(c, spec, 0)
+    data["cluster"]["replicas"] = 1
+    key = json.dumps(data, sort_keys=True, default=str)
+    if key not in _KINDS:
         data["workload"] = {"arrival": {"process": "poisson", "qps": 1.0},
                             "prompt_tokens": {"kind": "fixed", "value": 16},
                             "output_tokens": {"kind": "fixed", "value": 4}, "num_requests": 1}
-        built = build(parse_scenario(data), Path.cwd())
-        rep = built.replicas[0]
-        tokens = 1.0 + rep.acceptance.expected_accepted() if rep.acceptance is not None else 1.0
-        _BUILT[key] = (rep.cost, built.kv_tokens_per_replica, tokens)
-    return _BUILT[key]
+        _KINDS[key] = pool_kind(parse_scenario(data), None, "cluster", Streams.from_seed(0).acceptance_seed,
+                                Path.cwd())
+    return _KINDS[key]
 
 
 def _candidate_costs(c: Candidate, spec):
     """(StepCostModel, KV tokens per replica, tokens per step) of a candidate's replica."""
-    import json
-
+    kind = replica_kind(c, spec)
     if c.speculation or spec.acceptance.get("kind") not in CHAIN_ACCEPTANCE:
-        return _built_costs(c, spec)
-    util = float(spec.scheduler.get("gpu_memory_utilization", 0.9))
-    cost, kv = _step_costs(c.model, c.hardware, spec.dtype, c.tp, c.pp, c.drafter, c.drafter_tp, c.gamma, util,
-                           c.ep, json.dumps(spec.moe, sort_keys=True))
-    return cost, kv, tokens_per_step(spec.acceptance, c.gamma)
+        tokens = 1.0 + kind.acceptance.expected_accepted() if kind.acceptance is not None else 1.0
+    else:
+        tokens = tokens_per_step(spec.acceptance, c.gamma)
+    return kind.cost, kind.kv_tokens, tokens
 
 
 def _little_batch(excess, b_max: float) -> float | None:
@@ -175,7 +125,7 @@ def tokens_per_step(acceptance: dict, gamma: int) -> float:
 
 
 class Colocated:
-    """Target and drafter share each replica's GPUs (the only deployment the DES has today)."""
+    """One pool: target and drafter share each replica's GPUs."""
 
     name = "colocated"
 
@@ -226,7 +176,8 @@ class Colocated:
 
 class Disaggregated(Colocated):
     """A prefill pool of `c.prefill_replicas` replicas and a decode pool of the rest, each replica with the
-    candidate's TP/PP, the KV cache sent over the scale-up link (simulator.disagg in the DES).
+    candidate's TP/PP/EP, drafter and speculation shape, the KV cache sent over the scale-up link
+    (simulator.disagg in the DES).
 
     Screen: the prefill pool is the colocated model's prefill alone (λ_p = QPS / prefill replicas,
     ρ_p = λ_p t_p < 1, TTFT ≈ t_p + ρ_p t_p / (2 (1 − ρ_p))); the KV transfer takes
@@ -239,7 +190,7 @@ class Disaggregated(Colocated):
 
     def scenario(self, c: Candidate, spec, seed: int) -> dict:
         data = super().scenario(c, spec, seed)
-        par = {"tp": c.tp, "pp": c.pp}
+        par = {"tp": c.tp, "pp": c.pp, "ep": c.ep}
         data["cluster"].pop("replicas")
         data["cluster"].pop("parallelism")
         data["cluster"]["disaggregation"] = {"prefill": {"replicas": c.prefill_replicas, "parallelism": par},
@@ -252,11 +203,6 @@ class Disaggregated(Colocated):
         from models.step import Parallelism
         from profiles.hardware import get_hardware
 
-        if c.ep > 1:
-            return ScreenEstimate(False, "expert parallelism inside disaggregated pools is not modelled")
-        if c.speculation or spec.acceptance.get("kind") not in CHAIN_ACCEPTANCE:
-            return ScreenEstimate(False, "disaggregated pools run chain speculation with constant or positional "
-                                  "acceptance only")
         try:
             cost, kv_tokens, tokens = _candidate_costs(c, spec)
         except ScenarioError as exc:

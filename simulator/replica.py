@@ -48,7 +48,7 @@ class Replica:
         self.acceptance = acceptance
         self.gamma = acceptance.gamma if acceptance is not None else 0
         # draft tokens verified per request per step (tree nodes for trees) and verify query tokens
-        self.draft_tokens = getattr(acceptance, "draft_tokens", self.gamma)
+        self.draft_tokens = acceptance.draft_tokens if acceptance is not None else 0
         self.q = cost.q if acceptance is not None else 1
         self.policy = policy  # simulator.policies.Policy or None (fixed shape)
         self.total_blocks = total_blocks
@@ -76,6 +76,11 @@ class Replica:
 
     def blocks_for(self, tokens) -> np.ndarray | int:
         return -(-tokens // self.sched.block_size)
+
+    def fits(self, r: int) -> bool:
+        """Request `r` can ever run here: its whole life (prompt + output + a verify window) fits in KV."""
+        s = self.s
+        return self.blocks_for(int(s.prompt[r] + s.output[r] + self.q)) <= self.total_blocks
 
     # ---- admission / preemption --------------------------------------------------------------------
     def _is_decoding(self, r: int) -> bool:
@@ -138,11 +143,14 @@ class Replica:
 
     # ---- step formation ----------------------------------------------------------------------------
     def plan_step(self, now_s: float) -> StepPlan:
-        plan = self._plan_vllm(now_s) if self.sched.policy == "vllm" else self._plan_sarathi(now_s)
+        plan = self._plan(now_s)
         plan.queued, plan.running = len(self.waiting), len(self.running)
         if self.policy is not None and len(plan.decode_ids):
             plan.counts = self.policy.counts(self, plan.decode_ids, plan.queued)
         return plan
+
+    def _plan(self, now_s: float) -> StepPlan:
+        return self._plan_vllm(now_s) if self.sched.policy == "vllm" else self._plan_sarathi(now_s)
 
     def _plan_vllm(self, now_s: float) -> StepPlan:
         """Prefill-first: if any waiting request can be admitted, this step prefills the admitted ones
@@ -193,9 +201,7 @@ class Replica:
     def _sample_tau(self, ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
         if self.acceptance is None:
             return np.zeros(np.broadcast(ids, step_index).shape, dtype=np.int64)
-        if hasattr(self.acceptance, "walk"):  # position-dependent: position = emitted tokens − 1
-            return self.acceptance.walk(ids, step_index, self.s.emitted[ids], 1)[0]
-        return self.acceptance.tau(ids, step_index)
+        return self.acceptance.draws(ids, step_index, self.s.emitted[ids], 1)[0]
 
     def step_costs(self, plan: StepPlan):
         if plan.counts is not None:

@@ -47,10 +47,12 @@ class MoeConfig(_Strict):
 
 
 class PoolConfig(_Strict):
-    """One pool of a disaggregated cluster: its replica count and per-replica parallelism."""
+    """One pool of a disaggregated cluster: its replica count, per-replica parallelism (TP/PP/EP) and
+    hardware (default: `cluster.hardware`)."""
 
     replicas: int = Field(1, ge=1, le=4096)
     parallelism: ParallelismConfig = ParallelismConfig()
+    hardware: str | None = None
     router: str = "round_robin"
 
 

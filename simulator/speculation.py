@@ -32,6 +32,7 @@ import numpy as np
 
 from simulator.acceptance import ChainAcceptance
 from simulator.errors import ScenarioError
+from simulator.trace_acceptance import load_trace_acceptance, load_trace_sampled_acceptance
 from simulator.tree_acceptance import TreeAcceptance, trace_rank_probs, trace_tree_walks
 from theory.trees import Tree
 
@@ -60,9 +61,9 @@ def pair_distributions(acc) -> tuple[np.ndarray, np.ndarray]:
     return p, q / q.sum()
 
 
-def rank_probs(scenario, base_dir: Path) -> np.ndarray:
-    """Per-rank child acceptance (Sequoia's positional model) from the scenario's acceptance section."""
-    acc = scenario.acceptance
+def rank_probs(acc, base_dir: Path, shape: str = "tree") -> np.ndarray:
+    """Per-rank child acceptance (Sequoia's positional model) from an `acceptance` section (`shape`: the
+    speculation kind that needs it, for the error message)."""
     if acc.kind == "ranked":
         return np.asarray(acc.accept_probs, dtype=np.float64)
     if acc.kind == "pair":
@@ -77,19 +78,19 @@ def rank_probs(scenario, base_dir: Path) -> np.ndarray:
             raise ScenarioError("acceptance.mode", "trees and multi-draft on a trace need mode 'greedy' and a "
                                 "model drafter ('draft' or 'skip'): the walk follows the drafter's ranks")
         return trace_rank_probs(acc.trace, acc.drafter, base_dir, MAX_RANKS)
-    raise ScenarioError("acceptance.kind", f"{scenario.speculation.kind} verification needs per-rank "
+    raise ScenarioError("acceptance.kind", f"{shape} verification needs per-rank "
                         f"acceptance: 'ranked', 'pair' or 'trace' (got {acc.kind!r})")
 
 
-def build_tree(scenario, gamma: int, base_dir: Path) -> Tree:
+def build_tree(sp, acc, gamma: int, base_dir: Path) -> Tree:
+    """The tree of a `speculation` section (tree, dynamic_tree or multidraft) under an `acceptance` one."""
     from theory import tree_builders as tb
     from theory.tree_search import optimal_tree
 
-    sp = scenario.speculation
-    probs = rank_probs(scenario, base_dir)
+    probs = rank_probs(acc, base_dir, sp.kind)
     try:
         if sp.kind == "multidraft":
-            return _multidraft_tree(scenario, probs, sp.n, gamma)
+            return _multidraft_tree(sp, acc, probs, gamma)
         if sp.kind == "dynamic_tree":
             return tb.eagle2_tree(tb.positional_child_probs(probs), sp.top_k, sp.depth, sp.budget)
         if sp.builder == "kary":
@@ -101,10 +102,10 @@ def build_tree(scenario, gamma: int, base_dir: Path) -> Tree:
         raise ScenarioError("speculation", str(exc)) from None
 
 
-def _multidraft_tree(scenario, probs: np.ndarray, n: int, gamma: int) -> Tree:
+def _multidraft_tree(sp, acc, probs: np.ndarray, gamma: int) -> Tree:
     if gamma < 1:
         raise ScenarioError("drafter.gamma", "multidraft needs sequences of length >= 1")
-    acc = scenario.acceptance
+    n = sp.n
     parents, ranks = [-1], [0]
     for r in range(n):
         parents.append(0), ranks.append(r)
@@ -113,7 +114,7 @@ def _multidraft_tree(scenario, probs: np.ndarray, n: int, gamma: int) -> Tree:
     if acc.kind == "pair":
         from theory.multidraft import acceptance, single_draft_acceptance
         p, q = pair_distributions(acc)
-        first, below = acceptance(p, q, n, scenario.speculation.scheme), single_draft_acceptance(p, q)
+        first, below = acceptance(p, q, n, sp.scheme), single_draft_acceptance(p, q)
         first_level = [first / n] * n
     else:  # ranked or trace: the n first tokens are the drafter's top-n candidates
         first_level = [float(probs[r]) if r < len(probs) else 0.0 for r in range(n)]
@@ -122,22 +123,28 @@ def _multidraft_tree(scenario, probs: np.ndarray, n: int, gamma: int) -> Tree:
     return Tree(tuple(parents), tuple(ranks), tuple(accept))
 
 
-def build_speculation(scenario, gamma: int, seed: int, base_dir: Path, chain_acceptance,
-                      parallel_passes: bool) -> SpeculationBuild:
-    """Shape + acceptance of the scenario's speculation. `chain_acceptance(gamma)` builds the chain
-    acceptance of constant / positional / trace sections; `parallel_passes`: one draft pass per step."""
-    sp, acc = scenario.speculation, scenario.acceptance
+def chain_acceptance(acc, gamma: int, seed: int, base_dir: Path):
+    """The chain acceptance model of an `acceptance` section for drafts of `gamma` tokens."""
+    if acc.kind == "trace" and acc.mode == "sample":
+        return load_trace_sampled_acceptance(acc.trace, acc.drafter, acc.temperature, gamma, seed, base_dir)
+    if acc.kind == "trace":
+        return load_trace_acceptance(acc.trace, acc.drafter, gamma, seed, base_dir)
+    if acc.kind == "ranked":
+        return ChainAcceptance.from_alphas([acc.accept_probs[0]], gamma, seed)
+    if acc.kind == "pair":
+        from theory.multidraft import single_draft_acceptance
+        return ChainAcceptance.from_alphas([single_draft_acceptance(*pair_distributions(acc))], gamma, seed)
+    return ChainAcceptance.from_alphas([acc.alpha] if acc.kind == "constant" else list(acc.alphas), gamma, seed)
+
+
+def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_passes: bool) -> SpeculationBuild:
+    """Shape + acceptance of a `speculation` section under an `acceptance` one; `parallel_passes`: the
+    drafter makes one pass per step (parallel heads)."""
     if sp.kind == "chain":
-        if acc.kind == "ranked":
-            model = ChainAcceptance.from_alphas([acc.accept_probs[0]], gamma, seed)
-        elif acc.kind == "pair":
-            from theory.multidraft import single_draft_acceptance
-            model = ChainAcceptance.from_alphas([single_draft_acceptance(*pair_distributions(acc))], gamma, seed)
-        else:
-            model = chain_acceptance(gamma)
+        model = chain_acceptance(acc, gamma, seed, base_dir)
         widths = (1,) if parallel_passes and gamma else (1,) * gamma
-        return SpeculationBuild(model, None, gamma + 1, widths, False, full_accept_probability(model))
-    tree = build_tree(scenario, gamma, base_dir)
+        return SpeculationBuild(model, None, gamma + 1, widths, False, model.full_accept_probability())
+    tree = build_tree(sp, acc, gamma, base_dir)
     if parallel_passes and tree.depth > gamma:
         raise ScenarioError("speculation.depth", f"the tree is {tree.depth} deep but the parallel heads "
                             f"predict only drafter.gamma={gamma} positions")
@@ -148,22 +155,4 @@ def build_speculation(scenario, gamma: int, seed: int, base_dir: Path, chain_acc
     widths = (1,) if parallel_passes else tuple(int(w) for w in tree.expanded_level_widths())
     # A tree that is a single path is verified with the causal mask, exactly as the chain it is.
     branching = tree.size - 1 != tree.depth
-    return SpeculationBuild(model, tree, tree.size, widths, branching, full_accept_probability(model))
-
-
-def full_accept_probability(model) -> float:
-    """P(τ = gamma) of an acceptance model (drives the rollback of overlapped drafting)."""
-    if model.gamma == 0:
-        return 1.0
-    if isinstance(model, ChainAcceptance):
-        return float(model.survival[-1])
-    if isinstance(model, TreeAcceptance):
-        return float(model.tree.path_probs[model.tree.node_depths == model.gamma].sum())
-    walks = getattr(model, "walks", model)
-    if hasattr(walks, "flat"):
-        return float(np.mean(walks.flat == model.gamma))
-    beta = getattr(model, "beta", None)  # trace sampling mode: mean over positions of Π β
-    if beta is not None:
-        windows = np.lib.stride_tricks.sliding_window_view(beta, model.gamma)
-        return float(np.prod(windows, axis=1).mean())
-    raise TypeError(f"unknown acceptance model {type(model).__name__}")
+    return SpeculationBuild(model, tree, tree.size, widths, branching, model.full_accept_probability())

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.acceptance import counter_uniforms
+from simulator.acceptance import AcceptanceModel, counter_uniforms
 from simulator.errors import ScenarioError
 
 SHIPPED_TRACES = Path(__file__).resolve().parent.parent / "profiles" / "data" / "acceptance"
@@ -32,7 +32,7 @@ def assign_sequences(seed: int, request_ids: np.ndarray, num_sequences: int) -> 
 
 
 @dataclass(frozen=True)
-class TraceChainAcceptance:
+class TraceChainAcceptance(AcceptanceModel):
     """τ per (request, step index) from per-sequence walks concatenated in `flat`."""
 
     gamma: int
@@ -51,6 +51,9 @@ class TraceChainAcceptance:
     def expected_accepted(self) -> float:
         """Mean τ when every sequence is equally likely and its walk is read in full."""
         return float(np.mean([self.flat[a:a + n].mean() for a, n in zip(self.starts, self.lengths)]))
+
+    def full_accept_probability(self) -> float:
+        return float(np.mean(self.flat == self.gamma)) if self.gamma else 1.0
 
 
 def resolve_trace_path(name_or_path: str, base_dir: Path) -> Path:
@@ -82,7 +85,7 @@ def load_trace_acceptance(name_or_path: str, drafter: str, gamma: int, seed: int
 
 
 @dataclass(frozen=True)
-class TraceSampledAcceptance:
+class TraceSampledAcceptance(AcceptanceModel):
     """Sampling-mode acceptance from a trace's per-position β = Σ min(p, q) at a temperature.
 
     A request walks its assigned sequence: at text position p (= tokens emitted since its first token),
@@ -102,8 +105,21 @@ class TraceSampledAcceptance:
     def sequence_of(self, request_ids: np.ndarray) -> np.ndarray:
         return assign_sequences(self.seed, request_ids, len(self.starts))
 
-    def walk(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray,
-             steps: int) -> np.ndarray:
+    def full_accept_probability(self) -> float:
+        """Mean over positions of Π β over a whole draft window."""
+        if self.gamma == 0:
+            return 1.0
+        windows = np.lib.stride_tricks.sliding_window_view(self.beta, self.gamma)
+        return float(np.prod(windows, axis=1).mean())
+
+    def predicted_rows(self, request_ids: np.ndarray, emitted: np.ndarray, length: int) -> np.ndarray:
+        """The measured β at each request's next positions."""
+        seq = self.sequence_of(request_ids)
+        idx = self.starts[seq][:, None] + (emitted[:, None] - 1 + np.arange(length)) % self.lengths[seq][:, None]
+        return self.beta[idx]
+
+    def draws(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray,
+              steps: int) -> np.ndarray:
         """τ of `steps` consecutive speculative steps of each request, shape (steps, B), starting at
         step `step_index` with `emitted` tokens emitted."""
         seq = self.sequence_of(request_ids)

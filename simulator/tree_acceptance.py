@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.acceptance import counter_uniforms
+from simulator.acceptance import AcceptanceModel, counter_uniforms
 from simulator.errors import ScenarioError
 from theory.trees import Tree
 
@@ -45,7 +45,7 @@ def nested_intervals(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class TreeAcceptance:
+class TreeAcceptance(AcceptanceModel):
     """τ per (request, step index) from a tree with per-node acceptance (positional or otherwise).
 
     gamma: the tree's depth (most draft tokens a step can accept); draft_tokens: nodes verified per request
@@ -73,6 +73,11 @@ class TreeAcceptance:
 
     def expected_accepted(self) -> float:
         return self.tree.expected_tokens - 1.0
+
+    def full_accept_probability(self) -> float:
+        if self.gamma == 0:
+            return 1.0
+        return float(self.tree.path_probs[self.tree.node_depths == self.gamma].sum())
 
     def sample(self, uniforms: np.ndarray) -> np.ndarray:
         if not len(self.depths):
@@ -130,11 +135,15 @@ def trace_tree_walks(name_or_path: str, drafter: str, tree: Tree, seed: int, bas
 
 
 @dataclass(frozen=True)
-class TraceTreeAcceptance:
+class TraceTreeAcceptance(AcceptanceModel):
     """Trace walks of a tree: the chain trace acceptance's interface plus the tree's draft-token count."""
 
     walks: object  # TraceChainAcceptance
-    draft_tokens: int
+    nodes: int     # draft tokens verified per request per step (tree size − 1)
+
+    @property
+    def draft_tokens(self) -> int:
+        return self.nodes
 
     @property
     def gamma(self) -> int:
@@ -145,6 +154,9 @@ class TraceTreeAcceptance:
 
     def expected_accepted(self) -> float:
         return self.walks.expected_accepted()
+
+    def full_accept_probability(self) -> float:
+        return self.walks.full_accept_probability()
 
 
 def trace_rank_probs(name_or_path: str, drafter: str, base_dir: Path, max_rank: int) -> np.ndarray:

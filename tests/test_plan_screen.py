@@ -9,7 +9,7 @@ import pytest
 
 from simulator.api import run
 from simulator.plan import pareto_front
-from simulator.plan_screen import Colocated, Workload, _step_costs, tokens_per_step
+from simulator.plan_screen import Colocated, Workload, replica_kind, tokens_per_step
 from simulator.plan_spec import Candidate, PlanSpec
 
 SPEC = PlanSpec.model_validate({
@@ -38,7 +38,7 @@ def test_low_load_reduces_to_one_request_alone():
     """At vanishing load the batch is ~0-1 and TPOT is one decode step of one request over E tokens."""
     work = Workload(qps=1e-4, mean_prompt_tokens=512, mean_output_tokens=200)
     est = Colocated().screen(cand(gamma=3), SPEC, work)
-    cost, _ = _step_costs("llama-3-8b", "h100-sxm", "bf16", 1, 1, "llama-68m", 1, 3, 0.9)
+    cost = replica_kind(cand(gamma=3), SPEC).cost
     d, t = cost.decode_steps(1, np.array([612]))
     one_step = d[0, 0] + t[0, 0]
     assert est.feasible and est.batch < 0.05
@@ -113,7 +113,7 @@ def test_disaggregated_screen_at_low_load_is_prefill_then_lone_decode_plus_kv_tr
 
     work = Workload(qps=1e-4, mean_prompt_tokens=512, mean_output_tokens=200)
     est = Disaggregated().screen(disagg_cand(1, 2, gamma=3), SPEC, work)
-    cost, _ = _step_costs("llama-3-8b", "h100-sxm", "bf16", 1, 1, "llama-68m", 1, 3, 0.9)
+    cost = replica_kind(cand(gamma=3), SPEC).cost
     d, t = cost.decode_steps(1, np.array([612]))
     hw = get_hardware("h100-sxm")
     t_kv = (512 * get_model("llama-3-8b").kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16")
@@ -193,4 +193,6 @@ def test_tree_drafters_are_screened_with_the_des_construction_and_close_to_the_d
     assert des["tokens_per_step"] == pytest.approx(est.tokens_per_step, rel=0.05)
     assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
     split = Candidate(**{**c.__dict__, "deployment": "disaggregated", "replicas": 2, "prefill_replicas": 1})
-    assert not DEPLOYMENTS["disaggregated"].screen(split, spec, Workload(4.0, 512, 200)).feasible
+    # disaggregated pools run trees too: the split is screened with the same replica kind
+    pooled = DEPLOYMENTS["disaggregated"].screen(split, spec, Workload(4.0, 512, 200))
+    assert pooled.feasible and pooled.tokens_per_step == est.tokens_per_step

@@ -83,11 +83,11 @@ def test_smartspec_picks_the_goodput_optimal_gamma_of_the_cost_model():
                                     policy={"kind": "smartspec", "max_gamma": 6}))
     rep = result.built.replicas[0]
     pol = rep.policy
-    for (batch, cell), gamma in list(pol._smartspec.items())[:20]:
+    for (batch, cell), gamma in list(pol._chosen.items())[:20]:
         ctx = cell * CTX_GRID_TOKENS * batch
         want = goodput_optimal_gamma(np.full(batch, 0.7), lambda b, g: pol._decode_seconds(g, b, ctx), 6)
         assert gamma == want.gamma
-    assert len(set(pol._smartspec.values())) >= 1
+    assert len(set(pol._chosen.values())) >= 1
     assert result.steps.emitted_tokens.sum() == result.requests.output_tokens.sum()
 
 
