@@ -64,6 +64,9 @@ CASES = [
      "462dd8d8ec063c6f", "08be09322e0b33dc", "059da98c572fa203"),
     ("scenarios/validation/cpu_quick.yaml", [],
      "48dd60fc9330b0a7", "95c031cdf5cbba27", "d32e43eab86493b1"),
+    # added with the one-engine redesign (recorded on its commit, not on dc52e50)
+    ("scenarios/disagg/eagle_tree_ep_h100_h200.yaml", ['workload.num_requests=80'],
+     "399af50912870259", "47d4e99e126c3721", "76c44bf7d5e4a776"),
 ]
 
 
