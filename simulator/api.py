@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simulator.build import Cluster, build
-from simulator.engine import Engine, EngineConfig
-from simulator.metrics import build_requests_frame, build_steps_frame, summarize
-from simulator.schema import Scenario, load_scenario, parse_scenario
+from simulator.cluster.build import Cluster, build
+from simulator.core.engine import Engine, EngineConfig
+from simulator.results.metrics import build_requests_frame, build_steps_frame, summarize
+from simulator.config.scenario import Scenario, load_scenario, parse_scenario
 
 
 @dataclass
@@ -84,7 +84,7 @@ def _alltoall_column(pools, steps: pd.DataFrame) -> np.ndarray | None:
 
 
 def cluster_summary(cluster: Cluster, requests: pd.DataFrame, steps: pd.DataFrame, end_s: float) -> dict:
-    """summary.json of any cluster: the metrics of `simulator.metrics.summarize`, GPU-weighted over pools
+    """summary.json of any cluster: the metrics of `simulator.results.metrics.summarize`, GPU-weighted over pools
     of different sizes and hardware, the pricing sources, KV capacity and, for disaggregation, the
     per-pool counts and KV-transfer statistics."""
     scenario, pools = cluster.scenario, cluster.pools

@@ -1,4 +1,4 @@
-"""Disaggregated prefill/decode in the DES (simulator.disagg): KV transfer times against the link model,
+"""Disaggregated prefill/decode in the DES (simulator.cluster.handoff): KV transfer times against the link model,
 contention, conservation, causality, step == bulk, determinism, bad input."""
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import simulator
-from simulator.outputs import summary_json
+from simulator.results.outputs import summary_json
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "disagg" / "eagle_tree_ep_h100_h200.yaml"
 SMALL = ["workload.num_requests=120"]

@@ -1,4 +1,4 @@
-"""Goodput per GPU by bisection on the rate (simulator.goodput) and the placement search."""
+"""Goodput per GPU by bisection on the rate (simulator.workflows.goodput) and the placement search."""
 from __future__ import annotations
 
 import math
@@ -6,7 +6,7 @@ import math
 import pytest
 
 from simulator.errors import ScenarioError
-from simulator.goodput import (attainment_at, candidates, colocated, disaggregated, max_goodput, scenario_gpus,
+from simulator.workflows.goodput import (attainment_at, candidates, colocated, disaggregated, max_goodput, scenario_gpus,
                                search_placements)
 from sim_helpers import scenario
 

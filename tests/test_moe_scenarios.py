@@ -8,7 +8,7 @@ import pytest
 
 from scenarios.moe.ep_vs_tp import Setup, main, table
 from simulator.api import run
-from simulator.schema import load_scenario
+from simulator.config.scenario import load_scenario
 
 MOE_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "moe"
 

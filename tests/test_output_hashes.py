@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import simulator
-from simulator.outputs import summary_json, write_parquet
+from simulator.results.outputs import summary_json, write_parquet
 
 ROOT = Path(__file__).resolve().parent.parent
 

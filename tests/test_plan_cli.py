@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from simulator.plan import build_parser, main
+from simulator.workflows.plan.main import build_parser, main
 
 PLAN = {
     "name": "small", "seed": 2, "models": ["llama-3-8b"],

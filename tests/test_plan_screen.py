@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from simulator.api import run
-from simulator.plan import pareto_front
-from simulator.plan_screen import Colocated, Workload, replica_kind, tokens_per_step
-from simulator.plan_spec import Candidate, PlanSpec
+from simulator.workflows.plan.main import pareto_front
+from simulator.workflows.plan.screen import Colocated, Workload, replica_kind, tokens_per_step
+from simulator.workflows.plan.config import Candidate, PlanSpec
 
 SPEC = PlanSpec.model_validate({
     "name": "t", "seed": 4, "models": ["llama-3-8b"], "hardware": [{"id": "h100-sxm", "usd_per_gpu_hour": 2.0}],
@@ -93,8 +93,8 @@ def disagg_cand(prefill: int, replicas: int, gamma: int = 0) -> Candidate:
 
 
 def test_disaggregated_candidates_cover_every_split():
-    from simulator.plan_screen import DEPLOYMENTS
-    from simulator.plan_spec import enumerate_candidates
+    from simulator.workflows.plan.screen import DEPLOYMENTS
+    from simulator.workflows.plan.config import enumerate_candidates
 
     spec = PlanSpec.model_validate({**SPEC.model_dump(), "search": {"replicas": [1, 3],
                                                                     "deployments": ["colocated", "disaggregated"]}})
@@ -109,7 +109,7 @@ def test_disaggregated_screen_at_low_load_is_prefill_then_lone_decode_plus_kv_tr
     from models import get_model
     from models.step import Parallelism
     from profiles.hardware import get_hardware
-    from simulator.plan_screen import Disaggregated
+    from simulator.workflows.plan.screen import Disaggregated
 
     work = Workload(qps=1e-4, mean_prompt_tokens=512, mean_output_tokens=200)
     est = Disaggregated().screen(disagg_cand(1, 2, gamma=3), SPEC, work)
@@ -133,7 +133,7 @@ def test_disaggregated_screen_at_low_load_is_prefill_then_lone_decode_plus_kv_tr
 @pytest.mark.parametrize("qps", [4.0, 16.0])
 def test_disaggregated_screen_is_close_to_the_des(qps):
     """Mean TPOT and TTFT within 30 % / 40 % of the DES run of the same 1 prefill + 1 decode layout."""
-    from simulator.plan_screen import Disaggregated
+    from simulator.workflows.plan.screen import Disaggregated
 
     spec = PlanSpec.model_validate({**SPEC.model_dump(), "workload": {**SPEC.workload, "arrival":
                                                                       {"process": "poisson", "qps": qps}}})
@@ -148,8 +148,8 @@ def test_disaggregated_screen_is_close_to_the_des(qps):
 
 
 def test_expert_parallel_candidates_count_ep_gpus_and_screen_close_to_the_des():
-    from simulator.plan_screen import DEPLOYMENTS
-    from simulator.plan_spec import enumerate_candidates
+    from simulator.workflows.plan.screen import DEPLOYMENTS
+    from simulator.workflows.plan.config import enumerate_candidates
 
     spec = PlanSpec.model_validate({
         **SPEC.model_dump(), "models": ["qwen3-30b-a3b"], "moe": {"routing": "zipf", "zipf_exponent": 0.8},
@@ -171,8 +171,8 @@ def test_expert_parallel_candidates_count_ep_gpus_and_screen_close_to_the_des():
 
 
 def test_tree_drafters_are_screened_with_the_des_construction_and_close_to_the_des():
-    from simulator.plan_screen import DEPLOYMENTS
-    from simulator.plan_spec import enumerate_candidates
+    from simulator.workflows.plan.screen import DEPLOYMENTS
+    from simulator.workflows.plan.config import enumerate_candidates
     from theory.tree_search import optimal_tree
 
     probs = [0.6, 0.15, 0.05]

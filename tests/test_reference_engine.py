@@ -12,15 +12,15 @@ torch.set_num_threads(1)
 from models import get_model  # noqa: E402
 from models.torch_impl.qwen2 import ModelConfig, random_model  # noqa: E402
 from profiles.hardware import get_hardware  # noqa: E402
-from profiles.reference.compare import STEP_KEYS, combine_repeats  # noqa: E402
-from profiles.reference.diagnose import kernel_context_excess, op_breakdown, predicted_by_kind  # noqa: E402
-from profiles.reference.engine import ReferenceConfig, run_reference  # noqa: E402
-from profiles.reference.model import DecodeGroup, FusedDecoder, PrefillChunk  # noqa: E402
-from profiles.reference.workload import offline_trace, write_offline_trace  # noqa: E402
-from simulator.acceptance import ChainAcceptance  # noqa: E402
+from scenarios.validation.reference.compare import STEP_KEYS, combine_repeats  # noqa: E402
+from scenarios.validation.reference.diagnose import kernel_context_excess, op_breakdown, predicted_by_kind  # noqa: E402
+from scenarios.validation.reference.engine import ReferenceConfig, run_reference  # noqa: E402
+from models.torch_impl.fused import DecodeGroup, FusedDecoder, PrefillChunk  # noqa: E402
+from scenarios.validation.reference.workload import offline_trace, write_offline_trace  # noqa: E402
+from simulator.speculation.acceptance import ChainAcceptance  # noqa: E402
 from simulator.api import run as simulate  # noqa: E402
-from simulator.build import Streams  # noqa: E402
-from simulator.schema import parse_scenario  # noqa: E402
+from simulator.cluster.build import Streams  # noqa: E402
+from simulator.config.scenario import parse_scenario  # noqa: E402
 
 
 # ---- the decoder ---------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Drafter families: pass costs, placement, and the memory model (simulator.drafters)."""
+"""Drafter families: pass costs, placement, and the memory model (simulator.cost.drafters)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,9 +11,9 @@ from models.step import Parallelism
 from models.spec import dtype_bytes
 from profiles.hardware import get_hardware
 from sim_helpers import scenario
-from simulator.drafters import layer_params
+from simulator.cost.drafters import layer_params
 from simulator.errors import ScenarioError
-from simulator.step_cost import ForwardCost
+from simulator.cost.step_cost import ForwardCost
 
 DRAFT = {"kind": "draft_model", "model": "llama-68m", "gamma": 4}
 QUIET = {"arrival": {"qps": 0.5}, "num_requests": 20, "output_tokens": {"kind": "fixed", "value": 64}}

@@ -7,7 +7,7 @@ import pytest
 
 import simulator
 from sim_helpers import scenario
-from simulator.step_cost import CTX_GRID_TOKENS
+from simulator.cost.step_cost import CTX_GRID_TOKENS
 from theory.policies.specdecpp import specdecpp_length
 
 DRAFT = {"kind": "draft_model", "model": "llama-68m", "gamma": 4}

@@ -8,8 +8,8 @@ from models import get_model
 from models.opgraph import attention_ops, dense_ops
 from models.step import Parallelism, StepShape
 from profiles.roofline import RooflineLatencyModel
-from simulator import step_table
-from simulator.step_cost import CTX_GRID_TOKENS, ForwardCost, StepCostModel, interpolate_on_grid
+from simulator.cost import step_table
+from simulator.cost.step_cost import CTX_GRID_TOKENS, ForwardCost, StepCostModel, interpolate_on_grid
 
 
 def _exact(fc: ForwardCost, seqs: int, q: int, ctx_sum: int) -> np.ndarray:

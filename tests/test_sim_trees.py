@@ -9,10 +9,10 @@ import pytest
 
 import simulator
 from sim_helpers import scenario
-from simulator.acceptance import ChainAcceptance, counter_uniforms
-from simulator.schema import parse_scenario
-from simulator.speculation import build_tree, pair_distributions
-from simulator.tree_acceptance import TreeAcceptance, tree_accepted_depth
+from simulator.speculation.acceptance import ChainAcceptance, counter_uniforms
+from simulator.config.scenario import parse_scenario
+from simulator.speculation.shapes import build_tree, pair_distributions
+from simulator.speculation.tree_acceptance import TreeAcceptance, tree_accepted_depth
 from theory.multidraft import SCHEMES, acceptance as md_acceptance
 from theory.trees import Tree
 from theory.tree_builders import eagle2_tree, kary_tree, positional_child_probs
@@ -147,7 +147,7 @@ def test_trace_tree_walk_on_ranks():
     """Greedy tree verification on a measured trace: a k-ary tree of width w accepts along runs of
     rank < w, which is profiles.acceptance.trace.tree_accepted_depth for full trees."""
     from profiles.acceptance.trace import load_trace, tree_accepted_lengths
-    from simulator.trace_acceptance import resolve_trace_path
+    from simulator.speculation.trace_acceptance import resolve_trace_path
 
     trace = load_trace(resolve_trace_path("qwen2.5-coder-1.5b-0.5b", Path(".")))
     tree = kary_tree(2, 3, [0.5, 0.2])
@@ -173,7 +173,7 @@ def test_trace_driven_tree_matches_the_trace_empirical_tree_walk():
     length of a real greedy tree decoder over the trace's texts (profiles' own tree_accepted_lengths,
     walked position by position) within 2 %."""
     from profiles.acceptance.trace import load_trace, tree_accepted_lengths
-    from simulator.trace_acceptance import resolve_trace_path
+    from simulator.speculation.trace_acceptance import resolve_trace_path
 
     trace = load_trace(resolve_trace_path("qwen2.5-coder-1.5b-0.5b", Path(".")))
     depth = tree_accepted_lengths(trace, [2, 2, 2, 2], "draft")

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from simulator.sweep import main, run_sweep
-from simulator.sweep_store import POINTS_DIR, SweepStore
+from simulator.workflows.sweep.main import main, run_sweep
+from simulator.workflows.sweep.store import POINTS_DIR, SweepStore
 from sim_helpers import scenario
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,7 +155,7 @@ def test_plots_and_printed_table(tmp_path, capsys):
 
 def test_help_reads_well(capsys):
     with pytest.raises(SystemExit):
-        from simulator.sweep import build_parser
+        from simulator.workflows.sweep.main import build_parser
         build_parser().parse_args(["--help"])
     text = capsys.readouterr().out
     assert "--resume" in text and "dask://HOST:PORT" in text and "example:" in text

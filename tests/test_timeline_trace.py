@@ -11,7 +11,7 @@ import yaml
 
 from simulator.api import run
 from simulator.cli import main
-from simulator.timeline import REQUEST_PID, trace_events, trace_json
+from simulator.results.timeline import REQUEST_PID, trace_events, trace_json
 from sim_helpers import scenario
 
 SPEC = scenario(workload={"num_requests": 80, "arrival": {"process": "poisson", "qps": 12.0}},

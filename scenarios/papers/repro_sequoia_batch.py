@@ -51,7 +51,7 @@ def scenario(batch: int, speculation: dict | None, requests: int | None = None) 
 
 
 def _chosen_budget(result, batch: int) -> int:
-    from simulator.speculation import rank_probs
+    from simulator.speculation.shapes import rank_probs
     from theory.tree_search import choose_tree_size
 
     cost = result.built.replicas[0].cost
@@ -64,8 +64,8 @@ def _chosen_budget(result, batch: int) -> int:
 
 
 def run() -> Outcome:
-    from simulator.schema import parse_scenario
-    from simulator.speculation import build_tree
+    from simulator.config.scenario import parse_scenario
+    from simulator.speculation.shapes import build_tree
 
     rows, chosen = [], {}
     tree32_tokens = tree32_expected = None

@@ -32,7 +32,7 @@ ALPHA, GAMMA, MAX_GAMMA = 0.6, 4, 6
 
 
 def run() -> Outcome:
-    from simulator.step_cost import CTX_GRID_TOKENS
+    from simulator.cost.step_cost import CTX_GRID_TOKENS
     from theory.policies.smartspec import goodput_optimal_gamma
 
     rows, last = [], None
