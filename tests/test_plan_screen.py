@@ -10,9 +10,9 @@ import pytest
 from simulator.api import run
 from simulator.workflows.plan.main import pareto_front
 from simulator.workflows.plan.screen import Colocated, Workload, replica_kind, tokens_per_step
-from simulator.workflows.plan.config import Candidate, PlanSpec
+from simulator.workflows.plan.config import Candidate, PlanConfig
 
-SPEC = PlanSpec.model_validate({
+SPEC = PlanConfig.model_validate({
     "name": "t", "seed": 4, "models": ["llama-3-8b"], "hardware": [{"id": "h100-sxm", "usd_per_gpu_hour": 2.0}],
     "workload": {"arrival": {"process": "poisson", "qps": 10.0}, "prompt_tokens": {"kind": "fixed", "value": 512},
                  "output_tokens": {"kind": "fixed", "value": 200}, "num_requests": 600},
@@ -59,7 +59,7 @@ def test_batch_solves_littles_law():
 def test_overload_and_memory_are_infeasible():
     heavy = Workload(qps=400.0, mean_prompt_tokens=512, mean_output_tokens=200)
     assert not Colocated().screen(cand(), SPEC, heavy).feasible
-    big = PlanSpec.model_validate({**SPEC.model_dump(), "models": ["llama-3-70b"]})
+    big = PlanConfig.model_validate({**SPEC.model_dump(), "models": ["llama-3-70b"]})
     est = Colocated().screen(Candidate("llama-3-70b", "h100-sxm", 2.0, 1, 1, 1, "none", 0, 1, "colocated"), big,
                              Workload(1.0, 512, 200))
     assert not est.feasible and "GiB" in est.reason
@@ -68,7 +68,7 @@ def test_overload_and_memory_are_infeasible():
 @pytest.mark.parametrize("qps, gamma", [(4.0, 0), (4.0, 3), (16.0, 0), (16.0, 3)])
 def test_screen_is_close_to_the_des(qps, gamma):
     """Mean TPOT within 30 % and mean TTFT within 40 % of the DES on uncongested candidates."""
-    spec = PlanSpec.model_validate({**SPEC.model_dump(), "workload": {**SPEC.workload, "arrival":
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "workload": {**SPEC.workload, "arrival":
                                                                       {"process": "poisson", "qps": qps}}})
     c = cand(gamma)
     est = Colocated().screen(c, spec, Workload(qps, 512, 200))
@@ -96,7 +96,7 @@ def test_disaggregated_candidates_cover_every_split():
     from simulator.workflows.plan.screen import DEPLOYMENTS
     from simulator.workflows.plan.config import enumerate_candidates
 
-    spec = PlanSpec.model_validate({**SPEC.model_dump(), "search": {"replicas": [1, 3],
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "search": {"replicas": [1, 3],
                                                                     "deployments": ["colocated", "disaggregated"]}})
     found = enumerate_candidates(spec, tuple(DEPLOYMENTS))
     splits = sorted((c.replicas, c.prefill_replicas) for c in found if c.deployment == "disaggregated")
@@ -135,7 +135,7 @@ def test_disaggregated_screen_is_close_to_the_des(qps):
     """Mean TPOT and TTFT within 30 % / 40 % of the DES run of the same 1 prefill + 1 decode layout."""
     from simulator.workflows.plan.screen import Disaggregated
 
-    spec = PlanSpec.model_validate({**SPEC.model_dump(), "workload": {**SPEC.workload, "arrival":
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "workload": {**SPEC.workload, "arrival":
                                                                       {"process": "poisson", "qps": qps}}})
     c = disagg_cand(1, 2)
     scenario = Disaggregated().scenario(c, spec, spec.seed)
@@ -151,7 +151,7 @@ def test_expert_parallel_candidates_count_ep_gpus_and_screen_close_to_the_des():
     from simulator.workflows.plan.screen import DEPLOYMENTS
     from simulator.workflows.plan.config import enumerate_candidates
 
-    spec = PlanSpec.model_validate({
+    spec = PlanConfig.model_validate({
         **SPEC.model_dump(), "models": ["qwen3-30b-a3b"], "moe": {"routing": "zipf", "zipf_exponent": 0.8},
         "workload": {**SPEC.workload, "arrival": {"process": "poisson", "qps": 8.0}, "num_requests": 200},
         "search": {"tp": [1], "ep": [1, 8], "max_gpus": 8}})
@@ -176,7 +176,7 @@ def test_tree_drafters_are_screened_with_the_des_construction_and_close_to_the_d
     from theory.tree_search import optimal_tree
 
     probs = [0.6, 0.15, 0.05]
-    spec = PlanSpec.model_validate({
+    spec = PlanConfig.model_validate({
         **SPEC.model_dump(), "acceptance": {"kind": "ranked", "accept_probs": probs},
         "workload": {**SPEC.workload, "arrival": {"process": "poisson", "qps": 4.0}, "num_requests": 300},
         "search": {"replicas": [1], "deployments": ["colocated", "disaggregated"], "drafters": [

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from simulator.errors import ScenarioError
 from simulator.results.metrics import SLO
-from simulator.config.speculation import (ChainSpec, FixedPolicy, HeadDrafter, LayerSkipDrafter, NgramDrafter,
-                                   PairAcceptance, PolicyConfig, RankedAcceptance, SpeculationConfig)
+from simulator.config.speculation import (ChainConfig, FixedPolicyConfig, HeadDrafterConfig, LayerSkipDrafterConfig, NgramDrafterConfig,
+                                   PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig)
 from simulator.core.workload import WorkloadConfig
 
 
@@ -123,11 +123,11 @@ class ClusterConfig(_Strict):
         return self
 
 
-class NoDrafter(_Strict):
+class NoDrafterConfig(_Strict):
     kind: Literal["none"] = "none"
 
 
-class DraftModelDrafter(_Strict):
+class DraftModelDrafterConfig(_Strict):
     """An independent draft model: `colocated` with the target (time-shared on the same GPUs),
     `separate` (its own tp GPUs, drafting overlapped with verification) or on the host `cpu`
     (see simulator.cost.drafters)."""
@@ -139,18 +139,18 @@ class DraftModelDrafter(_Strict):
     placement: Literal["colocated", "separate", "cpu"] = "colocated"
 
 
-DrafterConfig = Annotated[Union[NoDrafter, DraftModelDrafter, HeadDrafter, LayerSkipDrafter, NgramDrafter],
+DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig, NgramDrafterConfig],
                           Field(discriminator="kind")]
 
 
-class ConstantAcceptance(_Strict):
+class ConstantAcceptanceConfig(_Strict):
     """Every draft token is accepted with the same probability α, independently (Leviathan's model)."""
 
     kind: Literal["constant"] = "constant"
     alpha: float = Field(0.8, ge=0.0, le=1.0)
 
 
-class PositionalAcceptance(_Strict):
+class PositionalAcceptanceConfig(_Strict):
     """alphas[i] = P(draft token i+1 accepted | tokens 1..i accepted); positions beyond the list reuse
     the last value."""
 
@@ -158,7 +158,7 @@ class PositionalAcceptance(_Strict):
     alphas: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1)
 
 
-class TraceAcceptance(_Strict):
+class TraceAcceptanceConfig(_Strict):
     """Accepted lengths from a measured acceptance trace (profiles/acceptance): each request is assigned
     one measured sequence (bootstrap by request). `greedy`: replays a real greedy speculative decoder's
     steps through it; `sample`: speculative sampling at `temperature`, each draft token accepted with the
@@ -172,15 +172,15 @@ class TraceAcceptance(_Strict):
     temperature: float = Field(1.0, gt=0.0)
 
     @model_validator(mode="after")
-    def _sampling_needs_model_drafter(self) -> "TraceAcceptance":
+    def _sampling_needs_model_drafter(self) -> "TraceAcceptanceConfig":
         if self.mode == "sample" and self.drafter == "ngram":
             raise ValueError("mode 'sample' needs a model drafter ('draft' or 'skip'): the n-gram "
                              "drafter has no per-position distribution")
         return self
 
 
-AcceptanceConfig = Annotated[Union[ConstantAcceptance, PositionalAcceptance, TraceAcceptance,
-                                   RankedAcceptance, PairAcceptance], Field(discriminator="kind")]
+AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
+                                   RankedAcceptanceConfig, PairAcceptanceConfig], Field(discriminator="kind")]
 
 
 class SchedulerConfig(_Strict):
@@ -204,10 +204,10 @@ class Scenario(_Strict):
     seed: int = Field(0, ge=0)
     workload: WorkloadConfig
     cluster: ClusterConfig
-    drafter: DrafterConfig = NoDrafter()
-    acceptance: AcceptanceConfig = ConstantAcceptance()
-    speculation: SpeculationConfig = ChainSpec()
-    policy: PolicyConfig = FixedPolicy()
+    drafter: DrafterConfig = NoDrafterConfig()
+    acceptance: AcceptanceConfig = ConstantAcceptanceConfig()
+    speculation: SpeculationConfig = ChainConfig()
+    policy: PolicyConfig = FixedPolicyConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
     slo: SLO = SLO()
     outputs: OutputsConfig = OutputsConfig()

@@ -27,7 +27,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class HeadDrafter(_Strict):
+class HeadDrafterConfig(_Strict):
     """Draft heads on the target's last hidden state. `autoregressive` (EAGLE): one decoder layer of the
     target's width + the target's LM head, run once per draft depth. `parallel` (Medusa): `gamma` heads
     (residual MLP + own LM head each) predicting positions 1..gamma at once, run once per step."""
@@ -37,7 +37,7 @@ class HeadDrafter(_Strict):
     gamma: int = Field(4, ge=0, le=64)
 
 
-class LayerSkipDrafter(_Strict):
+class LayerSkipDrafterConfig(_Strict):
     """Self-speculation: the target with only `layers_fraction` of its layers (rounded, at least one)."""
 
     kind: Literal["layer_skip"]
@@ -45,18 +45,18 @@ class LayerSkipDrafter(_Strict):
     layers_fraction: float = Field(0.5, gt=0.0, lt=1.0)
 
 
-class NgramDrafter(_Strict):
+class NgramDrafterConfig(_Strict):
     """Prompt lookup / n-gram drafting on the host: no GPU passes."""
 
     kind: Literal["ngram"]
     gamma: int = Field(4, ge=0, le=64)
 
 
-class ChainSpec(_Strict):
+class ChainConfig(_Strict):
     kind: Literal["chain"] = "chain"
 
 
-class TreeSpec(_Strict):
+class TreeConfig(_Strict):
     """A static tree. `kary`: every node up to `depth`−1 has its top-`k` candidates; `medusa`: Medusa's
     greedy tree of `budget` nodes over `depth` heads; `sequoia`: Sequoia's DP-optimal tree of `budget`
     nodes and at most `depth` levels. `budget` counts nodes including the root."""
@@ -68,7 +68,7 @@ class TreeSpec(_Strict):
     budget: int = Field(16, ge=1, le=1024)
 
 
-class DynamicTreeSpec(_Strict):
+class DynamicTreeConfig(_Strict):
     """EAGLE-2: expand the `top_k` best nodes per level for `depth` levels, keep the `budget` best nodes."""
 
     kind: Literal["dynamic_tree"]
@@ -77,7 +77,7 @@ class DynamicTreeSpec(_Strict):
     budget: int = Field(32, ge=1, le=1024)
 
 
-class MultiDraftSpec(_Strict):
+class MultiDraftConfig(_Strict):
     """n draft sequences of length drafter.gamma from the same prefix, verified with `scheme`."""
 
     kind: Literal["multidraft"]
@@ -85,11 +85,11 @@ class MultiDraftSpec(_Strict):
     scheme: Literal["rrs", "rrs_wor", "kseq", "naive"] = "rrs"
 
 
-SpeculationConfig = Annotated[Union[ChainSpec, TreeSpec, DynamicTreeSpec, MultiDraftSpec],
+SpeculationConfig = Annotated[Union[ChainConfig, TreeConfig, DynamicTreeConfig, MultiDraftConfig],
                               Field(discriminator="kind")]
 
 
-class RankedAcceptance(_Strict):
+class RankedAcceptanceConfig(_Strict):
     """Sequoia's positional model: accept_probs[k] = P(the child of rank k is the accepted one), the same
     at every node; siblings are exclusive so the list sums to at most 1. A chain uses accept_probs[0]."""
 
@@ -97,14 +97,14 @@ class RankedAcceptance(_Strict):
     accept_probs: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _exclusive(self) -> "RankedAcceptance":
+    def _exclusive(self) -> "RankedAcceptanceConfig":
         if sum(self.accept_probs) > 1.0 + 1e-9:
             raise ValueError(f"accept_probs must sum to at most 1 (siblings are exclusive), "
                              f"got {sum(self.accept_probs):.4g}")
         return self
 
 
-class PairAcceptance(_Strict):
+class PairAcceptanceConfig(_Strict):
     """A stationary target/draft pair (p, q) over a small vocabulary: explicit `p` and `q`, or the
     synthetic family p ∝ rank^−zipf, q ∝ p^q_power over `vocab` tokens (q_power < 1: a flatter drafter).
     Chains accept with β = Σ min(p, q); trees use theory.trees.positional_accept_probs (rrs_wor);
@@ -118,7 +118,7 @@ class PairAcceptance(_Strict):
     q_power: float = Field(0.6, gt=0.0, le=10.0)
 
     @model_validator(mode="after")
-    def _both_or_neither(self) -> "PairAcceptance":
+    def _both_or_neither(self) -> "PairAcceptanceConfig":
         if (self.p is None) != (self.q is None):
             raise ValueError("give both p and q, or neither (then vocab/zipf/q_power define them)")
         if self.p is not None and (len(self.p) != len(self.q) or sum(self.p) <= 0 or sum(self.q) <= 0):
@@ -126,32 +126,32 @@ class PairAcceptance(_Strict):
         return self
 
 
-class FixedPolicy(_Strict):
+class FixedPolicyConfig(_Strict):
     kind: Literal["fixed"] = "fixed"
 
 
-class SmartSpecPolicy(_Strict):
+class SmartSpecPolicyConfig(_Strict):
     """Per step, the γ in 0..max_gamma maximising expected tokens / step time for the current batch."""
 
     kind: Literal["smartspec"]
     max_gamma: int = Field(8, ge=1, le=64)
 
 
-class SpecDecPPPolicy(_Strict):
+class SpecDecPPPolicyConfig(_Strict):
     """Per request and step, stop drafting once P(some draft rejected) exceeds `threshold`."""
 
     kind: Literal["specdecpp"]
     threshold: float = Field(0.7, ge=0.0, le=1.0)
 
 
-class TetrisPolicy(_Strict):
+class TetrisPolicyConfig(_Strict):
     """Per step, choose each request's draft count (≤ drafter.gamma) under `budget_tokens` draft tokens."""
 
     kind: Literal["tetris"]
     budget_tokens: int = Field(64, ge=1)
 
 
-class LoadSwitchPolicy(_Strict):
+class LoadSwitchPolicyConfig(_Strict):
     """Speculate as configured, but decode plainly in steps whose batch exceeds `max_batch` or while the
     waiting queue exceeds `max_queue` (either may be omitted)."""
 
@@ -160,11 +160,11 @@ class LoadSwitchPolicy(_Strict):
     max_queue: int | None = Field(None, ge=0)
 
     @model_validator(mode="after")
-    def _some_threshold(self) -> "LoadSwitchPolicy":
+    def _some_threshold(self) -> "LoadSwitchPolicyConfig":
         if self.max_batch is None and self.max_queue is None:
             raise ValueError("give max_batch and/or max_queue")
         return self
 
 
-PolicyConfig = Annotated[Union[FixedPolicy, SmartSpecPolicy, SpecDecPPPolicy, TetrisPolicy, LoadSwitchPolicy],
+PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig, LoadSwitchPolicyConfig],
                          Field(discriminator="kind")]

@@ -36,7 +36,7 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class FixedLength(StrictModel):
+class FixedLengthConfig(StrictModel):
     kind: Literal["fixed"]
     value: int = Field(ge=1)
 
@@ -47,7 +47,7 @@ class FixedLength(StrictModel):
         return float(self.value)
 
 
-class UniformLength(StrictModel):
+class UniformLengthConfig(StrictModel):
     kind: Literal["uniform"]
     low: int = Field(ge=1)
     high: int = Field(ge=1)
@@ -82,7 +82,7 @@ def _normal_mass(z_low: float, z_high: float) -> float:
     return float(special.ndtr(z_high) - special.ndtr(z_low))
 
 
-class LognormalLength(StrictModel):
+class LognormalLengthConfig(StrictModel):
     kind: Literal["lognormal"]
     median: float = Field(gt=0, allow_inf_nan=False)
     sigma: float = Field(gt=0, allow_inf_nan=False)
@@ -133,7 +133,7 @@ class LognormalLength(StrictModel):
         return float(scale * _normal_mass(z_low - s, z_high - s) / _normal_mass(z_low, z_high))
 
 
-class EmpiricalLength(StrictModel):
+class EmpiricalLengthConfig(StrictModel):
     kind: Literal["empirical"]
     csv: Path
     column: str = Field(min_length=1)
@@ -145,7 +145,7 @@ class EmpiricalLength(StrictModel):
 
 
 LengthDist = Annotated[
-    Union[FixedLength, UniformLength, LognormalLength, EmpiricalLength], Field(discriminator="kind")
+    Union[FixedLengthConfig, UniformLengthConfig, LognormalLengthConfig, EmpiricalLengthConfig], Field(discriminator="kind")
 ]
 
 

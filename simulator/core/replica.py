@@ -150,7 +150,7 @@ class Replica:
         return plan
 
     def _plan(self, now_s: float) -> StepPlan:
-        return self._plan_vllm(now_s) if self.sched.policy == "vllm" else self._plan_sarathi(now_s)
+        return BATCHING[self.sched.policy].plan(self, now_s)
 
     def _plan_vllm(self, now_s: float) -> StepPlan:
         """Prefill-first: if any waiting request can be admitted, this step prefills the admitted ones
@@ -275,7 +275,19 @@ class Replica:
         admissibility only shrinks while decodes grow their KV)."""
         if not self.running or self.prefilling or self.policy is not None:
             return False
-        if self.sched.policy == "vllm":
-            return not self._head_admissible(max(self.sched.max_batched_tokens, 1), 0)
-        room = self.sched.chunk_tokens - len(self.running) * self.q
-        return not self._head_admissible(room, 0)
+        return not self._head_admissible(BATCHING[self.sched.policy].admission_room(self), 0)
+
+
+class BatchingScheduler:
+    """A batching scheduler: how a replica forms a step (`plan`) and the token room a waiting request
+    must fit for the batch to change (`admission_room`, which decides when bulk stepping is safe)."""
+
+    def __init__(self, plan, admission_room):
+        self.plan, self.admission_room = plan, admission_room
+
+
+# scheduler.policy -> BatchingScheduler (a new one: a plan method plus one line here)
+BATCHING = {
+    "vllm": BatchingScheduler(Replica._plan_vllm, lambda rep: max(rep.sched.max_batched_tokens, 1)),
+    "sarathi": BatchingScheduler(Replica._plan_sarathi, lambda rep: rep.sched.chunk_tokens - len(rep.running) * rep.q),
+}

@@ -1,9 +1,9 @@
 """Drafter families: what a draft pass costs, where it runs, and what it occupies in HBM.
 
-Each family yields a *pass pricer* with ForwardCost's interface (dense, prefill_attention,
-decode_forward, decode_attention, exact_decode) that StepCostModel calls once per draft pass, the HBM it
-needs on the target's GPUs, and, for drafters on their own GPUs, how much of the draft time the step
-exposes. Approximations are named where made:
+Each family (one builder plus one line in `DRAFTERS`) yields a *pass pricer* with ForwardCost's interface
+(dense, prefill_attention, decode_forward, decode_attention, exact_decode, stage_gpus, gpu_layers) that
+StepCostModel calls once per draft pass, the HBM it needs on the target's GPUs, and, for drafters on their
+own GPUs, how much of the draft time the step exposes. Approximations are named where made:
 
 - `draft_model`, placement `colocated`: the draft model's op graph on the target's first `tp` GPUs, run
   before verification (time-shared); weights and KV in the same HBM.
@@ -46,6 +46,12 @@ from simulator.cost.step_cost import ForwardCost, _price
 
 class ZeroCost:
     """A drafter with no GPU work (n-gram / prompt lookup)."""
+
+    def stage_gpus(self) -> float:
+        return 1.0
+
+    def gpu_layers(self) -> int:
+        return 0
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         return np.zeros(3)
@@ -91,6 +97,9 @@ class MedusaHeadsCost(ZeroCost):
     def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
         return self.dense(seqs * q, seqs * q)
 
+    stage_gpus = ForwardCost.stage_gpus
+    gpu_layers = ForwardCost.gpu_layers   # (the engine-time model counts the heads' pass as the target's layers)
+
     def decode_forward(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
         seqs = np.broadcast_to(np.asarray(seqs), np.shape(np.atleast_1d(context_sums)))
         return np.array([self.dense(int(b) * q, int(b) * q) for b in seqs]).reshape(-1, 3)
@@ -106,7 +115,12 @@ class HostForwardCost(ForwardCost):
 
     link_bandwidth_bytes_per_s: float = 64e9
     link_latency_s: float = 3e-6
-    on_host: bool = True  # its FLOPs/bytes are host work, not counted in GPU MFU/MBU
+
+    def stage_gpus(self) -> float:
+        return 0.0  # its FLOPs/bytes are host work, not counted in GPU MFU/MBU
+
+    def gpu_layers(self) -> int:
+        return 0
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         base = super().dense(num_tokens, logits_tokens)
@@ -150,27 +164,31 @@ class DrafterBuild:
     colocated_model: bool = False   # an independent draft model whose KV lives beside the target's
 
 
-def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
-    """The DrafterBuild of a scenario's drafter section `d` (any kind but none)."""
-    from models import get_model
-    from models.spec import validate_parallelism
+def _ngram(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    return DrafterBuild(ZeroCost(), None, 0.0, 0.0)
+
+
+def _layer_skip(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    n = max(1, min(target.num_layers - 1, round(d.layers_fraction * target.num_layers)))
+    spec = _layers(target, n)
+    return DrafterBuild(ForwardCost(spec, Parallelism(par.tp, 1), latency, dtype), None, 0.0, 0.0, spec=spec)
+
+
+def _head(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
     tp_par = Parallelism(par.tp, 1)
-    if d.kind == "ngram":
-        return DrafterBuild(ZeroCost(), None, 0.0, 0.0)
-    if d.kind == "layer_skip":
-        n = max(1, min(target.num_layers - 1, round(d.layers_fraction * target.num_layers)))
-        spec = _layers(target, n)
-        return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype), None, 0.0, 0.0, spec=spec)
-    if d.kind == "head" and d.style == "parallel":
+    if d.style == "parallel":
         w = d.gamma * (target.hidden_size ** 2 + target.hidden_size * (1 + target.vocab_size))
         cost = MedusaHeadsCost(target, tp_par, latency, dtype, d.gamma)
         return DrafterBuild(cost, 1, w * dtype_bytes(dtype) / par.tp, 0.0)
-    if d.kind == "head":
-        spec = _layers(target, 1)
-        w = layer_params(target) + 2 * target.hidden_size ** 2
-        return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype), None, w * dtype_bytes(dtype) / par.tp,
-                            spec.kv_bytes_per_token_per_gpu(tp_par, dtype), spec=spec)
-    # independent draft model
+    spec = _layers(target, 1)
+    w = layer_params(target) + 2 * target.hidden_size ** 2
+    return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype), None, w * dtype_bytes(dtype) / par.tp,
+                        spec.kv_bytes_per_token_per_gpu(tp_par, dtype), spec=spec)
+
+
+def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    from models import get_model
+    from models.spec import validate_parallelism
     try:
         spec = get_model(d.model)
     except ValueError as exc:
@@ -197,3 +215,12 @@ def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: st
                            link_bandwidth_bytes_per_s=hw.host_link_bandwidth_bytes_per_s,
                            link_latency_s=hw.host_link_latency_s)
     return DrafterBuild(cost, None, 0.0, 0.0, spec=spec)
+
+
+# drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype)
+DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model}
+
+
+def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    """The DrafterBuild of a scenario's drafter section `d` (any kind but none)."""
+    return DRAFTERS[d.kind](d, target, par, latency, hw, dtype)

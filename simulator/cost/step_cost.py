@@ -132,6 +132,15 @@ class ForwardCost:
     _dense: dict = field(default_factory=dict, repr=False)
     _decode_grid: dict = field(default_factory=dict, repr=False)
 
+    def stage_gpus(self) -> float:
+        """GPUs sharing one pipeline stage's work: the multiplier from the op graph's per-GPU FLOPs and
+        bytes to the replica's (a pass pricer's protocol, with `gpu_layers`)."""
+        return float(self.parallelism.gpus // self.parallelism.pp)
+
+    def gpu_layers(self) -> int:
+        """Layers one pass runs on the GPUs (for the engine's per-layer launch cost); 0 off the GPU."""
+        return self.spec.num_layers
+
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         """Non-attention ops of one pass, plus the pass's host overhead (the latency model's
         `host_overhead_s`: measured on CPU, 0 on GPUs; no FLOPs or bytes)."""
@@ -140,9 +149,8 @@ class ForwardCost:
         if cost is None:
             ops = dense_ops(self.spec, num_tokens, logits_tokens, self.parallelism, self.dtype)
             cost = _price(self.latency, ops)
-            host = getattr(self.latency, "host_overhead_s", None)
-            if host is not None and num_tokens:
-                cost[0] += host(self.spec.num_layers, num_tokens)
+            if num_tokens:
+                cost[0] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
             self._dense[key] = cost
         return cost
 
@@ -200,12 +208,7 @@ class StepCostModel:
         """(draft, target) multipliers from the op graph's per-GPU FLOPs and bytes to the replica's totals:
         the GPUs that share one pipeline stage's work (tp; ep under expert parallelism, where the MoE part
         is the straggler rank's, so the total slightly over-counts expert work under skewed routing)."""
-        def stage_gpus(cost) -> float:
-            if getattr(cost, "on_host", False):  # a host-CPU drafter: its work is not GPU work
-                return 0.0
-            par = getattr(cost, "parallelism", None)
-            return float(par.gpus // par.pp) if par is not None else 1.0
-        return (stage_gpus(self.draft) if self.draft is not None else 1.0, stage_gpus(self.target))
+        return (self.draft.stage_gpus() if self.draft is not None else 1.0, self.target.stage_gpus())
 
     @property
     def q(self) -> int:
@@ -279,9 +282,9 @@ class StepCostModel:
         """The GPU passes of a speculative (or plain) decode step, for the engine's per-step time."""
         target_layers = self.target.spec.num_layers
         passes = len(self.draft_widths)
-        draft_spec = getattr(self.draft, "spec", None)
-        on_gpu = passes if draft_spec is not None and not getattr(self.draft, "on_host", False) else 0
-        layers = target_layers + on_gpu * (draft_spec.num_layers if on_gpu else 0)
+        draft_layers = self.draft.gpu_layers() if self.draft is not None else 0
+        on_gpu = passes if draft_layers else 0
+        layers = target_layers + on_gpu * draft_layers
         return PassLayout(passes, 1 + on_gpu, layers)
 
     def with_engine(self, draft: np.ndarray, target: np.ndarray, prefill_tokens, prefill_seqs,

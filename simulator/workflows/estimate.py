@@ -58,8 +58,8 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     from simulator.errors import ScenarioError
     from simulator.cluster.factory import build_replica_kind
     from simulator.config.scenario import MoeConfig, ParallelismConfig
-    from simulator.config.speculation import ChainSpec, FixedPolicy
-    from simulator.config.scenario import ConstantAcceptance, NoDrafter
+    from simulator.config.speculation import ChainConfig, FixedPolicyConfig
+    from simulator.config.scenario import ConstantAcceptanceConfig, NoDrafterConfig
 
     _check_counts(tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens,
                   prefill_tokens=prefill_tokens)
@@ -68,8 +68,8 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     try:
         kind = build_replica_kind(model=model, hardware=hardware, parallelism=ParallelismConfig(tp=tp), dtype=dtype,
                                   latency=_latency_config(latency), moe=MoeConfig(), memory_utilization=None,
-                                  drafter=NoDrafter(), speculation=ChainSpec(), acceptance=ConstantAcceptance(),
-                                  policy=FixedPolicy(), acceptance_seed=0, base_dir=Path.cwd(), where="estimate")
+                                  drafter=NoDrafterConfig(), speculation=ChainConfig(), acceptance=ConstantAcceptanceConfig(),
+                                  policy=FixedPolicyConfig(), acceptance_seed=0, base_dir=Path.cwd(), where="estimate")
     except ScenarioError as exc:  # name the argument, not a scenario field
         field = {"cluster.model": "model", "estimate.hardware": "hardware"}.get(
             exc.field, "tp" if "parallelism" in exc.field else exc.field)

@@ -53,12 +53,12 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class HardwareChoice(_Strict):
+class HardwareChoiceConfig(_Strict):
     id: str
     usd_per_gpu_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
-class DrafterChoice(_Strict):
+class DrafterChoiceConfig(_Strict):
     """A drafter to try. `speculation` (draft_model only): a scenario `speculation` block (tree, dynamic_tree,
     multidraft; default chain), e.g. {kind: tree, builder: sequoia, budget: 32}; trees need a plan
     acceptance that ranks children ({kind: ranked, accept_probs: [...]} or a pair)."""
@@ -75,7 +75,7 @@ class DrafterChoice(_Strict):
         return [value] if isinstance(value, int) else value
 
     @model_validator(mode="after")
-    def _check(self) -> "DrafterChoice":
+    def _check(self) -> "DrafterChoiceConfig":
         if self.kind not in DRAFTER_KINDS:
             raise ValueError(f"unknown drafter kind {self.kind!r}; allowed: {', '.join(DRAFTER_KINDS)}")
         if self.speculation is not None and self.kind != "draft_model":
@@ -88,17 +88,17 @@ class DrafterChoice(_Strict):
         return self
 
 
-class SearchSpace(_Strict):
+class SearchSpaceConfig(_Strict):
     tp: list[int] = Field(default_factory=lambda: [1], min_length=1)
     pp: list[int] = Field(default_factory=lambda: [1], min_length=1)
     replicas: list[int] | None = None
     max_gpus: int | None = Field(default=None, ge=1, le=4096)
     ep: list[int] = Field(default_factory=lambda: [1], min_length=1)   # expert parallelism (MoE models)
-    drafters: list[DrafterChoice] = Field(default_factory=lambda: [DrafterChoice(kind="none")], min_length=1)
+    drafters: list[DrafterChoiceConfig] = Field(default_factory=lambda: [DrafterChoiceConfig(kind="none")], min_length=1)
     deployments: list[str] = Field(default_factory=lambda: ["colocated"], min_length=1)
 
     @model_validator(mode="after")
-    def _replicas_rule(self) -> "SearchSpace":
+    def _replicas_rule(self) -> "SearchSpaceConfig":
         if (self.replicas is None) == (self.max_gpus is None):
             raise ValueError("give exactly one of replicas (a list) or max_gpus")
         if self.replicas is not None and (not self.replicas or min(self.replicas) < 1):
@@ -108,18 +108,18 @@ class SearchSpace(_Strict):
         return self
 
 
-class PlanSpec(_Strict):
+class PlanConfig(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     seed: int = Field(0, ge=0)
     models: list[str] = Field(min_length=1)
-    hardware: list[HardwareChoice] = Field(min_length=1)
+    hardware: list[HardwareChoiceConfig] = Field(min_length=1)
     dtype: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
     workload: dict
     acceptance: dict = Field(default_factory=lambda: {"kind": "constant", "alpha": 0.7})
     slo: SLO
     scheduler: dict = Field(default_factory=dict)
     moe: dict = Field(default_factory=dict)   # cluster.moe of the scenarios (routing skew, pre-scheduling)
-    search: SearchSpace
+    search: SearchSpaceConfig
     confirm_top: int = Field(5, ge=0, le=1000)
 
     @field_validator("acceptance")
@@ -174,11 +174,11 @@ class Candidate:
                 f"{self.deployment}{split}")
 
 
-def load_plan(path: str | Path) -> tuple[PlanSpec, Path]:
+def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     data = read_scenario_dict(path)
     data.setdefault("name", Path(path).stem)
     try:
-        spec = PlanSpec.model_validate(data)
+        spec = PlanConfig.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "plan"
@@ -215,7 +215,7 @@ def load_plan(path: str | Path) -> tuple[PlanSpec, Path]:
     return spec, Path(path).resolve().parent
 
 
-def enumerate_candidates(spec: PlanSpec, deployments: tuple[str, ...]) -> list[Candidate]:
+def enumerate_candidates(spec: PlanConfig, deployments: tuple[str, ...]) -> list[Candidate]:
     """Every point of the search space (parallelism validity and memory are checked by the screen)."""
     for i, name in enumerate(spec.search.deployments):
         if name not in deployments:

@@ -90,6 +90,30 @@ def _candidate_costs(c: Candidate, spec):
     return kind.cost, kind.kv_tokens, tokens
 
 
+def _pool_model(c: Candidate, spec, work: Workload, prefill_replicas: int, overloaded: str):
+    """What both deployments' screens need of the candidate's replica kind: (step cost, tokens per step,
+    prefill seconds of a mean prompt, prefill share ρ of the replicas that prefill, largest batch, decode
+    steps per request, decode step seconds as a function of the batch), or an infeasible ScreenEstimate
+    (`overloaded` formats ρ ≥ 1)."""
+    try:
+        cost, kv_tokens, tokens = _candidate_costs(c, spec)
+    except ScenarioError as exc:
+        return ScreenEstimate(False, str(exc).splitlines()[0])
+    prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
+    p_int = max(1, round(prompt))
+    draft_p, target_p = cost.step(p_int, 1, p_int * (p_int + 1) // 2, 0, 0)
+    t_prefill = draft_p.seconds + target_p.seconds
+    rho = work.qps / prefill_replicas * t_prefill
+    if rho >= 1.0:
+        return ScreenEstimate(False, overloaded.format(rho=rho), prefill_share=rho)
+    context = prompt + output / 2.0
+    b_max = min(float(spec.scheduler.get("max_batch_size", 256)), kv_tokens / context)
+    if b_max < 1.0:
+        return ScreenEstimate(False, "KV cache holds less than one mean request")
+    steps = max(output - 1.0, 0.0) / tokens
+    return cost, tokens, t_prefill, rho, b_max, steps, _interpolated_step_s(cost, context)
+
+
 def _little_batch(excess, b_max: float) -> float | None:
     """The running batch solving Little's law (`excess(B)` = needed − B crosses 0), None if above b_max."""
     if excess(b_max) > 0:
@@ -143,24 +167,11 @@ class Colocated:
                 "slo": spec.slo.model_dump(), "outputs": {"plots": False}}
 
     def screen(self, c: Candidate, spec, work: Workload) -> ScreenEstimate:
-        try:
-            cost, kv_tokens, tokens = _candidate_costs(c, spec)
-        except ScenarioError as exc:
-            return ScreenEstimate(False, str(exc).splitlines()[0])
-        prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
-        lam = work.qps / c.replicas
-        p_int = max(1, round(prompt))
-        draft_p, target_p = cost.step(p_int, 1, p_int * (p_int + 1) // 2, 0, 0)
-        t_prefill = draft_p.seconds + target_p.seconds
-        rho = lam * t_prefill
-        if rho >= 1.0:
-            return ScreenEstimate(False, f"prefill alone needs {rho:.2f} of a replica", prefill_share=rho)
-        context = prompt + output / 2.0
-        b_max = min(float(spec.scheduler.get("max_batch_size", 256)), kv_tokens / context)
-        if b_max < 1.0:
-            return ScreenEstimate(False, "KV cache holds less than one mean request")
-        steps = max(output - 1.0, 0.0) / tokens
-        step_s = _interpolated_step_s(cost, context)
+        pool = _pool_model(c, spec, work, c.replicas, "prefill alone needs {rho:.2f} of a replica")
+        if isinstance(pool, ScreenEstimate):
+            return pool
+        lam, output = work.qps / c.replicas, work.mean_output_tokens
+        cost, tokens, t_prefill, rho, b_max, steps, step_s = pool
 
         def excess(batch: float) -> float:  # > 0: the batch must grow to keep up
             return lam * steps * step_s(batch) / (1.0 - rho) - batch
@@ -203,28 +214,16 @@ class Disaggregated(Colocated):
         from models.step import Parallelism
         from profiles.hardware import get_hardware
 
-        try:
-            cost, kv_tokens, tokens = _candidate_costs(c, spec)
-        except ScenarioError as exc:
-            return ScreenEstimate(False, str(exc).splitlines()[0])
         if c.prefill_replicas < 1 or c.decode_replicas < 1:
             return ScreenEstimate(False, "a disaggregated deployment needs >= 1 prefill and >= 1 decode replica")
+        pool = _pool_model(c, spec, work, c.prefill_replicas, "prefill needs {rho:.2f} of each prefill replica")
+        if isinstance(pool, ScreenEstimate):
+            return pool
+        cost, tokens, t_prefill, rho, b_max, steps, step_s = pool
         prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
-        p_int = max(1, round(prompt))
-        draft_p, target_p = cost.step(p_int, 1, p_int * (p_int + 1) // 2, 0, 0)
-        t_prefill = draft_p.seconds + target_p.seconds
-        rho = work.qps / c.prefill_replicas * t_prefill
-        if rho >= 1.0:
-            return ScreenEstimate(False, f"prefill needs {rho:.2f} of each prefill replica", prefill_share=rho)
         hw, target = get_hardware(c.hardware), get_model(c.model)
         kv_bytes = prompt * target.kv_bytes_per_token_per_gpu(Parallelism(c.tp, c.pp), spec.dtype)
         t_kv = kv_bytes / hw.scaleup_bandwidth_bytes_per_s + hw.scaleup_latency_s
-        context = prompt + output / 2.0
-        b_max = min(float(spec.scheduler.get("max_batch_size", 256)), kv_tokens / context)
-        if b_max < 1.0:
-            return ScreenEstimate(False, "KV cache holds less than one mean request")
-        steps = max(output - 1.0, 0.0) / tokens
-        step_s = _interpolated_step_s(cost, context)
         lam_d = work.qps / c.decode_replicas
         batch = _little_batch(lambda b: lam_d * steps * step_s(b) - b, b_max)
         if batch is None:

@@ -38,7 +38,7 @@ FIELD = "sweep"
 SEED_KEY = "seed"
 
 
-class PlotSpec(BaseModel):
+class SweepPlotConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     x: str | None = None
     hue: str | None = None
@@ -46,7 +46,7 @@ class PlotSpec(BaseModel):
                                                         "output_tokens_per_s"], min_length=1)
 
 
-class SweepSpec(BaseModel):
+class SweepConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     scenario: str
@@ -55,7 +55,7 @@ class SweepSpec(BaseModel):
     points: list[dict[str, Any]] = Field(default_factory=list)
     seeds: list[int] | None = None
     replications: int | None = Field(default=None, ge=1, le=10_000)
-    plot: PlotSpec = PlotSpec()
+    plot: SweepPlotConfig = SweepPlotConfig()
 
     @field_validator("grid")
     @classmethod
@@ -85,7 +85,7 @@ class SweepSpec(BaseModel):
         return seeds
 
     @model_validator(mode="after")
-    def _one_seed_rule(self) -> "SweepSpec":
+    def _one_seed_rule(self) -> "SweepConfig":
         if self.seeds is not None and self.replications is not None:
             raise ValueError("give either seeds or replications, not both")
         overlap = set(self.grid) & {k for p in self.points for k in p}
@@ -132,12 +132,12 @@ def scenario_id(scenario_json: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def load_sweep(path: str | Path) -> tuple[SweepSpec, Path]:
+def load_sweep(path: str | Path) -> tuple[SweepConfig, Path]:
     """Read and validate a sweep file; returns the spec and the sweep file's folder."""
     data = read_scenario_dict(path)
     data.setdefault("name", Path(path).stem)
     try:
-        spec = SweepSpec.model_validate(data)
+        spec = SweepConfig.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "sweep"
@@ -146,7 +146,7 @@ def load_sweep(path: str | Path) -> tuple[SweepSpec, Path]:
     return spec, Path(path).resolve().parent
 
 
-def expand_points(spec: SweepSpec, folder: Path) -> tuple[list[SweepPoint], Path]:
+def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Path]:
     """All points of the sweep (grid × points × seeds), validated; returns them and the scenario folder.
 
     A point whose overrides do not validate is a mistake in the sweep file: ScenarioError naming the

@@ -24,7 +24,7 @@ import pandas as pd
 
 from simulator.errors import ScenarioError
 from simulator.workflows.sweep.executors import EXECUTORS, SCHEMES, make_executor
-from simulator.workflows.sweep.config import SEED_KEY, SweepPoint, SweepSpec, expand_points, load_sweep
+from simulator.workflows.sweep.config import SEED_KEY, SweepPoint, SweepConfig, expand_points, load_sweep
 from simulator.workflows.sweep.store import SweepStore, open_store
 
 STATUS_OK, STATUS_INVALID = "ok", "invalid"
@@ -61,7 +61,7 @@ def _point_columns(point: SweepPoint, keys: list[str]) -> dict:
 
 @dataclass
 class SweepResult:
-    spec: SweepSpec
+    spec: SweepConfig
     store: SweepStore
     points: list[SweepPoint]
     frame: pd.DataFrame                 # one row per finished point of this sweep

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.errors import ScenarioError
-from simulator.workflows.sweep.config import SweepSpec
+from simulator.workflows.sweep.config import SweepConfig
 
 
 def _numeric(series: pd.Series) -> bool:
@@ -25,7 +25,7 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
 
 
-def plot_sweep(frame: pd.DataFrame, spec: SweepSpec, out_dir: Path) -> list[Path]:
+def plot_sweep(frame: pd.DataFrame, spec: SweepConfig, out_dir: Path) -> list[Path]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
