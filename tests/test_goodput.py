@@ -42,6 +42,7 @@ def test_candidates_stay_within_the_budget_and_cover_both_kinds():
         assert gpus <= 4
 
 
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_search_ranks_layouts_and_reports_those_that_do_not_fit():
     data = dict(BASE, cluster=dict(BASE["cluster"], model="llama-2-70b"))
     table = search_placements(data, 2, tps=(1,), pps=(1,), rel_tol=0.1)

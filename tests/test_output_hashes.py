@@ -83,6 +83,7 @@ def output_hashes(result, folder: Path) -> tuple[str, str, str]:
     return hashes[0], hashes[1], sha(summary_json(result.summary).encode())
 
 
+@pytest.mark.slow  # every shipped scenario end to end (~20 s): run it alone after a refactor
 @pytest.mark.parametrize("path,overrides,requests,steps,summary", CASES, ids=[c[0] for c in CASES])
 def test_outputs_are_byte_identical_to_the_recorded_ones(tmp_path, path, overrides, requests, steps, summary):
     result = simulator.run(ROOT / path, overrides)

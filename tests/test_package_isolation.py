@@ -33,6 +33,7 @@ def test_no_source_imports_of_forbidden_packages(package):
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
+@pytest.mark.slow  # a fresh interpreter importing every module: skipped by the fast inner loop
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_importing_every_module_loads_no_forbidden_package(package):
     """Modules that need an optional extra (torch, gguf, aiconfigurator-core) are skipped when it is absent."""

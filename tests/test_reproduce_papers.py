@@ -24,6 +24,7 @@ REPRODUCTION_SHA256 = {
 }
 
 
+@pytest.mark.slow  # end to end (the DES ones ~10 s each): skipped by the fast inner loop (-m 'not slow')
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_reproduction_passes_and_writes_its_files(tmp_path, name):
     report = reproduce(name, tmp_path)
@@ -42,6 +43,7 @@ def test_reproduction_passes_and_writes_its_files(tmp_path, name):
     assert hashlib.sha256(data.read_bytes()).hexdigest()[:16] == REPRODUCTION_SHA256[name]
 
 
+@pytest.mark.slow
 def test_leviathan_table1_is_checked_against_the_printed_values(tmp_path):
     table = pd.read_csv(reproduce("leviathan", tmp_path).files[2])
     printed = table[table.basis == "published value"]

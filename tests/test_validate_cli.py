@@ -17,6 +17,8 @@ from scenarios.validation.reference.compare import (STEP_KEYS, match_requests, m
 from scenarios.validation.run import main  # noqa: E402
 
 
+pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
+
 @pytest.fixture(scope="module")
 def quick_profile(tmp_path_factory):
     """The shipped CPU profile when it covers llama-68m, else a quick one measured here (seconds)."""
