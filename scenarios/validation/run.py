@@ -148,7 +148,7 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
     if op_breakdown:
         built = simulated.built
         ops = breakdown(reference.steps, built.replicas[0].cost.target.latency, built.target, built.draft,
-                        built.replicas[0].gamma, scenario.cluster.dtype)
+                        built.replicas[0].depth, scenario.cluster.dtype)
     summary = {
         "scenario": str(Path(scenario_path)), "hardware": hardware, "cpu_count": os.cpu_count(),
         "steps": st, "requests": rq, "targets": targets_met(st, rq), "reference": reference.meta,

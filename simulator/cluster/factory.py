@@ -204,7 +204,7 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
         max_gamma = max(gamma, policy.max_gamma if policy.kind == "smartspec" else 0)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
                                  built_drafter.passes_per_step == 1)
-        cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.gamma, spec.widths, spec.verify_q,
+        cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, spec.widths, spec.verify_q,
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
                              engine=engine)

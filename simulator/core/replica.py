@@ -46,7 +46,7 @@ class Replica:
         self.sched = sched
         self.cost = cost
         self.acceptance = acceptance
-        self.gamma = acceptance.gamma if acceptance is not None else 0
+        self.depth = acceptance.depth if acceptance is not None else 0
         # draft tokens verified per request per step (tree nodes for trees) and verify query tokens
         self.draft_tokens = acceptance.draft_tokens if acceptance is not None else 0
         self.q = cost.q if acceptance is not None else 1
@@ -232,7 +232,7 @@ class Replica:
             drafted = self.draft_tokens
             if plan.counts is not None:  # a policy verified fewer drafts: nested draws, truncate
                 tau = np.minimum(tau, plan.counts)
-                drafted = np.where(plan.counts == self.gamma, self.draft_tokens, plan.counts)
+                drafted = np.where(plan.counts == self.depth, self.draft_tokens, plan.counts)
             inc = np.minimum(tau + 1, s.output[ids] - s.emitted[ids])
             s.emitted[ids] += inc
             s.ctx[ids] += inc
@@ -254,7 +254,7 @@ class Replica:
     def _logged_q(self, plan: StepPlan) -> int:
         if plan.counts is None or not len(plan.counts):
             return self.q
-        if (plan.counts == self.gamma).all():
+        if (plan.counts == self.depth).all():
             return self.q
         return int(round(float((plan.counts + 1).mean())))
 

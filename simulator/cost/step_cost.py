@@ -194,7 +194,7 @@ class StepCostModel:
 
     target: ForwardCost
     draft: ForwardCost | None  # None: plain decoding (a drafter with γ = 0 is built as None)
-    gamma: int
+    depth: int                 # draft tokens a step can accept: the chain's γ, a tree's depth
     widths: tuple[int, ...] | None = None
     verify_q: int | None = None
     tree: bool = False
@@ -215,13 +215,13 @@ class StepCostModel:
         """Query tokens per decode request: `verify_q` when given, else γ+1 (1 without a drafter)."""
         if self.verify_q is not None:
             return self.verify_q
-        return 1 if self.draft is None else self.gamma + 1
+        return 1 if self.draft is None else self.depth + 1
 
     @property
     def draft_widths(self) -> tuple[int, ...]:
         if self.draft is None:
             return ()
-        return self.widths if self.widths is not None else (1,) * self.gamma
+        return self.widths if self.widths is not None else (1,) * self.depth
 
     def _expose(self, draft: np.ndarray, target: np.ndarray) -> np.ndarray:
         if self.exposed_draft is None:

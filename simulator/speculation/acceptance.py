@@ -1,7 +1,7 @@
 """Acceptance models: how many of a step's draft tokens the target accepts, per request.
 
-Every model is an `AcceptanceModel`: `gamma` (the most draft tokens one step can accept: the chain's γ,
-a tree's depth), `draft_tokens` (tokens verified per request per step), `draws` (τ of consecutive steps),
+Every model is an `AcceptanceModel`: `depth` (the most draft tokens one step can accept: a chain's length
+γ, a tree's depth), `draft_tokens` (tokens verified per request per step), `draws` (τ of consecutive steps),
 `expected_accepted`, `full_accept_probability`, `survival_at` and `predicted_rows` (what a control
 policy predicts). Models: ChainAcceptance (here), TreeAcceptance and TraceTreeAcceptance
 (simulator.speculation.tree_acceptance), TraceChainAcceptance and TraceSampledAcceptance (simulator.speculation.trace_acceptance).
@@ -42,12 +42,12 @@ def counter_uniforms(seed: int, request_ids: np.ndarray, step_index: np.ndarray)
 class AcceptanceModel:
     """The acceptance-model protocol with the defaults shared by the counter-based models (`tau`)."""
 
-    gamma: int
+    depth: int
     seed: int
 
     @property
     def draft_tokens(self) -> int:
-        return self.gamma
+        return self.depth
 
     def tau(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -61,7 +61,7 @@ class AcceptanceModel:
         raise NotImplementedError
 
     def full_accept_probability(self) -> float:
-        """P(τ = gamma): the whole draft accepted (drives the rollback of overlapped drafting)."""
+        """P(τ = depth): the whole draft accepted (drives the rollback of overlapped drafting)."""
         raise NotImplementedError
 
     def survival_at(self, count: int) -> float | None:
@@ -72,7 +72,7 @@ class AcceptanceModel:
         """Predicted conditional acceptance (B, length) of each request's next draft positions: the α whose
         i.i.d. chain gives the model's expected accepted length, the same for every request."""
         from theory.chain import alpha_from_expected_tokens
-        alpha = alpha_from_expected_tokens(self.expected_accepted() + 1.0, self.gamma) if self.gamma else 0.0
+        alpha = alpha_from_expected_tokens(self.expected_accepted() + 1.0, self.depth) if self.depth else 0.0
         return np.broadcast_to(np.full(length, float(np.clip(alpha, 0.0, 1.0))), (len(request_ids), length))
 
 
@@ -87,8 +87,8 @@ class ChainAcceptance(AcceptanceModel):
     uniform u, so P(τ ≥ i) = survival[i-1] exactly.
     """
 
-    gamma: int
-    survival: np.ndarray  # shape (gamma,)
+    depth: int            # = γ, the chain's length
+    survival: np.ndarray  # shape (depth,)
     seed: int = 0
 
     @staticmethod
@@ -107,7 +107,7 @@ class ChainAcceptance(AcceptanceModel):
         return float(self.survival.sum())
 
     def full_accept_probability(self) -> float:
-        return float(self.survival[-1]) if self.gamma else 1.0
+        return float(self.survival[-1]) if self.depth else 1.0
 
     def survival_at(self, count: int) -> float:
         return float(self.survival[count - 1])
@@ -125,6 +125,6 @@ class ChainAcceptance(AcceptanceModel):
     def sample(self, uniforms: np.ndarray) -> np.ndarray:
         """Accepted lengths for an array of uniforms (any shape), as int64: #{i : u < survival[i]}
         = γ − #{i : survival[i] ≤ u}, counted by binary search in the ascending survival."""
-        if self.gamma == 0:
+        if self.depth == 0:
             return np.zeros(np.shape(uniforms), dtype=np.int64)
-        return self.gamma - np.searchsorted(self._ascending, uniforms, side="right").astype(np.int64)
+        return self.depth - np.searchsorted(self._ascending, uniforms, side="right").astype(np.int64)

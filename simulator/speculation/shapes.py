@@ -42,12 +42,12 @@ MAX_PAIR_RANKS = 6  # ... and by pair rank probabilities (the exact rrs_wor sum 
 
 @dataclass(frozen=True)
 class SpeculationBuild:
-    acceptance: object              # .gamma, .tau(ids, steps) (or .walk), optional .draft_tokens
+    acceptance: object              # an AcceptanceModel (simulator.speculation.acceptance)
     tree: Tree | None               # None: chain
     verify_q: int                   # query tokens per request in the verify pass
     widths: tuple[int, ...]         # draft tokens per request in each draft pass
     tree_attention: bool
-    full_accept_prob: float         # P(τ = gamma): the whole draft accepted
+    full_accept_prob: float         # P(τ = depth): the whole draft accepted
 
 
 def pair_distributions(acc) -> tuple[np.ndarray, np.ndarray]:

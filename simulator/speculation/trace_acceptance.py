@@ -35,7 +35,7 @@ def assign_sequences(seed: int, request_ids: np.ndarray, num_sequences: int) -> 
 class TraceChainAcceptance(AcceptanceModel):
     """τ per (request, step index) from per-sequence walks concatenated in `flat`."""
 
-    gamma: int
+    depth: int   # = γ, the chain's length
     seed: int
     flat: np.ndarray     # all sequences' walk τ values, concatenated
     starts: np.ndarray   # (S,) offset of each sequence's walk in `flat`
@@ -53,7 +53,7 @@ class TraceChainAcceptance(AcceptanceModel):
         return float(np.mean([self.flat[a:a + n].mean() for a, n in zip(self.starts, self.lengths)]))
 
     def full_accept_probability(self) -> float:
-        return float(np.mean(self.flat == self.gamma)) if self.gamma else 1.0
+        return float(np.mean(self.flat == self.depth)) if self.depth else 1.0
 
 
 def resolve_trace_path(name_or_path: str, base_dir: Path) -> Path:
@@ -96,7 +96,7 @@ class TraceSampledAcceptance(AcceptanceModel):
     sequence wrap around (the text is treated as cyclic, so end-of-text caps do not apply).
     """
 
-    gamma: int
+    depth: int   # = γ, the chain's length
     seed: int
     beta: np.ndarray     # all sequences' per-position β, concatenated
     starts: np.ndarray   # (S,)
@@ -107,9 +107,9 @@ class TraceSampledAcceptance(AcceptanceModel):
 
     def full_accept_probability(self) -> float:
         """Mean over positions of Π β over a whole draft window."""
-        if self.gamma == 0:
+        if self.depth == 0:
             return 1.0
-        windows = np.lib.stride_tricks.sliding_window_view(self.beta, self.gamma)
+        windows = np.lib.stride_tricks.sliding_window_view(self.beta, self.depth)
         return float(np.prod(windows, axis=1).mean())
 
     def predicted_rows(self, request_ids: np.ndarray, emitted: np.ndarray, length: int) -> np.ndarray:
@@ -125,13 +125,13 @@ class TraceSampledAcceptance(AcceptanceModel):
         seq = self.sequence_of(request_ids)
         start, length = self.starts[seq], self.lengths[seq]
         pos = emitted - 1
-        j = np.arange(self.gamma)
+        j = np.arange(self.depth)
         out = np.empty((steps, len(request_ids)), dtype=np.int64)
         for k in range(steps):
             rows = start[:, None] + (pos[:, None] + j) % length[:, None]
-            u = counter_uniforms(self.seed, request_ids[:, None], (step_index[:, None] + k) * self.gamma + j)
+            u = counter_uniforms(self.seed, request_ids[:, None], (step_index[:, None] + k) * self.depth + j)
             accepted = u < self.beta[rows]
-            tau = np.where(accepted.all(axis=1), self.gamma, accepted.argmin(axis=1))
+            tau = np.where(accepted.all(axis=1), self.depth, accepted.argmin(axis=1))
             out[k] = tau
             pos = pos + tau + 1
         return out

@@ -48,7 +48,7 @@ def nested_intervals(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
 class TreeAcceptance(AcceptanceModel):
     """τ per (request, step index) from a tree with per-node acceptance (positional or otherwise).
 
-    gamma: the tree's depth (most draft tokens a step can accept); draft_tokens: nodes verified per request
+    depth: the tree's depth (most draft tokens a step can accept); draft_tokens: nodes verified per request
     per step (tree size − 1)."""
 
     tree: Tree
@@ -64,7 +64,7 @@ class TreeAcceptance(AcceptanceModel):
         return TreeAcceptance(tree, seed, lo[1:], hi[1:], tree.node_depths[1:].astype(np.int64))
 
     @property
-    def gamma(self) -> int:
+    def depth(self) -> int:
         return self.tree.depth
 
     @property
@@ -75,9 +75,9 @@ class TreeAcceptance(AcceptanceModel):
         return self.tree.expected_tokens - 1.0
 
     def full_accept_probability(self) -> float:
-        if self.gamma == 0:
+        if self.depth == 0:
             return 1.0
-        return float(self.tree.path_probs[self.tree.node_depths == self.gamma].sum())
+        return float(self.tree.path_probs[self.tree.node_depths == self.depth].sum())
 
     def sample(self, uniforms: np.ndarray) -> np.ndarray:
         if not len(self.depths):
@@ -146,8 +146,8 @@ class TraceTreeAcceptance(AcceptanceModel):
         return self.nodes
 
     @property
-    def gamma(self) -> int:
-        return self.walks.gamma
+    def depth(self) -> int:
+        return self.walks.depth
 
     def tau(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
         return self.walks.tau(request_ids, step_index)

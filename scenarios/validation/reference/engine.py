@@ -263,7 +263,7 @@ class ReferenceEngine:
             for r, c, p in prefill:
                 self.draft_len[r] = p + c
             for r, c in zip(dec, ctx):
-                self.draft_len[r] = min(c + len(new_tokens[r]), c + rep.gamma)
+                self.draft_len[r] = min(c + len(new_tokens[r]), c + rep.depth)
             for r, toks in new_tokens.items():
                 self.tokens[r].extend(toks)
             for r in list(new_tokens) + [r for r, _, _ in prefill]:
@@ -288,7 +288,7 @@ class ReferenceEngine:
     def _draft_passes(self, prefill, dec, ctx) -> tuple[list[list[int]], int]:
         """γ draft passes; the first also prefills the step's prompt chunks. Returns γ draft tokens per
         decode request and the number of lagging tokens the first pass ingested (see module docstring)."""
-        draft, gamma = self.draft, self.rep.gamma
+        draft, gamma = self.draft, self.rep.depth
         chunks = [PrefillChunk(self._ids(draft, self.tokens[r][p:p + c]), self.slot_of[r], p)
                   for r, c, p in prefill]
         lagged = [b for b, (r, c) in enumerate(zip(dec, ctx)) if self.draft_len[r] < c]
@@ -350,7 +350,7 @@ class ReferenceEngine:
             "dtype": self.scenario.cluster.dtype,
             "target_model": built.target.name,
             "draft_model": built.draft.name if built.draft is not None else None,
-            "gamma": self.rep.gamma,
+            "gamma": self.rep.depth,
             "weights": f"random normal, seed {self.config.weights_seed} (draft {self.config.weights_seed + 1})",
             "scheduler": self.scenario.scheduler.policy,
             "acceptance_seed": int(self.rep.acceptance.seed) if self.rep.acceptance is not None else None,

@@ -34,7 +34,7 @@ class ControlPolicy:
             if g == 0:
                 m = StepCostModel(c.target, None, 0, engine=c.engine)
             else:
-                parallel = c.widths is not None and len(c.widths) == 1 and c.gamma > 1
+                parallel = c.widths is not None and len(c.widths) == 1 and c.depth > 1
                 exposed = c.exposed_draft
                 full_accept = self.spec.acceptance.survival_at(g)  # P(τ ≥ g), None if unknown
                 if exposed is not None and full_accept is not None:
@@ -51,7 +51,7 @@ class ControlPolicy:
 
     def price(self, plan, rep) -> tuple[Cost, Cost]:
         counts = plan.counts
-        full = self.spec.acceptance.gamma
+        full = self.spec.acceptance.depth
         args = (sum(plan.prefill_chunks), len(plan.prefill_ids), plan.prefill_attn_pairs,
                 len(plan.decode_ids), plan.decode_context_tokens)
         if (counts == full).all():
@@ -79,7 +79,7 @@ class ControlPolicy:
         if prefill:
             draft = draft + c.draft.dense(prefill, len(plan.prefill_ids)) + \
                 c.draft.prefill_attention(prefill, len(plan.prefill_ids), plan.prefill_attn_pairs)
-        passes = 1 if (c.widths is not None and len(c.widths) == 1 and c.gamma > 1) else int(counts.max())
+        passes = 1 if (c.widths is not None and len(c.widths) == 1 and c.depth > 1) else int(counts.max())
         for j in range(passes):
             live = counts > j if passes > 1 else counts > 0
             b = int(live.sum())

@@ -12,4 +12,4 @@ class LoadSwitch(ControlPolicy):
     def counts(self, rep, ids: np.ndarray, queued: int) -> np.ndarray:
         p, n = self.params, len(ids)
         off = (p.max_batch is not None and n > p.max_batch) or (p.max_queue is not None and queued > p.max_queue)
-        return np.full(n, 0 if off else self.spec.acceptance.gamma, dtype=np.int64)
+        return np.full(n, 0 if off else self.spec.acceptance.depth, dtype=np.int64)
