@@ -29,7 +29,7 @@ def disagg(prefill=1, decode=1, link="scaleup", overlap=False, trace=None, **ove
         "cluster": {"hardware": "a100-80gb", "model": "llama-2-13b", "dtype": "fp16",
                     "disaggregation": {"prefill": {"replicas": prefill}, "decode": {"replicas": decode},
                                        "kv_transfer": {"link": link, "layerwise_overlap": overlap}}},
-        "scheduler": {"policy": "vllm"},
+        "scheduler": {"kind": "vllm"},
         "slo": {"ttft_s": 0.4, "tpot_s": 0.04},
         "outputs": {"plots": False},
     }
@@ -86,7 +86,7 @@ def test_layerwise_overlap_hides_all_but_the_last_layer(tmp_path):
 VARIANTS = {
     "vllm": {},
     "overlap_scaleout": {"cluster": {"disaggregation": {"kv_transfer": {"link": "scaleout", "layerwise_overlap": True}}}},
-    "sarathi_2p2d": {"scheduler": {"policy": "sarathi", "chunk_tokens": 256},
+    "sarathi_2p2d": {"scheduler": {"kind": "sarathi", "chunk_tokens": 256},
                      "cluster": {"disaggregation": {"prefill": {"replicas": 2}, "decode": {"replicas": 2, "router": "least_outstanding"}}}},
     "drafter_small_kv": {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
                          "acceptance": {"kind": "constant", "alpha": 0.7}, "cluster": {"gpu_memory_utilization": 0.37},

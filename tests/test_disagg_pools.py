@@ -98,7 +98,7 @@ SMALL_DISAGG = {"cluster.model": "llama-2-7b", "cluster.hardware": "a100-80gb", 
      "speculation": "{kind: tree, builder: medusa, depth: 3, budget: 10}", "policy": "{kind: load_switch, max_batch: 4}"},
     {"drafter": "{kind: draft_model, model: llama-68m, gamma: 4}", "speculation": "{kind: chain}",
      "acceptance": "{kind: constant, alpha: 0.7}", "policy": "{kind: specdecpp, threshold: 0.6}",
-     "scheduler.policy": "sarathi"},
+     "scheduler.kind": "sarathi"},
 ])
 def test_every_drafter_shape_and_policy_runs_in_the_decode_pool(extra):
     overrides = [f"{k}={v}" for k, v in {**SMALL_DISAGG, **extra}.items()]

@@ -17,7 +17,7 @@ SPEC = PlanConfig.model_validate({
     "workload": {"arrival": {"process": "poisson", "qps": 10.0}, "prompt_tokens": {"kind": "fixed", "value": 512},
                  "output_tokens": {"kind": "fixed", "value": 200}, "num_requests": 600},
     "acceptance": {"kind": "constant", "alpha": 0.75}, "slo": {"ttft_s": 0.5, "tpot_s": 0.05},
-    "scheduler": {"policy": "vllm", "max_batch_size": 256}, "search": {"replicas": [1]}})
+    "scheduler": {"kind": "vllm", "max_batch_size": 256}, "search": {"replicas": [1]}})
 
 
 def cand(gamma: int = 0, replicas: int = 1, tp: int = 1) -> Candidate:

@@ -63,7 +63,7 @@ def _scenario(tmp_path, *, n=5, prompt=(8, 40), output=(4, 14), gamma=2, alpha=0
         "cluster": {"hardware": "cpu-local", "model": "llama-68m", "dtype": "fp32",
                     "gpu_memory_utilization": util},
         "drafter": drafter, "acceptance": {"kind": "constant", "alpha": alpha},
-        "scheduler": scheduler or {"policy": "vllm", "max_batch_size": 3, "max_batched_tokens": 256},
+        "scheduler": scheduler or {"kind": "vllm", "max_batch_size": 3, "max_batched_tokens": 256},
     })
 
 
@@ -144,7 +144,7 @@ def test_vllm_engine_matches_simulator_steps_acceptance_and_lag(tmp_path):
 
 
 def test_sarathi_chunked_prefill_and_no_drafter(tmp_path):
-    sched = {"policy": "sarathi", "max_batch_size": 3, "max_batched_tokens": 256, "chunk_tokens": 16}
+    sched = {"kind": "sarathi", "max_batch_size": 3, "max_batched_tokens": 256, "chunk_tokens": 16}
     _, ref, sim = _run_both(tmp_path, scheduler=sched, prompt=(20, 40), op_breakdown=True)
     _check_same_steps_and_tokens(ref, sim)
     _check_well_formed(ref)
@@ -170,7 +170,7 @@ def test_preemption_by_recompute_keeps_caches_consistent(tmp_path):
     need = 2 * spec.weight_bytes("fp32") + kv_tokens * 2 * spec.kv_bytes_per_token("fp32")
     util = need / get_hardware("cpu-local").hbm_bytes
     _, ref, sim = _run_both(tmp_path, util=util, n=5, prompt=(16, 30), output=(20, 30),
-                            scheduler={"policy": "vllm", "max_batch_size": 4, "max_batched_tokens": 256})
+                            scheduler={"kind": "vllm", "max_batch_size": 4, "max_batched_tokens": 256})
     assert sim.requests["preemptions"].sum() > 0
     _check_same_steps_and_tokens(ref, sim)
     _check_well_formed(ref)

@@ -16,7 +16,7 @@ def _md1_scenario(qps: float, n: int) -> dict:
         workload={"arrival": {"process": "poisson", "qps": qps},
                   "prompt_tokens": {"kind": "fixed", "value": 256},
                   "output_tokens": {"kind": "fixed", "value": 8}, "num_requests": n},
-        scheduler={"policy": "vllm", "max_batch_size": 1},
+        scheduler={"kind": "vllm", "max_batch_size": 1},
     )
 
 

@@ -95,7 +95,7 @@ def test_multidraft_deeper_positions_use_single_draft_acceptance():
          speculation={"kind": "tree", "builder": "medusa", "depth": 4, "budget": 12}),
     dict(drafter={**DRAFT, "placement": "separate"},
          speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3}),
-    dict(scheduler={"policy": "sarathi", "chunk_tokens": 512},
+    dict(scheduler={"kind": "sarathi", "chunk_tokens": 512},
          speculation={"kind": "dynamic_tree", "top_k": 3, "depth": 4, "budget": 16}),
     dict(drafter={"kind": "head", "gamma": 4},
          speculation={"kind": "dynamic_tree", "top_k": 3, "depth": 4, "budget": 16}),

@@ -45,7 +45,7 @@ def scenario(model: str, par: dict, replicas: int, speculative: bool, hit: float
         "cluster": {"hardware": "h100-sxm", "model": model, "dtype": "bf16", "replicas": replicas,
                     "parallelism": par, "router": "least_outstanding",
                     "moe": {"prescheduling_hit_rate": hit}},
-        "scheduler": {"policy": "vllm", "max_batch_size": 256, "max_batched_tokens": 8192},
+        "scheduler": {"kind": "vllm", "max_batch_size": 256, "max_batched_tokens": 8192},
         "outputs": {"plots": False},
     }
     if speculative:

@@ -42,7 +42,7 @@ BASE = {
     "workload": {"arrival": {"process": "poisson", "qps": 1.0}, "prompt_tokens": {"kind": "fixed", "value": 512},
                  "output_tokens": {"kind": "fixed", "value": 64}, "num_requests": 300},
     "cluster": {"hardware": "a100-80gb", "model": "llama-2-13b", "dtype": "fp16"},
-    "scheduler": {"policy": "vllm"},
+    "scheduler": {"kind": "vllm"},
     "slo": {"ttft_s": TTFT_S, "tpot_s": TPOT_S, "attainment": ATTAINMENT},
     "outputs": {"plots": False},
 }

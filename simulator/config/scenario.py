@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from simulator.errors import ScenarioError
 from simulator.results.metrics import SLO
@@ -184,10 +184,14 @@ AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanc
 
 
 class SchedulerConfig(_Strict):
-    """Continuous batching. `vllm`: prefill-first (a step is either all prefill or all decode);
-    `sarathi`: chunked prefill piggy-backed on decode steps under a per-step token budget."""
+    """The batching scheduler (continuous batching; not the speculation control policy, `policy:`).
+    `kind` vllm: prefill-first (a step is either all prefill or all decode); sarathi: chunked prefill
+    piggy-backed on decode steps under a per-step token budget. `policy` is accepted for `kind` (the key's
+    name before the two kinds of policy were told apart)."""
 
-    policy: Literal["vllm", "sarathi"] = "vllm"
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    kind: Literal["vllm", "sarathi"] = Field("vllm", validation_alias=AliasChoices("kind", "policy"))
     max_batch_size: int = Field(256, ge=1)
     max_batched_tokens: int = Field(8192, ge=1)
     chunk_tokens: int = Field(512, ge=1)
@@ -214,7 +218,7 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _check_budget(self) -> "Scenario":
-        if self.scheduler.policy == "sarathi" and self.scheduler.chunk_tokens > self.scheduler.max_batched_tokens:
+        if self.scheduler.kind == "sarathi" and self.scheduler.chunk_tokens > self.scheduler.max_batched_tokens:
             raise ValueError("scheduler.chunk_tokens must be <= scheduler.max_batched_tokens")
         return self
 

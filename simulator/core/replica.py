@@ -150,7 +150,7 @@ class Replica:
         return plan
 
     def _plan(self, now_s: float) -> StepPlan:
-        return BATCHING[self.sched.policy].plan(self, now_s)
+        return BATCHING[self.sched.kind].plan(self, now_s)
 
     def _plan_vllm(self, now_s: float) -> StepPlan:
         """Prefill-first: if any waiting request can be admitted, this step prefills the admitted ones
@@ -275,7 +275,7 @@ class Replica:
         admissibility only shrinks while decodes grow their KV)."""
         if not self.running or self.prefilling or self.policy is not None:
             return False
-        return not self._head_admissible(BATCHING[self.sched.policy].admission_room(self), 0)
+        return not self._head_admissible(BATCHING[self.sched.kind].admission_room(self), 0)
 
 
 class BatchingScheduler:
@@ -286,7 +286,7 @@ class BatchingScheduler:
         self.plan, self.admission_room = plan, admission_room
 
 
-# scheduler.policy -> BatchingScheduler (a new one: a plan method plus one line here)
+# scheduler.kind -> BatchingScheduler (a new one: a plan method plus one line here)
 BATCHING = {
     "vllm": BatchingScheduler(Replica._plan_vllm, lambda rep: max(rep.sched.max_batched_tokens, 1)),
     "sarathi": BatchingScheduler(Replica._plan_sarathi, lambda rep: rep.sched.chunk_tokens - len(rep.running) * rep.q),

@@ -352,7 +352,7 @@ class ReferenceEngine:
             "draft_model": built.draft.name if built.draft is not None else None,
             "gamma": self.rep.depth,
             "weights": f"random normal, seed {self.config.weights_seed} (draft {self.config.weights_seed + 1})",
-            "scheduler": self.scenario.scheduler.policy,
+            "scheduler": self.scenario.scheduler.kind,
             "acceptance_seed": int(self.rep.acceptance.seed) if self.rep.acceptance is not None else None,
             "wall_s": wall_s,
             "steps": len(steps),

@@ -10,7 +10,7 @@ A plan YAML (unknown keys are errors)::
     workload: {...}                         # as in a scenario
     acceptance: {kind: constant, alpha: 0.7}
     slo: {ttft_s: 0.5, tpot_s: 0.03, attainment: 0.9}
-    scheduler: {policy: vllm, max_batch_size: 256}
+    scheduler: {kind: vllm, max_batch_size: 256}
     search:
       tp: [1, 2, 4]
       pp: [1]
