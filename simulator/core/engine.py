@@ -55,6 +55,7 @@ class Engine:
         self.cfg = cfg
         self.bulk = cfg.step_mode == "bulk"
         self.next_arrival_s = np.inf
+        self._fits = [pool.replicas[0].fits for pool in cluster.pools]   # a request must fit in every pool
         self._wake: dict[int, simpy.Event] = {}
         self._interrupt: dict[int, simpy.Event] = {}
         self.finished = 0
@@ -113,7 +114,7 @@ class Engine:
 
     def _route(self, r: int) -> None:
         s = self.state
-        if not all(pool.replicas[0].fits(r) for pool in self.cluster.pools):
+        if not all(fits(r) for fits in self._fits):
             s.dropped[r] = True
             s.drop_reason[r] = DROP_EXCEEDS_KV
             self._count_finished(1)
@@ -156,8 +157,11 @@ class Engine:
         bulk = self.bulk and (self.cfg.closed_loop is None or len(self.cluster.replicas) == 1)
         finished: list[int] = []
         while True:
-            if not rep.has_work():
-                yield from self._idle(rep)
+            if not rep.has_work():  # (`_idle`, inlined: this loop is the hot path)
+                self._wake[rep.index] = ev = env.event()
+                yield ev
+                del self._wake[rep.index]
+                rep.clock_s = env.now
                 continue
             start_s = rep.clock_s
             plan = plan_bulk(rep, start_s, self.next_arrival_s) if bulk and rep.bulk_ready() else None
@@ -185,7 +189,9 @@ class Engine:
                 rep.apply_step(step, start_s, end_s, costs, finished)
                 if handoff is not None:
                     handoff.prefill_done(self, rep)
-            self._report(finished)
+            if finished:
+                self._count_finished(len(finished))
+                finished.clear()
 
     def _decode_loop(self, rep):
         """A decode-pool replica: requests join at step boundaries once their KV arrived; a bulk in flight

@@ -44,6 +44,7 @@ class Replica:
         self.index = index
         self.s = state
         self.sched = sched
+        self.batching = BATCHING[sched.kind]
         self.cost = cost
         self.acceptance = acceptance
         self.depth = acceptance.depth if acceptance is not None else 0
@@ -150,7 +151,7 @@ class Replica:
         return plan
 
     def _plan(self, now_s: float) -> StepPlan:
-        return BATCHING[self.sched.kind].plan(self, now_s)
+        return self.batching.plan(self, now_s)
 
     def _plan_vllm(self, now_s: float) -> StepPlan:
         """Prefill-first: if any waiting request can be admitted, this step prefills the admitted ones
@@ -201,7 +202,7 @@ class Replica:
     def _sample_tau(self, ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
         if self.acceptance is None:
             return np.zeros(np.broadcast(ids, step_index).shape, dtype=np.int64)
-        return self.acceptance.draws(ids, step_index, self.s.emitted[ids], 1)[0]
+        return self.acceptance.draw(ids, step_index, self.s.emitted[ids])
 
     def step_costs(self, plan: StepPlan):
         if plan.counts is not None:
@@ -275,7 +276,7 @@ class Replica:
         admissibility only shrinks while decodes grow their KV)."""
         if not self.running or self.prefilling or self.policy is not None:
             return False
-        return not self._head_admissible(BATCHING[self.sched.kind].admission_room(self), 0)
+        return not self._head_admissible(self.batching.admission_room(self), 0)
 
 
 class BatchingScheduler:

@@ -1,7 +1,8 @@
 """Acceptance models: how many of a step's draft tokens the target accepts, per request.
 
 Every model is an `AcceptanceModel`: `depth` (the most draft tokens one step can accept: a chain's length
-γ, a tree's depth), `draft_tokens` (tokens verified per request per step), `draws` (τ of consecutive steps),
+γ, a tree's depth), `draft_tokens` (tokens verified per request per step), `draw`/`draws` (τ of one step /
+of consecutive steps),
 `expected_accepted`, `full_accept_probability`, `survival_at` and `predicted_rows` (what a control
 policy predicts). Models: ChainAcceptance (here), TreeAcceptance and TraceTreeAcceptance
 (simulator.speculation.tree_acceptance), TraceChainAcceptance and TraceSampledAcceptance (simulator.speculation.trace_acceptance).
@@ -51,6 +52,10 @@ class AcceptanceModel:
 
     def tau(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def draw(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray) -> np.ndarray:
+        """τ of one speculative step of each request (= draws(..., 1)[0])."""
+        return self.tau(request_ids, step_index)
 
     def draws(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray, steps: int) -> np.ndarray:
         """τ of `steps` consecutive speculative steps of each request, shape (steps, B), from its

@@ -118,6 +118,9 @@ class TraceSampledAcceptance(AcceptanceModel):
         idx = self.starts[seq][:, None] + (emitted[:, None] - 1 + np.arange(length)) % self.lengths[seq][:, None]
         return self.beta[idx]
 
+    def draw(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray) -> np.ndarray:
+        return self.draws(request_ids, step_index, emitted, 1)[0]
+
     def draws(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray,
               steps: int) -> np.ndarray:
         """τ of `steps` consecutive speculative steps of each request, shape (steps, B), starting at
