@@ -123,18 +123,31 @@ def _multidraft_tree(sp, acc, probs: np.ndarray, gamma: int) -> Tree:
     return Tree(tuple(parents), tuple(ranks), tuple(accept))
 
 
+def _trace_chain(acc, gamma: int, seed: int, base_dir: Path):
+    if acc.mode == "sample":
+        return load_trace_sampled_acceptance(acc.trace, acc.drafter, acc.temperature, gamma, seed, base_dir)
+    return load_trace_acceptance(acc.trace, acc.drafter, gamma, seed, base_dir)
+
+
+def _pair_chain(acc, gamma: int, seed: int, base_dir: Path):
+    from theory.multidraft import single_draft_acceptance
+    return ChainAcceptance.from_alphas([single_draft_acceptance(*pair_distributions(acc))], gamma, seed)
+
+
+# acceptance.kind -> the chain acceptance model of that section for drafts of `gamma` tokens
+# (a new kind: its config class in simulator.config, its model, one line here and in rank_probs for trees)
+CHAIN_ACCEPTANCE = {
+    "constant": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas([acc.alpha], gamma, seed),
+    "positional": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas(list(acc.alphas), gamma, seed),
+    "ranked": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas([acc.accept_probs[0]], gamma, seed),
+    "pair": _pair_chain,
+    "trace": _trace_chain,
+}
+
+
 def chain_acceptance(acc, gamma: int, seed: int, base_dir: Path):
     """The chain acceptance model of an `acceptance` section for drafts of `gamma` tokens."""
-    if acc.kind == "trace" and acc.mode == "sample":
-        return load_trace_sampled_acceptance(acc.trace, acc.drafter, acc.temperature, gamma, seed, base_dir)
-    if acc.kind == "trace":
-        return load_trace_acceptance(acc.trace, acc.drafter, gamma, seed, base_dir)
-    if acc.kind == "ranked":
-        return ChainAcceptance.from_alphas([acc.accept_probs[0]], gamma, seed)
-    if acc.kind == "pair":
-        from theory.multidraft import single_draft_acceptance
-        return ChainAcceptance.from_alphas([single_draft_acceptance(*pair_distributions(acc))], gamma, seed)
-    return ChainAcceptance.from_alphas([acc.alpha] if acc.kind == "constant" else list(acc.alphas), gamma, seed)
+    return CHAIN_ACCEPTANCE[acc.kind](acc, gamma, seed, base_dir)
 
 
 def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_passes: bool) -> SpeculationBuild:
