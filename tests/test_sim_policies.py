@@ -1,4 +1,4 @@
-"""Speculation control policies (simulator.policies) against theory/ and invariants."""
+"""Speculation control policies (simulator.speculation.control) against theory/ and invariants."""
 from __future__ import annotations
 
 import numpy as np

@@ -7,7 +7,7 @@ of no speculation and fixed speculation, because it speculates at light load and
 
 Simulated: the vLLM-like setup of scenarios.papers.spec_serving (Llama-3-70B TP4 on 4×H100, Qwama-0.5B
 draft, ShareGPT-like lengths) at α = 0.6; for each QPS, mean end-to-end latency with speculation off,
-fixed γ = 4, and the `smartspec` policy (simulator.policies: theory.policies.smartspec on the
+fixed γ = 4, and the `smartspec` policy (simulator.speculation.control: theory.policies.smartspec on the
 simulator's own step prices, γ ≤ 6).
 
 Checks:

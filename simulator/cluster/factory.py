@@ -127,7 +127,7 @@ class ReplicaKind:
     drafter: DrafterBuild | None
     speculation: SpeculationBuild | None
     cost: StepCostModel
-    policy: object                         # simulator.policies control policy, or None (fixed shape)
+    policy: object                         # simulator.speculation.control policy, or None (fixed shape)
     kv_tokens: int
     dtype: str
 

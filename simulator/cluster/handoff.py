@@ -15,14 +15,16 @@ Life of a request (`cluster.disaggregation` set):
 
 Pools may differ in hardware, parallelism (TP/PP/EP) and so in step cost and KV capacity; every
 drafter, speculation shape and control policy runs in the decode pool (the prefill pool prefills the
-target and the drafter). Events: as in `simulator.core.engine`, plus the network's. Ties at exactly equal float times between a transfer's
-completion and a step boundary are broken by event order (both modes see them the same way unless the
-boundary also ends a bulk; with continuous-valued times this has probability zero).
+target and the drafter). Events: as in `simulator.core.engine`, plus the network's. Ties at exactly equal
+float times between a transfer's completion and a step boundary are broken by event order (both modes see
+them the same way unless the boundary also ends a bulk; with continuous-valued times this has probability
+zero).
 
 Per-request extras (columns of `Result.requests`): decode_replica (global replica index), kv_start_s,
 kv_ready_s, kv_transfer_s = ready − start, kv_wait_s = start − first token (waiting for a decode
 reservation; negative with layer-wise overlap), kv_exposed_s = ready − first token (what the request
-waits for its KV after its prefill), kv_bytes, decode_start_s. Summary extras (simulator.api): gpus, prefill/decode replicas and GPUs, KV transfer time
+waits for its KV after its prefill), kv_bytes, decode_start_s. Summary extras (simulator.results.summary):
+gpus, prefill/decode replicas and GPUs, KV transfer time
 mean/p50/p99 and bytes, and GPU-weighted MFU/MBU. The step log's queued/running counts do not include
 requests between the pools (in transfer or awaiting a reservation), so `little_L_steps` undercounts by
 that time; `little_L_requests` (from the request records) is exact.

@@ -13,7 +13,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from simulator.errors import ScenarioError
 from simulator.results.metrics import SLO
-from simulator.config.speculation import (ChainConfig, FixedPolicyConfig, HeadDrafterConfig, LayerSkipDrafterConfig, NgramDrafterConfig,
+from simulator.config.speculation import (ChainConfig, FixedPolicyConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
+                                          NgramDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig)
 from simulator.core.workload import WorkloadConfig
 
@@ -139,7 +140,8 @@ class DraftModelDrafterConfig(_Strict):
     placement: Literal["colocated", "separate", "cpu"] = "colocated"
 
 
-DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig, NgramDrafterConfig],
+DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
+                                NgramDrafterConfig],
                           Field(discriminator="kind")]
 
 

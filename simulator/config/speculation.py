@@ -166,5 +166,6 @@ class LoadSwitchPolicyConfig(_Strict):
         return self
 
 
-PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig, LoadSwitchPolicyConfig],
+PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig,
+                               LoadSwitchPolicyConfig],
                          Field(discriminator="kind")]

@@ -1,5 +1,6 @@
 """One model replica: continuous batching with a paged KV cache and speculative decoding (chain, tree,
-multi-draft; simulator.speculation.shapes), optionally under a control policy (simulator.policies, step by step).
+multi-draft; simulator.speculation.shapes), optionally under a control policy
+(simulator.speculation.control, step by step). Batching schedulers: `BATCHING` at the end.
 
 The replica forms one step at a time (`plan_step` → `apply_step`) or, when its batch cannot change
 until the next arrival or the first finish, a bulk of decode steps at once (`plan_bulk` → `apply_bulk`).
@@ -51,7 +52,7 @@ class Replica:
         # draft tokens verified per request per step (tree nodes for trees) and verify query tokens
         self.draft_tokens = acceptance.draft_tokens if acceptance is not None else 0
         self.q = cost.q if acceptance is not None else 1
-        self.policy = policy  # simulator.policies.Policy or None (fixed shape)
+        self.policy = policy  # a simulator.speculation.control.ControlPolicy, or None (fixed shape)
         self.total_blocks = total_blocks
         self.used_blocks = 0
         self.log = log
