@@ -8,6 +8,14 @@ from pathlib import Path
 EXIT_USAGE = 2
 
 
+def parse_args(parser: argparse.ArgumentParser, argv):
+    """The parsed arguments, or the exit code argparse chose (it has printed its one-line error or help)."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
 def _error(msg: str) -> int:
     print(f"draftsim: error: {msg}", file=sys.stderr)
     return EXIT_USAGE

@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from simulator.cli import parse_args
+
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO_DIR = REPO / "scenarios" / "validation"
 EXIT_USAGE = 2
@@ -178,10 +180,9 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     for flag, value in (("--threads", args.threads), ("--repeats", args.repeats)):
         if value is not None and value < 1:
             print(f"draftsim validate: error: {flag} must be >= 1, got {value}", file=sys.stderr)

@@ -19,6 +19,7 @@ from pathlib import Path
 from models.opgraph import step_ops
 from models.step import StepShape
 from simulator.cost.step_cost import StepCostModel
+from simulator.cli import parse_args
 
 
 def _latency_config(latency):
@@ -148,11 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from simulator.errors import ScenarioError
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     if args.prefill_tokens and args.query_tokens != 1:
         print("draftsim estimate: error: --query-tokens applies to decode steps, not with --prefill-tokens",
               file=sys.stderr)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from scenarios.validation.published.points import KINDS, POINTS_FILE, load_points
 from scenarios.validation.published.predict import Unpredictable, predict, relative_error
+from simulator.cli import parse_args
 
 GROUPS = (("kind", "kind"), ("pricing", "pricing"), ("publication", "publication"))
 
@@ -106,11 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     try:
         points = load_points(args.points)
     except (OSError, ValueError) as exc:

@@ -3,26 +3,12 @@ file here (a `ControlPolicy` subclass) plus one line in `CONTROL_POLICIES`.
 
 A policy sees the step being formed (its decode requests, the queue) and returns one draft count per
 decode request; the step is then priced for those counts and each request's sampled τ is truncated to
-its count (the acceptance draws are nested: simulator.speculation.tree_acceptance), so a policy that verifies fewer
-drafts never changes what the longer draft would have accepted. Policies use theory/'s functions; the
-simulator supplies the step-time function from its own cost model.
+its count (the acceptance draws are nested: simulator.speculation.tree_acceptance), so a policy that
+verifies fewer drafts never changes what the longer draft would have accepted. Policies use theory/'s
+functions; the simulator supplies the step-time function from its own cost model.
 
 - fixed: the configured shape every step (no policy object; bulk mode applies).
-- smartspec (Liu et al. 2024): per step, γ in 0..max_gamma maximising expected tokens / step time of the
-  current batch (theory.policies.smartspec.goodput_optimal_gamma) with step_time(batch, γ) = the
-  simulator's priced decode step at the batch's Σ context (rounded down to the cost model's context grid
-  so that choices are memoized per (batch, grid cell)). Acceptance estimate per request: the
-  α whose i.i.d. chain gives the acceptance model's expected tokens at max_gamma (a real system tracks it
-  online; the model's own value is the converged estimate).
-- specdecpp (Huang et al. 2024): per request, stop after the first draft position where P(some draft
-  rejected) > threshold (theory.policies.specdecpp.specdecpp_length), using the acceptance model's
-  per-position conditional acceptance as a calibrated acceptance head (per request and position in trace
-  sampling mode, where β is known per position; otherwise the same for every request).
-- tetris (Wu et al. 2025): per step, draft counts maximising expected accepted tokens under a budget of
-  verified draft tokens (theory.policies.tetris.tetris_allocate) on the same predicted acceptances.
-- load_switch: the configured shape, or plain decoding for steps whose decode batch exceeds max_batch or
-  whose waiting queue exceeds max_queue. The drafter still ingests prompt chunks while off (its KV must
-  be ready when speculation resumes).
+- smartspec, specdecpp, tetris, load_switch: one file each (its docstring says what it decides and how).
 
 Adaptive policies run step by step (the replica does not bulk-advance while a policy is set): a step's
 shape depends on the batch, so bulk planning would need per-step shapes (documented limitation; results

@@ -25,6 +25,7 @@ from simulator.errors import ScenarioError
 from simulator.workflows.plan.screen import DEPLOYMENTS, screen, workload_means
 from simulator.workflows.plan.config import enumerate_candidates, load_plan
 from simulator.workflows.sweep.store import _atomic_write
+from simulator.cli import parse_args
 
 SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 % of an SLO (screen error)
 RANKED_CSV, CANDIDATES_CSV, PARETO_PNG = "ranked.csv", "candidates.csv", "pareto.png"
@@ -193,11 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     from models.errors import UnknownNameError
 
     try:

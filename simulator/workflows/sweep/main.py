@@ -26,6 +26,7 @@ from simulator.errors import ScenarioError
 from simulator.workflows.sweep.executors import EXECUTORS, SCHEMES, make_executor
 from simulator.workflows.sweep.config import SEED_KEY, SweepPoint, SweepConfig, expand_points, load_sweep
 from simulator.workflows.sweep.store import SweepStore, open_store
+from simulator.cli import parse_args
 
 STATUS_OK, STATUS_INVALID = "ok", "invalid"
 TABLE_METRICS = ("goodput_rps", "ttft_p99_s", "tpot_p50_s", "output_tokens_per_s", "slo_attainment")
@@ -176,11 +177,9 @@ def _dry_run(sweep: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     from models.errors import UnknownNameError
 
     try:
