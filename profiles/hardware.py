@@ -32,7 +32,7 @@ class HardwareSpec:
     source: str
     compute_units: int = 0                # SMs / CUs, informational
     # Host <-> device link per GPU, one direction (PCIe Gen5 x16 ≈ 64 GB/s unless stated per entry);
-    # prices a host-CPU drafter's token transfers (simulator.drafters).
+    # prices a host-CPU drafter's token transfers (simulator.cost.drafters).
     host_link_bandwidth_bytes_per_s: float = 64e9
     host_link_latency_s: float = 3.0e-6
     notes: str = field(default="", compare=False)

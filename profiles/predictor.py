@@ -94,6 +94,8 @@ class _ConfigTable:
 class ProfiledLatencyModel:
     """LatencyModel backed by a profile directory (ops.csv + fingerprint.json) or a table DataFrame."""
 
+    framework = version = None  # measured with draftsim's own torch kernels, not a serving framework
+
     def __init__(self, profile: str | Path | pd.DataFrame, hardware_id: str | None = None,
                  dtype: str | None = None, far_factor: float = 2.0):
         if isinstance(profile, pd.DataFrame):

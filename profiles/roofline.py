@@ -111,6 +111,8 @@ class RooflineLatencyModel:
     `HardwareSpec.matmul_flops`); attention and element-wise math run at the activation precision.
     """
 
+    framework = version = None  # no serving framework measured these prices (see profiles.latency)
+
     def __init__(self, hardware: str | HardwareSpec, efficiency: RooflineEfficiency | None = None,
                  dtype: str = "bf16"):
         self.hardware = hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)

@@ -12,11 +12,11 @@ def run(*args, **kwargs):
 
 
 def estimate_step(*args, **kwargs):
-    """One engine step priced as the simulator prices it (simulator.estimate.estimate_step)."""
-    from simulator.estimate import estimate_step as _estimate
+    """One engine step priced as the simulator prices it (simulator.workflows.estimate.estimate_step)."""
+    from simulator.workflows.estimate import estimate_step as _estimate
     return _estimate(*args, **kwargs)
 
 
 def load_scenario(*args, **kwargs):
-    from simulator.schema import load_scenario as _load
+    from simulator.config.scenario import load_scenario as _load
     return _load(*args, **kwargs)

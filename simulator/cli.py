@@ -26,9 +26,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from simulator.api import run
-    from simulator.metrics import format_summary_table
-    from simulator.outputs import write_outputs
-    from simulator.schema import load_scenario
+    from simulator.results.metrics import format_summary_table
+    from simulator.results.outputs import write_outputs
+    from simulator.config.scenario import load_scenario
 
     scenario, folder = load_scenario(args.scenario, args.set)
     out_dir = Path(args.out) if args.out else Path("out") / scenario.name
@@ -37,7 +37,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         result = run(scenario, base_dir=folder, step_mode=args.step_mode, progress=bar.update)
     extra = {}
     if args.trace:
-        from simulator.timeline import pool_replica_names, trace_json
+        from simulator.results.timeline import pool_replica_names, trace_json
         extra["trace.json"] = trace_json(result.requests, result.steps,
                                          gpus_per_replica=result.summary["gpus_per_replica"],
                                          replica_names=pool_replica_names(result.summary))
@@ -70,16 +70,16 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
 
 
 DELEGATED = {
-    "estimate": ("simulator.estimate", "price one engine step as the simulator does: seconds by op kind and "
+    "estimate": ("simulator.workflows.estimate", "price one engine step as the simulator does: seconds by op kind and "
                                        "engine time (see `draftsim estimate --help`)"),
     "profile": ("profiles.profiler.run", "time real torch kernels over the op graph's shapes and write a "
                                          "profile table (see `draftsim profile --help`)"),
-    "validate": ("profiles.validate", "run a real torch serving loop and the simulator on the same "
+    "validate": ("scenarios.validation.run", "run a real torch serving loop and the simulator on the same "
                                       "requests and report the simulator's error (see `draftsim validate --help`); "
                                       "--published: predict published real GPU runs and report the error"),
-    "sweep": ("simulator.sweep", "run a grid/list of scenario variants with seeds (local pool or Dask) into a "
+    "sweep": ("simulator.workflows.sweep.main", "run a grid/list of scenario variants with seeds (local pool or Dask) into a "
                                  "resumable results store (see `draftsim sweep --help`)"),
-    "plan": ("simulator.plan", "capacity planning: screen TP/PP/EP, replicas, drafter, γ/tree and "
+    "plan": ("simulator.workflows.plan.main", "capacity planning: screen TP/PP/EP, replicas, drafter, γ/tree and "
                                "colocated vs disaggregated on priced hardware, confirm the best with the DES, "
                                "rank by cost (see `draftsim plan --help`)"),
     "reproduce": ("scenarios.papers.registry", "reproduce a paper's figure/table with published-vs-reproduced "

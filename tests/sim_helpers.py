@@ -17,7 +17,7 @@ def scenario(**overrides) -> dict:
         },
         "cluster": {"hardware": "h100-sxm", "model": "llama-3-8b", "dtype": "bf16"},
         "drafter": {"kind": "none"},
-        "scheduler": {"policy": "vllm", "max_batch_size": 64},
+        "scheduler": {"kind": "vllm", "max_batch_size": 64},
         "slo": {"ttft_s": 1.0, "tpot_s": 0.05},
         "outputs": {"plots": False},
     }

@@ -14,6 +14,8 @@ from profiles.acceptance.prompts import build_prompt_set, stdlib_dir
 from profiles.acceptance.verify import compare
 
 torch.set_num_threads(2)
+pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
+
 SETTINGS = MeasureSettings(max_new_tokens=20, batch_size=3, skip_counts=(1, 2), calibration_tokens=48,
                            max_prompt_tokens=160)
 

@@ -127,7 +127,7 @@ def test_the_simulator_pays_engine_time_on_every_gpu_step():
 
 def test_engine_time_of_a_logged_decode_step_is_the_model_of_its_composition():
     result = simulator.run(scenario(workload={"num_requests": 60}, cluster={"latency": {"source": "roofline"}}))
-    engine = result.built.engine
+    engine = result.built.kind.engine
     cost = result.built.replicas[0].cost
     dec = result.steps[result.steps["prefill_tokens"] == 0].iloc[5]
     device = dec["draft_s"] + dec["verify_s"]

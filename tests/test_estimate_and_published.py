@@ -97,7 +97,7 @@ def test_serving_points_become_scenarios_of_their_setup():
     assert nim["cluster"]["parallelism"]["tp"] == 2 and nim["cluster"]["dtype"] == "fp8"
     assert nim["cluster"]["latency"]["framework"] == "trtllm"
     batch = serving_scenario(points["trtllm-v061doc-h100-sxm-llama2-7b-fp8-tp1-bs768-isl128-osl128"])
-    assert batch["scheduler"] == {"policy": "vllm", "max_batch_size": 768, "max_batched_tokens": 768 * 128}
+    assert batch["scheduler"] == {"kind": "vllm", "max_batch_size": 768, "max_batched_tokens": 768 * 128}
 
 
 def test_a_kernel_and_a_step_point_are_predicted_within_reason():

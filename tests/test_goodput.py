@@ -1,4 +1,4 @@
-"""Goodput per GPU by bisection on the rate (simulator.goodput) and the placement search."""
+"""Goodput per GPU by bisection on the rate (simulator.workflows.goodput) and the placement search."""
 from __future__ import annotations
 
 import math
@@ -6,7 +6,7 @@ import math
 import pytest
 
 from simulator.errors import ScenarioError
-from simulator.goodput import (attainment_at, candidates, colocated, disaggregated, max_goodput, scenario_gpus,
+from simulator.workflows.goodput import (attainment_at, candidates, colocated, disaggregated, max_goodput, scenario_gpus,
                                search_placements)
 from sim_helpers import scenario
 
@@ -42,6 +42,7 @@ def test_candidates_stay_within_the_budget_and_cover_both_kinds():
         assert gpus <= 4
 
 
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_search_ranks_layouts_and_reports_those_that_do_not_fit():
     data = dict(BASE, cluster=dict(BASE["cluster"], model="llama-2-70b"))
     table = search_placements(data, 2, tps=(1,), pps=(1,), rel_tol=0.1)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from simulator.metrics import SLO, build_requests_frame, build_steps_frame, format_summary_table, summarize
+from simulator.results.metrics import SLO, build_requests_frame, build_steps_frame, format_summary_table, summarize
 
 NAN = np.nan
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
+
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 

@@ -1,4 +1,4 @@
-"""Expert parallelism in the DES (simulator.moe_cost, build.py's EP memory model): the step cost equals
+"""Expert parallelism in the DES (simulator.cost.moe, build.py's EP memory model): the step cost equals
 the op-graph pricing with its all-to-alls re-priced on the topology, EP=1 has no all-to-all, skew and
 pre-scheduling move the cost the way the formulas say, verification touches more experts, bad input."""
 from __future__ import annotations
@@ -20,10 +20,10 @@ from profiles.roofline import RooflineLatencyModel
 from simulator.api import run
 from simulator.cli import main
 from simulator.errors import ScenarioError
-from simulator.moe_cost import make_ep_forward_cost
-from simulator.network import Topology, ep_alltoall_s
-from simulator.schema import MoeConfig
-from simulator.step_cost import ForwardCost, _price
+from simulator.cost.moe import make_ep_forward_cost
+from simulator.cluster.network import Topology, ep_alltoall_s
+from simulator.config.scenario import MoeConfig
+from simulator.cost.step_cost import ForwardCost, _price
 from sim_helpers import scenario
 
 SPEC = get_model("qwen3-30b-a3b")

@@ -8,7 +8,7 @@ import pytest
 
 from scenarios.moe.ep_vs_tp import Setup, main, table
 from simulator.api import run
-from simulator.schema import load_scenario
+from simulator.config.scenario import load_scenario
 
 MOE_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "moe"
 
@@ -56,6 +56,7 @@ def test_script_prints_the_table(capsys, tmp_path):
     assert (tmp_path / "t.csv").stat().st_size > 500
 
 
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_des_grid_runs_ep_and_tp_with_and_without_prescheduling_and_speculation():
     from scenarios.moe.des_grid import table as des_table
     frame = des_table(models=("qwen3-30b-a3b",), gpu_counts=(16,), requests=48)

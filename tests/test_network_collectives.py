@@ -9,7 +9,7 @@ import pytest
 
 from models.ops import ALLREDUCE, ALLTOALL, Op
 from profiles.roofline import RooflineLatencyModel
-from simulator.network import (BUS_BANDWIDTH_FACTOR, Flow, Network, Topology, allgather_s, alltoall_s,
+from simulator.cluster.network import (BUS_BANDWIDTH_FACTOR, Flow, Network, Topology, allgather_s, alltoall_s,
                                bus_bandwidth, collective_s, ep_alltoall_s, hierarchical_alltoall_s,
                                port_limited_s,
                                reducescatter_s, ring_allreduce_s, tree_allreduce_s)

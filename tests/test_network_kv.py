@@ -6,7 +6,7 @@ import pytest
 
 from models import get_model
 from models.step import Parallelism
-from simulator.network import Flow, Network, Topology, kv_transfer_flows
+from simulator.cluster.network import Flow, Network, Topology, kv_transfer_flows
 
 GB = 1e9
 

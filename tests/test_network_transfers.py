@@ -10,7 +10,7 @@ import pytest
 import simpy
 
 from profiles.hardware import get_hardware
-from simulator.network import FairShareFluid, Flow, Network, SimNetwork, Topology, max_min_rates
+from simulator.cluster.network import FairShareFluid, Flow, Network, SimNetwork, Topology, max_min_rates
 
 GB = 1e9
 

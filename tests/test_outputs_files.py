@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import simulator.outputs as outputs
+import simulator.results.outputs as outputs
 from simulator.errors import ScenarioError
-from simulator.metrics import build_requests_frame, build_steps_frame, summarize
-from simulator.plots import PLOT_FILES, _integral_at, timeline_bins
+from simulator.results.metrics import build_requests_frame, build_steps_frame, summarize
+from simulator.results.plots import PLOT_FILES, _integral_at, timeline_bins
 from test_metrics_summary import HW, SLO_TINY, tiny_run
 
 EXPECTED = {"requests.parquet", "steps.parquet", "summary.json", *PLOT_FILES}

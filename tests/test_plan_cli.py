@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from simulator.plan import build_parser, main
+from simulator.workflows.plan.main import build_parser, main
 
 PLAN = {
     "name": "small", "seed": 2, "models": ["llama-3-8b"],
@@ -27,6 +27,7 @@ def write(tmp_path, **changes):
     return path
 
 
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_plan_end_to_end(tmp_path, capsys):
     out = tmp_path / "out"
     assert main([str(write(tmp_path)), "--out", str(out), "--executor", "serial"]) == 0

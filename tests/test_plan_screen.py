@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 
 from simulator.api import run
-from simulator.plan import pareto_front
-from simulator.plan_screen import Colocated, Workload, _step_costs, tokens_per_step
-from simulator.plan_spec import Candidate, PlanSpec
+from simulator.workflows.plan.main import pareto_front
+from simulator.workflows.plan.screen import Colocated, Workload, replica_kind, tokens_per_step
+from simulator.workflows.plan.config import Candidate, PlanConfig
 
-SPEC = PlanSpec.model_validate({
+SPEC = PlanConfig.model_validate({
     "name": "t", "seed": 4, "models": ["llama-3-8b"], "hardware": [{"id": "h100-sxm", "usd_per_gpu_hour": 2.0}],
     "workload": {"arrival": {"process": "poisson", "qps": 10.0}, "prompt_tokens": {"kind": "fixed", "value": 512},
                  "output_tokens": {"kind": "fixed", "value": 200}, "num_requests": 600},
     "acceptance": {"kind": "constant", "alpha": 0.75}, "slo": {"ttft_s": 0.5, "tpot_s": 0.05},
-    "scheduler": {"policy": "vllm", "max_batch_size": 256}, "search": {"replicas": [1]}})
+    "scheduler": {"kind": "vllm", "max_batch_size": 256}, "search": {"replicas": [1]}})
 
 
 def cand(gamma: int = 0, replicas: int = 1, tp: int = 1) -> Candidate:
@@ -38,7 +38,7 @@ def test_low_load_reduces_to_one_request_alone():
     """At vanishing load the batch is ~0-1 and TPOT is one decode step of one request over E tokens."""
     work = Workload(qps=1e-4, mean_prompt_tokens=512, mean_output_tokens=200)
     est = Colocated().screen(cand(gamma=3), SPEC, work)
-    cost, _ = _step_costs("llama-3-8b", "h100-sxm", "bf16", 1, 1, "llama-68m", 1, 3, 0.9)
+    cost = replica_kind(cand(gamma=3), SPEC).cost
     d, t = cost.decode_steps(1, np.array([612]))
     one_step = d[0, 0] + t[0, 0]
     assert est.feasible and est.batch < 0.05
@@ -59,7 +59,7 @@ def test_batch_solves_littles_law():
 def test_overload_and_memory_are_infeasible():
     heavy = Workload(qps=400.0, mean_prompt_tokens=512, mean_output_tokens=200)
     assert not Colocated().screen(cand(), SPEC, heavy).feasible
-    big = PlanSpec.model_validate({**SPEC.model_dump(), "models": ["llama-3-70b"]})
+    big = PlanConfig.model_validate({**SPEC.model_dump(), "models": ["llama-3-70b"]})
     est = Colocated().screen(Candidate("llama-3-70b", "h100-sxm", 2.0, 1, 1, 1, "none", 0, 1, "colocated"), big,
                              Workload(1.0, 512, 200))
     assert not est.feasible and "GiB" in est.reason
@@ -68,7 +68,7 @@ def test_overload_and_memory_are_infeasible():
 @pytest.mark.parametrize("qps, gamma", [(4.0, 0), (4.0, 3), (16.0, 0), (16.0, 3)])
 def test_screen_is_close_to_the_des(qps, gamma):
     """Mean TPOT within 30 % and mean TTFT within 40 % of the DES on uncongested candidates."""
-    spec = PlanSpec.model_validate({**SPEC.model_dump(), "workload": {**SPEC.workload, "arrival":
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "workload": {**SPEC.workload, "arrival":
                                                                       {"process": "poisson", "qps": qps}}})
     c = cand(gamma)
     est = Colocated().screen(c, spec, Workload(qps, 512, 200))
@@ -93,10 +93,10 @@ def disagg_cand(prefill: int, replicas: int, gamma: int = 0) -> Candidate:
 
 
 def test_disaggregated_candidates_cover_every_split():
-    from simulator.plan_screen import DEPLOYMENTS
-    from simulator.plan_spec import enumerate_candidates
+    from simulator.workflows.plan.screen import DEPLOYMENTS
+    from simulator.workflows.plan.config import enumerate_candidates
 
-    spec = PlanSpec.model_validate({**SPEC.model_dump(), "search": {"replicas": [1, 3],
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "search": {"replicas": [1, 3],
                                                                     "deployments": ["colocated", "disaggregated"]}})
     found = enumerate_candidates(spec, tuple(DEPLOYMENTS))
     splits = sorted((c.replicas, c.prefill_replicas) for c in found if c.deployment == "disaggregated")
@@ -109,11 +109,11 @@ def test_disaggregated_screen_at_low_load_is_prefill_then_lone_decode_plus_kv_tr
     from models import get_model
     from models.step import Parallelism
     from profiles.hardware import get_hardware
-    from simulator.plan_screen import Disaggregated
+    from simulator.workflows.plan.screen import Disaggregated
 
     work = Workload(qps=1e-4, mean_prompt_tokens=512, mean_output_tokens=200)
     est = Disaggregated().screen(disagg_cand(1, 2, gamma=3), SPEC, work)
-    cost, _ = _step_costs("llama-3-8b", "h100-sxm", "bf16", 1, 1, "llama-68m", 1, 3, 0.9)
+    cost = replica_kind(cand(gamma=3), SPEC).cost
     d, t = cost.decode_steps(1, np.array([612]))
     hw = get_hardware("h100-sxm")
     t_kv = (512 * get_model("llama-3-8b").kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16")
@@ -133,9 +133,9 @@ def test_disaggregated_screen_at_low_load_is_prefill_then_lone_decode_plus_kv_tr
 @pytest.mark.parametrize("qps", [4.0, 16.0])
 def test_disaggregated_screen_is_close_to_the_des(qps):
     """Mean TPOT and TTFT within 30 % / 40 % of the DES run of the same 1 prefill + 1 decode layout."""
-    from simulator.plan_screen import Disaggregated
+    from simulator.workflows.plan.screen import Disaggregated
 
-    spec = PlanSpec.model_validate({**SPEC.model_dump(), "workload": {**SPEC.workload, "arrival":
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "workload": {**SPEC.workload, "arrival":
                                                                       {"process": "poisson", "qps": qps}}})
     c = disagg_cand(1, 2)
     scenario = Disaggregated().scenario(c, spec, spec.seed)
@@ -148,10 +148,10 @@ def test_disaggregated_screen_is_close_to_the_des(qps):
 
 
 def test_expert_parallel_candidates_count_ep_gpus_and_screen_close_to_the_des():
-    from simulator.plan_screen import DEPLOYMENTS
-    from simulator.plan_spec import enumerate_candidates
+    from simulator.workflows.plan.screen import DEPLOYMENTS
+    from simulator.workflows.plan.config import enumerate_candidates
 
-    spec = PlanSpec.model_validate({
+    spec = PlanConfig.model_validate({
         **SPEC.model_dump(), "models": ["qwen3-30b-a3b"], "moe": {"routing": "zipf", "zipf_exponent": 0.8},
         "workload": {**SPEC.workload, "arrival": {"process": "poisson", "qps": 8.0}, "num_requests": 200},
         "search": {"tp": [1], "ep": [1, 8], "max_gpus": 8}})
@@ -171,12 +171,12 @@ def test_expert_parallel_candidates_count_ep_gpus_and_screen_close_to_the_des():
 
 
 def test_tree_drafters_are_screened_with_the_des_construction_and_close_to_the_des():
-    from simulator.plan_screen import DEPLOYMENTS
-    from simulator.plan_spec import enumerate_candidates
+    from simulator.workflows.plan.screen import DEPLOYMENTS
+    from simulator.workflows.plan.config import enumerate_candidates
     from theory.tree_search import optimal_tree
 
     probs = [0.6, 0.15, 0.05]
-    spec = PlanSpec.model_validate({
+    spec = PlanConfig.model_validate({
         **SPEC.model_dump(), "acceptance": {"kind": "ranked", "accept_probs": probs},
         "workload": {**SPEC.workload, "arrival": {"process": "poisson", "qps": 4.0}, "num_requests": 300},
         "search": {"replicas": [1], "deployments": ["colocated", "disaggregated"], "drafters": [
@@ -193,4 +193,6 @@ def test_tree_drafters_are_screened_with_the_des_construction_and_close_to_the_d
     assert des["tokens_per_step"] == pytest.approx(est.tokens_per_step, rel=0.05)
     assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
     split = Candidate(**{**c.__dict__, "deployment": "disaggregated", "replicas": 2, "prefill_replicas": 1})
-    assert not DEPLOYMENTS["disaggregated"].screen(split, spec, Workload(4.0, 512, 200)).feasible
+    # disaggregated pools run trees too: the split is screened with the same replica kind
+    pooled = DEPLOYMENTS["disaggregated"].screen(split, spec, Workload(4.0, 512, 200))
+    assert pooled.feasible and pooled.tokens_per_step == est.tokens_per_step

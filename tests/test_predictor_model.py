@@ -204,7 +204,7 @@ def test_host_overhead_interpolates_per_layer_in_log_tokens_and_steps_pay_it():
     assert ProfiledLatencyModel(table, "cpu-local").host_overhead_s(2, 10) == 0.0   # no rows: nothing added
     assert RooflineLatencyModel("h100-sxm").host_overhead_s(32, 10) == 0.0
 
-    from simulator.step_cost import ForwardCost
+    from simulator.cost.step_cost import ForwardCost
     spec = get_model("llama-68m")
     with_host = ForwardCost(spec, Parallelism(), model, "fp32")
     without = ForwardCost(spec, Parallelism(), ProfiledLatencyModel(table, "cpu-local"), "fp32")

@@ -7,6 +7,8 @@ import time
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
+
 torch = pytest.importorskip("torch")
 
 from models.catalog import get_model  # noqa: E402

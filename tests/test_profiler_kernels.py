@@ -5,6 +5,8 @@ import math
 
 import pytest
 
+pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
+
 torch = pytest.importorskip("torch")
 
 from models.torch_impl import kernels as K  # noqa: E402

@@ -6,21 +6,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
+
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
 from models import get_model  # noqa: E402
 from models.torch_impl.qwen2 import ModelConfig, random_model  # noqa: E402
 from profiles.hardware import get_hardware  # noqa: E402
-from profiles.reference.compare import STEP_KEYS, combine_repeats  # noqa: E402
-from profiles.reference.diagnose import kernel_context_excess, op_breakdown, predicted_by_kind  # noqa: E402
-from profiles.reference.engine import ReferenceConfig, run_reference  # noqa: E402
-from profiles.reference.model import DecodeGroup, FusedDecoder, PrefillChunk  # noqa: E402
-from profiles.reference.workload import offline_trace, write_offline_trace  # noqa: E402
-from simulator.acceptance import ChainAcceptance  # noqa: E402
+from scenarios.validation.reference.compare import STEP_KEYS, combine_repeats  # noqa: E402
+from scenarios.validation.reference.diagnose import kernel_context_excess, op_breakdown, predicted_by_kind  # noqa: E402
+from scenarios.validation.reference.engine import ReferenceConfig, run_reference  # noqa: E402
+from models.torch_impl.fused import DecodeGroup, FusedDecoder, PrefillChunk  # noqa: E402
+from scenarios.validation.reference.workload import offline_trace, write_offline_trace  # noqa: E402
+from simulator.speculation.acceptance import ChainAcceptance  # noqa: E402
 from simulator.api import run as simulate  # noqa: E402
-from simulator.build import Streams  # noqa: E402
-from simulator.schema import parse_scenario  # noqa: E402
+from simulator.cluster.build import Streams  # noqa: E402
+from simulator.config.scenario import parse_scenario  # noqa: E402
 
 
 # ---- the decoder ---------------------------------------------------------------------------------------
@@ -61,7 +63,7 @@ def _scenario(tmp_path, *, n=5, prompt=(8, 40), output=(4, 14), gamma=2, alpha=0
         "cluster": {"hardware": "cpu-local", "model": "llama-68m", "dtype": "fp32",
                     "gpu_memory_utilization": util},
         "drafter": drafter, "acceptance": {"kind": "constant", "alpha": alpha},
-        "scheduler": scheduler or {"policy": "vllm", "max_batch_size": 3, "max_batched_tokens": 256},
+        "scheduler": scheduler or {"kind": "vllm", "max_batch_size": 3, "max_batched_tokens": 256},
     })
 
 
@@ -142,7 +144,7 @@ def test_vllm_engine_matches_simulator_steps_acceptance_and_lag(tmp_path):
 
 
 def test_sarathi_chunked_prefill_and_no_drafter(tmp_path):
-    sched = {"policy": "sarathi", "max_batch_size": 3, "max_batched_tokens": 256, "chunk_tokens": 16}
+    sched = {"kind": "sarathi", "max_batch_size": 3, "max_batched_tokens": 256, "chunk_tokens": 16}
     _, ref, sim = _run_both(tmp_path, scheduler=sched, prompt=(20, 40), op_breakdown=True)
     _check_same_steps_and_tokens(ref, sim)
     _check_well_formed(ref)
@@ -168,7 +170,7 @@ def test_preemption_by_recompute_keeps_caches_consistent(tmp_path):
     need = 2 * spec.weight_bytes("fp32") + kv_tokens * 2 * spec.kv_bytes_per_token("fp32")
     util = need / get_hardware("cpu-local").hbm_bytes
     _, ref, sim = _run_both(tmp_path, util=util, n=5, prompt=(16, 30), output=(20, 30),
-                            scheduler={"policy": "vllm", "max_batch_size": 4, "max_batched_tokens": 256})
+                            scheduler={"kind": "vllm", "max_batch_size": 4, "max_batched_tokens": 256})
     assert sim.requests["preemptions"].sum() > 0
     _check_same_steps_and_tokens(ref, sim)
     _check_well_formed(ref)

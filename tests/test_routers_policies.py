@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from simulator.errors import ScenarioError
-from simulator.routers import ROUTERS, make_router
+from simulator.core.routers import ROUTERS, make_router
 
 
 def router(name: str, n: int = 4, seed: int = 0):

@@ -90,9 +90,25 @@ def test_bad_closed_loop_configurations_name_the_field(workload, field):
         simulator.run(scenario(workload=workload))
 
 
-def test_closed_loop_with_disaggregation_is_refused():
-    sc = _closed(2, n=5)
+def _closed_disagg(c: int, n: int = 60, **extra) -> dict:
+    sc = _closed(c, n, **extra)
     sc["cluster"] = {"hardware": "a100-80gb", "model": "llama-2-7b",
-                     "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 1}}}
-    with pytest.raises(ScenarioError, match="^workload.arrival.process"):
-        simulator.run(sc)
+                     "disaggregation": {"prefill": {"replicas": 2}, "decode": {"replicas": 2}}}
+    return sc
+
+
+@pytest.mark.parametrize("drafter", [{"kind": "none"}, {"kind": "draft_model", "model": "llama-68m", "gamma": 3}])
+def test_closed_loop_with_disaggregation_sends_at_each_decode_completion(drafter):
+    """A completion in the decode pool sends the next request to the prefill pool at that instant."""
+    c = 4
+    sc = _closed_disagg(c, drafter=drafter)
+    bulk = simulator.run(sc, step_mode="bulk")
+    req = bulk.requests
+    assert not req["dropped"].any() and req["finish_s"].notna().all()
+    assert (req["arrival_s"].to_numpy()[:c] == 0.0).all()
+    completions = np.sort(req["finish_s"].to_numpy())
+    np.testing.assert_array_equal(req["arrival_s"].to_numpy()[c:], completions[: len(req) - c])
+    assert _in_system(req)[1].max() == c
+    step = simulator.run(sc, step_mode="step")
+    pd.testing.assert_frame_equal(bulk.requests, step.requests)
+    pd.testing.assert_frame_equal(bulk.steps, step.steps)

@@ -1,4 +1,4 @@
-"""Drafter families: pass costs, placement, and the memory model (simulator.drafters)."""
+"""Drafter families: pass costs, placement, and the memory model (simulator.cost.drafters)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,9 +11,9 @@ from models.step import Parallelism
 from models.spec import dtype_bytes
 from profiles.hardware import get_hardware
 from sim_helpers import scenario
-from simulator.drafters import layer_params
+from simulator.cost.drafters import layer_params
 from simulator.errors import ScenarioError
-from simulator.step_cost import ForwardCost
+from simulator.cost.step_cost import ForwardCost
 
 DRAFT = {"kind": "draft_model", "model": "llama-68m", "gamma": 4}
 QUIET = {"arrival": {"qps": 0.5}, "num_requests": 20, "output_tokens": {"kind": "fixed", "value": 64}}
@@ -30,7 +30,7 @@ def plain():
 
 def test_layer_skip_and_ngram_use_no_extra_memory(plain):
     for d in ({"kind": "layer_skip", "gamma": 3, "layers_fraction": 0.5}, {"kind": "ngram", "gamma": 3}):
-        assert _run(d).built.kv_tokens_per_replica == plain.built.kv_tokens_per_replica
+        assert _run(d).built.kind.kv_tokens == plain.built.kind.kv_tokens
 
 
 def test_ngram_drafts_for_free():
@@ -59,8 +59,8 @@ def test_eagle_head_memory_and_cost(plain):
     per_token = target.kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16")
     hw = get_hardware("h100-sxm")
     free = hw.hbm_bytes * 0.9 - target.weight_bytes("bf16") - w
-    assert result.built.kv_tokens_per_replica == int(free // (per_token + kv))
-    assert result.built.kv_tokens_per_replica < plain.built.kv_tokens_per_replica
+    assert result.built.kind.kv_tokens == int(free // (per_token + kv))
+    assert result.built.kind.kv_tokens < plain.built.kind.kv_tokens
     cost = result.built.replicas[0].cost
     assert cost.draft.spec.num_layers == 1 and cost.draft_widths == (1, 1, 1)
 
@@ -90,7 +90,7 @@ def test_separate_placement_overlaps_draft_with_verify(plain):
     alpha = 0.8
     col = _run(DRAFT, acceptance={"kind": "constant", "alpha": alpha})
     sep = _run({**DRAFT, "placement": "separate"}, acceptance={"kind": "constant", "alpha": alpha})
-    assert sep.built.kv_tokens_per_replica == plain.built.kv_tokens_per_replica
+    assert sep.built.kind.kv_tokens == plain.built.kind.kv_tokens
     c_col, c_sep = col.built.replicas[0].cost, sep.built.replicas[0].cost
     for batch in (1, 16):
         d, t = c_col.decode_steps(batch, np.array([batch * 300]))
@@ -110,7 +110,7 @@ def test_cpu_placement_prices_the_host_profile_plus_pcie(plain):
     from profiles.predictor import load_latency_model
 
     result = _run({**DRAFT, "placement": "cpu", "gamma": 2})
-    assert result.built.kv_tokens_per_replica == plain.built.kv_tokens_per_replica
+    assert result.built.kind.kv_tokens == plain.built.kind.kv_tokens
     cost = result.built.replicas[0].cost
     cpu = ForwardCost(get_model("llama-68m"), Parallelism(1, 1), load_latency_model("cpu-local", dtype="fp32"),
                       "fp32")

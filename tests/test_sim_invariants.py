@@ -13,7 +13,7 @@ DRAFT = {"kind": "draft_model", "model": "llama-68m", "gamma": 3}
 CASES = {
     "vllm_plain": scenario(),
     "vllm_spec": scenario(drafter=DRAFT, acceptance={"kind": "constant", "alpha": 0.7}),
-    "sarathi_spec": scenario(drafter=DRAFT, scheduler={"policy": "sarathi", "chunk_tokens": 512}),
+    "sarathi_spec": scenario(drafter=DRAFT, scheduler={"kind": "sarathi", "chunk_tokens": 512}),
     # A small GPU and long sequences force KV exhaustion and preemption by recompute.
     "preempting": scenario(cluster={"hardware": "l40s", "model": "llama-2-13b"},
                            workload={"arrival": {"qps": 20.0}, "num_requests": 150,
@@ -99,7 +99,7 @@ def test_logged_flops_are_replica_totals_independent_of_tensor_parallelism():
                              "prompt_tokens": {"kind": "fixed", "value": 256},
                              "output_tokens": {"kind": "fixed", "value": 32}, "num_requests": 40},
                 "cluster": {"hardware": "h100-sxm", "model": "llama-2-7b", "parallelism": {"tp": tp}},
-                "scheduler": {"policy": "vllm"}, "outputs": {"plots": False}}
+                "scheduler": {"kind": "vllm"}, "outputs": {"plots": False}}
 
     one, two = run(scenario(1)), run(scenario(2))
     assert one.steps["flops"].sum() == pytest.approx(two.steps["flops"].sum(), rel=0.01)

@@ -1,4 +1,4 @@
-"""Speculation control policies (simulator.policies) against theory/ and invariants."""
+"""Speculation control policies (simulator.speculation.control) against theory/ and invariants."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 
 import simulator
 from sim_helpers import scenario
-from simulator.step_cost import CTX_GRID_TOKENS
+from simulator.cost.step_cost import CTX_GRID_TOKENS
 from theory.policies.specdecpp import specdecpp_length
 
 DRAFT = {"kind": "draft_model", "model": "llama-68m", "gamma": 4}
@@ -83,11 +83,11 @@ def test_smartspec_picks_the_goodput_optimal_gamma_of_the_cost_model():
                                     policy={"kind": "smartspec", "max_gamma": 6}))
     rep = result.built.replicas[0]
     pol = rep.policy
-    for (batch, cell), gamma in list(pol._smartspec.items())[:20]:
+    for (batch, cell), gamma in list(pol._chosen.items())[:20]:
         ctx = cell * CTX_GRID_TOKENS * batch
         want = goodput_optimal_gamma(np.full(batch, 0.7), lambda b, g: pol._decode_seconds(g, b, ctx), 6)
         assert gamma == want.gamma
-    assert len(set(pol._smartspec.values())) >= 1
+    assert len(set(pol._chosen.values())) >= 1
     assert result.steps.emitted_tokens.sum() == result.requests.output_tokens.sum()
 
 

@@ -16,10 +16,11 @@ def _md1_scenario(qps: float, n: int) -> dict:
         workload={"arrival": {"process": "poisson", "qps": qps},
                   "prompt_tokens": {"kind": "fixed", "value": 256},
                   "output_tokens": {"kind": "fixed", "value": 8}, "num_requests": n},
-        scheduler={"policy": "vllm", "max_batch_size": 1},
+        scheduler={"kind": "vllm", "max_batch_size": 1},
     )
 
 
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_md1_mean_wait_matches_pollaczek_khinchine():
     probe = simulator.run(_md1_scenario(0.01, 5))
     service_s = float((probe.requests.finish_s - probe.requests.admit_s).iloc[0])

@@ -8,8 +8,8 @@ from models import get_model
 from models.opgraph import attention_ops, dense_ops
 from models.step import Parallelism, StepShape
 from profiles.roofline import RooflineLatencyModel
-from simulator import step_table
-from simulator.step_cost import CTX_GRID_TOKENS, ForwardCost, StepCostModel, interpolate_on_grid
+from simulator.cost import step_table
+from simulator.cost.step_cost import CTX_GRID_TOKENS, ForwardCost, StepCostModel, interpolate_on_grid
 
 
 def _exact(fc: ForwardCost, seqs: int, q: int, ctx_sum: int) -> np.ndarray:
@@ -43,7 +43,7 @@ def test_step_cost_of_decode_only_step_is_draft_passes_plus_verify():
     lat = RooflineLatencyModel("h100-sxm")
     target = ForwardCost(get_model("llama-3-8b"), Parallelism(), lat, "bf16")
     draft = ForwardCost(get_model("llama-68m"), Parallelism(), lat, "bf16")
-    model = StepCostModel(target, draft, gamma=3)
+    model = StepCostModel(target, draft, depth=3)
     d, t = model.step(0, 0, 0, decode_seqs=8, decode_context_tokens=8 * 1024)
     want_t = target.decode_forward(8, 4, np.array([8 * 1024]))[0]
     want_d = sum(draft.decode_forward(8, 1, np.array([8 * 1024 + j * 8]))[0] for j in range(3))
@@ -89,7 +89,7 @@ def test_batch_context_table_gives_the_per_batch_tables_values_bit_for_bit():
     lat = RooflineLatencyModel("a100-80gb")
     target = ForwardCost(get_model("llama-2-7b"), Parallelism(), lat, "bf16")
     draft = ForwardCost(get_model("llama-68m"), Parallelism(), lat, "bf16")
-    model = StepCostModel(target, draft, gamma=4)
+    model = StepCostModel(target, draft, depth=4)
     seqs, sums = _bulk_like_inputs(np.random.default_rng(3))
     d, t = model.decode_steps(seqs, sums, monotone=True)
     want = interpolate_on_grid({}, model._make_step_grid, seqs, sums)  # the per-batch-table path
@@ -105,10 +105,10 @@ def test_step_costs_fall_back_to_per_batch_tables_past_the_memory_cap(monkeypatc
     lat = RooflineLatencyModel("a100-80gb")
     target = ForwardCost(get_model("llama-2-7b"), Parallelism(), lat, "bf16")
     seqs, sums = _bulk_like_inputs(np.random.default_rng(4))
-    roomy = StepCostModel(target, None, gamma=0)
+    roomy = StepCostModel(target, None, depth=0)
     want = roomy.decode_steps(seqs, sums, monotone=True)
     monkeypatch.setattr(step_table, "MAX_TABLE_BYTES", 1024)
-    capped = StepCostModel(ForwardCost(get_model("llama-2-7b"), Parallelism(), lat, "bf16"), None, gamma=0)
+    capped = StepCostModel(ForwardCost(get_model("llama-2-7b"), Parallelism(), lat, "bf16"), None, depth=0)
     got = capped.decode_steps(seqs, sums, monotone=True)
     assert capped._step_table.cube.size == 0 and capped._step_grid  # the fallback did the work
     np.testing.assert_array_equal(got[0], want[0])

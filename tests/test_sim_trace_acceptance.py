@@ -76,6 +76,7 @@ def test_correlated_trace_differs_from_constant_alpha_at_equal_mean(trace):
     assert traced < 0.97 * expected_tokens(alpha, gamma)
 
 
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_requests_replay_their_sequence_deterministically(trace):
     path, _ = trace
     a, b = _run(path, 4), _run(path, 4)
@@ -117,6 +118,7 @@ def test_sampling_mode_with_constant_beta_matches_closed_form(tmp_path):
     assert tokens == pytest.approx(expected_tokens(0.75, 5), rel=0.01)
 
 
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_sampling_mode_follows_per_position_beta(trace, tmp_path):
     """Monte Carlo of the same walk, written independently: per request, start at its sequence's
     position 0, accept drafts while u < β[pos + j], move by τ + 1."""

@@ -9,10 +9,10 @@ import pytest
 
 import simulator
 from sim_helpers import scenario
-from simulator.acceptance import ChainAcceptance, counter_uniforms
-from simulator.schema import parse_scenario
-from simulator.speculation import build_tree, pair_distributions
-from simulator.tree_acceptance import TreeAcceptance, tree_accepted_depth
+from simulator.speculation.acceptance import ChainAcceptance, counter_uniforms
+from simulator.config.scenario import parse_scenario
+from simulator.speculation.shapes import build_tree, pair_distributions
+from simulator.speculation.tree_acceptance import TreeAcceptance, tree_accepted_depth
 from theory.multidraft import SCHEMES, acceptance as md_acceptance
 from theory.trees import Tree
 from theory.tree_builders import eagle2_tree, kary_tree, positional_child_probs
@@ -52,7 +52,7 @@ def test_nested_interval_walk_of_a_chain_is_the_chain_rule():
 def test_simulated_tokens_per_step_equal_tree_expected_tokens(spec):
     data = scenario(drafter=DRAFT, acceptance=RANKED, speculation=spec, workload=LONG)
     result = simulator.run(data)
-    tree = build_tree(parse_scenario(data), 4, Path("."))
+    tree = build_tree(*_sections(parse_scenario(data)), 4, Path("."))
     assert _mean_tokens(result) == pytest.approx(tree.expected_tokens, rel=0.01)
     assert (result.steps.query_tokens_per_seq[result.steps.decode_seqs > 0] == tree.size).all()
 
@@ -60,7 +60,7 @@ def test_simulated_tokens_per_step_equal_tree_expected_tokens(spec):
 def test_dynamic_tree_is_eagle2_of_the_rank_probs():
     data = scenario(drafter=DRAFT, acceptance=RANKED,
                     speculation={"kind": "dynamic_tree", "top_k": 3, "depth": 5, "budget": 20})
-    tree = build_tree(parse_scenario(data), 4, Path("."))
+    tree = build_tree(*_sections(parse_scenario(data)), 4, Path("."))
     want = eagle2_tree(positional_child_probs(RANKED["accept_probs"]), 3, 5, 20)
     assert tree == want
 
@@ -80,7 +80,7 @@ def test_multidraft_first_position_acceptance_matches_theory(scheme):
 def test_multidraft_deeper_positions_use_single_draft_acceptance():
     data = scenario(drafter={**DRAFT, "gamma": 3}, acceptance={"kind": "pair"},
                     speculation={"kind": "multidraft", "n": 2, "scheme": "rrs_wor"})
-    tree = build_tree(parse_scenario(data), 3, Path("."))
+    tree = build_tree(*_sections(parse_scenario(data)), 3, Path("."))
     p, q = pair_distributions(parse_scenario(data).acceptance)
     a2, b = md_acceptance(p, q, 2, "rrs_wor"), float(np.minimum(p, q).sum())
     assert tree.size == 1 + 2 * 3
@@ -95,7 +95,7 @@ def test_multidraft_deeper_positions_use_single_draft_acceptance():
          speculation={"kind": "tree", "builder": "medusa", "depth": 4, "budget": 12}),
     dict(drafter={**DRAFT, "placement": "separate"},
          speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3}),
-    dict(scheduler={"policy": "sarathi", "chunk_tokens": 512},
+    dict(scheduler={"kind": "sarathi", "chunk_tokens": 512},
          speculation={"kind": "dynamic_tree", "top_k": 3, "depth": 4, "budget": 16}),
     dict(drafter={"kind": "head", "gamma": 4},
          speculation={"kind": "dynamic_tree", "top_k": 3, "depth": 4, "budget": 16}),
@@ -147,7 +147,7 @@ def test_trace_tree_walk_on_ranks():
     """Greedy tree verification on a measured trace: a k-ary tree of width w accepts along runs of
     rank < w, which is profiles.acceptance.trace.tree_accepted_depth for full trees."""
     from profiles.acceptance.trace import load_trace, tree_accepted_lengths
-    from simulator.trace_acceptance import resolve_trace_path
+    from simulator.speculation.trace_acceptance import resolve_trace_path
 
     trace = load_trace(resolve_trace_path("qwen2.5-coder-1.5b-0.5b", Path(".")))
     tree = kary_tree(2, 3, [0.5, 0.2])
@@ -173,7 +173,7 @@ def test_trace_driven_tree_matches_the_trace_empirical_tree_walk():
     length of a real greedy tree decoder over the trace's texts (profiles' own tree_accepted_lengths,
     walked position by position) within 2 %."""
     from profiles.acceptance.trace import load_trace, tree_accepted_lengths
-    from simulator.trace_acceptance import resolve_trace_path
+    from simulator.speculation.trace_acceptance import resolve_trace_path
 
     trace = load_trace(resolve_trace_path("qwen2.5-coder-1.5b-0.5b", Path(".")))
     depth = tree_accepted_lengths(trace, [2, 2, 2, 2], "draft")
@@ -203,7 +203,7 @@ def test_tree_step_is_priced_from_the_op_graph_pass_by_pass():
     result = simulator.run(scenario(drafter=DRAFT, acceptance=RANKED, workload={"num_requests": 5},
                                     speculation={"kind": "tree", "builder": "sequoia", "depth": 5, "budget": 16}))
     cost = result.built.replicas[0].cost
-    tree = build_tree(result.scenario, 4, Path("."))
+    tree = build_tree(result.scenario.speculation, result.scenario.acceptance, 4, Path("."))
     widths = [int(w) for w in tree.expanded_level_widths()]
     assert cost.draft_widths == tuple(widths) and cost.q == tree.size == 16 and cost.tree
     batch, ctx = 8, 8 * 700
@@ -219,3 +219,7 @@ def test_tree_step_is_priced_from_the_op_graph_pass_by_pass():
     assert got[3] == pytest.approx(target[0] + got[6], rel=1e-12)
     causal = cost.target.exact_decode(batch, 16, ctx, False)
     assert got[4] > causal[1]  # the tree mask prices the full q×q block
+
+
+def _sections(scenario):
+    return scenario.speculation, scenario.acceptance

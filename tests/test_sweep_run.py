@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from simulator.sweep import main, run_sweep
-from simulator.sweep_store import POINTS_DIR, SweepStore
+from simulator.workflows.sweep.main import main, run_sweep
+from simulator.workflows.sweep.store import POINTS_DIR, SweepStore
 from sim_helpers import scenario
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,6 +52,7 @@ def test_serial_sweep_stores_one_row_per_point_matching_single_runs(tmp_path):
     assert len(stored) == 4 and (tmp_path / "out" / "results.csv").is_file()
 
 
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_rerun_needs_resume_and_resume_skips_finished_points(tmp_path):
     path = write_sweep(tmp_path)
     run_sweep(path, tmp_path / "out", executor="serial")
@@ -70,6 +71,7 @@ def _start_cli(args: list[str]) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
 
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_killed_sweep_loses_no_finished_point_and_resume_duplicates_none(tmp_path):
     path = write_sweep(tmp_path, num_requests=150, replications=2)  # 8 points
     out = tmp_path / "out"
@@ -104,6 +106,7 @@ def test_killed_sweep_loses_no_finished_point_and_resume_duplicates_none(tmp_pat
     pd.testing.assert_frame_equal(metrics(frame), metrics(fresh.frame))
 
 
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_dask_local_cluster_gives_the_serial_results(tmp_path):
     distributed = pytest.importorskip("distributed")
     path = write_sweep(tmp_path)
@@ -142,6 +145,7 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
     assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_plots_and_printed_table(tmp_path, capsys):
     path = write_sweep(tmp_path, plot={"x": "workload.arrival.qps", "metrics": ["goodput_rps", "tpot_p50_s"]})
     assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial", "--plot"]) == 0
@@ -155,7 +159,7 @@ def test_plots_and_printed_table(tmp_path, capsys):
 
 def test_help_reads_well(capsys):
     with pytest.raises(SystemExit):
-        from simulator.sweep import build_parser
+        from simulator.workflows.sweep.main import build_parser
         build_parser().parse_args(["--help"])
     text = capsys.readouterr().out
     assert "--resume" in text and "dask://HOST:PORT" in text and "example:" in text

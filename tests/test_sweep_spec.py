@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from simulator.errors import ScenarioError
-from simulator.sweep_spec import expand_points, load_sweep
+from simulator.workflows.sweep.config import expand_points, load_sweep
 from sim_helpers import scenario
 
 

@@ -10,7 +10,7 @@ import yaml
 
 from simulator.api import run
 from simulator.cli import main
-from simulator.timeline import KV_PID, pool_replica_names, trace_events
+from simulator.results.timeline import KV_PID, pool_replica_names, trace_events
 from sim_helpers import scenario
 
 DISAGG = scenario(workload={"num_requests": 60, "arrival": {"process": "poisson", "qps": 10.0}},

@@ -11,12 +11,12 @@ import yaml
 
 from simulator.api import run
 from simulator.cli import main
-from simulator.timeline import REQUEST_PID, trace_events, trace_json
+from simulator.results.timeline import REQUEST_PID, trace_events, trace_json
 from sim_helpers import scenario
 
 SPEC = scenario(workload={"num_requests": 80, "arrival": {"process": "poisson", "qps": 12.0}},
                 cluster={"replicas": 2}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
-                scheduler={"policy": "sarathi", "max_batch_size": 32, "chunk_tokens": 128,
+                scheduler={"kind": "sarathi", "max_batch_size": 32, "chunk_tokens": 128,
                            "max_batched_tokens": 256})
 
 

@@ -9,6 +9,8 @@ from models.torch_impl.tokenizer import train_bpe
 
 torch.set_num_threads(2)
 
+pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
+
 TEXTS = ["def f(x):\n    return x * 2\n", "Hello there, general. How are you today?\n"]
 
 

@@ -8,6 +8,8 @@ from models.torch_impl.qwen2 import ModelConfig, random_model
 torch.set_num_threads(2)
 
 
+pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
+
 def dense_loop(block: MoEBlock, x: torch.Tensor) -> torch.Tensor:
     """Each token: softmax over all experts, keep its top-k, (renormalize), sum weighted expert MLPs."""
     out = torch.zeros_like(x, dtype=torch.float64)

@@ -1,4 +1,6 @@
 """The torch Qwen2 decoder against an independent textbook implementation, and its cache modes against
+pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
+
 each other (incremental = parallel, batched ragged decode = per-sequence, tree verify = path replay)."""
 import math
 

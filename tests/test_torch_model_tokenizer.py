@@ -6,6 +6,8 @@ import pytest
 
 from models.torch_impl.tokenizer import BPETokenizer, byte_to_unicode, qwen2_pretokenizer, train_bpe
 
+pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
+
 CORPUS = [
     "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    return a + b\n",
     "The quick brown fox jumps over the lazy dog. It's 2024; we've 12 apples.\n",

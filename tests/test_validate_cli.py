@@ -12,10 +12,12 @@ pytest.importorskip("torch")
 
 from profiles.predictor import DATA_DIR  # noqa: E402
 from profiles.profiler.table import read_fingerprint  # noqa: E402
-from profiles.reference.compare import (STEP_KEYS, match_requests, match_steps, pct_error,  # noqa: E402
+from scenarios.validation.reference.compare import (STEP_KEYS, match_requests, match_steps, pct_error,  # noqa: E402
                                         request_summary, step_summary)
-from profiles.validate import main  # noqa: E402
+from scenarios.validation.run import main  # noqa: E402
 
+
+pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
 
 @pytest.fixture(scope="module")
 def quick_profile(tmp_path_factory):
@@ -66,7 +68,7 @@ def test_bad_flags_and_inputs_print_one_line_and_exit_2(argv, quick_profile, cap
 def test_profile_first_measures_the_scenarios_models_here_and_validates_with_them(tmp_path, monkeypatch, capsys):
     """--profile-first: the target and draft of the scenario are profiled on this machine into OUT/profile/
     and the simulator prices with that profile (run here on the profiler's coarse CI grid for speed)."""
-    from profiles import validate
+    from scenarios.validation import run as validate
     from profiles.profiler import run as profiler_run
 
     measured = []

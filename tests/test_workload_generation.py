@@ -9,8 +9,8 @@ from pydantic import TypeAdapter, ValidationError
 from scipy import stats
 
 from simulator.errors import ScenarioError
-from simulator.lengths import LengthDist
-from simulator.workload import RequestTable, WorkloadConfig, arrival_times, generate_requests
+from simulator.core.lengths import LengthDist
+from simulator.core.workload import RequestTable, WorkloadConfig, arrival_times, generate_requests
 
 LENGTHS = TypeAdapter(LengthDist)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from simulator.errors import ScenarioError
-from simulator.workload import WorkloadConfig, generate_requests
+from simulator.core.workload import WorkloadConfig, generate_requests
 
 REPO = Path(__file__).resolve().parents[1]
 FIELD = "workload.arrival.trace_csv"

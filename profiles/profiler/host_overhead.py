@@ -6,7 +6,7 @@ this work is serial with the kernels (the same threads run both), and in the ref
 measured 0.25–0.75 ms per layer — 2–9 % of a pass — which no op of the op graph prices.
 
 So the profiler measures it, as the op graph cannot: it runs whole passes of the engine's own decoder
-(`profiles.reference.model.FusedDecoder`, random weights) over a few decode and prefill shapes, times every
+(`models.torch_impl.fused.FusedDecoder`, random weights) over a few decode and prefill shapes, times every
 kernel call inside each pass, and records
 
     host overhead of a pass = pass wall time − Σ its timed kernels      (median over `reps` passes)
@@ -61,7 +61,7 @@ def time_host_overhead(spec: ModelSpec, dtype: torch.dtype, device: torch.device
                        shapes: Sequence[PassShape] = FULL_SHAPES, reps: int = 7, warmup: int = 2,
                        seed: int = 0) -> list[dict]:
     """Rows {layers, tokens, median_s, p10_s, p90_s, reps} of host overhead per pass of `spec`."""
-    from profiles.reference.model import (DecodeGroup, FusedDecoder, PrefillChunk, config_from_spec,
+    from models.torch_impl.fused import (DecodeGroup, FusedDecoder, PrefillChunk, config_from_spec,
                                           new_op_seconds)
     if reps < 1 or warmup < 0:
         raise ValueError(f"need reps >= 1 and warmup >= 0, got {reps}, {warmup}")

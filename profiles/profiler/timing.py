@@ -11,7 +11,7 @@ Approximations (named here because every profiled number inherits them):
   megabytes of weights through the caches and, on CPU, ran on the BLAS library's thread pool. Timed in a
   tight loop of repetitions those kernels find their operands cached and their threads spinning: on this
   2-core CPU a 40-token RMSNorm measured 48 µs hot, 130 µs after a 32 MB cache flush and 338 µs after a
-  real 35 MB-weight GEMM, which is what a pass sees (profiles.reference.diagnose.kernel_context_excess).
+  real 35 MB-weight GEMM, which is what a pass sees (scenarios.validation.reference.diagnose.kernel_context_excess).
   `PrecedingGemm` therefore runs such a GEMM, untimed, before every repetition of these kernels (on
   GPUs it streams the whole L2 instead, as triton.testing.do_bench does). GEMMs themselves rotate over
   cold weight copies and keep their activations hot.

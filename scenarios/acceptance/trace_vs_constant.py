@@ -22,7 +22,7 @@ SCENARIO = Path(__file__).with_name("qwen_coder_trace.yaml")
 def compare(gammas: list[int], drafter: str) -> pd.DataFrame:
     from profiles.acceptance.trace import agreement, empirical_mean_accepted, load_trace
     from simulator.api import run
-    from simulator.trace_acceptance import resolve_trace_path
+    from simulator.speculation.trace_acceptance import resolve_trace_path
     from theory.chain import expected_tokens
 
     trace = load_trace(resolve_trace_path("qwen2.5-coder-1.5b-0.5b", SCENARIO.parent))

@@ -21,7 +21,7 @@ from pathlib import Path
 SCENARIO = Path(__file__).with_name("sim_speed.yaml")
 SPEC = ["drafter.kind=draft_model", "drafter.model=llama-68m", "drafter.gamma=4",
         "acceptance.kind=constant", "acceptance.alpha=0.7"]
-COLD = ("from simulator.schema import load_scenario; from simulator.build import build; "
+COLD = ("from simulator.config.scenario import load_scenario; from simulator.cluster.build import build; "
         f"s, d = load_scenario({str(SCENARIO)!r}); build(s, d)")
 
 

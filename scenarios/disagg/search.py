@@ -2,7 +2,7 @@
 
 For every layout within `--max-gpus` (colocated: replicas × tp × pp; disaggregated: prefill replicas × tp
 × pp + decode replicas × tp × pp), the highest Poisson rate at which `slo.attainment` of the requests meet
-the scenario's TTFT and TPOT SLOs is found by bisection with the DES (simulator.goodput.max_goodput), then
+the scenario's TTFT and TPOT SLOs is found by bisection with the DES (simulator.workflows.goodput.max_goodput), then
 divided by the layout's GPUs; layouts that do not fit in memory are skipped. The scenario supplies the
 model, hardware, workload lengths, request count, scheduler and seed; its rate and layout are replaced.
 
@@ -18,8 +18,8 @@ import argparse
 import sys
 
 from simulator.errors import ScenarioError
-from simulator.goodput import search_placements
-from simulator.schema import apply_overrides, read_scenario_dict
+from simulator.workflows.goodput import search_placements
+from simulator.config.scenario import apply_overrides, read_scenario_dict
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 with and without speculative decoding — TPOT at a moderate load, all-to-all share of the busy time, and
 saturated output throughput per GPU.
 
-Every row is a full DES run (simulator.moe_cost prices the EP steps: straggler expert GEMMs, dispatch and
+Every row is a full DES run (simulator.cost.moe prices the EP steps: straggler expert GEMMs, dispatch and
 combine on the link topology; TP rows shard the experts over the TP ranks, no all-to-all). Workload:
 prompts lognormal (median 1000), outputs uniform 64–512, 400 requests per 8 GPUs, seed 7; "load" runs at 5 req/s
 per GPU, "saturated" at 1000 req/s (all requests queued at once: output tokens/s per GPU is the
@@ -45,7 +45,7 @@ def scenario(model: str, par: dict, replicas: int, speculative: bool, hit: float
         "cluster": {"hardware": "h100-sxm", "model": model, "dtype": "bf16", "replicas": replicas,
                     "parallelism": par, "router": "least_outstanding",
                     "moe": {"prescheduling_hit_rate": hit}},
-        "scheduler": {"policy": "vllm", "max_batch_size": 256, "max_batched_tokens": 8192},
+        "scheduler": {"kind": "vllm", "max_batch_size": 256, "max_batched_tokens": 8192},
         "outputs": {"plots": False},
     }
     if speculative:

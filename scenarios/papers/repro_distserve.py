@@ -8,7 +8,7 @@ per GPU, ≈2.1× the colocated per-GPU goodput ("assuming negligible KV transfe
 
 Simulated (nothing fitted): the DES on the A100 roofline (fp16), vllm prefill-first batching, Poisson
 arrivals, 300 requests, seed 0; goodput = the highest rate at which ≥ 90 % of requests meet both SLOs
-(bisection, simulator.goodput). The disaggregated run moves every request's KV cache (≈0.42 GB) over
+(bisection, simulator.workflows.goodput). The disaggregated run moves every request's KV cache (≈0.42 GB) over
 NVLink with contention; prefill-only / decode-only goodput are measured as in the paper: one prefill
 GPU with an ample decode pool under the TTFT SLO alone, one decode GPU fed by an ample prefill pool under
 the TPOT SLO alone.
@@ -31,7 +31,7 @@ from __future__ import annotations
 import pandas as pd
 
 from scenarios.papers.registry import Check, Outcome, Reproduction, new_figure
-from simulator.goodput import colocated, disaggregated, max_goodput
+from simulator.workflows.goodput import colocated, disaggregated, max_goodput
 
 SOURCE = "Zhong et al., DistServe, OSDI 2024 (arXiv:2401.09670), Figure 1 and §2.2"
 PUBLISHED = {"colocated": 1.6, "prefill_only": 5.6, "decode_only": 10.0, "disaggregated_2p1d_per_gpu": 10.0 / 3}
@@ -42,7 +42,7 @@ BASE = {
     "workload": {"arrival": {"process": "poisson", "qps": 1.0}, "prompt_tokens": {"kind": "fixed", "value": 512},
                  "output_tokens": {"kind": "fixed", "value": 64}, "num_requests": 300},
     "cluster": {"hardware": "a100-80gb", "model": "llama-2-13b", "dtype": "fp16"},
-    "scheduler": {"policy": "vllm"},
+    "scheduler": {"kind": "vllm"},
     "slo": {"ttft_s": TTFT_S, "tpot_s": TPOT_S, "attainment": ATTAINMENT},
     "outputs": {"plots": False},
 }

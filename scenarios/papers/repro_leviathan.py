@@ -49,7 +49,7 @@ def des_scenario(alpha: float, gamma: int) -> dict:
                      "output_tokens": {"kind": "fixed", "value": OUTPUT_TOKENS}, "num_requests": REQUESTS},
         "cluster": {"hardware": "h100-sxm", "model": "llama-3-8b"},
         "drafter": drafter, "acceptance": {"kind": "constant", "alpha": alpha},
-        "scheduler": {"policy": "vllm", "max_batch_size": 1}, "outputs": {"plots": False},
+        "scheduler": {"kind": "vllm", "max_batch_size": 1}, "outputs": {"plots": False},
     }
 
 

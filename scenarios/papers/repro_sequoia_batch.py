@@ -51,12 +51,12 @@ def scenario(batch: int, speculation: dict | None, requests: int | None = None) 
 
 
 def _chosen_budget(result, batch: int) -> int:
-    from simulator.speculation import rank_probs
+    from simulator.speculation.shapes import rank_probs
     from theory.tree_search import choose_tree_size
 
     cost = result.built.replicas[0].cost
     ctx = np.array([batch * 256])
-    probs = rank_probs(result.scenario, Path("."))
+    probs = rank_probs(result.scenario.acceptance, Path("."))
     choice = choose_tree_size(probs, lambda w: float(cost.draft.decode_forward(batch, max(w, 1), ctx)[0, 0]),
                               lambda n: float(cost.target.decode_forward(batch, n, ctx, True)[0, 0]),
                               max_budget=64, max_depth=10)
@@ -64,8 +64,8 @@ def _chosen_budget(result, batch: int) -> int:
 
 
 def run() -> Outcome:
-    from simulator.schema import parse_scenario
-    from simulator.speculation import build_tree
+    from simulator.config.scenario import parse_scenario
+    from simulator.speculation.shapes import build_tree
 
     rows, chosen = [], {}
     tree32_tokens = tree32_expected = None
@@ -81,7 +81,7 @@ def run() -> Outcome:
                 many = simulator.run(scenario(1, spec, FORMULA_REQUESTS))
                 dec = many.steps[many.steps.decode_seqs > 0]
                 tree32_tokens = float(dec.accepted_tokens.sum() / dec.decode_seqs.sum()) + 1.0
-                tree32_expected = build_tree(parse_scenario(scenario(1, spec)), 5, Path(".")).expected_tokens
+                tree32_expected = build_tree(*_sections(parse_scenario(scenario(1, spec))), 5, Path(".")).expected_tokens
         chosen[batch] = row["hw_aware_budget"] = _chosen_budget(chain, batch)
         rows.append(row)
     data = pd.DataFrame(rows)
@@ -113,3 +113,7 @@ REPRODUCTION = Reproduction(
     citation="Chen et al. Sequoia: Scalable, Robust, and Hardware-aware Speculative Decoding. "
              "arXiv:2402.12374, 2024 (A100 Llama-2-7B/JF68m; hardware-aware tree size)",
     run=run)
+
+
+def _sections(scenario):
+    return scenario.speculation, scenario.acceptance

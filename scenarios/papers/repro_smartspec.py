@@ -7,7 +7,7 @@ of no speculation and fixed speculation, because it speculates at light load and
 
 Simulated: the vLLM-like setup of scenarios.papers.spec_serving (Llama-3-70B TP4 on 4×H100, Qwama-0.5B
 draft, ShareGPT-like lengths) at α = 0.6; for each QPS, mean end-to-end latency with speculation off,
-fixed γ = 4, and the `smartspec` policy (simulator.policies: theory.policies.smartspec on the
+fixed γ = 4, and the `smartspec` policy (simulator.speculation.control: theory.policies.smartspec on the
 simulator's own step prices, γ ≤ 6).
 
 Checks:
@@ -32,7 +32,7 @@ ALPHA, GAMMA, MAX_GAMMA = 0.6, 4, 6
 
 
 def run() -> Outcome:
-    from simulator.step_cost import CTX_GRID_TOKENS
+    from simulator.cost.step_cost import CTX_GRID_TOKENS
     from theory.policies.smartspec import goodput_optimal_gamma
 
     rows, last = [], None
@@ -49,14 +49,14 @@ def run() -> Outcome:
     data = pd.DataFrame(rows)
     pol = last.built.replicas[0].policy
     mismatches = 0
-    for (batch, cell), gamma in pol._smartspec.items():
+    for (batch, cell), gamma in pol._chosen.items():
         ctx = cell * CTX_GRID_TOKENS * batch
         want = goodput_optimal_gamma(np.full(batch, ALPHA), lambda b, g: pol._decode_seconds(g, b, ctx), MAX_GAMMA)
         mismatches += int(want.gamma != gamma)
     checks = [
         Check("largest E2E(smartspec) / min(E2E(off), E2E(fixed γ=4)) over QPS", "published claim", SOURCE,
               1.0, float(data.ratio_to_best.max()), 0.02, "≤"),
-        Check(f"policy choices differing from goodput_optimal_gamma ({len(pol._smartspec)} states)",
+        Check(f"policy choices differing from goodput_optimal_gamma ({len(pol._chosen)} states)",
               "published formula", SOURCE, 0.0, float(mismatches), 0.0),
         Check("SmartSpec's mean γ at the highest QPS minus at QPS 1 (backs off under load)", "published claim",
               SOURCE, 0.0, float(data.smartspec_mean_gamma.iloc[-1] - data.smartspec_mean_gamma.iloc[0]),

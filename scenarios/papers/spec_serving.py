@@ -27,7 +27,7 @@ def llama70b_scenario(qps: float, requests: int, *, gamma: int = 4, alpha: float
                     "latency": {"engine_time": engine_time}},
         "drafter": {"kind": "draft_model", "model": "qwama-0.5b", "gamma": gamma} if speculate else {"kind": "none"},
         "acceptance": {"kind": "constant", "alpha": alpha},
-        "scheduler": {"policy": "vllm", "max_batch_size": 256},
+        "scheduler": {"kind": "vllm", "max_batch_size": 256},
         "outputs": {"plots": False},
     }
     if policy is not None:

@@ -149,12 +149,12 @@ def scheduler_defaults(fw: str | None, hardware: str) -> dict:
     defaults)."""
     from profiles.hardware import get_hardware
     if fw == "sglang":
-        return {"policy": "sarathi", "chunk_tokens": 8192, "max_batched_tokens": 8192, "max_batch_size": 4096}
+        return {"kind": "sarathi", "chunk_tokens": 8192, "max_batched_tokens": 8192, "max_batch_size": 4096}
     if fw == "trtllm":
-        return {"policy": "sarathi", "chunk_tokens": 8192, "max_batched_tokens": 8192, "max_batch_size": 2048}
+        return {"kind": "sarathi", "chunk_tokens": 8192, "max_batched_tokens": 8192, "max_batch_size": 2048}
     big = get_hardware(hardware).hbm_bytes >= 70 * 2**30 and not hardware.startswith("a100")
     tokens, seqs = (16384, 1024) if big else (8192, 256)
-    return {"policy": "sarathi", "chunk_tokens": tokens, "max_batched_tokens": tokens, "max_batch_size": seqs}
+    return {"kind": "sarathi", "chunk_tokens": tokens, "max_batched_tokens": tokens, "max_batch_size": seqs}
 
 
 def _lengths(point: Point) -> tuple[int, int]:
@@ -179,7 +179,7 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
         arrival = {"process": "closed_loop", "concurrency": n}
         if mode == "batch":  # a static batch: all prompts prefilled together, then decoded together
             batch = int(point.w("batch") or n)
-            scheduler = {"policy": "vllm", "max_batch_size": batch, "max_batched_tokens": batch * isl}
+            scheduler = {"kind": "vllm", "max_batch_size": batch, "max_batched_tokens": batch * isl}
     elif mode == "concurrency":
         c = int(point.w("concurrency"))
         n = int(point.w("num_prompts") or max(MIN_CLOSED_LOOP_REQUESTS, CLOSED_LOOP_REQUESTS_PER_CLIENT * c))

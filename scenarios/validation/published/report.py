@@ -19,6 +19,7 @@ import pandas as pd
 
 from scenarios.validation.published.points import KINDS, POINTS_FILE, load_points
 from scenarios.validation.published.predict import Unpredictable, predict, relative_error
+from simulator.cli import parse_args
 
 GROUPS = (("kind", "kind"), ("pricing", "pricing"), ("publication", "publication"))
 
@@ -109,7 +110,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from simulator.cli import parse_args
     args = parse_args(build_parser(), argv)
     if isinstance(args, int):
         return args

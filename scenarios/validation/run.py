@@ -1,0 +1,223 @@
+"""`draftsim validate`: the simulator's error against a real torch serving loop, in one command.
+
+    python3 -m scenarios.validation.run [--device cpu|cuda] [--quick] [--out DIR] [--profile-dir DIR]
+
+1. Reads a validation scenario (default scenarios/validation/cpu.yaml, or cpu_quick.yaml with --quick): an
+   offline request trace, target and draft models, γ, acceptance model and scheduler.
+2. Simulates it with the profile-backed latency model of the device (profiles/data/<device-id>/, measured
+   separately by `draftsim profile`; nothing is fitted to the validation run, so the error is
+   out-of-sample).
+3. Runs the reference engine (scenarios.validation.reference.engine) on the same requests: real draft and target
+   forward passes (random weights of the catalog shapes), the simulator's scheduler, acceptance forced from
+   the simulator's draws.
+4. Matches the two runs step by step and request by request (scenarios.validation.reference.compare), prints a table
+   and writes steps.csv, requests.csv, validation.json and validation.png to --out.
+
+On cuda the scenario runs in bf16 on the hardware id the profiler files the GPU under (e.g. h100-sxm).
+Exit status: 0 when the run completed (whether or not the targets are met; see validation.json
+"targets"), 2 for bad flags or inputs (one line on stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from simulator.cli import parse_args
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO_DIR = REPO / "scenarios" / "validation"
+EXIT_USAGE = 2
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        print(f"draftsim validate: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _OneLineParser(prog="draftsim validate", description=(
+        "Run a real torch serving loop (continuous batching, chain speculative decoding with forced "
+        "acceptance) and the simulator on the same requests; report per-step and per-request error."))
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny models and workload (under a minute on CPU; used in CI)")
+    p.add_argument("--out", default=None, help="output folder (default: out/validate-<device>[-quick])")
+    p.add_argument("--profile-dir", default=None,
+                   help="profile to simulate with (default: profiles/data/<device-id>/)")
+    p.add_argument("--scenario", default=None,
+                   help="validation scenario YAML (default: scenarios/validation/cpu[_quick].yaml)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch.set_num_threads for the reference run (default: the profile's, from its fingerprint)")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="run the reference N times; per-step durations are medians over the runs (noise)")
+    p.add_argument("--op-breakdown", action="store_true",
+                   help="also time every kernel call of the reference run (diagnosis; adds overhead)")
+    p.add_argument("--profile-first", action="store_true",
+                   help="first profile the scenario's target and draft models on this machine (full grid, "
+                        "into OUT/profile/; on 2 CPU cores ~5 min for --quick's llama-68m, ~20 min for the "
+                        "default scenario's models) and simulate with that profile: one command for a "
+                        "machine without a shipped profile")
+    p.add_argument("--no-plot", action="store_true", help="skip validation.png")
+    return p
+
+
+def profile_here(scenario_path: str | Path, device: str, out: Path, threads: int | None, quick_grid: bool = False) -> Path:
+    """Profile the models a validation scenario runs (target, and the draft model if any) on this device,
+    into `out`/profile/ (the full grid; `quick_grid`: the profiler's coarse CI grid, for tests only);
+    returns that folder. Measured before the reference run, so still out of sample."""
+    from profiles.profiler.run import run_profile
+    from simulator.config.scenario import load_scenario
+
+    scenario, _ = load_scenario(scenario_path)
+    models = [scenario.cluster.model]
+    draft = getattr(scenario.drafter, "model", None)
+    if draft is not None and draft not in models:
+        models.append(draft)
+    return run_profile(device, models, out / "profile", quick=quick_grid, threads=threads or 2,
+                       collectives=False, progress=True)
+
+
+def _device_id(device: str) -> str:
+    import torch
+
+    from profiles.profiler.run import default_device_id
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: torch.cuda.is_available() is False")
+    return default_device_id(torch.device(device))
+
+
+def _device_name(device: str) -> str:
+    import torch
+
+    from profiles.profiler.run import device_name
+    return device_name(torch.device(device))
+
+
+def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: str | Path | None = None,
+                   threads: int | None = None, op_breakdown: bool = False, repeats: int = 1):
+    """Simulate and run the reference engine (`repeats` times: median run, see
+    scenarios.validation.reference.compare.combine_repeats); returns (steps frame, requests frame, summary dict,
+    op-kind breakdown frame or None)."""
+    from profiles.predictor import profile_dir_for, profile_dir_for_device
+    from profiles.profiler.table import read_fingerprint
+    from scenarios.validation.reference.compare import (combine_repeats, match_requests, match_steps, request_summary,
+                                            step_summary, targets_met)
+    from scenarios.validation.reference.diagnose import op_breakdown as breakdown
+    from scenarios.validation.reference.engine import ReferenceConfig, run_reference
+    from simulator.api import run as simulate
+    from simulator.config.scenario import load_scenario
+
+    hardware = _device_id(device)
+    here = _device_name(device)
+    if profile_dir is None:  # the shipped profile of this very machine, where there is one
+        found, _ = profile_dir_for_device(hardware, here)  # a mismatch is reported below
+    else:
+        found = profile_dir_for(hardware, profile_dir)
+    if found is None:
+        where = profile_dir or f"profiles/data/{hardware}/"
+        raise ValueError(f"--profile-dir: no profile (ops.csv) in {where}; measure one with "
+                         f"`draftsim profile --device {device}` first")
+    found = Path(found).resolve()
+    dtype = "fp32" if device == "cpu" else "bf16"
+    overrides = [f"cluster.hardware={hardware}", f"cluster.dtype={dtype}", "cluster.latency.source=profile",
+                 f"cluster.latency.profile_dir={found}"]
+    scenario, folder = load_scenario(scenario_path, overrides)
+    fingerprint = read_fingerprint(found)
+    if fingerprint.get("dtype") not in (None, dtype):
+        raise ValueError(f"--profile-dir: profile {found} was measured in {fingerprint.get('dtype')}, "
+                         f"the {device} validation runs {dtype}")
+    if threads is None:   # measure under the profile's conditions
+        threads = int(fingerprint.get("threads") or 2)
+    simulated = simulate(scenario, base_dir=folder, step_mode="step")
+    config = ReferenceConfig(device=device, threads=threads, op_breakdown=op_breakdown)
+    runs = [run_reference(scenario, folder, config) for _ in range(repeats)]
+    reference = runs[0]
+    measured_steps, measured_requests, noise = reference.steps, reference.requests, None
+    if repeats > 1:
+        measured_steps, measured_requests, noise = combine_repeats([(r.steps, r.requests) for r in runs])
+    steps = match_steps(measured_steps, simulated.steps)
+    step_frame = steps.frame
+    op_columns = [c for c in reference.steps.columns if c.startswith("op_")]
+    for column in ("plan_s", "accept_s", "draft_lag_tokens", *op_columns):
+        step_frame[column] = reference.steps[column].to_numpy()[:len(step_frame)]
+    requests = match_requests(measured_requests, simulated.requests)
+    st, rq = step_summary(steps), request_summary(requests)
+    ops = None
+    if op_breakdown:
+        built = simulated.built
+        ops = breakdown(reference.steps, built.replicas[0].cost.target.latency, built.target, built.draft,
+                        built.replicas[0].depth, scenario.cluster.dtype)
+    summary = {
+        "scenario": str(Path(scenario_path)), "hardware": hardware, "cpu_count": os.cpu_count(),
+        "steps": st, "requests": rq, "targets": targets_met(st, rq), "reference": reference.meta,
+        "profile": {"dir": str(found), **{k: fingerprint.get(k) for k in (
+            "device_name", "torch_version", "threads", "dtype", "date", "load_average_at_start",
+            "load_average_at_end", "quick") if k in fingerprint}},
+        "simulator_summary": {k: simulated.summary.get(k) for k in ("mean_accepted_length", "tokens_per_step", "draft_acceptance_rate")
+                              if k in simulated.summary},
+    }
+    if noise is not None:
+        summary["noise"] = noise
+        summary["per_repeat"] = [step_summary(match_steps(r.steps, simulated.steps)) for r in runs]
+        summary["per_repeat"] = [{k: d[k] for k in ("step_median_abs_pct", "step_p90_abs_pct", "step_mean_signed_pct")}
+                                 for d in summary["per_repeat"]]
+    warnings = []
+    if fingerprint.get("device_name") not in (None, here):
+        warnings.append(f"profile {found} was measured on {fingerprint.get('device_name')!r}, this machine is "
+                        f"{here!r}: the error below compares two machines; measure this one with `draftsim "
+                        f"profile --device {device}` (filed as profiles/data/{hardware}--<machine>/) or rerun "
+                        f"with --profile-first")
+    if fingerprint.get("threads") not in (None, threads):
+        warnings.append(f"profile measured with {fingerprint.get('threads')} threads, reference run with {threads}")
+    if warnings:
+        summary["warning"] = "; ".join(warnings)
+    summary["machine"] = here
+    return step_frame, requests, summary, ops
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    for flag, value in (("--threads", args.threads), ("--repeats", args.repeats)):
+        if value is not None and value < 1:
+            print(f"draftsim validate: error: {flag} must be >= 1, got {value}", file=sys.stderr)
+            return EXIT_USAGE
+    scenario = Path(args.scenario) if args.scenario else SCENARIO_DIR / ("cpu_quick.yaml" if args.quick else "cpu.yaml")
+    out = Path(args.out) if args.out else Path("out") / f"validate-{args.device}{'-quick' if args.quick else ''}"
+    from models.errors import UnknownNameError
+    from scenarios.validation.reference.diagnose import format_breakdown
+    from scenarios.validation.reference.report import format_table, write_outputs
+    from simulator.errors import ScenarioError
+    if args.profile_first and args.profile_dir:
+        print("draftsim validate: error: --profile-first and --profile-dir exclude each other", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        profile_dir = args.profile_dir
+        if args.profile_first:
+            profile_dir = profile_here(scenario, args.device, out, args.threads)
+        steps, requests, summary, ops = run_validation(scenario, args.device, profile_dir, args.threads,
+                                                       args.op_breakdown, args.repeats)
+    except (ValueError, ScenarioError, UnknownNameError) as exc:
+        print(f"draftsim validate: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return EXIT_USAGE
+    summary["command"] = "python3 -m scenarios.validation.run " + " ".join(sys.argv[1:] if argv is None else argv)
+    print(format_table(summary))
+    if "warning" in summary:
+        print(f"warning: {summary['warning']}")
+    if ops is not None:
+        print(format_breakdown(ops))
+    paths = write_outputs(out, steps, requests, summary, plot=not args.no_plot)
+    if ops is not None:
+        ops.to_csv(out / "ops.csv", index=False, float_format="%.9g")
+        paths.append(out / "ops.csv")
+    print(f"wrote {', '.join(p.name for p in paths)} to {out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Scenario → the run's components: the request table and a cluster of pools, each pool replicas of one
+`ReplicaKind` (simulator.cluster.factory) behind a router; a disaggregated cluster adds the KV hand-off between
+its prefill and decode pools (simulator.cluster.handoff).
+
+- colocated (default): one pool `colocated` of `cluster.replicas` replicas (simulator.core.replica).
+- `cluster.disaggregation`: a `prefill` pool (simulator.cluster.pool_replicas.PrefillReplica) and a `decode` pool
+  (DecodeReplica), each with its own replica count, parallelism and hardware (default: the cluster's),
+  so each gets its own latency model, engine-time model, step cost and KV capacity from the factory.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from simulator.errors import ScenarioError
+from simulator.cluster.factory import ReplicaKind, build_replica_kind
+from simulator.core.replica import Replica
+from simulator.core.routers import make_router
+from simulator.config.scenario import Scenario
+from simulator.core.state import RequestState, StepLog
+from simulator.core.workload import RequestTable, generate_requests
+
+DISAGG = "cluster.disaggregation"
+
+
+@dataclass(frozen=True)
+class Streams:
+    """Independent seeded streams so that one change does not reshuffle everything else."""
+
+    workload: np.random.Generator
+    router: np.random.Generator
+    acceptance_seed: int
+
+    @staticmethod
+    def from_seed(seed: int) -> "Streams":
+        work, route, acc = np.random.SeedSequence(seed).spawn(3)
+        return Streams(np.random.default_rng(work), np.random.default_rng(route),
+                       int(acc.generate_state(1, dtype=np.uint64)[0]))
+
+
+@dataclass
+class Pool:
+    """Replicas of one kind behind one router. `name`: colocated, prefill or decode."""
+
+    name: str
+    kind: ReplicaKind
+    replicas: list[Replica]
+    router: object
+
+    @property
+    def gpus(self) -> int:
+        return len(self.replicas) * self.kind.parallelism.gpus
+
+
+@dataclass
+class Cluster:
+    scenario: Scenario
+    table: RequestTable
+    state: RequestState
+    pools: list[Pool]
+    log: StepLog
+    handoff: object = None          # simulator.cluster.handoff.KVHandOff between the pools, or None
+    replicas: list[Replica] = field(init=False)
+
+    def __post_init__(self):
+        self.replicas = [rep for pool in self.pools for rep in pool.replicas]
+
+    # what one-pool callers (reference engine, plan screen) read
+    @property
+    def kind(self) -> ReplicaKind:
+        return self.pools[-1].kind
+
+    @property
+    def target(self):
+        return self.kind.target
+
+    @property
+    def draft(self):
+        return self.kind.drafter.spec if self.kind.drafter is not None else None
+
+    @property
+    def gpus(self) -> int:
+        return sum(pool.gpus for pool in self.pools)
+
+
+def pool_kind(scenario: Scenario, pool, where: str, seed: int, base_dir: Path,
+              latencies: dict | None = None) -> ReplicaKind:
+    """The replica kind of one pool (`pool`: a PoolConfig, or None for the colocated cluster)."""
+    cl = scenario.cluster
+    return build_replica_kind(
+        model=cl.model, hardware=(pool.hardware if pool is not None and pool.hardware else cl.hardware),
+        parallelism=pool.parallelism if pool is not None else cl.parallelism, dtype=cl.dtype,
+        latency=cl.latency, moe=cl.moe, memory_utilization=cl.gpu_memory_utilization, drafter=scenario.drafter,
+        speculation=scenario.speculation, acceptance=scenario.acceptance, policy=scenario.policy,
+        acceptance_seed=seed, base_dir=base_dir, where=where, latencies=latencies)
+
+
+def _router(name: str, replicas: int, rng, where: str):
+    try:
+        return make_router(name, replicas, rng)
+    except ValueError as exc:
+        raise ScenarioError(f"{where}.router", str(exc)) from None
+
+
+def build(scenario: Scenario, base_dir: Path) -> Cluster:
+    cl, dis = scenario.cluster, scenario.cluster.disaggregation
+    streams = Streams.from_seed(scenario.seed)
+    block = scenario.scheduler.block_size
+    log = StepLog()
+    if dis is None:
+        kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
+        blocks = kind.blocks(block)
+        table = generate_requests(scenario.workload, streams.workload, base_dir)
+        state = RequestState(table)
+        replicas = [Replica(i, state, scenario.scheduler, kind.cost, kind.acceptance, blocks, log, kind.policy)
+                    for i in range(cl.replicas)]
+        pools = [Pool("colocated", kind, replicas, make_router(cl.router, cl.replicas, streams.router))]
+        return Cluster(scenario, table, state, pools, log)
+
+    from simulator.cluster.handoff import KVHandOff
+    from simulator.cluster.pool_replicas import DecodeReplica, PrefillReplica
+    latencies: dict = {}
+    kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
+                             latencies) for name in ("prefill", "decode")}
+    blocks = {name: kinds[name].blocks(block, f"{DISAGG}.{name}") for name in kinds}
+    table = generate_requests(scenario.workload, streams.workload, base_dir)
+    state = RequestState(table)
+    np_, nd = dis.prefill.replicas, dis.decode.replicas
+    kp, kd = kinds["prefill"], kinds["decode"]
+    prefill = [PrefillReplica(i, state, scenario.scheduler, kp.cost, None, blocks["prefill"], log)
+               for i in range(np_)]
+    decode = [DecodeReplica(np_ + i, state, scenario.scheduler, kd.cost, kd.acceptance, blocks["decode"], log,
+                            kd.policy) for i in range(nd)]
+    decode_rng = np.random.default_rng(np.random.SeedSequence(scenario.seed).spawn(4)[3])
+    pools = [Pool("prefill", kp, prefill, _router(dis.prefill.router, np_, streams.router, f"{DISAGG}.prefill")),
+             Pool("decode", kd, decode, _router(dis.decode.router, nd, decode_rng, f"{DISAGG}.decode"))]
+    return Cluster(scenario, table, state, pools, log, KVHandOff.build(pools, dis.kv_transfer, scenario.drafter))

@@ -1,0 +1,212 @@
+"""The replica factory: (model, parallelism, hardware, drafter, speculation, acceptance, control policy,
+latency, dtype, moe) → what every replica of one pool is (`ReplicaKind`: step cost, acceptance model,
+control policy, KV capacity). The DES (every pool of a colocated or disaggregated cluster), the capacity
+planner's screen and `draftsim estimate` all call `build_replica_kind`, so they price steps identically.
+
+Memory model (per GPU of a replica, the binding GPU sets the capacity): HBM × gpu_memory_utilization
+minus the target's weight shard (weights / (tp·pp)) minus the draft's weight shard (draft weights /
+draft tp; the draft lives on the first draft_tp GPUs of the replica) leaves room for KV; one token costs
+the target's per-GPU KV bytes plus the draft's. Activations and CUDA graphs are covered by the
+(1 − gpu_memory_utilization) margin, as in vLLM's accounting.
+Expert parallelism (parallelism.ep > 1, MoE targets): each GPU holds 1/ep of the routed experts and 1/tp
+of everything else (models.moe_routing.weight_bytes_per_gpu); each of the ep/tp data-parallel attention
+groups keeps the KV of its own requests, so the replica holds attention_dp × one group's tokens.
+Approximation: the replica's requests are pooled as if the groups were always balanced (the op graph
+makes the same assumption for their compute). The step cost prices routing skew, pre-scheduling and the
+all-to-all on the link topology (simulator.cost.moe).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from models import get_model
+from models.spec import ModelSpec, validate_parallelism
+from models.step import Parallelism
+from profiles.hardware import HardwareSpec, get_hardware
+from simulator.cost.drafters import DrafterBuild, build_drafter, overlap_exposure
+from simulator.errors import ScenarioError
+from simulator.speculation.control import make_policy
+from simulator.config.scenario import LatencyConfig, MoeConfig, ParallelismConfig
+from simulator.speculation.shapes import SpeculationBuild, build_speculation
+from simulator.cost.step_cost import ForwardCost, StepCostModel
+
+GIB = 1024 ** 3
+
+
+def lookup(field: str, getter, name: str):
+    """A catalog entry, or a ScenarioError naming `field`."""
+    try:
+        return getter(name)
+    except ValueError as exc:  # UnknownNameError is a ValueError
+        raise ScenarioError(field, str(exc)) from None
+
+
+def make_latency_model(lat: LatencyConfig, hardware_id: str, dtype: str, base_dir: Path):
+    """The latency model of `cluster.latency` (profiles.select); a MeasuredDataError becomes a
+    ScenarioError naming the field to change."""
+    from profiles.measured import MeasuredDataError
+    from profiles.select import LatencySourceConfig, select_latency
+    profile_dir = Path(lat.profile_dir) if lat.profile_dir else None
+    if profile_dir is not None and not profile_dir.is_absolute():
+        profile_dir = base_dir / profile_dir
+    if profile_dir is not None and not profile_dir.is_dir():
+        raise ScenarioError("cluster.latency.profile_dir", f"no such directory: {profile_dir}")
+    config = LatencySourceConfig(lat.source, lat.framework, lat.version, profile_dir)
+    try:
+        return select_latency(hardware_id, dtype, config)
+    except MeasuredDataError as exc:
+        raise ScenarioError(exc.field, str(exc).split(": ", 1)[1]) from None
+
+
+def drafter_family(drafter) -> str | None:
+    """The speculation method as serving engines name it (None without a drafter): eagle (autoregressive
+    head), medusa (parallel heads), draft_model, layer_skip or ngram."""
+    if drafter.kind == "none":
+        return None
+    if drafter.kind == "head":
+        return "eagle" if drafter.style == "autoregressive" else "medusa"
+    return drafter.kind
+
+
+def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str | None):
+    """The serving engine's per-step time model (profiles.engine_time), or None: on by default for GPUs
+    (off for the local CPU, whose profile measures host work per pass), at `engine_version`, else the
+    framework version that priced the kernels (the newest when the kernels come from elsewhere), as it
+    runs with `drafter` (`drafter_family`)."""
+    from profiles.engine_time import engine_time_for
+    enabled = lat.engine_time if lat.engine_time is not None else hardware_id != "cpu-local"
+    if not enabled:
+        return None
+    version = lat.engine_version
+    if version is None and latency.framework == lat.framework:
+        version = latency.version
+    try:
+        engine = engine_time_for(lat.framework, version)
+    except ValueError as exc:
+        field, message = str(exc).split(": ", 1)
+        raise ScenarioError(field, message) from None
+    return engine.for_drafter(drafter)
+
+
+def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
+                       drafter: DrafterBuild | None = None, where: str = "cluster") -> int:
+    """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
+    weights and per-token KV of `drafter` on the target's GPUs."""
+    from models.moe_routing import weight_bytes_per_gpu
+    target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
+    free = hw.hbm_bytes * util - target_weights
+    per_token = target.kv_bytes_per_token_per_gpu(par, dtype)
+    extra_w = 0.0
+    if drafter is not None:
+        extra_w = drafter.weight_bytes_per_gpu
+        per_token += drafter.kv_bytes_per_token_per_gpu
+    free -= extra_w
+    if free <= 0:
+        need = target_weights + extra_w
+        draft = drafter.spec if drafter is not None and drafter.colocated_model else None
+        field = "cluster.model" if where == "cluster" else f"{where}.parallelism"
+        raise ScenarioError(field, f"{target.name}{' + draft ' + draft.name if draft else ''} needs "
+                            f"{need / GIB:.1f} GiB of weights per GPU at tp={par.tp}, pp={par.pp}"
+                            f"{f', ep={par.ep}' if par.ep > 1 else ''} but {hw.id} offers "
+                            f"{hw.hbm_bytes * util / GIB:.1f} GiB at gpu_memory_utilization={util}; "
+                            f"raise {where}.parallelism.tp/pp{'/ep' if target.is_moe else ''} or pick larger hardware")
+    return int(free // per_token) * par.attention_dp
+
+
+@dataclass(frozen=True)
+class ReplicaKind:
+    """What every replica of one pool is. `cost` is shared by the pool's replicas (a pure function of a
+    step's aggregates, memoized), `policy` is bound to it; `kv_tokens` is one replica's KV capacity."""
+
+    hardware: HardwareSpec
+    target: ModelSpec
+    parallelism: Parallelism
+    latency: object
+    engine: object                         # profiles.engine_time model, or None
+    drafter: DrafterBuild | None
+    speculation: SpeculationBuild | None
+    cost: StepCostModel
+    policy: object                         # simulator.speculation.control policy, or None (fixed shape)
+    kv_tokens: int
+    dtype: str
+
+    @property
+    def acceptance(self):
+        return self.speculation.acceptance if self.speculation is not None else None
+
+    @property
+    def draft(self) -> ModelSpec | None:
+        """The draft model whose KV lives beside the target's (a co-located draft model), if any."""
+        return self.drafter.spec if self.drafter is not None and self.drafter.colocated_model else None
+
+    def blocks(self, block_size: int, where: str = "cluster") -> int:
+        total = self.kv_tokens // block_size
+        if total < 1:
+            raise ScenarioError("cluster.model" if where == "cluster" else f"{where}.parallelism",
+                                f"no room for a single KV block of {block_size} tokens on {self.hardware.id}")
+        return total
+
+
+def parallelism_of(target: ModelSpec, p: ParallelismConfig, where: str = "cluster") -> Parallelism:
+    """The validated parallelism of a `parallelism` block (errors name `where`.parallelism[.ep])."""
+    from models.opgraph import validate_expert_parallelism
+    try:
+        par = Parallelism(p.tp, p.pp, p.ep)
+        validate_expert_parallelism(target, par)
+    except ValueError as exc:
+        raise ScenarioError(f"{where}.parallelism.ep", str(exc)) from None
+    try:
+        validate_parallelism(target, par)
+    except ValueError as exc:
+        raise ScenarioError(f"{where}.parallelism", str(exc)) from None
+    return par
+
+
+def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismConfig, dtype: str,
+                       latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
+                       speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
+                       where: str = "cluster", latencies: dict | None = None) -> ReplicaKind:
+    """The one replica factory (module docstring). `drafter`, `speculation`, `acceptance`, `policy` are the
+    scenario's sections of those names; `where` is the YAML path of the pool (for error messages);
+    `latencies` (hardware id → latency model) lets pools on the same hardware share one latency model,
+    so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
+    steps only (no KV capacity, no check that the weights fit: `draftsim estimate`)."""
+    hw = lookup(f"{where}.hardware" if where != "cluster" else "cluster.hardware", get_hardware, hardware)
+    target = lookup("cluster.model", get_model, model)
+    par = parallelism_of(target, parallelism, where)
+    gamma = drafter.gamma if drafter.kind != "none" else 0
+    speculating = drafter.kind != "none" and (gamma > 0 or speculation.kind in ("tree", "dynamic_tree"))
+    if speculation.kind != "chain" and drafter.kind == "none":
+        raise ScenarioError("speculation.kind", f"{speculation.kind!r} needs a drafter (drafter.kind)")
+    if policy.kind != "fixed" and not speculating:
+        raise ScenarioError("policy.kind", f"{policy.kind!r} controls speculation; it needs a drafter "
+                            "with drafter.gamma >= 1")
+    if speculation.kind == "multidraft" and drafter.kind != "none" and gamma < 1:
+        raise ScenarioError("drafter.gamma", "multidraft needs sequences of length drafter.gamma >= 1")
+    latencies = {} if latencies is None else latencies
+    lat = latencies.get(hw.id)
+    if lat is None:
+        lat = latencies[hw.id] = make_latency_model(latency, hw.id, dtype, base_dir)
+    engine = make_engine_time(latency, hw.id, lat, drafter_family(drafter) if speculating else None)
+    built_drafter = build_drafter(drafter, target, par, lat, hw, dtype) if speculating else None
+    kv_tokens = 0 if memory_utilization is None else \
+        kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where)
+    if par.ep > 1:
+        from simulator.cost.moe import make_ep_forward_cost
+        target_cost = make_ep_forward_cost(target, par, lat, dtype, hw, moe, base_dir)
+    else:
+        target_cost = ForwardCost(target, par, lat, dtype)
+    spec = control = None
+    if built_drafter is None:
+        cost = StepCostModel(target_cost, None, 0, engine=engine)
+    else:
+        max_gamma = max(gamma, policy.max_gamma if policy.kind == "smartspec" else 0)
+        spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
+                                 built_drafter.passes_per_step == 1)
+        cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, spec.widths, spec.verify_q,
+                             spec.tree_attention,
+                             overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
+                             engine=engine)
+        control = make_policy(policy, speculation, spec, gamma, cost)
+    return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype)

@@ -1,0 +1,144 @@
+"""The two replica kinds of a disaggregated cluster (simulator.cluster.handoff): prefill-only and decode-only.
+
+Both reuse `Replica`'s continuous batching, step pricing and KV block counting; they differ in where a
+request enters and leaves:
+
+- `PrefillReplica`: admits prompts exactly as a co-located replica does (vllm prefill-first or sarathi
+  chunks), emits the first token when a prompt's last chunk is computed (TTFT counts it there) and then
+  hands the request off (`handoff`). Its KV blocks stay held (`held`) until the KV has left the replica
+  (`release`), so a slow transfer back-pressures the prefill pool's memory, as in DistServe/vLLM.
+- `DecodeReplica`: requests are routed here at hand-off and queue in `waiting` (FCFS) until the replica
+  *reserves* their KV blocks; the KV transfer starts at reservation; when it has arrived the request
+  sits in `inbox` and joins the running batch at the first step boundary at or after its arrival.
+
+Decode-side KV reservation (a choice, documented here): at reservation the decode replica sets aside
+blocks for the request's whole life, prompt + output + γ + 1 tokens, and one batch slot
+(running + in transfer + arrived ≤ max_batch_size). A decode replica therefore never preempts. This is
+the output length as a perfect `max_tokens`: it is optimistic about memory for requests that stop early
+in reality, and it is exact for the fixed-length workloads the DistServe comparison uses.
+Reservations are made at the replica's step boundaries (and at once when it is idle), i.e. by its
+scheduler loop, which keeps the step-by-step and bulk modes identical.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from simulator.core.replica import Replica, StepPlan
+
+
+class PrefillReplica(Replica):
+    """A replica of the prefill pool (see the module docstring)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.handoff: list[int] = []     # requests whose prefill completed in the latest step
+        self.held: dict[int, int] = {}   # request -> KV blocks held until its transfer completes
+
+    def can_admit_head(self) -> bool:
+        if not self.waiting or len(self.running) >= self.sched.max_batch_size:
+            return False
+        return self.blocks_for(int(self.s.prefill_target[self.waiting[0]])) <= self.total_blocks - self.used_blocks
+
+    def has_work(self) -> bool:
+        """Running prefills, or a waiting prompt that fits (one blocked by KV still being sent waits for
+        a `release`)."""
+        return bool(self.running) or self.can_admit_head()
+
+    def fits(self, r: int) -> bool:
+        return self.blocks_for(int(self.s.prompt[r])) <= self.total_blocks
+
+    def bulk_ready(self) -> bool:
+        return False  # prefill steps only
+
+    def completing(self, plan: StepPlan) -> list[int]:
+        """Requests of `plan` whose prefill completes with it and that will decode afterwards."""
+        s = self.s
+        return [r for r, c in zip(plan.prefill_ids, plan.prefill_chunks)
+                if s.prefilled[r] + c >= s.prefill_target[r] and s.output[r] > 1]
+
+    def apply_step(self, plan: StepPlan, start_s: float, end_s: float, costs, finished: list[int]) -> None:
+        super().apply_step(plan, start_s, end_s, costs, finished)
+        s = self.s
+        self.handoff = []
+        for r in plan.prefill_ids:
+            if s.prefilled[r] >= s.prefill_target[r] and np.isnan(s.finish_s[r]):
+                self.running.remove(r)
+                self.held[r] = int(s.blocks[r])
+                s.blocks[r] = 0
+                self.handoff.append(r)
+
+    def release(self, r: int) -> None:
+        """The request's KV has left: free its blocks."""
+        self.used_blocks -= self.held.pop(r)
+
+
+class DecodeReplica(Replica):
+    """A replica of the decode pool (see the module docstring)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.routed: deque[tuple[float, int]] = deque()   # (hand-off time, request) not yet seen by the scheduler
+        self.inbox: deque[tuple[float, int]] = deque()    # (KV arrival time, request)
+        self.in_transfer = 0
+        self.decode_start_s: dict[int, float] = {}
+        # Blocks reserved for requests not running here yet; written to the shared state's `blocks` when
+        # the request joins the batch (with layer-wise overlap the reservation precedes the prefill's end,
+        # while the prefill replica still accounts the request's blocks there).
+        self.reserved: dict[int, int] = {}
+
+    def reservation_tokens(self, r: int) -> int:
+        return int(self.s.prompt[r] + self.s.output[r] + self.q)
+
+    def fits(self, r: int) -> bool:
+        return self.s.output[r] <= 1 or self.blocks_for(self.reservation_tokens(r)) <= self.total_blocks
+
+    def _head_admissible(self, token_room: int = 0, batch_len: int = 0) -> bool:
+        if not self.waiting:
+            return False
+        if len(self.running) + self.in_transfer + len(self.inbox) >= self.sched.max_batch_size:
+            return False
+        return self.blocks_for(self.reservation_tokens(self.waiting[0])) <= self.total_blocks - self.used_blocks
+
+    def next_event_s(self) -> float:
+        """Earliest time at which something not yet seen by the scheduler becomes visible."""
+        times = [q[0][0] for q in (self.routed, self.inbox) if q]
+        return min(times) if times else np.inf
+
+    def collect(self, now_s: float) -> list[int]:
+        """At a step boundary `now_s`: take routed requests and arrived KV visible by then, then reserve
+        blocks for the waiting head(s). Returns the requests whose reservation was made now (their KV
+        transfers start at `now_s`)."""
+        s = self.s
+        while self.routed and self.routed[0][0] <= now_s:
+            self.waiting.append(self.routed.popleft()[1])
+        while self.inbox and self.inbox[0][0] <= now_s:
+            r = self.inbox.popleft()[1]
+            s.blocks[r] = self.reserved.pop(r)
+            self.running.append(r)
+            self.decode_start_s[r] = now_s
+        reserved = []
+        while self._head_admissible():
+            r = self.waiting.popleft()
+            need = int(self.blocks_for(self.reservation_tokens(r)))
+            self.reserved[r] = need
+            self.used_blocks += need
+            self.in_transfer += 1
+            reserved.append(r)
+        return reserved
+
+    def kv_arrived(self, r: int, at_s: float) -> None:
+        self.in_transfer -= 1
+        self.inbox.append((at_s, r))
+
+    def _plan(self, now_s: float) -> StepPlan:
+        """A decode-only step over the running batch (blocks were reserved up front: no preemption)."""
+        ids = np.asarray(self._reserve_decode_blocks(list(self.running)), dtype=np.int64)
+        return StepPlan([], [], ids, 0, int(self.s.ctx[ids].sum()))
+
+    def bulk_ready(self) -> bool:
+        return bool(self.running) and self.policy is None
+
+    def outstanding_at(self, now_s: float) -> int:
+        return super().outstanding_at(now_s) + len(self.routed) + self.in_transfer + len(self.inbox)

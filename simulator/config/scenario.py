@@ -1,0 +1,322 @@
+"""The scenario schema: what a user writes in YAML, validated with pydantic at the boundary.
+
+Internally the engine works on frozen dataclasses derived from these models (see simulator.cluster.build).
+Validation errors are turned into one-line `ScenarioError`s naming the field path (`load_scenario`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from simulator.errors import ScenarioError
+from simulator.results.metrics import SLO
+from simulator.config.speculation import (ChainConfig, FixedPolicyConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
+                                          NgramDrafterConfig,
+                                   PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig)
+from simulator.core.workload import WorkloadConfig
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ParallelismConfig(_Strict):
+    tp: int = Field(1, ge=1, le=64)
+    pp: int = Field(1, ge=1, le=64)
+    ep: int = Field(1, ge=1, le=1024)
+
+
+class MoeConfig(_Strict):
+    """MoE options (expert parallelism, ep > 1): token→expert routing skew and Speculative-MoE
+    pre-scheduling. `routing`: uniform | zipf (per-expert popularity ∝ rank^−zipf_exponent) | trace
+    (a `.npy` of routed expert ids, one row of top-k per token, relative to the scenario).
+    `prescheduling_hit_rate`: fraction of activations the pre-scheduler predicts (0 = off)."""
+
+    routing: Literal["uniform", "zipf", "trace"] = "uniform"
+    zipf_exponent: float = Field(1.0, gt=0.0, le=10.0)
+    routing_trace: str | None = None
+    prescheduling_hit_rate: float = Field(0.0, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _trace_needs_file(self) -> "MoeConfig":
+        if (self.routing == "trace") != (self.routing_trace is not None):
+            raise ValueError("routing_trace is required exactly when routing is 'trace'")
+        return self
+
+
+class PoolConfig(_Strict):
+    """One pool of a disaggregated cluster: its replica count, per-replica parallelism (TP/PP/EP) and
+    hardware (default: `cluster.hardware`)."""
+
+    replicas: int = Field(1, ge=1, le=4096)
+    parallelism: ParallelismConfig = ParallelismConfig()
+    hardware: str | None = None
+    router: str = "round_robin"
+
+
+class KVTransferConfig(_Strict):
+    """How a request's KV cache moves from its prefill replica to its decode replica (simulator.cluster.handoff).
+    `link`: scaleup = the pools share a scale-up domain (NVLink/NVSwitch); scaleout = they sit in
+    different nodes and the KV crosses the NICs. `layerwise_overlap`: send layer l as soon as the
+    prefill has computed it."""
+
+    link: Literal["scaleup", "scaleout"] = "scaleup"
+    layerwise_overlap: bool = False
+
+
+class DisaggregationConfig(_Strict):
+    """Disaggregated prefill/decode: a prefill pool that only prefills and a decode pool that only
+    decodes (and drafts), with the KV cache transferred in between (simulator.cluster.handoff)."""
+
+    prefill: PoolConfig = PoolConfig()
+    decode: PoolConfig = PoolConfig()
+    kv_transfer: KVTransferConfig = KVTransferConfig()
+
+
+class LatencyConfig(_Strict):
+    """Where op latencies come from (profiles.select) and which serving engine's per-step time is paid.
+
+    `source`: `auto` (default: `measured` when the aiconfigurator-core tables cover the GPU and dtype,
+    else `roofline` with a warning), `measured` (real per-kernel GPU measurements of `framework` at
+    `version`, default its newest), `profile` (tables measured with `draftsim profile`, `profile_dir`),
+    `roofline` (datasheet peaks × efficiencies). `engine_time`: pay the framework's per-step engine time
+    (profiles.engine_time); default: on for GPUs, off for the local CPU (its profile measures host work
+    per pass instead). `engine_version`: the framework version whose engine behaviour is modelled
+    (scheduling overlap, CUDA-graph modes), when it differs from the measured tables' version (default:
+    the tables' version, or the newest)."""
+
+    source: Literal["auto", "measured", "profile", "roofline"] = "auto"
+    framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
+    version: str | None = None
+    profile_dir: str | None = None
+    engine_time: bool | None = None
+    engine_version: str | None = None
+
+    @field_validator("version", "engine_version", mode="before")
+    @classmethod
+    def _version_is_text(cls, value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise PydanticCustomError("version_text", "give the version as a quoted string (YAML reads {v} as a "
+                                                      "number), e.g. \"0.10.0\"", {"v": value})
+        return value
+
+    @model_validator(mode="after")
+    def _fields_of_the_source(self) -> "LatencyConfig":
+        if self.profile_dir is not None and self.source != "profile":
+            raise ValueError("profile_dir is only used with source: profile")
+        if self.version is not None and self.source not in ("auto", "measured"):
+            raise ValueError("version selects measured tables; it needs source: measured or auto")
+        return self
+
+
+class ClusterConfig(_Strict):
+    hardware: str = "h100-sxm"
+    model: str
+    dtype: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
+    replicas: int = Field(1, ge=1, le=4096)
+    parallelism: ParallelismConfig = ParallelismConfig()
+    router: str = "round_robin"
+    gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
+    latency: LatencyConfig = LatencyConfig()
+    moe: MoeConfig = MoeConfig()
+    disaggregation: DisaggregationConfig | None = None
+
+    @model_validator(mode="after")
+    def _pools_own_their_layout(self) -> "ClusterConfig":
+        if self.disaggregation is not None and (self.replicas != 1 or self.parallelism != ParallelismConfig()):
+            raise ValueError("with cluster.disaggregation set, give replicas and parallelism per pool "
+                             "(cluster.disaggregation.prefill / .decode), not under cluster")
+        return self
+
+
+class NoDrafterConfig(_Strict):
+    kind: Literal["none"] = "none"
+
+
+class DraftModelDrafterConfig(_Strict):
+    """An independent draft model: `colocated` with the target (time-shared on the same GPUs),
+    `separate` (its own tp GPUs, drafting overlapped with verification) or on the host `cpu`
+    (see simulator.cost.drafters)."""
+
+    kind: Literal["draft_model"]
+    model: str
+    gamma: int = Field(4, ge=0, le=64)
+    tp: int = Field(1, ge=1, le=64)
+    placement: Literal["colocated", "separate", "cpu"] = "colocated"
+
+
+DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
+                                NgramDrafterConfig],
+                          Field(discriminator="kind")]
+
+
+class ConstantAcceptanceConfig(_Strict):
+    """Every draft token is accepted with the same probability α, independently (Leviathan's model)."""
+
+    kind: Literal["constant"] = "constant"
+    alpha: float = Field(0.8, ge=0.0, le=1.0)
+
+
+class PositionalAcceptanceConfig(_Strict):
+    """alphas[i] = P(draft token i+1 accepted | tokens 1..i accepted); positions beyond the list reuse
+    the last value."""
+
+    kind: Literal["positional"]
+    alphas: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1)
+
+
+class TraceAcceptanceConfig(_Strict):
+    """Accepted lengths from a measured acceptance trace (profiles/acceptance): each request is assigned
+    one measured sequence (bootstrap by request). `greedy`: replays a real greedy speculative decoder's
+    steps through it; `sample`: speculative sampling at `temperature`, each draft token accepted with the
+    measured per-position β = Σ min(p, q). `trace`: a shipped trace name or a parquet path relative to the
+    scenario; `drafter`: which measured drafter's columns to use."""
+
+    kind: Literal["trace"]
+    trace: str
+    drafter: Literal["draft", "skip", "ngram"] = "draft"
+    mode: Literal["greedy", "sample"] = "greedy"
+    temperature: float = Field(1.0, gt=0.0)
+
+    @model_validator(mode="after")
+    def _sampling_needs_model_drafter(self) -> "TraceAcceptanceConfig":
+        if self.mode == "sample" and self.drafter == "ngram":
+            raise ValueError("mode 'sample' needs a model drafter ('draft' or 'skip'): the n-gram "
+                             "drafter has no per-position distribution")
+        return self
+
+
+AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
+                                   RankedAcceptanceConfig, PairAcceptanceConfig], Field(discriminator="kind")]
+
+
+class SchedulerConfig(_Strict):
+    """The batching scheduler (continuous batching; not the speculation control policy, `policy:`).
+    `kind` vllm: prefill-first (a step is either all prefill or all decode); sarathi: chunked prefill
+    piggy-backed on decode steps under a per-step token budget. `policy` is accepted for `kind` (the key's
+    name before the two kinds of policy were told apart)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    kind: Literal["vllm", "sarathi"] = Field("vllm", validation_alias=AliasChoices("kind", "policy"))
+    max_batch_size: int = Field(256, ge=1)
+    max_batched_tokens: int = Field(8192, ge=1)
+    chunk_tokens: int = Field(512, ge=1)
+    block_size: int = Field(16, ge=1, le=1024)
+    step_mode: Literal["bulk", "step"] = "bulk"
+
+
+class OutputsConfig(_Strict):
+    plots: bool = True
+
+
+class Scenario(_Strict):
+    name: str = "scenario"
+    seed: int = Field(0, ge=0)
+    workload: WorkloadConfig
+    cluster: ClusterConfig
+    drafter: DrafterConfig = NoDrafterConfig()
+    acceptance: AcceptanceConfig = ConstantAcceptanceConfig()
+    speculation: SpeculationConfig = ChainConfig()
+    policy: PolicyConfig = FixedPolicyConfig()
+    scheduler: SchedulerConfig = SchedulerConfig()
+    slo: SLO = SLO()
+    outputs: OutputsConfig = OutputsConfig()
+
+    @model_validator(mode="after")
+    def _check_budget(self) -> "Scenario":
+        if self.scheduler.kind == "sarathi" and self.scheduler.chunk_tokens > self.scheduler.max_batched_tokens:
+            raise ValueError("scheduler.chunk_tokens must be <= scheduler.max_batched_tokens")
+        return self
+
+
+def _user_path(loc: tuple, data) -> str:
+    """The YAML path of an error location, without the tags pydantic inserts for discriminated unions
+    (e.g. `workload.prompt_tokens.uniform.high` becomes `workload.prompt_tokens.high`)."""
+    parts, node = [], data
+    for item in loc:
+        if isinstance(node, dict) and item not in node and node.get("kind") == item:
+            continue
+        parts.append(str(item))
+        node = node.get(item) if isinstance(node, dict) else (
+            node[item] if isinstance(node, list) and isinstance(item, int) and item < len(node) else None)
+    return ".".join(parts)
+
+
+def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
+    first = err.errors()[0]
+    msg, loc, ctx = first["msg"], tuple(first["loc"]), first.get("ctx") or {}
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field"
+    elif msg == "Field required":
+        msg = "required field is missing"
+    elif first["type"] == "union_tag_not_found":
+        loc, msg = loc + ("kind",), "required field is missing"
+    elif first["type"] == "union_tag_invalid":
+        loc, msg = loc + ("kind",), f"unknown kind {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
+    return _user_path(loc, data) or "scenario", msg
+
+
+def _parse_override(text: str) -> tuple[list[str], Any]:
+    if "=" not in text:
+        raise ScenarioError("--set", f"expected key.path=value, got {text!r}")
+    key, raw = text.split("=", 1)
+    if not key or any(not part for part in key.split(".")):
+        raise ScenarioError("--set", f"bad key path {key!r}")
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.split("."), value
+
+
+def apply_overrides(data: dict, overrides: list[str]) -> dict:
+    """Apply `key.path=value` overrides (values parsed as YAML scalars/lists) to a raw scenario dict."""
+    data = dict(data)
+    for text in overrides:
+        path, value = _parse_override(text)
+        node = data
+        for i, part in enumerate(path[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = {}
+            elif not isinstance(child, dict):
+                raise ScenarioError(".".join(path[: i + 1]), "is not a mapping; cannot set a sub-key")
+            node[part] = child = dict(child)
+            node = child
+        node[path[-1]] = value
+    return data
+
+
+def read_scenario_dict(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise ScenarioError("scenario", f"file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ScenarioError("scenario", f"malformed YAML in {path}{where}") from None
+    if not isinstance(data, dict):
+        raise ScenarioError("scenario", f"{path} must contain a mapping at top level")
+    return data
+
+
+def parse_scenario(data: dict) -> Scenario:
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError(*_format_validation_error(err, data)) from None
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None) -> tuple[Scenario, Path]:
+    """Read, override and validate a scenario file. Returns the scenario and its folder (for relative
+    paths such as trace CSVs)."""
+    data = apply_overrides(read_scenario_dict(path), overrides or [])
+    data.setdefault("name", Path(path).stem)
+    return parse_scenario(data), Path(path).resolve().parent

@@ -1,0 +1,171 @@
+"""Scenario schema of speculation breadth: drafter families, verification shapes, acceptance inputs for
+trees and multi-draft, and control policies. Pydantic at the YAML boundary only (see simulator.config.scenario).
+
+YAML reference (each section is a discriminated union on `kind`):
+
+  drafter:      draft_model {model, gamma, tp, placement: colocated|separate|cpu}
+                head        {style: autoregressive|parallel, gamma}   # EAGLE-style / Medusa-style heads
+                layer_skip  {gamma, layers_fraction}                  # self-speculation, shared KV
+                ngram       {gamma}                                   # prompt lookup, ~zero cost
+  speculation:  chain (γ = drafter.gamma)
+                tree         {builder: kary|medusa|sequoia, k, depth, budget}
+                dynamic_tree {top_k, depth, budget}                    # EAGLE-2 top-N reranking
+                multidraft   {n, scheme: rrs|rrs_wor|kseq|naive}       # n sequences of length γ
+  acceptance:   ranked {accept_probs}    # Sequoia's positional model: P(child of rank k is accepted)
+                pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
+  policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
+                | load_switch {max_batch, max_queue}
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HeadDrafterConfig(_Strict):
+    """Draft heads on the target's last hidden state. `autoregressive` (EAGLE): one decoder layer of the
+    target's width + the target's LM head, run once per draft depth. `parallel` (Medusa): `gamma` heads
+    (residual MLP + own LM head each) predicting positions 1..gamma at once, run once per step."""
+
+    kind: Literal["head"]
+    style: Literal["autoregressive", "parallel"] = "autoregressive"
+    gamma: int = Field(4, ge=0, le=64)
+
+
+class LayerSkipDrafterConfig(_Strict):
+    """Self-speculation: the target with only `layers_fraction` of its layers (rounded, at least one)."""
+
+    kind: Literal["layer_skip"]
+    gamma: int = Field(4, ge=0, le=64)
+    layers_fraction: float = Field(0.5, gt=0.0, lt=1.0)
+
+
+class NgramDrafterConfig(_Strict):
+    """Prompt lookup / n-gram drafting on the host: no GPU passes."""
+
+    kind: Literal["ngram"]
+    gamma: int = Field(4, ge=0, le=64)
+
+
+class ChainConfig(_Strict):
+    kind: Literal["chain"] = "chain"
+
+
+class TreeConfig(_Strict):
+    """A static tree. `kary`: every node up to `depth`−1 has its top-`k` candidates; `medusa`: Medusa's
+    greedy tree of `budget` nodes over `depth` heads; `sequoia`: Sequoia's DP-optimal tree of `budget`
+    nodes and at most `depth` levels. `budget` counts nodes including the root."""
+
+    kind: Literal["tree"]
+    builder: Literal["kary", "medusa", "sequoia"]
+    k: int = Field(2, ge=1, le=64)
+    depth: int = Field(4, ge=1, le=64)
+    budget: int = Field(16, ge=1, le=1024)
+
+
+class DynamicTreeConfig(_Strict):
+    """EAGLE-2: expand the `top_k` best nodes per level for `depth` levels, keep the `budget` best nodes."""
+
+    kind: Literal["dynamic_tree"]
+    top_k: int = Field(4, ge=1, le=64)
+    depth: int = Field(5, ge=1, le=64)
+    budget: int = Field(32, ge=1, le=1024)
+
+
+class MultiDraftConfig(_Strict):
+    """n draft sequences of length drafter.gamma from the same prefix, verified with `scheme`."""
+
+    kind: Literal["multidraft"]
+    n: int = Field(2, ge=1, le=64)
+    scheme: Literal["rrs", "rrs_wor", "kseq", "naive"] = "rrs"
+
+
+SpeculationConfig = Annotated[Union[ChainConfig, TreeConfig, DynamicTreeConfig, MultiDraftConfig],
+                              Field(discriminator="kind")]
+
+
+class RankedAcceptanceConfig(_Strict):
+    """Sequoia's positional model: accept_probs[k] = P(the child of rank k is the accepted one), the same
+    at every node; siblings are exclusive so the list sums to at most 1. A chain uses accept_probs[0]."""
+
+    kind: Literal["ranked"]
+    accept_probs: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _exclusive(self) -> "RankedAcceptanceConfig":
+        if sum(self.accept_probs) > 1.0 + 1e-9:
+            raise ValueError(f"accept_probs must sum to at most 1 (siblings are exclusive), "
+                             f"got {sum(self.accept_probs):.4g}")
+        return self
+
+
+class PairAcceptanceConfig(_Strict):
+    """A stationary target/draft pair (p, q) over a small vocabulary: explicit `p` and `q`, or the
+    synthetic family p ∝ rank^−zipf, q ∝ p^q_power over `vocab` tokens (q_power < 1: a flatter drafter).
+    Chains accept with β = Σ min(p, q); trees use theory.trees.positional_accept_probs (rrs_wor);
+    multi-draft uses theory.multidraft.acceptance(p, q, n, scheme) at the branching position."""
+
+    kind: Literal["pair"]
+    p: list[Annotated[float, Field(ge=0.0)]] | None = None
+    q: list[Annotated[float, Field(ge=0.0)]] | None = None
+    vocab: int = Field(12, ge=2, le=4096)
+    zipf: float = Field(1.2, gt=0.0, le=10.0)
+    q_power: float = Field(0.6, gt=0.0, le=10.0)
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> "PairAcceptanceConfig":
+        if (self.p is None) != (self.q is None):
+            raise ValueError("give both p and q, or neither (then vocab/zipf/q_power define them)")
+        if self.p is not None and (len(self.p) != len(self.q) or sum(self.p) <= 0 or sum(self.q) <= 0):
+            raise ValueError("p and q must have the same length and positive sums")
+        return self
+
+
+class FixedPolicyConfig(_Strict):
+    kind: Literal["fixed"] = "fixed"
+
+
+class SmartSpecPolicyConfig(_Strict):
+    """Per step, the γ in 0..max_gamma maximising expected tokens / step time for the current batch."""
+
+    kind: Literal["smartspec"]
+    max_gamma: int = Field(8, ge=1, le=64)
+
+
+class SpecDecPPPolicyConfig(_Strict):
+    """Per request and step, stop drafting once P(some draft rejected) exceeds `threshold`."""
+
+    kind: Literal["specdecpp"]
+    threshold: float = Field(0.7, ge=0.0, le=1.0)
+
+
+class TetrisPolicyConfig(_Strict):
+    """Per step, choose each request's draft count (≤ drafter.gamma) under `budget_tokens` draft tokens."""
+
+    kind: Literal["tetris"]
+    budget_tokens: int = Field(64, ge=1)
+
+
+class LoadSwitchPolicyConfig(_Strict):
+    """Speculate as configured, but decode plainly in steps whose batch exceeds `max_batch` or while the
+    waiting queue exceeds `max_queue` (either may be omitted)."""
+
+    kind: Literal["load_switch"]
+    max_batch: int | None = Field(None, ge=0)
+    max_queue: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _some_threshold(self) -> "LoadSwitchPolicyConfig":
+        if self.max_batch is None and self.max_queue is None:
+            raise ValueError("give max_batch and/or max_queue")
+        return self
+
+
+PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig,
+                               LoadSwitchPolicyConfig],
+                         Field(discriminator="kind")]

@@ -1,0 +1,213 @@
+"""Request-length distributions (prompt and output tokens) and the CSV reader they share with traces.
+
+`LengthDist` is a pydantic discriminated union on `kind` (the scenario schema embeds it):
+
+- ``fixed``     {value}                      every request has `value` tokens.
+- ``uniform``   {low, high}                  integers drawn uniformly from low..high, both inclusive.
+- ``lognormal`` {median, sigma, min=1, max}  a continuous lognormal (log-median ``ln median``, log-std
+  `sigma`) *truncated* to [min, max] (not clipped: no point mass piles up at the bounds), then rounded to
+  the nearest integer. `max` may be omitted (no upper bound). Truncation is sampled exactly by inverting
+  the normal CDF between the bounds; rounding moves the mean by well under one token.
+- ``empirical`` {csv, column}                bootstrap: draws with replacement from the integer values of
+  `column` in the CSV file (a relative path is resolved against the scenario file's folder).
+
+Every `sample` call returns an int64 array with all values >= 1.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal, Mapping, Union
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+from scipy import special
+
+from simulator.errors import ScenarioError
+
+#: Truncation ranges holding less probability than this are rejected (sampling there is meaningless).
+MIN_TRUNCATED_MASS = 1e-9
+
+
+class StrictModel(BaseModel):
+    """Base for scenario-facing models: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class FixedLengthConfig(StrictModel):
+    kind: Literal["fixed"]
+    value: int = Field(ge=1)
+
+    def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
+        return np.full(n, self.value, dtype=np.int64)
+
+    def mean(self) -> float:
+        return float(self.value)
+
+
+class UniformLengthConfig(StrictModel):
+    kind: Literal["uniform"]
+    low: int = Field(ge=1)
+    high: int = Field(ge=1)
+
+    @field_validator("high")
+    @classmethod
+    def _high_not_below_low(cls, high: int, info: ValidationInfo) -> int:
+        low = info.data.get("low")
+        if low is not None and high < low:
+            raise PydanticCustomError("range", "must be >= low ({low}); got {high}", {"low": low, "high": high})
+        return high
+
+    def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
+        return rng.integers(self.low, self.high, size=n, endpoint=True, dtype=np.int64)
+
+    def mean(self) -> float:
+        return 0.5 * (self.low + self.high)
+
+
+def _standard_bounds(median: float, sigma: float, low: float, high: float | None) -> tuple[float, float]:
+    """Truncation bounds in standard-normal units: z = (ln x - ln median) / sigma."""
+    mu = np.log(median)
+    z_low = (np.log(low) - mu) / sigma
+    z_high = np.inf if high is None else (np.log(high) - mu) / sigma
+    return float(z_low), float(z_high)
+
+
+def _normal_mass(z_low: float, z_high: float) -> float:
+    """P(z_low < Z < z_high) for standard normal Z, computed on the tail side that keeps precision."""
+    if z_low > 0:  # both bounds in the upper tail: use survival functions Phi(-z)
+        return float(special.ndtr(-z_low) - special.ndtr(-z_high))
+    return float(special.ndtr(z_high) - special.ndtr(z_low))
+
+
+class LognormalLengthConfig(StrictModel):
+    kind: Literal["lognormal"]
+    median: float = Field(gt=0, allow_inf_nan=False)
+    sigma: float = Field(gt=0, allow_inf_nan=False)
+    min: int = Field(default=1, ge=1)
+    max: int | None = Field(default=None, ge=1, validate_default=True)
+
+    @field_validator("max")
+    @classmethod
+    def _range_is_sensible(cls, high: int | None, info: ValidationInfo) -> int | None:
+        data = info.data
+        if not {"median", "sigma", "min"} <= data.keys():
+            return high  # an earlier field already failed; pydantic reports that one
+        low = data["min"]
+        if high is not None and high < low:
+            raise PydanticCustomError("range", "must be >= min ({low}); got {high}", {"low": low, "high": high})
+        z_low, z_high = _standard_bounds(data["median"], data["sigma"], low, high)
+        if _normal_mass(z_low, z_high) < MIN_TRUNCATED_MASS:
+            raise PydanticCustomError(
+                "range",
+                "[min, max] = [{low}, {high}] has probability < 1e-9 under lognormal(median={median}, "
+                "sigma={sigma}); move the median inside the range or widen it",
+                {"low": low, "high": high, "median": data["median"], "sigma": data["sigma"]},
+            )
+        return high
+
+    def _bounds(self) -> tuple[float, float]:
+        return _standard_bounds(self.median, self.sigma, self.min, self.max)
+
+    def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
+        z_low, z_high = self._bounds()
+        u = rng.random(n)
+        if z_low > 0:  # sample the mirrored variable -Z from its lower tail (full relative precision)
+            lo, hi = special.ndtr(-z_high), special.ndtr(-z_low)
+            z = -special.ndtri(lo + u * (hi - lo))
+        else:
+            lo, hi = special.ndtr(z_low), special.ndtr(z_high)
+            z = special.ndtri(lo + u * (hi - lo))
+        x = np.exp(np.log(self.median) + self.sigma * z)
+        upper = np.inf if self.max is None else self.max
+        # rint keeps values inside [min, max] (integer bounds); clip only guards floating-point edge cases.
+        return np.clip(np.rint(x), self.min, upper).astype(np.int64)
+
+    def mean(self) -> float:
+        """Mean of the continuous truncated lognormal (before rounding to integers)."""
+        z_low, z_high = self._bounds()
+        s = self.sigma
+        scale = np.exp(np.log(self.median) + 0.5 * s * s)
+        return float(scale * _normal_mass(z_low - s, z_high - s) / _normal_mass(z_low, z_high))
+
+
+class EmpiricalLengthConfig(StrictModel):
+    kind: Literal["empirical"]
+    csv: Path
+    column: str = Field(min_length=1)
+
+    def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
+        path = resolve_path(self.csv, base_dir)
+        values = read_csv_columns(path, {self.column: "count"}, f"{field}.csv")[self.column]
+        return values[rng.integers(0, len(values), size=n)]
+
+
+LengthDist = Annotated[
+    Union[FixedLengthConfig, UniformLengthConfig, LognormalLengthConfig, EmpiricalLengthConfig], Field(discriminator="kind")
+]
+
+
+def resolve_path(path: Path, base_dir: Path) -> Path:
+    """A relative path is taken relative to the scenario file's folder."""
+    path = Path(path).expanduser()
+    return path if path.is_absolute() else Path(base_dir) / path
+
+
+ColumnKind = Literal["time", "count"]
+MAX_TOKENS = 10**12  # guards the int64 conversion against absurd values such as 1e30
+_KIND_RULES = {"time": "a finite number >= 0 (seconds)", "count": "an integer from 1 to 10^12 (tokens)"}
+
+
+def read_csv_columns(path: Path, columns: Mapping[str, ColumnKind], field: str) -> dict[str, np.ndarray]:
+    """Read and validate numeric columns of a CSV file with a header row.
+
+    ``columns`` maps column name -> kind: ``"time"`` (finite float >= 0, returned as float64) or
+    ``"count"`` (integer >= 1, returned as int64). Other columns are ignored; blank lines are skipped.
+    Any problem raises ScenarioError(field, ...) naming the file, column and line (1 = header).
+    """
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False,
+                            skipinitialspace=True)
+    except FileNotFoundError:
+        raise ScenarioError(field, f"file not found: {path}") from None
+    except IsADirectoryError:
+        raise ScenarioError(field, f"{path} is a directory, expected a CSV file") from None
+    except pd.errors.EmptyDataError:
+        raise ScenarioError(field, f"{path} is empty; expected a header row with columns "
+                                   f"{', '.join(columns)}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ScenarioError(field, f"{path} is not a readable CSV file ({detail})") from None
+    except OSError as err:
+        raise ScenarioError(field, f"cannot read {path}: {err.strerror or err}") from None
+    frame.columns = [str(name).strip() for name in frame.columns]
+    missing = [name for name in columns if name not in frame.columns]
+    if missing:
+        raise ScenarioError(field, f"{path} lacks column(s) {', '.join(repr(m) for m in missing)}; "
+                                   f"found {', '.join(repr(c) for c in frame.columns)}")
+    raw = {name: frame[name].to_numpy(dtype=object) for name in columns}
+    line = np.arange(len(frame)) + 2  # header is line 1; blank lines are kept as rows, so this is exact
+    blank = np.logical_and.reduce([np.char.strip(v.astype(str)) == "" for v in raw.values()]) \
+        if len(frame) else np.zeros(0, dtype=bool)
+    keep = ~blank
+    line = line[keep]
+    if len(line) == 0:
+        raise ScenarioError(field, f"{path} has no data rows")
+    out: dict[str, np.ndarray] = {}
+    for name, kind in columns.items():
+        text = raw[name][keep]
+        values = pd.to_numeric(pd.Series(text, dtype=object).str.strip(), errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan)
+        bad = ~np.isfinite(values)
+        if kind == "time":
+            bad |= values < 0
+        else:
+            bad |= (values < 1) | (values > MAX_TOKENS) | (values != np.rint(values))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ScenarioError(field, f"{path}, column '{name}', line {line[i]}: {text[i]!r} is not "
+                                       f"{_KIND_RULES[kind]}")
+        out[name] = values if kind == "time" else values.astype(np.int64)
+    return out

@@ -1,0 +1,242 @@
+"""Workload generation: when requests arrive and how long their prompts and outputs are.
+
+Arrival processes (``workload.arrival.process``):
+
+- ``poisson``: exponential inter-arrival gaps with mean 1/qps (coefficient of variation 1).
+- ``gamma``: a renewal process with Gamma-distributed gaps, mean 1/qps and coefficient of variation `cv`
+  (shape k = 1/cv^2, scale = 1/(qps k)). cv > 1 is burstier than Poisson, cv < 1 smoother, cv = 1 is
+  Poisson in distribution. Approximation: the process starts fresh at t = 0 (an ordinary renewal process,
+  first arrival after one full gap), not in its stationary regime; the difference fades after a few
+  arrivals.
+- ``trace``: replay a CSV with columns ``arrival_s, prompt_tokens, output_tokens`` (others are ignored).
+  Rows are stably sorted by arrival time; times are used as they are (not shifted to start at 0).
+- ``closed_loop``: `concurrency` clients, each sending its next request the instant its previous one
+  finishes (or is dropped), as `vllm bench serve --max-concurrency`, AIPerf or a load generator with a
+  fixed number of users do: the first `concurrency` requests arrive at t = 0, request i + concurrency
+  arrives when the i-th completion happens. No think time. Arrival times are set by the simulation
+  (the request table holds 0 until then); needs `num_requests`.
+
+For poisson/gamma exactly one of ``num_requests`` or ``duration_s`` is given (``duration_s``: all arrivals
+in [0, duration_s)). A trace may be cut by at most one of them.
+
+Randomness: `generate_requests` spawns three independent child streams from the given Generator (arrival
+gaps, prompt lengths, output lengths), so changing a length distribution does not move the arrival times.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+from simulator.errors import ScenarioError
+from simulator.core.lengths import LengthDist, StrictModel, read_csv_columns, resolve_path
+
+FIELD = "workload"
+TRACE_COLUMNS = {"arrival_s": "time", "prompt_tokens": "count", "output_tokens": "count"}
+
+
+def _process(info: ValidationInfo) -> str | None:
+    return info.data.get("process")
+
+
+class ArrivalConfig(StrictModel):
+    process: Literal["poisson", "gamma", "trace", "closed_loop"]
+    qps: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
+    concurrency: int | None = Field(default=None, ge=1, validate_default=True)
+    cv: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
+    trace_csv: Path | None = Field(default=None, validate_default=True)
+
+    @field_validator("qps")
+    @classmethod
+    def _qps_for_synthetic(cls, qps: float | None, info: ValidationInfo) -> float | None:
+        process = _process(info)
+        if process in ("poisson", "gamma") and qps is None:
+            raise PydanticCustomError("missing", "required for process '{p}': mean arrival rate in "
+                                                 "requests/s (> 0)", {"p": process})
+        if process == "trace" and qps is not None:
+            raise PydanticCustomError("forbidden", "not allowed for process 'trace' (arrival times come "
+                                                   "from trace_csv)")
+        if process == "closed_loop" and qps is not None:
+            raise PydanticCustomError("forbidden", "not allowed for process 'closed_loop' (requests are sent "
+                                                   "as earlier ones finish; give concurrency)")
+        return qps
+
+    @field_validator("concurrency")
+    @classmethod
+    def _concurrency_for_closed_loop(cls, concurrency: int | None, info: ValidationInfo) -> int | None:
+        process = _process(info)
+        if process == "closed_loop" and concurrency is None:
+            raise PydanticCustomError("missing", "required for process 'closed_loop': clients sending one "
+                                                 "request at a time (>= 1)")
+        if process != "closed_loop" and concurrency is not None:
+            raise PydanticCustomError("forbidden", "only allowed for process 'closed_loop'")
+        return concurrency
+
+    @field_validator("cv")
+    @classmethod
+    def _cv_for_gamma(cls, cv: float | None, info: ValidationInfo) -> float | None:
+        process = _process(info)
+        if process == "gamma" and cv is None:
+            raise PydanticCustomError("missing", "required for process 'gamma': coefficient of variation "
+                                                 "of inter-arrival gaps (> 0; 1 = Poisson, > 1 = bursty)")
+        if process in ("poisson", "trace", "closed_loop") and cv is not None:
+            raise PydanticCustomError("forbidden", "only allowed for process 'gamma' (poisson has cv = 1)")
+        return cv
+
+    @field_validator("trace_csv")
+    @classmethod
+    def _trace_for_trace(cls, trace_csv: Path | None, info: ValidationInfo) -> Path | None:
+        process = _process(info)
+        if process == "trace" and trace_csv is None:
+            raise PydanticCustomError("missing", "required for process 'trace': CSV with columns "
+                                                 "arrival_s, prompt_tokens, output_tokens")
+        if process in ("poisson", "gamma", "closed_loop") and trace_csv is not None:
+            raise PydanticCustomError("forbidden", "only allowed for process 'trace'")
+        return trace_csv
+
+
+class WorkloadConfig(StrictModel):
+    arrival: ArrivalConfig
+    prompt_tokens: LengthDist | None = Field(default=None, validate_default=True)
+    output_tokens: LengthDist | None = Field(default=None, validate_default=True)
+    num_requests: int | None = Field(default=None, ge=1)
+    duration_s: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
+
+    @field_validator("prompt_tokens", "output_tokens")
+    @classmethod
+    def _lengths_unless_trace(cls, dist, info: ValidationInfo):
+        arrival = info.data.get("arrival")
+        if arrival is None:
+            return dist
+        if arrival.process == "trace" and dist is not None:
+            raise PydanticCustomError("forbidden", "not allowed with a trace: token counts come from the "
+                                                   "trace file")
+        if arrival.process != "trace" and dist is None:
+            raise PydanticCustomError("missing", "required for process '{p}': a length distribution "
+                                                 "(kind: fixed | uniform | lognormal | empirical)",
+                                      {"p": arrival.process})
+        return dist
+
+    @field_validator("duration_s")
+    @classmethod
+    def _one_stopping_rule(cls, duration_s: float | None, info: ValidationInfo) -> float | None:
+        arrival = info.data.get("arrival")
+        if arrival is None or "num_requests" not in info.data:
+            return duration_s
+        num_requests = info.data["num_requests"]
+        if num_requests is not None and duration_s is not None:
+            raise PydanticCustomError("conflict", "give either num_requests or duration_s, not both")
+        if arrival.process == "closed_loop" and duration_s is not None:
+            raise PydanticCustomError("forbidden", "not allowed for process 'closed_loop'; give num_requests")
+        if arrival.process == "closed_loop" and num_requests is None:
+            raise PydanticCustomError("missing", "required for process 'closed_loop': give num_requests (>= 1)")
+        if arrival.process != "trace" and num_requests is None and duration_s is None:
+            raise PydanticCustomError("missing", "give exactly one of num_requests (>= 1) or duration_s "
+                                                 "(> 0) for process '{p}'", {"p": arrival.process})
+        return duration_s
+
+
+@dataclass(frozen=True)
+class RequestTable:
+    """All requests of a run, one row per request, sorted by arrival time. Arrays are read-only."""
+
+    arrival_s: np.ndarray  # float64, ascending
+    prompt_tokens: np.ndarray  # int64, >= 1
+    output_tokens: np.ndarray  # int64, >= 1
+
+    def __post_init__(self) -> None:
+        columns = {  # private read-only copies: callers keep ownership of what they passed in
+            "arrival_s": np.array(self.arrival_s, dtype=np.float64),
+            "prompt_tokens": np.array(self.prompt_tokens, dtype=np.int64),
+            "output_tokens": np.array(self.output_tokens, dtype=np.int64),
+        }
+        sizes = {name: a.shape for name, a in columns.items()}
+        if len(set(sizes.values())) != 1 or columns["arrival_s"].ndim != 1:
+            raise ValueError(f"RequestTable: columns must be 1-D and of equal length; got shapes {sizes}")
+        if len(columns["arrival_s"]) > 1 and np.any(np.diff(columns["arrival_s"]) < 0):
+            raise ValueError("RequestTable.arrival_s: must be sorted ascending")
+        for name in ("prompt_tokens", "output_tokens"):
+            if len(columns[name]) and columns[name].min() < 1:
+                raise ValueError(f"RequestTable.{name}: every value must be >= 1")
+        for name, array in columns.items():
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+
+def _gaps(process: str, qps: float, cv: float | None, n: int, rng: np.random.Generator) -> np.ndarray:
+    if process == "poisson":
+        return rng.exponential(1.0 / qps, size=n)
+    shape = 1.0 / (cv * cv)
+    return rng.gamma(shape, 1.0 / (qps * shape), size=n)
+
+
+def arrival_times(arrival: ArrivalConfig, rng: np.random.Generator, *, num_requests: int | None = None,
+                  duration_s: float | None = None) -> np.ndarray:
+    """Arrival instants of a poisson/gamma process: `num_requests` of them, or all in [0, duration_s)."""
+    if arrival.process in ("trace", "closed_loop"):
+        raise ValueError(f"arrival_times: process {arrival.process!r} has no synthetic arrivals; use "
+                         "generate_requests")
+    qps, cv = arrival.qps, arrival.cv
+    if num_requests is not None:
+        return np.cumsum(_gaps(arrival.process, qps, cv, num_requests, rng))
+    if duration_s is None:
+        raise ValueError("arrival_times: give num_requests or duration_s")
+    expected = qps * duration_s
+    spread = (cv if cv is not None else 1.0) * np.sqrt(expected)
+    chunk = int(expected + 6.0 * spread + 16)  # almost always enough in one draw
+    times = np.cumsum(_gaps(arrival.process, qps, cv, chunk, rng))
+    while times[-1] < duration_s:
+        more = times[-1] + np.cumsum(_gaps(arrival.process, qps, cv, chunk, rng))
+        times = np.concatenate([times, more])
+    return times[: np.searchsorted(times, duration_s, side="left")]
+
+
+def _replay_trace(cfg: WorkloadConfig, base_dir: Path) -> RequestTable:
+    field = f"{FIELD}.arrival.trace_csv"
+    path = resolve_path(cfg.arrival.trace_csv, base_dir)
+    cols = read_csv_columns(path, TRACE_COLUMNS, field)
+    order = np.argsort(cols["arrival_s"], kind="stable")
+    arrival_s = cols["arrival_s"][order]
+    count = len(arrival_s)
+    if cfg.num_requests is not None:
+        if cfg.num_requests > count:
+            raise ScenarioError(f"{FIELD}.num_requests", f"{cfg.num_requests} exceeds the {count} requests "
+                                                         f"in {path}")
+        count = cfg.num_requests
+    elif cfg.duration_s is not None:
+        count = int(np.searchsorted(arrival_s, cfg.duration_s, side="left"))
+        if count == 0:
+            raise ScenarioError(f"{FIELD}.duration_s", f"no request of {path} arrives before "
+                                                       f"{cfg.duration_s} s")
+    keep = order[:count]
+    return RequestTable(arrival_s[:count], cols["prompt_tokens"][keep], cols["output_tokens"][keep])
+
+
+def generate_requests(cfg: WorkloadConfig, rng: np.random.Generator, base_dir: Path) -> RequestTable:
+    """Draw (or replay) the requests of one run. Relative CSV paths are resolved against `base_dir`.
+
+    Child streams are spawned from `rng` (its own stream is not advanced, but each call spawns new
+    children), so pass a freshly seeded Generator to reproduce a run.
+    """
+    if cfg.arrival.process == "trace":
+        return _replay_trace(cfg, Path(base_dir))
+    arrival_rng, prompt_rng, output_rng = rng.spawn(3)
+    if cfg.arrival.process == "closed_loop":  # set by the simulation as requests are sent
+        arrival_s = np.zeros(cfg.num_requests)
+    else:
+        arrival_s = arrival_times(cfg.arrival, arrival_rng, num_requests=cfg.num_requests,
+                                  duration_s=cfg.duration_s)
+    n = len(arrival_s)
+    if n == 0:
+        raise ScenarioError(f"{FIELD}.duration_s", f"no request arrived within {cfg.duration_s} s at "
+                                                   f"qps={cfg.arrival.qps}; increase duration_s or qps")
+    prompt = cfg.prompt_tokens.sample(n, prompt_rng, Path(base_dir), f"{FIELD}.prompt_tokens")
+    output = cfg.output_tokens.sample(n, output_rng, Path(base_dir), f"{FIELD}.output_tokens")
+    return RequestTable(arrival_s, prompt, output)

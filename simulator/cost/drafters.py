@@ -1,0 +1,228 @@
+"""Drafter families: what a draft pass costs, where it runs, and what it occupies in HBM.
+
+Each family (one builder plus one line in `DRAFTERS`) yields a *pass pricer* with ForwardCost's interface
+(dense, prefill_attention, decode_forward, decode_attention, exact_decode, stage_gpus, gpu_layers) that
+StepCostModel calls once per draft pass, the HBM it needs on the target's GPUs, and, for drafters on their
+own GPUs, how much of the draft time the step exposes. Approximations are named where made:
+
+- `draft_model`, placement `colocated`: the draft model's op graph on the target's first `tp` GPUs, run
+  before verification (time-shared); weights and KV in the same HBM.
+- `draft_model`, placement `separate`: the draft model on its own `tp` GPUs; drafting for step t+1 runs
+  concurrently with the verification of step t assuming step t accepts everything (PEARL's post-verify).
+  A request whose window was not fully accepted must be redrafted serially. Step time =
+  max(draft, verify) + (1 − P(full accept))·draft: the expected redraft, with the redraft's cost taken
+  proportional to the share of requests that need it (exact at batch 1 in expectation; at large batch a
+  partial redraft costs more than its share because small draft passes are memory-bound). PEARL's
+  pre-verify (theory.policies.pearl) is not modelled. No HBM on the target's GPUs; the draft's GPUs are
+  not added to per-GPU metrics.
+- `draft_model`, placement `cpu`: the draft's op graph priced by the host CPU's measured profile
+  (profiles/data/cpu-local, fp32) plus, per draft pass, one PCIe transfer of the pass's token ids
+  (4 bytes each) at the catalog's host-link bandwidth and latency. Drafting and verification are serial
+  (Dovetail-style). No HBM.
+- `head`, style `autoregressive` (EAGLE): one decoder layer of the target's width + the target's shared
+  embedding and LM head, one pass per draft depth over the expanded nodes; the FC that fuses feature and
+  token embedding (2h×h) is counted in memory but not timed. Own one-layer KV cache.
+- `head`, style `parallel` (Medusa): `gamma` heads, each a residual block (h×h GEMM) and its own LM head
+  (h×V), all run in one pass on the last hidden state of each request; ops sharded over the target's tp
+  (the logits all-gather is not priced). No KV.
+- `layer_skip`: the target with round(layers_fraction·L) layers; the draft reads the KV of the kept
+  layers (shared with the target: no extra memory; the skipped layers' KV for draft tokens is filled by
+  the verify pass).
+- `ngram`: prompt lookup on the host; zero GPU time (string matching costs microseconds), no memory.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models.ops import GEMM, Op
+from models.spec import ModelSpec, dtype_bytes
+from models.step import Parallelism
+from simulator.errors import ScenarioError
+from simulator.cost.step_cost import ForwardCost, _price
+
+
+class ZeroCost:
+    """A drafter with no GPU work (n-gram / prompt lookup)."""
+
+    def stage_gpus(self) -> float:
+        return 1.0
+
+    def gpu_layers(self) -> int:
+        return 0
+
+    def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
+        return np.zeros(3)
+
+    def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:
+        return np.zeros(3)
+
+    def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
+        return np.zeros(3)
+
+    def decode_forward(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
+        return np.zeros((len(np.atleast_1d(context_sums)), 3))
+
+    decode_attention = decode_forward
+
+
+@dataclass
+class MedusaHeadsCost(ZeroCost):
+    """`heads` Medusa heads (residual h×h block + own LM head h×V) on each head-input token."""
+
+    spec: ModelSpec
+    parallelism: Parallelism
+    latency: object
+    dtype: str
+    heads: int
+    _memo: dict = field(default_factory=dict, repr=False)
+
+    def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
+        t = int(logits_tokens)
+        if t == 0 or self.heads == 0:
+            return np.zeros(3)
+        cost = self._memo.get(t)
+        if cost is None:
+            h, v, tp = self.spec.hidden_size, self.spec.vocab_size, self.parallelism.tp
+            w, a = dtype_bytes(self.dtype), 2.0
+            ops = []
+            for name, n in (("medusa_resblock", h / tp), ("medusa_lm_head", v / tp)):
+                ops.append(Op.make(GEMM, name, 2.0 * t * n * h, a * t * (h + n) + w * h * n, self.heads,
+                                   m=t, n=n, k=h))
+            cost = self._memo[t] = _price(self.latency, ops)
+        return cost
+
+    def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
+        return self.dense(seqs * q, seqs * q)
+
+    stage_gpus = ForwardCost.stage_gpus
+
+    def gpu_layers(self) -> int:
+        return 1  # the heads' residual blocks and LM heads: one layer-like pass, not the target's layers
+
+    def decode_forward(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
+        seqs = np.broadcast_to(np.asarray(seqs), np.shape(np.atleast_1d(context_sums)))
+        return np.array([self.dense(int(b) * q, int(b) * q) for b in seqs]).reshape(-1, 3)
+
+    def decode_attention(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
+        return np.zeros((len(np.atleast_1d(context_sums)), 3))
+
+
+@dataclass
+class HostForwardCost(ForwardCost):
+    """A draft model on the host CPU: its passes priced by the CPU latency model, plus one PCIe transfer
+    of each pass's token ids (see the module docstring)."""
+
+    link_bandwidth_bytes_per_s: float = 64e9
+    link_latency_s: float = 3e-6
+
+    def stage_gpus(self) -> float:
+        return 0.0  # its FLOPs/bytes are host work, not counted in GPU MFU/MBU
+
+    def gpu_layers(self) -> int:
+        return 0
+
+    def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
+        base = super().dense(num_tokens, logits_tokens)
+        if logits_tokens == 0:
+            return base
+        transfer_s = self.link_latency_s + 4.0 * logits_tokens / self.link_bandwidth_bytes_per_s
+        return base + np.array([transfer_s, 0.0, 0.0])
+
+
+def overlap_exposure(full_accept_prob: float):
+    """`exposed_draft` for a drafter on its own GPUs (see the module docstring, placement `separate`)."""
+    rollback = 1.0 - float(full_accept_prob)
+
+    def exposed(draft: np.ndarray, target: np.ndarray) -> np.ndarray:
+        out = np.array(draft, dtype=np.float64, copy=True)
+        out[:, 0] = np.maximum(draft[:, 0] - target[:, 0], 0.0) + rollback * draft[:, 0]
+        return out
+    return exposed
+
+
+def _layers(spec: ModelSpec, n: int) -> ModelSpec:
+    return dataclasses.replace(spec, name=f"{spec.name}[{n} layers]", num_layers=n,
+                               first_dense_layers=min(spec.first_dense_layers, n))
+
+
+def layer_params(spec: ModelSpec) -> int:
+    """Parameters of one decoder layer (difference of a 2- and a 1-layer copy)."""
+    return _layers(spec, 2).param_count() - _layers(spec, 1).param_count()
+
+
+@dataclass(frozen=True)
+class DrafterBuild:
+    """A drafter ready for the step cost model and the memory model."""
+
+    cost: object                    # pass pricer (ForwardCost interface)
+    passes_per_step: int | None     # None: one pass per tree level; 1: parallel heads
+    weight_bytes_per_gpu: float     # on the target's GPUs
+    kv_bytes_per_token_per_gpu: float
+    separate: bool = False          # drafts on its own GPUs, overlapped with verification
+    spec: ModelSpec | None = None   # the draft model (for reports), if there is one
+    colocated_model: bool = False   # an independent draft model whose KV lives beside the target's
+
+
+def _ngram(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    return DrafterBuild(ZeroCost(), None, 0.0, 0.0)
+
+
+def _layer_skip(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    n = max(1, min(target.num_layers - 1, round(d.layers_fraction * target.num_layers)))
+    spec = _layers(target, n)
+    return DrafterBuild(ForwardCost(spec, Parallelism(par.tp, 1), latency, dtype), None, 0.0, 0.0, spec=spec)
+
+
+def _head(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    tp_par = Parallelism(par.tp, 1)
+    if d.style == "parallel":
+        w = d.gamma * (target.hidden_size ** 2 + target.hidden_size * (1 + target.vocab_size))
+        cost = MedusaHeadsCost(target, tp_par, latency, dtype, d.gamma)
+        return DrafterBuild(cost, 1, w * dtype_bytes(dtype) / par.tp, 0.0)
+    spec = _layers(target, 1)
+    w = layer_params(target) + 2 * target.hidden_size ** 2
+    return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype), None, w * dtype_bytes(dtype) / par.tp,
+                        spec.kv_bytes_per_token_per_gpu(tp_par, dtype), spec=spec)
+
+
+def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    from models import get_model
+    from models.spec import validate_parallelism
+    try:
+        spec = get_model(d.model)
+    except ValueError as exc:
+        raise ScenarioError("drafter.model", str(exc)) from None
+    draft_par = Parallelism(d.tp, 1)
+    if d.placement == "colocated" and d.tp > par.gpus:
+        raise ScenarioError("drafter.tp", f"{d.tp} exceeds the replica's {par.gpus} GPUs")
+    try:
+        validate_parallelism(spec, draft_par)
+    except ValueError as exc:
+        raise ScenarioError("drafter.tp", str(exc)) from None
+    if d.placement == "colocated":
+        return DrafterBuild(ForwardCost(spec, draft_par, latency, dtype), None,
+                            spec.weight_bytes(dtype) / draft_par.gpus,
+                            spec.kv_bytes_per_token_per_gpu(draft_par, dtype), spec=spec, colocated_model=True)
+    if d.placement == "separate":
+        if spec.weight_bytes(dtype) / draft_par.gpus >= hw.hbm_bytes:
+            raise ScenarioError("drafter.tp", f"draft {spec.name} does not fit on {d.tp} GPU(s) of {hw.id}")
+        return DrafterBuild(ForwardCost(spec, draft_par, latency, dtype), None, 0.0, 0.0, separate=True,
+                            spec=spec)
+    from profiles.predictor import load_latency_model
+    cpu = load_latency_model("cpu-local", dtype="fp32")
+    cost = HostForwardCost(spec, Parallelism(1, 1), cpu, "fp32",
+                           link_bandwidth_bytes_per_s=hw.host_link_bandwidth_bytes_per_s,
+                           link_latency_s=hw.host_link_latency_s)
+    return DrafterBuild(cost, None, 0.0, 0.0, spec=spec)
+
+
+# drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype)
+DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model}
+
+
+def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    """The DrafterBuild of a scenario's drafter section `d` (any kind but none)."""
+    return DRAFTERS[d.kind](d, target, par, latency, hw, dtype)

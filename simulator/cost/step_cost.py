@@ -1,0 +1,354 @@
+"""Step cost: seconds, FLOPs and bytes of one engine step, as a pure function of the step's aggregates.
+
+A step of a replica is its drafter's passes (γ one-token passes for a chain; one pass per tree level over
+the level's expanded nodes for trees; one pass for parallel heads) followed by one target forward pass
+verifying q query tokens per request (γ+1 causal, or a tree's nodes under the tree mask). Each forward
+pass is priced as Σ count·seconds over its op graph (models.opgraph) with the scenario's latency model.
+
+- The dense part (GEMMs, norms, LM head, collectives) depends only on the number of tokens and of logits;
+  it is memoized.
+- Prefill attention is priced exactly, per step.
+- Decode-only steps depend on the batch's Σ context, which changes every step. A whole step (γ draft
+  passes + the verify pass) is priced op by op on a grid of mean context per sequence (multiples of
+  CTX_GRID_TOKENS) and linearly interpolated between grid points, vectorized over many steps (the grid
+  rows of all batch sizes live in one table, simulator.cost.step_table, so a bulk is one lookup).
+  Approximation: exact at grid points; in between it is exact for FLOPs and bytes (affine in context)
+  and for a latency model that is linear in context within a regime (the roofline, profile
+  interpolation); the measured worst relative error against op-by-op pricing is below 1e-3
+  (tests/test_sim_step_cost.py). Step-by-step and bulk modes both use this same function. Mixed steps
+  (prefill chunks + decodes) price their decode attention the same way, pass by pass.
+- Host overhead: each pass also pays the latency model's `host_overhead_s` (work between kernels that no
+  op prices; measured per layer by the CPU profiler, 0 for GPU latency models). It is part of `dense`.
+- Pipeline parallelism: a forward pass costs the sum over its stages (no micro-batch interleaving — exact
+  for the latency of one batch, pessimistic for PP throughput).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from models.opgraph import attention_ops, dense_ops
+from models.spec import ModelSpec
+from models.step import Parallelism, StepShape
+from profiles.engine_time.model import EngineTime, PassLayout
+from profiles.latency import LatencyModel
+from simulator.cost.step_table import BatchContextTable
+
+CTX_GRID_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class Cost:
+    seconds: float
+    flops: float
+    bytes: float
+    engine_s: float = 0.0   # the part of `seconds` that is the serving engine's per-step time (target only)
+
+
+def _price(latency: LatencyModel, ops) -> np.ndarray:
+    """(seconds, flops, bytes) of a list of ops."""
+    seconds = flops = nbytes = 0.0
+    for op in ops:
+        seconds += op.count * latency.op_seconds(op)
+        flops += op.count * op.flops
+        nbytes += op.count * op.bytes
+    return np.array([seconds, flops, nbytes])
+
+
+class LazyGrid:
+    """Values f(i) at integer grid indices i, computed on demand and kept as one contiguous array
+    (`table`, row 0 = index `base`; `upper` is the same rows shifted by one: upper[j] = table[j + 1])."""
+
+    def __init__(self, f, width: int):
+        self.f, self.table, self.upper, self.base, self.top = f, np.zeros((0, width)), np.zeros((0, width)), 0, -1
+
+    def rows(self, first: int, last: int) -> tuple[np.ndarray, int]:
+        """The table covering indices first..last (inclusive) and the index of its row 0."""
+        if first < self.base or last > self.top:
+            self._extend(first, last)
+        return self.table, self.base
+
+    def _extend(self, first: int, last: int) -> None:
+        have_lo, have_hi = self.base, self.top
+        lo, hi = (first, last) if have_hi < have_lo else (min(first, have_lo), max(last, have_hi))
+        rows = [self.table[i - have_lo] if have_lo <= i <= have_hi else self.f(i) for i in range(lo, hi + 1)]
+        self.table, self.base, self.top = np.array(rows), lo, hi
+        self.upper = self.table[1:]
+
+
+def interpolate_on_grid(grids: dict, make_grid, seqs, context_sums: np.ndarray, monotone: bool = False) -> np.ndarray:
+    """Linear interpolation in mean context per sequence (grid step CTX_GRID_TOKENS) of per-batch-size
+    tables; `seqs` is an int or one value per row (piecewise constant); `make_grid(seqs)` builds the
+    LazyGrid of a batch size the first time it is seen. `monotone`: the caller guarantees that `seqs`
+    never increases and that the context grows within each run of equal `seqs` (a bulk of decode steps,
+    which only loses requests), which lets the lookup skip searching for the rows it needs.
+
+    Called once per simulated bulk, so it is written for few numpy calls; the arithmetic per element
+    is the same whatever the path, so every caller gets bit-identical values for equal inputs."""
+    context_sums = np.asarray(context_sums)
+    if np.ndim(seqs) == 0:
+        x = context_sums / float(CTX_GRID_TOKENS * seqs)
+        single = True
+    else:
+        seqs = np.asarray(seqs, dtype=np.int64)
+        x = context_sums / (CTX_GRID_TOKENS * seqs)  # int / int: both as float64, as for a scalar
+        single = seqs[0] == seqs[-1] if monotone else not (seqs != seqs[0]).any()
+    lo = x.astype(np.int64)  # floor: contexts are >= 0
+    w = (x - lo)[:, None]
+    if single:
+        edges = (0, len(x))
+        batches = (int(seqs if np.ndim(seqs) == 0 else seqs[0]),)
+    else:
+        cuts = np.flatnonzero(seqs[1:] != seqs[:-1]) + 1
+        edges = (0, *cuts.tolist(), len(x))
+        batches = seqs[list(edges[:-1])].tolist()
+    below, above = [], []
+    for a, b, batch in zip(edges[:-1], edges[1:], batches):
+        grid = grids.get(batch)
+        if grid is None:
+            grid = grids[batch] = make_grid(batch)
+        seg = lo[a:b]
+        first, last = (int(seg[0]), int(seg[-1])) if monotone else (int(seg.min()), int(seg.max()))
+        if first < grid.base or last + 1 > grid.top:
+            grid.rows(first, last + 1)
+        i = seg - grid.base
+        below.append(grid.table[i])
+        above.append(grid.upper[i])
+    if len(below) == 1:
+        return below[0] * (1.0 - w) + above[0] * w
+    return np.concatenate(below) * (1.0 - w) + np.concatenate(above) * w
+
+
+@dataclass
+class ForwardCost:
+    """Prices forward passes of one model (target or draft) on one replica."""
+
+    spec: ModelSpec
+    parallelism: Parallelism
+    latency: LatencyModel
+    dtype: str
+    _dense: dict = field(default_factory=dict, repr=False)
+    _decode_grid: dict = field(default_factory=dict, repr=False)
+
+    def stage_gpus(self) -> float:
+        """GPUs sharing one pipeline stage's work: the multiplier from the op graph's per-GPU FLOPs and
+        bytes to the replica's (a pass pricer's protocol, with `gpu_layers`)."""
+        return float(self.parallelism.gpus // self.parallelism.pp)
+
+    def gpu_layers(self) -> int:
+        """Layers one pass runs on the GPUs (for the engine's per-layer launch cost); 0 off the GPU."""
+        return self.spec.num_layers
+
+    def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
+        """Non-attention ops of one pass, plus the pass's host overhead (the latency model's
+        `host_overhead_s`: measured on CPU, 0 on GPUs; no FLOPs or bytes)."""
+        key = (num_tokens, logits_tokens)
+        cost = self._dense.get(key)
+        if cost is None:
+            ops = dense_ops(self.spec, num_tokens, logits_tokens, self.parallelism, self.dtype)
+            cost = _price(self.latency, ops)
+            if num_tokens:
+                cost[0] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
+            self._dense[key] = cost
+        return cost
+
+    def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:
+        shape = StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)
+        return _price(self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype))
+
+    def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
+        """(seconds, flops, bytes) of a decode-only pass priced op by op (no interpolation); `tree`: the q
+        query tokens of a request attend under a tree mask (models.opgraph prices the full q×q block)."""
+        shape = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
+                          tree_attention=tree)
+        return self.dense(seqs * q, seqs * q) + _price(
+            self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype))
+
+    def decode_attention(self, seqs: int, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
+        """(n, 3) costs of the decode attention alone (interpolated pass minus its dense part)."""
+        return self.decode_forward(seqs, q, context_sums, tree) - self.dense(seqs * q, seqs * q)
+
+    def decode_forward(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
+        """(n, 3) costs of decode-only forward passes of `seqs` sequences (an int, or one value per step,
+        piecewise constant) with `q` query tokens each, at each Σ context (interpolated on the grid)."""
+        grids = self._decode_grid.setdefault((q, tree), {})
+        return interpolate_on_grid(grids, lambda batch: LazyGrid(
+            lambda i: self.exact_decode(batch, q, i * CTX_GRID_TOKENS * batch, tree), 3), seqs, context_sums)
+
+
+@dataclass
+class StepCostModel:
+    """Cost of one replica step: draft passes (if a drafter is configured) + the target pass.
+
+    Chain speculation (default): γ draft passes of one token per request, a verify pass of γ+1 causal
+    query tokens per request. Trees and multi-draft (simulator.speculation.shapes): `widths[j]` draft tokens per
+    request in draft pass j (the tree's expanded level widths; a parallel-head drafter makes one pass) and
+    `verify_q` query tokens per request (the tree's node count, root included) under a tree mask.
+    `exposed_draft(draft, target)`, when set, maps the (n, 3) draft and target costs of n steps to the
+    draft's contribution to the step time (seconds column; FLOPs and bytes are kept): used when the drafter
+    runs concurrently with verification on its own GPUs (simulator.cost.drafters.overlap_exposure). The step
+    time is always draft seconds + target seconds, so the engine and bulk mode need not know placement.
+    """
+
+    target: ForwardCost
+    draft: ForwardCost | None  # None: plain decoding (a drafter with γ = 0 is built as None)
+    depth: int                 # draft tokens a step can accept: the chain's γ, a tree's depth
+    widths: tuple[int, ...] | None = None
+    verify_q: int | None = None
+    tree: bool = False
+    exposed_draft: object | None = None
+    engine: EngineTime | None = None
+    _step_grid: dict = field(default_factory=dict, repr=False)
+    _prefill_steps: dict = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def flops_scales(self) -> tuple[float, float]:
+        """(draft, target) multipliers from the op graph's per-GPU FLOPs and bytes to the replica's totals:
+        the GPUs that share one pipeline stage's work (tp; ep under expert parallelism, where the MoE part
+        is the straggler rank's, so the total slightly over-counts expert work under skewed routing)."""
+        return (self.draft.stage_gpus() if self.draft is not None else 1.0, self.target.stage_gpus())
+
+    @property
+    def q(self) -> int:
+        """Query tokens per decode request: `verify_q` when given, else γ+1 (1 without a drafter)."""
+        if self.verify_q is not None:
+            return self.verify_q
+        return 1 if self.draft is None else self.depth + 1
+
+    @property
+    def draft_widths(self) -> tuple[int, ...]:
+        if self.draft is None:
+            return ()
+        return self.widths if self.widths is not None else (1,) * self.depth
+
+    def _expose(self, draft: np.ndarray, target: np.ndarray) -> np.ndarray:
+        if self.exposed_draft is None:
+            return draft
+        return self.exposed_draft(draft, target)
+
+    def step(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int,
+             decode_seqs: int, decode_context_tokens: int) -> tuple[Cost, Cost]:
+        """(draft cost, target cost) of one step.
+
+        Decode requests each verify q query tokens (the last emitted token and the drafts) against
+        their cached context. The drafter runs one pass per entry of `draft_widths` over the decode
+        requests, its context growing by one per pass; its first pass also prefills the step's prompt
+        chunks. Approximation: when all drafts were accepted in the previous step the draft must also
+        ingest the last draft token; that one extra draft token per such request is not priced.
+        """
+        if prefill_tokens == 0:
+            d, t = self.decode_steps(decode_seqs, np.array([decode_context_tokens]))
+            return Cost(*d[0]), Cost(*t[0])
+        if decode_seqs == 0:  # prefill-only steps repeat (one prompt of a given length): memoized
+            key = (prefill_tokens, prefill_seqs, prefill_attn_pairs)
+            costs = self._prefill_steps.get(key)
+            if costs is None:
+                costs = self._prefill_steps[key] = self._priced_step(prefill_tokens, prefill_seqs,
+                                                                     prefill_attn_pairs, 0, 0)
+            return costs
+        return self._priced_step(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs,
+                                 decode_context_tokens)
+
+    def _priced_step(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int,
+                     decode_seqs: int, decode_context_tokens: int) -> tuple[Cost, Cost]:
+        """`step` for a step with prompt tokens, op by op (decode attention interpolated)."""
+        q = self.q
+        logits = prefill_seqs + decode_seqs * q
+        target = self.target.dense(prefill_tokens + decode_seqs * q, logits) + \
+            self.target.prefill_attention(prefill_tokens, prefill_seqs, prefill_attn_pairs)
+        if decode_seqs:
+            target = target + self.target.decode_attention(decode_seqs, q, np.array([decode_context_tokens]),
+                                                           self.tree)[0]
+        draft = np.zeros(3)
+        widths = self.draft_widths
+        if self.draft is not None:
+            w0 = widths[0] if widths and decode_seqs else 0
+            draft = self.draft.dense(prefill_tokens + decode_seqs * w0, prefill_seqs + decode_seqs * w0) + \
+                self.draft.prefill_attention(prefill_tokens, prefill_seqs, prefill_attn_pairs)
+            if decode_seqs and widths:
+                ctx = decode_context_tokens + decode_seqs * np.arange(len(widths))
+                draft = draft + self.draft.decode_attention(decode_seqs, w0, ctx[:1])[0]
+                for j in range(1, len(widths)):
+                    draft = draft + self.draft.decode_forward(decode_seqs, widths[j], ctx[j:j + 1])[0]
+            if decode_seqs:
+                draft = self._expose(draft[None, :], target[None, :])[0]
+        target = self.with_engine(draft[None, :], target[None, :], prefill_tokens, prefill_seqs, decode_seqs)[0]
+        return Cost(*draft), Cost(*target)
+
+    @cached_property
+    def pass_layout(self) -> PassLayout:
+        """The passes of a speculative (or plain) decode step, for the engine's per-step time: the
+        proposer's iterations, and the GPU passes and layers (a drafter with no GPU layers, on the host or
+        n-gram, adds none)."""
+        passes = len(self.draft_widths)
+        draft_layers = self.draft.gpu_layers() if self.draft is not None else 0
+        on_gpu = passes if draft_layers else 0
+        layers = self.target.gpu_layers() + on_gpu * draft_layers
+        return PassLayout(passes, 1 + on_gpu, layers)
+
+    def with_engine(self, draft: np.ndarray, target: np.ndarray, prefill_tokens, prefill_seqs,
+                    decode_seqs) -> np.ndarray:
+        """(n, 4) target costs (seconds, flops, bytes, engine seconds): the target pass plus the serving
+        engine's per-step time (profiles.engine_time) of steps whose draft and target costs are given
+        (zero engine time without an engine model). A step without decodes runs no draft pass."""
+        if self.engine is None:
+            return np.concatenate([target, np.zeros((len(target), 1))], axis=1)
+        layout = self.pass_layout
+        if np.ndim(decode_seqs) == 0 and decode_seqs == 0 and layout.draft_passes:
+            layout = self._no_draft_layout
+        if len(target) == 1 and np.ndim(decode_seqs) == 0:  # one step: scalar arithmetic
+            t = target[0]
+            device = float(draft[0, 0] + t[0])
+            e = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout) - device
+            return np.array([[t[0] + e, t[1], t[2], e]])
+        device = draft[:, 0] + target[:, 0]
+        engine_s = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout) - device
+        return np.concatenate([target[:, :1] + engine_s[:, None], target[:, 1:], engine_s[:, None]], axis=1)
+
+    @cached_property
+    def _no_draft_layout(self) -> PassLayout:
+        return PassLayout(0, 1, self.target.gpu_layers())
+
+    def _make_step_grid(self, batch: int) -> LazyGrid:
+        return LazyGrid(lambda i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 7)
+
+    def exact_decode_step(self, decode_seqs: int, context_sum: int) -> np.ndarray:
+        """(draft seconds, flops, bytes, target seconds, flops, bytes, engine seconds) of a decode-only
+        step, op by op; target seconds include the engine's (see `with_engine`)."""
+        target = self.target.exact_decode(decode_seqs, self.q, context_sum, self.tree)
+        draft = np.zeros(3)
+        for j, w in enumerate(self.draft_widths):
+            draft = draft + self.draft.exact_decode(decode_seqs, w, context_sum + j * decode_seqs)
+        if self.draft is not None:
+            draft = self._expose(draft[None, :], target[None, :])[0]
+        target = self.with_engine(draft[None, :], target[None, :], 0, 0, decode_seqs)[0]
+        return np.concatenate([draft, target])
+
+    def decode_steps(self, decode_seqs, context_sums: np.ndarray, monotone: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Costs of decode-only steps at each Σ context, with `decode_seqs` requests (an int or one value
+        per step): (n, 3) draft and (n, 4) target arrays of (seconds, flops, bytes[, engine seconds];
+        target seconds include the engine's). Whole steps (γ draft
+        passes + verify) are priced exactly on the grid of mean context and interpolated in between.
+        Rows come from one (batch × grid index) table (simulator.cost.step_table); `monotone` (the steps are
+        a bulk's, see `interpolate_on_grid`) only matters when that table is full."""
+        context_sums = np.asarray(context_sums, dtype=np.int64)
+        if np.ndim(decode_seqs) == 0:
+            x = context_sums / float(CTX_GRID_TOKENS * decode_seqs)
+            seqs = np.full(len(context_sums), decode_seqs, dtype=np.int64)
+        else:
+            seqs = np.asarray(decode_seqs, dtype=np.int64)
+            x = context_sums / (CTX_GRID_TOKENS * seqs)  # as in interpolate_on_grid: bit-identical
+        lo = x.astype(np.int64)
+        rows = self._step_table.lookup(seqs, lo)
+        if rows is None:  # the table would outgrow its memory cap: per-batch tables, same values
+            both = interpolate_on_grid(self._step_grid, self._make_step_grid, seqs, context_sums, monotone)
+        else:
+            w = (x - lo)[:, None]
+            both = rows[0] * (1.0 - w) + rows[1] * w
+        return both[:, :3], both[:, 3:]
+
+    @cached_property
+    def _step_table(self) -> BatchContextTable:
+        return BatchContextTable(lambda batch, i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 7)

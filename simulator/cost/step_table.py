@@ -1,0 +1,84 @@
+"""Decode-step costs on a (batch size × mean-context grid index) table, filled on demand.
+
+`StepCostModel.decode_steps` interpolates whole-step costs linearly in mean context per sequence for a
+given batch size (simulator.cost.step_cost). A bulk of decode steps changes batch size every time a request
+finishes, so its rows belong to several batch sizes; with one table per batch size that means a Python
+loop over the runs of equal batch size, several numpy calls each. Here every batch size's rows live in one
+array `cube[batch, i - base]`, so a whole bulk is looked up with a fixed handful of numpy calls whatever
+its number of batch sizes: this is the simulator's hottest path (once per bulk of steps).
+
+Values are exactly those of the per-batch tables: the same row function, the same interpolation formula
+(below·(1 − w) + above·w, elementwise), so results are bit-identical to `interpolate_on_grid`.
+
+Memory: batch sizes up to the largest seen × the span of grid indices seen × row width, float64. When
+that would exceed MAX_TABLE_BYTES (very long and very varied contexts at large batch), lookups go
+through the per-batch tables instead — same values, slower.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+MAX_TABLE_BYTES = 64 * 2**20
+
+
+class BatchContextTable:
+    """row(batch, i) for batch ≥ 1 and grid index i ≥ 0, computed once each and kept in one array."""
+
+    def __init__(self, row, width: int):
+        self.row = row
+        self.width = width
+        self.cube = np.zeros((1, 0, width))       # [batch, i - base, column]
+        self.upper = self.cube[:, 1:]             # upper[b, j] = cube[b, j + 1]
+        self.have = np.zeros((1, 0), dtype=bool)  # row computed
+        self.ok = np.zeros((1, 0), dtype=bool)    # ok[b, j]: rows j and j + 1 both computed
+        self.base = 0
+
+    def lookup(self, seqs: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Rows (batch seqs[k], index lo[k]) and (seqs[k], lo[k] + 1) for every k, or None when the
+        table would grow past MAX_TABLE_BYTES."""
+        j = lo - self.base
+        if j.min() < 0 or j.max() + 1 >= self.cube.shape[1] or seqs.max() >= self.cube.shape[0] \
+                or not self.ok[seqs, j].all():
+            if not self._fill(seqs, lo):
+                return None
+            j = lo - self.base
+        return self.cube[seqs, j], self.upper[seqs, j]
+
+    def _fill(self, seqs: np.ndarray, lo: np.ndarray) -> bool:
+        if not self._grow(int(seqs.max()), int(lo.min()), int(lo.max()) + 1):
+            return False
+        cells = set(zip(seqs.tolist(), lo.tolist()))
+        for b, i in sorted(cells | {(b, i + 1) for b, i in cells}):
+            j = i - self.base
+            if not self.have[b, j]:
+                self.cube[b, j] = self.row(b, i)
+                self.have[b, j] = True
+        self.ok = self.have[:, :-1] & self.have[:, 1:]
+        return True
+
+    def _grow(self, max_batch: int, first: int, last: int) -> bool:
+        """Make room for batch ≤ max_batch and indices first..last, with headroom so that a run grows
+        the array a few times only (rows are computed when first needed, not when room is made).
+        False when that does not fit in MAX_TABLE_BYTES."""
+        batches, span = self.cube.shape[0], self.cube.shape[1]
+        lo, hi = (first, last) if not span else (min(first, self.base), max(last, self.base + span - 1))
+        if span and lo == self.base and hi == self.base + span - 1 and max_batch < batches:
+            return True
+        headroom = max(32, (hi - lo + 1) // 2)
+        for new_batches, new_lo, new_hi in (
+                (max(max_batch + 1, batches + 16), max(0, lo - (headroom if lo < self.base else 0)),
+                 hi + (headroom if not span or hi > self.base + span - 1 else 0)),
+                (max(max_batch + 1, batches), lo, hi)):
+            if new_batches * (new_hi - new_lo + 1) * self.width * 8 <= MAX_TABLE_BYTES:
+                break
+        else:
+            return False
+        cube = np.zeros((new_batches, new_hi - new_lo + 1, self.width))
+        have = np.zeros(cube.shape[:2], dtype=bool)
+        if span:
+            shift = self.base - new_lo
+            cube[:batches, shift:shift + span] = self.cube
+            have[:batches, shift:shift + span] = self.have
+        self.cube, self.have, self.base = cube, have, new_lo
+        self.upper = self.cube[:, 1:]
+        return True

@@ -1,0 +1,135 @@
+"""Acceptance models: how many of a step's draft tokens the target accepts, per request.
+
+Every model is an `AcceptanceModel`: `depth` (the most draft tokens one step can accept: a chain's length
+γ, a tree's depth), `draft_tokens` (tokens verified per request per step), `draw`/`draws` (τ of one step /
+of consecutive steps),
+`expected_accepted`, `full_accept_probability`, `survival_at` and `predicted_rows` (what a control
+policy predicts). Models: ChainAcceptance (here), TreeAcceptance and TraceTreeAcceptance
+(simulator.speculation.tree_acceptance), TraceChainAcceptance and TraceSampledAcceptance (simulator.speculation.trace_acceptance).
+
+Draws are counter-based: the uniform for (request r, its k-th speculative step) is a pure hash of
+(seed, r, k). So the accepted lengths of a request do not depend on how steps were batched, on other
+requests, or on bulk vs. step-by-step advancing — and changing the scheduler does not reshuffle them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_STEP_MIX = np.uint64(0xD1B54A32D192ED03)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def counter_uniforms(seed: int, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
+    """Uniforms in [0, 1) from the splitmix64 finalizer of (seed, request id, step index).
+
+    Vectorized; broadcasting between `request_ids` and `step_index` is allowed.
+    """
+    with np.errstate(over="ignore"):  # uint64 arithmetic wraps: the sum's order does not matter
+        z = request_ids.astype(np.uint64) * _GOLDEN + (step_index.astype(np.uint64) * _STEP_MIX
+                                                       + np.uint64(seed) * _M2)
+        z ^= z >> np.uint64(30)
+        z *= _M1
+        z ^= z >> np.uint64(27)
+        z *= _M2
+        z ^= z >> np.uint64(31)
+        z >>= np.uint64(11)
+    return z.astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+class AcceptanceModel:
+    """The acceptance-model protocol with the defaults shared by the counter-based models (`tau`)."""
+
+    depth: int
+    seed: int
+
+    @property
+    def draft_tokens(self) -> int:
+        return self.depth
+
+    def tau(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def draw(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray) -> np.ndarray:
+        """τ of one speculative step of each request (= draws(..., 1)[0])."""
+        return self.tau(request_ids, step_index)
+
+    def draws(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray, steps: int) -> np.ndarray:
+        """τ of `steps` consecutive speculative steps of each request, shape (steps, B), from its
+        `step_index`-th step with `emitted` tokens emitted (counter-based models ignore `emitted`)."""
+        return self.tau(request_ids, step_index + _STEP_ROWS[:steps])
+
+    def expected_accepted(self) -> float:
+        raise NotImplementedError
+
+    def full_accept_probability(self) -> float:
+        """P(τ = depth): the whole draft accepted (drives the rollback of overlapped drafting)."""
+        raise NotImplementedError
+
+    def survival_at(self, count: int) -> float | None:
+        """P(τ ≥ count) for a chain, None where the model does not know it per length."""
+        return None
+
+    def predicted_rows(self, request_ids: np.ndarray, emitted: np.ndarray, length: int) -> np.ndarray:
+        """Predicted conditional acceptance (B, length) of each request's next draft positions: the α whose
+        i.i.d. chain gives the model's expected accepted length, the same for every request."""
+        from theory.chain import alpha_from_expected_tokens
+        alpha = alpha_from_expected_tokens(self.expected_accepted() + 1.0, self.depth) if self.depth else 0.0
+        return np.broadcast_to(np.full(length, float(np.clip(alpha, 0.0, 1.0))), (len(request_ids), length))
+
+
+_STEP_ROWS = np.arange(256)[:, None]  # step offsets as a column (bulks are at most 256 steps)
+
+
+@dataclass(frozen=True)
+class ChainAcceptance(AcceptanceModel):
+    """Accepted length τ ∈ {0..γ} of a γ-token chain draft from survival probabilities.
+
+    survival[i] = P(τ ≥ i+1) = Π_{j≤i} alphas[j], non-increasing. τ = #{i : u < survival[i]} for one
+    uniform u, so P(τ ≥ i) = survival[i-1] exactly.
+    """
+
+    depth: int            # = γ, the chain's length
+    survival: np.ndarray  # shape (depth,)
+    seed: int = 0
+
+    @staticmethod
+    def from_alphas(alphas: list[float], gamma: int, seed: int = 0) -> "ChainAcceptance":
+        if gamma < 0:
+            raise ValueError(f"gamma must be >= 0, got {gamma}")
+        per_pos = np.array([alphas[min(i, len(alphas) - 1)] for i in range(gamma)], dtype=np.float64)
+        return ChainAcceptance(gamma, np.cumprod(per_pos), seed)
+
+    def tau(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
+        """Accepted lengths of the `step_index`-th speculative step of each request (broadcasting)."""
+        return self.sample(counter_uniforms(self.seed, request_ids, step_index))
+
+    def expected_accepted(self) -> float:
+        """E[τ] = Σ_i P(τ ≥ i)."""
+        return float(self.survival.sum())
+
+    def full_accept_probability(self) -> float:
+        return float(self.survival[-1]) if self.depth else 1.0
+
+    def survival_at(self, count: int) -> float:
+        return float(self.survival[count - 1])
+
+    def predicted_rows(self, request_ids: np.ndarray, emitted: np.ndarray, length: int) -> np.ndarray:
+        surv = np.r_[1.0, self.survival]
+        rows = np.divide(surv[1:], surv[:-1], out=np.zeros(length), where=surv[:-1] > 0)[:length]
+        return np.broadcast_to(rows, (len(request_ids), length))
+
+    def __post_init__(self):
+        if np.any(np.diff(self.survival) > 0):
+            raise ValueError("survival probabilities must be non-increasing")
+        object.__setattr__(self, "_ascending", np.ascontiguousarray(self.survival[::-1]))
+
+    def sample(self, uniforms: np.ndarray) -> np.ndarray:
+        """Accepted lengths for an array of uniforms (any shape), as int64: #{i : u < survival[i]}
+        = γ − #{i : survival[i] ≤ u}, counted by binary search in the ascending survival."""
+        if self.depth == 0:
+            return np.zeros(np.shape(uniforms), dtype=np.int64)
+        return self.depth - np.searchsorted(self._ascending, uniforms, side="right").astype(np.int64)

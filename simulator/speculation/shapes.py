@@ -1,0 +1,171 @@
+"""Verification shapes: chain, static trees, EAGLE-2 dynamic trees and multi-draft, built from the
+scenario with theory/'s builders, together with the acceptance model that samples τ for them.
+
+What a step looks like for each shape (priced by StepCostModel, sampled by the acceptance model):
+- chain: γ draft passes of 1 token per request; verify γ+1 causal query tokens per request.
+- tree (kary / medusa / sequoia) and dynamic_tree: one draft pass per level over the level's expanded
+  nodes (`Tree.expanded_level_widths`); verify `Tree.size` query tokens per request under the tree mask.
+  Parallel heads (Medusa) make one pass for the whole tree.
+- multidraft: n sequences of length γ from the same prefix = a tree whose root has n children, each the
+  head of a chain; drafting samples the n first tokens from one pass, then n tokens per pass.
+
+Acceptance inputs:
+- `ranked` (Sequoia's positional model): accept_probs[k] for the child of rank k, at every node.
+- `pair` (p, q): chains accept with β = Σ min(p, q); trees use theory.trees.positional_accept_probs with
+  rrs_wor verification; multi-draft accepts at the branching position with
+  theory.multidraft.acceptance(p, q, n, scheme) and below it with β. Approximation for multi-draft: below
+  the branching position one surviving sequence is assumed (exact for rrs_wor, whose drafts are
+  distinct; for i.i.d. schemes duplicate first tokens would leave several survivors — more acceptance).
+  The n first-level children split the acceptance equally (symmetric under i.i.d. drafts).
+- `trace` (greedy): trees are walked on the measured drafter ranks (simulator.speculation.tree_acceptance). Their
+  shapes (sequoia/medusa/dynamic) are built from the trace's empirical P(rank = k). A dynamic tree is then
+  the EAGLE-2 tree of those average rank probabilities: per-context re-shaping from the draft's scores
+  at every step is not modelled (the trace has the draft's scores only along the target's own path).
+- `constant` / `positional` give no per-rank acceptance, so trees and multi-draft reject them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from simulator.speculation.acceptance import ChainAcceptance
+from simulator.errors import ScenarioError
+from simulator.speculation.trace_acceptance import load_trace_acceptance, load_trace_sampled_acceptance
+from simulator.speculation.tree_acceptance import TreeAcceptance, trace_rank_probs, trace_tree_walks
+from theory.trees import Tree
+
+MAX_RANKS = 8       # candidates per node considered by trace rank probabilities
+MAX_PAIR_RANKS = 6  # ... and by pair rank probabilities (the exact rrs_wor sum grows as vocab^ranks)
+
+
+@dataclass(frozen=True)
+class SpeculationBuild:
+    acceptance: object              # an AcceptanceModel (simulator.speculation.acceptance)
+    tree: Tree | None               # None: chain
+    verify_q: int                   # query tokens per request in the verify pass
+    widths: tuple[int, ...]         # draft tokens per request in each draft pass
+    tree_attention: bool
+    full_accept_prob: float         # P(τ = depth): the whole draft accepted
+
+
+def pair_distributions(acc) -> tuple[np.ndarray, np.ndarray]:
+    """(p, q) of a `pair` acceptance section (explicit or the synthetic Zipf family)."""
+    if acc.p is not None:
+        p, q = np.asarray(acc.p, dtype=np.float64), np.asarray(acc.q, dtype=np.float64)
+        return p / p.sum(), q / q.sum()
+    p = np.arange(1, acc.vocab + 1, dtype=np.float64) ** -acc.zipf
+    p /= p.sum()
+    q = p ** acc.q_power
+    return p, q / q.sum()
+
+
+def rank_probs(acc, base_dir: Path, shape: str = "tree") -> np.ndarray:
+    """Per-rank child acceptance (Sequoia's positional model) from an `acceptance` section (`shape`: the
+    speculation kind that needs it, for the error message)."""
+    if acc.kind == "ranked":
+        return np.asarray(acc.accept_probs, dtype=np.float64)
+    if acc.kind == "pair":
+        from theory.trees import positional_accept_probs
+        p, q = pair_distributions(acc)
+        try:
+            return positional_accept_probs(p, q, min(MAX_PAIR_RANKS, len(p)), "rrs_wor")
+        except ValueError as exc:
+            raise ScenarioError("acceptance", str(exc)) from None
+    if acc.kind == "trace":
+        if acc.mode != "greedy" or acc.drafter == "ngram":
+            raise ScenarioError("acceptance.mode", "trees and multi-draft on a trace need mode 'greedy' and a "
+                                "model drafter ('draft' or 'skip'): the walk follows the drafter's ranks")
+        return trace_rank_probs(acc.trace, acc.drafter, base_dir, MAX_RANKS)
+    raise ScenarioError("acceptance.kind", f"{shape} verification needs per-rank "
+                        f"acceptance: 'ranked', 'pair' or 'trace' (got {acc.kind!r})")
+
+
+def build_tree(sp, acc, gamma: int, base_dir: Path) -> Tree:
+    """The tree of a `speculation` section (tree, dynamic_tree or multidraft) under an `acceptance` one."""
+    from theory import tree_builders as tb
+    from theory.tree_search import optimal_tree
+
+    probs = rank_probs(acc, base_dir, sp.kind)
+    try:
+        if sp.kind == "multidraft":
+            return _multidraft_tree(sp, acc, probs, gamma)
+        if sp.kind == "dynamic_tree":
+            return tb.eagle2_tree(tb.positional_child_probs(probs), sp.top_k, sp.depth, sp.budget)
+        if sp.builder == "kary":
+            return tb.kary_tree(sp.k, sp.depth, probs)
+        if sp.builder == "medusa":
+            return tb.medusa_tree([probs] * sp.depth, sp.budget)
+        return optimal_tree(probs, sp.budget, sp.depth)
+    except ValueError as exc:
+        raise ScenarioError("speculation", str(exc)) from None
+
+
+def _multidraft_tree(sp, acc, probs: np.ndarray, gamma: int) -> Tree:
+    if gamma < 1:
+        raise ScenarioError("drafter.gamma", "multidraft needs sequences of length >= 1")
+    n = sp.n
+    parents, ranks = [-1], [0]
+    for r in range(n):
+        parents.append(0), ranks.append(r)
+        for _ in range(gamma - 1):
+            parents.append(len(parents) - 1), ranks.append(0)
+    if acc.kind == "pair":
+        from theory.multidraft import acceptance, single_draft_acceptance
+        p, q = pair_distributions(acc)
+        first, below = acceptance(p, q, n, sp.scheme), single_draft_acceptance(p, q)
+        first_level = [first / n] * n
+    else:  # ranked or trace: the n first tokens are the drafter's top-n candidates
+        first_level = [float(probs[r]) if r < len(probs) else 0.0 for r in range(n)]
+        below = float(probs[0])
+    accept = [1.0] + [first_level[ranks[i]] if parents[i] == 0 else below for i in range(1, len(parents))]
+    return Tree(tuple(parents), tuple(ranks), tuple(accept))
+
+
+def _trace_chain(acc, gamma: int, seed: int, base_dir: Path):
+    if acc.mode == "sample":
+        return load_trace_sampled_acceptance(acc.trace, acc.drafter, acc.temperature, gamma, seed, base_dir)
+    return load_trace_acceptance(acc.trace, acc.drafter, gamma, seed, base_dir)
+
+
+def _pair_chain(acc, gamma: int, seed: int, base_dir: Path):
+    from theory.multidraft import single_draft_acceptance
+    return ChainAcceptance.from_alphas([single_draft_acceptance(*pair_distributions(acc))], gamma, seed)
+
+
+# acceptance.kind -> the chain acceptance model of that section for drafts of `gamma` tokens
+# (a new kind: its config class in simulator.config, its model, one line here and in rank_probs for trees)
+CHAIN_ACCEPTANCE = {
+    "constant": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas([acc.alpha], gamma, seed),
+    "positional": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas(list(acc.alphas), gamma, seed),
+    "ranked": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas([acc.accept_probs[0]], gamma, seed),
+    "pair": _pair_chain,
+    "trace": _trace_chain,
+}
+
+
+def chain_acceptance(acc, gamma: int, seed: int, base_dir: Path):
+    """The chain acceptance model of an `acceptance` section for drafts of `gamma` tokens."""
+    return CHAIN_ACCEPTANCE[acc.kind](acc, gamma, seed, base_dir)
+
+
+def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_passes: bool) -> SpeculationBuild:
+    """Shape + acceptance of a `speculation` section under an `acceptance` one; `parallel_passes`: the
+    drafter makes one pass per step (parallel heads)."""
+    if sp.kind == "chain":
+        model = chain_acceptance(acc, gamma, seed, base_dir)
+        widths = (1,) if parallel_passes and gamma else (1,) * gamma
+        return SpeculationBuild(model, None, gamma + 1, widths, False, model.full_accept_probability())
+    tree = build_tree(sp, acc, gamma, base_dir)
+    if parallel_passes and tree.depth > gamma:
+        raise ScenarioError("speculation.depth", f"the tree is {tree.depth} deep but the parallel heads "
+                            f"predict only drafter.gamma={gamma} positions")
+    if acc.kind == "trace":
+        model = trace_tree_walks(acc.trace, acc.drafter, tree, seed, base_dir)
+    else:
+        model = TreeAcceptance.from_tree(tree, seed)
+    widths = (1,) if parallel_passes else tuple(int(w) for w in tree.expanded_level_widths())
+    # A tree that is a single path is verified with the causal mask, exactly as the chain it is.
+    branching = tree.size - 1 != tree.depth
+    return SpeculationBuild(model, tree, tree.size, widths, branching, model.full_accept_probability())

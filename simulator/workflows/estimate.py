@@ -1,0 +1,175 @@
+"""One engine step, priced as the simulator prices it: `estimate_step(...)` and `draftsim estimate`.
+
+The step is a decode step of `batch` requests, each with `context_tokens` cached tokens and
+`query_tokens` new query tokens (1 for plain decoding, γ+1 for a verification), or, with
+`prefill_tokens` > 0, a prefill of `batch` prompts of `prefill_tokens` tokens each after
+`context_tokens` cached ones (a chunk of a longer prompt). It is priced by the same latency model,
+engine-time model and step-cost code as a `draftsim run` of that model, hardware, parallelism and
+`cluster.latency` block, so the numbers are the simulator's. The per-op-kind breakdown prices the op
+graph op by op; for decode steps the simulator interpolates between multiples of 16 tokens of context
+(simulator.cost.step_cost), so the breakdown's sum may differ from `kernel_seconds` by < 0.1 %.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from models.opgraph import step_ops
+from models.step import StepShape
+from simulator.cost.step_cost import StepCostModel
+from simulator.cli import parse_args
+
+
+def _latency_config(latency):
+    from simulator.errors import ScenarioError
+    from simulator.config.scenario import LatencyConfig
+    if latency is None:
+        return LatencyConfig()
+    if isinstance(latency, LatencyConfig):
+        return latency
+    if not isinstance(latency, dict):
+        raise ScenarioError("latency", "expected a mapping like the scenario's cluster.latency block")
+    from pydantic import ValidationError
+    try:
+        return LatencyConfig(**latency)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ScenarioError("latency." + ".".join(str(x) for x in first["loc"]) if first["loc"] else "latency",
+                            first["msg"]) from None
+
+
+def _check_counts(**counts) -> None:
+    from simulator.errors import ScenarioError
+    for name, value in counts.items():
+        low = 1 if name in ("tp", "batch", "query_tokens") else 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ScenarioError(name, f"must be an integer >= {low}, got {value!r}")
+
+
+def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16", batch: int = 1,
+                  context_tokens: int = 0, query_tokens: int = 1, prefill_tokens: int = 0,
+                  latency=None) -> dict:
+    """The step's seconds (kernels + engine time), its op-kind breakdown and what priced it (see the
+    module docstring). `latency`: a `cluster.latency` block as a dict (e.g. {"source": "measured",
+    "framework": "vllm"}) or None for the default. ScenarioError naming the argument on bad input."""
+    from models.spec import DTYPE_BYTES
+    from profiles.select import describe_latency
+    from simulator.errors import ScenarioError
+    from simulator.cluster.factory import build_replica_kind
+    from simulator.config.scenario import MoeConfig, ParallelismConfig
+    from simulator.config.speculation import ChainConfig, FixedPolicyConfig
+    from simulator.config.scenario import ConstantAcceptanceConfig, NoDrafterConfig
+
+    _check_counts(tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens,
+                  prefill_tokens=prefill_tokens)
+    if dtype not in DTYPE_BYTES or dtype == "int4":
+        raise ScenarioError("dtype", f"{dtype!r} is not supported; allowed: fp32, bf16, fp16, fp8")
+    try:
+        kind = build_replica_kind(model=model, hardware=hardware, parallelism=ParallelismConfig(tp=tp), dtype=dtype,
+                                  latency=_latency_config(latency), moe=MoeConfig(), memory_utilization=None,
+                                  drafter=NoDrafterConfig(), speculation=ChainConfig(), acceptance=ConstantAcceptanceConfig(),
+                                  policy=FixedPolicyConfig(), acceptance_seed=0, base_dir=Path.cwd(), where="estimate")
+    except ScenarioError as exc:  # name the argument, not a scenario field
+        field = {"cluster.model": "model", "estimate.hardware": "hardware"}.get(
+            exc.field, "tp" if "parallelism" in exc.field else exc.field)
+        raise ScenarioError(field, str(exc).split(": ", 1)[1]) from None
+    spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
+    if prefill_tokens:
+        pairs = batch * (prefill_tokens * context_tokens + prefill_tokens * (prefill_tokens + 1) // 2)
+        shape = StepShape(prefill_tokens=batch * prefill_tokens, prefill_seqs=batch, prefill_attn_pairs=pairs)
+        _, target = cost.step(batch * prefill_tokens, batch, pairs, 0, 0)
+    else:
+        shape = StepShape(decode_seqs=batch, query_tokens_per_seq=query_tokens,
+                          decode_context_tokens=batch * context_tokens)
+        decode = StepCostModel(cost.target, None, 0, verify_q=query_tokens, engine=engine) \
+            if query_tokens != 1 else cost
+        _, target = decode.step(0, 0, 0, batch, batch * context_tokens)
+    breakdown: dict[str, float] = {}
+    ops = []
+    for op in step_ops(spec, shape, par, dtype):
+        seconds = op.count * lat.op_seconds(op)
+        breakdown[op.kind] = breakdown.get(op.kind, 0.0) + seconds
+        ops.append({"name": op.name, "kind": op.kind, "count": op.count, "seconds": seconds})
+    return {
+        "seconds": target.seconds,
+        "kernel_seconds": target.seconds - target.engine_s,
+        "engine_seconds": target.engine_s,
+        "breakdown": breakdown,
+        "ops": ops,
+        "flops": target.flops * par.tp,
+        "bytes": target.bytes * par.tp,
+        "latency_source": describe_latency(lat),
+        "engine_time": engine.describe() if engine is not None else None,
+        "step": {"model": spec.name, "hardware": hw.id, "tp": tp, "dtype": dtype, "batch": batch,
+                 "context_tokens": context_tokens, "query_tokens": query_tokens if not prefill_tokens else 0,
+                 "prefill_tokens": prefill_tokens},
+    }
+
+
+def format_estimate(result: dict) -> str:
+    from simulator.results.metrics import format_latency_source
+    st = result["step"]
+    what = (f"prefill of {st['batch']} x {st['prefill_tokens']} tokens after {st['context_tokens']} cached"
+            if st["prefill_tokens"] else
+            f"decode of {st['batch']} requests x {st['query_tokens']} query tokens at {st['context_tokens']} "
+            "context tokens each")
+    lines = [f"{st['model']} on {st['hardware']} tp{st['tp']} {st['dtype']}: {what}",
+             f"{'step':<14}{result['seconds'] * 1e3:10.3f} ms",
+             f"{'kernels':<14}{result['kernel_seconds'] * 1e3:10.3f} ms",
+             f"{'engine time':<14}{result['engine_seconds'] * 1e3:10.3f} ms"]
+    total = sum(result["breakdown"].values()) or 1.0
+    kinds = result["latency_source"].get("op_kinds", {})
+    for kind, seconds in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]):
+        source = kinds.get(kind, {}).get("source", result["latency_source"].get("source", ""))
+        lines.append(f"  {kind:<12}{seconds * 1e3:10.3f} ms {100 * seconds / total:6.1f} %   {source}")
+    lines.append(f"latency: {format_latency_source(result['latency_source'])}")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="draftsim estimate", description=(
+        "Price one engine step exactly as the simulator does (kernels by op kind, engine time)."))
+    p.add_argument("--model", required=True, help="catalog model (draftsim catalog models)")
+    p.add_argument("--hardware", required=True, help="catalog hardware (draftsim catalog hardware)")
+    p.add_argument("--tp", type=int, default=1, help="tensor parallelism (default 1)")
+    p.add_argument("--dtype", default="bf16", help="fp32 | bf16 | fp16 | fp8 (default bf16)")
+    p.add_argument("--batch", type=int, default=1, help="requests (decode) or prompts (prefill) in the step")
+    p.add_argument("--context", type=int, default=0, help="cached tokens per request (default 0)")
+    p.add_argument("--query-tokens", type=int, default=1, help="query tokens per decode request (γ+1 to verify)")
+    p.add_argument("--prefill-tokens", type=int, default=0, help="prompt tokens per request: a prefill step")
+    p.add_argument("--source", default=None, help="latency source: auto | measured | profile | roofline")
+    p.add_argument("--framework", default=None, help="serving framework: vllm | sglang | trtllm")
+    p.add_argument("--version", default=None, help="framework version of the measured tables (default newest)")
+    p.add_argument("--no-engine-time", action="store_true", help="kernels only")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from simulator.errors import ScenarioError
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    if args.prefill_tokens and args.query_tokens != 1:
+        print("draftsim estimate: error: --query-tokens applies to decode steps, not with --prefill-tokens",
+              file=sys.stderr)
+        return 2
+    latency = {k: v for k, v in (("source", args.source), ("framework", args.framework),
+                                 ("version", args.version)) if v is not None}
+    if args.no_engine_time:
+        latency["engine_time"] = False
+    try:
+        result = estimate_step(args.model, args.hardware, tp=args.tp, dtype=args.dtype, batch=args.batch,
+                               context_tokens=args.context, query_tokens=args.query_tokens,
+                               prefill_tokens=args.prefill_tokens, latency=latency)
+    except (ScenarioError, ValueError) as exc:
+        print(f"draftsim estimate: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=1, default=float) if args.json else format_estimate(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

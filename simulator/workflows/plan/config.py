@@ -1,0 +1,240 @@
+"""Capacity-plan files: models, priced hardware, workload, SLOs and the search space; candidates.
+
+A plan YAML (unknown keys are errors)::
+
+    name: llama8b_chat
+    models: [llama-3-8b]
+    hardware:                               # price: usd_per_gpu_hour, else simulator.workflows.plan.prices
+      - {id: h100-sxm}
+      - {id: a100-80gb, usd_per_gpu_hour: 1.6}
+    workload: {...}                         # as in a scenario
+    acceptance: {kind: constant, alpha: 0.7}
+    slo: {ttft_s: 0.5, tpot_s: 0.03, attainment: 0.9}
+    scheduler: {kind: vllm, max_batch_size: 256}
+    search:
+      tp: [1, 2, 4]
+      pp: [1]
+      replicas: [1, 2, 4]                   # or max_gpus: 16 (every replica count that fits)
+      ep: [1]                               # MoE: e.g. [1, 8] (ep GPUs per stage; plan-level `moe:` as cluster.moe)
+      drafters:
+        - {kind: none}
+        - {kind: draft_model, model: llama-68m, gamma: [2, 4, 6]}
+        - {kind: draft_model, model: llama-68m, gamma: 5,        # trees need ranked/pair acceptance
+           speculation: {kind: tree, builder: sequoia, budget: 32}}
+      deployments: [colocated, disaggregated]   # disaggregated: every prefill/decode split
+    confirm_top: 5                          # candidates confirmed with the DES
+
+Extension points: `DRAFTER_KINDS` (with `speculation`, a draft model drafts any tree/multi-draft shape) and
+`simulator.workflows.plan.screen.DEPLOYMENTS` (colocated; disaggregated prefill/decode pools with the same
+per-replica TP/PP, every split of the replica count — scenarios/disagg/search.py searches pool
+parallelisms separately with the DES); a kind or deployment
+that is not registered is a one-line error listing the registered ones.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from simulator.errors import ScenarioError
+from simulator.results.metrics import SLO
+from simulator.workflows.plan.prices import price_per_gpu_hour
+from simulator.config.scenario import read_scenario_dict
+
+FIELD = "plan"
+DRAFTER_KINDS = ("none", "draft_model")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HardwareChoiceConfig(_Strict):
+    id: str
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+
+class DrafterChoiceConfig(_Strict):
+    """A drafter to try. `speculation` (draft_model only): a scenario `speculation` block (tree, dynamic_tree,
+    multidraft; default chain), e.g. {kind: tree, builder: sequoia, budget: 32}; trees need a plan
+    acceptance that ranks children ({kind: ranked, accept_probs: [...]} or a pair)."""
+
+    kind: str
+    model: str | None = None
+    gamma: list[int] = Field(default_factory=lambda: [4])
+    tp: int = Field(1, ge=1)
+    speculation: dict | None = None
+
+    @field_validator("gamma", mode="before")
+    @classmethod
+    def _listify(cls, value: Any) -> Any:
+        return [value] if isinstance(value, int) else value
+
+    @model_validator(mode="after")
+    def _check(self) -> "DrafterChoiceConfig":
+        if self.kind not in DRAFTER_KINDS:
+            raise ValueError(f"unknown drafter kind {self.kind!r}; allowed: {', '.join(DRAFTER_KINDS)}")
+        if self.speculation is not None and self.kind != "draft_model":
+            raise ValueError("speculation goes with a draft_model drafter")
+        if self.kind == "draft_model":
+            if not self.model:
+                raise ValueError("a draft_model drafter needs model")
+            if not self.gamma or any(g < 1 or g > 64 for g in self.gamma):
+                raise ValueError("gamma must list values in 1..64")
+        return self
+
+
+class SearchSpaceConfig(_Strict):
+    tp: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    pp: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    replicas: list[int] | None = None
+    max_gpus: int | None = Field(default=None, ge=1, le=4096)
+    ep: list[int] = Field(default_factory=lambda: [1], min_length=1)   # expert parallelism (MoE models)
+    drafters: list[DrafterChoiceConfig] = Field(default_factory=lambda: [DrafterChoiceConfig(kind="none")], min_length=1)
+    deployments: list[str] = Field(default_factory=lambda: ["colocated"], min_length=1)
+
+    @model_validator(mode="after")
+    def _replicas_rule(self) -> "SearchSpaceConfig":
+        if (self.replicas is None) == (self.max_gpus is None):
+            raise ValueError("give exactly one of replicas (a list) or max_gpus")
+        if self.replicas is not None and (not self.replicas or min(self.replicas) < 1):
+            raise ValueError("replicas must list counts >= 1")
+        if min(self.tp) < 1 or min(self.pp) < 1 or min(self.ep) < 1:
+            raise ValueError("tp, pp and ep must be >= 1")
+        return self
+
+
+class PlanConfig(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    seed: int = Field(0, ge=0)
+    models: list[str] = Field(min_length=1)
+    hardware: list[HardwareChoiceConfig] = Field(min_length=1)
+    dtype: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
+    workload: dict
+    acceptance: dict = Field(default_factory=lambda: {"kind": "constant", "alpha": 0.7})
+    slo: SLO
+    scheduler: dict = Field(default_factory=dict)
+    moe: dict = Field(default_factory=dict)   # cluster.moe of the scenarios (routing skew, pre-scheduling)
+    search: SearchSpaceConfig
+    confirm_top: int = Field(5, ge=0, le=1000)
+
+    @field_validator("acceptance")
+    @classmethod
+    def _screenable(cls, acc: dict) -> dict:
+        if acc.get("kind") not in ("constant", "positional", "ranked", "pair"):
+            raise ValueError("plan acceptance must be constant, positional, ranked or pair (the screen needs "
+                             "acceptance probabilities, not a trace)")
+        return acc
+
+
+@dataclass(frozen=True)
+class Candidate:
+    model: str
+    hardware: str
+    usd_per_gpu_hour: float
+    tp: int
+    pp: int
+    replicas: int
+    drafter: str                 # "none" or a draft model name
+    gamma: int                   # 0 without a drafter
+    drafter_tp: int
+    deployment: str
+    prefill_replicas: int = 0    # disaggregated: replicas in the prefill pool (the rest decode); 0 colocated
+    ep: int = 1                  # expert parallelism: ep GPUs per stage, ep/tp data-parallel attention groups
+    speculation: str = ""        # JSON of the scenario speculation block; "" = chain
+
+    @property
+    def decode_replicas(self) -> int:
+        return self.replicas - self.prefill_replicas
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return (self.ep if self.ep > 1 else self.tp) * self.pp
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_replica * self.replicas
+
+    @property
+    def usd_per_hour(self) -> float:
+        return self.gpus * self.usd_per_gpu_hour
+
+    @property
+    def label(self) -> str:
+        draft = f"{self.drafter} γ={self.gamma}" if self.gamma else "no drafter"
+        if self.speculation:
+            draft += f" {json.loads(self.speculation).get('kind', 'chain')}"
+        split = f" {self.prefill_replicas}P+{self.decode_replicas}D" if self.prefill_replicas else ""
+        ep = f" ep{self.ep}" if self.ep > 1 else ""
+        return (f"{self.model} on {self.replicas}x{self.hardware} tp{self.tp} pp{self.pp}{ep}, {draft}, "
+                f"{self.deployment}{split}")
+
+
+def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
+    data = read_scenario_dict(path)
+    data.setdefault("name", Path(path).stem)
+    try:
+        spec = PlanConfig.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "plan"
+        msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+        raise ScenarioError(f"{FIELD}.{where}", msg.removeprefix("Value error, ")) from None
+    from models import get_model
+    from profiles.hardware import get_hardware
+
+    names = [(f"{FIELD}.models.{i}", get_model, m) for i, m in enumerate(spec.models)]
+    names += [(f"{FIELD}.hardware.{i}.id", get_hardware, h.id) for i, h in enumerate(spec.hardware)]
+    names += [(f"{FIELD}.search.drafters.{i}.model", get_model, d.model)
+              for i, d in enumerate(spec.search.drafters) if d.kind == "draft_model"]
+    for where, getter, name in names:
+        try:
+            getter(name)
+        except ValueError as exc:  # UnknownNameError
+            raise ScenarioError(where, str(exc).splitlines()[0]) from None
+    if spec.moe:
+        from simulator.config.scenario import MoeConfig
+        try:
+            moe = MoeConfig.model_validate(spec.moe)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+            raise ScenarioError(f"{FIELD}.moe.{where}".rstrip("."), msg) from None
+        if moe.routing == "trace":
+            raise ScenarioError(f"{FIELD}.moe.routing", "plans take uniform or zipf routing; replay a routing "
+                                "trace in a scenario (cluster.moe) instead")
+    for i, hw in enumerate(spec.hardware):
+        if hw.usd_per_gpu_hour is None and price_per_gpu_hour(hw.id) is None:
+            raise ScenarioError(f"{FIELD}.hardware.{i}.usd_per_gpu_hour",
+                                f"no catalog price for {hw.id!r}; give usd_per_gpu_hour")
+    return spec, Path(path).resolve().parent
+
+
+def enumerate_candidates(spec: PlanConfig, deployments: tuple[str, ...]) -> list[Candidate]:
+    """Every point of the search space (parallelism validity and memory are checked by the screen)."""
+    for i, name in enumerate(spec.search.deployments):
+        if name not in deployments:
+            raise ScenarioError(f"{FIELD}.search.deployments.{i}", f"unknown deployment {name!r}; "
+                                f"supported now: {', '.join(deployments)}")
+    drafters = [(d.model or "none", g, d.tp, json.dumps(d.speculation, sort_keys=True) if d.speculation else "")
+                for d in spec.search.drafters for g in (d.gamma if d.kind != "none" else [0])]
+    out = []
+    for model, hw, tp, pp, ep, (draft, gamma, dtp, tree), deployment in itertools.product(
+            spec.models, spec.hardware, spec.search.tp, spec.search.pp, spec.search.ep, drafters,
+            spec.search.deployments):
+        price = hw.usd_per_gpu_hour or price_per_gpu_hour(hw.id).usd_per_gpu_hour
+        per_replica = (ep if ep > 1 else tp) * pp
+        counts = spec.search.replicas or range(1, spec.search.max_gpus // per_replica + 1)
+        for replicas in counts:
+            if deployment == "disaggregated":  # every prefill/decode split of the replicas
+                out += [Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, p, ep, tree)
+                        for p in range(1, replicas)]
+            else:
+                out.append(Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, 0, ep,
+                                     tree))
+    return out

@@ -1,0 +1,222 @@
+"""`draftsim plan PLAN.yaml`: the cheapest serving configurations that meet the SLOs.
+
+1. Enumerate the search space (models × hardware × TP/PP × replicas × drafter/γ × deployment).
+2. Screen every candidate analytically (:mod:`simulator.workflows.plan.screen`: latency model + theory + queueing,
+   no DES) and keep those whose estimated mean TTFT and TPOT are within `SCREEN_SLACK` of the SLOs.
+3. Confirm with the DES (in parallel through the sweep executors) the `confirm_top` cheapest of them and
+   up to `confirm_top` more from the screen's cost/TPOT Pareto front (so the plot has a front), and
+   report how far the screen was from the DES for each (relative error of mean TTFT, mean TPOT and output
+   tokens/s).
+4. Rank the confirmed candidates: meeting the SLO attainment first, then cost per hour, then goodput per
+   GPU. Outputs in --out (default out/plans/<name>/): ``ranked.csv`` (DES-confirmed), ``candidates.csv``
+   (every screened candidate), ``pareto.png`` (cost per hour vs DES TPOT p50 with the Pareto front).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+
+from simulator.errors import ScenarioError
+from simulator.workflows.plan.screen import DEPLOYMENTS, screen, workload_means
+from simulator.workflows.plan.config import enumerate_candidates, load_plan
+from simulator.workflows.sweep.store import _atomic_write
+from simulator.cli import parse_args
+
+SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 % of an SLO (screen error)
+RANKED_CSV, CANDIDATES_CSV, PARETO_PNG = "ranked.csv", "candidates.csv", "pareto.png"
+
+
+def _rel_err(screen_value: float, des_value: float) -> float:
+    return (screen_value - des_value) / des_value if des_value and math.isfinite(des_value) else math.nan
+
+
+def _slack(row: dict, slo) -> float:
+    """Largest ratio of a screened mean latency to its SLO (<= 1: within the SLOs)."""
+    ratios = [0.0]
+    if slo.ttft_s:
+        ratios.append(row["screen_ttft_s"] / slo.ttft_s)
+    if slo.tpot_s:
+        ratios.append(row["screen_tpot_s"] / slo.tpot_s)
+    return max(ratios)
+
+
+def screen_all(spec, base_dir: Path) -> pd.DataFrame:
+    work = workload_means(spec, base_dir, spec.seed)
+    rows = []
+    for cand in enumerate_candidates(spec, tuple(DEPLOYMENTS)):
+        est = screen(cand, spec, work)
+        row = {**asdict(cand), "gpus": cand.gpus, "usd_per_hour": cand.usd_per_hour, "screen_feasible": est.feasible,
+               "screen_reason": est.reason, "screen_batch": est.batch, "screen_prefill_share": est.prefill_share,
+               "screen_ttft_s": est.ttft_s, "screen_tpot_s": est.tpot_s,
+               "screen_output_tokens_per_s": est.output_tokens_per_s, "screen_tokens_per_step": est.tokens_per_step}
+        row["screen_slack"] = _slack(row, spec.slo) if est.feasible else math.inf
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    return frame.sort_values(["screen_slack", "usd_per_hour"], kind="stable").reset_index(drop=True)
+
+
+def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers) -> pd.DataFrame:
+    """DES results for the chosen candidates (one row each, DES metrics prefixed ``des_``)."""
+    from simulator.workflows.plan.config import Candidate
+    from simulator.workflows.sweep.main import simulate_point
+    from simulator.workflows.sweep.executors import make_executor
+
+    fields = Candidate.__dataclass_fields__
+    tasks = []
+    for i, row in candidates.iterrows():
+        cand = Candidate(**{k: row[k] for k in fields})
+        tasks.append((str(i), DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed), str(base_dir), None))
+    results = {}
+    if tasks:
+        with make_executor(executor, workers) as runner:
+            for key, row in runner.imap_unordered(simulate_point, tasks):
+                results[int(key)] = row
+    out = []
+    for i, row in candidates.iterrows():
+        des = results[i]
+        merged = {**row.to_dict(), "des_status": des["status"], "des_error": des.get("error", "")}
+        for key in ("ttft_p50_s", "ttft_p99_s", "ttft_mean_s", "tpot_p50_s", "tpot_p99_s", "tpot_mean_s",
+                    "goodput_rps", "goodput_per_gpu_rps", "output_tokens_per_s", "slo_attainment", "slo_attained"):
+            merged[f"des_{key}"] = des.get(key, math.nan)
+        merged["tokens_per_s_per_usd_hour"] = merged["des_output_tokens_per_s"] / row["usd_per_hour"]
+        merged["screen_err_ttft"] = _rel_err(row["screen_ttft_s"], merged["des_ttft_mean_s"])
+        merged["screen_err_tpot"] = _rel_err(row["screen_tpot_s"], merged["des_tpot_mean_s"])
+        merged["screen_err_tokens_per_s"] = _rel_err(row["screen_output_tokens_per_s"], merged["des_output_tokens_per_s"])
+        out.append(merged)
+    frame = pd.DataFrame(out)
+    if frame.empty:
+        return frame
+    frame["meets_slo"] = frame["des_slo_attained"].fillna(False).astype(bool) & (frame["des_status"] == "ok")
+    frame = frame.sort_values(["meets_slo", "usd_per_hour", "des_goodput_per_gpu_rps"],
+                              ascending=[False, True, False], kind="stable").reset_index(drop=True)
+    frame.insert(0, "rank", range(1, len(frame) + 1))
+    return frame
+
+
+def pareto_front(cost, latency) -> list[int]:
+    """Indices of points not dominated in (lower cost, lower latency), sorted by cost."""
+    order = sorted(range(len(cost)), key=lambda i: (cost[i], latency[i]))
+    front, best = [], math.inf
+    for i in order:
+        if latency[i] < best:
+            front.append(i)
+            best = latency[i]
+    return front
+
+
+def plot_pareto(screened: pd.DataFrame, ranked: pd.DataFrame, slo, path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7.0, 4.6), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    ax = figure.subplots()
+    ok = screened[screened.screen_feasible]
+    ax.scatter(ok.usd_per_hour, ok.screen_tpot_s * 1e3, s=10, color="0.75", label="screened (estimate)")
+    if not ranked.empty:
+        good = ranked[ranked.meets_slo]
+        bad = ranked[~ranked.meets_slo]
+        ax.scatter(bad.usd_per_hour, bad.des_tpot_p50_s * 1e3, marker="x", color="tab:red", label="DES: misses SLO")
+        ax.scatter(good.usd_per_hour, good.des_tpot_p50_s * 1e3, color="tab:blue", label="DES: meets SLO")
+        if not good.empty:
+            idx = pareto_front(good.usd_per_hour.tolist(), good.des_tpot_p50_s.tolist())
+            front = good.iloc[idx]
+            ax.step(front.usd_per_hour, front.des_tpot_p50_s * 1e3, where="post", color="tab:blue", label="Pareto front")
+    if slo.tpot_s:
+        ax.axhline(slo.tpot_s * 1e3, ls="--", color="k", lw=0.8, label="TPOT SLO")
+    ax.set(xlabel="cost (US$ per hour)", ylabel="TPOT p50 (ms)", title="Cost vs latency of the candidates")
+    ax.legend(fontsize=7)
+    figure.savefig(path, format="png", metadata={"Software": None})
+
+
+def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local", workers=None,
+             confirm_top: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
+    """Screen, confirm, rank and write the outputs; returns (ranked, screened, out_dir)."""
+    spec, base_dir = load_plan(plan)
+    screened = screen_all(spec, base_dir)
+    top = spec.confirm_top if confirm_top is None else confirm_top
+    keep = screened[screened.screen_feasible & (screened.screen_slack <= SCREEN_SLACK)]
+    cheapest = keep.sort_values(["usd_per_hour", "screen_slack"], kind="stable").head(top)
+    front = keep.iloc[pareto_front(keep.usd_per_hour.tolist(), keep.screen_tpot_s.tolist())].head(top)
+    chosen = pd.concat([cheapest, front])
+    chosen = chosen[~chosen.index.duplicated()]
+    ranked = confirm(spec, chosen, base_dir, executor, workers)
+    out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _atomic_write(out_dir / CANDIDATES_CSV, lambda tmp: screened.to_csv(tmp, index=False))
+    _atomic_write(out_dir / RANKED_CSV, lambda tmp: ranked.to_csv(tmp, index=False))
+    _atomic_write(out_dir / PARETO_PNG, lambda tmp: plot_pareto(screened, ranked, spec.slo, tmp))
+    return ranked, screened, out_dir
+
+
+def _ms(value: float) -> str:
+    return f"{value * 1e3:.1f}" if value is not None and math.isfinite(value) else "-"
+
+
+def format_ranked(ranked: pd.DataFrame) -> str:
+    if ranked.empty:
+        return "no candidate passed the screen; widen the search space or relax the SLOs"
+    head = ["#", "config", "GPUs", "$/h", "goodput/GPU", "TTFT p50/p99 ms", "TPOT p50/p99 ms", "tok/s per $/h",
+            "SLO", "screen err TTFT/TPOT"]
+    rows = []
+    for _, r in ranked.iterrows():
+        draft = f"{r.drafter} γ{r.gamma}" if r.gamma else "no draft"
+        split = f" {r.prefill_replicas}P+{r.replicas - r.prefill_replicas}D" if r.prefill_replicas else ""
+        ep = f"ep{r.ep}" if r.ep > 1 else ""
+        rows.append([str(r["rank"]), f"{r.model} {r.replicas}x{r.hardware} tp{r.tp}pp{r.pp}{ep}{split} {draft}", str(r.gpus),
+                     f"{r.usd_per_hour:.2f}", f"{r.des_goodput_per_gpu_rps:.3f}",
+                     f"{_ms(r.des_ttft_p50_s)}/{_ms(r.des_ttft_p99_s)}", f"{_ms(r.des_tpot_p50_s)}/{_ms(r.des_tpot_p99_s)}",
+                     f"{r.tokens_per_s_per_usd_hour:.0f}", "met" if r.meets_slo else "missed",
+                     f"{r.screen_err_ttft:+.0%}/{r.screen_err_tpot:+.0%}" if r.des_status == "ok" else r.des_error])
+    widths = [max(len(x[i]) for x in [head, *rows]) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [head, *rows])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="draftsim plan",
+        description="Find the cheapest serving configurations that meet a workload's SLOs: screen the search "
+                    "space analytically, confirm the best candidates with the DES, rank them and draw a "
+                    "cost/latency Pareto plot.",
+        epilog="example: draftsim plan scenarios/plans/llama8b_chat.yaml")
+    p.add_argument("plan", help="plan YAML (see scenarios/plans/)")
+    p.add_argument("--out", help="output folder (default: out/plans/<plan name>)")
+    p.add_argument("--confirm-top", type=int, default=None, help="override the plan's confirm_top")
+    p.add_argument("--executor", default="local", help="where DES confirmations run (as for draftsim sweep)")
+    p.add_argument("--workers", type=int, default=None, help="parallel DES runs (default: CPU cores)")
+    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    from models.errors import UnknownNameError
+
+    try:
+        if args.confirm_top is not None and args.confirm_top < 0:
+            raise ScenarioError("--confirm-top", f"must be >= 0, got {args.confirm_top}")
+        ranked, screened, out_dir = run_plan(args.plan, args.out, executor=args.executor, workers=args.workers,
+                                             confirm_top=args.confirm_top)
+    except (ScenarioError, UnknownNameError) as exc:
+        print(f"draftsim plan: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"draftsim plan: error: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        feasible = int(screened.screen_feasible.sum())
+        print(f"screened {len(screened)} candidates ({feasible} feasible); confirmed {len(ranked)} with the DES")
+        print(format_ranked(ranked))
+        print(f"outputs in {out_dir}/ ({RANKED_CSV}, {CANDIDATES_CSV}, {PARETO_PNG})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Sweep definitions: a base scenario, fixed overrides, a grid and/or list of points, seeds.
+
+A sweep YAML (validated here; unknown keys are errors)::
+
+    name: qps_gamma
+    scenario: ../quickstart.yaml          # base scenario, relative to this file
+    set: [workload.num_requests=300]      # `--set`-style overrides applied to every point
+    grid:                                 # cartesian product over any scenario keys
+      workload.arrival.qps: [5, 10, 20]
+      drafter.gamma: [0, 2, 4]
+    points:                               # optional explicit list (each crossed with the grid)
+      - {acceptance.alpha: 0.6}
+      - {acceptance.alpha: 0.8}
+    replications: 2                       # or seeds: [1, 2, 3]
+    plot: {x: workload.arrival.qps, hue: drafter.gamma, metrics: [goodput_rps, ttft_p99_s]}
+
+Point identity: a point's id is a hash of its *validated* scenario (pydantic dump, defaults included), so
+two spellings of the same simulation share an id, and growing a grid keeps the ids of the points already
+run. Seeds: ``seeds`` lists them; ``replications: n`` uses the base scenario's seed + 0..n-1; neither
+means one run at the base scenario's seed.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from simulator.errors import ScenarioError
+from simulator.config.scenario import apply_overrides, parse_scenario, read_scenario_dict
+
+FIELD = "sweep"
+SEED_KEY = "seed"
+
+
+class SweepPlotConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    x: str | None = None
+    hue: str | None = None
+    metrics: list[str] = Field(default_factory=lambda: ["goodput_rps", "ttft_p99_s", "tpot_p50_s",
+                                                        "output_tokens_per_s"], min_length=1)
+
+
+class SweepConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    scenario: str
+    set: list[str] = Field(default_factory=list)
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    points: list[dict[str, Any]] = Field(default_factory=list)
+    seeds: list[int] | None = None
+    replications: int | None = Field(default=None, ge=1, le=10_000)
+    plot: SweepPlotConfig = SweepPlotConfig()
+
+    @field_validator("grid")
+    @classmethod
+    def _grid_values(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for key, values in grid.items():
+            _check_key(key)
+            if not values:
+                raise ValueError(f"grid.{key} must list at least one value")
+        return grid
+
+    @field_validator("points")
+    @classmethod
+    def _point_keys(cls, points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for point in points:
+            if not point:
+                raise ValueError("each entry of points must set at least one key")
+            for key in point:
+                _check_key(key)
+        return points
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, seeds: list[int] | None) -> list[int] | None:
+        if seeds is not None:
+            if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+                raise ValueError("seeds must be a non-empty list of distinct integers >= 0")
+        return seeds
+
+    @model_validator(mode="after")
+    def _one_seed_rule(self) -> "SweepConfig":
+        if self.seeds is not None and self.replications is not None:
+            raise ValueError("give either seeds or replications, not both")
+        overlap = set(self.grid) & {k for p in self.points for k in p}
+        if overlap:
+            raise ValueError(f"keys both in grid and points: {', '.join(sorted(overlap))}")
+        return self
+
+    @property
+    def param_keys(self) -> list[str]:
+        """The swept keys in a stable order: grid keys, then point keys in first-seen order."""
+        keys = list(self.grid)
+        for point in self.points:
+            keys += [k for k in point if k not in keys]
+        return keys
+
+
+def _check_key(key: str) -> None:
+    if not key or any(not part for part in key.split(".")):
+        raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
+    if key == SEED_KEY:
+        raise ValueError("sweep seeds with `seeds:` or `replications:`, not as a grid key")
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    index: int
+    params: dict[str, Any]      # swept key -> value (as written in the sweep file)
+    seed: int
+    point_id: str
+    scenario: dict               # the validated scenario (pydantic JSON dump)
+
+
+def _override_text(key: str, value: Any) -> str:
+    """`key=value` with the value as a YAML flow scalar/collection (what apply_overrides parses back)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
+    if text.endswith("\n...") or text.endswith("..."):
+        text = text.rsplit("\n", 1)[0].strip()
+    return f"{key}={text}"
+
+
+def scenario_id(scenario_json: dict) -> str:
+    """16 hex digits identifying a validated scenario."""
+    blob = json.dumps(scenario_json, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def load_sweep(path: str | Path) -> tuple[SweepConfig, Path]:
+    """Read and validate a sweep file; returns the spec and the sweep file's folder."""
+    data = read_scenario_dict(path)
+    data.setdefault("name", Path(path).stem)
+    try:
+        spec = SweepConfig.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "sweep"
+        msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+        raise ScenarioError(f"{FIELD}.{where}", msg.removeprefix("Value error, ")) from None
+    return spec, Path(path).resolve().parent
+
+
+def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Path]:
+    """All points of the sweep (grid × points × seeds), validated; returns them and the scenario folder.
+
+    A point whose overrides do not validate is a mistake in the sweep file: ScenarioError naming the
+    point. Errors that appear only when the scenario is built (e.g. the model does not fit) are recorded
+    per point by the runner instead.
+    """
+    base_path = (folder / spec.scenario) if not Path(spec.scenario).is_absolute() else Path(spec.scenario)
+    try:
+        base = apply_overrides(read_scenario_dict(base_path), spec.set)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{FIELD}.scenario", str(exc)) from None
+    base.setdefault("name", spec.name)
+    base_seed = int(base.get(SEED_KEY, 0)) if isinstance(base.get(SEED_KEY, 0), int) else 0
+    if spec.seeds is not None:
+        seeds = list(spec.seeds)
+    elif spec.replications is not None:
+        seeds = [base_seed + i for i in range(spec.replications)]
+    else:
+        seeds = [base_seed]
+    grid_keys = list(spec.grid)
+    combos = [dict(zip(grid_keys, values)) for values in itertools.product(*(spec.grid[k] for k in grid_keys))]
+    listed = spec.points or [{}]
+    points, seen = [], {}
+    for combo, extra in itertools.product(combos, listed):
+        params = {**combo, **extra}
+        for seed in seeds:
+            overrides = [_override_text(k, v) for k, v in params.items()] + [_override_text(SEED_KEY, seed)]
+            label = ", ".join(o for o in overrides)
+            try:
+                scenario = parse_scenario(apply_overrides(base, overrides)).model_dump(mode="json")
+            except ScenarioError as exc:
+                raise ScenarioError(f"{FIELD} point ({label})", str(exc)) from None
+            pid = scenario_id(scenario)
+            if pid in seen:
+                raise ScenarioError(FIELD, f"points ({seen[pid]}) and ({label}) are the same simulation")
+            seen[pid] = label
+            points.append(SweepPoint(len(points), params, seed, pid, scenario))
+    return points, base_path.resolve().parent

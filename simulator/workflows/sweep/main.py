@@ -1,0 +1,208 @@
+"""`draftsim sweep SWEEP.yaml`: run a grid/list of scenario variants with seeds and collect one row each.
+
+Python API::
+
+    from simulator.workflows.sweep.main import run_sweep
+    result = run_sweep("scenarios/sweeps/quickstart_qps_gamma.yaml", out="out/sweeps/qg", resume=True)
+    result.frame        # one row per point: parameters, seed, status, summary metrics
+
+See :mod:`simulator.workflows.sweep.config` for the file format, :mod:`simulator.workflows.sweep.store` for the store and its
+crash safety, :mod:`simulator.workflows.sweep.executors` for executors. A point whose scenario fails when it is built
+(e.g. the model does not fit in memory at that parallelism) is stored with ``status = "invalid"`` and the
+one-line reason in ``error``; it counts as finished.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from simulator.errors import ScenarioError
+from simulator.workflows.sweep.executors import EXECUTORS, SCHEMES, make_executor
+from simulator.workflows.sweep.config import SEED_KEY, SweepPoint, SweepConfig, expand_points, load_sweep
+from simulator.workflows.sweep.store import SweepStore, open_store
+from simulator.cli import parse_args
+
+STATUS_OK, STATUS_INVALID = "ok", "invalid"
+TABLE_METRICS = ("goodput_rps", "ttft_p99_s", "tpot_p50_s", "output_tokens_per_s", "slo_attainment")
+
+
+def simulate_point(task: tuple) -> tuple[str, dict]:
+    """Worker: simulate one validated scenario; returns (point_id, row of status + summary metrics)."""
+    point_id, scenario, base_dir, step_mode = task
+    from models.errors import UnknownNameError
+    from simulator.api import run
+
+    t0 = time.perf_counter()
+    try:
+        result = run(dict(scenario), base_dir=base_dir, step_mode=step_mode)
+    except (ScenarioError, UnknownNameError) as exc:
+        return point_id, {"status": STATUS_INVALID, "error": str(exc).splitlines()[0],
+                          "wall_s": time.perf_counter() - t0}
+    row = {"status": STATUS_OK, "error": "", "wall_s": time.perf_counter() - t0}
+    for key, value in result.summary.items():
+        row[key] = json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
+    return point_id, row
+
+
+def _param_cell(value):
+    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+
+
+def _point_columns(point: SweepPoint, keys: list[str]) -> dict:
+    cols = {"point_id": point.point_id, "point_index": point.index, SEED_KEY: point.seed}
+    cols.update({key: _param_cell(point.params.get(key)) for key in keys})
+    return cols
+
+
+@dataclass
+class SweepResult:
+    spec: SweepConfig
+    store: SweepStore
+    points: list[SweepPoint]
+    frame: pd.DataFrame                 # one row per finished point of this sweep
+    ran: int = 0                        # points simulated by this call
+    skipped: int = 0                    # points already in the store
+    plots: list[Path] = field(default_factory=list)
+
+
+def results_frame(store: SweepStore, points: list[SweepPoint], keys: list[str]) -> pd.DataFrame:
+    """Stored rows of these points, with parameter columns taken from the current sweep definition."""
+    rows = store.read_rows(p.point_id for p in points)
+    if rows.empty:
+        return rows
+    params = pd.DataFrame([_point_columns(p, keys) for p in points])
+    rows = rows.drop(columns=[c for c in params.columns if c in rows.columns and c != "point_id"])
+    frame = params.merge(rows, on="point_id", how="inner")
+    return frame.sort_values("point_index", kind="stable").reset_index(drop=True)
+
+
+def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool = False,
+              overwrite: bool = False, executor="local", workers: int | None = None,
+              step_mode: str | None = None, plot: bool = False, progress: bool = False) -> SweepResult:
+    """Run the sweep's unfinished points and return all of its rows (see the module docstring)."""
+    if resume and overwrite:
+        raise ScenarioError("--resume", "cannot be combined with --overwrite")
+    spec, folder = load_sweep(sweep)
+    points, base_dir = expand_points(spec, folder)
+    keys = spec.param_keys
+    out_dir = Path(out) if out is not None else Path("out") / "sweeps" / spec.name
+    store = open_store(out_dir, spec.name, str(Path(sweep).resolve()), resume=resume, overwrite=overwrite,
+                       expected_ids={p.point_id for p in points})
+    done = store.finished_ids()
+    todo = [p for p in points if p.point_id not in done]
+    by_id = {p.point_id: p for p in points}
+    ran = 0
+    if todo:
+        runner = make_executor(executor, workers)
+        tasks = [(p.point_id, p.scenario, str(base_dir), step_mode) for p in todo]
+        from tqdm import tqdm
+
+        with runner, tqdm(total=len(points), initial=len(points) - len(todo), unit="pt", desc=spec.name,
+                          disable=not progress, leave=False) as bar:
+            for point_id, row in runner.imap_unordered(simulate_point, tasks):
+                store.put(point_id, {**_point_columns(by_id[point_id], keys), **row})
+                ran += 1
+                bar.update()
+    frame = results_frame(store, points, keys)
+    if not frame.empty:
+        store.write_results(frame)
+    result = SweepResult(spec, store, points, frame, ran, len(points) - len(todo))
+    if plot:
+        from simulator.workflows.sweep.plots import plot_sweep
+
+        result.plots = plot_sweep(frame, spec, store.root / "plots")
+    return result
+
+
+def format_results_table(frame: pd.DataFrame, keys: list[str], max_rows: int = 40) -> str:
+    """Mean over seeds of the headline metrics per parameter combination (fixed-width text)."""
+    if frame.empty:
+        return "(no finished points)"
+    ok = frame[frame["status"] == STATUS_OK]
+    metrics = [m for m in TABLE_METRICS if m in ok.columns]
+    cols = keys + ["seeds"] + metrics
+    if ok.empty:
+        table = pd.DataFrame(columns=cols)
+    elif keys:
+        grouped = ok.groupby(keys, sort=False, dropna=False)
+        table = grouped[metrics].mean().reset_index()
+        table.insert(len(keys), "seeds", grouped.size().to_numpy())
+    else:
+        table = pd.DataFrame([{**ok[metrics].mean().to_dict(), "seeds": len(ok)}])[["seeds"] + metrics]
+    text = table.head(max_rows).to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    invalid = frame[frame["status"] == STATUS_INVALID]
+    for _, row in invalid.head(10).iterrows():
+        label = ", ".join(f"{k}={row[k]}" for k in keys + [SEED_KEY])
+        text += f"\ninvalid ({label}): {row['error']}"
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    executors = ", ".join([*EXECUTORS, *(f"{p}HOST:PORT" for p in SCHEMES)])
+    p = argparse.ArgumentParser(
+        prog="draftsim sweep",
+        description="Run every point of a sweep file (a grid and/or list over scenario keys, times seeds), "
+                    "storing one row per point (parameters + summary metrics) as it finishes. A stopped "
+                    "sweep continues with --resume, skipping stored points.",
+        epilog="example: draftsim sweep scenarios/sweeps/quickstart_qps_gamma.yaml --plot")
+    p.add_argument("sweep", help="sweep YAML (see scenarios/sweeps/)")
+    p.add_argument("--out", help="store folder (default: out/sweeps/<sweep name>)")
+    p.add_argument("--resume", action="store_true", help="keep stored points and run only the missing ones")
+    p.add_argument("--overwrite", action="store_true", help="discard stored points and start again")
+    p.add_argument("--executor", default="local", metavar="NAME",
+                   help=f"where points run: {executors} (default: local process pool)")
+    p.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPU cores)")
+    p.add_argument("--step-mode", choices=["bulk", "step"], default=None,
+                   help="override the scenarios' scheduler.step_mode")
+    p.add_argument("--plot", action="store_true", help="draw the standard plots into <out>/plots/")
+    p.add_argument("--dry-run", action="store_true", help="list the points and exit without running")
+    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    return p
+
+
+def _dry_run(sweep: str) -> int:
+    spec, folder = load_sweep(sweep)
+    points, _ = expand_points(spec, folder)
+    for point in points:
+        params = ", ".join(f"{k}={v}" for k, v in point.params.items())
+        print(f"{point.index:5d} {point.point_id}  seed={point.seed}  {params}")
+    print(f"{len(points)} points")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    from models.errors import UnknownNameError
+
+    try:
+        if args.dry_run:
+            return _dry_run(args.sweep)
+        result = run_sweep(args.sweep, args.out, resume=args.resume, overwrite=args.overwrite,
+                           executor=args.executor, workers=args.workers, step_mode=args.step_mode,
+                           plot=args.plot, progress=not args.quiet and sys.stderr.isatty())
+    except (ScenarioError, UnknownNameError) as exc:
+        print(f"draftsim sweep: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"draftsim sweep: error: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(format_results_table(result.frame, result.spec.param_keys))
+        print(f"{len(result.points)} points: {result.ran} run now, {result.skipped} already stored; "
+              f"results in {result.store.root}/")
+        for path in result.plots:
+            print(f"plot: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

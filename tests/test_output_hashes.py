@@ -1,0 +1,101 @@
+"""Output hashes of every shipped scenario and paper reproduction: a refactoring must keep
+requests.parquet, steps.parquet and summary.json byte-identical (the `draftsim run` outputs). The hashes
+were recorded on commit dc52e50, before the one-engine redesign (issue 13), and updated when it was merged
+with the measured-pricing changes made meanwhile on main (separable row-curve interpolation of the measured
+tables: last-digit float differences; fused-MoE kernel tables; the disaggregation pair at 16 req/s; Medusa
+heads counted as one GPU layer by the engine-time model); a change of output on purpose (a bug fix) updates
+them in the same commit and says why there. Sizes are cut with `--set` overrides so
+that the whole test stays under a minute; the reproductions' data CSVs are checked in
+test_reproduce_papers (`REPRODUCTION_SHA256`)."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+import simulator
+from simulator.results.outputs import summary_json, write_parquet
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (scenario, overrides, sha256[:16] of requests.parquet, steps.parquet, summary.json)
+CASES = [
+    ("scenarios/quickstart.yaml", ['workload.num_requests=200'],
+     "e0d10e52e60617c4", "efeb2bddb3e33cdc", "e9076a61220dc7f9"),
+    ("scenarios/acceptance/qwen_coder_trace.yaml", ['workload.num_requests=150'],
+     "a5d1e4e15fbd78bf", "85d2bf8ce1f008cd", "36beb863d782c0f0"),
+    ("scenarios/benchmarks/sim_speed.yaml", ['workload.num_requests=200'],
+     "3cb6f2424d39c4f0", "6a09b96e78e16c26", "453fc14bfb97c248"),
+    ("scenarios/disagg/colocated.yaml", ['workload.num_requests=150'],
+     "399b089040fdb4bd", "15bd5498a280d23f", "2c81847127715349"),
+    ("scenarios/disagg/disaggregated.yaml", ['workload.num_requests=150'],
+     "b847c7a8bb18696c", "99a4b805f1ab9d6d", "65a3ee422ee17187"),
+    ("scenarios/moe/mixtral_tp8.yaml", ['workload.num_requests=60'],
+     "3575355e76700a55", "ccb8439c45e48ce3", "bd81b285f5a474be"),
+    ("scenarios/moe/mixtral_tp8_sd.yaml", ['workload.num_requests=60'],
+     "26662610aa9b2276", "889e7312c65f08da", "8a5b831c2dbb0027"),
+    ("scenarios/moe/qwen3_moe_ep16.yaml", ['workload.num_requests=60'],
+     "8d91b7f2b1e4d301", "069d2d297c35ffc7", "d81f49e2c2222427"),
+    ("scenarios/moe/qwen3_moe_ep8_sd_presched.yaml", ['workload.num_requests=60'],
+     "fb32f21620304538", "247763bfe4cf54a4", "fe35c446f6af9eff"),
+    ("scenarios/moe/qwen3_moe_tp8x2.yaml", ['workload.num_requests=60'],
+     "73d93ac1341eceaf", "4d63171b3c15dbb1", "c8e428310d1ae910"),
+    ("scenarios/moe/qwen3_moe_tp8x2_sd.yaml", ['workload.num_requests=60'],
+     "177a2eaf383653be", "8fbee8ea979cca90", "ad43d72ef2e68ea1"),
+    ("scenarios/speculation/colocated_draft.yaml", ['workload.num_requests=60'],
+     "e887fac3ca29c711", "3babf639f9eb4f1a", "17dec3fbaaecb86b"),
+    ("scenarios/speculation/cpu_draft.yaml", ['workload.num_requests=10'],
+     "91a6ab46665d96a4", "02262b819067b333", "d8ab0826d873deca"),
+    ("scenarios/speculation/eagle_dynamic_tree.yaml", ['workload.num_requests=40'],
+     "a5884d31e34d571a", "5eaf5ab02b5a3d5f", "22782a5ef6fdd02e"),
+    ("scenarios/speculation/layer_skip.yaml", ['workload.num_requests=80'],
+     "a9c4658b4e999510", "ca22b39bce28ad4f", "0aac9aec1f31d4d1"),
+    ("scenarios/speculation/medusa_heads.yaml", ['workload.num_requests=40'],
+     "6cc373d391b2af38", "2dfb08df2e1f137b", "5406274e63040726"),
+    ("scenarios/speculation/multidraft.yaml", ['workload.num_requests=60'],
+     "da7cae093e8a0cd4", "48e69080ae0bd5fa", "a8c4b6bb361c05e7"),
+    ("scenarios/speculation/ngram.yaml", ['workload.num_requests=80'],
+     "bf2d1e6b51a4fa60", "97cf169859e2a3c7", "e948b9b2207460d4"),
+    ("scenarios/speculation/separate_draft.yaml", ['workload.num_requests=60'],
+     "639471a6994d87e2", "7a92c86c11987d7b", "3be0ece4d57d6335"),
+    ("scenarios/speculation/sequoia_tree.yaml", ['workload.num_requests=30'],
+     "8d956277dfb36063", "44c6bb41db4ff144", "c9d035aed39d6587"),
+    ("scenarios/speculation/smartspec_policy.yaml", ['workload.num_requests=60'],
+     "1cb21b3905edc68b", "08d7b4eb688a7d3a", "b8ce28ab919c0f12"),
+    ("scenarios/validation/cpu.yaml", [],
+     "462dd8d8ec063c6f", "08be09322e0b33dc", "059da98c572fa203"),
+    ("scenarios/validation/cpu_quick.yaml", [],
+     "48dd60fc9330b0a7", "95c031cdf5cbba27", "d32e43eab86493b1"),
+    # added with the one-engine redesign (recorded on its commit, not on dc52e50)
+    ("scenarios/disagg/eagle_tree_ep_h100_h200.yaml", ['workload.num_requests=80'],
+     "6607af589f649578", "178071006be9c132", "14f90c07b38b66e9"),
+]
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def output_hashes(result, folder: Path) -> tuple[str, str, str]:
+    """The hashes of the three files `draftsim run` writes for `result`."""
+    hashes = []
+    for name, frame in (("requests", result.requests), ("steps", result.steps)):
+        write_parquet(frame, folder / f"{name}.parquet")
+        hashes.append(sha((folder / f"{name}.parquet").read_bytes()))
+    return hashes[0], hashes[1], sha(summary_json(result.summary).encode())
+
+
+@pytest.mark.slow  # every shipped scenario end to end (~20 s): run it alone after a refactor
+@pytest.mark.parametrize("path,overrides,requests,steps,summary", CASES, ids=[c[0] for c in CASES])
+def test_outputs_are_byte_identical_to_the_recorded_ones(tmp_path, path, overrides, requests, steps, summary):
+    result = simulator.run(ROOT / path, overrides)
+    assert output_hashes(result, tmp_path) == (requests, steps, summary)
+
+
+def test_every_runnable_shipped_scenario_is_hashed():
+    hashed = {c[0] for c in CASES}
+    not_runs = {"scenarios/plans/llama8b_chat.yaml", "scenarios/sweeps/quickstart_qps_gamma.yaml",
+                "scenarios/validation/published/points.yaml"}
+    shipped = {str(p.relative_to(ROOT)) for p in (ROOT / "scenarios").rglob("*.yaml")} - not_runs
+    assert shipped <= hashed, sorted(shipped - hashed)
