@@ -5,36 +5,25 @@ import argparse
 import sys
 from pathlib import Path
 
-EXIT_USAGE = 2
-
-
-def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace | int:
-    """The parsed arguments, or the exit code argparse chose (it has printed its one-line usage error, or
-    the help) — for sub-commands' `main`s, which return codes instead of raising SystemExit."""
-    try:
-        return parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-
-
-def _error(msg: str) -> int:
-    print(f"draftsim: error: {msg}", file=sys.stderr)
-    return EXIT_USAGE
+from simulator.console.contract import EXIT_USAGE, guarded, parse_args
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+    import time
 
-    from simulator.api import run
+    from simulator.api import prepare, simulate
+    from simulator.console.progress import Progress
     from simulator.results.metrics import format_summary_table
-    from simulator.results.outputs import write_outputs
+    from simulator.results.outputs import check_output_dir, write_outputs
     from simulator.config.scenario import load_scenario
 
+    t0 = time.perf_counter()
     scenario, folder = load_scenario(args.scenario, args.set)
-    out_dir = Path(args.out) if args.out else Path("out") / scenario.name
-    show = not args.quiet and sys.stderr.isatty()
-    with tqdm(total=None, unit="req", desc="simulating", disable=not show, leave=False) as bar:
-        result = run(scenario, base_dir=folder, step_mode=args.step_mode, progress=bar.update)
+    out_dir = check_output_dir(Path(args.out) if args.out else Path("out") / scenario.name)
+    parse_s = time.perf_counter() - t0
+    prepared = prepare(scenario, base_dir=folder)
+    with Progress("simulating", total=prepared.num_requests, unit="req", quiet=args.quiet) as bar:
+        result = simulate(prepared, step_mode=args.step_mode, progress=bar.update)
     extra = {}
     if args.trace:
         from simulator.results.timeline import pool_replica_names, trace_json
@@ -46,7 +35,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(format_summary_table(result.summary))
         print(f"simulated {len(result.steps):,} steps of {len(result.requests):,} requests in "
-              f"{result.wall_s:.2f} s wall; outputs in {out_dir}/")
+              f"{result.wall_s - result.build_s:.2f} s (reading the scenario {parse_s:.2f} s, building the "
+              f"cluster {result.build_s:.2f} s); outputs in {out_dir}/")
     return 0
 
 
@@ -135,24 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _one_line_warnings()
     if argv and argv[0] in DELEGATED:
-        return _delegate(argv[0], argv[1:])
+        return guarded(lambda: _delegate(argv[0], argv[1:]), argv[0])
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed its one-line usage error
-        return int(exc.code or 0)
+    args = parse_args(parser, argv)
+    if isinstance(args, int):  # argparse already printed its one-line usage error (or the help)
+        return args
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
-    from models.errors import UnknownNameError
-    from simulator.errors import ScenarioError
-
-    try:
-        return args.func(args)
-    except (ScenarioError, UnknownNameError) as exc:
-        return _error(str(exc).splitlines()[0])
-    except OSError as exc:
-        return _error(f"{getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}")
+    return guarded(lambda: args.func(args))
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@
    and writes steps.csv, requests.csv, validation.json and validation.png to --out.
 
 On cuda the scenario runs in bf16 on the hardware id the profiler files the GPU under (e.g. h100-sxm).
-Exit status: 0 when the run completed (whether or not the targets are met; see validation.json
-"targets"), 2 for bad flags or inputs (one line on stderr).
+Before the reference run, the other processes' CPU use is measured (scenarios.validation.machine_load); when
+they and the reference run's threads oversubscribe the cores, the report warns that its timings cannot be
+trusted. Exit status: 0 when every target is met, 1 when one is missed (the outputs are still written;
+see validation.json "targets" and "machine_load"), 2 for bad flags or inputs (one line on stderr).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from simulator.cli import parse_args
+from simulator.console.contract import EXIT_FAILED_CHECK, parse_args
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO_DIR = REPO / "scenarios" / "validation"
@@ -108,7 +110,9 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
                                             step_summary, targets_met)
     from scenarios.validation.reference.diagnose import op_breakdown as breakdown
     from scenarios.validation.reference.engine import ReferenceConfig, run_reference
+    from scenarios.validation.machine_load import measure_load
     from simulator.api import run as simulate
+    from simulator.console.progress import Progress
     from simulator.config.scenario import load_scenario
 
     hardware = _device_id(device)
@@ -134,7 +138,12 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
         threads = int(fingerprint.get("threads") or 2)
     simulated = simulate(scenario, base_dir=folder, step_mode="step")
     config = ReferenceConfig(device=device, threads=threads, op_breakdown=op_breakdown)
-    runs = [run_reference(scenario, folder, config) for _ in range(repeats)]
+    load = measure_load(threads)
+    runs = []
+    with Progress("reference runs", total=repeats, unit="run") as bar:
+        for _ in range(repeats):
+            runs.append(run_reference(scenario, folder, config))
+            bar.update()
     reference = runs[0]
     measured_steps, measured_requests, noise = reference.steps, reference.requests, None
     if repeats > 1:
@@ -165,7 +174,11 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
         summary["per_repeat"] = [step_summary(match_steps(r.steps, simulated.steps)) for r in runs]
         summary["per_repeat"] = [{k: d[k] for k in ("step_median_abs_pct", "step_p90_abs_pct", "step_mean_signed_pct")}
                                  for d in summary["per_repeat"]]
+    summary["machine_load"] = load.as_dict()
     warnings = []
+    if load.oversubscribed:
+        warnings.append(f"the machine was busy: {load.describe()}; the reference timings cannot be trusted "
+                        f"(rerun on a quiet machine or with fewer --threads)")
     if fingerprint.get("device_name") not in (None, here):
         warnings.append(f"profile {found} was measured on {fingerprint.get('device_name')!r}, this machine is "
                         f"{here!r}: the error below compares two machines; measure this one with `draftsim "
@@ -193,10 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from scenarios.validation.reference.diagnose import format_breakdown
     from scenarios.validation.reference.report import format_table, write_outputs
     from simulator.errors import ScenarioError
+    from simulator.results.outputs import check_output_dir
     if args.profile_first and args.profile_dir:
         print("draftsim validate: error: --profile-first and --profile-dir exclude each other", file=sys.stderr)
         return EXIT_USAGE
     try:
+        check_output_dir(out, marker="validation.json")
         profile_dir = args.profile_dir
         if args.profile_first:
             profile_dir = profile_here(scenario, args.device, out, args.threads)
@@ -216,6 +231,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ops.to_csv(out / "ops.csv", index=False, float_format="%.9g")
         paths.append(out / "ops.csv")
     print(f"wrote {', '.join(p.name for p in paths)} to {out}/")
+    missed = [name for name, ok in summary["targets"].items() if not ok]
+    if missed:
+        print(f"draftsim validate: {len(missed)} of {len(summary['targets'])} targets missed: {', '.join(missed)}"
+              + (" (on a busy machine: see the warning above)" if summary["machine_load"]["oversubscribed"] else ""),
+              file=sys.stderr)
+        return EXIT_FAILED_CHECK
     return 0
 
 

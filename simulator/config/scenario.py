@@ -294,6 +294,10 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
 
 def read_scenario_dict(path: str | Path) -> dict:
     path = Path(path)
+    if path.is_dir():
+        found = sorted(p.name for p in path.glob("*.yaml"))[:5]
+        hint = f" (it holds {', '.join(found)})" if found else ""
+        raise ScenarioError("scenario", f"{path} is a directory; give a scenario YAML file{hint}")
     if not path.is_file():
         raise ScenarioError("scenario", f"file not found: {path}")
     try:

@@ -63,15 +63,38 @@ def summary_json(summary: Mapping) -> str:
     return json.dumps(_plain(summary), sort_keys=True, indent=2, allow_nan=False) + "\n"
 
 
-def _check_replaceable(out_dir: Path) -> None:
+def _check_replaceable(out_dir: Path, marker: str = SUMMARY_JSON) -> None:
     if not os.path.lexists(out_dir):
         return
     if not out_dir.is_dir() or out_dir.is_symlink():
         raise ScenarioError(OUT_FIELD, f"{out_dir} exists and is not a directory; choose another path")
     entries = list(out_dir.iterdir())
-    if entries and not (out_dir / SUMMARY_JSON).is_file():
+    if entries and not (out_dir / marker).is_file():
         raise ScenarioError(OUT_FIELD, f"{out_dir} is a non-empty directory that is not a draftsim output "
-                                       f"(no {SUMMARY_JSON}); choose an empty or new directory")
+                                       f"(no {marker}); choose an empty or new directory")
+
+
+def check_output_dir(out_dir: Path | str, marker: str = SUMMARY_JSON) -> Path:
+    """Fail now (ScenarioError on `--out`) if `out_dir` could not receive the outputs later: it exists and
+    is not a replaceable output folder, or a staging folder cannot be created beside it. Probes by creating
+    (and at once removing) the staging folder and any missing parents, so it leaves nothing behind.
+    Called before a run starts, so a bad `--out` never costs a simulation. `marker`: the file that marks
+    a folder as an earlier output of the same command."""
+    out_dir = Path(out_dir).expanduser().absolute()
+    _check_replaceable(out_dir, marker)
+    created = [p for p in (out_dir.parent, *out_dir.parent.parents) if not p.exists()]
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(prefix=f".{out_dir.name}.probe-", dir=out_dir.parent))
+    except OSError as err:
+        raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
+    finally:
+        for folder in created:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+    return out_dir
 
 
 def _install(staged: Path, out_dir: Path) -> None:

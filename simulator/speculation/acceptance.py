@@ -119,8 +119,9 @@ class ChainAcceptance(AcceptanceModel):
 
     def predicted_rows(self, request_ids: np.ndarray, emitted: np.ndarray, length: int) -> np.ndarray:
         surv = np.r_[1.0, self.survival]
-        rows = np.divide(surv[1:], surv[:-1], out=np.zeros(length), where=surv[:-1] > 0)[:length]
-        return np.broadcast_to(rows, (len(request_ids), length))
+        rows = np.zeros(max(length, self.depth))  # positions past the depth are never accepted
+        np.divide(surv[1:], surv[:-1], out=rows[:self.depth], where=surv[:-1] > 0)
+        return np.broadcast_to(rows[:length], (len(request_ids), length))
 
     def __post_init__(self):
         if np.any(np.diff(self.survival) > 0):

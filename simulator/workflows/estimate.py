@@ -19,7 +19,7 @@ from pathlib import Path
 from models.opgraph import step_ops
 from models.step import StepShape
 from simulator.cost.step_cost import StepCostModel
-from simulator.cli import parse_args
+from simulator.console.contract import parse_args
 
 
 def _latency_config(latency):

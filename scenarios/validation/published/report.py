@@ -19,7 +19,7 @@ import pandas as pd
 
 from scenarios.validation.published.points import KINDS, POINTS_FILE, load_points
 from scenarios.validation.published.predict import Unpredictable, predict, relative_error
-from simulator.cli import parse_args
+from simulator.console.contract import parse_args
 
 GROUPS = (("kind", "kind"), ("pricing", "pricing"), ("publication", "publication"))
 

@@ -25,7 +25,7 @@ from simulator.errors import ScenarioError
 from simulator.workflows.plan.screen import DEPLOYMENTS, screen, workload_means
 from simulator.workflows.plan.config import enumerate_candidates, load_plan
 from simulator.workflows.sweep.store import _atomic_write
-from simulator.cli import parse_args
+from simulator.console.contract import parse_args
 
 SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 % of an SLO (screen error)
 RANKED_CSV, CANDIDATES_CSV, PARETO_PNG = "ranked.csv", "candidates.csv", "pareto.png"

@@ -93,6 +93,16 @@ class SweepConfig(BaseModel):
             raise ValueError(f"keys both in grid and points: {', '.join(sorted(overlap))}")
         return self
 
+    @model_validator(mode="after")
+    def _plot_axes_are_swept(self) -> "SweepConfig":
+        keys = self.param_keys
+        if self.plot.x is not None and self.plot.x not in keys:
+            raise ValueError(f"plot.x {self.plot.x!r} is not a swept key; swept: {', '.join(keys) or 'none'}")
+        if self.plot.hue is not None and (self.plot.hue not in keys or self.plot.hue == self.plot.x):
+            raise ValueError(f"plot.hue {self.plot.hue!r} is not a swept key other than x; swept: "
+                             f"{', '.join(keys) or 'none'}")
+        return self
+
     @property
     def param_keys(self) -> list[str]:
         """The swept keys in a stable order: grid keys, then point keys in first-seen order."""

@@ -22,6 +22,13 @@ from simulator.errors import ScenarioError
 FIELD = "--executor"
 
 
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C to the parent, which stops them: one "interrupted" line, no traceback
+    from every worker."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class SerialExecutor:
     def __enter__(self):
         return self
@@ -42,11 +49,17 @@ class ProcessExecutor:
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self):
-        self._pool = ProcessPoolExecutor(max_workers=self.workers)
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_ignore_sigint)
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
-        self._pool.shutdown(wait=exc_type is None, cancel_futures=True)
+        if exc_type is not None:
+            # Ctrl-C or a failure: stop the points still running now (they are not stored, a resumed sweep
+            # reruns them) instead of waiting for them. ProcessPoolExecutor has no public terminate, so its
+            # worker table is read directly.
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                process.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def imap_unordered(self, fn: Callable, tasks: Iterable) -> Iterator:
         todo = iter(tasks)

@@ -22,11 +22,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
 from simulator.workflows.sweep.executors import EXECUTORS, SCHEMES, make_executor
 from simulator.workflows.sweep.config import SEED_KEY, SweepPoint, SweepConfig, expand_points, load_sweep
 from simulator.workflows.sweep.store import SweepStore, open_store
-from simulator.cli import parse_args
+from simulator.console.contract import parse_args
 
 STATUS_OK, STATUS_INVALID = "ok", "invalid"
 TABLE_METRICS = ("goodput_rps", "ttft_p99_s", "tpot_p50_s", "output_tokens_per_s", "slo_attainment")
@@ -92,23 +93,22 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
     points, base_dir = expand_points(spec, folder)
     keys = spec.param_keys
     out_dir = Path(out) if out is not None else Path("out") / "sweeps" / spec.name
-    store = open_store(out_dir, spec.name, str(Path(sweep).resolve()), resume=resume, overwrite=overwrite,
-                       expected_ids={p.point_id for p in points})
-    done = store.finished_ids()
-    todo = [p for p in points if p.point_id not in done]
-    by_id = {p.point_id: p for p in points}
-    ran = 0
-    if todo:
-        runner = make_executor(executor, workers)
+    runner = make_executor(executor, workers)
+    with runner:  # connect first: an unreachable Dask scheduler must not leave an empty store behind
+        store = open_store(out_dir, spec.name, str(Path(sweep).resolve()), resume=resume, overwrite=overwrite,
+                           expected_ids={p.point_id for p in points})
+        done = store.finished_ids()
+        todo = [p for p in points if p.point_id not in done]
+        by_id = {p.point_id: p for p in points}
         tasks = [(p.point_id, p.scenario, str(base_dir), step_mode) for p in todo]
-        from tqdm import tqdm
-
-        with runner, tqdm(total=len(points), initial=len(points) - len(todo), unit="pt", desc=spec.name,
-                          disable=not progress, leave=False) as bar:
+        ran = 0
+        with Progress(spec.name, total=len(todo), unit="pt", quiet=not progress) as bar:
             for point_id, row in runner.imap_unordered(simulate_point, tasks):
                 store.put(point_id, {**_point_columns(by_id[point_id], keys), **row})
                 ran += 1
                 bar.update()
+                if plot and ran == 1 and row["status"] == STATUS_OK:
+                    _check_plot_metrics(spec, row)
     frame = results_frame(store, points, keys)
     if not frame.empty:
         store.write_results(frame)
@@ -118,6 +118,16 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
 
         result.plots = plot_sweep(frame, spec, store.root / "plots")
     return result
+
+
+def _check_plot_metrics(spec: SweepConfig, row: dict) -> None:
+    """The plot's metrics are summary keys: checked on the first finished point (the keys a summary has
+    depend on the scenario), so a misspelt metric stops the sweep after one stored point, not after all."""
+    unknown = [m for m in spec.plot.metrics if m not in row]
+    if unknown:
+        known = sorted(k for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+        raise ScenarioError("sweep.plot.metrics", f"{', '.join(map(repr, unknown))} not in the summary; "
+                                                  f"metrics: {', '.join(known)}")
 
 
 def format_results_table(frame: pd.DataFrame, keys: list[str], max_rows: int = 40) -> str:
@@ -187,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             return _dry_run(args.sweep)
         result = run_sweep(args.sweep, args.out, resume=args.resume, overwrite=args.overwrite,
                            executor=args.executor, workers=args.workers, step_mode=args.step_mode,
-                           plot=args.plot, progress=not args.quiet and sys.stderr.isatty())
+                           plot=args.plot, progress=not args.quiet)
     except (ScenarioError, UnknownNameError) as exc:
         print(f"draftsim sweep: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

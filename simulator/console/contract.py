@@ -1,0 +1,78 @@
+"""The error contract every `draftsim` command keeps, in one place.
+
+- Bad input (a scenario field, a flag, a file, a missing optional dependency): one line
+  `draftsim[ COMMAND]: error: <field>: <what is allowed>` on stderr, exit 2 (`EXIT_USAGE`).
+- A check the command reports as failed (a validation target missed): exit 1 (`EXIT_FAILED_CHECK`).
+- Ctrl-C: one line `draftsim: interrupted`, exit 130 (`EXIT_INTERRUPTED`, the shell's 128 + SIGINT);
+  outputs are written atomically (simulator.results.outputs) and sweeps store finished points only,
+  so nothing is half-written and `draftsim sweep --resume` continues.
+- Anything else is a bug in draftsim and keeps its traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+EXIT_OK = 0
+EXIT_FAILED_CHECK = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+# top-level module of an optional dependency -> the pyproject extra that installs it
+OPTIONAL_MODULES = {"torch": "torch", "gguf": "torch", "dask": "dask", "distributed": "dask",
+                    "aiconfigurator_core": "gpu-data", "hypothesis": "dev", "pytest": "dev"}
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code argparse chose (it has printed its one-line usage error, or
+    the help) — for commands' `main`s, which return codes instead of raising SystemExit."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def error_line(message: str, command: str | None = None) -> str:
+    prog = f"draftsim {command}" if command else "draftsim"
+    return f"{prog}: error: {message.splitlines()[0] if message else 'failed'}"
+
+
+def fail(message: str, command: str | None = None, code: int = EXIT_USAGE) -> int:
+    print(error_line(message, command), file=sys.stderr)
+    return code
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """The one-line message for an optional dependency that is not installed, or None if `exc` is not one."""
+    root = (exc.name or "").split(".")[0]
+    extra = OPTIONAL_MODULES.get(root)
+    if extra is None:
+        return None
+    return (f"{root}: this command needs the optional dependency {root!r}, which is not installed; "
+            f"install it with: pip install -e '.[{extra}]'")
+
+
+def guarded(action: Callable[[], int | None], command: str | None = None) -> int:
+    """Run a command's work under the contract; returns its exit code."""
+    from models.errors import UnknownNameError
+    from simulator.errors import ScenarioError
+
+    try:
+        return int(action() or 0)
+    except KeyboardInterrupt:
+        print("draftsim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (ScenarioError, UnknownNameError) as exc:
+        return fail(str(exc), command)
+    except ModuleNotFoundError as exc:
+        message = missing_extra(exc)
+        if message is None:
+            raise
+        return fail(message, command)
+    except MemoryError:
+        return fail("out of memory: the run needs more memory than this machine has; use fewer requests "
+                    "(workload.num_requests / duration_s) or a shorter trace", command, EXIT_FAILED_CHECK)
+    except OSError as exc:
+        where = getattr(exc, "filename", None)
+        return fail(f"{where}: {exc.strerror or exc}" if where else str(exc.strerror or exc), command)

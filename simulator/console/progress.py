@@ -1,0 +1,79 @@
+"""Progress of a long step on stderr, whether or not stderr is a terminal.
+
+On a terminal: a tqdm bar. Otherwise (a log file, CI, a pipe): one plain line every `interval_s`
+seconds, e.g. `draftsim: simulating: 1,200/2,000 req (60 %), 12.0 s`, and a closing line when at least
+one progress line was printed. `quiet` prints nothing. Writes go to the stream given (stderr by default)
+so stdout stays clean for results.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+INTERVAL_S = 10.0  # seconds between two progress lines when stderr is not a terminal
+
+
+def _count(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+class Progress:
+    """`with Progress("simulating", total=n, unit="req") as bar: bar.update(k)` — `total` may be None."""
+
+    def __init__(self, desc: str, total: float | None = None, unit: str = "it", *, quiet: bool = False,
+                 stream: TextIO | None = None, interval_s: float = INTERVAL_S, tty: bool | None = None):
+        self.desc, self.total, self.unit = desc, total, unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval_s = interval_s
+        self.done = 0.0
+        self._bar = None
+        self._printed = False
+        self._quiet = quiet
+        self._t0 = self._last = time.monotonic()
+        if quiet:
+            return
+        is_tty = self.stream.isatty() if tty is None else tty
+        if is_tty:
+            from tqdm import tqdm
+            self._bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, leave=False, dynamic_ncols=True)
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close(finished=exc[0] is None)
+
+    def set_total(self, total: float | None) -> None:
+        self.total = total
+        if self._bar is not None:
+            self._bar.total = total
+            self._bar.refresh()
+
+    def update(self, n: float = 1) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif not self._quiet:
+            now = time.monotonic()
+            if now - self._last >= self.interval_s:
+                self._last = now
+                self._line()
+
+    def _line(self, suffix: str = "") -> None:
+        of = ""
+        if self.total:
+            of = f"/{_count(self.total)} {self.unit} ({100.0 * self.done / self.total:.0f} %)"
+        else:
+            of = f" {self.unit}"
+        print(f"draftsim: {self.desc}: {_count(self.done)}{of}, {time.monotonic() - self._t0:.1f} s{suffix}",
+              file=self.stream, flush=True)
+        self._printed = True
+
+    def close(self, finished: bool = True) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self._printed and finished:
+            self._line(", done")
+            self._printed = False
