@@ -72,6 +72,9 @@ DELEGATED = {
     "plan": ("simulator.workflows.plan.main", "capacity planning: screen TP/PP/EP, replicas, drafter, γ/tree and "
                                "colocated vs disaggregated on priced hardware, confirm the best with the DES, "
                                "rank by cost (see `draftsim plan --help`)"),
+    "compare": ("simulator.workflows.compare", "simulate two or more scenarios (or --vary variants of one) and "
+                                               "print their headline metrics side by side with the change "
+                                               "(see `draftsim compare --help`)"),
     "reproduce": ("scenarios.papers.registry", "reproduce a paper's figure/table with published-vs-reproduced "
                                                "checks (see `draftsim reproduce --list`)"),
 }

@@ -173,3 +173,16 @@ def test_summary_table_is_compact_and_handles_missing_values():
     assert "missed" in table
     s = dict(s, mfu=math.nan, tpot_p99_s=None)
     assert "MFU -" in format_summary_table(s)
+
+
+def test_summary_latency_columns_stay_aligned_for_any_magnitude():
+    """Values far wider than the usual column (hours of queueing in ms) widen the column instead of
+    running into the next one: every latency row has its cells' right edges at the header's."""
+    _, s = tiny_summary()
+    s = dict(s, ttft_p50_s=637788.221, ttft_p90_s=132075.791, ttft_p99_s=244032.64, ttft_mean_s=1.0)
+    lines = format_summary_table(s).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("latency"))
+    block = lines[start:start + 5]
+    ends = [[m.end() for m in __import__("re").finditer(r"\S+", line)][-4:] for line in block]
+    assert all(e == ends[0] for e in ends), block
+    assert "637788221.00" in block[1] and "132075791.00" in block[1]

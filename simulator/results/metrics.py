@@ -246,7 +246,10 @@ def _pct(value) -> str:
 
 
 def format_summary_table(summary: Mapping) -> str:
-    """Compact fixed-width table of the headline numbers (for the terminal)."""
+    """Compact table of the headline numbers (for the terminal); the latency columns widen with their
+    values (simulator.console.table), so any magnitude stays aligned."""
+    from simulator.console.table import format_columns
+
     s = summary
     reasons = ", ".join(f"{k} {v}" for k, v in s["dropped_by_reason"].items())
     requests = (f"arrived {s['requests_arrived']}  finished {s['requests_finished']}  "
@@ -259,11 +262,10 @@ def format_summary_table(summary: Mapping) -> str:
                    f"preemptions {s['preemptions']}"),
     ]
     lines = [f"{label:<13}{text}" for label, text in rows]
-    lines.append(f"{'latency':<13}" + "".join(f"{q:>10}" for q in (*QUANTILES, "mean")))
-    for name, label, scale in (("ttft", "TTFT ms", 1e3), ("tpot", "TPOT ms", 1e3), ("e2e", "E2E s", 1.0),
-                               ("queue", "queue ms", 1e3)):
-        cells = [_num(s[f"{name}_{q}_s"], scale) for q in (*QUANTILES, "mean")]
-        lines.append(f"{label:<13}" + "".join(f"{c:>10}" for c in cells))
+    latency = [[label.ljust(11), *(_num(s[f"{name}_{q}_s"], scale) for q in (*QUANTILES, "mean"))]
+               for name, label, scale in (("ttft", "TTFT ms", 1e3), ("tpot", "TPOT ms", 1e3),
+                                          ("e2e", "E2E s", 1.0), ("queue", "queue ms", 1e3))]
+    lines += format_columns(["latency".ljust(11), *QUANTILES, "mean"], latency).splitlines()
     verdict = "met" if s["slo_attained"] else "missed"
     rows = [
         ("throughput", f"{_num(s['output_tokens_per_s'], digits=1)} tok/s   "

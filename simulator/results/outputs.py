@@ -16,6 +16,7 @@ import math
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Mapping
 
@@ -113,6 +114,26 @@ def _install(staged: Path, out_dir: Path) -> None:
     shutil.rmtree(backup, ignore_errors=True)
 
 
+@contextmanager
+def staged_output(out_dir: Path | str, marker: str = SUMMARY_JSON):
+    """`with staged_output(out) as folder:` write files into `folder`; on success it replaces `out`
+    atomically, on any failure (Ctrl-C included) it is removed and `out` is left as it was."""
+    out_dir = Path(out_dir).expanduser().absolute()
+    _check_replaceable(out_dir, marker)
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staged = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    except OSError as err:
+        raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
+    try:
+        os.chmod(staged, 0o755)  # mkdtemp makes it private; an output folder is a normal folder
+        yield staged
+        _install(staged, out_dir)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+
+
 def write_outputs(out_dir: Path | str, requests_df: pd.DataFrame, steps_df: pd.DataFrame, summary: Mapping,
                   *, plots: bool = True, extra_files: Mapping[str, str | bytes] | None = None) -> Path:
     """Write all outputs into `out_dir` atomically; returns the output folder.
@@ -121,14 +142,7 @@ def write_outputs(out_dir: Path | str, requests_df: pd.DataFrame, steps_df: pd.D
     in the same atomic step. Raises ScenarioError('--out', ...) when out_dir cannot be used.
     """
     out_dir = Path(out_dir).expanduser().absolute()
-    _check_replaceable(out_dir)
-    try:
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        staged = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    except OSError as err:
-        raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
-    try:
-        os.chmod(staged, 0o755)  # mkdtemp makes it private; an output folder is a normal folder
+    with staged_output(out_dir) as staged:
         write_parquet(requests_df, staged / REQUESTS_PARQUET)
         write_parquet(steps_df, staged / STEPS_PARQUET)
         (staged / SUMMARY_JSON).write_text(summary_json(summary), encoding="utf-8")
@@ -142,8 +156,4 @@ def write_outputs(out_dir: Path | str, requests_df: pd.DataFrame, steps_df: pd.D
                 target.write_text(content, encoding="utf-8")
         if plots:
             write_plots(staged, requests_df, steps_df, summary)
-        _install(staged, out_dir)
-    except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        raise
     return out_dir

@@ -40,23 +40,33 @@ def _finished(requests: pd.DataFrame) -> pd.DataFrame:
 
 def plot_latency_cdfs(requests: pd.DataFrame, summary: Mapping, path: Path) -> None:
     """Empirical CDFs of TTFT, TPOT and E2E over finished requests, with SLO thresholds when set."""
+    plot_latency_cdfs_overlaid({"": requests}, summary, path)
+
+
+def plot_latency_cdfs_overlaid(runs: Mapping[str, pd.DataFrame], summary: Mapping, path: Path) -> None:
+    """The latency CDFs of several runs overlaid (label -> requests frame; one colour each, in order), with
+    the SLO thresholds of `summary` (the first run's) when set. One unlabelled run: `plot_latency_cdfs`."""
     figure = _new_figure(12.0, 3.6)
     axes = figure.subplots(1, 3)
-    done = _finished(requests)
+    colors = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:gray")
     panels = (("ttft_s", "TTFT (ms)", 1e3, "slo_ttft_s"), ("tpot_s", "TPOT (ms)", 1e3, "slo_tpot_s"),
               ("e2e_s", "E2E latency (s)", 1.0, "slo_e2e_s"))
     for ax, (column, label, scale, slo_key) in zip(axes, panels):
-        values = np.sort(done[column].to_numpy(float))
-        values = values[np.isfinite(values)] * scale
-        if len(values):
-            fraction = np.arange(1, len(values) + 1) / len(values)
-            ax.step(np.concatenate([[values[0]], values]), np.concatenate([[0.0], fraction]), where="post",
-                    color="tab:blue", linewidth=1.5)
-        else:
+        drawn = False
+        for i, (name, requests) in enumerate(runs.items()):
+            values = np.sort(_finished(requests)[column].to_numpy(float))
+            values = values[np.isfinite(values)] * scale
+            if len(values):
+                fraction = np.arange(1, len(values) + 1) / len(values)
+                ax.step(np.concatenate([[values[0]], values]), np.concatenate([[0.0], fraction]), where="post",
+                        color=colors[i % len(colors)], linewidth=1.5, label=name or None)
+                drawn = True
+        if not drawn:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
         if summary.get(slo_key) is not None:
             ax.axvline(summary[slo_key] * scale, color="tab:red", linestyle="--", linewidth=1, label="SLO")
-            ax.legend(loc="lower right")
+        if summary.get(slo_key) is not None or (drawn and any(runs)):
+            ax.legend(loc="lower right", fontsize=8 if len(runs) > 1 else None)
         ax.set_xlabel(label)
         ax.set_ylim(0.0, 1.02)
         ax.grid(True, alpha=0.3)

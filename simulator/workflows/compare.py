@@ -1,0 +1,169 @@
+"""`draftsim compare`: several configurations side by side in one table and one figure.
+
+    draftsim compare A.yaml B.yaml [C.yaml ...] [--set KEY=VALUE ...]
+    draftsim compare A.yaml --vary drafter.gamma=2 --vary drafter.gamma=6 acceptance.alpha=0.6
+
+Each scenario (or each variant of the first one: `--vary` takes one or more `key=value` overrides per
+variant, applied on top of the base scenario and `--set`) is validated and built before any of them is
+simulated, so a mistake in the last one costs nothing. Runs keep their own seeds: with the same seed and
+workload, runs see the same arrivals and lengths (common random numbers), so the differences are the
+configurations'. Output (`--out`, default out/compare/<first name>/, written atomically):
+compare.csv (one row per headline metric: each run's value and each later run's change against the
+first, absolute and %), summaries.json (every run's full summary) and latency_cdf.png (TTFT, TPOT and
+E2E CDFs overlaid).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from simulator.console.contract import parse_args
+from simulator.errors import ScenarioError
+
+COMPARE_CSV, SUMMARIES_JSON, CDF_PNG = "compare.csv", "summaries.json", "latency_cdf.png"
+
+# (summary key, label, unit scale, unit)
+METRICS = (
+    ("ttft_p50_s", "TTFT p50", 1e3, "ms"), ("ttft_p99_s", "TTFT p99", 1e3, "ms"),
+    ("tpot_p50_s", "TPOT p50", 1e3, "ms"), ("tpot_p99_s", "TPOT p99", 1e3, "ms"),
+    ("e2e_p50_s", "E2E p50", 1.0, "s"), ("e2e_p99_s", "E2E p99", 1.0, "s"),
+    ("queue_p99_s", "queue p99", 1e3, "ms"),
+    ("output_tokens_per_s", "throughput", 1.0, "tok/s"), ("requests_per_s", "requests", 1.0, "req/s"),
+    ("goodput_rps", "goodput", 1.0, "req/s"), ("goodput_per_gpu_rps", "goodput/GPU", 1.0, "req/s"),
+    ("slo_attainment", "SLO attainment", 100.0, "%"), ("tokens_per_step", "tokens/step", 1.0, ""),
+    ("mean_accepted_length", "accepted length", 1.0, ""), ("mfu", "MFU", 100.0, "%"),
+    ("gpus", "GPUs", 1.0, ""),
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    path: Path
+    overrides: list[str]
+
+
+def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> list[Variant]:
+    """The runs to compare: each scenario file, or the first one and one variant per `--vary`."""
+    if vary and len(scenarios) != 1:
+        raise ScenarioError("--vary", "varies one scenario; give exactly one scenario file with --vary")
+    if not vary and len(scenarios) < 2:
+        raise ScenarioError("scenarios", "give two or more scenario files, or one with --vary KEY=VALUE")
+    if vary:
+        base = Path(scenarios[0])
+        return [Variant(base.stem, base, list(common)),
+                *(Variant(" ".join(v), base, [*common, *v]) for v in vary)]
+    runs = [Variant(Path(p).stem, Path(p), list(common)) for p in scenarios]
+    seen: dict[str, int] = {}
+    for i, run in enumerate(runs):  # same file name twice: number them
+        seen[run.label] = seen.get(run.label, 0) + 1
+        if seen[run.label] > 1:
+            runs[i] = Variant(f"{run.label} ({seen[run.label]})", run.path, run.overrides)
+    return runs
+
+
+def _value(summary: dict, key: str, scale: float) -> float:
+    value = summary.get(key)
+    return float(value) * scale if isinstance(value, (int, float)) and value is not None else math.nan
+
+
+def compare_frame(labels: list[str], summaries: list[dict]) -> pd.DataFrame:
+    """One row per metric: the value of each run, then for each later run its change against the first."""
+    rows = []
+    for key, name, scale, unit in METRICS:
+        values = [_value(s, key, scale) for s in summaries]
+        row = {"metric": name, "unit": unit, "key": key, **dict(zip(labels, values))}
+        for label, value in zip(labels[1:], values[1:]):
+            row[f"{label} - {labels[0]}"] = value - values[0]
+            row[f"{label} vs {labels[0]} %"] = (100.0 * (value - values[0]) / abs(values[0])
+                                                if values[0] not in (0.0,) and math.isfinite(values[0])
+                                                else math.nan)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _cell(value: float, digits: int = 2) -> str:
+    return "-" if not math.isfinite(value) else f"{value:,.{digits}f}"
+
+
+def format_compare(frame: pd.DataFrame, labels: list[str]) -> str:
+    from simulator.console.table import format_columns
+
+    header = ["metric", *labels, *(f"Δ {label}" for label in labels[1:])]
+    rows = []
+    for _, row in frame.iterrows():
+        name = f"{row['metric']} ({row['unit']})" if row["unit"] else row["metric"]
+        deltas = []
+        for label in labels[1:]:
+            pct = row[f"{label} vs {labels[0]} %"]
+            deltas.append("-" if not math.isfinite(pct) else f"{pct:+.1f} %")
+        rows.append([name, *(_cell(row[label]) for label in labels), *deltas])
+    return format_columns(header, rows)
+
+
+def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, step_mode: str | None = None):
+    """Validate and build every run first, then simulate each; returns (frame, labels, results, out dir)."""
+    from simulator.api import prepare, simulate
+    from simulator.config.scenario import load_scenario
+    from simulator.console.progress import Progress
+    from simulator.results.outputs import check_output_dir, staged_output, summary_json
+    from simulator.results.plots import plot_latency_cdfs_overlaid
+
+    loaded = [load_scenario(run.path, run.overrides) for run in runs]
+    out_dir = check_output_dir(out or Path("out") / "compare" / loaded[0][0].name, marker=COMPARE_CSV)
+    prepared = [prepare(scenario, base_dir=folder) for scenario, folder in loaded]
+    results = []
+    for i, (run, ready) in enumerate(zip(runs, prepared)):
+        with Progress(f"simulating {run.label} ({i + 1}/{len(runs)})", total=ready.num_requests, unit="req",
+                      quiet=quiet) as bar:
+            results.append(simulate(ready, step_mode=step_mode, progress=bar.update))
+    labels = [run.label for run in runs]
+    frame = compare_frame(labels, [r.summary for r in results])
+    with staged_output(out_dir, marker=COMPARE_CSV) as staged:
+        frame.to_csv(staged / COMPARE_CSV, index=False, float_format="%.9g", lineterminator="\n")
+        (staged / SUMMARIES_JSON).write_text(summary_json({label: r.summary for label, r in zip(labels, results)}),
+                                             encoding="utf-8")
+        plot_latency_cdfs_overlaid({label: r.requests for label, r in zip(labels, results)},
+                                   results[0].summary, staged / CDF_PNG)
+    return frame, labels, results, out_dir
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="draftsim compare", description=(
+        "Simulate two or more scenarios (or variants of one) and print their headline metrics side by side "
+        "with the change against the first; writes compare.csv, summaries.json and overlaid latency CDFs."),
+        epilog="examples: draftsim compare scenarios/speculation/colocated_draft.yaml "
+               "scenarios/speculation/medusa_heads.yaml | draftsim compare scenarios/quickstart.yaml "
+               "--vary drafter.gamma=2 --vary drafter.gamma=6")
+    p.add_argument("scenarios", nargs="+", help="scenario YAML files (the first is the baseline)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field in every run (repeatable)")
+    p.add_argument("--vary", action="append", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="one variant of the (single) scenario: one or more overrides (repeat for more variants)")
+    p.add_argument("--out", help="output folder (default: out/compare/<first scenario name>)")
+    p.add_argument("--step-mode", choices=["bulk", "step"], default=None)
+    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    runs = variants(args.scenarios, args.set, args.vary)
+    frame, labels, results, out_dir = run_compare(runs, Path(args.out) if args.out else None, quiet=args.quiet,
+                                                  step_mode=args.step_mode)
+    if not args.quiet:
+        print(format_compare(frame, labels))
+        print(f"compared {len(runs)} runs; {COMPARE_CSV}, {SUMMARIES_JSON} and {CDF_PNG} in {out_dir}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
