@@ -62,7 +62,7 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
 DELEGATED = {
     "estimate": ("simulator.workflows.estimate", "price one engine step as the simulator does: seconds by op kind and "
                                        "engine time (see `draftsim estimate --help`)"),
-    "profile": ("profiles.profiler.run", "time real torch kernels over the op graph's shapes and write a "
+    "profile": ("simulator.workflows.profile", "time real torch kernels over the op graph's shapes and write a "
                                          "profile table (see `draftsim profile --help`)"),
     "validate": ("scenarios.validation.run", "run a real torch serving loop and the simulator on the same "
                                       "requests and report the simulator's error (see `draftsim validate --help`); "

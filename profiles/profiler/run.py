@@ -17,7 +17,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -81,9 +81,11 @@ def default_out_dir(device_id: str, name: str) -> Path:
 
 def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out_dir: str | Path | None = None,
                 quick: bool = False, threads: int = 2, dtype: str | None = None, device_id: str | None = None,
-                collectives: bool = True, progress: bool = True, grid: GridSpec | None = None,
+                collectives: bool = True, progress: bool | Callable = True, grid: GridSpec | None = None,
                 timing: TimingConfig | None = None) -> Path:
-    """Profile `models` on `device`; returns the output directory (profiles/data/<device-id>/ by default)."""
+    """Profile `models` on `device`; returns the output directory (profiles/data/<device-id>/ by default).
+    `progress`: a tqdm bar on stderr (True), none (False), or a factory `(desc, total, unit)` returning a
+    context manager with `update()` (the command line passes the simulator's reporter)."""
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
     if device == "cuda" and not torch.cuda.is_available():
@@ -109,14 +111,16 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     rows, skipped = [], []
     started = time.perf_counter()
     load_at_start = [round(x, 2) for x in os.getloadavg()]
-    iterator = points
-    if progress:
+    if callable(progress):  # the caller's reporter (draftsim profile: lines on stderr even without a terminal)
+        bar = progress(f"profile {device_id}", len(points), "op")
+    else:
         from tqdm import tqdm
-        iterator = tqdm(points, desc=f"profile {device_id}", unit="op", file=sys.stderr)
+        bar = tqdm(total=len(points), desc=f"profile {device_id}", unit="op", file=sys.stderr, disable=not progress)
     pool = OperandPool(tdtype, dev)
     flush = None if quick else PrecedingGemm.for_device(dev, llc)
-    with torch.inference_mode():
-        for point in iterator:
+    with torch.inference_mode(), bar:
+        for point in points:
+            bar.update()
             dims = point.all_dims()
             if point.bytes > MAX_POINT_BYTES:
                 skipped.append(f"{point.kind} {dims}")
@@ -188,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = None) -> int:
+    """`draftsim profile`; `progress_factory` as run_profile's `progress` (default: a tqdm bar)."""
     args = build_parser().parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     try:
@@ -201,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         grid = dataclasses.replace(QUICK_GRID if args.quick else FULL_GRID, tp=tps)
         out = run_profile(args.device, models, args.out, quick=args.quick, threads=args.threads,
                           dtype=args.dtype, device_id=args.device_id, collectives=not args.no_collectives,
-                          progress=not args.no_progress, grid=grid)
+                          progress=(progress_factory or True) if not args.no_progress else False, grid=grid)
     except ValueError as exc:
         print(f"draftsim profile: error: {exc}", file=sys.stderr)
         return 2

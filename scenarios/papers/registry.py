@@ -29,6 +29,8 @@ from typing import Callable
 
 import pandas as pd
 
+from simulator.console.progress import Progress
+
 RELATIONS = ("≈", "≥", "≤")
 
 #: name -> module defining REPRODUCTION (add new reproductions here)
@@ -182,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for name in names:
         try:
-            report = reproduce(name, args.out)
+            with Progress(f"reproducing {name}"):
+                report = reproduce(name, args.out)
         except OSError as exc:
             print(f"draftsim reproduce: error: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}",
                   file=sys.stderr)

@@ -1,13 +1,15 @@
 """Progress of a long step on stderr, whether or not stderr is a terminal.
 
 On a terminal: a tqdm bar. Otherwise (a log file, CI, a pipe): one plain line every `interval_s`
-seconds, e.g. `draftsim: simulating: 1,200/2,000 req (60 %), 12.0 s`, and a closing line when at least
-one progress line was printed. `quiet` prints nothing. Writes go to the stream given (stderr by default)
-so stdout stays clean for results.
+seconds, e.g. `draftsim: simulating: 1,200/2,000 req (60 %), 12.0 s`, from a background thread so that a
+single long step without updates still says it is alive, and a closing line when at least one progress
+line was printed. `quiet` prints nothing. Writes go to the stream given (stderr by default) so stdout
+stays clean for results.
 """
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -29,14 +31,22 @@ class Progress:
         self.done = 0.0
         self._bar = None
         self._printed = False
-        self._quiet = quiet
-        self._t0 = self._last = time.monotonic()
+        self._t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._ticker = None
         if quiet:
             return
         is_tty = self.stream.isatty() if tty is None else tty
         if is_tty:
             from tqdm import tqdm
             self._bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, leave=False, dynamic_ncols=True)
+        else:
+            self._ticker = threading.Thread(target=self._tick, name=f"progress {desc}", daemon=True)
+            self._ticker.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._line()
 
     def __enter__(self) -> "Progress":
         return self
@@ -54,26 +64,25 @@ class Progress:
         self.done += n
         if self._bar is not None:
             self._bar.update(n)
-        elif not self._quiet:
-            now = time.monotonic()
-            if now - self._last >= self.interval_s:
-                self._last = now
-                self._line()
 
     def _line(self, suffix: str = "") -> None:
-        of = ""
         if self.total:
-            of = f"/{_count(self.total)} {self.unit} ({100.0 * self.done / self.total:.0f} %)"
-        else:
-            of = f" {self.unit}"
-        print(f"draftsim: {self.desc}: {_count(self.done)}{of}, {time.monotonic() - self._t0:.1f} s{suffix}",
-              file=self.stream, flush=True)
+            count = f"{_count(self.done)}/{_count(self.total)} {self.unit} ({100.0 * self.done / self.total:.0f} %), "
+        elif self.done:
+            count = f"{_count(self.done)} {self.unit}, "
+        else:  # a step without countable parts: say it is still running
+            count = ""
+        print(f"draftsim: {self.desc}: {count}{time.monotonic() - self._t0:.1f} s{suffix}", file=self.stream,
+              flush=True)
         self._printed = True
 
     def close(self, finished: bool = True) -> None:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-        elif self._printed and finished:
-            self._line(", done")
-            self._printed = False
+        if self._ticker is not None:
+            self._stop.set()
+            self._ticker.join()
+            self._ticker = None
+            if self._printed and finished:
+                self._line(", done")

@@ -26,6 +26,7 @@ from simulator.workflows.plan.screen import DEPLOYMENTS, screen, workload_means
 from simulator.workflows.plan.config import enumerate_candidates, load_plan
 from simulator.workflows.sweep.store import _atomic_write
 from simulator.console.contract import parse_args
+from simulator.console.progress import Progress
 
 SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 % of an SLO (screen error)
 RANKED_CSV, CANDIDATES_CSV, PARETO_PNG = "ranked.csv", "candidates.csv", "pareto.png"
@@ -202,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.confirm_top is not None and args.confirm_top < 0:
             raise ScenarioError("--confirm-top", f"must be >= 0, got {args.confirm_top}")
-        ranked, screened, out_dir = run_plan(args.plan, args.out, executor=args.executor, workers=args.workers,
-                                             confirm_top=args.confirm_top)
+        with Progress("planning (screen, then DES confirmations)", quiet=args.quiet):
+            ranked, screened, out_dir = run_plan(args.plan, args.out, executor=args.executor,
+                                                 workers=args.workers, confirm_top=args.confirm_top)
     except (ScenarioError, UnknownNameError) as exc:
         print(f"draftsim plan: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
