@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     r.add_argument("--trace", action="store_true",
                    help="also write trace.json: a Chrome/Perfetto timeline (one track per replica with prefill, "
-                        "draft and verify spans and request ids; open in ui.perfetto.dev)")
+                        "draft, verify and engine spans per step, and one slice per request with its id; "
+                        "open in ui.perfetto.dev)")
     r.add_argument("--quiet", action="store_true", help="print nothing on success")
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("catalog", help="list the model or hardware catalog")

@@ -183,3 +183,51 @@ def test_ctrl_c_on_a_sweep_keeps_finished_points_and_resumes(tmp_path):
     rows = __import__("pandas").read_parquet(out / "results.parquet")
     assert len(rows) == 12 and (rows["status"] == "ok").all()
     assert json.loads((out / "manifest.json").read_text())["name"] == "intr"
+
+
+def _sweep_file(tmp_path, **extra) -> Path:
+    sweep = {"name": "s", "scenario": str(REPO / "scenarios" / "quickstart.yaml"),
+             "set": ["workload.num_requests=50", "outputs.plots=false"],
+             "grid": {"workload.arrival.qps": [4, 8]}, **extra}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    return path
+
+
+@pytest.mark.parametrize("plot, field", [({"x": "drafter.gamma"}, "plot.x"),
+                                         ({"hue": "workload.arrival.qps"}, "plot.hue")])
+def test_a_bad_sweep_plot_section_is_refused_before_any_point_runs(tmp_path, capsys, plot, field):
+    code = main(["sweep", str(_sweep_file(tmp_path, plot=plot)), "--out", str(tmp_path / "store"), "--plot"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    _one_line(err, field)
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_misspelt_sweep_plot_metric_stops_the_sweep_after_one_point(tmp_path, capsys):
+    path = _sweep_file(tmp_path, plot={"metrics": ["goodput_rsp"]})
+    code = main(["sweep", str(path), "--out", str(tmp_path / "store"), "--plot", "--executor", "serial"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    _one_line(err, "sweep.plot.metrics")
+    assert "goodput_rps" in err  # the known metrics are listed
+    assert len(list((tmp_path / "store" / "points").glob("*.parquet"))) == 1  # kept: --resume continues
+
+
+@pytest.mark.slow
+def test_an_unreachable_dask_scheduler_leaves_no_store_behind(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    code = main(["sweep", str(_sweep_file(tmp_path)), "--out", str(tmp_path / "store"),
+                 "--executor", "dask://127.0.0.1:9"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    _one_line(err, "--executor")
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_validation_error_from_a_model_check_reads_as_the_validators_message(tmp_path, capsys):
+    code, err, out = _cli(tmp_path, capsys, scenario(scheduler={"kind": "sarathi", "chunk_tokens": 4096,
+                                                                "max_batched_tokens": 512}))
+    assert code == 2
+    _one_line(err, "scheduler: chunk_tokens (4096) must be <= max_batched_tokens (512)")
+    assert "Value error" not in err

@@ -61,6 +61,20 @@ def test_validate_quick_end_to_end(tmp_path, quick_profile, capsys):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
 
+@pytest.mark.slow
+def test_repeats_and_op_breakdown(tmp_path, quick_profile, capsys):
+    """The README's `--repeats 3` and `--op-breakdown` runs, on the quick scenario: per-step medians over
+    the repeats with their spread, and measured vs priced seconds per op kind in ops.csv."""
+    out = tmp_path / "val"
+    rc = main(["--quick", "--repeats", "2", "--op-breakdown", "--no-plot", "--out", str(out),
+               "--profile-dir", str(quick_profile)])
+    summary = json.loads((out / "validation.json").read_text())
+    assert rc == (0 if all(summary["targets"].values()) else 1)
+    assert summary["noise"]["repeats"] == 2 and len(summary["per_repeat"]) == 2
+    ops = pd.read_csv(out / "ops.csv")
+    assert len(ops) > 0 and "noise over 2 repeats" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv", [["--device", "tpu"], ["--bogus"], ["--threads", "0"], ["--threads", "x"],
                                   ["--quick", "--profile-dir", "/nonexistent/profile"],
                                   ["--quick", "--scenario", "/nonexistent.yaml", "--profile-dir", "@PROFILE"],

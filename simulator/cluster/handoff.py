@@ -65,9 +65,12 @@ class KVHandOff:
             raise ScenarioError("cluster.disaggregation.kv_transfer.link", str(exc)) from None
         built = decode.kind.drafter   # a drafter with its own KV (draft model, EAGLE head) ships it too
         draft = built.spec if built is not None and built.kv_bytes_per_token_per_gpu > 0 else None
-        draft_tp = drafter.tp if drafter.kind == "draft_model" else decode.kind.parallelism.tp
+        if drafter.kind == "draft_model":   # its own TP in both pools
+            draft_tp = (drafter.tp, drafter.tp)
+        else:                               # heads are sharded like the target of each pool
+            draft_tp = (prefill.kind.parallelism.tp, decode.kind.parallelism.tp)
         mover = KVMover(placement, decode.kind.target, prefill.kind.parallelism, decode.kind.parallelism,
-                        decode.kind.dtype, draft, draft_tp)
+                        decode.kind.dtype, draft, *draft_tp)
         return KVHandOff(prefill.replicas, decode.replicas, decode.router, mover, kv.layerwise_overlap,
                          decode.kind.target.num_layers)
 

@@ -89,7 +89,8 @@ class KVMover:
     decode_par: Parallelism
     dtype: str
     draft: ModelSpec | None = None
-    draft_tp: int = 1
+    draft_tp_prefill: int = 1   # GPUs holding the draft's KV in a prefill replica
+    draft_tp_decode: int = 1    # ... and in a decode replica (pools may differ in TP)
 
     def request_flows(self, tokens: int, prefill_replica: int, decode_replica: int, request: int = 0) -> list[Flow]:
         src = _attention_group(self.placement.prefill_gpus[prefill_replica], self.prefill_par, request)
@@ -97,9 +98,9 @@ class KVMover:
         flows = kv_transfer_flows(self.target, tokens, src, _tp_pp(self.prefill_par), dst,
                                   _tp_pp(self.decode_par), self.dtype)
         if self.draft is not None:
-            dpar = Parallelism(self.draft_tp, 1)
-            flows += kv_transfer_flows(self.draft, tokens, src[:self.draft_tp], dpar, dst[:self.draft_tp], dpar,
-                                       self.dtype)
+            tp_src, tp_dst = min(self.draft_tp_prefill, len(src)), min(self.draft_tp_decode, len(dst))
+            flows += kv_transfer_flows(self.draft, tokens, src[:tp_src], Parallelism(tp_src, 1), dst[:tp_dst],
+                                       Parallelism(tp_dst, 1), self.dtype)
         return flows
 
     def request_bytes(self, tokens: int, prefill_replica: int = 0, decode_replica: int = 0) -> float:

@@ -209,6 +209,13 @@ class SchedulerConfig(_Strict):
     block_size: int = Field(16, ge=1, le=1024)
     step_mode: Literal["bulk", "step"] = "bulk"
 
+    @model_validator(mode="after")
+    def _chunk_fits_the_budget(self) -> "SchedulerConfig":
+        if self.kind == "sarathi" and self.chunk_tokens > self.max_batched_tokens:
+            raise ValueError(f"chunk_tokens ({self.chunk_tokens}) must be <= max_batched_tokens "
+                             f"({self.max_batched_tokens})")
+        return self
+
 
 class OutputsConfig(_Strict):
     plots: bool = True
@@ -227,11 +234,6 @@ class Scenario(_Strict):
     slo: SLO = SLO()
     outputs: OutputsConfig = OutputsConfig()
 
-    @model_validator(mode="after")
-    def _check_budget(self) -> "Scenario":
-        if self.scheduler.kind == "sarathi" and self.scheduler.chunk_tokens > self.scheduler.max_batched_tokens:
-            raise ValueError("scheduler.chunk_tokens must be <= scheduler.max_batched_tokens")
-        return self
 
 
 def _user_path(loc: tuple, data) -> str:
@@ -258,6 +260,8 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
         loc, msg = loc + ("kind",), "required field is missing"
     elif first["type"] == "union_tag_invalid":
         loc, msg = loc + ("kind",), f"unknown kind {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
+    elif first["type"] == "value_error":  # a validator's own message, without pydantic's "Value error, "
+        msg = str(ctx.get("error") or msg.removeprefix("Value error, "))
     return _user_path(loc, data) or "scenario", msg
 
 

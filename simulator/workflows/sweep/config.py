@@ -98,10 +98,23 @@ class SweepConfig(BaseModel):
         keys = self.param_keys
         if self.plot.x is not None and self.plot.x not in keys:
             raise ValueError(f"plot.x {self.plot.x!r} is not a swept key; swept: {', '.join(keys) or 'none'}")
-        if self.plot.hue is not None and (self.plot.hue not in keys or self.plot.hue == self.plot.x):
-            raise ValueError(f"plot.hue {self.plot.hue!r} is not a swept key other than x; swept: "
-                             f"{', '.join(keys) or 'none'}")
+        if self.plot.hue is not None and (self.plot.hue not in keys or self.plot.hue == self.plot_x):
+            raise ValueError(f"plot.hue {self.plot.hue!r} is not a swept key other than x ({self.plot_x}); "
+                             f"swept: {', '.join(keys) or 'none'}")
         return self
+
+    def values_of(self, key: str) -> list[Any]:
+        return list(self.grid.get(key, [])) + [p[key] for p in self.points if key in p]
+
+    @property
+    def plot_x(self) -> str:
+        """The plots' x axis: `plot.x`, else the first swept key whose values are all numbers, else the
+        first swept key, else the seed."""
+        if self.plot.x is not None:
+            return self.plot.x
+        numeric = [k for k in self.param_keys
+                   if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in self.values_of(k))]
+        return (numeric or self.param_keys or [SEED_KEY])[0]
 
     @property
     def param_keys(self) -> list[str]:

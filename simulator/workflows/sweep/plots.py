@@ -1,7 +1,7 @@
 """Standard plots of a sweep: each metric against one swept key, one line per combination of the others.
 
 x: ``plot.x`` of the sweep file, else the first swept key with numeric values, else the first swept key
-(categorical axis). Lines: one per combination of the remaining swept keys (``plot.hue`` first in the
+(categorical axis): `SweepConfig.plot_x`. Lines: one per combination of the remaining swept keys (``plot.hue`` first in the
 label). Points: mean over seeds; the shaded band spans min..max over seeds. One PNG per metric,
 ``<metric>_vs_<x>.png``; rows with status other than ``ok`` are left out. Uses matplotlib's Agg canvas
 directly (no pyplot state), PNGs without metadata.
@@ -33,7 +33,7 @@ def plot_sweep(frame: pd.DataFrame, spec: SweepConfig, out_dir: Path) -> list[Pa
     ok = frame[frame["status"] == "ok"] if not frame.empty else frame
     if ok.empty:
         return []
-    x = spec.plot.x or next((k for k in keys if _numeric(ok[k])), keys[0] if keys else "seed")
+    x = spec.plot_x
     if x not in ok.columns:
         raise ScenarioError("sweep.plot.x", f"{x!r} is not a swept key; swept: {', '.join(keys) or 'none'}")
     others = [k for k in keys if k != x]

@@ -1,0 +1,253 @@
+"""Schema-wide fuzzing of `draftsim run` (hypothesis): every generated scenario either runs and keeps the run
+invariants, or fails with the user-facing error — one line `draftsim: error: <field>: ...`, exit 2, no
+traceback, nothing written. Scenarios span every drafter, speculation shape, acceptance model, control
+policy, scheduler, router, dtype, hardware, latency source, disaggregation and expert parallelism; a
+share of them has one field replaced by junk (a negative number, a wrong type, an unknown name) to
+exercise the bad-input paths.
+
+CI runs a fixed, derandomized set of 150 (plus the explicit examples that once crashed). A longer run, whose
+counts the README reports (printed with -s)::
+
+    DRAFTSIM_FUZZ_EXAMPLES=2000 python3 -m pytest -q -s tests/test_fuzz_scenarios.py -p no:cacheprovider
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import io
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from models import get_model, list_models
+from profiles.hardware import list_hardware
+from simulator.cli import main
+
+EXAMPLES = int(os.environ.get("DRAFTSIM_FUZZ_EXAMPLES", "150"))
+OUTCOMES: collections.Counter = collections.Counter()   # "ran" / "refused"; printed at the end (pytest -s)
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                suppress_health_check=list(HealthCheck))
+
+SMALL_MODELS = ["llama-68m", "qwama-0.5b", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "llama-3-8b", "llama-2-7b"]
+ALL_MODELS = list_models()
+HARDWARE = [h for h in list_hardware() if h != "cpu-local"]
+DRAFT_MODELS = ["llama-68m", "qwama-0.5b", "qwen2.5-coder-0.5b"]
+JUNK = st.sampled_from([-1, 0, -0.5, "x", None, [], {}, 1e30, True, "nope", [1, 2]])
+
+lengths = st.one_of(
+    st.builds(lambda v: {"kind": "fixed", "value": v}, st.integers(1, 1024)),
+    st.builds(lambda lo, span: {"kind": "uniform", "low": lo, "high": lo + span}, st.integers(1, 512),
+              st.integers(0, 512)),
+    st.builds(lambda m, s: {"kind": "lognormal", "median": m, "sigma": s, "max": 2048},
+              st.floats(4, 600), st.floats(0.1, 1.5)))
+
+arrivals = st.one_of(
+    st.builds(lambda q: {"process": "poisson", "qps": q}, st.floats(0.5, 60)),
+    st.builds(lambda q, cv: {"process": "gamma", "qps": q, "cv": cv}, st.floats(0.5, 60), st.floats(0.2, 4)),
+    st.builds(lambda c: {"process": "closed_loop", "concurrency": c}, st.integers(1, 16)))
+
+drafters = st.one_of(
+    st.just({"kind": "none"}),
+    st.builds(lambda m, g, p, tp: {"kind": "draft_model", "model": m, "gamma": g, "placement": p, "tp": tp},
+              st.sampled_from(DRAFT_MODELS), st.integers(0, 8), st.sampled_from(["colocated", "separate", "cpu"]),
+              st.sampled_from([1, 1, 2])),
+    st.builds(lambda s, g: {"kind": "head", "style": s, "gamma": g},
+              st.sampled_from(["autoregressive", "parallel"]), st.integers(0, 8)),
+    st.builds(lambda g, f: {"kind": "layer_skip", "gamma": g, "layers_fraction": f}, st.integers(0, 8),
+              st.floats(0.1, 0.9)),
+    st.builds(lambda g: {"kind": "ngram", "gamma": g}, st.integers(0, 8)))
+
+shapes = st.one_of(
+    st.just({"kind": "chain"}),
+    st.builds(lambda b, k, d, n: {"kind": "tree", "builder": b, "k": k, "depth": d, "budget": n},
+              st.sampled_from(["kary", "medusa", "sequoia"]), st.integers(1, 4), st.integers(1, 5),
+              st.integers(1, 40)),
+    st.builds(lambda k, d, n: {"kind": "dynamic_tree", "top_k": k, "depth": d, "budget": n},
+              st.integers(1, 6), st.integers(1, 6), st.integers(1, 48)),
+    st.builds(lambda n, s: {"kind": "multidraft", "n": n, "scheme": s}, st.integers(1, 4),
+              st.sampled_from(["rrs", "rrs_wor", "kseq", "naive"])))
+
+acceptances = st.one_of(
+    st.builds(lambda a: {"kind": "constant", "alpha": a}, st.floats(0, 1)),
+    st.builds(lambda a: {"kind": "positional", "alphas": a}, st.lists(st.floats(0, 1), min_size=1, max_size=6)),
+    st.builds(lambda p: {"kind": "ranked", "accept_probs": p}, st.sampled_from([[0.6], [0.5, 0.2], [0.4, 0.2, 0.1]])),
+    st.builds(lambda v, z, q: {"kind": "pair", "vocab": v, "zipf": z, "q_power": q}, st.integers(2, 64),
+              st.floats(0.2, 3), st.floats(0.2, 2)),
+    st.builds(lambda d, m: {"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": d, "mode": m},
+              st.sampled_from(["draft", "skip", "ngram"]), st.sampled_from(["greedy", "sample"])))
+
+policies = st.one_of(
+    st.just({"kind": "fixed"}),
+    st.builds(lambda g: {"kind": "smartspec", "max_gamma": g}, st.integers(1, 8)),
+    st.builds(lambda t: {"kind": "specdecpp", "threshold": t}, st.floats(0, 1)),
+    st.builds(lambda b: {"kind": "tetris", "budget_tokens": b}, st.integers(1, 128)),
+    st.builds(lambda b, q: {"kind": "load_switch", "max_batch": b, "max_queue": q}, st.integers(0, 64),
+              st.integers(0, 64)))
+
+schedulers = st.builds(
+    lambda kind, batch, tokens, chunk, block: {"kind": kind, "max_batch_size": batch, "max_batched_tokens": tokens,
+                                               "chunk_tokens": min(chunk, tokens), "block_size": block},
+    st.sampled_from(["vllm", "sarathi"]), st.integers(1, 256), st.integers(256, 8192), st.integers(16, 1024),
+    st.sampled_from([8, 16, 32]))
+
+latency = st.builds(lambda source, fw, engine: {"source": source, "framework": fw, "engine_time": engine},
+                    st.sampled_from(["auto", "auto", "measured", "roofline"]),
+                    st.sampled_from(["vllm", "sglang", "trtllm"]), st.sampled_from([None, True, False]))
+
+
+@st.composite
+def layouts(draw, model: str):
+    """Parallelism that mostly suits the model (tp divides its heads; ep > 1 only for MoE models; GPUs
+    enough for its weights), sometimes not (the build must then refuse it in one line)."""
+    spec = get_model(model)
+    if draw(st.integers(0, 5)) == 0:
+        return {"tp": draw(st.sampled_from([1, 2, 3, 4, 8])), "pp": draw(st.sampled_from([1, 2])),
+                "ep": draw(st.sampled_from([1, 2, 8]))}
+    tps = [t for t in (1, 2, 4, 8) if spec.num_heads % t == 0 and spec.num_kv_heads % t == 0] or [1]
+    need = max(1, int(spec.param_count() * 2 / 60e9) + 1)     # bf16 weights over ~60 GB per GPU
+    tp = draw(st.sampled_from([t for t in tps if t >= min(need, max(tps))] or tps))
+    pp = draw(st.sampled_from([1, 1, 2])) if tp * 2 <= need * 2 else 1
+    experts = getattr(spec, "num_experts", 0) or 0
+    ep = draw(st.sampled_from([e for e in (1, tp, 2 * tp) if experts == 0 and e == 1 or experts and experts % e == 0]))
+    return {"tp": tp, "pp": pp, "ep": ep}
+
+
+@st.composite
+def clusters(draw):
+    model = draw(st.sampled_from(SMALL_MODELS) if draw(st.integers(0, 3)) else st.sampled_from(ALL_MODELS))
+    cluster = {"hardware": draw(st.sampled_from(HARDWARE)), "model": model,
+               "dtype": draw(st.sampled_from(["bf16", "bf16", "bf16", "fp16", "fp8", "fp32"])),
+               "latency": draw(latency),
+               "router": draw(st.sampled_from(["round_robin", "least_outstanding", "join_shortest_queue"]))}
+    if draw(st.integers(0, 4)) == 0:  # disaggregated prefill/decode pools, possibly on different GPUs
+        cluster["disaggregation"] = {
+            "prefill": {"replicas": draw(st.integers(1, 2)), "parallelism": draw(layouts(model))},
+            "decode": {"replicas": draw(st.integers(1, 2)), "parallelism": draw(layouts(model)),
+                       "hardware": draw(st.sampled_from(HARDWARE))},
+            "kv_transfer": {"link": draw(st.sampled_from(["scaleup", "scaleout"])),
+                            "layerwise_overlap": draw(st.booleans())}}
+    else:
+        cluster["replicas"] = draw(st.integers(1, 3))
+        cluster["parallelism"] = draw(layouts(model))
+    if draw(st.booleans()):
+        cluster["moe"] = {"routing": draw(st.sampled_from(["uniform", "zipf"])), "zipf_exponent": draw(st.floats(0.1, 3)),
+                          "prescheduling_hit_rate": draw(st.floats(0, 1))}
+    return cluster
+
+
+@st.composite
+def speculation(draw):
+    """Drafter, shape, acceptance and policy: mostly combinations that make sense together (trees get
+    per-rank acceptance, adaptive policies a drafter), sometimes any combination."""
+    if draw(st.integers(0, 5)) == 0:
+        return {"drafter": draw(drafters), "speculation": draw(shapes), "acceptance": draw(acceptances),
+                "policy": draw(policies)}
+    drafter = draw(drafters)
+    if drafter["kind"] == "none" or drafter.get("gamma", 0) == 0:
+        return {"drafter": drafter}
+    shape = draw(shapes)
+    if shape["kind"] in ("tree", "dynamic_tree", "multidraft"):
+        acceptance = draw(acceptances.filter(lambda a: a["kind"] in ("ranked", "pair", "trace")))
+    else:
+        acceptance = draw(acceptances)
+    policy = draw(policies) if shape["kind"] == "chain" else {"kind": "fixed"}
+    return {"drafter": drafter, "speculation": shape, "acceptance": acceptance, "policy": policy}
+
+
+@st.composite
+def scenarios(draw):
+    data = {"name": "fuzz", "seed": draw(st.integers(0, 2**16)),
+            "workload": {"arrival": draw(arrivals), "prompt_tokens": draw(lengths), "output_tokens": draw(lengths),
+                         "num_requests": draw(st.integers(1, 40))},
+            "cluster": draw(clusters()), **draw(speculation()), "scheduler": draw(schedulers),
+            "slo": {"ttft_s": draw(st.floats(0.01, 5)), "tpot_s": draw(st.floats(0.001, 0.2))},
+            "outputs": {"plots": False}}
+    if draw(st.integers(0, 3)) == 0:  # one field replaced by junk
+        leaves = sorted(_leaves(data))
+        path = leaves[draw(st.integers(0, len(leaves) - 1).map(lambda i: (i * 7919) % len(leaves)))]
+        node = data
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = draw(JUNK)
+    return data
+
+
+def _leaves(node, prefix=()):
+    if isinstance(node, dict) and node:
+        for key, value in node.items():
+            yield from _leaves(value, (*prefix, key))
+    elif prefix and not isinstance(node, list):
+        yield prefix
+
+
+def _check_invariants(out: Path) -> None:
+    requests = pd.read_parquet(out / "requests.parquet")
+    steps = pd.read_parquet(out / "steps.parquet")
+    summary = yaml.safe_load((out / "summary.json").read_text())
+    assert summary["requests_arrived"] == (summary["requests_finished"] + summary["requests_dropped"]
+                                           + summary["requests_unfinished"])
+    done = requests["finish_s"].notna()
+    assert (requests.loc[done, "emitted_tokens"] == requests.loc[done, "output_tokens"]).all()
+    assert steps["emitted_tokens"].sum() == requests["emitted_tokens"].sum()       # token conservation
+    assert (steps["kv_blocks_used"] <= steps["kv_blocks_total"]).all()
+    assert (steps["duration_s"] > 0).all()
+    for _, one in steps.groupby("replica"):                                       # one step at a time
+        assert (one["start_s"].to_numpy()[1:] >= one["end_s"].to_numpy()[:-1] - 1e-9).all()
+
+
+def _known(**sections) -> dict:
+    """A scenario that once crashed (issue: reliability and everyday use), kept as an explicit example."""
+    data = {"name": "known", "seed": 1, "outputs": {"plots": False},
+            "workload": {"arrival": {"process": "poisson", "qps": 8.0}, "num_requests": 30,
+                         "prompt_tokens": {"kind": "fixed", "value": 100}, "output_tokens": {"kind": "fixed", "value": 20}},
+            "cluster": {"hardware": "h100-sxm", "model": "llama-3-8b"}}
+    for key, value in sections.items():
+        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) and key in data else value
+    return data
+
+
+@FUZZ
+@given(data=scenarios())
+@example(data=_known(cluster={"hardware": "a100-80gb", "dtype": "fp8"}))          # KeyError in the MFU
+@example(data=_known(cluster={"hardware": "a100-80gb", "dtype": "fp8", "disaggregation": {
+    "decode": {"hardware": "h100-sxm"}}}))
+@example(data=_known(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},   # broadcast error
+                     policy={"kind": "smartspec", "max_gamma": 2}))
+@example(data=_known(workload={"num_requests": 10**9}))                                # MemoryError
+@example(data=_known(cluster={"model": "llama-68m", "disaggregation": {                 # draft KV over pools of
+    "prefill": {"parallelism": {"tp": 1}}, "decode": {"parallelism": {"tp": 4}}}},      # different TP (found
+                     drafter={"kind": "head", "style": "autoregressive", "gamma": 1}))  # by this test)
+@example(data=_known(scheduler={"kind": "sarathi", "chunk_tokens": 4096, "max_batched_tokens": 512}))
+def test_every_scenario_runs_or_fails_with_one_clean_line(data):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fuzz.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        out = Path(tmp) / "out"
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(["run", str(path), "--out", str(out), "--quiet"])
+        lines = [line for line in err.getvalue().splitlines() if not line.startswith("draftsim: warning:")]
+        OUTCOMES["tried"] += 1
+        if code == 0:
+            assert not lines, lines
+            _check_invariants(out)
+            OUTCOMES["ran, invariants held"] += 1
+        else:
+            assert code == 2, (code, err.getvalue())
+            assert len(lines) == 1 and lines[0].startswith("draftsim: error: "), err.getvalue()
+            assert ":" in lines[0][len("draftsim: error: "):]   # names a field
+            assert not out.exists()
+            OUTCOMES["refused with one line, exit 2"] += 1
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_outcomes():
+    yield
+    if OUTCOMES:
+        print("\nfuzzed scenarios: " + ", ".join(f"{k} {v}" for k, v in OUTCOMES.items()) + ", crashes 0")

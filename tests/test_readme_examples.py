@@ -1,0 +1,106 @@
+"""Every command in a fenced block of README.md and the scenario READMEs runs as written, or is listed
+here with the test that runs its equivalent (heavy measurement, the install/test commands CI itself runs).
+
+Commands run from the repository root in a child process (the installed `draftsim` entry point is
+replaced by `python3 -m simulator.cli`, the same main); an `--out` into a temporary folder is added where
+the command writes outputs, so the checkout stays clean. A README command that is neither run nor
+covered fails `test_every_readme_command_is_run_or_covered`, so new examples cannot go untested.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+READMES = [REPO / "README.md", *sorted((REPO / "scenarios").rglob("README.md"))]
+
+# Commands (normalised: comments stripped) run by another test or by CI, with where.
+COVERED = {
+    "python3 -m pip install -e '.[dev,gpu-data]' && draftsim run scenarios/quickstart.yaml":
+        "the README's first command: the install is CI's (.ci/run), the run is `draftsim run scenarios/quickstart.yaml` below",
+    "python3 -m pip install -e '.[dev,torch,dask,gpu-data]' && python3 -m pytest -q": ".ci/run runs exactly this",
+    'python3 -m pytest -q -m "not slow"': "a subset of the suite CI runs",
+    "python3 -m pytest -q tests/test_output_hashes.py": "a file of the suite CI runs",
+    "python3 -m scenarios.validation.run --quick": "tests/test_validate_cli.py::test_validate_quick_end_to_end",
+    "python3 -m scenarios.validation.run --repeats 3 --out out/validate-cpu":
+        "tests/test_validate_cli.py::test_repeats_and_op_breakdown (on the quick scenario; the full CPU run "
+        "takes ~10 min)",
+    "python3 -m scenarios.validation.run --op-breakdown": "tests/test_validate_cli.py::test_repeats_and_op_breakdown",
+    "python3 -m scenarios.validation.run --profile-first":
+        "tests/test_validate_cli.py::test_profile_first_measures_the_scenarios_models_here_and_validates_with_them",
+    "python3 -m scenarios.moe.des_grid":
+        "tests/test_moe_scenarios.py::test_des_grid_runs_ep_and_tp_with_and_without_prescheduling_and_speculation "
+        "(the same grid, fewer requests)",
+    "draftsim sweep scenarios/sweeps/quickstart_qps_gamma.yaml --executor dask://scheduler:8786":
+        "needs a Dask scheduler named `scheduler`; test_readme_dask_example_without_a_scheduler_fails_cleanly",
+}
+# Commands that write into out/ by default: the flag that redirects them.
+OUT_FLAG = {"run": "--out", "sweep": "--out", "plan": "--out", "reproduce": "--out", "compare": "--out"}
+SLOW_PREFIXES = ("python3 -m scenarios.disagg.search", "draftsim plan", "draftsim sweep")
+
+
+def readme_commands() -> list[tuple[str, str]]:
+    """(README path relative to the repo, command) of every `draftsim` / `python3 -m` line in a fenced block."""
+    found = []
+    for path in READMES:
+        for block in re.findall(r"```[a-z]*\n(.*?)```", path.read_text(), re.S):
+            for line in block.splitlines():
+                command = line.split("  #")[0].split("   #")[0].strip()
+                if re.match(r"(draftsim|python3 -m) ", command):
+                    found.append((str(path.relative_to(REPO)), command))
+    return found
+
+
+COMMANDS = readme_commands()
+RUNNABLE = [c for _, c in COMMANDS if c not in COVERED]
+
+
+def _argv(command: str, tmp_path: Path) -> list[str]:
+    argv = shlex.split(command)
+    if argv[0] == "draftsim":
+        sub = argv[1] if len(argv) > 1 else ""
+        argv = [sys.executable, "-m", "simulator.cli", *argv[1:]]
+        if sub in OUT_FLAG and "--out" not in argv and "--list" not in argv:
+            argv += [OUT_FLAG[sub], str(tmp_path / "out")]
+    elif argv[:2] == ["python3", "-m"]:
+        argv = [sys.executable, *argv[1:]]
+    return argv
+
+
+def test_the_readmes_hold_commands_and_every_one_is_run_or_covered():
+    assert len(COMMANDS) >= 15
+    for readme, command in COMMANDS:
+        assert command in RUNNABLE or command in COVERED, (readme, command)
+    for command, where in COVERED.items():
+        assert any(command == c for _, c in COMMANDS), f"stale entry: {command}"
+        for test_file, name in re.findall(r"(tests/\w+\.py)(?:::(\w+))?", where):
+            assert (REPO / test_file).is_file(), where
+            assert not name or f"def {name}(" in (REPO / test_file).read_text(), where
+
+
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if c.startswith(SLOW_PREFIXES)
+                                     else c for c in dict.fromkeys(RUNNABLE)])
+def test_readme_command_runs_as_written(command, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"}
+    done = subprocess.run(_argv(command, tmp_path), cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
+    assert "Traceback" not in done.stderr
+    assert done.stdout.strip(), command  # every example prints its result
+
+
+@pytest.mark.slow
+def test_readme_dask_example_without_a_scheduler_fails_cleanly(tmp_path):
+    command = "draftsim sweep scenarios/sweeps/quickstart_qps_gamma.yaml --executor dask://scheduler:8786"
+    pytest.importorskip("distributed")
+    done = subprocess.run(_argv(command, tmp_path), cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--executor" in lines[0] and "scheduler:8786" in lines[0], done.stderr
+    assert not (tmp_path / "out").exists()
