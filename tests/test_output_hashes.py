@@ -70,6 +70,9 @@ CASES = [
     # added with the one-engine redesign (recorded on its commit, not on dc52e50)
     ("scenarios/disagg/eagle_tree_ep_h100_h200.yaml", ['workload.num_requests=80'],
      "6607af589f649578", "178071006be9c132", "14f90c07b38b66e9"),
+    # added with the trace-replay example (issue: reliability and everyday use)
+    ("scenarios/traces/replay.yaml", [],
+     "f2bf25d2409546d2", "6a8ba7a9bf814771", "fe55b177aca24b19"),
 ]
 
 
