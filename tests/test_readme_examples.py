@@ -61,13 +61,16 @@ COMMANDS = readme_commands()
 RUNNABLE = [c for _, c in COMMANDS if c not in COVERED]
 
 
-def _argv(command: str, tmp_path: Path) -> list[str]:
+def _argv(command: str, out_root: Path) -> list[str]:
+    """The command's argv; outputs go to `out_root`/<sub-command>-<first argument>, so that consecutive
+    README commands on the same file (a sweep, then the same sweep with --resume) share them as a user's do."""
     argv = shlex.split(command)
     if argv[0] == "draftsim":
         sub = argv[1] if len(argv) > 1 else ""
         argv = [sys.executable, "-m", "simulator.cli", *argv[1:]]
         if sub in OUT_FLAG and "--out" not in argv and "--list" not in argv:
-            argv += [OUT_FLAG[sub], str(tmp_path / "out")]
+            target = re.sub(r"[^A-Za-z0-9_.-]", "_", "-".join(argv[3:5] if len(argv) > 4 else argv[3:4]))
+            argv += [OUT_FLAG[sub], str(out_root / target)]
     elif argv[:2] == ["python3", "-m"]:
         argv = [sys.executable, *argv[1:]]
     return argv
@@ -84,11 +87,16 @@ def test_the_readmes_hold_commands_and_every_one_is_run_or_covered():
             assert not name or f"def {name}(" in (REPO / test_file).read_text(), where
 
 
+@pytest.fixture(scope="module")
+def out_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("readme-out")
+
+
 @pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if c.startswith(SLOW_PREFIXES)
                                      else c for c in dict.fromkeys(RUNNABLE)])
-def test_readme_command_runs_as_written(command, tmp_path):
+def test_readme_command_runs_as_written(command, out_root):
     env = {**os.environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"}
-    done = subprocess.run(_argv(command, tmp_path), cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(_argv(command, out_root), cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
     assert "Traceback" not in done.stderr
     assert done.stdout.strip(), command  # every example prints its result
@@ -103,4 +111,4 @@ def test_readme_dask_example_without_a_scheduler_fails_cleanly(tmp_path):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--executor" in lines[0] and "scheduler:8786" in lines[0], done.stderr
-    assert not (tmp_path / "out").exists()
+    assert not any(tmp_path.iterdir())  # no empty store left behind
