@@ -163,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", metavar="NAME", help="reproduction name(s), or 'all'")
     parser.add_argument("--list", action="store_true", help="list the registered reproductions")
     parser.add_argument("--out", default="out/papers", help="output folder (default: out/papers)")
+    parser.add_argument("--quiet", action="store_true", help="no progress and no tables; the exit code and "
+                                                             "a line per failed reproduction still tell")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -184,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for name in names:
         try:
-            with Progress(f"reproducing {name}"):
+            with Progress(f"reproducing {name}", quiet=args.quiet):
                 report = reproduce(name, args.out)
         except OSError as exc:
             print(f"draftsim reproduce: error: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}",
@@ -192,12 +194,16 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         repro = get(name)
         verdict = "PASS" if report.passed else "FAIL"
+        failed += not report.passed
+        if args.quiet:
+            if not report.passed:
+                print(f"draftsim reproduce: {name}: a check failed (see {report.files[-1]})", file=sys.stderr)
+            continue
         print(f"== {name}: {repro.title} [{verdict}]\n   {repro.citation}")
         print(format_checks(report.checks))
         for note in report.notes:
             print(f"note: {note}")
         print("wrote " + ", ".join(str(p) for p in report.files) + "\n")
-        failed += not report.passed
     return 1 if failed else 0
 
 

@@ -64,15 +64,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "default scenario's models) and simulate with that profile: one command for a "
                         "machine without a shipped profile")
     p.add_argument("--no-plot", action="store_true", help="skip validation.png")
+    p.add_argument("--quiet", action="store_true", help="no progress and no report on stdout (files are "
+                                                        "written; exit 1 and a line on stderr when a target is missed)")
     return p
 
 
-def profile_here(scenario_path: str | Path, device: str, out: Path, threads: int | None, quick_grid: bool = False) -> Path:
+def profile_here(scenario_path: str | Path, device: str, out: Path, threads: int | None, quick_grid: bool = False,
+                 quiet: bool = False) -> Path:
     """Profile the models a validation scenario runs (target, and the draft model if any) on this device,
     into `out`/profile/ (the full grid; `quick_grid`: the profiler's coarse CI grid, for tests only);
     returns that folder. Measured before the reference run, so still out of sample."""
     from profiles.profiler.run import run_profile
     from simulator.config.scenario import load_scenario
+    from simulator.console.progress import Progress
 
     scenario, _ = load_scenario(scenario_path)
     models = [scenario.cluster.model]
@@ -80,7 +84,8 @@ def profile_here(scenario_path: str | Path, device: str, out: Path, threads: int
     if draft is not None and draft not in models:
         models.append(draft)
     return run_profile(device, models, out / "profile", quick=quick_grid, threads=threads or 2,
-                       collectives=False, progress=True)
+                       collectives=False,
+                       progress=lambda desc, total, unit: Progress(desc, total=total, unit=unit, quiet=quiet))
 
 
 def _device_id(device: str) -> str:
@@ -100,7 +105,7 @@ def _device_name(device: str) -> str:
 
 
 def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: str | Path | None = None,
-                   threads: int | None = None, op_breakdown: bool = False, repeats: int = 1):
+                   threads: int | None = None, op_breakdown: bool = False, repeats: int = 1, quiet: bool = False):
     """Simulate and run the reference engine (`repeats` times: median run, see
     scenarios.validation.reference.compare.combine_repeats); returns (steps frame, requests frame, summary dict,
     op-kind breakdown frame or None)."""
@@ -140,7 +145,7 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
     config = ReferenceConfig(device=device, threads=threads, op_breakdown=op_breakdown)
     load = measure_load(threads)
     runs = []
-    with Progress("reference runs", total=repeats, unit="run") as bar:
+    with Progress("reference runs", total=repeats, unit="run", quiet=quiet) as bar:
         for _ in range(repeats):
             runs.append(run_reference(scenario, folder, config))
             bar.update()
@@ -214,23 +219,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_output_dir(out, marker="validation.json")
         profile_dir = args.profile_dir
         if args.profile_first:
-            profile_dir = profile_here(scenario, args.device, out, args.threads)
+            profile_dir = profile_here(scenario, args.device, out, args.threads, quiet=args.quiet)
         steps, requests, summary, ops = run_validation(scenario, args.device, profile_dir, args.threads,
-                                                       args.op_breakdown, args.repeats)
+                                                       args.op_breakdown, args.repeats, args.quiet)
     except (ValueError, ScenarioError, UnknownNameError) as exc:
         print(f"draftsim validate: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return EXIT_USAGE
     summary["command"] = "python3 -m scenarios.validation.run " + " ".join(sys.argv[1:] if argv is None else argv)
-    print(format_table(summary))
-    if "warning" in summary:
-        print(f"warning: {summary['warning']}")
-    if ops is not None:
-        print(format_breakdown(ops))
+    if not args.quiet:
+        print(format_table(summary))
+        if "warning" in summary:
+            print(f"warning: {summary['warning']}")
+        if ops is not None:
+            print(format_breakdown(ops))
     paths = write_outputs(out, steps, requests, summary, plot=not args.no_plot)
     if ops is not None:
         ops.to_csv(out / "ops.csv", index=False, float_format="%.9g")
         paths.append(out / "ops.csv")
-    print(f"wrote {', '.join(p.name for p in paths)} to {out}/")
+    if not args.quiet:
+        print(f"wrote {', '.join(p.name for p in paths)} to {out}/")
     missed = [name for name, ok in summary["targets"].items() if not ok]
     if missed:
         print(f"draftsim validate: {len(missed)} of {len(summary['targets'])} targets missed: {', '.join(missed)}"
