@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Simulate two or more scenarios (or variants of one) and print their headline metrics side by side "
         "with the change against the first; writes compare.csv, summaries.json and overlaid latency CDFs."),
         epilog="examples: draftsim compare scenarios/speculation/colocated_draft.yaml "
-               "scenarios/speculation/medusa_heads.yaml | draftsim compare scenarios/quickstart.yaml "
+               "scenarios/speculation/separate_draft.yaml | draftsim compare scenarios/quickstart.yaml "
                "--vary drafter.gamma=2 --vary drafter.gamma=6")
     p.add_argument("scenarios", nargs="+", help="scenario YAML files (the first is the baseline)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
