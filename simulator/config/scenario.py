@@ -249,6 +249,16 @@ def _user_path(loc: tuple, data) -> str:
     return ".".join(parts)
 
 
+def validation_error(err: ValidationError, data, prefix: str = "scenario") -> ScenarioError:
+    """The user-facing error for a pydantic failure of a config file: its first error, the YAML path of the
+    field under `prefix` (the file's kind, e.g. `sweep`; a scenario's paths start at its top level) and
+    pydantic's message in the project's wording."""
+    where, msg = _format_validation_error(err, data)
+    if prefix == "scenario":
+        return ScenarioError(where or prefix, msg)
+    return ScenarioError(".".join(part for part in (prefix, where) if part), msg)
+
+
 def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
     first = err.errors()[0]
     msg, loc, ctx = first["msg"], tuple(first["loc"]), first.get("ctx") or {}
@@ -262,7 +272,7 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
         loc, msg = loc + ("kind",), f"unknown kind {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
     elif first["type"] == "value_error":  # a validator's own message, without pydantic's "Value error, "
         msg = str(ctx.get("error") or msg.removeprefix("Value error, "))
-    return _user_path(loc, data) or "scenario", msg
+    return _user_path(loc, data), msg
 
 
 def _parse_override(text: str) -> tuple[list[str], Any]:
@@ -319,7 +329,7 @@ def parse_scenario(data: dict) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:
-        raise ScenarioError(*_format_validation_error(err, data)) from None
+        raise validation_error(err, data) from None
 
 
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> tuple[Scenario, Path]:

@@ -8,13 +8,14 @@ Files (each written to a temporary name and renamed into place, so none is ever 
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from simulator.results.outputs import summary_json
 
 STEPS_CSV, REQUESTS_CSV, SUMMARY_JSON, PLOT_PNG = "steps.csv", "requests.csv", "validation.json", "validation.png"
 _KIND_COLORS = {"prefill": "tab:orange", "decode": "tab:blue", "mixed": "tab:green"}
@@ -79,21 +80,6 @@ def format_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _plain(value):
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return float(f"{value:.10g}") if math.isfinite(value) else None
-    return value
-
-
 def _atomic_write(path: Path, write) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     write(tmp)
@@ -108,7 +94,7 @@ def write_outputs(out_dir: str | Path, steps: pd.DataFrame, requests: pd.DataFra
     paths = [out / STEPS_CSV, out / REQUESTS_CSV, out / SUMMARY_JSON]
     _atomic_write(paths[0], lambda p: steps.to_csv(p, index=False, float_format="%.9g"))
     _atomic_write(paths[1], lambda p: requests.to_csv(p, index=False, float_format="%.9g"))
-    _atomic_write(paths[2], lambda p: p.write_text(json.dumps(_plain(summary), indent=2, sort_keys=True) + "\n"))
+    _atomic_write(paths[2], lambda p: p.write_text(summary_json(summary)))
     if plot:
         paths.append(out / PLOT_PNG)
         _atomic_write(paths[3], lambda p: plot_validation(steps, requests, summary, p))

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from simulator.errors import ScenarioError
 from simulator.results.metrics import SLO
 from simulator.workflows.plan.prices import price_per_gpu_hour
-from simulator.config.scenario import read_scenario_dict
+from simulator.config.scenario import read_scenario_dict, validation_error
 
 FIELD = "plan"
 DRAFTER_KINDS = ("none", "draft_model")
@@ -180,10 +180,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     try:
         spec = PlanConfig.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "plan"
-        msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
-        raise ScenarioError(f"{FIELD}.{where}", msg.removeprefix("Value error, ")) from None
+        raise validation_error(err, data, FIELD) from None
     from models import get_model
     from profiles.hardware import get_hardware
 
@@ -201,10 +198,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
         try:
             moe = MoeConfig.model_validate(spec.moe)
         except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
-            raise ScenarioError(f"{FIELD}.moe.{where}".rstrip("."), msg) from None
+            raise validation_error(err, spec.moe, f"{FIELD}.moe") from None
         if moe.routing == "trace":
             raise ScenarioError(f"{FIELD}.moe.routing", "plans take uniform or zipf routing; replay a routing "
                                 "trace in a scenario (cluster.moe) instead")

@@ -32,7 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from simulator.errors import ScenarioError
-from simulator.config.scenario import apply_overrides, parse_scenario, read_scenario_dict
+from simulator.config.scenario import apply_overrides, parse_scenario, read_scenario_dict, validation_error
 
 FIELD = "sweep"
 SEED_KEY = "seed"
@@ -162,10 +162,7 @@ def load_sweep(path: str | Path) -> tuple[SweepConfig, Path]:
     try:
         spec = SweepConfig.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "sweep"
-        msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
-        raise ScenarioError(f"{FIELD}.{where}", msg.removeprefix("Value error, ")) from None
+        raise validation_error(err, data, FIELD) from None
     return spec, Path(path).resolve().parent
 
 
