@@ -142,45 +142,36 @@ class _State:
 STATE = _State()
 
 
+def _timed(orig, key_of):
+    """`orig` wrapped to add its wall time to the current record under `key_of()` (not while idle)."""
+
+    @functools.wraps(orig)
+    def w(*a, **k):
+        rec = STATE.rec
+        if rec is None:
+            return orig(*a, **k)
+        key = key_of()
+        t0 = perf_ns()
+        try:
+            return orig(*a, **k)
+        finally:
+            rec[key] = rec.get(key, 0) + (perf_ns() - t0)
+
+    w._dsim_wrapped = True
+    return w
+
+
 def _wrap(cls, name: str, key: str):
     orig = cls.__dict__.get(name)
     if orig is None:
         orig = getattr(cls, name)
     if getattr(orig, "_dsim_wrapped", False):
         return
-
-    @functools.wraps(orig)
-    def w(*a, **k):
-        rec = STATE.rec
-        if rec is None:
-            return orig(*a, **k)
-        t0 = perf_ns()
-        try:
-            return orig(*a, **k)
-        finally:
-            rec[key] = rec.get(key, 0) + (perf_ns() - t0)
-
-    w._dsim_wrapped = True
-    setattr(cls, name, w)
+    setattr(cls, name, _timed(orig, lambda: key))
 
 
 def _wrap_model_call(cls, name: str, key_target: str, key_draft: str):
-    orig = getattr(cls, name)
-
-    @functools.wraps(orig)
-    def w(*a, **k):
-        rec = STATE.rec
-        if rec is None:
-            return orig(*a, **k)
-        key = key_draft if STATE.in_draft else key_target
-        t0 = perf_ns()
-        try:
-            return orig(*a, **k)
-        finally:
-            rec[key] = rec.get(key, 0) + (perf_ns() - t0)
-
-    w._dsim_wrapped = True
-    setattr(cls, name, w)
+    setattr(cls, name, _timed(getattr(cls, name), lambda: key_draft if STATE.in_draft else key_target))
 
 
 def install_timers() -> dict:

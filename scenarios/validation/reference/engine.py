@@ -42,6 +42,7 @@ import torch
 
 from models.torch_impl.fused import (TORCH_DTYPES, DecodeGroup, FusedDecoder, PrefillChunk, config_from_spec,
                                       new_op_seconds)
+from profiles.profiler.table import cpu_model
 from simulator.cluster.build import build
 from simulator.results.metrics import build_requests_frame, build_steps_frame
 from simulator.config.scenario import LatencyConfig, Scenario
@@ -344,7 +345,7 @@ class ReferenceEngine:
         meta = {
             "device": self.config.device,
             "device_name": (torch.cuda.get_device_name(self.device) if self.device.type == "cuda"
-                            else _cpu_name()),
+                            else cpu_model()),
             "torch_version": torch.__version__,
             "threads": torch.get_num_threads(),
             "dtype": self.scenario.cluster.dtype,
@@ -361,17 +362,6 @@ class ReferenceEngine:
             "op_breakdown": self.config.op_breakdown,
         }
         return ReferenceResult(requests, steps, meta, [list(t) for t in self.tokens])
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "cpu"
 
 
 def run_reference(scenario: Scenario, base_dir: str | Path, config: ReferenceConfig = ReferenceConfig()
