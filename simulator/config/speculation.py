@@ -10,7 +10,7 @@ YAML reference (each section is a discriminated union on `kind`):
   speculation:  chain (γ = drafter.gamma)
                 tree         {builder: kary|medusa|sequoia, k, depth, budget}
                 dynamic_tree {top_k, depth, budget}                    # EAGLE-2 top-N reranking
-                multidraft   {n, scheme: rrs|rrs_wor|kseq|naive}       # n sequences of length γ
+                multidraft   {n, scheme: rrs|rrs_wor|kseq|naive|optimal|optimal_wor}  # n sequences of length γ
   acceptance:   ranked {accept_probs}    # Sequoia's positional model: P(child of rank k is accepted)
                 pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
@@ -78,11 +78,15 @@ class DynamicTreeConfig(_Strict):
 
 
 class MultiDraftConfig(_Strict):
-    """n draft sequences of length drafter.gamma from the same prefix, verified with `scheme`."""
+    """n draft sequences of length drafter.gamma from the same prefix, verified with `scheme`: recursive
+    rejection sampling (`rrs`, `rrs_wor` without replacement), K-SEQ (`kseq`), `naive`, or the optimal
+    lossless verifier of Hu et al. / Khisti et al. (`optimal`: i.i.d. drafts, the sort-based closed form
+    of theory.multidraft_optimal; `optimal_wor`: drafts without replacement, its coupling LP, small
+    vocabularies only)."""
 
     kind: Literal["multidraft"]
     n: int = Field(2, ge=1, le=64)
-    scheme: Literal["rrs", "rrs_wor", "kseq", "naive"] = "rrs"
+    scheme: Literal["rrs", "rrs_wor", "kseq", "naive", "optimal", "optimal_wor"] = "rrs"
 
 
 SpeculationConfig = Annotated[Union[ChainConfig, TreeConfig, DynamicTreeConfig, MultiDraftConfig],

@@ -13,9 +13,11 @@ Acceptance inputs:
 - `ranked` (Sequoia's positional model): accept_probs[k] for the child of rank k, at every node.
 - `pair` (p, q): chains accept with β = Σ min(p, q); trees use theory.trees.positional_accept_probs with
   rrs_wor verification; multi-draft accepts at the branching position with
-  theory.multidraft.acceptance(p, q, n, scheme) and below it with β. Approximation for multi-draft: below
-  the branching position one surviving sequence is assumed (exact for rrs_wor, whose drafts are
-  distinct; for i.i.d. schemes duplicate first tokens would leave several survivors — more acceptance).
+  theory.multidraft.acceptance(p, q, n, scheme) (`optimal`/`optimal_wor`: the best lossless verifier,
+  theory.multidraft_optimal.optimal_acceptance with and without replacement) and below it with β.
+  Approximation for multi-draft: below the branching position one surviving sequence is assumed (exact
+  for rrs_wor and optimal_wor, whose drafts are distinct; for i.i.d. schemes duplicate first tokens would
+  leave several survivors — more acceptance).
   The n first-level children split the acceptance equally (symmetric under i.i.d. drafts).
 - `trace` (greedy): trees are walked on the measured drafter ranks (simulator.speculation.tree_acceptance). Their
   shapes (sequoia/medusa/dynamic) are built from the trace's empirical P(rank = k). A dynamic tree is then
@@ -25,6 +27,7 @@ Acceptance inputs:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +41,7 @@ from theory.trees import Tree
 
 MAX_RANKS = 8       # candidates per node considered by trace rank probabilities
 MAX_PAIR_RANKS = 6  # ... and by pair rank probabilities (the exact rrs_wor sum grows as vocab^ranks)
+MAX_WOR_TUPLES = 20_000  # draft tuples of the optimal_wor LP (12 tokens, n = 4: 11,880 tuples, ~1 s)
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,9 @@ def build_tree(sp, acc, gamma: int, base_dir: Path) -> Tree:
     from theory import tree_builders as tb
     from theory.tree_search import optimal_tree
 
-    probs = rank_probs(acc, base_dir, sp.kind)
+    # multi-draft on a (p, q) pair needs no per-rank probabilities (its levels come from the verifier)
+    pair_multidraft = sp.kind == "multidraft" and acc.kind == "pair"
+    probs = None if pair_multidraft else rank_probs(acc, base_dir, sp.kind)
     try:
         if sp.kind == "multidraft":
             return _multidraft_tree(sp, acc, probs, gamma)
@@ -112,15 +118,33 @@ def _multidraft_tree(sp, acc, probs: np.ndarray, gamma: int) -> Tree:
         for _ in range(gamma - 1):
             parents.append(len(parents) - 1), ranks.append(0)
     if acc.kind == "pair":
-        from theory.multidraft import acceptance, single_draft_acceptance
+        from theory.multidraft import single_draft_acceptance
         p, q = pair_distributions(acc)
-        first, below = acceptance(p, q, n, sp.scheme), single_draft_acceptance(p, q)
+        first, below = multidraft_first_acceptance(p, q, n, sp.scheme), single_draft_acceptance(p, q)
         first_level = [first / n] * n
     else:  # ranked or trace: the n first tokens are the drafter's top-n candidates
         first_level = [float(probs[r]) if r < len(probs) else 0.0 for r in range(n)]
         below = float(probs[0])
     accept = [1.0] + [first_level[ranks[i]] if parents[i] == 0 else below for i in range(1, len(parents))]
     return Tree(tuple(parents), tuple(ranks), tuple(accept))
+
+
+def multidraft_first_acceptance(p: np.ndarray, q: np.ndarray, n: int, scheme: str) -> float:
+    """P(the verifier of `scheme` outputs one of the n drafted first tokens) for the pair (p, q)."""
+    if scheme in ("optimal", "optimal_wor"):
+        from theory.multidraft_optimal import optimal_acceptance
+        support = int(np.count_nonzero(q))
+        if scheme == "optimal_wor" and math.perm(support, min(n, support)) > MAX_WOR_TUPLES:
+            raise ScenarioError("speculation.scheme", f"optimal_wor solves a coupling LP over the "
+                                f"{math.perm(support, min(n, support)):,} ordered draft tuples of n={n} "
+                                f"from {support} tokens; at most {MAX_WOR_TUPLES:,} are allowed (use "
+                                f"'optimal' for i.i.d. drafts or a smaller acceptance.vocab)")
+        try:
+            return optimal_acceptance(p, q, n, replacement=scheme == "optimal")
+        except ValueError as exc:
+            raise ScenarioError("speculation.scheme", str(exc)) from None
+    from theory.multidraft import acceptance
+    return acceptance(p, q, n, scheme)
 
 
 def _trace_chain(acc, gamma: int, seed: int, base_dir: Path):
