@@ -19,7 +19,7 @@ SCENARIOS = ("colocated_draft", "separate_draft", "cpu_draft", "medusa_heads", "
 
 
 def row(name: str, overrides: list[str]) -> dict:
-    from simulator.schema import apply_overrides, read_scenario_dict
+    from simulator.config.scenario import apply_overrides, read_scenario_dict
     path = FOLDER / f"{name}.yaml"
     data = apply_overrides(read_scenario_dict(path), overrides + ["outputs.plots=false"])
     data.setdefault("name", name)

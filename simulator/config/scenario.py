@@ -16,7 +16,8 @@ from simulator.errors import ScenarioError
 from simulator.results.metrics import SLO
 from simulator.config.speculation import (ChainConfig, FixedPolicyConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig,
-                                   PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig)
+                                   PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
+                                   ContextsAcceptanceConfig)
 from simulator.core.workload import WorkloadConfig
 
 
@@ -191,7 +192,8 @@ class TraceAcceptanceConfig(_Strict):
 
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
-                                   RankedAcceptanceConfig, PairAcceptanceConfig], Field(discriminator="kind")]
+                                   RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig],
+                             Field(discriminator="kind")]
 
 
 class SchedulerConfig(_Strict):

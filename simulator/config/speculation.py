@@ -9,9 +9,10 @@ YAML reference (each section is a discriminated union on `kind`):
                 ngram       {gamma}                                   # prompt lookup, ~zero cost
   speculation:  chain (γ = drafter.gamma)
                 tree         {builder: kary|medusa|sequoia, k, depth, budget}
-                dynamic_tree {top_k, depth, budget}                    # EAGLE-2 top-N reranking
+                dynamic_tree {top_k, depth, budget, per_context}       # EAGLE-2 top-N reranking
                 multidraft   {n, scheme: rrs|rrs_wor|kseq|naive|optimal|optimal_wor}  # n sequences of length γ
   acceptance:   ranked {accept_probs}    # Sequoia's positional model: P(child of rank k is accepted)
+                contexts {contexts: [{weight, accept_probs}]}   # per-context classes of the ranked model
                 pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
                 | load_switch {max_batch, max_queue}
@@ -69,12 +70,16 @@ class TreeConfig(_Strict):
 
 
 class DynamicTreeConfig(_Strict):
-    """EAGLE-2: expand the `top_k` best nodes per level for `depth` levels, keep the `budget` best nodes."""
+    """EAGLE-2: expand the `top_k` best nodes per level for `depth` levels, keep the `budget` best nodes.
+    `per_context` (with `acceptance: {kind: contexts}`): re-shape the tree every step for the contexts the
+    drafter sees at its nodes (EAGLE-2's confidence reranking / DySpec / OPT-Tree), instead of one tree
+    for the mean (simulator.speculation.context_acceptance)."""
 
     kind: Literal["dynamic_tree"]
     top_k: int = Field(4, ge=1, le=64)
     depth: int = Field(5, ge=1, le=64)
     budget: int = Field(32, ge=1, le=1024)
+    per_context: bool = False
 
 
 class MultiDraftConfig(_Strict):
@@ -106,6 +111,30 @@ class RankedAcceptanceConfig(_Strict):
             raise ValueError(f"accept_probs must sum to at most 1 (siblings are exclusive), "
                              f"got {sum(self.accept_probs):.4g}")
         return self
+
+
+class ContextClassConfig(_Strict):
+    weight: float = Field(gt=0.0)
+    accept_probs: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _exclusive(self) -> "ContextClassConfig":
+        if sum(self.accept_probs) > 1.0 + 1e-9:
+            raise ValueError(f"accept_probs must sum to at most 1 (siblings are exclusive), "
+                             f"got {sum(self.accept_probs):.4g}")
+        return self
+
+
+class ContextsAcceptanceConfig(_Strict):
+    """Acceptance that depends on the context: every draft-tree node falls in one of `contexts` classes
+    (probability ∝ `weight`, independently per node), each with Sequoia's per-rank accept_probs (e.g.
+    positions where the draft is confident and right vs. hard identifiers; derive them from a measured
+    trace with profiles.acceptance.trace.confidence_classes). Shapes that do not look at the classes
+    accept as `ranked` with the mean; `dynamic_tree` with `per_context` is re-shaped per step
+    (theory.context_trees)."""
+
+    kind: Literal["contexts"]
+    contexts: list[ContextClassConfig] = Field(min_length=1, max_length=16)
 
 
 class PairAcceptanceConfig(_Strict):

@@ -23,6 +23,8 @@ Acceptance inputs:
   shapes (sequoia/medusa/dynamic) are built from the trace's empirical P(rank = k). A dynamic tree is then
   the EAGLE-2 tree of those average rank probabilities: per-context re-shaping from the draft's scores
   at every step is not modelled (the trace has the draft's scores only along the target's own path).
+- `contexts` (per-node context classes, simulator.speculation.context_acceptance): every shape accepts as
+  `ranked` with the classes' mean, except a `dynamic_tree` with `per_context`, re-shaped per step.
 - `constant` / `positional` give no per-rank acceptance, so trees and multi-draft reject them.
 """
 from __future__ import annotations
@@ -70,6 +72,10 @@ def rank_probs(acc, base_dir: Path, shape: str = "tree") -> np.ndarray:
     speculation kind that needs it, for the error message)."""
     if acc.kind == "ranked":
         return np.asarray(acc.accept_probs, dtype=np.float64)
+    if acc.kind == "contexts":  # every shape that does not look at the classes sees the mean
+        from simulator.speculation.context_acceptance import class_rows
+        weights, rows = class_rows(acc)
+        return weights @ rows
     if acc.kind == "pair":
         from theory.trees import positional_accept_probs
         p, q = pair_distributions(acc)
@@ -166,6 +172,8 @@ CHAIN_ACCEPTANCE = {
     "ranked": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas([acc.accept_probs[0]], gamma, seed),
     "pair": _pair_chain,
     "trace": _trace_chain,
+    "contexts": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas(
+        [float(rank_probs(acc, base_dir)[0])], gamma, seed),
 }
 
 
@@ -181,6 +189,8 @@ def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_p
         model = chain_acceptance(acc, gamma, seed, base_dir)
         widths = (1,) if parallel_passes and gamma else (1,) * gamma
         return SpeculationBuild(model, None, gamma + 1, widths, False, model.full_accept_probability())
+    if sp.kind == "dynamic_tree" and sp.per_context:
+        return _per_context_tree(sp, acc, gamma, seed, parallel_passes)
     tree = build_tree(sp, acc, gamma, base_dir)
     if parallel_passes and tree.depth > gamma:
         raise ScenarioError("speculation.depth", f"the tree is {tree.depth} deep but the parallel heads "
@@ -193,3 +203,22 @@ def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_p
     # A tree that is a single path is verified with the causal mask, exactly as the chain it is.
     branching = tree.size - 1 != tree.depth
     return SpeculationBuild(model, tree, tree.size, widths, branching, model.full_accept_probability())
+
+
+
+def _per_context_tree(sp, acc, gamma: int, seed: int, parallel_passes: bool) -> SpeculationBuild:
+    """A dynamic tree re-shaped per step for the realised contexts (simulator.speculation.context_acceptance)."""
+    from simulator.speculation.context_acceptance import dynamic_tree_library, widest_shape
+    if acc.kind != "contexts":
+        raise ScenarioError("speculation.per_context", f"a per-context tree needs acceptance kind 'contexts' "
+                            f"(per-class acceptance), got {acc.kind!r}")
+    try:
+        model = dynamic_tree_library(sp, acc, seed)
+    except ValueError as exc:
+        raise ScenarioError("acceptance.contexts", str(exc)) from None
+    if parallel_passes and model.depth > gamma:
+        raise ScenarioError("speculation.depth", f"the tree is {model.depth} deep but the parallel heads "
+                            f"predict only drafter.gamma={gamma} positions")
+    verify_q, widths = widest_shape(model.trees)
+    return SpeculationBuild(model, model.trees[0], verify_q, (1,) if parallel_passes else widths,
+                            model.depth != verify_q - 1, model.full_accept_probability())
