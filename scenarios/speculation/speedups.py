@@ -15,7 +15,8 @@ import simulator
 
 FOLDER = Path(__file__).resolve().parent
 SCENARIOS = ("colocated_draft", "separate_draft", "cpu_draft", "medusa_heads", "eagle_dynamic_tree", "layer_skip",
-             "ngram", "multidraft", "sequoia_tree", "smartspec_policy", "multidraft_optimal")
+             "ngram", "multidraft", "sequoia_tree", "smartspec_policy", "multidraft_optimal",
+             "context_dynamic_tree", "cascade_drafting")
 
 
 def row(name: str, overrides: list[str]) -> dict:

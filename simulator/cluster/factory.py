@@ -61,12 +61,10 @@ def make_latency_model(lat: LatencyConfig, hardware_id: str, dtype: str, base_di
 
 def drafter_family(drafter) -> str | None:
     """The speculation method as serving engines name it (None without a drafter): eagle (autoregressive
-    head), medusa (parallel heads), draft_model, layer_skip or ngram."""
-    if drafter.kind == "none":
-        return None
-    if drafter.kind == "head":
-        return "eagle" if drafter.style == "autoregressive" else "medusa"
-    return drafter.kind
+    head), medusa (parallel heads), draft_model, layer_skip or ngram (simulator.cost.drafters.engine_family:
+    a new drafter kind says there which family's engine behaviour it gets)."""
+    from simulator.cost.drafters import engine_family
+    return None if drafter.kind == "none" else engine_family(drafter)
 
 
 def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str | None):
@@ -182,6 +180,9 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
     if policy.kind != "fixed" and not speculating:
         raise ScenarioError("policy.kind", f"{policy.kind!r} controls speculation; it needs a drafter "
                             "with drafter.gamma >= 1")
+    if policy.kind != "fixed" and drafter.kind == "cascade":
+        raise ScenarioError("policy.kind", "a cascade drafter runs its configured stages every step; "
+                            "control policies need a single-model drafter")
     if speculation.kind == "multidraft" and drafter.kind != "none" and gamma < 1:
         raise ScenarioError("drafter.gamma", "multidraft needs sequences of length drafter.gamma >= 1")
     latencies = {} if latencies is None else latencies

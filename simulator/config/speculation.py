@@ -7,6 +7,7 @@ YAML reference (each section is a discriminated union on `kind`):
                 head        {style: autoregressive|parallel, gamma}   # EAGLE-style / Medusa-style heads
                 layer_skip  {gamma, layers_fraction}                  # self-speculation, shared KV
                 ngram       {gamma}                                   # prompt lookup, ~zero cost
+                cascade     {stages: [{model, tokens, tp, inner_gamma, inner_alpha}]}   # CS Drafting
   speculation:  chain (γ = drafter.gamma)
                 tree         {builder: kary|medusa|sequoia, k, depth, budget}
                 dynamic_tree {top_k, depth, budget, per_context}       # EAGLE-2 top-N reranking
@@ -51,6 +52,40 @@ class NgramDrafterConfig(_Strict):
 
     kind: Literal["ngram"]
     gamma: int = Field(4, ge=0, le=64)
+
+
+class CascadeStageConfig(_Strict):
+    """One stage of a cascade drafter: `model` (a catalog model on the target's first `tp` GPUs; omit it
+    for a statistical drafter such as CS Drafting's max-gram, which costs no GPU time) proposes the next
+    `tokens` draft positions. `inner_gamma` ≥ 1 makes the stage a vertical cascade: the model verifies
+    `inner_gamma` proposals of a negligible-cost statistical drafter, each accepted with `inner_alpha`,
+    instead of generating autoregressively (theory.cascade.expected_passes)."""
+
+    model: str | None = None
+    tokens: int = Field(ge=1, le=64)
+    tp: int = Field(1, ge=1, le=64)
+    inner_gamma: int = Field(0, ge=0, le=16)
+    inner_alpha: float = Field(0.0, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _inner_needs_a_model(self) -> "CascadeStageConfig":
+        if self.inner_gamma and self.model is None:
+            raise ValueError("inner_gamma needs a stage model (a statistical stage has no passes to save)")
+        return self
+
+
+class CascadeDrafterConfig(_Strict):
+    """Cascade Speculative Drafting (CS Drafting, Chen et al. 2024): a horizontal cascade of `stages`,
+    the first proposing the first draft positions, each later (cheaper) stage the next ones; a stage may
+    itself be a vertical cascade (`inner_gamma`). γ = the stages' tokens summed. Give the per-position
+    acceptance of the stages' positions with `acceptance: {kind: positional, alphas}`."""
+
+    kind: Literal["cascade"]
+    stages: list[CascadeStageConfig] = Field(min_length=1, max_length=4)
+
+    @property
+    def gamma(self) -> int:
+        return sum(s.tokens for s in self.stages)
 
 
 class ChainConfig(_Strict):

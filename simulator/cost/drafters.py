@@ -29,6 +29,7 @@ own GPUs, how much of the draft time the step exposes. Approximations are named 
   layers (shared with the target: no extra memory; the skipped layers' KV for draft tokens is filled by
   the verify pass).
 - `ngram`: prompt lookup on the host; zero GPU time (string matching costs microseconds), no memory.
+- `cascade`: CS Drafting's horizontal and vertical cascades of draft models (simulator.cost.cascade).
 """
 from __future__ import annotations
 
@@ -52,6 +53,9 @@ class ZeroCost:
 
     def gpu_layers(self) -> int:
         return 0
+
+    def passes_per_call(self) -> int:
+        return 1
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         return np.zeros(3)
@@ -219,8 +223,27 @@ def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str
     return DrafterBuild(cost, None, 0.0, 0.0, spec=spec)
 
 
+def _cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    from simulator.cost.cascade import build_cascade
+    return build_cascade(d, target, par, latency, hw, dtype)
+
+
 # drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype)
-DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model}
+DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model,
+            "cascade": _cascade}
+
+# drafter.kind -> the family whose serving-engine behaviour (profiles.engine_time: proposer host work,
+# synchronous or overlapped scheduling) the drafter gets; heads by style (`head_family`).
+# cascade: a chain of independent draft models, run by the proposer like a draft model.
+ENGINE_FAMILIES = {"draft_model": "draft_model", "layer_skip": "layer_skip", "ngram": "ngram",
+                   "cascade": "draft_model"}
+
+
+def engine_family(d) -> str:
+    """The engine-time family of a drafter section (see ENGINE_FAMILIES)."""
+    if d.kind == "head":
+        return "eagle" if d.style == "autoregressive" else "medusa"
+    return ENGINE_FAMILIES[d.kind]
 
 
 def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
