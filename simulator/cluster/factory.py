@@ -183,6 +183,9 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
     if policy.kind != "fixed" and drafter.kind == "cascade":
         raise ScenarioError("policy.kind", "a cascade drafter runs its configured stages every step; "
                             "control policies need a single-model drafter")
+    if policy.kind != "fixed" and drafter.kind == "head" and drafter.tokens_per_pass > 1:
+        raise ScenarioError("policy.kind", "control policies choose one-token draft passes; a "
+                            "semi-autoregressive head (tokens_per_pass > 1) runs its fixed chain")
     if speculation.kind == "multidraft" and drafter.kind != "none" and gamma < 1:
         raise ScenarioError("drafter.gamma", "multidraft needs sequences of length drafter.gamma >= 1")
     latencies = {} if latencies is None else latencies
@@ -204,7 +207,7 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
     else:
         max_gamma = max(gamma, policy.max_gamma if policy.kind == "smartspec" else 0)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
-                                 built_drafter.passes_per_step == 1)
+                                 built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
         cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, spec.widths, spec.verify_q,
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,

@@ -4,7 +4,8 @@ trees and multi-draft, and control policies. Pydantic at the YAML boundary only 
 YAML reference (each section is a discriminated union on `kind`):
 
   drafter:      draft_model {model, gamma, tp, placement: colocated|separate|cpu}
-                head        {style: autoregressive|parallel, gamma}   # EAGLE-style / Medusa-style heads
+                head        {style: autoregressive|parallel|sequential|rnn, gamma, layers, tokens_per_pass}
+                            # EAGLE (KOALA: layers > 1; Falcon: tokens_per_pass > 1) / Medusa / Hydra / Clover
                 layer_skip  {gamma, layers_fraction}                  # self-speculation, shared KV
                 ngram       {gamma}                                   # prompt lookup, ~zero cost
                 cascade     {stages: [{model, tokens, tp, inner_gamma, inner_alpha}]}   # CS Drafting
@@ -30,13 +31,27 @@ class _Strict(BaseModel):
 
 
 class HeadDrafterConfig(_Strict):
-    """Draft heads on the target's last hidden state. `autoregressive` (EAGLE): one decoder layer of the
-    target's width + the target's LM head, run once per draft depth. `parallel` (Medusa): `gamma` heads
-    (residual MLP + own LM head each) predicting positions 1..gamma at once, run once per step."""
+    """Draft heads on the target's last hidden state. `autoregressive` (EAGLE): `layers` decoder layers of
+    the target's width (KOALA: > 1) + the target's LM head, run once per draft depth, drafting
+    `tokens_per_pass` tokens per pass (Falcon's semi-autoregressive head: > 1, chains only). `parallel`
+    (Medusa): `gamma` heads (residual MLP + own LM head each) predicting positions 1..gamma at once, run
+    once per step. `sequential` (Hydra, IBM's MLP speculator): one MLP head per depth (`layers` GEMMs, own
+    LM head) conditioned on the previous draft token. `rnn` (Clover): a recurrent attention-decoder cell
+    (`layers` blocks) + the shared LM head per depth. Costs: simulator.cost.drafters and .heads."""
 
     kind: Literal["head"]
-    style: Literal["autoregressive", "parallel"] = "autoregressive"
+    style: Literal["autoregressive", "parallel", "sequential", "rnn"] = "autoregressive"
     gamma: int = Field(4, ge=0, le=64)
+    layers: int = Field(1, ge=1, le=16)
+    tokens_per_pass: int = Field(1, ge=1, le=16)
+
+    @model_validator(mode="after")
+    def _families(self) -> "HeadDrafterConfig":
+        if self.tokens_per_pass > 1 and self.style != "autoregressive":
+            raise ValueError("tokens_per_pass > 1 is a semi-autoregressive (Falcon) head: style 'autoregressive'")
+        if self.layers > 1 and self.style == "parallel":
+            raise ValueError("layers applies to autoregressive, sequential and rnn heads (Medusa heads are one block)")
+        return self
 
 
 class LayerSkipDrafterConfig(_Strict):

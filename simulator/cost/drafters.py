@@ -22,6 +22,8 @@ own GPUs, how much of the draft time the step exposes. Approximations are named 
 - `head`, style `autoregressive` (EAGLE): one decoder layer of the target's width + the target's shared
   embedding and LM head, one pass per draft depth over the expanded nodes; the FC that fuses feature and
   token embedding (2h×h) is counted in memory but not timed. Own one-layer KV cache.
+- `head`, styles `sequential` (Hydra), `rnn` (Clover), `layers` > 1 (KOALA), `tokens_per_pass` > 1
+  (Falcon): simulator.cost.heads.
 - `head`, style `parallel` (Medusa): `gamma` heads, each a residual block (h×h GEMM) and its own LM head
   (h×V), all run in one pass on the last hidden state of each request; ops sharded over the target's tp
   (the logits all-gather is not priced). No KV.
@@ -168,6 +170,7 @@ class DrafterBuild:
     separate: bool = False          # drafts on its own GPUs, overlapped with verification
     spec: ModelSpec | None = None   # the draft model (for reports), if there is one
     colocated_model: bool = False   # an independent draft model whose KV lives beside the target's
+    tokens_per_pass: int = 1        # draft tokens per request one pass proposes (semi-autoregressive heads)
 
 
 def _ngram(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
@@ -182,14 +185,17 @@ def _layer_skip(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str)
 
 def _head(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
     tp_par = Parallelism(par.tp, 1)
+    if d.style in ("sequential", "rnn"):
+        from simulator.cost.heads import HEAD_STYLES
+        return HEAD_STYLES[d.style](d, target, par, latency, dtype)
     if d.style == "parallel":
         w = d.gamma * (target.hidden_size ** 2 + target.hidden_size * (1 + target.vocab_size))
         cost = MedusaHeadsCost(target, tp_par, latency, dtype, d.gamma)
         return DrafterBuild(cost, 1, w * dtype_bytes(dtype) / par.tp, 0.0)
-    spec = _layers(target, 1)
-    w = layer_params(target) + 2 * target.hidden_size ** 2
+    spec = _layers(target, d.layers)
+    w = d.layers * layer_params(target) + 2 * target.hidden_size ** 2
     return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype), None, w * dtype_bytes(dtype) / par.tp,
-                        spec.kv_bytes_per_token_per_gpu(tp_par, dtype), spec=spec)
+                        spec.kv_bytes_per_token_per_gpu(tp_par, dtype), spec=spec, tokens_per_pass=d.tokens_per_pass)
 
 
 def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
@@ -242,8 +248,14 @@ ENGINE_FAMILIES = {"draft_model": "draft_model", "layer_skip": "layer_skip", "ng
 def engine_family(d) -> str:
     """The engine-time family of a drafter section (see ENGINE_FAMILIES)."""
     if d.kind == "head":
-        return "eagle" if d.style == "autoregressive" else "medusa"
+        return HEAD_ENGINE_FAMILIES[d.style]
     return ENGINE_FAMILIES[d.kind]
+
+
+# head style -> engine family. Hydra (sequential) and Clover (rnn) are drop-in heads of the Medusa
+# framework (their papers build on Medusa's code; no serving engine ships them), so they get Medusa's
+# engine behaviour; KOALA's multi-layer and Falcon's semi-autoregressive heads are EAGLE-style heads.
+HEAD_ENGINE_FAMILIES = {"autoregressive": "eagle", "parallel": "medusa", "sequential": "medusa", "rnn": "medusa"}
 
 
 def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:

@@ -182,12 +182,18 @@ def chain_acceptance(acc, gamma: int, seed: int, base_dir: Path):
     return CHAIN_ACCEPTANCE[acc.kind](acc, gamma, seed, base_dir)
 
 
-def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_passes: bool) -> SpeculationBuild:
+def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_passes: bool,
+                      tokens_per_pass: int = 1) -> SpeculationBuild:
     """Shape + acceptance of a `speculation` section under an `acceptance` one; `parallel_passes`: the
-    drafter makes one pass per step (parallel heads)."""
+    drafter makes one pass per step (parallel heads); `tokens_per_pass`: draft tokens per request one
+    pass proposes (a semi-autoregressive head: a chain of γ takes ceil(γ/k) passes)."""
+    if tokens_per_pass > 1 and sp.kind != "chain":
+        raise ScenarioError("drafter.tokens_per_pass", f"a semi-autoregressive head drafts chains only "
+                            f"(speculation.kind 'chain'), got {sp.kind!r}")
     if sp.kind == "chain":
         model = chain_acceptance(acc, gamma, seed, base_dir)
-        widths = (1,) if parallel_passes and gamma else (1,) * gamma
+        k = tokens_per_pass
+        widths = (1,) if parallel_passes and gamma else tuple(min(k, gamma - j) for j in range(0, gamma, k))
         return SpeculationBuild(model, None, gamma + 1, widths, False, model.full_accept_probability())
     if sp.kind == "dynamic_tree" and sp.per_context:
         return _per_context_tree(sp, acc, gamma, seed, parallel_passes)
