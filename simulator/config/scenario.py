@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from simulator.errors import ScenarioError
 from simulator.results.metrics import SLO
-from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
+from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
                                    ContextsAcceptanceConfig)
@@ -151,7 +151,7 @@ class DraftModelDrafterConfig(_Strict):
 
 
 DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
-                                NgramDrafterConfig, CascadeDrafterConfig],
+                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig],
                           Field(discriminator="kind")]
 
 

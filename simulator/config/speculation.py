@@ -8,7 +8,9 @@ YAML reference (each section is a discriminated union on `kind`):
                             # EAGLE (KOALA: layers > 1; Falcon: tokens_per_pass > 1) / Medusa / Hydra / Clover
                 layer_skip  {gamma, layers_fraction}                  # self-speculation, shared KV
                 ngram       {gamma}                                   # prompt lookup, ~zero cost
-                cascade     {stages: [{model, tokens, tp, inner_gamma, inner_alpha}]}   # CS Drafting
+                sparse_kv   {gamma, kv_budget}                        # MagicDec: self-speculation, windowed KV
+                cascade     {stages: [{model|self, tokens, tp, kv_budget, inner_gamma, inner_alpha, inner_model}]}
+                            # CS Drafting; TriForce (a small model drafting for the sparse-KV target)
   speculation:  chain (γ = drafter.gamma)
                 tree         {builder: kary|medusa|sequoia, k, depth, budget}
                 dynamic_tree {top_k, depth, budget, per_context}       # EAGLE-2 top-N reranking
@@ -69,23 +71,42 @@ class NgramDrafterConfig(_Strict):
     gamma: int = Field(4, ge=0, le=64)
 
 
+class SparseKVDrafterConfig(_Strict):
+    """Self-speculation with a sparse KV cache (MagicDec): the target drafts for itself attending to at
+    most `kv_budget` cached tokens per request (StreamingLLM: attention sinks + a recent window), so its
+    draft passes cost the weights plus a bounded KV read however long the context is
+    (simulator.cost.sparse_kv)."""
+
+    kind: Literal["sparse_kv"]
+    gamma: int = Field(4, ge=0, le=64)
+    kv_budget: int = Field(512, ge=1)
+
+
 class CascadeStageConfig(_Strict):
-    """One stage of a cascade drafter: `model` (a catalog model on the target's first `tp` GPUs; omit it
-    for a statistical drafter such as CS Drafting's max-gram, which costs no GPU time) proposes the next
-    `tokens` draft positions. `inner_gamma` ≥ 1 makes the stage a vertical cascade: the model verifies
-    `inner_gamma` proposals of a negligible-cost statistical drafter, each accepted with `inner_alpha`,
-    instead of generating autoregressively (theory.cascade.expected_passes)."""
+    """One stage of a cascade drafter: `model` (a catalog model on the target's first `tp` GPUs, or `self`:
+    the target itself on all its GPUs; omit it for a statistical drafter such as CS Drafting's max-gram,
+    which costs no GPU time) proposes the next `tokens` draft positions, attending to at most `kv_budget`
+    cached tokens per request if set (TriForce's retrieval cache). `inner_gamma` ≥ 1 makes the stage a
+    vertical cascade: the model verifies `inner_gamma` proposals of an inner drafter, each accepted with
+    `inner_alpha`, instead of generating autoregressively (theory.cascade.expected_passes); the inner
+    drafter is statistical (free) or `inner_model` (a catalog model, one-token passes: TriForce)."""
 
     model: str | None = None
     tokens: int = Field(ge=1, le=64)
     tp: int = Field(1, ge=1, le=64)
+    kv_budget: int | None = Field(None, ge=1)
     inner_gamma: int = Field(0, ge=0, le=16)
     inner_alpha: float = Field(0.0, ge=0.0, le=1.0)
+    inner_model: str | None = None
 
     @model_validator(mode="after")
     def _inner_needs_a_model(self) -> "CascadeStageConfig":
         if self.inner_gamma and self.model is None:
             raise ValueError("inner_gamma needs a stage model (a statistical stage has no passes to save)")
+        if self.inner_model is not None and not self.inner_gamma:
+            raise ValueError("inner_model drafts for the stage model: give inner_gamma >= 1")
+        if self.kv_budget is not None and self.model is None:
+            raise ValueError("kv_budget applies to a stage model")
         return self
 
 

@@ -3,8 +3,10 @@
 A step's drafting is every stage in order: stage s proposes `tokens` positions, either autoregressively
 (`tokens` one-token passes of its model) or as a vertical cascade (E[passes] = theory.cascade
 .expected_passes(tokens, inner_alpha, inner_gamma) passes of its model, each verifying inner_gamma + 1
-tokens per request; the statistical inner drafter costs nothing); a stage without a model (max-gram)
-costs nothing. `CascadeCost` prices all of it as *one* call of the pass-pricer protocol (the step cost
+tokens per request; a statistical inner drafter costs nothing, an `inner_model` inner_gamma one-token
+passes per stage pass); a stage without a model (max-gram) costs nothing; a stage with `kv_budget`
+attends to at most that many cached tokens per request (simulator.cost.sparse_kv), and `self` is the
+target on its own GPUs (TriForce: a small model drafts for the sparse-KV target). `CascadeCost` prices all of it as *one* call of the pass-pricer protocol (the step cost
 sees a one-pass drafter, as for parallel heads), and tells the engine-time model its real pass count
 (`passes_per_call`) and layers (`gpu_layers`).
 
@@ -72,33 +74,53 @@ class CascadeCost:
         return rest - self.dense(b, b)
 
 
-def build_cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str):
-    """The DrafterBuild of a `cascade` drafter section."""
+def _stage_model(name: str, field: str, target: ModelSpec, par: Parallelism, tp: int):
+    """(spec, parallelism, on the target's own weights) of a stage's model name (`self`: the target)."""
     from models import get_model
     from models.spec import validate_parallelism
-    from simulator.cost.drafters import DrafterBuild
     from simulator.errors import ScenarioError
+    if name == "self":
+        return target, par, True
+    try:
+        spec = get_model(name)
+    except ValueError as exc:
+        raise ScenarioError(field, str(exc)) from None
+    draft_par = Parallelism(tp, 1)
+    if tp > par.gpus:
+        raise ScenarioError(field.rsplit(".", 1)[0] + ".tp", f"{tp} exceeds the replica's {par.gpus} GPUs")
+    try:
+        validate_parallelism(spec, draft_par)
+    except ValueError as exc:
+        raise ScenarioError(field.rsplit(".", 1)[0] + ".tp", str(exc)) from None
+    return spec, draft_par, False
+
+
+def build_cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str):
+    """The DrafterBuild of a `cascade` drafter section: per stage, its model's passes (E[passes] for a
+    vertical cascade) and, with an `inner_model`, that model's inner_gamma one-token passes per stage pass."""
+    from simulator.cost.drafters import DrafterBuild
+    from simulator.cost.sparse_kv import SparseKVForwardCost
     from theory.cascade import expected_passes
 
     stages, weights, kv, biggest = [], 0.0, 0.0, None
     for i, st in enumerate(d.stages):
         if st.model is None:
             continue
-        try:
-            spec = get_model(st.model)
-        except ValueError as exc:
-            raise ScenarioError(f"drafter.stages[{i}].model", str(exc)) from None
-        draft_par = Parallelism(st.tp, 1)
-        if st.tp > par.gpus:
-            raise ScenarioError(f"drafter.stages[{i}].tp", f"{st.tp} exceeds the replica's {par.gpus} GPUs")
-        try:
-            validate_parallelism(spec, draft_par)
-        except ValueError as exc:
-            raise ScenarioError(f"drafter.stages[{i}].tp", str(exc)) from None
+        spec, spar, own = _stage_model(st.model, f"drafter.stages[{i}].model", target, par, st.tp)
+        cost = (SparseKVForwardCost(spec, spar, latency, dtype, kv_budget_tokens=st.kv_budget)
+                if st.kv_budget is not None else ForwardCost(spec, spar, latency, dtype))
         passes = float(st.tokens) if not st.inner_gamma else expected_passes(st.tokens, st.inner_alpha, st.inner_gamma)
-        stages.append(CascadeStage(ForwardCost(spec, draft_par, latency, dtype), passes, st.inner_gamma + 1))
-        weights += spec.weight_bytes(dtype) / draft_par.gpus
-        kv += spec.kv_bytes_per_token_per_gpu(draft_par, dtype)
-        if biggest is None or spec.param_count() > biggest.param_count():
-            biggest = spec
+        stages.append(CascadeStage(cost, passes, st.inner_gamma + 1))
+        models = [(spec, spar, own)]
+        if st.inner_model is not None:
+            ispec, ipar, iown = _stage_model(st.inner_model, f"drafter.stages[{i}].inner_model", target, par, 1)
+            stages.append(CascadeStage(ForwardCost(ispec, ipar, latency, dtype), passes * st.inner_gamma, 1))
+            models.append((ispec, ipar, iown))
+        for m, mpar, on_target in models:
+            if on_target:
+                continue  # the target's own weights and KV (a sparse-KV self-draft reads the target's cache)
+            weights += m.weight_bytes(dtype) / mpar.gpus
+            kv += m.kv_bytes_per_token_per_gpu(mpar, dtype)
+            if biggest is None or m.param_count() > biggest.param_count():
+                biggest = m
     return DrafterBuild(CascadeCost(tuple(stages)), 1, weights, kv, spec=biggest, colocated_model=biggest is not None)

@@ -32,6 +32,8 @@ own GPUs, how much of the draft time the step exposes. Approximations are named 
   the verify pass).
 - `ngram`: prompt lookup on the host; zero GPU time (string matching costs microseconds), no memory.
 - `cascade`: CS Drafting's horizontal and vertical cascades of draft models (simulator.cost.cascade).
+- `sparse_kv`: MagicDec's self-speculation, the target attending to a bounded KV window
+  (simulator.cost.sparse_kv). No extra memory.
 """
 from __future__ import annotations
 
@@ -229,6 +231,12 @@ def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str
     return DrafterBuild(cost, None, 0.0, 0.0, spec=spec)
 
 
+def _sparse_kv(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    from simulator.cost.sparse_kv import SparseKVForwardCost
+    return DrafterBuild(SparseKVForwardCost(target, par, latency, dtype, kv_budget_tokens=d.kv_budget), None,
+                        0.0, 0.0)
+
+
 def _cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
     from simulator.cost.cascade import build_cascade
     return build_cascade(d, target, par, latency, hw, dtype)
@@ -236,13 +244,14 @@ def _cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) ->
 
 # drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype)
 DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model,
-            "cascade": _cascade}
+            "cascade": _cascade, "sparse_kv": _sparse_kv}
 
 # drafter.kind -> the family whose serving-engine behaviour (profiles.engine_time: proposer host work,
 # synchronous or overlapped scheduling) the drafter gets; heads by style (`head_family`).
-# cascade: a chain of independent draft models, run by the proposer like a draft model.
+# cascade: a chain of independent draft models, run by the proposer like a draft model; sparse_kv:
+# self-speculation of the whole target (no serving engine ships it), like layer skipping.
 ENGINE_FAMILIES = {"draft_model": "draft_model", "layer_skip": "layer_skip", "ngram": "ngram",
-                   "cascade": "draft_model"}
+                   "cascade": "draft_model", "sparse_kv": "layer_skip"}
 
 
 def engine_family(d) -> str:
