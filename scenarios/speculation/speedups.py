@@ -17,7 +17,8 @@ FOLDER = Path(__file__).resolve().parent
 SCENARIOS = ("colocated_draft", "separate_draft", "cpu_draft", "medusa_heads", "eagle_dynamic_tree", "layer_skip",
              "ngram", "multidraft", "sequoia_tree", "smartspec_policy", "multidraft_optimal",
              "context_dynamic_tree", "cascade_drafting", "hydra_heads", "clover_heads", "koala_heads",
-             "falcon_semi_ar", "magicdec_long_context", "triforce_hierarchy")
+             "falcon_semi_ar", "magicdec_long_context", "triforce_hierarchy",
+             "online_drift")
 
 
 def row(name: str, overrides: list[str]) -> dict:

@@ -17,7 +17,7 @@ from simulator.results.metrics import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
-                                   ContextsAcceptanceConfig)
+                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig)
 from simulator.core.workload import WorkloadConfig
 
 
@@ -192,7 +192,8 @@ class TraceAcceptanceConfig(_Strict):
 
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
-                                   RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig],
+                                   RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig,
+                                   DriftingAcceptanceConfig],
                              Field(discriminator="kind")]
 
 

@@ -17,6 +17,7 @@ YAML reference (each section is a discriminated union on `kind`):
                 multidraft   {n, scheme: rrs|rrs_wor|kseq|naive|optimal|optimal_wor}  # n sequences of length γ
   acceptance:   ranked {accept_probs}    # Sequoia's positional model: P(child of rank k is accepted)
                 contexts {contexts: [{weight, accept_probs}]}   # per-context classes of the ranked model
+                drifting {points: [[request index, alpha], ...]}  # OSD / traffic drift over the run
                 pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
                 | load_switch {max_batch, max_queue}
@@ -206,6 +207,23 @@ class ContextsAcceptanceConfig(_Strict):
 
     kind: Literal["contexts"]
     contexts: list[ContextClassConfig] = Field(min_length=1, max_length=16)
+
+
+class DriftingAcceptanceConfig(_Strict):
+    """Per-token acceptance that changes over the run (Online Speculative Decoding's draft distilled on
+    served traffic; a drifting traffic mix): α of the request numbered r in arrival order is piecewise
+    linear through `points` [[request index, α], …] (ascending indices), constant outside them
+    (simulator.speculation.drifting_acceptance). Chains only."""
+
+    kind: Literal["drifting"]
+    points: list[tuple[Annotated[int, Field(ge=0)], Annotated[float, Field(ge=0.0, le=1.0)]]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _ascending(self) -> "DriftingAcceptanceConfig":
+        idx = [p[0] for p in self.points]
+        if any(b <= a for a, b in zip(idx, idx[1:])):
+            raise ValueError(f"points' request indices must be strictly ascending, got {idx}")
+        return self
 
 
 class PairAcceptanceConfig(_Strict):

@@ -174,7 +174,13 @@ CHAIN_ACCEPTANCE = {
     "trace": _trace_chain,
     "contexts": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas(
         [float(rank_probs(acc, base_dir)[0])], gamma, seed),
+    "drifting": lambda acc, gamma, seed, base_dir: _drifting_chain(acc, gamma, seed),
 }
+
+
+def _drifting_chain(acc, gamma: int, seed: int):
+    from simulator.speculation.drifting_acceptance import drifting_chain
+    return drifting_chain(acc, gamma, seed)
 
 
 def chain_acceptance(acc, gamma: int, seed: int, base_dir: Path):
