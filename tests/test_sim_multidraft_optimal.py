@@ -15,7 +15,7 @@ from theory.multidraft import SCHEMES, acceptance
 from theory.multidraft_optimal import optimal_acceptance, optimal_coupling, sample_optimal
 
 DRAFT = {"kind": "draft_model", "model": "llama-68m", "gamma": 1}
-PAIR = {"kind": "pair", "vocab": 8, "zipf": 1.1, "q_power": 0.5}
+PAIR = {"kind": "pair", "vocab": 12, "zipf": 1.2, "q_power": 2.5}  # an overconfident drafter: optimum < 1
 LONG = {"num_requests": 400, "output_tokens": {"kind": "uniform", "low": 150, "high": 250}}
 
 
