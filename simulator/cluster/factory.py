@@ -196,9 +196,17 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
     built_drafter = build_drafter(drafter, target, par, lat, hw, dtype) if speculating else None
     kv_tokens = 0 if memory_utilization is None else \
         kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where)
+    realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None
     if par.ep > 1:
+        if realign:
+            raise ScenarioError("speculation.alignment", "'realign' models a padded single-group batch; "
+                                "expert parallelism needs 'paged'")
         from simulator.cost.moe import make_ep_forward_cost
         target_cost = make_ep_forward_cost(target, par, lat, dtype, hw, moe, base_dir)
+    elif realign:
+        from simulator.cost.ragged import RealignedForwardCost
+        target_cost = RealignedForwardCost(target, par, lat, dtype, kv_bytes_per_token=target.kv_bytes_per_token_per_gpu(
+            par, dtype) + built_drafter.kv_bytes_per_token_per_gpu, hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
     else:
         target_cost = ForwardCost(target, par, lat, dtype)
     spec = control = None

@@ -11,7 +11,7 @@ YAML reference (each section is a discriminated union on `kind`):
                 sparse_kv   {gamma, kv_budget}                        # MagicDec: self-speculation, windowed KV
                 cascade     {stages: [{model|self, tokens, tp, kv_budget, inner_gamma, inner_alpha, inner_model}]}
                             # CS Drafting; TriForce (a small model drafting for the sparse-KV target)
-  speculation:  chain (γ = drafter.gamma)
+  speculation:  chain {alignment: paged|realign}   (γ = drafter.gamma; realign: EQSPEC's padded batches)
                 tree         {builder: kary|medusa|sequoia, k, depth, budget}
                 dynamic_tree {top_k, depth, budget, per_context}       # EAGLE-2 top-N reranking
                 multidraft   {n, scheme: rrs|rrs_wor|kseq|naive|optimal|optimal_wor}  # n sequences of length γ
@@ -126,7 +126,12 @@ class CascadeDrafterConfig(_Strict):
 
 
 class ChainConfig(_Strict):
+    """A chain of drafter.gamma tokens. `alignment`: how the engine stores a batch whose requests accepted
+    different numbers of tokens — `paged` (vLLM's paged KV: ragged natively, free) or `realign` (EQSPEC:
+    padded tensors re-aligned after every verification, a rewrite of the batch's KV; simulator.cost.ragged)."""
+
     kind: Literal["chain"] = "chain"
+    alignment: Literal["paged", "realign"] = "paged"
 
 
 class TreeConfig(_Strict):
