@@ -17,7 +17,7 @@ from simulator.results.metrics import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
-                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig)
+                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig)
 from simulator.core.workload import WorkloadConfig
 
 
@@ -193,7 +193,7 @@ class TraceAcceptanceConfig(_Strict):
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
                                    RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig,
-                                   DriftingAcceptanceConfig],
+                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig],
                              Field(discriminator="kind")]
 
 

@@ -18,9 +18,10 @@ YAML reference (each section is a discriminated union on `kind`):
   acceptance:   ranked {accept_probs}    # Sequoia's positional model: P(child of rank k is accepted)
                 contexts {contexts: [{weight, accept_probs}]}   # per-context classes of the ranked model
                 drifting {points: [[request index, alpha], ...]}  # OSD / traffic drift over the run
+                step_level {accept}                 # a whole reasoning step accepted or not (SpecReason)
                 pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
-                | load_switch {max_batch, max_queue}
+                | load_switch {max_batch, max_queue} | specreason (with acceptance step_level)
 """
 from __future__ import annotations
 
@@ -278,6 +279,22 @@ class TetrisPolicyConfig(_Strict):
     budget_tokens: int = Field(64, ge=1)
 
 
+class SpecReasonPolicyConfig(_Strict):
+    """Reasoning-step speculation (SpecReason): after the large model rejects a drafted step (acceptance
+    `step_level`), it regenerates the step itself (drafter.gamma − 1 plain decode steps), then the small
+    model drafts the next step (simulator.speculation.control.specreason)."""
+
+    kind: Literal["specreason"]
+
+
+class StepLevelAcceptanceConfig(_Strict):
+    """Reasoning-step acceptance: a drafted step of drafter.gamma tokens is accepted whole with probability
+    `accept`, else not at all (simulator.speculation.step_level)."""
+
+    kind: Literal["step_level"]
+    accept: float = Field(ge=0.0, le=1.0)
+
+
 class LoadSwitchPolicyConfig(_Strict):
     """Speculate as configured, but decode plainly in steps whose batch exceeds `max_batch` or while the
     waiting queue exceeds `max_queue` (either may be omitted)."""
@@ -294,5 +311,5 @@ class LoadSwitchPolicyConfig(_Strict):
 
 
 PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig,
-                               LoadSwitchPolicyConfig],
+                               LoadSwitchPolicyConfig, SpecReasonPolicyConfig],
                          Field(discriminator="kind")]

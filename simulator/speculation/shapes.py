@@ -175,7 +175,13 @@ CHAIN_ACCEPTANCE = {
     "contexts": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas(
         [float(rank_probs(acc, base_dir)[0])], gamma, seed),
     "drifting": lambda acc, gamma, seed, base_dir: _drifting_chain(acc, gamma, seed),
+    "step_level": lambda acc, gamma, seed, base_dir: _step_level(acc, gamma, seed),
 }
+
+
+def _step_level(acc, gamma: int, seed: int):
+    from simulator.speculation.step_level import StepLevelAcceptance
+    return StepLevelAcceptance(gamma, acc.accept, seed)
 
 
 def _drifting_chain(acc, gamma: int, seed: int):
