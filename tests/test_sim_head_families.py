@@ -108,7 +108,7 @@ def test_hydra_heads_draw_trees_level_by_level():
 
 
 def test_bad_family_combinations_are_one_line_errors():
-    with pytest.raises(ScenarioError, match="drafter.tokens_per_pass"):
+    with pytest.raises(ScenarioError, match="speculation.kind"):
         simulator.run(scenario(drafter={"kind": "head", "gamma": 4, "tokens_per_pass": 2},
                                acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]},
                                speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3}))

@@ -180,12 +180,6 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
     if policy.kind != "fixed" and not speculating:
         raise ScenarioError("policy.kind", f"{policy.kind!r} controls speculation; it needs a drafter "
                             "with drafter.gamma >= 1")
-    if policy.kind != "fixed" and drafter.kind == "cascade":
-        raise ScenarioError("policy.kind", "a cascade drafter runs its configured stages every step; "
-                            "control policies need a single-model drafter")
-    if policy.kind != "fixed" and drafter.kind == "head" and drafter.tokens_per_pass > 1:
-        raise ScenarioError("policy.kind", "control policies choose one-token draft passes; a "
-                            "semi-autoregressive head (tokens_per_pass > 1) runs its fixed chain")
     if speculation.kind == "multidraft" and drafter.kind != "none" and gamma < 1:
         raise ScenarioError("drafter.gamma", "multidraft needs sequences of length drafter.gamma >= 1")
     latencies = {} if latencies is None else latencies
@@ -194,6 +188,11 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
         lat = latencies[hw.id] = make_latency_model(latency, hw.id, dtype, base_dir)
     engine = make_engine_time(latency, hw.id, lat, drafter_family(drafter) if speculating else None)
     built_drafter = build_drafter(drafter, target, par, lat, hw, dtype) if speculating else None
+    if built_drafter is not None and built_drafter.fixed_chain is not None:
+        if speculation.kind != "chain":
+            raise ScenarioError("speculation.kind", f"{built_drafter.fixed_chain}: it needs 'chain'")
+        if policy.kind != "fixed":
+            raise ScenarioError("policy.kind", f"{built_drafter.fixed_chain}: control policies need 'fixed'")
     kv_tokens = 0 if memory_utilization is None else \
         kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where)
     realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None

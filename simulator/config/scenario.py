@@ -141,13 +141,23 @@ class NoDrafterConfig(_Strict):
 class DraftModelDrafterConfig(_Strict):
     """An independent draft model: `colocated` with the target (time-shared on the same GPUs),
     `separate` (its own tp GPUs, drafting overlapped with verification) or on the host `cpu`
-    (see simulator.cost.drafters)."""
+    (see simulator.cost.drafters). `layer_parallel` k > 1 (EasySpec): the draft's layers run k at a time
+    on k of the replica's GPUs ("fuzzy" drafting), then one calibration pass per step
+    (simulator.cost.layer_parallel)."""
 
     kind: Literal["draft_model"]
     model: str
     gamma: int = Field(4, ge=0, le=64)
     tp: int = Field(1, ge=1, le=64)
     placement: Literal["colocated", "separate", "cpu"] = "colocated"
+    layer_parallel: int = Field(1, ge=1, le=64)  # EasySpec: draft layers run k at a time on k GPUs
+
+    @model_validator(mode="after")
+    def _layer_parallel(self) -> "DraftModelDrafterConfig":
+        if self.layer_parallel > 1 and (self.placement != "colocated" or self.tp != 1):
+            raise ValueError("layer_parallel (EasySpec) spreads a tp=1 draft's layers over the replica's GPUs: "
+                             "it needs placement 'colocated' and tp 1")
+        return self
 
 
 DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,

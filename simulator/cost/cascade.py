@@ -123,4 +123,5 @@ def build_cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: st
             kv += m.kv_bytes_per_token_per_gpu(mpar, dtype)
             if biggest is None or m.param_count() > biggest.param_count():
                 biggest = m
-    return DrafterBuild(CascadeCost(tuple(stages)), 1, weights, kv, spec=biggest, colocated_model=biggest is not None)
+    return DrafterBuild(CascadeCost(tuple(stages)), 1, weights, kv, spec=biggest, colocated_model=biggest is not None,
+                        fixed_chain="a cascade drafter runs its configured stages as one chain every step")

@@ -7,6 +7,7 @@ own GPUs, how much of the draft time the step exposes. Approximations are named 
 
 - `draft_model`, placement `colocated`: the draft model's op graph on the target's first `tp` GPUs, run
   before verification (time-shared); weights and KV in the same HBM.
+- `draft_model` with `layer_parallel` > 1 (EasySpec): simulator.cost.layer_parallel.
 - `draft_model`, placement `separate`: the draft model on its own `tp` GPUs; drafting for step t+1 runs
   concurrently with the verification of step t assuming step t accepts everything (PEARL's post-verify).
   A request whose window was not fully accepted must be redrafted serially. Step time =
@@ -173,6 +174,7 @@ class DrafterBuild:
     spec: ModelSpec | None = None   # the draft model (for reports), if there is one
     colocated_model: bool = False   # an independent draft model whose KV lives beside the target's
     tokens_per_pass: int = 1        # draft tokens per request one pass proposes (semi-autoregressive heads)
+    fixed_chain: str | None = None  # why the drafter runs one fixed chain per step (no trees, no control policy)
 
 
 def _ngram(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
@@ -197,7 +199,9 @@ def _head(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> Dr
     spec = _layers(target, d.layers)
     w = d.layers * layer_params(target) + 2 * target.hidden_size ** 2
     return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype), None, w * dtype_bytes(dtype) / par.tp,
-                        spec.kv_bytes_per_token_per_gpu(tp_par, dtype), spec=spec, tokens_per_pass=d.tokens_per_pass)
+                        spec.kv_bytes_per_token_per_gpu(tp_par, dtype), spec=spec, tokens_per_pass=d.tokens_per_pass,
+                        fixed_chain=None if d.tokens_per_pass == 1 else
+                        "a semi-autoregressive head (tokens_per_pass > 1) drafts one fixed chain")
 
 
 def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
@@ -214,6 +218,15 @@ def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str
         validate_parallelism(spec, draft_par)
     except ValueError as exc:
         raise ScenarioError("drafter.tp", str(exc)) from None
+    if d.placement == "colocated" and d.layer_parallel > 1:
+        from simulator.cost.layer_parallel import layer_parallel_cost
+        if d.layer_parallel > par.gpus:
+            raise ScenarioError("drafter.layer_parallel", f"{d.layer_parallel} exceeds the replica's {par.gpus} GPUs")
+        k = d.layer_parallel
+        return DrafterBuild(layer_parallel_cost(spec, k, d.gamma, latency, dtype), 1, spec.weight_bytes(dtype) / k,
+                            spec.kv_bytes_per_token_per_gpu(draft_par, dtype) / k, spec=spec, colocated_model=True,
+                            fixed_chain="a layer-parallel (EasySpec) draft prices its gamma fuzzy passes and "
+                                        "its calibration pass as one fixed chain")
     if d.placement == "colocated":
         return DrafterBuild(ForwardCost(spec, draft_par, latency, dtype), None,
                             spec.weight_bytes(dtype) / draft_par.gpus,

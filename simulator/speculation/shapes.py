@@ -199,9 +199,6 @@ def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_p
     """Shape + acceptance of a `speculation` section under an `acceptance` one; `parallel_passes`: the
     drafter makes one pass per step (parallel heads); `tokens_per_pass`: draft tokens per request one
     pass proposes (a semi-autoregressive head: a chain of γ takes ceil(γ/k) passes)."""
-    if tokens_per_pass > 1 and sp.kind != "chain":
-        raise ScenarioError("drafter.tokens_per_pass", f"a semi-autoregressive head drafts chains only "
-                            f"(speculation.kind 'chain'), got {sp.kind!r}")
     if sp.kind == "chain":
         model = chain_acceptance(acc, gamma, seed, base_dir)
         k = tokens_per_pass
