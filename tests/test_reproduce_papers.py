@@ -21,6 +21,11 @@ REPRODUCTION_SHA256 = {
     "smartspec-adaptive": "f12ecc7bc4a8abbc",
     "tetris": "04ff5e7dc05f7268",
     "vllm-spec-under-load": "9ca4b56eca0e8ecc",
+    # added with issue 17 (recorded on its branch)
+    "cascade-drafting": "a1bc4ac773919402",
+    "eagle2-dynamic-tree": "49173853b0c31d79",
+    "magicdec-long-context": "4ca6c29108cb7b8d",
+    "multidraft-optimal-des": "52245a427114ac8a",
 }
 
 

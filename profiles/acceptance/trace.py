@@ -229,3 +229,26 @@ def summary(trace: pd.DataFrame, gammas: Sequence[int] = tuple(range(1, 9))) -> 
             entry["proposal_rate"] = float((trace["ngram_proposal_len"].to_numpy() > 0).mean())
         out[drafter] = entry
     return out
+
+
+def confidence_classes(trace: pd.DataFrame, drafter: str, edges: Sequence[float], max_rank: int = 8):
+    """Context classes by the drafter's confidence (its top-1 probability at T = 1, EAGLE-2's reranking
+    signal): positions with top-1 probability in [edges[i-1], edges[i]) form class i (edges ascending in
+    (0, 1); the first class starts at 0, the last ends at 1). Returns (weights, rows): the share of
+    positions in each class and, per class, the empirical P(the target's token has drafter rank k),
+    k < max_rank. Empty classes are dropped."""
+    if drafter not in MODEL_DRAFTERS:
+        raise UnknownNameError("model drafter", drafter, MODEL_DRAFTERS)
+    edges = np.asarray(edges, dtype=np.float64)
+    if edges.ndim != 1 or np.any(np.diff(edges) <= 0) or np.any((edges <= 0) | (edges >= 1)):
+        raise ValueError("edges must be ascending values in (0, 1)")
+    top1 = np.array([float(v[0]) for v in trace[f"{drafter}_top_probs"]])
+    rank = trace[f"{drafter}_rank"].to_numpy()
+    cls = np.searchsorted(edges, top1, side="right")
+    weights, rows = [], []
+    for c in range(len(edges) + 1):
+        inside = cls == c
+        if inside.any():
+            weights.append(float(inside.mean()))
+            rows.append([float((rank[inside] == k).mean()) for k in range(max_rank)])
+    return weights, rows

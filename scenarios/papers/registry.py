@@ -45,6 +45,10 @@ REGISTRY: dict[str, str] = {
     "smartspec-adaptive": "scenarios.papers.repro_smartspec",
     "sequoia-tree-vs-batch": "scenarios.papers.repro_sequoia_batch",
     "distserve": "scenarios.papers.repro_distserve",
+    "cascade-drafting": "scenarios.papers.repro_cascade",
+    "eagle2-dynamic-tree": "scenarios.papers.repro_eagle2",
+    "magicdec-long-context": "scenarios.papers.repro_magicdec",
+    "multidraft-optimal-des": "scenarios.papers.repro_multidraft_des",
 }
 
 

@@ -15,11 +15,14 @@ import simulator
 
 FOLDER = Path(__file__).resolve().parent
 SCENARIOS = ("colocated_draft", "separate_draft", "cpu_draft", "medusa_heads", "eagle_dynamic_tree", "layer_skip",
-             "ngram", "multidraft", "sequoia_tree", "smartspec_policy")
+             "ngram", "multidraft", "sequoia_tree", "smartspec_policy", "multidraft_optimal",
+             "context_dynamic_tree", "cascade_drafting", "hydra_heads", "clover_heads", "koala_heads",
+             "falcon_semi_ar", "magicdec_long_context", "triforce_hierarchy",
+             "online_drift", "batch_realign", "specreason", "easyspec_layer_parallel", "ouroboros_phrases")
 
 
 def row(name: str, overrides: list[str]) -> dict:
-    from simulator.schema import apply_overrides, read_scenario_dict
+    from simulator.config.scenario import apply_overrides, read_scenario_dict
     path = FOLDER / f"{name}.yaml"
     data = apply_overrides(read_scenario_dict(path), overrides + ["outputs.plots=false"])
     data.setdefault("name", name)
@@ -35,11 +38,12 @@ def row(name: str, overrides: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", metavar="NAME", help="scenarios to run (default: all of SCENARIOS)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override every scenario")
     args = ap.parse_args(argv)
     print("| scenario | tokens / step | TPOT (ms) | plain TPOT (ms) | speedup | KV capacity vs plain | kernels |")
     print("|---|---|---|---|---|---|---|")
-    for name in SCENARIOS:
+    for name in args.names or SCENARIOS:
         r = row(name, args.set)
         print(f"| {r['scenario']} | {r['tokens_per_step']:.2f} | {r['tpot_ms']:.3g} | {r['plain_tpot_ms']:.3g} | "
               f"{r['speedup']:.2f}× | {r['kv_vs_plain']:.3f} | {r['latency']} |", flush=True)

@@ -61,12 +61,10 @@ def make_latency_model(lat: LatencyConfig, hardware_id: str, dtype: str, base_di
 
 def drafter_family(drafter) -> str | None:
     """The speculation method as serving engines name it (None without a drafter): eagle (autoregressive
-    head), medusa (parallel heads), draft_model, layer_skip or ngram."""
-    if drafter.kind == "none":
-        return None
-    if drafter.kind == "head":
-        return "eagle" if drafter.style == "autoregressive" else "medusa"
-    return drafter.kind
+    head), medusa (parallel heads), draft_model, layer_skip or ngram (simulator.cost.drafters.engine_family:
+    a new drafter kind says there which family's engine behaviour it gets)."""
+    from simulator.cost.drafters import engine_family
+    return None if drafter.kind == "none" else engine_family(drafter)
 
 
 def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str | None):
@@ -190,11 +188,24 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
         lat = latencies[hw.id] = make_latency_model(latency, hw.id, dtype, base_dir)
     engine = make_engine_time(latency, hw.id, lat, drafter_family(drafter) if speculating else None)
     built_drafter = build_drafter(drafter, target, par, lat, hw, dtype) if speculating else None
+    if built_drafter is not None and built_drafter.fixed_chain is not None:
+        if speculation.kind != "chain":
+            raise ScenarioError("speculation.kind", f"{built_drafter.fixed_chain}: it needs 'chain'")
+        if policy.kind != "fixed":
+            raise ScenarioError("policy.kind", f"{built_drafter.fixed_chain}: control policies need 'fixed'")
     kv_tokens = 0 if memory_utilization is None else \
         kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where)
+    realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None
     if par.ep > 1:
+        if realign:
+            raise ScenarioError("speculation.alignment", "'realign' models a padded single-group batch; "
+                                "expert parallelism needs 'paged'")
         from simulator.cost.moe import make_ep_forward_cost
         target_cost = make_ep_forward_cost(target, par, lat, dtype, hw, moe, base_dir)
+    elif realign:
+        from simulator.cost.ragged import RealignedForwardCost
+        target_cost = RealignedForwardCost(target, par, lat, dtype, kv_bytes_per_token=target.kv_bytes_per_token_per_gpu(
+            par, dtype) + built_drafter.kv_bytes_per_token_per_gpu, hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
     else:
         target_cost = ForwardCost(target, par, lat, dtype)
     spec = control = None
@@ -203,7 +214,7 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
     else:
         max_gamma = max(gamma, policy.max_gamma if policy.kind == "smartspec" else 0)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
-                                 built_drafter.passes_per_step == 1)
+                                 built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
         cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, spec.widths, spec.verify_q,
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,

@@ -14,9 +14,10 @@ from pydantic_core import PydanticCustomError
 
 from simulator.errors import ScenarioError
 from simulator.results.metrics import SLO
-from simulator.config.speculation import (ChainConfig, FixedPolicyConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
+from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig,
-                                   PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig)
+                                   PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
+                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig)
 from simulator.core.workload import WorkloadConfig
 
 
@@ -140,17 +141,27 @@ class NoDrafterConfig(_Strict):
 class DraftModelDrafterConfig(_Strict):
     """An independent draft model: `colocated` with the target (time-shared on the same GPUs),
     `separate` (its own tp GPUs, drafting overlapped with verification) or on the host `cpu`
-    (see simulator.cost.drafters)."""
+    (see simulator.cost.drafters). `layer_parallel` k > 1 (EasySpec): the draft's layers run k at a time
+    on k of the replica's GPUs ("fuzzy" drafting), then one calibration pass per step
+    (simulator.cost.layer_parallel)."""
 
     kind: Literal["draft_model"]
     model: str
     gamma: int = Field(4, ge=0, le=64)
     tp: int = Field(1, ge=1, le=64)
     placement: Literal["colocated", "separate", "cpu"] = "colocated"
+    layer_parallel: int = Field(1, ge=1, le=64)  # EasySpec: draft layers run k at a time on k GPUs
+
+    @model_validator(mode="after")
+    def _layer_parallel(self) -> "DraftModelDrafterConfig":
+        if self.layer_parallel > 1 and (self.placement != "colocated" or self.tp != 1):
+            raise ValueError("layer_parallel (EasySpec) spreads a tp=1 draft's layers over the replica's GPUs: "
+                             "it needs placement 'colocated' and tp 1")
+        return self
 
 
 DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
-                                NgramDrafterConfig],
+                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig],
                           Field(discriminator="kind")]
 
 
@@ -191,7 +202,9 @@ class TraceAcceptanceConfig(_Strict):
 
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
-                                   RankedAcceptanceConfig, PairAcceptanceConfig], Field(discriminator="kind")]
+                                   RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig,
+                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig],
+                             Field(discriminator="kind")]
 
 
 class SchedulerConfig(_Strict):

@@ -4,17 +4,24 @@ trees and multi-draft, and control policies. Pydantic at the YAML boundary only 
 YAML reference (each section is a discriminated union on `kind`):
 
   drafter:      draft_model {model, gamma, tp, placement: colocated|separate|cpu}
-                head        {style: autoregressive|parallel, gamma}   # EAGLE-style / Medusa-style heads
+                head        {style: autoregressive|parallel|sequential|rnn, gamma, layers, tokens_per_pass}
+                            # EAGLE (KOALA: layers > 1; Falcon: tokens_per_pass > 1) / Medusa / Hydra / Clover
                 layer_skip  {gamma, layers_fraction}                  # self-speculation, shared KV
                 ngram       {gamma}                                   # prompt lookup, ~zero cost
-  speculation:  chain (γ = drafter.gamma)
+                sparse_kv   {gamma, kv_budget}                        # MagicDec: self-speculation, windowed KV
+                cascade     {stages: [{model|self, tokens, tp, kv_budget, inner_gamma, inner_alpha, inner_model}]}
+                            # CS Drafting; TriForce (a small model drafting for the sparse-KV target)
+  speculation:  chain {alignment: paged|realign}   (γ = drafter.gamma; realign: EQSPEC's padded batches)
                 tree         {builder: kary|medusa|sequoia, k, depth, budget}
-                dynamic_tree {top_k, depth, budget}                    # EAGLE-2 top-N reranking
-                multidraft   {n, scheme: rrs|rrs_wor|kseq|naive}       # n sequences of length γ
+                dynamic_tree {top_k, depth, budget, per_context}       # EAGLE-2 top-N reranking
+                multidraft   {n, scheme: rrs|rrs_wor|kseq|naive|optimal|optimal_wor}  # n sequences of length γ
   acceptance:   ranked {accept_probs}    # Sequoia's positional model: P(child of rank k is accepted)
+                contexts {contexts: [{weight, accept_probs}]}   # per-context classes of the ranked model
+                drifting {points: [[request index, alpha], ...]}  # OSD / traffic drift over the run
+                step_level {accept}                 # a whole reasoning step accepted or not (SpecReason)
                 pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
-                | load_switch {max_batch, max_queue}
+                | load_switch {max_batch, max_queue} | specreason (with acceptance step_level)
 """
 from __future__ import annotations
 
@@ -28,13 +35,27 @@ class _Strict(BaseModel):
 
 
 class HeadDrafterConfig(_Strict):
-    """Draft heads on the target's last hidden state. `autoregressive` (EAGLE): one decoder layer of the
-    target's width + the target's LM head, run once per draft depth. `parallel` (Medusa): `gamma` heads
-    (residual MLP + own LM head each) predicting positions 1..gamma at once, run once per step."""
+    """Draft heads on the target's last hidden state. `autoregressive` (EAGLE): `layers` decoder layers of
+    the target's width (KOALA: > 1) + the target's LM head, run once per draft depth, drafting
+    `tokens_per_pass` tokens per pass (Falcon's semi-autoregressive head: > 1, chains only). `parallel`
+    (Medusa): `gamma` heads (residual MLP + own LM head each) predicting positions 1..gamma at once, run
+    once per step. `sequential` (Hydra, IBM's MLP speculator): one MLP head per depth (`layers` GEMMs, own
+    LM head) conditioned on the previous draft token. `rnn` (Clover): a recurrent attention-decoder cell
+    (`layers` blocks) + the shared LM head per depth. Costs: simulator.cost.drafters and .heads."""
 
     kind: Literal["head"]
-    style: Literal["autoregressive", "parallel"] = "autoregressive"
+    style: Literal["autoregressive", "parallel", "sequential", "rnn"] = "autoregressive"
     gamma: int = Field(4, ge=0, le=64)
+    layers: int = Field(1, ge=1, le=16)
+    tokens_per_pass: int = Field(1, ge=1, le=16)
+
+    @model_validator(mode="after")
+    def _families(self) -> "HeadDrafterConfig":
+        if self.tokens_per_pass > 1 and self.style != "autoregressive":
+            raise ValueError("tokens_per_pass > 1 is a semi-autoregressive (Falcon) head: style 'autoregressive'")
+        if self.layers > 1 and self.style == "parallel":
+            raise ValueError("layers applies to autoregressive, sequential and rnn heads (Medusa heads are one block)")
+        return self
 
 
 class LayerSkipDrafterConfig(_Strict):
@@ -52,8 +73,66 @@ class NgramDrafterConfig(_Strict):
     gamma: int = Field(4, ge=0, le=64)
 
 
+class SparseKVDrafterConfig(_Strict):
+    """Self-speculation with a sparse KV cache (MagicDec): the target drafts for itself attending to at
+    most `kv_budget` cached tokens per request (StreamingLLM: attention sinks + a recent window), so its
+    draft passes cost the weights plus a bounded KV read however long the context is
+    (simulator.cost.sparse_kv)."""
+
+    kind: Literal["sparse_kv"]
+    gamma: int = Field(4, ge=0, le=64)
+    kv_budget: int = Field(512, ge=1)
+
+
+class CascadeStageConfig(_Strict):
+    """One stage of a cascade drafter: `model` (a catalog model on the target's first `tp` GPUs, or `self`:
+    the target itself on all its GPUs; omit it for a statistical drafter such as CS Drafting's max-gram,
+    which costs no GPU time) proposes the next `tokens` draft positions, attending to at most `kv_budget`
+    cached tokens per request if set (TriForce's retrieval cache). `inner_gamma` ≥ 1 makes the stage a
+    vertical cascade: the model verifies `inner_gamma` proposals of an inner drafter, each accepted with
+    `inner_alpha`, instead of generating autoregressively (theory.cascade.expected_passes); the inner
+    drafter is statistical (free) or `inner_model` (a catalog model, one-token passes: TriForce)."""
+
+    model: str | None = None
+    tokens: int = Field(ge=1, le=64)
+    tp: int = Field(1, ge=1, le=64)
+    kv_budget: int | None = Field(None, ge=1)
+    inner_gamma: int = Field(0, ge=0, le=16)
+    inner_alpha: float = Field(0.0, ge=0.0, le=1.0)
+    inner_model: str | None = None
+
+    @model_validator(mode="after")
+    def _inner_needs_a_model(self) -> "CascadeStageConfig":
+        if self.inner_gamma and self.model is None:
+            raise ValueError("inner_gamma needs a stage model (a statistical stage has no passes to save)")
+        if self.inner_model is not None and not self.inner_gamma:
+            raise ValueError("inner_model drafts for the stage model: give inner_gamma >= 1")
+        if self.kv_budget is not None and self.model is None:
+            raise ValueError("kv_budget applies to a stage model")
+        return self
+
+
+class CascadeDrafterConfig(_Strict):
+    """Cascade Speculative Drafting (CS Drafting, Chen et al. 2024): a horizontal cascade of `stages`,
+    the first proposing the first draft positions, each later (cheaper) stage the next ones; a stage may
+    itself be a vertical cascade (`inner_gamma`). γ = the stages' tokens summed. Give the per-position
+    acceptance of the stages' positions with `acceptance: {kind: positional, alphas}`."""
+
+    kind: Literal["cascade"]
+    stages: list[CascadeStageConfig] = Field(min_length=1, max_length=4)
+
+    @property
+    def gamma(self) -> int:
+        return sum(s.tokens for s in self.stages)
+
+
 class ChainConfig(_Strict):
+    """A chain of drafter.gamma tokens. `alignment`: how the engine stores a batch whose requests accepted
+    different numbers of tokens — `paged` (vLLM's paged KV: ragged natively, free) or `realign` (EQSPEC:
+    padded tensors re-aligned after every verification, a rewrite of the batch's KV; simulator.cost.ragged)."""
+
     kind: Literal["chain"] = "chain"
+    alignment: Literal["paged", "realign"] = "paged"
 
 
 class TreeConfig(_Strict):
@@ -69,20 +148,28 @@ class TreeConfig(_Strict):
 
 
 class DynamicTreeConfig(_Strict):
-    """EAGLE-2: expand the `top_k` best nodes per level for `depth` levels, keep the `budget` best nodes."""
+    """EAGLE-2: expand the `top_k` best nodes per level for `depth` levels, keep the `budget` best nodes.
+    `per_context` (with `acceptance: {kind: contexts}`): re-shape the tree every step for the contexts the
+    drafter sees at its nodes (EAGLE-2's confidence reranking / DySpec / OPT-Tree), instead of one tree
+    for the mean (simulator.speculation.context_acceptance)."""
 
     kind: Literal["dynamic_tree"]
     top_k: int = Field(4, ge=1, le=64)
     depth: int = Field(5, ge=1, le=64)
     budget: int = Field(32, ge=1, le=1024)
+    per_context: bool = False
 
 
 class MultiDraftConfig(_Strict):
-    """n draft sequences of length drafter.gamma from the same prefix, verified with `scheme`."""
+    """n draft sequences of length drafter.gamma from the same prefix, verified with `scheme`: recursive
+    rejection sampling (`rrs`, `rrs_wor` without replacement), K-SEQ (`kseq`), `naive`, or the optimal
+    lossless verifier of Hu et al. / Khisti et al. (`optimal`: i.i.d. drafts, the sort-based closed form
+    of theory.multidraft_optimal; `optimal_wor`: drafts without replacement, its coupling LP, small
+    vocabularies only)."""
 
     kind: Literal["multidraft"]
     n: int = Field(2, ge=1, le=64)
-    scheme: Literal["rrs", "rrs_wor", "kseq", "naive"] = "rrs"
+    scheme: Literal["rrs", "rrs_wor", "kseq", "naive", "optimal", "optimal_wor"] = "rrs"
 
 
 SpeculationConfig = Annotated[Union[ChainConfig, TreeConfig, DynamicTreeConfig, MultiDraftConfig],
@@ -101,6 +188,47 @@ class RankedAcceptanceConfig(_Strict):
         if sum(self.accept_probs) > 1.0 + 1e-9:
             raise ValueError(f"accept_probs must sum to at most 1 (siblings are exclusive), "
                              f"got {sum(self.accept_probs):.4g}")
+        return self
+
+
+class ContextClassConfig(_Strict):
+    weight: float = Field(gt=0.0)
+    accept_probs: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _exclusive(self) -> "ContextClassConfig":
+        if sum(self.accept_probs) > 1.0 + 1e-9:
+            raise ValueError(f"accept_probs must sum to at most 1 (siblings are exclusive), "
+                             f"got {sum(self.accept_probs):.4g}")
+        return self
+
+
+class ContextsAcceptanceConfig(_Strict):
+    """Acceptance that depends on the context: every draft-tree node falls in one of `contexts` classes
+    (probability ∝ `weight`, independently per node), each with Sequoia's per-rank accept_probs (e.g.
+    positions where the draft is confident and right vs. hard identifiers; derive them from a measured
+    trace with profiles.acceptance.trace.confidence_classes). Shapes that do not look at the classes
+    accept as `ranked` with the mean; `dynamic_tree` with `per_context` is re-shaped per step
+    (theory.context_trees)."""
+
+    kind: Literal["contexts"]
+    contexts: list[ContextClassConfig] = Field(min_length=1, max_length=16)
+
+
+class DriftingAcceptanceConfig(_Strict):
+    """Per-token acceptance that changes over the run (Online Speculative Decoding's draft distilled on
+    served traffic; a drifting traffic mix): α of the request numbered r in arrival order is piecewise
+    linear through `points` [[request index, α], …] (ascending indices), constant outside them
+    (simulator.speculation.drifting_acceptance). Chains only."""
+
+    kind: Literal["drifting"]
+    points: list[tuple[Annotated[int, Field(ge=0)], Annotated[float, Field(ge=0.0, le=1.0)]]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _ascending(self) -> "DriftingAcceptanceConfig":
+        idx = [p[0] for p in self.points]
+        if any(b <= a for a, b in zip(idx, idx[1:])):
+            raise ValueError(f"points' request indices must be strictly ascending, got {idx}")
         return self
 
 
@@ -151,6 +279,22 @@ class TetrisPolicyConfig(_Strict):
     budget_tokens: int = Field(64, ge=1)
 
 
+class SpecReasonPolicyConfig(_Strict):
+    """Reasoning-step speculation (SpecReason): after the large model rejects a drafted step (acceptance
+    `step_level`), it regenerates the step itself (drafter.gamma − 1 plain decode steps), then the small
+    model drafts the next step (simulator.speculation.control.specreason)."""
+
+    kind: Literal["specreason"]
+
+
+class StepLevelAcceptanceConfig(_Strict):
+    """Reasoning-step acceptance: a drafted step of drafter.gamma tokens is accepted whole with probability
+    `accept`, else not at all (simulator.speculation.step_level)."""
+
+    kind: Literal["step_level"]
+    accept: float = Field(ge=0.0, le=1.0)
+
+
 class LoadSwitchPolicyConfig(_Strict):
     """Speculate as configured, but decode plainly in steps whose batch exceeds `max_batch` or while the
     waiting queue exceeds `max_queue` (either may be omitted)."""
@@ -167,5 +311,5 @@ class LoadSwitchPolicyConfig(_Strict):
 
 
 PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig,
-                               LoadSwitchPolicyConfig],
+                               LoadSwitchPolicyConfig, SpecReasonPolicyConfig],
                          Field(discriminator="kind")]

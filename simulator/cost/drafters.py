@@ -7,6 +7,7 @@ own GPUs, how much of the draft time the step exposes. Approximations are named 
 
 - `draft_model`, placement `colocated`: the draft model's op graph on the target's first `tp` GPUs, run
   before verification (time-shared); weights and KV in the same HBM.
+- `draft_model` with `layer_parallel` > 1 (EasySpec): simulator.cost.layer_parallel.
 - `draft_model`, placement `separate`: the draft model on its own `tp` GPUs; drafting for step t+1 runs
   concurrently with the verification of step t assuming step t accepts everything (PEARL's post-verify).
   A request whose window was not fully accepted must be redrafted serially. Step time =
@@ -22,6 +23,8 @@ own GPUs, how much of the draft time the step exposes. Approximations are named 
 - `head`, style `autoregressive` (EAGLE): one decoder layer of the target's width + the target's shared
   embedding and LM head, one pass per draft depth over the expanded nodes; the FC that fuses feature and
   token embedding (2h×h) is counted in memory but not timed. Own one-layer KV cache.
+- `head`, styles `sequential` (Hydra), `rnn` (Clover), `layers` > 1 (KOALA), `tokens_per_pass` > 1
+  (Falcon): simulator.cost.heads.
 - `head`, style `parallel` (Medusa): `gamma` heads, each a residual block (h×h GEMM) and its own LM head
   (h×V), all run in one pass on the last hidden state of each request; ops sharded over the target's tp
   (the logits all-gather is not priced). No KV.
@@ -29,6 +32,9 @@ own GPUs, how much of the draft time the step exposes. Approximations are named 
   layers (shared with the target: no extra memory; the skipped layers' KV for draft tokens is filled by
   the verify pass).
 - `ngram`: prompt lookup on the host; zero GPU time (string matching costs microseconds), no memory.
+- `cascade`: CS Drafting's horizontal and vertical cascades of draft models (simulator.cost.cascade).
+- `sparse_kv`: MagicDec's self-speculation, the target attending to a bounded KV window
+  (simulator.cost.sparse_kv). No extra memory.
 """
 from __future__ import annotations
 
@@ -52,6 +58,9 @@ class ZeroCost:
 
     def gpu_layers(self) -> int:
         return 0
+
+    def passes_per_call(self) -> int:
+        return 1
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         return np.zeros(3)
@@ -164,6 +173,8 @@ class DrafterBuild:
     separate: bool = False          # drafts on its own GPUs, overlapped with verification
     spec: ModelSpec | None = None   # the draft model (for reports), if there is one
     colocated_model: bool = False   # an independent draft model whose KV lives beside the target's
+    tokens_per_pass: int = 1        # draft tokens per request one pass proposes (semi-autoregressive heads)
+    fixed_chain: str | None = None  # why the drafter runs one fixed chain per step (no trees, no control policy)
 
 
 def _ngram(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
@@ -178,14 +189,19 @@ def _layer_skip(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str)
 
 def _head(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
     tp_par = Parallelism(par.tp, 1)
+    if d.style in ("sequential", "rnn"):
+        from simulator.cost.heads import HEAD_STYLES
+        return HEAD_STYLES[d.style](d, target, par, latency, dtype)
     if d.style == "parallel":
         w = d.gamma * (target.hidden_size ** 2 + target.hidden_size * (1 + target.vocab_size))
         cost = MedusaHeadsCost(target, tp_par, latency, dtype, d.gamma)
         return DrafterBuild(cost, 1, w * dtype_bytes(dtype) / par.tp, 0.0)
-    spec = _layers(target, 1)
-    w = layer_params(target) + 2 * target.hidden_size ** 2
+    spec = _layers(target, d.layers)
+    w = d.layers * layer_params(target) + 2 * target.hidden_size ** 2
     return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype), None, w * dtype_bytes(dtype) / par.tp,
-                        spec.kv_bytes_per_token_per_gpu(tp_par, dtype), spec=spec)
+                        spec.kv_bytes_per_token_per_gpu(tp_par, dtype), spec=spec, tokens_per_pass=d.tokens_per_pass,
+                        fixed_chain=None if d.tokens_per_pass == 1 else
+                        "a semi-autoregressive head (tokens_per_pass > 1) drafts one fixed chain")
 
 
 def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
@@ -202,6 +218,15 @@ def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str
         validate_parallelism(spec, draft_par)
     except ValueError as exc:
         raise ScenarioError("drafter.tp", str(exc)) from None
+    if d.placement == "colocated" and d.layer_parallel > 1:
+        from simulator.cost.layer_parallel import layer_parallel_cost
+        if d.layer_parallel > par.gpus:
+            raise ScenarioError("drafter.layer_parallel", f"{d.layer_parallel} exceeds the replica's {par.gpus} GPUs")
+        k = d.layer_parallel
+        return DrafterBuild(layer_parallel_cost(spec, k, d.gamma, latency, dtype), 1, spec.weight_bytes(dtype) / k,
+                            spec.kv_bytes_per_token_per_gpu(draft_par, dtype) / k, spec=spec, colocated_model=True,
+                            fixed_chain="a layer-parallel (EasySpec) draft prices its gamma fuzzy passes and "
+                                        "its calibration pass as one fixed chain")
     if d.placement == "colocated":
         return DrafterBuild(ForwardCost(spec, draft_par, latency, dtype), None,
                             spec.weight_bytes(dtype) / draft_par.gpus,
@@ -219,8 +244,40 @@ def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str
     return DrafterBuild(cost, None, 0.0, 0.0, spec=spec)
 
 
+def _sparse_kv(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    from simulator.cost.sparse_kv import SparseKVForwardCost
+    return DrafterBuild(SparseKVForwardCost(target, par, latency, dtype, kv_budget_tokens=d.kv_budget), None,
+                        0.0, 0.0)
+
+
+def _cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+    from simulator.cost.cascade import build_cascade
+    return build_cascade(d, target, par, latency, hw, dtype)
+
+
 # drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype)
-DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model}
+DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model,
+            "cascade": _cascade, "sparse_kv": _sparse_kv}
+
+# drafter.kind -> the family whose serving-engine behaviour (profiles.engine_time: proposer host work,
+# synchronous or overlapped scheduling) the drafter gets; heads by style (`head_family`).
+# cascade: a chain of independent draft models, run by the proposer like a draft model; sparse_kv:
+# self-speculation of the whole target (no serving engine ships it), like layer skipping.
+ENGINE_FAMILIES = {"draft_model": "draft_model", "layer_skip": "layer_skip", "ngram": "ngram",
+                   "cascade": "draft_model", "sparse_kv": "layer_skip"}
+
+
+def engine_family(d) -> str:
+    """The engine-time family of a drafter section (see ENGINE_FAMILIES)."""
+    if d.kind == "head":
+        return HEAD_ENGINE_FAMILIES[d.style]
+    return ENGINE_FAMILIES[d.kind]
+
+
+# head style -> engine family. Hydra (sequential) and Clover (rnn) are drop-in heads of the Medusa
+# framework (their papers build on Medusa's code; no serving engine ships them), so they get Medusa's
+# engine behaviour; KOALA's multi-layer and Falcon's semi-autoregressive heads are EAGLE-style heads.
+HEAD_ENGINE_FAMILIES = {"autoregressive": "eagle", "parallel": "medusa", "sequential": "medusa", "rnn": "medusa"}
 
 
 def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:

@@ -141,6 +141,10 @@ class ForwardCost:
         """Layers one pass runs on the GPUs (for the engine's per-layer launch cost); 0 off the GPU."""
         return self.spec.num_layers
 
+    def passes_per_call(self) -> int:
+        """GPU passes one call prices (1; a composite drafter such as a cascade prices several)."""
+        return 1
+
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         """Non-attention ops of one pass, plus the pass's host overhead (the latency model's
         `host_overhead_s`: measured on CPU, 0 on GPUs; no FLOPs or bytes)."""
@@ -286,7 +290,7 @@ class StepCostModel:
         draft_layers = self.draft.gpu_layers() if self.draft is not None else 0
         on_gpu = passes if draft_layers else 0
         layers = self.target.gpu_layers() + on_gpu * draft_layers
-        return PassLayout(passes, 1 + on_gpu, layers)
+        return PassLayout(passes, 1 + on_gpu * (self.draft.passes_per_call() if on_gpu else 1), layers)
 
     def with_engine(self, draft: np.ndarray, target: np.ndarray, prefill_tokens, prefill_seqs,
                     decode_seqs) -> np.ndarray:

@@ -13,18 +13,23 @@ Acceptance inputs:
 - `ranked` (Sequoia's positional model): accept_probs[k] for the child of rank k, at every node.
 - `pair` (p, q): chains accept with β = Σ min(p, q); trees use theory.trees.positional_accept_probs with
   rrs_wor verification; multi-draft accepts at the branching position with
-  theory.multidraft.acceptance(p, q, n, scheme) and below it with β. Approximation for multi-draft: below
-  the branching position one surviving sequence is assumed (exact for rrs_wor, whose drafts are
-  distinct; for i.i.d. schemes duplicate first tokens would leave several survivors — more acceptance).
+  theory.multidraft.acceptance(p, q, n, scheme) (`optimal`/`optimal_wor`: the best lossless verifier,
+  theory.multidraft_optimal.optimal_acceptance with and without replacement) and below it with β.
+  Approximation for multi-draft: below the branching position one surviving sequence is assumed (exact
+  for rrs_wor and optimal_wor, whose drafts are distinct; for i.i.d. schemes duplicate first tokens would
+  leave several survivors — more acceptance).
   The n first-level children split the acceptance equally (symmetric under i.i.d. drafts).
 - `trace` (greedy): trees are walked on the measured drafter ranks (simulator.speculation.tree_acceptance). Their
   shapes (sequoia/medusa/dynamic) are built from the trace's empirical P(rank = k). A dynamic tree is then
   the EAGLE-2 tree of those average rank probabilities: per-context re-shaping from the draft's scores
   at every step is not modelled (the trace has the draft's scores only along the target's own path).
+- `contexts` (per-node context classes, simulator.speculation.context_acceptance): every shape accepts as
+  `ranked` with the classes' mean, except a `dynamic_tree` with `per_context`, re-shaped per step.
 - `constant` / `positional` give no per-rank acceptance, so trees and multi-draft reject them.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +43,7 @@ from theory.trees import Tree
 
 MAX_RANKS = 8       # candidates per node considered by trace rank probabilities
 MAX_PAIR_RANKS = 6  # ... and by pair rank probabilities (the exact rrs_wor sum grows as vocab^ranks)
+MAX_WOR_TUPLES = 20_000  # draft tuples of the optimal_wor LP (12 tokens, n = 4: 11,880 tuples, ~1 s)
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,10 @@ def rank_probs(acc, base_dir: Path, shape: str = "tree") -> np.ndarray:
     speculation kind that needs it, for the error message)."""
     if acc.kind == "ranked":
         return np.asarray(acc.accept_probs, dtype=np.float64)
+    if acc.kind == "contexts":  # every shape that does not look at the classes sees the mean
+        from simulator.speculation.context_acceptance import class_rows
+        weights, rows = class_rows(acc)
+        return weights @ rows
     if acc.kind == "pair":
         from theory.trees import positional_accept_probs
         p, q = pair_distributions(acc)
@@ -87,7 +97,9 @@ def build_tree(sp, acc, gamma: int, base_dir: Path) -> Tree:
     from theory import tree_builders as tb
     from theory.tree_search import optimal_tree
 
-    probs = rank_probs(acc, base_dir, sp.kind)
+    # multi-draft on a (p, q) pair needs no per-rank probabilities (its levels come from the verifier)
+    pair_multidraft = sp.kind == "multidraft" and acc.kind == "pair"
+    probs = None if pair_multidraft else rank_probs(acc, base_dir, sp.kind)
     try:
         if sp.kind == "multidraft":
             return _multidraft_tree(sp, acc, probs, gamma)
@@ -112,15 +124,33 @@ def _multidraft_tree(sp, acc, probs: np.ndarray, gamma: int) -> Tree:
         for _ in range(gamma - 1):
             parents.append(len(parents) - 1), ranks.append(0)
     if acc.kind == "pair":
-        from theory.multidraft import acceptance, single_draft_acceptance
+        from theory.multidraft import single_draft_acceptance
         p, q = pair_distributions(acc)
-        first, below = acceptance(p, q, n, sp.scheme), single_draft_acceptance(p, q)
+        first, below = multidraft_first_acceptance(p, q, n, sp.scheme), single_draft_acceptance(p, q)
         first_level = [first / n] * n
     else:  # ranked or trace: the n first tokens are the drafter's top-n candidates
         first_level = [float(probs[r]) if r < len(probs) else 0.0 for r in range(n)]
         below = float(probs[0])
     accept = [1.0] + [first_level[ranks[i]] if parents[i] == 0 else below for i in range(1, len(parents))]
     return Tree(tuple(parents), tuple(ranks), tuple(accept))
+
+
+def multidraft_first_acceptance(p: np.ndarray, q: np.ndarray, n: int, scheme: str) -> float:
+    """P(the verifier of `scheme` outputs one of the n drafted first tokens) for the pair (p, q)."""
+    if scheme in ("optimal", "optimal_wor"):
+        from theory.multidraft_optimal import optimal_acceptance
+        support = int(np.count_nonzero(q))
+        if scheme == "optimal_wor" and math.perm(support, min(n, support)) > MAX_WOR_TUPLES:
+            raise ScenarioError("speculation.scheme", f"optimal_wor solves a coupling LP over the "
+                                f"{math.perm(support, min(n, support)):,} ordered draft tuples of n={n} "
+                                f"from {support} tokens; at most {MAX_WOR_TUPLES:,} are allowed (use "
+                                f"'optimal' for i.i.d. drafts or a smaller acceptance.vocab)")
+        try:
+            return optimal_acceptance(p, q, n, replacement=scheme == "optimal")
+        except ValueError as exc:
+            raise ScenarioError("speculation.scheme", str(exc)) from None
+    from theory.multidraft import acceptance
+    return acceptance(p, q, n, scheme)
 
 
 def _trace_chain(acc, gamma: int, seed: int, base_dir: Path):
@@ -142,7 +172,21 @@ CHAIN_ACCEPTANCE = {
     "ranked": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas([acc.accept_probs[0]], gamma, seed),
     "pair": _pair_chain,
     "trace": _trace_chain,
+    "contexts": lambda acc, gamma, seed, base_dir: ChainAcceptance.from_alphas(
+        [float(rank_probs(acc, base_dir)[0])], gamma, seed),
+    "drifting": lambda acc, gamma, seed, base_dir: _drifting_chain(acc, gamma, seed),
+    "step_level": lambda acc, gamma, seed, base_dir: _step_level(acc, gamma, seed),
 }
+
+
+def _step_level(acc, gamma: int, seed: int):
+    from simulator.speculation.step_level import StepLevelAcceptance
+    return StepLevelAcceptance(gamma, acc.accept, seed)
+
+
+def _drifting_chain(acc, gamma: int, seed: int):
+    from simulator.speculation.drifting_acceptance import drifting_chain
+    return drifting_chain(acc, gamma, seed)
 
 
 def chain_acceptance(acc, gamma: int, seed: int, base_dir: Path):
@@ -150,13 +194,18 @@ def chain_acceptance(acc, gamma: int, seed: int, base_dir: Path):
     return CHAIN_ACCEPTANCE[acc.kind](acc, gamma, seed, base_dir)
 
 
-def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_passes: bool) -> SpeculationBuild:
+def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_passes: bool,
+                      tokens_per_pass: int = 1) -> SpeculationBuild:
     """Shape + acceptance of a `speculation` section under an `acceptance` one; `parallel_passes`: the
-    drafter makes one pass per step (parallel heads)."""
+    drafter makes one pass per step (parallel heads); `tokens_per_pass`: draft tokens per request one
+    pass proposes (a semi-autoregressive head: a chain of γ takes ceil(γ/k) passes)."""
     if sp.kind == "chain":
         model = chain_acceptance(acc, gamma, seed, base_dir)
-        widths = (1,) if parallel_passes and gamma else (1,) * gamma
+        k = tokens_per_pass
+        widths = (1,) if parallel_passes and gamma else tuple(min(k, gamma - j) for j in range(0, gamma, k))
         return SpeculationBuild(model, None, gamma + 1, widths, False, model.full_accept_probability())
+    if sp.kind == "dynamic_tree" and sp.per_context:
+        return _per_context_tree(sp, acc, gamma, seed, parallel_passes)
     tree = build_tree(sp, acc, gamma, base_dir)
     if parallel_passes and tree.depth > gamma:
         raise ScenarioError("speculation.depth", f"the tree is {tree.depth} deep but the parallel heads "
@@ -169,3 +218,22 @@ def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_p
     # A tree that is a single path is verified with the causal mask, exactly as the chain it is.
     branching = tree.size - 1 != tree.depth
     return SpeculationBuild(model, tree, tree.size, widths, branching, model.full_accept_probability())
+
+
+
+def _per_context_tree(sp, acc, gamma: int, seed: int, parallel_passes: bool) -> SpeculationBuild:
+    """A dynamic tree re-shaped per step for the realised contexts (simulator.speculation.context_acceptance)."""
+    from simulator.speculation.context_acceptance import dynamic_tree_library, widest_shape
+    if acc.kind != "contexts":
+        raise ScenarioError("speculation.per_context", f"a per-context tree needs acceptance kind 'contexts' "
+                            f"(per-class acceptance), got {acc.kind!r}")
+    try:
+        model = dynamic_tree_library(sp, acc, seed)
+    except ValueError as exc:
+        raise ScenarioError("acceptance.contexts", str(exc)) from None
+    if parallel_passes and model.depth > gamma:
+        raise ScenarioError("speculation.depth", f"the tree is {model.depth} deep but the parallel heads "
+                            f"predict only drafter.gamma={gamma} positions")
+    verify_q, widths = widest_shape(model.trees)
+    return SpeculationBuild(model, model.trees[0], verify_q, (1,) if parallel_passes else widths,
+                            model.depth != verify_q - 1, model.full_accept_probability())

@@ -8,7 +8,7 @@ verifies fewer drafts never changes what the longer draft would have accepted. P
 functions; the simulator supplies the step-time function from its own cost model.
 
 - fixed: the configured shape every step (no policy object; bulk mode applies).
-- smartspec, specdecpp, tetris, load_switch: one file each (its docstring says what it decides and how).
+- smartspec, specdecpp, tetris, load_switch, specreason: one file each (its docstring says what it decides and how).
 
 Adaptive policies run step by step (the replica does not bulk-advance while a policy is set): a step's
 shape depends on the batch, so bulk planning would need per-step shapes (documented limitation; results
@@ -21,12 +21,14 @@ from simulator.speculation.control.base import ControlPolicy
 from simulator.speculation.control.load_switch import LoadSwitch
 from simulator.speculation.control.smartspec import SmartSpec
 from simulator.speculation.control.specdecpp import SpecDecPP
+from simulator.speculation.control.specreason import SpecReason
 from simulator.speculation.control.tetris import Tetris
 
 CONTROL_POLICIES: dict[str, type[ControlPolicy]] = {
     "load_switch": LoadSwitch,
     "smartspec": SmartSpec,
     "specdecpp": SpecDecPP,
+    "specreason": SpecReason,
     "tetris": Tetris,
 }
 
@@ -44,4 +46,7 @@ def make_policy(policy, speculation, spec, gamma: int, cost) -> ControlPolicy | 
                             f"'chain' (got {speculation.kind!r})")
     if cls.needs_gamma and gamma < 1:
         raise ScenarioError("drafter.gamma", f"policy {policy.kind!r} needs drafter.gamma >= 1")
+    if cls.requires_acceptance is not None and not isinstance(spec.acceptance, cls.requires_acceptance[1]):
+        raise ScenarioError("acceptance.kind", f"policy {policy.kind!r} needs acceptance kind "
+                            f"{cls.requires_acceptance[0]!r}")
     return cls(policy, spec, gamma, cost)

@@ -14,6 +14,7 @@ class ControlPolicy:
 
     chain_only = False   # chooses chain lengths: refuses trees and multi-draft
     needs_gamma = False  # refuses drafter.gamma = 0
+    requires_acceptance: tuple[str, type] | None = None  # (acceptance kind, its model class) the policy needs
 
     def __init__(self, params, spec, gamma: int, cost: StepCostModel):
         self.params, self.spec, self.gamma, self.cost = params, spec, gamma, cost
