@@ -31,6 +31,7 @@ from simulator.cli import main
 
 EXAMPLES = int(os.environ.get("DRAFTSIM_FUZZ_EXAMPLES", "150"))
 OUTCOMES: collections.Counter = collections.Counter()   # "ran" / "refused"; printed at the end (pytest -s)
+REFUSED_FIELDS: collections.Counter = collections.Counter()   # the field each refusal named (pytest -s)
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
 
@@ -57,21 +58,33 @@ drafters = st.one_of(
     st.builds(lambda m, g, p, tp: {"kind": "draft_model", "model": m, "gamma": g, "placement": p, "tp": tp},
               st.sampled_from(DRAFT_MODELS), st.integers(0, 8), st.sampled_from(["colocated", "separate", "cpu"]),
               st.sampled_from([1, 1, 2])),
-    st.builds(lambda s, g: {"kind": "head", "style": s, "gamma": g},
-              st.sampled_from(["autoregressive", "parallel"]), st.integers(0, 8)),
+    st.builds(lambda m, g, k: {"kind": "draft_model", "model": m, "gamma": g, "layer_parallel": k},
+              st.sampled_from(DRAFT_MODELS), st.integers(1, 6), st.integers(1, 4)),
+    st.builds(lambda s, g, layers, per_pass: {"kind": "head", "style": s, "gamma": g, "layers": layers,
+                                              "tokens_per_pass": per_pass},
+              st.sampled_from(["autoregressive", "parallel", "sequential", "rnn"]), st.integers(0, 8),
+              st.sampled_from([1, 1, 2, 3]), st.sampled_from([1, 1, 2, 4])),
     st.builds(lambda g, f: {"kind": "layer_skip", "gamma": g, "layers_fraction": f}, st.integers(0, 8),
               st.floats(0.1, 0.9)),
-    st.builds(lambda g: {"kind": "ngram", "gamma": g}, st.integers(0, 8)))
+    st.builds(lambda g: {"kind": "ngram", "gamma": g}, st.integers(0, 8)),
+    st.builds(lambda g, b: {"kind": "sparse_kv", "gamma": g, "kv_budget": b}, st.integers(0, 8),
+              st.integers(1, 4096)),
+    st.builds(lambda stages: {"kind": "cascade", "stages": stages}, st.lists(st.fixed_dictionaries(
+        {"tokens": st.integers(1, 4)},
+        optional={"model": st.sampled_from([*DRAFT_MODELS, "self"]), "kv_budget": st.integers(1, 2048),
+                  "inner_gamma": st.integers(0, 4), "inner_alpha": st.floats(0, 1),
+                  "inner_model": st.sampled_from(DRAFT_MODELS)}), min_size=1, max_size=3)))
 
 shapes = st.one_of(
     st.just({"kind": "chain"}),
+    st.just({"kind": "chain", "alignment": "realign"}),
     st.builds(lambda b, k, d, n: {"kind": "tree", "builder": b, "k": k, "depth": d, "budget": n},
               st.sampled_from(["kary", "medusa", "sequoia"]), st.integers(1, 4), st.integers(1, 5),
               st.integers(1, 40)),
-    st.builds(lambda k, d, n: {"kind": "dynamic_tree", "top_k": k, "depth": d, "budget": n},
-              st.integers(1, 6), st.integers(1, 6), st.integers(1, 48)),
+    st.builds(lambda k, d, n, c: {"kind": "dynamic_tree", "top_k": k, "depth": d, "budget": n, "per_context": c},
+              st.integers(1, 6), st.integers(1, 6), st.integers(1, 48), st.booleans()),
     st.builds(lambda n, s: {"kind": "multidraft", "n": n, "scheme": s}, st.integers(1, 4),
-              st.sampled_from(["rrs", "rrs_wor", "kseq", "naive"])))
+              st.sampled_from(["rrs", "rrs_wor", "kseq", "naive", "optimal", "optimal_wor"])))
 
 acceptances = st.one_of(
     st.builds(lambda a: {"kind": "constant", "alpha": a}, st.floats(0, 1)),
@@ -80,7 +93,13 @@ acceptances = st.one_of(
     st.builds(lambda v, z, q: {"kind": "pair", "vocab": v, "zipf": z, "q_power": q}, st.integers(2, 64),
               st.floats(0.2, 3), st.floats(0.2, 2)),
     st.builds(lambda d, m: {"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": d, "mode": m},
-              st.sampled_from(["draft", "skip", "ngram"]), st.sampled_from(["greedy", "sample"])))
+              st.sampled_from(["draft", "skip", "ngram"]), st.sampled_from(["greedy", "sample"])),
+    st.builds(lambda classes: {"kind": "contexts", "contexts": classes}, st.lists(st.fixed_dictionaries(
+        {"weight": st.floats(0.01, 5), "accept_probs": st.sampled_from([[0.9], [0.5, 0.2], [0.1, 0.1, 0.1]])}),
+        min_size=1, max_size=3)),
+    st.builds(lambda a, b, end: {"kind": "drifting", "points": [[0, a], [end, b]]}, st.floats(0, 1),
+              st.floats(0, 1), st.integers(1, 60)),
+    st.builds(lambda a: {"kind": "step_level", "accept": a}, st.floats(0, 1)))
 
 policies = st.one_of(
     st.just({"kind": "fixed"}),
@@ -88,7 +107,8 @@ policies = st.one_of(
     st.builds(lambda t: {"kind": "specdecpp", "threshold": t}, st.floats(0, 1)),
     st.builds(lambda b: {"kind": "tetris", "budget_tokens": b}, st.integers(1, 128)),
     st.builds(lambda b, q: {"kind": "load_switch", "max_batch": b, "max_queue": q}, st.integers(0, 64),
-              st.integers(0, 64)))
+              st.integers(0, 64)),
+    st.just({"kind": "specreason"}))
 
 schedulers = st.builds(
     lambda kind, batch, tokens, chunk, block: {"kind": kind, "max_batch_size": batch, "max_batched_tokens": tokens,
@@ -153,7 +173,7 @@ def speculation(draw):
         return {"drafter": drafter}
     shape = draw(shapes)
     if shape["kind"] in ("tree", "dynamic_tree", "multidraft"):
-        acceptance = draw(acceptances.filter(lambda a: a["kind"] in ("ranked", "pair", "trace")))
+        acceptance = draw(acceptances.filter(lambda a: a["kind"] in ("ranked", "pair", "trace", "contexts")))
     else:
         acceptance = draw(acceptances)
     policy = draw(policies) if shape["kind"] == "chain" else {"kind": "fixed"}
@@ -244,6 +264,7 @@ def test_every_scenario_runs_or_fails_with_one_clean_line(data):
             assert ":" in lines[0][len("draftsim: error: "):]   # names a field
             assert not out.exists()
             OUTCOMES["refused with one line, exit 2"] += 1
+            REFUSED_FIELDS[lines[0][len("draftsim: error: "):].split(":")[0]] += 1
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -251,3 +272,4 @@ def _report_outcomes():
     yield
     if OUTCOMES:
         print("\nfuzzed scenarios: " + ", ".join(f"{k} {v}" for k, v in OUTCOMES.items()) + ", crashes 0")
+        print("most refused fields: " + ", ".join(f"{k} {v}" for k, v in REFUSED_FIELDS.most_common(12)))
