@@ -67,7 +67,7 @@ class KVHandOff:
         draft = built.spec if built is not None and built.kv_bytes_per_token_per_gpu > 0 else None
         draft_tp = drafter.tp if drafter.kind == "draft_model" else decode.kind.parallelism.tp
         mover = KVMover(placement, decode.kind.target, prefill.kind.parallelism, decode.kind.parallelism,
-                        decode.kind.dtype, draft, draft_tp)
+                        decode.kind.kv_dtype, draft, draft_tp)
         return KVHandOff(prefill.replicas, decode.replicas, decode.router, mover, kv.layerwise_overlap,
                          decode.kind.target.num_layers)
 

@@ -129,6 +129,7 @@ class ForwardCost:
     parallelism: Parallelism
     latency: LatencyModel
     dtype: str
+    kv_dtype: str | None = None   # the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`)
     _dense: dict = field(default_factory=dict, repr=False)
     _decode_grid: dict = field(default_factory=dict, repr=False)
 
@@ -156,7 +157,7 @@ class ForwardCost:
 
     def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:
         shape = StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)
-        return _price(self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype))
+        return _price(self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype))
 
     def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
         """(seconds, flops, bytes) of a decode-only pass priced op by op (no interpolation); `tree`: the q
@@ -164,7 +165,7 @@ class ForwardCost:
         shape = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
                           tree_attention=tree)
         return self.dense(seqs * q, seqs * q) + _price(
-            self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype))
+            self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype))
 
     def decode_attention(self, seqs: int, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
         """(n, 3) costs of the decode attention alone (interpolated pass minus its dense part)."""

@@ -50,7 +50,7 @@ def cluster_summary(cluster, requests: pd.DataFrame, steps: pd.DataFrame, end_s:
     single = len(pools) == 1
     summary = summarize(requests, steps, slo=scenario.slo, num_replicas=len(cluster.replicas),
                         gpus_per_replica=pools[0].kind.parallelism.gpus if single else 1,
-                        peak_flops_per_gpu=first.peak_flops[dtype], peak_bw_per_gpu=first.hbm_bandwidth_bytes_per_s,
+                        peak_flops_per_gpu=first.matmul_flops(dtype), peak_bw_per_gpu=first.hbm_bandwidth_bytes_per_s,
                         sim_end_s=end_s)
     if not single:
         summary.update(_pool_summary(summary, requests, steps, cluster))
@@ -79,12 +79,12 @@ def _pool_summary(summary: dict, requests, steps, cluster) -> dict:
     flops, moved = float(steps["flops"].sum()), float(steps["bytes"].sum())
     hardware = [pool.kind.hardware for pool in pools]
     if all(hw.id == hardware[0].id for hw in hardware):
-        peak_f, peak_b = hardware[0].peak_flops[dtype], hardware[0].hbm_bandwidth_bytes_per_s
+        peak_f, peak_b = hardware[0].matmul_flops(dtype), hardware[0].hbm_bandwidth_bytes_per_s
         busy_gpu_s = float((busy * gpr[replica]).sum())
         busy_f, busy_b = busy_gpu_s * peak_f, busy_gpu_s * peak_b
         all_f, all_b = window * peak_f * gpus, window * peak_b * gpus
     else:  # peaks weighted by each pool's GPUs
-        rep_f = np.array([pool.kind.hardware.peak_flops[dtype] for pool in pools for _ in pool.replicas]) * gpr
+        rep_f = np.array([pool.kind.hardware.matmul_flops(dtype) for pool in pools for _ in pool.replicas]) * gpr
         rep_b = np.array([pool.kind.hardware.hbm_bandwidth_bytes_per_s for pool in pools for _ in pool.replicas]) * gpr
         busy_f, busy_b = float((busy * rep_f[replica]).sum()), float((busy * rep_b[replica]).sum())
         all_f, all_b = window * float(rep_f.sum()), window * float(rep_b.sum())
