@@ -114,6 +114,9 @@ class Engine:
 
     def _route(self, r: int) -> None:
         s = self.state
+        if s.dropped[r]:  # rejected before the run (longer than the context: simulator.core.context)
+            self._count_finished(1)
+            return
         if not all(fits(r) for fits in self._fits):
             s.dropped[r] = True
             s.drop_reason[r] = DROP_EXCEEDS_KV
