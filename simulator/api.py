@@ -54,5 +54,7 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
     if cluster.handoff is not None:
         for name, values in cluster.handoff.request_columns(cluster.state).items():
             requests[name] = values
+    if scenario.cluster.kv_cache.prefix_caching:  # prompt tokens found cached at the first admission
+        requests["cached_prompt_tokens"] = cluster.state.cached_prompt_tokens.copy()
     steps = build_steps_frame(_sorted_steps(cluster.log.columns()))
     return Result(scenario, requests, steps, cluster_summary(cluster, requests, steps, end_s), wall_s, cluster)

@@ -116,6 +116,21 @@ def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target) -> t
     return table, state
 
 
+def _check_router(scenario: Scenario) -> None:
+    from simulator.core.routers import ROUTERS
+    routers = [("cluster.router", scenario.cluster.router)]
+    if scenario.cluster.disaggregation is not None:
+        routers = [(f"{DISAGG}.prefill.router", scenario.cluster.disaggregation.prefill.router)]
+        decode = scenario.cluster.disaggregation.decode.router
+        if decode in ROUTERS and ROUTERS[decode].uses_prefix_match:
+            raise ScenarioError(f"{DISAGG}.decode.router", f"{decode!r} needs a prefix cache, which only the prefill "
+                                                           "pool keeps; allowed here: round_robin, least_outstanding, "
+                                                           "join_shortest_queue")
+    for field, name in routers:
+        if name in ROUTERS and ROUTERS[name].uses_prefix_match and not scenario.cluster.kv_cache.prefix_caching:
+            raise ScenarioError(field, f"{name!r} routes by cached prefixes; it needs cluster.kv_cache.prefix_caching: true")
+
+
 def kv_tiers(scenario: Scenario, kind: ReplicaKind, blocks: int, table: RequestTable):
     """One replica's KV manager (simulator.core.kv_cache.KVTiers) for `cluster.kv_cache`, or None when
     plain block counting is all it needs."""
@@ -144,6 +159,7 @@ def _log(scenario: Scenario) -> StepLog:
 
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
+    _check_router(scenario)
     streams = Streams.from_seed(scenario.seed)
     block = scenario.scheduler.block_size
     log = _log(scenario)

@@ -91,6 +91,10 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     block = rep.sched.block_size
     held = np.maximum((ctx + (rep.q + block - 1)) // block - s.unit_blocks[ids], blocks0)  # blocks_for(ctx + q)
     blocks_used = (held * active).sum(axis=1) + (rep.used_blocks - blocks0_sum)
+    if rep.kv is not None and rep.kv.cache is not None:  # cached units freed by requests finished earlier
+        frees = rep.kv.cache.unit_frees(ids, finish_step)
+        if frees.any():
+            blocks_used -= (frees * (finish_step < rows)).sum(axis=1)
     if blocks_used.max() > rep.total_blocks:
         n = int((blocks_used > rep.total_blocks).argmax())
         if n == 0:

@@ -74,7 +74,8 @@ class HostTier:
             self.used += self.unit_tokens
 
     def touch(self, key: int) -> None:
-        self.units.move_to_end(key)
+        if key in self.units:   # (it may have made room for later offloads meanwhile)
+            self.units.move_to_end(key)
 
 
 @dataclass
@@ -109,6 +110,7 @@ class PrefixCache:
         self.free_blocks = self.total_blocks
         self.queue[("free", next(self._segments))] = self.total_blocks
         self._memo: dict = {}
+        self._free_units = 0   # cached units in the free queue
 
     # ---- keys ------------------------------------------------------------------------------------
     def _keys(self, r: int) -> np.ndarray:
@@ -133,6 +135,15 @@ class PrefixCache:
             else:
                 break
         return found
+
+    def match_tokens(self, r: int, prompt_tokens: int) -> int:
+        """Tokens of r's prompt this cache would serve (GPU or host tier), for prefix-aware routing."""
+        return len(self._match(r, prompt_tokens)) * self.unit_tokens
+
+    @property
+    def cached_tokens(self) -> int:
+        """Tokens of the cached units, in use or free (the size of SGLang's radix tree)."""
+        return (len(self.refs) + self._free_units) * self.unit_tokens
 
     def need_blocks(self, r: int, target_tokens: int, blocks: int) -> int:
         """Blocks r's admission takes from the free queue: its `blocks` minus those of units in use."""
@@ -162,6 +173,7 @@ class PrefixCache:
                 n -= blocks
             else:                              # a cached unit: evicted
                 del queue[key]
+                self._free_units -= 1
                 self.version += 1
                 if self.host is not None:
                     self.host.offload(key)
@@ -175,6 +187,8 @@ class PrefixCache:
     def _push(self, key, blocks: int) -> None:
         self.queue[key] = blocks
         self.free_blocks += blocks
+        if not isinstance(key, tuple):
+            self._free_units += 1
 
     # ---- a request's life ------------------------------------------------------------------------
     def admit(self, r: int, target_tokens: int, blocks: int) -> Admission:
@@ -186,6 +200,7 @@ class PrefixCache:
                 self.refs[k] += 1
             elif where == "free":
                 del self.queue[k]
+                self._free_units -= 1
                 self.free_blocks -= self.unit_blocks
                 self.refs[k] = 1
         touched = sum(1 for _, where in found if where == "free") * self.unit_blocks
@@ -200,11 +215,11 @@ class PrefixCache:
         unit_blocks = len(held) * self.unit_blocks
         private = blocks - unit_blocks
         fresh = (len(loaded) + len(new)) * self.unit_blocks + private
+        for k in loaded:
+            self.host.touch(k)
         self.take(fresh)
         for k in loaded + new:
             self.refs[k] = 1
-        for k in loaded:
-            self.host.touch(k)
         self.held[r] = held
         self.version += 1
         return Admission(len(found) * self.unit_tokens, len(loaded) * self.unit_tokens, touched + fresh, private,
@@ -239,6 +254,21 @@ class PrefixCache:
                 self._push(k, self.unit_blocks)
         self.version += 1
         return self.free_blocks - before
+
+    def unit_frees(self, ids: np.ndarray, finish_step: np.ndarray) -> np.ndarray:
+        """Blocks of cached units that leave use when each of requests `ids` finishes at its
+        `finish_step` (in step order, ties in `ids` order, as the replica releases them); 0 for those
+        that do not finish. For the block counts of a bulk of decode steps (simulator.core.bulk)."""
+        out = np.zeros(len(ids), dtype=np.int64)
+        left: dict = {}
+        for b in sorted(np.flatnonzero(finish_step != np.iinfo(np.int64).max).tolist(),
+                        key=lambda b: (int(finish_step[b]), b)):
+            for k in self.held.get(int(ids[b]), ()):
+                n = left.get(k, self.refs[k]) - 1
+                left[k] = n
+                if n == 0:
+                    out[b] += self.unit_blocks
+        return out
 
     def shared_context(self, ids) -> tuple[int, int, int]:
         """(context tokens in units shared by at least two of requests `ids`, distinct such tokens,

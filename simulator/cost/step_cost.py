@@ -342,15 +342,15 @@ class StepCostModel:
         `ForwardCost.shared_prefix_delta`), and the engine time is recomputed on the new device time.
         Approximation: only the target's attention is re-priced; a draft model reads its own KV as before."""
         seqs = np.broadcast_to(np.asarray(decode_seqs), (len(target),))
-        device = target[:, :3].copy()
-        device[:, 0] -= target[:, 3]
+        out = target.copy()
         for i, agg in enumerate(shared):
-            if agg is not None and agg[0]:
-                device[i] += self.target.shared_prefix_delta(int(seqs[i]), self.q, int(context_sums[i]), agg, self.tree)
-        if self.engine is None:
-            return np.concatenate([device, np.zeros((len(device), 1))], axis=1)
-        return np.concatenate([self.with_engine(draft[i:i + 1], device[i:i + 1], prefill_tokens, prefill_seqs,
-                                                int(seqs[i])) for i in range(len(device))])
+            if agg is None or not agg[0]:
+                continue   # rows without sharing keep their cost exactly
+            device = target[i:i + 1, :3].copy()
+            device[0, 0] -= target[i, 3]
+            device[0] += self.target.shared_prefix_delta(int(seqs[i]), self.q, int(context_sums[i]), agg, self.tree)
+            out[i] = self.with_engine(draft[i:i + 1], device, prefill_tokens, prefill_seqs, int(seqs[i]))[0]
+        return out
 
     @cached_property
     def _no_draft_layout(self) -> PassLayout:
