@@ -43,7 +43,7 @@ _POSITIVE = ("hbm_bytes", "hbm_bandwidth_bytes_per_s", "scaleup_bandwidth_bytes_
              "scaleout_bandwidth_bytes_per_s", "host_link_bandwidth_bytes_per_s")
 _NON_NEGATIVE = ("scaleup_latency_s", "scaleout_latency_s", "host_link_latency_s")
 _DEFAULTS = {"gpus_per_node": 8, "scaleup_latency_s": 1.0e-6, "scaleout_latency_s": 5.0e-6,
-             "source": "user-defined"}
+             "host_link_bandwidth_bytes_per_s": 64.0e9, "host_link_latency_s": 3.0e-6, "source": "user-defined"}
 FIELDS = [f.name for f in dataclasses.fields(HardwareSpec)]
 REQUIRED = ("id", "peak_flops", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "scaleup_bandwidth_bytes_per_s",
             "scaleout_bandwidth_bytes_per_s")
