@@ -183,7 +183,7 @@ def check_dtypes(hw: HardwareSpec, dtype: str, kv_dtype: str | None, where: str 
     """The KV cache's dtype, after checking that `hw` can run weights in `dtype` (ScenarioError otherwise)."""
     problem = hw.weight_dtype_error(dtype)
     if problem is not None:
-        raise ScenarioError("cluster.dtype", problem + (f" ({where}.hardware)" if where != "cluster" else ""))
+        raise ScenarioError("cluster.dtype", problem + (f" ({where}.hardware)" if where.startswith("cluster.") else ""))
     return kv_cache_dtype(dtype, kv_dtype)
 
 
