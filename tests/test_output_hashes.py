@@ -70,6 +70,9 @@ CASES = [
     # added with the one-engine redesign (recorded on its commit, not on dc52e50)
     ("scenarios/disagg/eagle_tree_ep_h100_h200.yaml", ['workload.num_requests=80'],
      "6607af589f649578", "178071006be9c132", "14f90c07b38b66e9"),
+    # added with issue 16 (trace formats, prefix caching)
+    ("scenarios/traces/mooncake_prefix_caching.yaml", [],
+     "f20f12e4954d8d28", "8544b836b84906bc", "3e16609603da559a"),
 ]
 
 

@@ -89,7 +89,8 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     blocks0_sum = int(blocks0.sum())
     # Context only grows, so the blocks a request needs never decrease along a bulk.
     block = rep.sched.block_size
-    held = np.maximum((ctx + (rep.q + block - 1)) // block - s.unit_blocks[ids], blocks0)  # blocks_for(ctx + q)
+    held = (ctx + (rep.q + block - 1)) // block  # = blocks_for(ctx + q), less the blocks of shared cached units
+    held = np.maximum(held if rep.kv is None else held - s.unit_blocks[ids], blocks0)
     blocks_used = (held * active).sum(axis=1) + (rep.used_blocks - blocks0_sum)
     if rep.kv is not None and rep.kv.cache is not None:  # cached units freed by requests finished earlier
         frees = rep.kv.cache.unit_frees(ids, finish_step)

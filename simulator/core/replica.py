@@ -112,7 +112,11 @@ class Replica:
     def _head_admissible(self, token_room: int, batch_len: int) -> bool:
         if not self.waiting or len(self.running) >= self.sched.max_batch_size:
             return False
-        need, tokens = self._admission(self.waiting[0])
+        if self.kv is None:  # (the hot path of plain runs: `_admission` inlined)
+            tokens = int(self.s.prefill_target[self.waiting[0]])
+            need = self.blocks_for(tokens)
+        else:
+            need, tokens = self._admission(self.waiting[0])
         if need > self.total_blocks - self.used_blocks:
             return False
         return token_room > 0 and (batch_len == 0 or tokens <= token_room)
@@ -201,7 +205,9 @@ class Replica:
         s = self.s
         while decode_ids:
             ids = np.asarray(decode_ids)
-            need = self.blocks_for(s.ctx[ids] + self.q) - s.unit_blocks[ids]
+            need = self.blocks_for(s.ctx[ids] + self.q)
+            if self.kv is not None:
+                need = need - s.unit_blocks[ids]
             extra = np.maximum(need - s.blocks[ids], 0)
             if int(extra.sum()) <= self.total_blocks - self.used_blocks:
                 s.blocks[ids] += extra
