@@ -21,10 +21,10 @@ priced here and are ignored. Anything else — another architecture, a vision-la
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable
 
+from models.files import read_document
 from models.spec import ModelSpec
 
 
@@ -190,11 +190,6 @@ def spec_from_hf_config(cfg: dict, name: str, source: str = "", where: str = "co
 def load_hf_config(path: Path, name: str | None = None) -> ModelSpec:
     """Read `path` (a Hugging Face config.json). The model is named after its folder unless `name` is given."""
     path = Path(path)
-    try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UnsupportedModelError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UnsupportedModelError(f"{path}: not a readable JSON file ({type(exc).__name__})") from None
+    cfg = read_document(path, "JSON", UnsupportedModelError)
     default = path.parent.name.lower() if path.name == "config.json" and path.parent.name else path.stem.lower()
     return spec_from_hf_config(cfg, name or default, source=str(path), where=str(path))

@@ -14,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import yaml
 
 from models.catalog import catalog, get_model
 from models.errors import UnknownNameError
+from models.files import read_document
 from models.hf_config import load_hf_config, spec_from_hf_config
 from models.spec import ModelSpec
 
@@ -40,10 +40,7 @@ def spec_from_fields(fields: dict, default_name: str = "inline") -> ModelSpec:
 
 
 def _yaml_entry(path: Path) -> ModelSpec:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: not a readable YAML file ({type(exc).__name__})") from None
+    raw = read_document(path, "YAML")
     if not isinstance(raw, dict) or len(raw) != 1 or not isinstance(next(iter(raw.values())), dict):
         raise ValueError(f"{path}: expected one entry `name: {{model fields}}` as in models/catalog/*.yaml")
     name, fields = next(iter(raw.items()))

@@ -34,8 +34,8 @@ import dataclasses
 import math
 from pathlib import Path
 
-import yaml
 
+from models.files import read_document
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 
 KNOWN_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -108,10 +108,8 @@ def load_hardware(ref, base_dir: Path | str | None = None, where: str = "hardwar
         if not path.is_absolute() and base_dir is not None:
             path = Path(base_dir) / path
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ValueError(f"{where}: file not found: {path}") from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ValueError(f"{where}: {path} is not a readable YAML file ({type(exc).__name__})") from None
+            raw = read_document(path, "YAML")
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
         return hardware_from_fields(raw, where)
     return get_hardware(ref)
