@@ -8,7 +8,7 @@ so the serial cost of a step is Σ count · seconds(op).
 
 Conventions and approximations (each is named where it is made):
 * Weights are stored in `dtype`; activations between kernels are 16-bit (fp32 for fp32 models), see
-  `models.spec.activation_bytes`; the KV cache is stored in `dtype`.
+  `models.spec.activation_bytes`; the KV cache is stored in `kv_dtype` (default: `models.spec.kv_cache_dtype`).
 * GEMM bytes = activations in + activations out + weights, each read or written once (ideal reuse).
 * Element-wise FLOP counts are nominal (a few per element); those ops are memory-bound anyway.
 * Tensor parallelism follows Megatron/vLLM: QKV and gate/up column-parallel, O and down row-parallel,
@@ -30,9 +30,10 @@ Conventions and approximations (each is named where it is made):
 from __future__ import annotations
 
 from models.moe_routing import EpLoad, uniform_remote_copies_per_token
-from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, EMBEDDING, GEMM,
+from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, ATTN_SHARED, EMBEDDING, GEMM,
                         MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, Op)
-from models.spec import ModelSpec, activation_bytes, dtype_bytes, kv_heads_per_gpu, validate_parallelism
+from models.spec import (ModelSpec, activation_bytes, dtype_bytes, kv_cache_dtype, kv_heads_per_gpu,
+                         validate_parallelism)
 from models.step import Parallelism, StepShape
 
 # Nominal element-wise FLOPs per element.
@@ -272,14 +273,14 @@ def dense_ops(spec: ModelSpec, num_tokens: int, logits_tokens: int, par: Paralle
 
 
 class _AttentionConstants:
-    """Per-(spec, tp, dtype) numbers that make `attention_ops` a handful of multiplications."""
+    """Per-(spec, tp, dtype, KV dtype) numbers that make `attention_ops` a handful of multiplications."""
 
     __slots__ = ("spec", "layers", "heads", "prefill_flops_per_pair", "prefill_kv_bytes_per_key",
                  "prefill_qo_bytes_per_token", "prefill_dims", "decode_flops_per_pair",
                  "decode_kv_bytes_per_key", "decode_qo_bytes_per_token", "decode_dims")
 
-    def __init__(self, spec: ModelSpec, tp: int, dtype: str):
-        kv_b, a = dtype_bytes(dtype), activation_bytes(dtype)
+    def __init__(self, spec: ModelSpec, tp: int, dtype: str, kv_dtype: str | None = None):
+        kv_b, a = dtype_bytes(kv_cache_dtype(dtype, kv_dtype)), activation_bytes(dtype)
         heads = spec.num_heads // tp
         self.spec, self.layers, self.heads = spec, spec.num_layers, heads
         qk, vd = spec.qk_head_dim, spec.attn_v_head_dim
@@ -311,20 +312,53 @@ class _AttentionConstants:
             self.decode_dims = self.prefill_dims
 
 
-_CONSTANTS: dict[tuple[int, int, str], _AttentionConstants] = {}
+_CONSTANTS: dict[tuple[int, int, str, str | None], _AttentionConstants] = {}
 
 
-def _constants(spec: ModelSpec, par: Parallelism, dtype: str) -> _AttentionConstants:
-    key = (id(spec), par.tp, dtype)
+def _constants(spec: ModelSpec, par: Parallelism, dtype: str, kv_dtype: str | None = None) -> _AttentionConstants:
+    key = (id(spec), par.tp, dtype, kv_dtype)
     found = _CONSTANTS.get(key)
     if found is None or found.spec is not spec:
         validate_parallelism(spec, par)
-        found = _CONSTANTS[key] = _AttentionConstants(spec, par.tp, dtype)
+        found = _CONSTANTS[key] = _AttentionConstants(spec, par.tp, dtype, kv_dtype)
     return found
 
 
-def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: str = "bf16") -> list[Op]:
-    """ATTN_PREFILL for the step's prefill chunks and ATTN_DECODE for its decode/verify queries.
+def window_pairs(offset: float, chunk: float, window: float) -> float:
+    """(query, key) pairs of `chunk` query tokens after `offset` earlier ones when each query sees at most
+    `window` keys (itself included): Σ_{p=offset+1}^{offset+chunk} min(p, window)."""
+    if offset + chunk <= window:
+        return chunk * offset + chunk * (chunk + 1.0) * 0.5
+    if offset >= window:
+        return chunk * window
+    inside = window - offset
+    return inside * offset + inside * (inside + 1.0) * 0.5 + (chunk - inside) * window
+
+
+def _prefill_op(c: _AttentionConstants, t: float, seqs: float, pairs: float, count: int, name: str) -> Op:
+    mean_chunk = t / seqs
+    keys = pairs / mean_chunk + seqs * (mean_chunk - 1.0) * 0.5
+    dims = (("attn_pairs", float(pairs)),) + c.prefill_dims + (("q_tokens", float(t)), ("seqs", float(seqs)))
+    return Op(ATTN_PREFILL, name, c.prefill_flops_per_pair * pairs,
+              t * c.prefill_qo_bytes_per_token + keys * c.prefill_kv_bytes_per_key, count, dims)
+
+
+def _decode_op(c: _AttentionConstants, seqs: float, q: int, ctx: float, tree: bool, count: int, name: str,
+               pairs: float | None = None) -> Op:
+    if pairs is None:
+        pairs = q * ctx + seqs * (q * q if tree else q * (q + 1) * 0.5)
+    queries = seqs * q
+    dims = (("ctx_per_seq", ctx / seqs),) + c.decode_dims + (
+        ("q_per_seq", float(q)), ("seqs", float(seqs)), ("tree", 1.0 if tree else 0.0))
+    return Op(ATTN_DECODE, name, c.decode_flops_per_pair * pairs,
+              queries * c.decode_qo_bytes_per_token + (ctx + queries) * c.decode_kv_bytes_per_key, count, dims)
+
+
+def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: str = "bf16",
+                  kv_dtype: str | None = None) -> list[Op]:
+    """ATTN_PREFILL for the step's prefill chunks and ATTN_DECODE for its decode/verify queries (plus
+    ATTN_SHARED for shared-prefix attention); the KV cache is read in `kv_dtype` (default
+    `models.spec.kv_cache_dtype(dtype)`).
 
     Prefill K/V traffic: a chunk of c tokens after o cached ones reads o + c keys; with only the sums
     available, Σ(o + c) is taken as pairs/c̄ + seqs·(c̄ − 1)/2 with c̄ = tokens/seqs, exact when all chunks
@@ -333,10 +367,22 @@ def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: st
     the full q×q block the kernel computes. K/V of context and new tokens are read once per layer.
     With ep > 1 each attention group takes an even share of the chunks and decode requests (see the
     module docstring).
+
+    Sliding-window layers (`spec.sliding_window_layers`) are separate ops whose queries see at most
+    `sliding_window` keys. Approximation: their pairs and keys are those of the mean request (mean chunk
+    and prefix for prefill, mean context for decode), exact when all requests are alike.
+
+    Shared-prefix attention (`shape.shared_context_tokens` > 0, full-attention layers): the decode op
+    covers only each request's unshared context, and one ATTN_SHARED op per layer computes every sharer's
+    queries against the shared blocks, reading them once for the whole step (Hydragen, Juravsky et al.
+    2024; BatchLLM, Zheng et al. 2024): same FLOPs, KV bytes of the distinct shared tokens only.
+    Approximation: the merge of the two partial softmaxes (a few element-wise ops per query) is not priced.
     """
-    c = _constants(spec, par, dtype)
+    c = _constants(spec, par, dtype, kv_dtype)
     validate_expert_parallelism(spec, par)
     dp = par.attention_dp
+    swa, window = spec.sliding_window_layers, float(spec.sliding_window)
+    full = c.layers - swa
     ops: list[Op] = []
     t = shape.prefill_tokens
     if t > 0:
@@ -347,34 +393,52 @@ def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: st
                              f"prefill_attn_pairs >= prefill_tokens (got {seqs}, {pairs})")
         if dp > 1:
             t, seqs, pairs = t / dp, seqs / dp, pairs / dp
-        mean_chunk = t / seqs
-        keys = pairs / mean_chunk + seqs * (mean_chunk - 1.0) * 0.5
-        dims = (("attn_pairs", float(pairs)),) + c.prefill_dims + (("q_tokens", float(t)), ("seqs", float(seqs)))
-        ops.append(Op(ATTN_PREFILL, "attn_prefill", c.prefill_flops_per_pair * pairs,
-                      t * c.prefill_qo_bytes_per_token + keys * c.prefill_kv_bytes_per_key, c.layers, dims))
+        if full:
+            ops.append(_prefill_op(c, t, seqs, pairs, full, "attn_prefill"))
+        if swa:
+            chunk = t / seqs
+            prefix = max(0.0, (pairs / seqs - chunk * (chunk + 1.0) * 0.5) / chunk)
+            ops.append(_prefill_op(c, t, seqs, seqs * window_pairs(prefix, chunk, window), swa,
+                                   "attn_prefill_window"))
     seqs = shape.decode_seqs
     if seqs > 0:
         q = shape.query_tokens_per_seq
         ctx = shape.decode_context_tokens
-        if q < 1 or ctx < 0:
-            raise ValueError(f"step shape: query_tokens_per_seq must be >= 1 and decode_context_tokens >= 0 "
-                             f"(got {q}, {ctx})")
-        if dp > 1:
-            seqs, ctx = seqs / dp, ctx / dp
+        shared = shape.shared_context_tokens
+        if q < 1 or ctx < 0 or not 0 <= shared <= ctx:
+            raise ValueError(f"step shape: query_tokens_per_seq must be >= 1, decode_context_tokens >= 0 and "
+                             f"shared_context_tokens in 0..decode_context_tokens (got {q}, {ctx}, {shared})")
         tree = shape.tree_attention
-        pairs = q * ctx + seqs * (q * q if tree else q * (q + 1) * 0.5)
-        queries = seqs * q
-        dims = (("ctx_per_seq", ctx / seqs),) + c.decode_dims + (
-            ("q_per_seq", float(q)), ("seqs", float(seqs)), ("tree", 1.0 if tree else 0.0))
-        ops.append(Op(ATTN_DECODE, "attn_decode", c.decode_flops_per_pair * pairs,
-                      queries * c.decode_qo_bytes_per_token + (ctx + queries) * c.decode_kv_bytes_per_key,
-                      c.layers, dims))
+        unique_prefix, sharers = shape.shared_prefix_tokens, shape.shared_prefix_seqs
+        if shared and not 0 < unique_prefix <= shared or shared and not 0 < sharers <= shape.decode_seqs:
+            raise ValueError(f"step shape: shared_context_tokens={shared} needs shared_prefix_tokens in 1.."
+                             f"{shared} and shared_prefix_seqs in 1..decode_seqs (got {unique_prefix}, {sharers})")
+        if dp > 1:
+            seqs, ctx, shared = seqs / dp, ctx / dp, shared / dp
+            unique_prefix, sharers = unique_prefix / dp, sharers / dp
+        if full:
+            ops.append(_decode_op(c, seqs, q, ctx - shared, tree, full, "attn_decode"))
+            if shared > 0:
+                # The sharers' queries against the distinct shared tokens; a shared token is read by
+                # shared/unique_prefix requests on average, the queries of one prefix matmul.
+                queries = sharers * q
+                groups = sharers * unique_prefix / shared
+                dims = (("attn_pairs", float(q * shared)),) + c.decode_dims + (
+                    ("keys", float(unique_prefix)), ("q_tokens", float(queries)), ("seqs", float(groups)))
+                ops.append(Op(ATTN_SHARED, "attn_shared_prefix", c.decode_flops_per_pair * q * shared,
+                              queries * c.decode_qo_bytes_per_token + unique_prefix * c.decode_kv_bytes_per_key,
+                              full, dims))
+        if swa:
+            mean = ctx / seqs
+            pairs = seqs * (q * min(mean, window) + q * q if tree else window_pairs(mean, q, window))
+            ops.append(_decode_op(c, seqs, q, seqs * min(mean, window), tree, swa, "attn_decode_window", pairs))
     return ops
 
 
-def step_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: str = "bf16") -> list[Op]:
+def step_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: str = "bf16",
+             kv_dtype: str | None = None) -> list[Op]:
     """dense_ops(num_tokens, effective_logits_tokens) + attention_ops. Empty step ⇒ []."""
     if shape.num_tokens == 0:
         return []
     return dense_ops(spec, shape.num_tokens, shape.effective_logits_tokens, par, dtype) + \
-        attention_ops(spec, shape, par, dtype)
+        attention_ops(spec, shape, par, dtype, kv_dtype)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 GEMM = "gemm"                      # dims: m, n, k
 ATTN_PREFILL = "attn_prefill"      # dims: seqs, q_tokens, attn_pairs, heads, kv_heads, head_dim
 ATTN_DECODE = "attn_decode"        # dims: seqs, q_per_seq, ctx_per_seq (mean), heads, kv_heads, head_dim, tree
+ATTN_SHARED = "attn_shared"        # dims: seqs (distinct shared prefixes), q_tokens (their queries), keys, heads…
 NORM = "norm"                      # dims: tokens, hidden
 ACTIVATION = "activation"          # dims: tokens, width  (SwiGLU: silu(gate) * up)
 EMBEDDING = "embedding"            # dims: tokens, hidden
@@ -22,7 +23,7 @@ ALLREDUCE = "allreduce"            # dims: bytes, ranks
 ALLTOALL = "alltoall"              # dims: bytes, ranks
 P2P = "p2p"                        # dims: bytes  (pipeline-parallel activation send)
 
-OP_KINDS = (GEMM, ATTN_PREFILL, ATTN_DECODE, NORM, ACTIVATION, EMBEDDING, ROPE, SAMPLING, MOE_ROUTER,
+OP_KINDS = (GEMM, ATTN_PREFILL, ATTN_DECODE, ATTN_SHARED, NORM, ACTIVATION, EMBEDDING, ROPE, SAMPLING, MOE_ROUTER,
             ALLREDUCE, ALLTOALL, P2P)
 COLLECTIVE_KINDS = (ALLREDUCE, ALLTOALL, P2P)
 

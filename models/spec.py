@@ -9,6 +9,9 @@ Every field mirrors a field of the model's published Hugging Face `config.json` 
   It includes both embedding matrices (the convention behind Mixtral's "12.9B active").
 * `kv_bytes_per_token()` is the KV cache of one token over all layers; MLA caches the compressed latent
   (`kv_lora_rank`) plus the shared RoPE key (`qk_rope_head_dim`) once per layer instead of K and V per head.
+  Approximation: sliding-window layers are counted at the full context too (vLLM before its hybrid KV-cache
+  manager did the same; from vLLM 0.10 blocks outside the window are freed, so for contexts longer than the
+  window this over-states the KV of a model with `sliding_window_layers` by up to their share of layers).
 * `flops_per_token(context_tokens)` counts matmul FLOPs only (2 per multiply-add): every weight GEMM the
   token goes through (routed experts: `experts_per_token` of them) plus attention over `context_tokens`
   earlier tokens. Element-wise work (norms, activations, softmax) is left out; it is < 1 % for these models.
@@ -20,15 +23,22 @@ from dataclasses import dataclass
 
 from models.step import Parallelism
 
-# Bytes per element of each supported dtype.
+# Bytes per element of each supported dtype. `fp8_block`: fp8 with per-block scales (DeepSeek-V3 style,
+# 128×128 weight blocks; the scales' bytes are below 0.01 % and not counted).
 DTYPE_BYTES: dict[str, float] = {
     "fp32": 4.0,
     "bf16": 2.0,
     "fp16": 2.0,
     "fp8": 1.0,
+    "fp8_block": 1.0,
     "int8": 1.0,
     "int4": 0.5,
 }
+# Weight dtypes that are weight-only quantization: 16-bit activations and math, narrow weights in memory
+# (int4: GPTQ/AWQ checkpoints run by Marlin-style kernels).
+WEIGHT_ONLY_DTYPES = frozenset({"int4"})
+# Dtypes a KV cache can be stored in (vLLM --kv-cache-dtype: auto = the model's 16-bit dtype, fp8).
+KV_DTYPES = ("fp32", "bf16", "fp16", "fp8")
 
 
 def dtype_bytes(dtype: str) -> float:
@@ -37,6 +47,16 @@ def dtype_bytes(dtype: str) -> float:
         return DTYPE_BYTES[dtype]
     except (KeyError, TypeError):
         raise ValueError(f"dtype {dtype!r} is not supported; allowed: {', '.join(DTYPE_BYTES)}") from None
+
+
+def kv_cache_dtype(dtype: str, kv_dtype: str | None = None) -> str:
+    """The KV cache's dtype: `kv_dtype` when given, else the weights' own dtype when it is a KV format
+    (fp8 weights keep fp8 KV, as TensorRT-LLM's FP8 recipes do), else bf16 (int4 and fp8_block weights)."""
+    if kv_dtype is not None:
+        if kv_dtype not in KV_DTYPES:
+            raise ValueError(f"kv_dtype {kv_dtype!r} is not supported; allowed: {', '.join(KV_DTYPES)}")
+        return kv_dtype
+    return dtype if dtype in KV_DTYPES else "bf16"
 
 
 def activation_bytes(dtype: str) -> float:
@@ -64,6 +84,10 @@ class ModelSpec:
     tie_word_embeddings: bool = False
     qkv_bias: bool = False
     qk_norm: bool = False                  # per-head RMSNorm on q and k (Qwen3)
+    attention_output_bias: bool = False    # bias on the output projection too (gpt-oss; Llama attention_bias)
+    attention_sinks: bool = False          # one learned sink logit per head and layer (gpt-oss)
+    sliding_window: int = 0                # tokens a sliding-window layer attends to (0: no such layers)
+    sliding_window_layers: int = 0         # how many of the layers use the window (the rest attend fully)
     rope_theta: float = 10000.0
     max_position_embeddings: int = 4096
     # Mixture of experts.
@@ -72,7 +96,8 @@ class ModelSpec:
     moe_intermediate_size: int = 0         # width of one routed (and one shared) expert
     num_shared_experts: int = 0
     first_dense_layers: int = 0            # leading layers that keep a dense MLP (first_k_dense_replace)
-    router_bias: bool = False              # per-expert score-correction bias (DeepSeek-V3 "noaux_tc")
+    router_bias: bool = False              # per-expert router bias (DeepSeek-V3 "noaux_tc", gpt-oss router)
+    expert_bias: bool = False              # biases on each expert's gate/up and down projections (gpt-oss)
     # Multi-head latent attention (DeepSeek).
     q_lora_rank: int = 0                   # 0: queries are projected directly from the hidden state
     kv_lora_rank: int = 0                  # > 0 marks MLA
@@ -98,6 +123,10 @@ class ModelSpec:
             raise ValueError(f"model {self.name!r}: moe_intermediate_size must be > 0 for MoE models")
         if not 0 <= self.first_dense_layers <= self.num_layers:
             raise ValueError(f"model {self.name!r}: first_dense_layers must be in 0..num_layers")
+        if (self.sliding_window > 0) != (self.sliding_window_layers > 0) or \
+                not 0 <= self.sliding_window_layers <= self.num_layers:
+            raise ValueError(f"model {self.name!r}: sliding_window={self.sliding_window} and sliding_window_layers="
+                             f"{self.sliding_window_layers} must both be 0 or both > 0 (layers at most num_layers)")
         if self.kv_lora_rank and min(self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim) <= 0:
             raise ValueError(f"model {self.name!r}: MLA needs qk_rope_head_dim, qk_nope_head_dim and "
                              "v_head_dim > 0")
@@ -118,6 +147,11 @@ class ModelSpec:
     @property
     def num_dense_layers(self) -> int:
         return self.num_layers - self.num_moe_layers
+
+    @property
+    def num_full_attention_layers(self) -> int:
+        """Layers attending to the whole context (all but the sliding-window ones)."""
+        return self.num_layers - self.sliding_window_layers
 
     @property
     def qk_head_dim(self) -> int:
@@ -144,8 +178,12 @@ class ModelSpec:
         params = h * (q_width + 2 * kv_width) + q_width * h
         if self.qkv_bias:
             params += q_width + 2 * kv_width
+        if self.attention_output_bias:
+            params += h
         if self.qk_norm:
             params += 2 * self.head_dim
+        if self.attention_sinks:
+            params += nh
         return params
 
     def mlp_params(self, width: int) -> int:
@@ -155,6 +193,8 @@ class ModelSpec:
     def moe_params_per_layer(self, experts: int) -> int:
         """Router + `experts` routed experts + the shared experts of one MoE layer."""
         per_expert = self.mlp_params(self.moe_intermediate_size)
+        if self.expert_bias:  # gate and up (2·width) and down (hidden) biases
+            per_expert += 2 * self.moe_intermediate_size + self.hidden_size
         router = self.hidden_size * self.num_experts + (self.num_experts if self.router_bias else 0)
         return router + (experts + self.num_shared_experts) * per_expert
 
@@ -215,11 +255,15 @@ class ModelSpec:
         """Matmul FLOPs of one token's forward pass with `context_tokens` tokens before it.
 
         Weight GEMMs: 2 × active parameters without the input embedding (a look-up, no matmul) and without
-        norm vectors/biases; attention: `attention_flops_per_token_per_context() × context_tokens`.
+        norm vectors/biases; attention: `attention_flops_per_token_per_context() × context_tokens`, where
+        sliding-window layers see at most `sliding_window` of the earlier tokens.
         """
         if context_tokens < 0:
             raise ValueError(f"context_tokens must be >= 0, got {context_tokens}")
-        return 2.0 * self.active_matmul_params() + self.attention_flops_per_token_per_context() * context_tokens
+        per_layer = self.attention_flops_per_token_per_context() / self.num_layers
+        swa = self.sliding_window_layers
+        attended = (self.num_layers - swa) * context_tokens + swa * min(context_tokens, self.sliding_window)
+        return 2.0 * self.active_matmul_params() + per_layer * attended
 
     def active_matmul_params(self) -> int:
         """Weights that take part in a matmul for one token (LM head included, input embedding not)."""
@@ -228,6 +272,13 @@ class ModelSpec:
         biases = self.num_moe_layers * self.num_experts if self.router_bias else 0
         if self.qkv_bias:
             biases += self.num_layers * (self.num_heads + 2 * self.num_kv_heads) * self.head_dim
+        if self.attention_output_bias:
+            biases += self.num_layers * h
+        if self.attention_sinks:
+            biases += self.num_layers * self.num_heads
+        if self.expert_bias:
+            experts = self.experts_per_token + self.num_shared_experts
+            biases += self.num_moe_layers * experts * (2 * self.moe_intermediate_size + h)
         if self.qk_norm:
             norm_vectors += self.num_layers * 2 * self.head_dim
         if self.is_mla:

@@ -63,6 +63,11 @@ class StepShape:
     tree_attention:        True when decode queries attend under a tree mask rather than causally.
     logits_tokens:         tokens whose LM-head logits are computed (last token of each finished prefill
                            chunk, every query token of decode requests). None = derive the default.
+    shared_context_tokens: of decode_context_tokens, those in KV blocks that other decode requests of the
+                           step share (a cached common prefix), read once for all of them by a shared-prefix
+                           attention kernel (Hydragen, BatchLLM) instead of once per request; 0 = off.
+    shared_prefix_tokens:  Σ over the distinct shared blocks of their tokens (what that kernel reads).
+    shared_prefix_seqs:    decode requests that share at least one of those blocks with another.
     """
 
     prefill_tokens: int = 0
@@ -73,6 +78,9 @@ class StepShape:
     decode_context_tokens: int = 0
     tree_attention: bool = False
     logits_tokens: int | None = None
+    shared_context_tokens: int = 0
+    shared_prefix_tokens: int = 0
+    shared_prefix_seqs: int = 0
 
     @property
     def decode_tokens(self) -> int:

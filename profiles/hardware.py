@@ -31,8 +31,9 @@ class HardwareSpec:
     scaleout_latency_s: float
     source: str
     compute_units: int = 0                # SMs / CUs, informational
-    # Host <-> device link per GPU, one direction (PCIe Gen5 x16 ≈ 64 GB/s unless stated per entry);
-    # prices a host-CPU drafter's token transfers (simulator.cost.drafters).
+    # Host <-> device link per GPU, one direction (PCIe Gen5 x16 ≈ 64 GB/s unless stated per entry;
+    # NVLink-C2C on Grace superchips); prices a host-CPU drafter's token transfers (simulator.cost.drafters)
+    # and KV moved to and from host memory (swap, the host tier of the prefix cache: simulator.core.kv_cache).
     host_link_bandwidth_bytes_per_s: float = 64e9
     host_link_latency_s: float = 3.0e-6
     notes: str = field(default="", compare=False)
@@ -50,10 +51,20 @@ class HardwareSpec:
     def __hash__(self) -> int:  # peak_flops is a dict; the id identifies an entry
         return hash((self.id, self.name))
 
+    def weight_dtype_error(self, dtype: str) -> str | None:
+        """Why weights in `dtype` cannot run here, or None. W8A8 fp8 needs FP8 tensor cores (an `fp8` peak
+        rate); int4 is weight-only (dequantized to 16-bit math, Marlin/AWQ-style kernels), so it runs
+        wherever bf16 does."""
+        if dtype in ("fp8", "fp8_block") and "fp8" not in self.peak_flops:
+            allowed = [d for d in ("fp32", "bf16", "fp16", "int4") if d in self.peak_flops or d == "int4"]
+            return (f"{dtype} weights need FP8 tensor cores, which {self.id} lacks (peak rates for "
+                    f"{', '.join(sorted(self.peak_flops))}); allowed here: {', '.join(allowed)}")
+        return None
+
     def matmul_flops(self, dtype: str) -> float:
         """Dense matrix FLOP/s for `dtype`. Dtypes without their own tensor-core rate here (fp8 on A100,
         int4 everywhere) run as weight-only quantization with 16-bit math, so they get the bf16 rate."""
-        rate = self.peak_flops.get(dtype)
+        rate = self.peak_flops.get("fp8" if dtype == "fp8_block" else dtype)
         return rate if rate is not None else self.peak_flops["bf16"]
 
 
@@ -176,9 +187,11 @@ _ENTRIES = (
         hbm_bytes=186 * GB, hbm_bandwidth_bytes_per_s=8.0 * TB,
         scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=100 * GB,
         gpus_per_node=72, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
-        compute_units=148,
+        compute_units=148, host_link_bandwidth_bytes_per_s=225 * GB,
         source="NVIDIA GB200 NVL72 datasheet, per GPU (72-GPU totals / 72): 2.5 PFLOPS BF16 and 5 PFLOPS FP8 dense, "
-               "186 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s bidirectional across the 72-GPU NVLink domain"),
+               "186 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s bidirectional across the 72-GPU NVLink domain; host link: "
+               "NVLink-C2C, 900 GB/s bidirectional between the Grace CPU and the superchip's two GPUs, taken as "
+               "225 GB/s per GPU and direction (an even split; NVIDIA does not state a per-GPU figure)"),
     HardwareSpec(
         id="gb300", name="NVIDIA GB300 (NVL72, per Blackwell Ultra GPU)",
         peak_flops={"fp32": 80 * TFLOP, "tf32": 1250 * TFLOP, "bf16": 2500 * TFLOP, "fp16": 2500 * TFLOP,
@@ -186,9 +199,10 @@ _ENTRIES = (
         hbm_bytes=288 * GB, hbm_bandwidth_bytes_per_s=8.0 * TB,
         scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=100 * GB,
         gpus_per_node=72, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
-        compute_units=160,
+        compute_units=160, host_link_bandwidth_bytes_per_s=225 * GB,
         source="NVIDIA GB300 NVL72 datasheet, per GPU (72-GPU totals / 72): 2.5 PFLOPS BF16 and 5 PFLOPS FP8 dense, "
-               "INT8 cut on Blackwell Ultra, 288 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s bidirectional"),
+               "INT8 cut on Blackwell Ultra, 288 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s bidirectional; host link: "
+               "NVLink-C2C as on GB200 (225 GB/s per GPU and direction, an even split of 900 GB/s)"),
     HardwareSpec(
         id="rtx-pro-6000", name="NVIDIA RTX PRO 6000 Blackwell Server Edition 96GB",
         peak_flops={"fp32": 117 * TFLOP, "tf32": 234 * TFLOP, "bf16": 467.8 * TFLOP, "fp16": 467.8 * TFLOP,

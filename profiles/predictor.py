@@ -192,7 +192,10 @@ class ProfiledLatencyModel:
 
     def _price(self, op: Op) -> float:
         if op.kind not in KIND_AXES:
-            raise ValueError(f"op {op.name!r}: unknown kind {op.kind!r}; allowed: {', '.join(KIND_AXES)}")
+            if op.kind not in K_OPS.OP_KINDS:
+                raise ValueError(f"op {op.name!r}: unknown kind {op.kind!r}; allowed: {', '.join(K_OPS.OP_KINDS)}")
+            self._warn(op, "the profiler does not time this kind")   # e.g. shared-prefix attention
+            return self.roofline.op_seconds(op)
         call, calls = _per_call(op)
         tables = self._tables.get(op.kind)
         if not tables:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, EMBEDDING, GEMM,
+from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, ATTN_SHARED, EMBEDDING, GEMM,
                         MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, Op)
 from models.spec import activation_bytes, dtype_bytes
 from profiles.hardware import HardwareSpec, get_hardware
@@ -139,6 +139,7 @@ class RooflineLatencyModel:
         self._launch_s = eff.launch_s
         self._pricers = {
             GEMM: self._gemm, MOE_ROUTER: self._router, ATTN_PREFILL: self._attn_prefill,
+            ATTN_SHARED: self._attn_prefill,  # Hydragen: the sharers' queries × one prefix, a dense matmul
             ATTN_DECODE: self._attn_decode, NORM: self._elementwise, ACTIVATION: self._elementwise,
             EMBEDDING: self._elementwise, ROPE: self._elementwise, SAMPLING: self._elementwise,
             ALLREDUCE: self._allreduce, ALLTOALL: self._alltoall, P2P: self._p2p,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 from profiles.latency import LatencyModel
 
 AUTO, MEASURED, PROFILE, ROOFLINE = "auto", "measured", "profile", "roofline"
@@ -30,45 +31,49 @@ class LatencySourceConfig:
     profile_dir: Path | None = None
 
 
-def _roofline(hardware_id: str, dtype: str, config: LatencySourceConfig) -> LatencyModel:
+def _roofline(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dtype: str | None) -> LatencyModel:
     from profiles.roofline import RooflineLatencyModel
-    return RooflineLatencyModel(hardware_id, dtype=dtype)
+    return RooflineLatencyModel(hardware, dtype=dtype)
 
 
-def _measured(hardware_id: str, dtype: str, config: LatencySourceConfig) -> LatencyModel:
+def _measured(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dtype: str | None) -> LatencyModel:
     from profiles.measured import load_measured
-    return load_measured(hardware_id, dtype, config.framework, config.version)
+    return load_measured(hardware.id, dtype, config.framework, config.version, kv_dtype)
 
 
-def _profile(hardware_id: str, dtype: str, config: LatencySourceConfig) -> LatencyModel:
+def _profile(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dtype: str | None) -> LatencyModel:
     from profiles.predictor import load_latency_model
-    return load_latency_model(hardware_id, config.profile_dir)
+    return load_latency_model(hardware.id, config.profile_dir)
 
 
-def _auto(hardware_id: str, dtype: str, config: LatencySourceConfig) -> LatencyModel:
+def _auto(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dtype: str | None) -> LatencyModel:
     from profiles.measured import SYSTEMS, MeasuredDataError
-    if hardware_id not in SYSTEMS:
-        return _roofline(hardware_id, dtype, config)
+    if hardware.id not in SYSTEMS or hardware is not HARDWARE.get(hardware.id):
+        return _roofline(hardware, dtype, config, kv_dtype)  # user hardware, or a GPU never measured: silent
     try:
-        return _measured(hardware_id, dtype, config)
+        return _measured(hardware, dtype, config, kv_dtype)
     except MeasuredDataError as exc:
         warnings.warn(f"GPU kernels priced by the roofline, not measurements: {exc}", RuntimeWarning, stacklevel=3)
-        return _roofline(hardware_id, dtype, config)
+        return _roofline(hardware, dtype, config, kv_dtype)
 
 
-BUILDERS: dict[str, Callable[[str, str, LatencySourceConfig], LatencyModel]] = {
+BUILDERS: dict[str, Callable[[HardwareSpec, str, LatencySourceConfig, str | None], LatencyModel]] = {
     AUTO: _auto, MEASURED: _measured, PROFILE: _profile, ROOFLINE: _roofline,
 }
 
 
-def select_latency(hardware_id: str, dtype: str, config: LatencySourceConfig | None = None) -> LatencyModel:
-    """The latency model for `config` (MeasuredDataError / ValueError naming the field when impossible)."""
+def select_latency(hardware: str | HardwareSpec, dtype: str, config: LatencySourceConfig | None = None,
+                   kv_dtype: str | None = None) -> LatencyModel:
+    """The latency model for `config` on `hardware` (a catalog id or a HardwareSpec, e.g. user-defined);
+    MeasuredDataError / ValueError naming the field when impossible. `kv_dtype`: the KV cache's dtype,
+    which selects the measured attention tables (default: models.spec.kv_cache_dtype of `dtype`)."""
     config = config or LatencySourceConfig()
     try:
         builder = BUILDERS[config.source]
     except KeyError:
         raise ValueError(f"latency source {config.source!r} is unknown; allowed: {', '.join(SOURCES)}") from None
-    return builder(hardware_id, dtype, config)
+    spec = hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
+    return builder(spec, dtype, config, kv_dtype)
 
 
 def describe_latency(model: LatencyModel) -> dict:

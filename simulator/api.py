@@ -78,6 +78,8 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None)
     if cluster.handoff is not None:
         for name, values in cluster.handoff.request_columns(cluster.state).items():
             requests[name] = values
+    if scenario.cluster.kv_cache.prefix_caching:  # prompt tokens found cached at the first admission
+        requests["cached_prompt_tokens"] = cluster.state.cached_prompt_tokens.copy()
     steps = build_steps_frame(_sorted_steps(cluster.log.columns()))
     return Result(scenario, requests, steps, cluster_summary(cluster, requests, steps, end_s), wall_s, cluster,
                   prepared.build_s)

@@ -40,22 +40,44 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_row(name: str, spec) -> list[str]:
+    attention = "MLA" if spec.is_mla else ("MHA" if spec.num_kv_heads == spec.num_heads else "GQA")
+    if spec.sliding_window_layers:
+        attention += f"+SWA{spec.sliding_window}x{spec.sliding_window_layers}"
+    experts = f"{spec.num_experts}x{spec.experts_per_token}" if spec.is_moe else "-"
+    return [name, spec.family, f"{spec.param_count() / 1e9:.2f}", f"{spec.active_param_count() / 1e9:.2f}",
+            str(spec.num_layers), str(spec.hidden_size), f"{spec.num_heads}/{spec.num_kv_heads}", attention, experts,
+            str(spec.max_position_embeddings), f"{spec.kv_bytes_per_token('bf16') / 1024:.1f}"]
+
+
+def _hardware_row(hid: str, hw, measured: str) -> list[str]:
+    fp8 = hw.peak_flops.get("fp8")
+    return [hid, hw.name, f"{hw.hbm_bytes / 1e9:.0f}", f"{hw.hbm_bandwidth_bytes_per_s / 1e12:.2f}",
+            f"{hw.peak_flops['bf16'] / 1e12:.0f}", f"{fp8 / 1e12:.0f}" if fp8 else "-",
+            f"{hw.scaleup_bandwidth_bytes_per_s / 1e9:.0f}", f"{hw.host_link_bandwidth_bytes_per_s / 1e9:.0f}", measured]
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *rows])
+
+
 def _cmd_catalog(args: argparse.Namespace) -> int:
     if args.what == "models":
         from models import get_model, list_models
-        for name in list_models():
-            spec = get_model(name)
-            print(f"{name:24s} {spec.param_count() / 1e9:8.2f} B params  "
-                  f"{spec.kv_bytes_per_token('bf16') / 1024:8.1f} KiB KV/token (bf16)")
+        head = ["NAME", "FAMILY", "PARAMS_B", "ACTIVE_B", "LAYERS", "HIDDEN", "HEADS_Q/KV", "ATTENTION", "EXPERTS",
+                "CONTEXT", "KV_KIB_PER_TOKEN_BF16"]
+        print(_table(head, [_model_row(name, get_model(name)) for name in list_models()]))
     else:
         from profiles.hardware import get_hardware, list_hardware
         from profiles.measured import available
+        head = ["ID", "NAME", "MEM_GB", "MEM_TB/S", "BF16_TFLOPS", "FP8_TFLOPS", "SCALEUP_GB/S", "HOST_GB/S",
+                "MEASURED_KERNELS"]
+        rows = []
         for hid in list_hardware():
-            hw = get_hardware(hid)
             measured = "; ".join(f"{fw} {', '.join(v)}" for fw, v in available(hid).items()) or "none (roofline)"
-            print(f"{hid:13s} {hw.name:48s} {hw.hbm_bytes / 1024**3:6.0f} GiB  "
-                  f"{hw.hbm_bandwidth_bytes_per_s / 1e12:5.2f} TB/s  {hw.peak_flops['bf16'] / 1e12:7.1f} TFLOP/s bf16  "
-                  f"measured kernels: {measured}")
+            rows.append(_hardware_row(hid, get_hardware(hid), measured))
+        print(_table(head, rows))
     return 0
 
 
@@ -111,7 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "open in ui.perfetto.dev)")
     r.add_argument("--quiet", action="store_true", help="print nothing on success")
     r.set_defaults(func=_cmd_run)
-    c = sub.add_parser("catalog", help="list the model or hardware catalog")
+    c = sub.add_parser("catalog", help="list the model or hardware catalog with their key figures",
+                       description="Models: parameters (total, active), layers, hidden size, query/KV heads, attention "
+                                   "(MHA, GQA, MLA, sliding window), experts × top-k, context, KV bytes per token. "
+                                   "Hardware: memory, bandwidth, dense BF16/FP8 TFLOP/s, scale-up and host links, "
+                                   "which GPUs have measured kernel tables.")
     c.add_argument("what", choices=["models", "hardware"])
     c.set_defaults(func=_cmd_catalog)
     for name, (_, text) in DELEGATED.items():

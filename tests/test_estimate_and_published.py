@@ -43,7 +43,7 @@ def test_estimate_breakdown_adds_up_and_names_its_sources():
     assert roof["engine_seconds"] == 0.0 and roof["latency_source"]["source"] == "roofline"
 
 
-@pytest.mark.parametrize("kwargs,field", [({"tp": 3}, "tp"), ({"batch": 0}, "batch"), ({"dtype": "int4"}, "dtype"),
+@pytest.mark.parametrize("kwargs,field", [({"tp": 3}, "tp"), ({"batch": 0}, "batch"), ({"dtype": "fp6"}, "dtype"),
                                           ({"latency": {"source": "nope"}}, "latency.source"),
                                           ({"latency": {"framework": "tgi"}}, "latency.framework")])
 def test_estimate_bad_input_names_the_argument(kwargs, field):

@@ -13,9 +13,10 @@ from models.spec import ModelSpec, dtype_bytes, validate_parallelism
 from models.step import Parallelism
 
 # The models, plus qwama-0.5b: the Llama-3 draft of the vLLM speculation-under-load reproduction.
-CATALOG = ["deepseek-v3", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-3.1-70b",
-           "llama-3.1-8b", "llama-3.3-70b", "llama-68m", "mixtral-8x7b", "qwama-0.5b", "qwen2.5-coder-0.5b",
-           "qwen2.5-coder-1.5b", "qwen3-30b-a3b", "qwen3-32b", "vicuna-13b", "vicuna-33b", "vicuna-7b"]
+CATALOG = ["deepseek-v3", "gpt-oss-120b", "gpt-oss-20b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b",
+           "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.3-70b", "llama-68m", "mixtral-8x7b",
+           "qwama-0.5b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "qwen3-235b-a22b",
+           "qwen3-30b-a3b", "qwen3-32b", "qwen3-8b", "vicuna-13b", "vicuna-33b", "vicuna-7b"]
 
 
 def test_catalog_lists_exactly_the_expected_models():
@@ -52,6 +53,17 @@ PUBLISHED = [
     ("mixtral-8x7b", 46.7e9, 12.9e9, 0.005),
     ("qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02),
     ("deepseek-v3", 671e9, 37e9, 0.02),
+    # Model cards: Llama-3.1-405B 405B (the Hub's safetensors total 405.9B); Qwen2.5 "Number of Parameters"
+    # 7.61B / 72.7B; Qwen3-8B 8.2B; Qwen3-235B-A22B 235B total, 22B activated; gpt-oss 20.91B / 116.83B
+    # total, 3.61B / 5.13B active (OpenAI's gpt-oss model card, Table 1; its active counts exclude the input
+# embedding, which ModelSpec.active_param_count includes: added back here).
+    ("llama-3.1-405b", 405.9e9, None, 0.005),
+    ("qwen2.5-7b", 7.61e9, None, 0.005),
+    ("qwen2.5-72b", 72.7e9, None, 0.005),
+    ("qwen3-8b", 8.2e9, None, 0.01),
+    ("qwen3-235b-a22b", 235e9, 22e9, 0.01),
+    ("gpt-oss-20b", 20.91e9, 3.61e9 + 201088 * 2880, 0.005),
+    ("gpt-oss-120b", 116.83e9, 5.13e9 + 201088 * 2880, 0.005),
 ]
 
 
@@ -91,6 +103,10 @@ def checkpoint_tensor_shapes(spec: ModelSpec):
                 yield (hd,)
                 yield (hd,)
             yield (h, nh * hd)                                   # o_proj
+            if spec.attention_output_bias:
+                yield (h,)                                       # o_proj bias (gpt-oss)
+            if spec.attention_sinks:
+                yield (nh,)                                      # sinks (gpt-oss)
         if spec.is_moe and layer >= spec.first_dense_layers:
             yield (spec.num_experts, h)                          # router
             if spec.router_bias:
@@ -102,6 +118,9 @@ def checkpoint_tensor_shapes(spec: ModelSpec):
                 yield (width, h)                                 # gate
                 yield (width, h)                                 # up
                 yield (h, width)                                 # down
+                if spec.expert_bias:
+                    yield (2 * width,)                           # gate_up_proj_bias row (gpt-oss)
+                    yield (h,)                                   # down_proj_bias row
         else:
             yield (spec.intermediate_size, h)
             yield (spec.intermediate_size, h)
@@ -145,7 +164,7 @@ def test_weight_bytes_and_dtypes():
     for bad in ("bf8", "float16", None):
         with pytest.raises(ValueError, match="dtype"):
             spec.weight_bytes(bad)
-    assert set(models.DTYPE_BYTES) == {"fp32", "bf16", "fp16", "fp8", "int8", "int4"}
+    assert set(models.DTYPE_BYTES) == {"fp32", "bf16", "fp16", "fp8", "fp8_block", "int8", "int4"}
     assert dtype_bytes("fp8") == 1.0
 
 
@@ -154,13 +173,18 @@ def test_flops_per_token_is_two_per_active_matmul_weight(name):
     spec = get_model(name)
     f0 = spec.flops_per_token()
     # ≈ 2·active parameters: only the input embedding (a look-up) and norm/bias vectors do no matmul;
-    # the embedding is a sizeable share only for the tiny draft model.
-    assert (0.9 if spec.param_count() > 1e9 else 0.6) < f0 / (2 * spec.active_param_count()) <= 1.0
+    # the embedding is a sizeable share only for the tiny draft model and for gpt-oss (a 201k vocabulary
+    # beside 3.6B / 5.1B active weights).
+    low = 0.6 if spec.param_count() < 1e9 else 0.8 if spec.family == "gpt-oss" else 0.9
+    assert low < f0 / (2 * spec.active_param_count()) <= 1.0
     lookups = 0 if spec.tie_word_embeddings else spec.vocab_size * spec.hidden_size
     assert f0 == pytest.approx(2 * (spec.active_param_count() - lookups), rel=1e-3)
-    # Attention adds 2·(qk + v) FLOPs per head, layer and context token.
-    per_ctx = 2 * spec.num_layers * spec.num_heads * (spec.qk_head_dim + spec.attn_v_head_dim)
-    assert spec.flops_per_token(1000) - f0 == pytest.approx(1000 * per_ctx)
+    # Attention adds 2·(qk + v) FLOPs per head, layer and context token (a sliding-window layer: per token
+    # of its window).
+    per_layer = 2 * spec.num_heads * (spec.qk_head_dim + spec.attn_v_head_dim)
+    swa = spec.sliding_window_layers
+    attended = (spec.num_layers - swa) * 1000 + swa * min(1000, spec.sliding_window)
+    assert spec.flops_per_token(1000) - f0 == pytest.approx(per_layer * attended)
     with pytest.raises(ValueError, match="context_tokens"):
         spec.flops_per_token(-1)
 

@@ -131,11 +131,12 @@ def test_outside_grid_falls_back_to_fitted_roofline_and_warns_once(wiggly_model)
 def test_never_raises_on_any_op_kind_or_model(wiggly_model):
     model, _ = wiggly_model
     shape = StepShape(prefill_tokens=300, prefill_seqs=2, prefill_attn_pairs=chunk_attention_pairs(150, 40) * 2,
-                      decode_seqs=5, query_tokens_per_seq=6, decode_context_tokens=5 * 700, tree_attention=True)
+                      decode_seqs=5, query_tokens_per_seq=6, decode_context_tokens=5 * 700, tree_attention=True,
+                      shared_context_tokens=3 * 256, shared_prefix_tokens=256, shared_prefix_seqs=3)
     seen = set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name in ("llama-68m", "qwen2.5-coder-1.5b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b"):
+        for name in ("llama-68m", "qwen2.5-coder-1.5b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b", "gpt-oss-20b"):
             spec = get_model(name)
             for par in (Parallelism(), Parallelism(tp=2, pp=2)):
                 for op in step_ops(spec, shape, par, "fp32"):

@@ -68,7 +68,8 @@ def all_kinds_ops():
     spec = get_model("mixtral-8x7b")
     shape = StepShape(prefill_tokens=300, prefill_seqs=2,
                       prefill_attn_pairs=chunk_attention_pairs(200, 0) + chunk_attention_pairs(100, 400),
-                      decode_seqs=16, query_tokens_per_seq=3, decode_context_tokens=16 * 1500)
+                      decode_seqs=16, query_tokens_per_seq=3, decode_context_tokens=16 * 1500,
+                      shared_context_tokens=8 * 1024, shared_prefix_tokens=1024, shared_prefix_seqs=8)
     return step_ops(spec, shape, Parallelism(tp=8, pp=2))
 
 

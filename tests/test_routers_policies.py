@@ -15,7 +15,7 @@ def router(name: str, n: int = 4, seed: int = 0):
 
 
 def test_registry_names():
-    assert set(ROUTERS) == {"round_robin", "least_outstanding", "join_shortest_queue"}
+    assert set(ROUTERS) == {"round_robin", "least_outstanding", "join_shortest_queue", "prefix_aware"}
 
 
 def test_round_robin_cycles_regardless_of_load():

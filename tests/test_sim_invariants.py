@@ -80,9 +80,11 @@ def test_same_seed_same_results_and_other_seed_differs():
 
 
 def test_request_too_large_for_kv_is_dropped():
-    result = simulator.run(scenario(cluster={"hardware": "l40s", "model": "llama-2-13b"},
+    # within the model's 131k context (a longer request is an error before the run: test_models_context)
+    # but beyond the ~61k tokens of KV that half of an L40S leaves next to Llama-3.1-8B's weights
+    result = simulator.run(scenario(cluster={"hardware": "l40s", "model": "llama-3.1-8b", "gpu_memory_utilization": 0.5},
                                     workload={"num_requests": 20,
-                                              "prompt_tokens": {"kind": "fixed", "value": 40000},
+                                              "prompt_tokens": {"kind": "fixed", "value": 100000},
                                               "output_tokens": {"kind": "fixed", "value": 10}}))
     assert result.requests.dropped.all()
     assert set(result.requests.drop_reason) == {"exceeds_kv_capacity"}

@@ -11,10 +11,12 @@ from profiles.measured.source import (DISTRIBUTION, FRAMEWORKS, INSTALL_HINT, SY
                                       available, data_root, package_version, resolve)
 
 
-def load_measured(hardware_id: str, dtype: str = "bf16", framework: str = "vllm", version: str | None = None):
-    """The measured latency model of `hardware_id` (MeasuredDataError naming the field if impossible)."""
+def load_measured(hardware_id: str, dtype: str = "bf16", framework: str = "vllm", version: str | None = None,
+                  kv_dtype: str | None = None):
+    """The measured latency model of `hardware_id` (MeasuredDataError naming the field if impossible); the
+    attention tables are those of the KV cache's dtype `kv_dtype` (default: the weights' KV dtype)."""
     from profiles.measured.model import MeasuredLatencyModel
-    return MeasuredLatencyModel(resolve(hardware_id, framework, version), dtype)
+    return MeasuredLatencyModel(resolve(hardware_id, framework, version), dtype, kv_dtype=kv_dtype)
 
 
 __all__ = ["DISTRIBUTION", "FRAMEWORKS", "INSTALL_HINT", "SYSTEMS", "MeasuredDataError", "available",

@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from models import ops as K
 from models.ops import Op
-from models.spec import dtype_bytes
+from models.spec import WEIGHT_ONLY_DTYPES, dtype_bytes, kv_cache_dtype
 from profiles.hardware import HardwareSpec, get_hardware
 from profiles.measured.attention import CONTEXT, GENERATION, AttentionTable
 from profiles.measured.ideal import Peaks
@@ -65,18 +65,25 @@ def _tables(source: ResolvedSource, hardware: HardwareSpec) -> _Tables:
 class MeasuredLatencyModel:
     """LatencyModel pricing GEMMs, attention and collectives from measured tables, the rest by roofline."""
 
-    def __init__(self, source: ResolvedSource, dtype: str = "bf16", hardware: HardwareSpec | None = None):
+    def __init__(self, source: ResolvedSource, dtype: str = "bf16", hardware: HardwareSpec | None = None,
+                 kv_dtype: str | None = None):
         dtype_bytes(dtype)  # validates
         self.source = source
         self.hardware = hardware if hardware is not None else get_hardware(source.hardware_id)
         self.hardware_id = self.hardware.id
         self.dtype = dtype
+        self.kv_dtype = kv_cache_dtype(dtype, kv_dtype)
         self.framework, self.version = source.framework, source.version
         self.roofline = RooflineLatencyModel(self.hardware, dtype=dtype)
         tables = _tables(source, self.hardware)
         self.gemm = tables.gemm
-        self._check_dtype("GEMM", dtype, self.gemm.dtypes)
-        self.attention = {phase: table for phase, table in tables.attention.items() if dtype in table.dtypes}
+        # Weight-only dtypes (int4) have no GEMM table in the package: their GEMMs are the roofline's (and
+        # `latency_source` says so); any other dtype without a table is an error naming the field.
+        self._gemm_measured = dtype in self.gemm.dtypes
+        if dtype not in WEIGHT_ONLY_DTYPES:
+            self._check_dtype("GEMM", dtype, self.gemm.dtypes)
+        # Attention kernels read the KV cache in its own dtype (`kv_dtype`, e.g. fp8 KV under bf16 weights).
+        self.attention = {phase: table for phase, table in tables.attention.items() if self.kv_dtype in table.dtypes}
         self.moe, self.collectives = tables.moe, tables.collectives
         self._labels = {family: source.label(family) for family in (GEMM, CONTEXT_ATTENTION, GENERATION_ATTENTION,
                                                                      CUSTOM_ALLREDUCE, MOE)}
@@ -94,7 +101,8 @@ class MeasuredLatencyModel:
                                     "roofline)")
 
     def __repr__(self) -> str:
-        return f"MeasuredLatencyModel({self.hardware_id!r}, {self.framework} {self.version}, dtype={self.dtype!r})"
+        return (f"MeasuredLatencyModel({self.hardware_id!r}, {self.framework} {self.version}, dtype={self.dtype!r}, "
+                f"kv_dtype={self.kv_dtype!r})")
 
     def host_overhead_s(self, layers: int, tokens: float) -> float:
         """0: measured kernel times are device times; engine work is profiles.engine_time's."""
@@ -127,11 +135,11 @@ class MeasuredLatencyModel:
 
     def describe(self) -> dict:
         """What priced this run, for `latency_source` in the summary."""
-        kernels = {"gemm": self.gemm.kernel(self.dtype)}
+        kernels = {"gemm": self.gemm.kernel(self.dtype) if self._gemm_measured else ROOFLINE}
         if self.moe is not None and self.moe.kernel(self.dtype):
             kernels["moe"] = self.moe.kernel(self.dtype)
         for phase, table in self.attention.items():
-            kernels[f"{phase}_attention"] = table.kernel(self.dtype)
+            kernels[f"{phase}_attention"] = table.kernel(self.kv_dtype)
         return {"source": "measured", "package": f"{DISTRIBUTION} {package_version()}", "system": self.source.system,
                 "framework": self.framework, "version": self.version,
                 "family_versions": dict(self.source.family_versions), "nccl_version": self.source.nccl_version,
@@ -159,6 +167,8 @@ class MeasuredLatencyModel:
             fused = self._fused_moe(op, d)
             if fused is not None:
                 return fused
+        if not self._gemm_measured:
+            return None
         groups = d.get("groups", 1.0)
         seconds, outside = self.gemm.seconds(self.dtype, d["m"], d["n"], d["k"] * groups)
         return seconds, self._labels[GEMM], outside or groups != 1.0
@@ -173,11 +183,11 @@ class MeasuredLatencyModel:
         prefix = max(0.0, (pairs - chunk * (chunk + 1.0) / 2.0) / chunk)
         layout = (op.dim("heads"), op.dim("kv_heads"), op.dim("head_dim"))
         if prefix < 0.5:
-            seconds, approx = table.seconds(self.dtype, *layout, seqs, chunk)
+            seconds, approx = table.seconds(self.kv_dtype, *layout, seqs, chunk)
         else:
             full = chunk + prefix
-            whole, approx = table.seconds(self.dtype, *layout, seqs, full)
-            floor, approx2 = table.seconds(self.dtype, *layout, seqs, chunk)
+            whole, approx = table.seconds(self.kv_dtype, *layout, seqs, full)
+            floor, approx2 = table.seconds(self.kv_dtype, *layout, seqs, chunk)
             seconds = max(floor, whole * pairs / (full * (full + 1.0) / 2.0))
             approx = approx or approx2
         return seconds, self._labels[CONTEXT_ATTENTION], approx
@@ -187,7 +197,7 @@ class MeasuredLatencyModel:
         if table is None:
             return None
         q = op.dim("q_per_seq")
-        seconds, approx = table.seconds(self.dtype, op.dim("heads") * q, op.dim("kv_heads"), op.dim("head_dim"),
+        seconds, approx = table.seconds(self.kv_dtype, op.dim("heads") * q, op.dim("kv_heads"), op.dim("head_dim"),
                                         op.dim("seqs"), op.dim("ctx_per_seq") + q)
         return seconds, self._labels[GENERATION_ATTENTION], approx or q != 1.0
 

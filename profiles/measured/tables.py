@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from models.spec import dtype_bytes
 from profiles.measured import ideal
 from profiles.measured.grid import MeasuredGrid
 
@@ -20,7 +21,8 @@ MS = 1e-3
 
 # draftsim dtype -> the package's dtype label (GEMM weights, attention KV cache, MoE weights).
 # Approximation: fp16 is priced with the BF16 tables (same tensor-core rate on every GPU measured).
-GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
+# fp8: per-tensor scaled (CUTLASS scaled-mm in vLLM); fp8_block: 128×128 block-scaled (DeepGEMM/CUTLASS).
+GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block"}
 KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 
 
@@ -61,7 +63,7 @@ class GemmTables:
         found = self._grids.get(dtype)
         if found is None:
             part = self._frames[GEMM_DTYPES[dtype]]
-            w = 1.0 if dtype == "fp8" else 2.0
+            w = dtype_bytes(dtype)
             f = partial(_gemm_ideal, self._peaks_of(dtype), w)
             found = self._grids[dtype] = MeasuredGrid.from_points(
                 part[["m", "n", "k"]].to_numpy(float), part["latency"].to_numpy(float) * MS, f)

@@ -94,7 +94,7 @@ def pool_kind(scenario: Scenario, pool, where: str, seed: int, base_dir: Path,
         parallelism=pool.parallelism if pool is not None else cl.parallelism, dtype=cl.dtype,
         latency=cl.latency, moe=cl.moe, memory_utilization=cl.gpu_memory_utilization, drafter=scenario.drafter,
         speculation=scenario.speculation, acceptance=scenario.acceptance, policy=scenario.policy,
-        acceptance_seed=seed, base_dir=base_dir, where=where, latencies=latencies)
+        acceptance_seed=seed, base_dir=base_dir, where=where, latencies=latencies, kv_dtype=cl.kv_dtype)
 
 
 def _router(name: str, replicas: int, rng, where: str):
@@ -104,18 +104,71 @@ def _router(name: str, replicas: int, rng, where: str):
         raise ScenarioError(f"{where}.router", str(exc)) from None
 
 
+def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target) -> tuple[RequestTable, RequestState]:
+    """The run's requests within the model's context (simulator.core.context), and their state."""
+    from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, context_limit
+    limit = context_limit(target, scenario.cluster.max_model_len)
+    table = generate_requests(scenario.workload, streams.workload, base_dir, block_size=scenario.scheduler.block_size)
+    table, rejected = apply_context_limit(table, limit, scenario.workload.context_overflow, target.name)
+    state = RequestState(table)
+    state.dropped[rejected] = True
+    state.drop_reason[rejected] = DROP_EXCEEDS_CONTEXT
+    return table, state
+
+
+def _check_router(scenario: Scenario) -> None:
+    from simulator.core.routers import ROUTERS
+    routers = [("cluster.router", scenario.cluster.router)]
+    if scenario.cluster.disaggregation is not None:
+        routers = [(f"{DISAGG}.prefill.router", scenario.cluster.disaggregation.prefill.router)]
+        decode = scenario.cluster.disaggregation.decode.router
+        if decode in ROUTERS and ROUTERS[decode].uses_prefix_match:
+            raise ScenarioError(f"{DISAGG}.decode.router", f"{decode!r} needs a prefix cache, which only the prefill "
+                                                           "pool keeps; allowed here: round_robin, least_outstanding, "
+                                                           "join_shortest_queue")
+    for field, name in routers:
+        if name in ROUTERS and ROUTERS[name].uses_prefix_match and not scenario.cluster.kv_cache.prefix_caching:
+            raise ScenarioError(field, f"{name!r} routes by cached prefixes; it needs cluster.kv_cache.prefix_caching: true")
+
+
+def kv_tiers(scenario: Scenario, kind: ReplicaKind, blocks: int, table: RequestTable):
+    """One replica's KV manager (simulator.core.kv_cache.KVTiers) for `cluster.kv_cache`, or None when
+    plain block counting is all it needs."""
+    from simulator.core.kv_cache import HostTier, KVTiers, PrefixCache
+    cfg, block = scenario.cluster.kv_cache, scenario.scheduler.block_size
+    if not cfg.prefix_caching and cfg.host_memory_gib <= 0:
+        return None
+    unit = table.prefixes.unit_tokens if table.prefixes is not None else block
+    if unit % block:
+        raise ScenarioError("scheduler.block_size", f"{block} must divide the trace's {unit}-token prefix blocks "
+                                                    "(workload.arrival.hash_block_tokens)")
+    per_token = kind.target.kv_bytes_per_token_per_gpu(kind.parallelism, kind.kv_dtype)
+    if kind.drafter is not None:
+        per_token += kind.drafter.kv_bytes_per_token_per_gpu
+    hw = kind.hardware
+    host = HostTier(int(cfg.host_memory_gib * 2**30 / per_token), unit) if cfg.host_memory_gib > 0 else None
+    cache = PrefixCache(blocks, block, unit, table.prefixes, host) if cfg.prefix_caching else None
+    return KVTiers(cache, host, cfg.preemption == "swap", cfg.shared_prefix_attention,
+                   per_token / hw.host_link_bandwidth_bytes_per_s, hw.host_link_latency_s)
+
+
+def _log(scenario: Scenario) -> StepLog:
+    kv = scenario.cluster.kv_cache
+    return StepLog(extra=("kv_io_s",)) if kv.host_memory_gib > 0 else StepLog()
+
+
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
+    _check_router(scenario)
     streams = Streams.from_seed(scenario.seed)
     block = scenario.scheduler.block_size
-    log = StepLog()
+    log = _log(scenario)
     if dis is None:
         kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
         blocks = kind.blocks(block)
-        table = generate_requests(scenario.workload, streams.workload, base_dir)
-        state = RequestState(table)
-        replicas = [Replica(i, state, scenario.scheduler, kind.cost, kind.acceptance, blocks, log, kind.policy)
-                    for i in range(cl.replicas)]
+        table, state = _requests(scenario, streams, base_dir, kind.target)
+        replicas = [Replica(i, state, scenario.scheduler, kind.cost, kind.acceptance, blocks, log, kind.policy,
+                            kv_tiers(scenario, kind, blocks, table)) for i in range(cl.replicas)]
         pools = [Pool("colocated", kind, replicas, make_router(cl.router, cl.replicas, streams.router))]
         return Cluster(scenario, table, state, pools, log)
 
@@ -125,12 +178,11 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
                              latencies) for name in ("prefill", "decode")}
     blocks = {name: kinds[name].blocks(block, f"{DISAGG}.{name}") for name in kinds}
-    table = generate_requests(scenario.workload, streams.workload, base_dir)
-    state = RequestState(table)
+    table, state = _requests(scenario, streams, base_dir, kinds["decode"].target)
     np_, nd = dis.prefill.replicas, dis.decode.replicas
     kp, kd = kinds["prefill"], kinds["decode"]
-    prefill = [PrefillReplica(i, state, scenario.scheduler, kp.cost, None, blocks["prefill"], log)
-               for i in range(np_)]
+    prefill = [PrefillReplica(i, state, scenario.scheduler, kp.cost, None, blocks["prefill"], log,
+                              kv=kv_tiers(scenario, kp, blocks["prefill"], table)) for i in range(np_)]
     decode = [DecodeReplica(np_ + i, state, scenario.scheduler, kd.cost, kd.acceptance, blocks["decode"], log,
                             kd.policy) for i in range(nd)]
     decode_rng = np.random.default_rng(np.random.SeedSequence(scenario.seed).spawn(4)[3])

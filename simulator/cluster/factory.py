@@ -20,10 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from models import get_model
-from models.spec import ModelSpec, validate_parallelism
+from models.spec import ModelSpec, kv_cache_dtype, validate_parallelism
 from models.step import Parallelism
-from profiles.hardware import HardwareSpec, get_hardware
+from profiles.hardware import HardwareSpec
 from simulator.cost.drafters import DrafterBuild, build_drafter, overlap_exposure
 from simulator.errors import ScenarioError
 from simulator.speculation.control import make_policy
@@ -34,15 +33,8 @@ from simulator.cost.step_cost import ForwardCost, StepCostModel
 GIB = 1024 ** 3
 
 
-def lookup(field: str, getter, name: str):
-    """A catalog entry, or a ScenarioError naming `field`."""
-    try:
-        return getter(name)
-    except ValueError as exc:  # UnknownNameError is a ValueError
-        raise ScenarioError(field, str(exc)) from None
-
-
-def make_latency_model(lat: LatencyConfig, hardware_id: str, dtype: str, base_dir: Path):
+def make_latency_model(lat: LatencyConfig, hardware: HardwareSpec, dtype: str, base_dir: Path,
+                       kv_dtype: str | None = None):
     """The latency model of `cluster.latency` (profiles.select); a MeasuredDataError becomes a
     ScenarioError naming the field to change."""
     from profiles.measured import MeasuredDataError
@@ -54,7 +46,7 @@ def make_latency_model(lat: LatencyConfig, hardware_id: str, dtype: str, base_di
         raise ScenarioError("cluster.latency.profile_dir", f"no such directory: {profile_dir}")
     config = LatencySourceConfig(lat.source, lat.framework, lat.version, profile_dir)
     try:
-        return select_latency(hardware_id, dtype, config)
+        return select_latency(hardware, dtype, config, kv_dtype)
     except MeasuredDataError as exc:
         raise ScenarioError(exc.field, str(exc).split(": ", 1)[1]) from None
 
@@ -88,13 +80,13 @@ def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str
 
 
 def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
-                       drafter: DrafterBuild | None = None, where: str = "cluster") -> int:
+                       drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None) -> int:
     """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
-    weights and per-token KV of `drafter` on the target's GPUs."""
+    weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype)."""
     from models.moe_routing import weight_bytes_per_gpu
     target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
     free = hw.hbm_bytes * util - target_weights
-    per_token = target.kv_bytes_per_token_per_gpu(par, dtype)
+    per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype))
     extra_w = 0.0
     if drafter is not None:
         extra_w = drafter.weight_bytes_per_gpu
@@ -128,6 +120,7 @@ class ReplicaKind:
     policy: object                         # simulator.speculation.control policy, or None (fixed shape)
     kv_tokens: int
     dtype: str
+    kv_dtype: str = "bf16"                 # the KV cache's dtype (models.spec.kv_cache_dtype)
 
     @property
     def acceptance(self):
@@ -161,17 +154,53 @@ def parallelism_of(target: ModelSpec, p: ParallelismConfig, where: str = "cluste
     return par
 
 
-def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismConfig, dtype: str,
+def resolve_hardware(hardware, base_dir: Path | None, field: str = "cluster.hardware") -> HardwareSpec:
+    """A catalog id, a hardware YAML file or an inline block (profiles.hardware_file), or a ScenarioError
+    naming `field`."""
+    from profiles.hardware_file import load_hardware
+    try:
+        return load_hardware(hardware, base_dir, field)
+    except ValueError as exc:
+        text = str(exc)
+        if text.startswith(field):  # the message already names the (sub-)field
+            sub, _, message = text.partition(": ")
+            raise ScenarioError(sub, message) from None
+        raise ScenarioError(field, text) from None
+
+
+def resolve_model(model, base_dir: Path | None, field: str = "cluster.model") -> ModelSpec:
+    """A catalog name, a Hugging Face config.json, a catalog-format YAML or an inline block (models.load)."""
+    from models.load import load_model
+    try:
+        return load_model(model, base_dir)
+    except ValueError as exc:
+        raise ScenarioError(field, str(exc)) from None
+
+
+def check_dtypes(hw: HardwareSpec, dtype: str, kv_dtype: str | None, where: str = "cluster") -> str:
+    """The KV cache's dtype, after checking that `hw` can run weights in `dtype` (ScenarioError otherwise)."""
+    problem = hw.weight_dtype_error(dtype)
+    if problem is not None:
+        raise ScenarioError("cluster.dtype", problem + (f" ({where}.hardware)" if where.startswith("cluster.") else ""))
+    return kv_cache_dtype(dtype, kv_dtype)
+
+
+def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype: str,
                        latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
                        speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
-                       where: str = "cluster", latencies: dict | None = None) -> ReplicaKind:
-    """The one replica factory (module docstring). `drafter`, `speculation`, `acceptance`, `policy` are the
+                       where: str = "cluster", latencies: dict | None = None,
+                       kv_dtype: str | None = None) -> ReplicaKind:
+    """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline
+    block (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
+    (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
     scenario's sections of those names; `where` is the YAML path of the pool (for error messages);
     `latencies` (hardware id → latency model) lets pools on the same hardware share one latency model,
     so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
-    steps only (no KV capacity, no check that the weights fit: `draftsim estimate`)."""
-    hw = lookup(f"{where}.hardware" if where != "cluster" else "cluster.hardware", get_hardware, hardware)
-    target = lookup("cluster.model", get_model, model)
+    steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`: the KV
+    cache's dtype (None: models.spec.kv_cache_dtype of `dtype`)."""
+    hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
+    target = resolve_model(model, base_dir)
+    kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
     par = parallelism_of(target, parallelism, where)
     gamma = drafter.gamma if drafter.kind != "none" else 0
     speculating = drafter.kind != "none" and (gamma > 0 or speculation.kind in ("tree", "dynamic_tree"))
@@ -185,29 +214,31 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
     latencies = {} if latencies is None else latencies
     lat = latencies.get(hw.id)
     if lat is None:
-        lat = latencies[hw.id] = make_latency_model(latency, hw.id, dtype, base_dir)
+        lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
     engine = make_engine_time(latency, hw.id, lat, drafter_family(drafter) if speculating else None)
-    built_drafter = build_drafter(drafter, target, par, lat, hw, dtype) if speculating else None
+    built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype) if speculating else None
     if built_drafter is not None and built_drafter.fixed_chain is not None:
         if speculation.kind != "chain":
             raise ScenarioError("speculation.kind", f"{built_drafter.fixed_chain}: it needs 'chain'")
         if policy.kind != "fixed":
             raise ScenarioError("policy.kind", f"{built_drafter.fixed_chain}: control policies need 'fixed'")
     kv_tokens = 0 if memory_utilization is None else \
-        kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where)
+        kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype)
     realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None
     if par.ep > 1:
         if realign:
             raise ScenarioError("speculation.alignment", "'realign' models a padded single-group batch; "
                                 "expert parallelism needs 'paged'")
         from simulator.cost.moe import make_ep_forward_cost
-        target_cost = make_ep_forward_cost(target, par, lat, dtype, hw, moe, base_dir)
+        target_cost = make_ep_forward_cost(target, par, lat, dtype, hw, moe, base_dir, kv_dtype)
     elif realign:
         from simulator.cost.ragged import RealignedForwardCost
-        target_cost = RealignedForwardCost(target, par, lat, dtype, kv_bytes_per_token=target.kv_bytes_per_token_per_gpu(
-            par, dtype) + built_drafter.kv_bytes_per_token_per_gpu, hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
+        target_cost = RealignedForwardCost(
+            target, par, lat, dtype, kv_dtype,
+            kv_bytes_per_token=target.kv_bytes_per_token_per_gpu(par, kv_dtype) + built_drafter.kv_bytes_per_token_per_gpu,
+            hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
     else:
-        target_cost = ForwardCost(target, par, lat, dtype)
+        target_cost = ForwardCost(target, par, lat, dtype, kv_dtype)
     spec = control = None
     if built_drafter is None:
         cost = StepCostModel(target_cost, None, 0, engine=engine)
@@ -220,4 +251,4 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
                              engine=engine)
         control = make_policy(policy, speculation, spec, gamma, cost)
-    return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype)
+    return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype)

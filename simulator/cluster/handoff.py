@@ -70,7 +70,7 @@ class KVHandOff:
         else:                               # heads are sharded like the target of each pool
             draft_tp = (prefill.kind.parallelism.tp, decode.kind.parallelism.tp)
         mover = KVMover(placement, decode.kind.target, prefill.kind.parallelism, decode.kind.parallelism,
-                        decode.kind.dtype, draft, *draft_tp)
+                        decode.kind.kv_dtype, draft, *draft_tp)
         return KVHandOff(prefill.replicas, decode.replicas, decode.router, mover, kv.layerwise_overlap,
                          decode.kind.target.num_layers)
 

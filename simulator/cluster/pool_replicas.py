@@ -34,12 +34,12 @@ class PrefillReplica(Replica):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.handoff: list[int] = []     # requests whose prefill completed in the latest step
-        self.held: dict[int, int] = {}   # request -> KV blocks held until its transfer completes
+        self.held: dict[int, tuple[int, int]] = {}   # request -> (its blocks, KV tokens) until its transfer completes
 
     def can_admit_head(self) -> bool:
         if not self.waiting or len(self.running) >= self.sched.max_batch_size:
             return False
-        return self.blocks_for(int(self.s.prefill_target[self.waiting[0]])) <= self.total_blocks - self.used_blocks
+        return self._admission(self.waiting[0])[0] <= self.total_blocks - self.used_blocks
 
     def has_work(self) -> bool:
         """Running prefills, or a waiting prompt that fits (one blocked by KV still being sent waits for
@@ -65,13 +65,19 @@ class PrefillReplica(Replica):
         for r in plan.prefill_ids:
             if s.prefilled[r] >= s.prefill_target[r] and np.isnan(s.finish_s[r]):
                 self.running.remove(r)
-                self.held[r] = int(s.blocks[r])
+                self.held[r] = (int(s.blocks[r]), int(s.ctx[r]))
                 s.blocks[r] = 0
+                s.unit_blocks[r] = 0   # the prefix cache keeps its units (released with the request)
                 self.handoff.append(r)
 
     def release(self, r: int) -> None:
-        """The request's KV has left: free its blocks."""
-        self.used_blocks -= self.held.pop(r)
+        """The request's KV has left: free its blocks (with prefix caching its prompt's units stay cached
+        here for later prompts, as Mooncake's prefill nodes keep them)."""
+        private, ctx = self.held.pop(r)
+        if self.kv is None or self.kv.cache is None:
+            self.used_blocks -= private
+        else:
+            self.used_blocks -= self.kv.cache.release(r, ctx, private, "shared")
 
 
 class DecodeReplica(Replica):

@@ -51,11 +51,11 @@ class MoeConfig(_Strict):
 
 class PoolConfig(_Strict):
     """One pool of a disaggregated cluster: its replica count, per-replica parallelism (TP/PP/EP) and
-    hardware (default: `cluster.hardware`)."""
+    hardware (default: `cluster.hardware`; a catalog id, a hardware YAML file or an inline block)."""
 
     replicas: int = Field(1, ge=1, le=4096)
     parallelism: ParallelismConfig = ParallelismConfig()
-    hardware: str | None = None
+    hardware: str | dict[str, Any] | None = None
     router: str = "round_robin"
 
 
@@ -114,10 +114,47 @@ class LatencyConfig(_Strict):
         return self
 
 
+class KVCacheConfig(_Strict):
+    """The replicas' KV cache beyond paging (simulator.core.kv_cache).
+
+    `prefix_caching`: keep the KV blocks of finished requests under their content hashes and reuse them
+    for later prompts that start with the same tokens (vLLM's automatic prefix caching: hashes of full
+    blocks, LRU eviction of free cached blocks). `shared_prefix_attention`: decode steps read the blocks
+    several requests share once for all of them (Hydragen/BatchLLM; needs prefix_caching).
+    `preemption`: recompute (free the KV, re-prefill later; vLLM V1) or swap (copy the KV to host memory
+    and back over the hardware's host link; vLLM V0's swap space). `host_memory_gib`: host memory per GPU
+    for swapped KV and, with prefix caching, a second LRU tier for evicted prefix blocks (loaded back over
+    the host link instead of recomputed; LMCache/vLLM's CPU offloading)."""
+
+    prefix_caching: bool = False
+    shared_prefix_attention: bool = False
+    preemption: Literal["recompute", "swap"] = "recompute"
+    host_memory_gib: float = Field(0.0, ge=0.0, le=65536.0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "KVCacheConfig":
+        if self.shared_prefix_attention and not self.prefix_caching:
+            raise ValueError("shared_prefix_attention needs prefix_caching: true (shared blocks come from the cache)")
+        if self.preemption == "swap" and self.host_memory_gib <= 0:
+            raise ValueError("preemption 'swap' needs host_memory_gib > 0 (where the swapped KV goes)")
+        return self
+
+
 class ClusterConfig(_Strict):
-    hardware: str = "h100-sxm"
-    model: str
-    dtype: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
+    """`model`: a catalog name (`draftsim catalog models`), a path to a Hugging Face config.json or a
+    catalog-format YAML (relative to the scenario file), or an inline mapping of model fields
+    (models.load). `hardware`: a catalog id, a hardware YAML file or an inline mapping
+    (profiles.hardware_file). `dtype`: the weights' dtype (int4: weight-only; fp8 and fp8_block need FP8
+    tensor cores); `kv_dtype`: the KV cache's (default: the weights' dtype where it is a KV format, else
+    bf16). `max_model_len`: the longest context a request may reach (vLLM --max-model-len; default and
+    upper bound: the model's max_position_embeddings)."""
+
+    hardware: str | dict[str, Any] = "h100-sxm"
+    model: str | dict[str, Any]
+    dtype: Literal["fp32", "bf16", "fp16", "fp8", "fp8_block", "int4"] = "bf16"
+    kv_dtype: Literal["fp32", "bf16", "fp16", "fp8"] | None = None
+    max_model_len: int | None = Field(None, ge=2)
+    kv_cache: KVCacheConfig = KVCacheConfig()
     replicas: int = Field(1, ge=1, le=4096)
     parallelism: ParallelismConfig = ParallelismConfig()
     router: str = "round_robin"

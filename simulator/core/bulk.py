@@ -45,6 +45,7 @@ class BulkPlan:
     blocks_delta: int         # change of the replica's blocks in use over the bulk
     finishes: bool            # some request finishes inside the bulk
     queued: int               # waiting requests when the bulk was planned
+    held: np.ndarray | None = None  # (steps, B) private blocks each request holds in each step (prefix cache)
 
 
 def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | None = None) -> BulkPlan | None:
@@ -88,8 +89,13 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     blocks0_sum = int(blocks0.sum())
     # Context only grows, so the blocks a request needs never decrease along a bulk.
     block = rep.sched.block_size
-    held = np.maximum((ctx + (rep.q + block - 1)) // block, blocks0)  # = blocks_for(ctx + q)
+    held = (ctx + (rep.q + block - 1)) // block  # = blocks_for(ctx + q), less the blocks of shared cached units
+    held = np.maximum(held if rep.kv is None else held - s.unit_blocks[ids], blocks0)
     blocks_used = (held * active).sum(axis=1) + (rep.used_blocks - blocks0_sum)
+    if rep.kv is not None and rep.kv.cache is not None:  # cached units freed by requests finished earlier
+        frees = rep.kv.cache.unit_frees(ids, finish_step)
+        if frees.any():
+            blocks_used -= (frees * (finish_step < rows)).sum(axis=1)
     if blocks_used.max() > rep.total_blocks:
         n = int((blocks_used > rep.total_blocks).argmax())
         if n == 0:
@@ -98,6 +104,9 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     decode_seqs = active.sum(axis=1)
     context_sums = (ctx * active).sum(axis=1)
     draft, target = rep.cost.decode_steps(decode_seqs, context_sums, monotone=True)
+    if rep.kv is not None and rep.kv.shared_attention:
+        target = rep.cost.with_shared_prefix(draft, target, decode_seqs, context_sums,
+                                             _shared_per_step(rep, ids, active))
     bounds = np.cumsum(np.concatenate(([now_s], draft[:, 0] + target[:, 0])))
     if stop_at_arrival:  # stop at the first step boundary at or after the next arrival
         first = int(np.searchsorted(bounds[1:], next_arrival_s))  # bounds are non-decreasing
@@ -117,7 +126,37 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
         finish_step, final_blocks = np.full(len(ids), NEVER), held[n - 1]
     return BulkPlan(ids, n, active, tau, emitted, finish_step, decode_seqs[:n], context_sums[:n],
                     bounds[:n], bounds[1:], draft, target, blocks_used[:n], final_blocks,
-                    int(final_blocks.sum()) - blocks0_sum, finishes, len(rep.waiting))
+                    int(final_blocks.sum()) - blocks0_sum, finishes, len(rep.waiting), held[:n])
+
+
+def _shared_per_step(rep, ids: np.ndarray, active: np.ndarray) -> list:
+    """Shared-prefix aggregates of each step's decode requests (they change only when one finishes)."""
+    out, last_key, last = [], None, None
+    for row in active:
+        key = row.tobytes()
+        if key != last_key:
+            last_key, last = key, rep.kv.cache.shared_context(ids[row])
+        out.append(last)
+    return out
+
+
+def _replay_blocks(rep, plan: BulkPlan) -> None:
+    """Block moves of a bulk in step order, for a replica whose free queue decides evictions (prefix
+    caching): each step's new blocks leave the queue, then the step's finished requests free theirs —
+    what step-by-step mode does, so both modes evict the same cached units."""
+    s, cache = rep.s, rep.kv.cache
+    ids = plan.ids
+    previous = s.blocks[ids].copy()
+    for k in range(plan.steps):
+        grow = int(((plan.held[k] - previous) * plan.active[k]).sum())
+        if grow:
+            cache.take(grow)
+            rep.used_blocks += grow
+        previous = np.where(plan.active[k], plan.held[k], previous)
+        for b in np.flatnonzero(plan.finish_step == k):
+            r = int(ids[b])
+            rep.used_blocks -= cache.release(r, int(s.ctx[r]), int(previous[b]), "shared")
+            s.unit_blocks[r] = 0
 
 
 def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
@@ -134,7 +173,10 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     s.emitted[ids] += emitted
     s.ctx[ids] += emitted
     s.decode_steps[ids] += steps_taken
-    rep.used_blocks += plan.blocks_delta
+    if rep.kv is not None and rep.kv.cache is not None:
+        _replay_blocks(rep, plan)
+    else:
+        rep.used_blocks += plan.blocks_delta
     s.blocks[ids] = plan.final_blocks
     queued = plan.queued
     if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk

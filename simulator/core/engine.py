@@ -114,13 +114,23 @@ class Engine:
 
     def _route(self, r: int) -> None:
         s = self.state
+        if s.dropped[r]:  # rejected before the run (longer than the context: simulator.core.context)
+            self._count_finished(1)
+            return
         if not all(fits(r) for fits in self._fits):
             s.dropped[r] = True
             s.drop_reason[r] = DROP_EXCEEDS_KV
             self._count_finished(1)
             return
-        reps, now = self.entry.replicas, self.env.now
-        idx = self.entry.router.choose([rep.outstanding_at(now) for rep in reps], [len(rep.waiting) for rep in reps])
+        reps, now, router = self.entry.replicas, self.env.now, self.entry.router
+        loads, queued = [rep.outstanding_at(now) for rep in reps], [len(rep.waiting) for rep in reps]
+        if router.uses_prefix_match:  # prefix_aware: what each replica's cache holds of this prompt
+            caches = [rep.kv.cache for rep in reps]
+            view = (int(s.prompt[r]), [c.match_tokens(r, int(s.prompt[r])) for c in caches],
+                    [c.cached_tokens for c in caches])
+            idx = router.choose(loads, queued, view)
+        else:
+            idx = router.choose(loads, queued)
         s.replica[r] = idx
         reps[idx].waiting.append(r)
         self.poke(reps[idx])

@@ -8,7 +8,10 @@ Both paths produce identical results: they price steps with the same function, d
 same counter-based stream (simulator.speculation.acceptance) and allocate KV blocks by the same rule.
 
 KV blocks are counted, not placed: a request holds ceil(tokens / block_size) blocks; fragmentation is
-zero under paging by construction, so counting is exact for capacity purposes.
+zero under paging by construction, so counting is exact for capacity purposes. With `cluster.kv_cache`
+(prefix caching, a host tier, swap preemption: `kv`, a simulator.core.kv_cache.KVTiers) the blocks of
+cached units are counted once however many requests use them (`RequestState.unit_blocks`), and steps
+that move KV to or from host memory pay for it (`StepPlan.io_tokens`).
 """
 from __future__ import annotations
 
@@ -33,6 +36,9 @@ class StepPlan:
     queued: int = 0   # waiting requests when the step was formed
     running: int = 0  # admitted requests when the step was formed
     counts: np.ndarray | None = None  # per-decode-request draft counts chosen by a policy (None: fixed)
+    io_tokens: int = 0       # KV tokens moved to or from host memory in this step (swap, host-tier loads)
+    io_transfers: int = 0
+    shared: tuple[int, int, int] | None = None  # shared-prefix attention aggregates of the decode requests
 
     @property
     def empty(self) -> bool:
@@ -41,7 +47,7 @@ class StepPlan:
 
 class Replica:
     def __init__(self, index: int, state: RequestState, sched: SchedulerConfig, cost: StepCostModel,
-                 acceptance: ChainAcceptance | None, total_blocks: int, log: StepLog, policy=None):
+                 acceptance: ChainAcceptance | None, total_blocks: int, log: StepLog, policy=None, kv=None):
         self.index = index
         self.s = state
         self.sched = sched
@@ -63,6 +69,8 @@ class Replica:
         self.clock_s = 0.0
         self.last_step_s = 0.0  # duration of the latest decode-only step (sizes bulk plans; no effect on results)
         self.stop_bulk_at_finish = False  # closed-loop workloads: a finish sends a new request at once
+        self.kv = kv                      # simulator.core.kv_cache.KVTiers, or None (plain block counting)
+        self._io = [0, 0]                 # KV tokens and transfers to or from the host for the step being formed
 
     # ---- load seen by the router -------------------------------------------------------------------
     def outstanding_at(self, now_s: float) -> int:
@@ -88,39 +96,105 @@ class Replica:
     def _is_decoding(self, r: int) -> bool:
         return self.s.prefilled[r] >= self.s.prefill_target[r]
 
+    def _admission(self, r: int) -> tuple[int, int]:
+        """(blocks taken from the free pool, prompt tokens to compute) if request r were admitted now."""
+        target = int(self.s.prefill_target[r])
+        kv = self.kv
+        if kv is None:
+            return self.blocks_for(target), target
+        if kv.host is not None and r in kv.host.swapped:   # swapped out: its KV comes back, nothing to compute
+            return self.blocks_for(kv.host.swapped[r]), 0
+        if kv.cache is None:
+            return self.blocks_for(target), target
+        need = kv.cache.need_blocks(r, target, self.blocks_for(target))
+        return need, target
+
     def _head_admissible(self, token_room: int, batch_len: int) -> bool:
         if not self.waiting or len(self.running) >= self.sched.max_batch_size:
             return False
-        r = self.waiting[0]
-        need = self.blocks_for(int(self.s.prefill_target[r]))
+        if self.kv is None:  # (the hot path of plain runs: `_admission` inlined)
+            tokens = int(self.s.prefill_target[self.waiting[0]])
+            need = self.blocks_for(tokens)
+        else:
+            need, tokens = self._admission(self.waiting[0])
         if need > self.total_blocks - self.used_blocks:
             return False
-        return token_room > 0 and (batch_len == 0 or self.s.prefill_target[r] <= token_room)
+        return token_room > 0 and (batch_len == 0 or tokens <= token_room)
 
     def _admit_head(self, now_s: float) -> int:
+        """Admit the waiting head: reserve its prompt's blocks (cached prefix units shared) and set what is
+        left to compute (`prefilled` = cached tokens). A swapped-out request resumes decoding instead."""
         r = self.waiting.popleft()
         s = self.s
-        need = int(self.blocks_for(int(s.prefill_target[r])))
-        s.blocks[r] = need
-        self.used_blocks += need
-        s.prefilled[r] = 0
-        s.ctx[r] = 0
         if np.isnan(s.admit_s[r]):
             s.admit_s[r] = now_s
         self.running.append(r)
+        kv = self.kv
+        if kv is not None and kv.host is not None and r in kv.host.swapped:
+            tokens = kv.host.swap_in(r)
+            need = int(self.blocks_for(tokens))
+            if kv.cache is not None:
+                kv.cache.take(need)
+            s.blocks[r], s.unit_blocks[r] = need, 0
+            self.used_blocks += need
+            s.ctx[r] = tokens
+            s.prefilled[r] = s.prefill_target[r]
+            self._io[0] += tokens
+            self._io[1] += 1
+            return r
+        target = int(s.prefill_target[r])
+        need = int(self.blocks_for(target))
+        if kv is None or kv.cache is None:
+            s.blocks[r] = need
+            self.used_blocks += need
+            s.prefilled[r] = 0
+            s.ctx[r] = 0
+        else:
+            got = kv.cache.admit(r, target, need)
+            s.blocks[r], s.unit_blocks[r] = got.private_blocks, got.unit_blocks
+            self.used_blocks += got.taken_blocks
+            s.prefilled[r] = s.ctx[r] = got.hit_tokens
+            if s.preemptions[r] == 0:
+                s.cached_prompt_tokens[r] = got.hit_tokens
+            kv.hit_tokens += got.hit_tokens
+            if got.loaded_tokens:
+                kv.loaded_tokens += got.loaded_tokens
+                self._io[0] += got.loaded_tokens
+                self._io[1] += 1
         self.prefilling += 1
         return r
 
-    def _preempt(self, r: int) -> None:
-        """Preemption by recompute: free the request's KV; on re-admission it re-prefills prompt + emitted."""
+    def _release(self, r: int, cache: str) -> None:
+        """Free request r's blocks (`cache`: which of its units to keep cached, simulator.core.kv_cache)."""
         s = self.s
-        if not self._is_decoding(r):
-            self.prefilling -= 1
-        self.used_blocks -= int(s.blocks[r])
+        kv = self.kv
+        if kv is None or kv.cache is None:
+            self.used_blocks -= int(s.blocks[r])
+        else:
+            self.used_blocks -= kv.cache.release(r, int(s.ctx[r]), int(s.blocks[r]), cache)
         s.blocks[r] = 0
-        s.ctx[r] = 0
-        s.prefilled[r] = 0
-        s.prefill_target[r] = s.prompt[r] + s.emitted[r]
+        s.unit_blocks[r] = 0
+
+    def _preempt(self, r: int) -> None:
+        """Preemption by recompute: free the request's KV; on re-admission it re-prefills prompt + emitted
+        (with prefix caching its own blocks stay cached until evicted). With `kv_cache.preemption: swap`
+        a decoding request's KV goes to host memory instead (when it fits there) and comes back on
+        re-admission; both copies are paid in the steps that make them."""
+        s = self.s
+        decoding = self._is_decoding(r)
+        if not decoding:
+            self.prefilling -= 1
+        kv = self.kv
+        swap = kv is not None and kv.swap and decoding and kv.host.swap_out(r, int(s.ctx[r]))
+        self._release(r, "none" if swap else "all")
+        if swap:
+            kv.swapped_tokens += int(s.ctx[r])
+            self._io[0] += int(s.ctx[r])
+            self._io[1] += 1
+        else:
+            s.ctx[r] = 0
+            s.prefilled[r] = 0
+            s.prefill_target[r] = s.prompt[r] + s.emitted[r]
         s.preemptions[r] += 1
         self.running.remove(r)
         self.waiting.appendleft(r)
@@ -132,10 +206,14 @@ class Replica:
         while decode_ids:
             ids = np.asarray(decode_ids)
             need = self.blocks_for(s.ctx[ids] + self.q)
+            if self.kv is not None:
+                need = need - s.unit_blocks[ids]
             extra = np.maximum(need - s.blocks[ids], 0)
             if int(extra.sum()) <= self.total_blocks - self.used_blocks:
                 s.blocks[ids] += extra
                 self.used_blocks += int(extra.sum())
+                if self.kv is not None and self.kv.cache is not None:
+                    self.kv.cache.take(int(extra.sum()))
                 return decode_ids
             victim = self.running[-1]
             self._preempt(victim)
@@ -149,6 +227,11 @@ class Replica:
         plan.queued, plan.running = len(self.waiting), len(self.running)
         if self.policy is not None and len(plan.decode_ids):
             plan.counts = self.policy.counts(self, plan.decode_ids, plan.queued)
+        if self.kv is not None:
+            plan.io_tokens, plan.io_transfers = self._io
+            self._io = [0, 0]
+            if self.kv.shared_attention and len(plan.decode_ids) > 1:
+                plan.shared = self.kv.cache.shared_context(plan.decode_ids)
         return plan
 
     def _plan(self, now_s: float) -> StepPlan:
@@ -159,13 +242,16 @@ class Replica:
         (FCFS, up to max_batched_tokens; a lone prompt longer than the budget is admitted alone)."""
         prefill_ids: list[int] = []
         room = self.sched.max_batched_tokens
+        s = self.s
         while self._head_admissible(room if prefill_ids else max(room, 1), len(prefill_ids)):
             r = self._admit_head(now_s)
+            if self._is_decoding(r):   # swapped back in: decodes from the next decode step
+                continue
             prefill_ids.append(r)
-            room -= int(self.s.prefill_target[r])
+            room -= int(s.prefill_target[r] - s.prefilled[r])
         if prefill_ids:
-            chunks = [int(self.s.prefill_target[r]) for r in prefill_ids]
-            pairs = sum(chunk_attention_pairs(c, 0) for c in chunks)
+            chunks = [int(s.prefill_target[r] - s.prefilled[r]) for r in prefill_ids]
+            pairs = sum(chunk_attention_pairs(c, int(s.prefilled[r])) for c, r in zip(chunks, prefill_ids))
             return StepPlan(prefill_ids, chunks, np.zeros(0, dtype=np.int64), pairs, 0)
         decode_ids = self._reserve_decode_blocks(list(self.running))
         ids = np.asarray(decode_ids, dtype=np.int64)
@@ -189,12 +275,14 @@ class Replica:
                 room -= c
         while room > 0 and self.waiting and len(self.running) < self.sched.max_batch_size:
             r = self.waiting[0]
-            if self.blocks_for(int(s.prefill_target[r])) > self.total_blocks - self.used_blocks:
+            if self._admission(r)[0] > self.total_blocks - self.used_blocks:
                 break
             self._admit_head(now_s)
-            c = int(min(room, s.prefill_target[r]))
+            if self._is_decoding(r):   # swapped back in: decodes from the next step
+                continue
+            c = int(min(room, s.prefill_target[r] - s.prefilled[r]))
             prefill_ids.append(r), chunks.append(c)
-            pairs += chunk_attention_pairs(c, 0)
+            pairs += chunk_attention_pairs(c, int(s.prefilled[r]))
             room -= c
         ids = np.asarray(decode_ids, dtype=np.int64)
         return StepPlan(prefill_ids, chunks, ids, pairs, int(s.ctx[ids].sum()))
@@ -207,9 +295,13 @@ class Replica:
 
     def step_costs(self, plan: StepPlan):
         if plan.counts is not None:
-            return self.policy.price(plan, self)
-        return self.cost.step(sum(plan.prefill_chunks), len(plan.prefill_ids), plan.prefill_attn_pairs,
-                              len(plan.decode_ids), plan.decode_context_tokens)
+            costs = self.policy.price(plan, self)
+        else:
+            costs = self.cost.step(sum(plan.prefill_chunks), len(plan.prefill_ids), plan.prefill_attn_pairs,
+                                   len(plan.decode_ids), plan.decode_context_tokens, plan.shared)
+        if plan.io_tokens:
+            costs = (costs[0], costs[1].with_kv_io(self.kv.io_seconds(plan.io_tokens, plan.io_transfers)))
+        return costs
 
     def apply_step(self, plan: StepPlan, start_s: float, end_s: float, costs, finished: list[int]) -> None:
         s = self.s
@@ -247,7 +339,8 @@ class Replica:
                         prefill_tokens=sum(plan.prefill_chunks), prefill_seqs=len(plan.prefill_ids),
                         decode_seqs=len(ids), query_tokens_per_seq=self._logged_q(plan),
                         decode_context_tokens=plan.decode_context_tokens, draft_s=draft.seconds,
-                        verify_s=target.seconds - target.engine_s, engine_s=target.engine_s, accepted_tokens=tau_sum, emitted_tokens=emitted_total,
+                        verify_s=target.seconds - target.engine_s - target.kv_io_s, engine_s=target.engine_s,
+                        kv_io_s=target.kv_io_s, accepted_tokens=tau_sum, emitted_tokens=emitted_total,
                         flops=ds * draft.flops + ts * target.flops, bytes=ds * draft.bytes + ts * target.bytes,
                         kv_blocks_used=blocks_used, kv_blocks_total=self.total_blocks,
                         queued_requests=plan.queued, running_requests=plan.running)
@@ -265,8 +358,7 @@ class Replica:
         for r in candidates:
             if s.emitted[r] >= s.output[r] and np.isnan(s.finish_s[r]):
                 s.finish_s[r] = end_s
-                self.used_blocks -= int(s.blocks[r])
-                s.blocks[r] = 0
+                self._release(r, "shared")
                 self.running.remove(r)
                 finished.append(r)
 

@@ -9,6 +9,14 @@ Policies (registry `ROUTERS`, name -> class):
 - ``round_robin``: replicas 0, 1, ..., n-1, 0, ... regardless of load.
 - ``least_outstanding``: fewest outstanding requests.
 - ``join_shortest_queue``: fewest queued requests; ties broken by fewest outstanding.
+- ``prefix_aware``: the cache-aware policy of SGLang's router (SGLang Model Gateway docs, "Load
+  Balancing" / "Cache-Aware Routing", defaults cache threshold 0.3, balance thresholds 64 and 1.5×):
+  when the load is imbalanced (max − min outstanding > 64 and max > 1.5 × min) the least outstanding
+  replica; otherwise the replica whose prefix cache holds the longest start of the prompt, if it covers
+  at least 30 % of it, else the replica caching the fewest tokens. Needs prefix caching
+  (`cluster.kv_cache.prefix_caching`). Approximation: the router sees each replica's cache exactly
+  (SGLang's router keeps an approximate radix tree of what it sent where; vLLM's production stack and
+  Dynamo use reported cache state).
 
 Ties left after a policy's criteria are broken uniformly at random with the router's own Generator, so
 idle replicas share the load evenly (lowest-index tie-breaking would send every request of a light load to
@@ -25,9 +33,11 @@ from simulator.errors import ScenarioError
 
 
 class Router:
-    """Base class: subclasses implement `choose`. `rng` is used only for tie-breaking."""
+    """Base class: subclasses implement `choose`. `rng` is used only for tie-breaking. A router with
+    `uses_prefix_match` also gets, per replica, the cached tokens of the request's prompt (`PrefixView`)."""
 
     name = "base"
+    uses_prefix_match = False
 
     def __init__(self, num_replicas: int, rng: np.random.Generator):
         if int(num_replicas) != num_replicas or num_replicas < 1:
@@ -85,8 +95,26 @@ class JoinShortestQueueRouter(Router):
         return self._pick_among(_argmin_all(list(zip(queued, outstanding))))
 
 
+class PrefixAwareRouter(Router):
+    name = "prefix_aware"
+    uses_prefix_match = True
+    CACHE_THRESHOLD, BALANCE_ABS, BALANCE_REL = 0.3, 64, 1.5   # SGLang Model Gateway defaults
+
+    def choose(self, outstanding: Sequence[int], queued: Sequence[int], prefix=None) -> int:
+        """`prefix`: (prompt tokens, per replica the prompt's cached tokens and the tokens its cache holds)."""
+        self._check(outstanding, queued)
+        low, high = min(outstanding), max(outstanding)
+        if prefix is None or (high - low > self.BALANCE_ABS and high > self.BALANCE_REL * low):
+            return self._pick_among(_argmin_all(outstanding))
+        prompt, matched, cached = prefix
+        best = max(matched)
+        if best > 0 and best >= self.CACHE_THRESHOLD * prompt:
+            return self._pick_among(_argmin_all([(-m, o) for m, o in zip(matched, outstanding)]))
+        return self._pick_among(_argmin_all([(c, o) for c, o in zip(cached, outstanding)]))
+
+
 ROUTERS: dict[str, type[Router]] = {
-    cls.name: cls for cls in (RoundRobinRouter, LeastOutstandingRouter, JoinShortestQueueRouter)
+    cls.name: cls for cls in (RoundRobinRouter, LeastOutstandingRouter, JoinShortestQueueRouter, PrefixAwareRouter)
 }
 
 

@@ -28,7 +28,9 @@ class RequestState:
         self.prefill_target = self.prompt.copy()   # tokens to (re)compute on admission
         self.prefilled = np.zeros(n, dtype=np.int64)
         self.ctx = np.zeros(n, dtype=np.int64)
-        self.blocks = np.zeros(n, dtype=np.int64)
+        self.blocks = np.zeros(n, dtype=np.int64)        # blocks only this request uses
+        self.unit_blocks = np.zeros(n, dtype=np.int64)   # blocks of cached prefix units it shares (kv_cache)
+        self.cached_prompt_tokens = np.zeros(n, dtype=np.int64)  # prompt tokens found cached at first admission
         self.preemptions = np.zeros(n, dtype=np.int64)
         self.decode_steps = np.zeros(n, dtype=np.int64)
         self.accepted = np.zeros(n, dtype=np.int64)
@@ -70,18 +72,25 @@ STEP_COLUMNS = {
 _COSTS = "_costs"  # chunk key of deferred cost arrays (see StepLog.append_bulk)
 
 
+# Columns logged only when a feature that fills them is on (StepLog(extra=...)): `kv_io_s`, the part of a
+# step's duration spent moving KV to or from host memory (simulator.core.kv_cache).
+OPTIONAL_STEP_COLUMNS = {"kv_io_s": np.float64}
+
+
 class StepLog:
     """Append-only log of steps: single steps as rows, bulks of steps as column arrays.
 
     The final order is fixed by the caller (sorted by start time and replica), so append order is free.
+    `extra`: names of OPTIONAL_STEP_COLUMNS to log too (0 in bulks of decode steps, which move no KV).
     """
 
-    def __init__(self):
+    def __init__(self, extra: tuple[str, ...] = ()):
         self._rows: list[tuple] = []
         self._chunks: list[dict[str, np.ndarray]] = []
+        self._schema = {**STEP_COLUMNS, **{k: OPTIONAL_STEP_COLUMNS[k] for k in extra}}
 
     def append_row(self, **cols) -> None:
-        self._rows.append(tuple(cols[k] for k in STEP_COLUMNS))
+        self._rows.append(tuple(cols[k] for k in self._schema))
 
     def append_bulk(self, n: int, costs=None, **cols) -> None:
         """Append n steps; each column is an array of length n or a scalar shared by the n steps.
@@ -105,8 +114,8 @@ class StepLog:
         self._derive_cost_columns()
         counts = np.array([n for n, _ in self._chunks], dtype=np.int64)
         by_column = list(zip(*self._rows)) if self._rows else None
-        for i, (k, dtype) in enumerate(STEP_COLUMNS.items()):
-            values = [c[k] for _, c in self._chunks]
+        for i, (k, dtype) in enumerate(self._schema.items()):
+            values = [c.get(k, 0) for _, c in self._chunks]
             if all(np.ndim(v) == 0 for v in values):
                 bulk = np.repeat(np.array(values, dtype=dtype), counts)
             else:

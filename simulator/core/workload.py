@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from simulator.errors import ScenarioError
 from simulator.core.lengths import LengthDist, StrictModel, read_csv_columns, resolve_path
+from simulator.core.prefixes import PrefixKeys, SessionsConfig, SharedPrefixConfig
 
 FIELD = "workload"
 TRACE_COLUMNS = {"arrival_s": "time", "prompt_tokens": "count", "output_tokens": "count"}
@@ -43,12 +44,41 @@ def _process(info: ValidationInfo) -> str | None:
     return info.data.get("process")
 
 
+class TraceColumnsConfig(StrictModel):
+    """Column (CSV) or key (JSONL) names of a trace layout other than the format's (simulator.core.traces)."""
+
+    arrival: str | None = None
+    prompt_tokens: str | None = None
+    output_tokens: str | None = None
+    hash_ids: str | None = None
+
+
 class ArrivalConfig(StrictModel):
     process: Literal["poisson", "gamma", "trace", "closed_loop"]
     qps: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
     concurrency: int | None = Field(default=None, ge=1, validate_default=True)
     cv: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
     trace_csv: Path | None = Field(default=None, validate_default=True)
+    # trace replay options (simulator.core.traces): format, layout, clock, window and rate scaling
+    format: Literal["draftsim", "azure", "burstgpt", "mooncake"] = "draftsim"
+    columns: TraceColumnsConfig | None = None
+    time_unit: Literal["s", "ms", "us", "datetime"] | None = None
+    start_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    end_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    speedup: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    hash_block_tokens: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _trace_options_only_for_traces(self) -> "ArrivalConfig":
+        from simulator.core.traces import TRACE_OPTIONS
+        if self.process != "trace":
+            for name in ("format", *TRACE_OPTIONS):
+                default = "draftsim" if name == "format" else TRACE_OPTIONS[name]
+                if getattr(self, name) != default:
+                    raise ValueError(f"{name} is only allowed for process 'trace'")
+        if self.end_s is not None and self.end_s <= self.start_s:
+            raise ValueError(f"end_s ({self.end_s}) must be > start_s ({self.start_s})")
+        return self
 
     @field_validator("qps")
     @classmethod
@@ -105,6 +135,19 @@ class WorkloadConfig(StrictModel):
     output_tokens: LengthDist | None = Field(default=None, validate_default=True)
     num_requests: int | None = Field(default=None, ge=1)
     duration_s: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
+    # shared prompt prefixes and multi-turn sessions (simulator.core.prefixes)
+    shared_prefix: SharedPrefixConfig | None = None
+    sessions: SessionsConfig | None = None
+    # a request longer than the model's context (cluster.max_model_len): error (default), drop (rejected
+    # as a serving engine rejects it) or truncate (the prompt is cut; simulator.core.context)
+    context_overflow: Literal["error", "drop", "truncate"] = "error"
+
+    @model_validator(mode="after")
+    def _sharing_needs_synthetic(self) -> "WorkloadConfig":
+        if self.arrival.process in ("trace", "closed_loop") and (self.shared_prefix or self.sessions):
+            raise ValueError(f"shared_prefix and sessions generate requests; not allowed for process "
+                             f"'{self.arrival.process}'")
+        return self
 
     @field_validator("prompt_tokens", "output_tokens")
     @classmethod
@@ -147,6 +190,7 @@ class RequestTable:
     arrival_s: np.ndarray  # float64, ascending
     prompt_tokens: np.ndarray  # int64, >= 1
     output_tokens: np.ndarray  # int64, >= 1
+    prefixes: PrefixKeys | None = None  # content keys of shared prefixes (simulator.core.prefixes), if any
 
     def __post_init__(self) -> None:
         columns = {  # private read-only copies: callers keep ownership of what they passed in
@@ -165,6 +209,8 @@ class RequestTable:
         for name, array in columns.items():
             array.setflags(write=False)
             object.__setattr__(self, name, array)
+        if self.prefixes is not None and len(self.prefixes) != len(columns["arrival_s"]):
+            raise ValueError("RequestTable.prefixes: one row of keys per request")
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -219,14 +265,21 @@ def _replay_trace(cfg: WorkloadConfig, base_dir: Path) -> RequestTable:
     return RequestTable(arrival_s[:count], cols["prompt_tokens"][keep], cols["output_tokens"][keep])
 
 
-def generate_requests(cfg: WorkloadConfig, rng: np.random.Generator, base_dir: Path) -> RequestTable:
+def generate_requests(cfg: WorkloadConfig, rng: np.random.Generator, base_dir: Path, *,
+                      block_size: int = 16) -> RequestTable:
     """Draw (or replay) the requests of one run. Relative CSV paths are resolved against `base_dir`.
 
     Child streams are spawned from `rng` (its own stream is not advanced, but each call spawns new
-    children), so pass a freshly seeded Generator to reproduce a run.
+    children), so pass a freshly seeded Generator to reproduce a run. `block_size`: the KV block size,
+    the unit of generated shared prefixes (simulator.core.prefixes).
     """
     if cfg.arrival.process == "trace":
+        from simulator.core.traces import load_trace, uses_importer
+        if uses_importer(cfg.arrival):
+            return RequestTable(*load_trace(cfg, Path(base_dir), resolve_path))
         return _replay_trace(cfg, Path(base_dir))
+    if cfg.shared_prefix is not None or cfg.sessions is not None:
+        return _shared_requests(cfg, rng, Path(base_dir), block_size)
     arrival_rng, prompt_rng, output_rng = rng.spawn(3)
     if cfg.arrival.process == "closed_loop":  # set by the simulation as requests are sent
         arrival_s = np.zeros(cfg.num_requests)
@@ -240,3 +293,27 @@ def generate_requests(cfg: WorkloadConfig, rng: np.random.Generator, base_dir: P
     prompt = cfg.prompt_tokens.sample(n, prompt_rng, Path(base_dir), f"{FIELD}.prompt_tokens")
     output = cfg.output_tokens.sample(n, output_rng, Path(base_dir), f"{FIELD}.output_tokens")
     return RequestTable(arrival_s, prompt, output)
+
+
+def _shared_requests(cfg: WorkloadConfig, rng: np.random.Generator, base_dir: Path, block_size: int) -> RequestTable:
+    """Requests with shared system prompts and/or multi-turn sessions (simulator.core.prefixes); their own
+    child streams, so that the plain workload's draws stay as they are."""
+    from simulator.core.prefixes import session_table, shared_prefix_table
+    arrival_rng, prompt_rng, output_rng, turn_rng, think_rng, system_rng = rng.spawn(6)
+    field = FIELD
+    message = lambda n: cfg.prompt_tokens.sample(n, prompt_rng, base_dir, f"{field}.prompt_tokens")  # noqa: E731
+    output = lambda n: cfg.output_tokens.sample(n, output_rng, base_dir, f"{field}.output_tokens")  # noqa: E731
+    if cfg.sessions is None:
+        arrival_s = arrival_times(cfg.arrival, arrival_rng, num_requests=cfg.num_requests, duration_s=cfg.duration_s)
+        if len(arrival_s) == 0:
+            raise ScenarioError(f"{FIELD}.duration_s", f"no request arrived within {cfg.duration_s} s")
+        n = len(arrival_s)
+        prompt, keys = shared_prefix_table(message(n), cfg.shared_prefix, system_rng, block_size)
+        return RequestTable(arrival_s, prompt, output(n), keys)
+    starts = arrival_times(cfg.arrival, arrival_rng, num_requests=cfg.num_requests, duration_s=cfg.duration_s)
+    if len(starts) == 0:
+        raise ScenarioError(f"{FIELD}.duration_s", f"no session started within {cfg.duration_s} s")
+    arrival_s, prompt, out, keys = session_table(starts, message, output, cfg.sessions, cfg.shared_prefix,
+                                                 (turn_rng, think_rng, system_rng), block_size, cfg.num_requests,
+                                                 cfg.duration_s, base_dir, FIELD)
+    return RequestTable(arrival_s, prompt, out, keys)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.spec import ModelSpec
+from models.spec import ModelSpec, kv_cache_dtype
 from models.step import Parallelism
 from simulator.cost.step_cost import ForwardCost
 
@@ -95,7 +95,7 @@ def _stage_model(name: str, field: str, target: ModelSpec, par: Parallelism, tp:
     return spec, draft_par, False
 
 
-def build_cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str):
+def build_cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str | None = None):
     """The DrafterBuild of a `cascade` drafter section: per stage, its model's passes (E[passes] for a
     vertical cascade) and, with an `inner_model`, that model's inner_gamma one-token passes per stage pass."""
     from simulator.cost.drafters import DrafterBuild
@@ -107,20 +107,20 @@ def build_cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: st
         if st.model is None:
             continue
         spec, spar, own = _stage_model(st.model, f"drafter.stages[{i}].model", target, par, st.tp)
-        cost = (SparseKVForwardCost(spec, spar, latency, dtype, kv_budget_tokens=st.kv_budget)
-                if st.kv_budget is not None else ForwardCost(spec, spar, latency, dtype))
+        cost = (SparseKVForwardCost(spec, spar, latency, dtype, kv_dtype, kv_budget_tokens=st.kv_budget)
+                if st.kv_budget is not None else ForwardCost(spec, spar, latency, dtype, kv_dtype))
         passes = float(st.tokens) if not st.inner_gamma else expected_passes(st.tokens, st.inner_alpha, st.inner_gamma)
         stages.append(CascadeStage(cost, passes, st.inner_gamma + 1))
         models = [(spec, spar, own)]
         if st.inner_model is not None:
             ispec, ipar, iown = _stage_model(st.inner_model, f"drafter.stages[{i}].inner_model", target, par, 1)
-            stages.append(CascadeStage(ForwardCost(ispec, ipar, latency, dtype), passes * st.inner_gamma, 1))
+            stages.append(CascadeStage(ForwardCost(ispec, ipar, latency, dtype, kv_dtype), passes * st.inner_gamma, 1))
             models.append((ispec, ipar, iown))
         for m, mpar, on_target in models:
             if on_target:
                 continue  # the target's own weights and KV (a sparse-KV self-draft reads the target's cache)
             weights += m.weight_bytes(dtype) / mpar.gpus
-            kv += m.kv_bytes_per_token_per_gpu(mpar, dtype)
+            kv += m.kv_bytes_per_token_per_gpu(mpar, kv_cache_dtype(dtype, kv_dtype))
             if biggest is None or m.param_count() > biggest.param_count():
                 biggest = m
     return DrafterBuild(CascadeCost(tuple(stages)), 1, weights, kv, spec=biggest, colocated_model=biggest is not None,

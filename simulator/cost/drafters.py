@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from models.ops import GEMM, Op
-from models.spec import ModelSpec, dtype_bytes
+from models.spec import ModelSpec, dtype_bytes, kv_cache_dtype
 from models.step import Parallelism
 from simulator.errors import ScenarioError
 from simulator.cost.step_cost import ForwardCost, _price
@@ -177,17 +177,17 @@ class DrafterBuild:
     fixed_chain: str | None = None  # why the drafter runs one fixed chain per step (no trees, no control policy)
 
 
-def _ngram(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+def _ngram(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str) -> DrafterBuild:
     return DrafterBuild(ZeroCost(), None, 0.0, 0.0)
 
 
-def _layer_skip(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+def _layer_skip(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str) -> DrafterBuild:
     n = max(1, min(target.num_layers - 1, round(d.layers_fraction * target.num_layers)))
     spec = _layers(target, n)
-    return DrafterBuild(ForwardCost(spec, Parallelism(par.tp, 1), latency, dtype), None, 0.0, 0.0, spec=spec)
+    return DrafterBuild(ForwardCost(spec, Parallelism(par.tp, 1), latency, dtype, kv_dtype), None, 0.0, 0.0, spec=spec)
 
 
-def _head(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+def _head(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str) -> DrafterBuild:
     tp_par = Parallelism(par.tp, 1)
     if d.style in ("sequential", "rnn"):
         from simulator.cost.heads import HEAD_STYLES
@@ -198,13 +198,13 @@ def _head(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> Dr
         return DrafterBuild(cost, 1, w * dtype_bytes(dtype) / par.tp, 0.0)
     spec = _layers(target, d.layers)
     w = d.layers * layer_params(target) + 2 * target.hidden_size ** 2
-    return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype), None, w * dtype_bytes(dtype) / par.tp,
-                        spec.kv_bytes_per_token_per_gpu(tp_par, dtype), spec=spec, tokens_per_pass=d.tokens_per_pass,
+    return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype, kv_dtype), None, w * dtype_bytes(dtype) / par.tp,
+                        spec.kv_bytes_per_token_per_gpu(tp_par, kv_dtype), spec=spec, tokens_per_pass=d.tokens_per_pass,
                         fixed_chain=None if d.tokens_per_pass == 1 else
                         "a semi-autoregressive head (tokens_per_pass > 1) drafts one fixed chain")
 
 
-def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str) -> DrafterBuild:
     from models import get_model
     from models.spec import validate_parallelism
     try:
@@ -223,18 +223,18 @@ def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str
         if d.layer_parallel > par.gpus:
             raise ScenarioError("drafter.layer_parallel", f"{d.layer_parallel} exceeds the replica's {par.gpus} GPUs")
         k = d.layer_parallel
-        return DrafterBuild(layer_parallel_cost(spec, k, d.gamma, latency, dtype), 1, spec.weight_bytes(dtype) / k,
-                            spec.kv_bytes_per_token_per_gpu(draft_par, dtype) / k, spec=spec, colocated_model=True,
+        return DrafterBuild(layer_parallel_cost(spec, k, d.gamma, latency, dtype, kv_dtype), 1,
+                            spec.weight_bytes(dtype) / k, spec.kv_bytes_per_token_per_gpu(draft_par, kv_dtype) / k, spec=spec, colocated_model=True,
                             fixed_chain="a layer-parallel (EasySpec) draft prices its gamma fuzzy passes and "
                                         "its calibration pass as one fixed chain")
     if d.placement == "colocated":
-        return DrafterBuild(ForwardCost(spec, draft_par, latency, dtype), None,
+        return DrafterBuild(ForwardCost(spec, draft_par, latency, dtype, kv_dtype), None,
                             spec.weight_bytes(dtype) / draft_par.gpus,
-                            spec.kv_bytes_per_token_per_gpu(draft_par, dtype), spec=spec, colocated_model=True)
+                            spec.kv_bytes_per_token_per_gpu(draft_par, kv_dtype), spec=spec, colocated_model=True)
     if d.placement == "separate":
         if spec.weight_bytes(dtype) / draft_par.gpus >= hw.hbm_bytes:
             raise ScenarioError("drafter.tp", f"draft {spec.name} does not fit on {d.tp} GPU(s) of {hw.id}")
-        return DrafterBuild(ForwardCost(spec, draft_par, latency, dtype), None, 0.0, 0.0, separate=True,
+        return DrafterBuild(ForwardCost(spec, draft_par, latency, dtype, kv_dtype), None, 0.0, 0.0, separate=True,
                             spec=spec)
     from profiles.predictor import load_latency_model
     cpu = load_latency_model("cpu-local", dtype="fp32")
@@ -244,18 +244,18 @@ def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str
     return DrafterBuild(cost, None, 0.0, 0.0, spec=spec)
 
 
-def _sparse_kv(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+def _sparse_kv(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str) -> DrafterBuild:
     from simulator.cost.sparse_kv import SparseKVForwardCost
-    return DrafterBuild(SparseKVForwardCost(target, par, latency, dtype, kv_budget_tokens=d.kv_budget), None,
+    return DrafterBuild(SparseKVForwardCost(target, par, latency, dtype, kv_dtype, kv_budget_tokens=d.kv_budget), None,
                         0.0, 0.0)
 
 
-def _cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
+def _cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str) -> DrafterBuild:
     from simulator.cost.cascade import build_cascade
-    return build_cascade(d, target, par, latency, hw, dtype)
+    return build_cascade(d, target, par, latency, hw, dtype, kv_dtype)
 
 
-# drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype)
+# drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype, KV dtype)
 DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model,
             "cascade": _cascade, "sparse_kv": _sparse_kv}
 
@@ -280,6 +280,8 @@ def engine_family(d) -> str:
 HEAD_ENGINE_FAMILIES = {"autoregressive": "eagle", "parallel": "medusa", "sequential": "medusa", "rnn": "medusa"}
 
 
-def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str) -> DrafterBuild:
-    """The DrafterBuild of a scenario's drafter section `d` (any kind but none)."""
-    return DRAFTERS[d.kind](d, target, par, latency, hw, dtype)
+def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str,
+                  kv_dtype: str | None = None) -> DrafterBuild:
+    """The DrafterBuild of a scenario's drafter section `d` (any kind but none); a drafter's own KV (draft
+    model, EAGLE head) is stored in `kv_dtype` (default: models.spec.kv_cache_dtype of `dtype`)."""
+    return DRAFTERS[d.kind](d, target, par, latency, hw, dtype, kv_cache_dtype(dtype, kv_dtype))

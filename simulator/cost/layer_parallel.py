@@ -24,10 +24,11 @@ from simulator.cost.cascade import CascadeCost, CascadeStage
 from simulator.cost.step_cost import ForwardCost
 
 
-def layer_parallel_cost(spec: ModelSpec, k: int, gamma: int, latency, dtype: str) -> CascadeCost:
+def layer_parallel_cost(spec: ModelSpec, k: int, gamma: int, latency, dtype: str, kv_dtype: str | None = None
+                        ) -> CascadeCost:
     groups = math.ceil(spec.num_layers / k)
     fuzzy = dataclasses.replace(spec, name=f"{spec.name}[{groups} layer groups]", num_layers=groups,
                                 first_dense_layers=min(spec.first_dense_layers, groups))
     one = Parallelism(1, 1)
-    return CascadeCost((CascadeStage(ForwardCost(fuzzy, one, latency, dtype), float(gamma), 1),
-                        CascadeStage(ForwardCost(spec, one, latency, dtype), 1.0, gamma + 1)))
+    return CascadeCost((CascadeStage(ForwardCost(fuzzy, one, latency, dtype, kv_dtype), float(gamma), 1),
+                        CascadeStage(ForwardCost(spec, one, latency, dtype, kv_dtype), 1.0, gamma + 1)))

@@ -145,9 +145,10 @@ class EpForwardCost(ForwardCost):
         return cost
 
 
-def make_ep_forward_cost(spec, par, latency, dtype: str, hardware, moe, base_dir: Path) -> EpForwardCost:
+def make_ep_forward_cost(spec, par, latency, dtype: str, hardware, moe, base_dir: Path,
+                         kv_dtype: str | None = None) -> EpForwardCost:
     routing = make_routing(moe, spec.num_experts, spec.experts_per_token, base_dir)
     load = EpLoadModel.build(routing, spec.num_experts, spec.experts_per_token, par.ep)
     topology = Topology.from_hardware(hardware, num_nodes=max(1, math.ceil(par.ep / hardware.gpus_per_node)))
-    return EpForwardCost(spec, par, latency, dtype, load=load, topology=topology,
+    return EpForwardCost(spec, par, latency, dtype, kv_dtype, load=load, topology=topology,
                          prescheduling_hit_rate=moe.prescheduling_hit_rate)

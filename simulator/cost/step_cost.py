@@ -45,6 +45,11 @@ class Cost:
     flops: float
     bytes: float
     engine_s: float = 0.0   # the part of `seconds` that is the serving engine's per-step time (target only)
+    kv_io_s: float = 0.0    # the part of `seconds` spent moving KV to or from host memory (target only)
+
+    def with_kv_io(self, seconds: float) -> "Cost":
+        """This cost plus `seconds` of KV copies to or from the host (simulator.core.kv_cache.KVTiers)."""
+        return Cost(self.seconds + seconds, self.flops, self.bytes, self.engine_s, self.kv_io_s + seconds)
 
 
 def _price(latency: LatencyModel, ops) -> np.ndarray:
@@ -129,6 +134,7 @@ class ForwardCost:
     parallelism: Parallelism
     latency: LatencyModel
     dtype: str
+    kv_dtype: str | None = None   # the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`)
     _dense: dict = field(default_factory=dict, repr=False)
     _decode_grid: dict = field(default_factory=dict, repr=False)
 
@@ -160,7 +166,7 @@ class ForwardCost:
 
     def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:
         shape = StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)
-        return _price(self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype))
+        return _price(self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype))
 
     def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
         """(seconds, flops, bytes) of a decode-only pass priced op by op (no interpolation); `tree`: the q
@@ -168,7 +174,20 @@ class ForwardCost:
         shape = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
                           tree_attention=tree)
         return self.dense(seqs * q, seqs * q) + _price(
-            self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype))
+            self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype))
+
+    def shared_prefix_delta(self, seqs: int, q: int, context_sum: int, shared: tuple[int, int, int],
+                            tree: bool = False) -> np.ndarray:
+        """(seconds, flops, bytes) that shared-prefix attention adds to (negative: saves from) one decode
+        pass's attention: the op graph with the shared blocks read once (models.opgraph.attention_ops)
+        minus the plain one, both priced op by op."""
+        plain = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
+                          tree_attention=tree)
+        split = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
+                          tree_attention=tree, shared_context_tokens=shared[0], shared_prefix_tokens=shared[1],
+                          shared_prefix_seqs=shared[2])
+        ops = lambda shape: attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype)  # noqa: E731
+        return _price(self.latency, ops(split)) - _price(self.latency, ops(plain))
 
     def decode_attention(self, seqs: int, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
         """(n, 3) costs of the decode attention alone (interpolated pass minus its dense part)."""
@@ -233,7 +252,8 @@ class StepCostModel:
         return self.exposed_draft(draft, target)
 
     def step(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int,
-             decode_seqs: int, decode_context_tokens: int) -> tuple[Cost, Cost]:
+             decode_seqs: int, decode_context_tokens: int,
+             shared: tuple[int, int, int] | None = None) -> tuple[Cost, Cost]:
         """(draft cost, target cost) of one step.
 
         Decode requests each verify q query tokens (the last emitted token and the drafts) against
@@ -241,7 +261,14 @@ class StepCostModel:
         requests, its context growing by one per pass; its first pass also prefills the step's prompt
         chunks. Approximation: when all drafts were accepted in the previous step the draft must also
         ingest the last draft token; that one extra draft token per such request is not priced.
+        `shared`: shared-prefix attention aggregates of the decode requests (`with_shared_prefix`).
         """
+        if shared is not None and shared[0] and decode_seqs:
+            d, t = self.step(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs, decode_context_tokens)
+            d, t = np.array([[d.seconds, d.flops, d.bytes]]), np.array([[t.seconds, t.flops, t.bytes, t.engine_s]])
+            t = self.with_shared_prefix(d, t, decode_seqs, np.array([decode_context_tokens]), [shared],
+                                        prefill_tokens, prefill_seqs)
+            return Cost(*d[0]), Cost(*t[0])
         if prefill_tokens == 0:
             d, t = self.decode_steps(decode_seqs, np.array([decode_context_tokens]))
             return Cost(*d[0]), Cost(*t[0])
@@ -310,6 +337,24 @@ class StepCostModel:
         device = draft[:, 0] + target[:, 0]
         engine_s = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout) - device
         return np.concatenate([target[:, :1] + engine_s[:, None], target[:, 1:], engine_s[:, None]], axis=1)
+
+    def with_shared_prefix(self, draft: np.ndarray, target: np.ndarray, decode_seqs, context_sums: np.ndarray,
+                           shared: list, prefill_tokens: int = 0, prefill_seqs: int = 0) -> np.ndarray:
+        """(n, 4) target costs of steps whose decode requests share cached prefix blocks (`shared[i]` =
+        (shared context tokens, distinct shared tokens, sharers) of step i; models.step.StepShape): the
+        target pass's attention reads the shared blocks once for the batch (Hydragen/BatchLLM,
+        `ForwardCost.shared_prefix_delta`), and the engine time is recomputed on the new device time.
+        Approximation: only the target's attention is re-priced; a draft model reads its own KV as before."""
+        seqs = np.broadcast_to(np.asarray(decode_seqs), (len(target),))
+        out = target.copy()
+        for i, agg in enumerate(shared):
+            if agg is None or not agg[0]:
+                continue   # rows without sharing keep their cost exactly
+            device = target[i:i + 1, :3].copy()
+            device[0, 0] -= target[i, 3]
+            device[0] += self.target.shared_prefix_delta(int(seqs[i]), self.q, int(context_sums[i]), agg, self.tree)
+            out[i] = self.with_engine(draft[i:i + 1], device, prefill_tokens, prefill_seqs, int(seqs[i]))[0]
+        return out
 
     @cached_property
     def _no_draft_layout(self) -> PassLayout:

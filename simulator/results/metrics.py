@@ -280,6 +280,16 @@ def format_summary_table(summary: Mapping) -> str:
         ("Little's law", f"L {_num(s['little_L_steps'])} (step log) vs lambda*W {_num(s['little_lambda_W'])}"
                          f"   rel. error {_pct(s['little_rel_err'])}"),
     ]
+    if "prefix_cache_hit_rate" in s or "kv_swapped_tokens" in s:   # cluster.kv_cache (results.summary.kv_cache_summary)
+        parts = []
+        if "prefix_cache_hit_rate" in s:
+            parts.append(f"prefix-cache hit rate {_pct(s['prefix_cache_hit_rate'])}   saved prefill tokens "
+                         f"{s['prefix_cache_saved_prefill_tokens']:,}")
+        if "prefix_cache_host_loaded_tokens" in s:
+            parts.append(f"loaded from host {s['prefix_cache_host_loaded_tokens']:,}")
+        if "kv_swapped_tokens" in s:
+            parts.append(f"swapped {s['kv_swapped_tokens']:,} tokens   KV I/O {_pct(s['kv_io_time_fraction'])} of busy time")
+        rows.append(("KV cache", "   ".join(parts)))
     if "latency_source" in s:
         rows.append(("latency", format_latency_source(s["latency_source"])))
         engine = s.get("engine_time")

@@ -62,7 +62,35 @@ def cluster_summary(cluster, requests: pd.DataFrame, steps: pd.DataFrame, end_s:
     if alltoall is not None:
         summary["alltoall_time_fraction"] = float(steps["alltoall_s"].sum() / steps["duration_s"].sum()) \
             if len(steps) else float("nan")
+    summary.update(kv_cache_summary(cluster, requests, steps))
     return summary
+
+
+def kv_cache_summary(cluster, requests: pd.DataFrame, steps: pd.DataFrame) -> dict:
+    """Prefix-cache and host-tier figures of a run with `cluster.kv_cache` (empty without it):
+    `prefix_cache_hit_rate` = prompt tokens found cached at their request's first admission / prompt
+    tokens of the admitted requests; `prefix_cache_saved_prefill_tokens` = prompt tokens not prefilled
+    thanks to the cache over every admission (re-admissions after preemption included);
+    `prefix_cache_host_loaded_tokens` = of those, loaded from the host tier; `kv_swapped_tokens` = KV
+    tokens swapped out to host memory (and back); `kv_io_time_fraction` = share of busy time copying KV."""
+    cfg = cluster.scenario.cluster.kv_cache
+    tiers = [rep.kv for rep in cluster.replicas if getattr(rep, "kv", None) is not None]
+    if not tiers:
+        return {}
+    out = {}
+    if cfg.prefix_caching:
+        admitted = np.isfinite(requests["admit_s"].to_numpy(float))
+        prompt = float(requests["prompt_tokens"].to_numpy()[admitted].sum())
+        cached = float(cluster.state.cached_prompt_tokens[admitted].sum())
+        out["prefix_cache_hit_rate"] = cached / prompt if prompt else math.nan
+        out["prefix_cache_saved_prefill_tokens"] = int(sum(kv.hit_tokens for kv in tiers))
+        if cfg.host_memory_gib > 0:
+            out["prefix_cache_host_loaded_tokens"] = int(sum(kv.loaded_tokens for kv in tiers))
+    if cfg.host_memory_gib > 0:
+        busy = float(steps["duration_s"].sum())
+        out["kv_swapped_tokens"] = int(sum(kv.swapped_tokens for kv in tiers))
+        out["kv_io_time_fraction"] = float(steps["kv_io_s"].sum()) / busy if busy > 0 else 0.0
+    return out
 
 
 def _pool_summary(summary: dict, requests, steps, cluster) -> dict:

@@ -50,11 +50,11 @@ def _check_counts(**counts) -> None:
 
 def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16", batch: int = 1,
                   context_tokens: int = 0, query_tokens: int = 1, prefill_tokens: int = 0,
-                  latency=None) -> dict:
+                  latency=None, kv_dtype: str | None = None) -> dict:
     """The step's seconds (kernels + engine time), its op-kind breakdown and what priced it (see the
     module docstring). `latency`: a `cluster.latency` block as a dict (e.g. {"source": "measured",
     "framework": "vllm"}) or None for the default. ScenarioError naming the argument on bad input."""
-    from models.spec import DTYPE_BYTES
+    from models.spec import DTYPE_BYTES, KV_DTYPES
     from profiles.select import describe_latency
     from simulator.errors import ScenarioError
     from simulator.cluster.factory import build_replica_kind
@@ -64,15 +64,18 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
 
     _check_counts(tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens,
                   prefill_tokens=prefill_tokens)
-    if dtype not in DTYPE_BYTES or dtype == "int4":
-        raise ScenarioError("dtype", f"{dtype!r} is not supported; allowed: fp32, bf16, fp16, fp8")
+    if dtype not in DTYPE_BYTES or dtype == "int8":
+        raise ScenarioError("dtype", f"{dtype!r} is not supported; allowed: fp32, bf16, fp16, fp8, fp8_block, int4")
+    if kv_dtype is not None and kv_dtype not in KV_DTYPES:
+        raise ScenarioError("kv_dtype", f"{kv_dtype!r} is not supported; allowed: {', '.join(KV_DTYPES)}")
     try:
         kind = build_replica_kind(model=model, hardware=hardware, parallelism=ParallelismConfig(tp=tp), dtype=dtype,
                                   latency=_latency_config(latency), moe=MoeConfig(), memory_utilization=None,
                                   drafter=NoDrafterConfig(), speculation=ChainConfig(), acceptance=ConstantAcceptanceConfig(),
-                                  policy=FixedPolicyConfig(), acceptance_seed=0, base_dir=Path.cwd(), where="estimate")
+                                  policy=FixedPolicyConfig(), acceptance_seed=0, base_dir=Path.cwd(), where="estimate",
+                                  kv_dtype=kv_dtype)
     except ScenarioError as exc:  # name the argument, not a scenario field
-        field = {"cluster.model": "model", "estimate.hardware": "hardware"}.get(
+        field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.dtype": "dtype"}.get(
             exc.field, "tp" if "parallelism" in exc.field else exc.field)
         raise ScenarioError(field, str(exc).split(": ", 1)[1]) from None
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
@@ -88,7 +91,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         _, target = decode.step(0, 0, 0, batch, batch * context_tokens)
     breakdown: dict[str, float] = {}
     ops = []
-    for op in step_ops(spec, shape, par, dtype):
+    for op in step_ops(spec, shape, par, dtype, kind.kv_dtype):
         seconds = op.count * lat.op_seconds(op)
         breakdown[op.kind] = breakdown.get(op.kind, 0.0) + seconds
         ops.append({"name": op.name, "kind": op.kind, "count": op.count, "seconds": seconds})
@@ -102,7 +105,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         "bytes": target.bytes * par.tp,
         "latency_source": describe_latency(lat),
         "engine_time": engine.describe() if engine is not None else None,
-        "step": {"model": spec.name, "hardware": hw.id, "tp": tp, "dtype": dtype, "batch": batch,
+        "step": {"model": spec.name, "hardware": hw.id, "tp": tp, "dtype": dtype, "kv_dtype": kind.kv_dtype, "batch": batch,
                  "context_tokens": context_tokens, "query_tokens": query_tokens if not prefill_tokens else 0,
                  "prefill_tokens": prefill_tokens},
     }
@@ -115,7 +118,8 @@ def format_estimate(result: dict) -> str:
             if st["prefill_tokens"] else
             f"decode of {st['batch']} requests x {st['query_tokens']} query tokens at {st['context_tokens']} "
             "context tokens each")
-    lines = [f"{st['model']} on {st['hardware']} tp{st['tp']} {st['dtype']}: {what}",
+    kv = f" (KV {st['kv_dtype']})" if st.get("kv_dtype") not in (None, st["dtype"]) else ""
+    lines = [f"{st['model']} on {st['hardware']} tp{st['tp']} {st['dtype']}{kv}: {what}",
              f"{'step':<14}{result['seconds'] * 1e3:10.3f} ms",
              f"{'kernels':<14}{result['kernel_seconds'] * 1e3:10.3f} ms",
              f"{'engine time':<14}{result['engine_seconds'] * 1e3:10.3f} ms"]
@@ -131,10 +135,11 @@ def format_estimate(result: dict) -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="draftsim estimate", description=(
         "Price one engine step exactly as the simulator does (kernels by op kind, engine time)."))
-    p.add_argument("--model", required=True, help="catalog model (draftsim catalog models)")
-    p.add_argument("--hardware", required=True, help="catalog hardware (draftsim catalog hardware)")
+    p.add_argument("--model", required=True, help="catalog model (draftsim catalog models) or a Hugging Face config.json")
+    p.add_argument("--hardware", required=True, help="catalog hardware (draftsim catalog hardware) or a hardware YAML")
     p.add_argument("--tp", type=int, default=1, help="tensor parallelism (default 1)")
-    p.add_argument("--dtype", default="bf16", help="fp32 | bf16 | fp16 | fp8 (default bf16)")
+    p.add_argument("--dtype", default="bf16", help="weights: fp32 | bf16 | fp16 | fp8 | fp8_block | int4 (default bf16)")
+    p.add_argument("--kv-dtype", default=None, help="KV cache: fp32 | bf16 | fp16 | fp8 (default: the weights' KV dtype)")
     p.add_argument("--batch", type=int, default=1, help="requests (decode) or prompts (prefill) in the step")
     p.add_argument("--context", type=int, default=0, help="cached tokens per request (default 0)")
     p.add_argument("--query-tokens", type=int, default=1, help="query tokens per decode request (γ+1 to verify)")
@@ -163,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = estimate_step(args.model, args.hardware, tp=args.tp, dtype=args.dtype, batch=args.batch,
                                context_tokens=args.context, query_tokens=args.query_tokens,
-                               prefill_tokens=args.prefill_tokens, latency=latency)
+                               prefill_tokens=args.prefill_tokens, latency=latency, kv_dtype=args.kv_dtype)
     except (ScenarioError, ValueError) as exc:
         print(f"draftsim estimate: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

@@ -113,7 +113,8 @@ class PlanConfig(_Strict):
     seed: int = Field(0, ge=0)
     models: list[str] = Field(min_length=1)
     hardware: list[HardwareChoiceConfig] = Field(min_length=1)
-    dtype: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
+    dtype: Literal["fp32", "bf16", "fp16", "fp8", "fp8_block", "int4"] = "bf16"
+    kv_dtype: Literal["fp32", "bf16", "fp16", "fp8"] | None = None
     workload: dict
     acceptance: dict = Field(default_factory=lambda: {"kind": "constant", "alpha": 0.7})
     slo: SLO

@@ -9,7 +9,9 @@
    tokens/s).
 4. Rank the confirmed candidates: meeting the SLO attainment first, then cost per hour, then goodput per
    GPU. Outputs in --out (default out/plans/<name>/): ``ranked.csv`` (DES-confirmed), ``candidates.csv``
-   (every screened candidate), ``pareto.png`` (cost per hour vs DES TPOT p50 with the Pareto front).
+   (every screened candidate), ``pareto.png`` (cost per hour vs DES TPOT p50 with the Pareto front),
+   ``launch_vllm.sh`` and ``launch_sglang.sh`` (the best candidate's server command line per role,
+   simulator.workflows.plan.launch).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from simulator.console.progress import Progress
 
 SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 % of an SLO (screen error)
 RANKED_CSV, CANDIDATES_CSV, PARETO_PNG = "ranked.csv", "candidates.csv", "pareto.png"
+LAUNCH_FILES = {"vllm": "launch_vllm.sh", "sglang": "launch_sglang.sh"}
 
 
 def _rel_err(screen_value: float, des_value: float) -> float:
@@ -152,7 +155,25 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
     _atomic_write(out_dir / CANDIDATES_CSV, lambda tmp: screened.to_csv(tmp, index=False))
     _atomic_write(out_dir / RANKED_CSV, lambda tmp: ranked.to_csv(tmp, index=False))
     _atomic_write(out_dir / PARETO_PNG, lambda tmp: plot_pareto(screened, ranked, spec.slo, tmp))
+    write_launch_scripts(spec, ranked, out_dir)
     return ranked, screened, out_dir
+
+
+def write_launch_scripts(spec, ranked: pd.DataFrame, out_dir: Path) -> None:
+    """`launch_vllm.sh` and `launch_sglang.sh` for the best DES-confirmed candidate (the first that meets
+    the SLOs, else the first ranked): its server command line per role (simulator.workflows.plan.launch)."""
+    from simulator.workflows.plan.config import Candidate
+    from simulator.workflows.plan.launch import launch_script
+    if ranked.empty:
+        return
+    best = ranked.iloc[0]
+    cand = Candidate(**{k: best[k] for k in Candidate.__dataclass_fields__})
+    scenario = DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed)
+    verdict = "meets the SLOs" if bool(best["meets_slo"]) else "best found, misses the SLOs"
+    title = f"{cand.label}: rank 1 of draftsim plan {spec.name} ({verdict})"
+    for engine, name in LAUNCH_FILES.items():
+        script = launch_script(scenario, engine, title)
+        _atomic_write(out_dir / name, lambda tmp, text=script: Path(tmp).write_text(text))
 
 
 def _ms(value: float) -> str:
@@ -216,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         feasible = int(screened.screen_feasible.sum())
         print(f"screened {len(screened)} candidates ({feasible} feasible); confirmed {len(ranked)} with the DES")
         print(format_ranked(ranked))
-        print(f"outputs in {out_dir}/ ({RANKED_CSV}, {CANDIDATES_CSV}, {PARETO_PNG})")
+        launch = f", {', '.join(LAUNCH_FILES.values())}" if not ranked.empty else ""
+        print(f"outputs in {out_dir}/ ({RANKED_CSV}, {CANDIDATES_CSV}, {PARETO_PNG}{launch})")
     return 0
 
 

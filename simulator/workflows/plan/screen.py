@@ -161,6 +161,7 @@ class Colocated:
         extra = {"speculation": json.loads(c.speculation)} if c.speculation and c.gamma else {}
         return {"name": f"{spec.name}", "seed": seed, "workload": dict(spec.workload), **extra,
                 "cluster": {"hardware": c.hardware, "model": c.model, "dtype": spec.dtype, "replicas": c.replicas,
+                            **({"kv_dtype": spec.kv_dtype} if spec.kv_dtype else {}),
                             "parallelism": {"tp": c.tp, "pp": c.pp, "ep": c.ep},
                             **({"moe": dict(spec.moe)} if c.ep > 1 and spec.moe else {})},
                 "drafter": drafter, "acceptance": dict(spec.acceptance), "scheduler": dict(spec.scheduler),
@@ -211,6 +212,7 @@ class Disaggregated(Colocated):
 
     def screen(self, c: Candidate, spec, work: Workload) -> ScreenEstimate:
         from models import get_model
+        from models.spec import kv_cache_dtype
         from models.step import Parallelism
         from profiles.hardware import get_hardware
 
@@ -222,7 +224,8 @@ class Disaggregated(Colocated):
         cost, tokens, t_prefill, rho, b_max, steps, step_s = pool
         prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
         hw, target = get_hardware(c.hardware), get_model(c.model)
-        kv_bytes = prompt * target.kv_bytes_per_token_per_gpu(Parallelism(c.tp, c.pp), spec.dtype)
+        kv_bytes = prompt * target.kv_bytes_per_token_per_gpu(Parallelism(c.tp, c.pp),
+                                                              kv_cache_dtype(spec.dtype, spec.kv_dtype))
         t_kv = kv_bytes / hw.scaleup_bandwidth_bytes_per_s + hw.scaleup_latency_s
         lam_d = work.qps / c.decode_replicas
         batch = _little_batch(lambda b: lam_d * steps * step_s(b) - b, b_max)

@@ -1,0 +1,69 @@
+"""`load_model(ref, base_dir)`: the ModelSpec a scenario names — a catalog name, a file, or an inline block.
+
+- a catalog name (`draftsim catalog models`), case-insensitive;
+- a path to a Hugging Face `config.json` (any `*.json`; `models.hf_config`), or to a YAML file with one
+  catalog-format entry (`name: {fields}`, as in `models/catalog/*.yaml`); relative paths resolve against
+  `base_dir` (the scenario file's folder);
+- a mapping: ModelSpec fields inline (`name` and `family` optional), or a whole Hugging Face config
+  (recognised by its `architectures` key).
+
+Every failure is a ValueError whose message names what is wrong and what is allowed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+
+from models.catalog import catalog, get_model
+from models.errors import UnknownNameError
+from models.files import read_document
+from models.hf_config import load_hf_config, spec_from_hf_config
+from models.spec import ModelSpec
+
+FIELDS = {f.name for f in dataclasses.fields(ModelSpec)}
+FILE_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def spec_from_fields(fields: dict, default_name: str = "inline") -> ModelSpec:
+    """A ModelSpec from a mapping of its fields (unknown fields are an error listing the allowed ones)."""
+    unknown = sorted(set(fields) - FIELDS)
+    if unknown:
+        raise ValueError(f"unknown model field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(FIELDS))}")
+    fields = {"name": default_name, "family": "custom", **fields}
+    try:
+        return ModelSpec(**fields)
+    except TypeError as exc:  # a required field is missing
+        missing = sorted(f.name for f in dataclasses.fields(ModelSpec)
+                         if f.default is dataclasses.MISSING and f.name not in fields)
+        raise ValueError(f"model fields missing: {', '.join(missing) or exc}") from None
+
+
+def _yaml_entry(path: Path) -> ModelSpec:
+    raw = read_document(path, "YAML")
+    if not isinstance(raw, dict) or len(raw) != 1 or not isinstance(next(iter(raw.values())), dict):
+        raise ValueError(f"{path}: expected one entry `name: {{model fields}}` as in models/catalog/*.yaml")
+    name, fields = next(iter(raw.items()))
+    return spec_from_fields({"source": str(path), **fields}, str(name))
+
+
+def load_model(ref, base_dir: Path | str | None = None) -> ModelSpec:
+    """The ModelSpec of a scenario's model reference (module docstring)."""
+    if isinstance(ref, ModelSpec):
+        return ref
+    if isinstance(ref, dict):
+        if "architectures" in ref:
+            return spec_from_hf_config(ref, str(ref.get("name", "inline")), where="inline config")
+        return spec_from_fields(ref)
+    if not isinstance(ref, str):
+        raise ValueError(f"expected a catalog name, a path to a config.json or a mapping of model fields; got {ref!r}")
+    if ref.strip().lower() in catalog():
+        return get_model(ref)
+    if not ref.lower().endswith(FILE_SUFFIXES):
+        raise UnknownNameError("model", ref, list(catalog()) + ["or a path to a Hugging Face config.json"])
+    path = Path(ref).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = Path(base_dir) / path
+    if not path.is_file():
+        raise ValueError(f"{path}: file not found (a model file is a Hugging Face config.json or a catalog-format YAML)")
+    return load_hf_config(path) if path.suffix.lower() == ".json" else _yaml_entry(path)

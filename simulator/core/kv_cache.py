@@ -1,0 +1,310 @@
+"""One replica's KV cache beyond counting blocks: prefix caching (vLLM's automatic prefix caching), a host
+memory tier, and the accounting of shared blocks. Used by `simulator.core.replica.Replica` when
+`cluster.kv_cache` asks for it; without it the replica keeps its plain block counter.
+
+Prefix caching, as vLLM v1 does it (`vllm/v1/core/kv_cache_manager.py`, `block_pool.py`,
+`kv_cache_utils.py`; docs "Automatic Prefix Caching"):
+- the KV of a request is cut into units of `unit_tokens` tokens (the block size for generated
+  workloads, a trace's hash block for Mooncake traces); a *full* unit is cached under a key that stands
+  for every token up to its end (the chained block hash; `simulator.core.prefixes`);
+- on admission the longest run of cached units at the start of the prompt is a hit, limited so that at
+  least one prompt token is computed (the last token's logits are needed): the hit tokens skip the
+  prefill (`get_computed_blocks`); the prompt's other full units are cached as they are allocated
+  (`cache_full_blocks`), so a request admitted later — even in the same step — hits them;
+- a unit several running requests use is stored once (reference counts);
+- freed blocks go to the tail of one free queue, a request's in reverse order (its last blocks first,
+  so they are evicted first); allocation takes blocks from the head, evicting the cached unit a block
+  holds (least recently freed first, LRU); a hit on a free cached unit takes it out of the queue.
+Approximations (named): caching is per unit, so a trace's 512-token blocks are hit or evicted whole
+(vLLM's 16-token blocks of one trace block are freed together, hence adjacent in its queue); a unit
+computed twice (a later unit of a prompt already cached while an earlier one was evicted) stays private
+to the second request instead of being a second cached copy; units a request produces while decoding
+become visible to others when it finishes or is preempted (vLLM: as each block fills).
+
+Host tier (`host_memory_gib` per GPU): units evicted from the GPU are kept in host memory (LRU) and a
+later hit on them is loaded over the host link instead of recomputed (LMCache, vLLM's CPU KV
+offloading); swapped-out requests (preemption by swap) take host room first, evicting host units.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from itertools import count
+
+import numpy as np
+
+from simulator.core.prefixes import UNIT_BITS, PrefixKeys
+
+_NO_KEYS = np.zeros(0, dtype=np.int64)
+
+
+class HostTier:
+    """Host memory of a replica for swapped requests and offloaded prefix units, in tokens."""
+
+    def __init__(self, capacity_tokens: int, unit_tokens: int):
+        self.capacity, self.unit_tokens = int(capacity_tokens), int(unit_tokens)
+        self.units: OrderedDict[int, None] = OrderedDict()   # offloaded prefix units, LRU first
+        self.swapped: dict[int, int] = {}                      # request -> tokens swapped out
+        self.used = 0
+
+    def _make_room(self, tokens: int) -> bool:
+        while self.used + tokens > self.capacity and self.units:
+            self.units.popitem(last=False)
+            self.used -= self.unit_tokens
+        return self.used + tokens <= self.capacity
+
+    def swap_out(self, r: int, tokens: int) -> bool:
+        """Keep `tokens` of request r (evicting offloaded units if needed); False when they do not fit."""
+        if not self._make_room(tokens):
+            return False
+        self.swapped[r] = tokens
+        self.used += tokens
+        return True
+
+    def swap_in(self, r: int) -> int:
+        tokens = self.swapped.pop(r)
+        self.used -= tokens
+        return tokens
+
+    def offload(self, key: int) -> None:
+        if key in self.units:
+            self.units.move_to_end(key)
+        elif self._make_room(self.unit_tokens):
+            self.units[key] = None
+            self.used += self.unit_tokens
+
+    def touch(self, key: int) -> None:
+        if key in self.units:   # (it may have made room for later offloads meanwhile)
+            self.units.move_to_end(key)
+
+
+@dataclass
+class Admission:
+    hit_tokens: int        # prompt tokens found cached (on the GPU or loaded from the host tier)
+    loaded_tokens: int     # of which loaded from the host tier
+    taken_blocks: int      # blocks that left the free queue (newly in use)
+    private_blocks: int    # blocks only this request uses
+    unit_blocks: int       # blocks of the cached units it references
+
+
+@dataclass
+class PrefixCache:
+    """The free queue and cached units of one replica (module docstring). Block counts are exact: the
+    replica's blocks in use + `free_blocks` = total blocks, always."""
+
+    total_blocks: int
+    block_size: int
+    unit_tokens: int
+    prefixes: PrefixKeys | None
+    host: HostTier | None = None
+    refs: dict = field(default_factory=dict)          # cached unit in use -> requests referencing it
+    queue: OrderedDict = field(default_factory=OrderedDict)  # free blocks, head first: unit key -> its blocks,
+    held: dict = field(default_factory=dict)          # or ("free", n) -> blocks of a plain segment
+    version: int = 0                                  # changes whenever a lookup could change
+    _segments: object = field(default_factory=count)
+
+    def __post_init__(self) -> None:
+        if self.unit_tokens % self.block_size:
+            raise ValueError(f"prefix units of {self.unit_tokens} tokens are not whole KV blocks of {self.block_size}")
+        self.unit_blocks = self.unit_tokens // self.block_size
+        self.free_blocks = self.total_blocks
+        self.queue[("free", next(self._segments))] = self.total_blocks
+        self._memo: dict = {}
+        self._free_units = 0   # cached units in the free queue
+
+    # ---- keys ------------------------------------------------------------------------------------
+    def _keys(self, r: int) -> np.ndarray:
+        return self.prefixes.of(r) if self.prefixes is not None else _NO_KEYS
+
+    def key(self, r: int, j: int, keys: np.ndarray | None = None) -> int:
+        """Unit j of request r's stream: its shared key, else a key private to r (negative)."""
+        keys = self._keys(r) if keys is None else keys
+        return int(keys[j]) if j < len(keys) else -((r << UNIT_BITS) | j) - 1
+
+    def _match(self, r: int, target_tokens: int) -> list[tuple[int, str]]:
+        """The cached run at the start of r's prompt of `target_tokens` (at most target − 1 tokens)."""
+        keys, found = self._keys(r), []
+        for j in range((target_tokens - 1) // self.unit_tokens):
+            k = self.key(r, j, keys)
+            if k in self.refs:
+                found.append((k, "used"))
+            elif k in self.queue:
+                found.append((k, "free"))
+            elif self.host is not None and k in self.host.units:
+                found.append((k, "host"))
+            else:
+                break
+        return found
+
+    def match_tokens(self, r: int, prompt_tokens: int) -> int:
+        """Tokens of r's prompt this cache would serve (GPU or host tier), for prefix-aware routing."""
+        return len(self._match(r, prompt_tokens)) * self.unit_tokens
+
+    @property
+    def cached_tokens(self) -> int:
+        """Tokens of the cached units, in use or free (the size of SGLang's radix tree)."""
+        return (len(self.refs) + self._free_units) * self.unit_tokens
+
+    def need_blocks(self, r: int, target_tokens: int, blocks: int) -> int:
+        """Blocks r's admission takes from the free queue: its `blocks` minus those of units in use."""
+        memo_key = (r, target_tokens, self.version)
+        found = self._memo.get(memo_key)
+        if found is None:
+            if len(self._memo) > 4096:
+                self._memo.clear()
+            used = sum(1 for _, where in self._match(r, target_tokens) if where == "used")
+            found = self._memo[memo_key] = blocks - used * self.unit_blocks
+        return found
+
+    # ---- the free queue --------------------------------------------------------------------------
+    def take(self, n: int) -> None:
+        """Move n blocks from the head of the free queue into use, evicting the cached units they hold."""
+        if n > self.free_blocks:
+            raise RuntimeError(f"take({n}) with {self.free_blocks} free blocks")
+        self.free_blocks -= n
+        queue = self.queue
+        while n > 0:
+            key, blocks = next(iter(queue.items()))
+            if isinstance(key, tuple):         # a plain segment
+                if blocks > n:
+                    queue[key] = blocks - n
+                    return
+                del queue[key]
+                n -= blocks
+            else:                              # a cached unit: evicted
+                del queue[key]
+                self._free_units -= 1
+                self.version += 1
+                if self.host is not None:
+                    self.host.offload(key)
+                if blocks > n:                 # the rest of the unit's blocks stay free, at the head
+                    rest = ("free", next(self._segments))
+                    queue[rest] = blocks - n
+                    queue.move_to_end(rest, last=False)
+                    return
+                n -= blocks
+
+    def _push(self, key, blocks: int) -> None:
+        self.queue[key] = blocks
+        self.free_blocks += blocks
+        if not isinstance(key, tuple):
+            self._free_units += 1
+
+    # ---- a request's life ------------------------------------------------------------------------
+    def admit(self, r: int, target_tokens: int, blocks: int) -> Admission:
+        """Admit r, whose prompt (to compute) is `target_tokens` tokens in `blocks` blocks."""
+        found = self._match(r, target_tokens)
+        keys = self._keys(r)
+        for k, where in found:
+            if where == "used":
+                self.refs[k] += 1
+            elif where == "free":
+                del self.queue[k]
+                self._free_units -= 1
+                self.free_blocks -= self.unit_blocks
+                self.refs[k] = 1
+        touched = sum(1 for _, where in found if where == "free") * self.unit_blocks
+        loaded = [k for k, where in found if where == "host"]
+        new = []
+        for j in range(len(found), target_tokens // self.unit_tokens):
+            k = self.key(r, j, keys)
+            if k in self.refs or k in self.queue:
+                break   # cached already (an earlier unit of this prompt was evicted): computed, kept private
+            new.append(k)
+        held = [k for k, _ in found] + new
+        unit_blocks = len(held) * self.unit_blocks
+        private = blocks - unit_blocks
+        fresh = (len(loaded) + len(new)) * self.unit_blocks + private
+        for k in loaded:
+            self.host.touch(k)
+        self.take(fresh)
+        for k in loaded + new:
+            self.refs[k] = 1
+        self.held[r] = held
+        self.version += 1
+        return Admission(len(found) * self.unit_tokens, len(loaded) * self.unit_tokens, touched + fresh, private,
+                         unit_blocks)
+
+    def release(self, r: int, ctx_tokens: int, private_blocks: int, cache: str) -> int:
+        """Free r's blocks (finish or preemption) and return how many joined the free queue. `cache`:
+        which of its other full units (beyond those already cached) to cache first: "shared" (units with
+        shared keys, e.g. a session's answer that the next turn's prompt repeats), "all" (its private
+        units too, for a re-admission after preemption by recompute), "none"."""
+        held = self.held.pop(r, [])
+        extra = []
+        if cache != "none":
+            keys = self._keys(r)
+            for j in range(len(held), ctx_tokens // self.unit_tokens):
+                k = self.key(r, j, keys)
+                if (k < 0 and cache == "shared") or k in self.refs or k in self.queue:
+                    break
+                extra.append(k)
+        private_blocks -= len(extra) * self.unit_blocks
+        before = self.free_blocks
+        if private_blocks > 0:
+            self._push(("free", next(self._segments)), private_blocks)
+        for k in reversed(extra):
+            self._push(k, self.unit_blocks)
+        for k in reversed(held):
+            left = self.refs[k] - 1
+            if left:
+                self.refs[k] = left
+            else:
+                del self.refs[k]
+                self._push(k, self.unit_blocks)
+        self.version += 1
+        return self.free_blocks - before
+
+    def unit_frees(self, ids: np.ndarray, finish_step: np.ndarray) -> np.ndarray:
+        """Blocks of cached units that leave use when each of requests `ids` finishes at its
+        `finish_step` (in step order, ties in `ids` order, as the replica releases them); 0 for those
+        that do not finish. For the block counts of a bulk of decode steps (simulator.core.bulk)."""
+        out = np.zeros(len(ids), dtype=np.int64)
+        left: dict = {}
+        for b in sorted(np.flatnonzero(finish_step != np.iinfo(np.int64).max).tolist(),
+                        key=lambda b: (int(finish_step[b]), b)):
+            for k in self.held.get(int(ids[b]), ()):
+                n = left.get(k, self.refs[k]) - 1
+                left[k] = n
+                if n == 0:
+                    out[b] += self.unit_blocks
+        return out
+
+    def shared_context(self, ids) -> tuple[int, int, int]:
+        """(context tokens in units shared by at least two of requests `ids`, distinct such tokens,
+        requests sharing) — the aggregates of shared-prefix attention (models.step.StepShape)."""
+        lists = [self.held.get(int(r), ()) for r in ids]
+        if len(lists) < 2:
+            return 0, 0, 0
+        flat = np.fromiter((k for keys in lists for k in keys), dtype=np.int64)
+        if len(flat) == 0:
+            return 0, 0, 0
+        uniq, counts = np.unique(flat, return_counts=True)
+        shared = counts >= 2
+        if not shared.any():
+            return 0, 0, 0
+        shared_keys = set(uniq[shared].tolist())
+        sharers = sum(1 for keys in lists if keys and keys[0] in shared_keys)
+        return int(counts[shared].sum()) * self.unit_tokens, int(shared.sum()) * self.unit_tokens, sharers
+
+
+@dataclass
+class KVTiers:
+    """What a replica's KV manager adds to block counting (`cluster.kv_cache`): the prefix cache, the host
+    tier, swap preemption, shared-prefix attention, and the price of moving KV over the host link:
+    `io_s_per_token` (bytes of one token's KV per GPU / the GPU's host-link bandwidth; every GPU of the
+    replica moves its own shard over its own link, in parallel) plus `io_latency_s` per transfer.
+    Approximation: a step that swaps or loads KV waits for the copy (no overlap with its compute)."""
+
+    cache: PrefixCache | None
+    host: HostTier | None
+    swap: bool
+    shared_attention: bool
+    io_s_per_token: float
+    io_latency_s: float
+    hit_tokens: int = 0            # prompt tokens found cached over all admissions (re-admissions included)
+    loaded_tokens: int = 0         # of which loaded from the host tier
+    swapped_tokens: int = 0        # tokens swapped out (and back in)
+
+    def io_seconds(self, tokens: int, transfers: int) -> float:
+        return tokens * self.io_s_per_token + transfers * self.io_latency_s

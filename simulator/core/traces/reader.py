@@ -1,0 +1,138 @@
+"""Reading one trace file (CSV or JSON lines) into arrays, with one-line errors naming file, column and line."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simulator.core.traces.formats import TIME_UNITS, TraceFormat
+from simulator.errors import ScenarioError
+
+MAX_TOKENS = 10**12
+
+
+@dataclass(frozen=True)
+class TraceRows:
+    arrival_s: np.ndarray            # float64, as read (unsorted)
+    prompt: np.ndarray               # int64 >= 1
+    output: np.ndarray               # int64 >= 1
+    hash_ids: list | None            # per row, a list of ints (None: the trace has no prefix ids)
+    skipped: int                     # rows left out (failed requests with 0 tokens, `skip_zero_tokens`)
+
+
+def _is_jsonl(path: Path, fmt: TraceFormat) -> bool:
+    suffix = path.suffix.lower()
+    return suffix in (".jsonl", ".json") or (fmt.file_kind == "jsonl" and suffix not in (".csv", ".txt"))
+
+
+def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
+    if not path.exists():
+        raise ScenarioError(field, f"file not found: {path}")
+    if path.is_dir():
+        raise ScenarioError(field, f"{path} is a directory, expected a trace file")
+    try:
+        if _is_jsonl(path, fmt):
+            records = []
+            with path.open("r", encoding="utf-8") as fh:
+                for line_no, line in enumerate(fh, start=1):
+                    if line.strip():
+                        try:
+                            record = json.loads(line)
+                        except json.JSONDecodeError:
+                            raise ScenarioError(field, f"{path}, line {line_no}: not a JSON object") from None
+                        if not isinstance(record, dict):
+                            raise ScenarioError(field, f"{path}, line {line_no}: not a JSON object")
+                        record["__line__"] = line_no
+                        records.append(record)
+            frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
+        else:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+            frame.columns = [str(c).strip() for c in frame.columns]
+            frame["__line__"] = np.arange(len(frame)) + 2
+    except pd.errors.EmptyDataError:
+        raise ScenarioError(field, f"{path} is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ScenarioError(field, f"{path} is not a readable CSV file ({detail})") from None
+    except OSError as err:
+        raise ScenarioError(field, f"cannot read {path}: {err.strerror or err}") from None
+    if frame.empty or len(frame.columns) <= 1:
+        raise ScenarioError(field, f"{path} has no data rows")
+    return frame
+
+
+def _bad(field: str, path: Path, column: str, line, value, rule: str) -> ScenarioError:
+    return ScenarioError(field, f"{path}, column '{column}', line {line}: {value!r} is not {rule}")
+
+
+def _times(frame: pd.DataFrame, column: str, unit: str, path: Path, field: str) -> np.ndarray:
+    raw = frame[column]
+    lines = frame["__line__"].to_numpy()
+    if unit == "datetime":
+        stamps = pd.to_datetime(raw.astype(str).str.strip(), format="ISO8601", utc=True, errors="coerce")
+        bad = stamps.isna().to_numpy()
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise _bad(field, path, column, lines[i], raw.iloc[i], "a date and time (ISO 8601, e.g. "
+                                                                   "2023-11-16 18:15:46.6805900)")
+        ns = stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+        return (ns - ns.min()) * 1e-9
+    values = pd.to_numeric(raw.astype(str).str.strip(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise _bad(field, path, column, lines[i], raw.iloc[i], f"a finite number >= 0 ({unit}; use time_unit: "
+                                                               "datetime for dates)")
+    return values * TIME_UNITS[unit]
+
+
+def _counts(frame: pd.DataFrame, column: str, path: Path, field: str, allow_zero: bool) -> np.ndarray:
+    raw = frame[column]
+    values = pd.to_numeric(raw.astype(str).str.strip(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    low = 0 if allow_zero else 1
+    bad = ~np.isfinite(values) | (values < low) | (values > MAX_TOKENS) | (values != np.rint(values))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise _bad(field, path, column, frame["__line__"].iloc[i], raw.iloc[i], "an integer from 1 to 10^12 (tokens)")
+    return values.astype(np.int64)
+
+
+def _hash_ids(frame: pd.DataFrame, column: str, path: Path, field: str) -> list:
+    out = []
+    for value, line in zip(frame[column].tolist(), frame["__line__"].tolist()):
+        if isinstance(value, str):  # a CSV cell: "[1, 2, 3]" or "1 2 3"
+            text = value.strip().strip("[]").replace(",", " ").replace(";", " ")
+            try:
+                value = [int(v) for v in text.split()]
+            except ValueError:
+                raise _bad(field, path, column, line, value, "a list of integer block ids") from None
+        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise _bad(field, path, column, line, value, "a list of integer block ids")
+        out.append(value)
+    return out
+
+
+def read_trace(path: Path, fmt: TraceFormat, field: str) -> TraceRows:
+    """The rows of `path` read as `fmt` (ScenarioError naming `field`, the file, column and line otherwise)."""
+    frame = _read_frame(Path(path), fmt, field)
+    wanted = [fmt.arrival, fmt.prompt_tokens, fmt.output_tokens] + ([fmt.hash_ids] if fmt.hash_ids else [])
+    have = [c for c in frame.columns if c != "__line__"]
+    missing = [c for c in wanted if c not in have]
+    if missing:
+        raise ScenarioError(field, f"{path} lacks column(s) {', '.join(repr(m) for m in missing)} of format "
+                                   f"'{fmt.name}'; found {', '.join(repr(c) for c in have)} (map other names with "
+                                   "workload.arrival.columns)")
+    prompt = _counts(frame, fmt.prompt_tokens, path, field, fmt.skip_zero_tokens)
+    output = _counts(frame, fmt.output_tokens, path, field, fmt.skip_zero_tokens)
+    keep = (prompt > 0) & (output > 0)
+    skipped = int((~keep).sum())
+    if not keep.all():
+        frame, prompt, output = frame[keep], prompt[keep], output[keep]
+        if frame.empty:
+            raise ScenarioError(field, f"{path} has no request with both token counts >= 1")
+    times = _times(frame, fmt.arrival, fmt.time_unit, path, field)
+    hashes = _hash_ids(frame, fmt.hash_ids, path, field) if fmt.hash_ids else None
+    return TraceRows(times, prompt, output, hashes, skipped)

@@ -1,0 +1,147 @@
+"""Launch commands for a planned configuration: the vLLM and SGLang server command lines of each role
+(one colocated role, or prefill and decode), written by `draftsim plan` as `launch_vllm.sh` and
+`launch_sglang.sh` for the best candidate.
+
+Built from the candidate's scenario (what the DES simulated), flag by flag:
+
+| scenario | vLLM (`vllm serve`) | SGLang (`python -m sglang.launch_server`) |
+|---|---|---|
+| parallelism tp, pp | `--tensor-parallel-size`, `--pipeline-parallel-size` | `--tp-size`, `--pp-size` |
+| ep > 1 (DP attention + EP) | `--enable-expert-parallel --data-parallel-size ep/tp` | `--tp-size ep --ep-size ep --enable-dp-attention --dp-size ep/tp` |
+| dtype fp8 / fp8_block | `--quantization fp8` | `--quantization fp8` |
+| dtype int4 | an AWQ/GPTQ checkpoint (detected from its config; a comment says so) | same |
+| kv_dtype fp8 | `--kv-cache-dtype fp8` | `--kv-cache-dtype fp8_e4m3` |
+| gpu_memory_utilization | `--gpu-memory-utilization` | `--mem-fraction-static` |
+| scheduler.max_batch_size | `--max-num-seqs` | `--max-running-requests` |
+| scheduler.max_batched_tokens (chunk_tokens for sarathi) | `--max-num-batched-tokens` | `--chunked-prefill-size` |
+| scheduler.block_size | `--block-size` | `--page-size` |
+| kv_cache.prefix_caching | `--enable-prefix-caching` / `--no-enable-prefix-caching` | radix cache on / `--disable-radix-cache` |
+| draft model, γ | `--speculative-config '{"method": "draft_model", "model": …, "num_speculative_tokens": γ}'` | `--speculative-algorithm STANDALONE --speculative-draft-model-path … --speculative-num-steps γ --speculative-eagle-topk 1 --speculative-num-draft-tokens γ+1` |
+| disaggregation | `--kv-transfer-config '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'` per role | `--disaggregation-mode prefill` / `decode` |
+
+Sources: vLLM's engine arguments and its "Draft Models" and "NixlConnector" (disaggregated prefill) docs;
+SGLang's server arguments, speculative decoding (STANDALONE) and PD-disaggregation docs. Both engines
+default to prefix caching on; the flag is written either way so that the server runs what was
+simulated. A speculation shape other than a chain (trees, multi-draft) has no one-flag equivalent and
+is written as a comment. Model names are the Hugging Face repositories in the catalog's `source`.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+from models.load import load_model
+
+ROLES = ("colocated", "prefill", "decode")
+
+
+def hf_repo(model) -> str:
+    """The Hugging Face repository of a catalog model (from its source URL), else its name."""
+    spec = load_model(model) if not hasattr(model, "source") else model
+    found = re.search(r"huggingface\.co/([\w.-]+/[\w.-]+)", spec.source or "")
+    return found.group(1) if found else spec.name
+
+
+def _roles(sc: dict) -> list[tuple[str, int, dict]]:
+    cl = sc["cluster"]
+    dis = cl.get("disaggregation")
+    if dis is None:
+        return [("colocated", cl.get("replicas", 1), cl.get("parallelism", {}))]
+    return [(name, dis[name].get("replicas", 1), dis[name].get("parallelism", {})) for name in ("prefill", "decode")]
+
+
+def _common(sc: dict, par: dict, engine: str) -> list[str]:
+    cl, sched = sc["cluster"], sc.get("scheduler", {})
+    tp, pp, ep = par.get("tp", 1), par.get("pp", 1), par.get("ep", 1)
+    chunk = sched.get("chunk_tokens", 512) if sched.get("kind") == "sarathi" else sched.get("max_batched_tokens", 8192)
+    caching = cl.get("kv_cache", {}).get("prefix_caching", False)
+    dtype, kv = cl.get("dtype", "bf16"), cl.get("kv_dtype")
+    if engine == "vllm":
+        args = ["--tensor-parallel-size", tp, "--pipeline-parallel-size", pp]
+        if ep > 1:
+            args += ["--enable-expert-parallel", "--data-parallel-size", ep // tp]
+        args += ["--gpu-memory-utilization", cl.get("gpu_memory_utilization", 0.9),
+                 "--max-num-seqs", sched.get("max_batch_size", 256), "--max-num-batched-tokens", chunk,
+                 "--block-size", sched.get("block_size", 16),
+                 "--enable-prefix-caching" if caching else "--no-enable-prefix-caching"]
+        if kv == "fp8":
+            args += ["--kv-cache-dtype", "fp8"]
+    else:
+        args = ["--tp-size", ep if ep > 1 else tp, "--pp-size", pp]
+        if ep > 1:
+            args += ["--ep-size", ep, "--enable-dp-attention", "--dp-size", ep // tp]
+        args += ["--mem-fraction-static", cl.get("gpu_memory_utilization", 0.9),
+                 "--max-running-requests", sched.get("max_batch_size", 256), "--chunked-prefill-size", chunk,
+                 "--page-size", sched.get("block_size", 16)]
+        if not caching:
+            args.append("--disable-radix-cache")
+        if kv == "fp8":
+            args += ["--kv-cache-dtype", "fp8_e4m3"]
+    if dtype in ("fp8", "fp8_block"):
+        args += ["--quantization", "fp8"]
+    if cl.get("max_model_len"):
+        args += ["--max-model-len" if engine == "vllm" else "--context-length", cl["max_model_len"]]
+    return [str(a) for a in args]
+
+
+def _speculation(sc: dict, engine: str) -> tuple[list[str], list[str]]:
+    """(flags, comments) of the scenario's drafter."""
+    d = sc.get("drafter", {"kind": "none"})
+    if d.get("kind", "none") == "none" or not d.get("gamma"):
+        return [], []
+    shape = sc.get("speculation", {}).get("kind", "chain")
+    notes = [f"# speculation shape {shape!r} is not a one-flag setting of either engine; the chain below uses the "
+             "same draft model and γ"] if shape != "chain" else []
+    if d["kind"] != "draft_model":
+        return [], [f"# drafter {d['kind']!r}: set the engine's speculative method by hand"]
+    draft, gamma = hf_repo(d["model"]), int(d["gamma"])
+    if engine == "vllm":
+        cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": gamma}
+        if d.get("tp", 1) != 1:
+            cfg["draft_tensor_parallel_size"] = d["tp"]
+        return ["--speculative-config", json.dumps(cfg)], notes
+    return ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", draft,
+            "--speculative-num-steps", str(gamma), "--speculative-eagle-topk", "1",
+            "--speculative-num-draft-tokens", str(gamma + 1)], notes
+
+
+def _format(cmd: list[str]) -> str:
+    """One shell command, a flag and its value per line."""
+    first = next(i for i, c in enumerate(cmd) if c.startswith("--"))
+    parts = [" ".join(shlex.quote(c) for c in cmd[:first])]
+    for c in cmd[first:]:
+        if c.startswith("--"):
+            parts.append(c)
+        else:
+            parts[-1] += " " + shlex.quote(c)
+    return " \\\n    ".join(parts)
+
+
+def launch_script(sc: dict, engine: str, title: str) -> str:
+    """A shell script with one command line per role of scenario `sc` for `engine` (vllm | sglang)."""
+    model = hf_repo(sc["cluster"]["model"])
+    spec_flags, notes = _speculation(sc, engine)
+    lines = ["#!/bin/sh", f"# {title}", "# written by draftsim plan (simulator/workflows/plan/launch.py); one server per "
+             "replica, on its own GPUs (CUDA_VISIBLE_DEVICES)"]
+    if sc["cluster"].get("dtype") == "int4":
+        lines.append("# int4 weights: serve an AWQ or GPTQ 4-bit checkpoint of the model (the engine reads its "
+                     "quantization from the checkpoint's config)")
+    lines += notes
+    for role, replicas, par in _roles(sc):
+        gpus = par.get("ep", 1) * par.get("pp", 1) if par.get("ep", 1) > 1 else par.get("tp", 1) * par.get("pp", 1)
+        args = _common(sc, par, engine) + (spec_flags if role != "prefill" else [])
+        if engine == "vllm":
+            cmd = ["vllm", "serve", model] + args
+            if role != "colocated":
+                cmd += ["--kv-transfer-config", json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"})]
+        else:
+            cmd = ["python", "-m", "sglang.launch_server", "--model-path", model] + args
+            if role != "colocated":
+                cmd += ["--disaggregation-mode", role]
+        lines += ["", f"# {role}: {replicas} replica(s) of {gpus} GPU(s) each", _format(cmd)]
+    if len(_roles(sc)) > 1:
+        lines += ["", "# route requests to the prefill servers and hand their KV to the decode servers with the "
+                  "engine's disaggregation proxy (vLLM: its disaggregated-serving proxy example; SGLang: "
+                  "python -m sglang_router.launch_router --pd-disaggregation)"]
+    return "\n".join(lines) + "\n"

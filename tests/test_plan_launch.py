@@ -1,0 +1,88 @@
+"""`draftsim plan` writes the best candidate as vLLM and SGLang launch command lines, one per role."""
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from simulator.workflows.plan.launch import hf_repo, launch_script
+
+COLOCATED = {
+    "cluster": {"model": "llama-3.1-70b", "hardware": "h100-sxm", "dtype": "fp8", "kv_dtype": "fp8", "replicas": 3,
+                "parallelism": {"tp": 4, "pp": 1, "ep": 1}, "gpu_memory_utilization": 0.92, "max_model_len": 32768},
+    "drafter": {"kind": "draft_model", "model": "llama-3.1-8b", "gamma": 4, "tp": 1},
+    "scheduler": {"kind": "vllm", "max_batch_size": 128, "max_batched_tokens": 4096, "block_size": 16},
+}
+
+
+def _commands(script: str) -> list[list[str]]:
+    """The command lines of a launch script, split as the shell would."""
+    joined = script.replace(" \\\n    ", " ")
+    return [shlex.split(line) for line in joined.splitlines() if line and not line.startswith("#")]
+
+
+def test_repositories_come_from_the_catalog_sources():
+    assert hf_repo("llama-3.1-70b") == "meta-llama/Llama-3.1-70B"
+    assert hf_repo("qwama-0.5b") == "turboderp/Qwama-0.5B-Instruct"
+    assert hf_repo("gpt-oss-20b") == "openai/gpt-oss-20b"
+
+
+def test_vllm_command_carries_every_simulated_setting():
+    (cmd,) = _commands(launch_script(COLOCATED, "vllm", "title"))
+    assert cmd[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B"]
+    pairs = {cmd[i]: cmd[i + 1] for i in range(3, len(cmd) - 1) if cmd[i].startswith("--") and not cmd[i + 1].startswith("--")}
+    assert pairs["--tensor-parallel-size"] == "4" and pairs["--pipeline-parallel-size"] == "1"
+    assert pairs["--gpu-memory-utilization"] == "0.92" and pairs["--max-num-seqs"] == "128"
+    assert pairs["--max-num-batched-tokens"] == "4096" and pairs["--block-size"] == "16"
+    assert pairs["--kv-cache-dtype"] == "fp8" and pairs["--quantization"] == "fp8" and pairs["--max-model-len"] == "32768"
+    assert "--no-enable-prefix-caching" in cmd          # the plan simulated no prefix caching
+    spec = json.loads(pairs["--speculative-config"])
+    assert spec == {"method": "draft_model", "model": "meta-llama/Llama-3.1-8B", "num_speculative_tokens": 4}
+
+
+def test_sglang_command_and_disaggregated_roles():
+    dis = {**COLOCATED, "cluster": {**COLOCATED["cluster"], "kv_cache": {"prefix_caching": True},
+                                    "disaggregation": {"prefill": {"replicas": 2, "parallelism": {"tp": 2}},
+                                                       "decode": {"replicas": 1, "parallelism": {"tp": 8, "ep": 1}}}}}
+    script = launch_script(dis, "sglang", "title")
+    prefill, decode = _commands(script)
+    assert prefill[:5] == ["python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-70B"]
+    assert prefill[prefill.index("--disaggregation-mode") + 1] == "prefill"
+    assert decode[decode.index("--disaggregation-mode") + 1] == "decode"
+    assert prefill[prefill.index("--tp-size") + 1] == "2" and decode[decode.index("--tp-size") + 1] == "8"
+    assert "--speculative-algorithm" not in prefill and decode[decode.index("--speculative-num-steps") + 1] == "4"
+    assert decode[decode.index("--speculative-num-draft-tokens") + 1] == "5"
+    assert "--disable-radix-cache" not in decode                           # prefix caching was simulated on
+    assert decode[decode.index("--kv-cache-dtype") + 1] == "fp8_e4m3"
+    assert "# prefill: 2 replica(s) of 2 GPU(s) each" in script and "# decode: 1 replica(s) of 8 GPU(s) each" in script
+    vllm = _commands(launch_script(dis, "vllm", "title"))
+    for cmd in vllm:
+        assert json.loads(cmd[cmd.index("--kv-transfer-config") + 1]) == {"kv_connector": "NixlConnector",
+                                                                          "kv_role": "kv_both"}
+
+
+def test_expert_parallel_layout_and_int4_note():
+    moe = {"cluster": {"model": "qwen3-30b-a3b", "dtype": "int4", "parallelism": {"tp": 1, "ep": 8}}}
+    (vllm,) = _commands(launch_script(moe, "vllm", "t"))
+    assert "--enable-expert-parallel" in vllm and vllm[vllm.index("--data-parallel-size") + 1] == "8"
+    (sglang,) = _commands(launch_script(moe, "sglang", "t"))
+    assert sglang[sglang.index("--ep-size") + 1] == "8" and sglang[sglang.index("--dp-size") + 1] == "8"
+    assert "AWQ or GPTQ" in launch_script(moe, "sglang", "t")
+
+
+@pytest.mark.slow
+def test_plan_writes_launch_scripts(tmp_path):
+    import yaml
+
+    from test_plan_cli import PLAN
+    from simulator.workflows.plan.main import main
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump({**PLAN, "confirm_top": 1}, sort_keys=False, allow_unicode=True))
+    assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial", "--quiet"]) == 0
+    import pandas as pd
+    best = pd.read_csv(tmp_path / "out" / "ranked.csv").iloc[0]
+    for name in ("launch_vllm.sh", "launch_sglang.sh"):
+        text = (tmp_path / "out" / name).read_text()
+        assert "rank 1 of draftsim plan small" in text and "meta-llama/Meta-Llama-3-8B" in text
+        assert f"--{'tensor-parallel-size' if 'vllm' in name else 'tp-size'} {best.tp}" in text.replace(" \\\n    ", " ")

@@ -1,0 +1,67 @@
+"""Bad input for every field of real-world inputs (models, hardware, dtypes, context, traces, prefixes, KV
+tiers, routing): one line naming the field and what is allowed, exit 2, nothing written — checked through
+the CLI, before any work starts. (Trace-file contents, model files and hardware fields are covered in
+test_workload_traces.py, test_models_hf_import.py and test_hardware_user_dtypes.py.)"""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from simulator.cli import main
+from sim_helpers import merge, scenario
+
+TRACE = {"workload": {"arrival": {"process": "trace", "trace_csv": "t.csv"}}}
+LONG = {"workload": {"prompt_tokens": {"kind": "fixed", "value": 9000}, "output_tokens": {"kind": "fixed", "value": 8}}}
+
+# name -> (overrides of the small scenario, what the one line must say)
+BAD = {
+    "unknown_format": (merge(TRACE, {"workload": {"arrival": {"format": "alibaba"}}}),
+                       "workload.arrival.format: Input should be 'draftsim', 'azure', 'burstgpt' or 'mooncake'"),
+    "missing_column": (merge(TRACE, {"workload": {"arrival": {"columns": {"arrival": "ts"}}}}),
+                       "lacks column(s) 'ts'"),
+    "bad_time_unit": (merge(TRACE, {"workload": {"arrival": {"time_unit": "days"}}}), "workload.arrival.time_unit"),
+    "trace_option_without_trace": ({"workload": {"arrival": {"speedup": 2.0}}},
+                                   "speedup is only allowed for process 'trace'"),
+    "fp8_on_a100": ({"cluster": {"hardware": "a100-80gb", "dtype": "fp8"}},
+                    "cluster.dtype: fp8 weights need FP8 tensor cores, which a100-80gb lacks"),
+    "unknown_dtype": ({"cluster": {"dtype": "int2"}}, "cluster.dtype: Input should be"),
+    "unknown_kv_dtype": ({"cluster": {"kv_dtype": "int4"}},
+                         "cluster.kv_dtype: Input should be 'fp32', 'bf16', 'fp16' or 'fp8'"),
+    "unsupported_architecture": ({"cluster": {"model": {"architectures": ["Gemma3ForCausalLM"], "hidden_size": 8}}},
+                                 "Gemma3ForCausalLM"),
+    "max_model_len_above_context": ({"cluster": {"max_model_len": 100000}},
+                                    "cluster.max_model_len: 100000 exceeds max_position_embeddings=8192"),
+    "prompt_longer_than_context": (LONG, "but the context of llama-3-8b is 8192 (cluster.max_model_len)"),
+    "unknown_context_overflow": (merge(LONG, {"workload": {"context_overflow": "cut"}}),
+                                 "workload.context_overflow: Input should be 'error', 'drop' or 'truncate'"),
+    "unknown_preemption": ({"cluster": {"kv_cache": {"preemption": "offload"}}},
+                           "cluster.kv_cache.preemption: Input should be 'recompute' or 'swap'"),
+    "swap_without_host_memory": ({"cluster": {"kv_cache": {"preemption": "swap"}}}, "needs host_memory_gib > 0"),
+    "prefix_router_without_cache": ({"cluster": {"router": "prefix_aware", "replicas": 2}},
+                                    "cluster.router: 'prefix_aware' routes by cached prefixes"),
+    "bad_shared_prefix": ({"workload": {"shared_prefix": {"prompts": 0, "tokens": 64}}},
+                          "workload.shared_prefix.prompts"),
+    "sessions_on_a_trace": (merge(TRACE, {"workload": {"sessions": {"turns": {"kind": "fixed", "value": 2},
+                                                                    "think_time_s": 1.0}}}),
+                            "shared_prefix and sessions generate requests; not allowed for process 'trace'"),
+    "bad_user_hardware": ({"cluster": {"hardware": {"id": "my-gpu", "peak_flops": {"bf16": 1e15}}}},
+                          "cluster.hardware"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_serving_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, name):
+    overrides, message = BAD[name]
+    data = merge(scenario(), overrides)
+    if "trace_csv" in str(overrides):
+        data["workload"] = {k: v for k, v in data["workload"].items() if k in ("arrival", "sessions")}
+        data["workload"]["arrival"] = {k: v for k, v in data["workload"]["arrival"].items() if k != "qps"}
+        (tmp_path / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0.0,12,3\n0.5,20,4\n")
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert message in err, err
+    assert not out.exists()
