@@ -99,6 +99,8 @@ CASES = [
      "041db05d79c83b77", "1465a5b26718c686", "d0ddb3ef5580ef2f"),
     ("scenarios/speculation/ouroboros_phrases.yaml", ['workload.num_requests=40'],
      "79900aa9c58089a0", "817ef0eec40d95b7", "283f8a2e3ef297c6"),
+    ("scenarios/batching/nanoflow.yaml", ['workload.num_requests=64', 'workload.arrival.concurrency=64'],
+     "ca832cb0808dcb9a", "ee38310febd897a3", "f6ba1199f7447799"),
 ]
 
 

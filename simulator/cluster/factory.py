@@ -196,6 +196,9 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
     kv_tokens = 0 if memory_utilization is None else \
         kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where)
     realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None
+    if latency.nano_batches > 1 and (par.ep > 1 or realign):
+        raise ScenarioError("cluster.latency.nano_batches", "NanoFlow's overlap is modelled for dense target "
+                            "passes with paged KV: it needs ep 1 and speculation.alignment 'paged'")
     if par.ep > 1:
         if realign:
             raise ScenarioError("speculation.alignment", "'realign' models a padded single-group batch; "
@@ -206,6 +209,11 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
         from simulator.cost.ragged import RealignedForwardCost
         target_cost = RealignedForwardCost(target, par, lat, dtype, kv_bytes_per_token=target.kv_bytes_per_token_per_gpu(
             par, dtype) + built_drafter.kv_bytes_per_token_per_gpu, hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
+    elif latency.nano_batches > 1:
+        from simulator.cost.nanoflow import NanoFlowForwardCost
+        target_cost = NanoFlowForwardCost(target, par, lat, dtype, nano_batches=latency.nano_batches,
+                                          peak_flops_per_s=hw.peak_flops.get(dtype, hw.peak_flops["bf16"]),
+                                          hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
     else:
         target_cost = ForwardCost(target, par, lat, dtype)
     spec = control = None

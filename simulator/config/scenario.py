@@ -88,7 +88,8 @@ class LatencyConfig(_Strict):
     (profiles.engine_time); default: on for GPUs, off for the local CPU (its profile measures host work
     per pass instead). `engine_version`: the framework version whose engine behaviour is modelled
     (scheduling overlap, CUDA-graph modes), when it differs from the measured tables' version (default:
-    the tables' version, or the newest)."""
+    the tables' version, or the newest). `nano_batches` k ≥ 2 (NanoFlow): decode-only target passes run as k
+    nano-batches whose compute-, memory- and network-bound ops overlap (simulator.cost.nanoflow)."""
 
     source: Literal["auto", "measured", "profile", "roofline"] = "auto"
     framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
@@ -96,6 +97,7 @@ class LatencyConfig(_Strict):
     profile_dir: str | None = None
     engine_time: bool | None = None
     engine_version: str | None = None
+    nano_batches: int = Field(1, ge=1, le=64)
 
     @field_validator("version", "engine_version", mode="before")
     @classmethod
