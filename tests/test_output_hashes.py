@@ -101,6 +101,9 @@ CASES = [
      "79900aa9c58089a0", "817ef0eec40d95b7", "283f8a2e3ef297c6"),
     ("scenarios/batching/nanoflow.yaml", ['workload.num_requests=64', 'workload.arrival.concurrency=64'],
      "ca832cb0808dcb9a", "ee38310febd897a3", "f6ba1199f7447799"),
+    ("scenarios/long_context/shadowkv.yaml", ['workload.num_requests=8', 'workload.arrival.concurrency=8',
+                                              'workload.prompt_tokens.value=16384', 'workload.output_tokens.value=256'],
+     "0a79cf7100e31859", "3f78f506e0b180a6", "1351042c2db5bc14"),
 ]
 
 

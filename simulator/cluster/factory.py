@@ -88,13 +88,14 @@ def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str
 
 
 def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
-                       drafter: DrafterBuild | None = None, where: str = "cluster") -> int:
+                       drafter: DrafterBuild | None = None, where: str = "cluster", kv_fraction: float = 1.0) -> int:
     """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
-    weights and per-token KV of `drafter` on the target's GPUs."""
+    weights and per-token KV of `drafter` on the target's GPUs; `kv_fraction` scales the target's KV per
+    token (ShadowKV keeps a fraction of it on the GPU: simulator.cost.shadowkv)."""
     from models.moe_routing import weight_bytes_per_gpu
     target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
     free = hw.hbm_bytes * util - target_weights
-    per_token = target.kv_bytes_per_token_per_gpu(par, dtype)
+    per_token = target.kv_bytes_per_token_per_gpu(par, dtype) * kv_fraction
     extra_w = 0.0
     if drafter is not None:
         extra_w = drafter.weight_bytes_per_gpu
@@ -164,12 +165,13 @@ def parallelism_of(target: ModelSpec, p: ParallelismConfig, where: str = "cluste
 def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismConfig, dtype: str,
                        latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
                        speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
-                       where: str = "cluster", latencies: dict | None = None) -> ReplicaKind:
+                       where: str = "cluster", latencies: dict | None = None, kv_cache=None) -> ReplicaKind:
     """The one replica factory (module docstring). `drafter`, `speculation`, `acceptance`, `policy` are the
     scenario's sections of those names; `where` is the YAML path of the pool (for error messages);
     `latencies` (hardware id → latency model) lets pools on the same hardware share one latency model,
     so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
-    steps only (no KV capacity, no check that the weights fit: `draftsim estimate`)."""
+    steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_cache`: the
+    scenario's kv_cache section (None: paged)."""
     hw = lookup(f"{where}.hardware" if where != "cluster" else "cluster.hardware", get_hardware, hardware)
     target = lookup("cluster.model", get_model, model)
     par = parallelism_of(target, parallelism, where)
@@ -193,8 +195,19 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
             raise ScenarioError("speculation.kind", f"{built_drafter.fixed_chain}: it needs 'chain'")
         if policy.kind != "fixed":
             raise ScenarioError("policy.kind", f"{built_drafter.fixed_chain}: control policies need 'fixed'")
+    shadow = kv_cache is not None and kv_cache.kind == "shadowkv"
+    if shadow and (built_drafter is not None or par.ep > 1 or latency.nano_batches > 1):
+        raise ScenarioError("kv_cache.kind", "shadowkv prices the target's own passes: it needs drafter none, "
+                            "ep 1 and cluster.latency.nano_batches 1")
+    kv_fraction = 1.0
+    if shadow:
+        from simulator.cost.shadowkv import gpu_kv_fraction
+        if target.is_mla:
+            raise ScenarioError("kv_cache.kind", f"shadowkv splits keys from values; {target.name}'s MLA latent "
+                                "cache has no separate keys")
+        kv_fraction = gpu_kv_fraction(target, kv_cache.rank, kv_cache.chunk_tokens)
     kv_tokens = 0 if memory_utilization is None else \
-        kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where)
+        kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_fraction)
     realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None
     if latency.nano_batches > 1 and (par.ep > 1 or realign):
         raise ScenarioError("cluster.latency.nano_batches", "NanoFlow's overlap is modelled for dense target "
@@ -209,6 +222,12 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
         from simulator.cost.ragged import RealignedForwardCost
         target_cost = RealignedForwardCost(target, par, lat, dtype, kv_bytes_per_token=target.kv_bytes_per_token_per_gpu(
             par, dtype) + built_drafter.kv_bytes_per_token_per_gpu, hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
+    elif shadow:
+        from simulator.cost.shadowkv import ShadowKVForwardCost
+        target_cost = ShadowKVForwardCost(target, par, lat, dtype, rank=kv_cache.rank,
+                                          sparse_budget=kv_cache.sparse_budget, chunk_tokens=kv_cache.chunk_tokens,
+                                          link_bandwidth_bytes_per_s=hw.host_link_bandwidth_bytes_per_s,
+                                          link_latency_s=hw.host_link_latency_s)
     elif latency.nano_batches > 1:
         from simulator.cost.nanoflow import NanoFlowForwardCost
         target_cost = NanoFlowForwardCost(target, par, lat, dtype, nano_batches=latency.nano_batches,

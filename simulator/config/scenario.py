@@ -209,6 +209,27 @@ AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanc
                              Field(discriminator="kind")]
 
 
+class PagedKVCacheConfig(_Strict):
+    """The target's KV cache in HBM, paged (vLLM's layout; the default)."""
+
+    kind: Literal["paged"] = "paged"
+
+
+class ShadowKVCacheConfig(_Strict):
+    """ShadowKV (Sun et al. 2024): keys kept on the GPU as a rank-`rank` factor plus one landmark per
+    `chunk_tokens` tokens, values offloaded to host memory; each decode step attends to `sparse_budget`
+    tokens per request (simulator.cost.shadowkv). Defaults: the paper's Llama-3.1-8B setting (rank 160,
+    8-token chunks, a 2,048-token budget = 1.56 % of 128k)."""
+
+    kind: Literal["shadowkv"]
+    rank: int = Field(160, ge=1, le=8192)
+    sparse_budget: int = Field(2048, ge=1)
+    chunk_tokens: int = Field(8, ge=1, le=4096)
+
+
+KVCacheConfig = Annotated[Union[PagedKVCacheConfig, ShadowKVCacheConfig], Field(discriminator="kind")]
+
+
 class SchedulerConfig(_Strict):
     """The batching scheduler (continuous batching; not the speculation control policy, `policy:`).
     `kind` vllm: prefill-first (a step is either all prefill or all decode); sarathi: chunked prefill
@@ -238,6 +259,7 @@ class Scenario(_Strict):
     acceptance: AcceptanceConfig = ConstantAcceptanceConfig()
     speculation: SpeculationConfig = ChainConfig()
     policy: PolicyConfig = FixedPolicyConfig()
+    kv_cache: KVCacheConfig = PagedKVCacheConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
     slo: SLO = SLO()
     outputs: OutputsConfig = OutputsConfig()
