@@ -104,6 +104,8 @@ CASES = [
     ("scenarios/long_context/shadowkv.yaml", ['workload.num_requests=8', 'workload.arrival.concurrency=8',
                                               'workload.prompt_tokens.value=16384', 'workload.output_tokens.value=256'],
      "0a79cf7100e31859", "3f78f506e0b180a6", "1351042c2db5bc14"),
+    ("scenarios/batching/early_exit.yaml", ['workload.num_requests=60'],
+     "a862f982aec6c8a6", "b6efd10305cf373b", "106b98d1b200d5db"),
 ]
 
 

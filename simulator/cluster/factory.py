@@ -165,13 +165,14 @@ def parallelism_of(target: ModelSpec, p: ParallelismConfig, where: str = "cluste
 def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismConfig, dtype: str,
                        latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
                        speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
-                       where: str = "cluster", latencies: dict | None = None, kv_cache=None) -> ReplicaKind:
+                       where: str = "cluster", latencies: dict | None = None, kv_cache=None,
+                       early_exit=None) -> ReplicaKind:
     """The one replica factory (module docstring). `drafter`, `speculation`, `acceptance`, `policy` are the
     scenario's sections of those names; `where` is the YAML path of the pool (for error messages);
     `latencies` (hardware id → latency model) lets pools on the same hardware share one latency model,
     so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
     steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_cache`: the
-    scenario's kv_cache section (None: paged)."""
+    scenario's kv_cache section (None: paged); `early_exit`: its early_exit section (None: every layer)."""
     hw = lookup(f"{where}.hardware" if where != "cluster" else "cluster.hardware", get_hardware, hardware)
     target = lookup("cluster.model", get_model, model)
     par = parallelism_of(target, parallelism, where)
@@ -199,6 +200,12 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
     if shadow and (built_drafter is not None or par.ep > 1 or latency.nano_batches > 1):
         raise ScenarioError("kv_cache.kind", "shadowkv prices the target's own passes: it needs drafter none, "
                             "ep 1 and cluster.latency.nano_batches 1")
+    if early_exit is not None:
+        if built_drafter is not None or shadow or latency.nano_batches > 1 or par.ep > 1 or par.pp > 1 or target.is_moe:
+            raise ScenarioError("early_exit", "early exit is modelled for plain decoding of a dense target: it needs "
+                                "drafter none, kv_cache paged, nano_batches 1, ep 1, pp 1")
+        if max(early_exit.exit_layers) >= target.num_layers:
+            raise ScenarioError("early_exit.exit_layers", f"must be below {target.name}'s {target.num_layers} layers")
     kv_fraction = 1.0
     if shadow:
         from simulator.cost.shadowkv import gpu_kv_fraction
@@ -222,6 +229,10 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
         from simulator.cost.ragged import RealignedForwardCost
         target_cost = RealignedForwardCost(target, par, lat, dtype, kv_bytes_per_token=target.kv_bytes_per_token_per_gpu(
             par, dtype) + built_drafter.kv_bytes_per_token_per_gpu, hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
+    elif early_exit is not None:
+        from simulator.cost.early_exit import EarlyExitForwardCost
+        target_cost = EarlyExitForwardCost(target, par, lat, dtype, exit_layers=tuple(early_exit.exit_layers),
+                                           exit_probs=tuple(early_exit.exit_probs))
     elif shadow:
         from simulator.cost.shadowkv import ShadowKVForwardCost
         target_cost = ShadowKVForwardCost(target, par, lat, dtype, rank=kv_cache.rank,

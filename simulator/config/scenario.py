@@ -230,6 +230,25 @@ class ShadowKVCacheConfig(_Strict):
 KVCacheConfig = Annotated[Union[PagedKVCacheConfig, ShadowKVCacheConfig], Field(discriminator="kind")]
 
 
+class EarlyExitConfig(_Strict):
+    """Early exit of the target (SpecEE, CALM): a decoded token leaves after `exit_layers`[i] layers with
+    probability `exit_probs`[i] (else after all of them); a batched pass runs to its deepest exit
+    (simulator.cost.early_exit). Plain decoding only; dense models, pp 1."""
+
+    exit_layers: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, max_length=256)
+    exit_probs: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1, max_length=256)
+
+    @model_validator(mode="after")
+    def _law(self) -> "EarlyExitConfig":
+        if len(self.exit_layers) != len(self.exit_probs):
+            raise ValueError("exit_layers and exit_probs need one entry each")
+        if any(b <= a for a, b in zip(self.exit_layers, self.exit_layers[1:])):
+            raise ValueError(f"exit_layers must be strictly ascending, got {self.exit_layers}")
+        if sum(self.exit_probs) > 1.0 + 1e-9:
+            raise ValueError(f"exit_probs must sum to at most 1, got {sum(self.exit_probs):.4g}")
+        return self
+
+
 class SchedulerConfig(_Strict):
     """The batching scheduler (continuous batching; not the speculation control policy, `policy:`).
     `kind` vllm: prefill-first (a step is either all prefill or all decode); sarathi: chunked prefill
@@ -260,6 +279,7 @@ class Scenario(_Strict):
     speculation: SpeculationConfig = ChainConfig()
     policy: PolicyConfig = FixedPolicyConfig()
     kv_cache: KVCacheConfig = PagedKVCacheConfig()
+    early_exit: EarlyExitConfig | None = None
     scheduler: SchedulerConfig = SchedulerConfig()
     slo: SLO = SLO()
     outputs: OutputsConfig = OutputsConfig()
