@@ -13,7 +13,7 @@ YAML reference (each section is a discriminated union on `kind`):
                             # CS Drafting; TriForce (a small model drafting for the sparse-KV target)
   speculation:  chain {alignment: paged|realign}   (γ = drafter.gamma; realign: EQSPEC's padded batches)
                 tree         {builder: kary|medusa|sequoia, k, depth, budget}
-                dynamic_tree {top_k, depth, budget, per_context}       # EAGLE-2 top-N reranking
+                dynamic_tree {builder: eagle2|top_n, top_k, depth, budget, per_context}  # EAGLE-2 / OPT-Tree
                 multidraft   {n, scheme: rrs|rrs_wor|kseq|naive|optimal|optimal_wor}  # n sequences of length γ
   acceptance:   ranked {accept_probs}    # Sequoia's positional model: P(child of rank k is accepted)
                 contexts {contexts: [{weight, accept_probs}]}   # per-context classes of the ranked model
@@ -148,12 +148,15 @@ class TreeConfig(_Strict):
 
 
 class DynamicTreeConfig(_Strict):
-    """EAGLE-2: expand the `top_k` best nodes per level for `depth` levels, keep the `budget` best nodes.
+    """EAGLE-2 (`builder: eagle2`): expand the `top_k` best nodes per level for `depth` levels, keep the
+    `budget` best nodes; OPT-Tree / DySpec (`builder: top_n`): the `budget` nodes of largest path product
+    among all nodes of depth ≤ `depth` (best-first search, the maximum-expected-tokens tree; top_k unused).
     `per_context` (with `acceptance: {kind: contexts}`): re-shape the tree every step for the contexts the
     drafter sees at its nodes (EAGLE-2's confidence reranking / DySpec / OPT-Tree), instead of one tree
     for the mean (simulator.speculation.context_acceptance)."""
 
     kind: Literal["dynamic_tree"]
+    builder: Literal["eagle2", "top_n"] = "eagle2"
     top_k: int = Field(4, ge=1, le=64)
     depth: int = Field(5, ge=1, le=64)
     budget: int = Field(32, ge=1, le=1024)
