@@ -106,6 +106,8 @@ CASES = [
      "0a79cf7100e31859", "3f78f506e0b180a6", "1351042c2db5bc14"),
     ("scenarios/batching/early_exit.yaml", ['workload.num_requests=60'],
      "a862f982aec6c8a6", "b6efd10305cf373b", "106b98d1b200d5db"),
+    ("scenarios/speculation/thompson_gamma.yaml", ['workload.num_requests=40'],
+     "d55d2783d3261283", "f0e9845c0f465450", "56539e5c2573762b"),
 ]
 
 

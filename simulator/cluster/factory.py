@@ -250,7 +250,7 @@ def build_replica_kind(*, model: str, hardware: str, parallelism: ParallelismCon
     if built_drafter is None:
         cost = StepCostModel(target_cost, None, 0, engine=engine)
     else:
-        max_gamma = max(gamma, policy.max_gamma if policy.kind == "smartspec" else 0)
+        max_gamma = max(gamma, policy.max_gamma if policy.kind in ("smartspec", "thompson") else 0)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
                                  built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
         cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, spec.widths, spec.verify_q,

@@ -22,6 +22,7 @@ YAML reference (each section is a discriminated union on `kind`):
                 pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
                 | load_switch {max_batch, max_queue} | specreason (with acceptance step_level)
+                | thompson {max_gamma, seed}          # online α: Beta posterior, Thompson draws
 """
 from __future__ import annotations
 
@@ -282,6 +283,15 @@ class TetrisPolicyConfig(_Strict):
     budget_tokens: int = Field(64, ge=1)
 
 
+class ThompsonPolicyConfig(_Strict):
+    """Per step, the γ in 0..max_gamma SmartSpec would choose for an α drawn from the Beta posterior of the
+    acceptances seen so far (online estimation, Thompson sampling; simulator.speculation.control.thompson)."""
+
+    kind: Literal["thompson"]
+    max_gamma: int = Field(8, ge=1, le=64)
+    seed: int = Field(0, ge=0)
+
+
 class SpecReasonPolicyConfig(_Strict):
     """Reasoning-step speculation (SpecReason): after the large model rejects a drafted step (acceptance
     `step_level`), it regenerates the step itself (drafter.gamma − 1 plain decode steps), then the small
@@ -314,5 +324,5 @@ class LoadSwitchPolicyConfig(_Strict):
 
 
 PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig,
-                               LoadSwitchPolicyConfig, SpecReasonPolicyConfig],
+                               LoadSwitchPolicyConfig, SpecReasonPolicyConfig, ThompsonPolicyConfig],
                          Field(discriminator="kind")]
