@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import yaml
 
 import simulator
-from sim_helpers import scenario
+from sim_helpers import assert_bulk_equals_step, scenario
 from simulator.errors import ScenarioError
 from theory.context_trees import mean_accept_probs, sample_dynamic_trees, simulate_context_walk
 from theory.tree_builders import eagle2_tree, positional_child_probs, top_n_tree
@@ -66,10 +65,7 @@ def test_des_tokens_per_step_equal_the_library_and_beat_the_static_tree():
 
 def test_bulk_equals_step_mode():
     data = scenario(drafter=DRAFT, acceptance=CONTEXTS, speculation={**TREE, "per_context": True})
-    bulk = simulator.run(data)
-    step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
-    pd.testing.assert_frame_equal(bulk.requests, step.requests)
-    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    assert_bulk_equals_step(data)
 
 
 def test_per_context_needs_context_classes():

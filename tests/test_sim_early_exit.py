@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import simulator
-from sim_helpers import scenario
-from simulator.cluster.factory import build_replica_kind
-from simulator.config.scenario import parse_scenario
+from sim_helpers import assert_bulk_equals_step, replica_kind, scenario
 from simulator.cost.step_cost import ForwardCost
 from simulator.errors import ScenarioError
 from theory.early_exit import expected_max_layers, simulate_max_layers
 
-ROOT = Path(__file__).resolve().parent.parent
 LAW = {"exit_layers": [16, 20, 24], "exit_probs": [0.3, 0.2, 0.2]}
 DATA = dict(cluster={"hardware": "a100-80gb", "model": "llama-2-7b"}, early_exit=LAW)
 
@@ -36,12 +31,7 @@ def test_batch_one_is_the_mean_exit_and_large_batches_run_every_layer():
 
 
 def _target(early_exit):
-    sc = parse_scenario(scenario(**{**DATA, "early_exit": early_exit}))
-    cl = sc.cluster
-    return build_replica_kind(model=cl.model, hardware=cl.hardware, parallelism=cl.parallelism, dtype=cl.dtype,
-                              latency=cl.latency, moe=cl.moe, memory_utilization=None, drafter=sc.drafter,
-                              speculation=sc.speculation, acceptance=sc.acceptance, policy=sc.policy,
-                              acceptance_seed=1, base_dir=ROOT, early_exit=sc.early_exit).cost.target
+    return replica_kind(scenario(**{**DATA, "early_exit": early_exit})).cost.target
 
 
 @pytest.mark.parametrize("exit_layer", [8, 16, 31])
@@ -63,10 +53,7 @@ def test_the_gain_fades_with_the_batch_and_mixed_steps_run_every_layer():
 
 def test_bulk_equals_step_mode():
     data = scenario(**DATA)
-    bulk = simulator.run(data)
-    step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
-    pd.testing.assert_frame_equal(bulk.requests, step.requests)
-    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    assert_bulk_equals_step(data)
 
 
 @pytest.mark.parametrize("override,field", [

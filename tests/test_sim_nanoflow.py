@@ -3,10 +3,8 @@ same schedule and its closed form for identical nano-batches, and the DES's deco
 nano-batches priced op by op here (simulator.cost.nanoflow)."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import simulator
@@ -14,14 +12,11 @@ from models.opgraph import attention_ops, dense_ops
 from models.ops import COLLECTIVE_KINDS
 from models.step import StepShape
 from profiles.hardware import get_hardware
-from sim_helpers import scenario
-from simulator.cluster.factory import build_replica_kind
-from simulator.config.scenario import parse_scenario
+from sim_helpers import assert_bulk_equals_step, replica_kind, scenario
 from simulator.cost.nanoflow import nano_sizes
 from simulator.errors import ScenarioError
 from theory.nanoflow import flow_shop_makespan, identical_makespan, simulate_schedule
 
-ROOT = Path(__file__).resolve().parent.parent
 DATA = dict(cluster={"hardware": "a100-80gb", "model": "llama-2-70b", "parallelism": {"tp": 8},
                      "latency": {"nano_batches": 2}},
             workload={"arrival": {"process": "poisson", "qps": 1000.0},
@@ -54,12 +49,8 @@ def test_nano_sizes_split_the_batch_evenly(seqs, k):
 
 
 def _target(nano_batches: int):
-    sc = parse_scenario(scenario(**{**DATA, "cluster": {**DATA["cluster"], "latency": {"nano_batches": nano_batches}}}))
-    cl = sc.cluster
-    return build_replica_kind(model=cl.model, hardware=cl.hardware, parallelism=cl.parallelism, dtype=cl.dtype,
-                              latency=cl.latency, moe=cl.moe, memory_utilization=None, drafter=sc.drafter,
-                              speculation=sc.speculation, acceptance=sc.acceptance, policy=sc.policy,
-                              acceptance_seed=1, base_dir=ROOT).cost.target
+    data = scenario(**{**DATA, "cluster": {**DATA["cluster"], "latency": {"nano_batches": nano_batches}}})
+    return replica_kind(data).cost.target
 
 
 @pytest.mark.parametrize("seqs,ctx_per_seq", [(8, 300), (256, 700), (601, 1500)])
@@ -105,10 +96,7 @@ def test_overlap_pays_at_large_batch_only():
 
 def test_bulk_equals_step_mode_and_nano_batches_are_checked():
     data = scenario(**DATA)
-    bulk = simulator.run(data)
-    step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
-    pd.testing.assert_frame_equal(bulk.requests, step.requests)
-    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    assert_bulk_equals_step(data)
     bad = scenario(**{**DATA, "cluster": {**DATA["cluster"], "latency": {"nano_batches": 2}}},
                    drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
                    speculation={"kind": "chain", "alignment": "realign"})

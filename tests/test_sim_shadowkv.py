@@ -3,23 +3,16 @@ pass is the sparse attention + landmark scoring + max(key reconstruction, value 
 part; bulk ≡ step mode; combinations it does not model are refused."""
 from __future__ import annotations
 
-from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 import simulator
-from models import get_model
 from models.ops import GEMM, Op
 from profiles.hardware import get_hardware
-from sim_helpers import scenario
-from simulator.cluster.factory import build_replica_kind
-from simulator.config.scenario import parse_scenario
+from sim_helpers import assert_bulk_equals_step, replica_kind, scenario
 from simulator.cost.step_cost import ForwardCost
 from simulator.errors import ScenarioError
 
-ROOT = Path(__file__).resolve().parent.parent
 SHADOW = {"kind": "shadowkv", "rank": 160, "sparse_budget": 512, "chunk_tokens": 8}
 DATA = dict(cluster={"hardware": "a100-80gb", "model": "llama-3.1-8b"}, kv_cache=SHADOW,
             workload={"arrival": {"process": "poisson", "qps": 50.0},
@@ -28,12 +21,7 @@ DATA = dict(cluster={"hardware": "a100-80gb", "model": "llama-3.1-8b"}, kv_cache
 
 
 def _kind(kv_cache):
-    sc = parse_scenario(scenario(**{**DATA, "kv_cache": kv_cache}))
-    cl = sc.cluster
-    return build_replica_kind(model=cl.model, hardware=cl.hardware, parallelism=cl.parallelism, dtype=cl.dtype,
-                              latency=cl.latency, moe=cl.moe, memory_utilization=cl.gpu_memory_utilization,
-                              drafter=sc.drafter, speculation=sc.speculation, acceptance=sc.acceptance,
-                              policy=sc.policy, acceptance_seed=1, base_dir=ROOT, kv_cache=sc.kv_cache)
+    return replica_kind(scenario(**{**DATA, "kv_cache": kv_cache}))
 
 
 @pytest.mark.parametrize("rank,chunk", [(160, 8), (64, 32), (512, 4)])
@@ -72,10 +60,7 @@ def test_attention_stops_growing_past_the_budget_but_landmarks_do_not():
 
 def test_bulk_equals_step_mode():
     data = scenario(**DATA)
-    bulk = simulator.run(data)
-    step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
-    pd.testing.assert_frame_equal(bulk.requests, step.requests)
-    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    assert_bulk_equals_step(data)
 
 
 @pytest.mark.parametrize("override", [

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import simulator
-from simulator.cluster.factory import build_replica_kind
+from sim_helpers import replica_kind
 from simulator.config.scenario import load_scenario
 from theory.policies.smartspec import goodput_optimal_gamma
 
@@ -20,12 +20,7 @@ ALPHA = 0.7
 
 
 def _policy():
-    sc, _ = load_scenario(SHIPPED)
-    cl = sc.cluster
-    return build_replica_kind(model=cl.model, hardware=cl.hardware, parallelism=cl.parallelism, dtype=cl.dtype,
-                              latency=cl.latency, moe=cl.moe, memory_utilization=None, drafter=sc.drafter,
-                              speculation=sc.speculation, acceptance=sc.acceptance, policy=sc.policy,
-                              acceptance_seed=1, base_dir=ROOT).policy
+    return replica_kind(load_scenario(SHIPPED)[0]).policy
 
 
 def _drive(policy, steps: int, batch: int, rng):
