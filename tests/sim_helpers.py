@@ -32,3 +32,25 @@ def merge(base: dict, overrides: dict) -> dict:
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+def assert_bulk_equals_step(data: dict) -> None:
+    """Bulk mode and step-by-step mode give identical requests and steps for the scenario `data`."""
+    import pandas as pd
+
+    import simulator
+    bulk = simulator.run(data)
+    step = simulator.run(merge(data, {"scheduler": {"step_mode": "step"}}))
+    pd.testing.assert_frame_equal(bulk.requests, step.requests)
+    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+
+
+def replica_kind(data):
+    """The ReplicaKind the one replica factory builds for the colocated cluster of `data` (a scenario dict
+    or a parsed Scenario), acceptance seed 1, paths relative to the repository root."""
+    from pathlib import Path
+
+    from simulator.cluster.build import pool_kind
+    from simulator.config.scenario import parse_scenario
+    sc = parse_scenario(data) if isinstance(data, dict) else data
+    return pool_kind(sc, None, "cluster", 1, Path(__file__).resolve().parent.parent)

@@ -105,6 +105,15 @@ CASES = [
     # added with issue 16 (trace formats, prefix caching)
     ("scenarios/traces/mooncake_prefix_caching.yaml", [],
      "f20f12e4954d8d28", "8544b836b84906bc", "3e16609603da559a"),
+    ("scenarios/batching/nanoflow.yaml", ['workload.num_requests=64', 'workload.arrival.concurrency=64'],
+     "ca832cb0808dcb9a", "ee38310febd897a3", "f6ba1199f7447799"),
+    ("scenarios/long_context/shadowkv.yaml", ['workload.num_requests=8', 'workload.arrival.concurrency=8',
+                                              'workload.prompt_tokens.value=16384', 'workload.output_tokens.value=256'],
+     "0a79cf7100e31859", "3f78f506e0b180a6", "1351042c2db5bc14"),
+    ("scenarios/batching/early_exit.yaml", ['workload.num_requests=60'],
+     "a862f982aec6c8a6", "b6efd10305cf373b", "106b98d1b200d5db"),
+    ("scenarios/speculation/thompson_gamma.yaml", ['workload.num_requests=40'],
+     "d55d2783d3261283", "f0e9845c0f465450", "56539e5c2573762b"),
 ]
 
 

@@ -26,6 +26,7 @@ REPRODUCTION_SHA256 = {
     "eagle2-dynamic-tree": "49173853b0c31d79",
     "magicdec-long-context": "4ca6c29108cb7b8d",
     "multidraft-optimal-des": "52245a427114ac8a",
+    "shadowkv-long-context": "f5efd6334a0217d4",
 }
 
 

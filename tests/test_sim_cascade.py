@@ -2,15 +2,13 @@
 drafter against the theory and against direct pricing of its stage passes."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import simulator
-from sim_helpers import scenario
-from simulator.config.scenario import parse_scenario
+from sim_helpers import assert_bulk_equals_step, replica_kind, scenario
 from simulator.errors import ScenarioError
 from theory.cascade import best_horizontal_split, cascade_step, expected_passes, simulate_passes
 from theory.chain import expected_tokens_positional
@@ -53,16 +51,10 @@ def test_des_tokens_per_step_are_the_positional_chains():
 def test_draft_time_is_the_stage_passes_priced_directly():
     """A decode step's draft seconds = E[passes] × the 68M model's pass over 3 tokens per request (the
     max-gram stage is free), priced op by op with the same latency model."""
-    from simulator.cluster.factory import build_replica_kind
     from simulator.cost.step_cost import ForwardCost
     from models import get_model
     from models.step import Parallelism
-    sc = parse_scenario(scenario(**BASE))
-    cl = sc.cluster
-    kind = build_replica_kind(model=cl.model, hardware=cl.hardware, parallelism=cl.parallelism, dtype=cl.dtype,
-                              latency=cl.latency, moe=cl.moe, memory_utilization=None, drafter=sc.drafter,
-                              speculation=sc.speculation, acceptance=sc.acceptance, policy=sc.policy,
-                              acceptance_seed=1, base_dir=Path("."))
+    kind = replica_kind(scenario(**BASE))
     step = kind.cost.exact_decode_step(8, 8 * 512)
     small = ForwardCost(get_model("llama-68m"), Parallelism(1, 1), kind.latency, "bf16")
     passes = expected_passes(2, 0.35, 2)
@@ -80,10 +72,7 @@ def test_vertical_cascade_cuts_draft_time_and_keeps_acceptance():
 
 def test_bulk_equals_step_mode():
     data = scenario(**BASE)
-    bulk = simulator.run(data)
-    step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
-    pd.testing.assert_frame_equal(bulk.requests, step.requests)
-    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    assert_bulk_equals_step(data)
 
 
 def test_cascade_refuses_control_policies_and_bad_stages():

@@ -3,11 +3,10 @@ the chain formula at its own α, the run's mean follows theory.online, and bulk 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import simulator
-from sim_helpers import scenario
+from sim_helpers import assert_bulk_equals_step, scenario
 from simulator.errors import ScenarioError
 from theory.chain import expected_accepted
 from theory.online import alpha_at, distillation_gpu_seconds, mean_accepted_per_step
@@ -47,10 +46,7 @@ def test_run_mean_follows_the_closed_form_with_equal_steps():
 
 def test_bulk_equals_step_mode():
     data = scenario(**{**DATA, "workload": {"num_requests": 200}})
-    bulk = simulator.run(data)
-    step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
-    pd.testing.assert_frame_equal(bulk.requests, step.requests)
-    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    assert_bulk_equals_step(data)
 
 
 def test_distillation_cost_formula_and_bad_input():

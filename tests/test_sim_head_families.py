@@ -2,18 +2,15 @@
 priced op by op from the GEMM shapes its docstring states, and each gets an engine family."""
 from __future__ import annotations
 
-from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 import simulator
 from models import get_model
 from models.ops import GEMM, Op
 from models.step import Parallelism
-from sim_helpers import scenario
-from simulator.cluster.factory import build_replica_kind, drafter_family
+from sim_helpers import assert_bulk_equals_step, replica_kind, scenario
+from simulator.cluster.factory import drafter_family
 from simulator.config.scenario import parse_scenario
 from simulator.cost.step_cost import ForwardCost
 from simulator.errors import ScenarioError
@@ -24,12 +21,8 @@ H, V = TARGET.hidden_size, TARGET.vocab_size
 
 
 def _kind(drafter: dict, tp: int = 1, **extra):
-    sc = parse_scenario(scenario(drafter=drafter, acceptance=CHAIN, cluster={"parallelism": {"tp": tp}}, **extra))
-    cl = sc.cluster
-    return build_replica_kind(model=cl.model, hardware=cl.hardware, parallelism=cl.parallelism, dtype=cl.dtype,
-                              latency=cl.latency, moe=cl.moe, memory_utilization=0.9, drafter=sc.drafter,
-                              speculation=sc.speculation, acceptance=sc.acceptance, policy=sc.policy,
-                              acceptance_seed=1, base_dir=Path("."))
+    return replica_kind(scenario(drafter=drafter, acceptance=CHAIN, cluster={"parallelism": {"tp": tp}},
+                                 **extra))
 
 
 def _gemms_seconds(latency, tokens: int, shapes, tp: int = 1) -> float:
@@ -93,10 +86,7 @@ def test_every_head_style_has_an_engine_family(style, family):
                                      {"kind": "head", "gamma": 5, "tokens_per_pass": 2}])
 def test_bulk_equals_step_mode(drafter):
     data = scenario(drafter=drafter, acceptance=CHAIN)
-    bulk = simulator.run(data)
-    step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
-    pd.testing.assert_frame_equal(bulk.requests, step.requests)
-    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    assert_bulk_equals_step(data)
 
 
 def test_hydra_heads_draw_trees_level_by_level():

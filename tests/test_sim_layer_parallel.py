@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import simulator
 from models import get_model
 from models.step import Parallelism
-from sim_helpers import scenario
-from simulator.cluster.factory import build_replica_kind
-from simulator.config.scenario import parse_scenario
+from sim_helpers import assert_bulk_equals_step, replica_kind, scenario
 from simulator.cost.step_cost import ForwardCost
 from simulator.errors import ScenarioError
 
@@ -24,12 +20,7 @@ BASE = dict(cluster={"model": "llama-3-70b", "parallelism": {"tp": 4}},
 
 
 def _kind(data):
-    sc = parse_scenario(data)
-    cl = sc.cluster
-    return build_replica_kind(model=cl.model, hardware=cl.hardware, parallelism=cl.parallelism, dtype=cl.dtype,
-                              latency=cl.latency, moe=cl.moe, memory_utilization=0.9, drafter=sc.drafter,
-                              speculation=sc.speculation, acceptance=sc.acceptance, policy=sc.policy,
-                              acceptance_seed=1, base_dir=Path("."))
+    return replica_kind(data)
 
 
 @pytest.mark.parametrize("k", [2, 4])
@@ -53,10 +44,7 @@ def test_layer_parallel_drafts_faster_and_frees_memory():
 
 def test_bulk_equals_step_mode():
     data = scenario(**BASE)
-    bulk = simulator.run(data)
-    step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
-    pd.testing.assert_frame_equal(bulk.requests, step.requests)
-    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    assert_bulk_equals_step(data)
 
 
 def test_layer_parallel_is_one_fixed_chain():

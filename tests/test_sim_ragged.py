@@ -10,8 +10,7 @@ import simulator
 from models import get_model
 from models.step import Parallelism
 from profiles.hardware import get_hardware
-from sim_helpers import scenario
-from simulator.errors import ScenarioError
+from sim_helpers import assert_bulk_equals_step, replica_kind, scenario
 from theory.ragged import expected_max_accepted, expected_padding, simulate_batch_tau
 
 SURV = np.cumprod([0.7] * 5)
@@ -42,17 +41,9 @@ def test_realignment_adds_the_kv_rewrite_to_each_verify_step():
     k = tgt.kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16") + drf.kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16")
     st = realigned.steps
     dec = st[(st.decode_seqs > 0) & (st.prefill_tokens == 0)].head(200)
-    from simulator.cluster.factory import build_replica_kind
-    from simulator.config.scenario import parse_scenario
-    from pathlib import Path
     kinds = []
     for d in (DATA, {**DATA, "speculation": {"kind": "chain"}}):
-        sc = parse_scenario(scenario(**d))
-        cl = sc.cluster
-        kinds.append(build_replica_kind(model=cl.model, hardware=cl.hardware, parallelism=cl.parallelism,
-                                        dtype=cl.dtype, latency=cl.latency, moe=cl.moe, memory_utilization=None,
-                                        drafter=sc.drafter, speculation=sc.speculation, acceptance=sc.acceptance,
-                                        policy=sc.policy, acceptance_seed=1, base_dir=Path(".")))
+        kinds.append(replica_kind(scenario(**d)))
     for b, ctx in ((1, 700), (8, 8 * 900), (32, 32 * 2000)):
         extra = kinds[0].cost.target.exact_decode(b, 6, ctx) - kinds[1].cost.target.exact_decode(b, 6, ctx)
         assert extra[0] == pytest.approx(2.0 * ctx * k / hw.hbm_bandwidth_bytes_per_s, rel=1e-12)
@@ -63,7 +54,4 @@ def test_realignment_adds_the_kv_rewrite_to_each_verify_step():
 
 def test_bulk_equals_step_mode():
     data = scenario(**DATA)
-    bulk = simulator.run(data)
-    step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
-    pd.testing.assert_frame_equal(bulk.requests, step.requests)
-    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    assert_bulk_equals_step(data)

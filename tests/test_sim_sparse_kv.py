@@ -3,16 +3,11 @@ the KV budget, the closed form's batch trend (theory.sparse_kv) against finite d
 own step prices, and the TriForce cascade's stages priced directly."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
-import simulator
-from sim_helpers import scenario
-from simulator.cluster.factory import build_replica_kind
-from simulator.config.scenario import parse_scenario
+from sim_helpers import assert_bulk_equals_step, replica_kind, scenario
 from theory.chain import expected_tokens
 from theory.sparse_kv import large_batch_limit, self_spec_speedup, speedup_batch_slope_sign
 
@@ -21,12 +16,7 @@ LONG = {"cluster": {"model": "llama-3.1-8b"}, "acceptance": {"kind": "constant",
 
 
 def _kind(data: dict):
-    sc = parse_scenario(data)
-    cl = sc.cluster
-    return build_replica_kind(model=cl.model, hardware=cl.hardware, parallelism=cl.parallelism, dtype=cl.dtype,
-                              latency=cl.latency, moe=cl.moe, memory_utilization=None, drafter=sc.drafter,
-                              speculation=sc.speculation, acceptance=sc.acceptance, policy=sc.policy,
-                              acceptance_seed=1, base_dir=Path("."))
+    return replica_kind(data)
 
 
 @pytest.mark.parametrize("context,budget", [(32768, 512), (4096, 512), (300, 512), (512, 512)])
@@ -94,7 +84,4 @@ def test_triforce_stages_are_the_sparse_target_and_the_small_model():
     {"model": "self", "tokens": 4, "kv_budget": 256, "inner_model": "llama-68m", "inner_gamma": 2, "inner_alpha": 0.5}]}])
 def test_bulk_equals_step_mode(drafter):
     data = scenario(drafter=drafter, acceptance={"kind": "constant", "alpha": 0.8})
-    bulk = simulator.run(data)
-    step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
-    pd.testing.assert_frame_equal(bulk.requests, step.requests)
-    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    assert_bulk_equals_step(data)

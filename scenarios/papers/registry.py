@@ -49,6 +49,7 @@ REGISTRY: dict[str, str] = {
     "eagle2-dynamic-tree": "scenarios.papers.repro_eagle2",
     "magicdec-long-context": "scenarios.papers.repro_magicdec",
     "multidraft-optimal-des": "scenarios.papers.repro_multidraft_des",
+    "shadowkv-long-context": "scenarios.papers.repro_shadowkv",
 }
 
 

@@ -80,13 +80,16 @@ def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str
 
 
 def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
-                       drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None) -> int:
+                       drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None,
+                       kv_fraction: float = 1.0) -> int:
     """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
-    weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype)."""
+    weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype);
+    `kv_fraction` scales the target's KV per token (ShadowKV keeps a fraction of it on the GPU:
+    simulator.cost.shadowkv)."""
     from models.moe_routing import weight_bytes_per_gpu
     target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
     free = hw.hbm_bytes * util - target_weights
-    per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype))
+    per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype)) * kv_fraction
     extra_w = 0.0
     if drafter is not None:
         extra_w = drafter.weight_bytes_per_gpu
@@ -189,7 +192,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                        latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
                        speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
                        where: str = "cluster", latencies: dict | None = None,
-                       kv_dtype: str | None = None) -> ReplicaKind:
+                       kv_dtype: str | None = None, kv_layout=None, early_exit=None) -> ReplicaKind:
     """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline
     block (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
     (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
@@ -197,7 +200,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     `latencies` (hardware id → latency model) lets pools on the same hardware share one latency model,
     so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
     steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`: the KV
-    cache's dtype (None: models.spec.kv_cache_dtype of `dtype`)."""
+    cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
+    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
     target = resolve_model(model, base_dir)
     kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
@@ -222,9 +226,29 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
             raise ScenarioError("speculation.kind", f"{built_drafter.fixed_chain}: it needs 'chain'")
         if policy.kind != "fixed":
             raise ScenarioError("policy.kind", f"{built_drafter.fixed_chain}: control policies need 'fixed'")
+    shadow = kv_layout is not None and kv_layout.kind == "shadowkv"
+    if shadow and (built_drafter is not None or par.ep > 1 or latency.nano_batches > 1):
+        raise ScenarioError("cluster.kv_cache.layout.kind", "shadowkv prices the target's own passes: it needs drafter none, "
+                            "ep 1 and cluster.latency.nano_batches 1")
+    if early_exit is not None:
+        if built_drafter is not None or shadow or latency.nano_batches > 1 or par.ep > 1 or par.pp > 1 or target.is_moe:
+            raise ScenarioError("early_exit", "early exit is modelled for plain decoding of a dense target: it needs "
+                                "drafter none, kv_cache layout paged, nano_batches 1, ep 1, pp 1")
+        if max(early_exit.exit_layers) >= target.num_layers:
+            raise ScenarioError("early_exit.exit_layers", f"must be below {target.name}'s {target.num_layers} layers")
+    kv_fraction = 1.0
+    if shadow:
+        from simulator.cost.shadowkv import gpu_kv_fraction
+        if target.is_mla:
+            raise ScenarioError("cluster.kv_cache.layout.kind", f"shadowkv splits keys from values; {target.name}'s MLA latent "
+                                "cache has no separate keys")
+        kv_fraction = gpu_kv_fraction(target, kv_layout.rank, kv_layout.chunk_tokens)
     kv_tokens = 0 if memory_utilization is None else \
-        kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype)
+        kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype, kv_fraction)
     realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None
+    if latency.nano_batches > 1 and (par.ep > 1 or realign):
+        raise ScenarioError("cluster.latency.nano_batches", "NanoFlow's overlap is modelled for dense target "
+                            "passes with paged KV: it needs ep 1 and speculation.alignment 'paged'")
     if par.ep > 1:
         if realign:
             raise ScenarioError("speculation.alignment", "'realign' models a padded single-group batch; "
@@ -237,13 +261,28 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
             target, par, lat, dtype, kv_dtype,
             kv_bytes_per_token=target.kv_bytes_per_token_per_gpu(par, kv_dtype) + built_drafter.kv_bytes_per_token_per_gpu,
             hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
+    elif early_exit is not None:
+        from simulator.cost.early_exit import EarlyExitForwardCost
+        target_cost = EarlyExitForwardCost(target, par, lat, dtype, kv_dtype, exit_layers=tuple(early_exit.exit_layers),
+                                           exit_probs=tuple(early_exit.exit_probs))
+    elif shadow:
+        from simulator.cost.shadowkv import ShadowKVForwardCost
+        target_cost = ShadowKVForwardCost(target, par, lat, dtype, kv_dtype, rank=kv_layout.rank,
+                                          sparse_budget=kv_layout.sparse_budget, chunk_tokens=kv_layout.chunk_tokens,
+                                          link_bandwidth_bytes_per_s=hw.host_link_bandwidth_bytes_per_s,
+                                          link_latency_s=hw.host_link_latency_s)
+    elif latency.nano_batches > 1:
+        from simulator.cost.nanoflow import NanoFlowForwardCost
+        target_cost = NanoFlowForwardCost(target, par, lat, dtype, kv_dtype, nano_batches=latency.nano_batches,
+                                          peak_flops_per_s=hw.peak_flops.get(dtype, hw.peak_flops["bf16"]),
+                                          hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
     else:
         target_cost = ForwardCost(target, par, lat, dtype, kv_dtype)
     spec = control = None
     if built_drafter is None:
         cost = StepCostModel(target_cost, None, 0, engine=engine)
     else:
-        max_gamma = max(gamma, policy.max_gamma if policy.kind == "smartspec" else 0)
+        max_gamma = max(gamma, policy.max_gamma if policy.kind in ("smartspec", "thompson") else 0)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
                                  built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
         cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, spec.widths, spec.verify_q,

@@ -88,7 +88,8 @@ class LatencyConfig(_Strict):
     (profiles.engine_time); default: on for GPUs, off for the local CPU (its profile measures host work
     per pass instead). `engine_version`: the framework version whose engine behaviour is modelled
     (scheduling overlap, CUDA-graph modes), when it differs from the measured tables' version (default:
-    the tables' version, or the newest)."""
+    the tables' version, or the newest). `nano_batches` k ≥ 2 (NanoFlow): decode-only target passes run as k
+    nano-batches whose compute-, memory- and network-bound ops overlap (simulator.cost.nanoflow)."""
 
     source: Literal["auto", "measured", "profile", "roofline"] = "auto"
     framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
@@ -96,6 +97,7 @@ class LatencyConfig(_Strict):
     profile_dir: str | None = None
     engine_time: bool | None = None
     engine_version: str | None = None
+    nano_batches: int = Field(1, ge=1, le=64)
 
     @field_validator("version", "engine_version", mode="before")
     @classmethod
@@ -114,6 +116,27 @@ class LatencyConfig(_Strict):
         return self
 
 
+class PagedKVLayoutConfig(_Strict):
+    """The target's KV cache in HBM, paged (vLLM's layout; the default)."""
+
+    kind: Literal["paged"] = "paged"
+
+
+class ShadowKVLayoutConfig(_Strict):
+    """ShadowKV (Sun et al. 2024): keys kept on the GPU as a rank-`rank` factor plus one landmark per
+    `chunk_tokens` tokens, values offloaded to host memory; each decode step attends to `sparse_budget`
+    tokens per request (simulator.cost.shadowkv). Defaults: the paper's Llama-3.1-8B setting (rank 160,
+    8-token chunks, a 2,048-token budget = 1.56 % of 128k)."""
+
+    kind: Literal["shadowkv"]
+    rank: int = Field(160, ge=1, le=8192)
+    sparse_budget: int = Field(2048, ge=1)
+    chunk_tokens: int = Field(8, ge=1, le=4096)
+
+
+KVLayoutConfig = Annotated[Union[PagedKVLayoutConfig, ShadowKVLayoutConfig], Field(discriminator="kind")]
+
+
 class KVCacheConfig(_Strict):
     """The replicas' KV cache beyond paging (simulator.core.kv_cache).
 
@@ -124,15 +147,20 @@ class KVCacheConfig(_Strict):
     `preemption`: recompute (free the KV, re-prefill later; vLLM V1) or swap (copy the KV to host memory
     and back over the hardware's host link; vLLM V0's swap space). `host_memory_gib`: host memory per GPU
     for swapped KV and, with prefix caching, a second LRU tier for evicted prefix blocks (loaded back over
-    the host link instead of recomputed; LMCache/vLLM's CPU offloading)."""
+    the host link instead of recomputed; LMCache/vLLM's CPU offloading). `layout`: how the target's KV is
+    stored — paged in HBM (default) or ShadowKV's low-rank keys with host-resident values."""
 
     prefix_caching: bool = False
     shared_prefix_attention: bool = False
     preemption: Literal["recompute", "swap"] = "recompute"
     host_memory_gib: float = Field(0.0, ge=0.0, le=65536.0, allow_inf_nan=False)
+    layout: KVLayoutConfig = PagedKVLayoutConfig()
 
     @model_validator(mode="after")
     def _consistent(self) -> "KVCacheConfig":
+        if self.layout.kind == "shadowkv" and (self.prefix_caching or self.preemption == "swap"):
+            raise ValueError("layout 'shadowkv' keeps its values in host memory already: prefix_caching and "
+                             "swap preemption are modelled for the paged layout")
         if self.shared_prefix_attention and not self.prefix_caching:
             raise ValueError("shared_prefix_attention needs prefix_caching: true (shared blocks come from the cache)")
         if self.preemption == "swap" and self.host_memory_gib <= 0:
@@ -244,6 +272,25 @@ AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanc
                              Field(discriminator="kind")]
 
 
+class EarlyExitConfig(_Strict):
+    """Early exit of the target (SpecEE, CALM): a decoded token leaves after `exit_layers`[i] layers with
+    probability `exit_probs`[i] (else after all of them); a batched pass runs to its deepest exit
+    (simulator.cost.early_exit). Plain decoding only; dense models, pp 1."""
+
+    exit_layers: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, max_length=256)
+    exit_probs: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1, max_length=256)
+
+    @model_validator(mode="after")
+    def _law(self) -> "EarlyExitConfig":
+        if len(self.exit_layers) != len(self.exit_probs):
+            raise ValueError("exit_layers and exit_probs need one entry each")
+        if any(b <= a for a, b in zip(self.exit_layers, self.exit_layers[1:])):
+            raise ValueError(f"exit_layers must be strictly ascending, got {self.exit_layers}")
+        if sum(self.exit_probs) > 1.0 + 1e-9:
+            raise ValueError(f"exit_probs must sum to at most 1, got {sum(self.exit_probs):.4g}")
+        return self
+
+
 class SchedulerConfig(_Strict):
     """The batching scheduler (continuous batching; not the speculation control policy, `policy:`).
     `kind` vllm: prefill-first (a step is either all prefill or all decode); sarathi: chunked prefill
@@ -280,6 +327,7 @@ class Scenario(_Strict):
     acceptance: AcceptanceConfig = ConstantAcceptanceConfig()
     speculation: SpeculationConfig = ChainConfig()
     policy: PolicyConfig = FixedPolicyConfig()
+    early_exit: EarlyExitConfig | None = None
     scheduler: SchedulerConfig = SchedulerConfig()
     slo: SLO = SLO()
     outputs: OutputsConfig = OutputsConfig()

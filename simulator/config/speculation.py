@@ -13,7 +13,7 @@ YAML reference (each section is a discriminated union on `kind`):
                             # CS Drafting; TriForce (a small model drafting for the sparse-KV target)
   speculation:  chain {alignment: paged|realign}   (γ = drafter.gamma; realign: EQSPEC's padded batches)
                 tree         {builder: kary|medusa|sequoia, k, depth, budget}
-                dynamic_tree {top_k, depth, budget, per_context}       # EAGLE-2 top-N reranking
+                dynamic_tree {builder: eagle2|top_n, top_k, depth, budget, per_context}  # EAGLE-2 / OPT-Tree
                 multidraft   {n, scheme: rrs|rrs_wor|kseq|naive|optimal|optimal_wor}  # n sequences of length γ
   acceptance:   ranked {accept_probs}    # Sequoia's positional model: P(child of rank k is accepted)
                 contexts {contexts: [{weight, accept_probs}]}   # per-context classes of the ranked model
@@ -22,6 +22,7 @@ YAML reference (each section is a discriminated union on `kind`):
                 pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
                 | load_switch {max_batch, max_queue} | specreason (with acceptance step_level)
+                | thompson {max_gamma, seed}          # online α: Beta posterior, Thompson draws
 """
 from __future__ import annotations
 
@@ -148,12 +149,15 @@ class TreeConfig(_Strict):
 
 
 class DynamicTreeConfig(_Strict):
-    """EAGLE-2: expand the `top_k` best nodes per level for `depth` levels, keep the `budget` best nodes.
+    """EAGLE-2 (`builder: eagle2`): expand the `top_k` best nodes per level for `depth` levels, keep the
+    `budget` best nodes; OPT-Tree / DySpec (`builder: top_n`): the `budget` nodes of largest path product
+    among all nodes of depth ≤ `depth` (best-first search, the maximum-expected-tokens tree; top_k unused).
     `per_context` (with `acceptance: {kind: contexts}`): re-shape the tree every step for the contexts the
     drafter sees at its nodes (EAGLE-2's confidence reranking / DySpec / OPT-Tree), instead of one tree
     for the mean (simulator.speculation.context_acceptance)."""
 
     kind: Literal["dynamic_tree"]
+    builder: Literal["eagle2", "top_n"] = "eagle2"
     top_k: int = Field(4, ge=1, le=64)
     depth: int = Field(5, ge=1, le=64)
     budget: int = Field(32, ge=1, le=1024)
@@ -279,6 +283,15 @@ class TetrisPolicyConfig(_Strict):
     budget_tokens: int = Field(64, ge=1)
 
 
+class ThompsonPolicyConfig(_Strict):
+    """Per step, the γ in 0..max_gamma SmartSpec would choose for an α drawn from the Beta posterior of the
+    acceptances seen so far (online estimation, Thompson sampling; simulator.speculation.control.thompson)."""
+
+    kind: Literal["thompson"]
+    max_gamma: int = Field(8, ge=1, le=64)
+    seed: int = Field(0, ge=0)
+
+
 class SpecReasonPolicyConfig(_Strict):
     """Reasoning-step speculation (SpecReason): after the large model rejects a drafted step (acceptance
     `step_level`), it regenerates the step itself (drafter.gamma − 1 plain decode steps), then the small
@@ -311,5 +324,5 @@ class LoadSwitchPolicyConfig(_Strict):
 
 
 PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig,
-                               LoadSwitchPolicyConfig, SpecReasonPolicyConfig],
+                               LoadSwitchPolicyConfig, SpecReasonPolicyConfig, ThompsonPolicyConfig],
                          Field(discriminator="kind")]

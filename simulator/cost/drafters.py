@@ -77,8 +77,28 @@ class ZeroCost:
     decode_attention = decode_forward
 
 
+class TokenwiseHeadCost(ZeroCost):
+    """A head pass whose cost depends only on its input tokens (GEMMs on hidden states: no attention, no
+    KV); subclasses price `dense`. The head runs as one layer-like pass on the target's GPUs."""
+
+    def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
+        return self.dense(seqs * q, seqs * q)
+
+    stage_gpus = ForwardCost.stage_gpus
+
+    def gpu_layers(self) -> int:
+        return 1  # one layer-like pass, not the target's layers
+
+    def decode_forward(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
+        seqs = np.broadcast_to(np.asarray(seqs), np.shape(np.atleast_1d(context_sums)))
+        return np.array([self.dense(int(b) * q, int(b) * q) for b in seqs]).reshape(-1, 3)
+
+    def decode_attention(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
+        return np.zeros((len(np.atleast_1d(context_sums)), 3))
+
+
 @dataclass
-class MedusaHeadsCost(ZeroCost):
+class MedusaHeadsCost(TokenwiseHeadCost):
     """`heads` Medusa heads (residual h×h block + own LM head h×V) on each head-input token."""
 
     spec: ModelSpec
@@ -103,20 +123,6 @@ class MedusaHeadsCost(ZeroCost):
             cost = self._memo[t] = _price(self.latency, ops)
         return cost
 
-    def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
-        return self.dense(seqs * q, seqs * q)
-
-    stage_gpus = ForwardCost.stage_gpus
-
-    def gpu_layers(self) -> int:
-        return 1  # the heads' residual blocks and LM heads: one layer-like pass, not the target's layers
-
-    def decode_forward(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
-        seqs = np.broadcast_to(np.asarray(seqs), np.shape(np.atleast_1d(context_sums)))
-        return np.array([self.dense(int(b) * q, int(b) * q) for b in seqs]).reshape(-1, 3)
-
-    def decode_attention(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
-        return np.zeros((len(np.atleast_1d(context_sums)), 3))
 
 
 @dataclass

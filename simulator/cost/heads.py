@@ -28,12 +28,12 @@ import numpy as np
 from models.ops import GEMM, Op
 from models.spec import ModelSpec, dtype_bytes
 from models.step import Parallelism
-from simulator.cost.drafters import ZeroCost
-from simulator.cost.step_cost import ForwardCost, _price
+from simulator.cost.drafters import TokenwiseHeadCost
+from simulator.cost.step_cost import _price
 
 
 @dataclass
-class GemmHeadCost(ZeroCost):
+class GemmHeadCost(TokenwiseHeadCost):
     """A head pass made of GEMMs only: `gemms` = ((name, n_out, k_in), …) applied to every head-input
     token (n_out sharded over tp), no attention, no KV."""
 
@@ -55,21 +55,6 @@ class GemmHeadCost(ZeroCost):
                            m=t, n=n / tp, k=k) for name, n, k in self.gemms]
             cost = self._memo[t] = _price(self.latency, ops)
         return cost
-
-    def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
-        return self.dense(seqs * q, seqs * q)
-
-    stage_gpus = ForwardCost.stage_gpus
-
-    def gpu_layers(self) -> int:
-        return 1  # one layer-like pass, not the target's layers
-
-    def decode_forward(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
-        seqs = np.broadcast_to(np.asarray(seqs), np.shape(np.atleast_1d(context_sums)))
-        return np.array([self.dense(int(b) * q, int(b) * q) for b in seqs]).reshape(-1, 3)
-
-    def decode_attention(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
-        return np.zeros((len(np.atleast_1d(context_sums)), 3))
 
     def weight_params(self) -> int:
         return int(sum(n * k for _, n, k in self.gemms))

@@ -80,12 +80,12 @@ def class_rows(acc) -> tuple[np.ndarray, np.ndarray]:
 
 
 def dynamic_tree_library(sp, acc, seed: int) -> TreeLibraryAcceptance:
-    """The library of realised EAGLE-2 trees of a `dynamic_tree` section under `contexts` acceptance."""
+    """The library of realised dynamic trees (EAGLE-2's or OPT-Tree's builder) of a `dynamic_tree` section
+    under `contexts` acceptance."""
+    from simulator.speculation.shapes import dynamic_tree_builder
     from theory.context_trees import sample_dynamic_trees
-    from theory.tree_builders import eagle2_tree
     w, rows = class_rows(acc)
-    trees = sample_dynamic_trees(w, rows, lambda child_probs: eagle2_tree(child_probs, sp.top_k, sp.depth, sp.budget),
-                                 LIBRARY_TREES, np.random.default_rng(seed))
+    trees = sample_dynamic_trees(w, rows, dynamic_tree_builder(sp), LIBRARY_TREES, np.random.default_rng(seed))
     return TreeLibraryAcceptance.from_trees(trees, seed)
 
 

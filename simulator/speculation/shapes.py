@@ -92,6 +92,15 @@ def rank_probs(acc, base_dir: Path, shape: str = "tree") -> np.ndarray:
                         f"acceptance: 'ranked', 'pair' or 'trace' (got {acc.kind!r})")
 
 
+def dynamic_tree_builder(sp):
+    """child_probs -> Tree for a `dynamic_tree` section: EAGLE-2's expand-and-rerank, or OPT-Tree/DySpec's
+    exact top-N by path product (theory.tree_builders)."""
+    from theory import tree_builders as tb
+    if sp.builder == "top_n":
+        return lambda child_probs: tb.top_n_tree(child_probs, sp.budget, sp.depth)
+    return lambda child_probs: tb.eagle2_tree(child_probs, sp.top_k, sp.depth, sp.budget)
+
+
 def build_tree(sp, acc, gamma: int, base_dir: Path) -> Tree:
     """The tree of a `speculation` section (tree, dynamic_tree or multidraft) under an `acceptance` one."""
     from theory import tree_builders as tb
@@ -104,7 +113,7 @@ def build_tree(sp, acc, gamma: int, base_dir: Path) -> Tree:
         if sp.kind == "multidraft":
             return _multidraft_tree(sp, acc, probs, gamma)
         if sp.kind == "dynamic_tree":
-            return tb.eagle2_tree(tb.positional_child_probs(probs), sp.top_k, sp.depth, sp.budget)
+            return dynamic_tree_builder(sp)(tb.positional_child_probs(probs))
         if sp.builder == "kary":
             return tb.kary_tree(sp.k, sp.depth, probs)
         if sp.builder == "medusa":

@@ -1,0 +1,92 @@
+"""ShadowKV (Sun et al. 2024, arXiv 2410.21465): the target's pre-RoPE keys kept on the GPU as a rank-r factor,
+values offloaded to host memory, and each decode step attending to a sparse budget of tokens chosen by
+chunk landmarks (`kv_cache: {kind: shadowkv, rank, sparse_budget, chunk_tokens}`).
+
+Memory (`gpu_kv_fraction`): per token and layer the GPU keeps the key factor's r elements and one landmark
+(the mean post-RoPE key of a chunk, D = kv heads × head dim elements) per `chunk_tokens` tokens, instead of
+2·D for keys and values: the fraction (r + D/chunk) / (2·D) of the paged KV per token (TP/PP split as the
+paged KV). Not counted: the per-request right factor (r × D per layer, independent of length), the static
+outlier chunks kept dense, and the host memory holding the values (assumed large enough).
+
+Decode pass (`ShadowKVForwardCost.exact_decode`), per layer, on top of the dense ops:
+- landmark scoring: priced as decode attention over Σ context / chunk keys (the kernel reads no values
+  for landmarks, and the queries' own q(q+1)/2 causal pairs are counted again: an over-estimate of at
+  most the landmark bytes);
+- sparse attention over min(Σ context, requests × budget) tokens (as simulator.cost.sparse_kv: exact when
+  every context exceeds the budget or none does);
+- key reconstruction (a GEMM of the selected tokens' r-dim factors by the r × D/tp right factor) overlapped
+  with the value fetch of the selected tokens over the host link (ShadowKV's two CUDA streams): the pass
+  pays max(reconstruction, fetch). ShadowKV's cache of recently fetched chunks (the paper reports ~60 %
+  less fetching and reconstruction) is not modelled: fetch and reconstruction are upper bounds.
+Prefill: the values are written to the host over the same link (serial with the pass: a bound); the SVD of
+the keys is not priced. Draft models, expert parallelism and the other target pricers are not combined
+with it, nor are MLA models (their latent cache is not split into keys and values): refused in the factory.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.ops import GEMM, Op
+from models.spec import ModelSpec, dtype_bytes, kv_cache_dtype, kv_heads_per_gpu
+from models.step import Parallelism
+from simulator.cost.step_cost import ForwardCost, _price
+
+
+def kv_dim_per_gpu(spec: ModelSpec, par: Parallelism) -> int:
+    """Key (or value) elements of one token in one layer on one GPU: kv heads per GPU × head dim."""
+    return kv_heads_per_gpu(spec, par.tp) * spec.head_dim
+
+
+def gpu_kv_fraction(spec: ModelSpec, rank: int, chunk_tokens: int) -> float:
+    """ShadowKV's GPU KV bytes per token as a fraction of the paged cache's (module docstring)."""
+    d = kv_heads_per_gpu(spec, 1) * spec.head_dim
+    return (rank + d / chunk_tokens) / (2.0 * d)
+
+
+@dataclass
+class ShadowKVForwardCost(ForwardCost):
+    """Target passes under ShadowKV's KV layout (module docstring)."""
+
+    rank: int = 160
+    sparse_budget: int = 2048
+    chunk_tokens: int = 8
+    link_bandwidth_bytes_per_s: float = 0.0
+    link_latency_s: float = 0.0
+
+    def _layers(self) -> int:
+        return -(-self.spec.num_layers // self.parallelism.pp)
+
+    def selected_tokens(self, seqs: int, context_sum: int) -> int:
+        return min(int(context_sum), int(seqs) * self.sparse_budget)
+
+    def landmark_scoring(self, seqs: int, q: int, context_sum: int) -> np.ndarray:
+        landmarks = int(context_sum) // self.chunk_tokens
+        return super().exact_decode(seqs, q, landmarks) - self.dense(seqs * q, seqs * q)
+
+    def rebuild_and_fetch(self, seqs: int, context_sum: int) -> tuple[np.ndarray, float]:
+        """(seconds, FLOPs, bytes) of the key reconstruction and the seconds of the value fetch."""
+        m, d, b = self.selected_tokens(seqs, context_sum), kv_dim_per_gpu(self.spec, self.parallelism), \
+            dtype_bytes(kv_cache_dtype(self.dtype, self.kv_dtype))
+        layers = self._layers()
+        if m == 0:
+            return np.zeros(3), 0.0
+        rebuild = Op.make(GEMM, "shadowkv_key_rebuild", 2.0 * m * d * self.rank,
+                          b * (m * self.rank + m * d + seqs * self.rank * d), layers, m=m, n=d, k=self.rank)
+        fetch_s = layers * (self.link_latency_s + m * d * b / self.link_bandwidth_bytes_per_s)
+        return _price(self.latency, [rebuild]), fetch_s
+
+    def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
+        sparse = super().exact_decode(seqs, q, self.selected_tokens(seqs, context_sum), tree)
+        rebuild, fetch_s = self.rebuild_and_fetch(seqs, context_sum)
+        out = sparse + self.landmark_scoring(seqs, q, context_sum) + rebuild
+        out[0] += max(fetch_s - rebuild[0], 0.0)   # the fetch overlaps the reconstruction
+        return out
+
+    def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:
+        out = super().prefill_attention(tokens, seqs, attn_pairs)
+        if tokens:
+            nbytes = tokens * kv_dim_per_gpu(self.spec, self.parallelism) * dtype_bytes(kv_cache_dtype(self.dtype, self.kv_dtype))
+            out[0] += self._layers() * (self.link_latency_s + nbytes / self.link_bandwidth_bytes_per_s)
+        return out
