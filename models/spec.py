@@ -18,6 +18,7 @@ Every field mirrors a field of the model's published Hugging Face `config.json` 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -132,6 +133,17 @@ class ModelSpec:
                              "v_head_dim > 0")
 
     # ---- structure -------------------------------------------------------------------------------
+
+    def with_layers(self, n: int, label: str | None = None) -> "ModelSpec":
+        """This model with `n` decoder layers (a layer-skipping draft, a draft head, a group of layers): the
+        leading dense layers up to n and the model's share of sliding-window layers, rounded (0 drops the
+        window). Named `<name>[<label>]` (default `n layers`)."""
+        window_layers = round(n * self.sliding_window_layers / self.num_layers)
+        return dataclasses.replace(self, name=f"{self.name}[{label or f'{n} layers'}]", num_layers=n,
+                                   first_dense_layers=min(self.first_dense_layers, n),
+                                   sliding_window_layers=window_layers,
+                                   sliding_window=self.sliding_window if window_layers else 0)
+
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0

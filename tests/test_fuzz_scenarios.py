@@ -1,7 +1,9 @@
 """Schema-wide fuzzing of `draftsim run` (hypothesis): every generated scenario either runs and keeps the run
 invariants, or fails with the user-facing error — one line `draftsim: error: <field>: ...`, exit 2, no
 traceback, nothing written. Scenarios span every drafter, speculation shape, acceptance model, control
-policy, scheduler, router, dtype, hardware, latency source, disaggregation and expert parallelism; a
+policy, scheduler, router, weight and KV dtype, hardware, latency source, KV cache (prefix caching, swap,
+host tier, ShadowKV), shared prefixes and sessions, context limits, NanoFlow nano-batches, early exit,
+disaggregation and expert parallelism; a
 share of them has one field replaced by junk (a negative number, a wrong type, an unknown name) to
 exercise the bad-input paths.
 
@@ -81,8 +83,10 @@ shapes = st.one_of(
     st.builds(lambda b, k, d, n: {"kind": "tree", "builder": b, "k": k, "depth": d, "budget": n},
               st.sampled_from(["kary", "medusa", "sequoia"]), st.integers(1, 4), st.integers(1, 5),
               st.integers(1, 40)),
-    st.builds(lambda k, d, n, c: {"kind": "dynamic_tree", "top_k": k, "depth": d, "budget": n, "per_context": c},
-              st.integers(1, 6), st.integers(1, 6), st.integers(1, 48), st.booleans()),
+    st.builds(lambda b, k, d, n, c: {"kind": "dynamic_tree", "builder": b, "top_k": k, "depth": d, "budget": n,
+                                     "per_context": c},
+              st.sampled_from(["eagle2", "top_n"]), st.integers(1, 6), st.integers(1, 6), st.integers(1, 48),
+              st.booleans()),
     st.builds(lambda n, s: {"kind": "multidraft", "n": n, "scheme": s}, st.integers(1, 4),
               st.sampled_from(["rrs", "rrs_wor", "kseq", "naive", "optimal", "optimal_wor"])))
 
@@ -108,7 +112,9 @@ policies = st.one_of(
     st.builds(lambda b: {"kind": "tetris", "budget_tokens": b}, st.integers(1, 128)),
     st.builds(lambda b, q: {"kind": "load_switch", "max_batch": b, "max_queue": q}, st.integers(0, 64),
               st.integers(0, 64)),
-    st.just({"kind": "specreason"}))
+    st.just({"kind": "specreason"}),
+    st.builds(lambda g, seed: {"kind": "thompson", "max_gamma": g, "seed": seed}, st.integers(1, 8),
+              st.integers(0, 100)))
 
 schedulers = st.builds(
     lambda kind, batch, tokens, chunk, block: {"kind": kind, "max_batch_size": batch, "max_batched_tokens": tokens,
@@ -116,9 +122,29 @@ schedulers = st.builds(
     st.sampled_from(["vllm", "sarathi"]), st.integers(1, 256), st.integers(256, 8192), st.integers(16, 1024),
     st.sampled_from([8, 16, 32]))
 
-latency = st.builds(lambda source, fw, engine: {"source": source, "framework": fw, "engine_time": engine},
+latency = st.builds(lambda source, fw, engine, nano: {"source": source, "framework": fw, "engine_time": engine,
+                                                     "nano_batches": nano},
                     st.sampled_from(["auto", "auto", "measured", "roofline"]),
-                    st.sampled_from(["vllm", "sglang", "trtllm"]), st.sampled_from([None, True, False]))
+                    st.sampled_from(["vllm", "sglang", "trtllm"]), st.sampled_from([None, True, False]),
+                    st.sampled_from([1, 1, 1, 2, 4]))
+
+kv_caches = st.one_of(
+    st.just({}),
+    st.builds(lambda shared, preemption, host: {"prefix_caching": True, "shared_prefix_attention": shared,
+                                                "preemption": preemption, "host_memory_gib": host},
+              st.booleans(), st.sampled_from(["recompute", "swap"]), st.sampled_from([0, 0.5, 64])),
+    st.builds(lambda preemption, host: {"preemption": preemption, "host_memory_gib": host},
+              st.sampled_from(["recompute", "swap"]), st.sampled_from([0, 1, 16])),
+    st.builds(lambda rank, budget, chunk: {"layout": {"kind": "shadowkv", "rank": rank, "sparse_budget": budget,
+                                                      "chunk_tokens": chunk}},
+              st.integers(1, 512), st.integers(1, 4096), st.sampled_from([4, 8, 32])))
+
+prefix_workloads = st.one_of(
+    st.just({}),
+    st.builds(lambda n, tokens, pop: {"shared_prefix": {"prompts": n, "tokens": tokens, "popularity": pop}},
+              st.integers(1, 8), st.integers(1, 2048), st.sampled_from(["uniform", "zipf"])),
+    st.builds(lambda turns, think: {"sessions": {"turns": {"kind": "fixed", "value": turns}, "think_time_s": think}},
+              st.integers(1, 4), st.floats(0.01, 5)))
 
 
 @st.composite
@@ -142,9 +168,14 @@ def layouts(draw, model: str):
 def clusters(draw):
     model = draw(st.sampled_from(SMALL_MODELS) if draw(st.integers(0, 3)) else st.sampled_from(ALL_MODELS))
     cluster = {"hardware": draw(st.sampled_from(HARDWARE)), "model": model,
-               "dtype": draw(st.sampled_from(["bf16", "bf16", "bf16", "fp16", "fp8", "fp32"])),
-               "latency": draw(latency),
-               "router": draw(st.sampled_from(["round_robin", "least_outstanding", "join_shortest_queue"]))}
+               "dtype": draw(st.sampled_from(["bf16", "bf16", "bf16", "fp16", "fp8", "fp32", "fp8_block", "int4"])),
+               "latency": draw(latency), "kv_cache": draw(kv_caches),
+               "router": draw(st.sampled_from(["round_robin", "least_outstanding", "join_shortest_queue",
+                                               "prefix_aware"]))}
+    if draw(st.integers(0, 3)) == 0:
+        cluster["kv_dtype"] = draw(st.sampled_from(["bf16", "fp16", "fp8", "fp32"]))
+    if draw(st.integers(0, 5)) == 0:
+        cluster["max_model_len"] = draw(st.integers(16, 4096))
     if draw(st.integers(0, 4)) == 0:  # disaggregated prefill/decode pools, possibly on different GPUs
         cluster["disaggregation"] = {
             "prefill": {"replicas": draw(st.integers(1, 2)), "parallelism": draw(layouts(model))},
@@ -184,10 +215,15 @@ def speculation(draw):
 def scenarios(draw):
     data = {"name": "fuzz", "seed": draw(st.integers(0, 2**16)),
             "workload": {"arrival": draw(arrivals), "prompt_tokens": draw(lengths), "output_tokens": draw(lengths),
-                         "num_requests": draw(st.integers(1, 40))},
+                         "num_requests": draw(st.integers(1, 40)), **draw(prefix_workloads),
+                         "context_overflow": draw(st.sampled_from(["error", "error", "drop", "truncate"]))},
             "cluster": draw(clusters()), **draw(speculation()), "scheduler": draw(schedulers),
             "slo": {"ttft_s": draw(st.floats(0.01, 5)), "tpot_s": draw(st.floats(0.001, 0.2))},
             "outputs": {"plots": False}}
+    if draw(st.integers(0, 7)) == 0:  # SpecEE/CALM-style early exits
+        layers = sorted(draw(st.lists(st.integers(1, 40), min_size=1, max_size=3, unique=True)))
+        data["early_exit"] = {"exit_layers": layers,
+                              "exit_probs": draw(st.lists(st.floats(0, 0.5), min_size=len(layers), max_size=len(layers)))}
     if draw(st.integers(0, 3)) == 0:  # one field replaced by junk
         leaves = sorted(_leaves(data))
         path = leaves[draw(st.integers(0, len(leaves) - 1).map(lambda i: (i * 7919) % len(leaves)))]

@@ -38,7 +38,6 @@ own GPUs, how much of the draft time the step exposes. Approximations are named 
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -158,14 +157,9 @@ def overlap_exposure(full_accept_prob: float):
     return exposed
 
 
-def _layers(spec: ModelSpec, n: int) -> ModelSpec:
-    return dataclasses.replace(spec, name=f"{spec.name}[{n} layers]", num_layers=n,
-                               first_dense_layers=min(spec.first_dense_layers, n))
-
-
 def layer_params(spec: ModelSpec) -> int:
     """Parameters of one decoder layer (difference of a 2- and a 1-layer copy)."""
-    return _layers(spec, 2).param_count() - _layers(spec, 1).param_count()
+    return spec.with_layers(2).param_count() - spec.with_layers(1).param_count()
 
 
 @dataclass(frozen=True)
@@ -189,7 +183,7 @@ def _ngram(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_d
 
 def _layer_skip(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str) -> DrafterBuild:
     n = max(1, min(target.num_layers - 1, round(d.layers_fraction * target.num_layers)))
-    spec = _layers(target, n)
+    spec = target.with_layers(n)
     return DrafterBuild(ForwardCost(spec, Parallelism(par.tp, 1), latency, dtype, kv_dtype), None, 0.0, 0.0, spec=spec)
 
 
@@ -202,7 +196,7 @@ def _head(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dt
         w = d.gamma * (target.hidden_size ** 2 + target.hidden_size * (1 + target.vocab_size))
         cost = MedusaHeadsCost(target, tp_par, latency, dtype, d.gamma)
         return DrafterBuild(cost, 1, w * dtype_bytes(dtype) / par.tp, 0.0)
-    spec = _layers(target, d.layers)
+    spec = target.with_layers(d.layers)
     w = d.layers * layer_params(target) + 2 * target.hidden_size ** 2
     return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype, kv_dtype), None, w * dtype_bytes(dtype) / par.tp,
                         spec.kv_bytes_per_token_per_gpu(tp_par, kv_dtype), spec=spec, tokens_per_pass=d.tokens_per_pass,

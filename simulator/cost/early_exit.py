@@ -14,7 +14,6 @@ output's quality is not modelled (early exit is lossy). Not combined with drafte
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,8 +32,7 @@ class EarlyExitForwardCost(ForwardCost):
     _serial: ForwardCost | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        one = dataclasses.replace(self.spec, name=f"{self.spec.name}[1 layer]", num_layers=1,
-                                  first_dense_layers=min(self.spec.first_dense_layers, 1))
+        one = self.spec.with_layers(1, "1 layer")
         self._one_layer = ForwardCost(one, self.parallelism, self.latency, self.dtype, self.kv_dtype)
         self._serial = ForwardCost(self.spec, self.parallelism, self.latency, self.dtype, self.kv_dtype)
 

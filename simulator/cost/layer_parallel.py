@@ -15,7 +15,6 @@ fuzzy drafting (EasySpec reports at most 7 %) is the acceptance section's to sta
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from models.spec import ModelSpec
@@ -27,8 +26,7 @@ from simulator.cost.step_cost import ForwardCost
 def layer_parallel_cost(spec: ModelSpec, k: int, gamma: int, latency, dtype: str, kv_dtype: str | None = None
                         ) -> CascadeCost:
     groups = math.ceil(spec.num_layers / k)
-    fuzzy = dataclasses.replace(spec, name=f"{spec.name}[{groups} layer groups]", num_layers=groups,
-                                first_dense_layers=min(spec.first_dense_layers, groups))
+    fuzzy = spec.with_layers(groups, f"{groups} layer groups")
     one = Parallelism(1, 1)
     return CascadeCost((CascadeStage(ForwardCost(fuzzy, one, latency, dtype, kv_dtype), float(gamma), 1),
                         CascadeStage(ForwardCost(spec, one, latency, dtype, kv_dtype), 1.0, gamma + 1)))
