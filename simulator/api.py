@@ -10,7 +10,7 @@ import pandas as pd
 
 from simulator.cluster.build import Cluster, build
 from simulator.core.engine import Engine, EngineConfig
-from simulator.results.metrics import build_requests_frame, build_steps_frame
+from simulator.results.metrics import build_aggregate_frame, build_requests_frame, build_steps_frame
 from simulator.results.summary import cluster_summary
 from simulator.config.scenario import Scenario, load_scenario, parse_scenario
 
@@ -19,7 +19,7 @@ from simulator.config.scenario import Scenario, load_scenario, parse_scenario
 class Result:
     scenario: Scenario
     requests: pd.DataFrame
-    steps: pd.DataFrame
+    steps: pd.DataFrame    # one row per step, or per kept step, or per replica and interval (`outputs.steps`)
     summary: dict
     wall_s: float = 0.0                      # host seconds spent simulating (not part of summary.json)
     built: Cluster | None = field(default=None, repr=False)
@@ -54,5 +54,14 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
     if cluster.handoff is not None:
         for name, values in cluster.handoff.request_columns(cluster.state).items():
             requests[name] = values
-    steps = build_steps_frame(_sorted_steps(cluster.log.columns()))
-    return Result(scenario, requests, steps, cluster_summary(cluster, requests, steps, end_s), wall_s, cluster)
+    cluster.log.finish()
+    summary = cluster_summary(cluster, requests, end_s)
+    if cluster.log.mode == "aggregate":
+        steps = build_aggregate_frame(cluster.log.aggregates())
+    else:
+        cols = _sorted_steps(cluster.log.columns())
+        alltoall = cols.pop("alltoall_s", None)
+        steps = build_steps_frame(cols)
+        if alltoall is not None:  # (after end_s, where the column has always been)
+            steps["alltoall_s"] = alltoall
+    return Result(scenario, requests, steps, summary, wall_s, cluster)

@@ -4,7 +4,9 @@ were recorded on commit dc52e50, before the one-engine redesign (issue 13), and 
 with the measured-pricing changes made meanwhile on main (separable row-curve interpolation of the measured
 tables: last-digit float differences; fused-MoE kernel tables; the disaggregation pair at 16 req/s; Medusa
 heads counted as one GPU layer by the engine-time model); a change of output on purpose (a bug fix) updates
-them in the same commit and says why there. Sizes are cut with `--set` overrides so
+them in the same commit and says why there. Issue 18 (bulks planned per replica from decode profiles)
+changed only summary.json's `latency_source.op_kinds.attn_decode` counts of distinct shapes priced: decode
+steps are no longer priced past the next arrival and discarded; requests and steps are byte-identical. Sizes are cut with `--set` overrides so
 that the whole test stays under a minute; the reproductions' data CSVs are checked in
 test_reproduce_papers (`REPRODUCTION_SHA256`)."""
 from __future__ import annotations
@@ -22,43 +24,43 @@ ROOT = Path(__file__).resolve().parent.parent
 # (scenario, overrides, sha256[:16] of requests.parquet, steps.parquet, summary.json)
 CASES = [
     ("scenarios/quickstart.yaml", ['workload.num_requests=200'],
-     "e0d10e52e60617c4", "efeb2bddb3e33cdc", "e9076a61220dc7f9"),
+     "e0d10e52e60617c4", "efeb2bddb3e33cdc", "cd49d41aaf56bc5c"),
     ("scenarios/acceptance/qwen_coder_trace.yaml", ['workload.num_requests=150'],
-     "a5d1e4e15fbd78bf", "85d2bf8ce1f008cd", "36beb863d782c0f0"),
+     "a5d1e4e15fbd78bf", "85d2bf8ce1f008cd", "359a25b708753f49"),
     ("scenarios/benchmarks/sim_speed.yaml", ['workload.num_requests=200'],
-     "3cb6f2424d39c4f0", "6a09b96e78e16c26", "453fc14bfb97c248"),
+     "3cb6f2424d39c4f0", "6a09b96e78e16c26", "844d2fa2f9c76237"),
     ("scenarios/disagg/colocated.yaml", ['workload.num_requests=150'],
-     "399b089040fdb4bd", "15bd5498a280d23f", "2c81847127715349"),
+     "399b089040fdb4bd", "15bd5498a280d23f", "65af3f0402723c5f"),
     ("scenarios/disagg/disaggregated.yaml", ['workload.num_requests=150'],
      "b847c7a8bb18696c", "99a4b805f1ab9d6d", "65a3ee422ee17187"),
     ("scenarios/moe/mixtral_tp8.yaml", ['workload.num_requests=60'],
-     "3575355e76700a55", "ccb8439c45e48ce3", "bd81b285f5a474be"),
+     "3575355e76700a55", "ccb8439c45e48ce3", "4bd0b31355bc9d77"),
     ("scenarios/moe/mixtral_tp8_sd.yaml", ['workload.num_requests=60'],
-     "26662610aa9b2276", "889e7312c65f08da", "8a5b831c2dbb0027"),
+     "26662610aa9b2276", "889e7312c65f08da", "1a94c088fce4a326"),
     ("scenarios/moe/qwen3_moe_ep16.yaml", ['workload.num_requests=60'],
-     "8d91b7f2b1e4d301", "069d2d297c35ffc7", "d81f49e2c2222427"),
+     "8d91b7f2b1e4d301", "069d2d297c35ffc7", "b026b48a8be057c4"),
     ("scenarios/moe/qwen3_moe_ep8_sd_presched.yaml", ['workload.num_requests=60'],
-     "fb32f21620304538", "247763bfe4cf54a4", "fe35c446f6af9eff"),
+     "fb32f21620304538", "247763bfe4cf54a4", "e0dc2e99732c26b8"),
     ("scenarios/moe/qwen3_moe_tp8x2.yaml", ['workload.num_requests=60'],
-     "73d93ac1341eceaf", "4d63171b3c15dbb1", "c8e428310d1ae910"),
+     "73d93ac1341eceaf", "4d63171b3c15dbb1", "7c7d04681fc88add"),
     ("scenarios/moe/qwen3_moe_tp8x2_sd.yaml", ['workload.num_requests=60'],
-     "177a2eaf383653be", "8fbee8ea979cca90", "ad43d72ef2e68ea1"),
+     "177a2eaf383653be", "8fbee8ea979cca90", "d861a482af9e3384"),
     ("scenarios/speculation/colocated_draft.yaml", ['workload.num_requests=60'],
-     "e887fac3ca29c711", "3babf639f9eb4f1a", "17dec3fbaaecb86b"),
+     "e887fac3ca29c711", "3babf639f9eb4f1a", "69785985c943a79a"),
     ("scenarios/speculation/cpu_draft.yaml", ['workload.num_requests=10'],
-     "91a6ab46665d96a4", "02262b819067b333", "d8ab0826d873deca"),
+     "91a6ab46665d96a4", "02262b819067b333", "e43f28ccd7bbb2fc"),
     ("scenarios/speculation/eagle_dynamic_tree.yaml", ['workload.num_requests=40'],
-     "a5884d31e34d571a", "5eaf5ab02b5a3d5f", "22782a5ef6fdd02e"),
+     "a5884d31e34d571a", "5eaf5ab02b5a3d5f", "3f25643e97928297"),
     ("scenarios/speculation/layer_skip.yaml", ['workload.num_requests=80'],
-     "a9c4658b4e999510", "ca22b39bce28ad4f", "0aac9aec1f31d4d1"),
+     "a9c4658b4e999510", "ca22b39bce28ad4f", "ceb78a2421c62686"),
     ("scenarios/speculation/medusa_heads.yaml", ['workload.num_requests=40'],
-     "6cc373d391b2af38", "2dfb08df2e1f137b", "5406274e63040726"),
+     "6cc373d391b2af38", "2dfb08df2e1f137b", "f8f0260859caf0cf"),
     ("scenarios/speculation/multidraft.yaml", ['workload.num_requests=60'],
-     "da7cae093e8a0cd4", "48e69080ae0bd5fa", "a8c4b6bb361c05e7"),
+     "da7cae093e8a0cd4", "48e69080ae0bd5fa", "56f2618b676b2988"),
     ("scenarios/speculation/ngram.yaml", ['workload.num_requests=80'],
-     "bf2d1e6b51a4fa60", "97cf169859e2a3c7", "e948b9b2207460d4"),
+     "bf2d1e6b51a4fa60", "97cf169859e2a3c7", "8164fad71309a6da"),
     ("scenarios/speculation/separate_draft.yaml", ['workload.num_requests=60'],
-     "639471a6994d87e2", "7a92c86c11987d7b", "3be0ece4d57d6335"),
+     "639471a6994d87e2", "7a92c86c11987d7b", "16a5d36afa174985"),
     ("scenarios/speculation/sequoia_tree.yaml", ['workload.num_requests=30'],
      "8d956277dfb36063", "44c6bb41db4ff144", "c9d035aed39d6587"),
     ("scenarios/speculation/smartspec_policy.yaml", ['workload.num_requests=60'],

@@ -19,7 +19,8 @@ from simulator.cluster.factory import ReplicaKind, build_replica_kind
 from simulator.core.replica import Replica
 from simulator.core.routers import make_router
 from simulator.config.scenario import Scenario
-from simulator.core.state import RequestState, StepLog
+from simulator.core.state import RequestState
+from simulator.core.steplog import StepLog
 from simulator.core.workload import RequestTable, generate_requests
 
 DISAGG = "cluster.disaggregation"
@@ -104,19 +105,40 @@ def _router(name: str, replicas: int, rng, where: str):
         raise ScenarioError(f"{where}.router", str(exc)) from None
 
 
+def _step_log(scenario: Scenario, table: RequestTable, num_replicas: int) -> StepLog:
+    out = scenario.outputs
+    return StepLog(out.steps, num_replicas=num_replicas, sample_every=out.step_sample_every,
+                   interval_s=out.step_interval_s,
+                   window_start_s=float(table.arrival_s.min()) if len(table) else 0.0)
+
+
+def _alltoall_pricer(pools: list[Pool]):
+    """The all-to-all seconds of steps (replica ids, tokens) of expert-parallel pools (0 elsewhere), for
+    the step log; None when no pool is expert-parallel."""
+    if not any(pool.kind.parallelism.ep > 1 for pool in pools):
+        return None
+    target = [pool.kind.cost.target if pool.kind.parallelism.ep > 1 else None for pool in pools for _ in pool.replicas]
+
+    def seconds(replicas: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        return np.array([target[r].alltoall_seconds(t) if target[r] is not None else 0.0
+                         for r, t in zip(replicas.tolist(), tokens.tolist())], dtype=float)
+    return seconds
+
+
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
     streams = Streams.from_seed(scenario.seed)
     block = scenario.scheduler.block_size
-    log = StepLog()
     if dis is None:
         kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
         blocks = kind.blocks(block)
         table = generate_requests(scenario.workload, streams.workload, base_dir)
         state = RequestState(table)
+        log = _step_log(scenario, table, cl.replicas)
         replicas = [Replica(i, state, scenario.scheduler, kind.cost, kind.acceptance, blocks, log, kind.policy)
                     for i in range(cl.replicas)]
         pools = [Pool("colocated", kind, replicas, make_router(cl.router, cl.replicas, streams.router))]
+        log.alltoall = _alltoall_pricer(pools)
         return Cluster(scenario, table, state, pools, log)
 
     from simulator.cluster.handoff import KVHandOff
@@ -128,6 +150,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     table = generate_requests(scenario.workload, streams.workload, base_dir)
     state = RequestState(table)
     np_, nd = dis.prefill.replicas, dis.decode.replicas
+    log = _step_log(scenario, table, np_ + nd)
     kp, kd = kinds["prefill"], kinds["decode"]
     prefill = [PrefillReplica(i, state, scenario.scheduler, kp.cost, None, blocks["prefill"], log)
                for i in range(np_)]
@@ -136,4 +159,5 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     decode_rng = np.random.default_rng(np.random.SeedSequence(scenario.seed).spawn(4)[3])
     pools = [Pool("prefill", kp, prefill, _router(dis.prefill.router, np_, streams.router, f"{DISAGG}.prefill")),
              Pool("decode", kd, decode, _router(dis.decode.router, nd, decode_rng, f"{DISAGG}.decode"))]
+    log.alltoall = _alltoall_pricer(pools)
     return Cluster(scenario, table, state, pools, log, KVHandOff.build(pools, dis.kv_transfer, scenario.drafter))

@@ -20,7 +20,9 @@ import numpy as np
 from models.step import chunk_attention_pairs
 from simulator.speculation.acceptance import ChainAcceptance
 from simulator.config.scenario import SchedulerConfig
-from simulator.core.state import RequestState, StepLog
+from simulator.core.bulk import DecodeProfile
+from simulator.core.state import RequestState
+from simulator.core.steplog import StepLog
 from simulator.cost.step_cost import StepCostModel
 
 @dataclass
@@ -62,7 +64,9 @@ class Replica:
         self.pending_finish_s = np.zeros(0)  # sorted finish times inside the bulk in flight
         self.clock_s = 0.0
         self.last_step_s = 0.0  # duration of the latest decode-only step (sizes bulk plans; no effect on results)
-        self.stop_bulk_at_finish = False  # closed-loop workloads: a finish sends a new request at once
+        self.arrivals = None   # simulator.core.timeline.OwnArrivals when routed ahead of time, else None
+        self.cuttable_end_s = -np.inf  # end of a bulk in flight that an arrival routed here would cut
+        self.profile = DecodeProfile(self)  # the decoding requests' futures, for bulks (simulator.core.bulk)
 
     # ---- load seen by the router -------------------------------------------------------------------
     def outstanding_at(self, now_s: float) -> int:
@@ -83,6 +87,11 @@ class Replica:
         """Request `r` can ever run here: its whole life (prompt + output + a verify window) fits in KV."""
         s = self.s
         return self.blocks_for(int(s.prompt[r] + s.output[r] + self.q)) <= self.total_blocks
+
+    def fits_mask(self, ids: np.ndarray) -> np.ndarray:
+        """`fits` of many requests at once."""
+        s = self.s
+        return self.blocks_for(s.prompt[ids] + s.output[ids] + self.q) <= self.total_blocks
 
     # ---- admission / preemption --------------------------------------------------------------------
     def _is_decoding(self, r: int) -> bool:
@@ -128,6 +137,7 @@ class Replica:
     def _reserve_decode_blocks(self, decode_ids: list[int]) -> list[int]:
         """Make room for each decode request's ctx + q tokens, preempting the most recently admitted
         requests (LIFO, as vLLM does) until they fit. Returns the surviving decode ids."""
+        self.profile.dissolve()   # the step-by-step path reads and writes the requests' state
         s = self.s
         while decode_ids:
             ids = np.asarray(decode_ids)
