@@ -47,11 +47,11 @@ def _rows(n: int) -> np.ndarray:
 
 @dataclass
 class _Batch:
-    """The trajectories of requests that joined together: (T, B) arrays, request b in column b."""
+    """The trajectories of speculating requests that joined together: (T, B) arrays, request b in column b."""
 
-    tau: np.ndarray | None     # accepted draft tokens drawn per step (None: plain decoding)
-    capped: np.ndarray | None  # tokens emitted by the end of each step, capped at the output length
-    held: np.ndarray           # blocks held during each step
+    tau: np.ndarray      # accepted draft tokens per step (0 past the request's end)
+    capped: np.ndarray   # tokens emitted by the end of each step, capped at the output length
+    held: np.ndarray     # blocks held during each step
 
 
 @dataclass
@@ -60,24 +60,29 @@ class _Member:
     length: int       # its decode steps until it finishes (the last one is start + length - 1)
     accepted: int     # draft tokens accepted over them
     held_last: int    # blocks held in its last step
-    batch: _Batch
-    col: int
+    batch: _Batch | None = None   # its trajectory (speculation); None: plain decoding, from the formulas
+    col: int = 0
+
+
+DS, CS, BLK, EM, ACC = range(5)   # rows of DecodeProfile.sums
 
 
 class DecodeProfile:
-    """Per future decode step of one replica, sums over its decoding requests (members)."""
+    """Per future decode step of one replica, sums over its decoding requests (members): `sums[DS]` requests
+    decoding, `sums[CS]` Σ context, `sums[BLK]` blocks held, `sums[EM]` tokens emitted and `sums[ACC]` draft
+    tokens accepted (the last two with speculation only; plain decoding emits `sums[DS]`)."""
 
     def __init__(self, rep):
         self.rep = rep
         self.k = 0             # the next decode step, in profile steps
-        self.base = 0          # profile step of array entry 0
-        empty = np.zeros(0, dtype=np.int64)
-        self.ds = self.cs = self.em = self.acc = self.blk = empty
+        self.base = 0          # profile step of column 0 of `sums`
+        self.sums = np.zeros((5, 0), dtype=np.int64)
         self.members: dict[int, _Member] = {}
         self.finishes: list[tuple[int, int, int]] = []   # heap of (last step, join order, request)
         self.joined = 0
         self.member_blocks = 0   # blocks the members hold now
         self.last_finish = -1    # the last step of the member finishing last
+        self._templates = np.zeros((0, 3, 0), dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.members)
@@ -85,78 +90,83 @@ class DecodeProfile:
     # ---- joining -------------------------------------------------------------------------------------
     def join(self, ids: list[int]) -> None:
         """Requests starting to decode at step `k` (their state in the request arrays is current)."""
-        rep, s = self.rep, self.rep.s
         if len(ids) == 1:
-            if rep.acceptance is None:
-                self._join_one_plain(ids[0])
+            if self.rep.acceptance is None:
+                self._join_plain(ids[0])
             else:
                 self._join_one(ids[0])
             return
+        if self.rep.acceptance is None:
+            for r in ids:
+                self._join_plain(r)
+            return
+        rep, s = self.rep, self.rep.s
         ids_a = np.array(ids, dtype=np.int64)
         emitted0 = s.emitted[ids_a]
         remaining = s.output[ids_a] - emitted0
         ctx0, blocks0 = s.ctx[ids_a], s.blocks[ids_a]
-        if rep.acceptance is None:
-            tau = capped = None
-            lengths = remaining
-            rows = _rows(int(remaining.max()))
-            active = rows < remaining
-            ctx = ctx0 + rows
-            emitted_sum = None
-        else:
-            tau, cum = self._draws(ids_a, s.decode_steps[ids_a], emitted0, remaining)
-            capped = np.minimum(cum, remaining)
-            done = cum >= remaining
-            lengths = done.argmax(axis=0) + 1   # cum is increasing down the rows
-            active = _rows(len(cum)) < lengths
-            ctx = ctx0 + (cum - tau - 1)
-            emitted_sum = np.diff(capped.sum(axis=1), prepend=0)
-            tau = tau * active
+        tau, cum = self._draws(ids_a, s.decode_steps[ids_a], emitted0, remaining)
+        capped = np.minimum(cum, remaining)
+        done = cum >= remaining
+        lengths = done.argmax(axis=0) + 1   # cum is increasing down the rows
+        active = _rows(len(cum)) < lengths
+        ctx = ctx0 + (cum - tau - 1)
+        tau = tau * active
         block = rep.sched.block_size
         held = np.maximum((ctx + (rep.q + block - 1)) // block, blocks0)  # = blocks_for(ctx + q), never less
-        heldsum = (held * active).sum(axis=1)
-        decoding = active.sum(axis=1)
-        self._add(decoding, (ctx * active).sum(axis=1), emitted_sum, None if tau is None else tau.sum(axis=1),
-                  heldsum)
+        rows = np.stack([active.sum(axis=1), (ctx * active).sum(axis=1), (held * active).sum(axis=1),
+                         np.diff(capped.sum(axis=1), prepend=0), tau.sum(axis=1)])
+        self._add(rows)
         batch = _Batch(tau, capped, held)
-        accepted = tau.sum(axis=0).tolist() if tau is not None else None
+        accepted = tau.sum(axis=0).tolist()
         held_last = held[lengths - 1, np.arange(len(ids))].tolist()
-        k = self.k
         for col, (r, length) in enumerate(zip(ids, lengths.tolist())):
-            last = k + length - 1
-            self.members[r] = _Member(k, length, accepted[col] if accepted is not None else 0, held_last[col],
-                                      batch, col)
-            heapq.heappush(self.finishes, (last, self.joined, r))
-            self.joined += 1
-            if last > self.last_finish:
-                self.last_finish = last
+            self._enter(r, _Member(self.k, length, accepted[col], held_last[col], batch, col))
         self.member_blocks += int(blocks0.sum())
 
-    def _join_one_plain(self, r: int) -> None:
-        """`join` of one request without speculation (the common case), with 1-D arrays."""
-        rep, s = self.rep, self.rep.s
-        length = int(s.output[r] - s.emitted[r])
-        ctx0, blocks0 = int(s.ctx[r]), int(s.blocks[r])
-        block = rep.sched.block_size
-        ctx = _AR[:length] + ctx0 if length <= len(_AR) else np.arange(length) + ctx0
-        held = (ctx + (rep.q + block - 1)) // block
-        if int(held[0]) < blocks0:   # (held only grows: only its start can be below the blocks held now)
-            np.maximum(held, blocks0, out=held)
-        i = self.k - self.base
-        if i + length > len(self.ds):
-            self._regrow(length)
-            i = 0
-        end = i + length
-        self.ds[i:end] += 1
-        self.cs[i:end] += ctx
-        self.blk[i:end] += held
-        last = self.k + length - 1
-        self.members[r] = _Member(self.k, length, 0, int(held[-1]), _Batch(None, None, held[:, None]), 0)
+    def _enter(self, r: int, member: _Member) -> None:
+        last = member.start + member.length - 1
+        self.members[r] = member
         heapq.heappush(self.finishes, (last, self.joined, r))
         self.joined += 1
         if last > self.last_finish:
             self.last_finish = last
+
+    def _join_plain(self, r: int) -> None:
+        """`join` of one request without speculation (the common case): its sums are a template per phase
+        of its context within a KV block, shifted by its context and blocks (two slice additions)."""
+        rep, s = self.rep, self.rep.s
+        length = int(s.output[r] - s.emitted[r])
+        ctx0, blocks0 = int(s.ctx[r]), int(s.blocks[r])
+        block = rep.sched.block_size
+        first, phase = divmod(ctx0 + rep.q + block - 1, block)  # blocks_for(ctx + q) at step j: first + (phase + j) // block
+        if first >= blocks0:
+            templates = self._template(block, length)
+            i = self._room(length)
+            self.sums[:BLK + 1, i:i + length] += templates[phase, :, :length]
+            self.sums[CS:BLK + 1, i:i + length] += np.array([[ctx0], [first]])
+            held_last = first + (phase + length - 1) // block
+        else:   # holds more than its context needs (a reservation): max(need, blocks held)
+            held = np.maximum(first + (phase + _AR[:length]) // block, blocks0) if length <= len(_AR) else \
+                np.maximum(first + (phase + np.arange(length)) // block, blocks0)
+            i = self._room(length)
+            self.sums[DS, i:i + length] += 1
+            self.sums[CS, i:i + length] += _AR[:length] + ctx0 if length <= len(_AR) else np.arange(length) + ctx0
+            self.sums[BLK, i:i + length] += held
+            held_last = int(held[-1])
+        self._enter(r, _Member(self.k, length, 0, held_last))
         self.member_blocks += blocks0
+
+    def _template(self, block: int, length: int) -> np.ndarray:
+        """(block, 3, ≥ length): for each phase p, per step j: 1, j, (p + j) // block."""
+        have = self._templates
+        if have.shape[0] != block or have.shape[2] < length:
+            size = max(length, 2 * have.shape[2], 1024)
+            j = np.arange(size)
+            phases = np.arange(block)[:, None]
+            self._templates = have = np.stack([np.ones((block, size), dtype=np.int64),
+                                               np.broadcast_to(j, (block, size)), (phases + j) // block], axis=1)
+        return have
 
     def _join_one(self, r: int) -> None:
         """`join` of one speculating request, with 1-D arrays."""
@@ -176,24 +186,16 @@ class DecodeProfile:
         blocks0 = int(s.blocks[r])
         if int(held[0]) < blocks0:
             np.maximum(held, blocks0, out=held)
-        i = self.k - self.base
-        if i + length > len(self.ds):
-            self._regrow(length)
-            i = 0
-        end = i + length
-        self.ds[i:end] += 1
-        self.cs[i:end] += ctx
-        self.em[i:end] += emitted
-        self.acc[i:end] += tau
-        self.blk[i:end] += held
-        last = self.k + length - 1
+        i = self._room(length)
+        sums = self.sums[:, i:i + length]
+        sums[DS] += 1
+        sums[CS] += ctx
+        sums[BLK] += held
+        sums[EM] += emitted
+        sums[ACC] += tau
         capped = np.minimum(cum, remaining)
-        self.members[r] = _Member(self.k, length, int(tau.sum()), int(held[-1]),
-                                  _Batch(tau[:, None], capped[:, None], held[:, None]), 0)
-        heapq.heappush(self.finishes, (last, self.joined, r))
-        self.joined += 1
-        if last > self.last_finish:
-            self.last_finish = last
+        self._enter(r, _Member(self.k, length, int(tau.sum()), int(held[-1]),
+                               _Batch(tau[:, None], capped[:, None], held[:, None]), 0))
         self.member_blocks += blocks0
 
     def _draws(self, ids, steps0, emitted0, remaining):
@@ -211,33 +213,23 @@ class DecodeProfile:
             cum = np.concatenate([cum, cum[-1] + np.cumsum(more + 1, axis=0)])
         return tau, cum
 
-    def _add(self, ds, cs, em, acc, blk) -> None:
-        """Add per-step sums for steps k, k + 1, ... to the profile."""
-        i = self.k - self.base
-        end = i + len(ds)
-        if end > len(self.ds):
-            self._regrow(end - i)
-            i, end = 0, len(ds)
-        self.ds[i:end] += ds
-        self.cs[i:end] += cs
-        if em is not None:    # (plain decoding: one token per request and step, em is ds)
-            self.em[i:end] += em
-            self.acc[i:end] += acc
-        self.blk[i:end] += blk
+    def _add(self, rows: np.ndarray) -> None:
+        """Add per-step sums (5, n) for steps k, k + 1, ... to the profile."""
+        i = self._room(rows.shape[1])
+        self.sums[:, i:i + rows.shape[1]] += rows
 
-    def _regrow(self, ahead: int) -> None:
-        """Drop the entries of past steps and make room for `ahead` steps from k. New arrays (the step log
-        holds views of past entries)."""
-        keep = self.k - self.base
-        size = max(2 * ahead, 2 * (len(self.ds) - keep), 256)
-        arrays = []
-        for old in (self.ds, self.cs, self.em, self.acc, self.blk):
-            new = np.zeros(size, dtype=np.int64)
-            live = old[keep:]
-            new[:len(live)] = live
-            arrays.append(new)
-        self.ds, self.cs, self.em, self.acc, self.blk = arrays
+    def _room(self, ahead: int) -> int:
+        """The column of step k, with room for `ahead` steps from there. When the array must grow, past
+        steps are dropped into a new array (the step log holds views of past columns)."""
+        i = self.k - self.base
+        if i + ahead <= self.sums.shape[1]:
+            return i
+        live = self.sums[:, i:]
+        size = max(2 * ahead, 2 * live.shape[1], 256)
+        self.sums = np.zeros((5, size), dtype=np.int64)
+        self.sums[:, :live.shape[1]] = live
         self.base = self.k
+        return 0
 
     # ---- writing the state back ----------------------------------------------------------------------
     def finalize(self, r: int, member: _Member, finish_s: float) -> None:
@@ -259,12 +251,14 @@ class DecodeProfile:
         if not self.members:
             return
         rep, s = self.rep, self.rep.s
+        block = rep.sched.block_size
         for r, m in self.members.items():
             j = self.k - m.start
             if j == 0:
                 continue
-            if m.batch.tau is None:
-                emitted, held = j, m.batch.held[j - 1, m.col]
+            if m.batch is None:   # plain: one token per step; blocks by the join's formula
+                emitted = j
+                held = max((int(s.ctx[r]) + j - 1 + rep.q + block - 1) // block, int(s.blocks[r]))
             else:
                 emitted, held = m.batch.capped[j - 1, m.col], m.batch.held[j - 1, m.col]
                 s.accepted[r] += m.batch.tau[:j, m.col].sum()
@@ -273,9 +267,7 @@ class DecodeProfile:
             s.ctx[r] += emitted
             s.decode_steps[r] += j
             s.blocks[r] = held
-        i = self.k - self.base
-        for array in (self.ds, self.cs, self.em, self.acc, self.blk):
-            array[i:] = 0
+        self.sums[:, self.k - self.base:] = 0
         self.members.clear()
         self.finishes.clear()
         self.member_blocks = 0
@@ -337,13 +329,14 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     t = now_s
     bounds = [t]
     i0 = k - prof.base
+    sums = prof.sums
     n, chunk = 0, _SCAN_CHUNK
     while n < n_max:
         j1 = min(n + chunk, n_max)
         chunk *= 2
         stopped = False
-        for seqs, ctx, held in zip(prof.ds[i0 + n:i0 + j1].tolist(), prof.cs[i0 + n:i0 + j1].tolist(),
-                                   prof.blk[i0 + n:i0 + j1].tolist()):
+        window = sums[:BLK + 1, i0 + n:i0 + j1].tolist()
+        for seqs, ctx, held in zip(*window):
             if held > room:
                 stopped = True
                 break
@@ -383,20 +376,19 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
             released += member.held_last
         rep.running.remove(r)
         finished.append(r)
+    sums = prof.sums[:, i0:i0 + n]
     prof.k = k1
-    prof.member_blocks = int(prof.blk[i0 + n - 1]) - released
+    prof.member_blocks = int(sums[BLK, -1]) - released
     rep.used_blocks = plan.other_blocks + prof.member_blocks
     starts = bounds[:-1]
     queued = plan.queued
     if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
         joined = s.arrival_s[list(rep.waiting)[queued:]]
         queued = queued + np.searchsorted(joined, starts, side="right")
-    rep.last_step_s = float(bounds[-1] - bounds[-2])
-    decode_seqs = prof.ds[i0:i0 + n]
+    durations = bounds[1:] - starts
+    rep.last_step_s = float(durations[-1])
+    plain = rep.acceptance is None
     rep.log.append_decode_bulk(
-        n, rep.cost, replica=rep.index, start_s=starts, duration_s=np.diff(bounds), prefill_tokens=0,
-        prefill_seqs=0, decode_seqs=decode_seqs, query_tokens_per_seq=rep.q,
-        decode_context_tokens=prof.cs[i0:i0 + n],
-        accepted_tokens=prof.acc[i0:i0 + n] if rep.acceptance is not None else 0,
-        emitted_tokens=prof.em[i0:i0 + n] if rep.acceptance is not None else decode_seqs, kv_blocks_used=prof.blk[i0:i0 + n] + plan.other_blocks,
-        kv_blocks_total=rep.total_blocks, queued_requests=queued, running_requests=decode_seqs)
+        rep.cost, rep.index, rep.q, rep.total_blocks, starts, durations, sums[DS], sums[CS],
+        None if plain else sums[ACC], sums[DS] if plain else sums[EM],
+        sums[BLK] + plan.other_blocks if plan.other_blocks else sums[BLK], queued)

@@ -1,8 +1,8 @@
 """The step log of a run: what is kept of its steps (`outputs.steps`) and the totals the summary reads.
 
-Replicas append single steps (`append_row`) and bulks of steps (`append_bulk`, `append_decode_bulk`: the
-latter's cost columns are derived later, for all bulks of a cost model at once). Every FLUSH_STEPS
-steps the buffer becomes typed columns and is folded into:
+Replicas append single steps (`append_row`) and bulks of decode steps (`append_decode_bulk`, whose cost
+columns are derived at the next flush, for all bulks of a cost model in one call). Every FLUSH_STEPS steps
+the buffer becomes typed columns and is folded into:
 - `totals` (simulator.results.step_totals.StepTotals): the exact sums the summary needs, so the summary
   is the same whatever is kept;
 - what the mode keeps: `full` every step (compact dtypes in memory), `sampled` every `sample_every`-th
@@ -20,7 +20,6 @@ from simulator.results.step_totals import StepTotals, aggregate_steps
 
 FLUSH_STEPS = 1 << 16
 STEP_MODES = ("full", "sampled", "aggregate")
-_COSTS = "_costs"    # chunk key: (draft (n, 3), target (n, 4), (draft scale, target scale)) or a cost model
 _INT32 = np.iinfo(np.int32)
 
 
@@ -44,7 +43,7 @@ class StepLog:
         self.alltoall = alltoall
         self.totals = StepTotals(num_replicas, window_start_s)
         self._rows: list[tuple] = []
-        self._chunks: list[tuple[int, dict]] = []
+        self._decode: dict[int, tuple[object, list[tuple]]] = {}
         self._pending = 0
         self._kept: list[dict[str, np.ndarray]] = []
         self._seen = np.zeros(num_replicas, dtype=np.int64)
@@ -53,26 +52,27 @@ class StepLog:
 
     # ---- appending -----------------------------------------------------------------------------------
     def append_row(self, **cols) -> None:
+        """One step (columns of STEP_COLUMNS as scalars)."""
         self._rows.append(tuple(cols[k] for k in STEP_COLUMNS))
         self._pending += 1
         if self._pending >= FLUSH_STEPS:
             self._flush()
 
-    def append_bulk(self, n: int, costs=None, **cols) -> None:
-        """Append n steps; each column is an array of length n or a scalar shared by the n steps.
-        `costs` = (draft, target, (draft_scale, target_scale)): the steps' (n, 3) draft and (n, 4) target
-        (seconds, FLOPs, bytes[, engine seconds included in the target's seconds]) and the multipliers from
-        per-GPU work to replica totals; the draft_s, verify_s, engine_s, flops and bytes columns are
-        derived from them."""
-        self._chunks.append((n, cols if costs is None else {**cols, _COSTS: costs}))
-        self._pending += n
+    def append_decode_bulk(self, cost, replica: int, query_tokens: int, kv_blocks_total: int, start_s: np.ndarray,
+                           duration_s: np.ndarray, decode_seqs: np.ndarray, context_tokens: np.ndarray,
+                           accepted: np.ndarray | None, emitted: np.ndarray, kv_blocks_used: np.ndarray,
+                           queued) -> None:
+        """n decode-only steps of one replica (arrays of length n; `accepted` None: 0; `queued` an int or an
+        array) whose costs are `cost.decode_steps(decode_seqs, context_tokens)` of `cost`, a
+        simulator.cost.step_cost.StepCostModel (priced at the next flush, all bulks of a model at once)."""
+        group = self._decode.get(id(cost))
+        if group is None:
+            group = self._decode[id(cost)] = (cost, [])
+        group[1].append((replica, query_tokens, kv_blocks_total, start_s, duration_s, decode_seqs, context_tokens,
+                         accepted, emitted, kv_blocks_used, queued))
+        self._pending += len(start_s)
         if self._pending >= FLUSH_STEPS:
             self._flush()
-
-    def append_decode_bulk(self, n: int, cost, **cols) -> None:
-        """Append n decode-only steps whose costs are `cost.decode_steps(decode_seqs, decode_context_tokens)`
-        (a simulator.cost.step_cost.StepCostModel; derived at the next flush)."""
-        self.append_bulk(n, cost, **cols)
 
     # ---- reading -------------------------------------------------------------------------------------
     def columns(self) -> dict[str, np.ndarray]:
@@ -150,48 +150,53 @@ class StepLog:
         return {name: np.zeros(0, dtype=dtype) for name, dtype in STEP_COLUMNS.items()}
 
     def _materialize(self) -> dict[str, np.ndarray]:
-        """The buffered steps as typed columns (chunks first, then single rows); empties the buffer."""
-        chunks, rows = self._chunks, self._rows
-        self._chunks, self._rows, self._pending = [], [], 0
-        self._derive_costs(chunks)
-        counts = np.array([n for n, _ in chunks], dtype=np.int64)
-        by_column = list(zip(*rows)) if rows else None
-        out = {}
-        for i, (name, dtype) in enumerate(STEP_COLUMNS.items()):
-            values = [c[name] for _, c in chunks]
-            if all(np.ndim(v) == 0 for v in values):
-                bulk = np.repeat(np.array(values, dtype=dtype), counts)
-            else:
-                bulk = np.concatenate([np.asarray(v, dtype=dtype) if np.ndim(v) else np.full(n, v, dtype=dtype)
-                                       for v, n in zip(values, counts)])
-            single = np.array(by_column[i], dtype=dtype) if by_column else np.zeros(0, dtype=dtype)
-            out[name] = np.concatenate([bulk, single])
+        """The buffered steps as typed columns (decode bulks first, then single rows); empties the buffer."""
+        parts = [self._decode_columns(cost, bulks) for cost, bulks in self._decode.values()]
+        rows = self._rows
+        self._decode, self._rows, self._pending = {}, [], 0
+        if rows:
+            by_column = list(zip(*rows))
+            parts.append({name: np.array(by_column[i], dtype=dtype) for i, (name, dtype) in enumerate(STEP_COLUMNS.items())})
+        if not parts:
+            out = self._empty()
+        elif len(parts) == 1:
+            out = parts[0]
+        else:
+            out = {name: np.concatenate([part[name] for part in parts]) for name in STEP_COLUMNS}
         if self.alltoall is not None:
             tokens = out["prefill_tokens"] + out["decode_seqs"] * out["query_tokens_per_seq"]
             out["alltoall_s"] = self.alltoall(out["replica"], tokens)
         return out
 
     @staticmethod
-    def _derive_costs(chunks: list[tuple[int, dict]]) -> None:
-        """Fill each chunk's draft_s, verify_s, engine_s, flops and bytes from its costs; decode bulks of
-        one cost model are priced in one call."""
-        by_model: dict[int, list[dict]] = {}
-        for _, cols in chunks:
-            cost = cols.get(_COSTS)
-            if cost is not None and not isinstance(cost, tuple):
-                by_model.setdefault(id(cost), []).append(cols)
-        for group in by_model.values():
-            cost = group[0][_COSTS]
-            seqs = np.concatenate([np.asarray(c["decode_seqs"], dtype=np.int64) for c in group])
-            ctx = np.concatenate([np.asarray(c["decode_context_tokens"], dtype=np.int64) for c in group])
-            draft, target = cost.decode_steps(seqs, ctx)
-            edges = np.cumsum([len(c["decode_seqs"]) for c in group])[:-1]
-            for c, d, t in zip(group, np.split(draft, edges), np.split(target, edges)):
-                c[_COSTS] = (d, t, cost.flops_scales)
-        for _, cols in chunks:
-            costs = cols.pop(_COSTS, None)
-            if costs is not None:
-                draft, target, (draft_scale, target_scale) = costs
-                cols["draft_s"], cols["verify_s"], cols["engine_s"] = draft[:, 0], target[:, 0] - target[:, 3], target[:, 3]
-                cols["flops"] = draft_scale * draft[:, 1] + target_scale * target[:, 1]
-                cols["bytes"] = draft_scale * draft[:, 2] + target_scale * target[:, 2]
+    def _decode_columns(cost, bulks: list[tuple]) -> dict[str, np.ndarray]:
+        """Columns of the decode bulks of one cost model, their costs priced in one call."""
+        (replica, q, kv_total, start, duration, seqs, ctx, accepted, emitted, kv_used, queued) = zip(*bulks)
+        counts = np.array([len(s) for s in start], dtype=np.int64)
+        n = int(counts.sum())
+
+        def per_bulk(values) -> np.ndarray:
+            return np.repeat(np.array(values, dtype=np.int64), counts)
+
+        def joined(values) -> np.ndarray:
+            return np.concatenate(values).astype(np.int64, copy=False)
+
+        decode_seqs, context = joined(seqs), joined(ctx)
+        draft, target = cost.decode_steps(decode_seqs, context)
+        draft_scale, target_scale = cost.flops_scales
+        zeros = np.zeros(n, dtype=np.int64)
+        return {
+            "replica": per_bulk(replica), "start_s": np.concatenate(start), "duration_s": np.concatenate(duration),
+            "prefill_tokens": zeros, "prefill_seqs": zeros, "decode_seqs": decode_seqs,
+            "query_tokens_per_seq": per_bulk(q), "decode_context_tokens": context,
+            "draft_s": draft[:, 0], "verify_s": target[:, 0] - target[:, 3], "engine_s": target[:, 3],
+            "accepted_tokens": zeros if all(a is None for a in accepted) else
+            joined([np.zeros(c, dtype=np.int64) if a is None else a for a, c in zip(accepted, counts.tolist())]),
+            "emitted_tokens": joined(emitted),
+            "flops": draft_scale * draft[:, 1] + target_scale * target[:, 1],
+            "bytes": draft_scale * draft[:, 2] + target_scale * target[:, 2],
+            "kv_blocks_used": joined(kv_used), "kv_blocks_total": per_bulk(kv_total),
+            "queued_requests": joined([np.broadcast_to(np.asarray(v, dtype=np.int64), c)
+                                       for v, c in zip(queued, counts.tolist())]),
+            "running_requests": decode_seqs,
+        }

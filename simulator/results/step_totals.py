@@ -127,16 +127,21 @@ class StepTotals:
 
 
 def aggregate_steps(cols: Mapping[str, np.ndarray], origin_s: float, interval_s: float) -> dict[str, np.ndarray]:
-    """Per (replica, interval) sums of a batch of steps (an interval: [origin + i·interval_s, ...), by step
-    start). Sums are sequential in the order of `cols` within each bin (np.bincount), so steps in time
-    order per replica give the same bins however they were batched."""
+    """Per (replica, interval) sums of steps given in time order per replica (an interval: [origin +
+    i·interval_s, ...), by step start). Sums are sequential in that order within each bin (np.bincount),
+    so the bins do not depend on how the steps were batched."""
     replica = np.asarray(cols["replica"], dtype=np.int64)
     start = np.asarray(cols["start_s"], dtype=np.float64)
+    order = np.lexsort((start, replica))
+    if (np.diff(order) < 0).any():   # (already in that order when called by the step log)
+        cols = {name: np.asarray(values)[order] for name, values in cols.items()}
+        replica, start = replica[order], start[order]
     interval = np.floor((start - origin_s) / interval_s).astype(np.int64)
-    key = np.stack([replica, interval])
-    bins, index = np.unique(key, axis=1, return_inverse=True)
-    index = index.reshape(-1)
-    n = bins.shape[1]
+    new_bin = np.ones(len(replica), dtype=bool)
+    new_bin[1:] = (replica[1:] != replica[:-1]) | (interval[1:] != interval[:-1])
+    index = np.cumsum(new_bin) - 1
+    first = np.flatnonzero(new_bin)
+    n = len(first)
     duration = np.asarray(cols["duration_s"], dtype=np.float64)
 
     def total(values) -> np.ndarray:
@@ -150,7 +155,7 @@ def aggregate_steps(cols: Mapping[str, np.ndarray], origin_s: float, interval_s:
     kv_total = np.zeros(n, dtype=np.int64)
     np.maximum.at(kv_total, index, np.asarray(cols["kv_blocks_total"], dtype=np.int64))
     out = {
-        "replica": bins[0], "interval_start_s": origin_s + bins[1] * interval_s,
+        "replica": replica[first], "interval_start_s": origin_s + interval[first] * interval_s,
         "steps": np.bincount(index, minlength=n).astype(np.int64), "busy_s": total(duration),
         "prefill_tokens": count(cols["prefill_tokens"]), "prefill_seqs": count(cols["prefill_seqs"]),
         "decode_seqs": count(cols["decode_seqs"]), "emitted_tokens": count(cols["emitted_tokens"]),
