@@ -22,6 +22,7 @@ class Result:
     steps: pd.DataFrame    # one row per step, or per kept step, or per replica and interval (`outputs.steps`)
     summary: dict
     wall_s: float = 0.0                      # host seconds spent simulating (not part of summary.json)
+    workload_s: float = 0.0                  # host seconds spent reading (a trace) or drawing the requests
     built: Cluster | None = field(default=None, repr=False)
 
 
@@ -49,7 +50,7 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
     arrival = scenario.workload.arrival
     closed = arrival.concurrency if arrival.process == "closed_loop" else None
     end_s = Engine(cluster, EngineConfig(step_mode or scenario.scheduler.step_mode, progress, closed)).run()
-    wall_s = time.perf_counter() - t0
+    wall_s = time.perf_counter() - t0 - cluster.workload_s
     requests = build_requests_frame(cluster.state.columns(), scenario.slo)
     if cluster.handoff is not None:
         for name, values in cluster.handoff.request_columns(cluster.state).items():
@@ -64,4 +65,4 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
         steps = build_steps_frame(cols)
         if alltoall is not None:  # (after end_s, where the column has always been)
             steps["alltoall_s"] = alltoall
-    return Result(scenario, requests, steps, summary, wall_s, cluster)
+    return Result(scenario, requests, steps, summary, wall_s, cluster.workload_s, cluster)

@@ -45,8 +45,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   plots=scenario.outputs.plots and not args.no_plots, extra_files=extra)
     if not args.quiet:
         print(format_summary_table(result.summary))
-        print(f"simulated {len(result.steps):,} steps of {len(result.requests):,} requests in "
-              f"{result.wall_s:.2f} s wall; outputs in {out_dir}/")
+        print(f"simulated {result.summary['steps']:,} steps of {len(result.requests):,} requests in "
+              f"{result.wall_s:.2f} s wall (+ {result.workload_s:.2f} s reading/drawing the workload); "
+              f"outputs in {out_dir}/")
     return 0
 
 

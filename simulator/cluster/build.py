@@ -9,6 +9,7 @@ its prefill and decode pools (simulator.cluster.handoff).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +64,7 @@ class Cluster:
     pools: list[Pool]
     log: StepLog
     handoff: object = None          # simulator.cluster.handoff.KVHandOff between the pools, or None
+    workload_s: float = 0.0            # host seconds spent reading (a trace) or drawing the requests
     replicas: list[Replica] = field(init=False)
 
     def __post_init__(self):
@@ -125,6 +127,13 @@ def _alltoall_pricer(pools: list[Pool]):
     return seconds
 
 
+def _requests(scenario: Scenario, streams: Streams, base_dir: Path) -> tuple[RequestTable, float]:
+    """The run's requests and the host seconds it took to read or draw them."""
+    t0 = time.perf_counter()
+    table = generate_requests(scenario.workload, streams.workload, base_dir)
+    return table, time.perf_counter() - t0
+
+
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
     streams = Streams.from_seed(scenario.seed)
@@ -132,14 +141,14 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     if dis is None:
         kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
         blocks = kind.blocks(block)
-        table = generate_requests(scenario.workload, streams.workload, base_dir)
+        table, workload_s = _requests(scenario, streams, base_dir)
         state = RequestState(table)
         log = _step_log(scenario, table, cl.replicas)
         replicas = [Replica(i, state, scenario.scheduler, kind.cost, kind.acceptance, blocks, log, kind.policy)
                     for i in range(cl.replicas)]
         pools = [Pool("colocated", kind, replicas, make_router(cl.router, cl.replicas, streams.router))]
         log.alltoall = _alltoall_pricer(pools)
-        return Cluster(scenario, table, state, pools, log)
+        return Cluster(scenario, table, state, pools, log, workload_s=workload_s)
 
     from simulator.cluster.handoff import KVHandOff
     from simulator.cluster.pool_replicas import DecodeReplica, PrefillReplica
@@ -147,7 +156,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
                              latencies) for name in ("prefill", "decode")}
     blocks = {name: kinds[name].blocks(block, f"{DISAGG}.{name}") for name in kinds}
-    table = generate_requests(scenario.workload, streams.workload, base_dir)
+    table, workload_s = _requests(scenario, streams, base_dir)
     state = RequestState(table)
     np_, nd = dis.prefill.replicas, dis.decode.replicas
     log = _step_log(scenario, table, np_ + nd)
@@ -160,4 +169,5 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     pools = [Pool("prefill", kp, prefill, _router(dis.prefill.router, np_, streams.router, f"{DISAGG}.prefill")),
              Pool("decode", kd, decode, _router(dis.decode.router, nd, decode_rng, f"{DISAGG}.decode"))]
     log.alltoall = _alltoall_pricer(pools)
-    return Cluster(scenario, table, state, pools, log, KVHandOff.build(pools, dis.kv_transfer, scenario.drafter))
+    return Cluster(scenario, table, state, pools, log, KVHandOff.build(pools, dis.kv_transfer, scenario.drafter),
+                   workload_s=workload_s)
