@@ -31,8 +31,14 @@ def write(tmp_path, **changes):
 def test_plan_end_to_end(tmp_path, capsys):
     out = tmp_path / "out"
     assert main([str(write(tmp_path)), "--out", str(out), "--executor", "serial"]) == 0
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
     assert "screened 16 candidates" in text and "with the DES" in text and "$/h" in text
+    # progress: a line per stage on stderr (captured here, so not a terminal), one per confirmed candidate
+    progress = captured.err.splitlines()
+    assert all(line.startswith("draftsim plan: [") for line in progress)
+    assert "screened 16 candidates" in progress[0] and "confirming" in progress[1] and "wrote" in progress[-1]
+    assert sum("confirmed" in line for line in progress) == len(pd.read_csv(out / "ranked.csv"))
     ranked = pd.read_csv(out / "ranked.csv")
     screened = pd.read_csv(out / "candidates.csv")
     assert len(screened) == 16 and 3 <= len(ranked) <= 6  # 3 cheapest + up to 3 from the screen's front

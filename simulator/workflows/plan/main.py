@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -60,8 +61,9 @@ def screen_all(spec, base_dir: Path) -> pd.DataFrame:
     return frame.sort_values(["screen_slack", "usd_per_hour"], kind="stable").reset_index(drop=True)
 
 
-def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers) -> pd.DataFrame:
-    """DES results for the chosen candidates (one row each, DES metrics prefixed ``des_``)."""
+def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, progress=None) -> pd.DataFrame:
+    """DES results for the chosen candidates (one row each, DES metrics prefixed ``des_``); `progress`, if
+    given, is called with a line as each run finishes."""
     from simulator.workflows.plan.config import Candidate
     from simulator.workflows.sweep.main import simulate_point
     from simulator.workflows.sweep.executors import make_executor
@@ -76,6 +78,8 @@ def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers) -
         with make_executor(executor, workers) as runner:
             for key, row in runner.imap_unordered(simulate_point, tasks):
                 results[int(key)] = row
+                if progress is not None:
+                    progress(f"confirmed {len(results)}/{len(tasks)} with the DES ({row['status']})")
     out = []
     for i, row in candidates.iterrows():
         des = results[i]
@@ -135,22 +139,34 @@ def plot_pareto(screened: pd.DataFrame, ranked: pd.DataFrame, slo, path: Path) -
 
 
 def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local", workers=None,
-             confirm_top: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
-    """Screen, confirm, rank and write the outputs; returns (ranked, screened, out_dir)."""
+             confirm_top: int | None = None, progress=None) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
+    """Screen, confirm, rank and write the outputs; returns (ranked, screened, out_dir). `progress`, if
+    given, is called with one line per stage (and per confirmed candidate), prefixed by the seconds since
+    the start."""
+    t0 = time.perf_counter()
+
+    def report(line: str) -> None:
+        if progress is not None:
+            progress(f"[{time.perf_counter() - t0:6.1f} s] {line}")
+
     spec, base_dir = load_plan(plan)
-    screened = screen_all(spec, base_dir)
+    screened = screen_all(spec, base_dir)   # (first: a bad plan is reported before any progress line)
+    report(f"plan {spec.name!r}: screened {len(screened)} candidates analytically "
+           f"({int(screened.screen_feasible.sum())} feasible)")
     top = spec.confirm_top if confirm_top is None else confirm_top
     keep = screened[screened.screen_feasible & (screened.screen_slack <= SCREEN_SLACK)]
     cheapest = keep.sort_values(["usd_per_hour", "screen_slack"], kind="stable").head(top)
     front = keep.iloc[pareto_front(keep.usd_per_hour.tolist(), keep.screen_tpot_s.tolist())].head(top)
     chosen = pd.concat([cheapest, front])
     chosen = chosen[~chosen.index.duplicated()]
-    ranked = confirm(spec, chosen, base_dir, executor, workers)
+    report(f"confirming {len(chosen)} candidates with the DES (executor {executor!r})")
+    ranked = confirm(spec, chosen, base_dir, executor, workers, report)
     out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name
     out_dir.mkdir(parents=True, exist_ok=True)
     _atomic_write(out_dir / CANDIDATES_CSV, lambda tmp: screened.to_csv(tmp, index=False))
     _atomic_write(out_dir / RANKED_CSV, lambda tmp: ranked.to_csv(tmp, index=False))
     _atomic_write(out_dir / PARETO_PNG, lambda tmp: plot_pareto(screened, ranked, spec.slo, tmp))
+    report(f"wrote {out_dir}/")
     return ranked, screened, out_dir
 
 
@@ -193,6 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _progress_line(line: str) -> None:
+    """Progress on stderr, a line per stage, whether or not stderr is a terminal (logs of batch jobs too)."""
+    print(f"draftsim plan: {line}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
     if isinstance(args, int):
@@ -203,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.confirm_top is not None and args.confirm_top < 0:
             raise ScenarioError("--confirm-top", f"must be >= 0, got {args.confirm_top}")
         ranked, screened, out_dir = run_plan(args.plan, args.out, executor=args.executor, workers=args.workers,
-                                             confirm_top=args.confirm_top)
+                                             confirm_top=args.confirm_top,
+                                             progress=None if args.quiet else _progress_line)
     except (ScenarioError, UnknownNameError) as exc:
         print(f"draftsim plan: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
