@@ -9,6 +9,7 @@ speculation and with a co-located Llama-68M draft (γ = 4, α = 0.7). Each run i
 its peak RSS (ru_maxrss) is its own. Per case, the median over --repeats runs of:
 - `sim s`: building the run (workload, replicas, cost model) and the event loop (as sim_speed reports);
 - `total s`: all of `simulator.run` (plus the request and step frames and the summary);
+- `cpu s`: CPU seconds of the whole process (imports included): on a shared machine, less noisy than wall;
 - `steps`, `steps/s` (steps simulated per second of `sim s`), `peak RSS`.
 `--steps` is the run's `outputs.steps` (aggregate by default: the summary is the same, memory is not).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -41,8 +43,9 @@ def _child(requests: int, replicas: int, spec: bool, steps: str) -> None:
     t0 = time.perf_counter()
     result = run(SCENARIO, overrides(requests, replicas, spec, steps))
     total = time.perf_counter() - t0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({"sim_s": result.wall_s, "total_s": total, "steps": result.summary["steps"],
-                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024}))
 
 
 def measure(case: str, spec: bool, steps: str) -> dict:
@@ -63,17 +66,20 @@ def main(argv: list[str] | None = None) -> int:
         requests, replicas, spec, steps = args.child
         _child(int(requests), int(replicas), spec == "1", steps)
         return 0
-    print(f"{'case':10s} {'speculation':12s} {'sim s':>8s} {'total s':>8s} {'steps':>11s} {'steps/s':>9s} "
-          f"{'peak RSS':>9s}   sim s of each run")
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(f"{'case':10s} {'speculation':12s} {'sim s':>8s} {'total s':>8s} {'cpu s':>8s} {'steps':>11s} "
+          f"{'steps/s':>9s} {'peak RSS':>9s}   sim s of each run")
     for case in args.cases:
         for spec in (False, True):
             runs = [measure(case, spec, args.steps) for _ in range(args.repeats)]
             sim = statistics.median(r["sim_s"] for r in runs)
             total = statistics.median(r["total_s"] for r in runs)
             rss = statistics.median(r["rss_mb"] for r in runs)
+            cpu = statistics.median(r["cpu_s"] for r in runs)
             steps = runs[0]["steps"]
-            print(f"{case:10s} {'chain γ=4' if spec else 'none':12s} {sim:8.2f} {total:8.2f} {steps:11,d} "
+            print(f"{case:10s} {'chain γ=4' if spec else 'none':12s} {sim:8.2f} {total:8.2f} {cpu:8.2f} {steps:11,d} "
                   f"{steps / sim:9.0f} {rss:7.0f} MB   " + " ".join(f"{r['sim_s']:.2f}" for r in runs), flush=True)
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     return 0
 
 
