@@ -49,6 +49,12 @@ def test_padded_values_and_blank_rows_are_read_by_the_exact_path(tmp_path):
     assert got["output_tokens"].tolist() == [3, 9]
 
 
+def test_a_byte_order_mark_before_the_header_is_ignored(tmp_path):
+    path = tmp_path / "trace.csv"
+    path.write_bytes("\ufeffarrival_s,prompt_tokens,output_tokens\n0.5,10,3\n".encode("utf-8"))
+    assert read_csv_columns(path, KINDS, "f")["arrival_s"].tolist() == [0.5]
+
+
 @pytest.mark.parametrize("text, line, fields", [
     ("arrival_s,prompt_tokens,output_tokens,note\n0,1,2,a\n1,2,3\n", 3, 3),           # too few (a named one kept)
     ("arrival_s,prompt_tokens,output_tokens\n0,1,2\n\n1,2,3,4\n", 4, 4),               # extra field

@@ -47,7 +47,7 @@ def read_csv_columns(path: Path, columns: Mapping[str, ColumnKind], field: str) 
 def _header(path: Path, columns: Mapping[str, ColumnKind], field: str) -> dict:
     """{stripped name: name as written} of the requested columns, and "*": all header fields."""
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:
             first = f.readline()
     except FileNotFoundError:
         raise ScenarioError(field, f"file not found: {path}") from None
@@ -106,7 +106,7 @@ def _invalid(cols: Mapping[str, np.ndarray], kinds: Mapping[str, ColumnKind]) ->
 def _check_field_counts(path: Path, expected: int, field: str) -> None:
     """A one-line error at the first non-blank row whose field count differs from the header's."""
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
             next(reader, None)
             for row in reader:
