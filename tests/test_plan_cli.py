@@ -57,6 +57,28 @@ def test_plan_end_to_end(tmp_path, capsys):
     assert (out / "pareto.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow  # three plans end to end
+def test_replan_with_another_slo_reuses_the_des_cache_and_ranks_as_a_fresh_plan(tmp_path, capsys):
+    out = tmp_path / "cached"
+    assert main([str(write(tmp_path)), "--out", str(out), "--executor", "serial"]) == 0
+    capsys.readouterr()
+    (out / "ranked.csv").rename(tmp_path / "first.csv")
+    tighter = {**PLAN["slo"], "ttft_s": 0.1, "attainment": 0.99}
+    assert main([str(write(tmp_path, slo=tighter)), "--out", str(out), "--executor", "serial"]) == 0
+    err = capsys.readouterr().err
+    assert "from the DES cache" in err
+    fresh = tmp_path / "fresh"
+    assert main([str(write(tmp_path, slo=tighter)), "--out", str(fresh), "--executor", "serial", "--no-cache"]) == 0
+    assert "from the DES cache" not in capsys.readouterr().err
+    assert not (fresh / "des_cache").exists()
+    cached_ranked = pd.read_csv(out / "ranked.csv")
+    pd.testing.assert_frame_equal(cached_ranked, pd.read_csv(fresh / "ranked.csv"))
+    first = pd.read_csv(tmp_path / "first.csv")
+    both = cached_ranked.merge(first, on=["hardware", "tp", "replicas", "drafter", "deployment"],
+                               suffixes=("", "_first"))
+    assert len(both) and (both.des_goodput_rps != both.des_goodput_rps_first).any()   # recomputed, not copied
+
+
 @pytest.mark.parametrize("changes, field", [
     ({"search": {"replicas": [1], "deployments": ["on_the_moon"]}}, "plan.search.deployments.0"),
     ({"hardware": [{"id": "l40s"}]}, "plan.hardware.0.usd_per_gpu_hour"),

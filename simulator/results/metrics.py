@@ -164,6 +164,19 @@ def _clipped_lengths(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -
     return np.clip(np.minimum(end, hi) - np.maximum(start, lo), 0.0, None)
 
 
+def slo_summary(requests: pd.DataFrame, slo: SLO, window_s: float, gpus: int) -> dict:
+    """The summary's SLO fields (goodput, attainment, the SLOs): the only ones that depend on the SLOs,
+    from the requests' dropped, finish_s, ttft_s, tpot_s and e2e_s."""
+    met = slo_met_mask(requests, slo)
+    out = {"goodput_rps": _ratio(met.sum(), window_s)}
+    out["goodput_per_gpu_rps"] = out["goodput_rps"] / gpus
+    out["slo_attainment"] = _ratio(met.sum(), len(requests))
+    out["slo_target_attainment"] = float(slo.attainment)
+    out["slo_attained"] = bool(out["slo_attainment"] >= slo.attainment)
+    out.update({"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_e2e_s": slo.e2e_s})
+    return out
+
+
 def summarize(requests_df: pd.DataFrame, steps: pd.DataFrame | StepTotals, *, slo: SLO, num_replicas: int,
               gpus_per_replica: int, peak_flops_per_gpu: float, peak_bw_per_gpu: float,
               sim_end_s: float) -> dict:
@@ -180,7 +193,6 @@ def summarize(requests_df: pd.DataFrame, steps: pd.DataFrame | StepTotals, *, sl
     finish = req["finish_s"].to_numpy(float)
     dropped = req["dropped"].to_numpy(bool)
     finished = finished_mask(req)
-    met = slo_met_mask(req, slo)
     start_s = float(arrival.min()) if len(arrival) else 0.0
     window_s = float(sim_end_s) - start_s
     totals = steps if isinstance(steps, StepTotals) else \
@@ -203,12 +215,7 @@ def summarize(requests_df: pd.DataFrame, steps: pd.DataFrame | StepTotals, *, sl
     out["output_tokens_per_s"] = _ratio(req["emitted_tokens"].sum(), window_s)
     out["prompt_tokens_per_s"] = _ratio(req["prompt_tokens"].to_numpy()[admitted].sum(), window_s)
     out["requests_per_s"] = _ratio(finished.sum(), window_s)
-    out["goodput_rps"] = _ratio(met.sum(), window_s)
-    out["goodput_per_gpu_rps"] = out["goodput_rps"] / gpus
-    out["slo_attainment"] = _ratio(met.sum(), len(req))
-    out["slo_target_attainment"] = float(slo.attainment)
-    out["slo_attained"] = bool(out["slo_attainment"] >= slo.attainment)
-    out.update({"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_e2e_s": slo.e2e_s})
+    out.update(slo_summary(req, slo, window_s, gpus))
 
     decode_steps = req["decode_steps"].sum()
     out["mean_accepted_length"] = _ratio(req["accepted_tokens"].sum(), decode_steps)
