@@ -10,7 +10,7 @@ import pandas as pd
 
 from simulator.cluster.build import Cluster, build
 from simulator.core.engine import Engine, EngineConfig
-from simulator.results.metrics import build_requests_frame, build_steps_frame
+from simulator.results.metrics import build_aggregate_frame, build_requests_frame, build_steps_frame
 from simulator.results.summary import cluster_summary
 from simulator.config.host_memory import check_memory
 from simulator.config.scenario import Scenario, load_scenario, parse_scenario
@@ -20,9 +20,10 @@ from simulator.config.scenario import Scenario, load_scenario, parse_scenario
 class Result:
     scenario: Scenario
     requests: pd.DataFrame
-    steps: pd.DataFrame
+    steps: pd.DataFrame    # one row per step, or per kept step, or per replica and interval (`outputs.steps`)
     summary: dict
     wall_s: float = 0.0                      # host seconds spent building + simulating (not in summary.json)
+    workload_s: float = 0.0                  # of build_s: reading (a trace) or drawing the requests
     built: Cluster | None = field(default=None, repr=False)
     build_s: float = 0.0                     # of wall_s: building the cluster (pricing tables, workload)
 
@@ -80,9 +81,17 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None)
             requests[name] = values
     if scenario.cluster.kv_cache.prefix_caching:  # prompt tokens found cached at the first admission
         requests["cached_prompt_tokens"] = cluster.state.cached_prompt_tokens.copy()
-    steps = build_steps_frame(_sorted_steps(cluster.log.columns()))
-    return Result(scenario, requests, steps, cluster_summary(cluster, requests, steps, end_s), wall_s, cluster,
-                  prepared.build_s)
+    cluster.log.finish()
+    summary = cluster_summary(cluster, requests, end_s)
+    if cluster.log.mode == "aggregate":
+        steps = build_aggregate_frame(cluster.log.aggregates())
+    else:
+        cols = _sorted_steps(cluster.log.columns())
+        alltoall = cols.pop("alltoall_s", None)
+        steps = build_steps_frame(cols)   # (kv_io_s, with a host tier, stays before end_s)
+        if alltoall is not None:  # (after end_s, where the column has always been)
+            steps["alltoall_s"] = alltoall
+    return Result(scenario, requests, steps, summary, wall_s, cluster.workload_s, cluster, prepared.build_s)
 
 
 def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = None, *,

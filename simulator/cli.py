@@ -34,9 +34,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   plots=scenario.outputs.plots and not args.no_plots, extra_files=extra)
     if not args.quiet:
         print(format_summary_table(result.summary))
-        print(f"simulated {len(result.steps):,} steps of {len(result.requests):,} requests in "
-              f"{result.wall_s - result.build_s:.2f} s (reading the scenario {parse_s:.2f} s, building the "
-              f"cluster {result.build_s:.2f} s); outputs in {out_dir}/")
+        print(f"simulated {result.summary['steps']:,} steps of {len(result.requests):,} requests in "
+              f"{result.wall_s - result.build_s:.2f} s (reading the scenario {parse_s:.2f} s, reading or drawing "
+              f"the workload {result.workload_s:.2f} s, building the cluster {result.build_s - result.workload_s:.2f} s); "
+              f"outputs in {out_dir}/")
     return 0
 
 

@@ -31,8 +31,14 @@ def write(tmp_path, **changes):
 def test_plan_end_to_end(tmp_path, capsys):
     out = tmp_path / "out"
     assert main([str(write(tmp_path)), "--out", str(out), "--executor", "serial"]) == 0
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
     assert "screened 16 candidates" in text and "with the DES" in text and "$/h" in text
+    # progress: a line per stage on stderr (captured here, so not a terminal), one per confirmed candidate
+    progress = captured.err.splitlines()
+    assert all(line.startswith("draftsim plan: [") for line in progress)
+    assert "screened 16 candidates" in progress[0] and "confirming" in progress[1] and "wrote" in progress[-1]
+    assert sum("confirmed" in line for line in progress) == len(pd.read_csv(out / "ranked.csv"))
     ranked = pd.read_csv(out / "ranked.csv")
     screened = pd.read_csv(out / "candidates.csv")
     assert len(screened) == 16 and 3 <= len(ranked) <= 6  # 3 cheapest + up to 3 from the screen's front
@@ -49,6 +55,28 @@ def test_plan_end_to_end(tmp_path, capsys):
     row = ranked.iloc[0]
     assert row.usd_per_hour == pytest.approx(row.gpus * (2.49 if row.hardware == "h100-sxm" else 0.9))
     assert (out / "pareto.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow  # three plans end to end
+def test_replan_with_another_slo_reuses_the_des_cache_and_ranks_as_a_fresh_plan(tmp_path, capsys):
+    out = tmp_path / "cached"
+    assert main([str(write(tmp_path)), "--out", str(out), "--executor", "serial"]) == 0
+    capsys.readouterr()
+    (out / "ranked.csv").rename(tmp_path / "first.csv")
+    tighter = {**PLAN["slo"], "ttft_s": 0.1, "attainment": 0.99}
+    assert main([str(write(tmp_path, slo=tighter)), "--out", str(out), "--executor", "serial"]) == 0
+    err = capsys.readouterr().err
+    assert "from the DES cache" in err
+    fresh = tmp_path / "fresh"
+    assert main([str(write(tmp_path, slo=tighter)), "--out", str(fresh), "--executor", "serial", "--no-cache"]) == 0
+    assert "from the DES cache" not in capsys.readouterr().err
+    assert not (fresh / "des_cache").exists()
+    cached_ranked = pd.read_csv(out / "ranked.csv")
+    pd.testing.assert_frame_equal(cached_ranked, pd.read_csv(fresh / "ranked.csv"))
+    first = pd.read_csv(tmp_path / "first.csv")
+    both = cached_ranked.merge(first, on=["hardware", "tp", "replicas", "drafter", "deployment"],
+                               suffixes=("", "_first"))
+    assert len(both) and (both.des_goodput_rps != both.des_goodput_rps_first).any()   # recomputed, not copied
 
 
 @pytest.mark.parametrize("changes, field", [

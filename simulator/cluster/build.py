@@ -9,6 +9,7 @@ its prefill and decode pools (simulator.cluster.handoff).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from simulator.cluster.factory import ReplicaKind, build_replica_kind
 from simulator.core.replica import Replica
 from simulator.core.routers import make_router
 from simulator.config.scenario import Scenario
-from simulator.core.state import RequestState, StepLog
+from simulator.core.state import RequestState
+from simulator.core.steplog import StepLog
 from simulator.core.workload import RequestTable, generate_requests
 
 DISAGG = "cluster.disaggregation"
@@ -62,6 +64,7 @@ class Cluster:
     pools: list[Pool]
     log: StepLog
     handoff: object = None          # simulator.cluster.handoff.KVHandOff between the pools, or None
+    workload_s: float = 0.0            # host seconds spent reading (a trace) or drawing the requests
     replicas: list[Replica] = field(init=False)
 
     def __post_init__(self):
@@ -105,16 +108,20 @@ def _router(name: str, replicas: int, rng, where: str):
         raise ScenarioError(f"{where}.router", str(exc)) from None
 
 
-def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target) -> tuple[RequestTable, RequestState]:
-    """The run's requests within the model's context (simulator.core.context), and their state."""
+def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target
+              ) -> tuple[RequestTable, RequestState, float]:
+    """The run's requests within the model's context (simulator.core.context), their state, and the host
+    seconds it took to read or draw them."""
     from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, context_limit
     limit = context_limit(target, scenario.cluster.max_model_len)
+    t0 = time.perf_counter()
     table = generate_requests(scenario.workload, streams.workload, base_dir, block_size=scenario.scheduler.block_size)
+    workload_s = time.perf_counter() - t0
     table, rejected = apply_context_limit(table, limit, scenario.workload.context_overflow, target.name)
     state = RequestState(table)
     state.dropped[rejected] = True
     state.drop_reason[rejected] = DROP_EXCEEDS_CONTEXT
-    return table, state
+    return table, state, workload_s
 
 
 def _check_router(scenario: Scenario) -> None:
@@ -153,9 +160,27 @@ def kv_tiers(scenario: Scenario, kind: ReplicaKind, blocks: int, table: RequestT
                    per_token / hw.host_link_bandwidth_bytes_per_s, hw.host_link_latency_s)
 
 
-def _log(scenario: Scenario) -> StepLog:
-    kv = scenario.cluster.kv_cache
-    return StepLog(extra=("kv_io_s",)) if kv.host_memory_gib > 0 else StepLog()
+
+
+def _step_log(scenario: Scenario, table: RequestTable, num_replicas: int) -> StepLog:
+    out = scenario.outputs
+    return StepLog(out.steps, num_replicas=num_replicas, sample_every=out.step_sample_every,
+                   interval_s=out.step_interval_s,
+                   window_start_s=float(table.arrival_s.min()) if len(table) else 0.0,
+                   extra=("kv_io_s",) if scenario.cluster.kv_cache.host_memory_gib > 0 else ())
+
+
+def _alltoall_pricer(pools: list[Pool]):
+    """The all-to-all seconds of steps (replica ids, tokens) of expert-parallel pools (0 elsewhere), for
+    the step log; None when no pool is expert-parallel."""
+    if not any(pool.kind.parallelism.ep > 1 for pool in pools):
+        return None
+    target = [pool.kind.cost.target if pool.kind.parallelism.ep > 1 else None for pool in pools for _ in pool.replicas]
+
+    def seconds(replicas: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        return np.array([target[r].alltoall_seconds(t) if target[r] is not None else 0.0
+                         for r, t in zip(replicas.tolist(), tokens.tolist())], dtype=float)
+    return seconds
 
 
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
@@ -163,15 +188,16 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     _check_router(scenario)
     streams = Streams.from_seed(scenario.seed)
     block = scenario.scheduler.block_size
-    log = _log(scenario)
     if dis is None:
         kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
         blocks = kind.blocks(block)
-        table, state = _requests(scenario, streams, base_dir, kind.target)
+        table, state, workload_s = _requests(scenario, streams, base_dir, kind.target)
+        log = _step_log(scenario, table, cl.replicas)
         replicas = [Replica(i, state, scenario.scheduler, kind.cost, kind.acceptance, blocks, log, kind.policy,
                             kv_tiers(scenario, kind, blocks, table)) for i in range(cl.replicas)]
         pools = [Pool("colocated", kind, replicas, make_router(cl.router, cl.replicas, streams.router))]
-        return Cluster(scenario, table, state, pools, log)
+        log.alltoall = _alltoall_pricer(pools)
+        return Cluster(scenario, table, state, pools, log, workload_s=workload_s)
 
     from simulator.cluster.handoff import KVHandOff
     from simulator.cluster.pool_replicas import DecodeReplica, PrefillReplica
@@ -179,8 +205,9 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
                              latencies) for name in ("prefill", "decode")}
     blocks = {name: kinds[name].blocks(block, f"{DISAGG}.{name}") for name in kinds}
-    table, state = _requests(scenario, streams, base_dir, kinds["decode"].target)
+    table, state, workload_s = _requests(scenario, streams, base_dir, kinds["decode"].target)
     np_, nd = dis.prefill.replicas, dis.decode.replicas
+    log = _step_log(scenario, table, np_ + nd)
     kp, kd = kinds["prefill"], kinds["decode"]
     prefill = [PrefillReplica(i, state, scenario.scheduler, kp.cost, None, blocks["prefill"], log,
                               kv=kv_tiers(scenario, kp, blocks["prefill"], table)) for i in range(np_)]
@@ -189,4 +216,6 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     decode_rng = np.random.default_rng(np.random.SeedSequence(scenario.seed).spawn(4)[3])
     pools = [Pool("prefill", kp, prefill, _router(dis.prefill.router, np_, streams.router, f"{DISAGG}.prefill")),
              Pool("decode", kd, decode, _router(dis.decode.router, nd, decode_rng, f"{DISAGG}.decode"))]
-    return Cluster(scenario, table, state, pools, log, KVHandOff.build(pools, dis.kv_transfer, scenario.drafter))
+    log.alltoall = _alltoall_pricer(pools)
+    return Cluster(scenario, table, state, pools, log, KVHandOff.build(pools, dis.kv_transfer, scenario.drafter),
+                   workload_s=workload_s)

@@ -49,6 +49,9 @@ class PrefillReplica(Replica):
     def fits(self, r: int) -> bool:
         return self.blocks_for(int(self.s.prompt[r])) <= self.total_blocks
 
+    def fits_mask(self, ids: np.ndarray) -> np.ndarray:
+        return self.blocks_for(self.s.prompt[ids]) <= self.total_blocks
+
     def bulk_ready(self) -> bool:
         return False  # prefill steps only
 
@@ -99,6 +102,10 @@ class DecodeReplica(Replica):
 
     def fits(self, r: int) -> bool:
         return self.s.output[r] <= 1 or self.blocks_for(self.reservation_tokens(r)) <= self.total_blocks
+
+    def fits_mask(self, ids: np.ndarray) -> np.ndarray:
+        s = self.s
+        return (s.output[ids] <= 1) | (self.blocks_for(s.prompt[ids] + s.output[ids] + self.q) <= self.total_blocks)
 
     def _head_admissible(self, token_room: int = 0, batch_len: int = 0) -> bool:
         if not self.waiting:

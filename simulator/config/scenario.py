@@ -315,7 +315,15 @@ class SchedulerConfig(_Strict):
 
 
 class OutputsConfig(_Strict):
+    """What a run writes. `steps`: what steps.parquet keeps — `full` (every step), `sampled` (every
+    `step_sample_every`-th step of each replica) or `aggregate` (per replica and `step_interval_s`
+    interval: step count, busy time, tokens, costs, peak KV, queued/running request-seconds); the
+    summary is the same in every case (simulator.core.steplog)."""
+
     plots: bool = True
+    steps: Literal["full", "sampled", "aggregate"] = "full"
+    step_sample_every: int = Field(100, ge=1)
+    step_interval_s: float = Field(1.0, gt=0, allow_inf_nan=False)
 
 
 class Scenario(_Strict):

@@ -1,199 +1,394 @@
-"""Bulk advance of decode-only steps: many steps of one replica computed as arrays in one event.
+"""Bulk advance of decode-only steps: many steps of one replica in one event, from its decode profile.
 
-Valid while no step can admit a request and nothing is mid-prefill (see `Replica.bulk_ready`):
-- waiting queue empty: the batch can only grow by an arrival, so the bulk ends at the first step boundary
-  at or after the next arrival; requests finishing inside the bulk just leave the batch.
+Accepted lengths are counter-based (a pure function of the request and its step index), so a decoding
+request's whole future — tokens emitted, context and KV blocks at each of its decode steps, the step it
+finishes in — does not depend on batching. `DecodeProfile` adds that future to per-step sums of its
+replica once, when the request starts decoding (`join`): requests decoding, Σ context, tokens emitted,
+accepted, blocks held, per future decode step. A bulk then only scans step durations (the same
+interpolated step cost as the step-by-step path, in scalar arithmetic) until it must end, and applies the
+finishes it passed. Nothing is computed per step and request.
+
+A bulk is valid while no step can admit a request and nothing is mid-prefill (`Replica.bulk_ready`):
+- waiting queue empty: the batch can only grow by an arrival routed to this replica, so the bulk ends at
+  the first step boundary at or after that arrival (`next_arrival_s`; an arrival routed while the bulk
+  is in flight cuts it there, `BulkPlan.cut`); requests finishing inside the bulk just leave the batch.
 - waiting queue non-empty with a blocked head: arrivals join the tail and cannot unblock it (FCFS), but a
   finish frees a batch slot and KV blocks, so the bulk ends at the first step in which a request finishes.
 - either way it ends before the first step that would need a preemption (KV exhaustion).
-- closed-loop workloads (`Replica.stop_bulk_at_finish`): a finish sends the next request at that instant,
-  so the bulk ends at the first step in which a request finishes.
+- closed-loop workloads (`stop_at_finish`): a finish sends the next request at that instant, so the bulk
+  ends at the first step in which a request finishes.
 
-Every quantity is computed by the same rules as the step-by-step path (same cost function, same
-counter-based acceptance draws, same block arithmetic), so both modes give identical outputs; the test
-suite checks this on every scheduling scenario.
+The step-by-step path (`Replica.plan_step`/`apply_step`) reads and writes each request's state; before it
+forms a step with decodes the profile is `dissolve`d (every member's state written back at the current
+step), and the next bulk joins the running requests again. Every quantity is computed by the rules of
+the step-by-step path (same cost rows and interpolation, same counter-based draws, same block
+arithmetic), so both modes give identical outputs; the test suite checks this on every scheduling
+scenario. A prefix of a bulk is itself a valid bulk, which is what lets a bulk be cut.
 """
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from simulator.cost.step_cost import CTX_GRID_TOKENS
 
-MAX_BULK_STEPS = 256
-NEVER = np.iinfo(np.int64).max
-_ROWS = np.arange(MAX_BULK_STEPS)[:, None]  # step index within a bulk, as a column
+MAX_BULK_STEPS = 4096      # steps one bulk scans at most (a longer run takes several events)
+_SCAN_CHUNK = 16           # profile entries read into Python at first (doubling after)
+_AR = np.arange(16384)
+_ROWS = _AR[:, None]
+
+
+def _rows(n: int) -> np.ndarray:
+    return _ROWS[:n] if n <= len(_ROWS) else np.arange(n)[:, None]
+
+
+@dataclass
+class _Batch:
+    """The trajectories of speculating requests that joined together: (T, B) arrays, request b in column b."""
+
+    tau: np.ndarray      # accepted draft tokens per step (0 past the request's end)
+    capped: np.ndarray   # tokens emitted by the end of each step, capped at the output length
+    held: np.ndarray     # blocks held during each step
+
+
+@dataclass
+class _Member:
+    start: int        # profile step of the request's first decode step in the profile
+    length: int       # its decode steps until it finishes (the last one is start + length - 1)
+    accepted: int     # draft tokens accepted over them
+    held_last: int    # blocks held in its last step
+    batch: _Batch | None = None   # its trajectory (speculation); None: plain decoding, from the formulas
+    col: int = 0
+
+
+DS, CS, BLK, EM, ACC = range(5)   # rows of DecodeProfile.sums
+
+
+class DecodeProfile:
+    """Per future decode step of one replica, sums over its decoding requests (members): `sums[DS]` requests
+    decoding, `sums[CS]` Σ context, `sums[BLK]` blocks held, `sums[EM]` tokens emitted and `sums[ACC]` draft
+    tokens accepted (the last two with speculation only; plain decoding emits `sums[DS]`)."""
+
+    def __init__(self, rep):
+        self.rep = rep
+        self.k = 0             # the next decode step, in profile steps
+        self.base = 0          # profile step of column 0 of `sums`
+        self.sums = np.zeros((5, 0), dtype=np.int64)
+        self.members: dict[int, _Member] = {}
+        self.finishes: list[tuple[int, int, int]] = []   # heap of (last step, join order, request)
+        self.joined = 0
+        self.member_blocks = 0   # blocks the members hold now
+        self.last_finish = -1    # the last step of the member finishing last
+        self._templates = np.zeros((0, 3, 0), dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    # ---- joining -------------------------------------------------------------------------------------
+    def join(self, ids: list[int]) -> None:
+        """Requests starting to decode at step `k` (their state in the request arrays is current)."""
+        if len(ids) == 1:
+            if self.rep.acceptance is None:
+                self._join_plain(ids[0])
+            else:
+                self._join_one(ids[0])
+            return
+        if self.rep.acceptance is None:
+            for r in ids:
+                self._join_plain(r)
+            return
+        rep, s = self.rep, self.rep.s
+        ids_a = np.array(ids, dtype=np.int64)
+        emitted0 = s.emitted[ids_a]
+        remaining = s.output[ids_a] - emitted0
+        ctx0, blocks0 = s.ctx[ids_a], s.blocks[ids_a]
+        tau, cum = self._draws(ids_a, s.decode_steps[ids_a], emitted0, remaining)
+        capped = np.minimum(cum, remaining)
+        done = cum >= remaining
+        lengths = done.argmax(axis=0) + 1   # cum is increasing down the rows
+        active = _rows(len(cum)) < lengths
+        ctx = ctx0 + (cum - tau - 1)
+        tau = tau * active
+        block = rep.sched.block_size
+        held = np.maximum((ctx + (rep.q + block - 1)) // block, blocks0)  # = blocks_for(ctx + q), never less
+        rows = np.stack([active.sum(axis=1), (ctx * active).sum(axis=1), (held * active).sum(axis=1),
+                         np.diff(capped.sum(axis=1), prepend=0), tau.sum(axis=1)])
+        self._add(rows)
+        batch = _Batch(tau, capped, held)
+        accepted = tau.sum(axis=0).tolist()
+        held_last = held[lengths - 1, np.arange(len(ids))].tolist()
+        for col, (r, length) in enumerate(zip(ids, lengths.tolist())):
+            self._enter(r, _Member(self.k, length, accepted[col], held_last[col], batch, col))
+        self.member_blocks += int(blocks0.sum())
+
+    def _enter(self, r: int, member: _Member) -> None:
+        last = member.start + member.length - 1
+        self.members[r] = member
+        heapq.heappush(self.finishes, (last, self.joined, r))
+        self.joined += 1
+        if last > self.last_finish:
+            self.last_finish = last
+
+    def _join_plain(self, r: int) -> None:
+        """`join` of one request without speculation (the common case): its sums are a template per phase
+        of its context within a KV block, shifted by its context and blocks (two slice additions)."""
+        rep, s = self.rep, self.rep.s
+        length = int(s.output[r] - s.emitted[r])
+        ctx0, blocks0 = int(s.ctx[r]), int(s.blocks[r])
+        block = rep.sched.block_size
+        first, phase = divmod(ctx0 + rep.q + block - 1, block)  # blocks_for(ctx + q) at step j: first + (phase + j) // block
+        if first >= blocks0:
+            templates = self._template(block, length)
+            i = self._room(length)
+            self.sums[:BLK + 1, i:i + length] += templates[phase, :, :length]
+            self.sums[CS:BLK + 1, i:i + length] += np.array([[ctx0], [first]])
+            held_last = first + (phase + length - 1) // block
+        else:   # holds more than its context needs (a reservation): max(need, blocks held)
+            held = np.maximum(first + (phase + _AR[:length]) // block, blocks0) if length <= len(_AR) else \
+                np.maximum(first + (phase + np.arange(length)) // block, blocks0)
+            i = self._room(length)
+            self.sums[DS, i:i + length] += 1
+            self.sums[CS, i:i + length] += _AR[:length] + ctx0 if length <= len(_AR) else np.arange(length) + ctx0
+            self.sums[BLK, i:i + length] += held
+            held_last = int(held[-1])
+        self._enter(r, _Member(self.k, length, 0, held_last))
+        self.member_blocks += blocks0
+
+    def _template(self, block: int, length: int) -> np.ndarray:
+        """(block, 3, ≥ length): for each phase p, per step j: 1, j, (p + j) // block."""
+        have = self._templates
+        if have.shape[0] != block or have.shape[2] < length:
+            size = max(length, 2 * have.shape[2], 1024)
+            j = np.arange(size)
+            phases = np.arange(block)[:, None]
+            self._templates = have = np.stack([np.ones((block, size), dtype=np.int64),
+                                               np.broadcast_to(j, (block, size)), (phases + j) // block], axis=1)
+        return have
+
+    def _join_one(self, r: int) -> None:
+        """`join` of one speculating request, with 1-D arrays."""
+        rep, s = self.rep, self.rep.s
+        ids = np.array([r])
+        emitted0 = s.emitted[ids]
+        remaining = int(s.output[r] - emitted0[0])
+        tau, cum = self._draws(ids, s.decode_steps[ids], emitted0, emitted0 * 0 + remaining)
+        tau, cum = tau[:, 0], cum[:, 0]
+        length = int(np.searchsorted(cum, remaining)) + 1   # the first step reaching the output length
+        tau, cum = tau[:length], cum[:length]
+        emitted = tau + 1
+        emitted[-1] = remaining - (int(cum[-2]) if length > 1 else 0)   # capped at the output length
+        block = rep.sched.block_size
+        ctx = cum - tau + (int(s.ctx[r]) - 1)                             # context before each step
+        held = (ctx + (rep.q + block - 1)) // block
+        blocks0 = int(s.blocks[r])
+        if int(held[0]) < blocks0:
+            np.maximum(held, blocks0, out=held)
+        i = self._room(length)
+        sums = self.sums[:, i:i + length]
+        sums[DS] += 1
+        sums[CS] += ctx
+        sums[BLK] += held
+        sums[EM] += emitted
+        sums[ACC] += tau
+        capped = np.minimum(cum, remaining)
+        self._enter(r, _Member(self.k, length, int(tau.sum()), int(held[-1]),
+                               _Batch(tau[:, None], capped[:, None], held[:, None]), 0))
+        self.member_blocks += blocks0
+
+    def _draws(self, ids, steps0, emitted0, remaining):
+        """Accepted lengths τ of each request's decode steps until it finishes, and the tokens emitted
+        by the end of each (uncapped): (T, B) arrays, T the most steps any of them needs. Drawn in
+        pieces (a prefix of the draws does not depend on how many follow)."""
+        acc = self.rep.acceptance
+        need = int(remaining.max())
+        n = min(need, 2 * (-(-need // (acc.depth + 1))) + 8)   # a step emits at most depth + 1 tokens
+        tau = acc.draws(ids, steps0, emitted0, n)
+        cum = np.cumsum(tau + 1, axis=0)
+        while (cum[-1] < remaining).any():
+            more = acc.draws(ids, steps0 + len(tau), emitted0 + cum[-1], max(8, len(tau) // 2))
+            tau = np.concatenate([tau, more])
+            cum = np.concatenate([cum, cum[-1] + np.cumsum(more + 1, axis=0)])
+        return tau, cum
+
+    def _add(self, rows: np.ndarray) -> None:
+        """Add per-step sums (5, n) for steps k, k + 1, ... to the profile."""
+        i = self._room(rows.shape[1])
+        self.sums[:, i:i + rows.shape[1]] += rows
+
+    def _room(self, ahead: int) -> int:
+        """The column of step k, with room for `ahead` steps from there. When the array must grow, past
+        steps are dropped into a new array (the step log holds views of past columns)."""
+        i = self.k - self.base
+        if i + ahead <= self.sums.shape[1]:
+            return i
+        live = self.sums[:, i:]
+        size = max(2 * ahead, 2 * live.shape[1], 256)
+        self.sums = np.zeros((5, size), dtype=np.int64)
+        self.sums[:, :live.shape[1]] = live
+        self.base = self.k
+        return 0
+
+    # ---- writing the state back ----------------------------------------------------------------------
+    def finalize(self, r: int, member: _Member, finish_s: float) -> None:
+        """A member finished: its request's final state."""
+        rep, s = self.rep, self.rep.s
+        left = s.output[r] - s.emitted[r]
+        s.emitted[r] += left
+        s.ctx[r] += left
+        s.decode_steps[r] += member.length
+        if rep.acceptance is not None:
+            s.accepted[r] += member.accepted
+            s.drafted[r] += rep.draft_tokens * member.length
+        s.blocks[r] = 0
+        s.finish_s[r] = finish_s
+
+    def dissolve(self) -> None:
+        """Write every member's state at step k back to the request arrays and empty the profile (before
+        the step-by-step path forms a step with decodes)."""
+        if not self.members:
+            return
+        rep, s = self.rep, self.rep.s
+        block = rep.sched.block_size
+        for r, m in self.members.items():
+            j = self.k - m.start
+            if j == 0:
+                continue
+            if m.batch is None:   # plain: one token per step; blocks by the join's formula
+                emitted = j
+                held = max((int(s.ctx[r]) + j - 1 + rep.q + block - 1) // block, int(s.blocks[r]))
+            else:
+                emitted, held = m.batch.capped[j - 1, m.col], m.batch.held[j - 1, m.col]
+                s.accepted[r] += m.batch.tau[:j, m.col].sum()
+                s.drafted[r] += rep.draft_tokens * j
+            s.emitted[r] += emitted
+            s.ctx[r] += emitted
+            s.decode_steps[r] += j
+            s.blocks[r] = held
+        self.sums[:, self.k - self.base:] = 0
+        self.members.clear()
+        self.finishes.clear()
+        self.member_blocks = 0
+        self.last_finish = -1
 
 
 @dataclass
 class BulkPlan:
-    ids: np.ndarray           # (B,) requests decoding at the start of the bulk
+    """Decode steps k0 .. k0 + steps - 1 of one replica's profile, scanned from `bounds_s[0]`."""
+
+    k0: int
     steps: int
-    active: np.ndarray        # (steps, B) request b decodes in step k
-    tau: np.ndarray | None    # (steps, B) accepted draft tokens (0 where inactive); None: plain decoding
-    emitted: np.ndarray | None  # (steps, B) tokens emitted (capped at the output length); None: = active
-    finish_step: np.ndarray   # (B,) step in which the request finishes, NEVER if not in this bulk
-    decode_seqs: np.ndarray   # (steps,)
-    context_sums: np.ndarray  # (steps,)
-    starts_s: np.ndarray
-    ends_s: np.ndarray
-    draft: np.ndarray         # (steps, 3) seconds, flops, bytes
-    target: np.ndarray        # (steps, 3)
-    blocks_used: np.ndarray   # (steps,) replica blocks in use during each step
-    final_blocks: np.ndarray  # (B,) blocks held after the bulk (0 for finished requests)
-    blocks_delta: int         # change of the replica's blocks in use over the bulk
-    finishes: bool            # some request finishes inside the bulk
-    queued: int               # waiting requests when the bulk was planned
-    held: np.ndarray | None = None  # (steps, B) private blocks each request holds in each step (prefix cache)
+    bounds_s: np.ndarray   # step boundaries: step j runs from bounds_s[j] to bounds_s[j + 1]
+    other_blocks: int      # blocks held by requests that are not members (e.g. reserved, in transfer)
+    queued: int            # waiting requests when the bulk was planned
+
+    @property
+    def end_s(self) -> float:
+        return float(self.bounds_s[self.steps])
+
+    def cut(self, at_s: float) -> None:
+        """Apply only the steps up to the first boundary at or after `at_s` (an arrival routed to this
+        replica while the bulk is in flight)."""
+        ends = self.bounds_s[1:self.steps + 1]
+        self.steps = min(self.steps, int(np.searchsorted(ends, at_s)) + 1)
+
+    def finish_times(self, profile: DecodeProfile) -> np.ndarray:
+        """Sorted finish times of the members finishing in the applied steps."""
+        end = self.k0 + self.steps
+        last = sorted(f for f, _, _ in profile.finishes if f < end)
+        return self.bounds_s[np.array(last, dtype=np.int64) - self.k0 + 1] if last else self.bounds_s[:0]
 
 
-def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | None = None) -> BulkPlan | None:
+def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | None = None, *,
+              horizon_s: float | None = None, stop_at_finish: bool = False) -> BulkPlan | None:
     """Plan decode steps of replica `rep` from `now_s`; None when the very next step needs preemption.
     stop_at_arrival: end at the first step boundary at or after `next_arrival_s` (default: only when the
     waiting queue is empty; a disaggregated decode replica, whose arrivals are KV transfers that join
-    the batch directly, always stops there).
-
-    Written for few numpy calls per bulk (a bulk is ~10 steps of ~20 requests at serving loads, so call
-    overhead, not arithmetic, is the cost): every (steps × requests) array is built once."""
-    s = rep.s
-    ids = np.array(rep.running, dtype=np.int64)
-    remaining = s.output[ids] - s.emitted[ids]
+    the batch directly, always stops there). `horizon_s`: when the next arrival is not known ahead
+    (routing at arrival time) the bulk also ends at the first boundary at or after this guess, and is
+    cut (`BulkPlan.cut`) if an arrival comes first. stop_at_finish: end at the first finish."""
+    prof = rep.profile
+    if len(prof.members) < len(rep.running):
+        members = prof.members
+        prof.join([r for r in rep.running if r not in members])
     blocked_head = bool(rep.waiting)
-    k_max = min(int(remaining.min() if blocked_head else remaining.max()), MAX_BULK_STEPS)
     if stop_at_arrival is None:
         stop_at_arrival = not blocked_head
-    if stop_at_arrival and rep.last_step_s > 0 and math.isfinite(next_arrival_s):
-        # Steps beyond the next arrival are discarded; plan ~1.5× the expected number (a short plan
-        # only costs one more event, never accuracy).
-        k_max = max(1, min(k_max, int(1.5 * (next_arrival_s - now_s) / rep.last_step_s) + 4))
-    rows = _ROWS[:k_max]
-    if rep.acceptance is not None:
-        tau = rep.acceptance.draws(ids, s.decode_steps[ids], s.emitted[ids], k_max)
-        cum = np.cumsum(tau + 1, axis=0)   # tokens emitted by the end of step k (uncapped)
-        cum_before = cum - tau - 1
-        done = cum >= remaining
-        finish_step = np.where(done[-1], done.argmax(axis=0), NEVER)  # cum is increasing down the rows
-    else:  # plain decoding: one token per step
-        tau = None
-        cum_before = rows
-        finish_step = np.where(remaining <= k_max, remaining - 1, NEVER)
-    first_finish, last_finish = int(finish_step.min()), int(finish_step.max())
-    if blocked_head or rep.stop_bulk_at_finish:
-        n = min(k_max, first_finish + 1)
-    else:
-        n = k_max if last_finish == NEVER else min(k_max, last_finish + 1)
-    active = rows[:n] <= finish_step
-    ctx = s.ctx[ids] + cum_before[:n]
-    blocks0 = s.blocks[ids]
-    blocks0_sum = int(blocks0.sum())
-    # Context only grows, so the blocks a request needs never decrease along a bulk.
-    block = rep.sched.block_size
-    held = (ctx + (rep.q + block - 1)) // block  # = blocks_for(ctx + q), less the blocks of shared cached units
-    held = np.maximum(held if rep.kv is None else held - s.unit_blocks[ids], blocks0)
-    blocks_used = (held * active).sum(axis=1) + (rep.used_blocks - blocks0_sum)
-    if rep.kv is not None and rep.kv.cache is not None:  # cached units freed by requests finished earlier
-        frees = rep.kv.cache.unit_frees(ids, finish_step)
-        if frees.any():
-            blocks_used -= (frees * (finish_step < rows)).sum(axis=1)
-    if blocks_used.max() > rep.total_blocks:
-        n = int((blocks_used > rep.total_blocks).argmax())
-        if n == 0:
-            return None
-        active, ctx = active[:n], ctx[:n]
-    decode_seqs = active.sum(axis=1)
-    context_sums = (ctx * active).sum(axis=1)
-    draft, target = rep.cost.decode_steps(decode_seqs, context_sums, monotone=True)
-    if rep.kv is not None and rep.kv.shared_attention:
-        target = rep.cost.with_shared_prefix(draft, target, decode_seqs, context_sums,
-                                             _shared_per_step(rep, ids, active))
-    bounds = np.cumsum(np.concatenate(([now_s], draft[:, 0] + target[:, 0])))
-    if stop_at_arrival:  # stop at the first step boundary at or after the next arrival
-        first = int(np.searchsorted(bounds[1:], next_arrival_s))  # bounds are non-decreasing
-        if first < n:
-            n = first + 1
-            bounds, draft, target, active = bounds[:n + 1], draft[:n], target[:n], active[:n]
-    if tau is None:
-        emitted = None
-    else:
-        emitted = (np.minimum(cum[:n], remaining) - np.minimum(cum_before[:n], remaining)) * active
-        tau = tau[:n] * active
-    finishes = first_finish < n
-    if finishes:
-        ended = finish_step < n
-        finish_step, final_blocks = np.where(ended, finish_step, NEVER), np.where(ended, 0, held[n - 1])
-    else:
-        finish_step, final_blocks = np.full(len(ids), NEVER), held[n - 1]
-    return BulkPlan(ids, n, active, tau, emitted, finish_step, decode_seqs[:n], context_sums[:n],
-                    bounds[:n], bounds[1:], draft, target, blocks_used[:n], final_blocks,
-                    int(final_blocks.sum()) - blocks0_sum, finishes, len(rep.waiting), held[:n])
-
-
-def _shared_per_step(rep, ids: np.ndarray, active: np.ndarray) -> list:
-    """Shared-prefix aggregates of each step's decode requests (they change only when one finishes)."""
-    out, last_key, last = [], None, None
-    for row in active:
-        key = row.tobytes()
-        if key != last_key:
-            last_key, last = key, rep.kv.cache.shared_context(ids[row])
-        out.append(last)
-    return out
-
-
-def _replay_blocks(rep, plan: BulkPlan) -> None:
-    """Block moves of a bulk in step order, for a replica whose free queue decides evictions (prefix
-    caching): each step's new blocks leave the queue, then the step's finished requests free theirs —
-    what step-by-step mode does, so both modes evict the same cached units."""
-    s, cache = rep.s, rep.kv.cache
-    ids = plan.ids
-    previous = s.blocks[ids].copy()
-    for k in range(plan.steps):
-        grow = int(((plan.held[k] - previous) * plan.active[k]).sum())
-        if grow:
-            cache.take(grow)
-            rep.used_blocks += grow
-        previous = np.where(plan.active[k], plan.held[k], previous)
-        for b in np.flatnonzero(plan.finish_step == k):
-            r = int(ids[b])
-            rep.used_blocks -= cache.release(r, int(s.ctx[r]), int(previous[b]), "shared")
-            s.unit_blocks[r] = 0
+    stop_s = next_arrival_s if stop_at_arrival else math.inf
+    if stop_at_arrival and horizon_s is not None and horizon_s < stop_s:
+        stop_s = horizon_s
+    k = prof.k
+    last = prof.finishes[0][0] if blocked_head or stop_at_finish else prof.last_finish
+    n_max = min(last - k + 1, MAX_BULK_STEPS)
+    other = rep.used_blocks - prof.member_blocks
+    room = rep.total_blocks - other
+    rows = rep.cost.decode_seconds_rows
+    grid = CTX_GRID_TOKENS
+    t = now_s
+    bounds = [t]
+    i0 = k - prof.base
+    sums = prof.sums
+    n, chunk = 0, _SCAN_CHUNK
+    while n < n_max:
+        j1 = min(n + chunk, n_max)
+        chunk *= 2
+        stopped = False
+        window = sums[:BLK + 1, i0 + n:i0 + j1].tolist()
+        for seqs, ctx, held in zip(*window):
+            if held > room:
+                stopped = True
+                break
+            x = ctx / (grid * seqs)
+            lo = int(x)
+            w = x - lo
+            u = 1.0 - w
+            row = rows[seqs, lo]
+            t = t + ((row[0] * u + row[2] * w) + (row[1] * u + row[3] * w))
+            bounds.append(t)
+            n += 1
+            if t >= stop_s:
+                stopped = True
+                break
+        if stopped:
+            break
+    if n == 0:
+        return None
+    return BulkPlan(k, n, np.array(bounds), other, len(rep.waiting))
 
 
 def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
-    s = rep.s
-    ids, n = plan.ids, plan.steps
-    steps_taken = plan.active.sum(axis=0)
-    if plan.tau is None:  # plain decoding: one token per step, nothing drafted
-        emitted, per_step_accepted, per_step_emitted = steps_taken, 0, plan.decode_seqs
-    else:
-        emitted = plan.emitted.sum(axis=0)
-        s.accepted[ids] += plan.tau.sum(axis=0)
-        s.drafted[ids] += rep.draft_tokens * steps_taken
-        per_step_accepted, per_step_emitted = plan.tau.sum(axis=1), plan.emitted.sum(axis=1)
-    s.emitted[ids] += emitted
-    s.ctx[ids] += emitted
-    s.decode_steps[ids] += steps_taken
-    if rep.kv is not None and rep.kv.cache is not None:
-        _replay_blocks(rep, plan)
-    else:
-        rep.used_blocks += plan.blocks_delta
-    s.blocks[ids] = plan.final_blocks
+    """Apply the plan's first `plan.steps` steps to the replica and its requests; finished requests are
+    appended to `finished` in finishing order."""
+    prof, s = rep.profile, rep.s
+    k0, n = plan.k0, plan.steps
+    k1 = k0 + n
+    i0 = k0 - prof.base
+    bounds = plan.bounds_s[:n + 1]
+    released = 0
+    heap, members = prof.finishes, prof.members
+    while heap and heap[0][0] < k1:
+        last, _, r = heapq.heappop(heap)
+        member = members.pop(r)
+        prof.finalize(r, member, float(bounds[last - k0 + 1]))
+        if last == k1 - 1:
+            released += member.held_last
+        rep.running.remove(r)
+        finished.append(r)
+    sums = prof.sums[:, i0:i0 + n]
+    prof.k = k1
+    prof.member_blocks = int(sums[BLK, -1]) - released
+    rep.used_blocks = plan.other_blocks + prof.member_blocks
+    starts = bounds[:-1]
     queued = plan.queued
     if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
         joined = s.arrival_s[list(rep.waiting)[queued:]]
-        queued = queued + np.searchsorted(joined, plan.starts_s, side="right")
-    rep.last_step_s = float(plan.ends_s[-1] - plan.starts_s[-1])
-    rep.log.append_bulk(
-        n, replica=rep.index, start_s=plan.starts_s, duration_s=plan.ends_s - plan.starts_s,
-        prefill_tokens=0, prefill_seqs=0, decode_seqs=plan.decode_seqs, query_tokens_per_seq=rep.q,
-        decode_context_tokens=plan.context_sums, accepted_tokens=per_step_accepted,
-        emitted_tokens=per_step_emitted, kv_blocks_used=plan.blocks_used, kv_blocks_total=rep.total_blocks,
-        queued_requests=queued, running_requests=plan.decode_seqs,
-        costs=(plan.draft, plan.target, rep.cost.flops_scales))
-    if plan.finishes:
-        done = np.flatnonzero(plan.finish_step != NEVER)
-        order = done[np.argsort(plan.finish_step[done], kind="stable")]
-        for r, k in zip(ids[order].tolist(), plan.finish_step[order].tolist()):
-            s.finish_s[r] = plan.ends_s[k]
-            rep.running.remove(r)
-            finished.append(r)
+        queued = queued + np.searchsorted(joined, starts, side="right")
+    durations = bounds[1:] - starts
+    rep.last_step_s = float(durations[-1])
+    plain = rep.acceptance is None
+    rep.log.append_decode_bulk(
+        rep.cost, rep.index, rep.q, rep.total_blocks, starts, durations, sums[DS], sums[CS],
+        None if plain else sums[ACC], sums[DS] if plain else sums[EM],
+        sums[BLK] + plan.other_blocks if plan.other_blocks else sums[BLK], queued)

@@ -1,31 +1,42 @@
-"""The SimPy event loop of a cluster of pools: arrivals are routed to the first pool; each replica runs
-steps (or bulks of decode steps); a disaggregated cluster hands requests from its prefill pool to its
-decode pool with a KV transfer on the network (simulator.cluster.handoff.KVHandOff).
+"""The event loop of a cluster of pools: arrivals are routed to the first pool; each replica runs steps (or
+bulks of decode steps, simulator.core.bulk) along its timeline (simulator.core.timeline); a disaggregated
+cluster hands requests from its prefill pool to its decode pool with a KV transfer on the network
+(simulator.cluster.handoff.KVHandOff).
 
-Events per replica: one per step, or one per bulk of decode steps (step_mode "bulk"). Arrivals are
-scheduled with URGENT priority so that, at equal times, a request that arrives exactly when a step ends
-is visible to the step formed at that instant — the same rule the bulk planner uses ("a bulk ends at the
-first step boundary at or after the next arrival"), which makes bulk and step-by-step modes identical.
-A decode-pool replica's bulk in flight is cut short (re-planned from its start, which reproduces the same
-steps) when a KV arrival or a routed request must become visible at a step boundary inside it.
+Two drivers run the same replica timelines:
+
+- **independent** (a colocated, open-loop cluster whose router routes without reading loads, e.g.
+  round_robin): every request's replica is known before the run, so replicas cannot affect each other
+  and each is simulated on its own, start to end, without SimPy. A bulk of decode steps ends only at the
+  next arrival routed to *its* replica, so the cost is linear in requests whatever the replica count.
+- **coupled** (SimPy; routers that read loads, closed-loop workloads, disaggregation): requests are
+  routed when they arrive, from loads the engine keeps as arrays (outstanding = routed − finished, with
+  the finishes inside bulks in flight before the arrival subtracted, as a step-by-step run would have
+  applied them). A request routed to a replica whose bulk is in flight and whose batch can grow cuts
+  that bulk at the first step boundary at or after its arrival (`BulkPlan.cut`); other replicas' bulks
+  are untouched. Arrivals are scheduled with URGENT priority, so that a request arriving exactly when a
+  step ends is visible to the step formed at that instant — the rule the cut applies too, which makes
+  bulk and step-by-step modes identical. A decode-pool replica's bulk in flight is cut short
+  (re-planned from its start, which reproduces the same steps) when a KV arrival or a routed request
+  must become visible at a step boundary inside it.
 
 Closed-loop workloads: a request is sent when an earlier one completes, at that instant, to the first
-pool. Bulks end at their first finish (`Replica.stop_bulk_at_finish`); with several colocated replicas
-the next arrival is unknown while another replica's bulk is in flight, so they run step by step (decode
-pools keep bulks: what a finish sends reaches them only through a hand-off, which cuts the bulk).
+pool; bulks end at their first finish (`stop_at_finish`), and a sent request cuts the bulk of the
+replica it is routed to. Ties at exactly equal times between a completion on one replica and a step
+boundary on another are broken by event order (probability zero with continuous step times).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import simpy
 from simpy.events import URGENT
 
-from simulator.core.bulk import NEVER, apply_bulk, plan_bulk
+from simulator.core.bulk import plan_bulk, apply_bulk
 from simulator.core.state import DROP_EXCEEDS_KV
-
-_NO_FINISHES = np.zeros(0)
+from simulator.core.timeline import IDLE, OwnArrivals, TimelineControls, replica_timeline
 
 
 class _UrgentTimeout(simpy.Event):
@@ -43,6 +54,7 @@ class EngineConfig:
     step_mode: str = "bulk"          # "bulk" | "step"
     progress: object | None = None   # optional callable(finished_count) for progress display
     closed_loop: int | None = None   # clients of a closed-loop workload (None: arrivals from the table)
+    driver: str = "auto"             # "auto" | "coupled" (force SimPy even where replicas are independent)
 
 
 class Engine:
@@ -54,42 +66,154 @@ class Engine:
         self.handoff = cluster.handoff
         self.cfg = cfg
         self.bulk = cfg.step_mode == "bulk"
-        self.next_arrival_s = np.inf
-        self._fits = [pool.replicas[0].fits for pool in cluster.pools]   # a request must fit in every pool
+        self._fits = [pool.replicas[0].fits_mask for pool in cluster.pools]   # a request must fit in every pool
+        self._fits_one = [pool.replicas[0].fits for pool in cluster.pools]
         self._wake: dict[int, simpy.Event] = {}
         self._interrupt: dict[int, simpy.Event] = {}
+        self._procs: dict[int, simpy.Process] = {}
         self.finished = 0
         self._sent = 0          # closed loop: requests sent so far
         self._owed = 0          # closed loop: completions not yet answered by a new request
         self._sending = False
+        self._gap_s = math.inf  # mean time between arrivals (sizes bulk plans in the coupled driver)
+        self._last_send_s = 0.0
+        router = self.entry.router
+        self._loads = not router.stateless   # keep outstanding counts for a router that reads them
+        n = len(self.entry.replicas)
+        self._open = np.zeros(n, dtype=np.int64)     # routed and not gone (waiting + running) at the last apply
+        self._early = np.zeros(n, dtype=np.int64)    # finishes inside the bulk in flight before the last arrival
+        self._next_finish = np.full(n, math.inf)     # next finish inside the bulk in flight not yet counted
+        self._no_queues = np.zeros(n, dtype=np.int64)
+
+    @property
+    def independent(self) -> bool:
+        """Replicas cannot affect each other: colocated, open loop, routing ahead of time."""
+        return (self.handoff is None and self.cfg.closed_loop is None and self.entry.router.stateless
+                and self.cfg.driver == "auto")
 
     def run(self) -> float:
         """Simulate until every request finished or was dropped. Returns the simulated end time."""
+        return self._run_independent() if self.independent else self._run_coupled()
+
+    # ---- independent driver ------------------------------------------------------------------------
+    def _run_independent(self) -> float:
+        s, reps = self.state, self.entry.replicas
+        ok = self._drop_unfit(np.arange(s.n))
+        choice = self.entry.router.assign(len(ok))
+        s.replica[ok] = choice
+        order = np.argsort(choice, kind="stable")
+        mine = np.split(ok[order], np.cumsum(np.bincount(choice, minlength=len(reps)))[:-1])
+        ctl = TimelineControls(bulk=self.bulk, report=self._report_independent)
+        for rep, ids in zip(reps, mine):
+            rep.arrivals = OwnArrivals(ids, s.arrival_s[ids])
+            for _ in replica_timeline(rep, ctl):
+                pass
+        last_arrival = float(s.arrival_s[-1]) if s.n else 0.0
+        return max([last_arrival] + [rep.clock_s for rep in reps])
+
+    def _drop_unfit(self, ids: np.ndarray) -> np.ndarray:
+        """Mark the requests that fit in no pool as dropped; returns the others (requests dropped before
+        the run, longer than the context, count as finished and are not routed either)."""
+        before = self.state.dropped[ids]
+        if before.any():
+            self._count_finished(int(before.sum()))
+            ids = ids[~before]
+        fits = np.logical_and.reduce([fits(ids) for fits in self._fits])
+        bad = ids[~fits]
+        if len(bad):
+            self.state.dropped[bad] = True
+            self.state.drop_reason[bad] = DROP_EXCEEDS_KV
+            self._count_finished(len(bad))
+        return ids[fits]
+
+    def _report_independent(self, rep, finished: list[int]) -> None:
+        if finished:
+            self._count_finished(len(finished))
+
+    # ---- coupled driver ----------------------------------------------------------------------------
+    def _run_coupled(self) -> float:
         env, reps = self.env, self.cluster.replicas
         if self.handoff is not None:
             self.handoff.start(self)
-        if self.cfg.closed_loop is not None:
+        closed = self.cfg.closed_loop is not None
+        if closed:
             env.process(self._closed_loop_start())
-            for rep in reps:
-                rep.stop_bulk_at_finish = True
         else:
+            s = self.state
+            if s.n > 1:
+                self._gap_s = float(s.arrival_s[-1] - s.arrival_s[0]) / (s.n - 1)
             env.process(self._arrivals())
+        ctl = TimelineControls(bulk=self.bulk, report=self._report, stop_at_finish=closed,
+                               horizon_s=self._horizon_s, on_bulk=self._on_bulk if self._loads else None,
+                               handoff=self.handoff, engine=self)
         for pool in self.cluster.pools:
-            loop = self._decode_loop if pool.name == "decode" else self._replica_loop
             for rep in pool.replicas:
-                env.process(loop(rep))
+                rep.arrivals = None
+                proc = self._decode_loop(rep) if pool.name == "decode" else self._drive(rep, ctl)
+                self._procs[rep.index] = env.process(proc)
         env.run()
         return max([env.now] + [rep.clock_s for rep in reps])
+
+    def _drive(self, rep, ctl: TimelineControls):
+        """A replica's timeline as a SimPy process (simulator.core.timeline)."""
+        env = self.env
+        timeline = replica_timeline(rep, ctl)
+        value = None
+        while True:
+            try:
+                until = timeline.send(value)
+            except StopIteration:
+                return
+            value = None
+            if until is IDLE:
+                self._wake[rep.index] = ev = env.event()
+                yield ev
+                del self._wake[rep.index]
+                rep.clock_s = env.now
+            else:
+                try:
+                    yield env.timeout(until - env.now)
+                except simpy.Interrupt as cut:
+                    value = cut.cause
+
+    def _horizon_s(self, rep, now_s: float) -> float:
+        """A guess of the next arrival routed to `rep` (sizes its bulk plans; never changes results)."""
+        return now_s + self._gap_s * len(self.entry.replicas) if self.cfg.closed_loop is None else math.inf
+
+    def _on_bulk(self, rep, plan) -> None:
+        """A bulk of an entry-pool replica was committed or cut: its finishes before the next arrival
+        count as done for the router (the finishes a step-by-step run would have applied by then)."""
+        i = rep.index
+        rep.pending_finish_s = pending = plan.finish_times(rep.profile)
+        k = int(self._early[i])
+        self._next_finish[i] = pending[k] if k < len(pending) else math.inf
+
+    def _report(self, rep, finished: list[int]) -> None:
+        if self._loads:  # (only entry-pool replicas report: their indices are 0..n-1)
+            i = rep.index
+            self._open[i] = len(rep.waiting) + len(rep.running)
+            self._early[i] = 0
+            self._next_finish[i] = math.inf
+        if finished:
+            self._count_finished(len(finished))
+
+    def _outstanding(self, now_s: float) -> np.ndarray:
+        """Per entry-pool replica: requests routed there and not finished by `now_s` (finishes at exactly
+        `now_s` are not: a step ending at an arrival's instant is processed after it)."""
+        nf = self._next_finish
+        for i in np.flatnonzero(nf < now_s).tolist():
+            pending = self.entry.replicas[i].pending_finish_s
+            k = int(np.searchsorted(pending, now_s, side="left"))
+            self._early[i] = k
+            nf[i] = pending[k] if k < len(pending) else math.inf
+        return self._open - self._early
 
     # ---- arrivals ----------------------------------------------------------------------------------
     def _arrivals(self):
         s, env = self.state, self.env
         arrivals = s.arrival_s
         for r in range(s.n):
-            delay = float(arrivals[r]) - env.now
-            self.next_arrival_s = env.now + delay
-            yield _UrgentTimeout(env, delay)
-            self.next_arrival_s = env.now + (float(arrivals[r + 1]) - env.now) if r + 1 < s.n else np.inf
+            yield _UrgentTimeout(env, float(arrivals[r]) - env.now)
             self._route(r)
 
     def _closed_loop_start(self):
@@ -117,23 +241,32 @@ class Engine:
         if s.dropped[r]:  # rejected before the run (longer than the context: simulator.core.context)
             self._count_finished(1)
             return
-        if not all(fits(r) for fits in self._fits):
+        if not all(fits(r) for fits in self._fits_one):
             s.dropped[r] = True
             s.drop_reason[r] = DROP_EXCEEDS_KV
             self._count_finished(1)
             return
-        reps, now, router = self.entry.replicas, self.env.now, self.entry.router
-        loads, queued = [rep.outstanding_at(now) for rep in reps], [len(rep.waiting) for rep in reps]
-        if router.uses_prefix_match:  # prefix_aware: what each replica's cache holds of this prompt
+        reps, now = self.entry.replicas, self.env.now
+        router = self.entry.router
+        if router.stateless:
+            idx = int(router.assign(1)[0])
+        elif router.uses_prefix_match:  # prefix_aware: what each replica's cache holds of this prompt
             caches = [rep.kv.cache for rep in reps]
             view = (int(s.prompt[r]), [c.match_tokens(r, int(s.prompt[r])) for c in caches],
                     [c.cached_tokens for c in caches])
-            idx = router.choose(loads, queued, view)
+            idx = router.choose(self._outstanding(now), np.array([len(rep.waiting) for rep in reps]), view)
         else:
-            idx = router.choose(loads, queued)
+            queued = np.array([len(rep.waiting) for rep in reps]) if router.needs_queued else self._no_queues
+            idx = router.choose(self._outstanding(now), queued)
         s.replica[r] = idx
-        reps[idx].waiting.append(r)
-        self.poke(reps[idx])
+        rep = reps[idx]
+        rep.waiting.append(r)
+        self._open[idx] += 1
+        if rep.cuttable_end_s > now:  # its bulk in flight would run past this arrival: cut it
+            rep.cuttable_end_s = -math.inf
+            self._procs[rep.index].interrupt(now)
+        else:
+            self.poke(rep)
 
     def _count_finished(self, k: int) -> None:
         self.finished += k
@@ -142,14 +275,9 @@ class Engine:
         if self.cfg.closed_loop is not None and k:
             self._send(k)
 
-    def _report(self, finished: list[int]) -> None:
-        if finished:
-            self._count_finished(len(finished))
-            finished.clear()
-
     # ---- replicas ----------------------------------------------------------------------------------
     def poke(self, rep) -> None:
-        """Make `rep` look at its queues: wake it when idle, cut its bulk in flight short."""
+        """Make `rep` look at its queues: wake it when idle, cut a decode replica's bulk in flight short."""
         for events in (self._wake, self._interrupt):
             ev = events.get(rep.index)
             if ev is not None and not ev.triggered:
@@ -161,52 +289,11 @@ class Engine:
         del self._wake[rep.index]
         rep.clock_s = self.env.now
 
-    def _replica_loop(self, rep):
-        """A colocated or prefill-pool replica: steps, or bulks that end at the next arrival."""
-        env, handoff = self.env, self.handoff
-        bulk = self.bulk and (self.cfg.closed_loop is None or len(self.cluster.replicas) == 1)
-        finished: list[int] = []
-        while True:
-            if not rep.has_work():  # (`_idle`, inlined: this loop is the hot path)
-                self._wake[rep.index] = ev = env.event()
-                yield ev
-                del self._wake[rep.index]
-                rep.clock_s = env.now
-                continue
-            start_s = rep.clock_s
-            plan = plan_bulk(rep, start_s, self.next_arrival_s) if bulk and rep.bulk_ready() else None
-            if plan is not None:
-                end_s = float(plan.ends_s[-1])
-                if plan.finishes:  # ends_s is non-decreasing, so sorting the steps sorts the times
-                    rep.pending_finish_s = plan.ends_s[np.sort(plan.finish_step[plan.finish_step != NEVER])]
-                yield env.timeout(end_s - env.now)
-                rep.clock_s = end_s
-                rep.pending_finish_s = _NO_FINISHES
-                apply_bulk(rep, plan, finished)
-            else:
-                step = rep.plan_step(start_s)
-                if step.empty:
-                    continue
-                costs = rep.step_costs(step)
-                if handoff is None:
-                    end_s = start_s + (costs[0].seconds + costs[1].seconds)
-                else:  # the prefill pool's rounding, kept bit-identical to the earlier prefill loop
-                    end_s = start_s + costs[0].seconds + costs[1].seconds
-
-                    handoff.prefill_step(self, rep, step, start_s, end_s)
-                yield env.timeout(end_s - env.now)
-                rep.clock_s = end_s
-                rep.apply_step(step, start_s, end_s, costs, finished)
-                if handoff is not None:
-                    handoff.prefill_done(self, rep)
-            if finished:
-                self._count_finished(len(finished))
-                finished.clear()
-
     def _decode_loop(self, rep):
         """A decode-pool replica: requests join at step boundaries once their KV arrived; a bulk in flight
         is cut when something becomes visible inside it (module docstring)."""
         env, finished = self.env, []
+        stop_at_finish = self.cfg.closed_loop is not None
         while True:
             self.handoff.collect(self, rep)
             if not rep.running:
@@ -217,12 +304,12 @@ class Engine:
                     yield from self._idle(rep)
                 continue
             start_s = rep.clock_s
-            plan = plan_bulk(rep, start_s, rep.next_event_s(), stop_at_arrival=True) \
+            plan = plan_bulk(rep, start_s, rep.next_event_s(), stop_at_arrival=True, stop_at_finish=stop_at_finish) \
                 if self.bulk and rep.bulk_ready() else None
             if plan is not None:
-                end_s = float(plan.ends_s[-1])
+                end_s = plan.end_s
                 if end_s > env.now:
-                    rep.pending_finish_s = np.sort(plan.ends_s[plan.finish_step[plan.finish_step < plan.steps]])
+                    rep.pending_finish_s = plan.finish_times(rep.profile)
                     self._interrupt[rep.index] = cut = env.event()
                     yield env.any_of([env.timeout(end_s - env.now), cut])
                     del self._interrupt[rep.index]
@@ -239,4 +326,6 @@ class Engine:
                     yield env.timeout(end_s - env.now)
                 rep.clock_s = end_s
                 rep.apply_step(step, start_s, end_s, costs, finished)
-            self._report(finished)
+            if finished:
+                self._count_finished(len(finished))
+                finished.clear()

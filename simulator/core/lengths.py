@@ -1,4 +1,4 @@
-"""Request-length distributions (prompt and output tokens) and the CSV reader they share with traces.
+"""Request-length distributions (prompt and output tokens).
 
 `LengthDist` is a pydantic discriminated union on `kind` (the scenario schema embeds it):
 
@@ -16,15 +16,14 @@ Every `sample` call returns an int64 array with all values >= 1.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Mapping, Union
+from typing import Annotated, Literal, Union
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 from scipy import special
 
-from simulator.errors import ScenarioError
+from simulator.core.csv_columns import read_csv_columns
 
 #: Truncation ranges holding less probability than this are rejected (sampling there is meaningless).
 MIN_TRUNCATED_MASS = 1e-9
@@ -153,61 +152,3 @@ def resolve_path(path: Path, base_dir: Path) -> Path:
     """A relative path is taken relative to the scenario file's folder."""
     path = Path(path).expanduser()
     return path if path.is_absolute() else Path(base_dir) / path
-
-
-ColumnKind = Literal["time", "count"]
-MAX_TOKENS = 10**12  # guards the int64 conversion against absurd values such as 1e30
-_KIND_RULES = {"time": "a finite number >= 0 (seconds)", "count": "an integer from 1 to 10^12 (tokens)"}
-
-
-def read_csv_columns(path: Path, columns: Mapping[str, ColumnKind], field: str) -> dict[str, np.ndarray]:
-    """Read and validate numeric columns of a CSV file with a header row.
-
-    ``columns`` maps column name -> kind: ``"time"`` (finite float >= 0, returned as float64) or
-    ``"count"`` (integer >= 1, returned as int64). Other columns are ignored; blank lines are skipped.
-    Any problem raises ScenarioError(field, ...) naming the file, column and line (1 = header).
-    """
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False,
-                            skipinitialspace=True)
-    except FileNotFoundError:
-        raise ScenarioError(field, f"file not found: {path}") from None
-    except IsADirectoryError:
-        raise ScenarioError(field, f"{path} is a directory, expected a CSV file") from None
-    except pd.errors.EmptyDataError:
-        raise ScenarioError(field, f"{path} is empty; expected a header row with columns "
-                                   f"{', '.join(columns)}") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ScenarioError(field, f"{path} is not a readable CSV file ({detail})") from None
-    except OSError as err:
-        raise ScenarioError(field, f"cannot read {path}: {err.strerror or err}") from None
-    frame.columns = [str(name).strip() for name in frame.columns]
-    missing = [name for name in columns if name not in frame.columns]
-    if missing:
-        raise ScenarioError(field, f"{path} lacks column(s) {', '.join(repr(m) for m in missing)}; "
-                                   f"found {', '.join(repr(c) for c in frame.columns)}")
-    raw = {name: frame[name].to_numpy(dtype=object) for name in columns}
-    line = np.arange(len(frame)) + 2  # header is line 1; blank lines are kept as rows, so this is exact
-    blank = np.logical_and.reduce([np.char.strip(v.astype(str)) == "" for v in raw.values()]) \
-        if len(frame) else np.zeros(0, dtype=bool)
-    keep = ~blank
-    line = line[keep]
-    if len(line) == 0:
-        raise ScenarioError(field, f"{path} has no data rows")
-    out: dict[str, np.ndarray] = {}
-    for name, kind in columns.items():
-        text = raw[name][keep]
-        values = pd.to_numeric(pd.Series(text, dtype=object).str.strip(), errors="coerce").to_numpy(
-            dtype=np.float64, na_value=np.nan)
-        bad = ~np.isfinite(values)
-        if kind == "time":
-            bad |= values < 0
-        else:
-            bad |= (values < 1) | (values > MAX_TOKENS) | (values != np.rint(values))
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ScenarioError(field, f"{path}, column '{name}', line {line[i]}: {text[i]!r} is not "
-                                       f"{_KIND_RULES[kind]}")
-        out[name] = values if kind == "time" else values.astype(np.int64)
-    return out

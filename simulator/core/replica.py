@@ -23,7 +23,9 @@ import numpy as np
 from models.step import chunk_attention_pairs
 from simulator.speculation.acceptance import ChainAcceptance
 from simulator.config.scenario import SchedulerConfig
-from simulator.core.state import RequestState, StepLog
+from simulator.core.bulk import DecodeProfile
+from simulator.core.state import RequestState
+from simulator.core.steplog import StepLog
 from simulator.cost.step_cost import StepCostModel
 
 @dataclass
@@ -71,6 +73,9 @@ class Replica:
         self.stop_bulk_at_finish = False  # closed-loop workloads: a finish sends a new request at once
         self.kv = kv                      # simulator.core.kv_cache.KVTiers, or None (plain block counting)
         self._io = [0, 0]                 # KV tokens and transfers to or from the host for the step being formed
+        self.arrivals = None   # simulator.core.timeline.OwnArrivals when routed ahead of time, else None
+        self.cuttable_end_s = -np.inf  # end of a bulk in flight that an arrival routed here would cut
+        self.profile = DecodeProfile(self)  # the decoding requests' futures, for bulks (simulator.core.bulk)
 
     # ---- load seen by the router -------------------------------------------------------------------
     def outstanding_at(self, now_s: float) -> int:
@@ -91,6 +96,11 @@ class Replica:
         """Request `r` can ever run here: its whole life (prompt + output + a verify window) fits in KV."""
         s = self.s
         return self.blocks_for(int(s.prompt[r] + s.output[r] + self.q)) <= self.total_blocks
+
+    def fits_mask(self, ids: np.ndarray) -> np.ndarray:
+        """`fits` of many requests at once."""
+        s = self.s
+        return self.blocks_for(s.prompt[ids] + s.output[ids] + self.q) <= self.total_blocks
 
     # ---- admission / preemption --------------------------------------------------------------------
     def _is_decoding(self, r: int) -> bool:
@@ -202,6 +212,7 @@ class Replica:
     def _reserve_decode_blocks(self, decode_ids: list[int]) -> list[int]:
         """Make room for each decode request's ctx + q tokens, preempting the most recently admitted
         requests (LIFO, as vLLM does) until they fit. Returns the surviving decode ids."""
+        self.profile.dissolve()   # the step-by-step path reads and writes the requests' state
         s = self.s
         while decode_ids:
             ids = np.asarray(decode_ids)
@@ -366,8 +377,10 @@ class Replica:
     def bulk_ready(self) -> bool:
         """True when the next steps are decode-only and the batch cannot change before a finish, an
         arrival, or KV exhaustion: nothing is mid-prefill and the waiting head cannot be admitted (its
-        admissibility only shrinks while decodes grow their KV)."""
-        if not self.running or self.prefilling or self.policy is not None:
+        admissibility only shrinks while decodes grow their KV). A replica whose KV manager decides
+        evictions block by block (prefix caching, a host tier) runs step by step: bulks (simulator.core.bulk)
+        count blocks per request, not the shared, cached units of a prefix cache."""
+        if not self.running or self.prefilling or self.policy is not None or self.kv is not None:
             return False
         return not self._head_admissible(self.batching.admission_room(self), 0)
 

@@ -22,6 +22,12 @@ Ties left after a policy's criteria are broken uniformly at random with the rout
 idle replicas share the load evenly (lowest-index tie-breaking would send every request of a light load to
 replica 0). Runs stay reproducible: the Generator is seeded from the scenario, and it is drawn from only
 when a tie actually occurs.
+
+What a router reads decides how the engine can run (simulator.core.engine): a router with
+`stateless = True` chooses without looking at the loads, so `assign(k)` gives the replicas of the next k
+requests ahead of time and every replica of a colocated open-loop cluster is simulated on its own; a
+router that reads loads is asked at each arrival, with `needs_queued` saying whether it reads the queues
+(the engine keeps outstanding counts as arrays; queue lengths cost a pass over the replicas).
 """
 from __future__ import annotations
 
@@ -38,6 +44,8 @@ class Router:
 
     name = "base"
     uses_prefix_match = False
+    stateless = False     # True: `choose` ignores the loads and `assign` routes ahead (see the module docstring)
+    needs_queued = False  # True: `choose` reads `queued`
 
     def __init__(self, num_replicas: int, rng: np.random.Generator):
         if int(num_replicas) != num_replicas or num_replicas < 1:
@@ -47,6 +55,10 @@ class Router:
 
     def choose(self, outstanding: Sequence[int], queued: Sequence[int]) -> int:
         raise NotImplementedError
+
+    def assign(self, count: int) -> np.ndarray:
+        """Replicas of the next `count` requests, chosen ahead of time (stateless routers only)."""
+        raise TypeError(f"router {self.name!r} reads replica loads and cannot route ahead of time")
 
     def _check(self, outstanding: Sequence[int], queued: Sequence[int]) -> None:
         if len(outstanding) != self.num_replicas or len(queued) != self.num_replicas:
@@ -60,13 +72,16 @@ class Router:
 
 
 def _argmin_all(keys: Sequence) -> list[int]:
-    """Indices of all minimal entries (plain Python: faster than numpy for a handful of replicas)."""
+    """Indices of all minimal entries, ascending (plain Python for a short list, numpy for an array)."""
+    if isinstance(keys, np.ndarray):
+        return np.flatnonzero(keys == keys.min()).tolist()
     best = min(keys)
     return [i for i, key in enumerate(keys) if key == best]
 
 
 class RoundRobinRouter(Router):
     name = "round_robin"
+    stateless = True
 
     def __init__(self, num_replicas: int, rng: np.random.Generator):
         super().__init__(num_replicas, rng)
@@ -76,6 +91,11 @@ class RoundRobinRouter(Router):
         self._check(outstanding, queued)
         chosen = self._next
         self._next = (chosen + 1) % self.num_replicas
+        return chosen
+
+    def assign(self, count: int) -> np.ndarray:
+        chosen = (self._next + np.arange(count, dtype=np.int64)) % self.num_replicas
+        self._next = (self._next + count) % self.num_replicas
         return chosen
 
 
@@ -89,9 +109,14 @@ class LeastOutstandingRouter(Router):
 
 class JoinShortestQueueRouter(Router):
     name = "join_shortest_queue"
+    needs_queued = True
 
     def choose(self, outstanding: Sequence[int], queued: Sequence[int]) -> int:
         self._check(outstanding, queued)
+        if isinstance(queued, np.ndarray) or isinstance(outstanding, np.ndarray):
+            queued, outstanding = np.asarray(queued), np.asarray(outstanding)
+            shortest = np.flatnonzero(queued == queued.min())
+            return self._pick_among(shortest[_argmin_all(outstanding[shortest])].tolist())
         return self._pick_among(_argmin_all(list(zip(queued, outstanding))))
 
 

@@ -33,7 +33,8 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from simulator.errors import ScenarioError
-from simulator.core.lengths import LengthDist, StrictModel, read_csv_columns, resolve_path
+from simulator.core.csv_columns import read_csv_columns
+from simulator.core.lengths import LengthDist, StrictModel, resolve_path
 from simulator.core.prefixes import PrefixKeys, SessionsConfig, SharedPrefixConfig
 
 FIELD = "workload"

@@ -34,7 +34,7 @@ from models.spec import ModelSpec
 from models.step import Parallelism, StepShape
 from profiles.engine_time.model import EngineTime, PassLayout
 from profiles.latency import LatencyModel
-from simulator.cost.step_table import BatchContextTable
+from simulator.cost.step_table import BatchContextTable, SecondsRows
 
 CTX_GRID_TOKENS = 16
 
@@ -397,6 +397,18 @@ class StepCostModel:
             w = (x - lo)[:, None]
             both = rows[0] * (1.0 - w) + rows[1] * w
         return both[:, :3], both[:, 3:]
+
+    @cached_property
+    def decode_seconds_rows(self) -> SecondsRows:
+        """(decode_seqs, grid index) -> draft and target seconds of the two grid rows around it: what
+        `decode_steps` interpolates, for callers that price one step at a time in scalar arithmetic."""
+        def pair(batch: int, i: int):
+            found = self._step_table.pair(batch, i)
+            if found is None:  # the table is full: the same rows, computed directly
+                return (self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch),
+                        self.exact_decode_step(batch, (i + 1) * CTX_GRID_TOKENS * batch))
+            return found
+        return SecondsRows(pair)
 
     @cached_property
     def _step_table(self) -> BatchContextTable:

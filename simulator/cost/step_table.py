@@ -44,6 +44,11 @@ class BatchContextTable:
             j = lo - self.base
         return self.cube[seqs, j], self.upper[seqs, j]
 
+    def pair(self, batch: int, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Rows (batch, i) and (batch, i + 1), or None when the table would outgrow MAX_TABLE_BYTES."""
+        found = self.lookup(np.array([batch]), np.array([i]))
+        return None if found is None else (found[0][0], found[1][0])
+
     def _fill(self, seqs: np.ndarray, lo: np.ndarray) -> bool:
         if not self._grow(int(seqs.max()), int(lo.min()), int(lo.max()) + 1):
             return False
@@ -82,3 +87,19 @@ class BatchContextTable:
         self.cube, self.have, self.base = cube, have, new_lo
         self.upper = self.cube[:, 1:]
         return True
+
+
+class SecondsRows(dict):
+    """(batch, grid index i) -> (draft seconds, target seconds) of rows i and i + 1 of a decode-step table,
+    as Python floats: (d_i, t_i, d_i+1, t_i+1). Filled on first use from `pair(batch, i)`; a bulk of decode
+    steps interpolates its step durations from it in scalar arithmetic (simulator.core.bulk), with the
+    same formula and the same rows as the vectorized lookups, so the values are bit-identical."""
+
+    def __init__(self, pair):
+        super().__init__()
+        self._pair = pair
+
+    def __missing__(self, key):
+        below, above = self._pair(*key)
+        value = self[key] = (float(below[0]), float(below[3]), float(above[0]), float(above[3]))
+        return value

@@ -13,7 +13,8 @@ Definitions (all times in seconds):
 - SLO met: finished, and every SLO that is set holds (<=). A single-token request has no TPOT and meets
   any TPOT SLO. Dropped or unfinished requests never meet the SLO.
 - Measured window: [first arrival, sim_end_s]. Rates (throughput, goodput, lambda), utilization and MFU/MBU
-  use its length; step busy time and request sojourns are clipped to it.
+  use its length; step busy time and request sojourns are clipped to it. Sums over steps are exact
+  (simulator.results.step_totals: the same whether the run kept every step, a sample or aggregates).
 - Speculation: mean accepted length tau = sum(accepted_tokens) / sum(decode_steps) over all requests
   (excludes the bonus token); tokens per step = tau + 1, i.e. what a decode step yields before truncation
   at a request's output limit; draft acceptance rate = sum(accepted) / sum(drafted).
@@ -37,6 +38,8 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
+
+from simulator.results.step_totals import StepTotals
 
 REQUEST_COLUMNS = {
     "request_id": np.int64, "replica": np.int64, "arrival_s": np.float64, "admit_s": np.float64,
@@ -124,6 +127,20 @@ def build_requests_frame(cols: Mapping[str, np.ndarray], slo: SLO | None = None)
     return frame
 
 
+AGGREGATE_COLUMNS = {
+    "replica": np.int64, "interval_start_s": np.float64, "steps": np.int64, "busy_s": np.float64,
+    "prefill_tokens": np.int64, "prefill_seqs": np.int64, "decode_seqs": np.int64, "emitted_tokens": np.int64,
+    "accepted_tokens": np.int64, "draft_s": np.float64, "verify_s": np.float64, "engine_s": np.float64,
+    "flops": np.float64, "bytes": np.float64, "kv_blocks_used_max": np.int64, "kv_blocks_total": np.int64,
+    "queued_request_s": np.float64, "running_request_s": np.float64,
+}
+
+
+def build_aggregate_frame(cols: Mapping[str, np.ndarray]) -> pd.DataFrame:
+    """Per-(replica, interval) step aggregates (`outputs.steps: aggregate`; simulator.results.step_totals)."""
+    return _frame(cols, AGGREGATE_COLUMNS, "step aggregates")
+
+
 def build_steps_frame(cols: Mapping[str, np.ndarray]) -> pd.DataFrame:
     """Step log plus end_s = start_s + duration_s."""
     frame = _frame(cols, STEP_COLUMNS, "steps")
@@ -147,23 +164,39 @@ def _clipped_lengths(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -
     return np.clip(np.minimum(end, hi) - np.maximum(start, lo), 0.0, None)
 
 
-def summarize(requests_df: pd.DataFrame, steps_df: pd.DataFrame, *, slo: SLO, num_replicas: int,
+def slo_summary(requests: pd.DataFrame, slo: SLO, window_s: float, gpus: int) -> dict:
+    """The summary's SLO fields (goodput, attainment, the SLOs): the only ones that depend on the SLOs,
+    from the requests' dropped, finish_s, ttft_s, tpot_s and e2e_s."""
+    met = slo_met_mask(requests, slo)
+    out = {"goodput_rps": _ratio(met.sum(), window_s)}
+    out["goodput_per_gpu_rps"] = out["goodput_rps"] / gpus
+    out["slo_attainment"] = _ratio(met.sum(), len(requests))
+    out["slo_target_attainment"] = float(slo.attainment)
+    out["slo_attained"] = bool(out["slo_attainment"] >= slo.attainment)
+    out.update({"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_e2e_s": slo.e2e_s})
+    return out
+
+
+def summarize(requests_df: pd.DataFrame, steps: pd.DataFrame | StepTotals, *, slo: SLO, num_replicas: int,
               gpus_per_replica: int, peak_flops_per_gpu: float, peak_bw_per_gpu: float,
               sim_end_s: float) -> dict:
-    """Reduce a run to a flat dict of scalars (plus `dropped_by_reason`, a dict reason -> count)."""
+    """Reduce a run to a flat dict of scalars (plus `dropped_by_reason`, a dict reason -> count). `steps`:
+    the run's step totals (simulator.results.step_totals, accumulated while it ran), or a frame of all
+    its steps."""
     if num_replicas < 1 or gpus_per_replica < 1:
         raise ValueError(f"summarize: num_replicas and gpus_per_replica must be >= 1; got "
                          f"{num_replicas}, {gpus_per_replica}")
     if not (peak_flops_per_gpu > 0 and peak_bw_per_gpu > 0):
         raise ValueError("summarize: peak_flops_per_gpu and peak_bw_per_gpu must be > 0")
-    req, steps = requests_df, steps_df
+    req = requests_df
     arrival = req["arrival_s"].to_numpy(float)
     finish = req["finish_s"].to_numpy(float)
     dropped = req["dropped"].to_numpy(bool)
     finished = finished_mask(req)
-    met = slo_met_mask(req, slo)
     start_s = float(arrival.min()) if len(arrival) else 0.0
     window_s = float(sim_end_s) - start_s
+    totals = steps if isinstance(steps, StepTotals) else \
+        StepTotals.from_frame(steps, num_replicas, start_s, float(sim_end_s))
     gpus = num_replicas * gpus_per_replica
     out: dict = {
         "num_replicas": int(num_replicas), "gpus_per_replica": int(gpus_per_replica),
@@ -182,53 +215,38 @@ def summarize(requests_df: pd.DataFrame, steps_df: pd.DataFrame, *, slo: SLO, nu
     out["output_tokens_per_s"] = _ratio(req["emitted_tokens"].sum(), window_s)
     out["prompt_tokens_per_s"] = _ratio(req["prompt_tokens"].to_numpy()[admitted].sum(), window_s)
     out["requests_per_s"] = _ratio(finished.sum(), window_s)
-    out["goodput_rps"] = _ratio(met.sum(), window_s)
-    out["goodput_per_gpu_rps"] = out["goodput_rps"] / gpus
-    out["slo_attainment"] = _ratio(met.sum(), len(req))
-    out["slo_target_attainment"] = float(slo.attainment)
-    out["slo_attained"] = bool(out["slo_attainment"] >= slo.attainment)
-    out.update({"slo_ttft_s": slo.ttft_s, "slo_tpot_s": slo.tpot_s, "slo_e2e_s": slo.e2e_s})
+    out.update(slo_summary(req, slo, window_s, gpus))
 
     decode_steps = req["decode_steps"].sum()
     out["mean_accepted_length"] = _ratio(req["accepted_tokens"].sum(), decode_steps)
     out["tokens_per_step"] = out["mean_accepted_length"] + 1.0
     out["draft_acceptance_rate"] = _ratio(req["accepted_tokens"].sum(), req["drafted_tokens"].sum())
 
-    step_start = steps["start_s"].to_numpy(float)
-    step_dur = steps["duration_s"].to_numpy(float)
-    busy = _clipped_lengths(step_start, step_start + step_dur, start_s, float(sim_end_s))
-    replica = steps["replica"].to_numpy(np.int64)
-    if len(replica) and (replica.min() < 0 or replica.max() >= num_replicas):
-        raise ValueError(f"summarize: step replica ids must lie in 0..{num_replicas - 1}")
-    busy_per_replica = np.bincount(replica, weights=busy, minlength=num_replicas)
+    busy_per_replica = totals.busy_per_replica()
+    busy = totals.busy_weighted(np.ones(num_replicas))
     utilization = busy_per_replica / window_s if window_s > 0 else np.full(num_replicas, math.nan)
     out["utilization_mean"] = float(utilization.mean())
     out["utilization_min"] = float(utilization.min())
     out["utilization_max"] = float(utilization.max())
-    flops, moved = float(steps["flops"].sum()), float(steps["bytes"].sum())
+    flops, moved = totals.sum("flops"), totals.sum("bytes")
     out["mfu"] = _ratio(flops, window_s * peak_flops_per_gpu * gpus)
     out["mbu"] = _ratio(moved, window_s * peak_bw_per_gpu * gpus)
-    out["mfu_busy"] = _ratio(flops, busy.sum() * gpus_per_replica * peak_flops_per_gpu)
-    out["mbu_busy"] = _ratio(moved, busy.sum() * gpus_per_replica * peak_bw_per_gpu)
-    total_blocks = steps["kv_blocks_total"].to_numpy(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kv_fraction = np.where(total_blocks > 0, steps["kv_blocks_used"].to_numpy(float) / total_blocks,
-                               np.nan)
-    has_kv = np.isfinite(kv_fraction)
-    out["kv_use_mean"] = _ratio((kv_fraction[has_kv] * step_dur[has_kv]).sum(), step_dur[has_kv].sum())
-    out["kv_use_max"] = float(kv_fraction[has_kv].max()) if has_kv.any() else math.nan
-    out["steps"] = int(len(steps))
-    out["mean_step_s"] = float(step_dur.mean()) if len(steps) else math.nan
-    out["draft_time_fraction"] = _ratio(steps["draft_s"].sum(), step_dur.sum())
+    out["mfu_busy"] = _ratio(flops, busy * gpus_per_replica * peak_flops_per_gpu)
+    out["mbu_busy"] = _ratio(moved, busy * gpus_per_replica * peak_bw_per_gpu)
+    out["kv_use_mean"] = _ratio(totals.sum("kv_weighted_s"), totals.sum("kv_duration_s"))
+    out["kv_use_max"] = totals.kv_max
+    out["steps"] = totals.steps
+    duration = totals.sum("duration_s")
+    out["mean_step_s"] = duration / totals.steps if totals.steps else math.nan
+    out["draft_time_fraction"] = _ratio(totals.sum("draft_s"), duration)
 
     departure = np.where(np.isfinite(finish), finish, np.where(dropped, arrival, float(sim_end_s)))
-    in_system = steps["queued_requests"].to_numpy(float) + steps["running_requests"].to_numpy(float)
     out["little_lambda_rps"] = _ratio(len(req), window_s)
     out["little_W_s"] = float((departure - arrival).mean()) if len(req) else math.nan
     out["little_lambda_W"] = out["little_lambda_rps"] * out["little_W_s"]
     out["little_L_requests"] = _ratio(_clipped_lengths(arrival, departure, start_s, float(sim_end_s)).sum(),
                                       window_s)
-    out["little_L_steps"] = _ratio((in_system * busy).sum(), window_s)
+    out["little_L_steps"] = _ratio(totals.sum("in_system_busy_s"), window_s)
     out["little_rel_err"] = _ratio(abs(out["little_L_steps"] - out["little_lambda_W"]), out["little_lambda_W"])
     return out
 

@@ -9,64 +9,54 @@ import numpy as np
 import pandas as pd
 
 from simulator.results.metrics import summarize
+from simulator.results.step_totals import StepTotals
 
 
-def pricing_summary(pools, steps: pd.DataFrame) -> dict:
+def pricing_summary(pools, totals: StepTotals) -> dict:
     """`latency_source` (which source priced which op kinds), `engine_time` (the engine-time model, or
     None) and the share of busy time that was engine time; pools priced differently (different hardware)
     add `<pool>_latency_source` and `<pool>_engine_time`."""
     from profiles.select import describe_latency
-    busy = float(steps["duration_s"].sum()) if len(steps) else 0.0
+    busy = totals.sum("duration_s")
     described = [(pool.name, describe_latency(pool.kind.latency),
                   pool.kind.engine.describe() if pool.kind.engine is not None else None) for pool in pools]
     out = {"latency_source": described[0][1], "engine_time": described[0][2],
-           "engine_time_fraction": float(steps["engine_s"].sum()) / busy if busy > 0 else 0.0}
+           "engine_time_fraction": totals.sum("engine_s") / busy if busy > 0 else 0.0}
     if any(d[1:] != described[0][1:] for d in described):
         for name, latency, engine in described:
             out[f"{name}_latency_source"], out[f"{name}_engine_time"] = latency, engine
     return out
 
 
-def _alltoall_column(pools, steps: pd.DataFrame) -> np.ndarray | None:
-    """The all-to-all part of each step's target pass (pools with expert parallelism), or None."""
-    if not any(pool.kind.parallelism.ep > 1 for pool in pools):
-        return None
-    tokens = steps["prefill_tokens"].to_numpy() + steps["decode_seqs"].to_numpy() * steps["query_tokens_per_seq"].to_numpy()
-    pool_of = {rep.index: pool for pool in pools for rep in pool.replicas}
-    return np.array([pool_of[int(i)].kind.cost.target.alltoall_seconds(int(t)) if pool_of[int(i)].kind.parallelism.ep > 1
-                     else 0.0 for i, t in zip(steps["replica"].to_numpy(), tokens)], dtype=float)
-
-
-def cluster_summary(cluster, requests: pd.DataFrame, steps: pd.DataFrame, end_s: float) -> dict:
+def cluster_summary(cluster, requests: pd.DataFrame, end_s: float) -> dict:
     """summary.json of any cluster: the metrics of `simulator.results.metrics.summarize`, GPU-weighted over pools
     of different sizes and hardware, the pricing sources, KV capacity and, for disaggregation, the
-    per-pool counts and KV-transfer statistics."""
+    per-pool counts and KV-transfer statistics. Step quantities come from the step log's totals, so the
+    summary does not depend on what the log keeps (`outputs.steps`)."""
     scenario, pools = cluster.scenario, cluster.pools
-    alltoall = _alltoall_column(pools, steps)
-    if alltoall is not None:
-        steps["alltoall_s"] = alltoall
+    totals = cluster.log.totals
     first = pools[0].kind.hardware
     dtype = scenario.cluster.dtype
     single = len(pools) == 1
-    summary = summarize(requests, steps, slo=scenario.slo, num_replicas=len(cluster.replicas),
+    summary = summarize(requests, totals, slo=scenario.slo, num_replicas=len(cluster.replicas),
                         gpus_per_replica=pools[0].kind.parallelism.gpus if single else 1,
                         peak_flops_per_gpu=first.matmul_flops(dtype), peak_bw_per_gpu=first.hbm_bandwidth_bytes_per_s,
                         sim_end_s=end_s)
     if not single:
-        summary.update(_pool_summary(summary, requests, steps, cluster))
+        summary.update(_pool_summary(summary, requests, totals, cluster))
     summary["scenario"] = scenario.name
-    summary.update(pricing_summary(pools, steps))
+    summary.update(pricing_summary(pools, totals))
     if single:
         summary["kv_tokens_per_replica"] = pools[0].kind.kv_tokens
         summary["gpus"] = cluster.gpus
-    if alltoall is not None:
-        summary["alltoall_time_fraction"] = float(steps["alltoall_s"].sum() / steps["duration_s"].sum()) \
-            if len(steps) else float("nan")
-    summary.update(kv_cache_summary(cluster, requests, steps))
+    if totals.has_alltoall:
+        duration = totals.sum("duration_s")
+        summary["alltoall_time_fraction"] = totals.sum("alltoall_s") / duration if totals.steps else float("nan")
+    summary.update(kv_cache_summary(cluster, requests, totals))
     return summary
 
 
-def kv_cache_summary(cluster, requests: pd.DataFrame, steps: pd.DataFrame) -> dict:
+def kv_cache_summary(cluster, requests: pd.DataFrame, totals: StepTotals) -> dict:
     """Prefix-cache and host-tier figures of a run with `cluster.kv_cache` (empty without it):
     `prefix_cache_hit_rate` = prompt tokens found cached at their request's first admission / prompt
     tokens of the admitted requests; `prefix_cache_saved_prefill_tokens` = prompt tokens not prefilled
@@ -87,34 +77,30 @@ def kv_cache_summary(cluster, requests: pd.DataFrame, steps: pd.DataFrame) -> di
         if cfg.host_memory_gib > 0:
             out["prefix_cache_host_loaded_tokens"] = int(sum(kv.loaded_tokens for kv in tiers))
     if cfg.host_memory_gib > 0:
-        busy = float(steps["duration_s"].sum())
+        busy = totals.sum("duration_s")
         out["kv_swapped_tokens"] = int(sum(kv.swapped_tokens for kv in tiers))
-        out["kv_io_time_fraction"] = float(steps["kv_io_s"].sum()) / busy if busy > 0 else 0.0
+        out["kv_io_time_fraction"] = totals.sum("kv_io_s") / busy if busy > 0 else 0.0
     return out
 
 
-def _pool_summary(summary: dict, requests, steps, cluster) -> dict:
+def _pool_summary(summary: dict, requests, totals: StepTotals, cluster) -> dict:
     """GPU-dependent summary fields recomputed for pools of different replica sizes and hardware, and the
     KV transfer statistics. `summary` came from `metrics.summarize` called with gpus_per_replica = 1."""
     pools, dtype = cluster.pools, cluster.scenario.cluster.dtype
     gpus = cluster.gpus
     gpr = np.array([pool.kind.parallelism.gpus for pool in pools for _ in pool.replicas], dtype=float)
     window = summary["window_s"]
-    start, dur = steps["start_s"].to_numpy(float), steps["duration_s"].to_numpy(float)
-    busy = np.clip(np.minimum(start + dur, summary["window_end_s"]) - np.maximum(start, summary["window_start_s"]),
-                   0.0, None)
-    replica = steps["replica"].to_numpy(np.int64)
-    flops, moved = float(steps["flops"].sum()), float(steps["bytes"].sum())
+    flops, moved = totals.sum("flops"), totals.sum("bytes")
     hardware = [pool.kind.hardware for pool in pools]
     if all(hw.id == hardware[0].id for hw in hardware):
         peak_f, peak_b = hardware[0].matmul_flops(dtype), hardware[0].hbm_bandwidth_bytes_per_s
-        busy_gpu_s = float((busy * gpr[replica]).sum())
+        busy_gpu_s = totals.busy_weighted(gpr)
         busy_f, busy_b = busy_gpu_s * peak_f, busy_gpu_s * peak_b
         all_f, all_b = window * peak_f * gpus, window * peak_b * gpus
     else:  # peaks weighted by each pool's GPUs
         rep_f = np.array([pool.kind.hardware.matmul_flops(dtype) for pool in pools for _ in pool.replicas]) * gpr
         rep_b = np.array([pool.kind.hardware.hbm_bandwidth_bytes_per_s for pool in pools for _ in pool.replicas]) * gpr
-        busy_f, busy_b = float((busy * rep_f[replica]).sum()), float((busy * rep_b[replica]).sum())
+        busy_f, busy_b = totals.busy_weighted(rep_f), totals.busy_weighted(rep_b)
         all_f, all_b = window * float(rep_f.sum()), window * float(rep_b.sum())
     ratio = lambda a, b: a / b if b > 0 else math.nan  # noqa: E731
     kv = requests["kv_transfer_s"].to_numpy(float)

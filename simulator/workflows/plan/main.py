@@ -11,13 +11,15 @@
    GPU. Outputs in --out (default out/plans/<name>/): ``ranked.csv`` (DES-confirmed), ``candidates.csv``
    (every screened candidate), ``pareto.png`` (cost per hour vs DES TPOT p50 with the Pareto front),
    ``launch_vllm.sh`` and ``launch_sglang.sh`` (the best candidate's server command line per role,
-   simulator.workflows.plan.launch).
+   simulator.workflows.plan.launch), and ``des_cache/`` (the DES runs, reused by a re-plan whatever its
+   SLOs: simulator.workflows.plan.des_cache).
 """
 from __future__ import annotations
 
 import argparse
 import math
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -26,13 +28,14 @@ import pandas as pd
 from simulator.errors import ScenarioError
 from simulator.workflows.plan.screen import DEPLOYMENTS, screen, workload_means
 from simulator.workflows.plan.config import enumerate_candidates, load_plan
+from simulator.workflows.plan.des_cache import DesCache, confirm_point, run_key
 from simulator.workflows.sweep.store import _atomic_write
 from simulator.console.contract import parse_args
-from simulator.console.progress import Progress
 
 SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 % of an SLO (screen error)
 RANKED_CSV, CANDIDATES_CSV, PARETO_PNG = "ranked.csv", "candidates.csv", "pareto.png"
 LAUNCH_FILES = {"vllm": "launch_vllm.sh", "sglang": "launch_sglang.sh"}
+DES_CACHE = "des_cache"
 
 
 def _rel_err(screen_value: float, des_value: float) -> float:
@@ -64,22 +67,34 @@ def screen_all(spec, base_dir: Path) -> pd.DataFrame:
     return frame.sort_values(["screen_slack", "usd_per_hour"], kind="stable").reset_index(drop=True)
 
 
-def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers) -> pd.DataFrame:
-    """DES results for the chosen candidates (one row each, DES metrics prefixed ``des_``)."""
+def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, progress=None,
+            cache: DesCache | None = None) -> pd.DataFrame:
+    """DES results for the chosen candidates (one row each, DES metrics prefixed ``des_``); `progress`, if
+    given, is called with a line as each run finishes; runs found in `cache` are not simulated again."""
     from simulator.workflows.plan.config import Candidate
-    from simulator.workflows.sweep.main import simulate_point
     from simulator.workflows.sweep.executors import make_executor
 
     fields = Candidate.__dataclass_fields__
-    tasks = []
+    tasks, keys, results = [], {}, {}
     for i, row in candidates.iterrows():
         cand = Candidate(**{k: row[k] for k in fields})
-        tasks.append((str(i), DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed), str(base_dir), None))
-    results = {}
+        scenario = DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed)
+        keys[i] = run_key(scenario) if cache is not None else None
+        cached = cache.get(keys[i], spec.slo) if cache is not None else None
+        if cached is not None:
+            results[i] = cached
+        else:
+            tasks.append((str(i), scenario, str(base_dir)))
+    if results and progress is not None:
+        progress(f"{len(results)} of {len(candidates)} candidates from the DES cache ({cache.folder})")
     if tasks:
         with make_executor(executor, workers) as runner:
-            for key, row in runner.imap_unordered(simulate_point, tasks):
+            for done, (key, row, requests) in enumerate(runner.imap_unordered(confirm_point, tasks), 1):
                 results[int(key)] = row
+                if cache is not None and requests is not None:
+                    cache.put(keys[int(key)], row, requests)
+                if progress is not None:
+                    progress(f"confirmed {done}/{len(tasks)} with the DES ({row['status']})")
     out = []
     for i, row in candidates.iterrows():
         des = results[i]
@@ -139,23 +154,37 @@ def plot_pareto(screened: pd.DataFrame, ranked: pd.DataFrame, slo, path: Path) -
 
 
 def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local", workers=None,
-             confirm_top: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
-    """Screen, confirm, rank and write the outputs; returns (ranked, screened, out_dir)."""
+             confirm_top: int | None = None, progress=None, cache: bool = True
+             ) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
+    """Screen, confirm, rank and write the outputs; returns (ranked, screened, out_dir). `progress`, if
+    given, is called with one line per stage (and per confirmed candidate), prefixed by the seconds since
+    the start. `cache`: reuse and keep DES runs in <out_dir>/des_cache (simulator.workflows.plan.des_cache)."""
+    t0 = time.perf_counter()
+
+    def report(line: str) -> None:
+        if progress is not None:
+            progress(f"[{time.perf_counter() - t0:6.1f} s] {line}")
+
     spec, base_dir = load_plan(plan)
-    screened = screen_all(spec, base_dir)
+    screened = screen_all(spec, base_dir)   # (first: a bad plan is reported before any progress line)
+    report(f"plan {spec.name!r}: screened {len(screened)} candidates analytically "
+           f"({int(screened.screen_feasible.sum())} feasible)")
     top = spec.confirm_top if confirm_top is None else confirm_top
     keep = screened[screened.screen_feasible & (screened.screen_slack <= SCREEN_SLACK)]
     cheapest = keep.sort_values(["usd_per_hour", "screen_slack"], kind="stable").head(top)
     front = keep.iloc[pareto_front(keep.usd_per_hour.tolist(), keep.screen_tpot_s.tolist())].head(top)
     chosen = pd.concat([cheapest, front])
     chosen = chosen[~chosen.index.duplicated()]
-    ranked = confirm(spec, chosen, base_dir, executor, workers)
     out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name
+    report(f"confirming {len(chosen)} candidates with the DES (executor {executor!r})")
+    ranked = confirm(spec, chosen, base_dir, executor, workers, report,
+                     DesCache(out_dir / DES_CACHE) if cache else None)
     out_dir.mkdir(parents=True, exist_ok=True)
     _atomic_write(out_dir / CANDIDATES_CSV, lambda tmp: screened.to_csv(tmp, index=False))
     _atomic_write(out_dir / RANKED_CSV, lambda tmp: ranked.to_csv(tmp, index=False))
     _atomic_write(out_dir / PARETO_PNG, lambda tmp: plot_pareto(screened, ranked, spec.slo, tmp))
     write_launch_scripts(spec, ranked, out_dir)
+    report(f"wrote {out_dir}/")
     return ranked, screened, out_dir
 
 
@@ -211,8 +240,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--confirm-top", type=int, default=None, help="override the plan's confirm_top")
     p.add_argument("--executor", default="local", help="where DES confirmations run (as for draftsim sweep)")
     p.add_argument("--workers", type=int, default=None, help="parallel DES runs (default: CPU cores)")
+    p.add_argument("--no-cache", action="store_true",
+                   help=f"simulate every confirmation again (default: reuse <out>/{DES_CACHE}, valid across SLO "
+                        "changes)")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
     return p
+
+
+def _progress_line(line: str) -> None:
+    """Progress on stderr, a line per stage, whether or not stderr is a terminal (logs of batch jobs too)."""
+    print(f"draftsim plan: {line}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,9 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.confirm_top is not None and args.confirm_top < 0:
             raise ScenarioError("--confirm-top", f"must be >= 0, got {args.confirm_top}")
-        with Progress("planning (screen, then DES confirmations)", quiet=args.quiet):
-            ranked, screened, out_dir = run_plan(args.plan, args.out, executor=args.executor,
-                                                 workers=args.workers, confirm_top=args.confirm_top)
+        ranked, screened, out_dir = run_plan(args.plan, args.out, executor=args.executor, workers=args.workers,
+                                             confirm_top=args.confirm_top,
+                                             progress=None if args.quiet else _progress_line,
+                                             cache=not args.no_cache)
     except (ScenarioError, UnknownNameError) as exc:
         print(f"draftsim plan: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

@@ -45,10 +45,15 @@ def simulate_point(task: tuple) -> tuple[str, dict]:
     except (ScenarioError, UnknownNameError) as exc:
         return point_id, {"status": STATUS_INVALID, "error": str(exc).splitlines()[0],
                           "wall_s": time.perf_counter() - t0}
-    row = {"status": STATUS_OK, "error": "", "wall_s": time.perf_counter() - t0}
-    for key, value in result.summary.items():
+    return point_id, summary_row(result.summary, time.perf_counter() - t0)
+
+
+def summary_row(summary: dict, wall_s: float) -> dict:
+    """A stored row of one simulated point: status, host seconds and the summary (dicts as JSON)."""
+    row = {"status": STATUS_OK, "error": "", "wall_s": wall_s}
+    for key, value in summary.items():
         row[key] = json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
-    return point_id, row
+    return row
 
 
 def _param_cell(value):

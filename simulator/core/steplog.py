@@ -1,0 +1,211 @@
+"""The step log of a run: what is kept of its steps (`outputs.steps`) and the totals the summary reads.
+
+Replicas append single steps (`append_row`) and bulks of decode steps (`append_decode_bulk`, whose cost
+columns are derived at the next flush, for all bulks of a cost model in one call). Every FLUSH_STEPS steps
+the buffer becomes typed columns and is folded into:
+- `totals` (simulator.results.step_totals.StepTotals): the exact sums the summary needs, so the summary
+  is the same whatever is kept;
+- what the mode keeps: `full` every step (compact dtypes in memory), `sampled` every `sample_every`-th
+  step of each replica (counted in time order per replica, so the sample does not depend on how steps
+  were batched), `aggregate` per-(replica, interval) sums (simulator.results.step_totals.aggregate_steps;
+  each replica's latest interval is carried to the next flush until it is complete).
+Memory then grows with requests (one summary per interval per replica at most), not with steps × columns.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from simulator.results.metrics import STEP_COLUMNS
+from simulator.results.step_totals import StepTotals, aggregate_steps
+
+FLUSH_STEPS = 1 << 16
+# Columns logged only when a feature that fills them is on (StepLog(extra=...)): `kv_io_s`, the part of a
+# step's duration spent moving KV to or from host memory (simulator.core.kv_cache; 0 in bulks of decode
+# steps, which move no KV).
+OPTIONAL_STEP_COLUMNS = {"kv_io_s": np.float64}
+STEP_MODES = ("full", "sampled", "aggregate")
+_INT32 = np.iinfo(np.int32)
+
+
+def _compact(values: np.ndarray) -> np.ndarray:
+    """int64 columns as int32 when they fit (restored by `StepLog.columns`)."""
+    if values.dtype == np.int64 and len(values) and _INT32.min <= values.min() and values.max() <= _INT32.max:
+        return values.astype(np.int32)
+    return values
+
+
+class StepLog:
+    """Append-only log of steps (module docstring). `alltoall`: callable(replica ids, tokens) → the
+    all-to-all seconds of those steps (expert-parallel pools), or None. `extra`: names of
+    OPTIONAL_STEP_COLUMNS to log too."""
+
+    def __init__(self, mode: str = "full", *, num_replicas: int = 1, window_start_s: float = 0.0,
+                 sample_every: int = 100, interval_s: float = 1.0, alltoall=None, extra: tuple[str, ...] = ()):
+        if mode not in STEP_MODES:
+            raise ValueError(f"outputs.steps: {mode!r}; allowed: {', '.join(STEP_MODES)}")
+        self.mode, self.sample_every, self.interval_s = mode, sample_every, interval_s
+        self.window_start_s = window_start_s
+        self.alltoall = alltoall
+        self._schema = {**STEP_COLUMNS, **{name: OPTIONAL_STEP_COLUMNS[name] for name in extra}}
+        self.totals = StepTotals(num_replicas, window_start_s)
+        self._rows: list[tuple] = []
+        self._decode: dict[int, tuple[object, list[tuple]]] = {}
+        self._pending = 0
+        self._kept: list[dict[str, np.ndarray]] = []
+        self._seen = np.zeros(num_replicas, dtype=np.int64)
+        self._carry: dict[str, np.ndarray] | None = None
+        self._done = False
+
+    # ---- appending -----------------------------------------------------------------------------------
+    def append_row(self, **cols) -> None:
+        """One step (columns of STEP_COLUMNS and the log's extra columns as scalars)."""
+        self._rows.append(tuple(cols[k] for k in self._schema))
+        self._pending += 1
+        if self._pending >= FLUSH_STEPS:
+            self._flush()
+
+    def append_decode_bulk(self, cost, replica: int, query_tokens: int, kv_blocks_total: int, start_s: np.ndarray,
+                           duration_s: np.ndarray, decode_seqs: np.ndarray, context_tokens: np.ndarray,
+                           accepted: np.ndarray | None, emitted: np.ndarray, kv_blocks_used: np.ndarray,
+                           queued) -> None:
+        """n decode-only steps of one replica (arrays of length n; `accepted` None: 0; `queued` an int or an
+        array) whose costs are `cost.decode_steps(decode_seqs, context_tokens)` of `cost`, a
+        simulator.cost.step_cost.StepCostModel (priced at the next flush, all bulks of a model at once)."""
+        group = self._decode.get(id(cost))
+        if group is None:
+            group = self._decode[id(cost)] = (cost, [])
+        group[1].append((replica, query_tokens, kv_blocks_total, start_s, duration_s, decode_seqs, context_tokens,
+                         accepted, emitted, kv_blocks_used, queued))
+        self._pending += len(start_s)
+        if self._pending >= FLUSH_STEPS:
+            self._flush()
+
+    # ---- reading -------------------------------------------------------------------------------------
+    def columns(self) -> dict[str, np.ndarray]:
+        """The kept steps (`full` or `sampled`) as column arrays (append order; sort them to read)."""
+        self.finish()
+        if self.mode == "aggregate":
+            raise ValueError("the step log keeps per-interval aggregates (outputs.steps: aggregate), not steps")
+        names = list(self._schema) + (["alltoall_s"] if self.alltoall is not None else [])
+        return {name: np.concatenate([np.zeros(0, dtype=self._schema.get(name, np.float64))]
+                                     + [batch[name] for batch in self._kept]).astype(self._schema.get(name, np.float64))
+                for name in names}
+
+    def aggregates(self) -> dict[str, np.ndarray]:
+        """Per-(replica, interval) sums (`aggregate`), ordered by interval and replica."""
+        self.finish()
+        if self.mode != "aggregate":
+            raise ValueError("the step log keeps steps, not aggregates")
+        if not self._kept:
+            return aggregate_steps(self._empty(), self.window_start_s, self.interval_s)
+        out = {name: np.concatenate([b[name] for b in self._kept]) for name in self._kept[0]}
+        order = np.lexsort((out["replica"], out["interval_start_s"]))
+        return {name: values[order] for name, values in out.items()}
+
+    def finish(self) -> None:
+        """Fold the last buffered steps in (before reading `totals`); appending after this is an error."""
+        if not self._done:
+            self._flush(final=True)
+            self._done = True
+
+    # ---- flushing ------------------------------------------------------------------------------------
+    def _flush(self, final: bool = False) -> None:
+        cols = self._materialize()
+        self.totals.add(cols)
+        if self.mode == "full":
+            if len(cols["start_s"]):
+                self._kept.append({name: _compact(values) for name, values in cols.items()})
+        elif self.mode == "sampled":
+            self._keep_sample(cols)
+        else:
+            self._aggregate(cols, final)
+
+    def _keep_sample(self, cols: dict[str, np.ndarray]) -> None:
+        replica = cols["replica"]
+        if not len(replica):
+            return
+        order = np.lexsort((cols["start_s"], replica))
+        sorted_replica = replica[order]
+        first = np.searchsorted(sorted_replica, sorted_replica, side="left")
+        rank = self._seen[sorted_replica] + np.arange(len(order)) - first
+        keep = np.sort(order[rank % self.sample_every == 0])
+        self._seen += np.bincount(replica, minlength=len(self._seen))
+        self._kept.append({name: _compact(values[keep]) for name, values in cols.items()})
+
+    def _aggregate(self, cols: dict[str, np.ndarray], final: bool) -> None:
+        if self._carry is not None:
+            cols = {name: np.concatenate([self._carry[name], values]) for name, values in cols.items()}
+            self._carry = None
+        replica = cols["replica"]
+        if not len(replica):
+            return
+        order = np.lexsort((cols["start_s"], replica))   # each replica's steps in time order
+        cols = {name: values[order] for name, values in cols.items()}
+        replica = cols["replica"]
+        if not final:  # each replica's latest interval may go on in the next batch: carry it
+            interval = np.floor((cols["start_s"] - self.window_start_s) / self.interval_s).astype(np.int64)
+            latest = np.full(int(replica.max()) + 1, np.iinfo(np.int64).min)
+            np.maximum.at(latest, replica, interval)
+            held = interval == latest[replica]
+            self._carry = {name: values[held] for name, values in cols.items()}
+            cols = {name: values[~held] for name, values in cols.items()}
+        if len(cols["replica"]):
+            self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s))
+
+    def _empty(self) -> dict[str, np.ndarray]:
+        return {name: np.zeros(0, dtype=dtype) for name, dtype in self._schema.items()}
+
+    def _materialize(self) -> dict[str, np.ndarray]:
+        """The buffered steps as typed columns (decode bulks first, then single rows); empties the buffer."""
+        parts = [self._decode_columns(cost, bulks) for cost, bulks in self._decode.values()]
+        for part in parts:   # decode bulks move no KV to or from the host
+            for name in self._schema.keys() - part.keys():
+                part[name] = np.zeros(len(part["start_s"]), dtype=self._schema[name])
+        rows = self._rows
+        self._decode, self._rows, self._pending = {}, [], 0
+        if rows:
+            by_column = list(zip(*rows))
+            parts.append({name: np.array(by_column[i], dtype=dtype) for i, (name, dtype) in enumerate(self._schema.items())})
+        if not parts:
+            out = self._empty()
+        elif len(parts) == 1:
+            out = parts[0]
+        else:
+            out = {name: np.concatenate([part[name] for part in parts]) for name in self._schema}
+        if self.alltoall is not None:
+            tokens = out["prefill_tokens"] + out["decode_seqs"] * out["query_tokens_per_seq"]
+            out["alltoall_s"] = self.alltoall(out["replica"], tokens)
+        return out
+
+    @staticmethod
+    def _decode_columns(cost, bulks: list[tuple]) -> dict[str, np.ndarray]:
+        """Columns of the decode bulks of one cost model, their costs priced in one call."""
+        (replica, q, kv_total, start, duration, seqs, ctx, accepted, emitted, kv_used, queued) = zip(*bulks)
+        counts = np.array([len(s) for s in start], dtype=np.int64)
+        n = int(counts.sum())
+
+        def per_bulk(values) -> np.ndarray:
+            return np.repeat(np.array(values, dtype=np.int64), counts)
+
+        def joined(values) -> np.ndarray:
+            return np.concatenate(values).astype(np.int64, copy=False)
+
+        decode_seqs, context = joined(seqs), joined(ctx)
+        draft, target = cost.decode_steps(decode_seqs, context)
+        draft_scale, target_scale = cost.flops_scales
+        zeros = np.zeros(n, dtype=np.int64)
+        return {
+            "replica": per_bulk(replica), "start_s": np.concatenate(start), "duration_s": np.concatenate(duration),
+            "prefill_tokens": zeros, "prefill_seqs": zeros, "decode_seqs": decode_seqs,
+            "query_tokens_per_seq": per_bulk(q), "decode_context_tokens": context,
+            "draft_s": draft[:, 0], "verify_s": target[:, 0] - target[:, 3], "engine_s": target[:, 3],
+            "accepted_tokens": zeros if all(a is None for a in accepted) else
+            joined([np.zeros(c, dtype=np.int64) if a is None else a for a, c in zip(accepted, counts.tolist())]),
+            "emitted_tokens": joined(emitted),
+            "flops": draft_scale * draft[:, 1] + target_scale * target[:, 1],
+            "bytes": draft_scale * draft[:, 2] + target_scale * target[:, 2],
+            "kv_blocks_used": joined(kv_used), "kv_blocks_total": per_bulk(kv_total),
+            "queued_requests": joined([np.broadcast_to(np.asarray(v, dtype=np.int64), c)
+                                       for v, c in zip(queued, counts.tolist())]),
+            "running_requests": decode_seqs,
+        }

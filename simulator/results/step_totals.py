@@ -1,0 +1,173 @@
+"""What the summary reads from the step log, accumulated while the run goes: exact sums per replica.
+
+The step log may keep every step, a sample or per-interval aggregates (`outputs.steps`); the summary must
+be the same whichever is kept, and whether steps were logged one by one or in bulks. So the sums it
+needs are accumulated as the steps are logged, batch by batch, and exactly: `ExactSum` holds a float64
+sum as an integer (every float64 is an integer multiple of 2**-1126), so the result does not depend on
+the order or grouping of the additions, and `value()` is the correctly rounded sum. (numpy's pairwise
+sums, used before, differ from it in the last bits; the summary's 12 significant digits hide that.)
+
+Busy time of a step is clipped to the measured window [first arrival, end of the run]; no step ends
+after the run's end or starts before the first arrival, so it is `min(end, inf) - max(start, first
+arrival)`, computed the same way from a finished frame (`StepTotals.from_frame`).
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Mapping
+
+import numpy as np
+
+_SCALE_BITS = 1126           # 2**-1126: the last bit of the smallest subnormal's frexp mantissa
+_MANTISSA = float(2 ** 53)
+_HALF = 26
+
+
+def _exact_parts(values: np.ndarray, groups: np.ndarray | None, num_groups: int) -> list[int]:
+    """Per group, the exact sum of `values` as an integer in units of 2**-1126 (groups: indices 0..n-1)."""
+    values = np.asarray(values, dtype=np.float64)
+    if not len(values):
+        return [0] * num_groups
+    mantissa, exponent = np.frexp(values)
+    whole = (mantissa * _MANTISSA).astype(np.int64)       # exact: |m| < 1 has 53 significant bits
+    low = exponent.min()
+    span = int(exponent.max() - low) + 1
+    key = exponent - low if groups is None else groups * span + (exponent - low)
+    size = span * num_groups
+    high_sums = np.bincount(key, weights=whole >> _HALF, minlength=size)   # exact: < 2**53
+    low_sums = np.bincount(key, weights=whole & ((1 << _HALF) - 1), minlength=size)
+    out = [0] * num_groups
+    nonzero = np.flatnonzero((high_sums != 0) | (low_sums != 0)).tolist()
+    highs, lows = high_sums[nonzero].tolist(), low_sums[nonzero].tolist()
+    for index, hi, lo in zip(nonzero, highs, lows):
+        group, e = divmod(index, span)
+        shift = int(e + low) - 53 + _SCALE_BITS
+        out[group] += ((int(hi) << _HALF) + int(lo)) << shift
+    return out
+
+
+def exact_value(units: int) -> float:
+    """The float64 nearest to an exact sum held in units of 2**-1126."""
+    return units / (1 << _SCALE_BITS)
+
+
+def exact_sum(values: np.ndarray) -> float:
+    """The correctly rounded sum of float64 values (independent of their order)."""
+    return exact_value(_exact_parts(values, None, 1)[0])
+
+
+class StepTotals:
+    """Exact sums over the logged steps, per replica where the summary needs it (module docstring)."""
+
+    PER_REPLICA = ("busy_s",)
+    GLOBAL = ("duration_s", "flops", "bytes", "draft_s", "engine_s", "alltoall_s", "kv_io_s", "kv_weighted_s",
+              "kv_duration_s", "in_system_busy_s")
+
+    def __init__(self, num_replicas: int, window_start_s: float):
+        self.num_replicas = num_replicas
+        self.window_start_s = window_start_s
+        self.steps = 0
+        self.kv_max = math.nan
+        self._busy = [0] * num_replicas
+        self._sums = dict.fromkeys(self.GLOBAL, 0)
+        self.has_alltoall = False
+
+    def add(self, cols: Mapping[str, np.ndarray], window_end_s: float = math.inf) -> None:
+        """Add a batch of steps (columns as in simulator.results.metrics.STEP_COLUMNS; `alltoall_s`
+        optional)."""
+        start = np.asarray(cols["start_s"], dtype=np.float64)
+        if not len(start):
+            return
+        duration = np.asarray(cols["duration_s"], dtype=np.float64)
+        busy = np.clip(np.minimum(start + duration, window_end_s) - np.maximum(start, self.window_start_s), 0.0, None)
+        replica = np.asarray(cols["replica"], dtype=np.int64)
+        if replica.min() < 0 or replica.max() >= self.num_replicas:
+            raise ValueError(f"summarize: step replica ids must lie in 0..{self.num_replicas - 1}")
+        for i, part in enumerate(_exact_parts(busy, replica, self.num_replicas)):
+            self._busy[i] += part
+        total = np.asarray(cols["kv_blocks_total"], dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            kv = np.where(total > 0, np.asarray(cols["kv_blocks_used"], dtype=np.float64) / total, np.nan)
+        has_kv = np.isfinite(kv)
+        in_system = np.asarray(cols["queued_requests"], dtype=np.float64) + np.asarray(cols["running_requests"],
+                                                                                      dtype=np.float64)
+        parts = {"duration_s": duration, "flops": cols["flops"], "bytes": cols["bytes"], "draft_s": cols["draft_s"],
+                 "engine_s": cols["engine_s"], "kv_weighted_s": kv[has_kv] * duration[has_kv],
+                 "kv_duration_s": duration[has_kv], "in_system_busy_s": in_system * busy}
+        if "alltoall_s" in cols:
+            parts["alltoall_s"] = cols["alltoall_s"]
+            self.has_alltoall = True
+        if "kv_io_s" in cols:
+            parts["kv_io_s"] = cols["kv_io_s"]
+        for name, values in parts.items():
+            self._sums[name] += _exact_parts(values, None, 1)[0]
+        if has_kv.any():
+            top = float(kv[has_kv].max())
+            self.kv_max = top if math.isnan(self.kv_max) else max(self.kv_max, top)
+        self.steps += len(start)
+
+    @staticmethod
+    def from_frame(steps, num_replicas: int, window_start_s: float, window_end_s: float) -> "StepTotals":
+        """The totals of a finished step frame (every step of a run)."""
+        totals = StepTotals(num_replicas, window_start_s)
+        cols = {name: steps[name].to_numpy() for name in steps.columns}
+        totals.add(cols, window_end_s)
+        return totals
+
+    def sum(self, name: str) -> float:
+        return exact_value(self._sums[name])
+
+    def busy_per_replica(self) -> np.ndarray:
+        return np.array([exact_value(b) for b in self._busy])
+
+    def busy_weighted(self, weights: np.ndarray) -> float:
+        """Σ over replicas of weight × busy time, exactly (weights: float64 per replica)."""
+        units = sum((Fraction(b) * Fraction(w) for b, w in zip(self._busy, np.asarray(weights, dtype=np.float64).tolist())),
+                    Fraction(0))
+        return float(units / (1 << _SCALE_BITS))
+
+
+def aggregate_steps(cols: Mapping[str, np.ndarray], origin_s: float, interval_s: float) -> dict[str, np.ndarray]:
+    """Per (replica, interval) sums of steps given in time order per replica (an interval: [origin +
+    i·interval_s, ...), by step start). Sums are sequential in that order within each bin (np.bincount),
+    so the bins do not depend on how the steps were batched."""
+    replica = np.asarray(cols["replica"], dtype=np.int64)
+    start = np.asarray(cols["start_s"], dtype=np.float64)
+    order = np.lexsort((start, replica))
+    if (np.diff(order) < 0).any():   # (already in that order when called by the step log)
+        cols = {name: np.asarray(values)[order] for name, values in cols.items()}
+        replica, start = replica[order], start[order]
+    interval = np.floor((start - origin_s) / interval_s).astype(np.int64)
+    new_bin = np.ones(len(replica), dtype=bool)
+    new_bin[1:] = (replica[1:] != replica[:-1]) | (interval[1:] != interval[:-1])
+    index = np.cumsum(new_bin) - 1
+    first = np.flatnonzero(new_bin)
+    n = len(first)
+    duration = np.asarray(cols["duration_s"], dtype=np.float64)
+
+    def total(values) -> np.ndarray:
+        return np.bincount(index, weights=np.asarray(values, dtype=np.float64), minlength=n)
+
+    def count(values) -> np.ndarray:
+        return total(values).astype(np.int64)
+
+    kv_max = np.zeros(n, dtype=np.int64)
+    np.maximum.at(kv_max, index, np.asarray(cols["kv_blocks_used"], dtype=np.int64))
+    kv_total = np.zeros(n, dtype=np.int64)
+    np.maximum.at(kv_total, index, np.asarray(cols["kv_blocks_total"], dtype=np.int64))
+    out = {
+        "replica": replica[first], "interval_start_s": origin_s + interval[first] * interval_s,
+        "steps": np.bincount(index, minlength=n).astype(np.int64), "busy_s": total(duration),
+        "prefill_tokens": count(cols["prefill_tokens"]), "prefill_seqs": count(cols["prefill_seqs"]),
+        "decode_seqs": count(cols["decode_seqs"]), "emitted_tokens": count(cols["emitted_tokens"]),
+        "accepted_tokens": count(cols["accepted_tokens"]), "draft_s": total(cols["draft_s"]),
+        "verify_s": total(cols["verify_s"]), "engine_s": total(cols["engine_s"]), "flops": total(cols["flops"]),
+        "bytes": total(cols["bytes"]), "kv_blocks_used_max": kv_max, "kv_blocks_total": kv_total,
+        "queued_request_s": total(np.asarray(cols["queued_requests"], dtype=np.float64) * duration),
+        "running_request_s": total(np.asarray(cols["running_requests"], dtype=np.float64) * duration),
+    }
+    for optional in ("alltoall_s", "kv_io_s"):
+        if optional in cols:
+            out[optional] = total(cols[optional])
+    return out

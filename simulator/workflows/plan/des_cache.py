@@ -1,0 +1,98 @@
+"""DES confirmations of a plan, cached so that a re-plan with other SLOs re-simulates nothing it ran before.
+
+A confirmation's simulation does not depend on the SLOs (they only classify the finished requests), so a
+run is keyed by its candidate scenario without `slo`, plus a fingerprint of the code and data that price
+it (path, size and modification time of every file of the `simulator`, `models`, `profiles` and `theory`
+packages: an edit or a re-measured table starts a new cache). Stored per key, in
+`<plan output>/des_cache/`: the run's summary row and, per request, dropped, finish_s, ttft_s, tpot_s and
+e2e_s. On a hit the SLO fields are recomputed by `simulator.results.metrics.slo_summary`, the function the
+summary itself calls, so a cached row equals the row of a fresh run with the new SLOs (tested). Delete the
+folder to drop the cache.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simulator.results.metrics import SLO, slo_summary
+from simulator.workflows.sweep.store import _atomic_write
+
+REQUEST_COLUMNS = ("dropped", "finish_s", "ttft_s", "tpot_s", "e2e_s")
+_PACKAGES = ("simulator", "models", "profiles", "theory")
+_fingerprint: str | None = None
+
+
+def code_fingerprint() -> str:
+    """A hash of (path, size, mtime) of every file of the packages that simulate and price a run."""
+    global _fingerprint
+    if _fingerprint is None:
+        root = Path(__file__).resolve().parents[3]
+        digest = hashlib.sha256()
+        for package in _PACKAGES:
+            for folder, dirs, files in os.walk(root / package):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(files):
+                    stat = os.stat(os.path.join(folder, name))
+                    digest.update(f"{folder}/{name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+        _fingerprint = digest.hexdigest()
+    return _fingerprint
+
+
+def run_key(scenario: dict) -> str:
+    """The cache key of a candidate's run: its scenario without the SLOs, and the code fingerprint."""
+    rest = {k: v for k, v in scenario.items() if k != "slo"}
+    text = json.dumps(rest, sort_keys=True, default=str) + code_fingerprint()
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def confirm_point(task: tuple) -> tuple[str, dict, dict | None]:
+    """Worker: simulate one candidate; (id, summary row, request columns for the cache or None)."""
+    point_id, scenario, base_dir = task
+    from models.errors import UnknownNameError
+    from simulator.api import run
+    from simulator.errors import ScenarioError
+    from simulator.workflows.sweep.main import STATUS_INVALID, summary_row
+
+    t0 = time.perf_counter()
+    try:
+        result = run(dict(scenario), base_dir=base_dir)
+    except (ScenarioError, UnknownNameError) as exc:
+        return point_id, {"status": STATUS_INVALID, "error": str(exc).splitlines()[0],
+                          "wall_s": time.perf_counter() - t0}, None
+    requests = {name: result.requests[name].to_numpy() for name in REQUEST_COLUMNS}
+    return point_id, summary_row(result.summary, time.perf_counter() - t0), requests
+
+
+class DesCache:
+    """The cache folder of one plan's confirmations (module docstring)."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+
+    def get(self, key: str, slo: SLO) -> dict | None:
+        """The cached row of run `key` with its SLO fields for `slo`, or None."""
+        row_path, req_path = self.folder / f"{key}.json", self.folder / f"{key}.npz"
+        if not (row_path.exists() and req_path.exists()):
+            return None
+        row = json.loads(row_path.read_text())
+        with np.load(req_path) as stored:
+            requests = pd.DataFrame({name: stored[name] for name in REQUEST_COLUMNS})
+        row.update(slo_summary(requests, slo, row["window_s"], row["gpus"]))
+        return row
+
+    def put(self, key: str, row: dict, requests: dict) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+        def write_npz(tmp: Path) -> None:
+            with open(tmp, "wb") as f:
+                np.savez(f, **requests)
+
+        _atomic_write(self.folder / f"{key}.npz", write_npz)
+        text = json.dumps(row, default=lambda value: value.item())   # (numpy scalars as Python numbers)
+        _atomic_write(self.folder / f"{key}.json", lambda tmp: Path(tmp).write_text(text))
