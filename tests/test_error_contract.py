@@ -231,3 +231,15 @@ def test_a_validation_error_from_a_model_check_reads_as_the_validators_message(t
     assert code == 2
     _one_line(err, "scheduler: chunk_tokens (4096) must be <= max_batched_tokens (512)")
     assert "Value error" not in err
+
+
+@pytest.mark.parametrize("field,value", [("hardware", -1), ("model", 5), ("hardware", [1, 2])])
+def test_a_scalar_where_a_name_or_mapping_is_expected_says_what_the_field_takes(tmp_path, capsys, field, value):
+    """`cluster.hardware` and `cluster.model` take a name/path or a mapping (a union): the message names the
+    field (not pydantic's member tag, `cluster.hardware.str`) and both kinds of value it takes."""
+    data = scenario()
+    data["cluster"][field] = value
+    code, err, out = _cli(tmp_path, capsys, data)
+    assert code == 2 and not out.exists()
+    _one_line(err, f"cluster.{field}:")
+    assert "a name or path (string) or a mapping" in err and f"cluster.{field}." not in err

@@ -71,11 +71,14 @@ drafters = st.one_of(
     st.builds(lambda g: {"kind": "ngram", "gamma": g}, st.integers(0, 8)),
     st.builds(lambda g, b: {"kind": "sparse_kv", "gamma": g, "kv_budget": b}, st.integers(0, 8),
               st.integers(1, 4096)),
-    st.builds(lambda stages: {"kind": "cascade", "stages": stages}, st.lists(st.fixed_dictionaries(
-        {"tokens": st.integers(1, 4)},
-        optional={"model": st.sampled_from([*DRAFT_MODELS, "self"]), "kv_budget": st.integers(1, 2048),
-                  "inner_gamma": st.integers(0, 4), "inner_alpha": st.floats(0, 1),
-                  "inner_model": st.sampled_from(DRAFT_MODELS)}), min_size=1, max_size=3)))
+    st.builds(lambda stages: {"kind": "cascade", "stages": stages}, st.lists(st.one_of(
+        st.builds(lambda t: {"tokens": t}, st.integers(1, 4)),                  # a statistical stage
+        st.builds(lambda t, m, budget: {"tokens": t, "model": m, **({"kv_budget": budget} if budget else {})},
+                  st.integers(1, 4), st.sampled_from([*DRAFT_MODELS, "self"]), st.sampled_from([None, 64, 2048])),
+        st.builds(lambda t, m, g, a, inner: {"tokens": t, "model": m, "inner_gamma": g, "inner_alpha": a,
+                                             **({"inner_model": inner} if inner else {})},   # a vertical cascade
+                  st.integers(1, 4), st.sampled_from([*DRAFT_MODELS, "self"]), st.integers(1, 4), st.floats(0, 1),
+                  st.sampled_from([None, *DRAFT_MODELS]))), min_size=1, max_size=3)))
 
 shapes = st.one_of(
     st.just({"kind": "chain"}),
@@ -129,7 +132,7 @@ latency = st.builds(lambda source, fw, engine, nano: {"source": source, "framewo
                     st.sampled_from([1, 1, 1, 2, 4]))
 
 kv_caches = st.one_of(
-    st.just({}),
+    st.just({}), st.just({}), st.just({}),
     st.builds(lambda shared, preemption, host: {"prefix_caching": True, "shared_prefix_attention": shared,
                                                 "preemption": preemption, "host_memory_gib": host},
               st.booleans(), st.sampled_from(["recompute", "swap"]), st.sampled_from([0, 0.5, 64])),
@@ -169,13 +172,14 @@ def clusters(draw):
     model = draw(st.sampled_from(SMALL_MODELS) if draw(st.integers(0, 3)) else st.sampled_from(ALL_MODELS))
     cluster = {"hardware": draw(st.sampled_from(HARDWARE)), "model": model,
                "dtype": draw(st.sampled_from(["bf16", "bf16", "bf16", "fp16", "fp8", "fp32", "fp8_block", "int4"])),
-               "latency": draw(latency), "kv_cache": draw(kv_caches),
-               "router": draw(st.sampled_from(["round_robin", "least_outstanding", "join_shortest_queue",
-                                               "prefix_aware"]))}
+               "latency": draw(latency), "kv_cache": draw(kv_caches)}
+    routers = ["round_robin", "least_outstanding", "join_shortest_queue"]
+    cluster["router"] = draw(st.sampled_from(routers + ["prefix_aware"] * 2 if cluster["kv_cache"].get("prefix_caching")
+                                             else routers))
     if draw(st.integers(0, 3)) == 0:
         cluster["kv_dtype"] = draw(st.sampled_from(["bf16", "fp16", "fp8", "fp32"]))
-    if draw(st.integers(0, 5)) == 0:
-        cluster["max_model_len"] = draw(st.integers(16, 4096))
+    if draw(st.integers(0, 7)) == 0:   # a shorter context than the model's (workload.context_overflow decides)
+        cluster["max_model_len"] = draw(st.sampled_from([64, 512, 2048]))
     if draw(st.integers(0, 4)) == 0:  # disaggregated prefill/decode pools, possibly on different GPUs
         cluster["disaggregation"] = {
             "prefill": {"replicas": draw(st.integers(1, 2)), "parallelism": draw(layouts(model))},
@@ -213,17 +217,24 @@ def speculation(draw):
 
 @st.composite
 def scenarios(draw):
+    arrival = draw(arrivals)
     data = {"name": "fuzz", "seed": draw(st.integers(0, 2**16)),
-            "workload": {"arrival": draw(arrivals), "prompt_tokens": draw(lengths), "output_tokens": draw(lengths),
-                         "num_requests": draw(st.integers(1, 40)), **draw(prefix_workloads),
-                         "context_overflow": draw(st.sampled_from(["error", "error", "drop", "truncate"]))},
+            "workload": {"arrival": arrival, "prompt_tokens": draw(lengths), "output_tokens": draw(lengths),
+                         "num_requests": draw(st.integers(1, 40)),
+                         **(draw(prefix_workloads) if arrival["process"] != "closed_loop" else {}),
+                         "context_overflow": draw(st.sampled_from(["error", "drop", "truncate"]))},
             "cluster": draw(clusters()), **draw(speculation()), "scheduler": draw(schedulers),
             "slo": {"ttft_s": draw(st.floats(0.01, 5)), "tpot_s": draw(st.floats(0.001, 0.2))},
             "outputs": {"plots": False}}
-    if draw(st.integers(0, 7)) == 0:  # SpecEE/CALM-style early exits
+    plain = data["drafter"]["kind"] == "none"
+    if draw(st.integers(0, 3 if plain else 15)) == 0:  # SpecEE/CALM-style early exits (modelled for plain decoding)
         layers = sorted(draw(st.lists(st.integers(1, 40), min_size=1, max_size=3, unique=True)))
         data["early_exit"] = {"exit_layers": layers,
                               "exit_probs": draw(st.lists(st.floats(0, 0.5), min_size=len(layers), max_size=len(layers)))}
+    layout = data["cluster"]["kv_cache"].get("layout", {}).get("kind")
+    if layout == "shadowkv" and not plain and draw(st.integers(0, 3)):   # ShadowKV prices plain decoding
+        for key in ("drafter", "speculation", "acceptance", "policy"):
+            data.pop(key, None)
     if draw(st.integers(0, 3)) == 0:  # one field replaced by junk
         leaves = sorted(_leaves(data))
         path = leaves[draw(st.integers(0, len(leaves) - 1).map(lambda i: (i * 7919) % len(leaves)))]

@@ -378,7 +378,33 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
         loc, msg = loc + ("kind",), f"unknown kind {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
     elif first["type"] == "value_error":  # a validator's own message, without pydantic's "Value error, "
         msg = str(ctx.get("error") or msg.removeprefix("Value error, "))
+    value, depth = _value_at(loc, data)
+    if depth < len(loc) - 1 and not isinstance(value, dict) and isinstance(loc[depth + 1], str):
+        # a value of the wrong type where a union (e.g. a name or a mapping) was expected: pydantic tags each
+        # member's error with the member's type; say which kinds of value the field takes instead
+        prefix = loc[:depth + 1]
+        kinds = [_UNION_MEMBERS.get(str(e["loc"][depth + 1]).split("[")[0], str(e["loc"][depth + 1]))
+                 for e in err.errors() if tuple(e["loc"][:depth + 1]) == prefix and len(e["loc"]) > depth + 1]
+        loc, msg = prefix, f"{value!r} is not allowed; expected {' or '.join(dict.fromkeys(kinds))}"
     return _user_path(loc, data), msg
+
+
+_UNION_MEMBERS = {"str": "a name or path (string)", "dict": "a mapping", "int": "an integer", "float": "a number",
+                  "list": "a list", "bool": "true or false"}
+
+
+def _value_at(loc: tuple, data) -> tuple[Any, int]:
+    """The user's value at the longest prefix of `loc` present in `data`, and that prefix's last index."""
+    node, depth = data, -1
+    for i, item in enumerate(loc):
+        if isinstance(node, dict) and item in node:
+            node = node[item]
+        elif isinstance(node, list) and isinstance(item, int) and item < len(node):
+            node = node[item]
+        else:
+            break
+        depth = i
+    return node, depth
 
 
 def _parse_override(text: str) -> tuple[list[str], Any]:
