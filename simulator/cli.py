@@ -21,7 +21,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     scenario, folder = load_scenario(args.scenario, args.set)
     out_dir = check_output_dir(Path(args.out) if args.out else Path("out") / scenario.name)
     parse_s = time.perf_counter() - t0
-    prepared = prepare(scenario, base_dir=folder)
+    with Progress("reading the workload, building the cluster", quiet=args.quiet):   # (a long trace: minutes)
+        prepared = prepare(scenario, base_dir=folder)
     with Progress("simulating", total=prepared.num_requests, unit="req", quiet=args.quiet) as bar:
         result = simulate(prepared, step_mode=args.step_mode, progress=bar.update)
     extra = {}
@@ -30,8 +31,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         extra["trace.json"] = trace_json(result.requests, result.steps,
                                          gpus_per_replica=result.summary["gpus_per_replica"],
                                          replica_names=pool_replica_names(result.summary))
-    write_outputs(out_dir, result.requests, result.steps, result.summary,
-                  plots=scenario.outputs.plots and not args.no_plots, extra_files=extra)
+    with Progress("writing outputs", quiet=args.quiet):
+        write_outputs(out_dir, result.requests, result.steps, result.summary,
+                      plots=scenario.outputs.plots and not args.no_plots, extra_files=extra)
     if not args.quiet:
         print(format_summary_table(result.summary))
         print(f"simulated {result.summary['steps']:,} steps of {len(result.requests):,} requests in "
