@@ -242,3 +242,25 @@ def test_fused_moe_layers_are_priced_from_the_moe_table(synthetic):
     tp2 = {op.name: op for op in dense_ops(spec, 16, 16, Parallelism(2, 1), "bf16")}
     assert model.op_seconds(tp2["moe_down"]) > 0.0
     assert model.op_seconds(tp2["moe_act"]) == RooflineLatencyModel("h100-sxm").op_seconds(tp2["moe_act"])
+
+
+@real
+def test_every_moe_configuration_is_priced_with_the_kernel_measured_for_it():
+    """The tables measure each MoE configuration with the kernel the framework picks for it (vLLM 0.24's
+    fp8_block on H100: Triton experts at EP 1, FlashInfer CUTLASS at EP > 1): a configuration measured with
+    the less common kernel is still priced from the table, at its own measured points."""
+    from models.opgraph import dense_ops
+    from models import get_model
+    from models.step import Parallelism
+    model = measured.load_measured("h100-sxm", "fp8_block", "vllm", "0.24.0")
+    table = pd.read_parquet(model.source.path(src.MOE))
+    spec = get_model("qwen3-30b-a3b")
+    rows = table[(table["moe_dtype"] == "fp8_block") & (table["hidden_size"] == spec.hidden_size)
+                 & (table["inter_size"] == spec.moe_intermediate_size) & (table["topk"] == spec.experts_per_token)
+                 & (table["num_experts"] == spec.num_experts) & (table["moe_tp_size"] == 1)
+                 & (table["moe_ep_size"] == 1) & (table["distribution"] == "balanced")]
+    assert rows["kernel_source"].nunique() == 1 and rows["kernel_source"].iloc[0] != model.moe.kernel("fp8_block").split("+")[0]
+    ops = {op.name: op for op in dense_ops(spec, 32, 32, Parallelism(1, 1), "fp8_block")}
+    measured_32 = rows[rows["num_tokens"] == 32]["latency"].median() * MS
+    assert model.op_seconds(ops["moe_gate_up"]) == pytest.approx(measured_32, rel=1e-9)
+    assert model.op_seconds(ops["moe_down"]) == 0.0

@@ -23,7 +23,8 @@ from pathlib import Path
 from profiles.measured.grid import MeasuredGrid
 from profiles.measured.tables import MS, dominant_source, read
 
-MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
+MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block", "int4": "int4_wo"}
+WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "int4": 0.5}   # per expert weight
 _COLUMNS = ["kernel_source", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
             "moe_tp_size", "moe_ep_size", "distribution", "latency"]
 
@@ -36,7 +37,11 @@ class MoeTable:
         if "distribution" in frame.columns:
             frame = frame[frame["distribution"] == "balanced"]
         self._peaks = peaks
-        self._frames = {dt: dominant_source(part) for dt, part in frame.groupby("moe_dtype")}
+        # The framework picks its fused-MoE kernel per configuration (e.g. vLLM 0.24's fp8_block on H100:
+        # Triton experts at EP 1, FlashInfer CUTLASS at EP > 1), and the tables measure each configuration
+        # with the kernel picked for it: keep every configuration, with its dominant kernel where one was
+        # measured with several (`_config_frames`).
+        self._frames = {dt: part for dt, part in frame.groupby("moe_dtype")}
         self._configs: dict[str, dict[tuple, object]] = {}
         self._grids: dict[tuple, MeasuredGrid] = {}
 
@@ -46,12 +51,15 @@ class MoeTable:
             frame = self._frames.get(MOE_DTYPES.get(dtype, ""))
             keys = ["hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
             found = self._configs[dtype] = {} if frame is None else {
-                tuple(int(v) for v in key): part for key, part in frame.groupby(keys)}
+                tuple(int(v) for v in key): dominant_source(part) for key, part in frame.groupby(keys)}
         return found
 
     def kernel(self, dtype: str) -> str | None:
+        """The measured kernel(s) of `dtype`, most measured first (`+`-joined), or None."""
         frame = self._frames.get(MOE_DTYPES.get(dtype, ""))
-        return None if frame is None or frame.empty else str(frame["kernel_source"].iloc[0])
+        if frame is None or frame.empty:
+            return None
+        return "+".join(frame["kernel_source"].value_counts().index.astype(str))
 
     def seconds(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int, tp: int, ep: int,
                 rows: float) -> tuple[float, bool] | None:
@@ -63,7 +71,7 @@ class MoeTable:
             return None
         grid = self._grids.get((dtype, config))
         if grid is None:
-            ideal = partial(_ideal, self._peaks, 1.0 if dtype == "fp8" else 2.0, config)
+            ideal = partial(_ideal, self._peaks, WEIGHT_BYTES[dtype], config)
             grid = self._grids[(dtype, config)] = MeasuredGrid.from_points(
                 part[["num_tokens"]].to_numpy(float), part["latency"].to_numpy(float) * MS, ideal)
         return grid.seconds((rows * ep / top_k,))
