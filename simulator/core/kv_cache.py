@@ -255,21 +255,6 @@ class PrefixCache:
         self.version += 1
         return self.free_blocks - before
 
-    def unit_frees(self, ids: np.ndarray, finish_step: np.ndarray) -> np.ndarray:
-        """Blocks of cached units that leave use when each of requests `ids` finishes at its
-        `finish_step` (in step order, ties in `ids` order, as the replica releases them); 0 for those
-        that do not finish. For the block counts of a bulk of decode steps (simulator.core.bulk)."""
-        out = np.zeros(len(ids), dtype=np.int64)
-        left: dict = {}
-        for b in sorted(np.flatnonzero(finish_step != np.iinfo(np.int64).max).tolist(),
-                        key=lambda b: (int(finish_step[b]), b)):
-            for k in self.held.get(int(ids[b]), ()):
-                n = left.get(k, self.refs[k]) - 1
-                left[k] = n
-                if n == 0:
-                    out[b] += self.unit_blocks
-        return out
-
     def shared_context(self, ids) -> tuple[int, int, int]:
         """(context tokens in units shared by at least two of requests `ids`, distinct such tokens,
         requests sharing) — the aggregates of shared-prefix attention (models.step.StepShape)."""
