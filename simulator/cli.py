@@ -61,8 +61,8 @@ def _hardware_row(hid: str, hw, measured: str) -> list[str]:
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *rows])
+    from simulator.console.table import format_columns
+    return format_columns(head, rows, left=len(head))
 
 
 def _cmd_catalog(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ from typing import Callable
 import pandas as pd
 
 from simulator.console.progress import Progress
+from simulator.console.table import format_columns
 
 RELATIONS = ("≈", "≥", "≤")
 
@@ -139,10 +140,8 @@ def format_checks(checks: list[Check]) -> str:
     rows = [(c.quantity, c.basis, f"{c.published:.6g}", c.relation, f"{c.reproduced:.6g}", f"{c.tolerance:.3g}",
              "PASS" if c.passed else "FAIL") for c in checks]
     head = ("quantity", "basis", "published", "", "reproduced", "tolerance", "status")
-    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in [head, *rows]]
     sources = sorted({c.source for c in checks})
-    return "\n".join(lines + ["sources: " + "; ".join(sources)])
+    return format_columns(head, rows, left=len(head)) + "\nsources: " + "; ".join(sources)
 
 
 def reproduce(name: str, out_dir: str | Path) -> Report:

@@ -457,11 +457,24 @@ def read_scenario_dict(path: str | Path) -> dict:
     return data
 
 
-def parse_scenario(data: dict) -> Scenario:
+def validate_config(model: type[BaseModel], data: dict, prefix: str = "scenario"):
+    """`data` validated as `model`, or the user-facing error (`validation_error`) naming its field."""
     try:
-        return Scenario.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as err:
-        raise validation_error(err, data) from None
+        raise validation_error(err, data, prefix) from None
+
+
+def read_config(path: str | Path, model: type[BaseModel], prefix: str):
+    """A config file (a plan, a sweep) read and validated as `model`; its `name` defaults to the file's
+    stem."""
+    data = read_scenario_dict(path)
+    data.setdefault("name", Path(path).stem)
+    return validate_config(model, data, prefix)
+
+
+def parse_scenario(data: dict) -> Scenario:
+    return validate_config(Scenario, data)
 
 
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> tuple[Scenario, Path]:

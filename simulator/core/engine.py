@@ -57,6 +57,13 @@ class EngineConfig:
     driver: str = "auto"             # "auto" | "coupled" (force SimPy even where replicas are independent)
 
 
+def _prefix_view(r: int, prompt_tokens: int, reps) -> tuple:
+    """(prompt tokens, per replica the prompt's tokens its prefix cache holds, per replica the tokens its
+    cache holds): what the prefix-aware router reads (simulator.core.routers.PrefixAwareRouter)."""
+    caches = [rep.kv.cache for rep in reps]
+    return prompt_tokens, [c.match_tokens(r, prompt_tokens) for c in caches], [c.cached_tokens for c in caches]
+
+
 class Engine:
     def __init__(self, cluster, cfg: EngineConfig):
         self.env = simpy.Environment()
@@ -250,14 +257,11 @@ class Engine:
         router = self.entry.router
         if router.stateless:
             idx = int(router.assign(1)[0])
-        elif router.uses_prefix_match:  # prefix_aware: what each replica's cache holds of this prompt
-            caches = [rep.kv.cache for rep in reps]
-            view = (int(s.prompt[r]), [c.match_tokens(r, int(s.prompt[r])) for c in caches],
-                    [c.cached_tokens for c in caches])
-            idx = router.choose(self._outstanding(now), np.array([len(rep.waiting) for rep in reps]), view)
         else:
             queued = np.array([len(rep.waiting) for rep in reps]) if router.needs_queued else self._no_queues
-            idx = router.choose(self._outstanding(now), queued)
+            # prefix_aware also reads what each replica's cache holds of this prompt
+            prefix = (_prefix_view(r, int(s.prompt[r]), reps),) if router.uses_prefix_match else ()
+            idx = router.choose(self._outstanding(now), queued, *prefix)
         s.replica[r] = idx
         rep = reps[idx]
         rep.waiting.append(r)

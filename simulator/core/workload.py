@@ -99,35 +99,28 @@ class ArrivalConfig(StrictModel):
     @field_validator("concurrency")
     @classmethod
     def _concurrency_for_closed_loop(cls, concurrency: int | None, info: ValidationInfo) -> int | None:
-        process = _process(info)
-        if process == "closed_loop" and concurrency is None:
-            raise PydanticCustomError("missing", "required for process 'closed_loop': clients sending one "
-                                                 "request at a time (>= 1)")
-        if process != "closed_loop" and concurrency is not None:
-            raise PydanticCustomError("forbidden", "only allowed for process 'closed_loop'")
-        return concurrency
+        return _only_for("closed_loop", concurrency, info, "clients sending one request at a time (>= 1)")
 
     @field_validator("cv")
     @classmethod
     def _cv_for_gamma(cls, cv: float | None, info: ValidationInfo) -> float | None:
-        process = _process(info)
-        if process == "gamma" and cv is None:
-            raise PydanticCustomError("missing", "required for process 'gamma': coefficient of variation "
-                                                 "of inter-arrival gaps (> 0; 1 = Poisson, > 1 = bursty)")
-        if process in ("poisson", "trace", "closed_loop") and cv is not None:
-            raise PydanticCustomError("forbidden", "only allowed for process 'gamma' (poisson has cv = 1)")
-        return cv
+        return _only_for("gamma", cv, info, "coefficient of variation of inter-arrival gaps (> 0; 1 = Poisson, "
+                                            "> 1 = bursty)", " (poisson has cv = 1)")
 
     @field_validator("trace_csv")
     @classmethod
     def _trace_for_trace(cls, trace_csv: Path | None, info: ValidationInfo) -> Path | None:
-        process = _process(info)
-        if process == "trace" and trace_csv is None:
-            raise PydanticCustomError("missing", "required for process 'trace': CSV with columns "
-                                                 "arrival_s, prompt_tokens, output_tokens")
-        if process in ("poisson", "gamma", "closed_loop") and trace_csv is not None:
-            raise PydanticCustomError("forbidden", "only allowed for process 'trace'")
-        return trace_csv
+        return _only_for("trace", trace_csv, info, "CSV with columns arrival_s, prompt_tokens, output_tokens")
+
+
+def _only_for(owner: str, value, info: ValidationInfo, what: str, note: str = ""):
+    """An arrival field that process `owner` requires and every other process forbids."""
+    process = _process(info)
+    if process == owner and value is None:
+        raise PydanticCustomError("missing", f"required for process '{owner}': {what}")
+    if process is not None and process != owner and value is not None:
+        raise PydanticCustomError("forbidden", f"only allowed for process '{owner}'{note}")
+    return value
 
 
 class WorkloadConfig(StrictModel):

@@ -64,7 +64,7 @@ def kv_cache_summary(cluster, requests: pd.DataFrame, totals: StepTotals) -> dic
     `prefix_cache_host_loaded_tokens` = of those, loaded from the host tier; `kv_swapped_tokens` = KV
     tokens swapped out to host memory (and back); `kv_io_time_fraction` = share of busy time copying KV."""
     cfg = cluster.scenario.cluster.kv_cache
-    tiers = [rep.kv for rep in cluster.replicas if getattr(rep, "kv", None) is not None]
+    tiers = [rep.kv for rep in cluster.replicas if rep.kv is not None]
     if not tiers:
         return {}
     out = {}

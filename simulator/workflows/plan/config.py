@@ -38,12 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
 from simulator.results.metrics import SLO
 from simulator.workflows.plan.prices import price_per_gpu_hour
-from simulator.config.scenario import read_scenario_dict, validation_error
+from simulator.config.scenario import read_config, validate_config
 
 FIELD = "plan"
 DRAFTER_KINDS = ("none", "draft_model")
@@ -176,12 +176,7 @@ class Candidate:
 
 
 def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
-    data = read_scenario_dict(path)
-    data.setdefault("name", Path(path).stem)
-    try:
-        spec = PlanConfig.model_validate(data)
-    except ValidationError as err:
-        raise validation_error(err, data, FIELD) from None
+    spec = read_config(path, PlanConfig, FIELD)
     from models import get_model
     from profiles.hardware import get_hardware
 
@@ -196,10 +191,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
             raise ScenarioError(where, str(exc).splitlines()[0]) from None
     if spec.moe:
         from simulator.config.scenario import MoeConfig
-        try:
-            moe = MoeConfig.model_validate(spec.moe)
-        except ValidationError as err:
-            raise validation_error(err, spec.moe, f"{FIELD}.moe") from None
+        moe = validate_config(MoeConfig, spec.moe, f"{FIELD}.moe")
         if moe.routing == "trace":
             raise ScenarioError(f"{FIELD}.moe.routing", "plans take uniform or zipf routing; replay a routing "
                                 "trace in a scenario (cluster.moe) instead")

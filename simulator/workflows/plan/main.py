@@ -31,6 +31,7 @@ from simulator.workflows.plan.config import enumerate_candidates, load_plan
 from simulator.workflows.plan.des_cache import DesCache, confirm_point, run_key
 from simulator.workflows.sweep.store import _atomic_write
 from simulator.console.contract import parse_args
+from simulator.console.table import format_columns
 
 SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 % of an SLO (screen error)
 RANKED_CSV, CANDIDATES_CSV, PARETO_PNG = "ranked.csv", "candidates.csv", "pareto.png"
@@ -224,8 +225,7 @@ def format_ranked(ranked: pd.DataFrame) -> str:
                      f"{_ms(r.des_ttft_p50_s)}/{_ms(r.des_ttft_p99_s)}", f"{_ms(r.des_tpot_p50_s)}/{_ms(r.des_tpot_p99_s)}",
                      f"{r.tokens_per_s_per_usd_hour:.0f}", "met" if r.meets_slo else "missed",
                      f"{r.screen_err_ttft:+.0%}/{r.screen_err_tpot:+.0%}" if r.des_status == "ok" else r.des_error])
-    widths = [max(len(x[i]) for x in [head, *rows]) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [head, *rows])
+    return format_columns(head, rows, left=len(head))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
-from simulator.config.scenario import apply_overrides, parse_scenario, read_scenario_dict, validation_error
+from simulator.config.scenario import apply_overrides, parse_scenario, read_config, read_scenario_dict
 
 FIELD = "sweep"
 SEED_KEY = "seed"
@@ -157,13 +157,7 @@ def scenario_id(scenario_json: dict) -> str:
 
 def load_sweep(path: str | Path) -> tuple[SweepConfig, Path]:
     """Read and validate a sweep file; returns the spec and the sweep file's folder."""
-    data = read_scenario_dict(path)
-    data.setdefault("name", Path(path).stem)
-    try:
-        spec = SweepConfig.model_validate(data)
-    except ValidationError as err:
-        raise validation_error(err, data, FIELD) from None
-    return spec, Path(path).resolve().parent
+    return read_config(path, SweepConfig, FIELD), Path(path).resolve().parent
 
 
 def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Path]:
