@@ -122,7 +122,7 @@ policies = st.one_of(
 schedulers = st.builds(
     lambda kind, batch, tokens, chunk, block: {"kind": kind, "max_batch_size": batch, "max_batched_tokens": tokens,
                                                "chunk_tokens": min(chunk, tokens), "block_size": block},
-    st.sampled_from(["vllm", "sarathi"]), st.integers(1, 256), st.integers(256, 8192), st.integers(16, 1024),
+    st.sampled_from(["vllm", "sarathi", "vllm_v1"]), st.integers(1, 256), st.integers(256, 8192), st.integers(16, 1024),
     st.sampled_from([8, 16, 32]))
 
 latency = st.builds(lambda source, fw, engine, nano: {"source": source, "framework": fw, "engine_time": engine,

@@ -14,12 +14,18 @@ CASES = {
     "vllm_plain": scenario(),
     "vllm_spec": scenario(drafter=DRAFT, acceptance={"kind": "constant", "alpha": 0.7}),
     "sarathi_spec": scenario(drafter=DRAFT, scheduler={"kind": "sarathi", "chunk_tokens": 512}),
+    "vllm_v1_spec": scenario(drafter=DRAFT, scheduler={"kind": "vllm_v1", "max_batched_tokens": 512}),
     # A small GPU and long sequences force KV exhaustion and preemption by recompute.
     "preempting": scenario(cluster={"hardware": "l40s", "model": "llama-2-13b"},
                            workload={"arrival": {"qps": 20.0}, "num_requests": 150,
                                      "prompt_tokens": {"kind": "uniform", "low": 1000, "high": 3000},
                                      "output_tokens": {"kind": "uniform", "low": 200, "high": 800}},
                            scheduler={"max_batch_size": 256}),
+    "preempting_vllm_v1": scenario(cluster={"hardware": "l40s", "model": "llama-2-13b"},
+                                   workload={"arrival": {"qps": 20.0}, "num_requests": 150,
+                                             "prompt_tokens": {"kind": "uniform", "low": 1000, "high": 3000},
+                                             "output_tokens": {"kind": "uniform", "low": 200, "high": 800}},
+                                   scheduler={"kind": "vllm_v1", "max_batch_size": 256, "max_batched_tokens": 2048}),
     "multi_replica": scenario(cluster={"replicas": 3, "router": "least_outstanding"},
                               workload={"arrival": {"qps": 20.0}}),
 }

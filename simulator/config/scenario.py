@@ -294,12 +294,14 @@ class EarlyExitConfig(_Strict):
 class SchedulerConfig(_Strict):
     """The batching scheduler (continuous batching; not the speculation control policy, `policy:`).
     `kind` vllm: prefill-first (a step is either all prefill or all decode); sarathi: chunked prefill
-    piggy-backed on decode steps under a per-step token budget. `policy` is accepted for `kind` (the key's
+    piggy-backed on decode steps under a per-step token budget (`chunk_tokens`); vllm_v1: vLLM V1's own
+    scheduler rule by rule (simulator.core.vllm_v1: one `max_batched_tokens` budget, running requests first
+    in admission order, then waiting ones, KV blocks allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's
     name before the two kinds of policy were told apart)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    kind: Literal["vllm", "sarathi"] = Field("vllm", validation_alias=AliasChoices("kind", "policy"))
+    kind: Literal["vllm", "sarathi", "vllm_v1"] = Field("vllm", validation_alias=AliasChoices("kind", "policy"))
     max_batch_size: int = Field(256, ge=1)
     max_batched_tokens: int = Field(8192, ge=1)
     chunk_tokens: int = Field(512, ge=1)

@@ -27,6 +27,7 @@ from simulator.core.bulk import DecodeProfile
 from simulator.core.state import RequestState
 from simulator.core.steplog import StepLog
 from simulator.cost.step_cost import StepCostModel
+from simulator.core import vllm_v1
 
 @dataclass
 class StepPlan:
@@ -382,19 +383,21 @@ class Replica:
         count blocks per request, not the shared, cached units of a prefix cache."""
         if not self.running or self.prefilling or self.policy is not None or self.kv is not None:
             return False
-        return not self._head_admissible(self.batching.admission_room(self), 0)
+        return not self.batching.admissible(self, self.batching.admission_room(self))
 
 
 class BatchingScheduler:
-    """A batching scheduler: how a replica forms a step (`plan`) and the token room a waiting request
-    must fit for the batch to change (`admission_room`, which decides when bulk stepping is safe)."""
+    """A batching scheduler: how a replica forms a step (`plan`), the token room a waiting request
+    must fit for the batch to change (`admission_room`) and whether the waiting head would be admitted
+    with that room (`admissible`); the last two decide when bulk stepping is safe."""
 
-    def __init__(self, plan, admission_room):
-        self.plan, self.admission_room = plan, admission_room
+    def __init__(self, plan, admission_room, admissible=lambda rep, room: rep._head_admissible(room, 0)):
+        self.plan, self.admission_room, self.admissible = plan, admission_room, admissible
 
 
 # scheduler.kind -> BatchingScheduler (a new one: a plan method plus one line here)
 BATCHING = {
     "vllm": BatchingScheduler(Replica._plan_vllm, lambda rep: max(rep.sched.max_batched_tokens, 1)),
     "sarathi": BatchingScheduler(Replica._plan_sarathi, lambda rep: rep.sched.chunk_tokens - len(rep.running) * rep.q),
+    "vllm_v1": BatchingScheduler(vllm_v1.plan, vllm_v1.admission_room, vllm_v1.admissible),
 }
