@@ -4,6 +4,8 @@ Sources (`LatencySourceConfig.source`):
 * `measured`: real per-kernel GPU measurements of a serving framework (`profiles.measured`), roofline for
   the op kinds they lack; needs the `aiconfigurator-core` package (extra `gpu-data`).
 * `profile`: tables measured with `draftsim profile` on this kind of device (`profiles.predictor`).
+* `engine_profile`: a real serving engine's own measured forward passes and host time per step
+  (`draftsim profile --engine vllm`; profiles.engine_time.engine_profile), priced pass by pass.
 * `roofline`: datasheet peaks × documented efficiencies (`profiles.roofline`), the fallback.
 * `auto` (default): `measured` when the package is installed and has tables for the GPU and dtype,
   else `roofline` with one warning saying why (no warning for devices the package never covers, such
@@ -19,8 +21,8 @@ from typing import Callable
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 from profiles.latency import LatencyModel
 
-AUTO, MEASURED, PROFILE, ROOFLINE = "auto", "measured", "profile", "roofline"
-SOURCES = (AUTO, MEASURED, PROFILE, ROOFLINE)
+AUTO, MEASURED, PROFILE, ROOFLINE, ENGINE_PROFILE = "auto", "measured", "profile", "roofline", "engine_profile"
+SOURCES = (AUTO, MEASURED, PROFILE, ROOFLINE, ENGINE_PROFILE)
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,16 @@ def _profile(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv
     return load_latency_model(hardware.id, config.profile_dir)
 
 
+def _engine_profile(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig,
+                    kv_dtype: str | None) -> LatencyModel:
+    from profiles.engine_time.engine_profile import EngineProfileLatency, load_engine_profile
+    try:
+        profile = load_engine_profile(str(config.profile_dir))
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        raise ValueError(f"cluster.latency.profile_dir: {exc}") from None
+    return EngineProfileLatency(profile, _roofline(hardware, dtype, config, kv_dtype), hardware.id)
+
+
 def _auto(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dtype: str | None) -> LatencyModel:
     from profiles.measured import SYSTEMS, MeasuredDataError
     if hardware.id not in SYSTEMS or hardware is not HARDWARE.get(hardware.id):
@@ -58,7 +70,7 @@ def _auto(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dt
 
 
 BUILDERS: dict[str, Callable[[HardwareSpec, str, LatencySourceConfig, str | None], LatencyModel]] = {
-    AUTO: _auto, MEASURED: _measured, PROFILE: _profile, ROOFLINE: _roofline,
+    AUTO: _auto, MEASURED: _measured, PROFILE: _profile, ROOFLINE: _roofline, ENGINE_PROFILE: _engine_profile,
 }
 
 

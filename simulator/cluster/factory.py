@@ -17,6 +17,8 @@ all-to-all on the link topology (simulator.cost.moe).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +51,10 @@ def make_latency_model(lat: LatencyConfig, hardware: HardwareSpec, dtype: str, b
         return select_latency(hardware, dtype, config, kv_dtype)
     except MeasuredDataError as exc:
         raise ScenarioError(exc.field, str(exc).split(": ", 1)[1]) from None
+    except ValueError as exc:
+        if lat.source != "engine_profile":
+            raise
+        raise ScenarioError("cluster.latency.profile_dir", str(exc).split(": ", 1)[1]) from None
 
 
 def drafter_family(drafter) -> str | None:
@@ -65,9 +71,13 @@ def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str
     framework version that priced the kernels (the newest when the kernels come from elsewhere), as it
     runs with `drafter` (`drafter_family`)."""
     from profiles.engine_time import engine_time_for
-    enabled = lat.engine_time if lat.engine_time is not None else hardware_id != "cpu-local"
+    enabled = lat.engine_time if lat.engine_time is not None else (hardware_id != "cpu-local"
+                                                                   or lat.source == "engine_profile")
     if not enabled:
         return None
+    if lat.source == "engine_profile":   # the profiled engine's own host time per step
+        from profiles.engine_time.engine_profile import engine_time_of
+        return engine_time_of(latency.profile, drafter)
     version = lat.engine_version
     if version is None and latency.framework == lat.framework:
         version = latency.version
@@ -188,6 +198,30 @@ def check_dtypes(hw: HardwareSpec, dtype: str, kv_dtype: str | None, where: str 
     return kv_cache_dtype(dtype, kv_dtype)
 
 
+def measured_passes(latency: LatencyConfig, lat, target_cost, built_drafter, drafter, par: Parallelism,
+                    early_exit, shadow: bool, realign: bool):
+    """Target and draft pass pricers of `cluster.latency.source: engine_profile` (simulator.cost.measured_pass):
+    a real engine's measured passes of the catalog models; combinations it cannot price are refused."""
+    from simulator.cost.measured_pass import MeasuredPassCost
+    if par.gpus != 1 or early_exit is not None or shadow or realign or latency.nano_batches > 1:
+        raise ScenarioError("cluster.latency.source", "engine_profile prices whole measured passes of one device: "
+                            "it needs tp = pp = ep = 1, no early_exit, kv_cache layout paged, speculation.alignment "
+                            "paged and nano_batches 1")
+    if drafter.kind not in ("none", "ngram", "draft_model") or (
+            drafter.kind == "draft_model" and (drafter.placement != "colocated" or drafter.layer_parallel > 1)):
+        raise ScenarioError("drafter.kind", "engine_profile prices n-gram drafters and colocated draft models "
+                            "(placement colocated, layer_parallel 1) only")
+    try:
+        target_cost = MeasuredPassCost(target_cost, lat.profile.pass_model(target_cost.spec.name))
+        if built_drafter is not None and drafter.kind == "draft_model":
+            built_drafter = dataclasses.replace(built_drafter, cost=MeasuredPassCost(
+                built_drafter.cost, lat.profile.pass_model(built_drafter.spec.name, "drafter.model")))
+    except KeyError as exc:
+        field, message = exc.args[0].split(": ", 1)
+        raise ScenarioError(field, message) from None
+    return target_cost, built_drafter
+
+
 def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype: str,
                        latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
                        speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
@@ -278,6 +312,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                                           hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
     else:
         target_cost = ForwardCost(target, par, lat, dtype, kv_dtype)
+    if latency.source == "engine_profile":
+        target_cost, built_drafter = measured_passes(latency, lat, target_cost, built_drafter, drafter, par,
+                                                     early_exit, shadow, realign)
     spec = control = None
     if built_drafter is None:
         cost = StepCostModel(target_cost, None, 0, engine=engine)
@@ -285,6 +322,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         max_gamma = max(gamma, policy.max_gamma if policy.kind in ("smartspec", "thompson") else 0)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
                                  built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
+        if drafter.kind == "draft_model" and drafter.first_pass == "verified_tokens" and spec.tree is None:
+            # vLLM's DraftModelProposer: the first draft pass reruns every token the target verified
+            spec = dataclasses.replace(spec, widths=(spec.verify_q,) + tuple(spec.widths[1:]))
         cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, spec.widths, spec.verify_q,
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,

@@ -84,14 +84,15 @@ class LatencyConfig(_Strict):
     `source`: `auto` (default: `measured` when the aiconfigurator-core tables cover the GPU and dtype,
     else `roofline` with a warning), `measured` (real per-kernel GPU measurements of `framework` at
     `version`, default its newest), `profile` (tables measured with `draftsim profile`, `profile_dir`),
-    `roofline` (datasheet peaks × efficiencies). `engine_time`: pay the framework's per-step engine time
+    `roofline` (datasheet peaks × efficiencies), `engine_profile` (a real engine's own measured passes and
+    per-step host time, `draftsim profile --engine vllm`, in `profile_dir`). `engine_time`: pay the framework's per-step engine time
     (profiles.engine_time); default: on for GPUs, off for the local CPU (its profile measures host work
     per pass instead). `engine_version`: the framework version whose engine behaviour is modelled
     (scheduling overlap, CUDA-graph modes), when it differs from the measured tables' version (default:
     the tables' version, or the newest). `nano_batches` k ≥ 2 (NanoFlow): decode-only target passes run as k
     nano-batches whose compute-, memory- and network-bound ops overlap (simulator.cost.nanoflow)."""
 
-    source: Literal["auto", "measured", "profile", "roofline"] = "auto"
+    source: Literal["auto", "measured", "profile", "roofline", "engine_profile"] = "auto"
     framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
     version: str | None = None
     profile_dir: str | None = None
@@ -109,8 +110,11 @@ class LatencyConfig(_Strict):
 
     @model_validator(mode="after")
     def _fields_of_the_source(self) -> "LatencyConfig":
-        if self.profile_dir is not None and self.source != "profile":
-            raise ValueError("profile_dir is only used with source: profile")
+        if self.profile_dir is not None and self.source not in ("profile", "engine_profile"):
+            raise ValueError("profile_dir is only used with source: profile or engine_profile")
+        if self.source == "engine_profile" and self.profile_dir is None:
+            raise ValueError("source engine_profile needs profile_dir: a folder of `draftsim profile --engine vllm` "
+                             "profiles")
         if self.version is not None and self.source not in ("auto", "measured"):
             raise ValueError("version selects measured tables; it needs source: measured or auto")
         return self
@@ -216,6 +220,9 @@ class DraftModelDrafterConfig(_Strict):
     tp: int = Field(1, ge=1, le=64)
     placement: Literal["colocated", "separate", "cpu"] = "colocated"
     layer_parallel: int = Field(1, ge=1, le=64)  # EasySpec: draft layers run k at a time on k GPUs
+    # one_token: each draft pass runs one token per request; verified_tokens: the first pass reruns the
+    # γ+1 tokens the target verified (vLLM V1's DraftModelProposer), then γ−1 one-token passes
+    first_pass: Literal["one_token", "verified_tokens"] = "one_token"
 
     @model_validator(mode="after")
     def _layer_parallel(self) -> "DraftModelDrafterConfig":
