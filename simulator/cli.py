@@ -88,10 +88,12 @@ DELEGATED = {
     "estimate": ("simulator.workflows.estimate", "price one engine step as the simulator does: seconds by op kind and "
                                        "engine time (see `draftsim estimate --help`)"),
     "profile": ("simulator.workflows.profile", "time real torch kernels over the op graph's shapes and write a "
-                                         "profile table (see `draftsim profile --help`)"),
+                                         "profile table (see `draftsim profile --help`); --engine vllm: "
+                                         "measure a real vLLM's passes"),
     "validate": ("scenarios.validation.run", "run a real torch serving loop and the simulator on the same "
                                       "requests and report the simulator's error (see `draftsim validate --help`); "
-                                      "--published: predict published real GPU runs and report the error"),
+                                      "--published: predict published real GPU runs and report the error; "
+                                      "--engine vllm: against a real vLLM"),
     "sweep": ("simulator.workflows.sweep.main", "run a grid/list of scenario variants with seeds (local pool or Dask) into a "
                                  "resumable results store (see `draftsim sweep --help`)"),
     "plan": ("simulator.workflows.plan.main", "capacity planning: screen TP/PP/EP, replicas, drafter, γ/tree and "
@@ -111,6 +113,8 @@ def _delegate(command: str, argv: list[str]) -> int:
     name = DELEGATED[command][0]
     if command == "validate" and "--published" in argv:  # against published GPU runs, not a local loop
         name, argv = "scenarios.validation.published.report", [a for a in argv if a != "--published"]
+    elif command in ("validate", "profile") and any(a == "--engine" or a.startswith("--engine=") for a in argv):
+        name = {"validate": "scenarios.validation.vllm.report", "profile": "profiles.engine_time.profile_vllm"}[command]
     module = importlib.import_module(name)
     return int(module.main(argv) or 0)
 

@@ -1,5 +1,5 @@
 """Pass and step costs of a real serving engine, from its own measured forward passes
-(`draftsim profile --engine vllm`, recorded by scenarios/validation/vllm/engine_driver.py `profile`).
+(`draftsim profile --engine vllm`, recorded by profiles/engine_time/vllm_driver.py `profile`).
 
 A profile is the driver's JSON: every engine step of a grid of batch compositions (decode batches at two
 context lengths, single prompts, decodes mixed with a prompt; random token ids), with each model forward

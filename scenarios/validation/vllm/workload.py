@@ -1,0 +1,90 @@
+"""The requests of a `validate --engine vllm` run: real code prompts, Poisson arrivals, fixed output lengths.
+
+Prompts are `def` line + docstring of Python standard-library functions (profiles.acceptance.prompts,
+completion mode, no chat template), drawn with their own seed from stdlib files that the acceptance
+measurement (profiles/data/acceptance) did not use, so that the acceptance the simulator is given was
+measured on other prompts. They are tokenized with the Qwen2.5 tokenizer read from the pinned GGUF file
+(models.torch_impl; the same vocabulary as the converted HF folder vLLM loads). Arrivals are a Poisson
+process of `rate_rps` (numpy default_rng(seed)); every request asks for exactly `output_tokens` tokens
+(`ignore_eos`), so output lengths are inputs of both sides, not outcomes.
+
+    python -m scenarios.validation.vllm.workload --requests 16 --rate 0.2 --output-tokens 48 --seed 5 --out W.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ACCEPTANCE_TRACE = Path(__file__).resolve().parents[3] / "profiles" / "data" / "acceptance" / \
+    "qwen2.5-coder-1.5b-0.5b.parquet"
+
+
+def acceptance_files() -> set[str]:
+    """Stdlib files whose prompts the acceptance measurement used (prompt ids `code:<file>:<function>`)."""
+    import pyarrow.parquet as pq
+    ids = pq.read_table(ACCEPTANCE_TRACE, columns=["prompt_id"]).column("prompt_id").unique().to_pylist()
+    return {i.split(":")[1] for i in ids if i.startswith("code:")}
+
+
+def held_out_prompts(n: int, seed: int):
+    from profiles.acceptance.prompts import code_prompts
+    used = acceptance_files()
+    pool = code_prompts(n + len(used), 0, seed)
+    prompts = [p for p in pool if p.source not in used][:n]
+    if len(prompts) < n:
+        raise ValueError(f"only {len(prompts)} held-out prompts; asked for {n}")
+    return prompts
+
+
+def build_workload(n: int, rate_rps: float, output_tokens: int, seed: int, tokenizer, max_prompt_tokens: int) -> dict:
+    prompts = held_out_prompts(2 * n, seed)
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(1.0 / rate_rps, size=n)
+    arrivals = np.concatenate([[0.0], np.cumsum(gaps[1:])])
+    requests = []
+    for prompt in prompts:
+        ids = tokenizer.encode(prompt.text)
+        if len(ids) > max_prompt_tokens:
+            continue
+        i = len(requests)
+        requests.append({"id": f"r{i:03d}", "arrival_s": round(float(arrivals[i]), 6), "prompt_token_ids": ids,
+                         "max_tokens": output_tokens, "prompt_id": prompt.prompt_id})
+        if len(requests) == n:
+            break
+    if len(requests) < n:
+        raise ValueError(f"only {len(requests)} prompts are at most {max_prompt_tokens} tokens")
+    return {"seed": seed, "rate_rps": rate_rps, "output_tokens": output_tokens,
+            "prompts": "held-out stdlib code prompts (scenarios/validation/vllm/workload.py)", "requests": requests}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--requests", type=int, default=16)
+    p.add_argument("--rate", type=float, default=0.2, help="Poisson arrival rate, requests per second")
+    p.add_argument("--output-tokens", type=int, default=48)
+    p.add_argument("--max-prompt-tokens", type=int, default=384)
+    p.add_argument("--seed", type=int, default=5)
+    p.add_argument("--gguf", default=None, help="GGUF file whose tokenizer to use (default: the pinned draft)")
+    p.add_argument("--out", required=True)
+    args = p.parse_args(argv)
+    from models.torch_impl.gguf_loader import read_fields
+    from models.torch_impl.tokenizer import tokenizer_from_gguf_fields
+    from gguf import GGUFReader
+    from profiles.acceptance.fetch import fetch
+    gguf = Path(args.gguf) if args.gguf else fetch("draft")
+    tokenizer = tokenizer_from_gguf_fields(read_fields(GGUFReader(str(gguf))))
+    workload = build_workload(args.requests, args.rate, args.output_tokens, args.seed, tokenizer,
+                              args.max_prompt_tokens)
+    Path(args.out).write_text(json.dumps(workload) + "\n")
+    lengths = [len(r["prompt_token_ids"]) for r in workload["requests"]]
+    print(f"{args.out}: {len(lengths)} requests, prompts {min(lengths)}-{max(lengths)} tokens, "
+          f"last arrival {workload['requests'][-1]['arrival_s']:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
