@@ -168,20 +168,31 @@ def tree_accepted_lengths(trace: pd.DataFrame, widths: Sequence[int], drafter: s
     return depth
 
 
-def walk_accepted(trace: pd.DataFrame, gamma: int, drafter: str = "draft") -> np.ndarray:
-    """Accepted lengths of the steps a speculative decoder takes through each sequence: start at pos 0,
+def walk_rows(trace: pd.DataFrame, gamma: int, drafter: str = "draft") -> np.ndarray:
+    """Row index of each step a greedy speculative decoder takes through each sequence: start at pos 0,
     accept τ = accepted_lengths[pos], move to pos + τ + 1; all sequences' steps concatenated."""
     tau = accepted_lengths(trace, gamma, drafter)
     seq = trace["seq"].to_numpy()
     starts = np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]])
     ends = np.r_[starts[1:], len(seq)]
-    steps = []
+    rows = []
     for start, end in zip(starts, ends):
         i = start
         while i < end:
-            steps.append(tau[i])
+            rows.append(i)
             i += tau[i] + 1
-    return np.asarray(steps, dtype=np.int64)
+    return np.asarray(rows, dtype=np.int64)
+
+
+def walk_accepted(trace: pd.DataFrame, gamma: int, drafter: str = "draft") -> np.ndarray:
+    """Accepted lengths of the steps of `walk_rows`."""
+    return accepted_lengths(trace, gamma, drafter)[walk_rows(trace, gamma, drafter)].astype(np.int64)
+
+
+def walk_proposed(trace: pd.DataFrame, gamma: int) -> np.ndarray:
+    """Draft tokens the n-gram drafter proposes at each step of `walk_rows` (0: no match), at most γ."""
+    rows = walk_rows(trace, gamma, "ngram")
+    return np.minimum(trace["ngram_proposal_len"].to_numpy()[rows], gamma).astype(np.int64)
 
 
 def empirical_mean_accepted(trace: pd.DataFrame, gamma: int, drafter: str = "draft") -> float:

@@ -323,6 +323,15 @@ class LoadSwitchPolicyConfig(_Strict):
         return self
 
 
+class ProposedPolicyConfig(_Strict):
+    """Each request verifies the draft tokens its drafter actually proposed this step (at most γ): an
+    n-gram lookup proposes nothing when the context has no match, and then the request decodes one token,
+    as vLLM's n-gram proposer does. Needs measured proposal lengths: acceptance kind trace, drafter ngram."""
+
+    kind: Literal["proposed"]
+
+
 PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig,
-                               LoadSwitchPolicyConfig, SpecReasonPolicyConfig, ThompsonPolicyConfig],
+                               LoadSwitchPolicyConfig, SpecReasonPolicyConfig, ThompsonPolicyConfig,
+                               ProposedPolicyConfig],
                          Field(discriminator="kind")]

@@ -40,6 +40,7 @@ class TraceChainAcceptance(AcceptanceModel):
     flat: np.ndarray     # all sequences' walk τ values, concatenated
     starts: np.ndarray   # (S,) offset of each sequence's walk in `flat`
     lengths: np.ndarray  # (S,) steps in each sequence's walk (≥ 1)
+    proposed: np.ndarray | None = None  # draft tokens proposed at each walk step (n-gram drafter), like `flat`
 
     def sequence_of(self, request_ids: np.ndarray) -> np.ndarray:
         return assign_sequences(self.seed, request_ids, len(self.starts))
@@ -47,6 +48,11 @@ class TraceChainAcceptance(AcceptanceModel):
     def tau(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
         seq = self.sequence_of(request_ids)
         return self.flat[self.starts[seq] + step_index % self.lengths[seq]]
+
+    def proposed_counts(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
+        """Draft tokens proposed at each request's `step_index`-th step (the walk step `tau` reads)."""
+        seq = self.sequence_of(request_ids)
+        return self.proposed[self.starts[seq] + step_index % self.lengths[seq]]
 
     def expected_accepted(self) -> float:
         """Mean τ when every sequence is equally likely and its walk is read in full."""
@@ -69,19 +75,22 @@ def resolve_trace_path(name_or_path: str, base_dir: Path) -> Path:
 
 def load_trace_acceptance(name_or_path: str, drafter: str, gamma: int, seed: int,
                           base_dir: Path) -> TraceChainAcceptance:
-    from profiles.acceptance.trace import load_trace, walk_accepted
+    from profiles.acceptance.trace import load_trace, walk_accepted, walk_proposed
 
     path = resolve_trace_path(name_or_path, base_dir)
     try:
         trace = load_trace(path)
-        walks = [walk_accepted(rows, gamma, drafter) for _, rows in trace.groupby("seq", sort=False)]
+        groups = [rows for _, rows in trace.groupby("seq", sort=False)]
+        walks = [walk_accepted(rows, gamma, drafter) for rows in groups]
+        proposed = np.concatenate([walk_proposed(rows, gamma) for rows in groups]) if drafter == "ngram" and groups \
+            else None
     except ValueError as exc:
         raise ScenarioError("acceptance.trace", f"{path}: {exc}") from None
     if not walks:
         raise ScenarioError("acceptance.trace", f"{path}: the trace has no rows")
     lengths = np.array([len(w) for w in walks], dtype=np.int64)
     return TraceChainAcceptance(gamma, seed, np.concatenate(walks).astype(np.int64),
-                                np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64), lengths)
+                                np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64), lengths, proposed)
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,8 @@ class EngineCase:
                     "acceptance": {"kind": "trace", "trace": ACCEPTANCE_TRACE, "drafter": "draft", "mode": "greedy"}}
         if self.ngram:
             return {"drafter": {"kind": "ngram", "gamma": self.spec_tokens},
-                    "acceptance": {"kind": "trace", "trace": ACCEPTANCE_TRACE, "drafter": "ngram", "mode": "greedy"}}
+                    "acceptance": {"kind": "trace", "trace": ACCEPTANCE_TRACE, "drafter": "ngram", "mode": "greedy"},
+                    "policy": {"kind": "proposed"}}
         return {"drafter": {"kind": "none"}}
 
 

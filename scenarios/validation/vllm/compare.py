@@ -12,8 +12,9 @@ Nothing from the runs' timings or acceptance counters enters the simulation.
 Per metric (TTFT, TPOT, E2E — the definitions of simulator.results.metrics on both sides) it reports the
 engine's P50 and P99 (median over repeats, with the repeats' spread: (max − min) / median), the
 simulator's, and the relative error of each; the median per-request |error| against the repeats' mean;
-throughput; for speculation the mean accepted draft tokens per verification (vLLM's
-`spec_decode_num_accepted_tokens / num_drafts` against the simulator's accepted / decode steps).
+throughput; for speculation the draft acceptance rate (vLLM's `spec_decode_num_accepted_tokens /
+num_draft_tokens` counters against the simulator's accepted / drafted tokens) and the tokens each decode
+step delivers per request (from vLLM's token times; the simulator's emitted / decode steps).
 """
 from __future__ import annotations
 
@@ -43,13 +44,21 @@ def engine_requests(run: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("id", ignore_index=True)
 
 
-def accepted_per_draft(run: dict) -> float | None:
-    """vLLM's mean accepted draft tokens per verification, from its counters."""
+def draft_acceptance_rate(run: dict) -> float | None:
+    """vLLM's accepted / proposed draft tokens, from its counters (None without speculation)."""
     c = run.get("spec_counters") or {}
-    drafts, accepted = c.get("vllm:spec_decode_num_drafts"), c.get("vllm:spec_decode_num_accepted_tokens")
-    if not drafts or accepted is None:
+    drafted, accepted = c.get("vllm:spec_decode_num_draft_tokens"), c.get("vllm:spec_decode_num_accepted_tokens")
+    if not drafted or accepted is None:
         return None
-    return float(accepted) / float(drafts)
+    return float(accepted) / float(drafted)
+
+
+def tokens_per_decode_step(run: dict) -> float:
+    """Mean over requests of the tokens each decode step delivered (the first delivery, the prompt's
+    token, excluded): 1 + the accepted drafts per verification, read from the token times."""
+    per_request = [sum(r["token_counts"][1:]) / len(r["token_counts"][1:]) for r in run["requests"]
+                   if len(r["token_counts"]) > 1]
+    return float(np.mean(per_request))
 
 
 def scenario_for(case: EngineCase, requests: pd.DataFrame, engine: dict, profile_dir: Path, trace_csv: Path,
@@ -110,9 +119,14 @@ def compare_case(case: EngineCase, runs: list[dict], profile_dir: Path, workdir:
                                "err": _relative(sim_tput, float(np.median(real_tput)))}
     out["mean_e2e_s"] = {"real": float(np.median([r.e2e_s.mean() for r in real])), "sim": float(sim.e2e_s.mean())}
     if case.speculative:
-        counters = [a for a in (accepted_per_draft(r) for r in runs) if a is not None]
-        sim_acc = float(result.requests.accepted_tokens.sum() / max(result.requests.decode_steps.sum(), 1))
-        out["accepted_per_verify"] = {"real": float(np.median(counters)) if counters else None, "sim": sim_acc}
+        rates = [a for a in (draft_acceptance_rate(r) for r in runs) if a is not None]
+        req = result.requests
+        decoding = req[req.decode_steps > 0]
+        out["draft_acceptance_rate"] = {"real": float(np.median(rates)) if rates else None,
+                                        "sim": float(req.accepted_tokens.sum() / max(req.drafted_tokens.sum(), 1))}
+        out["tokens_per_decode_step"] = {
+            "real": float(np.median([tokens_per_decode_step(r) for r in runs])),
+            "sim": float(((decoding.emitted_tokens - 1) / decoding.decode_steps).mean())}
     out["sim_steps"] = int(len(result.steps))
     out["real_steps"] = int(np.median([len(r["steps"]) for r in runs]))
     out["load"] = [{"start": r["fingerprint"]["loadavg_at_start"], "end": r["loadavg_at_end"],

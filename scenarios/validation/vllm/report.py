@@ -114,10 +114,10 @@ def format_case(result: dict) -> str:
              f"{result['repeats']} vLLM run(s), {result['real_steps']} engine steps vs {result['sim_steps']} simulated",
              format_columns(head, rows),
              f"throughput {t['real']:.2f} tok/s vLLM, {t['sim']:.2f} simulated ({_pct(t['err'])})"]
-    if "accepted_per_verify" in result:
-        a = result["accepted_per_verify"]
-        real = "n/a" if a["real"] is None else f"{a['real']:.2f}"
-        lines.append(f"accepted draft tokens per verification: vLLM {real}, simulated {a['sim']:.2f}")
+    if "draft_acceptance_rate" in result:
+        a, k = result["draft_acceptance_rate"], result["tokens_per_decode_step"]
+        lines.append(f"draft tokens accepted: vLLM {_pct(a['real'])}, simulated {_pct(a['sim'])}; tokens per decode "
+                     f"step: vLLM {k['real']:.2f}, simulated {k['sim']:.2f}")
     return "\n".join(lines)
 
 
