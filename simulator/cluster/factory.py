@@ -322,12 +322,12 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         max_gamma = max(gamma, policy.max_gamma if policy.kind in ("smartspec", "thompson") else 0)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
                                  built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
-        if drafter.kind == "draft_model" and drafter.first_pass == "verified_tokens" and spec.tree is None:
-            # vLLM's DraftModelProposer: the first draft pass reruns every token the target verified
-            spec = dataclasses.replace(spec, widths=(spec.verify_q,) + tuple(spec.widths[1:]))
+        vllm_proposer = drafter.kind == "draft_model" and drafter.passes == "vllm"
+        if vllm_proposer and spec.tree is not None:
+            raise ScenarioError("drafter.passes", "'vllm' is vLLM's chain proposer: it needs speculation.kind chain")
         cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, spec.widths, spec.verify_q,
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
-                             engine=engine)
+                             engine=engine, vllm_proposer=vllm_proposer)
         control = make_policy(policy, speculation, spec, gamma, cost)
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype)

@@ -220,9 +220,9 @@ class DraftModelDrafterConfig(_Strict):
     tp: int = Field(1, ge=1, le=64)
     placement: Literal["colocated", "separate", "cpu"] = "colocated"
     layer_parallel: int = Field(1, ge=1, le=64)  # EasySpec: draft layers run k at a time on k GPUs
-    # one_token: each draft pass runs one token per request; verified_tokens: the first pass reruns the
-    # γ+1 tokens the target verified (vLLM V1's DraftModelProposer), then γ−1 one-token passes
-    first_pass: Literal["one_token", "verified_tokens"] = "one_token"
+    # chain: γ passes of one token per decoding request (prompt chunks ingested by the first);
+    # vllm: vLLM V1's DraftModelProposer (simulator.cost.step_cost.StepCostModel.vllm_proposer)
+    passes: Literal["chain", "vllm"] = "chain"
 
     @model_validator(mode="after")
     def _layer_parallel(self) -> "DraftModelDrafterConfig":

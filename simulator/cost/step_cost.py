@@ -213,6 +213,13 @@ class StepCostModel:
     draft's contribution to the step time (seconds column; FLOPs and bytes are kept): used when the drafter
     runs concurrently with verification on its own GPUs (simulator.cost.drafters.overlap_exposure). The step
     time is always draft seconds + target seconds, so the engine and bulk mode need not know placement.
+
+    `vllm_proposer` (a chain draft model, `drafter.passes: vllm`): the pass layout of vLLM V1's
+    DraftModelProposer (vllm/v1/spec_decode/llm_base_proposer.py, `propose`): the first draft pass runs
+    every token the step scheduled (prompt chunks and each decoding request's q verified tokens) and
+    computes one logits row per request; then γ−1 passes of one token for every request of the step,
+    prompt chunks included. Approximation: in those passes a prompt chunk's context is taken as the
+    chunk's length (exact for a prompt computed in one chunk).
     """
 
     target: ForwardCost
@@ -223,6 +230,7 @@ class StepCostModel:
     tree: bool = False
     exposed_draft: object | None = None
     engine: EngineTime | None = None
+    vllm_proposer: bool = False
     _step_grid: dict = field(default_factory=dict, repr=False)
     _prefill_steps: dict = field(default_factory=dict, repr=False)
 
@@ -294,7 +302,12 @@ class StepCostModel:
                                                            self.tree)[0]
         draft = np.zeros(3)
         widths = self.draft_widths
-        if self.draft is not None:
+        if self.draft is not None and self.vllm_proposer:
+            draft = self._vllm_draft(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs,
+                                     decode_context_tokens)
+            if decode_seqs:
+                draft = self._expose(draft[None, :], target[None, :])[0]
+        elif self.draft is not None:
             w0 = widths[0] if widths and decode_seqs else 0
             draft = self.draft.dense(prefill_tokens + decode_seqs * w0, prefill_seqs + decode_seqs * w0) + \
                 self.draft.prefill_attention(prefill_tokens, prefill_seqs, prefill_attn_pairs)
@@ -307,6 +320,21 @@ class StepCostModel:
                 draft = self._expose(draft[None, :], target[None, :])[0]
         target = self.with_engine(draft[None, :], target[None, :], prefill_tokens, prefill_seqs, decode_seqs)[0]
         return Cost(*draft), Cost(*target)
+
+    def _vllm_draft(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int, decode_seqs: int,
+                    decode_context_tokens: int) -> np.ndarray:
+        """(seconds, flops, bytes) of the draft passes of one step under `vllm_proposer` (class docstring)."""
+        q, d = self.q, self.draft
+        requests = prefill_seqs + decode_seqs
+        draft = d.dense(prefill_tokens + decode_seqs * q, requests)
+        if prefill_tokens:
+            draft = draft + d.prefill_attention(prefill_tokens, prefill_seqs, prefill_attn_pairs)
+        if decode_seqs:
+            draft = draft + d.decode_attention(decode_seqs, q, np.array([decode_context_tokens]))[0]
+        context = decode_context_tokens + decode_seqs * q + prefill_tokens
+        for j in range(1, self.depth):
+            draft = draft + d.decode_forward(requests, 1, np.array([context + (j - 1) * requests]))[0]
+        return draft
 
     @cached_property
     def pass_layout(self) -> PassLayout:
@@ -368,8 +396,11 @@ class StepCostModel:
         step, op by op; target seconds include the engine's (see `with_engine`)."""
         target = self.target.exact_decode(decode_seqs, self.q, context_sum, self.tree)
         draft = np.zeros(3)
-        for j, w in enumerate(self.draft_widths):
-            draft = draft + self.draft.exact_decode(decode_seqs, w, context_sum + j * decode_seqs)
+        if self.vllm_proposer:
+            draft = self._vllm_draft(0, 0, 0, decode_seqs, context_sum)
+        else:
+            for j, w in enumerate(self.draft_widths):
+                draft = draft + self.draft.exact_decode(decode_seqs, w, context_sum + j * decode_seqs)
         if self.draft is not None:
             draft = self._expose(draft[None, :], target[None, :])[0]
         target = self.with_engine(draft[None, :], target[None, :], 0, 0, decode_seqs)[0]

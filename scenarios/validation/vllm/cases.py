@@ -54,7 +54,7 @@ class EngineCase:
         weights on other prompts (profiles/data/acceptance), greedy, as vLLM runs here (temperature 0)."""
         if self.draft:
             return {"drafter": {"kind": "draft_model", "model": self.draft, "gamma": self.spec_tokens,
-                                "first_pass": "verified_tokens"},
+                                "passes": "vllm"},
                     "acceptance": {"kind": "trace", "trace": ACCEPTANCE_TRACE, "drafter": "draft", "mode": "greedy"}}
         if self.ngram:
             return {"drafter": {"kind": "ngram", "gamma": self.spec_tokens},
