@@ -51,8 +51,9 @@ def synthetic_profile(model_path: str = "m") -> dict:
     return {"steps": steps, "fingerprint": {"models": {"target": {"path": model_path}}, "date_utc": "synthetic"}}
 
 
-def test_knots_are_measured_values_at_least_25_percent_apart():
-    assert knots_for(np.array([1, 2, 3, 4, 5, 16, 17, 100])).tolist() == [1, 2, 3, 4, 5, 16, 100]
+def test_knots_are_every_small_measured_value_then_25_percent_apart():
+    assert knots_for(np.array([1, 2, 3, 4, 5, 16, 17, 40, 45, 60, 100, 110])).tolist() == [1, 2, 3, 4, 5, 16, 17, 40,
+                                                                                           60, 110]
     assert knots_for(np.array([7, 7, 7])).tolist() == [7]
 
 

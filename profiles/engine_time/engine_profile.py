@@ -10,8 +10,9 @@ pass's token count and wall time, each `compute_logits` call's rows and time, ea
     logits_s(rows)                                   = G(rows)
     host_s(step)                                     = h_step + h_seq · sequences + h_token · tokens
 
-F and G are piecewise linear in n (rows) with knots at measured token (row) counts, at least 25 % apart, fitted with the attention coefficients by non-negative least squares over the profile's passes
-(scipy.optimize.nnls); attention pairs are the causal (query, key) pairs of each scheduled request:
+F and G are piecewise linear in n (rows) with knots at measured token (row) counts (every one up to 32,
+then at least 25 % apart), fitted with the attention coefficients by non-negative least squares over the
+profile's passes (scipy.optimize.nnls), each pass weighted by 1 / its time; attention pairs are the causal (query, key) pairs of each scheduled request:
 n·c + n(n+1)/2 for n new tokens after c computed ones. `host_s` is the step's wall time minus its passes.
 Approximations, named here: (1) a pass's time depends on its token count and attention pairs only, not
 on how tokens split among requests beyond that; (2) above the largest measured token count F and G
@@ -33,16 +34,17 @@ def attention_pairs(new_tokens: int, computed_before: int) -> int:
     return new_tokens * computed_before + new_tokens * (new_tokens + 1) // 2
 
 
-def knots_for(values: np.ndarray, min_ratio: float = 1.25) -> np.ndarray:
-    """Knots at measured values only (so that every knot is pinned by a pass measured there), at least
-    `min_ratio` apart, the smallest and largest measured value always included."""
+def knots_for(values: np.ndarray, min_ratio: float = 1.25, every_below: int = 32) -> np.ndarray:
+    """Knots at measured values only (so that every knot is pinned by a pass measured there): every
+    measured value up to `every_below` (small passes are not smooth in their token count), above it values
+    at least `min_ratio` apart, the largest measured value always included."""
     unique = np.unique(np.asarray(values, dtype=np.float64))
     kept = [unique[0]]
     for v in unique[1:]:
-        if v >= kept[-1] * min_ratio:
+        if v <= every_below or v >= kept[-1] * min_ratio:
             kept.append(v)
     if kept[-1] != unique[-1]:
-        if len(kept) > 1:
+        if len(kept) > 1 and kept[-1] > every_below:
             kept[-1] = unique[-1]
         else:
             kept.append(unique[-1])

@@ -254,8 +254,11 @@ def profile_grid(eng: Engine, quick: bool, vocab: int) -> dict:
 
     monitor = mv.CpuMonitor()
     t0 = perf()
-    decode_points = [(b, 32) for b in ((1, 4) if quick else (1, 2, 4, 8, 16))] + \
-                    [(b, 320) for b in ((2,) if quick else (1, 4, 12))]
+    # Every small batch on its own: pass time is not smooth in the token count there (on vLLM 0.32's CPU
+    # backend a 1-token pass takes ~10x a 2-token one), so each count a decode or verify step can have is
+    # measured rather than interpolated.
+    decode_points = [(b, 32) for b in ((1, 2, 4) if quick else (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24))] + \
+                    [(b, 320) for b in ((2,) if quick else (1, 2, 4, 12))]
     steps_per_point = 2 if quick else 5
     for batch, context in decode_points:
         for _ in range(batch):
@@ -269,9 +272,11 @@ def profile_grid(eng: Engine, quick: bool, vocab: int) -> dict:
             eng.step(t0, label)
         eng.engine.abort_request(list(eng.engine.output_processor.request_states.keys()), internal=True)
         eng.drain(t0, "abort")
-    for length in ((16, 128) if quick else (16, 64, 128, 256, 512)):
-        eng.add(prompt(length), 1)
-        eng.drain(t0, f"prefill L={length}")
+    lengths = (1, 16, 128) if quick else (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+    for repeat in range(1 if quick else 2):
+        for length in lengths:
+            eng.add(prompt(length), 1)
+            eng.drain(t0, f"prefill L={length}")
     for batch, length in (((2, 64),) if quick else ((4, 128), (8, 256))):
         for _ in range(batch):
             eng.add(prompt(48), 1000)
