@@ -114,7 +114,7 @@ def _delegate(command: str, argv: list[str]) -> int:
     if command == "validate" and "--published" in argv:  # against published GPU runs, not a local loop
         name, argv = "scenarios.validation.published.report", [a for a in argv if a != "--published"]
     elif command in ("validate", "profile") and any(a == "--engine" or a.startswith("--engine=") for a in argv):
-        name = {"validate": "scenarios.validation.vllm.report", "profile": "profiles.engine_time.profile_vllm"}[command]
+        name = {"validate": "scenarios.validation.vllm.report", "profile": "simulator.workflows.profile_engine"}[command]
     module = importlib.import_module(name)
     return int(module.main(argv) or 0)
 

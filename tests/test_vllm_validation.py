@@ -109,7 +109,7 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
 
 def test_a_missing_model_folder_is_refused_before_anything_runs(tmp_path, monkeypatch):
     from scenarios.validation.vllm import report
-    monkeypatch.setattr("profiles.engine_time.vllm_launch.resolve_vllm_python", lambda explicit: sys.executable)
+    monkeypatch.setattr("simulator.workflows.vllm_launch.resolve_vllm_python", lambda explicit: sys.executable)
     code = report.main(["--engine", "vllm", "--live", "--cases", "qwen-0.5b", "--models-dir", str(tmp_path),
                         "--out", str(tmp_path / "out")])
     assert code == 2 and not (tmp_path / "out" / "runs").exists()

@@ -25,7 +25,7 @@ engine's own host time. With speculation, the engine's acceptance counters (`vll
 recorded at the end.
 
 Usage (vLLM venv; the environment variables of `engine_env` must be set before vLLM is imported, which
-`profiles/engine_time/vllm_launch.py` does):
+`simulator/workflows/vllm_launch.py` does):
   python vllm_driver.py run --model DIR [--draft DIR | --ngram N] [--spec-tokens K] --workload W.json --out O.json
   python vllm_driver.py profile --model DIR --out O.json [--quick]
 """

@@ -70,7 +70,7 @@ def _check(args) -> tuple[list, Path, Path]:
 def _record(cases, data: Path, args, out: Path) -> Path:
     """Run vLLM on each case's workload `--repeats` times; the runs go to OUT/runs/<case>/run-N.json."""
     import tempfile
-    from profiles.engine_time.vllm_launch import check_model_dir, engine_env, resolve_vllm_python, run_driver
+    from simulator.workflows.vllm_launch import check_model_dir, engine_env, resolve_vllm_python, run_driver
     from scenarios.validation.machine_load import measure_load
     python = resolve_vllm_python(args.vllm_python)
     models = Path(args.models_dir)
@@ -86,10 +86,10 @@ def _record(cases, data: Path, args, out: Path) -> Path:
         print(f"warning: {message}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="draftsim-vllm-") as cache:
         env = engine_env(ENGINE["threads"], ENGINE["kv_cache_gib"], Path(cache))
-        for case in cases:
-            folder = out / "runs" / case.name
-            folder.mkdir(parents=True, exist_ok=True)
-            for i in range(1, args.repeats + 1):
+        for i in range(1, args.repeats + 1):   # repeats outermost: a case's runs spread over the session's drift
+            for case in cases:
+                folder = out / "runs" / case.name
+                folder.mkdir(parents=True, exist_ok=True)
                 target = folder / f"run-{i}.json"
                 run_driver(python, ["run", *case.driver_args(models), "--workload",
                                     str(data / "workloads" / case.workload), "--out", str(target)],

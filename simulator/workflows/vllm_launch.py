@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-DRIVER = Path(__file__).resolve().parent / "vllm_driver.py"
+DRIVER = Path(__file__).resolve().parents[2] / "profiles" / "engine_time" / "vllm_driver.py"
 ENV_PYTHON = "DRAFTSIM_VLLM_PYTHON"
 
 

@@ -47,7 +47,7 @@ def main(argv=None) -> int:
 def _profile(args) -> int:
     from models.load import get_model
     from profiles.engine_time.engine_profile import fit_pass_model, pass_rows
-    from profiles.engine_time.vllm_launch import check_model_dir, engine_env, resolve_vllm_python, run_driver
+    from simulator.workflows.vllm_launch import check_model_dir, engine_env, resolve_vllm_python, run_driver
     from simulator.console.contract import fail
     if args.threads < 1 or args.kv_cache_gib <= 0:
         return fail("--threads must be >= 1 and --kv-cache-gib > 0", "profile")
