@@ -126,3 +126,55 @@ def test_the_shipped_recorded_runs_compare(tmp_path):
         assert case["repeats"] >= 2 and all(m["real_p50"] > 0 and m["sim_p50"] > 0 for m in case["metrics"].values())
     assert set(report["speedups"]) == {"qwen-1.5b+draft", "qwen-0.5b+ngram"}
     assert code == (0 if all(report["targets"].values()) else 1)
+
+
+class _FakeLLMEngine:
+    """What run_workload uses of vLLM's LLMEngine: one token per running request per step."""
+
+    def __init__(self):
+        self.active = {}
+
+    def has_unfinished_requests(self):
+        return bool(self.active)
+
+
+class _FakeEngine:
+    def __init__(self, step_s=0.02):
+        self.engine, self.step_s, self.added = _FakeLLMEngine(), step_s, []
+
+    def add(self, prompt_ids, max_tokens, request_id):
+        import time
+        self.engine.active[request_id] = max_tokens
+        self.added.append((request_id, time.perf_counter()))
+
+    def step(self, t0, label=""):
+        import time
+        from types import SimpleNamespace
+        time.sleep(self.step_s)
+        outs = []
+        for rid in list(self.engine.active):
+            self.engine.active[rid] -= 1
+            done = self.engine.active[rid] == 0
+            outs.append(SimpleNamespace(request_id=rid, outputs=[SimpleNamespace(token_ids=[7])], finished=done))
+            if done:
+                del self.engine.active[rid]
+        return outs, time.perf_counter()
+
+    def spec_counters(self):
+        return {}
+
+
+def test_the_driver_adds_requests_at_step_boundaries_after_arrival_and_times_every_token():
+    from profiles.engine_time.vllm_driver import run_workload
+    workload = {"requests": [{"id": "a", "arrival_s": 0.0, "prompt_token_ids": [1, 2], "max_tokens": 3},
+                             {"id": "b", "arrival_s": 0.05, "prompt_token_ids": [1], "max_tokens": 2},
+                             {"id": "c", "arrival_s": 0.30, "prompt_token_ids": [1], "max_tokens": 1}]}
+    out = run_workload(_FakeEngine(), workload)
+    rows = {r["id"]: r for r in out["requests"]}
+    for r in rows.values():
+        assert r["added_s"] >= r["arrival_s"]                      # never before its arrival
+        assert sum(r["token_counts"]) == r["output_tokens"] and r["finish_s"] == r["token_times_s"][-1]
+        assert r["token_times_s"] == sorted(r["token_times_s"]) and r["token_times_s"][0] > r["added_s"]
+    assert rows["b"]["added_s"] - rows["b"]["arrival_s"] < 0.05     # at the first step boundary after it
+    assert rows["c"]["added_s"] == pytest.approx(0.30, abs=0.02)   # the idle engine waits for it
+    assert engine_requests(out).e2e_s.min() > 0

@@ -61,6 +61,30 @@ def tokens_per_decode_step(run: dict) -> float:
     return float(np.mean(per_request))
 
 
+def pass_model_errors(runs: list[dict], profile_dir: Path, model: str) -> dict:
+    """The engine profile's forward-pass model against the target forward passes these runs recorded
+    (a check of the pass model alone, apart from scheduling; nothing is fitted to them): relative error
+    median and P90 of |predicted − measured| / measured, and the signed mean."""
+    from profiles.engine_time.engine_profile import attention_pairs, load_engine_profile
+    passes = load_engine_profile(str(profile_dir)).pass_model(model)
+    measured, predicted = [], []
+    for run in runs:
+        for step in run["steps"]:
+            forwards = [p for p in step.get("passes", ()) if p[0] == "target" and p[1] == "forward"]
+            if len(forwards) != 1 or not step.get("seqs"):
+                continue
+            pre = sum(attention_pairs(n, c) for n, c, prompt, _ in step["seqs"] if prompt)
+            dec = sum(attention_pairs(n, c) for n, c, prompt, _ in step["seqs"] if not prompt)
+            measured.append(forwards[0][3])
+            predicted.append(float(passes.forward_s(forwards[0][2], pre, dec)[0]))
+    if not measured:
+        return {}
+    m, p = np.array(measured), np.array(predicted)
+    rel = (p - m) / m
+    return {"passes": int(len(m)), "median_abs": float(np.median(np.abs(rel))),
+            "p90_abs": float(np.quantile(np.abs(rel), 0.9)), "mean_signed": float(rel.mean())}
+
+
 def scenario_for(case: EngineCase, requests: pd.DataFrame, engine: dict, profile_dir: Path, trace_csv: Path,
                  seed: int = 1) -> dict:
     """The draftsim scenario of a case: the recorded requests as a trace, vLLM V1's scheduler with the run's
@@ -127,6 +151,7 @@ def compare_case(case: EngineCase, runs: list[dict], profile_dir: Path, workdir:
         out["tokens_per_decode_step"] = {
             "real": float(np.median([tokens_per_decode_step(r) for r in runs])),
             "sim": float(((decoding.emitted_tokens - 1) / decoding.decode_steps).mean())}
+    out["target_pass_model"] = pass_model_errors(runs, profile_dir, case.target)
     out["sim_steps"] = int(len(result.steps))
     out["real_steps"] = int(np.median([len(r["steps"]) for r in runs]))
     out["load"] = [{"start": r["fingerprint"]["loadavg_at_start"], "end": r["loadavg_at_end"],

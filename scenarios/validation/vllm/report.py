@@ -114,6 +114,10 @@ def format_case(result: dict) -> str:
              f"{result['repeats']} vLLM run(s), {result['real_steps']} engine steps vs {result['sim_steps']} simulated",
              format_columns(head, rows),
              f"throughput {t['real']:.2f} tok/s vLLM, {t['sim']:.2f} simulated ({_pct(t['err'])})"]
+    pm = result.get("target_pass_model")
+    if pm:
+        lines.append(f"target forward passes of these runs vs the engine profile: median |err| {_pct(pm['median_abs'])}, "
+                     f"P90 {_pct(pm['p90_abs'])}, signed mean {100 * pm['mean_signed']:+.1f} % ({pm['passes']} passes)")
     if "draft_acceptance_rate" in result:
         a, k = result["draft_acceptance_rate"], result["tokens_per_decode_step"]
         lines.append(f"draft tokens accepted: vLLM {_pct(a['real'])}, simulated {_pct(a['sim'])}; tokens per decode "
