@@ -240,3 +240,15 @@ def get_hardware(hardware_id: str) -> HardwareSpec:
 
 def list_hardware() -> list[str]:
     return sorted(HARDWARE)
+
+
+# GPU names (torch.cuda.get_device_name, nvidia-smi) → hardware catalog ids.
+CUDA_IDS = (("H200", "h200"), ("H100", "h100-sxm"), ("A100", "a100-80gb"), ("B200", "b200"), ("L40S", "l40s"))
+
+
+def hardware_id_for_gpu(name: str) -> str | None:
+    """The catalog id of a GPU by its device name, or None when the catalog has no such GPU."""
+    for needle, hw_id in CUDA_IDS:
+        if needle in name:
+            return hw_id
+    return None

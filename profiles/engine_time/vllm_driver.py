@@ -116,7 +116,7 @@ def model_classes():
 class Engine:
     def __init__(self, args):
         import torch
-        torch.set_num_threads(args.threads)
+        torch.set_num_threads(args.threads)   # recorded: fingerprint.threads and engine.torch_threads
         self.timers = mv.install_timers()
         install_pass_recorders(model_classes())
         install_sequence_recorder()
@@ -124,7 +124,10 @@ class Engine:
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
         self.SamplingParams, self.TokensPrompt, self.kind = SamplingParams, TokensPrompt, RequestOutputKind.DELTA
-        kwargs = dict(model=args.model, tokenizer=args.model, enforce_eager=True, dtype="float32",
+        # CPU: eager (torch.compile costs minutes of start-up and gains nothing there), fp32; CUDA: vLLM's
+        # defaults (CUDA graphs) in bf16.
+        kwargs = dict(model=args.model, tokenizer=args.model, enforce_eager=args.device == "cpu",
+                      dtype="float32" if args.device == "cpu" else "bfloat16",
                       max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
                       max_num_batched_tokens=args.max_num_batched_tokens, block_size=args.block_size,
                       enable_prefix_caching=not args.no_prefix_caching, disable_log_stats=False, seed=0)
@@ -314,7 +317,11 @@ def fingerprint(args, eng: Engine) -> dict:
             conv = os.path.join(path, "draftsim_conversion.json")
             models[role] = dict(path=os.path.basename(os.path.normpath(path)),
                                 conversion=json.load(open(conv)) if os.path.exists(conv) else None)
-    return dict(tool="profiles/engine_time/vllm_driver.py", command=args.command,
+    device = {"kind": args.device}
+    if args.device == "cuda":
+        import torch
+        device["name"] = torch.cuda.get_device_name(0)
+    return dict(tool="profiles/engine_time/vllm_driver.py", command=args.command, device=device,
                 date_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), python=platform.python_version(),
                 packages=versions, cpu=mv.cpu_model(), threads=args.threads, loadavg_at_start=load,
                 env={k: os.environ.get(k) for k in ENV_KEYS}, engine_kwargs={k: v for k, v in eng.kwargs.items()
@@ -332,6 +339,7 @@ def parse(argv=None):
     p.add_argument("--workload")
     p.add_argument("--out", required=True)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--max-model-len", type=int, default=4096)
     p.add_argument("--max-num-seqs", type=int, default=256)
     p.add_argument("--max-num-batched-tokens", type=int, default=2048)

@@ -27,14 +27,13 @@ from profiles.profiler.benches import OperandPool, build_bench
 from profiles.profiler.collectives import time_collectives
 from profiles.profiler.plan import FULL_GRID, QUICK_GRID, GridSpec, plan_points
 from profiles.profiler.table import fingerprint, make_row, write_fingerprint, write_table
+from profiles.hardware import hardware_id_for_gpu
 from profiles.profiler.host_overhead import (FULL_SHAPES, HOST_OVERHEAD, QUICK_SHAPES, supported,
                                              time_host_overhead)
 from profiles.profiler.timing import (QUICK_TIMING, PrecedingGemm, TimingConfig, flush_bytes,
                                       last_level_cache_bytes, time_kernel)
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-# GPU names (torch.cuda.get_device_name) → hardware catalog ids.
-CUDA_IDS = (("H200", "h200"), ("H100", "h100-sxm"), ("A100", "a100-80gb"), ("B200", "b200"), ("L40S", "l40s"))
 DEFAULT_MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "llama-68m")
 MAX_POINT_BYTES = 6 * 2 ** 30   # skip points whose operands would not fit comfortably in RAM/HBM
 # Kinds timed right after a GEMM (see profiles.profiler.timing.PrecedingGemm): all but GEMMs, which
@@ -46,10 +45,7 @@ def default_device_id(device: torch.device) -> str:
     if device.type == "cpu":
         return "cpu-local"
     name = torch.cuda.get_device_name(device)
-    for needle, hw_id in CUDA_IDS:
-        if needle in name:
-            return hw_id
-    return _slug(name)
+    return hardware_id_for_gpu(name) or _slug(name)
 
 
 def _slug(name: str) -> str:

@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vllm-python", default=None, help="the Python that has vLLM (default: $DRAFTSIM_VLLM_PYTHON, "
                                                        "else this one)")
     p.add_argument("--out", default="out/engine-profile")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="vLLM's CPU backend or CUDA")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--kv-cache-gib", type=float, default=2.0)
     p.add_argument("--quick", action="store_true", help="a small grid (tests, a first look)")
@@ -62,11 +63,12 @@ def _profile(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="draftsim-vllm-") as cache:
-        env = engine_env(args.threads, args.kv_cache_gib, Path(cache))
+        env = engine_env(args.threads, args.kv_cache_gib, Path(cache), args.device)
         fingerprint = None
         for name, folder in zip(names, folders):
             target = out / f"{name}.json"
-            cmd = ["profile", "--model", str(folder), "--out", str(target), "--threads", str(args.threads)]
+            cmd = ["profile", "--model", str(folder), "--out", str(target), "--threads", str(args.threads),
+                   "--device", args.device]
             result = run_driver(python, cmd + (["--quick"] if args.quick else []), env, out / f"{name}.log",
                                 f"profiling vLLM {name}", args.quiet)
             fingerprint = fingerprint or result["fingerprint"]

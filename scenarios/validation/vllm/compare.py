@@ -61,6 +61,18 @@ def tokens_per_decode_step(run: dict) -> float:
     return float(np.mean(per_request))
 
 
+def run_hardware(run: dict) -> str:
+    """The catalog hardware of a recorded run's device: cpu-local, or the GPU by its name."""
+    from profiles.hardware import hardware_id_for_gpu
+    device = run["fingerprint"].get("device", {"kind": "cpu"})
+    if device["kind"] == "cpu":
+        return "cpu-local"
+    found = hardware_id_for_gpu(device.get("name", ""))
+    if found is None:
+        raise ValueError(f"recorded run on {device.get('name')!r}: no such GPU in the hardware catalog")
+    return found
+
+
 def pass_model_errors(runs: list[dict], profile_dir: Path, model: str) -> dict:
     """The engine profile's forward-pass model against the target forward passes these runs recorded
     (a check of the pass model alone, apart from scheduling; nothing is fitted to them): relative error
@@ -86,13 +98,13 @@ def pass_model_errors(runs: list[dict], profile_dir: Path, model: str) -> dict:
 
 
 def scenario_for(case: EngineCase, requests: pd.DataFrame, engine: dict, profile_dir: Path, trace_csv: Path,
-                 seed: int = 1) -> dict:
+                 seed: int = 1, hardware: str = "cpu-local") -> dict:
     """The draftsim scenario of a case: the recorded requests as a trace, vLLM V1's scheduler with the run's
-    engine configuration, passes priced from the engine profile."""
+    engine configuration, passes priced from the engine profile, on `hardware` (the run's device)."""
     requests[["arrival_s", "prompt_tokens", "output_tokens"]].to_csv(trace_csv, index=False, float_format="%.6f")
     data = {"name": f"vllm-{case.name}", "seed": seed,
             "workload": {"arrival": {"process": "trace", "trace_csv": str(trace_csv)}},
-            "cluster": {"hardware": "cpu-local", "model": case.target, "dtype": "fp32",
+            "cluster": {"hardware": hardware, "model": case.target, "dtype": "fp32" if hardware == "cpu-local" else "bf16",
                         "latency": {"source": "engine_profile", "profile_dir": str(profile_dir)}},
             "scheduler": {"kind": "vllm_v1", "max_batch_size": int(engine["max_num_seqs"]),
                           "max_batched_tokens": int(engine["max_num_batched_tokens"]),
@@ -117,7 +129,8 @@ def compare_case(case: EngineCase, runs: list[dict], profile_dir: Path, workdir:
             raise ValueError(f"{case.name}: the recorded runs do not share one workload")
     engine = runs[0]["fingerprint"]["engine"]
     workdir.mkdir(parents=True, exist_ok=True)
-    data = scenario_for(case, base, engine, profile_dir, workdir / f"{case.name}-requests.csv")
+    data = scenario_for(case, base, engine, profile_dir, workdir / f"{case.name}-requests.csv",
+                        hardware=run_hardware(runs[0]))
     result = simulator.run(data)
     sim = result.requests.sort_values("arrival_s", kind="stable", ignore_index=True)
     sim = sim.assign(id=base["id"].to_numpy())   # trace order = arrival order = id order (workload.py)

@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-dir", default=str(PROFILE_DIR), help="engine profile the simulator prices from")
     p.add_argument("--live", action="store_true", help="run vLLM here first and compare against those runs")
     p.add_argument("--repeats", type=int, default=2, help="vLLM runs per case with --live")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="with --live: vLLM's CPU backend or CUDA")
     p.add_argument("--vllm-python", default=None)
     p.add_argument("--models-dir", default=".weights/hf")
     p.add_argument("--allow-busy", action="store_true", help="--live on a machine other processes keep busy")
@@ -78,20 +79,20 @@ def _record(cases, data: Path, args, out: Path) -> Path:
         for folder in case.model_dirs(models):
             check_model_dir(folder, "--models-dir")
     load = measure_load(ENGINE["threads"])
-    if load.oversubscribed:
+    if args.device == "cpu" and load.oversubscribed:
         message = (f"the machine is busy: {load.describe()}; vLLM's OpenMP threads slow down up to 10x when "
                    "they share cores")
         if not args.allow_busy:
             raise ValueError(f"--live: {message} (wait, or pass --allow-busy to record anyway)")
         print(f"warning: {message}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="draftsim-vllm-") as cache:
-        env = engine_env(ENGINE["threads"], ENGINE["kv_cache_gib"], Path(cache))
+        env = engine_env(ENGINE["threads"], ENGINE["kv_cache_gib"], Path(cache), args.device)
         for i in range(1, args.repeats + 1):   # repeats outermost: a case's runs spread over the session's drift
             for case in cases:
                 folder = out / "runs" / case.name
                 folder.mkdir(parents=True, exist_ok=True)
                 target = folder / f"run-{i}.json"
-                run_driver(python, ["run", *case.driver_args(models), "--workload",
+                run_driver(python, ["run", *case.driver_args(models), "--device", args.device, "--workload",
                                     str(data / "workloads" / case.workload), "--out", str(target)],
                            env, folder / f"run-{i}.log", f"vLLM {case.name} run {i}/{args.repeats}", args.quiet)
     return out
