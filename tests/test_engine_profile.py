@@ -146,6 +146,9 @@ def test_a_run_is_byte_identical_in_bulk_and_step_mode(tmp_path):
     ({"cluster": {"model": "llama-68m"}}, "cluster.latency.profile_dir"),
     ({"cluster": {"parallelism": {"tp": 2}}}, "cluster.latency.source"),
     ({"drafter": {"kind": "layer_skip", "layers_fraction": 0.5}}, "drafter.kind"),
+    ({"cluster": {"kv_cache": {"prefix_caching": True, "shared_prefix_attention": True}}}, "cluster"),
+    ({"drafter": {"kind": "draft_model", "model": "qwen2.5-coder-0.5b", "gamma": 3, "passes": "vllm"},
+      "policy": {"kind": "smartspec", "max_gamma": 4}}, "drafter.passes"),
 ])
 def test_what_an_engine_profile_cannot_price_is_refused(tmp_path, overrides, field):
     from simulator.errors import ScenarioError

@@ -323,8 +323,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
                                  built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
         vllm_proposer = drafter.kind == "draft_model" and drafter.passes == "vllm"
-        if vllm_proposer and spec.tree is not None:
-            raise ScenarioError("drafter.passes", "'vllm' is vLLM's chain proposer: it needs speculation.kind chain")
+        if vllm_proposer and (spec.tree is not None or policy.kind != "fixed"):
+            raise ScenarioError("drafter.passes", "'vllm' is vLLM's fixed-γ chain proposer: it needs speculation.kind "
+                                "chain and policy fixed")
         cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, spec.widths, spec.verify_q,
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,

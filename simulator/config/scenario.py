@@ -200,6 +200,9 @@ class ClusterConfig(_Strict):
         if self.disaggregation is not None and (self.replicas != 1 or self.parallelism != ParallelismConfig()):
             raise ValueError("with cluster.disaggregation set, give replicas and parallelism per pool "
                              "(cluster.disaggregation.prefill / .decode), not under cluster")
+        if self.latency.source == "engine_profile" and self.kv_cache.shared_prefix_attention:
+            raise ValueError("shared_prefix_attention re-prices attention op by op; latency source engine_profile "
+                             "prices whole measured passes (set kv_cache.shared_prefix_attention: false)")
         return self
 
 
