@@ -3,6 +3,8 @@
 when nobody was preempted, KV blocks per scheduled chunk, LIFO preemption by recompute."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 import simulator
@@ -11,6 +13,7 @@ from simulator.core.replica import Replica
 from simulator.core.state import RequestState
 from simulator.core.steplog import StepLog
 from simulator.core.workload import RequestTable
+from simulator.cost.step_cost import Cost
 from sim_helpers import scenario
 
 
@@ -18,27 +21,16 @@ def _replica(prompts, outputs, total_blocks, **sched):
     table = RequestTable(np.zeros(len(prompts)), np.array(prompts), np.array(outputs))
     state = RequestState(table)
     config = SchedulerConfig(kind="vllm_v1", **sched)
-    rep = Replica(0, state, config, cost=None, acceptance=None, total_blocks=total_blocks, log=StepLog())
+    cost = SimpleNamespace(flops_scales=(1.0, 1.0))   # all apply_step reads of the step cost
+    rep = Replica(0, state, config, cost=cost, acceptance=None, total_blocks=total_blocks, log=StepLog())
     rep.waiting.extend(range(len(prompts)))
     return rep
 
 
 def _execute(rep, plan):
-    """What apply_step does to the requests' state, without pricing (the plan alone is under test)."""
-    s = rep.s
-    for r, c in zip(plan.prefill_ids, plan.prefill_chunks):
-        s.prefilled[r] += c
-        s.ctx[r] += c
-        if s.prefilled[r] >= s.prefill_target[r]:
-            rep.prefilling -= 1
-            s.emitted[r] += 1
-    for r in plan.decode_ids.tolist():
-        s.emitted[r] += 1
-        s.ctx[r] += 1
-    for r in plan.prefill_ids + plan.decode_ids.tolist():
-        if s.emitted[r] >= s.output[r] and r in rep.running:
-            rep._release(r, "all")
-            rep.running.remove(r)
+    """The replica's own apply_step, with zero step costs (the plan alone is under test)."""
+    zero = Cost(0.0, 0.0, 0.0)
+    rep.apply_step(plan, 0.0, 0.0, (zero, zero), [])
 
 
 def _compositions(rep, steps):

@@ -76,3 +76,13 @@ def guarded(action: Callable[[], int | None], command: str | None = None) -> int
     except OSError as exc:
         where = getattr(exc, "filename", None)
         return fail(f"{where}: {exc.strerror or exc}" if where else str(exc.strerror or exc), command)
+
+
+def command_main(parser: argparse.ArgumentParser, argv: list[str] | None, action: Callable[[argparse.Namespace], int | None],
+                 command: str) -> int:
+    """A command's `main`: parse `argv` (argparse's own exit code on a usage error or --help), then run
+    `action(args)` under the contract."""
+    args = parse_args(parser, argv)
+    if isinstance(args, int):
+        return args
+    return guarded(lambda: action(args), command)

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from simulator.console.contract import EXIT_USAGE, guarded, parse_args
+from simulator.console.contract import command_main
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,10 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = parse_args(build_parser(), argv)
-    if isinstance(args, int):
-        return args
-    return guarded(lambda: _profile(args), "profile")
+    return command_main(build_parser(), argv, _profile, "profile")
 
 
 def _profile(args) -> int:

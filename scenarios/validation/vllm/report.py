@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from scenarios.validation.vllm.cases import CASES, DATA_DIR, ENGINE, PROFILE_DIR
-from simulator.console.contract import EXIT_FAILED_CHECK, fail, guarded, parse_args
+from simulator.console.contract import EXIT_FAILED_CHECK, command_main, fail
 
 P50_TARGET, P99_TARGET, SPEEDUP_TARGET = 0.05, 0.10, 0.10
 LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "E2E"}
@@ -41,10 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = parse_args(build_parser(), argv)
-    if isinstance(args, int):
-        return args
-    return guarded(lambda: _validate(args), "validate")
+    return command_main(build_parser(), argv, _validate, "validate")
 
 
 def _check(args) -> tuple[list, Path, Path]:
