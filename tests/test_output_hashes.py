@@ -122,6 +122,8 @@ CASES = [
     # added with issue 17's parallel sampling (workload.parallel_samples; one-sequence runs unchanged)
     ("scenarios/batching/parallel_sampling.yaml", ['workload.num_requests=60'],
      "5c0783270383b00e", "46326fb7b04d03bf", "a05a2e0db1122667"),
+    ("scenarios/speculation/pearl.yaml", ['workload.num_requests=20'],
+     "512674770822d9e9", "9655a40599dc937f", "52211c9d9286b04f"),
 ]
 
 

@@ -23,6 +23,7 @@ YAML reference (each section is a discriminated union on `kind`):
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
                 | load_switch {max_batch, max_queue} | specreason (with acceptance step_level)
                 | thompson {max_gamma, seed}          # online α: Beta posterior, Thompson draws
+                | pearl                               # PEARL pre-/post-verify (drafter.placement separate)
 """
 from __future__ import annotations
 
@@ -323,6 +324,16 @@ class LoadSwitchPolicyConfig(_Strict):
         return self
 
 
+class PearlPolicyConfig(_Strict):
+    """PEARL's pre-verify and post-verify (simulator.speculation.control.pearl): with the draft on its own
+    GPUs (drafter.placement: separate), each request alternates between verifying its window's first token
+    while the rest is drafted and verifying the window while the next one is drafted; a step lasts
+    max(draft, verify). drafter.gamma is the window."""
+
+    kind: Literal["pearl"]
+
+
 PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig,
-                               LoadSwitchPolicyConfig, SpecReasonPolicyConfig, ThompsonPolicyConfig],
+                               LoadSwitchPolicyConfig, SpecReasonPolicyConfig, ThompsonPolicyConfig,
+                               PearlPolicyConfig],
                          Field(discriminator="kind")]
