@@ -124,6 +124,8 @@ CASES = [
      "5c0783270383b00e", "46326fb7b04d03bf", "a05a2e0db1122667"),
     ("scenarios/speculation/pearl.yaml", ['workload.num_requests=20'],
      "512674770822d9e9", "9655a40599dc937f", "52211c9d9286b04f"),
+    ("scenarios/speculation/ouroboros_reuse.yaml", ['workload.num_requests=40'],
+     "ee723fbebde84970", "1ac7e347da6deeb4", "0a929a53fcda7f34"),
 ]
 
 

@@ -93,7 +93,10 @@ class CascadeStageConfig(_Strict):
     cached tokens per request if set (TriForce's retrieval cache). `inner_gamma` ≥ 1 makes the stage a
     vertical cascade: the model verifies `inner_gamma` proposals of an inner drafter, each accepted with
     `inner_alpha`, instead of generating autoregressively (theory.cascade.expected_passes); the inner
-    drafter is statistical (free) or `inner_model` (a catalog model, one-token passes: TriForce)."""
+    drafter is statistical (free) or `inner_model` (a catalog model, one-token passes: TriForce).
+    `reuse_hit_rate` (Ouroboros' candidate reuse): the share of the stage's passes whose inner proposals
+    are phrases kept from the target's earlier verifications, accepted with `reuse_alpha` instead of
+    `inner_alpha` (theory.cascade.expected_passes)."""
 
     model: str | None = None
     tokens: int = Field(ge=1, le=64)
@@ -102,9 +105,15 @@ class CascadeStageConfig(_Strict):
     inner_gamma: int = Field(0, ge=0, le=16)
     inner_alpha: float = Field(0.0, ge=0.0, le=1.0)
     inner_model: str | None = None
+    reuse_hit_rate: float = Field(0.0, ge=0.0, le=1.0)
+    reuse_alpha: float | None = Field(None, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _inner_needs_a_model(self) -> "CascadeStageConfig":
+        if self.reuse_hit_rate > 0 and (not self.inner_gamma or self.reuse_alpha is None):
+            raise ValueError("reuse_hit_rate replaces some inner proposals: it needs inner_gamma >= 1 and reuse_alpha")
+        if self.reuse_alpha is not None and self.reuse_hit_rate == 0:
+            raise ValueError("reuse_alpha is the acceptance of reused candidates: give reuse_hit_rate > 0")
         if self.inner_gamma and self.model is None:
             raise ValueError("inner_gamma needs a stage model (a statistical stage has no passes to save)")
         if self.inner_model is not None and not self.inner_gamma:
