@@ -126,6 +126,8 @@ CASES = [
      "512674770822d9e9", "9655a40599dc937f", "52211c9d9286b04f"),
     ("scenarios/speculation/ouroboros_reuse.yaml", ['workload.num_requests=40'],
      "ee723fbebde84970", "1ac7e347da6deeb4", "0a929a53fcda7f34"),
+    ("scenarios/speculation/rasd_retrieval.yaml", ['workload.num_requests=60'],
+     "b5f0bcfc99f64fff", "45d47931c8839141", "780391c69ecd87e5"),
 ]
 
 

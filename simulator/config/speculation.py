@@ -9,12 +9,14 @@ YAML reference (each section is a discriminated union on `kind`):
                 layer_skip  {gamma, layers_fraction}                  # self-speculation, shared KV
                 ngram       {gamma}                                   # prompt lookup, ~zero cost
                 sparse_kv   {gamma, kv_budget}                        # MagicDec: self-speculation, windowed KV
-                cascade     {stages: [{model|self, tokens, tp, kv_budget, inner_gamma, inner_alpha, inner_model}]}
+                cascade     {stages: [{model|self, tokens, tp, kv_budget, inner_gamma, inner_alpha, inner_model,
+                                          reuse_hit_rate, reuse_alpha}]}   # + Ouroboros' candidate reuse
                             # CS Drafting; TriForce (a small model drafting for the sparse-KV target)
   speculation:  chain {alignment: paged|realign}   (γ = drafter.gamma; realign: EQSPEC's padded batches)
                 tree         {builder: kary|medusa|sequoia, k, depth, budget}
                 dynamic_tree {builder: eagle2|top_n, top_k, depth, budget, per_context}  # EAGLE-2 / OPT-Tree
                 multidraft   {n, scheme: rrs|rrs_wor|kseq|naive|optimal|optimal_wor}  # n sequences of length γ
+                retrieval_merge {tokens, alpha, hit_rate}   # RASD: a retrieved branch beside the chain
   acceptance:   ranked {accept_probs}    # Sequoia's positional model: P(child of rank k is accepted)
                 contexts {contexts: [{weight, accept_probs}]}   # per-context classes of the ranked model
                 drifting {points: [[request index, alpha], ...]}  # OSD / traffic drift over the run
@@ -186,7 +188,20 @@ class MultiDraftConfig(_Strict):
     scheme: Literal["rrs", "rrs_wor", "kseq", "naive", "optimal", "optimal_wor"] = "rrs"
 
 
-SpeculationConfig = Annotated[Union[ChainConfig, TreeConfig, DynamicTreeConfig, MultiDraftConfig],
+class RetrievalMergeConfig(_Strict):
+    """RASD (retrieval-augmented speculative decoding): the drafter's chain of drafter.gamma tokens and a
+    retrieved continuation of `tokens` tokens (found for a step with probability `hit_rate`, each of its
+    tokens accepted with `alpha` along the chain) verified together as one tree of two branches; a step
+    accepts the longer accepted branch (simulator.speculation.retrieval_acceptance)."""
+
+    kind: Literal["retrieval_merge"]
+    tokens: int = Field(ge=1, le=64)
+    alpha: float = Field(ge=0.0, le=1.0)
+    hit_rate: float = Field(ge=0.0, le=1.0)
+
+
+SpeculationConfig = Annotated[Union[ChainConfig, TreeConfig, DynamicTreeConfig, MultiDraftConfig,
+                                    RetrievalMergeConfig],
                               Field(discriminator="kind")]
 
 

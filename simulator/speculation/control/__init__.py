@@ -45,6 +45,9 @@ def make_policy(policy, speculation, spec, gamma: int, cost) -> ControlPolicy | 
     if policy.kind == "fixed":
         return None
     cls = CONTROL_POLICIES[policy.kind]
+    if speculation.kind == "retrieval_merge":
+        raise ScenarioError("policy.kind", f"{policy.kind!r} chooses draft counts of one chain; retrieval_merge "
+                                           "verifies two branches: it needs 'fixed'")
     if cls.chain_only and spec.tree is not None:
         raise ScenarioError("policy.kind", f"{policy.kind!r} chooses chain lengths; it needs speculation.kind "
                             f"'chain' (got {speculation.kind!r})")
