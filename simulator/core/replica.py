@@ -19,7 +19,8 @@ context, and the request finishes when they all have emitted output_tokens token
 blocks are held once and each sequence holds the rest (`_kv_blocks`). Approximations, named: every
 sequence has the request's output length (fixed-length sampling, `ignore_eos`; beams of equal length); a
 preempted request re-prefills prompt + the tokens of one sequence, not of all n (the recompute of the other
-n − 1 sequences' tokens is not priced); such replicas run step by step (no bulks, `bulk_ready`).
+n − 1 sequences' tokens is not priced); `max_batch_size` counts requests, not sequences (vLLM's
+max_num_seqs counts sequences: optimistic near that cap); such replicas run step by step (no bulks).
 """
 from __future__ import annotations
 
