@@ -71,9 +71,11 @@ def test_n_sequences_decode_as_n_requests_but_prefill_and_hold_the_prompt_once()
     assert "parallel_samples" not in separate.requests   # one sequence per request: columns as before
 
 
-def test_a_poisson_run_under_kv_pressure_conserves_tokens_and_blocks():
+@pytest.mark.parametrize("sched", [{"kind": "vllm", "max_batch_size": 64},
+                                   {"kind": "sarathi", "max_batch_size": 64, "chunk_tokens": 512}])
+def test_a_poisson_run_under_kv_pressure_conserves_tokens_and_blocks(sched):
     data = scenario(workload={"parallel_samples": 3, "num_requests": 120, "arrival": {"qps": 20.0}},
-                    cluster={"gpu_memory_utilization": 0.215})
+                    cluster={"gpu_memory_utilization": 0.215}, scheduler=sched)
     result = simulator.run(data)
     req, steps = result.requests, result.steps
     assert req["finish_s"].notna().all() and req["preemptions"].sum() > 0
@@ -82,6 +84,15 @@ def test_a_poisson_run_under_kv_pressure_conserves_tokens_and_blocks():
     assert (steps["kv_blocks_used"] <= steps["kv_blocks_total"]).all()
     assert (steps["decode_seqs"] % 3 == 0).all()   # every decoding request contributes its 3 rows
     assert_bulk_equals_step(data)
+
+
+def test_max_batch_size_counts_sequences():
+    data = scenario(workload={"parallel_samples": 3, "num_requests": 60, "arrival": {"qps": 50.0}},
+                    scheduler={"kind": "vllm", "max_batch_size": 8})
+    steps = simulator.run(data).steps
+    assert steps["decode_seqs"].max() == 6   # two requests of 3 sequences; a third would make 9 > 8
+    with pytest.raises(ScenarioError, match="workload.parallel_samples.*max_batch_size"):
+        simulator.run(merge(data, {"workload": {"parallel_samples": 9}}))
 
 
 def test_one_sequence_is_the_default_and_bad_combinations_are_refused():

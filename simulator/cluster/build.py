@@ -129,7 +129,10 @@ def _check_parallel_samples(scenario: Scenario) -> None:
     manager (simulator.core.replica): the other combinations would count one sequence per request."""
     if scenario.workload.parallel_samples == 1:
         return
-    cl = scenario.cluster
+    cl, n = scenario.cluster, scenario.workload.parallel_samples
+    if n > scenario.scheduler.max_batch_size:
+        raise ScenarioError("workload.parallel_samples", f"{n} sequences per request exceed scheduler.max_batch_size "
+                                                         f"({scenario.scheduler.max_batch_size}), which counts sequences")
     unsupported = [("a drafter", scenario.drafter.kind != "none"), ("cluster.disaggregation", cl.disaggregation is not None),
                    ("cluster.kv_cache.prefix_caching", cl.kv_cache.prefix_caching),
                    ("cluster.kv_cache.host_memory_gib", cl.kv_cache.host_memory_gib > 0)]

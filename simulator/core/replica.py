@@ -19,8 +19,8 @@ context, and the request finishes when they all have emitted output_tokens token
 blocks are held once and each sequence holds the rest (`_kv_blocks`). Approximations, named: every
 sequence has the request's output length (fixed-length sampling, `ignore_eos`; beams of equal length); a
 preempted request re-prefills prompt + the tokens of one sequence, not of all n (the recompute of the other
-n − 1 sequences' tokens is not priced); `max_batch_size` counts requests, not sequences (vLLM's
-max_num_seqs counts sequences: optimistic near that cap); such replicas run step by step (no bulks).
+n − 1 sequences' tokens is not priced); such replicas run step by step (no bulks). `max_batch_size` counts
+sequences, as vLLM's max_num_seqs does (`_batch_full`).
 """
 from __future__ import annotations
 
@@ -116,6 +116,14 @@ class Replica:
         shared = np.minimum(s.prompt[ids] // self.sched.block_size, blocks)
         return blocks + (s.samples[ids] - 1) * (blocks - shared)
 
+    def _batch_full(self) -> bool:
+        """The waiting head cannot join: the batch's sequences would exceed max_batch_size."""
+        if not self.multi_sample:
+            return len(self.running) >= self.sched.max_batch_size
+        s = self.s
+        rows = int(s.samples[self.running].sum()) if self.running else 0
+        return rows + int(s.samples[self.waiting[0]]) > self.sched.max_batch_size
+
     def _decode_rows(self, ids: np.ndarray) -> int:
         """Decode rows of the decode requests `ids`: one per sequence."""
         return int(self.s.samples[ids].sum()) if self.multi_sample else len(ids)
@@ -154,7 +162,7 @@ class Replica:
         return need, target
 
     def _head_admissible(self, token_room: int, batch_len: int) -> bool:
-        if not self.waiting or len(self.running) >= self.sched.max_batch_size:
+        if not self.waiting or self._batch_full():
             return False
         if self.kv is None:  # (the hot path of plain runs: `_admission` inlined)
             r = self.waiting[0]
@@ -319,7 +327,7 @@ class Replica:
                 prefill_ids.append(r), chunks.append(c)
                 pairs += chunk_attention_pairs(c, int(s.prefilled[r]))
                 room -= c
-        while room > 0 and self.waiting and len(self.running) < self.sched.max_batch_size:
+        while room > 0 and self.waiting and not self._batch_full():
             r = self.waiting[0]
             if self._admission(r)[0] > self.total_blocks - self.used_blocks:
                 break
