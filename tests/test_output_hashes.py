@@ -119,6 +119,15 @@ CASES = [
      "a862f982aec6c8a6", "b6efd10305cf373b", "2ba7e7261ec6074e"),
     ("scenarios/speculation/thompson_gamma.yaml", ['workload.num_requests=40'],
      "d55d2783d3261283", "f0e9845c0f465450", "56539e5c2573762b"),
+    # added with issue 17's parallel sampling (workload.parallel_samples; one-sequence runs unchanged)
+    ("scenarios/batching/parallel_sampling.yaml", ['workload.num_requests=60'],
+     "5c0783270383b00e", "46326fb7b04d03bf", "a05a2e0db1122667"),
+    ("scenarios/speculation/pearl.yaml", ['workload.num_requests=20'],
+     "512674770822d9e9", "9655a40599dc937f", "52211c9d9286b04f"),
+    ("scenarios/speculation/ouroboros_reuse.yaml", ['workload.num_requests=40'],
+     "ee723fbebde84970", "1ac7e347da6deeb4", "0a929a53fcda7f34"),
+    ("scenarios/speculation/rasd_retrieval.yaml", ['workload.num_requests=60'],
+     "b5f0bcfc99f64fff", "45d47931c8839141", "780391c69ecd87e5"),
 ]
 
 

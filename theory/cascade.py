@@ -14,6 +14,12 @@ surplus tokens are discarded) is
 computed by :func:`expected_passes` (a DP over k) and checked against :func:`simulate_passes`, a run of the
 inner loop. Each pass verifies g + 1 tokens per request (a wider, but still memory-bound, pass).
 
+**Candidate reuse (Ouroboros).** Ouroboros (Zhao et al., EMNLP 2024) also keeps the phrases the target's
+verification produced and offers them as drafts later. With probability h (the reuse hit rate) a pass's
+g proposals are such a reused candidate, accepted with a' instead of a: one pass then yields
+P(T = t) = (1 − h)·P_a(T = t) + h·P_a'(T = t) (a mixture, the hit drawn independently per pass), and the
+recursion above runs on the mixture (`reuse_rate`, `reuse_alpha` of :func:`expected_passes`).
+
 **Horizontal cascade.** Later draft positions are accepted less often (the chain survives to position i
 with probability Π_{j≤i} α_j), so CS Drafting gives the first positions to the best drafter and the later
 ones to cheaper drafters. With stage s proposing positions [o_s, o_s + k_s) with per-token acceptance
@@ -41,23 +47,30 @@ def _tokens_per_pass(alpha: float, gamma: int) -> np.ndarray:
     return probs
 
 
-def expected_passes(tokens: int, alpha: float, gamma: int) -> float:
+def expected_passes(tokens: int, alpha: float, gamma: int, reuse_rate: float = 0.0,
+                    reuse_alpha: float = 0.0) -> float:
     """Expected verify passes of a model whose drafting is sped up by an inner drafter of per-token
     acceptance `alpha` and length `gamma` (module docstring), to produce `tokens` tokens. gamma = 0 is
-    plain autoregressive drafting: `tokens` passes."""
+    plain autoregressive drafting: `tokens` passes. `reuse_rate` h: the share of passes whose proposals
+    are reused verification candidates, accepted with `reuse_alpha` (Ouroboros)."""
     tokens = _checks.non_negative_int(tokens, "tokens")
     alpha = _checks.probability(alpha, "alpha")
     gamma = _checks.non_negative_int(gamma, "gamma")
+    h = _checks.probability(reuse_rate, "reuse_rate")
     probs = _tokens_per_pass(alpha, gamma)
+    if h > 0.0:
+        probs = (1.0 - h) * probs + h * _tokens_per_pass(_checks.probability(reuse_alpha, "reuse_alpha"), gamma)
     n = np.zeros(tokens + 1)
     for k in range(1, tokens + 1):
         n[k] = 1.0 + sum(probs[t] * n[max(k - t, 0)] for t in range(1, gamma + 2))
     return float(n[tokens])
 
 
-def simulate_passes(tokens: int, alpha: float, gamma: int, runs: int, rng: np.random.Generator) -> np.ndarray:
+def simulate_passes(tokens: int, alpha: float, gamma: int, runs: int, rng: np.random.Generator,
+                    reuse_rate: float = 0.0, reuse_alpha: float = 0.0) -> np.ndarray:
     """Passes taken by `runs` explicit runs of the inner speculative loop (per pass: draw the accepted
-    inner drafts one by one, emit them plus one token of the verifying model, stop at `tokens`)."""
+    inner drafts one by one, emit them plus one token of the verifying model, stop at `tokens`). With
+    `reuse_rate` > 0 each pass first draws whether its proposals are a reused candidate (`reuse_alpha`)."""
     tokens = _checks.non_negative_int(tokens, "tokens")
     alpha = _checks.probability(alpha, "alpha")
     gamma = _checks.non_negative_int(gamma, "gamma")
@@ -68,7 +81,10 @@ def simulate_passes(tokens: int, alpha: float, gamma: int, runs: int, rng: np.ra
         made = passes = 0
         while made < tokens:
             tau = 0
-            while tau < gamma and rng.random() < alpha:
+            a = alpha
+            if reuse_rate > 0.0 and rng.random() < reuse_rate:
+                a = reuse_alpha
+            while tau < gamma and rng.random() < a:
                 tau += 1
             made += tau + 1
             passes += 1

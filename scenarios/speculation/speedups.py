@@ -19,7 +19,7 @@ SCENARIOS = ("colocated_draft", "separate_draft", "cpu_draft", "medusa_heads", "
              "context_dynamic_tree", "cascade_drafting", "hydra_heads", "clover_heads", "koala_heads",
              "falcon_semi_ar", "magicdec_long_context", "triforce_hierarchy",
              "online_drift", "batch_realign", "specreason", "easyspec_layer_parallel", "ouroboros_phrases",
-             "thompson_gamma")
+             "thompson_gamma", "pearl", "ouroboros_reuse", "rasd_retrieval")
 
 
 def row(name: str, overrides: list[str]) -> dict:

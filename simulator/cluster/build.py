@@ -118,10 +118,28 @@ def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target
     table = generate_requests(scenario.workload, streams.workload, base_dir, block_size=scenario.scheduler.block_size)
     workload_s = time.perf_counter() - t0
     table, rejected = apply_context_limit(table, limit, scenario.workload.context_overflow, target.name)
-    state = RequestState(table)
+    state = RequestState(table, scenario.workload.parallel_samples)
     state.dropped[rejected] = True
     state.drop_reason[rejected] = DROP_EXCEEDS_CONTEXT
     return table, state, workload_s
+
+
+def _check_parallel_samples(scenario: Scenario) -> None:
+    """workload.parallel_samples > 1 is modelled for co-located replicas without speculation or a KV
+    manager (simulator.core.replica): the other combinations would count one sequence per request."""
+    if scenario.workload.parallel_samples == 1:
+        return
+    cl, n = scenario.cluster, scenario.workload.parallel_samples
+    if n > scenario.scheduler.max_batch_size:
+        raise ScenarioError("workload.parallel_samples", f"{n} sequences per request exceed scheduler.max_batch_size "
+                                                         f"({scenario.scheduler.max_batch_size}), which counts sequences")
+    unsupported = [("a drafter", scenario.drafter.kind != "none"), ("cluster.disaggregation", cl.disaggregation is not None),
+                   ("cluster.kv_cache.prefix_caching", cl.kv_cache.prefix_caching),
+                   ("cluster.kv_cache.host_memory_gib", cl.kv_cache.host_memory_gib > 0)]
+    for what, present in unsupported:
+        if present:
+            raise ScenarioError("workload.parallel_samples", f"{scenario.workload.parallel_samples} sequences per "
+                                f"request is not supported with {what}; allowed: 1, or no {what}")
 
 
 def _check_router(scenario: Scenario) -> None:
@@ -186,6 +204,7 @@ def _alltoall_pricer(pools: list[Pool]):
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
     _check_router(scenario)
+    _check_parallel_samples(scenario)
     streams = Streams.from_seed(scenario.seed)
     block = scenario.scheduler.block_size
     if dis is None:

@@ -9,12 +9,14 @@ YAML reference (each section is a discriminated union on `kind`):
                 layer_skip  {gamma, layers_fraction}                  # self-speculation, shared KV
                 ngram       {gamma}                                   # prompt lookup, ~zero cost
                 sparse_kv   {gamma, kv_budget}                        # MagicDec: self-speculation, windowed KV
-                cascade     {stages: [{model|self, tokens, tp, kv_budget, inner_gamma, inner_alpha, inner_model}]}
+                cascade     {stages: [{model|self, tokens, tp, kv_budget, inner_gamma, inner_alpha, inner_model,
+                                          reuse_hit_rate, reuse_alpha}]}   # + Ouroboros' candidate reuse
                             # CS Drafting; TriForce (a small model drafting for the sparse-KV target)
   speculation:  chain {alignment: paged|realign}   (γ = drafter.gamma; realign: EQSPEC's padded batches)
                 tree         {builder: kary|medusa|sequoia, k, depth, budget}
                 dynamic_tree {builder: eagle2|top_n, top_k, depth, budget, per_context}  # EAGLE-2 / OPT-Tree
                 multidraft   {n, scheme: rrs|rrs_wor|kseq|naive|optimal|optimal_wor}  # n sequences of length γ
+                retrieval_merge {tokens, alpha, hit_rate}   # RASD: a retrieved branch beside the chain
   acceptance:   ranked {accept_probs}    # Sequoia's positional model: P(child of rank k is accepted)
                 contexts {contexts: [{weight, accept_probs}]}   # per-context classes of the ranked model
                 drifting {points: [[request index, alpha], ...]}  # OSD / traffic drift over the run
@@ -23,6 +25,7 @@ YAML reference (each section is a discriminated union on `kind`):
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
                 | load_switch {max_batch, max_queue} | specreason (with acceptance step_level)
                 | thompson {max_gamma, seed}          # online α: Beta posterior, Thompson draws
+                | pearl                               # PEARL pre-/post-verify (drafter.placement separate)
 """
 from __future__ import annotations
 
@@ -92,7 +95,10 @@ class CascadeStageConfig(_Strict):
     cached tokens per request if set (TriForce's retrieval cache). `inner_gamma` ≥ 1 makes the stage a
     vertical cascade: the model verifies `inner_gamma` proposals of an inner drafter, each accepted with
     `inner_alpha`, instead of generating autoregressively (theory.cascade.expected_passes); the inner
-    drafter is statistical (free) or `inner_model` (a catalog model, one-token passes: TriForce)."""
+    drafter is statistical (free) or `inner_model` (a catalog model, one-token passes: TriForce).
+    `reuse_hit_rate` (Ouroboros' candidate reuse): the share of the stage's passes whose inner proposals
+    are phrases kept from the target's earlier verifications, accepted with `reuse_alpha` instead of
+    `inner_alpha` (theory.cascade.expected_passes)."""
 
     model: str | None = None
     tokens: int = Field(ge=1, le=64)
@@ -101,9 +107,15 @@ class CascadeStageConfig(_Strict):
     inner_gamma: int = Field(0, ge=0, le=16)
     inner_alpha: float = Field(0.0, ge=0.0, le=1.0)
     inner_model: str | None = None
+    reuse_hit_rate: float = Field(0.0, ge=0.0, le=1.0)
+    reuse_alpha: float | None = Field(None, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _inner_needs_a_model(self) -> "CascadeStageConfig":
+        if self.reuse_hit_rate > 0 and (not self.inner_gamma or self.reuse_alpha is None):
+            raise ValueError("reuse_hit_rate replaces some inner proposals: it needs inner_gamma >= 1 and reuse_alpha")
+        if self.reuse_alpha is not None and self.reuse_hit_rate == 0:
+            raise ValueError("reuse_alpha is the acceptance of reused candidates: give reuse_hit_rate > 0")
         if self.inner_gamma and self.model is None:
             raise ValueError("inner_gamma needs a stage model (a statistical stage has no passes to save)")
         if self.inner_model is not None and not self.inner_gamma:
@@ -176,7 +188,20 @@ class MultiDraftConfig(_Strict):
     scheme: Literal["rrs", "rrs_wor", "kseq", "naive", "optimal", "optimal_wor"] = "rrs"
 
 
-SpeculationConfig = Annotated[Union[ChainConfig, TreeConfig, DynamicTreeConfig, MultiDraftConfig],
+class RetrievalMergeConfig(_Strict):
+    """RASD (retrieval-augmented speculative decoding): the drafter's chain of drafter.gamma tokens and a
+    retrieved continuation of `tokens` tokens (found for a step with probability `hit_rate`, each of its
+    tokens accepted with `alpha` along the chain) verified together as one tree of two branches; a step
+    accepts the longer accepted branch (simulator.speculation.retrieval_acceptance)."""
+
+    kind: Literal["retrieval_merge"]
+    tokens: int = Field(ge=1, le=64)
+    alpha: float = Field(ge=0.0, le=1.0)
+    hit_rate: float = Field(ge=0.0, le=1.0)
+
+
+SpeculationConfig = Annotated[Union[ChainConfig, TreeConfig, DynamicTreeConfig, MultiDraftConfig,
+                                    RetrievalMergeConfig],
                               Field(discriminator="kind")]
 
 
@@ -331,7 +356,16 @@ class ProposedPolicyConfig(_Strict):
     kind: Literal["proposed"]
 
 
+class PearlPolicyConfig(_Strict):
+    """PEARL's pre-verify and post-verify (simulator.speculation.control.pearl): with the draft on its own
+    GPUs (drafter.placement: separate), each request alternates between verifying its window's first token
+    while the rest is drafted and verifying the window while the next one is drafted; a step lasts
+    max(draft, verify). drafter.gamma is the window."""
+
+    kind: Literal["pearl"]
+
+
 PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig,
                                LoadSwitchPolicyConfig, SpecReasonPolicyConfig, ThompsonPolicyConfig,
-                               ProposedPolicyConfig],
+                               ProposedPolicyConfig, PearlPolicyConfig],
                          Field(discriminator="kind")]

@@ -12,6 +12,15 @@ zero under paging by construction, so counting is exact for capacity purposes. W
 (prefix caching, a host tier, swap preemption: `kv`, a simulator.core.kv_cache.KVTiers) the blocks of
 cached units are counted once however many requests use them (`RequestState.unit_blocks`), and steps
 that move KV to or from host memory pay for it (`StepPlan.io_tokens`).
+
+Parallel sampling and beam search (`workload.parallel_samples` = n > 1, `RequestState.samples`): the prompt
+is prefilled once; its n sequences then decode in lockstep, each one a decode row attending its own
+context, and the request finishes when they all have emitted output_tokens tokens. KV: the prompt's full
+blocks are held once and each sequence holds the rest (`_kv_blocks`). Approximations, named: every
+sequence has the request's output length (fixed-length sampling, `ignore_eos`; beams of equal length); a
+preempted request re-prefills prompt + the tokens of one sequence, not of all n (the recompute of the other
+n − 1 sequences' tokens is not priced); such replicas run step by step (no bulks). `max_batch_size` counts
+sequences, as vLLM's max_num_seqs does (`_batch_full`).
 """
 from __future__ import annotations
 
@@ -77,6 +86,7 @@ class Replica:
         self.arrivals = None   # simulator.core.timeline.OwnArrivals when routed ahead of time, else None
         self.cuttable_end_s = -np.inf  # end of a bulk in flight that an arrival routed here would cut
         self.profile = DecodeProfile(self)  # the decoding requests' futures, for bulks (simulator.core.bulk)
+        self.multi_sample = bool((state.samples > 1).any())  # some request decodes several sequences
 
     # ---- load seen by the router -------------------------------------------------------------------
     def outstanding_at(self, now_s: float) -> int:
@@ -93,15 +103,47 @@ class Replica:
     def blocks_for(self, tokens) -> np.ndarray | int:
         return -(-tokens // self.sched.block_size)
 
+    def _kv_blocks(self, ids, tokens):
+        """Blocks request(s) `ids` hold with `tokens` tokens in each of their sequences: blocks_for(tokens)
+        for one sequence. A request of n > 1 sequences holds its prompt's full blocks once and each sequence
+        the rest, blocks_for(tokens) + (n − 1)·(blocks_for(tokens) − ⌊prompt / block_size⌋), as a paged cache
+        with copy-on-write forks (vLLM) does. Approximations: the n − 1 copies of the prompt's partial last
+        block are reserved at admission rather than at the first decode step (at most n − 1 blocks early);
+        beams of a beam search share the prompt only, not the tokens of common ancestors (an upper bound)."""
+        blocks = self.blocks_for(tokens)
+        if not self.multi_sample:
+            return blocks
+        s = self.s
+        shared = np.minimum(s.prompt[ids] // self.sched.block_size, blocks)
+        return blocks + (s.samples[ids] - 1) * (blocks - shared)
+
+    def _batch_full(self) -> bool:
+        """The waiting head cannot join: the batch's sequences would exceed max_batch_size."""
+        if not self.multi_sample:
+            return len(self.running) >= self.sched.max_batch_size
+        s = self.s
+        rows = int(s.samples[self.running].sum()) if self.running else 0
+        return rows + int(s.samples[self.waiting[0]]) > self.sched.max_batch_size
+
+    def _decode_rows(self, ids: np.ndarray) -> int:
+        """Decode rows of the decode requests `ids`: one per sequence."""
+        return int(self.s.samples[ids].sum()) if self.multi_sample else len(ids)
+
+    def _decode_context(self, ids: np.ndarray) -> int:
+        """Σ context over the decode rows of `ids`: every sequence attends its own context, the shared
+        prompt included (no shared-prefix attention kernel)."""
+        s = self.s
+        return int((s.samples[ids] * s.ctx[ids]).sum()) if self.multi_sample else int(s.ctx[ids].sum())
+
     def fits(self, r: int) -> bool:
         """Request `r` can ever run here: its whole life (prompt + output + a verify window) fits in KV."""
         s = self.s
-        return self.blocks_for(int(s.prompt[r] + s.output[r] + self.q)) <= self.total_blocks
+        return self._kv_blocks(r, int(s.prompt[r] + s.output[r] + self.q)) <= self.total_blocks
 
     def fits_mask(self, ids: np.ndarray) -> np.ndarray:
         """`fits` of many requests at once."""
         s = self.s
-        return self.blocks_for(s.prompt[ids] + s.output[ids] + self.q) <= self.total_blocks
+        return self._kv_blocks(ids, s.prompt[ids] + s.output[ids] + self.q) <= self.total_blocks
 
     # ---- admission / preemption --------------------------------------------------------------------
     def _is_decoding(self, r: int) -> bool:
@@ -112,7 +154,7 @@ class Replica:
         target = int(self.s.prefill_target[r])
         kv = self.kv
         if kv is None:
-            return self.blocks_for(target), target
+            return self._kv_blocks(r, target), target
         if kv.host is not None and r in kv.host.swapped:   # swapped out: its KV comes back, nothing to compute
             return self.blocks_for(kv.host.swapped[r]), 0
         if kv.cache is None:
@@ -121,11 +163,12 @@ class Replica:
         return need, target
 
     def _head_admissible(self, token_room: int, batch_len: int) -> bool:
-        if not self.waiting or len(self.running) >= self.sched.max_batch_size:
+        if not self.waiting or self._batch_full():
             return False
         if self.kv is None:  # (the hot path of plain runs: `_admission` inlined)
-            tokens = int(self.s.prefill_target[self.waiting[0]])
-            need = self.blocks_for(tokens)
+            r = self.waiting[0]
+            tokens = int(self.s.prefill_target[r])
+            need = self._kv_blocks(r, tokens)
         else:
             need, tokens = self._admission(self.waiting[0])
         if need > self.total_blocks - self.used_blocks:
@@ -154,7 +197,7 @@ class Replica:
             self._io[1] += 1
             return r
         target = int(s.prefill_target[r])
-        need = int(self.blocks_for(target))
+        need = int(self._kv_blocks(r, target))
         if kv is None or kv.cache is None:
             s.blocks[r] = need
             self.used_blocks += need
@@ -217,7 +260,7 @@ class Replica:
         s = self.s
         while decode_ids:
             ids = np.asarray(decode_ids)
-            need = self.blocks_for(s.ctx[ids] + self.q)
+            need = self._kv_blocks(ids, s.ctx[ids] + self.q)
             if self.kv is not None:
                 need = need - s.unit_blocks[ids]
             extra = np.maximum(need - s.blocks[ids], 0)
@@ -267,14 +310,14 @@ class Replica:
             return StepPlan(prefill_ids, chunks, np.zeros(0, dtype=np.int64), pairs, 0)
         decode_ids = self._reserve_decode_blocks(list(self.running))
         ids = np.asarray(decode_ids, dtype=np.int64)
-        return StepPlan([], [], ids, 0, int(self.s.ctx[ids].sum()))
+        return StepPlan([], [], ids, 0, self._decode_context(ids))
 
     def _plan_sarathi(self, now_s: float) -> StepPlan:
         """Chunked prefill (Sarathi-Serve): all decodes run every step; prompt chunks fill the rest of a
         `chunk_tokens` token budget, partially prefilled requests first, then new admissions (FCFS)."""
         s = self.s
         decode_ids = self._reserve_decode_blocks([r for r in self.running if self._is_decoding(r)])
-        room = self.sched.chunk_tokens - len(decode_ids) * self.q
+        room = self.sched.chunk_tokens - self._decode_rows(np.asarray(decode_ids, dtype=np.int64)) * self.q
         prefill_ids, chunks = [], []
         pairs = 0
         for r in self.running:
@@ -285,7 +328,7 @@ class Replica:
                 prefill_ids.append(r), chunks.append(c)
                 pairs += chunk_attention_pairs(c, int(s.prefilled[r]))
                 room -= c
-        while room > 0 and self.waiting and len(self.running) < self.sched.max_batch_size:
+        while room > 0 and self.waiting and not self._batch_full():
             r = self.waiting[0]
             if self._admission(r)[0] > self.total_blocks - self.used_blocks:
                 break
@@ -297,7 +340,7 @@ class Replica:
             pairs += chunk_attention_pairs(c, int(s.prefilled[r]))
             room -= c
         ids = np.asarray(decode_ids, dtype=np.int64)
-        return StepPlan(prefill_ids, chunks, ids, pairs, int(s.ctx[ids].sum()))
+        return StepPlan(prefill_ids, chunks, ids, pairs, self._decode_context(ids))
 
     # ---- executing one step ------------------------------------------------------------------------
     def _sample_tau(self, ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
@@ -310,7 +353,7 @@ class Replica:
             costs = self.policy.price(plan, self)
         else:
             costs = self.cost.step(sum(plan.prefill_chunks), len(plan.prefill_ids), plan.prefill_attn_pairs,
-                                   len(plan.decode_ids), plan.decode_context_tokens, plan.shared)
+                                   self._decode_rows(plan.decode_ids), plan.decode_context_tokens, plan.shared)
         if plan.io_tokens:
             costs = (costs[0], costs[1].with_kv_io(self.kv.io_seconds(plan.io_tokens, plan.io_transfers)))
         return costs
@@ -328,7 +371,7 @@ class Replica:
             if s.prefilled[r] >= s.prefill_target[r]:
                 self.prefilling -= 1
                 s.emitted[r] += 1
-                emitted_total += 1
+                emitted_total += int(s.samples[r])   # each sequence's first token, from the prompt's logits
                 if np.isnan(s.first_token_s[r]):
                     s.first_token_s[r] = end_s
         ids = plan.decode_ids
@@ -345,11 +388,12 @@ class Replica:
             s.decode_steps[ids] += 1
             s.accepted[ids] += tau
             s.drafted[ids] += drafted
-            tau_sum, emitted_total = int(tau.sum()), emitted_total + int(inc.sum())
+            tau_sum = int(tau.sum())
+            emitted_total += int((inc * s.samples[ids]).sum()) if self.multi_sample else int(inc.sum())
         ds, ts = self.cost.flops_scales  # per-GPU op-graph FLOPs/bytes → replica totals
         self.log.append_row(replica=self.index, start_s=start_s, duration_s=end_s - start_s,
                         prefill_tokens=sum(plan.prefill_chunks), prefill_seqs=len(plan.prefill_ids),
-                        decode_seqs=len(ids), query_tokens_per_seq=self._logged_q(plan),
+                        decode_seqs=self._decode_rows(ids), query_tokens_per_seq=self._logged_q(plan),
                         decode_context_tokens=plan.decode_context_tokens, draft_s=draft.seconds,
                         verify_s=target.seconds - target.engine_s - target.kv_io_s, engine_s=target.engine_s,
                         kv_io_s=target.kv_io_s, accepted_tokens=tau_sum, emitted_tokens=emitted_total,
@@ -381,7 +425,8 @@ class Replica:
         admissibility only shrinks while decodes grow their KV). A replica whose KV manager decides
         evictions block by block (prefix caching, a host tier) runs step by step: bulks (simulator.core.bulk)
         count blocks per request, not the shared, cached units of a prefix cache."""
-        if not self.running or self.prefilling or self.policy is not None or self.kv is not None:
+        if not self.running or self.prefilling or self.policy is not None or self.kv is not None \
+                or self.multi_sample:   # bulks count one sequence per request
             return False
         return not self.batching.admissible(self, self.batching.admission_room(self))
 

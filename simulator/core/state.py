@@ -1,6 +1,10 @@
 """Per-request state of a run as a structure of numpy arrays (indexed by request id); the step log is
 simulator.core.steplog.
 
+A request may generate `samples` > 1 sequences from its prompt (parallel sampling, beam search;
+simulator.core.replica): `ctx`, `emitted`, `prefill_target` and `prefilled` are then those of each one of
+its sequences, which advance in lockstep; `blocks` counts the blocks of all of them.
+
 Invariant while a request decodes: ctx = tokens in its KV cache = prefill_target + emitted_since_admit − 1,
 i.e. every emitted token except the newest one is cached (the newest is the next step's first query).
 """
@@ -15,12 +19,13 @@ DROP_UNFINISHED = "unfinished_at_horizon"
 
 
 class RequestState:
-    def __init__(self, table: RequestTable):
+    def __init__(self, table: RequestTable, samples: int = 1):
         n = len(table)
         self.n = n
         self.arrival_s = table.arrival_s.copy()  # closed-loop runs set arrival times as they happen
         self.prompt = table.prompt_tokens.astype(np.int64)
         self.output = table.output_tokens.astype(np.int64)
+        self.samples = np.full(n, samples, dtype=np.int64)   # sequences per request (workload.parallel_samples)
         self.replica = np.full(n, -1, dtype=np.int64)
         self.admit_s = np.full(n, np.nan)
         self.first_token_s = np.full(n, np.nan)
@@ -40,7 +45,7 @@ class RequestState:
         self.drop_reason = np.full(n, "", dtype=object)
 
     def columns(self) -> dict[str, np.ndarray]:
-        return {
+        cols = {
             "request_id": np.arange(self.n, dtype=np.int64),
             "replica": self.replica,
             "arrival_s": self.arrival_s,
@@ -57,3 +62,6 @@ class RequestState:
             "dropped": self.dropped,
             "drop_reason": self.drop_reason.astype(str),
         }
+        if (self.samples > 1).any():   # runs of one sequence per request keep their columns as they were
+            cols["parallel_samples"] = self.samples
+        return cols

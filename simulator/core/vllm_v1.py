@@ -24,6 +24,8 @@ Approximations, named here:
   is within γ of running out, i.e. when `max_batched_tokens` is near `max_batch_size · (γ+1)`.
 - vLLM also allocates `num_lookahead_tokens` (= γ for draft-model and EAGLE proposers) slots per decoding
   request; here a decoding request holds blocks for context + q tokens, as in the other schedulers.
+- Parallel sampling (n sequences per request): a request counts n sequences against `max_num_seqs`,
+  n·q decode tokens against the budget, and its blocks as simulator.core.replica.Replica._kv_blocks.
 - With a prefix cache or host tier (`cluster.kv_cache`) a request's prompt blocks are reserved at
   admission, as in the other schedulers (simulator.core.kv_cache decides hits and evictions per request).
 """
@@ -36,19 +38,19 @@ from models.step import chunk_attention_pairs
 
 def admissible(rep, token_room: int) -> bool:
     """The waiting head would be admitted now with `token_room` tokens of budget left (rule 4)."""
-    if not rep.waiting or len(rep.running) >= rep.sched.max_batch_size or token_room <= 0:
+    if not rep.waiting or token_room <= 0 or rep._batch_full():
         return False
     r = rep.waiting[0]
     if rep.kv is not None:
         need, _ = rep._admission(r)
     else:
-        need = rep.blocks_for(min(int(rep.s.prefill_target[r]), token_room))
+        need = rep._kv_blocks(r, min(int(rep.s.prefill_target[r]), token_room))
     return need <= rep.total_blocks - rep.used_blocks
 
 
 def admission_room(rep) -> int:
     """Budget a waiting request would find in a decode-only step of the current batch."""
-    return rep.sched.max_batched_tokens - len(rep.running) * rep.q
+    return rep.sched.max_batched_tokens - rep._decode_rows(np.asarray(rep.running, dtype=np.int64)) * rep.q
 
 
 def _admit(rep, now_s: float) -> int:
@@ -71,7 +73,7 @@ def _grow(rep, r: int, tokens: int) -> bool:
     """Give request r blocks for `tokens` tokens of KV, preempting the newest running requests while
     they do not fit (rule 3). False when r itself had to be preempted."""
     s = rep.s
-    need = int(rep.blocks_for(tokens))
+    need = int(rep._kv_blocks(r, tokens))
     if rep.kv is not None:
         need -= int(s.unit_blocks[r])
     extra = max(need - int(s.blocks[r]), 0)
@@ -101,11 +103,11 @@ def plan(rep, now_s: float):
     while i < len(rep.running) and budget > 0:                       # rule 2
         r = rep.running[i]
         if rep._is_decoding(r):
-            n = rep.q
+            n = rep.q * int(s.samples[r])   # every sequence of the request verifies q tokens
             if n > budget:
                 i += 1
                 continue
-            tokens = int(s.ctx[r]) + n
+            tokens = int(s.ctx[r]) + rep.q   # per sequence
         else:
             n = int(min(s.prefill_target[r] - s.prefilled[r], budget))
             tokens = int(s.prefilled[r]) + n
@@ -135,4 +137,4 @@ def plan(rep, now_s: float):
             pairs += chunk_attention_pairs(n, int(s.prefilled[r]))
             budget -= n
     ids = np.asarray(decode_ids, dtype=np.int64)
-    return StepPlan(prefill_ids, chunks, ids, pairs, int(s.ctx[ids].sum()))
+    return StepPlan(prefill_ids, chunks, ids, pairs, rep._decode_context(ids))

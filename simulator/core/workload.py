@@ -135,6 +135,9 @@ class WorkloadConfig(StrictModel):
     # a request longer than the model's context (cluster.max_model_len): error (default), drop (rejected
     # as a serving engine rejects it) or truncate (the prompt is cut; simulator.core.context)
     context_overflow: Literal["error", "drop", "truncate"] = "error"
+    # sequences generated per request from one prompt (parallel sampling `n`, beam width): the prompt is
+    # prefilled once and its KV shared; each sequence decodes output_tokens tokens (simulator.core.replica)
+    parallel_samples: int = Field(default=1, ge=1)
 
     @model_validator(mode="after")
     def _sharing_needs_synthetic(self) -> "WorkloadConfig":

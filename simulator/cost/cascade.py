@@ -3,7 +3,8 @@
 A step's drafting is every stage in order: stage s proposes `tokens` positions, either autoregressively
 (`tokens` one-token passes of its model) or as a vertical cascade (E[passes] = theory.cascade
 .expected_passes(tokens, inner_alpha, inner_gamma) passes of its model, each verifying inner_gamma + 1
-tokens per request; a statistical inner drafter costs nothing, an `inner_model` inner_gamma one-token
+tokens per request, with Ouroboros' reused verification candidates mixed in at `reuse_hit_rate`; a
+statistical inner drafter costs nothing, an `inner_model` inner_gamma one-token
 passes per stage pass); a stage without a model (max-gram) costs nothing; a stage with `kv_budget`
 attends to at most that many cached tokens per request (simulator.cost.sparse_kv), and `self` is the
 target on its own GPUs (TriForce: a small model drafts for the sparse-KV target). `CascadeCost` prices all of it as *one* call of the pass-pricer protocol (the step cost
@@ -109,12 +110,14 @@ def build_cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: st
         spec, spar, own = _stage_model(st.model, f"drafter.stages[{i}].model", target, par, st.tp)
         cost = (SparseKVForwardCost(spec, spar, latency, dtype, kv_dtype, kv_budget_tokens=st.kv_budget)
                 if st.kv_budget is not None else ForwardCost(spec, spar, latency, dtype, kv_dtype))
-        passes = float(st.tokens) if not st.inner_gamma else expected_passes(st.tokens, st.inner_alpha, st.inner_gamma)
+        passes = float(st.tokens) if not st.inner_gamma else \
+            expected_passes(st.tokens, st.inner_alpha, st.inner_gamma, st.reuse_hit_rate, st.reuse_alpha or 0.0)
         stages.append(CascadeStage(cost, passes, st.inner_gamma + 1))
         models = [(spec, spar, own)]
         if st.inner_model is not None:
             ispec, ipar, iown = _stage_model(st.inner_model, f"drafter.stages[{i}].inner_model", target, par, 1)
-            stages.append(CascadeStage(ForwardCost(ispec, ipar, latency, dtype, kv_dtype), passes * st.inner_gamma, 1))
+            inner_passes = passes * (1.0 - st.reuse_hit_rate) * st.inner_gamma   # a reused candidate needs none
+            stages.append(CascadeStage(ForwardCost(ispec, ipar, latency, dtype, kv_dtype), inner_passes, 1))
             models.append((ispec, ipar, iown))
         for m, mpar, on_target in models:
             if on_target:

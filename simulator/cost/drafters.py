@@ -14,7 +14,7 @@ own GPUs, how much of the draft time the step exposes. Approximations are named 
   max(draft, verify) + (1 − P(full accept))·draft: the expected redraft, with the redraft's cost taken
   proportional to the share of requests that need it (exact at batch 1 in expectation; at large batch a
   partial redraft costs more than its share because small draft passes are memory-bound). PEARL's
-  pre-verify (theory.policies.pearl) is not modelled. No HBM on the target's GPUs; the draft's GPUs are
+  pre-verify is the control policy `pearl` (simulator.speculation.control.pearl). No HBM on the target's GPUs; the draft's GPUs are
   not added to per-GPU metrics.
 - `draft_model`, placement `cpu`: the draft's op graph priced by the host CPU's measured profile
   (profiles/data/cpu-local, fp32) plus, per draft pass, one PCIe transfer of the pass's token ids

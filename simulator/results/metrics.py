@@ -212,7 +212,10 @@ def summarize(requests_df: pd.DataFrame, steps: pd.DataFrame | StepTotals, *, sl
         out.update(_latency_stats(name, req[f"{name}_s"].to_numpy(float)[finished]))
 
     admitted = np.isfinite(req["admit_s"].to_numpy(float))
-    out["output_tokens_per_s"] = _ratio(req["emitted_tokens"].sum(), window_s)
+    emitted = req["emitted_tokens"].to_numpy()   # per sequence: × parallel_samples sequences per request
+    if "parallel_samples" in req:
+        emitted = emitted * req["parallel_samples"].to_numpy()
+    out["output_tokens_per_s"] = _ratio(emitted.sum(), window_s)
     out["prompt_tokens_per_s"] = _ratio(req["prompt_tokens"].to_numpy()[admitted].sum(), window_s)
     out["requests_per_s"] = _ratio(finished.sum(), window_s)
     out.update(slo_summary(req, slo, window_s, gpus))

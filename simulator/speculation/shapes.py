@@ -210,9 +210,10 @@ def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_p
     pass proposes (a semi-autoregressive head: a chain of γ takes ceil(γ/k) passes)."""
     if sp.kind == "chain":
         model = chain_acceptance(acc, gamma, seed, base_dir)
-        k = tokens_per_pass
-        widths = (1,) if parallel_passes and gamma else tuple(min(k, gamma - j) for j in range(0, gamma, k))
+        widths = _chain_widths(gamma, parallel_passes, tokens_per_pass)
         return SpeculationBuild(model, None, gamma + 1, widths, False, model.full_accept_probability())
+    if sp.kind == "retrieval_merge":
+        return _retrieval_merge(sp, acc, gamma, seed, base_dir, parallel_passes, tokens_per_pass)
     if sp.kind == "dynamic_tree" and sp.per_context:
         return _per_context_tree(sp, acc, gamma, seed, parallel_passes)
     tree = build_tree(sp, acc, gamma, base_dir)
@@ -228,6 +229,26 @@ def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_p
     branching = tree.size - 1 != tree.depth
     return SpeculationBuild(model, tree, tree.size, widths, branching, model.full_accept_probability())
 
+
+
+def _retrieval_merge(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_passes: bool,
+                     tokens_per_pass: int) -> SpeculationBuild:
+    """RASD: the drafter's chain plus a retrieved branch of `sp.tokens` at the root, verified as one tree of
+    1 + γ + tokens nodes (simulator.speculation.retrieval_acceptance); drafting is the chain's."""
+    from simulator.speculation.retrieval_acceptance import retrieval_merged
+    chain = chain_acceptance(acc, gamma, seed, base_dir)
+    if not isinstance(chain, ChainAcceptance):
+        raise ScenarioError("acceptance.kind", f"retrieval_merge needs a chain acceptance of known survival "
+                                               f"(constant, positional, ranked, pair, contexts), got {acc.kind!r}")
+    model = retrieval_merged(chain, sp.tokens, sp.alpha, sp.hit_rate, seed)
+    return SpeculationBuild(model, None, gamma + 1 + sp.tokens, _chain_widths(gamma, parallel_passes, tokens_per_pass),
+                            True, model.full_accept_probability())
+
+
+def _chain_widths(gamma: int, parallel_passes: bool, tokens_per_pass: int) -> tuple[int, ...]:
+    """Draft tokens per request of each draft pass of a γ-token chain."""
+    k = tokens_per_pass
+    return (1,) if parallel_passes and gamma else tuple(min(k, gamma - j) for j in range(0, gamma, k))
 
 
 def _per_context_tree(sp, acc, gamma: int, seed: int, parallel_passes: bool) -> SpeculationBuild:

@@ -26,6 +26,12 @@ Chain: ``P(D->V) = alpha``, ``P(V->V) = alpha^gamma``; expected tokens ``g_D = 1
 autoregressive decoding. Limits: alpha = 0 gives ``1/max(1, c)``; alpha = 1 gives
 ``gamma / max(1, gamma c)``. :func:`simulate_pearl` runs the same process token by token (independent
 code) to check this, and tests compare with :func:`theory.chain.speedup`.
+
+``verify`` (default 1) generalises the target's cost: the V phase's pass verifies gamma query tokens and
+may take ``verify`` times the D phase's one-token pass (both still "one target forward" in the paper; a
+serving engine prices them apart, simulator.speculation.control.pearl). Every V-phase duration above then
+has ``verify`` in place of 1: ``t_V = (1 - alpha^m) v + alpha^m (alpha max(v, gamma c) + (1-alpha)
+max(v, c))``; the speedup stays in units of the one-token pass.
 """
 from __future__ import annotations
 
@@ -51,16 +57,17 @@ class PearlResult:
         return self.tokens_per_phase / self.phase_time
 
 
-def pearl(alpha: float, gamma: int, c: float) -> PearlResult:
+def pearl(alpha: float, gamma: int, c: float, verify: float = 1.0) -> PearlResult:
     """Expected tokens per phase, mean phase time and speedup of PEARL (see module docstring)."""
     alpha = _checks.probability(alpha, "alpha")
     gamma = _checks.positive_int(gamma, "gamma")
     c = _checks.non_negative_float(c, "c")
+    v = _checks.non_negative_float(verify, "verify")
     m = gamma - 1
     short, full = max(1.0, c), max(1.0, gamma * c)
     g_d, g_v = 1.0, float(expected_tokens(alpha, m))
     t_d = (1.0 - alpha) * short + alpha * full
-    t_v = (1.0 - alpha**m) + alpha**m * (alpha * full + (1.0 - alpha) * short)
+    t_v = (1.0 - alpha**m) * v + alpha**m * (alpha * max(v, gamma * c) + (1.0 - alpha) * max(v, c))
     if alpha >= 1.0:
         share_d = 0.0
     else:
@@ -79,7 +86,8 @@ def pearl_optimal_gamma(alpha: float, c: float, max_gamma: int = 64) -> tuple[in
     return best + 1, float(speeds[best])
 
 
-def simulate_pearl(alpha: float, gamma: int, c: float, phases: int, rng: np.random.Generator) -> tuple[int, float]:
+def simulate_pearl(alpha: float, gamma: int, c: float, phases: int, rng: np.random.Generator,
+                   verify: float = 1.0) -> tuple[int, float]:
     """Run ``phases`` PEARL phases with Bernoulli(alpha) acceptances; returns (tokens, elapsed time).
 
     Written as an explicit process (a window of drafted tokens, each carrying its own accept coin) rather
@@ -90,6 +98,7 @@ def simulate_pearl(alpha: float, gamma: int, c: float, phases: int, rng: np.rand
     c = _checks.non_negative_float(c, "c")
     phases = _checks.positive_int(phases, "phases")
     rng = _checks.generator(rng)
+    v = _checks.non_negative_float(verify, "verify")
     committed, clock = 0, 0.0
     pending: list[bool] = []  # accept coins of drafts waiting for verification (empty = draft phase)
     in_verify = False
@@ -109,14 +118,14 @@ def simulate_pearl(alpha: float, gamma: int, c: float, phases: int, rng: np.rand
             accepted += 1
         if accepted < len(pending):
             committed += accepted + 1
-            clock += 1.0
+            clock += v
             in_verify = False
         else:
             committed += accepted + 1  # all pending + (e_1 or the correction token)
             if early[0]:
-                clock += max(1.0, gamma * c)
+                clock += max(v, gamma * c)
                 pending = early[1:]
             else:
-                clock += max(1.0, c)
+                clock += max(v, c)
                 in_verify = False
     return committed, clock

@@ -8,7 +8,7 @@ verifies fewer drafts never changes what the longer draft would have accepted. P
 functions; the simulator supplies the step-time function from its own cost model.
 
 - fixed: the configured shape every step (no policy object; bulk mode applies).
-- smartspec, specdecpp, tetris, load_switch, specreason, thompson, proposed: one file each (its docstring says what it decides and how).
+- smartspec, specdecpp, tetris, load_switch, specreason, thompson, proposed, pearl: one file each (its docstring says what it decides and how).
 
 Adaptive policies run step by step (the replica does not bulk-advance while a policy is set): a step's
 shape depends on the batch, so bulk planning would need per-step shapes (documented limitation; results
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from simulator.speculation.control.base import ControlPolicy
 from simulator.speculation.control.load_switch import LoadSwitch
+from simulator.speculation.control.pearl import Pearl
 from simulator.speculation.control.proposed import Proposed
 from simulator.speculation.control.smartspec import SmartSpec
 from simulator.speculation.control.specdecpp import SpecDecPP
@@ -28,6 +29,7 @@ from simulator.speculation.control.thompson import ThompsonGamma
 
 CONTROL_POLICIES: dict[str, type[ControlPolicy]] = {
     "load_switch": LoadSwitch,
+    "pearl": Pearl,
     "proposed": Proposed,
     "smartspec": SmartSpec,
     "specdecpp": SpecDecPP,
@@ -45,6 +47,9 @@ def make_policy(policy, speculation, spec, gamma: int, cost) -> ControlPolicy | 
     if policy.kind == "fixed":
         return None
     cls = CONTROL_POLICIES[policy.kind]
+    if speculation.kind == "retrieval_merge":
+        raise ScenarioError("policy.kind", f"{policy.kind!r} chooses draft counts of one chain; retrieval_merge "
+                                           "verifies two branches: it needs 'fixed'")
     if cls.chain_only and spec.tree is not None:
         raise ScenarioError("policy.kind", f"{policy.kind!r} chooses chain lengths; it needs speculation.kind "
                             f"'chain' (got {speculation.kind!r})")

@@ -254,6 +254,9 @@ def workload_means(spec, base_dir, seed: int) -> Workload:
         first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
         where = ".".join(str(p) for p in first["loc"])
         raise ScenarioError(f"plan.workload.{where}".rstrip("."), first["msg"]) from None
+    if config.parallel_samples != 1:
+        raise ScenarioError("plan.workload.parallel_samples", f"{config.parallel_samples}: the screen prices one "
+                                                             "sequence per request; allowed: 1")
     table = generate_requests(config, np.random.default_rng(seed), base_dir)
     span = float(table.arrival_s.max() - table.arrival_s.min()) if len(table) > 1 else 0.0
     qps = (len(table) - 1) / span if span > 0 else float(config.arrival.qps or 1.0)
