@@ -54,7 +54,7 @@ class _Batch:
     held: np.ndarray     # blocks held during each step
 
 
-@dataclass
+@dataclass(slots=True)
 class _Member:
     start: int        # profile step of the request's first decode step in the profile
     length: int       # its decode steps until it finishes (the last one is start + length - 1)
@@ -143,8 +143,10 @@ class DecodeProfile:
         if first >= blocks0:
             templates = self._template(block, length)
             i = self._room(length)
-            self.sums[:BLK + 1, i:i + length] += templates[phase, :, :length]
-            self.sums[CS:BLK + 1, i:i + length] += np.array([[ctx0], [first]])
+            sums = self.sums
+            sums[:BLK + 1, i:i + length] += templates[phase, :, :length]
+            sums[CS, i:i + length] += ctx0
+            sums[BLK, i:i + length] += first
             held_last = first + (phase + length - 1) // block
         else:   # holds more than its context needs (a reservation): max(need, blocks held)
             held = np.maximum(first + (phase + _AR[:length]) // block, blocks0) if length <= len(_AR) else \
@@ -235,9 +237,9 @@ class DecodeProfile:
     def finalize(self, r: int, member: _Member, finish_s: float) -> None:
         """A member finished: its request's final state."""
         rep, s = self.rep, self.rep.s
-        left = s.output[r] - s.emitted[r]
-        s.emitted[r] += left
-        s.ctx[r] += left
+        output = s.output[r]
+        s.ctx[r] += output - s.emitted[r]
+        s.emitted[r] = output
         s.decode_steps[r] += member.length
         if rep.acceptance is not None:
             s.accepted[r] += member.accepted
@@ -331,6 +333,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     i0 = k - prof.base
     sums = prof.sums
     n, chunk = 0, _SCAN_CHUNK
+    key_seqs = key_lo = -1   # the grid rows in hand (consecutive steps mostly share them)
     while n < n_max:
         j1 = min(n + chunk, n_max)
         chunk *= 2
@@ -342,15 +345,17 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
                 break
             x = ctx / (grid * seqs)
             lo = int(x)
+            if lo != key_lo or seqs != key_seqs:
+                d_lo, t_lo, d_hi, t_hi = rows[seqs, lo]
+                key_seqs, key_lo = seqs, lo
             w = x - lo
             u = 1.0 - w
-            row = rows[seqs, lo]
-            t = t + ((row[0] * u + row[2] * w) + (row[1] * u + row[3] * w))
+            t = t + ((d_lo * u + d_hi * w) + (t_lo * u + t_hi * w))
             bounds.append(t)
-            n += 1
             if t >= stop_s:
                 stopped = True
                 break
+        n = len(bounds) - 1
         if stopped:
             break
     if n == 0:

@@ -13,6 +13,8 @@ Memory then grows with requests (one summary per interval per replica at most), 
 """
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 
 from simulator.results.metrics import STEP_COLUMNS
@@ -34,6 +36,17 @@ def _compact(values: np.ndarray) -> np.ndarray:
     return values
 
 
+def _per_step(values: tuple, counts: np.ndarray) -> np.ndarray:
+    """One column from per-bulk values that are a number (every step of the bulk) or an array (per step)."""
+    arrays = [i for i, v in enumerate(values) if isinstance(v, np.ndarray)]
+    out = np.repeat(np.array([0 if isinstance(v, np.ndarray) else v for v in values], dtype=np.int64), counts)
+    if arrays:
+        ends = np.cumsum(counts).tolist()
+        for i in arrays:
+            out[ends[i] - len(values[i]):ends[i]] = values[i]
+    return out
+
+
 class StepLog:
     """Append-only log of steps (module docstring). `alltoall`: callable(replica ids, tokens) → the
     all-to-all seconds of those steps (expert-parallel pools), or None. `extra`: names of
@@ -47,6 +60,7 @@ class StepLog:
         self.window_start_s = window_start_s
         self.alltoall = alltoall
         self._schema = {**STEP_COLUMNS, **{name: OPTIONAL_STEP_COLUMNS[name] for name in extra}}
+        self._row_of = itemgetter(*self._schema)   # keyword columns -> a row tuple in schema order
         self.totals = StepTotals(num_replicas, window_start_s)
         self._rows: list[tuple] = []
         self._decode: dict[int, tuple[object, list[tuple]]] = {}
@@ -59,7 +73,7 @@ class StepLog:
     # ---- appending -----------------------------------------------------------------------------------
     def append_row(self, **cols) -> None:
         """One step (columns of STEP_COLUMNS and the log's extra columns as scalars)."""
-        self._rows.append(tuple(cols[k] for k in self._schema))
+        self._rows.append(self._row_of(cols))
         self._pending += 1
         if self._pending >= FLUSH_STEPS:
             self._flush()
@@ -205,7 +219,6 @@ class StepLog:
             "flops": draft_scale * draft[:, 1] + target_scale * target[:, 1],
             "bytes": draft_scale * draft[:, 2] + target_scale * target[:, 2],
             "kv_blocks_used": joined(kv_used), "kv_blocks_total": per_bulk(kv_total),
-            "queued_requests": joined([np.broadcast_to(np.asarray(v, dtype=np.int64), c)
-                                       for v, c in zip(queued, counts.tolist())]),
+            "queued_requests": _per_step(queued, counts),
             "running_requests": decode_seqs,
         }
