@@ -285,6 +285,7 @@ class BulkPlan:
     bounds_s: np.ndarray   # step boundaries: step j runs from bounds_s[j] to bounds_s[j + 1]
     other_blocks: int      # blocks held by requests that are not members (e.g. reserved, in transfer)
     queued: int            # waiting requests when the bulk was planned
+    stop_s: float = math.inf   # it ends at the first step boundary at or after this (or earlier)
 
     @property
     def end_s(self) -> float:
@@ -360,7 +361,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
             break
     if n == 0:
         return None
-    return BulkPlan(k, n, np.array(bounds), other, len(rep.waiting))
+    return BulkPlan(k, n, np.array(bounds), other, len(rep.waiting), stop_s)
 
 
 def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:

@@ -15,6 +15,7 @@ that move KV to or from host memory pay for it (`StepPlan.io_tokens`).
 """
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -27,6 +28,10 @@ from simulator.core.bulk import DecodeProfile
 from simulator.core.state import RequestState
 from simulator.core.steplog import StepLog
 from simulator.cost.step_cost import StepCostModel
+
+_NO_IDS = np.zeros(0, dtype=np.int64)   # the decode ids of a step without decodes (shared, read-only)
+_NO_IDS.flags.writeable = False
+
 
 @dataclass
 class StepPlan:
@@ -136,7 +141,7 @@ class Replica:
         left to compute (`prefilled` = cached tokens). A swapped-out request resumes decoding instead."""
         r = self.waiting.popleft()
         s = self.s
-        if np.isnan(s.admit_s[r]):
+        if math.isnan(s.admit_s[r]):
             s.admit_s[r] = now_s
         self.running.append(r)
         kv = self.kv
@@ -263,7 +268,7 @@ class Replica:
         if prefill_ids:
             chunks = [int(s.prefill_target[r] - s.prefilled[r]) for r in prefill_ids]
             pairs = sum(chunk_attention_pairs(c, int(s.prefilled[r])) for c, r in zip(chunks, prefill_ids))
-            return StepPlan(prefill_ids, chunks, np.zeros(0, dtype=np.int64), pairs, 0)
+            return StepPlan(prefill_ids, chunks, _NO_IDS, pairs, 0)
         decode_ids = self._reserve_decode_blocks(list(self.running))
         ids = np.asarray(decode_ids, dtype=np.int64)
         return StepPlan([], [], ids, 0, int(self.s.ctx[ids].sum()))
@@ -328,7 +333,7 @@ class Replica:
                 self.prefilling -= 1
                 s.emitted[r] += 1
                 emitted_total += 1
-                if np.isnan(s.first_token_s[r]):
+                if math.isnan(s.first_token_s[r]):
                     s.first_token_s[r] = end_s
         ids = plan.decode_ids
         tau_sum = 0
