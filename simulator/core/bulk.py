@@ -83,6 +83,7 @@ class DecodeProfile:
         self.member_blocks = 0   # blocks the members hold now
         self.last_finish = -1    # the last step of the member finishing last
         self._templates = np.zeros((0, 3, 0), dtype=np.int64)
+        self._offsets = np.zeros((2, 1), dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.members)
@@ -143,10 +144,12 @@ class DecodeProfile:
         if first >= blocks0:
             templates = self._template(block, length)
             i = self._room(length)
-            sums = self.sums
-            sums[:BLK + 1, i:i + length] += templates[phase, :, :length]
-            sums[CS, i:i + length] += ctx0
-            sums[BLK, i:i + length] += first
+            view = self.sums[:BLK + 1, i:i + length]
+            np.add(view, templates[phase, :, :length], out=view)
+            offsets = self._offsets   # (Σ context, blocks) of the request's first step, as a column
+            offsets[0, 0], offsets[1, 0] = ctx0, first
+            view = view[CS:]
+            np.add(view, offsets, out=view)
             held_last = first + (phase + length - 1) // block
         else:   # holds more than its context needs (a reservation): max(need, blocks held)
             held = np.maximum(first + (phase + _AR[:length]) // block, blocks0) if length <= len(_AR) else \
@@ -335,6 +338,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     sums = prof.sums
     n, chunk = 0, _SCAN_CHUNK
     key_seqs = key_lo = -1   # the grid rows in hand (consecutive steps mostly share them)
+    per_seq = 1
     while n < n_max:
         j1 = min(n + chunk, n_max)
         chunk *= 2
@@ -344,11 +348,13 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
             if held > room:
                 stopped = True
                 break
-            x = ctx / (grid * seqs)
+            if seqs != key_seqs:
+                key_seqs, key_lo, per_seq = seqs, -1, grid * seqs
+            x = ctx / per_seq
             lo = int(x)
-            if lo != key_lo or seqs != key_seqs:
+            if lo != key_lo:
                 d_lo, t_lo, d_hi, t_hi = rows[seqs, lo]
-                key_seqs, key_lo = seqs, lo
+                key_lo = lo
             w = x - lo
             u = 1.0 - w
             t = t + ((d_lo * u + d_hi * w) + (t_lo * u + t_hi * w))
