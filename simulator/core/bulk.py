@@ -402,5 +402,5 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     plain = rep.acceptance is None
     rep.log.append_decode_bulk(
         rep.cost, rep.index, rep.q, rep.total_blocks, starts, durations, sums[DS], sums[CS],
-        None if plain else sums[ACC], sums[DS] if plain else sums[EM],
+        None if plain else sums[ACC], None if plain else sums[EM],
         sums[BLK] + plan.other_blocks if plan.other_blocks else sums[BLK], queued)

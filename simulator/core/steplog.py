@@ -80,10 +80,10 @@ class StepLog:
 
     def append_decode_bulk(self, cost, replica: int, query_tokens: int, kv_blocks_total: int, start_s: np.ndarray,
                            duration_s: np.ndarray, decode_seqs: np.ndarray, context_tokens: np.ndarray,
-                           accepted: np.ndarray | None, emitted: np.ndarray, kv_blocks_used: np.ndarray,
+                           accepted: np.ndarray | None, emitted: np.ndarray | None, kv_blocks_used: np.ndarray,
                            queued) -> None:
-        """n decode-only steps of one replica (arrays of length n; `accepted` None: 0; `queued` an int or an
-        array) whose costs are `cost.decode_steps(decode_seqs, context_tokens)` of `cost`, a
+        """n decode-only steps of one replica (arrays of length n; `accepted` None: 0; `emitted` None: one
+        token per sequence, `decode_seqs`; `queued` an int or an array) whose costs are `cost.decode_steps(decode_seqs, context_tokens)` of `cost`, a
         simulator.cost.step_cost.StepCostModel (priced at the next flush, all bulks of a model at once)."""
         group = self._decode.get(id(cost))
         if group is None:
@@ -154,15 +154,15 @@ class StepLog:
         if not len(replica):
             return
         order = np.lexsort((cols["start_s"], replica))   # each replica's steps in time order
-        cols = {name: values[order] for name, values in cols.items()}
-        replica = cols["replica"]
         if not final:  # each replica's latest interval may go on in the next batch: carry it
-            interval = np.floor((cols["start_s"] - self.window_start_s) / self.interval_s).astype(np.int64)
+            replica = replica[order]
+            interval = np.floor((cols["start_s"][order] - self.window_start_s) / self.interval_s).astype(np.int64)
             latest = np.full(int(replica.max()) + 1, np.iinfo(np.int64).min)
             np.maximum.at(latest, replica, interval)
             held = interval == latest[replica]
-            self._carry = {name: values[held] for name, values in cols.items()}
-            cols = {name: values[~held] for name, values in cols.items()}
+            carry, order = order[held], order[~held]
+            self._carry = {name: values[carry] for name, values in cols.items()}
+        cols = {name: values[order] for name, values in cols.items()}
         if len(cols["replica"]):
             self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s))
 
@@ -215,7 +215,8 @@ class StepLog:
             "draft_s": draft[:, 0], "verify_s": target[:, 0] - target[:, 3], "engine_s": target[:, 3],
             "accepted_tokens": zeros if all(a is None for a in accepted) else
             joined([np.zeros(c, dtype=np.int64) if a is None else a for a, c in zip(accepted, counts.tolist())]),
-            "emitted_tokens": joined(emitted),
+            "emitted_tokens": decode_seqs if all(e is None for e in emitted) else
+            joined([s if e is None else e for e, s in zip(emitted, seqs)]),
             "flops": draft_scale * draft[:, 1] + target_scale * target[:, 1],
             "bytes": draft_scale * draft[:, 2] + target_scale * target[:, 2],
             "kv_blocks_used": joined(kv_used), "kv_blocks_total": per_bulk(kv_total),
