@@ -122,6 +122,7 @@ class Engine:
                 rep.arrivals = OwnArrivals(ids, s.arrival_s[ids])
                 for _ in replica_timeline(rep, ctl):
                     pass
+                rep.arrivals = None   # (its lists: ~60 bytes per request)
         finally:
             if paused:
                 gc.enable()
