@@ -176,11 +176,18 @@ class DecodeProfile:
     def _join_one(self, r: int) -> None:
         """`join` of one speculating request, with 1-D arrays."""
         rep, s = self.rep, self.rep.s
+        acc = rep.acceptance
         ids = np.array([r])
         emitted0 = s.emitted[ids]
         remaining = int(s.output[r] - emitted0[0])
-        tau, cum = self._draws(ids, s.decode_steps[ids], emitted0, emitted0 * 0 + remaining)
-        tau, cum = tau[:, 0], cum[:, 0]
+        steps0 = s.decode_steps[ids]
+        # `_draws` for one request (the same draws, in the same pieces), in 1-D
+        tau = acc.draws(ids, steps0, emitted0, min(remaining, 2 * (-(-remaining // (acc.depth + 1))) + 8))[:, 0]
+        cum = np.cumsum(tau + 1)
+        while cum[-1] < remaining:
+            more = acc.draws(ids, steps0 + len(tau), emitted0 + cum[-1], max(8, len(tau) // 2))[:, 0]
+            tau = np.concatenate([tau, more])
+            cum = np.concatenate([cum, cum[-1] + np.cumsum(more + 1)])
         length = int(np.searchsorted(cum, remaining)) + 1   # the first step reaching the output length
         tau, cum = tau[:length], cum[:length]
         emitted = tau + 1
@@ -199,7 +206,7 @@ class DecodeProfile:
         sums[EM] += emitted
         sums[ACC] += tau
         capped = np.minimum(cum, remaining)
-        self._enter(r, _Member(self.k, length, int(tau.sum()), int(held[-1]),
+        self._enter(r, _Member(self.k, length, int(cum[-1]) - length, int(held[-1]),   # Σ τ = Σ (τ + 1) − length
                                _Batch(tau[:, None], capped[:, None], held[:, None]), 0))
         self.member_blocks += blocks0
 
