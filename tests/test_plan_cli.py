@@ -104,3 +104,45 @@ def test_help_reads_well(capsys):
         build_parser().parse_args(["--help"])
     text = capsys.readouterr().out
     assert "cheapest" in text and "example:" in text and "--confirm-top" in text
+
+
+def test_confirmations_start_longest_first_and_the_ranking_does_not_depend_on_it(tmp_path, monkeypatch):
+    """`confirm` hands the DES runs to the executor largest `des_work` first (disaggregated, then
+    speculating, then more GPUs); which order they run in changes no row of the ranking."""
+    from simulator.workflows.plan import main as plan_main
+    from simulator.workflows.plan.config import load_plan
+
+    spec, base_dir = load_plan(write(tmp_path, search={**PLAN["search"], "deployments": ["colocated", "disaggregated"]}))
+    screened = plan_main.screen_all(spec, base_dir)
+    chosen = screened[screened.screen_feasible].groupby(["deployment", "drafter"], sort=False).head(2)
+    assert set(chosen.deployment) == {"colocated", "disaggregated"} and chosen.drafter.nunique() == 2
+    handed = []
+
+    class Recorder:   # an executor that records the order it is handed the runs in and simulates nothing
+        def __init__(self, reverse: bool):
+            self.reverse = reverse
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def imap_unordered(self, fn, tasks):
+            tasks = list(tasks)
+            handed.append([key for key, _, _ in tasks])
+            for key, _, _ in (reversed(tasks) if self.reverse else tasks):   # finishing in either order
+                row = chosen.loc[int(key)]
+                yield key, {"status": "ok", "ttft_mean_s": row.screen_ttft_s, "tpot_mean_s": row.screen_tpot_s,
+                            "output_tokens_per_s": row.screen_output_tokens_per_s, "goodput_per_gpu_rps": 1.0,
+                            "slo_attained": True}, None
+
+    frames = []
+    for reverse in (False, True):
+        monkeypatch.setattr("simulator.workflows.sweep.executors.make_executor",
+                            lambda executor, workers, reverse=reverse: Recorder(reverse))
+        frames.append(plan_main.confirm(spec, chosen, base_dir, "serial", 1))
+    order = [chosen.loc[int(key)] for key in handed[0]]
+    work = [(row.deployment == "disaggregated", row.drafter != "none", row.gpus) for row in order]
+    assert work == sorted(work, reverse=True) and work[0] > work[-1]
+    pd.testing.assert_frame_equal(frames[0], frames[1])

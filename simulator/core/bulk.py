@@ -54,7 +54,7 @@ class _Batch:
     held: np.ndarray     # blocks held during each step
 
 
-@dataclass
+@dataclass(slots=True)
 class _Member:
     start: int        # profile step of the request's first decode step in the profile
     length: int       # its decode steps until it finishes (the last one is start + length - 1)
@@ -83,6 +83,7 @@ class DecodeProfile:
         self.member_blocks = 0   # blocks the members hold now
         self.last_finish = -1    # the last step of the member finishing last
         self._templates = np.zeros((0, 3, 0), dtype=np.int64)
+        self._offsets = np.zeros((2, 1), dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.members)
@@ -143,8 +144,12 @@ class DecodeProfile:
         if first >= blocks0:
             templates = self._template(block, length)
             i = self._room(length)
-            self.sums[:BLK + 1, i:i + length] += templates[phase, :, :length]
-            self.sums[CS:BLK + 1, i:i + length] += np.array([[ctx0], [first]])
+            view = self.sums[:BLK + 1, i:i + length]
+            np.add(view, templates[phase, :, :length], out=view)
+            offsets = self._offsets   # (Σ context, blocks) of the request's first step, as a column
+            offsets[0, 0], offsets[1, 0] = ctx0, first
+            view = view[CS:]
+            np.add(view, offsets, out=view)
             held_last = first + (phase + length - 1) // block
         else:   # holds more than its context needs (a reservation): max(need, blocks held)
             held = np.maximum(first + (phase + _AR[:length]) // block, blocks0) if length <= len(_AR) else \
@@ -171,11 +176,18 @@ class DecodeProfile:
     def _join_one(self, r: int) -> None:
         """`join` of one speculating request, with 1-D arrays."""
         rep, s = self.rep, self.rep.s
+        acc = rep.acceptance
         ids = np.array([r])
         emitted0 = s.emitted[ids]
         remaining = int(s.output[r] - emitted0[0])
-        tau, cum = self._draws(ids, s.decode_steps[ids], emitted0, emitted0 * 0 + remaining)
-        tau, cum = tau[:, 0], cum[:, 0]
+        steps0 = s.decode_steps[ids]
+        # `_draws` for one request (the same draws, in the same pieces), in 1-D
+        tau = acc.draws(ids, steps0, emitted0, min(remaining, 2 * (-(-remaining // (acc.depth + 1))) + 8))[:, 0]
+        cum = np.cumsum(tau + 1)
+        while cum[-1] < remaining:
+            more = acc.draws(ids, steps0 + len(tau), emitted0 + cum[-1], max(8, len(tau) // 2))[:, 0]
+            tau = np.concatenate([tau, more])
+            cum = np.concatenate([cum, cum[-1] + np.cumsum(more + 1)])
         length = int(np.searchsorted(cum, remaining)) + 1   # the first step reaching the output length
         tau, cum = tau[:length], cum[:length]
         emitted = tau + 1
@@ -194,7 +206,7 @@ class DecodeProfile:
         sums[EM] += emitted
         sums[ACC] += tau
         capped = np.minimum(cum, remaining)
-        self._enter(r, _Member(self.k, length, int(tau.sum()), int(held[-1]),
+        self._enter(r, _Member(self.k, length, int(cum[-1]) - length, int(held[-1]),   # Σ τ = Σ (τ + 1) − length
                                _Batch(tau[:, None], capped[:, None], held[:, None]), 0))
         self.member_blocks += blocks0
 
@@ -235,9 +247,9 @@ class DecodeProfile:
     def finalize(self, r: int, member: _Member, finish_s: float) -> None:
         """A member finished: its request's final state."""
         rep, s = self.rep, self.rep.s
-        left = s.output[r] - s.emitted[r]
-        s.emitted[r] += left
-        s.ctx[r] += left
+        output = s.output[r]
+        s.ctx[r] += output - s.emitted[r]
+        s.emitted[r] = output
         s.decode_steps[r] += member.length
         if rep.acceptance is not None:
             s.accepted[r] += member.accepted
@@ -283,6 +295,7 @@ class BulkPlan:
     bounds_s: np.ndarray   # step boundaries: step j runs from bounds_s[j] to bounds_s[j + 1]
     other_blocks: int      # blocks held by requests that are not members (e.g. reserved, in transfer)
     queued: int            # waiting requests when the bulk was planned
+    stop_s: float = math.inf   # it ends at the first step boundary at or after this (or earlier)
 
     @property
     def end_s(self) -> float:
@@ -331,6 +344,8 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     i0 = k - prof.base
     sums = prof.sums
     n, chunk = 0, _SCAN_CHUNK
+    key_seqs = key_lo = -1   # the grid rows in hand (consecutive steps mostly share them)
+    per_seq = 1
     while n < n_max:
         j1 = min(n + chunk, n_max)
         chunk *= 2
@@ -340,22 +355,26 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
             if held > room:
                 stopped = True
                 break
-            x = ctx / (grid * seqs)
+            if seqs != key_seqs:
+                key_seqs, key_lo, per_seq = seqs, -1, grid * seqs
+            x = ctx / per_seq
             lo = int(x)
+            if lo != key_lo:
+                d_lo, t_lo, d_hi, t_hi = rows[seqs, lo]
+                key_lo = lo
             w = x - lo
             u = 1.0 - w
-            row = rows[seqs, lo]
-            t = t + ((row[0] * u + row[2] * w) + (row[1] * u + row[3] * w))
+            t = t + ((d_lo * u + d_hi * w) + (t_lo * u + t_hi * w))
             bounds.append(t)
-            n += 1
             if t >= stop_s:
                 stopped = True
                 break
+        n = len(bounds) - 1
         if stopped:
             break
     if n == 0:
         return None
-    return BulkPlan(k, n, np.array(bounds), other, len(rep.waiting))
+    return BulkPlan(k, n, np.array(bounds), other, len(rep.waiting), stop_s)
 
 
 def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
@@ -390,5 +409,5 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     plain = rep.acceptance is None
     rep.log.append_decode_bulk(
         rep.cost, rep.index, rep.q, rep.total_blocks, starts, durations, sums[DS], sums[CS],
-        None if plain else sums[ACC], sums[DS] if plain else sums[EM],
+        None if plain else sums[ACC], None if plain else sums[EM],
         sums[BLK] + plan.other_blocks if plan.other_blocks else sums[BLK], queued)

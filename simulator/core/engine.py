@@ -27,6 +27,7 @@ boundary on another are broken by event order (probability zero with continuous 
 """
 from __future__ import annotations
 
+import gc
 import math
 from dataclasses import dataclass
 
@@ -111,10 +112,20 @@ class Engine:
         order = np.argsort(choice, kind="stable")
         mine = np.split(ok[order], np.cumsum(np.bincount(choice, minlength=len(reps)))[:-1])
         ctl = TimelineControls(bulk=self.bulk, report=self._report_independent)
-        for rep, ids in zip(reps, mine):
-            rep.arrivals = OwnArrivals(ids, s.arrival_s[ids])
-            for _ in replica_timeline(rep, ctl):
-                pass
+        # The replica loops make no reference cycles (their objects are freed by reference counting), so
+        # the cyclic collector is paused while they run: it would only re-scan the live step log and
+        # request structures, a few per cent of the run.
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            for rep, ids in zip(reps, mine):
+                rep.arrivals = OwnArrivals(ids, s.arrival_s[ids])
+                for _ in replica_timeline(rep, ctl):
+                    pass
+                rep.arrivals = None   # (its lists: ~60 bytes per request)
+        finally:
+            if paused:
+                gc.enable()
         last_arrival = float(s.arrival_s[-1]) if s.n else 0.0
         return max([last_arrival] + [rep.clock_s for rep in reps])
 
@@ -298,6 +309,7 @@ class Engine:
         is cut when something becomes visible inside it (module docstring)."""
         env, finished = self.env, []
         stop_at_finish = self.cfg.closed_loop is not None
+        cut_short = None   # (the bulk cut short, what its plan read of the replica): see below
         while True:
             self.handoff.collect(self, rep)
             if not rep.running:
@@ -308,8 +320,19 @@ class Engine:
                     yield from self._idle(rep)
                 continue
             start_s = rep.clock_s
-            plan = plan_bulk(rep, start_s, rep.next_event_s(), stop_at_arrival=True, stop_at_finish=stop_at_finish) \
-                if self.bulk and rep.bulk_ready() else None
+            plan = None
+            if self.bulk and rep.bulk_ready():
+                stop_s = rep.next_event_s()
+                seen = (start_s, rep.used_blocks, len(rep.running), len(rep.waiting), rep.profile.k)
+                if cut_short is not None and cut_short[1] == seen and stop_s <= cut_short[0].stop_s:
+                    # Re-planning from the same start and state with an earlier stop scans the same steps
+                    # and stops at the first boundary at or after it: the earlier plan, cut there.
+                    plan = cut_short[0]
+                    plan.cut(stop_s)
+                    plan.stop_s = stop_s
+                else:
+                    plan = plan_bulk(rep, start_s, stop_s, stop_at_arrival=True, stop_at_finish=stop_at_finish)
+            cut_short = None
             if plan is not None:
                 end_s = plan.end_s
                 if end_s > env.now:
@@ -318,8 +341,10 @@ class Engine:
                     yield env.any_of([env.timeout(end_s - env.now), cut])
                     del self._interrupt[rep.index]
                     rep.pending_finish_s = rep.pending_finish_s[:0]
-                    if env.now < end_s:
-                        continue   # something became visible inside the bulk: re-plan from its start
+                    if env.now < end_s:   # something became visible inside the bulk: re-plan from its start
+                        cut_short = (plan, (start_s, rep.used_blocks, len(rep.running), len(rep.waiting),
+                                            rep.profile.k))
+                        continue
                 rep.clock_s = end_s
                 apply_bulk(rep, plan, finished)
             else:

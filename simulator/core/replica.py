@@ -24,6 +24,7 @@ sequences, as vLLM's max_num_seqs does (`_batch_full`).
 """
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -37,6 +38,10 @@ from simulator.core.state import RequestState
 from simulator.core.steplog import StepLog
 from simulator.cost.step_cost import StepCostModel
 from simulator.core import vllm_v1
+
+_NO_IDS = np.zeros(0, dtype=np.int64)   # the decode ids of a step without decodes (shared, read-only)
+_NO_IDS.flags.writeable = False
+
 
 @dataclass
 class StepPlan:
@@ -180,7 +185,7 @@ class Replica:
         left to compute (`prefilled` = cached tokens). A swapped-out request resumes decoding instead."""
         r = self.waiting.popleft()
         s = self.s
-        if np.isnan(s.admit_s[r]):
+        if math.isnan(s.admit_s[r]):
             s.admit_s[r] = now_s
         self.running.append(r)
         kv = self.kv
@@ -307,7 +312,7 @@ class Replica:
         if prefill_ids:
             chunks = [int(s.prefill_target[r] - s.prefilled[r]) for r in prefill_ids]
             pairs = sum(chunk_attention_pairs(c, int(s.prefilled[r])) for c, r in zip(chunks, prefill_ids))
-            return StepPlan(prefill_ids, chunks, np.zeros(0, dtype=np.int64), pairs, 0)
+            return StepPlan(prefill_ids, chunks, _NO_IDS, pairs, 0)
         decode_ids = self._reserve_decode_blocks(list(self.running))
         ids = np.asarray(decode_ids, dtype=np.int64)
         return StepPlan([], [], ids, 0, self._decode_context(ids))
@@ -372,7 +377,7 @@ class Replica:
                 self.prefilling -= 1
                 s.emitted[r] += 1
                 emitted_total += int(s.samples[r])   # each sequence's first token, from the prompt's logits
-                if np.isnan(s.first_token_s[r]):
+                if math.isnan(s.first_token_s[r]):
                     s.first_token_s[r] = end_s
         ids = plan.decode_ids
         tau_sum = 0

@@ -13,6 +13,8 @@ Memory then grows with requests (one summary per interval per replica at most), 
 """
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 
 from simulator.results.metrics import STEP_COLUMNS
@@ -34,6 +36,17 @@ def _compact(values: np.ndarray) -> np.ndarray:
     return values
 
 
+def _per_step(values: tuple, counts: np.ndarray) -> np.ndarray:
+    """One column from per-bulk values that are a number (every step of the bulk) or an array (per step)."""
+    arrays = [i for i, v in enumerate(values) if isinstance(v, np.ndarray)]
+    out = np.repeat(np.array([0 if isinstance(v, np.ndarray) else v for v in values], dtype=np.int64), counts)
+    if arrays:
+        ends = np.cumsum(counts).tolist()
+        for i in arrays:
+            out[ends[i] - len(values[i]):ends[i]] = values[i]
+    return out
+
+
 class StepLog:
     """Append-only log of steps (module docstring). `alltoall`: callable(replica ids, tokens) → the
     all-to-all seconds of those steps (expert-parallel pools), or None. `extra`: names of
@@ -47,6 +60,7 @@ class StepLog:
         self.window_start_s = window_start_s
         self.alltoall = alltoall
         self._schema = {**STEP_COLUMNS, **{name: OPTIONAL_STEP_COLUMNS[name] for name in extra}}
+        self._row_of = itemgetter(*self._schema)   # keyword columns -> a row tuple in schema order
         self.totals = StepTotals(num_replicas, window_start_s)
         self._rows: list[tuple] = []
         self._decode: dict[int, tuple[object, list[tuple]]] = {}
@@ -59,17 +73,17 @@ class StepLog:
     # ---- appending -----------------------------------------------------------------------------------
     def append_row(self, **cols) -> None:
         """One step (columns of STEP_COLUMNS and the log's extra columns as scalars)."""
-        self._rows.append(tuple(cols[k] for k in self._schema))
+        self._rows.append(self._row_of(cols))
         self._pending += 1
         if self._pending >= FLUSH_STEPS:
             self._flush()
 
     def append_decode_bulk(self, cost, replica: int, query_tokens: int, kv_blocks_total: int, start_s: np.ndarray,
                            duration_s: np.ndarray, decode_seqs: np.ndarray, context_tokens: np.ndarray,
-                           accepted: np.ndarray | None, emitted: np.ndarray, kv_blocks_used: np.ndarray,
+                           accepted: np.ndarray | None, emitted: np.ndarray | None, kv_blocks_used: np.ndarray,
                            queued) -> None:
-        """n decode-only steps of one replica (arrays of length n; `accepted` None: 0; `queued` an int or an
-        array) whose costs are `cost.decode_steps(decode_seqs, context_tokens)` of `cost`, a
+        """n decode-only steps of one replica (arrays of length n; `accepted` None: 0; `emitted` None: one
+        token per sequence, `decode_seqs`; `queued` an int or an array) whose costs are `cost.decode_steps(decode_seqs, context_tokens)` of `cost`, a
         simulator.cost.step_cost.StepCostModel (priced at the next flush, all bulks of a model at once)."""
         group = self._decode.get(id(cost))
         if group is None:
@@ -140,15 +154,15 @@ class StepLog:
         if not len(replica):
             return
         order = np.lexsort((cols["start_s"], replica))   # each replica's steps in time order
-        cols = {name: values[order] for name, values in cols.items()}
-        replica = cols["replica"]
         if not final:  # each replica's latest interval may go on in the next batch: carry it
-            interval = np.floor((cols["start_s"] - self.window_start_s) / self.interval_s).astype(np.int64)
+            replica = replica[order]
+            interval = np.floor((cols["start_s"][order] - self.window_start_s) / self.interval_s).astype(np.int64)
             latest = np.full(int(replica.max()) + 1, np.iinfo(np.int64).min)
             np.maximum.at(latest, replica, interval)
             held = interval == latest[replica]
-            self._carry = {name: values[held] for name, values in cols.items()}
-            cols = {name: values[~held] for name, values in cols.items()}
+            carry, order = order[held], order[~held]
+            self._carry = {name: values[carry] for name, values in cols.items()}
+        cols = {name: values[order] for name, values in cols.items()}
         if len(cols["replica"]):
             self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s))
 
@@ -201,11 +215,11 @@ class StepLog:
             "draft_s": draft[:, 0], "verify_s": target[:, 0] - target[:, 3], "engine_s": target[:, 3],
             "accepted_tokens": zeros if all(a is None for a in accepted) else
             joined([np.zeros(c, dtype=np.int64) if a is None else a for a, c in zip(accepted, counts.tolist())]),
-            "emitted_tokens": joined(emitted),
+            "emitted_tokens": decode_seqs if all(e is None for e in emitted) else
+            joined([s if e is None else e for e, s in zip(emitted, seqs)]),
             "flops": draft_scale * draft[:, 1] + target_scale * target[:, 1],
             "bytes": draft_scale * draft[:, 2] + target_scale * target[:, 2],
             "kv_blocks_used": joined(kv_used), "kv_blocks_total": per_bulk(kv_total),
-            "queued_requests": joined([np.broadcast_to(np.asarray(v, dtype=np.int64), c)
-                                       for v, c in zip(queued, counts.tolist())]),
+            "queued_requests": _per_step(queued, counts),
             "running_requests": decode_seqs,
         }

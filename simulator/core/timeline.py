@@ -16,6 +16,7 @@ Both run the same code, so both drivers, and bulk and step-by-step modes, form t
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,22 +27,23 @@ IDLE = None  # yielded by a replica with nothing to do and no known arrival: the
 
 
 class OwnArrivals:
-    """The requests routed ahead of time to one replica, in arrival order, as arrays and a cursor."""
+    """The requests routed ahead of time to one replica, in arrival order, and a cursor. Held as Python
+    lists (read one or two at a time on the hot path, where a NumPy scalar read costs more than the work),
+    with an infinite arrival time after the last."""
 
     def __init__(self, ids: np.ndarray, arrival_s: np.ndarray):
-        self.ids, self.times, self.pos = ids, arrival_s, 0
-        self.count = len(ids)
+        self.ids, self.times, self.pos = ids.tolist(), arrival_s.tolist() + [math.inf], 0
 
     def next_s(self) -> float:
-        return float(self.times[self.pos]) if self.pos < self.count else math.inf
+        return self.times[self.pos]
 
     def take(self, waiting, now_s: float) -> None:
         """Move the requests that arrived by `now_s` into `waiting` (an arrival at exactly a step
         boundary is seen by the step formed there)."""
         pos = self.pos
-        if pos < self.count and self.times[pos] <= now_s:
-            end = int(np.searchsorted(self.times, now_s, side="right"))
-            waiting.extend(self.ids[pos:end].tolist())
+        if self.times[pos] <= now_s:
+            end = bisect_right(self.times, now_s, pos)
+            waiting.extend(self.ids[pos:end])
             self.pos = end
 
 
