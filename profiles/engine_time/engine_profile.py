@@ -36,7 +36,7 @@ def attention_pairs(new_tokens: int, computed_before: int) -> int:
 
 def knots_for(values: np.ndarray, min_ratio: float = 1.25, every_below: int = 32) -> np.ndarray:
     """Knots at measured values only (so that every knot is pinned by a pass measured there): every
-    measured value up to `every_below` (small passes are not smooth in their token count), above it values
+    measured value up to `every_below` (small passes are jagged in their token count), above it values
     at least `min_ratio` apart, the largest measured value always included."""
     unique = np.unique(np.asarray(values, dtype=np.float64))
     kept = [unique[0]]

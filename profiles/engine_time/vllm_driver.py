@@ -257,9 +257,9 @@ def profile_grid(eng: Engine, quick: bool, vocab: int) -> dict:
 
     monitor = mv.CpuMonitor()
     t0 = perf()
-    # Every small batch on its own: pass time is not smooth in the token count there (on vLLM 0.32's CPU
-    # backend a 1-token pass takes ~10x a 2-token one), so each count a decode or verify step can have is
-    # measured rather than interpolated.
+    # Every small batch on its own: pass time is jagged in the token count there (GEMM row blocking; on
+    # this VM a 6-token qwen2.5-0.5B pass took 91 ms and a 5-token one 91 ms, a 7-token one 103 ms), so the
+    # counts decode and verify steps have are measured rather than interpolated.
     decode_points = [(b, 32) for b in ((1, 2, 4) if quick else (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24))] + \
                     [(b, 320) for b in ((2,) if quick else (1, 2, 4, 12))]
     steps_per_point = 2 if quick else 5
