@@ -310,6 +310,7 @@ class Engine:
         env, finished = self.env, []
         stop_at_finish = self.cfg.closed_loop is not None
         cut_short = None   # (the bulk cut short, what its plan read of the replica): see below
+        n_decode = sum(len(pool.replicas) for pool in self.cluster.pools if pool.name == "decode")
         while True:
             self.handoff.collect(self, rep)
             if not rep.running:
@@ -322,7 +323,10 @@ class Engine:
             start_s = rep.clock_s
             plan = None
             if self.bulk and rep.bulk_ready():
-                stop_s = rep.next_event_s()
+                # the next visible event, or sooner a guess of the next KV arrival here (sizes the plan,
+                # which would otherwise scan to its last finish and be cut short; never changes requests or
+                # steps: a prefix of a bulk is a bulk)
+                stop_s = min(rep.next_event_s(), start_s + self._gap_s * n_decode)
                 seen = (start_s, rep.used_blocks, len(rep.running), len(rep.waiting), rep.profile.k)
                 if cut_short is not None and cut_short[1] == seen and stop_s <= cut_short[0].stop_s:
                     # Re-planning from the same start and state with an earlier stop scans the same steps
