@@ -115,15 +115,15 @@ def test_vllm_draft_proposer_layout(tmp_path):
                      acceptance={"kind": "constant", "alpha": 0.6})
     kind = replica_kind(data)
     draft, target = kind.cost.step(0, 0, 0, 2, 200)
-    # first pass: the 2·5 verified tokens, one logits row per request; then 3 one-token passes over both
-    # requests, their contexts past the verified tokens and growing by one per pass
-    expected = true_forward(10, 0, 5 * 200 + 2 * 15) + true_logits(2)
-    expected += sum(true_forward(2, 0, 210 + 2 * j + 2) + true_logits(2) for j in range(3))
+    # first pass: the 2·5 verified tokens and each request's sampled token, one logits row per request;
+    # then 3 one-token passes over both requests, contexts past those tokens and growing by one per pass
+    expected = true_forward(12, 0, 6 * 200 + 2 * 21) + true_logits(2)
+    expected += sum(true_forward(2, 0, 212 + 2 * j + 2) + true_logits(2) for j in range(3))
     assert draft.seconds == pytest.approx(expected, rel=1e-6)
-    # a prompt chunk: ingested by the first pass, then drafted for like the decoding requests
+    # a prompt chunk: ingested by the first pass (with its sampled token), then drafted for like the others
     draft, _ = kind.cost.step(64, 1, attention_pairs(64, 0), 0, 0)
-    expected = true_forward(64, attention_pairs(64, 0), 0) + true_logits(1)
-    expected += sum(true_forward(1, 0, 64 + j + 1) + true_logits(1) for j in range(3))
+    expected = true_forward(65, attention_pairs(64, 0) + 64, 0) + true_logits(1)
+    expected += sum(true_forward(1, 0, 65 + j + 1) + true_logits(1) for j in range(3))
     assert draft.seconds == pytest.approx(expected, rel=1e-6)
     chain = replica_kind(merge(data, {"drafter": {"passes": "chain"}}))
     assert chain.cost.step(0, 0, 0, 2, 200)[0].seconds < kind.cost.step(0, 0, 0, 2, 200)[0].seconds

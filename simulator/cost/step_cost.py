@@ -216,10 +216,13 @@ class StepCostModel:
 
     `vllm_proposer` (a chain draft model, `drafter.passes: vllm`): the pass layout of vLLM V1's
     DraftModelProposer (vllm/v1/spec_decode/llm_base_proposer.py, `propose`): the first draft pass runs
-    every token the step scheduled (prompt chunks and each decoding request's q verified tokens) and
-    computes one logits row per request; then γ−1 passes of one token for every request of the step,
-    prompt chunks included. Approximation: in those passes a prompt chunk's context is taken as the
-    chunk's length (exact for a prompt computed in one chunk).
+    every token the step scheduled (prompt chunks and each decoding request's q verified tokens) plus one
+    slot per request for the token sampled this step (`extra_slots_per_request` = 1 for a draft model that
+    takes no hidden states; recorded passes of vLLM 0.32: 10 verified tokens of 2 requests → a 12-token
+    draft pass, a 75-token prompt → 76) and computes one logits row per request;
+    then γ−1 passes of one token for every request of the step, prompt chunks included. Approximations:
+    a prompt chunk's extra token attends to the chunk only, and in the later passes a chunk's context is
+    taken as the chunk's length (both exact for a prompt computed in one chunk).
     """
 
     target: ForwardCost
@@ -326,12 +329,13 @@ class StepCostModel:
         """(seconds, flops, bytes) of the draft passes of one step under `vllm_proposer` (class docstring)."""
         q, d = self.q, self.draft
         requests = prefill_seqs + decode_seqs
-        draft = d.dense(prefill_tokens + decode_seqs * q, requests)
+        draft = d.dense(prefill_tokens + decode_seqs * q + requests, requests)
         if prefill_tokens:
-            draft = draft + d.prefill_attention(prefill_tokens, prefill_seqs, prefill_attn_pairs)
+            draft = draft + d.prefill_attention(prefill_tokens + prefill_seqs, prefill_seqs,
+                                                prefill_attn_pairs + prefill_tokens)
         if decode_seqs:
-            draft = draft + d.decode_attention(decode_seqs, q, np.array([decode_context_tokens]))[0]
-        context = decode_context_tokens + decode_seqs * q + prefill_tokens
+            draft = draft + d.decode_attention(decode_seqs, q + 1, np.array([decode_context_tokens]))[0]
+        context = decode_context_tokens + decode_seqs * (q + 1) + prefill_tokens + prefill_seqs
         for j in range(1, self.depth):
             draft = draft + d.decode_forward(requests, 1, np.array([context + (j - 1) * requests]))[0]
         return draft
