@@ -61,6 +61,19 @@ def build_workload(n: int, rate_rps: float, output_tokens: int, seed: int, token
             "prompts": "held-out stdlib code prompts (scenarios/validation/vllm/workload.py)", "requests": requests}
 
 
+def acceptance_set_workload(tokenizer, output_tokens: int) -> dict:
+    """The acceptance measurement's own code prompts (the trace's metadata), all arriving at t = 0: vLLM's
+    acceptance on exactly the prompts the trace was measured on (a cross-check of the measurement, not a
+    validation workload)."""
+    from profiles.acceptance.trace import load_trace
+    meta = load_trace(ACCEPTANCE_TRACE).attrs["meta"]
+    prompts = [p for p in meta["prompts"] if p["split"] == "measure" and p["kind"] == "code"]
+    return {"seed": None, "rate_rps": None, "output_tokens": output_tokens,
+            "prompts": "the acceptance trace's measured code prompts (profiles/data/acceptance)",
+            "requests": [{"id": f"a{i:03d}", "arrival_s": 0.0, "prompt_token_ids": tokenizer.encode(p["text"]),
+                          "max_tokens": output_tokens, "prompt_id": p["prompt_id"]} for i, p in enumerate(prompts)]}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--requests", type=int, default=16)
@@ -69,6 +82,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-prompt-tokens", type=int, default=384)
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--gguf", default=None, help="GGUF file whose tokenizer to use (default: the pinned draft)")
+    p.add_argument("--acceptance-set", action="store_true",
+                   help="the acceptance trace's own prompts, all at t = 0 (a cross-check, not a validation workload)")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
     from models.torch_impl.gguf_loader import read_fields
@@ -77,8 +92,8 @@ def main(argv=None) -> int:
     from profiles.acceptance.fetch import fetch
     gguf = Path(args.gguf) if args.gguf else fetch("draft")
     tokenizer = tokenizer_from_gguf_fields(read_fields(GGUFReader(str(gguf))))
-    workload = build_workload(args.requests, args.rate, args.output_tokens, args.seed, tokenizer,
-                              args.max_prompt_tokens)
+    workload = acceptance_set_workload(tokenizer, args.output_tokens) if args.acceptance_set else \
+        build_workload(args.requests, args.rate, args.output_tokens, args.seed, tokenizer, args.max_prompt_tokens)
     Path(args.out).write_text(json.dumps(workload) + "\n")
     lengths = [len(r["prompt_token_ids"]) for r in workload["requests"]]
     print(f"{args.out}: {len(lengths)} requests, prompts {min(lengths)}-{max(lengths)} tokens, "
