@@ -205,7 +205,7 @@ class EngineProfileLatency:
         return 0.0   # the engine's host time is the profile's HostModel (engine_time), not per pass
 
     def describe(self) -> dict:
-        return {"source": "engine_profile", "folder": self.profile.folder.as_posix(),
+        return {"source": "engine_profile", "hardware": self.hardware_id, "profile": self.profile.folder.name,
                 "measured": self.profile.fingerprint.get("date_utc"),
                 "models": {name: p.residuals for name, p in sorted(self.profile.passes.items())},
                 "host": self.profile.host.residuals}
@@ -238,6 +238,6 @@ def engine_time_of(profile: EngineProfile, drafter_family: str | None):
                         step_gap_s=0.0, graph_max_tokens=0, graph_max_seqs=0, graph_launch_s=0.0,
                         piecewise_per_layer_s=0.0, spec_step_s=0.0, spec_per_pass_s=0.0, spec_host_step_s=0.0,
                         spec_host_per_seq_s=0.0, spec_host_by_drafter=spec_host_terms(),
-                        sources={"host": f"{profile.folder.as_posix()} (step wall minus passes)",
-                                 "spec_host": ENGINE_TIME_FITS.as_posix()})
+                        sources={"host": f"{profile.folder.name} (step wall minus passes)",
+                                 "spec_host": f"{ENGINE_TIME_FITS.parent.name}/{ENGINE_TIME_FITS.name}"})
     return engine.for_drafter(drafter_family)

@@ -323,6 +323,8 @@ def format_summary_table(summary: Mapping) -> str:
 
 def format_latency_source(source: Mapping) -> str:
     """One line: which source priced which op kinds (summary `latency_source`)."""
+    if source.get("source") == "engine_profile":
+        return f"engine_profile {source['profile']} (measured {source['measured']})"
     if source.get("source") != "measured":
         return f"{source.get('source')} ({source.get('hardware')})"
     by_source: dict[str, list[str]] = {}
