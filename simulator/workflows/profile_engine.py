@@ -66,8 +66,11 @@ def _profile(args) -> int:
             target = out / f"{name}.json"
             cmd = ["profile", "--model", str(folder), "--out", str(target), "--threads", str(args.threads),
                    "--device", args.device]
-            result = run_driver(python, cmd + (["--quick"] if args.quick else []), env, out / f"{name}.log",
-                                f"profiling vLLM {name}", args.quiet)
+            try:
+                result = run_driver(python, cmd + (["--quick"] if args.quick else []), env, out / f"{name}.log",
+                                    f"profiling vLLM {name}", args.quiet)
+            except RuntimeError as exc:   # vLLM itself failed: one line naming its log
+                return fail(str(exc), "profile")
             fingerprint = fingerprint or result["fingerprint"]
             fit = fit_pass_model(pass_rows(result))
             if not args.quiet:

@@ -164,7 +164,7 @@ def _validate(args) -> int:
         cases, data, profile = _check(args)
         out = Path(args.out)
         runs_root = _record(cases, data, args, out) if args.live else data
-    except ValueError as exc:
+    except (ValueError, RuntimeError) as exc:   # RuntimeError: vLLM itself failed (its log is named)
         return fail(str(exc), "validate")
     results = {}
     for case in cases:
