@@ -193,3 +193,11 @@ def test_vllm_on_the_traces_own_prompts_agrees_with_the_measured_trace():
     assert abs(draft["vllm_tokens_per_step"] - draft["trace_tokens_per_step"]) < 0.1
     assert draft["per_prompt_correlation"] > 0.9
     assert 0 < result["ngram"]["vllm_acceptance_rate"] < 1
+
+
+@pytest.mark.parametrize("name, blocks", [("qwen-0.5b", 682), ("qwen-1.5b+draft", 204)])
+def test_the_simulated_replica_holds_vllms_own_kv_blocks(tmp_path, name, blocks):
+    from sim_helpers import replica_kind
+    engine = {**{k: ENGINE[k] for k in ("max_num_seqs", "max_num_batched_tokens", "block_size")}, "num_kv_blocks": blocks}
+    data = scenario_for(CASES[name], _requests(), engine, _profile(tmp_path), tmp_path / "t.csv")
+    assert abs(replica_kind(data).kv_tokens - blocks * ENGINE["block_size"]) <= 1

@@ -3,7 +3,8 @@
 For a case (scenarios/validation/vllm/cases.py) and its recorded runs (profiles/engine_time/vllm_driver.py
 `run` output, one per repeat, all on the same workload), the simulator is given only:
 - the requests: arrival times, prompt lengths, output lengths (from the workload, identical in every run);
-- the engine configuration the run reports (`fingerprint.engine`: token budget, max sequences, block size);
+- the engine configuration the run reports (`fingerprint.engine`: token budget, max sequences, block size,
+  and its KV blocks, mirrored as the replica's KV capacity);
 - pass costs and host time from the engine profile (profiles/data/engine_profile/…, measured beforehand on
   random tokens by `draftsim profile --engine vllm`), and for speculation the acceptance measured on other
   prompts (profiles/data/acceptance).
@@ -111,7 +112,26 @@ def scenario_for(case: EngineCase, requests: pd.DataFrame, engine: dict, profile
                           "block_size": int(engine["block_size"])},
             "outputs": {"plots": False}}
     data.update(case.speculation_sections())
+    util = mirrored_memory_utilization(case, engine, hardware, data["cluster"]["dtype"])
+    if util is not None:
+        data["cluster"]["gpu_memory_utilization"] = util
     return data
+
+
+def mirrored_memory_utilization(case: EngineCase, engine: dict, hardware: str, dtype: str) -> float | None:
+    """The memory fraction that gives the simulated replica vLLM's own KV capacity: the run's KV blocks
+    (`num_kv_blocks`, which hold the draft model's layers too) × block size tokens, plus the weights, over
+    the device's memory (simulator.cluster.factory.kv_capacity_tokens inverted). None when the run does not
+    report its blocks."""
+    from models.catalog import get_model
+    from profiles.hardware import get_hardware
+    blocks = engine.get("num_kv_blocks")
+    if not blocks:
+        return None
+    models = [get_model(m) for m in (case.target, case.draft) if m]
+    weights = sum(m.weight_bytes(dtype) for m in models)
+    kv = int(blocks) * int(engine["block_size"]) * sum(m.kv_bytes_per_token(dtype) for m in models)
+    return min(1.0, (weights + kv) / get_hardware(hardware).hbm_bytes)
 
 
 def _relative(sim: float, real: float) -> float:
