@@ -108,18 +108,25 @@ def slo_met_mask(requests: pd.DataFrame, slo: SLO | None) -> np.ndarray:
     return ok
 
 
+def latency_columns(arrival: np.ndarray, first: np.ndarray, finish: np.ndarray,
+                    emitted: np.ndarray) -> dict[str, np.ndarray]:
+    """ttft_s, tpot_s and e2e_s of requests (the module docstring's definitions); also used for runs of a
+    real engine (scenarios.validation.vllm.compare) so that both sides are measured alike."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"ttft_s": first - arrival,
+                "tpot_s": np.where(emitted > 1, (finish - first) / np.maximum(emitted - 1, 1), np.nan),
+                "e2e_s": finish - arrival}
+
+
 def build_requests_frame(cols: Mapping[str, np.ndarray], slo: SLO | None = None) -> pd.DataFrame:
     """Request records plus ttft_s, tpot_s, e2e_s, queue_s, mean_accepted_length and slo_met."""
     frame = _frame(cols, REQUEST_COLUMNS, "requests")
     arrival = frame["arrival_s"].to_numpy()
-    first = frame["first_token_s"].to_numpy()
-    finish = frame["finish_s"].to_numpy()
-    emitted = frame["emitted_tokens"].to_numpy()
     steps = frame["decode_steps"].to_numpy()
+    for name, values in latency_columns(arrival, frame["first_token_s"].to_numpy(), frame["finish_s"].to_numpy(),
+                                        frame["emitted_tokens"].to_numpy()).items():
+        frame[name] = values
     with np.errstate(invalid="ignore", divide="ignore"):
-        frame["ttft_s"] = first - arrival
-        frame["tpot_s"] = np.where(emitted > 1, (finish - first) / np.maximum(emitted - 1, 1), np.nan)
-        frame["e2e_s"] = finish - arrival
         frame["queue_s"] = frame["admit_s"].to_numpy() - arrival
         frame["mean_accepted_length"] = np.where(
             steps > 0, frame["accepted_tokens"].to_numpy() / np.maximum(steps, 1), np.nan)

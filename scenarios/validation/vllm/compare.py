@@ -32,17 +32,16 @@ METRICS = ("ttft_s", "tpot_s", "e2e_s")
 
 def engine_requests(run: dict) -> pd.DataFrame:
     """Per request of a recorded run: arrival, lengths, TTFT, TPOT, E2E (seconds), sorted by id."""
-    rows = []
+    from simulator.results.metrics import latency_columns
     for r in run["requests"]:
         if r["finish_s"] is None or not r["token_times_s"]:
             raise ValueError(f"recorded run: request {r['id']} did not finish")
-        first, finish = r["token_times_s"][0], r["finish_s"]
-        emitted = sum(r["token_counts"])
-        rows.append({"id": r["id"], "arrival_s": r["arrival_s"], "prompt_tokens": r["prompt_tokens"],
-                     "output_tokens": r["output_tokens"], "ttft_s": first - r["arrival_s"],
-                     "tpot_s": (finish - first) / (emitted - 1) if emitted > 1 else np.nan,
-                     "e2e_s": finish - r["arrival_s"]})
-    return pd.DataFrame(rows).sort_values("id", ignore_index=True)
+    frame = pd.DataFrame({"id": [r["id"] for r in run["requests"]],
+                          **{k: [r[k] for r in run["requests"]] for k in ("arrival_s", "prompt_tokens", "output_tokens")}})
+    frame = frame.assign(**latency_columns(
+        frame["arrival_s"].to_numpy(float), np.array([r["token_times_s"][0] for r in run["requests"]]),
+        np.array([r["finish_s"] for r in run["requests"]]), np.array([sum(r["token_counts"]) for r in run["requests"]])))
+    return frame.sort_values("id", ignore_index=True)
 
 
 def draft_acceptance_rate(run: dict) -> float | None:
