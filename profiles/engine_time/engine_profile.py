@@ -99,6 +99,14 @@ class HostModel:
     residuals: dict
 
 
+def step_attention_pairs(step: dict) -> tuple[int, int]:
+    """(prefill, decode) attention pairs of a recorded step's scheduled requests (`seqs`: new tokens,
+    tokens computed before, prompt chunk?, draft tokens)."""
+    prefill = sum(attention_pairs(n, c) for n, c, is_prompt, _ in step["seqs"] if is_prompt)
+    decode = sum(attention_pairs(n, c) for n, c, is_prompt, _ in step["seqs"] if not is_prompt)
+    return prefill, decode
+
+
 def pass_rows(profile: dict) -> dict[str, np.ndarray]:
     """Per target forward pass of a profile without speculation: tokens, prefill and decode attention
     pairs, seconds; per logits call: rows, seconds; per step: sequences, tokens, host seconds."""
@@ -108,8 +116,7 @@ def pass_rows(profile: dict) -> dict[str, np.ndarray]:
         forwards = [p for p in passes if p[0] == "target" and p[1] == "forward"]
         if len(forwards) != 1 or not step.get("seqs"):
             continue
-        prefill = sum(attention_pairs(n, c) for n, c, is_prompt, _ in step["seqs"] if is_prompt)
-        decode = sum(attention_pairs(n, c) for n, c, is_prompt, _ in step["seqs"] if not is_prompt)
+        prefill, decode = step_attention_pairs(step)
         fwd.append((forwards[0][2], prefill, decode, forwards[0][3]))
         logits += [(p[2], p[3]) for p in passes if p[0] == "target" and p[1] == "logits"]
         tokens = sum(s[0] for s in step["seqs"])

@@ -77,7 +77,7 @@ def pass_model_errors(runs: list[dict], profile_dir: Path, model: str) -> dict:
     """The engine profile's forward-pass model against the target forward passes these runs recorded
     (a check of the pass model alone, apart from scheduling; nothing is fitted to them): relative error
     median and P90 of |predicted − measured| / measured, and the signed mean."""
-    from profiles.engine_time.engine_profile import attention_pairs, load_engine_profile
+    from profiles.engine_time.engine_profile import load_engine_profile, step_attention_pairs
     passes = load_engine_profile(str(profile_dir)).pass_model(model)
     measured, predicted = [], []
     for run in runs:
@@ -85,8 +85,7 @@ def pass_model_errors(runs: list[dict], profile_dir: Path, model: str) -> dict:
             forwards = [p for p in step.get("passes", ()) if p[0] == "target" and p[1] == "forward"]
             if len(forwards) != 1 or not step.get("seqs"):
                 continue
-            pre = sum(attention_pairs(n, c) for n, c, prompt, _ in step["seqs"] if prompt)
-            dec = sum(attention_pairs(n, c) for n, c, prompt, _ in step["seqs"] if not prompt)
+            pre, dec = step_attention_pairs(step)
             measured.append(forwards[0][3])
             predicted.append(float(passes.forward_s(forwards[0][2], pre, dec)[0]))
     if not measured:
