@@ -983,23 +983,25 @@ CHILD_ENV_KEYS = [
 ]
 
 
-def child_env(args) -> dict:
-    env = dict(os.environ)
-    last = max(args.threads - 1, 0)
-    env.update({
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        "VLLM_TARGET_DEVICE": "cpu",
-        "VLLM_CPU_OMP_THREADS_BIND": f"0-{last}" if last else "0",
-        "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
-        "VLLM_CPU_KVCACHE_SPACE": str(args.kv_gib),
-        "NUMBA_THREADING_LAYER": "workqueue",
-        "VLLM_CACHE_ROOT": os.path.join(args.workdir, "vllm-cache"),
-        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-        "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "PYTHONHASHSEED": "0",
-    })
+def engine_env(threads: int, kv_cache_gib: float, cache_dir, device: str = "cpu") -> dict[str, str]:
+    """Environment of a vLLM engine process (this tool's children and profiles/engine_time/vllm_driver.py's,
+    started by simulator.workflows.vllm_launch): the engine core in-process, offline hub, fixed hash seed; on
+    the CPU (facts in ../shared/notes/vllm-cpu.md) also the CPU platform, OpenMP threads bound to cores
+    0…threads−1 with no core reserved (the default reserves one and halves throughput on 2 cores), the KV
+    space, and numba's workqueue layer (its OpenMP layer starves the worker's second thread under the
+    n-gram proposer)."""
+    env = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CACHE_ROOT": str(cache_dir), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+           "TOKENIZERS_PARALLELISM": "false", "PYTHONHASHSEED": "0", "NUMBA_THREADING_LAYER": "workqueue"}
+    if device == "cpu":
+        last = max(threads - 1, 0)
+        env.update({"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_OMP_THREADS_BIND": f"0-{last}" if last else "0",
+                    "VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_KVCACHE_SPACE": f"{kv_cache_gib:g}"})
     return env
+
+
+def child_env(args) -> dict:
+    return {**os.environ, **engine_env(args.threads, args.kv_gib, os.path.join(args.workdir, "vllm-cache"))}
 
 
 def main():
