@@ -180,9 +180,11 @@ class Replica:
             return False
         return token_room > 0 and (batch_len == 0 or tokens <= token_room)
 
-    def _admit_head(self, now_s: float) -> int:
+    def _admit_head(self, now_s: float, reserve_prompt: bool = True) -> int:
         """Admit the waiting head: reserve its prompt's blocks (cached prefix units shared) and set what is
-        left to compute (`prefilled` = cached tokens). A swapped-out request resumes decoding instead."""
+        left to compute (`prefilled` = cached tokens). A swapped-out request resumes decoding instead.
+        `reserve_prompt` False (plain block counting only): no blocks yet, the scheduler allocates them
+        with each chunk it schedules (simulator.core.vllm_v1)."""
         r = self.waiting.popleft()
         s = self.s
         if math.isnan(s.admit_s[r]):
@@ -202,7 +204,7 @@ class Replica:
             self._io[1] += 1
             return r
         target = int(s.prefill_target[r])
-        need = int(self._kv_blocks(r, target))
+        need = int(self._kv_blocks(r, target)) if reserve_prompt or kv is not None else 0
         if kv is None or kv.cache is None:
             s.blocks[r] = need
             self.used_blocks += need

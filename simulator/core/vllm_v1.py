@@ -53,22 +53,6 @@ def admission_room(rep) -> int:
     return rep.sched.max_batched_tokens - rep._decode_rows(np.asarray(rep.running, dtype=np.int64)) * rep.q
 
 
-def _admit(rep, now_s: float) -> int:
-    """Admit the waiting head holding no blocks yet (rule 3: blocks come with the tokens scheduled)."""
-    if rep.kv is not None:
-        return rep._admit_head(now_s)
-    r = rep.waiting.popleft()
-    s = rep.s
-    if np.isnan(s.admit_s[r]):
-        s.admit_s[r] = now_s
-    rep.running.append(r)
-    s.blocks[r] = 0
-    s.prefilled[r] = 0
-    s.ctx[r] = 0
-    rep.prefilling += 1
-    return r
-
-
 def _grow(rep, r: int, tokens: int) -> bool:
     """Give request r blocks for `tokens` tokens of KV, preempting the newest running requests while
     they do not fit (rule 3). False when r itself had to be preempted."""
@@ -126,7 +110,7 @@ def plan(rep, now_s: float):
         i += 1
     if not preempted:                                                 # rule 4
         while admissible(rep, budget):
-            r = _admit(rep, now_s)
+            r = rep._admit_head(now_s, reserve_prompt=False)   # blocks come with each chunk (rule 3)
             if rep._is_decoding(r):   # swapped back in (host tier): decodes from the next step
                 continue
             n = int(min(s.prefill_target[r] - s.prefilled[r], budget))
