@@ -45,6 +45,11 @@ class AcceptanceModel:
 
     depth: int
     seed: int
+    # True: `draws` is `tau` of (request, step index) alone, element by element — independent of the
+    # tokens emitted and of which other requests are drawn with it — so draws of many requests may be
+    # made together ahead of time (simulator.core.bulk draws the first decode steps of the requests
+    # expected to join next in one call). A model whose draws read more than that sets it False.
+    counter_based = True
 
     @property
     def draft_tokens(self) -> int:

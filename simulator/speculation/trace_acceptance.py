@@ -108,6 +108,7 @@ class TraceSampledAcceptance(AcceptanceModel):
     depth: int   # = γ, the chain's length
     seed: int
     beta: np.ndarray     # all sequences' per-position β, concatenated
+    counter_based = False   # its draws walk the trace from the tokens emitted
     starts: np.ndarray   # (S,)
     lengths: np.ndarray  # (S,)
 
