@@ -22,6 +22,31 @@ class LatencyModel(Protocol):
         """Which source priced which op kinds (a run's `latency_source`)."""
         ...
 
+    def usage_mark(self) -> object:
+        """A mark of what `describe` has counted so far (for `usage_since`)."""
+        ...
+
+    def usage_since(self, mark: object) -> object:
+        """What this copy counted after `mark` (picklable): a worker process's pricing, for `merge_usage`."""
+        ...
+
+    def merge_usage(self, usage: object) -> None:
+        """Count another copy's `usage_since` as if this one had priced it (simulator.core.parallel)."""
+        ...
+
+
+class UncountedUsage:
+    """The usage methods of a latency model whose `describe` counts nothing while a run goes."""
+
+    def usage_mark(self) -> None:
+        return None
+
+    def usage_since(self, mark: object) -> None:
+        return None
+
+    def merge_usage(self, usage: object) -> None:
+        return None
+
 
 def ops_seconds(model: LatencyModel, ops: Sequence[Op]) -> float:
     """Σ count · seconds over a list of ops: the serial cost of a step."""

@@ -21,6 +21,7 @@ per expert). Timing noise of the profile passes straight into interpolated price
 """
 from __future__ import annotations
 
+from profiles.latency import UncountedUsage
 import math
 import warnings
 from pathlib import Path
@@ -91,7 +92,7 @@ class _ConfigTable:
         self.log_ratio = Grid(axes, log_ratio)
 
 
-class ProfiledLatencyModel:
+class ProfiledLatencyModel(UncountedUsage):
     """LatencyModel backed by a profile directory (ops.csv + fingerprint.json) or a table DataFrame."""
 
     framework = version = None  # measured with draftsim's own torch kernels, not a serving framework

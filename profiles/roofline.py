@@ -34,6 +34,7 @@ This is the fallback model; profile tables measured with real kernels replace it
 """
 from __future__ import annotations
 
+from profiles.latency import UncountedUsage
 import dataclasses
 from dataclasses import dataclass
 
@@ -104,7 +105,7 @@ def default_efficiency(hardware_id: str) -> RooflineEfficiency:
     return DEFAULT_EFFICIENCY.get(hardware_id, RooflineEfficiency())
 
 
-class RooflineLatencyModel:
+class RooflineLatencyModel(UncountedUsage):
     """`LatencyModel` pricing every op kind with the roofline above.
 
     `dtype` is the weight dtype the op graph was built with (it selects the GEMM peak rate, see

@@ -73,7 +73,8 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None)
     t0 = time.perf_counter()
     arrival = scenario.workload.arrival
     closed = arrival.concurrency if arrival.process == "closed_loop" else None
-    end_s = Engine(cluster, EngineConfig(step_mode or scenario.scheduler.step_mode, progress, closed)).run()
+    end_s = Engine(cluster, EngineConfig(step_mode or scenario.scheduler.step_mode, progress, closed,
+                                         workers=scenario.scheduler.workers)).run()
     wall_s = prepared.build_s + time.perf_counter() - t0
     requests = build_requests_frame(cluster.state.columns(), scenario.slo)
     if cluster.handoff is not None:

@@ -21,6 +21,7 @@ reported (`PassModel.residuals`) and nothing from a validation run enters it.
 """
 from __future__ import annotations
 
+from profiles.latency import UncountedUsage
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -196,7 +197,7 @@ def load_engine_profile(folder: str) -> EngineProfile:
 
 
 @dataclass(frozen=True)
-class EngineProfileLatency:
+class EngineProfileLatency(UncountedUsage):
     """The latency model of `cluster.latency.source: engine_profile`: whole passes come from `profile`
     (simulator.cost.measured_pass prices them); single ops, which only FLOPs and bytes are taken from,
     fall back to `ops` (the roofline of the hardware)."""

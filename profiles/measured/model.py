@@ -90,6 +90,7 @@ class MeasuredLatencyModel:
         self._labels["nccl"] = f"NCCL {source.nccl_version} {source.system}"
         self._memo: dict[Op, float] = {}
         self._priced: Counter = Counter()  # (kind, source label, approximate) -> distinct shapes priced
+        self._keys: dict[Op, tuple] = {}   # op -> its key in `_priced`
         self._pricers = {K.GEMM: self._gemm, K.ATTN_PREFILL: self._prefill, K.ATTN_DECODE: self._decode,
                          K.ALLREDUCE: self._allreduce, K.ALLTOALL: self._alltoall, K.ACTIVATION: self._fused_moe}
 
@@ -118,9 +119,27 @@ class MeasuredLatencyModel:
                 found, label, approximate = self.roofline.op_seconds(op), ROOFLINE, False
             else:
                 found, label, approximate = result
-            self._priced[(op.kind, label, approximate)] += 1
+            key = (op.kind, label, approximate)
+            self._priced[key] += 1
+            self._keys[op] = key
             memo[op] = found
         return found
+
+    def usage_mark(self) -> int:
+        return len(self._memo)
+
+    def usage_since(self, mark: int) -> list[tuple]:
+        """The distinct ops priced after `mark` (the memo keeps insertion order), with their seconds and
+        coverage keys."""
+        return [(op, self._memo[op], self._keys[op]) for op in list(self._memo)[mark:]]
+
+    def merge_usage(self, usage: list[tuple]) -> None:
+        """Ops another copy priced: those new here are counted in `coverage` (distinct shapes)."""
+        for op, seconds, key in usage:
+            if op not in self._memo:
+                self._memo[op] = seconds
+                self._keys[op] = key
+                self._priced[key] += 1
 
     def coverage(self) -> dict[str, dict]:
         """op kind -> {source, ops (distinct shapes priced), approximate (extrapolated or mapped)}."""

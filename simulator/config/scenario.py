@@ -307,7 +307,9 @@ class SchedulerConfig(_Strict):
     piggy-backed on decode steps under a per-step token budget (`chunk_tokens`); vllm_v1: vLLM V1's own
     scheduler rule by rule (simulator.core.vllm_v1: one `max_batched_tokens` budget, running requests first
     in admission order, then waiting ones, KV blocks allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's
-    name before the two kinds of policy were told apart)."""
+    name before the two kinds of policy were told apart). `workers`: processes that simulate independent
+    replicas side by side (simulator.core.parallel; outputs are identical whatever the count): an int, or
+    "auto" (the cores, for runs of ≥ 50,000 requests on ≥ 2 replicas; one process otherwise)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -317,6 +319,14 @@ class SchedulerConfig(_Strict):
     chunk_tokens: int = Field(512, ge=1)
     block_size: int = Field(16, ge=1, le=1024)
     step_mode: Literal["bulk", "step"] = "bulk"
+    workers: Union[Literal["auto"], int] = "auto"
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value):
+        if value == "auto" or (type(value) is int and value >= 1):
+            return value
+        raise ValueError(f"an integer >= 1 or 'auto', got {value!r}")
 
     @model_validator(mode="after")
     def _chunk_fits_the_budget(self) -> "SchedulerConfig":

@@ -323,7 +323,7 @@ class DecodeProfile:
         self.last_finish = -1
 
 
-@dataclass
+@dataclass(slots=True)
 class BulkPlan:
     """Decode steps k0 .. k0 + steps - 1 of one replica's profile, scanned from `bounds_s[0]`."""
 
@@ -338,6 +338,10 @@ class BulkPlan:
     def end_s(self) -> float:
         return float(self.bounds_s[self.steps])
 
+    def last_step_s(self) -> float:
+        """Duration of the last applied step (= its entry of `bounds_s` differences, in float64)."""
+        return float(self.bounds_s[self.steps]) - float(self.bounds_s[self.steps - 1])
+
     def cut(self, at_s: float) -> None:
         """Apply only the steps up to the first boundary at or after `at_s` (an arrival routed to this
         replica while the bulk is in flight)."""
@@ -351,6 +355,21 @@ class BulkPlan:
         return self.bounds_s[np.array(last, dtype=np.int64) - self.k0 + 1] if last else self.bounds_s[:0]
 
 
+def _not_joined(running, members) -> list[int]:
+    """The running requests that are not members, in running order. Searched from the end: requests join
+    as their prefill completes, so the newest admissions are the ones missing (a dissolved profile misses
+    all of them, and the search then reads the whole list)."""
+    missing = len(running) - len(members)
+    found = []
+    for r in reversed(running):
+        if r not in members:
+            found.append(r)
+            if len(found) == missing:
+                break
+    found.reverse()
+    return found
+
+
 def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | None = None, *,
               horizon_s: float | None = None, stop_at_finish: bool = False) -> BulkPlan | None:
     """Plan decode steps of replica `rep` from `now_s`; None when the very next step needs preemption.
@@ -361,8 +380,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     cut (`BulkPlan.cut`) if an arrival comes first. stop_at_finish: end at the first finish."""
     prof = rep.profile
     if len(prof.members) < len(rep.running):
-        members = prof.members
-        prof.join([r for r in rep.running if r not in members])
+        prof.join(_not_joined(rep.running, prof.members))
     blocked_head = bool(rep.waiting)
     if stop_at_arrival is None:
         stop_at_arrival = not blocked_head
@@ -442,7 +460,7 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
         joined = s.arrival_s[list(rep.waiting)[queued:]]
         queued = queued + np.searchsorted(joined, starts, side="right")
     durations = bounds[1:] - starts
-    rep.last_step_s = float(durations[-1])
+    rep.last_step_s = plan.last_step_s()
     plain = rep.acceptance is None
     rep.log.append_decode_bulk(
         rep.cost, rep.index, rep.q, rep.total_blocks, starts, durations, sums[DS], sums[CS],

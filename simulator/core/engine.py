@@ -35,6 +35,7 @@ import numpy as np
 import simpy
 from simpy.events import URGENT
 
+from simulator.core import parallel
 from simulator.core.bulk import plan_bulk, apply_bulk
 from simulator.core.state import DROP_EXCEEDS_KV
 from simulator.core.timeline import IDLE, OwnArrivals, TimelineControls, replica_timeline
@@ -56,6 +57,7 @@ class EngineConfig:
     progress: object | None = None   # optional callable(finished_count) for progress display
     closed_loop: int | None = None   # clients of a closed-loop workload (None: arrivals from the table)
     driver: str = "auto"             # "auto" | "coupled" (force SimPy even where replicas are independent)
+    workers: int | str = 1           # processes for independent replicas (simulator.core.parallel)
 
 
 def _prefix_view(r: int, prompt_tokens: int, reps) -> tuple:
@@ -111,23 +113,39 @@ class Engine:
         s.replica[ok] = choice
         order = np.argsort(choice, kind="stable")
         mine = np.split(ok[order], np.cumsum(np.bincount(choice, minlength=len(reps)))[:-1])
-        ctl = TimelineControls(bulk=self.bulk, report=self._report_independent)
+        work = list(zip(reps, mine))
         # The replica loops make no reference cycles (their objects are freed by reference counting), so
         # the cyclic collector is paused while they run: it would only re-scan the live step log and
         # request structures, a few per cent of the run.
         paused = gc.isenabled()
         gc.disable()
         try:
-            for rep, ids in zip(reps, mine):
-                rep.arrivals = OwnArrivals(ids, s.arrival_s[ids])
-                for _ in replica_timeline(rep, ctl):
-                    pass
-                rep.arrivals = None   # (its lists: ~60 bytes per request)
+            workers = parallel.worker_count(self.cfg.workers, reps, len(ok))
+            if workers > 1:
+                parallel.run_parallel(work, workers, self._run_replicas, self.cluster.log, s, self._count_finished,
+                                      [pool.kind.latency for pool in self.cluster.pools])
+            else:
+                self._run_replicas(work, self._count_finished)
         finally:
             if paused:
                 gc.enable()
         last_arrival = float(s.arrival_s[-1]) if s.n else 0.0
         return max([last_arrival] + [rep.clock_s for rep in reps])
+
+    def _run_replicas(self, work: list[tuple], count_finished) -> None:
+        """Run each (replica, its requests in arrival order) to its end; `count_finished(k)` after steps."""
+        s = self.state
+
+        def report(rep, finished: list[int]) -> None:
+            if finished:
+                count_finished(len(finished))
+
+        ctl = TimelineControls(bulk=self.bulk, report=report)
+        for rep, ids in work:
+            rep.arrivals = OwnArrivals(ids, s.arrival_s[ids])
+            for _ in replica_timeline(rep, ctl):
+                pass
+            rep.arrivals = None   # (its lists: ~60 bytes per request)
 
     def _drop_unfit(self, ids: np.ndarray) -> np.ndarray:
         """Mark the requests that fit in no pool as dropped; returns the others (requests dropped before
@@ -143,10 +161,6 @@ class Engine:
             self.state.drop_reason[bad] = DROP_EXCEEDS_KV
             self._count_finished(len(bad))
         return ids[fits]
-
-    def _report_independent(self, rep, finished: list[int]) -> None:
-        if finished:
-            self._count_finished(len(finished))
 
     # ---- coupled driver ----------------------------------------------------------------------------
     def _run_coupled(self) -> float:

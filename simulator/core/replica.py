@@ -92,6 +92,11 @@ class Replica:
         self.cuttable_end_s = -np.inf  # end of a bulk in flight that an arrival routed here would cut
         self.profile = DecodeProfile(self)  # the decoding requests' futures, for bulks (simulator.core.bulk)
         self.multi_sample = bool((state.samples > 1).any())  # some request decodes several sequences
+        # bulks need one sequence per request, block counting per request and a fixed shape (`bulk_ready`)
+        self._bulk_capable = policy is None and kv is None and not self.multi_sample
+        # its state read after a run is its clock and the requests' and the step log's (no policy or KV
+        # tier state): it may run in a worker process (simulator.core.parallel)
+        self.parallel_safe = policy is None and kv is None
 
     # ---- load seen by the router -------------------------------------------------------------------
     def outstanding_at(self, now_s: float) -> int:
@@ -312,8 +317,11 @@ class Replica:
             prefill_ids.append(r)
             room -= int(s.prefill_target[r] - s.prefilled[r])
         if prefill_ids:
-            chunks = [int(s.prefill_target[r] - s.prefilled[r]) for r in prefill_ids]
-            pairs = sum(chunk_attention_pairs(c, int(s.prefilled[r])) for c, r in zip(chunks, prefill_ids))
+            chunks, pairs = [], 0
+            for r in prefill_ids:
+                done = int(s.prefilled[r])
+                chunks.append(int(s.prefill_target[r]) - done)
+                pairs += chunk_attention_pairs(chunks[-1], done)
             return StepPlan(prefill_ids, chunks, _NO_IDS, pairs, 0)
         decode_ids = self._reserve_decode_blocks(list(self.running))
         ids = np.asarray(decode_ids, dtype=np.int64)
@@ -398,15 +406,13 @@ class Replica:
             tau_sum = int(tau.sum())
             emitted_total += int((inc * s.samples[ids]).sum()) if self.multi_sample else int(inc.sum())
         ds, ts = self.cost.flops_scales  # per-GPU op-graph FLOPs/bytes → replica totals
-        self.log.append_row(replica=self.index, start_s=start_s, duration_s=end_s - start_s,
-                        prefill_tokens=sum(plan.prefill_chunks), prefill_seqs=len(plan.prefill_ids),
-                        decode_seqs=self._decode_rows(ids), query_tokens_per_seq=self._logged_q(plan),
-                        decode_context_tokens=plan.decode_context_tokens, draft_s=draft.seconds,
-                        verify_s=target.seconds - target.engine_s - target.kv_io_s, engine_s=target.engine_s,
-                        kv_io_s=target.kv_io_s, accepted_tokens=tau_sum, emitted_tokens=emitted_total,
-                        flops=ds * draft.flops + ts * target.flops, bytes=ds * draft.bytes + ts * target.bytes,
-                        kv_blocks_used=blocks_used, kv_blocks_total=self.total_blocks,
-                        queued_requests=plan.queued, running_requests=plan.running)
+        self.log.append_row(   # the columns of simulator.results.metrics.STEP_COLUMNS, in its order
+            (self.index, start_s, end_s - start_s, sum(plan.prefill_chunks), len(plan.prefill_ids),
+             self._decode_rows(ids), self._logged_q(plan), plan.decode_context_tokens, draft.seconds,
+             target.seconds - target.engine_s - target.kv_io_s, target.engine_s, tau_sum, emitted_total,
+             ds * draft.flops + ts * target.flops, ds * draft.bytes + ts * target.bytes, blocks_used,
+             self.total_blocks, plan.queued, plan.running),
+            kv_io_s=target.kv_io_s)
         self._finish_done(plan.prefill_ids + ids.tolist(), end_s, finished)
 
     def _logged_q(self, plan: StepPlan) -> int:
@@ -432,10 +438,10 @@ class Replica:
         admissibility only shrinks while decodes grow their KV). A replica whose KV manager decides
         evictions block by block (prefix caching, a host tier) runs step by step: bulks (simulator.core.bulk)
         count blocks per request, not the shared, cached units of a prefix cache."""
-        if not self.running or self.prefilling or self.policy is not None or self.kv is not None \
-                or self.multi_sample:   # bulks count one sequence per request
+        if not self.running or self.prefilling or not self._bulk_capable:
             return False
-        return not self.batching.admissible(self, self.batching.admission_room(self))
+        batching = self.batching
+        return not batching.admissible(self, batching.admission_room(self))
 
 
 class BatchingScheduler:

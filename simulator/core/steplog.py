@@ -13,8 +13,6 @@ Memory then grows with requests (one summary per interval per replica at most), 
 """
 from __future__ import annotations
 
-from operator import itemgetter
-
 import numpy as np
 
 from simulator.results.metrics import STEP_COLUMNS
@@ -60,7 +58,7 @@ class StepLog:
         self.window_start_s = window_start_s
         self.alltoall = alltoall
         self._schema = {**STEP_COLUMNS, **{name: OPTIONAL_STEP_COLUMNS[name] for name in extra}}
-        self._row_of = itemgetter(*self._schema)   # keyword columns -> a row tuple in schema order
+        self._extra = tuple(extra)
         self.totals = StepTotals(num_replicas, window_start_s)
         self._rows: list[tuple] = []
         self._decode: dict[int, tuple[object, list[tuple]]] = {}
@@ -71,9 +69,12 @@ class StepLog:
         self._done = False
 
     # ---- appending -----------------------------------------------------------------------------------
-    def append_row(self, **cols) -> None:
-        """One step (columns of STEP_COLUMNS and the log's extra columns as scalars)."""
-        self._rows.append(self._row_of(cols))
+    def append_row(self, row: tuple, **extra) -> None:
+        """One step: `row` the values of STEP_COLUMNS in their order, `extra` values of optional columns by
+        name (those this log does not keep are ignored)."""
+        if self._extra:
+            row = row + tuple(extra[name] for name in self._extra)
+        self._rows.append(row)
         self._pending += 1
         if self._pending >= FLUSH_STEPS:
             self._flush()
@@ -93,6 +94,27 @@ class StepLog:
         self._pending += len(start_s)
         if self._pending >= FLUSH_STEPS:
             self._flush()
+
+    # ---- parts logged in other processes (simulator.core.parallel) --------------------------------------
+    def start_part(self) -> None:
+        """Empty this copy of the log: a worker process logs its replicas' steps into it from here."""
+        self.totals = StepTotals(self.totals.num_replicas, self.window_start_s)
+        self._rows, self._decode, self._pending = [], {}, 0
+        self._kept, self._carry, self._done = [], None, False
+        self._seen = np.zeros_like(self._seen)
+
+    def export_part(self) -> tuple:
+        """What a worker's copy logged since `start_part`, folded (for `merge_part` in the parent)."""
+        self.finish()
+        return self.totals, self._kept, self._seen
+
+    def merge_part(self, part: tuple) -> None:
+        """Add a worker's `export_part` (its replicas are not logged here): exact totals add up, kept
+        steps or aggregates join the kept list (read sorted by time and replica)."""
+        totals, kept, seen = part
+        self.totals.merge(totals)
+        self._kept.extend(kept)
+        self._seen += seen
 
     # ---- reading -------------------------------------------------------------------------------------
     def columns(self) -> dict[str, np.ndarray]:

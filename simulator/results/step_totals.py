@@ -107,6 +107,16 @@ class StepTotals:
             self.kv_max = top if math.isnan(self.kv_max) else max(self.kv_max, top)
         self.steps += len(start)
 
+    def merge(self, other: "StepTotals") -> None:
+        """Add the totals of steps logged apart (another process's replicas): the sums are exact."""
+        self._busy = [a + b for a, b in zip(self._busy, other._busy)]
+        for name, value in other._sums.items():
+            self._sums[name] += value
+        if not math.isnan(other.kv_max):
+            self.kv_max = other.kv_max if math.isnan(self.kv_max) else max(self.kv_max, other.kv_max)
+        self.steps += other.steps
+        self.has_alltoall = self.has_alltoall or other.has_alltoall
+
     @staticmethod
     def from_frame(steps, num_replicas: int, window_start_s: float, window_end_s: float) -> "StepTotals":
         """The totals of a finished step frame (every step of a run)."""

@@ -1,0 +1,85 @@
+"""Independent replicas in worker processes (simulator.core.parallel): outputs byte-identical to one process
+for every step-log mode, with and without speculation and with measured GPU kernels (whose summary counts
+the distinct shapes priced); progress counts every request; a failing worker fails the run."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import simulator
+from simulator.core import parallel
+from sim_helpers import scenario
+
+SPEC = {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+        "acceptance": {"kind": "constant", "alpha": 0.7}}
+
+
+def cluster(steps: str, spec: bool, workers, **extra) -> dict:
+    return scenario(cluster={"replicas": 5, "router": "round_robin", **extra.pop("cluster", {})},
+                    workload={"arrival": {"qps": 40.0}, "num_requests": 1500},
+                    scheduler={"workers": workers}, outputs={"steps": steps}, **(SPEC if spec else {}), **extra)
+
+
+@pytest.mark.parametrize("spec", [False, True], ids=["plain", "spec"])
+@pytest.mark.parametrize("steps", ["full", "sampled", "aggregate"])
+def test_workers_give_the_same_outputs_as_one_process(steps, spec):
+    one = simulator.run(cluster(steps, spec, 1))
+    three = simulator.run(cluster(steps, spec, 3))
+    assert one.requests.replica.nunique() == 5
+    pd.testing.assert_frame_equal(one.requests, three.requests)
+    pd.testing.assert_frame_equal(one.steps, three.steps)
+    assert json.dumps(one.summary, default=str, sort_keys=True) == json.dumps(three.summary, default=str,
+                                                                              sort_keys=True)
+
+
+def test_measured_kernels_count_the_same_shapes_in_workers():
+    one = simulator.run(cluster("aggregate", False, 1))   # (the helpers' H100 prices with measured kernels)
+    two = simulator.run(cluster("aggregate", False, 2))
+    assert one.summary["latency_source"]["source"] == "measured"
+    assert one.summary["latency_source"] == two.summary["latency_source"]
+    pd.testing.assert_frame_equal(one.requests, two.requests)
+
+
+def test_progress_counts_every_request_across_workers():
+    counted = []
+    result = simulator.run(cluster("aggregate", False, 3), progress=counted.append)
+    assert sum(counted) == len(result.requests) == 1500
+
+
+def test_worker_count_rules():
+    sc = simulator.api.prepare(cluster("aggregate", False, 1))
+    reps = sc.cluster.replicas
+    assert parallel.worker_count(8, reps, 10) == 5           # at most one process per replica
+    assert parallel.worker_count(2, reps, 10) == 2
+    assert parallel.worker_count(1, reps, 10**6) == 1
+    assert parallel.worker_count("auto", reps, parallel.AUTO_MIN_REQUESTS - 1) == 1   # too small to pay off
+    assert parallel.worker_count(3, reps[:1], 10**6) == 1    # one replica: nothing to split
+    policy = simulator.api.prepare(scenario(cluster={"replicas": 3}, policy={"kind": "smartspec", "max_gamma": 4},
+                                            **SPEC))
+    assert parallel.worker_count(3, policy.cluster.replicas, 10**6) == 1   # its state is read after the run
+
+
+def test_split_work_balances_requests_and_keeps_replica_order():
+    work = [(i, np.arange(n)) for i, n in enumerate([10, 1, 7, 7, 3, 2])]
+    groups = parallel.split_work(work, 3)
+    assert sorted(i for g in groups for i, _ in g) == list(range(6))
+    assert all([i for i, _ in g] == sorted(i for i, _ in g) for g in groups)
+    loads = [sum(len(ids) for _, ids in g) for g in groups]
+    assert max(loads) - min(loads) <= 10   # greedy longest-first: within the largest item
+
+
+def test_a_failing_worker_fails_the_run():
+    prepared = simulator.api.prepare(cluster("aggregate", False, 1))
+    reps = prepared.cluster.replicas
+    work = [(rep, np.arange(10)) for rep in reps]   # (ids only size the groups here)
+
+    def run_group(pairs, report):
+        if pairs[0][0].index != 0:   # the groups of the child processes
+            raise ValueError("boom in a worker")
+
+    with pytest.raises(RuntimeError, match="boom in a worker"):
+        parallel.run_parallel(work, 2, run_group, prepared.cluster.log, prepared.cluster.state, lambda k: None,
+                              [])
