@@ -18,12 +18,14 @@ Progress: children add their finished requests to a shared counter that the pare
 `scheduler.workers`: an int (1 = one process) or "auto": as many processes as cores, at most one per
 replica, for runs of at least AUTO_MIN_REQUESTS requests (below that, forking and merging cost more than
 they save), and one process inside a multiprocessing child (a sweep's or plan's worker pool already
-uses the cores). Memory: a child holds its own copy of the request-state pages it writes (copy on write).
+uses the cores). Either way one process where forking is unsafe or impossible: outside the main thread
+(a thread pool's task), in a daemon process, or without the fork start method. Memory: a child holds its own copy of the request-state pages it writes (copy on write).
 """
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
 import traceback
 from multiprocessing.connection import wait
 
@@ -37,7 +39,8 @@ def worker_count(setting, replicas: list, requests: int) -> int:
     """Processes to use for the independent driver (module docstring)."""
     if not all(rep.parallel_safe for rep in replicas) or len(replicas) < 2:
         return 1
-    if "fork" not in mp.get_all_start_methods() or mp.current_process().daemon:   # (a daemon has no children)
+    if ("fork" not in mp.get_all_start_methods() or mp.current_process().daemon   # (a daemon has no children)
+            or threading.current_thread() is not threading.main_thread()):   # (forked from a worker thread)
         return 1
     if setting == "auto":
         if requests < AUTO_MIN_REQUESTS or mp.parent_process() is not None:
@@ -71,11 +74,11 @@ def run_parallel(work: list[tuple], groups: int, run_group, log, state, report, 
     finished."""
     parts = split_work(work, groups)
     ctx = mp.get_context("fork")
-    done = ctx.Value("q", 0, lock=False)   # requests finished in the children (progress)
+    done = ctx.Array("q", len(parts), lock=False)   # requests finished, per child (one writer each)
     children = []
-    for pairs in parts[1:]:
+    for slot, pairs in enumerate(parts[1:], start=1):
         receive, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(pairs, run_group, log, state, latency_models, done, send),
+        proc = ctx.Process(target=_child, args=(pairs, run_group, log, state, latency_models, done, slot, send),
                            daemon=True)
         proc.start()
         send.close()
@@ -84,7 +87,7 @@ def run_parallel(work: list[tuple], groups: int, run_group, log, state, report, 
 
     def report_with_children(k: int) -> None:
         report(k)
-        now = done.value
+        now = sum(done)
         if now != seen[0]:
             report(now - seen[0])
             seen[0] = now
@@ -124,10 +127,10 @@ def run_parallel(work: list[tuple], groups: int, run_group, log, state, report, 
             model.merge_usage(usage)
 
 
-def _child(pairs, run_group, log, state, latency_models, done, send) -> None:
+def _child(pairs, run_group, log, state, latency_models, done, slot: int, send) -> None:
     try:
         def report(k: int) -> None:
-            done.value += k
+            done[slot] += k
 
         log.start_part()
         marks = [model.usage_mark() for model in latency_models]
