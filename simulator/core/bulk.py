@@ -217,10 +217,11 @@ class DecodeProfile:
 
     def _first_tau(self, r: int) -> tuple[np.ndarray, np.ndarray]:
         """τ of request r's first decode steps and its running sum of τ + 1 (a prefix of its draws, enough
-        for its output after its first token; `_join_one` draws more if that is short). Drawn with up to FIRST_DRAW_BLOCK − 1 requests
-        expected to join this replica after it — the waiting queue, then its own next arrivals — in one
-        call: for a counter-based model the draws of a request are the same whoever they are drawn with,
-        and one call for many requests costs about what one call for one request does."""
+        for its output after its first token; `_join_one` draws more if that is short). Drawn with up to
+        FIRST_DRAW_BLOCK − 1 requests expected to join this replica after it — the waiting queue, then its
+        own next arrivals — in one call: for a counter-based model the draws of a request are the same
+        whoever they are drawn with, and one call for many requests costs about what one call for one
+        request does."""
         drawn = self._first.pop(r, None)
         if drawn is not None:
             return drawn
@@ -240,7 +241,7 @@ class DecodeProfile:
                     block.append(b)
         ids = np.array(block, dtype=np.int64)
         acc = rep.acceptance
-        steps = (2 * (-(-(self.rep.s.output[ids] - 1) // (acc.depth + 1))) + 8).tolist()   # a step emits ≤ depth + 1
+        steps = (2 * (-(-(rep.s.output[ids] - 1) // (acc.depth + 1))) + 8).tolist()   # a step emits ≤ depth + 1
         taus = acc.tau(ids, _rows(max(steps)))
         cums = np.cumsum(taus + 1, axis=0)
         for col, b in enumerate(block[1:], start=1):
@@ -337,10 +338,6 @@ class BulkPlan:
     @property
     def end_s(self) -> float:
         return float(self.bounds_s[self.steps])
-
-    def last_step_s(self) -> float:
-        """Duration of the last applied step (= its entry of `bounds_s` differences, in float64)."""
-        return float(self.bounds_s[self.steps]) - float(self.bounds_s[self.steps - 1])
 
     def cut(self, at_s: float) -> None:
         """Apply only the steps up to the first boundary at or after `at_s` (an arrival routed to this
@@ -460,7 +457,7 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
         joined = s.arrival_s[list(rep.waiting)[queued:]]
         queued = queued + np.searchsorted(joined, starts, side="right")
     durations = bounds[1:] - starts
-    rep.last_step_s = plan.last_step_s()
+    rep.last_step_s = float(durations[-1])
     plain = rep.acceptance is None
     rep.log.append_decode_bulk(
         rep.cost, rep.index, rep.q, rep.total_blocks, starts, durations, sums[DS], sums[CS],
