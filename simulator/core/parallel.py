@@ -5,21 +5,23 @@ costs the sum of its replicas, and they can run side by side on several cores. T
 into groups of about equal request counts; the calling process runs the first group and forked children
 run the others. A child returns what its replicas changed: the request-state columns of its requests,
 its part of the step log (simulator.core.steplog.StepLog.export_part: exact totals and kept steps or
-aggregates), each replica's clock and the distinct ops its latency model priced (the summary counts them). The parent writes them back in place, so the run's outputs are
-byte-identical to a run in one process (tests/test_parallel_replicas.py checks requests, steps and
-summary for every `outputs.steps` mode): each replica runs the same code on the same inputs, the step
-log's totals are exact integer sums, its kept rows are sorted by (start, replica) and its aggregates by
-(interval, replica) before they are read.
+aggregates), each replica's clock and the distinct ops its latency model priced (the summary counts
+them). The parent writes them back in place, so the run's outputs are byte-identical to a run in one
+process (tests/test_parallel_replicas.py checks requests, steps and summary for every `outputs.steps`
+mode): each replica runs the same code on the same inputs, the step log's totals are exact integer sums,
+its kept rows are sorted by (start, replica) and its aggregates by (interval, replica) before they are read.
 
 Only replicas whose sole mutable state read after the run is their clock are parallelized (no control
-policy, no KV tiers: `Replica.parallel_safe`); a worker that fails raises in the parent with its traceback.
-Progress: children add their finished requests to a shared counter that the parent reports from.
+policy, no KV tiers: `Replica.parallel_safe`); a worker that fails raises in the parent with its
+traceback. Progress: each child counts its finished requests in its own slot of a shared array, which
+the parent reports from.
 
 `scheduler.workers`: an int (1 = one process) or "auto": as many processes as cores, at most one per
 replica, for runs of at least AUTO_MIN_REQUESTS requests (below that, forking and merging cost more than
-they save), and one process inside a multiprocessing child (a sweep's or plan's worker pool already
-uses the cores). Either way one process where forking is unsafe or impossible: outside the main thread
-(a thread pool's task), in a daemon process, or without the fork start method. Memory: a child holds its own copy of the request-state pages it writes (copy on write).
+they save), and one process inside a multiprocessing child (a sweep's or plan's worker pool already uses
+the cores). Either way one process where forking is unsafe or impossible: outside the main thread (a
+thread pool's task), in a daemon process, or without the fork start method. Memory: a child holds its own
+copy of the request-state pages it writes (copy on write).
 """
 from __future__ import annotations
 
