@@ -92,6 +92,7 @@ class Replica:
         self.cuttable_end_s = -np.inf  # end of a bulk in flight that an arrival routed here would cut
         self.profile = DecodeProfile(self)  # the decoding requests' futures, for bulks (simulator.core.bulk)
         self.multi_sample = bool((state.samples > 1).any())  # some request decodes several sequences
+        self.paused = None   # simulator.core.pauses.PausedRequests when requests may leave the batch for a while
 
     # ---- load seen by the router -------------------------------------------------------------------
     def outstanding_at(self, now_s: float) -> int:
@@ -407,7 +408,10 @@ class Replica:
                         flops=ds * draft.flops + ts * target.flops, bytes=ds * draft.bytes + ts * target.bytes,
                         kv_blocks_used=blocks_used, kv_blocks_total=self.total_blocks,
                         queued_requests=plan.queued, running_requests=plan.running)
-        self._finish_done(plan.prefill_ids + ids.tolist(), end_s, finished)
+        candidates = plan.prefill_ids + ids.tolist()
+        if self.paused is not None:   # some of them leave the batch for a while (simulator.core.pauses)
+            candidates = self.paused.hook.after_step(self, candidates, end_s)
+        self._finish_done(candidates, end_s, finished)
 
     def _logged_q(self, plan: StepPlan) -> int:
         if plan.counts is None or not len(plan.counts):
@@ -433,7 +437,7 @@ class Replica:
         evictions block by block (prefix caching, a host tier) runs step by step: bulks (simulator.core.bulk)
         count blocks per request, not the shared, cached units of a prefix cache."""
         if not self.running or self.prefilling or self.policy is not None or self.kv is not None \
-                or self.multi_sample:   # bulks count one sequence per request
+                or self.multi_sample or self.paused is not None:   # bulks count one sequence per request
             return False
         return not self.batching.admissible(self, self.batching.admission_room(self))
 
