@@ -109,6 +109,16 @@ def test_stride_one_and_a_useless_cache_query_as_often_as_the_baseline():
     assert (spec.kb_documents == spec.kb_queries).all()
 
 
+def test_documents_and_rollbacks_do_not_depend_on_batching(at_load):
+    """The cache's answers are counter-based draws per (request, lookup): another batching scheduler changes
+    every step's timing but not which documents a request looks up, verifies or rolls back."""
+    other = simulator.run(merge(LOAD, {"scheduler": {"kind": "sarathi", "chunk_tokens": 512}})).requests
+    ours = at_load.requests
+    assert not np.allclose(other.finish_s, ours.finish_s)
+    for column in ("kb_queries", "kb_documents", "cache_lookups", "rollbacks", "discarded_tokens"):
+        assert (other[column] == ours[column]).all(), column
+
+
 def test_knowledge_base_is_the_fifo_simpy_resource_of_its_capacity():
     """Brute force: queries submitted in time order finish when a SimPy Resource of the same capacity
     serves them."""

@@ -40,7 +40,9 @@ class PausedRequests:
     def __len__(self) -> int:
         return len(self._heap)
 
-    def pause(self, r: int, until_s: float) -> None:
+    def pause(self, rep, r: int, until_s: float) -> None:
+        """Request r (running on `rep`) leaves the batch until `until_s`, its KV blocks kept."""
+        rep.running.remove(r)
         heapq.heappush(self._heap, (until_s, self._order, r))
         self._order += 1
 
@@ -49,8 +51,9 @@ class PausedRequests:
         return self._heap[0][0] if self._heap else math.inf
 
     def rejoin(self, rep, now_s: float, finished: list[int]) -> None:
-        """Requests whose pause ended by `now_s` rejoin `rep.running` in resume order; those the hook
-        completes finish at their resume time (appended to `finished`)."""
+        """Requests whose pause ended by `now_s` rejoin `rep.running` in resume order (at its end: the
+        first to be preempted, LIFO); those the hook completes finish at their resume time (appended to
+        `finished`)."""
         heap = self._heap
         while heap and heap[0][0] <= now_s:
             until_s, _, r = heapq.heappop(heap)

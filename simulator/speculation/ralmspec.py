@@ -117,8 +117,7 @@ class _IterativeRetrieval:
             if until_s is None:
                 keep.append(r)
             else:
-                rep.running.remove(r)
-                rep.paused.pause(r, until_s)
+                rep.paused.pause(rep, r, until_s)
                 self.paused_s[r] += until_s - end_s
         return keep
 
