@@ -1,8 +1,8 @@
 """RaLMSpec in the DES (`retrieval:`, simulator.speculation.ralmspec): one request alone matches
 theory.ralmspec's two-state chain (rate and speedup, Monte-Carlo error from the query-by-query reference);
 token and knowledge-base conservation at load; p = 1 never rolls back; stride 1 with p = 0 queries the
-knowledge base as often as the baseline; the knowledge base is the FIFO SimPy Resource of its capacity;
-bulk ≡ step; bad input."""
+knowledge base as often as the baseline; released KV is re-prefilled exactly; the knowledge base is the
+FIFO SimPy Resource of its capacity; bulk ≡ step; bad input."""
 from __future__ import annotations
 
 import math
@@ -21,7 +21,7 @@ from theory.ralmspec import ralmspec, simulate_ralmspec
 I, P, S, C, A, B = 8, 0.8, 3, 0.002, 0.06, 0.01   # interval, cache_hit_p, stride, lookup, kb fixed, kb per query
 RETRIEVAL = {"mode": "ralmspec", "interval_tokens": I, "kb_fixed_s": A, "kb_per_query_s": B, "lookup_s": C,
              "cache_hit_p": P, "stride": S}
-LOAD = scenario(workload={"num_requests": 120, "arrival": {"process": "poisson", "qps": 3.0},
+LOAD = scenario(workload={"num_requests": 60, "arrival": {"process": "poisson", "qps": 3.0},
                           "output_tokens": {"kind": "uniform", "low": 20, "high": 300}},
                 cluster={"replicas": 2, "router": "least_outstanding"},
                 retrieval={**RETRIEVAL, "kb_servers": 2})
@@ -119,6 +119,28 @@ def test_documents_and_rollbacks_do_not_depend_on_batching(at_load):
         assert (other[column] == ours[column]).all(), column
 
 
+def test_released_kv_is_re_prefilled_exactly():
+    """kv_while_paused: released. Baseline (no rollback, no preemption here): every pause frees the
+    request's KV (prompt + emitted − 1 tokens) and its re-admission prefills prompt + emitted, so the
+    prefill tokens beyond the prompts are the released tokens plus one per knowledge-base query.
+    RaLMSpec: the same documents and rollbacks as with resident KV, and every token conserved."""
+    base = simulator.run(merge(LOAD, {"retrieval": {"mode": "baseline", "kv_while_paused": "released"}}))
+    req, steps = base.requests, base.steps
+    assert req.preemptions.sum() == 0 and req.finish_s.notna().all()
+    extra = int(steps.prefill_tokens.sum() - req.prompt_tokens.sum())
+    assert extra == base.summary["kv_released_tokens"] + req.kb_queries.sum() > 0
+    resident = simulator.run(merge(LOAD, {"retrieval": {"mode": "baseline"}}))
+    assert resident.steps.prefill_tokens.sum() == req.prompt_tokens.sum()
+    assert base.summary["e2e_mean_s"] > resident.summary["e2e_mean_s"]     # the re-prefills cost time
+    spec = simulator.run(merge(LOAD, {"retrieval": {"kv_while_paused": "released"}}))
+    ours = simulator.run(LOAD).requests
+    for column in ("kb_queries", "rollbacks", "discarded_tokens"):
+        assert (spec.requests[column] == ours[column]).all(), column
+    assert (spec.requests.emitted_tokens == spec.requests.output_tokens).all()
+    assert spec.steps.emitted_tokens.sum() == spec.requests.output_tokens.sum() + spec.requests.discarded_tokens.sum()
+    assert_bulk_equals_step(merge(LOAD, {"retrieval": {"kv_while_paused": "released"}}))
+
+
 def test_knowledge_base_is_the_fifo_simpy_resource_of_its_capacity():
     """Brute force: queries submitted in time order finish when a SimPy Resource of the same capacity
     serves them."""
@@ -169,6 +191,7 @@ def test_bulk_equals_step_and_deterministic(at_load):
     ({"retrieval": {"stride": 0}}, "retrieval.stride"),
     ({"retrieval": {"interval_tokens": 0}}, "retrieval.interval_tokens"),
     ({"retrieval": {"mode": "prefetch"}}, "retrieval.mode"),
+    ({"retrieval": {"kv_while_paused": "swapped"}}, "retrieval.kv_while_paused"),
     ({"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3}}, "drafter.kind"),
     ({"cluster": {"kv_cache": {"prefix_caching": True}}}, "cluster.kv_cache.prefix_caching"),
     ({"workload": {"parallel_samples": 2}}, "workload.parallel_samples"),

@@ -223,7 +223,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
         retrieval = build_retrieval(scenario, state)
         if retrieval is not None:   # requests leave their replica's batch while they retrieve
             for rep in replicas:
-                rep.paused = PausedRequests(retrieval)
+                rep.paused = PausedRequests(retrieval, scenario.retrieval.kv_while_paused == "released")
         return Cluster(scenario, table, state, pools, log, workload_s=workload_s, retrieval=retrieval)
 
     from simulator.cluster.handoff import KVHandOff

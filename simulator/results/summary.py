@@ -55,6 +55,8 @@ def cluster_summary(cluster, requests: pd.DataFrame, end_s: float) -> dict:
     summary.update(kv_cache_summary(cluster, requests, totals))
     if cluster.retrieval is not None:
         summary.update(cluster.retrieval.summary(end_s))
+        if cluster.scenario.retrieval.kv_while_paused == "released":   # KV tokens re-prefilled after pauses
+            summary["kv_released_tokens"] = sum(rep.paused.released_tokens for rep in cluster.replicas)
     return summary
 
 

@@ -6,7 +6,8 @@ on one retrieved document. The first interval's document comes with the prompt (
 request arrives: not simulated). Every later one is retrieved at the interval's start:
 
 - **baseline**: the request leaves its replica's batch while one knowledge-base query runs, then rejoins
-  (simulator.core.pauses: its KV stays resident). A query over n documents takes `kb_fixed_s +
+  (simulator.core.pauses: its KV stays resident, or with `kv_while_paused: released` is freed and
+  re-prefilled; a cache lookup's short pause always keeps it). A query over n documents takes `kb_fixed_s +
   kb_per_query_s · n` on one of `kb_servers` servers of a knowledge base shared by the cluster, FIFO
   (`KnowledgeBase`); a request waits there while the servers are busy.
 - **ralmspec**: the request answers from its local cache instead (a pause of `lookup_s`; the cached
@@ -16,7 +17,7 @@ request arrives: not simulated). Every later one is retrieved at the interval's 
   its n cache-answered documents. Intervals before the first wrong document are committed; from that
   one on they are discarded: their tokens were generated (the steps that made them are priced and in
   the step log) but are not delivered, and at the resume the request rolls its context and KV back to
-  that point (the freed KV blocks return to the replica). The verification returned the right document
+  that point (simulator.core.pauses; the freed KV blocks return to the replica). The verification returned the right document
   for the wrong interval, so the next round's first interval needs no lookup (theory.ralmspec's state
   K); after a round without a wrong document the next round starts with a lookup (state U).
   A request finishes when its output length is reached and verified.
@@ -28,8 +29,9 @@ committed intervals per second and speedup against it, Monte-Carlo error).
 Approximations, named here:
 - the knowledge base serves each request's query on its own (no merging of concurrent requests' queries
   into one batch); its latency is an input (no model of the index);
-- a paused request keeps its KV blocks (as a serving engine keeps a request that waits on a tool or a
-  retrieval) and cannot be preempted while paused; the lookup runs on the host, serially for the request
+- a paused request keeps its KV blocks by default (as a serving engine keeps a request that waits on a
+  tool or a retrieval) and cannot be preempted while paused; released KV is re-prefilled in full (no
+  prefix cache keeps part of it: an upper bound); the lookup runs on the host, serially for the request
   (RaLMSpec's asynchronous verification and prefetching, which overlap it, are not modelled: a larger
   cache raises `cache_hit_p` — give the rate it reaches);
 - one token per decode step (plain decoding: a drafter is refused), so boundaries fall on step ends;
@@ -113,11 +115,12 @@ class _IterativeRetrieval:
             return candidates
         keep = []
         for r, hit in zip(candidates, at.tolist()):
+            queries = int(self.kb_queries[r])
             until_s = self._boundary(r, int(s.emitted[r]), end_s) if hit else None
             if until_s is None:
                 keep.append(r)
-            else:
-                rep.paused.pause(rep, r, until_s)
+            else:   # only a knowledge-base query is long enough to release the KV (kv_while_paused)
+                rep.paused.pause(rep, r, until_s, may_release=self.kb_queries[r] > queries)
                 self.paused_s[r] += until_s - end_s
         return keep
 
@@ -131,8 +134,8 @@ class _IterativeRetrieval:
         the time it rejoins, or None to stay in the batch."""
         raise NotImplementedError
 
-    def resume(self, rep, r: int, resume_s: float) -> bool:
-        return False
+    def resume(self, rep, r: int, resume_s: float) -> tuple[int, bool]:
+        return 0, False
 
     # ---- outputs ---------------------------------------------------------------------------------------
     def request_columns(self) -> dict[str, np.ndarray]:
@@ -231,22 +234,13 @@ class RalmSpecRetrieval(_IterativeRetrieval):
         self._new_round(r, generated, known=False)
         return verified_s + self.spec.lookup_s
 
-    def resume(self, rep, r: int, resume_s: float) -> bool:
-        d = int(self.pending_discard[r])
-        if d:
-            s = self.s
-            self.pending_discard[r] = 0
-            self.discarded[r] += d
-            s.emitted[r] -= d
-            s.ctx[r] -= d
-            keep = int(rep.blocks_for(int(s.ctx[r]) + rep.q))
-            if s.blocks[r] > keep:           # the rolled-back tokens' blocks go back to the replica
-                rep.used_blocks -= int(s.blocks[r]) - keep
-                s.blocks[r] = keep
-        if self.done_at_resume[r]:
-            self.done_at_resume[r] = False
-            return True
-        return False
+    def resume(self, rep, r: int, resume_s: float) -> tuple[int, bool]:
+        dropped = int(self.pending_discard[r])
+        self.pending_discard[r] = 0
+        self.discarded[r] += dropped
+        complete = bool(self.done_at_resume[r])
+        self.done_at_resume[r] = False
+        return dropped, complete
 
 
 # retrieval.mode -> the hook (a new mode: a class with `_boundary` plus one line here)
