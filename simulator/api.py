@@ -80,6 +80,9 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None)
     if cluster.handoff is not None:
         for name, values in cluster.handoff.request_columns(cluster.state).items():
             requests[name] = values
+    if cluster.retrieval is not None:   # retrieval pauses, knowledge-base queries, rollbacks per request
+        for name, values in cluster.retrieval.request_columns().items():
+            requests[name] = values
     if scenario.cluster.kv_cache.prefix_caching:  # prompt tokens found cached at the first admission
         requests["cached_prompt_tokens"] = cluster.state.cached_prompt_tokens.copy()
     cluster.log.finish()

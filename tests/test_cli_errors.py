@@ -37,6 +37,10 @@ BAD = {
     "unknown_kind": (scenario(drafter={"kind": "oracle"}), "drafter.kind"),
     "unknown_drafter_model": (scenario(drafter={"kind": "draft_model", "model": "nope", "gamma": 2}),
                               "drafter.model"),
+    "negative_kb_latency": (scenario(retrieval={"mode": "ralmspec", "interval_tokens": 8, "kb_fixed_s": -0.1}),
+                            "retrieval.kb_fixed_s"),
+    "retrieval_with_drafter": (scenario(retrieval={"mode": "ralmspec", "interval_tokens": 8, "kb_fixed_s": 0.1},
+                                        drafter={"kind": "ngram", "gamma": 3}), "drafter.kind"),
 }
 
 

@@ -130,6 +130,9 @@ CASES = [
      "ee723fbebde84970", "1ac7e347da6deeb4", "0a929a53fcda7f34"),
     ("scenarios/speculation/rasd_retrieval.yaml", ['workload.num_requests=60'],
      "b5f0bcfc99f64fff", "45d47931c8839141", "780391c69ecd87e5"),
+    # added with issue 17's RaLMSpec in the DES (retrieval:; runs without it unchanged)
+    ("scenarios/speculation/ralmspec.yaml", ['workload.num_requests=60'],
+     "76db9e009144ac9e", "0709e4e9513a1963", "cd01f4ed737e73bc"),
     # added with issue 19 (vLLM's engine profile, scheduler and draft proposer)
     ("scenarios/validation/vllm_cpu.yaml", [], "51967dec7df060c7", "c004ea2b780f3d17", "a4a4e733c7a46d95"),
 ]

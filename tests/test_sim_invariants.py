@@ -28,6 +28,15 @@ CASES = {
                                    scheduler={"kind": "vllm_v1", "max_batch_size": 256, "max_batched_tokens": 2048}),
     "multi_replica": scenario(cluster={"replicas": 3, "router": "least_outstanding"},
                               workload={"arrival": {"qps": 20.0}}),
+    # requests leave the batch to retrieve (RaLMSpec: rollbacks), on a small GPU that preempts
+    "ralmspec_preempting": scenario(cluster={"hardware": "l40s", "model": "llama-2-13b", "replicas": 2,
+                                             "router": "least_outstanding"},
+                                    workload={"arrival": {"qps": 12.0}, "num_requests": 100,
+                                              "prompt_tokens": {"kind": "uniform", "low": 1000, "high": 3000},
+                                              "output_tokens": {"kind": "uniform", "low": 100, "high": 400}},
+                                    retrieval={"mode": "ralmspec", "interval_tokens": 16, "kb_fixed_s": 0.1,
+                                               "kb_per_query_s": 0.01, "kb_servers": 2, "lookup_s": 0.001,
+                                               "cache_hit_p": 0.6, "stride": 3}),
 }
 
 
@@ -47,7 +56,9 @@ def test_every_request_finishes_or_is_dropped_with_reason(case):
 
 def test_token_conservation(case):
     _, result = case
-    assert result.steps.emitted_tokens.sum() == result.requests.emitted_tokens.sum()
+    req = result.requests
+    discarded = req.discarded_tokens.sum() if "discarded_tokens" in req else 0   # generated, rolled back (RaLMSpec)
+    assert result.steps.emitted_tokens.sum() == req.emitted_tokens.sum() + discarded
 
 
 def test_kv_blocks_never_exceed_capacity(case):

@@ -1,4 +1,5 @@
-"""Every drafter-family scenario under scenarios/speculation/ runs, conserves tokens, and speculates."""
+"""Every drafter-family scenario under scenarios/speculation/ runs, conserves tokens, and speculates (RaLMSpec:
+on documents, with rollbacks)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,5 +26,9 @@ def test_scenario_runs_and_speculates(path):
     result = simulator.run(path, ["workload.num_requests=30"])
     req = result.requests
     assert req.finish_s.notna().all()
+    if result.scenario.retrieval is not None:   # RaLMSpec speculates on documents: discarded tokens were generated
+        assert result.steps.emitted_tokens.sum() == req.output_tokens.sum() + req.discarded_tokens.sum()
+        assert req.output_tokens.sum() == req.emitted_tokens.sum() and req.rollbacks.sum() > 0
+        return
     assert result.steps.emitted_tokens.sum() == req.output_tokens.sum() == req.emitted_tokens.sum()
     assert req.drafted_tokens.sum() > 0 and 0 < req.accepted_tokens.sum() <= req.drafted_tokens.sum()

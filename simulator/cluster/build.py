@@ -17,12 +17,14 @@ import numpy as np
 
 from simulator.errors import ScenarioError
 from simulator.cluster.factory import ReplicaKind, build_replica_kind
+from simulator.core.pauses import PausedRequests
 from simulator.core.replica import Replica
 from simulator.core.routers import make_router
 from simulator.config.scenario import Scenario
 from simulator.core.state import RequestState
 from simulator.core.steplog import StepLog
 from simulator.core.workload import RequestTable, generate_requests
+from simulator.speculation.ralmspec import build_retrieval, check_retrieval
 
 DISAGG = "cluster.disaggregation"
 
@@ -64,6 +66,7 @@ class Cluster:
     pools: list[Pool]
     log: StepLog
     handoff: object = None          # simulator.cluster.handoff.KVHandOff between the pools, or None
+    retrieval: object = None        # simulator.speculation.ralmspec hook (`retrieval:`; its knowledge base), or None
     workload_s: float = 0.0            # host seconds spent reading (a trace) or drawing the requests
     replicas: list[Replica] = field(init=False)
 
@@ -205,6 +208,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
     _check_router(scenario)
     _check_parallel_samples(scenario)
+    check_retrieval(scenario)
     streams = Streams.from_seed(scenario.seed)
     block = scenario.scheduler.block_size
     if dis is None:
@@ -216,7 +220,11 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
                             kv_tiers(scenario, kind, blocks, table)) for i in range(cl.replicas)]
         pools = [Pool("colocated", kind, replicas, make_router(cl.router, cl.replicas, streams.router))]
         log.alltoall = _alltoall_pricer(pools)
-        return Cluster(scenario, table, state, pools, log, workload_s=workload_s)
+        retrieval = build_retrieval(scenario, state)
+        if retrieval is not None:   # requests leave their replica's batch while they retrieve
+            for rep in replicas:
+                rep.paused = PausedRequests(retrieval, scenario.retrieval.kv_while_paused == "released")
+        return Cluster(scenario, table, state, pools, log, workload_s=workload_s, retrieval=retrieval)
 
     from simulator.cluster.handoff import KVHandOff
     from simulator.cluster.pool_replicas import DecodeReplica, PrefillReplica

@@ -18,6 +18,7 @@ from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, Fix
                                           NgramDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
                                    ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig)
+from simulator.config.retrieval import RetrievalConfig
 from simulator.core.workload import WorkloadConfig
 
 
@@ -358,6 +359,7 @@ class Scenario(_Strict):
     speculation: SpeculationConfig = ChainConfig()
     policy: PolicyConfig = FixedPolicyConfig()
     early_exit: EarlyExitConfig | None = None
+    retrieval: RetrievalConfig | None = None   # iterative RAG: baseline or RaLMSpec (simulator.config.retrieval)
     scheduler: SchedulerConfig = SchedulerConfig()
     slo: SLO = SLO()
     outputs: OutputsConfig = OutputsConfig()

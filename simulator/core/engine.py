@@ -9,7 +9,8 @@ Two drivers run the same replica timelines:
   round_robin): every request's replica is known before the run, so replicas cannot affect each other
   and each is simulated on its own, start to end, without SimPy. A bulk of decode steps ends only at the
   next arrival routed to *its* replica, so the cost is linear in requests whatever the replica count.
-- **coupled** (SimPy; routers that read loads, closed-loop workloads, disaggregation): requests are
+- **coupled** (SimPy; routers that read loads, closed-loop workloads, disaggregation, a knowledge base
+  shared by the replicas and queried in time order, `Cluster.retrieval`): requests are
   routed when they arrive, from loads the engine keeps as arrays (outstanding = routed − finished, with
   the finishes inside bulks in flight before the arrival subtracted, as a step-by-step run would have
   applied them). A request routed to a replica whose bulk is in flight and whose batch can grow cuts
@@ -99,7 +100,7 @@ class Engine:
     def independent(self) -> bool:
         """Replicas cannot affect each other: colocated, open loop, routing ahead of time."""
         return (self.handoff is None and self.cfg.closed_loop is None and self.entry.router.stateless
-                and self.cfg.driver == "auto")
+                and self.cfg.driver == "auto" and self.cluster.retrieval is None)
 
     def run(self) -> float:
         """Simulate until every request finished or was dropped. Returns the simulated end time."""
@@ -223,7 +224,7 @@ class Engine:
     def _report(self, rep, finished: list[int]) -> None:
         if self._loads:  # (only entry-pool replicas report: their indices are 0..n-1)
             i = rep.index
-            self._open[i] = len(rep.waiting) + len(rep.running)
+            self._open[i] = len(rep.waiting) + len(rep.running) + (len(rep.paused) if rep.paused is not None else 0)
             self._early[i] = 0
             self._next_finish[i] = math.inf
         if finished:

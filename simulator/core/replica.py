@@ -94,9 +94,13 @@ class Replica:
         self.multi_sample = bool((state.samples > 1).any())  # some request decodes several sequences
         # bulks need one sequence per request, block counting per request and a fixed shape (`bulk_ready`)
         self._bulk_capable = policy is None and kv is None and not self.multi_sample
-        # its state read after a run is its clock and the requests' and the step log's (no policy or KV
-        # tier state): it may run in a worker process (simulator.core.parallel)
-        self.parallel_safe = policy is None and kv is None
+        self.paused = None   # simulator.core.pauses.PausedRequests when requests may leave the batch for a while
+
+    @property
+    def parallel_safe(self) -> bool:
+        """Its state read after a run is its clock and the requests' and the step log's (no policy, KV tier
+        or pause state): it may run in a worker process (simulator.core.parallel)."""
+        return self.policy is None and self.kv is None and self.paused is None
 
     # ---- load seen by the router -------------------------------------------------------------------
     def outstanding_at(self, now_s: float) -> int:
@@ -413,7 +417,10 @@ class Replica:
              ds * draft.flops + ts * target.flops, ds * draft.bytes + ts * target.bytes, blocks_used,
              self.total_blocks, plan.queued, plan.running),
             kv_io_s=target.kv_io_s)
-        self._finish_done(plan.prefill_ids + ids.tolist(), end_s, finished)
+        candidates = plan.prefill_ids + ids.tolist()
+        if self.paused is not None:   # some of them leave the batch for a while (simulator.core.pauses)
+            candidates = self.paused.hook.after_step(self, candidates, end_s)
+        self._finish_done(candidates, end_s, finished)
 
     def _logged_q(self, plan: StepPlan) -> int:
         if plan.counts is None or not len(plan.counts):
@@ -438,7 +445,7 @@ class Replica:
         admissibility only shrinks while decodes grow their KV). A replica whose KV manager decides
         evictions block by block (prefix caching, a host tier) runs step by step: bulks (simulator.core.bulk)
         count blocks per request, not the shared, cached units of a prefix cache."""
-        if not self.running or self.prefilling or not self._bulk_capable:
+        if not self.running or self.prefilling or not self._bulk_capable or self.paused is not None:
             return False
         batching = self.batching
         return not batching.admissible(self, batching.admission_room(self))

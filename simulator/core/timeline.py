@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator.core.bulk import apply_bulk, plan_bulk
+from simulator.core.pauses import sleep_until_resume
 
 IDLE = None  # yielded by a replica with nothing to do and no known arrival: the driver wakes it
 
@@ -69,9 +70,19 @@ def replica_timeline(rep, ctl: TimelineControls):
     arrivals: OwnArrivals | None = rep.arrivals
     handoff, report = ctl.handoff, ctl.report
     finished: list[int] = []
+    paused = rep.paused   # simulator.core.pauses.PausedRequests, or None (no request ever pauses)
     while True:
         if arrivals is not None:
             arrivals.take(rep.waiting, rep.clock_s)
+        if paused is not None:
+            if paused.next_s() <= rep.clock_s:
+                paused.rejoin(rep, rep.clock_s, finished)
+                if finished:
+                    report(rep, finished)
+                    finished.clear()
+            if len(paused) and not rep.running and not rep.batching.admissible(rep, rep.batching.admission_room(rep)):
+                yield from sleep_until_resume(rep, arrivals)   # nothing to run until a resume or an arrival
+                continue
         if not rep.has_work():
             if arrivals is None:
                 yield IDLE

@@ -53,6 +53,10 @@ def cluster_summary(cluster, requests: pd.DataFrame, end_s: float) -> dict:
         duration = totals.sum("duration_s")
         summary["alltoall_time_fraction"] = totals.sum("alltoall_s") / duration if totals.steps else float("nan")
     summary.update(kv_cache_summary(cluster, requests, totals))
+    if cluster.retrieval is not None:
+        summary.update(cluster.retrieval.summary(end_s))
+        if cluster.scenario.retrieval.kv_while_paused == "released":   # KV tokens re-prefilled after pauses
+            summary["kv_released_tokens"] = sum(rep.paused.released_tokens for rep in cluster.replicas)
     return summary
 
 
