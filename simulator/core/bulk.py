@@ -451,15 +451,10 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     prof.k = k1
     prof.member_blocks = int(sums[BLK, -1]) - released
     rep.used_blocks = plan.other_blocks + prof.member_blocks
-    starts = bounds[:-1]
     queued = plan.queued
     if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
         joined = s.arrival_s[list(rep.waiting)[queued:]]
-        queued = queued + np.searchsorted(joined, starts, side="right")
-    durations = bounds[1:] - starts
-    rep.last_step_s = float(durations[-1])
-    plain = rep.acceptance is None
-    rep.log.append_decode_bulk(
-        rep.cost, rep.index, rep.q, rep.total_blocks, starts, durations, sums[DS], sums[CS],
-        None if plain else sums[ACC], None if plain else sums[EM],
-        sums[BLK] + plan.other_blocks if plan.other_blocks else sums[BLK], queued)
+        queued = queued + np.searchsorted(joined, bounds[:-1], side="right")
+    rep.last_step_s = float(bounds[n]) - float(bounds[n - 1])
+    rep.log.append_decode_bulk(rep.cost, rep.index, rep.q, rep.total_blocks, bounds, sums, plan.other_blocks,
+                               rep.acceptance is not None, queued)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from simulator.core.bulk import ACC, BLK, CS, DS, EM
 from simulator.results.metrics import STEP_COLUMNS
 from simulator.results.step_totals import StepTotals, aggregate_steps
 
@@ -79,19 +80,20 @@ class StepLog:
         if self._pending >= FLUSH_STEPS:
             self._flush()
 
-    def append_decode_bulk(self, cost, replica: int, query_tokens: int, kv_blocks_total: int, start_s: np.ndarray,
-                           duration_s: np.ndarray, decode_seqs: np.ndarray, context_tokens: np.ndarray,
-                           accepted: np.ndarray | None, emitted: np.ndarray | None, kv_blocks_used: np.ndarray,
-                           queued) -> None:
-        """n decode-only steps of one replica (arrays of length n; `accepted` None: 0; `emitted` None: one
-        token per sequence, `decode_seqs`; `queued` an int or an array) whose costs are `cost.decode_steps(decode_seqs, context_tokens)` of `cost`, a
-        simulator.cost.step_cost.StepCostModel (priced at the next flush, all bulks of a model at once)."""
+    def append_decode_bulk(self, cost, replica: int, query_tokens: int, kv_blocks_total: int, bounds_s: np.ndarray,
+                           sums: np.ndarray, other_blocks: int, speculating: bool, queued) -> None:
+        """n decode-only steps of one replica: `bounds_s` their n + 1 boundaries (step j from bounds_s[j] to
+        bounds_s[j + 1]), `sums` their (5, n) per-step sums in simulator.core.bulk.DecodeProfile's rows
+        (requests decoding, Σ context, blocks held by them, tokens emitted and draft tokens accepted, the
+        last two with speculation only: plain decoding emits one token per request and accepts none),
+        `other_blocks` the blocks other requests hold, `queued` an int or an array. Their costs are
+        `cost.decode_steps(requests decoding, Σ context)` of `cost`, a simulator.cost.step_cost.StepCostModel,
+        priced at the next flush, all bulks of a model at once; the columns are derived there too."""
         group = self._decode.get(id(cost))
         if group is None:
             group = self._decode[id(cost)] = (cost, [])
-        group[1].append((replica, query_tokens, kv_blocks_total, start_s, duration_s, decode_seqs, context_tokens,
-                         accepted, emitted, kv_blocks_used, queued))
-        self._pending += len(start_s)
+        group[1].append((replica, query_tokens, kv_blocks_total, bounds_s, sums, other_blocks, speculating, queued))
+        self._pending += sums.shape[1]
         if self._pending >= FLUSH_STEPS:
             self._flush()
 
@@ -216,32 +218,38 @@ class StepLog:
     @staticmethod
     def _decode_columns(cost, bulks: list[tuple]) -> dict[str, np.ndarray]:
         """Columns of the decode bulks of one cost model, their costs priced in one call."""
-        (replica, q, kv_total, start, duration, seqs, ctx, accepted, emitted, kv_used, queued) = zip(*bulks)
-        counts = np.array([len(s) for s in start], dtype=np.int64)
+        (replica, q, kv_total, bounds, sums, other, speculating, queued) = zip(*bulks)
+        counts = np.array([s.shape[1] for s in sums], dtype=np.int64)
         n = int(counts.sum())
 
         def per_bulk(values) -> np.ndarray:
             return np.repeat(np.array(values, dtype=np.int64), counts)
 
-        def joined(values) -> np.ndarray:
-            return np.concatenate(values).astype(np.int64, copy=False)
-
-        decode_seqs, context = joined(seqs), joined(ctx)
+        edges = np.concatenate(bounds)   # each bulk's n + 1 boundaries, one after the other
+        last = np.cumsum(counts + 1) - 1
+        starts, ends = np.delete(edges, last), np.delete(edges, last - counts)
+        rows = np.concatenate(sums, axis=1).astype(np.int64, copy=False)
+        decode_seqs, context = rows[DS], rows[CS]
         draft, target = cost.decode_steps(decode_seqs, context)
         draft_scale, target_scale = cost.flops_scales
         zeros = np.zeros(n, dtype=np.int64)
+        if all(speculating):
+            emitted, accepted = rows[EM], rows[ACC]
+        elif any(speculating):
+            spec = per_bulk(speculating).astype(bool)
+            emitted, accepted = np.where(spec, rows[EM], decode_seqs), np.where(spec, rows[ACC], 0)
+        else:
+            emitted, accepted = decode_seqs, zeros
         return {
-            "replica": per_bulk(replica), "start_s": np.concatenate(start), "duration_s": np.concatenate(duration),
+            "replica": per_bulk(replica), "start_s": starts, "duration_s": ends - starts,
             "prefill_tokens": zeros, "prefill_seqs": zeros, "decode_seqs": decode_seqs,
             "query_tokens_per_seq": per_bulk(q), "decode_context_tokens": context,
             "draft_s": draft[:, 0], "verify_s": target[:, 0] - target[:, 3], "engine_s": target[:, 3],
-            "accepted_tokens": zeros if all(a is None for a in accepted) else
-            joined([np.zeros(c, dtype=np.int64) if a is None else a for a, c in zip(accepted, counts.tolist())]),
-            "emitted_tokens": decode_seqs if all(e is None for e in emitted) else
-            joined([s if e is None else e for e, s in zip(emitted, seqs)]),
+            "accepted_tokens": accepted, "emitted_tokens": emitted,
             "flops": draft_scale * draft[:, 1] + target_scale * target[:, 1],
             "bytes": draft_scale * draft[:, 2] + target_scale * target[:, 2],
-            "kv_blocks_used": joined(kv_used), "kv_blocks_total": per_bulk(kv_total),
+            "kv_blocks_used": rows[BLK] + per_bulk(other) if any(other) else rows[BLK],
+            "kv_blocks_total": per_bulk(kv_total),
             "queued_requests": _per_step(queued, counts),
             "running_requests": decode_seqs,
         }
