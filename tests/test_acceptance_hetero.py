@@ -6,7 +6,6 @@ from pathlib import Path
 import glob
 import sysconfig
 
-import numpy as np
 import pytest
 import regex
 import torch

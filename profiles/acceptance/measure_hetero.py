@@ -20,7 +20,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 import pandas as pd
 import torch
 

@@ -28,7 +28,7 @@ import torch
 from models.torch_impl.gguf_loader import LoadedModel
 from profiles.acceptance import trace as tr
 from profiles.acceptance.hetero_vocab import TLIDrafter, build_vocab_map
-from profiles.acceptance.verify import speculative_generate, truncate_sequence
+from profiles.acceptance.verify import compared_sequences, speculative_generate
 
 
 def loop_positions(accepted: Sequence[int]) -> np.ndarray:
@@ -39,19 +39,11 @@ def loop_positions(accepted: Sequence[int]) -> np.ndarray:
 def compare_hetero(trace: pd.DataFrame, target: LoadedModel, drafter: LoadedModel, seqs: Sequence[int],
                    gammas: Sequence[int], max_new_tokens: int | None = None) -> list[dict]:
     """One report row per (seq, γ): the real TLI loop against the trace (see the module docstring)."""
-    meta = trace.attrs.get("meta", {})
-    max_new = int(meta.get("settings", {}).get("max_new_tokens", 0))
-    if max_new_tokens is not None:
-        if not 1 <= max_new_tokens <= max_new:
-            raise ValueError(f"max_new_tokens must lie in 1…{max_new}, got {max_new_tokens}")
-        max_new = max_new_tokens
     vmap = build_vocab_map(drafter.tokenizer, target.tokenizer)
     stop_ids = target.tokenizer.stop_ids()
     report = []
     with torch.inference_mode():
-        for seq in seqs:
-            rows = truncate_sequence(trace[trace["seq"] == seq], max_new)
-            prompt = meta["sequences"][seq]["prompt_tokens"]
+        for seq, rows, prompt, max_new in compared_sequences(trace, seqs, max_new_tokens):
             text_bytes = len(target.tokenizer.decode_bytes(list(prompt) + rows["target_token"].tolist()))
             for gamma in gammas:
                 context = min(drafter.config.max_context, text_bytes + 16 * (gamma + 1))
