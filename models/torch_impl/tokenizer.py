@@ -235,6 +235,13 @@ class BPETokenizer:
             return tok.encode("utf-8")
         return bytes(self._u2b[c] for c in tok)
 
+    def byte_id(self, value: int) -> int:
+        """The token of one raw byte (the unknown token when the vocabulary lacks it)."""
+        token_id = self.token_to_id.get(self._b2u[value], self.unk_id)
+        if token_id is None:
+            raise ValueError(f"vocabulary lacks byte {value:#04x} and has no unknown token")
+        return token_id
+
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         return b"".join(self.token_bytes(i) for i in ids)
 

@@ -82,11 +82,7 @@ def drafter_ids(drafter: BPETokenizer, data: bytes) -> list[int]:
     for i, ch in enumerate(text):
         if "\udc80" <= ch <= "\udcff":
             out += drafter.encode(text[start:i]) if i > start else []
-            symbol = drafter._b2u[ord(ch) - 0xDC00]
-            byte_id = drafter.token_to_id.get(symbol, drafter.unk_id)
-            if byte_id is None:
-                raise ValueError(f"drafter vocabulary lacks byte {ord(ch) - 0xDC00:#04x} and has no unknown token")
-            out.append(byte_id)
+            out.append(drafter.byte_id(ord(ch) - 0xDC00))
             start = i + 1
     if start < len(text):
         out += drafter.encode(text[start:])
