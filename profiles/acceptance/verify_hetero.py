@@ -57,7 +57,7 @@ def compare_hetero(trace: pd.DataFrame, target: LoadedModel, drafter: LoadedMode
                     raise ValueError(f"seq {seq}: the loop's text is longer than the trace's")
                 at_same = tr.accepted_lengths(rows, gamma, "draft")[positions]
                 report.append({
-                    "seq": int(seq), "gamma": int(gamma),
+                    "seq": int(seq), "gamma": int(gamma), "compared_tokens": int(max_new),
                     "tokens_match": loop.tokens == rows["target_token"].tolist(),
                     "first_draft_match": bool(np.array_equal(np.minimum(tau, 1), np.minimum(at_same, 1))),
                     "steps": len(tau), "steps_same_tau": int((tau == at_same).sum()),
