@@ -6,7 +6,7 @@ then recomputed by one parallel target pass over the text), and per target posit
 "draft" computed from TLI's q′ in the target's id space (`position_summaries`: argmax rank, top-k branch
 ranks, β at every temperature of the schema) plus the prompt-lookup columns "ngram".
 
-Offline entry point (pinned GGUF files from `fetch`; ~8 GB of RAM with the 1.5B target):
+Offline entry point (pinned GGUF files from `fetch`; ~10 GB of RAM with the 1.5B target):
     python3 -m profiles.acceptance.measure_hetero --target target --drafter smollm2 \\
         --texts-from profiles/data/acceptance/qwen2.5-coder-1.5b-0.5b.parquet --out profiles/data/acceptance/
 """
