@@ -222,3 +222,5 @@ def test_real_smollm2_tokenizer_and_model():
     with torch.inference_mode():
         loss = torch.nn.functional.cross_entropy(m.model.forward_full(torch.tensor(ids))[:-1], torch.tensor(ids[1:]))
     assert float(loss) < 0.4 * math.log(tok.vocab_size)
+    from models import get_model    # the catalog entry the simulator prices counts the file's parameters
+    assert get_model("smollm2-135m").param_count() == sum(p.numel() for p in m.model.parameters())
