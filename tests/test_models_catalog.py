@@ -12,11 +12,12 @@ from models.catalog import _load_file
 from models.spec import ModelSpec, dtype_bytes, validate_parallelism
 from models.step import Parallelism
 
-# The models, plus qwama-0.5b: the Llama-3 draft of the vLLM speculation-under-load reproduction.
+# The models, plus qwama-0.5b: the Llama-3 draft of the vLLM speculation-under-load reproduction, and
+# smollm2-135m: the cross-vocabulary drafter of the measured TLI traces (profiles/data/acceptance).
 CATALOG = ["deepseek-v3", "gpt-oss-120b", "gpt-oss-20b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b",
            "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.3-70b", "llama-68m", "mixtral-8x7b",
            "qwama-0.5b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "qwen3-235b-a22b",
-           "qwen3-30b-a3b", "qwen3-32b", "qwen3-8b", "vicuna-13b", "vicuna-33b", "vicuna-7b"]
+           "qwen3-30b-a3b", "qwen3-32b", "qwen3-8b", "smollm2-135m", "vicuna-13b", "vicuna-33b", "vicuna-7b"]
 
 
 def test_catalog_lists_exactly_the_expected_models():

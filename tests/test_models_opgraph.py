@@ -56,7 +56,7 @@ def test_gemm_flops_equal_spec_flops_per_token(name):
 def test_every_op_has_its_kind_dims_and_sane_numbers(name):
     spec = get_model(name)
     heads = spec.num_heads
-    tp = 4 if heads % 4 == 0 and (spec.num_kv_heads % 4 == 0 or 4 % spec.num_kv_heads == 0) else 2
+    tp = next(t for t in (4, 2, 3) if heads % t == 0 and (spec.num_kv_heads % t == 0 or t % spec.num_kv_heads == 0))
     ops = step_ops(spec, mixed_shape(), Parallelism(tp=tp, pp=2))
     by_name(ops)
     for op in ops:

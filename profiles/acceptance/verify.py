@@ -89,6 +89,24 @@ def truncate_sequence(rows: pd.DataFrame, max_tokens: int) -> pd.DataFrame:
     return cut
 
 
+def compared_tokens(meta: dict, max_new_tokens: int | None) -> int:
+    """Tokens per sequence to compare: `max_new_tokens`, or the measurement's when None."""
+    max_new = int(meta.get("settings", {}).get("max_new_tokens", 0))
+    if max_new_tokens is None:
+        return max_new
+    if not 1 <= max_new_tokens <= max_new:
+        raise ValueError(f"max_new_tokens must lie in 1…{max_new}, got {max_new_tokens}")
+    return max_new_tokens
+
+
+def compared_sequences(trace: pd.DataFrame, seqs: Sequence[int], max_new_tokens: int | None):
+    """(seq, rows truncated to the compared tokens, prompt tokens, compared tokens) per sequence in `seqs`."""
+    meta = trace.attrs.get("meta", {})
+    max_new = compared_tokens(meta, max_new_tokens)
+    for seq in seqs:
+        yield seq, truncate_sequence(trace[trace["seq"] == seq], max_new), meta["sequences"][seq]["prompt_tokens"], max_new
+
+
 def compare(trace: pd.DataFrame, target: LoadedModel, draft: LoadedModel, seqs: Sequence[int],
             gammas: Sequence[int], drafters: Sequence[str] = tr.DRAFTERS,
             max_new_tokens: int | None = None) -> list[dict]:
@@ -96,19 +114,12 @@ def compare(trace: pd.DataFrame, target: LoadedModel, draft: LoadedModel, seqs: 
     `max_new_tokens` (default: the measurement's) compares only the first tokens of each sequence."""
     meta = trace.attrs.get("meta", {})
     settings = meta.get("settings", {})
-    max_new = int(settings.get("max_new_tokens", 0))
-    if max_new_tokens is not None:
-        if not 1 <= max_new_tokens <= max_new:
-            raise ValueError(f"max_new_tokens must lie in 1…{max_new}, got {max_new_tokens}")
-        max_new = max_new_tokens
     ngram = NgramSettings(**settings.get("ngram", {}))
     skip_layers = meta.get("layer_skip", {}).get("skip_layers", [])
     stop_ids = target.tokenizer.stop_ids()
     report = []
     with torch.inference_mode():
-        for seq in seqs:
-            rows = truncate_sequence(trace[trace["seq"] == seq], max_new)
-            prompt = meta["sequences"][seq]["prompt_tokens"]
+        for seq, rows, prompt, max_new in compared_sequences(trace, seqs, max_new_tokens):
             for name in drafters:
                 for gamma in gammas:
                     if name == "draft":
