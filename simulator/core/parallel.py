@@ -116,6 +116,7 @@ def run_parallel(work: list[tuple], groups: int, run_group, log, state, report, 
             proc.join()
     arrays = state_arrays(state)
     replica_of = {rep.index: rep for rep, _ in work}
+    results.sort(key=lambda result: result.get("replicas", [-1])[:1])   # merged in group order, not arrival order
     for result in results:
         if "error" in result:
             raise RuntimeError("a replica worker process failed:\n" + result["error"])
