@@ -57,6 +57,7 @@ def test_worker_count_rules():
     assert parallel.worker_count(1, reps, 10**6) == 1
     assert parallel.worker_count("auto", reps, parallel.AUTO_MIN_REQUESTS - 1) == 1   # too small to pay off
     assert parallel.worker_count(3, reps[:1], 10**6) == 1    # one replica: nothing to split
+    assert 1 <= parallel.worker_count("auto", reps, 10**6) <= min(parallel.AUTO_MAX_WORKERS, len(reps))
     policy = simulator.api.prepare(scenario(cluster={"replicas": 3}, policy={"kind": "smartspec", "max_gamma": 4},
                                             **SPEC))
     assert parallel.worker_count(3, policy.cluster.replicas, 10**6) == 1   # its state is read after the run

@@ -310,7 +310,7 @@ class SchedulerConfig(_Strict):
     in admission order, then waiting ones, KV blocks allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's
     name before the two kinds of policy were told apart). `workers`: processes that simulate independent
     replicas side by side (simulator.core.parallel; outputs are identical whatever the count): an int, or
-    "auto" (the cores, for runs of ≥ 50,000 requests on ≥ 2 replicas; one process otherwise)."""
+    "auto" (the cores, at most 8, for runs of ≥ 50,000 requests on ≥ 2 replicas; one process otherwise)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -16,12 +16,14 @@ policy, no KV tiers: `Replica.parallel_safe`); a worker that fails raises in the
 traceback. Progress: each child counts its finished requests in its own slot of a shared array, which
 the parent reports from.
 
-`scheduler.workers`: an int (1 = one process) or "auto": as many processes as cores, at most one per
-replica, for runs of at least AUTO_MIN_REQUESTS requests (below that, forking and merging cost more than
-they save), and one process inside a multiprocessing child (a sweep's or plan's worker pool already uses
-the cores). Either way one process where forking is unsafe or impossible: outside the main thread (a
-thread pool's task), in a daemon process, or without the fork start method. Memory: a child holds its own
-copy of the request-state pages it writes (copy on write).
+`scheduler.workers`: an int (1 = one process) or "auto": as many processes as cores (at most
+AUTO_MAX_WORKERS) and at most one per replica, for runs of at least AUTO_MIN_REQUESTS requests (below that,
+forking and merging cost more than they save), and one process inside a multiprocessing child (a sweep's
+or plan's worker pool already uses the cores). Either way one process where forking is unsafe or
+impossible: outside the main thread (a thread pool's task), in a daemon process, or without the fork
+start method. Memory: a child holds its own copy of the request-state pages it writes (copy on write):
+with requests spread over the replicas (round robin) that is every page of the written columns, ~0.1 kB
+per request and worker, so `auto` stops at AUTO_MAX_WORKERS (1M requests: ~0.1 GB per worker).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from multiprocessing.connection import wait
 import numpy as np
 
 AUTO_MIN_REQUESTS = 50_000
+AUTO_MAX_WORKERS = 8   # each worker copies the request-state pages it writes (all of them, round robin)
 _POLL_S = 0.2
 
 
@@ -47,7 +50,7 @@ def worker_count(setting, replicas: list, requests: int) -> int:
     if setting == "auto":
         if requests < AUTO_MIN_REQUESTS or mp.parent_process() is not None:
             return 1
-        setting = os.cpu_count() or 1
+        setting = min(os.cpu_count() or 1, AUTO_MAX_WORKERS)
     return max(1, min(int(setting), len(replicas)))
 
 
