@@ -330,26 +330,26 @@ class BulkPlan:
 
     k0: int
     steps: int
-    bounds_s: np.ndarray   # step boundaries: step j runs from bounds_s[j] to bounds_s[j + 1]
+    bounds_s: list[float]   # step boundaries: step j runs from bounds_s[j] to bounds_s[j + 1] (read one by one)
     other_blocks: int      # blocks held by requests that are not members (e.g. reserved, in transfer)
     queued: int            # waiting requests when the bulk was planned
     stop_s: float = math.inf   # it ends at the first step boundary at or after this (or earlier)
 
     @property
     def end_s(self) -> float:
-        return float(self.bounds_s[self.steps])
+        return self.bounds_s[self.steps]
 
     def cut(self, at_s: float) -> None:
         """Apply only the steps up to the first boundary at or after `at_s` (an arrival routed to this
         replica while the bulk is in flight)."""
-        ends = self.bounds_s[1:self.steps + 1]
+        ends = np.asarray(self.bounds_s[1:self.steps + 1])
         self.steps = min(self.steps, int(np.searchsorted(ends, at_s)) + 1)
 
     def finish_times(self, profile: DecodeProfile) -> np.ndarray:
         """Sorted finish times of the members finishing in the applied steps."""
         end = self.k0 + self.steps
         last = sorted(f for f, _, _ in profile.finishes if f < end)
-        return self.bounds_s[np.array(last, dtype=np.int64) - self.k0 + 1] if last else self.bounds_s[:0]
+        return np.asarray(self.bounds_s)[np.array(last, dtype=np.int64) - self.k0 + 1] if last else np.zeros(0)
 
 
 def _not_joined(running, members) -> list[int]:
@@ -426,7 +426,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
             break
     if n == 0:
         return None
-    return BulkPlan(k, n, np.array(bounds), other, len(rep.waiting), stop_s)
+    return BulkPlan(k, n, bounds, other, len(rep.waiting), stop_s)
 
 
 def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
@@ -442,7 +442,7 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     while heap and heap[0][0] < k1:
         last, _, r = heapq.heappop(heap)
         member = members.pop(r)
-        prof.finalize(r, member, float(bounds[last - k0 + 1]))
+        prof.finalize(r, member, bounds[last - k0 + 1])
         if last == k1 - 1:
             released += member.held_last
         rep.running.remove(r)
@@ -455,6 +455,6 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
         joined = s.arrival_s[list(rep.waiting)[queued:]]
         queued = queued + np.searchsorted(joined, bounds[:-1], side="right")
-    rep.last_step_s = float(bounds[n]) - float(bounds[n - 1])
+    rep.last_step_s = bounds[n] - bounds[n - 1]
     rep.log.append_decode_bulk(rep.cost, rep.index, rep.q, rep.total_blocks, bounds, sums, plan.other_blocks,
                                rep.acceptance is not None, queued)

@@ -13,6 +13,8 @@ Memory then grows with requests (one summary per interval per replica at most), 
 """
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 from simulator.core.bulk import ACC, BLK, CS, DS, EM
@@ -80,7 +82,7 @@ class StepLog:
         if self._pending >= FLUSH_STEPS:
             self._flush()
 
-    def append_decode_bulk(self, cost, replica: int, query_tokens: int, kv_blocks_total: int, bounds_s: np.ndarray,
+    def append_decode_bulk(self, cost, replica: int, query_tokens: int, kv_blocks_total: int, bounds_s: list[float],
                            sums: np.ndarray, other_blocks: int, speculating: bool, queued) -> None:
         """n decode-only steps of one replica: `bounds_s` their n + 1 boundaries (step j from bounds_s[j] to
         bounds_s[j + 1]), `sums` their (5, n) per-step sums in simulator.core.bulk.DecodeProfile's rows
@@ -225,7 +227,8 @@ class StepLog:
         def per_bulk(values) -> np.ndarray:
             return np.repeat(np.array(values, dtype=np.int64), counts)
 
-        edges = np.concatenate(bounds)   # each bulk's n + 1 boundaries, one after the other
+        edges = np.fromiter(chain.from_iterable(bounds), dtype=np.float64, count=n + len(counts))  # each bulk's
+        # n + 1 boundaries, one bulk after the other
         last = np.cumsum(counts + 1) - 1
         starts, ends = np.delete(edges, last), np.delete(edges, last - counts)
         rows = np.concatenate(sums, axis=1).astype(np.int64, copy=False)

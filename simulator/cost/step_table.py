@@ -28,7 +28,6 @@ class BatchContextTable:
         self.row = row
         self.width = width
         self.cube = np.zeros((1, 0, width))       # [batch, i - base, column]
-        self.upper = self.cube[:, 1:]             # upper[b, j] = cube[b, j + 1]
         self.have = np.zeros((1, 0), dtype=bool)  # row computed
         self.ok = np.zeros((1, 0), dtype=bool)    # ok[b, j]: rows j and j + 1 both computed
         self.base = 0
@@ -37,12 +36,16 @@ class BatchContextTable:
         """Rows (batch seqs[k], index lo[k]) and (seqs[k], lo[k] + 1) for every k, or None when the
         table would grow past MAX_TABLE_BYTES."""
         j = lo - self.base
-        if j.min() < 0 or j.max() + 1 >= self.cube.shape[1] or seqs.max() >= self.cube.shape[0] \
-                or not self.ok[seqs, j].all():
+        batches, span = self.cube.shape[:2]
+        if j.min() < 0 or j.max() + 1 >= span or seqs.max() >= batches \
+                or not self.ok.ravel().take(seqs * (span - 1) + j).all():
             if not self._fill(seqs, lo):
                 return None
             j = lo - self.base
-        return self.cube[seqs, j], self.upper[seqs, j]
+            span = self.cube.shape[1]
+        at = seqs * span + j   # row (seqs[k], j[k]) of the cube's (batch × index) rows; the next index at + 1
+        rows = self.cube.reshape(-1, self.width)
+        return rows.take(at, axis=0), rows.take(at + 1, axis=0)
 
     def pair(self, batch: int, i: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Rows (batch, i) and (batch, i + 1), or None when the table would outgrow MAX_TABLE_BYTES."""
@@ -85,7 +88,6 @@ class BatchContextTable:
             cube[:batches, shift:shift + span] = self.cube
             have[:batches, shift:shift + span] = self.have
         self.cube, self.have, self.base = cube, have, new_lo
-        self.upper = self.cube[:, 1:]
         return True
 
 
