@@ -42,6 +42,12 @@ _AR = np.arange(16384)
 _ROWS = _AR[:, None]
 
 
+def _draw_bound(tokens, depth: int):
+    """Steps whose draws cover `tokens` tokens in all but unlucky cases (a step emits 1 … depth + 1 tokens):
+    the size of a first draw; short draws are extended (`DecodeProfile._draw_more`)."""
+    return 2 * (-(-tokens // (depth + 1))) + 8
+
+
 def _rows(n: int) -> np.ndarray:
     return _ROWS[:n] if n <= len(_ROWS) else np.arange(n)[:, None]
 
@@ -187,12 +193,11 @@ class DecodeProfile:
         if steps0[0] == 0 and acc.counter_based:
             tau, cum = self._first_tau(r)
         else:
-            tau = acc.draws(ids, steps0, emitted0, min(remaining, 2 * (-(-remaining // (acc.depth + 1))) + 8))[:, 0]
+            tau = acc.draws(ids, steps0, emitted0, min(remaining, _draw_bound(remaining, acc.depth)))[:, 0]
             cum = np.cumsum(tau + 1)
-        while cum[-1] < remaining:
-            more = acc.draws(ids, steps0 + len(tau), emitted0 + cum[-1], max(8, len(tau) // 2))[:, 0]
-            tau = np.concatenate([tau, more])
-            cum = np.concatenate([cum, cum[-1] + np.cumsum(more + 1)])
+        if cum[-1] < remaining:
+            tau, cum = self._draw_more(ids, steps0, emitted0, remaining, tau[:, None], cum[:, None])
+            tau, cum = tau[:, 0], cum[:, 0]
         length = int(np.searchsorted(cum, remaining)) + 1   # the first step reaching the output length
         tau, cum = tau[:length], cum[:length]
         emitted = tau + 1
@@ -241,7 +246,7 @@ class DecodeProfile:
                     block.append(b)
         ids = np.array(block, dtype=np.int64)
         acc = rep.acceptance
-        steps = (2 * (-(-(rep.s.output[ids] - 1) // (acc.depth + 1))) + 8).tolist()   # a step emits ≤ depth + 1
+        steps = _draw_bound(rep.s.output[ids] - 1, acc.depth).tolist()
         taus = acc.tau(ids, _rows(max(steps)))
         cums = np.cumsum(taus + 1, axis=0)
         for col, b in enumerate(block[1:], start=1):
@@ -252,11 +257,15 @@ class DecodeProfile:
         """Accepted lengths τ of each request's decode steps until it finishes, and the tokens emitted
         by the end of each (uncapped): (T, B) arrays, T the most steps any of them needs. Drawn in
         pieces (a prefix of the draws does not depend on how many follow)."""
-        acc = self.rep.acceptance
         need = int(remaining.max())
-        n = min(need, 2 * (-(-need // (acc.depth + 1))) + 8)   # a step emits at most depth + 1 tokens
-        tau = acc.draws(ids, steps0, emitted0, n)
-        cum = np.cumsum(tau + 1, axis=0)
+        acc = self.rep.acceptance
+        tau = acc.draws(ids, steps0, emitted0, min(need, _draw_bound(need, acc.depth)))
+        return self._draw_more(ids, steps0, emitted0, remaining, tau, np.cumsum(tau + 1, axis=0))
+
+    def _draw_more(self, ids, steps0, emitted0, remaining, tau, cum):
+        """(T, B) draws `tau` and their running sums of τ + 1 `cum`, extended until every request's sum
+        reaches `remaining`, in pieces of half the length drawn (at least 8)."""
+        acc = self.rep.acceptance
         while (cum[-1] < remaining).any():
             more = acc.draws(ids, steps0 + len(tau), emitted0 + cum[-1], max(8, len(tau) // 2))
             tau = np.concatenate([tau, more])

@@ -61,6 +61,11 @@ class EngineConfig:
     workers: int | str = 1           # processes for independent replicas (simulator.core.parallel)
 
 
+def _plan_inputs(rep, start_s: float) -> tuple:
+    """What a decode-pool bulk plan read of its replica: equal inputs plan the same steps."""
+    return start_s, rep.used_blocks, len(rep.running), len(rep.waiting), rep.profile.k
+
+
 def _prefix_view(r: int, prompt_tokens: int, reps) -> tuple:
     """(prompt tokens, per replica the prompt's tokens its prefix cache holds, per replica the tokens its
     cache holds): what the prefix-aware router reads (simulator.core.routers.PrefixAwareRouter)."""
@@ -342,8 +347,8 @@ class Engine:
                 # which would otherwise scan to its last finish and be cut short; never changes requests or
                 # steps: a prefix of a bulk is a bulk)
                 stop_s = min(rep.next_event_s(), start_s + self._gap_s * n_decode)
-                seen = (start_s, rep.used_blocks, len(rep.running), len(rep.waiting), rep.profile.k)
-                if cut_short is not None and cut_short[1] == seen and stop_s <= cut_short[0].stop_s:
+                if cut_short is not None and cut_short[1] == _plan_inputs(rep, start_s) \
+                        and stop_s <= cut_short[0].stop_s:
                     # Re-planning from the same start and state with an earlier stop scans the same steps
                     # and stops at the first boundary at or after it: the earlier plan, cut there.
                     plan = cut_short[0]
@@ -361,8 +366,7 @@ class Engine:
                     del self._interrupt[rep.index]
                     rep.pending_finish_s = rep.pending_finish_s[:0]
                     if env.now < end_s:   # something became visible inside the bulk: re-plan from its start
-                        cut_short = (plan, (start_s, rep.used_blocks, len(rep.running), len(rep.waiting),
-                                            rep.profile.k))
+                        cut_short = (plan, _plan_inputs(rep, start_s))
                         continue
                 rep.clock_s = end_s
                 apply_bulk(rep, plan, finished)

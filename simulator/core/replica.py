@@ -447,8 +447,12 @@ class Replica:
         count blocks per request, not the shared, cached units of a prefix cache."""
         if not self.running or self.prefilling or not self._bulk_capable or self.paused is not None:
             return False
+        return not self.head_admissible()
+
+    def head_admissible(self) -> bool:
+        """The waiting head would be admitted by the next step (the batching scheduler's rule)."""
         batching = self.batching
-        return not batching.admissible(self, batching.admission_room(self))
+        return batching.admissible(self, batching.admission_room(self))
 
 
 class BatchingScheduler:

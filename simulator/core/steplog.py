@@ -62,7 +62,11 @@ class StepLog:
         self.alltoall = alltoall
         self._schema = {**STEP_COLUMNS, **{name: OPTIONAL_STEP_COLUMNS[name] for name in extra}}
         self._extra = tuple(extra)
-        self.totals = StepTotals(num_replicas, window_start_s)
+        self._empty_log(num_replicas)
+
+    def _empty_log(self, num_replicas: int) -> None:
+        """No steps logged yet: totals, buffers and what the mode keeps."""
+        self.totals = StepTotals(num_replicas, self.window_start_s)
         self._rows: list[tuple] = []
         self._decode: dict[int, tuple[object, list[tuple]]] = {}
         self._pending = 0
@@ -102,10 +106,7 @@ class StepLog:
     # ---- parts logged in other processes (simulator.core.parallel) --------------------------------------
     def start_part(self) -> None:
         """Empty this copy of the log: a worker process logs its replicas' steps into it from here."""
-        self.totals = StepTotals(self.totals.num_replicas, self.window_start_s)
-        self._rows, self._decode, self._pending = [], {}, 0
-        self._kept, self._carry, self._done = [], None, False
-        self._seen = np.zeros_like(self._seen)
+        self._empty_log(self.totals.num_replicas)
 
     def export_part(self) -> tuple:
         """What a worker's copy logged since `start_part`, folded (for `merge_part` in the parent)."""

@@ -80,7 +80,7 @@ def replica_timeline(rep, ctl: TimelineControls):
                 if finished:
                     report(rep, finished)
                     finished.clear()
-            if len(paused) and not rep.running and not rep.batching.admissible(rep, rep.batching.admission_room(rep)):
+            if len(paused) and not rep.running and not rep.head_admissible():
                 yield from sleep_until_resume(rep, arrivals)   # nothing to run until a resume or an arrival
                 continue
         if not rep.has_work():
