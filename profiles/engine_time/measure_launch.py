@@ -315,6 +315,45 @@ def eager_vs_graph(layers: int, batches: tuple[int, ...], ctx: int) -> dict:
     return {"layers": layers, "ctx_tokens": ctx, "shape": "llama-3-8b layer", "batches": out}
 
 
+CXX_LAUNCH = r"""
+#include <cuda_runtime.h>
+#include <chrono>
+#include <cstdio>
+__global__ void empty(float *x) { if (x == nullptr && threadIdx.x == 12345) x[0] = 1.f; }
+int main() {
+  float *d; cudaMalloc(&d, 4); cudaStream_t s; cudaStreamCreate(&s);
+  for (int i = 0; i < 1000; ++i) empty<<<1, 32, 0, s>>>(d);
+  cudaStreamSynchronize(s);
+  const int n = 200000; double best = 1e9;
+  for (int r = 0; r < 5; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) empty<<<1, 32, 0, s>>>(d);
+    cudaStreamSynchronize(s);
+    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
+    printf("launch_us %.4f\n", us); if (us < best) best = us;
+  }
+  printf("best_launch_us %.4f\n", best);
+  return 0;
+}
+"""
+
+
+def cxx_launch() -> dict:
+    """Host time per kernel launched from C++ (cudaLaunchKernel of an empty kernel, back to back): what a
+    C++ runtime (TensorRT's enqueue) pays per kernel, without Python."""
+    import shutil
+    import subprocess
+    import tempfile
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = Path(d) / "launch.cu", Path(d) / "launch"
+        src.write_text(CXX_LAUNCH)
+        subprocess.run([nvcc, "-O2", "-o", str(exe), str(src)], check=True, capture_output=True, timeout=120)
+        out = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=120).stdout
+    runs = [float(line.split()[1]) for line in out.splitlines() if line.startswith("launch_us")]
+    return {"us_per_launch": runs, "median_us": statistics.median(runs), "nvcc": nvcc}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
@@ -341,6 +380,8 @@ def main() -> None:
         part("launch", launch_costs)
         part("graph_replay", graph_replay)
         part("forward", eager_vs_graph, 4, (1, 16, 64), 512)
+        part("forward_gpu_bound", eager_vs_graph, 4, (512,), 2048)
+        part("cxx_launch", cxx_launch)
         part("nccl_all_reduce", nccl_enqueue)
         part("host_after", host_speed, 5)   # did the host's speed drift during the GPU part?
     print(json.dumps({k: v for k, v in result.items() if k != "host"}, indent=1)[:6000])
