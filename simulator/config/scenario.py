@@ -17,7 +17,8 @@ from simulator.results.metrics import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
-                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig)
+                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig,
+                                   PublishedAcceptanceConfig)
 from simulator.config.retrieval import RetrievalConfig
 from simulator.core.workload import WorkloadConfig
 
@@ -279,7 +280,7 @@ class TraceAcceptanceConfig(_Strict):
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
                                    RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig,
-                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig],
+                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig, PublishedAcceptanceConfig],
                              Field(discriminator="kind")]
 
 
