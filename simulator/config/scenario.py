@@ -18,6 +18,7 @@ from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, Fix
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
                                    ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig)
+from simulator.config.names import FolderName
 from simulator.config.retrieval import RetrievalConfig
 from simulator.core.workload import WorkloadConfig
 
@@ -351,7 +352,7 @@ class OutputsConfig(_Strict):
 
 
 class Scenario(_Strict):
-    name: str = "scenario"
+    name: FolderName = "scenario"   # the default output folder's name (simulator.config.names)
     seed: int = Field(0, ge=0)
     workload: WorkloadConfig
     cluster: ClusterConfig
