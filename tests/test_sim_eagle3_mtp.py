@@ -251,3 +251,16 @@ def test_step_speedup_falls_with_batch(name):
     tokens = 1 + kind.acceptance.expected_accepted()
     speedup = [tokens * step_seconds(plain, b, 1024)[1] / sum(step_seconds(kind, b, 1024)) for b in (1, 128)]
     assert speedup[1] < speedup[0]
+
+
+def test_per_request_draft_lengths_price_like_the_uniform_layout_when_they_agree():
+    """A control policy's per-request counts (simulator.cost.proposer.draft_counts) equal the fixed layout at the
+    same depth when every request drafts the same number of tokens, and cost less when some draft fewer."""
+    kind = replica_kind(scenario(cluster=LLAMA, drafter=EAGLE3))
+    proposer, d = kind.cost.proposer, kind.drafter.cost
+    ctx = np.full(8, 480)
+    for g in (1, 2, 3):
+        uniform = proposer.with_depth(g).draft(d, g + 1, 0, 0, 0, 8, int(ctx.sum()))
+        np.testing.assert_allclose(proposer.draft_counts(d, np.full(8, g), ctx, 0, 0, 0), uniform, rtol=1e-12)
+    mixed = proposer.draft_counts(d, np.array([3, 3, 3, 3, 1, 1, 0, 0]), ctx, 0, 0, 0)
+    assert mixed[0] < proposer.draft_counts(d, np.full(8, 3), ctx, 0, 0, 0)[0]
