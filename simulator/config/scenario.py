@@ -15,9 +15,10 @@ from pydantic_core import PydanticCustomError
 from simulator.errors import ScenarioError
 from simulator.results.metrics import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
-                                          NgramDrafterConfig,
+                                          NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
                                    ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig)
+from simulator.config.names import FolderName
 from simulator.config.retrieval import RetrievalConfig
 from simulator.core.workload import WorkloadConfig
 
@@ -237,7 +238,8 @@ class DraftModelDrafterConfig(_Strict):
 
 
 DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
-                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig],
+                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig,
+                                Eagle3DrafterConfig, MtpDrafterConfig],
                           Field(discriminator="kind")]
 
 
@@ -350,7 +352,7 @@ class OutputsConfig(_Strict):
 
 
 class Scenario(_Strict):
-    name: str = "scenario"
+    name: FolderName = "scenario"   # the default output folder's name (simulator.config.names)
     seed: int = Field(0, ge=0)
     workload: WorkloadConfig
     cluster: ClusterConfig

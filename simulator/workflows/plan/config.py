@@ -41,6 +41,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
+from simulator.config.names import FolderName
 from simulator.results.metrics import SLO
 from simulator.workflows.plan.prices import price_per_gpu_hour
 from simulator.config.scenario import read_config, validate_config
@@ -109,7 +110,7 @@ class SearchSpaceConfig(_Strict):
 
 
 class PlanConfig(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: FolderName = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     seed: int = Field(0, ge=0)
     models: list[str] = Field(min_length=1)
     hardware: list[HardwareChoiceConfig] = Field(min_length=1)
