@@ -150,8 +150,9 @@ CASES = [
      "58cdd6000b83939f", "4b345fc4691b1b17", "e65e1d1a7f397c6e"),
     ("scenarios/speculation/mtp_deepseek_v3_h200_ep8.yaml", ['workload.num_requests=60'],
      "f8984e0a3cff1d15", "43ac373d27f0ee47", "b68ec70ed6705e1d"),
+    # (re-recorded with issue 27's one step loop: a disaggregated pool's step ends at start + (draft + target))
     ("scenarios/speculation/mtp_deepseek_v3_h200_disagg.yaml", ['workload.num_requests=60'],
-     "14dddcee577b3c85", "61dc6f60ece71028", "6fea2a702e18ff17"),
+     "3a9bebbc7ffc99c5", "34d950e9fd575bc7", "6fea2a702e18ff17"),
 ]
 
 
