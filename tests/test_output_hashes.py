@@ -145,6 +145,15 @@ CASES = [
      "76db9e009144ac9e", "0709e4e9513a1963", "cd01f4ed737e73bc"),
     # added with issue 19 (vLLM's engine profile, scheduler and draft proposer)
     ("scenarios/validation/vllm_cpu.yaml", [], "abc07ac258f259be", "bc04b67de9d9c840", "a4a4e733c7a46d95"),
+    # added with issue 31's engine drafters (EAGLE-3 heads, MTP modules; recorded on the spec-drafters branch)
+    ("scenarios/speculation/eagle3_llama31_8b_h100.yaml", ['workload.num_requests=60'],
+     "ea54fcf5bf87ce6c", "7f8c3f14b79fd763", "f27099d0a8ffefe4"),
+    ("scenarios/speculation/eagle3_gpt_oss_120b_h100.yaml", ['workload.num_requests=60'],
+     "58cdd6000b83939f", "4b345fc4691b1b17", "e65e1d1a7f397c6e"),
+    ("scenarios/speculation/mtp_deepseek_v3_h200_ep8.yaml", ['workload.num_requests=60'],
+     "f8984e0a3cff1d15", "43ac373d27f0ee47", "b68ec70ed6705e1d"),
+    ("scenarios/speculation/mtp_deepseek_v3_h200_disagg.yaml", ['workload.num_requests=60'],
+     "14dddcee577b3c85", "61dc6f60ece71028", "6fea2a702e18ff17"),
 ]
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from models.spec import ModelSpec, kv_cache_dtype, validate_parallelism
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec
-from simulator.cost.drafters import DrafterBuild, build_drafter, overlap_exposure
+from simulator.cost.drafters import DraftContext, DrafterBuild, build_drafter, overlap_exposure
 from simulator.errors import ScenarioError
 from simulator.speculation.control import make_policy
 from simulator.config.scenario import LatencyConfig, MoeConfig, ParallelismConfig
@@ -254,7 +254,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if lat is None:
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
     engine = make_engine_time(latency, hw.id, lat, drafter_family(drafter) if speculating else None)
-    built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype) if speculating else None
+    built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype,
+                                  DraftContext(moe, base_dir)) if speculating else None
     if built_drafter is not None and built_drafter.fixed_chain is not None:
         if speculation.kind != "chain":
             raise ScenarioError("speculation.kind", f"{built_drafter.fixed_chain}: it needs 'chain'")
@@ -326,9 +327,14 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         if vllm_proposer and (spec.tree is not None or policy.kind != "fixed"):
             raise ScenarioError("drafter.passes", "'vllm' is vLLM's fixed-γ chain proposer: it needs speculation.kind "
                                 "chain and policy fixed")
-        cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, spec.widths, spec.verify_q,
+        proposer, widths = None, spec.widths
+        if built_drafter.hidden_state is not None:
+            from simulator.cost.proposer import make_proposer
+            proposer = make_proposer(built_drafter.hidden_state, speculation, spec)
+            widths = (1,) + proposer.later_widths
+        cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, widths, spec.verify_q,
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
-                             engine=engine, vllm_proposer=vllm_proposer)
+                             engine=engine, vllm_proposer=vllm_proposer, proposer=proposer)
         control = make_policy(policy, speculation, spec, gamma, cost)
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype)

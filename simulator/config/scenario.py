@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 from simulator.errors import ScenarioError
 from simulator.results.metrics import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
-                                          NgramDrafterConfig,
+                                          NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
                                    ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig)
 from simulator.config.names import FolderName
@@ -238,7 +238,8 @@ class DraftModelDrafterConfig(_Strict):
 
 
 DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
-                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig],
+                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig,
+                                Eagle3DrafterConfig, MtpDrafterConfig],
                           Field(discriminator="kind")]
 
 
