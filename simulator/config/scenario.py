@@ -144,7 +144,7 @@ KVLayoutConfig = Annotated[Union[PagedKVLayoutConfig, ShadowKVLayoutConfig], Fie
 
 
 class KVCacheConfig(_Strict):
-    """The replicas' KV cache beyond paging (simulator.core.kv_cache).
+    """The replicas' KV cache beyond paging (simulator.core.kv).
 
     `prefix_caching`: keep the KV blocks of finished requests under their content hashes and reuse them
     for later prompts that start with the same tokens (vLLM's automatic prefix caching: hashes of full
@@ -308,7 +308,7 @@ class SchedulerConfig(_Strict):
     """The batching scheduler (continuous batching; not the speculation control policy, `policy:`).
     `kind` vllm: prefill-first (a step is either all prefill or all decode); sarathi: chunked prefill
     piggy-backed on decode steps under a per-step token budget (`chunk_tokens`); vllm_v1: vLLM V1's own
-    scheduler rule by rule (simulator.core.vllm_v1: one `max_batched_tokens` budget, running requests first
+    scheduler rule by rule (simulator.core.sched.vllm_v1: one `max_batched_tokens` budget, running requests first
     in admission order, then waiting ones, KV blocks allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's
     name before the two kinds of policy were told apart). `workers`: processes that simulate independent
     replicas side by side (simulator.core.parallel; outputs are identical whatever the count): an int, or
