@@ -264,3 +264,11 @@ def test_per_request_draft_lengths_price_like_the_uniform_layout_when_they_agree
         np.testing.assert_allclose(proposer.draft_counts(d, np.full(8, g), ctx, 0, 0, 0), uniform, rtol=1e-12)
     mixed = proposer.draft_counts(d, np.array([3, 3, 3, 3, 1, 1, 0, 0]), ctx, 0, 0, 0)
     assert mixed[0] < proposer.draft_counts(d, np.full(8, 3), ctx, 0, 0, 0)[0]
+
+
+def test_disaggregated_hand_off_ships_the_mtp_modules_kv_too():
+    """Each request's KV crosses from the prefill to the decode node with its MTP layer: 61 + 1 MLA latents
+    (512 + 64 bf16 elements) per prompt token."""
+    result = simulator.run(_small("mtp_deepseek_v3_h200_disagg"), base_dir=FOLDER)
+    req = result.requests
+    np.testing.assert_array_equal(req.kv_bytes / req.prompt_tokens, (61 + 1) * (512 + 64) * 2)
