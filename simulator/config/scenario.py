@@ -15,10 +15,12 @@ from pydantic_core import PydanticCustomError
 from simulator.errors import ScenarioError
 from simulator.results.metrics import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
-                                          NgramDrafterConfig,
+                                          NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
-                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig)
+                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig,
+                                   PublishedAcceptanceConfig)
 from simulator.config.engine import EngineConfig
+from simulator.config.names import FolderName
 from simulator.config.retrieval import RetrievalConfig
 from simulator.core.workload import WorkloadConfig
 
@@ -144,7 +146,7 @@ KVLayoutConfig = Annotated[Union[PagedKVLayoutConfig, ShadowKVLayoutConfig], Fie
 
 
 class KVCacheConfig(_Strict):
-    """The replicas' KV cache beyond paging (simulator.core.kv_cache).
+    """The replicas' KV cache beyond paging (simulator.core.kv).
 
     `prefix_caching`: keep the KV blocks of finished requests under their content hashes and reuse them
     for later prompts that start with the same tokens (vLLM's automatic prefix caching: hashes of full
@@ -262,7 +264,8 @@ class DraftModelDrafterConfig(_Strict):
 
 
 DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
-                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig],
+                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig,
+                                Eagle3DrafterConfig, MtpDrafterConfig],
                           Field(discriminator="kind")]
 
 
@@ -304,7 +307,7 @@ class TraceAcceptanceConfig(_Strict):
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
                                    RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig,
-                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig],
+                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig, PublishedAcceptanceConfig],
                              Field(discriminator="kind")]
 
 
@@ -331,7 +334,7 @@ class SchedulerConfig(_Strict):
     """The batching scheduler (continuous batching; not the speculation control policy, `policy:`).
     `kind` vllm: prefill-first (a step is either all prefill or all decode); sarathi: chunked prefill
     piggy-backed on decode steps under a per-step token budget (`chunk_tokens`); vllm_v1: vLLM V1's own
-    scheduler rule by rule (simulator.core.vllm_v1: one `max_batched_tokens` budget, running requests first
+    scheduler rule by rule (simulator.core.sched.vllm_v1: one `max_batched_tokens` budget, running requests first
     in admission order, then waiting ones, KV blocks allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's
     name before the two kinds of policy were told apart). `workers`: processes that simulate independent
     replicas side by side (simulator.core.parallel; outputs are identical whatever the count): an int, or
@@ -375,7 +378,7 @@ class OutputsConfig(_Strict):
 
 
 class Scenario(_Strict):
-    name: str = "scenario"
+    name: FolderName = "scenario"   # the default output folder's name (simulator.config.names)
     seed: int = Field(0, ge=0)
     workload: WorkloadConfig
     cluster: ClusterConfig

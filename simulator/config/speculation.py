@@ -6,6 +6,8 @@ YAML reference (each section is a discriminated union on `kind`):
   drafter:      draft_model {model, gamma, tp, placement: colocated|separate|cpu}
                 head        {style: autoregressive|parallel|sequential|rnn, gamma, layers, tokens_per_pass}
                             # EAGLE (KOALA: layers > 1; Falcon: tokens_per_pass > 1) / Medusa / Hydra / Clover
+                eagle3      {head, gamma}                         # EAGLE-3 head on captured hidden states
+                mtp         {gamma, modules}                      # the model's multi-token-prediction modules
                 layer_skip  {gamma, layers_fraction}                  # self-speculation, shared KV
                 ngram       {gamma}                                   # prompt lookup, ~zero cost
                 sparse_kv   {gamma, kv_budget}                        # MagicDec: self-speculation, windowed KV
@@ -21,6 +23,7 @@ YAML reference (each section is a discriminated union on `kind`):
                 contexts {contexts: [{weight, accept_probs}]}   # per-context classes of the ranked model
                 drifting {points: [[request index, alpha], ...]}  # OSD / traffic drift over the run
                 step_level {accept}                 # a whole reasoning step accepted or not (SpecReason)
+                published {entry} or {method, target, draft, dataset, temperature, depth}  # the published registry
                 pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
                 | load_switch {max_batch, max_queue} | specreason (with acceptance step_level)
@@ -29,7 +32,7 @@ YAML reference (each section is a discriminated union on `kind`):
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -60,6 +63,30 @@ class HeadDrafterConfig(_Strict):
         if self.layers > 1 and self.style == "parallel":
             raise ValueError("layers applies to autoregressive, sequential and rnn heads (Medusa heads are one block)")
         return self
+
+
+class Eagle3DrafterConfig(_Strict):
+    """An EAGLE-3 head drafting from the target's captured hidden states (simulator.cost.eagle3). `head`: a
+    head of models/heads/eagle3.yaml, an inline block of its config fields (hidden_size, intermediate_size,
+    num_heads, num_kv_heads, head_dim, draft_vocab_size, target_hidden_size, vocab_size), or omitted: the
+    catalog head published for the target. `gamma`: draft tokens per step of a chain (vLLM's
+    num_speculative_tokens). A tree is `speculation: {kind: dynamic_tree, builder: eagle2, top_k, depth,
+    budget}` = SGLang's speculative_eagle_topk, speculative_num_steps, speculative_num_draft_tokens."""
+
+    kind: Literal["eagle3"]
+    head: str | dict[str, Any] | None = None
+    gamma: int = Field(3, ge=0, le=64)
+
+
+class MtpDrafterConfig(_Strict):
+    """The model's own multi-token-prediction modules (DeepSeek-V3/R1, GLM-4.5, …; simulator.cost.mtp).
+    `gamma`: draft tokens per step (vLLM's num_speculative_tokens; draft pass j uses module j mod `modules`,
+    so one shipped module is reused for every position); `modules`: MTP modules loaded (default: all the
+    model ships, as vLLM; SGLang's NextN loads 1). Trees: as for eagle3 (SGLang's EAGLE worker runs MTP)."""
+
+    kind: Literal["mtp"]
+    gamma: int = Field(1, ge=0, le=64)
+    modules: int | None = Field(None, ge=1, le=16)
 
 
 class LayerSkipDrafterConfig(_Strict):
@@ -280,6 +307,32 @@ class PairAcceptanceConfig(_Strict):
             raise ValueError("give both p and q, or neither (then vocab/zipf/q_power define them)")
         if self.p is not None and (len(self.p) != len(self.q) or sum(self.p) <= 0 or sum(self.q) <= 0):
             raise ValueError("p and q must have the same length and positive sums")
+        return self
+
+
+class PublishedAcceptanceConfig(_Strict):
+    """Acceptance from the registry of published figures (profiles/data/acceptance_published/,
+    simulator.speculation.published): one row, named by `entry` or selected by the keys given (method,
+    target, draft, dataset, temperature; rows with per-position figures first, then the chain whose depth
+    is closest to drafter.gamma). Converted to per-position rates by the registry's stated rule; `depth`
+    states the depth assumed for a row that publishes none. Chains only (trees need per-rank acceptance)."""
+
+    kind: Literal["published"]
+    entry: str | None = None
+    method: str | None = None
+    target: str | None = None
+    draft: str | None = None
+    dataset: str | None = None
+    temperature: float | None = Field(None, ge=0.0)
+    depth: int | None = Field(None, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "PublishedAcceptanceConfig":
+        keys = (self.method, self.target, self.draft, self.dataset, self.temperature)
+        if self.entry is not None and any(k is not None for k in keys):
+            raise ValueError("give either entry or the selection keys (method, target, ...), not both")
+        if self.entry is None and (self.method is None or self.target is None):
+            raise ValueError("give entry, or at least method and target to select a published row")
         return self
 
 

@@ -5,7 +5,7 @@ A request's token stream (prompt, then output) is cut into *units* of `unit_toke
 the KV block size). `PrefixKeys` gives, per request, the content keys of the first units of its stream:
 two requests whose first j keys are equal have the same first j·unit_tokens tokens (keys are chained, as
 vLLM's block hashes are: a key stands for all the tokens up to the end of its unit). Units past a
-request's keys are private to it (simulator.core.kv_cache).
+request's keys are private to it (simulator.core.kv.prefix_cache).
 
 Generated sharing (`workload.shared_prefix`, `workload.sessions`; units = the scheduler's block size):
 

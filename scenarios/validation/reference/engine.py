@@ -206,7 +206,7 @@ class ReferenceEngine:
     def _route(self, r: int) -> int:
         """Queue request r (the simulator's rule: dropped when prompt + output + q cannot fit in KV)."""
         s, rep = self.s, self.rep
-        if rep.blocks_for(int(s.prompt[r] + s.output[r] + rep.q)) > rep.total_blocks:
+        if not rep.fits(r):
             s.dropped[r] = True
             s.drop_reason[r] = DROP_EXCEEDS_KV
             return 1

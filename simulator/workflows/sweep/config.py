@@ -32,6 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
+from simulator.config.names import FolderName
 from simulator.config.scenario import apply_overrides, parse_scenario, read_config, read_scenario_dict
 
 FIELD = "sweep"
@@ -48,7 +49,7 @@ class SweepPlotConfig(BaseModel):
 
 class SweepConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: FolderName = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     scenario: str
     set: list[str] = Field(default_factory=list)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
