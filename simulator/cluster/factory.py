@@ -14,6 +14,12 @@ groups keeps the KV of its own requests, so the replica holds attention_dp × on
 Approximation: the replica's requests are pooled as if the groups were always balanced (the op graph
 makes the same assumption for their compute). The step cost prices routing skew, pre-scheduling and the
 all-to-all on the link topology (simulator.cost.moe).
+Hybrid models (linear-attention or Mamba layers, models.mixers): a token's KV is that of the softmax-attention
+layers only, and every request holds a constant recurrent state (`ReplicaKind.state_bytes_per_request`, per
+GPU, with the state copies speculation keeps: models.mixers.state_copies). The memory model reserves that
+state for `max_requests` requests (the scheduler's max_batch_size) before sizing the KV cache, as vLLM V0's
+MambaCacheManager allocated max_num_seqs state slots up front; vLLM V1's hybrid KV-cache manager instead
+takes each running request's state blocks from the shared pool (a KV manager of its own does that).
 """
 from __future__ import annotations
 
@@ -91,11 +97,12 @@ def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str
 
 def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
                        drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None,
-                       kv_fraction: float = 1.0) -> int:
+                       kv_fraction: float = 1.0, state_reserved_bytes: float = 0.0) -> int:
     """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
     weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype);
     `kv_fraction` scales the target's KV per token (ShadowKV keeps a fraction of it on the GPU:
-    simulator.cost.shadowkv)."""
+    simulator.cost.shadowkv); `state_reserved_bytes` per GPU are set aside for recurrent state (hybrid
+    models)."""
     from models.moe_routing import weight_bytes_per_gpu
     target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
     free = hw.hbm_bytes * util - target_weights
@@ -114,7 +121,23 @@ def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
                             f"{f', ep={par.ep}' if par.ep > 1 else ''} but {hw.id} offers "
                             f"{hw.hbm_bytes * util / GIB:.1f} GiB at gpu_memory_utilization={util}; "
                             f"raise {where}.parallelism.tp/pp{'/ep' if target.is_moe else ''} or pick larger hardware")
-    return int(free // per_token) * par.attention_dp
+    if state_reserved_bytes and free - state_reserved_bytes < per_token:
+        raise ScenarioError("scheduler.max_batch_size", f"the recurrent state of {target.name} for max_batch_size "
+                            f"requests needs {state_reserved_bytes / GIB:.1f} GiB per GPU but {free / GIB:.1f} GiB are "
+                            f"left after the weights on {hw.id}; lower scheduler.max_batch_size or raise "
+                            f"{where}.parallelism.tp/pp")
+    return int((free - state_reserved_bytes) // per_token) * par.attention_dp
+
+
+def state_bytes_per_request(target: ModelSpec, par: Parallelism, dtype: str, framework: str,
+                            draft_tokens: int) -> float:
+    """Recurrent-state bytes per request on each GPU of a replica, with the copies `framework` keeps while
+    speculating with `draft_tokens` drafts per step (models.mixers.state_copies; the conv window keeps the
+    draft positions too); 0 for a model without state layers."""
+    from models.mixers import state_copies
+    if not target.num_state_layers:
+        return 0.0
+    return target.state_bytes_per_request_per_gpu(par, dtype, draft_tokens, state_copies(framework, draft_tokens))
 
 
 @dataclass(frozen=True)
@@ -134,6 +157,8 @@ class ReplicaKind:
     kv_tokens: int
     dtype: str
     kv_dtype: str = "bf16"                 # the KV cache's dtype (models.spec.kv_cache_dtype)
+    state_bytes_per_request: float = 0.0   # hybrid models: recurrent state per request per GPU (with spec copies)
+    state_slots: int = 0                   # requests whose state the memory model reserved (kv_capacity_tokens)
 
     @property
     def acceptance(self):
@@ -195,6 +220,9 @@ def check_dtypes(hw: HardwareSpec, dtype: str, kv_dtype: str | None, where: str 
     problem = hw.weight_dtype_error(dtype)
     if problem is not None:
         raise ScenarioError("cluster.dtype", problem + (f" ({where}.hardware)" if where.startswith("cluster.") else ""))
+    problem = hw.kv_dtype_error(kv_cache_dtype(dtype, kv_dtype))
+    if problem is not None:
+        raise ScenarioError("cluster.kv_dtype", problem + (f" ({where}.hardware)" if where.startswith("cluster.") else ""))
     return kv_cache_dtype(dtype, kv_dtype)
 
 
@@ -226,7 +254,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                        latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
                        speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
                        where: str = "cluster", latencies: dict | None = None,
-                       kv_dtype: str | None = None, kv_layout=None, early_exit=None) -> ReplicaKind:
+                       kv_dtype: str | None = None, kv_layout=None, early_exit=None,
+                       max_requests: int | None = None) -> ReplicaKind:
     """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline
     block (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
     (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
@@ -235,7 +264,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
     steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`: the KV
     cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
-    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer)."""
+    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `max_requests`: the
+    scheduler's max_batch_size, the requests whose recurrent state a hybrid model reserves (module docstring;
+    None: 256, the scheduler's default)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
     target = resolve_model(model, base_dir)
     kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
@@ -265,6 +296,10 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if shadow and (built_drafter is not None or par.ep > 1 or latency.nano_batches > 1):
         raise ScenarioError("cluster.kv_cache.layout.kind", "shadowkv prices the target's own passes: it needs drafter none, "
                             "ep 1 and cluster.latency.nano_batches 1")
+    if target.is_hybrid and (shadow or early_exit is not None or (speculation.kind == "chain" and
+                                                                  speculation.alignment == "realign" and speculating)):
+        raise ScenarioError("cluster.model", f"{target.name} has linear-attention/Mamba layers: ShadowKV, early exit "
+                            "and realigned speculation are modelled for softmax-attention models only")
     if early_exit is not None:
         if built_drafter is not None or shadow or latency.nano_batches > 1 or par.ep > 1 or par.pp > 1 or target.is_moe:
             raise ScenarioError("early_exit", "early exit is modelled for plain decoding of a dense target: it needs "
@@ -337,4 +372,13 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
                              engine=engine, vllm_proposer=vllm_proposer, proposer=proposer)
         control = make_policy(policy, speculation, spec, gamma, cost)
-    return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype)
+    state_bytes, slots = 0.0, 0
+    if target.num_state_layers:
+        draft_tokens = 0 if spec is None else spec.verify_q - 1
+        state_bytes = state_bytes_per_request(target, par, dtype, latency.framework, draft_tokens)
+        if memory_utilization is not None:
+            slots = 256 if max_requests is None else max_requests
+            kv_tokens = kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype,
+                                           kv_fraction, state_reserved_bytes=slots * state_bytes / par.attention_dp)
+    return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
+                       state_bytes, slots)
