@@ -118,7 +118,7 @@ def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target
     from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, context_limit
     limit = context_limit(target, scenario.cluster.max_model_len)
     t0 = time.perf_counter()
-    table = generate_requests(scenario.workload, streams.workload, base_dir, block_size=scenario.scheduler.block_size)
+    table = generate_requests(scenario.workload.spec(), streams.workload, base_dir, block_size=scenario.scheduler.block_size)
     workload_s = time.perf_counter() - t0
     table, rejected = apply_context_limit(table, limit, scenario.workload.context_overflow, target.name)
     state = RequestState(table, scenario.workload.parallel_samples)
