@@ -18,7 +18,8 @@ from simulator.results.metrics import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
-                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig)
+                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig,
+                                   PublishedAcceptanceConfig)
 from simulator.config.names import FolderName
 from simulator.config.retrieval import RetrievalConfig
 from simulator.config.workload import WorkloadConfig
@@ -278,7 +279,7 @@ class TraceAcceptanceConfig(Strict):
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
                                    RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig,
-                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig],
+                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig, PublishedAcceptanceConfig],
                              Field(discriminator="kind")]
 
 

@@ -23,6 +23,7 @@ YAML reference (each section is a discriminated union on `kind`):
                 contexts {contexts: [{weight, accept_probs}]}   # per-context classes of the ranked model
                 drifting {points: [[request index, alpha], ...]}  # OSD / traffic drift over the run
                 step_level {accept}                 # a whole reasoning step accepted or not (SpecReason)
+                published {entry} or {method, target, draft, dataset, temperature, depth}  # the published registry
                 pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
                 | load_switch {max_batch, max_queue} | specreason (with acceptance step_level)
@@ -304,6 +305,32 @@ class PairAcceptanceConfig(Strict):
             raise ValueError("give both p and q, or neither (then vocab/zipf/q_power define them)")
         if self.p is not None and (len(self.p) != len(self.q) or sum(self.p) <= 0 or sum(self.q) <= 0):
             raise ValueError("p and q must have the same length and positive sums")
+        return self
+
+
+class PublishedAcceptanceConfig(Strict):
+    """Acceptance from the registry of published figures (profiles/data/acceptance_published/,
+    simulator.speculation.published): one row, named by `entry` or selected by the keys given (method,
+    target, draft, dataset, temperature; rows with per-position figures first, then the chain whose depth
+    is closest to drafter.gamma). Converted to per-position rates by the registry's stated rule; `depth`
+    states the depth assumed for a row that publishes none. Chains only (trees need per-rank acceptance)."""
+
+    kind: Literal["published"]
+    entry: str | None = None
+    method: str | None = None
+    target: str | None = None
+    draft: str | None = None
+    dataset: str | None = None
+    temperature: float | None = Field(None, ge=0.0)
+    depth: int | None = Field(None, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "PublishedAcceptanceConfig":
+        keys = (self.method, self.target, self.draft, self.dataset, self.temperature)
+        if self.entry is not None and any(k is not None for k in keys):
+            raise ValueError("give either entry or the selection keys (method, target, ...), not both")
+        if self.entry is None and (self.method is None or self.target is None):
+            raise ValueError("give entry, or at least method and target to select a published row")
         return self
 
 
