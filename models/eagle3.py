@@ -54,6 +54,7 @@ class Eagle3Head:
     target_hidden_size: int
     vocab_size: int                  # the target's vocabulary (the d2t map's range)
     shares_embedding: bool = True
+    repo: str = ""                   # the Hugging Face repository of the head's weights, where one is known
     source: str = ""
 
     def __post_init__(self) -> None:

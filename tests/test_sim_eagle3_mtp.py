@@ -251,3 +251,51 @@ def test_step_speedup_falls_with_batch(name):
     tokens = 1 + kind.acceptance.expected_accepted()
     speedup = [tokens * step_seconds(plain, b, 1024)[1] / sum(step_seconds(kind, b, 1024)) for b in (1, 128)]
     assert speedup[1] < speedup[0]
+
+
+def test_per_request_draft_lengths_price_like_the_uniform_layout_when_they_agree():
+    """A control policy's per-request counts (simulator.cost.proposer.draft_counts) equal the fixed layout at the
+    same depth when every request drafts the same number of tokens, and cost less when some draft fewer."""
+    kind = replica_kind(scenario(cluster=LLAMA, drafter=EAGLE3))
+    proposer, d = kind.cost.proposer, kind.drafter.cost
+    ctx = np.full(8, 480)
+    for g in (1, 2, 3):
+        uniform = proposer.with_depth(g).draft(d, g + 1, 0, 0, 0, 8, int(ctx.sum()))
+        np.testing.assert_allclose(proposer.draft_counts(d, np.full(8, g), ctx, 0, 0, 0), uniform, rtol=1e-12)
+    mixed = proposer.draft_counts(d, np.array([3, 3, 3, 3, 1, 1, 0, 0]), ctx, 0, 0, 0)
+    assert mixed[0] < proposer.draft_counts(d, np.full(8, 3), ctx, 0, 0, 0)[0]
+
+
+def test_disaggregated_hand_off_ships_the_mtp_modules_kv_too():
+    """Each request's KV crosses from the prefill to the decode node with its MTP layer: 61 + 1 MLA latents
+    (512 + 64 bf16 elements) per prompt token."""
+    result = simulator.run(_small("mtp_deepseek_v3_h200_disagg"), base_dir=FOLDER)
+    req = result.requests
+    np.testing.assert_array_equal(req.kv_bytes / req.prompt_tokens, (61 + 1) * (512 + 64) * 2)
+
+
+def test_dense_gqa_model_with_two_mtp_modules_cycles_them_and_holds_both():
+    """A dense GQA model shipping two MTP modules (inline, Llama-3.1-8B's layer): each pass is its decoder layer
+    + eh_proj + the norms + the shared LM head (the op graph), and memory holds both modules' weights and KV."""
+    import dataclasses
+    fields = {k: v for k, v in dataclasses.asdict(get_model("llama-3.1-8b")).items() if k not in ("name", "source")}
+    model = {**fields, "name": "llama-mtp", "num_mtp_modules": 2}
+    kind = replica_kind(scenario(cluster={**LLAMA, "model": model}, drafter={"kind": "mtp", "gamma": 3},
+                                 acceptance={"kind": "constant", "alpha": 0.7}))
+    target, lat, par = kind.target, kind.latency, Parallelism(1, 1)
+    spec = module_spec(target)
+    assert (spec.num_layers, spec.is_moe, spec.is_mla) == (1, False, False)
+    batch, context = 4, 4 * 16 * 20
+
+    def one_pass(width, ctx):
+        shape = StepShape(decode_seqs=batch, query_tokens_per_seq=width, decode_context_tokens=ctx)
+        tokens = batch * width   # logits: one row per request in every pass of a chain
+        return _price(lat, dense_ops(spec, tokens, batch, par, "bf16") + extra_ops(target, tokens) +
+                      attention_ops(spec, shape, par, "bf16", "bf16"))
+    hand = one_pass(4, context) + sum(one_pass(1, context + batch * 4 + j * batch) for j in range(2))
+    np.testing.assert_allclose(kind.cost.exact_decode_step(batch, context)[:3], hand, rtol=1e-9)
+    layer, routed = own_params(target)
+    assert routed == 0 and layer == get_model("llama-3.1-8b").with_layers(2).param_count() - \
+        get_model("llama-3.1-8b").with_layers(1).param_count() + 2 * 4096 * 4096 + 3 * 4096
+    assert kind.drafter.weight_bytes_per_gpu == 2 * layer * 2.0
+    assert kind.drafter.kv_bytes_per_token_per_gpu == 2 * (2 * 8 * 128 * 2)

@@ -46,6 +46,7 @@ def step_seconds(kind, batch: int, context: int) -> tuple[float, float]:
 
 def table(name: str, context: int, batches: list[int], depths: list[int]) -> list[str]:
     from simulator.config.scenario import read_scenario_dict
+    from simulator.errors import ScenarioError
     path = FOLDER / f"{name}.yaml"
     kind = replica_kind(path)
     plain = replica_kind(path, {"kind": "none"})
@@ -59,7 +60,7 @@ def table(name: str, context: int, batches: list[int], depths: list[int]) -> lis
     for g in depths:
         try:
             by_depth[g] = replica_kind(path, {**drafter, "gamma": g})
-        except Exception:   # noqa: BLE001 - a depth the scenario's shape does not take (trees)
+        except ScenarioError:   # a depth the scenario's shape does not take
             continue
     for b in batches:
         ds, ts = step_seconds(kind, b, context)

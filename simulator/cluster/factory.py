@@ -307,12 +307,13 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         if max(early_exit.exit_layers) >= target.num_layers:
             raise ScenarioError("early_exit.exit_layers", f"must be below {target.name}'s {target.num_layers} layers")
     kv_fraction = 1.0
-    if shadow:
-        from simulator.cost.shadowkv import gpu_kv_fraction
-        if target.is_mla:
-            raise ScenarioError("cluster.kv_cache.layout.kind", f"shadowkv splits keys from values; {target.name}'s MLA latent "
-                                "cache has no separate keys")
-        kv_fraction = gpu_kv_fraction(target, kv_layout.rank, kv_layout.chunk_tokens)
+    if kv_layout is not None:   # how much of a token's KV the GPU keeps (simulator.core.kv.KV_LAYOUTS)
+        from simulator.core.kv import KV_LAYOUTS
+        layout = KV_LAYOUTS[kv_layout.kind]
+        refusal = layout.refusal(target, kv_layout)
+        if refusal is not None:
+            raise ScenarioError("cluster.kv_cache.layout.kind", refusal)
+        kv_fraction = layout.gpu_fraction(target, kv_layout)
     kv_tokens = 0 if memory_utilization is None else \
         kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype, kv_fraction)
     realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None

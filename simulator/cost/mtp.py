@@ -16,6 +16,7 @@ modules: 1). Refused: a model that ships no MTP module, more modules than it shi
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -78,5 +79,7 @@ def build_mtp(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, k
     else:
         cost = MtpPassCost(spec, draft_par, latency, dtype, kv_dtype)
     kv = modules * spec.kv_bytes_per_token_per_gpu(Parallelism(par.tp, 1), kv_dtype)
-    return DrafterBuild(cost, None, weight_bytes_per_gpu(target, modules, draft_par, dtype), kv, spec=spec,
+    # `spec` of the build: the loaded modules' layers (one KV layer each), what a disaggregated hand-off ships
+    held = spec if modules == 1 else dataclasses.replace(spec, name=f"{target.name}[mtp x{modules}]", num_layers=modules)
+    return DrafterBuild(cost, None, weight_bytes_per_gpu(target, modules, draft_par, dtype), kv, spec=held,
                         hidden_state=HiddenStateHooks())

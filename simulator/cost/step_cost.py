@@ -48,7 +48,7 @@ class Cost:
     kv_io_s: float = 0.0    # the part of `seconds` spent moving KV to or from host memory (target only)
 
     def with_kv_io(self, seconds: float) -> "Cost":
-        """This cost plus `seconds` of KV copies to or from the host (simulator.core.kv_cache.KVTiers)."""
+        """This cost plus `seconds` of KV copies to or from the host (simulator.core.kv.host_tier)."""
         return Cost(self.seconds + seconds, self.flops, self.bytes, self.engine_s, self.kv_io_s + seconds)
 
 
