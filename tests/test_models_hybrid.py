@@ -20,7 +20,7 @@ from models.ops import CONV1D, GDN_DECODE, GDN_PREFILL, GEMM, SSM_DECODE
 from models.step import Parallelism, StepShape
 from profiles.hardware import get_hardware
 from sim_helpers import scenario
-from simulator.cluster.factory import kv_capacity_tokens, state_bytes_per_request
+from simulator.cluster.factory import hybrid_layout, kv_capacity_tokens, state_bytes_per_request
 
 CONFIGS = Path(__file__).resolve().parent / "data" / "hf_configs"
 GIB = 1024 ** 3
@@ -110,17 +110,30 @@ def all_attention_twin(spec):
 
 
 def test_kv_capacity_against_an_all_attention_twin_by_hand():
-    """Qwen3-Next-80B-A3B on 4 × H100 (bf16, gpu_memory_utilization 0.9, 256 state slots) against the same
-    model with all 48 layers full attention: every number below by hand."""
+    """Qwen3-Next-80B-A3B on 4 × H100 (bf16, gpu_memory_utilization 0.9) against the same model with all 48
+    layers full attention, every number by hand: vLLM V1's unified pages (simulator.core.kv.hybrid_state)."""
     hw, par, qn = get_hardware("h100-sxm"), Parallelism(tp=4), get_model("qwen3-next-80b-a3b")
     free = 80e9 * 0.9 - qn.param_count() * 2 / 4
-    state = 256 * 36 * (2048 * 3 + 8 * 128 * 128) * 2          # 256 requests × per-GPU state
-    hybrid = kv_capacity_tokens(hw, qn, par, "bf16", 0.9, state_reserved_bytes=state)
-    assert hybrid == int((free - state) // (12 * 2 * 1 * 256 * 2))
+    attn_token = 2 * 1 * 256 * 2                    # one replicated KV head of 256 per rank, K and V, bf16
+    state_page = (2048 * 3 + 8 * 128 * 128) * 2     # one DeltaNet layer's conv + temporal state per rank
+    block_tokens = 16 * -(-state_page // (16 * attn_token))
+    assert block_tokens == 272                      # vLLM: "Setting attention block size to 272 tokens"
+    block_bytes = 12 * block_tokens * attn_token    # group size 12 (12 attention, 36 DeltaNet layers)
+    layout = hybrid_layout(hw, qn, par, "bf16", "bf16", 0.9, None, "vllm", 0)
+    assert (layout.group_size, layout.attention_groups, layout.state_groups) == (12, 1, 3)
+    assert layout.total_blocks == int(free // block_bytes)
+    assert layout.kv_tokens == layout.total_blocks * 272
+    # a 2,000-token request: ceil(2000 / 272) = 8 attention blocks + 3 state blocks
+    assert layout.max_requests(2000) == layout.total_blocks // 11
     twin = all_attention_twin(qn)
     twin_free = 80e9 * 0.9 - twin.param_count() * 2 / 4
-    assert kv_capacity_tokens(hw, twin, par, "bf16", 0.9) == int(twin_free // (48 * 2 * 1 * 256 * 2))
-    assert hybrid > 3 * kv_capacity_tokens(hw, twin, par, "bf16", 0.9)
+    twin_tokens = kv_capacity_tokens(hw, twin, par, "bf16", 0.9)
+    assert twin_tokens == int(twin_free // (48 * attn_token))
+    assert layout.max_requests(2000) > 2.5 * (twin_tokens // 2000)
+    # speculating γ = 3 under vLLM: 4 temporal states per request, the conv window 3 columns longer
+    spec = hybrid_layout(hw, qn, par, "bf16", "bf16", 0.9, None, "vllm", 3)
+    assert spec.state_blocks_per_request == 3 * 4
+    assert spec.block_tokens == 16 * -(-((2048 * 6 + 8 * 128 * 128) * 2) // (16 * attn_token))
 
 
 def test_recurrent_ops_by_hand():
@@ -170,17 +183,30 @@ def test_fp4_on_hopper_is_one_line_naming_the_field(tmp_path):
     assert_one_line(err, "cluster.kv_dtype")
 
 
-def test_a_hybrid_runs_end_to_end_with_its_state_reserved(tmp_path):
+def test_a_hybrid_runs_end_to_end_with_state_blocks_per_request(tmp_path):
     data = scenario(cluster={"model": "qwen3-next-80b-a3b", "parallelism": {"tp": 4}},
-                    workload={"num_requests": 60})
+                    workload={"num_requests": 60}, outputs={"steps": "full", "plots": False})
     code, err, out = run_cli(tmp_path, data)
     assert code == 0, err
     summary = json.loads((out / "summary.json").read_text())
-    qn, par = get_model("qwen3-next-80b-a3b"), Parallelism(tp=4)
-    state = 64 * qn.state_bytes_per_request_per_gpu(par)            # max_batch_size 64 state slots
-    free = 80e9 * 0.9 - qn.param_count() * 2 / 4
-    assert summary["kv_tokens_per_replica"] == int((free - state) // qn.kv_bytes_per_token_per_gpu(par))
-    assert summary["requests_finished"] == 60
+    layout = hybrid_layout(get_hardware("h100-sxm"), get_model("qwen3-next-80b-a3b"), Parallelism(tp=4), "bf16",
+                           "bf16", 0.9, None, "vllm", 0)
+    assert summary["kv_tokens_per_replica"] == layout.kv_tokens and summary["requests_finished"] == 60
+    import pandas as pd
+    steps = pd.read_parquet(out / "steps.parquet")
+    decode_only = steps[(steps.prefill_seqs == 0) & (steps.decode_seqs > 0)]
+    # every running request holds its 3 state blocks beside ceil(tokens / 272) attention blocks
+    assert (decode_only.kv_blocks_used >= decode_only.decode_seqs * 4).all()
+    assert (steps.kv_blocks_total == layout.total_blocks).all()
+    code, err, _ = run_cli(tmp_path, merge_prefix(data), out_name="o2")
+    assert code == 2
+    assert_one_line(err, "cluster.kv_cache.prefix_caching")
+
+
+def merge_prefix(data: dict) -> dict:
+    out = copy.deepcopy(data)
+    out["cluster"]["kv_cache"] = {"prefix_caching": True}
+    return out
 
 
 def test_with_layers_keeps_a_hybrid_prefix():
@@ -190,3 +216,23 @@ def test_with_layers_keeps_a_hybrid_prefix():
     raw = copy.deepcopy(config("Qwen3-Next-80B-A3B-Instruct"))
     del raw["layer_types"]            # the interval alone gives the same layout (HF Qwen3NextConfig's default)
     assert spec_from_hf_config(raw, "x").layer_types == qn.layer_types
+
+
+@pytest.mark.parametrize("name,kv_heads,v_heads,kv_dtype,logged", [
+    # vLLM's log lines "Setting attention block size to N tokens to ensure that attention page size is >= mamba
+    # page size" for Qwen3.5 models (fp32 SSM state: their config's mamba_ssm_dtype), as users posted them:
+    ("qwen3.5-9b", 4, 32, "bf16", 528),     # and 1056 with an fp8 KV cache (a plugin's README table)
+    ("qwen3.5-9b", 4, 32, "fp8", 1056),
+    ("qwen3.5-27b", 4, 48, "bf16", 784),    # kaitchup/Qwen3.5-27B-autoround-W4A16 on vLLM 0.19.1, TP 1
+])
+def test_the_attention_block_size_matches_vllm_logs(name, kv_heads, v_heads, kv_dtype, logged):
+    """Only the page sizes of one attention and one DeltaNet layer enter the block size; the Qwen3.5 text
+    configs (aiconfigurator-core model_configs): head_dim 256, 16 key heads, 128-wide key and value heads."""
+    from models.load import spec_from_fields
+    from simulator.core.kv.hybrid_state import hybrid_page_layout
+    spec = spec_from_fields({"hidden_size": 4096, "num_layers": 4, "num_heads": 16, "num_kv_heads": kv_heads,
+                             "head_dim": 256, "intermediate_size": 8192, "vocab_size": 1000,
+                             "layer_types": ["linear_attention"] * 3 + ["full_attention"],
+                             "linear_num_key_heads": 16, "linear_num_value_heads": v_heads, "linear_key_head_dim": 128,
+                             "linear_value_head_dim": 128, "linear_conv_kernel": 4, "ssm_state_dtype": "fp32"}, name)
+    assert hybrid_page_layout(spec, Parallelism(), "bf16", kv_dtype, 1e10).block_tokens == logged

@@ -16,10 +16,10 @@ makes the same assumption for their compute). The step cost prices routing skew,
 all-to-all on the link topology (simulator.cost.moe).
 Hybrid models (linear-attention or Mamba layers, models.mixers): a token's KV is that of the softmax-attention
 layers only, and every request holds a constant recurrent state (`ReplicaKind.state_bytes_per_request`, per
-GPU, with the state copies speculation keeps: models.mixers.state_copies). The memory model reserves that
-state for `max_requests` requests (the scheduler's max_batch_size) before sizing the KV cache, as vLLM V0's
-MambaCacheManager allocated max_num_seqs state slots up front; vLLM V1's hybrid KV-cache manager instead
-takes each running request's state blocks from the shared pool (a KV manager of its own does that).
+GPU, with the state copies speculation keeps: models.mixers.state_copies). Both live in one pool of uniform
+pages as vLLM V1's hybrid KV-cache manager lays them out (`hybrid_layout`, simulator.core.kv.hybrid_state):
+the free memory becomes blocks, and a request holds attention blocks for its tokens and state blocks from
+admission to release.
 """
 from __future__ import annotations
 
@@ -95,23 +95,14 @@ def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str
     return engine.for_drafter(drafter)
 
 
-def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
-                       drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None,
-                       kv_fraction: float = 1.0, state_reserved_bytes: float = 0.0) -> int:
-    """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
-    weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype);
-    `kv_fraction` scales the target's KV per token (ShadowKV keeps a fraction of it on the GPU:
-    simulator.cost.shadowkv); `state_reserved_bytes` per GPU are set aside for recurrent state (hybrid
-    models)."""
+def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
+                       drafter: DrafterBuild | None = None, where: str = "cluster") -> float:
+    """HBM left for KV (and recurrent state) on each GPU of a replica after the target's and `drafter`'s weights
+    (module docstring); ScenarioError naming the field when the weights do not fit."""
     from models.moe_routing import weight_bytes_per_gpu
     target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
-    free = hw.hbm_bytes * util - target_weights
-    per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype)) * kv_fraction
-    extra_w = 0.0
-    if drafter is not None:
-        extra_w = drafter.weight_bytes_per_gpu
-        per_token += drafter.kv_bytes_per_token_per_gpu
-    free -= extra_w
+    extra_w = drafter.weight_bytes_per_gpu if drafter is not None else 0.0
+    free = hw.hbm_bytes * util - target_weights - extra_w
     if free <= 0:
         need = target_weights + extra_w
         draft = drafter.spec if drafter is not None and drafter.colocated_model else None
@@ -121,12 +112,39 @@ def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
                             f"{f', ep={par.ep}' if par.ep > 1 else ''} but {hw.id} offers "
                             f"{hw.hbm_bytes * util / GIB:.1f} GiB at gpu_memory_utilization={util}; "
                             f"raise {where}.parallelism.tp/pp{'/ep' if target.is_moe else ''} or pick larger hardware")
-    if state_reserved_bytes and free - state_reserved_bytes < per_token:
-        raise ScenarioError("scheduler.max_batch_size", f"the recurrent state of {target.name} for max_batch_size "
-                            f"requests needs {state_reserved_bytes / GIB:.1f} GiB per GPU but {free / GIB:.1f} GiB are "
-                            f"left after the weights on {hw.id}; lower scheduler.max_batch_size or raise "
-                            f"{where}.parallelism.tp/pp")
-    return int((free - state_reserved_bytes) // per_token) * par.attention_dp
+    return free
+
+
+def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
+                       drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None,
+                       kv_fraction: float = 1.0) -> int:
+    """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
+    weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype);
+    `kv_fraction` scales the target's KV per token (ShadowKV keeps a fraction of it on the GPU:
+    simulator.cost.shadowkv). A hybrid model's KV is its attention layers' (its state: `hybrid_layout`)."""
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where)
+    per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype)) * kv_fraction
+    if drafter is not None:
+        per_token += drafter.kv_bytes_per_token_per_gpu
+    return int(free // per_token) * par.attention_dp
+
+
+def hybrid_layout(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, kv_dtype: str, util: float,
+                  drafter: DrafterBuild | None, framework: str, draft_tokens: int, where: str = "cluster"):
+    """The unified page layout of a hybrid model's replica (simulator.core.kv.hybrid_state): attention KV and
+    every request's recurrent state in one pool, the state copies `framework` keeps while speculating with
+    `draft_tokens` drafts per step (models.mixers.state_copies)."""
+    from models.mixers import state_copies
+    from simulator.core.kv.hybrid_state import hybrid_page_layout
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where)
+    extra = drafter.kv_bytes_per_token_per_gpu if drafter is not None else 0.0
+    layout = hybrid_page_layout(target, par, dtype, kv_dtype, free, draft_tokens,
+                                state_copies(framework, draft_tokens), extra)
+    if layout.total_blocks < layout.attention_groups + layout.state_blocks_per_request:
+        raise ScenarioError("cluster.model" if where == "cluster" else f"{where}.parallelism",
+                            f"no room for one request's recurrent state of {target.name} on {hw.id} "
+                            f"({layout.block_bytes / GIB:.2f} GiB per block); raise the parallelism")
+    return layout
 
 
 def state_bytes_per_request(target: ModelSpec, par: Parallelism, dtype: str, framework: str,
@@ -158,7 +176,7 @@ class ReplicaKind:
     dtype: str
     kv_dtype: str = "bf16"                 # the KV cache's dtype (models.spec.kv_cache_dtype)
     state_bytes_per_request: float = 0.0   # hybrid models: recurrent state per request per GPU (with spec copies)
-    state_slots: int = 0                   # requests whose state the memory model reserved (kv_capacity_tokens)
+    hybrid_layout: object = None           # hybrid models: simulator.core.kv.hybrid_state.HybridPageLayout
 
     @property
     def acceptance(self):
@@ -254,8 +272,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                        latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
                        speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
                        where: str = "cluster", latencies: dict | None = None,
-                       kv_dtype: str | None = None, kv_layout=None, early_exit=None,
-                       max_requests: int | None = None) -> ReplicaKind:
+                       kv_dtype: str | None = None, kv_layout=None, early_exit=None) -> ReplicaKind:
     """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline
     block (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
     (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
@@ -264,9 +281,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
     steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`: the KV
     cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
-    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `max_requests`: the
-    scheduler's max_batch_size, the requests whose recurrent state a hybrid model reserves (module docstring;
-    None: 256, the scheduler's default)."""
+    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
     target = resolve_model(model, base_dir)
     kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
@@ -373,13 +388,13 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
                              engine=engine, vllm_proposer=vllm_proposer, proposer=proposer)
         control = make_policy(policy, speculation, spec, gamma, cost)
-    state_bytes, slots = 0.0, 0
+    state_bytes, layout = 0.0, None
     if target.num_state_layers:
         draft_tokens = 0 if spec is None else spec.verify_q - 1
         state_bytes = state_bytes_per_request(target, par, dtype, latency.framework, draft_tokens)
         if memory_utilization is not None:
-            slots = 256 if max_requests is None else max_requests
-            kv_tokens = kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype,
-                                           kv_fraction, state_reserved_bytes=slots * state_bytes / par.attention_dp)
+            layout = hybrid_layout(hw, target, par, dtype, kv_dtype, memory_utilization, built_drafter,
+                                   latency.framework, draft_tokens, where)
+            kv_tokens = layout.kv_tokens
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
-                       state_bytes, slots)
+                       state_bytes, layout)
