@@ -125,11 +125,14 @@ def _delegate(module: str, argv: list[str]) -> int:
 def commands() -> dict[str, Command]:
     """Every command besides run and catalog: simulator's, then those registered by other packages."""
     from functools import partial
-    from importlib.metadata import entry_points
+    from importlib.metadata import distributions
 
     found = {name: Command(text, partial(_delegate, module)) for name, (module, text) in DELEGATED.items()}
-    for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name):
-        found.setdefault(point.name, point.load())
+    # every distribution's, not entry_points()'s first of each name: a stale draftsim.egg-info in the working
+    # directory would otherwise hide the installed metadata
+    points = {p.name: p for dist in distributions() for p in dist.entry_points.select(group=ENTRY_POINTS)}
+    for name in sorted(points):
+        found.setdefault(name, points[name].load())
     return found
 
 
