@@ -1,7 +1,7 @@
 """`draftsim profile`: time every planned op point with the shared kernels and write a profile directory.
 
     python3 -m profiles.profiler --device cpu --models qwen2.5-coder-0.5b,qwen2.5-coder-1.5b,llama-68m \
-        --threads 2 --out profiles/data/cpu-local/
+        --threads 2 --package-data
 
     python3 -m profiles.profiler --device cuda --models llama-3-8b,qwama-0.5b --no-collectives --check
 
@@ -82,6 +82,15 @@ def default_out_dir(device_id: str, name: str) -> Path:
     return DATA_DIR / f"{device_id}{PROFILE_VARIANT_SEPARATOR}{machine}"
 
 
+def profile_out_dir(out_dir: str | Path | None, package_data: bool, device_id: str, dev: torch.device) -> Path:
+    """`out_dir`, else the shipped profiles' folder with `package_data`, else out/profiles/<device-id>/."""
+    if out_dir is not None:
+        return Path(out_dir)
+    if package_data:
+        return default_out_dir(device_id, device_name(dev))
+    return Path("out") / "profiles" / device_id
+
+
 def default_grid(device: str, quick: bool) -> GridSpec:
     """QUICK_GRID for --quick, else the measured tables' grid on GPUs and the CPU grid on CPUs."""
     return QUICK_GRID if quick else (GPU_GRID if device == "cuda" else FULL_GRID)
@@ -115,8 +124,10 @@ def _validate(device: str, threads: int, dtype: str | None, models: Sequence[str
 def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out_dir: str | Path | None = None,
                 quick: bool = False, threads: int = 2, dtype: str | None = None, device_id: str | None = None,
                 collectives: bool = True, progress: bool | Callable = True, grid: GridSpec | None = None,
-                timing: TimingConfig | None = None, check_kv_tokens: int = 0, kernel_set: str = "auto") -> Path:
-    """Profile `models` on `device`; returns the output directory (profiles/data/<device-id>/ by default).
+                timing: TimingConfig | None = None, check_kv_tokens: int = 0, kernel_set: str = "auto",
+                package_data: bool = False) -> Path:
+    """Profile `models` on `device`; returns the output directory: `out_dir`, else out/profiles/<device-id>/,
+    or with `package_data` the shipped profiles' folder (`default_out_dir`; never written unless asked).
     `progress`: a tqdm bar on stderr (True), none (False), or a factory `(desc, total, unit)` returning a
     context manager with `update()` (the command line passes the simulator's reporter).
     `check_kv_tokens` > 0: a `--check` follows, whose models and KV cache must fit too (checked up front).
@@ -127,7 +138,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     torch.set_num_threads(threads)
     dev = torch.device(device)
     device_id = device_id or default_device_id(dev)
-    out = Path(out_dir) if out_dir is not None else default_out_dir(device_id, device_name(dev))
+    out = profile_out_dir(out_dir, package_data, device_id, dev)
     grid = grid or default_grid(device, quick)
     timing = timing or (QUICK_TIMING if quick else GPU_TIMING if device == "cuda" else TimingConfig())
     # Quick runs skip operand rotation (llc 0 ⇒ one copy): they check the harness, not the timings.
@@ -252,8 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
                         help="comma-separated catalog model names (default: %(default)s)")
-    parser.add_argument("--out", default=None, help="output directory (default: profiles/data/<device-id>/, "
-                        "or profiles/data/<device-id>--<machine>/ when another machine's profile is filed there)")
+    parser.add_argument("--out", default=None, help="output directory (default: out/profiles/<device-id>/)")
+    parser.add_argument("--package-data", action="store_true",
+                        help="file the profile into the package's shipped profiles, profiles/data/<device-id>/ (or "
+                             "profiles/data/<device-id>--<machine>/ when another machine's profile is filed there), "
+                             "which draftsim validate reads; without it the shipped profiles are never written")
     parser.add_argument("--device-id", default=None, help="hardware id to file the profile under")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default: %(default)s)")
     parser.add_argument("--dtype", choices=tuple(TORCH_DTYPES), default=None,
@@ -268,8 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--check", action="store_true", help="after profiling, run whole forwards of the first "
                         "model (and the smallest other one as drafter) and compare them with the profile's sum "
                         "of ops; exit 1 when any shape is off by more than 10 %%")
-    parser.add_argument("--check-only", action="store_true", help="check an existing profile (--out or the "
-                        "default directory) without profiling")
+    parser.add_argument("--check-only", action="store_true", help="check an existing profile (--out, the shipped "
+                        "one with --package-data, else out/profiles/<device-id>/) without profiling; writes nothing "
+                        "unless --check-out is given")
     parser.add_argument("--check-out", default=None, help="write the check's JSON here (default: check.json in "
                         "the profile directory after --check; nothing with --check-only)")
     return parser
@@ -295,8 +310,8 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
         if args.check_only:
             dtype = _validate(args.device, args.threads, args.dtype, models)
             specs = [get_model(name) for name in models]
-            out = Path(args.out) if args.out else default_out_dir(args.device_id or default_device_id(
-                torch.device(args.device)), device_name(torch.device(args.device)))
+            dev = torch.device(args.device)
+            out = profile_out_dir(args.out, args.package_data, args.device_id or default_device_id(dev), dev)
             if not (out / "ops.csv").is_file():
                 raise ValueError(f"--out: {str(out)!r} holds no profile (ops.csv) to check")
             require_memory(check_peak_bytes(specs[:2], dtype, kv_tokens), torch.device(args.device),
@@ -305,7 +320,7 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
             out = run_profile(args.device, models, args.out, quick=args.quick, threads=args.threads,
                               dtype=args.dtype, device_id=args.device_id, collectives=not args.no_collectives,
                               progress=(progress_factory or True) if not args.no_progress else False, grid=grid,
-                              check_kv_tokens=kv_tokens, kernel_set=args.kernels)
+                              check_kv_tokens=kv_tokens, kernel_set=args.kernels, package_data=args.package_data)
             print(f"profile written to {out}")
             dtype = args.dtype or ("fp32" if args.device == "cpu" else "bf16")
     except ValueError as exc:
