@@ -19,7 +19,8 @@ POINTS_FILES = tuple(sorted(Path(__file__).resolve().parent.glob("points*.yaml")
 KERNEL_KINDS = ("gemm", "attention")
 STEP_KINDS = ("decode_step", "prefill_step")
 SERVING_KINDS = ("ttft", "tpot", "itl", "e2e_latency", "output_throughput", "request_throughput")
-KINDS = KERNEL_KINDS + STEP_KINDS + SERVING_KINDS + ("spec_speedup",)
+SPEC_KINDS = ("spec_speedup", "spec_tpot")
+KINDS = KERNEL_KINDS + STEP_KINDS + SERVING_KINDS + SPEC_KINDS
 
 # Published model ids -> draftsim catalog entries (same architecture; FP8 checkpoints use dtype fp8).
 MODELS = {
@@ -89,6 +90,8 @@ class Point(BaseModel):
     # the serving engine's flags the publication states (a cluster.engine block: cuda_graphs,
     # async_scheduling, num_scheduler_steps, ...); the point is predicted with them
     engine_flags: dict | None = None
+    # The acceptance registry row (profiles/data/acceptance_published) a speculative prediction uses.
+    acceptance_entry: str | None = None
     source: Source
     notes: str | None = None
 
@@ -129,6 +132,13 @@ def load_points(path: str | Path | None = None) -> list[Point]:
             where = ".".join(str(x) for x in first["loc"])
             ident = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
             raise ValueError(f"{path}: point {ident}: {where}: {first['msg']}") from None
+        if point.acceptance_entry is not None:
+            from simulator.speculation.published import RegistryError, find_entry
+            try:
+                find_entry(point.acceptance_entry)
+            except RegistryError:
+                raise ValueError(f"{path}: point {point.id}: acceptance_entry: no registry row "
+                                 f"{point.acceptance_entry!r}") from None
         if point.id in seen:
             raise ValueError(f"{path}: point id {point.id!r} appears twice")
         seen.add(point.id)
