@@ -106,7 +106,7 @@ def _run_sampled(path, gamma, step_mode="bulk", temperature=1.0):
         drafter={"kind": "draft_model", "model": "qwen2.5-coder-0.5b", "gamma": gamma},
         acceptance={"kind": "trace", "trace": str(path), "mode": "sample", "temperature": temperature},
         workload={"num_requests": 300, "output_tokens": {"kind": "uniform", "low": 100, "high": 300}},
-        scheduler={"step_mode": step_mode}))
+        simulation={"step_mode": step_mode}))
 
 
 def test_sampling_mode_with_constant_beta_matches_closed_form(tmp_path):
