@@ -81,7 +81,7 @@ def test_requests_replay_their_sequence_deterministically(trace):
     path, _ = trace
     a, b = _run(path, 4), _run(path, 4)
     pd.testing.assert_frame_equal(a.requests, b.requests)
-    bulk, step = _run(path, 4), _run(path, 4, scheduler={"step_mode": "step"})
+    bulk, step = _run(path, 4), _run(path, 4, simulation={"step_mode": "step"})
     pd.testing.assert_frame_equal(bulk.steps, step.steps)
 
 
