@@ -21,8 +21,10 @@ MS = 1e-3
 
 # draftsim dtype -> the package's dtype label (GEMM weights, attention KV cache, MoE weights).
 # Approximation: fp16 is priced with the BF16 tables (same tensor-core rate on every GPU measured).
-# fp8: per-tensor scaled (CUTLASS scaled-mm in vLLM); fp8_block: 128×128 block-scaled (DeepGEMM/CUTLASS).
-GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block"}
+# fp8: per-tensor scaled (CUTLASS scaled-mm in vLLM); fp8_block: 128×128 block-scaled (DeepGEMM/CUTLASS);
+# nvfp4: W4A4 with 16-value FP8 block scales (vLLM 0.24 FlashInferCuteDslNvFp4LinearKernel on Blackwell).
+# mxfp4 has no GEMM table in the package (its GEMMs are the roofline's; latency_source says so).
+GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
 KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 
 

@@ -177,14 +177,15 @@ class ClusterConfig(Strict):
     catalog-format YAML (relative to the scenario file), or an inline mapping of model fields
     (models.load). `hardware`: a catalog id, a hardware YAML file or an inline mapping
     (profiles.hardware_file). `dtype`: the weights' dtype (int4: weight-only; fp8 and fp8_block need FP8
-    tensor cores); `kv_dtype`: the KV cache's (default: the weights' dtype where it is a KV format, else
-    bf16). `max_model_len`: the longest context a request may reach (vLLM --max-model-len; default and
+    tensor cores; nvfp4 and mxfp4 FP4 tensor cores, i.e. Blackwell); `kv_dtype`: the KV cache's (default: the
+    weights' dtype where it is a KV format, fp8 for nvfp4 weights, else bf16; nvfp4 needs FP4 tensor cores).
+    `max_model_len`: the longest context a request may reach (vLLM --max-model-len; default and
     upper bound: the model's max_position_embeddings)."""
 
     hardware: str | dict[str, Any] = "h100-sxm"
     model: str | dict[str, Any]
-    dtype: Literal["fp32", "bf16", "fp16", "fp8", "fp8_block", "int4"] = "bf16"
-    kv_dtype: Literal["fp32", "bf16", "fp16", "fp8"] | None = None
+    dtype: Literal["fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4", "mxfp4"] = "bf16"
+    kv_dtype: Literal["fp32", "bf16", "fp16", "fp8", "nvfp4"] | None = None
     max_model_len: int | None = Field(None, ge=2)
     kv_cache: KVCacheConfig = KVCacheConfig()
     replicas: int = Field(1, ge=1, le=4096)
