@@ -13,7 +13,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
 from simulator.errors import ScenarioError
-from simulator.results.metrics import SLO
+from simulator.config.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,

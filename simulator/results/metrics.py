@@ -37,8 +37,9 @@ from typing import Mapping
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
+from simulator.config.slo import SLO  # noqa: F401  (re-exported: the SLO section is read here)
+from simulator.results.latency_source import format_latency_source
 from simulator.results.step_totals import StepTotals
 
 REQUEST_COLUMNS = {
@@ -58,16 +59,6 @@ STEP_COLUMNS = {
 }
 LATENCIES = ("ttft", "tpot", "e2e", "queue")
 QUANTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0}
-
-
-class SLO(BaseModel):
-    """Service-level objectives per request (unset = not constrained) and the target attainment."""
-
-    model_config = ConfigDict(extra="forbid")
-    ttft_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    tpot_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    e2e_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    attainment: float = Field(default=0.9, gt=0, le=1)
 
 
 def _frame(cols: Mapping[str, np.ndarray], schema: Mapping[str, type], what: str) -> pd.DataFrame:
@@ -326,18 +317,3 @@ def format_summary_table(summary: Mapping) -> str:
                      f"   {_pct(s.get('engine_time_fraction', 0.0))} of busy time"))
     lines += [f"{label:<13}{text}" for label, text in rows]
     return "\n".join(lines)
-
-
-def format_latency_source(source: Mapping) -> str:
-    """One line: which source priced which op kinds (summary `latency_source`)."""
-    if source.get("source") == "engine_profile":
-        return f"engine_profile {source['profile']} (measured {source['measured']})"
-    if source.get("source") != "measured":
-        return f"{source.get('source')} ({source.get('hardware')})"
-    by_source: dict[str, list[str]] = {}
-    for kind, used in source.get("op_kinds", {}).items():
-        label = "roofline" if used["source"] == "roofline" else "measured"
-        by_source.setdefault(label, []).append(kind)
-    parts = [f"{label}: {', '.join(kinds)}" for label, kinds in sorted(by_source.items())]
-    return (f"measured {source['framework']} {source['version']} on {source['system']} "
-            f"({source['package']})   " + "   ".join(parts))

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from simulator.errors import ScenarioError
 from simulator.config.names import FolderName
-from simulator.results.metrics import SLO
+from simulator.config.slo import SLO
 from simulator.workflows.plan.prices import price_per_gpu_hour
 from simulator.config.scenario import read_config, validate_config
 
