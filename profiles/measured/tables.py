@@ -100,32 +100,40 @@ def read(path: Path, columns: list[str]) -> Columns:
     """The columns of a table that exist (older versions lack some, e.g. window_size)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    table = pq.ParquetFile(path)
-    have = set(table.schema_arrow.names)
-    data = table.read(columns=[c for c in columns if c in have])
-    numbers, texts = {}, {}
+    schema = pq.read_schema(path)
+    wanted = [c for c in columns if c in schema.names]
+    texts = [c for c in wanted if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)]
+    data = pq.ParquetFile(path, read_dictionary=texts).read(columns=wanted)   # text columns as codes + values
+    numbers, factorized = {}, {}
     for name in data.column_names:
-        column = data.column(name).combine_chunks()
+        column = data.column(name)
         kind = column.type
-        if column.null_count or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
-                                     or pa.types.is_boolean(kind)):
-            texts[name] = _factorized(column.to_pylist())
-        elif pa.types.is_boolean(kind):
-            numbers[name] = np.array(column.to_pylist(), dtype=bool)
+        if pa.types.is_dictionary(kind) and column.null_count == 0:
+            factorized[name] = _from_dictionary(column.chunks)
+        elif column.null_count or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            factorized[name] = _factorized(column.to_pylist())
         else:   # from the buffer (pyarrow's own `to_numpy` imports pandas)
-            dtype = np.dtype(kind.to_pandas_dtype())
-            numbers[name] = np.frombuffer(column.buffers()[1], dtype=dtype, count=len(column),
-                                          offset=column.offset * dtype.itemsize).copy()
-    return Columns(numbers, texts)
+            numbers[name] = np.concatenate([np.zeros(0, dtype=np.dtype(kind.to_pandas_dtype()))]
+                                           + [_buffer(chunk) for chunk in column.chunks])
+    return Columns(numbers, factorized)
 
 
-def _factorized(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, sorted distinct values as an object array) of a list of strings."""
-    distinct = sorted(set(values), key=lambda v: (v is None, str(v)))
+def _buffer(array) -> np.ndarray:
+    """A null-free pyarrow array of numbers as NumPy (a copy of its data buffer)."""
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize).copy()
+
+
+def _from_dictionary(chunks) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, sorted distinct values) of dictionary-encoded chunks, without a Python pass over the rows."""
+    values = [chunk.dictionary.to_pylist() for chunk in chunks]
+    distinct = sorted(set().union(*values)) if values else []
     at = {v: i for i, v in enumerate(distinct)}
+    codes = [np.array([at[v] for v in vals], dtype=np.int64)[_buffer(chunk.indices)] if len(vals) else
+             np.zeros(len(chunk), dtype=np.int64) for vals, chunk in zip(values, chunks)]
     labels = np.empty(len(distinct), dtype=object)
     labels[:] = distinct
-    return np.fromiter((at[v] for v in values), dtype=np.int64, count=len(values)), labels
+    return np.concatenate([np.zeros(0, dtype=np.int64)] + codes), labels
 
 
 def dominant_source(frame: Columns) -> Columns:
