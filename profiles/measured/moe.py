@@ -23,8 +23,12 @@ from pathlib import Path
 from profiles.measured.grid import MeasuredGrid
 from profiles.measured.tables import MS, dominant_source, most_measured_first, read
 
-MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block", "int4": "int4_wo"}
-WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "int4": 0.5}   # per expert weight
+# nvfp4: W4A4 NVFP4 experts (vLLM 0.24 on Blackwell: FlashInfer TRT-LLM / CUTLASS NVFP4 MoE). The package's MXFP4
+# tables are W4A16 / W4A8 (gpt-oss kernels), not the W4A4 `mxfp4` priced here: not mapped.
+MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block", "int4": "int4_wo",
+              "nvfp4": "nvfp4"}
+WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "int4": 0.5,
+                "nvfp4": 0.5 + 1.0 / 16.0}   # per expert weight (NVFP4: block scales included, models.spec)
 _COLUMNS = ["kernel_source", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
             "moe_tp_size", "moe_ep_size", "distribution", "latency"]
 

@@ -20,8 +20,10 @@ MS = 1e-3
 
 # draftsim dtype -> the package's dtype label (GEMM weights, attention KV cache, MoE weights).
 # Approximation: fp16 is priced with the BF16 tables (same tensor-core rate on every GPU measured).
-# fp8: per-tensor scaled (CUTLASS scaled-mm in vLLM); fp8_block: 128×128 block-scaled (DeepGEMM/CUTLASS).
-GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block"}
+# fp8: per-tensor scaled (CUTLASS scaled-mm in vLLM); fp8_block: 128×128 block-scaled (DeepGEMM/CUTLASS);
+# nvfp4: W4A4 with 16-value FP8 block scales (vLLM 0.24 FlashInferCuteDslNvFp4LinearKernel on Blackwell).
+# mxfp4 has no GEMM table in the package (its GEMMs are the roofline's; latency_source says so).
+GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
 KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 
 
@@ -62,6 +64,10 @@ class Columns:
             return self._texts[name]
         labels, codes = np.unique(self._numbers[name], return_inverse=True)
         return codes, labels
+
+    def with_text(self, name: str, values: np.ndarray) -> "Columns":
+        """These columns and a text column `name` (one Python object per row)."""
+        return Columns(dict(self._numbers), {**self._texts, name: _factorized(list(values))})
 
     def where(self, mask: np.ndarray) -> "Columns":
         return Columns({name: values[mask] for name, values in self._numbers.items()},
@@ -134,6 +140,15 @@ def _from_dictionary(chunks) -> tuple[np.ndarray, np.ndarray]:
     labels = np.empty(len(distinct), dtype=object)
     labels[:] = distinct
     return np.concatenate([np.zeros(0, dtype=np.int64)] + codes), labels
+
+
+def _factorized(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, sorted distinct values as an object array) of a list of Python values (strings, None)."""
+    distinct = sorted(set(values), key=lambda v: (v is None, str(v)))
+    at = {v: i for i, v in enumerate(distinct)}
+    labels = np.empty(len(distinct), dtype=object)
+    labels[:] = distinct
+    return np.fromiter((at[v] for v in values), dtype=np.int64, count=len(values)), labels
 
 
 def dominant_source(frame: Columns) -> Columns:

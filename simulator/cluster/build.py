@@ -118,7 +118,7 @@ def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target
     from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, context_limit
     limit = context_limit(target, scenario.cluster.max_model_len)
     t0 = time.perf_counter()
-    table = generate_requests(scenario.workload, streams.workload, base_dir, block_size=scenario.scheduler.block_size)
+    table = generate_requests(scenario.workload.spec(), streams.workload, base_dir, block_size=scenario.scheduler.block_size)
     workload_s = time.perf_counter() - t0
     table, rejected = apply_context_limit(table, limit, scenario.workload.context_overflow, target.name)
     state = RequestState(table, scenario.workload.parallel_samples)
@@ -166,6 +166,15 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
     and host memory when asked for (`tiers` False: the layout's pool only, as in a decode pool)."""
     from simulator.core.kv import KV_LAYOUTS
     cfg, block = scenario.cluster.kv_cache, scenario.scheduler.block_size
+    if kind.hybrid_layout is not None:   # attention KV and recurrent state in one pool (simulator.core.kv.hybrid_state)
+        from simulator.core.kv.hybrid_state import HybridStatePool
+        refused = [(f, on) for f, on in (("cluster.kv_cache.prefix_caching", cfg.prefix_caching),
+                                         ("cluster.kv_cache.host_memory_gib", cfg.host_memory_gib > 0),
+                                         ("workload.parallel_samples", scenario.workload.parallel_samples > 1)) if on]
+        if refused:
+            raise ScenarioError(refused[0][0], f"{kind.target.name} keeps recurrent state (linear attention / Mamba): "
+                                "prefix caching, host memory and parallel sampling are not modelled for it")
+        return HybridStatePool(state, kind.hybrid_layout)
     if not tiers or (not cfg.prefix_caching and cfg.host_memory_gib <= 0):
         return KV_LAYOUTS[cfg.layout.kind].pool(state, blocks, block, cfg.layout)
     from simulator.core.kv.block_pool import BlockPool
@@ -248,6 +257,9 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     latencies: dict = {}
     kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
                              latencies) for name in ("prefill", "decode")}
+    if kinds["decode"].target.num_state_layers:
+        raise ScenarioError("cluster.disaggregation", f"{kinds['decode'].target.name} keeps recurrent state (linear "
+                            "attention / Mamba): handing it off between pools is not modelled; run it colocated")
     blocks = {name: kinds[name].blocks(block, f"{DISAGG}.{name}") for name in kinds}
     table, state, workload_s = _requests(scenario, streams, base_dir, kinds["decode"].target)
     np_, nd = dis.prefill.replicas, dis.decode.replicas

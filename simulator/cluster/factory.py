@@ -14,6 +14,12 @@ groups keeps the KV of its own requests, so the replica holds attention_dp × on
 Approximation: the replica's requests are pooled as if the groups were always balanced (the op graph
 makes the same assumption for their compute). The step cost prices routing skew, pre-scheduling and the
 all-to-all on the link topology (simulator.cost.moe).
+Hybrid models (linear-attention or Mamba layers, models.mixers): a token's KV is that of the softmax-attention
+layers only, and every request holds a constant recurrent state (`ReplicaKind.state_bytes_per_request`, per
+GPU, with the state copies speculation keeps: models.mixers.state_copies). Both live in one pool of uniform
+pages as vLLM V1's hybrid KV-cache manager lays them out (`hybrid_layout`, simulator.core.kv.hybrid_state):
+the free memory becomes blocks, and a request holds attention blocks for its tokens and state blocks from
+admission to release.
 """
 from __future__ import annotations
 
@@ -89,22 +95,14 @@ def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str
     return engine.for_drafter(drafter)
 
 
-def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
-                       drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None,
-                       kv_fraction: float = 1.0) -> int:
-    """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
-    weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype);
-    `kv_fraction` scales the target's KV per token (ShadowKV keeps a fraction of it on the GPU:
-    simulator.cost.shadowkv)."""
+def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
+                       drafter: DrafterBuild | None = None, where: str = "cluster") -> float:
+    """HBM left for KV (and recurrent state) on each GPU of a replica after the target's and `drafter`'s weights
+    (module docstring); ScenarioError naming the field when the weights do not fit."""
     from models.moe_routing import weight_bytes_per_gpu
     target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
-    free = hw.hbm_bytes * util - target_weights
-    per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype)) * kv_fraction
-    extra_w = 0.0
-    if drafter is not None:
-        extra_w = drafter.weight_bytes_per_gpu
-        per_token += drafter.kv_bytes_per_token_per_gpu
-    free -= extra_w
+    extra_w = drafter.weight_bytes_per_gpu if drafter is not None else 0.0
+    free = hw.hbm_bytes * util - target_weights - extra_w
     if free <= 0:
         need = target_weights + extra_w
         draft = drafter.spec if drafter is not None and drafter.colocated_model else None
@@ -114,7 +112,50 @@ def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
                             f"{f', ep={par.ep}' if par.ep > 1 else ''} but {hw.id} offers "
                             f"{hw.hbm_bytes * util / GIB:.1f} GiB at gpu_memory_utilization={util}; "
                             f"raise {where}.parallelism.tp/pp{'/ep' if target.is_moe else ''} or pick larger hardware")
+    return free
+
+
+def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
+                       drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None,
+                       kv_fraction: float = 1.0) -> int:
+    """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
+    weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype);
+    `kv_fraction` scales the target's KV per token (ShadowKV keeps a fraction of it on the GPU:
+    simulator.cost.shadowkv). A hybrid model's KV is its attention layers' (its state: `hybrid_layout`)."""
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where)
+    per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype)) * kv_fraction
+    if drafter is not None:
+        per_token += drafter.kv_bytes_per_token_per_gpu
     return int(free // per_token) * par.attention_dp
+
+
+def hybrid_layout(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, kv_dtype: str, util: float,
+                  drafter: DrafterBuild | None, framework: str, draft_tokens: int, where: str = "cluster"):
+    """The unified page layout of a hybrid model's replica (simulator.core.kv.hybrid_state): attention KV and
+    every request's recurrent state in one pool, the state copies `framework` keeps while speculating with
+    `draft_tokens` drafts per step (models.mixers.state_copies)."""
+    from models.mixers import state_copies
+    from simulator.core.kv.hybrid_state import hybrid_page_layout
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where)
+    extra = drafter.kv_bytes_per_token_per_gpu if drafter is not None else 0.0
+    layout = hybrid_page_layout(target, par, dtype, kv_dtype, free, draft_tokens,
+                                state_copies(framework, draft_tokens), extra)
+    if layout.total_blocks < layout.attention_groups + layout.state_blocks_per_request:
+        raise ScenarioError("cluster.model" if where == "cluster" else f"{where}.parallelism",
+                            f"no room for one request's recurrent state of {target.name} on {hw.id} "
+                            f"({layout.block_bytes / GIB:.2f} GiB per block); raise the parallelism")
+    return layout
+
+
+def state_bytes_per_request(target: ModelSpec, par: Parallelism, dtype: str, framework: str,
+                            draft_tokens: int) -> float:
+    """Recurrent-state bytes per request on each GPU of a replica, with the copies `framework` keeps while
+    speculating with `draft_tokens` drafts per step (models.mixers.state_copies; the conv window keeps the
+    draft positions too); 0 for a model without state layers."""
+    from models.mixers import state_copies
+    if not target.num_state_layers:
+        return 0.0
+    return target.state_bytes_per_request_per_gpu(par, dtype, draft_tokens, state_copies(framework, draft_tokens))
 
 
 @dataclass(frozen=True)
@@ -134,6 +175,8 @@ class ReplicaKind:
     kv_tokens: int
     dtype: str
     kv_dtype: str = "bf16"                 # the KV cache's dtype (models.spec.kv_cache_dtype)
+    state_bytes_per_request: float = 0.0   # hybrid models: recurrent state per request per GPU (with spec copies)
+    hybrid_layout: object = None           # hybrid models: simulator.core.kv.hybrid_state.HybridPageLayout
 
     @property
     def acceptance(self):
@@ -195,6 +238,9 @@ def check_dtypes(hw: HardwareSpec, dtype: str, kv_dtype: str | None, where: str 
     problem = hw.weight_dtype_error(dtype)
     if problem is not None:
         raise ScenarioError("cluster.dtype", problem + (f" ({where}.hardware)" if where.startswith("cluster.") else ""))
+    problem = hw.kv_dtype_error(kv_cache_dtype(dtype, kv_dtype))
+    if problem is not None:
+        raise ScenarioError("cluster.kv_dtype", problem + (f" ({where}.hardware)" if where.startswith("cluster.") else ""))
     return kv_cache_dtype(dtype, kv_dtype)
 
 
@@ -265,6 +311,10 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if shadow and (built_drafter is not None or par.ep > 1 or latency.nano_batches > 1):
         raise ScenarioError("cluster.kv_cache.layout.kind", "shadowkv prices the target's own passes: it needs drafter none, "
                             "ep 1 and cluster.latency.nano_batches 1")
+    if target.is_hybrid and (shadow or early_exit is not None or (speculation.kind == "chain" and
+                                                                  speculation.alignment == "realign" and speculating)):
+        raise ScenarioError("cluster.model", f"{target.name} has linear-attention/Mamba layers: ShadowKV, early exit "
+                            "and realigned speculation are modelled for softmax-attention models only")
     if early_exit is not None:
         if built_drafter is not None or shadow or latency.nano_batches > 1 or par.ep > 1 or par.pp > 1 or target.is_moe:
             raise ScenarioError("early_exit", "early exit is modelled for plain decoding of a dense target: it needs "
@@ -338,4 +388,13 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
                              engine=engine, vllm_proposer=vllm_proposer, proposer=proposer)
         control = make_policy(policy, speculation, spec, gamma, cost)
-    return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype)
+    state_bytes, layout = 0.0, None
+    if target.num_state_layers:
+        draft_tokens = 0 if spec is None else spec.verify_q - 1
+        state_bytes = state_bytes_per_request(target, par, dtype, latency.framework, draft_tokens)
+        if memory_utilization is not None:
+            layout = hybrid_layout(hw, target, par, dtype, kv_dtype, memory_utilization, built_drafter,
+                                   latency.framework, draft_tokens, where)
+            kv_tokens = layout.kv_tokens
+    return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
+                       state_bytes, layout)

@@ -33,13 +33,14 @@ Definitions (all times in seconds):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
-from simulator.config.slo import SLO  # noqa: F401  (re-exported: the SLO section is read here)
-from simulator.results.latency_source import format_latency_source
+from simulator.results.latency_source import format_latency_source  # noqa: F401  (re-exported)
+from simulator.results.slo import SLO  # noqa: F401  (re-exported: the objectives are read here)
 from simulator.results.step_totals import StepTotals
 
 REQUEST_COLUMNS = {

@@ -340,7 +340,7 @@ class ReferenceEngine:
             ops = pd.DataFrame(op_rows).fillna(0.0)
             for name in sorted(ops.columns):
                 steps[name] = ops[name].to_numpy()
-        requests = build_requests_frame(self.s.columns(), self.scenario.slo)
+        requests = build_requests_frame(self.s.columns(), self.scenario.slo.spec())
         built = self.built
         meta = {
             "device": self.config.device,

@@ -43,11 +43,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
 from simulator.config.names import FolderName
-from simulator.config.slo import SLO
+from simulator.config.base import Strict
+from simulator.config.scenario import SLOConfig
 from simulator.workflows.plan.prices import price_per_gpu_hour
 from simulator.config.scenario import read_config, validate_config
 
@@ -55,16 +56,12 @@ FIELD = "plan"
 DRAFTER_KINDS = ("none", "draft_model", "eagle3", "mtp")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class HardwareChoiceConfig(_Strict):
+class HardwareChoiceConfig(Strict):
     id: str
     usd_per_gpu_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
-class DrafterChoiceConfig(_Strict):
+class DrafterChoiceConfig(Strict):
     """A drafter to try, at every depth in `gamma`. `draft_model`: `model` (and its `tp`); `eagle3`: `head` (a
     head of models/heads/eagle3.yaml; default: the one published for each planned model); `mtp`: `modules`
     (default: all the model ships; candidates of models without MTP modules are screened out with the
@@ -131,7 +128,7 @@ def _screenable_acceptance(acc: dict) -> dict:
     return acc
 
 
-class SearchSpaceConfig(_Strict):
+class SearchSpaceConfig(Strict):
     tp: list[int] = Field(default_factory=lambda: [1], min_length=1)
     pp: list[int] = Field(default_factory=lambda: [1], min_length=1)
     replicas: list[int] | None = None
@@ -151,7 +148,7 @@ class SearchSpaceConfig(_Strict):
         return self
 
 
-class PlanConfig(_Strict):
+class PlanConfig(Strict):
     name: FolderName = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     seed: int = Field(0, ge=0)
     models: list[str] = Field(min_length=1)
@@ -160,7 +157,7 @@ class PlanConfig(_Strict):
     kv_dtype: Literal["fp32", "bf16", "fp16", "fp8"] | None = None
     workload: dict
     acceptance: dict = Field(default_factory=lambda: {"kind": "constant", "alpha": 0.7})
-    slo: SLO
+    slo: SLOConfig
     scheduler: dict = Field(default_factory=dict)
     moe: dict = Field(default_factory=dict)   # cluster.moe of the scenarios (routing skew, pre-scheduling)
     search: SearchSpaceConfig

@@ -257,7 +257,8 @@ def screen(c: Candidate, spec, work: Workload) -> ScreenEstimate:
 
 def workload_means(spec, base_dir, seed: int) -> Workload:
     """QPS and mean lengths of the plan's workload (generated once, as the DES would)."""
-    from simulator.core.workload import WorkloadConfig, generate_requests
+    from simulator.config.workload import WorkloadConfig
+    from simulator.core.workload import generate_requests
 
     try:
         config = WorkloadConfig.model_validate(spec.workload)
@@ -268,7 +269,7 @@ def workload_means(spec, base_dir, seed: int) -> Workload:
     if config.parallel_samples != 1:
         raise ScenarioError("plan.workload.parallel_samples", f"{config.parallel_samples}: the screen prices one "
                                                              "sequence per request; allowed: 1")
-    table = generate_requests(config, np.random.default_rng(seed), base_dir)
+    table = generate_requests(config.spec(), np.random.default_rng(seed), base_dir)
     span = float(table.arrival_s.max() - table.arrival_s.min()) if len(table) > 1 else 0.0
     qps = (len(table) - 1) / span if span > 0 else float(config.arrival.qps or 1.0)
     return Workload(qps, float(np.mean(table.prompt_tokens)), float(np.mean(table.output_tokens)))
