@@ -71,7 +71,7 @@ def test_tetris_respects_the_verification_budget():
 
 
 def test_tetris_with_a_large_budget_equals_fixed_lengths():
-    fixed = simulator.run(scenario(drafter=DRAFT, workload=WORK, scheduler={"step_mode": "step"}))
+    fixed = simulator.run(scenario(drafter=DRAFT, workload=WORK, simulation={"step_mode": "step"}))
     tetris = simulator.run(scenario(drafter=DRAFT, workload=WORK, policy={"kind": "tetris", "budget_tokens": 10_000}))
     pd.testing.assert_frame_equal(fixed.requests, tetris.requests)
 

@@ -304,22 +304,45 @@ class EarlyExitConfig(Strict):
 
 
 class SchedulerConfig(Strict):
-    """The batching scheduler (continuous batching; not the speculation control policy, `policy:`).
-    `kind` vllm: prefill-first (a step is either all prefill or all decode); sarathi: chunked prefill
-    piggy-backed on decode steps under a per-step token budget (`chunk_tokens`); vllm_v1: vLLM V1's own
-    scheduler rule by rule (simulator.core.sched.vllm_v1: one `max_batched_tokens` budget, running requests first
-    in admission order, then waiting ones, KV blocks allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's
-    name before the two kinds of policy were told apart). `workers`: processes that simulate independent
-    replicas side by side (simulator.core.parallel; outputs are identical whatever the count): an int, or
-    "auto" (the cores, at most 8, for runs of ≥ 50,000 requests on ≥ 2 replicas; one process otherwise)."""
+    """The batching scheduler (continuous batching; not the speculation control policy, `policy:`), one of
+    simulator.core.sched.SCHEDULERS: `kind` vllm: prefill-first (a step is either all prefill or all
+    decode); sarathi: chunked prefill piggy-backed on decode steps under a per-step token budget
+    (`chunk_tokens`); vllm_v1: vLLM V1's own scheduler rule by rule (simulator.core.sched.vllm_v1: one
+    `max_batched_tokens` budget, running requests first in admission order, then waiting ones, KV blocks
+    allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's name before
+    the two kinds of policy were told apart)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    kind: Literal["vllm", "sarathi", "vllm_v1"] = Field("vllm", validation_alias=AliasChoices("kind", "policy"))
+    kind: str = Field("vllm", validation_alias=AliasChoices("kind", "policy"))
     max_batch_size: int = Field(256, ge=1)
     max_batched_tokens: int = Field(8192, ge=1)
     chunk_tokens: int = Field(512, ge=1)
     block_size: int = Field(16, ge=1, le=1024)
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        from simulator.core.sched import SCHEDULERS
+        if kind not in SCHEDULERS:
+            raise ValueError(f"unknown scheduler {kind!r}; allowed: {', '.join(SCHEDULERS)}")
+        return kind
+
+    @model_validator(mode="after")
+    def _chunk_fits_the_budget(self) -> "SchedulerConfig":
+        if self.kind == "sarathi" and self.chunk_tokens > self.max_batched_tokens:
+            raise ValueError(f"chunk_tokens ({self.chunk_tokens}) must be <= max_batched_tokens "
+                             f"({self.max_batched_tokens})")
+        return self
+
+
+class SimulationConfig(Strict):
+    """How the simulation runs, not what it models (outputs are identical whatever is chosen): `step_mode`
+    bulk (decode steps advanced in bulk where the batch cannot change, simulator.core.bulk) or step (one
+    event per step, the reference); `workers`: processes that simulate independent replicas side by side
+    (simulator.core.parallel): an int, or "auto" (the cores, at most 8, for runs of ≥ 50,000 requests on
+    ≥ 2 replicas; one process otherwise)."""
+
     step_mode: Literal["bulk", "step"] = "bulk"
     workers: Union[Literal["auto"], int] = "auto"
 
@@ -329,13 +352,6 @@ class SchedulerConfig(Strict):
         if value == "auto" or (type(value) is int and value >= 1):
             return value
         raise ValueError(f"an integer >= 1 or 'auto', got {value!r}")
-
-    @model_validator(mode="after")
-    def _chunk_fits_the_budget(self) -> "SchedulerConfig":
-        if self.kind == "sarathi" and self.chunk_tokens > self.max_batched_tokens:
-            raise ValueError(f"chunk_tokens ({self.chunk_tokens}) must be <= max_batched_tokens "
-                             f"({self.max_batched_tokens})")
-        return self
 
 
 class OutputsConfig(Strict):
@@ -372,8 +388,27 @@ class Scenario(Strict):
     early_exit: EarlyExitConfig | None = None
     retrieval: RetrievalConfig | None = None   # iterative RAG: baseline or RaLMSpec (simulator.config.retrieval)
     scheduler: SchedulerConfig = SchedulerConfig()
+    simulation: SimulationConfig = SimulationConfig()
     slo: SLOConfig = SLOConfig()
     outputs: OutputsConfig = OutputsConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _simulation_keys_moved(cls, data):
+        """`scheduler.step_mode` and `scheduler.workers` (their names before the `simulation` section): moved
+        there, with a warning."""
+        scheduler = data.get("scheduler") if isinstance(data, dict) else None
+        moved = [k for k in ("step_mode", "workers") if isinstance(scheduler, dict) and k in scheduler]
+        if not moved:
+            return data
+        import warnings
+        simulation = data.get("simulation") if isinstance(data.get("simulation"), dict) else {}
+        moved = [k for k in moved if k not in simulation]   # (given twice: scheduler's is an unknown key)
+        for key in moved:
+            warnings.warn(f"scheduler.{key} is now simulation.{key}", FutureWarning, stacklevel=2)
+        data = {**data, "scheduler": {k: v for k, v in scheduler.items() if k not in moved},
+                "simulation": {**simulation, **{k: scheduler[k] for k in moved}}}
+        return data
 
 
 

@@ -195,14 +195,18 @@ CHAIN_ACCEPTANCE = {
 
 def _published_chain(acc, gamma: int, seed: int):
     """The chain of a registry row (simulator.speculation.published: selection and conversion rule)."""
-    from simulator.speculation.published import RegistryError, find_entry, per_position_alphas, select
+    from simulator.speculation.published import (RegistryError, decayed_alphas, find_entry, per_position_alphas,
+                                                 select)
     try:
         if acc.entry is not None:
             entry = find_entry(acc.entry)
         else:
             entry = select(depth=gamma, method=acc.method, target=acc.target, draft=acc.draft, dataset=acc.dataset,
                            temperature=acc.temperature)
-        alphas = per_position_alphas(entry, acc.depth)
+        if acc.first_alpha_entry is not None:
+            alphas = decayed_alphas(find_entry(acc.first_alpha_entry), entry)
+        else:
+            alphas = per_position_alphas(entry, acc.depth)
     except RegistryError as exc:
         field, _, message = str(exc).partition(": ")
         raise ScenarioError(field if field.startswith("acceptance") else "acceptance", message or str(exc)) from None

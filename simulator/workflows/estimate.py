@@ -105,10 +105,22 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         "bytes": target.bytes * par.tp,
         "latency_source": describe_latency(lat),
         "engine_time": engine.describe() if engine is not None else None,
+        "profile": _profile_summary(lat),
         "step": {"model": spec.name, "hardware": hw.id, "tp": tp, "dtype": dtype, "kv_dtype": kind.kv_dtype, "batch": batch,
                  "context_tokens": context_tokens, "query_tokens": query_tokens if not prefill_tokens else 0,
                  "prefill_tokens": prefill_tokens},
     }
+
+
+def _profile_summary(lat) -> dict | None:
+    """For `source: profile`: the profiled device, its date, timing method and the kernel that ran each op
+    kind (the profile's fingerprint), so the estimate says what measured its prices."""
+    fp = getattr(lat, "fingerprint", None)
+    if not fp:
+        return None
+    method = fp.get("timing", {}).get("method", "eager")
+    return {"device_name": fp.get("device_name"), "date": fp.get("date"), "torch_version": fp.get("torch_version"),
+            "timing": method.split(":")[0], "kernels": fp.get("kernels", {})}
 
 
 def format_estimate(result: dict) -> str:
@@ -125,10 +137,16 @@ def format_estimate(result: dict) -> str:
              f"{'engine time':<14}{result['engine_seconds'] * 1e3:10.3f} ms"]
     total = sum(result["breakdown"].values()) or 1.0
     kinds = result["latency_source"].get("op_kinds", {})
+    profile = result.get("profile")
     for kind, seconds in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]):
         source = kinds.get(kind, {}).get("source", result["latency_source"].get("source", ""))
+        if profile and profile["kernels"].get(kind):
+            source = f"profile: {profile['kernels'][kind]}"
         lines.append(f"  {kind:<12}{seconds * 1e3:10.3f} ms {100 * seconds / total:6.1f} %   {source}")
     lines.append(f"latency: {format_latency_source(result['latency_source'])}")
+    if profile:
+        lines.append(f"profile: {profile['device_name']}, {profile['date']}, torch {profile['torch_version']}, "
+                     f"timed by {profile['timing']}")
     return "\n".join(lines)
 
 
@@ -147,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", default=None, help="latency source: auto | measured | profile | roofline")
     p.add_argument("--framework", default=None, help="serving framework: vllm | sglang | trtllm")
     p.add_argument("--version", default=None, help="framework version of the measured tables (default newest)")
+    p.add_argument("--profile-dir", default=None, help="with --source profile: the profile directory written by "
+                   "draftsim profile (default: profiles/data/<hardware>/)")
     p.add_argument("--no-engine-time", action="store_true", help="kernels only")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     return p
@@ -162,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     latency = {k: v for k, v in (("source", args.source), ("framework", args.framework),
-                                 ("version", args.version)) if v is not None}
+                                 ("version", args.version), ("profile_dir", args.profile_dir)) if v is not None}
     if args.no_engine_time:
         latency["engine_time"] = False
     try:

@@ -16,7 +16,8 @@ POINTS_FILE = Path(__file__).resolve().parent / "points.yaml"
 KERNEL_KINDS = ("gemm", "attention")
 STEP_KINDS = ("decode_step", "prefill_step")
 SERVING_KINDS = ("ttft", "tpot", "itl", "e2e_latency", "output_throughput", "request_throughput")
-KINDS = KERNEL_KINDS + STEP_KINDS + SERVING_KINDS + ("spec_speedup",)
+SPEC_KINDS = ("spec_speedup", "spec_tpot")
+KINDS = KERNEL_KINDS + STEP_KINDS + SERVING_KINDS + SPEC_KINDS
 
 # Published model ids -> draftsim catalog entries (same architecture; FP8 checkpoints use dtype fp8).
 MODELS = {
@@ -83,6 +84,8 @@ class Point(BaseModel):
     pp: int = Field(ge=1)
     workload: dict = Field(default_factory=dict)
     acceptance: Acceptance | None = None
+    # The acceptance registry row (profiles/data/acceptance_published) a speculative prediction uses.
+    acceptance_entry: str | None = None
     source: Source
     notes: str | None = None
 
@@ -114,6 +117,13 @@ def load_points(path: str | Path = POINTS_FILE) -> list[Point]:
             where = ".".join(str(x) for x in first["loc"])
             ident = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
             raise ValueError(f"{path}: point {ident}: {where}: {first['msg']}") from None
+        if point.acceptance_entry is not None:
+            from simulator.speculation.published import RegistryError, find_entry
+            try:
+                find_entry(point.acceptance_entry)
+            except RegistryError:
+                raise ValueError(f"{path}: point {point.id}: acceptance_entry: no registry row "
+                                 f"{point.acceptance_entry!r}") from None
         if point.id in seen:
             raise ValueError(f"{path}: point id {point.id!r} appears twice")
         seen.add(point.id)

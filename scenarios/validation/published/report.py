@@ -22,13 +22,18 @@ from scenarios.validation.published.predict import Unpredictable, predict, relat
 from simulator.console.contract import parse_args
 
 GROUPS = (("kind", "kind"), ("pricing", "pricing"), ("publication", "publication"))
+# Speculative points are also grouped by method and engine, and by method, engine and batch size.
+SPEC_GROUPS = (("spec method", "spec_method"), ("spec batch", "spec_batch"))
 
 
 def run_points(points, progress=None, latency: dict | None = None) -> pd.DataFrame:
     """One row per point: published and predicted values (SI), signed relative error, status."""
     rows = []
     for i, p in enumerate(points):
+        spec = p.kind in ("spec_speedup", "spec_tpot")
+        method = f"{p.kind} · {p.w('method')} · {p.engine}" if spec else ""
         row = {"id": p.id, "kind": p.kind, "hardware": p.hardware, "engine": p.engine, "publication": p.publication,
+               "spec_method": method, "spec_batch": f"{method} · batch {p.w('batch', '?')}" if spec else "",
                "published": p.seconds_or_value, "unit": p.unit, "predicted": np.nan, "error": np.nan,
                "pricing": "", "status": "", "note": ""}
         try:
@@ -63,10 +68,15 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
                     "p90_abs_error": float(np.percentile(np.abs(err), 90)) if len(err) else np.nan,
                     "mean_signed_error": float(err.mean()) if len(err) else np.nan})
 
-    for group, column in GROUPS:
+    for group, column in GROUPS + SPEC_GROUPS:
         for name, part in ok.groupby(column, sort=True):
-            add(group, str(name), part)
+            if name != "":
+                add(group, str(name), part)
     add("overall", "all", ok)
+    same = frame[frame["status"] == "acceptance from the same run"]
+    for name, part in same.groupby("spec_method", sort=True):
+        if name != "":
+            add("same-run acc.", str(name), part)
     return pd.DataFrame(out)
 
 
