@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from simulator.errors import ScenarioError
 from simulator.config.base import Strict
-from simulator.results.metrics import SLO
+from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
