@@ -28,7 +28,7 @@ def _version_key(text: str):
 
 @lru_cache(maxsize=1)
 def _entries() -> tuple[dict, ...]:
-    raw = yaml.safe_load(DATA_FILE.read_text())
+    raw = yaml.load(DATA_FILE.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))   # (C parser: start-up)
     entries = raw.get("frameworks") if isinstance(raw, dict) else None
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"{DATA_FILE.name}: expected a 'frameworks' list")

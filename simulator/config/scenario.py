@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from simulator.errors import ScenarioError
 from simulator.config.base import Strict
-from simulator.results.metrics import SLO
+from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
@@ -391,6 +391,19 @@ class OutputsConfig(Strict):
     step_interval_s: float = Field(1.0, gt=0, allow_inf_nan=False)
 
 
+class EnergyConfig(Strict):
+    """Energy and cost figures of the summary (simulator.results.energy). `power_model`: how a GPU's power
+    follows its steps (profiles.power: utilization | busy); `host_power_w_per_gpu`: the node's power beside
+    its GPUs (CPUs, memory, NVSwitch, NICs, fans) per GPU (default: the hardware's `host_w_per_gpu`);
+    `usd_per_gpu_hour` (default: simulator.workflows.plan.prices, where quoted) and `usd_per_kwh` (default:
+    energy not billed) price `usd_per_mtok`."""
+
+    power_model: Literal["utilization", "busy"] = "utilization"
+    host_power_w_per_gpu: float | None = Field(None, ge=0, allow_inf_nan=False)
+    usd_per_gpu_hour: float | None = Field(None, gt=0, allow_inf_nan=False)
+    usd_per_kwh: float | None = Field(None, ge=0, allow_inf_nan=False)
+
+
 class SLOConfig(Strict):
     """Service-level objectives per request (unset = not constrained) and the target attainment."""
 
@@ -416,6 +429,7 @@ class Scenario(Strict):
     simulation: SimulationConfig = SimulationConfig()
     slo: SLOConfig = SLOConfig()
     outputs: OutputsConfig = OutputsConfig()
+    energy: EnergyConfig = EnergyConfig()
 
     @model_validator(mode="before")
     @classmethod

@@ -163,7 +163,7 @@ def _profile_summary(lat) -> dict | None:
 
 
 def format_estimate(result: dict) -> str:
-    from simulator.results.metrics import format_latency_source
+    from simulator.results.latency_source import format_latency_source
     st = result["step"]
     what = (f"prefill of {st['batch']} x {st['prefill_tokens']} tokens after {st['context_tokens']} cached"
             if st["prefill_tokens"] else
