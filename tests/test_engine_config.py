@@ -272,3 +272,65 @@ def test_engine_sections_must_agree():
                                scheduler={"kind": "vllm"}))
     on = simulator.run(scenario(workload={"num_requests": 5}, cluster={"engine": {"prefix_caching": True}}))
     assert on.scenario.cluster.kv_cache.prefix_caching is True
+
+
+# ---- multi-step scheduling (vLLM V0 --num-scheduler-steps) ---------------------------------------------
+_TRACES = {}
+
+
+def _multi_step_run(steps: int, arrivals, output=12, step_mode="step"):
+    import tempfile
+    from pathlib import Path
+    key = (tuple(arrivals), output)
+    if key not in _TRACES:
+        path = Path(tempfile.mkdtemp()) / "trace.csv"
+        path.write_text("arrival_s,prompt_tokens,output_tokens\n"
+                        + "".join(f"{a},32,{output}\n" for a in arrivals))
+        _TRACES[key] = str(path)
+    data = scenario(workload={"num_requests": len(arrivals)},
+                    cluster={"engine": {"version": "0.6.3", "num_scheduler_steps": steps}},
+                    scheduler={"kind": "vllm", "max_batch_size": 8}, simulation={"step_mode": step_mode})
+    data["workload"]["arrival"] = {"process": "trace", "trace_csv": _TRACES[key]}
+    for k in ("prompt_tokens", "output_tokens"):
+        data["workload"].pop(k)
+    return simulator.run(data)
+
+
+def test_multi_step_admits_new_requests_only_at_step_group_boundaries():
+    """Hand-worked: A arrives at 0, B while A's first group of 4 decode steps runs. vLLM V0 with
+    --num-scheduler-steps 4 (vllm/core/scheduler.py, multi-step): step 1 prefills A; steps 2-5 are A's first
+    group (B waits, though the batch has room); step 6 (the boundary) prefills B; steps 7-10 decode A and B."""
+    single = _multi_step_run(1, [0.0, 0.015])
+    multi = _multi_step_run(4, [0.0, 0.015])
+    shape = [(int(r.prefill_seqs), int(r.decode_seqs)) for r in multi.steps.itertuples()]
+    assert shape[:10] == [(1, 0), (0, 1), (0, 1), (0, 1), (0, 1), (1, 0), (0, 2), (0, 2), (0, 2), (0, 2)], shape
+    b_single = single.requests.loc[1]
+    b_multi = multi.requests.loc[1]
+    assert b_multi.first_token_s - b_multi.arrival_s > b_single.first_token_s - b_single.arrival_s
+    # inside a group the host's scheduling and input preparation are not paid again
+    eng = multi.steps.engine_s.to_numpy()
+    assert eng[2] < eng[1] and eng[3] == pytest.approx(eng[2], rel=1e-9)
+
+
+def test_multi_step_groups_restart_after_every_prefill_and_when_the_batch_empties():
+    """Hand-worked, groups of 3: A and B (5 tokens each: 1 from the prompt, 4 decode steps) are prefilled
+    together; their 4 decode steps are a group of 3 and the start of a second group, which ends when both
+    finish (the batch is empty: a boundary); C, arriving later, is then prefilled and decodes 3 + 1."""
+    multi = _multi_step_run(3, [0.0, 0.0, 0.2], output=5)
+    shape = [(int(r.prefill_seqs), int(r.decode_seqs)) for r in multi.steps.itertuples()]
+    assert shape == [(2, 0)] + [(0, 2)] * 4 + [(1, 0)] + [(0, 1)] * 4, shape
+    bulk = _multi_step_run(3, [0.0, 0.0, 0.2], output=5, step_mode="bulk")   # bulk mode: the same steps
+    assert shape == [(int(r.prefill_seqs), int(r.decode_seqs)) for r in bulk.steps.itertuples()]
+    assert multi.steps.duration_s.tolist() == bulk.steps.duration_s.tolist()
+
+
+def test_multi_step_is_refused_where_the_engine_has_none_or_with_speculation():
+    with pytest.raises(ScenarioError, match="cluster.engine.num_scheduler_steps: vllm 0.9.0 has no such flag"):
+        simulator.run(scenario(workload={"num_requests": 3},
+                               cluster={"engine": {"version": "0.9.0", "num_scheduler_steps": 4}}))
+    with pytest.raises(ScenarioError, match="drafter.kind: vllm 0.6.3 refuses speculative decoding with multi-step"):
+        simulator.run(scenario(workload={"num_requests": 3}, drafter=EAGLE,
+                               cluster={"engine": {"version": "0.6.3", "num_scheduler_steps": 4}}))
+    with pytest.raises(ScenarioError, match="scheduler.kind: vllm 0.6.1 refuses chunked prefill with multi-step"):
+        simulator.run(scenario(workload={"num_requests": 3}, scheduler={"kind": "sarathi"},
+                               cluster={"engine": {"version": "0.6.1", "num_scheduler_steps": 4}}))
