@@ -207,6 +207,9 @@ def _scheduler(scenario: Scenario):
     cfg = scenario.scheduler
     limits = BatchLimits(cfg.max_batch_size, cfg.max_batched_tokens, cfg.chunk_tokens)
     steps = scenario.cluster.engine.num_scheduler_steps
+    if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking is the engine's enable_chunked_prefill
+        chunking = scenario.cluster.engine.chunked_prefill is True
+        return (lambda lim: SCHEDULERS["trtllm"](lim, chunking)), limits
     if steps > 1:   # vLLM V0 multi-step scheduling around the batching scheduler (its version is checked
         return (lambda lim: MultiStep(SCHEDULERS[cfg.kind](lim), steps)), limits  # by profiles.engine_time.support)
     return SCHEDULERS[cfg.kind], limits

@@ -116,6 +116,7 @@ def grow_decodes(view, decode_ids: list[int]) -> list[int]:
 from simulator.core.sched.decode_only import DecodeOnly  # noqa: E402  (the registries below)
 from simulator.core.sched.multi_step import MultiStep  # noqa: E402
 from simulator.core.sched.sarathi import Sarathi  # noqa: E402
+from simulator.core.sched.trtllm import TrtllmIfb  # noqa: E402
 from simulator.core.sched.vllm import Vllm  # noqa: E402
 from simulator.core.sched.vllm_v1 import VllmV1  # noqa: E402
 
@@ -124,6 +125,7 @@ SCHEDULERS = {
     "vllm": Vllm,
     "sarathi": Sarathi,
     "vllm_v1": VllmV1,
+    "trtllm": TrtllmIfb,
 }
 
 __all__ = ["BatchLimits", "DecodeOnly", "MultiStep", "NO_IDS", "SCHEDULERS", "Scheduler", "StepPlan"]
