@@ -167,6 +167,21 @@ CASES = [
     # (re-recorded with issue 27's one step loop: a disaggregated pool's step ends at start + (draft + target))
     ("scenarios/speculation/mtp_deepseek_v3_h200_disagg.yaml", ['workload.num_requests=60'],
      "8dddd7e539168203", "df3e796aab8e9e07", "e44b2ac97207718d"),
+    # added with issue 28 (hybrid models on H100/H200/B200, an NVFP4 DeepSeek-R1 on B200; recorded on its branch)
+    ("scenarios/hybrid/qwen3_next_h100.yaml", ["workload.num_requests=60"],
+     "ab366ba8e279c992", "6edc8b8c1ff4015d", "b5871beb94e20061"),
+    ("scenarios/hybrid/qwen3_next_h200.yaml", ["workload.num_requests=60"],
+     "c20104fd1ea24fa3", "a616855a1f1545a3", "7d868540952b58fb"),
+    ("scenarios/hybrid/qwen3_next_b200.yaml", ["workload.num_requests=60"],
+     "9af96c9ae0314621", "36e534dfa920b47e", "5bcbd86be5d4934d"),
+    ("scenarios/hybrid/nemotron_h_h100.yaml", ["workload.num_requests=60"],
+     "29f497796002853b", "4f400124884a7db2", "7e26f94c76d79577"),
+    ("scenarios/hybrid/nemotron_h_h200.yaml", ["workload.num_requests=60"],
+     "f5f006f925100604", "7f94e030d1c62d7a", "c285588453f78d43"),
+    ("scenarios/hybrid/nemotron_h_b200.yaml", ["workload.num_requests=60"],
+     "31ab5c410bd210cb", "bfea7d134b070855", "3b6c19f3ec70e8c2"),
+    ("scenarios/fp4/deepseek_r1_nvfp4_b200.yaml", ["workload.num_requests=60"],
+     "ed826e4c0255491c", "a3e1aaefb9141191", "42816320faec1a3d"),
 ]
 
 
