@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from models.errors import FieldError
 from profiles.engine_time.model import EngineTime
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "engine_time" / "frameworks.yaml"
@@ -48,11 +49,11 @@ def _build(entry: dict) -> EngineTime:
 
 
 def engine_time_for(framework: str, version: str | None = None) -> EngineTime:
-    """The constants of `framework` at `version` (None: its newest range). ValueError naming the field."""
+    """The constants of `framework` at `version` (None: its newest range). FieldError otherwise."""
     entries = [e for e in _entries() if e["framework"] == framework]
     if not entries:
-        raise ValueError(f"cluster.latency.framework: no engine-time model for {framework!r}; "
-                         f"allowed: {', '.join(frameworks())}")
+        raise FieldError("cluster.latency.framework", f"no engine-time model for {framework!r}; "
+                                                      f"allowed: {', '.join(frameworks())}")
     if version is None:
         return _build(max(entries, key=lambda e: _version_key(e["versions"].get("min", "0"))))
     v = _version_key(version)
@@ -61,4 +62,4 @@ def engine_time_for(framework: str, version: str | None = None) -> EngineTime:
         if (lo is None or _version_key(lo) <= v) and (hi is None or v < _version_key(hi)):
             return _build(e)
     ranges = ", ".join(f"{e['versions'].get('min', '')}..{e['versions'].get('max', '')}" for e in entries)
-    raise ValueError(f"cluster.latency.version: no engine-time model for {framework} {version}; ranges: {ranges}")
+    raise FieldError("cluster.latency.version", f"no engine-time model for {framework} {version}; ranges: {ranges}")

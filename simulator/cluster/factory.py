@@ -28,6 +28,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.errors import FieldError
 from models.spec import ModelSpec, kv_cache_dtype, validate_parallelism
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec
@@ -45,9 +46,8 @@ GIB = 1024 ** 3
 
 def make_latency_model(lat: LatencyConfig, hardware: HardwareSpec, dtype: str, base_dir: Path,
                        kv_dtype: str | None = None):
-    """The latency model of `cluster.latency` (profiles.select); a MeasuredDataError becomes a
-    ScenarioError naming the field to change."""
-    from profiles.measured import MeasuredDataError
+    """The latency model of `cluster.latency` (profiles.select); what it cannot serve becomes a ScenarioError
+    naming the field to change."""
     from profiles.select import LatencySourceConfig, select_latency
     profile_dir = Path(lat.profile_dir) if lat.profile_dir else None
     if profile_dir is not None and not profile_dir.is_absolute():
@@ -57,12 +57,8 @@ def make_latency_model(lat: LatencyConfig, hardware: HardwareSpec, dtype: str, b
     config = LatencySourceConfig(lat.source, lat.framework, lat.version, profile_dir)
     try:
         return select_latency(hardware, dtype, config, kv_dtype)
-    except MeasuredDataError as exc:
-        raise ScenarioError(exc.field, str(exc).split(": ", 1)[1]) from None
-    except ValueError as exc:
-        if lat.source != "engine_profile":
-            raise
-        raise ScenarioError("cluster.latency.profile_dir", str(exc).split(": ", 1)[1]) from None
+    except FieldError as exc:   # (profiles.measured.MeasuredDataError, an engine profile that cannot be read)
+        raise ScenarioError(exc.field, exc.message) from None
 
 
 def drafter_family(drafter) -> str | None:
@@ -91,9 +87,8 @@ def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str
         version = latency.version
     try:
         engine = engine_time_for(lat.framework, version)
-    except ValueError as exc:
-        field, message = str(exc).split(": ", 1)
-        raise ScenarioError(field, message) from None
+    except FieldError as exc:
+        raise ScenarioError(exc.field, exc.message) from None
     return engine.for_drafter(drafter)
 
 
@@ -218,12 +213,10 @@ def resolve_hardware(hardware, base_dir: Path | None, field: str = "cluster.hard
     from profiles.hardware_file import load_hardware
     try:
         return load_hardware(hardware, base_dir, field)
-    except ValueError as exc:
-        text = str(exc)
-        if text.startswith(field):  # the message already names the (sub-)field
-            sub, _, message = text.partition(": ")
-            raise ScenarioError(sub, message) from None
-        raise ScenarioError(field, text) from None
+    except FieldError as exc:   # the (sub-)field of an inline block or file
+        raise ScenarioError(exc.field, exc.message) from None
+    except ValueError as exc:   # (an unknown catalog id)
+        raise ScenarioError(field, str(exc)) from None
 
 
 def resolve_model(model, base_dir: Path | None, field: str = "cluster.model") -> ModelSpec:
@@ -259,9 +252,8 @@ def measured_passes(lat, target_cost, built_drafter, drafter):
         if built_drafter is not None and drafter.kind == "draft_model":
             built_drafter = dataclasses.replace(built_drafter, cost=MeasuredPassCost(
                 built_drafter.cost, lat.profile.pass_model(built_drafter.spec.name, "drafter.model")))
-    except KeyError as exc:
-        field, message = exc.args[0].split(": ", 1)
-        raise ScenarioError(field, message) from None
+    except FieldError as exc:
+        raise ScenarioError(exc.field, exc.message) from None
     return target_cost, built_drafter
 
 

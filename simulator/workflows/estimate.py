@@ -77,7 +77,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     except ScenarioError as exc:  # name the argument, not a scenario field
         field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.dtype": "dtype"}.get(
             exc.field, "tp" if "parallelism" in exc.field else exc.field)
-        raise ScenarioError(field, str(exc).split(": ", 1)[1]) from None
+        raise ScenarioError(field, exc.message) from None
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
     if prefill_tokens:
         pairs = batch * (prefill_tokens * context_tokens + prefill_tokens * (prefill_tokens + 1) // 2)
