@@ -24,6 +24,8 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+import numpy as np
+
 from profiles.measured.grid import MeasuredGrid
 from profiles.measured.tables import MS, read
 
@@ -46,9 +48,12 @@ class GdnTable:
 
     def __init__(self, path: Path, peaks):
         frame = read(path, _COLUMNS)
-        frame = frame.assign(role=frame["kernel_source"].astype(str).map(_role)).dropna(subset=["role"])
+        codes, kernels = frame.codes("kernel_source")
+        roles = np.array([_role(str(kernel)) for kernel in kernels] + [None], dtype=object)[codes]
+        known = np.array([role is not None for role in roles], dtype=bool)
+        frame = frame.where(known).with_text("role", roles[known])
         self._peaks = peaks
-        self._kernels = {role: sorted(part["kernel_source"].astype(str).unique())
+        self._kernels = {role: sorted({str(kernel) for kernel in part["kernel_source"]})
                          for role, part in frame.groupby("role")}
         keys = ["role", "num_k_heads", "num_v_heads", "head_k_dim", "head_v_dim"]
         self._parts = {(r, int(nk), int(nv), int(dk), int(dv)): part
@@ -72,11 +77,10 @@ class GdnTable:
                 return None
             ideal = partial(_ideal, self._peaks, role, layout)
             if role in (CONV_PREFILL, CORE_PREFILL):
-                points = list(zip(part["batch_size"].astype(float), part["seq_len"].astype(float)))
-                grid = MeasuredGrid.from_points(points, part["latency"].to_numpy(float) * MS, ideal, along=1)
+                points = list(zip(part["batch_size"].astype(float).tolist(), part["seq_len"].astype(float).tolist()))
+                grid = MeasuredGrid.from_points(points, part["latency"].astype(float) * MS, ideal, along=1)
             else:
-                grid = MeasuredGrid.from_points(part[["batch_size"]].to_numpy(float),
-                                                part["latency"].to_numpy(float) * MS, ideal)
+                grid = MeasuredGrid.from_points(part.matrix(["batch_size"]), part["latency"].astype(float) * MS, ideal)
             self._grids[key] = grid
         point = (batch, tokens_per_seq) if role in (CONV_PREFILL, CORE_PREFILL) else (batch,)
         return grid.seconds(point)

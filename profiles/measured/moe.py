@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 
 from profiles.measured.grid import MeasuredGrid
-from profiles.measured.tables import MS, dominant_source, read
+from profiles.measured.tables import MS, dominant_source, most_measured_first, read
 
 # nvfp4: W4A4 NVFP4 experts (vLLM 0.24 on Blackwell: FlashInfer TRT-LLM / CUTLASS NVFP4 MoE). The package's MXFP4
 # tables are W4A16 / W4A8 (gpt-oss kernels), not the W4A4 `mxfp4` priced here: not mapped.
@@ -39,7 +39,7 @@ class MoeTable:
     def __init__(self, path: Path, peaks):
         frame = read(path, _COLUMNS)
         if "distribution" in frame.columns:
-            frame = frame[frame["distribution"] == "balanced"]
+            frame = frame.where(frame["distribution"] == "balanced")
         self._peaks = peaks
         # The framework picks its fused-MoE kernel per configuration (e.g. vLLM 0.24's fp8_block on H100:
         # Triton experts at EP 1, FlashInfer CUTLASS at EP > 1), and the tables measure each configuration
@@ -63,7 +63,7 @@ class MoeTable:
         frame = self._frames.get(MOE_DTYPES.get(dtype, ""))
         if frame is None or frame.empty:
             return None
-        return "+".join(frame["kernel_source"].value_counts().index.astype(str))
+        return "+".join(most_measured_first(frame, "kernel_source"))
 
     def seconds(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int, tp: int, ep: int,
                 rows: float) -> tuple[float, bool] | None:
@@ -77,7 +77,7 @@ class MoeTable:
         if grid is None:
             ideal = partial(_ideal, self._peaks, WEIGHT_BYTES[dtype], config)
             grid = self._grids[(dtype, config)] = MeasuredGrid.from_points(
-                part[["num_tokens"]].to_numpy(float), part["latency"].to_numpy(float) * MS, ideal)
+                part.matrix(["num_tokens"]), part["latency"].astype(float) * MS, ideal)
         return grid.seconds((rows * ep / top_k,))
 
 

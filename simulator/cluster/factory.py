@@ -69,27 +69,52 @@ def drafter_family(drafter) -> str | None:
     return None if drafter.kind == "none" else engine_family(drafter)
 
 
-def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str | None):
+def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, drafter, *, speculating: bool,
+                     tree: bool, q: int, par: Parallelism, scheduler=None):
     """The serving engine's per-step time model (profiles.engine_time), or None: on by default for GPUs
-    (off for the local CPU, whose profile measures host work per pass), at `engine_version`, else the
-    framework version that priced the kernels (the newest when the kernels come from elsewhere), as it
-    runs with `drafter` (`drafter_family`)."""
-    from profiles.engine_time import engine_time_for
-    enabled = lat.engine_time if lat.engine_time is not None else (hardware_id != "cpu-local"
+    (off for the local CPU, whose profile measures host work per pass). The engine is `cluster.engine`
+    (framework and version default to `cluster.latency`'s, then to the measured tables' version, then to the
+    newest modelled release), checked against what that version offers and refuses
+    (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits and GPUs."""
+    from profiles.engine_time.frameworks import Deployment, build_engine, entry_for
+    from profiles.engine_time.support import Context, UnsupportedCombination, check
+    from simulator.config.engine import EngineConfig, engine_settings
+    engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
+    enabled = lat.engine_time if lat.engine_time is not None else (hw.id != "cpu-local"
                                                                    or lat.source == "engine_profile")
+    family = drafter_family(drafter) if speculating else None
     if not enabled:
         return None
     if lat.source == "engine_profile":   # the profiled engine's own host time per step
         from profiles.engine_time.engine_profile import engine_time_of
-        return engine_time_of(latency.profile, drafter)
-    version = lat.engine_version
-    if version is None and latency.framework == lat.framework:
-        version = latency.version
+        return engine_time_of(latency.profile, family)
+    settings = engine_settings(engine_cfg, lat)
+    if settings.version is None and getattr(latency, "framework", None) == settings.framework:
+        settings = dataclasses.replace(settings, version=latency.version)
     try:
-        engine = engine_time_for(lat.framework, version)
-    except FieldError as exc:
+        entry = entry_for(settings.framework, settings.version)
+        version = settings.version or entry.get("latest") or entry["versions"]["min"]
+        mixed = scheduler is not None and scheduler.kind in ("sarathi", "vllm_v1")
+        context = Context(drafter=family, tree=tree, pp=par.pp, attention_dp=par.attention_dp, mixed_chunks=mixed,
+                          num_scheduler_steps=engine_cfg.num_scheduler_steps)
+        check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
+        deployment = Deployment(max_num_seqs=scheduler.max_batch_size if scheduler is not None else 256,
+                                max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,
+                                q=q, speculating=speculating, hbm_bytes=hw.hbm_bytes, tp=par.tp)
+        engine = build_engine(dataclasses.replace(settings, version=version), deployment)
+    except (UnsupportedCombination, FieldError) as exc:
         raise ScenarioError(exc.field, exc.message) from None
-    return engine.for_drafter(drafter)
+    return engine.for_drafter(family, keep_overlap=settings.async_scheduling is True)
+
+
+def _modes_elsewhere(framework: str) -> dict[str, list[str]]:
+    """CUDA-graph mode -> the version ranges of any framework that offer it (for error messages)."""
+    from profiles.engine_time.frameworks import _entries, version_range
+    out: dict[str, list[str]] = {}
+    for e in _entries():
+        for mode in e["graphs"]["modes"]:
+            out.setdefault(mode, []).append(f"{e['framework']} {version_range(e)}")
+    return out
 
 
 def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
@@ -261,7 +286,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                        latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
                        speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
                        where: str = "cluster", latencies: dict | None = None,
-                       kv_dtype: str | None = None, kv_layout=None, early_exit=None) -> ReplicaKind:
+                       kv_dtype: str | None = None, kv_layout=None, early_exit=None, engine_config=None,
+                       scheduler=None) -> ReplicaKind:
     """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline
     block (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
     (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
@@ -270,7 +296,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
     steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`: the KV
     cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
-    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer)."""
+    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `engine_config`:
+    cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
+    CUDA-graph capture sizes; None: 256 sequences, 8192 tokens)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
     target = resolve_model(model, base_dir)
     kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
@@ -288,7 +316,6 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     lat = latencies.get(hw.id)
     if lat is None:
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
-    engine = make_engine_time(latency, hw.id, lat, drafter_family(drafter) if speculating else None)
     built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype,
                                   DraftContext(moe, base_dir)) if speculating else None
     if built_drafter is not None and built_drafter.fixed_chain is not None:
@@ -318,12 +345,16 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if facts.measured_passes:
         target_cost, built_drafter = measured_passes(lat, target_cost, built_drafter, drafter)
     spec = control = None
-    if built_drafter is None:
-        cost = StepCostModel(target_cost, None, 0, engine=engine)
-    else:
+    if built_drafter is not None:
         max_gamma = max(gamma, policy.max_gamma if policy.kind in ("smartspec", "thompson") else 0)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
                                  built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
+    q = 1 if spec is None else spec.verify_q
+    engine = make_engine_time(latency, engine_config, hw, lat, drafter, speculating=built_drafter is not None,
+                              tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler)
+    if built_drafter is None:
+        cost = StepCostModel(target_cost, None, 0, engine=engine)
+    else:
         vllm_proposer = drafter.kind == "draft_model" and drafter.passes == "vllm"
         if vllm_proposer and (spec.tree is not None or policy.kind != "fixed"):
             raise ScenarioError("drafter.passes", "'vllm' is vLLM's fixed-γ chain proposer: it needs speculation.kind "
