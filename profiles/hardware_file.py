@@ -38,6 +38,7 @@ import math
 from pathlib import Path
 
 
+from models.errors import FieldError
 from models.files import read_document
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 
@@ -57,35 +58,35 @@ def _number(value, field: str, rule: str, ok) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{field}: {value!r} is not a number; expected {rule}") from None
+        raise FieldError(field, f"{value!r} is not a number; expected {rule}") from None
     if not math.isfinite(number) or not ok(number):
-        raise ValueError(f"{field}: {value!r} is not {rule}")
+        raise FieldError(field, f"{value!r} is not {rule}")
     return number
 
 
 def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
     """A validated HardwareSpec from a mapping of its fields (module docstring)."""
     if not isinstance(fields, dict):
-        raise ValueError(f"{where}: expected a mapping of hardware fields ({', '.join(REQUIRED)}, ...)")
+        raise FieldError(where, f"expected a mapping of hardware fields ({', '.join(REQUIRED)}, ...)")
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
-        raise ValueError(f"{where}.{unknown[0]}: unknown field; allowed: {', '.join(FIELDS)}")
+        raise FieldError(f"{where}.{unknown[0]}", f"unknown field; allowed: {', '.join(FIELDS)}")
     missing = [f for f in REQUIRED if f not in fields]
     if missing:
-        raise ValueError(f"{where}.{missing[0]}: required field is missing")
+        raise FieldError(f"{where}.{missing[0]}", "required field is missing")
     out = {**_DEFAULTS, **fields}
     hid = str(out["id"]).strip().lower()
     if not hid or hid in HARDWARE:
-        raise ValueError(f"{where}.id: {out['id']!r} must be a new name (not empty, not a catalog id: "
+        raise FieldError(f"{where}.id", f"{out['id']!r} must be a new name (not empty, not a catalog id: "
                          f"{', '.join(sorted(HARDWARE))})")
     out["id"], out["name"] = hid, str(out.get("name") or hid)
     peaks = out["peak_flops"]
     if not isinstance(peaks, dict) or not {"bf16", "fp32"} <= set(peaks):
-        raise ValueError(f"{where}.peak_flops: needs a mapping with at least bf16 and fp32 (dense FLOP/s); "
+        raise FieldError(f"{where}.peak_flops", f"needs a mapping with at least bf16 and fp32 (dense FLOP/s); "
                          f"allowed keys: {', '.join(KNOWN_DTYPES)}")
     bad = sorted(set(peaks) - set(KNOWN_DTYPES))
     if bad:
-        raise ValueError(f"{where}.peak_flops.{bad[0]}: unknown dtype; allowed: {', '.join(KNOWN_DTYPES)}")
+        raise FieldError(f"{where}.peak_flops.{bad[0]}", f"unknown dtype; allowed: {', '.join(KNOWN_DTYPES)}")
     out["peak_flops"] = {d: _number(v, f"{where}.peak_flops.{d}", "a FLOP/s rate > 0", lambda x: x > 0)
                          for d, v in peaks.items()}
     for name in _POSITIVE:
@@ -94,7 +95,7 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
     for name in _NON_NEGATIVE:
         out[name] = _number(out[name], f"{where}.{name}", "a number >= 0", lambda x: x >= 0)
     if out["idle_w"] > out["tdp_w"]:
-        raise ValueError(f"{where}.idle_w: {out['idle_w']} must not exceed tdp_w ({out['tdp_w']})")
+        raise FieldError(f"{where}.idle_w", f"{out['idle_w']} must not exceed tdp_w ({out['tdp_w']})")
     for name in ("gpus_per_node", "compute_units"):
         if name in out:
             value = _number(out[name], f"{where}.{name}", "an integer >= 1", lambda x: x >= 1 and x == int(x))
@@ -116,6 +117,6 @@ def load_hardware(ref, base_dir: Path | str | None = None, where: str = "hardwar
         try:
             raw = read_document(path, "YAML")
         except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
+            raise FieldError(where, str(exc)) from None
         return hardware_from_fields(raw, where)
     return get_hardware(ref)

@@ -23,11 +23,14 @@ def test_estimate_equals_the_simulated_step_of_the_same_composition():
     # A decode step whose requests all hold ctx/b tokens has the same Σ context as the logged one.
     dec = dec[dec.decode_context_tokens % dec.decode_seqs == 0].iloc[0]
     b, ctx = int(dec.decode_seqs), int(dec.decode_context_tokens)
-    est = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=b, context_tokens=ctx // b)
+    # the scenario's scheduler limits set the engine's CUDA-graph capture sizes (64 sequences)
+    est = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=b, context_tokens=ctx // b,
+                                  scheduler={"max_batch_size": 64})
     assert est["seconds"] == pytest.approx(dec.duration_s, rel=1e-12)
     assert est["engine_seconds"] == pytest.approx(dec.engine_s, rel=1e-12)
     pre = steps[(steps.prefill_seqs == 1) & (steps.decode_seqs == 0)].iloc[0]
-    est = simulator.estimate_step("llama-3-8b", "h100-sxm", prefill_tokens=int(pre.prefill_tokens))
+    est = simulator.estimate_step("llama-3-8b", "h100-sxm", prefill_tokens=int(pre.prefill_tokens),
+                                  scheduler={"max_batch_size": 64})
     assert est["seconds"] == pytest.approx(pre.duration_s, rel=1e-12)
     assert est["engine_seconds"] == pytest.approx(pre.engine_s, rel=1e-12)
 

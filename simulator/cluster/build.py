@@ -101,7 +101,8 @@ def pool_kind(scenario: Scenario, pool, where: str, seed: int, base_dir: Path,
         latency=cl.latency, moe=cl.moe, memory_utilization=cl.gpu_memory_utilization, drafter=scenario.drafter,
         speculation=scenario.speculation, acceptance=scenario.acceptance, policy=scenario.policy,
         acceptance_seed=seed, base_dir=base_dir, where=where, latencies=latencies, kv_dtype=cl.kv_dtype,
-        kv_layout=cl.kv_cache.layout, early_exit=scenario.early_exit)
+        kv_layout=cl.kv_cache.layout, early_exit=scenario.early_exit, engine_config=cl.engine,
+        scheduler=scenario.scheduler)
 
 
 def _router(name: str, replicas: int, rng, where: str):

@@ -20,6 +20,7 @@ from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, Fix
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
                                    ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig,
                                    PublishedAcceptanceConfig)
+from simulator.config.engine import EngineConfig
 from simulator.config.names import FolderName
 from simulator.config.retrieval import RetrievalConfig
 from simulator.config.workload import WorkloadConfig
@@ -193,8 +194,32 @@ class ClusterConfig(Strict):
     router: str = "round_robin"
     gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
     latency: LatencyConfig = LatencyConfig()
+    engine: EngineConfig = EngineConfig()
     moe: MoeConfig = MoeConfig()
     disaggregation: DisaggregationConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_fills_its_sections(cls, data):
+        """`cluster.engine` names the framework (the kernels' too unless cluster.latency.framework says
+        otherwise) and, where given, prefix caching (cluster.kv_cache.prefix_caching, which must agree);
+        `cluster.latency.engine_version` is the older spelling of `cluster.engine.version`."""
+        if not isinstance(data, dict) or not isinstance(data.get("engine"), dict):
+            return data
+        engine, data = data["engine"], dict(data)
+        latency = data.get("latency") if isinstance(data.get("latency"), dict) else None
+        if engine.get("framework") is not None and (latency is None or "framework" not in latency):
+            data["latency"] = {**(latency or {}), "framework": engine["framework"]}
+        if latency is not None and latency.get("engine_version") is not None and engine.get("version") is not None \
+                and latency["engine_version"] != engine["version"]:
+            raise ValueError("cluster.engine.version and cluster.latency.engine_version (its older spelling) differ; "
+                             "give one")
+        if engine.get("prefix_caching") is not None:
+            kv = data.get("kv_cache") if isinstance(data.get("kv_cache"), dict) else {}
+            if kv.get("prefix_caching") is not None and kv["prefix_caching"] != engine["prefix_caching"]:
+                raise ValueError("cluster.engine.prefix_caching and cluster.kv_cache.prefix_caching differ; give one")
+            data["kv_cache"] = {**kv, "prefix_caching": engine["prefix_caching"]}
+        return data
 
     @model_validator(mode="after")
     def _pools_own_their_layout(self) -> "ClusterConfig":
@@ -405,6 +430,26 @@ class Scenario(Strict):
     slo: SLOConfig = SLOConfig()
     outputs: OutputsConfig = OutputsConfig()
     energy: EnergyConfig = EnergyConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _chunked_prefill_sets_the_scheduler(cls, data):
+        """`cluster.engine.chunked_prefill` given: prompt chunks ride along with decode steps (scheduler kind
+        sarathi; vllm_v1 chunks too) or do not (kind vllm); an explicit scheduler.kind must agree."""
+        if not isinstance(data, dict) or not isinstance(data.get("cluster"), dict):
+            return data
+        engine = data["cluster"].get("engine")
+        chunked = engine.get("chunked_prefill") if isinstance(engine, dict) else None
+        if chunked is None:
+            return data
+        scheduler = data.get("scheduler") if isinstance(data.get("scheduler"), dict) else {}
+        kind = scheduler.get("kind", scheduler.get("policy"))
+        if kind is None:
+            return {**data, "scheduler": {**scheduler, "kind": "sarathi" if chunked else "vllm"}}
+        if (kind in ("sarathi", "vllm_v1")) != bool(chunked):
+            raise ValueError(f"cluster.engine.chunked_prefill is {chunked} but scheduler.kind {kind!r} "
+                             f"{'does not chunk prompts' if chunked else 'chunks prompts'}; give one")
+        return data
 
     @model_validator(mode="before")
     @classmethod

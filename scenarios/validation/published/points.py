@@ -12,6 +12,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 POINTS_FILE = Path(__file__).resolve().parent / "points.yaml"
+# Every points file of the registry: points.yaml and the topic files beside it (points_<topic>.yaml), each
+# added by whoever collected its points (README.md in this folder).
+POINTS_FILES = tuple(sorted(Path(__file__).resolve().parent.glob("points*.yaml")))
 
 KERNEL_KINDS = ("gemm", "attention")
 STEP_KINDS = ("decode_step", "prefill_step")
@@ -84,6 +87,9 @@ class Point(BaseModel):
     pp: int = Field(ge=1)
     workload: dict = Field(default_factory=dict)
     acceptance: Acceptance | None = None
+    # the serving engine's flags the publication states (a cluster.engine block: cuda_graphs,
+    # async_scheduling, num_scheduler_steps, ...); the point is predicted with them
+    engine_flags: dict | None = None
     # The acceptance registry row (profiles/data/acceptance_published) a speculative prediction uses.
     acceptance_entry: str | None = None
     source: Source
@@ -103,8 +109,17 @@ class Point(BaseModel):
         return default if value is None else value
 
 
-def load_points(path: str | Path = POINTS_FILE) -> list[Point]:
-    """All points of `path`; ValueError naming the entry and field when one is malformed."""
+def load_points(path: str | Path | None = None) -> list[Point]:
+    """All points of `path` (None: every file of the registry, POINTS_FILES); ValueError naming the entry and
+    field when one is malformed, or when an id appears twice."""
+    if path is None:
+        points = [p for f in POINTS_FILES for p in load_points(f)]
+        seen: set[str] = set()
+        for p in points:
+            if p.id in seen:
+                raise ValueError(f"point id {p.id!r} appears in two files of the registry")
+            seen.add(p.id)
+        return points
     raw = yaml.safe_load(Path(path).read_text())
     if not isinstance(raw, list):
         raise ValueError(f"{path}: expected a YAML list of points")
