@@ -13,7 +13,7 @@ from simulator.core.engine import Engine, EngineConfig
 from simulator.results.metrics import build_aggregate_frame, build_requests_frame, build_steps_frame
 from simulator.results.summary import cluster_summary
 from simulator.config.host_memory import check_memory
-from simulator.config.scenario import Scenario, load_scenario, parse_scenario
+from simulator.config.scenario import Scenario, apply_overrides, load_scenario, parse_scenario
 
 
 @dataclass
@@ -49,11 +49,19 @@ def _sorted_steps(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _as_scenario(scenario, overrides, base_dir) -> tuple[Scenario, Path]:
+    """The validated scenario with `overrides` (`key.path=value`) applied, whatever form it came in: a YAML
+    path, a raw dict or a Scenario (dumped to its fields, overridden and validated again)."""
     if isinstance(scenario, (str, Path)):
         scenario, folder = load_scenario(scenario, overrides)
         base_dir = base_dir or folder
     elif isinstance(scenario, dict):
-        scenario = parse_scenario(scenario)
+        scenario = parse_scenario(apply_overrides(scenario, overrides or []))
+    elif isinstance(scenario, Scenario):
+        if overrides:
+            scenario = parse_scenario(apply_overrides(scenario.model_dump(mode="json", exclude_unset=True),
+                                                      overrides))
+    else:
+        raise TypeError(f"scenario: expected a Scenario, a dict or a path, got {type(scenario).__name__}")
     return scenario, Path(base_dir) if base_dir is not None else Path.cwd()
 
 

@@ -6,7 +6,9 @@
 - ``uniform``   {low, high}                  integers drawn uniformly from low..high, both inclusive.
 - ``lognormal`` {median, sigma, min=1, max}  a continuous lognormal (log-median ``ln median``, log-std
   `sigma`) *truncated* to [min, max] (not clipped: no point mass piles up at the bounds), then rounded to
-  the nearest integer. `max` may be omitted (no upper bound). Truncation is sampled exactly by inverting
+  the nearest integer. `max` may be omitted (no upper bound); a `max` below the median is refused (the
+  context cap set below the typical length is a typo; a `min` above the median samples an upper tail on
+  purpose and is allowed). Truncation is sampled exactly by inverting
   the normal CDF between the bounds; rounding moves the mean by well under one token.
 - ``empirical`` {csv, column}                bootstrap: draws with replacement from the integer values of
   `column` in the CSV file (a relative path is resolved against the scenario file's folder).
@@ -97,6 +99,10 @@ class LognormalLengthConfig(StrictModel):
         low = data["min"]
         if high is not None and high < low:
             raise PydanticCustomError("range", "must be >= min ({low}); got {high}", {"low": low, "high": high})
+        if high is not None and data["median"] > high:   # a mistyped bound or median
+            raise PydanticCustomError("range", "{high} is below the median ({median}): the truncation would keep "
+                                      "only the lower tail; raise max or lower the median",
+                                      {"median": data["median"], "high": high})
         z_low, z_high = _standard_bounds(data["median"], data["sigma"], low, high)
         if _normal_mass(z_low, z_high) < MIN_TRUNCATED_MASS:
             raise PydanticCustomError(

@@ -38,6 +38,11 @@ from simulator.core.lengths import LengthDist, StrictModel, resolve_path
 from simulator.core.prefixes import PrefixKeys, SessionsConfig, SharedPrefixConfig
 
 FIELD = "workload"
+# The longest stretch of simulated time a run may span, in seconds (about 3.2 years). Simulated time is a
+# float64 number of seconds: at 1e8 s its resolution is 1e8 · 2^-52 ≈ 22 ns, still below the shortest
+# GPU kernel (µs), while beyond ~1e9 s (0.2 µs) step durations start to round. A rate or speed-up that
+# puts arrivals further out (qps: 1e-300) is a typo and is refused, naming the field.
+MAX_SIM_SPAN_S = 1e8
 TRACE_COLUMNS = {"arrival_s": "time", "prompt_tokens": "count", "output_tokens": "count"}
 
 
@@ -138,6 +143,19 @@ class WorkloadConfig(StrictModel):
     # sequences generated per request from one prompt (parallel sampling `n`, beam width): the prompt is
     # prefilled once and its KV shared; each sequence decodes output_tokens tokens (simulator.core.replica)
     parallel_samples: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _span_is_plausible(self) -> "WorkloadConfig":
+        """Expected arrivals within MAX_SIM_SPAN_S of simulated time (synthetic processes)."""
+        qps = self.arrival.qps
+        if self.duration_s is not None and self.duration_s > MAX_SIM_SPAN_S:
+            raise ValueError(f"duration_s = {self.duration_s:g} s is beyond the {MAX_SIM_SPAN_S:g} s (3.2 years) a "
+                             "run may simulate")
+        if qps is not None and self.num_requests is not None and self.num_requests / qps > MAX_SIM_SPAN_S:
+            raise ValueError(f"arrival.qps = {qps:g} req/s spreads {self.num_requests} requests over about "
+                             f"{self.num_requests / qps:.3g} s of simulated time; at most {MAX_SIM_SPAN_S:g} s "
+                             "(3.2 years) are simulated: raise arrival.qps")
+        return self
 
     @model_validator(mode="after")
     def _sharing_needs_synthetic(self) -> "WorkloadConfig":
@@ -259,7 +277,15 @@ def _replay_trace(cfg: WorkloadConfig, base_dir: Path) -> RequestTable:
             raise ScenarioError(f"{FIELD}.duration_s", f"no request of {path} arrives before "
                                                        f"{cfg.duration_s} s")
     keep = order[:count]
+    check_span(arrival_s[:count], field)
     return RequestTable(arrival_s[:count], cols["prompt_tokens"][keep], cols["output_tokens"][keep])
+
+
+def check_span(arrival_s: np.ndarray, field: str) -> None:
+    """ScenarioError on `field` when the last arrival lies beyond MAX_SIM_SPAN_S (see there)."""
+    if len(arrival_s) and arrival_s[-1] > MAX_SIM_SPAN_S:
+        raise ScenarioError(field, f"arrivals reach {arrival_s[-1]:.3g} s of simulated time; at most "
+                                   f"{MAX_SIM_SPAN_S:g} s (3.2 years) are simulated (times in seconds?)")
 
 
 def generate_requests(cfg: WorkloadConfig, rng: np.random.Generator, base_dir: Path, *,
