@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from models.errors import FieldError
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 from profiles.latency import LatencyModel
 
@@ -55,7 +56,7 @@ def _engine_profile(hardware: HardwareSpec, dtype: str, config: LatencySourceCon
     try:
         profile = load_engine_profile(str(config.profile_dir))
     except (FileNotFoundError, ValueError, KeyError) as exc:
-        raise ValueError(f"cluster.latency.profile_dir: {exc}") from None
+        raise FieldError("cluster.latency.profile_dir", str(exc)) from None
     return EngineProfileLatency(profile, _roofline(hardware, dtype, config, kv_dtype), hardware.id)
 
 

@@ -98,8 +98,8 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None)
     t0 = time.perf_counter()
     arrival = scenario.workload.arrival
     closed = arrival.concurrency if arrival.process == "closed_loop" else None
-    end_s = Engine(cluster, EngineConfig(step_mode or scenario.scheduler.step_mode, progress, closed,
-                                         workers=scenario.scheduler.workers)).run()
+    end_s = Engine(cluster, EngineConfig(step_mode or scenario.simulation.step_mode, progress, closed,
+                                         workers=scenario.simulation.workers)).run()
     wall_s = prepared.build_s + time.perf_counter() - t0
     requests = build_requests_frame(cluster.state.columns(), scenario.slo.spec())
     if cluster.handoff is not None:
@@ -128,7 +128,7 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
     """Simulate a scenario: a YAML path, a dict or a Scenario, with `overrides` (`key.path=value` texts,
     as `draftsim run --set`, e.g. ["drafter.gamma=2"]) applied to any of them. `base_dir`: the folder
     relative paths in the scenario are read from (default: the YAML file's, else the working directory).
-    `step_mode` overrides scheduler.step_mode ("bulk" or "step"); `progress` is an optional callable taking
+    `step_mode` overrides simulation.step_mode ("bulk" or "step"); `progress` is an optional callable taking
     the number of requests that just completed (the CLI's progress bar). Example:
     `run("scenarios/quickstart.yaml", ["workload.num_requests=100"]).summary["tpot_p50_s"]`.
     """

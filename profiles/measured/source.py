@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from models.errors import FieldError
+
 PACKAGE = "aiconfigurator_core"
 DISTRIBUTION = "aiconfigurator-core"
 INSTALL_HINT = "pip install -e '.[gpu-data]'"
@@ -49,23 +51,21 @@ CONTEXT_ATTENTION = "context_attention"
 GENERATION_ATTENTION = "generation_attention"
 CUSTOM_ALLREDUCE = "custom_allreduce"
 MOE = "moe"
+LINEAR_ATTENTION = "linear_attention"
 FAMILY_FILES: dict[str, tuple[str, str]] = {
     GEMM: ("gemm", "gemm_perf.parquet"),
     CONTEXT_ATTENTION: ("attention", "context_attention_perf.parquet"),
     GENERATION_ATTENTION: ("attention", "generation_attention_perf.parquet"),
     CUSTOM_ALLREDUCE: ("comm", "custom_allreduce_perf.parquet"),
     MOE: ("moe", "moe_perf.parquet"),
+    LINEAR_ATTENTION: ("linear_attention", "gdn_perf.parquet"),   # gated DeltaNet kernels (hybrid models)
 }
 REQUIRED_FAMILIES = (GEMM, GENERATION_ATTENTION)  # a framework version is offered only with these
 NCCL = "nccl"  # comm/nccl/<nccl version>/nccl_perf.parquet: framework-independent collectives
 
 
-class MeasuredDataError(ValueError):
+class MeasuredDataError(FieldError):
     """The measured source cannot serve a request; `field` names the scenario field to change."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        super().__init__(f"{field}: {message}")
 
 
 @lru_cache(maxsize=1)

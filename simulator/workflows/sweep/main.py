@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"where points run: {executors} (default: local process pool)")
     p.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPU cores)")
     p.add_argument("--step-mode", choices=["bulk", "step"], default=None,
-                   help="override the scenarios' scheduler.step_mode")
+                   help="override the scenarios' simulation.step_mode")
     p.add_argument("--plot", action="store_true", help="draw the standard plots into <out>/plots/")
     p.add_argument("--dry-run", action="store_true", help="list the points and exit without running")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
