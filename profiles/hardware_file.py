@@ -37,7 +37,7 @@ both sides — a figure outside it is a unit slip (GB for bytes, Gbit for bytes,
 
 | field | allowed | catalog (datasheets) |
 |---|---|---|
-| peak_flops.* (dense) | 1e9 – 1e17 FLOP/s | 2.6e11 (cpu-local fp32) – 5e15 (GB200 fp8) |
+| peak_flops.* (dense) | 1e9 – 1e18 FLOP/s | 2.6e11 (cpu-local fp32) – 1.5e16 (GB300 fp4) |
 | hbm_bytes | 1e8 – 1e13 B | 24 GB (cpu-local) – 288 GB (B300) |
 | hbm_bandwidth_bytes_per_s | 1e9 – 1e14 B/s | 20 GB/s (cpu-local) – 8 TB/s (B200) |
 | scaleup_bandwidth_bytes_per_s | 1e8 – 1e13 B/s | 10 GB/s (cpu-local) – 900 GB/s (B200 NVLink 5) |
@@ -72,7 +72,7 @@ REQUIRED = ("id", "peak_flops", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "scale
             "scaleout_bandwidth_bytes_per_s")
 
 
-PLAUSIBLE = {"peak_flops": (1e9, 1e17), "hbm_bytes": (1e8, 1e13), "hbm_bandwidth_bytes_per_s": (1e9, 1e14),
+PLAUSIBLE = {"peak_flops": (1e9, 1e18), "hbm_bytes": (1e8, 1e13), "hbm_bandwidth_bytes_per_s": (1e9, 1e14),
              "scaleup_bandwidth_bytes_per_s": (1e8, 1e13), "scaleout_bandwidth_bytes_per_s": (1e7, 1e12),
              "host_link_bandwidth_bytes_per_s": (1e8, 1e13), "scaleup_latency_s": (1e-8, 1e-2),
              "scaleout_latency_s": (1e-8, 1e-2), "host_link_latency_s": (1e-8, 1e-2), "gpus_per_node": (1, 1024)}

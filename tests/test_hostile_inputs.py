@@ -289,7 +289,7 @@ CASES = [
             run(scheduler={"kind": "vllm_v1", "max_batched_tokens": 3, "max_batch_size": 1},
                 drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4}), "scheduler.max_batched_tokens"),
     Hostile("gpu_scenario_on_the_cpu", run(cluster={"hardware": "cpu-local"}), "cluster.latency.source"),
-    Hostile("profile_source_without_a_profile", run(cluster={"latency": {"source": "profile"}}),
+    Hostile("profile_source_without_a_profile", run(cluster={"hardware": "a100-80gb", "latency": {"source": "profile"}}),
             "cluster.latency.source: profile"),
     Hostile("unknown_framework_version", run(cluster={"latency": {"version": "99.0"}}), "cluster.latency.version"),
     Hostile("unknown_policy_word", run(policy="nope"), "policy.kind: unknown kind 'nope'"),
@@ -300,7 +300,8 @@ CASES = [
     Hostile("estimate_405b_on_one_h100", lambda tmp: ["estimate", "--model", "llama-3.1-405b", "--hardware", "h100-sxm"],
             "model: llama-3.1-405b needs"),
     Hostile("estimate_negative_batch", estimate("--batch", "-3"), "batch"),
-    Hostile("estimate_profile_without_profile", estimate("--source", "profile"), "source"),
+    Hostile("estimate_profile_without_profile", lambda tmp: ["estimate", "--model", "llama-3-8b", "--hardware",
+                                                              "a100-80gb", "--source", "profile"], "source"),
     # ---- plan, sweep, profile, validate ----------------------------------------------------------------------
     Hostile("plan_no_feasible_candidate", plan(slo={"ttft_s": 0.0001, "tpot_s": 0.00001}), "no feasible candidate",
             code=1),
