@@ -9,7 +9,8 @@ Sources (`LatencySourceConfig.source`):
 * `roofline`: datasheet peaks × documented efficiencies (`profiles.roofline`), the fallback.
 * `auto` (default): `measured` when the package is installed and has tables for the GPU and dtype,
   else `roofline` with one warning saying why (no warning for devices the package never covers, such
-  as the local CPU).
+  as the local CPU). A `version` given by name must have been measured: an unknown version is an error
+  naming the versions available (issue 14), never the roofline.
 """
 from __future__ import annotations
 
@@ -66,6 +67,8 @@ def _auto(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dt
     try:
         return _measured(hardware, dtype, config, kv_dtype)
     except MeasuredDataError as exc:
+        if config.version is not None:   # a version asked for by name is not replaced by the roofline
+            raise
         warnings.warn(f"GPU kernels priced by the roofline, not measurements: {exc}", RuntimeWarning, stacklevel=3)
         return _roofline(hardware, dtype, config, kv_dtype)
 

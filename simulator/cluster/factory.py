@@ -43,6 +43,7 @@ from simulator.cluster import target_costs
 from simulator.cluster.target_costs import BuildContext, Facts
 
 GIB = 1024 ** 3
+CPU_ID = "cpu-local"   # the catalog's entry for the local CPU (nominal figures; profiles measure the real ones)
 
 
 def make_latency_model(lat: LatencyConfig, hardware: HardwareSpec, dtype: str, base_dir: Path,
@@ -55,6 +56,18 @@ def make_latency_model(lat: LatencyConfig, hardware: HardwareSpec, dtype: str, b
         profile_dir = base_dir / profile_dir
     if profile_dir is not None and not profile_dir.is_dir():
         raise ScenarioError("cluster.latency.profile_dir", f"no such directory: {profile_dir}")
+    if lat.source == "auto" and hardware.id == CPU_ID:
+        raise ScenarioError("cluster.latency.source", f"auto would price {CPU_ID} (this machine's CPU, a "
+                                                      "GPU scenario on a CPU) with the roofline of nominal "
+                                                      "figures; give source: profile (tables measured here by "
+                                                      "`draftsim profile`) or, knowingly, roofline")
+    if lat.source == "profile":
+        from profiles.predictor import profile_dir_for
+        if profile_dir_for(hardware.id, profile_dir) is None:   # (else the roofline would answer, silently)
+            where = str(profile_dir) if profile_dir is not None else f"profiles/data/{hardware.id}/"
+            raise ScenarioError("cluster.latency.source", f"profile, but {where} holds no profile (ops.csv) of "
+                                                          f"{hardware.id}; measure one with `draftsim profile` "
+                                                          "and give its folder as profile_dir, or use source auto")
     config = LatencySourceConfig(lat.source, lat.framework, lat.version, profile_dir)
     try:
         return select_latency(hardware, dtype, config, kv_dtype)
