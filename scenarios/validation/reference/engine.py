@@ -83,7 +83,7 @@ class ReferenceResult:
 def _reference_scenario(scenario: Scenario) -> Scenario:
     """The scenario with the roofline latency model: the engine only uses the build's scheduler and op
     graph (FLOPs/bytes for the step log), never its predicted seconds."""
-    cluster = scenario.cluster.model_copy(update={"latency": LatencyConfig()})
+    cluster = scenario.cluster.model_copy(update={"latency": LatencyConfig(source="roofline")})
     return scenario.model_copy(update={"cluster": cluster})
 
 
