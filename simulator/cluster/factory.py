@@ -32,6 +32,7 @@ from models.errors import FieldError
 from models.spec import ModelSpec, kv_cache_dtype, validate_parallelism
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec
+from profiles.select import LATENCY_SOURCES
 from simulator.cost.drafters import DraftContext, DrafterBuild, build_drafter, overlap_exposure
 from simulator.errors import ScenarioError
 from simulator.speculation.control import make_policy
@@ -93,12 +94,12 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
     from profiles.engine_time.support import Context, UnsupportedCombination, check
     from simulator.config.engine import EngineConfig, engine_settings
     engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
-    enabled = lat.engine_time if lat.engine_time is not None else (hw.id != "cpu-local"
-                                                                   or lat.source == "engine_profile")
+    own = LATENCY_SOURCES[lat.source].engine_time
+    enabled = lat.engine_time if lat.engine_time is not None else (hw.id != "cpu-local" or own)
     family = drafter_family(drafter) if speculating else None
     if not enabled:
         return None
-    if lat.source == "engine_profile":   # the profiled engine's own host time per step
+    if own:   # the profiled engine's own host time per step
         from profiles.engine_time.engine_profile import engine_time_of
         return engine_time_of(latency.profile, family)
     settings = engine_settings(engine_cfg, lat)
@@ -339,7 +340,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None
     facts = Facts(built_drafter is not None, par.ep, par.pp, par.gpus, latency.nano_batches,
                   kv_layout.kind if kv_layout is not None else "paged", early_exit is not None, realign,
-                  target.is_moe, target.is_hybrid, latency.source == "engine_profile")
+                  target.is_moe, target.is_hybrid, LATENCY_SOURCES[latency.source].whole_passes)
     target_costs.check(facts)   # every variant's compatibility errors (simulator.cluster.target_costs)
     if early_exit is not None and max(early_exit.exit_layers) >= target.num_layers:
         raise ScenarioError("early_exit.exit_layers", f"must be below {target.name}'s {target.num_layers} layers")

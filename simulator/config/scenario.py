@@ -12,6 +12,7 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from profiles.select import SOURCES
 from simulator.errors import ScenarioError
 from simulator.config.base import Strict
 from simulator.results.slo import SLO
@@ -93,7 +94,7 @@ class LatencyConfig(Strict):
     the tables' version, or the newest). `nano_batches` k ≥ 2 (NanoFlow): decode-only target passes run as k
     nano-batches whose compute-, memory- and network-bound ops overlap (simulator.cost.nanoflow)."""
 
-    source: Literal["auto", "measured", "profile", "roofline", "engine_profile"] = "auto"
+    source: Literal[SOURCES] = "auto"   # (profiles.select.LATENCY_SOURCES)
     framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
     version: str | None = None
     profile_dir: str | None = None
@@ -111,13 +112,17 @@ class LatencyConfig(Strict):
 
     @model_validator(mode="after")
     def _fields_of_the_source(self) -> "LatencyConfig":
-        if self.profile_dir is not None and self.source not in ("profile", "engine_profile"):
-            raise ValueError("profile_dir is only used with source: profile or engine_profile")
-        if self.source == "engine_profile" and self.profile_dir is None:
-            raise ValueError("source engine_profile needs profile_dir: a folder of `draftsim profile --engine vllm` "
+        from profiles.select import LATENCY_SOURCES
+        source = LATENCY_SOURCES[self.source]
+        if self.profile_dir is not None and source.profile_dir is None:
+            readers = [name for name, s in LATENCY_SOURCES.items() if s.profile_dir is not None]
+            raise ValueError(f"profile_dir is only used with source: {' or '.join(readers)}")
+        if source.profile_dir == "required" and self.profile_dir is None:
+            raise ValueError(f"source {self.source} needs profile_dir: a folder of `draftsim profile --engine vllm` "
                              "profiles")
-        if self.version is not None and self.source not in ("auto", "measured"):
-            raise ValueError("version selects measured tables; it needs source: measured or auto")
+        if self.version is not None and not source.versioned:
+            versioned = [name for name, s in LATENCY_SOURCES.items() if s.versioned]
+            raise ValueError(f"version selects measured tables; it needs source: {' or '.join(reversed(versioned))}")
         return self
 
 
@@ -226,9 +231,11 @@ class ClusterConfig(Strict):
         if self.disaggregation is not None and (self.replicas != 1 or self.parallelism != ParallelismConfig()):
             raise ValueError("with cluster.disaggregation set, give replicas and parallelism per pool "
                              "(cluster.disaggregation.prefill / .decode), not under cluster")
-        if self.latency.source == "engine_profile" and self.kv_cache.shared_prefix_attention:
-            raise ValueError("shared_prefix_attention re-prices attention op by op; latency source engine_profile "
-                             "prices whole measured passes (set kv_cache.shared_prefix_attention: false)")
+        from profiles.select import LATENCY_SOURCES
+        if LATENCY_SOURCES[self.latency.source].whole_passes and self.kv_cache.shared_prefix_attention:
+            raise ValueError(f"shared_prefix_attention re-prices attention op by op; latency source "
+                             f"{self.latency.source} prices whole measured passes (set "
+                             "kv_cache.shared_prefix_attention: false)")
         return self
 
 
