@@ -108,7 +108,7 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
     source = str(Path(sweep).resolve())
     with runner:  # connect first: an unreachable Dask scheduler must not leave an empty store behind
         store = open_store(out_dir, spec.name, source, create=False, **opening)
-        done = store.finished_ids()
+        done = set() if overwrite else store.finished_ids()   # (--overwrite removes them when the store opens)
         stored_ok = store.read_rows(done) if plot and done else pd.DataFrame()
         if not stored_ok.empty and (stored_ok["status"] == STATUS_OK).any():
             _check_plot_metrics(spec, stored_ok[stored_ok["status"] == STATUS_OK].iloc[0].to_dict())
