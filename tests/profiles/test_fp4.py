@@ -3,7 +3,6 @@ the measured NVFP4 GEMM/MoE tables, and the FP4 scenario's summary naming what p
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -15,8 +14,8 @@ from models.step import Parallelism
 from profiles.hardware import get_hardware
 from profiles.measured import source as src
 from profiles.roofline import RooflineLatencyModel, gemm_seconds
+from paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
 real = pytest.mark.skipif(src.data_root() is None, reason="aiconfigurator-core not installed (extra gpu-data)")
 
 
@@ -42,7 +41,7 @@ def test_a_large_fp4_gemm_runs_at_twice_the_fp8_rate_and_a_thin_one_reads_9_16_o
 
 @real
 def test_measured_nvfp4_gemm_and_moe_tables_price_deepseek_on_b200(tmp_path):
-    data = yaml.safe_load((ROOT / "scenarios" / "fp4" / "deepseek_r1_nvfp4_b200.yaml").read_text())
+    data = yaml.safe_load((REPO / "scenarios" / "fp4" / "deepseek_r1_nvfp4_b200.yaml").read_text())
     data["workload"]["num_requests"] = 30
     data["outputs"] = {"plots": False}
     code, err, out = run_cli(tmp_path, data)
