@@ -46,6 +46,12 @@ COVERED = {
         "tests/scenarios/test_vllm_validation.py::test_the_shipped_recorded_runs_compare",
     "draftsim validate --engine vllm":
         "tests/scenarios/test_vllm_validation.py::test_the_shipped_recorded_runs_compare (exit 1 when a target is missed)",
+    "draftsim profile --device cuda --models llama-3-8b,qwama-0.5b --no-collectives --check --out out/profiles/my-gpu":
+        "needs a CUDA GPU; its code paths run on the CPU in tests/profiles/test_engine_kernels.py::test_check_prices_the_op_graph_of_each_shape, "
+        "what it wrote on an H100 is checked by tests/profiles/test_h100_profile.py::test_check_errors_are_the_reported_ones",
+    "draftsim estimate --model llama-3-8b --hardware h100-sxm --batch 32 --context 2048 --source profile --profile-dir out/profiles/my-gpu":
+        "the same command on the shipped H100 profile: "
+        "tests/profiles/test_h100_profile.py::test_estimate_with_a_gpu_profile_dir_shows_the_profile_that_priced_it",
     "draftsim sweep scenarios/sweeps/quickstart_qps_gamma.yaml --executor dask://scheduler:8786":
         "needs a Dask scheduler named `scheduler`; test_readme_dask_example_without_a_scheduler_fails_cleanly",
 }

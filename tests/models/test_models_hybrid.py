@@ -4,6 +4,7 @@ state copies under speculation, and the one-line refusals (no layer-type list, F
 from __future__ import annotations
 
 import copy
+import math
 import dataclasses
 import json
 from pathlib import Path
@@ -240,3 +241,20 @@ def test_the_attention_block_size_matches_vllm_logs(name, kv_heads, v_heads, kv_
                              "linear_num_key_heads": 16, "linear_num_value_heads": v_heads, "linear_key_head_dim": 128,
                              "linear_value_head_dim": 128, "linear_conv_kernel": 4, "ssm_state_dtype": "fp32"}, name)
     assert hybrid_page_layout(spec, Parallelism(), "bf16", kv_dtype, 1e10).block_tokens == logged
+
+
+def test_speculating_with_mtp_holds_one_state_per_draft_position():
+    """Qwen3-Next with its MTP module, γ = 2 under vLLM: 1 + 2 temporal states per DeltaNet group; the conv
+    window keeps the two draft positions (their pages set the block size)."""
+    from pathlib import Path as _Path
+    from simulator.cluster.build import pool_kind
+    from simulator.config.scenario import parse_scenario
+    data = scenario(cluster={"model": "qwen3-next-80b-a3b", "parallelism": {"tp": 4}},
+                    drafter={"kind": "mtp", "gamma": 2})
+    kind = pool_kind(parse_scenario(data), None, "cluster", 0, _Path("."))
+    layout = kind.hybrid_layout
+    assert (layout.state_groups, layout.state_copies, layout.state_blocks_per_request) == (3, 3, 9)
+    attn_token = 2 * 1 * 256 * 2 + kind.drafter.kv_bytes_per_token_per_gpu / 12
+    state_page = (2048 * (3 + 2) + 8 * 128 * 128) * 2
+    assert layout.block_tokens == 16 * math.ceil(state_page / (16 * attn_token))
+    assert kind.state_bytes_per_request == 36 * (2048 * 5 * 2 + 3 * 8 * 128 * 128 * 2)

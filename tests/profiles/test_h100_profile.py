@@ -76,3 +76,20 @@ def test_decode_steps_agree_with_the_measured_tables_at_batch_1_to_256():
                     assert measured == pytest.approx(9.797e-3, rel=2e-3) and profiled == pytest.approx(9.369e-3, rel=2e-3)
     assert worst == pytest.approx(0.089, abs=2e-3)      # 8,192 context x 16 requests (README table)
     assert worst < 0.10
+
+
+def test_estimate_with_a_gpu_profile_dir_shows_the_profile_that_priced_it():
+    """The README's `draftsim estimate ... --source profile --profile-dir out/profiles/my-gpu`, on the shipped
+    H100 profile (what `draftsim profile --device cuda` writes; the profiling itself needs a GPU)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "simulator.cli", "estimate", "--model", "llama-3-8b", "--hardware",
+                           "h100-sxm", "--batch", "32", "--context", "2048", "--source", "profile",
+                           "--profile-dir", str(H100)], cwd=repo, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "h100" in done.stdout.lower() and "profile" in done.stdout.lower()
