@@ -242,3 +242,31 @@ def test_validation_picks_the_shipped_profile_of_this_machine(tmp_path, monkeypa
     assert default_out_dir("cpu-local", "Intel(R) Xeon(R) Processor") == tmp_path / "cpu-local"
     assert default_out_dir("cpu-local", "Some ARM v9") == tmp_path / "cpu-local--some-arm-v9"
     assert default_out_dir("h100-sxm", "NVIDIA H100 80GB HBM3") == tmp_path / "h100-sxm"
+
+
+def test_a_hidden_cpu_model_name_does_not_make_two_cpus_one_machine(tmp_path, monkeypatch):
+    """Issue 29: VMs show "Intel(R) Xeon(R) Processor" for different Xeons; the identity (family/model/stepping
+    and L3) tells them apart, and fingerprints from before identities fall back to the L3 size."""
+    import json
+
+    from profiles import predictor
+    from profiles.profiler.machine import same_machine
+    from profiles.profiler.run import default_out_dir
+
+    name = "Intel(R) Xeon(R) Processor"
+    emr, other = "6/207/2, L3 314572800 bytes", "6/143/8, L3 110100480 bytes"
+    old = {"device_name": name, "llc_bytes": 110100480}              # written before identities
+    assert same_machine(old, name, other) and not same_machine(old, name, emr)
+    assert same_machine({"device_name": name, "cpu_identity": emr}, name, emr)
+    assert not same_machine({"device_name": name, "cpu_identity": other}, name, emr)
+    assert same_machine({"device_name": "NVIDIA H100"}, "NVIDIA H100", None)   # GPUs: the name settles it
+
+    monkeypatch.setattr(predictor, "DATA_DIR", tmp_path)
+    folder = tmp_path / "cpu-local"
+    folder.mkdir()
+    (folder / "ops.csv").write_text("kind\n")
+    (folder / "fingerprint.json").write_text(json.dumps(old))
+    assert predictor.profile_dir_for_device("cpu-local", name, other) == (folder, True)
+    assert predictor.profile_dir_for_device("cpu-local", name, emr) == (folder, False)
+    assert default_out_dir("cpu-local", name, emr) == tmp_path / "cpu-local--intel-r-xeon-r-processor-6-207-2"
+    assert default_out_dir("cpu-local", name, other) == folder
