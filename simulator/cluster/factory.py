@@ -30,6 +30,7 @@ from simulator.errors import ScenarioError
 from simulator.speculation.control import make_policy
 from simulator.config.scenario import LatencyConfig, MoeConfig, ParallelismConfig
 from simulator.speculation.shapes import SpeculationBuild, build_speculation
+from simulator.speculation.suffix.acceptance import bind_proposer
 from simulator.cost.step_cost import ForwardCost, StepCostModel
 
 GIB = 1024 ** 3
@@ -237,6 +238,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
     (None: paged); `early_exit`: the scenario's early_exit section (None: every layer)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
+    acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
     target = resolve_model(model, base_dir)
     kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
     par = parallelism_of(target, parallelism, where)

@@ -18,6 +18,7 @@ from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, Fix
                                           NgramDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
                                    ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig)
+from simulator.config.speculation import SessionsAcceptanceConfig, SuffixDrafterConfig
 from simulator.config.retrieval import RetrievalConfig
 from simulator.core.workload import WorkloadConfig
 
@@ -237,7 +238,7 @@ class DraftModelDrafterConfig(_Strict):
 
 
 DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
-                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig],
+                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig, SuffixDrafterConfig],
                           Field(discriminator="kind")]
 
 
@@ -279,7 +280,7 @@ class TraceAcceptanceConfig(_Strict):
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
                                    RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig,
-                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig],
+                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig, SessionsAcceptanceConfig],
                              Field(discriminator="kind")]
 
 

@@ -257,13 +257,14 @@ def _cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv
 
 # drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype, KV dtype)
 DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model,
-            "cascade": _cascade, "sparse_kv": _sparse_kv}
+            "cascade": _cascade, "sparse_kv": _sparse_kv,
+            "suffix": lambda d, *_: DrafterBuild(ZeroCost(), 1, 0.0, 0.0)}  # host proposer: one call per step
 
 # drafter.kind -> the family whose serving-engine behaviour (profiles.engine_time: proposer host work,
 # synchronous or overlapped scheduling) the drafter gets; heads by style (`head_family`).
 # cascade: a chain of independent draft models, run by the proposer like a draft model; sparse_kv:
 # self-speculation of the whole target (no serving engine ships it), like layer skipping.
-ENGINE_FAMILIES = {"draft_model": "draft_model", "layer_skip": "layer_skip", "ngram": "ngram",
+ENGINE_FAMILIES = {"draft_model": "draft_model", "layer_skip": "layer_skip", "ngram": "ngram", "suffix": "suffix",
                    "cascade": "draft_model", "sparse_kv": "layer_skip"}
 
 

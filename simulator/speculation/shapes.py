@@ -185,7 +185,13 @@ CHAIN_ACCEPTANCE = {
         [float(rank_probs(acc, base_dir)[0])], gamma, seed),
     "drifting": lambda acc, gamma, seed, base_dir: _drifting_chain(acc, gamma, seed),
     "step_level": lambda acc, gamma, seed, base_dir: _step_level(acc, gamma, seed),
+    "sessions": lambda acc, gamma, seed, base_dir: _sessions_chain(acc, gamma, seed, base_dir),
 }
+
+
+def _sessions_chain(acc, gamma: int, seed: int, base_dir: Path):
+    from simulator.speculation.suffix.acceptance import sessions_chain
+    return sessions_chain(acc, gamma, seed, base_dir)
 
 
 def _step_level(acc, gamma: int, seed: int):
