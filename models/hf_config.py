@@ -15,7 +15,7 @@ Supported `architectures` (registry `ARCHITECTURES`, one converter per family):
 Common fields: `hidden_size`, `num_hidden_layers`, `num_attention_heads`, `num_key_value_heads` (default: the
 attention heads, as in the Hugging Face classes), `head_dim` (default hidden/heads), `intermediate_size`,
 `vocab_size`, `max_position_embeddings`, `rope_theta`, `tie_word_embeddings` (default false: every class
-above defaults to untied). Rope scaling, quantization blocks and dropout do not change the compute
+above defaults to untied), `num_nextn_predict_layers` (multi-token-prediction modules shipped, default 0). Rope scaling, quantization blocks and dropout do not change the compute
 priced here and are ignored. Anything else — another architecture, a vision-language wrapper
 (`text_config`), a layer layout ModelSpec cannot express — is an `UnsupportedModelError` naming the field.
 """
@@ -53,6 +53,7 @@ def _common(cfg: dict, where: str) -> dict:
         "max_position_embeddings": int(_need(cfg, "max_position_embeddings", where)),
         "rope_theta": float(cfg.get("rope_theta") or 10000.0),
         "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+        "num_mtp_modules": int(cfg.get("num_nextn_predict_layers") or 0),
     }
 
 

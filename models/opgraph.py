@@ -68,6 +68,9 @@ def _gemm(name: str, m: float, n: float, k: float, count: int, w_bytes: float, a
     return Op.make(GEMM, name, flops, moved, count, m=m, n=n, k=k, groups=groups, **extra)
 
 
+gemm_op = _gemm   # the public name, for op graphs built beside this one (models.eagle3, models.mtp)
+
+
 def _norm(name: str, tokens: float, width: float, count: int, a_bytes: float) -> Op:
     """RMSNorm fused with the residual add (vLLM's fused_add_rms_norm): reads input and residual,
     writes output and residual."""

@@ -4,7 +4,8 @@ Every field mirrors a field of the model's published Hugging Face `config.json` 
 `models/catalog/` cite each source). Derived quantities:
 
 * `param_count()` counts every weight matrix, bias and norm vector of the checkpoint's main model
-  (DeepSeek-V3's multi-token-prediction module is excluded, as in the published 671B figure).
+  (DeepSeek-V3's multi-token-prediction module is excluded, as in the published 671B figure; the MTP
+  modules a checkpoint ships are `num_mtp_modules`, priced by models.mtp).
 * `active_param_count()` is the same count with only `experts_per_token` routed experts per MoE layer.
   It includes both embedding matrices (the convention behind Mixtral's "12.9B active").
 * `kv_bytes_per_token()` is the KV cache of one token over all layers; MLA caches the compressed latent
@@ -105,6 +106,9 @@ class ModelSpec:
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
+    # Multi-token prediction (config.json `num_nextn_predict_layers`): MTP modules the checkpoint ships
+    # beside the main model (not counted in param_count; simulator.cost.mtp drafts with them).
+    num_mtp_modules: int = 0
     source: str = ""                       # where the numbers come from
 
     def __post_init__(self) -> None:
@@ -128,6 +132,9 @@ class ModelSpec:
                 not 0 <= self.sliding_window_layers <= self.num_layers:
             raise ValueError(f"model {self.name!r}: sliding_window={self.sliding_window} and sliding_window_layers="
                              f"{self.sliding_window_layers} must both be 0 or both > 0 (layers at most num_layers)")
+        if not isinstance(self.num_mtp_modules, int) or self.num_mtp_modules < 0:
+            raise ValueError(f"model {self.name!r}: num_mtp_modules must be an integer >= 0, got "
+                             f"{self.num_mtp_modules!r}")
         if self.kv_lora_rank and min(self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim) <= 0:
             raise ValueError(f"model {self.name!r}: MLA needs qk_rope_head_dim, qk_nope_head_dim and "
                              "v_head_dim > 0")

@@ -33,7 +33,7 @@ class HardwareSpec:
     compute_units: int = 0                # SMs / CUs, informational
     # Host <-> device link per GPU, one direction (PCIe Gen5 x16 ≈ 64 GB/s unless stated per entry;
     # NVLink-C2C on Grace superchips); prices a host-CPU drafter's token transfers (simulator.cost.drafters)
-    # and KV moved to and from host memory (swap, the host tier of the prefix cache: simulator.core.kv_cache).
+    # and KV moved to and from host memory (swap, the host tier of the prefix cache: simulator.core.kv.host_tier).
     host_link_bandwidth_bytes_per_s: float = 64e9
     host_link_latency_s: float = 3.0e-6
     notes: str = field(default="", compare=False)

@@ -76,7 +76,7 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None)
     end_s = Engine(cluster, EngineConfig(step_mode or scenario.scheduler.step_mode, progress, closed,
                                          workers=scenario.scheduler.workers)).run()
     wall_s = prepared.build_s + time.perf_counter() - t0
-    requests = build_requests_frame(cluster.state.columns(), scenario.slo)
+    requests = build_requests_frame(cluster.state.columns(), scenario.slo.spec())
     if cluster.handoff is not None:
         for name, values in cluster.handoff.request_columns(cluster.state).items():
             requests[name] = values

@@ -19,7 +19,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     scenario, folder = load_scenario(args.scenario, args.set)
-    out_dir = check_output_dir(Path(args.out) if args.out else Path("out") / scenario.name)
+    out_dir = check_output_dir(args.out if args.out is not None else Path("out") / scenario.name)
     parse_s = time.perf_counter() - t0
     with Progress("reading the workload, building the cluster", quiet=args.quiet):   # (a long trace: minutes)
         prepared = prepare(scenario, base_dir=folder)

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from simulator.cli import main
+from contract import run_cli
 from sim_helpers import scenario
 
 
@@ -15,13 +16,6 @@ def _write(tmp_path: Path, data) -> Path:
     path = tmp_path / "s.yaml"
     path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
     return path
-
-
-def _run_cli(tmp_path, data, capsys, *extra):
-    out = tmp_path / "out"
-    code = main(["run", str(_write(tmp_path, data)), "--out", str(out), "--quiet", *extra])
-    captured = capsys.readouterr()
-    return code, captured.err.strip(), out
 
 
 BAD = {
@@ -47,7 +41,7 @@ BAD = {
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_bad_scenario_exits_2_with_one_line_naming_the_field(tmp_path, capsys, name):
     data, field = BAD[name]
-    code, err, out = _run_cli(tmp_path, data, capsys)
+    code, err, out = run_cli(tmp_path, data)
     assert code == 2
     assert len(err.splitlines()) == 1, err
     assert field in err, err
@@ -56,7 +50,7 @@ def test_bad_scenario_exits_2_with_one_line_naming_the_field(tmp_path, capsys, n
 
 
 def test_malformed_yaml(tmp_path, capsys):
-    code, err, out = _run_cli(tmp_path, "seed: [1, 2\nworkload: {", capsys)
+    code, err, out = run_cli(tmp_path, "seed: [1, 2\nworkload: {")
     assert code == 2 and "malformed YAML" in err and len(err.splitlines()) == 1
     assert not out.exists()
 
@@ -66,15 +60,15 @@ def test_malformed_trace_csv(tmp_path, capsys):
     data = scenario(workload={"arrival": {"process": "trace", "trace_csv": "trace.csv"},
                               "prompt_tokens": None, "output_tokens": None, "num_requests": None})
     data["workload"] = {"arrival": {"process": "trace", "trace_csv": "trace.csv"}}
-    code, err, out = _run_cli(tmp_path, data, capsys)
+    code, err, out = run_cli(tmp_path, data)
     assert code == 2 and "output_tokens" in err and len(err.splitlines()) == 1, err
     assert not out.exists()
 
 
 def test_bad_set_override(tmp_path, capsys):
-    code, err, out = _run_cli(tmp_path, scenario(), capsys, "--set", "workload.arrival.qps=-3")
+    code, err, out = run_cli(tmp_path, scenario(), "--set", "workload.arrival.qps=-3")
     assert code == 2 and "qps" in err
-    code, err, out = _run_cli(tmp_path, scenario(), capsys, "--set", "noequals")
+    code, err, out = run_cli(tmp_path, scenario(), "--set", "noequals")
     assert code == 2 and "--set" in err
 
 

@@ -14,24 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from contract import assert_one_line, run_cli
 from sim_helpers import scenario
 from simulator.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _cli(tmp_path, capsys, data, *extra, out_name="out"):
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(data))
-    out = tmp_path / out_name
-    code = main(["run", str(path), "--out", str(out), "--quiet", *extra])
-    return code, capsys.readouterr().err.strip(), out
-
-
-def _one_line(err: str, field: str) -> None:
-    assert len(err.splitlines()) == 1, err
-    assert err.startswith("draftsim") and "error:" in err and field in err, err
-    assert "Traceback" not in err
 
 
 def test_smartspec_max_gamma_below_the_drafters_gamma_runs_in_both_modes(tmp_path, capsys):
@@ -42,7 +29,7 @@ def test_smartspec_max_gamma_below_the_drafters_gamma_runs_in_both_modes(tmp_pat
                     policy={"kind": "smartspec", "max_gamma": 2}, workload={"num_requests": 60})
     outputs = []
     for mode in ("bulk", "step"):
-        code, err, out = _cli(tmp_path, capsys, data, "--step-mode", mode, out_name=mode)
+        code, err, out = run_cli(tmp_path, data, "--step-mode", mode, out_name=mode)
         assert code == 0, err
         outputs.append((out / "summary.json").read_bytes())
     assert outputs[0] == outputs[1]
@@ -63,15 +50,15 @@ def test_predicted_rows_of_a_chain_pad_past_its_depth_with_zero():
 
 
 def test_a_run_that_cannot_fit_in_memory_is_refused_before_any_work(tmp_path, capsys):
-    code, err, out = _cli(tmp_path, capsys, scenario(workload={"num_requests": 1_000_000_000}))
+    code, err, out = run_cli(tmp_path, scenario(workload={"num_requests": 1_000_000_000}))
     assert code == 2
-    _one_line(err, "workload.num_requests")
+    assert_one_line(err, "workload.num_requests")
     assert "GiB" in err and not out.exists()
     # duration × rate is the expected request count of a duration-bounded workload
     data = scenario(workload={"num_requests": None, "duration_s": 1e9, "arrival": {"process": "poisson", "qps": 10.0}})
-    code, err, out = _cli(tmp_path, capsys, data)
+    code, err, out = run_cli(tmp_path, data)
     assert code == 2
-    _one_line(err, "workload.duration_s")
+    assert_one_line(err, "workload.duration_s")
 
 
 def test_memory_check_arithmetic():
@@ -101,12 +88,12 @@ def test_bad_out_is_found_before_the_simulation(tmp_path, capsys, monkeypatch):
         code = main(["run", str(path), "--out", str(bad), "--quiet"])
         err = capsys.readouterr().err.strip()
         assert code == 2
-        _one_line(err, "--out")
+        assert_one_line(err, "--out")
     assert blocker.read_text() == "x"
 
 
 def test_out_probe_leaves_no_folders_behind(tmp_path, capsys):
-    code, err, out = _cli(tmp_path, capsys, scenario(workload={"arrival": {"qps": -1.0}}),
+    code, err, out = run_cli(tmp_path, scenario(workload={"arrival": {"qps": -1.0}}),
                           out_name="a/b/c")
     assert code == 2 and not (tmp_path / "a").exists()
     from simulator.results.outputs import check_output_dir
@@ -119,7 +106,7 @@ def test_a_directory_as_the_scenario_says_so(tmp_path, capsys):
     code = main(["run", str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert code == 2
-    _one_line(err, "scenario")
+    assert_one_line(err, "scenario")
     assert "is a directory" in err and "one.yaml" in err
 
 
@@ -131,7 +118,7 @@ def test_a_missing_optional_dependency_names_the_extra(monkeypatch, capsys):
     code = main(["profile", "--device", "cpu", "--models", "llama-68m"])
     err = capsys.readouterr().err.strip()
     assert code == 2
-    _one_line(err, "torch")
+    assert_one_line(err, "torch")
     assert "pip install -e '.[torch]'" in err
 
 
@@ -200,7 +187,7 @@ def test_a_bad_sweep_plot_section_is_refused_before_any_point_runs(tmp_path, cap
     code = main(["sweep", str(_sweep_file(tmp_path, plot=plot)), "--out", str(tmp_path / "store"), "--plot"])
     err = capsys.readouterr().err.strip()
     assert code == 2
-    _one_line(err, field)
+    assert_one_line(err, field)
     assert not (tmp_path / "store").exists()
 
 
@@ -209,7 +196,7 @@ def test_a_misspelt_sweep_plot_metric_stops_the_sweep_after_one_point(tmp_path, 
     code = main(["sweep", str(path), "--out", str(tmp_path / "store"), "--plot", "--executor", "serial"])
     err = capsys.readouterr().err.strip()
     assert code == 2
-    _one_line(err, "sweep.plot.metrics")
+    assert_one_line(err, "sweep.plot.metrics")
     assert "goodput_rps" in err  # the known metrics are listed
     assert len(list((tmp_path / "store" / "points").glob("*.parquet"))) == 1  # kept: --resume continues
 
@@ -221,15 +208,15 @@ def test_an_unreachable_dask_scheduler_leaves_no_store_behind(tmp_path, capsys):
                  "--executor", "dask://127.0.0.1:9"])
     err = capsys.readouterr().err.strip()
     assert code == 2
-    _one_line(err, "--executor")
+    assert_one_line(err, "--executor")
     assert not (tmp_path / "store").exists()
 
 
 def test_a_validation_error_from_a_model_check_reads_as_the_validators_message(tmp_path, capsys):
-    code, err, out = _cli(tmp_path, capsys, scenario(scheduler={"kind": "sarathi", "chunk_tokens": 4096,
+    code, err, out = run_cli(tmp_path, scenario(scheduler={"kind": "sarathi", "chunk_tokens": 4096,
                                                                 "max_batched_tokens": 512}))
     assert code == 2
-    _one_line(err, "scheduler: chunk_tokens (4096) must be <= max_batched_tokens (512)")
+    assert_one_line(err, "scheduler: chunk_tokens (4096) must be <= max_batched_tokens (512)")
     assert "Value error" not in err
 
 
@@ -239,7 +226,7 @@ def test_a_scalar_where_a_name_or_mapping_is_expected_says_what_the_field_takes(
     field (not pydantic's member tag, `cluster.hardware.str`) and both kinds of value it takes."""
     data = scenario()
     data["cluster"][field] = value
-    code, err, out = _cli(tmp_path, capsys, data)
+    code, err, out = run_cli(tmp_path, data)
     assert code == 2 and not out.exists()
-    _one_line(err, f"cluster.{field}:")
+    assert_one_line(err, f"cluster.{field}:")
     assert "a name or path (string) or a mapping" in err and f"cluster.{field}." not in err

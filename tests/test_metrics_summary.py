@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from simulator.config.scenario import SLOConfig
 from simulator.results.metrics import SLO, build_requests_frame, build_steps_frame, format_summary_table, summarize
 
 NAN = np.nan
@@ -157,11 +158,11 @@ def test_frames_validate_columns_and_keep_extras():
 
 def test_slo_model_validation():
     with pytest.raises(ValidationError):
-        SLO(ttft_s=-1.0)
+        SLOConfig(ttft_s=-1.0)
     with pytest.raises(ValidationError):
-        SLO(attainment=1.5)
+        SLOConfig(attainment=1.5)
     with pytest.raises(ValidationError):
-        SLO(ttfts=1.0)
+        SLOConfig(ttfts=1.0)
 
 
 def test_summary_table_is_compact_and_handles_missing_values():

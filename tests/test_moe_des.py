@@ -21,7 +21,7 @@ from simulator.api import run
 from simulator.cli import main
 from simulator.errors import ScenarioError
 from simulator.cost.moe import make_ep_forward_cost
-from simulator.cluster.network import Topology, ep_alltoall_s
+from simulator.cost.collectives import Topology, ep_alltoall_s
 from simulator.config.scenario import MoeConfig
 from simulator.cost.step_cost import ForwardCost, _price
 from sim_helpers import scenario

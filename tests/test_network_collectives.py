@@ -9,10 +9,10 @@ import pytest
 
 from models.ops import ALLREDUCE, ALLTOALL, Op
 from profiles.roofline import RooflineLatencyModel
-from simulator.cluster.network import (BUS_BANDWIDTH_FACTOR, Flow, Network, Topology, allgather_s, alltoall_s,
-                               bus_bandwidth, collective_s, ep_alltoall_s, hierarchical_alltoall_s,
-                               port_limited_s,
-                               reducescatter_s, ring_allreduce_s, tree_allreduce_s)
+from simulator.cluster.network import Flow, Network
+from simulator.cost.collectives import (BUS_BANDWIDTH_FACTOR, Topology, allgather_s, alltoall_s, bus_bandwidth,
+                                        collective_s, ep_alltoall_s, hierarchical_alltoall_s, port_limited_s,
+                                        reducescatter_s, ring_allreduce_s, tree_allreduce_s)
 
 GB = 1e9
 TOPO = Topology(num_nodes=2, gpus_per_node=4, scaleup_bandwidth_bytes_per_s=100 * GB,

@@ -6,7 +6,8 @@ import pytest
 
 from models import get_model
 from models.step import Parallelism
-from simulator.cluster.network import Flow, Network, Topology, kv_transfer_flows
+from simulator.cluster.network import Flow, Network, kv_transfer_flows
+from simulator.cost.collectives import Topology
 
 GB = 1e9
 

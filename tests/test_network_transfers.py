@@ -10,7 +10,8 @@ import pytest
 import simpy
 
 from profiles.hardware import get_hardware
-from simulator.cluster.network import FairShareFluid, Flow, Network, SimNetwork, Topology, max_min_rates
+from simulator.cluster.network import FairShareFluid, Flow, Network, SimNetwork, max_min_rates
+from simulator.cost.collectives import Topology
 
 GB = 1e9
 

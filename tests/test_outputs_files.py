@@ -14,7 +14,8 @@ from simulator.results.metrics import build_requests_frame, build_steps_frame, s
 from simulator.results.plots import PLOT_FILES, _integral_at, timeline_bins
 from test_metrics_summary import HW, SLO_TINY, tiny_run
 
-EXPECTED = {"requests.parquet", "steps.parquet", "summary.json", *PLOT_FILES}
+MANIFEST = ".draftsim-run.json"
+EXPECTED = {"requests.parquet", "steps.parquet", "summary.json", *PLOT_FILES, MANIFEST}
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ def test_two_writes_are_byte_identical(tmp_path, run):
     first = outputs.write_outputs(tmp_path / "a", *run)
     second = outputs.write_outputs(tmp_path / "b", *run)
     assert set(listing(first)) == EXPECTED
-    for name in EXPECTED:
+    for name in EXPECTED - {MANIFEST}:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     assert listing(tmp_path) == ["a", "b"]  # no temporary folders left behind
 
@@ -41,7 +42,7 @@ def test_two_writes_are_byte_identical(tmp_path, run):
 def test_parquet_round_trip_and_json_content(tmp_path, run):
     req, stp, summary = run
     out = outputs.write_outputs(tmp_path / "run", req, stp, summary, plots=False)
-    assert set(listing(out)) == {"requests.parquet", "steps.parquet", "summary.json"}
+    assert set(listing(out)) == {"requests.parquet", "steps.parquet", "summary.json", MANIFEST}
     pd.testing.assert_frame_equal(pd.read_parquet(out / "requests.parquet"), req)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "steps.parquet"), stp)
     text = (out / "summary.json").read_text()
@@ -82,7 +83,7 @@ def test_previous_output_is_replaced(tmp_path, run):
     req, stp, summary = run
     out = outputs.write_outputs(tmp_path / "run", req, stp, summary)
     outputs.write_outputs(out, req, stp, dict(summary, steps=99), plots=False)
-    assert set(listing(out)) == {"requests.parquet", "steps.parquet", "summary.json"}
+    assert set(listing(out)) == {"requests.parquet", "steps.parquet", "summary.json", MANIFEST}
     assert json.loads((out / "summary.json").read_text())["steps"] == 99
     assert listing(tmp_path) == ["run"]
 

@@ -12,7 +12,7 @@ import pytest
 
 import simulator
 from sim_helpers import merge, scenario
-from simulator.core.kv_cache import PrefixCache
+from simulator.core.kv.prefix_cache import PrefixCache
 from simulator.core.prefixes import UNIT_BITS, PrefixKeys
 
 TRACES = Path(__file__).resolve().parent.parent / "scenarios" / "traces"
@@ -68,7 +68,7 @@ def test_sessions_hit_their_previous_turn_exactly():
             finished = req.finish_s.iloc[prev] < req.admit_s.iloc[cur]
             checked += finished
             # a turn still running when the next arrives has only its prompt's blocks cached (the
-            # approximation named in simulator.core.kv_cache: decode blocks are shared at the finish)
+            # approximation named in simulator.core.kv.prefix_cache: decode blocks are shared at the finish)
             in_kv = req.prompt_tokens.iloc[prev] + (req.output_tokens.iloc[prev] - 1 if finished else 0)
             expected = min(in_kv // block, (req.prompt_tokens.iloc[cur] - 1) // block) * block
             assert req.cached_prompt_tokens.iloc[cur] == expected
@@ -173,7 +173,7 @@ def test_bulk_and_step_modes_are_identical_with_prefix_caching(extra):
     result = _modes_equal(merge(sc, extra))
     assert result.summary["prefix_cache_hit_rate"] > 0.5
     rep = result.built.replicas[0]
-    assert rep.used_blocks == 0 and rep.kv.cache.free_blocks == rep.total_blocks   # every block came back
+    assert rep.kv.used_blocks == 0 and rep.kv.cache.free_blocks == rep.kv.total_blocks   # every block came back
 
 
 def test_prefix_aware_routing_keeps_the_hit_rate_of_one_replica():

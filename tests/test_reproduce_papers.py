@@ -11,22 +11,22 @@ from scenarios.papers.registry import REGISTRY, Check, get, main, reproduce
 
 # sha256[:16] of each reproduction's NAME.csv, recorded on commit dc52e50 (see test_output_hashes.py)
 REPRODUCTION_SHA256 = {
-    "deepep": "a0195e8548d50bd4",
-    "distserve": "fd0fb23d5ba70393",
-    "leviathan": "6b68586568814d0e",
-    "multidraft-optimal-vs-n": "c5caf794085953bc",
-    "pearl": "4db2a9cab39b7564",
-    "sequoia-tree-budget": "9dd09818dc665c26",
-    "sequoia-tree-vs-batch": "6b9293a6697dc136",
-    "smartspec-adaptive": "f12ecc7bc4a8abbc",
-    "tetris": "04ff5e7dc05f7268",
-    "vllm-spec-under-load": "9ca4b56eca0e8ecc",
+    "deepep": "8e13fea2f6d81134",
+    "distserve": "d217a4e3d88e9ed8",
+    "leviathan": "babb65e5c4c7ca06",
+    "multidraft-optimal-vs-n": "81da74cd764df976",
+    "pearl": "04a2a85852e391e8",
+    "sequoia-tree-budget": "bfbfc83cacf690c3",
+    "sequoia-tree-vs-batch": "38536acb0829f1d7",
+    "smartspec-adaptive": "4ca8c052450425ed",
+    "tetris": "92ee3000c6951396",
+    "vllm-spec-under-load": "1a312657a369f906",
     # added with issue 17 (recorded on its branch)
-    "cascade-drafting": "a1bc4ac773919402",
-    "eagle2-dynamic-tree": "49173853b0c31d79",
-    "magicdec-long-context": "4ca6c29108cb7b8d",
-    "multidraft-optimal-des": "52245a427114ac8a",
-    "shadowkv-long-context": "f5efd6334a0217d4",
+    "cascade-drafting": "66b2a819d15ecc9c",
+    "eagle2-dynamic-tree": "f2c58b70b7e81727",
+    "magicdec-long-context": "860694ce53dcdbea",
+    "multidraft-optimal-des": "4e0a1527baab8b08",
+    "shadowkv-long-context": "47c2523ea594bdc6",
 }
 
 

@@ -5,9 +5,8 @@ test_workload_traces.py, test_models_hf_import.py and test_hardware_user_dtypes.
 from __future__ import annotations
 
 import pytest
-import yaml
 
-from simulator.cli import main
+from contract import assert_one_line, run_cli
 from sim_helpers import merge, scenario
 
 TRACE = {"workload": {"arrival": {"process": "trace", "trace_csv": "t.csv"}}}
@@ -57,11 +56,7 @@ def test_bad_serving_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, 
         data["workload"] = {k: v for k, v in data["workload"].items() if k in ("arrival", "sessions")}
         data["workload"]["arrival"] = {k: v for k, v in data["workload"]["arrival"].items() if k != "qps"}
         (tmp_path / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0.0,12,3\n0.5,20,4\n")
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(data))
-    out = tmp_path / "out"
-    assert main(["run", str(path), "--out", str(out), "--quiet"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert message in err, err
+    code, err, out = run_cli(tmp_path, data)
+    assert code == 2
+    assert_one_line(err, message)
     assert not out.exists()

@@ -95,7 +95,9 @@ def test_separate_placement_overlaps_draft_with_verify(plain):
     for batch in (1, 16):
         d, t = c_col.decode_steps(batch, np.array([batch * 300]))
         ds, ts = c_sep.decode_steps(batch, np.array([batch * 300]))
-        np.testing.assert_array_equal(t, ts)
+        # Same target pass; the engine-time term is wall − device of each placement's own device time, so the
+        # two agree to rounding (1 ulp), not bit for bit.
+        np.testing.assert_allclose(t, ts, rtol=1e-13, atol=0.0)
         want = max(d[0, 0] - t[0, 0], 0.0) + (1 - alpha ** 4) * d[0, 0]
         assert ds[0, 0] == pytest.approx(want, rel=1e-9)
         assert ds[0, 1] == d[0, 1]  # FLOPs are kept

@@ -1,5 +1,5 @@
 """scheduler.kind vllm_v1 against step sequences worked out by hand from vLLM V1's Scheduler.schedule rules
-(simulator.core.vllm_v1): one token budget, running requests first in admission order, waiting ones only
+(simulator.core.sched.vllm_v1): one token budget, running requests first in admission order, waiting ones only
 when nobody was preempted, KV blocks per scheduled chunk, LIFO preemption by recompute."""
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from types import SimpleNamespace
 import numpy as np
 
 import simulator
-from simulator.config.scenario import SchedulerConfig
+from simulator.core.kv.block_pool import BlockPool
 from simulator.core.replica import Replica
+from simulator.core.sched import BatchLimits
+from simulator.core.sched.vllm_v1 import VllmV1
 from simulator.core.state import RequestState
 from simulator.core.steplog import StepLog
 from simulator.core.workload import RequestTable
@@ -20,9 +22,10 @@ from sim_helpers import scenario
 def _replica(prompts, outputs, total_blocks, **sched):
     table = RequestTable(np.zeros(len(prompts)), np.array(prompts), np.array(outputs))
     state = RequestState(table)
-    config = SchedulerConfig(kind="vllm_v1", **sched)
+    limits = BatchLimits(sched["max_batch_size"], sched["max_batched_tokens"], 512)
     cost = SimpleNamespace(flops_scales=(1.0, 1.0))   # all apply_step reads of the step cost
-    rep = Replica(0, state, config, cost=cost, acceptance=None, total_blocks=total_blocks, log=StepLog())
+    rep = Replica(0, state, VllmV1(limits), BlockPool(state, total_blocks, sched["block_size"]), limits, cost=cost,
+                  acceptance=None, log=StepLog())
     rep.waiting.extend(range(len(prompts)))
     return rep
 
@@ -38,7 +41,7 @@ def _compositions(rep, steps):
     for _ in range(steps):
         plan = rep.plan_step(0.0)
         out.append((list(zip(plan.prefill_ids, plan.prefill_chunks)), plan.decode_ids.tolist(),
-                    rep.used_blocks))
+                    rep.kv.used_blocks))
         _execute(rep, plan)
     return out
 

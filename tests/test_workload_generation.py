@@ -9,21 +9,21 @@ from pydantic import TypeAdapter, ValidationError
 from scipy import stats
 
 from simulator.errors import ScenarioError
-from simulator.core.lengths import LengthDist
-from simulator.core.workload import RequestTable, WorkloadConfig, arrival_times, generate_requests
+from simulator.config.workload import LengthDist, WorkloadConfig
+from simulator.core.workload import RequestTable, arrival_times, generate_requests
 
 LENGTHS = TypeAdapter(LengthDist)
 
 
-def workload(arrival: dict, **extra) -> WorkloadConfig:
+def workload(arrival: dict, **extra):
     body = {"arrival": arrival, "prompt_tokens": {"kind": "fixed", "value": 8},
             "output_tokens": {"kind": "fixed", "value": 4}}
     body.update(extra)
-    return WorkloadConfig.model_validate(body)
+    return WorkloadConfig.model_validate(body).spec()
 
 
 def sample(spec: dict, n: int, seed: int = 0, base_dir: Path = Path(".")) -> np.ndarray:
-    return LENGTHS.validate_python(spec).sample(n, np.random.default_rng(seed), base_dir, "x")
+    return LENGTHS.validate_python(spec).spec().sample(n, np.random.default_rng(seed), base_dir, "x")
 
 
 def test_fixed_length_is_constant():
@@ -47,7 +47,7 @@ def test_lognormal_untruncated_median_and_mean():
     assert abs(np.median(values) / 400.0 - 1) < 0.01
     expected_mean = 400.0 * np.exp(0.5 * 0.5**2)
     assert abs(values.mean() / expected_mean - 1) < 0.01
-    assert abs(LENGTHS.validate_python(spec).mean() / expected_mean - 1) < 1e-12
+    assert abs(LENGTHS.validate_python(spec).spec().mean() / expected_mean - 1) < 1e-12
 
 
 def test_lognormal_truncation_bounds_and_mean_match_brute_force():
@@ -58,7 +58,7 @@ def test_lognormal_truncation_bounds_and_mean_match_brute_force():
     raw = np.random.default_rng(9).lognormal(np.log(500.0), 1.0, 2_000_000)
     kept = raw[(raw >= 64) & (raw <= 2048)]
     assert abs(values.mean() / kept.mean() - 1) < 0.01
-    assert abs(LENGTHS.validate_python(spec).mean() / kept.mean() - 1) < 0.005
+    assert abs(LENGTHS.validate_python(spec).spec().mean() / kept.mean() - 1) < 0.005
     # truncation, not clipping: no probability mass piles up at the bounds
     assert np.mean(values == 2048) < 0.002 and np.mean(values == 64) < 0.002
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from simulator.errors import ScenarioError
-from simulator.core.workload import WorkloadConfig, generate_requests
+from simulator.config.workload import WorkloadConfig
+from simulator.core.workload import generate_requests
 
 REPO = Path(__file__).resolve().parents[1]
 FIELD = "workload.arrival.trace_csv"
@@ -16,7 +17,7 @@ FIELD = "workload.arrival.trace_csv"
 def replay(tmp_path: Path, text: str, **extra):
     (tmp_path / "trace.csv").write_text(text)
     cfg = WorkloadConfig.model_validate({"arrival": {"process": "trace", "trace_csv": "trace.csv"}, **extra})
-    return generate_requests(cfg, np.random.default_rng(0), tmp_path)
+    return generate_requests(cfg.spec(), np.random.default_rng(0), tmp_path)
 
 
 def test_trace_replay_is_exact(tmp_path):
@@ -73,11 +74,11 @@ def test_malformed_trace_names_file_column_and_line(tmp_path, text, needle):
 def test_missing_trace_file(tmp_path):
     cfg = WorkloadConfig.model_validate({"arrival": {"process": "trace", "trace_csv": "nope.csv"}})
     with pytest.raises(ScenarioError, match="file not found"):
-        generate_requests(cfg, np.random.default_rng(0), tmp_path)
+        generate_requests(cfg.spec(), np.random.default_rng(0), tmp_path)
 
 
 def test_shipped_example_trace_replays():
     cfg = WorkloadConfig.model_validate({"arrival": {"process": "trace", "trace_csv": "example_trace.csv"}})
-    table = generate_requests(cfg, np.random.default_rng(0), REPO / "scenarios" / "traces")
+    table = generate_requests(cfg.spec(), np.random.default_rng(0), REPO / "scenarios" / "traces")
     assert len(table) == 24 and np.all(np.diff(table.arrival_s) >= 0)
     assert table.prompt_tokens.min() >= 1 and table.output_tokens.min() >= 1

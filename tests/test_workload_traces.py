@@ -21,7 +21,7 @@ TRACES = Path(__file__).resolve().parent.parent / "scenarios" / "traces"
 def load(arrival: dict, base: Path = TRACES, **workload):
     sc = parse_scenario({"workload": {"arrival": {"process": "trace", **arrival}, **workload},
                          "cluster": {"model": "llama-3.1-8b"}})
-    return generate_requests(sc.workload, np.random.default_rng(0), base)
+    return generate_requests(sc.workload.spec(), np.random.default_rng(0), base)
 
 
 def test_azure_sample_dates_become_seconds_from_the_first_request():

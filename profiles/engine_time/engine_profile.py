@@ -73,7 +73,15 @@ class PiecewiseLinear:
     values_s: np.ndarray
 
     def __call__(self, x) -> np.ndarray:
-        return hat_basis(np.atleast_1d(x), self.knots) @ self.values_s
+        """np.interp's formula continued along the end segments, as two element-wise products and a sum
+        (not `hat_basis(x) @ values`: a BLAS product may fuse multiply-adds on one CPU and not on another,
+        which moved the last bits of priced times between machines)."""
+        x = np.atleast_1d(np.asarray(x, dtype=np.float64))
+        if len(self.knots) == 1:
+            return np.full(len(x), self.values_s[0])
+        seg = np.clip(np.searchsorted(self.knots, x, side="right") - 1, 0, len(self.knots) - 2)
+        w = (x - self.knots[seg]) / (self.knots[seg + 1] - self.knots[seg])
+        return (1.0 - w) * self.values_s[seg] + w * self.values_s[seg + 1]
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,11 @@ Tables (per KV-cache dtype, full attention, the framework's default kernel): con
 (batch, prompt tokens) for each (query heads, KV heads, head dim) measured; generation attention over
 (batch, KV tokens) with one query token per sequence. How draftsim's ops map onto them:
 
-* Decode with q query tokens per sequence (speculative verification, trees) is priced as one-token
-  decoding with q× the query heads: decode kernels pack the query heads of a KV head (GQA) and the query
-  tokens of a sequence into the same tile rows, reading the KV once. Approximation: exact in KV traffic
-  and FLOPs; a tree mask is priced like a causal one.
+* Decode with q > 1 query tokens per sequence (speculative verification, chains and trees):
+  `profiles.measured.verify` (the engines' kernels pack the q tokens and the GQA group of a KV head into
+  the same tile rows and read the KV once: the one-query price of the model's own layout over ctx + q
+  keys, plus the compute of the extra row tiles at the context kernel's measured FLOP rate; SGLang's tree
+  cascade adds its second call and the merge).
 * A prefill chunk of c tokens after o cached ones is priced as the measured prompt of o + c tokens times
   the fraction of its causal (query, key) pairs the chunk computes, and never below a c-token prompt.
   Approximation: exact when the kernel time is proportional to the pairs (long prompts), conservative
@@ -47,6 +48,10 @@ class AttentionTable:
         self._layouts: dict[str, dict[tuple[int, int, int], object]] = {}
         self._grids: dict[tuple[str, tuple[int, int, int]], MeasuredGrid] = {}
         self._nearest: dict[tuple, tuple[int, int, int]] = {}
+
+    @property
+    def peaks(self):
+        return self._peaks
 
     @property
     def dtypes(self) -> list[str]:

@@ -8,7 +8,7 @@ says so, with the number of distinct shapes priced and how many were extrapolate
 | gemm | gemm_perf (framework's GEMM, per dtype) | (m, n, k) grid; a grouped (MoE expert) GEMM of g equal problems is priced as one GEMM with g·k inner dimension (same FLOPs and weight bytes, one kernel) |
 | MoE experts (the gemm and activation ops tagged `moe_part`) | moe_perf (fused MoE kernel) | the layer's measured time on its `moe_part` 0 op, 0 on the activation and down ops of the same fused kernel (`profiles.measured.moe`); configurations not measured fall back to the GEMM rule |
 | attn_prefill | context_attention_perf | see `profiles.measured.attention` |
-| attn_decode | generation_attention_perf | see `profiles.measured.attention` |
+| attn_decode | generation_attention_perf | see `profiles.measured.attention`; q > 1 (verify): `profiles.measured.verify` |
 | allreduce | the framework's custom all-reduce (CUDA-graph mode), else NCCL all-reduce | ranks measured (2, 4, 8) |
 | alltoall | NCCL all-to-all | ranks measured |
 
@@ -32,6 +32,7 @@ from profiles.measured.moe import MoeTable
 from profiles.measured.source import (CONTEXT_ATTENTION, CUSTOM_ALLREDUCE, DISTRIBUTION, GEMM, GENERATION_ATTENTION,
                                       KERNELS_ONLY, MOE, MeasuredDataError, ResolvedSource, package_version)
 from profiles.measured.tables import CollectiveTables, GemmTables
+from profiles.measured.verify import verify_seconds
 from profiles.roofline import RooflineLatencyModel
 
 ROOFLINE = "roofline"
@@ -216,9 +217,14 @@ class MeasuredLatencyModel:
         if table is None:
             return None
         q = op.dim("q_per_seq")
-        seconds, approx = table.seconds(self.kv_dtype, op.dim("heads") * q, op.dim("kv_heads"), op.dim("head_dim"),
-                                        op.dim("seqs"), op.dim("ctx_per_seq") + q)
-        return seconds, self._labels[GENERATION_ATTENTION], approx or q != 1.0
+        if q == 1.0 or CONTEXT not in self.attention:
+            seconds, approx = table.seconds(self.kv_dtype, op.dim("heads") * q, op.dim("kv_heads"), op.dim("head_dim"),
+                                            op.dim("seqs"), op.dim("ctx_per_seq") + q)
+            return seconds, self._labels[GENERATION_ATTENTION], approx or q != 1.0
+        seconds, approx = verify_seconds(table, self.attention[CONTEXT], self.framework, self.kv_dtype, op.dim("heads"),
+                                         op.dim("kv_heads"), op.dim("head_dim"), op.dim("seqs"), op.dim("ctx_per_seq"),
+                                         q, op.dim("tree") > 0.0)
+        return seconds, self._labels[GENERATION_ATTENTION], True
 
     def _collective(self, op: Op, names: tuple[str, ...]):
         ranks = int(op.dim("ranks"))

@@ -1,7 +1,7 @@
 """`draftsim profile`: time every planned op point with the shared kernels and write a profile directory.
 
     python3 -m profiles.profiler --device cpu --models qwen2.5-coder-0.5b,qwen2.5-coder-1.5b,llama-68m \
-        --threads 2 --out profiles/data/cpu-local/
+        --threads 2 --package-data
 
 Output: `ops.csv` (profiles.profiler.table) and `fingerprint.json`. Written atomically at the end, so an
 interrupted run leaves no half-written profile.
@@ -78,8 +78,9 @@ def default_out_dir(device_id: str, name: str) -> Path:
 def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out_dir: str | Path | None = None,
                 quick: bool = False, threads: int = 2, dtype: str | None = None, device_id: str | None = None,
                 collectives: bool = True, progress: bool | Callable = True, grid: GridSpec | None = None,
-                timing: TimingConfig | None = None) -> Path:
-    """Profile `models` on `device`; returns the output directory (profiles/data/<device-id>/ by default).
+                timing: TimingConfig | None = None, package_data: bool = False) -> Path:
+    """Profile `models` on `device`; returns the output directory: `out_dir`, else out/profiles/<device-id>/,
+    or with `package_data` the shipped profiles' folder (`default_out_dir`; never written unless asked).
     `progress`: a tqdm bar on stderr (True), none (False), or a factory `(desc, total, unit)` returning a
     context manager with `update()` (the command line passes the simulator's reporter)."""
     if device not in ("cpu", "cuda"):
@@ -97,7 +98,12 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     torch.set_num_threads(threads)
     dev = torch.device(device)
     device_id = device_id or default_device_id(dev)
-    out = Path(out_dir) if out_dir is not None else default_out_dir(device_id, device_name(dev))
+    if out_dir is not None:
+        out = Path(out_dir)
+    elif package_data:
+        out = default_out_dir(device_id, device_name(dev))
+    else:
+        out = Path("out") / "profiles" / device_id
     grid = grid or (QUICK_GRID if quick else FULL_GRID)
     timing = timing or (QUICK_TIMING if quick else TimingConfig())
     # Quick runs skip operand rotation (llc 0 ⇒ one copy): they check the harness, not the timings.
@@ -174,8 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
                         help="comma-separated catalog model names (default: %(default)s)")
-    parser.add_argument("--out", default=None, help="output directory (default: profiles/data/<device-id>/, "
-                        "or profiles/data/<device-id>--<machine>/ when another machine's profile is filed there)")
+    parser.add_argument("--out", default=None, help="output directory (default: out/profiles/<device-id>/)")
+    parser.add_argument("--package-data", action="store_true",
+                        help="file the profile into the package's shipped profiles, profiles/data/<device-id>/ (or "
+                             "profiles/data/<device-id>--<machine>/ when another machine's profile is filed there), "
+                             "which draftsim validate reads; without it the shipped profiles are never written")
     parser.add_argument("--device-id", default=None, help="hardware id to file the profile under")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default: %(default)s)")
     parser.add_argument("--dtype", choices=tuple(TORCH_DTYPES), default=None,
@@ -202,7 +211,8 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
         grid = dataclasses.replace(QUICK_GRID if args.quick else FULL_GRID, tp=tps)
         out = run_profile(args.device, models, args.out, quick=args.quick, threads=args.threads,
                           dtype=args.dtype, device_id=args.device_id, collectives=not args.no_collectives,
-                          progress=(progress_factory or True) if not args.no_progress else False, grid=grid)
+                          progress=(progress_factory or True) if not args.no_progress else False, grid=grid,
+                          package_data=args.package_data)
     except ValueError as exc:
         print(f"draftsim profile: error: {exc}", file=sys.stderr)
         return 2

@@ -5,7 +5,7 @@ the time is the MoE all-to-all, and what throughput per GPU follows.
 An analytic companion of the DES grid (scenarios/moe/des_grid.py, full DES runs with queueing): this
 prices one decode step directly: the op graph of the target (models.opgraph, EP layout of
 models.step.Parallelism) on the H100 roofline, with every MoE dispatch/combine re-priced on the link
-topology (simulator.cluster.network: same-node traffic over NVLink, other nodes over the NICs, busiest port).
+topology (simulator.cost.collectives: same-node traffic over NVLink, other nodes over the NICs, busiest port).
 Pre-scheduling multiplies the all-to-all volume by theory.moe_prescheduling's de-duplicated remote
 ranks at the given predictor accuracy and expert-group affinity over those without it (the token move
 rides on the preceding collective). Speculative decoding: γ draft tokens per request from a small draft
@@ -31,7 +31,7 @@ from models.moe_routing import ExpertPlacement, UniformRouting, expected_ep_load
 from models.opgraph import step_ops
 from models.step import Parallelism, StepShape
 from profiles.roofline import RooflineLatencyModel
-from simulator.cluster.network import Topology, ep_alltoall_s
+from simulator.cost.collectives import Topology, ep_alltoall_s
 from theory.chain import expected_tokens
 from theory.moe_prescheduling import hit_rate, remote_ranks_per_token
 from scenarios.tables import print_and_save

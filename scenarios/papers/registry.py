@@ -152,8 +152,10 @@ def reproduce(name: str, out_dir: str | Path) -> Report:
     out.mkdir(parents=True, exist_ok=True)
     files = [out / f"{name}.png", out / f"{name}.csv", out / f"{name}_checks.csv"]
     outcome.figure.savefig(files[0], format="png", metadata={"Software": None})
-    outcome.data.to_csv(files[1], index=False)
-    checks_frame(outcome.checks).to_csv(files[2], index=False)
+    # 12 significant digits, as summary.json: an LP solver or BLAS build moves only the last bits of a float,
+    # and the written figures must not depend on which one ran.
+    outcome.data.to_csv(files[1], index=False, float_format="%.12g")
+    checks_frame(outcome.checks).to_csv(files[2], index=False, float_format="%.12g")
     return Report(name, outcome.checks, files, list(outcome.notes))
 
 

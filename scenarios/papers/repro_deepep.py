@@ -15,7 +15,7 @@ a 4-byte scale per 128 values), BF16 combine):
 Model (nothing fitted to DeepEP): the routed traffic is counted on sampled routings with
 models.moe_routing (normal kernels: DeepEP's two-level dispatch, one NIC crossing per remote node then
 NVLink forwarding, `hierarchical_dispatch_counts`; low-latency: expected per-expert copies, sent
-directly); the time is simulator.cluster.network's port model, the busiest port's bytes / bandwidth (forwarded
+directly); the time is simulator.cost.collectives' port model, the busiest port's bytes / bandwidth (forwarded
 traffic: scale-up and scale-out pipelined) + the catalog's per-hop latencies, on an H800 topology: the H100 catalog entry with NVLink 400 GB/s
 bidirectional (200 GB/s per direction; NVIDIA H800 SXM), both links at the roofline's NCCL bandwidth
 fraction 0.8 (→ 160 and 40 GB/s). Bandwidths are then computed with DeepEP's own byte counts.
@@ -50,7 +50,7 @@ NORMAL_TOLERANCE, LL_TOLERANCE = 0.35, 0.25   # relative; the errors themselves 
 def h800_topology(nodes: int):
     from profiles.hardware import get_hardware
     from profiles.roofline import default_efficiency
-    from simulator.cluster.network import Topology
+    from simulator.cost.collectives import Topology
 
     h100 = get_hardware("h100-sxm")
     h800 = dataclasses.replace(h100, id="h800", name="NVIDIA H800 SXM5 80GB",
@@ -63,7 +63,7 @@ def h800_topology(nodes: int):
 def normal_kernel(ep: int, rng: np.random.Generator) -> dict[str, float]:
     """Modeled time and DeepEP-style bandwidth of the normal dispatch/combine at `ep` ranks."""
     from models.moe_routing import ExpertPlacement, GroupLimitedRouting, UniformRouting, hierarchical_dispatch_counts
-    from simulator.cluster.network import port_limited_s
+    from simulator.cost.collectives import port_limited_s
 
     nodes = ep // GPUS_PER_NODE
     routing = UniformRouting(EXPERTS) if nodes == 1 else GroupLimitedRouting(EXPERTS, nodes, min(nodes, 4))
@@ -86,7 +86,7 @@ def low_latency_kernel(ep: int) -> dict[str, float]:
     """Modeled time and bandwidth of the low-latency kernels: one copy per (token, expert), other nodes
     over RDMA, the own node's other GPUs over NVLink."""
     from models.moe_routing import ExpertPlacement, UniformRouting, expected_ep_load
-    from simulator.cluster.network import port_limited_s
+    from simulator.cost.collectives import port_limited_s
 
     g, nodes = min(ep, GPUS_PER_NODE), max(1, ep // GPUS_PER_NODE)
     load = expected_ep_load(UniformRouting(EXPERTS), ExpertPlacement.contiguous(EXPERTS, ep), LL_TOKENS, TOP_K,

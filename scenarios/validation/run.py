@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"draftsim validate: error: {flag} must be >= 1, got {value}", file=sys.stderr)
             return EXIT_USAGE
     scenario = Path(args.scenario) if args.scenario else SCENARIO_DIR / ("cpu_quick.yaml" if args.quick else "cpu.yaml")
-    out = Path(args.out) if args.out else Path("out") / f"validate-{args.device}{'-quick' if args.quick else ''}"
+    out = Path(args.out) if args.out is not None else Path("out") / f"validate-{args.device}{'-quick' if args.quick else ''}"
     from models.errors import UnknownNameError
     from scenarios.validation.reference.diagnose import format_breakdown
     from scenarios.validation.reference.report import format_table, write_outputs
@@ -216,7 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("draftsim validate: error: --profile-first and --profile-dir exclude each other", file=sys.stderr)
         return EXIT_USAGE
     try:
-        check_output_dir(out, marker="validation.json")
+        check_output_dir(out, marker="validation.json", command="validate",
+                         names=("steps.csv", "requests.csv", "validation.json", "validation.png", "ops.csv"))
         profile_dir = args.profile_dir
         if args.profile_first:
             profile_dir = profile_here(scenario, args.device, out, args.threads, quiet=args.quiet)

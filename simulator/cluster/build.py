@@ -118,7 +118,7 @@ def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target
     from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, context_limit
     limit = context_limit(target, scenario.cluster.max_model_len)
     t0 = time.perf_counter()
-    table = generate_requests(scenario.workload, streams.workload, base_dir, block_size=scenario.scheduler.block_size)
+    table = generate_requests(scenario.workload.spec(), streams.workload, base_dir, block_size=scenario.scheduler.block_size)
     workload_s = time.perf_counter() - t0
     table, rejected = apply_context_limit(table, limit, scenario.workload.context_overflow, target.name)
     state = RequestState(table, scenario.workload.parallel_samples)
@@ -160,13 +160,17 @@ def _check_router(scenario: Scenario) -> None:
             raise ScenarioError(field, f"{name!r} routes by cached prefixes; it needs cluster.kv_cache.prefix_caching: true")
 
 
-def kv_tiers(scenario: Scenario, kind: ReplicaKind, blocks: int, table: RequestTable):
-    """One replica's KV manager (simulator.core.kv_cache.KVTiers) for `cluster.kv_cache`, or None when
-    plain block counting is all it needs."""
-    from simulator.core.kv_cache import HostTier, KVTiers, PrefixCache
+def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: RequestState, table: RequestTable,
+               tiers: bool = True):
+    """One replica's KV manager (simulator.core.kv) for `cluster.kv_cache`: its layout's pool, a prefix cache
+    and host memory when asked for (`tiers` False: the layout's pool only, as in a decode pool)."""
+    from simulator.core.kv import KV_LAYOUTS
     cfg, block = scenario.cluster.kv_cache, scenario.scheduler.block_size
-    if not cfg.prefix_caching and cfg.host_memory_gib <= 0:
-        return None
+    if not tiers or (not cfg.prefix_caching and cfg.host_memory_gib <= 0):
+        return KV_LAYOUTS[cfg.layout.kind].pool(state, blocks, block, cfg.layout)
+    from simulator.core.kv.block_pool import BlockPool
+    from simulator.core.kv.host_tier import HostMemory, HostTier
+    from simulator.core.kv.prefix_cache import PrefixCache, PrefixCachePool
     unit = table.prefixes.unit_tokens if table.prefixes is not None else block
     if unit % block:
         raise ScenarioError("scheduler.block_size", f"{block} must divide the trace's {unit}-token prefix blocks "
@@ -174,13 +178,24 @@ def kv_tiers(scenario: Scenario, kind: ReplicaKind, blocks: int, table: RequestT
     per_token = kind.target.kv_bytes_per_token_per_gpu(kind.parallelism, kind.kv_dtype)
     if kind.drafter is not None:
         per_token += kind.drafter.kv_bytes_per_token_per_gpu
+    host = HostMemory(int(cfg.host_memory_gib * 2**30 / per_token), unit) if cfg.host_memory_gib > 0 else None
+    if cfg.prefix_caching:
+        pool = PrefixCachePool(state, blocks, block, PrefixCache(blocks, block, unit, table.prefixes, host),
+                               cfg.shared_prefix_attention)
+    else:
+        pool = BlockPool(state, blocks, block)
+    if host is None:
+        return pool
     hw = kind.hardware
-    host = HostTier(int(cfg.host_memory_gib * 2**30 / per_token), unit) if cfg.host_memory_gib > 0 else None
-    cache = PrefixCache(blocks, block, unit, table.prefixes, host) if cfg.prefix_caching else None
-    return KVTiers(cache, host, cfg.preemption == "swap", cfg.shared_prefix_attention,
-                   per_token / hw.host_link_bandwidth_bytes_per_s, hw.host_link_latency_s)
+    return HostTier(pool, host, cfg.preemption == "swap", per_token / hw.host_link_bandwidth_bytes_per_s,
+                    hw.host_link_latency_s)
 
 
+def _scheduler(scenario: Scenario):
+    """The batching scheduler class of `scheduler.kind` and the limits it plans within (simulator.core.sched)."""
+    from simulator.core.sched import SCHEDULERS, BatchLimits
+    cfg = scenario.scheduler
+    return SCHEDULERS[cfg.kind], BatchLimits(cfg.max_batch_size, cfg.max_batched_tokens, cfg.chunk_tokens)
 
 
 def _step_log(scenario: Scenario, table: RequestTable, num_replicas: int) -> StepLog:
@@ -216,8 +231,9 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
         blocks = kind.blocks(block)
         table, state, workload_s = _requests(scenario, streams, base_dir, kind.target)
         log = _step_log(scenario, table, cl.replicas)
-        replicas = [Replica(i, state, scenario.scheduler, kind.cost, kind.acceptance, blocks, log, kind.policy,
-                            kv_tiers(scenario, kind, blocks, table)) for i in range(cl.replicas)]
+        scheduler, limits = _scheduler(scenario)
+        replicas = [Replica(i, state, scheduler(limits), kv_manager(scenario, kind, blocks, state, table), limits, kind.cost,
+                            kind.acceptance, log, kind.policy) for i in range(cl.replicas)]
         pools = [Pool("colocated", kind, replicas, make_router(cl.router, cl.replicas, streams.router))]
         log.alltoall = _alltoall_pricer(pools)
         retrieval = build_retrieval(scenario, state)
@@ -228,6 +244,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
 
     from simulator.cluster.handoff import KVHandOff
     from simulator.cluster.pool_replicas import DecodeReplica, PrefillReplica
+    from simulator.core.sched import DecodeOnly
     latencies: dict = {}
     kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
                              latencies) for name in ("prefill", "decode")}
@@ -236,10 +253,11 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     np_, nd = dis.prefill.replicas, dis.decode.replicas
     log = _step_log(scenario, table, np_ + nd)
     kp, kd = kinds["prefill"], kinds["decode"]
-    prefill = [PrefillReplica(i, state, scenario.scheduler, kp.cost, None, blocks["prefill"], log,
-                              kv=kv_tiers(scenario, kp, blocks["prefill"], table)) for i in range(np_)]
-    decode = [DecodeReplica(np_ + i, state, scenario.scheduler, kd.cost, kd.acceptance, blocks["decode"], log,
-                            kd.policy) for i in range(nd)]
+    scheduler, limits = _scheduler(scenario)
+    prefill = [PrefillReplica(i, state, scheduler(limits), kv_manager(scenario, kp, blocks["prefill"], state, table), limits,
+                              kp.cost, None, log) for i in range(np_)]
+    decode = [DecodeReplica(np_ + i, state, DecodeOnly(), kv_manager(scenario, kd, blocks["decode"], state, table, False),
+                            limits, kd.cost, kd.acceptance, log, kd.policy) for i in range(nd)]
     decode_rng = np.random.default_rng(np.random.SeedSequence(scenario.seed).spawn(4)[3])
     pools = [Pool("prefill", kp, prefill, _router(dis.prefill.router, np_, streams.router, f"{DISAGG}.prefill")),
              Pool("decode", kd, decode, _router(dis.decode.router, nd, decode_rng, f"{DISAGG}.decode"))]

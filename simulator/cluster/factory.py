@@ -25,7 +25,7 @@ from pathlib import Path
 from models.spec import ModelSpec, kv_cache_dtype, validate_parallelism
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec
-from simulator.cost.drafters import DrafterBuild, build_drafter, overlap_exposure
+from simulator.cost.drafters import DraftContext, DrafterBuild, build_drafter, overlap_exposure
 from simulator.errors import ScenarioError
 from simulator.speculation.control import make_policy
 from simulator.config.scenario import LatencyConfig, MoeConfig, ParallelismConfig
@@ -256,7 +256,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if lat is None:
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
     engine = make_engine_time(latency, hw.id, lat, drafter_family(drafter) if speculating else None)
-    built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype) if speculating else None
+    built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype,
+                                  DraftContext(moe, base_dir)) if speculating else None
     if built_drafter is not None and built_drafter.fixed_chain is not None:
         if speculation.kind != "chain":
             raise ScenarioError("speculation.kind", f"{built_drafter.fixed_chain}: it needs 'chain'")
@@ -273,12 +274,13 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         if max(early_exit.exit_layers) >= target.num_layers:
             raise ScenarioError("early_exit.exit_layers", f"must be below {target.name}'s {target.num_layers} layers")
     kv_fraction = 1.0
-    if shadow:
-        from simulator.cost.shadowkv import gpu_kv_fraction
-        if target.is_mla:
-            raise ScenarioError("cluster.kv_cache.layout.kind", f"shadowkv splits keys from values; {target.name}'s MLA latent "
-                                "cache has no separate keys")
-        kv_fraction = gpu_kv_fraction(target, kv_layout.rank, kv_layout.chunk_tokens)
+    if kv_layout is not None:   # how much of a token's KV the GPU keeps (simulator.core.kv.KV_LAYOUTS)
+        from simulator.core.kv import KV_LAYOUTS
+        layout = KV_LAYOUTS[kv_layout.kind]
+        refusal = layout.refusal(target, kv_layout)
+        if refusal is not None:
+            raise ScenarioError("cluster.kv_cache.layout.kind", refusal)
+        kv_fraction = layout.gpu_fraction(target, kv_layout)
     kv_tokens = 0 if memory_utilization is None else \
         kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype, kv_fraction)
     realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None
@@ -328,9 +330,14 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         if vllm_proposer and (spec.tree is not None or policy.kind != "fixed"):
             raise ScenarioError("drafter.passes", "'vllm' is vLLM's fixed-γ chain proposer: it needs speculation.kind "
                                 "chain and policy fixed")
-        cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, spec.widths, spec.verify_q,
+        proposer, widths = None, spec.widths
+        if built_drafter.hidden_state is not None:
+            from simulator.cost.proposer import make_proposer
+            proposer = make_proposer(built_drafter.hidden_state, speculation, spec)
+            widths = (1,) + proposer.later_widths
+        cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, widths, spec.verify_q,
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
-                             engine=engine, vllm_proposer=vllm_proposer)
+                             engine=engine, vllm_proposer=vllm_proposer, proposer=proposer)
         control = make_policy(policy, speculation, spec, gamma, cost)
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype)

@@ -38,6 +38,7 @@ import numpy as np
 from simulator.errors import ScenarioError
 from simulator.cluster.kv_transfer import KVMover, place_pools
 from simulator.cluster.network import SimNetwork
+from simulator.core.timeline import PoolSide
 
 
 @dataclass
@@ -73,6 +74,10 @@ class KVHandOff:
                         decode.kind.kv_dtype, draft, *draft_tp)
         return KVHandOff(prefill.replicas, decode.replicas, decode.router, mover, kv.layerwise_overlap,
                          decode.kind.target.num_layers)
+
+    def side(self, pool: str, engine) -> PoolSide:
+        """What the hand-off adds to the step loop of the replicas of `pool` (prefill or decode)."""
+        return (_PrefillSide if pool == "prefill" else _DecodeSide)(self, engine)
 
     def start(self, engine) -> None:
         self.network = SimNetwork(engine.env, self.mover.placement.topology)
@@ -145,3 +150,34 @@ class KVHandOff:
                 "kv_wait_s": self.kv_start_s - state.first_token_s,
                 "kv_exposed_s": self.kv_ready_s - state.first_token_s,
                 "kv_bytes": self.kv_bytes, "decode_start_s": decode_start}
+
+
+class _PrefillSide(PoolSide):
+    """A prefill replica's loop: completed prompts are handed off (at their step's end, or once their first
+    layer is done with layer-wise overlap)."""
+
+    def __init__(self, handoff: KVHandOff, engine):
+        self.handoff, self.engine = handoff, engine
+
+    def stepped(self, rep, step, start_s: float, end_s: float) -> None:
+        self.handoff.prefill_step(self.engine, rep, step, start_s, end_s)
+
+    def applied(self, rep) -> None:
+        self.handoff.prefill_done(self.engine, rep)
+
+
+class _DecodeSide(PoolSide):
+    """A decode replica's loop: at each step boundary it takes what was handed off and whose KV arrived
+    by then and reserves blocks for waiting requests (their transfers start); its bulks end at the next
+    such event already known."""
+
+    stop_at_arrival = True
+
+    def __init__(self, handoff: KVHandOff, engine):
+        self.handoff, self.engine = handoff, engine
+
+    def boundary(self, rep) -> None:
+        self.handoff.collect(self.engine, rep)
+
+    def pending_s(self, rep) -> float:
+        return rep.next_event_s()

@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from models.spec import ModelSpec
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec
-from simulator.cluster.network import Flow, Network, Topology, kv_transfer_flows
+from simulator.cluster.network import Flow, Network, kv_transfer_flows
+from simulator.cost.collectives import Topology
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from collections import deque
 
 import numpy as np
 
-from simulator.core.replica import Replica, StepPlan
+from simulator.core.replica import Replica
+from simulator.core.sched import StepPlan
 
 
 class PrefillReplica(Replica):
@@ -37,20 +38,17 @@ class PrefillReplica(Replica):
         self.held: dict[int, tuple[int, int]] = {}   # request -> (its blocks, KV tokens) until its transfer completes
 
     def can_admit_head(self) -> bool:
-        if not self.waiting or len(self.running) >= self.sched.max_batch_size:
+        if not self.waiting or len(self.running) >= self.limits.max_batch_size:
             return False
-        return self._admission(self.waiting[0])[0] <= self.total_blocks - self.used_blocks
+        return self.kv.need(self.waiting[0])[0] <= self.kv.total_blocks - self.kv.used_blocks
 
     def has_work(self) -> bool:
         """Running prefills, or a waiting prompt that fits (one blocked by KV still being sent waits for
         a `release`)."""
         return bool(self.running) or self.can_admit_head()
 
-    def fits(self, r: int) -> bool:
-        return self.blocks_for(int(self.s.prompt[r])) <= self.total_blocks
-
-    def fits_mask(self, ids: np.ndarray) -> np.ndarray:
-        return self.blocks_for(self.s.prompt[ids]) <= self.total_blocks
+    def fits(self, ids):
+        return self.kv.blocks_for(self.s.prompt[ids]) <= self.kv.total_blocks
 
     def bulk_ready(self) -> bool:
         return False  # prefill steps only
@@ -77,10 +75,7 @@ class PrefillReplica(Replica):
         """The request's KV has left: free its blocks (with prefix caching its prompt's units stay cached
         here for later prompts, as Mooncake's prefill nodes keep them)."""
         private, ctx = self.held.pop(r)
-        if self.kv is None or self.kv.cache is None:
-            self.used_blocks -= private
-        else:
-            self.used_blocks -= self.kv.cache.release(r, ctx, private, "shared")
+        self.kv.free(r, ctx, private, "shared")
 
 
 class DecodeReplica(Replica):
@@ -97,22 +92,23 @@ class DecodeReplica(Replica):
         # while the prefill replica still accounts the request's blocks there).
         self.reserved: dict[int, int] = {}
 
+    def has_work(self) -> bool:
+        """Requests in the batch (those waiting for a reservation or their KV do not run here yet)."""
+        return bool(self.running)
+
     def reservation_tokens(self, r: int) -> int:
         return int(self.s.prompt[r] + self.s.output[r] + self.q)
 
-    def fits(self, r: int) -> bool:
-        return self.s.output[r] <= 1 or self.blocks_for(self.reservation_tokens(r)) <= self.total_blocks
-
-    def fits_mask(self, ids: np.ndarray) -> np.ndarray:
+    def fits(self, ids):
         s = self.s
-        return (s.output[ids] <= 1) | (self.blocks_for(s.prompt[ids] + s.output[ids] + self.q) <= self.total_blocks)
+        return (s.output[ids] <= 1) | (self.kv.blocks_for(s.prompt[ids] + s.output[ids] + self.q) <= self.kv.total_blocks)
 
-    def _head_admissible(self, token_room: int = 0, batch_len: int = 0) -> bool:
+    def can_reserve_head(self) -> bool:
         if not self.waiting:
             return False
-        if len(self.running) + self.in_transfer + len(self.inbox) >= self.sched.max_batch_size:
+        if len(self.running) + self.in_transfer + len(self.inbox) >= self.limits.max_batch_size:
             return False
-        return self.blocks_for(self.reservation_tokens(self.waiting[0])) <= self.total_blocks - self.used_blocks
+        return self.kv.blocks_for(self.reservation_tokens(self.waiting[0])) <= self.kv.free_blocks
 
     def next_event_s(self) -> float:
         """Earliest time at which something not yet seen by the scheduler becomes visible."""
@@ -132,11 +128,11 @@ class DecodeReplica(Replica):
             self.running.append(r)
             self.decode_start_s[r] = now_s
         reserved = []
-        while self._head_admissible():
+        while self.can_reserve_head():
             r = self.waiting.popleft()
-            need = int(self.blocks_for(self.reservation_tokens(r)))
+            need = int(self.kv.blocks_for(self.reservation_tokens(r)))
             self.reserved[r] = need
-            self.used_blocks += need
+            self.kv.take(need)
             self.in_transfer += 1
             reserved.append(r)
         return reserved
@@ -145,13 +141,13 @@ class DecodeReplica(Replica):
         self.in_transfer -= 1
         self.inbox.append((at_s, r))
 
-    def _plan(self, now_s: float) -> StepPlan:
-        """A decode-only step over the running batch (blocks were reserved up front: no preemption)."""
-        ids = np.asarray(self._reserve_decode_blocks(list(self.running)), dtype=np.int64)
-        return StepPlan([], [], ids, 0, int(self.s.ctx[ids].sum()))
-
     def bulk_ready(self) -> bool:
         return bool(self.running) and self.policy is None
 
     def outstanding_at(self, now_s: float) -> int:
-        return super().outstanding_at(now_s) + len(self.routed) + self.in_transfer + len(self.inbox)
+        """Requests handed off here and not finished at `now_s` (the decode router's load). A bulk in flight
+        has applied none of its finishes yet, so those that happen before `now_s` are subtracted (as in
+        step-by-step mode, where a finish at exactly `now_s` is processed after an arrival at `now_s`)."""
+        pending = self.pending_finish_s
+        early = int(np.searchsorted(pending, now_s, side="left")) if len(pending) else 0
+        return len(self.waiting) + len(self.running) - early + len(self.routed) + self.in_transfer + len(self.inbox)

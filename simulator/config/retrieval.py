@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from simulator.config.base import Strict
 
 
-class RetrievalConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class RetrievalConfig(Strict):
     mode: Literal["baseline", "ralmspec"]
     interval_tokens: int = Field(ge=1, le=1_000_000)
     kb_fixed_s: float = Field(ge=0.0, allow_inf_nan=False)

@@ -13,27 +13,26 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
 from simulator.errors import ScenarioError
+from simulator.config.base import Strict
 from simulator.results.metrics import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
-                                          NgramDrafterConfig,
+                                          NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
-                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig)
+                                   ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig,
+                                   PublishedAcceptanceConfig)
+from simulator.config.names import FolderName
 from simulator.config.speculation import SessionsAcceptanceConfig, SuffixDrafterConfig
 from simulator.config.retrieval import RetrievalConfig
-from simulator.core.workload import WorkloadConfig
+from simulator.config.workload import WorkloadConfig
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ParallelismConfig(_Strict):
+class ParallelismConfig(Strict):
     tp: int = Field(1, ge=1, le=64)
     pp: int = Field(1, ge=1, le=64)
     ep: int = Field(1, ge=1, le=1024)
 
 
-class MoeConfig(_Strict):
+class MoeConfig(Strict):
     """MoE options (expert parallelism, ep > 1): token→expert routing skew and Speculative-MoE
     pre-scheduling. `routing`: uniform | zipf (per-expert popularity ∝ rank^−zipf_exponent) | trace
     (a `.npy` of routed expert ids, one row of top-k per token, relative to the scenario).
@@ -51,7 +50,7 @@ class MoeConfig(_Strict):
         return self
 
 
-class PoolConfig(_Strict):
+class PoolConfig(Strict):
     """One pool of a disaggregated cluster: its replica count, per-replica parallelism (TP/PP/EP) and
     hardware (default: `cluster.hardware`; a catalog id, a hardware YAML file or an inline block)."""
 
@@ -61,7 +60,7 @@ class PoolConfig(_Strict):
     router: str = "round_robin"
 
 
-class KVTransferConfig(_Strict):
+class KVTransferConfig(Strict):
     """How a request's KV cache moves from its prefill replica to its decode replica (simulator.cluster.handoff).
     `link`: scaleup = the pools share a scale-up domain (NVLink/NVSwitch); scaleout = they sit in
     different nodes and the KV crosses the NICs. `layerwise_overlap`: send layer l as soon as the
@@ -71,7 +70,7 @@ class KVTransferConfig(_Strict):
     layerwise_overlap: bool = False
 
 
-class DisaggregationConfig(_Strict):
+class DisaggregationConfig(Strict):
     """Disaggregated prefill/decode: a prefill pool that only prefills and a decode pool that only
     decodes (and drafts), with the KV cache transferred in between (simulator.cluster.handoff)."""
 
@@ -80,7 +79,7 @@ class DisaggregationConfig(_Strict):
     kv_transfer: KVTransferConfig = KVTransferConfig()
 
 
-class LatencyConfig(_Strict):
+class LatencyConfig(Strict):
     """Where op latencies come from (profiles.select) and which serving engine's per-step time is paid.
 
     `source`: `auto` (default: `measured` when the aiconfigurator-core tables cover the GPU and dtype,
@@ -122,13 +121,13 @@ class LatencyConfig(_Strict):
         return self
 
 
-class PagedKVLayoutConfig(_Strict):
+class PagedKVLayoutConfig(Strict):
     """The target's KV cache in HBM, paged (vLLM's layout; the default)."""
 
     kind: Literal["paged"] = "paged"
 
 
-class ShadowKVLayoutConfig(_Strict):
+class ShadowKVLayoutConfig(Strict):
     """ShadowKV (Sun et al. 2024): keys kept on the GPU as a rank-`rank` factor plus one landmark per
     `chunk_tokens` tokens, values offloaded to host memory; each decode step attends to `sparse_budget`
     tokens per request (simulator.cost.shadowkv). Defaults: the paper's Llama-3.1-8B setting (rank 160,
@@ -143,8 +142,8 @@ class ShadowKVLayoutConfig(_Strict):
 KVLayoutConfig = Annotated[Union[PagedKVLayoutConfig, ShadowKVLayoutConfig], Field(discriminator="kind")]
 
 
-class KVCacheConfig(_Strict):
-    """The replicas' KV cache beyond paging (simulator.core.kv_cache).
+class KVCacheConfig(Strict):
+    """The replicas' KV cache beyond paging (simulator.core.kv).
 
     `prefix_caching`: keep the KV blocks of finished requests under their content hashes and reuse them
     for later prompts that start with the same tokens (vLLM's automatic prefix caching: hashes of full
@@ -174,7 +173,7 @@ class KVCacheConfig(_Strict):
         return self
 
 
-class ClusterConfig(_Strict):
+class ClusterConfig(Strict):
     """`model`: a catalog name (`draftsim catalog models`), a path to a Hugging Face config.json or a
     catalog-format YAML (relative to the scenario file), or an inline mapping of model fields
     (models.load). `hardware`: a catalog id, a hardware YAML file or an inline mapping
@@ -208,11 +207,11 @@ class ClusterConfig(_Strict):
         return self
 
 
-class NoDrafterConfig(_Strict):
+class NoDrafterConfig(Strict):
     kind: Literal["none"] = "none"
 
 
-class DraftModelDrafterConfig(_Strict):
+class DraftModelDrafterConfig(Strict):
     """An independent draft model: `colocated` with the target (time-shared on the same GPUs),
     `separate` (its own tp GPUs, drafting overlapped with verification) or on the host `cpu`
     (see simulator.cost.drafters). `layer_parallel` k > 1 (EasySpec): the draft's layers run k at a time
@@ -238,18 +237,19 @@ class DraftModelDrafterConfig(_Strict):
 
 
 DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
-                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig, SuffixDrafterConfig],
+                                NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig,
+                                Eagle3DrafterConfig, MtpDrafterConfig, SuffixDrafterConfig],
                           Field(discriminator="kind")]
 
 
-class ConstantAcceptanceConfig(_Strict):
+class ConstantAcceptanceConfig(Strict):
     """Every draft token is accepted with the same probability α, independently (Leviathan's model)."""
 
     kind: Literal["constant"] = "constant"
     alpha: float = Field(0.8, ge=0.0, le=1.0)
 
 
-class PositionalAcceptanceConfig(_Strict):
+class PositionalAcceptanceConfig(Strict):
     """alphas[i] = P(draft token i+1 accepted | tokens 1..i accepted); positions beyond the list reuse
     the last value."""
 
@@ -257,7 +257,7 @@ class PositionalAcceptanceConfig(_Strict):
     alphas: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1)
 
 
-class TraceAcceptanceConfig(_Strict):
+class TraceAcceptanceConfig(Strict):
     """Accepted lengths from a measured acceptance trace (profiles/acceptance): each request is assigned
     one measured sequence (bootstrap by request). `greedy`: replays a real greedy speculative decoder's
     steps through it; `sample`: speculative sampling at `temperature`, each draft token accepted with the
@@ -280,11 +280,12 @@ class TraceAcceptanceConfig(_Strict):
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
                                    RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig,
-                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig, SessionsAcceptanceConfig],
+                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig, PublishedAcceptanceConfig,
+                                   SessionsAcceptanceConfig],
                              Field(discriminator="kind")]
 
 
-class EarlyExitConfig(_Strict):
+class EarlyExitConfig(Strict):
     """Early exit of the target (SpecEE, CALM): a decoded token leaves after `exit_layers`[i] layers with
     probability `exit_probs`[i] (else after all of them); a batched pass runs to its deepest exit
     (simulator.cost.early_exit). Plain decoding only; dense models, pp 1."""
@@ -303,11 +304,11 @@ class EarlyExitConfig(_Strict):
         return self
 
 
-class SchedulerConfig(_Strict):
+class SchedulerConfig(Strict):
     """The batching scheduler (continuous batching; not the speculation control policy, `policy:`).
     `kind` vllm: prefill-first (a step is either all prefill or all decode); sarathi: chunked prefill
     piggy-backed on decode steps under a per-step token budget (`chunk_tokens`); vllm_v1: vLLM V1's own
-    scheduler rule by rule (simulator.core.vllm_v1: one `max_batched_tokens` budget, running requests first
+    scheduler rule by rule (simulator.core.sched.vllm_v1: one `max_batched_tokens` budget, running requests first
     in admission order, then waiting ones, KV blocks allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's
     name before the two kinds of policy were told apart). `workers`: processes that simulate independent
     replicas side by side (simulator.core.parallel; outputs are identical whatever the count): an int, or
@@ -338,7 +339,7 @@ class SchedulerConfig(_Strict):
         return self
 
 
-class OutputsConfig(_Strict):
+class OutputsConfig(Strict):
     """What a run writes. `steps`: what steps.parquet keeps — `full` (every step), `sampled` (every
     `step_sample_every`-th step of each replica) or `aggregate` (per replica and `step_interval_s`
     interval: step count, busy time, tokens, costs, peak KV, queued/running request-seconds); the
@@ -350,8 +351,18 @@ class OutputsConfig(_Strict):
     step_interval_s: float = Field(1.0, gt=0, allow_inf_nan=False)
 
 
-class Scenario(_Strict):
-    name: str = "scenario"
+class SLOConfig(Strict):
+    """Service-level objectives per request (unset = not constrained) and the target attainment."""
+
+    SPEC = SLO
+    ttft_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    tpot_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    e2e_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    attainment: float = Field(default=0.9, gt=0, le=1)
+
+
+class Scenario(Strict):
+    name: FolderName = "scenario"   # the default output folder's name (simulator.config.names)
     seed: int = Field(0, ge=0)
     workload: WorkloadConfig
     cluster: ClusterConfig
@@ -362,7 +373,7 @@ class Scenario(_Strict):
     early_exit: EarlyExitConfig | None = None
     retrieval: RetrievalConfig | None = None   # iterative RAG: baseline or RaLMSpec (simulator.config.retrieval)
     scheduler: SchedulerConfig = SchedulerConfig()
-    slo: SLO = SLO()
+    slo: SLOConfig = SLOConfig()
     outputs: OutputsConfig = OutputsConfig()
 
 

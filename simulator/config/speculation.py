@@ -6,6 +6,8 @@ YAML reference (each section is a discriminated union on `kind`):
   drafter:      draft_model {model, gamma, tp, placement: colocated|separate|cpu}
                 head        {style: autoregressive|parallel|sequential|rnn, gamma, layers, tokens_per_pass}
                             # EAGLE (KOALA: layers > 1; Falcon: tokens_per_pass > 1) / Medusa / Hydra / Clover
+                eagle3      {head, gamma}                         # EAGLE-3 head on captured hidden states
+                mtp         {gamma, modules}                      # the model's multi-token-prediction modules
                 layer_skip  {gamma, layers_fraction}                  # self-speculation, shared KV
                 ngram       {gamma, prompt_lookup_max, prompt_lookup_min}  # prompt lookup, ~zero cost
                 suffix      {gamma, max_tree_depth, max_cached_requests, max_spec_factor, max_spec_offset,
@@ -23,6 +25,7 @@ YAML reference (each section is a discriminated union on `kind`):
                 contexts {contexts: [{weight, accept_probs}]}   # per-context classes of the ranked model
                 drifting {points: [[request index, alpha], ...]}  # OSD / traffic drift over the run
                 step_level {accept}                 # a whole reasoning step accepted or not (SpecReason)
+                published {entry} or {method, target, draft, dataset, temperature, depth}  # the published registry
                 pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
                 sessions {corpus, workloads}        # suffix / ngram drafters run on real multi-turn sessions
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
@@ -35,16 +38,14 @@ YAML reference (each section is a discriminated union on `kind`):
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from simulator.config.base import Strict
 
 
-class HeadDrafterConfig(_Strict):
+class HeadDrafterConfig(Strict):
     """Draft heads on the target's last hidden state. `autoregressive` (EAGLE): `layers` decoder layers of
     the target's width (KOALA: > 1) + the target's LM head, run once per draft depth, drafting
     `tokens_per_pass` tokens per pass (Falcon's semi-autoregressive head: > 1, chains only). `parallel`
@@ -68,7 +69,31 @@ class HeadDrafterConfig(_Strict):
         return self
 
 
-class LayerSkipDrafterConfig(_Strict):
+class Eagle3DrafterConfig(Strict):
+    """An EAGLE-3 head drafting from the target's captured hidden states (simulator.cost.eagle3). `head`: a
+    head of models/heads/eagle3.yaml, an inline block of its config fields (hidden_size, intermediate_size,
+    num_heads, num_kv_heads, head_dim, draft_vocab_size, target_hidden_size, vocab_size), or omitted: the
+    catalog head published for the target. `gamma`: draft tokens per step of a chain (vLLM's
+    num_speculative_tokens). A tree is `speculation: {kind: dynamic_tree, builder: eagle2, top_k, depth,
+    budget}` = SGLang's speculative_eagle_topk, speculative_num_steps, speculative_num_draft_tokens."""
+
+    kind: Literal["eagle3"]
+    head: str | dict[str, Any] | None = None
+    gamma: int = Field(3, ge=0, le=64)
+
+
+class MtpDrafterConfig(Strict):
+    """The model's own multi-token-prediction modules (DeepSeek-V3/R1, GLM-4.5, …; simulator.cost.mtp).
+    `gamma`: draft tokens per step (vLLM's num_speculative_tokens; draft pass j uses module j mod `modules`,
+    so one shipped module is reused for every position); `modules`: MTP modules loaded (default: all the
+    model ships, as vLLM; SGLang's NextN loads 1). Trees: as for eagle3 (SGLang's EAGLE worker runs MTP)."""
+
+    kind: Literal["mtp"]
+    gamma: int = Field(1, ge=0, le=64)
+    modules: int | None = Field(None, ge=1, le=16)
+
+
+class LayerSkipDrafterConfig(Strict):
     """Self-speculation: the target with only `layers_fraction` of its layers (rounded, at least one)."""
 
     kind: Literal["layer_skip"]
@@ -76,7 +101,7 @@ class LayerSkipDrafterConfig(_Strict):
     layers_fraction: float = Field(0.5, gt=0.0, lt=1.0)
 
 
-class NgramDrafterConfig(_Strict):
+class NgramDrafterConfig(Strict):
     """Prompt lookup / n-gram drafting on the host: no GPU passes. `prompt_lookup_max`/`_min` (vLLM's names):
     the longest and shortest n-gram matched (used where the drafter runs on texts: acceptance `sessions`)."""
 
@@ -92,7 +117,7 @@ class NgramDrafterConfig(_Strict):
         return self
 
 
-class SuffixDrafterConfig(_Strict):
+class SuffixDrafterConfig(Strict):
     """Suffix decoding (vLLM `method: suffix`, ArcticInference's SuffixDecodingCache): suffix trees over each
     request's prompt and output and over the outputs of up to `max_cached_requests` earlier requests
     (0: no global tree; -1: no limit); each step it drafts the most frequent continuation of the longest
@@ -111,7 +136,7 @@ class SuffixDrafterConfig(_Strict):
     min_token_prob: float = Field(0.1, ge=0.0, le=1.0)
 
 
-class SessionsAcceptanceConfig(_Strict):
+class SessionsAcceptanceConfig(Strict):
     """Acceptance of a model-free drafter (drafter suffix or ngram) from running it on a corpus of real
     multi-turn sessions (profiles/data/acceptance/sessions: a shipped name or a parquet path relative to the
     scenario): per step, the tokens it proposes and the target accepts along the real text
@@ -123,7 +148,7 @@ class SessionsAcceptanceConfig(_Strict):
     workloads: list[Literal["code_edit", "agentic", "chat"]] | None = Field(None, min_length=1)
 
 
-class SparseKVDrafterConfig(_Strict):
+class SparseKVDrafterConfig(Strict):
     """Self-speculation with a sparse KV cache (MagicDec): the target drafts for itself attending to at
     most `kv_budget` cached tokens per request (StreamingLLM: attention sinks + a recent window), so its
     draft passes cost the weights plus a bounded KV read however long the context is
@@ -134,7 +159,7 @@ class SparseKVDrafterConfig(_Strict):
     kv_budget: int = Field(512, ge=1)
 
 
-class CascadeStageConfig(_Strict):
+class CascadeStageConfig(Strict):
     """One stage of a cascade drafter: `model` (a catalog model on the target's first `tp` GPUs, or `self`:
     the target itself on all its GPUs; omit it for a statistical drafter such as CS Drafting's max-gram,
     which costs no GPU time) proposes the next `tokens` draft positions, attending to at most `kv_budget`
@@ -171,7 +196,7 @@ class CascadeStageConfig(_Strict):
         return self
 
 
-class CascadeDrafterConfig(_Strict):
+class CascadeDrafterConfig(Strict):
     """Cascade Speculative Drafting (CS Drafting, Chen et al. 2024): a horizontal cascade of `stages`,
     the first proposing the first draft positions, each later (cheaper) stage the next ones; a stage may
     itself be a vertical cascade (`inner_gamma`). γ = the stages' tokens summed. Give the per-position
@@ -185,7 +210,7 @@ class CascadeDrafterConfig(_Strict):
         return sum(s.tokens for s in self.stages)
 
 
-class ChainConfig(_Strict):
+class ChainConfig(Strict):
     """A chain of drafter.gamma tokens. `alignment`: how the engine stores a batch whose requests accepted
     different numbers of tokens — `paged` (vLLM's paged KV: ragged natively, free) or `realign` (EQSPEC:
     padded tensors re-aligned after every verification, a rewrite of the batch's KV; simulator.cost.ragged)."""
@@ -194,7 +219,7 @@ class ChainConfig(_Strict):
     alignment: Literal["paged", "realign"] = "paged"
 
 
-class TreeConfig(_Strict):
+class TreeConfig(Strict):
     """A static tree. `kary`: every node up to `depth`−1 has its top-`k` candidates; `medusa`: Medusa's
     greedy tree of `budget` nodes over `depth` heads; `sequoia`: Sequoia's DP-optimal tree of `budget`
     nodes and at most `depth` levels. `budget` counts nodes including the root."""
@@ -206,7 +231,7 @@ class TreeConfig(_Strict):
     budget: int = Field(16, ge=1, le=1024)
 
 
-class DynamicTreeConfig(_Strict):
+class DynamicTreeConfig(Strict):
     """EAGLE-2 (`builder: eagle2`): expand the `top_k` best nodes per level for `depth` levels, keep the
     `budget` best nodes; OPT-Tree / DySpec (`builder: top_n`): the `budget` nodes of largest path product
     among all nodes of depth ≤ `depth` (best-first search, the maximum-expected-tokens tree; top_k unused).
@@ -222,7 +247,7 @@ class DynamicTreeConfig(_Strict):
     per_context: bool = False
 
 
-class MultiDraftConfig(_Strict):
+class MultiDraftConfig(Strict):
     """n draft sequences of length drafter.gamma from the same prefix, verified with `scheme`: recursive
     rejection sampling (`rrs`, `rrs_wor` without replacement), K-SEQ (`kseq`), `naive`, or the optimal
     lossless verifier of Hu et al. / Khisti et al. (`optimal`: i.i.d. drafts, the sort-based closed form
@@ -234,7 +259,7 @@ class MultiDraftConfig(_Strict):
     scheme: Literal["rrs", "rrs_wor", "kseq", "naive", "optimal", "optimal_wor"] = "rrs"
 
 
-class RetrievalMergeConfig(_Strict):
+class RetrievalMergeConfig(Strict):
     """RASD (retrieval-augmented speculative decoding): the drafter's chain of drafter.gamma tokens and a
     retrieved continuation of `tokens` tokens (found for a step with probability `hit_rate`, each of its
     tokens accepted with `alpha` along the chain) verified together as one tree of two branches; a step
@@ -251,7 +276,7 @@ SpeculationConfig = Annotated[Union[ChainConfig, TreeConfig, DynamicTreeConfig, 
                               Field(discriminator="kind")]
 
 
-class RankedAcceptanceConfig(_Strict):
+class RankedAcceptanceConfig(Strict):
     """Sequoia's positional model: accept_probs[k] = P(the child of rank k is the accepted one), the same
     at every node; siblings are exclusive so the list sums to at most 1. A chain uses accept_probs[0]."""
 
@@ -266,7 +291,7 @@ class RankedAcceptanceConfig(_Strict):
         return self
 
 
-class ContextClassConfig(_Strict):
+class ContextClassConfig(Strict):
     weight: float = Field(gt=0.0)
     accept_probs: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1)
 
@@ -278,7 +303,7 @@ class ContextClassConfig(_Strict):
         return self
 
 
-class ContextsAcceptanceConfig(_Strict):
+class ContextsAcceptanceConfig(Strict):
     """Acceptance that depends on the context: every draft-tree node falls in one of `contexts` classes
     (probability ∝ `weight`, independently per node), each with Sequoia's per-rank accept_probs (e.g.
     positions where the draft is confident and right vs. hard identifiers; derive them from a measured
@@ -290,7 +315,7 @@ class ContextsAcceptanceConfig(_Strict):
     contexts: list[ContextClassConfig] = Field(min_length=1, max_length=16)
 
 
-class DriftingAcceptanceConfig(_Strict):
+class DriftingAcceptanceConfig(Strict):
     """Per-token acceptance that changes over the run (Online Speculative Decoding's draft distilled on
     served traffic; a drifting traffic mix): α of the request numbered r in arrival order is piecewise
     linear through `points` [[request index, α], …] (ascending indices), constant outside them
@@ -307,7 +332,7 @@ class DriftingAcceptanceConfig(_Strict):
         return self
 
 
-class PairAcceptanceConfig(_Strict):
+class PairAcceptanceConfig(Strict):
     """A stationary target/draft pair (p, q) over a small vocabulary: explicit `p` and `q`, or the
     synthetic family p ∝ rank^−zipf, q ∝ p^q_power over `vocab` tokens (q_power < 1: a flatter drafter).
     Chains accept with β = Σ min(p, q); trees use theory.trees.positional_accept_probs (rrs_wor);
@@ -329,32 +354,58 @@ class PairAcceptanceConfig(_Strict):
         return self
 
 
-class FixedPolicyConfig(_Strict):
+class PublishedAcceptanceConfig(Strict):
+    """Acceptance from the registry of published figures (profiles/data/acceptance_published/,
+    simulator.speculation.published): one row, named by `entry` or selected by the keys given (method,
+    target, draft, dataset, temperature; rows with per-position figures first, then the chain whose depth
+    is closest to drafter.gamma). Converted to per-position rates by the registry's stated rule; `depth`
+    states the depth assumed for a row that publishes none. Chains only (trees need per-rank acceptance)."""
+
+    kind: Literal["published"]
+    entry: str | None = None
+    method: str | None = None
+    target: str | None = None
+    draft: str | None = None
+    dataset: str | None = None
+    temperature: float | None = Field(None, ge=0.0)
+    depth: int | None = Field(None, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "PublishedAcceptanceConfig":
+        keys = (self.method, self.target, self.draft, self.dataset, self.temperature)
+        if self.entry is not None and any(k is not None for k in keys):
+            raise ValueError("give either entry or the selection keys (method, target, ...), not both")
+        if self.entry is None and (self.method is None or self.target is None):
+            raise ValueError("give entry, or at least method and target to select a published row")
+        return self
+
+
+class FixedPolicyConfig(Strict):
     kind: Literal["fixed"] = "fixed"
 
 
-class SmartSpecPolicyConfig(_Strict):
+class SmartSpecPolicyConfig(Strict):
     """Per step, the γ in 0..max_gamma maximising expected tokens / step time for the current batch."""
 
     kind: Literal["smartspec"]
     max_gamma: int = Field(8, ge=1, le=64)
 
 
-class SpecDecPPPolicyConfig(_Strict):
+class SpecDecPPPolicyConfig(Strict):
     """Per request and step, stop drafting once P(some draft rejected) exceeds `threshold`."""
 
     kind: Literal["specdecpp"]
     threshold: float = Field(0.7, ge=0.0, le=1.0)
 
 
-class TetrisPolicyConfig(_Strict):
+class TetrisPolicyConfig(Strict):
     """Per step, choose each request's draft count (≤ drafter.gamma) under `budget_tokens` draft tokens."""
 
     kind: Literal["tetris"]
     budget_tokens: int = Field(64, ge=1)
 
 
-class ThompsonPolicyConfig(_Strict):
+class ThompsonPolicyConfig(Strict):
     """Per step, the γ in 0..max_gamma SmartSpec would choose for an α drawn from the Beta posterior of the
     acceptances seen so far (online estimation, Thompson sampling; simulator.speculation.control.thompson)."""
 
@@ -363,7 +414,7 @@ class ThompsonPolicyConfig(_Strict):
     seed: int = Field(0, ge=0)
 
 
-class SpecReasonPolicyConfig(_Strict):
+class SpecReasonPolicyConfig(Strict):
     """Reasoning-step speculation (SpecReason): after the large model rejects a drafted step (acceptance
     `step_level`), it regenerates the step itself (drafter.gamma − 1 plain decode steps), then the small
     model drafts the next step (simulator.speculation.control.specreason)."""
@@ -371,7 +422,7 @@ class SpecReasonPolicyConfig(_Strict):
     kind: Literal["specreason"]
 
 
-class StepLevelAcceptanceConfig(_Strict):
+class StepLevelAcceptanceConfig(Strict):
     """Reasoning-step acceptance: a drafted step of drafter.gamma tokens is accepted whole with probability
     `accept`, else not at all (simulator.speculation.step_level)."""
 
@@ -379,7 +430,7 @@ class StepLevelAcceptanceConfig(_Strict):
     accept: float = Field(ge=0.0, le=1.0)
 
 
-class LoadSwitchPolicyConfig(_Strict):
+class LoadSwitchPolicyConfig(Strict):
     """Speculate as configured, but decode plainly in steps whose batch exceeds `max_batch` or while the
     waiting queue exceeds `max_queue` (either may be omitted)."""
 
@@ -394,7 +445,7 @@ class LoadSwitchPolicyConfig(_Strict):
         return self
 
 
-class ProposedPolicyConfig(_Strict):
+class ProposedPolicyConfig(Strict):
     """Each request verifies the draft tokens its drafter actually proposed this step (at most γ): an
     n-gram lookup proposes nothing when the context has no match, and then the request decodes one token,
     as vLLM's n-gram proposer does. Needs measured proposal lengths: acceptance kind trace, drafter ngram."""
@@ -402,7 +453,7 @@ class ProposedPolicyConfig(_Strict):
     kind: Literal["proposed"]
 
 
-class PearlPolicyConfig(_Strict):
+class PearlPolicyConfig(Strict):
     """PEARL's pre-verify and post-verify (simulator.speculation.control.pearl): with the draft on its own
     GPUs (drafter.placement: separate), each request alternates between verifying its window's first token
     while the rest is drafted and verifying the window while the next one is drafted; a step lasts
@@ -411,7 +462,7 @@ class PearlPolicyConfig(_Strict):
     kind: Literal["pearl"]
 
 
-class VllmDynamicPolicyConfig(_Strict):
+class VllmDynamicPolicyConfig(Strict):
     """vLLM's Dynamic Speculative Decoding (v0.24+): `schedule` is num_speculative_tokens_per_batch_size, a list
     of inclusive [start_batch, end_batch, K] (the first starting at 1, ranges ascending and disjoint);
     drafter.gamma is num_speculative_tokens (simulator.speculation.control.vllm_dynamic)."""
@@ -432,7 +483,7 @@ class VllmDynamicPolicyConfig(_Strict):
         return self
 
 
-class TrtllmSchedulePolicyConfig(_Strict):
+class TrtllmSchedulePolicyConfig(Strict):
     """TensorRT-LLM's draft_len_schedule {max batch size: draft length} (a batch above every key drafts 0)
     and its acceptance gate: speculation off for good once the mean accepted length of the last
     `acceptance_window` completed requests is below `acceptance_length_threshold`
@@ -450,7 +501,7 @@ class TrtllmSchedulePolicyConfig(_Strict):
         return self
 
 
-class SglangSlotConfig(_Strict):
+class SglangSlotConfig(Strict):
     candidate_steps: list[Annotated[int, Field(ge=0, le=64)]] = Field(min_length=1)
     up_hysteresis: float = 0.0
     down_hysteresis: float = -0.25
@@ -460,7 +511,7 @@ class SglangSlotConfig(_Strict):
     warmup_batches: int | None = Field(None, ge=0)
 
 
-class SglangAdaptivePolicyConfig(_Strict):
+class SglangAdaptivePolicyConfig(Strict):
     """SGLang's --speculative-adaptive (EAGLE, topk 1): per batch-size slot, draft steps chosen from
     `candidate_steps` by an EMA of accepted lengths with hysteresis (simulator.speculation.control.
     sglang_adaptive). `slots` {batch-size key: slot} defaults to SGLang's DEFAULT_ADAPTIVE_CONFIG;

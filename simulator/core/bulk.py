@@ -121,7 +121,7 @@ class DecodeProfile:
         active = _rows(len(cum)) < lengths
         ctx = ctx0 + (cum - tau - 1)
         tau = tau * active
-        block = rep.sched.block_size
+        block = rep.kv.block_size
         held = np.maximum((ctx + (rep.q + block - 1)) // block, blocks0)  # = blocks_for(ctx + q), never less
         rows = np.stack([active.sum(axis=1), (ctx * active).sum(axis=1), (held * active).sum(axis=1),
                          np.diff(capped.sum(axis=1), prepend=0), tau.sum(axis=1)])
@@ -147,7 +147,7 @@ class DecodeProfile:
         rep, s = self.rep, self.rep.s
         length = int(s.output[r] - s.emitted[r])
         ctx0, blocks0 = int(s.ctx[r]), int(s.blocks[r])
-        block = rep.sched.block_size
+        block = rep.kv.block_size
         first, phase = divmod(ctx0 + rep.q + block - 1, block)  # blocks_for(ctx + q) at step j: first + (phase + j) // block
         if first >= blocks0:
             templates = self._template(block, length)
@@ -202,7 +202,7 @@ class DecodeProfile:
         tau, cum = tau[:length], cum[:length]
         emitted = tau + 1
         emitted[-1] = remaining - (int(cum[-2]) if length > 1 else 0)   # capped at the output length
-        block = rep.sched.block_size
+        block = rep.kv.block_size
         ctx = cum - tau + (int(s.ctx[r]) - 1)                             # context before each step
         held = (ctx + (rep.q + block - 1)) // block
         blocks0 = int(s.blocks[r])
@@ -310,7 +310,7 @@ class DecodeProfile:
         if not self.members:
             return
         rep, s = self.rep, self.rep.s
-        block = rep.sched.block_size
+        block = rep.kv.block_size
         for r, m in self.members.items():
             j = self.k - m.start
             if j == 0:
@@ -342,7 +342,7 @@ class BulkPlan:
     bounds_s: list[float]   # step boundaries: step j runs from bounds_s[j] to bounds_s[j + 1] (read one by one)
     other_blocks: int      # blocks held by requests that are not members (e.g. reserved, in transfer)
     queued: int            # waiting requests when the bulk was planned
-    stop_s: float = math.inf   # it ends at the first step boundary at or after this (or earlier)
+    cuttable: bool = True  # it stops at arrivals: one routed here while it is in flight cuts it (`cut`)
 
     @property
     def end_s(self) -> float:
@@ -350,7 +350,7 @@ class BulkPlan:
 
     def cut(self, at_s: float) -> None:
         """Apply only the steps up to the first boundary at or after `at_s` (an arrival routed to this
-        replica while the bulk is in flight)."""
+        replica, or a KV transfer that arrived, while the bulk is in flight)."""
         ends = np.asarray(self.bounds_s[1:self.steps + 1])
         self.steps = min(self.steps, int(np.searchsorted(ends, at_s)) + 1)
 
@@ -396,8 +396,8 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     k = prof.k
     last = prof.finishes[0][0] if blocked_head or stop_at_finish else prof.last_finish
     n_max = min(last - k + 1, MAX_BULK_STEPS)
-    other = rep.used_blocks - prof.member_blocks
-    room = rep.total_blocks - other
+    other = rep.kv.used_blocks - prof.member_blocks
+    room = rep.kv.total_blocks - other
     rows = rep.cost.decode_seconds_rows
     grid = CTX_GRID_TOKENS
     t = now_s
@@ -435,7 +435,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
             break
     if n == 0:
         return None
-    return BulkPlan(k, n, bounds, other, len(rep.waiting), stop_s)
+    return BulkPlan(k, n, bounds, other, len(rep.waiting), stop_at_arrival)
 
 
 def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
@@ -459,11 +459,11 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     sums = prof.sums[:, i0:i0 + n]
     prof.k = k1
     prof.member_blocks = int(sums[BLK, -1]) - released
-    rep.used_blocks = plan.other_blocks + prof.member_blocks
+    rep.kv.used_blocks = plan.other_blocks + prof.member_blocks
     queued = plan.queued
     if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
         joined = s.arrival_s[list(rep.waiting)[queued:]]
         queued = queued + np.searchsorted(joined, bounds[:-1], side="right")
     rep.last_step_s = bounds[n] - bounds[n - 1]
-    rep.log.append_decode_bulk(rep.cost, rep.index, rep.q, rep.total_blocks, bounds, sums, plan.other_blocks,
+    rep.log.append_decode_bulk(rep.cost, rep.index, rep.q, rep.kv.total_blocks, bounds, sums, plan.other_blocks,
                                rep.acceptance is not None, queued)

@@ -17,9 +17,8 @@ Two drivers run the same replica timelines:
   that bulk at the first step boundary at or after its arrival (`BulkPlan.cut`); other replicas' bulks
   are untouched. Arrivals are scheduled with URGENT priority, so that a request arriving exactly when a
   step ends is visible to the step formed at that instant — the rule the cut applies too, which makes
-  bulk and step-by-step modes identical. A decode-pool replica's bulk in flight is cut short
-  (re-planned from its start, which reproduces the same steps) when a KV arrival or a routed request
-  must become visible at a step boundary inside it.
+  bulk and step-by-step modes identical. A decode-pool replica's bulk in flight is cut the same way when
+  a KV arrival or a routed request must become visible at a step boundary inside it (`poke`).
 
 Closed-loop workloads: a request is sent when an earlier one completes, at that instant, to the first
 pool; bulks end at their first finish (`stop_at_finish`), and a sent request cuts the bulk of the
@@ -30,16 +29,27 @@ from __future__ import annotations
 
 import gc
 import math
+from heapq import heappush
 from dataclasses import dataclass
 
 import numpy as np
 import simpy
-from simpy.events import URGENT
+from simpy.events import NORMAL, URGENT
 
 from simulator.core import parallel
-from simulator.core.bulk import plan_bulk, apply_bulk
 from simulator.core.state import DROP_EXCEEDS_KV
-from simulator.core.timeline import IDLE, OwnArrivals, TimelineControls, replica_timeline
+from simulator.core.timeline import IDLE, OwnArrivals, PoolSide, TimelineControls, replica_timeline
+
+
+class _At(simpy.Event):
+    """A timeout that fires at exactly `at_s` (SimPy's `timeout(at − now)` lands at now + (at − now), which
+    may round an ulp away from `at`: a request sent at a completion would then arrive beside it)."""
+
+    def __init__(self, env: simpy.Environment, at_s: float):
+        super().__init__(env)
+        self._ok = True
+        self._value = None
+        heappush(env._queue, (at_s, NORMAL, next(env._eid), self))   # (what Environment.schedule pushes)
 
 
 class _UrgentTimeout(simpy.Event):
@@ -61,16 +71,11 @@ class EngineConfig:
     workers: int | str = 1           # processes for independent replicas (simulator.core.parallel)
 
 
-def _plan_inputs(rep, start_s: float) -> tuple:
-    """What a decode-pool bulk plan read of its replica: equal inputs plan the same steps."""
-    return start_s, rep.used_blocks, len(rep.running), len(rep.waiting), rep.profile.k
-
-
 def _prefix_view(r: int, prompt_tokens: int, reps) -> tuple:
     """(prompt tokens, per replica the prompt's tokens its prefix cache holds, per replica the tokens its
     cache holds): what the prefix-aware router reads (simulator.core.routers.PrefixAwareRouter)."""
-    caches = [rep.kv.cache for rep in reps]
-    return prompt_tokens, [c.match_tokens(r, prompt_tokens) for c in caches], [c.cached_tokens for c in caches]
+    caches = [rep.kv for rep in reps]
+    return prompt_tokens, [c.cached(r, prompt_tokens) for c in caches], [c.cached_tokens for c in caches]
 
 
 class Engine:
@@ -82,10 +87,8 @@ class Engine:
         self.handoff = cluster.handoff
         self.cfg = cfg
         self.bulk = cfg.step_mode == "bulk"
-        self._fits = [pool.replicas[0].fits_mask for pool in cluster.pools]   # a request must fit in every pool
-        self._fits_one = [pool.replicas[0].fits for pool in cluster.pools]
+        self._fits = [pool.replicas[0].fits for pool in cluster.pools]   # a request must fit in every pool
         self._wake: dict[int, simpy.Event] = {}
-        self._interrupt: dict[int, simpy.Event] = {}
         self._procs: dict[int, simpy.Process] = {}
         self.finished = 0
         self._sent = 0          # closed loop: requests sent so far
@@ -181,14 +184,16 @@ class Engine:
             if s.n > 1:
                 self._gap_s = float(s.arrival_s[-1] - s.arrival_s[0]) / (s.n - 1)
             env.process(self._arrivals())
-        ctl = TimelineControls(bulk=self.bulk, report=self._report, stop_at_finish=closed,
-                               horizon_s=self._horizon_s, on_bulk=self._on_bulk if self._loads else None,
-                               handoff=self.handoff, engine=self)
         for pool in self.cluster.pools:
+            entry = pool is self.entry
+            side = self.handoff.side(pool.name, self) if self.handoff is not None else PoolSide()
+            on_bulk = (self._on_bulk if self._loads else None) if entry else self._note_finishes
+            ctl = TimelineControls(bulk=self.bulk, report=self._report if entry else self._report_done,
+                                   stop_at_finish=closed, horizon_s=self._horizon(len(pool.replicas)),
+                                   on_bulk=on_bulk, side=side)
             for rep in pool.replicas:
                 rep.arrivals = None
-                proc = self._decode_loop(rep) if pool.name == "decode" else self._drive(rep, ctl)
-                self._procs[rep.index] = env.process(proc)
+                self._procs[rep.index] = env.process(self._drive(rep, ctl))
         env.run()
         return max([env.now] + [rep.clock_s for rep in reps])
 
@@ -208,15 +213,17 @@ class Engine:
                 yield ev
                 del self._wake[rep.index]
                 rep.clock_s = env.now
-            else:
+            elif until >= env.now:   # (a replica catching up on a past event does not wait)
                 try:
-                    yield env.timeout(until - env.now)
+                    yield _At(env, until)
                 except simpy.Interrupt as cut:
                     value = cut.cause
 
-    def _horizon_s(self, rep, now_s: float) -> float:
-        """A guess of the next arrival routed to `rep` (sizes its bulk plans; never changes results)."""
-        return now_s + self._gap_s * len(self.entry.replicas) if self.cfg.closed_loop is None else math.inf
+    def _horizon(self, replicas: int):
+        """A guess of the next arrival routed to a replica of a pool of `replicas` (sizes its bulk plans;
+        never changes results)."""
+        closed = self.cfg.closed_loop is not None
+        return lambda rep, now_s: math.inf if closed else now_s + self._gap_s * replicas
 
     def _on_bulk(self, rep, plan) -> None:
         """A bulk of an entry-pool replica was committed or cut: its finishes before the next arrival
@@ -225,6 +232,15 @@ class Engine:
         rep.pending_finish_s = pending = plan.finish_times(rep.profile)
         k = int(self._early[i])
         self._next_finish[i] = pending[k] if k < len(pending) else math.inf
+
+    @staticmethod
+    def _note_finishes(rep, plan) -> None:
+        """A decode-pool bulk was committed or cut: its finishes, for the decode router's loads."""
+        rep.pending_finish_s = plan.finish_times(rep.profile)
+
+    def _report_done(self, rep, finished: list[int]) -> None:
+        if finished:
+            self._count_finished(len(finished))
 
     def _report(self, rep, finished: list[int]) -> None:
         if self._loads:  # (only entry-pool replicas report: their indices are 0..n-1)
@@ -279,7 +295,7 @@ class Engine:
         if s.dropped[r]:  # rejected before the run (longer than the context: simulator.core.context)
             self._count_finished(1)
             return
-        if not all(fits(r) for fits in self._fits_one):
+        if not all(fits(r) for fits in self._fits):
             s.dropped[r] = True
             s.drop_reason[r] = DROP_EXCEEDS_KV
             self._count_finished(1)
@@ -297,11 +313,7 @@ class Engine:
         rep = reps[idx]
         rep.waiting.append(r)
         self._open[idx] += 1
-        if rep.cuttable_end_s > now:  # its bulk in flight would run past this arrival: cut it
-            rep.cuttable_end_s = -math.inf
-            self._procs[rep.index].interrupt(now)
-        else:
-            self.poke(rep)
+        self.poke(rep)
 
     def _count_finished(self, k: int) -> None:
         self.finished += k
@@ -312,72 +324,13 @@ class Engine:
 
     # ---- replicas ----------------------------------------------------------------------------------
     def poke(self, rep) -> None:
-        """Make `rep` look at its queues: wake it when idle, cut a decode replica's bulk in flight short."""
-        for events in (self._wake, self._interrupt):
-            ev = events.get(rep.index)
-            if ev is not None and not ev.triggered:
-                ev.succeed()
-
-    def _idle(self, rep):
-        self._wake[rep.index] = ev = self.env.event()
-        yield ev
-        del self._wake[rep.index]
-        rep.clock_s = self.env.now
-
-    def _decode_loop(self, rep):
-        """A decode-pool replica: requests join at step boundaries once their KV arrived; a bulk in flight
-        is cut when something becomes visible inside it (module docstring)."""
-        env, finished = self.env, []
-        stop_at_finish = self.cfg.closed_loop is not None
-        cut_short = None   # (the bulk cut short, what its plan read of the replica): see below
-        n_decode = sum(len(pool.replicas) for pool in self.cluster.pools if pool.name == "decode")
-        while True:
-            self.handoff.collect(self, rep)
-            if not rep.running:
-                nxt = rep.next_event_s()
-                if nxt <= env.now:      # catching up after a cut bulk: the next visible event is past
-                    rep.clock_s = max(rep.clock_s, nxt)
-                else:
-                    yield from self._idle(rep)
-                continue
-            start_s = rep.clock_s
-            plan = None
-            if self.bulk and rep.bulk_ready():
-                # the next visible event, or sooner a guess of the next KV arrival here (sizes the plan,
-                # which would otherwise scan to its last finish and be cut short; never changes requests or
-                # steps: a prefix of a bulk is a bulk)
-                stop_s = min(rep.next_event_s(), start_s + self._gap_s * n_decode)
-                if cut_short is not None and cut_short[1] == _plan_inputs(rep, start_s) \
-                        and stop_s <= cut_short[0].stop_s:
-                    # Re-planning from the same start and state with an earlier stop scans the same steps
-                    # and stops at the first boundary at or after it: the earlier plan, cut there.
-                    plan = cut_short[0]
-                    plan.cut(stop_s)
-                    plan.stop_s = stop_s
-                else:
-                    plan = plan_bulk(rep, start_s, stop_s, stop_at_arrival=True, stop_at_finish=stop_at_finish)
-            cut_short = None
-            if plan is not None:
-                end_s = plan.end_s
-                if end_s > env.now:
-                    rep.pending_finish_s = plan.finish_times(rep.profile)
-                    self._interrupt[rep.index] = cut = env.event()
-                    yield env.any_of([env.timeout(end_s - env.now), cut])
-                    del self._interrupt[rep.index]
-                    rep.pending_finish_s = rep.pending_finish_s[:0]
-                    if env.now < end_s:   # something became visible inside the bulk: re-plan from its start
-                        cut_short = (plan, _plan_inputs(rep, start_s))
-                        continue
-                rep.clock_s = end_s
-                apply_bulk(rep, plan, finished)
-            else:
-                step = rep.plan_step(start_s)
-                costs = rep.step_costs(step)
-                end_s = start_s + costs[0].seconds + costs[1].seconds
-                if end_s > env.now:
-                    yield env.timeout(end_s - env.now)
-                rep.clock_s = end_s
-                rep.apply_step(step, start_s, end_s, costs, finished)
-            if finished:
-                self._count_finished(len(finished))
-                finished.clear()
+        """Something arrived at `rep` now: cut its bulk (or wait) in flight when that would run past now,
+        else wake it if it is idle (a replica mid-step sees it at its next step boundary)."""
+        now = self.env.now
+        if rep.cuttable_end_s > now:
+            rep.cuttable_end_s = -math.inf
+            self._procs[rep.index].interrupt(now)
+            return
+        ev = self._wake.get(rep.index)
+        if ev is not None and not ev.triggered:
+            ev.succeed()

@@ -1,6 +1,5 @@
-"""Request-length distributions (prompt and output tokens).
-
-`LengthDist` is a pydantic discriminated union on `kind` (the scenario schema embeds it):
+"""Request-length distributions (prompt and output tokens), as the scenario's `kind` says
+(simulator.config.workload validates them):
 
 - ``fixed``     {value}                      every request has `value` tokens.
 - ``uniform``   {low, high}                  integers drawn uniformly from low..high, both inclusive.
@@ -15,12 +14,10 @@ Every `sample` call returns an int64 array with all values >= 1.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
-from pydantic_core import PydanticCustomError
 from scipy import special
 
 from simulator.core.csv_columns import read_csv_columns
@@ -29,15 +26,9 @@ from simulator.core.csv_columns import read_csv_columns
 MIN_TRUNCATED_MASS = 1e-9
 
 
-class StrictModel(BaseModel):
-    """Base for scenario-facing models: unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class FixedLengthConfig(StrictModel):
-    kind: Literal["fixed"]
-    value: int = Field(ge=1)
+@dataclass(frozen=True)
+class FixedLength:
+    value: int
 
     def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
         return np.full(n, self.value, dtype=np.int64)
@@ -46,18 +37,10 @@ class FixedLengthConfig(StrictModel):
         return float(self.value)
 
 
-class UniformLengthConfig(StrictModel):
-    kind: Literal["uniform"]
-    low: int = Field(ge=1)
-    high: int = Field(ge=1)
-
-    @field_validator("high")
-    @classmethod
-    def _high_not_below_low(cls, high: int, info: ValidationInfo) -> int:
-        low = info.data.get("low")
-        if low is not None and high < low:
-            raise PydanticCustomError("range", "must be >= low ({low}); got {high}", {"low": low, "high": high})
-        return high
+@dataclass(frozen=True)
+class UniformLength:
+    low: int
+    high: int
 
     def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
         return rng.integers(self.low, self.high, size=n, endpoint=True, dtype=np.int64)
@@ -66,7 +49,7 @@ class UniformLengthConfig(StrictModel):
         return 0.5 * (self.low + self.high)
 
 
-def _standard_bounds(median: float, sigma: float, low: float, high: float | None) -> tuple[float, float]:
+def standard_bounds(median: float, sigma: float, low: float, high: float | None) -> tuple[float, float]:
     """Truncation bounds in standard-normal units: z = (ln x - ln median) / sigma."""
     mu = np.log(median)
     z_low = (np.log(low) - mu) / sigma
@@ -74,41 +57,22 @@ def _standard_bounds(median: float, sigma: float, low: float, high: float | None
     return float(z_low), float(z_high)
 
 
-def _normal_mass(z_low: float, z_high: float) -> float:
+def normal_mass(z_low: float, z_high: float) -> float:
     """P(z_low < Z < z_high) for standard normal Z, computed on the tail side that keeps precision."""
     if z_low > 0:  # both bounds in the upper tail: use survival functions Phi(-z)
         return float(special.ndtr(-z_low) - special.ndtr(-z_high))
     return float(special.ndtr(z_high) - special.ndtr(z_low))
 
 
-class LognormalLengthConfig(StrictModel):
-    kind: Literal["lognormal"]
-    median: float = Field(gt=0, allow_inf_nan=False)
-    sigma: float = Field(gt=0, allow_inf_nan=False)
-    min: int = Field(default=1, ge=1)
-    max: int | None = Field(default=None, ge=1, validate_default=True)
-
-    @field_validator("max")
-    @classmethod
-    def _range_is_sensible(cls, high: int | None, info: ValidationInfo) -> int | None:
-        data = info.data
-        if not {"median", "sigma", "min"} <= data.keys():
-            return high  # an earlier field already failed; pydantic reports that one
-        low = data["min"]
-        if high is not None and high < low:
-            raise PydanticCustomError("range", "must be >= min ({low}); got {high}", {"low": low, "high": high})
-        z_low, z_high = _standard_bounds(data["median"], data["sigma"], low, high)
-        if _normal_mass(z_low, z_high) < MIN_TRUNCATED_MASS:
-            raise PydanticCustomError(
-                "range",
-                "[min, max] = [{low}, {high}] has probability < 1e-9 under lognormal(median={median}, "
-                "sigma={sigma}); move the median inside the range or widen it",
-                {"low": low, "high": high, "median": data["median"], "sigma": data["sigma"]},
-            )
-        return high
+@dataclass(frozen=True)
+class LognormalLength:
+    median: float
+    sigma: float
+    min: int = 1
+    max: int | None = None
 
     def _bounds(self) -> tuple[float, float]:
-        return _standard_bounds(self.median, self.sigma, self.min, self.max)
+        return standard_bounds(self.median, self.sigma, self.min, self.max)
 
     def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
         z_low, z_high = self._bounds()
@@ -129,23 +93,18 @@ class LognormalLengthConfig(StrictModel):
         z_low, z_high = self._bounds()
         s = self.sigma
         scale = np.exp(np.log(self.median) + 0.5 * s * s)
-        return float(scale * _normal_mass(z_low - s, z_high - s) / _normal_mass(z_low, z_high))
+        return float(scale * normal_mass(z_low - s, z_high - s) / normal_mass(z_low, z_high))
 
 
-class EmpiricalLengthConfig(StrictModel):
-    kind: Literal["empirical"]
+@dataclass(frozen=True)
+class EmpiricalLength:
     csv: Path
-    column: str = Field(min_length=1)
+    column: str
 
     def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
         path = resolve_path(self.csv, base_dir)
         values = read_csv_columns(path, {self.column: "count"}, f"{field}.csv")[self.column]
         return values[rng.integers(0, len(values), size=n)]
-
-
-LengthDist = Annotated[
-    Union[FixedLengthConfig, UniformLengthConfig, LognormalLengthConfig, EmpiricalLengthConfig], Field(discriminator="kind")
-]
 
 
 def resolve_path(path: Path, base_dir: Path) -> Path:

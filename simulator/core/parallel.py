@@ -83,8 +83,8 @@ def run_parallel(work: list[tuple], groups: int, run_group, log, state, report, 
     children = []
     for slot, pairs in enumerate(parts[1:], start=1):
         receive, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(pairs, run_group, log, state, latency_models, done, slot, send),
-                           daemon=True)
+        proc = ctx.Process(target=_child, args=(pairs, run_group, log, state, latency_models, done, slot, send,
+                                                os.getpid()), daemon=True)
         proc.start()
         send.close()
         children.append((proc, receive))
@@ -133,7 +133,9 @@ def run_parallel(work: list[tuple], groups: int, run_group, log, state, report, 
             model.merge_usage(usage)
 
 
-def _child(pairs, run_group, log, state, latency_models, done, slot: int, send) -> None:
+def _child(pairs, run_group, log, state, latency_models, done, slot: int, send, parent_pid: int) -> None:
+    from simulator.console.lifetime import die_with_parent
+    die_with_parent(parent_pid)   # a killed parent takes its workers with it
     try:
         def report(k: int) -> None:
             done[slot] += k

@@ -59,7 +59,7 @@ class PausedRequests:
             self._released.add(r)
             s = rep.s
             self.released_tokens += int(s.ctx[r])
-            rep._release(r, "all")
+            rep.kv.release(r, "all")
             s.ctx[r] = 0
             s.prefilled[r] = 0
         heapq.heappush(self._heap, (until_s, self._order, r))
@@ -84,7 +84,7 @@ class PausedRequests:
             if not released:
                 rep.running.append(r)
                 if complete:
-                    rep._finish_done([r], until_s, finished)
+                    rep.finish_done([r], until_s, finished)
             elif complete:   # nothing left to compute: it holds no KV
                 s.finish_s[r] = until_s
                 finished.append(r)
@@ -101,10 +101,7 @@ class PausedRequests:
         if released:
             return
         s.ctx[r] -= tokens
-        keep = int(rep.blocks_for(int(s.ctx[r]) + rep.q))
-        if s.blocks[r] > keep:
-            rep.used_blocks -= int(s.blocks[r]) - keep
-            s.blocks[r] = keep
+        rep.kv.shrink(r, int(s.ctx[r]) + rep.q)
 
 
 def sleep_until_resume(rep, arrivals):

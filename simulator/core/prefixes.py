@@ -5,7 +5,7 @@ A request's token stream (prompt, then output) is cut into *units* of `unit_toke
 the KV block size). `PrefixKeys` gives, per request, the content keys of the first units of its stream:
 two requests whose first j keys are equal have the same first j·unit_tokens tokens (keys are chained, as
 vLLM's block hashes are: a key stands for all the tokens up to the end of its unit). Units past a
-request's keys are private to it (simulator.core.kv_cache).
+request's keys are private to it (simulator.core.kv.prefix_cache).
 
 Generated sharing (`workload.shared_prefix`, `workload.sessions`; units = the scheduler's block size):
 
@@ -22,12 +22,8 @@ Generated sharing (`workload.shared_prefix`, `workload.sessions`; units = the sc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
-from pydantic import Field
-
-from simulator.core.lengths import LengthDist, StrictModel
 
 UNIT_BITS = 24                      # up to 2^24 units per stream (4 G tokens at 256-token units)
 SESSION_SPACE = 1 << 40             # keys of session streams start here (system prompts below)
@@ -67,13 +63,14 @@ class PrefixKeys:
         return PrefixKeys.from_lists([self.of(int(r)) for r in rows], self.unit_tokens)
 
 
-class SharedPrefixConfig(StrictModel):
-    """System prompts shared by the requests (module docstring)."""
+@dataclass(frozen=True)
+class SharedPrefix:
+    """System prompts shared by the requests (module docstring): `popularity` uniform | zipf."""
 
-    prompts: int = Field(ge=1, le=10**6)
-    tokens: int = Field(ge=1, le=10**7)
-    popularity: Literal["uniform", "zipf"] = "uniform"
-    zipf_exponent: float = Field(1.0, gt=0.0, le=10.0)
+    prompts: int
+    tokens: int
+    popularity: str = "uniform"
+    zipf_exponent: float = 1.0
 
     def probabilities(self) -> np.ndarray:
         if self.popularity == "uniform":
@@ -82,18 +79,19 @@ class SharedPrefixConfig(StrictModel):
         return weights / weights.sum()
 
 
-class SessionsConfig(StrictModel):
-    """Multi-turn conversations (module docstring)."""
+@dataclass(frozen=True)
+class Sessions:
+    """Multi-turn conversations (module docstring): `turns` a length distribution (simulator.core.lengths)."""
 
-    turns: LengthDist
-    think_time_s: float = Field(gt=0.0, allow_inf_nan=False)
+    turns: object
+    think_time_s: float
 
 
 def _system_keys(prompt: int, units: int) -> list[int]:
     return [(prompt << UNIT_BITS) + j for j in range(units)]
 
 
-def shared_prefix_table(prompt: np.ndarray, cfg: SharedPrefixConfig, rng: np.random.Generator,
+def shared_prefix_table(prompt: np.ndarray, cfg: SharedPrefix, rng: np.random.Generator,
                         unit_tokens: int) -> tuple[np.ndarray, PrefixKeys]:
     """Each request's prompt grows by a system prompt drawn from `cfg`; returns the new prompt lengths and
     the keys (the system prompt's full units)."""
@@ -103,8 +101,8 @@ def shared_prefix_table(prompt: np.ndarray, cfg: SharedPrefixConfig, rng: np.ran
     return prompt + cfg.tokens, PrefixKeys.from_lists(rows, unit_tokens)
 
 
-def session_table(starts: np.ndarray, message: callable, output: callable, cfg: SessionsConfig,
-                  shared: SharedPrefixConfig | None, rngs, unit_tokens: int, limit: int | None,
+def session_table(starts: np.ndarray, message: callable, output: callable, cfg: Sessions,
+                  shared: SharedPrefix | None, rngs, unit_tokens: int, limit: int | None,
                   horizon_s: float | None, base_dir, field: str):
     """Requests of sessions starting at `starts`: (arrival_s, prompt, output, PrefixKeys), sorted by
     arrival, at most `limit` of them (the earliest) or those arriving before `horizon_s`. `message(n)` and

@@ -1,9 +1,16 @@
 """Per-request state of a run as a structure of numpy arrays (indexed by request id); the step log is
 simulator.core.steplog.
 
-A request may generate `samples` > 1 sequences from its prompt (parallel sampling, beam search;
-simulator.core.replica): `ctx`, `emitted`, `prefill_target` and `prefilled` are then those of each one of
-its sequences, which advance in lockstep; `blocks` counts the blocks of all of them.
+A request may generate `samples` > 1 sequences from its prompt (parallel sampling and beam search,
+`workload.parallel_samples`): `ctx`, `emitted`, `prefill_target` and `prefilled` are then those of each one
+of its sequences, which advance in lockstep; `blocks` counts the blocks of all of them
+(simulator.core.kv.block_pool). The prompt is prefilled once; its n sequences then decode in lockstep, each
+one a decode row attending its own context (no shared-prefix attention kernel), and the request finishes
+when they all have emitted output_tokens tokens; `max_batch_size` counts sequences, as vLLM's max_num_seqs
+does (simulator.core.replica). Approximations, named: every sequence has the request's output length
+(fixed-length sampling, `ignore_eos`; beams of equal length); a preempted request re-prefills prompt + the
+tokens of one sequence, not of all n (the recompute of the other n − 1 sequences' tokens is not priced);
+such replicas run step by step (no bulks).
 
 Invariant while a request decodes: ctx = tokens in its KV cache = prefill_target + emitted_since_admit − 1,
 i.e. every emitted token except the newest one is cached (the newest is the next step's first query).

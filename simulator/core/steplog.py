@@ -1,6 +1,6 @@
 """The step log of a run: what is kept of its steps (`outputs.steps`) and the totals the summary reads.
 
-Replicas append single steps (`append_row`) and bulks of decode steps (`append_decode_bulk`, whose cost
+Replicas append single steps (`append_step`) and bulks of decode steps (`append_decode_bulk`, whose cost
 columns are derived at the next flush, for all bulks of a cost model in one call). Every FLUSH_STEPS steps
 the buffer becomes typed columns and is folded into:
 - `totals` (simulator.results.step_totals.StepTotals): the exact sums the summary needs, so the summary
@@ -23,7 +23,7 @@ from simulator.results.step_totals import StepTotals, aggregate_steps
 
 FLUSH_STEPS = 1 << 16
 # Columns logged only when a feature that fills them is on (StepLog(extra=...)): `kv_io_s`, the part of a
-# step's duration spent moving KV to or from host memory (simulator.core.kv_cache; 0 in bulks of decode
+# step's duration spent moving KV to or from host memory (simulator.core.kv.host_tier; 0 in bulks of decode
 # steps, which move no KV).
 OPTIONAL_STEP_COLUMNS = {"kv_io_s": np.float64}
 STEP_MODES = ("full", "sampled", "aggregate")
@@ -46,6 +46,13 @@ def _per_step(values: tuple, counts: np.ndarray) -> np.ndarray:
         for i in arrays:
             out[ends[i] - len(values[i]):ends[i]] = values[i]
     return out
+
+
+def _logged_q(rep, plan) -> int:
+    """The verify width logged for a step: the replica's, or the rounded mean under a control policy."""
+    if plan.counts is None or not len(plan.counts) or (plan.counts == rep.depth).all():
+        return rep.q
+    return int(round(float((plan.counts + 1).mean())))
 
 
 class StepLog:
@@ -76,11 +83,21 @@ class StepLog:
         self._done = False
 
     # ---- appending -----------------------------------------------------------------------------------
-    def append_row(self, row: tuple, **extra) -> None:
-        """One step: `row` the values of STEP_COLUMNS in their order, `extra` values of optional columns by
-        name (those this log does not keep are ignored)."""
+    def append_step(self, rep, plan, start_s: float, end_s: float, costs, accepted: int, emitted: int,
+                    blocks_used: int) -> None:
+        """One step of replica `rep` (simulator.core.replica): its plan, (draft, target) costs, draft tokens
+        accepted, tokens emitted and the blocks in use when it was formed; the columns of STEP_COLUMNS in
+        their order, then the optional ones this log keeps."""
+        draft, target = costs
+        ds, ts = rep.cost.flops_scales  # per-GPU op-graph FLOPs/bytes → replica totals
+        row = (rep.index, start_s, end_s - start_s, sum(plan.prefill_chunks), len(plan.prefill_ids),
+               rep.decode_rows(plan.decode_ids), _logged_q(rep, plan), plan.decode_context_tokens, draft.seconds,
+               target.seconds - target.engine_s - target.kv_io_s, target.engine_s, accepted, emitted,
+               ds * draft.flops + ts * target.flops, ds * draft.bytes + ts * target.bytes, blocks_used,
+               rep.kv.total_blocks, plan.queued, plan.running)
         if self._extra:
-            row = row + tuple(extra[name] for name in self._extra)
+            optional = {"kv_io_s": target.kv_io_s}
+            row = row + tuple(optional[name] for name in self._extra)
         self._rows.append(row)
         self._pending += 1
         if self._pending >= FLUSH_STEPS:

@@ -1,4 +1,4 @@
-"""One replica's life as a generator of times: the step loop shared by the engine's two drivers.
+"""One replica's life as a generator of times: the step loop of every pool, run by the engine's two drivers.
 
 `replica_timeline(rep, ctl)` forms steps (or bulks of decode steps) and yields, each time, the instant the
 replica is busy until; the driver advances time and resumes it there:
@@ -7,11 +7,14 @@ replica is busy until; the driver advances time and resumes it there:
   ahead) runs each replica's generator to the end by itself: its arrivals are known (`OwnArrivals`), so
   nothing else can happen to it, and the cluster costs the sum of its replicas;
 - the *coupled* driver wraps it in a SimPy process: requests are pushed into the replica's queue when
-  they are routed, an idle replica yields `IDLE` and is woken, and a bulk in flight whose batch could
-  grow (`rep.cuttable_end_s`) receives the routing time of a new request as the value of its `yield`
-  and is cut at the first step boundary at or after it (`BulkPlan.cut`).
+  they are routed (or, in a decode pool, when their KV arrives), an idle replica yields `IDLE` and is
+  woken, and a bulk in flight that an arrival could change (`rep.cuttable_end_s`) is interrupted: the
+  arrival's time comes back as the value of its `yield` and the bulk is cut at the first step boundary at
+  or after it (`BulkPlan.cut`). That is the one way a bulk is cut.
 
-Both run the same code, so both drivers, and bulk and step-by-step modes, form the same steps.
+What a pool adds is its `PoolSide`: nothing for a colocated pool; the KV hand-off for the prefill and
+decode pools of a disaggregated cluster (simulator.cluster.handoff). Every pool and driver runs this same
+code, so bulk and step-by-step modes form the same steps.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from simulator.core.bulk import apply_bulk, plan_bulk
 from simulator.core.pauses import sleep_until_resume
 
 IDLE = None  # yielded by a replica with nothing to do and no known arrival: the driver wakes it
+_NO_TIMES = np.zeros(0)
 
 
 class OwnArrivals:
@@ -48,32 +52,54 @@ class OwnArrivals:
             self.pos = end
 
 
+class PoolSide:
+    """What a pool adds to its replicas' step loop; a colocated pool adds nothing. `boundary(rep)`: at each
+    step boundary, before the step is formed; `pending_s(rep)`: the earliest arrival already known but not
+    visible yet (it ends bulks; infinite: none); `stop_at_arrival`: bulks always end at such an arrival
+    (None: only while nobody waits, simulator.core.bulk.plan_bulk); `stepped(rep, step, start_s, end_s)`:
+    a step was formed; `applied(rep)`: it was applied."""
+
+    stop_at_arrival: bool | None = None
+
+    def boundary(self, rep) -> None:
+        pass
+
+    def pending_s(self, rep) -> float:
+        return math.inf
+
+    def stepped(self, rep, step, start_s: float, end_s: float) -> None:
+        pass
+
+    def applied(self, rep) -> None:
+        pass
+
+
 @dataclass
 class TimelineControls:
-    """What the driver tells a replica's timeline. `horizon_s(rep, now)`: a guess of the next arrival
-    routed to `rep` when it is not known ahead (sizes bulk plans; never changes results). `report(rep,
-    finished)`: called after every applied step or bulk with the requests that finished (the list is
-    cleared afterwards). `on_bulk(rep, plan)`: a bulk was committed or cut (the driver keeps the loads a
-    router reads). `handoff`/`engine`: the prefill side of a disaggregated cluster."""
+    """What the driver tells the replicas of one pool. `report(rep, finished)`: called after every applied
+    step or bulk with the requests that finished (the list is cleared afterwards). `horizon_s(rep, now)`:
+    a guess of the next arrival routed to `rep` when it is not known ahead (sizes bulk plans; never
+    changes results). `on_bulk(rep, plan)`: a bulk was committed or cut (the driver keeps the loads a
+    router reads). `side`: the pool's PoolSide."""
 
     bulk: bool
     report: object
     stop_at_finish: bool = False
     horizon_s: object = None
     on_bulk: object = None
-    handoff: object = None
-    engine: object = None
+    side: PoolSide = PoolSide()
 
 
 def replica_timeline(rep, ctl: TimelineControls):
-    """The step loop of a colocated or prefill-pool replica (module docstring)."""
+    """The step loop of a replica of any pool (module docstring)."""
     arrivals: OwnArrivals | None = rep.arrivals
-    handoff, report = ctl.handoff, ctl.report
+    side, report, on_bulk = ctl.side, ctl.report, ctl.on_bulk
     finished: list[int] = []
     paused = rep.paused   # simulator.core.pauses.PausedRequests, or None (no request ever pauses)
     while True:
         if arrivals is not None:
             arrivals.take(rep.waiting, rep.clock_s)
+        side.boundary(rep)
         if paused is not None:
             if paused.next_s() <= rep.clock_s:
                 paused.rejoin(rep, rep.clock_s, finished)
@@ -84,14 +110,14 @@ def replica_timeline(rep, ctl: TimelineControls):
                 yield from sleep_until_resume(rep, arrivals)   # nothing to run until a resume or an arrival
                 continue
         if not rep.has_work():
-            if arrivals is None:
+            nxt = arrivals.next_s() if arrivals is not None else side.pending_s(rep)
+            if nxt == math.inf:
+                if arrivals is not None:
+                    return
                 yield IDLE
             else:
-                nxt = arrivals.next_s()
-                if nxt == math.inf:
-                    return
                 yield nxt
-                rep.clock_s = nxt
+                rep.clock_s = max(rep.clock_s, nxt)
             continue
         start_s = rep.clock_s
         plan = None
@@ -99,20 +125,21 @@ def replica_timeline(rep, ctl: TimelineControls):
             if arrivals is not None:
                 plan = plan_bulk(rep, start_s, arrivals.next_s(), stop_at_finish=ctl.stop_at_finish)
             else:
-                plan = plan_bulk(rep, start_s, math.inf, horizon_s=ctl.horizon_s(rep, start_s),
-                                 stop_at_finish=ctl.stop_at_finish)
+                plan = plan_bulk(rep, start_s, side.pending_s(rep), side.stop_at_arrival,
+                                 horizon_s=ctl.horizon_s(rep, start_s), stop_at_finish=ctl.stop_at_finish)
         if plan is not None:
             if arrivals is None:  # routing at arrival time: a request routed here may cut the bulk
-                rep.cuttable_end_s = -math.inf if plan.queued else plan.end_s
-                if ctl.on_bulk is not None:
-                    ctl.on_bulk(rep, plan)
+                rep.cuttable_end_s = plan.end_s if plan.cuttable else -math.inf
+                if on_bulk is not None:
+                    on_bulk(rep, plan)
                 cut = yield plan.end_s
-                while cut is not None:  # a request was routed here at `cut`, inside the bulk
+                while cut is not None:  # something arrived here at `cut`, inside the bulk
                     plan.cut(cut)
-                    if ctl.on_bulk is not None:
-                        ctl.on_bulk(rep, plan)
+                    if on_bulk is not None:
+                        on_bulk(rep, plan)
                     cut = yield plan.end_s
                 rep.cuttable_end_s = -math.inf
+                rep.pending_finish_s = _NO_TIMES
             else:
                 yield plan.end_s
             rep.clock_s = end_s = plan.end_s
@@ -124,15 +151,11 @@ def replica_timeline(rep, ctl: TimelineControls):
             if step.empty:
                 continue
             costs = rep.step_costs(step)
-            if handoff is None:
-                end_s = start_s + (costs[0].seconds + costs[1].seconds)
-            else:  # the prefill pool's rounding, kept bit-identical to the earlier prefill loop
-                end_s = start_s + costs[0].seconds + costs[1].seconds
-                handoff.prefill_step(ctl.engine, rep, step, start_s, end_s)
+            end_s = start_s + (costs[0].seconds + costs[1].seconds)
+            side.stepped(rep, step, start_s, end_s)
             yield end_s
             rep.clock_s = end_s
             rep.apply_step(step, start_s, end_s, costs, finished)
-            if handoff is not None:
-                handoff.prefill_done(ctl.engine, rep)
+            side.applied(rep)
         report(rep, finished)
         finished.clear()

@@ -26,26 +26,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
-from pydantic import Field, ValidationInfo, field_validator, model_validator
-from pydantic_core import PydanticCustomError
 
 from simulator.errors import ScenarioError
 from simulator.core.csv_columns import read_csv_columns
-from simulator.core.lengths import LengthDist, StrictModel, resolve_path
-from simulator.core.prefixes import PrefixKeys, SessionsConfig, SharedPrefixConfig
+from simulator.core.lengths import resolve_path
+from simulator.core.prefixes import PrefixKeys, Sessions, SharedPrefix
 
 FIELD = "workload"
 TRACE_COLUMNS = {"arrival_s": "time", "prompt_tokens": "count", "output_tokens": "count"}
 
 
-def _process(info: ValidationInfo) -> str | None:
-    return info.data.get("process")
-
-
-class TraceColumnsConfig(StrictModel):
+@dataclass(frozen=True)
+class TraceColumns:
     """Column (CSV) or key (JSONL) names of a trace layout other than the format's (simulator.core.traces)."""
 
     arrival: str | None = None
@@ -54,130 +48,40 @@ class TraceColumnsConfig(StrictModel):
     hash_ids: str | None = None
 
 
-class ArrivalConfig(StrictModel):
-    process: Literal["poisson", "gamma", "trace", "closed_loop"]
-    qps: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
-    concurrency: int | None = Field(default=None, ge=1, validate_default=True)
-    cv: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
-    trace_csv: Path | None = Field(default=None, validate_default=True)
-    # trace replay options (simulator.core.traces): format, layout, clock, window and rate scaling
-    format: Literal["draftsim", "azure", "burstgpt", "mooncake"] = "draftsim"
-    columns: TraceColumnsConfig | None = None
-    time_unit: Literal["s", "ms", "us", "datetime"] | None = None
-    start_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    end_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    speedup: float = Field(default=1.0, gt=0, allow_inf_nan=False)
-    hash_block_tokens: int | None = Field(default=None, ge=1)
+@dataclass(frozen=True)
+class Arrival:
+    """`workload.arrival` (module docstring; trace options: simulator.core.traces)."""
 
-    @model_validator(mode="after")
-    def _trace_options_only_for_traces(self) -> "ArrivalConfig":
-        from simulator.core.traces import TRACE_OPTIONS
-        if self.process != "trace":
-            for name in ("format", *TRACE_OPTIONS):
-                default = "draftsim" if name == "format" else TRACE_OPTIONS[name]
-                if getattr(self, name) != default:
-                    raise ValueError(f"{name} is only allowed for process 'trace'")
-        if self.end_s is not None and self.end_s <= self.start_s:
-            raise ValueError(f"end_s ({self.end_s}) must be > start_s ({self.start_s})")
-        return self
-
-    @field_validator("qps")
-    @classmethod
-    def _qps_for_synthetic(cls, qps: float | None, info: ValidationInfo) -> float | None:
-        process = _process(info)
-        if process in ("poisson", "gamma") and qps is None:
-            raise PydanticCustomError("missing", "required for process '{p}': mean arrival rate in "
-                                                 "requests/s (> 0)", {"p": process})
-        if process == "trace" and qps is not None:
-            raise PydanticCustomError("forbidden", "not allowed for process 'trace' (arrival times come "
-                                                   "from trace_csv)")
-        if process == "closed_loop" and qps is not None:
-            raise PydanticCustomError("forbidden", "not allowed for process 'closed_loop' (requests are sent "
-                                                   "as earlier ones finish; give concurrency)")
-        return qps
-
-    @field_validator("concurrency")
-    @classmethod
-    def _concurrency_for_closed_loop(cls, concurrency: int | None, info: ValidationInfo) -> int | None:
-        return _only_for("closed_loop", concurrency, info, "clients sending one request at a time (>= 1)")
-
-    @field_validator("cv")
-    @classmethod
-    def _cv_for_gamma(cls, cv: float | None, info: ValidationInfo) -> float | None:
-        return _only_for("gamma", cv, info, "coefficient of variation of inter-arrival gaps (> 0; 1 = Poisson, "
-                                            "> 1 = bursty)", " (poisson has cv = 1)")
-
-    @field_validator("trace_csv")
-    @classmethod
-    def _trace_for_trace(cls, trace_csv: Path | None, info: ValidationInfo) -> Path | None:
-        return _only_for("trace", trace_csv, info, "CSV with columns arrival_s, prompt_tokens, output_tokens")
+    process: str                       # poisson | gamma | trace | closed_loop
+    qps: float | None = None
+    concurrency: int | None = None
+    cv: float | None = None
+    trace_csv: Path | None = None
+    format: str = "draftsim"
+    columns: TraceColumns | None = None
+    time_unit: str | None = None
+    start_s: float = 0.0
+    end_s: float | None = None
+    speedup: float = 1.0
+    hash_block_tokens: int | None = None
 
 
-def _only_for(owner: str, value, info: ValidationInfo, what: str, note: str = ""):
-    """An arrival field that process `owner` requires and every other process forbids."""
-    process = _process(info)
-    if process == owner and value is None:
-        raise PydanticCustomError("missing", f"required for process '{owner}': {what}")
-    if process is not None and process != owner and value is not None:
-        raise PydanticCustomError("forbidden", f"only allowed for process '{owner}'{note}")
-    return value
+@dataclass(frozen=True)
+class Workload:
+    """`workload`: arrivals, length distributions (simulator.core.lengths), one stopping rule, shared prefixes
+    and sessions (simulator.core.prefixes), what to do with a request longer than the model's context
+    (`context_overflow`: error | drop | truncate, simulator.core.context) and the sequences generated per
+    request from one prompt (`parallel_samples`: parallel sampling n, beam width; simulator.core.state)."""
 
-
-class WorkloadConfig(StrictModel):
-    arrival: ArrivalConfig
-    prompt_tokens: LengthDist | None = Field(default=None, validate_default=True)
-    output_tokens: LengthDist | None = Field(default=None, validate_default=True)
-    num_requests: int | None = Field(default=None, ge=1)
-    duration_s: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
-    # shared prompt prefixes and multi-turn sessions (simulator.core.prefixes)
-    shared_prefix: SharedPrefixConfig | None = None
-    sessions: SessionsConfig | None = None
-    # a request longer than the model's context (cluster.max_model_len): error (default), drop (rejected
-    # as a serving engine rejects it) or truncate (the prompt is cut; simulator.core.context)
-    context_overflow: Literal["error", "drop", "truncate"] = "error"
-    # sequences generated per request from one prompt (parallel sampling `n`, beam width): the prompt is
-    # prefilled once and its KV shared; each sequence decodes output_tokens tokens (simulator.core.replica)
-    parallel_samples: int = Field(default=1, ge=1)
-
-    @model_validator(mode="after")
-    def _sharing_needs_synthetic(self) -> "WorkloadConfig":
-        if self.arrival.process in ("trace", "closed_loop") and (self.shared_prefix or self.sessions):
-            raise ValueError(f"shared_prefix and sessions generate requests; not allowed for process "
-                             f"'{self.arrival.process}'")
-        return self
-
-    @field_validator("prompt_tokens", "output_tokens")
-    @classmethod
-    def _lengths_unless_trace(cls, dist, info: ValidationInfo):
-        arrival = info.data.get("arrival")
-        if arrival is None:
-            return dist
-        if arrival.process == "trace" and dist is not None:
-            raise PydanticCustomError("forbidden", "not allowed with a trace: token counts come from the "
-                                                   "trace file")
-        if arrival.process != "trace" and dist is None:
-            raise PydanticCustomError("missing", "required for process '{p}': a length distribution "
-                                                 "(kind: fixed | uniform | lognormal | empirical)",
-                                      {"p": arrival.process})
-        return dist
-
-    @field_validator("duration_s")
-    @classmethod
-    def _one_stopping_rule(cls, duration_s: float | None, info: ValidationInfo) -> float | None:
-        arrival = info.data.get("arrival")
-        if arrival is None or "num_requests" not in info.data:
-            return duration_s
-        num_requests = info.data["num_requests"]
-        if num_requests is not None and duration_s is not None:
-            raise PydanticCustomError("conflict", "give either num_requests or duration_s, not both")
-        if arrival.process == "closed_loop" and duration_s is not None:
-            raise PydanticCustomError("forbidden", "not allowed for process 'closed_loop'; give num_requests")
-        if arrival.process == "closed_loop" and num_requests is None:
-            raise PydanticCustomError("missing", "required for process 'closed_loop': give num_requests (>= 1)")
-        if arrival.process != "trace" and num_requests is None and duration_s is None:
-            raise PydanticCustomError("missing", "give exactly one of num_requests (>= 1) or duration_s "
-                                                 "(> 0) for process '{p}'", {"p": arrival.process})
-        return duration_s
+    arrival: Arrival
+    prompt_tokens: object = None
+    output_tokens: object = None
+    num_requests: int | None = None
+    duration_s: float | None = None
+    shared_prefix: SharedPrefix | None = None
+    sessions: Sessions | None = None
+    context_overflow: str = "error"
+    parallel_samples: int = 1
 
 
 @dataclass(frozen=True)
@@ -220,7 +124,7 @@ def _gaps(process: str, qps: float, cv: float | None, n: int, rng: np.random.Gen
     return rng.gamma(shape, 1.0 / (qps * shape), size=n)
 
 
-def arrival_times(arrival: ArrivalConfig, rng: np.random.Generator, *, num_requests: int | None = None,
+def arrival_times(arrival: Arrival, rng: np.random.Generator, *, num_requests: int | None = None,
                   duration_s: float | None = None) -> np.ndarray:
     """Arrival instants of a poisson/gamma process: `num_requests` of them, or all in [0, duration_s)."""
     if arrival.process in ("trace", "closed_loop"):
@@ -241,7 +145,7 @@ def arrival_times(arrival: ArrivalConfig, rng: np.random.Generator, *, num_reque
     return times[: np.searchsorted(times, duration_s, side="left")]
 
 
-def _replay_trace(cfg: WorkloadConfig, base_dir: Path) -> RequestTable:
+def _replay_trace(cfg: Workload, base_dir: Path) -> RequestTable:
     field = f"{FIELD}.arrival.trace_csv"
     path = resolve_path(cfg.arrival.trace_csv, base_dir)
     cols = read_csv_columns(path, TRACE_COLUMNS, field)
@@ -262,7 +166,7 @@ def _replay_trace(cfg: WorkloadConfig, base_dir: Path) -> RequestTable:
     return RequestTable(arrival_s[:count], cols["prompt_tokens"][keep], cols["output_tokens"][keep])
 
 
-def generate_requests(cfg: WorkloadConfig, rng: np.random.Generator, base_dir: Path, *,
+def generate_requests(cfg: Workload, rng: np.random.Generator, base_dir: Path, *,
                       block_size: int = 16) -> RequestTable:
     """Draw (or replay) the requests of one run. Relative CSV paths are resolved against `base_dir`.
 
@@ -292,7 +196,7 @@ def generate_requests(cfg: WorkloadConfig, rng: np.random.Generator, base_dir: P
     return RequestTable(arrival_s, prompt, output)
 
 
-def _shared_requests(cfg: WorkloadConfig, rng: np.random.Generator, base_dir: Path, block_size: int) -> RequestTable:
+def _shared_requests(cfg: Workload, rng: np.random.Generator, base_dir: Path, block_size: int) -> RequestTable:
     """Requests with shared system prompts and/or multi-turn sessions (simulator.core.prefixes); their own
     child streams, so that the plain workload's draws stay as they are."""
     from simulator.core.prefixes import session_table, shared_prefix_table

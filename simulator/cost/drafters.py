@@ -35,6 +35,8 @@ own GPUs, how much of the draft time the step exposes. Approximations are named 
 - `cascade`: CS Drafting's horizontal and vertical cascades of draft models (simulator.cost.cascade).
 - `sparse_kv`: MagicDec's self-speculation, the target attending to a bounded KV window
   (simulator.cost.sparse_kv). No extra memory.
+- `eagle3`: an EAGLE-3 head (simulator.cost.eagle3); `mtp`: the model's own MTP modules
+  (simulator.cost.mtp). Both run the engines' hidden-state proposer layout (simulator.cost.proposer).
 """
 from __future__ import annotations
 
@@ -175,6 +177,7 @@ class DrafterBuild:
     colocated_model: bool = False   # an independent draft model whose KV lives beside the target's
     tokens_per_pass: int = 1        # draft tokens per request one pass proposes (semi-autoregressive heads)
     fixed_chain: str | None = None  # why the drafter runs one fixed chain per step (no trees, no control policy)
+    hidden_state: object | None = None  # simulator.cost.proposer.HiddenStateHooks: an EAGLE-3/MTP engine layout
 
 
 def _ngram(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str) -> DrafterBuild:
@@ -255,17 +258,41 @@ def _cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv
     return build_cascade(d, target, par, latency, hw, dtype, kv_dtype)
 
 
+def _eagle3(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str) -> DrafterBuild:
+    from simulator.cost.eagle3 import build_eagle3
+    return build_eagle3(d, target, par, latency, hw, dtype, kv_dtype)
+
+
+def _mtp(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str,
+         context: "DraftContext") -> DrafterBuild:
+    from simulator.cost.mtp import build_mtp
+    return build_mtp(d, target, par, latency, hw, dtype, kv_dtype, context)
+
+
+@dataclass(frozen=True)
+class DraftContext:
+    """What some drafters need of the pool beyond the common arguments: the scenario's `cluster.moe`
+    options (an MTP module's MoE routes as the target's) and the scenario's folder (routing traces)."""
+
+    moe: object = None
+    base_dir: object = None
+
+
 # drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype, KV dtype)
 DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model,
-            "cascade": _cascade, "sparse_kv": _sparse_kv,
+            "cascade": _cascade, "sparse_kv": _sparse_kv, "eagle3": _eagle3,
             "suffix": lambda d, *_: DrafterBuild(ZeroCost(), 1, 0.0, 0.0)}  # host proposer: one call per step
+# ... and those whose builder also takes the pool's DraftContext
+CONTEXT_DRAFTERS = {"mtp": _mtp}
 
 # drafter.kind -> the family whose serving-engine behaviour (profiles.engine_time: proposer host work,
 # synchronous or overlapped scheduling) the drafter gets; heads by style (`head_family`).
 # cascade: a chain of independent draft models, run by the proposer like a draft model; sparse_kv:
-# self-speculation of the whole target (no serving engine ships it), like layer skipping.
+# self-speculation of the whole target (no serving engine ships it), like layer skipping; eagle3 and mtp:
+# vLLM runs both through its EagleProposer and keeps async scheduling for "EAGLE/MTP" (v0.14 notes), SGLang
+# runs MTP (NextN) as an EAGLE draft model (EAGLEWorker), so both get the EAGLE family's engine behaviour.
 ENGINE_FAMILIES = {"draft_model": "draft_model", "layer_skip": "layer_skip", "ngram": "ngram", "suffix": "suffix",
-                   "cascade": "draft_model", "sparse_kv": "layer_skip"}
+                   "cascade": "draft_model", "sparse_kv": "layer_skip", "eagle3": "eagle", "mtp": "eagle"}
 
 
 def engine_family(d) -> str:
@@ -282,7 +309,10 @@ HEAD_ENGINE_FAMILIES = {"autoregressive": "eagle", "parallel": "medusa", "sequen
 
 
 def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str,
-                  kv_dtype: str | None = None) -> DrafterBuild:
+                  kv_dtype: str | None = None, context: DraftContext | None = None) -> DrafterBuild:
     """The DrafterBuild of a scenario's drafter section `d` (any kind but none); a drafter's own KV (draft
     model, EAGLE head) is stored in `kv_dtype` (default: models.spec.kv_cache_dtype of `dtype`)."""
-    return DRAFTERS[d.kind](d, target, par, latency, hw, dtype, kv_cache_dtype(dtype, kv_dtype))
+    kv = kv_cache_dtype(dtype, kv_dtype)
+    if d.kind in CONTEXT_DRAFTERS:
+        return CONTEXT_DRAFTERS[d.kind](d, target, par, latency, hw, dtype, kv, context or DraftContext())
+    return DRAFTERS[d.kind](d, target, par, latency, hw, dtype, kv)

@@ -15,7 +15,7 @@ assume uniform routing and price the all-to-all with the latency model's generic
   dispatches more tokens than decoding one: the verification cost grows with the experts touched.
 - Straggler: the expert GEMMs are those of the rank with the most rows (models.opgraph.moe_ep_ops),
   priced by the scenario's latency model.
-- All-to-all: dispatch and combine each take `simulator.cluster.network.ep_alltoall_s` of M's off-diagonal
+- All-to-all: dispatch and combine each take `simulator.cost.collectives.ep_alltoall_s` of M's off-diagonal
   part (busiest port; NVLink inside a node, NICs across nodes; the topology holds ceil(ep / GPUs per
   node) catalog nodes), in activation precision, × `theory.moe_prescheduling.volume_ratio(h, ep)` when
   pre-scheduling predicts a fraction h of activations (`cluster.moe.prescheduling_hit_rate`; the token
@@ -38,7 +38,7 @@ from models.opgraph import dense_ops, moe_ep_ops
 from models.ops import ALLTOALL
 from models.spec import activation_bytes
 from simulator.errors import ScenarioError
-from simulator.cluster.network import Topology, ep_alltoall_s
+from simulator.cost.collectives import Topology, ep_alltoall_s
 from simulator.cost.step_cost import ForwardCost, _price
 from theory.moe_prescheduling import volume_ratio
 

@@ -2,11 +2,7 @@
 values offloaded to host memory, and each decode step attending to a sparse budget of tokens chosen by
 chunk landmarks (`kv_cache: {kind: shadowkv, rank, sparse_budget, chunk_tokens}`).
 
-Memory (`gpu_kv_fraction`): per token and layer the GPU keeps the key factor's r elements and one landmark
-(the mean post-RoPE key of a chunk, D = kv heads × head dim elements) per `chunk_tokens` tokens, instead of
-2·D for keys and values: the fraction (r + D/chunk) / (2·D) of the paged KV per token (TP/PP split as the
-paged KV). Not counted: the per-request right factor (r × D per layer, independent of length), the static
-outlier chunks kept dense, and the host memory holding the values (assumed large enough).
+Memory: what the GPU keeps per token is the layout's (simulator.core.kv.shadowkv, which sizes the KV pool).
 
 Decode pass (`ShadowKVForwardCost.exact_decode`), per layer, on top of the dense ops:
 - landmark scoring: priced as decode attention over Σ context / chunk keys (the kernel reads no values
@@ -37,12 +33,6 @@ from simulator.cost.step_cost import ForwardCost, _price
 def kv_dim_per_gpu(spec: ModelSpec, par: Parallelism) -> int:
     """Key (or value) elements of one token in one layer on one GPU: kv heads per GPU × head dim."""
     return kv_heads_per_gpu(spec, par.tp) * spec.head_dim
-
-
-def gpu_kv_fraction(spec: ModelSpec, rank: int, chunk_tokens: int) -> float:
-    """ShadowKV's GPU KV bytes per token as a fraction of the paged cache's (module docstring)."""
-    d = kv_heads_per_gpu(spec, 1) * spec.head_dim
-    return (rank + d / chunk_tokens) / (2.0 * d)
 
 
 @dataclass

@@ -48,7 +48,7 @@ class Cost:
     kv_io_s: float = 0.0    # the part of `seconds` spent moving KV to or from host memory (target only)
 
     def with_kv_io(self, seconds: float) -> "Cost":
-        """This cost plus `seconds` of KV copies to or from the host (simulator.core.kv_cache.KVTiers)."""
+        """This cost plus `seconds` of KV copies to or from the host (simulator.core.kv.host_tier)."""
         return Cost(self.seconds + seconds, self.flops, self.bytes, self.engine_s, self.kv_io_s + seconds)
 
 
@@ -223,6 +223,9 @@ class StepCostModel:
     then γ−1 passes of one token for every request of the step, prompt chunks included. Approximations:
     a prompt chunk's extra token attends to the chunk only, and in the later passes a chunk's context is
     taken as the chunk's length (both exact for a prompt computed in one chunk).
+
+    `proposer` (EAGLE-3 and MTP drafters): the draft passes of the engines' hidden-state proposers and
+    the target's hidden-state capture (simulator.cost.proposer.HiddenStateProposer).
     """
 
     target: ForwardCost
@@ -234,6 +237,7 @@ class StepCostModel:
     exposed_draft: object | None = None
     engine: EngineTime | None = None
     vllm_proposer: bool = False
+    proposer: object | None = None   # simulator.cost.proposer.HiddenStateProposer (EAGLE-3, MTP pass layout)
     _step_grid: dict = field(default_factory=dict, repr=False)
     _prefill_steps: dict = field(default_factory=dict, repr=False)
 
@@ -305,7 +309,13 @@ class StepCostModel:
                                                            self.tree)[0]
         draft = np.zeros(3)
         widths = self.draft_widths
-        if self.draft is not None and self.vllm_proposer:
+        if self.draft is not None and self.proposer is not None:
+            target = target + self.proposer.target_extra(prefill_tokens + decode_seqs * q)
+            draft = self.proposer.draft(self.draft, q, prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs,
+                                        decode_context_tokens)
+            if decode_seqs:
+                draft = self._expose(draft[None, :], target[None, :])[0]
+        elif self.draft is not None and self.vllm_proposer:
             draft = self._vllm_draft(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs,
                                      decode_context_tokens)
             if decode_seqs:
@@ -400,7 +410,10 @@ class StepCostModel:
         step, op by op; target seconds include the engine's (see `with_engine`)."""
         target = self.target.exact_decode(decode_seqs, self.q, context_sum, self.tree)
         draft = np.zeros(3)
-        if self.vllm_proposer:
+        if self.proposer is not None and self.draft is not None:
+            target = target + self.proposer.target_extra(decode_seqs * self.q)
+            draft = self.proposer.draft(self.draft, self.q, 0, 0, 0, decode_seqs, context_sum)
+        elif self.vllm_proposer:
             draft = self._vllm_draft(0, 0, 0, decode_seqs, context_sum)
         else:
             for j, w in enumerate(self.draft_widths):

@@ -33,11 +33,11 @@ Definitions (all times in seconds):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.results.step_totals import StepTotals
 
@@ -60,14 +60,15 @@ LATENCIES = ("ttft", "tpot", "e2e", "queue")
 QUANTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0}
 
 
-class SLO(BaseModel):
-    """Service-level objectives per request (unset = not constrained) and the target attainment."""
+@dataclass(frozen=True)
+class SLO:
+    """Service-level objectives per request (None = not constrained) and the target attainment
+    (validated by simulator.config.scenario.SLOConfig)."""
 
-    model_config = ConfigDict(extra="forbid")
-    ttft_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    tpot_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    e2e_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    attainment: float = Field(default=0.9, gt=0, le=1)
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2e_s: float | None = None
+    attainment: float = 0.9
 
 
 def _frame(cols: Mapping[str, np.ndarray], schema: Mapping[str, type], what: str) -> pd.DataFrame:

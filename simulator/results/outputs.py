@@ -1,22 +1,18 @@
 """Write a run's outputs atomically: requests.parquet, steps.parquet, summary.json and PNG plots.
 
-Everything is first written into a fresh temporary folder next to the output folder and then renamed into
-place, so after any failure there is either the complete new output or nothing new (a previous output
-folder is kept intact). Files are reproducible byte for byte: parquet without pandas/schema metadata (no
-versions, no index), JSON with sorted keys and floats rounded to 12 significant digits, PNGs without
-metadata.
+Everything is first written into a fresh staging folder and then moved into place
+(simulator.results.output_folder), so after any failure there is either the complete new output or
+nothing new (a previous output is kept intact), and a run replaces only the files it wrote itself.
+Files are reproducible byte for byte: parquet without pandas/schema metadata (no versions, no index),
+JSON with sorted keys and floats rounded to 12 significant digits, PNGs without metadata.
 
-An existing output folder is replaced only when it is empty or looks like an earlier draftsim output
-(has summary.json); anything else is refused, so `--out` can never wipe an unrelated folder.
+An existing output folder receives the files only when it is empty or an earlier draftsim output; a file
+the run did not write is never replaced or removed, so `--out` can never wipe an unrelated folder.
 """
 from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Mapping
 
@@ -25,15 +21,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simulator.errors import ScenarioError
+from simulator.results import output_folder
 from simulator.results.plots import PLOT_FILES, write_plots
 
 REQUESTS_PARQUET = "requests.parquet"
 STEPS_PARQUET = "steps.parquet"
 SUMMARY_JSON = "summary.json"
+TRACE_JSON = "trace.json"
 OUT_FIELD = "--out"
 FLOAT_DIGITS = 12
 RESERVED_NAMES = (REQUESTS_PARQUET, STEPS_PARQUET, SUMMARY_JSON, *PLOT_FILES)
+RUN_FILES = (*RESERVED_NAMES, TRACE_JSON)   # every file `draftsim run` may write
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> None:
@@ -64,74 +62,19 @@ def summary_json(summary: Mapping) -> str:
     return json.dumps(_plain(summary), sort_keys=True, indent=2, allow_nan=False) + "\n"
 
 
-def _check_replaceable(out_dir: Path, marker: str = SUMMARY_JSON) -> None:
-    if not os.path.lexists(out_dir):
-        return
-    if not out_dir.is_dir() or out_dir.is_symlink():
-        raise ScenarioError(OUT_FIELD, f"{out_dir} exists and is not a directory; choose another path")
-    entries = list(out_dir.iterdir())
-    if entries and not (out_dir / marker).is_file():
-        raise ScenarioError(OUT_FIELD, f"{out_dir} is a non-empty directory that is not a draftsim output "
-                                       f"(no {marker}); choose an empty or new directory")
+def check_output_dir(out_dir: Path | str, marker: str = SUMMARY_JSON, command: str = "run",
+                     names=RUN_FILES) -> Path:
+    """Fail now (ScenarioError on `--out`) if `out_dir` could not receive a `command`'s outputs later
+    (simulator.results.output_folder); called before a run starts, so a bad `--out` never costs a
+    simulation. `marker`: the file that marks a legacy output of the command; `names`: the files it may
+    write."""
+    return output_folder.check_output_dir(out_dir, command, marker, names)
 
 
-def check_output_dir(out_dir: Path | str, marker: str = SUMMARY_JSON) -> Path:
-    """Fail now (ScenarioError on `--out`) if `out_dir` could not receive the outputs later: it exists and
-    is not a replaceable output folder, or a staging folder cannot be created beside it. Probes by creating
-    (and at once removing) the staging folder and any missing parents, so it leaves nothing behind.
-    Called before a run starts, so a bad `--out` never costs a simulation. `marker`: the file that marks
-    a folder as an earlier output of the same command."""
-    out_dir = Path(out_dir).expanduser().absolute()
-    _check_replaceable(out_dir, marker)
-    created = [p for p in (out_dir.parent, *out_dir.parent.parents) if not p.exists()]
-    try:
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        os.rmdir(tempfile.mkdtemp(prefix=f".{out_dir.name}.probe-", dir=out_dir.parent))
-    except OSError as err:
-        raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
-    finally:
-        for folder in created:  # deepest first
-            try:
-                folder.rmdir()
-            except OSError:
-                pass
-    return out_dir
-
-
-def _install(staged: Path, out_dir: Path) -> None:
-    """Move the staged folder to out_dir; an existing out_dir is swapped out and then deleted."""
-    if not os.path.lexists(out_dir):
-        os.replace(staged, out_dir)
-        return
-    backup = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-    os.rmdir(backup)  # only the unique name is needed
-    os.replace(out_dir, backup)
-    try:
-        os.replace(staged, out_dir)
-    except BaseException:
-        os.replace(backup, out_dir)
-        raise
-    shutil.rmtree(backup, ignore_errors=True)
-
-
-@contextmanager
-def staged_output(out_dir: Path | str, marker: str = SUMMARY_JSON):
-    """`with staged_output(out) as folder:` write files into `folder`; on success it replaces `out`
-    atomically, on any failure (Ctrl-C included) it is removed and `out` is left as it was."""
-    out_dir = Path(out_dir).expanduser().absolute()
-    _check_replaceable(out_dir, marker)
-    try:
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        staged = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    except OSError as err:
-        raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
-    try:
-        os.chmod(staged, 0o755)  # mkdtemp makes it private; an output folder is a normal folder
-        yield staged
-        _install(staged, out_dir)
-    except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        raise
+def staged_output(out_dir: Path | str, marker: str = SUMMARY_JSON, command: str = "run", names=RUN_FILES):
+    """`with staged_output(out) as folder:` write files into `folder`; on success they replace this
+    command's earlier files in `out` and nothing else (simulator.results.output_folder)."""
+    return output_folder.staged_output(out_dir, command, marker, names)
 
 
 def write_outputs(out_dir: Path | str, requests_df: pd.DataFrame, steps_df: pd.DataFrame, summary: Mapping,
@@ -141,15 +84,19 @@ def write_outputs(out_dir: Path | str, requests_df: pd.DataFrame, steps_df: pd.D
     `extra_files` (file name -> text or bytes) lets the caller add files, e.g. the resolved scenario,
     in the same atomic step. Raises ScenarioError('--out', ...) when out_dir cannot be used.
     """
-    out_dir = Path(out_dir).expanduser().absolute()
-    with staged_output(out_dir) as staged:
+    out_dir = output_folder.absolute(out_dir)
+    extra_files = extra_files or {}
+    for name in extra_files:
+        if (name in RESERVED_NAMES or not name or Path(name).name != name or name in (".", "..")
+                or name.startswith(output_folder.MANIFEST_PREFIX)):
+            raise ValueError(f"extra_files: {name!r} must be a plain file name not used by the outputs")
+    names = (*RUN_FILES, *(name for name in extra_files if name not in RUN_FILES))
+    with staged_output(out_dir, names=names) as staged:
         write_parquet(requests_df, staged / REQUESTS_PARQUET)
         write_parquet(steps_df, staged / STEPS_PARQUET)
         (staged / SUMMARY_JSON).write_text(summary_json(summary), encoding="utf-8")
-        for name, content in (extra_files or {}).items():
-            if Path(name).name != name or name in RESERVED_NAMES:
-                raise ValueError(f"extra_files: {name!r} must be a plain file name not used by the outputs")
-            target = staged / name
+        for name, content in extra_files.items():
+            target = output_folder.inside(staged, name)
             if isinstance(content, bytes):
                 target.write_bytes(content)
             else:

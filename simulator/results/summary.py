@@ -38,7 +38,7 @@ def cluster_summary(cluster, requests: pd.DataFrame, end_s: float) -> dict:
     first = pools[0].kind.hardware
     dtype = scenario.cluster.dtype
     single = len(pools) == 1
-    summary = summarize(requests, totals, slo=scenario.slo, num_replicas=len(cluster.replicas),
+    summary = summarize(requests, totals, slo=scenario.slo.spec(), num_replicas=len(cluster.replicas),
                         gpus_per_replica=pools[0].kind.parallelism.gpus if single else 1,
                         peak_flops_per_gpu=first.matmul_flops(dtype), peak_bw_per_gpu=first.hbm_bandwidth_bytes_per_s,
                         sim_end_s=end_s)

@@ -186,7 +186,24 @@ CHAIN_ACCEPTANCE = {
     "drifting": lambda acc, gamma, seed, base_dir: _drifting_chain(acc, gamma, seed),
     "step_level": lambda acc, gamma, seed, base_dir: _step_level(acc, gamma, seed),
     "sessions": lambda acc, gamma, seed, base_dir: _sessions_chain(acc, gamma, seed, base_dir),
+    "published": lambda acc, gamma, seed, base_dir: _published_chain(acc, gamma, seed),
 }
+
+
+def _published_chain(acc, gamma: int, seed: int):
+    """The chain of a registry row (simulator.speculation.published: selection and conversion rule)."""
+    from simulator.speculation.published import RegistryError, find_entry, per_position_alphas, select
+    try:
+        if acc.entry is not None:
+            entry = find_entry(acc.entry)
+        else:
+            entry = select(depth=gamma, method=acc.method, target=acc.target, draft=acc.draft, dataset=acc.dataset,
+                           temperature=acc.temperature)
+        alphas = per_position_alphas(entry, acc.depth)
+    except RegistryError as exc:
+        field, _, message = str(exc).partition(": ")
+        raise ScenarioError(field if field.startswith("acceptance") else "acceptance", message or str(exc)) from None
+    return ChainAcceptance.from_alphas(list(alphas), gamma, seed)
 
 
 def _sessions_chain(acc, gamma: int, seed: int, base_dir: Path):

@@ -27,6 +27,7 @@ from simulator.console.contract import parse_args
 from simulator.errors import ScenarioError
 
 COMPARE_CSV, SUMMARIES_JSON, CDF_PNG = "compare.csv", "summaries.json", "latency_cdf.png"
+COMPARE_FILES = (COMPARE_CSV, SUMMARIES_JSON, CDF_PNG)
 
 # (summary key, label, unit scale, unit)
 METRICS = (
@@ -116,7 +117,8 @@ def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, s
     from simulator.results.plots import plot_latency_cdfs_overlaid
 
     loaded = [load_scenario(run.path, run.overrides) for run in runs]
-    out_dir = check_output_dir(out or Path("out") / "compare" / loaded[0][0].name, marker=COMPARE_CSV)
+    out_dir = check_output_dir(out if out is not None else Path("out") / "compare" / loaded[0][0].name,
+                               marker=COMPARE_CSV, command="compare", names=COMPARE_FILES)
     prepared = [prepare(scenario, base_dir=folder) for scenario, folder in loaded]
     results = []
     for i, (run, ready) in enumerate(zip(runs, prepared)):
@@ -125,7 +127,7 @@ def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, s
             results.append(simulate(ready, step_mode=step_mode, progress=bar.update))
     labels = [run.label for run in runs]
     frame = compare_frame(labels, [r.summary for r in results])
-    with staged_output(out_dir, marker=COMPARE_CSV) as staged:
+    with staged_output(out_dir, marker=COMPARE_CSV, command="compare", names=COMPARE_FILES) as staged:
         frame.to_csv(staged / COMPARE_CSV, index=False, float_format="%.9g", lineterminator="\n")
         (staged / SUMMARIES_JSON).write_text(summary_json({label: r.summary for label, r in zip(labels, results)}),
                                              encoding="utf-8")
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     runs = variants(args.scenarios, args.set, args.vary)
-    frame, labels, results, out_dir = run_compare(runs, Path(args.out) if args.out else None, quiet=args.quiet,
+    frame, labels, results, out_dir = run_compare(runs, Path(args.out) if args.out is not None else None, quiet=args.quiet,
                                                   step_mode=args.step_mode)
     if not args.quiet:
         print(format_compare(frame, labels))

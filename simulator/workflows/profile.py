@@ -1,16 +1,65 @@
 """`draftsim profile`: the profiler's command (profiles.profiler.run) reporting progress with the
 simulator's reporter (simulator.console.progress: a bar on a terminal, periodic lines otherwise), which
-profiles/ cannot import itself (it depends on models/ only)."""
+profiles/ cannot import itself (it depends on models/ only).
+
+Checked before any kernel is timed (one line, exit 2): `--out` can receive the profile (probed as every
+command's output folder is, simulator.results.output_folder), `--out` and `--package-data` are not both
+given, and on a CPU every model whose whole passes are timed for the host overhead
+(profiles.profiler.host_overhead builds the full model with random weights) fits in the memory available
+now: its weights in the profile's dtype, parameters × bytes per element, must be below MemAvailable
+(simulator.config.host_memory.available_bytes). Without this check a 405B model on a 24 GiB machine ran
+until it was killed.
+"""
 from __future__ import annotations
 
 from simulator.console.progress import Progress
+from simulator.errors import ScenarioError
+
+PROFILE_FILES = ("ops.csv", "fingerprint.json")
 
 
 def _progress(desc: str, total: int, unit: str) -> Progress:
     return Progress(desc, total=total, unit=unit)
 
 
+def check_fits(models: list[str], device: str, dtype: str | None, available: int | None) -> None:
+    """ScenarioError on `--models` when a model timed as whole passes cannot fit in `available` bytes."""
+    from models.catalog import get_model
+    from models.spec import dtype_bytes
+    from profiles.profiler.host_overhead import supported
+
+    if device != "cpu" or available is None:
+        return
+    dtype = dtype or "fp32"
+    for name in models:
+        spec = get_model(name)
+        need = spec.param_count() * dtype_bytes(dtype)
+        if supported(spec) and need > available:
+            raise ScenarioError("--models", f"{name} needs {need / 1024**3:,.1f} GiB for its {dtype} weights (its "
+                                            f"whole passes are timed for the host overhead) but "
+                                            f"{available / 1024**3:,.1f} GiB of memory are available; profile "
+                                            "smaller models here")
+
+
+def check_arguments(args) -> None:
+    """The up-front checks of the module docstring."""
+    from simulator.config.host_memory import available_bytes
+    from simulator.results.outputs import check_output_dir
+
+    if args.out is not None and args.package_data:
+        raise ScenarioError("--package-data", "writes into the shipped profiles' folder; it excludes --out")
+    if args.out is not None:
+        check_output_dir(args.out, marker="fingerprint.json", command="profile", names=PROFILE_FILES)
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    check_fits(models, args.device, args.dtype, available_bytes())
+
+
 def main(argv: list[str] | None = None) -> int:
     from profiles.profiler import run
+    from simulator.console.contract import parse_args
 
+    args = parse_args(run.build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    check_arguments(args)
     return run.main(argv, progress_factory=_progress)

@@ -206,7 +206,7 @@ class ReferenceEngine:
     def _route(self, r: int) -> int:
         """Queue request r (the simulator's rule: dropped when prompt + output + q cannot fit in KV)."""
         s, rep = self.s, self.rep
-        if rep.blocks_for(int(s.prompt[r] + s.output[r] + rep.q)) > rep.total_blocks:
+        if not rep.fits(r):
             s.dropped[r] = True
             s.drop_reason[r] = DROP_EXCEEDS_KV
             return 1
@@ -340,7 +340,7 @@ class ReferenceEngine:
             ops = pd.DataFrame(op_rows).fillna(0.0)
             for name in sorted(ops.columns):
                 steps[name] = ops[name].to_numpy()
-        requests = build_requests_frame(self.s.columns(), self.scenario.slo)
+        requests = build_requests_frame(self.s.columns(), self.scenario.slo.spec())
         built = self.built
         meta = {
             "device": self.config.device,

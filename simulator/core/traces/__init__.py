@@ -47,7 +47,7 @@ def trace_format(arrival) -> TraceFormat:
     fmt = FORMATS[arrival.format]
     columns = fmt.columns()
     if arrival.columns is not None:
-        columns.update({k: v for k, v in arrival.columns.model_dump().items() if v is not None})
+        columns.update({k: v for k, v in vars(arrival.columns).items() if v is not None})
     block = arrival.hash_block_tokens if arrival.hash_block_tokens is not None else fmt.hash_block_tokens
     return TraceFormat(fmt.name, fmt.file_kind, columns["arrival"], columns["prompt_tokens"], columns["output_tokens"],
                        arrival.time_unit or fmt.time_unit, columns["hash_ids"], block if columns["hash_ids"] else 0,

@@ -41,8 +41,10 @@ class ControlPolicy:
                 if exposed is not None and full_accept is not None:
                     from simulator.cost.drafters import overlap_exposure
                     exposed = overlap_exposure(full_accept)
-                m = StepCostModel(c.target, c.draft, g, (1,) if parallel else None, None, False, exposed,
-                                  engine=c.engine)
+                proposer = None if c.proposer is None else c.proposer.with_depth(g)
+                widths = (1,) * g if proposer is not None else ((1,) if parallel else None)
+                m = StepCostModel(c.target, c.draft, g, widths, None, False, exposed, engine=c.engine,
+                                  proposer=proposer)
             self._by_count[g] = m
         return m
 
@@ -77,10 +79,15 @@ class ControlPolicy:
         if prefill:
             target = target + c.target.prefill_attention(prefill, len(plan.prefill_ids), plan.prefill_attn_pairs)
         draft = np.zeros(3)
-        if prefill:
+        if c.proposer is not None:   # an EAGLE-3 / MTP layout (simulator.cost.proposer)
+            target = target + c.proposer.target_extra(prefill + tokens)
+            draft = c.proposer.draft_counts(c.draft, counts, ctx, prefill, len(plan.prefill_ids),
+                                            plan.prefill_attn_pairs)
+        elif prefill:
             draft = draft + c.draft.dense(prefill, len(plan.prefill_ids)) + \
                 c.draft.prefill_attention(prefill, len(plan.prefill_ids), plan.prefill_attn_pairs)
-        passes = 1 if (c.widths is not None and len(c.widths) == 1 and c.depth > 1) else int(counts.max())
+        passes = 0 if c.proposer is not None else \
+            1 if (c.widths is not None and len(c.widths) == 1 and c.depth > 1) else int(counts.max())
         for j in range(passes):
             live = counts > j if passes > 1 else counts > 0
             b = int(live.sum())

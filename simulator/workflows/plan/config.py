@@ -21,10 +21,15 @@ A plan YAML (unknown keys are errors)::
         - {kind: draft_model, model: llama-68m, gamma: [2, 4, 6]}
         - {kind: draft_model, model: llama-68m, gamma: 5,        # trees need ranked/pair acceptance
            speculation: {kind: tree, builder: sequoia, budget: 32}}
+        - {kind: eagle3, gamma: [1, 2, 3, 5],                    # head: default the one published for the model
+           acceptance: {kind: constant, alpha: 0.74}}            # a drafter's own acceptance (default: the plan's)
+        - {kind: mtp, gamma: [1, 2, 3], modules: 1}              # models that ship MTP modules only
       deployments: [colocated, disaggregated]   # disaggregated: every prefill/decode split
     confirm_top: 5                          # candidates confirmed with the DES
 
-Extension points: `DRAFTER_KINDS` (with `speculation`, a draft model drafts any tree/multi-draft shape) and
+Extension points: `DRAFTER_KINDS` (with `speculation`, a draft model drafts any tree/multi-draft shape; EAGLE-3
+and MTP take SGLang's EAGLE tree, `{kind: dynamic_tree, top_k, depth, budget}`, and each drafter choice may carry
+its own `acceptance`: drafters of different kinds accept differently) and
 `simulator.workflows.plan.screen.DEPLOYMENTS` (colocated; disaggregated prefill/decode pools with the same
 per-replica TP/PP, every split of the replica count — scenarios/disagg/search.py searches pool
 parallelisms separately with the DES); a kind or deployment
@@ -38,36 +43,42 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
-from simulator.results.metrics import SLO
+from simulator.config.names import FolderName
+from simulator.config.base import Strict
+from simulator.config.scenario import SLOConfig
 from simulator.workflows.plan.prices import price_per_gpu_hour
 from simulator.config.scenario import read_config, validate_config
 
 FIELD = "plan"
-DRAFTER_KINDS = ("none", "draft_model")
+DRAFTER_KINDS = ("none", "draft_model", "eagle3", "mtp")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class HardwareChoiceConfig(_Strict):
+class HardwareChoiceConfig(Strict):
     id: str
     usd_per_gpu_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
-class DrafterChoiceConfig(_Strict):
-    """A drafter to try. `speculation` (draft_model only): a scenario `speculation` block (tree, dynamic_tree,
-    multidraft; default chain), e.g. {kind: tree, builder: sequoia, budget: 32}; trees need a plan
-    acceptance that ranks children ({kind: ranked, accept_probs: [...]} or a pair)."""
+class DrafterChoiceConfig(Strict):
+    """A drafter to try, at every depth in `gamma`. `draft_model`: `model` (and its `tp`); `eagle3`: `head` (a
+    head of models/heads/eagle3.yaml; default: the one published for each planned model); `mtp`: `modules`
+    (default: all the model ships; candidates of models without MTP modules are screened out with the
+    reason). `speculation`: a scenario `speculation` block (default chain): a draft model drafts any tree,
+    multi-draft shape, e.g. {kind: tree, builder: sequoia, budget: 32}; EAGLE-3 and MTP run SGLang's EAGLE
+    tree {kind: dynamic_tree, top_k, depth, budget}; trees need an acceptance that ranks children
+    ({kind: ranked, accept_probs: [...]} or a pair). `acceptance`: this drafter's own acceptance section
+    (default: the plan's)."""
 
     kind: str
     model: str | None = None
+    head: str | None = None
+    modules: int | None = Field(None, ge=1)
     gamma: list[int] = Field(default_factory=lambda: [4])
     tp: int = Field(1, ge=1)
     speculation: dict | None = None
+    acceptance: dict | None = None
 
     @field_validator("gamma", mode="before")
     @classmethod
@@ -78,17 +89,46 @@ class DrafterChoiceConfig(_Strict):
     def _check(self) -> "DrafterChoiceConfig":
         if self.kind not in DRAFTER_KINDS:
             raise ValueError(f"unknown drafter kind {self.kind!r}; allowed: {', '.join(DRAFTER_KINDS)}")
-        if self.speculation is not None and self.kind != "draft_model":
-            raise ValueError("speculation goes with a draft_model drafter")
-        if self.kind == "draft_model":
-            if not self.model:
-                raise ValueError("a draft_model drafter needs model")
-            if not self.gamma or any(g < 1 or g > 64 for g in self.gamma):
-                raise ValueError("gamma must list values in 1..64")
+        owned = {"model": ("draft_model", None), "tp": ("draft_model", 1), "head": ("eagle3", None),
+                 "modules": ("mtp", None)}
+        for name, (kind, default) in owned.items():
+            if getattr(self, name) != default and self.kind != kind:
+                raise ValueError(f"{name} goes with a {kind} drafter")
+        if (self.speculation is not None or self.acceptance is not None) and self.kind == "none":
+            raise ValueError("speculation and acceptance go with a drafter")
+        if self.acceptance is not None:
+            _screenable_acceptance(self.acceptance)
+        if self.kind == "draft_model" and not self.model:
+            raise ValueError("a draft_model drafter needs model")
+        if self.kind != "none" and (not self.gamma or any(g < 1 or g > 64 for g in self.gamma)):
+            raise ValueError("gamma must list values in 1..64")
         return self
 
+    def block(self) -> dict:
+        """The scenario `drafter` section of this choice, without its gamma."""
+        if self.kind == "draft_model":
+            return {"kind": "draft_model", "model": self.model, "tp": self.tp}
+        extra = {"head": self.head} if self.kind == "eagle3" and self.head else \
+            {"modules": self.modules} if self.kind == "mtp" and self.modules else {}
+        return {"kind": self.kind, **extra}
 
-class SearchSpaceConfig(_Strict):
+    def label(self) -> str:
+        """How candidates and tables name this drafter: a draft model by its name, EAGLE-3 by its head."""
+        if self.kind == "draft_model":
+            return self.model
+        if self.kind == "eagle3":
+            return f"eagle3:{self.head}" if self.head else "eagle3"
+        return "mtp" if not self.modules else f"mtp:{self.modules}"
+
+
+def _screenable_acceptance(acc: dict) -> dict:
+    if acc.get("kind") not in ("constant", "positional", "ranked", "pair"):
+        raise ValueError("plan acceptance must be constant, positional, ranked or pair (the screen needs "
+                         "acceptance probabilities, not a trace)")
+    return acc
+
+
+class SearchSpaceConfig(Strict):
     tp: list[int] = Field(default_factory=lambda: [1], min_length=1)
     pp: list[int] = Field(default_factory=lambda: [1], min_length=1)
     replicas: list[int] | None = None
@@ -108,8 +148,8 @@ class SearchSpaceConfig(_Strict):
         return self
 
 
-class PlanConfig(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+class PlanConfig(Strict):
+    name: FolderName = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     seed: int = Field(0, ge=0)
     models: list[str] = Field(min_length=1)
     hardware: list[HardwareChoiceConfig] = Field(min_length=1)
@@ -117,7 +157,7 @@ class PlanConfig(_Strict):
     kv_dtype: Literal["fp32", "bf16", "fp16", "fp8"] | None = None
     workload: dict
     acceptance: dict = Field(default_factory=lambda: {"kind": "constant", "alpha": 0.7})
-    slo: SLO
+    slo: SLOConfig
     scheduler: dict = Field(default_factory=dict)
     moe: dict = Field(default_factory=dict)   # cluster.moe of the scenarios (routing skew, pre-scheduling)
     search: SearchSpaceConfig
@@ -126,10 +166,7 @@ class PlanConfig(_Strict):
     @field_validator("acceptance")
     @classmethod
     def _screenable(cls, acc: dict) -> dict:
-        if acc.get("kind") not in ("constant", "positional", "ranked", "pair"):
-            raise ValueError("plan acceptance must be constant, positional, ranked or pair (the screen needs "
-                             "acceptance probabilities, not a trace)")
-        return acc
+        return _screenable_acceptance(acc)
 
 
 @dataclass(frozen=True)
@@ -147,6 +184,8 @@ class Candidate:
     prefill_replicas: int = 0    # disaggregated: replicas in the prefill pool (the rest decode); 0 colocated
     ep: int = 1                  # expert parallelism: ep GPUs per stage, ep/tp data-parallel attention groups
     speculation: str = ""        # JSON of the scenario speculation block; "" = chain
+    drafter_block: str = ""      # JSON of the scenario drafter section without gamma; "" = a draft model `drafter`
+    acceptance: str = ""         # JSON of this drafter's own acceptance section; "" = the plan's
 
     @property
     def decode_replicas(self) -> int:
@@ -184,6 +223,9 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     names += [(f"{FIELD}.hardware.{i}.id", get_hardware, h.id) for i, h in enumerate(spec.hardware)]
     names += [(f"{FIELD}.search.drafters.{i}.model", get_model, d.model)
               for i, d in enumerate(spec.search.drafters) if d.kind == "draft_model"]
+    from models.eagle3 import get_eagle3_head
+    names += [(f"{FIELD}.search.drafters.{i}.head", get_eagle3_head, d.head)
+              for i, d in enumerate(spec.search.drafters) if d.kind == "eagle3" and d.head]
     for where, getter, name in names:
         try:
             getter(name)
@@ -208,10 +250,13 @@ def enumerate_candidates(spec: PlanConfig, deployments: tuple[str, ...]) -> list
         if name not in deployments:
             raise ScenarioError(f"{FIELD}.search.deployments.{i}", f"unknown deployment {name!r}; "
                                 f"supported now: {', '.join(deployments)}")
-    drafters = [(d.model or "none", g, d.tp, json.dumps(d.speculation, sort_keys=True) if d.speculation else "")
+    drafters = [(d.label() if d.kind != "none" else "none", g, d.tp,
+                 json.dumps(d.speculation, sort_keys=True) if d.speculation else "",
+                 json.dumps(d.block(), sort_keys=True) if d.kind not in ("none", "draft_model") else "",
+                 json.dumps(d.acceptance, sort_keys=True) if d.acceptance else "")
                 for d in spec.search.drafters for g in (d.gamma if d.kind != "none" else [0])]
     out = []
-    for model, hw, tp, pp, ep, (draft, gamma, dtp, tree), deployment in itertools.product(
+    for model, hw, tp, pp, ep, (draft, gamma, dtp, tree, block, acc), deployment in itertools.product(
             spec.models, spec.hardware, spec.search.tp, spec.search.pp, spec.search.ep, drafters,
             spec.search.deployments):
         price = hw.usd_per_gpu_hour or price_per_gpu_hour(hw.id).usd_per_gpu_hour
@@ -219,9 +264,9 @@ def enumerate_candidates(spec: PlanConfig, deployments: tuple[str, ...]) -> list
         counts = spec.search.replicas or range(1, spec.search.max_gpus // per_replica + 1)
         for replicas in counts:
             if deployment == "disaggregated":  # every prefill/decode split of the replicas
-                out += [Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, p, ep, tree)
-                        for p in range(1, replicas)]
+                out += [Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, p, ep, tree,
+                                  block, acc) for p in range(1, replicas)]
             else:
                 out.append(Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, 0, ep,
-                                     tree))
+                                     tree, block, acc))
     return out

@@ -17,6 +17,8 @@ Built from the candidate's scenario (what the DES simulated), flag by flag:
 | scheduler.block_size | `--block-size` | `--page-size` |
 | kv_cache.prefix_caching | `--enable-prefix-caching` / `--no-enable-prefix-caching` | radix cache on / `--disable-radix-cache` |
 | draft model, γ | `--speculative-config '{"method": "draft_model", "model": …, "num_speculative_tokens": γ}'` | `--speculative-algorithm STANDALONE --speculative-draft-model-path … --speculative-num-steps γ --speculative-eagle-topk 1 --speculative-num-draft-tokens γ+1` |
+| eagle3 (head), γ | `--speculative-config '{"method": "eagle3", "model": head, "num_speculative_tokens": γ}'` | `--speculative-algorithm EAGLE3 --speculative-draft-model-path head --speculative-num-steps γ --speculative-eagle-topk 1 --speculative-num-draft-tokens γ+1` (dynamic_tree: depth, top_k, budget) |
+| mtp, γ | `--speculative-config '{"method": "mtp", "num_speculative_tokens": γ}'` | `--speculative-algorithm EAGLE` (the model's NextN module) with the same three knobs |
 | disaggregation | `--kv-transfer-config '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'` per role | `--disaggregation-mode prefill` / `decode` |
 
 Sources: vLLM's engine arguments and its "Draft Models" and "NixlConnector" (disaggregated prefill) docs;
@@ -85,11 +87,45 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
     return [str(a) for a in args]
 
 
+def _eagle_family(sc: dict, engine: str) -> tuple[list[str], list[str]]:
+    """(flags, comments) of an EAGLE-3 or MTP drafter: vLLM's method eagle3 / mtp with num_speculative_tokens;
+    SGLang's EAGLE worker (EAGLE3 with the head's repository; EAGLE for the model's own MTP/NextN module)
+    with its three knobs (a chain: num_steps γ, topk 1, num_draft_tokens γ + 1; a dynamic_tree: depth,
+    top_k, budget)."""
+    d, sp = sc["drafter"], sc.get("speculation", {"kind": "chain"})
+    gamma, notes = int(d.get("gamma", 0)), []
+    head_repo = ""
+    if d["kind"] == "eagle3":
+        from models.eagle3 import get_eagle3_head, head_for_target
+        head = get_eagle3_head(d["head"]) if isinstance(d.get("head"), str) else \
+            head_for_target(sc["cluster"]["model"]) if d.get("head") is None else None
+        head_repo = head.repo if head is not None else ""
+        if not head_repo:
+            notes.append("# EAGLE-3 head: put the repository of the planned head in place of HEAD_REPOSITORY")
+            head_repo = "HEAD_REPOSITORY"
+    tree = sp.get("kind") == "dynamic_tree"
+    if engine == "vllm":
+        cfg = {"method": d["kind"], "num_speculative_tokens": int(sp.get("depth", gamma)) if tree else gamma}
+        if head_repo:
+            cfg["model"] = head_repo
+        if tree:
+            notes.append("# vLLM drafts EAGLE chains; the planned SGLang EAGLE tree is written as a chain of its depth")
+        return ["--speculative-config", json.dumps(cfg)], notes
+    steps, topk, tokens = (sp.get("depth", 5), sp.get("top_k", 4), sp.get("budget", 32)) if tree else (gamma, 1, gamma + 1)
+    flags = ["--speculative-algorithm", "EAGLE3" if d["kind"] == "eagle3" else "EAGLE"]
+    if head_repo:
+        flags += ["--speculative-draft-model-path", head_repo]
+    return flags + ["--speculative-num-steps", str(steps), "--speculative-eagle-topk", str(topk),
+                    "--speculative-num-draft-tokens", str(tokens)], notes
+
+
 def _speculation(sc: dict, engine: str) -> tuple[list[str], list[str]]:
     """(flags, comments) of the scenario's drafter."""
     d = sc.get("drafter", {"kind": "none"})
     if d.get("kind", "none") == "none" or not d.get("gamma"):
         return [], []
+    if d["kind"] in ("eagle3", "mtp"):
+        return _eagle_family(sc, engine)
     shape = sc.get("speculation", {}).get("kind", "chain")
     notes = [f"# speculation shape {shape!r} is not a one-flag setting of either engine; the chain below uses the "
              "same draft model and γ"] if shape != "chain" else []

@@ -83,11 +83,18 @@ def replica_kind(c: Candidate, spec):
 def _candidate_costs(c: Candidate, spec):
     """(StepCostModel, KV tokens per replica, tokens per step) of a candidate's replica."""
     kind = replica_kind(c, spec)
-    if c.speculation or spec.acceptance.get("kind") not in CHAIN_ACCEPTANCE:
+    acceptance = candidate_acceptance(c, spec)
+    if c.speculation or acceptance.get("kind") not in CHAIN_ACCEPTANCE:
         tokens = 1.0 + kind.acceptance.expected_accepted() if kind.acceptance is not None else 1.0
     else:
-        tokens = tokens_per_step(spec.acceptance, c.gamma)
+        tokens = tokens_per_step(acceptance, c.gamma)
     return kind.cost, kind.kv_tokens, tokens
+
+
+def candidate_acceptance(c: Candidate, spec) -> dict:
+    """The acceptance section of a candidate: its drafter's own, else the plan's."""
+    import json
+    return json.loads(c.acceptance) if c.acceptance else dict(spec.acceptance)
 
 
 def _pool_model(c: Candidate, spec, work: Workload, prefill_replicas: int, overloaded: str):
@@ -156,15 +163,19 @@ class Colocated:
     def scenario(self, c: Candidate, spec, seed: int) -> dict:
         import json
 
-        drafter = ({"kind": "draft_model", "model": c.drafter, "gamma": c.gamma, "tp": c.drafter_tp}
-                   if c.gamma else {"kind": "none"})
+        if not c.gamma:
+            drafter = {"kind": "none"}
+        elif c.drafter_block:
+            drafter = {**json.loads(c.drafter_block), "gamma": c.gamma}
+        else:
+            drafter = {"kind": "draft_model", "model": c.drafter, "gamma": c.gamma, "tp": c.drafter_tp}
         extra = {"speculation": json.loads(c.speculation)} if c.speculation and c.gamma else {}
         return {"name": f"{spec.name}", "seed": seed, "workload": dict(spec.workload), **extra,
                 "cluster": {"hardware": c.hardware, "model": c.model, "dtype": spec.dtype, "replicas": c.replicas,
                             **({"kv_dtype": spec.kv_dtype} if spec.kv_dtype else {}),
                             "parallelism": {"tp": c.tp, "pp": c.pp, "ep": c.ep},
                             **({"moe": dict(spec.moe)} if c.ep > 1 and spec.moe else {})},
-                "drafter": drafter, "acceptance": dict(spec.acceptance), "scheduler": dict(spec.scheduler),
+                "drafter": drafter, "acceptance": candidate_acceptance(c, spec), "scheduler": dict(spec.scheduler),
                 "slo": spec.slo.model_dump(), "outputs": {"plots": False}}
 
     def screen(self, c: Candidate, spec, work: Workload) -> ScreenEstimate:
@@ -246,7 +257,8 @@ def screen(c: Candidate, spec, work: Workload) -> ScreenEstimate:
 
 def workload_means(spec, base_dir, seed: int) -> Workload:
     """QPS and mean lengths of the plan's workload (generated once, as the DES would)."""
-    from simulator.core.workload import WorkloadConfig, generate_requests
+    from simulator.config.workload import WorkloadConfig
+    from simulator.core.workload import generate_requests
 
     try:
         config = WorkloadConfig.model_validate(spec.workload)
@@ -257,7 +269,7 @@ def workload_means(spec, base_dir, seed: int) -> Workload:
     if config.parallel_samples != 1:
         raise ScenarioError("plan.workload.parallel_samples", f"{config.parallel_samples}: the screen prices one "
                                                              "sequence per request; allowed: 1")
-    table = generate_requests(config, np.random.default_rng(seed), base_dir)
+    table = generate_requests(config.spec(), np.random.default_rng(seed), base_dir)
     span = float(table.arrival_s.max() - table.arrival_s.min()) if len(table) > 1 else 0.0
     qps = (len(table) - 1) / span if span > 0 else float(config.arrival.qps or 1.0)
     return Workload(qps, float(np.mean(table.prompt_tokens)), float(np.mean(table.output_tokens)))

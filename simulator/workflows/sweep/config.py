@@ -29,26 +29,26 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
+from simulator.config.base import Strict
+from simulator.config.names import FolderName
 from simulator.config.scenario import apply_overrides, parse_scenario, read_config, read_scenario_dict
 
 FIELD = "sweep"
 SEED_KEY = "seed"
 
 
-class SweepPlotConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class SweepPlotConfig(Strict):
     x: str | None = None
     hue: str | None = None
     metrics: list[str] = Field(default_factory=lambda: ["goodput_rps", "ttft_p99_s", "tpot_p50_s",
                                                         "output_tokens_per_s"], min_length=1)
 
 
-class SweepConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+class SweepConfig(Strict):
+    name: FolderName = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     scenario: str
     set: list[str] = Field(default_factory=list)
     grid: dict[str, list[Any]] = Field(default_factory=dict)

@@ -22,11 +22,15 @@ from simulator.errors import ScenarioError
 FIELD = "--executor"
 
 
-def _ignore_sigint() -> None:
+def _init_worker(parent_pid: int) -> None:
     """Pool workers leave Ctrl-C to the parent, which stops them: one "interrupted" line, no traceback
-    from every worker."""
+    from every worker; and they die with the parent when it is killed outright
+    (simulator.console.lifetime)."""
     import signal
+
+    from simulator.console.lifetime import die_with_parent
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent_pid)
 
 
 class SerialExecutor:
@@ -49,7 +53,8 @@ class ProcessExecutor:
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self):
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_ignore_sigint)
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_init_worker,
+                                         initargs=(os.getpid(),))
         return self
 
     def __exit__(self, exc_type, *exc) -> None:

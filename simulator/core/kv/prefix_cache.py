@@ -1,6 +1,5 @@
-"""One replica's KV cache beyond counting blocks: prefix caching (vLLM's automatic prefix caching), a host
-memory tier, and the accounting of shared blocks. Used by `simulator.core.replica.Replica` when
-`cluster.kv_cache` asks for it; without it the replica keeps its plain block counter.
+"""The prefix-caching KV manager (`cluster.kv_cache.prefix_caching`): vLLM's automatic prefix caching and the
+accounting of blocks several requests share (`PrefixCachePool`, over the free queue `PrefixCache`).
 
 Prefix caching, as vLLM v1 does it (`vllm/v1/core/kv_cache_manager.py`, `block_pool.py`,
 `kv_cache_utils.py`; docs "Automatic Prefix Caching"):
@@ -21,9 +20,8 @@ computed twice (a later unit of a prompt already cached while an earlier one was
 to the second request instead of being a second cached copy; units a request produces while decoding
 become visible to others when it finishes or is preempted (vLLM: as each block fills).
 
-Host tier (`host_memory_gib` per GPU): units evicted from the GPU are kept in host memory (LRU) and a
-later hit on them is loaded over the host link instead of recomputed (LMCache, vLLM's CPU KV
-offloading); swapped-out requests (preemption by swap) take host room first, evicting host units.
+With a host tier (simulator.core.kv.host_tier) units evicted from the GPU are kept in host memory and a
+later hit on them is loaded over the host link instead of recomputed.
 """
 from __future__ import annotations
 
@@ -33,49 +31,11 @@ from itertools import count
 
 import numpy as np
 
+from simulator.core.kv.block_pool import BlockPool
+from simulator.core.kv.host_tier import HostMemory
 from simulator.core.prefixes import UNIT_BITS, PrefixKeys
 
 _NO_KEYS = np.zeros(0, dtype=np.int64)
-
-
-class HostTier:
-    """Host memory of a replica for swapped requests and offloaded prefix units, in tokens."""
-
-    def __init__(self, capacity_tokens: int, unit_tokens: int):
-        self.capacity, self.unit_tokens = int(capacity_tokens), int(unit_tokens)
-        self.units: OrderedDict[int, None] = OrderedDict()   # offloaded prefix units, LRU first
-        self.swapped: dict[int, int] = {}                      # request -> tokens swapped out
-        self.used = 0
-
-    def _make_room(self, tokens: int) -> bool:
-        while self.used + tokens > self.capacity and self.units:
-            self.units.popitem(last=False)
-            self.used -= self.unit_tokens
-        return self.used + tokens <= self.capacity
-
-    def swap_out(self, r: int, tokens: int) -> bool:
-        """Keep `tokens` of request r (evicting offloaded units if needed); False when they do not fit."""
-        if not self._make_room(tokens):
-            return False
-        self.swapped[r] = tokens
-        self.used += tokens
-        return True
-
-    def swap_in(self, r: int) -> int:
-        tokens = self.swapped.pop(r)
-        self.used -= tokens
-        return tokens
-
-    def offload(self, key: int) -> None:
-        if key in self.units:
-            self.units.move_to_end(key)
-        elif self._make_room(self.unit_tokens):
-            self.units[key] = None
-            self.used += self.unit_tokens
-
-    def touch(self, key: int) -> None:
-        if key in self.units:   # (it may have made room for later offloads meanwhile)
-            self.units.move_to_end(key)
 
 
 @dataclass
@@ -96,7 +56,7 @@ class PrefixCache:
     block_size: int
     unit_tokens: int
     prefixes: PrefixKeys | None
-    host: HostTier | None = None
+    host: HostMemory | None = None
     refs: dict = field(default_factory=dict)          # cached unit in use -> requests referencing it
     queue: OrderedDict = field(default_factory=OrderedDict)  # free blocks, head first: unit key -> its blocks,
     held: dict = field(default_factory=dict)          # or ("free", n) -> blocks of a plain segment
@@ -273,23 +233,61 @@ class PrefixCache:
         return int(counts[shared].sum()) * self.unit_tokens, int(shared.sum()) * self.unit_tokens, sharers
 
 
-@dataclass
-class KVTiers:
-    """What a replica's KV manager adds to block counting (`cluster.kv_cache`): the prefix cache, the host
-    tier, swap preemption, shared-prefix attention, and the price of moving KV over the host link:
-    `io_s_per_token` (bytes of one token's KV per GPU / the GPU's host-link bandwidth; every GPU of the
-    replica moves its own shard over its own link, in parallel) plus `io_latency_s` per transfer.
-    Approximation: a step that swaps or loads KV waits for the copy (no overlap with its compute)."""
+class PrefixCachePool(BlockPool):
+    """A block pool whose free blocks are `cache`'s free queue: admission reuses cached units (their
+    blocks are counted once however many requests use them, `RequestState.unit_blocks`) and whatever
+    takes blocks evicts the least recently freed units. A prompt's blocks are reserved at admission with
+    every scheduler (the cache decides hits per request). `shared_attention`: decode steps read the units
+    their requests share once (`StepPlan.shared`)."""
 
-    cache: PrefixCache | None
-    host: HostTier | None
-    swap: bool
-    shared_attention: bool
-    io_s_per_token: float
-    io_latency_s: float
-    hit_tokens: int = 0            # prompt tokens found cached over all admissions (re-admissions included)
-    loaded_tokens: int = 0         # of which loaded from the host tier
-    swapped_tokens: int = 0        # tokens swapped out (and back in)
+    bulk_capable = False
 
-    def io_seconds(self, tokens: int, transfers: int) -> float:
-        return tokens * self.io_s_per_token + transfers * self.io_latency_s
+    def __init__(self, state, total_blocks: int, block_size: int, cache: PrefixCache, shared_attention: bool):
+        super().__init__(state, total_blocks, block_size)
+        self.bulk_capable = False
+        self.cache, self.shared_attention = cache, shared_attention
+        self.summarized = True
+        self.hit_tokens = self.loaded_tokens = 0
+        self.io = [0, 0]   # KV tokens and transfers loaded from host memory for the step being formed
+
+    def need(self, r: int, tokens: int | None = None) -> tuple[int, int]:
+        target = int(self.s.prefill_target[r])
+        return self.cache.need_blocks(r, target, self.blocks_for(target)), target
+
+    def admit(self, r: int, reserve: bool = True) -> tuple[int, bool]:
+        s = self.s
+        target = int(s.prefill_target[r])
+        got = self.cache.admit(r, target, int(self.blocks(r, target)))
+        s.blocks[r], s.unit_blocks[r] = got.private_blocks, got.unit_blocks
+        self.used_blocks += got.taken_blocks
+        if s.preemptions[r] == 0:
+            s.cached_prompt_tokens[r] = got.hit_tokens
+        self.hit_tokens += got.hit_tokens
+        if got.loaded_tokens:
+            self.loaded_tokens += got.loaded_tokens
+            self.io[0] += got.loaded_tokens
+            self.io[1] += 1
+        return got.hit_tokens, False
+
+    def _private_need(self, ids, tokens):
+        return self.blocks(ids, tokens) - self.s.unit_blocks[ids]
+
+    def take(self, n: int) -> None:
+        self.cache.take(n)
+        self.used_blocks += n
+
+    def free(self, r: int, ctx_tokens: int, private_blocks: int, keep: str) -> None:
+        self.used_blocks -= self.cache.release(r, ctx_tokens, private_blocks, keep)
+
+    def cached(self, r: int, prompt_tokens: int) -> int:
+        return self.cache.match_tokens(r, prompt_tokens)
+
+    @property
+    def cached_tokens(self) -> int:
+        return self.cache.cached_tokens
+
+    def on_plan(self, plan) -> None:
+        plan.io_tokens, plan.io_transfers = self.io
+        self.io = [0, 0]
+        if self.shared_attention and len(plan.decode_ids) > 1:
+            plan.shared = self.cache.shared_context(plan.decode_ids)

@@ -1,0 +1,238 @@
+"""The `workload:` section: arrival process, request lengths, shared prefixes and sessions, context overflow
+and parallel sampling. Validated here; simulator.core.workload draws (or replays) the requests from the
+frozen specs these sections build (`spec()`), whose docstrings say what each field means."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from simulator.config.base import Strict
+from simulator.core.lengths import (MIN_TRUNCATED_MASS, EmpiricalLength, FixedLength, LognormalLength, UniformLength,
+                                    normal_mass, standard_bounds)
+from simulator.core.prefixes import Sessions, SharedPrefix
+from simulator.core.workload import Arrival, TraceColumns, Workload
+
+
+class FixedLengthConfig(Strict):
+    SPEC = FixedLength
+    kind: Literal["fixed"]
+    value: int = Field(ge=1)
+
+
+class UniformLengthConfig(Strict):
+    SPEC = UniformLength
+    kind: Literal["uniform"]
+    low: int = Field(ge=1)
+    high: int = Field(ge=1)
+
+    @field_validator("high")
+    @classmethod
+    def _high_not_below_low(cls, high: int, info: ValidationInfo) -> int:
+        low = info.data.get("low")
+        if low is not None and high < low:
+            raise PydanticCustomError("range", "must be >= low ({low}); got {high}", {"low": low, "high": high})
+        return high
+
+
+class LognormalLengthConfig(Strict):
+    SPEC = LognormalLength
+    kind: Literal["lognormal"]
+    median: float = Field(gt=0, allow_inf_nan=False)
+    sigma: float = Field(gt=0, allow_inf_nan=False)
+    min: int = Field(default=1, ge=1)
+    max: int | None = Field(default=None, ge=1, validate_default=True)
+
+    @field_validator("max")
+    @classmethod
+    def _range_is_sensible(cls, high: int | None, info: ValidationInfo) -> int | None:
+        data = info.data
+        if not {"median", "sigma", "min"} <= data.keys():
+            return high  # an earlier field already failed; pydantic reports that one
+        low = data["min"]
+        if high is not None and high < low:
+            raise PydanticCustomError("range", "must be >= min ({low}); got {high}", {"low": low, "high": high})
+        z_low, z_high = standard_bounds(data["median"], data["sigma"], low, high)
+        if normal_mass(z_low, z_high) < MIN_TRUNCATED_MASS:
+            raise PydanticCustomError(
+                "range",
+                "[min, max] = [{low}, {high}] has probability < 1e-9 under lognormal(median={median}, "
+                "sigma={sigma}); move the median inside the range or widen it",
+                {"low": low, "high": high, "median": data["median"], "sigma": data["sigma"]},
+            )
+        return high
+
+
+class EmpiricalLengthConfig(Strict):
+    SPEC = EmpiricalLength
+    kind: Literal["empirical"]
+    csv: Path
+    column: str = Field(min_length=1)
+
+
+LengthDist = Annotated[
+    Union[FixedLengthConfig, UniformLengthConfig, LognormalLengthConfig, EmpiricalLengthConfig], Field(discriminator="kind")
+]
+
+
+class SharedPrefixConfig(Strict):
+    """System prompts shared by the requests (simulator.core.prefixes)."""
+
+    SPEC = SharedPrefix
+    prompts: int = Field(ge=1, le=10**6)
+    tokens: int = Field(ge=1, le=10**7)
+    popularity: Literal["uniform", "zipf"] = "uniform"
+    zipf_exponent: float = Field(1.0, gt=0.0, le=10.0)
+
+
+
+class SessionsConfig(Strict):
+    """Multi-turn conversations (simulator.core.prefixes)."""
+
+    SPEC = Sessions
+    turns: LengthDist
+    think_time_s: float = Field(gt=0.0, allow_inf_nan=False)
+
+
+def _process(info: ValidationInfo) -> str | None:
+    return info.data.get("process")
+
+
+class TraceColumnsConfig(Strict):
+    """Column (CSV) or key (JSONL) names of a trace layout other than the format's (simulator.core.traces)."""
+
+    SPEC = TraceColumns
+    arrival: str | None = None
+    prompt_tokens: str | None = None
+    output_tokens: str | None = None
+    hash_ids: str | None = None
+
+
+class ArrivalConfig(Strict):
+    SPEC = Arrival
+    process: Literal["poisson", "gamma", "trace", "closed_loop"]
+    qps: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
+    concurrency: int | None = Field(default=None, ge=1, validate_default=True)
+    cv: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
+    trace_csv: Path | None = Field(default=None, validate_default=True)
+    # trace replay options (simulator.core.traces): format, layout, clock, window and rate scaling
+    format: Literal["draftsim", "azure", "burstgpt", "mooncake"] = "draftsim"
+    columns: TraceColumnsConfig | None = None
+    time_unit: Literal["s", "ms", "us", "datetime"] | None = None
+    start_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    end_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    speedup: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    hash_block_tokens: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _trace_options_only_for_traces(self) -> "ArrivalConfig":
+        from simulator.core.traces import TRACE_OPTIONS
+        if self.process != "trace":
+            for name in ("format", *TRACE_OPTIONS):
+                default = "draftsim" if name == "format" else TRACE_OPTIONS[name]
+                if getattr(self, name) != default:
+                    raise ValueError(f"{name} is only allowed for process 'trace'")
+        if self.end_s is not None and self.end_s <= self.start_s:
+            raise ValueError(f"end_s ({self.end_s}) must be > start_s ({self.start_s})")
+        return self
+
+    @field_validator("qps")
+    @classmethod
+    def _qps_for_synthetic(cls, qps: float | None, info: ValidationInfo) -> float | None:
+        process = _process(info)
+        if process in ("poisson", "gamma") and qps is None:
+            raise PydanticCustomError("missing", "required for process '{p}': mean arrival rate in "
+                                                 "requests/s (> 0)", {"p": process})
+        if process == "trace" and qps is not None:
+            raise PydanticCustomError("forbidden", "not allowed for process 'trace' (arrival times come "
+                                                   "from trace_csv)")
+        if process == "closed_loop" and qps is not None:
+            raise PydanticCustomError("forbidden", "not allowed for process 'closed_loop' (requests are sent "
+                                                   "as earlier ones finish; give concurrency)")
+        return qps
+
+    @field_validator("concurrency")
+    @classmethod
+    def _concurrency_for_closed_loop(cls, concurrency: int | None, info: ValidationInfo) -> int | None:
+        return _only_for("closed_loop", concurrency, info, "clients sending one request at a time (>= 1)")
+
+    @field_validator("cv")
+    @classmethod
+    def _cv_for_gamma(cls, cv: float | None, info: ValidationInfo) -> float | None:
+        return _only_for("gamma", cv, info, "coefficient of variation of inter-arrival gaps (> 0; 1 = Poisson, "
+                                            "> 1 = bursty)", " (poisson has cv = 1)")
+
+    @field_validator("trace_csv")
+    @classmethod
+    def _trace_for_trace(cls, trace_csv: Path | None, info: ValidationInfo) -> Path | None:
+        return _only_for("trace", trace_csv, info, "CSV with columns arrival_s, prompt_tokens, output_tokens")
+
+
+def _only_for(owner: str, value, info: ValidationInfo, what: str, note: str = ""):
+    """An arrival field that process `owner` requires and every other process forbids."""
+    process = _process(info)
+    if process == owner and value is None:
+        raise PydanticCustomError("missing", f"required for process '{owner}': {what}")
+    if process is not None and process != owner and value is not None:
+        raise PydanticCustomError("forbidden", f"only allowed for process '{owner}'{note}")
+    return value
+
+
+class WorkloadConfig(Strict):
+    SPEC = Workload
+    arrival: ArrivalConfig
+    prompt_tokens: LengthDist | None = Field(default=None, validate_default=True)
+    output_tokens: LengthDist | None = Field(default=None, validate_default=True)
+    num_requests: int | None = Field(default=None, ge=1)
+    duration_s: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
+    # shared prompt prefixes and multi-turn sessions (simulator.core.prefixes)
+    shared_prefix: SharedPrefixConfig | None = None
+    sessions: SessionsConfig | None = None
+    # a request longer than the model's context (cluster.max_model_len): error (default), drop (rejected
+    # as a serving engine rejects it) or truncate (the prompt is cut; simulator.core.context)
+    context_overflow: Literal["error", "drop", "truncate"] = "error"
+    # sequences generated per request from one prompt (parallel sampling `n`, beam width): the prompt is
+    # prefilled once and its KV shared; each sequence decodes output_tokens tokens (simulator.core.replica)
+    parallel_samples: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _sharing_needs_synthetic(self) -> "WorkloadConfig":
+        if self.arrival.process in ("trace", "closed_loop") and (self.shared_prefix or self.sessions):
+            raise ValueError(f"shared_prefix and sessions generate requests; not allowed for process "
+                             f"'{self.arrival.process}'")
+        return self
+
+    @field_validator("prompt_tokens", "output_tokens")
+    @classmethod
+    def _lengths_unless_trace(cls, dist, info: ValidationInfo):
+        arrival = info.data.get("arrival")
+        if arrival is None:
+            return dist
+        if arrival.process == "trace" and dist is not None:
+            raise PydanticCustomError("forbidden", "not allowed with a trace: token counts come from the "
+                                                   "trace file")
+        if arrival.process != "trace" and dist is None:
+            raise PydanticCustomError("missing", "required for process '{p}': a length distribution "
+                                                 "(kind: fixed | uniform | lognormal | empirical)",
+                                      {"p": arrival.process})
+        return dist
+
+    @field_validator("duration_s")
+    @classmethod
+    def _one_stopping_rule(cls, duration_s: float | None, info: ValidationInfo) -> float | None:
+        arrival = info.data.get("arrival")
+        if arrival is None or "num_requests" not in info.data:
+            return duration_s
+        num_requests = info.data["num_requests"]
+        if num_requests is not None and duration_s is not None:
+            raise PydanticCustomError("conflict", "give either num_requests or duration_s, not both")
+        if arrival.process == "closed_loop" and duration_s is not None:
+            raise PydanticCustomError("forbidden", "not allowed for process 'closed_loop'; give num_requests")
+        if arrival.process == "closed_loop" and num_requests is None:
+            raise PydanticCustomError("missing", "required for process 'closed_loop': give num_requests (>= 1)")
+        if arrival.process != "trace" and num_requests is None and duration_s is None:
+            raise PydanticCustomError("missing", "give exactly one of num_requests (>= 1) or duration_s "
+                                                 "(> 0) for process '{p}'", {"p": arrival.process})
+        return duration_s

@@ -1,0 +1,127 @@
+"""Batching schedulers: how a replica forms its next step (`plan(view, now_s) -> StepPlan`), apart from its
+KV manager (simulator.core.kv), as vLLM V1 keeps `Scheduler` apart from `KVCacheManager`.
+
+A scheduler reads and changes the replica through its view (`simulator.core.replica.Replica`): the request
+columns `s`, the queues `waiting` (FCFS) and `running` (admission order), the KV manager `kv`, the verify
+width `q`, and the moves `admit_head(now_s, reserve)` and `preempt(r)`. Besides `plan` it says the token
+room a waiting request would find in a decode-only step of the current batch (`admission_room`) and
+whether the waiting head would be admitted with it (`admissible`): the replica runs bulks of decode steps
+(simulator.core.bulk) only while no step can admit anyone.
+
+`SCHEDULERS` maps `scheduler.kind` to its class, one file each; a new one is its file plus one line there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from models.step import chunk_attention_pairs
+
+NO_IDS = np.zeros(0, dtype=np.int64)   # the decode ids of a step without decodes (shared, read-only)
+NO_IDS.flags.writeable = False
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """What bounds a step (the `scheduler:` section): sequences in the batch (vLLM's max_num_seqs), tokens
+    per step (max_num_batched_tokens) and Sarathi's chunk budget."""
+
+    max_batch_size: int
+    max_batched_tokens: int
+    chunk_tokens: int
+
+
+@dataclass
+class StepPlan:
+    prefill_ids: list[int]
+    prefill_chunks: list[int]
+    decode_ids: np.ndarray
+    prefill_attn_pairs: int
+    decode_context_tokens: int
+    queued: int = 0   # waiting requests when the step was formed
+    running: int = 0  # admitted requests when the step was formed
+    counts: np.ndarray | None = None  # per-decode-request draft counts chosen by a policy (None: fixed)
+    io_tokens: int = 0       # KV tokens moved to or from host memory in this step (swap, host-tier loads)
+    io_transfers: int = 0
+    shared: tuple[int, int, int] | None = None  # shared-prefix attention aggregates of the decode requests
+
+    @property
+    def empty(self) -> bool:
+        return not self.prefill_ids and not len(self.decode_ids)
+
+
+class Scheduler(Protocol):
+    def plan(self, view, now_s: float) -> StepPlan: ...
+
+    def admission_room(self, view) -> int: ...
+
+    def admissible(self, view, token_room: int) -> bool: ...
+
+
+class Prefills:
+    """The prompt chunks of a step being formed."""
+
+    def __init__(self):
+        self.ids: list[int] = []
+        self.chunks: list[int] = []
+        self.pairs = 0
+
+    def add(self, view, r: int, room: int | None = None) -> int:
+        """Schedule the rest of r's prompt, at most `room` tokens of it; returns the chunk's tokens."""
+        s = view.s
+        done = int(s.prefilled[r])
+        c = int(s.prefill_target[r]) - done
+        if room is not None and room < c:
+            c = int(room)
+        self.ids.append(r)
+        self.chunks.append(c)
+        self.pairs += chunk_attention_pairs(c, done)
+        return c
+
+    def plan(self, view, decode_ids) -> StepPlan:
+        ids = np.asarray(decode_ids, dtype=np.int64)
+        return StepPlan(self.ids, self.chunks, ids, self.pairs, view.decode_context(ids) if len(ids) else 0)
+
+
+def head_admissible(view, token_room: int, batch_len: int) -> bool:
+    """The waiting head fits now: a batch slot, its prompt's blocks, and its prompt within `token_room`
+    (a step's first prompt may take the whole room whatever its length)."""
+    if not view.waiting or view.batch_full():
+        return False
+    need, tokens = view.kv.need(view.waiting[0])
+    if need > view.kv.total_blocks - view.kv.used_blocks:
+        return False
+    return token_room > 0 and (batch_len == 0 or tokens <= token_room)
+
+
+def grow_decodes(view, decode_ids: list[int]) -> list[int]:
+    """Give each decode request blocks for its context + q tokens, preempting the most recently admitted
+    requests (LIFO, as vLLM does) until they fit. Returns the surviving decode ids."""
+    view.settle()
+    s = view.s
+    while decode_ids:
+        ids = np.asarray(decode_ids)
+        if view.kv.grow(ids, s.ctx[ids] + view.q):
+            return decode_ids
+        victim = view.running[-1]
+        view.preempt(victim)
+        if victim in decode_ids:
+            decode_ids = [r for r in decode_ids if r != victim]
+    return decode_ids
+
+
+from simulator.core.sched.decode_only import DecodeOnly  # noqa: E402  (the registries below)
+from simulator.core.sched.sarathi import Sarathi  # noqa: E402
+from simulator.core.sched.vllm import Vllm  # noqa: E402
+from simulator.core.sched.vllm_v1 import VllmV1  # noqa: E402
+
+# scheduler.kind -> scheduler class (a new one: its file plus one line here)
+SCHEDULERS = {
+    "vllm": Vllm,
+    "sarathi": Sarathi,
+    "vllm_v1": VllmV1,
+}
+
+__all__ = ["BatchLimits", "DecodeOnly", "NO_IDS", "SCHEDULERS", "Scheduler", "StepPlan"]

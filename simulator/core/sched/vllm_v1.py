@@ -1,0 +1,104 @@
+"""vLLM V1's scheduler (`scheduler.kind: vllm_v1`), rule by rule, for replicas that must step the way a
+real vLLM does (the `draftsim validate --engine vllm` comparison, and any user mirroring a vLLM server).
+
+Read from vLLM 0.32's `vllm/v1/core/sched/scheduler.py`, `Scheduler.schedule` (unchanged in these rules
+since V1 became the default engine):
+
+1. One token budget per step, `max_num_batched_tokens` (`scheduler.max_batched_tokens`), shared by all
+   requests; chunked prefill is always on.
+2. RUNNING requests first, in admission order. Each asks for the tokens it has not computed: a decoding
+   request 1 + its draft tokens (`num_tokens_with_spec − num_computed_tokens`, here the replica's q), a
+   request mid-prefill the rest of its prompt; the request gets `min(asked, budget left)`.
+3. KV blocks are allocated per step for the tokens scheduled (`KVCacheManager.allocate_slots`), not for
+   the whole prompt at admission. When they do not fit, the most recently admitted running request is
+   preempted (`self.running.pop()`, recompute: its blocks are freed and it goes back to the head of the
+   waiting queue) until they fit; if the request itself was the one preempted, the running pass stops.
+4. WAITING requests, FCFS, only if the running pass preempted nobody (`if not preempted_reqs`), while
+   the budget lasts and fewer than `max_num_seqs` (`scheduler.max_batch_size`) requests run: each gets
+   `min(prompt tokens not cached, budget left)` and its blocks; the first one whose blocks do not fit
+   stops admission.
+
+Approximations, named here:
+- A decoding request whose 1 + γ tokens exceed the budget left waits for the next step; vLLM would
+  schedule it with fewer draft tokens (`min(num_new_tokens, token_budget)`). Only matters when the budget
+  is within γ of running out, i.e. when `max_batched_tokens` is near `max_batch_size · (γ+1)`.
+- vLLM also allocates `num_lookahead_tokens` (= γ for draft-model and EAGLE proposers) slots per decoding
+  request; here a decoding request holds blocks for context + q tokens, as in the other schedulers.
+- Parallel sampling (n sequences per request): a request counts n sequences against `max_num_seqs`,
+  n·q decode tokens against the budget, and its blocks as simulator.core.kv.block_pool.BlockPool.blocks.
+- With a prefix cache or host tier (`cluster.kv_cache`) a request's prompt blocks are reserved at
+  admission, as in the other schedulers (simulator.core.kv decides hits and evictions per request).
+"""
+from __future__ import annotations
+
+from simulator.core.sched import BatchLimits, Prefills, StepPlan
+
+
+def _grow(view, r: int, tokens: int) -> bool:
+    """Give request r blocks for `tokens` tokens of KV, preempting the newest running requests while
+    they do not fit (rule 3). False when r itself had to be preempted."""
+    while not view.kv.grow(r, tokens):
+        victim = view.running[-1]
+        view.preempt(victim)
+        if victim == r:
+            return False
+    return True
+
+
+class VllmV1:
+    def __init__(self, limits: BatchLimits):
+        self.limits = limits
+
+    def admissible(self, view, token_room: int) -> bool:
+        """The waiting head would be admitted now with `token_room` tokens of budget left (rule 4)."""
+        if not view.waiting or token_room <= 0 or view.batch_full():
+            return False
+        r = view.waiting[0]
+        kv = view.kv
+        return kv.need(r, min(int(view.s.prefill_target[r]), token_room))[0] <= kv.total_blocks - kv.used_blocks
+
+    def admission_room(self, view) -> int:
+        """Budget a waiting request would find in a decode-only step of the current batch."""
+        return self.limits.max_batched_tokens - view.decode_rows(view.running) * view.q
+
+    def plan(self, view, now_s: float) -> StepPlan:
+        view.settle()
+        s = view.s
+        budget = self.limits.max_batched_tokens
+        decode_ids: list[int] = []
+        prefills = Prefills()
+        preempted = False
+        i = 0
+        while i < len(view.running) and budget > 0:                      # rule 2
+            r = view.running[i]
+            decoding = view.decoding(r)
+            if decoding:
+                n = view.q * int(s.samples[r])   # every sequence of the request verifies q tokens
+                if n > budget:
+                    i += 1
+                    continue
+                tokens = int(s.ctx[r]) + view.q   # per sequence
+            else:
+                n = int(min(s.prefill_target[r] - s.prefilled[r], budget))
+                tokens = int(s.prefilled[r]) + n
+            before = len(view.running)
+            ok = _grow(view, r, tokens)
+            preempted = preempted or len(view.running) < before
+            if not ok:
+                break
+            if decoding:
+                decode_ids.append(r)
+            else:
+                prefills.add(view, r, n)
+            budget -= n
+            i += 1
+        if not preempted:                                                 # rule 4
+            while self.admissible(view, budget):
+                r = view.admit_head(now_s, reserve=False)   # blocks come with each chunk (rule 3)
+                if view.decoding(r):   # swapped back in (host tier): decodes from the next step
+                    continue
+                n = int(min(s.prefill_target[r] - s.prefilled[r], budget))
+                _grow(view, r, n)
+                prefills.add(view, r, n)
+                budget -= n
+        return prefills.plan(view, decode_ids)

@@ -1,0 +1,190 @@
+"""An output folder that a command shares with whatever else lives there: a run replaces only its own files.
+
+A command's files are first written into a fresh staging folder, then moved into the output folder. Each
+command keeps a manifest of the files it wrote there, `.draftsim-<command>.json` (`{"files": [...]}`); a
+later run of the same command into the same folder replaces those files, removes those of them it does
+not write again, and leaves everything else — other commands' files, sibling folders (the outputs of
+other runs nested inside), the user's own files — as it was.
+
+Rules, checked before any work starts (`check_output_dir`) and again when installing:
+
+- a missing folder is created (the staging folder is renamed into place: all or nothing);
+- an empty folder, or one that holds a draftsim manifest (any command's) or a legacy output (a folder
+  written before manifests existed, recognised by its marker file, e.g. `summary.json`; its manifest is
+  taken to be the command's known file names found there, unless the folder holds a manifest of another
+  command), receives the files;
+- a file the run would write that exists there but is not in this command's manifest is never
+  overwritten: the run is refused (`--out`, one line);
+- any other non-empty folder, a file, or a symbolic link is refused.
+
+Every path written is checked to resolve inside the output folder (`inside`). Moving the files in is a
+handful of renames; Ctrl-C is held back during them (`_signals_held`) so the folder never mixes two runs'
+files: the interruption takes effect right after, with the new files complete. After a `kill -9` during
+those renames, the manifest (written first as the union of old and new names) still lists every file
+present, so the next run cleans up; a staging folder `.draftsim-tmp-*` may be left behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable
+
+from simulator.errors import ScenarioError
+
+OUT_FIELD = "--out"
+MANIFEST_PREFIX, MANIFEST_SUFFIX = ".draftsim-", ".json"
+STAGING_PREFIX = ".draftsim-tmp-"
+
+
+def manifest_name(command: str) -> str:
+    return f"{MANIFEST_PREFIX}{command}{MANIFEST_SUFFIX}"
+
+
+def absolute(out_dir: Path | str) -> Path:
+    """`out_dir` as an absolute path (ScenarioError on `--out` when it is empty)."""
+    if str(out_dir).strip() == "":
+        raise ScenarioError(OUT_FIELD, "an empty path; give the output folder, or omit --out for the default")
+    return Path(out_dir).expanduser().absolute()
+
+
+def inside(folder: Path, name: str) -> Path:
+    """`folder / name` for a plain file name that resolves inside `folder` (ValueError otherwise)."""
+    if not name or Path(name).name != name or name in (".", "..") or "\x00" in name:
+        raise ValueError(f"{name!r} must be a plain file name")
+    path = folder / name
+    if path.resolve().parent != folder.resolve():
+        raise ValueError(f"{name!r} resolves outside {folder}")
+    return path
+
+
+def _is_output_folder(entries: list[str], marker: str) -> bool:
+    return marker in entries or any(e.startswith(MANIFEST_PREFIX) and e.endswith(MANIFEST_SUFFIX)
+                                    and not e.startswith(STAGING_PREFIX) for e in entries)
+
+
+def _owned(out_dir: Path, command: str, marker: str, known: Iterable[str]) -> set[str]:
+    """The files this command wrote into `out_dir` earlier (its manifest; for a legacy output the known
+    names that exist there)."""
+    path = out_dir / manifest_name(command)
+    if path.is_file():
+        try:
+            files = json.loads(path.read_text(encoding="utf-8"))["files"]
+            return {str(f) for f in files if isinstance(f, str) and Path(f).name == f}
+        except (OSError, ValueError, KeyError, TypeError):
+            raise ScenarioError(OUT_FIELD, f"{path} is not a draftsim manifest; choose another --out") from None
+    manifests = [p for p in out_dir.glob(f"{MANIFEST_PREFIX}*{MANIFEST_SUFFIX}") if not p.name.startswith(STAGING_PREFIX)]
+    if (out_dir / marker).is_file() and not manifests:   # written before manifests existed
+        return {name for name in known if (out_dir / name).is_file()}
+    return set()
+
+
+def check_folder(out_dir: Path, command: str, marker: str, names: Iterable[str]) -> set[str]:
+    """Refuse (`--out`) a folder that may not receive `names`; returns the files this command owns there."""
+    if not os.path.lexists(out_dir):
+        return set()
+    if out_dir.is_symlink() or not out_dir.is_dir():
+        raise ScenarioError(OUT_FIELD, f"{out_dir} exists and is not a directory; choose another path")
+    entries = [p.name for p in out_dir.iterdir() if not p.name.startswith(STAGING_PREFIX)]
+    if entries and not _is_output_folder(entries, marker):
+        raise ScenarioError(OUT_FIELD, f"{out_dir} is a non-empty directory that is not a draftsim output "
+                                       f"(no {marker} or draftsim manifest); choose an empty or new directory")
+    names = set(names)
+    owned = _owned(out_dir, command, marker, names)
+    for name in sorted(names - owned):
+        if os.path.lexists(out_dir / name):
+            raise ScenarioError(OUT_FIELD, f"{out_dir / name} exists and was not written by draftsim {command}; "
+                                           "move it or choose another --out")
+    return owned
+
+
+@contextmanager
+def _signals_held():
+    """Hold SIGINT/SIGTERM back (delivered when the block ends) so that a few renames complete together."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _write_manifest(out_dir: Path, command: str, files: Iterable[str]) -> None:
+    path = out_dir / manifest_name(command)
+    tmp = out_dir / f"{STAGING_PREFIX}{os.getpid()}{MANIFEST_SUFFIX}"
+    tmp.write_text(json.dumps({"command": command, "files": sorted(files), "format": 1}, indent=1) + "\n",
+                   encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _install(staged: Path, out_dir: Path, command: str, marker: str, known: set[str]) -> None:
+    """Move the staged files into `out_dir` (module docstring)."""
+    new = {p.name for p in staged.iterdir()}
+    if not os.path.lexists(out_dir):
+        _write_manifest(staged, command, new)
+        os.replace(staged, out_dir)
+        return
+    owned = check_folder(out_dir, command, marker, new | known)
+    with _signals_held():
+        _write_manifest(out_dir, command, owned | new)
+        for name in sorted(new):
+            os.replace(staged / name, inside(out_dir, name))
+        for name in sorted(owned - new):
+            target = inside(out_dir, name)
+            if target.is_file() and not target.is_symlink():
+                target.unlink()
+        _write_manifest(out_dir, command, new)
+        staged.rmdir()
+
+
+def check_output_dir(out_dir: Path | str, command: str, marker: str, names: Iterable[str] = ()) -> Path:
+    """Fail now (ScenarioError on `--out`) if `out_dir` could not receive the outputs later (module
+    docstring), or a staging folder cannot be created there. Probes by creating (and at once removing)
+    the staging folder and any missing parents, so it leaves nothing behind."""
+    out_dir = absolute(out_dir)
+    check_folder(out_dir, command, marker, names)
+    home = out_dir if out_dir.is_dir() else out_dir.parent
+    created = [p for p in (home, *home.parents) if not p.exists()]
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=home))
+    except OSError as err:
+        raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
+    finally:
+        for folder in created:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+    return out_dir
+
+
+@contextmanager
+def staged_output(out_dir: Path | str, command: str, marker: str, known: Iterable[str] = ()):
+    """`with staged_output(out, "run", "summary.json", names) as folder:` write files into `folder`; on
+    success they are installed into `out` (module docstring), on any failure (Ctrl-C included) the
+    staging folder is removed and `out` is left as it was. `known`: every name the command may write
+    (a legacy output's files; names a run does not write again are removed)."""
+    out_dir, known = absolute(out_dir), set(known)
+    check_folder(out_dir, command, marker, known)
+    home = out_dir if out_dir.is_dir() else out_dir.parent
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        staged = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=home))
+    except OSError as err:
+        raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
+    try:
+        os.chmod(staged, 0o755)  # mkdtemp makes it private; an output folder is a normal folder
+        yield staged
+        _install(staged, out_dir, command, marker, known)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise

@@ -1,0 +1,76 @@
+"""The one error-contract harness of the tests: run a `draftsim` command in this process, capture what it
+prints, and check the contract of simulator.console.contract — bad input is one line
+`draftsim[ COMMAND]: error: <field>: ...` on stderr, exit 2, no traceback, nothing written.
+
+`cli(*argv)` runs any command; `run_cli(tmp_path, data, *extra)` writes the scenario `data` (a dict, or text
+or bytes as they are) and runs `draftsim run` on it; `assert_one_line(err, field)` checks a refusal's line;
+`snapshot(folder)` records every path under a folder (to prove nothing was written or removed).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+from pathlib import Path
+
+import yaml
+
+from simulator.cli import main
+
+WARNING_PREFIX = "draftsim: warning:"
+
+
+def cli(*argv) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `draftsim ARGV` run in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue().strip()
+
+
+def write_scenario(path: Path, data) -> Path:
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    elif isinstance(data, str):
+        path.write_text(data)
+    else:
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def run_cli(tmp_path: Path, data, *extra, out_name: str = "out") -> tuple[int, str, Path]:
+    """`draftsim run s.yaml --out OUT --quiet EXTRA` on the scenario `data`: (exit code, stderr, OUT)."""
+    path = write_scenario(tmp_path / "s.yaml", data)
+    out = tmp_path / out_name
+    code, _, err = cli("run", path, "--out", out, "--quiet", *extra)
+    return code, err, out
+
+
+def errors_only(err: str) -> str:
+    """stderr without the warning lines (a refusal may follow warnings printed while reading the input)."""
+    return "\n".join(line for line in err.splitlines() if not line.startswith(WARNING_PREFIX))
+
+
+def assert_one_line(err: str, field: str) -> None:
+    """`err` is one error line of the contract that names `field`."""
+    err = errors_only(err)
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("draftsim") and "error:" in err and field in err, err
+    assert "Traceback" not in err
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """relative path -> kind and content hash of everything under `folder` (symbolic links not followed)."""
+    out = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs:
+            out[os.path.relpath(os.path.join(root, name), folder)] = "dir"
+        for name in files:
+            path = os.path.join(root, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                out[os.path.relpath(path, folder)] = "other"
+            else:
+                with open(path, "rb") as fh:
+                    out[os.path.relpath(path, folder)] = hashlib.sha256(fh.read()).hexdigest()
+    return out

@@ -1,0 +1,57 @@
+"""Inside simulator/, imports point one way (ARCHITECTURE: config at the boundary, the core below it): every
+import statement of a sub-package (also inside functions) names a sub-package of the same or a lower layer,
+and the core holds no pydantic model (it receives frozen dataclasses from simulator.config)."""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SIMULATOR = ROOT / "simulator"
+# lowest first; a module may import its own layer and those before it
+LAYERS = ["errors", "console", "cost", "speculation", "results", "core", "config", "cluster", "api", "workflows",
+          "cli", "__init__"]
+NO_PYDANTIC = ("core", "cost", "speculation", "results")
+
+
+def _layer(path: pathlib.Path) -> str:
+    parts = path.relative_to(SIMULATOR).parts
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def _imports(path: pathlib.Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def test_every_package_of_simulator_has_a_layer():
+    packages = {_layer(p) for p in SIMULATOR.rglob("*.py")}
+    assert packages <= set(LAYERS), sorted(packages - set(LAYERS))
+
+
+def test_imports_inside_simulator_point_down():
+    bad = []
+    for path in sorted(SIMULATOR.rglob("*.py")):
+        mine = LAYERS.index(_layer(path))
+        for line, module in _imports(path):
+            parts = module.split(".")
+            if parts[0] == "simulator" and len(parts) > 1 and LAYERS.index(parts[1]) > mine:
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_pydantic_below_the_config_boundary():
+    bad = [f"{path.relative_to(ROOT)}:{line}" for layer in NO_PYDANTIC for path in (SIMULATOR / layer).rglob("*.py")
+           for line, module in _imports(path) if module.split(".")[0] in ("pydantic", "pydantic_core")]
+    assert not bad, bad
+
+
+def test_simulator_imports_no_scenarios_module():
+    bad = [f"{path.relative_to(ROOT)}:{line}" for path in SIMULATOR.rglob("*.py")
+           for line, module in _imports(path) if module.split(".")[0] == "scenarios"]
+    assert not bad, bad
