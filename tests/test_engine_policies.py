@@ -13,7 +13,7 @@ from simulator.config.speculation import (SglangAdaptivePolicyConfig, TrtllmSche
 from simulator.speculation.control.sglang_adaptive import SglangAdaptive, Slot, spec_cuda_graph_batch_sizes
 from simulator.speculation.control.trtllm_schedule import SpeculationGate, TrtllmSchedule, draft_len_for_batch
 from simulator.speculation.control.vllm_dynamic import VllmDynamic, dense_lookup
-from tests.sim_helpers import scenario
+from sim_helpers import scenario
 
 
 class FakeReplica:

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from simulator.speculation.suffix.cache import SuffixCache, SuffixParams, SuffixProposer
 from simulator.speculation.suffix.tree import SuffixTree
-from tests.suffix_reference import BruteSuffix
+from suffix_reference import BruteSuffix
 
 
 def _children(tree: SuffixTree, w) -> list:

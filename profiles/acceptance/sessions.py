@@ -79,9 +79,10 @@ _TOOL_OUTPUT_LINES = 40
 
 @dataclass(frozen=True)
 class SessionSettings:
-    sessions_per_workload: int = 10
-    max_turns: int = 4
-    max_new_tokens: dict = field(default_factory=lambda: {"code_edit": 224, "agentic": 128, "chat": 128})
+    sessions_per_workload: int = 6
+    max_turns: int = 3
+    max_new_tokens: dict = field(default_factory=lambda: {"code_edit": 160, "agentic": 96, "chat": 128})
+    workloads: tuple = WORKLOADS
     max_prompt_tokens: int = 3000
     threads: int = 2
     seed: int = 0
@@ -215,7 +216,7 @@ def generate(loaded, settings: SessionSettings) -> tuple[list[Session], dict]:
     import torch
     torch.set_num_threads(settings.threads)
     model, tok, stop = loaded.model, loaded.tokenizer, loaded.tokenizer.stop_ids()
-    sessions = build_sessions(settings)
+    sessions = [s for s in build_sessions(settings) if s.workload in settings.workloads]
     longest = settings.max_prompt_tokens + max(settings.max_new_tokens.values()) + 8
     cache = model.new_cache(len(sessions), longest)
     seen: list[list[int]] = [[] for _ in sessions]
@@ -322,8 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--model", default="draft", help="pinned model role (profiles.acceptance.fetch)")
     parser.add_argument("--gguf", type=Path, default=None)
-    parser.add_argument("--sessions", type=int, default=10)
-    parser.add_argument("--turns", type=int, default=4)
+    parser.add_argument("--sessions", type=int, default=6)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset of " + ",".join(WORKLOADS))
     parser.add_argument("--quick", action="store_true", help="2 sessions per workload, 2 turns, 24 tokens")
     parser.add_argument("--name", default=None)
     args = parser.parse_args(argv)
@@ -331,7 +333,10 @@ def main(argv: list[str] | None = None) -> int:
     from models.torch_impl.gguf_loader import load_gguf
     from profiles.acceptance.fetch import fetch
     from profiles.acceptance.measure import model_meta
-    settings = SessionSettings(sessions_per_workload=args.sessions, max_turns=args.turns)
+    workloads = tuple(w for w in args.workloads.split(",") if w)
+    if not workloads or set(workloads) - set(WORKLOADS):
+        parser.error(f"--workloads: choose from {', '.join(WORKLOADS)}")
+    settings = SessionSettings(sessions_per_workload=args.sessions, max_turns=args.turns, workloads=workloads)
     if args.quick:
         settings = SessionSettings(sessions_per_workload=2, max_turns=2,
                                    max_new_tokens={w: 24 for w in WORKLOADS})

@@ -9,8 +9,10 @@ of the request id; the walk wraps around when a simulated request outlives its t
 traces). A suffix drafter's verify pass is therefore ragged — each request verifies the tokens it was
 proposed this step, 0 when nothing matched — priced by the `proposed` control policy's mixed-count
 pricing (simulator.speculation.control.base): `bind_proposer` makes `proposed` the suffix drafter's
-policy. Walks are computed once per (corpus, settings) per process (they take seconds on a corpus of a
-few tens of thousands of tokens).
+policy. The walks run over the whole corpus (the engine served all of it, so its global tree holds every
+workload's outputs); `workloads` only chooses which corpus requests simulated requests replay. Walks for
+the shipped scenarios' settings are shipped next to the corpus (`<corpus>.walks.parquet`, keyed by the
+drafter's settings and the corpus fingerprint); others are computed once per process.
 """
 from __future__ import annotations
 
@@ -73,14 +75,39 @@ def suffix_params(d):
                         max_spec_offset=d.max_spec_offset, min_token_prob=d.min_token_prob)
 
 
+def shipped_walks_path(corpus: Path) -> Path:
+    return corpus.with_name(corpus.stem + ".walks.parquet")
+
+
+def read_shipped_walks(corpus: Path, key: tuple, fingerprint: str):
+    """The walks shipped next to `corpus` for drafter `key` (scenarios/acceptance/suffix_acceptance.py wrote
+    them from this corpus, checked by its fingerprint), or None."""
+    import json
+    import pandas as pd
+    path = shipped_walks_path(corpus)
+    if not path.is_file():
+        return None
+    table = pd.read_parquet(path)
+    rows = table[(table["drafter"] == json.dumps(list(key))) & (table["corpus_fingerprint"] == fingerprint)]
+    if not len(rows):
+        return None
+    rows = rows.sort_values("row")
+    from simulator.speculation.suffix.walk import Walks
+    return Walks(tuple(np.asarray(p, np.int64) for p in rows["proposed"]),
+                 tuple(np.asarray(a, np.int64) for a in rows["accepted"]), tuple(rows["workload"].astype(str)))
+
+
 @lru_cache(maxsize=16)
-def corpus_walks(path: str, drafter_key: tuple, workloads: tuple | None):
-    """(Walks, kept row indices) of a corpus under a drafter (cached per process)."""
-    from profiles.acceptance.sessions import load_sessions
+def corpus_walks(path: str, drafter_key: tuple):
+    """Walks of a whole corpus under a drafter: the shipped ones when they exist for this drafter and
+    corpus, else computed (seconds for n-gram, minutes for suffix decoding on ~20k tokens; cached per
+    process)."""
+    from profiles.acceptance.sessions import fingerprint, load_sessions
     from simulator.speculation.suffix.walk import ngram_walks, suffix_walks
     frame = load_sessions(path)
-    if workloads is not None:
-        frame = frame[frame["workload"].isin(workloads)].reset_index(drop=True)
+    shipped = read_shipped_walks(Path(path), drafter_key, frame.attrs["meta"].get("fingerprint") or fingerprint(frame))
+    if shipped is not None:
+        return shipped
     kind, settings = drafter_key[0], drafter_key[1:]
     if kind == "suffix":
         from simulator.speculation.suffix.cache import SuffixParams
@@ -102,14 +129,14 @@ def sessions_chain(bound: BoundSessions, gamma: int, seed: int, base_dir: Path):
     from simulator.speculation.trace_acceptance import TraceChainAcceptance
     sec = bound.section
     path = resolve_corpus(sec.corpus, base_dir)
-    workloads = tuple(sec.workloads) if sec.workloads else None
     try:
-        walks = corpus_walks(str(path), drafter_key(bound.drafter), workloads)
+        walks = corpus_walks(str(path), drafter_key(bound.drafter))
     except ValueError as exc:
         raise ScenarioError("acceptance.corpus", f"{path}: {exc}") from None
-    keep = [i for i, a in enumerate(walks.accepted) if len(a)]
+    workloads = set(sec.workloads) if sec.workloads else None
+    keep = [i for i, a in enumerate(walks.accepted) if len(a) and (workloads is None or walks.workloads[i] in workloads)]
     if not keep:
-        raise ScenarioError("acceptance.workloads", f"{path.name}: no request of {list(workloads or [])} has a "
+        raise ScenarioError("acceptance.workloads", f"{path.name}: no request of {sorted(workloads or [])} has a "
                                                     "decode step")
     accepted = [np.minimum(walks.accepted[i], gamma) for i in keep]
     proposed = [np.minimum(walks.proposed[i], gamma) for i in keep]

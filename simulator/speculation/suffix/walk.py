@@ -74,6 +74,17 @@ def serving_order(frame) -> list[int]:
 
 
 def suffix_walks(frame, params: SuffixParams) -> Walks:
+    import gc
+    was = gc.isenabled()
+    gc.disable()             # millions of acyclic tree nodes: the cyclic collector only costs time here
+    try:
+        return _suffix_walks(frame, params)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _suffix_walks(frame, params: SuffixParams) -> Walks:
     prop = SuffixProposer(params)
     proposed, accepted = [None] * len(frame), [None] * len(frame)
     for i in serving_order(frame):
