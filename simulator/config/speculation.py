@@ -448,7 +448,8 @@ class LoadSwitchPolicyConfig(Strict):
 class ProposedPolicyConfig(Strict):
     """Each request verifies the draft tokens its drafter actually proposed this step (at most γ): an
     n-gram lookup proposes nothing when the context has no match, and then the request decodes one token,
-    as vLLM's n-gram proposer does. Needs measured proposal lengths: acceptance kind trace, drafter ngram."""
+    as vLLM's n-gram proposer does. Needs measured proposal lengths: acceptance kind trace with drafter ngram, or
+    sessions (suffix decoding always verifies what it proposed: `fixed` means this for drafter suffix)."""
 
     kind: Literal["proposed"]
 
