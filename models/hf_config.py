@@ -11,12 +11,16 @@ Supported `architectures` (registry `ARCHITECTURES`, one converter per family):
 | Qwen3MoeForCausalLM | `num_experts`, `moe_intermediate_size`, `mlp_only_layers` (leading dense layers only) |
 | DeepseekV2ForCausalLM, DeepseekV3ForCausalLM | MLA (`q_lora_rank`, `kv_lora_rank`, rope/nope/v head dims), shared experts, `first_k_dense_replace`, `topk_method: noaux_tc` (router bias) |
 | GptOssForCausalLM | `layer_types` (sliding vs full attention), attention and expert biases, attention sinks |
+| Qwen3NextForCausalLM | `layer_types` (else `full_attention_interval`): gated DeltaNet (`linear_*`) and gated full attention, MoE with a gated shared expert (`shared_expert_intermediate_size`), `mlp_only_layers` / `decoder_sparse_step` |
+| NemotronHForCausalLM | `hybrid_override_pattern` (M Mamba-2, * attention, - MLP, E MoE block), Mamba-2 (`mamba_num_heads`, `mamba_head_dim`, `n_groups`, `ssm_state_size`, `conv_kernel`, `chunk_size`), relu² MLPs, `mamba_ssm_cache_dtype` |
+| JambaForCausalLM | `attn_layer_period` / `attn_layer_offset` (attention layers; the rest Mamba-1), `expert_layer_period` / `expert_layer_offset` (MoE layers), `mamba_expand`, `mamba_d_state`, `mamba_d_conv`, `mamba_dt_rank` |
 
 Common fields: `hidden_size`, `num_hidden_layers`, `num_attention_heads`, `num_key_value_heads` (default: the
 attention heads, as in the Hugging Face classes), `head_dim` (default hidden/heads), `intermediate_size`,
 `vocab_size`, `max_position_embeddings`, `rope_theta`, `tie_word_embeddings` (default false: every class
 above defaults to untied), `num_nextn_predict_layers` (multi-token-prediction modules shipped, default 0). Rope scaling, quantization blocks and dropout do not change the compute
-priced here and are ignored. Anything else — another architecture, a vision-language wrapper
+priced here and are ignored. A hybrid architecture (the last three rows) must say which layer is which: a
+config without its layer-type list is an `UnsupportedModelError` naming the missing field. Anything else — another architecture, a vision-language wrapper
 (`text_config`), a layer layout ModelSpec cannot express — is an `UnsupportedModelError` naming the field.
 """
 from __future__ import annotations
@@ -154,6 +158,126 @@ def _gpt_oss(cfg: dict, where: str) -> dict:
     return out
 
 
+def _hybrid_need(cfg: dict, keys: tuple[str, ...], where: str, what: str):
+    """The first of `keys` the config has; a hybrid model without its layer layout is refused, naming it."""
+    for key in keys:
+        if cfg.get(key) is not None:
+            return cfg[key]
+    raise UnsupportedModelError(f"{where}: config.json lacks {' or '.join(repr(k) for k in keys)}: a hybrid model must "
+                                f"list {what}")
+
+
+_STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def _state_dtype(cfg: dict, where: str) -> str:
+    value = cfg.get("mamba_ssm_cache_dtype") or cfg.get("mamba_ssm_dtype")
+    if value in (None, "auto"):
+        return ""
+    if value not in _STATE_DTYPES:
+        raise UnsupportedModelError(f"{where}: mamba_ssm_cache_dtype {value!r} is not supported; allowed: "
+                                    f"{', '.join(_STATE_DTYPES)}, auto")
+    return _STATE_DTYPES[value]
+
+
+def _qwen3_next(cfg: dict, where: str) -> dict:
+    """Qwen3-Next: gated DeltaNet and gated attention (HF `Qwen3NextConfig`: layer_types default to a full
+    layer every `full_attention_interval`), MoE with a sigmoid-gated shared expert, one MTP module (the
+    checkpoint's `mtp.*` weights, drafted by vLLM's `qwen3_next_mtp`)."""
+    out = _common(cfg, where)
+    layers = out["num_layers"]
+    types = cfg.get("layer_types")
+    if types is None:
+        interval = int(_hybrid_need(cfg, ("layer_types", "full_attention_interval"), where,
+                                    "its linear_attention and full_attention layers"))
+        types = ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers)]
+    unknown = sorted(set(types) - {"linear_attention", "full_attention"})
+    if unknown or len(types) != layers:
+        raise UnsupportedModelError(f"{where}: layer_types must list num_hidden_layers={layers} entries of "
+                                    f"'linear_attention' or 'full_attention'; got {unknown or len(types)}")
+    experts = int(cfg.get("num_experts") or 0)
+    dense = {int(i) for i in cfg.get("mlp_only_layers") or []}
+    step = int(cfg.get("decoder_sparse_step", 1) or 1)
+    ffn = ["moe" if experts and i not in dense and (i + 1) % step == 0 else "dense" for i in range(layers)]
+    shared = int(cfg.get("shared_expert_intermediate_size") or 0)
+    out.update(qk_norm=True, qkv_bias=bool(cfg.get("attention_bias", False)), attn_output_gate=True,
+               layer_types=tuple(types), ffn_types=tuple(ffn),
+               linear_num_key_heads=int(_need(cfg, "linear_num_key_heads", where)),
+               linear_num_value_heads=int(_need(cfg, "linear_num_value_heads", where)),
+               linear_key_head_dim=int(_need(cfg, "linear_key_head_dim", where)),
+               linear_value_head_dim=int(_need(cfg, "linear_value_head_dim", where)),
+               linear_conv_kernel=int(_need(cfg, "linear_conv_kernel_dim", where)),
+               num_mtp_modules=int(cfg.get("num_nextn_predict_layers") or cfg.get("mtp_num_hidden_layers") or 1),
+               ssm_state_dtype=_state_dtype(cfg, where))
+    if experts:
+        out.update(num_experts=experts, experts_per_token=int(_need(cfg, "num_experts_per_tok", where)),
+                   moe_intermediate_size=int(_need(cfg, "moe_intermediate_size", where)),
+                   num_shared_experts=1 if shared else 0, shared_expert_intermediate_size=shared,
+                   shared_expert_gate=bool(shared))
+    return out
+
+
+_NEMOTRON_BLOCKS = {"M": ("mamba", "none"), "*": ("full_attention", "none"), "-": ("none", "dense"),
+                    "E": ("none", "moe")}
+
+
+def _nemotron_h(cfg: dict, where: str) -> dict:
+    """Nemotron-H (HF `NemotronHForCausalLM`): one block per character of `hybrid_override_pattern`, each a
+    pre-norm and one of Mamba-2, attention, a relu² MLP (up, down) or an MoE layer (Nemotron-3)."""
+    if cfg.get("use_bias") or cfg.get("mlp_bias") or cfg.get("moe_latent_size"):
+        raise UnsupportedModelError(f"{where}: use_bias, mlp_bias and moe_latent_size are not supported (only their "
+                                    "absence is modelled)")
+    hidden, heads = int(_need(cfg, "hidden_size", where)), int(_need(cfg, "num_attention_heads", where))
+    cfg = {**cfg, "head_dim": cfg.get("head_dim") or cfg.get("attention_head_dim") or hidden // heads}
+    out = _common(cfg, where)
+    pattern = str(_hybrid_need(cfg, ("hybrid_override_pattern",), where, "its Mamba (M), attention (*), MLP (-) "
+                                                                            "and MoE (E) blocks"))
+    bad = sorted(set(pattern) - set(_NEMOTRON_BLOCKS))
+    if bad or len(pattern) != out["num_layers"]:
+        raise UnsupportedModelError(f"{where}: hybrid_override_pattern must have num_hidden_layers={out['num_layers']} "
+                                    f"characters of {''.join(_NEMOTRON_BLOCKS)}; got {bad or len(pattern)}")
+    mamba_heads, mamba_head_dim = int(_need(cfg, "mamba_num_heads", where)), int(_need(cfg, "mamba_head_dim", where))
+    out.update(layer_types=tuple(_NEMOTRON_BLOCKS[c][0] for c in pattern),
+               ffn_types=tuple(_NEMOTRON_BLOCKS[c][1] for c in pattern), gated_mlp=False,
+               mamba_version=2, mamba_inner_size=mamba_heads * mamba_head_dim, mamba_num_heads=mamba_heads,
+               mamba_groups=int(_need(cfg, "n_groups", where)), ssm_state_size=int(_need(cfg, "ssm_state_size", where)),
+               mamba_conv_kernel=int(_need(cfg, "conv_kernel", where)), mamba_conv_bias=bool(cfg.get("use_conv_bias", True)),
+               mamba_chunk_size=int(_need(cfg, "chunk_size", where)), ssm_state_dtype=_state_dtype(cfg, where))
+    if "E" in pattern:
+        shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0)
+        out.update(num_experts=int(_need(cfg, "n_routed_experts", where)),
+                   experts_per_token=int(_need(cfg, "num_experts_per_tok", where)),
+                   moe_intermediate_size=int(_need(cfg, "moe_intermediate_size", where)),
+                   num_shared_experts=int(cfg.get("n_shared_experts") or 0), shared_expert_intermediate_size=shared,
+                   router_bias=True)   # NemotronHTopkRouter's e_score_correction_bias
+    return out
+
+
+def _jamba(cfg: dict, where: str) -> dict:
+    """Jamba (HF `JambaConfig`): layer i is attention when i % attn_layer_period == attn_layer_offset, else
+    Mamba-1; its FFN is MoE when i % expert_layer_period == expert_layer_offset (and num_experts > 1)."""
+    if cfg.get("mamba_proj_bias"):
+        raise UnsupportedModelError(f"{where}: mamba_proj_bias: true is not supported (projection biases are not modelled)")
+    out = _common(cfg, where)
+    period = int(_hybrid_need(cfg, ("attn_layer_period",), where, "which layers are attention"))
+    offset = int(_hybrid_need(cfg, ("attn_layer_offset",), where, "which layers are attention"))
+    layers, experts = out["num_layers"], int(cfg.get("num_experts") or 1)
+    types = tuple("full_attention" if i % period == offset else "mamba" for i in range(layers))
+    hidden = out["hidden_size"]
+    rank = cfg.get("mamba_dt_rank", "auto")
+    out.update(layer_types=types, mamba_version=1, mamba_inner_size=int(cfg.get("mamba_expand", 2)) * hidden,
+               ssm_state_size=int(_need(cfg, "mamba_d_state", where)), mamba_conv_kernel=int(_need(cfg, "mamba_d_conv", where)),
+               mamba_conv_bias=bool(cfg.get("mamba_conv_bias", True)), mamba_inner_norms=True,
+               mamba_dt_rank=-(-hidden // 16) if rank == "auto" else int(rank))
+    if experts > 1:
+        e_period = int(_hybrid_need(cfg, ("expert_layer_period",), where, "which layers are MoE"))
+        e_offset = int(_hybrid_need(cfg, ("expert_layer_offset",), where, "which layers are MoE"))
+        out.update(ffn_types=tuple("moe" if i % e_period == e_offset else "dense" for i in range(layers)),
+                   num_experts=experts, experts_per_token=int(_need(cfg, "num_experts_per_tok", where)),
+                   moe_intermediate_size=out["intermediate_size"])
+    return out
+
+
 # architecture class name -> (family, converter); a new family is one function and one line here
 ARCHITECTURES: dict[str, tuple[str, Callable[[dict, str], dict]]] = {
     "LlamaForCausalLM": ("llama", _llama),
@@ -165,6 +289,9 @@ ARCHITECTURES: dict[str, tuple[str, Callable[[dict, str], dict]]] = {
     "DeepseekV2ForCausalLM": ("deepseek-v2", _deepseek),
     "DeepseekV3ForCausalLM": ("deepseek-v3", _deepseek),
     "GptOssForCausalLM": ("gpt-oss", _gpt_oss),
+    "Qwen3NextForCausalLM": ("qwen3-next", _qwen3_next),
+    "NemotronHForCausalLM": ("nemotron-h", _nemotron_h),
+    "JambaForCausalLM": ("jamba", _jamba),
 }
 
 

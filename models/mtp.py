@@ -44,7 +44,8 @@ def module_spec(target: ModelSpec) -> ModelSpec:
         raise ValueError(f"{target.name} ships no multi-token-prediction modules (config.json "
                          "num_nextn_predict_layers is 0 or absent)")
     return dataclasses.replace(target, name=f"{target.name}[mtp]", num_layers=1, first_dense_layers=0,
-                               sliding_window=0, sliding_window_layers=0, num_mtp_modules=0)
+                               sliding_window=0, sliding_window_layers=0, num_mtp_modules=0,
+                               layer_types=(), ffn_types=())   # a hybrid's MTP layer is full attention (Qwen3-Next)
 
 
 def extra_ops(target: ModelSpec, num_tokens: float, dtype: str = "bf16") -> list[Op]:

@@ -30,6 +30,7 @@ Conventions and approximations (each is named where it is made):
 from __future__ import annotations
 
 from models.moe_routing import EpLoad, uniform_remote_copies_per_token
+from models.opgraph_hybrid import state_dense_ops, state_step_ops
 from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, ATTN_SHARED, EMBEDDING, GEMM,
                         MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, Op)
 from models.spec import (ModelSpec, activation_bytes, dtype_bytes, kv_cache_dtype, kv_heads_per_gpu,
@@ -101,8 +102,11 @@ def _check_counts(num_tokens: int, logits_tokens: int) -> None:
 
 
 def _attention_projection_ops(spec: ModelSpec, t: int, tp: int, w: float, a: float) -> list[Op]:
-    """QKV projections, q/k norms, RoPE and the output projection of one layer type (count = layers)."""
-    layers = spec.num_layers
+    """QKV projections, q/k norms, RoPE and the output projection of the softmax-attention layers (count =
+    those layers; a gated-attention model's q_proj also emits the sigmoid gate applied to the output)."""
+    layers = spec.num_attention_layers
+    if not layers:
+        return []
     heads = spec.num_heads // tp
     h = spec.hidden_size
     if spec.is_mla:
@@ -124,7 +128,12 @@ def _attention_projection_ops(spec: ModelSpec, t: int, tp: int, w: float, a: flo
         o_in = heads * spec.v_head_dim
     else:
         kv = kv_heads_per_gpu(spec, tp)
-        ops = [_gemm("qkv_proj", t, (heads + 2 * kv) * spec.head_dim, h, layers, w, a, bias=spec.qkv_bias)]
+        gate = heads if spec.attn_output_gate else 0
+        ops = [_gemm("qkv_proj", t, (heads + gate + 2 * kv) * spec.head_dim, h, layers, w, a, bias=spec.qkv_bias)]
+        if gate:
+            gated = t * heads * spec.head_dim
+            ops.append(Op.make(ACTIVATION, "attn_output_gate", SWIGLU_FLOPS_PER_ELEMENT * gated, 3.0 * a * gated,
+                               layers, tokens=t, width=heads * spec.head_dim))
         if spec.qk_norm:
             ops.append(Op.make(NORM, "qk_norm", NORM_FLOPS_PER_ELEMENT * t * (heads + kv) * spec.head_dim,
                                a * 2.0 * t * (heads + kv) * spec.head_dim, layers,
@@ -144,9 +153,10 @@ def _mlp_ops(spec: ModelSpec, t: float, tp: int, w: float, a: float, par: Parall
     GPU's attention group, `step_tokens` the whole step's (they differ only with ep > 1)."""
     h = spec.hidden_size
     ops: list[Op] = []
+    inputs = spec.mlp_matrices - 1   # gate and up (SwiGLU) or up alone (relu²), one GEMM
     if spec.num_dense_layers:
         width, count = spec.intermediate_size / tp, spec.num_dense_layers
-        ops += [_gemm("gate_up_proj", t, 2 * width, h, count, w, a),
+        ops += [_gemm("gate_up_proj", t, inputs * width, h, count, w, a),
                 _swiglu("act", t, width, count, a),
                 _gemm("down_proj", t, h, width, count, w, a)]
     if spec.num_moe_layers:
@@ -163,14 +173,16 @@ def _mlp_ops(spec: ModelSpec, t: float, tp: int, w: float, a: float, par: Parall
             rows = t * k / touched            # mean rows per touched expert
             width = spec.moe_intermediate_size / tp
             fused = _moe_dims(spec, t * k, tp, 1)
-            ops += [_gemm("moe_gate_up", rows, 2 * width, h, count, w, a, groups=touched, moe_part=0, **fused),
+            ops += [_gemm("moe_gate_up", rows, inputs * width, h, count, w, a, groups=touched, moe_part=0, **fused),
                     _swiglu("moe_act", t * k, width, count, a, moe_part=1, **fused),
                     _gemm("moe_down", rows, h, width, count, w, a, groups=touched, moe_part=2, **fused)]
         if spec.num_shared_experts:
-            shared = spec.num_shared_experts * spec.moe_intermediate_size / tp
-            ops += [_gemm("shared_gate_up", t, 2 * shared, h, count, w, a),
+            shared = spec.num_shared_experts * spec.shared_expert_width / tp
+            ops += [_gemm("shared_gate_up", t, inputs * shared, h, count, w, a),
                     _swiglu("shared_act", t, shared, count, a),
                     _gemm("shared_down", t, h, shared, count, w, a)]
+            if spec.shared_expert_gate:
+                ops.append(_gemm("shared_expert_gate", t, 1, h, count, w, a))
     return ops
 
 
@@ -204,7 +216,8 @@ def _ep_ops(spec: ModelSpec, n: int, rows: float, experts_touched: float, sent_t
     ops: list[Op] = []
     if rows > 0:
         fused = _moe_dims(spec, rows, 1, n)
-        ops += [_gemm("moe_gate_up", rows / experts_touched, 2 * width, h, count, w, a, groups=experts_touched,
+        inputs = spec.mlp_matrices - 1
+        ops += [_gemm("moe_gate_up", rows / experts_touched, inputs * width, h, count, w, a, groups=experts_touched,
                       moe_part=0, **fused),
                 _swiglu("moe_act", rows, width, count, a, moe_part=1, **fused),
                 _gemm("moe_down", rows / experts_touched, h, width, count, w, a, groups=experts_touched,
@@ -252,8 +265,10 @@ def dense_ops(spec: ModelSpec, num_tokens: int, logits_tokens: int, par: Paralle
     lt = logits_tokens if dp == 1 else logits_tokens / dp
     tp, h, v = par.tp, spec.hidden_size, spec.vocab_size
     ops = [Op.make(EMBEDDING, "embedding", 0.0, t * h * (w + a), 1, tokens=t, hidden=h),
-           _norm("norm", t, h, 2 * spec.num_layers + 1, a)]
+           _norm("norm", t, h, spec.num_sublayers + 1, a)]
     ops += _attention_projection_ops(spec, t, tp, w, a)
+    if spec.num_state_layers:
+        ops += state_dense_ops(spec, t, par, w, a)
     ops += _mlp_ops(spec, t, tp, w, a, par, num_tokens)
     if logits_tokens:
         ops.append(_gemm("lm_head", lt, v / tp, h, 1, w, a))
@@ -261,7 +276,7 @@ def dense_ops(spec: ModelSpec, num_tokens: int, logits_tokens: int, par: Paralle
                            tokens=lt, vocab=v))
     if tp > 1:
         hidden_bytes = t * h * a
-        ops.append(Op.make(ALLREDUCE, "tp_allreduce", 0.0, hidden_bytes, 2 * spec.num_layers,
+        ops.append(Op.make(ALLREDUCE, "tp_allreduce", 0.0, hidden_bytes, spec.num_sublayers,
                            bytes=hidden_bytes, ranks=tp))
         ops.append(Op.make(ALLREDUCE, "embedding_allreduce", 0.0, hidden_bytes, 1, bytes=hidden_bytes, ranks=tp))
         if logits_tokens:
@@ -285,7 +300,7 @@ class _AttentionConstants:
     def __init__(self, spec: ModelSpec, tp: int, dtype: str, kv_dtype: str | None = None):
         kv_b, a = dtype_bytes(kv_cache_dtype(dtype, kv_dtype)), activation_bytes(dtype)
         heads = spec.num_heads // tp
-        self.spec, self.layers, self.heads = spec, spec.num_layers, heads
+        self.spec, self.layers, self.heads = spec, spec.num_attention_layers, heads
         qk, vd = spec.qk_head_dim, spec.attn_v_head_dim
         # Per (query, key) pair: q·k over qk dims and p·v over v dims, 2 FLOPs per multiply-add, per head.
         self.prefill_flops_per_pair = 2.0 * heads * (qk + vd)
@@ -375,6 +390,9 @@ def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: st
     `sliding_window` keys. Approximation: their pairs and keys are those of the mean request (mean chunk
     and prefix for prefill, mean context for decode), exact when all requests are alike.
 
+    A hybrid model's state layers (linear attention, Mamba) add their conv1d and recurrent kernels for the
+    step's chunks and decode requests (models.opgraph_hybrid.state_step_ops).
+
     Shared-prefix attention (`shape.shared_context_tokens` > 0, full-attention layers): the decode op
     covers only each request's unshared context, and one ATTN_SHARED op per layer computes every sharer's
     queries against the shared blocks, reading them once for the whole step (Hydragen, Juravsky et al.
@@ -435,6 +453,8 @@ def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: st
             mean = ctx / seqs
             pairs = seqs * (q * min(mean, window) + q * q if tree else window_pairs(mean, q, window))
             ops.append(_decode_op(c, seqs, q, seqs * min(mean, window), tree, swa, "attn_decode_window", pairs))
+    if spec.num_state_layers:
+        ops += state_step_ops(spec, shape, par, dtype)
     return ops
 
 

@@ -22,9 +22,16 @@ MOE_ROUTER = "moe_router"          # dims: tokens, experts, top_k
 ALLREDUCE = "allreduce"            # dims: bytes, ranks
 ALLTOALL = "alltoall"              # dims: bytes, ranks
 P2P = "p2p"                        # dims: bytes  (pipeline-parallel activation send)
+# Recurrent token mixers of hybrid models (models.mixers, models.opgraph_hybrid).
+GDN_PREFILL = "gdn_prefill"        # dims: tokens, seqs, heads (value), key_dim, value_dim, chunk  (chunked gated delta rule)
+GDN_DECODE = "gdn_decode"          # dims: seqs, q_per_seq, heads, key_dim, value_dim  (recurrent update per token)
+SSM_PREFILL = "ssm_prefill"        # dims: version, tokens, seqs, heads, state, head_dim, chunk  (Mamba scan / SSD)
+SSM_DECODE = "ssm_decode"          # dims: version, seqs, q_per_seq, heads, state, head_dim  (selective state update)
+CONV1D = "conv1d"                  # dims: decode (0/1), tokens, seqs, channels, kernel  (short causal conv)
 
 OP_KINDS = (GEMM, ATTN_PREFILL, ATTN_DECODE, ATTN_SHARED, NORM, ACTIVATION, EMBEDDING, ROPE, SAMPLING, MOE_ROUTER,
-            ALLREDUCE, ALLTOALL, P2P)
+            ALLREDUCE, ALLTOALL, P2P, GDN_PREFILL, GDN_DECODE, SSM_PREFILL, SSM_DECODE, CONV1D)
+RECURRENT_KINDS = (GDN_PREFILL, GDN_DECODE, SSM_PREFILL, SSM_DECODE, CONV1D)
 COLLECTIVE_KINDS = (ALLREDUCE, ALLTOALL, P2P)
 
 

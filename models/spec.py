@@ -27,6 +27,11 @@ from models.step import Parallelism
 
 # Bytes per element of each supported dtype. `fp8_block`: fp8 with per-block scales (DeepSeek-V3 style,
 # 128×128 weight blocks; the scales' bytes are below 0.01 % and not counted).
+# FP4 formats count their block scales. NVFP4 = 4-bit E2M1 values + one FP8 E4M3 scale per 16 values + one FP32
+# scale per tensor (NVIDIA, "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference", developer
+# blog 2025; modelopt checkpoints' hf_quant_config.json `group_size: 16`): 0.5 + 1/16 bytes per value, the
+# per-tensor 4 bytes not counted (< 1e-6 of any catalog model's weights). MXFP4 = E2M1 values + one E8M0 scale
+# per 32 values (OCP Microscaling Formats (MX) Specification v1.0, 2023, MXFP4: k = 32): 0.5 + 1/32 bytes.
 DTYPE_BYTES: dict[str, float] = {
     "fp32": 4.0,
     "bf16": 2.0,
@@ -35,12 +40,17 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8_block": 1.0,
     "int8": 1.0,
     "int4": 0.5,
+    "nvfp4": 0.5 + 1.0 / 16.0,
+    "mxfp4": 0.5 + 1.0 / 32.0,
 }
 # Weight dtypes that are weight-only quantization: 16-bit activations and math, narrow weights in memory
 # (int4: GPTQ/AWQ checkpoints run by Marlin-style kernels).
 WEIGHT_ONLY_DTYPES = frozenset({"int4"})
-# Dtypes a KV cache can be stored in (vLLM --kv-cache-dtype: auto = the model's 16-bit dtype, fp8).
-KV_DTYPES = ("fp32", "bf16", "fp16", "fp8")
+# Dtypes a KV cache can be stored in (vLLM --kv-cache-dtype: auto = the model's 16-bit dtype, fp8, nvfp4 —
+# vllm/v1/kv_cache_interface.py KVQuantMode.NVFP4: "packed fp4 data + fp8 block scales", one scale per 16).
+KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
+# Weight dtypes computed on FP4 tensor cores (Blackwell): both operands in 4 bits (W4A4).
+FP4_DTYPES = frozenset({"nvfp4", "mxfp4"})
 
 
 def dtype_bytes(dtype: str) -> float:
@@ -52,12 +62,16 @@ def dtype_bytes(dtype: str) -> float:
 
 
 def kv_cache_dtype(dtype: str, kv_dtype: str | None = None) -> str:
-    """The KV cache's dtype: `kv_dtype` when given, else the weights' own dtype when it is a KV format
-    (fp8 weights keep fp8 KV, as TensorRT-LLM's FP8 recipes do), else bf16 (int4 and fp8_block weights)."""
+    """The KV cache's dtype: `kv_dtype` when given, else fp8 for fp8 weights (TensorRT-LLM's FP8 recipes) and
+    for nvfp4 weights (NVIDIA's NVFP4 checkpoints declare `kv_cache_quant_algo: FP8` in hf_quant_config.json,
+    e.g. nvidia/DeepSeek-V3.1-NVFP4, nvidia/Qwen3-235B-A22B-NVFP4), the weights' own dtype when it is a 16/32-bit
+    KV format, else bf16 (int4, fp8_block and mxfp4 weights: gpt-oss keeps a bf16 KV cache)."""
     if kv_dtype is not None:
         if kv_dtype not in KV_DTYPES:
             raise ValueError(f"kv_dtype {kv_dtype!r} is not supported; allowed: {', '.join(KV_DTYPES)}")
         return kv_dtype
+    if dtype == "nvfp4":
+        return "fp8"
     return dtype if dtype in KV_DTYPES else "bf16"
 
 
@@ -109,6 +123,30 @@ class ModelSpec:
     # Multi-token prediction (config.json `num_nextn_predict_layers`): MTP modules the checkpoint ships
     # beside the main model (not counted in param_count; simulator.cost.mtp drafts with them).
     num_mtp_modules: int = 0
+    # Hybrid layouts (models.mixers). Empty tuples: every layer is softmax attention (sliding_window_layers of
+    # them windowed) followed by an FFN (dense for the first first_dense_layers, else MoE for MoE models).
+    layer_types: tuple[str, ...] = ()      # token mixer per layer index: models.mixers.MIXER_KINDS
+    ffn_types: tuple[str, ...] = ()        # FFN per layer index: dense | moe | none
+    attn_output_gate: bool = False         # gated attention (Qwen3-Next): q_proj also emits a sigmoid gate per output
+    gated_mlp: bool = True                 # SwiGLU (gate, up, down); False: up and down only (Nemotron-H relu²)
+    shared_expert_intermediate_size: int = 0  # width of one shared expert (0: moe_intermediate_size)
+    shared_expert_gate: bool = False       # a sigmoid gate h → 1 on the shared expert's output (Qwen3-Next)
+    linear_num_key_heads: int = 0          # gated DeltaNet layers
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 0
+    mamba_version: int = 0                 # Mamba layers: 1 (selective scan) or 2 (SSD)
+    mamba_inner_size: int = 0              # D = expand · hidden
+    mamba_num_heads: int = 0               # Mamba-2 heads (head dim D / heads)
+    mamba_groups: int = 0                  # Mamba-2 B/C groups
+    ssm_state_size: int = 0                # N
+    mamba_conv_kernel: int = 0
+    mamba_conv_bias: bool = True
+    mamba_dt_rank: int = 0                 # Mamba-1 Δ rank
+    mamba_inner_norms: bool = False        # Mamba-1: RMSNorms on Δ, B and C (Jamba's dt/b/c_layernorm)
+    mamba_chunk_size: int = 0              # Mamba-2 SSD chunk
+    ssm_state_dtype: str = ""              # temporal state dtype ("": the activations'; config mamba_ssm_cache_dtype)
     source: str = ""                       # where the numbers come from
 
     def __post_init__(self) -> None:
@@ -138,15 +176,29 @@ class ModelSpec:
         if self.kv_lora_rank and min(self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim) <= 0:
             raise ValueError(f"model {self.name!r}: MLA needs qk_rope_head_dim, qk_nope_head_dim and "
                              "v_head_dim > 0")
+        self._check_layout()
+
+    def _check_layout(self) -> None:
+        """Hybrid layout fields (ValueError naming the field; models.mixers.check_layout)."""
+        from models.mixers import check_layout
+        check_layout(self)
 
     # ---- structure -------------------------------------------------------------------------------
 
     def with_layers(self, n: int, label: str | None = None) -> "ModelSpec":
         """This model with `n` decoder layers (a layer-skipping draft, a draft head, a group of layers): the
         leading dense layers up to n and the model's share of sliding-window layers, rounded (0 drops the
-        window). Named `<name>[<label>]` (default `n layers`)."""
+        window); a hybrid layout keeps its first n layers. Named `<name>[<label>]` (default `n layers`)."""
+        name = f"{self.name}[{label or f'{n} layers'}]"
+        if self.layer_types or self.ffn_types:
+            from models.mixers import SLIDING_ATTENTION
+            types = self.layer_types[:n]
+            window_layers = types.count(SLIDING_ATTENTION)
+            return dataclasses.replace(self, name=name, num_layers=n, layer_types=types, ffn_types=self.ffn_types[:n],
+                                       sliding_window_layers=window_layers,
+                                       sliding_window=self.sliding_window if window_layers else 0)
         window_layers = round(n * self.sliding_window_layers / self.num_layers)
-        return dataclasses.replace(self, name=f"{self.name}[{label or f'{n} layers'}]", num_layers=n,
+        return dataclasses.replace(self, name=name, num_layers=n,
                                    first_dense_layers=min(self.first_dense_layers, n),
                                    sliding_window_layers=window_layers,
                                    sliding_window=self.sliding_window if window_layers else 0)
@@ -160,17 +212,60 @@ class ModelSpec:
         return self.kv_lora_rank > 0
 
     @property
+    def is_hybrid(self) -> bool:
+        """Some layers mix tokens without a KV cache (linear attention, Mamba) or not at all."""
+        return bool(self.layer_types) and any(k not in ("full_attention", "sliding_attention")
+                                              for k in self.layer_types)
+
+    def mixer_layers(self, kind: str) -> int:
+        """Layers whose token mixer is `kind` (models.mixers.MIXER_KINDS)."""
+        if self.layer_types:
+            return self.layer_types.count(kind)
+        return {"full_attention": self.num_layers - self.sliding_window_layers,
+                "sliding_attention": self.sliding_window_layers}.get(kind, 0)
+
+    @property
+    def num_attention_layers(self) -> int:
+        """Layers with softmax attention and a KV cache (full and sliding-window)."""
+        return self.mixer_layers("full_attention") + self.mixer_layers("sliding_attention")
+
+    @property
+    def num_state_layers(self) -> int:
+        """Layers with a constant-size recurrent state per request (linear attention, Mamba)."""
+        return self.mixer_layers("linear_attention") + self.mixer_layers("mamba")
+
+    @property
     def num_moe_layers(self) -> int:
+        if self.ffn_types:
+            return self.ffn_types.count("moe")
         return self.num_layers - self.first_dense_layers if self.is_moe else 0
 
     @property
     def num_dense_layers(self) -> int:
+        if self.ffn_types:
+            return self.ffn_types.count("dense")
         return self.num_layers - self.num_moe_layers
 
     @property
+    def num_sublayers(self) -> int:
+        """Mixers and FFNs over all layers (each has its pre-norm and, under TP, its all-reduce)."""
+        mixers = self.num_layers - self.mixer_layers("none")
+        ffns = self.num_layers - (self.ffn_types.count("none") if self.ffn_types else 0)
+        return mixers + ffns
+
+    @property
     def num_full_attention_layers(self) -> int:
-        """Layers attending to the whole context (all but the sliding-window ones)."""
-        return self.num_layers - self.sliding_window_layers
+        """Layers attending to the whole context (all softmax-attention layers but the sliding-window ones)."""
+        return self.mixer_layers("full_attention")
+
+    @property
+    def mlp_matrices(self) -> int:
+        """Weight matrices of one MLP or expert: 3 (gate, up, down) or 2 (up, down)."""
+        return 3 if self.gated_mlp else 2
+
+    @property
+    def shared_expert_width(self) -> int:
+        return self.shared_expert_intermediate_size or self.moe_intermediate_size
 
     @property
     def qk_head_dim(self) -> int:
@@ -195,6 +290,8 @@ class ModelSpec:
         q_width = nh * self.head_dim
         kv_width = self.num_kv_heads * self.head_dim
         params = h * (q_width + 2 * kv_width) + q_width * h
+        if self.attn_output_gate:  # q_proj emits the gate too (Qwen3-Next: 2 × heads × head_dim outputs)
+            params += h * q_width
         if self.qkv_bias:
             params += q_width + 2 * kv_width
         if self.attention_output_bias:
@@ -206,25 +303,41 @@ class ModelSpec:
         return params
 
     def mlp_params(self, width: int) -> int:
-        """Gated (SwiGLU) MLP of intermediate width `width`: gate, up and down projections."""
-        return 3 * self.hidden_size * width
+        """MLP of intermediate width `width`: gate, up and down projections (SwiGLU), or up and down."""
+        return self.mlp_matrices * self.hidden_size * width
 
     def moe_params_per_layer(self, experts: int) -> int:
-        """Router + `experts` routed experts + the shared experts of one MoE layer."""
+        """Router + `experts` routed experts + the shared experts (and their gate) of one MoE layer."""
         per_expert = self.mlp_params(self.moe_intermediate_size)
         if self.expert_bias:  # gate and up (2·width) and down (hidden) biases
             per_expert += 2 * self.moe_intermediate_size + self.hidden_size
         router = self.hidden_size * self.num_experts + (self.num_experts if self.router_bias else 0)
-        return router + (experts + self.num_shared_experts) * per_expert
+        shared = self.num_shared_experts * self.mlp_params(self.shared_expert_width)
+        if self.expert_bias:
+            shared += self.num_shared_experts * (2 * self.moe_intermediate_size + self.hidden_size)
+        gate = self.hidden_size if self.shared_expert_gate and self.num_shared_experts else 0
+        return router + experts * per_expert + shared + gate
+
+    def mixer_params(self) -> tuple[int, int]:
+        """(parameters of every layer's token mixer, of which outside matmuls: the state layers' conv, A, D,
+        Δ bias and gated-norm weights, models.mixers.mixer_params)."""
+        from models.mixers import LINEAR_ATTENTION, MAMBA, mixer_params
+        total = self.num_attention_layers * self.attention_params_per_layer()
+        other = 0
+        for kind in (LINEAR_ATTENTION, MAMBA):
+            layers = self.mixer_layers(kind)
+            if layers:
+                params, outside = mixer_params(self, kind)
+                total, other = total + layers * params, other + layers * outside
+        return total, other
 
     def _count(self, routed_experts: int) -> int:
         h = self.hidden_size
-        norms_per_layer = 2 * h
-        per_layer_common = self.attention_params_per_layer() + norms_per_layer
-        dense = self.num_dense_layers * (per_layer_common + self.mlp_params(self.intermediate_size))
-        moe = self.num_moe_layers * (per_layer_common + self.moe_params_per_layer(routed_experts))
+        dense = self.num_dense_layers * self.mlp_params(self.intermediate_size)
+        moe = self.num_moe_layers * self.moe_params_per_layer(routed_experts)
         embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
-        return dense + moe + embeddings + h  # + final norm
+        norms = self.num_sublayers * h + h  # one pre-norm per mixer and FFN, plus the final norm
+        return self.mixer_params()[0] + dense + moe + embeddings + norms
 
     def param_count(self) -> int:
         return self._count(self.num_experts)
@@ -236,75 +349,108 @@ class ModelSpec:
     def weight_bytes(self, dtype: str = "bf16") -> float:
         return self.param_count() * dtype_bytes(dtype)
 
-    # ---- KV cache --------------------------------------------------------------------------------
+    # ---- KV cache and recurrent state ------------------------------------------------------------
     def kv_elements_per_token_per_layer(self) -> int:
         if self.is_mla:
             return self.kv_lora_rank + self.qk_rope_head_dim
         return 2 * self.num_kv_heads * self.head_dim
 
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
-        """KV-cache bytes of one token over all layers (whole model, no parallelism)."""
-        return self.num_layers * self.kv_elements_per_token_per_layer() * dtype_bytes(dtype)
+        """KV-cache bytes of one token over all softmax-attention layers (whole model, no parallelism)."""
+        return self.num_attention_layers * self.kv_elements_per_token_per_layer() * dtype_bytes(dtype)
+
+    def stage_layer_counts(self, pp: int, kinds: tuple[str, ...]) -> list[int]:
+        """Per pipeline stage, the layers whose mixer is one of `kinds` (contiguous floor split of the layers,
+        later stages taking the remainder, as simulator.cluster.network lays stages out)."""
+        types = self.layer_types or tuple(["full_attention"] * (self.num_layers - self.sliding_window_layers)
+                                          + ["sliding_attention"] * self.sliding_window_layers)
+        bounds = [s * self.num_layers // pp for s in range(pp + 1)]
+        return [sum(1 for t in types[bounds[s]:bounds[s + 1]] if t in kinds) for s in range(pp)]
 
     def kv_bytes_per_token_per_gpu(self, par: Parallelism, dtype: str = "bf16") -> float:
         """KV-cache bytes one token occupies on each GPU of a replica split by `par`.
 
-        Layers are split over pp stages (the largest stage, ceil(L/pp), sets the per-GPU need). Under TP,
-        KV heads are split over ranks; when tp > num_kv_heads each rank keeps one replicated KV head (as
-        vLLM does), and MLA's latent cache is replicated on every TP rank.
+        Layers are split over pp stages (the largest stage, ceil(L/pp), sets the per-GPU need; a hybrid model:
+        the stage with the most attention layers). Under TP, KV heads are split over ranks; when tp >
+        num_kv_heads each rank keeps one replicated KV head (as vLLM does), and MLA's latent cache is
+        replicated on every TP rank.
         """
         validate_parallelism(self, par)
-        layers = math.ceil(self.num_layers / par.pp)
+        if self.is_hybrid:
+            layers = max(self.stage_layer_counts(par.pp, ("full_attention", "sliding_attention")))
+        else:
+            layers = math.ceil(self.num_layers / par.pp)
         if self.is_mla:
             per_layer = self.kv_elements_per_token_per_layer()
         else:
             per_layer = 2 * kv_heads_per_gpu(self, par.tp) * self.head_dim
         return layers * per_layer * dtype_bytes(dtype)
 
+    def state_bytes_per_request_per_gpu(self, par: Parallelism, dtype: str = "bf16", spec_tokens: int = 0,
+                                        copies: int = 1) -> float:
+        """Recurrent-state bytes one request holds on each GPU (models.mixers.state_bytes_per_request_per_gpu);
+        0 for a model without linear-attention or Mamba layers."""
+        from models.mixers import state_bytes_per_request_per_gpu
+        return state_bytes_per_request_per_gpu(self, par, dtype, spec_tokens, copies)
+
     # ---- FLOPs -----------------------------------------------------------------------------------
     def attention_flops_per_token_per_context(self) -> float:
-        """Matmul FLOPs of one query token attending to one earlier token, over all layers.
+        """Matmul FLOPs of one query token attending to one earlier token, over all softmax-attention layers.
 
         Standard attention: q·k (2·head_dim) and p·v (2·head_dim) per head. MLA is counted in its
         up-projected form (q·k over nope+rope dims, p·v over v_head_dim), the form used for prefill.
         """
-        return 2.0 * self.num_layers * self.num_heads * (self.qk_head_dim + self.attn_v_head_dim)
+        return 2.0 * self.num_attention_layers * self.num_heads * (self.qk_head_dim + self.attn_v_head_dim)
+
+    def recurrent_flops_per_token(self) -> float:
+        """FLOPs of one decoded token in the state layers (recurrent update and conv1d; models.mixers)."""
+        from models.mixers import LINEAR_ATTENTION, MAMBA, mixer_shape
+        total = 0.0
+        for kind in (LINEAR_ATTENTION, MAMBA):
+            layers = self.mixer_layers(kind)
+            if layers:
+                shape = mixer_shape(self, kind)
+                total += layers * (shape.decode_flops_per_token() + shape.conv_flops_per_token())
+        return total
 
     def flops_per_token(self, context_tokens: int = 0) -> float:
         """Matmul FLOPs of one token's forward pass with `context_tokens` tokens before it.
 
         Weight GEMMs: 2 × active parameters without the input embedding (a look-up, no matmul) and without
         norm vectors/biases; attention: `attention_flops_per_token_per_context() × context_tokens`, where
-        sliding-window layers see at most `sliding_window` of the earlier tokens.
+        sliding-window layers see at most `sliding_window` of the earlier tokens; state layers: their
+        recurrent update, constant in the context (`recurrent_flops_per_token`).
         """
         if context_tokens < 0:
             raise ValueError(f"context_tokens must be >= 0, got {context_tokens}")
-        per_layer = self.attention_flops_per_token_per_context() / self.num_layers
+        attention_layers = self.num_attention_layers
+        per_layer = self.attention_flops_per_token_per_context() / attention_layers if attention_layers else 0.0
         swa = self.sliding_window_layers
-        attended = (self.num_layers - swa) * context_tokens + swa * min(context_tokens, self.sliding_window)
-        return 2.0 * self.active_matmul_params() + per_layer * attended
+        attended = (attention_layers - swa) * context_tokens + swa * min(context_tokens, self.sliding_window)
+        return 2.0 * self.active_matmul_params() + per_layer * attended + self.recurrent_flops_per_token()
 
     def active_matmul_params(self) -> int:
         """Weights that take part in a matmul for one token (LM head included, input embedding not)."""
         h = self.hidden_size
-        norm_vectors = self.num_layers * 2 * h + h
+        attention = self.num_attention_layers
+        norm_vectors = self.num_sublayers * h + h
         biases = self.num_moe_layers * self.num_experts if self.router_bias else 0
         if self.qkv_bias:
-            biases += self.num_layers * (self.num_heads + 2 * self.num_kv_heads) * self.head_dim
+            biases += attention * (self.num_heads + 2 * self.num_kv_heads) * self.head_dim
         if self.attention_output_bias:
-            biases += self.num_layers * h
+            biases += attention * h
         if self.attention_sinks:
-            biases += self.num_layers * self.num_heads
+            biases += attention * self.num_heads
         if self.expert_bias:
             experts = self.experts_per_token + self.num_shared_experts
             biases += self.num_moe_layers * experts * (2 * self.moe_intermediate_size + h)
         if self.qk_norm:
-            norm_vectors += self.num_layers * 2 * self.head_dim
+            norm_vectors += attention * 2 * self.head_dim
         if self.is_mla:
-            norm_vectors += self.num_layers * (self.q_lora_rank + self.kv_lora_rank)
+            norm_vectors += attention * (self.q_lora_rank + self.kv_lora_rank)
         # A tied embedding matrix is stored once and does take part in a matmul (as the LM head).
         input_embedding = 0 if self.tie_word_embeddings else self.vocab_size * h
-        return self.active_param_count() - input_embedding - norm_vectors - biases
+        return self.active_param_count() - input_embedding - norm_vectors - biases - self.mixer_params()[1]
 
 
 def kv_heads_per_gpu(spec: ModelSpec, tp: int) -> int:
@@ -324,3 +470,12 @@ def validate_parallelism(spec: ModelSpec, par: Parallelism) -> None:
                          f"num_kv_heads={kv} of {spec.name}")
     if par.pp > spec.num_layers:
         raise ValueError(f"parallelism.pp={par.pp} exceeds num_layers={spec.num_layers} of {spec.name}")
+    if "linear_attention" in spec.layer_types and (spec.linear_num_key_heads % par.tp or
+                                                   spec.linear_num_value_heads % par.tp):
+        raise ValueError(f"parallelism.tp={par.tp} must divide the linear-attention heads "
+                         f"({spec.linear_num_key_heads} key, {spec.linear_num_value_heads} value) of {spec.name}")
+    if "mamba" in spec.layer_types:
+        units = spec.mamba_num_heads if spec.mamba_version == 2 else spec.mamba_inner_size
+        if units % par.tp:
+            raise ValueError(f"parallelism.tp={par.tp} must divide the {units} Mamba "
+                             f"{'heads' if spec.mamba_version == 2 else 'channels'} of {spec.name}")

@@ -5,6 +5,26 @@ FLOP/s, bytes (decimal GB as printed on the datasheet), bytes/s. Link bandwidths
 direction: NVLink "900 GB/s" on H100 is 450 GB/s each way. Link latencies are per hop of a ring step.
 `cpu-local` is a nominal entry for the 2-core development machine; the profiling harness measures the
 real numbers and replaces them.
+
+FP4 (`peak_flops["fp4"]`, dense): the Blackwell tensor-core rate for NVFP4 and MXFP4 operands (NVIDIA HGX/DGX
+B200, B300 and GB200/GB300 NVL72 datasheets, sparse figures halved; the same figures in aiconfigurator-core's
+systems/*.yaml `fp4_tc_flops`). GPUs without it (Hopper, Ampere, Ada, MI300X) cannot run FP4 weights or an
+NVFP4 KV cache (`weight_dtype_error`, `kv_dtype_error`).
+
+Power (`tdp_w`, `idle_w`, used by profiles.power): `tdp_w` is the board power limit of the datasheet (also
+aiconfigurator-core systems/*.yaml `power`); `idle_w` is the power of a GPU that holds a loaded model and runs
+no kernel: IDLE_FRACTION_OF_TDP × TDP for every GPU, from a published H200 measurement (80.3 W idle vs 592.8 W
+at load for a vLLM engine holding Phi-3-mini on a 700 W H200 SXM: Serial Alice GPU energy benchmark,
+api.serialalice.pt/alice-benchmark, 2026; a RunPod H200 fleet idles at 73.65 W per nvidia-smi, conservemode.com
+case study). Approximation: idle power scales with the power limit across GPUs; a GPU whose clocks are still
+high right after work idles higher (the context's DVFS state, "The Model Parking Tax", arXiv 2605.23918: +26-50
+W on HBM GPUs with a CUDA context).
+
+Host and network (`host_w_per_gpu`): the rest of an 8-GPU DGX node (CPUs, memory, NVSwitches, NICs, fans,
+storage) per GPU, its datasheet maximum system power minus 8 × the GPU's TDP: DGX H100 and DGX H200 10.2 kW →
+(10.2 − 5.6) / 8 = 575 W; DGX A100 6.5 kW → 412.5 W; DGX B200 14.3 kW → 787.5 W. Approximation: a rated maximum,
+an upper bound (an 8 × H100 HGX node measured at most 8.4 kW while training, 18 % below its 10.2 kW rating:
+Latif et al., IEEE Access 13, 2025); 0 (not counted) where no system rating is published here.
 """
 from __future__ import annotations
 
@@ -15,6 +35,7 @@ from models.errors import UnknownNameError
 GB = 1e9
 TB = 1e12
 TFLOP = 1e12
+IDLE_FRACTION_OF_TDP = 80.3 / 700.0   # H200 SXM with a loaded model, idle (module docstring)
 
 
 @dataclass(frozen=True)
@@ -36,6 +57,9 @@ class HardwareSpec:
     # and KV moved to and from host memory (swap, the host tier of the prefix cache: simulator.core.kv.host_tier).
     host_link_bandwidth_bytes_per_s: float = 64e9
     host_link_latency_s: float = 3.0e-6
+    tdp_w: float = 0.0                    # board power limit (0: unknown, no energy figures)
+    idle_w: float = 0.0                   # idle with a model loaded (0 with tdp_w > 0: IDLE_FRACTION_OF_TDP of it)
+    host_w_per_gpu: float = 0.0           # the node beside its GPUs, per GPU (module docstring; 0: not counted)
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -47,24 +71,45 @@ class HardwareSpec:
             raise ValueError(f"hardware {self.id!r}: gpus_per_node must be >= 1")
         if "bf16" not in self.peak_flops or "fp32" not in self.peak_flops:
             raise ValueError(f"hardware {self.id!r}: peak_flops needs at least 'bf16' and 'fp32'")
+        if self.tdp_w < 0 or self.idle_w < 0 or (self.idle_w and self.idle_w > self.tdp_w):
+            raise ValueError(f"hardware {self.id!r}: tdp_w and idle_w must be >= 0 with idle_w <= tdp_w")
+        if self.tdp_w and not self.idle_w:
+            object.__setattr__(self, "idle_w", IDLE_FRACTION_OF_TDP * self.tdp_w)
 
     def __hash__(self) -> int:  # peak_flops is a dict; the id identifies an entry
         return hash((self.id, self.name))
 
+    def _allowed_weights(self) -> list[str]:
+        return [d for d in ("fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4", "mxfp4")
+                if d == "int4" or self.matmul_rate(d) is not None]
+
+    def matmul_rate(self, dtype: str) -> float | None:
+        """This GPU's own tensor-core rate for `dtype` weights, or None (fp8_block: the fp8 rate; FP4 formats:
+        the fp4 rate)."""
+        key = "fp8" if dtype == "fp8_block" else "fp4" if dtype in ("nvfp4", "mxfp4") else dtype
+        return self.peak_flops.get(key)
+
     def weight_dtype_error(self, dtype: str) -> str | None:
         """Why weights in `dtype` cannot run here, or None. W8A8 fp8 needs FP8 tensor cores (an `fp8` peak
-        rate); int4 is weight-only (dequantized to 16-bit math, Marlin/AWQ-style kernels), so it runs
-        wherever bf16 does."""
-        if dtype in ("fp8", "fp8_block") and "fp8" not in self.peak_flops:
-            allowed = [d for d in ("fp32", "bf16", "fp16", "int4") if d in self.peak_flops or d == "int4"]
-            return (f"{dtype} weights need FP8 tensor cores, which {self.id} lacks (peak rates for "
-                    f"{', '.join(sorted(self.peak_flops))}); allowed here: {', '.join(allowed)}")
+        rate), nvfp4/mxfp4 (W4A4) FP4 tensor cores (an `fp4` rate: Blackwell); int4 is weight-only (dequantized
+        to 16-bit math, Marlin/AWQ-style kernels), so it runs wherever bf16 does."""
+        for need, dtypes in (("fp8", ("fp8", "fp8_block")), ("fp4", ("nvfp4", "mxfp4"))):
+            if dtype in dtypes and need not in self.peak_flops:
+                return (f"{dtype} weights need {need.upper()} tensor cores, which {self.id} lacks (peak rates for "
+                        f"{', '.join(sorted(self.peak_flops))}); allowed here: {', '.join(self._allowed_weights())}")
+        return None
+
+    def kv_dtype_error(self, kv_dtype: str) -> str | None:
+        """Why a KV cache in `kv_dtype` cannot be used here, or None: an NVFP4 KV cache needs FP4 tensor cores
+        (vLLM's NVFP4 KV attention kernels are Blackwell-only)."""
+        if kv_dtype == "nvfp4" and "fp4" not in self.peak_flops:
+            return f"an nvfp4 KV cache needs FP4 tensor cores, which {self.id} lacks; allowed here: fp32, bf16, fp16, fp8"
         return None
 
     def matmul_flops(self, dtype: str) -> float:
         """Dense matrix FLOP/s for `dtype`. Dtypes without their own tensor-core rate here (fp8 on A100,
         int4 everywhere) run as weight-only quantization with 16-bit math, so they get the bf16 rate."""
-        rate = self.peak_flops.get("fp8" if dtype == "fp8_block" else dtype)
+        rate = self.matmul_rate(dtype)
         return rate if rate is not None else self.peak_flops["bf16"]
 
 
@@ -81,7 +126,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=450 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=132,
-        source="NVIDIA H100 Tensor Core GPU datasheet (SXM5: 989 TFLOPS BF16 dense, 3.35 TB/s HBM3, NVLink "
+        host_w_per_gpu=575, tdp_w=700, source="NVIDIA H100 Tensor Core GPU datasheet (SXM5: 989 TFLOPS BF16 dense, 3.35 TB/s HBM3, NVLink "
                "900 GB/s bidirectional); DGX H100: 8 GPUs, 8x ConnectX-7 400 Gb/s"),
     HardwareSpec(
         id="h200", name="NVIDIA H200 SXM 141GB",
@@ -91,7 +136,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=450 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=132,
-        source="NVIDIA H200 Tensor Core GPU datasheet (SXM: 141 GB HBM3e, 4.8 TB/s, same Hopper compute as "
+        host_w_per_gpu=575, tdp_w=700, source="NVIDIA H200 Tensor Core GPU datasheet (SXM: 141 GB HBM3e, 4.8 TB/s, same Hopper compute as "
                "H100 SXM, NVLink 900 GB/s bidirectional); HGX H200: 8 GPUs, 400 Gb/s NIC per GPU"),
     HardwareSpec(
         id="a100-80gb", name="NVIDIA A100 SXM4 80GB",
@@ -102,17 +147,17 @@ _ENTRIES = (
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=108,
         host_link_bandwidth_bytes_per_s=32 * GB,  # PCIe Gen4 x16
-        source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB: 312 TFLOPS BF16 dense, 2,039 GB/s HBM2e, "
+        host_w_per_gpu=412.5, tdp_w=400, source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB: 312 TFLOPS BF16 dense, 2,039 GB/s HBM2e, "
                "NVLink 600 GB/s bidirectional); DGX A100: 8 GPUs, 8x 200 Gb/s HDR InfiniBand"),
     HardwareSpec(
         id="b200", name="NVIDIA B200 180GB (HGX B200)",
         peak_flops={"fp32": 80 * TFLOP, "tf32": 1100 * TFLOP, "bf16": 2250 * TFLOP, "fp16": 2250 * TFLOP,
-                    "fp8": 4500 * TFLOP, "int8": 4500 * TFLOP},
+                    "fp8": 4500 * TFLOP, "int8": 4500 * TFLOP, "fp4": 9000 * TFLOP},
         hbm_bytes=180 * GB, hbm_bandwidth_bytes_per_s=8.0 * TB,
         scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=148,
-        source="NVIDIA HGX B200 / DGX B200 datasheets (per GPU: 2.25 PFLOPS BF16 dense, 4.5 PFLOPS FP8 dense, "
+        host_w_per_gpu=787.5, tdp_w=1000, source="NVIDIA HGX B200 / DGX B200 datasheets (per GPU: 2.25 PFLOPS BF16 dense, 4.5 PFLOPS FP8 dense, "
                "180 GB HBM3e at 8 TB/s; NVLink 5 1.8 TB/s bidirectional; 8x ConnectX-7 400 Gb/s)"),
     HardwareSpec(
         id="l40s", name="NVIDIA L40S 48GB (PCIe)",
@@ -123,7 +168,7 @@ _ENTRIES = (
         gpus_per_node=8, scaleup_latency_s=_PCIE_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=142,
         host_link_bandwidth_bytes_per_s=32 * GB,  # PCIe Gen4 x16
-        source="NVIDIA L40S datasheet (362 TFLOPS BF16 dense, 733 TFLOPS FP8 dense, 48 GB GDDR6 at 864 GB/s, "
+        tdp_w=350, source="NVIDIA L40S datasheet (362 TFLOPS BF16 dense, 733 TFLOPS FP8 dense, 48 GB GDDR6 at 864 GB/s, "
                "no NVLink: PCIe Gen4 x16 = 32 GB/s per direction); 8 GPUs and one 200 Gb/s NIC per GPU is "
                "a typical server layout (assumption)",
         notes="GDDR6, not HBM; hbm_* fields hold the device memory"),
@@ -135,7 +180,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=448 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=1.5e-6, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=304,
-        source="AMD Instinct MI300X datasheet (1307.4 TFLOPS BF16 dense, 192 GB HBM3 at 5.3 TB/s, 7 Infinity "
+        tdp_w=750, source="AMD Instinct MI300X datasheet (1307.4 TFLOPS BF16 dense, 192 GB HBM3 at 5.3 TB/s, 7 Infinity "
                "Fabric links x 64 GB/s per direction = 448 GB/s to the 7 peers of an 8-GPU platform; "
                "400 Gb/s NIC per GPU)"),
     HardwareSpec(
@@ -146,7 +191,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=64 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_PCIE_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=114,
-        source="NVIDIA H100 Tensor Core GPU datasheet (PCIe: 756 TFLOPS BF16 dense, 1,513 TFLOPS FP8 dense, 80 GB "
+        tdp_w=350, source="NVIDIA H100 Tensor Core GPU datasheet (PCIe: 756 TFLOPS BF16 dense, 1,513 TFLOPS FP8 dense, 80 GB "
                "HBM2e at 2.0 TB/s, PCIe Gen5 x16 = 64 GB/s per direction; NVLink bridges pair two GPUs only, "
                "not modelled)"),
     HardwareSpec(
@@ -157,7 +202,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=200 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=132,
-        source="NVIDIA H800 SXM5: the H100 SXM5 die, clocks and HBM3 (989 TFLOPS BF16 dense, 3.35 TB/s) with NVLink "
+        host_w_per_gpu=575, tdp_w=700, source="NVIDIA H800 SXM5: the H100 SXM5 die, clocks and HBM3 (989 TFLOPS BF16 dense, 3.35 TB/s) with NVLink "
                "cut to 400 GB/s bidirectional (DeepSeek-V3 technical report, section 3.1, and NVIDIA's H800 listing)"),
     HardwareSpec(
         id="a100-40gb", name="NVIDIA A100 SXM4 40GB",
@@ -167,51 +212,51 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=300 * GB, scaleout_bandwidth_bytes_per_s=25 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=108, host_link_bandwidth_bytes_per_s=32 * GB,
-        source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 40GB: 312 TFLOPS BF16 dense, 1,555 GB/s HBM2, NVLink "
+        host_w_per_gpu=412.5, tdp_w=400, source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 40GB: 312 TFLOPS BF16 dense, 1,555 GB/s HBM2, NVLink "
                "600 GB/s bidirectional)"),
     HardwareSpec(
         id="b300", name="NVIDIA B300 288GB (HGX B300)",
         peak_flops={"fp32": 75 * TFLOP, "tf32": 1100 * TFLOP, "bf16": 2250 * TFLOP, "fp16": 2250 * TFLOP,
-                    "fp8": 4500 * TFLOP, "int8": 153.5 * TFLOP},
+                    "fp8": 4500 * TFLOP, "int8": 153.5 * TFLOP, "fp4": 14000 * TFLOP},
         hbm_bytes=288 * GB, hbm_bandwidth_bytes_per_s=8.0 * TB,
         scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=100 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=148, host_link_bandwidth_bytes_per_s=128 * GB,
-        source="NVIDIA HGX B300 datasheet, per GPU (8-GPU totals / 8): FP8 4.5 PFLOPS and BF16 2.25 PFLOPS dense, INT8 "
+        tdp_w=1100, source="NVIDIA HGX B300 datasheet, per GPU (8-GPU totals / 8): FP8 4.5 PFLOPS and BF16 2.25 PFLOPS dense, INT8 "
                "cut to ~0.15 POPS dense (Blackwell Ultra), 288 GB HBM3e at ~8 TB/s, NVLink 5 1.8 TB/s bidirectional, "
                "ConnectX-8 800 Gb/s per GPU; the same figures in aiconfigurator-core systems/b300_sxm.yaml"),
     HardwareSpec(
         id="gb200", name="NVIDIA GB200 (NVL72, per Blackwell GPU)",
         peak_flops={"fp32": 80 * TFLOP, "tf32": 1250 * TFLOP, "bf16": 2500 * TFLOP, "fp16": 2500 * TFLOP,
-                    "fp8": 5000 * TFLOP, "int8": 5000 * TFLOP},
+                    "fp8": 5000 * TFLOP, "int8": 5000 * TFLOP, "fp4": 10000 * TFLOP},
         hbm_bytes=186 * GB, hbm_bandwidth_bytes_per_s=8.0 * TB,
         scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=100 * GB,
         gpus_per_node=72, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=148, host_link_bandwidth_bytes_per_s=225 * GB,
-        source="NVIDIA GB200 NVL72 datasheet, per GPU (72-GPU totals / 72): 2.5 PFLOPS BF16 and 5 PFLOPS FP8 dense, "
+        tdp_w=1200, source="NVIDIA GB200 NVL72 datasheet, per GPU (72-GPU totals / 72): 2.5 PFLOPS BF16 and 5 PFLOPS FP8 dense, "
                "186 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s bidirectional across the 72-GPU NVLink domain; host link: "
                "NVLink-C2C, 900 GB/s bidirectional between the Grace CPU and the superchip's two GPUs, taken as "
                "225 GB/s per GPU and direction (an even split; NVIDIA does not state a per-GPU figure)"),
     HardwareSpec(
         id="gb300", name="NVIDIA GB300 (NVL72, per Blackwell Ultra GPU)",
         peak_flops={"fp32": 80 * TFLOP, "tf32": 1250 * TFLOP, "bf16": 2500 * TFLOP, "fp16": 2500 * TFLOP,
-                    "fp8": 5000 * TFLOP, "int8": 165 * TFLOP},
+                    "fp8": 5000 * TFLOP, "int8": 165 * TFLOP, "fp4": 15000 * TFLOP},
         hbm_bytes=288 * GB, hbm_bandwidth_bytes_per_s=8.0 * TB,
         scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=100 * GB,
         gpus_per_node=72, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=160, host_link_bandwidth_bytes_per_s=225 * GB,
-        source="NVIDIA GB300 NVL72 datasheet, per GPU (72-GPU totals / 72): 2.5 PFLOPS BF16 and 5 PFLOPS FP8 dense, "
+        tdp_w=1400, source="NVIDIA GB300 NVL72 datasheet, per GPU (72-GPU totals / 72): 2.5 PFLOPS BF16 and 5 PFLOPS FP8 dense, "
                "INT8 cut on Blackwell Ultra, 288 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s bidirectional; host link: "
                "NVLink-C2C as on GB200 (225 GB/s per GPU and direction, an even split of 900 GB/s)"),
     HardwareSpec(
         id="rtx-pro-6000", name="NVIDIA RTX PRO 6000 Blackwell Server Edition 96GB",
         peak_flops={"fp32": 117 * TFLOP, "tf32": 234 * TFLOP, "bf16": 467.8 * TFLOP, "fp16": 467.8 * TFLOP,
-                    "fp8": 935.6 * TFLOP, "int8": 935.6 * TFLOP},
+                    "fp8": 935.6 * TFLOP, "int8": 935.6 * TFLOP, "fp4": 1871.2 * TFLOP},
         hbm_bytes=96 * GB, hbm_bandwidth_bytes_per_s=1.792 * TB,
         scaleup_bandwidth_bytes_per_s=64 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_PCIE_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=188,
-        source="NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet (96 GB GDDR7 at 1.792 TB/s, PCIe Gen5 x16, no "
+        tdp_w=600, source="NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet (96 GB GDDR7 at 1.792 TB/s, PCIe Gen5 x16, no "
                "NVLink); dense tensor rates at the 2,430 MHz boost clock as in aiconfigurator-core "
                "systems/rtx_pro_6000_server.yaml (467.8 TFLOPS BF16, 935.6 FP8)",
         notes="GDDR7, not HBM; hbm_* fields hold the device memory"),

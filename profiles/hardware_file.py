@@ -21,6 +21,9 @@ scaleout_latency_s: 5.0e-6                 # default 5 µs
 host_link_bandwidth_bytes_per_s: 64.0e9    # default 64 GB/s (PCIe Gen5 x16)
 host_link_latency_s: 3.0e-6                # default 3 µs
 compute_units: 132                         # optional, informational
+tdp_w: 700                                 # board power limit, W (default 0: no energy figures)
+idle_w: 80                                 # idle with a model loaded (default: profiles.hardware.IDLE_FRACTION_OF_TDP of tdp_w)
+host_w_per_gpu: 575                        # the node beside its GPUs, per GPU (default 0: not counted)
 source: where the numbers come from        # default "user-defined"
 ```
 
@@ -41,9 +44,10 @@ from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 KNOWN_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 _POSITIVE = ("hbm_bytes", "hbm_bandwidth_bytes_per_s", "scaleup_bandwidth_bytes_per_s",
              "scaleout_bandwidth_bytes_per_s", "host_link_bandwidth_bytes_per_s")
-_NON_NEGATIVE = ("scaleup_latency_s", "scaleout_latency_s", "host_link_latency_s")
+_NON_NEGATIVE = ("scaleup_latency_s", "scaleout_latency_s", "host_link_latency_s", "tdp_w", "idle_w", "host_w_per_gpu")
 _DEFAULTS = {"gpus_per_node": 8, "scaleup_latency_s": 1.0e-6, "scaleout_latency_s": 5.0e-6,
-             "host_link_bandwidth_bytes_per_s": 64.0e9, "host_link_latency_s": 3.0e-6, "source": "user-defined"}
+             "host_link_bandwidth_bytes_per_s": 64.0e9, "host_link_latency_s": 3.0e-6, "tdp_w": 0.0, "idle_w": 0.0, "host_w_per_gpu": 0.0,
+             "source": "user-defined"}
 FIELDS = [f.name for f in dataclasses.fields(HardwareSpec)]
 REQUIRED = ("id", "peak_flops", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "scaleup_bandwidth_bytes_per_s",
             "scaleout_bandwidth_bytes_per_s")
@@ -88,7 +92,9 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
         if name in out:
             out[name] = _number(out[name], f"{where}.{name}", "a number > 0", lambda x: x > 0)
     for name in _NON_NEGATIVE:
-        out[name] = _number(out[name], f"{where}.{name}", "a number >= 0 (seconds)", lambda x: x >= 0)
+        out[name] = _number(out[name], f"{where}.{name}", "a number >= 0", lambda x: x >= 0)
+    if out["idle_w"] > out["tdp_w"]:
+        raise ValueError(f"{where}.idle_w: {out['idle_w']} must not exceed tdp_w ({out['tdp_w']})")
     for name in ("gpus_per_node", "compute_units"):
         if name in out:
             value = _number(out[name], f"{where}.{name}", "an integer >= 1", lambda x: x >= 1 and x == int(x))

@@ -84,6 +84,15 @@ def _grid_value(kind: str, dims: Mapping[str, float], key: str) -> float:
     return dims[key]
 
 
+def _table_grid_value(kind: str, dims: Mapping[str, float], key: str) -> float:
+    """A profile row's grid coordinate. A row's prefix is a whole number of tokens (one chunk after a
+    cached prefix), but tables written with 6 significant digits (before 2026-11-26) round attn_pairs, so
+    the prefix derived from them is off by a fraction of a token (2,048-token chunk: 0.002): rounded here,
+    or every chunk length would get its own prefix axis value and the grid would be mostly holes."""
+    value = _grid_value(kind, dims, key)
+    return float(round(value)) if key == "prefix" else value
+
+
 class _ConfigTable:
     """One config of one kind: grids of log(measured) and log(measured / fitted roofline)."""
 
@@ -166,7 +175,7 @@ class ProfiledLatencyModel(UncountedUsage):
             config_keys, grid_keys = KIND_AXES[op.kind]
             dims = {**DIM_DEFAULTS, **dict(op.dims)}
             config = tuple(dims[k] for k in config_keys)
-            point = tuple(_grid_value(op.kind, dims, k) for k in grid_keys)
+            point = tuple(_table_grid_value(op.kind, dims, k) for k in grid_keys)
             ratio = t / self.roofline.op_seconds(op)
             groups.setdefault((op.kind, config), []).append((point, math.log(t), math.log(ratio)))
         tables: dict[str, dict[tuple, _ConfigTable]] = {}

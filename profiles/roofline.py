@@ -25,6 +25,9 @@ Efficiency factors (`RooflineEfficiency`) and where the defaults come from:
 * Attention: FlashAttention-2 reaches 50–70 % of peak on A100 and ~35–40 % on H100, FlashAttention-3
   60–75 % on H100 (FA2/FA3 papers) → `attention_compute_fraction` 0.55 on Hopper/Blackwell, 0.60 on
   A100; decode attention (paged KV reads) streams at ~80 % of the HBM bandwidth.
+* Recurrent mixers (hybrid models, models.opgraph_hybrid): chunked prefill (gated DeltaNet, Mamba-2 SSD)
+  like prefill attention with the chunk as the row count; recurrent decode updates, Mamba-1's scan and the
+  causal conv1d are element-wise (CUDA-core math, usually bandwidth-bound on the state).
 * Collectives: ring all-reduce 2(n−1)/n·bytes/bw + 2(n−1)·α, all-to-all/all-gather (n−1)/n·bytes/bw +
   (n−1)·α, p2p bytes/bw + α, with bw = link bandwidth × `collective_bandwidth_fraction` (NCCL bus
   bandwidth on NVLink reaches ~80 % of the per-direction link rate) and α the per-hop latency.
@@ -38,8 +41,8 @@ from profiles.latency import UncountedUsage
 import dataclasses
 from dataclasses import dataclass
 
-from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, ATTN_SHARED, EMBEDDING, GEMM,
-                        MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, Op)
+from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, ATTN_SHARED, CONV1D, EMBEDDING,
+                        GDN_DECODE, GDN_PREFILL, GEMM, MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, SSM_DECODE, SSM_PREFILL, Op)
 from models.spec import activation_bytes, dtype_bytes
 from profiles.hardware import HardwareSpec, get_hardware
 
@@ -144,6 +147,8 @@ class RooflineLatencyModel(UncountedUsage):
             ATTN_DECODE: self._attn_decode, NORM: self._elementwise, ACTIVATION: self._elementwise,
             EMBEDDING: self._elementwise, ROPE: self._elementwise, SAMPLING: self._elementwise,
             ALLREDUCE: self._allreduce, ALLTOALL: self._alltoall, P2P: self._p2p,
+            GDN_PREFILL: self._chunked_scan, SSM_PREFILL: self._chunked_scan, GDN_DECODE: self._elementwise,
+            SSM_DECODE: self._elementwise, CONV1D: self._elementwise,
         }
 
     def __repr__(self) -> str:
@@ -192,6 +197,17 @@ class RooflineLatencyModel(UncountedUsage):
         chunk = op.dim("q_tokens") / op.dim("seqs")
         compute = op.flops / (self._attn_flops_per_s * (chunk / (chunk + self._attn_m_half)))
         memory = op.bytes / self._attn_mem_bytes_per_s
+        return self._launch_s + (compute if compute > memory else memory)
+
+    def _chunked_scan(self, op: Op) -> float:
+        """Chunked recurrent prefill (gated DeltaNet, Mamba-2 SSD): matmuls inside chunks on the tensor cores at
+        attention efficiency, with the GEMM row factor of the chunk length (short chunks fill tiles poorly);
+        Mamba-1's selective scan (chunk 1) is element-wise, at the vector rate."""
+        chunk = op.dim("chunk")
+        if chunk <= 1.0:
+            return self._elementwise(op)
+        compute = op.flops / (self._attn_flops_per_s * (chunk / (chunk + self._attn_m_half)))
+        memory = op.bytes / self._mem_bytes_per_s
         return self._launch_s + (compute if compute > memory else memory)
 
     def _attn_decode(self, op: Op) -> float:

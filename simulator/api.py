@@ -1,4 +1,8 @@
-"""Python API: `simulator.run(scenario_or_path) -> Result` for notebooks and scripts."""
+"""The Python API for notebooks and scripts (exported by `simulator`): `run(scenario, overrides)` → `Result`,
+or in two stages `prepare` (validate and build: every error on the user's input is raised here, before
+any simulation work) and `simulate`. A scenario is a YAML path, a dict (what the YAML holds) or a validated
+`Scenario`; `overrides` are `key.path=value` texts (as `draftsim run --set`), applied to any of the three.
+Errors on the input raise `simulator.errors.ScenarioError` naming the field."""
 from __future__ import annotations
 
 import time
@@ -13,15 +17,18 @@ from simulator.core.engine import Engine, EngineConfig
 from simulator.results.metrics import build_aggregate_frame, build_requests_frame, build_steps_frame
 from simulator.results.summary import cluster_summary
 from simulator.config.host_memory import check_memory
-from simulator.config.scenario import Scenario, load_scenario, parse_scenario
+from simulator.config.scenario import Scenario, apply_overrides, parse_scenario, read_scenario_dict
+from simulator.errors import ScenarioError
 
 
 @dataclass
 class Result:
+    """One simulated run: what `draftsim run` writes (requests.parquet, steps.parquet, summary.json)."""
+
     scenario: Scenario
-    requests: pd.DataFrame
+    requests: pd.DataFrame  # one row per request (simulator.results.metrics.REQUEST_COLUMNS and derived latencies)
     steps: pd.DataFrame    # one row per step, or per kept step, or per replica and interval (`outputs.steps`)
-    summary: dict
+    summary: dict          # what summary.json holds
     wall_s: float = 0.0                      # host seconds spent building + simulating (not in summary.json)
     workload_s: float = 0.0                  # of build_s: reading (a trace) or drawing the requests
     built: Cluster | None = field(default=None, repr=False)
@@ -48,18 +55,36 @@ def _sorted_steps(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: v[order] for k, v in cols.items()}
 
 
-def _as_scenario(scenario, overrides, base_dir) -> tuple[Scenario, Path]:
+def scenario_dict(scenario: Scenario | dict | str | Path, overrides: list[str] | None = None,
+                  base_dir: str | Path | None = None) -> tuple[dict, Path]:
+    """The raw scenario (a dict as a YAML file holds it) of a path, dict or Scenario with `overrides`
+    applied, and the folder its relative paths are relative to (`base_dir`, else the file's folder, else
+    the working directory)."""
     if isinstance(scenario, (str, Path)):
-        scenario, folder = load_scenario(scenario, overrides)
-        base_dir = base_dir or folder
+        data = read_scenario_dict(scenario)
+        data.setdefault("name", Path(scenario).stem)
+        base_dir = base_dir if base_dir is not None else Path(scenario).resolve().parent
+    elif isinstance(scenario, Scenario):
+        data = scenario.model_dump(mode="json")
     elif isinstance(scenario, dict):
-        scenario = parse_scenario(scenario)
-    return scenario, Path(base_dir) if base_dir is not None else Path.cwd()
+        data = scenario
+    else:
+        raise ScenarioError("scenario", f"a YAML path, a dict or a Scenario, got {type(scenario).__name__}")
+    data = apply_overrides(data, list(overrides or []))
+    return data, Path(base_dir) if base_dir is not None else Path.cwd()
+
+
+def _as_scenario(scenario, overrides, base_dir) -> tuple[Scenario, Path]:
+    if isinstance(scenario, Scenario) and not overrides:
+        return scenario, Path(base_dir) if base_dir is not None else Path.cwd()
+    data, base_dir = scenario_dict(scenario, overrides, base_dir)
+    return parse_scenario(data), base_dir
 
 
 def prepare(scenario: Scenario | dict | str | Path, overrides: list[str] | None = None, *,
             base_dir: str | Path | None = None) -> Prepared:
-    """Validate and build a scenario's cluster (requests, pricing, replicas) without simulating it."""
+    """Validate and build a scenario's cluster (requests, pricing, replicas) without simulating it: a
+    YAML path, a dict or a Scenario, with `overrides` (`key.path=value`, as `draftsim run --set`)."""
     scenario, base_dir = _as_scenario(scenario, overrides, base_dir)
     check_memory(scenario)
     t0 = time.perf_counter()
@@ -73,8 +98,8 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None)
     t0 = time.perf_counter()
     arrival = scenario.workload.arrival
     closed = arrival.concurrency if arrival.process == "closed_loop" else None
-    end_s = Engine(cluster, EngineConfig(step_mode or scenario.scheduler.step_mode, progress, closed,
-                                         workers=scenario.scheduler.workers)).run()
+    end_s = Engine(cluster, EngineConfig(step_mode or scenario.simulation.step_mode, progress, closed,
+                                         workers=scenario.simulation.workers)).run()
     wall_s = prepared.build_s + time.perf_counter() - t0
     requests = build_requests_frame(cluster.state.columns(), scenario.slo.spec())
     if cluster.handoff is not None:
@@ -100,9 +125,11 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None)
 
 def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = None, *,
         base_dir: str | Path | None = None, step_mode: str | None = None, progress=None) -> Result:
-    """Simulate a scenario (a Scenario, a raw dict, or a YAML path with optional `key=value` overrides).
-
-    step_mode overrides scheduler.step_mode ("bulk" or "step"); progress is an optional callable taking
-    the number of requests that just completed (used by the CLI's progress bar).
+    """Simulate a scenario: a YAML path, a dict or a Scenario, with `overrides` (`key.path=value` texts,
+    as `draftsim run --set`, e.g. ["drafter.gamma=2"]) applied to any of them. `base_dir`: the folder
+    relative paths in the scenario are read from (default: the YAML file's, else the working directory).
+    `step_mode` overrides simulation.step_mode ("bulk" or "step"); `progress` is an optional callable taking
+    the number of requests that just completed (the CLI's progress bar). Example:
+    `run("scenarios/quickstart.yaml", ["workload.num_requests=100"]).summary["tpot_p50_s"]`.
     """
     return simulate(prepare(scenario, overrides, base_dir=base_dir), step_mode=step_mode, progress=progress)

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from simulator.console.contract import EXIT_USAGE, guarded, parse_args
 
@@ -84,39 +86,54 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
     return 0
 
 
-DELEGATED = {
+@dataclass(frozen=True)
+class Command:
+    """A `draftsim` command that runs `main(argv) -> exit code` of another module: simulator's own
+    (`DELEGATED`) or one another package registers under the `draftsim.commands` entry points (scenarios/
+    registers `validate` and `reproduce`: scenarios/commands.py)."""
+
+    help: str
+    main: Callable[[list[str]], int]
+
+
+ENTRY_POINTS = "draftsim.commands"
+DELEGATED = {   # name -> (module with main(argv), help)
     "estimate": ("simulator.workflows.estimate", "price one engine step as the simulator does: seconds by op kind and "
-                                       "engine time (see `draftsim estimate --help`)"),
+                                                 "engine time (see `draftsim estimate --help`)"),
     "profile": ("simulator.workflows.profile", "time real torch kernels over the op graph's shapes and write a "
-                                         "profile table (see `draftsim profile --help`); --engine vllm: "
-                                         "measure a real vLLM's passes"),
-    "validate": ("scenarios.validation.run", "run a real torch serving loop and the simulator on the same "
-                                      "requests and report the simulator's error (see `draftsim validate --help`); "
-                                      "--published: predict published real GPU runs and report the error; "
-                                      "--engine vllm: against a real vLLM"),
-    "sweep": ("simulator.workflows.sweep.main", "run a grid/list of scenario variants with seeds (local pool or Dask) into a "
-                                 "resumable results store (see `draftsim sweep --help`)"),
+                                               "profile table (see `draftsim profile --help`); --engine vllm: "
+                                               "measure a real vLLM's passes"),
+    "sweep": ("simulator.workflows.sweep.main", "run a grid/list of scenario variants with seeds (local pool or Dask) "
+                                                "into a resumable results store (see `draftsim sweep --help`)"),
     "plan": ("simulator.workflows.plan.main", "capacity planning: screen TP/PP/EP, replicas, drafter, γ/tree and "
-                               "colocated vs disaggregated on priced hardware, confirm the best with the DES, "
-                               "rank by cost (see `draftsim plan --help`)"),
+                                              "colocated vs disaggregated on priced hardware, confirm the best with "
+                                              "the DES, rank by cost (see `draftsim plan --help`)"),
     "compare": ("simulator.workflows.compare", "simulate two or more scenarios (or --vary variants of one) and "
                                                "print their headline metrics side by side with the change "
                                                "(see `draftsim compare --help`)"),
-    "reproduce": ("scenarios.papers.registry", "reproduce a paper's figure/table with published-vs-reproduced "
-                                               "checks (see `draftsim reproduce --list`)"),
 }
 
 
-def _delegate(command: str, argv: list[str]) -> int:
+def _delegate(module: str, argv: list[str]) -> int:
     import importlib
 
-    name = DELEGATED[command][0]
-    if command == "validate" and "--published" in argv:  # against published GPU runs, not a local loop
-        name, argv = "scenarios.validation.published.report", [a for a in argv if a != "--published"]
-    elif command in ("validate", "profile") and any(a == "--engine" or a.startswith("--engine=") for a in argv):
-        name = {"validate": "scenarios.validation.vllm.report", "profile": "simulator.workflows.profile_engine"}[command]
-    module = importlib.import_module(name)
-    return int(module.main(argv) or 0)
+    if module == "simulator.workflows.profile" and any(a == "--engine" or a.startswith("--engine=") for a in argv):
+        module = "simulator.workflows.profile_engine"   # a real vLLM's passes
+    return int(importlib.import_module(module).main(argv) or 0)
+
+
+def commands() -> dict[str, Command]:
+    """Every command besides run and catalog: simulator's, then those registered by other packages."""
+    from functools import partial
+    from importlib.metadata import distributions
+
+    found = {name: Command(text, partial(_delegate, module)) for name, (module, text) in DELEGATED.items()}
+    # every distribution's, not entry_points()'s first of each name: a stale draftsim.egg-info in the working
+    # directory would otherwise hide the installed metadata
+    points = {p.name: p for dist in distributions() for p in dist.entry_points.select(group=ENTRY_POINTS)}
+    for name in sorted(points):
+        found.setdefault(name, points[name].load())
+    return found
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "which GPUs have measured kernel tables.")
     c.add_argument("what", choices=["models", "hardware"])
     c.set_defaults(func=_cmd_catalog)
-    for name, (_, text) in DELEGATED.items():
-        sub.add_parser(name, help=text, add_help=False)
+    for name, command in commands().items():
+        sub.add_parser(name, help=command.help, add_help=False)
     return p
 
 
@@ -161,8 +178,9 @@ def _one_line_warnings() -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _one_line_warnings()
-    if argv and argv[0] in DELEGATED:
-        return guarded(lambda: _delegate(argv[0], argv[1:]), argv[0])
+    found = commands()
+    if argv and argv[0] in found:
+        return guarded(lambda: found[argv[0]].main(argv[1:]), argv[0])
     parser = build_parser()
     args = parse_args(parser, argv)
     if isinstance(args, int):  # argparse already printed its one-line usage error (or the help)

@@ -40,7 +40,7 @@ def assert_bulk_equals_step(data: dict) -> None:
 
     import simulator
     bulk = simulator.run(data)
-    step = simulator.run(merge(data, {"scheduler": {"step_mode": "step"}}))
+    step = simulator.run(merge(data, {"simulation": {"step_mode": "step"}}))
     pd.testing.assert_frame_equal(bulk.requests, step.requests)
     pd.testing.assert_frame_equal(bulk.steps, step.steps)
 

@@ -148,3 +148,17 @@ def test_published_acceptance_refuses_trees(tmp_path, capsys):
                 speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3})
     err = capsys.readouterr().err.strip()
     assert code == 2 and "acceptance.kind" in err
+
+
+def test_two_row_rule_keeps_the_first_position_and_the_length():
+    """α₁ from DeepSeek-V3's report (0.875) decaying to the 3.20 tokens per step the reused MTP module
+    reaches at 7 positions in vLLM: both published figures are reproduced exactly."""
+    from simulator.speculation.published import decayed_alphas
+    first = find_entry("deepseek-v3-report-mtp-second-token")
+    length = find_entry("nebius-card-mtp-original-deepseek-v3-0324-k7-temp0")
+    alphas = decayed_alphas(first, length)
+    assert len(alphas) == 7 and alphas[0] == 0.875
+    assert all(b < a for a, b in zip(alphas, alphas[1:]))
+    assert 1.0 + float(np.cumprod(alphas).sum()) == pytest.approx(3.20, abs=1e-9)
+    with pytest.raises(RegistryError, match="first_alpha_entry"):  # α1 = 0.875 cannot reach 7.54 at depth 7
+        decayed_alphas(first, find_entry("eagle3-paper-t1-eagle3-vicuna-13b-humaneval-temp0"))

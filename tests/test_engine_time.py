@@ -11,6 +11,7 @@ import yaml
 
 import simulator
 from profiles.engine_time.frameworks import DATA_FILE, _US_FIELDS, engine_time_for, frameworks
+from profiles.engine_time.graphs import GraphPolicy
 from profiles.engine_time.model import EngineTime, PassLayout
 from profiles.measured.source import version_key
 from sim_helpers import scenario
@@ -20,7 +21,9 @@ US = 1e-6
 
 def _engine(**kw) -> EngineTime:
     base = dict(framework="x", versions="", step_s=300 * US, per_seq_s=4 * US, per_token_s=0.1 * US,
-                overlap=False, step_gap_s=20 * US, graph_max_tokens=512, graph_max_seqs=256,
+                overlap=False, step_gap_s=20 * US,
+                # full graphs of decode batches up to 512 tokens, piecewise graphs of other steps up to 1024
+                graphs=GraphPolicy("full", tuple(range(1, 513)), "tokens", True, "full", tuple(range(1, 1025))),
                 graph_launch_s=15 * US, piecewise_per_layer_s=10 * US, spec_step_s=15 * US,
                 spec_per_pass_s=100 * US, spec_host_step_s=50 * US, spec_host_per_seq_s=2 * US)
     base.update(kw)
@@ -39,9 +42,11 @@ def test_synchronous_engine_adds_host_work_and_gaps():
     # a prefill step is not a full graph: per-layer gaps
     wall = e.wall_seconds(device, 1000, 1, 0, 1, PLAIN)
     assert wall == pytest.approx(device + 20 * US + 32 * 10 * US + (300 + 4 + 0.1 * 1000) * US)
-    # above the capture size (tokens or sequences): no full graph either
+    # above the decode capture size: piecewise like a mixed step (within the piecewise sizes)
     assert e.gaps_seconds(0, 600, 1, PLAIN) == pytest.approx((20 + 320) * US)
     assert e.gaps_seconds(0, 100, 6, PLAIN) == pytest.approx((20 + 320) * US)  # 600 tokens
+    # above every capture size: eager, no launch gap (the issue time is wall_seconds')
+    assert e.gaps_seconds(0, 1100, 1, PLAIN) == pytest.approx(20 * US)
 
 
 def test_overlapped_engine_exposes_only_host_work_beyond_the_device_time():
@@ -81,7 +86,9 @@ def test_every_constant_of_every_framework_has_a_source_and_a_value():
     raw = yaml.safe_load(DATA_FILE.read_text())["frameworks"]
     for entry in raw:
         c, sources = entry["constants"], entry["sources"]
-        for key in (*_US_FIELDS, "overlap", "graph_max_tokens", "graph_max_seqs"):
+        for key in ("graphs", "measured_on", "defaults"):
+            assert key in entry and (key in sources or _sourced_elsewhere(raw, entry, key)), (entry["framework"], key)
+        for key in (*_US_FIELDS, "overlap"):
             assert isinstance(c[key], (int, float)), (entry["framework"], key, c[key])
             assert key in sources or key[:-3] + "_us" in sources or _sourced_elsewhere(raw, entry, key), \
                 (entry["framework"], entry["versions"], key)

@@ -55,3 +55,24 @@ def test_simulator_imports_no_scenarios_module():
     bad = [f"{path.relative_to(ROOT)}:{line}" for path in SIMULATOR.rglob("*.py")
            for line, module in _imports(path) if module.split(".")[0] == "scenarios"]
     assert not bad, bad
+
+
+def test_simulator_names_no_scenarios_module_in_a_string_either():
+    """(importlib.import_module("scenarios...") would be the same arrow up)"""
+    bad = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in SIMULATOR.rglob("*.py")
+           for node in ast.walk(ast.parse(path.read_text()))
+           if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("scenarios.")]
+    assert not bad, bad
+
+
+def test_scenarios_registers_its_commands_through_entry_points():
+    import importlib
+    import tomllib
+
+    from simulator.cli import Command, commands
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["draftsim.commands"]
+    assert set(declared) == {"validate", "reproduce"}
+    for name, target in declared.items():
+        module, attr = target.split(":")
+        assert isinstance(getattr(importlib.import_module(module), attr), Command), name
+    assert set(declared) <= set(commands()), "reinstall (pip install -e .) to refresh the entry points"

@@ -14,10 +14,11 @@ from models.step import Parallelism
 
 # The issue's models, plus qwama-0.5b: the Llama-3 draft of the vLLM speculation-under-load reproduction, and
 # smollm2-135m: the cross-vocabulary drafter of the measured TLI traces (profiles/data/acceptance).
-CATALOG = ["deepseek-v3", "gpt-oss-120b", "gpt-oss-20b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b",
-           "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.3-70b", "llama-68m", "mixtral-8x7b",
-           "qwama-0.5b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "qwen3-235b-a22b",
-           "qwen3-30b-a3b", "qwen3-32b", "qwen3-8b", "smollm2-135m", "vicuna-13b", "vicuna-33b", "vicuna-7b"]
+CATALOG = ["deepseek-v3", "gpt-oss-120b", "gpt-oss-20b", "jamba-1.5-mini", "llama-2-13b", "llama-2-70b", "llama-2-7b",
+           "llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.3-70b", "llama-68m",
+           "mixtral-8x7b", "nemotron-3-nano-30b-a3b", "nemotron-h-56b", "qwama-0.5b", "qwen2.5-72b", "qwen2.5-7b",
+           "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-8b",
+           "qwen3-next-80b-a3b", "smollm2-135m", "vicuna-13b", "vicuna-33b", "vicuna-7b"]
 
 
 def test_catalog_lists_exactly_the_expected_models():
@@ -65,6 +66,11 @@ PUBLISHED = [
     ("qwen3-235b-a22b", 235e9, 22e9, 0.01),
     ("gpt-oss-20b", 20.91e9, 3.61e9 + 201088 * 2880, 0.005),
     ("gpt-oss-120b", 116.83e9, 5.13e9 + 201088 * 2880, 0.005),
+    # Hybrids: Jamba-1.5-Mini 52B total / 12B active (AI21's model card); Nemotron-H-56B (arXiv 2504.03624);
+    # Nemotron-3-Nano-30B-A3B 31.6B total, 3.6B active including embeddings (NVIDIA's model card).
+    ("jamba-1.5-mini", 52e9, 12e9, 0.01),
+    ("nemotron-h-56b", 56e9, None, 0.01),
+    ("nemotron-3-nano-30b-a3b", 31.6e9, 3.6e9, 0.01),
 ]
 
 
@@ -78,54 +84,119 @@ def test_param_counts_match_published_totals(name, total, active, tol):
         assert spec.is_moe and spec.active_param_count() == pytest.approx(active, rel=tol)
 
 
+def _attention_tensors(spec: ModelSpec):
+    h, nh, kvh, hd = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
+    if spec.is_mla:
+        qk = spec.qk_nope_head_dim + spec.qk_rope_head_dim
+        yield (spec.q_lora_rank, h)                          # q_a_proj
+        yield (spec.q_lora_rank,)                            # q_a_layernorm
+        yield (nh * qk, spec.q_lora_rank)                    # q_b_proj
+        yield (spec.kv_lora_rank + spec.qk_rope_head_dim, h)  # kv_a_proj_with_mqa
+        yield (spec.kv_lora_rank,)                           # kv_a_layernorm
+        yield (nh * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)  # kv_b_proj
+        yield (h, nh * spec.v_head_dim)                      # o_proj
+        return
+    q_rows = nh * hd * (2 if spec.attn_output_gate else 1)   # Qwen3-Next: query and gate in one q_proj
+    for rows in (q_rows, kvh * hd, kvh * hd):                # q, k, v
+        yield (rows, h)
+        if spec.qkv_bias:
+            yield (rows,)
+    if spec.qk_norm:
+        yield (hd,)
+        yield (hd,)
+    yield (h, nh * hd)                                       # o_proj
+    if spec.attention_output_bias:
+        yield (h,)                                           # o_proj bias (gpt-oss)
+    if spec.attention_sinks:
+        yield (nh,)                                          # sinks (gpt-oss)
+
+
+def _state_mixer_tensors(spec: ModelSpec, kind: str):
+    """HF Qwen3NextGatedDeltaNet, NemotronHMamba2Mixer and JambaMambaMixer, tensor by tensor."""
+    h = spec.hidden_size
+    if kind == "linear_attention":
+        nk, nv, dk, dv = (spec.linear_num_key_heads, spec.linear_num_value_heads, spec.linear_key_head_dim,
+                          spec.linear_value_head_dim)
+        yield (2 * nk * dk + 2 * nv * dv, h)                 # in_proj_qkvz
+        yield (2 * nv, h)                                    # in_proj_ba
+        yield (2 * nk * dk + nv * dv, 1, spec.linear_conv_kernel)  # conv1d.weight (no bias)
+        yield (nv,)                                          # dt_bias
+        yield (nv,)                                          # A_log
+        yield (dv,)                                          # norm.weight
+        yield (h, nv * dv)                                   # out_proj
+        return
+    d, n, k = spec.mamba_inner_size, spec.ssm_state_size, spec.mamba_conv_kernel
+    if spec.mamba_version == 2:
+        heads, groups = spec.mamba_num_heads, spec.mamba_groups
+        conv = d + 2 * groups * n
+        yield (2 * d + 2 * groups * n + heads, h)            # in_proj
+        yield (conv, 1, k)                                   # conv1d.weight
+        yield (conv,)                                        # conv1d.bias
+        for _ in ("dt_bias", "A_log", "D"):
+            yield (heads,)
+        yield (d,)                                           # norm.weight
+        yield (h, d)                                         # out_proj
+        return
+    r = spec.mamba_dt_rank
+    yield (2 * d, h)                                         # in_proj
+    yield (d, 1, k)                                          # conv1d.weight
+    yield (d,)                                               # conv1d.bias
+    yield (r + 2 * n, d)                                     # x_proj
+    yield (d, r)                                             # dt_proj.weight
+    yield (d,)                                               # dt_proj.bias
+    yield (d, n)                                             # A_log
+    yield (d,)                                               # D
+    yield (h, d)                                             # out_proj
+    if spec.mamba_inner_norms:
+        yield (r,)                                           # dt_layernorm
+        yield (n,)                                           # b_layernorm
+        yield (n,)                                           # c_layernorm
+
+
+def _ffn_tensors(spec: ModelSpec, kind: str):
+    h = spec.hidden_size
+    inputs = ("gate", "up") if spec.gated_mlp else ("up",)
+    if kind == "moe":
+        yield (spec.num_experts, h)                          # router
+        if spec.router_bias:
+            yield (spec.num_experts,)
+        experts = [spec.moe_intermediate_size] * spec.num_experts
+        if spec.num_shared_experts:
+            experts.append(spec.num_shared_experts * (spec.shared_expert_intermediate_size or spec.moe_intermediate_size))
+        for width in experts:
+            for _ in inputs:
+                yield (width, h)                             # gate, up
+            yield (h, width)                                 # down
+            if spec.expert_bias:
+                yield (2 * width,)                           # gate_up_proj_bias row (gpt-oss)
+                yield (h,)                                   # down_proj_bias row
+        if spec.shared_expert_gate:
+            yield (1, h)                                     # shared_expert_gate (Qwen3-Next)
+    elif kind == "dense":
+        for _ in inputs:
+            yield (spec.intermediate_size, h)
+        yield (h, spec.intermediate_size)
+
+
 def checkpoint_tensor_shapes(spec: ModelSpec):
     """Shapes of every tensor in the Hugging Face checkpoint of `spec`'s architecture, listed one by one
     (an independent enumeration, not the closed form of ModelSpec)."""
-    h, nh, kvh, hd = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
+    h = spec.hidden_size
     yield (spec.vocab_size, h)                                   # embed_tokens
     for layer in range(spec.num_layers):
-        yield (h,)                                               # input_layernorm
-        yield (h,)                                               # post_attention_layernorm
-        if spec.is_mla:
-            qk = spec.qk_nope_head_dim + spec.qk_rope_head_dim
-            yield (spec.q_lora_rank, h)                          # q_a_proj
-            yield (spec.q_lora_rank,)                            # q_a_layernorm
-            yield (nh * qk, spec.q_lora_rank)                    # q_b_proj
-            yield (spec.kv_lora_rank + spec.qk_rope_head_dim, h)  # kv_a_proj_with_mqa
-            yield (spec.kv_lora_rank,)                           # kv_a_layernorm
-            yield (nh * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)  # kv_b_proj
-            yield (h, nh * spec.v_head_dim)                      # o_proj
+        mixer = spec.layer_types[layer] if spec.layer_types else "full_attention"
+        if spec.ffn_types:
+            ffn = spec.ffn_types[layer]
         else:
-            for rows in (nh * hd, kvh * hd, kvh * hd):           # q, k, v
-                yield (rows, h)
-                if spec.qkv_bias:
-                    yield (rows,)
-            if spec.qk_norm:
-                yield (hd,)
-                yield (hd,)
-            yield (h, nh * hd)                                   # o_proj
-            if spec.attention_output_bias:
-                yield (h,)                                       # o_proj bias (gpt-oss)
-            if spec.attention_sinks:
-                yield (nh,)                                      # sinks (gpt-oss)
-        if spec.is_moe and layer >= spec.first_dense_layers:
-            yield (spec.num_experts, h)                          # router
-            if spec.router_bias:
-                yield (spec.num_experts,)
-            experts = [spec.moe_intermediate_size] * spec.num_experts
-            if spec.num_shared_experts:
-                experts.append(spec.num_shared_experts * spec.moe_intermediate_size)
-            for width in experts:
-                yield (width, h)                                 # gate
-                yield (width, h)                                 # up
-                yield (h, width)                                 # down
-                if spec.expert_bias:
-                    yield (2 * width,)                           # gate_up_proj_bias row (gpt-oss)
-                    yield (h,)                                   # down_proj_bias row
-        else:
-            yield (spec.intermediate_size, h)
-            yield (spec.intermediate_size, h)
-            yield (h, spec.intermediate_size)
+            ffn = "moe" if spec.is_moe and layer >= spec.first_dense_layers else "dense"
+        for part in (mixer, ffn):
+            if part != "none":
+                yield (h,)                                       # the part's pre-norm
+        if mixer in ("full_attention", "sliding_attention"):
+            yield from _attention_tensors(spec)
+        elif mixer != "none":
+            yield from _state_mixer_tensors(spec, mixer)
+        yield from _ffn_tensors(spec, ffn)
     yield (h,)                                                   # final norm
     if not spec.tie_word_embeddings:
         yield (spec.vocab_size, h)                               # lm_head
@@ -165,8 +236,20 @@ def test_weight_bytes_and_dtypes():
     for bad in ("bf8", "float16", None):
         with pytest.raises(ValueError, match="dtype"):
             spec.weight_bytes(bad)
-    assert set(models.DTYPE_BYTES) == {"fp32", "bf16", "fp16", "fp8", "fp8_block", "int8", "int4"}
+    assert set(models.DTYPE_BYTES) == {"fp32", "bf16", "fp16", "fp8", "fp8_block", "int8", "int4", "nvfp4", "mxfp4"}
     assert dtype_bytes("fp8") == 1.0
+
+
+def test_fp4_block_scales_are_counted_in_the_weight_bytes():
+    """NVFP4: 16 E2M1 values (8 bytes) share one E4M3 scale (1 byte) -> 9 bytes per 16 values; MXFP4: 32 values
+    (16 bytes) share one E8M0 scale (1 byte) -> 17 bytes per 32 values (the formats' specifications)."""
+    spec = get_model("llama-2-7b")
+    assert spec.weight_bytes("nvfp4") == spec.param_count() * 9 / 16
+    assert spec.weight_bytes("mxfp4") == spec.param_count() * 17 / 32
+    assert models.spec.kv_cache_dtype("nvfp4") == "fp8"       # modelopt NVFP4 checkpoints: kv_cache_quant_algo FP8
+    assert models.spec.kv_cache_dtype("mxfp4") == "bf16"      # gpt-oss keeps a 16-bit KV cache
+    assert models.spec.kv_cache_dtype("bf16", "nvfp4") == "nvfp4"
+    assert spec.kv_bytes_per_token("nvfp4") == spec.kv_bytes_per_token() * 9 / 32
 
 
 @pytest.mark.parametrize("name", CATALOG)
@@ -179,12 +262,14 @@ def test_flops_per_token_is_two_per_active_matmul_weight(name):
     low = 0.6 if spec.param_count() < 1e9 else 0.8 if spec.family == "gpt-oss" else 0.9
     assert low < f0 / (2 * spec.active_param_count()) <= 1.0
     lookups = 0 if spec.tie_word_embeddings else spec.vocab_size * spec.hidden_size
-    assert f0 == pytest.approx(2 * (spec.active_param_count() - lookups), rel=1e-3)
-    # Attention adds 2·(qk + v) FLOPs per head, layer and context token (a sliding-window layer: per token
-    # of its window).
+    recurrent = spec.recurrent_flops_per_token()   # the state layers' update: no weights (models.mixers)
+    assert (recurrent > 0) == spec.is_hybrid
+    assert f0 - recurrent == pytest.approx(2 * (spec.active_param_count() - lookups), rel=1e-3)
+    # Attention adds 2·(qk + v) FLOPs per head, softmax-attention layer and context token (a sliding-window
+    # layer: per token of its window); linear-attention and Mamba layers add nothing per context token.
     per_layer = 2 * spec.num_heads * (spec.qk_head_dim + spec.attn_v_head_dim)
     swa = spec.sliding_window_layers
-    attended = (spec.num_layers - swa) * 1000 + swa * min(1000, spec.sliding_window)
+    attended = (spec.num_attention_layers - swa) * 1000 + swa * min(1000, spec.sliding_window)
     assert spec.flops_per_token(1000) - f0 == pytest.approx(per_layer * attended)
     with pytest.raises(ValueError, match="context_tokens"):
         spec.flops_per_token(-1)

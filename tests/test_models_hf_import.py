@@ -22,7 +22,10 @@ CONFIGS = Path(__file__).resolve().parent / "data" / "hf_configs"
 # Published totals: model cards (Llama 3.1: the Hub's safetensors sizes 8.03B / 405.9B; Qwen2.5 "Number of
 # Parameters" 7.61B / 72.7B; Qwen3 8.2B, 32.8B, 30.5B, 235B), Mistral 7B 7.24B (the Hub's safetensors size),
 # Mixtral 46.7B (Mistral AI's announcement), DeepSeek-V2-Lite 15.7B (its model card), DeepSeek-V3 671B
-# (technical report), gpt-oss 20.91B / 116.83B (OpenAI's model card, Table 1).
+# (technical report), gpt-oss 20.91B / 116.83B (OpenAI's model card, Table 1). Hybrids: Qwen3-Next-80B-A3B "80B in
+# total and 3B activated" (model card; the Hub's 81.3B safetensors size includes the MTP module), Nemotron-H-56B (arXiv
+# 2504.03624, "Nemotron-H-56B"), Nemotron-3-Nano-30B-A3B 31.6B total (model card), Jamba-1.5-Mini 52B total / 12B
+# active (AI21's model card).
 PUBLISHED = {
     "Llama-3.1-8B": ("LlamaForCausalLM", 8.03e9),
     "Llama-3.1-405B": ("LlamaForCausalLM", 405.9e9),
@@ -38,6 +41,10 @@ PUBLISHED = {
     "DeepSeek-V3": ("DeepseekV3ForCausalLM", 671e9),
     "gpt-oss-20b": ("GptOssForCausalLM", 20.91e9),
     "gpt-oss-120b": ("GptOssForCausalLM", 116.83e9),
+    "Qwen3-Next-80B-A3B-Instruct": ("Qwen3NextForCausalLM", 80e9),
+    "Nemotron-H-56B-Base-8K": ("NemotronHForCausalLM", 56e9),
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("NemotronHForCausalLM", 31.6e9),
+    "Jamba-1.5-Mini": ("JambaForCausalLM", 52e9),
 }
 
 
@@ -61,7 +68,11 @@ def test_every_supported_architecture_is_covered_by_a_published_config():
                                          ("qwen3-8b", "Qwen3-8B"), ("qwen3-32b", "Qwen3-32B"),
                                          ("qwen3-30b-a3b", "Qwen3-30B-A3B"), ("qwen3-235b-a22b", "Qwen3-235B-A22B"),
                                          ("mixtral-8x7b", "Mixtral-8x7B-v0.1"), ("deepseek-v3", "DeepSeek-V3"),
-                                         ("gpt-oss-20b", "gpt-oss-20b"), ("gpt-oss-120b", "gpt-oss-120b")])
+                                         ("gpt-oss-20b", "gpt-oss-20b"), ("gpt-oss-120b", "gpt-oss-120b"),
+                                         ("qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B-Instruct"),
+                                         ("nemotron-h-56b", "Nemotron-H-56B-Base-8K"),
+                                         ("nemotron-3-nano-30b-a3b", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"),
+                                         ("jamba-1.5-mini", "Jamba-1.5-Mini")])
 def test_catalog_entries_equal_the_import_of_their_config(name, folder):
     catalog, imported = get_model(name), load_hf_config(CONFIGS / folder / "config.json")
     skip = {"name", "family", "source"}

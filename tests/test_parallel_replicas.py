@@ -20,7 +20,7 @@ SPEC = {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
 def cluster(steps: str, spec: bool, workers, **extra) -> dict:
     return scenario(cluster={"replicas": 5, "router": "round_robin", **extra.pop("cluster", {})},
                     workload={"arrival": {"qps": 40.0}, "num_requests": 1500},
-                    scheduler={"workers": workers}, outputs={"steps": steps}, **(SPEC if spec else {}), **extra)
+                    simulation={"workers": workers}, outputs={"steps": steps}, **(SPEC if spec else {}), **extra)
 
 
 @pytest.mark.parametrize("spec", [False, True], ids=["plain", "spec"])

@@ -172,7 +172,9 @@ def test_bad_inputs_raise_value_error(wiggly_model):
 
 
 def test_load_latency_model_picks_profile_or_roofline():
-    assert isinstance(load_latency_model("h100-sxm"), RooflineLatencyModel)
+    assert isinstance(load_latency_model("a100-80gb"), RooflineLatencyModel)    # no shipped profile
+    assert isinstance(load_latency_model("h100-sxm", dtype="bf16"), ProfiledLatencyModel)   # profiles/data/h100-sxm
+    assert isinstance(load_latency_model("h100-sxm", dtype="fp8"), RooflineLatencyModel)    # measured in bf16
     if profile_dir_for("cpu-local") is None:
         pytest.skip("no shipped cpu-local profile")
     started = time.perf_counter()

@@ -9,7 +9,7 @@ import pytest
 import profiles
 from models import get_model
 from models.opgraph import dense_ops, step_ops
-from models.ops import ALLREDUCE, ALLTOALL, OP_KINDS, P2P, Op
+from models.ops import RECURRENT_KINDS, ALLREDUCE, ALLTOALL, OP_KINDS, P2P, Op
 from models.step import Parallelism, StepShape, chunk_attention_pairs
 from profiles import RooflineEfficiency, RooflineLatencyModel, gemm_seconds, get_hardware, list_hardware, ops_seconds
 from profiles.roofline import DEFAULT_EFFICIENCY
@@ -70,7 +70,9 @@ def all_kinds_ops():
                       prefill_attn_pairs=chunk_attention_pairs(200, 0) + chunk_attention_pairs(100, 400),
                       decode_seqs=16, query_tokens_per_seq=3, decode_context_tokens=16 * 1500,
                       shared_context_tokens=8 * 1024, shared_prefix_tokens=1024, shared_prefix_seqs=8)
-    return step_ops(spec, shape, Parallelism(tp=8, pp=2))
+    hybrid = [op for name in ("qwen3-next-80b-a3b", "jamba-1.5-mini", "nemotron-h-56b")
+              for op in step_ops(get_model(name), shape, Parallelism(tp=8, pp=2)) if op.kind in RECURRENT_KINDS]
+    return step_ops(spec, shape, Parallelism(tp=8, pp=2)) + hybrid
 
 
 @pytest.mark.parametrize("hw", list_hardware())

@@ -45,6 +45,10 @@ BAD = {
                             "shared_prefix and sessions generate requests; not allowed for process 'trace'"),
     "bad_user_hardware": ({"cluster": {"hardware": {"id": "my-gpu", "peak_flops": {"bf16": 1e15}}}},
                           "cluster.hardware"),
+    "unknown_scheduler": ({"scheduler": {"kind": "orca"}},
+                          "scheduler.kind: unknown scheduler 'orca'; allowed: vllm, sarathi, vllm_v1"),
+    "simulation_key_twice": ({"scheduler": {"workers": 2}, "simulation": {"workers": 1}},
+                             "scheduler.workers: unknown field"),
 }
 
 
@@ -60,3 +64,15 @@ def test_bad_serving_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, 
     assert code == 2
     assert_one_line(err, message)
     assert not out.exists()
+
+
+def test_the_simulation_keys_old_place_still_runs_with_a_warning():
+    import warnings
+
+    import simulator
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = simulator.run(merge(scenario(), {"scheduler": {"step_mode": "step", "workers": 1}}))
+    assert result.scenario.simulation.step_mode == "step" and result.scenario.simulation.workers == 1
+    assert {str(w.message) for w in caught} >= {"scheduler.step_mode is now simulation.step_mode",
+                                                "scheduler.workers is now simulation.workers"}

@@ -181,7 +181,7 @@ def _small(name: str) -> dict:
 def test_new_scenarios_bulk_equals_step_and_are_deterministic(name):
     data = _small(name)
     bulk = simulator.run(data, base_dir=FOLDER)
-    step = simulator.run(merge(data, {"scheduler": {"step_mode": "step"}}), base_dir=FOLDER)
+    step = simulator.run(merge(data, {"simulation": {"step_mode": "step"}}), base_dir=FOLDER)
     pd.testing.assert_frame_equal(bulk.requests, step.requests)
     pd.testing.assert_frame_equal(bulk.steps, step.steps)
     again = simulator.run(data, base_dir=FOLDER)

@@ -81,7 +81,7 @@ def test_requests_replay_their_sequence_deterministically(trace):
     path, _ = trace
     a, b = _run(path, 4), _run(path, 4)
     pd.testing.assert_frame_equal(a.requests, b.requests)
-    bulk, step = _run(path, 4), _run(path, 4, scheduler={"step_mode": "step"})
+    bulk, step = _run(path, 4), _run(path, 4, simulation={"step_mode": "step"})
     pd.testing.assert_frame_equal(bulk.steps, step.steps)
 
 
@@ -106,7 +106,7 @@ def _run_sampled(path, gamma, step_mode="bulk", temperature=1.0):
         drafter={"kind": "draft_model", "model": "qwen2.5-coder-0.5b", "gamma": gamma},
         acceptance={"kind": "trace", "trace": str(path), "mode": "sample", "temperature": temperature},
         workload={"num_requests": 300, "output_tokens": {"kind": "uniform", "low": 100, "high": 300}},
-        scheduler={"step_mode": step_mode}))
+        simulation={"step_mode": step_mode}))
 
 
 def test_sampling_mode_with_constant_beta_matches_closed_form(tmp_path):

@@ -111,7 +111,7 @@ def test_bulk_equals_step_mode_for_trees(extra):
     """Bulk ≡ step mode for every fixed-shape speculation: trees, multi-draft, heads, placements."""
     data = scenario(**{"drafter": DRAFT, "acceptance": RANKED, **extra})
     bulk = simulator.run(data)
-    step = simulator.run(scenario(**{**data, "scheduler": {**data["scheduler"], "step_mode": "step"}}))
+    step = simulator.run(scenario(**{**data, "simulation": {"step_mode": "step"}}))
     pd.testing.assert_frame_equal(bulk.requests, step.requests)
     pd.testing.assert_frame_equal(bulk.steps, step.steps)
 

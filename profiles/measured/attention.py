@@ -42,7 +42,7 @@ class AttentionTable:
     def __init__(self, path: Path, phase: str, peaks):
         frame = read(path, _COLUMNS)
         if "window_size" in frame.columns:
-            frame = frame[frame["window_size"] == 0]
+            frame = frame.where(frame["window_size"] == 0)
         self.phase, self._peaks = phase, peaks
         self._frames = {dt: dominant_source(part) for dt, part in frame.groupby("kv_cache_dtype")}
         self._layouts: dict[str, dict[tuple[int, int, int], object]] = {}
@@ -58,7 +58,7 @@ class AttentionTable:
         return [d for d, label in KV_DTYPES.items() if label in self._frames]
 
     def kernel(self, dtype: str) -> str:
-        return str(self._frames[KV_DTYPES[dtype]]["kernel_source"].iloc[0])
+        return str(self._frames[KV_DTYPES[dtype]]["kernel_source"][0])
 
     def _layout_frames(self, dtype: str) -> dict:
         found = self._layouts.get(dtype)
@@ -75,9 +75,9 @@ class AttentionTable:
         if found is None:
             part = self._layout_frames(dtype)[layout]
             length = part["isl"] if self.phase == CONTEXT else part["isl"] + part["step"]
-            points = list(zip(part["batch_size"].astype(float), length.astype(float)))
+            points = list(zip(part["batch_size"].astype(float).tolist(), length.astype(float).tolist()))
             found = self._grids[key] = MeasuredGrid.from_points(
-                points, part["latency"].to_numpy(float) * MS, partial(self._ideal, dtype, layout), along=1)
+                points, part["latency"].astype(float) * MS, partial(self._ideal, dtype, layout), along=1)
         return found
 
     def _ideal(self, dtype: str, layout: tuple[float, float, float], point) -> float:

@@ -11,6 +11,7 @@ says so, with the number of distinct shapes priced and how many were extrapolate
 | attn_decode | generation_attention_perf | see `profiles.measured.attention`; q > 1 (verify): `profiles.measured.verify` |
 | allreduce | the framework's custom all-reduce (CUDA-graph mode), else NCCL all-reduce | ranks measured (2, 4, 8) |
 | alltoall | NCCL all-to-all | ranks measured |
+| gdn_prefill, gdn_decode, conv1d (gated DeltaNet layers) | gdn_perf (linear_attention family) | per kernel and head layout, `profiles.measured.linear_attention` |
 
 Kernel times in the tables are device times (the package times kernels in isolation); the serving
 engine's own per-step time (launches, scheduling, sampling glue) is `profiles.engine_time`, not here,
@@ -24,13 +25,15 @@ from functools import lru_cache
 
 from models import ops as K
 from models.ops import Op
-from models.spec import WEIGHT_ONLY_DTYPES, dtype_bytes, kv_cache_dtype
+from models.spec import FP4_DTYPES, WEIGHT_ONLY_DTYPES, dtype_bytes, kv_cache_dtype
 from profiles.hardware import HardwareSpec, get_hardware
 from profiles.measured.attention import CONTEXT, GENERATION, AttentionTable
+from profiles.measured import linear_attention as gdn
 from profiles.measured.ideal import Peaks
 from profiles.measured.moe import MoeTable
 from profiles.measured.source import (CONTEXT_ATTENTION, CUSTOM_ALLREDUCE, DISTRIBUTION, GEMM, GENERATION_ATTENTION,
-                                      KERNELS_ONLY, MOE, MeasuredDataError, ResolvedSource, package_version)
+                                      KERNELS_ONLY, LINEAR_ATTENTION, MOE, MeasuredDataError, ResolvedSource,
+                                      package_version)
 from profiles.measured.tables import CollectiveTables, GemmTables
 from profiles.measured.verify import verify_seconds
 from profiles.roofline import RooflineLatencyModel
@@ -44,6 +47,7 @@ class _Tables:
     attention: dict
     moe: MoeTable | None
     collectives: CollectiveTables
+    gdn: object = None      # profiles.measured.linear_attention.GdnTable, or None
 
 
 @lru_cache(maxsize=32)
@@ -60,7 +64,9 @@ def _tables(source: ResolvedSource, hardware: HardwareSpec) -> _Tables:
         collectives = CollectiveTables(None, None, peaks)
     else:
         collectives = CollectiveTables(source.path(CUSTOM_ALLREDUCE), source.nccl_path, peaks)
-    return _Tables(GemmTables(source.path(GEMM), lambda dt: Peaks.of(hardware, dt)), attention, moe, collectives)
+    gdn_table = gdn.GdnTable(source.path(LINEAR_ATTENTION), peaks) if source.path(LINEAR_ATTENTION) is not None else None
+    return _Tables(GemmTables(source.path(GEMM), lambda dt: Peaks.of(hardware, dt)), attention, moe, collectives,
+                   gdn_table)
 
 
 class MeasuredLatencyModel:
@@ -78,22 +84,24 @@ class MeasuredLatencyModel:
         self.roofline = RooflineLatencyModel(self.hardware, dtype=dtype)
         tables = _tables(source, self.hardware)
         self.gemm = tables.gemm
-        # Weight-only dtypes (int4) have no GEMM table in the package: their GEMMs are the roofline's (and
-        # `latency_source` says so); any other dtype without a table is an error naming the field.
+        # Weight-only dtypes (int4) and FP4 formats the package did not measure on this system (mxfp4; nvfp4 off
+        # Blackwell tables) have no GEMM table: their GEMMs are the roofline's (and `latency_source` says so);
+        # any other dtype without a table is an error naming the field.
         self._gemm_measured = dtype in self.gemm.dtypes
-        if dtype not in WEIGHT_ONLY_DTYPES:
+        if dtype not in WEIGHT_ONLY_DTYPES and dtype not in FP4_DTYPES:
             self._check_dtype("GEMM", dtype, self.gemm.dtypes)
         # Attention kernels read the KV cache in its own dtype (`kv_dtype`, e.g. fp8 KV under bf16 weights).
         self.attention = {phase: table for phase, table in tables.attention.items() if self.kv_dtype in table.dtypes}
-        self.moe, self.collectives = tables.moe, tables.collectives
+        self.moe, self.collectives, self.gdn = tables.moe, tables.collectives, tables.gdn
         self._labels = {family: source.label(family) for family in (GEMM, CONTEXT_ATTENTION, GENERATION_ATTENTION,
-                                                                     CUSTOM_ALLREDUCE, MOE)}
+                                                                     CUSTOM_ALLREDUCE, MOE, LINEAR_ATTENTION)}
         self._labels["nccl"] = f"NCCL {source.nccl_version} {source.system}"
         self._memo: dict[Op, float] = {}
         self._priced: Counter = Counter()  # (kind, source label, approximate) -> distinct shapes priced
         self._keys: dict[Op, tuple] = {}   # op -> its key in `_priced`
         self._pricers = {K.GEMM: self._gemm, K.ATTN_PREFILL: self._prefill, K.ATTN_DECODE: self._decode,
-                         K.ALLREDUCE: self._allreduce, K.ALLTOALL: self._alltoall, K.ACTIVATION: self._fused_moe}
+                         K.ALLREDUCE: self._allreduce, K.ALLTOALL: self._alltoall, K.ACTIVATION: self._fused_moe,
+                         K.GDN_PREFILL: self._gdn, K.GDN_DECODE: self._gdn, K.CONV1D: self._gdn}
 
     def _check_dtype(self, what: str, dtype: str, have: list[str]) -> None:
         if dtype not in have:
@@ -160,12 +168,44 @@ class MeasuredLatencyModel:
             kernels["moe"] = self.moe.kernel(self.dtype)
         for phase, table in self.attention.items():
             kernels[f"{phase}_attention"] = table.kernel(self.kv_dtype)
+        if self.gdn is not None and any(kind in self._used_kinds() for kind in (K.GDN_PREFILL, K.GDN_DECODE)):
+            kernels["gdn"] = "+".join(self.gdn.kernel(role) for role in (gdn.CORE_PREFILL, gdn.CORE_DECODE,
+                                                                        gdn.CONV_PREFILL, gdn.CONV_DECODE))
         return {"source": "measured", "package": f"{DISTRIBUTION} {package_version()}", "system": self.source.system,
                 "framework": self.framework, "version": self.version,
-                "family_versions": dict(self.source.family_versions), "nccl_version": self.source.nccl_version,
+                "family_versions": {family: version for family, version in self.source.family_versions
+                                    if family != LINEAR_ATTENTION or "gdn" in kernels},
+                "nccl_version": self.source.nccl_version,
                 "kernels": kernels, "op_kinds": self.coverage()}
 
+    def _used_kinds(self) -> set[str]:
+        return {kind for kind, _, _ in self._priced}
+
     # ---- pricers: (seconds, label, approximate) or None for the roofline ----------------------------
+    def _gdn(self, op: Op):
+        """Gated-DeltaNet conv1d and core kernels from the measured gdn table (None: a Mamba conv, a layout or
+        framework the table lacks)."""
+        d = dict(op.dims)
+        if self.gdn is None or "key_heads" not in d:
+            return None
+        layout = (d["key_heads"], d["heads"], d["key_dim"], d["value_dim"])
+        if op.kind == K.CONV1D:
+            decode = d["decode"] > 0.5
+            role = gdn.CONV_DECODE if decode else gdn.CONV_PREFILL
+            found = (self.gdn.seconds(role, *layout, d["tokens"]) if decode
+                     else self.gdn.seconds(role, *layout, d["seqs"], d["tokens"] / d["seqs"]))
+            approx_q = False
+        elif op.kind == K.GDN_PREFILL:
+            found = self.gdn.seconds(gdn.CORE_PREFILL, *layout, d["seqs"], d["tokens"] / d["seqs"])
+            approx_q = False
+        else:
+            found = self.gdn.seconds(gdn.CORE_DECODE, *layout, d["seqs"] * d["q_per_seq"])
+            approx_q = d["q_per_seq"] != 1.0
+        if found is None:
+            return None
+        seconds, outside = found
+        return seconds, self._labels[LINEAR_ATTENTION], outside or approx_q
+
     def _fused_moe(self, op: Op, dims: dict | None = None):
         """The layer's measured fused-MoE time on its `moe_part` 0 op and 0 on the other two (None: not an
         MoE expert op, or a configuration the table lacks)."""

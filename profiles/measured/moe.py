@@ -21,10 +21,14 @@ from functools import partial
 from pathlib import Path
 
 from profiles.measured.grid import MeasuredGrid
-from profiles.measured.tables import MS, dominant_source, read
+from profiles.measured.tables import MS, dominant_source, most_measured_first, read
 
-MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block", "int4": "int4_wo"}
-WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "int4": 0.5}   # per expert weight
+# nvfp4: W4A4 NVFP4 experts (vLLM 0.24 on Blackwell: FlashInfer TRT-LLM / CUTLASS NVFP4 MoE). The package's MXFP4
+# tables are W4A16 / W4A8 (gpt-oss kernels), not the W4A4 `mxfp4` priced here: not mapped.
+MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block", "int4": "int4_wo",
+              "nvfp4": "nvfp4"}
+WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "int4": 0.5,
+                "nvfp4": 0.5 + 1.0 / 16.0}   # per expert weight (NVFP4: block scales included, models.spec)
 _COLUMNS = ["kernel_source", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
             "moe_tp_size", "moe_ep_size", "distribution", "latency"]
 
@@ -35,7 +39,7 @@ class MoeTable:
     def __init__(self, path: Path, peaks):
         frame = read(path, _COLUMNS)
         if "distribution" in frame.columns:
-            frame = frame[frame["distribution"] == "balanced"]
+            frame = frame.where(frame["distribution"] == "balanced")
         self._peaks = peaks
         # The framework picks its fused-MoE kernel per configuration (e.g. vLLM 0.24's fp8_block on H100:
         # Triton experts at EP 1, FlashInfer CUTLASS at EP > 1), and the tables measure each configuration
@@ -59,7 +63,7 @@ class MoeTable:
         frame = self._frames.get(MOE_DTYPES.get(dtype, ""))
         if frame is None or frame.empty:
             return None
-        return "+".join(frame["kernel_source"].value_counts().index.astype(str))
+        return "+".join(most_measured_first(frame, "kernel_source"))
 
     def seconds(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int, tp: int, ep: int,
                 rows: float) -> tuple[float, bool] | None:
@@ -73,7 +77,7 @@ class MoeTable:
         if grid is None:
             ideal = partial(_ideal, self._peaks, WEIGHT_BYTES[dtype], config)
             grid = self._grids[(dtype, config)] = MeasuredGrid.from_points(
-                part[["num_tokens"]].to_numpy(float), part["latency"].to_numpy(float) * MS, ideal)
+                part.matrix(["num_tokens"]), part["latency"].astype(float) * MS, ideal)
         return grid.seconds((rows * ep / top_k,))
 
 

@@ -49,12 +49,14 @@ CONTEXT_ATTENTION = "context_attention"
 GENERATION_ATTENTION = "generation_attention"
 CUSTOM_ALLREDUCE = "custom_allreduce"
 MOE = "moe"
+LINEAR_ATTENTION = "linear_attention"
 FAMILY_FILES: dict[str, tuple[str, str]] = {
     GEMM: ("gemm", "gemm_perf.parquet"),
     CONTEXT_ATTENTION: ("attention", "context_attention_perf.parquet"),
     GENERATION_ATTENTION: ("attention", "generation_attention_perf.parquet"),
     CUSTOM_ALLREDUCE: ("comm", "custom_allreduce_perf.parquet"),
     MOE: ("moe", "moe_perf.parquet"),
+    LINEAR_ATTENTION: ("linear_attention", "gdn_perf.parquet"),   # gated DeltaNet kernels (hybrid models)
 }
 REQUIRED_FAMILIES = (GEMM, GENERATION_ATTENTION)  # a framework version is offered only with these
 NCCL = "nccl"  # comm/nccl/<nccl version>/nccl_perf.parquet: framework-independent collectives

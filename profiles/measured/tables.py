@@ -11,7 +11,6 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from models.spec import dtype_bytes
 from profiles.measured import ideal
@@ -21,25 +20,154 @@ MS = 1e-3
 
 # draftsim dtype -> the package's dtype label (GEMM weights, attention KV cache, MoE weights).
 # Approximation: fp16 is priced with the BF16 tables (same tensor-core rate on every GPU measured).
-# fp8: per-tensor scaled (CUTLASS scaled-mm in vLLM); fp8_block: 128×128 block-scaled (DeepGEMM/CUTLASS).
-GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block"}
+# fp8: per-tensor scaled (CUTLASS scaled-mm in vLLM); fp8_block: 128×128 block-scaled (DeepGEMM/CUTLASS);
+# nvfp4: W4A4 with 16-value FP8 block scales (vLLM 0.24 FlashInferCuteDslNvFp4LinearKernel on Blackwell).
+# mxfp4 has no GEMM table in the package (its GEMMs are the roofline's; latency_source says so).
+GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
 KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
 
 
-def read(path: Path, columns: list[str]) -> pd.DataFrame:
+class Columns:
+    """A table's columns as NumPy arrays (row order kept), with the few operations the pricing reads:
+    filtering rows (`where`), splitting by key columns (`groupby`: keys sorted as pandas sorts them, rows
+    in table order within a group) and stacking columns (`matrix`). Text columns are held factorized
+    (codes into their sorted distinct values), so grouping and counting them is integer work. Read with
+    pyarrow alone: pandas would cost `draftsim estimate` most of its start-up time."""
+
+    def __init__(self, numbers: dict[str, np.ndarray], texts: dict[str, tuple[np.ndarray, np.ndarray]]):
+        self._numbers, self._texts = numbers, texts   # texts: name -> (codes, sorted labels as objects)
+
+    @property
+    def columns(self) -> list[str]:
+        return [*self._numbers, *self._texts]
+
+    @property
+    def empty(self) -> bool:
+        return len(self) == 0
+
+    def __len__(self) -> int:
+        for values in self._numbers.values():
+            return len(values)
+        for codes, _ in self._texts.values():
+            return len(codes)
+        return 0
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name in self._texts:
+            codes, labels = self._texts[name]
+            return labels[codes]
+        return self._numbers[name]
+
+    def codes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(codes, labels) of a text column, or of a number column factorized."""
+        if name in self._texts:
+            return self._texts[name]
+        labels, codes = np.unique(self._numbers[name], return_inverse=True)
+        return codes, labels
+
+    def with_text(self, name: str, values: np.ndarray) -> "Columns":
+        """These columns and a text column `name` (one Python object per row)."""
+        return Columns(dict(self._numbers), {**self._texts, name: _factorized(list(values))})
+
+    def where(self, mask: np.ndarray) -> "Columns":
+        return Columns({name: values[mask] for name, values in self._numbers.items()},
+                       {name: (codes[mask], labels) for name, (codes, labels) in self._texts.items()})
+
+    def matrix(self, names: list[str]) -> np.ndarray:
+        """(rows, len(names)) float64."""
+        return np.column_stack([self._numbers[name].astype(float) for name in names])
+
+    def groupby(self, keys: str | list[str]):
+        """(key, rows) per distinct key in sorted order: a scalar key for one column name, a tuple for a
+        list (as pandas' groupby; the tables have no missing keys)."""
+        names = [keys] if isinstance(keys, str) else list(keys)
+        if self.empty:
+            return
+        code = np.zeros(len(self), dtype=np.int64)
+        labels = []
+        for name in names:
+            codes, distinct = self.codes(name)
+            code = code * len(distinct) + codes
+            labels.append(distinct)
+        order = np.argsort(code, kind="stable")
+        code = code[order]
+        starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+        for start, end in zip(starts.tolist(), np.r_[starts[1:], len(code)].tolist()):
+            key, rest = [], int(code[start])
+            for distinct in reversed(labels):
+                rest, at = divmod(rest, len(distinct))
+                value = distinct[at]
+                key.append(value.item() if isinstance(value, np.generic) else value)
+            key.reverse()
+            yield (key[0] if isinstance(keys, str) else tuple(key)), self.where(order[start:end])
+
+
+def read(path: Path, columns: list[str]) -> Columns:
     """The columns of a table that exist (older versions lack some, e.g. window_size)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
-    have = set(pq.read_schema(path).names)
-    return pq.read_table(path, columns=[c for c in columns if c in have]).to_pandas()
+    schema = pq.read_schema(path)
+    wanted = [c for c in columns if c in schema.names]
+    texts = [c for c in wanted if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)]
+    data = pq.ParquetFile(path, read_dictionary=texts).read(columns=wanted)   # text columns as codes + values
+    numbers, factorized = {}, {}
+    for name in data.column_names:
+        column = data.column(name)
+        kind = column.type
+        if pa.types.is_dictionary(kind) and column.null_count == 0:
+            factorized[name] = _from_dictionary(column.chunks)
+        elif column.null_count or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            factorized[name] = _factorized(column.to_pylist())
+        else:   # from the buffer (pyarrow's own `to_numpy` imports pandas)
+            numbers[name] = np.concatenate([np.zeros(0, dtype=np.dtype(kind.to_pandas_dtype()))]
+                                           + [_buffer(chunk) for chunk in column.chunks])
+    return Columns(numbers, factorized)
 
 
-def dominant_source(frame: pd.DataFrame) -> pd.DataFrame:
+def _buffer(array) -> np.ndarray:
+    """A null-free pyarrow array of numbers as NumPy (a copy of its data buffer)."""
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize).copy()
+
+
+def _from_dictionary(chunks) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, sorted distinct values) of dictionary-encoded chunks, without a Python pass over the rows."""
+    values = [chunk.dictionary.to_pylist() for chunk in chunks]
+    distinct = sorted(set().union(*values)) if values else []
+    at = {v: i for i, v in enumerate(distinct)}
+    codes = [np.array([at[v] for v in vals], dtype=np.int64)[_buffer(chunk.indices)] if len(vals) else
+             np.zeros(len(chunk), dtype=np.int64) for vals, chunk in zip(values, chunks)]
+    labels = np.empty(len(distinct), dtype=object)
+    labels[:] = distinct
+    return np.concatenate([np.zeros(0, dtype=np.int64)] + codes), labels
+
+
+def _factorized(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, sorted distinct values as an object array) of a list of Python values (strings, None)."""
+    distinct = sorted(set(values), key=lambda v: (v is None, str(v)))
+    at = {v: i for i, v in enumerate(distinct)}
+    labels = np.empty(len(distinct), dtype=object)
+    labels[:] = distinct
+    return np.fromiter((at[v] for v in values), dtype=np.int64, count=len(values)), labels
+
+
+def dominant_source(frame: Columns) -> Columns:
     """Rows of the kernel implementation measured over the most points (ties: alphabetical)."""
     if "kernel_source" not in frame.columns or frame.empty:
         return frame
-    counts = frame["kernel_source"].value_counts()
-    best = sorted(counts[counts == counts.max()].index)[0]
-    return frame[frame["kernel_source"] == best]
+    codes, labels = frame.codes("kernel_source")
+    counts = np.bincount(codes, minlength=len(labels))
+    best = min(np.flatnonzero(counts == counts.max()).tolist(), key=lambda i: str(labels[i]))
+    return frame.where(codes == best)
+
+
+def most_measured_first(frame: Columns, name: str) -> list[str]:
+    """Distinct values of a column, the most frequent first (ties: in order of first appearance)."""
+    codes, labels = frame.codes(name)
+    counts = np.bincount(codes, minlength=len(labels))
+    present = np.flatnonzero(counts)
+    first = {int(c): i for i, c in reversed(list(enumerate(codes.tolist())))}
+    return [str(labels[c]) for c in sorted(present.tolist(), key=lambda c: (-counts[c], first[c]))]
 
 
 class GemmTables:
@@ -57,7 +185,7 @@ class GemmTables:
         return [d for d, label in GEMM_DTYPES.items() if label in self._frames]
 
     def kernel(self, dtype: str) -> str:
-        return str(self._frames[GEMM_DTYPES[dtype]]["kernel_source"].iloc[0])
+        return str(self._frames[GEMM_DTYPES[dtype]]["kernel_source"][0])
 
     def grid(self, dtype: str) -> MeasuredGrid:
         found = self._grids.get(dtype)
@@ -66,7 +194,7 @@ class GemmTables:
             w = dtype_bytes(dtype)
             f = partial(_gemm_ideal, self._peaks_of(dtype), w)
             found = self._grids[dtype] = MeasuredGrid.from_points(
-                part[["m", "n", "k"]].to_numpy(float), part["latency"].to_numpy(float) * MS, f)
+                part.matrix(["m", "n", "k"]), part["latency"].astype(float) * MS, f)
         return found
 
     def seconds(self, dtype: str, m: float, n: float, k: float) -> tuple[float, bool]:
@@ -92,18 +220,18 @@ class CollectiveTables:
         self.labels: dict[str, str] = {}
         if nccl is not None:
             frame = read(nccl, ["op_name", "nccl_dtype", "num_gpus", "message_size", "latency"])
-            frame = frame[frame["nccl_dtype"].isin(["half", "bfloat16"])]
+            frame = frame.where(np.isin(frame["nccl_dtype"], ["half", "bfloat16"]))
             for (op, ranks), part in frame.groupby(["op_name", "num_gpus"]):
-                self._points[(f"nccl_{op}", int(ranks))] = (part["message_size"].to_numpy(float),
-                                                            part["latency"].to_numpy(float) * MS)
+                self._points[(f"nccl_{op}", int(ranks))] = (part["message_size"].astype(float),
+                                                            part["latency"].astype(float) * MS)
         if custom_allreduce is not None:
             frame = read(custom_allreduce, ["kernel_source", "num_gpus", "message_size", "latency", "backend"])
             if "backend" in frame.columns:  # CUDA-graph rows: kernel time without eager launch overhead
-                graph = frame[frame["backend"].astype(str).str.endswith("_graph")]
+                graph = frame.where(np.char.endswith(frame["backend"].astype(str), "_graph"))
                 frame = graph if len(graph) else frame
             for ranks, part in frame.groupby("num_gpus"):
-                self._points[("allreduce", int(ranks))] = (part["message_size"].to_numpy(float),
-                                                           part["latency"].to_numpy(float) * MS)
+                self._points[("allreduce", int(ranks))] = (part["message_size"].astype(float),
+                                                           part["latency"].astype(float) * MS)
 
     def has(self, collective: str, ranks: int) -> bool:
         return (collective, ranks) in self._points

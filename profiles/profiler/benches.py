@@ -1,7 +1,8 @@
 """Benches: for one profile point (op kind + dims) build the inputs and a `call(i)` that runs the kernel.
 
-Each bench calls the functions of `models.torch_impl.kernels` exactly as the torch model does, so a
-profiled time is the time of an executed kernel. Large resident operands (weights, KV caches, the
+Each bench calls the functions of the device's kernel set (`models.torch_impl.kernel_sets`: the validated
+reference kernels on CPU, the engine-grade batched/fused ones on CUDA) exactly as the torch model does, so
+a profiled time is the time of an executed kernel. Large resident operands (weights, KV caches, the
 embedding table) are rotated over `copies` buffers (see `timing.rotation_copies`); activations are hot.
 Random values come from a seeded torch.Generator (values do not change timings, but runs are repeatable).
 Rotated operands are views into one `OperandPool` (random normal values, allocated once and grown when a
@@ -15,6 +16,8 @@ import torch
 
 from models import ops as K_OPS
 from models.torch_impl import kernels as K
+from models.torch_impl.batched_attention import MASK_ALIGN
+from models.torch_impl.kernel_sets import KernelSet, kernel_set_for
 from profiles.profiler.timing import rotation_copies
 
 Bench = Callable[[int], object]
@@ -34,13 +37,21 @@ class OperandPool:
             size *= extent
         needed = size * copies
         if needed > self._buffer.numel():
-            self._buffer = torch.empty(0, dtype=self.dtype, device=self.device)   # free before growing
             grown = max(needed, 2 * self._buffer.numel())
-            self._buffer = torch.randn(grown, generator=self._gen).to(device=self.device, dtype=self.dtype)
+            self._buffer = torch.empty(0, dtype=self.dtype, device=self.device)   # free before growing
+            if self.device.type == "cuda":   # drawn on the device: GBs of normals in milliseconds
+                gen = torch.Generator(device=self.device).manual_seed(int(self._gen.initial_seed()))
+                self._buffer = torch.empty(grown, dtype=self.dtype, device=self.device).normal_(generator=gen)
+            else:
+                self._buffer = torch.randn(grown, generator=self._gen).to(device=self.device, dtype=self.dtype)
         return [self._buffer[c * size:(c + 1) * size].view(shape) for c in range(copies)]
 
 
 def _rand(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> torch.Tensor:
+    if device.type == "cuda":   # drawn on the device from a seed taken from the CPU generator
+        seed = int(torch.randint(0, 2 ** 62, (1,), generator=gen))
+        return torch.empty(shape, dtype=dtype, device=device).normal_(
+            generator=torch.Generator(device=device).manual_seed(seed))
     return torch.randn(shape, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype)
 
 
@@ -75,8 +86,11 @@ def prefill_prefix(q_tokens: int, attn_pairs: int) -> int:
 
 
 def build_bench(kind: str, dims: Mapping[str, float], dtype: torch.dtype, device: torch.device,
-                llc_bytes: int, pool: OperandPool | None = None, seed: int = 0) -> Bench:
-    """Inputs + closure for one point. Collective kinds are timed elsewhere (profiles.profiler.collectives)."""
+                llc_bytes: int, pool: OperandPool | None = None, seed: int = 0,
+                kernels: KernelSet | None = None) -> Bench:
+    """Inputs + closure for one point, calling `kernels` (default: the device's set, kernel_set_for).
+    Collective kinds are timed elsewhere (profiles.profiler.collectives)."""
+    kern = kernels if kernels is not None else kernel_set_for(device)
     gen = torch.Generator().manual_seed(seed)
     pool = pool or OperandPool(dtype, device, seed)
     esize = torch.empty((), dtype=dtype).element_size()
@@ -92,17 +106,17 @@ def build_bench(kind: str, dims: Mapping[str, float], dtype: torch.dtype, device
     if kind == K_OPS.ATTN_PREFILL:
         return _prefill_bench(dims, dtype, device, llc_bytes, gen, esize, pool)
     if kind == K_OPS.ATTN_DECODE:
-        return _decode_bench(dims, dtype, device, llc_bytes, gen, esize, pool)
+        return _decode_bench(dims, dtype, device, llc_bytes, gen, esize, pool, kern)
     if kind == K_OPS.NORM:
         x = _rand((_int(dims, "tokens"), _int(dims, "hidden")), dtype, device, gen)
         residual = _rand((_int(dims, "tokens"), _int(dims, "hidden")), dtype, device, gen)
         weight = _rand((_int(dims, "hidden"),), dtype, device, gen)
-        return lambda i: K.add_rms_norm(x, residual, weight)
+        return lambda i: kern.add_rms_norm(x, residual, weight)
     if kind == K_OPS.ACTIVATION:
         tokens, width = _int(dims, "tokens"), _int(dims, "width")
         gate_up = _rand((tokens, 2 * width), dtype, device, gen)   # a fused gate/up projection's output
         gate, up = gate_up[:, :width], gate_up[:, width:]
-        return lambda i: K.swiglu(gate, up)
+        return lambda i: kern.swiglu(gate, up)
     if kind == K_OPS.EMBEDDING:
         tokens, hidden, vocab = _int(dims, "tokens"), _int(dims, "hidden"), _int(dims, "vocab")
         table = pool.views((vocab, hidden), 1)[0]
@@ -112,13 +126,14 @@ def build_bench(kind: str, dims: Mapping[str, float], dtype: torch.dtype, device
         tokens, heads, head_dim = _int(dims, "tokens"), _int(dims, "heads"), _int(dims, "head_dim")
         x = _rand((tokens, heads, head_dim), dtype, device, gen)
         cos, sin = K.rope_tables(torch.arange(tokens, device=device), head_dim, dtype=dtype)
-        return lambda i: K.apply_rope(x, cos, sin)
+        return lambda i: kern.apply_rope(x, cos, sin)
     if kind == K_OPS.SAMPLING:
         tokens, vocab = _int(dims, "tokens"), _int(dims, "vocab")
         logits = _rand((tokens, vocab), dtype, device, gen)
         temperature = 0.0 if dims.get("greedy", 1) else 1.0
-        sampler = torch.Generator(device=device).manual_seed(seed)
-        return lambda i: K.sample_tokens(logits, temperature, sampler)
+        # CUDA: the default generator, whose philox state CUDA graphs advance per replay
+        sampler = None if device.type == "cuda" else torch.Generator(device=device).manual_seed(seed)
+        return lambda i: kern.sample_tokens(logits, temperature, sampler)
     if kind == K_OPS.MOE_ROUTER:
         tokens, hidden = _int(dims, "tokens"), _int(dims, "hidden")
         experts, top_k = _int(dims, "experts"), _int(dims, "top_k")
@@ -143,10 +158,11 @@ def _prefill_bench(dims, dtype, device, llc_bytes, gen, esize, pool) -> Bench:
     return lambda i: K.attention_prefill(q, k_new, v_new, k_cache, v_cache, i % slots, prefix)
 
 
-def _decode_bench(dims, dtype, device, llc_bytes, gen, esize, pool) -> Bench:
+def _decode_bench(dims, dtype, device, llc_bytes, gen, esize, pool, kern) -> Bench:
     seqs, q_per_seq, ctx = _int(dims, "seqs"), _int(dims, "q_per_seq"), _int(dims, "ctx_per_seq")
     heads, kv_heads, head_dim = _int(dims, "heads"), _int(dims, "kv_heads"), _int(dims, "head_dim")
-    total = ctx + q_per_seq
+    # room for the batched kernel's mask alignment (batched_attention.MASK_ALIGN), so that no call pads
+    total = ctx + q_per_seq + MASK_ALIGN
     per_seq_bytes = 2 * kv_heads * total * head_dim * esize
     copies = rotation_copies(seqs * per_seq_bytes, llc_bytes)
     k_cache, v_cache = pool.views((copies * seqs, kv_heads, total, head_dim), 2)
@@ -156,4 +172,4 @@ def _decode_bench(dims, dtype, device, llc_bytes, gen, esize, pool) -> Bench:
     tree = tree_ancestor_mask(q_per_seq, device) if dims.get("tree", 0) and q_per_seq > 1 else None
     slot_sets = [list(range(c * seqs, (c + 1) * seqs)) for c in range(copies)]
     cached = [ctx] * seqs
-    return lambda i: K.attention_decode(q, k_new, v_new, k_cache, v_cache, slot_sets[i % copies], cached, tree)
+    return lambda i: kern.attention_decode(q, k_new, v_new, k_cache, v_cache, slot_sets[i % copies], cached, tree)

@@ -51,6 +51,19 @@ class GridSpec:
 
 
 FULL_GRID = GridSpec(gemm_dense_tokens_max=64)
+# GPUs: the grids of the measured tables (aiconfigurator-core 0.12.0, h100_sxm/vllm/0.24.0), so that a
+# profile of a user's GPU covers the shapes `measured` interpolates over on a table GPU: GEMM m at every
+# value 1-16, then 32, 48 ... as the gemm_perf table steps; decode attention over batch 1-256 (the table's
+# generation_attention batch axis runs 1, 2, 4 ... 2048) and KV lengths on its power-of-two axis; prefill
+# ("context") chunks on its isl axis. Verification (q = 2-16 query tokens per sequence), chains and trees,
+# over the same batches and contexts (the tables price q > 1 as q x the query heads; here it is measured).
+GPU_GRID = GridSpec(
+    tokens=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048,
+            3072, 4096, 6144, 8192),
+    gemm_dense_tokens_max=16, logits_tokens_max=1024,
+    prefill_chunks=(1, 16, 64, 256, 512, 1024, 2048, 4096, 8192), prefill_prefixes=(0, 512, 2048, 8192),
+    decode_seqs=(1, 2, 4, 8, 16, 32, 64, 128, 256), decode_q_per_seq=(1, 2, 4, 8, 16),
+    decode_contexts=(128, 256, 512, 1024, 2048, 4096, 8192), tree_q_per_seq=(2, 4, 8, 16))
 QUICK_GRID = GridSpec(tokens=(1, 16, 256), logits_tokens_max=16, prefill_chunks=(16, 128),
                       prefill_prefixes=(0, 128), decode_seqs=(1, 4), decode_q_per_seq=(1, 4),
                       decode_contexts=(0, 128), tree_q_per_seq=(4,), sampling_greedy=(1,),

@@ -3,8 +3,14 @@
     python3 -m profiles.profiler --device cpu --models qwen2.5-coder-0.5b,qwen2.5-coder-1.5b,llama-68m \
         --threads 2 --package-data
 
+    python3 -m profiles.profiler --device cuda --models llama-3-8b,qwama-0.5b --no-collectives --check
+
 Output: `ops.csv` (profiles.profiler.table) and `fingerprint.json`. Written atomically at the end, so an
-interrupted run leaves no half-written profile.
+interrupted run leaves no half-written profile. `--check` then runs whole forwards against the profile
+(profiles.profiler.check) and writes `check.json` beside it; `--check-only` checks an existing profile.
+Before any work the memory the run needs is compared with what the machine has (profiles.profiler.resources).
+On CUDA every op is timed replayed from a CUDA graph (timing.time_graph) on the engine-grade kernel set
+(models.torch_impl.kernel_sets); on CPU one call at a time on the validated reference kernels.
 """
 from __future__ import annotations
 
@@ -25,17 +31,18 @@ from models.catalog import get_model
 from models.spec import dtype_bytes
 from profiles.profiler.benches import OperandPool, build_bench
 from profiles.profiler.collectives import time_collectives
-from profiles.profiler.plan import FULL_GRID, QUICK_GRID, GridSpec, plan_points
-from profiles.profiler.table import fingerprint, make_row, write_fingerprint, write_table
+from models.torch_impl.kernel_sets import kernel_set_for
+from profiles.profiler.plan import FULL_GRID, GPU_GRID, QUICK_GRID, GridSpec, plan_points
+from profiles.profiler.resources import check_peak_bytes, profile_peak_bytes, require_memory
+from profiles.profiler.table import PARTIAL_FILE, fingerprint, make_row, write_fingerprint, write_table
 from profiles.hardware import hardware_id_for_gpu
 from profiles.profiler.host_overhead import (FULL_SHAPES, HOST_OVERHEAD, QUICK_SHAPES, supported,
                                              time_host_overhead)
-from profiles.profiler.timing import (QUICK_TIMING, PrecedingGemm, TimingConfig, flush_bytes,
-                                      last_level_cache_bytes, time_kernel)
+from profiles.profiler.timing import (EAGER, GPU_TIMING, GRAPH, QUICK_TIMING, PrecedingGemm, TimingConfig,
+                                      flush_bytes, last_level_cache_bytes, time_graph, time_kernel)
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DEFAULT_MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "llama-68m")
-MAX_POINT_BYTES = 6 * 2 ** 30   # skip points whose operands would not fit comfortably in RAM/HBM
 # Kinds timed right after a GEMM (see profiles.profiler.timing.PrecedingGemm): all but GEMMs, which
 # rotate cold weight copies instead. Collectives are timed elsewhere.
 UNFLUSHED_KINDS = ("gemm",)
@@ -75,14 +82,31 @@ def default_out_dir(device_id: str, name: str) -> Path:
     return DATA_DIR / f"{device_id}{PROFILE_VARIANT_SEPARATOR}{machine}"
 
 
-def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out_dir: str | Path | None = None,
-                quick: bool = False, threads: int = 2, dtype: str | None = None, device_id: str | None = None,
-                collectives: bool = True, progress: bool | Callable = True, grid: GridSpec | None = None,
-                timing: TimingConfig | None = None, package_data: bool = False) -> Path:
-    """Profile `models` on `device`; returns the output directory: `out_dir`, else out/profiles/<device-id>/,
-    or with `package_data` the shipped profiles' folder (`default_out_dir`; never written unless asked).
-    `progress`: a tqdm bar on stderr (True), none (False), or a factory `(desc, total, unit)` returning a
-    context manager with `update()` (the command line passes the simulator's reporter)."""
+def profile_out_dir(out_dir: str | Path | None, package_data: bool, device_id: str, dev: torch.device) -> Path:
+    """`out_dir`, else the shipped profiles' folder with `package_data`, else out/profiles/<device-id>/."""
+    if out_dir is not None:
+        return Path(out_dir)
+    if package_data:
+        return default_out_dir(device_id, device_name(dev))
+    return Path("out") / "profiles" / device_id
+
+
+def default_grid(device: str, quick: bool) -> GridSpec:
+    """QUICK_GRID for --quick, else the measured tables' grid on GPUs and the CPU grid on CPUs."""
+    return QUICK_GRID if quick else (GPU_GRID if device == "cuda" else FULL_GRID)
+
+
+KERNEL_SETS = ("auto", "engine", "reference")
+
+
+def resolve_kernels(dev: torch.device, kernel_set: str):
+    """The kernel set named on the command line (`auto`: by device, kernel_sets.kernel_set_for)."""
+    if kernel_set not in KERNEL_SETS:
+        raise ValueError(f"--kernels must be one of {', '.join(KERNEL_SETS)}, got {kernel_set!r}")
+    return kernel_set_for(dev, None if kernel_set == "auto" else kernel_set == "engine")
+
+
+def _validate(device: str, threads: int, dtype: str | None, models: Sequence[str]) -> str:
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
     if device == "cuda" and not torch.cuda.is_available():
@@ -94,49 +118,77 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
         raise ValueError(f"dtype must be one of {', '.join(TORCH_DTYPES)}, got {dtype!r}")
     if not models:
         raise ValueError("models must name at least one catalog model")
+    return dtype
+
+
+def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out_dir: str | Path | None = None,
+                quick: bool = False, threads: int = 2, dtype: str | None = None, device_id: str | None = None,
+                collectives: bool = True, progress: bool | Callable = True, grid: GridSpec | None = None,
+                timing: TimingConfig | None = None, check_kv_tokens: int = 0, kernel_set: str = "auto",
+                package_data: bool = False) -> Path:
+    """Profile `models` on `device`; returns the output directory: `out_dir`, else out/profiles/<device-id>/,
+    or with `package_data` the shipped profiles' folder (`default_out_dir`; never written unless asked).
+    `progress`: a tqdm bar on stderr (True), none (False), or a factory `(desc, total, unit)` returning a
+    context manager with `update()` (the command line passes the simulator's reporter).
+    `check_kv_tokens` > 0: a `--check` follows, whose models and KV cache must fit too (checked up front).
+    `kernel_set`: auto (engine kernels on CUDA, the reference on CPU), engine or reference."""
+    started = time.perf_counter()   # profile_seconds: the whole command (compiling fused kernels included)
+    dtype = _validate(device, threads, dtype, models)
     specs = [get_model(name) for name in models]
     torch.set_num_threads(threads)
     dev = torch.device(device)
     device_id = device_id or default_device_id(dev)
-    if out_dir is not None:
-        out = Path(out_dir)
-    elif package_data:
-        out = default_out_dir(device_id, device_name(dev))
-    else:
-        out = Path("out") / "profiles" / device_id
-    grid = grid or (QUICK_GRID if quick else FULL_GRID)
-    timing = timing or (QUICK_TIMING if quick else TimingConfig())
+    out = profile_out_dir(out_dir, package_data, device_id, dev)
+    grid = grid or default_grid(device, quick)
+    timing = timing or (QUICK_TIMING if quick else GPU_TIMING if device == "cuda" else TimingConfig())
     # Quick runs skip operand rotation (llc 0 ⇒ one copy): they check the harness, not the timings.
     llc = 0 if quick else last_level_cache_bytes(dev)
     points = plan_points(specs, grid, dtype)
     tdtype, esize = TORCH_DTYPES[dtype], dtype_bytes(dtype)
-    rows, skipped = [], []
-    started = time.perf_counter()
+    require_memory(profile_peak_bytes((p.bytes for p in points), llc, dev, esize), dev,
+                   f"profiling {', '.join(models)} (largest op point, rotated copies and operand pool)")
+    if check_kv_tokens:
+        require_memory(check_peak_bytes(specs[:2], dtype, check_kv_tokens), dev,
+                       f"--check of {', '.join(models[:2])} (weights and KV cache of whole forwards)")
+    kernels = resolve_kernels(dev, kernel_set)
+    method = GRAPH if device == "cuda" else EAGER
+    partial_every = 200 if device == "cuda" and not quick else 0
+    rows, skipped, eager_points = [], [], []
+    pool = OperandPool(tdtype, dev)
+    observed = {}
+    if device == "cuda" and not quick:
+        from profiles.profiler.observe import observed_kernels
+        with torch.inference_mode():
+            observed = observed_kernels(specs[0], lambda kind, dims: build_bench(kind, dims, tdtype, dev, 0, pool,
+                                                                                  kernels=kernels), dev)
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     if callable(progress):  # the caller's reporter (draftsim profile: lines on stderr even without a terminal)
         bar = progress(f"profile {device_id}", len(points), "op")
     else:
         from tqdm import tqdm
-        bar = tqdm(total=len(points), desc=f"profile {device_id}", unit="op", file=sys.stderr, disable=not progress)
-    pool = OperandPool(tdtype, dev)
+        bar = tqdm(total=len(points), desc=f"profile {device_id}", unit="op", file=sys.stderr, disable=not progress,
+                   mininterval=0.1 if sys.stderr.isatty() else 10.0)
     flush = None if quick else PrecedingGemm.for_device(dev, llc)
     with torch.inference_mode(), bar:
-        for point in points:
+        for number, point in enumerate(points):
             bar.update()
             dims = point.all_dims()
-            if point.bytes > MAX_POINT_BYTES:
-                skipped.append(f"{point.kind} {dims}")
-                continue
             # Per-shard sizes can be fractional (vocab-parallel LM head: vocab / tp); the kernel runs on
             # the padded size, as vocab-parallel layers pad the vocabulary. The row keeps the op's dims.
             bench_dims = {key: float(math.ceil(value)) for key, value in dims.items()}
-            bench = build_bench(point.kind, bench_dims, tdtype, dev, llc, pool)
-            result = time_kernel(bench, dev, timing, None if point.kind in UNFLUSHED_KINDS else flush)
-            rows.append(make_row(point.kind, dims, point.flops, point.bytes, result.median_s, result.p10_s,
-                                 result.p90_s, result.reps))
+            bench = build_bench(point.kind, bench_dims, tdtype, dev, llc, pool, kernels=kernels)
+            result = _time_point(bench, dev, timing, flush, point.kind, method, dims, eager_points, skipped)
+            if result is not None:
+                rows.append(make_row(point.kind, dims, point.flops, point.bytes, result.median_s, result.p10_s,
+                                     result.p90_s, result.reps))
             del bench
-            gc.collect()
-    del flush
+            if device == "cpu" or number % 64 == 63:
+                gc.collect()
+            if partial_every and number % partial_every == partial_every - 1:
+                write_table(rows, out, PARTIAL_FILE)   # a run cut short keeps what it measured
+    del flush, pool
+    if device == "cuda":
+        torch.cuda.empty_cache()
     overhead_models = []
     if device == "cpu":
         for spec in specs:
@@ -161,17 +213,48 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
                                  row["p90_s"], row["reps"]))
     elapsed = time.perf_counter() - started
     write_table(rows, out)
+    (out / PARTIAL_FILE).unlink(missing_ok=True)
     fp = fingerprint(device_id, device_name(dev), torch.__version__, threads, dtype, models, llc,
                      extra={"quick": quick, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                             "load_average_at_start": load_at_start, "profile_seconds": round(elapsed, 1), "points": len(rows),
                             "skipped_points": skipped,
                             "preceding_gemm_weight_bytes": 0 if quick else int(flush_bytes(dev, llc)),
+                            "kernels": dict(kernels.kernels), "kernel_set": kernels.name,
+                            "observed_kernels": observed,
+                            "eager_timed_points": eager_points,
                             "host_overhead_models": overhead_models, "collective_threads_per_rank": collective_threads,
                             "timing": {"warmup": timing.warmup, "min_reps": timing.min_reps,
-                                       "max_reps": timing.max_reps, "target_s": timing.target_s},
+                                       "max_reps": timing.max_reps, "target_s": timing.target_s,
+                                       "method": _METHOD_TEXT[method], "graph_target_s": timing.graph_target_s,
+                                       "max_graph_calls": timing.max_graph_calls},
                             "command": "python3 -m profiles.profiler " + " ".join(sys.argv[1:])})
     write_fingerprint(fp, out)
     return out
+
+
+_METHOD_TEXT = {
+    GRAPH: "cuda_graph: N back-to-back calls captured in one CUDA graph, replay time / N (median of replays, "
+           "CUDA events); L2 flushed before each replay, outside the timed region",
+    EAGER: "eager: one call per sample, host clock; before each sample of a non-GEMM kernel a preceding GEMM "
+           "runs untimed (timing.PrecedingGemm)",
+}
+
+
+def _time_point(bench, dev, timing, flush, kind, method, dims, eager_points, skipped):
+    """One point's timing: from a CUDA graph on GPUs (an op that cannot be captured falls back to eager
+    event timing and is listed in the fingerprint), one call per sample on CPUs. A point that fails to
+    run at all (e.g. out of memory) is skipped and listed."""
+    try:
+        if method == GRAPH:
+            try:
+                return time_graph(bench, dev, timing, flush)[0]
+            except RuntimeError as exc:
+                eager_points.append(f"{kind} {dims}: {str(exc).splitlines()[0][:160]}")
+                torch.cuda.synchronize(dev)
+        return time_kernel(bench, dev, timing, None if kind in UNFLUSHED_KINDS and method == EAGER else flush)
+    except (RuntimeError, torch.cuda.OutOfMemoryError) as exc:
+        skipped.append(f"{kind} {dims}: {str(exc).splitlines()[0][:160]}")
+        return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,13 +277,25 @@ def build_parser() -> argparse.ArgumentParser:
                         "shard shapes to profile (default: %(default)s)")
     parser.add_argument("--no-collectives", action="store_true", help="skip the multi-process collectives")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--kernels", choices=KERNEL_SETS, default="auto", help="kernel set: auto (engine-grade on "
+                        "cuda, the validated reference on cpu), engine or reference (default: %(default)s)")
+    parser.add_argument("--check", action="store_true", help="after profiling, run whole forwards of the first "
+                        "model (and the smallest other one as drafter) and compare them with the profile's sum "
+                        "of ops; exit 1 when any shape is off by more than 10 %%")
+    parser.add_argument("--check-only", action="store_true", help="check an existing profile (--out, the shipped "
+                        "one with --package-data, else out/profiles/<device-id>/) without profiling; writes nothing "
+                        "unless --check-out is given")
+    parser.add_argument("--check-out", default=None, help="write the check's JSON here (default: check.json in "
+                        "the profile directory after --check; nothing with --check-only)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = None) -> int:
     """`draftsim profile`; `progress_factory` as run_profile's `progress` (default: a tqdm bar)."""
+    from profiles.profiler.check import CHECK_FILE, QUICK_SHAPES, SHAPES, run_check
     args = build_parser().parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
+    shapes = QUICK_SHAPES if args.quick else SHAPES
     try:
         try:
             tps = tuple(int(x) for x in args.tp.split(",") if x.strip())
@@ -208,13 +303,35 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
             raise ValueError(f"--tp must be comma-separated integers, got {args.tp!r}") from None
         if not tps or min(tps) < 1:
             raise ValueError(f"--tp must list degrees >= 1, got {args.tp!r}")
-        grid = dataclasses.replace(QUICK_GRID if args.quick else FULL_GRID, tp=tps)
-        out = run_profile(args.device, models, args.out, quick=args.quick, threads=args.threads,
-                          dtype=args.dtype, device_id=args.device_id, collectives=not args.no_collectives,
-                          progress=(progress_factory or True) if not args.no_progress else False, grid=grid,
-                          package_data=args.package_data)
+        if args.check and args.check_only:
+            raise ValueError("--check and --check-only: choose one")
+        grid = dataclasses.replace(default_grid(args.device, args.quick), tp=tps)
+        kv_tokens = max(s.kv_tokens for s in shapes) + 16 if (args.check or args.check_only) else 0
+        if args.check_only:
+            dtype = _validate(args.device, args.threads, args.dtype, models)
+            specs = [get_model(name) for name in models]
+            dev = torch.device(args.device)
+            out = profile_out_dir(args.out, args.package_data, args.device_id or default_device_id(dev), dev)
+            if not (out / "ops.csv").is_file():
+                raise ValueError(f"--out: {str(out)!r} holds no profile (ops.csv) to check")
+            require_memory(check_peak_bytes(specs[:2], dtype, kv_tokens), torch.device(args.device),
+                           f"--check of {', '.join(models[:2])} (weights and KV cache of whole forwards)")
+        else:
+            out = run_profile(args.device, models, args.out, quick=args.quick, threads=args.threads,
+                              dtype=args.dtype, device_id=args.device_id, collectives=not args.no_collectives,
+                              progress=(progress_factory or True) if not args.no_progress else False, grid=grid,
+                              check_kv_tokens=kv_tokens, kernel_set=args.kernels, package_data=args.package_data)
+            print(f"profile written to {out}")
+            dtype = args.dtype or ("fp32" if args.device == "cpu" else "bf16")
     except ValueError as exc:
         print(f"draftsim profile: error: {exc}", file=sys.stderr)
         return 2
-    print(f"profile written to {out}")
-    return 0
+    if not (args.check or args.check_only):
+        return 0
+    out_file = args.check_out or (out / CHECK_FILE if args.check else None)
+    result = run_check(out, args.device, models, dtype, args.threads, shapes, reps=3 if args.quick else 10,
+                       out_file=out_file, kernels=resolve_kernels(torch.device(args.device), args.kernels))
+    verdict = "passed" if result["passed"] else "FAILED"
+    print(f"check {verdict}: largest |error| {result['max_abs_error'] * 100:.1f} % (tolerance "
+          f"{result['tolerance'] * 100:.0f} %) over {len(result['shapes'])} shapes")
+    return 0 if result["passed"] else 1

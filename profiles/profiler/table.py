@@ -56,12 +56,15 @@ def make_row(kind: str, dims: Mapping[str, float], flops: float, bytes_: float, 
     return row
 
 
-def write_table(rows: Iterable[Mapping], out_dir: str | os.PathLike) -> Path:
+PARTIAL_FILE = "ops.partial.csv"   # rows so far of a long run (removed when ops.csv is written)
+
+
+def write_table(rows: Iterable[Mapping], out_dir: str | os.PathLike, name: str = TABLE_FILE) -> Path:
     frame = pd.DataFrame(list(rows), columns=list(COLUMNS))
-    path = Path(out_dir) / TABLE_FILE
+    path = Path(out_dir) / name
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    frame.to_csv(tmp, index=False, float_format="%.6g")
+    frame.to_csv(tmp, index=False, float_format="%.12g")   # dims such as attn_pairs exact up to 1e12
     os.replace(tmp, path)
     return path
 

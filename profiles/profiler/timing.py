@@ -17,6 +17,13 @@ Approximations (named here because every profiled number inherits them):
   cold weight copies and keep their activations hot.
 - Repetitions adapt to the kernel's duration: enough calls to fill `target_s` of timing, clamped to
   [min_reps, max_reps]. Short kernels get many reps (tight quantiles), multi-second ones `min_reps`.
+- On GPUs, kernels as engines run them (`time_graph`): serving engines replay a step's kernels from CUDA
+  graphs (vLLM captures decode batches by default), so a kernel costs its device time plus the small gap
+  between graph nodes, not a host launch (a lone launch timed with events reads 85-110 µs for a
+  one-token RMSNorm on an H100 whose kernel takes a few µs; ../shared/data/h100-profile-2026-11-26).
+  `time_graph` captures N back-to-back calls (operands rotating as in a pass) into one CUDA graph, times
+  replays with events and reports replay time / N per call; the L2 flush runs before each replay,
+  outside the timed region. N is chosen so that a replay lasts about `graph_target_s`.
 """
 from __future__ import annotations
 
@@ -38,6 +45,8 @@ class TimingConfig:
     min_reps: int = 3
     max_reps: int = 50
     target_s: float = 0.3
+    graph_target_s: float = 2e-3    # CUDA graphs: calls per graph so that a replay lasts about this
+    max_graph_calls: int = 64
 
     def __post_init__(self) -> None:
         if self.warmup < 0:
@@ -46,9 +55,15 @@ class TimingConfig:
             raise ValueError(f"need 1 <= min_reps <= max_reps, got {self.min_reps}, {self.max_reps}")
         if not self.target_s > 0:
             raise ValueError(f"target_s must be > 0, got {self.target_s}")
+        if not self.graph_target_s > 0 or self.max_graph_calls < 1:
+            raise ValueError(f"need graph_target_s > 0 and max_graph_calls >= 1, got {self.graph_target_s}, "
+                             f"{self.max_graph_calls}")
 
 
 QUICK_TIMING = TimingConfig(warmup=1, min_reps=3, max_reps=5, target_s=0.01)
+# GPUs: a replayed graph is short and steady, so fewer seconds per point than on a CPU.
+GPU_TIMING = TimingConfig(warmup=2, min_reps=5, max_reps=20, target_s=0.02)
+EAGER, GRAPH = "eager", "cuda_graph"
 
 
 @dataclass(frozen=True)
@@ -133,9 +148,14 @@ class PrecedingGemm:
 
 
 def time_kernel(call: Callable[[int], object], device: torch.device, config: TimingConfig,
-                flush: Callable[[], None] | None = None) -> TimingResult:
-    """Time `call(i)` (i = repetition index, for operand rotation) and return median/p10/p90 seconds.
-    `flush`, if given, runs before every call (warm-ups included) outside the timed region."""
+                flush: Callable[[], None] | None = None, calls: int = 1,
+                clock: Callable[[], float] = time.perf_counter) -> TimingResult:
+    """Time `call(i)` (i = repetition index, for operand rotation) and return median/p10/p90 seconds per
+    call. Each sample runs `calls` back-to-back calls and is divided by `calls`. `flush`, if given, runs
+    before every sample (and every warm-up call) outside the timed region. `clock` is the host clock (CPU;
+    tests pass a fake one); CUDA samples are timed with events."""
+    if calls < 1:
+        raise ValueError(f"calls must be >= 1, got {calls}")
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     before = flush or (lambda: None)
     index = 0
@@ -144,32 +164,89 @@ def time_kernel(call: Callable[[int], object], device: torch.device, config: Tim
         call(index)
         index += 1
     sync()
-    before()
-    sync()
-    first = _time_once(call, index, device, sync)
-    index += 1
-    reps = int(min(config.max_reps, max(config.min_reps, math.ceil(config.target_s / max(first, 1e-9)))))
-    samples = [first]
-    for _ in range(reps - 1):
+
+    def sample() -> float:
+        nonlocal index
         before()
         sync()
-        samples.append(_time_once(call, index, device, sync))
-        index += 1
+        seconds = _time_calls(call, index, calls, device, sync, clock) / calls
+        index += calls
+        return seconds
+
+    return _statistics(sample, config)
+
+
+def _statistics(sample: Callable[[], float], config: TimingConfig) -> TimingResult:
+    """Samples until `target_s` of timing is filled (clamped to [min_reps, max_reps]) → statistics."""
+    first = sample()
+    reps = int(min(config.max_reps, max(config.min_reps, math.ceil(config.target_s / max(first, 1e-9)))))
+    samples = [first] + [sample() for _ in range(reps - 1)]
     arr = np.asarray(samples)
     return TimingResult(float(np.median(arr)), float(np.quantile(arr, 0.1)), float(np.quantile(arr, 0.9)),
                         len(samples))
 
 
-def _time_once(call: Callable[[int], object], index: int, device: torch.device,
-               sync: Callable[[], None]) -> float:
+def _time_calls(call: Callable[[int], object], index: int, calls: int, device: torch.device,
+                sync: Callable[[], None], clock: Callable[[], float]) -> float:
+    """Seconds of `calls` back-to-back calls starting at repetition `index`."""
     if device.type == "cuda":
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        call(index)
+        for j in range(calls):
+            call(index + j)
         end.record()
         end.synchronize()
         return start.elapsed_time(end) / 1e3
-    t0 = time.perf_counter()
-    call(index)
+    t0 = clock()
+    for j in range(calls):
+        call(index + j)
     sync()
-    return time.perf_counter() - t0
+    return clock() - t0
+
+
+def graph_calls(single_s: float, config: TimingConfig) -> int:
+    """Calls per captured graph: enough for a replay of about `graph_target_s` (1 … max_graph_calls)."""
+    return int(max(1, min(config.max_graph_calls, math.ceil(config.graph_target_s / max(single_s, 1e-9)))))
+
+
+def time_graph(call: Callable[[int], object], device: torch.device, config: TimingConfig,
+               flush: Callable[[], None] | None = None) -> tuple[TimingResult, int]:
+    """Per-call device time of `call` replayed from a CUDA graph of N back-to-back calls (module
+    docstring), and N. Warm-up calls run eagerly first (they build lazy state such as compiled kernels
+    and attention layouts, which must exist before capture); one eagerly timed call sizes N."""
+    if device.type != "cuda":
+        raise ValueError("time_graph needs a CUDA device")
+    before = flush or (lambda: None)
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        for i in range(max(1, config.warmup)):
+            call(i)
+    torch.cuda.current_stream(device).wait_stream(stream)
+    torch.cuda.synchronize(device)
+    single = _time_calls(call, 0, 1, device, lambda: torch.cuda.synchronize(device), time.perf_counter)
+    calls = graph_calls(single, config)
+    with torch.cuda.stream(stream):     # every index the graph will hold, once eagerly (lazy state per operand)
+        for j in range(calls):
+            call(j)
+    torch.cuda.current_stream(device).wait_stream(stream)
+    torch.cuda.synchronize(device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for j in range(calls):
+            call(j)
+    graph.replay()                       # first replay uploads the graph: untimed
+    torch.cuda.synchronize(device)
+
+    def sample() -> float:
+        before()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / calls
+
+    result = _statistics(sample, config)
+    del graph
+    return result, calls

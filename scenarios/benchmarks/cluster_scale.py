@@ -14,7 +14,7 @@ fresh interpreter, so its peak RSS (ru_maxrss) is its own. Per case, the median 
 - `steps`, `steps/s` (steps simulated per second of `sim s`), `peak RSS`: the process's own, plus its largest
   replica worker's when it forked any (an upper bound of their simultaneous use: pages the worker shares
   with its parent are counted twice).
-`--workers` is the run's `scheduler.workers` (simulator.core.parallel: independent replicas in forked worker
+`--workers` is the run's `simulation.workers` (simulator.core.parallel: independent replicas in forked worker
 processes; `auto`, the default, uses the cores for runs of ≥ 50,000 requests; 1 = one process). Outputs
 are identical whatever it is.
 `--steps` is the run's `outputs.steps` (aggregate by default: the summary is the same, memory is not).
@@ -42,7 +42,7 @@ def overrides(requests: int, replicas: int, spec: bool, steps: str, router: str 
               workers: str = "auto") -> list[str]:
     return ([f"workload.num_requests={requests}", f"cluster.replicas={replicas}", f"cluster.router={router}",
              f"workload.arrival.qps={QPS_PER_REPLICA * replicas}", f"outputs.steps={steps}",
-             f"scheduler.workers={workers}"] + (SPEC if spec else []))
+             f"simulation.workers={workers}"] + (SPEC if spec else []))
 
 
 def _child(requests: int, replicas: int, spec: bool, steps: str, router: str, workers: str) -> None:
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="cluster.router (round_robin: replicas simulated apart; a load-reading router such as "
                          "least_outstanding runs the coupled SimPy driver)")
     ap.add_argument("--speculation", default="both", choices=["both", "none", "chain"])
-    ap.add_argument("--workers", default="auto", help="scheduler.workers: auto (default) or a process count")
+    ap.add_argument("--workers", default="auto", help="simulation.workers: auto (default) or a process count")
     ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         _child(int(requests), int(replicas), spec == "1", steps, router, workers)
         return 0
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
-    print(f"scheduler.workers: {args.workers} (cores: {os.cpu_count()})")
+    print(f"simulation.workers: {args.workers} (cores: {os.cpu_count()})")
     print(f"{'case':10s} {'speculation':12s} {'sim s':>8s} {'total s':>8s} {'cpu s':>8s} {'steps':>11s} "
           f"{'steps/s':>9s} {'peak RSS':>9s}   sim s of each run")
     for case in args.cases:

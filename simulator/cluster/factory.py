@@ -14,6 +14,12 @@ groups keeps the KV of its own requests, so the replica holds attention_dp × on
 Approximation: the replica's requests are pooled as if the groups were always balanced (the op graph
 makes the same assumption for their compute). The step cost prices routing skew, pre-scheduling and the
 all-to-all on the link topology (simulator.cost.moe).
+Hybrid models (linear-attention or Mamba layers, models.mixers): a token's KV is that of the softmax-attention
+layers only, and every request holds a constant recurrent state (`ReplicaKind.state_bytes_per_request`, per
+GPU, with the state copies speculation keeps: models.mixers.state_copies). Both live in one pool of uniform
+pages as vLLM V1's hybrid KV-cache manager lays them out (`hybrid_layout`, simulator.core.kv.hybrid_state):
+the free memory becomes blocks, and a request holds attention blocks for its tokens and state blocks from
+admission to release.
 """
 from __future__ import annotations
 
@@ -66,46 +72,65 @@ def drafter_family(drafter) -> str | None:
     return None if drafter.kind == "none" else engine_family(drafter)
 
 
-def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str | None):
+def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, drafter, *, speculating: bool,
+                     tree: bool, q: int, par: Parallelism, scheduler=None):
     """The serving engine's per-step time model (profiles.engine_time), or None: on by default for GPUs
-    (off for the local CPU, whose profile measures host work per pass), at `engine_version`, else the
-    framework version that priced the kernels (the newest when the kernels come from elsewhere), as it
-    runs with `drafter` (`drafter_family`)."""
-    from profiles.engine_time import engine_time_for
-    enabled = lat.engine_time if lat.engine_time is not None else (hardware_id != "cpu-local"
+    (off for the local CPU, whose profile measures host work per pass). The engine is `cluster.engine`
+    (framework and version default to `cluster.latency`'s, then to the measured tables' version, then to the
+    newest modelled release), checked against what that version offers and refuses
+    (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits and GPUs."""
+    from profiles.engine_time.frameworks import Deployment, build_engine, entry_for
+    from profiles.engine_time.support import Context, UnsupportedCombination, check
+    from simulator.config.engine import EngineConfig, engine_settings
+    engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
+    enabled = lat.engine_time if lat.engine_time is not None else (hw.id != "cpu-local"
                                                                    or lat.source == "engine_profile")
+    family = drafter_family(drafter) if speculating else None
     if not enabled:
         return None
     if lat.source == "engine_profile":   # the profiled engine's own host time per step
         from profiles.engine_time.engine_profile import engine_time_of
-        return engine_time_of(latency.profile, drafter)
-    version = lat.engine_version
-    if version is None and latency.framework == lat.framework:
-        version = latency.version
+        return engine_time_of(latency.profile, family)
+    settings = engine_settings(engine_cfg, lat)
+    if settings.version is None and getattr(latency, "framework", None) == settings.framework:
+        settings = dataclasses.replace(settings, version=latency.version)
     try:
-        engine = engine_time_for(lat.framework, version)
+        entry = entry_for(settings.framework, settings.version)
+        version = settings.version or entry.get("latest") or entry["versions"]["min"]
+        mixed = scheduler is not None and scheduler.kind in ("sarathi", "vllm_v1")
+        context = Context(drafter=family, tree=tree, pp=par.pp, attention_dp=par.attention_dp, mixed_chunks=mixed,
+                          num_scheduler_steps=engine_cfg.num_scheduler_steps)
+        check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
+        deployment = Deployment(max_num_seqs=scheduler.max_batch_size if scheduler is not None else 256,
+                                max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,
+                                q=q, speculating=speculating, hbm_bytes=hw.hbm_bytes, tp=par.tp)
+        engine = build_engine(dataclasses.replace(settings, version=version), deployment)
+    except UnsupportedCombination as exc:
+        raise ScenarioError(exc.field, exc.message) from None
     except ValueError as exc:
         field, message = str(exc).split(": ", 1)
         raise ScenarioError(field, message) from None
-    return engine.for_drafter(drafter)
+    return engine.for_drafter(family, keep_overlap=settings.async_scheduling is True)
 
 
-def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
-                       drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None,
-                       kv_fraction: float = 1.0) -> int:
-    """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
-    weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype);
-    `kv_fraction` scales the target's KV per token (ShadowKV keeps a fraction of it on the GPU:
-    simulator.cost.shadowkv)."""
+def _modes_elsewhere(framework: str) -> dict[str, list[str]]:
+    """CUDA-graph mode -> the version ranges of any framework that offer it (for error messages)."""
+    from profiles.engine_time.frameworks import _entries, version_range
+    out: dict[str, list[str]] = {}
+    for e in _entries():
+        for mode in e["graphs"]["modes"]:
+            out.setdefault(mode, []).append(f"{e['framework']} {version_range(e)}")
+    return out
+
+
+def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
+                       drafter: DrafterBuild | None = None, where: str = "cluster") -> float:
+    """HBM left for KV (and recurrent state) on each GPU of a replica after the target's and `drafter`'s weights
+    (module docstring); ScenarioError naming the field when the weights do not fit."""
     from models.moe_routing import weight_bytes_per_gpu
     target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
-    free = hw.hbm_bytes * util - target_weights
-    per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype)) * kv_fraction
-    extra_w = 0.0
-    if drafter is not None:
-        extra_w = drafter.weight_bytes_per_gpu
-        per_token += drafter.kv_bytes_per_token_per_gpu
-    free -= extra_w
+    extra_w = drafter.weight_bytes_per_gpu if drafter is not None else 0.0
+    free = hw.hbm_bytes * util - target_weights - extra_w
     if free <= 0:
         need = target_weights + extra_w
         draft = drafter.spec if drafter is not None and drafter.colocated_model else None
@@ -115,7 +140,50 @@ def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
                             f"{f', ep={par.ep}' if par.ep > 1 else ''} but {hw.id} offers "
                             f"{hw.hbm_bytes * util / GIB:.1f} GiB at gpu_memory_utilization={util}; "
                             f"raise {where}.parallelism.tp/pp{'/ep' if target.is_moe else ''} or pick larger hardware")
+    return free
+
+
+def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
+                       drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None,
+                       kv_fraction: float = 1.0) -> int:
+    """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
+    weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype);
+    `kv_fraction` scales the target's KV per token (ShadowKV keeps a fraction of it on the GPU:
+    simulator.cost.shadowkv). A hybrid model's KV is its attention layers' (its state: `hybrid_layout`)."""
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where)
+    per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype)) * kv_fraction
+    if drafter is not None:
+        per_token += drafter.kv_bytes_per_token_per_gpu
     return int(free // per_token) * par.attention_dp
+
+
+def hybrid_layout(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, kv_dtype: str, util: float,
+                  drafter: DrafterBuild | None, framework: str, draft_tokens: int, where: str = "cluster"):
+    """The unified page layout of a hybrid model's replica (simulator.core.kv.hybrid_state): attention KV and
+    every request's recurrent state in one pool, the state copies `framework` keeps while speculating with
+    `draft_tokens` drafts per step (models.mixers.state_copies)."""
+    from models.mixers import state_copies
+    from simulator.core.kv.hybrid_state import hybrid_page_layout
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where)
+    extra = drafter.kv_bytes_per_token_per_gpu if drafter is not None else 0.0
+    layout = hybrid_page_layout(target, par, dtype, kv_dtype, free, draft_tokens,
+                                state_copies(framework, draft_tokens), extra)
+    if layout.total_blocks < layout.attention_groups + layout.state_blocks_per_request:
+        raise ScenarioError("cluster.model" if where == "cluster" else f"{where}.parallelism",
+                            f"no room for one request's recurrent state of {target.name} on {hw.id} "
+                            f"({layout.block_bytes / GIB:.2f} GiB per block); raise the parallelism")
+    return layout
+
+
+def state_bytes_per_request(target: ModelSpec, par: Parallelism, dtype: str, framework: str,
+                            draft_tokens: int) -> float:
+    """Recurrent-state bytes per request on each GPU of a replica, with the copies `framework` keeps while
+    speculating with `draft_tokens` drafts per step (models.mixers.state_copies; the conv window keeps the
+    draft positions too); 0 for a model without state layers."""
+    from models.mixers import state_copies
+    if not target.num_state_layers:
+        return 0.0
+    return target.state_bytes_per_request_per_gpu(par, dtype, draft_tokens, state_copies(framework, draft_tokens))
 
 
 @dataclass(frozen=True)
@@ -135,6 +203,8 @@ class ReplicaKind:
     kv_tokens: int
     dtype: str
     kv_dtype: str = "bf16"                 # the KV cache's dtype (models.spec.kv_cache_dtype)
+    state_bytes_per_request: float = 0.0   # hybrid models: recurrent state per request per GPU (with spec copies)
+    hybrid_layout: object = None           # hybrid models: simulator.core.kv.hybrid_state.HybridPageLayout
 
     @property
     def acceptance(self):
@@ -196,6 +266,9 @@ def check_dtypes(hw: HardwareSpec, dtype: str, kv_dtype: str | None, where: str 
     problem = hw.weight_dtype_error(dtype)
     if problem is not None:
         raise ScenarioError("cluster.dtype", problem + (f" ({where}.hardware)" if where.startswith("cluster.") else ""))
+    problem = hw.kv_dtype_error(kv_cache_dtype(dtype, kv_dtype))
+    if problem is not None:
+        raise ScenarioError("cluster.kv_dtype", problem + (f" ({where}.hardware)" if where.startswith("cluster.") else ""))
     return kv_cache_dtype(dtype, kv_dtype)
 
 
@@ -227,7 +300,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                        latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
                        speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
                        where: str = "cluster", latencies: dict | None = None,
-                       kv_dtype: str | None = None, kv_layout=None, early_exit=None) -> ReplicaKind:
+                       kv_dtype: str | None = None, kv_layout=None, early_exit=None, engine_config=None,
+                       scheduler=None) -> ReplicaKind:
     """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline
     block (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
     (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
@@ -236,7 +310,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
     steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`: the KV
     cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
-    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer)."""
+    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `engine_config`:
+    cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
+    CUDA-graph capture sizes; None: 256 sequences, 8192 tokens)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
     acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
     target = resolve_model(model, base_dir)
@@ -255,7 +331,6 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     lat = latencies.get(hw.id)
     if lat is None:
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
-    engine = make_engine_time(latency, hw.id, lat, drafter_family(drafter) if speculating else None)
     built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype,
                                   DraftContext(moe, base_dir)) if speculating else None
     if built_drafter is not None and built_drafter.fixed_chain is not None:
@@ -267,6 +342,10 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if shadow and (built_drafter is not None or par.ep > 1 or latency.nano_batches > 1):
         raise ScenarioError("cluster.kv_cache.layout.kind", "shadowkv prices the target's own passes: it needs drafter none, "
                             "ep 1 and cluster.latency.nano_batches 1")
+    if target.is_hybrid and (shadow or early_exit is not None or (speculation.kind == "chain" and
+                                                                  speculation.alignment == "realign" and speculating)):
+        raise ScenarioError("cluster.model", f"{target.name} has linear-attention/Mamba layers: ShadowKV, early exit "
+                            "and realigned speculation are modelled for softmax-attention models only")
     if early_exit is not None:
         if built_drafter is not None or shadow or latency.nano_batches > 1 or par.ep > 1 or par.pp > 1 or target.is_moe:
             raise ScenarioError("early_exit", "early exit is modelled for plain decoding of a dense target: it needs "
@@ -320,12 +399,16 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         target_cost, built_drafter = measured_passes(latency, lat, target_cost, built_drafter, drafter, par,
                                                      early_exit, shadow, realign)
     spec = control = None
-    if built_drafter is None:
-        cost = StepCostModel(target_cost, None, 0, engine=engine)
-    else:
+    if built_drafter is not None:
         max_gamma = max(gamma, policy.max_gamma if policy.kind in ("smartspec", "thompson") else 0)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
                                  built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
+    q = 1 if spec is None else spec.verify_q
+    engine = make_engine_time(latency, engine_config, hw, lat, drafter, speculating=built_drafter is not None,
+                              tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler)
+    if built_drafter is None:
+        cost = StepCostModel(target_cost, None, 0, engine=engine)
+    else:
         vllm_proposer = drafter.kind == "draft_model" and drafter.passes == "vllm"
         if vllm_proposer and (spec.tree is not None or policy.kind != "fixed"):
             raise ScenarioError("drafter.passes", "'vllm' is vLLM's fixed-γ chain proposer: it needs speculation.kind "
@@ -340,4 +423,13 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
                              engine=engine, vllm_proposer=vllm_proposer, proposer=proposer)
         control = make_policy(policy, speculation, spec, gamma, cost)
-    return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype)
+    state_bytes, layout = 0.0, None
+    if target.num_state_layers:
+        draft_tokens = 0 if spec is None else spec.verify_q - 1
+        state_bytes = state_bytes_per_request(target, par, dtype, latency.framework, draft_tokens)
+        if memory_utilization is not None:
+            layout = hybrid_layout(hw, target, par, dtype, kv_dtype, memory_utilization, built_drafter,
+                                   latency.framework, draft_tokens, where)
+            kv_tokens = layout.kv_tokens
+    return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
+                       state_bytes, layout)

@@ -14,12 +14,13 @@ from pydantic_core import PydanticCustomError
 
 from simulator.errors import ScenarioError
 from simulator.config.base import Strict
-from simulator.results.metrics import SLO
+from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
                                    ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig,
                                    PublishedAcceptanceConfig)
+from simulator.config.engine import EngineConfig
 from simulator.config.names import FolderName
 from simulator.config.speculation import SessionsAcceptanceConfig, SuffixDrafterConfig
 from simulator.config.retrieval import RetrievalConfig
@@ -178,14 +179,15 @@ class ClusterConfig(Strict):
     catalog-format YAML (relative to the scenario file), or an inline mapping of model fields
     (models.load). `hardware`: a catalog id, a hardware YAML file or an inline mapping
     (profiles.hardware_file). `dtype`: the weights' dtype (int4: weight-only; fp8 and fp8_block need FP8
-    tensor cores); `kv_dtype`: the KV cache's (default: the weights' dtype where it is a KV format, else
-    bf16). `max_model_len`: the longest context a request may reach (vLLM --max-model-len; default and
+    tensor cores; nvfp4 and mxfp4 FP4 tensor cores, i.e. Blackwell); `kv_dtype`: the KV cache's (default: the
+    weights' dtype where it is a KV format, fp8 for nvfp4 weights, else bf16; nvfp4 needs FP4 tensor cores).
+    `max_model_len`: the longest context a request may reach (vLLM --max-model-len; default and
     upper bound: the model's max_position_embeddings)."""
 
     hardware: str | dict[str, Any] = "h100-sxm"
     model: str | dict[str, Any]
-    dtype: Literal["fp32", "bf16", "fp16", "fp8", "fp8_block", "int4"] = "bf16"
-    kv_dtype: Literal["fp32", "bf16", "fp16", "fp8"] | None = None
+    dtype: Literal["fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4", "mxfp4"] = "bf16"
+    kv_dtype: Literal["fp32", "bf16", "fp16", "fp8", "nvfp4"] | None = None
     max_model_len: int | None = Field(None, ge=2)
     kv_cache: KVCacheConfig = KVCacheConfig()
     replicas: int = Field(1, ge=1, le=4096)
@@ -193,8 +195,32 @@ class ClusterConfig(Strict):
     router: str = "round_robin"
     gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
     latency: LatencyConfig = LatencyConfig()
+    engine: EngineConfig = EngineConfig()
     moe: MoeConfig = MoeConfig()
     disaggregation: DisaggregationConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_fills_its_sections(cls, data):
+        """`cluster.engine` names the framework (the kernels' too unless cluster.latency.framework says
+        otherwise) and, where given, prefix caching (cluster.kv_cache.prefix_caching, which must agree);
+        `cluster.latency.engine_version` is the older spelling of `cluster.engine.version`."""
+        if not isinstance(data, dict) or not isinstance(data.get("engine"), dict):
+            return data
+        engine, data = data["engine"], dict(data)
+        latency = data.get("latency") if isinstance(data.get("latency"), dict) else None
+        if engine.get("framework") is not None and (latency is None or "framework" not in latency):
+            data["latency"] = {**(latency or {}), "framework": engine["framework"]}
+        if latency is not None and latency.get("engine_version") is not None and engine.get("version") is not None \
+                and latency["engine_version"] != engine["version"]:
+            raise ValueError("cluster.engine.version and cluster.latency.engine_version (its older spelling) differ; "
+                             "give one")
+        if engine.get("prefix_caching") is not None:
+            kv = data.get("kv_cache") if isinstance(data.get("kv_cache"), dict) else {}
+            if kv.get("prefix_caching") is not None and kv["prefix_caching"] != engine["prefix_caching"]:
+                raise ValueError("cluster.engine.prefix_caching and cluster.kv_cache.prefix_caching differ; give one")
+            data["kv_cache"] = {**kv, "prefix_caching": engine["prefix_caching"]}
+        return data
 
     @model_validator(mode="after")
     def _pools_own_their_layout(self) -> "ClusterConfig":
@@ -305,22 +331,45 @@ class EarlyExitConfig(Strict):
 
 
 class SchedulerConfig(Strict):
-    """The batching scheduler (continuous batching; not the speculation control policy, `policy:`).
-    `kind` vllm: prefill-first (a step is either all prefill or all decode); sarathi: chunked prefill
-    piggy-backed on decode steps under a per-step token budget (`chunk_tokens`); vllm_v1: vLLM V1's own
-    scheduler rule by rule (simulator.core.sched.vllm_v1: one `max_batched_tokens` budget, running requests first
-    in admission order, then waiting ones, KV blocks allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's
-    name before the two kinds of policy were told apart). `workers`: processes that simulate independent
-    replicas side by side (simulator.core.parallel; outputs are identical whatever the count): an int, or
-    "auto" (the cores, at most 8, for runs of ≥ 50,000 requests on ≥ 2 replicas; one process otherwise)."""
+    """The batching scheduler (continuous batching; not the speculation control policy, `policy:`), one of
+    simulator.core.sched.SCHEDULERS: `kind` vllm: prefill-first (a step is either all prefill or all
+    decode); sarathi: chunked prefill piggy-backed on decode steps under a per-step token budget
+    (`chunk_tokens`); vllm_v1: vLLM V1's own scheduler rule by rule (simulator.core.sched.vllm_v1: one
+    `max_batched_tokens` budget, running requests first in admission order, then waiting ones, KV blocks
+    allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's name before
+    the two kinds of policy were told apart)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    kind: Literal["vllm", "sarathi", "vllm_v1"] = Field("vllm", validation_alias=AliasChoices("kind", "policy"))
+    kind: str = Field("vllm", validation_alias=AliasChoices("kind", "policy"))
     max_batch_size: int = Field(256, ge=1)
     max_batched_tokens: int = Field(8192, ge=1)
     chunk_tokens: int = Field(512, ge=1)
     block_size: int = Field(16, ge=1, le=1024)
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        from simulator.core.sched import SCHEDULERS
+        if kind not in SCHEDULERS:
+            raise ValueError(f"unknown scheduler {kind!r}; allowed: {', '.join(SCHEDULERS)}")
+        return kind
+
+    @model_validator(mode="after")
+    def _chunk_fits_the_budget(self) -> "SchedulerConfig":
+        if self.kind == "sarathi" and self.chunk_tokens > self.max_batched_tokens:
+            raise ValueError(f"chunk_tokens ({self.chunk_tokens}) must be <= max_batched_tokens "
+                             f"({self.max_batched_tokens})")
+        return self
+
+
+class SimulationConfig(Strict):
+    """How the simulation runs, not what it models (outputs are identical whatever is chosen): `step_mode`
+    bulk (decode steps advanced in bulk where the batch cannot change, simulator.core.bulk) or step (one
+    event per step, the reference); `workers`: processes that simulate independent replicas side by side
+    (simulator.core.parallel): an int, or "auto" (the cores, at most 8, for runs of ≥ 50,000 requests on
+    ≥ 2 replicas; one process otherwise)."""
+
     step_mode: Literal["bulk", "step"] = "bulk"
     workers: Union[Literal["auto"], int] = "auto"
 
@@ -330,13 +379,6 @@ class SchedulerConfig(Strict):
         if value == "auto" or (type(value) is int and value >= 1):
             return value
         raise ValueError(f"an integer >= 1 or 'auto', got {value!r}")
-
-    @model_validator(mode="after")
-    def _chunk_fits_the_budget(self) -> "SchedulerConfig":
-        if self.kind == "sarathi" and self.chunk_tokens > self.max_batched_tokens:
-            raise ValueError(f"chunk_tokens ({self.chunk_tokens}) must be <= max_batched_tokens "
-                             f"({self.max_batched_tokens})")
-        return self
 
 
 class OutputsConfig(Strict):
@@ -349,6 +391,19 @@ class OutputsConfig(Strict):
     steps: Literal["full", "sampled", "aggregate"] = "full"
     step_sample_every: int = Field(100, ge=1)
     step_interval_s: float = Field(1.0, gt=0, allow_inf_nan=False)
+
+
+class EnergyConfig(Strict):
+    """Energy and cost figures of the summary (simulator.results.energy). `power_model`: how a GPU's power
+    follows its steps (profiles.power: utilization | busy); `host_power_w_per_gpu`: the node's power beside
+    its GPUs (CPUs, memory, NVSwitch, NICs, fans) per GPU (default: the hardware's `host_w_per_gpu`);
+    `usd_per_gpu_hour` (default: simulator.workflows.plan.prices, where quoted) and `usd_per_kwh` (default:
+    energy not billed) price `usd_per_mtok`."""
+
+    power_model: Literal["utilization", "busy"] = "utilization"
+    host_power_w_per_gpu: float | None = Field(None, ge=0, allow_inf_nan=False)
+    usd_per_gpu_hour: float | None = Field(None, gt=0, allow_inf_nan=False)
+    usd_per_kwh: float | None = Field(None, ge=0, allow_inf_nan=False)
 
 
 class SLOConfig(Strict):
@@ -373,8 +428,48 @@ class Scenario(Strict):
     early_exit: EarlyExitConfig | None = None
     retrieval: RetrievalConfig | None = None   # iterative RAG: baseline or RaLMSpec (simulator.config.retrieval)
     scheduler: SchedulerConfig = SchedulerConfig()
+    simulation: SimulationConfig = SimulationConfig()
     slo: SLOConfig = SLOConfig()
     outputs: OutputsConfig = OutputsConfig()
+    energy: EnergyConfig = EnergyConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _chunked_prefill_sets_the_scheduler(cls, data):
+        """`cluster.engine.chunked_prefill` given: prompt chunks ride along with decode steps (scheduler kind
+        sarathi; vllm_v1 chunks too) or do not (kind vllm); an explicit scheduler.kind must agree."""
+        if not isinstance(data, dict) or not isinstance(data.get("cluster"), dict):
+            return data
+        engine = data["cluster"].get("engine")
+        chunked = engine.get("chunked_prefill") if isinstance(engine, dict) else None
+        if chunked is None:
+            return data
+        scheduler = data.get("scheduler") if isinstance(data.get("scheduler"), dict) else {}
+        kind = scheduler.get("kind", scheduler.get("policy"))
+        if kind is None:
+            return {**data, "scheduler": {**scheduler, "kind": "sarathi" if chunked else "vllm"}}
+        if (kind in ("sarathi", "vllm_v1")) != bool(chunked):
+            raise ValueError(f"cluster.engine.chunked_prefill is {chunked} but scheduler.kind {kind!r} "
+                             f"{'does not chunk prompts' if chunked else 'chunks prompts'}; give one")
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _simulation_keys_moved(cls, data):
+        """`scheduler.step_mode` and `scheduler.workers` (their names before the `simulation` section): moved
+        there, with a warning."""
+        scheduler = data.get("scheduler") if isinstance(data, dict) else None
+        moved = [k for k in ("step_mode", "workers") if isinstance(scheduler, dict) and k in scheduler]
+        if not moved:
+            return data
+        import warnings
+        simulation = data.get("simulation") if isinstance(data.get("simulation"), dict) else {}
+        moved = [k for k in moved if k not in simulation]   # (given twice: scheduler's is an unknown key)
+        for key in moved:
+            warnings.warn(f"scheduler.{key} is now simulation.{key}", FutureWarning, stacklevel=2)
+        data = {**data, "scheduler": {k: v for k, v in scheduler.items() if k not in moved},
+                "simulation": {**simulation, **{k: scheduler[k] for k in moved}}}
+        return data
 
 
 

@@ -359,10 +359,13 @@ class PublishedAcceptanceConfig(Strict):
     simulator.speculation.published): one row, named by `entry` or selected by the keys given (method,
     target, draft, dataset, temperature; rows with per-position figures first, then the chain whose depth
     is closest to drafter.gamma). Converted to per-position rates by the registry's stated rule; `depth`
-    states the depth assumed for a row that publishes none. Chains only (trees need per-rank acceptance)."""
+    states the depth assumed for a row that publishes none; `first_alpha_entry` takes the first position's
+    acceptance from another row and decays geometrically to `entry`'s acceptance length. Chains only (trees
+    need per-rank acceptance)."""
 
     kind: Literal["published"]
     entry: str | None = None
+    first_alpha_entry: str | None = None  # α1 from this row, the decay from `entry`'s length (decayed_alphas)
     method: str | None = None
     target: str | None = None
     draft: str | None = None
@@ -377,6 +380,8 @@ class PublishedAcceptanceConfig(Strict):
             raise ValueError("give either entry or the selection keys (method, target, ...), not both")
         if self.entry is None and (self.method is None or self.target is None):
             raise ValueError("give entry, or at least method and target to select a published row")
+        if self.first_alpha_entry is not None and self.entry is None:
+            raise ValueError("first_alpha_entry combines with entry (the row giving the acceptance length)")
         return self
 
 

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Literal, Mapping
 
 import numpy as np
-import pandas as pd
 
 from simulator.errors import ScenarioError
 
@@ -119,6 +118,7 @@ def _check_field_counts(path: Path, expected: int, field: str) -> None:
 
 def _read_exact(path: Path, columns: Mapping[str, ColumnKind], field: str, expected: int) -> dict[str, np.ndarray]:
     """The row-by-row reading that names the first bad row or value (module docstring)."""
+    import pandas as pd   # (deferred: only trace files are read with it, and pandas costs start-up time)
     _check_field_counts(path, expected, field)
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False,

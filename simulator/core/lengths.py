@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import special
 
 from simulator.core.csv_columns import read_csv_columns
 
@@ -59,6 +58,7 @@ def standard_bounds(median: float, sigma: float, low: float, high: float | None)
 
 def normal_mass(z_low: float, z_high: float) -> float:
     """P(z_low < Z < z_high) for standard normal Z, computed on the tail side that keeps precision."""
+    from scipy import special   # (deferred: only lognormal lengths need it, and scipy costs start-up time)
     if z_low > 0:  # both bounds in the upper tail: use survival functions Phi(-z)
         return float(special.ndtr(-z_low) - special.ndtr(-z_high))
     return float(special.ndtr(z_high) - special.ndtr(z_low))
@@ -75,6 +75,7 @@ class LognormalLength:
         return standard_bounds(self.median, self.sigma, self.min, self.max)
 
     def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
+        from scipy import special
         z_low, z_high = self._bounds()
         u = rng.random(n)
         if z_low > 0:  # sample the mirrored variable -Z from its lower tail (full relative precision)

@@ -16,7 +16,7 @@ policy, no KV tiers: `Replica.parallel_safe`); a worker that fails raises in the
 traceback. Progress: each child counts its finished requests in its own slot of a shared array, which
 the parent reports from.
 
-`scheduler.workers`: an int (1 = one process) or "auto": as many processes as cores (at most
+`simulation.workers`: an int (1 = one process) or "auto": as many processes as cores (at most
 AUTO_MAX_WORKERS) and at most one per replica, for runs of at least AUTO_MIN_REQUESTS requests (below that,
 forking and merging cost more than they save), and one process inside a multiprocessing child (a sweep's
 or plan's worker pool already uses the cores). Either way one process where forking is unsafe or

@@ -61,7 +61,8 @@ class StepLog:
     OPTIONAL_STEP_COLUMNS to log too."""
 
     def __init__(self, mode: str = "full", *, num_replicas: int = 1, window_start_s: float = 0.0,
-                 sample_every: int = 100, interval_s: float = 1.0, alltoall=None, extra: tuple[str, ...] = ()):
+                 sample_every: int = 100, interval_s: float = 1.0, alltoall=None, extra: tuple[str, ...] = (),
+                 power=None):
         if mode not in STEP_MODES:
             raise ValueError(f"outputs.steps: {mode!r}; allowed: {', '.join(STEP_MODES)}")
         self.mode, self.sample_every, self.interval_s = mode, sample_every, interval_s
@@ -69,11 +70,12 @@ class StepLog:
         self.alltoall = alltoall
         self._schema = {**STEP_COLUMNS, **{name: OPTIONAL_STEP_COLUMNS[name] for name in extra}}
         self._extra = tuple(extra)
+        self.power = power   # simulator.results.energy.RunPower, for the totals' energy (None: not counted)
         self._empty_log(num_replicas)
 
     def _empty_log(self, num_replicas: int) -> None:
         """No steps logged yet: totals, buffers and what the mode keeps."""
-        self.totals = StepTotals(num_replicas, self.window_start_s)
+        self.totals = StepTotals(num_replicas, self.window_start_s, self.power)
         self._rows: list[tuple] = []
         self._decode: dict[int, tuple[object, list[tuple]]] = {}
         self._pending = 0

@@ -39,6 +39,8 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from simulator.results.latency_source import format_latency_source  # noqa: F401  (re-exported)
+from simulator.results.slo import SLO  # noqa: F401  (re-exported: the objectives are read here)
 from simulator.results.step_totals import StepTotals
 
 REQUEST_COLUMNS = {
@@ -58,17 +60,6 @@ STEP_COLUMNS = {
 }
 LATENCIES = ("ttft", "tpot", "e2e", "queue")
 QUANTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0}
-
-
-@dataclass(frozen=True)
-class SLO:
-    """Service-level objectives per request (None = not constrained) and the target attainment
-    (validated by simulator.config.scenario.SLOConfig)."""
-
-    ttft_s: float | None = None
-    tpot_s: float | None = None
-    e2e_s: float | None = None
-    attainment: float = 0.9
 
 
 def _frame(cols: Mapping[str, np.ndarray], schema: Mapping[str, type], what: str) -> pd.DataFrame:
@@ -327,18 +318,3 @@ def format_summary_table(summary: Mapping) -> str:
                      f"   {_pct(s.get('engine_time_fraction', 0.0))} of busy time"))
     lines += [f"{label:<13}{text}" for label, text in rows]
     return "\n".join(lines)
-
-
-def format_latency_source(source: Mapping) -> str:
-    """One line: which source priced which op kinds (summary `latency_source`)."""
-    if source.get("source") == "engine_profile":
-        return f"engine_profile {source['profile']} (measured {source['measured']})"
-    if source.get("source") != "measured":
-        return f"{source.get('source')} ({source.get('hardware')})"
-    by_source: dict[str, list[str]] = {}
-    for kind, used in source.get("op_kinds", {}).items():
-        label = "roofline" if used["source"] == "roofline" else "measured"
-        by_source.setdefault(label, []).append(kind)
-    parts = [f"{label}: {', '.join(kinds)}" for label, kinds in sorted(by_source.items())]
-    return (f"measured {source['framework']} {source['version']} on {source['system']} "
-            f"({source['package']})   " + "   ".join(parts))

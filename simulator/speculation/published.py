@@ -22,6 +22,11 @@ Conversion rule (`per_position_alphas`), stated once and tested:
   Fig. 7) and a geometric law spreads it.
   A row without a depth (`unspecified` shape) cannot be converted unless the caller states the depth it
   assumes (`depth`), which is then named as an assumption.
+* two rows of the same drafter (`decayed_alphas`): the first position's acceptance α₁ from one row that
+  publishes it (e.g. DeepSeek-V3's report: second-token acceptance 85–90 %) and the acceptance length τ at
+  depth d from another (e.g. the same MTP module reused for 7 positions in vLLM): αᵢ = α₁·rⁱ⁻¹ with r solved
+  so that the chain has τ tokens per step at depth d. Approximation: a geometric decay between the two
+  published figures (the MTP module is trained for the first position and reused for the later ones).
 """
 from __future__ import annotations
 
@@ -212,6 +217,28 @@ def per_position_alphas(entry: PublishedAcceptance, depth: int | None = None) ->
                             f"more than depth {d} + 1 allows")
     from theory.chain import alpha_from_expected_tokens
     return (alpha_from_expected_tokens(entry.tokens_per_step, d),) * d
+
+
+def decayed_alphas(first: PublishedAcceptance, length: PublishedAcceptance) -> tuple[float, ...]:
+    """αᵢ = α₁·rⁱ⁻¹ (module docstring): α₁ from `first`'s first position, r from `length`'s tokens per step at
+    its depth (RegistryError when the two figures are inconsistent: no r in [0, 1] fits)."""
+    from scipy.optimize import brentq
+    alpha1 = per_position_alphas(first)[0]
+    if length.depth is None:
+        raise RegistryError(f"acceptance.entry: {length.id!r} publishes no depth")
+    d, tau = length.depth, length.mean_tokens
+
+    def tokens(r: float) -> float:
+        survival, total = 1.0, 1.0
+        for i in range(d):
+            survival *= alpha1 * r ** i
+            total += survival
+        return total
+    if not tokens(0.0) <= tau <= tokens(1.0):
+        raise RegistryError(f"acceptance.first_alpha_entry: α1 = {alpha1:.3f} cannot give {tau} tokens per step at "
+                            f"depth {d} with a decay in [0, 1]")
+    r = brentq(lambda x: tokens(x) - tau, 0.0, 1.0, xtol=1e-14)
+    return tuple(alpha1 * r ** i for i in range(d))
 
 
 def main() -> None:

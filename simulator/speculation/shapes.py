@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,7 +40,9 @@ from simulator.speculation.acceptance import ChainAcceptance
 from simulator.errors import ScenarioError
 from simulator.speculation.trace_acceptance import load_trace_acceptance, load_trace_sampled_acceptance
 from simulator.speculation.tree_acceptance import TreeAcceptance, trace_rank_probs, trace_tree_walks
-from theory.trees import Tree
+
+if TYPE_CHECKING:   # (theory.trees pulls in scipy: imported where a tree is built)
+    from theory.trees import Tree
 
 MAX_RANKS = 8       # candidates per node considered by trace rank probabilities
 MAX_PAIR_RANKS = 6  # ... and by pair rank probabilities (the exact rrs_wor sum grows as vocab^ranks)
@@ -141,6 +144,7 @@ def _multidraft_tree(sp, acc, probs: np.ndarray, gamma: int) -> Tree:
         first_level = [float(probs[r]) if r < len(probs) else 0.0 for r in range(n)]
         below = float(probs[0])
     accept = [1.0] + [first_level[ranks[i]] if parents[i] == 0 else below for i in range(1, len(parents))]
+    from theory.trees import Tree
     return Tree(tuple(parents), tuple(ranks), tuple(accept))
 
 
@@ -192,14 +196,18 @@ CHAIN_ACCEPTANCE = {
 
 def _published_chain(acc, gamma: int, seed: int):
     """The chain of a registry row (simulator.speculation.published: selection and conversion rule)."""
-    from simulator.speculation.published import RegistryError, find_entry, per_position_alphas, select
+    from simulator.speculation.published import (RegistryError, decayed_alphas, find_entry, per_position_alphas,
+                                                 select)
     try:
         if acc.entry is not None:
             entry = find_entry(acc.entry)
         else:
             entry = select(depth=gamma, method=acc.method, target=acc.target, draft=acc.draft, dataset=acc.dataset,
                            temperature=acc.temperature)
-        alphas = per_position_alphas(entry, acc.depth)
+        if acc.first_alpha_entry is not None:
+            alphas = decayed_alphas(find_entry(acc.first_alpha_entry), entry)
+        else:
+            alphas = per_position_alphas(entry, acc.depth)
     except RegistryError as exc:
         field, _, message = str(exc).partition(": ")
         raise ScenarioError(field if field.startswith("acceptance") else "acceptance", message or str(exc)) from None

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from simulator.speculation.acceptance import AcceptanceModel, counter_uniforms
 from simulator.errors import ScenarioError
-from theory.trees import Tree
+
+if TYPE_CHECKING:   # (theory.trees pulls in scipy: imported where a tree is built)
+    from theory.trees import Tree
 
 
 def nested_intervals(tree: Tree) -> tuple[np.ndarray, np.ndarray]:

@@ -40,6 +40,39 @@ def _latency_config(latency):
                             first["msg"]) from None
 
 
+def _engine_config(engine, latency):
+    """`engine` (a cluster.engine block) validated; its framework also prices the kernels unless `latency`
+    names one (as in a scenario)."""
+    from pydantic import ValidationError
+    from simulator.config.engine import EngineConfig
+    from simulator.errors import ScenarioError
+    if engine is None:
+        return None
+    if not isinstance(engine, dict):
+        raise ScenarioError("engine", "expected a mapping like the scenario's cluster.engine block")
+    try:
+        return EngineConfig(**engine)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ScenarioError("engine." + ".".join(str(x) for x in first["loc"]) if first["loc"] else "engine",
+                            first["msg"]) from None
+
+
+def _scheduler_config(scheduler):
+    from pydantic import ValidationError
+    from simulator.config.scenario import SchedulerConfig
+    from simulator.errors import ScenarioError
+    if scheduler is None:
+        return None
+    if not isinstance(scheduler, dict):
+        raise ScenarioError("scheduler", "expected a mapping like the scenario's scheduler block")
+    try:
+        return SchedulerConfig(**scheduler)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ScenarioError("scheduler." + ".".join(str(x) for x in first["loc"]), first["msg"]) from None
+
+
 def _check_counts(**counts) -> None:
     from simulator.errors import ScenarioError
     for name, value in counts.items():
@@ -50,10 +83,13 @@ def _check_counts(**counts) -> None:
 
 def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16", batch: int = 1,
                   context_tokens: int = 0, query_tokens: int = 1, prefill_tokens: int = 0,
-                  latency=None, kv_dtype: str | None = None) -> dict:
+                  latency=None, kv_dtype: str | None = None, engine=None, scheduler=None) -> dict:
     """The step's seconds (kernels + engine time), its op-kind breakdown and what priced it (see the
     module docstring). `latency`: a `cluster.latency` block as a dict (e.g. {"source": "measured",
-    "framework": "vllm"}) or None for the default. ScenarioError naming the argument on bad input."""
+    "framework": "vllm"}) or None for the default; `engine`: a `cluster.engine` block as a dict (framework,
+    version, cuda_graphs, ...) or None; `scheduler`: a scenario's scheduler block as a dict (its
+    max_batch_size and max_batched_tokens set the engine's CUDA-graph capture sizes; default 256 and 8192).
+    ScenarioError naming the argument on bad input."""
     from models.spec import DTYPE_BYTES, KV_DTYPES
     from profiles.select import describe_latency
     from simulator.errors import ScenarioError
@@ -68,12 +104,15 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         raise ScenarioError("dtype", f"{dtype!r} is not supported; allowed: fp32, bf16, fp16, fp8, fp8_block, int4")
     if kv_dtype is not None and kv_dtype not in KV_DTYPES:
         raise ScenarioError("kv_dtype", f"{kv_dtype!r} is not supported; allowed: {', '.join(KV_DTYPES)}")
+    if isinstance(engine, dict) and engine.get("framework") and not (isinstance(latency, dict) and "framework" in latency):
+        latency = {**(latency or {}), "framework": engine["framework"]}
     try:
         kind = build_replica_kind(model=model, hardware=hardware, parallelism=ParallelismConfig(tp=tp), dtype=dtype,
                                   latency=_latency_config(latency), moe=MoeConfig(), memory_utilization=None,
                                   drafter=NoDrafterConfig(), speculation=ChainConfig(), acceptance=ConstantAcceptanceConfig(),
                                   policy=FixedPolicyConfig(), acceptance_seed=0, base_dir=Path.cwd(), where="estimate",
-                                  kv_dtype=kv_dtype)
+                                  kv_dtype=kv_dtype, engine_config=_engine_config(engine, latency),
+                                  scheduler=_scheduler_config(scheduler))
     except ScenarioError as exc:  # name the argument, not a scenario field
         field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.dtype": "dtype"}.get(
             exc.field, "tp" if "parallelism" in exc.field else exc.field)
@@ -105,14 +144,26 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         "bytes": target.bytes * par.tp,
         "latency_source": describe_latency(lat),
         "engine_time": engine.describe() if engine is not None else None,
+        "profile": _profile_summary(lat),
         "step": {"model": spec.name, "hardware": hw.id, "tp": tp, "dtype": dtype, "kv_dtype": kind.kv_dtype, "batch": batch,
                  "context_tokens": context_tokens, "query_tokens": query_tokens if not prefill_tokens else 0,
                  "prefill_tokens": prefill_tokens},
     }
 
 
+def _profile_summary(lat) -> dict | None:
+    """For `source: profile`: the profiled device, its date, timing method and the kernel that ran each op
+    kind (the profile's fingerprint), so the estimate says what measured its prices."""
+    fp = getattr(lat, "fingerprint", None)
+    if not fp:
+        return None
+    method = fp.get("timing", {}).get("method", "eager")
+    return {"device_name": fp.get("device_name"), "date": fp.get("date"), "torch_version": fp.get("torch_version"),
+            "timing": method.split(":")[0], "kernels": fp.get("kernels", {})}
+
+
 def format_estimate(result: dict) -> str:
-    from simulator.results.metrics import format_latency_source
+    from simulator.results.latency_source import format_latency_source
     st = result["step"]
     what = (f"prefill of {st['batch']} x {st['prefill_tokens']} tokens after {st['context_tokens']} cached"
             if st["prefill_tokens"] else
@@ -125,10 +176,16 @@ def format_estimate(result: dict) -> str:
              f"{'engine time':<14}{result['engine_seconds'] * 1e3:10.3f} ms"]
     total = sum(result["breakdown"].values()) or 1.0
     kinds = result["latency_source"].get("op_kinds", {})
+    profile = result.get("profile")
     for kind, seconds in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]):
         source = kinds.get(kind, {}).get("source", result["latency_source"].get("source", ""))
+        if profile and profile["kernels"].get(kind):
+            source = f"profile: {profile['kernels'][kind]}"
         lines.append(f"  {kind:<12}{seconds * 1e3:10.3f} ms {100 * seconds / total:6.1f} %   {source}")
     lines.append(f"latency: {format_latency_source(result['latency_source'])}")
+    if profile:
+        lines.append(f"profile: {profile['device_name']}, {profile['date']}, torch {profile['torch_version']}, "
+                     f"timed by {profile['timing']}")
     return "\n".join(lines)
 
 
@@ -147,7 +204,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", default=None, help="latency source: auto | measured | profile | roofline")
     p.add_argument("--framework", default=None, help="serving framework: vllm | sglang | trtllm")
     p.add_argument("--version", default=None, help="framework version of the measured tables (default newest)")
+    p.add_argument("--profile-dir", default=None, help="with --source profile: the profile directory written by "
+                   "draftsim profile (default: profiles/data/<hardware>/)")
     p.add_argument("--no-engine-time", action="store_true", help="kernels only")
+    p.add_argument("--engine-version", default=None, help="serving-engine release to model (cluster.engine.version)")
+    p.add_argument("--cuda-graphs", default=None, choices=["full", "piecewise", "none"],
+                   help="CUDA-graph mode (cluster.engine.cuda_graphs; default: the engine version's)")
+    p.add_argument("--async-scheduling", default=None, choices=["on", "off"],
+                   help="host work overlapped with the GPU (cluster.engine.async_scheduling; default: the version's)")
+    p.add_argument("--host-cpu", default=None, help="host CPU (cluster.engine.host_cpu: a catalog id)")
+    p.add_argument("--max-num-seqs", type=int, default=None,
+                   help="the engine's max running requests (sets its CUDA-graph capture sizes; default 256)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     return p
 
@@ -162,13 +229,19 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     latency = {k: v for k, v in (("source", args.source), ("framework", args.framework),
-                                 ("version", args.version)) if v is not None}
+                                 ("version", args.version), ("profile_dir", args.profile_dir)) if v is not None}
     if args.no_engine_time:
         latency["engine_time"] = False
+    engine = {k: v for k, v in (("version", args.engine_version), ("cuda_graphs", args.cuda_graphs),
+                                ("host_cpu", args.host_cpu)) if v is not None}
+    if args.async_scheduling is not None:
+        engine["async_scheduling"] = args.async_scheduling == "on"
+    scheduler = {"max_batch_size": args.max_num_seqs} if args.max_num_seqs is not None else None
     try:
         result = estimate_step(args.model, args.hardware, tp=args.tp, dtype=args.dtype, batch=args.batch,
                                context_tokens=args.context, query_tokens=args.query_tokens,
-                               prefill_tokens=args.prefill_tokens, latency=latency, kv_dtype=args.kv_dtype)
+                               prefill_tokens=args.prefill_tokens, latency=latency, kv_dtype=args.kv_dtype,
+                               engine=engine or None, scheduler=scheduler)
     except (ScenarioError, ValueError) as exc:
         print(f"draftsim estimate: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

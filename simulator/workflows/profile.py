@@ -16,6 +16,7 @@ from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
 
 PROFILE_FILES = ("ops.csv", "fingerprint.json")
+CHECK_FILE = "check.json"   # profiles.profiler.check.CHECK_FILE: written beside the profile by --check
 
 
 def _progress(desc: str, total: int, unit: str) -> Progress:
@@ -48,8 +49,9 @@ def check_arguments(args) -> None:
 
     if args.out is not None and args.package_data:
         raise ScenarioError("--package-data", "writes into the shipped profiles' folder; it excludes --out")
-    if args.out is not None:
-        check_output_dir(args.out, marker="fingerprint.json", command="profile", names=PROFILE_FILES)
+    if args.out is not None and not args.check_only:
+        names = PROFILE_FILES + ((CHECK_FILE,) if args.check and args.check_out is None else ())
+        check_output_dir(args.out, marker="fingerprint.json", command="profile", names=names)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     check_fits(models, args.device, args.dtype, available_bytes())
 

@@ -12,11 +12,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 POINTS_FILE = Path(__file__).resolve().parent / "points.yaml"
+# Every points file of the registry: points.yaml and the topic files beside it (points_<topic>.yaml), each
+# added by whoever collected its points (README.md in this folder).
+POINTS_FILES = tuple(sorted(Path(__file__).resolve().parent.glob("points*.yaml")))
 
 KERNEL_KINDS = ("gemm", "attention")
 STEP_KINDS = ("decode_step", "prefill_step")
 SERVING_KINDS = ("ttft", "tpot", "itl", "e2e_latency", "output_throughput", "request_throughput")
-KINDS = KERNEL_KINDS + STEP_KINDS + SERVING_KINDS + ("spec_speedup",)
+SPEC_KINDS = ("spec_speedup", "spec_tpot")
+KINDS = KERNEL_KINDS + STEP_KINDS + SERVING_KINDS + SPEC_KINDS
 
 # Published model ids -> draftsim catalog entries (same architecture; FP8 checkpoints use dtype fp8).
 MODELS = {
@@ -83,6 +87,11 @@ class Point(BaseModel):
     pp: int = Field(ge=1)
     workload: dict = Field(default_factory=dict)
     acceptance: Acceptance | None = None
+    # the serving engine's flags the publication states (a cluster.engine block: cuda_graphs,
+    # async_scheduling, num_scheduler_steps, ...); the point is predicted with them
+    engine_flags: dict | None = None
+    # The acceptance registry row (profiles/data/acceptance_published) a speculative prediction uses.
+    acceptance_entry: str | None = None
     source: Source
     notes: str | None = None
 
@@ -100,8 +109,17 @@ class Point(BaseModel):
         return default if value is None else value
 
 
-def load_points(path: str | Path = POINTS_FILE) -> list[Point]:
-    """All points of `path`; ValueError naming the entry and field when one is malformed."""
+def load_points(path: str | Path | None = None) -> list[Point]:
+    """All points of `path` (None: every file of the registry, POINTS_FILES); ValueError naming the entry and
+    field when one is malformed, or when an id appears twice."""
+    if path is None:
+        points = [p for f in POINTS_FILES for p in load_points(f)]
+        seen: set[str] = set()
+        for p in points:
+            if p.id in seen:
+                raise ValueError(f"point id {p.id!r} appears in two files of the registry")
+            seen.add(p.id)
+        return points
     raw = yaml.safe_load(Path(path).read_text())
     if not isinstance(raw, list):
         raise ValueError(f"{path}: expected a YAML list of points")
@@ -114,6 +132,13 @@ def load_points(path: str | Path = POINTS_FILE) -> list[Point]:
             where = ".".join(str(x) for x in first["loc"])
             ident = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
             raise ValueError(f"{path}: point {ident}: {where}: {first['msg']}") from None
+        if point.acceptance_entry is not None:
+            from simulator.speculation.published import RegistryError, find_entry
+            try:
+                find_entry(point.acceptance_entry)
+            except RegistryError:
+                raise ValueError(f"{path}: point {point.id}: acceptance_entry: no registry row "
+                                 f"{point.acceptance_entry!r}") from None
         if point.id in seen:
             raise ValueError(f"{path}: point id {point.id!r} appears twice")
         seen.add(point.id)

@@ -9,9 +9,10 @@ model) — nothing here is tuned to the points. What each kind runs:
 * serving kinds: a DES run of the published workload (`serving_scenario`): `offline` and `batch` send
   every request at t = 0 (a closed loop with as many clients as requests), `concurrency` is a closed
   loop, `poisson` is Poisson arrivals; the engine's scheduler defaults (`scheduler_defaults`).
-* `spec_speedup`: two DES runs (with and without the drafter) of the same requests; acceptance is a
-  constant α whose expected tokens per step (Leviathan: (1 − α^(γ+1))/(1 − α)) equals the published
-  mean accepted length. Points whose acceptance comes from the timed run itself are reported apart
+* `spec_speedup`, `spec_tpot`: two DES runs (with and without the drafter) of the same requests; the
+  acceptance is the registry row the point names (`acceptance_entry`, profiles/data/acceptance_published:
+  another engine's or paper's measurement of the same pair, converted to per-position rates by the
+  registry's stated rule). Points whose acceptance comes from the timed run itself are reported apart
   (their acceptance is an outcome of the run being predicted).
 
 A point that cannot be predicted (model or GPU outside the catalog, a dataset whose lengths are not
@@ -75,6 +76,11 @@ def _latency_block(point: Point, override: dict | None = None) -> dict:
     return {**block, **(override or {})}
 
 
+def _engine_block(point: Point) -> dict | None:
+    """The `cluster.engine` flags the publication states (None: the release's defaults)."""
+    return dict(point.engine_flags) if point.engine_flags else None
+
+
 def _kernel_latency(hw: str, dtype: str, override: dict | None):
     from profiles.select import LatencySourceConfig, select_latency
     return select_latency(hw, dtype, LatencySourceConfig(source=(override or {}).get("source", "auto")))
@@ -126,7 +132,7 @@ def predict_step(point: Point, latency: dict | None = None) -> Prediction:
         result = simulator.estimate_step(model, hw, tp=point.tp, dtype=dtype, batch=batch,
                                          context_tokens=int(point.w("context_tokens", 0)),
                                          prefill_tokens=int(point.w("prefill_tokens")),
-                                         latency=_latency_block(point, latency))
+                                         latency=_latency_block(point, latency), engine=_engine_block(point))
     else:
         context = point.w("context_tokens")
         if context is None:
@@ -134,7 +140,7 @@ def predict_step(point: Point, latency: dict | None = None) -> Prediction:
         result = simulator.estimate_step(model, hw, tp=point.tp, dtype=dtype, batch=batch,
                                          context_tokens=int(context),
                                          query_tokens=int(point.w("query_tokens_per_seq", 1)),
-                                         latency=_latency_block(point, latency))
+                                         latency=_latency_block(point, latency), engine=_engine_block(point))
     return Prediction(result["seconds"], result["latency_source"]["source"], note)
 
 
@@ -144,12 +150,12 @@ def scheduler_defaults(fw: str | None, hardware: str) -> dict:
 
     vLLM V1 (`EngineArgs.get_batch_defaults`, offline LLM class): GPUs with >= 70 GiB that are not A100s
     16384 tokens / 1024 sequences, others 8192 / 256 (the A100 exception: vLLM PR #17885). SGLang:
-    chunked_prefill_size 8192 on 80-141 GB GPUs, running requests bounded by the KV pool
-    (server_args.py). TensorRT-LLM PyTorch backend: max_num_tokens 8192, max_batch_size 2048 (LLM API
+    chunked_prefill_size 8192 on 80-141 GB GPUs, running requests bounded by the KV pool, and
+    enable_mixed_chunk False, so a prefill batch never carries decodes (server_args.py): prefill-first. TensorRT-LLM PyTorch backend: max_num_tokens 8192, max_batch_size 2048 (LLM API
     defaults)."""
     from profiles.hardware import get_hardware
-    if fw == "sglang":
-        return {"kind": "sarathi", "chunk_tokens": 8192, "max_batched_tokens": 8192, "max_batch_size": 4096}
+    if fw == "sglang":  # enable_mixed_chunk False: prefill batches run apart from decode batches
+        return {"kind": "vllm", "max_batched_tokens": 8192, "max_batch_size": 4096}
     if fw == "trtllm":
         return {"kind": "sarathi", "chunk_tokens": 8192, "max_batched_tokens": 8192, "max_batch_size": 2048}
     big = get_hardware(hardware).hbm_bytes >= 70 * 2**30 and not hardware.startswith("a100")
@@ -197,7 +203,8 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
                      "prompt_tokens": {"kind": "fixed", "value": isl},
                      "output_tokens": {"kind": "fixed", "value": osl}},
         "cluster": {"hardware": hw, "model": model, "dtype": dtype,
-                    "parallelism": {"tp": point.tp, "pp": point.pp}, "latency": _latency_block(point, latency)},
+                    "parallelism": {"tp": point.tp, "pp": point.pp}, "latency": _latency_block(point, latency),
+                    **({"engine": _engine_block(point)} if point.engine_flags else {})},
         "drafter": drafter or {"kind": "none"},
         "acceptance": acceptance or {"kind": "constant", "alpha": 0.7},
         "scheduler": scheduler,
@@ -260,22 +267,17 @@ def predict_serving(point: Point, latency: dict | None = None) -> Prediction:
 
 
 # ---- speculative decoding --------------------------------------------------------------------------
-def alpha_for_tokens_per_step(tokens: float, gamma: int) -> float:
-    """α with (1 − α^(γ+1))/(1 − α) = tokens (1 < tokens < γ + 1), by bisection (monotone in α)."""
-    if not 1.0 < tokens < gamma + 1:
-        raise Unpredictable(f"mean accepted length {tokens} is outside (1, γ+1 = {gamma + 1})")
-    lo, hi = 0.0, 1.0 - 1e-12
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        value = (1.0 - mid ** (gamma + 1)) / (1.0 - mid)
-        lo, hi = (mid, hi) if value < tokens else (lo, mid)
-    return 0.5 * (lo + hi)
-
-
 def _drafter(point: Point, gamma: int) -> dict:
+    """The drafter a publication ran, as a scenario section: EAGLE-3 heads (the catalog head of the target),
+    EAGLE-1/2 heads (one autoregressive decoder layer on the target's features), MTP modules, n-gram lookup,
+    or a catalog draft model."""
     method = point.w("method")
-    if method in ("eagle", "eagle3"):
+    if method == "eagle3":
+        return {"kind": "eagle3", "gamma": gamma}
+    if method in ("eagle", "eagle2"):
         return {"kind": "head", "style": "autoregressive", "gamma": gamma}
+    if method == "mtp":
+        return {"kind": "mtp", "gamma": gamma}
     if method == "ngram":
         return {"kind": "ngram", "gamma": gamma}
     if method == "draft_model":
@@ -287,27 +289,43 @@ def _drafter(point: Point, gamma: int) -> dict:
     raise Unpredictable(f"speculation method {method!r} not modelled")
 
 
-def predict_spec_speedup(point: Point, latency: dict | None = None) -> Prediction:
-    if point.acceptance is None:
-        raise Unpredictable("no published acceptance for this draft/target pair and dataset")
+def _spec_runs(point: Point, latency: dict | None):
+    """(baseline run, speculative run, note) of a speculative point: the same requests without and with the
+    published drafter; acceptance from the registry row `acceptance_entry` (never from the speedup)."""
+    if point.acceptance_entry is None:
+        raise Unpredictable("no acceptance registry row for this draft/target pair and dataset")
     if point.w("tree_nodes"):
-        raise Unpredictable("tree speculation: the published accept length does not determine the tree's "
-                            "per-node acceptance")
+        raise Unpredictable("tree speculation: the registry gives tokens per step, not the tree's per-rank acceptance")
     gamma = point.w("num_speculative_tokens")
     if gamma is None:
         raise Unpredictable("number of speculative tokens (or the tree) not published")
     gamma = int(gamma)
-    alpha = alpha_for_tokens_per_step(point.acceptance.tokens_per_step, gamma)
     point_lengths = point if point.w("input_tokens") is not None else _with_lengths(point)
     base = _run(serving_scenario(point_lengths, latency=latency))
-    spec = _run(serving_scenario(point_lengths, _drafter(point, gamma), {"kind": "constant", "alpha": alpha},
-                                 latency))
+    acceptance = {"kind": "published", "entry": point.acceptance_entry}
+    spec = _run(serving_scenario(point_lengths, _drafter(point, gamma), acceptance, latency))
+    from simulator.speculation.published import find_entry
+    row = find_entry(point.acceptance_entry)
+    note = f"acceptance {row.id} ({row.mean_tokens:.2f} tokens/step at depth {row.depth}), γ = {gamma}"
+    return base, spec, note
+
+
+def predict_spec_speedup(point: Point, latency: dict | None = None) -> Prediction:
+    base, spec, note = _spec_runs(point, latency)
     if point.w("mode") == "poisson":  # latency speedup at a fixed load
         value = float(base.summary["tpot_mean_s"] / spec.summary["tpot_mean_s"])
     else:  # throughput of the same requests
         value = serving_metric_throughput(spec) / serving_metric_throughput(base)
-    note = f"α = {alpha:.3f} from {point.acceptance.tokens_per_step:.2f} tokens/step, γ = {gamma}"
     return Prediction(value, spec.summary["latency_source"]["source"], note)
+
+
+def predict_spec_tpot(point: Point, latency: dict | None = None) -> Prediction:
+    """The speculative run's TPOT (mean over requests of (E2E − TTFT) / (tokens − 1), as benchmark clients)."""
+    _, spec, note = _spec_runs(point, latency)
+    req = measured_requests(point, spec.requests)
+    tokens = req["output_tokens"].to_numpy()
+    tpot = ((req["finish_s"] - req["first_token_s"]).to_numpy() / np.maximum(tokens - 1, 1))[tokens > 1]
+    return Prediction(float(_STATISTIC[point.statistic](tpot)), spec.summary["latency_source"]["source"], note)
 
 
 # Chat benchmarks (MT-bench, Magpie) used by the speculation points publish no lengths; the speedup of a
@@ -337,6 +355,7 @@ PREDICTORS = {
     **{kind: predict_serving for kind in ("ttft", "tpot", "itl", "e2e_latency", "output_throughput",
                                           "request_throughput")},
     "spec_speedup": predict_spec_speedup,
+    "spec_tpot": predict_spec_tpot,
 }
 
 
@@ -350,5 +369,5 @@ def relative_error(predicted: float, published: float) -> float:
     return float((predicted - published) / published)
 
 
-__all__ = ["PREDICTORS", "Prediction", "Unpredictable", "alpha_for_tokens_per_step", "predict",
+__all__ = ["PREDICTORS", "Prediction", "Unpredictable", "predict",
            "relative_error", "scheduler_defaults", "serving_scenario"]

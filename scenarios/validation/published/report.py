@@ -17,18 +17,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scenarios.validation.published.points import KINDS, POINTS_FILE, load_points
+from scenarios.validation.published.points import KINDS, load_points
 from scenarios.validation.published.predict import Unpredictable, predict, relative_error
 from simulator.console.contract import parse_args
 
 GROUPS = (("kind", "kind"), ("pricing", "pricing"), ("publication", "publication"))
+# Speculative points are also grouped by method and engine, and by method, engine and batch size.
+SPEC_GROUPS = (("spec method", "spec_method"), ("spec batch", "spec_batch"))
 
 
 def run_points(points, progress=None, latency: dict | None = None) -> pd.DataFrame:
     """One row per point: published and predicted values (SI), signed relative error, status."""
     rows = []
     for i, p in enumerate(points):
+        spec = p.kind in ("spec_speedup", "spec_tpot")
+        method = f"{p.kind} · {p.w('method')} · {p.engine}" if spec else ""
         row = {"id": p.id, "kind": p.kind, "hardware": p.hardware, "engine": p.engine, "publication": p.publication,
+               "spec_method": method, "spec_batch": f"{method} · batch {p.w('batch', '?')}" if spec else "",
                "published": p.seconds_or_value, "unit": p.unit, "predicted": np.nan, "error": np.nan,
                "pricing": "", "status": "", "note": ""}
         try:
@@ -63,10 +68,15 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
                     "p90_abs_error": float(np.percentile(np.abs(err), 90)) if len(err) else np.nan,
                     "mean_signed_error": float(err.mean()) if len(err) else np.nan})
 
-    for group, column in GROUPS:
+    for group, column in GROUPS + SPEC_GROUPS:
         for name, part in ok.groupby(column, sort=True):
-            add(group, str(name), part)
+            if name != "":
+                add(group, str(name), part)
     add("overall", "all", ok)
+    same = frame[frame["status"] == "acceptance from the same run"]
+    for name, part in same.groupby("spec_method", sort=True):
+        if name != "":
+            add("same-run acc.", str(name), part)
     return pd.DataFrame(out)
 
 
@@ -99,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="draftsim validate --published", description=(
         "Predict published real GPU measurements (scenarios/validation/published/points.yaml) with "
         "draftsim's defaults and report the error per point, kind, pricing source and publication."))
-    p.add_argument("--points", default=str(POINTS_FILE), help="points YAML (default: the shipped registry)")
+    p.add_argument("--points", default=None, help="one points YAML (default: every file of the shipped registry)")
     p.add_argument("--kind", action="append", choices=KINDS, help="only these kinds (repeatable)")
     p.add_argument("--id", action="append", default=[], help="only the points whose id contains this text")
     p.add_argument("--out", default="out/validation/published", help="folder for points.csv and summary.csv")

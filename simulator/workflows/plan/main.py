@@ -7,8 +7,9 @@
    up to `confirm_top` more from the screen's cost/TPOT Pareto front (so the plot has a front), and
    report how far the screen was from the DES for each (relative error of mean TTFT, mean TPOT and output
    tokens/s).
-4. Rank the confirmed candidates: meeting the SLO attainment first, then cost per hour, then goodput per
-   GPU. Outputs in --out (default out/plans/<name>/): ``ranked.csv`` (DES-confirmed), ``candidates.csv``
+4. Rank the confirmed candidates: meeting the SLO attainment first, then the plan's `rank_by` — cost per
+   hour (default), cost per million output tokens or joules per output token (the DES's energy,
+   simulator.results.energy) — then goodput per GPU. Outputs in --out (default out/plans/<name>/): ``ranked.csv`` (DES-confirmed), ``candidates.csv``
    (every screened candidate), ``pareto.png`` (cost per hour vs DES TPOT p50 with the Pareto front),
    ``launch_vllm.sh`` and ``launch_sglang.sh`` (the best candidate's server command line per role,
    simulator.workflows.plan.launch), and ``des_cache/`` (the DES runs, reused by a re-plan whatever its
@@ -37,6 +38,8 @@ SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 
 RANKED_CSV, CANDIDATES_CSV, PARETO_PNG = "ranked.csv", "candidates.csv", "pareto.png"
 LAUNCH_FILES = {"vllm": "launch_vllm.sh", "sglang": "launch_sglang.sh"}
 DES_CACHE = "des_cache"
+# plan `rank_by` -> the ranked.csv column it orders by (ascending)
+RANK_KEYS = {"usd_per_hour": "usd_per_hour", "usd_per_mtok": "usd_per_mtok", "j_per_token": "des_energy_per_output_token_j"}
 
 
 def _rel_err(screen_value: float, des_value: float) -> float:
@@ -114,9 +117,13 @@ def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, p
         des = results[i]
         merged = {**row.to_dict(), "des_status": des["status"], "des_error": des.get("error", "")}
         for key in ("ttft_p50_s", "ttft_p99_s", "ttft_mean_s", "tpot_p50_s", "tpot_p99_s", "tpot_mean_s",
-                    "goodput_rps", "goodput_per_gpu_rps", "output_tokens_per_s", "slo_attainment", "slo_attained"):
-            merged[f"des_{key}"] = des.get(key, math.nan)
+                    "goodput_rps", "goodput_per_gpu_rps", "output_tokens_per_s", "slo_attainment", "slo_attained",
+                    "energy_per_output_token_j", "avg_power_w"):
+            value = des.get(key, math.nan)
+            merged[f"des_{key}"] = math.nan if value is None else value
         merged["tokens_per_s_per_usd_hour"] = merged["des_output_tokens_per_s"] / row["usd_per_hour"]
+        merged["usd_per_mtok"] = row["usd_per_hour"] / 3600.0 / merged["des_output_tokens_per_s"] * 1e6 \
+            if merged["des_output_tokens_per_s"] and math.isfinite(merged["des_output_tokens_per_s"]) else math.nan
         merged["screen_err_ttft"] = _rel_err(row["screen_ttft_s"], merged["des_ttft_mean_s"])
         merged["screen_err_tpot"] = _rel_err(row["screen_tpot_s"], merged["des_tpot_mean_s"])
         merged["screen_err_tokens_per_s"] = _rel_err(row["screen_output_tokens_per_s"], merged["des_output_tokens_per_s"])
@@ -125,7 +132,8 @@ def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, p
     if frame.empty:
         return frame
     frame["meets_slo"] = frame["des_slo_attained"].fillna(False).astype(bool) & (frame["des_status"] == "ok")
-    frame = frame.sort_values(["meets_slo", "usd_per_hour", "des_goodput_per_gpu_rps"],
+    order = RANK_KEYS[getattr(spec, "rank_by", "usd_per_hour")]
+    frame = frame.sort_values(["meets_slo", order, "des_goodput_per_gpu_rps"],
                               ascending=[False, True, False], kind="stable").reset_index(drop=True)
     frame.insert(0, "rank", range(1, len(frame) + 1))
     return frame
@@ -226,15 +234,16 @@ def _ms(value: float) -> str:
 def format_ranked(ranked: pd.DataFrame) -> str:
     if ranked.empty:
         return "no candidate passed the screen; widen the search space or relax the SLOs"
-    head = ["#", "config", "GPUs", "$/h", "goodput/GPU", "TTFT p50/p99 ms", "TPOT p50/p99 ms", "tok/s per $/h",
-            "SLO", "screen err TTFT/TPOT"]
+    head = ["#", "config", "GPUs", "$/h", "$/Mtok", "J/tok", "goodput/GPU", "TTFT p50/p99 ms", "TPOT p50/p99 ms",
+            "tok/s per $/h", "SLO", "screen err TTFT/TPOT"]
     rows = []
     for _, r in ranked.iterrows():
         draft = f"{r.drafter} γ{r.gamma}" if r.gamma else "no draft"
         split = f" {r.prefill_replicas}P+{r.replicas - r.prefill_replicas}D" if r.prefill_replicas else ""
         ep = f"ep{r.ep}" if r.ep > 1 else ""
         rows.append([str(r["rank"]), f"{r.model} {r.replicas}x{r.hardware} tp{r.tp}pp{r.pp}{ep}{split} {draft}", str(r.gpus),
-                     f"{r.usd_per_hour:.2f}", f"{r.des_goodput_per_gpu_rps:.3f}",
+                     f"{r.usd_per_hour:.2f}", f"{r.usd_per_mtok:.3f}", f"{r.des_energy_per_output_token_j:.3f}",
+                     f"{r.des_goodput_per_gpu_rps:.3f}",
                      f"{_ms(r.des_ttft_p50_s)}/{_ms(r.des_ttft_p99_s)}", f"{_ms(r.des_tpot_p50_s)}/{_ms(r.des_tpot_p99_s)}",
                      f"{r.tokens_per_s_per_usd_hour:.0f}", "met" if r.meets_slo else "missed",
                      f"{r.screen_err_ttft:+.0%}/{r.screen_err_tpot:+.0%}" if r.des_status == "ok" else r.des_error])

@@ -61,7 +61,7 @@ class SweepConfig(Strict):
     @classmethod
     def _grid_values(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
         for key, values in grid.items():
-            _check_key(key)
+            check_key(key)
             if not values:
                 raise ValueError(f"grid.{key} must list at least one value")
         return grid
@@ -73,7 +73,7 @@ class SweepConfig(Strict):
             if not point:
                 raise ValueError("each entry of points must set at least one key")
             for key in point:
-                _check_key(key)
+                check_key(key)
         return points
 
     @field_validator("seeds")
@@ -125,7 +125,7 @@ class SweepConfig(Strict):
         return keys
 
 
-def _check_key(key: str) -> None:
+def check_key(key: str) -> None:
     if not key or any(not part for part in key.split(".")):
         raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
     if key == SEED_KEY:
@@ -173,17 +173,25 @@ def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Pa
     except ScenarioError as exc:
         raise ScenarioError(f"{FIELD}.scenario", str(exc)) from None
     base.setdefault("name", spec.name)
+    return expand(base, spec.grid, spec.points, spec.seeds, spec.replications), base_path.resolve().parent
+
+
+def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, seeds: list[int] | None = None,
+           replications: int | None = None) -> list[SweepPoint]:
+    """The points of a raw base scenario crossed with `grid` (key path → values), the listed `points`
+    (each a dict of key path → value) and the seeds (`seeds`, else the base seed + 0 .. replications − 1,
+    else the base seed), each validated (ScenarioError naming the point)."""
     base_seed = int(base.get(SEED_KEY, 0)) if isinstance(base.get(SEED_KEY, 0), int) else 0
-    if spec.seeds is not None:
-        seeds = list(spec.seeds)
-    elif spec.replications is not None:
-        seeds = [base_seed + i for i in range(spec.replications)]
+    if seeds is not None:
+        seeds = list(seeds)
+    elif replications is not None:
+        seeds = [base_seed + i for i in range(replications)]
     else:
         seeds = [base_seed]
-    grid_keys = list(spec.grid)
-    combos = [dict(zip(grid_keys, values)) for values in itertools.product(*(spec.grid[k] for k in grid_keys))]
-    listed = spec.points or [{}]
-    points, seen = [], {}
+    grid_keys = list(grid)
+    combos = [dict(zip(grid_keys, values)) for values in itertools.product(*(grid[k] for k in grid_keys))]
+    listed = points or [{}]
+    found, seen = [], {}
     for combo, extra in itertools.product(combos, listed):
         params = {**combo, **extra}
         for seed in seeds:
@@ -197,5 +205,5 @@ def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Pa
             if pid in seen:
                 raise ScenarioError(FIELD, f"points ({seen[pid]}) and ({label}) are the same simulation")
             seen[pid] = label
-            points.append(SweepPoint(len(points), params, seed, pid, scenario))
-    return points, base_path.resolve().parent
+            found.append(SweepPoint(len(found), params, seed, pid, scenario))
+    return found

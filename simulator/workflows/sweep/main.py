@@ -2,9 +2,13 @@
 
 Python API::
 
+    import simulator
+    frame = simulator.sweep("scenarios/quickstart.yaml", {"drafter.gamma": [1, 2, 4]}, seeds=[0, 1])
+    # in memory: one row per point (parameters, seed, status, summary metrics), on the same executors
+
     from simulator.workflows.sweep.main import run_sweep
     result = run_sweep("scenarios/sweeps/quickstart_qps_gamma.yaml", out="out/sweeps/qg", resume=True)
-    result.frame        # one row per point: parameters, seed, status, summary metrics
+    result.frame        # the same rows, from a sweep file into a resumable store
 
 See :mod:`simulator.workflows.sweep.config` for the file format, :mod:`simulator.workflows.sweep.store` for the store and its
 crash safety, :mod:`simulator.workflows.sweep.executors` for executors. A point whose scenario fails when it is built
@@ -25,7 +29,8 @@ import pandas as pd
 from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
 from simulator.workflows.sweep.executors import EXECUTORS, SCHEMES, make_executor
-from simulator.workflows.sweep.config import SEED_KEY, SweepPoint, SweepConfig, expand_points, load_sweep
+from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, check_key, expand,
+                                             expand_points, load_sweep)
 from simulator.workflows.sweep.store import SweepStore, open_store
 from simulator.console.contract import parse_args
 
@@ -104,16 +109,12 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
                            expected_ids={p.point_id for p in points})
         done = store.finished_ids()
         todo = [p for p in points if p.point_id not in done]
-        by_id = {p.point_id: p for p in points}
-        tasks = [(p.point_id, p.scenario, str(base_dir), step_mode) for p in todo]
         ran = 0
-        with Progress(spec.name, total=len(todo), unit="pt", quiet=not progress) as bar:
-            for point_id, row in runner.imap_unordered(simulate_point, tasks):
-                store.put(point_id, {**_point_columns(by_id[point_id], keys), **row})
-                ran += 1
-                bar.update()
-                if plot and ran == 1 and row["status"] == STATUS_OK:
-                    _check_plot_metrics(spec, row)
+        for point, row in _run_points(runner, todo, base_dir, step_mode, spec.name, progress):
+            store.put(point.point_id, {**_point_columns(point, keys), **row})
+            ran += 1
+            if plot and ran == 1 and row["status"] == STATUS_OK:
+                _check_plot_metrics(spec, row)
     frame = results_frame(store, points, keys)
     if not frame.empty:
         store.write_results(frame)
@@ -123,6 +124,44 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
 
         result.plots = plot_sweep(frame, spec, store.root / "plots")
     return result
+
+
+def _run_points(runner, points: list[SweepPoint], base_dir: Path, step_mode: str | None, label: str,
+                progress: bool):
+    """(point, row) of each point as it finishes on `runner` (an executor, entered)."""
+    by_id = {p.point_id: p for p in points}
+    tasks = [(p.point_id, p.scenario, str(base_dir), step_mode) for p in points]
+    with Progress(label, total=len(points), unit="pt", quiet=not progress) as bar:
+        for point_id, row in runner.imap_unordered(simulate_point, tasks):
+            yield by_id[point_id], row
+            bar.update()
+
+
+def sweep(base, grid: dict[str, list], *, seeds: list[int] | None = None, overrides: list[str] | None = None,
+          points: list[dict] | None = None, executor="local", workers: int | None = None,
+          base_dir: str | Path | None = None, step_mode: str | None = None, progress: bool = False) -> pd.DataFrame:
+    """Simulate `base` (a YAML path, a dict or a Scenario, with `overrides` as in `simulator.run`) at every
+    combination of `grid` (key path → list of values, e.g. {"drafter.gamma": [1, 2, 4]}) crossed with the
+    listed `points` and `seeds` (default: the scenario's seed), in memory, on the executors of
+    `draftsim sweep` (`executor`: local, serial, local-dask or dask://HOST:PORT; `workers`). Returns one
+    row per point in grid order: the swept keys, `seed`, `status` ("ok", or "invalid" with the one-line
+    `error` of a point that cannot be built), `wall_s` and the summary's metrics."""
+    from simulator.api import scenario_dict
+    for key in grid:
+        try:
+            check_key(key)
+        except ValueError as exc:
+            raise ScenarioError("grid", str(exc)) from None
+    data, base_dir = scenario_dict(base, overrides, base_dir)
+    data.setdefault("name", "sweep")
+    found = expand(data, grid, points, seeds)
+    keys = list(grid) + [k for point in points or [] for k in point if k not in grid]
+    rows: dict[str, dict] = {}
+    with make_executor(executor, workers) as runner:
+        for point, row in _run_points(runner, found, base_dir, step_mode, data["name"], progress):
+            rows[point.point_id] = row
+    frame = pd.DataFrame([{**_point_columns(p, keys), **rows[p.point_id]} for p in found])
+    return frame.drop(columns=["point_id", "point_index"])
 
 
 def _check_plot_metrics(spec: SweepConfig, row: dict) -> None:
@@ -174,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"where points run: {executors} (default: local process pool)")
     p.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPU cores)")
     p.add_argument("--step-mode", choices=["bulk", "step"], default=None,
-                   help="override the scenarios' scheduler.step_mode")
+                   help="override the scenarios' simulation.step_mode")
     p.add_argument("--plot", action="store_true", help="draw the standard plots into <out>/plots/")
     p.add_argument("--dry-run", action="store_true", help="list the points and exit without running")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One device session (issue 25): profile Llama-3-8B and its drafter qwama-0.5b on the GPU with the
+# engine-grade kernels, then `--check` whole forwards against that profile. Each part is guarded (a failing
+# part does not stop the next), bounded by its own timeout, and logs to $OUT/log.txt as it goes.
+#
+#   profiles/profiler/gpu_session.sh cuda     # on the GPU machine ($OUT given there)
+#   profiles/profiler/gpu_session.sh cpu      # dry run here: the same commands and code paths on tiny
+#                                             # shapes (--quick, engine kernel set on the CPU, no graphs)
+# Timeouts (seconds) from the environment: PROFILE_S (default 300), CHECK_S (default 150).
+set -u -o pipefail
+DEV=${1:-cuda}
+OUT=${OUT:-/tmp/gpu_session_out}
+mkdir -p "$OUT/prof"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+LOG=$OUT/log.txt
+PY=${PY:-python3}
+MODELS=llama-3-8b,qwama-0.5b
+EXTRA=()
+if [ "$DEV" = cpu ]; then
+  MODELS=llama-68m,smollm2-135m
+  EXTRA=(--quick --kernels engine)
+fi
+say() { echo "== $* ($(date -u +%H:%M:%S))" | tee -a "$LOG"; }
+
+say "environment"
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit,temperature.gpu,memory.used --format=csv 2>&1 | head -3
+  $PY -c "import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda, torch.cuda.is_available())"
+  nproc; uptime; } 2>&1 | tee -a "$LOG"
+
+say "profile $MODELS on $DEV"
+SECONDS=0
+timeout "${PROFILE_S:-300}" $PY -m profiles.profiler --device "$DEV" --models "$MODELS" --no-collectives \
+  --out "$OUT/prof" "${EXTRA[@]}" 2>&1 | tee -a "$LOG"
+say "profile exit ${PIPESTATUS[0]} after ${SECONDS} s"
+
+if [ -f "$OUT/prof/ops.csv" ]; then
+  say "check $MODELS on $DEV"
+  SECONDS=0
+  timeout "${CHECK_S:-150}" $PY -m profiles.profiler --check-only --device "$DEV" --models "$MODELS" \
+    --out "$OUT/prof" --check-out "$OUT/prof/check.json" "${EXTRA[@]}" 2>&1 | tee -a "$LOG"
+  say "check exit ${PIPESTATUS[0]} after ${SECONDS} s"
+else
+  say "no profile written: check skipped"
+fi
+ls -la "$OUT" "$OUT/prof" 2>&1 | tee -a "$LOG"

@@ -1,0 +1,20 @@
+"""The summary's `latency_source` as one line (what `draftsim run` and `draftsim estimate` print); apart
+from simulator.results.metrics so that `draftsim estimate` does not import pandas."""
+from __future__ import annotations
+
+from typing import Mapping
+
+
+def format_latency_source(source: Mapping) -> str:
+    """One line: which source priced which op kinds (summary `latency_source`)."""
+    if source.get("source") == "engine_profile":
+        return f"engine_profile {source['profile']} (measured {source['measured']})"
+    if source.get("source") != "measured":
+        return f"{source.get('source')} ({source.get('hardware')})"
+    by_source: dict[str, list[str]] = {}
+    for kind, used in source.get("op_kinds", {}).items():
+        label = "roofline" if used["source"] == "roofline" else "measured"
+        by_source.setdefault(label, []).append(kind)
+    parts = [f"{label}: {', '.join(kinds)}" for label, kinds in sorted(by_source.items())]
+    return (f"measured {source['framework']} {source['version']} on {source['system']} "
+            f"({source['package']})   " + "   ".join(parts))

@@ -1,0 +1,51 @@
+"""Start-up stays light: `draftsim estimate` and `draftsim catalog` answer without importing pandas, scipy or
+the LP stack (pulp, highspy), which cost most of a cold start (issue 30: estimate ≤ 0.5 s cold).
+
+Each command runs for real in a fresh interpreter (a subprocess), which then lists the heavy modules it
+imported: a new module-level import of pandas anywhere on those paths makes this fail, naming the command.
+The measured-kernel tables are read with pyarrow alone (profiles.measured.tables), so the H100 estimate
+below, which prices from them, is covered too.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("pandas", "scipy", "pulp", "highspy", "matplotlib", "torch", "simpy")
+
+_PROBE = """
+import contextlib, io, json, sys
+from simulator.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    code = main(json.loads(sys.argv[1]))
+print(json.dumps({"code": code, "printed": len(out.getvalue()),
+                  "heavy": sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)}))
+"""
+
+COMMANDS = {
+    "estimate (measured H100 tables)": ["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch",
+                                        "64", "--context", "4096"],
+    "estimate (MoE, prefill)": ["estimate", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--batch", "4",
+                                "--prefill-tokens", "512", "--json"],
+    "estimate (roofline)": ["estimate", "--model", "llama-3.1-8b", "--hardware", "l40s", "--batch", "8",
+                            "--source", "roofline", "--query-tokens", "5"],
+    "catalog models": ["catalog", "models"],
+    "catalog hardware": ["catalog", "hardware"],
+}
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_estimate_and_catalog_do_not_import_heavy_modules(name):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(COMMANDS[name]), json.dumps(HEAVY)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0 and report["printed"] > 0, (name, report, done.stderr)
+    assert report["heavy"] == [], f"`draftsim {' '.join(COMMANDS[name])}` imported {report['heavy']}"
