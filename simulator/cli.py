@@ -29,10 +29,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         result = simulate(prepared, step_mode=args.step_mode, progress=bar.update)
     extra = {}
     if args.trace:
+        import warnings
+
         from simulator.results.timeline import pool_replica_names, trace_json
         extra["trace.json"] = trace_json(result.requests, result.steps,
                                          gpus_per_replica=result.summary["gpus_per_replica"],
-                                         replica_names=pool_replica_names(result.summary))
+                                         replica_names=pool_replica_names(result.summary),
+                                         max_request_tracks=args.trace_requests)
+        if len(result.requests) > args.trace_requests:
+            warnings.warn(f"trace.json: request slices for the first {args.trace_requests:,} of "
+                          f"{len(result.requests):,} requests (steps: all); --trace-requests N to change",
+                          UserWarning, stacklevel=1)
     with Progress("writing outputs", quiet=args.quiet):
         write_outputs(out_dir, result.requests, result.steps, result.summary,
                       plots=scenario.outputs.plots and not args.no_plots, extra_files=extra)
@@ -43,6 +50,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
               f"the workload {result.workload_s:.2f} s, building the cluster {result.build_s - result.workload_s:.2f} s); "
               f"outputs in {out_dir}/")
     return 0
+
+
+def _count(text: str) -> int:
+    """An argparse type: an integer >= 0 (argparse prints its one-line usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
 
 
 def _model_row(name: str, spec) -> list[str]:
@@ -155,6 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write trace.json: a Chrome/Perfetto timeline (one track per replica with prefill, "
                         "draft, verify and engine spans per step, and one slice per request with its id; "
                         "open in ui.perfetto.dev)")
+    r.add_argument("--trace-requests", type=_count, default=1000, metavar="N",
+                   help="with --trace: draw the request slices of the first N request ids (default 1000, so "
+                        "that huge runs stay loadable; every step is drawn whatever N); a warning says when "
+                        "requests are left out")
     r.add_argument("--quiet", action="store_true", help="print nothing on success")
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("catalog", help="list the model or hardware catalog with their key figures",

@@ -50,12 +50,13 @@ def test_predicted_rows_of_a_chain_pad_past_its_depth_with_zero():
 
 
 def test_a_run_that_cannot_fit_in_memory_is_refused_before_any_work(tmp_path, capsys):
-    code, err, out = run_cli(tmp_path, scenario(workload={"num_requests": 1_000_000_000}))
+    code, err, out = run_cli(tmp_path, scenario(workload={"num_requests": 1_000_000_000,
+                                                          "arrival": {"process": "poisson", "qps": 1000.0}}))
     assert code == 2
     assert_one_line(err, "workload.num_requests")
     assert "GiB" in err and not out.exists()
     # duration × rate is the expected request count of a duration-bounded workload
-    data = scenario(workload={"num_requests": None, "duration_s": 1e9, "arrival": {"process": "poisson", "qps": 10.0}})
+    data = scenario(workload={"num_requests": None, "duration_s": 5e7, "arrival": {"process": "poisson", "qps": 10.0}})
     code, err, out = run_cli(tmp_path, data)
     assert code == 2
     assert_one_line(err, "workload.duration_s")
@@ -191,14 +192,22 @@ def test_a_bad_sweep_plot_section_is_refused_before_any_point_runs(tmp_path, cap
     assert not (tmp_path / "store").exists()
 
 
-def test_a_misspelt_sweep_plot_metric_stops_the_sweep_after_one_point(tmp_path, capsys):
+def test_a_misspelt_sweep_plot_metric_stops_the_sweep_before_anything_is_written(tmp_path, capsys):
     path = _sweep_file(tmp_path, plot={"metrics": ["goodput_rsp"]})
     code = main(["sweep", str(path), "--out", str(tmp_path / "store"), "--plot", "--executor", "serial"])
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert_one_line(err, "sweep.plot.metrics")
     assert "goodput_rps" in err  # the known metrics are listed
-    assert len(list((tmp_path / "store" / "points").glob("*.parquet"))) == 1  # kept: --resume continues
+    assert not (tmp_path / "store").exists()
+    # a store with finished points: the metric is checked against them before any point runs
+    assert main(["sweep", str(_sweep_file(tmp_path)), "--out", str(tmp_path / "store"), "--executor", "serial",
+                 "--quiet"]) == 0
+    before = sorted(p.name for p in (tmp_path / "store" / "points").iterdir())
+    path = _sweep_file(tmp_path, plot={"metrics": ["goodput_rsp"]})
+    code = main(["sweep", str(path), "--out", str(tmp_path / "store"), "--plot", "--executor", "serial", "--resume"])
+    assert code == 2 and "sweep.plot.metrics" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "store" / "points").iterdir()) == before
 
 
 @pytest.mark.slow
@@ -230,3 +239,24 @@ def test_a_scalar_where_a_name_or_mapping_is_expected_says_what_the_field_takes(
     assert code == 2 and not out.exists()
     assert_one_line(err, f"cluster.{field}:")
     assert "a name or path (string) or a mapping" in err and f"cluster.{field}." not in err
+
+
+@pytest.mark.parametrize("word", ["fixed", "specreason", "proposed", "pearl", "smartspec"])
+def test_the_readmes_bare_word_policies_read_as_their_kind(word):
+    """`policy: fixed` (as the README writes kinds without fields) means `policy: {kind: fixed}`; it used to
+    say "Input should be a valid dictionary". The same for drafter, speculation and acceptance."""
+    from simulator.config.scenario import parse_scenario
+    base = scenario(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3})
+    bare = parse_scenario(dict(base, policy=word, speculation="chain"))
+    assert bare == parse_scenario(dict(base, policy={"kind": word}, speculation={"kind": "chain"}))
+    assert bare.policy.kind == word
+
+
+def test_a_trace_of_many_requests_says_which_request_slices_it_keeps(tmp_path):
+    with pytest.warns(UserWarning, match="trace.json: request slices for the first 5 of 12 requests"):
+        code, err, out = run_cli(tmp_path, scenario(workload={"num_requests": 12}), "--trace", "--trace-requests", "5")
+    assert code == 0
+    events = json.loads((out / "trace.json").read_text())["traceEvents"]
+    slices = {e["args"]["request_id"] for e in events if e.get("cat") == "request" and "args" in e
+              and "request_id" in e["args"]}
+    assert slices and max(slices) < 5

@@ -144,3 +144,16 @@ def test_catalog_lists_models_and_hardware_with_key_figures(capsys):
     assert hw[0].split()[:6] == ["ID", "NAME", "MEM_GB", "MEM_TB/S", "BF16_TFLOPS", "FP8_TFLOPS"]
     a100 = next(x for x in hw if x.startswith("a100-80gb "))
     assert " 80 " in a100 and " 312 " in a100 and " - " in a100      # no FP8 tensor cores
+
+
+def test_the_plausible_ranges_hold_every_catalog_entry_with_10x_to_spare():
+    """The plausibility ranges of user hardware (profiles.hardware_file.PLAUSIBLE) are not fitted to refuse
+    anything real: every catalog datasheet figure lies at least 10x inside them."""
+    from profiles.hardware import HARDWARE
+    from profiles.hardware_file import PLAUSIBLE
+    for spec in HARDWARE.values():
+        for name, (lo, hi) in PLAUSIBLE.items():
+            values = spec.peak_flops.values() if name == "peak_flops" else [getattr(spec, name)]
+            for value in values:
+                margin = 1 if name == "gpus_per_node" else 10
+                assert lo * margin <= value <= hi / margin, (spec.id, name, value)

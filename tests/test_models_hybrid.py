@@ -125,6 +125,9 @@ def test_kv_capacity_against_an_all_attention_twin_by_hand():
     assert layout.kv_tokens == layout.total_blocks * 272
     # a 2,000-token request: ceil(2000 / 272) = 8 attention blocks + 3 state blocks
     assert layout.max_requests(2000) == layout.total_blocks // 11
+    # the README's row: 8,192-token requests, 31 + 3 blocks each, against the twin's 8,192 tokens each
+    assert layout.total_blocks == 9622 and layout.max_requests(8192) == 9622 // 34 == 283
+    assert kv_capacity_tokens(hw, all_attention_twin(qn), par, "bf16", 0.9) // 8192 == 80
     twin = all_attention_twin(qn)
     twin_free = 80e9 * 0.9 - twin.param_count() * 2 / 4
     twin_tokens = kv_capacity_tokens(hw, twin, par, "bf16", 0.9)

@@ -61,7 +61,7 @@ def _scenario(tmp_path, *, n=5, prompt=(8, 40), output=(4, 14), gamma=2, alpha=0
         "name": "ref-test", "seed": seed,
         "workload": {"arrival": {"process": "trace", "trace_csv": "requests.csv"}},
         "cluster": {"hardware": "cpu-local", "model": "llama-68m", "dtype": "fp32",
-                    "gpu_memory_utilization": util},
+                    "gpu_memory_utilization": util, "latency": {"source": "roofline"}},   # (what auto chose)
         "drafter": drafter, "acceptance": {"kind": "constant", "alpha": alpha},
         "scheduler": scheduler or {"kind": "vllm", "max_batch_size": 3, "max_batched_tokens": 256},
     })

@@ -25,7 +25,7 @@ BAD = {
                     "cluster.dtype: fp8 weights need FP8 tensor cores, which a100-80gb lacks"),
     "unknown_dtype": ({"cluster": {"dtype": "int2"}}, "cluster.dtype: Input should be"),
     "unknown_kv_dtype": ({"cluster": {"kv_dtype": "int4"}},
-                         "cluster.kv_dtype: Input should be 'fp32', 'bf16', 'fp16' or 'fp8'"),
+                         "cluster.kv_dtype: Input should be 'fp32', 'bf16', 'fp16', 'fp8' or 'nvfp4'"),
     "unsupported_architecture": ({"cluster": {"model": {"architectures": ["Gemma3ForCausalLM"], "hidden_size": 8}}},
                                  "Gemma3ForCausalLM"),
     "max_model_len_above_context": ({"cluster": {"max_model_len": 100000}},

@@ -163,3 +163,14 @@ def test_help_reads_well(capsys):
         build_parser().parse_args(["--help"])
     text = capsys.readouterr().out
     assert "--resume" in text and "dask://HOST:PORT" in text and "example:" in text
+
+
+@pytest.mark.parametrize("plot", [False, True])
+def test_overwrite_runs_every_point_again(tmp_path, plot):
+    """--overwrite discards the stored points and runs them all (the store's removal waits until the first
+    point has checked the plot's metrics, but the points are run again either way)."""
+    path = write_sweep(tmp_path, num_requests=20)
+    run_sweep(path, tmp_path / "out", executor="serial")
+    again = run_sweep(path, tmp_path / "out", executor="serial", overwrite=True, plot=plot)
+    assert again.ran == 4 and again.skipped == 0 and len(again.frame) == 4
+    assert len(list((tmp_path / "out" / POINTS_DIR).glob("*.parquet"))) == 4

@@ -15,7 +15,7 @@ from simulator.core.sched.vllm_v1 import VllmV1
 from simulator.core.state import RequestState
 from simulator.core.steplog import StepLog
 from simulator.core.workload import RequestTable
-from simulator.cost.step_cost import Cost
+from simulator.cost.step_cost import Cost, StepCost
 from sim_helpers import scenario
 
 
@@ -33,7 +33,7 @@ def _replica(prompts, outputs, total_blocks, **sched):
 def _execute(rep, plan):
     """The replica's own apply_step, with zero step costs (the plan alone is under test)."""
     zero = Cost(0.0, 0.0, 0.0)
-    rep.apply_step(plan, 0.0, 0.0, (zero, zero), [])
+    rep.apply_step(plan, 0.0, 0.0, StepCost(zero, zero), [])
 
 
 def _compositions(rep, steps):

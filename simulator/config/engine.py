@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from typing import Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from simulator.config.base import Strict
 
-class EngineConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
+class EngineConfig(Strict):
     framework: Literal["vllm", "sglang", "trtllm"] | None = None
     version: str | None = None
     cuda_graphs: Literal["full", "piecewise", "none"] | None = None

@@ -208,9 +208,9 @@ def _published_chain(acc, gamma: int, seed: int):
             alphas = decayed_alphas(find_entry(acc.first_alpha_entry), entry)
         else:
             alphas = per_position_alphas(entry, acc.depth)
-    except RegistryError as exc:
-        field, _, message = str(exc).partition(": ")
-        raise ScenarioError(field if field.startswith("acceptance") else "acceptance", message or str(exc)) from None
+    except RegistryError as exc:   # (a malformed registry file names its own field: reported under acceptance)
+        raise ScenarioError(exc.field if exc.field.startswith("acceptance") else "acceptance",
+                            exc.message if exc.field.startswith("acceptance") else str(exc)) from None
     return ChainAcceptance.from_alphas(list(alphas), gamma, seed)
 
 
