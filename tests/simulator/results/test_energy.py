@@ -151,3 +151,18 @@ def test_a_plan_ranks_by_joules_per_token_and_by_cost_per_mtok(tmp_path):
         assert (ranked.des_energy_per_output_token_j > 0).all()
         assert ranked.usd_per_mtok.to_numpy() == pytest.approx(
             (ranked.usd_per_hour / 3600 / ranked.des_output_tokens_per_s * 1e6).to_numpy())
+
+
+def test_the_held_out_power_check_reads_every_measured_phase():
+    """scenarios/benchmarks/power_check.py: the lead's H100 phases against both models (nothing fitted to them);
+    the GEMM row by hand: 663 TFLOP/s and 243 GB/s → activity 0.881 + 0.080."""
+    from scenarios.benchmarks.power_check import comparison
+    table = comparison()
+    measured = pd.read_csv(__import__("pathlib").Path(__file__).resolve().parent.parent / "profiles" / "data" /
+                           "gpu-forwards" / "h100-sxm-2026-11-26" / "power.csv")
+    assert set(measured.phase) < set(table.phase) and len(table) == len(measured) + 1
+    gemm = table[table.phase == "gemm_bf16_8192"].iloc[0]
+    activity = gemm.flop_per_s / (PEAK_F * ETA_C) + gemm.bytes_per_s / (PEAK_B * ETA_M)
+    assert gemm.utilization_w == pytest.approx(IDLE + (TDP - IDLE) * min(activity, 1.0))
+    assert gemm.busy_w == TDP
+    assert gemm.utilization_err == pytest.approx((gemm.utilization_w - gemm.measured_w) / gemm.measured_w)
