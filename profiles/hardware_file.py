@@ -46,7 +46,7 @@ both sides — a figure outside it is a unit slip (GB for bytes, Gbit for bytes,
 | *_latency_s (when > 0) | 1e-8 – 1e-2 s | 1 µs (NVLink) – 50 µs (cpu-local scale-out) |
 | gpus_per_node | 1 – 1024 | 1 – 72 (GB200 NVL72) |
 
-`tests/test_hardware_user_dtypes.py` checks that every catalog entry sits inside these ranges with the
+`tests/profiles/test_hardware_user_dtypes.py` checks that every catalog entry sits inside these ranges with the
 10× margin.
 """
 from __future__ import annotations

@@ -67,6 +67,11 @@ def _model_row(name: str, spec) -> list[str]:
     attention = "MLA" if spec.is_mla else ("MHA" if spec.num_kv_heads == spec.num_heads else "GQA")
     if spec.sliding_window_layers:
         attention += f"+SWA{spec.sliding_window}x{spec.sliding_window_layers}"
+    if spec.is_hybrid:   # softmax-attention layers beside gated-DeltaNet or Mamba layers (models.mixers)
+        attention += f"x{spec.num_attention_layers}"
+        for kind, tag in (("linear_attention", "GDN"), ("mamba", f"Mamba{spec.mamba_version}")):
+            if spec.mixer_layers(kind):
+                attention += f"+{tag}x{spec.mixer_layers(kind)}"
     experts = f"{spec.num_experts}x{spec.experts_per_token}" if spec.is_moe else "-"
     return [name, spec.family, f"{spec.param_count() / 1e9:.2f}", f"{spec.active_param_count() / 1e9:.2f}",
             str(spec.num_layers), str(spec.hidden_size), f"{spec.num_heads}/{spec.num_kv_heads}", attention, experts,

@@ -10,11 +10,10 @@ from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic_core import PydanticCustomError
 
 from profiles.select import SOURCES
 from simulator.errors import ScenarioError
-from simulator.config.base import Strict
+from simulator.config.base import Strict, VersionText
 from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
@@ -97,19 +96,11 @@ class LatencyConfig(Strict):
 
     source: Literal[SOURCES] = "auto"   # (profiles.select.LATENCY_SOURCES)
     framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
-    version: str | None = None
+    version: VersionText = None
     profile_dir: str | None = None
     engine_time: bool | None = None
-    engine_version: str | None = None
+    engine_version: VersionText = None
     nano_batches: int = Field(1, ge=1, le=64)
-
-    @field_validator("version", "engine_version", mode="before")
-    @classmethod
-    def _version_is_text(cls, value):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            raise PydanticCustomError("version_text", "give the version as a quoted string (YAML reads {v} as a "
-                                                      "number), e.g. \"0.10.0\"", {"v": value})
-        return value
 
     @model_validator(mode="after")
     def _fields_of_the_source(self) -> "LatencyConfig":

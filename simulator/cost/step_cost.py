@@ -15,7 +15,7 @@ pass is priced as Σ count·seconds over its op graph (models.opgraph) with the 
   Approximation: exact at grid points; in between it is exact for FLOPs and bytes (affine in context)
   and for a latency model that is linear in context within a regime (the roofline, profile
   interpolation); the measured worst relative error against op-by-op pricing is below 1e-3
-  (tests/test_sim_step_cost.py). Step-by-step and bulk modes both use this same function. Mixed steps
+  (tests/simulator/cost/test_sim_step_cost.py). Step-by-step and bulk modes both use this same function. Mixed steps
   (prefill chunks + decodes) price their decode attention the same way, pass by pass.
 - Host overhead: each pass also pays the latency model's `host_overhead_s` (work between kernels that no
   op prices; measured per layer by the CPU profiler, 0 for GPU latency models). It is part of `dense`.

@@ -30,7 +30,7 @@ overlaps nothing; a preempted request restarts in phase D; the engine's host tim
 framework's, added after the overlap; the discarded early window's draft work in a failed V phase is
 not priced (the drafter is idle-equivalent: its GPUs are not the target's). Batch 1 is the paper's
 setting; in a batch the step waits for its slowest request's drafter (a batched PEARL the paper does not
-describe). Checked against theory.policies.pearl's closed form in tests/test_sim_pearl.py.
+describe). Checked against theory.policies.pearl's closed form in tests/simulator/speculation/test_sim_pearl.py.
 """
 from __future__ import annotations
 
