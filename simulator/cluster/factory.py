@@ -38,6 +38,7 @@ from simulator.errors import ScenarioError
 from simulator.speculation.control import make_policy
 from simulator.config.scenario import LatencyConfig, MoeConfig, ParallelismConfig
 from simulator.speculation.shapes import SpeculationBuild, build_speculation
+from simulator.speculation.suffix.acceptance import bind_proposer
 from simulator.cost.step_cost import StepCostModel
 from simulator.cluster import target_costs
 from simulator.cluster.target_costs import BuildContext, Facts
@@ -314,6 +315,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
     CUDA-graph capture sizes; None: 256 sequences, 8192 tokens)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
+    acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
     target = resolve_model(model, base_dir)
     kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
     par = parallelism_of(target, parallelism, where)

@@ -10,11 +10,10 @@ from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic_core import PydanticCustomError
 
 from profiles.select import SOURCES
 from simulator.errors import ScenarioError
-from simulator.config.base import Strict
+from simulator.config.base import Strict, VersionText
 from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
@@ -23,6 +22,7 @@ from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, Fix
                                    PublishedAcceptanceConfig)
 from simulator.config.engine import EngineConfig
 from simulator.config.names import FolderName
+from simulator.config.speculation import SessionsAcceptanceConfig, SuffixDrafterConfig
 from simulator.config.retrieval import RetrievalConfig
 from simulator.config.workload import WorkloadConfig
 
@@ -96,19 +96,11 @@ class LatencyConfig(Strict):
 
     source: Literal[SOURCES] = "auto"   # (profiles.select.LATENCY_SOURCES)
     framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
-    version: str | None = None
+    version: VersionText = None
     profile_dir: str | None = None
     engine_time: bool | None = None
-    engine_version: str | None = None
+    engine_version: VersionText = None
     nano_batches: int = Field(1, ge=1, le=64)
-
-    @field_validator("version", "engine_version", mode="before")
-    @classmethod
-    def _version_is_text(cls, value):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            raise PydanticCustomError("version_text", "give the version as a quoted string (YAML reads {v} as a "
-                                                      "number), e.g. \"0.10.0\"", {"v": value})
-        return value
 
     @model_validator(mode="after")
     def _fields_of_the_source(self) -> "LatencyConfig":
@@ -270,7 +262,7 @@ class DraftModelDrafterConfig(Strict):
 
 DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                 NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig,
-                                Eagle3DrafterConfig, MtpDrafterConfig],
+                                Eagle3DrafterConfig, MtpDrafterConfig, SuffixDrafterConfig],
                           Field(discriminator="kind")]
 
 
@@ -312,7 +304,8 @@ class TraceAcceptanceConfig(Strict):
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
                                    RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig,
-                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig, PublishedAcceptanceConfig],
+                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig, PublishedAcceptanceConfig,
+                                   SessionsAcceptanceConfig],
                              Field(discriminator="kind")]
 
 

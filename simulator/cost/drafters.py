@@ -280,7 +280,8 @@ class DraftContext:
 
 # drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype, KV dtype)
 DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model,
-            "cascade": _cascade, "sparse_kv": _sparse_kv, "eagle3": _eagle3}
+            "cascade": _cascade, "sparse_kv": _sparse_kv, "eagle3": _eagle3,
+            "suffix": lambda d, *_: DrafterBuild(ZeroCost(), 1, 0.0, 0.0)}  # host proposer: one call per step
 # ... and those whose builder also takes the pool's DraftContext
 CONTEXT_DRAFTERS = {"mtp": _mtp}
 
@@ -290,7 +291,7 @@ CONTEXT_DRAFTERS = {"mtp": _mtp}
 # self-speculation of the whole target (no serving engine ships it), like layer skipping; eagle3 and mtp:
 # vLLM runs both through its EagleProposer and keeps async scheduling for "EAGLE/MTP" (v0.14 notes), SGLang
 # runs MTP (NextN) as an EAGLE draft model (EAGLEWorker), so both get the EAGLE family's engine behaviour.
-ENGINE_FAMILIES = {"draft_model": "draft_model", "layer_skip": "layer_skip", "ngram": "ngram",
+ENGINE_FAMILIES = {"draft_model": "draft_model", "layer_skip": "layer_skip", "ngram": "ngram", "suffix": "suffix",
                    "cascade": "draft_model", "sparse_kv": "layer_skip", "eagle3": "eagle", "mtp": "eagle"}
 
 

@@ -189,6 +189,7 @@ CHAIN_ACCEPTANCE = {
         [float(rank_probs(acc, base_dir)[0])], gamma, seed),
     "drifting": lambda acc, gamma, seed, base_dir: _drifting_chain(acc, gamma, seed),
     "step_level": lambda acc, gamma, seed, base_dir: _step_level(acc, gamma, seed),
+    "sessions": lambda acc, gamma, seed, base_dir: _sessions_chain(acc, gamma, seed, base_dir),
     "published": lambda acc, gamma, seed, base_dir: _published_chain(acc, gamma, seed),
 }
 
@@ -211,6 +212,11 @@ def _published_chain(acc, gamma: int, seed: int):
         raise ScenarioError(exc.field if exc.field.startswith("acceptance") else "acceptance",
                             exc.message if exc.field.startswith("acceptance") else str(exc)) from None
     return ChainAcceptance.from_alphas(list(alphas), gamma, seed)
+
+
+def _sessions_chain(acc, gamma: int, seed: int, base_dir: Path):
+    from simulator.speculation.suffix.acceptance import sessions_chain
+    return sessions_chain(acc, gamma, seed, base_dir)
 
 
 def _step_level(acc, gamma: int, seed: int):
