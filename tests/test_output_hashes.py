@@ -173,6 +173,21 @@ CASES = [
     # (re-recorded with issue 27's one step loop: a disaggregated pool's step ends at start + (draft + target))
     ("scenarios/speculation/mtp_deepseek_v3_h200_disagg.yaml", ['workload.num_requests=60'],
      "b910e565986c0dd1", "639905cc9874f399", "a3028051b0502ae7"),
+    # added with issue 28 (hybrid models on H100/H200/B200, an NVFP4 DeepSeek-R1 on B200; recorded on its branch)
+    ("scenarios/hybrid/qwen3_next_h100.yaml", ["workload.num_requests=60"],
+     "8706740770a8b888", "06af5fcf193c155d", "cd01efb951bdb2b3"),
+    ("scenarios/hybrid/qwen3_next_h200.yaml", ["workload.num_requests=60"],
+     "9632159cd0ca9309", "1a70ce34b9655e23", "81b4ecd250d36acb"),
+    ("scenarios/hybrid/qwen3_next_b200.yaml", ["workload.num_requests=60"],
+     "e6ec45168eb96019", "b56afb9accc7df06", "cd528dc617ce7bc4"),
+    ("scenarios/hybrid/nemotron_h_h100.yaml", ["workload.num_requests=60"],
+     "a2cb3936ce8976f6", "a7ef0b60c48a81a0", "ca792657b02571c2"),
+    ("scenarios/hybrid/nemotron_h_h200.yaml", ["workload.num_requests=60"],
+     "119b077bc82aed49", "529b8cc713c0097e", "3662a26a6b448e7c"),
+    ("scenarios/hybrid/nemotron_h_b200.yaml", ["workload.num_requests=60"],
+     "7815557fb7fc6227", "2b5c5b67c11f42ce", "88b595b1b8d6a61e"),
+    ("scenarios/fp4/deepseek_r1_nvfp4_b200.yaml", ["workload.num_requests=60"],
+     "1bcf5415cbc5d391", "7899162e1367424b", "0d28178ff9ff9900"),
 ]
 
 

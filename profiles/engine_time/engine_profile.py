@@ -21,6 +21,7 @@ reported (`PassModel.residuals`) and nothing from a validation run enters it.
 """
 from __future__ import annotations
 
+from models.errors import FieldError
 from profiles.latency import UncountedUsage
 import json
 from dataclasses import dataclass
@@ -182,8 +183,8 @@ class EngineProfile:
     def pass_model(self, model_name: str, field: str = "cluster.latency.profile_dir") -> PassModel:
         found = self.passes.get(model_name)
         if found is None:
-            raise KeyError(f"{field}: {self.folder} has no engine profile of {model_name!r}; "
-                           f"profiled: {', '.join(sorted(self.passes)) or 'none'}")
+            raise FieldError(field, f"{self.folder} has no engine profile of {model_name!r}; "
+                                    f"profiled: {', '.join(sorted(self.passes)) or 'none'}")
         return found
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from models.errors import FieldError
 from profiles.engine_time.graphs import GraphTraits, graph_policy
 from profiles.engine_time.host import get_host, resolve_host
 from profiles.engine_time.model import EngineTime
@@ -44,11 +45,12 @@ def version_range(entry: dict) -> str:
 
 
 def entry_for(framework: str, version: str | None, field: str = "cluster.engine") -> dict:
-    """The constants entry of `framework` at `version` (None: its newest range); ValueError naming
+    """The constants entry of `framework` at `version` (None: its newest range); FieldError naming
     `field`.framework / `field`.version and what exists."""
     entries = [e for e in _entries() if e["framework"] == framework]
     if not entries:
-        raise ValueError(f"{field}.framework: no engine-time model for {framework!r}; allowed: {', '.join(frameworks())}")
+        raise FieldError(f"{field}.framework", f"no engine-time model for {framework!r}; "
+                                               f"allowed: {', '.join(frameworks())}")
     if version is None:
         return max(entries, key=lambda e: _version_key(e["versions"].get("min", "0")))
     v = _version_key(version)
@@ -57,7 +59,7 @@ def entry_for(framework: str, version: str | None, field: str = "cluster.engine"
         if (lo is None or _version_key(lo) <= v) and (hi is None or v < _version_key(hi)):
             return e
     ranges = ", ".join(version_range(e) for e in entries)
-    raise ValueError(f"{field}.version: no engine model for {framework} {version}; ranges: {ranges}")
+    raise FieldError(f"{field}.version", f"no engine model for {framework} {version}; ranges: {ranges}")
 
 
 def traits_of(entry: dict) -> GraphTraits:
@@ -122,16 +124,16 @@ def _build(entry: dict, settings: EngineSettings, deployment: Deployment) -> Eng
 
 
 def build_engine(settings: EngineSettings, deployment: Deployment = Deployment()) -> EngineTime:
-    """The engine of a deployment (ValueError naming the cluster.engine field on an unknown framework or
+    """The engine of a deployment (FieldError naming the cluster.engine field on an unknown framework or
     version)."""
     return _build(entry_for(settings.framework, settings.version), settings, deployment)
 
 
 def engine_time_for(framework: str, version: str | None = None) -> EngineTime:
     """The constants of `framework` at `version` (None: its newest range) with the version's defaults, on
-    the default host. ValueError naming the field."""
+    the default host. FieldError naming the field."""
     try:
         entry = entry_for(framework, version, "cluster.latency")
-    except ValueError as exc:
-        raise ValueError(str(exc).replace("no engine model", "no engine-time model")) from None
+    except FieldError as exc:
+        raise FieldError(exc.field, exc.message.replace("no engine model", "no engine-time model")) from None
     return _build(entry, EngineSettings(framework, version), Deployment())

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from models.errors import FieldError
+
 HOSTS_FILE = Path(__file__).resolve().parent.parent / "data" / "engine_time" / "hosts.yaml"
 
 
@@ -52,10 +54,10 @@ def default_host() -> HostCpu:
 
 
 def get_host(name: str) -> HostCpu:
-    """A catalog host; ValueError naming the field and the catalog otherwise."""
+    """A catalog host; FieldError naming the field and the catalog otherwise."""
     hosts = _catalog()[1]
     if name not in hosts:
-        raise ValueError(f"cluster.engine.host_cpu: unknown host {name!r}; catalog: {', '.join(host_ids())} "
+        raise FieldError("cluster.engine.host_cpu", f"unknown host {name!r}; catalog: {', '.join(host_ids())} "
                          "(or give {calibration_us: N} measured with profiles/engine_time/measure_launch.py --host-only)")
     return hosts[name]
 

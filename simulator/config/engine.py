@@ -24,15 +24,14 @@ from __future__ import annotations
 
 from typing import Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_core import PydanticCustomError
+from pydantic import Field, field_validator
+
+from simulator.config.base import Strict, VersionText
 
 
-class EngineConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class EngineConfig(Strict):
     framework: Literal["vllm", "sglang", "trtllm"] | None = None
-    version: str | None = None
+    version: VersionText = None
     cuda_graphs: Literal["full", "piecewise", "none"] | None = None
     capture_sizes: list[int] | None = Field(None, min_length=1, max_length=4096)
     graph_padding: bool | None = None
@@ -41,14 +40,6 @@ class EngineConfig(BaseModel):
     chunked_prefill: bool | None = None
     prefix_caching: bool | None = None
     host_cpu: Union[str, float, None] = None
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _version_is_text(cls, value):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            raise PydanticCustomError("version_text", "give the version as a quoted string (YAML reads {v} as a "
-                                                      "number), e.g. \"0.10.0\"", {"v": value})
-        return value
 
     @field_validator("capture_sizes")
     @classmethod

@@ -87,14 +87,14 @@ class StepLog:
     # ---- appending -----------------------------------------------------------------------------------
     def append_step(self, rep, plan, start_s: float, end_s: float, costs, accepted: int, emitted: int,
                     blocks_used: int) -> None:
-        """One step of replica `rep` (simulator.core.replica): its plan, (draft, target) costs, draft tokens
+        """One step of replica `rep` (simulator.core.replica): its plan, costs (simulator.cost.step_cost.StepCost), draft tokens
         accepted, tokens emitted and the blocks in use when it was formed; the columns of STEP_COLUMNS in
         their order, then the optional ones this log keeps."""
-        draft, target = costs
+        draft, target = costs.draft, costs.target
         ds, ts = rep.cost.flops_scales  # per-GPU op-graph FLOPs/bytes → replica totals
         row = (rep.index, start_s, end_s - start_s, sum(plan.prefill_chunks), len(plan.prefill_ids),
                rep.decode_rows(plan.decode_ids), _logged_q(rep, plan), plan.decode_context_tokens, draft.seconds,
-               target.seconds - target.engine_s - target.kv_io_s, target.engine_s, accepted, emitted,
+               costs.verify_s, target.engine_s, accepted, emitted,
                ds * draft.flops + ts * target.flops, ds * draft.bytes + ts * target.bytes, blocks_used,
                rep.kv.total_blocks, plan.queued, plan.running)
         if self._extra:

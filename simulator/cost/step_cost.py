@@ -15,7 +15,7 @@ pass is priced as Σ count·seconds over its op graph (models.opgraph) with the 
   Approximation: exact at grid points; in between it is exact for FLOPs and bytes (affine in context)
   and for a latency model that is linear in context within a regime (the roofline, profile
   interpolation); the measured worst relative error against op-by-op pricing is below 1e-3
-  (tests/test_sim_step_cost.py). Step-by-step and bulk modes both use this same function. Mixed steps
+  (tests/simulator/cost/test_sim_step_cost.py). Step-by-step and bulk modes both use this same function. Mixed steps
   (prefill chunks + decodes) price their decode attention the same way, pass by pass.
 - Host overhead: each pass also pays the latency model's `host_overhead_s` (work between kernels that no
   op prices; measured per layer by the CPU profiler, 0 for GPU latency models). It is part of `dense`.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -65,6 +66,8 @@ KERNELS_PER_OP = {ATTN_DECODE: 2, ATTN_PREFILL: 2}
 
 @dataclass(frozen=True)
 class Cost:
+    """What one side of a step costs: seconds (FLOPs and bytes per GPU, as the op graph counts them)."""
+
     seconds: float
     flops: float
     bytes: float
@@ -74,6 +77,36 @@ class Cost:
     def with_kv_io(self, seconds: float) -> "Cost":
         """This cost plus `seconds` of KV copies to or from the host (simulator.core.kv.host_tier)."""
         return Cost(self.seconds + seconds, self.flops, self.bytes, self.engine_s, self.kv_io_s + seconds)
+
+
+class StepCost(NamedTuple):
+    """One step's cost by phase: the drafter's passes (`draft`) and the target's pass with the serving
+    engine's per-step time and the step's KV copies (`target`). The step lasts `seconds`."""
+
+    draft: Cost
+    target: Cost
+
+    @property
+    def seconds(self) -> float:
+        return self.draft.seconds + self.target.seconds
+
+    @property
+    def verify_s(self) -> float:
+        """The target pass alone (without engine time and KV copies)."""
+        return self.target.seconds - self.target.engine_s - self.target.kv_io_s
+
+    def with_kv_io(self, seconds: float) -> "StepCost":
+        return StepCost(self.draft, self.target.with_kv_io(seconds))
+
+
+# A pass's cost is an array of (seconds, FLOPs, bytes): one row, or one row per step where many steps are
+# priced at once (the interpolated tables of a bulk); these name its columns.
+SECONDS, FLOPS, BYTES = 0, 1, 2
+
+
+def zero_cost() -> np.ndarray:
+    """The cost of a pass that does not run (a fresh row)."""
+    return np.zeros(3)
 
 
 def _price(latency: LatencyModel, ops) -> np.ndarray:
@@ -197,7 +230,7 @@ class ForwardCost:
             ops = dense_ops(self.spec, num_tokens, logits_tokens, self.parallelism, self.dtype)
             cost = _price(self.latency, ops)
             if num_tokens:
-                cost[0] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
+                cost[SECONDS] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
             self._dense[key] = cost
         return cost
 
@@ -309,7 +342,7 @@ class StepCostModel:
 
     def step(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int,
              decode_seqs: int, decode_context_tokens: int,
-             shared: tuple[int, int, int] | None = None, host: bool = True) -> tuple[Cost, Cost]:
+             shared: tuple[int, int, int] | None = None, host: bool = True) -> StepCost:
         """(draft cost, target cost) of one step; `host` False: the engine's host work of the step was done
         ahead for its group (vLLM V0 multi-step scheduling, simulator.core.sched.multi_step).
 
@@ -328,10 +361,10 @@ class StepCostModel:
             d, t = np.array([[d.seconds, d.flops, d.bytes]]), np.array([[t.seconds, t.flops, t.bytes, t.engine_s]])
             t = self.with_shared_prefix(d, t, decode_seqs, np.array([decode_context_tokens]), [shared],
                                         prefill_tokens, prefill_seqs)
-            return Cost(*d[0]), Cost(*t[0])
+            return StepCost(Cost(*d[0]), Cost(*t[0]))
         if prefill_tokens == 0:
             d, t = self.decode_steps(decode_seqs, np.array([decode_context_tokens]))
-            return Cost(*d[0]), Cost(*t[0])
+            return StepCost(Cost(*d[0]), Cost(*t[0]))
         if decode_seqs == 0:  # prefill-only steps repeat (one prompt of a given length): memoized
             key = (prefill_tokens, prefill_seqs, prefill_attn_pairs)
             costs = self._prefill_steps.get(key)
@@ -343,7 +376,7 @@ class StepCostModel:
                                  decode_context_tokens)
 
     def _priced_step(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int,
-                     decode_seqs: int, decode_context_tokens: int) -> tuple[Cost, Cost]:
+                     decode_seqs: int, decode_context_tokens: int) -> StepCost:
         """`step` for a step with prompt tokens, op by op (decode attention interpolated)."""
         q = self.q
         logits = prefill_seqs + decode_seqs * q
@@ -357,7 +390,7 @@ class StepCostModel:
         if decode_seqs:
             target = target + self.target.decode_attention(decode_seqs, q, np.array([decode_context_tokens]),
                                                            self.tree)[0]
-        draft = np.zeros(3)
+        draft = zero_cost()
         widths = self.draft_widths
         if self.draft is not None and self.proposer is not None:
             target = target + self.proposer.target_extra(prefill_tokens + decode_seqs * q)
@@ -382,7 +415,7 @@ class StepCostModel:
             if decode_seqs:
                 draft = self._expose(draft[None, :], target[None, :])[0]
         target = self.with_engine(draft[None, :], target[None, :], prefill_tokens, prefill_seqs, decode_seqs)[0]
-        return Cost(*draft), Cost(*target)
+        return StepCost(Cost(*draft), Cost(*target))
 
     def _vllm_draft(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int, decode_seqs: int,
                     decode_context_tokens: int) -> np.ndarray:
@@ -445,7 +478,7 @@ class StepCostModel:
             device = float(draft[0, 0] + t[0])
             e = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout) - device
             return np.array([[t[0] + e, t[1], t[2], e]])
-        device = draft[:, 0] + target[:, 0]
+        device = draft[:, SECONDS] + target[:, SECONDS]
         engine_s = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout) - device
         return np.concatenate([target[:, :1] + engine_s[:, None], target[:, 1:], engine_s[:, None]], axis=1)
 
@@ -485,7 +518,7 @@ class StepCostModel:
         step, op by op; target seconds include the engine's (see `with_engine`)."""
         padded, draft_seqs = self.decode_padding(decode_seqs)
         target = _decode_pass(self.target, decode_seqs, self.q, context_sum, self.tree, padded)
-        draft = np.zeros(3)
+        draft = zero_cost()
         if self.proposer is not None and self.draft is not None:
             target = target + self.proposer.target_extra(decode_seqs * self.q)
             draft = self.proposer.draft(self.draft, self.q, 0, 0, 0, decode_seqs, context_sum)

@@ -8,6 +8,9 @@ engine-time model and step-cost code as a `draftsim run` of that model, hardware
 `cluster.latency` block, so the numbers are the simulator's. The per-op-kind breakdown prices the op
 graph op by op; for decode steps the simulator interpolates between multiples of 16 tokens of context
 (simulator.cost.step_cost), so the breakdown's sum may differ from `kernel_seconds` by < 0.1 %.
+
+A step that cannot exist is an error (exit 2, one line naming the argument), not an estimate: requests
+longer than the model's context, or weights and KV cache beyond the GPU's memory (`check_step_fits`).
 """
 from __future__ import annotations
 
@@ -81,6 +84,30 @@ def _check_counts(**counts) -> None:
             raise ScenarioError(name, f"must be an integer >= {low}, got {value!r}")
 
 
+def check_step_fits(spec, hw, par, dtype: str, kv_dtype: str, batch: int, context_tokens: int,
+                    new_tokens: int) -> None:
+    """Refuse (ScenarioError naming the argument) a step that cannot exist: a request longer than the
+    model's context (`max_position_embeddings`), or weights plus the step's KV cache beyond the GPU's whole
+    memory (`hbm_bytes`; a serving engine keeps 10 % back, so this only refuses what certainly cannot run).
+    An estimate of such a step would be a number for a machine that does not exist."""
+    from models.moe_routing import weight_bytes_per_gpu
+    from simulator.errors import ScenarioError
+
+    length = context_tokens + new_tokens
+    if length > spec.max_position_embeddings:
+        raise ScenarioError("context", f"{context_tokens} cached + {new_tokens} new tokens exceed the context of "
+                                       f"{spec.name}, {spec.max_position_embeddings} tokens (max_position_embeddings)")
+    weights = weight_bytes_per_gpu(spec, par, dtype) if par.ep > 1 else spec.weight_bytes(dtype) / par.gpus
+    if weights > hw.hbm_bytes:
+        raise ScenarioError("model", f"{spec.name} needs {weights / 1e9:,.0f} GB of {dtype} weights per GPU at "
+                                     f"tp={par.tp} but {hw.id} has {hw.hbm_bytes / 1e9:,.0f} GB; raise --tp")
+    kv = batch * length * spec.kv_bytes_per_token_per_gpu(par, kv_dtype)
+    if weights + kv > hw.hbm_bytes:
+        raise ScenarioError("batch", f"{batch:,} requests of {length:,} token(s) need {kv / 1e9:,.4g} GB of KV cache "
+                                     f"per GPU beside {weights / 1e9:,.1f} GB of weights; {hw.id} has "
+                                     f"{hw.hbm_bytes / 1e9:,.0f} GB")
+
+
 def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16", batch: int = 1,
                   context_tokens: int = 0, query_tokens: int = 1, prefill_tokens: int = 0,
                   latency=None, kv_dtype: str | None = None, engine=None, scheduler=None) -> dict:
@@ -114,10 +141,14 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
                                   kv_dtype=kv_dtype, engine_config=_engine_config(engine, latency),
                                   scheduler=_scheduler_config(scheduler))
     except ScenarioError as exc:  # name the argument, not a scenario field
-        field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.dtype": "dtype"}.get(
+        field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.dtype": "dtype",
+                 "cluster.latency.source": "source", "cluster.latency.version": "version",
+                 "cluster.latency.framework": "framework"}.get(
             exc.field, "tp" if "parallelism" in exc.field else exc.field)
-        raise ScenarioError(field, str(exc).split(": ", 1)[1]) from None
+        raise ScenarioError(field, exc.message) from None
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
+    check_step_fits(spec, hw, par, dtype, kind.kv_dtype, batch, context_tokens,
+                    prefill_tokens if prefill_tokens else query_tokens)
     if prefill_tokens:
         pairs = batch * (prefill_tokens * context_tokens + prefill_tokens * (prefill_tokens + 1) // 2)
         shape = StepShape(prefill_tokens=batch * prefill_tokens, prefill_seqs=batch, prefill_attn_pairs=pairs)

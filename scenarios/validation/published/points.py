@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 POINTS_FILE = Path(__file__).resolve().parent / "points.yaml"
 # Every points file of the registry: points.yaml and the topic files beside it (points_<topic>.yaml), each
@@ -69,6 +68,12 @@ class Acceptance(BaseModel):
         return m if self.definition == "incl. bonus token" else m + 1.0
 
 
+# workload fields that predict.py reads as numbers
+NUMERIC_WORKLOAD_FIELDS = ("m", "n", "k", "batch", "seq_len", "context_tokens", "prefill_tokens",
+                           "query_tokens_per_seq", "input_tokens", "output_tokens", "num_prompts", "concurrency",
+                           "qps", "num_speculative_tokens", "tree_nodes")
+
+
 class Point(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
@@ -105,6 +110,18 @@ class Point(BaseModel):
     def publication(self) -> str:
         return self.source.title
 
+    @field_validator("workload")
+    @classmethod
+    def _workload_values_are_scalars(cls, workload: dict) -> dict:
+        """A workload field is a number, a text or null (a list or mapping there is a malformed point)."""
+        for key, value in workload.items():
+            if isinstance(value, (list, dict)):
+                raise ValueError(f"{key}: {value!r} is not a number or a text")
+            if key in NUMERIC_WORKLOAD_FIELDS and value is not None and (
+                    isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
+                raise ValueError(f"{key}: {value!r} is not a number >= 0")
+        return workload
+
     def w(self, key: str, default=None):
         value = self.workload.get(key)
         return default if value is None else value
@@ -121,7 +138,9 @@ def load_points(path: str | Path | None = None) -> list[Point]:
                 raise ValueError(f"point id {p.id!r} appears in two files of the registry")
             seen.add(p.id)
         return points
-    raw = yaml.safe_load(Path(path).read_text())
+    from models.files import read_document
+
+    raw = read_document(Path(path), "YAML")   # ValueError naming the file: missing, not text, malformed, ...
     if not isinstance(raw, list):
         raise ValueError(f"{path}: expected a YAML list of points")
     points, seen = [], set()
@@ -132,7 +151,7 @@ def load_points(path: str | Path | None = None) -> list[Point]:
             first = err.errors()[0]
             where = ".".join(str(x) for x in first["loc"])
             ident = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
-            raise ValueError(f"{path}: point {ident}: {where}: {first['msg']}") from None
+            raise ValueError(f"{path}: point {ident}: {where}: {first['msg'].removeprefix('Value error, ')}") from None
         if point.acceptance_entry is not None:
             from simulator.speculation.published import RegistryError, find_entry
             try:

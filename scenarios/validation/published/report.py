@@ -42,7 +42,8 @@ def run_points(points, progress=None, latency: dict | None = None) -> pd.DataFra
                 pred = predict(p, latency)
         except Unpredictable as exc:
             row.update(status="not expressible", note=str(exc))
-        except (ValueError, KeyError, RuntimeError) as exc:  # a defect: reported, and the exit code says so
+        except (ValueError, KeyError, RuntimeError, TypeError) as exc:  # reported, and the exit code says so
+            # (TypeError: a workload field the kind needs is missing from the point, e.g. `batch: null`)
             row.update(status="failed", note=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
         else:
             same_run = p.acceptance is not None and p.acceptance.same_run

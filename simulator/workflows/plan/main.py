@@ -187,7 +187,14 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
         if progress is not None:
             progress(f"[{time.perf_counter() - t0:6.1f} s] {line}")
 
+    from simulator.results.outputs import check_output_dir
+    from simulator.workflows.sweep.executors import make_executor
+
     spec, base_dir = load_plan(plan)
+    out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name
+    check_output_dir(out_dir, marker=RANKED_CSV, command="plan",
+                     names=(RANKED_CSV, CANDIDATES_CSV, PARETO_PNG, *LAUNCH_FILES.values()))
+    runner = make_executor(executor, workers)   # a bad --executor or --workers fails before the screen
     screened = screen_all(spec, base_dir)   # (first: a bad plan is reported before any progress line)
     report(f"plan {spec.name!r}: screened {len(screened)} candidates analytically "
            f"({int(screened.screen_feasible.sum())} feasible)")
@@ -197,15 +204,17 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
     front = keep.iloc[pareto_front(keep.usd_per_hour.tolist(), keep.screen_tpot_s.tolist())].head(top)
     chosen = pd.concat([cheapest, front])
     chosen = chosen[~chosen.index.duplicated()]
-    out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name
     report(f"confirming {len(chosen)} candidates with the DES (executor {executor!r})")
-    ranked = confirm(spec, chosen, base_dir, executor, workers, report,
+    ranked = confirm(spec, chosen, base_dir, runner, workers, report,
                      DesCache(out_dir / DES_CACHE) if cache else None)
     out_dir.mkdir(parents=True, exist_ok=True)
     _atomic_write(out_dir / CANDIDATES_CSV, lambda tmp: screened.to_csv(tmp, index=False))
     _atomic_write(out_dir / RANKED_CSV, lambda tmp: ranked.to_csv(tmp, index=False))
     _atomic_write(out_dir / PARETO_PNG, lambda tmp: plot_pareto(screened, ranked, spec.slo, tmp))
     write_launch_scripts(spec, ranked, out_dir)
+    from simulator.results.output_folder import write_manifest
+    write_manifest(out_dir, "plan", [name for name in (RANKED_CSV, CANDIDATES_CSV, PARETO_PNG, *LAUNCH_FILES.values())
+                                     if (out_dir / name).is_file()])
     report(f"wrote {out_dir}/")
     return ranked, screened, out_dir
 
@@ -225,6 +234,30 @@ def write_launch_scripts(spec, ranked: pd.DataFrame, out_dir: Path) -> None:
     for engine, name in LAUNCH_FILES.items():
         script = launch_script(scenario, engine, title)
         _atomic_write(out_dir / name, lambda tmp, text=script: Path(tmp).write_text(text))
+
+
+def infeasible_reasons(screened: pd.DataFrame, slo) -> list[str]:
+    """Why no candidate passed the screen, one line per constraint: the screen's reasons (candidates that
+    cannot run: memory, overload, KV capacity), grouped with their counts, then each SLO the feasible ones
+    miss with the best screened value against the limit (SLO × SCREEN_SLACK)."""
+    import re
+    lines = []
+    bad = screened[~screened.screen_feasible]
+    groups: dict[str, list[str]] = {}
+    for reason in bad.screen_reason:
+        groups.setdefault(re.sub(r"\d+(\.\d+)?", "N", str(reason)), []).append(str(reason))
+    for _, reasons in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"{len(reasons)} of {len(screened)} candidates cannot run: {reasons[0]}")
+    ok = screened[screened.screen_feasible]
+    for name, column in (("ttft_s", "screen_ttft_s"), ("tpot_s", "screen_tpot_s")):
+        limit = getattr(slo, name)
+        if limit and not ok.empty and ok[column].min() > limit * SCREEN_SLACK:
+            lines.append(f"slo.{name}: the best of {len(ok)} runnable candidates is estimated at "
+                         f"{ok[column].min():.4g} s against {limit:g} s (within {SCREEN_SLACK:g}x is confirmed)")
+    if not ok.empty and len(lines) == len(groups):   # each SLO alone is met by some, never all at once
+        lines.append(f"slo: no runnable candidate meets every SLO at once (ttft_s and tpot_s within "
+                     f"{SCREEN_SLACK:g}x)")
+    return lines
 
 
 def _ms(value: float) -> str:
@@ -293,6 +326,13 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"draftsim plan: error: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    if not (screened.screen_feasible & (screened.screen_slack <= SCREEN_SLACK)).any():
+        from simulator.workflows.plan.config import load_plan as _load
+        slo = _load(args.plan)[0].slo
+        print(f"draftsim plan: no feasible candidate among {len(screened)} (outputs in {out_dir}/):", file=sys.stderr)
+        for line in infeasible_reasons(screened, slo):
+            print(f"draftsim plan:   {line}", file=sys.stderr)
+        return 1
     if not args.quiet:
         feasible = int(screened.screen_feasible.sum())
         print(f"screened {len(screened)} candidates ({feasible} feasible); confirmed {len(ranked)} with the DES")

@@ -146,6 +146,8 @@ SCHEMES: dict[str, Callable[[str, int | None], Any]] = {
 
 def make_executor(spec: str | Any = "local", workers: int | None = None):
     """An executor from its name/URL, or `spec` itself when it already is one (or a dask Client)."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ScenarioError("--workers", f"must be an integer >= 1, got {workers!r}")
     if not isinstance(spec, str):
         if hasattr(spec, "imap_unordered"):
             return spec
