@@ -1,21 +1,221 @@
-"""Reading the user's model and hardware files: one parsed JSON or YAML document, or one error line."""
+"""Reading the user's files (scenarios, sweeps, plans, model and hardware files): one parsed JSON or YAML
+document, or one error line saying what is wrong with the file — never a traceback, never a hang.
+
+Checked, in this order, before anything is parsed:
+- the path is a regular file: a directory, a FIFO, `/dev/null`, `/dev/zero` or a socket is refused by name
+  (a FIFO or a device would otherwise be read forever or read as nothing);
+- at most `MAX_DOCUMENT_BYTES` (8 MiB; the largest shipped scenario is a few kB, a Hugging Face
+  config.json a few kB, a model's generation config a few hundred bytes);
+- text: no NUL byte (binary), no UTF-16/UTF-32 byte-order mark (saved by some Windows editors), valid
+  UTF-8 (a UTF-8 byte-order mark is allowed); a Latin-1 file names the first byte that is not UTF-8 and
+  its line.
+
+YAML is parsed by a SafeLoader (no Python objects) that also refuses:
+- a mapping with the same key twice (PyYAML keeps the last one without a word; the error names the key
+  and both lines);
+- nesting deeper than `MAX_DEPTH` (64) levels (deep nesting overflowed Python's stack: RecursionError);
+- anchors and aliases that expand to more than `MAX_NODES` (100,000) values, or refer to themselves (the
+  "billion laughs": a few lines that expand to 9^8 values when the document is walked).
+JSON gets the same duplicate-key and depth checks.
+"""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import yaml
 
-PARSERS = {"JSON": (json.loads, json.JSONDecodeError), "YAML": (yaml.safe_load, yaml.YAMLError)}
+MAX_DOCUMENT_BYTES = 8 * 1024**2
+MAX_DEPTH = 64
+MAX_NODES = 100_000
+_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+class DocumentError(ValueError):
+    """What is wrong with a file's bytes or structure (the message starts with what, not with the path)."""
+
+
+def file_kind_problem(path: Path) -> str | None:
+    """Why `path` is not a regular file that can be read ("not found", "a FIFO (named pipe)", ...), or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "file not found"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return f"is {kind}, not a regular file"
+
+
+def read_text(path: Path, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
+    """The UTF-8 text of the regular file `path` (DocumentError, module docstring)."""
+    problem = file_kind_problem(path)
+    if problem is not None:
+        raise DocumentError(problem)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise DocumentError(f"cannot be read ({exc.strerror or exc})") from None
+    if len(data) > max_bytes:
+        raise DocumentError(f"is larger than {max_bytes // 1024**2} MiB; a configuration file is a few kB")
+    for bom, name in _BOMS.items():
+        if data.startswith(bom):
+            raise DocumentError(f"is {name} text; save it as UTF-8")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise DocumentError(f"is binary (a NUL byte at offset {nul}), not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise DocumentError(f"is not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (Latin-1 or "
+                            "another encoding?); save it as UTF-8") from None
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with a depth limit on composing and duplicate keys refused on constructing."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise DocumentError(f"nests deeper than {MAX_DEPTH} levels at line {mark.line + 1}")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):   # the mapping's own keys (a merge `<<` may override keys)
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    first = seen.get(key)
+                except TypeError:   # an unhashable key: the base class reports it
+                    continue
+                if first is not None:
+                    raise DocumentError(f"key {key!r} appears twice in one mapping, at lines {first} and {line}; "
+                                        "keep one")
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _check_expansion(root) -> None:
+    """Refuse aliases that expand to more than MAX_NODES values or refer to themselves (module docstring)."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise DocumentError(f"an alias refers to its own anchor (line {node.start_mark.line + 1}); "
+                                "recursive documents are not allowed")
+        active.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        active.discard(key)
+        if total > MAX_NODES:
+            raise DocumentError(f"anchors and aliases expand to more than {MAX_NODES:,} values (line "
+                                f"{node.start_mark.line + 1}); write the values out")
+        sizes[key] = total
+        return total
+
+    size(root)
+
+
+def parse_yaml(text: str):
+    """The YAML document `text` (DocumentError for the module docstring's cases, yaml.YAMLError for syntax)."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node)
+        return loader.construct_document(node)
+    except RecursionError:
+        raise DocumentError(f"nests too deeply to be read (keep it under {MAX_DEPTH} levels)") from None
+    finally:
+        loader.dispose()
+
+
+def _json_pairs(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise DocumentError(f"key {key!r} appears twice in one object; keep one")
+        out[key] = value
+    return out
+
+
+def parse_json(text: str):
+    try:
+        return json.loads(text, object_pairs_hook=_json_pairs)
+    except RecursionError:
+        raise DocumentError("nests too deeply to be read") from None
+
+
+PARSERS = {"JSON": (parse_json, json.JSONDecodeError), "YAML": (parse_yaml, yaml.YAMLError)}
+
+
+def syntax_error(exc: Exception, kind: str) -> str:
+    """One line for a JSON/YAML syntax error: what and where."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None:
+        return f"malformed {kind} at line {mark.line + 1}, column {mark.column + 1} ({getattr(exc, 'problem', '')})"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"malformed {kind} at line {exc.lineno}, column {exc.colno} ({exc.msg})"
+    return f"malformed {kind}"
+
+
+def load_document(path: Path, kind: str):
+    """The parsed content of the `kind` ("JSON" | "YAML") file at `path`; DocumentError saying what is wrong
+    (without the path) otherwise."""
+    parse, parse_error = PARSERS[kind]
+    text = read_text(Path(path))
+    try:
+        return parse(text)
+    except parse_error as exc:
+        raise DocumentError(syntax_error(exc, kind)) from None
+
+
+def describe(path: Path, problem: DocumentError | str) -> str:
+    """One line naming `path` and its problem: "file not found: P", "P is a FIFO ...", "malformed YAML in P at
+    line L, column C (...)", "P: key 'x' appears twice ..."."""
+    text = str(problem)
+    if text == "file not found":
+        return f"file not found: {path}"
+    if text.startswith("malformed "):
+        kind, _, rest = text[len("malformed "):].partition(" ")
+        return f"malformed {kind} in {path} {rest}".rstrip()
+    if text.startswith(("is ", "cannot ")):
+        return f"{path} {text}"
+    return f"{path}: {text}"
 
 
 def read_document(path: Path, kind: str, error: type[ValueError] = ValueError):
     """The parsed content of the `kind` ("JSON" | "YAML") file at `path`; `error` naming the path (and the
     reason, not a traceback) when it is missing or cannot be read or parsed."""
-    parse, parse_error = PARSERS[kind]
     try:
-        return parse(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise error(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError, parse_error) as exc:
-        raise error(f"{path}: not a readable {kind} file ({type(exc).__name__})") from None
+        return load_document(path, kind)
+    except DocumentError as exc:
+        raise error(describe(path, exc)) from None

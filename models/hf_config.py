@@ -43,18 +43,43 @@ def _need(cfg: dict, key: str, where: str):
     return value
 
 
+def _int(cfg: dict, key: str, where: str, default=None, low: int = 1) -> int:
+    """`cfg[key]` as an integer >= `low` (an integral float such as 4096.0 is taken as its integer; a
+    fraction, a text, true/false or a missing required value is an UnsupportedModelError naming the key)."""
+    value = cfg.get(key)
+    if value is None:
+        if default is None:
+            raise UnsupportedModelError(f"{where}: config.json lacks {key!r}")
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()) or value < low:
+        raise UnsupportedModelError(f"{where}: {key} is {value!r}; expected an integer >= {low}")
+    return int(value)
+
+
 def _common(cfg: dict, where: str) -> dict:
-    heads = int(_need(cfg, "num_attention_heads", where))
-    hidden = int(_need(cfg, "hidden_size", where))
+    """The fields every architecture shares, checked to describe a transformer: at least one attention
+    head, the query heads a multiple of the KV heads (each KV head serves a whole group), and without an
+    explicit `head_dim` a hidden size that the heads split evenly (otherwise the per-head width, and so every
+    attention GEMM, would be a guess)."""
+    heads = _int(cfg, "num_attention_heads", where)
+    hidden = _int(cfg, "hidden_size", where)
+    kv_heads = _int(cfg, "num_key_value_heads", where, default=heads)
+    if heads % kv_heads:
+        raise UnsupportedModelError(f"{where}: num_attention_heads ({heads}) must be a multiple of "
+                                    f"num_key_value_heads ({kv_heads})")
+    if cfg.get("head_dim") is None and hidden % heads:
+        raise UnsupportedModelError(f"{where}: hidden_size ({hidden}) is not a multiple of num_attention_heads "
+                                    f"({heads}); give head_dim")
     return {
         "hidden_size": hidden,
-        "num_layers": int(_need(cfg, "num_hidden_layers", where)),
+        "num_layers": _int(cfg, "num_hidden_layers", where),
         "num_heads": heads,
-        "num_kv_heads": int(cfg.get("num_key_value_heads") or heads),
-        "head_dim": int(cfg.get("head_dim") or hidden // heads),
-        "intermediate_size": int(_need(cfg, "intermediate_size", where)),
-        "vocab_size": int(_need(cfg, "vocab_size", where)),
-        "max_position_embeddings": int(_need(cfg, "max_position_embeddings", where)),
+        "num_kv_heads": kv_heads,
+        "head_dim": _int(cfg, "head_dim", where, default=hidden // heads),
+        "intermediate_size": _int(cfg, "intermediate_size", where),
+        "vocab_size": _int(cfg, "vocab_size", where),
+        "max_position_embeddings": _int(cfg, "max_position_embeddings", where),
         "rope_theta": float(cfg.get("rope_theta") or 10000.0),
         "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", False)),
         "num_mtp_modules": int(cfg.get("num_nextn_predict_layers") or 0),
@@ -98,8 +123,8 @@ def _qwen3(cfg: dict, where: str) -> dict:
 
 def _mixtral(cfg: dict, where: str) -> dict:
     out = _common(cfg, where)
-    out.update(num_experts=int(_need(cfg, "num_local_experts", where)),
-               experts_per_token=int(_need(cfg, "num_experts_per_tok", where)),
+    out.update(num_experts=_int(cfg, "num_local_experts", where),
+               experts_per_token=_int(cfg, "num_experts_per_tok", where),
                moe_intermediate_size=out["intermediate_size"])
     out.update(_window(out["num_layers"], cfg.get("sliding_window")))
     return out
@@ -117,9 +142,9 @@ def _leading_dense(cfg: dict, layers: int, where: str) -> int:
 
 def _qwen3_moe(cfg: dict, where: str) -> dict:
     out = _qwen3(cfg, where)
-    out.update(num_experts=int(_need(cfg, "num_experts", where)),
-               experts_per_token=int(_need(cfg, "num_experts_per_tok", where)),
-               moe_intermediate_size=int(_need(cfg, "moe_intermediate_size", where)),
+    out.update(num_experts=_int(cfg, "num_experts", where),
+               experts_per_token=_int(cfg, "num_experts_per_tok", where),
+               moe_intermediate_size=_int(cfg, "moe_intermediate_size", where),
                first_dense_layers=_leading_dense(cfg, out["num_layers"], where))
     return out
 
@@ -128,13 +153,13 @@ def _deepseek(cfg: dict, where: str) -> dict:
     out = _common(cfg, where)
     if int(cfg.get("moe_layer_freq", 1)) != 1:
         raise UnsupportedModelError(f"{where}: moe_layer_freq={cfg['moe_layer_freq']} is not supported; allowed: 1")
-    nope, rope = int(_need(cfg, "qk_nope_head_dim", where)), int(_need(cfg, "qk_rope_head_dim", where))
+    nope, rope = _int(cfg, "qk_nope_head_dim", where), _int(cfg, "qk_rope_head_dim", where)
     out.update(num_kv_heads=out["num_heads"], head_dim=nope + rope,
-               q_lora_rank=int(cfg.get("q_lora_rank") or 0), kv_lora_rank=int(_need(cfg, "kv_lora_rank", where)),
-               qk_rope_head_dim=rope, qk_nope_head_dim=nope, v_head_dim=int(_need(cfg, "v_head_dim", where)))
+               q_lora_rank=int(cfg.get("q_lora_rank") or 0), kv_lora_rank=_int(cfg, "kv_lora_rank", where),
+               qk_rope_head_dim=rope, qk_nope_head_dim=nope, v_head_dim=_int(cfg, "v_head_dim", where))
     if cfg.get("n_routed_experts"):
-        out.update(num_experts=int(cfg["n_routed_experts"]), experts_per_token=int(_need(cfg, "num_experts_per_tok", where)),
-                   moe_intermediate_size=int(_need(cfg, "moe_intermediate_size", where)),
+        out.update(num_experts=int(cfg["n_routed_experts"]), experts_per_token=_int(cfg, "num_experts_per_tok", where),
+                   moe_intermediate_size=_int(cfg, "moe_intermediate_size", where),
                    num_shared_experts=int(cfg.get("n_shared_experts") or 0),
                    first_dense_layers=int(cfg.get("first_k_dense_replace") or 0),
                    router_bias=cfg.get("topk_method") == "noaux_tc")
@@ -151,7 +176,7 @@ def _gpt_oss(cfg: dict, where: str) -> dict:
     sliding = types.count("sliding_attention")
     bias = bool(cfg.get("attention_bias", True))
     out.update(qkv_bias=bias, attention_output_bias=bias, attention_sinks=True,
-               num_experts=int(_need(cfg, "num_local_experts", where)),
+               num_experts=_int(cfg, "num_local_experts", where),
                experts_per_token=int(cfg.get("num_experts_per_tok") or _need(cfg, "experts_per_token", where)),
                moe_intermediate_size=out["intermediate_size"], router_bias=True, expert_bias=True)
     out.update(_window(sliding, cfg.get("sliding_window") if sliding else 0))

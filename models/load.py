@@ -17,7 +17,7 @@ from pathlib import Path
 
 from models.catalog import catalog, get_model
 from models.errors import UnknownNameError
-from models.files import read_document
+from models.files import file_kind_problem, read_document
 from models.hf_config import load_hf_config, spec_from_hf_config
 from models.spec import ModelSpec
 
@@ -64,6 +64,6 @@ def load_model(ref, base_dir: Path | str | None = None) -> ModelSpec:
     path = Path(ref).expanduser()
     if not path.is_absolute() and base_dir is not None:
         path = Path(base_dir) / path
-    if not path.is_file():
+    if file_kind_problem(path) == "file not found":   # (a FIFO, a device, ...: read_document says what it is)
         raise ValueError(f"{path}: file not found (a model file is a Hugging Face config.json or a catalog-format YAML)")
     return load_hf_config(path) if path.suffix.lower() == ".json" else _yaml_entry(path)

@@ -19,6 +19,12 @@ api.serialalice.pt/alice-benchmark, 2026; a RunPod H200 fleet idles at 73.65 W p
 case study). Approximation: idle power scales with the power limit across GPUs; a GPU whose clocks are still
 high right after work idles higher (the context's DVFS state, "The Model Parking Tax", arXiv 2605.23918: +26-50
 W on HBM GPUs with a CUDA context).
+
+Host and network (`host_w_per_gpu`): the rest of an 8-GPU DGX node (CPUs, memory, NVSwitches, NICs, fans,
+storage) per GPU, its datasheet maximum system power minus 8 × the GPU's TDP: DGX H100 and DGX H200 10.2 kW →
+(10.2 − 5.6) / 8 = 575 W; DGX A100 6.5 kW → 412.5 W; DGX B200 14.3 kW → 787.5 W. Approximation: a rated maximum,
+an upper bound (an 8 × H100 HGX node measured at most 8.4 kW while training, 18 % below its 10.2 kW rating:
+Latif et al., IEEE Access 13, 2025); 0 (not counted) where no system rating is published here.
 """
 from __future__ import annotations
 
@@ -53,6 +59,7 @@ class HardwareSpec:
     host_link_latency_s: float = 3.0e-6
     tdp_w: float = 0.0                    # board power limit (0: unknown, no energy figures)
     idle_w: float = 0.0                   # idle with a model loaded (0 with tdp_w > 0: IDLE_FRACTION_OF_TDP of it)
+    host_w_per_gpu: float = 0.0           # the node beside its GPUs, per GPU (module docstring; 0: not counted)
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -119,7 +126,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=450 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=132,
-        tdp_w=700, source="NVIDIA H100 Tensor Core GPU datasheet (SXM5: 989 TFLOPS BF16 dense, 3.35 TB/s HBM3, NVLink "
+        host_w_per_gpu=575, tdp_w=700, source="NVIDIA H100 Tensor Core GPU datasheet (SXM5: 989 TFLOPS BF16 dense, 3.35 TB/s HBM3, NVLink "
                "900 GB/s bidirectional); DGX H100: 8 GPUs, 8x ConnectX-7 400 Gb/s"),
     HardwareSpec(
         id="h200", name="NVIDIA H200 SXM 141GB",
@@ -129,7 +136,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=450 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=132,
-        tdp_w=700, source="NVIDIA H200 Tensor Core GPU datasheet (SXM: 141 GB HBM3e, 4.8 TB/s, same Hopper compute as "
+        host_w_per_gpu=575, tdp_w=700, source="NVIDIA H200 Tensor Core GPU datasheet (SXM: 141 GB HBM3e, 4.8 TB/s, same Hopper compute as "
                "H100 SXM, NVLink 900 GB/s bidirectional); HGX H200: 8 GPUs, 400 Gb/s NIC per GPU"),
     HardwareSpec(
         id="a100-80gb", name="NVIDIA A100 SXM4 80GB",
@@ -140,7 +147,7 @@ _ENTRIES = (
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=108,
         host_link_bandwidth_bytes_per_s=32 * GB,  # PCIe Gen4 x16
-        tdp_w=400, source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB: 312 TFLOPS BF16 dense, 2,039 GB/s HBM2e, "
+        host_w_per_gpu=412.5, tdp_w=400, source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB: 312 TFLOPS BF16 dense, 2,039 GB/s HBM2e, "
                "NVLink 600 GB/s bidirectional); DGX A100: 8 GPUs, 8x 200 Gb/s HDR InfiniBand"),
     HardwareSpec(
         id="b200", name="NVIDIA B200 180GB (HGX B200)",
@@ -150,7 +157,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=148,
-        tdp_w=1000, source="NVIDIA HGX B200 / DGX B200 datasheets (per GPU: 2.25 PFLOPS BF16 dense, 4.5 PFLOPS FP8 dense, "
+        host_w_per_gpu=787.5, tdp_w=1000, source="NVIDIA HGX B200 / DGX B200 datasheets (per GPU: 2.25 PFLOPS BF16 dense, 4.5 PFLOPS FP8 dense, "
                "180 GB HBM3e at 8 TB/s; NVLink 5 1.8 TB/s bidirectional; 8x ConnectX-7 400 Gb/s)"),
     HardwareSpec(
         id="l40s", name="NVIDIA L40S 48GB (PCIe)",
@@ -195,7 +202,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=200 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=132,
-        tdp_w=700, source="NVIDIA H800 SXM5: the H100 SXM5 die, clocks and HBM3 (989 TFLOPS BF16 dense, 3.35 TB/s) with NVLink "
+        host_w_per_gpu=575, tdp_w=700, source="NVIDIA H800 SXM5: the H100 SXM5 die, clocks and HBM3 (989 TFLOPS BF16 dense, 3.35 TB/s) with NVLink "
                "cut to 400 GB/s bidirectional (DeepSeek-V3 technical report, section 3.1, and NVIDIA's H800 listing)"),
     HardwareSpec(
         id="a100-40gb", name="NVIDIA A100 SXM4 40GB",
@@ -205,7 +212,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=300 * GB, scaleout_bandwidth_bytes_per_s=25 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=108, host_link_bandwidth_bytes_per_s=32 * GB,
-        tdp_w=400, source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 40GB: 312 TFLOPS BF16 dense, 1,555 GB/s HBM2, NVLink "
+        host_w_per_gpu=412.5, tdp_w=400, source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 40GB: 312 TFLOPS BF16 dense, 1,555 GB/s HBM2, NVLink "
                "600 GB/s bidirectional)"),
     HardwareSpec(
         id="b300", name="NVIDIA B300 288GB (HGX B300)",

@@ -23,12 +23,31 @@ host_link_latency_s: 3.0e-6                # default 3 µs
 compute_units: 132                         # optional, informational
 tdp_w: 700                                 # board power limit, W (default 0: no energy figures)
 idle_w: 80                                 # idle with a model loaded (default: profiles.hardware.IDLE_FRACTION_OF_TDP of tdp_w)
+host_w_per_gpu: 575                        # the node beside its GPUs, per GPU (default 0: not counted)
 source: where the numbers come from        # default "user-defined"
 ```
 
 User hardware has no measured kernel tables: its steps are priced by the roofline with the generic
 efficiency factors of `profiles.roofline.RooflineEfficiency` (the run's `latency_source` says so).
 Errors are ValueErrors naming the field and what is allowed.
+
+Physical plausibility (`PLAUSIBLE`): each figure must lie in a range that spans the catalog's datasheet
+figures (profiles.hardware: from the 2-core CPU entry to B200/B300/GB200) with at least 10× to spare on
+both sides — a figure outside it is a unit slip (GB for bytes, Gbit for bytes, ms for s), not a device:
+
+| field | allowed | catalog (datasheets) |
+|---|---|---|
+| peak_flops.* (dense) | 1e9 – 1e18 FLOP/s | 2.6e11 (cpu-local fp32) – 1.5e16 (GB300 fp4) |
+| hbm_bytes | 1e8 – 1e13 B | 24 GB (cpu-local) – 288 GB (B300) |
+| hbm_bandwidth_bytes_per_s | 1e9 – 1e14 B/s | 20 GB/s (cpu-local) – 8 TB/s (B200) |
+| scaleup_bandwidth_bytes_per_s | 1e8 – 1e13 B/s | 10 GB/s (cpu-local) – 900 GB/s (B200 NVLink 5) |
+| scaleout_bandwidth_bytes_per_s | 1e7 – 1e12 B/s | 1.25 GB/s (cpu-local) – 100 GB/s (B300, 800 Gb/s NIC) |
+| host_link_bandwidth_bytes_per_s | 1e8 – 1e13 B/s | 32 GB/s (A100 PCIe 4) – 225 GB/s (GB200 NVLink-C2C) |
+| *_latency_s (when > 0) | 1e-8 – 1e-2 s | 1 µs (NVLink) – 50 µs (cpu-local scale-out) |
+| gpus_per_node | 1 – 1024 | 1 – 72 (GB200 NVL72) |
+
+`tests/profiles/test_hardware_user_dtypes.py` checks that every catalog entry sits inside these ranges with the
+10× margin.
 """
 from __future__ import annotations
 
@@ -37,67 +56,87 @@ import math
 from pathlib import Path
 
 
+from models.errors import FieldError
 from models.files import read_document
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 
 KNOWN_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 _POSITIVE = ("hbm_bytes", "hbm_bandwidth_bytes_per_s", "scaleup_bandwidth_bytes_per_s",
              "scaleout_bandwidth_bytes_per_s", "host_link_bandwidth_bytes_per_s")
-_NON_NEGATIVE = ("scaleup_latency_s", "scaleout_latency_s", "host_link_latency_s", "tdp_w", "idle_w")
+_NON_NEGATIVE = ("scaleup_latency_s", "scaleout_latency_s", "host_link_latency_s", "tdp_w", "idle_w", "host_w_per_gpu")
 _DEFAULTS = {"gpus_per_node": 8, "scaleup_latency_s": 1.0e-6, "scaleout_latency_s": 5.0e-6,
-             "host_link_bandwidth_bytes_per_s": 64.0e9, "host_link_latency_s": 3.0e-6, "tdp_w": 0.0, "idle_w": 0.0,
+             "host_link_bandwidth_bytes_per_s": 64.0e9, "host_link_latency_s": 3.0e-6, "tdp_w": 0.0, "idle_w": 0.0, "host_w_per_gpu": 0.0,
              "source": "user-defined"}
 FIELDS = [f.name for f in dataclasses.fields(HardwareSpec)]
 REQUIRED = ("id", "peak_flops", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "scaleup_bandwidth_bytes_per_s",
             "scaleout_bandwidth_bytes_per_s")
 
 
+PLAUSIBLE = {"peak_flops": (1e9, 1e18), "hbm_bytes": (1e8, 1e13), "hbm_bandwidth_bytes_per_s": (1e9, 1e14),
+             "scaleup_bandwidth_bytes_per_s": (1e8, 1e13), "scaleout_bandwidth_bytes_per_s": (1e7, 1e12),
+             "host_link_bandwidth_bytes_per_s": (1e8, 1e13), "scaleup_latency_s": (1e-8, 1e-2),
+             "scaleout_latency_s": (1e-8, 1e-2), "host_link_latency_s": (1e-8, 1e-2), "gpus_per_node": (1, 1024)}
+
+
+def _plausible(number: float, field: str, name: str) -> float:
+    lo, hi = PLAUSIBLE[name]
+    if not lo <= number <= hi:
+        raise FieldError(field, f"{number:g} is outside the physically plausible {lo:g} – {hi:g} (the catalog's "
+                                "datasheet figures with 10x to spare; a unit slip?)")
+    return number
+
+
 def _number(value, field: str, rule: str, ok) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{field}: {value!r} is not a number; expected {rule}") from None
+        raise FieldError(field, f"{value!r} is not a number; expected {rule}") from None
     if not math.isfinite(number) or not ok(number):
-        raise ValueError(f"{field}: {value!r} is not {rule}")
+        raise FieldError(field, f"{value!r} is not {rule}")
     return number
 
 
 def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
     """A validated HardwareSpec from a mapping of its fields (module docstring)."""
     if not isinstance(fields, dict):
-        raise ValueError(f"{where}: expected a mapping of hardware fields ({', '.join(REQUIRED)}, ...)")
+        raise FieldError(where, f"expected a mapping of hardware fields ({', '.join(REQUIRED)}, ...)")
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
-        raise ValueError(f"{where}.{unknown[0]}: unknown field; allowed: {', '.join(FIELDS)}")
+        raise FieldError(f"{where}.{unknown[0]}", f"unknown field; allowed: {', '.join(FIELDS)}")
     missing = [f for f in REQUIRED if f not in fields]
     if missing:
-        raise ValueError(f"{where}.{missing[0]}: required field is missing")
+        raise FieldError(f"{where}.{missing[0]}", "required field is missing")
     out = {**_DEFAULTS, **fields}
     hid = str(out["id"]).strip().lower()
     if not hid or hid in HARDWARE:
-        raise ValueError(f"{where}.id: {out['id']!r} must be a new name (not empty, not a catalog id: "
+        raise FieldError(f"{where}.id", f"{out['id']!r} must be a new name (not empty, not a catalog id: "
                          f"{', '.join(sorted(HARDWARE))})")
     out["id"], out["name"] = hid, str(out.get("name") or hid)
     peaks = out["peak_flops"]
     if not isinstance(peaks, dict) or not {"bf16", "fp32"} <= set(peaks):
-        raise ValueError(f"{where}.peak_flops: needs a mapping with at least bf16 and fp32 (dense FLOP/s); "
+        raise FieldError(f"{where}.peak_flops", f"needs a mapping with at least bf16 and fp32 (dense FLOP/s); "
                          f"allowed keys: {', '.join(KNOWN_DTYPES)}")
     bad = sorted(set(peaks) - set(KNOWN_DTYPES))
     if bad:
-        raise ValueError(f"{where}.peak_flops.{bad[0]}: unknown dtype; allowed: {', '.join(KNOWN_DTYPES)}")
-    out["peak_flops"] = {d: _number(v, f"{where}.peak_flops.{d}", "a FLOP/s rate > 0", lambda x: x > 0)
+        raise FieldError(f"{where}.peak_flops.{bad[0]}", f"unknown dtype; allowed: {', '.join(KNOWN_DTYPES)}")
+    out["peak_flops"] = {d: _plausible(_number(v, f"{where}.peak_flops.{d}", "a FLOP/s rate > 0", lambda x: x > 0),
+                                       f"{where}.peak_flops.{d}", "peak_flops")
                          for d, v in peaks.items()}
     for name in _POSITIVE:
         if name in out:
-            out[name] = _number(out[name], f"{where}.{name}", "a number > 0", lambda x: x > 0)
+            out[name] = _plausible(_number(out[name], f"{where}.{name}", "a number > 0", lambda x: x > 0),
+                                   f"{where}.{name}", name)
     for name in _NON_NEGATIVE:
         out[name] = _number(out[name], f"{where}.{name}", "a number >= 0", lambda x: x >= 0)
+        if name in PLAUSIBLE and out[name] > 0:   # 0: a link priced without latency, allowed
+            _plausible(out[name], f"{where}.{name}", name)
     if out["idle_w"] > out["tdp_w"]:
-        raise ValueError(f"{where}.idle_w: {out['idle_w']} must not exceed tdp_w ({out['tdp_w']})")
+        raise FieldError(f"{where}.idle_w", f"{out['idle_w']} must not exceed tdp_w ({out['tdp_w']})")
     for name in ("gpus_per_node", "compute_units"):
         if name in out:
             value = _number(out[name], f"{where}.{name}", "an integer >= 1", lambda x: x >= 1 and x == int(x))
             out[name] = int(value)
+    _plausible(out["gpus_per_node"], f"{where}.gpus_per_node", "gpus_per_node")
     out["source"], out["notes"] = str(out["source"]), str(out.get("notes", ""))
     return HardwareSpec(**out)
 
@@ -115,6 +154,6 @@ def load_hardware(ref, base_dir: Path | str | None = None, where: str = "hardwar
         try:
             raw = read_document(path, "YAML")
         except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
+            raise FieldError(where, str(exc)) from None
         return hardware_from_fields(raw, where)
     return get_hardware(ref)

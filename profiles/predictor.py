@@ -275,18 +275,21 @@ def profile_dir_for(hardware_id: str, profile_dir: str | Path | None = None) -> 
 PROFILE_VARIANT_SEPARATOR = "--"  # profiles/data/<hardware-id>--<machine>/: another machine of the same id
 
 
-def profile_dir_for_device(hardware_id: str, device_name: str) -> tuple[Path | None, bool]:
+def profile_dir_for_device(hardware_id: str, device_name: str,
+                           identity: str | None = None) -> tuple[Path | None, bool]:
     """The shipped profile of `hardware_id` measured on a device named `device_name` (the fingerprint's
     `device_name`: CPU model or GPU name), and whether it matches: profiles/data/<id>/ or one of its
     variants profiles/data/<id>--<machine>/ (the same id measured on another machine, e.g. the
     `cpu-local` development VM, which is not always the same CPU). Falls back to profiles/data/<id>/ with
-    False when no shipped profile was measured on this device."""
+    False when no shipped profile was measured on this device. `identity`: a CPU's
+    profiles.profiler.machine.cpu_identity, which the device name alone does not settle on a VM."""
+    from profiles.profiler.machine import same_machine
     default = profile_dir_for(hardware_id)
     candidates = [default] if default is not None else []
     candidates += sorted(d for d in DATA_DIR.glob(f"{hardware_id}{PROFILE_VARIANT_SEPARATOR}*")
                          if (d / "ops.csv").is_file())
     for candidate in candidates:
-        if read_fingerprint(candidate).get("device_name") == device_name:
+        if same_machine(read_fingerprint(candidate), device_name, identity):
             return candidate, True
     return default, False
 

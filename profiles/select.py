@@ -9,7 +9,8 @@ Sources (`LatencySourceConfig.source`):
 * `roofline`: datasheet peaks × documented efficiencies (`profiles.roofline`), the fallback.
 * `auto` (default): `measured` when the package is installed and has tables for the GPU and dtype,
   else `roofline` with one warning saying why (no warning for devices the package never covers, such
-  as the local CPU).
+  as the local CPU). A `version` given by name must have been measured: an unknown version is an error
+  naming the versions available (issue 14), never the roofline.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from models.errors import FieldError
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 from profiles.latency import LatencyModel
 
@@ -54,7 +56,7 @@ def _engine_profile(hardware: HardwareSpec, dtype: str, config: LatencySourceCon
     try:
         profile = load_engine_profile(str(config.profile_dir))
     except (FileNotFoundError, ValueError, KeyError) as exc:
-        raise ValueError(f"cluster.latency.profile_dir: {exc}") from None
+        raise FieldError("cluster.latency.profile_dir", str(exc)) from None
     return EngineProfileLatency(profile, _roofline(hardware, dtype, config, kv_dtype), hardware.id)
 
 
@@ -65,12 +67,33 @@ def _auto(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dt
     try:
         return _measured(hardware, dtype, config, kv_dtype)
     except MeasuredDataError as exc:
+        if config.version is not None:   # a version asked for by name is not replaced by the roofline
+            raise
         warnings.warn(f"GPU kernels priced by the roofline, not measurements: {exc}", RuntimeWarning, stacklevel=3)
         return _roofline(hardware, dtype, config, kv_dtype)
 
 
-BUILDERS: dict[str, Callable[[HardwareSpec, str, LatencySourceConfig, str | None], LatencyModel]] = {
-    AUTO: _auto, MEASURED: _measured, PROFILE: _profile, ROOFLINE: _roofline, ENGINE_PROFILE: _engine_profile,
+@dataclass(frozen=True)
+class LatencySource:
+    """A latency source: its builder and what else it reads or is. `profile_dir`: reads a folder of
+    profiles (`required` or `optional`; None: no folder); `versioned`: picks a version of measured tables
+    (`cluster.latency.version`); `whole_passes`: prices a real engine's whole measured passes, not op by op
+    (what those cannot be combined with: simulator.cluster.target_costs); `engine_time`: carries the engine's
+    own measured per-step host time (used on every device, the local CPU included)."""
+
+    build: Callable[[HardwareSpec, str, LatencySourceConfig, str | None], LatencyModel]
+    profile_dir: str | None = None
+    versioned: bool = False
+    whole_passes: bool = False
+    engine_time: bool = False
+
+
+LATENCY_SOURCES: dict[str, LatencySource] = {
+    AUTO: LatencySource(_auto, versioned=True),
+    MEASURED: LatencySource(_measured, versioned=True),
+    PROFILE: LatencySource(_profile, profile_dir="optional"),
+    ROOFLINE: LatencySource(_roofline),
+    ENGINE_PROFILE: LatencySource(_engine_profile, profile_dir="required", whole_passes=True, engine_time=True),
 }
 
 
@@ -80,12 +103,11 @@ def select_latency(hardware: str | HardwareSpec, dtype: str, config: LatencySour
     MeasuredDataError / ValueError naming the field when impossible. `kv_dtype`: the KV cache's dtype,
     which selects the measured attention tables (default: models.spec.kv_cache_dtype of `dtype`)."""
     config = config or LatencySourceConfig()
-    try:
-        builder = BUILDERS[config.source]
-    except KeyError:
-        raise ValueError(f"latency source {config.source!r} is unknown; allowed: {', '.join(SOURCES)}") from None
+    source = LATENCY_SOURCES.get(config.source)
+    if source is None:
+        raise FieldError("cluster.latency.source", f"{config.source!r} is unknown; allowed: {', '.join(SOURCES)}")
     spec = hardware if isinstance(hardware, HardwareSpec) else get_hardware(hardware)
-    return builder(spec, dtype, config, kv_dtype)
+    return source.build(spec, dtype, config, kv_dtype)
 
 
 def describe_latency(model: LatencyModel) -> dict:

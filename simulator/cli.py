@@ -32,10 +32,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
             result = simulate(prepared, step_mode=args.step_mode, progress=bar.update, executor=executor)
     extra = {}
     if args.trace:
+        import warnings
+
         from simulator.results.timeline import pool_replica_names, trace_json
         extra["trace.json"] = trace_json(result.requests, result.steps,
                                          gpus_per_replica=result.summary["gpus_per_replica"],
-                                         replica_names=pool_replica_names(result.summary))
+                                         replica_names=pool_replica_names(result.summary),
+                                         max_request_tracks=args.trace_requests)
+        if len(result.requests) > args.trace_requests:
+            warnings.warn(f"trace.json: request slices for the first {args.trace_requests:,} of "
+                          f"{len(result.requests):,} requests (steps: all); --trace-requests N to change",
+                          UserWarning, stacklevel=1)
     with Progress("writing outputs", quiet=args.quiet):
         write_outputs(out_dir, result.requests, result.steps, result.summary,
                       plots=scenario.outputs.plots and not args.no_plots, extra_files=extra)
@@ -58,10 +65,26 @@ def _executor(scenario):
     return open_executor(scenario)
 
 
+def _count(text: str) -> int:
+    """An argparse type: an integer >= 0 (argparse prints its one-line usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
 def _model_row(name: str, spec) -> list[str]:
     attention = "MLA" if spec.is_mla else ("MHA" if spec.num_kv_heads == spec.num_heads else "GQA")
     if spec.sliding_window_layers:
         attention += f"+SWA{spec.sliding_window}x{spec.sliding_window_layers}"
+    if spec.is_hybrid:   # softmax-attention layers beside gated-DeltaNet or Mamba layers (models.mixers)
+        attention += f"x{spec.num_attention_layers}"
+        for kind, tag in (("linear_attention", "GDN"), ("mamba", f"Mamba{spec.mamba_version}")):
+            if spec.mixer_layers(kind):
+                attention += f"+{tag}x{spec.mixer_layers(kind)}"
     experts = f"{spec.num_experts}x{spec.experts_per_token}" if spec.is_moe else "-"
     return [name, spec.family, f"{spec.param_count() / 1e9:.2f}", f"{spec.active_param_count() / 1e9:.2f}",
             str(spec.num_layers), str(spec.hidden_size), f"{spec.num_heads}/{spec.num_kv_heads}", attention, experts,
@@ -174,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write trace.json: a Chrome/Perfetto timeline (one track per replica with prefill, "
                         "draft, verify and engine spans per step, and one slice per request with its id; "
                         "open in ui.perfetto.dev)")
+    r.add_argument("--trace-requests", type=_count, default=1000, metavar="N",
+                   help="with --trace: draw the request slices of the first N request ids (default 1000, so "
+                        "that huge runs stay loadable; every step is drawn whatever N); a warning says when "
+                        "requests are left out")
     r.add_argument("--quiet", action="store_true", help="print nothing on success")
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("catalog", help="list the model or hardware catalog with their key figures",

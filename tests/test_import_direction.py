@@ -9,7 +9,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SIMULATOR = ROOT / "simulator"
 # lowest first; a module may import its own layer and those before it
-LAYERS = ["errors", "console", "cost", "speculation", "results", "core", "config", "cluster", "api", "workflows",
+LAYERS = ["errors", "console", "cost", "speculation", "results", "core", "config", "cluster", "distributed", "api", "workflows",
           "cli", "__init__"]
 NO_PYDANTIC = ("core", "cost", "speculation", "results")
 
@@ -76,3 +76,19 @@ def test_scenarios_registers_its_commands_through_entry_points():
         module, attr = target.split(":")
         assert isinstance(getattr(importlib.import_module(module), attr), Command), name
     assert set(declared) <= set(commands()), "reinstall (pip install -e .) to refresh the entry points"
+
+
+def test_tests_sit_in_the_folder_of_what_they_test():
+    """tests/ mirrors the packages (tests/simulator/core/ tests simulator/core/, ...); only whole-project
+    checks and the shared helpers stay at the top."""
+    top = {p.name for p in (ROOT / "tests").glob("*.py")}
+    assert top <= {"conftest.py", "contract.py", "paths.py", "sim_helpers.py", "test_declared_imports.py",
+                   "test_fuzz_inputs.py", "test_fuzz_scenarios.py", "test_hostile_inputs.py", "test_import_direction.py",
+                   "test_output_hashes.py", "test_package_isolation.py", "test_readme_examples.py",
+                   "test_startup_imports.py"}, sorted(top)
+    folders = {p.relative_to(ROOT / "tests").parts[0] for p in (ROOT / "tests").rglob("test_*.py")
+               if p.parent != ROOT / "tests"}
+    assert folders <= {"models", "profiles", "theory", "simulator", "scenarios"}, sorted(folders)
+    for path in (ROOT / "tests" / "simulator").rglob("test_*.py"):
+        sub = path.relative_to(ROOT / "tests" / "simulator").parts
+        assert len(sub) == 1 or (SIMULATOR / sub[0]).is_dir(), path

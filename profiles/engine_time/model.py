@@ -4,14 +4,21 @@ kernels, and how much of it lands on the step's critical path.
 Two kinds of time, given the kernels' device time `device_s` (Σ op seconds of the step's draft and target
 passes):
 
-* Device-timeline overheads (`gaps_seconds`), paid on the GPU's timeline whatever the host does:
+* Device-timeline overheads (`gaps_seconds`), paid on the GPU's timeline whatever the host does. How a
+  step's passes are launched is the deployment's CUDA-graph policy (`graphs`, profiles.engine_time.graphs:
+  mode, capture sizes, padding): a batch is padded up to the next captured size (the caller prices the
+  padded slots' kernels, `launch(...).tokens`), then
+  - a pass replayed as one full CUDA graph costs `graph_launch_s`;
+  - a pass run as piecewise graphs (eager attention between the pieces) costs `piecewise_per_layer_s` per
+    layer: graph-piece launches and the eager attention call between them leave the GPU idle;
+  - a pass run eagerly (no graph: `cuda_graphs: none`, or a batch beyond the captured sizes) is issued
+    kernel by kernel from Python: the host needs `eager_kernel_s` per kernel and `eager_collective_s` per
+    collective call (`PassLayout.kernels`, `.collectives`, counted on the op graph), and the GPU, which
+    runs the kernels as they arrive, finishes at max(kernel time, issue time). Approximation: the step's
+    passes are taken together (max over the step's sums, not per pass); with uniform layers the error is
+    at most one layer's imbalance between kernel and issue time;
   - `step_gap_s` per step: the GPU idles between steps even when the engine prepares the next step
     ahead (synchronisation with the host, a residual the overlap does not hide);
-  - a pass replayed as one full CUDA graph (decode-only steps of at most `graph_max_tokens` tokens and
-    `graph_max_seqs` sequences) costs `graph_launch_s`;
-  - any other pass (prefill and mixed steps run piecewise graphs with eager attention between the
-    pieces, or eagerly above the capture size) costs `piecewise_per_layer_s` per layer: graph-piece
-    launches and the eager attention call between them leave the GPU idle;
   - speculative steps add `spec_step_s` (rejection sampling and its bookkeeping kernels) and
     `spec_per_pass_s` per draft pass (the proposer's per-pass input preparation: small eager kernels
     and metadata rebuilt between draft passes).
@@ -28,7 +35,10 @@ passes):
 
 Speculation methods that disable the overlap in a framework (e.g. vLLM's CPU n-gram and draft-model
 proposers) are listed per framework (`sync_drafters`); `for_drafter` applies that.
-Where each constant comes from is in `profiles/data/engine_time/frameworks.yaml` (`sources`) and
+Host time runs at the speed of the deployment's host CPU: every host constant (the host-work terms and the
+eager launch costs) is stored as measured on its reference host and multiplied by `host_scale` (that
+host's single-thread time over the deployment host's: profiles.engine_time.host) when the engine is
+built. Where each constant comes from is in `profiles/data/engine_time/frameworks.yaml` (`sources`) and
 `profiles/data/engine_time/SOURCES.md`; none is fitted to a validation run.
 """
 from __future__ import annotations
@@ -39,15 +49,25 @@ from typing import Mapping
 
 import numpy as np
 
+from profiles.engine_time.graphs import EAGER, FULL, GraphPolicy, Launch
+
+# The policy of an engine model without CUDA-graph knowledge (a measured engine profile, tests): no graph,
+# no padding, and eager launches cost nothing unless eager_kernel_s is set.
+NO_GRAPHS = GraphPolicy("none", (), "tokens", False, FULL)
+
 
 @dataclass(frozen=True)
 class PassLayout:
     """The passes of one step of a replica: the proposer's iterations (`draft_passes`; 0 without
-    speculation), GPU passes in all (target + draft passes on the GPU) and their layers in all."""
+    speculation), GPU passes in all (target + draft passes on the GPU), their layers in all, and when run
+    eagerly the kernels they launch and the collective calls among them (counted on the op graph:
+    simulator.cost.step_cost.ForwardCost.launches)."""
 
     draft_passes: int
     gpu_passes: int
     layers: int
+    kernels: int = 0
+    collectives: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,14 +79,17 @@ class EngineTime:
     per_token_s: float
     overlap: bool
     step_gap_s: float
-    graph_max_tokens: int
-    graph_max_seqs: int
+    graphs: GraphPolicy
     graph_launch_s: float
     piecewise_per_layer_s: float
     spec_step_s: float
     spec_per_pass_s: float
     spec_host_step_s: float
     spec_host_per_seq_s: float
+    eager_kernel_s: float = 0.0
+    eager_collective_s: float = 0.0
+    host_scale: float = 1.0          # the factor already applied to the host constants (profiles.engine_time.host)
+    host: str = ""                   # the deployment's host CPU
     sync_drafters: tuple[str, ...] = ()
     spec_host_by_drafter: Mapping[str, tuple[float, float]] = field(default_factory=dict, compare=False)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -75,17 +98,37 @@ class EngineTime:
         for f in dataclasses.fields(self):
             if f.name.endswith("_s") and not getattr(self, f.name) >= 0.0:
                 raise ValueError(f"engine time {self.framework}: {f.name} must be >= 0, got {getattr(self, f.name)!r}")
-        if self.graph_max_tokens < 0 or self.graph_max_seqs < 0:
-            raise ValueError(f"engine time {self.framework}: graph_max_tokens and graph_max_seqs must be >= 0")
+        if not self.host_scale > 0.0:
+            raise ValueError(f"engine time {self.framework}: host_scale must be > 0, got {self.host_scale!r}")
 
-    def for_drafter(self, drafter_kind: str | None) -> "EngineTime":
+    def with_host_scale(self, factor: float, host: str = "") -> "EngineTime":
+        """This engine on a host whose single-thread time is `factor` × the reference host's: every host
+        constant (host work, speculative host work, eager launch costs) × factor; device-timeline terms
+        unchanged."""
+        if not factor > 0.0:
+            raise ValueError(f"host scale must be > 0, got {factor!r}")
+        scaled = {k: getattr(self, k) * factor for k in HOST_FIELDS}
+        return dataclasses.replace(self, **scaled, host_scale=self.host_scale * factor, host=host or self.host,
+                                   spec_host_by_drafter={k: (a * factor, b * factor)
+                                                         for k, (a, b) in self.spec_host_by_drafter.items()})
+
+    def launch(self, prefill_tokens: int, decode_seqs: int, q: int) -> Launch:
+        """How a step is launched and over how many (padded) token slots (profiles.engine_time.graphs)."""
+        if prefill_tokens == 0:
+            return self.graphs.decode(decode_seqs, q)
+        return self.graphs.mixed(prefill_tokens + decode_seqs * q)
+
+    def for_drafter(self, drafter_kind: str | None, keep_overlap: bool = False) -> "EngineTime":
         """This engine as it runs with `drafter_kind` (None: no speculation): the overlap is off for
-        the drafters the framework runs synchronously, and the speculative host terms are the drafter's
-        (`spec_host_by_drafter`, seconds per step and per decode sequence)."""
+        the drafters the framework runs synchronously by default (unless the deployment asked for it,
+        `keep_overlap`, e.g. SGLang's spec v2: profiles.engine_time.support checks that the version has it),
+        and the speculative host terms are the drafter's (`spec_host_by_drafter`, seconds per step and per
+        decode sequence)."""
         if drafter_kind is None:
             return self
         step, per_seq = self.spec_host_by_drafter.get(drafter_kind, (self.spec_host_step_s, self.spec_host_per_seq_s))
-        return dataclasses.replace(self, overlap=self.overlap and drafter_kind not in self.sync_drafters,
+        sync = drafter_kind in self.sync_drafters and not keep_overlap
+        return dataclasses.replace(self, overlap=self.overlap and not sync,
                                    spec_host_step_s=step, spec_host_per_seq_s=per_seq)
 
     def host_seconds(self, prefill_tokens, prefill_seqs, decode_seqs, query_tokens_per_seq: int,
@@ -98,25 +141,46 @@ class EngineTime:
             host = host + self.spec_host_step_s + self.spec_host_per_seq_s * decode_seqs
         return host
 
+    def _launch_gaps(self, kind: str, passes: PassLayout) -> float:
+        if kind == FULL:
+            return self.graph_launch_s * passes.gpu_passes
+        if kind == EAGER:
+            return 0.0
+        return self.piecewise_per_layer_s * passes.layers
+
+    def issue_seconds(self, passes: PassLayout) -> float:
+        """Host seconds to issue the step's passes kernel by kernel (eager launch)."""
+        return self.eager_kernel_s * passes.kernels + self.eager_collective_s * passes.collectives
+
     def gaps_seconds(self, prefill_tokens, decode_seqs, query_tokens_per_seq: int, passes: PassLayout):
-        """Device-timeline overheads of steps (see the module docstring)."""
-        tokens = prefill_tokens + decode_seqs * query_tokens_per_seq
-        full, piecewise = self.graph_launch_s * passes.gpu_passes, self.piecewise_per_layer_s * passes.layers
-        if np.ndim(tokens) == 0:  # one step (the common scalar call): no numpy
-            graph = prefill_tokens == 0 and tokens <= self.graph_max_tokens and decode_seqs <= self.graph_max_seqs
-            gaps = self.step_gap_s + (full if graph else piecewise)
+        """Device-timeline overheads of steps (see the module docstring), without the eager issue time
+        (`wall_seconds` adds it where it exceeds the kernels)."""
+        gaps, _ = self._gaps_and_eager(prefill_tokens, decode_seqs, query_tokens_per_seq, passes)
+        return gaps
+
+    def _gaps_and_eager(self, prefill_tokens, decode_seqs, q: int, passes: PassLayout):
+        if np.ndim(decode_seqs) == 0 and np.ndim(prefill_tokens) == 0:  # one step (the common call)
+            kind = self.launch(int(prefill_tokens), int(decode_seqs), q).kind
+            gaps = self.step_gap_s + self._launch_gaps(kind, passes)
+            eager = kind == EAGER
         else:
-            graph = ((np.asarray(prefill_tokens) == 0) & (np.asarray(tokens) <= self.graph_max_tokens)
-                     & (np.asarray(decode_seqs) <= self.graph_max_seqs))
-            gaps = self.step_gap_s + np.where(graph, full, piecewise)
+            seqs, pre = np.broadcast_arrays(np.asarray(decode_seqs), np.asarray(prefill_tokens))
+            kinds = [self.launch(int(p), int(b), q).kind for p, b in zip(pre.ravel(), seqs.ravel())]
+            gaps = self.step_gap_s + np.array([self._launch_gaps(k, passes) for k in kinds]).reshape(seqs.shape)
+            eager = np.array([k == EAGER for k in kinds]).reshape(seqs.shape)
         if passes.draft_passes:
             gaps = gaps + self.spec_step_s + self.spec_per_pass_s * passes.draft_passes
-        return gaps
+        return gaps, eager
 
     def wall_seconds(self, device_s, prefill_tokens, prefill_seqs, decode_seqs, query_tokens_per_seq: int,
                      passes: PassLayout):
         """Wall seconds of steps whose kernels take `device_s`."""
-        busy = device_s + self.gaps_seconds(prefill_tokens, decode_seqs, query_tokens_per_seq, passes)
+        gaps, eager = self._gaps_and_eager(prefill_tokens, decode_seqs, query_tokens_per_seq, passes)
+        busy = device_s + gaps
+        issue = self.issue_seconds(passes)
+        if issue:  # eager passes finish when both the kernels and their issue are done
+            busy = busy + np.where(eager, np.maximum(0.0, issue - device_s), 0.0) if np.ndim(busy) else \
+                busy + (max(0.0, issue - device_s) if eager else 0.0)
         host = self.host_seconds(prefill_tokens, prefill_seqs, decode_seqs, query_tokens_per_seq,
                                  passes.draft_passes)
         if not self.overlap:
@@ -126,8 +190,13 @@ class EngineTime:
     def describe(self) -> dict:
         """`engine_time` entry of a run's summary (microseconds)."""
         out = {"framework": self.framework, "versions": self.versions, "overlap": self.overlap,
-               "graph_max_tokens": self.graph_max_tokens, "graph_max_seqs": self.graph_max_seqs}
+               "cuda_graphs": self.graphs.describe(), "host": self.host, "host_scale": round(self.host_scale, 6)}
         for f in dataclasses.fields(self):
             if f.name.endswith("_s"):
                 out[f.name[:-2] + "_us"] = round(getattr(self, f.name) * 1e6, 3)
         return out
+
+
+# The host constants: what `with_host_scale` multiplies (profiles.engine_time.host).
+HOST_FIELDS = ("step_s", "per_seq_s", "per_token_s", "spec_host_step_s", "spec_host_per_seq_s", "eager_kernel_s",
+               "eager_collective_s")

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from models.errors import FieldError
+
 PACKAGE = "aiconfigurator_core"
 DISTRIBUTION = "aiconfigurator-core"
 INSTALL_HINT = "pip install -e '.[gpu-data]'"
@@ -62,12 +64,8 @@ REQUIRED_FAMILIES = (GEMM, GENERATION_ATTENTION)  # a framework version is offer
 NCCL = "nccl"  # comm/nccl/<nccl version>/nccl_perf.parquet: framework-independent collectives
 
 
-class MeasuredDataError(ValueError):
+class MeasuredDataError(FieldError):
     """The measured source cannot serve a request; `field` names the scenario field to change."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        super().__init__(f"{field}: {message}")
 
 
 @lru_cache(maxsize=1)

@@ -28,7 +28,7 @@ plus the compute of the row tiles the q tokens add, padded(q·g) − padded(g) r
 achieves on that layout (its table at a REFERENCE_PROMPT_TOKENS prompt: ≈ 600 TFLOP/s for Llama-3-8B's
 layout under vLLM on H100). So a Llama-3-8B verify (g = 4) costs what a decode does up to q = 16 (R ≤ 64
 rows, one 64-row tile) and grows by one 128-row tile per 32 tokens beyond.
-Checks of the form against measurements (tests/test_verify_pass.py): SGLang's own H100 table measured 32
+Checks of the form against measurements (tests/simulator/cost/test_verify_pass.py): SGLang's own H100 table measured 32
 and 128 query heads per KV head (64 vs 128 padded rows); where its work is largest (b·L = 131,072 keys) this
 rule's increment is 0.9–1.6× the measured difference, and at small sizes that difference is a ~2 µs fixed cost of the
 two-warpgroup tile that the rule omits (< 1 % of a verify step). On a real H100 the GQA-packed cuDNN kernel

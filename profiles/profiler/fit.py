@@ -3,7 +3,7 @@ to a profile table, so that the roofline can price what the profile does not cov
 
 The compute fit minimises Σ (log roofline(op_i) − log measured_i)² over the profiled compute points
 (relative error, every point equal), with the roofline evaluated in vectorised form (`RooflineArrays`).
-`tests/test_predictor_fit.py` checks that form against `RooflineLatencyModel.op_seconds` point by point,
+`tests/profiles/test_predictor_fit.py` checks that form against `RooflineLatencyModel.op_seconds` point by point,
 so the fitted factors mean exactly what they mean to the roofline.
 
 Peaks: `RooflineEfficiency` fractions must lie in (0, 1]. When the profile achieves a higher rate than the

@@ -68,18 +68,30 @@ def device_name(device: torch.device) -> str:
     return cpu_model()
 
 
-def default_out_dir(device_id: str, name: str) -> Path:
+def default_out_dir(device_id: str, name: str, identity: str | None = None) -> Path:
     """profiles/data/<device-id>/, unless a profile of another machine is already filed there (the
     development VM is not always the same CPU): then profiles/data/<device-id>--<machine>/, the variant
     that `draftsim validate` picks on this machine (profiles.predictor.profile_dir_for_device)."""
     from profiles.predictor import DATA_DIR, PROFILE_VARIANT_SEPARATOR
+    from profiles.profiler.machine import same_machine
     from profiles.profiler.table import read_fingerprint
 
     default = DATA_DIR / device_id
-    if not (default / "ops.csv").is_file() or read_fingerprint(default).get("device_name") == name:
+    if not (default / "ops.csv").is_file() or same_machine(read_fingerprint(default), name, identity):
         return default
     machine = _slug(name) or "machine"
+    if identity is not None and read_fingerprint(default).get("device_name") == name:
+        machine += "-" + _slug(identity.split(",")[0])  # same name, another CPU: family-model-stepping
     return DATA_DIR / f"{device_id}{PROFILE_VARIANT_SEPARATOR}{machine}"
+
+
+def machine_identity(device: torch.device) -> str | None:
+    """profiles.profiler.machine.cpu_identity for a CPU, None for a GPU (its name settles it)."""
+    if device.type != "cpu":
+        return None
+    from profiles.profiler.machine import cpu_identity
+    from profiles.profiler.timing import last_level_cache_bytes
+    return cpu_identity(last_level_cache_bytes(device))
 
 
 def profile_out_dir(out_dir: str | Path | None, package_data: bool, device_id: str, dev: torch.device) -> Path:
@@ -87,7 +99,7 @@ def profile_out_dir(out_dir: str | Path | None, package_data: bool, device_id: s
     if out_dir is not None:
         return Path(out_dir)
     if package_data:
-        return default_out_dir(device_id, device_name(dev))
+        return default_out_dir(device_id, device_name(dev), machine_identity(dev))
     return Path("out") / "profiles" / device_id
 
 
@@ -215,7 +227,8 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     write_table(rows, out)
     (out / PARTIAL_FILE).unlink(missing_ok=True)
     fp = fingerprint(device_id, device_name(dev), torch.__version__, threads, dtype, models, llc,
-                     extra={"quick": quick, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+                     extra={"quick": quick, "cpu_identity": machine_identity(dev),
+                            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                             "load_average_at_start": load_at_start, "profile_seconds": round(elapsed, 1), "points": len(rows),
                             "skipped_points": skipped,
                             "preceding_gemm_weight_bytes": 0 if quick else int(flush_bytes(dev, llc)),

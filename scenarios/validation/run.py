@@ -97,6 +97,13 @@ def _device_id(device: str) -> str:
     return default_device_id(torch.device(device))
 
 
+def _machine_identity(device: str) -> str | None:
+    import torch
+
+    from profiles.profiler.run import machine_identity
+    return machine_identity(torch.device(device))
+
+
 def _device_name(device: str) -> str:
     import torch
 
@@ -110,6 +117,7 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
     scenarios.validation.reference.compare.combine_repeats); returns (steps frame, requests frame, summary dict,
     op-kind breakdown frame or None)."""
     from profiles.predictor import profile_dir_for, profile_dir_for_device
+    from profiles.profiler.machine import same_machine
     from profiles.profiler.table import read_fingerprint
     from scenarios.validation.reference.compare import (combine_repeats, match_requests, match_steps, request_summary,
                                             step_summary, targets_met)
@@ -122,8 +130,9 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
 
     hardware = _device_id(device)
     here = _device_name(device)
+    identity = _machine_identity(device)
     if profile_dir is None:  # the shipped profile of this very machine, where there is one
-        found, _ = profile_dir_for_device(hardware, here)  # a mismatch is reported below
+        found, _ = profile_dir_for_device(hardware, here, identity)  # a mismatch is reported below
     else:
         found = profile_dir_for(hardware, profile_dir)
     if found is None:
@@ -184,10 +193,11 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
     if load.oversubscribed:
         warnings.append(f"the machine was busy: {load.describe()}; the reference timings cannot be trusted "
                         f"(rerun on a quiet machine or with fewer --threads)")
-    if fingerprint.get("device_name") not in (None, here):
-        warnings.append(f"profile {found} was measured on {fingerprint.get('device_name')!r}, this machine is "
-                        f"{here!r}: the error below compares two machines; measure this one with `draftsim "
-                        f"profile --device {device}` (filed as profiles/data/{hardware}--<machine>/) or rerun "
+    if fingerprint.get("device_name") is not None and not same_machine(fingerprint, here, identity):
+        theirs = fingerprint.get("cpu_identity") or f"L3 {fingerprint.get('llc_bytes')} bytes"
+        warnings.append(f"profile {found} was measured on {fingerprint.get('device_name')!r} ({theirs}), this "
+                        f"machine is {here!r} ({identity}): the error below compares two machines; measure this "
+                        f"one with `draftsim profile --device {device} --package-data` (filed as profiles/data/{hardware}--<machine>/) or rerun "
                         f"with --profile-first")
     if fingerprint.get("threads") not in (None, threads):
         warnings.append(f"profile measured with {fingerprint.get('threads')} threads, reference run with {threads}")

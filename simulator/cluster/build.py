@@ -101,7 +101,8 @@ def pool_kind(scenario: Scenario, pool, where: str, seed: int, base_dir: Path,
         latency=cl.latency, moe=cl.moe, memory_utilization=cl.gpu_memory_utilization, drafter=scenario.drafter,
         speculation=scenario.speculation, acceptance=scenario.acceptance, policy=scenario.policy,
         acceptance_seed=seed, base_dir=base_dir, where=where, latencies=latencies, kv_dtype=cl.kv_dtype,
-        kv_layout=cl.kv_cache.layout, early_exit=scenario.early_exit)
+        kv_layout=cl.kv_cache.layout, early_exit=scenario.early_exit, engine_config=cl.engine,
+        scheduler=scenario.scheduler)
 
 
 def _router(name: str, replicas: int, rng, where: str):
@@ -207,12 +208,16 @@ def batch_scheduler(scenario: Scenario):
     return SCHEDULERS[cfg.kind], BatchLimits(cfg.max_batch_size, cfg.max_batched_tokens, cfg.chunk_tokens)
 
 
-def _step_log(scenario: Scenario, table: RequestTable, num_replicas: int) -> StepLog:
+def _step_log(scenario: Scenario, table: RequestTable, kinds: list[tuple[ReplicaKind, int]]) -> StepLog:
+    """The run's step log; `kinds`: (replica kind, replicas) of its pools in replica order (their power models
+    count the steps' energy, simulator.results.energy)."""
+    from simulator.results.energy import run_power
     out = scenario.outputs
-    return StepLog(out.steps, num_replicas=num_replicas, sample_every=out.step_sample_every,
+    return StepLog(out.steps, num_replicas=sum(n for _, n in kinds), sample_every=out.step_sample_every,
                    interval_s=out.step_interval_s,
                    window_start_s=float(table.arrival_s.min()) if len(table) else 0.0,
-                   extra=("kv_io_s",) if scenario.cluster.kv_cache.host_memory_gib > 0 else ())
+                   extra=("kv_io_s",) if scenario.cluster.kv_cache.host_memory_gib > 0 else (),
+                   power=run_power(kinds, scenario.energy))
 
 
 def _alltoall_pricer(pools: list[Pool]):
@@ -245,7 +250,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
         kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
         blocks = kind.blocks(block)
         table, state, workload_s = _requests(scenario, streams, base_dir, kind.target)
-        log = _step_log(scenario, table, cl.replicas)
+        log = _step_log(scenario, table, [(kind, cl.replicas)])
         scheduler, limits = batch_scheduler(scenario)
         replicas = [Replica(i, state, scheduler(limits), kv_manager(scenario, kind, blocks, state, table), limits, kind.cost,
                             kind.acceptance, log, kind.policy) for i in range(cl.replicas)]
@@ -269,8 +274,8 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     blocks = {name: kinds[name].blocks(block, f"{DISAGG}.{name}") for name in kinds}
     table, state, workload_s = _requests(scenario, streams, base_dir, kinds["decode"].target)
     np_, nd = dis.prefill.replicas, dis.decode.replicas
-    log = _step_log(scenario, table, np_ + nd)
     kp, kd = kinds["prefill"], kinds["decode"]
+    log = _step_log(scenario, table, [(kp, np_), (kd, nd)])
     scheduler, limits = batch_scheduler(scenario)
     prefill = [PrefillReplica(i, state, scheduler(limits), kv_manager(scenario, kp, blocks["prefill"], state, table), limits,
                               kp.cost, None, log) for i in range(np_)]

@@ -28,39 +28,52 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.errors import FieldError
 from models.spec import ModelSpec, kv_cache_dtype, validate_parallelism
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec
+from profiles.select import LATENCY_SOURCES
 from simulator.cost.drafters import DraftContext, DrafterBuild, build_drafter, overlap_exposure
 from simulator.errors import ScenarioError
 from simulator.speculation.control import make_policy
 from simulator.config.scenario import LatencyConfig, MoeConfig, ParallelismConfig
 from simulator.speculation.shapes import SpeculationBuild, build_speculation
-from simulator.cost.step_cost import ForwardCost, StepCostModel
+from simulator.speculation.suffix.acceptance import bind_proposer
+from simulator.cost.step_cost import StepCostModel
+from simulator.cluster import target_costs
+from simulator.cluster.target_costs import BuildContext, Facts
 
 GIB = 1024 ** 3
+CPU_ID = "cpu-local"   # the catalog's entry for the local CPU (nominal figures; profiles measure the real ones)
 
 
 def make_latency_model(lat: LatencyConfig, hardware: HardwareSpec, dtype: str, base_dir: Path,
                        kv_dtype: str | None = None):
-    """The latency model of `cluster.latency` (profiles.select); a MeasuredDataError becomes a
-    ScenarioError naming the field to change."""
-    from profiles.measured import MeasuredDataError
+    """The latency model of `cluster.latency` (profiles.select); what it cannot serve becomes a ScenarioError
+    naming the field to change."""
     from profiles.select import LatencySourceConfig, select_latency
     profile_dir = Path(lat.profile_dir) if lat.profile_dir else None
     if profile_dir is not None and not profile_dir.is_absolute():
         profile_dir = base_dir / profile_dir
     if profile_dir is not None and not profile_dir.is_dir():
         raise ScenarioError("cluster.latency.profile_dir", f"no such directory: {profile_dir}")
+    if lat.source == "auto" and hardware.id == CPU_ID:
+        raise ScenarioError("cluster.latency.source", f"auto would price {CPU_ID} (this machine's CPU, a "
+                                                      "GPU scenario on a CPU) with the roofline of nominal "
+                                                      "figures; give source: profile (tables measured here by "
+                                                      "`draftsim profile`) or, knowingly, roofline")
+    if lat.source == "profile":
+        from profiles.predictor import profile_dir_for
+        if profile_dir_for(hardware.id, profile_dir) is None:   # (else the roofline would answer, silently)
+            where = str(profile_dir) if profile_dir is not None else f"profiles/data/{hardware.id}/"
+            raise ScenarioError("cluster.latency.source", f"profile, but {where} holds no profile (ops.csv) of "
+                                                          f"{hardware.id}; measure one with `draftsim profile` "
+                                                          "and give its folder as profile_dir, or use source auto")
     config = LatencySourceConfig(lat.source, lat.framework, lat.version, profile_dir)
     try:
         return select_latency(hardware, dtype, config, kv_dtype)
-    except MeasuredDataError as exc:
-        raise ScenarioError(exc.field, str(exc).split(": ", 1)[1]) from None
-    except ValueError as exc:
-        if lat.source != "engine_profile":
-            raise
-        raise ScenarioError("cluster.latency.profile_dir", str(exc).split(": ", 1)[1]) from None
+    except FieldError as exc:   # (profiles.measured.MeasuredDataError, an engine profile that cannot be read)
+        raise ScenarioError(exc.field, exc.message) from None
 
 
 def drafter_family(drafter) -> str | None:
@@ -71,28 +84,52 @@ def drafter_family(drafter) -> str | None:
     return None if drafter.kind == "none" else engine_family(drafter)
 
 
-def make_engine_time(lat: LatencyConfig, hardware_id: str, latency, drafter: str | None):
+def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, drafter, *, speculating: bool,
+                     tree: bool, q: int, par: Parallelism, scheduler=None):
     """The serving engine's per-step time model (profiles.engine_time), or None: on by default for GPUs
-    (off for the local CPU, whose profile measures host work per pass), at `engine_version`, else the
-    framework version that priced the kernels (the newest when the kernels come from elsewhere), as it
-    runs with `drafter` (`drafter_family`)."""
-    from profiles.engine_time import engine_time_for
-    enabled = lat.engine_time if lat.engine_time is not None else (hardware_id != "cpu-local"
-                                                                   or lat.source == "engine_profile")
+    (off for the local CPU, whose profile measures host work per pass). The engine is `cluster.engine`
+    (framework and version default to `cluster.latency`'s, then to the measured tables' version, then to the
+    newest modelled release), checked against what that version offers and refuses
+    (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits and GPUs."""
+    from profiles.engine_time.frameworks import Deployment, build_engine, entry_for
+    from profiles.engine_time.support import Context, UnsupportedCombination, check
+    from simulator.config.engine import EngineConfig, engine_settings
+    engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
+    own = LATENCY_SOURCES[lat.source].engine_time
+    enabled = lat.engine_time if lat.engine_time is not None else (hw.id != "cpu-local" or own)
+    family = drafter_family(drafter) if speculating else None
     if not enabled:
         return None
-    if lat.source == "engine_profile":   # the profiled engine's own host time per step
+    if own:   # the profiled engine's own host time per step
         from profiles.engine_time.engine_profile import engine_time_of
-        return engine_time_of(latency.profile, drafter)
-    version = lat.engine_version
-    if version is None and latency.framework == lat.framework:
-        version = latency.version
+        return engine_time_of(latency.profile, family)
+    settings = engine_settings(engine_cfg, lat)
+    if settings.version is None and getattr(latency, "framework", None) == settings.framework:
+        settings = dataclasses.replace(settings, version=latency.version)
     try:
-        engine = engine_time_for(lat.framework, version)
-    except ValueError as exc:
-        field, message = str(exc).split(": ", 1)
-        raise ScenarioError(field, message) from None
-    return engine.for_drafter(drafter)
+        entry = entry_for(settings.framework, settings.version)
+        version = settings.version or entry.get("latest") or entry["versions"]["min"]
+        mixed = scheduler is not None and scheduler.kind in ("sarathi", "vllm_v1")
+        context = Context(drafter=family, tree=tree, pp=par.pp, attention_dp=par.attention_dp, mixed_chunks=mixed,
+                          num_scheduler_steps=engine_cfg.num_scheduler_steps)
+        check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
+        deployment = Deployment(max_num_seqs=scheduler.max_batch_size if scheduler is not None else 256,
+                                max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,
+                                q=q, speculating=speculating, hbm_bytes=hw.hbm_bytes, tp=par.tp)
+        engine = build_engine(dataclasses.replace(settings, version=version), deployment)
+    except (UnsupportedCombination, FieldError) as exc:
+        raise ScenarioError(exc.field, exc.message) from None
+    return engine.for_drafter(family, keep_overlap=settings.async_scheduling is True)
+
+
+def _modes_elsewhere(framework: str) -> dict[str, list[str]]:
+    """CUDA-graph mode -> the version ranges of any framework that offer it (for error messages)."""
+    from profiles.engine_time.frameworks import _entries, version_range
+    out: dict[str, list[str]] = {}
+    for e in _entries():
+        for mode in e["graphs"]["modes"]:
+            out.setdefault(mode, []).append(f"{e['framework']} {version_range(e)}")
+    return out
 
 
 def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
@@ -216,12 +253,10 @@ def resolve_hardware(hardware, base_dir: Path | None, field: str = "cluster.hard
     from profiles.hardware_file import load_hardware
     try:
         return load_hardware(hardware, base_dir, field)
-    except ValueError as exc:
-        text = str(exc)
-        if text.startswith(field):  # the message already names the (sub-)field
-            sub, _, message = text.partition(": ")
-            raise ScenarioError(sub, message) from None
-        raise ScenarioError(field, text) from None
+    except FieldError as exc:   # the (sub-)field of an inline block or file
+        raise ScenarioError(exc.field, exc.message) from None
+    except ValueError as exc:   # (an unknown catalog id)
+        raise ScenarioError(field, str(exc)) from None
 
 
 def resolve_model(model, base_dir: Path | None, field: str = "cluster.model") -> ModelSpec:
@@ -244,15 +279,10 @@ def check_dtypes(hw: HardwareSpec, dtype: str, kv_dtype: str | None, where: str 
     return kv_cache_dtype(dtype, kv_dtype)
 
 
-def measured_passes(latency: LatencyConfig, lat, target_cost, built_drafter, drafter, par: Parallelism,
-                    early_exit, shadow: bool, realign: bool):
+def measured_passes(lat, target_cost, built_drafter, drafter):
     """Target and draft pass pricers of `cluster.latency.source: engine_profile` (simulator.cost.measured_pass):
-    a real engine's measured passes of the catalog models; combinations it cannot price are refused."""
+    a real engine's measured passes of the catalog models (what else it needs: simulator.cluster.target_costs)."""
     from simulator.cost.measured_pass import MeasuredPassCost
-    if par.gpus != 1 or early_exit is not None or shadow or realign or latency.nano_batches > 1:
-        raise ScenarioError("cluster.latency.source", "engine_profile prices whole measured passes of one device: "
-                            "it needs tp = pp = ep = 1, no early_exit, kv_cache layout paged, speculation.alignment "
-                            "paged and nano_batches 1")
     if drafter.kind not in ("none", "ngram", "draft_model") or (
             drafter.kind == "draft_model" and (drafter.placement != "colocated" or drafter.layer_parallel > 1)):
         raise ScenarioError("drafter.kind", "engine_profile prices n-gram drafters and colocated draft models "
@@ -262,9 +292,8 @@ def measured_passes(latency: LatencyConfig, lat, target_cost, built_drafter, dra
         if built_drafter is not None and drafter.kind == "draft_model":
             built_drafter = dataclasses.replace(built_drafter, cost=MeasuredPassCost(
                 built_drafter.cost, lat.profile.pass_model(built_drafter.spec.name, "drafter.model")))
-    except KeyError as exc:
-        field, message = exc.args[0].split(": ", 1)
-        raise ScenarioError(field, message) from None
+    except FieldError as exc:
+        raise ScenarioError(exc.field, exc.message) from None
     return target_cost, built_drafter
 
 
@@ -272,7 +301,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                        latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
                        speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
                        where: str = "cluster", latencies: dict | None = None,
-                       kv_dtype: str | None = None, kv_layout=None, early_exit=None) -> ReplicaKind:
+                       kv_dtype: str | None = None, kv_layout=None, early_exit=None, engine_config=None,
+                       scheduler=None) -> ReplicaKind:
     """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline
     block (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
     (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
@@ -281,8 +311,11 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
     steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`: the KV
     cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
-    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer)."""
+    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `engine_config`:
+    cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
+    CUDA-graph capture sizes; None: 256 sequences, 8192 tokens)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
+    acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
     target = resolve_model(model, base_dir)
     kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
     par = parallelism_of(target, parallelism, where)
@@ -299,7 +332,6 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     lat = latencies.get(hw.id)
     if lat is None:
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
-    engine = make_engine_time(latency, hw.id, lat, drafter_family(drafter) if speculating else None)
     built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype,
                                   DraftContext(moe, base_dir)) if speculating else None
     if built_drafter is not None and built_drafter.fixed_chain is not None:
@@ -307,20 +339,13 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
             raise ScenarioError("speculation.kind", f"{built_drafter.fixed_chain}: it needs 'chain'")
         if policy.kind != "fixed":
             raise ScenarioError("policy.kind", f"{built_drafter.fixed_chain}: control policies need 'fixed'")
-    shadow = kv_layout is not None and kv_layout.kind == "shadowkv"
-    if shadow and (built_drafter is not None or par.ep > 1 or latency.nano_batches > 1):
-        raise ScenarioError("cluster.kv_cache.layout.kind", "shadowkv prices the target's own passes: it needs drafter none, "
-                            "ep 1 and cluster.latency.nano_batches 1")
-    if target.is_hybrid and (shadow or early_exit is not None or (speculation.kind == "chain" and
-                                                                  speculation.alignment == "realign" and speculating)):
-        raise ScenarioError("cluster.model", f"{target.name} has linear-attention/Mamba layers: ShadowKV, early exit "
-                            "and realigned speculation are modelled for softmax-attention models only")
-    if early_exit is not None:
-        if built_drafter is not None or shadow or latency.nano_batches > 1 or par.ep > 1 or par.pp > 1 or target.is_moe:
-            raise ScenarioError("early_exit", "early exit is modelled for plain decoding of a dense target: it needs "
-                                "drafter none, kv_cache layout paged, nano_batches 1, ep 1, pp 1")
-        if max(early_exit.exit_layers) >= target.num_layers:
-            raise ScenarioError("early_exit.exit_layers", f"must be below {target.name}'s {target.num_layers} layers")
+    realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None
+    facts = Facts(built_drafter is not None, par.ep, par.pp, par.gpus, latency.nano_batches,
+                  kv_layout.kind if kv_layout is not None else "paged", early_exit is not None, realign,
+                  target.is_moe, target.is_hybrid, LATENCY_SOURCES[latency.source].whole_passes)
+    target_costs.check(facts)   # every variant's compatibility errors (simulator.cluster.target_costs)
+    if early_exit is not None and max(early_exit.exit_layers) >= target.num_layers:
+        raise ScenarioError("early_exit.exit_layers", f"must be below {target.name}'s {target.num_layers} layers")
     kv_fraction = 1.0
     if kv_layout is not None:   # how much of a token's KV the GPU keeps (simulator.core.kv.KV_LAYOUTS)
         from simulator.core.kv import KV_LAYOUTS
@@ -331,49 +356,21 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         kv_fraction = layout.gpu_fraction(target, kv_layout)
     kv_tokens = 0 if memory_utilization is None else \
         kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype, kv_fraction)
-    realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None
-    if latency.nano_batches > 1 and (par.ep > 1 or realign):
-        raise ScenarioError("cluster.latency.nano_batches", "NanoFlow's overlap is modelled for dense target "
-                            "passes with paged KV: it needs ep 1 and speculation.alignment 'paged'")
-    if par.ep > 1:
-        if realign:
-            raise ScenarioError("speculation.alignment", "'realign' models a padded single-group batch; "
-                                "expert parallelism needs 'paged'")
-        from simulator.cost.moe import make_ep_forward_cost
-        target_cost = make_ep_forward_cost(target, par, lat, dtype, hw, moe, base_dir, kv_dtype)
-    elif realign:
-        from simulator.cost.ragged import RealignedForwardCost
-        target_cost = RealignedForwardCost(
-            target, par, lat, dtype, kv_dtype,
-            kv_bytes_per_token=target.kv_bytes_per_token_per_gpu(par, kv_dtype) + built_drafter.kv_bytes_per_token_per_gpu,
-            hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
-    elif early_exit is not None:
-        from simulator.cost.early_exit import EarlyExitForwardCost
-        target_cost = EarlyExitForwardCost(target, par, lat, dtype, kv_dtype, exit_layers=tuple(early_exit.exit_layers),
-                                           exit_probs=tuple(early_exit.exit_probs))
-    elif shadow:
-        from simulator.cost.shadowkv import ShadowKVForwardCost
-        target_cost = ShadowKVForwardCost(target, par, lat, dtype, kv_dtype, rank=kv_layout.rank,
-                                          sparse_budget=kv_layout.sparse_budget, chunk_tokens=kv_layout.chunk_tokens,
-                                          link_bandwidth_bytes_per_s=hw.host_link_bandwidth_bytes_per_s,
-                                          link_latency_s=hw.host_link_latency_s)
-    elif latency.nano_batches > 1:
-        from simulator.cost.nanoflow import NanoFlowForwardCost
-        target_cost = NanoFlowForwardCost(target, par, lat, dtype, kv_dtype, nano_batches=latency.nano_batches,
-                                          peak_flops_per_s=hw.peak_flops.get(dtype, hw.peak_flops["bf16"]),
-                                          hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
-    else:
-        target_cost = ForwardCost(target, par, lat, dtype, kv_dtype)
-    if latency.source == "engine_profile":
-        target_cost, built_drafter = measured_passes(latency, lat, target_cost, built_drafter, drafter, par,
-                                                     early_exit, shadow, realign)
+    target_cost = target_costs.build(facts, BuildContext(target, par, lat, dtype, kv_dtype, hw, moe, base_dir,
+                                                         built_drafter, kv_layout, early_exit, latency.nano_batches))
+    if facts.measured_passes:
+        target_cost, built_drafter = measured_passes(lat, target_cost, built_drafter, drafter)
     spec = control = None
-    if built_drafter is None:
-        cost = StepCostModel(target_cost, None, 0, engine=engine)
-    else:
+    if built_drafter is not None:
         max_gamma = max(gamma, policy.max_gamma if policy.kind in ("smartspec", "thompson") else 0)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
                                  built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
+    q = 1 if spec is None else spec.verify_q
+    engine = make_engine_time(latency, engine_config, hw, lat, drafter, speculating=built_drafter is not None,
+                              tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler)
+    if built_drafter is None:
+        cost = StepCostModel(target_cost, None, 0, engine=engine)
+    else:
         vllm_proposer = drafter.kind == "draft_model" and drafter.passes == "vllm"
         if vllm_proposer and (spec.tree is not None or policy.kind != "fixed"):
             raise ScenarioError("drafter.passes", "'vllm' is vLLM's fixed-γ chain proposer: it needs speculation.kind "

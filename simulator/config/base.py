@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic_core import PydanticCustomError
 
 
 class Strict(BaseModel):
@@ -21,3 +22,14 @@ class Strict(BaseModel):
 
 def _spec(value):
     return value.spec() if isinstance(value, Strict) and value.SPEC is not None else value
+
+
+def _version_is_text(value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise PydanticCustomError("version_text", "give the version as a quoted string (YAML reads {v} as a "
+                                                  "number), e.g. \"0.10.0\"", {"v": value})
+    return value
+
+
+# a release number written as text ("0.10.0"; YAML would read 0.10 as a float)
+VersionText = Annotated[str | None, BeforeValidator(_version_is_text)]

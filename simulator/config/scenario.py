@@ -10,17 +10,19 @@ from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic_core import PydanticCustomError
 
+from profiles.select import SOURCES
 from simulator.errors import ScenarioError
-from simulator.config.base import Strict
+from simulator.config.base import Strict, VersionText
 from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
                                    PairAcceptanceConfig, PolicyConfig, RankedAcceptanceConfig, SpeculationConfig,
                                    ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig,
                                    PublishedAcceptanceConfig)
+from simulator.config.engine import EngineConfig
 from simulator.config.names import FolderName
+from simulator.config.speculation import SessionsAcceptanceConfig, SuffixDrafterConfig
 from simulator.config.retrieval import RetrievalConfig
 from simulator.config.workload import WorkloadConfig
 
@@ -92,31 +94,27 @@ class LatencyConfig(Strict):
     the tables' version, or the newest). `nano_batches` k ≥ 2 (NanoFlow): decode-only target passes run as k
     nano-batches whose compute-, memory- and network-bound ops overlap (simulator.cost.nanoflow)."""
 
-    source: Literal["auto", "measured", "profile", "roofline", "engine_profile"] = "auto"
+    source: Literal[SOURCES] = "auto"   # (profiles.select.LATENCY_SOURCES)
     framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
-    version: str | None = None
+    version: VersionText = None
     profile_dir: str | None = None
     engine_time: bool | None = None
-    engine_version: str | None = None
+    engine_version: VersionText = None
     nano_batches: int = Field(1, ge=1, le=64)
-
-    @field_validator("version", "engine_version", mode="before")
-    @classmethod
-    def _version_is_text(cls, value):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            raise PydanticCustomError("version_text", "give the version as a quoted string (YAML reads {v} as a "
-                                                      "number), e.g. \"0.10.0\"", {"v": value})
-        return value
 
     @model_validator(mode="after")
     def _fields_of_the_source(self) -> "LatencyConfig":
-        if self.profile_dir is not None and self.source not in ("profile", "engine_profile"):
-            raise ValueError("profile_dir is only used with source: profile or engine_profile")
-        if self.source == "engine_profile" and self.profile_dir is None:
-            raise ValueError("source engine_profile needs profile_dir: a folder of `draftsim profile --engine vllm` "
+        from profiles.select import LATENCY_SOURCES
+        source = LATENCY_SOURCES[self.source]
+        if self.profile_dir is not None and source.profile_dir is None:
+            readers = [name for name, s in LATENCY_SOURCES.items() if s.profile_dir is not None]
+            raise ValueError(f"profile_dir is only used with source: {' or '.join(readers)}")
+        if source.profile_dir == "required" and self.profile_dir is None:
+            raise ValueError(f"source {self.source} needs profile_dir: a folder of `draftsim profile --engine vllm` "
                              "profiles")
-        if self.version is not None and self.source not in ("auto", "measured"):
-            raise ValueError("version selects measured tables; it needs source: measured or auto")
+        if self.version is not None and not source.versioned:
+            versioned = [name for name, s in LATENCY_SOURCES.items() if s.versioned]
+            raise ValueError(f"version selects measured tables; it needs source: {' or '.join(reversed(versioned))}")
         return self
 
 
@@ -193,17 +191,43 @@ class ClusterConfig(Strict):
     router: str = "round_robin"
     gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
     latency: LatencyConfig = LatencyConfig()
+    engine: EngineConfig = EngineConfig()
     moe: MoeConfig = MoeConfig()
     disaggregation: DisaggregationConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_fills_its_sections(cls, data):
+        """`cluster.engine` names the framework (the kernels' too unless cluster.latency.framework says
+        otherwise) and, where given, prefix caching (cluster.kv_cache.prefix_caching, which must agree);
+        `cluster.latency.engine_version` is the older spelling of `cluster.engine.version`."""
+        if not isinstance(data, dict) or not isinstance(data.get("engine"), dict):
+            return data
+        engine, data = data["engine"], dict(data)
+        latency = data.get("latency") if isinstance(data.get("latency"), dict) else None
+        if engine.get("framework") is not None and (latency is None or "framework" not in latency):
+            data["latency"] = {**(latency or {}), "framework": engine["framework"]}
+        if latency is not None and latency.get("engine_version") is not None and engine.get("version") is not None \
+                and latency["engine_version"] != engine["version"]:
+            raise ValueError("cluster.engine.version and cluster.latency.engine_version (its older spelling) differ; "
+                             "give one")
+        if engine.get("prefix_caching") is not None:
+            kv = data.get("kv_cache") if isinstance(data.get("kv_cache"), dict) else {}
+            if kv.get("prefix_caching") is not None and kv["prefix_caching"] != engine["prefix_caching"]:
+                raise ValueError("cluster.engine.prefix_caching and cluster.kv_cache.prefix_caching differ; give one")
+            data["kv_cache"] = {**kv, "prefix_caching": engine["prefix_caching"]}
+        return data
 
     @model_validator(mode="after")
     def _pools_own_their_layout(self) -> "ClusterConfig":
         if self.disaggregation is not None and (self.replicas != 1 or self.parallelism != ParallelismConfig()):
             raise ValueError("with cluster.disaggregation set, give replicas and parallelism per pool "
                              "(cluster.disaggregation.prefill / .decode), not under cluster")
-        if self.latency.source == "engine_profile" and self.kv_cache.shared_prefix_attention:
-            raise ValueError("shared_prefix_attention re-prices attention op by op; latency source engine_profile "
-                             "prices whole measured passes (set kv_cache.shared_prefix_attention: false)")
+        from profiles.select import LATENCY_SOURCES
+        if LATENCY_SOURCES[self.latency.source].whole_passes and self.kv_cache.shared_prefix_attention:
+            raise ValueError(f"shared_prefix_attention re-prices attention op by op; latency source "
+                             f"{self.latency.source} prices whole measured passes (set "
+                             "kv_cache.shared_prefix_attention: false)")
         return self
 
 
@@ -238,7 +262,7 @@ class DraftModelDrafterConfig(Strict):
 
 DrafterConfig = Annotated[Union[NoDrafterConfig, DraftModelDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                 NgramDrafterConfig, CascadeDrafterConfig, SparseKVDrafterConfig,
-                                Eagle3DrafterConfig, MtpDrafterConfig],
+                                Eagle3DrafterConfig, MtpDrafterConfig, SuffixDrafterConfig],
                           Field(discriminator="kind")]
 
 
@@ -280,7 +304,8 @@ class TraceAcceptanceConfig(Strict):
 
 AcceptanceConfig = Annotated[Union[ConstantAcceptanceConfig, PositionalAcceptanceConfig, TraceAcceptanceConfig,
                                    RankedAcceptanceConfig, PairAcceptanceConfig, ContextsAcceptanceConfig,
-                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig, PublishedAcceptanceConfig],
+                                   DriftingAcceptanceConfig, StepLevelAcceptanceConfig, PublishedAcceptanceConfig,
+                                   SessionsAcceptanceConfig],
                              Field(discriminator="kind")]
 
 
@@ -333,6 +358,12 @@ class SchedulerConfig(Strict):
         if self.kind == "sarathi" and self.chunk_tokens > self.max_batched_tokens:
             raise ValueError(f"chunk_tokens ({self.chunk_tokens}) must be <= max_batched_tokens "
                              f"({self.max_batched_tokens})")
+        if self.kind in ("vllm", "vllm_v1") and self.max_batched_tokens < self.max_batch_size:
+            # vLLM refuses it too (vllm/config/scheduler.py, SchedulerConfig._verify_args: "max_num_batched_tokens
+            # ... must be greater than or equal to max_num_seqs"): every running sequence needs a token per step
+            raise ValueError(f"max_batched_tokens ({self.max_batched_tokens}) must be >= max_batch_size "
+                             f"({self.max_batch_size}): each running request needs at least one token of the "
+                             "step's budget (vLLM's own rule)")
         return self
 
 
@@ -381,6 +412,19 @@ class OutputsConfig(Strict):
     step_interval_s: float = Field(1.0, gt=0, allow_inf_nan=False)
 
 
+class EnergyConfig(Strict):
+    """Energy and cost figures of the summary (simulator.results.energy). `power_model`: how a GPU's power
+    follows its steps (profiles.power: utilization | busy); `host_power_w_per_gpu`: the node's power beside
+    its GPUs (CPUs, memory, NVSwitch, NICs, fans) per GPU (default: the hardware's `host_w_per_gpu`);
+    `usd_per_gpu_hour` (default: simulator.workflows.plan.prices, where quoted) and `usd_per_kwh` (default:
+    energy not billed) price `usd_per_mtok`."""
+
+    power_model: Literal["utilization", "busy"] = "utilization"
+    host_power_w_per_gpu: float | None = Field(None, ge=0, allow_inf_nan=False)
+    usd_per_gpu_hour: float | None = Field(None, gt=0, allow_inf_nan=False)
+    usd_per_kwh: float | None = Field(None, ge=0, allow_inf_nan=False)
+
+
 class SLOConfig(Strict):
     """Service-level objectives per request (unset = not constrained) and the target attainment."""
 
@@ -406,6 +450,27 @@ class Scenario(Strict):
     simulation: SimulationConfig = SimulationConfig()
     slo: SLOConfig = SLOConfig()
     outputs: OutputsConfig = OutputsConfig()
+    energy: EnergyConfig = EnergyConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _chunked_prefill_sets_the_scheduler(cls, data):
+        """`cluster.engine.chunked_prefill` given: prompt chunks ride along with decode steps (scheduler kind
+        sarathi; vllm_v1 chunks too) or do not (kind vllm); an explicit scheduler.kind must agree."""
+        if not isinstance(data, dict) or not isinstance(data.get("cluster"), dict):
+            return data
+        engine = data["cluster"].get("engine")
+        chunked = engine.get("chunked_prefill") if isinstance(engine, dict) else None
+        if chunked is None:
+            return data
+        scheduler = data.get("scheduler") if isinstance(data.get("scheduler"), dict) else {}
+        kind = scheduler.get("kind", scheduler.get("policy"))
+        if kind is None:
+            return {**data, "scheduler": {**scheduler, "kind": "sarathi" if chunked else "vllm"}}
+        if (kind in ("sarathi", "vllm_v1")) != bool(chunked):
+            raise ValueError(f"cluster.engine.chunked_prefill is {chunked} but scheduler.kind {kind!r} "
+                             f"{'does not chunk prompts' if chunked else 'chunks prompts'}; give one")
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -424,6 +489,25 @@ class Scenario(Strict):
         data = {**data, "scheduler": {k: v for k, v in scheduler.items() if k not in moved},
                 "simulation": {**simulation, **{k: scheduler[k] for k in moved}}}
         return data
+
+    @field_validator("drafter", "speculation", "acceptance", "policy", mode="before")
+    @classmethod
+    def _bare_word_is_a_kind(cls, value):
+        """`policy: fixed` means `policy: {kind: fixed}`: a kind without fields may be written as a bare word
+        (as the README writes `fixed`, `specreason`, `proposed`, `pearl`)."""
+        return {"kind": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _budget_holds_a_speculative_step(self) -> "Scenario":
+        """vllm_v1 steps a decoding request only when its 1 + γ tokens fit the step's budget (vLLM would
+        shrink γ instead: simulator.core.sched.vllm_v1, named approximation), so a budget below one chain step
+        would leave requests unstepped: refused."""
+        gamma = getattr(self.drafter, "gamma", 0) or 0
+        if self.scheduler.kind == "vllm_v1" and self.speculation.kind == "chain" and \
+                self.scheduler.max_batched_tokens < 1 + gamma:
+            raise ValueError(f"scheduler.max_batched_tokens ({self.scheduler.max_batched_tokens}) is below one "
+                             f"speculative step of a request (1 + drafter.gamma = {1 + gamma} tokens)")
+        return self
 
 
 
@@ -464,7 +548,8 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
     elif first["type"] == "value_error":  # a validator's own message, without pydantic's "Value error, "
         msg = str(ctx.get("error") or msg.removeprefix("Value error, "))
     value, depth = _value_at(loc, data)
-    if depth < len(loc) - 1 and not isinstance(value, dict) and isinstance(loc[depth + 1], str):
+    tagged = first["type"] in ("union_tag_invalid", "union_tag_not_found")   # (a bare word: `policy: nope`)
+    if not tagged and depth < len(loc) - 1 and not isinstance(value, dict) and isinstance(loc[depth + 1], str):
         # a value of the wrong type where a union (e.g. a name or a mapping) was expected: pydantic tags each
         # member's error with the member's type; say which kinds of value the field takes instead
         prefix = loc[:depth + 1]
@@ -498,10 +583,13 @@ def _parse_override(text: str) -> tuple[list[str], Any]:
     key, raw = text.split("=", 1)
     if not key or any(not part for part in key.split(".")):
         raise ScenarioError("--set", f"bad key path {key!r}")
+    from models.files import DocumentError, parse_yaml
     try:
-        value = yaml.safe_load(raw) if raw != "" else ""
+        value = parse_yaml(raw) if raw != "" else ""
     except yaml.YAMLError:
         value = raw
+    except DocumentError as exc:
+        raise ScenarioError("--set", f"{key}: the value {exc}") from None
     return key.split("."), value
 
 
@@ -524,19 +612,22 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
 
 
 def read_scenario_dict(path: str | Path) -> dict:
+    """The top-level mapping of a scenario (or sweep, plan) file, read as models.files reads every user
+    file: a regular file of UTF-8 text, YAML without duplicate keys, deep nesting or alias bombs; one
+    ScenarioError on `scenario` saying what is wrong otherwise."""
+    from models.files import DocumentError, describe, file_kind_problem, load_document
+
     path = Path(path)
     if path.is_dir():
         found = sorted(p.name for p in path.glob("*.yaml"))[:5]
         hint = f" (it holds {', '.join(found)})" if found else ""
         raise ScenarioError("scenario", f"{path} is a directory; give a scenario YAML file{hint}")
-    if not path.is_file():
+    if file_kind_problem(path) == "file not found":
         raise ScenarioError("scenario", f"file not found: {path}")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ScenarioError("scenario", f"malformed YAML in {path}{where}") from None
+        data = load_document(path, "YAML")
+    except DocumentError as exc:
+        raise ScenarioError("scenario", describe(path, exc)) from None
     if not isinstance(data, dict):
         raise ScenarioError("scenario", f"{path} must contain a mapping at top level")
     return data

@@ -9,7 +9,9 @@ YAML reference (each section is a discriminated union on `kind`):
                 eagle3      {head, gamma}                         # EAGLE-3 head on captured hidden states
                 mtp         {gamma, modules}                      # the model's multi-token-prediction modules
                 layer_skip  {gamma, layers_fraction}                  # self-speculation, shared KV
-                ngram       {gamma}                                   # prompt lookup, ~zero cost
+                ngram       {gamma, prompt_lookup_max, prompt_lookup_min}  # prompt lookup, ~zero cost
+                suffix      {gamma, max_tree_depth, max_cached_requests, max_spec_factor, max_spec_offset,
+                             min_token_prob}                  # suffix decoding (vLLM method: suffix)
                 sparse_kv   {gamma, kv_budget}                        # MagicDec: self-speculation, windowed KV
                 cascade     {stages: [{model|self, tokens, tp, kv_budget, inner_gamma, inner_alpha, inner_model,
                                           reuse_hit_rate, reuse_alpha}]}   # + Ouroboros' candidate reuse
@@ -25,10 +27,14 @@ YAML reference (each section is a discriminated union on `kind`):
                 step_level {accept}                 # a whole reasoning step accepted or not (SpecReason)
                 published {entry} or {method, target, draft, dataset, temperature, depth}  # the published registry
                 pair   {p, q} or {vocab, zipf, q_power}   # stationary target/draft distributions
+                sessions {corpus, workloads}        # suffix / ngram drafters run on real multi-turn sessions
   policy:       fixed | smartspec {max_gamma} | specdecpp {threshold} | tetris {budget_tokens}
                 | load_switch {max_batch, max_queue} | specreason (with acceptance step_level)
                 | thompson {max_gamma, seed}          # online α: Beta posterior, Thompson draws
                 | pearl                               # PEARL pre-/post-verify (drafter.placement separate)
+                | vllm_dynamic {schedule: [[lo, hi, K], ...]}          # vLLM Dynamic SD (v0.24+)
+                | trtllm_schedule {draft_len_schedule, acceptance_window, acceptance_length_threshold}
+                | sglang_adaptive {slots, initial_steps, ema_alpha, update_interval, warmup_batches}
 """
 from __future__ import annotations
 
@@ -96,10 +102,50 @@ class LayerSkipDrafterConfig(Strict):
 
 
 class NgramDrafterConfig(Strict):
-    """Prompt lookup / n-gram drafting on the host: no GPU passes."""
+    """Prompt lookup / n-gram drafting on the host: no GPU passes. `prompt_lookup_max`/`_min` (vLLM's names):
+    the longest and shortest n-gram matched (used where the drafter runs on texts: acceptance `sessions`)."""
 
     kind: Literal["ngram"]
     gamma: int = Field(4, ge=0, le=64)
+    prompt_lookup_max: int = Field(3, ge=1, le=64)
+    prompt_lookup_min: int = Field(1, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _window(self) -> "NgramDrafterConfig":
+        if self.prompt_lookup_min > self.prompt_lookup_max:
+            raise ValueError("prompt_lookup_min must be <= prompt_lookup_max")
+        return self
+
+
+class SuffixDrafterConfig(Strict):
+    """Suffix decoding (vLLM `method: suffix`, ArcticInference's SuffixDecodingCache): suffix trees over each
+    request's prompt and output and over the outputs of up to `max_cached_requests` earlier requests
+    (0: no global tree; -1: no limit); each step it drafts the most frequent continuation of the longest
+    useful match, at most min(gamma, max_spec_factor·match + max_spec_offset) tokens of estimated
+    probability ≥ min_token_prob (simulator.speculation.suffix). `gamma` is vLLM's num_speculative_tokens;
+    defaults are vLLM's (max_tree_depth 24, gamma = max_tree_depth, 10000 cached requests, factor 1.0,
+    min_token_prob 0.1; max_spec_offset 0 as vLLM passes none). Host work only; its acceptance comes from
+    running it on a session corpus (acceptance kind `sessions`)."""
+
+    kind: Literal["suffix"]
+    gamma: int = Field(24, ge=1, le=64)
+    max_tree_depth: int = Field(24, ge=2, le=256)
+    max_cached_requests: int = Field(10000, ge=-1)
+    max_spec_factor: float = Field(1.0, ge=0.0, le=64.0)
+    max_spec_offset: float = Field(0.0, ge=-64.0, le=64.0)
+    min_token_prob: float = Field(0.1, ge=0.0, le=1.0)
+
+
+class SessionsAcceptanceConfig(Strict):
+    """Acceptance of a model-free drafter (drafter suffix or ngram) from running it on a corpus of real
+    multi-turn sessions (profiles/data/acceptance/sessions: a shipped name or a parquet path relative to the
+    scenario): per step, the tokens it proposes and the target accepts along the real text
+    (simulator.speculation.suffix.acceptance). `workloads`: serve only these workloads' requests
+    (code_edit, agentic, chat; default all)."""
+
+    kind: Literal["sessions"]
+    corpus: str = "sessions-qwen2.5-coder-0.5b"
+    workloads: list[Literal["code_edit", "agentic", "chat"]] | None = Field(None, min_length=1)
 
 
 class SparseKVDrafterConfig(Strict):
@@ -407,7 +453,8 @@ class LoadSwitchPolicyConfig(Strict):
 class ProposedPolicyConfig(Strict):
     """Each request verifies the draft tokens its drafter actually proposed this step (at most γ): an
     n-gram lookup proposes nothing when the context has no match, and then the request decodes one token,
-    as vLLM's n-gram proposer does. Needs measured proposal lengths: acceptance kind trace, drafter ngram."""
+    as vLLM's n-gram proposer does. Needs measured proposal lengths: acceptance kind trace with drafter ngram, or
+    sessions (suffix decoding always verifies what it proposed: `fixed` means this for drafter suffix)."""
 
     kind: Literal["proposed"]
 
@@ -421,7 +468,73 @@ class PearlPolicyConfig(Strict):
     kind: Literal["pearl"]
 
 
+class VllmDynamicPolicyConfig(Strict):
+    """vLLM's Dynamic Speculative Decoding (v0.24+): `schedule` is num_speculative_tokens_per_batch_size, a list
+    of inclusive [start_batch, end_batch, K] (the first starting at 1, ranges ascending and disjoint);
+    drafter.gamma is num_speculative_tokens (simulator.speculation.control.vllm_dynamic)."""
+
+    kind: Literal["vllm_dynamic"]
+    schedule: list[tuple[Annotated[int, Field(ge=1)], Annotated[int, Field(ge=1)], Annotated[int, Field(ge=0)]]] = \
+        Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _ranges(self) -> "VllmDynamicPolicyConfig":
+        ranges = sorted((a, b) for a, b, _ in self.schedule)
+        if any(a > b for a, b in ranges):
+            raise ValueError("each schedule entry is [start_batch, end_batch, K] with start_batch <= end_batch")
+        if ranges[0][0] != 1:
+            raise ValueError("the first schedule range must start at batch size 1 (as vLLM requires)")
+        if any(b2 <= e1 for (_, e1), (b2, _) in zip(ranges, ranges[1:])):
+            raise ValueError("schedule ranges must not overlap")
+        return self
+
+
+class TrtllmSchedulePolicyConfig(Strict):
+    """TensorRT-LLM's draft_len_schedule {max batch size: draft length} (a batch above every key drafts 0)
+    and its acceptance gate: speculation off for good once the mean accepted length of the last
+    `acceptance_window` completed requests is below `acceptance_length_threshold`
+    (simulator.speculation.control.trtllm_schedule). drafter.gamma is max_draft_len."""
+
+    kind: Literal["trtllm_schedule"]
+    draft_len_schedule: dict[Annotated[int, Field(ge=1)], Annotated[int, Field(ge=0)]] | None = None
+    acceptance_window: int | None = Field(None, ge=0)
+    acceptance_length_threshold: float | None = Field(None, ge=0.0)
+
+    @model_validator(mode="after")
+    def _something(self) -> "TrtllmSchedulePolicyConfig":
+        if not self.draft_len_schedule and not (self.acceptance_window and self.acceptance_length_threshold is not None):
+            raise ValueError("give draft_len_schedule and/or acceptance_window with acceptance_length_threshold")
+        return self
+
+
+class SglangSlotConfig(Strict):
+    candidate_steps: list[Annotated[int, Field(ge=0, le=64)]] = Field(min_length=1)
+    up_hysteresis: float = 0.0
+    down_hysteresis: float = -0.25
+    ceiling_coeff: float = Field(0.0, ge=0.0)
+    ema_alpha: float | None = Field(None, gt=0.0, le=1.0)
+    update_interval: int | None = Field(None, ge=1)
+    warmup_batches: int | None = Field(None, ge=0)
+
+
+class SglangAdaptivePolicyConfig(Strict):
+    """SGLang's --speculative-adaptive (EAGLE, topk 1): per batch-size slot, draft steps chosen from
+    `candidate_steps` by an EMA of accepted lengths with hysteresis (simulator.speculation.control.
+    sglang_adaptive). `slots` {batch-size key: slot} defaults to SGLang's DEFAULT_ADAPTIVE_CONFIG;
+    `initial_steps` is speculative_num_steps (default drafter.gamma); drafter.gamma must cover the deepest
+    candidate; `cuda_graph_max_bs` bounds the CUDA-graph batch sizes a batch is padded to before routing."""
+
+    kind: Literal["sglang_adaptive"]
+    slots: dict[Annotated[int, Field(ge=1)], SglangSlotConfig] | None = None
+    initial_steps: int | None = Field(None, ge=0, le=64)
+    ema_alpha: float = Field(0.2, gt=0.0, le=1.0)
+    update_interval: int = Field(5, ge=1)
+    warmup_batches: int = Field(10, ge=0)
+    cuda_graph_max_bs: int = Field(256, ge=1)
+
+
 PolicyConfig = Annotated[Union[FixedPolicyConfig, SmartSpecPolicyConfig, SpecDecPPPolicyConfig, TetrisPolicyConfig,
                                LoadSwitchPolicyConfig, SpecReasonPolicyConfig, ThompsonPolicyConfig,
-                               ProposedPolicyConfig, PearlPolicyConfig],
+                               ProposedPolicyConfig, PearlPolicyConfig, VllmDynamicPolicyConfig,
+                               TrtllmSchedulePolicyConfig, SglangAdaptivePolicyConfig],
                          Field(discriminator="kind")]

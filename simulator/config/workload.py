@@ -54,6 +54,11 @@ class LognormalLengthConfig(Strict):
         low = data["min"]
         if high is not None and high < low:
             raise PydanticCustomError("range", "must be >= min ({low}); got {high}", {"low": low, "high": high})
+        if high is not None and data["median"] > high:   # a mistyped bound or median (a min above the median
+            # samples an upper tail on purpose and is allowed)
+            raise PydanticCustomError("range", "{high} is below the median ({median}): the truncation would keep "
+                                      "only the lower tail; raise max or lower the median",
+                                      {"median": data["median"], "high": high})
         z_low, z_high = standard_bounds(data["median"], data["sigma"], low, high)
         if normal_mass(z_low, z_high) < MIN_TRUNCATED_MASS:
             raise PydanticCustomError(
@@ -196,6 +201,20 @@ class WorkloadConfig(Strict):
     # sequences generated per request from one prompt (parallel sampling `n`, beam width): the prompt is
     # prefilled once and its KV shared; each sequence decodes output_tokens tokens (simulator.core.replica)
     parallel_samples: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _span_is_plausible(self) -> "WorkloadConfig":
+        """Expected arrivals within MAX_SIM_SPAN_S of simulated time (synthetic processes)."""
+        from simulator.core.workload import MAX_SIM_SPAN_S
+        qps = self.arrival.qps
+        if self.duration_s is not None and self.duration_s > MAX_SIM_SPAN_S:
+            raise ValueError(f"duration_s = {self.duration_s:g} s is beyond the {MAX_SIM_SPAN_S:g} s (3.2 years) a "
+                             "run may simulate")
+        if qps is not None and self.num_requests is not None and self.num_requests / qps > MAX_SIM_SPAN_S:
+            raise ValueError(f"arrival.qps = {qps:g} req/s spreads {self.num_requests} requests over about "
+                             f"{self.num_requests / qps:.3g} s of simulated time; at most {MAX_SIM_SPAN_S:g} s "
+                             "(3.2 years) are simulated: raise arrival.qps")
+        return self
 
     @model_validator(mode="after")
     def _sharing_needs_synthetic(self) -> "WorkloadConfig":

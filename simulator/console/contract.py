@@ -24,9 +24,23 @@ OPTIONAL_MODULES = {"torch": "torch", "gguf": "torch", "dask": "dask", "distribu
                     "aiconfigurator_core": "gpu-data", "hypothesis": "dev", "pytest": "dev"}
 
 
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Make `parser` and its sub-command parsers print a usage error as one line, `PROG: error: MESSAGE
+    (see PROG --help)`, instead of argparse's usage block followed by the error."""
+    def error(message: str, p=parser):
+        p.exit(EXIT_USAGE, f"{p.prog}: error: {message} (see {p.prog} --help)\n")
+
+    parser.error = error
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _one_line_errors(sub)
+
+
 def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace | int:
     """The parsed arguments, or the exit code argparse chose (it has printed its one-line usage error, or
     the help) — for commands' `main`s, which return codes instead of raising SystemExit."""
+    _one_line_errors(parser)
     try:
         return parser.parse_args(argv)
     except SystemExit as exc:

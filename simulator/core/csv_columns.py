@@ -14,6 +14,12 @@ Two paths give the same answer:
   physical line (1 = header) of the first problem. Files the fast path cannot take but that are valid
   (spaces around numbers, rows whose named fields are all blank) are read by the exact path.
 Both parse decimal text to the nearest float64 (correctly rounded), so they return identical arrays.
+
+Before anything is read (`check_data_file`): the path must be a regular file — a FIFO or `/dev/zero` was
+read forever, `/dev/null` read as nothing — of at most `MAX_TRACE_BYTES` (16 GiB), and a file holds at most
+`MAX_TRACE_ROWS` (100 million) rows. Both caps are far above the public traces draftsim reads: the largest
+BurstGPT file, `BurstGPT_3.csv`, has 5.34 million lines in ~220 MB (github.com/HPMLL/BurstGPT, README,
+"Release v2.0"); a run also keeps about 1 kB per request (simulator.config.host_memory).
 """
 from __future__ import annotations
 
@@ -29,15 +35,39 @@ ColumnKind = Literal["time", "count"]
 MAX_TOKENS = 10**12  # guards the int64 conversion against absurd values such as 1e30
 _KIND_RULES = {"time": "a finite number >= 0 (seconds)", "count": "an integer from 1 to 10^12 (tokens)"}
 _BLOCK_BYTES = 1 << 24
+MAX_TRACE_BYTES = 16 * 1024**3
+MAX_TRACE_ROWS = 100_000_000
+
+
+def check_data_file(path: Path, field: str, what: str = "CSV file") -> None:
+    """ScenarioError naming `field` unless `path` is a regular file within MAX_TRACE_BYTES (module docstring)."""
+    from models.files import file_kind_problem
+
+    problem = file_kind_problem(path)
+    if problem == "file not found":
+        raise ScenarioError(field, f"file not found: {path}")
+    if problem is not None:
+        raise ScenarioError(field, f"{path} {problem}; expected a {what}")
+    size = Path(path).stat().st_size
+    if size > MAX_TRACE_BYTES:
+        raise ScenarioError(field, f"{path} has {size / 1024**3:,.1f} GiB; at most {MAX_TRACE_BYTES // 1024**3} GiB "
+                                   "are read (cut the trace first)")
+
+
+def check_row_count(rows: int, path: Path, field: str) -> None:
+    if rows > MAX_TRACE_ROWS:
+        raise ScenarioError(field, f"{path} has more than {MAX_TRACE_ROWS:,} rows; cut the trace first")
 
 
 def read_csv_columns(path: Path, columns: Mapping[str, ColumnKind], field: str) -> dict[str, np.ndarray]:
     """The named numeric columns of a CSV file with a header row (module docstring). Any problem raises
     ScenarioError(field, ...) naming the file (and, for a row or value, its column and line)."""
     path = Path(path)
+    check_data_file(path, field)
     header = _header(path, columns, field)
     fast = _read_fast(path, {name: header[name] for name in columns})
     if fast is not None and len(fast[next(iter(columns))]) and not _invalid(fast, columns).any():
+        check_row_count(len(fast[next(iter(columns))]), path, field)
         return {name: values if columns[name] == "time" else values.astype(np.int64)
                 for name, values in fast.items()}
     return _read_exact(path, columns, field, len(header["*"]))
@@ -126,6 +156,7 @@ def _read_exact(path: Path, columns: Mapping[str, ColumnKind], field: str, expec
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
         detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ScenarioError(field, f"{path} is not a readable CSV file ({detail})") from None
+    check_row_count(len(frame), path, field)
     frame.columns = [str(name).strip() for name in frame.columns]
     raw = {name: frame[name].to_numpy(dtype=object) for name in columns}
     line = np.arange(len(frame)) + 2  # header is line 1; blank lines are kept as rows, so this is exact
@@ -143,6 +174,9 @@ def _read_exact(path: Path, columns: Mapping[str, ColumnKind], field: str, expec
         bad = _invalid({name: values}, {name: kind})
         if bad.any():
             i = int(np.argmax(bad))
+            if str(text[i]).strip() == name:
+                raise ScenarioError(field, f"{path}, column '{name}', line {line[i]}: the header row again (files "
+                                           "joined together?); remove it")
             raise ScenarioError(field, f"{path}, column '{name}', line {line[i]}: {text[i]!r} is not "
                                        f"{_KIND_RULES[kind]}")
         out[name] = values if kind == "time" else values.astype(np.int64)

@@ -5,7 +5,8 @@
 - ``uniform``   {low, high}                  integers drawn uniformly from low..high, both inclusive.
 - ``lognormal`` {median, sigma, min=1, max}  a continuous lognormal (log-median ``ln median``, log-std
   `sigma`) *truncated* to [min, max] (not clipped: no point mass piles up at the bounds), then rounded to
-  the nearest integer. `max` may be omitted (no upper bound). Truncation is sampled exactly by inverting
+  the nearest integer. `max` may be omitted (no upper bound); a `max` below the median is refused (a context
+  cap typed below the typical length; a `min` above the median samples an upper tail on purpose). Truncation is sampled exactly by inverting
   the normal CDF between the bounds; rounding moves the mean by well under one token.
 - ``empirical`` {csv, column}                bootstrap: draws with replacement from the integer values of
   `column` in the CSV file (a relative path is resolved against the scenario file's folder).

@@ -7,7 +7,7 @@ run the others. A child returns what its replicas changed: the request-state col
 its part of the step log (simulator.core.steplog.StepLog.export_part: exact totals and kept steps or
 aggregates), each replica's clock and the distinct ops its latency model priced (the summary counts
 them). The parent writes them back in place, so the run's outputs are byte-identical to a run in one
-process (tests/test_parallel_replicas.py checks requests, steps and summary for every `outputs.steps`
+process (tests/simulator/core/test_parallel_replicas.py checks requests, steps and summary for every `outputs.steps`
 mode): each replica runs the same code on the same inputs, the step log's totals are exact integer sums,
 its kept rows are sorted by (start, replica) and its aggregates by (interval, replica) before they are read.
 

@@ -124,14 +124,14 @@ class Replica:
         self.kv.on_plan(plan)
         return plan
 
-    def step_costs(self, plan: StepPlan):
+    def step_costs(self, plan: StepPlan):   # -> simulator.cost.step_cost.StepCost
         if plan.counts is not None:
             costs = self.policy.price(plan, self)
         else:
             costs = self.cost.step(sum(plan.prefill_chunks), len(plan.prefill_ids), plan.prefill_attn_pairs,
                                    self.decode_rows(plan.decode_ids), plan.decode_context_tokens, plan.shared)
         if plan.io_tokens:
-            costs = (costs[0], costs[1].with_kv_io(self.kv.io_seconds(plan.io_tokens, plan.io_transfers)))
+            costs = costs.with_kv_io(self.kv.io_seconds(plan.io_tokens, plan.io_transfers))
         return costs
 
     def apply_step(self, plan: StepPlan, start_s: float, end_s: float, costs, finished: list[int]) -> None:

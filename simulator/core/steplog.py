@@ -61,7 +61,8 @@ class StepLog:
     OPTIONAL_STEP_COLUMNS to log too."""
 
     def __init__(self, mode: str = "full", *, num_replicas: int = 1, window_start_s: float = 0.0,
-                 sample_every: int = 100, interval_s: float = 1.0, alltoall=None, extra: tuple[str, ...] = ()):
+                 sample_every: int = 100, interval_s: float = 1.0, alltoall=None, extra: tuple[str, ...] = (),
+                 power=None):
         if mode not in STEP_MODES:
             raise ValueError(f"outputs.steps: {mode!r}; allowed: {', '.join(STEP_MODES)}")
         self.mode, self.sample_every, self.interval_s = mode, sample_every, interval_s
@@ -69,11 +70,12 @@ class StepLog:
         self.alltoall = alltoall
         self._schema = {**STEP_COLUMNS, **{name: OPTIONAL_STEP_COLUMNS[name] for name in extra}}
         self._extra = tuple(extra)
+        self.power = power   # simulator.results.energy.RunPower, for the totals' energy (None: not counted)
         self._empty_log(num_replicas)
 
     def _empty_log(self, num_replicas: int) -> None:
         """No steps logged yet: totals, buffers and what the mode keeps."""
-        self.totals = StepTotals(num_replicas, self.window_start_s)
+        self.totals = StepTotals(num_replicas, self.window_start_s, self.power)
         self._rows: list[tuple] = []
         self._decode: dict[int, tuple[object, list[tuple]]] = {}
         self._pending = 0
@@ -85,14 +87,14 @@ class StepLog:
     # ---- appending -----------------------------------------------------------------------------------
     def append_step(self, rep, plan, start_s: float, end_s: float, costs, accepted: int, emitted: int,
                     blocks_used: int) -> None:
-        """One step of replica `rep` (simulator.core.replica): its plan, (draft, target) costs, draft tokens
+        """One step of replica `rep` (simulator.core.replica): its plan, costs (simulator.cost.step_cost.StepCost), draft tokens
         accepted, tokens emitted and the blocks in use when it was formed; the columns of STEP_COLUMNS in
         their order, then the optional ones this log keeps."""
-        draft, target = costs
+        draft, target = costs.draft, costs.target
         ds, ts = rep.cost.flops_scales  # per-GPU op-graph FLOPs/bytes → replica totals
         row = (rep.index, start_s, end_s - start_s, sum(plan.prefill_chunks), len(plan.prefill_ids),
                rep.decode_rows(plan.decode_ids), _logged_q(rep, plan), plan.decode_context_tokens, draft.seconds,
-               target.seconds - target.engine_s - target.kv_io_s, target.engine_s, accepted, emitted,
+               costs.verify_s, target.engine_s, accepted, emitted,
                ds * draft.flops + ts * target.flops, ds * draft.bytes + ts * target.bytes, blocks_used,
                rep.kv.total_blocks, plan.queued, plan.running)
         if self._extra:

@@ -170,7 +170,7 @@ def replica_timeline(rep, ctl: TimelineControls):
             if step.empty:
                 continue
             costs = rep.step_costs(step)
-            end_s = start_s + (costs[0].seconds + costs[1].seconds)
+            end_s = start_s + costs.seconds
             side.stepped(rep, step, start_s, end_s)
             yield end_s
             rep.clock_s = end_s

@@ -35,6 +35,12 @@ from simulator.core.lengths import resolve_path
 from simulator.core.prefixes import PrefixKeys, Sessions, SharedPrefix
 
 FIELD = "workload"
+# The longest stretch of simulated time a run may span, in seconds (about 3.2 years). Simulated time is a
+# float64 number of seconds: at 1e8 s its resolution is 1e8 · 2^-52 ≈ 22 ns, still below the shortest
+# GPU kernel (µs), while beyond ~1e9 s (0.2 µs) step durations start to round. A rate or speed-up that
+# puts arrivals further out (qps: 1e-300) is a typo and is refused, naming the field
+# (simulator.config.workload.WorkloadConfig, check_span).
+MAX_SIM_SPAN_S = 1e8
 TRACE_COLUMNS = {"arrival_s": "time", "prompt_tokens": "count", "output_tokens": "count"}
 
 
@@ -163,7 +169,15 @@ def _replay_trace(cfg: Workload, base_dir: Path) -> RequestTable:
             raise ScenarioError(f"{FIELD}.duration_s", f"no request of {path} arrives before "
                                                        f"{cfg.duration_s} s")
     keep = order[:count]
+    check_span(arrival_s[:count], field)
     return RequestTable(arrival_s[:count], cols["prompt_tokens"][keep], cols["output_tokens"][keep])
+
+
+def check_span(arrival_s: np.ndarray, field: str) -> None:
+    """ScenarioError on `field` when the last arrival lies beyond MAX_SIM_SPAN_S (see there)."""
+    if len(arrival_s) and arrival_s[-1] > MAX_SIM_SPAN_S:
+        raise ScenarioError(field, f"arrivals reach {arrival_s[-1]:.3g} s of simulated time; at most "
+                                   f"{MAX_SIM_SPAN_S:g} s (3.2 years) are simulated (times in seconds?)")
 
 
 def generate_requests(cfg: Workload, rng: np.random.Generator, base_dir: Path, *,

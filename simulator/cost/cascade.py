@@ -26,7 +26,7 @@ import numpy as np
 
 from models.spec import ModelSpec, kv_cache_dtype
 from models.step import Parallelism
-from simulator.cost.step_cost import ForwardCost
+from simulator.cost.step_cost import ForwardCost, zero_cost
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,13 @@ class CascadeCost:
         return max(1, int(math.ceil(sum(s.passes for s in self.stages) - 1e-9)))
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
-        return sum((s.cost.dense(num_tokens, logits_tokens) for s in self.stages), np.zeros(3))
+        return sum((s.cost.dense(num_tokens, logits_tokens) for s in self.stages), zero_cost())
 
     def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:
-        return sum((s.cost.prefill_attention(tokens, seqs, attn_pairs) for s in self.stages), np.zeros(3))
+        return sum((s.cost.prefill_attention(tokens, seqs, attn_pairs) for s in self.stages), zero_cost())
 
     def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
-        return sum((s.passes * s.cost.exact_decode(seqs, s.q * q, context_sum) for s in self.stages), np.zeros(3))
+        return sum((s.passes * s.cost.exact_decode(seqs, s.q * q, context_sum) for s in self.stages), zero_cost())
 
     def decode_forward(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
         out = np.zeros((len(np.atleast_1d(context_sums)), 3))

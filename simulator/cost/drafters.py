@@ -48,7 +48,7 @@ from models.ops import GEMM, Op
 from models.spec import ModelSpec, dtype_bytes, kv_cache_dtype
 from models.step import Parallelism
 from simulator.errors import ScenarioError
-from simulator.cost.step_cost import ForwardCost, _price
+from simulator.cost.step_cost import SECONDS, ForwardCost, _price, zero_cost
 
 
 class ZeroCost:
@@ -64,13 +64,13 @@ class ZeroCost:
         return 1
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
-        return np.zeros(3)
+        return zero_cost()
 
     def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:
-        return np.zeros(3)
+        return zero_cost()
 
     def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
-        return np.zeros(3)
+        return zero_cost()
 
     def decode_forward(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
         return np.zeros((len(np.atleast_1d(context_sums)), 3))
@@ -112,7 +112,7 @@ class MedusaHeadsCost(TokenwiseHeadCost):
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         t = int(logits_tokens)
         if t == 0 or self.heads == 0:
-            return np.zeros(3)
+            return zero_cost()
         cost = self._memo.get(t)
         if cost is None:
             h, v, tp = self.spec.hidden_size, self.spec.vocab_size, self.parallelism.tp
@@ -154,7 +154,7 @@ def overlap_exposure(full_accept_prob: float):
 
     def exposed(draft: np.ndarray, target: np.ndarray) -> np.ndarray:
         out = np.array(draft, dtype=np.float64, copy=True)
-        out[:, 0] = np.maximum(draft[:, 0] - target[:, 0], 0.0) + rollback * draft[:, 0]
+        out[:, SECONDS] = np.maximum(draft[:, SECONDS] - target[:, SECONDS], 0.0) + rollback * draft[:, SECONDS]
         return out
     return exposed
 
@@ -280,7 +280,8 @@ class DraftContext:
 
 # drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype, KV dtype)
 DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model,
-            "cascade": _cascade, "sparse_kv": _sparse_kv, "eagle3": _eagle3}
+            "cascade": _cascade, "sparse_kv": _sparse_kv, "eagle3": _eagle3,
+            "suffix": lambda d, *_: DrafterBuild(ZeroCost(), 1, 0.0, 0.0)}  # host proposer: one call per step
 # ... and those whose builder also takes the pool's DraftContext
 CONTEXT_DRAFTERS = {"mtp": _mtp}
 
@@ -290,7 +291,7 @@ CONTEXT_DRAFTERS = {"mtp": _mtp}
 # self-speculation of the whole target (no serving engine ships it), like layer skipping; eagle3 and mtp:
 # vLLM runs both through its EagleProposer and keeps async scheduling for "EAGLE/MTP" (v0.14 notes), SGLang
 # runs MTP (NextN) as an EAGLE draft model (EAGLEWorker), so both get the EAGLE family's engine behaviour.
-ENGINE_FAMILIES = {"draft_model": "draft_model", "layer_skip": "layer_skip", "ngram": "ngram",
+ENGINE_FAMILIES = {"draft_model": "draft_model", "layer_skip": "layer_skip", "ngram": "ngram", "suffix": "suffix",
                    "cascade": "draft_model", "sparse_kv": "layer_skip", "eagle3": "eagle", "mtp": "eagle"}
 
 

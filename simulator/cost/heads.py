@@ -29,7 +29,7 @@ from models.ops import GEMM, Op
 from models.spec import ModelSpec, dtype_bytes
 from models.step import Parallelism
 from simulator.cost.drafters import TokenwiseHeadCost
-from simulator.cost.step_cost import _price
+from simulator.cost.step_cost import _price, zero_cost
 
 
 @dataclass
@@ -47,7 +47,7 @@ class GemmHeadCost(TokenwiseHeadCost):
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         t = int(logits_tokens)
         if t == 0:
-            return np.zeros(3)
+            return zero_cost()
         cost = self._memo.get(t)
         if cost is None:
             w, a, tp = dtype_bytes(self.dtype), 2.0, self.parallelism.tp

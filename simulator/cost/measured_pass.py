@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from profiles.engine_time.engine_profile import PassModel
-from simulator.cost.step_cost import ForwardCost
+from simulator.cost.step_cost import SECONDS, ForwardCost
 
 
 @dataclass
@@ -36,7 +36,7 @@ class MeasuredPassCost:
         if num_tokens:
             out[0] = float(self.passes.forward_s(num_tokens, 0, 0)[0])
         if logits_tokens:
-            out[0] += float(self.passes.logits(logits_tokens)[0])
+            out[SECONDS] += float(self.passes.logits(logits_tokens)[0])
         return out
 
     def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:
@@ -60,12 +60,12 @@ class MeasuredPassCost:
         context_sums = np.asarray(context_sums)
         seqs_arr = np.broadcast_to(np.asarray(seqs), context_sums.shape)
         tokens = seqs_arr * q
-        out[:, 0] = self.passes.forward_s(tokens, 0, self._decode_pairs(seqs_arr, q, context_sums)) \
+        out[:, SECONDS] = self.passes.forward_s(tokens, 0, self._decode_pairs(seqs_arr, q, context_sums)) \
             + self.passes.logits(tokens)
         return out
 
     def decode_attention(self, seqs, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
         out = self.inner.decode_attention(seqs, q, context_sums, tree).copy()
         seqs_arr = np.broadcast_to(np.asarray(seqs), np.asarray(context_sums).shape)
-        out[:, 0] = self.passes.decode_pair_s * self._decode_pairs(seqs_arr, q, context_sums)
+        out[:, SECONDS] = self.passes.decode_pair_s * self._decode_pairs(seqs_arr, q, context_sums)
         return out

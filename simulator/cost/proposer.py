@@ -31,6 +31,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from simulator.cost.step_cost import zero_cost
+
 
 @dataclass(frozen=True)
 class HiddenStateHooks:
@@ -62,7 +64,7 @@ class HiddenStateProposer:
     def target_extra(self, tokens: int) -> np.ndarray:
         """(seconds, flops, bytes) the target pays for `tokens` processed tokens (0 without capture)."""
         if self.capture is None or tokens <= 0:
-            return np.zeros(3)
+            return zero_cost()
         return self.capture(tokens)
 
     def draft(self, d, q: int, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int, decode_seqs: int,

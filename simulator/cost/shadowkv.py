@@ -27,7 +27,7 @@ import numpy as np
 from models.ops import GEMM, Op
 from models.spec import ModelSpec, dtype_bytes, kv_cache_dtype, kv_heads_per_gpu
 from models.step import Parallelism
-from simulator.cost.step_cost import ForwardCost, _price
+from simulator.cost.step_cost import SECONDS, ForwardCost, _price, zero_cost
 
 
 def kv_dim_per_gpu(spec: ModelSpec, par: Parallelism) -> int:
@@ -61,7 +61,7 @@ class ShadowKVForwardCost(ForwardCost):
             dtype_bytes(kv_cache_dtype(self.dtype, self.kv_dtype))
         layers = self._layers()
         if m == 0:
-            return np.zeros(3), 0.0
+            return zero_cost(), 0.0
         rebuild = Op.make(GEMM, "shadowkv_key_rebuild", 2.0 * m * d * self.rank,
                           b * (m * self.rank + m * d + seqs * self.rank * d), layers, m=m, n=d, k=self.rank)
         fetch_s = layers * (self.link_latency_s + m * d * b / self.link_bandwidth_bytes_per_s)
@@ -71,12 +71,12 @@ class ShadowKVForwardCost(ForwardCost):
         sparse = super().exact_decode(seqs, q, self.selected_tokens(seqs, context_sum), tree)
         rebuild, fetch_s = self.rebuild_and_fetch(seqs, context_sum)
         out = sparse + self.landmark_scoring(seqs, q, context_sum) + rebuild
-        out[0] += max(fetch_s - rebuild[0], 0.0)   # the fetch overlaps the reconstruction
+        out[SECONDS] += max(fetch_s - rebuild[SECONDS], 0.0)   # the fetch overlaps the reconstruction
         return out
 
     def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:
         out = super().prefill_attention(tokens, seqs, attn_pairs)
         if tokens:
             nbytes = tokens * kv_dim_per_gpu(self.spec, self.parallelism) * dtype_bytes(kv_cache_dtype(self.dtype, self.kv_dtype))
-            out[0] += self._layers() * (self.link_latency_s + nbytes / self.link_bandwidth_bytes_per_s)
+            out[SECONDS] += self._layers() * (self.link_latency_s + nbytes / self.link_bandwidth_bytes_per_s)
         return out

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.cost.step_cost import ForwardCost
+from simulator.cost.step_cost import ForwardCost, zero_cost
 
 
 @dataclass
@@ -38,4 +38,4 @@ class SparseKVForwardCost(ForwardCost):
         return super().decode_forward(seqs, q, capped, tree)
 
     def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:
-        return np.zeros(3)  # the drafter reads the KV the target's prefill wrote
+        return zero_cost()  # the drafter reads the KV the target's prefill wrote

@@ -15,7 +15,7 @@ pass is priced as Σ count·seconds over its op graph (models.opgraph) with the 
   Approximation: exact at grid points; in between it is exact for FLOPs and bytes (affine in context)
   and for a latency model that is linear in context within a regime (the roofline, profile
   interpolation); the measured worst relative error against op-by-op pricing is below 1e-3
-  (tests/test_sim_step_cost.py). Step-by-step and bulk modes both use this same function. Mixed steps
+  (tests/simulator/cost/test_sim_step_cost.py). Step-by-step and bulk modes both use this same function. Mixed steps
   (prefill chunks + decodes) price their decode attention the same way, pass by pass.
 - Host overhead: each pass also pays the latency model's `host_overhead_s` (work between kernels that no
   op prices; measured per layer by the CPU profiler, 0 for GPU latency models). It is part of `dense`.
@@ -26,10 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
 from models.opgraph import attention_ops, dense_ops
+from models.ops import ATTN_DECODE, ATTN_PREFILL, COLLECTIVE_KINDS
 from models.spec import ModelSpec
 from models.step import Parallelism, StepShape
 from profiles.engine_time.model import EngineTime, PassLayout
@@ -39,8 +41,33 @@ from simulator.cost.step_table import BatchContextTable, SecondsRows
 CTX_GRID_TOKENS = 16
 
 
+def _decode_pass(cost, seqs: int, q: int, context_sum: int, tree: bool, padded) -> np.ndarray:
+    """A decode pass of `cost`, padded where the pricer is a plain ForwardCost. Approximation (named): pass
+    pricers with their own pass structure (cascade and head drafters, early exit, NanoFlow, realigned,
+    ShadowKV, sparse-KV and measured passes) are priced unpadded."""
+    if padded is not None and type(cost).exact_decode is ForwardCost.exact_decode:
+        return cost.exact_decode(seqs, q, context_sum, tree, padded)
+    return cost.exact_decode(seqs, q, context_sum, tree)
+
+
+def _launches(cost) -> tuple[int, int]:
+    """(kernels, collectives) of one pass of a pass pricer that counts them (ForwardCost.launches), else
+    (0, 0): a pricer without an op graph of its own is taken as launching nothing eagerly."""
+    count = getattr(cost, "launches", None)
+    return count() if count is not None else (0, 0)
+
+# Kernel launches per op of the op graph when a pass runs eagerly: one per op instance, two for attention
+# (the KV-cache write and the attention kernel: vLLM's unified attention calls reshape_and_cache_flash,
+# then flash_attn_varlen_func, FlashAttentionImpl.forward; SGLang's and TensorRT-LLM's attention backends
+# likewise write the cache, then attend). Elementwise ops the engines fuse are single ops of the op graph
+# already (fused_add_rms_norm, silu_and_mul, rotary_embedding).
+KERNELS_PER_OP = {ATTN_DECODE: 2, ATTN_PREFILL: 2}
+
+
 @dataclass(frozen=True)
 class Cost:
+    """What one side of a step costs: seconds (FLOPs and bytes per GPU, as the op graph counts them)."""
+
     seconds: float
     flops: float
     bytes: float
@@ -50,6 +77,36 @@ class Cost:
     def with_kv_io(self, seconds: float) -> "Cost":
         """This cost plus `seconds` of KV copies to or from the host (simulator.core.kv.host_tier)."""
         return Cost(self.seconds + seconds, self.flops, self.bytes, self.engine_s, self.kv_io_s + seconds)
+
+
+class StepCost(NamedTuple):
+    """One step's cost by phase: the drafter's passes (`draft`) and the target's pass with the serving
+    engine's per-step time and the step's KV copies (`target`). The step lasts `seconds`."""
+
+    draft: Cost
+    target: Cost
+
+    @property
+    def seconds(self) -> float:
+        return self.draft.seconds + self.target.seconds
+
+    @property
+    def verify_s(self) -> float:
+        """The target pass alone (without engine time and KV copies)."""
+        return self.target.seconds - self.target.engine_s - self.target.kv_io_s
+
+    def with_kv_io(self, seconds: float) -> "StepCost":
+        return StepCost(self.draft, self.target.with_kv_io(seconds))
+
+
+# A pass's cost is an array of (seconds, FLOPs, bytes): one row, or one row per step where many steps are
+# priced at once (the interpolated tables of a bulk); these name its columns.
+SECONDS, FLOPS, BYTES = 0, 1, 2
+
+
+def zero_cost() -> np.ndarray:
+    """The cost of a pass that does not run (a fresh row)."""
+    return np.zeros(3)
 
 
 def _price(latency: LatencyModel, ops) -> np.ndarray:
@@ -137,6 +194,7 @@ class ForwardCost:
     kv_dtype: str | None = None   # the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`)
     _dense: dict = field(default_factory=dict, repr=False)
     _decode_grid: dict = field(default_factory=dict, repr=False)
+    _launches: tuple | None = field(default=None, repr=False)
 
     def stage_gpus(self) -> float:
         """GPUs sharing one pipeline stage's work: the multiplier from the op graph's per-GPU FLOPs and
@@ -151,6 +209,18 @@ class ForwardCost:
         """GPU passes one call prices (1; a composite drafter such as a cascade prices several)."""
         return 1
 
+    def launches(self) -> tuple[int, int]:
+        """(kernels, collective calls) one decode pass launches when run eagerly, counted on the op graph
+        (KERNELS_PER_OP); the same for any batch (the op graph's op counts do not depend on it)."""
+        if self._launches is None:
+            shape = StepShape(decode_seqs=1, query_tokens_per_seq=1, decode_context_tokens=1)
+            ops = dense_ops(self.spec, 1, 1, self.parallelism, self.dtype) + \
+                attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype)
+            kernels = sum(op.count * KERNELS_PER_OP.get(op.kind, 1) for op in ops if op.kind not in COLLECTIVE_KINDS)
+            collectives = sum(op.count for op in ops if op.kind in COLLECTIVE_KINDS)
+            self._launches = (kernels, collectives)
+        return self._launches
+
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         """Non-attention ops of one pass, plus the pass's host overhead (the latency model's
         `host_overhead_s`: measured on CPU, 0 on GPUs; no FLOPs or bytes)."""
@@ -160,7 +230,7 @@ class ForwardCost:
             ops = dense_ops(self.spec, num_tokens, logits_tokens, self.parallelism, self.dtype)
             cost = _price(self.latency, ops)
             if num_tokens:
-                cost[0] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
+                cost[SECONDS] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
             self._dense[key] = cost
         return cost
 
@@ -168,12 +238,16 @@ class ForwardCost:
         shape = StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)
         return _price(self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype))
 
-    def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False) -> np.ndarray:
+    def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False,
+                     padded: tuple[int, int] | None = None) -> np.ndarray:
         """(seconds, flops, bytes) of a decode-only pass priced op by op (no interpolation); `tree`: the q
-        query tokens of a request attend under a tree mask (models.opgraph prices the full q×q block)."""
+        query tokens of a request attend under a tree mask (models.opgraph prices the full q×q block);
+        `padded`: (tokens, logits rows) the dense ops run over when the engine pads the batch to a CUDA-graph
+        size (profiles.engine_time.graphs; padded slots attend to nothing)."""
         shape = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
                           tree_attention=tree)
-        return self.dense(seqs * q, seqs * q) + _price(
+        tokens, logits = padded if padded is not None else (seqs * q, seqs * q)
+        return self.dense(tokens, logits) + _price(
             self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype))
 
     def shared_prefix_delta(self, seqs: int, q: int, context_sum: int, shared: tuple[int, int, int],
@@ -268,7 +342,7 @@ class StepCostModel:
 
     def step(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int,
              decode_seqs: int, decode_context_tokens: int,
-             shared: tuple[int, int, int] | None = None) -> tuple[Cost, Cost]:
+             shared: tuple[int, int, int] | None = None) -> StepCost:
         """(draft cost, target cost) of one step.
 
         Decode requests each verify q query tokens (the last emitted token and the drafts) against
@@ -283,10 +357,10 @@ class StepCostModel:
             d, t = np.array([[d.seconds, d.flops, d.bytes]]), np.array([[t.seconds, t.flops, t.bytes, t.engine_s]])
             t = self.with_shared_prefix(d, t, decode_seqs, np.array([decode_context_tokens]), [shared],
                                         prefill_tokens, prefill_seqs)
-            return Cost(*d[0]), Cost(*t[0])
+            return StepCost(Cost(*d[0]), Cost(*t[0]))
         if prefill_tokens == 0:
             d, t = self.decode_steps(decode_seqs, np.array([decode_context_tokens]))
-            return Cost(*d[0]), Cost(*t[0])
+            return StepCost(Cost(*d[0]), Cost(*t[0]))
         if decode_seqs == 0:  # prefill-only steps repeat (one prompt of a given length): memoized
             key = (prefill_tokens, prefill_seqs, prefill_attn_pairs)
             costs = self._prefill_steps.get(key)
@@ -298,16 +372,21 @@ class StepCostModel:
                                  decode_context_tokens)
 
     def _priced_step(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int,
-                     decode_seqs: int, decode_context_tokens: int) -> tuple[Cost, Cost]:
+                     decode_seqs: int, decode_context_tokens: int) -> StepCost:
         """`step` for a step with prompt tokens, op by op (decode attention interpolated)."""
         q = self.q
         logits = prefill_seqs + decode_seqs * q
-        target = self.target.dense(prefill_tokens + decode_seqs * q, logits) + \
+        tokens = prefill_tokens + decode_seqs * q
+        if self.engine is not None:  # a mixed step padded to a piecewise CUDA-graph size (vLLM V1)
+            padded = self.engine.launch(prefill_tokens, decode_seqs, q).tokens
+            logits = padded - tokens + logits if self.engine.graphs.pad_logits else logits
+            tokens = max(tokens, padded)
+        target = self.target.dense(tokens, logits) + \
             self.target.prefill_attention(prefill_tokens, prefill_seqs, prefill_attn_pairs)
         if decode_seqs:
             target = target + self.target.decode_attention(decode_seqs, q, np.array([decode_context_tokens]),
                                                            self.tree)[0]
-        draft = np.zeros(3)
+        draft = zero_cost()
         widths = self.draft_widths
         if self.draft is not None and self.proposer is not None:
             target = target + self.proposer.target_extra(prefill_tokens + decode_seqs * q)
@@ -332,7 +411,7 @@ class StepCostModel:
             if decode_seqs:
                 draft = self._expose(draft[None, :], target[None, :])[0]
         target = self.with_engine(draft[None, :], target[None, :], prefill_tokens, prefill_seqs, decode_seqs)[0]
-        return Cost(*draft), Cost(*target)
+        return StepCost(Cost(*draft), Cost(*target))
 
     def _vllm_draft(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int, decode_seqs: int,
                     decode_context_tokens: int) -> np.ndarray:
@@ -359,7 +438,26 @@ class StepCostModel:
         draft_layers = self.draft.gpu_layers() if self.draft is not None else 0
         on_gpu = passes if draft_layers else 0
         layers = self.target.gpu_layers() + on_gpu * draft_layers
-        return PassLayout(passes, 1 + on_gpu * (self.draft.passes_per_call() if on_gpu else 1), layers)
+        kernels, collectives = _launches(self.target)
+        if on_gpu:
+            dk, dc = _launches(self.draft)
+            kernels, collectives = kernels + on_gpu * dk, collectives + on_gpu * dc
+        return PassLayout(passes, 1 + on_gpu * (self.draft.passes_per_call() if on_gpu else 1), layers,
+                          kernels, collectives)
+
+    def decode_padding(self, decode_seqs: int) -> tuple[tuple[int, int] | None, int]:
+        """How the engine pads a decode-only step of `decode_seqs` requests to a CUDA-graph size: (the
+        target pass's (tokens, logits rows), or None when unpadded; the sequences its draft passes run
+        over). profiles.engine_time.graphs: padded slots cost their dense ops, the LM head only where the
+        engine's graph includes it."""
+        if self.engine is None or decode_seqs == 0:
+            return None, decode_seqs
+        q = self.q
+        tokens = self.engine.launch(0, decode_seqs, q).tokens
+        if tokens <= decode_seqs * q:
+            return None, decode_seqs
+        logits = tokens if self.engine.graphs.pad_logits else decode_seqs * q
+        return (tokens, logits), -(-tokens // q)
 
     def with_engine(self, draft: np.ndarray, target: np.ndarray, prefill_tokens, prefill_seqs,
                     decode_seqs) -> np.ndarray:
@@ -376,7 +474,7 @@ class StepCostModel:
             device = float(draft[0, 0] + t[0])
             e = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout) - device
             return np.array([[t[0] + e, t[1], t[2], e]])
-        device = draft[:, 0] + target[:, 0]
+        device = draft[:, SECONDS] + target[:, SECONDS]
         engine_s = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout) - device
         return np.concatenate([target[:, :1] + engine_s[:, None], target[:, 1:], engine_s[:, None]], axis=1)
 
@@ -400,7 +498,7 @@ class StepCostModel:
 
     @cached_property
     def _no_draft_layout(self) -> PassLayout:
-        return PassLayout(0, 1, self.target.gpu_layers())
+        return PassLayout(0, 1, self.target.gpu_layers(), *_launches(self.target))
 
     def _make_step_grid(self, batch: int) -> LazyGrid:
         return LazyGrid(lambda i: self.exact_decode_step(batch, i * CTX_GRID_TOKENS * batch), 7)
@@ -408,8 +506,9 @@ class StepCostModel:
     def exact_decode_step(self, decode_seqs: int, context_sum: int) -> np.ndarray:
         """(draft seconds, flops, bytes, target seconds, flops, bytes, engine seconds) of a decode-only
         step, op by op; target seconds include the engine's (see `with_engine`)."""
-        target = self.target.exact_decode(decode_seqs, self.q, context_sum, self.tree)
-        draft = np.zeros(3)
+        padded, draft_seqs = self.decode_padding(decode_seqs)
+        target = _decode_pass(self.target, decode_seqs, self.q, context_sum, self.tree, padded)
+        draft = zero_cost()
         if self.proposer is not None and self.draft is not None:
             target = target + self.proposer.target_extra(decode_seqs * self.q)
             draft = self.proposer.draft(self.draft, self.q, 0, 0, 0, decode_seqs, context_sum)
@@ -417,7 +516,8 @@ class StepCostModel:
             draft = self._vllm_draft(0, 0, 0, decode_seqs, context_sum)
         else:
             for j, w in enumerate(self.draft_widths):
-                draft = draft + self.draft.exact_decode(decode_seqs, w, context_sum + j * decode_seqs)
+                pad = (draft_seqs * w, draft_seqs * w) if draft_seqs != decode_seqs else None
+                draft = draft + _decode_pass(self.draft, decode_seqs, w, context_sum + j * decode_seqs, False, pad)
         if self.draft is not None:
             draft = self._expose(draft[None, :], target[None, :])[0]
         target = self.with_engine(draft[None, :], target[None, :], 0, 0, decode_seqs)[0]

@@ -14,7 +14,7 @@ What is exact and what is approximated:
   requests each: a worker's memory is ~0.5 kB per request of the group it runs); each group is one Dask
   task, and each runs the same code on the same inputs as in one process. Outputs are **byte-identical**
   to a run in one process (requests, steps in every `outputs.steps` mode, summary;
-  tests/test_distributed.py): request draws are pure functions of the run-wide request id, the step
+  tests/simulator/distributed/test_distributed.py): request draws are pure functions of the run-wide request id, the step
   log's totals are exact integer sums and its kept rows are sorted before they are read.
 - **Routers that read loads** (least_outstanding, join_shortest_queue): the router is asked at every
   arrival, with the loads as of then. Distributed, the loads are synchronised every `load_sync_s`

@@ -28,7 +28,7 @@ def open_executor(scenario):
     entered: `with open_executor(s) as ex:` connects (or starts a LocalCluster of `simulation.workers`
     processes, default the cores) and fails with one line naming the field when the scheduler cannot be
     reached."""
-    from simulator.workflows.sweep.executors import dask_executor
+    from simulator.distributed.executors import dask_executor
     workers = scenario.simulation.workers
     return dask_executor(scenario.simulation.executor, None if workers == "auto" else int(workers), field=FIELD)
 

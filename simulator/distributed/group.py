@@ -95,6 +95,7 @@ class ReplicaGroup:
         from simulator.core.steplog import StepLog
         from simulator.core.workload import RequestTable
         from simulator.cluster.build import alltoall_pricer_for, kv_manager
+        from simulator.results.energy import run_power
 
         scenario = spec.scenario
         self.spec = spec
@@ -110,7 +111,8 @@ class ReplicaGroup:
         self._reserve(capacity)
         out = scenario.outputs
         self.log = StepLog(out.steps, num_replicas=spec.num_replicas, sample_every=out.step_sample_every,
-                           interval_s=out.step_interval_s, window_start_s=spec.window_start_s)
+                           interval_s=out.step_interval_s, window_start_s=spec.window_start_s,
+                           power=run_power([(kind, spec.num_replicas)], scenario.energy))
         self.log.alltoall = alltoall_pricer_for(kind, spec.num_replicas)
         acceptance = GlobalIds(kind.acceptance, self) if kind.acceptance is not None else None
         self.replicas = [Replica(i, self.state, scheduler(limits), kv_manager(scenario, kind, blocks, self.state, None),

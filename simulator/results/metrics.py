@@ -310,6 +310,13 @@ def format_summary_table(summary: Mapping) -> str:
         if "kv_swapped_tokens" in s:
             parts.append(f"swapped {s['kv_swapped_tokens']:,} tokens   KV I/O {_pct(s['kv_io_time_fraction'])} of busy time")
         rows.append(("KV cache", "   ".join(parts)))
+    if s.get("energy_per_output_token_j") is not None and math.isfinite(s["energy_per_output_token_j"]):
+        cost = s.get("usd_per_mtok")
+        rows.append(("energy", f"{_num(s['energy_per_output_token_j'], digits=3)} J/token "
+                               f"({_num(s['gpu_energy_per_output_token_j'], digits=3)} GPU only)   "
+                               f"{_num(s['avg_power_per_gpu_w'], digits=0)} W per GPU   "
+                               + (f"${_num(cost, digits=3)} per M output tokens" if cost is not None and math.isfinite(cost)
+                                  else "no $/GPU-hour: set energy.usd_per_gpu_hour")))
     if "latency_source" in s:
         rows.append(("latency", format_latency_source(s["latency_source"])))
         engine = s.get("engine_time")

@@ -117,6 +117,12 @@ def _signals_held():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+def write_manifest(out_dir: Path, command: str, files: Iterable[str]) -> None:
+    """Record `files` as `command`'s in `out_dir` (for commands that write their files in place, such as
+    `plan`, which never removes anything: the manifest marks the folder as theirs)."""
+    _write_manifest(Path(out_dir), command, files)
+
+
 def _write_manifest(out_dir: Path, command: str, files: Iterable[str]) -> None:
     path = out_dir / manifest_name(command)
     tmp = out_dir / f"{STAGING_PREFIX}{os.getpid()}{MANIFEST_SUFFIX}"

@@ -62,11 +62,12 @@ class StepTotals:
 
     PER_REPLICA = ("busy_s",)
     GLOBAL = ("duration_s", "flops", "bytes", "draft_s", "engine_s", "alltoall_s", "kv_io_s", "kv_weighted_s",
-              "kv_duration_s", "in_system_busy_s")
+              "kv_duration_s", "in_system_busy_s", "energy_above_idle_j")
 
-    def __init__(self, num_replicas: int, window_start_s: float):
+    def __init__(self, num_replicas: int, window_start_s: float, power=None):
         self.num_replicas = num_replicas
         self.window_start_s = window_start_s
+        self.power = power      # simulator.results.energy.RunPower: steps' energy above idle (None: not counted)
         self.steps = 0
         self.kv_max = math.nan
         self._busy = [0] * num_replicas
@@ -100,6 +101,13 @@ class StepTotals:
             self.has_alltoall = True
         if "kv_io_s" in cols:
             parts["kv_io_s"] = cols["kv_io_s"]
+        if self.power is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                inside = np.where(duration > 0, busy / duration, 0.0)
+            device = np.asarray(cols["draft_s"], dtype=np.float64) + np.asarray(cols["verify_s"], dtype=np.float64)
+            parts["energy_above_idle_j"] = self.power.above_idle_j(
+                replica, device, np.asarray(cols["flops"], dtype=np.float64), np.asarray(cols["bytes"], dtype=np.float64),
+                inside)
         for name, values in parts.items():
             self._sums[name] += _exact_parts(values, None, 1)[0]
         if has_kv.any():
@@ -118,9 +126,9 @@ class StepTotals:
         self.has_alltoall = self.has_alltoall or other.has_alltoall
 
     @staticmethod
-    def from_frame(steps, num_replicas: int, window_start_s: float, window_end_s: float) -> "StepTotals":
+    def from_frame(steps, num_replicas: int, window_start_s: float, window_end_s: float, power=None) -> "StepTotals":
         """The totals of a finished step frame (every step of a run)."""
-        totals = StepTotals(num_replicas, window_start_s)
+        totals = StepTotals(num_replicas, window_start_s, power)
         cols = {name: steps[name].to_numpy() for name in steps.columns}
         totals.add(cols, window_end_s)
         return totals

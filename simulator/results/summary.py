@@ -53,6 +53,8 @@ def cluster_summary(cluster, requests: pd.DataFrame, end_s: float) -> dict:
         duration = totals.sum("duration_s")
         summary["alltoall_time_fraction"] = totals.sum("alltoall_s") / duration if totals.steps else float("nan")
     summary.update(kv_cache_summary(cluster, requests, totals))
+    from simulator.results.energy import energy_summary
+    summary.update(energy_summary(cluster, totals, summary))
     if cluster.retrieval is not None:
         summary.update(cluster.retrieval.summary(end_s))
         if cluster.scenario.retrieval.kv_while_paused == "released":   # KV tokens re-prefilled after pauses

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import yaml
 
+from models.errors import FieldError
+
 REGISTRY_DIR = Path(__file__).resolve().parents[2] / "profiles" / "data" / "acceptance_published"
 SHAPES = ("chain", "tree", "unspecified")
 KEYS = ("method", "target", "draft", "dataset", "temperature")
@@ -45,8 +47,9 @@ KEYS = ("method", "target", "draft", "dataset", "temperature")
 ROUNDING_TOKENS = 0.02
 
 
-class RegistryError(ValueError):
-    """A malformed registry file or a selection that names no single row; the message names the field."""
+class RegistryError(FieldError):
+    """A malformed registry file or a selection that names no single row (`field`: the file's field, or the
+    scenario's acceptance field to change)."""
 
 
 @dataclass(frozen=True)
@@ -90,9 +93,9 @@ def _float(value: str, where: str) -> float | None:
     try:
         out = float(value)
     except ValueError:
-        raise RegistryError(f"{where}: expected a number, got {value!r}") from None
+        raise RegistryError(where, f"expected a number, got {value!r}") from None
     if not math.isfinite(out):
-        raise RegistryError(f"{where}: expected a finite number, got {value!r}")
+        raise RegistryError(where, f"expected a finite number, got {value!r}")
     return out
 
 
@@ -101,7 +104,7 @@ def _int(value: str, where: str) -> int | None:
     if number is None:
         return None
     if number != int(number) or number < 1:
-        raise RegistryError(f"{where}: expected a positive integer, got {value!r}")
+        raise RegistryError(where, f"expected a positive integer, got {value!r}")
     return int(number)
 
 
@@ -109,31 +112,31 @@ def _row(raw: dict, sources: dict, where: str) -> PublishedAcceptance:
     field = lambda name: f"{where}: {name}"  # noqa: E731
     shape = raw["shape"].strip()
     if shape not in SHAPES:
-        raise RegistryError(f"{field('shape')}: one of {', '.join(SHAPES)}, got {shape!r}")
+        raise RegistryError(str(field('shape')), f"one of {', '.join(SHAPES)}, got {shape!r}")
     if raw["source"] not in sources:
-        raise RegistryError(f"{field('source')}: {raw['source']!r} is not in sources.yaml")
+        raise RegistryError(str(field('source')), f"{raw['source']!r} is not in sources.yaml")
     depth, nodes = _int(raw["depth"], field("depth")), _int(raw["nodes"], field("nodes"))
     if shape != "unspecified" and depth is None:
-        raise RegistryError(f"{field('depth')}: a {shape} row needs its depth")
+        raise RegistryError(str(field('depth')), f"a {shape} row needs its depth")
     temperature = _float(raw["temperature"], field("temperature"))
     if temperature is not None and temperature < 0:
-        raise RegistryError(f"{field('temperature')}: must be >= 0, got {temperature}")
+        raise RegistryError(str(field('temperature')), f"must be >= 0, got {temperature}")
     tokens = _float(raw["tokens_per_step"], field("tokens_per_step"))
     survival = tuple(float(_float(s, field("survival"))) for s in raw["survival"].split(";") if s.strip())
     if tokens is None and not survival:
-        raise RegistryError(f"{where}: give tokens_per_step or survival (or both)")
+        raise RegistryError(where, "give tokens_per_step or survival (or both)")
     if survival:
         if any(not 0.0 < s <= 1.0 for s in survival) or any(b > a for a, b in zip(survival, survival[1:])):
-            raise RegistryError(f"{field('survival')}: probabilities in (0, 1], non-increasing, got {survival}")
+            raise RegistryError(str(field('survival')), f"probabilities in (0, 1], non-increasing, got {survival}")
         if depth is not None and len(survival) > depth:
-            raise RegistryError(f"{field('survival')}: {len(survival)} positions for depth {depth}")
+            raise RegistryError(str(field('survival')), f"{len(survival)} positions for depth {depth}")
         if tokens is not None and abs(1.0 + sum(survival) - tokens) > ROUNDING_TOKENS:
-            raise RegistryError(f"{field('tokens_per_step')}: {tokens} disagrees with 1 + Σ survival = "
+            raise RegistryError(str(field('tokens_per_step')), f"{tokens} disagrees with 1 + Σ survival = "
                                 f"{1.0 + sum(survival):.3f}")
     if tokens is not None:
         top = (depth + 1) if depth is not None else math.inf
         if not 1.0 <= tokens <= top:
-            raise RegistryError(f"{field('tokens_per_step')}: must be in [1, depth + 1 = {top}], got {tokens}")
+            raise RegistryError(str(field('tokens_per_step')), f"must be in [1, depth + 1 = {top}], got {tokens}")
     batch = _int(raw["batch"], field("batch"))
     return PublishedAcceptance(raw["id"], raw["method"], raw["target"], raw["draft"], raw["dataset"], temperature,
                                shape, depth, nodes, tokens, survival, raw["engine"], raw["hardware"], batch,
@@ -146,12 +149,12 @@ def load_registry(directory: Path = REGISTRY_DIR) -> tuple[PublishedAcceptance, 
     directory = Path(directory)
     raw_sources = yaml.safe_load((directory / "sources.yaml").read_text())
     if not isinstance(raw_sources, dict):
-        raise RegistryError(f"{directory / 'sources.yaml'}: expected a mapping of source ids")
+        raise RegistryError(str(directory / 'sources.yaml'), "expected a mapping of source ids")
     sources = {}
     for key, value in raw_sources.items():
         missing = {"title", "url", "date", "setup"} - set(value or {})
         if missing:
-            raise RegistryError(f"{directory / 'sources.yaml'}: {key}: missing {', '.join(sorted(missing))}")
+            raise RegistryError(str(directory / 'sources.yaml'), f"{key}: missing {', '.join(sorted(missing))}")
         sources[key] = PublishedSource(key, value["title"], value["url"], str(value["date"]), value["setup"])
     path = directory / "acceptance.csv"
     rows, seen = [], set()
@@ -159,9 +162,9 @@ def load_registry(directory: Path = REGISTRY_DIR) -> tuple[PublishedAcceptance, 
         for number, raw in enumerate(csv.DictReader(handle), start=2):
             where = f"{path.name} line {number} ({raw.get('id') or 'no id'})"
             if not raw.get("id"):
-                raise RegistryError(f"{where}: id is empty")
+                raise RegistryError(where, "id is empty")
             if raw["id"] in seen:
-                raise RegistryError(f"{where}: id appears twice")
+                raise RegistryError(where, "id appears twice")
             seen.add(raw["id"])
             rows.append(_row(raw, sources, where))
     return tuple(rows)
@@ -171,7 +174,7 @@ def find_entry(entry_id: str, directory: Path = REGISTRY_DIR) -> PublishedAccept
     for row in load_registry(directory):
         if row.id == entry_id:
             return row
-    raise RegistryError(f"acceptance.entry: no published entry {entry_id!r} (python -m simulator.speculation."
+    raise RegistryError("acceptance.entry", f"no published entry {entry_id!r} (python -m simulator.speculation."
                         f"published lists them)")
 
 
@@ -181,12 +184,12 @@ def select(directory: Path = REGISTRY_DIR, depth: int | None = None, **keys) -> 
     the chain of nearest depth; a tie is an error that lists the candidates (give acceptance.entry)."""
     unknown = set(keys) - set(KEYS)
     if unknown:
-        raise RegistryError(f"acceptance: unknown selection key(s) {', '.join(sorted(unknown))}")
+        raise RegistryError("acceptance", f"unknown selection key(s) {', '.join(sorted(unknown))}")
     rows = [r for r in load_registry(directory)
             if all(value is None or getattr(r, key) == value for key, value in keys.items())]
     if not rows:
         given = ", ".join(f"{k}={v!r}" for k, v in keys.items() if v is not None)
-        raise RegistryError(f"acceptance: no published entry matches {given}")
+        raise RegistryError("acceptance", f"no published entry matches {given}")
 
     def rank(row: PublishedAcceptance) -> tuple:
         gap = abs(row.depth - depth) if depth is not None and row.depth is not None else math.inf
@@ -194,7 +197,7 @@ def select(directory: Path = REGISTRY_DIR, depth: int | None = None, **keys) -> 
     best = min(rank(r) for r in rows)
     top = [r for r in rows if rank(r) == best]
     if len(top) > 1:
-        raise RegistryError(f"acceptance: {len(top)} published entries match equally well "
+        raise RegistryError("acceptance", f"{len(top)} published entries match equally well "
                             f"({', '.join(r.id for r in top[:6])}{' …' if len(top) > 6 else ''}); give acceptance.entry")
     return top[0]
 
@@ -210,10 +213,10 @@ def per_position_alphas(entry: PublishedAcceptance, depth: int | None = None) ->
         return tuple(alphas)
     d = entry.depth if entry.depth is not None else depth
     if d is None:
-        raise RegistryError(f"acceptance.depth: entry {entry.id!r} publishes no drafting depth; state the depth "
+        raise RegistryError("acceptance.depth", f"entry {entry.id!r} publishes no drafting depth; state the depth "
                             f"its acceptance length was measured at to convert it")
     if entry.tokens_per_step > d + 1:
-        raise RegistryError(f"acceptance.depth: entry {entry.id!r} has {entry.tokens_per_step} tokens per step, "
+        raise RegistryError("acceptance.depth", f"entry {entry.id!r} has {entry.tokens_per_step} tokens per step, "
                             f"more than depth {d} + 1 allows")
     from theory.chain import alpha_from_expected_tokens
     return (alpha_from_expected_tokens(entry.tokens_per_step, d),) * d
@@ -225,7 +228,7 @@ def decayed_alphas(first: PublishedAcceptance, length: PublishedAcceptance) -> t
     from scipy.optimize import brentq
     alpha1 = per_position_alphas(first)[0]
     if length.depth is None:
-        raise RegistryError(f"acceptance.entry: {length.id!r} publishes no depth")
+        raise RegistryError("acceptance.entry", f"{length.id!r} publishes no depth")
     d, tau = length.depth, length.mean_tokens
 
     def tokens(r: float) -> float:
@@ -235,7 +238,7 @@ def decayed_alphas(first: PublishedAcceptance, length: PublishedAcceptance) -> t
             total += survival
         return total
     if not tokens(0.0) <= tau <= tokens(1.0):
-        raise RegistryError(f"acceptance.first_alpha_entry: α1 = {alpha1:.3f} cannot give {tau} tokens per step at "
+        raise RegistryError("acceptance.first_alpha_entry", f"α1 = {alpha1:.3f} cannot give {tau} tokens per step at "
                             f"depth {d} with a decay in [0, 1]")
     r = brentq(lambda x: tokens(x) - tau, 0.0, 1.0, xtol=1e-14)
     return tuple(alpha1 * r ** i for i in range(d))

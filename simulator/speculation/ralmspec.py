@@ -23,7 +23,7 @@ request arrives: not simulated). Every later one is retrieved at the interval's 
   A request finishes when its output length is reached and verified.
 
 For one request alone on a replica with a constant step time this is exactly theory.ralmspec's
-two-state chain with G = interval_tokens × step time (tests/test_sim_ralmspec.py checks the DES's
+two-state chain with G = interval_tokens × step time (tests/simulator/speculation/test_sim_ralmspec.py checks the DES's
 committed intervals per second and speedup against it, Monte-Carlo error).
 
 Approximations, named here:
@@ -68,7 +68,7 @@ class RetrievalSpec:
 class KnowledgeBase:
     """`servers` identical servers, FIFO: a query submitted at t starts on the first server free at or
     after t. Queries must be submitted in time order (the coupled driver's event order does it), which
-    makes this the SimPy Resource of that capacity (checked in tests/test_sim_ralmspec.py)."""
+    makes this the SimPy Resource of that capacity (checked in tests/simulator/speculation/test_sim_ralmspec.py)."""
 
     def __init__(self, servers: int, fixed_s: float, per_query_s: float):
         self.fixed_s, self.per_query_s = fixed_s, per_query_s

@@ -189,6 +189,7 @@ CHAIN_ACCEPTANCE = {
         [float(rank_probs(acc, base_dir)[0])], gamma, seed),
     "drifting": lambda acc, gamma, seed, base_dir: _drifting_chain(acc, gamma, seed),
     "step_level": lambda acc, gamma, seed, base_dir: _step_level(acc, gamma, seed),
+    "sessions": lambda acc, gamma, seed, base_dir: _sessions_chain(acc, gamma, seed, base_dir),
     "published": lambda acc, gamma, seed, base_dir: _published_chain(acc, gamma, seed),
 }
 
@@ -207,10 +208,15 @@ def _published_chain(acc, gamma: int, seed: int):
             alphas = decayed_alphas(find_entry(acc.first_alpha_entry), entry)
         else:
             alphas = per_position_alphas(entry, acc.depth)
-    except RegistryError as exc:
-        field, _, message = str(exc).partition(": ")
-        raise ScenarioError(field if field.startswith("acceptance") else "acceptance", message or str(exc)) from None
+    except RegistryError as exc:   # (a malformed registry file names its own field: reported under acceptance)
+        raise ScenarioError(exc.field if exc.field.startswith("acceptance") else "acceptance",
+                            exc.message if exc.field.startswith("acceptance") else str(exc)) from None
     return ChainAcceptance.from_alphas(list(alphas), gamma, seed)
+
+
+def _sessions_chain(acc, gamma: int, seed: int, base_dir: Path):
+    from simulator.speculation.suffix.acceptance import sessions_chain
+    return sessions_chain(acc, gamma, seed, base_dir)
 
 
 def _step_level(acc, gamma: int, seed: int):

@@ -8,6 +8,9 @@ engine-time model and step-cost code as a `draftsim run` of that model, hardware
 `cluster.latency` block, so the numbers are the simulator's. The per-op-kind breakdown prices the op
 graph op by op; for decode steps the simulator interpolates between multiples of 16 tokens of context
 (simulator.cost.step_cost), so the breakdown's sum may differ from `kernel_seconds` by < 0.1 %.
+
+A step that cannot exist is an error (exit 2, one line naming the argument), not an estimate: requests
+longer than the model's context, or weights and KV cache beyond the GPU's memory (`check_step_fits`).
 """
 from __future__ import annotations
 
@@ -40,6 +43,39 @@ def _latency_config(latency):
                             first["msg"]) from None
 
 
+def _engine_config(engine, latency):
+    """`engine` (a cluster.engine block) validated; its framework also prices the kernels unless `latency`
+    names one (as in a scenario)."""
+    from pydantic import ValidationError
+    from simulator.config.engine import EngineConfig
+    from simulator.errors import ScenarioError
+    if engine is None:
+        return None
+    if not isinstance(engine, dict):
+        raise ScenarioError("engine", "expected a mapping like the scenario's cluster.engine block")
+    try:
+        return EngineConfig(**engine)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ScenarioError("engine." + ".".join(str(x) for x in first["loc"]) if first["loc"] else "engine",
+                            first["msg"]) from None
+
+
+def _scheduler_config(scheduler):
+    from pydantic import ValidationError
+    from simulator.config.scenario import SchedulerConfig
+    from simulator.errors import ScenarioError
+    if scheduler is None:
+        return None
+    if not isinstance(scheduler, dict):
+        raise ScenarioError("scheduler", "expected a mapping like the scenario's scheduler block")
+    try:
+        return SchedulerConfig(**scheduler)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ScenarioError("scheduler." + ".".join(str(x) for x in first["loc"]), first["msg"]) from None
+
+
 def _check_counts(**counts) -> None:
     from simulator.errors import ScenarioError
     for name, value in counts.items():
@@ -48,12 +84,39 @@ def _check_counts(**counts) -> None:
             raise ScenarioError(name, f"must be an integer >= {low}, got {value!r}")
 
 
+def check_step_fits(spec, hw, par, dtype: str, kv_dtype: str, batch: int, context_tokens: int,
+                    new_tokens: int) -> None:
+    """Refuse (ScenarioError naming the argument) a step that cannot exist: a request longer than the
+    model's context (`max_position_embeddings`), or weights plus the step's KV cache beyond the GPU's whole
+    memory (`hbm_bytes`; a serving engine keeps 10 % back, so this only refuses what certainly cannot run).
+    An estimate of such a step would be a number for a machine that does not exist."""
+    from models.moe_routing import weight_bytes_per_gpu
+    from simulator.errors import ScenarioError
+
+    length = context_tokens + new_tokens
+    if length > spec.max_position_embeddings:
+        raise ScenarioError("context", f"{context_tokens} cached + {new_tokens} new tokens exceed the context of "
+                                       f"{spec.name}, {spec.max_position_embeddings} tokens (max_position_embeddings)")
+    weights = weight_bytes_per_gpu(spec, par, dtype) if par.ep > 1 else spec.weight_bytes(dtype) / par.gpus
+    if weights > hw.hbm_bytes:
+        raise ScenarioError("model", f"{spec.name} needs {weights / 1e9:,.0f} GB of {dtype} weights per GPU at "
+                                     f"tp={par.tp} but {hw.id} has {hw.hbm_bytes / 1e9:,.0f} GB; raise --tp")
+    kv = batch * length * spec.kv_bytes_per_token_per_gpu(par, kv_dtype)
+    if weights + kv > hw.hbm_bytes:
+        raise ScenarioError("batch", f"{batch:,} requests of {length:,} token(s) need {kv / 1e9:,.4g} GB of KV cache "
+                                     f"per GPU beside {weights / 1e9:,.1f} GB of weights; {hw.id} has "
+                                     f"{hw.hbm_bytes / 1e9:,.0f} GB")
+
+
 def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16", batch: int = 1,
                   context_tokens: int = 0, query_tokens: int = 1, prefill_tokens: int = 0,
-                  latency=None, kv_dtype: str | None = None) -> dict:
+                  latency=None, kv_dtype: str | None = None, engine=None, scheduler=None) -> dict:
     """The step's seconds (kernels + engine time), its op-kind breakdown and what priced it (see the
     module docstring). `latency`: a `cluster.latency` block as a dict (e.g. {"source": "measured",
-    "framework": "vllm"}) or None for the default. ScenarioError naming the argument on bad input."""
+    "framework": "vllm"}) or None for the default; `engine`: a `cluster.engine` block as a dict (framework,
+    version, cuda_graphs, ...) or None; `scheduler`: a scenario's scheduler block as a dict (its
+    max_batch_size and max_batched_tokens set the engine's CUDA-graph capture sizes; default 256 and 8192).
+    ScenarioError naming the argument on bad input."""
     from models.spec import DTYPE_BYTES, KV_DTYPES
     from profiles.select import describe_latency
     from simulator.errors import ScenarioError
@@ -68,17 +131,24 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         raise ScenarioError("dtype", f"{dtype!r} is not supported; allowed: fp32, bf16, fp16, fp8, fp8_block, int4")
     if kv_dtype is not None and kv_dtype not in KV_DTYPES:
         raise ScenarioError("kv_dtype", f"{kv_dtype!r} is not supported; allowed: {', '.join(KV_DTYPES)}")
+    if isinstance(engine, dict) and engine.get("framework") and not (isinstance(latency, dict) and "framework" in latency):
+        latency = {**(latency or {}), "framework": engine["framework"]}
     try:
         kind = build_replica_kind(model=model, hardware=hardware, parallelism=ParallelismConfig(tp=tp), dtype=dtype,
                                   latency=_latency_config(latency), moe=MoeConfig(), memory_utilization=None,
                                   drafter=NoDrafterConfig(), speculation=ChainConfig(), acceptance=ConstantAcceptanceConfig(),
                                   policy=FixedPolicyConfig(), acceptance_seed=0, base_dir=Path.cwd(), where="estimate",
-                                  kv_dtype=kv_dtype)
+                                  kv_dtype=kv_dtype, engine_config=_engine_config(engine, latency),
+                                  scheduler=_scheduler_config(scheduler))
     except ScenarioError as exc:  # name the argument, not a scenario field
-        field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.dtype": "dtype"}.get(
+        field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.dtype": "dtype",
+                 "cluster.latency.source": "source", "cluster.latency.version": "version",
+                 "cluster.latency.framework": "framework"}.get(
             exc.field, "tp" if "parallelism" in exc.field else exc.field)
-        raise ScenarioError(field, str(exc).split(": ", 1)[1]) from None
+        raise ScenarioError(field, exc.message) from None
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
+    check_step_fits(spec, hw, par, dtype, kind.kv_dtype, batch, context_tokens,
+                    prefill_tokens if prefill_tokens else query_tokens)
     if prefill_tokens:
         pairs = batch * (prefill_tokens * context_tokens + prefill_tokens * (prefill_tokens + 1) // 2)
         shape = StepShape(prefill_tokens=batch * prefill_tokens, prefill_seqs=batch, prefill_attn_pairs=pairs)
@@ -168,6 +238,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-dir", default=None, help="with --source profile: the profile directory written by "
                    "draftsim profile (default: profiles/data/<hardware>/)")
     p.add_argument("--no-engine-time", action="store_true", help="kernels only")
+    p.add_argument("--engine-version", default=None, help="serving-engine release to model (cluster.engine.version)")
+    p.add_argument("--cuda-graphs", default=None, choices=["full", "piecewise", "none"],
+                   help="CUDA-graph mode (cluster.engine.cuda_graphs; default: the engine version's)")
+    p.add_argument("--async-scheduling", default=None, choices=["on", "off"],
+                   help="host work overlapped with the GPU (cluster.engine.async_scheduling; default: the version's)")
+    p.add_argument("--host-cpu", default=None, help="host CPU (cluster.engine.host_cpu: a catalog id)")
+    p.add_argument("--max-num-seqs", type=int, default=None,
+                   help="the engine's max running requests (sets its CUDA-graph capture sizes; default 256)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     return p
 
@@ -185,10 +263,16 @@ def main(argv: list[str] | None = None) -> int:
                                  ("version", args.version), ("profile_dir", args.profile_dir)) if v is not None}
     if args.no_engine_time:
         latency["engine_time"] = False
+    engine = {k: v for k, v in (("version", args.engine_version), ("cuda_graphs", args.cuda_graphs),
+                                ("host_cpu", args.host_cpu)) if v is not None}
+    if args.async_scheduling is not None:
+        engine["async_scheduling"] = args.async_scheduling == "on"
+    scheduler = {"max_batch_size": args.max_num_seqs} if args.max_num_seqs is not None else None
     try:
         result = estimate_step(args.model, args.hardware, tp=args.tp, dtype=args.dtype, batch=args.batch,
                                context_tokens=args.context, query_tokens=args.query_tokens,
-                               prefill_tokens=args.prefill_tokens, latency=latency, kv_dtype=args.kv_dtype)
+                               prefill_tokens=args.prefill_tokens, latency=latency, kv_dtype=args.kv_dtype,
+                               engine=engine or None, scheduler=scheduler)
     except (ScenarioError, ValueError) as exc:
         print(f"draftsim estimate: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

@@ -8,10 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 POINTS_FILE = Path(__file__).resolve().parent / "points.yaml"
+# Every points file of the registry: points.yaml and the topic files beside it (points_<topic>.yaml), each
+# added by whoever collected its points (README.md in this folder).
+POINTS_FILES = tuple(sorted(Path(__file__).resolve().parent.glob("points*.yaml")))
 
 KERNEL_KINDS = ("gemm", "attention")
 STEP_KINDS = ("decode_step", "prefill_step")
@@ -65,6 +67,12 @@ class Acceptance(BaseModel):
         return m if self.definition == "incl. bonus token" else m + 1.0
 
 
+# workload fields that predict.py reads as numbers
+NUMERIC_WORKLOAD_FIELDS = ("m", "n", "k", "batch", "seq_len", "context_tokens", "prefill_tokens",
+                           "query_tokens_per_seq", "input_tokens", "output_tokens", "num_prompts", "concurrency",
+                           "qps", "num_speculative_tokens", "tree_nodes")
+
+
 class Point(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
@@ -84,6 +92,9 @@ class Point(BaseModel):
     pp: int = Field(ge=1)
     workload: dict = Field(default_factory=dict)
     acceptance: Acceptance | None = None
+    # the serving engine's flags the publication states (a cluster.engine block: cuda_graphs,
+    # async_scheduling, num_scheduler_steps, ...); the point is predicted with them
+    engine_flags: dict | None = None
     # The acceptance registry row (profiles/data/acceptance_published) a speculative prediction uses.
     acceptance_entry: str | None = None
     source: Source
@@ -98,14 +109,37 @@ class Point(BaseModel):
     def publication(self) -> str:
         return self.source.title
 
+    @field_validator("workload")
+    @classmethod
+    def _workload_values_are_scalars(cls, workload: dict) -> dict:
+        """A workload field is a number, a text or null (a list or mapping there is a malformed point)."""
+        for key, value in workload.items():
+            if isinstance(value, (list, dict)):
+                raise ValueError(f"{key}: {value!r} is not a number or a text")
+            if key in NUMERIC_WORKLOAD_FIELDS and value is not None and (
+                    isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
+                raise ValueError(f"{key}: {value!r} is not a number >= 0")
+        return workload
+
     def w(self, key: str, default=None):
         value = self.workload.get(key)
         return default if value is None else value
 
 
-def load_points(path: str | Path = POINTS_FILE) -> list[Point]:
-    """All points of `path`; ValueError naming the entry and field when one is malformed."""
-    raw = yaml.safe_load(Path(path).read_text())
+def load_points(path: str | Path | None = None) -> list[Point]:
+    """All points of `path` (None: every file of the registry, POINTS_FILES); ValueError naming the entry and
+    field when one is malformed, or when an id appears twice."""
+    if path is None:
+        points = [p for f in POINTS_FILES for p in load_points(f)]
+        seen: set[str] = set()
+        for p in points:
+            if p.id in seen:
+                raise ValueError(f"point id {p.id!r} appears in two files of the registry")
+            seen.add(p.id)
+        return points
+    from models.files import read_document
+
+    raw = read_document(Path(path), "YAML")   # ValueError naming the file: missing, not text, malformed, ...
     if not isinstance(raw, list):
         raise ValueError(f"{path}: expected a YAML list of points")
     points, seen = [], set()
@@ -116,7 +150,7 @@ def load_points(path: str | Path = POINTS_FILE) -> list[Point]:
             first = err.errors()[0]
             where = ".".join(str(x) for x in first["loc"])
             ident = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
-            raise ValueError(f"{path}: point {ident}: {where}: {first['msg']}") from None
+            raise ValueError(f"{path}: point {ident}: {where}: {first['msg'].removeprefix('Value error, ')}") from None
         if point.acceptance_entry is not None:
             from simulator.speculation.published import RegistryError, find_entry
             try:

@@ -76,6 +76,11 @@ def _latency_block(point: Point, override: dict | None = None) -> dict:
     return {**block, **(override or {})}
 
 
+def _engine_block(point: Point) -> dict | None:
+    """The `cluster.engine` flags the publication states (None: the release's defaults)."""
+    return dict(point.engine_flags) if point.engine_flags else None
+
+
 def _kernel_latency(hw: str, dtype: str, override: dict | None):
     from profiles.select import LatencySourceConfig, select_latency
     return select_latency(hw, dtype, LatencySourceConfig(source=(override or {}).get("source", "auto")))
@@ -127,7 +132,7 @@ def predict_step(point: Point, latency: dict | None = None) -> Prediction:
         result = simulator.estimate_step(model, hw, tp=point.tp, dtype=dtype, batch=batch,
                                          context_tokens=int(point.w("context_tokens", 0)),
                                          prefill_tokens=int(point.w("prefill_tokens")),
-                                         latency=_latency_block(point, latency))
+                                         latency=_latency_block(point, latency), engine=_engine_block(point))
     else:
         context = point.w("context_tokens")
         if context is None:
@@ -135,7 +140,7 @@ def predict_step(point: Point, latency: dict | None = None) -> Prediction:
         result = simulator.estimate_step(model, hw, tp=point.tp, dtype=dtype, batch=batch,
                                          context_tokens=int(context),
                                          query_tokens=int(point.w("query_tokens_per_seq", 1)),
-                                         latency=_latency_block(point, latency))
+                                         latency=_latency_block(point, latency), engine=_engine_block(point))
     return Prediction(result["seconds"], result["latency_source"]["source"], note)
 
 
@@ -145,12 +150,12 @@ def scheduler_defaults(fw: str | None, hardware: str) -> dict:
 
     vLLM V1 (`EngineArgs.get_batch_defaults`, offline LLM class): GPUs with >= 70 GiB that are not A100s
     16384 tokens / 1024 sequences, others 8192 / 256 (the A100 exception: vLLM PR #17885). SGLang:
-    chunked_prefill_size 8192 on 80-141 GB GPUs, running requests bounded by the KV pool
-    (server_args.py). TensorRT-LLM PyTorch backend: max_num_tokens 8192, max_batch_size 2048 (LLM API
+    chunked_prefill_size 8192 on 80-141 GB GPUs, running requests bounded by the KV pool, and
+    enable_mixed_chunk False, so a prefill batch never carries decodes (server_args.py): prefill-first. TensorRT-LLM PyTorch backend: max_num_tokens 8192, max_batch_size 2048 (LLM API
     defaults)."""
     from profiles.hardware import get_hardware
-    if fw == "sglang":
-        return {"kind": "sarathi", "chunk_tokens": 8192, "max_batched_tokens": 8192, "max_batch_size": 4096}
+    if fw == "sglang":  # enable_mixed_chunk False: prefill batches run apart from decode batches
+        return {"kind": "vllm", "max_batched_tokens": 8192, "max_batch_size": 4096}
     if fw == "trtllm":
         return {"kind": "sarathi", "chunk_tokens": 8192, "max_batched_tokens": 8192, "max_batch_size": 2048}
     big = get_hardware(hardware).hbm_bytes >= 70 * 2**30 and not hardware.startswith("a100")
@@ -198,7 +203,8 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
                      "prompt_tokens": {"kind": "fixed", "value": isl},
                      "output_tokens": {"kind": "fixed", "value": osl}},
         "cluster": {"hardware": hw, "model": model, "dtype": dtype,
-                    "parallelism": {"tp": point.tp, "pp": point.pp}, "latency": _latency_block(point, latency)},
+                    "parallelism": {"tp": point.tp, "pp": point.pp}, "latency": _latency_block(point, latency),
+                    **({"engine": _engine_block(point)} if point.engine_flags else {})},
         "drafter": drafter or {"kind": "none"},
         "acceptance": acceptance or {"kind": "constant", "alpha": 0.7},
         "scheduler": scheduler,

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scenarios.validation.published.points import KINDS, POINTS_FILE, load_points
+from scenarios.validation.published.points import KINDS, load_points
 from scenarios.validation.published.predict import Unpredictable, predict, relative_error
 from simulator.console.contract import parse_args
 
@@ -42,7 +42,8 @@ def run_points(points, progress=None, latency: dict | None = None) -> pd.DataFra
                 pred = predict(p, latency)
         except Unpredictable as exc:
             row.update(status="not expressible", note=str(exc))
-        except (ValueError, KeyError, RuntimeError) as exc:  # a defect: reported, and the exit code says so
+        except (ValueError, KeyError, RuntimeError, TypeError) as exc:  # reported, and the exit code says so
+            # (TypeError: a workload field the kind needs is missing from the point, e.g. `batch: null`)
             row.update(status="failed", note=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
         else:
             same_run = p.acceptance is not None and p.acceptance.same_run
@@ -109,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="draftsim validate --published", description=(
         "Predict published real GPU measurements (scenarios/validation/published/points.yaml) with "
         "draftsim's defaults and report the error per point, kind, pricing source and publication."))
-    p.add_argument("--points", default=str(POINTS_FILE), help="points YAML (default: the shipped registry)")
+    p.add_argument("--points", default=None, help="one points YAML (default: every file of the shipped registry)")
     p.add_argument("--kind", action="append", choices=KINDS, help="only these kinds (repeatable)")
     p.add_argument("--id", action="append", default=[], help="only the points whose id contains this text")
     p.add_argument("--out", default="out/validation/published", help="folder for points.csv and summary.csv")

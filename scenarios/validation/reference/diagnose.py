@@ -6,7 +6,7 @@ simulator's latency model, pass by pass exactly as `simulator.cost.step_cost.Ste
 (target pass over prefill chunks + γ+1 verify tokens per decode request; draft pass 1 over prefill chunks +
 1 token per decode request; draft passes 2…γ over the decode requests with contexts growing by one per
 pass). Decode attention is priced at the exact Σ context here, where the step cost model interpolates on a
-16-token grid (< 1e-3 relative difference, tests/test_sim_step_cost.py).
+16-token grid (< 1e-3 relative difference, tests/simulator/cost/test_sim_step_cost.py).
 
 "glue" is the pass's wall time minus its timed kernels: Python between kernels, ids/positions tensors,
 rope_tables, logits-row gathers, concatenations — time the op graph has no op for. Its predicted value is

@@ -47,7 +47,7 @@ from simulator.cluster.build import build
 from simulator.results.metrics import build_requests_frame, build_steps_frame
 from simulator.config.scenario import LatencyConfig, Scenario
 from simulator.core.state import DROP_EXCEEDS_KV
-from simulator.cost.step_cost import Cost
+from simulator.cost.step_cost import Cost, StepCost
 
 EXTRA_STEP_COLUMNS = ("plan_s", "draft_wall_s", "target_wall_s", "accept_s", "draft_lag_tokens", "prefill_attn_pairs")
 _INT_COLUMNS = ("draft_lag_tokens", "prefill_attn_pairs")
@@ -83,7 +83,7 @@ class ReferenceResult:
 def _reference_scenario(scenario: Scenario) -> Scenario:
     """The scenario with the roofline latency model: the engine only uses the build's scheduler and op
     graph (FLOPs/bytes for the step log), never its predicted seconds."""
-    cluster = scenario.cluster.model_copy(update={"latency": LatencyConfig()})
+    cluster = scenario.cluster.model_copy(update={"latency": LatencyConfig(source="roofline")})
     return scenario.model_copy(update={"cluster": cluster})
 
 
@@ -188,7 +188,7 @@ class ReferenceEngine:
                         model.op_seconds = new_op_seconds() if self.config.op_breakdown else None
                     draft_s, target_s, accept_s, lag, apply = self._execute(plan)
                     end = self._clock() - t0
-                    rep.apply_step(plan, start, end, (Cost(draft_s, 0.0, 0.0), Cost(target_s, 0.0, 0.0)), finished)
+                    rep.apply_step(plan, start, end, StepCost(Cost(draft_s, 0.0, 0.0), Cost(target_s, 0.0, 0.0)), finished)
                     apply(finished)
                     done += len(finished)
                     finished.clear()

@@ -10,8 +10,10 @@ CSV/JSONL layouts, date-and-time or relative timestamps, a time window and rate 
 - `time_unit`: s | ms | us | datetime — how to read the arrival column (default: the format's).
   Datetimes (ISO 8601, any fraction digits, optional UTC offset) count from the first request;
 - `start_s`, `end_s`: keep the requests arriving in [start_s, end_s) after the trace's first arrival;
-  the kept window is shifted to start at 0 (without a window, numeric times are used as they are);
-- `speedup`: replay k× faster (arrival times divided by k; the same requests at k× the rate);
+  the kept window is shifted to start at 0 (without a window, numeric times are used as they are); a
+  window that keeps a single request of several is refused (a window typed in ms or µs);
+- `speedup`: replay k× faster (arrival times divided by k; the same requests at k× the rate); the
+  replayed arrivals must stay within simulator.core.workload.MAX_SIM_SPAN_S (1e8 s);
 - `hash_block_tokens`: tokens per prefix hash id (mooncake: 512); a request keeps the ids of its full
   blocks (the last, partial block is never reused, as vLLM caches only full blocks).
 
@@ -56,6 +58,7 @@ def trace_format(arrival) -> TraceFormat:
 
 def load_trace(cfg, base_dir: Path, resolve_path) -> tuple[np.ndarray, np.ndarray, np.ndarray, PrefixKeys | None]:
     """(arrival_s, prompt, output, prefix keys or None) of the trace of workload `cfg`, sorted by arrival."""
+    from simulator.core.workload import check_span
     arrival = cfg.arrival
     path = resolve_path(arrival.trace_csv, base_dir)
     fmt = trace_format(arrival)
@@ -69,6 +72,11 @@ def load_trace(cfg, base_dir: Path, resolve_path) -> tuple[np.ndarray, np.ndarra
         if not keep.any():
             raise ScenarioError(f"{FIELD}.start_s", f"no request of {path} arrives in the window "
                                                     f"[{arrival.start_s}, {arrival.end_s}) s after its first")
+        if keep.sum() == 1 and len(times) > 1:   # e.g. end_s: 1e-6 (a window in ms or µs typed as s)
+            raise ScenarioError(f"{FIELD}.end_s", f"the window [{arrival.start_s:g}, {arrival.end_s:g}) s after the "
+                                                  f"first arrival keeps 1 of the {len(times)} requests of {path} "
+                                                  "(start_s and end_s are seconds); widen it, or take one request "
+                                                  "with workload.num_requests: 1")
         order, times = order[keep], times[keep] - t0
     times = times / arrival.speedup
     count = len(times)
@@ -81,6 +89,7 @@ def load_trace(cfg, base_dir: Path, resolve_path) -> tuple[np.ndarray, np.ndarra
         if count == 0:
             raise ScenarioError("workload.duration_s", f"no request of {path} arrives before {cfg.duration_s} s")
     keep = order[:count]
+    check_span(times[:count], f"{FIELD}.speedup" if arrival.speedup != 1.0 else f"{FIELD}.trace_csv")
     prompt = rows.prompt[keep]
     keys = None
     if rows.hash_ids is not None:

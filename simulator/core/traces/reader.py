@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simulator.core.csv_columns import check_data_file, check_row_count
 from simulator.core.traces.formats import TIME_UNITS, TraceFormat
 from simulator.errors import ScenarioError
 
@@ -29,16 +30,14 @@ def _is_jsonl(path: Path, fmt: TraceFormat) -> bool:
 
 
 def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
-    if not path.exists():
-        raise ScenarioError(field, f"file not found: {path}")
-    if path.is_dir():
-        raise ScenarioError(field, f"{path} is a directory, expected a trace file")
+    check_data_file(path, field, "trace file")
     try:
         if _is_jsonl(path, fmt):
             records = []
             with path.open("r", encoding="utf-8") as fh:
                 for line_no, line in enumerate(fh, start=1):
                     if line.strip():
+                        check_row_count(len(records) + 1, path, field)
                         try:
                             record = json.loads(line)
                         except json.JSONDecodeError:
@@ -50,6 +49,7 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
             frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
         else:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+            check_row_count(len(frame), path, field)
             frame.columns = [str(c).strip() for c in frame.columns]
             frame["__line__"] = np.arange(len(frame)) + 2
     except pd.errors.EmptyDataError:
@@ -65,14 +65,27 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
 
 
 def _bad(field: str, path: Path, column: str, line, value, rule: str) -> ScenarioError:
-    return ScenarioError(field, f"{path}, column '{column}', line {line}: {value!r} is not {rule}")
+    where = f"{path}, column '{column}', line {line}"
+    if value is None or (isinstance(value, float) and value != value):   # a JSON line without the key
+        return ScenarioError(field, f"{where}: the value is missing; expected {rule}")
+    if isinstance(value, str) and value.strip() == column:
+        return ScenarioError(field, f"{where}: the header row again (files joined together?); remove it")
+    return ScenarioError(field, f"{where}: {value!r} is not {rule}")
 
 
 def _times(frame: pd.DataFrame, column: str, unit: str, path: Path, field: str) -> np.ndarray:
     raw = frame[column]
     lines = frame["__line__"].to_numpy()
     if unit == "datetime":
-        stamps = pd.to_datetime(raw.astype(str).str.strip(), format="ISO8601", utc=True, errors="coerce")
+        text = raw.astype(str).str.strip()
+        zoned = text.str.contains(_ZONE, regex=True).to_numpy()
+        if zoned.any() and not zoned.all():   # naive times would silently be taken as UTC beside zoned ones
+            i = int(np.argmax(zoned != zoned[0]))
+            raise ScenarioError(field, f"{path}, column '{column}', line {lines[i]}: {raw.iloc[i]!r} "
+                                       f"{'has' if zoned[i] else 'lacks'} a UTC offset and line {lines[0]} "
+                                       f"{'does' if zoned[0] else 'does not'}; give every time with an offset "
+                                       "or none")
+        stamps = pd.to_datetime(text, format="ISO8601", utc=True, errors="coerce")
         bad = stamps.isna().to_numpy()
         if bad.any():
             i = int(np.argmax(bad))
@@ -100,6 +113,11 @@ def _counts(frame: pd.DataFrame, column: str, path: Path, field: str, allow_zero
     return values.astype(np.int64)
 
 
+# an ISO 8601 UTC offset after the time of day (Z, +hh, +hhmm, +hh:mm)
+_ZONE = r"\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s*(?:[zZ]|[+-]\d\d(?::?\d\d)?)$"
+_ID_RANGE = (-2**63, 2**63)                   # block ids are stored as int64
+
+
 def _hash_ids(frame: pd.DataFrame, column: str, path: Path, field: str) -> list:
     out = []
     for value, line in zip(frame[column].tolist(), frame["__line__"].tolist()):
@@ -111,6 +129,10 @@ def _hash_ids(frame: pd.DataFrame, column: str, path: Path, field: str) -> list:
                 raise _bad(field, path, column, line, value, "a list of integer block ids") from None
         if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
             raise _bad(field, path, column, line, value, "a list of integer block ids")
+        big = next((v for v in value if not _ID_RANGE[0] <= v < _ID_RANGE[1]), None)
+        if big is not None:
+            raise ScenarioError(field, f"{path}, column '{column}', line {line}: block id {big} does not fit in 64 "
+                                       "bits; ids must be integers from -2^63 to 2^63-1")
         out.append(value)
     return out
 

@@ -9,6 +9,8 @@ functions; the simulator supplies the step-time function from its own cost model
 
 - fixed: the configured shape every step (no policy object; bulk mode applies).
 - smartspec, specdecpp, tetris, load_switch, specreason, thompson, proposed, pearl: one file each (its docstring says what it decides and how).
+- vllm_dynamic, trtllm_schedule, sglang_adaptive: the engines' own draft-length rules, each read from the
+  engine's source (cited in its file) and pinned by hand-worked step sequences in tests/simulator/speculation/test_engine_policies.py.
 
 Adaptive policies run step by step (the replica does not bulk-advance while a policy is set): a step's
 shape depends on the batch, so bulk planning would need per-step shapes (documented limitation; results
@@ -21,6 +23,9 @@ from simulator.speculation.control.base import ControlPolicy
 from simulator.speculation.control.load_switch import LoadSwitch
 from simulator.speculation.control.pearl import Pearl
 from simulator.speculation.control.proposed import Proposed
+from simulator.speculation.control.sglang_adaptive import SglangAdaptive
+from simulator.speculation.control.trtllm_schedule import TrtllmSchedule
+from simulator.speculation.control.vllm_dynamic import VllmDynamic
 from simulator.speculation.control.smartspec import SmartSpec
 from simulator.speculation.control.specdecpp import SpecDecPP
 from simulator.speculation.control.specreason import SpecReason
@@ -31,11 +36,14 @@ CONTROL_POLICIES: dict[str, type[ControlPolicy]] = {
     "load_switch": LoadSwitch,
     "pearl": Pearl,
     "proposed": Proposed,
+    "sglang_adaptive": SglangAdaptive,
     "smartspec": SmartSpec,
     "specdecpp": SpecDecPP,
     "specreason": SpecReason,
     "tetris": Tetris,
     "thompson": ThompsonGamma,
+    "trtllm_schedule": TrtllmSchedule,
+    "vllm_dynamic": VllmDynamic,
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulator.cost.step_cost import Cost, StepCostModel
+from simulator.cost.step_cost import Cost, StepCost, StepCostModel, zero_cost
 
 
 class ControlPolicy:
@@ -52,7 +52,7 @@ class ControlPolicy:
         d, t = self._model(g).decode_steps(batch, np.array([ctx]))
         return float(d[0, 0] + t[0, 0])
 
-    def price(self, plan, rep) -> tuple[Cost, Cost]:
+    def price(self, plan, rep) -> StepCost:
         counts = plan.counts
         full = self.spec.acceptance.depth
         args = (sum(plan.prefill_chunks), len(plan.prefill_ids), plan.prefill_attn_pairs,
@@ -65,7 +65,7 @@ class ControlPolicy:
             return self._model(0).step(*args)
         return self._mixed(plan, rep)
 
-    def _mixed(self, plan, rep) -> tuple[Cost, Cost]:
+    def _mixed(self, plan, rep) -> StepCost:
         """Requests verify different chain lengths: draft pass j runs over the requests with count > j;
         the verify pass has Σ(count + 1) query tokens (exact dense cost) and the attention of the rounded
         mean query length per request."""
@@ -78,7 +78,7 @@ class ControlPolicy:
             c.target.decode_attention(len(ids), q_mean, np.array([int(ctx.sum())]))[0]
         if prefill:
             target = target + c.target.prefill_attention(prefill, len(plan.prefill_ids), plan.prefill_attn_pairs)
-        draft = np.zeros(3)
+        draft = zero_cost()
         if c.proposer is not None:   # an EAGLE-3 / MTP layout (simulator.cost.proposer)
             target = target + c.proposer.target_extra(prefill + tokens)
             draft = c.proposer.draft_counts(c.draft, counts, ctx, prefill, len(plan.prefill_ids),
@@ -97,4 +97,4 @@ class ControlPolicy:
             draft = c.exposed_draft(draft[None, :], target[None, :])[0]
         # Engine time at the full shape's pass layout (approximation: it hardly depends on the counts).
         target = c.with_engine(draft[None, :], target[None, :], prefill, len(plan.prefill_ids), len(ids))[0]
-        return Cost(*draft), Cost(*target)
+        return StepCost(Cost(*draft), Cost(*target))

@@ -30,13 +30,13 @@ overlaps nothing; a preempted request restarts in phase D; the engine's host tim
 framework's, added after the overlap; the discarded early window's draft work in a failed V phase is
 not priced (the drafter is idle-equivalent: its GPUs are not the target's). Batch 1 is the paper's
 setting; in a batch the step waits for its slowest request's drafter (a batched PEARL the paper does not
-describe). Checked against theory.policies.pearl's closed form in tests/test_sim_pearl.py.
+describe). Checked against theory.policies.pearl's closed form in tests/simulator/speculation/test_sim_pearl.py.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from simulator.cost.step_cost import Cost
+from simulator.cost.step_cost import Cost, StepCost, zero_cost
 from simulator.errors import ScenarioError
 from simulator.speculation.control.base import ControlPolicy
 
@@ -79,7 +79,7 @@ class Pearl(ControlPolicy):
         self._passes = passes
         return counts
 
-    def price(self, plan, rep) -> tuple[Cost, Cost]:
+    def price(self, plan, rep) -> StepCost:
         if plan.prefill_ids:   # mixed steps: the fixed chain's pricing of the counts, nothing overlapped
             return super().price(plan, rep)
         c, counts, ids = self.cost, plan.counts, plan.decode_ids
@@ -88,7 +88,7 @@ class Pearl(ControlPolicy):
         q_mean = max(1, int(round(tokens / len(ids))))
         target = c.target.dense(tokens, tokens) + \
             c.target.decode_attention(len(ids), q_mean, np.array([int(ctx.sum())]))[0]
-        draft = np.zeros(3)
+        draft = zero_cost()
         for j in range(int(self._passes.max(initial=0))):
             live = self._passes > j
             b = int(live.sum())
@@ -96,4 +96,4 @@ class Pearl(ControlPolicy):
         exposed = draft.copy()
         exposed[0] = max(draft[0] - target[0], 0.0)   # the step lasts max(draft, verify)
         target = c.with_engine(exposed[None, :], target[None, :], 0, 0, len(ids))[0]
-        return Cost(*exposed), Cost(*target)
+        return StepCost(Cost(*exposed), Cost(*target))

@@ -3,7 +3,9 @@
 (simulator.speculation.trace_acceptance), 0 when the context has no match. vLLM's n-gram proposer works
 this way (a request without a match schedules one token, not 1 + γ), so a step's verify pass costs
 Σ(proposed + 1) tokens instead of batch × (γ + 1) — what matters where pass time grows with tokens.
-Accepted lengths are those of the walk (never more than proposed: a match cannot exceed the proposal)."""
+Accepted lengths are those of the walk (never more than proposed: a match cannot exceed the proposal).
+The same holds for suffix decoding and n-gram walks through session corpora (acceptance `sessions`,
+simulator.speculation.suffix.acceptance), where this is the suffix drafter's own rule."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,7 +24,7 @@ class Proposed(ControlPolicy):
         if spec.acceptance.proposed is None:
             from simulator.errors import ScenarioError
             raise ScenarioError("policy.kind", "'proposed' needs measured proposal lengths: acceptance kind "
-                                "trace with drafter ngram")
+                                "trace with drafter ngram, or sessions")
 
     def counts(self, rep, ids: np.ndarray, queued: int) -> np.ndarray:
         return self.spec.acceptance.proposed_counts(ids, rep.s.decode_steps[ids])

@@ -26,6 +26,7 @@ A plan YAML (unknown keys are errors)::
         - {kind: mtp, gamma: [1, 2, 3], modules: 1}              # models that ship MTP modules only
       deployments: [colocated, disaggregated]   # disaggregated: every prefill/decode split
     confirm_top: 5                          # candidates confirmed with the DES
+    rank_by: usd_per_hour                   # or usd_per_mtok, j_per_token (among those meeting the SLOs)
 
 Extension points: `DRAFTER_KINDS` (with `speculation`, a draft model drafts any tree/multi-draft shape; EAGLE-3
 and MTP take SGLang's EAGLE tree, `{kind: dynamic_tree, top_k, depth, budget}`, and each drafter choice may carry
@@ -153,8 +154,8 @@ class PlanConfig(Strict):
     seed: int = Field(0, ge=0)
     models: list[str] = Field(min_length=1)
     hardware: list[HardwareChoiceConfig] = Field(min_length=1)
-    dtype: Literal["fp32", "bf16", "fp16", "fp8", "fp8_block", "int4"] = "bf16"
-    kv_dtype: Literal["fp32", "bf16", "fp16", "fp8"] | None = None
+    dtype: Literal["fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4", "mxfp4"] = "bf16"
+    kv_dtype: Literal["fp32", "bf16", "fp16", "fp8", "nvfp4"] | None = None
     workload: dict
     acceptance: dict = Field(default_factory=lambda: {"kind": "constant", "alpha": 0.7})
     slo: SLOConfig
@@ -162,6 +163,9 @@ class PlanConfig(Strict):
     moe: dict = Field(default_factory=dict)   # cluster.moe of the scenarios (routing skew, pre-scheduling)
     search: SearchSpaceConfig
     confirm_top: int = Field(5, ge=0, le=1000)
+    # how confirmed candidates that meet the SLOs are ordered: cost per hour, cost per million output tokens
+    # (the DES's tokens/s at the candidate's $/h) or energy per output token (the DES's, simulator.results.energy)
+    rank_by: Literal["usd_per_hour", "usd_per_mtok", "j_per_token"] = "usd_per_hour"
 
     @field_validator("acceptance")
     @classmethod

@@ -7,8 +7,9 @@
    up to `confirm_top` more from the screen's cost/TPOT Pareto front (so the plot has a front), and
    report how far the screen was from the DES for each (relative error of mean TTFT, mean TPOT and output
    tokens/s).
-4. Rank the confirmed candidates: meeting the SLO attainment first, then cost per hour, then goodput per
-   GPU. Outputs in --out (default out/plans/<name>/): ``ranked.csv`` (DES-confirmed), ``candidates.csv``
+4. Rank the confirmed candidates: meeting the SLO attainment first, then the plan's `rank_by` — cost per
+   hour (default), cost per million output tokens or joules per output token (the DES's energy,
+   simulator.results.energy) — then goodput per GPU. Outputs in --out (default out/plans/<name>/): ``ranked.csv`` (DES-confirmed), ``candidates.csv``
    (every screened candidate), ``pareto.png`` (cost per hour vs DES TPOT p50 with the Pareto front),
    ``launch_vllm.sh`` and ``launch_sglang.sh`` (the best candidate's server command line per role,
    simulator.workflows.plan.launch), and ``des_cache/`` (the DES runs, reused by a re-plan whatever its
@@ -37,6 +38,8 @@ SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 
 RANKED_CSV, CANDIDATES_CSV, PARETO_PNG = "ranked.csv", "candidates.csv", "pareto.png"
 LAUNCH_FILES = {"vllm": "launch_vllm.sh", "sglang": "launch_sglang.sh"}
 DES_CACHE = "des_cache"
+# plan `rank_by` -> the ranked.csv column it orders by (ascending)
+RANK_KEYS = {"usd_per_hour": "usd_per_hour", "usd_per_mtok": "usd_per_mtok", "j_per_token": "des_energy_per_output_token_j"}
 
 
 def _rel_err(screen_value: float, des_value: float) -> float:
@@ -84,7 +87,7 @@ def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, p
     """DES results for the chosen candidates (one row each, DES metrics prefixed ``des_``); `progress`, if
     given, is called with a line as each run finishes; runs found in `cache` are not simulated again."""
     from simulator.workflows.plan.config import Candidate
-    from simulator.workflows.sweep.executors import make_executor
+    from simulator.distributed.executors import make_executor
 
     fields = Candidate.__dataclass_fields__
     tasks, keys, results, work = [], {}, {}, {}
@@ -114,9 +117,13 @@ def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, p
         des = results[i]
         merged = {**row.to_dict(), "des_status": des["status"], "des_error": des.get("error", "")}
         for key in ("ttft_p50_s", "ttft_p99_s", "ttft_mean_s", "tpot_p50_s", "tpot_p99_s", "tpot_mean_s",
-                    "goodput_rps", "goodput_per_gpu_rps", "output_tokens_per_s", "slo_attainment", "slo_attained"):
-            merged[f"des_{key}"] = des.get(key, math.nan)
+                    "goodput_rps", "goodput_per_gpu_rps", "output_tokens_per_s", "slo_attainment", "slo_attained",
+                    "energy_per_output_token_j", "avg_power_w"):
+            value = des.get(key, math.nan)
+            merged[f"des_{key}"] = math.nan if value is None else value
         merged["tokens_per_s_per_usd_hour"] = merged["des_output_tokens_per_s"] / row["usd_per_hour"]
+        merged["usd_per_mtok"] = row["usd_per_hour"] / 3600.0 / merged["des_output_tokens_per_s"] * 1e6 \
+            if merged["des_output_tokens_per_s"] and math.isfinite(merged["des_output_tokens_per_s"]) else math.nan
         merged["screen_err_ttft"] = _rel_err(row["screen_ttft_s"], merged["des_ttft_mean_s"])
         merged["screen_err_tpot"] = _rel_err(row["screen_tpot_s"], merged["des_tpot_mean_s"])
         merged["screen_err_tokens_per_s"] = _rel_err(row["screen_output_tokens_per_s"], merged["des_output_tokens_per_s"])
@@ -125,7 +132,8 @@ def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, p
     if frame.empty:
         return frame
     frame["meets_slo"] = frame["des_slo_attained"].fillna(False).astype(bool) & (frame["des_status"] == "ok")
-    frame = frame.sort_values(["meets_slo", "usd_per_hour", "des_goodput_per_gpu_rps"],
+    order = RANK_KEYS[getattr(spec, "rank_by", "usd_per_hour")]
+    frame = frame.sort_values(["meets_slo", order, "des_goodput_per_gpu_rps"],
                               ascending=[False, True, False], kind="stable").reset_index(drop=True)
     frame.insert(0, "rank", range(1, len(frame) + 1))
     return frame
@@ -179,7 +187,14 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
         if progress is not None:
             progress(f"[{time.perf_counter() - t0:6.1f} s] {line}")
 
+    from simulator.results.outputs import check_output_dir
+    from simulator.distributed.executors import make_executor
+
     spec, base_dir = load_plan(plan)
+    out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name
+    check_output_dir(out_dir, marker=RANKED_CSV, command="plan",
+                     names=(RANKED_CSV, CANDIDATES_CSV, PARETO_PNG, *LAUNCH_FILES.values()))
+    runner = make_executor(executor, workers)   # a bad --executor or --workers fails before the screen
     screened = screen_all(spec, base_dir)   # (first: a bad plan is reported before any progress line)
     report(f"plan {spec.name!r}: screened {len(screened)} candidates analytically "
            f"({int(screened.screen_feasible.sum())} feasible)")
@@ -189,15 +204,17 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
     front = keep.iloc[pareto_front(keep.usd_per_hour.tolist(), keep.screen_tpot_s.tolist())].head(top)
     chosen = pd.concat([cheapest, front])
     chosen = chosen[~chosen.index.duplicated()]
-    out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name
     report(f"confirming {len(chosen)} candidates with the DES (executor {executor!r})")
-    ranked = confirm(spec, chosen, base_dir, executor, workers, report,
+    ranked = confirm(spec, chosen, base_dir, runner, workers, report,
                      DesCache(out_dir / DES_CACHE) if cache else None)
     out_dir.mkdir(parents=True, exist_ok=True)
     _atomic_write(out_dir / CANDIDATES_CSV, lambda tmp: screened.to_csv(tmp, index=False))
     _atomic_write(out_dir / RANKED_CSV, lambda tmp: ranked.to_csv(tmp, index=False))
     _atomic_write(out_dir / PARETO_PNG, lambda tmp: plot_pareto(screened, ranked, spec.slo, tmp))
     write_launch_scripts(spec, ranked, out_dir)
+    from simulator.results.output_folder import write_manifest
+    write_manifest(out_dir, "plan", [name for name in (RANKED_CSV, CANDIDATES_CSV, PARETO_PNG, *LAUNCH_FILES.values())
+                                     if (out_dir / name).is_file()])
     report(f"wrote {out_dir}/")
     return ranked, screened, out_dir
 
@@ -219,6 +236,30 @@ def write_launch_scripts(spec, ranked: pd.DataFrame, out_dir: Path) -> None:
         _atomic_write(out_dir / name, lambda tmp, text=script: Path(tmp).write_text(text))
 
 
+def infeasible_reasons(screened: pd.DataFrame, slo) -> list[str]:
+    """Why no candidate passed the screen, one line per constraint: the screen's reasons (candidates that
+    cannot run: memory, overload, KV capacity), grouped with their counts, then each SLO the feasible ones
+    miss with the best screened value against the limit (SLO × SCREEN_SLACK)."""
+    import re
+    lines = []
+    bad = screened[~screened.screen_feasible]
+    groups: dict[str, list[str]] = {}
+    for reason in bad.screen_reason:
+        groups.setdefault(re.sub(r"\d+(\.\d+)?", "N", str(reason)), []).append(str(reason))
+    for _, reasons in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"{len(reasons)} of {len(screened)} candidates cannot run: {reasons[0]}")
+    ok = screened[screened.screen_feasible]
+    for name, column in (("ttft_s", "screen_ttft_s"), ("tpot_s", "screen_tpot_s")):
+        limit = getattr(slo, name)
+        if limit and not ok.empty and ok[column].min() > limit * SCREEN_SLACK:
+            lines.append(f"slo.{name}: the best of {len(ok)} runnable candidates is estimated at "
+                         f"{ok[column].min():.4g} s against {limit:g} s (within {SCREEN_SLACK:g}x is confirmed)")
+    if not ok.empty and len(lines) == len(groups):   # each SLO alone is met by some, never all at once
+        lines.append(f"slo: no runnable candidate meets every SLO at once (ttft_s and tpot_s within "
+                     f"{SCREEN_SLACK:g}x)")
+    return lines
+
+
 def _ms(value: float) -> str:
     return f"{value * 1e3:.1f}" if value is not None and math.isfinite(value) else "-"
 
@@ -226,15 +267,16 @@ def _ms(value: float) -> str:
 def format_ranked(ranked: pd.DataFrame) -> str:
     if ranked.empty:
         return "no candidate passed the screen; widen the search space or relax the SLOs"
-    head = ["#", "config", "GPUs", "$/h", "goodput/GPU", "TTFT p50/p99 ms", "TPOT p50/p99 ms", "tok/s per $/h",
-            "SLO", "screen err TTFT/TPOT"]
+    head = ["#", "config", "GPUs", "$/h", "$/Mtok", "J/tok", "goodput/GPU", "TTFT p50/p99 ms", "TPOT p50/p99 ms",
+            "tok/s per $/h", "SLO", "screen err TTFT/TPOT"]
     rows = []
     for _, r in ranked.iterrows():
         draft = f"{r.drafter} γ{r.gamma}" if r.gamma else "no draft"
         split = f" {r.prefill_replicas}P+{r.replicas - r.prefill_replicas}D" if r.prefill_replicas else ""
         ep = f"ep{r.ep}" if r.ep > 1 else ""
         rows.append([str(r["rank"]), f"{r.model} {r.replicas}x{r.hardware} tp{r.tp}pp{r.pp}{ep}{split} {draft}", str(r.gpus),
-                     f"{r.usd_per_hour:.2f}", f"{r.des_goodput_per_gpu_rps:.3f}",
+                     f"{r.usd_per_hour:.2f}", f"{r.usd_per_mtok:.3f}", f"{r.des_energy_per_output_token_j:.3f}",
+                     f"{r.des_goodput_per_gpu_rps:.3f}",
                      f"{_ms(r.des_ttft_p50_s)}/{_ms(r.des_ttft_p99_s)}", f"{_ms(r.des_tpot_p50_s)}/{_ms(r.des_tpot_p99_s)}",
                      f"{r.tokens_per_s_per_usd_hour:.0f}", "met" if r.meets_slo else "missed",
                      f"{r.screen_err_ttft:+.0%}/{r.screen_err_tpot:+.0%}" if r.des_status == "ok" else r.des_error])
@@ -284,6 +326,13 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"draftsim plan: error: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    if not (screened.screen_feasible & (screened.screen_slack <= SCREEN_SLACK)).any():
+        from simulator.workflows.plan.config import load_plan as _load
+        slo = _load(args.plan)[0].slo
+        print(f"draftsim plan: no feasible candidate among {len(screened)} (outputs in {out_dir}/):", file=sys.stderr)
+        for line in infeasible_reasons(screened, slo):
+            print(f"draftsim plan:   {line}", file=sys.stderr)
+        return 1
     if not args.quiet:
         feasible = int(screened.screen_feasible.sum())
         print(f"screened {len(screened)} candidates ({feasible} feasible); confirmed {len(ranked)} with the DES")

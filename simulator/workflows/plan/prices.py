@@ -1,33 +1,7 @@
-"""GPU rental prices (US$ per GPU-hour, on demand) used by `draftsim plan` when a plan gives none.
-
-Prices move quickly and differ by provider, region and commitment; these are single public quotes with
-their source and date, meant as defaults. Give ``usd_per_gpu_hour`` per hardware entry in the plan to
-use your own. Hardware without a quote here (b200, l40s, mi300x, cpu-local) must be priced in the plan.
-"""
+"""GPU rental prices of `draftsim plan` (the table lives in profiles.prices, beside the hardware catalog, so
+that a run's summary prices its GPU-hours with the same quotes: simulator.results.energy)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from profiles.prices import PRICES, GpuPrice, price_per_gpu_hour
 
-
-@dataclass(frozen=True)
-class GpuPrice:
-    hardware: str
-    usd_per_gpu_hour: float
-    source: str
-    as_of: str
-
-
-PRICES: dict[str, GpuPrice] = {p.hardware: p for p in (
-    GpuPrice("h100-sxm", 2.49, "Lambda on-demand H100 SXM 80GB as quoted by ozmarx.com/h100-vs-a100-training "
-                               "(typical early-2026 range $2.49-3.99: pricegpu.pages.dev/blog/h100-vs-a100-cloud-price)",
-             "2026-04"),
-    GpuPrice("a100-80gb", 1.89, "Lambda on-demand A100 80GB as quoted by ozmarx.com/h100-vs-a100-training "
-                                "(typical early-2026 range $1.49-2.49: pricegpu.pages.dev/blog/h100-vs-a100-cloud-price)",
-             "2026-04"),
-    GpuPrice("h200", 3.37, "E2E Networks on-demand H200 (INR 300/h = US$3.37/h), "
-                           "e2enetworks.com/blog/nvidia-a100-vs-h100-vs-h200-gpu-comparison", "2026"),
-)}
-
-
-def price_per_gpu_hour(hardware: str) -> GpuPrice | None:
-    return PRICES.get(hardware)
+__all__ = ["PRICES", "GpuPrice", "price_per_gpu_hour"]

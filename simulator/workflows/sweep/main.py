@@ -11,7 +11,7 @@ Python API::
     result.frame        # the same rows, from a sweep file into a resumable store
 
 See :mod:`simulator.workflows.sweep.config` for the file format, :mod:`simulator.workflows.sweep.store` for the store and its
-crash safety, :mod:`simulator.workflows.sweep.executors` for executors. A point whose scenario fails when it is built
+crash safety, :mod:`simulator.distributed.executors` for executors. A point whose scenario fails when it is built
 (e.g. the model does not fit in memory at that parallelism) is stored with ``status = "invalid"`` and the
 one-line reason in ``error``; it counts as finished.
 """
@@ -28,7 +28,7 @@ import pandas as pd
 
 from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
-from simulator.workflows.sweep.executors import EXECUTORS, SCHEMES, make_executor
+from simulator.distributed.executors import EXECUTORS, SCHEMES, make_executor
 from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, check_key, expand,
                                              expand_points, load_sweep)
 from simulator.workflows.sweep.store import SweepStore, open_store
@@ -104,17 +104,42 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
     keys = spec.param_keys
     out_dir = Path(out) if out is not None else Path("out") / "sweeps" / spec.name
     runner = make_executor(executor, workers)
+    opening = dict(resume=resume, overwrite=overwrite, expected_ids={p.point_id for p in points})
+    source = str(Path(sweep).resolve())
     with runner:  # connect first: an unreachable Dask scheduler must not leave an empty store behind
-        store = open_store(out_dir, spec.name, str(Path(sweep).resolve()), resume=resume, overwrite=overwrite,
-                           expected_ids={p.point_id for p in points})
-        done = store.finished_ids()
+        store = open_store(out_dir, spec.name, source, create=False, **opening)
+        done = set() if overwrite else store.finished_ids()   # (--overwrite removes them when the store opens)
+        stored_ok = store.read_rows(done) if plot and done else pd.DataFrame()
+        if not stored_ok.empty and (stored_ok["status"] == STATUS_OK).any():
+            _check_plot_metrics(spec, stored_ok[stored_ok["status"] == STATUS_OK].iloc[0].to_dict())
+            plot_checked = True
+        else:
+            plot_checked = not plot
+        # With --plot, rows are held back (and nothing is written) until the first finished point shows the
+        # plot's metrics exist: a misspelt metric stops the sweep before it writes anything.
+        held: list[tuple[str, dict]] = []
+        if plot_checked:
+            store = open_store(out_dir, spec.name, source, **opening)
         todo = [p for p in points if p.point_id not in done]
         ran = 0
         for point, row in _run_points(runner, todo, base_dir, step_mode, spec.name, progress):
-            store.put(point.point_id, {**_point_columns(point, keys), **row})
+            full = {**_point_columns(point, keys), **row}
             ran += 1
-            if plot and ran == 1 and row["status"] == STATUS_OK:
+            if plot_checked:
+                store.put(point.point_id, full)
+                continue
+            held.append((point.point_id, full))
+            if row["status"] == STATUS_OK:
                 _check_plot_metrics(spec, row)
+                plot_checked = True
+                store = open_store(out_dir, spec.name, source, **opening)
+                for held_id, held_row in held:
+                    store.put(held_id, held_row)
+                held.clear()
+        if held:   # no point finished ok: nothing to check the metrics against
+            store = open_store(out_dir, spec.name, source, **opening)
+            for held_id, held_row in held:
+                store.put(held_id, held_row)
     frame = results_frame(store, points, keys)
     if not frame.empty:
         store.write_results(frame)
@@ -165,8 +190,9 @@ def sweep(base, grid: dict[str, list], *, seeds: list[int] | None = None, overri
 
 
 def _check_plot_metrics(spec: SweepConfig, row: dict) -> None:
-    """The plot's metrics are summary keys: checked on the first finished point (the keys a summary has
-    depend on the scenario), so a misspelt metric stops the sweep after one stored point, not after all."""
+    """The plot's metrics are summary keys: checked on a stored point (--resume) or on the first finished
+    one (the keys a summary has depend on the scenario), before anything is written, so a misspelt metric
+    stops the sweep with nothing written (at the cost of the points that finished meanwhile)."""
     unknown = [m for m in spec.plot.metrics if m not in row]
     if unknown:
         known = sorted(k for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool))

@@ -130,12 +130,13 @@ class SweepStore:
 
 
 def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwrite: bool,
-               expected_ids: set[str]) -> SweepStore:
+               expected_ids: set[str], create: bool = True) -> SweepStore:
     """Create the store folder, or reopen an existing one.
 
     An existing store with results of this sweep needs `resume` (continue) or `overwrite` (start again);
     a folder that is not a sweep store and not empty is refused, as is a store of another sweep name.
-    Returns the store with stale temporary files removed.
+    Returns the store with stale temporary files removed. `create=False`: only check all of this and
+    return the store as it is, writing (and, with `overwrite`, removing) nothing yet.
     """
     root = Path(root).expanduser().absolute()
     store = SweepStore(root)
@@ -151,7 +152,7 @@ def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwr
             raise ScenarioError(OUT_FIELD, f"{root} holds sweep {old!r}, not {name!r}; choose another "
                                            f"--out or pass --overwrite")
         done = store.finished_ids() & expected_ids
-        if overwrite:
+        if overwrite and create:
             for p in store.points_dir.glob("*.parquet"):
                 p.unlink()
             for name_ in (RESULTS_PARQUET, RESULTS_CSV):
@@ -160,6 +161,8 @@ def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwr
             raise ScenarioError(OUT_FIELD, f"{root} already holds {len(done)} of this sweep's "
                                            f"{len(expected_ids)} points; pass --resume to finish it or "
                                            f"--overwrite to start again")
+    if not create:
+        return store
     try:
         store.points_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:

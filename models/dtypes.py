@@ -1,0 +1,61 @@
+"""Dtypes of weights, activations and the KV cache: bytes per element (block scales included), which dtype a
+KV cache takes by default, and the activations' width (re-exported by models.spec)."""
+from __future__ import annotations
+
+# Bytes per element of each supported dtype. `fp8_block`: fp8 with per-block scales (DeepSeek-V3 style,
+# 128×128 weight blocks; the scales' bytes are below 0.01 % and not counted).
+# FP4 formats count their block scales. NVFP4 = 4-bit E2M1 values + one FP8 E4M3 scale per 16 values + one FP32
+# scale per tensor (NVIDIA, "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference", developer
+# blog 2025; modelopt checkpoints' hf_quant_config.json `group_size: 16`): 0.5 + 1/16 bytes per value, the
+# per-tensor 4 bytes not counted (< 1e-6 of any catalog model's weights). MXFP4 = E2M1 values + one E8M0 scale
+# per 32 values (OCP Microscaling Formats (MX) Specification v1.0, 2023, MXFP4: k = 32): 0.5 + 1/32 bytes.
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "fp8_block": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+    "nvfp4": 0.5 + 1.0 / 16.0,
+    "mxfp4": 0.5 + 1.0 / 32.0,
+}
+# Weight dtypes that are weight-only quantization: 16-bit activations and math, narrow weights in memory
+# (int4: GPTQ/AWQ checkpoints run by Marlin-style kernels).
+WEIGHT_ONLY_DTYPES = frozenset({"int4"})
+# Dtypes a KV cache can be stored in (vLLM --kv-cache-dtype: auto = the model's 16-bit dtype, fp8, nvfp4 —
+# vllm/v1/kv_cache_interface.py KVQuantMode.NVFP4: "packed fp4 data + fp8 block scales", one scale per 16).
+KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
+# Weight dtypes computed on FP4 tensor cores (Blackwell): both operands in 4 bits (W4A4).
+FP4_DTYPES = frozenset({"nvfp4", "mxfp4"})
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Bytes per element of `dtype`; ValueError naming the dtype when it is not one of DTYPE_BYTES."""
+    try:
+        return DTYPE_BYTES[dtype]
+    except (KeyError, TypeError):
+        raise ValueError(f"dtype {dtype!r} is not supported; allowed: {', '.join(DTYPE_BYTES)}") from None
+
+
+def kv_cache_dtype(dtype: str, kv_dtype: str | None = None) -> str:
+    """The KV cache's dtype: `kv_dtype` when given, else fp8 for fp8 weights (TensorRT-LLM's FP8 recipes) and
+    for nvfp4 weights (NVIDIA's NVFP4 checkpoints declare `kv_cache_quant_algo: FP8` in hf_quant_config.json,
+    e.g. nvidia/DeepSeek-V3.1-NVFP4, nvidia/Qwen3-235B-A22B-NVFP4), the weights' own dtype when it is a 16/32-bit
+    KV format, else bf16 (int4, fp8_block and mxfp4 weights: gpt-oss keeps a bf16 KV cache)."""
+    if kv_dtype is not None:
+        if kv_dtype not in KV_DTYPES:
+            raise ValueError(f"kv_dtype {kv_dtype!r} is not supported; allowed: {', '.join(KV_DTYPES)}")
+        return kv_dtype
+    if dtype == "nvfp4":
+        return "fp8"
+    return dtype if dtype in KV_DTYPES else "bf16"
+
+
+def activation_bytes(dtype: str) -> float:
+    """Bytes per activation element when weights are stored in `dtype`.
+
+    Approximation: fp32 models run fp32 activations; every other dtype (including the weight-only or
+    W8A8 quantized ones) keeps 16-bit activations between kernels, as vLLM and TensorRT-LLM do.
+    """
+    return 4.0 if dtype_bytes(dtype) == 4.0 else 2.0

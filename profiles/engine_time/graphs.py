@@ -1,0 +1,186 @@
+"""How a serving engine launches a step's passes: as a full CUDA graph, as piecewise graphs with eager
+attention between the pieces, or eagerly; and to which captured size a batch is padded.
+
+`GraphPolicy` is the resolved rule of one deployment (framework, version, `cuda_graphs` mode, capture
+sizes); `graph_policy(...)` builds it from each engine's own defaults, cited where they are encoded:
+
+vLLM V0 (0.5 – 0.7; `vllm/worker/model_runner.py`, `_BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8·i for i in
+  1..32]`, `_get_graph_batch_size` rounds a decode batch up to the next captured size): full graphs of
+  decode-only batches, keyed by sequences, up to 256 (and at most `max_num_seqs`); prefill steps eager;
+  the LM head runs after the graph on the real rows (`compute_logits` outside the captured forward).
+vLLM V1 0.8 – 0.10 (piecewise graphs via torch.compile; `docs/design/torch_compile.md`; capture sizes
+  `[1, 2, 4] + range(8, 513, 8)` tokens, `gpu_model_runner.py` `cudagraph_batch_sizes`): every step of at
+  most 512 scheduled tokens (decode, mixed and prefill) replays (layers + 1) graph pieces with eager
+  attention between them, padded to the next size in tokens; larger steps run the compiled code without
+  graphs.
+vLLM V1 ≥ 0.11 (`cudagraph_mode` FULL_AND_PIECEWISE default, PR #25444; `VllmConfig._set_cudagraph_sizes`:
+  `[1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)`, max = min(max_num_seqs·(1 + k)·2, 512,
+  max_num_batched_tokens) tokens (vllm/config/vllm.py; vLLM issue asking about the factor 2);
+  with speculation the sizes are rounded up to multiples of 1 + k, `adjust_cudagraph_sizes_for_spec_decode`,
+  PR #28315): uniform decode batches (verify batches included) replay one full graph; mixed and prefill
+  steps run piecewise up to the largest size, eagerly above it.
+SGLang (`server_args.py` `_generate_cuda_graph_batch_sizes`: `[1, 2, 4, 8, 12] + range(16, 257, 8) +
+  range(272, 512, 16) + range(512, max + 1, 32)` requests; with speculation `range(1, 9) + range(10, 33, 2)
+  + range(40, 65, 4) + range(72, 257, 8) + range(272, max + 1, 16)`; `cuda_graph_max_bs` by GPU memory and
+  TP: 24/80 below 35 GB, 32/160 below 60 GB, 256 at TP < 4 and 512 at TP ≥ 4 below 160 GB, 512 above):
+  decode and verify batches replay full graphs padded to the next size in requests (the logits processor
+  is inside the captured forward); prefill and mixed (extend) batches run eagerly.
+TensorRT-LLM PyTorch backend (`CudaGraphConfig`: `max_batch_size` 128 when neither it nor `batch_sizes` is
+  given, `enable_padding` False; `_generate_cuda_graph_batch_sizes(128, False)` = `range(1, 32) + [32, 64,
+  128]`): generation-only batches whose size is a captured size replay a full graph; without padding any
+  other size runs eagerly; context (and mixed) batches run eagerly.
+
+Approximation (named): padded slots cost their dense ops (GEMMs, norms, activations, and the LM head
+where the engine's graph includes it) but no attention — a padded slot has no KV context (vLLM and
+SGLang give padded rows zero-length sequences); the attention kernels' fixed cost per padded row is not
+priced.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+FULL, PIECEWISE, EAGER = "full", "piecewise", "eager"
+MODES = ("full", "piecewise", "none")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How one step's passes are launched: `kind` full | piecewise | eager, and the number of token
+    slots its dense ops run over (the padded size, or the step's own tokens when not padded)."""
+
+    kind: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class GraphPolicy:
+    mode: str                          # full | piecewise | none (the deployment's cuda_graphs)
+    decode_sizes: tuple[int, ...]      # captured sizes of uniform decode batches, ascending ('' when none)
+    unit: str                          # what decode_sizes count: "tokens" or "seqs"
+    padding: bool                      # round a batch up to the next size; False: only exact sizes replay
+    decode_kind: str                   # full or piecewise: how a captured decode batch replays
+    mixed_sizes: tuple[int, ...] = ()  # token sizes of piecewise graphs for prefill and mixed steps
+    pad_logits: bool = False           # the LM head runs inside the graph, over the padded rows
+
+    def __post_init__(self) -> None:
+        for name in ("decode_sizes", "mixed_sizes"):
+            sizes = getattr(self, name)
+            if any(b <= a for a, b in zip(sizes, sizes[1:])) or any(s < 1 for s in sizes):
+                raise ValueError(f"{name} must be strictly ascending positive integers, got {sizes}")
+
+    def _pick(self, sizes: tuple[int, ...], n: int) -> int | None:
+        if not sizes or n > sizes[-1]:
+            return None
+        i = bisect.bisect_left(sizes, n)
+        if sizes[i] == n or self.padding:
+            return sizes[i]
+        return None
+
+    def decode(self, seqs: int, q: int) -> Launch:
+        """A decode-only (uniform) batch of `seqs` requests with `q` query tokens each."""
+        tokens = seqs * q
+        if self.mode == "none" or seqs == 0:
+            return Launch(EAGER, tokens)
+        size = self._pick(self.decode_sizes, tokens if self.unit == "tokens" else seqs)
+        if size is not None:
+            return Launch(self.decode_kind, size if self.unit == "tokens" else size * q)
+        return self.mixed(tokens)
+
+    def mixed(self, tokens: int) -> Launch:
+        """A step with prompt tokens (prefill or mixed), `tokens` scheduled tokens in all."""
+        if self.mode == "none":
+            return Launch(EAGER, tokens)
+        size = self._pick(self.mixed_sizes, tokens)
+        return Launch(PIECEWISE, size) if size is not None else Launch(EAGER, tokens)
+
+    def describe(self) -> dict:
+        return {"mode": self.mode, "unit": self.unit, "padding": self.padding,
+                "decode_capture_sizes": list(self.decode_sizes), "mixed_capture_sizes": list(self.mixed_sizes),
+                "lm_head_in_graph": self.pad_logits}
+
+
+def _vllm_v1_sizes(max_size: int) -> list[int]:
+    sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, max_size + 1, 16))
+    return [s for s in sizes if s <= max_size]
+
+
+def _round_up_to(sizes, multiple: int) -> tuple[int, ...]:
+    return tuple(sorted({-(-s // multiple) * multiple for s in sizes}))
+
+
+def sglang_max_bs(hbm_bytes: float, tp: int) -> int:
+    """SGLang's default `cuda_graph_max_bs` by GPU memory and TP (server_args.py, v0.5)."""
+    gib = hbm_bytes / 2 ** 30
+    if gib < 35:
+        return 24 if tp < 4 else 80
+    if gib < 60:
+        return 32 if tp < 4 else 160
+    if gib < 160:
+        return 256 if tp < 4 else 512
+    return 512
+
+
+def default_capture_sizes(framework: str, v1: bool, version_min: str, *, max_num_seqs: int, max_tokens: int,
+                          q: int, speculating: bool, hbm_bytes: float, tp: int) -> tuple[tuple[int, ...], str]:
+    """(sizes, unit) an engine captures by default (module docstring)."""
+    if framework == "vllm":
+        if not v1:   # V0: sequences
+            return tuple(s for s in [1, 2, 4] + [8 * i for i in range(1, 33)] if s <= max_num_seqs), "seqs"
+        if version_min and _before(version_min, "0.11.0"):
+            return tuple(s for s in [1, 2, 4] + list(range(8, 513, 8)) if s <= max_tokens), "tokens"
+        top = min(max_num_seqs * q * 2, 512, max_tokens)
+        sizes = tuple(_vllm_v1_sizes(top))
+        return (_round_up_to(sizes, q) if speculating and q > 1 else sizes), "tokens"
+    if framework == "sglang":
+        top = sglang_max_bs(hbm_bytes, tp)
+        if speculating:
+            sizes = (list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4)) + list(range(72, 257, 8))
+                     + list(range(272, top + 1, 16)))
+        else:
+            sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) + list(range(512, top + 1, 32))
+        return tuple(s for s in sizes if s <= top), "seqs"
+    if framework == "trtllm":
+        return tuple(list(range(1, 32)) + [32, 64, 128]), "seqs"
+    raise ValueError(f"no CUDA-graph rule for framework {framework!r}")
+
+
+def _before(version: str, other: str) -> bool:
+    from profiles.measured.source import version_key
+    return version_key(version) < version_key(other)
+
+
+@dataclass(frozen=True)
+class GraphTraits:
+    """A framework version's CUDA-graph behaviour (profiles/data/engine_time/frameworks.yaml `graphs`):
+    the default mode and the modes it offers, how a captured decode batch replays, whether prefill and mixed
+    steps get piecewise graphs, the unit of its capture sizes, whether it pads by default and whether its
+    captured forward includes the LM head."""
+
+    default_mode: str
+    modes: tuple[str, ...]
+    decode: str                 # full | piecewise
+    mixed: str                  # piecewise | eager
+    unit: str                   # tokens | seqs
+    padding: bool
+    lm_head_in_graph: bool
+    v1: bool = True             # vLLM: the V1 engine (False: V0)
+
+
+def graph_policy(framework: str, version_min: str, traits: GraphTraits, *, mode: str | None,
+                 capture_sizes: tuple[int, ...] | None, padding: bool | None, max_num_seqs: int,
+                 max_tokens: int, q: int, speculating: bool, hbm_bytes: float, tp: int) -> GraphPolicy:
+    """The deployment's rule: the version's traits with the user's `cuda_graphs` mode, capture sizes and
+    padding where given (None: the version's default)."""
+    mode = traits.default_mode if mode is None else mode
+    if mode == "none":
+        return GraphPolicy("none", (), traits.unit, False, FULL)
+    sizes, unit = default_capture_sizes(framework, traits.v1, version_min, max_num_seqs=max_num_seqs,
+                                        max_tokens=max_tokens, q=q, speculating=speculating,
+                                        hbm_bytes=hbm_bytes, tp=tp)
+    if capture_sizes is not None:
+        sizes = tuple(sorted(set(capture_sizes)))
+    decode = PIECEWISE if mode == "piecewise" else traits.decode
+    mixed = sizes if traits.mixed == PIECEWISE and unit == "tokens" else ()
+    return GraphPolicy(mode, sizes, unit, traits.padding if padding is None else padding, decode, mixed,
+                       traits.lm_head_in_graph)

@@ -1,0 +1,163 @@
+"""Which `cluster.engine` flags a framework version has, and which combinations each engine version refuses.
+
+`check(settings, context)` raises `UnsupportedCombination(field, message)` — one line naming the field,
+the engine and its version, and what is allowed (the versions that have the flag, or the combination the
+engine runs instead) — before any work starts. Every rule cites where the engine says so.
+
+Flags (`FLAGS`): a field → the frameworks and version ranges that have it. Refused combinations (`RULES`):
+speculation with pipeline parallelism, with DP attention, with mixed chunked prefill, with multi-step
+scheduling, async scheduling with the speculation methods an engine runs synchronously, and draft models
+where an engine version has none.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from profiles.measured.source import version_key
+
+INF = "999"
+
+
+class UnsupportedCombination(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field, self.message = field, message
+
+
+@dataclass(frozen=True)
+class Context:
+    """What of the scenario the rules read. `drafter`: the engine family of the drafter (eagle, medusa,
+    draft_model, ngram, layer_skip; None without speculation); `tree`: the verification is a tree;
+    `mixed_chunks`: the batching scheduler puts prompt chunks into decode steps (sarathi, vllm_v1);
+    `attention_dp`: data-parallel attention groups (ep / tp)."""
+
+    drafter: str | None = None
+    tree: bool = False
+    pp: int = 1
+    attention_dp: int = 1
+    mixed_chunks: bool = False
+    num_scheduler_steps: int = 1
+    chunked_prefill: bool | None = None
+    prefix_caching: bool | None = None
+
+
+@dataclass(frozen=True)
+class Span:
+    framework: str
+    lo: str = "0"
+    hi: str = INF              # exclusive
+
+    def holds(self, framework: str, version: str) -> bool:
+        return (framework == self.framework
+                and version_key(self.lo) <= version_key(version) < version_key(self.hi))
+
+    def text(self) -> str:
+        if self.hi == INF:
+            return f"{self.framework} >= {self.lo}" if self.lo != "0" else f"{self.framework} (all versions)"
+        return f"{self.framework} {self.lo} to {self.hi} (excl.)" if self.lo != "0" else f"{self.framework} < {self.hi}"
+
+
+# field -> (spans that have it, what the flag is called there)
+FLAGS: dict[str, tuple[tuple[Span, ...], str]] = {
+    "num_scheduler_steps": ((Span("vllm", "0.6.0", "0.8.0"),),
+                            "vLLM V0 --num-scheduler-steps (PR #7000, v0.6.0; V1 from 0.8.0 has none: 'Multi-step "
+                            "scheduling is not supported (and not needed) on VLLM V1')"),
+    "async_scheduling": ((Span("vllm", "0.10.0"), Span("sglang", "0.4.0"), Span("trtllm", "1.0.0")),
+                         "vLLM --async-scheduling (PR #19970, v0.10.0; default from v0.14.0), SGLang's overlap "
+                         "scheduler (v0.4; --disable-overlap-schedule), TensorRT-LLM's overlap scheduler "
+                         "(disable_overlap_scheduler)"),
+    "graph_padding": ((Span("sglang", "0.4.0"), Span("trtllm", "1.0.0")),
+                      "SGLang --disable-cuda-graph-padding, TensorRT-LLM cuda_graph_config.enable_padding (vLLM always "
+                      "pads to its capture sizes)"),
+    "capture_sizes": ((Span("vllm", "0.8.0"), Span("sglang", "0.4.0"), Span("trtllm", "1.0.0")),
+                      "vLLM compilation_config.cudagraph_capture_sizes (V1), SGLang --cuda-graph-bs, TensorRT-LLM "
+                      "cuda_graph_config.batch_sizes (vLLM V0 captures a fixed list)"),
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    span: Span
+    when: Callable[[object, Context], bool]
+    field: str
+    says: str                  # what the engine does instead / why, with the citation
+
+
+def _spec(s, c: Context) -> bool:
+    return c.drafter is not None
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(Span("vllm", "0.6.0", "0.8.0"), lambda s, c: c.num_scheduler_steps > 1 and _spec(s, c), "drafter.kind",
+         "refuses speculative decoding with multi-step scheduling (--num-scheduler-steps > 1; "
+         "vllm/engine/arg_utils.py create_engine_config)"),
+    Rule(Span("vllm", "0.6.0", "0.6.3"), lambda s, c: c.num_scheduler_steps > 1 and c.mixed_chunks, "scheduler.kind",
+         "refuses chunked prefill with multi-step scheduling ('Chunked prefill is not supported with multi-step', "
+         "vLLM issue #8274; supported from v0.6.3, PR #8645): use scheduler kind vllm"),
+    Rule(Span("vllm", "0.8.0", "0.16.0"), lambda s, c: _spec(s, c) and c.pp > 1, "cluster.parallelism.pp",
+         "does not compose speculative decoding with pipeline parallelism (docs, speculative decoding, 'Known "
+         "Feature Incompatibility': not composable as of vllm<=0.15.0)"),
+    Rule(Span("vllm", "0.8.0", "0.11.0"), lambda s, c: c.drafter == "draft_model", "drafter.kind",
+         "has no draft-model speculation in its V1 engine (docs, 'Known Feature Incompatibility': not supported in "
+         "vllm<=0.10.0); methods it has: ngram, eagle, medusa"),
+    Rule(Span("vllm", "0.10.0", "0.14.0"), lambda s, c: s.async_scheduling is True and _spec(s, c),
+         "cluster.engine.async_scheduling",
+         "runs async scheduling without speculative decoding only (PR #19970; EAGLE/MTP with async scheduling "
+         "from v0.14.0, PR #31998)"),
+    Rule(Span("vllm", "0.14.0"), lambda s, c: s.async_scheduling is True and c.drafter in ("ngram", "draft_model",
+                                                                                          "medusa", "layer_skip"),
+         "cluster.engine.async_scheduling",
+         "runs async scheduling with EAGLE/MTP speculation only (v0.14.0 release notes; PR #31998)"),
+    Rule(Span("sglang", "0.4.0"), lambda s, c: _spec(s, c) and c.pp > 1, "cluster.parallelism.pp",
+         "asserts 'Pipeline parallelism is not compatible with overlap schedule, speculative decoding' "
+         "(server_args.py check_server_args)"),
+    Rule(Span("sglang", "0.4.0"), lambda s, c: _spec(s, c) and c.mixed_chunks, "scheduler.kind",
+         "turns mixed chunked prefill off with speculative decoding ('Mixed chunked prefill is disabled because of "
+         "using eagle speculative decoding', server_args.py): use scheduler kind vllm (prefill batches apart)"),
+    Rule(Span("sglang", "0.4.0"), lambda s, c: c.drafter in ("draft_model", "ngram") and c.attention_dp > 1,
+         "cluster.parallelism.ep",
+         "supports DP attention with EAGLE/MTP speculation only ('Currently standalone speculative decoding does not "
+         "support dp attention', and likewise ngram; server_args.py)"),
+    Rule(Span("sglang", "0.4.0", "0.5.4"), lambda s, c: s.async_scheduling is True and _spec(s, c),
+         "cluster.engine.async_scheduling",
+         "disables the overlap scheduler with speculative decoding ('Overlap scheduler is disabled because of using "
+         "eagle speculative decoding', server_args.py); overlapped speculation (spec v2, SGLANG_ENABLE_SPEC_V2) "
+         "came with PR #11398 (merged 2025-10, first in v0.5.4)"),
+    Rule(Span("sglang", "0.5.4"), lambda s, c: s.async_scheduling is True and (c.drafter == "ngram" or c.tree),
+         "cluster.engine.async_scheduling",
+         "overlaps speculation (spec v2) for EAGLE, EAGLE-3 and standalone draft models with topk 1 (chains) only "
+         "(docs attention_backend.md, 'Speculative Decoding V2'; PR #11398)"),
+)
+
+
+def _field_path(name: str) -> str:
+    return f"cluster.engine.{name}"
+
+
+def _flag_spans(name: str) -> tuple[tuple[Span, ...], str] | None:
+    return FLAGS.get(name)
+
+
+def check(settings, version: str, context: Context, graph_modes: tuple[str, ...], modes_elsewhere: dict[str, list[str]]
+          ) -> None:
+    """Raise UnsupportedCombination for the first flag `settings.framework` at `version` lacks or the first
+    refused combination (module docstring). `graph_modes`: the CUDA-graph modes of this version;
+    `modes_elsewhere`: mode -> the version ranges (text) that offer it."""
+    fw = settings.framework
+    given = {"async_scheduling": settings.async_scheduling is True, "graph_padding": settings.graph_padding is not None,
+             "capture_sizes": settings.capture_sizes is not None, "num_scheduler_steps": context.num_scheduler_steps > 1}
+    for name, asked in given.items():
+        spans, flag = FLAGS[name]
+        if asked and not any(span.holds(fw, version) for span in spans):
+            have = ", ".join(span.text() for span in spans)
+            raise UnsupportedCombination(_field_path(name), f"{fw} {version} has no such flag; versions that have it: "
+                                                            f"{have} ({flag})")
+    if settings.cuda_graphs is not None and settings.cuda_graphs not in graph_modes:
+        have = ", ".join(modes_elsewhere.get(settings.cuda_graphs, [])) or "none"
+        raise UnsupportedCombination(_field_path("cuda_graphs"),
+                                     f"{fw} {version} has no {settings.cuda_graphs!r} CUDA-graph mode (it has "
+                                     f"{', '.join(graph_modes)}); versions that have it: {have}")
+    for rule in RULES:
+        if rule.span.holds(fw, version) and rule.when(settings, context):
+            raise UnsupportedCombination(rule.field, f"{fw} {version} {rule.says}")

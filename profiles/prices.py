@@ -1,0 +1,34 @@
+"""GPU rental prices (US$ per GPU-hour, on demand) used by `draftsim plan` when a plan gives none, and by a
+run's summary (`usd_per_mtok`, simulator.results.energy) when its scenario gives no `energy.usd_per_gpu_hour`.
+
+Prices move quickly and differ by provider, region and commitment; these are single public quotes with
+their source and date, meant as defaults. Give ``usd_per_gpu_hour`` per hardware entry in the plan to
+use your own. Hardware without a quote here (b200, l40s, mi300x, cpu-local) must be priced in the plan.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GpuPrice:
+    hardware: str
+    usd_per_gpu_hour: float
+    source: str
+    as_of: str
+
+
+PRICES: dict[str, GpuPrice] = {p.hardware: p for p in (
+    GpuPrice("h100-sxm", 2.49, "Lambda on-demand H100 SXM 80GB as quoted by ozmarx.com/h100-vs-a100-training "
+                               "(typical early-2026 range $2.49-3.99: pricegpu.pages.dev/blog/h100-vs-a100-cloud-price)",
+             "2026-04"),
+    GpuPrice("a100-80gb", 1.89, "Lambda on-demand A100 80GB as quoted by ozmarx.com/h100-vs-a100-training "
+                                "(typical early-2026 range $1.49-2.49: pricegpu.pages.dev/blog/h100-vs-a100-cloud-price)",
+             "2026-04"),
+    GpuPrice("h200", 3.37, "E2E Networks on-demand H200 (INR 300/h = US$3.37/h), "
+                           "e2enetworks.com/blog/nvidia-a100-vs-h100-vs-h200-gpu-comparison", "2026"),
+)}
+
+
+def price_per_gpu_hour(hardware: str) -> GpuPrice | None:
+    return PRICES.get(hardware)

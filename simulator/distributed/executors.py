@@ -1,0 +1,181 @@
+"""Where work runs: a registry of executors, chosen by `--executor` — a sweep's or a plan's points, and the
+replica groups of one run (`simulation.executor`, simulator.distributed: the Dask ones).
+
+- ``local`` (default): a process pool on this machine (``--workers``, default: all cores).
+- ``serial``: one after another in this process (debugging, tiny sweeps).
+- ``local-dask``: a Dask ``LocalCluster`` started for the sweep (worker processes, one thread each).
+- ``dask://HOST:PORT`` (or ``tcp://HOST:PORT``): an existing Dask scheduler. Its workers need draftsim
+  installed and must see the same files the scenario refers to (trace CSVs, profiles) at the same paths.
+
+Every executor yields results in completion order; the caller stores each one as soon as it arrives, so
+stopping the sweep loses at most the points still running. Dask is imported only when asked for
+(``pip install 'draftsim[dask]'``). A new backend registers a factory in `EXECUTORS` (exact names) or
+`SCHEMES` (URL prefixes); it must provide `imap_unordered(fn, tasks)` and be a context manager.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from typing import Any, Callable, Iterable, Iterator
+
+from simulator.errors import ScenarioError
+
+FIELD = "--executor"
+
+
+def _init_worker(parent_pid: int) -> None:
+    """Pool workers leave Ctrl-C to the parent, which stops them: one "interrupted" line, no traceback
+    from every worker; and they die with the parent when it is killed outright
+    (simulator.console.lifetime)."""
+    import signal
+
+    from simulator.console.lifetime import die_with_parent
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent_pid)
+
+
+class SerialExecutor:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def imap_unordered(self, fn: Callable, tasks: Iterable) -> Iterator:
+        for task in tasks:
+            yield fn(task)
+
+
+class ProcessExecutor:
+    """A process pool that keeps at most 2×workers tasks in flight (bounded memory for large sweeps)."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self):
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_init_worker,
+                                         initargs=(os.getpid(),))
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is not None:
+            # Ctrl-C or a failure: stop the points still running now (they are not stored, a resumed sweep
+            # reruns them) instead of waiting for them. ProcessPoolExecutor has no public terminate, so its
+            # worker table is read directly.
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                process.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def imap_unordered(self, fn: Callable, tasks: Iterable) -> Iterator:
+        todo = iter(tasks)
+        running = set()
+        for task in todo:
+            running.add(self._pool.submit(fn, task))
+            if len(running) >= 2 * self.workers:
+                break
+        while running:
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                nxt = next(todo, None)
+                if nxt is not None:
+                    running.add(self._pool.submit(fn, nxt))
+                yield future.result()
+
+
+class DaskExecutor:
+    """Runs tasks on a dask.distributed Client (given, or connected to `address`, or a LocalCluster).
+    `client` is the open Client (simulator.distributed submits a run's replica groups to it); `field`
+    names the setting in errors (`--executor`, or `simulation.executor` for a run)."""
+
+    def __init__(self, client=None, address: str | None = None, workers: int | None = None, field: str = FIELD):
+        self._client, self._address, self._workers, self._field = client, address, workers, field
+        self._own: list[Any] = []
+
+    @property
+    def client(self):
+        return self._client
+
+    def __enter__(self):
+        if self._client is None:
+            try:
+                from distributed import Client, LocalCluster
+            except ImportError:
+                raise ScenarioError(self._field, "the Dask executors need dask[distributed]: "
+                                                 "pip install 'draftsim[dask]'") from None
+            if self._address is None:
+                cluster = LocalCluster(n_workers=self._workers, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+                self._own.append(cluster)
+                self._client = Client(cluster)
+            else:
+                try:
+                    self._client = Client(self._address, timeout="10s")
+                except OSError as exc:
+                    raise ScenarioError(self._field, f"cannot reach the Dask scheduler at {self._address}: "
+                                                     f"{exc}") from None
+            self._own.insert(0, self._client)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for thing in self._own:
+            thing.close()
+        self._own.clear()
+
+    def imap_unordered(self, fn: Callable, tasks: Iterable) -> Iterator:
+        from distributed import as_completed
+
+        futures = [self._client.submit(fn, task, pure=False) for task in tasks]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+
+
+def _default_workers(workers: int | None) -> int:
+    if workers is not None and workers < 1:
+        raise ScenarioError("--workers", f"must be >= 1, got {workers}")
+    return workers or max(1, os.cpu_count() or 1)
+
+
+EXECUTORS: dict[str, Callable[[int | None], Any]] = {
+    "local": lambda workers: ProcessExecutor(_default_workers(workers)),
+    "serial": lambda workers: SerialExecutor(),
+    "local-dask": lambda workers: DaskExecutor(workers=_default_workers(workers)),
+}
+SCHEMES: dict[str, Callable[[str, int | None], Any]] = {
+    "dask://": lambda url, workers: DaskExecutor(address="tcp://" + url[len("dask://"):]),
+    "tcp://": lambda url, workers: DaskExecutor(address=url),
+}
+
+
+def dask_executor(spec: str, workers: int | None = None, field: str = FIELD) -> DaskExecutor:
+    """The Dask executor `spec` names (local-dask, dask://HOST:PORT, tcp://HOST:PORT), with the settings
+    `draftsim sweep` uses for it; errors name `field`."""
+    if spec == "local-dask":
+        return DaskExecutor(workers=_default_workers(workers), field=field)
+    for prefix in ("dask://", "tcp://"):
+        if spec.startswith(prefix) and len(spec) > len(prefix):
+            return DaskExecutor(address="tcp://" + spec[len(prefix):], field=field)
+    raise ScenarioError(field, f"not a Dask executor: {spec!r}; allowed: local-dask, dask://HOST:PORT, tcp://HOST:PORT")
+
+
+def make_executor(spec: str | Any = "local", workers: int | None = None):
+    """An executor from its name/URL, or `spec` itself when it already is one (or a dask Client)."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ScenarioError("--workers", f"must be an integer >= 1, got {workers!r}")
+    if not isinstance(spec, str):
+        if hasattr(spec, "imap_unordered"):
+            return spec
+        if hasattr(spec, "submit") and hasattr(spec, "scheduler_info"):
+            return DaskExecutor(client=spec)
+        raise ScenarioError(FIELD, f"not an executor: {type(spec).__name__}")
+    if spec in EXECUTORS:
+        return EXECUTORS[spec](workers)
+    for prefix, factory in SCHEMES.items():
+        if spec.startswith(prefix) and len(spec) > len(prefix):
+            return factory(spec, workers)
+    allowed = ", ".join([*EXECUTORS, *(f"{p}HOST:PORT" for p in SCHEMES)])
+    raise ScenarioError(FIELD, f"unknown executor {spec!r}; allowed: {allowed}")

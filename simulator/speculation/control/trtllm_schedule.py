@@ -1,0 +1,90 @@
+"""trtllm_schedule: TensorRT-LLM's dynamic draft length (`draft_len_schedule`) and its acceptance gate
+(`acceptance_window`, `acceptance_length_threshold`), PyTorch backend.
+
+What TensorRT-LLM ships (read 2026-11-26):
+- `draft_len_schedule: dict[int, int]` (tensorrt_llm/llmapi/llm_args.py, DecodingBaseConfig, a "developer
+  interface"), resolved every iteration by `get_draft_len_for_batch_size` (tensorrt_llm/_torch/speculative/
+  utils.py): the keys are batch-size upper bounds — the draft length of the first key ≥ the batch size
+  (bisect_left); a batch larger than every key drafts 0 tokens (speculation off, implicitly). Example from
+  the docstring: {4: 4, 8: 2, 32: 1} gives 4 for batch 1-4, 2 for 5-8, 1 for 9-32, 0 from 33. These
+  semantics came with PR #10860 ("Dynamic draft length on spec decode one-model path", merged 2026-02);
+  the first version (PR #8194, stage 1, merged 2025-10) read keys as lower bounds (largest key ≤ batch,
+  bisect_right) — not modelled. Mutually exclusive with `max_concurrency`; values ≤ max_draft_len.
+- The batch size is `len(active_requests)` (tensorrt_llm/_torch/pyexecutor/py_executor.py, before drafting
+  in each iteration): the requests the executor holds, context and generation alike; the draft length
+  applies to the same iteration's generation requests.
+- The gate (tensorrt_llm/_torch/speculative/speculation_gate.py, `SpeculationGate`): each completed request
+  contributes accepted_len = max(0, avg_decoded_tokens_per_iter − 1) (LlmRequest: generated tokens /
+  decoding iterations, "number of draft tokens accepted per step + 1"); once at least `acceptance_window`
+  requests have completed, if the mean over the last `acceptance_window` of them is below
+  `acceptance_length_threshold`, speculation is disabled permanently (window 0 or unset: off).
+
+Here: a replica is one executor; its active requests are its running plus waiting requests (approximation:
+TensorRT-LLM fetches waiting requests into active_requests up to its capacity limits, which are not
+modelled); a request's decoding iterations are its decode steps plus the context step that produced its
+first token, so a plain decode averages exactly 1. Completed requests are folded into the gate at the
+replica's next step, in order of finish time.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import deque
+
+import numpy as np
+
+from simulator.speculation.control.base import ControlPolicy
+
+
+def draft_len_for_batch(schedule: dict, batch: int, max_draft_len: int) -> int:
+    """TensorRT-LLM's get_draft_len_for_batch_size (module docstring); no schedule: max_draft_len."""
+    if not schedule:
+        return max_draft_len
+    keys = sorted(schedule)
+    i = bisect_left(keys, batch)
+    return min(max_draft_len, int(schedule[keys[i]])) if i < len(keys) else 0
+
+
+class SpeculationGate:
+    """The rolling acceptance gate of one executor (module docstring)."""
+
+    def __init__(self, window: int | None, threshold: float | None):
+        self.window, self.threshold = window, threshold
+        self.history: deque = deque()
+        self.completed = 0
+        self.disabled = False
+
+    def record(self, avg_decoded_per_iter: float) -> None:
+        if self.disabled or not self.window or self.threshold is None:
+            return
+        self.history.append(max(0.0, float(avg_decoded_per_iter) - 1.0))
+        if len(self.history) > self.window:
+            self.history.popleft()
+        self.completed += 1
+        if self.completed >= self.window and sum(self.history) / len(self.history) < self.threshold:
+            self.disabled = True
+
+
+class TrtllmSchedule(ControlPolicy):
+    chain_only = True
+    needs_gamma = True
+
+    def __init__(self, params, spec, gamma: int, cost):
+        super().__init__(params, spec, gamma, cost)
+        self.schedule = {int(k): int(v) for k, v in (params.draft_len_schedule or {}).items()}
+        self._gates: dict[int, SpeculationGate] = {}
+        self._seen: dict[int, set] = {}
+
+    def _observe(self, rep, gate: SpeculationGate, ids: np.ndarray) -> None:
+        s, seen = rep.s, self._seen.setdefault(id(rep), set())
+        done = [r for r in seen if not np.isnan(s.finish_s[r])]
+        for r in sorted(done, key=lambda r: (s.finish_s[r], r)):
+            gate.record(s.emitted[r] / (s.decode_steps[r] + 1.0))
+            seen.discard(r)
+        seen.update(ids.tolist())
+
+    def counts(self, rep, ids: np.ndarray, queued: int) -> np.ndarray:
+        gate = self._gates.setdefault(id(rep), SpeculationGate(self.params.acceptance_window,
+                                                                self.params.acceptance_length_threshold))
+        self._observe(rep, gate, ids)
+        k = 0 if gate.disabled else draft_len_for_batch(self.schedule, len(rep.running) + queued, self.gamma)
+        return np.full(len(ids), k, dtype=np.int64)

@@ -1,0 +1,154 @@
+"""Acceptance of a model-free drafter (suffix decoding, n-gram prompt lookup) from running the drafter on
+a real session corpus: `acceptance: {kind: sessions, corpus: NAME}` with `drafter: {kind: suffix | ngram}`.
+
+The drafter's settings (the drafter section) decide its walks through the corpus
+(simulator.speculation.suffix.walk); the result is a trace acceptance model
+(simulator.speculation.trace_acceptance.TraceChainAcceptance) whose per-step accepted lengths AND
+proposal lengths follow the walk of the corpus request assigned to each simulated request (a seeded hash
+of the request id; the walk wraps around when a simulated request outlives its text, as for measured
+traces). A suffix drafter's verify pass is therefore ragged — each request verifies the tokens it was
+proposed this step, 0 when nothing matched — priced by the `proposed` control policy's mixed-count
+pricing (simulator.speculation.control.base): `bind_proposer` makes `proposed` the suffix drafter's
+policy. The walks run over the whole corpus (the engine served all of it, so its global tree holds every
+workload's outputs); `workloads` only chooses which corpus requests simulated requests replay. Walks for
+the shipped scenarios' settings are shipped next to the corpus (`<corpus>.walks.parquet`, keyed by the
+drafter's settings and the corpus fingerprint); others are computed once per process.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from simulator.errors import ScenarioError
+
+SHIPPED_CORPORA = Path(__file__).resolve().parents[3] / "profiles" / "data" / "acceptance" / "sessions"
+MODEL_FREE = ("suffix", "ngram")
+
+
+@dataclass(frozen=True)
+class BoundSessions:
+    """A `sessions` acceptance section bound to the drafter section that runs on its texts."""
+
+    section: object
+    drafter: object
+    kind: str = "sessions"
+
+
+@dataclass(frozen=True)
+class _Proposed:
+    """The `proposed` policy section (simulator.config.speculation.ProposedPolicyConfig has no other field)."""
+
+    kind: str = "proposed"
+
+
+PROPOSED = _Proposed()
+
+
+def bind_proposer(acceptance, policy, drafter):
+    """(acceptance, policy) for the replica factory: a `sessions` section is bound to its drafter; a suffix
+    drafter verifies what it proposes (`proposed` policy; `fixed` means the engine's own rule). One-line
+    errors for combinations that have no meaning."""
+    if drafter.kind == "suffix":
+        if acceptance.kind != "sessions":
+            raise ScenarioError("acceptance.kind", "drafter suffix proposes from the texts it has seen: its "
+                                "acceptance comes from running it on a session corpus (acceptance kind 'sessions')")
+        if policy.kind not in ("fixed", "proposed"):
+            raise ScenarioError("policy.kind", f"drafter suffix chooses its own draft length per request and step "
+                                f"(vLLM's SuffixDecodingProposer); policy {policy.kind!r} cannot set it: use 'fixed'")
+        policy = PROPOSED
+    if acceptance.kind == "sessions":
+        if drafter.kind not in MODEL_FREE:
+            raise ScenarioError("acceptance.kind", f"'sessions' runs a model-free drafter on the corpus texts: it "
+                                f"needs drafter kind suffix or ngram (got {drafter.kind!r})")
+        acceptance = BoundSessions(acceptance, drafter)
+    return acceptance, policy
+
+
+def resolve_corpus(name_or_path: str, base_dir: Path) -> Path:
+    for candidate in (base_dir / name_or_path, Path(name_or_path), SHIPPED_CORPORA / name_or_path,
+                      SHIPPED_CORPORA / f"{name_or_path}.parquet"):
+        if candidate.is_file():
+            return candidate
+    shipped = sorted(p.stem for p in SHIPPED_CORPORA.glob("*.parquet"))
+    raise ScenarioError("acceptance.corpus", f"no session corpus {name_or_path!r} (relative to the scenario, "
+                                             f"absolute, or shipped: {', '.join(shipped) or 'none'})")
+
+
+def suffix_params(d):
+    from simulator.speculation.suffix.cache import SuffixParams
+    return SuffixParams(num_speculative_tokens=d.gamma, max_tree_depth=d.max_tree_depth,
+                        max_cached_requests=d.max_cached_requests, max_spec_factor=d.max_spec_factor,
+                        max_spec_offset=d.max_spec_offset, min_token_prob=d.min_token_prob)
+
+
+def shipped_walks_path(corpus: Path) -> Path:
+    return corpus.with_name(corpus.stem + ".walks.parquet")
+
+
+def read_shipped_walks(corpus: Path, key: tuple, fingerprint: str):
+    """The walks shipped next to `corpus` for drafter `key` (scenarios/acceptance/suffix_acceptance.py wrote
+    them from this corpus, checked by its fingerprint), or None."""
+    import json
+    import pandas as pd
+    path = shipped_walks_path(corpus)
+    if not path.is_file():
+        return None
+    table = pd.read_parquet(path)
+    rows = table[(table["drafter"] == json.dumps(list(key))) & (table["corpus_fingerprint"] == fingerprint)]
+    if not len(rows):
+        return None
+    rows = rows.sort_values("row")
+    from simulator.speculation.suffix.walk import Walks
+    return Walks(tuple(np.asarray(p, np.int64) for p in rows["proposed"]),
+                 tuple(np.asarray(a, np.int64) for a in rows["accepted"]), tuple(rows["workload"].astype(str)))
+
+
+@lru_cache(maxsize=16)
+def corpus_walks(path: str, drafter_key: tuple):
+    """Walks of a whole corpus under a drafter: the shipped ones when they exist for this drafter and
+    corpus, else computed (seconds for n-gram, minutes for suffix decoding on ~20k tokens; cached per
+    process)."""
+    from profiles.acceptance.sessions import fingerprint, load_sessions
+    from simulator.speculation.suffix.walk import ngram_walks, suffix_walks
+    frame = load_sessions(path)
+    shipped = read_shipped_walks(Path(path), drafter_key, frame.attrs["meta"].get("fingerprint") or fingerprint(frame))
+    if shipped is not None:
+        return shipped
+    kind, settings = drafter_key[0], drafter_key[1:]
+    if kind == "suffix":
+        from simulator.speculation.suffix.cache import SuffixParams
+        return suffix_walks(frame, SuffixParams(*settings))
+    gamma, max_n, min_n = settings
+    return ngram_walks(frame, gamma, max_n, min_n)
+
+
+def drafter_key(d) -> tuple:
+    if d.kind == "suffix":
+        p = suffix_params(d)
+        return ("suffix", p.num_speculative_tokens, p.max_tree_depth, p.max_cached_requests, p.max_spec_factor,
+                p.max_spec_offset, p.min_token_prob)
+    return ("ngram", d.gamma, d.prompt_lookup_max, d.prompt_lookup_min)
+
+
+def sessions_chain(bound: BoundSessions, gamma: int, seed: int, base_dir: Path):
+    """The TraceChainAcceptance of a bound `sessions` section (module docstring)."""
+    from simulator.speculation.trace_acceptance import TraceChainAcceptance
+    sec = bound.section
+    path = resolve_corpus(sec.corpus, base_dir)
+    try:
+        walks = corpus_walks(str(path), drafter_key(bound.drafter))
+    except ValueError as exc:
+        raise ScenarioError("acceptance.corpus", f"{path}: {exc}") from None
+    workloads = set(sec.workloads) if sec.workloads else None
+    keep = [i for i, a in enumerate(walks.accepted) if len(a) and (workloads is None or walks.workloads[i] in workloads)]
+    if not keep:
+        raise ScenarioError("acceptance.workloads", f"{path.name}: no request of {sorted(workloads or [])} has a "
+                                                    "decode step")
+    accepted = [np.minimum(walks.accepted[i], gamma) for i in keep]
+    proposed = [np.minimum(walks.proposed[i], gamma) for i in keep]
+    lengths = np.array([len(a) for a in accepted], dtype=np.int64)
+    return TraceChainAcceptance(gamma, seed, np.concatenate(accepted), np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64),
+                                lengths, np.concatenate(proposed))

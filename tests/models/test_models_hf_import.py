@@ -1,0 +1,180 @@
+"""Models from Hugging Face config.json files, catalog-format YAML files and inline blocks; context limits.
+
+The configs in tests/data/hf_configs/ are the published ones (its README says where each comes from)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+import simulator
+from models import get_model
+from models.hf_config import ARCHITECTURES, UnsupportedModelError, load_hf_config, spec_from_hf_config
+from models.load import load_model
+from sim_helpers import scenario
+from simulator.cli import main
+from paths import DATA
+
+CONFIGS = DATA / "hf_configs"
+
+# Published totals: model cards (Llama 3.1: the Hub's safetensors sizes 8.03B / 405.9B; Qwen2.5 "Number of
+# Parameters" 7.61B / 72.7B; Qwen3 8.2B, 32.8B, 30.5B, 235B), Mistral 7B 7.24B (the Hub's safetensors size),
+# Mixtral 46.7B (Mistral AI's announcement), DeepSeek-V2-Lite 15.7B (its model card), DeepSeek-V3 671B
+# (technical report), gpt-oss 20.91B / 116.83B (OpenAI's model card, Table 1). Hybrids: Qwen3-Next-80B-A3B "80B in
+# total and 3B activated" (model card; the Hub's 81.3B safetensors size includes the MTP module), Nemotron-H-56B (arXiv
+# 2504.03624, "Nemotron-H-56B"), Nemotron-3-Nano-30B-A3B 31.6B total (model card), Jamba-1.5-Mini 52B total / 12B
+# active (AI21's model card).
+PUBLISHED = {
+    "Llama-3.1-8B": ("LlamaForCausalLM", 8.03e9),
+    "Llama-3.1-405B": ("LlamaForCausalLM", 405.9e9),
+    "Mistral-7B-v0.1": ("MistralForCausalLM", 7.24e9),
+    "Qwen2.5-7B": ("Qwen2ForCausalLM", 7.61e9),
+    "Qwen2.5-72B": ("Qwen2ForCausalLM", 72.7e9),
+    "Qwen3-8B": ("Qwen3ForCausalLM", 8.2e9),
+    "Qwen3-32B": ("Qwen3ForCausalLM", 32.8e9),
+    "Mixtral-8x7B-v0.1": ("MixtralForCausalLM", 46.7e9),
+    "Qwen3-30B-A3B": ("Qwen3MoeForCausalLM", 30.5e9),
+    "Qwen3-235B-A22B": ("Qwen3MoeForCausalLM", 235e9),
+    "DeepSeek-V2-Lite": ("DeepseekV2ForCausalLM", 15.7e9),
+    "DeepSeek-V3": ("DeepseekV3ForCausalLM", 671e9),
+    "gpt-oss-20b": ("GptOssForCausalLM", 20.91e9),
+    "gpt-oss-120b": ("GptOssForCausalLM", 116.83e9),
+    "Qwen3-Next-80B-A3B-Instruct": ("Qwen3NextForCausalLM", 80e9),
+    "Nemotron-H-56B-Base-8K": ("NemotronHForCausalLM", 56e9),
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("NemotronHForCausalLM", 31.6e9),
+    "Jamba-1.5-Mini": ("JambaForCausalLM", 52e9),
+}
+
+
+@pytest.mark.parametrize("folder", sorted(PUBLISHED))
+def test_published_configs_give_the_published_sizes_within_one_percent(folder):
+    arch, total = PUBLISHED[folder]
+    raw = json.loads((CONFIGS / folder / "config.json").read_text())
+    assert raw["architectures"] == [arch]
+    spec = load_hf_config(CONFIGS / folder / "config.json")
+    assert spec.param_count() == pytest.approx(total, rel=0.01)
+    assert spec.name == folder.lower() and spec.max_position_embeddings == raw["max_position_embeddings"]
+
+
+def test_every_supported_architecture_is_covered_by_a_published_config():
+    assert {arch for arch, _ in PUBLISHED.values()} == set(ARCHITECTURES)
+    assert len(ARCHITECTURES) >= 6
+
+
+@pytest.mark.parametrize("name,folder", [("llama-3.1-8b", "Llama-3.1-8B"), ("llama-3.1-405b", "Llama-3.1-405B"),
+                                         ("qwen2.5-7b", "Qwen2.5-7B"), ("qwen2.5-72b", "Qwen2.5-72B"),
+                                         ("qwen3-8b", "Qwen3-8B"), ("qwen3-32b", "Qwen3-32B"),
+                                         ("qwen3-30b-a3b", "Qwen3-30B-A3B"), ("qwen3-235b-a22b", "Qwen3-235B-A22B"),
+                                         ("mixtral-8x7b", "Mixtral-8x7B-v0.1"), ("deepseek-v3", "DeepSeek-V3"),
+                                         ("gpt-oss-20b", "gpt-oss-20b"), ("gpt-oss-120b", "gpt-oss-120b"),
+                                         ("qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B-Instruct"),
+                                         ("nemotron-h-56b", "Nemotron-H-56B-Base-8K"),
+                                         ("nemotron-3-nano-30b-a3b", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"),
+                                         ("jamba-1.5-mini", "Jamba-1.5-Mini")])
+def test_catalog_entries_equal_the_import_of_their_config(name, folder):
+    catalog, imported = get_model(name), load_hf_config(CONFIGS / folder / "config.json")
+    skip = {"name", "family", "source"}
+    assert {f.name: getattr(catalog, f.name) for f in dataclasses.fields(catalog) if f.name not in skip} == \
+        {f.name: getattr(imported, f.name) for f in dataclasses.fields(imported) if f.name not in skip}
+
+
+def test_architecture_features_are_read():
+    mistral = load_hf_config(CONFIGS / "Mistral-7B-v0.1" / "config.json")
+    assert (mistral.sliding_window, mistral.sliding_window_layers, mistral.num_kv_heads) == (4096, 32, 8)
+    oss = load_hf_config(CONFIGS / "gpt-oss-20b" / "config.json")
+    assert (oss.sliding_window, oss.sliding_window_layers) == (128, 12)     # even layers of layer_types
+    assert oss.attention_sinks and oss.expert_bias and oss.router_bias and oss.attention_output_bias
+    lite = load_hf_config(CONFIGS / "DeepSeek-V2-Lite" / "config.json")
+    assert lite.is_mla and lite.q_lora_rank == 0 and lite.first_dense_layers == 1 and lite.num_shared_experts == 2
+    assert not lite.router_bias and load_hf_config(CONFIGS / "DeepSeek-V3" / "config.json").router_bias
+    qwen = load_hf_config(CONFIGS / "Qwen2.5-7B" / "config.json")
+    assert qwen.qkv_bias and not qwen.qk_norm and qwen.sliding_window == 0   # use_sliding_window: false
+    assert load_hf_config(CONFIGS / "Qwen3-8B" / "config.json").qk_norm
+
+
+def _config(**changes) -> dict:
+    cfg = json.loads((CONFIGS / "Llama-3.1-8B" / "config.json").read_text())
+    cfg.update(changes)
+    return {k: v for k, v in cfg.items() if v is not None}
+
+
+def test_unsupported_configs_name_the_field_and_what_is_allowed():
+    cases = [(_config(architectures=["Gemma2ForCausalLM"]), "architectures.*Gemma2ForCausalLM.*allowed: LlamaForCausalLM"),
+             ({**_config(architectures=["Qwen3VLForConditionalGeneration"]), "text_config": {}}, "vision-language"),
+             (_config(hidden_size=None), "lacks 'hidden_size'"),
+             (_config(mlp_bias=True), "mlp_bias"),
+             ({**json.loads((CONFIGS / "Qwen3-30B-A3B" / "config.json").read_text()), "mlp_only_layers": [3, 7]},
+              "mlp_only_layers"),
+             (_config(num_attention_heads=32, num_key_value_heads=5), "multiple of")]
+    for cfg, message in cases:
+        with pytest.raises(UnsupportedModelError, match=message):
+            spec_from_hf_config(cfg, "x")
+
+
+def test_model_references_catalog_file_yaml_and_inline(tmp_path):
+    assert load_model("Llama-3.1-8B") is get_model("llama-3.1-8b")
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text((CONFIGS / "Qwen2.5-7B" / "config.json").read_text())
+    assert load_model("m/config.json", tmp_path).param_count() == get_model("qwen2.5-7b").param_count()
+    fields = {k: getattr(get_model("llama-3-8b"), k) for k in ("hidden_size", "num_layers", "num_heads", "num_kv_heads",
+                                                              "head_dim", "intermediate_size", "vocab_size")}
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"my-llama": fields}))
+    assert load_model("mine.yaml", tmp_path).param_count() == get_model("llama-3-8b").param_count()
+    assert load_model({**fields, "name": "inline"}).param_count() == get_model("llama-3-8b").param_count()
+    with pytest.raises(ValueError, match="unknown model field.*hidden"):
+        load_model({**fields, "hiden": 3})
+    with pytest.raises(ValueError, match="unknown model 'llama-9'.*config.json"):
+        load_model("llama-9")
+
+
+def _write_scenario(tmp_path: Path, cluster: dict, workload: dict | None = None) -> Path:
+    data = scenario(cluster=cluster, workload={"num_requests": 30, **(workload or {})})
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_scenario_runs_a_config_json_relative_to_its_file(tmp_path):
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text((CONFIGS / "Llama-3.1-8B" / "config.json").read_text())
+    by_file = simulator.run(_write_scenario(tmp_path, {"model": "hf/config.json"}))
+    by_name = simulator.run(scenario(cluster={"model": "llama-3.1-8b"}, workload={"num_requests": 30}))
+    assert by_file.summary["ttft_p50_s"] == by_name.summary["ttft_p50_s"]
+    inline = {k: v for k, v in dataclasses.asdict(get_model("llama-3.1-8b")).items()}
+    by_block = simulator.run(scenario(cluster={"model": inline}, workload={"num_requests": 30}))
+    assert by_block.summary["ttft_p50_s"] == by_name.summary["ttft_p50_s"]
+
+
+def test_bad_model_files_are_one_line_errors_and_nothing_is_written(tmp_path, capsys):
+    bad = tmp_path / "gemma"
+    bad.mkdir()
+    (bad / "config.json").write_text(json.dumps(_config(architectures=["Gemma3ForCausalLM"])))
+    out = tmp_path / "out"
+    for model, message in (("gemma/config.json", "cluster.model: .*Gemma3ForCausalLM.*allowed"),
+                           ("missing/config.json", "cluster.model: .*file not found")):
+        path = _write_scenario(tmp_path, {"model": model})
+        assert main(["run", str(path), "--out", str(out), "--quiet"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and __import__("re").search(message, err), err
+        assert not out.exists()
+
+
+def test_context_length_is_enforced_error_drop_or_truncate(tmp_path, capsys):
+    long = {"prompt_tokens": {"kind": "fixed", "value": 7000}, "output_tokens": {"kind": "fixed", "value": 2000}}
+    path = _write_scenario(tmp_path, {"model": "llama-3-8b"}, long)   # 8,192-token context
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "workload: request 0 needs 9000 tokens" in err and "8192" in err and "context_overflow" in err
+    assert not out.exists()
+    dropped = simulator.run(path, ["workload.context_overflow=drop"])
+    assert dropped.requests.dropped.all() and set(dropped.requests.drop_reason) == {"exceeds_context"}
+    cut = simulator.run(path, ["workload.context_overflow=truncate"])
+    assert (cut.requests.prompt_tokens == 8192 - 2000).all() and cut.requests.finish_s.notna().all()
+    shorter = simulator.run(path, ["workload.context_overflow=truncate", "cluster.max_model_len=4096"])
+    assert (shorter.requests.prompt_tokens == 2096).all()
+    assert main(["run", str(path), "--set", "cluster.max_model_len=10000", "--quiet"]) == 2
+    assert "cluster.max_model_len: 10000 exceeds max_position_embeddings=8192" in capsys.readouterr().err

@@ -1,0 +1,66 @@
+"""FP4 weights and KV on Blackwell: byte counts with block scales, the FP4 tensor-core rate in the roofline,
+the measured NVFP4 GEMM/MoE tables, and the FP4 scenario's summary naming what priced each op kind."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from contract import run_cli
+from models import get_model
+from models.opgraph import dense_ops
+from models.step import Parallelism
+from profiles.hardware import get_hardware
+from profiles.measured import source as src
+from profiles.roofline import RooflineLatencyModel, gemm_seconds
+from paths import REPO
+
+real = pytest.mark.skipif(src.data_root() is None, reason="aiconfigurator-core not installed (extra gpu-data)")
+
+
+def test_fp4_rates_and_refusals_of_the_hardware_catalog():
+    assert get_hardware("b200").matmul_flops("nvfp4") == 9000e12 == get_hardware("b200").matmul_flops("mxfp4")
+    assert get_hardware("gb200").matmul_flops("nvfp4") == 10000e12
+    for hw in ("h100-sxm", "h200", "a100-80gb", "l40s", "mi300x"):
+        assert "FP4 tensor cores" in get_hardware(hw).weight_dtype_error("nvfp4")
+        assert get_hardware(hw).kv_dtype_error("nvfp4") is not None
+    assert get_hardware("b200").weight_dtype_error("nvfp4") is None and get_hardware("b200").kv_dtype_error("nvfp4") is None
+
+
+def test_a_large_fp4_gemm_runs_at_twice_the_fp8_rate_and_a_thin_one_reads_9_16_of_the_bf16_bytes():
+    big = 16384
+    fp8, fp4 = gemm_seconds("b200", big, big, big, "fp8"), gemm_seconds("b200", big, big, big, "nvfp4")
+    assert fp8 / fp4 == pytest.approx(2.0, rel=0.05)
+    model = RooflineLatencyModel("b200", dtype="nvfp4")
+    gemm = next(op for op in dense_ops(get_model("llama-3.1-70b"), 1, 1, Parallelism(), "nvfp4") if op.name == "down_proj")
+    weights = gemm.dim("k") * gemm.dim("n")
+    assert gemm.bytes == pytest.approx(weights * 9 / 16 + 2 * (gemm.dim("k") + gemm.dim("n")))
+    assert model.op_seconds(gemm) > 0
+
+
+@real
+def test_measured_nvfp4_gemm_and_moe_tables_price_deepseek_on_b200(tmp_path):
+    data = yaml.safe_load((REPO / "scenarios" / "fp4" / "deepseek_r1_nvfp4_b200.yaml").read_text())
+    data["workload"]["num_requests"] = 30
+    data["outputs"] = {"plots": False}
+    code, err, out = run_cli(tmp_path, data)
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    source = summary["latency_source"]
+    assert "NvFp4" in source["kernels"]["gemm"] and "nvfp4" in source["kernels"]["moe"]
+    kinds = source["op_kinds"]
+    assert kinds["gemm"]["source"].startswith("aiconfigurator-core") and kinds["norm"]["source"] == "roofline"
+    assert summary["kv_tokens_per_replica"] > 0
+    spec = get_model("deepseek-v3")
+    free = 180e9 * 0.9 - spec.param_count() * (0.5 + 1 / 16) / 8
+    assert summary["kv_tokens_per_replica"] == int(free // spec.kv_bytes_per_token_per_gpu(Parallelism(tp=8), "fp8"))
+
+
+@real
+def test_mxfp4_gemms_have_no_table_and_fall_back_to_the_roofline():
+    from profiles.measured import load_measured
+    lat = load_measured("b200", "mxfp4", "vllm")
+    op = next(op for op in dense_ops(get_model("llama-3.1-8b"), 8, 8, Parallelism(), "mxfp4") if op.name == "qkv_proj")
+    assert lat.op_seconds(op) == lat.roofline.op_seconds(op)
+    assert lat.coverage()["gemm"]["source"] == "roofline"

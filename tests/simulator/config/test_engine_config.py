@@ -1,0 +1,274 @@
+"""`cluster.engine` (simulator.config.engine; profiles.engine_time.graphs, .host, .support): CUDA-graph
+padding charged exactly, eager launch overhead from the op graph's kernel count, host time linear in the
+host's calibration time, the speculative step per framework, and the one-line refusals of flags and
+combinations a framework version does not have."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import simulator
+from profiles.engine_time.frameworks import Deployment, EngineSettings, build_engine
+from profiles.engine_time.graphs import EAGER, FULL, PIECEWISE, GraphPolicy, default_capture_sizes
+from profiles.engine_time.host import HostCpu, default_host, get_host
+from profiles.engine_time.model import HOST_FIELDS, PassLayout
+from sim_helpers import scenario
+from simulator.cli import main as cli
+from simulator.errors import ScenarioError
+
+US = 1e-6
+
+
+def _cost(**engine):
+    """The step-cost model of llama-3-8b on one H100 with `engine` (a cluster.engine block)."""
+    from simulator.cluster.factory import build_replica_kind
+    from simulator.config.engine import EngineConfig
+    from simulator.config.scenario import (ConstantAcceptanceConfig, LatencyConfig, MoeConfig, NoDrafterConfig,
+                                           ParallelismConfig, SchedulerConfig)
+    from simulator.config.speculation import ChainConfig, FixedPolicyConfig
+    from pathlib import Path
+    kind = build_replica_kind(model="llama-3-8b", hardware="h100-sxm", parallelism=ParallelismConfig(), dtype="bf16",
+                              latency=LatencyConfig(framework=engine.get("framework", "vllm")), moe=MoeConfig(),
+                              memory_utilization=None, drafter=NoDrafterConfig(), speculation=ChainConfig(),
+                              acceptance=ConstantAcceptanceConfig(), policy=FixedPolicyConfig(), acceptance_seed=0,
+                              base_dir=Path.cwd(), engine_config=EngineConfig(**engine),
+                              scheduler=SchedulerConfig(max_batch_size=256))
+    return kind.cost
+
+
+# ---- CUDA-graph padding ------------------------------------------------------------------------------
+def test_capture_sizes_are_the_engines_defaults():
+    sizes, unit = default_capture_sizes("vllm", True, "0.14.0", max_num_seqs=256, max_tokens=8192, q=1,
+                                        speculating=False, hbm_bytes=80 * 2 ** 30, tp=1)
+    assert unit == "tokens" and sizes[:5] == (1, 2, 4, 8, 16) and sizes[-1] == 512 and 264 not in sizes and 272 in sizes
+    # max = min(max_num_seqs * (1 + k) * 2, 512, max_num_batched_tokens); speculation rounds up to multiples of 1 + k
+    sizes, _ = default_capture_sizes("vllm", True, "0.14.0", max_num_seqs=8, max_tokens=8192, q=4,
+                                     speculating=True, hbm_bytes=80 * 2 ** 30, tp=1)
+    assert sizes == (4, 8, 16, 24, 32, 40, 48, 56, 64)
+    sizes, unit = default_capture_sizes("trtllm", True, "1.0.0", max_num_seqs=256, max_tokens=8192, q=1,
+                                        speculating=False, hbm_bytes=80 * 2 ** 30, tp=1)
+    assert unit == "seqs" and sizes == tuple(range(1, 32)) + (32, 64, 128)
+    sizes, _ = default_capture_sizes("sglang", True, "0.5.0", max_num_seqs=256, max_tokens=8192, q=1,
+                                     speculating=False, hbm_bytes=80 * 2 ** 30, tp=8)
+    assert sizes[:6] == (1, 2, 4, 8, 12, 16) and sizes[-1] == 512     # TP >= 4 on an 80 GB GPU: 512
+    assert default_capture_sizes("sglang", True, "0.5.0", max_num_seqs=256, max_tokens=8192, q=5, speculating=True,
+                                 hbm_bytes=80 * 2 ** 30, tp=1)[0][:10] == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12)
+
+
+def test_a_batch_is_padded_up_to_the_next_captured_size():
+    p = GraphPolicy("full", (1, 2, 4, 8, 16), "tokens", True, FULL, (1, 2, 4, 8, 16))
+    assert p.decode(3, 1).tokens == 4 and p.decode(3, 1).kind == FULL
+    assert p.decode(5, 3) == p.decode(16, 1)                                   # 15 tokens: padded to 16
+    assert p.mixed(12).kind == PIECEWISE and p.mixed(12).tokens == 16 and p.mixed(40).kind == EAGER
+    assert p.decode(17, 1).kind == EAGER and p.decode(17, 1).tokens == 17      # beyond every size: eager, unpadded
+    seqs = GraphPolicy("full", (1, 2, 4, 8), "seqs", True, FULL)
+    assert seqs.decode(3, 5).tokens == 20                                      # 4 requests × 5 query tokens
+    exact = GraphPolicy("full", (1, 2, 4, 8), "seqs", False, FULL)
+    assert exact.decode(3, 1).kind == EAGER and exact.decode(4, 1).kind == FULL  # no padding: exact sizes only
+
+
+def test_padding_is_charged_exactly():
+    """A decode step of b requests costs the dense ops of the padded batch plus the attention of the b real
+    requests plus the engine time: nothing more, nothing less."""
+    cost = _cost(version="0.14.0")
+    target = cost.target
+    for b in (3, 13, 50):
+        padded = cost.engine.launch(0, b, 1).tokens
+        assert padded > b
+        attention = target.exact_decode(b, 1, b * 700) - target.dense(b, b)        # the real requests' attention
+        want = target.dense(padded, b) + attention                                 # vLLM: LM head unpadded
+        got = cost.exact_decode_step(b, b * 700)
+        assert got[3] - got[6] == pytest.approx(want[0], rel=1e-12)
+        assert got[4] == pytest.approx(want[1], rel=1e-12) and got[5] == pytest.approx(want[2], rel=1e-12)
+        assert got[4] > (target.dense(b, b) + attention)[1]     # the padded slots' FLOPs are paid
+    sg = _cost(framework="sglang")   # SGLang: requests padded, the LM head inside the graph
+    padded = sg.engine.launch(0, 13, 1).tokens
+    assert padded == 16
+    want = sg.target.dense(16, 16) + sg.target.exact_decode(13, 1, 13 * 700) - sg.target.dense(13, 13)
+    got = sg.exact_decode_step(13, 13 * 700)
+    assert got[3] - got[6] == pytest.approx(want[0], rel=1e-12)
+
+
+def test_padding_is_what_the_simulator_pays():
+    base = scenario(workload={"num_requests": 40}, cluster={"engine": {"version": "0.14.0"}},
+                    scheduler={"kind": "vllm", "max_batch_size": 64})
+    result = simulator.run(base)
+    cost = result.built.replicas[0].cost
+    dec = result.steps[(result.steps.prefill_tokens == 0) & (result.steps.decode_seqs == 3)]
+    if len(dec):
+        row = dec.iloc[0]
+        d, t = cost.decode_steps(np.array([3]), np.array([int(row.decode_context_tokens)]))
+        assert row.verify_s + row.engine_s == pytest.approx(t[0, 0], rel=1e-12)
+
+
+# ---- eager launch ------------------------------------------------------------------------------------
+def test_eager_overhead_grows_with_the_kernel_count_of_the_op_graph():
+    from simulator.cost.step_cost import ForwardCost
+    from models.step import Parallelism
+    from profiles.select import LatencySourceConfig, select_latency
+    from simulator.cluster.factory import resolve_model
+    lat = select_latency("h100-sxm", "bf16", LatencySourceConfig("roofline"))
+    small, big = resolve_model("llama-68m", None), resolve_model("llama-3-8b", None)
+    k_small, c_small = ForwardCost(small, Parallelism(1, 1), lat, "bf16").launches()
+    k_big, c_big = ForwardCost(big, Parallelism(1, 1), lat, "bf16").launches()
+    assert c_small == c_big == 0 and k_big > k_small > 0
+    # a layer of a dense Llama: qkv, o, gate_up, down, two norms, rope, activation, attention (2 kernels)
+    assert k_big - k_small == (big.num_layers - small.num_layers) * 10
+    _, coll = ForwardCost(big, Parallelism(4, 1), lat, "bf16").launches()
+    assert coll == 2 * big.num_layers + 2      # two all-reduces per layer, embedding and logits gathers
+    e = build_engine(EngineSettings("vllm", "0.14.0", cuda_graphs="none"))
+    layout = PassLayout(0, 1, big.num_layers, k_big, 0)
+    device = 1e-3   # shorter than the issue time: host-bound
+    wall = e.wall_seconds(device, 0, 0, 1, 1, layout)
+    issue = k_big * e.eager_kernel_s
+    assert issue > device
+    assert wall == pytest.approx(device + e.gaps_seconds(0, 1, 1, layout) + (issue - device)
+                                 + max(0.0, e.host_seconds(0, 0, 1, 1, 0) - issue - e.gaps_seconds(0, 1, 1, layout)))
+    more = PassLayout(0, 1, big.num_layers, 2 * k_big, 0)
+    assert e.wall_seconds(device, 0, 0, 1, 1, more) > wall
+    assert e.wall_seconds(1.0, 0, 0, 1, 1, more) == pytest.approx(1.0 + e.gaps_seconds(0, 1, 1, more))  # GPU-bound
+    graphs = build_engine(EngineSettings("vllm", "0.14.0"))
+    assert graphs.wall_seconds(device, 0, 0, 1, 1, more) < e.wall_seconds(device, 0, 0, 1, 1, more)
+
+
+def test_eager_mode_makes_a_small_model_host_bound_at_tp8():
+    kw = dict(batch=8, context_tokens=512, scheduler={"max_batch_size": 256})
+    eager = simulator.estimate_step("llama-3-8b", "h100-sxm", tp=8, engine={"cuda_graphs": "none"}, **kw)
+    graph = simulator.estimate_step("llama-3-8b", "h100-sxm", tp=8, **kw)
+    assert eager["seconds"] > 2 * graph["seconds"]
+
+
+# ---- host CPU ----------------------------------------------------------------------------------------
+def test_host_time_scales_linearly_with_the_host_calibration_time():
+    ref = default_host()
+    one = build_engine(EngineSettings("vllm", "0.12.0", host_cpu=ref.calibration_us))
+    for factor in (0.5, 2.0, 3.7):
+        e = build_engine(EngineSettings("vllm", "0.12.0", host_cpu=ref.calibration_us * factor))
+        for name in HOST_FIELDS:
+            assert getattr(e, name) == pytest.approx(getattr(one, name) * factor, rel=1e-12), name
+        for kind, (a, b) in one.spec_host_by_drafter.items():
+            assert e.spec_host_by_drafter[kind] == pytest.approx((a * factor, b * factor), rel=1e-12)
+        for name in ("step_gap_s", "graph_launch_s", "piecewise_per_layer_s", "spec_step_s", "spec_per_pass_s"):
+            assert getattr(e, name) == getattr(one, name)   # device-timeline terms do not move
+        assert e.host_seconds(0, 0, 32, 1, 0) == pytest.approx(one.host_seconds(0, 0, 32, 1, 0) * factor, rel=1e-12)
+    assert one.with_host_scale(2.0).step_s == pytest.approx(2.0 * one.step_s, rel=1e-12)
+
+
+def test_vllm_host_work_is_rescaled_from_the_host_it_was_measured_on():
+    e = build_engine(EngineSettings("vllm", "0.12.0"))
+    epyc, server = get_host("dev-vm-amd-epyc"), default_host()
+    assert e.step_s == pytest.approx(1304.6e-6 * server.calibration_us / epyc.calibration_us, rel=1e-9)
+    same = build_engine(EngineSettings("vllm", "0.12.0", host_cpu="dev-vm-amd-epyc"))
+    assert same.step_s == pytest.approx(1304.6e-6, rel=1e-12)
+    assert e.host == server.id and HostCpu("x", 2.0).scale_from(HostCpu("y", 1.0)) == 2.0
+
+
+def test_a_synchronous_engine_pays_host_time_at_the_hosts_speed():
+    slow = simulator.run(scenario(workload={"num_requests": 30}, cluster={"engine": {"version": "0.12.0",
+                                                                                       "host_cpu": 20000.0}}))
+    fast = simulator.run(scenario(workload={"num_requests": 30}, cluster={"engine": {"version": "0.12.0",
+                                                                                       "host_cpu": 5000.0}}))
+    assert slow.summary["tpot_mean_s"] > fast.summary["tpot_mean_s"]
+    assert slow.summary["engine_time"]["host"] == "custom"
+
+
+# ---- the speculative step per framework --------------------------------------------------------------
+def _spec_kind(framework: str, drafter: dict, **engine):
+    data = scenario(workload={"num_requests": 10}, drafter=drafter,
+                    cluster={"engine": {"framework": framework, **engine}})
+    return simulator.run(data).built.kind
+
+
+EAGLE = {"kind": "head", "style": "autoregressive", "gamma": 3}
+
+
+def test_vllm_pads_verify_batches_to_multiples_of_one_plus_k():
+    kind = _spec_kind("vllm", EAGLE, version="0.14.0")
+    sizes = kind.engine.graphs.decode_sizes
+    assert all(s % 4 == 0 for s in sizes)
+    # the base sizes 1, 2, 4, 8, 16, 24 ... rounded up to multiples of 4: no 12 (3 requests pad to 4)
+    assert kind.engine.launch(0, 3, 4).tokens == 16 and kind.engine.launch(0, 5, 4).tokens == 24
+    assert kind.engine.overlap is True          # async scheduling with EAGLE from 0.14
+
+
+def test_sglang_speculation_is_synchronous_unless_spec_v2():
+    assert _spec_kind("sglang", EAGLE).engine.overlap is False
+    v2 = _spec_kind("sglang", EAGLE, version="0.5.6", async_scheduling=True)
+    assert v2.engine.overlap is True
+    assert v2.engine.graphs.decode_sizes[:9] == (1, 2, 3, 4, 5, 6, 7, 8, 10)   # the speculative capture list
+
+
+def test_trtllm_one_model_drafting_has_no_host_step_of_its_own():
+    one = _spec_kind("trtllm", EAGLE)
+    two = _spec_kind("trtllm", {"kind": "draft_model", "model": "llama-68m", "gamma": 3})
+    assert one.engine.spec_host_step_s == 0.0 and two.engine.spec_host_step_s > 0.0
+
+
+# ---- bad input ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("engine,field,words", [
+    ({"version": "0.10.0", "num_scheduler_steps": 8}, "cluster.engine.num_scheduler_steps",
+     ["vllm 0.10.0 has no such flag", "vllm 0.6.0 to 0.8.0"]),
+    ({"framework": "sglang", "cuda_graphs": "piecewise"}, "cluster.engine.cuda_graphs",
+     ["sglang", "vllm 0.8.0..0.11.0"]),
+    ({"version": "0.9.0", "cuda_graphs": "full"}, "cluster.engine.cuda_graphs", ["vllm 0.11.0.."]),
+    ({"version": "0.9.0", "async_scheduling": True}, "cluster.engine.async_scheduling", ["vllm >= 0.10.0"]),
+    ({"graph_padding": False}, "cluster.engine.graph_padding", ["sglang >= 0.4.0", "trtllm >= 1.0.0"]),
+    ({"version": "0.2.0"}, "cluster.engine.version", ["0.8.0..0.11.0"]),
+    ({"host_cpu": "pentium"}, "cluster.engine.host_cpu", ["h100-server"]),
+])
+def test_a_flag_a_version_lacks_is_one_line_naming_the_flag_and_the_versions_that_have_it(engine, field, words):
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(scenario(workload={"num_requests": 5}, cluster={"engine": engine}))
+    assert err.value.field == field, str(err.value)
+    text = str(err.value)
+    assert "\n" not in text and all(w in text for w in words), text
+
+
+@pytest.mark.parametrize("framework,extra,field,words", [
+    ("sglang", {"cluster": {"parallelism": {"tp": 2, "pp": 2}}}, "cluster.parallelism.pp", ["sglang", "Pipeline"]),
+    ("vllm", {"cluster": {"parallelism": {"tp": 2, "pp": 2}, "engine": {"version": "0.12.0"}}},
+     "cluster.parallelism.pp", ["vllm 0.12.0", "pipeline parallelism"]),
+    ("sglang", {"scheduler": {"kind": "sarathi"}}, "scheduler.kind", ["mixed chunked prefill"]),
+    ("vllm", {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+              "cluster": {"engine": {"version": "0.9.0"}}}, "drafter.kind", ["vllm 0.9.0", "draft"]),
+    ("vllm", {"drafter": {"kind": "ngram", "gamma": 3}, "cluster": {"engine": {"async_scheduling": True}}},
+     "cluster.engine.async_scheduling", ["EAGLE/MTP"]),
+    ("sglang", {"cluster": {"engine": {"version": "0.5.0", "async_scheduling": True}}},
+     "cluster.engine.async_scheduling", ["sglang 0.5.0", "spec v2"]),
+])
+def test_refused_combinations_name_the_engine_its_version_and_the_field(framework, extra, field, words):
+    data = scenario(workload={"num_requests": 5}, drafter=EAGLE, cluster={"engine": {"framework": framework}})
+    for key, value in extra.items():
+        if key == "cluster":
+            for k, v in value.items():
+                data["cluster"][k] = {**data["cluster"].get(k, {}), **v}
+        else:
+            data[key] = value
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    text = str(err.value)
+    assert err.value.field == field and "\n" not in text and all(w in text for w in words), text
+
+
+def test_the_cli_refuses_a_missing_flag_with_exit_2_and_one_line(tmp_path, capsys):
+    import yaml
+    path = tmp_path / "s.yaml"
+    data = scenario(workload={"num_requests": 5}, cluster={"engine": {"version": "0.12.0", "num_scheduler_steps": 4}})
+    path.write_text(yaml.safe_dump(data))
+    assert cli(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cluster.engine.num_scheduler_steps" in err[0] and "vllm 0.6.0" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_engine_sections_must_agree():
+    with pytest.raises(ScenarioError, match="prefix_caching"):
+        simulator.run(scenario(workload={"num_requests": 5}, cluster={"engine": {"prefix_caching": True},
+                                                                      "kv_cache": {"prefix_caching": False}}))
+    with pytest.raises(ScenarioError, match="chunked_prefill"):
+        simulator.run(scenario(workload={"num_requests": 5}, cluster={"engine": {"chunked_prefill": True}},
+                               scheduler={"kind": "vllm"}))
+    on = simulator.run(scenario(workload={"num_requests": 5}, cluster={"engine": {"prefix_caching": True}}))
+    assert on.scenario.cluster.kv_cache.prefix_caching is True

@@ -1,0 +1,78 @@
+"""Bad input for every field of real-world inputs (models, hardware, dtypes, context, traces, prefixes, KV
+tiers, routing): one line naming the field and what is allowed, exit 2, nothing written — checked through
+the CLI, before any work starts. (Trace-file contents, model files and hardware fields are covered in
+test_workload_traces.py, test_models_hf_import.py and test_hardware_user_dtypes.py.)"""
+from __future__ import annotations
+
+import pytest
+
+from contract import assert_one_line, run_cli
+from sim_helpers import merge, scenario
+
+TRACE = {"workload": {"arrival": {"process": "trace", "trace_csv": "t.csv"}}}
+LONG = {"workload": {"prompt_tokens": {"kind": "fixed", "value": 9000}, "output_tokens": {"kind": "fixed", "value": 8}}}
+
+# name -> (overrides of the small scenario, what the one line must say)
+BAD = {
+    "unknown_format": (merge(TRACE, {"workload": {"arrival": {"format": "alibaba"}}}),
+                       "workload.arrival.format: Input should be 'draftsim', 'azure', 'burstgpt' or 'mooncake'"),
+    "missing_column": (merge(TRACE, {"workload": {"arrival": {"columns": {"arrival": "ts"}}}}),
+                       "lacks column(s) 'ts'"),
+    "bad_time_unit": (merge(TRACE, {"workload": {"arrival": {"time_unit": "days"}}}), "workload.arrival.time_unit"),
+    "trace_option_without_trace": ({"workload": {"arrival": {"speedup": 2.0}}},
+                                   "speedup is only allowed for process 'trace'"),
+    "fp8_on_a100": ({"cluster": {"hardware": "a100-80gb", "dtype": "fp8"}},
+                    "cluster.dtype: fp8 weights need FP8 tensor cores, which a100-80gb lacks"),
+    "unknown_dtype": ({"cluster": {"dtype": "int2"}}, "cluster.dtype: Input should be"),
+    "unknown_kv_dtype": ({"cluster": {"kv_dtype": "int4"}},
+                         "cluster.kv_dtype: Input should be 'fp32', 'bf16', 'fp16', 'fp8' or 'nvfp4'"),
+    "unsupported_architecture": ({"cluster": {"model": {"architectures": ["Gemma3ForCausalLM"], "hidden_size": 8}}},
+                                 "Gemma3ForCausalLM"),
+    "max_model_len_above_context": ({"cluster": {"max_model_len": 100000}},
+                                    "cluster.max_model_len: 100000 exceeds max_position_embeddings=8192"),
+    "prompt_longer_than_context": (LONG, "but the context of llama-3-8b is 8192 (cluster.max_model_len)"),
+    "unknown_context_overflow": (merge(LONG, {"workload": {"context_overflow": "cut"}}),
+                                 "workload.context_overflow: Input should be 'error', 'drop' or 'truncate'"),
+    "unknown_preemption": ({"cluster": {"kv_cache": {"preemption": "offload"}}},
+                           "cluster.kv_cache.preemption: Input should be 'recompute' or 'swap'"),
+    "swap_without_host_memory": ({"cluster": {"kv_cache": {"preemption": "swap"}}}, "needs host_memory_gib > 0"),
+    "prefix_router_without_cache": ({"cluster": {"router": "prefix_aware", "replicas": 2}},
+                                    "cluster.router: 'prefix_aware' routes by cached prefixes"),
+    "bad_shared_prefix": ({"workload": {"shared_prefix": {"prompts": 0, "tokens": 64}}},
+                          "workload.shared_prefix.prompts"),
+    "sessions_on_a_trace": (merge(TRACE, {"workload": {"sessions": {"turns": {"kind": "fixed", "value": 2},
+                                                                    "think_time_s": 1.0}}}),
+                            "shared_prefix and sessions generate requests; not allowed for process 'trace'"),
+    "bad_user_hardware": ({"cluster": {"hardware": {"id": "my-gpu", "peak_flops": {"bf16": 1e15}}}},
+                          "cluster.hardware"),
+    "unknown_scheduler": ({"scheduler": {"kind": "orca"}},
+                          "scheduler.kind: unknown scheduler 'orca'; allowed: vllm, sarathi, vllm_v1"),
+    "simulation_key_twice": ({"scheduler": {"workers": 2}, "simulation": {"workers": 1}},
+                             "scheduler.workers: unknown field"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_serving_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, name):
+    overrides, message = BAD[name]
+    data = merge(scenario(), overrides)
+    if "trace_csv" in str(overrides):
+        data["workload"] = {k: v for k, v in data["workload"].items() if k in ("arrival", "sessions")}
+        data["workload"]["arrival"] = {k: v for k, v in data["workload"]["arrival"].items() if k != "qps"}
+        (tmp_path / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0.0,12,3\n0.5,20,4\n")
+    code, err, out = run_cli(tmp_path, data)
+    assert code == 2
+    assert_one_line(err, message)
+    assert not out.exists()
+
+
+def test_the_simulation_keys_old_place_still_runs_with_a_warning():
+    import warnings
+
+    import simulator
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = simulator.run(merge(scenario(), {"scheduler": {"step_mode": "step", "workers": 1}}))
+    assert result.scenario.simulation.step_mode == "step" and result.scenario.simulation.workers == 1
+    assert {str(w.message) for w in caught} >= {"scheduler.step_mode is now simulation.step_mode",
+                                                "scheduler.workers is now simulation.workers"}

@@ -1,0 +1,200 @@
+"""Prefix caching: hit rates against their analytic expectation, the LRU free queue against a block-by-block
+model of vLLM's block pool, block conservation, bulk = step, prefix-aware routing, the Mooncake sample."""
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import simulator
+from sim_helpers import merge, scenario
+from simulator.core.kv.prefix_cache import PrefixCache
+from simulator.core.prefixes import UNIT_BITS, PrefixKeys
+from paths import REPO
+
+TRACES = REPO / "scenarios" / "traces"
+
+
+def shared_prompts(seed: int, k: int, n: int, system: int, own: int, **cluster) -> dict:
+    return scenario(seed=seed, workload={"arrival": {"process": "poisson", "qps": 20.0}, "num_requests": n,
+                                         "prompt_tokens": {"kind": "fixed", "value": own},
+                                         "output_tokens": {"kind": "fixed", "value": 4},
+                                         "shared_prefix": {"prompts": k, "tokens": system, "popularity": "zipf",
+                                                           "zipf_exponent": 1.0}},
+                    cluster={"model": "llama-3-8b", "kv_dtype": "fp8", "kv_cache": {"prefix_caching": True}, **cluster})
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_hit_rate_of_shared_system_prompts_equals_the_analytic_expectation(seed):
+    """K system prompts of S tokens with Zipf(1) popularity, N requests, a cache that never evicts: a request
+    hits its S tokens iff an earlier request drew the same prompt, so E[hit rate] = (N − E[D])·S / (N·(S + m))
+    with E[D] = Σ_k 1 − (1 − p_k)^N distinct prompts drawn (m: the request's own tokens)."""
+    k, n, system, own = 500, 2000, 512, 64
+    p = np.arange(1, k + 1, dtype=float) ** -1.0
+    p /= p.sum()
+    expected = (n - (1.0 - (1.0 - p) ** n).sum()) * system / (n * (system + own))
+    result = simulator.run(shared_prompts(seed, k, n, system, own))
+    assert result.summary["prefix_cache_hit_rate"] == pytest.approx(expected, rel=0.02)
+    cached = result.requests["cached_prompt_tokens"].to_numpy()
+    assert set(np.unique(cached)) == {0, system}       # whole system prompts hit, nothing else
+    assert result.summary["prefix_cache_saved_prefill_tokens"] == cached.sum()
+    # prefill skips what was cached: every step's prefill tokens add up to the uncached prompt tokens
+    assert result.steps["prefill_tokens"].sum() == result.requests["prompt_tokens"].sum() - cached.sum()
+
+
+def test_sessions_hit_their_previous_turn_exactly():
+    """Multi-turn chats: turn k+1's prompt starts with turn k's prompt and answer, of which the P + O − 1
+    tokens in turn k's KV (whole blocks) are cached when it has finished, and at most P' − 1 tokens of the
+    new prompt may hit. Checked per request against that count."""
+    block = 16
+    sc = scenario(workload={"arrival": {"process": "poisson", "qps": 0.5}, "num_requests": 120,
+                            "prompt_tokens": {"kind": "uniform", "low": 20, "high": 300},
+                            "output_tokens": {"kind": "uniform", "low": 5, "high": 200},
+                            "sessions": {"turns": {"kind": "uniform", "low": 2, "high": 6}, "think_time_s": 60.0}},
+                  cluster={"model": "llama-3-8b", "kv_cache": {"prefix_caching": True}})
+    result = simulator.run(sc)
+    keys = result.built.table.prefixes
+    req = result.requests
+    session = np.array([keys.of(r)[0] >> UNIT_BITS if len(keys.of(r)) else -r - 1 for r in range(len(req))])
+    checked = 0
+    for s in np.unique(session):
+        turns = np.flatnonzero(session == s)
+        turns = turns[np.argsort(req.arrival_s.to_numpy()[turns])]
+        assert req.cached_prompt_tokens.iloc[turns[0]] == 0
+        for prev, cur in zip(turns[:-1], turns[1:]):
+            finished = req.finish_s.iloc[prev] < req.admit_s.iloc[cur]
+            checked += finished
+            # a turn still running when the next arrives has only its prompt's blocks cached (the
+            # approximation named in simulator.core.kv.prefix_cache: decode blocks are shared at the finish)
+            in_kv = req.prompt_tokens.iloc[prev] + (req.output_tokens.iloc[prev] - 1 if finished else 0)
+            expected = min(in_kv // block, (req.prompt_tokens.iloc[cur] - 1) // block) * block
+            assert req.cached_prompt_tokens.iloc[cur] == expected
+    assert checked > 40
+
+
+class BlockPoolReference:
+    """vLLM's block pool, block by block and without shortcuts: every block has an id; a full block holds
+    the hash of its unit; free blocks sit in one LRU list (head = next to reuse); a hit takes a free cached
+    block out of the list; allocation pops the head, dropping the hash it held; a request frees its blocks
+    in reverse order to the tail."""
+
+    def __init__(self, blocks: int):
+        self.free = list(range(blocks))
+        self.hash_of: dict[int, int] = {}
+        self.block_of: dict[int, int] = {}
+        self.refs: dict[int, int] = {}
+        self.owned: dict[int, list[int]] = {}
+
+    def _alloc(self) -> int:
+        b = self.free.pop(0)
+        if b in self.hash_of:
+            del self.block_of[self.hash_of.pop(b)]
+        return b
+
+    def admit(self, r: int, keys: list[int], tokens: int, block: int) -> int:
+        hit, blocks = [], []
+        for k in keys[: (tokens - 1) // block]:
+            if k not in self.block_of:
+                break
+            b = self.block_of[k]
+            if self.refs.get(b, 0) == 0:
+                self.free.remove(b)
+            self.refs[b] = self.refs.get(b, 0) + 1
+            hit.append(b)
+        blocks = list(hit)
+        for j in range(len(hit), -(-tokens // block)):
+            b = self._alloc()
+            self.refs[b] = 1
+            if j < tokens // block and j < len(keys) and keys[j] not in self.block_of and \
+                    all(self.hash_of.get(x) is not None for x in blocks):
+                self.hash_of[b], self.block_of[keys[j]] = keys[j], b
+            blocks.append(b)
+        self.owned[r] = blocks
+        return len(hit) * block
+
+    def release(self, r: int) -> None:
+        for b in reversed(self.owned.pop(r)):
+            self.refs[b] -= 1
+            if self.refs[b] == 0:
+                self.free.append(b)
+
+
+def test_free_queue_and_eviction_match_a_block_by_block_model_of_vllm():
+    rng = random.Random(5)
+    block, total = 16, 60
+    streams = [[1000 * c + j for j in range(8)] for c in range(6)]            # six shared prompt families
+    prompts = [(streams[rng.randrange(6)][: rng.randint(1, 8)], rng.randint(1, 140)) for _ in range(400)]
+    keys = PrefixKeys.from_lists([p for p, _ in prompts], block)
+    cache, ref = PrefixCache(total, block, block, keys), BlockPoolReference(total)
+    used, running, tokens_of, private_of, hits = 0, [], {}, {}, 0
+    for r, (chain, extra) in enumerate(prompts):
+        tokens = len(chain) * block + extra
+        need = -(-tokens // block)
+        while running and (cache.need_blocks(r, tokens, need) > total - used or len(running) > 4):
+            done = running.pop(rng.randrange(len(running)))
+            used -= cache.release(done, tokens_of[done], private_of[done], "shared")
+            ref.release(done)
+        if cache.need_blocks(r, tokens, need) > total - used:
+            continue
+        got = cache.admit(r, tokens, need)
+        assert got.hit_tokens == ref.admit(r, keys.of(r).tolist(), tokens, block)
+        used += got.taken_blocks
+        assert used + cache.free_blocks == total == used + len(ref.free)
+        tokens_of[r], private_of[r] = tokens, got.private_blocks
+        running.append(r)
+        hits += got.hit_tokens > 0
+    assert hits > 100 and len(ref.block_of) < 6 * 8   # hits, and evictions happened
+
+
+def _modes_equal(sc: dict) -> simulator.api.Result:
+    bulk, step = simulator.run(sc, step_mode="bulk"), simulator.run(sc, step_mode="step")
+    pd.testing.assert_frame_equal(bulk.requests, step.requests)
+    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    strip = lambda s: {k: v for k, v in s.items() if not k.endswith("latency_source")}  # noqa: E731
+    assert strip(bulk.summary) == strip(step.summary)
+    return bulk
+
+
+@pytest.mark.parametrize("extra", [
+    {},
+    {"cluster": {"kv_cache": {"prefix_caching": True, "shared_prefix_attention": True}}},
+    {"cluster": {"gpu_memory_utilization": 0.215, "kv_cache": {"prefix_caching": True, "host_memory_gib": 1.0,
+                                                               "preemption": "swap"}}},
+    {"cluster": {"gpu_memory_utilization": 0.215, "kv_cache": {"prefix_caching": True}}},
+    {"scheduler": {"kind": "sarathi", "chunk_tokens": 512}},
+])
+def test_bulk_and_step_modes_are_identical_with_prefix_caching(extra):
+    sc = merge(shared_prompts(4, 30, 250, 1024, 200), {"workload": {"arrival": {"qps": 12.0},
+                                                                    "output_tokens": {"kind": "uniform", "low": 20,
+                                                                                      "high": 300}}})
+    result = _modes_equal(merge(sc, extra))
+    assert result.summary["prefix_cache_hit_rate"] > 0.5
+    rep = result.built.replicas[0]
+    assert rep.kv.used_blocks == 0 and rep.kv.cache.free_blocks == rep.kv.total_blocks   # every block came back
+
+
+def test_prefix_aware_routing_keeps_the_hit_rate_of_one_replica():
+    base = {"workload": {"arrival": {"process": "trace", "trace_csv": str(TRACES / "mooncake_sample.jsonl"),
+                                     "format": "mooncake", "speedup": 6.0}},
+            "cluster": {"model": "llama-3.1-8b", "kv_cache": {"prefix_caching": True}}}
+    one = simulator.run(merge(scenario(), base) | {"workload": base["workload"]})
+    spread = {name: simulator.run(merge(scenario(), merge(base, {"cluster": {"replicas": 4, "router": name}}))
+                                  | {"workload": base["workload"]}) for name in ("round_robin", "prefix_aware")}
+    rates = {name: r.summary["prefix_cache_hit_rate"] for name, r in spread.items()}
+    assert rates["prefix_aware"] > rates["round_robin"] + 0.05
+    assert rates["prefix_aware"] == pytest.approx(one.summary["prefix_cache_hit_rate"], abs=0.03)
+    with pytest.raises(Exception, match="cluster.router: 'prefix_aware' routes by cached prefixes"):
+        simulator.run(merge(scenario(), {"cluster": {"router": "prefix_aware", "replicas": 2}}))
+
+
+def test_mooncake_sample_with_caching_on_has_lower_ttft():
+    path = TRACES / "mooncake_prefix_caching.yaml"
+    on = simulator.run(path)
+    off = simulator.run(path, ["cluster.kv_cache.prefix_caching=false"])
+    assert on.summary["prefix_cache_hit_rate"] > 0.5 and "prefix_cache_hit_rate" not in off.summary
+    assert on.summary["ttft_mean_s"] < 0.5 * off.summary["ttft_mean_s"]
+    assert on.steps["prefill_tokens"].sum() < 0.5 * off.steps["prefill_tokens"].sum()

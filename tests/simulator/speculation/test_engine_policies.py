@@ -1,0 +1,135 @@
+"""The engines' draft-length rules as control policies: hand-worked step sequences citing each engine's
+source (the files named in simulator/speculation/control/{vllm_dynamic,trtllm_schedule,sglang_adaptive}.py),
+and each policy run end to end through the simulator."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from simulator.config.speculation import (SglangAdaptivePolicyConfig, TrtllmSchedulePolicyConfig,
+                                          VllmDynamicPolicyConfig)
+from simulator.speculation.control.sglang_adaptive import SglangAdaptive, Slot, spec_cuda_graph_batch_sizes
+from simulator.speculation.control.trtllm_schedule import SpeculationGate, TrtllmSchedule, draft_len_for_batch
+from simulator.speculation.control.vllm_dynamic import VllmDynamic, dense_lookup
+from sim_helpers import scenario
+
+
+class FakeReplica:
+    def __init__(self, n: int = 64):
+        self.running: list = []
+        self.s = SimpleNamespace(accepted=np.zeros(n, np.int64), finish_s=np.full(n, np.nan),
+                                 emitted=np.zeros(n, np.int64), decode_steps=np.zeros(n, np.int64))
+
+
+# ---- vLLM: num_speculative_tokens_per_batch_size (vllm/v1/spec_decode/dynamic/utils.py) -----------------
+def test_vllm_lookup_fills_gaps_with_the_previous_k_and_clamps():
+    # the PR #32374 example {"1-16": 3, "64-128": 2, "256-4096": 0} with num_speculative_tokens 3
+    table = dense_lookup([(1, 16, 3), (64, 128, 2), (256, 4096, 0)], 3, 300)
+    assert table[1] == table[16] == 3
+    assert table[17] == table[63] == 3          # gap 17-63 inherits the previous K
+    assert table[64] == table[200] == 2 and table[256] == table[300] == 0
+    assert dense_lookup([(1, 8, 5)], 3, 10)[5] == 3   # clamped to num_speculative_tokens
+    assert dense_lookup([(1, 8, 2)], 3, 10)[10] == 2  # above the last range: the last K
+
+
+def test_vllm_k_lags_one_step_behind_the_batch():
+    # docs example [[1, 64, 3], [65, 128, 1], [129, 512, 0]]; scheduler.py picks K from step t's scheduled
+    # requests, the drafter drafts K at the end of step t, step t+1 verifies them.
+    policy = VllmDynamic(VllmDynamicPolicyConfig(kind="vllm_dynamic", schedule=[[1, 64, 3], [65, 128, 1], [129, 512, 0]]),
+                         None, 3, None)
+    rep = FakeReplica()
+    seq = []
+    for batch in (10, 70, 70, 130, 130, 20):
+        rep.running = list(range(batch))
+        seq.append(int(policy.counts(rep, np.arange(min(batch, 64)), 0)[0]))
+    assert seq == [3, 3, 1, 1, 0, 0]
+
+
+# ---- TensorRT-LLM: draft_len_schedule (tensorrt_llm/_torch/speculative/utils.py) --------------------------
+def test_trtllm_schedule_keys_are_upper_bounds():
+    schedule = {4: 4, 8: 2, 32: 1}            # the docstring's example
+    assert [draft_len_for_batch(schedule, b, 4) for b in (1, 4, 5, 8, 9, 32, 33, 500)] == [4, 4, 2, 2, 1, 1, 0, 0]
+    assert draft_len_for_batch({8: 6}, 3, 4) == 4      # values never exceed max_draft_len
+    assert draft_len_for_batch({}, 100, 4) == 4
+
+
+def test_trtllm_gate_disables_for_good_once_the_window_mean_drops():
+    # speculation_gate.py: accepted_len = max(0, avg_decoded - 1); decision only once `window` completed
+    gate = SpeculationGate(window=3, threshold=1.0)
+    for avg in (1.2, 1.4):                     # accepted 0.2, 0.4: fewer than 3 completed: no decision
+        gate.record(avg)
+    assert not gate.disabled
+    gate.record(3.0)                           # window (0.2, 0.4, 2.0): mean 0.87 < 1.0 -> off
+    assert gate.disabled
+    gate.record(9.0)
+    assert gate.disabled                       # permanent
+    gate = SpeculationGate(window=2, threshold=1.0)
+    for avg in (2.0, 3.0, 1.5, 1.4):           # means 1.5, 1.25, 0.45 -> off at the 4th
+        gate.record(avg)
+    assert gate.disabled and list(gate.history) == pytest.approx([0.5, 0.4])
+
+
+def test_trtllm_policy_reads_completions_and_batch():
+    cfg = TrtllmSchedulePolicyConfig(kind="trtllm_schedule", draft_len_schedule={4: 4, 8: 2},
+                                     acceptance_window=2, acceptance_length_threshold=0.5)
+    policy, rep = TrtllmSchedule(cfg, None, 4, None), FakeReplica()
+    rep.running = [0, 1, 2]
+    assert policy.counts(rep, np.array([0, 1, 2]), 2)[0] == 2      # 3 running + 2 waiting = 5 -> 2
+    for r, emitted, steps in ((0, 9, 7), (1, 5, 4)):               # avg decoded 9/8, 5/5 -> accepted 0.125, 0
+        rep.s.finish_s[r], rep.s.emitted[r], rep.s.decode_steps[r] = 1.0 + r, emitted, steps
+    rep.running = [2]
+    assert policy.counts(rep, np.array([2]), 0)[0] == 0            # window mean 0.0625 < 0.5: off for good
+
+
+# ---- SGLang: adaptive speculative_num_steps (adaptive_spec_params.py, adaptive_step_router.py) -----------
+def test_sglang_routing_pads_to_cuda_graph_sizes_then_takes_the_slot_below():
+    policy = SglangAdaptive(SglangAdaptivePolicyConfig(kind="sglang_adaptive"), None, 7, None)
+    assert spec_cuda_graph_batch_sizes(64)[:10] == [1, 2, 3, 4, 5, 6, 7, 8, 10, 12]
+    # default slots {1, 8, 32, 64}: 7 -> 7 -> slot 1; 9 -> 10 -> slot 8; 33 -> 40 -> 32; 61 -> 64 -> 64
+    assert [policy.slot_key(b) for b in (1, 7, 8, 9, 31, 33, 61, 64, 300)] == [1, 1, 8, 8, 32, 32, 64, 64, 64]
+
+
+def test_sglang_slot_ema_steps_down_then_up():
+    # candidate_steps [1, 3, 5, 7], initial 3, alpha 0.2, warmup 2, interval 1 (hand-worked)
+    slot = Slot(3, [1, 3, 5, 7], 0.2, 1, 2, 0.0, -0.25, 0.0)
+    assert slot.steps == 3 and slot.ema == 2.0
+    slot.update([0, 0])                        # ema 1.6, batch 1 (warmup)
+    slot.update([0, 0])                        # ema 1.28, batch 2 (warmup)
+    assert slot.steps == 3
+    slot.update([0, 0])                        # ema 1.024, first re-choice: down to 1 needs ema <= 1 - 0.5 - 0.25
+    assert slot.steps == 3                     # = 0.25 (no); up to 5 needs ema > 3 - 0.5 = 2.5 (no): stays 3
+    for _ in range(7):                         # ema 0.819, 0.655, 0.524, 0.419, 0.336, 0.268, 0.215
+        slot.update([0])
+    assert slot.ema == pytest.approx(2.0 * 0.8 ** 10) and slot.ema <= 0.25 and slot.steps == 1
+    for _ in range(12):                        # accepting 7 per request: EMA climbs, steps go 1 -> 3 -> 5 -> 7
+        slot.update([7, 7])
+    assert slot.steps == 7
+
+
+def test_sglang_zero_step_slot_probes_upward():
+    slot = Slot(0, [0, 1, 3], 0.2, 5, 0, 0.0, 0.0, 0.0)
+    assert slot.steps == 0 and slot.ema == -1.0
+    for _ in range(5):
+        slot.update([0, 0])                    # steps 0: no EMA update; 5th batch: probe to 1, EMA reset to 0
+    assert slot.steps == 1 and slot.ema == 0.0
+
+
+@pytest.mark.parametrize("policy", [
+    {"kind": "vllm_dynamic", "schedule": [[1, 4, 4], [5, 16, 2], [17, 512, 0]]},
+    {"kind": "trtllm_schedule", "draft_len_schedule": {4: 4, 16: 2}, "acceptance_window": 20,
+     "acceptance_length_threshold": 0.5},
+    {"kind": "sglang_adaptive", "slots": {1: {"candidate_steps": [1, 2, 4]}, 8: {"candidate_steps": [0, 1]}},
+     "warmup_batches": 2, "update_interval": 2},
+])
+def test_engine_policies_run_and_are_deterministic(policy):
+    import pandas as pd
+    import simulator
+    data = scenario(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+                    acceptance={"kind": "constant", "alpha": 0.7}, policy=policy,
+                    workload={"num_requests": 120, "arrival": {"process": "poisson", "qps": 20.0}})
+    a, b = simulator.run(data), simulator.run(data)
+    pd.testing.assert_frame_equal(a.requests, b.requests)
+    steps = a.steps
+    assert len(steps) and (a.requests["emitted_tokens"] == a.requests["output_tokens"]).all()

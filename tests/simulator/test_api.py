@@ -1,0 +1,92 @@
+"""The Python API (simulator/__init__.py, simulator/api.py, simulator.workflows.sweep.main.sweep): overrides
+apply to a YAML path, a dict and a Scenario alike; prepare + simulate is run; a sweep in memory gives, point
+by point, what run gives, on every executor; bad input raises one ScenarioError naming the field; the
+README's Python block runs as written."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import simulator
+from simulator.errors import ScenarioError
+from paths import REPO
+
+QUICK = REPO / "scenarios" / "quickstart.yaml"
+SMALL = ["workload.num_requests=60", "outputs.plots=false"]
+
+
+def _gamma(result) -> int:
+    return result.scenario.drafter.gamma
+
+
+@pytest.mark.parametrize("form", ["path", "dict", "model"])
+def test_overrides_apply_to_every_form_of_scenario(form):
+    base = {"path": QUICK, "dict": yaml.safe_load(QUICK.read_text()),
+            "model": simulator.load_scenario(QUICK)[0]}[form]
+    result = simulator.run(base, SMALL + ["drafter.gamma=1"], base_dir=REPO / "scenarios")
+    assert _gamma(result) == 1 and len(result.requests) == 60
+    assert result.requests["decode_steps"].sum() > 0
+    # the Scenario given is not changed, nor the dict
+    if form == "model":
+        assert base.drafter.gamma == 4
+    if form == "dict":
+        assert base["drafter"]["gamma"] == 4 and base["workload"]["num_requests"] == 2000
+
+
+def test_prepare_then_simulate_is_run():
+    a = simulator.run(QUICK, SMALL)
+    b = simulator.simulate(simulator.prepare(QUICK, SMALL))
+    pd.testing.assert_frame_equal(a.requests, b.requests)
+    pd.testing.assert_frame_equal(a.steps, b.steps)
+    assert a.summary == b.summary
+    assert isinstance(a, simulator.Result) and isinstance(a.summary, dict)
+
+
+def test_bad_input_raises_one_scenario_error_naming_the_field():
+    with pytest.raises(ScenarioError, match=r"^drafter\.gamma"):
+        simulator.prepare(QUICK, ["drafter.gamma=-1"])
+    with pytest.raises(ScenarioError, match=r"^scenario"):
+        simulator.run(3.5)
+    with pytest.raises(ScenarioError, match=r"^grid"):
+        simulator.sweep(QUICK, {"drafter..gamma": [1]})
+
+
+@pytest.mark.parametrize("executor", ["serial", "local"])
+def test_a_sweep_in_memory_gives_what_run_gives_point_by_point(executor):
+    frame = simulator.sweep(QUICK, {"drafter.gamma": [1, 2]}, seeds=[0, 3], overrides=SMALL, executor=executor,
+                            workers=2)
+    assert list(frame["drafter.gamma"]) == [1, 1, 2, 2] and list(frame["seed"]) == [0, 3, 0, 3]
+    assert (frame["status"] == "ok").all()
+    for _, row in frame.iterrows():
+        one = simulator.run(QUICK, SMALL + [f"drafter.gamma={row['drafter.gamma']}", f"seed={row['seed']}"])
+        for key in ("tpot_p50_s", "ttft_p99_s", "goodput_rps", "output_tokens_per_s"):
+            assert row[key] == one.summary[key], key
+
+
+def test_a_point_that_cannot_be_built_is_a_row_with_its_reason():
+    frame = simulator.sweep(QUICK, {"cluster.model": ["llama-3-8b", "llama-3-70b"]}, overrides=SMALL,
+                            executor="serial")
+    assert list(frame["status"]) == ["ok", "invalid"]
+    assert frame["error"].iloc[1].startswith("cluster.model") and np.isnan(frame["tpot_p50_s"].iloc[1])
+
+
+def _readme_python_blocks() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Python API"):]
+    section = section[:section.index("\n## ", 1)]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def test_the_readme_python_example_runs_as_written(monkeypatch, capsys):
+    blocks = _readme_python_blocks()
+    assert blocks and "simulator.sweep(" in blocks[0] and "simulator.prepare(" in blocks[0]
+    monkeypatch.chdir(REPO)
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "TPOT p50" in out and "goodput_rps" in out

@@ -1,0 +1,152 @@
+"""`draftsim estimate` / `simulator.estimate_step` (the simulator's own step price) and `draftsim validate
+--published` (predicting the registry of published GPU measurements)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import simulator
+from scenarios.validation.published import points as pts
+from scenarios.validation.published.predict import predict, serving_scenario
+from scenarios.validation.published.report import main as published_main
+from sim_helpers import scenario
+from simulator.cli import main as cli
+from simulator.errors import ScenarioError
+
+
+def test_estimate_equals_the_simulated_step_of_the_same_composition():
+    result = simulator.run(scenario(workload={"num_requests": 60}))
+    steps = result.steps
+    dec = steps[(steps.prefill_tokens == 0) & (steps.decode_seqs > 1)]
+    # A decode step whose requests all hold ctx/b tokens has the same Σ context as the logged one.
+    dec = dec[dec.decode_context_tokens % dec.decode_seqs == 0].iloc[0]
+    b, ctx = int(dec.decode_seqs), int(dec.decode_context_tokens)
+    # the scenario's scheduler limits set the engine's CUDA-graph capture sizes (64 sequences)
+    est = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=b, context_tokens=ctx // b,
+                                  scheduler={"max_batch_size": 64})
+    assert est["seconds"] == pytest.approx(dec.duration_s, rel=1e-12)
+    assert est["engine_seconds"] == pytest.approx(dec.engine_s, rel=1e-12)
+    pre = steps[(steps.prefill_seqs == 1) & (steps.decode_seqs == 0)].iloc[0]
+    est = simulator.estimate_step("llama-3-8b", "h100-sxm", prefill_tokens=int(pre.prefill_tokens),
+                                  scheduler={"max_batch_size": 64})
+    assert est["seconds"] == pytest.approx(pre.duration_s, rel=1e-12)
+    assert est["engine_seconds"] == pytest.approx(pre.engine_s, rel=1e-12)
+
+
+def test_estimate_breakdown_adds_up_and_names_its_sources():
+    est = simulator.estimate_step("llama-3-70b", "h100-sxm", tp=8, batch=32, context_tokens=1000, query_tokens=5)
+    assert sum(est["breakdown"].values()) == pytest.approx(est["kernel_seconds"], rel=1e-3)
+    assert est["seconds"] == pytest.approx(est["kernel_seconds"] + est["engine_seconds"], rel=1e-12)
+    assert set(est["breakdown"]) >= {"gemm", "attn_decode", "allreduce", "norm"}
+    assert est["step"]["query_tokens"] == 5
+    roof = simulator.estimate_step("llama-3-70b", "h100-sxm", tp=8, batch=32, context_tokens=1000,
+                                   latency={"source": "roofline", "engine_time": False})
+    assert roof["engine_seconds"] == 0.0 and roof["latency_source"]["source"] == "roofline"
+
+
+@pytest.mark.parametrize("kwargs,field", [({"tp": 3}, "tp"), ({"batch": 0}, "batch"), ({"dtype": "fp6"}, "dtype"),
+                                          ({"latency": {"source": "nope"}}, "latency.source"),
+                                          ({"latency": {"framework": "tgi"}}, "latency.framework")])
+def test_estimate_bad_input_names_the_argument(kwargs, field):
+    with pytest.raises(ScenarioError, match=f"^{field}"):
+        simulator.estimate_step("llama-3-8b", "h100-sxm", **kwargs)
+
+
+def test_estimate_cli(capsys):
+    assert cli(["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--batch", "8", "--context", "512"]) == 0
+    out = capsys.readouterr().out
+    assert "engine time" in out and "gemm" in out and "latency:" in out
+    assert cli(["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--prefill-tokens", "1024",
+                "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["step"]["prefill_tokens"] == 1024 and data["seconds"] > 0
+    assert cli(["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--tp", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("draftsim estimate: error: tp:") and len(err.strip().splitlines()) == 1
+    assert cli(["estimate", "--model", "nope", "--hardware", "h100-sxm"]) == 2
+
+
+def test_unknown_framework_version_is_a_one_line_exit_2(tmp_path, capsys):
+    out = tmp_path / "o"
+    code = cli(["run", "scenarios/quickstart.yaml", "--out", str(out), "--set", "cluster.latency.version=9.9.9",
+                "--set", "cluster.latency.source=measured", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert err.startswith("draftsim: error: cluster.latency.") and len(err.strip().splitlines()) == 1
+
+
+def test_the_registry_is_well_formed():
+    points = pts.load_points()
+    assert len(points) >= 30
+    assert len({p.id for p in points}) == len(points)
+    for p in points:
+        assert p.source.url.startswith("http") and p.source.locator
+    kinds = {p.kind for p in points}
+    assert {"gemm", "decode_step", "prefill_step", "ttft", "itl", "output_throughput", "spec_speedup"} <= kinds
+
+
+def test_serving_points_become_scenarios_of_their_setup():
+    points = {p.id: p for p in pts.load_points()}
+    nim = serving_scenario(points["nim-1.8.0-h100x2-llama33-70b-fp8-tp2-isl5000-osl500-c25-itl"])
+    assert nim["workload"]["arrival"] == {"process": "closed_loop", "concurrency": 25}
+    assert nim["cluster"]["parallelism"]["tp"] == 2 and nim["cluster"]["dtype"] == "fp8"
+    assert nim["cluster"]["latency"]["framework"] == "trtllm"
+    batch = serving_scenario(points["trtllm-v061doc-h100-sxm-llama2-7b-fp8-tp1-bs768-isl128-osl128"])
+    assert batch["scheduler"] == {"kind": "vllm", "max_batch_size": 768, "max_batched_tokens": 768 * 128}
+
+
+def test_a_kernel_and_a_step_point_are_predicted_within_reason():
+    points = {p.id: p for p in pts.load_points()}
+    for ident in ("vllm-pr49363-h100-bf16-m1-n12288-k5376", "trtllm-v05-h100-sxm-llama2-7b-fp8-tp1-isl2048-first-token"):
+        p = points[ident]
+        pred = predict(p)
+        assert np.isfinite(pred.value) and abs(pred.value / p.seconds_or_value - 1) < 1.0
+
+
+def test_validate_published_cli_writes_its_tables(tmp_path, capsys):
+    code = published_main(["--kind", "gemm", "--kind", "prefill_step", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "overall" in out and "median |err|" in out
+    import pandas as pd
+    frame = pd.read_csv(tmp_path / "points.csv")
+    assert (frame["status"] == "predicted").all() and len(frame) >= 20
+    assert np.isfinite(frame["error"]).all()
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert set(summary["group"]) == {"kind", "pricing", "publication", "overall"}
+    assert published_main(["--kind", "gemm", "--id", "no-such-point", "--out", str(tmp_path)]) == 2
+
+
+def test_catalog_hardware_says_which_gpus_have_measured_kernels(capsys):
+    from profiles.measured import available
+    assert cli(["catalog", "hardware"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "mi300x" in lines and "none (roofline)" in lines["mi300x"]
+    for fw, versions in available("h100-sxm").items():
+        assert f"{fw} {versions[-1]}" in lines["h100-sxm"]
+
+
+def test_speculative_points_take_their_acceptance_from_the_registry():
+    """Every speculative point that can be predicted names a registry row; the prediction uses it (its note
+    says which) and the EAGLE-3 chain on SGLang at batch 8 lands within 25 % of the published speedup."""
+    from scenarios.validation.published.points import load_points
+    spec = [p for p in load_points() if p.kind in ("spec_speedup", "spec_tpot")]
+    assert len(spec) >= 40
+    assert sum(p.acceptance_entry is not None for p in spec) >= len(spec) - 2  # the two vLLM blog headlines have none
+    point = next(p for p in spec if p.id == "eagle3-paper-sglang-h100-llama31-8b-chain3-bs8")
+    pred = predict(point)
+    assert point.acceptance_entry in pred.note
+    assert abs(pred.value / point.value - 1.0) < 0.25
+
+
+def test_an_unknown_registry_row_is_a_one_line_error(tmp_path):
+    import yaml
+    from scenarios.validation.published.points import POINTS_FILE, load_points
+    raw = yaml.safe_load(POINTS_FILE.read_text())
+    entry = next(p for p in raw if p.get("acceptance_entry"))
+    entry["acceptance_entry"] = "no-such-row"
+    path = tmp_path / "points.yaml"
+    path.write_text(yaml.safe_dump([entry]))
+    with pytest.raises(ValueError, match="acceptance_entry: no registry row 'no-such-row'"):
+        load_points(path)

@@ -1,0 +1,148 @@
+"""`draftsim plan` end to end on a small plan: ranked table, outputs, screen-vs-DES errors, and one-line
+errors for bad plans."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from simulator.workflows.plan.main import build_parser, main
+
+PLAN = {
+    "name": "small", "seed": 2, "models": ["llama-3-8b"],
+    "hardware": [{"id": "h100-sxm"}, {"id": "l40s", "usd_per_gpu_hour": 0.9}],
+    "workload": {"arrival": {"process": "poisson", "qps": 12}, "prompt_tokens": {"kind": "fixed", "value": 400},
+                 "output_tokens": {"kind": "uniform", "low": 50, "high": 150}, "num_requests": 250},
+    "acceptance": {"kind": "constant", "alpha": 0.7}, "slo": {"ttft_s": 0.4, "tpot_s": 0.03, "attainment": 0.9},
+    "scheduler": {"max_batch_size": 64},
+    "search": {"tp": [1, 2], "replicas": [1, 2], "drafters": [{"kind": "none"},
+                                                             {"kind": "draft_model", "model": "llama-68m", "gamma": 3}]},
+    "confirm_top": 3,
+}
+
+
+def write(tmp_path, **changes):
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump({**PLAN, **changes}, sort_keys=False, allow_unicode=True))
+    return path
+
+
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
+def test_plan_end_to_end(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main([str(write(tmp_path)), "--out", str(out), "--executor", "serial"]) == 0
+    captured = capsys.readouterr()
+    text = captured.out
+    assert "screened 16 candidates" in text and "with the DES" in text and "$/h" in text
+    # progress: a line per stage on stderr (captured here, so not a terminal), one per confirmed candidate
+    progress = captured.err.splitlines()
+    assert all(line.startswith("draftsim plan: [") for line in progress)
+    assert "screened 16 candidates" in progress[0] and "confirming" in progress[1] and "wrote" in progress[-1]
+    assert sum("confirmed" in line for line in progress) == len(pd.read_csv(out / "ranked.csv"))
+    ranked = pd.read_csv(out / "ranked.csv")
+    screened = pd.read_csv(out / "candidates.csv")
+    assert len(screened) == 16 and 3 <= len(ranked) <= 6  # 3 cheapest + up to 3 from the screen's front
+    assert list(ranked["rank"]) == list(range(1, len(ranked) + 1))
+    # the SLO-meeting candidates come first, cheapest first
+    meets = ranked["meets_slo"].tolist()
+    assert meets == sorted(meets, reverse=True)
+    good = ranked[ranked.meets_slo]
+    assert good.usd_per_hour.is_monotonic_increasing and len(good) >= 1
+    for column in ("des_ttft_p50_s", "des_ttft_p99_s", "des_tpot_p50_s", "des_tpot_p99_s", "des_goodput_per_gpu_rps",
+                   "tokens_per_s_per_usd_hour", "screen_err_ttft", "screen_err_tpot", "usd_per_hour", "gpus"):
+        assert ranked[column].notna().all(), column
+    assert (ranked.screen_err_tpot.abs() < 0.5).all()
+    row = ranked.iloc[0]
+    assert row.usd_per_hour == pytest.approx(row.gpus * (2.49 if row.hardware == "h100-sxm" else 0.9))
+    assert (out / "pareto.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow  # three plans end to end
+def test_replan_with_another_slo_reuses_the_des_cache_and_ranks_as_a_fresh_plan(tmp_path, capsys):
+    out = tmp_path / "cached"
+    assert main([str(write(tmp_path)), "--out", str(out), "--executor", "serial"]) == 0
+    capsys.readouterr()
+    (out / "ranked.csv").rename(tmp_path / "first.csv")
+    tighter = {**PLAN["slo"], "ttft_s": 0.1, "attainment": 0.99}
+    assert main([str(write(tmp_path, slo=tighter)), "--out", str(out), "--executor", "serial"]) == 0
+    err = capsys.readouterr().err
+    assert "from the DES cache" in err
+    fresh = tmp_path / "fresh"
+    assert main([str(write(tmp_path, slo=tighter)), "--out", str(fresh), "--executor", "serial", "--no-cache"]) == 0
+    assert "from the DES cache" not in capsys.readouterr().err
+    assert not (fresh / "des_cache").exists()
+    cached_ranked = pd.read_csv(out / "ranked.csv")
+    pd.testing.assert_frame_equal(cached_ranked, pd.read_csv(fresh / "ranked.csv"))
+    first = pd.read_csv(tmp_path / "first.csv")
+    both = cached_ranked.merge(first, on=["hardware", "tp", "replicas", "drafter", "deployment"],
+                               suffixes=("", "_first"))
+    assert len(both) and (both.des_goodput_rps != both.des_goodput_rps_first).any()   # recomputed, not copied
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"search": {"replicas": [1], "deployments": ["on_the_moon"]}}, "plan.search.deployments.0"),
+    ({"hardware": [{"id": "l40s"}]}, "plan.hardware.0.usd_per_gpu_hour"),
+    ({"hardware": [{"id": "tpu-v9", "usd_per_gpu_hour": 1.0}]}, "plan.hardware.0.id"),
+    ({"models": ["llama-9000"]}, "plan.models.0"),
+    ({"search": {"replicas": [1], "max_gpus": 4}}, "plan.search"),
+    ({"search": {"replicas": [1], "drafters": [{"kind": "tree", "model": "x"}]}}, "plan.search.drafters.0"),
+    ({"acceptance": {"kind": "trace", "trace": "x"}}, "plan.acceptance"),
+    ({"workload": {"arrival": {"process": "poisson", "qps": -1}}}, "plan.workload.arrival.qps"),
+    ({"confirm_top": -1}, "plan.confirm_top"),
+    ({"moe": {"routing": "zipf", "zipf_exponent": -2}}, "plan.moe.zipf_exponent"),
+    ({"moe": {"routing": "trace", "routing_trace": "r.npy"}}, "plan.moe.routing"),
+])
+def test_bad_plans_exit_2_with_one_line(tmp_path, capsys, changes, field):
+    assert main([str(write(tmp_path, **changes)), "--out", str(tmp_path / "o"), "--executor", "serial"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and field in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_help_reads_well(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    text = capsys.readouterr().out
+    assert "cheapest" in text and "example:" in text and "--confirm-top" in text
+
+
+def test_confirmations_start_longest_first_and_the_ranking_does_not_depend_on_it(tmp_path, monkeypatch):
+    """`confirm` hands the DES runs to the executor largest `des_work` first (disaggregated, then
+    speculating, then more GPUs); which order they run in changes no row of the ranking."""
+    from simulator.workflows.plan import main as plan_main
+    from simulator.workflows.plan.config import load_plan
+
+    spec, base_dir = load_plan(write(tmp_path, search={**PLAN["search"], "deployments": ["colocated", "disaggregated"]}))
+    screened = plan_main.screen_all(spec, base_dir)
+    chosen = screened[screened.screen_feasible].groupby(["deployment", "drafter"], sort=False).head(2)
+    assert set(chosen.deployment) == {"colocated", "disaggregated"} and chosen.drafter.nunique() == 2
+    handed = []
+
+    class Recorder:   # an executor that records the order it is handed the runs in and simulates nothing
+        def __init__(self, reverse: bool):
+            self.reverse = reverse
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def imap_unordered(self, fn, tasks):
+            tasks = list(tasks)
+            handed.append([key for key, _, _ in tasks])
+            for key, _, _ in (reversed(tasks) if self.reverse else tasks):   # finishing in either order
+                row = chosen.loc[int(key)]
+                yield key, {"status": "ok", "ttft_mean_s": row.screen_ttft_s, "tpot_mean_s": row.screen_tpot_s,
+                            "output_tokens_per_s": row.screen_output_tokens_per_s, "goodput_per_gpu_rps": 1.0,
+                            "slo_attained": True}, None
+
+    frames = []
+    for reverse in (False, True):
+        monkeypatch.setattr("simulator.distributed.executors.make_executor",
+                            lambda executor, workers, reverse=reverse: Recorder(reverse))
+        frames.append(plan_main.confirm(spec, chosen, base_dir, "serial", 1))
+    order = [chosen.loc[int(key)] for key in handed[0]]
+    work = [(row.deployment == "disaggregated", row.drafter != "none", row.gpus) for row in order]
+    assert work == sorted(work, reverse=True) and work[0] > work[-1]
+    pd.testing.assert_frame_equal(frames[0], frames[1])

@@ -1,0 +1,176 @@
+"""Running sweeps: rows per point, resume after a killed sweep (no loss, no duplicates), executors,
+invalid points, CLI errors and plots."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from simulator.workflows.sweep.main import main, run_sweep
+from simulator.workflows.sweep.store import POINTS_DIR, SweepStore
+from sim_helpers import scenario
+from paths import REPO
+
+COMPARED = ["goodput_rps", "ttft_p99_s", "tpot_p50_s", "output_tokens_per_s", "requests_finished"]
+
+
+def write_sweep(tmp_path: Path, num_requests: int = 60, **spec) -> Path:
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(scenario(workload={"num_requests": num_requests})))
+    data = {"name": "s", "scenario": "base.yaml",
+            "grid": {"workload.arrival.qps": [2, 8], "scheduler.max_batch_size": [16, 64]}, **spec}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def metrics(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.set_index("point_id")[COMPARED].sort_index()
+
+
+def test_serial_sweep_stores_one_row_per_point_matching_single_runs(tmp_path):
+    from simulator.api import run
+
+    result = run_sweep(write_sweep(tmp_path), tmp_path / "out", executor="serial")
+    frame = result.frame
+    assert len(frame) == 4 and result.ran == 4 and frame["point_id"].is_unique
+    assert set(frame["status"]) == {"ok"}
+    assert {"workload.arrival.qps", "scheduler.max_batch_size", "seed", "goodput_rps"} <= set(frame.columns)
+    # each row is exactly the summary of simulating that point on its own
+    point = result.points[3]
+    summary = run(dict(point.scenario), base_dir=tmp_path).summary
+    row = frame.set_index("point_id").loc[point.point_id]
+    for key in COMPARED:
+        assert row[key] == pytest.approx(summary[key], rel=0, abs=0)
+    stored = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert len(stored) == 4 and (tmp_path / "out" / "results.csv").is_file()
+
+
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
+def test_rerun_needs_resume_and_resume_skips_finished_points(tmp_path):
+    path = write_sweep(tmp_path)
+    run_sweep(path, tmp_path / "out", executor="serial")
+    again = run_sweep(path, tmp_path / "out", executor="serial")  # complete: nothing to run, no error
+    assert again.ran == 0 and again.skipped == 4
+    grown = write_sweep(tmp_path, grid={"workload.arrival.qps": [2, 8, 4], "scheduler.max_batch_size": [16, 64]})
+    with pytest.raises(Exception, match="--resume"):
+        run_sweep(grown, tmp_path / "out", executor="serial")
+    resumed = run_sweep(grown, tmp_path / "out", executor="serial", resume=True)
+    assert resumed.ran == 2 and resumed.skipped == 4 and len(resumed.frame) == 6
+
+
+def _start_cli(args: list[str]) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.Popen([sys.executable, "-m", "simulator.cli", "sweep", *args], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
+def test_killed_sweep_loses_no_finished_point_and_resume_duplicates_none(tmp_path):
+    path = write_sweep(tmp_path, num_requests=150, replications=2)  # 8 points
+    out = tmp_path / "out"
+    points = out / POINTS_DIR
+    proc = _start_cli([str(path), "--out", str(out), "--executor", "local", "--workers", "2", "--quiet"])
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            done = list(points.glob("*.parquet")) if points.is_dir() else []
+            if len(done) >= 2 or proc.poll() is not None:
+                break
+            time.sleep(0.01)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its pool workers: all started by this test
+        proc.wait()
+    before = {p.name: p.read_bytes() for p in points.glob("*.parquet")}
+    assert 2 <= len(before) < 8, "the sweep must be stopped mid-way for this test to mean anything"
+    (points / ".tmp-deadbeef.parquet-1-0").write_bytes(b"partial")  # what a kill during a write leaves
+    store = SweepStore(out)
+    assert store.finished_ids() == {name[:-8] for name in before}  # the partial file is not a point
+    # every stored point is complete and readable
+    assert len(store.read_rows()) == len(before)
+
+    code = main([str(path), "--out", str(out), "--resume", "--executor", "serial", "--quiet"])
+    assert code == 0
+    after = {p.name: p.read_bytes() for p in points.glob("*.parquet")}
+    assert len(after) == 8 and not list(points.glob(".tmp-*"))
+    assert all(after[name] == data for name, data in before.items())  # finished points were not rerun
+    frame = pd.read_parquet(out / "results.parquet")
+    assert len(frame) == 8 and frame["point_id"].is_unique
+    fresh = run_sweep(path, tmp_path / "fresh", executor="serial")
+    pd.testing.assert_frame_equal(metrics(frame), metrics(fresh.frame))
+
+
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
+def test_dask_local_cluster_gives_the_serial_results(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    path = write_sweep(tmp_path)
+    serial = run_sweep(path, tmp_path / "serial", executor="serial")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        dask = run_sweep(path, tmp_path / "dask", executor=client)
+        assert dask.ran == 4
+    pd.testing.assert_frame_equal(metrics(dask.frame), metrics(serial.frame))
+
+
+def test_points_that_cannot_be_built_are_stored_as_invalid(tmp_path):
+    path = write_sweep(tmp_path, grid={"cluster.model": ["llama-3-8b", "llama-2-70b"]},
+                       set=["cluster.hardware=l40s"])
+    frame = run_sweep(path, tmp_path / "out", executor="serial").frame
+    assert list(frame["status"]) == ["ok", "invalid"]
+    assert "cluster.model" in frame["error"].iloc[1]
+
+
+def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
+    path = write_sweep(tmp_path)
+    cases = [
+        ([str(tmp_path / "nope.yaml")], "file not found"),
+        ([str(path), "--executor", "mpi"], "--executor"),
+        ([str(path), "--resume", "--overwrite"], "--resume"),
+        ([str(path), "--workers", "0", "--executor", "local"], "--workers"),
+    ]
+    for args, text in cases:
+        code = main([*args, "--out", str(tmp_path / "o"), "--quiet"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1 and text in err, (args, err)
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    assert main([str(path), "--out", str(tmp_path / "busy"), "--quiet"]) == 2
+    assert "not a sweep store" in capsys.readouterr().err
+    assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
+def test_plots_and_printed_table(tmp_path, capsys):
+    path = write_sweep(tmp_path, plot={"x": "workload.arrival.qps", "metrics": ["goodput_rps", "tpot_p50_s"]})
+    assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial", "--plot"]) == 0
+    out = capsys.readouterr().out
+    assert "goodput_rps" in out and "4 points: 4 run now" in out
+    plots = sorted((tmp_path / "out" / "plots").glob("*.png"))
+    assert [p.name for p in plots] == ["goodput_rps_vs_workload_arrival_qps.png",
+                                       "tpot_p50_s_vs_workload_arrival_qps.png"]
+    assert all(p.stat().st_size > 5000 for p in plots)
+
+
+def test_help_reads_well(capsys):
+    with pytest.raises(SystemExit):
+        from simulator.workflows.sweep.main import build_parser
+        build_parser().parse_args(["--help"])
+    text = capsys.readouterr().out
+    assert "--resume" in text and "dask://HOST:PORT" in text and "example:" in text
+
+
+@pytest.mark.parametrize("plot", [False, True])
+def test_overwrite_runs_every_point_again(tmp_path, plot):
+    """--overwrite discards the stored points and runs them all (the store's removal waits until the first
+    point has checked the plot's metrics, but the points are run again either way)."""
+    path = write_sweep(tmp_path, num_requests=20)
+    run_sweep(path, tmp_path / "out", executor="serial")
+    again = run_sweep(path, tmp_path / "out", executor="serial", overwrite=True, plot=plot)
+    assert again.ran == 4 and again.skipped == 0 and len(again.frame) == 4
+    assert len(list((tmp_path / "out" / POINTS_DIR).glob("*.parquet"))) == 4

@@ -1,0 +1,401 @@
+"""The hostile-input suite (issue 29): every bad or hostile input a new user tried, and more of each kind,
+through the CLI as a user types it. Each must be refused cleanly: one line naming the field and what is
+allowed, exit 2 (exit 1 for a failed check: a plan with no feasible candidate), no traceback, no hang,
+nothing written — found before any work.
+
+Outcomes are counted (`tried`, `clean`, `crashes` — an exception or traceback —, `silent` — exit 0, an
+answer for an input that has none —, `hangs`, `wrong` — another exit code, several lines or a line that
+does not name the field —) and printed at the end; the README's figures are that line::
+
+    python3 -m pytest -q -s tests/test_hostile_inputs.py -p no:cacheprovider
+
+A case is `Hostile(name, make, says)`: `make(tmp)` writes what the case needs under `tmp` (the working
+directory of the run) and returns the command line; `says` must appear in the error line.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import yaml
+
+from contract import cli, errors_only, snapshot
+from sim_helpers import merge, scenario
+
+REPO = Path(__file__).resolve().parents[1]
+OUTCOMES: collections.Counter = collections.Counter()
+HANG_S = 120
+
+
+@dataclass(frozen=True)
+class Hostile:
+    name: str
+    make: Callable[[Path], list]
+    says: str
+    code: int = 2          # 2: bad input; 1: a failed check (its outputs may be written)
+    patch: Callable | None = None   # patch(monkeypatch) before the run (e.g. this machine's memory)
+
+
+TINY = scenario(workload={"num_requests": 4})
+HF = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+      "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192}
+HW = {"id": "my-gpu", "peak_flops": {"fp32": 6e13, "bf16": 8e14}, "hbm_bytes": 96e9,
+      "hbm_bandwidth_bytes_per_s": 4e12, "scaleup_bandwidth_bytes_per_s": 4.5e11,
+      "scaleout_bandwidth_bytes_per_s": 5e10}
+MOONCAKE = '{"timestamp": %d, "input_length": 1000, "output_length": 10, "hash_ids": [%s]}\n'
+
+
+def _write(tmp: Path, name: str, content) -> Path:
+    path = tmp / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif isinstance(content, str):
+        path.write_text(content, encoding="utf-8")
+    else:
+        path.write_text(yaml.safe_dump(content, sort_keys=False))
+    return path
+
+
+def run(content=None, *flags, **sections) -> Callable[[Path], list]:
+    """`draftsim run s.yaml --out out --quiet FLAGS` on `content` (bytes/text as they are) or the tiny
+    scenario with `sections` merged in."""
+    def make(tmp: Path) -> list:
+        data = content if content is not None else merge(TINY, sections)
+        return ["run", _write(tmp, "s.yaml", data), "--out", tmp / "out", "--quiet", *flags]
+    return make
+
+
+def _folder_with_a_file(tmp: Path) -> Path:
+    (tmp / "mine").mkdir()
+    _write(tmp, "mine/notes.txt", "the user's")
+    return tmp / "mine"
+
+
+def run_path(path_of: Callable[[Path], Path]) -> Callable[[Path], list]:
+    return lambda tmp: ["run", path_of(tmp), "--out", tmp / "out", "--quiet"]
+
+
+def fifo(tmp: Path, name: str = "fifo") -> Path:
+    path = tmp / name
+    os.mkfifo(path)
+    return path
+
+
+def sparse(tmp: Path, name: str, size: int, head: bytes = b"") -> Path:
+    path = tmp / name
+    path.write_bytes(head)
+    os.truncate(path, size)
+    return path
+
+
+def trace(file_of: Callable[[Path], Path], fmt: str = "draftsim", **arrival) -> Callable[[Path], list]:
+    """A run replaying the trace `file_of(tmp)`."""
+    def make(tmp: Path) -> list:
+        data = merge(TINY, {})
+        data["workload"] = {"arrival": {"process": "trace", "trace_csv": str(file_of(tmp)),
+                                        **({"format": fmt} if fmt != "draftsim" else {}), **arrival}}
+        return ["run", _write(tmp, "s.yaml", data), "--out", tmp / "out", "--quiet"]
+    return make
+
+
+def text_file(name: str, text: str) -> Callable[[Path], Path]:
+    return lambda tmp: _write(tmp, name, text)
+
+
+def model_file(name: str, **fields) -> Callable[[Path], list]:
+    """A run whose cluster.model is a Hugging Face config.json with `fields` changed."""
+    def make(tmp: Path) -> list:
+        path = _write(tmp, name, json.dumps({**HF, **fields}))
+        return run(cluster={"model": str(path)})(tmp)
+    return make
+
+
+def estimate(*flags, model_fields: dict | None = None) -> Callable[[Path], list]:
+    def make(tmp: Path) -> list:
+        model = str(_write(tmp, "config.json", json.dumps({**HF, **model_fields}))) if model_fields else "llama-3-8b"
+        return ["estimate", "--model", model, "--hardware", "h100-sxm", *flags]
+    return make
+
+
+def hardware(**fields) -> Callable[[Path], list]:
+    def make(tmp: Path) -> list:
+        path = _write(tmp, "gpu.yaml", merge(HW, fields))
+        return run(cluster={"hardware": str(path)})(tmp)
+    return make
+
+
+def sweep(**fields) -> Callable[[Path], list]:
+    def make(tmp: Path) -> list:
+        base = _write(tmp, "base.yaml", TINY)
+        spec = {"name": "s", "scenario": str(base), "grid": {"workload.arrival.qps": [4, 8]}, **fields}
+        return ["sweep", _write(tmp, "sweep.yaml", spec), "--out", tmp / "store", "--executor", "serial", "--quiet"]
+    return make
+
+
+PLAN = {"name": "p", "seed": 2, "models": ["llama-3-8b"], "hardware": [{"id": "l40s", "usd_per_gpu_hour": 0.9}],
+        "workload": {"arrival": {"process": "poisson", "qps": 12}, "prompt_tokens": {"kind": "fixed", "value": 400},
+                     "output_tokens": {"kind": "fixed", "value": 50}, "num_requests": 100},
+        "acceptance": {"kind": "constant", "alpha": 0.7}, "slo": {"ttft_s": 0.4, "tpot_s": 0.03},
+        "scheduler": {"max_batch_size": 64}, "search": {"tp": [1], "replicas": [1], "drafters": [{"kind": "none"}]},
+        "confirm_top": 1}
+
+
+def plan(*flags, **fields) -> Callable[[Path], list]:
+    def make(tmp: Path) -> list:
+        return ["plan", _write(tmp, "plan.yaml", merge(PLAN, fields)), "--out", tmp / "plans", "--executor", "serial",
+                "--quiet", *flags]
+    return make
+
+
+def points(content) -> Callable[[Path], list]:
+    def make(tmp: Path) -> list:
+        path = content(tmp) if callable(content) else _write(tmp, "points.yaml", content)
+        return ["validate", "--published", "--points", path, "--out", tmp / "pub"]
+    return make
+
+
+def profile(*flags) -> Callable[[Path], list]:
+    return lambda tmp: ["profile", "--device", "cpu", "--quick", "--no-collectives", "--no-progress", *flags]
+
+
+def little_memory(monkeypatch) -> None:
+    import simulator.config.host_memory as host_memory
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: 24 * 1024**3)   # a 24 GiB machine
+
+
+POINT = {"id": "x", "kind": "gemm", "statistic": "single", "value": 9.4, "unit": "us", "hardware": "h100-sxm",
+         "gpus": 1, "engine": "e", "dtype": "bf16", "tp": 1, "pp": 1, "workload": {"m": 64, "n": 2112, "k": 7168},
+         "source": {"title": "t", "url": "u", "date": "2025-01-01", "locator": "l"}}
+BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['x'] * 9)}]\n"
+               for p, c in zip([None, *"abcdefg"], "abcdefgh")) + "workload: *h\n"
+DEEP_BLOCK = "".join("  " * i + f"k{i}:\n" for i in range(100)) + "  " * 100 + "v: 1\n"
+TRACE_HEAD = "arrival_s,prompt_tokens,output_tokens\n"
+
+CASES = [
+    # ---- the scenario file itself: encoding, size, kind of file, YAML structure -----------------------
+    Hostile("scenario_utf16", run("name: x\n".encode("utf-16")), "UTF-16"),
+    Hostile("scenario_utf32", run("name: x\n".encode("utf-32")), "UTF-32"),
+    Hostile("scenario_latin1", run("name: caf\xe9\n".encode("latin-1")), "not UTF-8 text: byte 0xe9 at line 1"),
+    Hostile("scenario_binary", run(bytes(range(256)) * 4), "binary"),
+    Hostile("scenario_deep_flow", run("a: " + "[" * 5000 + "]" * 5000 + "\n"), "nests deeper than 64 levels"),
+    Hostile("scenario_deep_block", run(DEEP_BLOCK), "nests deeper than 64 levels"),
+    Hostile("scenario_duplicate_key", run(yaml.safe_dump(TINY) + "seed: 9\n"), "key 'seed' appears twice"),
+    Hostile("scenario_duplicate_nested_key", run(yaml.safe_dump(TINY).replace("qps: 4.0", "qps: 4.0\n    qps: 8.0")),
+            "key 'qps' appears twice"),
+    Hostile("scenario_alias_bomb", run(BOMB), "anchors and aliases expand to more than 100,000 values"),
+    Hostile("scenario_recursive_alias", run("a: &a [*a]\n"), "refers to its own anchor"),
+    Hostile("scenario_dev_null", lambda tmp: ["run", "/dev/null", "--quiet"], "/dev/null is a character device"),
+    Hostile("scenario_dev_zero", lambda tmp: ["run", "/dev/zero", "--quiet"], "/dev/zero is a character device"),
+    Hostile("scenario_fifo", run_path(fifo), "is a FIFO (named pipe)"),
+    Hostile("scenario_too_big", run_path(lambda tmp: sparse(tmp, "big.yaml", 9 * 1024**2, b"name: x\n# ")),
+            "larger than 8 MiB"),
+    Hostile("scenario_empty", run(""), "must contain a mapping at top level"),
+    Hostile("scenario_a_list", run("- 1\n- 2\n"), "must contain a mapping at top level"),
+    Hostile("scenario_missing", run_path(lambda tmp: tmp / "nope.yaml"), "file not found"),
+    Hostile("scenario_malformed", run("seed: [1, 2\nworkload: {"), "malformed YAML"),
+    Hostile("set_value_recursive", run(None, "--set", "name=&a [*a]"), "--set"),
+    # ---- names that would leave the output folder, and --out ---------------------------------------------
+    *[Hostile(f"name_{label}", lambda tmp, n=name: ["run", _write(tmp, "s.yaml", dict(TINY, name=n)), "--quiet"],
+              "name:")
+      for label, name in [("dotdot_escape", "../ESCAPED"), ("absolute", "/tmp/ESCAPED"), ("newline", "a\nb"),
+                          ("dot", "."), ("empty", ""), ("separator", "a/b"), ("backslash", "a\\b"),
+                          ("hidden", ".hidden"), ("too_long", "x" * 300), ("control", "bell\x07")]],
+    Hostile("out_empty", run(None, "--out", ""), "--out: an empty path"),
+    Hostile("out_is_a_file", lambda tmp: run()(tmp)[:3] + [_write(tmp, "file", "x"), "--quiet"], "--out"),
+    Hostile("out_unrelated_folder", lambda tmp: run()(tmp)[:3] + [_folder_with_a_file(tmp), "--quiet"], "--out"),
+    Hostile("trace_requests_negative", run(None, "--trace", "--trace-requests", "-1"), "--trace-requests"),
+    # ---- traces ----------------------------------------------------------------------------------------
+    Hostile("trace_dev_zero", trace(lambda tmp: Path("/dev/zero")), "/dev/zero is a character device"),
+    Hostile("trace_dev_null", trace(lambda tmp: Path("/dev/null")), "/dev/null is a character device"),
+    Hostile("trace_fifo", trace(fifo), "is a FIFO (named pipe)"),
+    Hostile("trace_fifo_jsonl", trace(lambda tmp: fifo(tmp, "t.jsonl"), "mooncake"), "is a FIFO (named pipe)"),
+    Hostile("trace_directory", trace(lambda tmp: tmp), "is a directory"),
+    Hostile("trace_too_big", trace(lambda tmp: sparse(tmp, "huge.csv", 17 * 1024**3, TRACE_HEAD.encode())),
+            "at most 16 GiB are read"),
+    Hostile("trace_latin1", trace(lambda tmp: _write(tmp, "t.csv", (TRACE_HEAD + "0,1\xe9,3\n").encode("latin-1"))),
+            "workload.arrival.trace_csv"),
+    Hostile("trace_duplicated_header", trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n" + TRACE_HEAD + "1,10,5\n")),
+            "the header row again"),
+    Hostile("burstgpt_duplicated_header",
+            trace(text_file("b.csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                                     "5,ChatGPT,472,18,490,Conversation log\n" * 2
+                                     + "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"),
+                  "burstgpt"), "the header row again"),
+    Hostile("azure_mixed_time_zones",
+            trace(text_file("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+                                     "2023-11-16 18:15:50.9951690+00:00,396,109\n"), "azure"), "UTC offset"),
+    Hostile("mooncake_hash_id_beyond_64_bits",
+            trace(text_file("m.jsonl", MOONCAKE % (0, "1, 2") + MOONCAKE % (5, "123456789012345678901234567890")),
+                  "mooncake"), "does not fit in 64 bits"),
+    Hostile("mooncake_missing_field",
+            trace(text_file("m.jsonl", MOONCAKE % (0, "1") + '{"timestamp": 5, "input_length": 1000, "hash_ids": [3]}\n'),
+                  "mooncake"), "column 'output_length', line 2: the value is missing"),
+    Hostile("mooncake_not_json", trace(text_file("m.jsonl", MOONCAKE % (0, "1") + "{oops\n"), "mooncake"),
+            "line 2: not a JSON object"),
+    Hostile("trace_speedup_astronomical", trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n1,10,5\n"), speedup=1e-300),
+            "workload.arrival.speedup"),
+    Hostile("trace_window_of_one_microsecond",
+            trace(text_file("t.csv", TRACE_HEAD + "".join(f"{i},10,5\n" for i in range(20))), end_s=1e-6),
+            "workload.arrival.end_s"),
+    Hostile("trace_times_beyond_the_span", trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n1e20,10,5\n")),
+            "workload.arrival.trace_csv"),
+    Hostile("empirical_lengths_fifo", lambda tmp: run(workload={"prompt_tokens": {
+        "kind": "empirical", "csv": str(fifo(tmp)), "column": "n"}})(tmp), "is a FIFO (named pipe)"),
+    # ---- model files (Hugging Face config.json) ----------------------------------------------------------
+    Hostile("hf_zero_heads", model_file("config.json", num_attention_heads=0), "num_attention_heads is 0"),
+    Hostile("hf_fractional_hidden_size", model_file("config.json", hidden_size=4096.5), "hidden_size is 4096.5"),
+    Hostile("hf_heads_not_a_multiple_of_kv_heads", model_file("config.json", num_key_value_heads=5),
+            "must be a multiple of num_key_value_heads (5)"),
+    Hostile("hf_zero_kv_heads", model_file("config.json", num_key_value_heads=0), "num_key_value_heads is 0"),
+    Hostile("hf_hidden_not_split_by_heads", model_file("config.json", num_attention_heads=48),
+            "not a multiple of num_attention_heads (48)"),
+    Hostile("hf_heads_true", model_file("config.json", num_attention_heads=True), "num_attention_heads is True"),
+    Hostile("hf_vocab_text", model_file("config.json", vocab_size="big"), "vocab_size is 'big'"),
+    Hostile("hf_estimate_zero_heads", estimate(model_fields={"num_attention_heads": 0}), "num_attention_heads is 0"),
+    Hostile("hf_utf16", lambda tmp: run(cluster={"model": str(_write(tmp, "config.json", json.dumps(HF).encode(
+        "utf-16")))})(tmp), "UTF-16"),
+    Hostile("hf_duplicate_key", lambda tmp: run(cluster={"model": str(_write(tmp, "config.json", json.dumps(HF)[:-1]
+                                                                            + ', "vocab_size": 5}'))})(tmp),
+            "key 'vocab_size' appears twice"),
+    Hostile("hf_fifo", lambda tmp: run(cluster={"model": str(fifo(tmp, "config.json"))})(tmp), "is a FIFO"),
+    Hostile("hf_deep", lambda tmp: run(cluster={"model": str(_write(tmp, "config.json", "[" * 100000 + "]" * 100000))})(
+        tmp), "cluster.model"),
+    # ---- hardware files -------------------------------------------------------------------------------------
+    Hostile("hardware_absurd_bandwidth", hardware(hbm_bandwidth_bytes_per_s=1e20), "physically plausible"),
+    Hostile("hardware_absurd_flops", hardware(peak_flops={"fp32": 6e13, "bf16": 1e25}), "physically plausible"),
+    Hostile("hardware_memory_in_gb_not_bytes", hardware(hbm_bytes=80), "cluster.hardware.hbm_bytes"),
+    Hostile("hardware_latency_in_ms", hardware(scaleup_latency_s=1.0), "cluster.hardware.scaleup_latency_s"),
+    Hostile("hardware_gpus_per_node", hardware(gpus_per_node=100000), "cluster.hardware.gpus_per_node"),
+    Hostile("hardware_duplicate_key", lambda tmp: run(cluster={"hardware": str(_write(
+        tmp, "gpu.yaml", yaml.safe_dump(HW) + "hbm_bytes: 1\n"))})(tmp), "key 'hbm_bytes' appears twice"),
+    Hostile("hardware_binary", lambda tmp: run(cluster={"hardware": str(_write(tmp, "gpu.yaml", b"\x00\x01"))})(tmp),
+            "binary"),
+    # ---- fields that are valid alone but meaningless together -------------------------------------------
+    Hostile("lognormal_median_above_max", run(workload={"prompt_tokens": {"kind": "lognormal", "median": 5000,
+                                                                        "sigma": 1, "max": 2048}}),
+            "workload.prompt_tokens.max"),
+    Hostile("uniform_low_above_high", run(workload={"output_tokens": {"kind": "uniform", "low": 90, "high": 10}}),
+            "workload.output_tokens.high"),
+    Hostile("qps_astronomically_low", run(workload={"arrival": {"qps": 1e-300}}), "arrival.qps"),
+    Hostile("duration_astronomical", run(workload={"num_requests": None, "duration_s": 1e12}), "duration_s"),
+    Hostile("budget_of_one_token", run(scheduler={"max_batched_tokens": 1}), "scheduler: max_batched_tokens (1)"),
+    Hostile("budget_below_a_speculative_step",
+            run(scheduler={"kind": "vllm_v1", "max_batched_tokens": 3, "max_batch_size": 1},
+                drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4}), "scheduler.max_batched_tokens"),
+    Hostile("gpu_scenario_on_the_cpu", run(cluster={"hardware": "cpu-local"}), "cluster.latency.source"),
+    Hostile("profile_source_without_a_profile", run(cluster={"hardware": "a100-80gb", "latency": {"source": "profile"}}),
+            "cluster.latency.source: profile"),
+    Hostile("unknown_framework_version", run(cluster={"latency": {"version": "99.0"}}), "cluster.latency.version"),
+    Hostile("unknown_policy_word", run(policy="nope"), "policy.kind: unknown kind 'nope'"),
+    # ---- estimate ---------------------------------------------------------------------------------------------
+    Hostile("estimate_unknown_version", estimate("--version", "99"), "version"),
+    Hostile("estimate_batch_1e12", estimate("--batch", "1000000000000"), "batch"),
+    Hostile("estimate_context_beyond_the_model", estimate("--context", "100000000"), "context"),
+    Hostile("estimate_405b_on_one_h100", lambda tmp: ["estimate", "--model", "llama-3.1-405b", "--hardware", "h100-sxm"],
+            "model: llama-3.1-405b needs"),
+    Hostile("estimate_negative_batch", estimate("--batch", "-3"), "batch"),
+    Hostile("estimate_profile_without_profile", lambda tmp: ["estimate", "--model", "llama-3-8b", "--hardware",
+                                                              "a100-80gb", "--source", "profile"], "source"),
+    # ---- plan, sweep, profile, validate ----------------------------------------------------------------------
+    Hostile("plan_no_feasible_candidate", plan(slo={"ttft_s": 0.0001, "tpot_s": 0.00001}), "no feasible candidate",
+            code=1),
+    Hostile("plan_workers_zero", plan("--workers", "0"), "--workers"),
+    Hostile("plan_bogus_executor", plan("--executor", "bogus"), "--executor"),
+    Hostile("plan_deep_file", lambda tmp: ["plan", _write(tmp, "plan.yaml", DEEP_BLOCK), "--quiet"], "nests deeper"),
+    Hostile("sweep_plot_unknown_metric", lambda tmp: sweep(plot={"metrics": ["goodput_rsp"]})(tmp) + ["--plot"],
+            "sweep.plot.metrics"),
+    Hostile("sweep_workers_zero", lambda tmp: sweep()(tmp) + ["--workers", "0"], "--workers"),
+    Hostile("sweep_duplicate_key", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", "name: a\nname: b\n"), "--quiet"],
+            "key 'name' appears twice"),
+    Hostile("sweep_name_dotdot", sweep(name=".."), "name"),
+    Hostile("profile_out_in_proc", profile("--models", "llama-68m", "--out", "/proc/x"), "--out"),
+    Hostile("profile_405b_on_24_gib", profile("--models", "llama-3.1-405b"), "--models: llama-3.1-405b needs",
+            patch=little_memory),
+    Hostile("profile_package_data_and_out", profile("--models", "llama-68m", "--package-data", "--out", "x"),
+            "--package-data"),
+    Hostile("points_malformed_yaml", points("- id: x\n  kind: ["), "--points: malformed YAML"),
+    Hostile("points_latin1", points(lambda tmp: _write(tmp, "p.yaml", b"- id: caf\xe9\n")), "not UTF-8"),
+    Hostile("points_dev_zero", points(lambda tmp: Path("/dev/zero")), "character device"),
+    Hostile("points_a_mapping", points({"a": 1}), "expected a YAML list of points"),
+    Hostile("points_workload_list", points([merge(POINT, {"workload": {"m": [1, 2]}})]), "workload: m"),
+    Hostile("points_workload_text", points([merge(POINT, {"workload": {"batch": "many"}})]), "workload: batch"),
+    Hostile("points_entry_not_a_mapping", points([3]), "point #0"),
+]
+
+
+class _Hang(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Hang()
+
+
+def classify(case: Hostile, tmp: Path) -> tuple[str, str]:
+    """(outcome, detail) of running `case` in `tmp`."""
+    argv = case.make(tmp)
+    before = snapshot(tmp)
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(HANG_S)
+    try:
+        code, _, err = cli(*argv)
+    except _Hang:
+        return "hangs", f"no answer in {HANG_S} s"
+    except BaseException as exc:   # noqa: BLE001 — any exception out of main is a crash
+        return "crashes", f"{type(exc).__name__}: {exc}"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    err = errors_only(err)
+    if "Traceback" in err:
+        return "crashes", err
+    if code == 0:
+        return "silent", "exit 0"
+    lines = err.splitlines()
+    if code != case.code or not lines or case.says not in err:
+        return "wrong", f"exit {code}: {err!r}"
+    if case.code == 2:
+        if len(lines) != 1 or not lines[0].startswith("draftsim") or "error:" not in lines[0]:
+            return "wrong", f"not one error line: {err!r}"
+        written = {k: v for k, v in snapshot(tmp).items() if before.get(k) != v}
+        if written:
+            return "wrong", f"wrote {sorted(written)[:5]}"
+    return "clean", ""
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_hostile_input_is_refused_cleanly(tmp_path, monkeypatch, case):
+    monkeypatch.chdir(tmp_path)
+    if case.patch is not None:
+        case.patch(monkeypatch)
+    outcome, detail = classify(case, tmp_path)
+    OUTCOMES["tried"] += 1
+    OUTCOMES[outcome] += 1
+    assert outcome == "clean", f"{case.name}: {outcome}: {detail}"
+
+
+def test_the_suite_names_each_case_once():
+    names = [c.name for c in CASES]
+    assert len(names) == len(set(names))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report():
+    yield
+    if OUTCOMES:
+        counts = ", ".join(f"{key} {OUTCOMES[key]}" for key in ("tried", "clean", "crashes", "silent", "hangs", "wrong"))
+        print(f"\nhostile inputs: {counts}")
+
+
+def test_the_readme_states_this_suites_count():
+    """The README's figures are this suite's (tried = clean = the number of cases): kept in step."""
+    import re
+    text = (REPO / "README.md").read_text()
+    found = re.search(r"tried (\d+) / clean (\d+) / crashes 0 / silent 0", text)
+    assert found and int(found.group(1)) == int(found.group(2)) == len(CASES), found and found.group(0)
