@@ -203,9 +203,16 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
 
 def batch_scheduler(scenario: Scenario):
     """The batching scheduler class of `scheduler.kind` and the limits it plans within (simulator.core.sched)."""
-    from simulator.core.sched import SCHEDULERS, BatchLimits
+    from simulator.core.sched import SCHEDULERS, BatchLimits, MultiStep
     cfg = scenario.scheduler
-    return SCHEDULERS[cfg.kind], BatchLimits(cfg.max_batch_size, cfg.max_batched_tokens, cfg.chunk_tokens)
+    limits = BatchLimits(cfg.max_batch_size, cfg.max_batched_tokens, cfg.chunk_tokens)
+    steps = scenario.cluster.engine.num_scheduler_steps
+    if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking is the engine's enable_chunked_prefill
+        chunking = scenario.cluster.engine.chunked_prefill is True
+        return (lambda lim: SCHEDULERS["trtllm"](lim, chunking)), limits
+    if steps > 1:   # vLLM V0 multi-step scheduling around the batching scheduler (its version is checked
+        return (lambda lim: MultiStep(SCHEDULERS[cfg.kind](lim), steps)), limits  # by profiles.engine_time.support)
+    return SCHEDULERS[cfg.kind], limits
 
 
 def _step_log(scenario: Scenario, table: RequestTable, kinds: list[tuple[ReplicaKind, int]]) -> StepLog:

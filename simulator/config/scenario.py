@@ -334,7 +334,9 @@ class SchedulerConfig(Strict):
     decode); sarathi: chunked prefill piggy-backed on decode steps under a per-step token budget
     (`chunk_tokens`); vllm_v1: vLLM V1's own scheduler rule by rule (simulator.core.sched.vllm_v1: one
     `max_batched_tokens` budget, running requests first in admission order, then waiting ones, KV blocks
-    allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's name before
+    allocated per scheduled chunk, LIFO preemption); trtllm: TensorRT-LLM's in-flight batching (simulator.core.sched.
+    trtllm: guaranteed-no-evict admission, whole prompts within `max_batched_tokens` = max_num_tokens unless
+    cluster.engine.chunked_prefill). `policy` is accepted for `kind` (the key's name before
     the two kinds of policy were told apart)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -467,6 +469,8 @@ class Scenario(Strict):
         kind = scheduler.get("kind", scheduler.get("policy"))
         if kind is None:
             return {**data, "scheduler": {**scheduler, "kind": "sarathi" if chunked else "vllm"}}
+        if kind == "trtllm":   # TensorRT-LLM's IFB scheduler chunks contexts when chunked_prefill is true
+            return data
         if (kind in ("sarathi", "vllm_v1")) != bool(chunked):
             raise ValueError(f"cluster.engine.chunked_prefill is {chunked} but scheduler.kind {kind!r} "
                              f"{'does not chunk prompts' if chunked else 'chunks prompts'}; give one")
