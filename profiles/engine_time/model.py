@@ -112,6 +112,13 @@ class EngineTime:
                                    spec_host_by_drafter={k: (a * factor, b * factor)
                                                          for k, (a, b) in self.spec_host_by_drafter.items()})
 
+    def without_host(self) -> "EngineTime":
+        """This engine with no host work per step (scheduling, input preparation, speculative bookkeeping):
+        a step whose host work was done ahead for its group (vLLM V0 multi-step). Eager launches and the
+        device-timeline terms stay."""
+        return dataclasses.replace(self, step_s=0.0, per_seq_s=0.0, per_token_s=0.0, spec_host_step_s=0.0,
+                                   spec_host_per_seq_s=0.0, spec_host_by_drafter={})
+
     def launch(self, prefill_tokens: int, decode_seqs: int, q: int) -> Launch:
         """How a step is launched and over how many (padded) token slots (profiles.engine_time.graphs)."""
         if prefill_tokens == 0:

@@ -201,11 +201,18 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
                     hw.host_link_latency_s)
 
 
-def _scheduler(scenario: Scenario):
+def batch_scheduler(scenario: Scenario):
     """The batching scheduler class of `scheduler.kind` and the limits it plans within (simulator.core.sched)."""
-    from simulator.core.sched import SCHEDULERS, BatchLimits
+    from simulator.core.sched import SCHEDULERS, BatchLimits, MultiStep
     cfg = scenario.scheduler
-    return SCHEDULERS[cfg.kind], BatchLimits(cfg.max_batch_size, cfg.max_batched_tokens, cfg.chunk_tokens)
+    limits = BatchLimits(cfg.max_batch_size, cfg.max_batched_tokens, cfg.chunk_tokens)
+    steps = scenario.cluster.engine.num_scheduler_steps
+    if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking is the engine's enable_chunked_prefill
+        chunking = scenario.cluster.engine.chunked_prefill is True
+        return (lambda lim: SCHEDULERS["trtllm"](lim, chunking)), limits
+    if steps > 1:   # vLLM V0 multi-step scheduling around the batching scheduler (its version is checked
+        return (lambda lim: MultiStep(SCHEDULERS[cfg.kind](lim), steps)), limits  # by profiles.engine_time.support)
+    return SCHEDULERS[cfg.kind], limits
 
 
 def _step_log(scenario: Scenario, table: RequestTable, kinds: list[tuple[ReplicaKind, int]]) -> StepLog:
@@ -233,6 +240,12 @@ def _alltoall_pricer(pools: list[Pool]):
     return seconds
 
 
+def alltoall_pricer_for(kind: ReplicaKind, num_replicas: int):
+    """`_alltoall_pricer` of a colocated pool of `num_replicas` replicas of `kind` (a Dask worker's step log,
+    simulator.distributed.group)."""
+    return _alltoall_pricer([Pool("colocated", kind, [None] * num_replicas, None)])
+
+
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
     _check_router(scenario)
@@ -245,7 +258,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
         blocks = kind.blocks(block)
         table, state, workload_s = _requests(scenario, streams, base_dir, kind.target)
         log = _step_log(scenario, table, [(kind, cl.replicas)])
-        scheduler, limits = _scheduler(scenario)
+        scheduler, limits = batch_scheduler(scenario)
         replicas = [Replica(i, state, scheduler(limits), kv_manager(scenario, kind, blocks, state, table), limits, kind.cost,
                             kind.acceptance, log, kind.policy) for i in range(cl.replicas)]
         pools = [Pool("colocated", kind, replicas, make_router(cl.router, cl.replicas, streams.router))]
@@ -270,7 +283,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     np_, nd = dis.prefill.replicas, dis.decode.replicas
     kp, kd = kinds["prefill"], kinds["decode"]
     log = _step_log(scenario, table, [(kp, np_), (kd, nd)])
-    scheduler, limits = _scheduler(scenario)
+    scheduler, limits = batch_scheduler(scenario)
     prefill = [PrefillReplica(i, state, scheduler(limits), kv_manager(scenario, kp, blocks["prefill"], state, table), limits,
                               kp.cost, None, log) for i in range(np_)]
     decode = [DecodeReplica(np_ + i, state, DecodeOnly(), kv_manager(scenario, kd, blocks["decode"], state, table, False),

@@ -334,7 +334,9 @@ class SchedulerConfig(Strict):
     decode); sarathi: chunked prefill piggy-backed on decode steps under a per-step token budget
     (`chunk_tokens`); vllm_v1: vLLM V1's own scheduler rule by rule (simulator.core.sched.vllm_v1: one
     `max_batched_tokens` budget, running requests first in admission order, then waiting ones, KV blocks
-    allocated per scheduled chunk, LIFO preemption). `policy` is accepted for `kind` (the key's name before
+    allocated per scheduled chunk, LIFO preemption); trtllm: TensorRT-LLM's in-flight batching (simulator.core.sched.
+    trtllm: guaranteed-no-evict admission, whole prompts within `max_batched_tokens` = max_num_tokens unless
+    cluster.engine.chunked_prefill). `policy` is accepted for `kind` (the key's name before
     the two kinds of policy were told apart)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -368,14 +370,29 @@ class SchedulerConfig(Strict):
 
 
 class SimulationConfig(Strict):
-    """How the simulation runs, not what it models (outputs are identical whatever is chosen): `step_mode`
-    bulk (decode steps advanced in bulk where the batch cannot change, simulator.core.bulk) or step (one
-    event per step, the reference); `workers`: processes that simulate independent replicas side by side
-    (simulator.core.parallel): an int, or "auto" (the cores, at most 8, for runs of ≥ 50,000 requests on
-    ≥ 2 replicas; one process otherwise)."""
+    """How the simulation runs, not what it models (outputs are identical whatever is chosen, but for the
+    named approximation of `load_sync_s`): `step_mode` bulk (decode steps advanced in bulk where the batch
+    cannot change, simulator.core.bulk) or step (one event per step, the reference); `workers`: processes
+    that simulate independent replicas side by side (simulator.core.parallel): an int, or "auto" (the
+    cores, at most 8, for runs of ≥ 50,000 requests on ≥ 2 replicas; one process otherwise).
+    `executor`: where the replicas run (simulator.distributed), as `draftsim sweep --executor` names it —
+    `local` (this machine, `workers` processes), `local-dask` (a Dask LocalCluster of `workers` processes)
+    or `dask://HOST:PORT` / `tcp://HOST:PORT` (a running Dask scheduler). `load_sync_s`: under a Dask
+    executor, routers that read replica loads (least_outstanding, join_shortest_queue) see the loads as
+    of the last synchronisation, every `load_sync_s` seconds of simulated time, plus the requests they
+    sent since (0: at every arrival, which is exact)."""
 
     step_mode: Literal["bulk", "step"] = "bulk"
     workers: Union[Literal["auto"], int] = "auto"
+    executor: str = "local"
+    load_sync_s: float | None = Field(None, ge=0.0, allow_inf_nan=False)
+
+    @field_validator("executor")
+    @classmethod
+    def _executor(cls, value: str) -> str:
+        if value in ("local", "local-dask") or (value.startswith(("dask://", "tcp://")) and value.count(":") == 2):
+            return value
+        raise ValueError(f"local, local-dask, dask://HOST:PORT or tcp://HOST:PORT; got {value!r}")
 
     @field_validator("workers", mode="before")
     @classmethod
@@ -452,6 +469,8 @@ class Scenario(Strict):
         kind = scheduler.get("kind", scheduler.get("policy"))
         if kind is None:
             return {**data, "scheduler": {**scheduler, "kind": "sarathi" if chunked else "vllm"}}
+        if kind == "trtllm":   # TensorRT-LLM's IFB scheduler chunks contexts when chunked_prefill is true
+            return data
         if (kind in ("sarathi", "vllm_v1")) != bool(chunked):
             raise ValueError(f"cluster.engine.chunked_prefill is {chunked} but scheduler.kind {kind!r} "
                              f"{'does not chunk prompts' if chunked else 'chunks prompts'}; give one")

@@ -129,7 +129,8 @@ class Replica:
             costs = self.policy.price(plan, self)
         else:
             costs = self.cost.step(sum(plan.prefill_chunks), len(plan.prefill_ids), plan.prefill_attn_pairs,
-                                   self.decode_rows(plan.decode_ids), plan.decode_context_tokens, plan.shared)
+                                   self.decode_rows(plan.decode_ids), plan.decode_context_tokens, plan.shared,
+                                   host=not plan.host_free)
         if plan.io_tokens:
             costs = costs.with_kv_io(self.kv.io_seconds(plan.io_tokens, plan.io_transfers))
         return costs
@@ -189,7 +190,7 @@ class Replica:
         shape, one sequence per request and blocks per request (`kv.bulk_capable`: not the shared units
         of a prefix cache, whose evictions are decided block by block)."""
         if not self.running or self.prefilling or self.policy is not None or not self.kv.bulk_capable \
-                or self.paused is not None:
+                or self.paused is not None or not getattr(self.scheduler, "allows_bulks", True):
             return False
         return not self.head_admissible()
 

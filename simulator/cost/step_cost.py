@@ -342,8 +342,9 @@ class StepCostModel:
 
     def step(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int,
              decode_seqs: int, decode_context_tokens: int,
-             shared: tuple[int, int, int] | None = None) -> StepCost:
-        """(draft cost, target cost) of one step.
+             shared: tuple[int, int, int] | None = None, host: bool = True) -> StepCost:
+        """(draft cost, target cost) of one step; `host` False: the engine's host work of the step was done
+        ahead for its group (vLLM V0 multi-step scheduling, simulator.core.sched.multi_step).
 
         Decode requests each verify q query tokens (the last emitted token and the drafts) against
         their cached context. The drafter runs one pass per entry of `draft_widths` over the decode
@@ -352,6 +353,9 @@ class StepCostModel:
         ingest the last draft token; that one extra draft token per such request is not priced.
         `shared`: shared-prefix attention aggregates of the decode requests (`with_shared_prefix`).
         """
+        if not host and self.engine is not None:
+            return self._host_free.step(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs,
+                                        decode_context_tokens, shared)
         if shared is not None and shared[0] and decode_seqs:
             d, t = self.step(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs, decode_context_tokens)
             d, t = np.array([[d.seconds, d.flops, d.bytes]]), np.array([[t.seconds, t.flops, t.bytes, t.engine_s]])
@@ -495,6 +499,12 @@ class StepCostModel:
             device[0] += self.target.shared_prefix_delta(int(seqs[i]), self.q, int(context_sums[i]), agg, self.tree)
             out[i] = self.with_engine(draft[i:i + 1], device, prefill_tokens, prefill_seqs, int(seqs[i]))[0]
         return out
+
+    @cached_property
+    def _host_free(self) -> "StepCostModel":
+        """This model with an engine whose host work is already done (`step(host=False)`)."""
+        import dataclasses
+        return dataclasses.replace(self, engine=self.engine.without_host(), _step_grid={}, _prefill_steps={})
 
     @cached_property
     def _no_draft_layout(self) -> PassLayout:

@@ -36,10 +36,11 @@ MODELS = {
     "mistralai/Mixtral-8x7B-Instruct-v0.1": "mixtral-8x7b",
     "Qwen/Qwen3-32B": "qwen3-32b",
     "turboderp/Qwama-0.5B-Instruct": "qwama-0.5b",
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8": "qwen3-30b-a3b",
 }
 # Published engine names -> draftsim serving framework (engine-time model and measured tables).
 FRAMEWORKS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nvidia-nim (trtllm backend)": "trtllm"}
-DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
+DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8_block"}
 
 
 class Source(BaseModel):

@@ -145,19 +145,25 @@ def predict_step(point: Point, latency: dict | None = None) -> Prediction:
 
 
 # ---- serving ---------------------------------------------------------------------------------------
-def scheduler_defaults(fw: str | None, hardware: str) -> dict:
-    """The engine's default batching limits (chunked prefill under a token budget, max running requests).
+def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None) -> dict:
+    """The engine's default batching scheduler and limits at `version` (None: the newest).
 
     vLLM V1 (`EngineArgs.get_batch_defaults`, offline LLM class): GPUs with >= 70 GiB that are not A100s
-    16384 tokens / 1024 sequences, others 8192 / 256 (the A100 exception: vLLM PR #17885). SGLang:
-    chunked_prefill_size 8192 on 80-141 GB GPUs, running requests bounded by the KV pool, and
-    enable_mixed_chunk False, so a prefill batch never carries decodes (server_args.py): prefill-first. TensorRT-LLM PyTorch backend: max_num_tokens 8192, max_batch_size 2048 (LLM API
-    defaults)."""
+    16384 tokens / 1024 sequences, others 8192 / 256 (the A100 exception: vLLM PR #17885), chunked prefill
+    always. vLLM V0 (before 0.8.0): prefill-first, no chunked prefill below 32K context, max_num_seqs 256,
+    max_num_batched_tokens = max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5-v0.7; 32768
+    taken here: a whole prompt always fits). SGLang: chunked_prefill_size 8192 on 80-141 GB GPUs, running
+    requests bounded by the KV pool, and enable_mixed_chunk False, so a prefill batch never carries decodes
+    (server_args.py): prefill-first. TensorRT-LLM PyTorch backend: its in-flight batching scheduler
+    (simulator.core.sched.trtllm) with the LLM API defaults max_num_tokens 8192, max_batch_size 2048."""
     from profiles.hardware import get_hardware
+    from profiles.measured.source import version_key
     if fw == "sglang":  # enable_mixed_chunk False: prefill batches run apart from decode batches
         return {"kind": "vllm", "max_batched_tokens": 8192, "max_batch_size": 4096}
     if fw == "trtllm":
-        return {"kind": "sarathi", "chunk_tokens": 8192, "max_batched_tokens": 8192, "max_batch_size": 2048}
+        return {"kind": "trtllm", "max_batched_tokens": 8192, "max_batch_size": 2048}
+    if fw == "vllm" and version is not None and version_key(version) < version_key("0.8.0"):
+        return {"kind": "vllm", "max_batched_tokens": 32768, "max_batch_size": 256}
     big = get_hardware(hardware).hbm_bytes >= 70 * 2**30 and not hardware.startswith("a100")
     tokens, seqs = (16384, 1024) if big else (8192, 256)
     return {"kind": "sarathi", "chunk_tokens": tokens, "max_batched_tokens": tokens, "max_batch_size": seqs}
@@ -177,7 +183,9 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
     hw, dtype, model = _hardware(point), _dtype(point), _model(point)
     isl, osl = _lengths(point)
     mode = point.w("mode")
-    scheduler = scheduler_defaults(framework(point), hw)
+    scheduler = scheduler_defaults(framework(point), hw, point.framework_version)
+    if point.w("max_num_seqs"):
+        scheduler = {**scheduler, "max_batch_size": int(point.w("max_num_seqs"))}
     if mode in ("offline", "batch"):
         n = int(point.w("num_prompts") or point.w("batch") or 0)
         if n < 1:

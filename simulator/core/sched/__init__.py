@@ -46,6 +46,7 @@ class StepPlan:
     io_tokens: int = 0       # KV tokens moved to or from host memory in this step (swap, host-tier loads)
     io_transfers: int = 0
     shared: tuple[int, int, int] | None = None  # shared-prefix attention aggregates of the decode requests
+    host_free: bool = False  # the engine's host work of this step was done for its group (multi-step)
 
     @property
     def empty(self) -> bool:
@@ -113,7 +114,9 @@ def grow_decodes(view, decode_ids: list[int]) -> list[int]:
 
 
 from simulator.core.sched.decode_only import DecodeOnly  # noqa: E402  (the registries below)
+from simulator.core.sched.multi_step import MultiStep  # noqa: E402
 from simulator.core.sched.sarathi import Sarathi  # noqa: E402
+from simulator.core.sched.trtllm import TrtllmIfb  # noqa: E402
 from simulator.core.sched.vllm import Vllm  # noqa: E402
 from simulator.core.sched.vllm_v1 import VllmV1  # noqa: E402
 
@@ -122,6 +125,7 @@ SCHEDULERS = {
     "vllm": Vllm,
     "sarathi": Sarathi,
     "vllm_v1": VllmV1,
+    "trtllm": TrtllmIfb,
 }
 
-__all__ = ["BatchLimits", "DecodeOnly", "NO_IDS", "SCHEDULERS", "Scheduler", "StepPlan"]
+__all__ = ["BatchLimits", "DecodeOnly", "MultiStep", "NO_IDS", "SCHEDULERS", "Scheduler", "StepPlan"]

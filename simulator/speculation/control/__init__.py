@@ -10,7 +10,7 @@ functions; the simulator supplies the step-time function from its own cost model
 - fixed: the configured shape every step (no policy object; bulk mode applies).
 - smartspec, specdecpp, tetris, load_switch, specreason, thompson, proposed, pearl: one file each (its docstring says what it decides and how).
 - vllm_dynamic, trtllm_schedule, sglang_adaptive: the engines' own draft-length rules, each read from the
-  engine's source (cited in its file) and pinned by hand-worked step sequences in tests/test_engine_policies.py.
+  engine's source (cited in its file) and pinned by hand-worked step sequences in tests/simulator/speculation/test_engine_policies.py.
 
 Adaptive policies run step by step (the replica does not bulk-advance while a policy is set): a step's
 shape depends on the batch, so bulk planning would need per-step shapes (documented limitation; results

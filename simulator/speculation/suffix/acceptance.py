@@ -37,6 +37,16 @@ class BoundSessions:
     kind: str = "sessions"
 
 
+@dataclass(frozen=True)
+class _Proposed:
+    """The `proposed` policy section (simulator.config.speculation.ProposedPolicyConfig has no other field)."""
+
+    kind: str = "proposed"
+
+
+PROPOSED = _Proposed()
+
+
 def bind_proposer(acceptance, policy, drafter):
     """(acceptance, policy) for the replica factory: a `sessions` section is bound to its drafter; a suffix
     drafter verifies what it proposes (`proposed` policy; `fixed` means the engine's own rule). One-line
@@ -48,8 +58,7 @@ def bind_proposer(acceptance, policy, drafter):
         if policy.kind not in ("fixed", "proposed"):
             raise ScenarioError("policy.kind", f"drafter suffix chooses its own draft length per request and step "
                                 f"(vLLM's SuffixDecodingProposer); policy {policy.kind!r} cannot set it: use 'fixed'")
-        from simulator.config.speculation import ProposedPolicyConfig
-        policy = ProposedPolicyConfig(kind="proposed")
+        policy = PROPOSED
     if acceptance.kind == "sessions":
         if drafter.kind not in MODEL_FREE:
             raise ScenarioError("acceptance.kind", f"'sessions' runs a model-free drafter on the corpus texts: it "

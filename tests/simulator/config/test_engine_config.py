@@ -211,11 +211,11 @@ def test_trtllm_one_model_drafting_has_no_host_step_of_its_own():
     ({"version": "0.10.0", "num_scheduler_steps": 8}, "cluster.engine.num_scheduler_steps",
      ["vllm 0.10.0 has no such flag", "vllm 0.6.0 to 0.8.0"]),
     ({"framework": "sglang", "cuda_graphs": "piecewise"}, "cluster.engine.cuda_graphs",
-     ["sglang", "vllm 0.8.0..0.11.0"]),
+     ["sglang", "vllm 0.8.0..0.10.2"]),
     ({"version": "0.9.0", "cuda_graphs": "full"}, "cluster.engine.cuda_graphs", ["vllm 0.11.0.."]),
     ({"version": "0.9.0", "async_scheduling": True}, "cluster.engine.async_scheduling", ["vllm >= 0.10.0"]),
     ({"graph_padding": False}, "cluster.engine.graph_padding", ["sglang >= 0.4.0", "trtllm >= 1.0.0"]),
-    ({"version": "0.2.0"}, "cluster.engine.version", ["0.8.0..0.11.0"]),
+    ({"version": "0.2.0"}, "cluster.engine.version", ["0.5.0..0.8.0", "0.14.0.."]),
     ({"host_cpu": "pentium"}, "cluster.engine.host_cpu", ["h100-server"]),
 ])
 def test_a_flag_a_version_lacks_is_one_line_naming_the_flag_and_the_versions_that_have_it(engine, field, words):
@@ -272,3 +272,131 @@ def test_engine_sections_must_agree():
                                scheduler={"kind": "vllm"}))
     on = simulator.run(scenario(workload={"num_requests": 5}, cluster={"engine": {"prefix_caching": True}}))
     assert on.scenario.cluster.kv_cache.prefix_caching is True
+
+
+# ---- multi-step scheduling (vLLM V0 --num-scheduler-steps) ---------------------------------------------
+_TRACES = {}
+
+
+def _multi_step_run(steps: int, arrivals, output=12, step_mode="step"):
+    import tempfile
+    from pathlib import Path
+    key = (tuple(arrivals), output)
+    if key not in _TRACES:
+        path = Path(tempfile.mkdtemp()) / "trace.csv"
+        path.write_text("arrival_s,prompt_tokens,output_tokens\n"
+                        + "".join(f"{a},32,{output}\n" for a in arrivals))
+        _TRACES[key] = str(path)
+    data = scenario(workload={"num_requests": len(arrivals)},
+                    cluster={"engine": {"version": "0.6.3", "num_scheduler_steps": steps}},
+                    scheduler={"kind": "vllm", "max_batch_size": 8}, simulation={"step_mode": step_mode})
+    data["workload"]["arrival"] = {"process": "trace", "trace_csv": _TRACES[key]}
+    for k in ("prompt_tokens", "output_tokens"):
+        data["workload"].pop(k)
+    return simulator.run(data)
+
+
+def test_multi_step_admits_new_requests_only_at_step_group_boundaries():
+    """Hand-worked: A arrives at 0, B while A's first group of 4 decode steps runs. vLLM V0 with
+    --num-scheduler-steps 4 (vllm/core/scheduler.py, multi-step): step 1 prefills A; steps 2-5 are A's first
+    group (B waits, though the batch has room); step 6 (the boundary) prefills B; steps 7-10 decode A and B."""
+    single = _multi_step_run(1, [0.0, 0.015])
+    multi = _multi_step_run(4, [0.0, 0.015])
+    shape = [(int(r.prefill_seqs), int(r.decode_seqs)) for r in multi.steps.itertuples()]
+    assert shape[:10] == [(1, 0), (0, 1), (0, 1), (0, 1), (0, 1), (1, 0), (0, 2), (0, 2), (0, 2), (0, 2)], shape
+    b_single = single.requests.loc[1]
+    b_multi = multi.requests.loc[1]
+    assert b_multi.first_token_s - b_multi.arrival_s > b_single.first_token_s - b_single.arrival_s
+    # inside a group the host's scheduling and input preparation are not paid again
+    eng = multi.steps.engine_s.to_numpy()
+    assert eng[2] < eng[1] and eng[3] == pytest.approx(eng[2], rel=1e-9)
+
+
+def test_multi_step_groups_restart_after_every_prefill_and_when_the_batch_empties():
+    """Hand-worked, groups of 3: A and B (5 tokens each: 1 from the prompt, 4 decode steps) are prefilled
+    together; their 4 decode steps are a group of 3 and the start of a second group, which ends when both
+    finish (the batch is empty: a boundary); C, arriving later, is then prefilled and decodes 3 + 1."""
+    multi = _multi_step_run(3, [0.0, 0.0, 0.2], output=5)
+    shape = [(int(r.prefill_seqs), int(r.decode_seqs)) for r in multi.steps.itertuples()]
+    assert shape == [(2, 0)] + [(0, 2)] * 4 + [(1, 0)] + [(0, 1)] * 4, shape
+    bulk = _multi_step_run(3, [0.0, 0.0, 0.2], output=5, step_mode="bulk")   # bulk mode: the same steps
+    assert shape == [(int(r.prefill_seqs), int(r.decode_seqs)) for r in bulk.steps.itertuples()]
+    assert multi.steps.duration_s.tolist() == bulk.steps.duration_s.tolist()
+
+
+def test_multi_step_is_refused_where_the_engine_has_none_or_with_speculation():
+    with pytest.raises(ScenarioError, match="cluster.engine.num_scheduler_steps: vllm 0.9.0 has no such flag"):
+        simulator.run(scenario(workload={"num_requests": 3},
+                               cluster={"engine": {"version": "0.9.0", "num_scheduler_steps": 4}}))
+    with pytest.raises(ScenarioError, match="drafter.kind: vllm 0.6.3 refuses speculative decoding with multi-step"):
+        simulator.run(scenario(workload={"num_requests": 3}, drafter=EAGLE,
+                               cluster={"engine": {"version": "0.6.3", "num_scheduler_steps": 4}}))
+    with pytest.raises(ScenarioError, match="scheduler.kind: vllm 0.6.1 refuses chunked prefill with multi-step"):
+        simulator.run(scenario(workload={"num_requests": 3}, scheduler={"kind": "sarathi"},
+                               cluster={"engine": {"version": "0.6.1", "num_scheduler_steps": 4}}))
+
+
+# ---- TensorRT-LLM in-flight batching --------------------------------------------------------------------
+def _ifb_run(arrivals, prompt=40, output=6, chunked=None, max_tokens=64, util=None, step_mode="step"):
+    import tempfile
+    from pathlib import Path
+    path = Path(tempfile.mkdtemp()) / "trace.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{a},{prompt},{output}\n" for a in arrivals))
+    engine = {"framework": "trtllm", **({"chunked_prefill": chunked} if chunked is not None else {})}
+    data = scenario(workload={"num_requests": len(arrivals)}, cluster={"engine": engine},
+                    scheduler={"kind": "trtllm", "max_batch_size": 8, "max_batched_tokens": max_tokens},
+                    simulation={"step_mode": step_mode})
+    if util is not None:
+        data["cluster"]["gpu_memory_utilization"] = util
+    data["workload"]["arrival"] = {"process": "trace", "trace_csv": str(path)}
+    for k in ("prompt_tokens", "output_tokens"):
+        data["workload"].pop(k)
+    return simulator.run(data)
+
+
+def _shape(result):
+    return [(int(r.prefill_seqs), int(r.prefill_tokens), int(r.decode_seqs)) for r in result.steps.itertuples()]
+
+
+def test_trtllm_ifb_schedules_whole_contexts_within_max_num_tokens():
+    """Hand-worked, max_num_tokens 64, three 40-token prompts at t = 0, no chunking
+    (microBatchScheduler.cpp): step 1 takes A's context (B's 40 tokens do not fit in the 24 left: the walk
+    stops); step 2 A generates (1 token) and B's context fits (40 <= 63); step 3 A, B generate and C's
+    context fits; then all three generate together."""
+    shape = _shape(_ifb_run([0.0, 0.0, 0.0]))
+    assert shape[:4] == [(1, 40, 0), (1, 40, 1), (1, 40, 2), (0, 0, 3)], shape
+
+
+def test_trtllm_ifb_chunks_contexts_in_whole_blocks_when_chunking_is_on():
+    """Same requests with enable_chunked_prefill: step 1 takes A's 40 tokens and the first 16-token block of
+    B's prompt (24 left, rounded down to whole 16-token blocks); step 2 A generates, B's last 24 tokens and C's
+    first 32 (64 - 1 - 24 = 39, rounded down to 32)."""
+    shape = _shape(_ifb_run([0.0, 0.0, 0.0], chunked=True))
+    assert shape[:2] == [(2, 56, 0), (2, 56, 1)], shape
+
+
+def test_trtllm_ifb_never_evicts_and_bulk_equals_step():
+    step = _ifb_run([0.0] * 6 + [0.05] * 6, prompt=200, output=40, max_tokens=2048)
+    bulk = _ifb_run([0.0] * 6 + [0.05] * 6, prompt=200, output=40, max_tokens=2048, step_mode="bulk")
+    assert (step.requests.preemptions == 0).all()
+    import pandas as pd
+    pd.testing.assert_frame_equal(step.requests, bulk.requests)
+    pd.testing.assert_frame_equal(step.steps, bulk.steps)
+
+
+def test_trtllm_ifb_admits_only_what_it_can_guarantee_for_life():
+    """GUARANTEED_NO_EVICT (capacityScheduler.cpp): with room for 35 blocks of 16 tokens, two requests of
+    200 + 40 tokens reserve 16 blocks each for their whole life; the third waits for a finish although its
+    prompt's 13 blocks would fit beside what the first two hold at admission (26 blocks)."""
+    from profiles.hardware import get_hardware
+    from simulator.cluster.factory import resolve_model
+    hw, model = get_hardware("h100-sxm"), resolve_model("llama-3-8b", None)
+    per_token = model.kv_bytes_per_token_per_gpu(__import__("models.step", fromlist=["Parallelism"]).Parallelism(1, 1),
+                                                 "bf16")
+    util = (model.weight_bytes("bf16") + 35.5 * 16 * per_token) / hw.hbm_bytes
+    run = _ifb_run([0.0, 0.0, 0.0], prompt=200, output=40, max_tokens=4096, util=util)
+    assert run.built.replicas[0].kv.total_blocks == 35
+    req = run.requests
+    assert (req.preemptions == 0).all()
+    first_finish = req.finish_s.iloc[:2].min()
+    assert req.admit_s.iloc[2] >= first_finish > req.admit_s.iloc[1]

@@ -139,7 +139,12 @@ def test_energy_is_null_without_a_stated_board_power(tmp_path):
 @pytest.mark.slow  # a plan end to end (about 30 s)
 def test_a_plan_ranks_by_joules_per_token_and_by_cost_per_mtok(tmp_path):
     import yaml
-    from test_plan_cli import PLAN
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("plan_cli_cases", REPO / "tests" / "simulator" / "workflows" /
+                                                  "test_plan_cli.py")
+    cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cases)
+    PLAN = cases.PLAN
     from simulator.workflows.plan.main import main
     for rank_by, column in (("j_per_token", "des_energy_per_output_token_j"), ("usd_per_mtok", "usd_per_mtok")):
         path = tmp_path / f"{rank_by}.yaml"
@@ -158,8 +163,7 @@ def test_the_held_out_power_check_reads_every_measured_phase():
     the GEMM row by hand: 663 TFLOP/s and 243 GB/s → activity 0.881 + 0.080."""
     from scenarios.benchmarks.power_check import comparison
     table = comparison()
-    measured = pd.read_csv(__import__("pathlib").Path(__file__).resolve().parent.parent / "profiles" / "data" /
-                           "gpu-forwards" / "h100-sxm-2026-11-26" / "power.csv")
+    measured = pd.read_csv(REPO / "profiles" / "data" / "gpu-forwards" / "h100-sxm-2026-11-26" / "power.csv")
     assert set(measured.phase) < set(table.phase) and len(table) == len(measured) + 1
     gemm = table[table.phase == "gemm_bf16_8192"].iloc[0]
     activity = gemm.flop_per_s / (PEAK_F * ETA_C) + gemm.bytes_per_s / (PEAK_B * ETA_M)

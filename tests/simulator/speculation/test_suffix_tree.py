@@ -1,5 +1,5 @@
 """Suffix decoding's tree and proposer against hand-worked cases and a brute-force reference
-(tests/suffix_reference.py: counts by scanning, orders by replaying the event log)."""
+(tests/simulator/speculation/suffix_reference.py: counts by scanning, orders by replaying the event log)."""
 from __future__ import annotations
 
 import itertools

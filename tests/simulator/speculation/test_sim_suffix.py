@@ -15,6 +15,7 @@ from simulator.speculation.suffix.cache import SuffixParams, SuffixProposer
 from simulator.speculation.suffix.walk import NgramIndex, walk_request
 from sim_helpers import assert_bulk_equals_step, merge, replica_kind, scenario
 from suffix_reference import BruteSuffix
+from paths import REPO
 
 SHAREGPT = "sessions-sharegpt"
 
@@ -111,7 +112,7 @@ def test_simulator_replays_the_walks_exactly():
     from simulator.cluster.build import Streams, pool_kind
     from simulator.config.scenario import parse_scenario
     acc = pool_kind(parse_scenario(data), None, "cluster", Streams.from_seed(data["seed"]).acceptance_seed,
-                    Path(__file__).resolve().parent.parent).acceptance   # the run's own acceptance stream
+                    REPO).acceptance   # the run's own acceptance stream
     req = result.requests
     assert (req["emitted_tokens"] == req["output_tokens"]).all()
     for row in req.itertuples():

@@ -1,0 +1,103 @@
+"""`scheduler.kind: trtllm` — TensorRT-LLM's in-flight batching (IFB): its capacity scheduler with the
+default GUARANTEED_NO_EVICT policy, then its micro-batch scheduler under `max_num_tokens`
+(`scheduler.max_batched_tokens`) and `max_batch_size`, with context chunking on or off
+(`cluster.engine.chunked_prefill`; the LLM API's enable_chunked_prefill, default False).
+
+Rule by rule (cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp and microBatchScheduler.cpp,
+`MicroBatchScheduler::operator()`):
+- capacity (GUARANTEED_NO_EVICT): a new request starts only if the KV blocks of its whole life (prompt +
+  output) fit beside the blocks every running request still needs to finish; running requests are never
+  evicted (no preemption);
+- the active requests are walked in order (those generating first: they arrived earlier); a generation
+  request takes 1 + its draft tokens of the budget; a context request without chunking takes its whole
+  prompt; the first request that does not fit in `max_num_tokens` ends the walk (`break`), as does reaching
+  `max_batch_size`;
+- with chunking, context requests are collected and, if they do not all fit in what the generation
+  requests left, cut first-come-first-served (kFIRST_COME_FIRST_SERVED) into chunks that are whole KV
+  blocks (`chunkUnitSize` = tokens per block), the last chunk of a prompt excepted.
+A step mixes context and generation requests (in-flight batching).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from simulator.core.sched import BatchLimits, Prefills, StepPlan, grow_decodes
+
+
+class TrtllmIfb:
+    def __init__(self, limits: BatchLimits, chunking: bool = False):
+        self.limits, self.chunking = limits, chunking
+
+    # ---- capacity: GUARANTEED_NO_EVICT -------------------------------------------------------------------
+    def _reserved_blocks(self, view) -> int:
+        """Blocks the running requests still need to finish (their whole life minus what they hold)."""
+        s, kv = view.s, view.kv
+        if not view.running:
+            return 0
+        ids = np.asarray(view.running)
+        life = kv.blocks_for(s.prompt[ids] + s.output[ids] + view.q)
+        return int(np.maximum(life - s.blocks[ids], 0).sum())
+
+    def _fits_for_life(self, view, r: int) -> bool:
+        s, kv = view.s, view.kv
+        life = int(kv.blocks_for(int(s.prompt[r] + s.output[r]) + view.q))
+        return life <= kv.total_blocks - kv.used_blocks - self._reserved_blocks(view)
+
+    # ---- micro-batch -------------------------------------------------------------------------------------
+    def plan(self, view, now_s: float) -> StepPlan:
+        budget = self.limits.max_batched_tokens
+        slots = self.limits.max_batch_size
+        decode_ids: list[int] = []
+        prefills = Prefills()
+        for r in view.running:                 # generation requests (and chunked contexts in progress)
+            if len(decode_ids) + len(prefills.ids) >= slots:
+                break
+            if view.decoding(r):
+                if budget < view.q:
+                    break
+                decode_ids.append(r)
+                budget -= view.q
+            elif self.chunking:
+                chunk = self._chunk(view, r, budget)
+                if chunk <= 0:
+                    break
+                budget -= prefills.add(view, r, chunk)
+            else:                              # (a whole prompt admitted earlier, still to compute)
+                rest = int(view.s.prefill_target[r] - view.s.prefilled[r])
+                if rest > budget:
+                    break
+                budget -= prefills.add(view, r)
+        while view.waiting and len(decode_ids) + len(prefills.ids) < slots:
+            r = view.waiting[0]
+            if not self._fits_for_life(view, r) or view.batch_full():
+                break
+            prompt = int(view.s.prefill_target[r])
+            if not self.chunking and prompt > budget:
+                break
+            if self.chunking and min(prompt, budget // view.kv.block_size * view.kv.block_size) <= 0:
+                break
+            view.admit_head(now_s)
+            if view.decoding(r):   # swapped back in: decodes from the next step
+                continue
+            budget -= prefills.add(view, r, self._chunk(view, r, budget) if self.chunking else None)
+        # blocks for the decodes' next tokens: reserved for life at admission, so this never preempts
+        return prefills.plan(view, grow_decodes(view, decode_ids) if decode_ids else [])
+
+    def _chunk(self, view, r: int, budget: int) -> int:
+        """FCFS chunk: the rest of r's prompt, or the budget rounded down to whole KV blocks."""
+        rest = int(view.s.prefill_target[r] - view.s.prefilled[r])
+        if rest <= budget:
+            return rest
+        unit = view.kv.block_size
+        return budget // unit * unit
+
+    def admission_room(self, view) -> int:
+        return self.limits.max_batched_tokens - sum(1 for r in view.running if view.decoding(r)) * view.q
+
+    def admissible(self, view, token_room: int) -> bool:
+        if not view.waiting or view.batch_full() or len(view.running) >= self.limits.max_batch_size:
+            return False
+        r = view.waiting[0]
+        if not self._fits_for_life(view, r):
+            return False
+        return token_room > 0 and (self.chunking or int(view.s.prefill_target[r]) <= token_room)
