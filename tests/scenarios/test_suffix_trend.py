@@ -4,11 +4,11 @@ session corpora and from the simulator (scenarios/speculation/suffix_trend.py)."
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import pytest
 
-SESSIONS = Path(__file__).resolve().parent.parent / "profiles" / "data" / "acceptance" / "sessions"
+from paths import REPO
+
+SESSIONS = REPO / "profiles" / "data" / "acceptance" / "sessions"
 
 
 def _summary(corpus: str) -> dict:
