@@ -43,6 +43,7 @@ class Prepared:
     scenario: Scenario
     cluster: Cluster
     build_s: float
+    base_dir: Path = Path(".")   # the folder its relative paths are read from (a Dask worker reads them too)
 
     @property
     def num_requests(self) -> int:
@@ -87,19 +88,35 @@ def prepare(scenario: Scenario | dict | str | Path, overrides: list[str] | None 
     YAML path, a dict or a Scenario, with `overrides` (`key.path=value`, as `draftsim run --set`)."""
     scenario, base_dir = _as_scenario(scenario, overrides, base_dir)
     check_memory(scenario)
+    if scenario.simulation.executor != "local":   # what a distributed run refuses, before any work
+        from simulator.distributed import check_distributable
+        check_distributable(scenario)
     t0 = time.perf_counter()
     cluster = build(scenario, base_dir)
-    return Prepared(scenario, cluster, time.perf_counter() - t0)
+    return Prepared(scenario, cluster, time.perf_counter() - t0, base_dir)
 
 
-def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None) -> Result:
-    """Simulate a prepared scenario once (a Prepared's cluster holds the run's state: do not reuse it)."""
+def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None, executor=None) -> Result:
+    """Simulate a prepared scenario once (a Prepared's cluster holds the run's state: do not reuse it).
+    Under a Dask `simulation.executor` the replicas run on the Dask workers (simulator.distributed);
+    `executor`: an entered simulator.distributed.open_executor(...) to use (default: one opened here)."""
     scenario, cluster = prepared.scenario, prepared.cluster
     t0 = time.perf_counter()
     arrival = scenario.workload.arrival
     closed = arrival.concurrency if arrival.process == "closed_loop" else None
-    end_s = Engine(cluster, EngineConfig(step_mode or scenario.simulation.step_mode, progress, closed,
-                                         workers=scenario.simulation.workers)).run()
+    mode = step_mode or scenario.simulation.step_mode
+    distributed = scenario.simulation.executor != "local"
+    if distributed:
+        from simulator.distributed import open_executor, simulate_distributed
+        if executor is None:
+            with open_executor(scenario) as executor:
+                end_s = simulate_distributed(cluster, executor, base_dir=prepared.base_dir, step_mode=mode,
+                                             progress=progress)
+        else:
+            end_s = simulate_distributed(cluster, executor, base_dir=prepared.base_dir, step_mode=mode,
+                                         progress=progress)
+    else:
+        end_s = Engine(cluster, EngineConfig(mode, progress, closed, workers=scenario.simulation.workers)).run()
     wall_s = prepared.build_s + time.perf_counter() - t0
     requests = build_requests_frame(cluster.state.columns(), scenario.slo.spec())
     if cluster.handoff is not None:
@@ -112,6 +129,8 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None)
         requests["cached_prompt_tokens"] = cluster.state.cached_prompt_tokens.copy()
     cluster.log.finish()
     summary = cluster_summary(cluster, requests, end_s)
+    if distributed and not cluster.pools[0].router.stateless:   # the named approximation (simulator.distributed)
+        summary["load_sync_s"] = scenario.simulation.load_sync_s
     if cluster.log.mode == "aggregate":
         steps = build_aggregate_frame(cluster.log.aggregates())
     else:

@@ -20,13 +20,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from simulator.config.scenario import load_scenario
 
     t0 = time.perf_counter()
-    scenario, folder = load_scenario(args.scenario, args.set)
+    sugar = [f"simulation.{key}={value}" for key, value in (("executor", args.executor), ("workers", args.workers))
+             if value is not None]
+    scenario, folder = load_scenario(args.scenario, sugar + args.set)
     out_dir = check_output_dir(args.out if args.out is not None else Path("out") / scenario.name)
     parse_s = time.perf_counter() - t0
-    with Progress("reading the workload, building the cluster", quiet=args.quiet):   # (a long trace: minutes)
-        prepared = prepare(scenario, base_dir=folder)
-    with Progress("simulating", total=prepared.num_requests, unit="req", quiet=args.quiet) as bar:
-        result = simulate(prepared, step_mode=args.step_mode, progress=bar.update)
+    with _executor(scenario) as executor:   # a Dask scheduler is reached (or refused) before any work
+        with Progress("reading the workload, building the cluster", quiet=args.quiet):   # (a long trace: minutes)
+            prepared = prepare(scenario, base_dir=folder)
+        with Progress("simulating", total=prepared.num_requests, unit="req", quiet=args.quiet) as bar:
+            result = simulate(prepared, step_mode=args.step_mode, progress=bar.update, executor=executor)
     extra = {}
     if args.trace:
         import warnings
@@ -50,6 +53,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
               f"the workload {result.workload_s:.2f} s, building the cluster {result.build_s - result.workload_s:.2f} s); "
               f"outputs in {out_dir}/")
     return 0
+
+
+def _executor(scenario):
+    """The run's Dask executor (simulator.distributed) as a context, or nothing for `simulation.executor: local`."""
+    import contextlib
+    if scenario.simulation.executor == "local":
+        return contextlib.nullcontext()
+    from simulator.distributed import check_distributable, open_executor
+    check_distributable(scenario)
+    return open_executor(scenario)
 
 
 def _count(text: str) -> int:
@@ -173,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a scenario field, e.g. --set workload.arrival.qps=8 (repeatable)")
     r.add_argument("--step-mode", choices=["bulk", "step"], default=None,
                    help="advance decode steps in bulk (fast, default) or one event per step (reference)")
+    r.add_argument("--executor", default=None, metavar="EXECUTOR",
+                   help="where the replicas run (simulation.executor): local (this machine), local-dask (a Dask "
+                        "LocalCluster), dask://HOST:PORT or tcp://HOST:PORT (a running Dask scheduler); as "
+                        "`draftsim sweep --executor`")
+    r.add_argument("--workers", default=None, metavar="N",
+                   help="processes (simulation.workers): local worker processes, or a local-dask cluster's workers")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     r.add_argument("--trace", action="store_true",
                    help="also write trace.json: a Chrome/Perfetto timeline (one track per replica with prefill, "

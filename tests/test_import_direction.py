@@ -9,7 +9,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SIMULATOR = ROOT / "simulator"
 # lowest first; a module may import its own layer and those before it
-LAYERS = ["errors", "console", "cost", "speculation", "results", "core", "config", "cluster", "api", "workflows",
+LAYERS = ["errors", "console", "cost", "speculation", "results", "core", "config", "cluster", "distributed", "api", "workflows",
           "cli", "__init__"]
 NO_PYDANTIC = ("core", "cost", "speculation", "results")
 

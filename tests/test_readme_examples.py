@@ -26,6 +26,8 @@ COVERED = {
         "the README's first command: the install is CI's (.ci/run), the run is `draftsim run scenarios/quickstart.yaml` below",
     "python3 -m pip install -e '.[dev,torch,dask,gpu-data]' && python3 -m pytest -q": ".ci/run runs exactly this",
     'python3 -m pytest -q -m "not slow"': "a subset of the suite CI runs",
+    "draftsim run scenarios/quickstart.yaml --executor dask://scheduler:8786":
+        "tests/simulator/distributed/test_distributed.py runs scenarios on a running Dask scheduler's address (a LocalCluster's)",
     "python3 -m pytest -q tests/test_output_hashes.py": "a file of the suite CI runs",
     "python3 -m scenarios.validation.run --quick": "tests/scenarios/test_validate_cli.py::test_validate_quick_end_to_end",
     "python3 -m scenarios.validation.run --repeats 3 --out out/validate-cpu":

@@ -12,11 +12,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from paths import REPO as ROOT
+
 HEAVY = ("pandas", "scipy", "pulp", "highspy", "matplotlib", "torch", "simpy")
 
 _PROBE = """

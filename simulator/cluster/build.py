@@ -201,7 +201,7 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
                     hw.host_link_latency_s)
 
 
-def _scheduler(scenario: Scenario):
+def batch_scheduler(scenario: Scenario):
     """The batching scheduler class of `scheduler.kind` and the limits it plans within (simulator.core.sched)."""
     from simulator.core.sched import SCHEDULERS, BatchLimits, MultiStep
     cfg = scenario.scheduler
@@ -240,6 +240,12 @@ def _alltoall_pricer(pools: list[Pool]):
     return seconds
 
 
+def alltoall_pricer_for(kind: ReplicaKind, num_replicas: int):
+    """`_alltoall_pricer` of a colocated pool of `num_replicas` replicas of `kind` (a Dask worker's step log,
+    simulator.distributed.group)."""
+    return _alltoall_pricer([Pool("colocated", kind, [None] * num_replicas, None)])
+
+
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
     _check_router(scenario)
@@ -252,7 +258,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
         blocks = kind.blocks(block)
         table, state, workload_s = _requests(scenario, streams, base_dir, kind.target)
         log = _step_log(scenario, table, [(kind, cl.replicas)])
-        scheduler, limits = _scheduler(scenario)
+        scheduler, limits = batch_scheduler(scenario)
         replicas = [Replica(i, state, scheduler(limits), kv_manager(scenario, kind, blocks, state, table), limits, kind.cost,
                             kind.acceptance, log, kind.policy) for i in range(cl.replicas)]
         pools = [Pool("colocated", kind, replicas, make_router(cl.router, cl.replicas, streams.router))]
@@ -277,7 +283,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     np_, nd = dis.prefill.replicas, dis.decode.replicas
     kp, kd = kinds["prefill"], kinds["decode"]
     log = _step_log(scenario, table, [(kp, np_), (kd, nd)])
-    scheduler, limits = _scheduler(scenario)
+    scheduler, limits = batch_scheduler(scenario)
     prefill = [PrefillReplica(i, state, scheduler(limits), kv_manager(scenario, kp, blocks["prefill"], state, table), limits,
                               kp.cost, None, log) for i in range(np_)]
     decode = [DecodeReplica(np_ + i, state, DecodeOnly(), kv_manager(scenario, kd, blocks["decode"], state, table, False),

@@ -35,10 +35,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.spec import validate_parallelism
+from models.step import Parallelism
 from simulator.errors import ScenarioError
 from simulator.cluster.kv_transfer import KVMover, place_pools
 from simulator.cluster.network import SimNetwork
 from simulator.core.timeline import PoolSide
+
+DISAGG = "cluster.disaggregation"
 
 
 @dataclass
@@ -70,6 +74,14 @@ class KVHandOff:
             draft_tp = (drafter.tp, drafter.tp)
         else:                               # heads are sharded like the target of each pool
             draft_tp = (prefill.kind.parallelism.tp, decode.kind.parallelism.tp)
+        if draft is not None:   # the drafter's KV must split over the GPUs it is shipped from and to
+            for tp, pool in zip(draft_tp, (prefill, decode)):
+                shards = min(tp, pool.kind.parallelism.tp * pool.kind.parallelism.pp)   # (KVMover.request_flows)
+                try:
+                    validate_parallelism(draft, Parallelism(shards, 1))
+                except ValueError as exc:
+                    field = "drafter.tp" if drafter.kind == "draft_model" else f"{DISAGG}.{pool.name}.parallelism.tp"
+                    raise ScenarioError(field, f"the drafter's KV is handed off split like the target's: {exc}") from None
         mover = KVMover(placement, decode.kind.target, prefill.kind.parallelism, decode.kind.parallelism,
                         decode.kind.kv_dtype, draft, *draft_tp)
         return KVHandOff(prefill.replicas, decode.replicas, decode.router, mover, kv.layerwise_overlap,

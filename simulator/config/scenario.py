@@ -370,14 +370,29 @@ class SchedulerConfig(Strict):
 
 
 class SimulationConfig(Strict):
-    """How the simulation runs, not what it models (outputs are identical whatever is chosen): `step_mode`
-    bulk (decode steps advanced in bulk where the batch cannot change, simulator.core.bulk) or step (one
-    event per step, the reference); `workers`: processes that simulate independent replicas side by side
-    (simulator.core.parallel): an int, or "auto" (the cores, at most 8, for runs of ≥ 50,000 requests on
-    ≥ 2 replicas; one process otherwise)."""
+    """How the simulation runs, not what it models (outputs are identical whatever is chosen, but for the
+    named approximation of `load_sync_s`): `step_mode` bulk (decode steps advanced in bulk where the batch
+    cannot change, simulator.core.bulk) or step (one event per step, the reference); `workers`: processes
+    that simulate independent replicas side by side (simulator.core.parallel): an int, or "auto" (the
+    cores, at most 8, for runs of ≥ 50,000 requests on ≥ 2 replicas; one process otherwise).
+    `executor`: where the replicas run (simulator.distributed), as `draftsim sweep --executor` names it —
+    `local` (this machine, `workers` processes), `local-dask` (a Dask LocalCluster of `workers` processes)
+    or `dask://HOST:PORT` / `tcp://HOST:PORT` (a running Dask scheduler). `load_sync_s`: under a Dask
+    executor, routers that read replica loads (least_outstanding, join_shortest_queue) see the loads as
+    of the last synchronisation, every `load_sync_s` seconds of simulated time, plus the requests they
+    sent since (0: at every arrival, which is exact)."""
 
     step_mode: Literal["bulk", "step"] = "bulk"
     workers: Union[Literal["auto"], int] = "auto"
+    executor: str = "local"
+    load_sync_s: float | None = Field(None, ge=0.0, allow_inf_nan=False)
+
+    @field_validator("executor")
+    @classmethod
+    def _executor(cls, value: str) -> str:
+        if value in ("local", "local-dask") or (value.startswith(("dask://", "tcp://")) and value.count(":") == 2):
+            return value
+        raise ValueError(f"local, local-dask, dask://HOST:PORT or tcp://HOST:PORT; got {value!r}")
 
     @field_validator("workers", mode="before")
     @classmethod

@@ -1,6 +1,6 @@
 """Worker processes die with the process that started them.
 
-A sweep's or plan's pool workers (simulator.workflows.sweep.executors) and a run's replica workers
+A sweep's or plan's pool workers (simulator.distributed.executors) and a run's replica workers
 (simulator.core.parallel) are children of the `draftsim` process. When that process ends normally it
 stops them; when it is killed outright (`kill -9`, the OOM killer) nothing runs in it any more, and
 without this each worker kept simulating its point for minutes, holding hundreds of MB.

@@ -377,13 +377,16 @@ def _not_joined(running, members) -> list[int]:
 
 
 def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | None = None, *,
-              horizon_s: float | None = None, stop_at_finish: bool = False) -> BulkPlan | None:
+              horizon_s: float | None = None, stop_at_finish: bool = False, until_s: float = math.inf
+              ) -> BulkPlan | None:
     """Plan decode steps of replica `rep` from `now_s`; None when the very next step needs preemption.
     stop_at_arrival: end at the first step boundary at or after `next_arrival_s` (default: only when the
     waiting queue is empty; a disaggregated decode replica, whose arrivals are KV transfers that join
     the batch directly, always stops there). `horizon_s`: when the next arrival is not known ahead
     (routing at arrival time) the bulk also ends at the first boundary at or after this guess, and is
-    cut (`BulkPlan.cut`) if an arrival comes first. stop_at_finish: end at the first finish."""
+    cut (`BulkPlan.cut`) if an arrival comes first. stop_at_finish: end at the first finish. `until_s`: the
+    end of the arrivals known (simulator.core.timeline.OwnArrivals): end at the first boundary at or after
+    it whatever else (a prefix of a bulk is a bulk, so this never changes results)."""
     prof = rep.profile
     if len(prof.members) < len(rep.running):
         prof.join(_not_joined(rep.running, prof.members))
@@ -393,6 +396,8 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     stop_s = next_arrival_s if stop_at_arrival else math.inf
     if stop_at_arrival and horizon_s is not None and horizon_s < stop_s:
         stop_s = horizon_s
+    if until_s < stop_s:
+        stop_s = until_s
     k = prof.k
     last = prof.finishes[0][0] if blocked_head or stop_at_finish else prof.last_finish
     n_max = min(last - k + 1, MAX_BULK_STEPS)

@@ -28,16 +28,23 @@ from simulator.core.bulk import apply_bulk, plan_bulk
 from simulator.core.pauses import sleep_until_resume
 
 IDLE = None  # yielded by a replica with nothing to do and no known arrival: the driver wakes it
+SUSPEND = "suspend"   # yielded at the end of the arrivals known so far (`OwnArrivals.until_s`): resume after `extend`
 _NO_TIMES = np.zeros(0)
 
 
 class OwnArrivals:
     """The requests routed ahead of time to one replica, in arrival order, and a cursor. Held as Python
     lists (read one or two at a time on the hot path, where a NumPy scalar read costs more than the work),
-    with an infinite arrival time after the last."""
+    with a sentinel after the last: its time is `until_s`, the end of what is known.
 
-    def __init__(self, ids: np.ndarray, arrival_s: np.ndarray):
-        self.ids, self.times, self.pos = ids.tolist(), arrival_s.tolist() + [math.inf], 0
+    `until_s` is infinite when every arrival is known (the independent driver). A driver that learns
+    arrivals window by window (simulator.distributed: routers that read loads, synchronised every Δt)
+    knows those before `until_s` only: the replica then runs no step that starts at or after `until_s`
+    and yields `SUSPEND` there, until `extend` brings the next window's arrivals."""
+
+    def __init__(self, ids: np.ndarray, arrival_s: np.ndarray, until_s: float = math.inf):
+        self.ids, self.times, self.pos = ids.tolist(), arrival_s.tolist() + [until_s], 0
+        self.until_s = until_s
 
     def next_s(self) -> float:
         return self.times[self.pos]
@@ -47,9 +54,15 @@ class OwnArrivals:
         boundary is seen by the step formed there)."""
         pos = self.pos
         if self.times[pos] <= now_s:
-            end = bisect_right(self.times, now_s, pos)
+            end = min(bisect_right(self.times, now_s, pos), len(self.ids))
             waiting.extend(self.ids[pos:end])
             self.pos = end
+
+    def extend(self, ids: list[int], times: list[float], until_s: float) -> None:
+        """The next window's arrivals (all at or after the old `until_s`, before the new one)."""
+        self.ids.extend(ids)
+        self.times[-1:] = [*times, until_s]
+        self.until_s = until_s
 
 
 class PoolSide:
@@ -98,6 +111,9 @@ def replica_timeline(rep, ctl: TimelineControls):
     paused = rep.paused   # simulator.core.pauses.PausedRequests, or None (no request ever pauses)
     while True:
         if arrivals is not None:
+            if rep.clock_s >= arrivals.until_s:   # a step formed now could see arrivals not known yet
+                yield SUSPEND
+                continue
             arrivals.take(rep.waiting, rep.clock_s)
         side.boundary(rep)
         if paused is not None:
@@ -115,6 +131,8 @@ def replica_timeline(rep, ctl: TimelineControls):
                 if arrivals is not None:
                     return
                 yield IDLE
+            elif arrivals is not None and nxt >= arrivals.until_s:   # idle until the next window is known
+                yield SUSPEND
             else:
                 yield nxt
                 rep.clock_s = max(rep.clock_s, nxt)
@@ -123,7 +141,8 @@ def replica_timeline(rep, ctl: TimelineControls):
         plan = None
         if ctl.bulk and rep.bulk_ready():
             if arrivals is not None:
-                plan = plan_bulk(rep, start_s, arrivals.next_s(), stop_at_finish=ctl.stop_at_finish)
+                plan = plan_bulk(rep, start_s, arrivals.next_s(), stop_at_finish=ctl.stop_at_finish,
+                                 until_s=arrivals.until_s)
             else:
                 plan = plan_bulk(rep, start_s, side.pending_s(rep), side.stop_at_arrival,
                                  horizon_s=ctl.horizon_s(rep, start_s), stop_at_finish=ctl.stop_at_finish)

@@ -87,7 +87,7 @@ def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, p
     """DES results for the chosen candidates (one row each, DES metrics prefixed ``des_``); `progress`, if
     given, is called with a line as each run finishes; runs found in `cache` are not simulated again."""
     from simulator.workflows.plan.config import Candidate
-    from simulator.workflows.sweep.executors import make_executor
+    from simulator.distributed.executors import make_executor
 
     fields = Candidate.__dataclass_fields__
     tasks, keys, results, work = [], {}, {}, {}
@@ -188,7 +188,7 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
             progress(f"[{time.perf_counter() - t0:6.1f} s] {line}")
 
     from simulator.results.outputs import check_output_dir
-    from simulator.workflows.sweep.executors import make_executor
+    from simulator.distributed.executors import make_executor
 
     spec, base_dir = load_plan(plan)
     out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name

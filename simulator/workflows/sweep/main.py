@@ -11,7 +11,7 @@ Python API::
     result.frame        # the same rows, from a sweep file into a resumable store
 
 See :mod:`simulator.workflows.sweep.config` for the file format, :mod:`simulator.workflows.sweep.store` for the store and its
-crash safety, :mod:`simulator.workflows.sweep.executors` for executors. A point whose scenario fails when it is built
+crash safety, :mod:`simulator.distributed.executors` for executors. A point whose scenario fails when it is built
 (e.g. the model does not fit in memory at that parallelism) is stored with ``status = "invalid"`` and the
 one-line reason in ``error``; it counts as finished.
 """
@@ -28,7 +28,7 @@ import pandas as pd
 
 from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
-from simulator.workflows.sweep.executors import EXECUTORS, SCHEMES, make_executor
+from simulator.distributed.executors import EXECUTORS, SCHEMES, make_executor
 from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, check_key, expand,
                                              expand_points, load_sweep)
 from simulator.workflows.sweep.store import SweepStore, open_store

@@ -175,3 +175,22 @@ def test_cli_exit_2_with_one_line_for_a_pool_that_does_not_fit(tmp_path, capsys)
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "cluster.disaggregation.prefill.parallelism" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_drafter_kv_that_cannot_split_as_handed_off_is_refused_before_the_run():
+    """(found by tests/test_fuzz_scenarios.py: a cascade's inner draft model of 14 heads shipped to a tp=8 decode
+    pool raised mid-run)"""
+    import yaml
+
+    from simulator.api import prepare
+    from simulator.errors import ScenarioError
+    data = yaml.safe_load("""
+    workload: {arrival: {process: poisson, qps: 1.9}, prompt_tokens: {kind: fixed, value: 427},
+               output_tokens: {kind: fixed, value: 64}, num_requests: 4}
+    cluster: {hardware: a100-40gb, model: llama-2-13b,
+              disaggregation: {prefill: {replicas: 1}, decode: {replicas: 1, parallelism: {tp: 8}}}}
+    drafter: {kind: cascade, stages: [{tokens: 4, model: llama-68m, inner_gamma: 3, inner_alpha: 0.68,
+                                       inner_model: qwen2.5-coder-0.5b}, {tokens: 2}]}
+    """)
+    with pytest.raises(ScenarioError, match=r"^cluster\.disaggregation\.decode\.parallelism\.tp: .*num_heads=14"):
+        prepare(data)

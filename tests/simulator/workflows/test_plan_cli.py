@@ -139,7 +139,7 @@ def test_confirmations_start_longest_first_and_the_ranking_does_not_depend_on_it
 
     frames = []
     for reverse in (False, True):
-        monkeypatch.setattr("simulator.workflows.sweep.executors.make_executor",
+        monkeypatch.setattr("simulator.distributed.executors.make_executor",
                             lambda executor, workers, reverse=reverse: Recorder(reverse))
         frames.append(plan_main.confirm(spec, chosen, base_dir, "serial", 1))
     order = [chosen.loc[int(key)] for key in handed[0]]

@@ -68,7 +68,7 @@ def _kill_parent_and_watch(cmd: list[str], cwd: Path, want: int, timeout_s: floa
 def test_pool_workers_die_when_their_parent_is_killed(tmp_path):
     script = textwrap.dedent("""
         import time
-        from simulator.workflows.sweep.executors import make_executor
+        from simulator.distributed.executors import make_executor
         with make_executor("local", 2) as pool:
             for _ in pool.imap_unordered(time.sleep, [60] * 4):
                 pass

@@ -1,4 +1,5 @@
-"""Where sweep points run: a registry of executors, chosen by `--executor`.
+"""Where work runs: a registry of executors, chosen by `--executor` — a sweep's or a plan's points, and the
+replica groups of one run (`simulation.executor`, simulator.distributed: the Dask ones).
 
 - ``local`` (default): a process pool on this machine (``--workers``, default: all cores).
 - ``serial``: one after another in this process (debugging, tiny sweeps).
@@ -83,19 +84,25 @@ class ProcessExecutor:
 
 
 class DaskExecutor:
-    """Runs tasks on a dask.distributed Client (given, or connected to `address`, or a LocalCluster)."""
+    """Runs tasks on a dask.distributed Client (given, or connected to `address`, or a LocalCluster).
+    `client` is the open Client (simulator.distributed submits a run's replica groups to it); `field`
+    names the setting in errors (`--executor`, or `simulation.executor` for a run)."""
 
-    def __init__(self, client=None, address: str | None = None, workers: int | None = None):
-        self._client, self._address, self._workers = client, address, workers
+    def __init__(self, client=None, address: str | None = None, workers: int | None = None, field: str = FIELD):
+        self._client, self._address, self._workers, self._field = client, address, workers, field
         self._own: list[Any] = []
+
+    @property
+    def client(self):
+        return self._client
 
     def __enter__(self):
         if self._client is None:
             try:
                 from distributed import Client, LocalCluster
             except ImportError:
-                raise ScenarioError(FIELD, "the Dask executors need dask[distributed]: "
-                                           "pip install 'draftsim[dask]'") from None
+                raise ScenarioError(self._field, "the Dask executors need dask[distributed]: "
+                                                 "pip install 'draftsim[dask]'") from None
             if self._address is None:
                 cluster = LocalCluster(n_workers=self._workers, threads_per_worker=1, processes=True,
                                        dashboard_address=None)
@@ -105,8 +112,8 @@ class DaskExecutor:
                 try:
                     self._client = Client(self._address, timeout="10s")
                 except OSError as exc:
-                    raise ScenarioError(FIELD, f"cannot reach the Dask scheduler at {self._address}: "
-                                               f"{exc}") from None
+                    raise ScenarioError(self._field, f"cannot reach the Dask scheduler at {self._address}: "
+                                                     f"{exc}") from None
             self._own.insert(0, self._client)
         return self
 
@@ -142,6 +149,17 @@ SCHEMES: dict[str, Callable[[str, int | None], Any]] = {
     "dask://": lambda url, workers: DaskExecutor(address="tcp://" + url[len("dask://"):]),
     "tcp://": lambda url, workers: DaskExecutor(address=url),
 }
+
+
+def dask_executor(spec: str, workers: int | None = None, field: str = FIELD) -> DaskExecutor:
+    """The Dask executor `spec` names (local-dask, dask://HOST:PORT, tcp://HOST:PORT), with the settings
+    `draftsim sweep` uses for it; errors name `field`."""
+    if spec == "local-dask":
+        return DaskExecutor(workers=_default_workers(workers), field=field)
+    for prefix in ("dask://", "tcp://"):
+        if spec.startswith(prefix) and len(spec) > len(prefix):
+            return DaskExecutor(address="tcp://" + spec[len(prefix):], field=field)
+    raise ScenarioError(field, f"not a Dask executor: {spec!r}; allowed: local-dask, dask://HOST:PORT, tcp://HOST:PORT")
 
 
 def make_executor(spec: str | Any = "local", workers: int | None = None):

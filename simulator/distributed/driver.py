@@ -1,0 +1,246 @@
+"""The driver of a distributed run: it holds the run's request table, routes, sends replica groups to the
+Dask workers and merges what they send back (module docstring of simulator.distributed)."""
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from simulator.core.parallel import split_work, state_arrays
+from simulator.core.state import DROP_EXCEEDS_KV
+from simulator.distributed.group import GroupSpec, WindowedGroup, run_group
+from simulator.errors import ScenarioError
+
+FIELD = "simulation.executor"
+SYNC = "simulation.load_sync_s"
+GROUP_REQUESTS = 250_000   # requests per task at most (a worker's memory: ~0.5 kB per request of its task)
+TASKS_PER_WORKER = 4       # tasks per worker at least (balance, and results streaming back while others run)
+
+
+def is_distributed(scenario) -> bool:
+    return scenario.simulation.executor != "local"
+
+
+def open_executor(scenario):
+    """The Dask executor of `simulation.executor` (the settings `draftsim sweep --executor` uses), not yet
+    entered: `with open_executor(s) as ex:` connects (or starts a LocalCluster of `simulation.workers`
+    processes, default the cores) and fails with one line naming the field when the scheduler cannot be
+    reached."""
+    from simulator.distributed.executors import dask_executor
+    workers = scenario.simulation.workers
+    return dask_executor(scenario.simulation.executor, None if workers == "auto" else int(workers), field=FIELD)
+
+
+def check_distributable(scenario) -> None:
+    """What a distributed run refuses, before any work (one line naming the field)."""
+    cl = scenario.cluster
+    refused = [("cluster.disaggregation", cl.disaggregation is not None,
+                "disaggregated pools hand requests to each other at every step"),
+               ("workload.arrival.process", scenario.workload.arrival.process == "closed_loop",
+                "a closed loop sends each request when another one finishes, anywhere in the cluster"),
+               ("retrieval", scenario.retrieval is not None, "the replicas share one knowledge base"),
+               ("policy.kind", scenario.policy.kind != "fixed", "a control policy keeps state the summary reads"),
+               ("cluster.kv_cache.prefix_caching", cl.kv_cache.prefix_caching,
+                "prefix caches keep counters the summary reads (and prefix_aware routing reads the caches)"),
+               ("cluster.kv_cache.host_memory_gib", cl.kv_cache.host_memory_gib > 0,
+                "host-memory tiers keep counters the summary reads")]
+    for field, present, why in refused:
+        if present:
+            raise ScenarioError(FIELD, f"{scenario.simulation.executor} cannot run this scenario ({field}: {why}); "
+                                       "allowed with it: colocated, open-loop clusters without those; use "
+                                       "simulation.executor: local")
+    from simulator.core.routers import ROUTERS
+    router = ROUTERS.get(cl.router)
+    if router is not None and not router.stateless:
+        if scenario.simulation.load_sync_s is None:
+            raise ScenarioError(SYNC, f"cluster.router {cl.router!r} reads replica loads; a distributed run "
+                                      "synchronises them every load_sync_s seconds of simulated time (0: at "
+                                      "every arrival, exact; larger: faster, approximate) — set it")
+        if scenario.workload.parallel_samples > 1:
+            raise ScenarioError(FIELD, f"cluster.router {cl.router!r} with workload.parallel_samples > 1 runs in one "
+                                       "process only; use simulation.executor: local")
+
+
+def simulate_distributed(cluster, executor, *, base_dir, step_mode: str, progress=None) -> float:
+    """Run the prepared `cluster` on the executor's Dask workers and write what they did into its request
+    columns, step log and replicas (as one process would); returns the simulated end time."""
+    scenario = cluster.scenario
+    check_distributable(scenario)
+    reps = cluster.pools[0].replicas
+    if not all(rep.parallel_safe for rep in reps):
+        raise ScenarioError(FIELD, "these replicas keep state the summary reads (a control policy, KV tiers or "
+                                   "pauses); use simulation.executor: local")
+    run = _Run(cluster, executor.client, str(base_dir), step_mode, progress)
+    if cluster.pools[0].router.stateless:
+        run.routed_ahead()
+    else:
+        run.windowed(float(scenario.simulation.load_sync_s))
+    s = cluster.state
+    last_arrival = float(s.arrival_s[-1]) if s.n else 0.0
+    return max([last_arrival] + [rep.clock_s for rep in reps])
+
+
+class _Run:
+    def __init__(self, cluster, client, base_dir: str, step_mode: str, progress):
+        self.cluster, self.client, self.progress = cluster, client, progress
+        self.state = cluster.state
+        self.reps = cluster.pools[0].replicas
+        window_start = float(cluster.table.arrival_s.min()) if len(cluster.table) else 0.0
+        self.spec = lambda replicas: GroupSpec(cluster.scenario, base_dir, tuple(replicas), len(self.reps),
+                                               window_start, step_mode)
+        self.workers = max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
+
+    def _count(self, k: int) -> None:
+        if self.progress is not None and k:
+            self.progress(int(k))
+
+    def _columns(self, ids: np.ndarray) -> dict:
+        s = self.state
+        return {"ids": ids, "arrival_s": s.arrival_s[ids], "prompt": s.prompt[ids], "output": s.output[ids],
+                "replica": s.replica[ids]}
+
+    def _fits(self, ids: np.ndarray) -> np.ndarray:
+        """Mark requests dropped before the run or too long for a replica's KV (as the one-process engines
+        do); returns the others."""
+        s = self.state
+        before = s.dropped[ids]
+        self._count(int(before.sum()))
+        ids = ids[~before]
+        fits = self.reps[0].fits(ids) if len(ids) else np.zeros(0, dtype=bool)
+        bad = ids[~fits]
+        s.dropped[bad] = True
+        s.drop_reason[bad] = DROP_EXCEEDS_KV
+        self._count(len(bad))
+        return ids[fits]
+
+    # ---- routers that route ahead: one task per group, exact ---------------------------------------
+    def routed_ahead(self) -> None:
+        from distributed import as_completed
+        s = self.state
+        ok = self._fits(np.arange(s.n))
+        choice = self.cluster.pools[0].router.assign(len(ok))
+        s.replica[ok] = choice
+        order = np.argsort(choice, kind="stable")
+        mine = np.split(ok[order], np.cumsum(np.bincount(choice, minlength=len(self.reps)))[:-1])
+        groups = min(len(self.reps), max(TASKS_PER_WORKER * self.workers, -(-len(ok) // GROUP_REQUESTS)))
+        parts = split_work(list(zip(self.reps, mine)), groups)
+        futures = {}
+        for pairs in parts:
+            ids = np.sort(np.concatenate([ids for _, ids in pairs])) if pairs else np.zeros(0, dtype=np.int64)
+            # the columns travel in the task itself (not scattered to a worker that may die): the scheduler keeps
+            # them, so a task whose worker died is rerun elsewhere
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*[Ll]arge graph.*")
+                future = self.client.submit(run_group, self.spec([rep.index for rep, _ in pairs]), self._columns(ids),
+                                            pure=False)
+            futures[future] = [rep.index for rep, _ in pairs]
+        try:
+            for future in as_completed(list(futures)):
+                result = _received(future, futures[future])
+                self._merge(result)
+                self._count(len(result["ids"]))
+                del result
+        finally:
+            for future in futures:
+                future.cancel()
+
+    # ---- routers that read loads: windows of load_sync_s, an actor per worker ----------------------
+    def windowed(self, sync_s: float) -> None:
+        s = self.state
+        router = self.cluster.pools[0].router
+        n = len(self.reps)
+        parts = [list(range(n))[g::self.workers] for g in range(min(self.workers, n))]
+        actors, owner = [], np.zeros(n, dtype=np.int64)
+        for g, part in enumerate(parts):
+            actors.append(self.client.submit(WindowedGroup, self.spec(part), actor=True, pure=False).result())
+            owner[part] = g
+        routed = np.zeros(n, dtype=np.int64)       # requests routed to each replica so far
+        finished = np.zeros(n, dtype=np.int64)     # of which finished before the window's start
+        queued = np.zeros(n, dtype=np.int64)       # waiting there at the window's start
+        no_queues = np.zeros(n, dtype=np.int64)
+        starts, bounds = sync_windows(s.arrival_s, sync_s)
+        for w in range(len(starts)):
+            sent = np.zeros(n, dtype=np.int64)
+            ok = self._fits(np.arange(bounds[w], bounds[w + 1]))
+            for r in ok.tolist():
+                outstanding = routed - finished + sent
+                idx = router.choose(outstanding, queued + sent if router.needs_queued else no_queues)
+                s.replica[r] = idx
+                sent[idx] += 1
+            routed += sent
+            until = float(starts[w + 1]) if w + 1 < len(starts) else math.inf
+            finished, queued = self._advance(actors, owner, ok, until)
+        for g, actor in enumerate(actors):
+            self._merge(_checked(actor.result().result(), parts[g]))
+
+    def _advance(self, actors, owner: np.ndarray, ids: np.ndarray, until_s: float):
+        """Send each actor its replicas' new requests and the window's end; (finished before it, waiting
+        there) per replica."""
+        s = self.state
+        group = owner[s.replica[ids]] if len(ids) else np.zeros(0, dtype=np.int64)
+        calls = [actor.advance(self._columns(ids[group == g]), until_s) for g, actor in enumerate(actors)]
+        finished = np.zeros(len(owner), dtype=np.int64)
+        queued = np.zeros(len(owner), dtype=np.int64)
+        for g, call in enumerate(calls):
+            loads = _checked(call.result(), None)
+            members = np.flatnonzero(owner == g)
+            finished[members] = loads["finished"]
+            queued[members] = loads["queued"]
+            self._count(loads["new"])
+        return finished, queued
+
+    # ---- merging -------------------------------------------------------------------------------------
+    def _merge(self, result: dict) -> None:
+        arrays = state_arrays(self.state)
+        ids = result["ids"]
+        for name, values in result["state"].items():
+            arrays[name][ids] = values
+        for index, clock_s in zip(result["replicas"], result["clocks"]):
+            self.reps[index].clock_s = clock_s
+        self.cluster.log.merge_part(result["log"])
+        self.cluster.pools[0].kind.latency.merge_usage(result["latency"])
+
+
+def sync_windows(arrival_s: np.ndarray, sync_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """The synchronisation windows of a run's arrivals: their starts (the points where loads are read) and
+    the first request of each (with the request count appended). Windows lie on a grid of sync_s from the
+    first arrival, [t0 + k·sync_s, t0 + (k + 1)·sync_s), those without requests skipped; sync_s 0: one
+    window per distinct arrival time, starting there (loads read at every arrival: exact)."""
+    if not len(arrival_s):
+        return np.zeros(0), np.zeros(1, dtype=np.int64)
+    t0 = float(arrival_s[0])
+    if sync_s == 0:
+        index = arrival_s
+    else:
+        index = np.floor((arrival_s - t0) / sync_s)
+    first = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    starts = arrival_s[first] if sync_s == 0 else t0 + index[first] * sync_s
+    return np.asarray(starts, dtype=np.float64), np.r_[first, len(arrival_s)].astype(np.int64)
+
+
+def _checked(result: dict, replicas) -> dict:
+    if "error" in result:
+        field, message = result["error"]
+        raise ScenarioError(field, f"(on a Dask worker) {message}")
+    if "traceback" in result:
+        where = f" simulating replicas {replicas[0]}–{replicas[-1]}" if replicas else ""
+        raise RuntimeError(f"a Dask worker failed{where}:\n" + result["traceback"])
+    return result
+
+
+def _received(future, replicas: list[int]) -> dict:
+    """A task's result; a worker that died more often than Dask retries (`distributed.scheduler.
+    allowed-failures`) is one line naming the executor."""
+    try:
+        result = future.result()
+    except Exception as exc:   # noqa: BLE001 — Dask's KilledWorker and lost-connection errors
+        name = type(exc).__name__
+        if name in ("KilledWorker", "CommClosedError", "FutureCancelledError", "CancelledError") \
+                or isinstance(exc, OSError):
+            raise ScenarioError(FIELD, f"a Dask worker died while simulating replicas {replicas[0]}–{replicas[-1]} "
+                                       f"({name}: {str(exc).splitlines()[0] if str(exc) else 'no detail'}); "
+                                       "nothing was written") from None
+        raise
+    return _checked(result, replicas)

@@ -1,0 +1,159 @@
+"""One simulation on a Dask cluster (simulator.distributed), against the same run in one process.
+
+- routers that route ahead (round_robin): requests, steps (every `outputs.steps` mode) and summary
+  byte-identical, with and without speculation (the groups' local request rows give the acceptance model
+  their run-wide ids);
+- routers that read loads at `load_sync_s: 0` (synchronised at every arrival): requests and steps
+  byte-identical (the summary too, but for the count of distinct op shapes the one-process driver priced:
+  it prices steps of bulks it later cuts at arrivals);
+- at a window longer than the run the router sees only its own sends: least_outstanding then balances the
+  request counts exactly — the approximation at its extreme;
+- a worker killed mid-run is retried by Dask and the outputs stay identical (a resumed run);
+- bad input (an unreachable scheduler, a scenario a distributed run refuses, a load-reading router without
+  load_sync_s): one line naming the field, exit 2, nothing written.
+The test cluster is a Dask LocalCluster of 2 worker processes on this machine, reached by its address.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import simulator
+from contract import assert_one_line, run_cli, snapshot
+from sim_helpers import merge, scenario
+
+distributed = pytest.importorskip("distributed")
+
+SPEC = {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+        "acceptance": {"kind": "constant", "alpha": 0.7}}
+
+
+@pytest.fixture(scope="module")
+def address():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    try:
+        yield cluster.scheduler_address
+    finally:
+        cluster.close()
+
+
+def fleet(steps: str = "full", spec: bool = False, router: str = "round_robin", requests: int = 400,
+          qps: float = 30.0, **extra) -> dict:
+    return scenario(cluster={"replicas": 6, "router": router},
+                    workload={"arrival": {"qps": qps}, "num_requests": requests},
+                    outputs={"steps": steps, "plots": False}, **(SPEC if spec else {}), **extra)
+
+
+def on(data: dict, address: str, **simulation) -> dict:
+    return merge(data, {"simulation": {"executor": address, **simulation}})
+
+
+def assert_same(one, other, *, summary: bool = True) -> None:
+    pd.testing.assert_frame_equal(one.requests, other.requests)
+    pd.testing.assert_frame_equal(one.steps, other.steps)
+    if summary:
+        assert json.dumps(one.summary, default=str, sort_keys=True) == json.dumps(other.summary, default=str,
+                                                                                  sort_keys=True)
+
+
+@pytest.mark.parametrize("spec", [False, True], ids=["plain", "spec"])
+@pytest.mark.parametrize("steps", ["full", "sampled", "aggregate"])
+def test_round_robin_is_byte_identical_to_one_process(address, steps, spec):
+    data = fleet(steps, spec)
+    one = simulator.run(merge(data, {"simulation": {"workers": 1}}))
+    dist = simulator.run(on(data, address))
+    assert one.requests.replica.nunique() == 6 and one.summary["requests_finished"] == 400
+    assert_same(one, dist)
+    assert "load_sync_s" not in dist.summary
+
+
+def test_progress_counts_every_request(address):
+    counted = []
+    result = simulator.run(on(fleet("aggregate"), address), progress=counted.append)
+    assert sum(counted) == len(result.requests) == 400
+
+
+@pytest.mark.parametrize("router", ["least_outstanding", "join_shortest_queue"])
+def test_load_reading_routers_synchronised_at_every_arrival_are_exact(address, router):
+    data = fleet("full", True, router)
+    one = simulator.run(data)
+    dist = simulator.run(on(data, address, load_sync_s=0))
+    assert_same(one, dist, summary=False)
+    assert dist.summary.pop("load_sync_s") == 0
+    for key in one.summary:   # all but the distinct op shapes priced (bulks the one-process driver cut)
+        if key != "latency_source":
+            assert json.dumps(one.summary[key], default=str) == json.dumps(dist.summary[key], default=str), key
+
+
+def test_a_window_longer_than_the_run_routes_by_own_sends_only(address):
+    dist = simulator.run(on(fleet("aggregate", router="least_outstanding"), address, load_sync_s=1e6))
+    counts = np.bincount(dist.requests.replica.to_numpy(), minlength=6)
+    assert counts.max() - counts.min() <= 1          # the router saw no finish: it balanced its own sends
+    one = simulator.run(fleet("aggregate", router="least_outstanding"))
+    one_counts = np.bincount(one.requests.replica.to_numpy(), minlength=6)
+    assert one_counts.max() - one_counts.min() > 1   # (with finishes seen, loads steer it elsewhere)
+    assert dist.summary["requests_finished"] == 400 and dist.summary["load_sync_s"] == 1e6
+
+
+def test_a_worker_killed_mid_run_is_retried_with_the_same_outputs(address):
+    data = fleet("aggregate", requests=3000, qps=60.0)
+    one = simulator.run(merge(data, {"simulation": {"workers": 1}}))
+    client = distributed.Client(address)
+    killed = []
+
+    def kill_one_busy_worker():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            busy = [w for w, tasks in client.processing().items() if tasks]
+            if busy:
+                killed.append(busy[0])
+                try:
+                    client.run(os._exit, 1, workers=busy[:1])
+                except Exception:   # noqa: BLE001 — the worker dies without answering
+                    pass
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=kill_one_busy_worker, daemon=True)
+    thread.start()
+    try:
+        dist = simulator.run(on(data, address))
+    finally:
+        thread.join(timeout=130)
+        client.close()
+    assert killed, "no worker was busy long enough to be killed"
+    assert_same(one, dist)
+
+
+def test_an_unreachable_scheduler_is_one_line_and_nothing_written(tmp_path):
+    code, err, out = run_cli(tmp_path, fleet(), "--executor", "tcp://127.0.0.1:1")
+    assert code == 2
+    assert_one_line(err, "simulation.executor")
+    assert "cannot reach the Dask scheduler" in err and not out.exists()
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"cluster": {"replicas": 2, "router": "least_outstanding"}}, "simulation.load_sync_s"),
+    ({"cluster": {"kv_cache": {"prefix_caching": True}}}, "simulation.executor"),
+    ({"workload": {"arrival": None}}, "simulation.executor"),   # (a closed loop: below)
+])
+def test_what_a_distributed_run_refuses_is_one_line_before_any_work(tmp_path, extra, field):
+    data = merge(fleet(), extra)
+    if data["workload"]["arrival"] is None:
+        data["workload"]["arrival"] = {"process": "closed_loop", "concurrency": 4}
+    code, err, out = run_cli(tmp_path, data, "--executor", "tcp://127.0.0.1:1")
+    assert code == 2
+    assert_one_line(err, field)
+    assert "cannot reach" not in err      # refused before connecting
+    assert set(snapshot(tmp_path)) == {"s.yaml"}
+
+
+def test_executor_names_are_checked(tmp_path):
+    code, err, _ = run_cli(tmp_path, fleet(), "--executor", "dask:/nowhere")
+    assert code == 2
+    assert_one_line(err, "simulation.executor")
