@@ -52,3 +52,18 @@ def test_simulated_speedup_is_big_on_code_edits_and_none_on_chat():
     assert table[("code_edit", "suffix")] > 1.2
     assert table[("chat (ShareGPT)", "suffix")] < 1.1
     assert table[("code_edit", "suffix")] > table[("chat (ShareGPT)", "suffix")] + 0.2
+
+
+@pytest.mark.parametrize("corpus, fingerprint", [
+    ("sessions-qwen2.5-coder-0.5b", "d96da967dc420c174260228d6f51f0cf3f299ec920fc83870e53a36aa4ec5f07"),
+    ("sessions-sharegpt", "aaf3a457a4a90701e5afee9f02f579506302ae365c4ad1c6fbaedc8d6386d02b"),
+])
+def test_shipped_corpora_match_their_fingerprints(corpus, fingerprint):
+    """The token content of each shipped corpus is the one its README, metadata and walks name."""
+    import pandas as pd
+    from profiles.acceptance.sessions import fingerprint as of, load_sessions
+    frame = load_sessions(SESSIONS / f"{corpus}.parquet")
+    assert of(frame) == frame.attrs["meta"]["fingerprint"] == fingerprint
+    walks = pd.read_parquet(SESSIONS / f"{corpus}.walks.parquet")
+    assert set(walks["corpus_fingerprint"]) == {fingerprint}
+    assert json.loads((SESSIONS / f"{corpus}.summary.json").read_text())["fingerprint"] == fingerprint
