@@ -133,6 +133,21 @@ def test_eager_overhead_grows_with_the_kernel_count_of_the_op_graph():
     assert graphs.wall_seconds(device, 0, 0, 1, 1, more) < e.wall_seconds(device, 0, 0, 1, 1, more)
 
 
+def test_vllm_before_0_2_6_runs_every_pass_eagerly_and_synchronously():
+    """vLLM got CUDA graphs with PR #1926 (first in v0.2.6): v0.2.3 (DistServe's baseline) issues every pass
+    kernel by kernel and runs its steps synchronously; v0.2.6 replays V0's decode graphs."""
+    old = build_engine(EngineSettings("vllm", "0.2.3"))
+    assert old.graphs.mode == "none" and old.overlap is False
+    assert old.launch(0, 8, 1).kind == EAGER and old.launch(512, 0, 1).kind == EAGER
+    v0 = build_engine(EngineSettings("vllm", "0.2.6"))
+    assert v0.launch(0, 5, 1).kind == FULL and v0.launch(0, 5, 1).tokens == 8 and v0.launch(512, 0, 1).kind == EAGER
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(scenario(workload={"num_requests": 5}, cluster={"engine": {"version": "0.2.3",
+                                                                                  "cuda_graphs": "full"}}))
+    assert err.value.field == "cluster.engine.cuda_graphs" and "vllm 0.2.3 has no 'full'" in str(err.value)
+    assert "vllm 0.2.6..0.8.0" in str(err.value)
+
+
 def test_eager_mode_makes_a_small_model_host_bound_at_tp8():
     kw = dict(batch=8, context_tokens=512, scheduler={"max_batch_size": 256})
     eager = simulator.estimate_step("llama-3-8b", "h100-sxm", tp=8, engine={"cuda_graphs": "none"}, **kw)
@@ -215,7 +230,7 @@ def test_trtllm_one_model_drafting_has_no_host_step_of_its_own():
     ({"version": "0.9.0", "cuda_graphs": "full"}, "cluster.engine.cuda_graphs", ["vllm 0.11.0.."]),
     ({"version": "0.9.0", "async_scheduling": True}, "cluster.engine.async_scheduling", ["vllm >= 0.10.0"]),
     ({"graph_padding": False}, "cluster.engine.graph_padding", ["sglang >= 0.4.0", "trtllm >= 1.0.0"]),
-    ({"version": "0.2.0"}, "cluster.engine.version", ["0.5.0..0.8.0", "0.14.0.."]),
+    ({"version": "0.1.7"}, "cluster.engine.version", ["0.2.0..0.2.6", "0.2.6..0.8.0", "0.14.0.."]),
     ({"host_cpu": "pentium"}, "cluster.engine.host_cpu", ["h100-server"]),
 ])
 def test_a_flag_a_version_lacks_is_one_line_naming_the_flag_and_the_versions_that_have_it(engine, field, words):
