@@ -267,6 +267,45 @@ def test_refused_combinations_name_the_engine_its_version_and_the_field(framewor
     assert err.value.field == field and "\n" not in text and all(w in text for w in words), text
 
 
+SUFFIX = {"drafter": {"kind": "suffix"},
+          "acceptance": {"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}}
+DSD = {"drafter": {"kind": "eagle3", "gamma": 3},
+       "policy": {"kind": "vllm_dynamic", "schedule": [[1, 8, 3], [9, 64, 1]]}}
+
+
+@pytest.mark.parametrize("model,engine,extra,field,words", [
+    ("qwen2.5-coder-0.5b", {"framework": "sglang"}, SUFFIX, "drafter.kind", ["sglang", "no suffix decoding"]),
+    ("qwen2.5-coder-0.5b", {"framework": "trtllm"}, SUFFIX, "drafter.kind", ["trtllm", "no suffix decoding"]),
+    ("qwen2.5-coder-0.5b", {"version": "0.11.2"}, SUFFIX, "drafter.kind", ["vllm 0.11.2", "v0.12.0", "#25784"]),
+    ("llama-3.1-8b", {"version": "0.23.0"}, DSD, "policy.kind", ["vllm 0.23.0", "Dynamic SD", "v0.24.0"]),
+    ("llama-3.1-8b", {"framework": "sglang"}, DSD, "policy.kind", ["sglang", "Dynamic SD", "sglang_adaptive"]),
+    ("llama-3.1-8b", {"framework": "trtllm"}, DSD, "policy.kind", ["trtllm", "Dynamic SD", "trtllm_schedule"]),
+])
+def test_speculation_methods_an_engine_version_lacks_are_refused(model, engine, extra, field, words):
+    """Suffix decoding exists in vLLM from v0.12.0 only, in no SGLang or TensorRT-LLM release; vLLM's Dynamic SD
+    from v0.24.0 only (profiles.engine_time.support): one line naming the field, the engine and its version."""
+    data = scenario(workload={"num_requests": 5}, cluster={"model": model, "engine": engine}, **extra)
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    text = str(err.value)
+    assert err.value.field == field and "\n" not in text and all(w in text for w in words), text
+    ok = scenario(workload={"num_requests": 5}, cluster={"model": model, "engine": {"version": "0.24.0"}}, **extra)
+    assert simulator.run(ok).summary["requests_finished"] == 5     # the release that has it runs it
+
+
+def test_dynamic_sd_with_data_parallelism_is_refused_as_vllm_falls_back_to_static_k():
+    """vLLM turns Dynamic SD off when --data-parallel-size > 1 and drafts num_speculative_tokens every step
+    (docs/features/speculative_decoding/dynamic_speculative_decoding.md, Limitations): refused, naming policy
+    fixed, which is what vLLM runs."""
+    data = scenario(workload={"num_requests": 5}, drafter={"kind": "mtp", "gamma": 1},
+                    policy={"kind": "vllm_dynamic", "schedule": [[1, 8, 1], [9, 64, 0]]},
+                    cluster={"hardware": "h200", "model": "deepseek-v3", "dtype": "fp8",
+                             "parallelism": {"tp": 8, "ep": 16}, "engine": {"version": "0.24.0"}})
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    assert err.value.field == "policy.kind" and "data parallelism" in str(err.value) and "policy fixed" in str(err.value)
+
+
 def test_the_cli_refuses_a_missing_flag_with_exit_2_and_one_line(tmp_path, capsys):
     import yaml
     path = tmp_path / "s.yaml"
