@@ -188,6 +188,9 @@ CASES = [
      "7815557fb7fc6227", "2b5c5b67c11f42ce", "88b595b1b8d6a61e"),
     ("scenarios/fp4/deepseek_r1_nvfp4_b200.yaml", ["workload.num_requests=60"],
      "1bcf5415cbc5d391", "7899162e1367424b", "0d28178ff9ff9900"),
+    # added with issue 31's suffix decoding (walks of the real proposer through the shipped session corpus)
+    ("scenarios/speculation/suffix_code.yaml", ["workload.num_requests=60"],
+     "cd89f6ae44ed19e4", "f8e7a9c7a3e55753", "fdc05840951d01f2"),
 ]
 
 

@@ -60,20 +60,27 @@ def test_check_errors_are_the_reported_ones(profile):
 def test_decode_steps_agree_with_the_measured_tables_at_batch_1_to_256():
     pytest.importorskip("aiconfigurator_core")
     pytest.importorskip("pydantic")
+    from simulator.errors import ScenarioError
     from simulator.workflows.estimate import estimate_step
-    worst = 0.0
+    worst, refused = 0.0, set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for context in (512, 2048, 8192):
+        for context in (512, 2048, 8191):   # 8,191 + the new token: Llama-3-8B's whole 8k context
             for batch in (1, 2, 4, 8, 16, 32, 64, 128, 256):
                 kw = dict(batch=batch, context_tokens=context)
-                measured = estimate_step("llama-3-8b", "h100-sxm", latency={"source": "measured", "engine_time": False},
-                                         **kw)["kernel_seconds"]
+                try:
+                    measured = estimate_step("llama-3-8b", "h100-sxm",
+                                             latency={"source": "measured", "engine_time": False}, **kw)["kernel_seconds"]
+                except ScenarioError:   # the step's KV does not fit one H100 beside the weights
+                    refused.add((context, batch))
+                    continue
                 profiled = estimate_step("llama-3-8b", "h100-sxm", latency={"source": "profile", "profile_dir": str(H100),
                                                                             "engine_time": False}, **kw)["kernel_seconds"]
                 worst = max(worst, abs(profiled / measured - 1.0))
                 if (context, batch) == (2048, 32):
                     assert measured == pytest.approx(9.797e-3, rel=2e-3) and profiled == pytest.approx(9.369e-3, rel=2e-3)
+    # 131,072 KV bytes per token (32 layers x 8 KV heads x 128 x 2 x bf16) + 16.1 GB of weights > 80 GB:
+    assert refused == {(2048, 256), (8191, 64), (8191, 128), (8191, 256)}
     assert worst == pytest.approx(0.089, abs=2e-3)      # 8,192 context x 16 requests (README table)
     assert worst < 0.10
 
@@ -83,9 +90,8 @@ def test_estimate_with_a_gpu_profile_dir_shows_the_profile_that_priced_it():
     H100 profile (what `draftsim profile --device cuda` writes; the profiling itself needs a GPU)."""
     import subprocess
     import sys
-    from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[1]
+    from paths import REPO as repo
     done = subprocess.run([sys.executable, "-m", "simulator.cli", "estimate", "--model", "llama-3-8b", "--hardware",
                            "h100-sxm", "--batch", "32", "--context", "2048", "--source", "profile",
                            "--profile-dir", str(H100)], cwd=repo, capture_output=True, text=True, timeout=300,

@@ -136,7 +136,8 @@ def test_never_raises_on_any_op_kind_or_model(wiggly_model):
     seen = set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name in ("llama-68m", "qwen2.5-coder-1.5b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b", "gpt-oss-20b"):
+        for name in ("llama-68m", "qwen2.5-coder-1.5b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b", "gpt-oss-20b",
+                     "qwen3-next-80b-a3b", "nemotron-h-56b"):   # hybrids: gated DeltaNet, Mamba-2 + conv1d
             spec = get_model(name)
             for par in (Parallelism(), Parallelism(tp=2, pp=2)):
                 for op in step_ops(spec, shape, par, "fp32"):

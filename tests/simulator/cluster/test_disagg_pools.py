@@ -91,8 +91,10 @@ SMALL_DISAGG = {"cluster.model": "llama-2-7b", "cluster.hardware": "a100-80gb", 
 @pytest.mark.parametrize("extra", [
     {"drafter": "{kind: ngram, gamma: 3}", "speculation": "{kind: chain}",
      "acceptance": "{kind: constant, alpha: 0.6}"},
+    # alpha 0.8: at 0.6 SmartSpec's choice to speculate with a half-model layer-skip drafter is a knife edge
+    # (gamma 1 costs 12.0 ms per token against 11.8 ms without), which the engine's CUDA-graph padding tips
     {"drafter": "{kind: layer_skip, gamma: 3, layers_fraction: 0.5}", "speculation": "{kind: chain}",
-     "acceptance": "{kind: constant, alpha: 0.6}", "policy": "{kind: smartspec, max_gamma: 4}"},
+     "acceptance": "{kind: constant, alpha: 0.8}", "policy": "{kind: smartspec, max_gamma: 4}"},
     {"drafter": "{kind: draft_model, model: llama-68m, gamma: 3, placement: separate}",
      "speculation": "{kind: multidraft, n: 2}", "acceptance": "{kind: ranked, accept_probs: [0.6, 0.2]}"},
     {"drafter": "{kind: head, style: parallel, gamma: 3}",
