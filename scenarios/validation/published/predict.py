@@ -12,11 +12,13 @@ model) — nothing here is tuned to the points. What each kind runs:
 * `spec_speedup`, `spec_tpot`: two DES runs (with and without the drafter) of the same requests; the
   acceptance is the registry row the point names (`acceptance_entry`, profiles/data/acceptance_published:
   another engine's or paper's measurement of the same pair, converted to per-position rates by the
-  registry's stated rule). Points whose acceptance comes from the timed run itself are reported apart
-  (their acceptance is an outcome of the run being predicted).
+  registry's stated rule; `acceptance_first_alpha_entry`: α₁ from a second row, decayed to the first's
+  length). SGLang tree points (`tree_nodes`, `eagle_topk`) run SGLang's EAGLE tree with the row's accepted
+  path (simulator.speculation.published_tree). Points whose acceptance comes from the timed run itself are
+  reported apart (their acceptance is an outcome of the run being predicted).
 
 A point that cannot be predicted (model or GPU outside the catalog, a dataset whose lengths are not
-published, a tree whose shape is not given) raises `Unpredictable` with the reason.
+published, a tree whose top-k is not given) raises `Unpredictable` with the reason.
 """
 from __future__ import annotations
 
