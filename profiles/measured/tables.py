@@ -164,10 +164,9 @@ def dominant_source(frame: Columns) -> Columns:
 def most_measured_first(frame: Columns, name: str) -> list[str]:
     """Distinct values of a column, the most frequent first (ties: in order of first appearance)."""
     codes, labels = frame.codes(name)
-    counts = np.bincount(codes, minlength=len(labels))
-    present = np.flatnonzero(counts)
-    first = {int(c): i for i, c in reversed(list(enumerate(codes.tolist())))}
-    return [str(labels[c]) for c in sorted(present.tolist(), key=lambda c: (-counts[c], first[c]))]
+    present, first, counts = np.unique(codes, return_index=True, return_counts=True)
+    order = sorted(range(len(present)), key=lambda i: (-int(counts[i]), int(first[i])))
+    return [str(labels[present[i]]) for i in order]
 
 
 class GemmTables:

@@ -149,7 +149,7 @@ class Engine:
             if finished:
                 count_finished(len(finished))
 
-        ctl = TimelineControls(bulk=self.bulk, report=report)
+        ctl = TimelineControls(bulk=self.bulk, report=report, report_every_step=False)
         for rep, ids in work:
             rep.arrivals = OwnArrivals(ids, s.arrival_s[ids])
             for _ in replica_timeline(rep, ctl):

@@ -21,6 +21,7 @@ from collections import deque
 import numpy as np
 
 from simulator.core.bulk import DecodeProfile
+from simulator.core.kv.block_pool import BlockPool
 from simulator.core.sched import Scheduler, StepPlan
 
 
@@ -42,6 +43,8 @@ class Replica:
         self.profile = DecodeProfile(self)  # the decoding requests' futures, for bulks (simulator.core.bulk)
         self.multi_sample = bool((state.samples > 1).any())  # some request decodes several sequences
         self.paused = None   # simulator.core.pauses.PausedRequests when requests may leave the batch for a while
+        # the plain block pool and one sequence per request: schedulers may read the pool's rule inline
+        self.plain_kv = type(kv) is BlockPool and not self.multi_sample
 
     @property
     def parallel_safe(self) -> bool:
@@ -168,7 +171,7 @@ class Replica:
             tau_sum = int(tau.sum())
             emitted_total += int((inc * s.samples[ids]).sum()) if self.multi_sample else int(inc.sum())
         self.log.append_step(self, plan, start_s, end_s, costs, tau_sum, emitted_total, blocks_used)
-        candidates = plan.prefill_ids + ids.tolist()
+        candidates = plan.prefill_ids + ids.tolist() if len(ids) else plan.prefill_ids
         if self.paused is not None:   # some of them leave the batch for a while (simulator.core.pauses)
             candidates = self.paused.hook.after_step(self, candidates, end_s)
         self.finish_done(candidates, end_s, finished)
@@ -195,5 +198,6 @@ class Replica:
         return not self.head_admissible()
 
     def head_admissible(self) -> bool:
-        """The waiting head would be admitted by the next step (the batching scheduler's rule)."""
-        return self.scheduler.admissible(self, self.scheduler.admission_room(self))
+        """The waiting head would be admitted by the next step (the batching scheduler's rule; with nobody
+        waiting there is no head)."""
+        return bool(self.waiting) and self.scheduler.admissible(self, self.scheduler.admission_room(self))

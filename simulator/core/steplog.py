@@ -39,6 +39,8 @@ def _compact(values: np.ndarray) -> np.ndarray:
 
 def _per_step(values: tuple, counts: np.ndarray) -> np.ndarray:
     """One column from per-bulk values that are a number (every step of the bulk) or an array (per step)."""
+    if all(type(v) is int for v in values):   # (the common case: nobody joined a queue during a bulk)
+        return np.repeat(np.array(values, dtype=np.int64), counts)
     arrays = [i for i, v in enumerate(values) if isinstance(v, np.ndarray)]
     out = np.repeat(np.array([0 if isinstance(v, np.ndarray) else v for v in values], dtype=np.int64), counts)
     if arrays:
@@ -93,7 +95,8 @@ class StepLog:
         draft, target = costs.draft, costs.target
         ds, ts = rep.cost.flops_scales  # per-GPU op-graph FLOPs/bytes → replica totals
         row = (rep.index, start_s, end_s - start_s, sum(plan.prefill_chunks), len(plan.prefill_ids),
-               rep.decode_rows(plan.decode_ids), _logged_q(rep, plan), plan.decode_context_tokens, draft.seconds,
+               rep.decode_rows(plan.decode_ids), rep.q if plan.counts is None else _logged_q(rep, plan),
+               plan.decode_context_tokens, draft.seconds,
                costs.verify_s, target.engine_s, accepted, emitted,
                ds * draft.flops + ts * target.flops, ds * draft.bytes + ts * target.bytes, blocks_used,
                rep.kv.total_blocks, plan.queued, plan.running)
@@ -210,7 +213,7 @@ class StepLog:
             self._carry = {name: values[carry] for name, values in cols.items()}
         cols = {name: values[order] for name, values in cols.items()}
         if len(cols["replica"]):
-            self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s))
+            self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s, ordered=True))
 
     def _empty(self) -> dict[str, np.ndarray]:
         return {name: np.zeros(0, dtype=dtype) for name, dtype in self._schema.items()}

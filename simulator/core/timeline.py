@@ -93,7 +93,8 @@ class TimelineControls:
     step or bulk with the requests that finished (the list is cleared afterwards). `horizon_s(rep, now)`:
     a guess of the next arrival routed to `rep` when it is not known ahead (sizes bulk plans; never
     changes results). `on_bulk(rep, plan)`: a bulk was committed or cut (the driver keeps the loads a
-    router reads). `side`: the pool's PoolSide."""
+    router reads). `side`: the pool's PoolSide. `report_every_step` False: `report` is called only when
+    requests finished (a driver that only counts finishes)."""
 
     bulk: bool
     report: object
@@ -101,21 +102,26 @@ class TimelineControls:
     horizon_s: object = None
     on_bulk: object = None
     side: PoolSide = PoolSide()
+    report_every_step: bool = True   # False: `report` only when requests finished (it only counts them)
 
 
 def replica_timeline(rep, ctl: TimelineControls):
     """The step loop of a replica of any pool (module docstring)."""
     arrivals: OwnArrivals | None = rep.arrivals
     side, report, on_bulk = ctl.side, ctl.report, ctl.on_bulk
+    hooks = type(side) is not PoolSide   # (a colocated pool's side does nothing: its calls are skipped)
+    report_always = ctl.report_every_step
     finished: list[int] = []
     paused = rep.paused   # simulator.core.pauses.PausedRequests, or None (no request ever pauses)
+    waiting, running = rep.waiting, rep.running
     while True:
         if arrivals is not None:
             if rep.clock_s >= arrivals.until_s:   # a step formed now could see arrivals not known yet
                 yield SUSPEND
                 continue
-            arrivals.take(rep.waiting, rep.clock_s)
-        side.boundary(rep)
+            arrivals.take(waiting, rep.clock_s)
+        if hooks:
+            side.boundary(rep)
         if paused is not None:
             if paused.next_s() <= rep.clock_s:
                 paused.rejoin(rep, rep.clock_s, finished)
@@ -125,7 +131,7 @@ def replica_timeline(rep, ctl: TimelineControls):
             if len(paused) and not rep.running and not rep.head_admissible():
                 yield from sleep_until_resume(rep, arrivals)   # nothing to run until a resume or an arrival
                 continue
-        if not rep.has_work():
+        if not (waiting or running):
             nxt = arrivals.next_s() if arrivals is not None else side.pending_s(rep)
             if nxt == math.inf:
                 if arrivals is not None:
@@ -171,10 +177,13 @@ def replica_timeline(rep, ctl: TimelineControls):
                 continue
             costs = rep.step_costs(step)
             end_s = start_s + costs.seconds
-            side.stepped(rep, step, start_s, end_s)
+            if hooks:
+                side.stepped(rep, step, start_s, end_s)
             yield end_s
             rep.clock_s = end_s
             rep.apply_step(step, start_s, end_s, costs, finished)
-            side.applied(rep)
-        report(rep, finished)
-        finished.clear()
+            if hooks:
+                side.applied(rep)
+        if finished or report_always:
+            report(rep, finished)
+            finished.clear()

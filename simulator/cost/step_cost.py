@@ -193,6 +193,7 @@ class ForwardCost:
     dtype: str
     kv_dtype: str | None = None   # the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`)
     _dense: dict = field(default_factory=dict, repr=False)
+    _prefill_attn: dict = field(default_factory=dict, repr=False)
     _decode_grid: dict = field(default_factory=dict, repr=False)
     _launches: tuple | None = field(default=None, repr=False)
 
@@ -235,8 +236,15 @@ class ForwardCost:
         return cost
 
     def prefill_attention(self, tokens: int, seqs: int, attn_pairs: int) -> np.ndarray:
-        shape = StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)
-        return _price(self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype))
+        """(seconds, flops, bytes) of a step's prefill attention (a new array each call: callers may add to
+        it; priced op by op once per (tokens, sequences, pairs))."""
+        key = (tokens, seqs, attn_pairs)
+        cost = self._prefill_attn.get(key)
+        if cost is None:
+            shape = StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)
+            cost = self._prefill_attn[key] = _price(self.latency, attention_ops(self.spec, shape, self.parallelism,
+                                                                                self.dtype, self.kv_dtype))
+        return cost.copy()
 
     def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False,
                      padded: tuple[int, int] | None = None) -> np.ndarray:

@@ -169,7 +169,7 @@ class ReplicaGroup:
 
 def _controls(group: ReplicaGroup, report):
     from simulator.core.timeline import TimelineControls
-    return TimelineControls(bulk=group.spec.step_mode == "bulk", report=report)
+    return TimelineControls(bulk=group.spec.step_mode == "bulk", report=report, report_every_step=False)
 
 
 def run_group(spec: GroupSpec, columns: dict) -> dict:

@@ -146,16 +146,19 @@ class StepTotals:
         return float(units / (1 << _SCALE_BITS))
 
 
-def aggregate_steps(cols: Mapping[str, np.ndarray], origin_s: float, interval_s: float) -> dict[str, np.ndarray]:
+def aggregate_steps(cols: Mapping[str, np.ndarray], origin_s: float, interval_s: float,
+                    ordered: bool = False) -> dict[str, np.ndarray]:
     """Per (replica, interval) sums of steps given in time order per replica (an interval: [origin +
     i·interval_s, ...), by step start). Sums are sequential in that order within each bin (np.bincount),
-    so the bins do not depend on how the steps were batched."""
+    so the bins do not depend on how the steps were batched. `ordered`: the steps are already sorted by
+    (replica, start) (the step log sorts them before it calls this)."""
     replica = np.asarray(cols["replica"], dtype=np.int64)
     start = np.asarray(cols["start_s"], dtype=np.float64)
-    order = np.lexsort((start, replica))
-    if (np.diff(order) < 0).any():   # (already in that order when called by the step log)
-        cols = {name: np.asarray(values)[order] for name, values in cols.items()}
-        replica, start = replica[order], start[order]
+    if not ordered:
+        order = np.lexsort((start, replica))
+        if (np.diff(order) < 0).any():
+            cols = {name: np.asarray(values)[order] for name, values in cols.items()}
+            replica, start = replica[order], start[order]
     interval = np.floor((start - origin_s) / interval_s).astype(np.int64)
     new_bin = np.ones(len(replica), dtype=bool)
     new_bin[1:] = (replica[1:] != replica[:-1]) | (interval[1:] != interval[:-1])

@@ -138,4 +138,4 @@ class ChainAcceptance(AcceptanceModel):
         = γ − #{i : survival[i] ≤ u}, counted by binary search in the ascending survival."""
         if self.depth == 0:
             return np.zeros(np.shape(uniforms), dtype=np.int64)
-        return self.depth - np.searchsorted(self._ascending, uniforms, side="right").astype(np.int64)
+        return self.depth - self._ascending.searchsorted(uniforms, side="right").astype(np.int64)

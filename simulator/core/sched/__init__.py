@@ -33,7 +33,7 @@ class BatchLimits:
     chunk_tokens: int
 
 
-@dataclass
+@dataclass(slots=True)
 class StepPlan:
     prefill_ids: list[int]
     prefill_chunks: list[int]
@@ -82,8 +82,10 @@ class Prefills:
         return c
 
     def plan(self, view, decode_ids) -> StepPlan:
+        if not len(decode_ids):
+            return StepPlan(self.ids, self.chunks, NO_IDS, self.pairs, 0)
         ids = np.asarray(decode_ids, dtype=np.int64)
-        return StepPlan(self.ids, self.chunks, ids, self.pairs, view.decode_context(ids) if len(ids) else 0)
+        return StepPlan(self.ids, self.chunks, ids, self.pairs, view.decode_context(ids))
 
 
 def head_admissible(view, token_room: int, batch_len: int) -> bool:
@@ -93,6 +95,19 @@ def head_admissible(view, token_room: int, batch_len: int) -> bool:
         return False
     need, tokens = view.kv.need(view.waiting[0])
     if need > view.kv.total_blocks - view.kv.used_blocks:
+        return False
+    return token_room > 0 and (batch_len == 0 or tokens <= token_room)
+
+
+def plain_head_admissible(view, token_room: int, batch_len: int) -> bool:
+    """`head_admissible` for a replica whose KV manager is the plain block pool and whose requests decode one
+    sequence each (`Replica.plain_kv`): the same rule, with the pool's arithmetic inline (the hot path)."""
+    waiting = view.waiting
+    if not waiting or len(view.running) >= view.limits.max_batch_size:
+        return False
+    kv = view.kv
+    tokens = int(view.s.prefill_target[waiting[0]])
+    if -(-tokens // kv.block_size) > kv.total_blocks - kv.used_blocks:
         return False
     return token_room > 0 and (batch_len == 0 or tokens <= token_room)
 

@@ -3,7 +3,7 @@ be admitted, the step prefills the admitted ones (FCFS, up to `max_batched_token
 than the budget is admitted alone), else it decodes every running request."""
 from __future__ import annotations
 
-from simulator.core.sched import BatchLimits, Prefills, StepPlan, grow_decodes, head_admissible
+from simulator.core.sched import BatchLimits, Prefills, StepPlan, grow_decodes, head_admissible, plain_head_admissible
 
 
 class Vllm:
@@ -13,7 +13,8 @@ class Vllm:
     def plan(self, view, now_s: float) -> StepPlan:
         prefills = Prefills()
         room = self.limits.max_batched_tokens
-        while head_admissible(view, room if prefills.ids else max(room, 1), len(prefills.ids)):
+        admissible = plain_head_admissible if getattr(view, "plain_kv", False) else head_admissible
+        while admissible(view, room if prefills.ids else max(room, 1), len(prefills.ids)):
             r = view.admit_head(now_s)
             if view.decoding(r):   # swapped back in: decodes from the next decode step
                 continue
@@ -26,4 +27,6 @@ class Vllm:
         return max(self.limits.max_batched_tokens, 1)
 
     def admissible(self, view, token_room: int) -> bool:
+        if getattr(view, "plain_kv", False):
+            return plain_head_admissible(view, token_room, 0)
         return head_admissible(view, token_room, 0)
