@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from paths import repo_env
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FORBIDDEN = {"models": {"simulator", "profiles", "scenarios", "theory"},
              "profiles": {"simulator", "scenarios", "theory"}}
@@ -47,5 +49,6 @@ def test_importing_every_module_loads_no_forbidden_package(package):
             f"        if (exc.name or '').split('.')[0] in {sorted(FORBIDDEN[package])!r}: raise\n"
             f"bad = sorted({{m for m in sys.modules if m.split('.')[0] in {sorted(FORBIDDEN[package])!r}}})\n"
             "print(','.join(bad))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         env=repo_env())
     assert out.stdout.strip() == "", out.stdout

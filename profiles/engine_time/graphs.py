@@ -4,10 +4,11 @@ attention between the pieces, or eagerly; and to which captured size a batch is 
 `GraphPolicy` is the resolved rule of one deployment (framework, version, `cuda_graphs` mode, capture
 sizes); `graph_policy(...)` builds it from each engine's own defaults, cited where they are encoded:
 
-vLLM V0 (0.5 – 0.7; `vllm/worker/model_runner.py`, `_BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8·i for i in
+vLLM V0 (0.2.6 – 0.7; `vllm/worker/model_runner.py`, `_BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8·i for i in
   1..32]`, `_get_graph_batch_size` rounds a decode batch up to the next captured size): full graphs of
   decode-only batches, keyed by sequences, up to 256 (and at most `max_num_seqs`); prefill steps eager;
   the LM head runs after the graph on the real rows (`compute_logits` outside the captured forward).
+  Graphs came with PR #1926 (first in v0.2.6): the 0.2 line before it runs every pass eagerly.
 vLLM V1 0.8 – 0.10 (piecewise graphs via torch.compile; `docs/design/torch_compile.md`; capture sizes
   `[1, 2, 4] + range(8, 513, 8)` tokens, `gpu_model_runner.py` `cudagraph_batch_sizes`): every step of at
   most 512 scheduled tokens (decode, mixed and prefill) replays (layers + 1) graph pieces with eager

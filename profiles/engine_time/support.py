@@ -6,8 +6,10 @@ engine runs instead) — before any work starts. Every rule cites where the engi
 
 Flags (`FLAGS`): a field → the frameworks and version ranges that have it. Refused combinations (`RULES`):
 speculation with pipeline parallelism, with DP attention, with mixed chunked prefill, with multi-step
-scheduling, async scheduling with the speculation methods an engine runs synchronously, and draft models
-where an engine version has none.
+scheduling, async scheduling with the speculation methods an engine runs synchronously, draft models
+where an engine version has none, suffix decoding where an engine (version) has none, and vLLM's Dynamic
+SD (policy vllm_dynamic) before its release, on other engines, and with data parallelism (where vLLM
+turns it off and runs num_speculative_tokens every step: refused rather than silently run as policy fixed).
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ class Context:
     """What of the scenario the rules read. `drafter`: the engine family of the drafter (eagle, medusa,
     draft_model, ngram, layer_skip; None without speculation); `tree`: the verification is a tree;
     `mixed_chunks`: the batching scheduler puts prompt chunks into decode steps (sarathi, vllm_v1);
-    `attention_dp`: data-parallel attention groups (ep / tp)."""
+    `attention_dp`: data-parallel attention groups (ep / tp), vLLM's --data-parallel-size ranks;
+    `policy`: the scenario's control policy kind."""
 
     drafter: str | None = None
     tree: bool = False
@@ -40,6 +43,7 @@ class Context:
     num_scheduler_steps: int = 1
     chunked_prefill: bool | None = None
     prefix_caching: bool | None = None
+    policy: str | None = None            # the control policy's kind (policy.kind), None: fixed
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,15 @@ def _spec(s, c: Context) -> bool:
     return c.drafter is not None
 
 
+def _dynamic_sd(s, c: Context) -> bool:
+    return c.policy == "vllm_dynamic"
+
+
+_DSD = "Dynamic SD (num_speculative_tokens_per_batch_size, PR #32374, first released in v0.24.0)"
+_SUFFIX = ("suffix decoding (vLLM method: suffix, PR #25784: not in v0.11.0, whose release it postdates; documented "
+           "from v0.12.0)")
+
+
 RULES: tuple[Rule, ...] = (
     Rule(Span("vllm", "0.6.0", "0.8.0"), lambda s, c: c.num_scheduler_steps > 1 and _spec(s, c), "drafter.kind",
          "refuses speculative decoding with multi-step scheduling (--num-scheduler-steps > 1; "
@@ -109,6 +122,23 @@ RULES: tuple[Rule, ...] = (
                                                                                           "medusa", "layer_skip"),
          "cluster.engine.async_scheduling",
          "runs async scheduling with EAGLE/MTP speculation only (v0.14.0 release notes; PR #31998)"),
+    Rule(Span("vllm", "0", "0.12.0"), lambda s, c: c.drafter == "suffix", "drafter.kind",
+         f"has no {_SUFFIX}; older releases ran it only through the ArcticInference plugin, which is not modelled"),
+    Rule(Span("sglang"), lambda s, c: c.drafter == "suffix", "drafter.kind",
+         "has no suffix decoding (the PRs that would add it, #13553 and #27582, were closed unmerged); its "
+         "model-free drafter is drafter kind ngram"),
+    Rule(Span("trtllm"), lambda s, c: c.drafter == "suffix", "drafter.kind",
+         "has no suffix decoding (PRs #9706 and #9912, which would add ArcticInference's SuffixDecodingCache, were "
+         "closed unmerged); its model-free drafter is drafter kind ngram"),
+    Rule(Span("vllm", "0", "0.24.0"), _dynamic_sd, "policy.kind", f"has no {_DSD}"),
+    Rule(Span("vllm", "0.24.0"), lambda s, c: _dynamic_sd(s, c) and c.attention_dp > 1, "policy.kind",
+         "turns Dynamic SD off with data parallelism (--data-parallel-size > 1, here ep/tp > 1 attention groups) and "
+         "runs num_speculative_tokens every step (docs, dynamic_speculative_decoding.md, Limitations): use policy "
+         "fixed"),
+    Rule(Span("sglang"), _dynamic_sd, "policy.kind",
+         f"has no vLLM {_DSD}; its own rule is policy sglang_adaptive"),
+    Rule(Span("trtllm"), _dynamic_sd, "policy.kind",
+         f"has no vLLM {_DSD}; its own rule is policy trtllm_schedule"),
     Rule(Span("sglang", "0.4.0"), lambda s, c: _spec(s, c) and c.pp > 1, "cluster.parallelism.pp",
          "asserts 'Pipeline parallelism is not compatible with overlap schedule, speculative decoding' "
          "(server_args.py check_server_args)"),

@@ -85,7 +85,7 @@ def drafter_family(drafter) -> str | None:
 
 
 def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, drafter, *, speculating: bool,
-                     tree: bool, q: int, par: Parallelism, scheduler=None):
+                     tree: bool, q: int, par: Parallelism, scheduler=None, policy: str | None = None):
     """The serving engine's per-step time model (profiles.engine_time), or None: on by default for GPUs
     (off for the local CPU, whose profile measures host work per pass). The engine is `cluster.engine`
     (framework and version default to `cluster.latency`'s, then to the measured tables' version, then to the
@@ -111,7 +111,8 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
         version = settings.version or entry.get("latest") or entry["versions"]["min"]
         mixed = scheduler is not None and scheduler.kind in ("sarathi", "vllm_v1")
         context = Context(drafter=family, tree=tree, pp=par.pp, attention_dp=par.attention_dp, mixed_chunks=mixed,
-                          num_scheduler_steps=engine_cfg.num_scheduler_steps)
+                          num_scheduler_steps=engine_cfg.num_scheduler_steps,
+                          policy=policy if speculating and policy != "fixed" else None)
         check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
         deployment = Deployment(max_num_seqs=scheduler.max_batch_size if scheduler is not None else 256,
                                 max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,
@@ -367,7 +368,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                                  built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
     q = 1 if spec is None else spec.verify_q
     engine = make_engine_time(latency, engine_config, hw, lat, drafter, speculating=built_drafter is not None,
-                              tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler)
+                              tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler,
+                              policy=policy.kind)
     if built_drafter is None:
         cost = StepCostModel(target_cost, None, 0, engine=engine)
     else:

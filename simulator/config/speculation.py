@@ -360,8 +360,10 @@ class PublishedAcceptanceConfig(Strict):
     target, draft, dataset, temperature; rows with per-position figures first, then the chain whose depth
     is closest to drafter.gamma). Converted to per-position rates by the registry's stated rule; `depth`
     states the depth assumed for a row that publishes none; `first_alpha_entry` takes the first position's
-    acceptance from another row and decays geometrically to `entry`'s acceptance length. Chains only (trees
-    need per-rank acceptance)."""
+    acceptance from another row and decays geometrically to `entry`'s acceptance length. Chains, and
+    SGLang's EAGLE tree (`speculation: dynamic_tree`, builder eagle2) measured with the same steps, top-k
+    and draft tokens as the row (simulator.speculation.published_tree); other trees need per-rank
+    acceptance."""
 
     kind: Literal["published"]
     entry: str | None = None

@@ -25,6 +25,9 @@ Acceptance inputs:
   at every step is not modelled (the trace has the draft's scores only along the target's own path).
 - `contexts` (per-node context classes, simulator.speculation.context_acceptance): every shape accepts as
   `ranked` with the classes' mean, except a `dynamic_tree` with `per_context`, re-shaped per step.
+- `published` (a registry row): chains, and SGLang's EAGLE tree (`dynamic_tree`, builder eagle2) whose accepted
+  path follows the row's chain at the tree's depth (simulator.speculation.published_tree: the rule and why
+  a tree's published tokens per step suffice for its speed).
 - `constant` / `positional` give no per-rank acceptance, so trees and multi-draft reject them.
 """
 from __future__ import annotations
@@ -247,6 +250,9 @@ def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_p
         return _retrieval_merge(sp, acc, gamma, seed, base_dir, parallel_passes, tokens_per_pass)
     if sp.kind == "dynamic_tree" and sp.per_context:
         return _per_context_tree(sp, acc, gamma, seed, parallel_passes)
+    if sp.kind == "dynamic_tree" and acc.kind == "published":  # SGLang's tree from a row's tokens per step
+        from simulator.speculation.published_tree import published_tree
+        return published_tree(sp, acc, seed, parallel_passes)
     tree = build_tree(sp, acc, gamma, base_dir)
     if parallel_passes and tree.depth > gamma:
         raise ScenarioError("speculation.depth", f"the tree is {tree.depth} deep but the parallel heads "

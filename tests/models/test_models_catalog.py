@@ -13,9 +13,11 @@ from models.spec import ModelSpec, dtype_bytes, validate_parallelism
 from models.step import Parallelism
 
 # The models, plus qwama-0.5b: the Llama-3 draft of the vLLM speculation-under-load reproduction, and
-# smollm2-135m: the cross-vocabulary drafter of the measured TLI traces (profiles/data/acceptance).
+# smollm2-135m: the cross-vocabulary drafter of the measured TLI traces (profiles/data/acceptance); llama-3.2-1b/3b:
+# the Llama-3-vocabulary draft models of vLLM's draft_model studies (SpecDecode-Bench).
 CATALOG = ["deepseek-v3", "gpt-oss-120b", "gpt-oss-20b", "jamba-1.5-mini", "llama-2-13b", "llama-2-70b", "llama-2-7b",
-           "llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.3-70b", "llama-68m",
+           "llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b",
+           "llama-3.3-70b", "llama-68m",
            "mixtral-8x7b", "nemotron-3-nano-30b-a3b", "nemotron-h-56b", "qwama-0.5b", "qwen2.5-72b", "qwen2.5-7b",
            "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-8b",
            "qwen3-next-80b-a3b", "smollm2-135m", "vicuna-13b", "vicuna-33b", "vicuna-7b"]
@@ -46,6 +48,9 @@ PUBLISHED = [
     ("llama-3.1-8b", 8.03e9, None, 0.005),
     ("llama-3.1-70b", 70.6e9, None, 0.005),
     ("llama-3.3-70b", 70.6e9, None, 0.005),
+    # Meta's Llama 3.2 model card: 1.23B and 3.21B parameters (tied embeddings counted once).
+    ("llama-3.2-1b", 1.23e9, None, 0.01),
+    ("llama-3.2-3b", 3.21e9, None, 0.01),
     ("qwen3-32b", 32.8e9, None, 0.01),
     ("vicuna-7b", 6.74e9, None, 0.005),
     ("vicuna-33b", 32.5e9, None, 0.01),

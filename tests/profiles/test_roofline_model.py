@@ -184,7 +184,9 @@ def test_dense_ops_priced_per_gpu_get_faster_with_tp():
 def test_profiles_package_is_light():
     import subprocess
     import sys
+    from paths import REPO, repo_env
     code = "import sys, profiles; print('torch' in sys.modules, 'numpy' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
+                         env=repo_env()).stdout
     assert out.split() == ["False", "False"]
     assert profiles.gemm_seconds is gemm_seconds

@@ -16,7 +16,7 @@ from profiles.engine_time.engine_profile import load_engine_profile
 from scenarios.validation.vllm.cases import CASES, DATA_DIR, ENGINE, PROFILE_DIR
 from scenarios.validation.vllm.compare import compare_case, engine_requests, scenario_for, speedup
 from test_engine_profile import synthetic_profile
-from paths import REPO
+from paths import REPO, repo_env
 
 
 
@@ -91,7 +91,7 @@ def test_ngram_case_verifies_only_what_was_proposed(tmp_path):
 
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "simulator.cli", "validate", "--engine", "vllm", *args],
-                          capture_output=True, text=True, cwd=REPO, timeout=600)
+                          capture_output=True, text=True, cwd=REPO, env=repo_env(), timeout=600)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -33,6 +33,7 @@ def test_importing_everything_loads_no_other_draftsim_package():
             "[getattr(theory, n) for n in theory.__all__]\n"
             f"bad = [m for m in sys.modules if m.split('.')[0] in {sorted(FORBIDDEN)!r}]\n"
             "print(','.join(bad))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+    from paths import repo_env
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=repo_env(),
                          cwd=THEORY_DIR.parent)
     assert out.stdout.strip() == ""

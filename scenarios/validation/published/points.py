@@ -37,10 +37,13 @@ MODELS = {
     "Qwen/Qwen3-32B": "qwen3-32b",
     "turboderp/Qwama-0.5B-Instruct": "qwama-0.5b",
     "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8": "qwen3-30b-a3b",
+    "Qwen/Qwen3-8B": "qwen3-8b",
+    "deepseek-ai/DeepSeek-R1": "deepseek-v3",        # DeepSeek-V3's architecture (R1 is post-trained from V3-Base)
+    "nvidia/DeepSeek-R1-FP4": "deepseek-v3",
 }
 # Published engine names -> draftsim serving framework (engine-time model and measured tables).
 FRAMEWORKS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nvidia-nim (trtllm backend)": "trtllm"}
-DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8_block"}
+DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
 
 
 class Source(BaseModel):
@@ -71,7 +74,7 @@ class Acceptance(BaseModel):
 # workload fields that predict.py reads as numbers
 NUMERIC_WORKLOAD_FIELDS = ("m", "n", "k", "batch", "seq_len", "context_tokens", "prefill_tokens",
                            "query_tokens_per_seq", "input_tokens", "output_tokens", "num_prompts", "concurrency",
-                           "qps", "num_speculative_tokens", "tree_nodes")
+                           "qps", "num_speculative_tokens", "tree_nodes", "eagle_topk")
 
 
 class Point(BaseModel):
@@ -98,6 +101,9 @@ class Point(BaseModel):
     engine_flags: dict | None = None
     # The acceptance registry row (profiles/data/acceptance_published) a speculative prediction uses.
     acceptance_entry: str | None = None
+    # A second registry row giving the first position's acceptance, decayed geometrically to
+    # `acceptance_entry`'s acceptance length (simulator.speculation.published.decayed_alphas).
+    acceptance_first_alpha_entry: str | None = None
     source: Source
     notes: str | None = None
 
@@ -152,13 +158,18 @@ def load_points(path: str | Path | None = None) -> list[Point]:
             where = ".".join(str(x) for x in first["loc"])
             ident = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
             raise ValueError(f"{path}: point {ident}: {where}: {first['msg'].removeprefix('Value error, ')}") from None
-        if point.acceptance_entry is not None:
+        for name in ("acceptance_entry", "acceptance_first_alpha_entry"):
+            row_id = getattr(point, name)
+            if row_id is None:
+                continue
             from simulator.speculation.published import RegistryError, find_entry
             try:
-                find_entry(point.acceptance_entry)
+                find_entry(row_id)
             except RegistryError:
-                raise ValueError(f"{path}: point {point.id}: acceptance_entry: no registry row "
-                                 f"{point.acceptance_entry!r}") from None
+                raise ValueError(f"{path}: point {point.id}: {name}: no registry row {row_id!r}") from None
+        if point.acceptance_first_alpha_entry is not None and point.acceptance_entry is None:
+            raise ValueError(f"{path}: point {point.id}: acceptance_first_alpha_entry: needs acceptance_entry "
+                             "(the row giving the acceptance length)")
         if point.id in seen:
             raise ValueError(f"{path}: point id {point.id!r} appears twice")
         seen.add(point.id)

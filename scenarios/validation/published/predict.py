@@ -12,11 +12,13 @@ model) — nothing here is tuned to the points. What each kind runs:
 * `spec_speedup`, `spec_tpot`: two DES runs (with and without the drafter) of the same requests; the
   acceptance is the registry row the point names (`acceptance_entry`, profiles/data/acceptance_published:
   another engine's or paper's measurement of the same pair, converted to per-position rates by the
-  registry's stated rule). Points whose acceptance comes from the timed run itself are reported apart
-  (their acceptance is an outcome of the run being predicted).
+  registry's stated rule; `acceptance_first_alpha_entry`: α₁ from a second row, decayed to the first's
+  length). SGLang tree points (`tree_nodes`, `eagle_topk`) run SGLang's EAGLE tree with the row's accepted
+  path (simulator.speculation.published_tree). Points whose acceptance comes from the timed run itself are
+  reported apart (their acceptance is an outcome of the run being predicted).
 
 A point that cannot be predicted (model or GPU outside the catalog, a dataset whose lengths are not
-published, a tree whose shape is not given) raises `Unpredictable` with the reason.
+published, a tree whose top-k is not given) raises `Unpredictable` with the reason.
 """
 from __future__ import annotations
 
@@ -178,7 +180,7 @@ def _lengths(point: Point) -> tuple[int, int]:
 
 
 def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict | None = None,
-                     latency: dict | None = None) -> dict:
+                     latency: dict | None = None, speculation: dict | None = None) -> dict:
     """The scenario of a serving point (see the module docstring)."""
     hw, dtype, model = _hardware(point), _dtype(point), _model(point)
     isl, osl = _lengths(point)
@@ -215,6 +217,7 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
                     **({"engine": _engine_block(point)} if point.engine_flags else {})},
         "drafter": drafter or {"kind": "none"},
         "acceptance": acceptance or {"kind": "constant", "alpha": 0.7},
+        **({"speculation": speculation} if speculation else {}),
         "scheduler": scheduler,
         "outputs": {"plots": False},
     }
@@ -302,20 +305,38 @@ def _spec_runs(point: Point, latency: dict | None):
     published drafter; acceptance from the registry row `acceptance_entry` (never from the speedup)."""
     if point.acceptance_entry is None:
         raise Unpredictable("no acceptance registry row for this draft/target pair and dataset")
-    if point.w("tree_nodes"):
-        raise Unpredictable("tree speculation: the registry gives tokens per step, not the tree's per-rank acceptance")
     gamma = point.w("num_speculative_tokens")
     if gamma is None:
         raise Unpredictable("number of speculative tokens (or the tree) not published")
     gamma = int(gamma)
+    speculation = _tree(point, gamma)
     point_lengths = point if point.w("input_tokens") is not None else _with_lengths(point)
     base = _run(serving_scenario(point_lengths, latency=latency))
-    acceptance = {"kind": "published", "entry": point.acceptance_entry}
-    spec = _run(serving_scenario(point_lengths, _drafter(point, gamma), acceptance, latency))
+    acceptance = {"kind": "published", "entry": point.acceptance_entry,
+                  **({"first_alpha_entry": point.acceptance_first_alpha_entry}
+                     if point.acceptance_first_alpha_entry else {})}
+    spec = _run(serving_scenario(point_lengths, _drafter(point, gamma), acceptance, latency, speculation))
     from simulator.speculation.published import find_entry
     row = find_entry(point.acceptance_entry)
-    note = f"acceptance {row.id} ({row.mean_tokens:.2f} tokens/step at depth {row.depth}), γ = {gamma}"
+    note = f"acceptance {row.id} ({row.mean_tokens:.2f} tokens/step at depth {row.depth})"
+    if point.acceptance_first_alpha_entry:
+        note += f", α1 from {point.acceptance_first_alpha_entry}"
+    note += f", γ = {gamma}" if speculation is None else \
+        f", tree: {gamma} steps, top-{speculation['top_k']}, {speculation['budget']} tokens"
     return base, spec, note
+
+
+def _tree(point: Point, steps: int) -> dict | None:
+    """SGLang's EAGLE tree a point ran (`tree_nodes` = speculative_num_draft_tokens, `eagle_topk`, and
+    `num_speculative_tokens` = speculative_num_steps), priced from its shape with the accepted path of the
+    registry row (simulator.speculation.published_tree); None for a chain."""
+    nodes = point.w("tree_nodes")
+    if not nodes:
+        return None
+    if point.w("eagle_topk") is None:
+        raise Unpredictable("tree speculation: speculative_eagle_topk not published")
+    return {"kind": "dynamic_tree", "builder": "eagle2", "top_k": int(point.w("eagle_topk")), "depth": steps,
+            "budget": int(nodes)}
 
 
 def predict_spec_speedup(point: Point, latency: dict | None = None) -> Prediction:

@@ -16,8 +16,10 @@ What vLLM ships (read 2026-11-26):
   step t (llm_base_proposer.py), and each running request verifies them in step t+1. So the draft
   length verified in a step is the one of the previous step's batch size.
 - Limits: the docs say it was tested with EAGLE, EAGLE-3 and DFlash; with data parallelism > 1 vLLM
-  disables it and falls back to num_speculative_tokens; suffix decoding drafts its own per-request length
-  and does not take part (vllm-ascend PR #12368 notes the same of upstream vLLM). Model Runner V2's
+  disables it and falls back to num_speculative_tokens (refused here, naming policy fixed, which is what
+  vLLM then runs; so are versions before v0.24.0 and other engines: profiles.engine_time.support);
+  suffix decoding drafts its own per-request length and does not take part (vllm-ascend PR #12368 notes
+  the same of upstream vLLM). Model Runner V2's
   autoregressive speculator ignored the scheduler's K until a fix (issue #51510, open 2026-08): modelled
   here is the MRv1 path that honours it.
 - Not shipped: an acceptance-driven "adaptive K" (PRs #44336 closed, #47111 open, #26495 closed) — not

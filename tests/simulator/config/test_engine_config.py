@@ -133,6 +133,21 @@ def test_eager_overhead_grows_with_the_kernel_count_of_the_op_graph():
     assert graphs.wall_seconds(device, 0, 0, 1, 1, more) < e.wall_seconds(device, 0, 0, 1, 1, more)
 
 
+def test_vllm_before_0_2_6_runs_every_pass_eagerly_and_synchronously():
+    """vLLM got CUDA graphs with PR #1926 (first in v0.2.6): v0.2.3 (DistServe's baseline) issues every pass
+    kernel by kernel and runs its steps synchronously; v0.2.6 replays V0's decode graphs."""
+    old = build_engine(EngineSettings("vllm", "0.2.3"))
+    assert old.graphs.mode == "none" and old.overlap is False
+    assert old.launch(0, 8, 1).kind == EAGER and old.launch(512, 0, 1).kind == EAGER
+    v0 = build_engine(EngineSettings("vllm", "0.2.6"))
+    assert v0.launch(0, 5, 1).kind == FULL and v0.launch(0, 5, 1).tokens == 8 and v0.launch(512, 0, 1).kind == EAGER
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(scenario(workload={"num_requests": 5}, cluster={"engine": {"version": "0.2.3",
+                                                                                  "cuda_graphs": "full"}}))
+    assert err.value.field == "cluster.engine.cuda_graphs" and "vllm 0.2.3 has no 'full'" in str(err.value)
+    assert "vllm 0.2.6..0.8.0" in str(err.value)
+
+
 def test_eager_mode_makes_a_small_model_host_bound_at_tp8():
     kw = dict(batch=8, context_tokens=512, scheduler={"max_batch_size": 256})
     eager = simulator.estimate_step("llama-3-8b", "h100-sxm", tp=8, engine={"cuda_graphs": "none"}, **kw)
@@ -215,7 +230,7 @@ def test_trtllm_one_model_drafting_has_no_host_step_of_its_own():
     ({"version": "0.9.0", "cuda_graphs": "full"}, "cluster.engine.cuda_graphs", ["vllm 0.11.0.."]),
     ({"version": "0.9.0", "async_scheduling": True}, "cluster.engine.async_scheduling", ["vllm >= 0.10.0"]),
     ({"graph_padding": False}, "cluster.engine.graph_padding", ["sglang >= 0.4.0", "trtllm >= 1.0.0"]),
-    ({"version": "0.2.0"}, "cluster.engine.version", ["0.5.0..0.8.0", "0.14.0.."]),
+    ({"version": "0.1.7"}, "cluster.engine.version", ["0.2.0..0.2.6", "0.2.6..0.8.0", "0.14.0.."]),
     ({"host_cpu": "pentium"}, "cluster.engine.host_cpu", ["h100-server"]),
 ])
 def test_a_flag_a_version_lacks_is_one_line_naming_the_flag_and_the_versions_that_have_it(engine, field, words):
@@ -250,6 +265,45 @@ def test_refused_combinations_name_the_engine_its_version_and_the_field(framewor
         simulator.run(data)
     text = str(err.value)
     assert err.value.field == field and "\n" not in text and all(w in text for w in words), text
+
+
+SUFFIX = {"drafter": {"kind": "suffix"},
+          "acceptance": {"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}}
+DSD = {"drafter": {"kind": "eagle3", "gamma": 3},
+       "policy": {"kind": "vllm_dynamic", "schedule": [[1, 8, 3], [9, 64, 1]]}}
+
+
+@pytest.mark.parametrize("model,engine,extra,field,words", [
+    ("qwen2.5-coder-0.5b", {"framework": "sglang"}, SUFFIX, "drafter.kind", ["sglang", "no suffix decoding"]),
+    ("qwen2.5-coder-0.5b", {"framework": "trtllm"}, SUFFIX, "drafter.kind", ["trtllm", "no suffix decoding"]),
+    ("qwen2.5-coder-0.5b", {"version": "0.11.2"}, SUFFIX, "drafter.kind", ["vllm 0.11.2", "v0.12.0", "#25784"]),
+    ("llama-3.1-8b", {"version": "0.23.0"}, DSD, "policy.kind", ["vllm 0.23.0", "Dynamic SD", "v0.24.0"]),
+    ("llama-3.1-8b", {"framework": "sglang"}, DSD, "policy.kind", ["sglang", "Dynamic SD", "sglang_adaptive"]),
+    ("llama-3.1-8b", {"framework": "trtllm"}, DSD, "policy.kind", ["trtllm", "Dynamic SD", "trtllm_schedule"]),
+])
+def test_speculation_methods_an_engine_version_lacks_are_refused(model, engine, extra, field, words):
+    """Suffix decoding exists in vLLM from v0.12.0 only, in no SGLang or TensorRT-LLM release; vLLM's Dynamic SD
+    from v0.24.0 only (profiles.engine_time.support): one line naming the field, the engine and its version."""
+    data = scenario(workload={"num_requests": 5}, cluster={"model": model, "engine": engine}, **extra)
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    text = str(err.value)
+    assert err.value.field == field and "\n" not in text and all(w in text for w in words), text
+    ok = scenario(workload={"num_requests": 5}, cluster={"model": model, "engine": {"version": "0.24.0"}}, **extra)
+    assert simulator.run(ok).summary["requests_finished"] == 5     # the release that has it runs it
+
+
+def test_dynamic_sd_with_data_parallelism_is_refused_as_vllm_falls_back_to_static_k():
+    """vLLM turns Dynamic SD off when --data-parallel-size > 1 and drafts num_speculative_tokens every step
+    (docs/features/speculative_decoding/dynamic_speculative_decoding.md, Limitations): refused, naming policy
+    fixed, which is what vLLM runs."""
+    data = scenario(workload={"num_requests": 5}, drafter={"kind": "mtp", "gamma": 1},
+                    policy={"kind": "vllm_dynamic", "schedule": [[1, 8, 1], [9, 64, 0]]},
+                    cluster={"hardware": "h200", "model": "deepseek-v3", "dtype": "fp8",
+                             "parallelism": {"tp": 8, "ep": 16}, "engine": {"version": "0.24.0"}})
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    assert err.value.field == "policy.kind" and "data parallelism" in str(err.value) and "policy fixed" in str(err.value)
 
 
 def test_the_cli_refuses_a_missing_flag_with_exit_2_and_one_line(tmp_path, capsys):

@@ -14,7 +14,7 @@ import pytest
 import simulator
 from sim_helpers import assert_bulk_equals_step, merge, scenario
 from simulator.errors import ScenarioError
-from paths import REPO
+from paths import REPO, repo_env
 
 P, O, B = 1000, 100, 16   # prompt (not a multiple of the block), output, block size
 
@@ -114,7 +114,7 @@ def test_cli_refuses_a_drafter_in_one_line_with_exit_2(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "simulator.cli", "run", "scenarios/speculation/colocated_draft.yaml",
                            "--out", str(out), "--set", "workload.parallel_samples=2", "--quiet"],
-                          cwd=REPO, capture_output=True, text=True)
+                          cwd=REPO, env=repo_env(), capture_output=True, text=True)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "workload.parallel_samples" in proc.stderr
     assert not out.exists()

@@ -143,7 +143,9 @@ def test_bad_published_acceptance_exits_2_with_one_line(tmp_path, capsys, accept
     assert not (tmp_path / "out").exists()
 
 
-def test_published_acceptance_refuses_trees(tmp_path, capsys):
+def test_published_acceptance_refuses_trees_other_than_sglangs(tmp_path, capsys):
+    """Static trees need per-rank acceptance; only SGLang's EAGLE tree takes a row's tokens per step
+    (tests/simulator/speculation/test_published_tree.py)."""
     code = _run(tmp_path, {"kind": "published", "entry": "vllm-issue20780-eagle3-llama-3.1-8b-mt-bench-k3"},
                 speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3})
     err = capsys.readouterr().err.strip()

@@ -150,3 +150,41 @@ def test_an_unknown_registry_row_is_a_one_line_error(tmp_path):
     path.write_text(yaml.safe_dump([entry]))
     with pytest.raises(ValueError, match="acceptance_entry: no registry row 'no-such-row'"):
         load_points(path)
+
+
+def test_mtp_depth_points_take_two_independent_rows():
+    """TensorRT-LLM's MTP depth sweep (points_spec.yaml) is predicted from DeepSeek-V3's first-position
+    acceptance decayed to the nebius K = 7 length, never from the blog's own acceptance column."""
+    from scenarios.validation.published.points import load_points
+    points = {p.id: p for p in load_points() if p.id.startswith("trtllm-blog1-")}
+    assert sorted(int(p.w("num_speculative_tokens")) for p in points.values()) == [1, 2, 3, 4, 5]
+    for p in points.values():
+        assert p.acceptance_first_alpha_entry == "deepseek-v3-report-mtp-second-token"
+        assert not p.acceptance.same_run and "trtllm-blog1" not in p.acceptance_entry
+    pred = predict(points["trtllm-blog1-b200x8-deepseek-r1-fp4-bs1-mtp2"])
+    assert "deepseek-v3-report-mtp-second-token" in pred.note and "nebius" in pred.note
+    assert abs(pred.value / points["trtllm-blog1-b200x8-deepseek-r1-fp4-bs1-mtp2"].value - 1.0) < 0.2
+
+
+def test_sglang_tree_points_are_predicted_from_the_rows_tokens_per_step():
+    from scenarios.validation.published.points import load_points
+    point = next(p for p in load_points() if p.id == "eagle3-paper-sglang-h100-llama31-8b-bs1-eagle3")
+    pred = predict(point)
+    assert "tree: 8 steps, top-8, 64 tokens" in pred.note and point.acceptance_entry in pred.note
+    assert abs(pred.value / point.value - 1.0) < 0.25
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"acceptance_first_alpha_entry": "no-such-row"}, "acceptance_first_alpha_entry: no registry row"),
+    ({"acceptance_entry": None, "acceptance_first_alpha_entry": "deepseek-v3-report-mtp-second-token"},
+     "acceptance_first_alpha_entry: needs acceptance_entry"),
+])
+def test_a_bad_first_alpha_row_is_a_one_line_error(tmp_path, change, message):
+    import yaml
+    from scenarios.validation.published.points import POINTS_FILES, load_points
+    spec_file = next(f for f in POINTS_FILES if f.name == "points_spec.yaml")
+    entry = dict(yaml.safe_load(spec_file.read_text())[0], **change)
+    path = tmp_path / "points.yaml"
+    path.write_text(yaml.safe_dump([entry]))
+    with pytest.raises(ValueError, match=message):
+        load_points(path)
