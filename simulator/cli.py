@@ -158,12 +158,16 @@ def _delegate(module: str, argv: list[str]) -> int:
     return int(importlib.import_module(module).main(argv) or 0)
 
 
-def commands() -> dict[str, Command]:
-    """Every command besides run and catalog: simulator's, then those registered by other packages."""
+def commands(registered: bool = True) -> dict[str, Command]:
+    """Every command besides run and catalog: simulator's, then (`registered`) those registered by other
+    packages (reading every installed distribution's entry points costs start-up time: a command of
+    simulator's own does not need them)."""
     from functools import partial
-    from importlib.metadata import distributions
 
     found = {name: Command(text, partial(_delegate, module)) for name, (module, text) in DELEGATED.items()}
+    if not registered:
+        return found
+    from importlib.metadata import distributions
     # every distribution's, not entry_points()'s first of each name: a stale draftsim.egg-info in the working
     # directory would otherwise hide the installed metadata
     points = {p.name: p for dist in distributions() for p in dist.entry_points.select(group=ENTRY_POINTS)}
@@ -172,7 +176,7 @@ def commands() -> dict[str, Command]:
     return found
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(registered: bool = True) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="draftsim", description=(
         "Simulate LLM serving with speculative decoding: latency, throughput and goodput of a cluster "
         "under a workload, from measured kernel profiles, measured acceptance and verified theory."))
@@ -210,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "which GPUs have measured kernel tables.")
     c.add_argument("what", choices=["models", "hardware"])
     c.set_defaults(func=_cmd_catalog)
-    for name, command in commands().items():
+    for name, command in commands(registered).items():
         sub.add_parser(name, help=command.help, add_help=False)
     return p
 
@@ -224,10 +228,11 @@ def _one_line_warnings() -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _one_line_warnings()
-    found = commands()
+    own = bool(argv) and (argv[0] in DELEGATED or argv[0] in ("run", "catalog"))   # (no entry points to read)
+    found = commands(registered=not own)
     if argv and argv[0] in found:
         return guarded(lambda: found[argv[0]].main(argv[1:]), argv[0])
-    parser = build_parser()
+    parser = build_parser(registered=not own)
     args = parse_args(parser, argv)
     if isinstance(args, int):  # argparse already printed its one-line usage error (or the help)
         return args

@@ -18,6 +18,7 @@ Two ways to run a group:
 """
 from __future__ import annotations
 
+import gc
 import math
 import traceback
 from bisect import bisect_left
@@ -176,6 +177,8 @@ def run_group(spec: GroupSpec, columns: dict) -> dict:
     """A Dask task: the group's replicas over their requests (known ahead), run to their ends. Bad input
     met on the worker (a file the scenario names is missing there) comes back as {"error": (field,
     message)}; any other failure as its traceback."""
+    paused = gc.isenabled()
+    gc.disable()   # (as the one-process engine: the replica loops make no reference cycles)
     try:
         from simulator.core.timeline import OwnArrivals, replica_timeline
         group = ReplicaGroup(spec, len(columns["ids"]))
@@ -191,6 +194,9 @@ def run_group(spec: GroupSpec, columns: dict) -> dict:
         return group.result()
     except Exception as exc:   # noqa: BLE001 — sent back to the driver, which raises it there
         return _failure(exc)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _failure(exc: BaseException) -> dict:
@@ -231,6 +237,8 @@ class WindowedGroup:
         report the loads there."""
         if self.error is not None:
             return self.error
+        paused = gc.isenabled()
+        gc.disable()
         try:
             from simulator.core.timeline import SUSPEND
             group = self.group
@@ -257,6 +265,9 @@ class WindowedGroup:
             return {"finished": self._finished.copy(), "queued": queued, "new": new}
         except Exception as exc:   # noqa: BLE001
             return _failure(exc)
+        finally:
+            if paused:
+                gc.enable()
 
     def result(self) -> dict:
         if self.error is not None:

@@ -63,7 +63,8 @@ def assert_same(one, other, *, summary: bool = True) -> None:
 
 
 @pytest.mark.parametrize("spec", [False, True], ids=["plain", "spec"])
-@pytest.mark.parametrize("steps", ["full", "sampled", "aggregate"])
+@pytest.mark.parametrize("steps", ["full", pytest.param("sampled", marks=pytest.mark.slow),
+                                   pytest.param("aggregate", marks=pytest.mark.slow)])
 def test_round_robin_is_byte_identical_to_one_process(address, steps, spec):
     data = fleet(steps, spec)
     one = simulator.run(merge(data, {"simulation": {"workers": 1}}))
@@ -79,7 +80,7 @@ def test_progress_counts_every_request(address):
     assert sum(counted) == len(result.requests) == 400
 
 
-@pytest.mark.parametrize("router", ["least_outstanding", "join_shortest_queue"])
+@pytest.mark.parametrize("router", ["least_outstanding", pytest.param("join_shortest_queue", marks=pytest.mark.slow)])
 def test_load_reading_routers_synchronised_at_every_arrival_are_exact(address, router):
     data = fleet("full", True, router)
     one = simulator.run(data)
@@ -101,6 +102,7 @@ def test_a_window_longer_than_the_run_routes_by_own_sends_only(address):
     assert dist.summary["requests_finished"] == 400 and dist.summary["load_sync_s"] == 1e6
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_is_retried_with_the_same_outputs(address):
     data = fleet("aggregate", requests=3000, qps=60.0)
     one = simulator.run(merge(data, {"simulation": {"workers": 1}}))
