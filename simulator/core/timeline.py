@@ -26,6 +26,7 @@ import numpy as np
 
 from simulator.core.bulk import apply_bulk, plan_bulk
 from simulator.core.pauses import sleep_until_resume
+from simulator.core.replica import Replica
 
 IDLE = None  # yielded by a replica with nothing to do and no known arrival: the driver wakes it
 SUSPEND = "suspend"   # yielded at the end of the arrivals known so far (`OwnArrivals.until_s`): resume after `extend`
@@ -114,6 +115,11 @@ def replica_timeline(rep, ctl: TimelineControls):
     finished: list[int] = []
     paused = rep.paused   # simulator.core.pauses.PausedRequests, or None (no request ever pauses)
     waiting, running = rep.waiting, rep.running
+    # Whether the replica has a step to run: waiting or running requests for a plain replica (inline, the hot
+    # path), its own rule for a pool's replica (a decode replica's waiting requests await a reservation or
+    # their KV, a prefill replica's waiting head may not fit until a transfer frees blocks: without it they
+    # would plan empty steps forever at one clock).
+    own_work = type(rep).has_work is not Replica.has_work
     while True:
         if arrivals is not None:
             if rep.clock_s >= arrivals.until_s:   # a step formed now could see arrivals not known yet
@@ -131,7 +137,7 @@ def replica_timeline(rep, ctl: TimelineControls):
             if len(paused) and not rep.running and not rep.head_admissible():
                 yield from sleep_until_resume(rep, arrivals)   # nothing to run until a resume or an arrival
                 continue
-        if not (waiting or running):
+        if not (rep.has_work() if own_work else (waiting or running)):
             nxt = arrivals.next_s() if arrivals is not None else side.pending_s(rep)
             if nxt == math.inf:
                 if arrivals is not None:

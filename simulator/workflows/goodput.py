@@ -8,7 +8,8 @@ request count, so the search is deterministic.
 
 Approximation: bisection assumes attainment falls monotonically with the rate. With a fixed seed the
 arrival pattern is the same sequence scaled in time, so attainment is monotone up to the discrete
-effects of batching; the bracket is refined to `rel_tol` of the rate.
+effects of batching; the bracket is refined to `rel_tol` of the rate. A configuration that misses the
+target at every rate the DES simulates (down to num_requests / MAX_SIM_SPAN_S requests/s) has goodput 0.
 
 `search_placements` enumerates, within a GPU budget: colocated replicas × (tp, pp), and disaggregated
 (prefill tp/pp, decode tp/pp, prefill replicas : decode replicas), skipping layouts that do not fit in
@@ -74,6 +75,9 @@ def max_goodput(data: dict, *, attainment: float | None = None, start_rps: float
         raise ScenarioError("slo", "goodput needs at least one SLO (ttft_s, tpot_s or e2e_s)")
     target = scenario.slo.attainment if attainment is None else attainment
     gpus = scenario_gpus(data)
+    from simulator.core.workload import MAX_SIM_SPAN_S
+    requests = scenario.workload.num_requests
+    floor_rps = requests / MAX_SIM_SPAN_S if requests else 0.0   # the lowest rate the DES simulates
     evals = 0
     cache: dict[float, float] = {}
 
@@ -91,6 +95,8 @@ def max_goodput(data: dict, *, attainment: float | None = None, start_rps: float
             return Goodput(lo, gpus, cache[lo], evals, tuple(sorted(cache.items())))
     while hi - lo > rel_tol * hi and evals < max_evaluations:
         mid = 0.5 * (lo + hi)
+        if mid < floor_rps:             # no rate the DES can simulate meets the target: goodput 0
+            break
         if ok(mid):
             lo = mid
         else:

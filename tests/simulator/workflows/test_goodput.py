@@ -54,6 +54,16 @@ def test_search_ranks_layouts_and_reports_those_that_do_not_fit():
     assert per_gpu == sorted(per_gpu, reverse=True) and not any(math.isnan(v) for v in per_gpu)
 
 
+def test_a_configuration_that_never_meets_the_slo_has_goodput_0():
+    """(found by the distserve reproduction on a slower host: the bisection halved the rate towards 0 until the
+    workload spread over more than the DES simulates, and the search failed with an arrival.qps error)"""
+    data = colocated(dict(BASE, workload=dict(BASE["workload"], num_requests=20), slo={"tpot_s": 1e-6,
+                                                                                          "attainment": 0.9}), 1, 1, 1)
+    g = max_goodput(data)
+    assert g.rate_rps == 0.0 and g.evaluations <= 24 and all(a < 0.9 for _, a in g.curve)
+    assert min(r for r, _ in g.curve) >= 20 / 1e8
+
+
 def test_goodput_needs_an_slo():
     with pytest.raises(ScenarioError, match="slo"):
         max_goodput(dict(BASE, slo={"attainment": 0.9}))
