@@ -33,32 +33,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulator.core.lives import AHEAD_BLOCK, Trajectory, draw_bound, lives_ahead, step_rows
 from simulator.cost.step_cost import CTX_GRID_TOKENS
 
 MAX_BULK_STEPS = 4096      # steps one bulk scans at most (a longer run takes several events)
-FIRST_DRAW_BLOCK = 64      # requests whose first decode steps are drawn in one call (`_first_tau`)
 _SCAN_CHUNK = 16           # profile entries read into Python at first (doubling after)
 _AR = np.arange(16384)
-_ROWS = _AR[:, None]
-
-
-def _draw_bound(tokens, depth: int):
-    """Steps whose draws cover `tokens` tokens in all but unlucky cases (a step emits 1 … depth + 1 tokens):
-    the size of a first draw; short draws are extended (`DecodeProfile._draw_more`)."""
-    return 2 * (-(-tokens // (depth + 1))) + 8
-
-
-def _rows(n: int) -> np.ndarray:
-    return _ROWS[:n] if n <= len(_ROWS) else np.arange(n)[:, None]
-
-
-@dataclass
-class _Batch:
-    """The trajectories of speculating requests that joined together: (T, B) arrays, request b in column b."""
-
-    tau: np.ndarray      # accepted draft tokens per step (0 past the request's end)
-    capped: np.ndarray   # tokens emitted by the end of each step, capped at the output length
-    held: np.ndarray     # blocks held during each step
 
 
 @dataclass(slots=True)
@@ -67,7 +47,7 @@ class _Member:
     length: int       # its decode steps until it finishes (the last one is start + length - 1)
     accepted: int     # draft tokens accepted over them
     held_last: int    # blocks held in its last step
-    batch: _Batch | None = None   # its trajectory (speculation); None: plain decoding, from the formulas
+    batch: Trajectory | None = None   # its trajectory (speculation); None: plain decoding, from the formulas
     col: int = 0
 
 
@@ -91,7 +71,7 @@ class DecodeProfile:
         self.last_finish = -1    # the last step of the member finishing last
         self._templates = np.zeros((0, 3, 0), dtype=np.int64)
         self._offsets = np.zeros((2, 1), dtype=np.int64)
-        self._first: dict[int, tuple] = {}   # request -> (τ, Σ τ + 1) of its first decode steps, drawn ahead
+        self._ahead: dict = {}   # request -> its simulator.core.lives.Life, computed ahead for a fresh join
 
     def __len__(self) -> int:
         return len(self.members)
@@ -100,10 +80,11 @@ class DecodeProfile:
     def join(self, ids: list[int]) -> None:
         """Requests starting to decode at step `k` (their state in the request arrays is current)."""
         if len(ids) == 1:
+            r = ids[0]
             if self.rep.acceptance is None:
-                self._join_plain(ids[0])
-            else:
-                self._join_one(ids[0])
+                self._join_plain(r)
+            elif not self._join_ahead(r):
+                self._join_one(r)
             return
         if self.rep.acceptance is None:
             for r in ids:
@@ -118,7 +99,7 @@ class DecodeProfile:
         capped = np.minimum(cum, remaining)
         done = cum >= remaining
         lengths = done.argmax(axis=0) + 1   # cum is increasing down the rows
-        active = _rows(len(cum)) < lengths
+        active = step_rows(len(cum)) < lengths
         ctx = ctx0 + (cum - tau - 1)
         tau = tau * active
         block = rep.kv.block_size
@@ -126,7 +107,7 @@ class DecodeProfile:
         rows = np.stack([active.sum(axis=1), (ctx * active).sum(axis=1), (held * active).sum(axis=1),
                          np.diff(capped.sum(axis=1), prepend=0), tau.sum(axis=1)])
         self._add(rows)
-        batch = _Batch(tau, capped, held)
+        batch = Trajectory(tau, capped, held)
         accepted = tau.sum(axis=0).tolist()
         held_last = held[lengths - 1, np.arange(len(ids))].tolist()
         for col, (r, length) in enumerate(zip(ids, lengths.tolist())):
@@ -182,22 +163,18 @@ class DecodeProfile:
         return have
 
     def _join_one(self, r: int) -> None:
-        """`join` of one speculating request, with 1-D arrays (its five rows built in one array and added to
-        the profile at once: the fewest NumPy calls, as this runs once per request)."""
+        """`join` of one speculating request that did not join from a life computed ahead (`_join_ahead`),
+        with 1-D arrays (its five rows built in one array and added to the profile at once)."""
         rep, s = self.rep, self.rep.s
         acc = rep.acceptance
         emitted_0 = int(s.emitted[r])
         remaining = int(s.output[r]) - emitted_0
         steps_0 = int(s.decode_steps[r])
         # `_draws` for one request, in 1-D (a request's draws do not depend on the pieces they come in)
-        if steps_0 == 0 and acc.counter_based:
-            tau, cum = self._first_tau(r)
-        else:
-            ids, steps0, emitted0 = np.array([r]), np.array([steps_0]), np.array([emitted_0])
-            tau = acc.draws(ids, steps0, emitted0, min(remaining, _draw_bound(remaining, acc.depth)))[:, 0]
-            cum = (tau + 1).cumsum()
+        ids, steps0, emitted0 = np.array([r]), np.array([steps_0]), np.array([emitted_0])
+        tau = acc.draws(ids, steps0, emitted0, min(remaining, draw_bound(remaining, acc.depth)))[:, 0]
+        cum = (tau + 1).cumsum()
         if cum[-1] < remaining:
-            ids, steps0, emitted0 = np.array([r]), np.array([steps_0]), np.array([emitted_0])
             tau, cum = self._draw_more(ids, steps0, emitted0, remaining, tau[:, None], cum[:, None])
             tau, cum = tau[:, 0], cum[:, 0]
         length = int(cum.searchsorted(remaining)) + 1   # the first step reaching the output length (methods: no wrapper)
@@ -221,41 +198,51 @@ class DecodeProfile:
         view += rows
         capped = np.minimum(cum, remaining)
         self._enter(r, _Member(self.k, length, int(cum[-1]) - length, int(held[-1]),   # Σ τ = Σ (τ + 1) − length
-                               _Batch(tau[:, None], capped[:, None], held[:, None]), 0))
+                               Trajectory(tau[:, None], capped[:, None], held[:, None]), 0))
         self.member_blocks += blocks0
 
-    def _first_tau(self, r: int) -> tuple[np.ndarray, np.ndarray]:
-        """τ of request r's first decode steps and its running sum of τ + 1 (a prefix of its draws, enough
-        for its output after its first token; `_join_one` draws more if that is short). Drawn with up to
-        FIRST_DRAW_BLOCK − 1 requests expected to join this replica after it — the waiting queue, then its
-        own next arrivals — in one call: for a counter-based model the draws of a request are the same
-        whoever they are drawn with, and one call for many requests costs about what one call for one
-        request does."""
-        drawn = self._first.pop(r, None)
-        if drawn is not None:
-            return drawn
-        rep = self.rep
+    def _join_ahead(self, r: int) -> bool:
+        """Join request r from its life computed ahead (simulator.core.lives) when it joins fresh: one slice
+        addition. False (nothing done) when it does not (a resumed, preempted or non-counter-based join)."""
+        rep, s = self.rep, self.rep.s
+        life = self._ahead.pop(r, None)
+        if life is None:
+            acc = rep.acceptance
+            if acc is None or not acc.counter_based or s.decode_steps[r] != 0 or s.emitted[r] != 1:
+                return False
+            self._ahead.update(lives_ahead(rep, self._expected(r)))
+            life = self._ahead.pop(r, None)
+            if life is None:
+                return False
+        if not life.fits(s, r):
+            return False
+        rows = life.rows
+        length = rows.shape[1]
+        i = self._room(length)
+        view = self.sums[:, i:i + length]
+        np.add(view, rows, out=view)
+        self._enter(r, _Member(self.k, length, life.accepted, life.held_last, life.batch, life.col))
+        self.member_blocks += int(s.blocks[r])
+        return True
+
+    def _expected(self, r: int) -> list[int]:
+        """r and up to AHEAD_BLOCK − 1 requests expected to join this replica after it, without a life
+        computed yet: the waiting queue, then its own next arrivals (never admitted: fresh joins)."""
+        rep, ahead = self.rep, self._ahead
         block = [r]
         seen = {r}
         for b in rep.waiting:
-            if len(block) >= FIRST_DRAW_BLOCK:
+            if len(block) >= AHEAD_BLOCK:
                 break
-            if b not in seen and b not in self._first:
+            if b not in seen and b not in ahead:
                 block.append(b)
                 seen.add(b)
         arrivals = rep.arrivals
-        if arrivals is not None and len(block) < FIRST_DRAW_BLOCK:
-            for b in arrivals.ids[arrivals.pos:arrivals.pos + FIRST_DRAW_BLOCK - len(block)]:
-                if b not in seen and b not in self._first:
+        if arrivals is not None and len(block) < AHEAD_BLOCK:
+            for b in arrivals.ids[arrivals.pos:arrivals.pos + AHEAD_BLOCK - len(block)]:
+                if b not in seen and b not in ahead:
                     block.append(b)
-        ids = np.array(block, dtype=np.int64)
-        acc = rep.acceptance
-        steps = _draw_bound(rep.s.output[ids] - 1, acc.depth).tolist()
-        taus = acc.tau(ids, _rows(max(steps)))
-        cums = (taus + 1).cumsum(axis=0)
-        for col, b in enumerate(block[1:], start=1):
-            self._first[b] = taus[:steps[col], col], cums[:steps[col], col]
-        return taus[:steps[0], 0], cums[:steps[0], 0]
+        return block
 
     def _draws(self, ids, steps0, emitted0, remaining):
         """Accepted lengths τ of each request's decode steps until it finishes, and the tokens emitted
@@ -263,7 +250,7 @@ class DecodeProfile:
         pieces (a prefix of the draws does not depend on how many follow)."""
         need = int(remaining.max())
         acc = self.rep.acceptance
-        tau = acc.draws(ids, steps0, emitted0, min(need, _draw_bound(need, acc.depth)))
+        tau = acc.draws(ids, steps0, emitted0, min(need, draw_bound(need, acc.depth)))
         return self._draw_more(ids, steps0, emitted0, remaining, tau, np.cumsum(tau + 1, axis=0))
 
     def _draw_more(self, ids, steps0, emitted0, remaining, tau, cum):

@@ -86,6 +86,7 @@ class AcceptanceModel:
         return np.broadcast_to(np.full(length, float(np.clip(alpha, 0.0, 1.0))), (len(request_ids), length))
 
 
+_COMPARE_DEPTH = 8   # chains up to this length sample τ by comparisons (`ChainAcceptance.sample`)
 _STEP_ROWS = np.arange(256)[:, None]  # step offsets as a column (bulks are at most 256 steps)
 
 
@@ -132,10 +133,18 @@ class ChainAcceptance(AcceptanceModel):
         if np.any(np.diff(self.survival) > 0):
             raise ValueError("survival probabilities must be non-increasing")
         object.__setattr__(self, "_ascending", np.ascontiguousarray(self.survival[::-1]))
+        object.__setattr__(self, "_levels", self.survival.tolist())
 
     def sample(self, uniforms: np.ndarray) -> np.ndarray:
-        """Accepted lengths for an array of uniforms (any shape), as int64: #{i : u < survival[i]}
-        = γ − #{i : survival[i] ≤ u}, counted by binary search in the ascending survival."""
+        """Accepted lengths for an array of uniforms (any shape), as int64: #{i : u < survival[i]}. Short
+        chains count the comparisons in uint8 (a few passes over the uniforms); long ones count
+        γ − #{i : survival[i] ≤ u} by binary search in the ascending survival (the same count)."""
         if self.depth == 0:
             return np.zeros(np.shape(uniforms), dtype=np.int64)
-        return self.depth - self._ascending.searchsorted(uniforms, side="right").astype(np.int64)
+        if self.depth > _COMPARE_DEPTH:
+            return self.depth - self._ascending.searchsorted(uniforms, side="right").astype(np.int64)
+        levels = self._levels
+        count = np.less(uniforms, levels[0]).view(np.uint8)
+        for level in levels[1:]:
+            count = count + np.less(uniforms, level)
+        return count.astype(np.int64)

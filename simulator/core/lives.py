@@ -1,0 +1,104 @@
+"""Whole decode lives of the requests about to join a replica's decode profile, computed many at a time.
+
+A request that starts decoding fresh — its prompt just prefilled, so its context is its prefill target,
+one token emitted and no decode step taken — has a future that depends on its own columns alone and,
+with speculation, on its counter-based draws (simulator.speculation.acceptance: τ of its k-th step is a
+pure function of the request and k): per decode step until it finishes, requests decoding (1), its
+context, the KV blocks it needs, the tokens it emits and the draft tokens accepted — the five rows
+simulator.core.bulk.DecodeProfile sums.
+
+`lives_ahead` computes those futures for a block of up to AHEAD_BLOCK requests expected to join next
+(the waiting queue, then the replica's own next arrivals) in one set of NumPy calls over (steps ×
+requests) arrays, so that joining one costs one slice addition (`DecodeProfile.join`) instead of a
+dozen NumPy calls on short arrays. A life is used only when the request's state at its join is the one
+predicted (`Life.fits`); any other request joins the general way. The arithmetic is element by element
+that of the one-request join (same draws, same integer formulas), so the profile's sums, and every
+output, are identical whichever way a request joins.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+AHEAD_BLOCK = 32    # requests whose lives are computed in one call
+_STEPS = np.arange(4096)
+_AR = _STEPS[:, None]
+
+
+def draw_bound(tokens, depth: int):
+    """Steps whose draws cover `tokens` tokens in all but unlucky cases (a step emits 1 … depth + 1 tokens):
+    the size of a first draw; short draws are extended (`DecodeProfile._draw_more`) or, here, the request
+    joins the general way."""
+    return 2 * (-(-tokens // (depth + 1))) + 8
+
+
+def step_rows(n: int) -> np.ndarray:
+    """0 .. n − 1 as a column."""
+    return _AR[:n] if n <= len(_AR) else np.arange(n)[:, None]
+
+
+@dataclass(slots=True)
+class Trajectory:
+    """The trajectories of speculating requests computed together: (T, B) arrays, request b in column b."""
+
+    tau: np.ndarray      # accepted draft tokens per step (0 past the request's end)
+    capped: np.ndarray   # tokens emitted by the end of each step, capped at the output length
+    held: np.ndarray     # blocks held during each step
+
+
+@dataclass(slots=True)
+class Life:
+    """One request's decode future from its first decode step, computed for a fresh join."""
+
+    rows: np.ndarray     # (5, length): the profile rows it adds
+    ctx0: int            # its context at the join it was computed for
+    held0: int           # blocks its first decode step needs
+    accepted: int        # draft tokens accepted over its life
+    held_last: int       # blocks held in its last step
+    batch: Trajectory    # its trajectory, for DecodeProfile.dissolve
+    col: int
+
+    def fits(self, s, r: int) -> bool:
+        """Request r's state now is the fresh join this life was computed for (its reservation may be
+        smaller than its first step's need, never larger: the need is the max of both)."""
+        return s.ctx[r] == self.ctx0 and s.emitted[r] == 1 and s.decode_steps[r] == 0 and s.blocks[r] <= self.held0
+
+
+def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
+    """The lives of speculating requests `ids` (never admitted yet: prefill target = prompt, nothing
+    emitted) as they will be if each joins fresh; requests whose draws fall short of their output
+    (unlucky) are left out. Arrays are (B, T): request b's rows are contiguous."""
+    s, acc = rep.s, rep.acceptance
+    ids_a = np.array(ids, dtype=np.int64)
+    remaining = s.output[ids_a][:, None] - 1           # tokens left after the prompt's own
+    ctx0 = s.prefill_target[ids_a]
+    steps = int(draw_bound(remaining, acc.depth).max())
+    tau = acc.tau(ids_a[:, None], _STEPS[:steps] if steps <= len(_STEPS) else np.arange(steps))
+    cum = (tau + 1).cumsum(axis=1)
+    lengths = (cum >= remaining).argmax(axis=1) + 1    # the first step reaching the output length
+    drawn = (cum[:, -1:] >= remaining)[:, 0]
+    active = (_STEPS[:steps] if steps <= len(_STEPS) else np.arange(steps)) < lengths[:, None]
+    ctx = cum - tau
+    ctx += (ctx0 - 1)[:, None]                          # context before each step
+    block = rep.kv.block_size
+    held = (ctx + (rep.q + block - 1)) // block         # blocks_for(ctx + q)
+    capped = np.minimum(cum, remaining)
+    tau *= active
+    rows = np.empty((5, len(ids), steps), dtype=np.int64)
+    rows[0] = active
+    np.multiply(ctx, active, out=rows[1])
+    np.multiply(held, active, out=rows[2])
+    rows[3, :, 0] = capped[:, 0]
+    np.subtract(capped[:, 1:], capped[:, :-1], out=rows[3, :, 1:])   # tokens emitted: capped at the output
+    rows[4] = tau
+    cols = np.arange(len(ids))
+    last = lengths - 1
+    held0, held_last = held[:, 0].tolist(), held[cols, last].tolist()
+    accepted = (cum[cols, last] - lengths).tolist()     # Σ τ = Σ (τ + 1) − length
+    batch = Trajectory(tau.T, capped.T, held.T)
+    out = {}
+    for col, (r, ok, length, c0) in enumerate(zip(ids, drawn.tolist(), lengths.tolist(), ctx0.tolist())):
+        if ok:
+            out[r] = Life(rows[:, col, :length], c0, held0[col], accepted[col], held_last[col], batch, col)
+    return out
