@@ -41,6 +41,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from profiles.acceptance.parquet_meta import read_with_meta, write_with_meta
+
 WORKLOADS = ("code_edit", "agentic", "chat")
 SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 CODE_EDITS = (
@@ -294,27 +296,15 @@ META_KEY = b"draftsim_sessions"
 
 
 def write_sessions(frame: pd.DataFrame, path: Path, meta: dict) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    table = pa.Table.from_pandas(frame.reset_index(drop=True), preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta, sort_keys=True).encode()})
-    tmp = path.with_suffix(path.suffix + ".partial")
-    pq.write_table(table, tmp, compression="zstd")
-    tmp.replace(path)
+    write_with_meta(frame, path, META_KEY, meta)
 
 
 def load_sessions(path: str | Path) -> pd.DataFrame:
     """A corpus written by `write_sessions`; metadata in `.attrs["meta"]`; ValueError if malformed."""
-    import pyarrow.parquet as pq
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"session corpus {str(path)!r} is not a file")
-    table = pq.read_table(path)
-    frame = table.to_pandas()
+    frame = read_with_meta(path, META_KEY, "session corpus")
     missing = {"session", "workload", "turn", "prompt_tokens", "output_tokens", "ended_by_stop"} - set(frame.columns)
     if missing:
-        raise ValueError(f"{path.name}: lacks columns {sorted(missing)}")
-    frame.attrs["meta"] = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
+        raise ValueError(f"{Path(path).name}: lacks columns {sorted(missing)}")
     return frame
 
 

@@ -34,7 +34,6 @@ schema key b"draftsim_trace" and comes back as `trace.attrs["meta"]`.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -42,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from models.errors import UnknownNameError
+from profiles.acceptance.parquet_meta import read_with_meta, write_with_meta
 
 MODEL_DRAFTERS = ("draft", "skip")
 DRAFTERS = MODEL_DRAFTERS + ("ngram",)
@@ -85,29 +85,14 @@ def validate(trace: pd.DataFrame) -> None:
 
 def write_trace(trace: pd.DataFrame, path: str | Path, meta: dict) -> None:
     """Write `trace` as parquet with `meta` (JSON-serializable) in the schema metadata (atomic rename)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
     validate(trace)
-    table = pa.Table.from_pandas(trace.reset_index(drop=True), preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                           META_KEY: json.dumps(meta, sort_keys=True).encode()})
-    path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".partial")
-    pq.write_table(table, tmp, compression="zstd")
-    tmp.replace(path)
+    write_with_meta(trace, path, META_KEY, meta)
 
 
 def load_trace(path: str | Path) -> pd.DataFrame:
     """Read a trace written by `write_trace`; metadata in `.attrs["meta"]`."""
-    import pyarrow.parquet as pq
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"trace path {str(path)!r} is not a file")
-    table = pq.read_table(path)
-    meta = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
-    trace = table.to_pandas()
+    trace = read_with_meta(path, META_KEY, "trace path")
     validate(trace)
-    trace.attrs["meta"] = meta
     return trace
 
 
