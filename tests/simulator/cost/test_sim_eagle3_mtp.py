@@ -4,7 +4,6 @@ and the trends the issue asks for come out of the pricing without tuning."""
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,8 +17,8 @@ from models.mtp import extra_ops, module_spec, own_params
 from models.opgraph import attention_ops, dense_ops
 from models.spec import kv_cache_dtype
 from models.step import Parallelism, StepShape
+from contract import assert_one_line, run_cli
 from sim_helpers import merge, replica_kind, scenario
-from simulator.cli import main
 from simulator.cost.step_cost import _price
 from paths import REPO
 
@@ -215,15 +214,12 @@ BAD = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
-def test_bad_drafter_input_exits_2_with_one_line(tmp_path, capsys, name):
+def test_bad_drafter_input_exits_2_with_one_line(tmp_path, name):
     overrides, field = BAD[name]
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(scenario(**overrides)))
-    out = tmp_path / "out"
-    code = main(["run", str(path), "--out", str(out), "--quiet"])
-    err = capsys.readouterr().err.strip()
+    code, err, out = run_cli(tmp_path, scenario(**overrides))
     assert code == 2, err
-    assert len(err.splitlines()) == 1 and field in err and "Traceback" not in err, err
+    assert len(err.splitlines()) == 1, err   # no warning line before the refusal either
+    assert_one_line(err, field)
     assert not out.exists()
 
 

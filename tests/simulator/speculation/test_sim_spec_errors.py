@@ -1,12 +1,9 @@
 """Bad speculation input through the CLI: one line naming the field, exit code 2, nothing written."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
-from simulator.cli import main
+from contract import assert_one_line, run_cli
 from sim_helpers import scenario
 
 DRAFT = {"kind": "draft_model", "model": "llama-68m", "gamma": 3}
@@ -47,15 +44,10 @@ BAD = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
-def test_bad_speculation_exits_2_with_one_line_naming_the_field(tmp_path, capsys, name):
+def test_bad_speculation_exits_2_with_one_line_naming_the_field(tmp_path, name):
     overrides, field = BAD[name]
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(scenario(**overrides)))
-    out = tmp_path / "out"
-    code = main(["run", str(path), "--out", str(out), "--quiet"])
-    err = capsys.readouterr().err.strip()
+    code, err, out = run_cli(tmp_path, scenario(**overrides))
     assert code == 2, err
-    assert len(err.splitlines()) == 1, err
-    assert field in err, err
-    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, err   # no warning line before the refusal either
+    assert_one_line(err, field)
     assert not out.exists() or not any(out.iterdir())
