@@ -62,15 +62,22 @@ class TraceChainAcceptance(AcceptanceModel):
         return float(np.mean(self.flat == self.depth)) if self.depth else 1.0
 
 
-def resolve_trace_path(name_or_path: str, base_dir: Path) -> Path:
-    """A path relative to the scenario, an absolute path, or the name of a shipped trace."""
-    for candidate in (base_dir / name_or_path, Path(name_or_path), SHIPPED_TRACES / name_or_path,
-                      SHIPPED_TRACES / f"{name_or_path}.parquet"):
+def resolve_data_file(name_or_path: str, base_dir: Path, shipped_dir: Path, field: str, what: str) -> Path:
+    """A parquet data file named in a scenario: a path relative to the scenario, an absolute path, or the
+    name of one shipped in `shipped_dir` (with or without `.parquet`); else a ScenarioError on `field`
+    naming `what` and the shipped ones."""
+    for candidate in (base_dir / name_or_path, Path(name_or_path), shipped_dir / name_or_path,
+                      shipped_dir / f"{name_or_path}.parquet"):
         if candidate.is_file():
             return candidate
-    shipped = sorted(p.stem for p in SHIPPED_TRACES.glob("*.parquet"))
-    raise ScenarioError("acceptance.trace", f"no trace file {name_or_path!r} (relative to the scenario, "
-                                            f"absolute, or shipped: {', '.join(shipped) or 'none'})")
+    shipped = sorted(p.stem for p in shipped_dir.glob("*.parquet"))
+    raise ScenarioError(field, f"no {what} {name_or_path!r} (relative to the scenario, "
+                               f"absolute, or shipped: {', '.join(shipped) or 'none'})")
+
+
+def resolve_trace_path(name_or_path: str, base_dir: Path) -> Path:
+    """A path relative to the scenario, an absolute path, or the name of a shipped trace."""
+    return resolve_data_file(name_or_path, base_dir, SHIPPED_TRACES, "acceptance.trace", "trace file")
 
 
 def load_trace_acceptance(name_or_path: str, drafter: str, gamma: int, seed: int,

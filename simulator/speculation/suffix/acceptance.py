@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from simulator.errors import ScenarioError
+from simulator.speculation.trace_acceptance import resolve_data_file
 
 SHIPPED_CORPORA = Path(__file__).resolve().parents[3] / "profiles" / "data" / "acceptance" / "sessions"
 MODEL_FREE = ("suffix", "ngram")
@@ -68,13 +69,8 @@ def bind_proposer(acceptance, policy, drafter):
 
 
 def resolve_corpus(name_or_path: str, base_dir: Path) -> Path:
-    for candidate in (base_dir / name_or_path, Path(name_or_path), SHIPPED_CORPORA / name_or_path,
-                      SHIPPED_CORPORA / f"{name_or_path}.parquet"):
-        if candidate.is_file():
-            return candidate
-    shipped = sorted(p.stem for p in SHIPPED_CORPORA.glob("*.parquet"))
-    raise ScenarioError("acceptance.corpus", f"no session corpus {name_or_path!r} (relative to the scenario, "
-                                             f"absolute, or shipped: {', '.join(shipped) or 'none'})")
+    """A path relative to the scenario, an absolute path, or the name of a shipped session corpus."""
+    return resolve_data_file(name_or_path, base_dir, SHIPPED_CORPORA, "acceptance.corpus", "session corpus")
 
 
 def suffix_params(d):
