@@ -74,11 +74,12 @@ def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
     remaining = s.output[ids_a][:, None] - 1           # tokens left after the prompt's own
     ctx0 = s.prefill_target[ids_a]
     steps = int(draw_bound(remaining, acc.depth).max())
-    tau = acc.tau(ids_a[:, None], _STEPS[:steps] if steps <= len(_STEPS) else np.arange(steps))
+    step_axis = _STEPS[:steps] if steps <= len(_STEPS) else np.arange(steps)
+    tau = acc.tau(ids_a[:, None], step_axis)
     cum = (tau + 1).cumsum(axis=1)
     lengths = (cum >= remaining).argmax(axis=1) + 1    # the first step reaching the output length
     drawn = (cum[:, -1:] >= remaining)[:, 0]
-    active = (_STEPS[:steps] if steps <= len(_STEPS) else np.arange(steps)) < lengths[:, None]
+    active = step_axis < lengths[:, None]
     ctx = cum - tau
     ctx += (ctx0 - 1)[:, None]                          # context before each step
     block = rep.kv.block_size
