@@ -108,23 +108,28 @@ class MeasuredGrid:
 
 
 def _fill_log(axes: list[list[float]], values: np.ndarray, ideal: Ideal) -> np.ndarray:
-    """log(seconds) on the full grid; holes from the nearest measured point, scaled by `ideal`."""
+    """log(seconds) on the full grid; holes from the nearest measured point, scaled by `ideal`.
+
+    "Nearest" is the Euclidean distance in the axes' log(1 + size) coordinates, ties to the first measured
+    point in C order. The grid is a cross product, so a hole's squared distance to every grid point is a
+    sum of one vector per axis (broadcast, summed in axis order as the per-point sum would be), and the
+    nearest measured point is the arg-min over the grid with the holes masked out."""
     logs = np.log(values)
-    missing = np.argwhere(np.isnan(values))
+    holes = np.isnan(values)
+    missing = np.argwhere(holes)
     if not len(missing):
         return logs
-    present = np.argwhere(~np.isnan(values))
-    if not len(present):
+    if holes.all():
         raise ValueError("grid has no measured values")
     coords = [np.array([axis_coord(v) for v in axis]) for axis in axes]
-
-    def position(idx: np.ndarray) -> np.ndarray:
-        return np.stack([coords[d][idx[:, d]] for d in range(len(axes))], axis=1)
-
-    have = position(present)
-    for idx, where in zip(missing, position(missing)):
-        near = present[int(np.argmin(((have - where) ** 2).sum(axis=1)))]
+    for idx in missing:
+        squared = np.zeros(())
+        for d, coord in enumerate(coords):
+            step = (coord - coord[idx[d]]) ** 2
+            squared = np.add.outer(squared, step) if d else step
+        squared[holes] = np.inf
+        near = np.unravel_index(int(np.argmin(squared)), values.shape)
         at = [axes[d][i] for d, i in enumerate(idx)]
         src = [axes[d][i] for d, i in enumerate(near)]
-        logs[tuple(idx)] = logs[tuple(near)] + math.log(ideal(at) / ideal(src))
+        logs[tuple(idx)] = logs[near] + math.log(ideal(at) / ideal(src))
     return logs
