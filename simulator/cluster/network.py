@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -41,6 +42,48 @@ class Flow:
 def max_min_rates(paths: Sequence[Sequence[int]], capacity: np.ndarray) -> np.ndarray:
     """Max-min fair rates (bytes/s) of flows with the given link paths (progressive filling). A flow
     with an empty path gets rate inf."""
+    return np.array(fair_rates(paths, capacity), dtype=float)
+
+
+SMALL_FLOW_SET = 32   # flows up to which progressive filling runs on Python floats (numpy's per-call cost dominates)
+
+
+def fair_rates(paths: Sequence[Sequence[int]], capacity: np.ndarray) -> list[float]:
+    """`max_min_rates` as a list. Both ways of computing it do the same IEEE operations in the same order
+    (a link's share cap / count, the least share s, bottlenecks within s·(1 + 1e-12), caps reduced by
+    s · frozen flows through them and clipped at 0), so they agree to the last bit (tests)."""
+    if len(paths) <= SMALL_FLOW_SET:
+        return _filling_python(paths, capacity)
+    return _filling_numpy(paths, capacity).tolist()
+
+
+def _filling_python(paths: Sequence[Sequence[int]], capacity: np.ndarray) -> list[float]:
+    rates = [math.inf] * len(paths)
+    cap = {link: float(capacity[link]) for path in paths for link in path}
+    active = [i for i, path in enumerate(paths) if path]
+    while active:
+        counts: dict[int, int] = {}
+        for i in active:
+            for link in paths[i]:
+                counts[link] = counts.get(link, 0) + 1
+        share = {link: cap[link] / n for link, n in counts.items()}
+        s = min(share.values())
+        limit = s * (1.0 + 1e-12)
+        bottleneck = {link for link, v in share.items() if v <= limit}
+        frozen = [i for i in active if not bottleneck.isdisjoint(paths[i])]
+        through: dict[int, int] = {}
+        for i in frozen:
+            rates[i] = s
+            for link in paths[i]:
+                through[link] = through.get(link, 0) + 1
+        for link, n in through.items():
+            cap[link] = max(cap[link] - s * n, 0.0)
+        done = set(frozen)
+        active = [i for i in active if i not in done]
+    return rates
+
+
+def _filling_numpy(paths: Sequence[Sequence[int]], capacity: np.ndarray) -> np.ndarray:
     f = len(paths)
     rates = np.full(f, math.inf)
     if not f:
@@ -97,8 +140,7 @@ class FairShareFluid:
     def _current_rates(self) -> dict[int, float]:
         if self._rates is None:
             ids = list(self._active)
-            rates = max_min_rates([self._active[i][1] for i in ids], self.capacity)
-            self._rates = dict(zip(ids, rates.tolist()))
+            self._rates = dict(zip(ids, fair_rates([self._active[i][1] for i in ids], self.capacity)))
         return self._rates
 
     def rate(self, fid: int) -> float:
@@ -236,21 +278,39 @@ def kv_transfer_flows(spec: ModelSpec, tokens: int, src_gpus: Sequence[int], src
     with Parallelism(tp, pp) for ep > 1 replicas. Every destination GPU receives exactly the KV it
     holds (its stage's layers × its ranks' KV heads; MLA: the whole latent of its layers, as every rank
     keeps a copy), each piece split evenly over the source GPUs that hold it."""
-    for name, gpus, par in (("src", src_gpus, src_par), ("dst", dst_gpus, dst_par)):
-        validate_parallelism(spec, par)
-        if len(gpus) != par.tp * par.pp or len(set(gpus)) != len(gpus):
-            raise ValueError(f"{name}_gpus must list {par.tp * par.pp} distinct GPUs (tp·pp), got {len(gpus)}")
+    terms = _flow_terms(spec, tuple(src_gpus), src_par, tuple(dst_gpus), dst_par)
     if not isinstance(tokens, (int, np.integer)) or tokens < 0:
         raise ValueError(f"tokens must be an integer >= 0, got {tokens!r}")
     unit = tokens * dtype_bytes(dtype) * (spec.kv_elements_per_token_per_layer() if spec.is_mla
                                           else 2 * spec.head_dim)  # bytes per (layer, KV head)
+    flows = []
+    for src, dst, parts in terms:
+        nbytes = 0.0
+        for layers, sources in parts:
+            nbytes = nbytes + layers * unit / sources
+        if nbytes > 0:
+            flows.append(Flow(src, dst, nbytes, start_s))
+    return flows
+
+
+@lru_cache(maxsize=4096)
+def _flow_terms(spec: ModelSpec, src_gpus: tuple, src_par: Parallelism, dst_gpus: tuple,
+                dst_par: Parallelism) -> tuple[tuple[int, int, tuple[tuple[int, int], ...]], ...]:
+    """Who sends what to whom, independent of the token count: per (source GPU, destination GPU) in
+    sorted order, the (layers, holders) pieces whose bytes sum to the flow's size, each piece
+    layers · (bytes per layer and KV head) / holders, summed in this order. A run moves the KV of
+    every request between the same few replica pairs, so this is worked out once per pair."""
+    for name, gpus, par in (("src", src_gpus, src_par), ("dst", dst_gpus, dst_par)):
+        validate_parallelism(spec, par)
+        if len(gpus) != par.tp * par.pp or len(set(gpus)) != len(gpus):
+            raise ValueError(f"{name}_gpus must list {par.tp * par.pp} distinct GPUs (tp·pp), got {len(gpus)}")
     src_stages = _stage_layers(spec.num_layers, src_par.pp)
     holders: dict[tuple[int, int], list[int]] = {}   # (src stage, head) -> source GPUs
     for s in range(src_par.pp):
         for r in range(src_par.tp):
             for h in _heads_of_rank(spec, src_par.tp, r):
                 holders.setdefault((s, h), []).append(src_gpus[s * src_par.tp + r])
-    volume: dict[tuple[int, int], float] = {}
+    pieces: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for ds, (lo, hi) in enumerate(_stage_layers(spec.num_layers, dst_par.pp)):
         for r in range(dst_par.tp):
             dst = dst_gpus[ds * dst_par.tp + r]
@@ -261,5 +321,5 @@ def kv_transfer_flows(spec: ModelSpec, tokens: int, src_gpus: Sequence[int], src
                 for h in _heads_of_rank(spec, dst_par.tp, r):
                     sources = holders[(ss, h)]
                     for src in sources:
-                        volume[(src, dst)] = volume.get((src, dst), 0.0) + layers * unit / len(sources)
-    return [Flow(s, d, b, start_s) for (s, d), b in sorted(volume.items()) if b > 0]
+                        pieces.setdefault((src, dst), []).append((layers, len(sources)))
+    return tuple((src, dst, tuple(parts)) for (src, dst), parts in sorted(pieces.items()))

@@ -10,7 +10,8 @@ import pytest
 import simpy
 
 from profiles.hardware import get_hardware
-from simulator.cluster.network import FairShareFluid, Flow, Network, SimNetwork, max_min_rates
+from simulator.cluster.network import (SMALL_FLOW_SET, FairShareFluid, Flow, Network, SimNetwork, _filling_numpy,
+                                       _filling_python, fair_rates, max_min_rates)
 from simulator.cost.collectives import Topology
 
 GB = 1e9
@@ -85,6 +86,27 @@ def test_max_min_rates_satisfy_the_definition_on_random_flow_sets():
         paths = [topo.path(int(s), int(d)) for s, d in pairs]
         rates = max_min_rates(paths, capacity)
         assert _is_max_min_fair(paths, capacity, rates)
+
+
+def test_both_ways_of_filling_agree_to_the_last_bit():
+    """`fair_rates` fills small flow sets on Python floats and large ones with numpy: the same arithmetic,
+    so the same rates exactly, on random topologies, flow sets up to 60 flows (both sides of the
+    threshold), repeated links and flows without a path."""
+    rng = np.random.default_rng(11)
+    small = 0
+    for trial in range(60):
+        topo = _topo(nodes=int(rng.integers(1, 4)), g=int(rng.integers(2, 5)), up=float(rng.uniform(1, 9)),
+                     out=float(rng.uniform(0.5, 3)))
+        capacity = topo.link_capacities()
+        n = int(rng.integers(1, 61))
+        paths = [topo.path(int(a), int(b)) for a, b in rng.integers(0, topo.num_gpus, size=(n, 2))]
+        if trial % 5 == 0:
+            paths.append(paths[0] + paths[0][:1])   # a link crossed twice
+        python, vectorised = _filling_python(paths, capacity), _filling_numpy(paths, capacity).tolist()
+        assert python == vectorised
+        assert fair_rates(paths, capacity) == python == max_min_rates(paths, capacity).tolist()
+        small += len(paths) <= SMALL_FLOW_SET
+    assert 0 < small < 60   # both ways were exercised
 
 
 def test_max_min_rates_against_brute_force_on_a_small_case():
