@@ -24,7 +24,6 @@ Acceptance-rate definitions (papers and serving engines report different quantit
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import brentq
 
 from theory import _checks
 
@@ -132,6 +131,8 @@ def alpha_from_expected_tokens(tokens_per_step: float, gamma: int) -> float:
         return 0.0
     if t == gamma + 1.0:
         return 1.0
+    from scipy.optimize import brentq   # here: scipy.optimize costs the modules that only price chains 0.3 s
+
     return float(brentq(lambda a: expected_tokens(a, gamma) - t, 0.0, 1.0, xtol=1e-14))
 
 

@@ -134,11 +134,15 @@ def _little_batch(excess, b_max: float) -> float | None:
 
 def _interpolated_step_s(cost, context: float):
     """Decode step seconds (draft + verify) as a function of a fractional batch at mean `context`."""
+    priced: dict[tuple[int, int], np.ndarray] = {}   # (lo, hi) -> both; a bisection asks for few pairs often
+
     def step_s(batch: float) -> float:
         lo = max(1, int(math.floor(batch)))
         hi = max(lo, int(math.ceil(batch)))
-        d, t = cost.decode_steps(np.array([lo, hi]), np.array([round(lo * context), round(hi * context)]))
-        both = d[:, 0] + t[:, 0]
+        both = priced.get((lo, hi))
+        if both is None:
+            d, t = cost.decode_steps(np.array([lo, hi]), np.array([round(lo * context), round(hi * context)]))
+            both = priced[(lo, hi)] = d[:, 0] + t[:, 0]
         w = min(max(batch - lo, 0.0), 1.0)
         return float(both[0] * (1 - w) + both[1] * w)
     return step_s
