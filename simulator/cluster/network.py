@@ -230,14 +230,24 @@ class SimNetwork:
         self._generation = 0
 
     def transfer(self, src_gpu: int, dst_gpu: int, nbytes: float):
-        event = self.env.event()
-        self._events[self.fluid.add(src_gpu, dst_gpu, nbytes, self.env.now)] = event
+        event = self._add(src_gpu, dst_gpu, nbytes)
         self._wake(self._generation)
         return event
 
     def transfer_all(self, flows: Sequence[Flow]):
-        """One event for a group of transfers started now (e.g. the flows of one KV transfer)."""
-        return self.env.all_of([self.transfer(f.src_gpu, f.dst_gpu, f.bytes) for f in flows])
+        """One event for a group of transfers started now (e.g. the flows of one KV transfer). They join
+        the network together and the rates are recomputed once, not once per flow: nothing moves between
+        additions at the same instant, so the rates and every finish time are those of adding them one by
+        one (whose intermediate wake-ups were superseded before they fired)."""
+        events = [self._add(f.src_gpu, f.dst_gpu, f.bytes) for f in flows]
+        if events:
+            self._wake(self._generation)
+        return self.env.all_of(events)
+
+    def _add(self, src_gpu: int, dst_gpu: int, nbytes: float):
+        event = self.env.event()
+        self._events[self.fluid.add(src_gpu, dst_gpu, nbytes, self.env.now)] = event
+        return event
 
     def _wake(self, generation: int) -> None:
         if generation != self._generation:
