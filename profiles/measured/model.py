@@ -69,6 +69,19 @@ def _tables(source: ResolvedSource, hardware: HardwareSpec) -> _Tables:
                    gdn_table)
 
 
+MAX_SHARED_PRICES = 500_000   # op prices kept per (tables, GPU, dtypes) for the runs of one process
+
+
+@lru_cache(maxsize=32)
+def _shared_prices(source: ResolvedSource, hardware: HardwareSpec, dtype: str, kv_dtype: str) -> dict:
+    """op -> (seconds, source label, approximate): what every model of these tables, GPU and dtypes
+    prices an op at (a pure function of the op), shared by the runs of one process (a plan's DES
+    confirmations, a sweep's points), which price the same shapes again. Each model still counts the
+    distinct ops it priced itself (`coverage`), so a run's `latency_source` does not depend on what ran
+    before it in the process."""
+    return {}
+
+
 class MeasuredLatencyModel:
     """LatencyModel pricing GEMMs, attention and collectives from measured tables, the rest by roofline."""
 
@@ -97,6 +110,7 @@ class MeasuredLatencyModel:
                                                                      CUSTOM_ALLREDUCE, MOE, LINEAR_ATTENTION)}
         self._labels["nccl"] = f"NCCL {source.nccl_version} {source.system}"
         self._memo: dict[Op, float] = {}
+        self._shared = _shared_prices(source, self.hardware, dtype, self.kv_dtype)
         self._priced: Counter = Counter()  # (kind, source label, approximate) -> distinct shapes priced
         self._keys: dict[Op, tuple] = {}   # op -> its key in `_priced`
         self._pricers = {K.GEMM: self._gemm, K.ATTN_PREFILL: self._prefill, K.ATTN_DECODE: self._decode,
@@ -122,12 +136,15 @@ class MeasuredLatencyModel:
         memo = self._memo
         found = memo.get(op)
         if found is None:
-            pricer = self._pricers.get(op.kind)
-            result = pricer(op) if pricer is not None else None
-            if result is None:
-                found, label, approximate = self.roofline.op_seconds(op), ROOFLINE, False
-            else:
-                found, label, approximate = result
+            priced = self._shared.get(op)
+            if priced is None:
+                pricer = self._pricers.get(op.kind)
+                result = pricer(op) if pricer is not None else None
+                priced = (self.roofline.op_seconds(op), ROOFLINE, False) if result is None else result
+                if len(self._shared) >= MAX_SHARED_PRICES:
+                    self._shared.clear()
+                self._shared[op] = priced
+            found, label, approximate = priced
             key = (op.kind, label, approximate)
             self._priced[key] += 1
             self._keys[op] = key
