@@ -1,7 +1,7 @@
 """Fleet scale and start-up (issue 30): the figures the README's "Speed" and "Fleet scale" sections report.
 
     python3 -m scenarios.benchmarks.fleet_speed [--parts startup one fleet sync] [--repeats 3]
-        [--dask-workers 2] [--fleet-requests 10000000] [--fleet-replicas 1024]
+        [--dask-workers 2] [--fleet-requests 10000000] [--fleet-replicas 1024] [--instructions]
 
 Every run is a fresh interpreter (its own imports, its own peak RSS). The workload is the cluster_scale one
 (scenarios/benchmarks/sim_speed.yaml: Llama-2-7B on A100s, Poisson at 3 req/s per replica, prompts
@@ -13,7 +13,9 @@ a co-located Llama-68M draft (chain, γ = 4, α = 0.7). Parts:
   `draftsim run` of 100 requests (outputs written, no plots) and `draftsim plan` of
   scenarios/plans/llama8b_chat.yaml (`--no-cache`, a fresh output folder); medians of --repeats, after
   one unmeasured run of each (bytecode compiled; the benchmark clears PYTHONDONTWRITEBYTECODE for its
-  children, as an installed package has its bytecode).
+  children, as an installed package has its bytecode). `--instructions`: one more run of each under
+  valgrind's callgrind, which counts the instructions it executes — a figure that does not drift with the
+  VM's load and clock as wall times do, to compare two commits exactly (the plan takes ~10 minutes so).
 - `one`: 1M requests on 64 replicas (--one) in one process (`simulation.workers: 1`), without and with
   speculation: `sim s` (building the run and the event loop, as cluster_scale reports it), CPU s and
   peak RSS; medians of --repeats; the speculation / plain ratio.
@@ -35,6 +37,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -86,7 +89,7 @@ def _timed(argv: list[str], cwd: Path) -> float:
     return time.perf_counter() - t0
 
 
-def startup(repeats: int) -> None:
+def startup(repeats: int, instructions: bool = False) -> None:
     conditions("startup")
     draftsim = [sys.executable, "-m", "simulator.cli"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,12 +103,27 @@ def startup(repeats: int) -> None:
             "draftsim plan llama8b_chat": lambda i: draftsim + ["plan", str(PLAN), "--no-cache", "--quiet",
                                                                  "--out", str(tmp / f"plan{i}")],
         }
-        print(f"{'command':44s} {'median s':>9s}   runs")
+        print(f"{'command':44s} {'median s':>9s}   runs" + ("   instructions (callgrind)" if instructions else ""))
         for label, argv in cases.items():
             _timed(argv(-1), ROOT)   # bytecode compiled, caches warm (as a user's second command)
             runs = [_timed(argv(i), ROOT) for i in range(repeats)]
-            print(f"{label:44s} {statistics.median(runs):9.2f}   " + " ".join(f"{r:.2f}" for r in runs), flush=True)
+            count = f"   {_instructions(argv(repeats)) / 1e9:.3f} G" if instructions else ""
+            print(f"{label:44s} {statistics.median(runs):9.2f}   " + " ".join(f"{r:.2f}" for r in runs) + count,
+                  flush=True)
     conditions("startup")
+
+
+def _instructions(argv: list[str]) -> int:
+    """Instructions the command executes (all its processes), counted by valgrind's callgrind: the same
+    on every run of the same code, whatever the machine's load or clock (wall times on a shared VM drift
+    by tens of per cent), so two commits compare exactly. About 50× slower than running it."""
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv], cwd=ROOT,
+                          env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    counts = [int(line.rsplit(":", 1)[1].replace(",", "")) for line in done.stderr.splitlines()
+              if "Collected :" in line]
+    if not counts:
+        raise SystemExit("valgrind printed no instruction count")
+    return sum(counts)
 
 
 # ---- one process ------------------------------------------------------------------------------------
@@ -235,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--one", nargs=2, type=int, default=[1_000_000, 64], metavar=("REQUESTS", "REPLICAS"),
                     help="the one-process case, and the fleet part's baseline (default 1000000 64)")
     ap.add_argument("--sync-requests", type=int, default=30_000)
+    ap.add_argument("--instructions", action="store_true",
+                    help="startup: also count each command's instructions under valgrind (deterministic; slow)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -246,8 +266,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if "PYTHONDONTWRITEBYTECODE" in os.environ:
         print("(PYTHONDONTWRITEBYTECODE is set here; the benchmark's children run without it)")
+    if args.instructions and shutil.which("valgrind") is None:
+        print("fleet_speed: --instructions needs valgrind on PATH", file=sys.stderr)
+        return 2
     if "startup" in args.parts:
-        startup(args.repeats)
+        startup(args.repeats, args.instructions)
     if "one" in args.parts:
         one_process(args.repeats, *args.one)
     if "fleet" in args.parts:
