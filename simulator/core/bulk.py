@@ -33,12 +33,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.core.lives import AHEAD_BLOCK, Trajectory, draw_bound, lives_ahead, step_rows
+from simulator.core.lives import AHEAD_BLOCK, Trajectory, draw_bound, lives_ahead, step_range, step_rows
 from simulator.cost.step_cost import CTX_GRID_TOKENS
 
 MAX_BULK_STEPS = 4096      # steps one bulk scans at most (a longer run takes several events)
 _SCAN_CHUNK = 16           # profile entries read into Python at first (doubling after)
-_AR = np.arange(16384)
 
 
 @dataclass(slots=True)
@@ -141,11 +140,11 @@ class DecodeProfile:
             np.add(view, offsets, out=view)
             held_last = first + (phase + length - 1) // block
         else:   # holds more than its context needs (a reservation): max(need, blocks held)
-            held = np.maximum(first + (phase + _AR[:length]) // block, blocks0) if length <= len(_AR) else \
-                np.maximum(first + (phase + np.arange(length)) // block, blocks0)
+            steps = step_range(length)
+            held = np.maximum(first + (phase + steps) // block, blocks0)
             i = self._room(length)
             self.sums[DS, i:i + length] += 1
-            self.sums[CS, i:i + length] += _AR[:length] + ctx0 if length <= len(_AR) else np.arange(length) + ctx0
+            self.sums[CS, i:i + length] += steps + ctx0
             self.sums[BLK, i:i + length] += held
             held_last = int(held[-1])
         self._enter(r, _Member(self.k, length, 0, held_last))

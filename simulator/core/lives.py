@@ -22,8 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 AHEAD_BLOCK = 32    # requests whose lives are computed in one call
-_STEPS = np.arange(4096)
-_AR = _STEPS[:, None]
+_STEPS = np.arange(16384)
 
 
 def draw_bound(tokens, depth: int):
@@ -33,9 +32,14 @@ def draw_bound(tokens, depth: int):
     return 2 * (-(-tokens // (depth + 1))) + 8
 
 
+def step_range(n: int) -> np.ndarray:
+    """0 .. n − 1 (a read-only view of one shared array, a new one past its length): step offsets."""
+    return _STEPS[:n] if n <= len(_STEPS) else np.arange(n)
+
+
 def step_rows(n: int) -> np.ndarray:
     """0 .. n − 1 as a column."""
-    return _AR[:n] if n <= len(_AR) else np.arange(n)[:, None]
+    return step_range(n)[:, None]
 
 
 @dataclass(slots=True)
@@ -74,7 +78,7 @@ def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
     remaining = s.output[ids_a][:, None] - 1           # tokens left after the prompt's own
     ctx0 = s.prefill_target[ids_a]
     steps = int(draw_bound(remaining, acc.depth).max())
-    step_axis = _STEPS[:steps] if steps <= len(_STEPS) else np.arange(steps)
+    step_axis = step_range(steps)
     tau = acc.tau(ids_a[:, None], step_axis)
     cum = (tau + 1).cumsum(axis=1)
     lengths = (cum >= remaining).argmax(axis=1) + 1    # the first step reaching the output length
