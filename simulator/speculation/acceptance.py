@@ -65,7 +65,8 @@ class AcceptanceModel:
     def draws(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray, steps: int) -> np.ndarray:
         """τ of `steps` consecutive speculative steps of each request, shape (steps, B), from its
         `step_index`-th step with `emitted` tokens emitted (counter-based models ignore `emitted`)."""
-        return self.tau(request_ids, step_index + _STEP_ROWS[:steps])
+        offsets = _STEP_ROWS[:steps] if steps <= len(_STEP_ROWS) else np.arange(steps)[:, None]
+        return self.tau(request_ids, step_index + offsets)
 
     def expected_accepted(self) -> float:
         raise NotImplementedError
@@ -87,7 +88,7 @@ class AcceptanceModel:
 
 
 _COMPARE_DEPTH = 8   # chains up to this length sample τ by comparisons (`ChainAcceptance.sample`)
-_STEP_ROWS = np.arange(256)[:, None]  # step offsets as a column (bulks are at most 256 steps)
+_STEP_ROWS = np.arange(256)[:, None]  # step offsets as a column, shared by draws of up to 256 steps
 
 
 @dataclass(frozen=True)
