@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from functools import reduce
 from typing import Callable, Sequence
 
 import numpy as np
@@ -122,13 +123,10 @@ def _fill_log(axes: list[list[float]], values: np.ndarray, ideal: Ideal) -> np.n
     if holes.all():
         raise ValueError("grid has no measured values")
     coords = [np.array([axis_coord(v) for v in axis]) for axis in axes]
+    steps = [(c[None, :] - c[:, None]) ** 2 for c in coords]   # steps[d][i, j]: axis d's squared distance i → j
     for idx in missing:
-        squared = np.zeros(())
-        for d, coord in enumerate(coords):
-            step = (coord - coord[idx[d]]) ** 2
-            squared = np.add.outer(squared, step) if d else step
-        squared[holes] = np.inf
-        near = np.unravel_index(int(np.argmin(squared)), values.shape)
+        squared = reduce(np.add.outer, [step[i] for step, i in zip(steps, idx)])
+        near = np.unravel_index(int(np.argmin(np.where(holes, np.inf, squared))), values.shape)
         at = [axes[d][i] for d, i in enumerate(idx)]
         src = [axes[d][i] for d, i in enumerate(near)]
         logs[tuple(idx)] = logs[near] + math.log(ideal(at) / ideal(src))
