@@ -1,5 +1,6 @@
-"""Start-up stays light: `draftsim estimate` and `draftsim catalog` answer without importing pandas, scipy or
-the LP stack (pulp, highspy), which cost most of a cold start (issue 30: estimate ≤ 0.5 s cold).
+"""Start-up stays light: `draftsim estimate` and `draftsim catalog` answer without importing pandas, scipy,
+the LP stack (pulp, highspy) or the scenario schema, which cost most of a cold start (issue 30: estimate
+≤ 0.5 s cold).
 
 Each command runs for real in a fresh interpreter (a subprocess), which then lists the heavy modules it
 imported: a new module-level import of pandas anywhere on those paths makes this fail, naming the command.
@@ -16,7 +17,10 @@ import pytest
 
 from paths import REPO as ROOT
 
-HEAVY = ("pandas", "scipy", "pulp", "highspy", "matplotlib", "torch", "simpy")
+HEAVY = ("pandas", "scipy", "pulp", "highspy", "matplotlib", "torch", "simpy",
+         # the whole scenario schema (~70 pydantic models): estimate reads its serving sections only
+         # (simulator.config.serving)
+         "simulator.config.scenario", "simulator.config.speculation", "simulator.config.workload")
 
 _PROBE = """
 import contextlib, io, json, sys

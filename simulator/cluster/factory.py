@@ -36,7 +36,7 @@ from profiles.select import LATENCY_SOURCES
 from simulator.cost.drafters import DraftContext, DrafterBuild, build_drafter, overlap_exposure
 from simulator.errors import ScenarioError
 from simulator.speculation.control import make_policy
-from simulator.config.scenario import LatencyConfig, MoeConfig, ParallelismConfig
+from simulator.config.serving import LatencyConfig, MoeConfig, ParallelismConfig
 from simulator.speculation.shapes import SpeculationBuild, build_speculation
 from simulator.speculation.suffix.acceptance import bind_proposer
 from simulator.cost.step_cost import StepCostModel
@@ -298,28 +298,9 @@ def measured_passes(lat, target_cost, built_drafter, drafter):
     return target_cost, built_drafter
 
 
-def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype: str,
-                       latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter,
-                       speculation, acceptance, policy, acceptance_seed: int, base_dir: Path,
-                       where: str = "cluster", latencies: dict | None = None,
-                       kv_dtype: str | None = None, kv_layout=None, early_exit=None, engine_config=None,
-                       scheduler=None) -> ReplicaKind:
-    """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline
-    block (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
-    (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
-    scenario's sections of those names; `where` is the YAML path of the pool (for error messages);
-    `latencies` (hardware id → latency model) lets pools on the same hardware share one latency model,
-    so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
-    steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`: the KV
-    cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
-    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `engine_config`:
-    cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
-    CUDA-graph capture sizes; None: 256 sequences, 8192 tokens)."""
-    hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
-    acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
-    target = resolve_model(model, base_dir)
-    kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
-    par = parallelism_of(target, parallelism, where)
+def _speculating(drafter, speculation, policy) -> tuple[int, bool]:
+    """(γ, whether the replica speculates) of the scenario's drafter, speculation and policy sections;
+    ScenarioError for a combination without meaning."""
     gamma = drafter.gamma if drafter.kind != "none" else 0
     speculating = drafter.kind != "none" and (gamma > 0 or speculation.kind in ("tree", "dynamic_tree"))
     if speculation.kind != "chain" and drafter.kind == "none":
@@ -329,6 +310,34 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                             "with drafter.gamma >= 1")
     if speculation.kind == "multidraft" and drafter.kind != "none" and gamma < 1:
         raise ScenarioError("drafter.gamma", "multidraft needs sequences of length drafter.gamma >= 1")
+    return gamma, speculating
+
+
+def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype: str,
+                       latency: LatencyConfig, moe: MoeConfig, memory_utilization: float | None, drafter=None,
+                       speculation=None, acceptance=None, policy=None, acceptance_seed: int = 0, base_dir: Path,
+                       where: str = "cluster", latencies: dict | None = None,
+                       kv_dtype: str | None = None, kv_layout=None, early_exit=None, engine_config=None,
+                       scheduler=None) -> ReplicaKind:
+    """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline
+    block (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
+    (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
+    scenario's sections of those names (`drafter` None: plain decoding, the other three unused, as
+    `draftsim estimate` prices a step without reading the speculation schema); `where` is the YAML path of the pool (for error messages);
+    `latencies` (hardware id → latency model) lets pools on the same hardware share one latency model,
+    so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
+    steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`: the KV
+    cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
+    (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `engine_config`:
+    cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
+    CUDA-graph capture sizes; None: 256 sequences, 8192 tokens)."""
+    hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
+    if drafter is not None:
+        acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
+    target = resolve_model(model, base_dir)
+    kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
+    par = parallelism_of(target, parallelism, where)
+    gamma, speculating = _speculating(drafter, speculation, policy) if drafter is not None else (0, False)
     latencies = {} if latencies is None else latencies
     lat = latencies.get(hw.id)
     if lat is None:
@@ -340,7 +349,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
             raise ScenarioError("speculation.kind", f"{built_drafter.fixed_chain}: it needs 'chain'")
         if policy.kind != "fixed":
             raise ScenarioError("policy.kind", f"{built_drafter.fixed_chain}: control policies need 'fixed'")
-    realign = speculation.kind == "chain" and speculation.alignment == "realign" and built_drafter is not None
+    realign = built_drafter is not None and speculation.kind == "chain" and speculation.alignment == "realign"
     facts = Facts(built_drafter is not None, par.ep, par.pp, par.gpus, latency.nano_batches,
                   kv_layout.kind if kv_layout is not None else "paged", early_exit is not None, realign,
                   target.is_moe, target.is_hybrid, LATENCY_SOURCES[latency.source].whole_passes)
@@ -369,7 +378,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     q = 1 if spec is None else spec.verify_q
     engine = make_engine_time(latency, engine_config, hw, lat, drafter, speculating=built_drafter is not None,
                               tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler,
-                              policy=policy.kind)
+                              policy=policy.kind if policy is not None else None)
     if built_drafter is None:
         cost = StepCostModel(target_cost, None, 0, engine=engine)
     else:

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from profiles.select import SOURCES
 from simulator.errors import ScenarioError
-from simulator.config.base import Strict, VersionText
+from simulator.config.base import Strict
 from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
@@ -24,31 +23,8 @@ from simulator.config.engine import EngineConfig
 from simulator.config.names import FolderName
 from simulator.config.speculation import SessionsAcceptanceConfig, SuffixDrafterConfig
 from simulator.config.retrieval import RetrievalConfig
+from simulator.config.serving import LatencyConfig, MoeConfig, ParallelismConfig, SchedulerConfig
 from simulator.config.workload import WorkloadConfig
-
-
-class ParallelismConfig(Strict):
-    tp: int = Field(1, ge=1, le=64)
-    pp: int = Field(1, ge=1, le=64)
-    ep: int = Field(1, ge=1, le=1024)
-
-
-class MoeConfig(Strict):
-    """MoE options (expert parallelism, ep > 1): token→expert routing skew and Speculative-MoE
-    pre-scheduling. `routing`: uniform | zipf (per-expert popularity ∝ rank^−zipf_exponent) | trace
-    (a `.npy` of routed expert ids, one row of top-k per token, relative to the scenario).
-    `prescheduling_hit_rate`: fraction of activations the pre-scheduler predicts (0 = off)."""
-
-    routing: Literal["uniform", "zipf", "trace"] = "uniform"
-    zipf_exponent: float = Field(1.0, gt=0.0, le=10.0)
-    routing_trace: str | None = None
-    prescheduling_hit_rate: float = Field(0.0, ge=0.0, le=1.0)
-
-    @model_validator(mode="after")
-    def _trace_needs_file(self) -> "MoeConfig":
-        if (self.routing == "trace") != (self.routing_trace is not None):
-            raise ValueError("routing_trace is required exactly when routing is 'trace'")
-        return self
 
 
 class PoolConfig(Strict):
@@ -78,44 +54,6 @@ class DisaggregationConfig(Strict):
     prefill: PoolConfig = PoolConfig()
     decode: PoolConfig = PoolConfig()
     kv_transfer: KVTransferConfig = KVTransferConfig()
-
-
-class LatencyConfig(Strict):
-    """Where op latencies come from (profiles.select) and which serving engine's per-step time is paid.
-
-    `source`: `auto` (default: `measured` when the aiconfigurator-core tables cover the GPU and dtype,
-    else `roofline` with a warning), `measured` (real per-kernel GPU measurements of `framework` at
-    `version`, default its newest), `profile` (tables measured with `draftsim profile`, `profile_dir`),
-    `roofline` (datasheet peaks × efficiencies), `engine_profile` (a real engine's own measured passes and
-    per-step host time, `draftsim profile --engine vllm`, in `profile_dir`). `engine_time`: pay the framework's per-step engine time
-    (profiles.engine_time); default: on for GPUs, off for the local CPU (its profile measures host work
-    per pass instead). `engine_version`: the framework version whose engine behaviour is modelled
-    (scheduling overlap, CUDA-graph modes), when it differs from the measured tables' version (default:
-    the tables' version, or the newest). `nano_batches` k ≥ 2 (NanoFlow): decode-only target passes run as k
-    nano-batches whose compute-, memory- and network-bound ops overlap (simulator.cost.nanoflow)."""
-
-    source: Literal[SOURCES] = "auto"   # (profiles.select.LATENCY_SOURCES)
-    framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
-    version: VersionText = None
-    profile_dir: str | None = None
-    engine_time: bool | None = None
-    engine_version: VersionText = None
-    nano_batches: int = Field(1, ge=1, le=64)
-
-    @model_validator(mode="after")
-    def _fields_of_the_source(self) -> "LatencyConfig":
-        from profiles.select import LATENCY_SOURCES
-        source = LATENCY_SOURCES[self.source]
-        if self.profile_dir is not None and source.profile_dir is None:
-            readers = [name for name, s in LATENCY_SOURCES.items() if s.profile_dir is not None]
-            raise ValueError(f"profile_dir is only used with source: {' or '.join(readers)}")
-        if source.profile_dir == "required" and self.profile_dir is None:
-            raise ValueError(f"source {self.source} needs profile_dir: a folder of `draftsim profile --engine vllm` "
-                             "profiles")
-        if self.version is not None and not source.versioned:
-            versioned = [name for name, s in LATENCY_SOURCES.items() if s.versioned]
-            raise ValueError(f"version selects measured tables; it needs source: {' or '.join(reversed(versioned))}")
-        return self
 
 
 class PagedKVLayoutConfig(Strict):
@@ -325,47 +263,6 @@ class EarlyExitConfig(Strict):
             raise ValueError(f"exit_layers must be strictly ascending, got {self.exit_layers}")
         if sum(self.exit_probs) > 1.0 + 1e-9:
             raise ValueError(f"exit_probs must sum to at most 1, got {sum(self.exit_probs):.4g}")
-        return self
-
-
-class SchedulerConfig(Strict):
-    """The batching scheduler (continuous batching; not the speculation control policy, `policy:`), one of
-    simulator.core.sched.SCHEDULERS: `kind` vllm: prefill-first (a step is either all prefill or all
-    decode); sarathi: chunked prefill piggy-backed on decode steps under a per-step token budget
-    (`chunk_tokens`); vllm_v1: vLLM V1's own scheduler rule by rule (simulator.core.sched.vllm_v1: one
-    `max_batched_tokens` budget, running requests first in admission order, then waiting ones, KV blocks
-    allocated per scheduled chunk, LIFO preemption); trtllm: TensorRT-LLM's in-flight batching (simulator.core.sched.
-    trtllm: guaranteed-no-evict admission, whole prompts within `max_batched_tokens` = max_num_tokens unless
-    cluster.engine.chunked_prefill). `policy` is accepted for `kind` (the key's name before
-    the two kinds of policy were told apart)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    kind: str = Field("vllm", validation_alias=AliasChoices("kind", "policy"))
-    max_batch_size: int = Field(256, ge=1)
-    max_batched_tokens: int = Field(8192, ge=1)
-    chunk_tokens: int = Field(512, ge=1)
-    block_size: int = Field(16, ge=1, le=1024)
-
-    @field_validator("kind")
-    @classmethod
-    def _registered(cls, kind: str) -> str:
-        from simulator.core.sched import SCHEDULERS
-        if kind not in SCHEDULERS:
-            raise ValueError(f"unknown scheduler {kind!r}; allowed: {', '.join(SCHEDULERS)}")
-        return kind
-
-    @model_validator(mode="after")
-    def _chunk_fits_the_budget(self) -> "SchedulerConfig":
-        if self.kind == "sarathi" and self.chunk_tokens > self.max_batched_tokens:
-            raise ValueError(f"chunk_tokens ({self.chunk_tokens}) must be <= max_batched_tokens "
-                             f"({self.max_batched_tokens})")
-        if self.kind in ("vllm", "vllm_v1") and self.max_batched_tokens < self.max_batch_size:
-            # vLLM refuses it too (vllm/config/scheduler.py, SchedulerConfig._verify_args: "max_num_batched_tokens
-            # ... must be greater than or equal to max_num_seqs"): every running sequence needs a token per step
-            raise ValueError(f"max_batched_tokens ({self.max_batched_tokens}) must be >= max_batch_size "
-                             f"({self.max_batch_size}): each running request needs at least one token of the "
-                             "step's budget (vLLM's own rule)")
         return self
 
 

@@ -27,7 +27,7 @@ from simulator.console.contract import parse_args
 
 def _latency_config(latency):
     from simulator.errors import ScenarioError
-    from simulator.config.scenario import LatencyConfig
+    from simulator.config.serving import LatencyConfig
     if latency is None:
         return LatencyConfig()
     if isinstance(latency, LatencyConfig):
@@ -63,7 +63,7 @@ def _engine_config(engine, latency):
 
 def _scheduler_config(scheduler):
     from pydantic import ValidationError
-    from simulator.config.scenario import SchedulerConfig
+    from simulator.config.serving import SchedulerConfig
     from simulator.errors import ScenarioError
     if scheduler is None:
         return None
@@ -121,9 +121,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     from profiles.select import describe_latency
     from simulator.errors import ScenarioError
     from simulator.cluster.factory import build_replica_kind
-    from simulator.config.scenario import MoeConfig, ParallelismConfig
-    from simulator.config.speculation import ChainConfig, FixedPolicyConfig
-    from simulator.config.scenario import ConstantAcceptanceConfig, NoDrafterConfig
+    from simulator.config.serving import MoeConfig, ParallelismConfig
 
     _check_counts(tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens,
                   prefill_tokens=prefill_tokens)
@@ -136,8 +134,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     try:
         kind = build_replica_kind(model=model, hardware=hardware, parallelism=ParallelismConfig(tp=tp), dtype=dtype,
                                   latency=_latency_config(latency), moe=MoeConfig(), memory_utilization=None,
-                                  drafter=NoDrafterConfig(), speculation=ChainConfig(), acceptance=ConstantAcceptanceConfig(),
-                                  policy=FixedPolicyConfig(), acceptance_seed=0, base_dir=Path.cwd(), where="estimate",
+                                  base_dir=Path.cwd(), where="estimate",
                                   kv_dtype=kv_dtype, engine_config=_engine_config(engine, latency),
                                   scheduler=_scheduler_config(scheduler))
     except ScenarioError as exc:  # name the argument, not a scenario field
