@@ -19,8 +19,8 @@ from paths import REPO as ROOT
 
 HEAVY = ("pandas", "scipy", "pulp", "highspy", "matplotlib", "torch", "simpy",
          # the whole scenario schema (~70 pydantic models): estimate reads its serving sections only
-         # (simulator.config.serving)
-         "simulator.config.scenario", "simulator.config.speculation", "simulator.config.workload")
+         # (simulator.config.serving); numpy.ma, which numpy 2's `unique` imports unless asked for positions
+         "simulator.config.scenario", "simulator.config.speculation", "simulator.config.workload", "numpy.ma")
 
 _PROBE = """
 import contextlib, io, json, sys

@@ -24,7 +24,7 @@ issues one varlen call per layer, so a mixed step pays one extra kernel floor (~
 from __future__ import annotations
 
 import math
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 from profiles.measured import ideal
@@ -35,19 +35,42 @@ CONTEXT, GENERATION = "context", "generation"
 _COLUMNS = ["kernel_source", "batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim",
             "kv_cache_dtype", "step", "window_size", "latency"]
 
+_INDEX = ["kernel_source", "kv_cache_dtype", "window_size"]
+
+
+def _full_attention(frame):
+    """The rows without a sliding window (tables before the `window_size` column have only those)."""
+    return frame.where(frame["window_size"] == 0) if "window_size" in frame.columns else frame
+
 
 class AttentionTable:
     """One phase (context or generation) of one framework's attention table."""
 
     def __init__(self, path: Path, phase: str, peaks):
-        frame = read(path, _COLUMNS)
-        if "window_size" in frame.columns:
-            frame = frame.where(frame["window_size"] == 0)
-        self.phase, self._peaks = phase, peaks
-        self._frames = {dt: dominant_source(part) for dt, part in frame.groupby("kv_cache_dtype")}
+        self.phase, self._path, self._peaks = phase, path, peaks
         self._layouts: dict[str, dict[tuple[int, int, int], object]] = {}
         self._grids: dict[tuple[str, tuple[int, int, int]], MeasuredGrid] = {}
         self._nearest: dict[tuple, tuple[int, int, int]] = {}
+
+    @cached_property
+    def _frames(self) -> dict:
+        """KV dtype label -> the rows of its dominant kernel: the table read whole, when the phase is first
+        priced (a decode step never reads the context table)."""
+        return {dt: dominant_source(part) for dt, part in _full_attention(read(self._path, _COLUMNS)).groupby("kv_cache_dtype")}
+
+    @cached_property
+    def _kernels(self) -> dict[str, str]:
+        """KV dtype label -> its dominant kernel (what `describe` names): from the whole table once read, else
+        from three of its columns."""
+        frames = self.__dict__.get("_frames")
+        if frames is not None:
+            return {dt: str(part["kernel_source"][0]) for dt, part in frames.items()}
+        return {dt: str(dominant_source(part)["kernel_source"][0])
+                for dt, part in _full_attention(read(self._path, _INDEX)).groupby("kv_cache_dtype")}
+
+    def measures(self, dtype: str) -> bool:
+        """Whether the table holds KV dtype `dtype` (for pricing: the table is read whole)."""
+        return KV_DTYPES.get(dtype) in self._frames
 
     @property
     def peaks(self):
@@ -55,10 +78,10 @@ class AttentionTable:
 
     @property
     def dtypes(self) -> list[str]:
-        return [d for d, label in KV_DTYPES.items() if label in self._frames]
+        return [d for d, label in KV_DTYPES.items() if label in self._kernels]
 
     def kernel(self, dtype: str) -> str:
-        return str(self._frames[KV_DTYPES[dtype]]["kernel_source"][0])
+        return self._kernels[KV_DTYPES[dtype]]
 
     def _layout_frames(self, dtype: str) -> dict:
         found = self._layouts.get(dtype)

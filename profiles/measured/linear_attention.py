@@ -21,7 +21,7 @@ they are the roofline's.
 """
 from __future__ import annotations
 
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 import numpy as np
@@ -47,18 +47,27 @@ class GdnTable:
     """Per-kernel GDN latencies of one framework version on one GPU."""
 
     def __init__(self, path: Path, peaks):
-        frame = read(path, _COLUMNS)
+        self._path, self._peaks = path, peaks
+        self._grids: dict[tuple, MeasuredGrid] = {}
+
+    @cached_property
+    def _roles(self):
+        """The table read (when a GDN kernel is first priced or named: models without such layers never
+        read it), its rows labelled with their kernel's role."""
+        frame = read(self._path, _COLUMNS)
         codes, kernels = frame.codes("kernel_source")
         roles = np.array([_role(str(kernel)) for kernel in kernels] + [None], dtype=object)[codes]
         known = np.array([role is not None for role in roles], dtype=bool)
-        frame = frame.where(known).with_text("role", roles[known])
-        self._peaks = peaks
-        self._kernels = {role: sorted({str(kernel) for kernel in part["kernel_source"]})
-                         for role, part in frame.groupby("role")}
+        return frame.where(known).with_text("role", roles[known])
+
+    @cached_property
+    def _kernels(self) -> dict[str, list[str]]:
+        return {role: sorted({str(kernel) for kernel in part["kernel_source"]}) for role, part in self._roles.groupby("role")}
+
+    @cached_property
+    def _parts(self) -> dict[tuple, object]:
         keys = ["role", "num_k_heads", "num_v_heads", "head_k_dim", "head_v_dim"]
-        self._parts = {(r, int(nk), int(nv), int(dk), int(dv)): part
-                       for (r, nk, nv, dk, dv), part in frame.groupby(keys)}
-        self._grids: dict[tuple, MeasuredGrid] = {}
+        return {(r, int(nk), int(nv), int(dk), int(dv)): part for (r, nk, nv, dk, dv), part in self._roles.groupby(keys)}
 
     def kernel(self, role: str) -> str:
         return "+".join(self._kernels.get(role, []))

@@ -104,7 +104,7 @@ class MeasuredLatencyModel:
         if dtype not in WEIGHT_ONLY_DTYPES and dtype not in FP4_DTYPES:
             self._check_dtype("GEMM", dtype, self.gemm.dtypes)
         # Attention kernels read the KV cache in its own dtype (`kv_dtype`, e.g. fp8 KV under bf16 weights).
-        self.attention = {phase: table for phase, table in tables.attention.items() if self.kv_dtype in table.dtypes}
+        self._attention = tables.attention
         self.moe, self.collectives, self.gdn = tables.moe, tables.collectives, tables.gdn
         self._labels = {family: source.label(family) for family in (GEMM, CONTEXT_ATTENTION, GENERATION_ATTENTION,
                                                                      CUSTOM_ALLREDUCE, MOE, LINEAR_ATTENTION)}
@@ -127,6 +127,16 @@ class MeasuredLatencyModel:
     def __repr__(self) -> str:
         return (f"MeasuredLatencyModel({self.hardware_id!r}, {self.framework} {self.version}, dtype={self.dtype!r}, "
                 f"kv_dtype={self.kv_dtype!r})")
+
+    @property
+    def attention(self) -> dict:
+        """phase -> its table, for the phases measured with this run's KV dtype."""
+        return {phase: table for phase, table in self._attention.items() if self.kv_dtype in table.dtypes}
+
+    def _phase(self, phase: str) -> AttentionTable | None:
+        """The phase's table when it measured this run's KV dtype, for pricing (which reads it whole)."""
+        table = self._attention.get(phase)
+        return table if table is not None and table.measures(self.kv_dtype) else None
 
     def host_overhead_s(self, layers: int, tokens: float) -> float:
         """0: measured kernel times are device times; engine work is profiles.engine_time's."""
@@ -251,7 +261,7 @@ class MeasuredLatencyModel:
         return seconds, self._labels[GEMM], outside or groups != 1.0
 
     def _prefill(self, op: Op):
-        table = self.attention.get(CONTEXT)
+        table = self._phase(CONTEXT)
         if table is None:
             return None
         seqs = op.dim("seqs")
@@ -270,15 +280,16 @@ class MeasuredLatencyModel:
         return seconds, self._labels[CONTEXT_ATTENTION], approx
 
     def _decode(self, op: Op):
-        table = self.attention.get(GENERATION)
+        table = self._phase(GENERATION)
         if table is None:
             return None
         q = op.dim("q_per_seq")
-        if q == 1.0 or CONTEXT not in self.attention:
+        context = self._phase(CONTEXT) if q != 1.0 else None
+        if context is None:
             seconds, approx = table.seconds(self.kv_dtype, op.dim("heads") * q, op.dim("kv_heads"), op.dim("head_dim"),
                                             op.dim("seqs"), op.dim("ctx_per_seq") + q)
             return seconds, self._labels[GENERATION_ATTENTION], approx or q != 1.0
-        seconds, approx = verify_seconds(table, self.attention[CONTEXT], self.framework, self.kv_dtype, op.dim("heads"),
+        seconds, approx = verify_seconds(table, context, self.framework, self.kv_dtype, op.dim("heads"),
                                          op.dim("kv_heads"), op.dim("head_dim"), op.dim("seqs"), op.dim("ctx_per_seq"),
                                          q, op.dim("tree") > 0.0)
         return seconds, self._labels[GENERATION_ATTENTION], True

@@ -17,7 +17,7 @@ spread). How draftsim's MoE ops map onto it (`models.opgraph._moe_dims`):
 """
 from __future__ import annotations
 
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 from profiles.measured.grid import MeasuredGrid
@@ -31,23 +31,33 @@ WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "int4": 
                 "nvfp4": 0.5 + 1.0 / 16.0}   # per expert weight (NVFP4: block scales included, models.spec)
 _COLUMNS = ["kernel_source", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
             "moe_tp_size", "moe_ep_size", "distribution", "latency"]
+_INDEX = ["kernel_source", "moe_dtype", "distribution"]
 
 
 class MoeTable:
     """Fused-MoE layer latency per configuration, over tokens."""
 
     def __init__(self, path: Path, peaks):
-        frame = read(path, _COLUMNS)
-        if "distribution" in frame.columns:
-            frame = frame.where(frame["distribution"] == "balanced")
-        self._peaks = peaks
-        # The framework picks its fused-MoE kernel per configuration (e.g. vLLM 0.24's fp8_block on H100:
-        # Triton experts at EP 1, FlashInfer CUTLASS at EP > 1), and the tables measure each configuration
-        # with the kernel picked for it: keep every configuration, with its dominant kernel where one was
-        # measured with several (`_config_frames`).
-        self._frames = {dt: part for dt, part in frame.groupby("moe_dtype")}
+        self._path, self._peaks = path, peaks
         self._configs: dict[str, dict[tuple, object]] = {}
         self._grids: dict[tuple, MeasuredGrid] = {}
+
+    @cached_property
+    def _kernels(self) -> dict[str, str]:
+        """dtype label -> its kernels, most measured first (what `describe` names): from the whole table once
+        read, else from three of its columns (a dense model never reads it whole)."""
+        frames = self.__dict__.get("_frames")
+        parts = frames.items() if frames is not None else _balanced(read(self._path, _INDEX)).groupby("moe_dtype")
+        return {dt: "+".join(most_measured_first(part, "kernel_source")) for dt, part in parts if not part.empty}
+
+    @cached_property
+    def _frames(self) -> dict:
+        """dtype label -> its rows: the table read whole, when an MoE layer is first priced.
+        The framework picks its fused-MoE kernel per configuration (e.g. vLLM 0.24's fp8_block on H100:
+        Triton experts at EP 1, FlashInfer CUTLASS at EP > 1), and the tables measure each configuration
+        with the kernel picked for it: keep every configuration, with its dominant kernel where one was
+        measured with several (`_config_frames`)."""
+        return {dt: part for dt, part in _balanced(read(self._path, _COLUMNS)).groupby("moe_dtype")}
 
     def _config_frames(self, dtype: str) -> dict:
         found = self._configs.get(dtype)
@@ -60,10 +70,7 @@ class MoeTable:
 
     def kernel(self, dtype: str) -> str | None:
         """The measured kernel(s) of `dtype`, most measured first (`+`-joined), or None."""
-        frame = self._frames.get(MOE_DTYPES.get(dtype, ""))
-        if frame is None or frame.empty:
-            return None
-        return "+".join(most_measured_first(frame, "kernel_source"))
+        return self._kernels.get(MOE_DTYPES.get(dtype, ""))
 
     def seconds(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int, tp: int, ep: int,
                 rows: float) -> tuple[float, bool] | None:
@@ -79,6 +86,11 @@ class MoeTable:
             grid = self._grids[(dtype, config)] = MeasuredGrid.from_points(
                 part.matrix(["num_tokens"]), part["latency"].astype(float) * MS, ideal)
         return grid.seconds((rows * ep / top_k,))
+
+
+def _balanced(frame):
+    """The rows measured with balanced routing (tables before the `distribution` column have only those)."""
+    return frame.where(frame["distribution"] == "balanced") if "distribution" in frame.columns else frame
 
 
 def _ideal(peaks, weight_bytes: float, config: tuple, point) -> float:

@@ -7,7 +7,7 @@ on H100, FlashAttention-3 for attention). Latencies in the package are milliseco
 """
 from __future__ import annotations
 
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 import numpy as np
@@ -208,29 +208,35 @@ def _gemm_ideal(peaks, weight_bytes, point) -> float:
 
 class CollectiveTables:
     """Message-size grids per (collective, ranks): the framework's custom all-reduce (CUDA-graph mode)
-    and NCCL's all-gather / all-to-all / all-reduce. Message sizes in the package are 16-bit elements."""
+    and NCCL's all-gather / all-to-all / all-reduce. Message sizes in the package are 16-bit elements.
+    The tables are read when a collective is first priced (a one-GPU step never reads them)."""
 
     ELEMENT_BYTES = 2.0
 
     def __init__(self, custom_allreduce: Path | None, nccl: Path | None, peaks):
         self._peaks = peaks
-        self._points: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._paths = custom_allreduce, nccl
         self._grids: dict[tuple[str, int], MeasuredGrid] = {}
-        self.labels: dict[str, str] = {}
+
+    @cached_property
+    def _points(self) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
+        custom_allreduce, nccl = self._paths
+        points = {}
         if nccl is not None:
             frame = read(nccl, ["op_name", "nccl_dtype", "num_gpus", "message_size", "latency"])
             frame = frame.where(np.isin(frame["nccl_dtype"], ["half", "bfloat16"]))
             for (op, ranks), part in frame.groupby(["op_name", "num_gpus"]):
-                self._points[(f"nccl_{op}", int(ranks))] = (part["message_size"].astype(float),
-                                                            part["latency"].astype(float) * MS)
+                points[(f"nccl_{op}", int(ranks))] = (part["message_size"].astype(float),
+                                                      part["latency"].astype(float) * MS)
         if custom_allreduce is not None:
             frame = read(custom_allreduce, ["kernel_source", "num_gpus", "message_size", "latency", "backend"])
             if "backend" in frame.columns:  # CUDA-graph rows: kernel time without eager launch overhead
                 graph = frame.where(np.char.endswith(frame["backend"].astype(str), "_graph"))
                 frame = graph if len(graph) else frame
             for ranks, part in frame.groupby("num_gpus"):
-                self._points[("allreduce", int(ranks))] = (part["message_size"].astype(float),
-                                                           part["latency"].astype(float) * MS)
+                points[("allreduce", int(ranks))] = (part["message_size"].astype(float),
+                                                     part["latency"].astype(float) * MS)
+        return points
 
     def has(self, collective: str, ranks: int) -> bool:
         return (collective, ranks) in self._points
