@@ -69,17 +69,46 @@ def _tables(source: ResolvedSource, hardware: HardwareSpec) -> _Tables:
                    gdn_table)
 
 
-MAX_SHARED_PRICES = 500_000   # op prices kept per (tables, GPU, dtypes) for the runs of one process
+MAX_SHARED_PRICES = 500_000   # op prices kept in all (every tables, GPU and dtypes) for the runs of one process
 
 
-@lru_cache(maxsize=32)
-def _shared_prices(source: ResolvedSource, hardware: HardwareSpec, dtype: str, kv_dtype: str) -> dict:
-    """op -> (seconds, source label, approximate): what every model of these tables, GPU and dtypes
-    prices an op at (a pure function of the op), shared by the runs of one process (a plan's DES
+class SharedPrices:
+    """op -> (seconds, source label, approximate) per (tables, GPU, dtype, KV dtype): what every model of
+    those prices an op at (a pure function of the op), shared by the runs of one process (a plan's DES
     confirmations, a sweep's points), which price the same shapes again. Each model still counts the
     distinct ops it priced itself (`coverage`), so a run's `latency_source` does not depend on what ran
-    before it in the process."""
-    return {}
+    before it in the process. At most `limit` prices are kept in all: the next one empties every table
+    (a sweep over many GPUs and dtypes cannot grow it past that; ~200 bytes a price)."""
+
+    def __init__(self, limit: int = MAX_SHARED_PRICES):
+        self.limit = limit
+        self._tables: dict[tuple, dict] = {}
+        self._count = 0   # prices added since the tables were last emptied
+
+    def table(self, source: ResolvedSource, hardware: HardwareSpec, dtype: str, kv_dtype: str) -> dict:
+        key = (source, hardware, dtype, kv_dtype)
+        found = self._tables.get(key)
+        if found is None:
+            found = self._tables[key] = {}
+        return found
+
+    def add(self, table: dict, op: Op, priced: tuple) -> None:
+        if self._count >= self.limit:
+            self.clear()
+        table[op] = priced
+        self._count += 1
+
+    def clear(self) -> None:
+        """Empty every table (in place: the models holding one keep it)."""
+        for found in self._tables.values():
+            found.clear()
+        self._count = 0
+
+    def __len__(self) -> int:
+        return sum(len(found) for found in self._tables.values())
+
+
+SHARED_PRICES = SharedPrices()
 
 
 class MeasuredLatencyModel:
@@ -110,7 +139,7 @@ class MeasuredLatencyModel:
                                                                      CUSTOM_ALLREDUCE, MOE, LINEAR_ATTENTION)}
         self._labels["nccl"] = f"NCCL {source.nccl_version} {source.system}"
         self._memo: dict[Op, float] = {}
-        self._shared = _shared_prices(source, self.hardware, dtype, self.kv_dtype)
+        self._shared = SHARED_PRICES.table(source, self.hardware, dtype, self.kv_dtype)
         self._priced: Counter = Counter()  # (kind, source label, approximate) -> distinct shapes priced
         self._keys: dict[Op, tuple] = {}   # op -> its key in `_priced`
         self._pricers = {K.GEMM: self._gemm, K.ATTN_PREFILL: self._prefill, K.ATTN_DECODE: self._decode,
@@ -151,9 +180,7 @@ class MeasuredLatencyModel:
                 pricer = self._pricers.get(op.kind)
                 result = pricer(op) if pricer is not None else None
                 priced = (self.roofline.op_seconds(op), ROOFLINE, False) if result is None else result
-                if len(self._shared) >= MAX_SHARED_PRICES:
-                    self._shared.clear()
-                self._shared[op] = priced
+                SHARED_PRICES.add(self._shared, op, priced)
             found, label, approximate = priced
             key = (op.kind, label, approximate)
             self._priced[key] += 1

@@ -75,12 +75,12 @@ def test_a_dense_decode_step_reads_only_what_it_prices(monkeypatch):
     for module in (tables, attention, moe, measured_model.gdn):
         monkeypatch.setattr(module, "read", recording)
     measured_model._tables.cache_clear()
-    measured_model._shared_prices.cache_clear()
+    measured_model.SHARED_PRICES.clear()
     try:
         result = estimate_step("llama-3.1-8b", "h100-sxm", batch=64, context_tokens=4096)
     finally:
         measured_model._tables.cache_clear()
-        measured_model._shared_prices.cache_clear()
+        measured_model.SHARED_PRICES.clear()
     read_columns = {}
     for name, columns in reads:
         read_columns.setdefault(name, []).append(columns)

@@ -1,4 +1,4 @@
-"""Op prices shared by the runs of one process (`profiles.measured.model._shared_prices`): a run gives the
+"""Op prices shared by the runs of one process (`profiles.measured.model.SharedPrices`): a run gives the
 same requests, steps and summary — `latency_source`'s counts of distinct shapes priced included — whether
 the process priced its ops before or not, and a repeated run does reuse the first one's prices."""
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_a_run_is_the_same_whatever_the_process_priced_before(monkeypatch):
 
     monkeypatch.setattr(MeasuredLatencyModel, "_gemm", counted_gemm)
     monkeypatch.setattr(MeasuredLatencyModel, "_decode", counted_decode)
-    measured_model._shared_prices.cache_clear()
+    measured_model.SHARED_PRICES.clear()
 
     first = _outputs(simulator.run(SCENARIO, RUN))
     assert calls["gemm"] > 0 and calls["decode"] > 0
@@ -58,6 +58,31 @@ def test_a_run_is_the_same_whatever_the_process_priced_before(monkeypatch):
     kinds = json.loads(first[2])["latency_source"]["op_kinds"]
     assert kinds["gemm"]["ops"] > 0 and kinds["attn_decode"]["ops"] > 0
 
-    measured_model._shared_prices.cache_clear()   # and a process that priced nothing before: the same
+    measured_model.SHARED_PRICES.clear()   # and a process that priced nothing before: the same
     _assert_same(first, _outputs(simulator.run(SCENARIO, RUN)))
     assert calls["gemm"] > before["gemm"]
+
+
+def test_the_shared_prices_are_bounded_in_all_and_a_run_is_the_same_under_any_bound(monkeypatch):
+    from models.ops import Op
+
+    shared = measured_model.SharedPrices(limit=3)
+    a, b = shared.table("source", "gpu a", "bf16", "bf16"), shared.table("source", "gpu b", "fp8", "fp8")
+    assert shared.table("source", "gpu a", "bf16", "bf16") is a   # one table per (tables, GPU, dtypes)
+    ops = [Op.make("gemm", f"op{i}", 1.0, 1.0, m=i) for i in range(4)]
+    shared.add(a, ops[0], (1.0, "x", False))
+    shared.add(b, ops[1], (2.0, "x", False))
+    shared.add(b, ops[2], (3.0, "x", False))
+    assert len(shared) == 3 and len(a) == 1 and len(b) == 2
+    shared.add(a, ops[3], (4.0, "x", False))   # the 4th price in all empties both tables, in place, first
+    assert a == {ops[3]: (4.0, "x", False)} and b == {} and len(shared) == 1
+
+    measured_model.SHARED_PRICES.clear()
+    unbounded = _outputs(simulator.run(SCENARIO, RUN))
+    monkeypatch.setattr(measured_model.SHARED_PRICES, "limit", 40)   # far below the ops one run prices
+    measured_model.SHARED_PRICES.clear()
+    bounded = _outputs(simulator.run(SCENARIO, RUN))
+    assert 0 < len(measured_model.SHARED_PRICES) <= 40
+    priced = sum(kind["ops"] for kind in json.loads(unbounded[2])["latency_source"]["op_kinds"].values())
+    assert priced > 2 * 40   # (the bound did empty the tables during the run)
+    _assert_same(unbounded, bounded)
