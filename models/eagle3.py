@@ -26,9 +26,8 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from models.errors import UnknownNameError
+from models.files import load_shipped_yaml
 from models.opgraph import NORM_FLOPS_PER_ELEMENT, dense_ops, gemm_op
 from models.ops import NORM, SAMPLING, Op
 from models.spec import ModelSpec, activation_bytes, dtype_bytes, kv_heads_per_gpu
@@ -176,7 +175,7 @@ def head_from_fields(name: str, data: dict, where: str = "drafter.head") -> Eagl
 
 @lru_cache(maxsize=1)
 def eagle3_heads() -> dict[str, Eagle3Head]:
-    raw = yaml.safe_load(HEADS_FILE.read_text(encoding="utf-8")) or {}
+    raw = load_shipped_yaml(HEADS_FILE) or {}
     return {str(name): head_from_fields(str(name), entry, f"{HEADS_FILE.name}: {name}") for name, entry in raw.items()}
 
 

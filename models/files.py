@@ -143,6 +143,13 @@ def _check_expansion(root) -> None:
     size(root)
 
 
+def load_shipped_yaml(path: Path):
+    """A YAML data file shipped with draftsim (the model catalog, engine and host constants): trusted, so
+    parsed without the checks above, by libyaml's C SafeLoader where PyYAML has it (the pure-Python one
+    costs start-up time: several ms a file)."""
+    return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def parse_yaml(text: str):
     """The YAML document `text` (DocumentError for the module docstring's cases, yaml.YAMLError for syntax)."""
     loader = _Loader(text)

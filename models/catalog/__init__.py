@@ -8,9 +8,8 @@ import dataclasses
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from models.errors import UnknownNameError
+from models.files import load_shipped_yaml
 from models.spec import ModelSpec
 
 CATALOG_DIR = Path(__file__).resolve().parent
@@ -18,9 +17,7 @@ _FIELDS = {f.name for f in dataclasses.fields(ModelSpec)}
 
 
 def _load_file(path: Path) -> dict[str, ModelSpec]:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    with path.open("r", encoding="utf-8") as fh:
-        raw = yaml.load(fh, Loader=loader) or {}
+    raw = load_shipped_yaml(path) or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path.name}: expected a mapping of model name -> fields")
     specs: dict[str, ModelSpec] = {}

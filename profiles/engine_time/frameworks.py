@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from models.errors import FieldError
+from models.files import load_shipped_yaml
 from profiles.engine_time.graphs import GraphTraits, graph_policy
 from profiles.engine_time.host import get_host, resolve_host
 from profiles.engine_time.model import EngineTime
@@ -29,7 +28,7 @@ def _version_key(text: str):
 
 @lru_cache(maxsize=1)
 def _entries() -> tuple[dict, ...]:
-    raw = yaml.load(DATA_FILE.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))   # (C parser: start-up)
+    raw = load_shipped_yaml(DATA_FILE)
     entries = raw.get("frameworks") if isinstance(raw, dict) else None
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"{DATA_FILE.name}: expected a 'frameworks' list")

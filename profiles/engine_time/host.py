@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from models.errors import FieldError
+from models.files import load_shipped_yaml
 
 HOSTS_FILE = Path(__file__).resolve().parent.parent / "data" / "engine_time" / "hosts.yaml"
 
@@ -38,7 +37,7 @@ class HostCpu:
 
 @lru_cache(maxsize=1)
 def _catalog() -> tuple[str, dict[str, HostCpu]]:
-    raw = yaml.safe_load(HOSTS_FILE.read_text())
+    raw = load_shipped_yaml(HOSTS_FILE)
     hosts = {h["id"]: HostCpu(h["id"], float(h["calibration_us"]), str(h.get("description", "")))
              for h in raw["hosts"]}
     return raw["default"], hosts
