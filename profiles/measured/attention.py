@@ -56,7 +56,8 @@ class AttentionTable:
     def _frames(self) -> dict:
         """KV dtype label -> the rows of its dominant kernel: the table read whole, when the phase is first
         priced (a decode step never reads the context table)."""
-        return {dt: dominant_source(part) for dt, part in _full_attention(read(self._path, _COLUMNS)).groupby("kv_cache_dtype")}
+        frame = _full_attention(read(self._path, _COLUMNS))
+        return {dt: dominant_source(part) for dt, part in frame.groupby("kv_cache_dtype")}
 
     @cached_property
     def _kernels(self) -> dict[str, str]:

@@ -62,12 +62,14 @@ class GdnTable:
 
     @cached_property
     def _kernels(self) -> dict[str, list[str]]:
-        return {role: sorted({str(kernel) for kernel in part["kernel_source"]}) for role, part in self._roles.groupby("role")}
+        return {role: sorted({str(kernel) for kernel in part["kernel_source"]})
+                for role, part in self._roles.groupby("role")}
 
     @cached_property
     def _parts(self) -> dict[tuple, object]:
         keys = ["role", "num_k_heads", "num_v_heads", "head_k_dim", "head_v_dim"]
-        return {(r, int(nk), int(nv), int(dk), int(dv)): part for (r, nk, nv, dk, dv), part in self._roles.groupby(keys)}
+        return {(r, int(nk), int(nv), int(dk), int(dv)): part
+                for (r, nk, nv, dk, dv), part in self._roles.groupby(keys)}
 
     def kernel(self, role: str) -> str:
         return "+".join(self._kernels.get(role, []))

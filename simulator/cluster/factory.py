@@ -319,15 +319,15 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                        where: str = "cluster", latencies: dict | None = None,
                        kv_dtype: str | None = None, kv_layout=None, early_exit=None, engine_config=None,
                        scheduler=None) -> ReplicaKind:
-    """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline
-    block (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
+    """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline block
+    (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
     (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
-    scenario's sections of those names (`drafter` None: plain decoding, the other three unused, as
-    `draftsim estimate` prices a step without reading the speculation schema); `where` is the YAML path of the pool (for error messages);
-    `latencies` (hardware id → latency model) lets pools on the same hardware share one latency model,
-    so that its report (`latency_source`) counts the ops of all of them. `memory_utilization` None: price
-    steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`: the KV
-    cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
+    scenario's sections of those names (`drafter` None: plain decoding, the other three unused, as `draftsim
+    estimate` prices a step without reading the speculation schema); `where` is the YAML path of the pool
+    (for error messages); `latencies` (hardware id → latency model) lets pools on the same hardware share one
+    latency model, so that its report (`latency_source`) counts the ops of all of them. `memory_utilization`
+    None: price steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`:
+    the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
     (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `engine_config`:
     cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
     CUDA-graph capture sizes; None: 256 sequences, 8192 tokens)."""

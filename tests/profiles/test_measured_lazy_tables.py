@@ -42,7 +42,8 @@ def test_short_reads_name_what_the_whole_tables_give():
             whole = read(path, attention._COLUMNS)
             if "window_size" in whole.columns:
                 whole = whole.where(whole["window_size"] == 0)
-            expected = {dt: str(dominant_source(part)["kernel_source"][0]) for dt, part in whole.groupby("kv_cache_dtype")}
+            expected = {dt: str(dominant_source(part)["kernel_source"][0])
+                        for dt, part in whole.groupby("kv_cache_dtype")}
             assert table.dtypes == [d for d, label in KV_DTYPES.items() if label in expected], path
             assert {d: table.kernel(d) for d in table.dtypes} == {d: expected[KV_DTYPES[d]] for d in table.dtypes}, path
             checked["attention"] += 1
