@@ -6,7 +6,7 @@ step (usually the number of layers on one pipeline stage), so that the step cost
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 # Op kinds. The profiler times each kind over a grid of its `dims`; the roofline prices any of them.
 GEMM = "gemm"                      # dims: m, n, k
@@ -35,14 +35,18 @@ RECURRENT_KINDS = (GDN_PREFILL, GDN_DECODE, SSM_PREFILL, SSM_DECODE, CONV1D)
 COLLECTIVE_KINDS = (ALLREDUCE, ALLTOALL, P2P)
 
 
-@dataclass(frozen=True)
-class Op:
+class Op(NamedTuple):
+    """A named tuple (not a dataclass): ops are built and hashed by the thousand per simulated second (every
+    step shape is priced op by op), and a tuple's construction, hash and equality run in C. Its hash is
+    the one a frozen dataclass of these fields had (that of the tuple of its fields), so sets and dicts of
+    ops keep their order."""
+
     kind: str
     name: str
     flops: float
     bytes: float
     count: int = 1
-    dims: tuple[tuple[str, float], ...] = field(default=())
+    dims: tuple[tuple[str, float], ...] = ()
 
     def dim(self, key: str, default: float | None = None) -> float:
         for k, v in self.dims:

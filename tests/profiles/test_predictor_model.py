@@ -113,8 +113,8 @@ def test_outside_grid_falls_back_to_fitted_roofline_and_warns_once(wiggly_model)
                 if o.name == "down_proj")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        near = model.op_seconds(dataclasses.replace(edge, dims=(("k", 3072.0), ("m", 300.0), ("n", 768.0))))
-        far = [model.op_seconds(dataclasses.replace(edge, flops=edge.flops * f, dims=(("k", 3072.0), ("m", 256.0 * f),
+        near = model.op_seconds(edge._replace(dims=(("k", 3072.0), ("m", 300.0), ("n", 768.0))))
+        far = [model.op_seconds(edge._replace(flops=edge.flops * f, dims=(("k", 3072.0), ("m", 256.0 * f),
                                                                                ("n", 768.0))))
                for f in (8, 16, 32)]
     messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
@@ -124,7 +124,7 @@ def test_outside_grid_falls_back_to_fitted_roofline_and_warns_once(wiggly_model)
     assert far == sorted(far) and all(math.isfinite(f) and f > near for f in far)
     # beyond the edge the price is roofline × (measured/roofline at the edge)
     ratio = edge_price / model.roofline.op_seconds(edge)
-    op = dataclasses.replace(edge, flops=edge.flops * 16, dims=(("k", 3072.0), ("m", 4096.0), ("n", 768.0)))
+    op = edge._replace(flops=edge.flops * 16, dims=(("k", 3072.0), ("m", 4096.0), ("n", 768.0)))
     assert model.op_seconds(op) == pytest.approx(model.roofline.op_seconds(op) * ratio, rel=1e-9)
 
 
