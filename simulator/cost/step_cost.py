@@ -36,6 +36,7 @@ from models.spec import ModelSpec
 from models.step import Parallelism, StepShape
 from profiles.engine_time.model import EngineTime, PassLayout
 from profiles.latency import LatencyModel
+from simulator.cost.op_lists import SHARED_OP_LISTS
 from simulator.cost.step_table import BatchContextTable, SecondsRows
 
 CTX_GRID_TOKENS = 16
@@ -214,13 +215,40 @@ class ForwardCost:
         """(kernels, collective calls) one decode pass launches when run eagerly, counted on the op graph
         (KERNELS_PER_OP); the same for any batch (the op graph's op counts do not depend on it)."""
         if self._launches is None:
-            shape = StepShape(decode_seqs=1, query_tokens_per_seq=1, decode_context_tokens=1)
-            ops = dense_ops(self.spec, 1, 1, self.parallelism, self.dtype) + \
-                attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype)
+            ops = self._dense_ops(1, 1) + self._decode_ops(1, 1, 1, False)
             kernels = sum(op.count * KERNELS_PER_OP.get(op.kind, 1) for op in ops if op.kind not in COLLECTIVE_KINDS)
             collectives = sum(op.count for op in ops if op.kind in COLLECTIVE_KINDS)
             self._launches = (kernels, collectives)
         return self._launches
+
+    @cached_property
+    def _op_lists(self) -> dict:
+        """This model's op lists, shared with the other runs of the process (simulator.cost.op_lists)."""
+        return SHARED_OP_LISTS.table(self.spec, self.parallelism, self.dtype, self.kv_dtype)
+
+    def _shared_ops(self, key: tuple, build) -> tuple:
+        """The op list of pass `key`, built by `build()` the first time the process needs it."""
+        ops = self._op_lists.get(key)
+        if ops is None:
+            ops = tuple(build())
+            SHARED_OP_LISTS.add(self._op_lists, key, ops)
+        return ops
+
+    def _dense_ops(self, num_tokens: int, logits_tokens: int) -> tuple:
+        return self._shared_ops(("dense", num_tokens, logits_tokens), lambda: dense_ops(
+            self.spec, num_tokens, logits_tokens, self.parallelism, self.dtype))
+
+    def _prefill_ops(self, tokens: int, seqs: int, attn_pairs: int) -> tuple:
+        return self._shared_ops(("prefill", tokens, seqs, attn_pairs), lambda: self._attention_ops(
+            StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)))
+
+    def _decode_ops(self, seqs: int, q: int, context_sum: int, tree: bool) -> tuple:
+        return self._shared_ops(("decode", seqs, q, context_sum, tree), lambda: self._attention_ops(
+            StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
+                      tree_attention=tree)))
+
+    def _attention_ops(self, shape: StepShape) -> list:
+        return attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype)
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         """Non-attention ops of one pass, plus the pass's host overhead (the latency model's
@@ -228,8 +256,7 @@ class ForwardCost:
         key = (num_tokens, logits_tokens)
         cost = self._dense.get(key)
         if cost is None:
-            ops = dense_ops(self.spec, num_tokens, logits_tokens, self.parallelism, self.dtype)
-            cost = _price(self.latency, ops)
+            cost = _price(self.latency, self._dense_ops(num_tokens, logits_tokens))
             if num_tokens:
                 cost[SECONDS] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
             self._dense[key] = cost
@@ -241,9 +268,7 @@ class ForwardCost:
         key = (tokens, seqs, attn_pairs)
         cost = self._prefill_attn.get(key)
         if cost is None:
-            shape = StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)
-            cost = self._prefill_attn[key] = _price(self.latency, attention_ops(self.spec, shape, self.parallelism,
-                                                                                self.dtype, self.kv_dtype))
+            cost = self._prefill_attn[key] = _price(self.latency, self._prefill_ops(tokens, seqs, attn_pairs))
         return cost.copy()
 
     def exact_decode(self, seqs: int, q: int, context_sum: int, tree: bool = False,
@@ -252,11 +277,8 @@ class ForwardCost:
         query tokens of a request attend under a tree mask (models.opgraph prices the full q×q block);
         `padded`: (tokens, logits rows) the dense ops run over when the engine pads the batch to a CUDA-graph
         size (profiles.engine_time.graphs; padded slots attend to nothing)."""
-        shape = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
-                          tree_attention=tree)
         tokens, logits = padded if padded is not None else (seqs * q, seqs * q)
-        return self.dense(tokens, logits) + _price(
-            self.latency, attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype))
+        return self.dense(tokens, logits) + _price(self.latency, self._decode_ops(seqs, q, context_sum, tree))
 
     def shared_prefix_delta(self, seqs: int, q: int, context_sum: int, shared: tuple[int, int, int],
                             tree: bool = False) -> np.ndarray:
@@ -268,8 +290,7 @@ class ForwardCost:
         split = StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
                           tree_attention=tree, shared_context_tokens=shared[0], shared_prefix_tokens=shared[1],
                           shared_prefix_seqs=shared[2])
-        ops = lambda shape: attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype)  # noqa: E731
-        return _price(self.latency, ops(split)) - _price(self.latency, ops(plain))
+        return _price(self.latency, self._attention_ops(split)) - _price(self.latency, self._attention_ops(plain))
 
     def decode_attention(self, seqs: int, q: int, context_sums: np.ndarray, tree: bool = False) -> np.ndarray:
         """(n, 3) costs of the decode attention alone (interpolated pass minus its dense part)."""

@@ -1,0 +1,148 @@
+"""Op lists shared by the runs of one process (`simulator.cost.op_lists`): a pass's list is the op graph
+models.opgraph builds for it, a repeated run builds none of them again, and a run's outputs — its
+`latency_source` counts of distinct shapes priced included — are the same whatever the process built
+before it and under any bound."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import simulator
+from models.catalog import get_model
+from models.opgraph import attention_ops, dense_ops
+from models.step import Parallelism, StepShape
+from paths import REPO
+from profiles.roofline import RooflineLatencyModel
+from profiles.hardware import get_hardware
+from simulator.cost import op_lists, step_cost
+from simulator.cost.op_lists import SharedOpLists
+from simulator.cost.step_cost import ForwardCost, _price
+
+SCENARIO = REPO / "scenarios" / "quickstart.yaml"   # Llama-3-8B + Llama-68M on the measured H100 tables
+RUN = ["workload.num_requests=60"]
+OTHER = ["workload.num_requests=60", "workload.arrival.qps=40", "drafter.gamma=2"]   # other shapes
+
+
+def _outputs(result) -> tuple:
+    requests = {name: result.requests[name].to_numpy() for name in result.requests.columns}
+    steps = {name: result.steps[name].to_numpy() for name in result.steps.columns}
+    return requests, steps, json.dumps(result.summary, sort_keys=True, default=str)
+
+
+def _assert_same(a: tuple, b: tuple) -> None:
+    assert a[2] == b[2]   # summary.json, with latency_source's counts of distinct shapes priced
+    for frame_a, frame_b in zip(a[:2], b[:2]):
+        assert frame_a.keys() == frame_b.keys()
+        for name in frame_a:
+            x, y = frame_a[name], frame_b[name]
+            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
+
+
+def _count_builds(monkeypatch) -> dict:
+    calls = {"dense": 0, "attention": 0}
+    dense, attention = step_cost.dense_ops, step_cost.attention_ops
+
+    def counted_dense(*args, **kwargs):
+        calls["dense"] += 1
+        return dense(*args, **kwargs)
+
+    def counted_attention(*args, **kwargs):
+        calls["attention"] += 1
+        return attention(*args, **kwargs)
+
+    monkeypatch.setattr(step_cost, "dense_ops", counted_dense)
+    monkeypatch.setattr(step_cost, "attention_ops", counted_attention)
+    return calls
+
+
+def test_a_run_is_the_same_whatever_the_process_built_before(monkeypatch):
+    calls = _count_builds(monkeypatch)
+    op_lists.SHARED_OP_LISTS.clear()
+    first = _outputs(simulator.run(SCENARIO, RUN))
+    assert calls["dense"] > 0 and calls["attention"] > 0
+    simulator.run(SCENARIO, OTHER)
+    before = dict(calls)
+    again = _outputs(simulator.run(SCENARIO, RUN))
+    assert calls == before   # every pass of the repeated run found its op list: none was built again
+    _assert_same(first, again)
+    kinds = json.loads(first[2])["latency_source"]["op_kinds"]
+    assert kinds["gemm"]["ops"] > 0 and kinds["attn_decode"]["ops"] > 0
+
+    op_lists.SHARED_OP_LISTS.clear()   # a process that built nothing before: the same outputs
+    _assert_same(first, _outputs(simulator.run(SCENARIO, RUN)))
+    assert calls["dense"] > before["dense"]
+
+
+def test_a_run_is_the_same_under_a_tiny_bound(monkeypatch):
+    op_lists.SHARED_OP_LISTS.clear()
+    first = _outputs(simulator.run(SCENARIO, RUN))
+    monkeypatch.setattr(op_lists.SHARED_OP_LISTS, "limit", 5)   # emptied every few lists, mid-run
+    op_lists.SHARED_OP_LISTS.clear()
+    _assert_same(first, _outputs(simulator.run(SCENARIO, RUN)))
+    assert len(op_lists.SHARED_OP_LISTS) <= 5
+    op_lists.SHARED_OP_LISTS.clear()
+
+
+def test_the_lists_are_the_op_graphs_and_keyed_by_model_parallelism_and_dtypes():
+    spec, hw = get_model("llama-3-8b"), get_hardware("h100-sxm")
+    op_lists.SHARED_OP_LISTS.clear()
+    cost = ForwardCost(spec, Parallelism(1), RooflineLatencyModel(hw, dtype="bf16"), "bf16")
+    cost.dense(48, 12)
+    cost.prefill_attention(300, 2, 30_000)
+    cost.exact_decode(8, 5, 8 * 700)
+    table = op_lists.SHARED_OP_LISTS.table(spec, Parallelism(1), "bf16", None)
+    assert table[("dense", 48, 12)] == tuple(dense_ops(spec, 48, 12, Parallelism(1), "bf16"))
+    prefill = StepShape(prefill_tokens=300, prefill_seqs=2, prefill_attn_pairs=30_000)
+    assert table[("prefill", 300, 2, 30_000)] == tuple(attention_ops(spec, prefill, Parallelism(1), "bf16"))
+    decode = StepShape(decode_seqs=8, query_tokens_per_seq=5, decode_context_tokens=8 * 700)
+    assert table[("decode", 8, 5, 8 * 700, False)] == tuple(attention_ops(spec, decode, Parallelism(1), "bf16"))
+    # another parallelism, dtype or KV dtype, or another model object: tables of their own
+    assert op_lists.SHARED_OP_LISTS.table(spec, Parallelism(2), "bf16", None) == {}
+    assert op_lists.SHARED_OP_LISTS.table(spec, Parallelism(1), "fp8", None) == {}
+    assert op_lists.SHARED_OP_LISTS.table(spec, Parallelism(1), "bf16", "fp8") == {}
+    assert op_lists.SHARED_OP_LISTS.table(dataclasses.replace(spec), Parallelism(1), "bf16", None) == {}
+    # a second pricer of the same model builds nothing and prices the same
+    again = ForwardCost(spec, Parallelism(1), RooflineLatencyModel(hw, dtype="bf16"), "bf16")
+    assert again._op_lists is table
+    assert np.array_equal(again.exact_decode(8, 5, 8 * 700), cost.exact_decode(8, 5, 8 * 700))
+    op_lists.SHARED_OP_LISTS.clear()
+
+
+def test_the_bound_empties_every_table_in_place_and_forgets_the_models():
+    shared = SharedOpLists(limit=3)
+    a = shared.table("model a", "par", "bf16", None)
+    b = shared.table("model b", "par", "bf16", None)
+    assert shared.table("model a", "par", "bf16", None) is a
+    shared.add(a, ("dense", 1, 1), ("op",))
+    shared.add(b, ("dense", 2, 2), ("op",))
+    shared.add(b, ("dense", 3, 3), ("op",))
+    assert len(shared) == 3
+    shared.add(a, ("dense", 4, 4), ("op",))   # the 4th list empties both tables, in place, first
+    assert a == {("dense", 4, 4): ("op",)} and b == {}
+    assert len(shared) == 0                    # the models are forgotten: their next table is a new one
+    assert shared.table("model a", "par", "bf16", None) is not a
+
+
+@pytest.mark.parametrize("spec_name", ["qwen3-30b-a3b", "qwen3-next-80b-a3b"])
+def test_moe_and_hybrid_passes_cost_what_their_op_graphs_price(spec_name):
+    """Another model family, priced by a pricer that built the lists and by one that found them: each
+    costs what the op graph, built here directly, prices at (the roofline has no host overhead)."""
+    spec, hw, par = get_model(spec_name), get_hardware("h100-sxm"), Parallelism(2)
+    latency = RooflineLatencyModel(hw, dtype="bf16")
+    decode = StepShape(decode_seqs=16, query_tokens_per_seq=1, decode_context_tokens=16 * 900)
+    prefill = StepShape(prefill_tokens=512, prefill_seqs=1, prefill_attn_pairs=512 * 513 // 2)
+    expected = [_price(latency, dense_ops(spec, 64, 8, par, "bf16")),
+                _price(latency, attention_ops(spec, prefill, par, "bf16")),
+                _price(latency, dense_ops(spec, 16, 16, par, "bf16")) + _price(latency, attention_ops(spec, decode, par,
+                                                                                                   "bf16"))]
+    op_lists.SHARED_OP_LISTS.clear()
+    for _ in range(2):   # the first pricer builds the lists, the second finds them
+        cost = ForwardCost(spec, par, RooflineLatencyModel(hw, dtype="bf16"), "bf16")
+        got = [cost.dense(64, 8), cost.prefill_attention(512, 1, 512 * 513 // 2), cost.exact_decode(16, 1, 16 * 900)]
+        for x, y in zip(got, expected):
+            assert np.array_equal(x, y)
+    assert len(op_lists.SHARED_OP_LISTS) == 4   # dense 64/8 and 16/16, one prefill, one decode
+    op_lists.SHARED_OP_LISTS.clear()
