@@ -146,3 +146,46 @@ def test_confirmations_start_longest_first_and_the_ranking_does_not_depend_on_it
     work = [(row.deployment == "disaggregated", row.drafter != "none", row.gpus) for row in order]
     assert work == sorted(work, reverse=True) and work[0] > work[-1]
     pd.testing.assert_frame_equal(frames[0], frames[1])
+
+
+@pytest.mark.parametrize("workers, tasks, idle_after", [(2, 5, 4), (2, 1, 1), (4, 6, 3), (1, 3, 3)])
+def test_the_idle_hook_runs_once_when_a_local_worker_has_no_run_left(tmp_path, monkeypatch, workers, tasks, idle_after):
+    """`confirm(when_idle=...)` calls the hook once, after the result that leaves fewer runs unfinished than
+    local worker processes (a core is free from then on), and never for executors that are not local
+    worker processes (`serial` runs in the caller's own process)."""
+    from simulator.distributed.executors import ProcessExecutor
+    from simulator.workflows.plan import main as plan_main
+    from simulator.workflows.plan.config import load_plan
+
+    spec, base_dir = load_plan(write(tmp_path))
+    screened = plan_main.screen_all(spec, base_dir)
+    chosen = screened[screened.screen_feasible].head(tasks)
+    assert len(chosen) == tasks
+    events = []
+
+    class Pool(ProcessExecutor):   # local worker processes, run here one after another
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def imap_unordered(self, fn, runs):
+            for key, _, _ in runs:
+                events.append("result")
+                row = chosen.loc[int(key)]
+                yield key, {"status": "ok", "ttft_mean_s": row.screen_ttft_s, "tpot_mean_s": row.screen_tpot_s,
+                            "output_tokens_per_s": row.screen_output_tokens_per_s, "goodput_per_gpu_rps": 1.0,
+                            "slo_attained": True}, None
+
+    hook = lambda: events.append("idle")  # noqa: E731
+    plan_main.confirm(spec, chosen, base_dir, Pool(workers), workers, when_idle=hook)
+    expected = ["result"] * tasks
+    expected.insert(idle_after, "idle")
+    assert events == expected
+
+    events.clear()   # the serial executor: the caller's process is the worker, never idle
+    monkeypatch.setattr("simulator.workflows.plan.main.confirm_point",
+                        lambda task: (task[0], {"status": "invalid", "error": "x", "wall_s": 0.0}, None))
+    plan_main.confirm(spec, chosen, base_dir, "serial", 1, when_idle=hook)
+    assert "idle" not in events
