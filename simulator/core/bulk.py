@@ -209,6 +209,12 @@ class DecodeProfile:
             acc = rep.acceptance
             if acc is None or not acc.counter_based or s.decode_steps[r] != 0 or s.emitted[r] != 1:
                 return False
+            ctx, block = int(s.ctx[r]), rep.kv.block_size
+            if ctx != s.prefill_target[r] or s.blocks[r] > (ctx + rep.q + block - 1) // block:
+                # its own life would not fit (`Life.fits`): a context other than its prompt, or more KV blocks
+                # than its first step needs (a disaggregated decode replica reserves the transferred KV):
+                # the general way, without computing lives for nothing
+                return False
             self._ahead.update(lives_ahead(rep, self._expected(r)))
             life = self._ahead.pop(r, None)
             if life is None:

@@ -139,6 +139,38 @@ def test_speculative_decoding_runs_in_the_decode_pool():
     assert (req.kv_bytes > req.prompt_tokens * KV_BYTES_PER_TOKEN).all()
 
 
+@pytest.mark.parametrize("memory", [None, 0.37])
+def test_decode_pool_joins_compute_no_lives_they_could_not_use(monkeypatch, memory):
+    """A life computed ahead for a join (simulator.core.lives) is used only if it fits the request's state
+    (`Life.fits`); a join computes lives only when its own would fit. A decode replica often holds more KV
+    blocks for a request than its first decode step needs (the transferred prompt's and its output's
+    reservation), and such joins go the general way without computing lives for nothing (the outputs are
+    the same either way: step == bulk above)."""
+    from simulator.core import bulk
+    from simulator.core.lives import Life
+
+    joining, checked = [], {}
+    lives_ahead, fits = bulk.lives_ahead, Life.fits
+
+    def counted_lives(rep, ids):
+        joining.append(ids[0])
+        return lives_ahead(rep, ids)
+
+    def counted_fits(self, s, r):
+        checked.setdefault(r, fits(self, s, r))
+        return fits(self, s, r)
+
+    monkeypatch.setattr(bulk, "lives_ahead", counted_lives)
+    monkeypatch.setattr(Life, "fits", counted_fits)
+    data = merge(disagg(), {"drafter": VARIANTS["drafter_small_kv"]["drafter"],
+                            "acceptance": VARIANTS["drafter_small_kv"]["acceptance"]})
+    if memory is not None:
+        data = merge(data, {"cluster": {"gpu_memory_utilization": memory}, "workload": {"arrival": {"qps": 14.0}}})
+    res = run(data)
+    assert res.summary["mean_accepted_length"] > 1.0
+    assert joining and all(checked[r] for r in joining if r in checked)   # each joiner's own life fitted
+
+
 def test_same_seed_same_outputs_other_seed_other_outputs():
     a, b = run(disagg()), run(disagg())
     pd.testing.assert_frame_equal(a.requests, b.requests)
