@@ -54,3 +54,25 @@ def replica_kind(data):
     from simulator.config.scenario import parse_scenario
     sc = parse_scenario(data) if isinstance(data, dict) else data
     return pool_kind(sc, None, "cluster", 1, Path(__file__).resolve().parent.parent)
+
+
+def run_outputs(result) -> tuple:
+    """A run's requests and steps as column arrays, and its summary.json text (for `assert_same_outputs`)."""
+    import json
+
+    requests = {name: result.requests[name].to_numpy() for name in result.requests.columns}
+    steps = {name: result.steps[name].to_numpy() for name in result.steps.columns}
+    return requests, steps, json.dumps(result.summary, sort_keys=True, default=str)
+
+
+def assert_same_outputs(a: tuple, b: tuple) -> None:
+    """Two `run_outputs` are identical: the summary (latency_source's counts of distinct shapes priced
+    included) to the character, every request and step column to the bit."""
+    import numpy as np
+
+    assert a[2] == b[2]
+    for frame_a, frame_b in zip(a[:2], b[:2]):
+        assert frame_a.keys() == frame_b.keys()
+        for name in frame_a:
+            x, y = frame_a[name], frame_b[name]
+            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name

@@ -37,6 +37,7 @@ from profiles.measured.source import (CONTEXT_ATTENTION, CUSTOM_ALLREDUCE, DISTR
 from profiles.measured.tables import CollectiveTables, GemmTables
 from profiles.measured.verify import verify_seconds
 from profiles.roofline import RooflineLatencyModel
+from profiles.shared_tables import BoundedTables
 
 ROOFLINE = "roofline"
 
@@ -72,40 +73,19 @@ def _tables(source: ResolvedSource, hardware: HardwareSpec) -> _Tables:
 MAX_SHARED_PRICES = 500_000   # op prices kept in all (every tables, GPU and dtypes) for the runs of one process
 
 
-class SharedPrices:
+class SharedPrices(BoundedTables):
     """op -> (seconds, source label, approximate) per (tables, GPU, dtype, KV dtype): what every model of
     those prices an op at (a pure function of the op), shared by the runs of one process (a plan's DES
     confirmations, a sweep's points), which price the same shapes again. Each model still counts the
     distinct ops it priced itself (`coverage`), so a run's `latency_source` does not depend on what ran
-    before it in the process. At most `limit` prices are kept in all: the next one empties every table
-    (a sweep over many GPUs and dtypes cannot grow it past that; ~200 bytes a price)."""
+    before it in the process. At most `limit` prices are kept in all (profiles.shared_tables; ~200 bytes
+    a price)."""
 
     def __init__(self, limit: int = MAX_SHARED_PRICES):
-        self.limit = limit
-        self._tables: dict[tuple, dict] = {}
-        self._count = 0   # prices added since the tables were last emptied
+        super().__init__(limit)
 
     def table(self, source: ResolvedSource, hardware: HardwareSpec, dtype: str, kv_dtype: str) -> dict:
-        key = (source, hardware, dtype, kv_dtype)
-        found = self._tables.get(key)
-        if found is None:
-            found = self._tables[key] = {}
-        return found
-
-    def add(self, table: dict, op: Op, priced: tuple) -> None:
-        if self._count >= self.limit:
-            self.clear()
-        table[op] = priced
-        self._count += 1
-
-    def clear(self) -> None:
-        """Empty every table (in place: the models holding one keep it)."""
-        for found in self._tables.values():
-            found.clear()
-        self._count = 0
-
-    def __len__(self) -> int:
-        return sum(len(found) for found in self._tables.values())
+        return self._table((source, hardware, dtype, kv_dtype))
 
 
 SHARED_PRICES = SharedPrices()

@@ -17,41 +17,32 @@ models (tables held by live pass pricers keep working, emptied).
 """
 from __future__ import annotations
 
+from profiles.shared_tables import BoundedTables
+
 MAX_SHARED_OP_LISTS = 50_000   # op lists kept in all: ~60 MB (1.2 kB a list with its key, measured over a plan's
 #                                 confirmations, which build 29k)
 
 
-class SharedOpLists:
+class SharedOpLists(BoundedTables):
     """shape key -> op list, per (model, parallelism, dtype, KV dtype) (module docstring)."""
 
     def __init__(self, limit: int = MAX_SHARED_OP_LISTS):
-        self.limit = limit
-        self._tables: dict[tuple, tuple[object, dict]] = {}
-        self._count = 0   # lists added since the tables were last emptied
+        super().__init__(limit)
+        self._models: dict[tuple, object] = {}   # table key -> its model, held: its id is not reused meanwhile
 
     def table(self, spec, parallelism, dtype: str, kv_dtype: str | None) -> dict:
         """The table of one model's passes under one parallelism and dtypes (empty the first time)."""
         key = (id(spec), parallelism, dtype, kv_dtype)
-        found = self._tables.get(key)
-        if found is None or found[0] is not spec:
-            found = self._tables[key] = (spec, {})
-        return found[1]
-
-    def add(self, table: dict, key: tuple, ops: tuple) -> None:
-        if self._count >= self.limit:
-            self.clear()
-        table[key] = ops
-        self._count += 1
+        if self._models.get(key) is not spec:
+            self._models[key] = spec
+            self._tables[key] = {}
+        return self._table(key)
 
     def clear(self) -> None:
         """Empty every table in place and forget the models."""
-        for _, found in self._tables.values():
-            found.clear()
+        super().clear()
         self._tables.clear()
-        self._count = 0
-
-    def __len__(self) -> int:
-        return sum(len(found) for _, found in self._tables.values())
+        self._models.clear()
 
 
 SHARED_OP_LISTS = SharedOpLists()

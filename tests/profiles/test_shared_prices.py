@@ -1,66 +1,57 @@
-"""Op prices shared by the runs of one process (`profiles.measured.model.SharedPrices`): a run gives the
-same requests, steps and summary — `latency_source`'s counts of distinct shapes priced included — whether
-the process priced its ops before or not, and a repeated run does reuse the first one's prices."""
+"""Op prices shared by the runs of one process (`profiles.measured.model.SharedPrices`; with the op lists of
+simulator.cost.op_lists, the other cache they share): a run gives the same requests, steps and summary —
+`latency_source`'s counts of distinct shapes priced included — whether the process priced its ops before
+or not, and a repeated run does reuse the first one's prices and op lists."""
 from __future__ import annotations
 
 import json
-
-import numpy as np
 
 import simulator
 from paths import REPO
 from profiles.measured import model as measured_model
 from profiles.measured.model import MeasuredLatencyModel
+from sim_helpers import assert_same_outputs, run_outputs
+from simulator.cost import op_lists, step_cost
 
 SCENARIO = REPO / "scenarios" / "quickstart.yaml"   # Llama-3-8B + Llama-68M on the measured H100 tables
 RUN = ["workload.num_requests=60"]
 OTHER = ["workload.num_requests=60", "workload.arrival.qps=40", "drafter.gamma=2"]   # other shapes, same tables
 
 
-def _outputs(result) -> tuple:
-    requests = {name: result.requests[name].to_numpy() for name in result.requests.columns}
-    steps = {name: result.steps[name].to_numpy() for name in result.steps.columns}
-    return requests, steps, json.dumps(result.summary, sort_keys=True, default=str)
-
-
-def _assert_same(a: tuple, b: tuple) -> None:
-    assert a[2] == b[2]   # summary.json, latency_source with its counts of distinct shapes priced
-    for frame_a, frame_b in zip(a[:2], b[:2]):
-        assert frame_a.keys() == frame_b.keys()
-        for name in frame_a:
-            x, y = frame_a[name], frame_b[name]
-            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
-
-
 def test_a_run_is_the_same_whatever_the_process_priced_before(monkeypatch):
-    calls = {"gemm": 0, "decode": 0}
+    """Both caches the runs of a process share: op prices (here) and op lists (simulator.cost.op_lists)."""
+    calls = {"gemm": 0, "decode": 0, "dense ops": 0, "attention ops": 0}
     gemm, decode = MeasuredLatencyModel._gemm, MeasuredLatencyModel._decode
+    dense_ops, attention_ops = step_cost.dense_ops, step_cost.attention_ops
 
-    def counted_gemm(self, op):
-        calls["gemm"] += 1
-        return gemm(self, op)
+    def counted(name, build):
+        def count(*args, **kwargs):
+            calls[name] += 1
+            return build(*args, **kwargs)
+        return count
 
-    def counted_decode(self, op):
-        calls["decode"] += 1
-        return decode(self, op)
-
-    monkeypatch.setattr(MeasuredLatencyModel, "_gemm", counted_gemm)
-    monkeypatch.setattr(MeasuredLatencyModel, "_decode", counted_decode)
+    monkeypatch.setattr(step_cost, "dense_ops", counted("dense ops", dense_ops))
+    monkeypatch.setattr(step_cost, "attention_ops", counted("attention ops", attention_ops))
+    monkeypatch.setattr(MeasuredLatencyModel, "_gemm", counted("gemm", gemm))
+    monkeypatch.setattr(MeasuredLatencyModel, "_decode", counted("decode", decode))
     measured_model.SHARED_PRICES.clear()
+    op_lists.SHARED_OP_LISTS.clear()
 
-    first = _outputs(simulator.run(SCENARIO, RUN))
-    assert calls["gemm"] > 0 and calls["decode"] > 0
+    first = run_outputs(simulator.run(SCENARIO, RUN))
+    assert all(calls.values())
     simulator.run(SCENARIO, OTHER)
     before = dict(calls)
-    again = _outputs(simulator.run(SCENARIO, RUN))
-    assert calls == before   # every op of the repeated run was found priced: no table was read again
-    _assert_same(first, again)
+    again = run_outputs(simulator.run(SCENARIO, RUN))
+    assert calls == before   # every op of the repeated run was found priced (no table read again) and every
+    # pass's op list found built
+    assert_same_outputs(first, again)
     kinds = json.loads(first[2])["latency_source"]["op_kinds"]
     assert kinds["gemm"]["ops"] > 0 and kinds["attn_decode"]["ops"] > 0
 
-    measured_model.SHARED_PRICES.clear()   # and a process that priced nothing before: the same
-    _assert_same(first, _outputs(simulator.run(SCENARIO, RUN)))
-    assert calls["gemm"] > before["gemm"]
+    measured_model.SHARED_PRICES.clear()   # and a process that priced and built nothing before: the same
+    op_lists.SHARED_OP_LISTS.clear()
+    assert_same_outputs(first, run_outputs(simulator.run(SCENARIO, RUN)))
+    assert calls["gemm"] > before["gemm"] and calls["dense ops"] > before["dense ops"]
 
 
 def test_the_shared_prices_are_bounded_in_all_and_a_run_is_the_same_under_any_bound(monkeypatch):
@@ -78,11 +69,11 @@ def test_the_shared_prices_are_bounded_in_all_and_a_run_is_the_same_under_any_bo
     assert a == {ops[3]: (4.0, "x", False)} and b == {} and len(shared) == 1
 
     measured_model.SHARED_PRICES.clear()
-    unbounded = _outputs(simulator.run(SCENARIO, RUN))
+    unbounded = run_outputs(simulator.run(SCENARIO, RUN))
     monkeypatch.setattr(measured_model.SHARED_PRICES, "limit", 40)   # far below the ops one run prices
     measured_model.SHARED_PRICES.clear()
-    bounded = _outputs(simulator.run(SCENARIO, RUN))
+    bounded = run_outputs(simulator.run(SCENARIO, RUN))
     assert 0 < len(measured_model.SHARED_PRICES) <= 40
     priced = sum(kind["ops"] for kind in json.loads(unbounded[2])["latency_source"]["op_kinds"].values())
     assert priced > 2 * 40   # (the bound did empty the tables during the run)
-    _assert_same(unbounded, bounded)
+    assert_same_outputs(unbounded, bounded)

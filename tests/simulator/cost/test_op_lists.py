@@ -1,11 +1,10 @@
 """Op lists shared by the runs of one process (`simulator.cost.op_lists`): a pass's list is the op graph
-models.opgraph builds for it, a repeated run builds none of them again, and a run's outputs — its
-`latency_source` counts of distinct shapes priced included — are the same whatever the process built
-before it and under any bound."""
+models.opgraph builds for it, one list per model object, parallelism and dtypes, and a run's outputs are
+the same under any bound. (That a repeated run builds none again and gives the same outputs, whatever
+the process ran before: tests/profiles/test_shared_prices.py, with the op prices.)"""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
@@ -15,73 +14,23 @@ from models.catalog import get_model
 from models.opgraph import attention_ops, dense_ops
 from models.step import Parallelism, StepShape
 from paths import REPO
-from profiles.roofline import RooflineLatencyModel
 from profiles.hardware import get_hardware
-from simulator.cost import op_lists, step_cost
+from profiles.roofline import RooflineLatencyModel
+from sim_helpers import assert_same_outputs, run_outputs
+from simulator.cost import op_lists
 from simulator.cost.op_lists import SharedOpLists
 from simulator.cost.step_cost import ForwardCost, _price
 
 SCENARIO = REPO / "scenarios" / "quickstart.yaml"   # Llama-3-8B + Llama-68M on the measured H100 tables
 RUN = ["workload.num_requests=60"]
-OTHER = ["workload.num_requests=60", "workload.arrival.qps=40", "drafter.gamma=2"]   # other shapes
-
-
-def _outputs(result) -> tuple:
-    requests = {name: result.requests[name].to_numpy() for name in result.requests.columns}
-    steps = {name: result.steps[name].to_numpy() for name in result.steps.columns}
-    return requests, steps, json.dumps(result.summary, sort_keys=True, default=str)
-
-
-def _assert_same(a: tuple, b: tuple) -> None:
-    assert a[2] == b[2]   # summary.json, with latency_source's counts of distinct shapes priced
-    for frame_a, frame_b in zip(a[:2], b[:2]):
-        assert frame_a.keys() == frame_b.keys()
-        for name in frame_a:
-            x, y = frame_a[name], frame_b[name]
-            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
-
-
-def _count_builds(monkeypatch) -> dict:
-    calls = {"dense": 0, "attention": 0}
-    dense, attention = step_cost.dense_ops, step_cost.attention_ops
-
-    def counted_dense(*args, **kwargs):
-        calls["dense"] += 1
-        return dense(*args, **kwargs)
-
-    def counted_attention(*args, **kwargs):
-        calls["attention"] += 1
-        return attention(*args, **kwargs)
-
-    monkeypatch.setattr(step_cost, "dense_ops", counted_dense)
-    monkeypatch.setattr(step_cost, "attention_ops", counted_attention)
-    return calls
-
-
-def test_a_run_is_the_same_whatever_the_process_built_before(monkeypatch):
-    calls = _count_builds(monkeypatch)
-    op_lists.SHARED_OP_LISTS.clear()
-    first = _outputs(simulator.run(SCENARIO, RUN))
-    assert calls["dense"] > 0 and calls["attention"] > 0
-    simulator.run(SCENARIO, OTHER)
-    before = dict(calls)
-    again = _outputs(simulator.run(SCENARIO, RUN))
-    assert calls == before   # every pass of the repeated run found its op list: none was built again
-    _assert_same(first, again)
-    kinds = json.loads(first[2])["latency_source"]["op_kinds"]
-    assert kinds["gemm"]["ops"] > 0 and kinds["attn_decode"]["ops"] > 0
-
-    op_lists.SHARED_OP_LISTS.clear()   # a process that built nothing before: the same outputs
-    _assert_same(first, _outputs(simulator.run(SCENARIO, RUN)))
-    assert calls["dense"] > before["dense"]
 
 
 def test_a_run_is_the_same_under_a_tiny_bound(monkeypatch):
     op_lists.SHARED_OP_LISTS.clear()
-    first = _outputs(simulator.run(SCENARIO, RUN))
+    first = run_outputs(simulator.run(SCENARIO, RUN))
     monkeypatch.setattr(op_lists.SHARED_OP_LISTS, "limit", 5)   # emptied every few lists, mid-run
     op_lists.SHARED_OP_LISTS.clear()
-    _assert_same(first, _outputs(simulator.run(SCENARIO, RUN)))
+    assert_same_outputs(first, run_outputs(simulator.run(SCENARIO, RUN)))
     assert len(op_lists.SHARED_OP_LISTS) <= 5
     op_lists.SHARED_OP_LISTS.clear()
 
