@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.core.lives import AHEAD_BLOCK, Trajectory, draw_bound, lives_ahead, step_range, step_rows
+from simulator.core.lives import (AHEAD_BLOCK, Trajectory, draw_bound, fits_fresh, lives_ahead, step_range,
+                                  step_rows)
 from simulator.cost.step_cost import CTX_GRID_TOKENS
 
 MAX_BULK_STEPS = 4096      # steps one bulk scans at most (a longer run takes several events)
@@ -207,14 +208,8 @@ class DecodeProfile:
         life = self._ahead.pop(r, None)
         if life is None:
             acc = rep.acceptance
-            if acc is None or not acc.counter_based or s.decode_steps[r] != 0 or s.emitted[r] != 1:
-                return False
-            ctx, block = int(s.ctx[r]), rep.kv.block_size
-            if ctx != s.prefill_target[r] or s.blocks[r] > (ctx + rep.q + block - 1) // block:
-                # its own life would not fit (`Life.fits`): a context other than its prompt, or more KV blocks
-                # than its first step needs (a disaggregated decode replica reserves the transferred KV):
-                # the general way, without computing lives for nothing
-                return False
+            if acc is None or not acc.counter_based or not fits_fresh(rep, r):
+                return False   # (not computing lives for nothing: its own would not be used)
             self._ahead.update(lives_ahead(rep, self._expected(r)))
             life = self._ahead.pop(r, None)
             if life is None:

@@ -69,6 +69,17 @@ class Life:
         return s.ctx[r] == self.ctx0 and s.emitted[r] == 1 and s.decode_steps[r] == 0 and s.blocks[r] <= self.held0
 
 
+def fits_fresh(rep, r: int) -> bool:
+    """`Life.fits` of a life computed now for request r: its state is a fresh join (nothing emitted but its
+    prompt's token, no decode step taken, its context its prompt) holding at most the KV blocks its first
+    decode step needs. Not so for a request a disaggregated decode replica took over: it holds the
+    reservation of its prompt and output, so no life is computed for it."""
+    s = rep.s
+    ctx, block = int(s.ctx[r]), rep.kv.block_size
+    return (s.emitted[r] == 1 and s.decode_steps[r] == 0 and ctx == s.prefill_target[r]
+            and s.blocks[r] <= (ctx + rep.q + block - 1) // block)   # blocks_for(ctx + q), as `lives_ahead`'s held0
+
+
 def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
     """The lives of speculating requests `ids` (never admitted yet: prefill target = prompt, nothing
     emitted) as they will be if each joins fresh; requests whose draws fall short of their output
