@@ -1,0 +1,50 @@
+"""The `draftsim` executable is `simulator.cli.entry`: `main`, then `gc.freeze()` before the interpreter
+shuts down (issue 30: start-up and exit time). Freezing must change nothing a user sees: the same exit code,
+the same output files byte for byte, the same one-line error. Each side runs in its own fresh interpreter,
+as the executable does."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from paths import REPO
+
+_VIA_MAIN = "import sys; from simulator.cli import main; sys.exit(main(sys.argv[1:]))"
+_VIA_ENTRY = "import sys; from simulator.cli import entry; sys.argv[0] = 'draftsim'; entry()"
+
+
+def _draftsim(code: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_the_console_script_is_entry():
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"draftsim": "simulator.cli:entry"}
+
+
+def test_entry_writes_what_main_writes(tmp_path):
+    args = ["run", str(REPO / "scenarios" / "quickstart.yaml"), "--set", "workload.num_requests=60", "--quiet"]
+    runs = {}
+    for name, code in (("main", _VIA_MAIN), ("entry", _VIA_ENTRY)):
+        out = tmp_path / name
+        done = _draftsim(code, [*args, "--out", str(out)], tmp_path)
+        assert done.returncode == 0, (name, done.stderr)
+        runs[name] = _files(out)
+    assert "summary.json" in runs["main"] and "requests.parquet" in runs["main"], sorted(runs["main"])
+    assert runs["entry"] == runs["main"]
+
+
+def test_entry_keeps_the_exit_code_and_the_one_line_error(tmp_path):
+    args = ["run", str(tmp_path / "missing.yaml")]
+    via_main, via_entry = _draftsim(_VIA_MAIN, args, tmp_path), _draftsim(_VIA_ENTRY, args, tmp_path)
+    assert via_entry.returncode == via_main.returncode == 2
+    assert via_entry.stderr == via_main.stderr and via_entry.stderr.count("\n") == 1, via_entry.stderr
+    assert "missing.yaml" in via_entry.stderr
