@@ -38,6 +38,7 @@ from models.step import Parallelism, StepShape, chunk_attention_pairs
 TOLERANCE = 0.10
 CHECK_FILE = "check.json"
 TARGET, DRAFTER = "target", "drafter"
+KERNELS_KEY = "_kernels"   # (in a shape's kernel breakdown: the kernel summary, moved to "measured_kernels")
 
 
 @dataclass(frozen=True)
@@ -160,16 +161,20 @@ def _eager_seconds(decoder, chunks, group) -> float:
 
 
 def _observe(run, device, breakdown: dict) -> None:
-    from profiles.profiler.observe import kernel_breakdown
+    """`breakdown` receives the device seconds per kernel category of one more call of `run`, and under
+    "_kernels" their `observe.kernel_summary` (count, span, idle time, top kernels)."""
+    from profiles.profiler.observe import kernel_breakdown, kernel_events, kernel_summary
     try:
-        breakdown.update(kernel_breakdown(run, device))
+        events = kernel_events(run, device)
+        breakdown.update(kernel_breakdown(events))
+        breakdown[KERNELS_KEY] = kernel_summary(events)
     except Exception as exc:  # noqa: BLE001 — diagnostics never fail a check; the error is recorded
         breakdown["error"] = f"{type(exc).__name__}: {str(exc)[:120]}"
 
 
 def _graph_seconds(decoder, group, reps: int, breakdown: dict | None = None) -> float:
     device = decoder.device
-    seqs, q = int(group.ids.shape[0]), int(group.ids.shape[1])
+    q = int(group.ids.shape[1])
     ids = group.ids.reshape(-1).to(device)
     positions = (torch.tensor(list(group.cached))[:, None] + torch.arange(q)[None, :]).reshape(-1).to(device)
 
@@ -230,9 +235,11 @@ def run_check(profile_dir: str | Path, device: str, models: Sequence[str], dtype
                 measured = measure_seconds(decoder, spec, shape, reps, seed, kernels_s if dev.type == "cuda" else None)
                 predicted, by_kind = predicted_breakdown(latency, spec, shape, dtype)
                 error = predicted / measured - 1.0
+                summary = kernels_s.pop(KERNELS_KEY, None)
                 rows.append({**asdict(shape), "model_name": spec.name, "measured_s": measured,
                              "predicted_s": predicted, "error": error, "predicted_by_kind_s": by_kind,
-                             "measured_kernels_by_kind_s": kernels_s})
+                             "measured_kernels_by_kind_s": kernels_s,
+                             **({"measured_kernels": summary} if summary is not None else {})})
                 log(f"check {shape.name:<26} {spec.name:<20} measured {measured * 1e3:9.3f} ms  "
                     f"profile {predicted * 1e3:9.3f} ms  error {error * 100:+6.1f} %  "
                     f"({time.perf_counter() - t0:.1f} s)")

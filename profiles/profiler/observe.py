@@ -36,17 +36,10 @@ def representative_points(spec: ModelSpec) -> dict[str, tuple[str, dict[str, flo
 
 def kernel_names(call: Callable[[int], object], device: torch.device, top: int = TOP) -> list[str]:
     """Names of the `top` device kernels by device time in one call of `call` (after one warm-up)."""
-    from torch.profiler import ProfilerActivity, profile
     call(0)
-    torch.cuda.synchronize(device)
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        call(1)
-        torch.cuda.synchronize(device)
     totals: dict[str, float] = {}
-    for event in prof.events():
-        if str(getattr(event, "device_type", "")).endswith("CUDA"):
-            took = float(getattr(event, "device_time", None) or getattr(event, "cuda_time", 0.0) or 0.0)
-            totals[event.name] = totals.get(event.name, 0.0) + took
+    for name, took, _ in kernel_events(lambda: call(1), device):
+        totals[name] = totals.get(name, 0.0) + took
     return [name[:120] for name, _ in sorted(totals.items(), key=lambda kv: -kv[1])[:top]]
 
 
@@ -82,17 +75,48 @@ def categorize(name: str) -> str:
     return "other"
 
 
-def kernel_breakdown(run: Callable[[], object], device: torch.device) -> dict[str, float]:
-    """Device seconds per kernel category (`CATEGORIES`) of one call of `run`, from torch.profiler."""
+def kernel_events(run: Callable[[], object], device: torch.device) -> list[tuple[str, float, float]]:
+    """(name, device seconds, start in seconds on the device's timeline) of every kernel of one call of
+    `run`, from torch.profiler, in start order."""
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize(device)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         run()
         torch.cuda.synchronize(device)
-    totals: dict[str, float] = {}
+    events = []
     for event in prof.events():
         if str(getattr(event, "device_type", "")).endswith("CUDA"):
             took = float(getattr(event, "device_time", None) or getattr(event, "cuda_time", 0.0) or 0.0) * 1e-6
-            kind = categorize(event.name)
-            totals[kind] = totals.get(kind, 0.0) + took
+            start = getattr(getattr(event, "time_range", None), "start", None)
+            events.append((event.name, took, float(start) * 1e-6 if start is not None else float("nan")))
+    return sorted(events, key=lambda e: e[2])
+
+
+def kernel_breakdown(events: list[tuple[str, float, float]]) -> dict[str, float]:
+    """Device seconds per kernel category (`CATEGORIES`) of `kernel_events`."""
+    totals: dict[str, float] = {}
+    for name, took, _ in events:
+        kind = categorize(name)
+        totals[kind] = totals.get(kind, 0.0) + took
     return {k: round(v, 9) for k, v in sorted(totals.items())}
+
+
+def kernel_summary(events: list[tuple[str, float, float]], top: int = 40) -> dict:
+    """What a forward's kernels were, to see where a check's error lies: their number, the device
+    timeline's span from the first kernel's start to the last one's end and its idle part (span − Σ kernel
+    time: the gaps between kernels, which no per-op profile prices), kernels per category, and the `top`
+    kernel names by device time with their calls and seconds."""
+    by_name: dict[str, list] = {}
+    counts: dict[str, int] = {}
+    for name, took, _ in events:
+        entry = by_name.setdefault(name[:120], [0, 0.0])
+        entry[0] += 1
+        entry[1] += took
+        kind = categorize(name)
+        counts[kind] = counts.get(kind, 0) + 1
+    busy = sum(took for _, took, _ in events)
+    span = max(start + took for _, took, start in events) - min(start for _, _, start in events) if events else 0.0
+    names = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]
+    return {"kernels": len(events), "busy_s": round(busy, 9), "span_s": round(span, 9),
+            "idle_s": round(span - busy, 9), "kernels_by_kind": dict(sorted(counts.items())),
+            "top": [[name, calls, round(took, 9)] for name, (calls, took) in names]}
