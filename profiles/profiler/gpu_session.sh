@@ -6,7 +6,8 @@
 #   profiles/profiler/gpu_session.sh cuda     # on the GPU machine ($OUT given there)
 #   profiles/profiler/gpu_session.sh cpu      # dry run here: the same commands and code paths on tiny
 #                                             # shapes (--quick, engine kernel set on the CPU, no graphs)
-# Timeouts (seconds) from the environment: PROFILE_S (default 300), CHECK_S (default 150).
+# Timeouts (seconds) from the environment: PROFILE_S (default 300), CHECK_S (default 150), GAPS_S (default
+# 120: profiles.profiler.graph_gaps, CUDA only).
 set -u -o pipefail
 DEV=${1:-cuda}
 OUT=${OUT:-/tmp/gpu_session_out}
@@ -41,5 +42,11 @@ if [ -f "$OUT/prof/ops.csv" ]; then
   say "check exit ${PIPESTATUS[0]} after ${SECONDS} s"
 else
   say "no profile written: check skipped"
+fi
+if [ "$DEV" = cuda ]; then
+  say "idle time between a CUDA graph's kernels"
+  SECONDS=0
+  timeout "${GAPS_S:-120}" $PY -m profiles.profiler.graph_gaps --out "$OUT/prof" 2>&1 | tee -a "$LOG"
+  say "graph_gaps exit ${PIPESTATUS[0]} after ${SECONDS} s"
 fi
 ls -la "$OUT" "$OUT/prof" 2>&1 | tee -a "$LOG"

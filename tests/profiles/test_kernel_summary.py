@@ -1,7 +1,7 @@
 """`draftsim profile --check`'s kernel report of a forward (profiles.profiler.observe): per-category seconds,
 and the summary that shows where a check's error lies (kernel count, device-timeline span, its idle part,
-the top kernels). torch.profiler's CUDA events need a GPU, so the events here are written by hand: three
-kernels with known starts and durations, worked out below."""
+the top kernels); and profiles.profiler.graph_gaps without a GPU. torch.profiler's CUDA events need a GPU,
+so the events here are written by hand: three kernels with known starts and durations, worked out below."""
 from __future__ import annotations
 
 import math
@@ -42,3 +42,13 @@ def test_summary_counts_kernels_and_the_idle_part_of_the_span():
 def test_summary_of_no_kernels_and_of_events_without_start_times():
     assert kernel_summary([])["kernels"] == 0 and kernel_summary([])["span_s"] == 0.0
     assert math.isnan(kernel_summary([("k", 1e-6, math.nan)])["span_s"])
+
+
+def test_graph_gaps_says_it_needs_cuda_and_writes_nothing(capsys, tmp_path, monkeypatch):
+    import torch
+    from profiles.profiler import graph_gaps
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert graph_gaps.main(["--out", str(tmp_path / "gaps")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "CUDA" in err, err
+    assert not (tmp_path / "gaps").exists()
