@@ -30,6 +30,7 @@ to be read in place; other slot sets are gathered (a copy of their K/V, correct 
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -39,7 +40,12 @@ import torch.nn.functional as F
 from models.torch_impl.kernels import causal_tree_mask
 
 MASK_ALIGN = 16   # the memory-efficient kernel wants the key length of a mask in multiples of 16
-_LAYOUTS: dict[tuple, "DecodeLayout"] = {}
+# Memoised layouts, least recently used first. A CUDA graph replays the layout tensors it captured, and a
+# layout built during capture would copy host lists to the device, which capture forbids: so a layout in use
+# must never be evicted between the calls that warm a graph up and its capture. Evicting the least recently
+# used one at a time (never emptying the memo) keeps the newest `_MAX_LAYOUTS` (a profiled point cycles
+# through at most 64 slot sets: profiles.profiler.timing.rotation_copies).
+_LAYOUTS: OrderedDict[tuple, "DecodeLayout"] = OrderedDict()
 _MAX_LAYOUTS = 4096
 
 
@@ -75,8 +81,10 @@ def decode_layout(slots: Sequence[int], cached_lens: Sequence[int], q_per_seq: i
     found = _LAYOUTS.get(key)
     if found is None:
         if len(_LAYOUTS) >= _MAX_LAYOUTS:
-            _LAYOUTS.clear()
+            _LAYOUTS.popitem(last=False)
         found = _LAYOUTS[key] = _build_layout(slots, cached, q_per_seq, group, tree_mask, cache_len, device, dtype)
+    else:
+        _LAYOUTS.move_to_end(key)
     return found
 
 

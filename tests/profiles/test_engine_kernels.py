@@ -83,6 +83,30 @@ def test_decode_layout_masks_only_what_the_reference_hides():
         decode_layout([0], [62], 4, 1, None, 64, torch.device("cpu"), torch.float32)
 
 
+def test_a_points_layouts_survive_a_full_memo(monkeypatch):
+    """A profiled point warms its CUDA graph up over its slot sets, then captures the same calls; a layout
+    built during capture copies host lists to the GPU, which capture forbids. So a memo that fills up in the
+    middle of a warm-up must evict other points' layouts, not this point's (the H100 run of 2026-11-27 timed
+    one drafter tree point eagerly when the old memo emptied itself there)."""
+    from models.torch_impl import batched_attention as BA
+    clear_layouts()
+    monkeypatch.setattr(BA, "_MAX_LAYOUTS", 8)
+    cpu, tree = torch.device("cpu"), tree_ancestor_mask(3, torch.device("cpu"))
+
+    def warm(point: int, copies: int) -> list:
+        return [decode_layout(list(range(c * 2, c * 2 + 2)), [point, point], 3, 2, tree, 64, cpu, torch.float32)
+                for c in range(copies)]
+
+    warm(5, 6)                           # an earlier point fills 6 of the 8 entries
+    warmed = warm(9, 4)                  # the memo fills up in the middle of this warm-up
+    built = []
+    monkeypatch.setattr(BA, "_build_layout", lambda *a: built.append(a) or pytest.fail("rebuilt during capture"))
+    captured = warm(9, 4)                # the capture's lookups find every layout the warm-up built
+    assert built == [] and all(a is b for a, b in zip(captured, warmed))
+    assert len(BA._LAYOUTS) == 8
+    clear_layouts()
+
+
 def test_batched_attention_rejects_bad_arguments():
     cache, query, new, _ = _case(2, 1, 8, 2, 16, [3, 3], [0, 1], False)
     with pytest.raises(ValueError, match="entries"):
