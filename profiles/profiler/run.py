@@ -137,15 +137,20 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
                 quick: bool = False, threads: int = 2, dtype: str | None = None, device_id: str | None = None,
                 collectives: bool = True, progress: bool | Callable = True, grid: GridSpec | None = None,
                 timing: TimingConfig | None = None, check_kv_tokens: int = 0, kernel_set: str = "auto",
-                package_data: bool = False) -> Path:
+                package_data: bool = False, passes: int | None = None) -> Path:
     """Profile `models` on `device`; returns the output directory: `out_dir`, else out/profiles/<device-id>/,
     or with `package_data` the shipped profiles' folder (`default_out_dir`; never written unless asked).
     `progress`: a tqdm bar on stderr (True), none (False), or a factory `(desc, total, unit)` returning a
     context manager with `update()` (the command line passes the simulator's reporter).
     `check_kv_tokens` > 0: a `--check` follows, whose models and KV cache must fit too (checked up front).
-    `kernel_set`: auto (engine kernels on CUDA, the reference on CPU), engine or reference."""
+    `kernel_set`: auto (engine kernels on CUDA, the reference on CPU), engine or reference.
+    `passes`: times every point is timed, in passes over the whole grid (forward, then backward, ...), keeping
+    its fastest median (default: `default_passes`)."""
     started = time.perf_counter()   # profile_seconds: the whole command (compiling fused kernels included)
     dtype = _validate(device, threads, dtype, models)
+    passes = default_passes(device, quick) if passes is None else passes
+    if type(passes) is not int or passes < 1:
+        raise ValueError(f"passes must be an integer >= 1, got {passes!r}")
     specs = [get_model(name) for name in models]
     torch.set_num_threads(threads)
     dev = torch.device(device)
@@ -165,7 +170,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     kernels = resolve_kernels(dev, kernel_set)
     method = GRAPH if device == "cuda" else EAGER
     partial_every = 200 if device == "cuda" and not quick else 0
-    rows, skipped, eager_points = [], [], []
+    skipped, eager_points = [], []
     pool = OperandPool(tdtype, dev)
     observed = {}
     if device == "cuda" and not quick:
@@ -175,29 +180,34 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
                                                                                   kernels=kernels), dev)
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     if callable(progress):  # the caller's reporter (draftsim profile: lines on stderr even without a terminal)
-        bar = progress(f"profile {device_id}", len(points), "op")
+        bar = progress(f"profile {device_id}", len(points) * passes, "op")
     else:
         from tqdm import tqdm
-        bar = tqdm(total=len(points), desc=f"profile {device_id}", unit="op", file=sys.stderr, disable=not progress,
-                   mininterval=0.1 if sys.stderr.isatty() else 10.0)
+        bar = tqdm(total=len(points) * passes, desc=f"profile {device_id}", unit="op", file=sys.stderr,
+                   disable=not progress, mininterval=0.1 if sys.stderr.isatty() else 10.0)
     flush = None if quick else PrecedingGemm.for_device(dev, llc)
+    timings: list[list] = [[] for _ in points]   # each point's result in each pass (None: it did not run)
     with torch.inference_mode(), bar:
-        for number, point in enumerate(points):
+        for number, index in enumerate(pass_order(len(points), passes)):
             bar.update()
+            point = points[index]
             dims = point.all_dims()
             # Per-shard sizes can be fractional (vocab-parallel LM head: vocab / tp); the kernel runs on
             # the padded size, as vocab-parallel layers pad the vocabulary. The row keeps the op's dims.
             bench_dims = {key: float(math.ceil(value)) for key, value in dims.items()}
             bench = build_bench(point.kind, bench_dims, tdtype, dev, llc, pool, kernels=kernels)
-            result = _time_point(bench, dev, timing, flush, point.kind, method, dims, eager_points, skipped)
-            if result is not None:
-                rows.append(make_row(point.kind, dims, point.flops, point.bytes, result.median_s, result.p10_s,
-                                     result.p90_s, result.reps))
+            eager, failed = [], []
+            timings[index].append(_time_point(bench, dev, timing, flush, point.kind, method, dims, eager, failed))
+            label = "" if len(timings[index]) == 1 else f"(pass {len(timings[index])}) "
+            eager_points.extend(label + text for text in eager)
+            skipped.extend(label + text for text in failed)
             del bench
             if device == "cpu" or number % 64 == 63:
                 gc.collect()
-            if partial_every and number % partial_every == partial_every - 1:
-                write_table(rows, out, PARTIAL_FILE)   # a run cut short keeps what it measured
+            if partial_every and number % partial_every == partial_every - 1:   # a run cut short keeps what it measured
+                write_table(_rows(points, timings), out, PARTIAL_FILE)
+    rows = _rows(points, timings)
+    disagreements = pass_disagreements(points, timings)
     del flush, pool
     if device == "cuda":
         torch.cuda.empty_cache()
@@ -235,6 +245,9 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
                             "kernels": dict(kernels.kernels), "kernel_set": kernels.name,
                             "observed_kernels": observed,
                             "eager_timed_points": eager_points,
+                            "timing_passes": passes, "pass_disagreement_threshold": PASS_DISAGREEMENT,
+                            "pass_disagreements": len(disagreements),
+                            "pass_disagreement_examples": disagreements[:MAX_DISAGREEMENT_EXAMPLES],
                             "host_overhead_models": overhead_models, "collective_threads_per_rank": collective_threads,
                             "timing": {"warmup": timing.warmup, "min_reps": timing.min_reps,
                                        "max_reps": timing.max_reps, "target_s": timing.target_s,
@@ -251,6 +264,56 @@ _METHOD_TEXT = {
     EAGER: "eager: one call per sample, host clock; before each sample of a non-GEMM kernel a preceding GEMM "
            "runs untimed (timing.PrecedingGemm)",
 }
+
+
+PASS_DISAGREEMENT = 0.2          # a point whose passes' medians differ by more is listed in the fingerprint
+MAX_DISAGREEMENT_EXAMPLES = 40
+
+
+def default_passes(device: str, quick: bool) -> int:
+    """Passes over the grid: 2 on GPUs (single points of an H100 run read 7-150x their time in another run
+    of the same code, 2026-11-27: a GPU-wide stall while that point was timed; a second pass, minutes later
+    and in the other order, times it again and the faster median is kept), 1 on CPUs (the CPU profile has
+    its own quantile spread, and a second pass would double a 20-minute run) and for quick runs."""
+    return 2 if device == "cuda" and not quick else 1
+
+
+def pass_order(points: int, passes: int) -> list[int]:
+    """Point indices in timing order: forward, backward, forward, ... (a stall that lasts a while hits
+    neighbouring points in one pass, different ones in the next)."""
+    order = []
+    for n in range(passes):
+        order.extend(range(points) if n % 2 == 0 else range(points - 1, -1, -1))
+    return order
+
+
+def _fastest(results: list):
+    """The result with the lowest median among a point's passes (None when it ran in none)."""
+    ran = [r for r in results if r is not None]
+    return min(ran, key=lambda r: r.median_s) if ran else None
+
+
+def _rows(points, timings: list[list]) -> list[dict]:
+    """Table rows in point order from each point's fastest pass (points not timed yet or never run: none)."""
+    rows = []
+    for point, results in zip(points, timings):
+        best = _fastest(results)
+        if best is not None:
+            rows.append(make_row(point.kind, point.all_dims(), point.flops, point.bytes, best.median_s, best.p10_s,
+                                 best.p90_s, best.reps))
+    return rows
+
+
+def pass_disagreements(points, timings: list[list]) -> list[str]:
+    """'kind dims: slowest / fastest median' of the points whose passes differ by more than PASS_DISAGREEMENT,
+    largest ratio first."""
+    found = []
+    for point, results in zip(points, timings):
+        ran = [r.median_s for r in results if r is not None]
+        if len(ran) > 1 and max(ran) > (1.0 + PASS_DISAGREEMENT) * min(ran):
+            found.append((max(ran) / min(ran), f"{point.kind} {point.all_dims()}: {max(ran) / min(ran):.2f}x "
+                                               f"({max(ran) * 1e6:.2f} / {min(ran) * 1e6:.2f} us)"))
+    return [text for _, text in sorted(found, key=lambda item: -item[0])]
 
 
 def _time_point(bench, dev, timing, flush, kind, method, dims, eager_points, skipped):
@@ -286,6 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dtype", choices=tuple(TORCH_DTYPES), default=None,
                         help="weights/activations dtype (default: fp32 on cpu, bf16 on cuda)")
     parser.add_argument("--quick", action="store_true", help="tiny grid and few repetitions (CI, seconds)")
+    parser.add_argument("--passes", type=int, default=None, help="time every point this many times, in passes "
+                        "over the grid, keeping its fastest median (default: 2 on cuda, 1 on cpu and with --quick)")
     parser.add_argument("--tp", default="1", help="comma-separated tensor-parallel degrees whose per-GPU "
                         "shard shapes to profile (default: %(default)s)")
     parser.add_argument("--no-collectives", action="store_true", help="skip the multi-process collectives")
@@ -333,7 +398,8 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
             out = run_profile(args.device, models, args.out, quick=args.quick, threads=args.threads,
                               dtype=args.dtype, device_id=args.device_id, collectives=not args.no_collectives,
                               progress=(progress_factory or True) if not args.no_progress else False, grid=grid,
-                              check_kv_tokens=kv_tokens, kernel_set=args.kernels, package_data=args.package_data)
+                              check_kv_tokens=kv_tokens, kernel_set=args.kernels, package_data=args.package_data,
+                              passes=args.passes)
             print(f"profile written to {out}")
             dtype = args.dtype or ("fp32" if args.device == "cpu" else "bf16")
     except ValueError as exc:
