@@ -1,0 +1,76 @@
+"""Three more `draftsim profile --device cuda` runs on H100s, 2026-11-27 (profiles/data/gpu-profile-runs/
+h100-sxm-2026-11-27/): each run's `--check` re-priced from its own shipped profile equals what the device
+printed, the figures their README and the main README state are the files', and what changed between the
+runs is in their fingerprints."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from profiles.predictor import DATA_DIR, ProfiledLatencyModel
+
+RUNS = DATA_DIR / "gpu-profile-runs" / "h100-sxm-2026-11-27"
+
+# predicted / measured − 1 per check shape (README tables), run by run
+CHECK_ERRORS = {
+    "run1": {"decode b1 x 2k": +0.066, "decode b32 x 2k": -0.010, "decode b128 x 2k": -0.001,
+             "verify q4 b32 x 2k": +0.024, "tree q8 b16 x 2k": +0.022, "prefill 2k": -0.084,
+             "drafter decode b32 x 2k": +0.005},
+    "run2": {"decode b1 x 2k": +0.044, "decode b32 x 2k": +0.183, "decode b128 x 2k": +0.015,
+             "verify q4 b32 x 2k": +0.034, "tree q8 b16 x 2k": +0.040, "prefill 2k": -0.044,
+             "drafter decode b32 x 2k": +0.028},
+    "run3": {"decode b1 x 2k": +0.029, "decode b32 x 2k": -0.022, "decode b128 x 2k": -0.004,
+             "verify q4 b32 x 2k": -0.004, "tree q8 b16 x 2k": +0.006, "prefill 2k": -0.104,
+             "drafter decode b32 x 2k": +0.176},
+}
+
+
+@pytest.mark.parametrize("run", sorted(CHECK_ERRORS))
+def test_each_runs_check_reprices_from_its_own_profile(run):
+    from profiles.profiler.check import SHAPES, check_models, predicted_seconds
+    folder = RUNS / run
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        profile = ProfiledLatencyModel(folder)
+    check = json.loads((folder / "check.json").read_text())
+    target, drafter = check_models(["llama-3-8b", "qwama-0.5b"])
+    by_name = {row["name"]: row for row in check["shapes"]}
+    for shape in SHAPES:
+        row = by_name[shape.name]
+        spec = target if shape.model == "target" else drafter
+        error = predicted_seconds(profile, spec, shape, "bf16") / row["measured_s"] - 1.0
+        assert error == pytest.approx(row["error"], abs=1e-6), (run, shape.name)
+        assert error == pytest.approx(CHECK_ERRORS[run][shape.name], abs=5e-4), (run, shape.name)
+        assert row["measured_kernels"]["kernels"] > 300 and row["measured_kernels"]["idle_s"] >= 0.0
+    assert check["passed"] == (run == "run1")
+
+
+def test_the_fingerprints_record_what_changed_between_runs():
+    fps = {run: json.loads((RUNS / run / "fingerprint.json").read_text()) for run in CHECK_ERRORS}
+    assert all(fp["device_name"] == "NVIDIA H100 80GB HBM3" and fp["points"] == 1782 for fp in fps.values())
+    assert len(fps["run1"]["eager_timed_points"]) == 1 and "tree" in fps["run1"]["eager_timed_points"][0]
+    assert fps["run2"]["eager_timed_points"] == [] and fps["run3"]["eager_timed_points"] == []
+    assert "timing_passes" not in fps["run2"] and fps["run3"]["timing_passes"] == 2
+    assert fps["run3"]["pass_disagreements"] == 115
+
+
+def test_point_for_point_runs_agree_on_large_kernels_not_on_small_ones():
+    tables = {run: pd.read_csv(RUNS / run / "ops.csv") for run in CHECK_ERRORS}
+    keys = [c for c in tables["run1"].columns if c not in ("median_s", "p10_s", "p90_s", "reps", "flops", "bytes")]
+    for a, b in (("run1", "run2"), ("run1", "run3"), ("run2", "run3")):
+        both = tables[a].merge(tables[b], on=keys, suffixes=("_a", "_b"))
+        ratio = np.abs(np.log(both.median_s_b / both.median_s_a))
+        large = both.kind.isin(["gemm", "attn_decode", "attn_prefill"]) & (np.minimum(both.median_s_a, both.median_s_b) > 20e-6)
+        assert np.expm1(np.median(ratio)) < 0.03 and 0.10 < np.expm1(np.quantile(ratio, 0.9)) < 0.20, (a, b)
+        assert np.expm1(np.quantile(ratio[large], 0.9)) < 0.09, (a, b)
+
+
+def test_graph_nodes_idle_a_quarter_microsecond_whatever_the_kernel_length():
+    for run in ("run1", "run2"):
+        gaps = json.loads((RUNS / run / "graph_gaps.json").read_text())
+        idle = [row["idle_per_gap_s"] for row in gaps["series"] if row["cycles"] > 0]
+        assert len(idle) == 14 and all(0.2e-6 < s < 0.35e-6 for s in idle), run
