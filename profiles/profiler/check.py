@@ -34,6 +34,7 @@ from models.catalog import get_model
 from models.opgraph import step_ops
 from models.spec import ModelSpec
 from models.step import Parallelism, StepShape, chunk_attention_pairs
+from profiles.profiler.timing import capture_graph, replay_seconds
 
 TOLERANCE = 0.10
 CHECK_FILE = "check.json"
@@ -181,25 +182,8 @@ def _graph_seconds(decoder, group, reps: int, breakdown: dict | None = None) -> 
     def step():
         return decoder.kernels.sample_tokens(decoder.logits_on_device(ids, positions, [], group, None))
 
-    stream = torch.cuda.Stream(device)
-    stream.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(stream):
-        for _ in range(2):
-            step()
-    torch.cuda.current_stream(device).wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    graph.replay()
-    torch.cuda.synchronize(device)
-    samples = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / 1e3)
+    graph = capture_graph(step, device, warmup=2)
+    samples = [replay_seconds(graph) for _ in range(reps)]
     if breakdown is not None:
         _observe(graph.replay, device, breakdown)
     del graph

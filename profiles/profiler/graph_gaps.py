@@ -22,38 +22,13 @@ from pathlib import Path
 
 import torch
 
-from profiles.profiler.observe import kernel_events
+from profiles.profiler.observe import kernel_events, kernel_summary
+from profiles.profiler.timing import capture_graph, replay_seconds
 
 CYCLES = (0, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000)   # spin lengths (≈ 0.5 µs each 1,000 at 2 GHz)
 KERNELS = 200      # kernel nodes per graph
 REPLAYS = 20       # timed replays per graph (median)
 OUT_FILE = "graph_gaps.json"
-
-
-def _graph(body, device: torch.device) -> torch.cuda.CUDAGraph:
-    stream = torch.cuda.Stream(device)
-    stream.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(stream):
-        body()
-    torch.cuda.current_stream(device).wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        body()
-    graph.replay()
-    torch.cuda.synchronize(device)
-    return graph
-
-
-def _replay_s(graph: torch.cuda.CUDAGraph, device: torch.device) -> float:
-    samples = []
-    for _ in range(REPLAYS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(samples)
 
 
 def measure_series(cycles: int, alternate: bool, device: torch.device) -> dict:
@@ -67,11 +42,11 @@ def measure_series(cycles: int, alternate: bool, device: torch.device) -> dict:
             else:
                 torch.cuda._sleep(cycles)
 
-    graph = _graph(body, device)
-    replay = _replay_s(graph, device)
+    graph = capture_graph(body, device)
+    replay = statistics.median(replay_seconds(graph) for _ in range(REPLAYS))
     events = kernel_events(graph.replay, device)
-    busy = sum(took for _, took, _ in events)
-    span = max(start + took for _, took, start in events) - min(start for _, _, start in events)
+    summary = kernel_summary(events)
+    busy, span = summary["busy_s"], summary["span_s"]
     by_name: dict[str, list[float]] = {}
     for name, took, _ in events:
         by_name.setdefault(name[:80], []).append(took)

@@ -209,6 +209,33 @@ def graph_calls(single_s: float, config: TimingConfig) -> int:
     return int(max(1, min(config.max_graph_calls, math.ceil(config.graph_target_s / max(single_s, 1e-9)))))
 
 
+def capture_graph(body: Callable[[], object], device: torch.device, warmup: int = 1) -> torch.cuda.CUDAGraph:
+    """`body` run `warmup` times on a side stream (lazy state such as compiled kernels and layouts is built
+    outside capture), then captured into a CUDA graph, which is replayed once untimed (its upload)."""
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        for _ in range(warmup):
+            body()
+    torch.cuda.current_stream(device).wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        body()
+    graph.replay()
+    torch.cuda.synchronize(device)
+    return graph
+
+
+def replay_seconds(graph: torch.cuda.CUDAGraph) -> float:
+    """Seconds of one replay of `graph`, timed with CUDA events around it."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
 def time_graph(call: Callable[[int], object], device: torch.device, config: TimingConfig,
                flush: Callable[[], None] | None = None) -> tuple[TimingResult, int]:
     """Per-call device time of `call` replayed from a CUDA graph of N back-to-back calls (module
@@ -240,12 +267,7 @@ def time_graph(call: Callable[[int], object], device: torch.device, config: Timi
 
     def sample() -> float:
         before()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3 / calls
+        return replay_seconds(graph) / calls
 
     result = _statistics(sample, config)
     del graph
