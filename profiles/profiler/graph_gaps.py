@@ -1,14 +1,14 @@
 """How much idle time a CUDA graph leaves between its kernels, as a function of how long they run.
 
 `draftsim profile --check` compares whole forwards replayed from a CUDA graph with the sum of their
-profiled ops. A forward of small kernels (a 0.5B drafter: ~340 kernels of a few µs) leaves its GPU idle
-between kernels for a quarter of its time, a forward of large ones (an 8B target) for ~2 %; the check
-records that idle part per shape (observe.kernel_summary). This measures the same thing on kernels whose
-duration is set, with nothing else varying: a graph of `kernels` back-to-back spin kernels
-(`torch.cuda._sleep`, a kernel that waits a given number of clock cycles) per duration, replayed and
-observed with torch.profiler. Per duration it reports each kernel's median time, the idle time per kernel
-(span − busy over kernels − 1 gaps) and replay time per kernel; a second series alternates the spin kernel
-with a one-element add, so that consecutive nodes are different kernels, as in a forward.
+profiled ops. A forward of small kernels (a 0.5B drafter: ~330 kernels of a few µs) left its H100 idle
+between kernels for a quarter of its time in one run and a tenth in others, a forward of large ones (an 8B
+target) for ~2 %; the check records that idle part per shape (observe.kernel_summary). This measures the
+same thing on kernels whose duration is set, with nothing else varying: a graph of `KERNELS` back-to-back
+spin kernels (`torch.cuda._sleep`, a kernel that waits a given number of clock cycles) per duration,
+replayed and observed with torch.profiler. Per duration it reports each kernel's median time, the idle time
+per gap (span − busy over kernels − 1 gaps) and replay time per kernel; a second series alternates the spin
+kernel with a one-element add, so that consecutive nodes are different kernels, as in a forward.
 
     python3 -m profiles.profiler.graph_gaps --out DIR     # CUDA only; writes DIR/graph_gaps.json
 """
@@ -77,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / OUT_FILE).write_text(json.dumps(result, indent=2) + "\n")
     for row in result["series"]:
+        kernels = " ".join(f"{t * 1e6:.2f}" for t in row["kernel_median_s"].values())
         print(f"graph_gaps cycles {row['cycles']:>6} {'alternating' if row['alternate_add'] else 'same kernel'}: "
-              f"kernels {' '.join(f'{t * 1e6:.2f}' for t in row['kernel_median_s'].values())} us  idle/gap {row['idle_per_gap_s'] * 1e6:6.2f} us  "
+              f"kernels {kernels} us  idle/gap {row['idle_per_gap_s'] * 1e6:6.2f} us  "
               f"replay/kernel {row['replay_per_kernel_s'] * 1e6:7.2f} us")
     return 0
 

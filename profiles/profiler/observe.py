@@ -115,7 +115,9 @@ def kernel_summary(events: list[tuple[str, float, float]], top: int = 40) -> dic
         kind = categorize(name)
         counts[kind] = counts.get(kind, 0) + 1
     busy = sum(took for _, took, _ in events)
-    span = max(start + took for _, took, start in events) - min(start for _, _, start in events) if events else 0.0
+    span = 0.0
+    if events:
+        span = max(start + took for _, took, start in events) - min(start for _, _, start in events)
     names = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]
     return {"kernels": len(events), "busy_s": round(busy, 9), "span_s": round(span, 9),
             "idle_s": round(span - busy, 9), "kernels_by_kind": dict(sorted(counts.items())),

@@ -271,10 +271,10 @@ MAX_DISAGREEMENT_EXAMPLES = 40
 
 
 def default_passes(device: str, quick: bool) -> int:
-    """Passes over the grid: 2 on GPUs (single points of an H100 run read 7-150x their time in another run
-    of the same code, 2026-11-27: a GPU-wide stall while that point was timed; a second pass, minutes later
-    and in the other order, times it again and the faster median is kept), 1 on CPUs (the CPU profile has
-    its own quantile spread, and a second pass would double a 20-minute run) and for quick runs."""
+    """Passes over the grid: 2 on GPUs (single points of an H100 run read up to 156x what other runs of the
+    same code measured, 2026-11-27, for a reason not established; a second pass, minutes later and in the
+    other order, times each point again and the faster median is kept), 1 on CPUs (the CPU profile has its
+    own quantile spread, and a second pass would double a 20-minute run) and for quick runs."""
     return 2 if device == "cuda" and not quick else 1
 
 

@@ -64,7 +64,8 @@ def test_point_for_point_runs_agree_on_large_kernels_not_on_small_ones():
     for a, b in (("run1", "run2"), ("run1", "run3"), ("run2", "run3")):
         both = tables[a].merge(tables[b], on=keys, suffixes=("_a", "_b"))
         ratio = np.abs(np.log(both.median_s_b / both.median_s_a))
-        large = both.kind.isin(["gemm", "attn_decode", "attn_prefill"]) & (np.minimum(both.median_s_a, both.median_s_b) > 20e-6)
+        large = (both.kind.isin(["gemm", "attn_decode", "attn_prefill"])
+                 & (np.minimum(both.median_s_a, both.median_s_b) > 20e-6))
         assert np.expm1(np.median(ratio)) < 0.03 and 0.10 < np.expm1(np.quantile(ratio, 0.9)) < 0.20, (a, b)
         assert np.expm1(np.quantile(ratio[large], 0.9)) < 0.09, (a, b)
 
