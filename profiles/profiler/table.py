@@ -94,13 +94,26 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def git_commit(repo: str | os.PathLike | None = None) -> str:
+def _git(args: list[str], repo: str | os.PathLike | None) -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo or Path(__file__).resolve().parents[2],
+        out = subprocess.run(["git", *args], cwd=repo or Path(__file__).resolve().parents[2],
                              capture_output=True, text=True, timeout=5, check=True)
-        return out.stdout.strip()
+        return out.stdout
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return None
+
+
+def git_commit(repo: str | os.PathLike | None = None) -> str:
+    out = _git(["rev-parse", "HEAD"], repo)
+    return out.strip() if out is not None else "unknown"
+
+
+def git_dirty(repo: str | os.PathLike | None = None) -> bool | None:
+    """Whether tracked files differ from `git_commit` (None: not known). A copy of a working tree whose git
+    metadata is older than its files (the device machine's copy, 2026-11-27: every H100 fingerprint named
+    the session's first commit) says so here."""
+    out = _git(["status", "--porcelain", "--untracked-files=no"], repo)
+    return None if out is None else bool(out.strip())
 
 
 def fingerprint(device_id: str, device_name: str, torch_version: str, threads: int, dtype: str,
@@ -117,6 +130,7 @@ def fingerprint(device_id: str, device_name: str, torch_version: str, threads: i
         "llc_bytes": int(llc_bytes),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
         "python": platform.python_version(),
         **(dict(extra) if extra else {}),
     }

@@ -52,3 +52,4 @@ def test_graph_gaps_says_it_needs_cuda_and_writes_nothing(capsys, tmp_path, monk
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "CUDA" in err, err
     assert not (tmp_path / "gaps").exists()
+
