@@ -75,9 +75,9 @@ def fits_fresh(rep, r: int) -> bool:
     decode step needs. Not so for a request a disaggregated decode replica took over: it holds the
     reservation of its prompt and output, so no life is computed for it."""
     s = rep.s
-    ctx, block = int(s.ctx[r]), rep.kv.block_size
+    ctx = int(s.ctx[r])
     return (s.emitted[r] == 1 and s.decode_steps[r] == 0 and ctx == s.prefill_target[r]
-            and s.blocks[r] <= (ctx + rep.q + block - 1) // block)   # blocks_for(ctx + q), as `lives_ahead`'s held0
+            and s.blocks[r] <= rep.kv.blocks_for(ctx + rep.q))   # `lives_ahead`'s held0
 
 
 def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
