@@ -39,7 +39,6 @@ from profiles.profiler.timing import capture_graph, replay_seconds
 TOLERANCE = 0.10
 CHECK_FILE = "check.json"
 TARGET, DRAFTER = "target", "drafter"
-KERNELS_KEY = "_kernels"   # (in a shape's kernel breakdown: the kernel summary, moved to "measured_kernels")
 
 
 @dataclass(frozen=True)
@@ -122,21 +121,21 @@ def _inputs(spec: ModelSpec, shape: CheckShape, device: torch.device, seed: int)
 
 
 def measure_seconds(decoder, spec: ModelSpec, shape: CheckShape, reps: int, seed: int = 0,
-                    breakdown: dict | None = None) -> float:
-    """Median seconds of the whole forward of `shape` (module docstring for how). On CUDA, `breakdown`
-    (a dict) receives the device seconds per kernel category of one more forward (observe.kernel_breakdown)."""
+                    observed: dict | None = None) -> float:
+    """Median seconds of the whole forward of `shape` (module docstring for how). On CUDA, `observed` (a
+    dict) receives what one more forward's kernels were (`_observe`)."""
     device = decoder.device
     chunks, group = _inputs(spec, shape, device, seed)
     decoder.allocate_cache(max(shape.seqs, 1), (shape.ctx + shape.q if not shape.prefill else shape.prefill) + 16,
                            random_fill=True)
     try:
         if device.type == "cuda" and group is not None:
-            return _graph_seconds(decoder, group, reps, breakdown)
+            return _graph_seconds(decoder, group, reps, observed)
         samples = []
         for i in range(reps + 1):
             samples.append(_eager_seconds(decoder, chunks, group))
-        if device.type == "cuda" and breakdown is not None:
-            _observe(lambda: decoder.forward(chunks, group), device, breakdown)
+        if device.type == "cuda" and observed is not None:
+            _observe(lambda: decoder.forward(chunks, group), device, observed)
         return statistics.median(samples[1:])
     finally:
         decoder.keys, decoder.values = [], []
@@ -161,19 +160,20 @@ def _eager_seconds(decoder, chunks, group) -> float:
     return start.elapsed_time(end) / 1e3
 
 
-def _observe(run, device, breakdown: dict) -> None:
-    """`breakdown` receives the device seconds per kernel category of one more call of `run`, and under
-    "_kernels" their `observe.kernel_summary` (count, span, idle time, top kernels)."""
+def _observe(run, device, observed: dict) -> None:
+    """`observed` receives, for one more call of `run`, the device seconds per kernel category
+    ("measured_kernels_by_kind_s", observe.kernel_breakdown) and the kernels' summary ("measured_kernels":
+    count, span, idle time, top kernels; observe.kernel_summary): a check row's fields."""
     from profiles.profiler.observe import kernel_breakdown, kernel_events, kernel_summary
     try:
         events = kernel_events(run, device)
-        breakdown.update(kernel_breakdown(events))
-        breakdown[KERNELS_KEY] = kernel_summary(events)
+        observed["measured_kernels_by_kind_s"] = kernel_breakdown(events)
+        observed["measured_kernels"] = kernel_summary(events)
     except Exception as exc:  # noqa: BLE001 — diagnostics never fail a check; the error is recorded
-        breakdown["error"] = f"{type(exc).__name__}: {str(exc)[:120]}"
+        observed["measured_kernels_by_kind_s"] = {"error": f"{type(exc).__name__}: {str(exc)[:120]}"}
 
 
-def _graph_seconds(decoder, group, reps: int, breakdown: dict | None = None) -> float:
+def _graph_seconds(decoder, group, reps: int, observed: dict | None = None) -> float:
     device = decoder.device
     q = int(group.ids.shape[1])
     ids = group.ids.reshape(-1).to(device)
@@ -184,8 +184,8 @@ def _graph_seconds(decoder, group, reps: int, breakdown: dict | None = None) -> 
 
     graph = capture_graph(step, device, warmup=2)
     samples = [replay_seconds(graph) for _ in range(reps)]
-    if breakdown is not None:
-        _observe(graph.replay, device, breakdown)
+    if observed is not None:
+        _observe(graph.replay, device, observed)
     del graph
     return statistics.median(samples)
 
@@ -215,15 +215,12 @@ def run_check(profile_dir: str | Path, device: str, models: Sequence[str], dtype
         with torch.inference_mode():
             for shape in mine:
                 t0 = time.perf_counter()
-                kernels_s: dict = {}
-                measured = measure_seconds(decoder, spec, shape, reps, seed, kernels_s if dev.type == "cuda" else None)
+                observed: dict = {"measured_kernels_by_kind_s": {}}
+                measured = measure_seconds(decoder, spec, shape, reps, seed, observed if dev.type == "cuda" else None)
                 predicted, by_kind = predicted_breakdown(latency, spec, shape, dtype)
                 error = predicted / measured - 1.0
-                summary = kernels_s.pop(KERNELS_KEY, None)
                 rows.append({**asdict(shape), "model_name": spec.name, "measured_s": measured,
-                             "predicted_s": predicted, "error": error, "predicted_by_kind_s": by_kind,
-                             "measured_kernels_by_kind_s": kernels_s,
-                             **({"measured_kernels": summary} if summary is not None else {})})
+                             "predicted_s": predicted, "error": error, "predicted_by_kind_s": by_kind, **observed})
                 log(f"check {shape.name:<26} {spec.name:<20} measured {measured * 1e3:9.3f} ms  "
                     f"profile {predicted * 1e3:9.3f} ms  error {error * 100:+6.1f} %  "
                     f"({time.perf_counter() - t0:.1f} s)")

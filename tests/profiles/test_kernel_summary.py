@@ -53,3 +53,15 @@ def test_graph_gaps_says_it_needs_cuda_and_writes_nothing(capsys, tmp_path, monk
     assert err.count("\n") == 1 and "CUDA" in err, err
     assert not (tmp_path / "gaps").exists()
 
+
+
+
+def test_a_failed_observation_is_recorded_in_the_check_row_not_raised():
+    import torch
+    from profiles.profiler.check import _observe
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine whose torch.profiler cannot observe CUDA kernels")
+    observed = {"measured_kernels_by_kind_s": {}}
+    _observe(lambda: None, torch.device("cpu"), observed)   # torch.cuda.synchronize fails without a GPU
+    assert set(observed) == {"measured_kernels_by_kind_s"}
+    assert "error" in observed["measured_kernels_by_kind_s"]
