@@ -94,6 +94,12 @@ def _header(path: Path, columns: Mapping[str, ColumnKind], field: str) -> dict:
     if missing:
         raise ScenarioError(field, f"{path} lacks column(s) {', '.join(repr(m) for m in missing)}; "
                                    f"found {', '.join(repr(n.strip()) for n in names)}")
+    stripped = [name.strip() for name in names]
+    for name in columns:   # which of two columns of one name holds the values is anyone's guess
+        at = [i + 1 for i, n in enumerate(stripped) if n == name]
+        if len(at) > 1:
+            raise ScenarioError(field, f"{path}: column {name!r} appears {len(at)} times in the header (fields "
+                                       f"{', '.join(map(str, at))}); keep one")
     return {**{name: found[name] for name in columns}, "*": names}
 
 

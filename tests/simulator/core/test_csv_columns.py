@@ -55,6 +55,15 @@ def test_a_byte_order_mark_before_the_header_is_ignored(tmp_path):
     assert read_csv_columns(path, KINDS, "f")["arrival_s"].tolist() == [0.5]
 
 
+def test_a_column_named_twice_in_the_header_is_a_one_line_error(tmp_path):
+    path = _write(tmp_path, "arrival_s,prompt_tokens, arrival_s,output_tokens\n0.0,10,5.0,3\n")
+    with pytest.raises(ScenarioError) as err:
+        read_csv_columns(path, KINDS, "workload.arrival.trace_csv")
+    assert str(err.value).endswith(f"{path}: column 'arrival_s' appears 2 times in the header (fields 1, 3); keep one")
+    other = _write(tmp_path, "note,arrival_s,prompt_tokens,output_tokens,note\na,0.5,10,3,b\n")   # not one it reads
+    assert read_csv_columns(other, KINDS, "f")["arrival_s"].tolist() == [0.5]
+
+
 @pytest.mark.parametrize("text, line, fields", [
     ("arrival_s,prompt_tokens,output_tokens,note\n0,1,2,a\n1,2,3\n", 3, 3),           # too few (a named one kept)
     ("arrival_s,prompt_tokens,output_tokens\n0,1,2\n\n1,2,3,4\n", 4, 4),               # extra field
