@@ -253,17 +253,12 @@ def time_graph(call: Callable[[int], object], device: torch.device, config: Timi
     torch.cuda.synchronize(device)
     single = _time_calls(call, 0, 1, device, lambda: torch.cuda.synchronize(device), time.perf_counter)
     calls = graph_calls(single, config)
-    with torch.cuda.stream(stream):     # every index the graph will hold, once eagerly (lazy state per operand)
+
+    def body() -> None:   # the graph's calls; run once eagerly first: lazy state per operand index
         for j in range(calls):
             call(j)
-    torch.cuda.current_stream(device).wait_stream(stream)
-    torch.cuda.synchronize(device)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for j in range(calls):
-            call(j)
-    graph.replay()                       # first replay uploads the graph: untimed
-    torch.cuda.synchronize(device)
+
+    graph = capture_graph(body, device)
 
     def sample() -> float:
         before()
