@@ -89,12 +89,12 @@ def _header(path: Path, columns: Mapping[str, ColumnKind], field: str) -> dict:
     if not first.strip():
         raise ScenarioError(field, f"{path} is empty; expected a header row with columns {', '.join(columns)}")
     names = next(csv.reader([first]))
-    found = {name.strip(): name for name in names}
+    stripped = [name.strip() for name in names]
+    found = dict(zip(stripped, names))
     missing = [name for name in columns if name not in found]
     if missing:
         raise ScenarioError(field, f"{path} lacks column(s) {', '.join(repr(m) for m in missing)}; "
-                                   f"found {', '.join(repr(n.strip()) for n in names)}")
-    stripped = [name.strip() for name in names]
+                                   f"found {', '.join(repr(n) for n in stripped)}")
     for name in columns:   # which of two columns of one name holds the values is anyone's guess
         at = [i + 1 for i, n in enumerate(stripped) if n == name]
         if len(at) > 1:

@@ -54,8 +54,6 @@ def test_graph_gaps_says_it_needs_cuda_and_writes_nothing(capsys, tmp_path, monk
     assert not (tmp_path / "gaps").exists()
 
 
-
-
 def test_a_failed_observation_is_recorded_in_the_check_row_not_raised():
     import torch
     from profiles.profiler.check import _observe
