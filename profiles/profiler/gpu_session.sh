@@ -7,7 +7,8 @@
 #   profiles/profiler/gpu_session.sh cpu      # dry run here: the same commands and code paths on tiny
 #                                             # shapes (--quick, engine kernel set on the CPU, no graphs)
 # Timeouts (seconds) from the environment: PROFILE_S (default 300), CHECK_S (default 150), GAPS_S (default
-# 120: profiles.profiler.graph_gaps, CUDA only).
+# 120: profiles.profiler.graph_gaps, CUDA only), BUSY_AB_S (default 150: profiles.profiler.busy_ab, CUDA only).
+# On CUDA the GPU's clocks, utilisation and power are logged every 200 ms to $OUT/prof/clocks.csv.
 set -u -o pipefail
 DEV=${1:-cuda}
 OUT=${OUT:-/tmp/gpu_session_out}
@@ -27,6 +28,16 @@ say "environment"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit,temperature.gpu,memory.used --format=csv 2>&1 | head -3
   $PY -c "import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda, torch.cuda.is_available())"
   nproc; uptime; } 2>&1 | tee -a "$LOG"
+
+if [ "$DEV" = cuda ]; then
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu,power.draw,temperature.gpu \
+    --format=csv,nounits -lms 200 > "$OUT/prof/clocks.csv" 2>&1 &
+  CLOCKS_PID=$!
+  say "small points timed with and without a spin before each replay"
+  SECONDS=0
+  timeout "${BUSY_AB_S:-150}" $PY -m profiles.profiler.busy_ab --out "$OUT/prof" 2>&1 | tee -a "$LOG"
+  say "busy_ab exit ${PIPESTATUS[0]} after ${SECONDS} s"
+fi
 
 say "profile $MODELS on $DEV"
 SECONDS=0
@@ -49,4 +60,5 @@ if [ "$DEV" = cuda ]; then
   timeout "${GAPS_S:-120}" $PY -m profiles.profiler.graph_gaps --out "$OUT/prof" 2>&1 | tee -a "$LOG"
   say "graph_gaps exit ${PIPESTATUS[0]} after ${SECONDS} s"
 fi
+[ -n "${CLOCKS_PID:-}" ] && kill "$CLOCKS_PID" 2>/dev/null
 ls -la "$OUT" "$OUT/prof" 2>&1 | tee -a "$LOG"

@@ -38,8 +38,8 @@ from profiles.profiler.table import PARTIAL_FILE, fingerprint, make_row, write_f
 from profiles.hardware import hardware_id_for_gpu
 from profiles.profiler.host_overhead import (FULL_SHAPES, HOST_OVERHEAD, QUICK_SHAPES, supported,
                                              time_host_overhead)
-from profiles.profiler.timing import (EAGER, GPU_TIMING, GRAPH, QUICK_TIMING, PrecedingGemm, TimingConfig,
-                                      flush_bytes, last_level_cache_bytes, time_graph, time_kernel)
+from profiles.profiler.timing import (BUSY_CYCLES_BEFORE_REPLAY, EAGER, GPU_TIMING, GRAPH, QUICK_TIMING, PrecedingGemm,
+                                      TimingConfig, flush_bytes, last_level_cache_bytes, time_graph, time_kernel)
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DEFAULT_MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "llama-68m")
@@ -260,7 +260,8 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
 
 _METHOD_TEXT = {
     GRAPH: "cuda_graph: N back-to-back calls captured in one CUDA graph, replay time / N (median of replays, "
-           "CUDA events); L2 flushed before each replay, outside the timed region",
+           "CUDA events); L2 flushed before each replay, outside the timed region; each replay queued behind "
+           f"an untimed spin kernel of {BUSY_CYCLES_BEFORE_REPLAY:,} cycles (timing.replay_seconds)",
     EAGER: "eager: one call per sample, host clock; before each sample of a non-GEMM kernel a preceding GEMM "
            "runs untimed (timing.PrecedingGemm)",
 }

@@ -24,6 +24,15 @@ Approximations (named here because every profiled number inherits them):
   `time_graph` captures N back-to-back calls (operands rotating as in a pass) into one CUDA graph, times
   replays with events and reports replay time / N per call; the L2 flush runs before each replay,
   outside the timed region. N is chosen so that a replay lasts about `graph_target_s`.
+- The GPU kept busy before each timed replay (`replay_seconds`): a spin kernel of
+  `BUSY_CYCLES_BEFORE_REPLAY` cycles is queued ahead of the start event. While it spins, the host queues the
+  start event, the replay and the end event, so a host delay (Python, the OS, a busy core) falls before the
+  timed region instead of showing as idle GPU time inside it (NVIDIA nvbench holds its stream with a
+  blocking kernel for the same reason); and the GPU does not idle between the replays of a short point, as
+  it does not between an engine's back-to-back steps, where an idle GPU lowers its clock (an H100 idles at
+  345 MHz SM clock against its 1,980 MHz boost clock: profiles/data/gpu-profile-runs). Three H100 runs on
+  2026-11-27 without it read single µs-scale points 3–156× what the other runs did, every repetition of
+  the point alike.
 """
 from __future__ import annotations
 
@@ -226,9 +235,18 @@ def capture_graph(body: Callable[[], object], device: torch.device, warmup: int 
     return graph
 
 
-def replay_seconds(graph: torch.cuda.CUDAGraph) -> float:
-    """Seconds of one replay of `graph`, timed with CUDA events around it."""
+#: Cycles of the spin kernel queued before each timed replay (module docstring): 0.5 ms at an H100's
+#: 1,980 MHz boost clock, 2.9 ms at its 345 MHz idle clock; a host queues an event and a graph launch in
+#: tens of µs.
+BUSY_CYCLES_BEFORE_REPLAY = 1_000_000
+
+
+def replay_seconds(graph: torch.cuda.CUDAGraph, busy_cycles: int = BUSY_CYCLES_BEFORE_REPLAY) -> float:
+    """Seconds of one replay of `graph`, timed with CUDA events around it, behind a spin kernel of
+    `busy_cycles` cycles queued first (untimed; 0: none)."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if busy_cycles > 0:
+        torch.cuda._sleep(busy_cycles)
     start.record()
     graph.replay()
     end.record()
@@ -237,10 +255,12 @@ def replay_seconds(graph: torch.cuda.CUDAGraph) -> float:
 
 
 def time_graph(call: Callable[[int], object], device: torch.device, config: TimingConfig,
-               flush: Callable[[], None] | None = None) -> tuple[TimingResult, int]:
+               flush: Callable[[], None] | None = None, busy_cycles: int = BUSY_CYCLES_BEFORE_REPLAY
+               ) -> tuple[TimingResult, int]:
     """Per-call device time of `call` replayed from a CUDA graph of N back-to-back calls (module
     docstring), and N. Warm-up calls run eagerly first (they build lazy state such as compiled kernels
-    and attention layouts, which must exist before capture); one eagerly timed call sizes N."""
+    and attention layouts, which must exist before capture); one eagerly timed call sizes N. Each replay
+    is queued behind a spin of `busy_cycles` (`replay_seconds`)."""
     if device.type != "cuda":
         raise ValueError("time_graph needs a CUDA device")
     before = flush or (lambda: None)
@@ -262,7 +282,7 @@ def time_graph(call: Callable[[int], object], device: torch.device, config: Timi
 
     def sample() -> float:
         before()
-        return replay_seconds(graph) / calls
+        return replay_seconds(graph, busy_cycles) / calls
 
     result = _statistics(sample, config)
     del graph

@@ -181,6 +181,41 @@ def test_graph_calls_fill_the_replay_target():
         TimingConfig(graph_target_s=0.0)
 
 
+class _FakeEvent:
+    def __init__(self, log, name, times):
+        self.log, self.name, self.times = log, name, times
+
+    def record(self):
+        self.log.append(self.name)
+        self.times[self.name] = len(self.log)
+
+    def synchronize(self):
+        self.log.append(f"{self.name}.synchronize")
+
+    def elapsed_time(self, other):
+        return 1e3 * (other.times[other.name] - self.times[self.name])   # ms: 1 s per log entry between them
+
+
+def _fake_cuda(monkeypatch):
+    """torch.cuda's events and spin kernel replaced by fakes that log the order of what is queued."""
+    import profiles.profiler.timing as T
+    log, times, names = [], {}, iter(["start", "end"] * 100)
+    monkeypatch.setattr(T.torch.cuda, "Event", lambda enable_timing: _FakeEvent(log, next(names), times))
+    monkeypatch.setattr(T.torch.cuda, "_sleep", lambda cycles: log.append(f"spin {cycles}"))
+    graph = type("G", (), {"replay": lambda self: log.append("replay")})()
+    return T, log, graph
+
+
+def test_replay_is_queued_behind_a_spin_outside_the_timed_region(monkeypatch):
+    T, log, graph = _fake_cuda(monkeypatch)
+    seconds = T.replay_seconds(graph)
+    assert log == [f"spin {T.BUSY_CYCLES_BEFORE_REPLAY}", "start", "replay", "end", "end.synchronize"]
+    assert seconds == 2.0   # start → end: the replay alone, the spin before the start event
+    log.clear()
+    T.replay_seconds(graph, busy_cycles=0)
+    assert log == ["start", "replay", "end", "end.synchronize"]
+
+
 def test_memory_check_refuses_what_cannot_fit(monkeypatch):
     import profiles.profiler.resources as R
     monkeypatch.setattr(R, "available_bytes", lambda device: 24 * 2 ** 30)
