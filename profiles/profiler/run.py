@@ -273,9 +273,11 @@ MAX_DISAGREEMENT_EXAMPLES = 40
 
 def default_passes(device: str, quick: bool) -> int:
     """Passes over the grid: 2 on GPUs (single points of an H100 run read up to 156x what other runs of the
-    same code measured, 2026-11-27, for a reason not established; a second pass, minutes later and in the
-    other order, times each point again and the faster median is kept), 1 on CPUs (the CPU profile has its
-    own quantile spread, and a second pass would double a 20-minute run) and for quick runs."""
+    same code measured, 2026-11-27, before replays were queued behind a spin kernel, which removed such
+    outliers (timing.replay_seconds); a second pass, minutes later and in the other order, still times each
+    point again and keeps the faster median: with the spin the passes of a run differed by more than 20 % at
+    18 and 27 of 1,782 points, all µs-scale), 1 on CPUs (the CPU profile has its own quantile spread, and a
+    second pass would double a 20-minute run) and for quick runs."""
     return 2 if device == "cuda" and not quick else 1
 
 

@@ -32,7 +32,9 @@ Approximations (named here because every profiled number inherits them):
   it does not between an engine's back-to-back steps, where an idle GPU lowers its clock (an H100 idles at
   345 MHz SM clock against its 1,980 MHz boost clock: profiles/data/gpu-profile-runs). Three H100 runs on
   2026-11-27 without it read single µs-scale points 3–156× what the other runs did, every repetition of
-  the point alike.
+  the point alike. On one H100, the profiler's 308 µs-scale points timed both ways in three interleaved
+  rounds (profiles.profiler.busy_ab, two sessions): without the spin 18 and 9 points spread over 3× between
+  rounds (up to 52× and 86×), with it none (at most 2.3×), the typical point unchanged (median ratio 1.005).
 """
 from __future__ import annotations
 
