@@ -1,8 +1,8 @@
-"""Five more `draftsim profile --device cuda` runs on H100s, 2026-11-27 (profiles/data/gpu-profile-runs/
-h100-sxm-2026-11-27/; runs 4 and 5 with each timed replay queued behind a spin kernel): each run's `--check`
-re-priced from its own shipped profile equals what the device printed, the figures their README and the main
-README state are the files', what changed between the runs is in their fingerprints, and the spin's A/B
-(busy_ab.json) says what the README says."""
+"""Five more `draftsim profile --device cuda` runs on H100s, 2026-11-27, and a check of the shipped profile
+on a fresh machine (profiles/data/gpu-profile-runs/h100-sxm-2026-11-27/; runs 4 and 5 with each timed replay
+queued behind a spin kernel): each run's `--check` re-priced from its own shipped profile equals what the
+device printed, the figures their README and the main README state are the files', what changed between the
+runs is in their fingerprints, and the spin's A/B (busy_ab.json) says what the README says."""
 from __future__ import annotations
 
 import json
@@ -111,3 +111,23 @@ def test_graph_nodes_idle_a_quarter_microsecond_whatever_the_kernel_length():
         gaps = json.loads((RUNS / run / "graph_gaps.json").read_text())
         idle = [row["idle_per_gap_s"] for row in gaps["series"] if row["cycles"] > 0]
         assert len(idle) == 14 and all(0.2e-6 < s < 0.35e-6 for s in idle), run
+
+
+def test_the_shipped_profile_checks_on_a_fresh_machine():
+    """check6: `--check-only` of the shipped profile (run4's, measured on another machine start) on a fresh
+    H100 machine, 07:45 UTC: every shape within 10 %, the graph-replayed ones within 1.8 %."""
+    from profiles.profiler.check import SHAPES, check_models, predicted_seconds
+    folder = RUNS / "check6"
+    check = json.loads((folder / "check.json").read_text())
+    assert check["passed"] and check["max_abs_error"] == pytest.approx(0.065, abs=5e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        profile = ProfiledLatencyModel(DATA_DIR / "h100-sxm")
+    target, drafter = check_models(["llama-3-8b", "qwama-0.5b"])
+    by_name = {row["name"]: row for row in check["shapes"]}
+    for shape in SHAPES:
+        spec = target if shape.model == "target" else drafter
+        error = predicted_seconds(profile, spec, shape, "bf16") / by_name[shape.name]["measured_s"] - 1.0
+        assert error == pytest.approx(by_name[shape.name]["error"], abs=1e-6), shape.name
+        assert abs(error) < (0.10 if shape.name == "prefill 2k" else 0.02), shape.name
+    assert (folder / "gpu.txt").read_text().startswith("NVIDIA H100 80GB HBM3, GPU-")
