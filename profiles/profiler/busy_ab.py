@@ -27,7 +27,7 @@ from models.catalog import get_model
 from models.ops import ACTIVATION, ATTN_DECODE, EMBEDDING, GEMM, NORM, ROPE
 from profiles.profiler.benches import OperandPool, build_bench
 from profiles.profiler.plan import Point, plan_points
-from profiles.profiler.run import default_grid, resolve_kernels
+from profiles.profiler.run import bench_dims, default_grid, resolve_kernels
 from profiles.profiler.timing import (BUSY_CYCLES_BEFORE_REPLAY, GPU_TIMING, PrecedingGemm, last_level_cache_bytes,
                                       time_graph)
 
@@ -70,7 +70,8 @@ def summarize(rows: list[dict]) -> dict:
                     "points_spread_over_3x": sum(s > 3.0 for s in spreads)}
     ratios = [statistics.median(r["no_spin"]) / statistics.median(r["spin"]) for r in rows]
     out["no_spin_over_spin_median"] = statistics.median(ratios)
-    out["no_spin_over_spin_p10_p90"] = [statistics.quantiles(ratios, n=10)[0], statistics.quantiles(ratios, n=10)[-1]]
+    deciles = statistics.quantiles(ratios, n=10)
+    out["no_spin_over_spin_p10_p90"] = [deciles[0], deciles[-1]]
     out["points"] = len(rows)
     return out
 
@@ -88,7 +89,7 @@ def run(rounds: int, device_name: str = "cuda", log=print) -> dict:
         for n in range(rounds):
             order = list(WAYS) if n % 2 == 0 else list(reversed(WAYS))
             for p, row in zip(points, rows):
-                dims = {k: float(v) for k, v in p.all_dims().items()}
+                dims = bench_dims(p.all_dims())
                 for way in order:
                     bench = build_bench(p.kind, dims, dtype, dev, llc, pool, kernels=kernels)
                     row[way].append(time_graph(bench, dev, GPU_TIMING, flush, WAYS[way])[0].median_s)

@@ -103,6 +103,13 @@ def profile_out_dir(out_dir: str | Path | None, package_data: bool, device_id: s
     return Path("out") / "profiles" / device_id
 
 
+def bench_dims(dims: dict[str, float]) -> dict[str, float]:
+    """The sizes a point's kernel runs at: per-shard sizes can be fractional (vocab-parallel LM head:
+    vocab / tp), and the kernel runs on the padded size, as vocab-parallel layers pad the vocabulary (the
+    table's row keeps the op's own dims)."""
+    return {key: float(math.ceil(value)) for key, value in dims.items()}
+
+
 def default_grid(device: str, quick: bool) -> GridSpec:
     """QUICK_GRID for --quick, else the measured tables' grid on GPUs and the CPU grid on CPUs."""
     return QUICK_GRID if quick else (GPU_GRID if device == "cuda" else FULL_GRID)
@@ -192,10 +199,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
             bar.update()
             point = points[index]
             dims = point.all_dims()
-            # Per-shard sizes can be fractional (vocab-parallel LM head: vocab / tp); the kernel runs on
-            # the padded size, as vocab-parallel layers pad the vocabulary. The row keeps the op's dims.
-            bench_dims = {key: float(math.ceil(value)) for key, value in dims.items()}
-            bench = build_bench(point.kind, bench_dims, tdtype, dev, llc, pool, kernels=kernels)
+            bench = build_bench(point.kind, bench_dims(dims), tdtype, dev, llc, pool, kernels=kernels)
             eager, failed = [], []
             timings[index].append(_time_point(bench, dev, timing, flush, point.kind, method, dims, eager, failed))
             label = "" if len(timings[index]) == 1 else f"(pass {len(timings[index])}) "
