@@ -37,22 +37,30 @@ CHECK_ERRORS = {
 }
 
 
-@pytest.mark.parametrize("run", sorted(CHECK_ERRORS))
-def test_each_runs_check_reprices_from_its_own_profile(run):
+def _repriced(profile_dir, check: dict) -> dict[str, tuple[float, dict]]:
+    """Each check shape's error re-priced from the profile in `profile_dir` against the forward `check`
+    measured (predicted / measured − 1), with the shape's row."""
     from profiles.profiler.check import SHAPES, check_models, predicted_seconds
-    folder = RUNS / run
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        profile = ProfiledLatencyModel(folder)
-    check = json.loads((folder / "check.json").read_text())
+        profile = ProfiledLatencyModel(profile_dir)
     target, drafter = check_models(["llama-3-8b", "qwama-0.5b"])
     by_name = {row["name"]: row for row in check["shapes"]}
+    out = {}
     for shape in SHAPES:
         row = by_name[shape.name]
         spec = target if shape.model == "target" else drafter
-        error = predicted_seconds(profile, spec, shape, "bf16") / row["measured_s"] - 1.0
-        assert error == pytest.approx(row["error"], abs=1e-6), (run, shape.name)
-        assert error == pytest.approx(CHECK_ERRORS[run][shape.name], abs=5e-4), (run, shape.name)
+        out[shape.name] = (predicted_seconds(profile, spec, shape, "bf16") / row["measured_s"] - 1.0, row)
+    return out
+
+
+@pytest.mark.parametrize("run", sorted(CHECK_ERRORS))
+def test_each_runs_check_reprices_from_its_own_profile(run):
+    folder = RUNS / run
+    check = json.loads((folder / "check.json").read_text())
+    for name, (error, row) in _repriced(folder, check).items():
+        assert error == pytest.approx(row["error"], abs=1e-6), (run, name)
+        assert error == pytest.approx(CHECK_ERRORS[run][name], abs=5e-4), (run, name)
         assert row["measured_kernels"]["kernels"] > 300 and row["measured_kernels"]["idle_s"] >= 0.0
     assert check["passed"] == (run in ("run1", *SPIN_RUNS))
 
@@ -116,18 +124,12 @@ def test_graph_nodes_idle_a_quarter_microsecond_whatever_the_kernel_length():
 def test_the_shipped_profile_checks_on_a_fresh_machine():
     """check6: `--check-only` of the shipped profile (run4's, measured on another machine start) on a fresh
     H100 machine, 07:45 UTC: every shape within 10 %, the graph-replayed ones within 1.8 %."""
-    from profiles.profiler.check import SHAPES, check_models, predicted_seconds
     folder = RUNS / "check6"
     check = json.loads((folder / "check.json").read_text())
     assert check["passed"] and check["max_abs_error"] == pytest.approx(0.065, abs=5e-4)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        profile = ProfiledLatencyModel(DATA_DIR / "h100-sxm")
-    target, drafter = check_models(["llama-3-8b", "qwama-0.5b"])
-    by_name = {row["name"]: row for row in check["shapes"]}
-    for shape in SHAPES:
-        spec = target if shape.model == "target" else drafter
-        error = predicted_seconds(profile, spec, shape, "bf16") / by_name[shape.name]["measured_s"] - 1.0
-        assert error == pytest.approx(by_name[shape.name]["error"], abs=1e-6), shape.name
-        assert abs(error) < (0.10 if shape.name == "prefill 2k" else 0.02), shape.name
+    repriced = _repriced(DATA_DIR / "h100-sxm", check)
+    assert len(repriced) == 7
+    for name, (error, row) in repriced.items():
+        assert error == pytest.approx(row["error"], abs=1e-6), name
+        assert abs(error) < (0.10 if name == "prefill 2k" else 0.02), name
     assert (folder / "gpu.txt").read_text().startswith("NVIDIA H100 80GB HBM3, GPU-")
