@@ -1,7 +1,8 @@
 """Verify-pass attention on an engine's kernel: FlashInfer's batch prefill over a paged KV cache, run on a real
 GPU for q = 1…64 query tokens per request (held-out data for draftsim's verify rule, profiles/measured/verify.py).
 
-    python -m scenarios.validation.gpu.measure_verify_attention --out DIR [--backends fa3,fa2] [--quick]
+    python -m scenarios.validation.gpu.measure_verify_attention --out DIR [--backends fa3,fa2]
+        [--layout llama-3-8b | qwen2.5-0.5b] [--mask causal | tree] [--quick]
 
 Why this kernel. The engines verify a speculative batch as one varlen/paged attention call over the cached
 context plus the q new tokens per request: vLLM's FlashAttention-3 on Hopper, SGLang's FlashInfer or FA3
@@ -12,7 +13,9 @@ does not pack the GQA group for q > 1: profiles/data/gpu-forwards/h100-sxm-2026-
 
 What runs, per point (layout, batch B, context c, q): B requests, each with c cached tokens plus its q new
 tokens in a paged KV cache (page `PAGE_TOKENS`, the KV of the q tokens written before attention, as vLLM
-does), a bottom-right causal mask over the q tokens (a chain verify), bf16. The call is replayed from a CUDA
+does), bf16, and a mask over the q tokens: `causal` (bottom-right: a chain verify) or `tree` (a binary
+token tree in BFS order, each node seeing the context, its ancestors and itself: FlashInfer's custom mask,
+as a tree verify applies it inside the packed call). The call is replayed from a CUDA
 graph and timed per call as draftsim's profiler times kernels (profiles.profiler.timing.time_graph: N
 back-to-back calls per graph, a spin kernel before each timed replay); KV caches rotate over enough copies
 to exceed twice the L2, so the KV streams from HBM as it does when 32 layers each read their own cache.
@@ -35,14 +38,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # (query heads, KV heads, head dim) per model layout measured
-LAYOUTS = {"llama-3-8b": (32, 8, 128)}
+LAYOUTS = {"llama-3-8b": (32, 8, 128), "qwen2.5-0.5b": (14, 2, 64)}
+MASKS = ("causal", "tree")
 BATCHES = (1, 8, 32, 128)
 CONTEXTS = (512, 2048, 8192)
 QUERIES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64)
 QUICK = {"batches": (1, 8), "contexts": (512,), "queries": (1, 4, 16)}
 PAGE_TOKENS = 16             # vLLM's default KV block
 WORKSPACE_BYTES = 512 * 2 ** 20
-FIELDS = ("backend", "layout", "heads", "kv_heads", "head_dim", "batch", "ctx", "q", "page_tokens", "kv_copies",
+FIELDS = ("backend", "layout", "mask", "heads", "kv_heads", "head_dim", "batch", "ctx", "q", "page_tokens", "kv_copies",
           "graph_calls", "median_s", "p10_s", "p90_s", "reps", "error")
 
 
@@ -71,6 +75,29 @@ def paged_batch(batch: int, ctx: int, q: int, page: int) -> PagedBatch:
                       pages=batch * per_request)
 
 
+def tree_mask_rows(q: int) -> list[list[bool]]:
+    """The q × q mask among the verified tokens of a binary tree in BFS order (node i's parent is
+    (i - 1) // 2): row i sees node i and its ancestors."""
+    rows = []
+    for i in range(q):
+        seen, node = set(), i
+        while node >= 0:
+            seen.add(node)
+            node = (node - 1) // 2 if node else -1
+        rows.append([j in seen for j in range(q)])
+    return rows
+
+
+def custom_mask(batch: int, ctx: int, q: int, device="cpu"):
+    """FlashInfer's flattened custom mask of the batch (a bool tensor): per request, row-major (q, ctx + q) —
+    every context token visible, then the tree rows — requests one after the other."""
+    import torch
+
+    one = torch.ones(q, ctx + q, dtype=torch.bool, device=device)
+    one[:, ctx:] = torch.tensor(tree_mask_rows(q), dtype=torch.bool, device=device)
+    return one.flatten().repeat(batch)
+
+
 def points(quick: bool) -> list[tuple[int, int, int]]:
     """(batch, ctx, q) in measuring order: per (batch, ctx) one KV cache, every q on it."""
     grid = QUICK if quick else {"batches": BATCHES, "contexts": CONTEXTS, "queries": QUERIES}
@@ -81,7 +108,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def measure_backend(backend: str, layout: str, quick: bool, writer, handle, log) -> None:
+def measure_backend(backend: str, layout: str, mask: str, quick: bool, writer, handle, log) -> None:
     import torch
     import flashinfer
 
@@ -94,8 +121,8 @@ def measure_backend(backend: str, layout: str, quick: bool, writer, handle, log)
     llc = last_level_cache_bytes(device)
     caches, cache_key = [], None
     for batch, ctx, q_tokens in points(quick):
-        row = dict(backend=backend, layout=layout, heads=heads, kv_heads=kv_heads, head_dim=head_dim, batch=batch,
-                   ctx=ctx, q=q_tokens, page_tokens=PAGE_TOKENS, kv_copies="", graph_calls="", median_s="",
+        row = dict(backend=backend, layout=layout, mask=mask, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+                   batch=batch, ctx=ctx, q=q_tokens, page_tokens=PAGE_TOKENS, kv_copies="", graph_calls="", median_s="",
                    p10_s="", p90_s="", reps="", error="")
         started = time.perf_counter()
         try:
@@ -110,10 +137,11 @@ def measure_backend(backend: str, layout: str, quick: bool, writer, handle, log)
                 cache_key = (batch, ctx)
             layout_now = paged_batch(batch, ctx, q_tokens, PAGE_TOKENS)
             as_tensor = lambda values: torch.tensor(values, dtype=torch.int32, device=device)  # noqa: E731
+            masking = dict(causal=True) if mask == "causal" else dict(
+                causal=False, custom_mask=custom_mask(batch, ctx, q_tokens, device))
             wrapper.plan(as_tensor(layout_now.qo_indptr), as_tensor(layout_now.kv_indptr),
                          as_tensor(layout_now.kv_indices), as_tensor(layout_now.last_page_len), heads, kv_heads,
-                         head_dim, PAGE_TOKENS, causal=True, q_data_type=torch.bfloat16,
-                         kv_data_type=torch.bfloat16)
+                         head_dim, PAGE_TOKENS, q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16, **masking)
             query = torch.randn(batch * q_tokens, heads, head_dim, device=device, dtype=torch.bfloat16)
             result, calls = time_graph(lambda i: wrapper.run(query, caches[i % len(caches)]), device, GPU_TIMING)
             row.update(kv_copies=len(caches), graph_calls=calls, median_s=f"{result.median_s:.6e}",
@@ -146,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for attention.csv and fingerprint.json")
     parser.add_argument("--backends", default="fa3,fa2", help="FlashInfer prefill backends, in order (fa3, fa2)")
     parser.add_argument("--layout", default="llama-3-8b", choices=sorted(LAYOUTS))
+    parser.add_argument("--mask", default="causal", choices=MASKS, help="causal: a chain verify; tree: a binary tree")
     parser.add_argument("--quick", action="store_true", help="a few points only (a smoke test)")
     args = parser.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
@@ -166,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join(sys.argv), "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
         "flashinfer": getattr(flashinfer, "__version__", "?"), "python": platform.python_version(),
-        "script_sha256": _sha256(Path(__file__)), "page_tokens": PAGE_TOKENS, "layouts": LAYOUTS,
+        "script_sha256": _sha256(Path(__file__)), "page_tokens": PAGE_TOKENS, "layout": args.layout,
+        "layout_heads_kv_heads_head_dim": LAYOUTS[args.layout], "mask": args.mask,
         "timing": "profiles.profiler.timing.time_graph (CUDA graph of N calls, spin kernel before each timed "
                   "replay, GPU_TIMING); KV caches rotated over copies exceeding 2x L2",
         "backend_s": {}}   # per backend: its kernels' JIT compile plus every point measured
@@ -175,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         writer.writeheader()
         for backend in backends:
             started = time.perf_counter()
-            measure_backend(backend, args.layout, args.quick, writer, handle, log)
+            measure_backend(backend, args.layout, args.mask, args.quick, writer, handle, log)
             fingerprint["backend_s"][backend] = round(time.perf_counter() - started, 1)
             log(f"{backend}: done in {fingerprint['backend_s'][backend]} s")
     fingerprint["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
