@@ -33,9 +33,11 @@ and 128 query heads per KV head (64 vs 128 padded rows); where its work is large
 rule's increment is 0.9–1.6× the measured difference, and at small sizes that difference is a ~2 µs fixed cost of the
 two-warpgroup tile that the rule omits (< 1 % of a verify step). On a real H100 the GQA-packed cuDNN kernel
 (profiles/data/gpu-forwards, 2026-11-26) grows from q = 16 to q = 64 at 510–555 TFLOP/s of the added FLOPs
-at batch 16–128. Approximations: the added tiles' compute is not overlapped with the KV stream (their KV is
-re-read from L2), and rows a kernel computes in a smaller tile (FlashInfer's 16-row tile) are priced with
-FA3's tiles.
+at batch 16–128. FlashInfer's own kernels on an H100 (profiles/data/gpu-forwards/h100-sxm-2026-11-27-flashinfer,
+scenarios.validation.published.verify_attention) are flat to R = 64 as priced; past it their FA2 kernel grows
+faster than this charge (2.2× the decode at R = 192–256 for Llama-3-8B, priced 1.75×). Approximations: the
+added tiles' compute is not overlapped with the KV stream (their KV is re-read from L2), and rows a kernel
+computes in a smaller tile (FlashInfer's 16-row tile) are priced with FA3's tiles.
 
 SGLang trees add the cascade's second call (the one-query table at b·q sequences over q keys, an upper
 bound of the ancestors) and the merge (two 16-bit partial outputs and fp32 log-sum-exps read, one of each

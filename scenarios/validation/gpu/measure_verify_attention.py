@@ -75,26 +75,16 @@ def paged_batch(batch: int, ctx: int, q: int, page: int) -> PagedBatch:
                       pages=batch * per_request)
 
 
-def tree_mask_rows(q: int) -> list[list[bool]]:
-    """The q × q mask among the verified tokens of a binary tree in BFS order (node i's parent is
-    (i - 1) // 2): row i sees node i and its ancestors."""
-    rows = []
-    for i in range(q):
-        seen, node = set(), i
-        while node >= 0:
-            seen.add(node)
-            node = (node - 1) // 2 if node else -1
-        rows.append([j in seen for j in range(q)])
-    return rows
-
-
 def custom_mask(batch: int, ctx: int, q: int, device="cpu"):
     """FlashInfer's flattened custom mask of the batch (a bool tensor): per request, row-major (q, ctx + q) —
-    every context token visible, then the tree rows — requests one after the other."""
+    every context token visible, then a binary tree in BFS order among the q tokens (each node sees its
+    ancestors and itself: scenarios.validation.gpu.measure_forwards.verify_mask) — requests one after the
+    other."""
     import torch
 
-    one = torch.ones(q, ctx + q, dtype=torch.bool, device=device)
-    one[:, ctx:] = torch.tensor(tree_mask_rows(q), dtype=torch.bool, device=device)
+    from scenarios.validation.gpu.measure_forwards import verify_mask
+
+    one = verify_mask("tree", q, ctx, device) if q > 1 else torch.ones(1, ctx + 1, dtype=torch.bool, device=device)
     return one.flatten().repeat(batch)
 
 

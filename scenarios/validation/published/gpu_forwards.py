@@ -53,15 +53,33 @@ class Row:
         return (self.predicted[part] - self.measured[part]) / self.measured[part]
 
 
-def predict(model: str, batch: int, ctx: int, q: int, tree: bool, latency) -> dict:
+def _price(ops, latency) -> float:
+    return sum(o.count * latency.op_seconds(o) for o in ops)
+
+
+def _attention_ops(model: str, batch: int, ctx: int, q: int, tree: bool) -> tuple:
+    """(model spec, its attention ops over all layers) of a decode (q = 1) or verify pass on one GPU."""
     from models.catalog import get_model
-    from models.opgraph import attention_ops, dense_ops
+    from models.opgraph import attention_ops
     from models.step import Parallelism, StepShape
-    spec, par = get_model(MODELS[model]), Parallelism(1, 1)
+    spec = get_model(MODELS[model])
     shape = StepShape(decode_seqs=batch, query_tokens_per_seq=q, decode_context_tokens=batch * ctx, tree_attention=tree)
-    attention = attention_ops(spec, shape, par, "bf16")
-    dense = dense_ops(spec, batch * q, batch * q, par, "bf16")
-    price = lambda ops: sum(o.count * latency.op_seconds(o) for o in ops)  # noqa: E731
+    return spec, attention_ops(spec, shape, Parallelism(1, 1), "bf16")
+
+
+def attention_per_layer_s(model: str, batch: int, ctx: int, q: int, tree: bool, latency) -> float:
+    """draftsim's price of one layer's attention of `batch` requests × `q` query tokens over `ctx` cached
+    tokens each (the verified tokens' keys included, as the kernel reads them), under `latency`."""
+    spec, attention = _attention_ops(model, batch, ctx, q, tree)
+    return _price(attention, latency) / spec.num_layers
+
+
+def predict(model: str, batch: int, ctx: int, q: int, tree: bool, latency) -> dict:
+    from models.opgraph import dense_ops
+    from models.step import Parallelism
+    spec, attention = _attention_ops(model, batch, ctx, q, tree)
+    dense = dense_ops(spec, batch * q, batch * q, Parallelism(1, 1), "bf16")
+    price = lambda ops: _price(ops, latency)  # noqa: E731
     return {"forward": price(dense) + price(attention),
             "attention": price(attention) / spec.num_layers,
             "dense": price([o for o in dense if o.name not in ("lm_head", "sampling", "embedding")]) / spec.num_layers,
