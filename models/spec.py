@@ -136,11 +136,13 @@ class ModelSpec:
         name = f"{self.name}[{label or f'{n} layers'}]"
         if self.layer_types or self.ffn_types:
             from models.mixers import SLIDING_ATTENTION
-            types = self.layer_types[:n]
+            types, ffn = self.layer_types[:n], self.ffn_types[:n]
             window_layers = types.count(SLIDING_ATTENTION)
-            return dataclasses.replace(self, name=name, num_layers=n, layer_types=types, ffn_types=self.ffn_types[:n],
+            # a prefix without MoE layers (Jamba's first layer is dense) is a dense model: no routed experts
+            experts = {} if "moe" in ffn or not self.is_moe else dict(num_experts=0, experts_per_token=0)
+            return dataclasses.replace(self, name=name, num_layers=n, layer_types=types, ffn_types=ffn,
                                        sliding_window_layers=window_layers,
-                                       sliding_window=self.sliding_window if window_layers else 0)
+                                       sliding_window=self.sliding_window if window_layers else 0, **experts)
         window_layers = round(n * self.sliding_window_layers / self.num_layers)
         return dataclasses.replace(self, name=name, num_layers=n,
                                    first_dense_layers=min(self.first_dense_layers, n),

@@ -297,6 +297,9 @@ def _known(**sections) -> dict:
 @example(data=_known(scheduler={"kind": "sarathi", "chunk_tokens": 4096, "max_batched_tokens": 512}))
 @example(data=_known(cluster={"model": "llama-2-13b", "disaggregation": {"decode": {"parallelism": {"tp": 4}}}},
                      drafter={"kind": "cascade", "stages": [{"tokens": 2, "model": "qwama-0.5b"}]}))  # 14-head draft KV
+@example(data=_known(cluster={"model": "jamba-1.5-mini", "parallelism": {"tp": 2}},      # a 1-layer head of a hybrid
+                     drafter={"kind": "head", "style": "autoregressive", "gamma": 1, "layers": 1}))  # MoE (its first
+# layer is dense): ValueError "ffn_types lists moe layers exactly when num_experts > 0" (found by a 2,500-example run)
 def test_every_scenario_runs_or_fails_with_one_clean_line(data):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "fuzz.yaml"

@@ -223,6 +223,16 @@ def test_with_layers_keeps_a_hybrid_prefix():
     assert spec_from_hf_config(raw, "x").layer_types == qn.layer_types
 
 
+def test_with_layers_prefix_without_moe_layers_is_dense():
+    """Jamba alternates dense and MoE FFNs from a dense first layer: its 1-layer prefix (a draft head, a
+    layer-skipping draft) has no routed experts; a 2-layer prefix has its one MoE layer."""
+    jamba = get_model("jamba-1.5-mini")
+    one, two = jamba.with_layers(1), jamba.with_layers(2)
+    assert one.ffn_types == ("dense",) and not one.is_moe and one.experts_per_token == 0
+    assert two.ffn_types == ("dense", "moe") and two.is_moe and two.num_experts == jamba.num_experts
+    assert two.num_moe_layers == 1 and one.param_count() < two.param_count()
+
+
 @pytest.mark.parametrize("name,kv_heads,v_heads,kv_dtype,logged", [
     # vLLM's log lines "Setting attention block size to N tokens to ensure that attention page size is >= mamba
     # page size" for Qwen3.5 models (fp32 SSM state: their config's mamba_ssm_dtype), as users posted them:
