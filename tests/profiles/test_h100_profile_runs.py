@@ -6,13 +6,13 @@ runs is in their fingerprints, and the spin's A/B (busy_ab.json) says what the R
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from profiles.predictor import DATA_DIR, ProfiledLatencyModel
+from profile_checks import repriced
+from profiles.predictor import DATA_DIR
 
 RUNS = DATA_DIR / "gpu-profile-runs" / "h100-sxm-2026-11-27"
 SPIN_RUNS = ("run4", "run5")
@@ -37,28 +37,11 @@ CHECK_ERRORS = {
 }
 
 
-def _repriced(profile_dir, check: dict) -> dict[str, tuple[float, dict]]:
-    """Each check shape's error re-priced from the profile in `profile_dir` against the forward `check`
-    measured (predicted / measured − 1), with the shape's row."""
-    from profiles.profiler.check import SHAPES, check_models, predicted_seconds
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        profile = ProfiledLatencyModel(profile_dir)
-    target, drafter = check_models(["llama-3-8b", "qwama-0.5b"])
-    by_name = {row["name"]: row for row in check["shapes"]}
-    out = {}
-    for shape in SHAPES:
-        row = by_name[shape.name]
-        spec = target if shape.model == "target" else drafter
-        out[shape.name] = (predicted_seconds(profile, spec, shape, "bf16") / row["measured_s"] - 1.0, row)
-    return out
-
-
 @pytest.mark.parametrize("run", sorted(CHECK_ERRORS))
 def test_each_runs_check_reprices_from_its_own_profile(run):
     folder = RUNS / run
     check = json.loads((folder / "check.json").read_text())
-    for name, (error, row) in _repriced(folder, check).items():
+    for name, (error, row) in repriced(folder, check).items():
         assert error == pytest.approx(row["error"], abs=1e-6), (run, name)
         assert error == pytest.approx(CHECK_ERRORS[run][name], abs=5e-4), (run, name)
         assert row["measured_kernels"]["kernels"] > 300 and row["measured_kernels"]["idle_s"] >= 0.0
@@ -127,9 +110,9 @@ def test_the_shipped_profile_checks_on_a_fresh_machine():
     folder = RUNS / "check6"
     check = json.loads((folder / "check.json").read_text())
     assert check["passed"] and check["max_abs_error"] == pytest.approx(0.065, abs=5e-4)
-    repriced = _repriced(DATA_DIR / "h100-sxm", check)
-    assert len(repriced) == 7
-    for name, (error, row) in repriced.items():
+    errors = repriced(DATA_DIR / "h100-sxm", check)
+    assert len(errors) == 7
+    for name, (error, row) in errors.items():
         assert error == pytest.approx(row["error"], abs=1e-6), name
         assert abs(error) < (0.10 if name == "prefill 2k" else 0.02), name
     assert (folder / "gpu.txt").read_text().startswith("NVIDIA H100 80GB HBM3, GPU-")
