@@ -125,13 +125,23 @@ def resolve_kernels(dev: torch.device, kernel_set: str):
     return kernel_set_for(dev, None if kernel_set == "auto" else kernel_set == "engine")
 
 
+DEFAULT_THREADS = min(2, os.cpu_count() or 1)   # torch threads of a measurement unless told: 2 (1 on one core)
+
+
+def check_threads(threads) -> None:
+    """ValueError unless `threads` (torch.set_num_threads of a measurement) is 1 … this machine's cores: more
+    threads than cores time contention, not kernels (and 10^5 of them exhaust the memory for their stacks)."""
+    cores = os.cpu_count() or 1
+    if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= cores:
+        raise ValueError(f"threads must be an integer in 1..{cores} (this machine's cores), got {threads!r}")
+
+
 def _validate(device: str, threads: int, dtype: str | None, models: Sequence[str]) -> str:
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
     if device == "cuda" and not torch.cuda.is_available():
         raise ValueError("device 'cuda' requested but torch.cuda.is_available() is False")
-    if not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+    check_threads(threads)
     dtype = dtype or ("fp32" if device == "cpu" else "bf16")
     if dtype not in TORCH_DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(TORCH_DTYPES)}, got {dtype!r}")
@@ -141,7 +151,7 @@ def _validate(device: str, threads: int, dtype: str | None, models: Sequence[str
 
 
 def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out_dir: str | Path | None = None,
-                quick: bool = False, threads: int = 2, dtype: str | None = None, device_id: str | None = None,
+                quick: bool = False, threads: int = DEFAULT_THREADS, dtype: str | None = None, device_id: str | None = None,
                 collectives: bool = True, progress: bool | Callable = True, grid: GridSpec | None = None,
                 timing: TimingConfig | None = None, check_kv_tokens: int = 0, kernel_set: str = "auto",
                 package_data: bool = False, passes: int | None = None) -> Path:
@@ -352,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "profiles/data/<device-id>--<machine>/ when another machine's profile is filed there), "
                              "which draftsim validate reads; without it the shipped profiles are never written")
     parser.add_argument("--device-id", default=None, help="hardware id to file the profile under")
-    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS,
+                        help="torch.set_num_threads, 1 to this machine's cores (default: 2, or 1 on one core)")
     parser.add_argument("--dtype", choices=tuple(TORCH_DTYPES), default=None,
                         help="weights/activations dtype (default: fp32 on cpu, bf16 on cuda)")
     parser.add_argument("--quick", action="store_true", help="tiny grid and few repetitions (CI, seconds)")

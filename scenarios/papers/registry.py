@@ -29,6 +29,7 @@ from typing import Callable
 
 import pandas as pd
 
+from simulator.console.contract import parse_args
 from simulator.console.progress import Progress
 from simulator.console.table import format_columns
 
@@ -171,10 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="out/papers", help="output folder (default: out/papers)")
     parser.add_argument("--quiet", action="store_true", help="no progress and no tables; the exit code and "
                                                              "a line per failed reproduction still tell")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parse_args(parser, argv)   # a bad flag: one line, exit 2
+    if isinstance(args, int):
+        return args
     if args.list or not args.names:
         for name in sorted(REGISTRY):
             repro = get(name)

@@ -74,7 +74,7 @@ def profile_here(scenario_path: str | Path, device: str, out: Path, threads: int
     """Profile the models a validation scenario runs (target, and the draft model if any) on this device,
     into `out`/profile/ (the full grid; `quick_grid`: the profiler's coarse CI grid, for tests only);
     returns that folder. Measured before the reference run, so still out of sample."""
-    from profiles.profiler.run import run_profile
+    from profiles.profiler.run import DEFAULT_THREADS, run_profile
     from simulator.config.scenario import load_scenario
     from simulator.console.progress import Progress
 
@@ -83,7 +83,7 @@ def profile_here(scenario_path: str | Path, device: str, out: Path, threads: int
     draft = getattr(scenario.drafter, "model", None)
     if draft is not None and draft not in models:
         models.append(draft)
-    return run_profile(device, models, out / "profile", quick=quick_grid, threads=threads or 2,
+    return run_profile(device, models, out / "profile", quick=quick_grid, threads=threads or DEFAULT_THREADS,
                        collectives=False,
                        progress=lambda desc, total, unit: Progress(desc, total=total, unit=unit, quiet=quiet))
 
@@ -211,9 +211,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
     if isinstance(args, int):
         return args
-    for flag, value in (("--threads", args.threads), ("--repeats", args.repeats)):
-        if value is not None and value < 1:
-            print(f"draftsim validate: error: {flag} must be >= 1, got {value}", file=sys.stderr)
+    if args.repeats is not None and args.repeats < 1:
+        print(f"draftsim validate: error: --repeats must be >= 1, got {args.repeats}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.threads is not None:
+        from profiles.profiler.run import check_threads
+        try:
+            check_threads(args.threads)
+        except ValueError as exc:
+            print(f"draftsim validate: error: --{exc}", file=sys.stderr)
             return EXIT_USAGE
     scenario = Path(args.scenario) if args.scenario else SCENARIO_DIR / ("cpu_quick.yaml" if args.quick else "cpu.yaml")
     out = Path(args.out) if args.out is not None else Path("out") / f"validate-{args.device}{'-quick' if args.quick else ''}"

@@ -157,20 +157,34 @@ def check_output_dir(out_dir: Path | str, command: str, marker: str, names: Iter
     the staging folder and any missing parents, so it leaves nothing behind."""
     out_dir = absolute(out_dir)
     check_folder(out_dir, command, marker, names)
-    home = out_dir if out_dir.is_dir() else out_dir.parent
+    _probe(out_dir if out_dir.is_dir() else out_dir.parent, OUT_FIELD, out_dir)
+    return out_dir
+
+
+def check_output_file(path: Path | str, field: str) -> Path:
+    """Fail now (ScenarioError on `field`) if a file could not be written at `path` later: it is a folder,
+    or its folder cannot be created or written. Probed as `check_output_dir` probes: nothing left behind."""
+    path = absolute(path)
+    if path.is_dir():
+        raise ScenarioError(field, f"{path} is a folder; give a file path")
+    _probe(path.parent, field, path)
+    return path
+
+
+def _probe(home: Path, field: str, shown: Path) -> None:
+    """Create `home` (and its missing parents) and a temporary folder in it, then remove what was created."""
     created = [p for p in (home, *home.parents) if not p.exists()]
     try:
         home.mkdir(parents=True, exist_ok=True)
         os.rmdir(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=home))
     except OSError as err:
-        raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
+        raise ScenarioError(field, f"cannot create {shown}: {err.strerror or err}") from None
     finally:
         for folder in created:  # deepest first
             try:
                 folder.rmdir()
             except OSError:
                 pass
-    return out_dir
 
 
 @contextmanager

@@ -12,10 +12,13 @@ until it was killed.
 """
 from __future__ import annotations
 
+import re
+
 from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
 
 PROFILE_FILES = ("ops.csv", "fingerprint.json")
+DEVICE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")   # a folder name, never a path (profiles/data/<id>/)
 CHECK_FILE = "check.json"   # profiles.profiler.check.CHECK_FILE: written beside the profile by --check
 
 
@@ -45,10 +48,16 @@ def check_fits(models: list[str], device: str, dtype: str | None, available: int
 def check_arguments(args) -> None:
     """The up-front checks of the module docstring."""
     from simulator.config.host_memory import available_bytes
+    from simulator.results.output_folder import check_output_file
     from simulator.results.outputs import check_output_dir
 
     if args.out is not None and args.package_data:
         raise ScenarioError("--package-data", "writes into the shipped profiles' folder; it excludes --out")
+    if args.device_id is not None and not DEVICE_ID.fullmatch(args.device_id):
+        raise ScenarioError("--device-id", f"names the profile's folder: letters, digits, '.', '_' and '-', starting "
+                                           f"with a letter or digit; got {args.device_id!r}")
+    if args.check_out is not None:
+        check_output_file(args.check_out, "--check-out")
     if args.out is not None and not args.check_only:
         names = PROFILE_FILES + ((CHECK_FILE,) if args.check and args.check_out is None else ())
         check_output_dir(args.out, marker="fingerprint.json", command="profile", names=names)
