@@ -56,6 +56,12 @@ def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> 
         raise ScenarioError("--vary", "varies one scenario; give exactly one scenario file with --vary")
     if not vary and len(scenarios) < 2:
         raise ScenarioError("scenarios", "give two or more scenario files, or one with --vary KEY=VALUE")
+    for overrides in vary:   # `--vary seed=1 seed=2` is one variant whose seed is set twice: a mistake
+        keys = [item.split("=", 1)[0].strip() for item in overrides]
+        twice = sorted({key for key in keys if keys.count(key) > 1})
+        if twice:
+            raise ScenarioError("--vary", f"{twice[0]} is given twice in one variant ({' '.join(overrides)}); "
+                                          f"one --vary per variant: --vary {twice[0]}=A --vary {twice[0]}=B")
     if vary:
         base = Path(scenarios[0])
         return [Variant(base.stem, base, list(common)),
