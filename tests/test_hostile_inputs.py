@@ -327,6 +327,13 @@ CASES = [
             "threads must be an integer in 1.."),
     Hostile("validate_threads_beyond_the_cores", lambda tmp: ["validate", "--threads", "100000", "--out", tmp / "v"],
             "--threads must be an integer in 1.."),
+    Hostile("plan_scheduler_out_of_range", plan(scheduler={"max_batch_size": 0}), "plan.scheduler.max_batch_size"),
+    Hostile("plan_acceptance_out_of_range", plan(acceptance={"kind": "constant", "alpha": 2}), "plan.acceptance.alpha"),
+    Hostile("plan_drafter_acceptance_out_of_range", plan(search={**PLAN["search"], "drafters": [
+        {"kind": "draft_model", "model": "llama-68m", "gamma": 2, "acceptance": {"kind": "constant", "alpha": -1}}]}),
+            "plan.search.drafters.0.acceptance.alpha"),
+    Hostile("plan_replicas_beyond_a_cluster", plan(search={**PLAN["search"], "replicas": [10**6]}),
+            "replicas must list counts in 1..4096"),
     Hostile("reproduce_unknown_flag", lambda tmp: ["reproduce", "--bogus"], "unrecognized arguments: --bogus"),
     Hostile("compare_vary_one_key_twice", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary", "seed=1",
                                                        "seed=2", "--out", tmp / "cmp", "--quiet"],

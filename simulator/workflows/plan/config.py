@@ -142,8 +142,9 @@ class SearchSpaceConfig(Strict):
     def _replicas_rule(self) -> "SearchSpaceConfig":
         if (self.replicas is None) == (self.max_gpus is None):
             raise ValueError("give exactly one of replicas (a list) or max_gpus")
-        if self.replicas is not None and (not self.replicas or min(self.replicas) < 1):
-            raise ValueError("replicas must list counts >= 1")
+        if self.replicas is not None and not (self.replicas and 1 <= min(self.replicas)
+                                              and max(self.replicas) <= 4096):
+            raise ValueError("replicas must list counts in 1..4096 (a scenario's cluster.replicas)")
         if min(self.tp) < 1 or min(self.pp) < 1 or min(self.ep) < 1:
             raise ValueError("tp, pp and ep must be >= 1")
         return self
@@ -241,11 +242,30 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
         if moe.routing == "trace":
             raise ScenarioError(f"{FIELD}.moe.routing", "plans take uniform or zipf routing; replay a routing "
                                 "trace in a scenario (cluster.moe) instead")
+    _check_sections(spec)
     for i, hw in enumerate(spec.hardware):
         if hw.usd_per_gpu_hour is None and price_per_gpu_hour(hw.id) is None:
             raise ScenarioError(f"{FIELD}.hardware.{i}.usd_per_gpu_hour",
                                 f"no catalog price for {hw.id!r}; give usd_per_gpu_hour")
     return spec, Path(path).resolve().parent
+
+
+def _check_sections(spec: PlanConfig) -> None:
+    """The scenario sections a plan passes to every candidate (`scheduler`, `acceptance`, each drafter's own
+    `acceptance`) validated as a scenario's, before any work: a bad value is the plan's error (exit 2), not
+    every candidate's failure."""
+    from simulator.config.scenario import AcceptanceConfig
+    from simulator.config.serving import SchedulerConfig
+
+    class Sections(Strict):
+        scheduler: SchedulerConfig
+        acceptance: AcceptanceConfig
+
+    validate_config(Sections, {"scheduler": spec.scheduler, "acceptance": spec.acceptance}, FIELD)
+    for i, drafter in enumerate(spec.search.drafters):
+        if drafter.acceptance is not None:
+            validate_config(Sections, {"scheduler": spec.scheduler, "acceptance": drafter.acceptance},
+                            f"{FIELD}.search.drafters.{i}")
 
 
 def enumerate_candidates(spec: PlanConfig, deployments: tuple[str, ...]) -> list[Candidate]:

@@ -353,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
         print(format_ranked(ranked))
         launch = f", {', '.join(LAUNCH_FILES.values())}" if not ranked.empty else ""
         print(f"outputs in {out_dir}/ ({RANKED_CSV}, {CANDIDATES_CSV}, {PARETO_PNG}{launch})")
+    if not ranked.empty and not ranked.meets_slo.any():   # the plan's check: a confirmed way to meet the SLOs
+        print(f"draftsim plan: none of the {len(ranked)} candidates confirmed with the DES meets the SLOs "
+              f"(outputs in {out_dir}/)", file=sys.stderr)
+        return 1
     return 0
 
 

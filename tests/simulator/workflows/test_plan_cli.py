@@ -189,3 +189,19 @@ def test_the_idle_hook_runs_once_when_a_local_worker_has_no_run_left(tmp_path, m
                         lambda task: (task[0], {"status": "invalid", "error": "x", "wall_s": 0.0}, None))
     plan_main.confirm(spec, chosen, base_dir, "serial", 1, when_idle=hook)
     assert "idle" not in events
+
+
+def test_a_plan_whose_confirmed_candidates_all_miss_the_slos_exits_1(tmp_path, capsys):
+    """One l40s replica, estimated within 1.25x of a 36 ms TPOT (so confirmed), measures 39.6 ms p50 in the DES:
+    the plan writes its outputs and says that no confirmed candidate meets the SLOs (a failed check)."""
+    out = tmp_path / "out"
+    path = write(tmp_path, hardware=[{"id": "l40s", "usd_per_gpu_hour": 0.9}],
+                 workload={**PLAN["workload"], "output_tokens": {"kind": "fixed", "value": 50}, "num_requests": 100},
+                 slo={"ttft_s": 0.4, "tpot_s": 0.036},
+                 search={"tp": [1], "replicas": [1], "drafters": [{"kind": "none"}]},
+                 confirm_top=1)
+    assert main([str(path), "--out", str(out), "--executor", "serial", "--quiet"]) == 1
+    assert capsys.readouterr().err.strip() == (f"draftsim plan: none of the 1 candidates confirmed with the DES meets "
+                                               f"the SLOs (outputs in {out}/)")
+    ranked = pd.read_csv(out / "ranked.csv")
+    assert len(ranked) == 1 and not ranked.meets_slo.any()
