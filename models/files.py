@@ -14,8 +14,8 @@ YAML is parsed by a SafeLoader (no Python objects) that also refuses:
 - a mapping with the same key twice (PyYAML keeps the last one without a word; the error names the key
   and both lines);
 - nesting deeper than `MAX_DEPTH` (64) levels (deep nesting overflowed Python's stack: RecursionError);
-- anchors and aliases that expand to more than `MAX_NODES` (100,000) values, or refer to themselves (the
-  "billion laughs": a few lines that expand to 9^8 values when the document is walked).
+- anchors and aliases that add more than `MAX_NODES` (100,000) values when expanded, or refer to themselves
+  (the "billion laughs": a few lines that expand to 9^8 values when the document is walked).
 JSON gets the same duplicate-key and depth checks.
 """
 from __future__ import annotations
@@ -116,13 +116,21 @@ class _Loader(yaml.SafeLoader):
 
 
 def _check_expansion(root) -> None:
-    """Refuse aliases that expand to more than MAX_NODES values or refer to themselves (module docstring)."""
+    """Refuse aliases that expand to more than MAX_NODES values or refer to themselves (module docstring).
+    Only the values aliases add count: a node met again is an alias of an anchored one (PyYAML composes an
+    alias as the anchored node itself); a document written out is bounded by MAX_DOCUMENT_BYTES instead."""
     sizes: dict[int, int] = {}
     active: set[int] = set()
+    via_aliases = 0
 
     def size(node) -> int:
+        nonlocal via_aliases
         key = id(node)
         if key in sizes:
+            via_aliases += sizes[key]
+            if via_aliases > MAX_NODES:
+                raise DocumentError(f"anchors and aliases expand to more than {MAX_NODES:,} values (line "
+                                    f"{node.start_mark.line + 1}); write the values out")
             return sizes[key]
         if key in active:
             raise DocumentError(f"an alias refers to its own anchor (line {node.start_mark.line + 1}); "
@@ -134,9 +142,6 @@ def _check_expansion(root) -> None:
         elif isinstance(node, yaml.MappingNode):
             total += sum(size(k) + size(v) for k, v in node.value)
         active.discard(key)
-        if total > MAX_NODES:
-            raise DocumentError(f"anchors and aliases expand to more than {MAX_NODES:,} values (line "
-                                f"{node.start_mark.line + 1}); write the values out")
         sizes[key] = total
         return total
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from simulator.config.scenario import apply_overrides, parse_scenario, read_conf
 
 FIELD = "sweep"
 SEED_KEY = "seed"
+MAX_SWEEP_POINTS = 100_000   # points of one sweep (grid x points x seeds)
 
 
 class SweepPlotConfig(Strict):
@@ -188,6 +190,12 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
         seeds = [base_seed + i for i in range(replications)]
     else:
         seeds = [base_seed]
+    count = math.prod(len(values) for values in grid.values()) * max(1, len(points or ())) * len(seeds)
+    if count > MAX_SWEEP_POINTS:   # (each point is validated here: 10^6 of them would take an hour first)
+        sizes = " x ".join([*(f"{len(v):,} {k}" for k, v in grid.items()), *([f"{len(points):,} points"] if points
+                            else []), f"{len(seeds):,} seeds"])
+        raise ScenarioError(FIELD, f"{count:,} points ({sizes}); at most {MAX_SWEEP_POINTS:,} in one sweep: "
+                                   "split it into several")
     grid_keys = list(grid)
     combos = [dict(zip(grid_keys, values)) for values in itertools.product(*(grid[k] for k in grid_keys))]
     listed = points or [{}]
