@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from simulator.console.contract import parse_args
+
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "profiles" / "data" / "gpu-forwards"
 # Measured model shapes -> catalog entries of the same architecture.
@@ -125,10 +127,15 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", default="vllm", choices=("vllm", "sglang", "trtllm"))
     parser.add_argument("--run", type=Path, default=None, help="a folder with forwards.csv (default: every run)")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
+    if isinstance(args, int):
+        return args
+    if args.run is not None and not (args.run / "forwards.csv").is_file():
+        print(f"gpu_forwards: error: --run: no forwards.csv in {args.run}", file=sys.stderr)
+        return 2
     runs = [args.run] if args.run else sorted(p for p in DATA.glob("*") if (p / "forwards.csv").exists())
     if not runs:
-        print(f"gpu_forwards: no measured run under {DATA} (forwards.csv)", file=sys.stderr)
+        print(f"gpu_forwards: error: no measured run under {DATA} (forwards.csv)", file=sys.stderr)
         return 2
     for run in runs:
         rows = load_rows(run, args.framework)

@@ -26,6 +26,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from simulator.console.contract import parse_args
+
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "profiles" / "data" / "gpu-forwards" / "h100-sxm-2026-11-27-flashinfer"
 ROW_BANDS = ((0, 64, "R <= 64"), (64, 128, "64 < R <= 128"), (128, 1 << 30, "R > 128"))
@@ -137,7 +139,9 @@ def main(argv=None) -> int:
                         help="whose measured kernels price the points (default vllm)")
     parser.add_argument("--rows", action="store_true", help="print every point, not only the summary")
     parser.add_argument("--data", type=Path, default=DATA, help="folder of run folders with attention.csv")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
+    if isinstance(args, int):
+        return args
     rows = read_runs(args.data)
     if not rows:
         print(f"verify_attention: error: --data: no attention.csv with timed rows under {args.data}", file=sys.stderr)
