@@ -25,6 +25,7 @@ config without its layer-type list is an `UnsupportedModelError` naming the miss
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Callable
 
@@ -57,6 +58,27 @@ def _int(cfg: dict, key: str, where: str, default=None, low: int = 1) -> int:
     return int(value)
 
 
+def _bool(cfg: dict, key: str, where: str, default: bool) -> bool:
+    """`cfg[key]` as true/false (a missing or null value is `default`; anything but a JSON boolean is an
+    UnsupportedModelError naming the key: bool("false") is True)."""
+    value = cfg.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise UnsupportedModelError(f"{where}: {key} is {value!r}; expected true or false")
+    return value
+
+
+def _float(cfg: dict, key: str, where: str, default: float) -> float:
+    """`cfg[key]` as a finite number > 0 (a missing or null value is `default`)."""
+    value = cfg.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise UnsupportedModelError(f"{where}: {key} is {value!r}; expected a finite number > 0")
+    return float(value)
+
+
 def _common(cfg: dict, where: str) -> dict:
     """The fields every architecture shares, checked to describe a transformer: at least one attention
     head, the query heads a multiple of the KV heads (each KV head serves a whole group), and without an
@@ -80,9 +102,9 @@ def _common(cfg: dict, where: str) -> dict:
         "intermediate_size": _int(cfg, "intermediate_size", where),
         "vocab_size": _int(cfg, "vocab_size", where),
         "max_position_embeddings": _int(cfg, "max_position_embeddings", where),
-        "rope_theta": float(cfg.get("rope_theta") or 10000.0),
-        "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", False)),
-        "num_mtp_modules": int(cfg.get("num_nextn_predict_layers") or 0),
+        "rope_theta": _float(cfg, "rope_theta", where, 10000.0),
+        "tie_word_embeddings": _bool(cfg, "tie_word_embeddings", where, False),
+        "num_mtp_modules": _int(cfg, "num_nextn_predict_layers", where, default=0, low=0),
     }
 
 
@@ -94,31 +116,31 @@ def _llama(cfg: dict, where: str) -> dict:
     out = _common(cfg, where)
     if cfg.get("mlp_bias"):
         raise UnsupportedModelError(f"{where}: mlp_bias: true is not supported (MLP biases are not modelled)")
-    bias = bool(cfg.get("attention_bias", False))
+    bias = _bool(cfg, "attention_bias", where, False)
     out.update(qkv_bias=bias, attention_output_bias=bias)
-    out.update(_window(out["num_layers"], cfg.get("sliding_window")))
+    out.update(_window(out["num_layers"], _int(cfg, "sliding_window", where, default=0, low=0)))
     return out
 
 
 def _qwen2(cfg: dict, where: str) -> dict:
     out = _common(cfg, where)
     out["qkv_bias"] = True  # Qwen2 attention has q/k/v biases (no o bias) whatever attention_bias says
-    return _qwen_window(cfg, out)
+    return _qwen_window(cfg, out, where)
 
 
-def _qwen_window(cfg: dict, out: dict) -> dict:
+def _qwen_window(cfg: dict, out: dict, where: str) -> dict:
     """Qwen's optional sliding window: layers from `max_window_layers` on use it when `use_sliding_window`."""
-    if cfg.get("use_sliding_window"):
-        layers = max(out["num_layers"] - int(cfg.get("max_window_layers", out["num_layers"])), 0)
-        out.update(_window(layers, cfg.get("sliding_window") if layers else 0))
+    if _bool(cfg, "use_sliding_window", where, False):
+        layers = max(out["num_layers"] - _int(cfg, "max_window_layers", where, default=out["num_layers"], low=0), 0)
+        out.update(_window(layers, _int(cfg, "sliding_window", where, default=0, low=0) if layers else 0))
     return out
 
 
 def _qwen3(cfg: dict, where: str) -> dict:
     """Qwen3 dense and MoE attention: q/k RMSNorm, optional q/k/v bias, optional sliding window."""
     out = _common(cfg, where)
-    out.update(qk_norm=True, qkv_bias=bool(cfg.get("attention_bias", False)))
-    return _qwen_window(cfg, out)
+    out.update(qk_norm=True, qkv_bias=_bool(cfg, "attention_bias", where, False))
+    return _qwen_window(cfg, out, where)
 
 
 def _mixtral(cfg: dict, where: str) -> dict:
@@ -126,7 +148,7 @@ def _mixtral(cfg: dict, where: str) -> dict:
     out.update(num_experts=_int(cfg, "num_local_experts", where),
                experts_per_token=_int(cfg, "num_experts_per_tok", where),
                moe_intermediate_size=out["intermediate_size"])
-    out.update(_window(out["num_layers"], cfg.get("sliding_window")))
+    out.update(_window(out["num_layers"], _int(cfg, "sliding_window", where, default=0, low=0)))
     return out
 
 
@@ -174,12 +196,12 @@ def _gpt_oss(cfg: dict, where: str) -> dict:
         raise UnsupportedModelError(f"{where}: layer_types must list num_hidden_layers entries of "
                                     f"'sliding_attention' or 'full_attention'; got {unknown or len(types)}")
     sliding = types.count("sliding_attention")
-    bias = bool(cfg.get("attention_bias", True))
+    bias = _bool(cfg, "attention_bias", where, True)
     out.update(qkv_bias=bias, attention_output_bias=bias, attention_sinks=True,
                num_experts=_int(cfg, "num_local_experts", where),
                experts_per_token=int(cfg.get("num_experts_per_tok") or _need(cfg, "experts_per_token", where)),
                moe_intermediate_size=out["intermediate_size"], router_bias=True, expert_bias=True)
-    out.update(_window(sliding, cfg.get("sliding_window") if sliding else 0))
+    out.update(_window(sliding, _int(cfg, "sliding_window", where, default=0, low=0) if sliding else 0))
     return out
 
 
@@ -225,7 +247,7 @@ def _qwen3_next(cfg: dict, where: str) -> dict:
     step = int(cfg.get("decoder_sparse_step", 1) or 1)
     ffn = ["moe" if experts and i not in dense and (i + 1) % step == 0 else "dense" for i in range(layers)]
     shared = int(cfg.get("shared_expert_intermediate_size") or 0)
-    out.update(qk_norm=True, qkv_bias=bool(cfg.get("attention_bias", False)), attn_output_gate=True,
+    out.update(qk_norm=True, qkv_bias=_bool(cfg, "attention_bias", where, False), attn_output_gate=True,
                layer_types=tuple(types), ffn_types=tuple(ffn),
                linear_num_key_heads=int(_need(cfg, "linear_num_key_heads", where)),
                linear_num_value_heads=int(_need(cfg, "linear_num_value_heads", where)),
@@ -266,7 +288,8 @@ def _nemotron_h(cfg: dict, where: str) -> dict:
                ffn_types=tuple(_NEMOTRON_BLOCKS[c][1] for c in pattern), gated_mlp=False,
                mamba_version=2, mamba_inner_size=mamba_heads * mamba_head_dim, mamba_num_heads=mamba_heads,
                mamba_groups=int(_need(cfg, "n_groups", where)), ssm_state_size=int(_need(cfg, "ssm_state_size", where)),
-               mamba_conv_kernel=int(_need(cfg, "conv_kernel", where)), mamba_conv_bias=bool(cfg.get("use_conv_bias", True)),
+               mamba_conv_kernel=int(_need(cfg, "conv_kernel", where)),
+               mamba_conv_bias=_bool(cfg, "use_conv_bias", where, True),
                mamba_chunk_size=int(_need(cfg, "chunk_size", where)), ssm_state_dtype=_state_dtype(cfg, where))
     if "E" in pattern:
         shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0)
@@ -292,7 +315,7 @@ def _jamba(cfg: dict, where: str) -> dict:
     rank = cfg.get("mamba_dt_rank", "auto")
     out.update(layer_types=types, mamba_version=1, mamba_inner_size=int(cfg.get("mamba_expand", 2)) * hidden,
                ssm_state_size=int(_need(cfg, "mamba_d_state", where)), mamba_conv_kernel=int(_need(cfg, "mamba_d_conv", where)),
-               mamba_conv_bias=bool(cfg.get("mamba_conv_bias", True)), mamba_inner_norms=True,
+               mamba_conv_bias=_bool(cfg, "mamba_conv_bias", where, True), mamba_inner_norms=True,
                mamba_dt_rank=-(-hidden // 16) if rank == "auto" else int(rank))
     if experts > 1:
         e_period = int(_hybrid_need(cfg, ("expert_layer_period",), where, "which layers are MoE"))

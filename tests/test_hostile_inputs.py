@@ -257,6 +257,12 @@ CASES = [
             "not a multiple of num_attention_heads (48)"),
     Hostile("hf_heads_true", model_file("config.json", num_attention_heads=True), "num_attention_heads is True"),
     Hostile("hf_vocab_text", model_file("config.json", vocab_size="big"), "vocab_size is 'big'"),
+    # bool("false") is True and int(4096.5) is 4096: read as such, these priced another model without a word
+    Hostile("hf_tied_embeddings_text", model_file("config.json", tie_word_embeddings="false"),
+            "tie_word_embeddings is 'false'; expected true or false"),
+    Hostile("hf_sliding_window_fraction", model_file("config.json", sliding_window=4096.5),
+            "sliding_window is 4096.5; expected an integer"),
+    Hostile("hf_rope_theta_text", model_file("config.json", rope_theta="abc"), "rope_theta is 'abc'"),
     Hostile("hf_estimate_zero_heads", estimate(model_fields={"num_attention_heads": 0}), "num_attention_heads is 0"),
     Hostile("hf_utf16", lambda tmp: run(cluster={"model": str(_write(tmp, "config.json", json.dumps(HF).encode(
         "utf-16")))})(tmp), "UTF-16"),
