@@ -151,7 +151,8 @@ def _validate(device: str, threads: int, dtype: str | None, models: Sequence[str
 
 
 def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out_dir: str | Path | None = None,
-                quick: bool = False, threads: int = DEFAULT_THREADS, dtype: str | None = None, device_id: str | None = None,
+                quick: bool = False, threads: int = DEFAULT_THREADS, dtype: str | None = None,
+                device_id: str | None = None,
                 collectives: bool = True, progress: bool | Callable = True, grid: GridSpec | None = None,
                 timing: TimingConfig | None = None, check_kv_tokens: int = 0, kernel_set: str = "auto",
                 package_data: bool = False, passes: int | None = None) -> Path:
