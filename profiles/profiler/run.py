@@ -128,12 +128,13 @@ def resolve_kernels(dev: torch.device, kernel_set: str):
 DEFAULT_THREADS = min(2, os.cpu_count() or 1)   # torch threads of a measurement unless told: 2 (1 on one core)
 
 
-def check_threads(threads) -> None:
-    """ValueError unless `threads` (torch.set_num_threads of a measurement) is 1 … this machine's cores: more
-    threads than cores time contention, not kernels (and 10^5 of them exhaust the memory for their stacks)."""
+def check_threads(threads, field: str = "threads") -> None:
+    """ValueError naming `field` unless `threads` (torch.set_num_threads of a measurement) is 1 … this
+    machine's cores: more threads than cores time contention, not kernels (and 10^5 of them exhaust the
+    memory for their stacks)."""
     cores = os.cpu_count() or 1
     if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= cores:
-        raise ValueError(f"threads must be an integer in 1..{cores} (this machine's cores), got {threads!r}")
+        raise ValueError(f"{field} must be an integer in 1..{cores} (this machine's cores), got {threads!r}")
 
 
 def _validate(device: str, threads: int, dtype: str | None, models: Sequence[str]) -> str:

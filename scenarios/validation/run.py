@@ -217,9 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads is not None:
         from profiles.profiler.run import check_threads
         try:
-            check_threads(args.threads)
+            check_threads(args.threads, "--threads")
         except ValueError as exc:
-            print(f"draftsim validate: error: --{exc}", file=sys.stderr)
+            print(f"draftsim validate: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
     scenario = Path(args.scenario) if args.scenario else SCENARIO_DIR / ("cpu_quick.yaml" if args.quick else "cpu.yaml")
     out = Path(args.out) if args.out is not None else Path("out") / f"validate-{args.device}{'-quick' if args.quick else ''}"

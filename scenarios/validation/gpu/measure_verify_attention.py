@@ -110,14 +110,16 @@ def measure_backend(backend: str, layout: str, mask: str, quick: bool, writer, h
     wrapper = flashinfer.BatchPrefillWithPagedKVCacheWrapper(workspace, "NHD", backend=backend)
     llc = last_level_cache_bytes(device)
     caches, cache_key = [], None
-    for batch, ctx, q_tokens in points(quick):
+    grid = points(quick)
+    largest_q = max(q for _, _, q in grid)
+    for batch, ctx, q_tokens in grid:
         row = dict(backend=backend, layout=layout, mask=mask, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                    batch=batch, ctx=ctx, q=q_tokens, page_tokens=PAGE_TOKENS, kv_copies="", graph_calls="", median_s="",
                    p10_s="", p90_s="", reps="", error="")
         started = time.perf_counter()
         try:
-            paged = paged_batch(batch, ctx, max(QUERIES) if not quick else max(QUICK["queries"]), PAGE_TOKENS)
             if cache_key != (batch, ctx):   # one cache per (batch, ctx), sized for the largest q
+                paged = paged_batch(batch, ctx, largest_q, PAGE_TOKENS)
                 caches.clear()
                 torch.cuda.empty_cache()
                 one = paged.pages * 2 * PAGE_TOKENS * kv_heads * head_dim * 2

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import statistics
 import sys
 from dataclasses import dataclass
@@ -56,6 +57,11 @@ class Point:
         return next(label for lo, hi, label in ROW_BANDS if lo < self.rows <= hi)
 
     @property
+    def summary_band(self) -> str:
+        """Its summary group: "q = 1" (the decode each verify is compared with), else its row band."""
+        return "q = 1" if self.q == 1 else self.band
+
+    @property
     def level_error(self) -> float:
         return self.predicted_s / self.measured_s - 1
 
@@ -85,13 +91,10 @@ def points(rows: list[dict], framework: str = "vllm") -> list[Point]:
     from scenarios.validation.published.gpu_forwards import attention_per_layer_s
 
     latency = load_measured("h100-sxm", "bf16", framework)
-    prices: dict[tuple, float] = {}
 
+    @functools.cache   # (the q = 1 price of a (batch, context) serves every verify of it)
     def price(layout: str, batch: int, ctx: int, q: int, tree: bool) -> float:
-        key = (layout, batch, ctx, q, tree)
-        if key not in prices:
-            prices[key] = attention_per_layer_s(layout, batch, ctx, q, tree, latency)
-        return prices[key]
+        return attention_per_layer_s(layout, batch, ctx, q, tree, latency)
 
     decode = {(r["layout"], r["mask"], r["backend"], int(r["batch"]), int(r["ctx"])): float(r["median_s"])
               for r in rows if r["q"] == "1"}
@@ -120,9 +123,8 @@ def summary(found: list[Point]) -> list[tuple]:
     out = []
     keys = sorted({(p.layout, p.mask, p.backend) for p in found})
     for layout, mask, backend in keys:
-        for _, _, band in (("", "", "q = 1"), *ROW_BANDS):
-            group = [p for p in found if (p.layout, p.mask, p.backend) == (layout, mask, backend)
-                     and ((p.q == 1) if band == "q = 1" else (p.q > 1 and p.band == band))]
+        for band in ("q = 1", *(label for _, _, label in ROW_BANDS)):
+            group = [p for p in found if (p.layout, p.mask, p.backend, p.summary_band) == (layout, mask, backend, band)]
             if not group:
                 continue
             growth_err = [p.predicted_growth / p.measured_growth - 1 for p in group]

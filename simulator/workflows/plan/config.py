@@ -257,15 +257,14 @@ def _check_sections(spec: PlanConfig) -> None:
     from simulator.config.scenario import AcceptanceConfig
     from simulator.config.serving import SchedulerConfig
 
-    class Sections(Strict):
-        scheduler: SchedulerConfig
+    class Acceptance(Strict):   # (the union validated under its own key, so errors read `<where>.acceptance.…`)
         acceptance: AcceptanceConfig
 
-    validate_config(Sections, {"scheduler": spec.scheduler, "acceptance": spec.acceptance}, FIELD)
-    for i, drafter in enumerate(spec.search.drafters):
-        if drafter.acceptance is not None:
-            validate_config(Sections, {"scheduler": spec.scheduler, "acceptance": drafter.acceptance},
-                            f"{FIELD}.search.drafters.{i}")
+    validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler")
+    sections = [(FIELD, spec.acceptance)] + [(f"{FIELD}.search.drafters.{i}", d.acceptance)
+                                             for i, d in enumerate(spec.search.drafters) if d.acceptance is not None]
+    for where, acceptance in sections:
+        validate_config(Acceptance, {"acceptance": acceptance}, where)
 
 
 def enumerate_candidates(spec: PlanConfig, deployments: tuple[str, ...]) -> list[Candidate]:

@@ -190,7 +190,8 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
         seeds = [base_seed + i for i in range(replications)]
     else:
         seeds = [base_seed]
-    count = math.prod(len(values) for values in grid.values()) * max(1, len(points or ())) * len(seeds)
+    listed = points or [{}]
+    count = math.prod(len(values) for values in grid.values()) * len(listed) * len(seeds)
     if count > MAX_SWEEP_POINTS:   # (each point is validated here: 10^6 of them would take an hour first)
         sizes = " x ".join([*(f"{len(v):,} {k}" for k, v in grid.items()), *([f"{len(points):,} points"] if points
                             else []), f"{len(seeds):,} seeds"])
@@ -198,7 +199,6 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
                                    "split it into several")
     grid_keys = list(grid)
     combos = [dict(zip(grid_keys, values)) for values in itertools.product(*(grid[k] for k in grid_keys))]
-    listed = points or [{}]
     found, seen = [], {}
     for combo, extra in itertools.product(combos, listed):
         params = {**combo, **extra}
