@@ -1,8 +1,17 @@
-"""Errors about user input (subclass ValueError so callers can map them to exit code 2): catalog look-ups, and
-the one base of every error that names the field to change (`FieldError`)."""
+"""Errors about user input (subclass ValueError so callers can map them to exit code 2): catalog look-ups, the
+one base of every error that names the field to change (`FieldError`), and the command-line half of the error
+contract that the `python -m` scripts of every package keep (they may not import simulator, whose
+simulator.console.contract keeps the rest for the `draftsim` commands): a usage error is one line, exit 2;
+Ctrl-C is one line, exit 130."""
 from __future__ import annotations
 
-from typing import Iterable
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130   # the shell's 128 + SIGINT
 
 
 class UnknownNameError(ValueError):
@@ -18,3 +27,36 @@ class FieldError(ValueError):
     def __init__(self, field: str, message: str):
         self.field, self.message = field, message
         super().__init__(f"{field}: {message}")
+
+
+def one_line_usage_errors(parser: argparse.ArgumentParser) -> None:
+    """Make `parser` and its sub-command parsers print a usage error as one line, `PROG: error: MESSAGE
+    (see PROG --help)`, exit 2, instead of argparse's usage block followed by the error."""
+    def error(message: str, p=parser):
+        p.exit(EXIT_USAGE, f"{p.prog}: error: {message} (see {p.prog} --help)\n")
+
+    parser.error = error
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                one_line_usage_errors(sub)
+
+
+def script_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """`parser.parse_args(argv)` of a `python -m` script, with one-line usage errors (SystemExit 2)."""
+    one_line_usage_errors(parser)
+    return parser.parse_args(argv)
+
+
+def run_script(main: Callable[[], int | None]) -> int:
+    """A `python -m` script's exit code: `main()`'s; Ctrl-C one line, 130; a `FieldError` or
+    `UnknownNameError` (bad input found after parsing) one line, 2."""
+    prog = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else "script"
+    try:
+        return int(main() or 0)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (FieldError, UnknownNameError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE

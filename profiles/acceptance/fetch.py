@@ -25,7 +25,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.errors import UnknownNameError
+from models.errors import UnknownNameError, run_script, script_args
 
 
 @dataclass(frozen=True)
@@ -178,11 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("roles", nargs="*", metavar="ROLE", help=f"any of {sorted(PINNED_MODELS)} (default: all)")
     parser.add_argument("--cache-dir", type=Path, default=None)
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     for role in args.roles or list(PINNED_MODELS):
         print(role, fetch(role, args.cache_dir))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from models.errors import run_script, script_args
 from models.torch_impl.gguf_loader import LoadedModel, load_gguf
 from models.torch_impl.qwen2 import Qwen2Model
 from profiles.acceptance import trace as tr
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-gguf", type=Path, default=None, help="default: fetch the pinned file")
     parser.add_argument("--draft-gguf", type=Path, default=None, help="default: fetch the pinned file")
     parser.add_argument("--name", type=str, default="qwen2.5-coder-1.5b-0.5b")
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     if args.quick:
         args.n_code, args.n_text, args.n_calibration, args.max_new_tokens = 4, 2, 1, 32
         args.name += "-quick"
@@ -234,4 +235,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

@@ -23,6 +23,7 @@ from typing import Sequence
 import pandas as pd
 import torch
 
+from models.errors import run_script, script_args
 from models.torch_impl.gguf_loader import LoadedModel, load_gguf
 from profiles.acceptance import trace as tr
 from profiles.acceptance.drafters import ngram_columns
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     settings = MeasureSettings(max_new_tokens=args.max_new_tokens, threads=args.threads)
     torch.set_num_threads(settings.threads)
     prompts = build_prompt_set(args.n_code, args.n_text, 2, args.seed)
@@ -146,4 +147,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

@@ -41,6 +41,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from models.errors import run_script, script_args
 from profiles.acceptance.parquet_meta import read_with_meta, write_with_meta
 
 WORKLOADS = ("code_edit", "agentic", "chat")
@@ -318,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset of " + ",".join(WORKLOADS))
     parser.add_argument("--quick", action="store_true", help="2 sessions per workload, 2 turns, 24 tokens")
     parser.add_argument("--name", default=None)
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     import torch
     from models.torch_impl.gguf_loader import load_gguf
     from profiles.acceptance.fetch import fetch
@@ -349,4 +350,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

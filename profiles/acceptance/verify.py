@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from models.errors import run_script, script_args
 from models.torch_impl.gguf_loader import LoadedModel
 from models.torch_impl.qwen2 import Qwen2Model
 from profiles.acceptance import trace as tr
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-gguf", type=Path, default=None)
     parser.add_argument("--draft-gguf", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None, help="write the report as JSON here")
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     torch.set_num_threads(2)
     trace = tr.load_trace(args.trace)
     target = load_gguf(args.target_gguf or fetch("target"))
@@ -167,4 +168,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

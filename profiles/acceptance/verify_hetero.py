@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from models.errors import run_script, script_args
 from models.torch_impl.gguf_loader import LoadedModel
 from profiles.acceptance import trace as tr
 from profiles.acceptance.hetero_vocab import TLIDrafter, build_vocab_map
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=None, help="compare only this many tokens")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None, help="write the report as JSON here")
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     torch.set_num_threads(args.threads)
     trace = tr.load_trace(args.trace)
     target, drafter = load_gguf(fetch(args.target)), load_gguf(fetch(args.drafter))
@@ -92,4 +93,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from models.catalog import get_model
+from models.errors import run_script, script_args
 from models.ops import ACTIVATION, ATTN_DECODE, EMBEDDING, GEMM, NORM, ROPE
 from profiles.profiler.benches import OperandPool, build_bench
 from profiles.profiler.plan import Point, plan_points
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m profiles.profiler.busy_ab", description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="folder for busy_ab.json")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of both ways (default 3)")
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     if args.rounds < 2:
         print("busy_ab: --rounds must be at least 2 (a spread needs two rounds)", file=sys.stderr)
         return 2
@@ -121,4 +122,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

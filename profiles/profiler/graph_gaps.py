@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from models.errors import run_script, script_args
 from profiles.profiler.observe import kernel_events, kernel_summary
 from profiles.profiler.timing import capture_graph, replay_seconds
 
@@ -68,7 +69,7 @@ def run(device_name: str = "cuda") -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m profiles.profiler.graph_gaps", description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="folder for graph_gaps.json")
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     if not torch.cuda.is_available():
         print("graph_gaps: needs a CUDA device (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
@@ -85,4 +86,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from models.errors import run_script, script_args
+
 DRAFTERS = {
     "suffix": {"kind": "suffix"},
     "suffix_no_global": {"kind": "suffix", "max_cached_requests": 0},
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     from simulator.speculation.suffix.acceptance import SHIPPED_CORPORA, shipped_walks_path
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", nargs="*", default=None)
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     corpora = [SHIPPED_CORPORA / f"{c}.parquet" for c in args.corpus] if args.corpus else \
         sorted(p for p in SHIPPED_CORPORA.glob("*.parquet") if not p.name.endswith(".walks.parquet"))
     for corpus in corpora:
@@ -81,4 +83,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

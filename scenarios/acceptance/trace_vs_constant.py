@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from models.errors import run_script, script_args
+
 SCENARIO = Path(__file__).with_name("qwen_coder_trace.yaml")
 
 
@@ -48,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gammas", default="2,4,6,8")
     ap.add_argument("--drafter", default="draft", choices=["draft", "skip", "ngram"])
     ap.add_argument("--out", default="out/acceptance")
-    args = ap.parse_args(argv)
+    args = script_args(ap, argv)
     table = compare([int(g) for g in args.gammas.split(",")], args.drafter)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -59,4 +61,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

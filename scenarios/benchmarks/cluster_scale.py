@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from models.errors import run_script, script_args
+
 SCENARIO = Path(__file__).with_name("sim_speed.yaml")
 SPEC = ["drafter.kind=draft_model", "drafter.model=llama-68m", "drafter.gamma=4",
         "acceptance.kind=constant", "acceptance.alpha=0.7"]
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speculation", default="both", choices=["both", "none", "chain"])
     ap.add_argument("--workers", default="auto", help="simulation.workers: auto (default) or a process count")
     ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    args = script_args(ap, argv)
     if args.child:
         requests, replicas, spec, steps, router, workers = args.child
         _child(int(requests), int(replicas), spec == "1", steps, router, workers)
@@ -99,4 +101,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

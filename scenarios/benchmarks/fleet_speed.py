@@ -45,6 +45,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from models.errors import run_script, script_args
+
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = Path(__file__).with_name("sim_speed.yaml")
 SPEC = ["drafter.kind=draft_model", "drafter.model=llama-68m", "drafter.gamma=4",
@@ -256,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--instructions", action="store_true",
                     help="startup: also count each command's instructions under valgrind (deterministic; slow)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    args = script_args(ap, argv)
     if args.child:
         if args.child[0] == "sync":
             _sync_child(args.child[1], int(args.child[2]), int(args.child[3]))
@@ -281,4 +283,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from models.errors import run_script, script_args
+
 SCENARIO = Path(__file__).resolve().parents[1] / "quickstart.yaml"
 OVERRIDES = ["workload.arrival.qps=100", "workload.output_tokens={kind: fixed, value: 2}",
              "workload.prompt_tokens={kind: fixed, value: 16}", "drafter={kind: none}"]
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m scenarios.benchmarks.host_memory", description=__doc__)
     parser.add_argument("--small", type=int, default=20_000)
     parser.add_argument("--large", type=int, default=400_000)
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     small, large = peak_rss_bytes(args.small), peak_rss_bytes(args.large)
     slope = (large - small) / (args.large - args.small)
     print(f"peak RSS {args.small:>9,} requests: {small / 1024**2:8.1f} MiB")
@@ -49,4 +51,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

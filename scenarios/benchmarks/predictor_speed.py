@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from models.errors import run_script, script_args
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PROFILE = ROOT / "profiles" / "data" / "cpu-local"
 
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", type=Path, default=DEFAULT_PROFILE)
     parser.add_argument("--calls", type=int, default=20000)
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     if not (args.profile / "ops.csv").is_file():
         print(f"no profile at {args.profile}", file=sys.stderr)
         return 2
@@ -143,4 +145,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

@@ -19,6 +19,7 @@ import platform
 import statistics
 import time
 
+from models.errors import run_script, script_args
 from simulator.speculation.suffix.cache import SuffixParams, SuffixProposer
 
 
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default="sessions-sharegpt")
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     runs = [measure(args.corpus) for _ in range(args.repeats)]
     out = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     out.update(corpus=args.corpus, repeats=args.repeats, python=platform.python_version(),
@@ -96,4 +97,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from models.errors import run_script, script_args
 from theory.multidraft_optimal import optimal_acceptance
 from theory.tree_search import optimal_tree
 
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per case (default 7)")
     parser.add_argument("--out", default=None, help="directory for theory_speed.csv (optional)")
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
     rng = np.random.default_rng(0)
@@ -73,4 +74,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from models.errors import run_script, script_args
 from simulator.errors import ScenarioError
 from simulator.workflows.goodput import search_placements
 from simulator.config.scenario import apply_overrides, read_scenario_dict
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rel-tol", type=float, default=0.03, help="bisection tolerance on the rate")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="scenario override")
     parser.add_argument("--csv", help="also write the table here")
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     try:
         data = apply_overrides(read_scenario_dict(args.scenario), args.set)
         if args.requests:
@@ -53,4 +54,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

@@ -18,6 +18,7 @@ import argparse
 
 import pandas as pd
 
+from models.errors import run_script, script_args
 from simulator.api import run
 from scenarios.tables import print_and_save
 
@@ -78,11 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", help="also write the table to this CSV file")
     parser.add_argument("--requests", type=int, default=400)
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     frame = table(requests=args.requests)
     print_and_save(frame, args.csv)
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from models import get_model
+from models.errors import run_script, script_args
 from models.moe_routing import ExpertPlacement, UniformRouting, expected_ep_load
 from models.opgraph import step_ops
 from models.step import Parallelism, StepShape
@@ -119,7 +120,7 @@ def table(setup: Setup = Setup(), models=("mixtral-8x7b", "qwen3-30b-a3b"), gpu_
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", help="also write the table to this CSV file")
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     setup = Setup()
     print(f"assumptions: {setup}, hit rate {hit_rate(setup.prediction_accuracy, setup.affinity):.2f}, "
           f"hardware {HARDWARE}, roofline latency model, uniform routing")
@@ -129,4 +130,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

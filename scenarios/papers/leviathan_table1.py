@@ -15,6 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from models.errors import run_script, script_args
 from theory.chain import ops_factor, optimal_gamma, speedup  # noqa: E402
 
 # (alpha, gamma, published speed, published ops) from Leviathan et al., Table 1 (c = 0, c_hat = 0)
@@ -24,7 +25,7 @@ PUBLISHED = [(0.6, 2, 1.96, 1.53), (0.8, 5, 3.69, 1.63), (0.9, 10, 6.86, 1.60)]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="out/papers", help="output directory (default out/papers)")
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -63,4 +64,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

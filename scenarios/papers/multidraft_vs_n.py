@@ -19,6 +19,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from models.errors import run_script, script_args
 from theory.multidraft import SCHEMES, acceptance  # noqa: E402
 from theory.multidraft_optimal import optimal_acceptance  # noqa: E402
 from theory.multidraft_sampling import estimate_acceptance  # noqa: E402
@@ -31,7 +32,7 @@ MAX_N, MC_RUNS, SEED = 6, 40_000, 3
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="out/papers", help="output directory (default out/papers)")
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
@@ -75,4 +76,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

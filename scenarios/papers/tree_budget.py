@@ -18,6 +18,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from models.errors import run_script, script_args
 from theory.tree_builders import chain_tree, eagle2_tree, positional_child_probs  # noqa: E402
 from theory.tree_search import tree_table  # noqa: E402
 from theory.trees import positional_accept_probs, positional_tree  # noqa: E402
@@ -43,7 +44,7 @@ def complete_kary(k: int, budget: int, accept_probs) -> object:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="out/papers", help="output directory (default out/papers)")
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -91,4 +92,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

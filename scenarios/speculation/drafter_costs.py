@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from models.errors import run_script, script_args
+
 FOLDER = Path(__file__).resolve().parent
 SCENARIOS = ("eagle3_llama31_8b_h100", "eagle3_gpt_oss_120b_h100", "mtp_deepseek_v3_h200_ep8",
              "mtp_deepseek_v3_h200_disagg")
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--context", type=int, default=1024, help="tokens in each request's KV cache")
     ap.add_argument("--batches", default="1,8,32,128", help="decode batch sizes (comma-separated)")
     ap.add_argument("--depths", default="1,2,3,4,5,6", help="draft depths γ to search (comma-separated)")
-    args = ap.parse_args(argv)
+    args = script_args(ap, argv)
     batches = [int(x) for x in args.batches.split(",")]
     depths = [int(x) for x in args.depths.split(",")]
     for name in args.names or SCENARIOS:
@@ -87,4 +89,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

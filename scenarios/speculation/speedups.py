@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from models.errors import run_script, script_args
 import simulator
 
 FOLDER = Path(__file__).resolve().parent
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", metavar="NAME", help="scenarios to run (default: all of SCENARIOS)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override every scenario")
-    args = ap.parse_args(argv)
+    args = script_args(ap, argv)
     print("| scenario | tokens / step | TPOT (ms) | plain TPOT (ms) | speedup | KV capacity vs plain | kernels |")
     print("|---|---|---|---|---|---|---|")
     for name in args.names or SCENARIOS:
@@ -52,4 +53,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

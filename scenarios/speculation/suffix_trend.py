@@ -20,6 +20,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from models.errors import run_script, script_args
+
 SCENARIO = Path(__file__).with_name("suffix_code.yaml")
 WORKLOADS = {"code_edit": ("sessions-qwen2.5-coder-0.5b", ["code_edit"]),
              "agentic": ("sessions-qwen2.5-coder-0.5b", ["agentic"]),
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
+    args = script_args(parser, argv)
     table = trend(args.requests)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.out is not None:
@@ -70,4 +72,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

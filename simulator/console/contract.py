@@ -14,33 +14,20 @@ import argparse
 import sys
 from typing import Callable
 
+from models.errors import EXIT_INTERRUPTED, EXIT_USAGE, one_line_usage_errors
+
 EXIT_OK = 0
 EXIT_FAILED_CHECK = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 # top-level module of an optional dependency -> the pyproject extra that installs it
 OPTIONAL_MODULES = {"torch": "torch", "gguf": "torch", "dask": "dask", "distributed": "dask",
                     "aiconfigurator_core": "gpu-data", "hypothesis": "dev", "pytest": "dev"}
 
 
-def _one_line_errors(parser: argparse.ArgumentParser) -> None:
-    """Make `parser` and its sub-command parsers print a usage error as one line, `PROG: error: MESSAGE
-    (see PROG --help)`, instead of argparse's usage block followed by the error."""
-    def error(message: str, p=parser):
-        p.exit(EXIT_USAGE, f"{p.prog}: error: {message} (see {p.prog} --help)\n")
-
-    parser.error = error
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                _one_line_errors(sub)
-
-
 def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace | int:
     """The parsed arguments, or the exit code argparse chose (it has printed its one-line usage error, or
     the help) — for commands' `main`s, which return codes instead of raising SystemExit."""
-    _one_line_errors(parser)
+    one_line_usage_errors(parser)
     try:
         return parser.parse_args(argv)
     except SystemExit as exc:

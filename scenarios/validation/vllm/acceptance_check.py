@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.errors import run_script, script_args
 from scenarios.validation.vllm.cases import DATA_DIR
 from scenarios.validation.vllm.compare import draft_acceptance_rate
 
@@ -74,7 +75,7 @@ def check(data: Path) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default=str(DATA_DIR))
-    args = p.parse_args(argv)
+    args = script_args(p, argv)
     for name, r in check(Path(args.data)).items():
         print(f"{name}: {r['prompts']} prompts; accepted/drafted vLLM {100 * r['vllm_acceptance_rate']:.1f} %, trace "
               f"{100 * r['trace_acceptance_rate']:.1f} %; tokens per step vLLM {r['vllm_tokens_per_step']:.2f}, trace "
@@ -84,4 +85,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from models.errors import run_script, script_args
+
 ACCEPTANCE_TRACE = Path(__file__).resolve().parents[3] / "profiles" / "data" / "acceptance" / \
     "qwen2.5-coder-1.5b-0.5b.parquet"
 
@@ -85,7 +87,7 @@ def main(argv=None) -> int:
     p.add_argument("--acceptance-set", action="store_true",
                    help="the acceptance trace's own prompts, all at t = 0 (a cross-check, not a validation workload)")
     p.add_argument("--out", required=True)
-    args = p.parse_args(argv)
+    args = script_args(p, argv)
     from models.torch_impl.gguf_loader import read_fields
     from models.torch_impl.tokenizer import tokenizer_from_gguf_fields
     from gguf import GGUFReader
@@ -102,4 +104,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

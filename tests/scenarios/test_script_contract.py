@@ -1,0 +1,87 @@
+"""Every `python -m` script of scenarios/ and profiles/ keeps the command-line half of the error contract
+(models.errors): an unknown flag or a bad flag value is one line naming the flag, exit 2, no usage block
+and no traceback; Ctrl-C is one line, exit 130. The scripts are found by reading the tree, so a new script
+that parses its flags with plain argparse fails here."""
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from models.errors import FieldError, run_script
+
+ROOT = Path(__file__).resolve().parents[2]
+# Standalone harnesses that import nothing from draftsim: they run by path in other environments (the vLLM
+# venv, the GPU machine) and their text is part of the provenance of the data they measured
+# (fingerprints hold their sha256).
+STANDALONE = {
+    "profiles/engine_time/measure_launch.py",
+    "profiles/engine_time/measure_vllm.py",
+    "profiles/engine_time/vllm_driver.py",
+    "scenarios/validation/gpu/measure_forwards.py",
+    "scenarios/validation/gpu/measure_verify_attention.py",
+}
+
+
+def _is_script(path: Path) -> bool:
+    """A module with a `__main__` block that builds an argparse parser."""
+    text = path.read_text()
+    if "argparse" not in text:
+        return False
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and \
+                isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__":
+            return True
+    return False
+
+
+SCRIPTS = sorted(str(p.relative_to(ROOT)) for base in ("scenarios", "profiles") for p in (ROOT / base).rglob("*.py")
+                 if _is_script(p) and str(p.relative_to(ROOT)) not in STANDALONE)
+
+
+def test_the_scripts_are_found():
+    assert len(SCRIPTS) >= 30, SCRIPTS
+    assert "scenarios/benchmarks/fleet_speed.py" in SCRIPTS and "profiles/acceptance/measure.py" in SCRIPTS
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_an_unknown_flag_is_one_line_and_exit_2(script, capsys, monkeypatch):
+    module = importlib.import_module(script[:-3].replace("/", "."))
+    monkeypatch.setattr(sys, "argv", [script, "--no-such-flag"])
+    try:
+        code = module.main(["--no-such-flag"])
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    assert code == 2, script
+    lines = captured.err.strip().splitlines()
+    # (a script with required flags names those first)
+    assert len(lines) == 1 and ": error: " in lines[0] and "usage:" not in captured.err, captured.err
+    assert captured.out == ""
+
+
+def test_run_script_turns_ctrl_c_and_field_errors_into_one_line(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["scenarios/benchmarks/example.py"])
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    def bad_field():
+        raise FieldError("--repeats", "must be >= 1, got 0")
+
+    assert run_script(interrupted) == 130
+    assert capsys.readouterr().err == "example: interrupted\n"
+    assert run_script(bad_field) == 2
+    assert capsys.readouterr().err == "example: error: --repeats: must be >= 1, got 0\n"
+    assert run_script(lambda: 1) == 1 and run_script(lambda: None) == 0
+
+
+def test_every_script_exits_through_run_script():
+    """Their `__main__` blocks hand `main` to run_script (Ctrl-C and field errors as one line), or they run
+    under the draftsim commands' whole contract (simulator.console.contract)."""
+    bad = [script for script in SCRIPTS if "run_script(main)" not in (text := (ROOT / script).read_text())
+           and "simulator.console.contract" not in text]
+    assert not bad, bad
