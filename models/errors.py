@@ -42,6 +42,27 @@ def one_line_usage_errors(parser: argparse.ArgumentParser) -> None:
                 one_line_usage_errors(sub)
 
 
+def bounded(kind: type = int, minimum: float = 1, maximum: float | None = None, exclusive: bool = False):
+    """An argparse `type` for a number of `kind` (int or float) within [minimum, maximum] (above `minimum`
+    when `exclusive`): a value outside, or not a number of that kind, is argparse's one-line usage error
+    naming the flag ("argument --repeats: must be >= 1, got 0")."""
+    what = "a whole number" if kind is int else "a number"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} is required, got {text!r}") from None
+        if not (value > minimum if exclusive else value >= minimum):   # (also refuses NaN)
+            raise argparse.ArgumentTypeError(f"must be {'>' if exclusive else '>='} {minimum}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__   # (argparse names the type in its fallback message)
+    return parse
+
+
 def script_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     """`parser.parse_args(argv)` of a `python -m` script, with one-line usage errors (SystemExit 2)."""
     one_line_usage_errors(parser)

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 from models.torch_impl.gguf_loader import LoadedModel, load_gguf
 from models.torch_impl.qwen2 import Qwen2Model
 from profiles.acceptance import trace as tr
@@ -195,12 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Measure acceptance traces on the pinned Qwen2.5-Coder pair.")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     parser.add_argument("--quick", action="store_true", help="4 code + 2 text prompts, 32 tokens each")
-    parser.add_argument("--n-code", type=int, default=32)
-    parser.add_argument("--n-text", type=int, default=8)
-    parser.add_argument("--n-calibration", type=int, default=2)
-    parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-code", type=bounded(), default=32)
+    parser.add_argument("--n-text", type=bounded(), default=8)
+    parser.add_argument("--n-calibration", type=bounded(), default=2)
+    parser.add_argument("--max-new-tokens", type=bounded(), default=128)
+    parser.add_argument("--batch-size", type=bounded(), default=8)
+    parser.add_argument("--seed", type=bounded(minimum=0), default=0)
     parser.add_argument("--skip-layers", type=str, default=None, help="comma-separated; default: calibrate")
     parser.add_argument("--target-gguf", type=Path, default=None, help="default: fetch the pinned file")
     parser.add_argument("--draft-gguf", type=Path, default=None, help="default: fetch the pinned file")

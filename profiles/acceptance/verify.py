@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 from models.torch_impl.gguf_loader import LoadedModel
 from models.torch_impl.qwen2 import Qwen2Model
 from profiles.acceptance import trace as tr
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seqs", type=str, default="0", help="comma-separated trace sequence indices")
     parser.add_argument("--gamma", type=str, default="4", help="comma-separated γ values")
     parser.add_argument("--drafters", type=str, default=",".join(tr.DRAFTERS))
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="compare only this many tokens")
+    parser.add_argument("--max-new-tokens", type=bounded(), default=None, help="compare only this many tokens")
     parser.add_argument("--target-gguf", type=Path, default=None)
     parser.add_argument("--draft-gguf", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None, help="write the report as JSON here")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -25,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 from models.torch_impl.gguf_loader import LoadedModel
 from profiles.acceptance import trace as tr
 from profiles.acceptance.hetero_vocab import TLIDrafter, build_vocab_map
@@ -76,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drafter", choices=sorted(PINNED_MODELS), default="smollm2")
     parser.add_argument("--seqs", type=str, default="0", help="comma-separated trace sequence indices")
     parser.add_argument("--gamma", type=str, default="1,4", help="comma-separated γ values")
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="compare only this many tokens")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--max-new-tokens", type=bounded(), default=None, help="compare only this many tokens")
+    parser.add_argument("--threads", type=bounded(maximum=os.cpu_count() or 1), default=1)
     parser.add_argument("--out", type=Path, default=None, help="write the report as JSON here")
     args = script_args(parser, argv)
     torch.set_num_threads(args.threads)

@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 
 SCENARIO = Path(__file__).with_name("sim_speed.yaml")
 SPEC = ["drafter.kind=draft_model", "drafter.model=llama-68m", "drafter.gamma=4",
@@ -68,7 +68,7 @@ def measure(case: str, spec: bool, steps: str, router: str, workers: str) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=bounded(), default=3)
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     ap.add_argument("--steps", default="aggregate", choices=["full", "sampled", "aggregate"])
     ap.add_argument("--router", default="round_robin",

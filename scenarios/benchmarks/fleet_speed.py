@@ -45,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = Path(__file__).with_name("sim_speed.yaml")
@@ -248,13 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", nargs="+", default=["startup", "one", "fleet", "sync"],
                     choices=["startup", "one", "fleet", "sync"])
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--dask-workers", type=int, default=2)
-    ap.add_argument("--fleet-requests", type=int, default=10_000_000)
-    ap.add_argument("--fleet-replicas", type=int, default=1024)
-    ap.add_argument("--one", nargs=2, type=int, default=[1_000_000, 64], metavar=("REQUESTS", "REPLICAS"),
+    ap.add_argument("--repeats", type=bounded(), default=3)
+    ap.add_argument("--dask-workers", type=bounded(), default=2)
+    ap.add_argument("--fleet-requests", type=bounded(), default=10_000_000)
+    ap.add_argument("--fleet-replicas", type=bounded(), default=1024)
+    ap.add_argument("--one", nargs=2, type=bounded(), default=[1_000_000, 64], metavar=("REQUESTS", "REPLICAS"),
                     help="the one-process case, and the fleet part's baseline (default 1000000 64)")
-    ap.add_argument("--sync-requests", type=int, default=30_000)
+    ap.add_argument("--sync-requests", type=bounded(), default=30_000)
     ap.add_argument("--instructions", action="store_true",
                     help="startup: also count each command's instructions under valgrind (deterministic; slow)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 
 SCENARIO = Path(__file__).resolve().parents[1] / "quickstart.yaml"
 OVERRIDES = ["workload.arrival.qps=100", "workload.output_tokens={kind: fixed, value: 2}",
@@ -39,8 +39,8 @@ def peak_rss_bytes(num_requests: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m scenarios.benchmarks.host_memory", description=__doc__)
-    parser.add_argument("--small", type=int, default=20_000)
-    parser.add_argument("--large", type=int, default=400_000)
+    parser.add_argument("--small", type=bounded(), default=20_000)
+    parser.add_argument("--large", type=bounded(), default=400_000)
     args = script_args(parser, argv)
     small, large = peak_rss_bytes(args.small), peak_rss_bytes(args.large)
     slope = (large - small) / (args.large - args.small)

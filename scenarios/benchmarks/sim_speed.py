@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 
 SCENARIO = Path(__file__).with_name("sim_speed.yaml")
 SPEC = ["drafter.kind=draft_model", "drafter.model=llama-68m", "drafter.gamma=4",
@@ -41,7 +41,7 @@ def _cold_start_s() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=bounded(), default=5)
     args = script_args(ap, argv)
     print(f"{'case':24s} {'wall_s (median)':>16s} {'steps':>8s} {'steps/s':>10s}   runs")
     for label, overrides in [("no speculation", []), ("chain γ=4 (draft model)", SPEC)]:

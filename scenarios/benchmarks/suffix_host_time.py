@@ -19,7 +19,7 @@ import platform
 import statistics
 import time
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 from simulator.speculation.suffix.cache import SuffixParams, SuffixProposer
 
 
@@ -86,7 +86,7 @@ def measure(corpus: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default="sessions-sharegpt")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=bounded(), default=3)
     args = script_args(parser, argv)
     runs = [measure(args.corpus) for _ in range(args.repeats)]
     out = {k: statistics.median(r[k] for r in runs) for k in runs[0]}

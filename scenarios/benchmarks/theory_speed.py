@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 from theory.multidraft_optimal import optimal_acceptance
 from theory.tree_search import optimal_tree
 
@@ -33,7 +33,7 @@ def median_seconds(fn, repeats: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7, help="timed runs per case (default 7)")
+    parser.add_argument("--repeats", type=bounded(), default=7, help="timed runs per case (default 7)")
     parser.add_argument("--out", default=None, help="directory for theory_speed.csv (optional)")
     args = script_args(parser, argv)
     if args.repeats < 1:

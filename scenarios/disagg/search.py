@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 from simulator.errors import ScenarioError
 from simulator.workflows.goodput import search_placements
 from simulator.config.scenario import apply_overrides, read_scenario_dict
@@ -26,12 +26,12 @@ from simulator.config.scenario import apply_overrides, read_scenario_dict
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenario", help="scenario YAML (its cluster layout and rate are replaced)")
-    parser.add_argument("--max-gpus", type=int, default=4)
-    parser.add_argument("--tp", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--pp", type=int, nargs="+", default=[1])
+    parser.add_argument("--max-gpus", type=bounded(), default=4)
+    parser.add_argument("--tp", type=bounded(), nargs="+", default=[1, 2, 4])
+    parser.add_argument("--pp", type=bounded(), nargs="+", default=[1])
     parser.add_argument("--link", choices=["scaleup", "scaleout"], default="scaleup")
-    parser.add_argument("--requests", type=int, help="override workload.num_requests (speed)")
-    parser.add_argument("--rel-tol", type=float, default=0.03, help="bisection tolerance on the rate")
+    parser.add_argument("--requests", type=bounded(), help="override workload.num_requests (speed)")
+    parser.add_argument("--rel-tol", type=bounded(float, 0.0, exclusive=True), default=0.03, help="bisection tolerance on the rate")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="scenario override")
     parser.add_argument("--csv", help="also write the table here")
     args = script_args(parser, argv)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 
 SCENARIO = Path(__file__).with_name("suffix_code.yaml")
 WORKLOADS = {"code_edit": ("sessions-qwen2.5-coder-0.5b", ["code_edit"]),
@@ -60,7 +60,7 @@ def trend(requests: int) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--requests", type=bounded(), default=200)
     parser.add_argument("--out", type=Path, default=None)
     args = script_args(parser, argv)
     table = trend(args.requests)

@@ -4,14 +4,16 @@ and no traceback; Ctrl-C is one line, exit 130. The scripts are found by reading
 that parses its flags with plain argparse fails here."""
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from models.errors import FieldError, run_script
+from models.errors import FieldError, bounded, run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 # Standalone harnesses that import nothing from draftsim: they run by path in other environments (the vLLM
@@ -61,6 +63,35 @@ def test_an_unknown_flag_is_one_line_and_exit_2(script, capsys, monkeypatch):
     # (a script with required flags names those first)
     assert len(lines) == 1 and ": error: " in lines[0] and "usage:" not in captured.err, captured.err
     assert captured.out == ""
+
+
+BOUNDED_FLAGS = [(script, flag) for script in SCRIPTS
+                 for flag in re.findall(r'add_argument\("(--[\w-]+)"[^\n]*type=bounded\(', (ROOT / script).read_text())]
+
+
+def test_the_bounded_flags_are_found():
+    assert len(BOUNDED_FLAGS) >= 40 and ("scenarios/benchmarks/fleet_speed.py", "--repeats") in BOUNDED_FLAGS
+
+
+@pytest.mark.parametrize("script,flag", BOUNDED_FLAGS)
+def test_a_count_below_its_minimum_is_one_line_naming_the_flag(script, flag, capsys, monkeypatch):
+    """Counts, sizes, seeds and rates: -1 is refused before any work (a --repeats 0 used to reach
+    statistics.median of nothing, a --threads 100000 torch's allocator)."""
+    module = importlib.import_module(script[:-3].replace("/", "."))
+    monkeypatch.setattr(sys, "argv", [script, flag, "-1", "-1"])
+    with pytest.raises(SystemExit) as exited:
+        module.main([flag, "-1", "-1"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exited.value.code == 2
+    assert len(lines) == 1 and f"argument {flag}" in lines[0] and "must be >" in lines[0], lines
+
+
+def test_bounded_parses_numbers_of_its_kind_within_bounds():
+    count, rate, threads = bounded(), bounded(float, 0.0, exclusive=True), bounded(maximum=4)
+    assert count("3") == 3 and rate("0.5") == 0.5 and threads("4") == 4
+    for parse, text in ((count, "0"), (count, "2.5"), (count, "x"), (rate, "0"), (rate, "nan"), (threads, "5")):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse(text)
 
 
 def test_run_script_turns_ctrl_c_and_field_errors_into_one_line(capsys, monkeypatch):

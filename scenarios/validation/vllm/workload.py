@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.errors import run_script, script_args
+from models.errors import bounded, run_script, script_args
 
 ACCEPTANCE_TRACE = Path(__file__).resolve().parents[3] / "profiles" / "data" / "acceptance" / \
     "qwen2.5-coder-1.5b-0.5b.parquet"
@@ -78,11 +78,11 @@ def acceptance_set_workload(tokenizer, output_tokens: int) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--requests", type=int, default=16)
-    p.add_argument("--rate", type=float, default=0.2, help="Poisson arrival rate, requests per second")
-    p.add_argument("--output-tokens", type=int, default=48)
-    p.add_argument("--max-prompt-tokens", type=int, default=384)
-    p.add_argument("--seed", type=int, default=5)
+    p.add_argument("--requests", type=bounded(), default=16)
+    p.add_argument("--rate", type=bounded(float, 0.0, exclusive=True), default=0.2, help="Poisson arrival rate, requests per second")
+    p.add_argument("--output-tokens", type=bounded(), default=48)
+    p.add_argument("--max-prompt-tokens", type=bounded(), default=384)
+    p.add_argument("--seed", type=bounded(minimum=0), default=5)
     p.add_argument("--gguf", default=None, help="GGUF file whose tokenizer to use (default: the pinned draft)")
     p.add_argument("--acceptance-set", action="store_true",
                    help="the acceptance trace's own prompts, all at t = 0 (a cross-check, not a validation workload)")
