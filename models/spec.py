@@ -278,12 +278,24 @@ class ModelSpec:
         return total, other
 
     def _count(self, routed_experts: int) -> int:
-        h = self.hidden_size
+        return self._decoder_count(routed_experts) + self._outer_params()
+
+    def _decoder_count(self, routed_experts: int) -> int:
+        """Parameters of the decoder layers (mixers, FFNs and their pre-norms)."""
         dense = self.num_dense_layers * self.mlp_params(self.intermediate_size)
         moe = self.num_moe_layers * self.moe_params_per_layer(routed_experts)
-        embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
-        norms = self.num_sublayers * h + h  # one pre-norm per mixer and FFN, plus the final norm
-        return self.mixer_params()[0] + dense + moe + embeddings + norms
+        norms = self.num_sublayers * self.hidden_size  # one pre-norm per mixer and FFN
+        return self.mixer_params()[0] + dense + moe + norms
+
+    def _outer_params(self) -> int:
+        """Parameters outside the decoder layers: embeddings, LM head (unless tied) and the final norm."""
+        h = self.hidden_size
+        return self.vocab_size * h * (1 if self.tie_word_embeddings else 2) + h
+
+    def decoder_param_count(self) -> int:
+        """Parameters of the decoder layers alone (a draft head made of `with_layers(n)` owns these and
+        shares the target's embeddings and LM head)."""
+        return self._decoder_count(self.num_experts)
 
     def param_count(self) -> int:
         return self._count(self.num_experts)

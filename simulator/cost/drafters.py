@@ -159,11 +159,6 @@ def overlap_exposure(full_accept_prob: float):
     return exposed
 
 
-def layer_params(spec: ModelSpec) -> int:
-    """Parameters of one decoder layer (difference of a 2- and a 1-layer copy)."""
-    return spec.with_layers(2).param_count() - spec.with_layers(1).param_count()
-
-
 @dataclass(frozen=True)
 class DrafterBuild:
     """A drafter ready for the step cost model and the memory model."""
@@ -200,7 +195,7 @@ def _head(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dt
         cost = MedusaHeadsCost(target, tp_par, latency, dtype, d.gamma)
         return DrafterBuild(cost, 1, w * dtype_bytes(dtype) / par.tp, 0.0)
     spec = target.with_layers(d.layers)
-    w = d.layers * layer_params(target) + 2 * target.hidden_size ** 2
+    w = spec.decoder_param_count() + 2 * target.hidden_size ** 2   # the layers it runs, and its fc
     return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype, kv_dtype), None, w * dtype_bytes(dtype) / par.tp,
                         spec.kv_bytes_per_token_per_gpu(tp_par, kv_dtype), spec=spec, tokens_per_pass=d.tokens_per_pass,
                         fixed_chain=None if d.tokens_per_pass == 1 else

@@ -78,9 +78,10 @@ def _sequential(d, target: ModelSpec, par: Parallelism, latency, dtype: str):
 
 
 def _rnn(d, target: ModelSpec, par: Parallelism, latency, dtype: str):
-    from simulator.cost.drafters import DrafterBuild, layer_params
+    from simulator.cost.drafters import DrafterBuild
     cost = GemmHeadCost(target, Parallelism(par.tp, 1), latency, dtype, rnn_gemms(target, d.layers))
-    own = 4 * d.layers * target.hidden_size ** 2 + layer_params(target)  # LM head shared; + augmenting block
+    # LM head shared; + the augmenting block, a decoder layer of the target's (its first)
+    own = 4 * d.layers * target.hidden_size ** 2 + target.with_layers(1).decoder_param_count()
     return DrafterBuild(cost, None, own * dtype_bytes(dtype) / par.tp, 0.0)
 
 

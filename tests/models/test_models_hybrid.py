@@ -231,6 +231,9 @@ def test_with_layers_prefix_without_moe_layers_is_dense():
     assert one.ffn_types == ("dense",) and not one.is_moe and one.experts_per_token == 0
     assert two.ffn_types == ("dense", "moe") and two.is_moe and two.num_experts == jamba.num_experts
     assert two.num_moe_layers == 1 and one.param_count() < two.param_count()
+    # the parameters outside the decoder layers (embeddings, LM head, final norm) are the same for both
+    assert one.param_count() - one.decoder_param_count() == two.param_count() - two.decoder_param_count() \
+        == jamba.param_count() - jamba.decoder_param_count()
 
 
 @pytest.mark.parametrize("name,kv_heads,v_heads,kv_dtype,logged", [

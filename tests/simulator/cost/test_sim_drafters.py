@@ -11,7 +11,6 @@ from models.step import Parallelism
 from models.spec import dtype_bytes
 from profiles.hardware import get_hardware
 from sim_helpers import scenario
-from simulator.cost.drafters import layer_params
 from simulator.errors import ScenarioError
 from simulator.cost.step_cost import ForwardCost
 
@@ -54,7 +53,9 @@ def test_layer_skip_pass_is_the_kept_layers_of_the_target():
 def test_eagle_head_memory_and_cost(plain):
     result = _run({"kind": "head", "style": "autoregressive", "gamma": 3})
     target = get_model("llama-3-8b")
-    w = (layer_params(target) + 2 * target.hidden_size ** 2) * dtype_bytes("bf16")
+    h, kv_dim, inter = target.hidden_size, target.num_kv_heads * target.head_dim, target.intermediate_size
+    layer = 2 * h * h + 2 * h * kv_dim + 3 * h * inter + 2 * h   # q, o; k, v; gate, up, down; two pre-norms
+    w = (layer + 2 * h * h) * dtype_bytes("bf16")                   # + the fc that reads two hidden states
     kv = 2 * target.num_kv_heads * target.head_dim * dtype_bytes("bf16")  # one layer
     per_token = target.kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16")
     hw = get_hardware("h100-sxm")
@@ -128,3 +129,19 @@ def test_chain_draft_model_results_unchanged_by_placement_default():
     a = _run(DRAFT)
     b = _run({**DRAFT, "placement": "colocated"})
     pd.testing.assert_frame_equal(a.steps, b.steps)
+
+
+def test_a_head_of_a_hybrid_owns_the_weights_of_the_layers_it_runs():
+    """A 1-layer head on Jamba (first layer dense, second MoE) runs the dense layer and owns its weights,
+    not those of a MoE layer with 16 experts."""
+    from types import SimpleNamespace
+
+    from simulator.cost.drafters import build_drafter
+    target = get_model("jamba-1.5-mini")
+    d = SimpleNamespace(kind="head", style="autoregressive", gamma=1, layers=1, tokens_per_pass=1)
+    built = build_drafter(d, target, Parallelism(2, 1), None, get_hardware("h100-sxm"), "bf16")
+    assert built.cost.spec.ffn_types == ("dense",)
+    w = target.with_layers(1).decoder_param_count() + 2 * target.hidden_size ** 2
+    assert built.weight_bytes_per_gpu == w * dtype_bytes("bf16") / 2
+    moe_layer = target.with_layers(2).decoder_param_count() - target.with_layers(1).decoder_param_count()
+    assert w < moe_layer / 4
