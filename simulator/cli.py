@@ -178,10 +178,28 @@ def commands(registered: bool = True) -> dict[str, Command]:
     return found
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed distribution's version, read only when asked (importlib.metadata costs
+    start-up time every command would pay)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            found = version("draftsim")
+        except PackageNotFoundError:
+            found = "unknown (not installed: pip install -e .)"
+        print(f"draftsim {found}")   # (stdout, as argparse's own version action)
+        parser.exit(0)
+
+
 def build_parser(registered: bool = True) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="draftsim", description=(
         "Simulate LLM serving with speculative decoding: latency, throughput and goodput of a cluster "
         "under a workload, from measured kernel profiles, measured acceptance and verified theory."))
+    p.add_argument("--version", action=_Version, help="print the installed draftsim's version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     r = sub.add_parser("run", help="simulate one scenario YAML and write its outputs",
                        description="Simulate a scenario; print a summary; write requests.parquet, "

@@ -48,3 +48,12 @@ def test_entry_keeps_the_exit_code_and_the_one_line_error(tmp_path):
     assert via_entry.returncode == via_main.returncode == 2
     assert via_entry.stderr == via_main.stderr and via_entry.stderr.count("\n") == 1, via_entry.stderr
     assert "missing.yaml" in via_entry.stderr
+
+
+def test_version_prints_the_installed_distributions_version(capsys):
+    from importlib.metadata import version
+
+    from simulator.cli import main
+    assert main(["--version"]) == 0
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert capsys.readouterr().out == f"draftsim {version('draftsim')}\n" == f"draftsim {declared}\n"
