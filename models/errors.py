@@ -72,7 +72,7 @@ def script_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
 def run_script(main: Callable[[], int | None]) -> int:
     """A `python -m` script's exit code: `main()`'s; Ctrl-C one line, 130; a `FieldError` or
     `UnknownNameError` (bad input found after parsing) one line, 2."""
-    prog = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else "script"
+    prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "script"   # (argparse's prog)
     try:
         return int(main() or 0)
     except KeyboardInterrupt:

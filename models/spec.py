@@ -278,9 +278,9 @@ class ModelSpec:
         return total, other
 
     def _count(self, routed_experts: int) -> int:
-        return self._decoder_count(routed_experts) + self._outer_params()
+        return self._decoder_params(routed_experts) + self._outer_params()
 
-    def _decoder_count(self, routed_experts: int) -> int:
+    def _decoder_params(self, routed_experts: int) -> int:
         """Parameters of the decoder layers (mixers, FFNs and their pre-norms)."""
         dense = self.num_dense_layers * self.mlp_params(self.intermediate_size)
         moe = self.num_moe_layers * self.moe_params_per_layer(routed_experts)
@@ -295,7 +295,7 @@ class ModelSpec:
     def decoder_param_count(self) -> int:
         """Parameters of the decoder layers alone (a draft head made of `with_layers(n)` owns these and
         shares the target's embeddings and LM head)."""
-        return self._decoder_count(self.num_experts)
+        return self._decoder_params(self.num_experts)
 
     def param_count(self) -> int:
         return self._count(self.num_experts)

@@ -104,9 +104,9 @@ def test_run_script_turns_ctrl_c_and_field_errors_into_one_line(capsys, monkeypa
         raise FieldError("--repeats", "must be >= 1, got 0")
 
     assert run_script(interrupted) == 130
-    assert capsys.readouterr().err == "example: interrupted\n"
+    assert capsys.readouterr().err == "example.py: interrupted\n"
     assert run_script(bad_field) == 2
-    assert capsys.readouterr().err == "example: error: --repeats: must be >= 1, got 0\n"
+    assert capsys.readouterr().err == "example.py: error: --repeats: must be >= 1, got 0\n"
     assert run_script(lambda: 1) == 1 and run_script(lambda: None) == 0
 
 
