@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from models.errors import bounded
 from simulator.console.contract import EXIT_USAGE, guarded, parse_args
 
 
@@ -65,17 +66,6 @@ def _executor(scenario):
     from simulator.distributed import check_distributable, open_executor
     check_distributable(scenario)
     return open_executor(scenario)
-
-
-def _count(text: str) -> int:
-    """An argparse type: an integer >= 0 (argparse prints its one-line usage error otherwise)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
-    return value
 
 
 def _model_row(name: str, spec) -> list[str]:
@@ -221,7 +211,7 @@ def build_parser(registered: bool = True) -> argparse.ArgumentParser:
                    help="also write trace.json: a Chrome/Perfetto timeline (one track per replica with prefill, "
                         "draft, verify and engine spans per step, and one slice per request with its id; "
                         "open in ui.perfetto.dev)")
-    r.add_argument("--trace-requests", type=_count, default=1000, metavar="N",
+    r.add_argument("--trace-requests", type=bounded(minimum=0), default=1000, metavar="N",
                    help="with --trace: draw the request slices of the first N request ids (default 1000, so "
                         "that huge runs stay loadable; every step is drawn whatever N); a warning says when "
                         "requests are left out")
