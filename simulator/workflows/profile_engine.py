@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
 
+from models.errors import bounded
 from simulator.console.contract import command_main
+
+CORES = os.cpu_count() or 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,8 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "else this one)")
     p.add_argument("--out", default="out/engine-profile")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="vLLM's CPU backend or CUDA")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--kv-cache-gib", type=float, default=2.0)
+    # the engine's CPU threads: more than the cores would time contention, not passes
+    p.add_argument("--threads", type=bounded(maximum=CORES), default=min(2, CORES))
+    p.add_argument("--kv-cache-gib", type=bounded(float, 0, exclusive=True), default=2.0)
     p.add_argument("--quick", action="store_true", help="a small grid (tests, a first look)")
     p.add_argument("--quiet", action="store_true")
     return p
@@ -47,8 +52,6 @@ def _profile(args) -> int:
     from profiles.engine_time.engine_profile import fit_pass_model, pass_rows
     from simulator.workflows.vllm_launch import check_model_dir, engine_env, resolve_vllm_python, run_driver
     from simulator.console.contract import fail
-    if args.threads < 1 or args.kv_cache_gib <= 0:
-        return fail("--threads must be >= 1 and --kv-cache-gib > 0", "profile")
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     for name in names:
         get_model(name)   # a catalog name (UnknownNameError lists them)
