@@ -294,9 +294,11 @@ class SimulationConfig(Strict):
     @field_validator("workers", mode="before")
     @classmethod
     def _workers(cls, value):
-        if value == "auto" or (type(value) is int and value >= 1):
+        from simulator.core.parallel import local_workers_max
+        most = local_workers_max()
+        if value == "auto" or (type(value) is int and 1 <= value <= most):
             return value
-        raise ValueError(f"an integer >= 1 or 'auto', got {value!r}")
+        raise ValueError(f"an integer in 1..{most} (this machine's cores) or 'auto', got {value!r}")
 
 
 class OutputsConfig(Strict):

@@ -40,6 +40,14 @@ AUTO_MAX_WORKERS = 8   # each worker copies the request-state pages it writes (a
 _POLL_S = 0.2
 
 
+def local_workers_max() -> int:
+    """The most worker processes a run, sweep or plan may start on this machine (`simulation.workers`,
+    `--workers` of the local executors): its cores. More would time-slice the same cores (the simulation is
+    pure Python, one core a process) while each holds its own memory, and a count in the thousands would
+    exhaust the machine's processes or memory before any work is done."""
+    return os.cpu_count() or 1
+
+
 def worker_count(setting, replicas: list, requests: int) -> int:
     """Processes to use for the independent driver (module docstring)."""
     if not all(rep.parallel_safe for rep in replicas) or len(replicas) < 2:
@@ -50,7 +58,7 @@ def worker_count(setting, replicas: list, requests: int) -> int:
     if setting == "auto":
         if requests < AUTO_MIN_REQUESTS or mp.parent_process() is not None:
             return 1
-        setting = min(os.cpu_count() or 1, AUTO_MAX_WORKERS)
+        setting = min(local_workers_max(), AUTO_MAX_WORKERS)
     return max(1, min(int(setting), len(replicas)))
 
 

@@ -135,9 +135,12 @@ class DaskExecutor:
 
 
 def _default_workers(workers: int | None) -> int:
-    if workers is not None and workers < 1:
-        raise ScenarioError("--workers", f"must be >= 1, got {workers}")
-    return workers or max(1, os.cpu_count() or 1)
+    """Processes of a local executor: `workers`, 1 .. the machine's cores (default: the cores)."""
+    from simulator.core.parallel import local_workers_max
+    most = local_workers_max()
+    if workers is not None and not 1 <= workers <= most:
+        raise ScenarioError("--workers", f"must be an integer in 1..{most} (this machine's cores), got {workers}")
+    return workers or most
 
 
 EXECUTORS: dict[str, Callable[[int | None], Any]] = {

@@ -11,7 +11,16 @@ import pytest
 
 import simulator
 from simulator.core import parallel
+from simulator.distributed.executors import make_executor
+from simulator.errors import ScenarioError
 from sim_helpers import scenario
+
+@pytest.fixture
+def three_cores(monkeypatch):
+    """Three worker processes allowed whatever this machine's cores (`simulation.workers` is at most the
+    cores): the merge of two children's parts runs on a 2-core machine too."""
+    monkeypatch.setattr(parallel, "local_workers_max", lambda: 3)
+
 
 SPEC = {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
         "acceptance": {"kind": "constant", "alpha": 0.7}}
@@ -25,7 +34,7 @@ def cluster(steps: str, spec: bool, workers, **extra) -> dict:
 
 @pytest.mark.parametrize("spec", [False, True], ids=["plain", "spec"])
 @pytest.mark.parametrize("steps", ["full", "sampled", "aggregate"])
-def test_workers_give_the_same_outputs_as_one_process(steps, spec):
+def test_workers_give_the_same_outputs_as_one_process(steps, spec, three_cores):
     one = simulator.run(cluster(steps, spec, 1))
     three = simulator.run(cluster(steps, spec, 3))
     assert one.requests.replica.nunique() == 5
@@ -43,7 +52,7 @@ def test_measured_kernels_count_the_same_shapes_in_workers():
     pd.testing.assert_frame_equal(one.requests, two.requests)
 
 
-def test_progress_counts_every_request_across_workers():
+def test_progress_counts_every_request_across_workers(three_cores):
     counted = []
     result = simulator.run(cluster("aggregate", False, 3), progress=counted.append)
     assert sum(counted) == len(result.requests) == 1500
@@ -61,6 +70,19 @@ def test_worker_count_rules():
     policy = simulator.api.prepare(scenario(cluster={"replicas": 3}, policy={"kind": "smartspec", "max_gamma": 4},
                                             **SPEC))
     assert parallel.worker_count(3, policy.cluster.replicas, 10**6) == 1   # its state is read after the run
+
+
+def test_workers_are_at_most_the_machines_cores(monkeypatch):
+    monkeypatch.setattr(parallel, "local_workers_max", lambda: 2)
+    assert simulator.api.prepare(cluster("aggregate", False, 2)).scenario.simulation.workers == 2
+    for bad in (3, 100_000):
+        with pytest.raises(ScenarioError, match=r"simulation\.workers.*an integer in 1\.\.2 \(this machine's cores\)"):
+            simulator.api.prepare(cluster("aggregate", False, bad))
+    with pytest.raises(ScenarioError, match=r"^--workers: must be an integer in 1\.\.2 \(this machine's cores\), got 3"):
+        make_executor("local", 3)
+    with pytest.raises(ScenarioError, match=r"^--workers: must be an integer in 1\.\.2"):
+        make_executor("local-dask", 100_000)
+    assert make_executor("local", 2).workers == 2 and make_executor("local").workers == 2   # default: the cores
 
 
 def test_split_work_balances_requests_and_keeps_replica_order():
