@@ -71,7 +71,10 @@ def script_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
 
 def run_script(main: Callable[[], int | None]) -> int:
     """A `python -m` script's exit code: `main()`'s; Ctrl-C one line, 130; a `FieldError` or
-    `UnknownNameError` (bad input found after parsing) one line, 2."""
+    `UnknownNameError` (bad input found after parsing) one line, 2; a child process that failed
+    (`subprocess.run(check=True)`: a benchmark's or measurement's own runs) one line with its exit code and
+    the last line it wrote to a captured stderr, exit 2 when the child refused its input, else 1."""
+    import subprocess   # (here: the draftsim commands import this module and never start children)
     prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "script"   # (argparse's prog)
     try:
         return int(main() or 0)
@@ -81,3 +84,17 @@ def run_script(main: Callable[[], int | None]) -> int:
     except (FieldError, UnknownNameError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except subprocess.CalledProcessError as exc:
+        print(f"{prog}: error: {_child_failure(exc)}", file=sys.stderr)
+        return EXIT_USAGE if exc.returncode == EXIT_USAGE else 1
+
+
+def _child_failure(exc) -> str:
+    """One line for a failed child process: what ran, its exit code and the last line of its captured
+    stderr (when it was not captured the child printed it above)."""
+    cmd = exc.cmd if isinstance(exc.cmd, (list, tuple)) else [str(exc.cmd)]
+    what = " ".join(" ".join(Path(str(part)).name if i == 0 else str(part) for i, part in enumerate(cmd[:4])).split())
+    err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+    last = next((line.strip() for line in reversed(err.splitlines()) if line.strip()), "")
+    return f"a child process failed ({what}{' ...' if len(cmd) > 4 else ''}: exit {exc.returncode})" + \
+        (f": {last}" if last else "")

@@ -66,6 +66,17 @@ def measure(case: str, spec: bool, steps: str, router: str, workers: str) -> dic
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _workers(text: str):
+    """--workers: "auto" or a process count, 1 .. the cores (simulation.workers' own rule, checked here
+    before any run)."""
+    from simulator.core.parallel import local_workers_max
+    if text == "auto":
+        return text
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"'auto' or a whole number is required, got {text!r}")
+    return str(bounded(maximum=local_workers_max())(text))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=bounded(), default=3)
@@ -75,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="cluster.router (round_robin: replicas simulated apart; a load-reading router such as "
                          "least_outstanding runs the coupled SimPy driver)")
     ap.add_argument("--speculation", default="both", choices=["both", "none", "chain"])
-    ap.add_argument("--workers", default="auto", help="simulation.workers: auto (default) or a process count")
+    ap.add_argument("--workers", type=_workers, default="auto",
+                    help="simulation.workers: auto (default) or a process count (at most the cores)")
     ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = script_args(ap, argv)
     if args.child:

@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 
 from models.errors import bounded, run_script, script_args
+from simulator.core.parallel import local_workers_max
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = Path(__file__).with_name("sim_speed.yaml")
@@ -249,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", nargs="+", default=["startup", "one", "fleet", "sync"],
                     choices=["startup", "one", "fleet", "sync"])
     ap.add_argument("--repeats", type=bounded(), default=3)
-    ap.add_argument("--dask-workers", type=bounded(), default=2)
+    ap.add_argument("--dask-workers", type=bounded(maximum=local_workers_max()), default=min(2, local_workers_max()))
     ap.add_argument("--fleet-requests", type=bounded(), default=10_000_000)
     ap.add_argument("--fleet-replicas", type=bounded(), default=1024)
     ap.add_argument("--one", nargs=2, type=bounded(), default=[1_000_000, 64], metavar=("REQUESTS", "REPLICAS"),

@@ -8,6 +8,7 @@ import argparse
 import ast
 import importlib
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -108,6 +109,28 @@ def test_run_script_turns_ctrl_c_and_field_errors_into_one_line(capsys, monkeypa
     assert run_script(bad_field) == 2
     assert capsys.readouterr().err == "example.py: error: --repeats: must be >= 1, got 0\n"
     assert run_script(lambda: 1) == 1 and run_script(lambda: None) == 0
+
+
+def test_run_script_turns_a_failed_child_into_one_line(capsys, monkeypatch):
+    """A benchmark's own runs are child processes (`subprocess.run(check=True)`): one that fails is one
+    line with its exit code and the last line of its captured stderr; exit 2 when it refused its input."""
+    monkeypatch.setattr(sys, "argv", ["scenarios/benchmarks/example.py"])
+    child = [sys.executable, "-c", "import sys; sys.stderr.write('Traceback\\n  ...\\nchild: error: x: bad\\n'); "
+             "sys.exit(int(sys.argv[1]))"]
+
+    def failing(code: str, capture: bool):
+        return lambda: subprocess.run([*child, code], check=True, capture_output=capture, text=True)
+
+    assert run_script(failing("2", True)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("example.py: error: a child process failed (")
+    assert err.endswith(": exit 2): child: error: x: bad\n")
+    assert run_script(failing("7", True)) == 1
+    assert capsys.readouterr().err.endswith(": exit 7): child: error: x: bad\n")
+    assert run_script(failing("3", False)) == 1   # (stderr not captured: the child wrote it above)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"example.py: error: a child process failed ({Path(sys.executable).name} -c ")
+    assert err.endswith(" 3: exit 3)\n")
 
 
 def test_every_script_exits_through_run_script():
