@@ -135,10 +135,11 @@ class DaskExecutor:
 
 
 def _default_workers(workers: int | None) -> int:
-    """Processes of a local executor: `workers`, 1 .. the machine's cores (default: the cores)."""
+    """Processes of a local executor: `workers`, at most the machine's cores (default: the cores). Below 1
+    never reaches here: `make_executor` refuses it, and `simulation.workers` is validated with the scenario."""
     from simulator.core.parallel import local_workers_max
     most = local_workers_max()
-    if workers is not None and not 1 <= workers <= most:
+    if workers is not None and workers > most:
         raise ScenarioError("--workers", f"must be an integer in 1..{most} (this machine's cores), got {workers}")
     return workers or most
 
