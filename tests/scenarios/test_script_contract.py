@@ -26,6 +26,7 @@ STANDALONE = {
     "profiles/engine_time/vllm_driver.py",
     "scenarios/validation/gpu/measure_forwards.py",
     "scenarios/validation/gpu/measure_verify_attention.py",
+    "scenarios/validation/gpu/measure_sustained_gemm.py",
 }
 
 
