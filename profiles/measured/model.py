@@ -15,7 +15,9 @@ says so, with the number of distinct shapes priced and how many were extrapolate
 
 Kernel times in the tables are device times (the package times kernels in isolation); the serving
 engine's own per-step time (launches, scheduling, sampling glue) is `profiles.engine_time`, not here,
-so `host_overhead_s` is 0.
+so `host_overhead_s` is 0. The tables time kernels in short bursts on an idle GPU; a pass run back to back
+at the board's power limit is slowed where the GPU's limit was measured (`sustained_seconds`,
+`profiles.measured.power_limit`).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from profiles.measured.attention import CONTEXT, GENERATION, AttentionTable
 from profiles.measured import linear_attention as gdn
 from profiles.measured.ideal import Peaks
 from profiles.measured.moe import MoeTable
+from profiles.measured.power_limit import power_limit
 from profiles.measured.source import (CONTEXT_ATTENTION, CUSTOM_ALLREDUCE, DISTRIBUTION, GEMM, GENERATION_ATTENTION,
                                       KERNELS_ONLY, LINEAR_ATTENTION, MOE, MeasuredDataError, ResolvedSource,
                                       package_version)
@@ -118,6 +121,9 @@ class MeasuredLatencyModel:
         self._labels = {family: source.label(family) for family in (GEMM, CONTEXT_ATTENTION, GENERATION_ATTENTION,
                                                                      CUSTOM_ALLREDUCE, MOE, LINEAR_ATTENTION)}
         self._labels["nccl"] = f"NCCL {source.nccl_version} {source.system}"
+        # the board's power limit under sustained load (profiles.measured.power_limit; None: not measured)
+        self.power_limit = power_limit(self.hardware.id, dtype, self.hardware.matmul_flops("bf16")) \
+            if self._gemm_measured and self.hardware.id == source.hardware_id else None
         self._memo: dict[Op, float] = {}
         self._shared = SHARED_PRICES.table(source, self.hardware, dtype, self.kv_dtype)
         self._priced: Counter = Counter()  # (kind, source label, approximate) -> distinct shapes priced
@@ -168,6 +174,14 @@ class MeasuredLatencyModel:
             memo[op] = found
         return found
 
+    def sustained_seconds(self, ops) -> tuple[float, float]:
+        """(seconds, compute-bound share) of a pass's dense ops run back to back at the board's power limit
+        (`profiles.measured.power_limit`); Σ count·seconds and 0 where no limit was measured."""
+        priced = [(op, self.op_seconds(op)) for op in ops]
+        if self.power_limit is None:
+            return sum(op.count * seconds for op, seconds in priced), 0.0
+        return self.power_limit.seconds(priced)
+
     def usage_mark(self) -> int:
         return len(self._memo)
 
@@ -207,6 +221,7 @@ class MeasuredLatencyModel:
                                                                         gdn.CONV_PREFILL, gdn.CONV_DECODE))
         return {"source": "measured", "package": f"{DISTRIBUTION} {package_version()}", "system": self.source.system,
                 "framework": self.framework, "version": self.version,
+                "power_limit": self.power_limit.describe() if self.power_limit is not None else None,
                 "family_versions": {family: version for family, version in self.source.family_versions
                                     if family != LINEAR_ATTENTION or "gdn" in kernels},
                 "nccl_version": self.source.nccl_version,

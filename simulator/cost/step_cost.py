@@ -252,11 +252,17 @@ class ForwardCost:
 
     def dense(self, num_tokens: int, logits_tokens: int) -> np.ndarray:
         """Non-attention ops of one pass, plus the pass's host overhead (the latency model's
-        `host_overhead_s`: measured on CPU, 0 on GPUs; no FLOPs or bytes)."""
+        `host_overhead_s`: measured on CPU, 0 on GPUs; no FLOPs or bytes). A latency model with
+        `sustained_seconds` (measured GPU kernels) prices the ops as run back to back at the board's power
+        limit (profiles.measured.power_limit: the dense part's compute-bound share sets the slow-down)."""
         key = (num_tokens, logits_tokens)
         cost = self._dense.get(key)
         if cost is None:
-            cost = _price(self.latency, self._dense_ops(num_tokens, logits_tokens))
+            ops = self._dense_ops(num_tokens, logits_tokens)
+            cost = _price(self.latency, ops)
+            sustained = getattr(self.latency, "sustained_seconds", None)
+            if sustained is not None:  # the board's power limit under back-to-back passes (measured GPUs)
+                cost[SECONDS] = sustained(ops)[0]
             if num_tokens:
                 cost[SECONDS] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
             self._dense[key] = cost

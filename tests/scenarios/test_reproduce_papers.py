@@ -25,14 +25,14 @@ REPRODUCTION_SHA256 = {
     "pearl": "04a2a85852e391e8",
     "sequoia-tree-budget": "bfbfc83cacf690c3",
     "sequoia-tree-vs-batch": "7d3ce8af4ae2f281",
-    "smartspec-adaptive": "f3dd09534bdf28ed",
+    "smartspec-adaptive": "362d1b2bc7391fd0",
     "tetris": "92ee3000c6951396",
-    "vllm-spec-under-load": "b7cc7f917fced295",
+    "vllm-spec-under-load": "20853610cea54d72",
     # added with issue 17 (recorded on its branch)
-    "cascade-drafting": "27669cb15f4895cb",
+    "cascade-drafting": "0ad7e53abd9adafb",
     "eagle2-dynamic-tree": "f2c58b70b7e81727",
     "magicdec-long-context": "5755b187a491f108",
-    "multidraft-optimal-des": "5357648b82b72988",
+    "multidraft-optimal-des": "196859bb474355c6",
     "shadowkv-long-context": "bf1615cd8a00cade",
 }
 

@@ -59,6 +59,14 @@ def _price(ops, latency) -> float:
     return sum(o.count * latency.op_seconds(o) for o in ops)
 
 
+def _sustained(ops, latency) -> float:
+    """Dense ops as the simulator prices them: run back to back at the board's power limit where the
+    latency model has one (profiles.measured.power_limit), the share taken over `ops`, which is what the
+    measured region replayed (one layer's dense ops, the LM head with sampling, or the whole dense pass)."""
+    sustained = getattr(latency, "sustained_seconds", None)
+    return sustained(ops)[0] if sustained is not None else _price(ops, latency)
+
+
 def _attention_ops(model: str, batch: int, ctx: int, q: int, tree: bool) -> tuple:
     """(model spec, its attention ops over all layers) of a decode (q = 1) or verify pass on one GPU."""
     from models.catalog import get_model
@@ -81,11 +89,11 @@ def predict(model: str, batch: int, ctx: int, q: int, tree: bool, latency) -> di
     from models.step import Parallelism
     spec, attention = _attention_ops(model, batch, ctx, q, tree)
     dense = dense_ops(spec, batch * q, batch * q, Parallelism(1, 1), "bf16")
-    price = lambda ops: _price(ops, latency)  # noqa: E731
-    return {"forward": price(dense) + price(attention),
-            "attention": price(attention) / spec.num_layers,
-            "dense": price([o for o in dense if o.name not in ("lm_head", "sampling", "embedding")]) / spec.num_layers,
-            "head": price([o for o in dense if o.name in ("lm_head", "sampling")])}
+    layer = [o for o in dense if o.name not in ("lm_head", "sampling", "embedding")]
+    return {"forward": _sustained(dense, latency) + _price(attention, latency),
+            "attention": _price(attention, latency) / spec.num_layers,
+            "dense": _sustained(layer, latency) / spec.num_layers,
+            "head": _sustained([o for o in dense if o.name in ("lm_head", "sampling")], latency)}
 
 
 def load_rows(run: Path, framework: str) -> list[Row]:
