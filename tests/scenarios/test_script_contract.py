@@ -27,6 +27,7 @@ STANDALONE = {
     "scenarios/validation/gpu/measure_forwards.py",
     "scenarios/validation/gpu/measure_verify_attention.py",
     "scenarios/validation/gpu/measure_sustained_gemm.py",
+    "scenarios/validation/gpu/measure_sustained_forwards.py",
 }
 
 
