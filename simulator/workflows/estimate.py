@@ -7,7 +7,10 @@ The step is a decode step of `batch` requests, each with `context_tokens` cached
 engine-time model and step-cost code as a `draftsim run` of that model, hardware, parallelism and
 `cluster.latency` block, so the numbers are the simulator's. The per-op-kind breakdown prices the op
 graph op by op; for decode steps the simulator interpolates between multiples of 16 tokens of context
-(simulator.cost.step_cost), so the breakdown's sum may differ from `kernel_seconds` by < 0.1 %.
+(simulator.cost.step_cost), so the breakdown's sum may differ from `kernel_seconds` by < 0.1 %. The
+breakdown prices ops as the tables do; where the latency model has a power limit under sustained load
+(measured h100-sxm GEMMs, profiles.measured.power_limit) `power_limit` says what it adds to the step's dense
+part, which `kernel_seconds` includes.
 
 A step that cannot exist is an error (exit 2, one line naming the argument), not an estimate: requests
 longer than the model's context, or weights and KV cache beyond the GPU's memory (`check_step_fits`).
@@ -20,6 +23,7 @@ import sys
 from pathlib import Path
 
 from models.opgraph import step_ops
+from models.ops import ATTN_DECODE, ATTN_PREFILL
 from models.step import StepShape
 from simulator.cost.step_cost import StepCostModel
 from simulator.console.contract import parse_args
@@ -158,7 +162,8 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         _, target = decode.step(0, 0, 0, batch, batch * context_tokens)
     breakdown: dict[str, float] = {}
     ops = []
-    for op in step_ops(spec, shape, par, dtype, kind.kv_dtype):
+    priced = step_ops(spec, shape, par, dtype, kind.kv_dtype)
+    for op in priced:
         seconds = op.count * lat.op_seconds(op)
         breakdown[op.kind] = breakdown.get(op.kind, 0.0) + seconds
         ops.append({"name": op.name, "kind": op.kind, "count": op.count, "seconds": seconds})
@@ -171,12 +176,26 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         "flops": target.flops * par.tp,
         "bytes": target.bytes * par.tp,
         "latency_source": describe_latency(lat),
+        "power_limit": _power_limit(lat, priced),
         "engine_time": engine.describe() if engine is not None else None,
         "profile": _profile_summary(lat),
         "step": {"model": spec.name, "hardware": hw.id, "tp": tp, "dtype": dtype, "kv_dtype": kind.kv_dtype, "batch": batch,
                  "context_tokens": context_tokens, "query_tokens": query_tokens if not prefill_tokens else 0,
                  "prefill_tokens": prefill_tokens},
     }
+
+
+def _power_limit(lat, ops) -> dict | None:
+    """What the board's power limit under sustained load adds to the step's dense ops (the breakdown's op
+    prices are the tables'; profiles.measured.power_limit), or None where the latency model has none."""
+    limit = getattr(lat, "power_limit", None)
+    if limit is None:
+        return None
+    dense = [op for op in ops if op.kind not in (ATTN_PREFILL, ATTN_DECODE)]
+    limited, share = lat.sustained_seconds(dense)
+    tables = sum(op.count * lat.op_seconds(op) for op in dense)
+    return {"compute_bound_share": share, "factor": limit.factor(share) if share else 1.0,
+            "seconds": limited - tables, "data": limit.describe()["data"]}
 
 
 def _profile_summary(lat) -> dict | None:
@@ -210,6 +229,10 @@ def format_estimate(result: dict) -> str:
         if profile and profile["kernels"].get(kind):
             source = f"profile: {profile['kernels'][kind]}"
         lines.append(f"  {kind:<12}{seconds * 1e3:10.3f} ms {100 * seconds / total:6.1f} %   {source}")
+    limit = result.get("power_limit")
+    if limit is not None and limit["seconds"]:
+        lines.append(f"  {'power limit':<12}{limit['seconds'] * 1e3:+10.3f} ms   dense part x {limit['factor']:.3f} at "
+                     f"compute-bound share {limit['compute_bound_share']:.2f} (sustained load, {limit['data']})")
     lines.append(f"latency: {format_latency_source(result['latency_source'])}")
     if profile:
         lines.append(f"profile: {profile['device_name']}, {profile['date']}, torch {profile['torch_version']}, "

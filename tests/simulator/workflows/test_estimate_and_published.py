@@ -46,6 +46,21 @@ def test_estimate_breakdown_adds_up_and_names_its_sources():
     assert roof["engine_seconds"] == 0.0 and roof["latency_source"]["source"] == "roofline"
 
 
+def test_estimate_says_what_the_power_limit_adds():
+    """The breakdown prices ops as the tables do; `power_limit` is what the sustained-load limit adds to the
+    dense part (profiles.measured.power_limit), so the two add up to the kernels' time."""
+    for kwargs in ({"batch": 32, "context_tokens": 2048, "query_tokens": 16}, {"prefill_tokens": 2048}):
+        est = simulator.estimate_step("llama-3-8b", "h100-sxm", **kwargs)
+        limit = est["power_limit"]
+        assert 0.85 < limit["compute_bound_share"] < 0.9 and 1.09 < limit["factor"] < 1.1 and limit["seconds"] > 0
+        assert sum(est["breakdown"].values()) + limit["seconds"] == pytest.approx(est["kernel_seconds"], rel=1e-9)
+    decode = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=64, context_tokens=2048)["power_limit"]
+    assert decode["compute_bound_share"] == 0.0 and decode["seconds"] == 0.0
+    assert simulator.estimate_step("llama-3-8b", "h200", prefill_tokens=2048)["power_limit"] is None
+    assert simulator.estimate_step("llama-3-8b", "h100-sxm", prefill_tokens=2048,
+                                   latency={"source": "roofline"})["power_limit"] is None
+
+
 @pytest.mark.parametrize("kwargs,field", [({"tp": 3}, "tp"), ({"batch": 0}, "batch"), ({"dtype": "fp6"}, "dtype"),
                                           ({"latency": {"source": "nope"}}, "latency.source"),
                                           ({"latency": {"framework": "tgi"}}, "latency.framework")])
@@ -62,6 +77,8 @@ def test_estimate_cli(capsys):
                 "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["step"]["prefill_tokens"] == 1024 and data["seconds"] > 0
+    assert cli(["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--prefill-tokens", "2048"]) == 0
+    assert "power limit" in capsys.readouterr().out
     assert cli(["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--tp", "5"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("draftsim estimate: error: tp:") and len(err.strip().splitlines()) == 1
