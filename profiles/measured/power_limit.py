@@ -1,4 +1,4 @@
-"""The board power limit under sustained load (a named approximation, measured on an H100 SXM).
+"""The board power limit under sustained load (a named approximation, measured on an H100 SXM and an H200).
 
 The measured tables time each GEMM in a short burst on an idle GPU (aiconfigurator's collector: 3 eager
 warm-ups, a CUDA graph of the op on 6 weight copies, 3 warm-up and 6 timed replays, one case after another
@@ -9,7 +9,9 @@ rows) are unchanged (profiles/data/gpu-power/h100-sxm-2026-11-27/grid/gemm.csv, 
 timed in the collector's burst and after 2 s back to back). The clock is the board's, shared by every kernel
 of a step: a compute-bound GEMM beside memory-bound kernels slows less, because they draw less power
 (`mixed/mixed.csv`: GEMMs each followed by a memory-bound pass, sustained, against the same region in a
-burst — 1.12-1.15x at a GEMM share of 1, 1.02-1.07x at 2/3, 1.00-1.02x at 1/2, 1.00 from 1/3 down).
+burst — 1.12-1.15x at a GEMM share of 1, 1.02-1.07x at 2/3, 1.00-1.02x at 1/2, 1.00 from 1/3 down). The
+H200 (h200-2026-11-27, same script and day) slows more: 1.16-1.18x (median 1.17) for compute-bound GEMMs
+under 1 ms, 1.15-1.19x at a share of 1, 1.07-1.11x at 0.73, 1.03x at 0.40.
 
 So a pass priced from the tables is slowed by g(S), where S is the share of the pass's burst-priced time
 in compute-bound GEMMs and g is read from `mixed.csv` (medians per share, piecewise linear, 1 at S = 0).
@@ -22,7 +24,9 @@ Named approximations, each where it is made:
   attention is priced apart and left out of the share, which overstates S where attention is a large part
   of a pass (long contexts);
 - only bf16/fp16 GEMMs count (fp8 and fused-MoE kernels were not measured), and only GPUs with a measured
-  curve (`CURVES`) are slowed;
+  curve (`CURVES`: H100 SXM, H200) are slowed;
+- the two thresholds are the H100's and serve the H200 too; there GEMMs at 42-59 % of the peak already
+  slowed 1.01-1.11x (h200-2026-11-27/grid), which the rule does not count;
 - it applies where a pass's dense part is priced by `simulator.cost.step_cost.ForwardCost.dense` (the plain
   target and draft-model passes and the variants that reuse it); pass pricers with a dense part of their own
   (expert-parallel MoE, EAGLE-3/MTP/Medusa heads, cascades, NanoFlow) are priced from the tables as measured.
@@ -43,7 +47,10 @@ from pathlib import Path
 from models import ops as K
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu-power"
-CURVES = {"h100-sxm": "h100-sxm-2026-11-27"}   # GPU id -> its measured run (DATA/<run>/mixed/mixed.csv)
+# GPU id -> its measured run (DATA/<run>/mixed/mixed.csv). The H200 (same GH100 die and 700 W limit, HBM3e)
+# was measured the same day with the same script: its curve is steeper (1.008 at S = 0.26, 1.065 at 0.58,
+# 1.170 at 1), its memory-bound passes drawing more of the budget.
+CURVES = {"h100-sxm": "h100-sxm-2026-11-27", "h200": "h200-2026-11-27"}
 DTYPES = ("bf16", "fp16")                      # the tensor-core path measured (bf16; fp16 runs the same units)
 
 # grid/gemm.csv (utilisation u = FLOPs / (burst time x bf16 dense peak)): the 22 GEMMs at u >= 0.6 whose

@@ -108,7 +108,29 @@ def test_measured_h100_slows_compute_bound_passes_only(h100):
     assert h100.describe()["power_limit"]["data"] == "profiles/data/gpu-power/h100-sxm-2026-11-27"
 
 
-@pytest.mark.parametrize("gpu, dtype", [("h200", "bf16"), ("h100-sxm", "fp8")])
+def test_the_h200_curve_and_grid():
+    """h200-2026-11-27: the same script on an H200 — a steeper curve, compute-bound GEMMs 1.16-1.18x."""
+    run = REPO / "profiles" / "data" / "gpu-power" / "h200-2026-11-27"
+    shares, factors = P.read_curve(run / "mixed" / "mixed.csv")
+    by_share = dict(zip((round(s, 2) for s in shares), (round(f, 3) for f in factors)))
+    assert by_share == {0.0: 1.0, 0.26: 1.008, 0.4: 1.028, 0.58: 1.065, 0.73: 1.109, 1.0: 1.17}
+    with open(run / "grid" / "gemm.csv", newline="") as fh:
+        grid = [(float(r["flop"]) / float(r["burst_s"]) / 989.4e12, float(r["burst_s"]),
+                 float(r["sustained_s"]) / float(r["burst_s"])) for r in csv.DictReader(fh)]
+    bound = [r for u, t, r in grid if u >= P.COMPUTE_BOUND_UTILISATION and t < P.THROTTLED_IN_TABLE_S]
+    middle = [r for u, t, r in grid if 0.4 <= u < P.COMPUTE_BOUND_UTILISATION]
+    light = [r for u, t, r in grid if u < 0.4]
+    assert len(grid) == 35 and len(bound) == 20 and 1.16 < min(bound) and max(bound) < 1.19
+    assert len(middle) == 4 and 1.01 < min(middle) and max(middle) < 1.12   # not counted by the rule
+    assert len(light) == 10 and max(light) < 1.012
+    model = load_measured("h200", "bf16", "vllm")
+    assert model.power_limit.run == "h200-2026-11-27"
+    seconds, share = model.sustained_seconds(_dense(2048, 1))
+    assert seconds / sum(op.count * model.op_seconds(op) for op in _dense(2048, 1)) == \
+        pytest.approx(model.power_limit.factor(share)) and model.power_limit.factor(share) > 1.12
+
+
+@pytest.mark.parametrize("gpu, dtype", [("b200", "bf16"), ("a100-80gb", "bf16"), ("h100-sxm", "fp8")])
 def test_gpus_and_dtypes_not_measured_are_not_slowed(gpu, dtype):
     model = load_measured(gpu, dtype, "vllm")
     ops = dense_ops(get_model("llama-3-8b"), 2048, 1, Parallelism(1, 1), dtype)
@@ -136,8 +158,8 @@ def test_the_script_dry_runs_on_the_cpu(tmp_path):
 
 def test_the_held_out_forwards_move_toward_the_measurement():
     """profiles/data/gpu-power/.../forwards (measured after the curve was read): the dense layers of verifies
-    of 512 rows and of a 2,048-token pass slowed 1.16-1.17x sustained against their burst; the rule closes about a third of the
-    tables' gap and leaves decode alone (the figures the README states)."""
+    of 512 rows and of a 2,048-token pass slowed 1.16-1.17x sustained against their burst; the rule closes about
+    a third of the tables' gap and leaves decode alone (the figures the README states)."""
     from scenarios.validation.published.sustained_forwards import rows
     found = {(r.batch, r.q, r.region): r for r in rows()}
     assert len(found) == 12

@@ -82,7 +82,8 @@ def main(argv=None) -> int:
           f"{'tables':>8} {'with limit':>10}")
     for r in rows():
         print(f"{r.batch:4d} {r.ctx:5d} {r.q:5d} {r.mask:6} {r.region:8} {r.burst_s * 1e3:9.3f} "
-              f"{r.sustained_s * 1e3:9.3f} {r.clock_mhz:6.0f} {r.error(r.tables_s):+8.1%} {r.error(r.limited_s):+10.1%}")
+              f"{r.sustained_s * 1e3:9.3f} {r.clock_mhz:6.0f} {r.error(r.tables_s):+8.1%} "
+              f"{r.error(r.limited_s):+10.1%}")
     return 0
 
 

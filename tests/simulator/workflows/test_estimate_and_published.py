@@ -56,7 +56,9 @@ def test_estimate_says_what_the_power_limit_adds():
         assert sum(est["breakdown"].values()) + limit["seconds"] == pytest.approx(est["kernel_seconds"], rel=1e-9)
     decode = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=64, context_tokens=2048)["power_limit"]
     assert decode["compute_bound_share"] == 0.0 and decode["seconds"] == 0.0
-    assert simulator.estimate_step("llama-3-8b", "h200", prefill_tokens=2048)["power_limit"] is None
+    h200 = simulator.estimate_step("llama-3-8b", "h200", prefill_tokens=2048)["power_limit"]
+    assert h200["data"].endswith("h200-2026-11-27") and h200["factor"] > 1.14   # its own, steeper curve
+    assert simulator.estimate_step("llama-3-8b", "b200", prefill_tokens=2048)["power_limit"] is None
     assert simulator.estimate_step("llama-3-8b", "h100-sxm", prefill_tokens=2048,
                                    latency={"source": "roofline"})["power_limit"] is None
 
