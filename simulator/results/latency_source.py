@@ -16,5 +16,8 @@ def format_latency_source(source: Mapping) -> str:
         label = "roofline" if used["source"] == "roofline" else "measured"
         by_source.setdefault(label, []).append(kind)
     parts = [f"{label}: {', '.join(kinds)}" for label, kinds in sorted(by_source.items())]
+    limit = source.get("power_limit")
+    if limit:  # profiles.measured.power_limit: passes priced at the board's power limit under sustained load
+        parts.append(f"power limit: {limit['data'].rsplit('/', 1)[-1]}")
     return (f"measured {source['framework']} {source['version']} on {source['system']} "
             f"({source['package']})   " + "   ".join(parts))

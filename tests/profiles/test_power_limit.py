@@ -181,3 +181,9 @@ def test_the_forwards_script_dry_runs_on_the_cpu(tmp_path):
         got = list(csv.DictReader(fh))
     assert len(got) == 2 * len(script.TINY_POINTS) and not any(r["error"] for r in got)
     assert {r["region"] for r in got} == {"forward", "dense"}
+
+
+def test_the_latency_line_names_the_limit(h100):
+    from simulator.results.latency_source import format_latency_source
+    assert format_latency_source(h100.describe()).endswith("power limit: h100-sxm-2026-11-27")
+    assert "power limit" not in format_latency_source(load_measured("b200", "bf16", "vllm").describe())
