@@ -51,3 +51,11 @@ class UncountedUsage:
 def ops_seconds(model: LatencyModel, ops: Sequence[Op]) -> float:
     """Σ count · seconds over a list of ops: the serial cost of a step."""
     return sum(op.count * model.op_seconds(op) for op in ops)
+
+
+def sustained_ops_seconds(model: LatencyModel, ops: Sequence[Op]) -> float:
+    """The seconds of a pass's dense ops run back to back: the latency model's `sustained_seconds` where it
+    has one (measured GPU kernels: the board's power limit, profiles.measured.power_limit), else
+    `ops_seconds`."""
+    sustained = getattr(model, "sustained_seconds", None)
+    return sustained(ops)[0] if sustained is not None else ops_seconds(model, ops)

@@ -102,8 +102,13 @@ class PowerLimit:
         share = bound / total
         return settled + (total - settled) * self.factor(share), share
 
+    @property
+    def data(self) -> str:
+        """The measured run, as a repository path."""
+        return f"profiles/data/gpu-power/{self.run}"
+
     def describe(self) -> dict:
-        return {"data": f"profiles/data/gpu-power/{self.run}", "shares": list(self.shares),
+        return {"data": self.data, "shares": list(self.shares),
                 "factors": [round(f, 4) for f in self.factors],
                 "compute_bound_utilisation": COMPUTE_BOUND_UTILISATION,
                 "throttled_in_table_s": THROTTLED_IN_TABLE_S}

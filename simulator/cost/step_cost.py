@@ -35,7 +35,7 @@ from models.ops import ATTN_DECODE, ATTN_PREFILL, COLLECTIVE_KINDS
 from models.spec import ModelSpec
 from models.step import Parallelism, StepShape
 from profiles.engine_time.model import EngineTime, PassLayout
-from profiles.latency import LatencyModel
+from profiles.latency import LatencyModel, sustained_ops_seconds
 from simulator.cost.op_lists import SHARED_OP_LISTS
 from simulator.cost.step_table import BatchContextTable, SecondsRows
 
@@ -260,9 +260,7 @@ class ForwardCost:
         if cost is None:
             ops = self._dense_ops(num_tokens, logits_tokens)
             cost = _price(self.latency, ops)
-            sustained = getattr(self.latency, "sustained_seconds", None)
-            if sustained is not None:  # the board's power limit under back-to-back passes (measured GPUs)
-                cost[SECONDS] = sustained(ops)[0]
+            cost[SECONDS] = sustained_ops_seconds(self.latency, ops)   # Σ count·seconds, or at the power limit
             if num_tokens:
                 cost[SECONDS] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
             self._dense[key] = cost

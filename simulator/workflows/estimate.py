@@ -176,7 +176,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         "flops": target.flops * par.tp,
         "bytes": target.bytes * par.tp,
         "latency_source": describe_latency(lat),
-        "power_limit": _power_limit(lat, priced),
+        "power_limit": _power_limit(lat, priced, ops),
         "engine_time": engine.describe() if engine is not None else None,
         "profile": _profile_summary(lat),
         "step": {"model": spec.name, "hardware": hw.id, "tp": tp, "dtype": dtype, "kv_dtype": kind.kv_dtype, "batch": batch,
@@ -185,17 +185,18 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     }
 
 
-def _power_limit(lat, ops) -> dict | None:
-    """What the board's power limit under sustained load adds to the step's dense ops (the breakdown's op
-    prices are the tables'; profiles.measured.power_limit), or None where the latency model has none."""
+def _power_limit(lat, ops, rows: list[dict]) -> dict | None:
+    """What the board's power limit under sustained load adds to the step's dense ops (`rows`: the ops'
+    table prices, as the breakdown lists them; profiles.measured.power_limit), or None where the latency
+    model has none."""
     limit = getattr(lat, "power_limit", None)
     if limit is None:
         return None
-    dense = [op for op in ops if op.kind not in (ATTN_PREFILL, ATTN_DECODE)]
-    limited, share = lat.sustained_seconds(dense)
-    tables = sum(op.count * lat.op_seconds(op) for op in dense)
-    return {"compute_bound_share": share, "factor": limit.factor(share) if share else 1.0,
-            "seconds": limited - tables, "data": limit.describe()["data"]}
+    attention = (ATTN_PREFILL, ATTN_DECODE)
+    limited, share = lat.sustained_seconds([op for op in ops if op.kind not in attention])
+    tables = sum(row["seconds"] for row in rows if row["kind"] not in attention)   # in op order, as summed above
+    return {"compute_bound_share": share, "factor": limit.factor(share), "seconds": limited - tables,
+            "data": limit.data}
 
 
 def _profile_summary(lat) -> dict | None:

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from profiles.latency import ops_seconds, sustained_ops_seconds
 from simulator.console.contract import parse_args
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,18 +56,6 @@ class Row:
         return (self.predicted[part] - self.measured[part]) / self.measured[part]
 
 
-def _price(ops, latency) -> float:
-    return sum(o.count * latency.op_seconds(o) for o in ops)
-
-
-def _sustained(ops, latency) -> float:
-    """Dense ops as the simulator prices them: run back to back at the board's power limit where the
-    latency model has one (profiles.measured.power_limit), the share taken over `ops`, which is what the
-    measured region replayed (one layer's dense ops, the LM head with sampling, or the whole dense pass)."""
-    sustained = getattr(latency, "sustained_seconds", None)
-    return sustained(ops)[0] if sustained is not None else _price(ops, latency)
-
-
 def _attention_ops(model: str, batch: int, ctx: int, q: int, tree: bool) -> tuple:
     """(model spec, its attention ops over all layers) of a decode (q = 1) or verify pass on one GPU."""
     from models.catalog import get_model
@@ -81,7 +70,7 @@ def attention_per_layer_s(model: str, batch: int, ctx: int, q: int, tree: bool, 
     """draftsim's price of one layer's attention of `batch` requests × `q` query tokens over `ctx` cached
     tokens each (the verified tokens' keys included, as the kernel reads them), under `latency`."""
     spec, attention = _attention_ops(model, batch, ctx, q, tree)
-    return _price(attention, latency) / spec.num_layers
+    return ops_seconds(latency, attention) / spec.num_layers
 
 
 def predict(model: str, batch: int, ctx: int, q: int, tree: bool, latency) -> dict:
@@ -90,10 +79,12 @@ def predict(model: str, batch: int, ctx: int, q: int, tree: bool, latency) -> di
     spec, attention = _attention_ops(model, batch, ctx, q, tree)
     dense = dense_ops(spec, batch * q, batch * q, Parallelism(1, 1), "bf16")
     layer = [o for o in dense if o.name not in ("lm_head", "sampling", "embedding")]
-    return {"forward": _sustained(dense, latency) + _price(attention, latency),
-            "attention": _price(attention, latency) / spec.num_layers,
-            "dense": _sustained(layer, latency) / spec.num_layers,
-            "head": _sustained([o for o in dense if o.name in ("lm_head", "sampling")], latency)}
+    # dense ops as the simulator prices them (at the board's power limit where the latency model has one), the
+    # share taken over what each measured region replayed: the whole dense pass, one layer, the LM head
+    return {"forward": sustained_ops_seconds(latency, dense) + ops_seconds(latency, attention),
+            "attention": ops_seconds(latency, attention) / spec.num_layers,
+            "dense": sustained_ops_seconds(latency, layer) / spec.num_layers,
+            "head": sustained_ops_seconds(latency, [o for o in dense if o.name in ("lm_head", "sampling")])}
 
 
 def load_rows(run: Path, framework: str) -> list[Row]:
