@@ -135,6 +135,10 @@ def _kseq_rho(p: np.ndarray, q: np.ndarray, n: int) -> float:
         hi_index = int(feasible[0])
         lo, hi = float(points[hi_index - 1]), float(points[hi_index])
         k = int(k_at(lo))  # A and B are constant on (lo, hi)
+        if gap(hi, k) <= 0.0:
+            # hi is a ratio p/q where this interval's formula meets the next one's only up to rounding
+            # (q * (p / q) != p in floats): the gap is >= 0 there with hi's own k, so the root is hi
+            return hi
         return float(brentq(lambda rho: float(gap(rho, k)), lo, hi, xtol=1e-15))
     return float(n)  # unreachable: Bernoulli's inequality makes the gap >= 0 at rho = n
 

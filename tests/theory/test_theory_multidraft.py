@@ -175,6 +175,16 @@ def test_optimum_properties(seed, vocab):
         assert acceptance(p, q, n, "kseq") <= values[n - 1] + 1e-9
 
 
+def test_kseq_rho_at_a_breakpoint_reached_only_up_to_rounding():
+    """A pair hypothesis found (seed 1030, vocabulary 2): the root of the k-sequential constraint is the
+    breakpoint rho = p/q itself, where the interval's formula is -1e-16 and the next one's >= 0; Brent's
+    method was handed two ends of the same sign and raised."""
+    p, q = np.array([1.0, 0.0]), np.array([0.9999980594818677, 1.9405181324137904e-06])
+    rho = kseq_parameters(p, q, 4).rho
+    assert rho == pytest.approx(p[0] / q[0], rel=1e-15)
+    assert acceptance(p, q, 4, "kseq") <= optimal_acceptance(p, q, 4) + 1e-9
+
+
 def test_large_vocabulary_fast_method():
     rng = np.random.default_rng(9)
     p = rng.dirichlet(np.full(152_000, 0.05))
