@@ -53,9 +53,10 @@ def ops_seconds(model: LatencyModel, ops: Sequence[Op]) -> float:
     return sum(op.count * model.op_seconds(op) for op in ops)
 
 
-def sustained_ops_seconds(model: LatencyModel, ops: Sequence[Op]) -> float:
-    """The seconds of a pass's dense ops run back to back: the latency model's `sustained_seconds` where it
-    has one (measured GPU kernels: the board's power limit, profiles.measured.power_limit), else
-    `ops_seconds`."""
-    sustained = getattr(model, "sustained_seconds", None)
-    return sustained(ops)[0] if sustained is not None else ops_seconds(model, ops)
+def power_limited_seconds(model: LatencyModel, ops: Sequence[Op]) -> float | None:
+    """The seconds of a pass's dense ops run back to back at the board's power limit, where the latency
+    model prices one (measured GPU kernels of a GPU whose limit was measured: `power_limit` and
+    `sustained_seconds`, profiles.measured.power_limit); None elsewhere, where `ops_seconds` stands."""
+    if getattr(model, "power_limit", None) is None:
+        return None
+    return model.sustained_seconds(ops)[0]

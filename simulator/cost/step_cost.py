@@ -35,7 +35,7 @@ from models.ops import ATTN_DECODE, ATTN_PREFILL, COLLECTIVE_KINDS
 from models.spec import ModelSpec
 from models.step import Parallelism, StepShape
 from profiles.engine_time.model import EngineTime, PassLayout
-from profiles.latency import LatencyModel, sustained_ops_seconds
+from profiles.latency import LatencyModel, power_limited_seconds
 from simulator.cost.op_lists import SHARED_OP_LISTS
 from simulator.cost.step_table import BatchContextTable, SecondsRows
 
@@ -260,7 +260,9 @@ class ForwardCost:
         if cost is None:
             ops = self._dense_ops(num_tokens, logits_tokens)
             cost = _price(self.latency, ops)
-            cost[SECONDS] = sustained_ops_seconds(self.latency, ops)   # Σ count·seconds, or at the power limit
+            limited = power_limited_seconds(self.latency, ops)
+            if limited is not None:  # run back to back at the board's power limit (measured GPUs)
+                cost[SECONDS] = limited
             if num_tokens:
                 cost[SECONDS] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
             self._dense[key] = cost

@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiles.latency import ops_seconds, sustained_ops_seconds
+from profiles.latency import ops_seconds, power_limited_seconds
 from simulator.console.contract import parse_args
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -56,6 +56,12 @@ class Row:
         return (self.predicted[part] - self.measured[part]) / self.measured[part]
 
 
+def _dense_seconds(latency, ops) -> float:
+    """Dense ops as the simulator prices them: at the board's power limit where the latency model has one."""
+    limited = power_limited_seconds(latency, ops)
+    return ops_seconds(latency, ops) if limited is None else limited
+
+
 def _attention_ops(model: str, batch: int, ctx: int, q: int, tree: bool) -> tuple:
     """(model spec, its attention ops over all layers) of a decode (q = 1) or verify pass on one GPU."""
     from models.catalog import get_model
@@ -79,12 +85,12 @@ def predict(model: str, batch: int, ctx: int, q: int, tree: bool, latency) -> di
     spec, attention = _attention_ops(model, batch, ctx, q, tree)
     dense = dense_ops(spec, batch * q, batch * q, Parallelism(1, 1), "bf16")
     layer = [o for o in dense if o.name not in ("lm_head", "sampling", "embedding")]
-    # dense ops as the simulator prices them (at the board's power limit where the latency model has one), the
-    # share taken over what each measured region replayed: the whole dense pass, one layer, the LM head
-    return {"forward": sustained_ops_seconds(latency, dense) + ops_seconds(latency, attention),
+    # the power limit's share is taken over what each measured region replayed: the whole dense pass, one
+    # layer, the LM head with sampling
+    return {"forward": _dense_seconds(latency, dense) + ops_seconds(latency, attention),
             "attention": ops_seconds(latency, attention) / spec.num_layers,
-            "dense": sustained_ops_seconds(latency, layer) / spec.num_layers,
-            "head": sustained_ops_seconds(latency, [o for o in dense if o.name in ("lm_head", "sampling")])}
+            "dense": _dense_seconds(latency, layer) / spec.num_layers,
+            "head": _dense_seconds(latency, [o for o in dense if o.name in ("lm_head", "sampling")])}
 
 
 def load_rows(run: Path, framework: str) -> list[Row]:
