@@ -2,22 +2,79 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, ClassVar
+import types
+from functools import cache
+from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
+
+BOOL_NOT_NUMBER = "bool_not_number"   # the error type of a boolean given for a number (its ctx names the field)
 
 
 class Strict(BaseModel):
     """A section of a scenario (or a sweep, or a plan): unknown keys are errors; a validated section is
-    immutable. `SPEC`: the frozen dataclass of the simulator's inside that `spec()` builds from the
-    section's fields of the same names (nested sections converted too), what the core receives."""
+    immutable; a boolean is no number (pydantic would read `true` as 1 where a field takes an int or a
+    float: `num_requests: true` ran one request). `SPEC`: the frozen dataclass of the simulator's inside
+    that `spec()` builds from the section's fields of the same names (nested sections converted too), what
+    the core receives."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     SPEC: ClassVar[type | None] = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, data):
+        if isinstance(data, dict):
+            for name, value in data.items():
+                field = cls.model_fields.get(name)
+                if field is None:
+                    continue
+                if isinstance(value, bool):
+                    found = value if _number_not_bool(field.annotation) else None
+                elif isinstance(value, (list, tuple)):   # a list of numbers: its first boolean
+                    found = next((v for v in value if isinstance(v, bool)), None) \
+                        if _numbers_not_bool(field.annotation) else None
+                else:
+                    continue
+                if found is not None:
+                    raise PydanticCustomError(BOOL_NOT_NUMBER, "Input should be a number, not the boolean {value}",
+                                              {"field": name, "value": str(found).lower()})
+        return data
+
     def spec(self):
         return self.SPEC(**{f.name: _spec(getattr(self, f.name)) for f in dataclasses.fields(self.SPEC)})
+
+
+def _members(kind) -> list:
+    """The types a field's annotation admits, through unions and Annotated."""
+    origin = get_origin(kind)
+    if origin is Annotated:
+        return _members(get_args(kind)[0])
+    if origin is Union or origin is types.UnionType:
+        return [m for arg in get_args(kind) for m in _members(arg)]
+    return [kind]
+
+
+@cache
+def _number_not_bool(annotation) -> bool:
+    """Whether a field takes a number (an int or a float, through unions and Annotated) and not a boolean
+    as itself (bool or Any)."""
+    kinds = _members(annotation)
+    if any(kind is bool or kind is Any for kind in kinds):
+        return False
+    return any(isinstance(kind, type) and issubclass(kind, (int, float)) for kind in kinds)
+
+
+@cache
+def _numbers_not_bool(annotation) -> bool:
+    """Whether a field takes a list or tuple whose items are such numbers (`list[int]`, `tuple[float, ...]`)."""
+    for kind in _members(annotation):
+        if get_origin(kind) in (list, tuple):
+            items = [arg for arg in get_args(kind) if arg is not Ellipsis]
+            if items and all(_number_not_bool(item) for item in items):
+                return True
+    return False
 
 
 def _spec(value):

@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from simulator.errors import ScenarioError
-from simulator.config.base import Strict
+from simulator.config.base import BOOL_NOT_NUMBER, Strict
 from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
@@ -448,6 +448,8 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
         loc, msg = loc + ("kind",), "required field is missing"
     elif first["type"] == "union_tag_invalid":
         loc, msg = loc + ("kind",), f"unknown kind {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
+    elif first["type"] == BOOL_NOT_NUMBER:   # (raised for the section: its ctx names the field)
+        loc = loc + (ctx["field"],)
     elif first["type"] == "value_error":  # a validator's own message, without pydantic's "Value error, "
         msg = str(ctx.get("error") or msg.removeprefix("Value error, "))
     value, depth = _value_at(loc, data)

@@ -49,6 +49,15 @@ BAD = {
                           "scheduler.kind: unknown scheduler 'orca'; allowed: vllm, sarathi, vllm_v1"),
     "simulation_key_twice": ({"scheduler": {"workers": 2}, "simulation": {"workers": 1}},
                              "scheduler.workers: unknown field"),
+    # a boolean is no number: pydantic alone reads `true` as 1 (one request ran) and `false` as 0.0
+    "bool_as_count": ({"workload": {"num_requests": True}},
+                      "workload.num_requests: Input should be a number, not the boolean true"),
+    "bool_as_rate": ({"workload": {"arrival": {"qps": False}}},
+                     "workload.arrival.qps: Input should be a number, not the boolean false"),
+    "bool_as_int_or_name": ({"simulation": {"workers": True}},
+                            "simulation.workers: Input should be a number, not the boolean true"),
+    "bool_in_a_nested_section": ({"cluster": {"parallelism": {"tp": True}}},
+                                 "cluster.parallelism.tp: Input should be a number, not the boolean true"),
 }
 
 
@@ -64,6 +73,28 @@ def test_bad_serving_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, 
     assert code == 2
     assert_one_line(err, message)
     assert not out.exists()
+
+
+def test_only_number_fields_refuse_booleans():
+    """The rule reads each field's type: numbers (through unions and Annotated) refuse a boolean; a boolean
+    field, an Any and a number-or-boolean union take it; a string field keeps pydantic's own message."""
+    from typing import Annotated, Any, Literal
+
+    from pydantic import Field
+
+    from simulator.config.base import _number_not_bool, _numbers_not_bool
+    assert _number_not_bool(int) and _number_not_bool(float) and _number_not_bool(int | None)
+    assert _number_not_bool(Annotated[float, Field(gt=0)]) and _number_not_bool(int | Literal["auto"])
+    assert not _number_not_bool(bool) and not _number_not_bool(bool | int) and not _number_not_bool(Any)
+    assert not _number_not_bool(str) and not _number_not_bool(list[int]) and not _number_not_bool(Literal[1, 2])
+    assert _numbers_not_bool(list[int]) and _numbers_not_bool(tuple[float, ...]) and _numbers_not_bool(list[int] | None)
+    assert not _numbers_not_bool(list[bool | int]) and not _numbers_not_bool(list[str]) and not _numbers_not_bool(int)
+
+
+def test_booleans_still_set_boolean_fields():
+    import simulator
+    result = simulator.run(merge(scenario(), {"outputs": {"plots": False}}))
+    assert result.scenario.outputs.plots is False
 
 
 def test_the_simulation_keys_old_place_still_runs_with_a_warning():

@@ -91,6 +91,11 @@ def test_replan_with_another_slo_reuses_the_des_cache_and_ranks_as_a_fresh_plan(
     ({"confirm_top": -1}, "plan.confirm_top"),
     ({"moe": {"routing": "zipf", "zipf_exponent": -2}}, "plan.moe.zipf_exponent"),
     ({"moe": {"routing": "trace", "routing_trace": "r.npy"}}, "plan.moe.routing"),
+    # booleans where numbers go (pydantic alone reads true as 1), alone and in lists
+    ({"confirm_top": True}, "plan.confirm_top: Input should be a number, not the boolean true"),
+    ({"search": {"tp": [True, 2]}}, "plan.search.tp: Input should be a number, not the boolean true"),
+    ({"search": {"replicas": [1], "drafters": [{"kind": "draft_model", "model": "llama-68m", "gamma": [2, False]}]}},
+     "plan.search.drafters.0.gamma: Input should be a number, not the boolean false"),
 ])
 def test_bad_plans_exit_2_with_one_line(tmp_path, capsys, changes, field):
     assert main([str(write(tmp_path, **changes)), "--out", str(tmp_path / "o"), "--executor", "serial"]) == 2
