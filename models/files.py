@@ -53,6 +53,18 @@ def file_kind_problem(path: Path) -> str | None:
     return f"is {kind}, not a regular file"
 
 
+def text_bytes_problem(data: bytes) -> str | None:
+    """Why bytes read from the start of a file are not UTF-8 text ("is UTF-16 text; save it as UTF-8", "is
+    binary (a NUL byte at offset 3), not text"), or None: a UTF-16/UTF-32 byte-order mark or a NUL byte."""
+    for bom, name in _BOMS.items():
+        if data.startswith(bom):
+            return f"is {name} text; save it as UTF-8"
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        return f"is binary (a NUL byte at offset {nul}), not text"
+    return None
+
+
 def read_text(path: Path, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
     """The UTF-8 text of the regular file `path` (DocumentError, module docstring)."""
     problem = file_kind_problem(path)
@@ -65,12 +77,9 @@ def read_text(path: Path, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
         raise DocumentError(f"cannot be read ({exc.strerror or exc})") from None
     if len(data) > max_bytes:
         raise DocumentError(f"is larger than {max_bytes // 1024**2} MiB; a configuration file is a few kB")
-    for bom, name in _BOMS.items():
-        if data.startswith(bom):
-            raise DocumentError(f"is {name} text; save it as UTF-8")
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        raise DocumentError(f"is binary (a NUL byte at offset {nul}), not text")
+    problem = text_bytes_problem(data)
+    if problem is not None:
+        raise DocumentError(problem)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

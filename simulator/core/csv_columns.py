@@ -16,8 +16,9 @@ Two paths give the same answer:
 Both parse decimal text to the nearest float64 (correctly rounded), so they return identical arrays.
 
 Before anything is read (`check_data_file`): the path must be a regular file — a FIFO or `/dev/zero` was
-read forever, `/dev/null` read as nothing — of at most `MAX_TRACE_BYTES` (16 GiB), and a file holds at most
-`MAX_TRACE_ROWS` (100 million) rows. Both caps are far above the public traces draftsim reads: the largest
+read forever, `/dev/null` read as nothing — of at most `MAX_TRACE_BYTES` (16 GiB), whose first
+`TEXT_CHECK_BYTES` are text (a UTF-16 file, as some Windows tools save a CSV, or a binary file read as
+"invalid start byte"), and a file holds at most `MAX_TRACE_ROWS` (100 million) rows. Both caps are far above the public traces draftsim reads: the largest
 BurstGPT file, `BurstGPT_3.csv`, has 5.34 million lines in ~220 MB (github.com/HPMLL/BurstGPT, README,
 "Release v2.0"); a run also keeps about 1 kB per request (simulator.config.host_memory).
 """
@@ -37,11 +38,14 @@ _KIND_RULES = {"time": "a finite number >= 0 (seconds)", "count": "an integer fr
 _BLOCK_BYTES = 1 << 24
 MAX_TRACE_BYTES = 16 * 1024**3
 MAX_TRACE_ROWS = 100_000_000
+TEXT_CHECK_BYTES = 64 * 1024
 
 
 def check_data_file(path: Path, field: str, what: str = "CSV file") -> None:
-    """ScenarioError naming `field` unless `path` is a regular file within MAX_TRACE_BYTES (module docstring)."""
-    from models.files import file_kind_problem
+    """ScenarioError naming `field` unless `path` is a regular file within MAX_TRACE_BYTES whose first
+    TEXT_CHECK_BYTES look like UTF-8 text (no UTF-16 byte-order mark, no NUL byte: models.files) (module
+    docstring)."""
+    from models.files import file_kind_problem, text_bytes_problem
 
     problem = file_kind_problem(path)
     if problem == "file not found":
@@ -52,6 +56,14 @@ def check_data_file(path: Path, field: str, what: str = "CSV file") -> None:
     if size > MAX_TRACE_BYTES:
         raise ScenarioError(field, f"{path} has {size / 1024**3:,.1f} GiB; at most {MAX_TRACE_BYTES // 1024**3} GiB "
                                    "are read (cut the trace first)")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(TEXT_CHECK_BYTES)
+    except OSError as err:
+        raise ScenarioError(field, f"cannot read {path}: {err.strerror or err}") from None
+    problem = text_bytes_problem(head)
+    if problem is not None:
+        raise ScenarioError(field, f"{path} {problem}")
 
 
 def check_row_count(rows: int, path: Path, field: str) -> None:
