@@ -10,7 +10,9 @@ replica groups of one run (`simulation.executor`, simulator.distributed: the Das
 Every executor yields results in completion order; the caller stores each one as soon as it arrives, so
 stopping the sweep loses at most the points still running. Dask is imported only when asked for
 (``pip install 'draftsim[dask]'``). A new backend registers a factory in `EXECUTORS` (exact names) or
-`SCHEMES` (URL prefixes); it must provide `imap_unordered(fn, tasks)` and be a context manager.
+`SCHEMES` (URL prefixes); it must provide `imap_unordered(fn, tasks)` and be a context manager; a `connect()`,
+where it has one, reaches its workers at once (`draftsim plan` calls it before its screen, so that an
+unreachable scheduler is one line before any work).
 """
 from __future__ import annotations
 
@@ -97,6 +99,12 @@ class DaskExecutor:
         return self._client
 
     def __enter__(self):
+        self.connect()
+        return self
+
+    def connect(self) -> None:
+        """Reach the cluster now (start the LocalCluster, or connect to the scheduler): an unreachable
+        scheduler is reported before any work; entering the executor afterwards keeps this connection."""
         if self._client is None:
             try:
                 from distributed import Client, LocalCluster
@@ -115,7 +123,6 @@ class DaskExecutor:
                     raise ScenarioError(self._field, f"cannot reach the Dask scheduler at {self._address}: "
                                                      f"{exc}") from None
             self._own.insert(0, self._client)
-        return self
 
     def __exit__(self, *exc) -> None:
         for thing in self._own:

@@ -21,6 +21,7 @@ import argparse
 import math
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -189,6 +190,21 @@ def plot_pareto(screened: pd.DataFrame, ranked: pd.DataFrame, slo, path: Path) -
     figure.savefig(path, format="png", metadata={"Software": None})
 
 
+@contextmanager
+def _connected(runner):
+    """`runner` connected at once where it connects (the Dask executors, simulator.distributed.executors),
+    and closed on the way out whatever happens (`confirm` entering it again keeps the connection)."""
+    connect = getattr(runner, "connect", None)
+    if connect is None:
+        yield
+        return
+    connect()
+    try:
+        yield
+    finally:
+        runner.__exit__(None, None, None)
+
+
 def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local", workers=None,
              confirm_top: int | None = None, progress=None, cache: bool = True
              ) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
@@ -208,19 +224,20 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
     out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name
     check_output_dir(out_dir, marker=RANKED_CSV, command="plan",
                      names=(RANKED_CSV, CANDIDATES_CSV, PARETO_PNG, *LAUNCH_FILES.values()))
-    runner = make_executor(executor, workers)   # a bad --executor or --workers fails before the screen
-    screened = screen_all(spec, base_dir)   # (first: a bad plan is reported before any progress line)
-    report(f"plan {spec.name!r}: screened {len(screened)} candidates analytically "
-           f"({int(screened.screen_feasible.sum())} feasible)")
-    top = spec.confirm_top if confirm_top is None else confirm_top
-    keep = screened[screened.screen_feasible & (screened.screen_slack <= SCREEN_SLACK)]
-    cheapest = keep.sort_values(["usd_per_hour", "screen_slack"], kind="stable").head(top)
-    front = keep.iloc[pareto_front(keep.usd_per_hour.tolist(), keep.screen_tpot_s.tolist())].head(top)
-    chosen = pd.concat([cheapest, front])
-    chosen = chosen[~chosen.index.duplicated()]
-    report(f"confirming {len(chosen)} candidates with the DES (executor {executor!r})")
-    ranked = confirm(spec, chosen, base_dir, runner, workers, report,
-                     DesCache(out_dir / DES_CACHE) if cache else None, when_idle=import_plotting)
+    runner = make_executor(executor, workers)   # a bad --executor or --workers fails before the screen,
+    with _connected(runner):                    # and so does an unreachable Dask scheduler
+        screened = screen_all(spec, base_dir)   # (first: a bad plan is reported before any progress line)
+        report(f"plan {spec.name!r}: screened {len(screened)} candidates analytically "
+               f"({int(screened.screen_feasible.sum())} feasible)")
+        top = spec.confirm_top if confirm_top is None else confirm_top
+        keep = screened[screened.screen_feasible & (screened.screen_slack <= SCREEN_SLACK)]
+        cheapest = keep.sort_values(["usd_per_hour", "screen_slack"], kind="stable").head(top)
+        front = keep.iloc[pareto_front(keep.usd_per_hour.tolist(), keep.screen_tpot_s.tolist())].head(top)
+        chosen = pd.concat([cheapest, front])
+        chosen = chosen[~chosen.index.duplicated()]
+        report(f"confirming {len(chosen)} candidates with the DES (executor {executor!r})")
+        ranked = confirm(spec, chosen, base_dir, runner, workers, report,
+                         DesCache(out_dir / DES_CACHE) if cache else None, when_idle=import_plotting)
     out_dir.mkdir(parents=True, exist_ok=True)
     _atomic_write(out_dir / CANDIDATES_CSV, lambda tmp: screened.to_csv(tmp, index=False))
     _atomic_write(out_dir / RANKED_CSV, lambda tmp: ranked.to_csv(tmp, index=False))

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from contract import assert_one_line
 from simulator.workflows.plan.main import build_parser, main
 
 PLAN = {
@@ -102,6 +103,24 @@ def test_bad_plans_exit_2_with_one_line(tmp_path, capsys, changes, field):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and field in err, err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow  # distributed's connect timeout (10 s)
+def test_an_unreachable_dask_scheduler_is_one_line_before_the_screen(tmp_path, capsys, monkeypatch):
+    """The scheduler is reached before any work: one line, exit 2, no progress line, nothing written, and
+    the screen never ran (it used to run first and report the scheduler after its progress lines)."""
+    pytest.importorskip("distributed")
+
+    def screened(*args):
+        raise AssertionError("the screen ran before the scheduler was reached")
+
+    monkeypatch.setattr("simulator.workflows.plan.main.screen_all", screened)
+    out = tmp_path / "out"
+    code = main([str(write(tmp_path)), "--out", str(out), "--executor", "dask://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1   # (no progress line before it)
+    assert_one_line(err, "--executor: cannot reach the Dask scheduler at tcp://127.0.0.1:9")
+    assert not out.exists()
 
 
 def test_help_reads_well(capsys):
