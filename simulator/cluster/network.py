@@ -58,6 +58,10 @@ def fair_rates(paths: Sequence[Sequence[int]], capacity: np.ndarray) -> list[flo
 
 
 def _filling_python(paths: Sequence[Sequence[int]], capacity: np.ndarray) -> list[float]:
+    if len(paths) == 1 and len(set(paths[0])) == len(paths[0]):
+        # one flow crossing each link once (half the calls of a disaggregated run): its path's narrowest
+        # link, the rate the filling below gives it (cap / 1 is cap exactly)
+        return [float(min(capacity[link] for link in paths[0]))] if paths[0] else [math.inf]
     rates = [math.inf] * len(paths)
     cap = {link: float(capacity[link]) for path in paths for link in path}
     active = [i for i, path in enumerate(paths) if path]

@@ -149,5 +149,5 @@ class DecodeReplica(Replica):
         has applied none of its finishes yet, so those that happen before `now_s` are subtracted (as in
         step-by-step mode, where a finish at exactly `now_s` is processed after an arrival at `now_s`)."""
         pending = self.pending_finish_s
-        early = int(np.searchsorted(pending, now_s, side="left")) if len(pending) else 0
+        early = int(pending.searchsorted(now_s, side="left")) if len(pending) else 0
         return len(self.waiting) + len(self.running) - early + len(self.routed) + self.in_transfer + len(self.inbox)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,7 @@ from simulator.core.lives import (AHEAD_BLOCK, Trajectory, draw_bound, fits_fres
 from simulator.cost.step_cost import CTX_GRID_TOKENS
 
 MAX_BULK_STEPS = 4096      # steps one bulk scans at most (a longer run takes several events)
+_NO_FINISHES = np.zeros(0)   # (read only)
 _SCAN_CHUNK = 16           # profile entries read into Python at first (doubling after)
 
 
@@ -341,15 +343,26 @@ class BulkPlan:
 
     def cut(self, at_s: float) -> None:
         """Apply only the steps up to the first boundary at or after `at_s` (an arrival routed to this
-        replica, or a KV transfer that arrived, while the bulk is in flight)."""
-        ends = np.asarray(self.bounds_s[1:self.steps + 1])
-        self.steps = min(self.steps, int(np.searchsorted(ends, at_s)) + 1)
+        replica, or a KV transfer that arrived, while the bulk is in flight). (The boundaries increase:
+        the step ending first at or after `at_s` is found by bisection on the list itself.)"""
+        self.steps = min(self.steps, bisect_left(self.bounds_s, at_s, 1, self.steps + 1))
 
     def finish_times(self, profile: DecodeProfile) -> np.ndarray:
-        """Sorted finish times of the members finishing in the applied steps."""
+        """Sorted finish times of the members finishing in the applied steps. The members' last steps are
+        a heap (`DecodeProfile.finishes`): only the part of its tree below `end` is visited (a child is
+        never less than its parent), not every member."""
         end = self.k0 + self.steps
-        last = sorted(f for f, _, _ in profile.finishes if f < end)
-        return np.asarray(self.bounds_s)[np.array(last, dtype=np.int64) - self.k0 + 1] if last else np.zeros(0)
+        heap = profile.finishes
+        if not heap or heap[0][0] >= end:
+            return _NO_FINISHES
+        last, todo, size = [], [0], len(heap)
+        while todo:
+            i = todo.pop()
+            if heap[i][0] < end:
+                last.append(heap[i][0])
+                todo.extend(range(2 * i + 1, min(2 * i + 3, size)))
+        last.sort()
+        return np.asarray(self.bounds_s)[np.array(last, dtype=np.int64) - self.k0 + 1]
 
 
 def _not_joined(running, members) -> list[int]:

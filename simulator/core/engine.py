@@ -257,7 +257,7 @@ class Engine:
         nf = self._next_finish
         for i in np.flatnonzero(nf < now_s).tolist():
             pending = self.entry.replicas[i].pending_finish_s
-            k = int(np.searchsorted(pending, now_s, side="left"))
+            k = int(pending.searchsorted(now_s, side="left"))
             self._early[i] = k
             nf[i] = pending[k] if k < len(pending) else math.inf
         return self._open - self._early

@@ -107,6 +107,13 @@ def test_both_ways_of_filling_agree_to_the_last_bit():
         assert fair_rates(paths, capacity) == python == max_min_rates(paths, capacity).tolist()
         small += len(paths) <= SMALL_FLOW_SET
     assert 0 < small < 60   # both ways were exercised
+    # one flow (the Python filling's shortcut): every path of a topology, alone, and one crossing a link twice
+    topo = _topo(nodes=2, g=3, up=4.0, out=1.5)
+    capacity = topo.link_capacities()
+    for a in range(topo.num_gpus):
+        for b in range(topo.num_gpus):
+            for path in (topo.path(a, b), topo.path(a, b) + topo.path(a, b)[:1]):
+                assert _filling_python([path], capacity) == _filling_numpy([path], capacity).tolist()
 
 
 def test_max_min_rates_against_brute_force_on_a_small_case():
