@@ -362,7 +362,9 @@ class BulkPlan:
                 last.append(heap[i][0])
                 todo.extend(range(2 * i + 1, min(2 * i + 3, size)))
         last.sort()
-        return np.asarray(self.bounds_s)[np.array(last, dtype=np.int64) - self.k0 + 1]
+        bounds, shift = self.bounds_s, 1 - self.k0
+        return np.array([bounds[f + shift] for f in last])   # (not the whole list as an array: it may hold
+        #                                                      thousands of boundaries)
 
 
 def _not_joined(running, members) -> list[int]:

@@ -303,7 +303,7 @@ class Engine:
         reps, now = self.entry.replicas, self.env.now
         router = self.entry.router
         if router.stateless:
-            idx = int(router.assign(1)[0])
+            idx = router.assign_one()
         else:
             queued = np.array([len(rep.waiting) for rep in reps]) if router.needs_queued else self._no_queues
             # prefix_aware also reads what each replica's cache holds of this prompt

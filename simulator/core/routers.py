@@ -60,6 +60,10 @@ class Router:
         """Replicas of the next `count` requests, chosen ahead of time (stateless routers only)."""
         raise TypeError(f"router {self.name!r} reads replica loads and cannot route ahead of time")
 
+    def assign_one(self) -> int:
+        """`assign(1)`'s replica, for a driver routing request by request."""
+        return int(self.assign(1)[0])
+
     def _check(self, outstanding: Sequence[int], queued: Sequence[int]) -> None:
         if len(outstanding) != self.num_replicas or len(queued) != self.num_replicas:
             raise ValueError(f"{self.name}.choose: expected {self.num_replicas} loads per argument; got "
@@ -96,6 +100,11 @@ class RoundRobinRouter(Router):
     def assign(self, count: int) -> np.ndarray:
         chosen = (self._next + np.arange(count, dtype=np.int64)) % self.num_replicas
         self._next = (self._next + count) % self.num_replicas
+        return chosen
+
+    def assign_one(self) -> int:
+        chosen = self._next   # (in Python: once per arrival of a driver that routes as requests come)
+        self._next = (chosen + 1) % self.num_replicas
         return chosen
 
 

@@ -24,6 +24,17 @@ def test_round_robin_cycles_regardless_of_load():
     assert picks == [0, 1, 2, 0, 1, 2, 0]
 
 
+@pytest.mark.parametrize("name", [name for name, cls in ROUTERS.items() if cls.stateless])
+@pytest.mark.parametrize("replicas", [1, 3, 7])
+def test_routing_one_by_one_gives_the_replicas_of_routing_ahead(name, replicas):
+    """`assign_one` (the coupled driver, per arrival) continues the sequence `assign(k)` gives, in any mix."""
+    ahead, one = make_router(name, replicas, np.random.default_rng(0)), make_router(name, replicas,
+                                                                                    np.random.default_rng(0))
+    expected = ahead.assign(40).tolist()
+    got = [one.assign_one() for _ in range(15)] + one.assign(10).tolist() + [one.assign_one() for _ in range(15)]
+    assert got == expected
+
+
 def test_least_outstanding_picks_the_minimum():
     lo = router("least_outstanding")
     assert lo.choose([5, 2, 7, 3], [0, 9, 0, 0]) == 1  # queued does not matter
