@@ -48,20 +48,30 @@ class BatchContextTable:
         return rows.take(at, axis=0), rows.take(at + 1, axis=0)
 
     def pair(self, batch: int, i: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """Rows (batch, i) and (batch, i + 1), or None when the table would outgrow MAX_TABLE_BYTES."""
-        found = self.lookup(np.array([batch]), np.array([i]))
-        return None if found is None else (found[0][0], found[1][0])
+        """Rows (batch, i) and (batch, i + 1) (copies), or None when the table would outgrow MAX_TABLE_BYTES.
+        The scalar form of `lookup` (one step of a bulk scan at a time), with the same rows."""
+        j = i - self.base
+        batches, span = self.cube.shape[:2]
+        if not (0 <= j and j + 1 < span and batch < batches and self.ok[batch, j]):
+            if not self._fill(np.array([batch]), np.array([i])):
+                return None
+            j = i - self.base
+        return self.cube[batch, j].copy(), self.cube[batch, j + 1].copy()
 
     def _fill(self, seqs: np.ndarray, lo: np.ndarray) -> bool:
         if not self._grow(int(seqs.max()), int(lo.min()), int(lo.max()) + 1):
             return False
         cells = set(zip(seqs.tolist(), lo.tolist()))
+        have, ok = self.have, self.ok
         for b, i in sorted(cells | {(b, i + 1) for b, i in cells}):
             j = i - self.base
-            if not self.have[b, j]:
+            if not have[b, j]:
                 self.cube[b, j] = self.row(b, i)
-                self.have[b, j] = True
-        self.ok = self.have[:, :-1] & self.have[:, 1:]
+                have[b, j] = True
+                if j > 0:   # ok[b, j - 1] and ok[b, j]: the pairs this row completes (not the whole table again)
+                    ok[b, j - 1] = have[b, j - 1]
+                if j + 1 < have.shape[1]:
+                    ok[b, j] = have[b, j + 1]
         return True
 
     def _grow(self, max_batch: int, first: int, last: int) -> bool:
@@ -88,6 +98,7 @@ class BatchContextTable:
             cube[:batches, shift:shift + span] = self.cube
             have[:batches, shift:shift + span] = self.have
         self.cube, self.have, self.base = cube, have, new_lo
+        self.ok = have[:, :-1] & have[:, 1:]
         return True
 
 
