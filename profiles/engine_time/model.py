@@ -51,6 +51,12 @@ import numpy as np
 
 from profiles.engine_time.graphs import EAGER, FULL, GraphPolicy, Launch
 
+
+def one_step(value) -> bool:
+    """Whether a per-step quantity is one step's (a number, `np.ndim(value) == 0`) rather than one value
+    per step (an array); a Python or numpy float, or a Python int (the common calls), without numpy."""
+    return isinstance(value, (int, float)) or np.ndim(value) == 0
+
 # The policy of an engine model without CUDA-graph knowledge (a measured engine profile, tests): no graph,
 # no padding, and eager launches cost nothing unless eager_kernel_s is set.
 NO_GRAPHS = GraphPolicy("none", (), "tokens", False, FULL)
@@ -166,7 +172,7 @@ class EngineTime:
         return gaps
 
     def _gaps_and_eager(self, prefill_tokens, decode_seqs, q: int, passes: PassLayout):
-        if np.ndim(decode_seqs) == 0 and np.ndim(prefill_tokens) == 0:  # one step (the common call)
+        if one_step(decode_seqs) and one_step(prefill_tokens):  # one step (the common call)
             kind = self.launch(int(prefill_tokens), int(decode_seqs), q).kind
             gaps = self.step_gap_s + self._launch_gaps(kind, passes)
             eager = kind == EAGER
@@ -186,13 +192,13 @@ class EngineTime:
         busy = device_s + gaps
         issue = self.issue_seconds(passes)
         if issue:  # eager passes finish when both the kernels and their issue are done
-            busy = busy + np.where(eager, np.maximum(0.0, issue - device_s), 0.0) if np.ndim(busy) else \
+            busy = busy + np.where(eager, np.maximum(0.0, issue - device_s), 0.0) if not one_step(busy) else \
                 busy + (max(0.0, issue - device_s) if eager else 0.0)
         host = self.host_seconds(prefill_tokens, prefill_seqs, decode_seqs, query_tokens_per_seq,
                                  passes.draft_passes)
         if not self.overlap:
             return busy + host
-        return busy + (max(0.0, host - busy) if np.ndim(busy) == 0 else np.maximum(0.0, host - busy))
+        return busy + (max(0.0, host - busy) if one_step(busy) else np.maximum(0.0, host - busy))
 
     def describe(self) -> dict:
         """`engine_time` entry of a run's summary (microseconds)."""

@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models.spec import ModelSpec
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec
-from simulator.cluster.network import Flow, Network, kv_transfer_flows
+from simulator.cluster.network import Flow, Network, flow_layout, flows_of_terms
 from simulator.cost.collectives import Topology
 
 
@@ -93,16 +93,29 @@ class KVMover:
     draft_tp_prefill: int = 1   # GPUs holding the draft's KV in a prefill replica
     draft_tp_decode: int = 1    # ... and in a decode replica (pools may differ in TP)
 
+    _layouts: dict = field(default_factory=dict, compare=False, repr=False)   # (src, dst GPUs) -> layouts
+
     def request_flows(self, tokens: int, prefill_replica: int, decode_replica: int, request: int = 0) -> list[Flow]:
         src = _attention_group(self.placement.prefill_gpus[prefill_replica], self.prefill_par, request)
         dst = _attention_group(self.placement.decode_gpus[decode_replica], self.decode_par, request)
-        flows = kv_transfer_flows(self.target, tokens, src, _tp_pp(self.prefill_par), dst,
-                                  _tp_pp(self.decode_par), self.dtype)
-        if self.draft is not None:
-            tp_src, tp_dst = min(self.draft_tp_prefill, len(src)), min(self.draft_tp_decode, len(dst))
-            flows += kv_transfer_flows(self.draft, tokens, src[:tp_src], Parallelism(tp_src, 1), dst[:tp_dst],
-                                       Parallelism(tp_dst, 1), self.dtype)
+        layouts = self._layouts.get((src, dst))
+        if layouts is None:   # (once per pair of attention groups: every request between them moves alike)
+            layouts = self._layouts[(src, dst)] = self._layout(src, dst)
+        target, draft = layouts
+        flows = flows_of_terms(self.target, target, tokens, self.dtype)
+        if draft is not None:
+            flows += flows_of_terms(self.draft, draft, tokens, self.dtype)
         return flows
+
+    def _layout(self, src: tuple, dst: tuple) -> tuple:
+        """The flow layouts (simulator.cluster.network.flow_layout) of the target's and the draft's KV
+        (None without a draft model) between two attention groups."""
+        target = flow_layout(self.target, src, _tp_pp(self.prefill_par), dst, _tp_pp(self.decode_par))
+        if self.draft is None:
+            return target, None
+        tp_src, tp_dst = min(self.draft_tp_prefill, len(src)), min(self.draft_tp_decode, len(dst))
+        return target, flow_layout(self.draft, src[:tp_src], Parallelism(tp_src, 1), dst[:tp_dst],
+                                   Parallelism(tp_dst, 1))
 
     def request_bytes(self, tokens: int, prefill_replica: int = 0, decode_replica: int = 0) -> float:
         return float(sum(f.bytes for f in self.request_flows(tokens, prefill_replica, decode_replica)))

@@ -293,6 +293,13 @@ def kv_transfer_flows(spec: ModelSpec, tokens: int, src_gpus: Sequence[int], src
     holds (its stage's layers × its ranks' KV heads; MLA: the whole latent of its layers, as every rank
     keeps a copy), each piece split evenly over the source GPUs that hold it."""
     terms = _flow_terms(spec, tuple(src_gpus), src_par, tuple(dst_gpus), dst_par)
+    return flows_of_terms(spec, terms, tokens, dtype, start_s)
+
+
+def flows_of_terms(spec: ModelSpec, terms: tuple, tokens: int, dtype: str = "bf16", start_s: float = 0.0
+                   ) -> list[Flow]:
+    """`kv_transfer_flows` from the replica pair's layout (`flow_layout`), which a caller moving the KV of
+    many requests between the same replicas keeps."""
     if not isinstance(tokens, (int, np.integer)) or tokens < 0:
         raise ValueError(f"tokens must be an integer >= 0, got {tokens!r}")
     unit = tokens * dtype_bytes(dtype) * (spec.kv_elements_per_token_per_layer() if spec.is_mla
@@ -305,6 +312,12 @@ def kv_transfer_flows(spec: ModelSpec, tokens: int, src_gpus: Sequence[int], src
         if nbytes > 0:
             flows.append(Flow(src, dst, nbytes, start_s))
     return flows
+
+
+def flow_layout(spec: ModelSpec, src_gpus: tuple, src_par: Parallelism, dst_gpus: tuple, dst_par: Parallelism
+                ) -> tuple:
+    """The layout `flows_of_terms` reads: who sends what to whom between two replicas, whatever the tokens."""
+    return _flow_terms(spec, tuple(src_gpus), src_par, tuple(dst_gpus), dst_par)
 
 
 @lru_cache(maxsize=4096)

@@ -34,7 +34,7 @@ from models.opgraph import attention_ops, dense_ops
 from models.ops import ATTN_DECODE, ATTN_PREFILL, COLLECTIVE_KINDS
 from models.spec import ModelSpec
 from models.step import Parallelism, StepShape
-from profiles.engine_time.model import EngineTime, PassLayout
+from profiles.engine_time.model import EngineTime, PassLayout, one_step
 from profiles.latency import LatencyModel, power_limited_seconds
 from simulator.cost.op_lists import SHARED_OP_LISTS
 from simulator.cost.step_table import BatchContextTable, SecondsRows
@@ -506,9 +506,9 @@ class StepCostModel:
         if self.engine is None:
             return np.concatenate([target, np.zeros((len(target), 1))], axis=1)
         layout = self.pass_layout
-        if np.ndim(decode_seqs) == 0 and decode_seqs == 0 and layout.draft_passes:
+        if one_step(decode_seqs) and decode_seqs == 0 and layout.draft_passes:
             layout = self._no_draft_layout
-        if len(target) == 1 and np.ndim(decode_seqs) == 0:  # one step: scalar arithmetic
+        if len(target) == 1 and one_step(decode_seqs):  # one step: scalar arithmetic
             t = target[0]
             device = float(draft[0, 0] + t[0])
             e = self.engine.wall_seconds(device, prefill_tokens, prefill_seqs, decode_seqs, self.q, layout) - device
