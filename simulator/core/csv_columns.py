@@ -18,9 +18,10 @@ Both parse decimal text to the nearest float64 (correctly rounded), so they retu
 Before anything is read (`check_data_file`): the path must be a regular file — a FIFO or `/dev/zero` was
 read forever, `/dev/null` read as nothing — of at most `MAX_TRACE_BYTES` (16 GiB), whose first
 `TEXT_CHECK_BYTES` are text (a UTF-16 file, as some Windows tools save a CSV, or a binary file read as
-"invalid start byte"), and a file holds at most `MAX_TRACE_ROWS` (100 million) rows. Both caps are far above the public traces draftsim reads: the largest
-BurstGPT file, `BurstGPT_3.csv`, has 5.34 million lines in ~220 MB (github.com/HPMLL/BurstGPT, README,
-"Release v2.0"); a run also keeps about 1 kB per request (simulator.config.host_memory).
+"invalid start byte"), and a file holds at most `MAX_TRACE_ROWS` (100 million) rows. Both caps are far
+above the public traces draftsim reads: the largest BurstGPT file, `BurstGPT_3.csv`, has 5.34 million
+lines in ~220 MB (github.com/HPMLL/BurstGPT, README, "Release v2.0"); a run also keeps about 1 kB per
+request (simulator.config.host_memory).
 """
 from __future__ import annotations
 
