@@ -34,6 +34,7 @@ RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
 TMP_PREFIX = ".tmp-"
 OUT_FIELD = "--out"
+PARQUET_MAGIC = b"PAR1"   # the first and last 4 bytes of every parquet file (the format's specification)
 _counter = itertools.count()
 
 
@@ -90,13 +91,39 @@ class SweepStore:
     def read_rows(self, point_ids: Iterable[str] | None = None) -> pd.DataFrame:
         """Stored rows (all, or those of `point_ids` that are finished), ordered by point_index."""
         ids = self.finished_ids() if point_ids is None else set(point_ids) & self.finished_ids()
-        frames = [pq.read_table(self.points_dir / f"{pid}.parquet").to_pandas() for pid in sorted(ids)]
+        frames = [self._read_point(pid) for pid in sorted(ids)]
         if not frames:
             return pd.DataFrame()
         frame = pd.concat(frames, ignore_index=True)
         if "point_index" in frame:
             frame = frame.sort_values("point_index", kind="stable").reset_index(drop=True)
         return frame
+
+    def _read_point(self, point_id: str) -> pd.DataFrame:
+        path = self.points_dir / f"{point_id}.parquet"
+        try:
+            return pq.read_table(path).to_pandas()
+        except (OSError, pa.ArrowException) as err:
+            raise ScenarioError(OUT_FIELD, unreadable_point(path, str(err).splitlines()[0])) from None
+
+    def check_points(self, point_ids: Iterable[str]) -> None:
+        """Before a resumed sweep runs anything: each stored point of `point_ids` is a whole parquet file
+        (its first and last 4 bytes are parquet's magic), so a file damaged outside draftsim (a copy cut
+        short, an edit) is one line here rather than a traceback after the missing points ran. (draftsim
+        itself writes points atomically.)"""
+        for pid in sorted(point_ids):
+            path = self.points_dir / f"{pid}.parquet"
+            try:
+                with open(path, "rb") as fh:
+                    head = fh.read(len(PARQUET_MAGIC))
+                    fh.seek(0, os.SEEK_END)
+                    size = fh.tell()
+                    fh.seek(max(size - len(PARQUET_MAGIC), 0))
+                    tail = fh.read()
+            except OSError as err:
+                raise ScenarioError(OUT_FIELD, unreadable_point(path, err.strerror or str(err))) from None
+            if size < 2 * len(PARQUET_MAGIC) or head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+                raise ScenarioError(OUT_FIELD, unreadable_point(path, f"{size} bytes, not a parquet file"))
 
     def manifest(self) -> dict:
         return json.loads((self.root / MANIFEST).read_text())
@@ -127,6 +154,11 @@ class SweepStore:
                         p.unlink(missing_ok=True)
                         removed += 1
         return removed
+
+
+def unreadable_point(path: Path, detail: str) -> str:
+    return (f"{path} is not a readable stored point ({detail}); delete it to run that point again, or pass "
+            "--overwrite to start the sweep again")
 
 
 def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwrite: bool,
@@ -161,6 +193,8 @@ def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwr
             raise ScenarioError(OUT_FIELD, f"{root} already holds {len(done)} of this sweep's "
                                            f"{len(expected_ids)} points; pass --resume to finish it or "
                                            f"--overwrite to start again")
+        if not overwrite:
+            store.check_points(done)   # (what a resumed or finished sweep will read back)
     if not create:
         return store
     try:
