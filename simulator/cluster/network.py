@@ -292,8 +292,7 @@ def kv_transfer_flows(spec: ModelSpec, tokens: int, src_gpus: Sequence[int], src
     with Parallelism(tp, pp) for ep > 1 replicas. Every destination GPU receives exactly the KV it
     holds (its stage's layers × its ranks' KV heads; MLA: the whole latent of its layers, as every rank
     keeps a copy), each piece split evenly over the source GPUs that hold it."""
-    terms = _flow_terms(spec, tuple(src_gpus), src_par, tuple(dst_gpus), dst_par)
-    return flows_of_terms(spec, terms, tokens, dtype, start_s)
+    return flows_of_terms(spec, flow_layout(spec, src_gpus, src_par, dst_gpus, dst_par), tokens, dtype, start_s)
 
 
 def flows_of_terms(spec: ModelSpec, terms: tuple, tokens: int, dtype: str = "bf16", start_s: float = 0.0

@@ -151,7 +151,7 @@ def interpolate_on_grid(grids: dict, make_grid, seqs, context_sums: np.ndarray, 
     Called once per simulated bulk, so it is written for few numpy calls; the arithmetic per element
     is the same whatever the path, so every caller gets bit-identical values for equal inputs."""
     context_sums = np.asarray(context_sums)
-    if np.ndim(seqs) == 0:
+    if one_step(seqs):
         x = context_sums / float(CTX_GRID_TOKENS * seqs)
         single = True
     else:
@@ -162,7 +162,7 @@ def interpolate_on_grid(grids: dict, make_grid, seqs, context_sums: np.ndarray, 
     w = (x - lo)[:, None]
     if single:
         edges = (0, len(x))
-        batches = (int(seqs if np.ndim(seqs) == 0 else seqs[0]),)
+        batches = (int(seqs if one_step(seqs) else seqs[0]),)
     else:
         cuts = np.flatnonzero(seqs[1:] != seqs[:-1]) + 1
         edges = (0, *cuts.tolist(), len(x))
@@ -576,7 +576,7 @@ class StepCostModel:
         Rows come from one (batch × grid index) table (simulator.cost.step_table); `monotone` (the steps are
         a bulk's, see `interpolate_on_grid`) only matters when that table is full."""
         context_sums = np.asarray(context_sums, dtype=np.int64)
-        if np.ndim(decode_seqs) == 0:
+        if one_step(decode_seqs):
             x = context_sums / float(CTX_GRID_TOKENS * decode_seqs)
             seqs = np.full(len(context_sums), decode_seqs, dtype=np.int64)
         else:

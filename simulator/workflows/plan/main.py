@@ -195,17 +195,14 @@ def plot_pareto(screened: pd.DataFrame, ranked: pd.DataFrame, slo, path: Path) -
 
 @contextmanager
 def _connected(runner):
-    """`runner` connected at once where it connects (the Dask executors, simulator.distributed.executors),
-    and closed on the way out whatever happens (`confirm` entering it again keeps the connection)."""
-    connect = getattr(runner, "connect", None)
-    if connect is None:
+    """`runner` entered, so connected, at once where it connects (the Dask executors,
+    simulator.distributed.executors), and closed on the way out whatever happens (`confirm` entering it
+    again keeps the connection); a local pool is entered by `confirm` only, as before."""
+    if getattr(runner, "connect", None) is None:
         yield
         return
-    connect()
-    try:
+    with runner:
         yield
-    finally:
-        runner.__exit__(None, None, None)
 
 
 def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local", workers=None,

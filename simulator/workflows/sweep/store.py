@@ -34,7 +34,6 @@ RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
 TMP_PREFIX = ".tmp-"
 OUT_FIELD = "--out"
-PARQUET_MAGIC = b"PAR1"   # the first and last 4 bytes of every parquet file (the format's specification)
 _counter = itertools.count()
 
 
@@ -104,26 +103,19 @@ class SweepStore:
         try:
             return pq.read_table(path).to_pandas()
         except (OSError, pa.ArrowException) as err:
-            raise ScenarioError(OUT_FIELD, unreadable_point(path, str(err).splitlines()[0])) from None
+            raise ScenarioError(OUT_FIELD, _unreadable(path, str(err).splitlines()[0])) from None
 
     def check_points(self, point_ids: Iterable[str]) -> None:
-        """Before a resumed sweep runs anything: each stored point of `point_ids` is a whole parquet file
-        (its first and last 4 bytes are parquet's magic), so a file damaged outside draftsim (a copy cut
-        short, an edit) is one line here rather than a traceback after the missing points ran. (draftsim
-        itself writes points atomically.)"""
+        """Before a resumed sweep runs anything: each stored point of `point_ids` has a readable parquet
+        footer (pyarrow reads the footer alone), so a file damaged outside draftsim (a copy cut short, an
+        edit) is one line here rather than a traceback after the missing points ran. (draftsim itself
+        writes points atomically.)"""
         for pid in sorted(point_ids):
             path = self.points_dir / f"{pid}.parquet"
             try:
-                with open(path, "rb") as fh:
-                    head = fh.read(len(PARQUET_MAGIC))
-                    fh.seek(0, os.SEEK_END)
-                    size = fh.tell()
-                    fh.seek(max(size - len(PARQUET_MAGIC), 0))
-                    tail = fh.read()
-            except OSError as err:
-                raise ScenarioError(OUT_FIELD, unreadable_point(path, err.strerror or str(err))) from None
-            if size < 2 * len(PARQUET_MAGIC) or head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
-                raise ScenarioError(OUT_FIELD, unreadable_point(path, f"{size} bytes, not a parquet file"))
+                pq.read_metadata(path)
+            except (OSError, pa.ArrowException) as err:
+                raise ScenarioError(OUT_FIELD, _unreadable(path, str(err).splitlines()[0])) from None
 
     def manifest(self) -> dict:
         return json.loads((self.root / MANIFEST).read_text())
@@ -156,7 +148,7 @@ class SweepStore:
         return removed
 
 
-def unreadable_point(path: Path, detail: str) -> str:
+def _unreadable(path: Path, detail: str) -> str:
     return (f"{path} is not a readable stored point ({detail}); delete it to run that point again, or pass "
             "--overwrite to start the sweep again")
 
