@@ -1,8 +1,11 @@
 """The `draftsim` command line. Errors in user input print one line and exit 2."""
 from __future__ import annotations
 
+if __name__ == "__main__":   # `python -m simulator.cli` is the executable: it loads this module under its guard
+    from simulator.launch import entry   # (simulator/launch.py) and exits
+    entry()
+
 import argparse
-import gc
 import os
 import sys
 from dataclasses import dataclass
@@ -255,19 +258,3 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     return guarded(lambda: args.func(args))
 
-
-def entry() -> None:
-    """The `draftsim` executable (pyproject's console script): `main`, then the exit. Interpreter shutdown
-    runs the cyclic collector over every object still alive as it tears the modules down (pandas', scipy's,
-    matplotlib's and the run's: 0.07 s of a 0.5 s `draftsim estimate`, 0.15 s of a 100-request `run`, 0.25 s
-    of a `plan`); moving them to the collector's permanent generation first (`gc.freeze`) skips those scans.
-    Reference counting still frees them at shutdown (files close, streams flush); only cyclic garbage left
-    at this point is not collected, as the process ends anyway. `main` itself, which the tests call in their
-    own process, freezes nothing."""
-    code = main()
-    gc.freeze()
-    sys.exit(code)
-
-
-if __name__ == "__main__":
-    entry()

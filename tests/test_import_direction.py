@@ -1,6 +1,8 @@
 """Inside simulator/, imports point one way (ARCHITECTURE: config at the boundary, the core below it): every
 import statement of a sub-package (also inside functions) names a sub-package of the same or a lower layer,
-and the core holds no pydantic model (it receives frozen dataclasses from simulator.config)."""
+and the core holds no pydantic model (it receives frozen dataclasses from simulator.config). A module's
+`if __name__ == "__main__":` block is a program, not a dependency: it may start the executable
+(simulator.launch, the top layer)."""
 from __future__ import annotations
 
 import ast
@@ -10,7 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SIMULATOR = ROOT / "simulator"
 # lowest first; a module may import its own layer and those before it
 LAYERS = ["errors", "console", "cost", "speculation", "results", "core", "config", "cluster", "distributed", "api", "workflows",
-          "cli", "__init__"]
+          "cli", "__init__", "launch"]
 NO_PYDANTIC = ("core", "cost", "speculation", "results")
 
 
@@ -21,12 +23,27 @@ def _layer(path: pathlib.Path) -> str:
 
 def _imports(path: pathlib.Path) -> list[tuple[int, str]]:
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    tree.body = [node for node in tree.body if not _main_block(node)]
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.lineno, node.module))
     return found
+
+
+def _main_block(node: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` at module level."""
+    test = getattr(node, "test", None)
+    return (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and len(test.comparators) == 1
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__")
+
+
+def test_main_blocks_are_recognised():
+    tree = ast.parse('if __name__ == "__main__":\n    import simulator.launch\nif x == "__main__":\n    pass\n')
+    assert [_main_block(node) for node in tree.body] == [True, False]
 
 
 def test_every_package_of_simulator_has_a_layer():

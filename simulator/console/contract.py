@@ -3,7 +3,8 @@
 - Bad input (a scenario field, a flag, a file, a missing optional dependency): one line
   `draftsim[ COMMAND]: error: <field>: <what is allowed>` on stderr, exit 2 (`EXIT_USAGE`).
 - A check the command reports as failed (a validation target missed): exit 1 (`EXIT_FAILED_CHECK`).
-- Ctrl-C: one line `draftsim: interrupted`, exit 130 (`EXIT_INTERRUPTED`, the shell's 128 + SIGINT);
+- Ctrl-C: one line `draftsim: interrupted`, exit 130 (`EXIT_INTERRUPTED`, the shell's 128 + SIGINT)
+  whenever it comes (simulator.console.interrupts);
   outputs are written atomically (simulator.results.outputs) and sweeps store finished points only,
   so nothing is half-written and `draftsim sweep --resume` continues.
 - Anything else is a bug in draftsim and keeps its traceback.
@@ -15,6 +16,7 @@ import sys
 from typing import Callable
 
 from models.errors import EXIT_INTERRUPTED, EXIT_USAGE, one_line_usage_errors
+from simulator.console.interrupts import after_ctrl_c, pending
 
 EXIT_OK = 0
 EXIT_FAILED_CHECK = 1
@@ -54,29 +56,43 @@ def missing_extra(exc: ModuleNotFoundError) -> str | None:
             f"install it with: pip install -e '.[{extra}]'")
 
 
+def interrupted() -> int:
+    """Ctrl-C: the one line, and the exit code."""
+    print("draftsim: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def guarded(action: Callable[[], int | None], command: str | None = None) -> int:
-    """Run a command's work under the contract; returns its exit code."""
+    """Run a command's work under the contract; returns its exit code. Whatever comes of a Ctrl-C — its
+    KeyboardInterrupt, an exception it caused, a failure after it, a normal return after a press the work
+    swallowed — is the interruption (simulator.console.interrupts)."""
+    try:
+        code = int(action() or 0)
+    except BaseException as exc:
+        if after_ctrl_c(exc):
+            return interrupted()
+        return _failed(exc, command)
+    if pending() and code != EXIT_INTERRUPTED:   # (130: an inner `guarded` said it already)
+        return interrupted()
+    return code
+
+
+def _failed(exc: BaseException, command: str | None) -> int:
+    """The exit code of a command that raised `exc`, its one line printed; a bug keeps its traceback."""
     from models.errors import UnknownNameError
     from simulator.errors import ScenarioError
 
-    try:
-        return int(action() or 0)
-    except KeyboardInterrupt:
-        print("draftsim: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except (ScenarioError, UnknownNameError) as exc:
+    if isinstance(exc, (ScenarioError, UnknownNameError)):
         return fail(str(exc), command)
-    except ModuleNotFoundError as exc:
-        message = missing_extra(exc)
-        if message is None:
-            raise
+    if isinstance(exc, ModuleNotFoundError) and (message := missing_extra(exc)) is not None:
         return fail(message, command)
-    except MemoryError:
+    if isinstance(exc, MemoryError):
         return fail("out of memory: the run needs more memory than this machine has; use fewer requests "
                     "(workload.num_requests / duration_s) or a shorter trace", command, EXIT_FAILED_CHECK)
-    except OSError as exc:
+    if isinstance(exc, OSError):
         where = getattr(exc, "filename", None)
         return fail(f"{where}: {exc.strerror or exc}" if where else str(exc.strerror or exc), command)
+    raise exc
 
 
 def command_main(parser: argparse.ArgumentParser, argv: list[str] | None, action: Callable[[argparse.Namespace], int | None],

@@ -4,7 +4,8 @@ On a terminal: a tqdm bar. Otherwise (a log file, CI, a pipe): one plain line ev
 seconds, e.g. `draftsim: simulating: 1,200/2,000 req (60 %), 12.0 s`, from a background thread so that a
 single long step without updates still says it is alive, and a closing line when at least one progress
 line was printed. `quiet` prints nothing. Writes go to the stream given (stderr by default) so stdout
-stays clean for results.
+stays clean for results. Each update and the end of each step are where a Ctrl-C whose KeyboardInterrupt
+was swallowed or deferred ends the command (simulator.console.interrupts).
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import sys
 import threading
 import time
 from typing import TextIO
+
+from simulator.console.interrupts import check
 
 INTERVAL_S = 10.0  # seconds between two progress lines when stderr is not a terminal
 
@@ -53,6 +56,8 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close(finished=exc[0] is None)
+        if exc[0] is None:
+            check()   # a Ctrl-C swallowed during the step ends the command here, before the next step
 
     def set_total(self, total: float | None) -> None:
         self.total = total
@@ -61,6 +66,7 @@ class Progress:
             self._bar.refresh()
 
     def update(self, n: float = 1) -> None:
+        check()   # (simulator.console.interrupts)
         self.done += n
         if self._bar is not None:
             self._bar.update(n)

@@ -35,6 +35,8 @@ from multiprocessing.connection import wait
 
 import numpy as np
 
+from simulator.console.interrupts import held, leave_to_parent
+
 AUTO_MIN_REQUESTS = 50_000
 AUTO_MAX_WORKERS = 8   # each worker copies the request-state pages it writes (all of them, round robin)
 _POLL_S = 0.2
@@ -93,7 +95,8 @@ def run_parallel(work: list[tuple], groups: int, run_group, log, state, report, 
         receive, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_child, args=(pairs, run_group, log, state, latency_models, done, slot, send,
                                                 os.getpid()), daemon=True)
-        proc.start()
+        with held():   # the child ignores Ctrl-C before it can be stopped by it (the parent stops it)
+            proc.start()
         send.close()
         children.append((proc, receive))
     seen = [0]
@@ -143,6 +146,7 @@ def run_parallel(work: list[tuple], groups: int, run_group, log, state, report, 
 
 def _child(pairs, run_group, log, state, latency_models, done, slot: int, send, parent_pid: int) -> None:
     from simulator.console.lifetime import die_with_parent
+    leave_to_parent()   # Ctrl-C: the parent reports it and stops this process
     die_with_parent(parent_pid)   # a killed parent takes its workers with it
     try:
         def report(k: int) -> None:
@@ -156,8 +160,6 @@ def _child(pairs, run_group, log, state, latency_models, done, slot: int, send, 
                    "replicas": [rep.index for rep, _ in pairs], "clocks": [rep.clock_s for rep, _ in pairs],
                    "log": log.export_part(),
                    "latency": [model.usage_since(mark) for model, mark in zip(latency_models, marks)]})
-    except KeyboardInterrupt:   # the parent reports the interruption
-        os._exit(130)
     except BaseException:   # noqa: BLE001 — every failure goes back to the parent, with its traceback
         send.send({"error": traceback.format_exc()})
     finally:

@@ -27,12 +27,11 @@ FIELD = "--executor"
 
 def _init_worker(parent_pid: int) -> None:
     """Pool workers leave Ctrl-C to the parent, which stops them: one "interrupted" line, no traceback
-    from every worker; and they die with the parent when it is killed outright
-    (simulator.console.lifetime)."""
-    import signal
-
+    from every worker (they are forked with it held back, `ProcessExecutor._submit`); and they die with
+    the parent when it is killed outright (simulator.console.lifetime)."""
+    from simulator.console.interrupts import leave_to_parent
     from simulator.console.lifetime import die_with_parent
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    leave_to_parent()
     die_with_parent(parent_pid)
 
 
@@ -73,7 +72,7 @@ class ProcessExecutor:
         todo = iter(tasks)
         running = set()
         for task in todo:
-            running.add(self._pool.submit(fn, task))
+            running.add(self._submit(fn, task))
             if len(running) >= 2 * self.workers:
                 break
         while running:
@@ -81,8 +80,14 @@ class ProcessExecutor:
             for future in done:
                 nxt = next(todo, None)
                 if nxt is not None:
-                    running.add(self._pool.submit(fn, nxt))
+                    running.add(self._submit(fn, nxt))
                 yield future.result()
+
+    def _submit(self, fn: Callable, task):
+        """Submit one task; a submit may fork workers, so Ctrl-C is held back until they ignore it."""
+        from simulator.console.interrupts import held
+        with held():
+            return self._pool.submit(fn, task)
 
 
 class DaskExecutor:

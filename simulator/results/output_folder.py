@@ -18,7 +18,7 @@ Rules, checked before any work starts (`check_output_dir`) and again when instal
 - any other non-empty folder, a file, or a symbolic link is refused.
 
 Every path written is checked to resolve inside the output folder (`inside`). Moving the files in is a
-handful of renames; Ctrl-C is held back during them (`_signals_held`) so the folder never mixes two runs'
+handful of renames; Ctrl-C is held back during them (simulator.console.interrupts.held) so the folder never mixes two runs'
 files: the interruption takes effect right after, with the new files complete. After a `kill -9` during
 those renames, the manifest (written first as the union of old and new names) still lists every file
 present, so the next run cleans up; a staging folder `.draftsim-tmp-*` may be left behind.
@@ -28,13 +28,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import tempfile
-import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable
 
+from simulator.console.interrupts import held
 from simulator.errors import ScenarioError
 
 OUT_FIELD = "--out"
@@ -103,20 +102,6 @@ def check_folder(out_dir: Path, command: str, marker: str, names: Iterable[str])
     return owned
 
 
-@contextmanager
-def _signals_held():
-    """Hold SIGINT/SIGTERM back (delivered when the block ends) so that a few renames complete together."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    held = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 def write_manifest(out_dir: Path, command: str, files: Iterable[str]) -> None:
     """Record `files` as `command`'s in `out_dir` (for commands that write their files in place, such as
     `plan`, which never removes anything: the manifest marks the folder as theirs)."""
@@ -139,7 +124,7 @@ def _install(staged: Path, out_dir: Path, command: str, marker: str, known: set[
         os.replace(staged, out_dir)
         return
     owned = check_folder(out_dir, command, marker, new | known)
-    with _signals_held():
+    with held():
         _write_manifest(out_dir, command, owned | new)
         for name in sorted(new):
             os.replace(staged / name, inside(out_dir, name))

@@ -1,4 +1,4 @@
-"""The `draftsim` executable is `simulator.cli.entry`: `main`, then `gc.freeze()` before the interpreter
+"""The `draftsim` executable is `simulator.launch.entry`: `main`, then `gc.freeze()` before the interpreter
 shuts down (issue 30: start-up and exit time). Freezing must change nothing a user sees: the same exit code,
 the same output files byte for byte, the same one-line error. Each side runs in its own fresh interpreter,
 as the executable does."""
@@ -13,7 +13,7 @@ from pathlib import Path
 from paths import REPO
 
 _VIA_MAIN = "import sys; from simulator.cli import main; sys.exit(main(sys.argv[1:]))"
-_VIA_ENTRY = "import sys; from simulator.cli import entry; sys.argv[0] = 'draftsim'; entry()"
+_VIA_ENTRY = "import sys; from simulator.launch import entry; sys.argv[0] = 'draftsim'; entry()"
 
 
 def _draftsim(code: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -27,7 +27,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 def test_the_console_script_is_entry():
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {"draftsim": "simulator.cli:entry"}
+    assert scripts == {"draftsim": "simulator.launch:entry"}
 
 
 def test_entry_writes_what_main_writes(tmp_path):
