@@ -56,7 +56,7 @@ import math
 from pathlib import Path
 
 
-from models.errors import FieldError
+from models.errors import FieldError, is_boolean
 from models.files import read_document
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 
@@ -87,6 +87,8 @@ def _plausible(number: float, field: str, name: str) -> float:
 
 
 def _number(value, field: str, rule: str, ok) -> float:
+    if is_boolean(value):   # float(True) is 1.0: `gpus_per_node: true` was one GPU, `scaleup_latency_s: false` none
+        raise FieldError(field, f"{str(value).lower()} is a boolean, not a number; expected {rule}")
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -284,6 +284,8 @@ CASES = [
     Hostile("hardware_memory_in_gb_not_bytes", hardware(hbm_bytes=80), "cluster.hardware.hbm_bytes"),
     Hostile("hardware_latency_in_ms", hardware(scaleup_latency_s=1.0), "cluster.hardware.scaleup_latency_s"),
     Hostile("hardware_gpus_per_node", hardware(gpus_per_node=100000), "cluster.hardware.gpus_per_node"),
+    Hostile("hardware_gpus_per_node_true", hardware(gpus_per_node=True),
+            "cluster.hardware.gpus_per_node: true is a boolean"),
     Hostile("hardware_duplicate_key", lambda tmp: run(cluster={"hardware": str(_write(
         tmp, "gpu.yaml", yaml.safe_dump(HW) + "hbm_bytes: 1\n"))})(tmp), "key 'hbm_bytes' appears twice"),
     Hostile("hardware_binary", lambda tmp: run(cluster={"hardware": str(_write(tmp, "gpu.yaml", b"\x00\x01"))})(tmp),

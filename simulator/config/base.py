@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 import types
 from functools import cache
 from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
+
+from models.errors import is_boolean
 
 BOOL_NOT_NUMBER = "bool_not_number"   # the error type of a boolean given for a number (its ctx names the field)
 
@@ -59,19 +60,11 @@ def _number_not_bool(annotation) -> bool:
     return any(isinstance(kind, type) and issubclass(kind, (int, float)) for kind in kinds)
 
 
-def _is_bool(value) -> bool:
-    """A Python or a NumPy boolean (`np.True_` from a DataFrame or an array, through the Python API)."""
-    if isinstance(value, bool):
-        return True
-    np = sys.modules.get("numpy")   # not imported: no NumPy boolean can exist
-    return np is not None and isinstance(value, np.bool_)
-
-
 def _bool_for_number(annotation, value):
     """The first boolean that `value` gives where `annotation` takes a number, through lists, tuples (by
     position) and dicts (keys and values: `draft_len_schedule: {4: true}`); None when there is none, or
     when a member of the annotation that takes this kind of container takes the boolean as itself."""
-    if _is_bool(value):
+    if is_boolean(value):
         return value if _number_not_bool(annotation) else None
     if isinstance(value, (list, tuple)):
         origins, pairs = (list, tuple), lambda args: _items(args, value)
