@@ -161,6 +161,17 @@ def check_output_dir(out_dir: Path | str, command: str, marker: str, names: Iter
     return out_dir
 
 
+def check_writable_folder(out_dir: Path | str) -> Path:
+    """Fail now (ScenarioError on `--out`) if `out_dir` cannot be a folder that a command writes its files
+    into in place (`draftsim reproduce`): an empty path, a path that exists and is not a directory, a folder
+    that cannot be created or written. Probed as `check_output_dir` probes: nothing left behind."""
+    out_dir = absolute(out_dir)
+    if os.path.lexists(out_dir) and not out_dir.is_dir():
+        raise ScenarioError(OUT_FIELD, f"{out_dir} exists and is not a directory; choose another path")
+    _probe(out_dir if out_dir.is_dir() else out_dir.parent, OUT_FIELD, out_dir)
+    return out_dir
+
+
 def check_output_file(path: Path | str, field: str) -> Path:
     """Fail now (ScenarioError on `field`) if a file could not be written at `path` later: it is a folder,
     or its folder cannot be created or written. Probed as `check_output_dir` probes: nothing left behind."""
