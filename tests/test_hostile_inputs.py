@@ -200,6 +200,9 @@ CASES = [
     Hostile("scenario_missing", run_path(lambda tmp: tmp / "nope.yaml"), "file not found"),
     Hostile("scenario_malformed", run("seed: [1, 2\nworkload: {"), "malformed YAML"),
     Hostile("set_value_recursive", run(None, "--set", "name=&a [*a]"), "--set"),
+    Hostile("scenario_integer_of_5000_digits", run(yaml.safe_dump(TINY).replace("seed: 7", "seed: " + "9" * 5000)),
+            "holds an integer of 5,000 digits at line"),
+    Hostile("set_integer_of_5000_digits", run(None, "--set", "seed=" + "9" * 5000), "--set: seed: the value holds"),
     # ---- names that would leave the output folder, and --out ---------------------------------------------
     *[Hostile(f"name_{label}", lambda tmp, n=name: ["run", _write(tmp, "s.yaml", dict(TINY, name=n)), "--quiet"],
               "name:")
@@ -275,6 +278,8 @@ CASES = [
     Hostile("hf_duplicate_key", lambda tmp: run(cluster={"model": str(_write(tmp, "config.json", json.dumps(HF)[:-1]
                                                                             + ', "vocab_size": 5}'))})(tmp),
             "key 'vocab_size' appears twice"),
+    Hostile("hf_integer_of_5000_digits", lambda tmp: run(cluster={"model": str(_write(tmp, "config.json", json.dumps(
+        HF).replace("128256", "9" * 5000)))})(tmp), "holds an integer of 5,000 digits"),
     Hostile("hf_fifo", lambda tmp: run(cluster={"model": str(fifo(tmp, "config.json"))})(tmp), "is a FIFO"),
     Hostile("hf_deep", lambda tmp: run(cluster={"model": str(_write(tmp, "config.json", "[" * 100000 + "]" * 100000))})(
         tmp), "cluster.model"),
