@@ -42,6 +42,16 @@ class DocumentError(ValueError):
     """What is wrong with a file's bytes or structure (the message starts with what, not with the path)."""
 
 
+def expand_home(path: str | Path) -> Path:
+    """`path` with a leading `~` or `~user` expanded; DocumentError naming it when that home folder is unknown
+    (pathlib raises a RuntimeError: `--out ~bob/x` for a user bob this machine lacks was a traceback)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        raise DocumentError(f"{path}: cannot expand {str(path).split('/', 1)[0]!r}: no such user's home "
+                            "folder") from None
+
+
 def file_kind_problem(path: Path) -> str | None:
     """Why `path` is not a regular file that can be read ("not found", "a FIFO (named pipe)", ...), or None."""
     try:

@@ -212,6 +212,17 @@ CASES = [
     Hostile("out_empty", run(None, "--out", ""), "--out: an empty path"),
     Hostile("out_is_a_file", lambda tmp: run()(tmp)[:3] + [_write(tmp, "file", "x"), "--quiet"], "--out"),
     Hostile("out_unrelated_folder", lambda tmp: run()(tmp)[:3] + [_folder_with_a_file(tmp), "--quiet"], "--out"),
+    # a home folder of a user this machine lacks: pathlib's RuntimeError traceback before
+    Hostile("out_home_of_no_user", run(None, "--out", "~no-such-user/out"), "--out: ~no-such-user/out: cannot expand"),
+    Hostile("sweep_out_home_of_no_user", lambda tmp: sweep()(tmp)[:2] + ["--out", "~no-such-user/s", "--quiet"],
+            "--out: ~no-such-user/s: cannot expand '~no-such-user'"),
+    Hostile("model_home_of_no_user", run(cluster={"model": "~no-such-user/config.json"}), "cluster.model: ~no-such-user"),
+    Hostile("hardware_home_of_no_user", run(cluster={"hardware": "~no-such-user/gpu.yaml"}),
+            "cluster.hardware: ~no-such-user/gpu.yaml: cannot expand"),
+    Hostile("trace_home_of_no_user", trace(lambda tmp: Path("~no-such-user/t.csv")),
+            "workload.arrival.trace_csv: ~no-such-user/t.csv: cannot expand"),
+    Hostile("empirical_lengths_home_of_no_user", run(workload={"prompt_tokens": {
+        "kind": "empirical", "csv": "~no-such-user/n.csv", "column": "n"}}), "workload.prompt_tokens.csv: ~no-such-user"),
     Hostile("trace_requests_negative", run(None, "--trace", "--trace-requests", "-1"), "--trace-requests"),
     # ---- traces ----------------------------------------------------------------------------------------
     Hostile("trace_dev_zero", trace(lambda tmp: Path("/dev/zero")), "/dev/zero is a character device"),

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable
 
+from models.files import DocumentError, expand_home
 from simulator.errors import ScenarioError
 
 OUT_FIELD = "--out"
@@ -50,7 +51,12 @@ def absolute(out_dir: Path | str) -> Path:
     """`out_dir` as an absolute path (ScenarioError on `--out` when it is empty)."""
     if str(out_dir).strip() == "":
         raise ScenarioError(OUT_FIELD, "an empty path; give the output folder, or omit --out for the default")
-    return Path(out_dir).expanduser().absolute()
+    if "\x00" in str(out_dir):   # (only through the Python API: a shell cannot pass a NUL byte)
+        raise ScenarioError(OUT_FIELD, f"{str(out_dir)!r} holds a NUL byte")
+    try:
+        return expand_home(out_dir).absolute()
+    except DocumentError as exc:
+        raise ScenarioError(OUT_FIELD, str(exc)) from None
 
 
 def inside(folder: Path, name: str) -> Path:

@@ -38,3 +38,12 @@ def test_an_integer_beyond_pythons_digit_limit_is_one_line_not_a_traceback():
         parse_json('{"vocab_size": ' + "9" * 5000 + "}")
     assert parse_yaml("a: 4_300\nb: -12\nc: 0x10\n") == {"a": 4300, "b": -12, "c": 16}
     assert parse_json('{"a": -12, "b": ' + "9" * 4300 + "}")["a"] == -12
+
+
+def test_a_home_folder_of_an_unknown_user_is_a_document_error():
+    from pathlib import Path
+
+    from models.files import expand_home
+    with pytest.raises(DocumentError, match=r"^~no-such-user/x.csv: cannot expand '~no-such-user': no such user"):
+        expand_home("~no-such-user/x.csv")
+    assert expand_home("a/b.csv") == Path("a/b.csv") and expand_home("~") == Path.home()
