@@ -391,6 +391,9 @@ CASES = [
     Hostile("compare_vary_one_key_twice", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary", "seed=1",
                                                        "seed=2", "--out", tmp / "cmp", "--quiet"],
             "--vary: seed is given twice in one variant"),
+    Hostile("validate_published_out_is_a_file",   # refused only after pricing every point, without naming --out
+            lambda tmp: ["validate", "--published", "--id", "deepgemm", "--out", _write(tmp, "file", "x")],
+            "--out: "),
     Hostile("points_malformed_yaml", points("- id: x\n  kind: ["), "--points: malformed YAML"),
     Hostile("points_latin1", points(lambda tmp: _write(tmp, "p.yaml", b"- id: caf\xe9\n")), "not UTF-8"),
     Hostile("points_dev_zero", points(lambda tmp: Path("/dev/zero")), "character device"),
