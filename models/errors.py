@@ -29,6 +29,15 @@ class FieldError(ValueError):
         super().__init__(f"{field}: {message}")
 
 
+def is_boolean(value) -> bool:
+    """A Python or a NumPy boolean (`np.True_` out of an array or a DataFrame, through the Python API): never a
+    number where a field takes one, though `int(True)` and `float(np.True_)` read it as 1."""
+    if isinstance(value, bool):
+        return True
+    np = sys.modules.get("numpy")   # not imported: no NumPy boolean can exist
+    return np is not None and isinstance(value, np.bool_)
+
+
 def one_line_usage_errors(parser: argparse.ArgumentParser) -> None:
     """Make `parser` and its sub-command parsers print a usage error as one line, `PROG: error: MESSAGE
     (see PROG --help)`, exit 2, instead of argparse's usage block followed by the error."""

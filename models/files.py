@@ -15,14 +15,17 @@ YAML is parsed by a SafeLoader (no Python objects) that also refuses:
   and both lines);
 - nesting deeper than `MAX_DEPTH` (64) levels (deep nesting overflowed Python's stack: RecursionError);
 - anchors and aliases that add more than `MAX_NODES` (100,000) values when expanded, or refer to themselves
-  (the "billion laughs": a few lines that expand to 9^8 values when the document is walked).
-JSON gets the same duplicate-key and depth checks.
+  (the "billion laughs": a few lines that expand to 9^8 values when the document is walked);
+- an integer of more than 4,300 digits (Python's `sys.get_int_max_str_digits()`: int() raises a ValueError
+  beyond it).
+JSON gets the same duplicate-key, depth and integer checks.
 """
 from __future__ import annotations
 
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import yaml
@@ -37,6 +40,16 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
 
 class DocumentError(ValueError):
     """What is wrong with a file's bytes or structure (the message starts with what, not with the path)."""
+
+
+def expand_home(path: str | Path) -> Path:
+    """`path` with a leading `~` or `~user` expanded; DocumentError naming it when that home folder is unknown
+    (pathlib raises a RuntimeError: `--out ~bob/x` for a user bob this machine lacks was a traceback)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        raise DocumentError(f"{path}: cannot expand {str(path).split('/', 1)[0]!r}: no such user's home "
+                            "folder") from None
 
 
 def file_kind_problem(path: Path) -> str | None:
@@ -124,6 +137,26 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _integer_digits_problem(text: str, where: str = "") -> str | None:
+    """Why the integer written `text` cannot be read (Python reads at most sys.get_int_max_str_digits() digits
+    of a decimal integer, 4,300 by default, and raises a ValueError beyond: a traceback), or None."""
+    limit = sys.get_int_max_str_digits()
+    digits = sum(c.isdigit() for c in text)
+    if limit and digits > limit:
+        return f"holds an integer of {digits:,} digits{where}; at most {limit:,} are read"
+    return None
+
+
+def _yaml_int(loader: _Loader, node):
+    problem = _integer_digits_problem(node.value, f" at line {node.start_mark.line + 1}")
+    if problem:
+        raise DocumentError(problem)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _yaml_int)
+
+
 def _check_expansion(root) -> None:
     """Refuse aliases that expand to more than MAX_NODES values or refer to themselves (module docstring).
     Only the values aliases add count: a node met again is an alias of an anchored one (PyYAML composes an
@@ -188,9 +221,16 @@ def _json_pairs(pairs):
     return out
 
 
+def _json_int(text: str) -> int:
+    problem = _integer_digits_problem(text)
+    if problem:
+        raise DocumentError(problem)
+    return int(text)
+
+
 def parse_json(text: str):
     try:
-        return json.loads(text, object_pairs_hook=_json_pairs)
+        return json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int)
     except RecursionError:
         raise DocumentError("nests too deeply to be read") from None
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from models.catalog import catalog, get_model
 from models.errors import UnknownNameError
-from models.files import file_kind_problem, read_document
+from models.files import expand_home, file_kind_problem, read_document
 from models.hf_config import load_hf_config, spec_from_hf_config
 from models.spec import ModelSpec
 
@@ -61,7 +61,7 @@ def load_model(ref, base_dir: Path | str | None = None) -> ModelSpec:
         return get_model(ref)
     if not ref.lower().endswith(FILE_SUFFIXES):
         raise UnknownNameError("model", ref, list(catalog()) + ["or a path to a Hugging Face config.json"])
-    path = Path(ref).expanduser()
+    path = expand_home(ref)
     if not path.is_absolute() and base_dir is not None:
         path = Path(base_dir) / path
     if file_kind_problem(path) == "file not found":   # (a FIFO, a device, ...: read_document says what it is)

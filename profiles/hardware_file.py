@@ -56,8 +56,8 @@ import math
 from pathlib import Path
 
 
-from models.errors import FieldError
-from models.files import read_document
+from models.errors import FieldError, is_boolean
+from models.files import expand_home, read_document
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 
 KNOWN_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -87,6 +87,8 @@ def _plausible(number: float, field: str, name: str) -> float:
 
 
 def _number(value, field: str, rule: str, ok) -> float:
+    if is_boolean(value):   # float(True) is 1.0: `gpus_per_node: true` was one GPU, `scaleup_latency_s: false` none
+        raise FieldError(field, f"{str(value).lower()} is a boolean, not a number; expected {rule}")
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -148,10 +150,10 @@ def load_hardware(ref, base_dir: Path | str | None = None, where: str = "hardwar
     if isinstance(ref, dict):
         return hardware_from_fields(ref, where)
     if isinstance(ref, str) and ref.lower().endswith((".yaml", ".yml")):
-        path = Path(ref).expanduser()
-        if not path.is_absolute() and base_dir is not None:
-            path = Path(base_dir) / path
         try:
+            path = expand_home(ref)
+            if not path.is_absolute() and base_dir is not None:
+                path = Path(base_dir) / path
             raw = read_document(path, "YAML")
         except ValueError as exc:
             raise FieldError(where, str(exc)) from None

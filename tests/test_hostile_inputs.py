@@ -200,6 +200,9 @@ CASES = [
     Hostile("scenario_missing", run_path(lambda tmp: tmp / "nope.yaml"), "file not found"),
     Hostile("scenario_malformed", run("seed: [1, 2\nworkload: {"), "malformed YAML"),
     Hostile("set_value_recursive", run(None, "--set", "name=&a [*a]"), "--set"),
+    Hostile("scenario_integer_of_5000_digits", run(yaml.safe_dump(TINY).replace("seed: 7", "seed: " + "9" * 5000)),
+            "holds an integer of 5,000 digits at line"),
+    Hostile("set_integer_of_5000_digits", run(None, "--set", "seed=" + "9" * 5000), "--set: seed: the value holds"),
     # ---- names that would leave the output folder, and --out ---------------------------------------------
     *[Hostile(f"name_{label}", lambda tmp, n=name: ["run", _write(tmp, "s.yaml", dict(TINY, name=n)), "--quiet"],
               "name:")
@@ -209,6 +212,17 @@ CASES = [
     Hostile("out_empty", run(None, "--out", ""), "--out: an empty path"),
     Hostile("out_is_a_file", lambda tmp: run()(tmp)[:3] + [_write(tmp, "file", "x"), "--quiet"], "--out"),
     Hostile("out_unrelated_folder", lambda tmp: run()(tmp)[:3] + [_folder_with_a_file(tmp), "--quiet"], "--out"),
+    # a home folder of a user this machine lacks: pathlib's RuntimeError traceback before
+    Hostile("out_home_of_no_user", run(None, "--out", "~no-such-user/out"), "--out: ~no-such-user/out: cannot expand"),
+    Hostile("sweep_out_home_of_no_user", lambda tmp: sweep()(tmp)[:2] + ["--out", "~no-such-user/s", "--quiet"],
+            "--out: ~no-such-user/s: cannot expand '~no-such-user'"),
+    Hostile("model_home_of_no_user", run(cluster={"model": "~no-such-user/config.json"}), "cluster.model: ~no-such-user"),
+    Hostile("hardware_home_of_no_user", run(cluster={"hardware": "~no-such-user/gpu.yaml"}),
+            "cluster.hardware: ~no-such-user/gpu.yaml: cannot expand"),
+    Hostile("trace_home_of_no_user", trace(lambda tmp: Path("~no-such-user/t.csv")),
+            "workload.arrival.trace_csv: ~no-such-user/t.csv: cannot expand"),
+    Hostile("empirical_lengths_home_of_no_user", run(workload={"prompt_tokens": {
+        "kind": "empirical", "csv": "~no-such-user/n.csv", "column": "n"}}), "workload.prompt_tokens.csv: ~no-such-user"),
     Hostile("trace_requests_negative", run(None, "--trace", "--trace-requests", "-1"), "--trace-requests"),
     # ---- traces ----------------------------------------------------------------------------------------
     Hostile("trace_dev_zero", trace(lambda tmp: Path("/dev/zero")), "/dev/zero is a character device"),
@@ -242,6 +256,9 @@ CASES = [
     Hostile("mooncake_missing_field",
             trace(text_file("m.jsonl", MOONCAKE % (0, "1") + '{"timestamp": 5, "input_length": 1000, "hash_ids": [3]}\n'),
                   "mooncake"), "column 'output_length', line 2: the value is missing"),
+    Hostile("mooncake_integer_of_5000_digits",
+            trace(text_file("m.jsonl", MOONCAKE % (0, "1") + MOONCAKE.replace("1000", "9" * 5000) % (5, "2")),
+                  "mooncake"), "line 2: holds an integer of more than 4,300 digits"),
     Hostile("mooncake_not_json", trace(text_file("m.jsonl", MOONCAKE % (0, "1") + "{oops\n"), "mooncake"),
             "line 2: not a JSON object"),
     Hostile("trace_speedup_astronomical", trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n1,10,5\n"), speedup=1e-300),
@@ -275,6 +292,8 @@ CASES = [
     Hostile("hf_duplicate_key", lambda tmp: run(cluster={"model": str(_write(tmp, "config.json", json.dumps(HF)[:-1]
                                                                             + ', "vocab_size": 5}'))})(tmp),
             "key 'vocab_size' appears twice"),
+    Hostile("hf_integer_of_5000_digits", lambda tmp: run(cluster={"model": str(_write(tmp, "config.json", json.dumps(
+        HF).replace("128256", "9" * 5000)))})(tmp), "holds an integer of 5,000 digits"),
     Hostile("hf_fifo", lambda tmp: run(cluster={"model": str(fifo(tmp, "config.json"))})(tmp), "is a FIFO"),
     Hostile("hf_deep", lambda tmp: run(cluster={"model": str(_write(tmp, "config.json", "[" * 100000 + "]" * 100000))})(
         tmp), "cluster.model"),
@@ -284,6 +303,8 @@ CASES = [
     Hostile("hardware_memory_in_gb_not_bytes", hardware(hbm_bytes=80), "cluster.hardware.hbm_bytes"),
     Hostile("hardware_latency_in_ms", hardware(scaleup_latency_s=1.0), "cluster.hardware.scaleup_latency_s"),
     Hostile("hardware_gpus_per_node", hardware(gpus_per_node=100000), "cluster.hardware.gpus_per_node"),
+    Hostile("hardware_gpus_per_node_true", hardware(gpus_per_node=True),
+            "cluster.hardware.gpus_per_node: true is a boolean"),
     Hostile("hardware_duplicate_key", lambda tmp: run(cluster={"hardware": str(_write(
         tmp, "gpu.yaml", yaml.safe_dump(HW) + "hbm_bytes: 1\n"))})(tmp), "key 'hbm_bytes' appears twice"),
     Hostile("hardware_binary", lambda tmp: run(cluster={"hardware": str(_write(tmp, "gpu.yaml", b"\x00\x01"))})(tmp),
@@ -363,9 +384,16 @@ CASES = [
                                                      "scheduler.max_batch_size": list(range(1, 2001))}),
             "4,000,000 points"),
     Hostile("reproduce_unknown_flag", lambda tmp: ["reproduce", "--bogus"], "unrecognized arguments: --bogus"),
+    Hostile("reproduce_list_and_a_name", lambda tmp: ["reproduce", "--list", "extra"], "--list takes no NAME"),
+    Hostile("reproduce_all_and_a_name", lambda tmp: ["reproduce", "all", "tetris", "--quiet"], "give it alone"),
+    Hostile("reproduce_out_is_a_file", lambda tmp: ["reproduce", "tetris", "--out", _write(tmp, "file", "x"),
+                                                    "--quiet"], "--out"),
     Hostile("compare_vary_one_key_twice", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary", "seed=1",
                                                        "seed=2", "--out", tmp / "cmp", "--quiet"],
             "--vary: seed is given twice in one variant"),
+    Hostile("validate_published_out_is_a_file",   # refused only after pricing every point, without naming --out
+            lambda tmp: ["validate", "--published", "--id", "deepgemm", "--out", _write(tmp, "file", "x")],
+            "--out: "),
     Hostile("points_malformed_yaml", points("- id: x\n  kind: ["), "--points: malformed YAML"),
     Hostile("points_latin1", points(lambda tmp: _write(tmp, "p.yaml", b"- id: caf\xe9\n")), "not UTF-8"),
     Hostile("points_dev_zero", points(lambda tmp: Path("/dev/zero")), "character device"),

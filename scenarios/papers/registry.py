@@ -29,9 +29,11 @@ from typing import Callable
 
 import pandas as pd
 
-from simulator.console.contract import parse_args
+from simulator.console.contract import fail, parse_args
 from simulator.console.progress import Progress
 from simulator.console.table import format_columns
+from simulator.errors import ScenarioError
+from simulator.results.output_folder import check_writable_folder
 
 RELATIONS = ("≈", "≥", "≤")
 
@@ -175,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(parser, argv)   # a bad flag: one line, exit 2
     if isinstance(args, int):
         return args
+    if args.list and args.names:
+        return fail(f"--list takes no NAME (got {args.names[0]!r}); give --list alone, or the NAME(s) to reproduce",
+                    "reproduce")
     if args.list or not args.names:
         for name in sorted(REGISTRY):
             repro = get(name)
@@ -183,12 +188,20 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print("draftsim reproduce: error: give a reproduction NAME, 'all', or --list", file=sys.stderr)
         return 2
+    if "all" in args.names and len(args.names) > 1:
+        return fail("'all' reproduces every reproduction; give it alone, or only NAMEs", "reproduce")
     names = sorted(REGISTRY) if args.names == ["all"] else args.names
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
-        print(f"draftsim reproduce: error: unknown reproduction {unknown[0]!r}; known: "
-              f"{', '.join(sorted(REGISTRY))} (or 'all')", file=sys.stderr)
-        return 2
+        return fail(f"unknown reproduction {unknown[0]!r}; known: {', '.join(sorted(REGISTRY))} (or 'all')",
+                    "reproduce")
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:
+        return fail(f"reproduction {twice!r} is given twice", "reproduce")
+    try:   # before any reproduction runs (a few take minutes)
+        check_writable_folder(args.out)
+    except ScenarioError as exc:
+        return fail(str(exc), "reproduce")
     failed = 0
     for name in names:
         try:

@@ -9,6 +9,8 @@ from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
 from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
+from models.errors import is_boolean
+
 BOOL_NOT_NUMBER = "bool_not_number"   # the error type of a boolean given for a number (its ctx names the field)
 
 
@@ -28,15 +30,7 @@ class Strict(BaseModel):
         if isinstance(data, dict):
             for name, value in data.items():
                 field = cls.model_fields.get(name)
-                if field is None:
-                    continue
-                if isinstance(value, bool):
-                    found = value if _number_not_bool(field.annotation) else None
-                elif isinstance(value, (list, tuple)):   # a list of numbers: its first boolean
-                    found = next((v for v in value if isinstance(v, bool)), None) \
-                        if _numbers_not_bool(field.annotation) else None
-                else:
-                    continue
+                found = None if field is None else _bool_for_number(field.annotation, value)
                 if found is not None:
                     raise PydanticCustomError(BOOL_NOT_NUMBER, "Input should be a number, not the boolean {value}",
                                               {"field": name, "value": str(found).lower()})
@@ -66,15 +60,29 @@ def _number_not_bool(annotation) -> bool:
     return any(isinstance(kind, type) and issubclass(kind, (int, float)) for kind in kinds)
 
 
-@cache
-def _numbers_not_bool(annotation) -> bool:
-    """Whether a field takes a list or tuple whose items are such numbers (`list[int]`, `tuple[float, ...]`)."""
-    for kind in _members(annotation):
-        if get_origin(kind) in (list, tuple):
-            items = [arg for arg in get_args(kind) if arg is not Ellipsis]
-            if items and all(_number_not_bool(item) for item in items):
-                return True
-    return False
+def _bool_for_number(annotation, value):
+    """The first boolean that `value` gives where `annotation` takes a number, through lists, tuples (by
+    position) and dicts (keys and values: `draft_len_schedule: {4: true}`); None when there is none, or
+    when a member of the annotation that takes this kind of container takes the boolean as itself."""
+    if is_boolean(value):
+        return value if _number_not_bool(annotation) else None
+    if isinstance(value, (list, tuple)):
+        origins, pairs = (list, tuple), lambda args: _items(args, value)
+    elif isinstance(value, dict):
+        origins, pairs = (dict,), lambda args: [(a, x) for k, v in value.items()
+                                                for a, x in zip(args or (Any, Any), (k, v))]
+    else:
+        return None
+    found = [next((f for a, x in pairs(get_args(kind)) if (f := _bool_for_number(a, x)) is not None), None)
+             for kind in _members(annotation) if get_origin(kind) in origins]
+    return found[0] if found and all(f is not None for f in found) else None
+
+
+def _items(args: tuple, value) -> list:
+    """(annotation, item) of a list or tuple `value` under list[X] / tuple[X, ...] / tuple[X, Y, Z]."""
+    if len(args) == 2 and args[1] is Ellipsis or len(args) == 1:
+        return [(args[0], item) for item in value]
+    return list(zip(args, value)) if args else []
 
 
 def _spec(value):

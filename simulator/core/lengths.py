@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from models.files import DocumentError, expand_home
 from simulator.core.csv_columns import read_csv_columns
+from simulator.errors import ScenarioError
 
 #: Truncation ranges holding less probability than this are rejected (sampling there is meaningless).
 MIN_TRUNCATED_MASS = 1e-9
@@ -104,12 +106,16 @@ class EmpiricalLength:
     column: str
 
     def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
-        path = resolve_path(self.csv, base_dir)
+        path = resolve_path(self.csv, base_dir, f"{field}.csv")
         values = read_csv_columns(path, {self.column: "count"}, f"{field}.csv")[self.column]
         return values[rng.integers(0, len(values), size=n)]
 
 
-def resolve_path(path: Path, base_dir: Path) -> Path:
-    """A relative path is taken relative to the scenario file's folder."""
-    path = Path(path).expanduser()
+def resolve_path(path: Path, base_dir: Path, field: str) -> Path:
+    """A relative path is taken relative to the scenario file's folder (ScenarioError on `field` for a `~user`
+    without a home folder)."""
+    try:
+        path = expand_home(path)
+    except DocumentError as exc:
+        raise ScenarioError(field, str(exc)) from None
     return path if path.is_absolute() else Path(base_dir) / path

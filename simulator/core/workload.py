@@ -153,7 +153,7 @@ def arrival_times(arrival: Arrival, rng: np.random.Generator, *, num_requests: i
 
 def _replay_trace(cfg: Workload, base_dir: Path) -> RequestTable:
     field = f"{FIELD}.arrival.trace_csv"
-    path = resolve_path(cfg.arrival.trace_csv, base_dir)
+    path = resolve_path(cfg.arrival.trace_csv, base_dir, "workload.arrival.trace_csv")
     cols = read_csv_columns(path, TRACE_COLUMNS, field)
     order = np.argsort(cols["arrival_s"], kind="stable")
     arrival_s = cols["arrival_s"][order]

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable
 
+from models.files import DocumentError, expand_home
 from simulator.console.interrupts import held
 from simulator.errors import ScenarioError
 
@@ -49,7 +50,12 @@ def absolute(out_dir: Path | str) -> Path:
     """`out_dir` as an absolute path (ScenarioError on `--out` when it is empty)."""
     if str(out_dir).strip() == "":
         raise ScenarioError(OUT_FIELD, "an empty path; give the output folder, or omit --out for the default")
-    return Path(out_dir).expanduser().absolute()
+    if "\x00" in str(out_dir):   # (only through the Python API: a shell cannot pass a NUL byte)
+        raise ScenarioError(OUT_FIELD, f"{str(out_dir)!r} holds a NUL byte")
+    try:
+        return expand_home(out_dir).absolute()
+    except DocumentError as exc:
+        raise ScenarioError(OUT_FIELD, str(exc)) from None
 
 
 def inside(folder: Path, name: str) -> Path:
@@ -142,6 +148,17 @@ def check_output_dir(out_dir: Path | str, command: str, marker: str, names: Iter
     the staging folder and any missing parents, so it leaves nothing behind."""
     out_dir = absolute(out_dir)
     check_folder(out_dir, command, marker, names)
+    _probe(out_dir if out_dir.is_dir() else out_dir.parent, OUT_FIELD, out_dir)
+    return out_dir
+
+
+def check_writable_folder(out_dir: Path | str) -> Path:
+    """Fail now (ScenarioError on `--out`) if `out_dir` cannot be a folder that a command writes its files
+    into in place (`draftsim reproduce`): an empty path, a path that exists and is not a directory, a folder
+    that cannot be created or written. Probed as `check_output_dir` probes: nothing left behind."""
+    out_dir = absolute(out_dir)
+    if os.path.lexists(out_dir) and not out_dir.is_dir():
+        raise ScenarioError(OUT_FIELD, f"{out_dir} exists and is not a directory; choose another path")
     _probe(out_dir if out_dir.is_dir() else out_dir.parent, OUT_FIELD, out_dir)
     return out_dir
 

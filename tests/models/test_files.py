@@ -26,3 +26,24 @@ def test_a_few_aliases_are_fine_and_a_recursive_one_is_refused():
     assert parse_yaml("base: &b {x: 1}\none: *b\ntwo: *b\n") == {"base": {"x": 1}, "one": {"x": 1}, "two": {"x": 1}}
     with pytest.raises(DocumentError, match="refers to its own anchor"):
         parse_yaml("a: &a [1, *a]\n")
+
+
+def test_an_integer_beyond_pythons_digit_limit_is_one_line_not_a_traceback():
+    """int() of more than 4,300 decimal digits raises a ValueError (CVE-2020-10735's limit): a scenario, a
+    `--set` value or a config.json holding one crashed with a traceback."""
+    from models.files import parse_json
+    with pytest.raises(DocumentError, match="^holds an integer of 5,000 digits at line 2; at most 4,300 are read$"):
+        parse_yaml("name: x\nseed: " + "9" * 5000 + "\n")
+    with pytest.raises(DocumentError, match="^holds an integer of 5,000 digits; at most 4,300 are read$"):
+        parse_json('{"vocab_size": ' + "9" * 5000 + "}")
+    assert parse_yaml("a: 4_300\nb: -12\nc: 0x10\n") == {"a": 4300, "b": -12, "c": 16}
+    assert parse_json('{"a": -12, "b": ' + "9" * 4300 + "}")["a"] == -12
+
+
+def test_a_home_folder_of_an_unknown_user_is_a_document_error():
+    from pathlib import Path
+
+    from models.files import expand_home
+    with pytest.raises(DocumentError, match=r"^~no-such-user/x.csv: cannot expand '~no-such-user': no such user"):
+        expand_home("~no-such-user/x.csv")
+    assert expand_home("a/b.csv") == Path("a/b.csv") and expand_home("~") == Path.home()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 import yaml
 
@@ -47,6 +48,13 @@ def test_user_hardware_from_a_file_and_inline(tmp_path):
     ({"id": "h100-sxm"}, "hardware.id: 'h100-sxm' must be a new name"),
     ({"hbm_bandwith_bytes_per_s": 1e12}, "hardware.hbm_bandwith_bytes_per_s: unknown field"),
     ({"gpus_per_node": 2.5}, "hardware.gpus_per_node: 2.5 is not an integer >= 1"),
+    # a boolean is no number (float(True) is 1.0: one GPU per node, a link without latency, before)
+    ({"gpus_per_node": True}, "hardware.gpus_per_node: true is a boolean, not a number; expected an integer >= 1"),
+    ({"scaleup_latency_s": False}, "hardware.scaleup_latency_s: false is a boolean, not a number"),
+    ({"tdp_w": True}, "hardware.tdp_w: true is a boolean, not a number"),
+    ({"compute_units": True}, "hardware.compute_units: true is a boolean"),
+    ({"peak_flops": {"bf16": 1e15, "fp32": 1e13, "fp8": True}}, "hardware.peak_flops.fp8: true is a boolean"),
+    ({"hbm_bytes": np.True_}, "hardware.hbm_bytes: true is a boolean"),
 ])
 def test_user_hardware_is_validated_field_by_field(change, message):
     with pytest.raises(ValueError) as err:

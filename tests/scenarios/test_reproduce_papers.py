@@ -98,6 +98,23 @@ def test_cli_list_unknown_and_missing_name(capsys, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("argv,says", [
+    (["--list", "leviathan"], "--list takes no NAME (got 'leviathan')"),   # the NAME was ignored: exit 0
+    (["all", "leviathan"], "'all' reproduces every reproduction; give it alone"),   # was "unknown 'all'"
+    (["tetris", "tetris"], "reproduction 'tetris' is given twice"),   # ran it twice
+    (["tetris", "--out", ""], "--out: an empty path"),   # wrote into the working directory
+    (["tetris", "--out", "FILE"], "exists and is not a directory"),   # refused only after the run
+])
+def test_cli_refuses_a_meaningless_command_line_before_any_work(capsys, tmp_path, monkeypatch, argv, says):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "FILE").write_text("mine")
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("draftsim reproduce: error: ") and says in err, err
+    assert not captured.out and sorted(p.name for p in tmp_path.iterdir()) == ["FILE"]
+
+
 def test_cli_runs_one_and_exits_0_on_pass(capsys, tmp_path):
     from simulator.cli import main as draftsim
 

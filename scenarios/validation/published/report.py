@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,6 +19,8 @@ import pandas as pd
 from scenarios.validation.published.points import KINDS, load_points
 from scenarios.validation.published.predict import Unpredictable, predict, relative_error
 from simulator.console.contract import parse_args
+from simulator.errors import ScenarioError
+from simulator.results.output_folder import check_writable_folder
 
 GROUPS = (("kind", "kind"), ("pricing", "pricing"), ("publication", "publication"))
 # Speculative points are also grouped by method and engine, and by method, engine and batch size.
@@ -136,7 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     if not points:
         print("draftsim validate: error: --kind/--id: no point matches", file=sys.stderr)
         return 2
-    out = Path(args.out)
+    try:   # before the first point is priced (all of them take a minute)
+        out = check_writable_folder(args.out)
+    except ScenarioError as exc:
+        print(f"draftsim validate: error: {exc}", file=sys.stderr)
+        return 2
 
     def progress(i: int, n: int, ident: str) -> None:
         print(f"[{i}/{n}] {ident}", file=sys.stderr, flush=True)

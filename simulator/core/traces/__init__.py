@@ -60,7 +60,7 @@ def load_trace(cfg, base_dir: Path, resolve_path) -> tuple[np.ndarray, np.ndarra
     """(arrival_s, prompt, output, prefix keys or None) of the trace of workload `cfg`, sorted by arrival."""
     from simulator.core.workload import check_span
     arrival = cfg.arrival
-    path = resolve_path(arrival.trace_csv, base_dir)
+    path = resolve_path(arrival.trace_csv, base_dir, "workload.arrival.trace_csv")
     fmt = trace_format(arrival)
     rows = read_trace(path, fmt, f"{FIELD}.trace_csv")
     order = np.argsort(rows.arrival_s, kind="stable")

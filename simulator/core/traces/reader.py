@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +43,9 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
                             record = json.loads(line)
                         except json.JSONDecodeError:
                             raise ScenarioError(field, f"{path}, line {line_no}: not a JSON object") from None
+                        except ValueError:   # int()'s digit limit (sys.get_int_max_str_digits): no number of a trace
+                            raise ScenarioError(field, f"{path}, line {line_no}: holds an integer of more than "
+                                                       f"{sys.get_int_max_str_digits():,} digits") from None
                         if not isinstance(record, dict):
                             raise ScenarioError(field, f"{path}, line {line_no}: not a JSON object")
                         record["__line__"] = line_no
@@ -66,6 +70,8 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
 
 def _bad(field: str, path: Path, column: str, line, value, rule: str) -> ScenarioError:
     where = f"{path}, column '{column}', line {line}"
+    if isinstance(value, np.generic):   # a JSON line's number, as pandas holds it: -5, not np.int64(-5)
+        value = value.item()
     if value is None or (isinstance(value, float) and value != value):   # a JSON line without the key
         return ScenarioError(field, f"{where}: the value is missing; expected {rule}")
     if isinstance(value, str) and value.strip() == column:

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simulator.errors import ScenarioError
+from simulator.results.output_folder import absolute
 
 MANIFEST = "manifest.json"
 POINTS_DIR = "points"
@@ -162,7 +163,7 @@ def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwr
     Returns the store with stale temporary files removed. `create=False`: only check all of this and
     return the store as it is, writing (and, with `overwrite`, removing) nothing yet.
     """
-    root = Path(root).expanduser().absolute()
+    root = absolute(root)
     store = SweepStore(root)
     if root.exists() and not root.is_dir():
         raise ScenarioError(OUT_FIELD, f"{root} exists and is not a directory")

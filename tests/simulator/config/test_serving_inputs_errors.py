@@ -58,6 +58,16 @@ BAD = {
                             "simulation.workers: Input should be a number, not the boolean true"),
     "bool_in_a_nested_section": ({"cluster": {"parallelism": {"tp": True}}},
                                  "cluster.parallelism.tp: Input should be a number, not the boolean true"),
+    # inside a mapping of numbers (its keys and its values) and a list of fixed-length tuples: read as 1 before
+    "bool_as_a_mapped_number": ({"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+                                 "policy": {"kind": "trtllm_schedule", "draft_len_schedule": {4: True, 64: 0}}},
+                                "policy.draft_len_schedule: Input should be a number, not the boolean true"),
+    "bool_as_a_mapping_key": ({"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+                               "policy": {"kind": "sglang_adaptive", "slots": {True: {"candidate_steps": [1, 2]}}}},
+                              "policy.slots: Input should be a number, not the boolean true"),
+    "bool_in_a_tuple_of_a_list": ({"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+                                   "policy": {"kind": "vllm_dynamic", "schedule": [[1, True, 3], [2, 64, 2]]}},
+                                  "policy.schedule: Input should be a number, not the boolean true"),
 }
 
 
@@ -82,13 +92,40 @@ def test_only_number_fields_refuse_booleans():
 
     from pydantic import Field
 
-    from simulator.config.base import _number_not_bool, _numbers_not_bool
+    from simulator.config.base import _bool_for_number, _number_not_bool
     assert _number_not_bool(int) and _number_not_bool(float) and _number_not_bool(int | None)
     assert _number_not_bool(Annotated[float, Field(gt=0)]) and _number_not_bool(int | Literal["auto"])
     assert not _number_not_bool(bool) and not _number_not_bool(bool | int) and not _number_not_bool(Any)
     assert not _number_not_bool(str) and not _number_not_bool(list[int]) and not _number_not_bool(Literal[1, 2])
-    assert _numbers_not_bool(list[int]) and _numbers_not_bool(tuple[float, ...]) and _numbers_not_bool(list[int] | None)
-    assert not _numbers_not_bool(list[bool | int]) and not _numbers_not_bool(list[str]) and not _numbers_not_bool(int)
+    assert _bool_for_number(list[int], [1, True]) is True and _bool_for_number(tuple[float, ...], (False,)) is False
+    assert _bool_for_number(list[int] | None, [True]) is True and _bool_for_number(int, True) is True
+    assert _bool_for_number(list[bool | int], [True]) is None and _bool_for_number(list[str], [True]) is None
+    assert _bool_for_number(int, [True]) is None and _bool_for_number(list[int], [1, 2]) is None
+    # through dicts (keys and values) and fixed-length tuples (by position), as deep as the type goes
+    assert _bool_for_number(dict[int, int], {1: True}) is True and _bool_for_number(dict[int, int], {True: 1}) is True
+    assert _bool_for_number(dict[str, Any], {"a": True}) is None and _bool_for_number(dict[str, bool], {"a": 1}) is None
+    assert _bool_for_number(list[tuple[int, str]], [(1, True)]) is None
+    assert _bool_for_number(list[tuple[int, str]], [(False, "a")]) is False
+    assert _bool_for_number(dict[str, list[float]] | None, {"a": [1.0, True]}) is True
+    assert _bool_for_number(list[int] | list[bool], [True]) is None   # one member takes it as a boolean
+
+
+def test_numpy_booleans_are_no_numbers_either():
+    """A NumPy boolean (np.True_ out of an array or a DataFrame) through the Python API is refused as a
+    Python one is: pydantic alone read it as 1 where a field takes a number."""
+    import numpy as np
+
+    from simulator.api import prepare
+    from simulator.errors import ScenarioError
+    for overrides, where in [({"workload": {"num_requests": np.True_}}, "workload.num_requests"),
+                             ({"cluster": {"parallelism": {"tp": np.True_}}}, "cluster.parallelism.tp"),
+                             ({"seed": np.False_}, "seed"),
+                             ({"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+                               "policy": {"kind": "trtllm_schedule", "draft_len_schedule": {4: np.True_}}},
+                              "policy.draft_len_schedule")]:
+        with pytest.raises(ScenarioError, match=f"^{where}: Input should be a number, not the boolean "):
+            prepare(merge(scenario(), overrides))
+    assert prepare(merge(scenario(), {"workload": {"num_requests": np.int64(3)}, "outputs": {"plots": np.False_}}))
 
 
 def test_booleans_still_set_boolean_fields():

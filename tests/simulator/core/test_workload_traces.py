@@ -114,6 +114,10 @@ def test_bad_trace_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys
                                             "yesterday,10,3\n")
     (tmp_path / "bad.jsonl").write_text('{"timestamp": 0, "input_length": 5, "output_length": 2, "hash_ids": [1]}\n'
                                         "not json\n")
+    line = '{"timestamp": %s, "input_length": %s, "output_length": 2, "hash_ids": [1]}\n'
+    (tmp_path / "huge.jsonl").write_text(line % (0, 5) + line % (1, "9" * 5000))   # was int()'s ValueError traceback
+    (tmp_path / "negative.jsonl").write_text(line % (-5, 5) + line % (1, 5))
+    (tmp_path / "fraction.jsonl").write_text(line % (0, 10.5))
     cases = [({"trace_csv": "azure_sample.csv", "format": "alibaba"}, r"workload.arrival.format: Input should be "
                                                                        r"'draftsim', 'azure', 'burstgpt' or 'mooncake'"),
              ({"trace_csv": "azure_sample.csv"}, r"lacks column\(s\) 'arrival_s', 'prompt_tokens', 'output_tokens'; "
@@ -122,6 +126,11 @@ def test_bad_trace_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys
               r"lacks column\(s\) 'Context'"),
              ({"trace_csv": "bad_dates.csv", "format": "azure"}, r"column 'TIMESTAMP', line 3: 'yesterday' is not a date"),
              ({"trace_csv": "bad.jsonl", "format": "mooncake"}, r"bad.jsonl, line 2: not a JSON object"),
+             ({"trace_csv": "huge.jsonl", "format": "mooncake"},
+              r"huge.jsonl, line 2: holds an integer of more than 4,300 digits$"),
+             # the number as written, not as NumPy holds it (np.int64(-5), np.float64(10.5) before)
+             ({"trace_csv": "negative.jsonl", "format": "mooncake"}, r"column 'timestamp', line 1: -5 is not a finite"),
+             ({"trace_csv": "fraction.jsonl", "format": "mooncake"}, r"column 'input_length', line 1: 10.5 is not an int"),
              ({"trace_csv": "mooncake_sample.jsonl", "format": "mooncake", "start_s": 5000.0},
               r"workload.arrival.start_s: no request .* arrives in the window"),
              ({"trace_csv": "azure_sample.csv", "format": "azure", "speedup": 0}, r"workload.arrival.speedup"),
