@@ -47,15 +47,23 @@ def manifest_name(command: str) -> str:
 
 
 def absolute(out_dir: Path | str) -> Path:
-    """`out_dir` as an absolute path (ScenarioError on `--out` when it is empty)."""
+    """`out_dir` as an absolute path (ScenarioError on `--out` when it is empty, or a path the file system
+    cannot look up)."""
     if str(out_dir).strip() == "":
         raise ScenarioError(OUT_FIELD, "an empty path; give the output folder, or omit --out for the default")
     if "\x00" in str(out_dir):   # (only through the Python API: a shell cannot pass a NUL byte)
         raise ScenarioError(OUT_FIELD, f"{str(out_dir)!r} holds a NUL byte")
     try:
-        return expand_home(out_dir).absolute()
+        path = expand_home(out_dir).absolute()
     except DocumentError as exc:
         raise ScenarioError(OUT_FIELD, str(exc)) from None
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        pass   # (a folder to create; a file in the way is refused by the caller, naming what is there)
+    except OSError as exc:   # a name too long for the file system, a loop of links: one line naming --out
+        raise ScenarioError(OUT_FIELD, f"{path}: {exc.strerror or exc}") from None
+    return path
 
 
 def inside(folder: Path, name: str) -> Path:

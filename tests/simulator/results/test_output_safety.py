@@ -108,6 +108,25 @@ def test_an_empty_out_is_refused(tmp_path):
     assert_one_line(err, "--out: an empty path")
 
 
+@pytest.mark.parametrize("kind", ["name too long", "loop of links"])
+def test_an_out_the_file_system_cannot_look_up_names_out(tmp_path, kind):
+    """A path component longer than the file system allows (255 bytes on ext4) was 'draftsim: error: PATH:
+    File name too long', not naming --out; a loop of symbolic links (named already) stays so."""
+    if kind == "loop of links":
+        (tmp_path / "a").symlink_to(tmp_path / "b")
+        (tmp_path / "b").symlink_to(tmp_path / "a")
+        out = tmp_path / "a" / "x"
+    else:
+        out = tmp_path / ("n" * 300)
+    before = snapshot(tmp_path)
+    code, _, err = _run(tmp_path, str(out))
+    assert code == 2
+    assert_one_line(err, "--out:")
+    after = snapshot(tmp_path)
+    after.pop("s.yaml")   # (the scenario _run wrote)
+    assert after == before
+
+
 NAMES = st.one_of(st.text(max_size=40),
                   st.text(alphabet=string.printable + "é\u2028\x00/\\.", max_size=12),
                   st.sampled_from(["..", ".", "../x", "/tmp/x", "a/../../b", "~", "-", "out", "CON"]))
