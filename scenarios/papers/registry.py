@@ -33,7 +33,7 @@ from simulator.console.contract import fail, parse_args
 from simulator.console.progress import Progress
 from simulator.console.table import format_columns
 from simulator.errors import ScenarioError
-from simulator.results.output_folder import check_writable_folder
+from simulator.results.output_folder import check_writable_folder, staged_files
 
 RELATIONS = ("≈", "≥", "≤")
 
@@ -151,15 +151,14 @@ def reproduce(name: str, out_dir: str | Path) -> Report:
     """Run one reproduction and write <name>.png, <name>.csv and <name>_checks.csv into out_dir."""
     repro = get(name)
     outcome = repro.run()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    files = [out / f"{name}.png", out / f"{name}.csv", out / f"{name}_checks.csv"]
-    outcome.figure.savefig(files[0], format="png", metadata={"Software": None})
-    # 12 significant digits, as summary.json: an LP solver or BLAS build moves only the last bits of a float,
-    # and the written figures must not depend on which one ran.
-    outcome.data.to_csv(files[1], index=False, float_format="%.12g")
-    checks_frame(outcome.checks).to_csv(files[2], index=False, float_format="%.12g")
-    return Report(name, outcome.checks, files, list(outcome.notes))
+    names = [f"{name}.png", f"{name}.csv", f"{name}_checks.csv"]
+    with staged_files(out_dir) as staged:   # the three land together, or none (Ctrl-C, a full disk)
+        outcome.figure.savefig(staged / names[0], format="png", metadata={"Software": None})
+        # 12 significant digits, as summary.json: an LP solver or BLAS build moves only the last bits of a
+        # float, and the written figures must not depend on which one ran.
+        outcome.data.to_csv(staged / names[1], index=False, float_format="%.12g")
+        checks_frame(outcome.checks).to_csv(staged / names[2], index=False, float_format="%.12g")
+    return Report(name, outcome.checks, [Path(out_dir) / n for n in names], list(outcome.notes))
 
 
 def main(argv: list[str] | None = None) -> int:

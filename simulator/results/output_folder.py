@@ -218,3 +218,24 @@ def staged_output(out_dir: Path | str, command: str, marker: str, known: Iterabl
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
+
+
+@contextmanager
+def staged_files(out_dir: Path | str):
+    """`with staged_files(out) as folder:` write files into `folder`; on success each moves into `out`
+    (created if missing), replacing a file of the same name, all together (Ctrl-C held back during the
+    renames); on any failure (Ctrl-C included) nothing moves and the staging folder is removed. For a
+    command whose files are named after what it made, in a folder it shares with its other runs
+    (`draftsim reproduce`: NAME.png, NAME.csv, NAME_checks.csv), so no manifest: nothing is half-written."""
+    out_dir = absolute(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
+    try:
+        yield staged
+        with held():
+            for path in sorted(staged.iterdir()):
+                os.replace(path, inside(out_dir, path.name))
+        staged.rmdir()
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise

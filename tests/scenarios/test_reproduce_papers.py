@@ -76,6 +76,25 @@ def test_leviathan_table1_is_checked_against_the_printed_values(tmp_path):
     assert (table.quantity.str.contains("DES batch 1")).sum() == 6
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, OSError])
+def test_a_reproduction_stopped_while_writing_leaves_its_old_files_whole(tmp_path, monkeypatch, stop):
+    """Ctrl-C or a full disk after the figure was written: the three files land together or not at all
+    (they were written in place, one by one: a new figure beside the old tables, or half a file)."""
+    import scenarios.papers.registry as registry
+    old = {f: f"old {f}" for f in ("leviathan.png", "leviathan.csv", "leviathan_checks.csv")}
+    for name, text in old.items():
+        (tmp_path / name).write_text(text)
+
+    def stopped(checks):
+        raise stop("stopped while writing")
+
+    monkeypatch.setattr(registry, "checks_frame", stopped)
+    with pytest.raises(stop):
+        reproduce("leviathan", tmp_path)
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == old   # no staging folder left either
+
+
 def test_a_check_fails_outside_its_tolerance():
     assert Check("x", "published value", "s", 1.0, 1.004, 0.005).passed
     assert not Check("x", "published value", "s", 1.0, 1.006, 0.005).passed
