@@ -156,6 +156,21 @@ def test_the_script_dry_runs_on_the_cpu(tmp_path):
         assert {float(r["ratio"]) for r in csv.DictReader(fh)} == set(script.MIXED_RATIOS)
 
 
+def test_the_dry_runs_elementwise_pass_is_bounded_whatever_the_cpus_load():
+    """The mixed part sizes its pass from the GEMM's measured time: on a busy CPU a slow GEMM asked for tens
+    of GB (the suite was killed for memory). On the GPU the size is the measured runs' (3 TB/s, bf16)."""
+    import importlib
+    import types
+
+    import torch
+    script = importlib.import_module(SCRIPT)
+    cpu, gpu = types.SimpleNamespace(cuda=False), types.SimpleNamespace(cuda=True)
+    assert script._pass_elems(cpu, torch.float32, 1.0, 4.0) == script.MAX_CPU_PASS_ELEMS
+    assert script._pass_elems(cpu, torch.float32, 20e-6, 1.0) == int(20e-6 * 1.0e10 / 8)
+    assert script._pass_elems(gpu, torch.bfloat16, 36e-6, 2.0) == int(2.0 * 36e-6 * 3.0e12 / 4)
+    assert script._pass_elems(gpu, torch.bfloat16, 36e-6, 0.0) == 0
+
+
 def test_the_held_out_forwards_move_toward_the_measurement():
     """profiles/data/gpu-power/.../forwards (measured after the curve was read): the dense layers of verifies
     of 512 rows and of a 2,048-token pass slowed 1.16-1.17x sustained against their burst; the rule closes about

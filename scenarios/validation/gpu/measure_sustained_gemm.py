@@ -302,10 +302,23 @@ def part_mixed(runner, nvml, dtype, points, ratios, idle_s, sustain_s, out_dir, 
                 torch.cuda.empty_cache()
 
 
+PASS_BYTES_S = {"cuda": 3.0e12, "cpu": 1.0e10}   # a pass's memory bandwidth, to size it: ~H100 HBM3; a CPU dry run
+MAX_CPU_PASS_ELEMS = 1 << 22   # 16 MB of float32 per buffer: a dry run on a busy machine (a slow GEMM) stays small
+
+
+def _pass_elems(runner, dtype, gemm_s: float, ratio: float) -> int:
+    """Elements of the elementwise pass that takes `ratio` GEMM times: read and written once each at the
+    device's bandwidth. (On the CPU the GEMM's time, hence the size, grows with the machine's load: bounded.)"""
+    if ratio <= 0:
+        return 0
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    elems = max(1024, int(ratio * gemm_s * PASS_BYTES_S["cuda" if runner.cuda else "cpu"] / (2 * itemsize)))
+    return elems if runner.cuda else min(elems, MAX_CPU_PASS_ELEMS)
+
+
 def _mixed_point(runner, nvml, dtype, ws, x, gemm_s, ratio, idle_s, sustain_s) -> dict:
     dev = runner.device
-    # elements a pass reads and writes in `ratio` GEMM times at ~3 TB/s (2 bytes read + 2 written each)
-    elems = max(1024, int(ratio * gemm_s * 3.0e12 / 4)) if ratio > 0 else 0
+    elems = _pass_elems(runner, dtype, gemm_s, ratio)
     src = torch.randn(max(elems, 1), device=dev, dtype=dtype)
     dst = torch.empty_like(src)
 
