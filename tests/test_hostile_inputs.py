@@ -130,9 +130,9 @@ def hardware(**fields) -> Callable[[Path], list]:
     return make
 
 
-def sweep(**fields) -> Callable[[Path], list]:
+def sweep(scenario: dict = TINY, **fields) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
-        base = _write(tmp, "base.yaml", TINY)
+        base = _write(tmp, "base.yaml", scenario)
         spec = {"name": "s", "scenario": str(base), "grid": {"workload.arrival.qps": [4, 8]}, **fields}
         return ["sweep", _write(tmp, "sweep.yaml", spec), "--out", tmp / "store", "--executor", "serial", "--quiet"]
     return make
@@ -354,6 +354,10 @@ CASES = [
     Hostile("sweep_duplicate_key", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", "name: a\nname: b\n"), "--quiet"],
             "key 'name' appears twice"),
     Hostile("sweep_name_dotdot", sweep(name=".."), "name"),
+    # a seed beyond int64: pyarrow's OverflowError traceback with the store half made (2026-11-28)
+    Hostile("sweep_seed_beyond_int64", sweep(seeds=[2**70]), "sweep.seeds: seed 1180591620717411303424 is beyond"),
+    Hostile("sweep_replications_beyond_int64", sweep(dict(TINY, seed=2**63 - 1), replications=2),
+            "sweep.replications: seed 9223372036854775808 is beyond"),
     Hostile("profile_out_in_proc", profile("--models", "llama-68m", "--out", "/proc/x"), "--out"),
     Hostile("profile_405b_on_24_gib", profile("--models", "llama-3.1-405b"), "--models: llama-3.1-405b needs",
             patch=little_memory),
