@@ -333,6 +333,10 @@ CASES = [
     Hostile("estimate_405b_on_one_h100", lambda tmp: ["estimate", "--model", "llama-3.1-405b", "--hardware", "h100-sxm"],
             "model: llama-3.1-405b needs"),
     Hostile("estimate_negative_batch", estimate("--batch", "-3"), "batch"),
+    # read as 'error: 1 validation error for ParallelismConfig' and 'error: scheduler.: Value error, ...' before
+    Hostile("estimate_tp_beyond_64", estimate("--tp", "1024"), "error: tp: Input should be less than or equal to 64"),
+    Hostile("estimate_max_num_seqs_beyond_the_budget", estimate("--max-num-seqs", "1000000000"),
+            "error: scheduler: max_batched_tokens (8192) must be >= max_batch_size (1000000000)"),
     Hostile("estimate_profile_without_profile", lambda tmp: ["estimate", "--model", "llama-3-8b", "--hardware",
                                                               "a100-80gb", "--source", "profile"], "source"),
     # ---- plan, sweep, profile, validate ----------------------------------------------------------------------
