@@ -71,12 +71,26 @@ def scenario_dict(scenario: Scenario | dict | str | Path, overrides: list[str] |
         data = scenario
     else:
         raise ScenarioError("scenario", f"a YAML path, a dict or a Scenario, got {type(scenario).__name__}")
-    data = apply_overrides(data, list(overrides or []))
+    data = apply_overrides(data, _override_texts(overrides))
     return data, Path(base_dir) if base_dir is not None else Path.cwd()
 
 
+def _override_texts(overrides) -> list[str]:
+    """`overrides` as a list of `key.path=value` texts. A single text was read letter by letter ('expected
+    key.path=value, got 's''), a dict by its keys, and a number or bytes raised a TypeError."""
+    if overrides is None:
+        return []
+    if isinstance(overrides, (str, bytes, dict)) or not isinstance(overrides, (list, tuple)) \
+            or not all(isinstance(text, str) for text in overrides):
+        shown = type(overrides).__name__ if not isinstance(overrides, (list, tuple)) else \
+            f"a {type(overrides).__name__} holding {type(next(t for t in overrides if not isinstance(t, str))).__name__}"
+        raise ScenarioError("overrides", f"a list of key.path=value texts (as draftsim run --set), e.g. "
+                                         f"['drafter.gamma=2'], got {shown}")
+    return list(overrides)
+
+
 def _as_scenario(scenario, overrides, base_dir) -> tuple[Scenario, Path]:
-    if isinstance(scenario, Scenario) and not overrides:
+    if isinstance(scenario, Scenario) and not _override_texts(overrides):
         return scenario, Path(base_dir) if base_dir is not None else Path.cwd()
     data, base_dir = scenario_dict(scenario, overrides, base_dir)
     return parse_scenario(data), base_dir
@@ -96,11 +110,18 @@ def prepare(scenario: Scenario | dict | str | Path, overrides: list[str] | None 
     return Prepared(scenario, cluster, time.perf_counter() - t0, base_dir)
 
 
+def _check_step_mode(step_mode) -> None:
+    if step_mode not in (None, "bulk", "step"):   # (any other word ran in bulk mode without a word)
+        raise ScenarioError("step_mode", f"'bulk' or 'step' (or None: the scenario's simulation.step_mode), "
+                                         f"got {step_mode!r}")
+
+
 def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None, executor=None) -> Result:
     """Simulate a prepared scenario once (a Prepared's cluster holds the run's state: do not reuse it).
     Under a Dask `simulation.executor` the replicas run on the Dask workers (simulator.distributed);
     `executor`: an entered simulator.distributed.open_executor(...) to use (default: one opened here)."""
     scenario, cluster = prepared.scenario, prepared.cluster
+    _check_step_mode(step_mode)
     t0 = time.perf_counter()
     arrival = scenario.workload.arrival
     closed = arrival.concurrency if arrival.process == "closed_loop" else None
@@ -151,4 +172,5 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
     the number of requests that just completed (the CLI's progress bar). Example:
     `run("scenarios/quickstart.yaml", ["workload.num_requests=100"]).summary["tpot_p50_s"]`.
     """
+    _check_step_mode(step_mode)   # (before any work)
     return simulate(prepare(scenario, overrides, base_dir=base_dir), step_mode=step_mode, progress=progress)

@@ -130,9 +130,9 @@ def hardware(**fields) -> Callable[[Path], list]:
     return make
 
 
-def sweep(**fields) -> Callable[[Path], list]:
+def sweep(scenario: dict = TINY, **fields) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
-        base = _write(tmp, "base.yaml", TINY)
+        base = _write(tmp, "base.yaml", scenario)
         spec = {"name": "s", "scenario": str(base), "grid": {"workload.arrival.qps": [4, 8]}, **fields}
         return ["sweep", _write(tmp, "sweep.yaml", spec), "--out", tmp / "store", "--executor", "serial", "--quiet"]
     return make
@@ -333,6 +333,10 @@ CASES = [
     Hostile("estimate_405b_on_one_h100", lambda tmp: ["estimate", "--model", "llama-3.1-405b", "--hardware", "h100-sxm"],
             "model: llama-3.1-405b needs"),
     Hostile("estimate_negative_batch", estimate("--batch", "-3"), "batch"),
+    # read as 'error: 1 validation error for ParallelismConfig' and 'error: scheduler.: Value error, ...' before
+    Hostile("estimate_tp_beyond_64", estimate("--tp", "1024"), "error: tp: Input should be less than or equal to 64"),
+    Hostile("estimate_max_num_seqs_beyond_the_budget", estimate("--max-num-seqs", "1000000000"),
+            "error: scheduler: max_batched_tokens (8192) must be >= max_batch_size (1000000000)"),
     Hostile("estimate_profile_without_profile", lambda tmp: ["estimate", "--model", "llama-3-8b", "--hardware",
                                                               "a100-80gb", "--source", "profile"], "source"),
     # ---- plan, sweep, profile, validate ----------------------------------------------------------------------
@@ -354,6 +358,10 @@ CASES = [
     Hostile("sweep_duplicate_key", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", "name: a\nname: b\n"), "--quiet"],
             "key 'name' appears twice"),
     Hostile("sweep_name_dotdot", sweep(name=".."), "name"),
+    # a seed beyond int64: pyarrow's OverflowError traceback with the store half made (2026-11-28)
+    Hostile("sweep_seed_beyond_int64", sweep(seeds=[2**70]), "sweep.seeds: seed 1180591620717411303424 is beyond"),
+    Hostile("sweep_replications_beyond_int64", sweep(dict(TINY, seed=2**63 - 1), replications=2),
+            "sweep.replications: seed 9223372036854775808 is beyond"),
     Hostile("profile_out_in_proc", profile("--models", "llama-68m", "--out", "/proc/x"), "--out"),
     Hostile("profile_405b_on_24_gib", profile("--models", "llama-3.1-405b"), "--models: llama-3.1-405b needs",
             patch=little_memory),
@@ -380,6 +388,24 @@ CASES = [
             "plan.search.drafters.0.acceptance.alpha"),
     Hostile("plan_replicas_beyond_a_cluster", plan(search={**PLAN["search"], "replicas": [10**6]}),
             "replicas must list counts in 1..4096"),
+    # search spaces that are empty, enormous, repeated or beyond a scenario's bounds (2026-11-28): a KeyError
+    # traceback, a screen that never finished, duplicate candidates, every candidate failing alone (exit 1)
+    Hostile("plan_no_replica_within_max_gpus", plan(search={"tp": [8], "replicas": None, "max_gpus": 4}),
+            "plan.search: the search space holds no candidate: max_gpus 4 is below the 8 GPUs"),
+    Hostile("plan_disaggregated_one_replica", plan(search={**PLAN["search"], "deployments": ["disaggregated"]}),
+            "a disaggregated deployment needs 2 or more replicas"),
+    Hostile("plan_eight_million_candidates", plan(search={"tp": [1], "replicas": None, "max_gpus": 4096,
+                                                          "deployments": ["colocated", "disaggregated"]}),
+            "plan.search: the search space holds 8,390,656 candidates; at most 100,000"),
+    Hostile("plan_tp_listed_twice", plan(search={**PLAN["search"], "tp": [1, 1]}), "plan.search: tp lists 1 twice"),
+    Hostile("plan_hardware_listed_twice", plan(hardware=[{"id": "l40s", "usd_per_gpu_hour": 0.9},
+                                                         {"id": "l40s", "usd_per_gpu_hour": 0.5}]),
+            "plan.hardware: 'l40s' is listed twice"),
+    Hostile("plan_tp_beyond_a_scenario", plan(search={**PLAN["search"], "tp": [1024]}),
+            "plan.search: tp must list values in 1..64"),
+    Hostile("plan_drafter_speculation_unknown", plan(search={**PLAN["search"], "drafters": [
+        {"kind": "draft_model", "model": "llama-68m", "speculation": {"kind": "bogus"}}]}),
+            "plan.search.drafters.0.speculation.kind: unknown kind 'bogus'"),
     Hostile("sweep_four_million_points", sweep(grid={"workload.arrival.qps": [1 + i / 100 for i in range(2000)],
                                                      "scheduler.max_batch_size": list(range(1, 2001))}),
             "4,000,000 points"),

@@ -66,18 +66,15 @@ def _engine_config(engine, latency):
 
 
 def _scheduler_config(scheduler):
-    from pydantic import ValidationError
+    from simulator.config.scenario import validate_config
     from simulator.config.serving import SchedulerConfig
     from simulator.errors import ScenarioError
     if scheduler is None:
         return None
     if not isinstance(scheduler, dict):
         raise ScenarioError("scheduler", "expected a mapping like the scenario's scheduler block")
-    try:
-        return SchedulerConfig(**scheduler)
-    except ValidationError as err:
-        first = err.errors()[0]
-        raise ScenarioError("scheduler." + ".".join(str(x) for x in first["loc"]), first["msg"]) from None
+    # (as a scenario's: a rule of the whole block is `scheduler: <its message>`, not `scheduler.: Value error, ...`)
+    return validate_config(SchedulerConfig, scheduler, "scheduler")
 
 
 def _check_counts(**counts) -> None:
@@ -125,6 +122,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     from profiles.select import describe_latency
     from simulator.errors import ScenarioError
     from simulator.cluster.factory import build_replica_kind
+    from simulator.config.scenario import validate_config
     from simulator.config.serving import MoeConfig, ParallelismConfig
 
     _check_counts(tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens,
@@ -135,8 +133,9 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         raise ScenarioError("kv_dtype", f"{kv_dtype!r} is not supported; allowed: {', '.join(KV_DTYPES)}")
     if isinstance(engine, dict) and engine.get("framework") and not (isinstance(latency, dict) and "framework" in latency):
         latency = {**(latency or {}), "framework": engine["framework"]}
-    try:
-        kind = build_replica_kind(model=model, hardware=hardware, parallelism=ParallelismConfig(tp=tp), dtype=dtype,
+    try:   # (ParallelismConfig(tp=...) alone raised a ValidationError whose first line named no field)
+        parallelism = validate_config(ParallelismConfig, {"tp": tp}, "parallelism")
+        kind = build_replica_kind(model=model, hardware=hardware, parallelism=parallelism, dtype=dtype,
                                   latency=_latency_config(latency), moe=MoeConfig(), memory_utilization=None,
                                   base_dir=Path.cwd(), where="estimate",
                                   kv_dtype=kv_dtype, engine_config=_engine_config(engine, latency),

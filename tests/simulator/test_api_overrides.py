@@ -41,3 +41,24 @@ def test_the_callers_dict_is_not_changed_and_bad_overrides_name_the_field():
     with pytest.raises(ScenarioError, match="--set"):
         simulator.run(parse_scenario(data), ["no-equals-sign"])
     assert data == DATA
+
+
+@pytest.mark.parametrize("overrides, shown", [
+    ("drafter.gamma=1", "got str"),                 # read letter by letter: "expected key.path=value, got 'd'"
+    ({"drafter.gamma": 1}, "got dict"),             # read by its keys: "got 'drafter.gamma'"
+    (3, "got int"),                                 # TypeError: 'int' object is not iterable
+    ([b"drafter.gamma=1"], "got a list holding bytes"),   # TypeError from bytes.partition
+    (["drafter.gamma=1", 2], "got a list holding int"),
+])
+@pytest.mark.parametrize("kind", ["dict", "model"])
+def test_overrides_of_another_type_name_overrides(overrides, shown, kind):
+    data = dict(DATA) if kind == "dict" else parse_scenario(DATA)
+    with pytest.raises(ScenarioError, match=f"^overrides: a list of key.path=value texts .*{shown}$"):
+        simulator.prepare(data, overrides)
+
+
+def test_an_unknown_step_mode_is_refused_before_any_work(monkeypatch):
+    """step_mode="bogus" ran in bulk mode without a word."""
+    monkeypatch.setattr(simulator.api, "prepare", lambda *a, **k: pytest.fail("prepared before the check"))
+    with pytest.raises(ScenarioError, match="^step_mode: 'bulk' or 'step'.*got 'Step'$"):
+        simulator.run(dict(DATA), step_mode="Step")

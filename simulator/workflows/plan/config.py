@@ -55,6 +55,7 @@ from simulator.config.scenario import read_config, validate_config
 
 FIELD = "plan"
 DRAFTER_KINDS = ("none", "draft_model", "eagle3", "mtp")
+MAX_PLAN_CANDIDATES = 100_000   # screened at ~0.4 ms each (the llama8b example): about 40 s
 
 
 class HardwareChoiceConfig(Strict):
@@ -77,7 +78,7 @@ class DrafterChoiceConfig(Strict):
     head: str | None = None
     modules: int | None = Field(None, ge=1)
     gamma: list[int] = Field(default_factory=lambda: [4])
-    tp: int = Field(1, ge=1)
+    tp: int = Field(1, ge=1, le=64)
     speculation: dict | None = None
     acceptance: dict | None = None
 
@@ -145,9 +146,33 @@ class SearchSpaceConfig(Strict):
         if self.replicas is not None and not (self.replicas and 1 <= min(self.replicas)
                                               and max(self.replicas) <= 4096):
             raise ValueError("replicas must list counts in 1..4096 (a scenario's cluster.replicas)")
-        if min(self.tp) < 1 or min(self.pp) < 1 or min(self.ep) < 1:
-            raise ValueError("tp, pp and ep must be >= 1")
+        # a scenario's cluster.parallelism bounds: a value beyond them made every candidate fail alone
+        for name, top in (("tp", 64), ("pp", 64), ("ep", 1024)):
+            if min(getattr(self, name)) < 1 or max(getattr(self, name)) > top:
+                raise ValueError(f"{name} must list values in 1..{top} (a scenario's cluster.parallelism.{name})")
+        # a value listed twice made the same candidates twice: confirmed twice, they took the places of others
+        lists = [("tp", self.tp), ("pp", self.pp), ("ep", self.ep), ("replicas", self.replicas or []),
+                 ("deployments", self.deployments)]
+        lists += [(f"drafters.{i}.gamma", d.gamma) for i, d in enumerate(self.drafters)]
+        for name, values in lists:
+            twice = _repeated(values)
+            if twice is not None:
+                raise ValueError(f"{name} lists {twice!r} twice; give each value once")
+        for i, drafter in enumerate(self.drafters):
+            if drafter in self.drafters[:i]:
+                raise ValueError(f"drafters.{i} repeats drafters.{self.drafters.index(drafter)}; give each drafter "
+                                 "once (several depths go in one gamma list)")
         return self
+
+
+def _repeated(values: list):
+    """The first value of `values` seen before, or None."""
+    seen = []
+    for value in values:
+        if value in seen:
+            return value
+        seen.append(value)
+    return None
 
 
 class PlanConfig(Strict):
@@ -172,6 +197,15 @@ class PlanConfig(Strict):
     @classmethod
     def _screenable(cls, acc: dict) -> dict:
         return _screenable_acceptance(acc)
+
+    @field_validator("models", "hardware")
+    @classmethod
+    def _each_once(cls, values: list) -> list:
+        # (twice, the same candidates twice: confirmed twice, they took the places of others)
+        twice = _repeated([getattr(v, "id", v) for v in values])
+        if twice is not None:
+            raise ValueError(f"{twice!r} is listed twice; give each once")
+        return values
 
 
 @dataclass(frozen=True)
@@ -243,6 +277,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
             raise ScenarioError(f"{FIELD}.moe.routing", "plans take uniform or zipf routing; replay a routing "
                                 "trace in a scenario (cluster.moe) instead")
     _check_sections(spec)
+    _check_size(spec)
     for i, hw in enumerate(spec.hardware):
         if hw.usd_per_gpu_hour is None and price_per_gpu_hour(hw.id) is None:
             raise ScenarioError(f"{FIELD}.hardware.{i}.usd_per_gpu_hour",
@@ -250,21 +285,63 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     return spec, Path(path).resolve().parent
 
 
+def _check_size(spec: PlanConfig) -> None:
+    """Refuse a search space of no candidate (the screen's empty table was a KeyError traceback) or of more
+    than MAX_PLAN_CANDIDATES (they are enumerated in memory first: 8 million, max_gpus 4096 disaggregated,
+    never finished), counted without enumerating them."""
+    count, search = candidate_count(spec), spec.search
+    if count > MAX_PLAN_CANDIDATES:
+        raise ScenarioError(f"{FIELD}.search", f"the search space holds {count:,} candidates; at most "
+                            f"{MAX_PLAN_CANDIDATES:,} are screened in one plan: narrow tp, pp, ep, replicas or "
+                            "max_gpus, drafters or deployments")
+    if count == 0:
+        fewest = min((ep if ep > 1 else tp) * pp for tp in search.tp for pp in search.pp for ep in search.ep)
+        why = (f"max_gpus {search.max_gpus} is below the {fewest} GPUs of the smallest replica"
+               if search.max_gpus is not None and search.max_gpus < fewest else
+               "a disaggregated deployment needs 2 or more replicas (a prefill and a decode pool)")
+        raise ScenarioError(f"{FIELD}.search", f"the search space holds no candidate: {why}")
+
+
 def _check_sections(spec: PlanConfig) -> None:
     """The scenario sections a plan passes to every candidate (`scheduler`, `acceptance`, each drafter's own
-    `acceptance`) validated as a scenario's, before any work: a bad value is the plan's error (exit 2), not
-    every candidate's failure."""
+    `acceptance` and `speculation`) validated as a scenario's, before any work: a bad value is the plan's
+    error (exit 2), not every candidate's failure."""
     from simulator.config.scenario import AcceptanceConfig
     from simulator.config.serving import SchedulerConfig
+    from simulator.config.speculation import SpeculationConfig
 
     class Acceptance(Strict):   # (the union validated under its own key, so errors read `<where>.acceptance.…`)
         acceptance: AcceptanceConfig
+
+    class Speculation(Strict):
+        speculation: SpeculationConfig
 
     validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler")
     sections = [(FIELD, spec.acceptance)] + [(f"{FIELD}.search.drafters.{i}", d.acceptance)
                                              for i, d in enumerate(spec.search.drafters) if d.acceptance is not None]
     for where, acceptance in sections:
         validate_config(Acceptance, {"acceptance": acceptance}, where)
+    for i, drafter in enumerate(spec.search.drafters):
+        if drafter.speculation is not None:
+            validate_config(Speculation, {"speculation": drafter.speculation}, f"{FIELD}.search.drafters.{i}")
+
+
+def _replica_counts(search: SearchSpaceConfig, per_replica: int):
+    """The replica counts searched for replicas of `per_replica` GPUs: the listed ones, else every count
+    within max_gpus."""
+    return search.replicas or range(1, search.max_gpus // per_replica + 1)
+
+
+def candidate_count(spec: PlanConfig) -> int:
+    """How many candidates `enumerate_candidates` makes, counted without making them."""
+    search = spec.search
+    choices = sum(len(d.gamma) if d.kind != "none" else 1 for d in search.drafters)
+    count = 0
+    for tp, pp, ep in itertools.product(search.tp, search.pp, search.ep):
+        counts = _replica_counts(search, (ep if ep > 1 else tp) * pp)
+        for deployment in search.deployments:   # disaggregated: every prefill/decode split
+            count += sum(r - 1 for r in counts) if deployment == "disaggregated" else len(counts)
+    return count * len(spec.models) * len(spec.hardware) * choices
 
 
 def enumerate_candidates(spec: PlanConfig, deployments: tuple[str, ...]) -> list[Candidate]:
@@ -283,8 +360,7 @@ def enumerate_candidates(spec: PlanConfig, deployments: tuple[str, ...]) -> list
             spec.models, spec.hardware, spec.search.tp, spec.search.pp, spec.search.ep, drafters,
             spec.search.deployments):
         price = hw.usd_per_gpu_hour or price_per_gpu_hour(hw.id).usd_per_gpu_hour
-        per_replica = (ep if ep > 1 else tp) * pp
-        counts = spec.search.replicas or range(1, spec.search.max_gpus // per_replica + 1)
+        counts = _replica_counts(spec.search, (ep if ep > 1 else tp) * pp)
         for replicas in counts:
             if deployment == "disaggregated":  # every prefill/decode split of the replicas
                 out += [Candidate(model, hw.id, price, tp, pp, replicas, draft, gamma, dtp, deployment, p, ep, tree,

@@ -40,6 +40,7 @@ from simulator.config.scenario import apply_overrides, parse_scenario, read_conf
 FIELD = "sweep"
 SEED_KEY = "seed"
 MAX_SWEEP_POINTS = 100_000   # points of one sweep (grid x points x seeds)
+MAX_SEED = 2**63 - 1         # a seed the results (an int64 column) keep
 
 
 class SweepPlotConfig(Strict):
@@ -184,12 +185,17 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
     (each a dict of key path → value) and the seeds (`seeds`, else the base seed + 0 .. replications − 1,
     else the base seed), each validated (ScenarioError naming the point)."""
     base_seed = int(base.get(SEED_KEY, 0)) if isinstance(base.get(SEED_KEY, 0), int) else 0
+    given = seeds
     if seeds is not None:
         seeds = list(seeds)
     elif replications is not None:
         seeds = [base_seed + i for i in range(replications)]
     else:
         seeds = [base_seed]
+    if seeds and max(seeds) > MAX_SEED:   # (the store's seed column is int64: pyarrow's OverflowError, a half-made store)
+        where = "seeds" if given is not None else "replications" if replications is not None else "scenario: seed"
+        raise ScenarioError(f"{FIELD}.{where}", f"seed {max(seeds)} is beyond {MAX_SEED:,} (2^63 - 1), the "
+                                                "largest a sweep's results keep")
     listed = points or [{}]
     count = math.prod(len(values) for values in grid.values()) * len(listed) * len(seeds)
     if count > MAX_SWEEP_POINTS:   # (each point is validated here: 10^6 of them would take an hour first)
