@@ -66,7 +66,7 @@ def _engine_config(engine, latency):
 
 
 def _scheduler_config(scheduler):
-    from simulator.config.scenario import validate_config
+    from simulator.config.validation import validate_config
     from simulator.config.serving import SchedulerConfig
     from simulator.errors import ScenarioError
     if scheduler is None:
@@ -122,7 +122,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     from profiles.select import describe_latency
     from simulator.errors import ScenarioError
     from simulator.cluster.factory import build_replica_kind
-    from simulator.config.scenario import validate_config
+    from simulator.config.validation import validate_config
     from simulator.config.serving import MoeConfig, ParallelismConfig
 
     _check_counts(tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens,

@@ -1,0 +1,88 @@
+"""Pydantic's failure of a config file as the user-facing error: its first error, the YAML path of the field
+under the file's kind and pydantic's message in the project's wording. Apart from the scenario's schema
+(simulator.config.scenario) so that `draftsim estimate`, which validates serving sections only, does not
+build the other section models to word an error."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from simulator.config.base import BOOL_NOT_NUMBER
+from simulator.errors import ScenarioError
+
+
+def _user_path(loc: tuple, data) -> str:
+    """The YAML path of an error location, without the tags pydantic inserts for discriminated unions
+    (e.g. `workload.prompt_tokens.uniform.high` becomes `workload.prompt_tokens.high`)."""
+    parts, node = [], data
+    for item in loc:
+        if isinstance(node, dict) and item not in node and node.get("kind") == item:
+            continue
+        parts.append(str(item))
+        node = node.get(item) if isinstance(node, dict) else (
+            node[item] if isinstance(node, list) and isinstance(item, int) and item < len(node) else None)
+    return ".".join(parts)
+
+
+def validation_error(err: ValidationError, data, prefix: str = "scenario") -> ScenarioError:
+    """The user-facing error for a pydantic failure of a config file: its first error, the YAML path of the
+    field under `prefix` (the file's kind, e.g. `sweep`; a scenario's paths start at its top level) and
+    pydantic's message in the project's wording."""
+    where, msg = _format_validation_error(err, data)
+    if prefix == "scenario":
+        return ScenarioError(where or prefix, msg)
+    return ScenarioError(".".join(part for part in (prefix, where) if part), msg)
+
+
+def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
+    first = err.errors()[0]
+    msg, loc, ctx = first["msg"], tuple(first["loc"]), first.get("ctx") or {}
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field"
+    elif msg == "Field required":
+        msg = "required field is missing"
+    elif first["type"] == "union_tag_not_found":
+        loc, msg = loc + ("kind",), "required field is missing"
+    elif first["type"] == "union_tag_invalid":
+        loc, msg = loc + ("kind",), f"unknown kind {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
+    elif first["type"] == BOOL_NOT_NUMBER:   # (raised for the section: its ctx names the field)
+        loc = loc + (ctx["field"],)
+    elif first["type"] == "value_error":  # a validator's own message, without pydantic's "Value error, "
+        msg = str(ctx.get("error") or msg.removeprefix("Value error, "))
+    value, depth = _value_at(loc, data)
+    tagged = first["type"] in ("union_tag_invalid", "union_tag_not_found")   # (a bare word: `policy: nope`)
+    if not tagged and depth < len(loc) - 1 and not isinstance(value, dict) and isinstance(loc[depth + 1], str):
+        # a value of the wrong type where a union (e.g. a name or a mapping) was expected: pydantic tags each
+        # member's error with the member's type; say which kinds of value the field takes instead
+        prefix = loc[:depth + 1]
+        kinds = [_UNION_MEMBERS.get(str(e["loc"][depth + 1]).split("[")[0], str(e["loc"][depth + 1]))
+                 for e in err.errors() if tuple(e["loc"][:depth + 1]) == prefix and len(e["loc"]) > depth + 1]
+        loc, msg = prefix, f"{value!r} is not allowed; expected {' or '.join(dict.fromkeys(kinds))}"
+    return _user_path(loc, data), msg
+
+
+_UNION_MEMBERS = {"str": "a name or path (string)", "dict": "a mapping", "int": "an integer", "float": "a number",
+                  "list": "a list", "bool": "true or false"}
+
+
+def _value_at(loc: tuple, data) -> tuple[Any, int]:
+    """The user's value at the longest prefix of `loc` present in `data`, and that prefix's last index."""
+    node, depth = data, -1
+    for i, item in enumerate(loc):
+        if isinstance(node, dict) and item in node:
+            node = node[item]
+        elif isinstance(node, list) and isinstance(item, int) and item < len(node):
+            node = node[item]
+        else:
+            break
+        depth = i
+    return node, depth
+
+
+def validate_config(model: type[BaseModel], data: dict, prefix: str = "scenario"):
+    """`data` validated as `model`, or the user-facing error (`validation_error`) naming its field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise validation_error(err, data, prefix) from None
