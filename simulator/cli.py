@@ -4,6 +4,9 @@ from __future__ import annotations
 if __name__ == "__main__":   # `python -m simulator.cli` is the executable: it loads this module under its guard
     from simulator.launch import entry   # (simulator/launch.py) and exits
     entry()
+elif __name__ == "__mp_main__":   # a worker spawned from it (simulator.console.interrupts.leave_to_spawner)
+    from simulator.console.interrupts import leave_to_spawner
+    leave_to_spawner()
 
 import argparse
 import os

@@ -17,6 +17,8 @@ import sys
 
 from simulator.console import interrupts
 
+interrupts.leave_to_spawner()   # (the `draftsim` script imports this module first, also in a spawned worker)
+
 
 def entry(main=None) -> None:
     """Run `main` (default simulator.cli.main) as the executable and exit with its code."""

@@ -80,15 +80,19 @@ def after_ctrl_c(exc: BaseException) -> bool:
 
 
 class held:
-    """`with held():` SIGINT and SIGTERM are held back during the block (blocked, delivered when it ends): a
-    few renames that must complete together, a fork whose child must not be stopped before it ignores them
-    (in a thread other than the main one, or without signal masks, nothing is held)."""
+    """`with held():` SIGINT and SIGTERM (or the `signals` given) are held back during the block (blocked,
+    delivered when it ends): a few renames that must complete together, a fork whose child must not be
+    stopped before it ignores them, a Dask cluster that must be whole to be closed. In a thread other than
+    the main one, or without signal masks, nothing is held."""
+
+    def __init__(self, *signals: int):
+        self.signals = set(signals) or {signal.SIGINT, signal.SIGTERM}
 
     def __enter__(self) -> None:
         import threading   # (here: this module is imported before anything else, it stays light)
         self._old = None
         if threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask"):
-            self._old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            self._old = signal.pthread_sigmask(signal.SIG_BLOCK, self.signals)
 
     def __exit__(self, *exc) -> None:
         if self._old is not None:
@@ -101,3 +105,13 @@ def leave_to_parent() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def leave_to_spawner() -> None:
+    """In a process that multiprocessing spawned from the executable (a Dask worker of a `local-dask` run):
+    it runs the executable's main module again, as `__mp_main__`, before anything else, and calls this
+    there. Ctrl-C is the executable's to handle (it closes the cluster), so SIGINT is ignored: a press
+    while the workers were still importing printed each one's traceback above the one line."""
+    # (the module running as __mp_main__, or made so: in the executable, that key holds its __main__)
+    if getattr(sys.modules.get("__mp_main__"), "__name__", None) == "__mp_main__":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -16,7 +16,9 @@ unreachable scheduler is one line before any work).
 """
 from __future__ import annotations
 
+import logging
 import os
+import signal
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator
 
@@ -117,8 +119,14 @@ class DaskExecutor:
                 raise ScenarioError(self._field, "the Dask executors need dask[distributed]: "
                                                  "pip install 'draftsim[dask]'") from None
             if self._address is None:
-                cluster = LocalCluster(n_workers=self._workers, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
+                # Its processes log at ERROR (silence_logs; at Dask's default, WARNING, a Ctrl-C printed two
+                # "task cancelled" and two "still alive after 4.0 seconds, killing" lines above its one
+                # line). Ctrl-C waits until it has started: one cut short failed Dask's own close at exit
+                # ("Exception ignored in atexit callback ... AssertionError: Status.init").
+                from simulator.console.interrupts import held
+                with held(signal.SIGINT):
+                    cluster = LocalCluster(n_workers=self._workers, threads_per_worker=1, processes=True,
+                                           dashboard_address=None, silence_logs=logging.ERROR)
                 self._own.append(cluster)
                 self._client = Client(cluster)
             else:

@@ -93,6 +93,33 @@ def test_python_m_simulator_cli_is_the_executable(tmp_path):
     assert done.returncode == 0 and "h100" in done.stdout.lower(), done.stderr
 
 
+_SPAWNER = """
+import multiprocessing as mp, signal
+import simulator.launch   # as the `draftsim` script's first line does
+
+def report(queue):
+    queue.put(signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")   # (Dask's LocalCluster starts its workers so)
+    queue = ctx.Queue()
+    worker = ctx.Process(target=report, args=(queue,))
+    worker.start()
+    print(queue.get(timeout=60), signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
+    worker.join()
+"""
+
+
+def test_a_worker_spawned_from_the_executable_leaves_ctrl_c_to_it(tmp_path):
+    """A spawned worker runs the executable's main module again (as __mp_main__): there it ignores SIGINT,
+    which the executable handles (a press while Dask's workers were importing printed their tracebacks);
+    the executable itself does not."""
+    (tmp_path / "spawner.py").write_text(_SPAWNER)
+    done = subprocess.run([sys.executable, str(tmp_path / "spawner.py")], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.split() == ["True", "False"], done.stderr
+
+
 # ---- the rules, in this process (the handler is not installed here: `watch` is the executable's) ----------
 @pytest.fixture
 def pressed(monkeypatch):
