@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
-from simulator.config.base import Strict
+from simulator.config.base import Strict, field_error
 from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
@@ -167,6 +167,18 @@ class ClusterConfig(Strict):
             raise ValueError(f"shared_prefix_attention re-prices attention op by op; latency source "
                              f"{self.latency.source} prices whole measured passes (set "
                              "kv_cache.shared_prefix_attention: false)")
+        return self
+
+    @model_validator(mode="after")
+    def _moe_needs_expert_parallelism(self) -> "ClusterConfig":
+        """`cluster.moe` prices the all-to-alls of expert parallelism (simulator.cost.moe); with ep 1 in every
+        pool (and on a dense model, where ep > 1 is refused) it would be read by nothing."""
+        pools = [self.parallelism] if self.disaggregation is None else \
+            [self.disaggregation.prefill.parallelism, self.disaggregation.decode.parallelism]
+        if self.moe != MoeConfig() and all(p.ep == 1 for p in pools):
+            raise field_error("moe", "routing and pre-scheduling price the all-to-alls of expert parallelism (an MoE "
+                              "model with parallelism.ep > 1); here every pool has ep 1, so they would not apply: "
+                              "remove cluster.moe or set parallelism.ep")
         return self
 
 
