@@ -326,6 +326,16 @@ CASES = [
             "cluster.latency.source: profile"),
     Hostile("unknown_framework_version", run(cluster={"latency": {"version": "99.0"}}), "cluster.latency.version"),
     Hostile("unknown_policy_word", run(policy="nope"), "policy.kind: unknown kind 'nope'"),
+    # cluster.moe prices expert parallelism's all-to-alls: on a dense model or with ep 1 it ran, ignored (2026-11-28)
+    Hostile("moe_routing_on_a_dense_model", run(cluster={"moe": {"routing": "zipf"}}),
+            "cluster.moe: routing and pre-scheduling price the all-to-alls of expert parallelism"),
+    Hostile("moe_prescheduling_on_a_dense_model", run(cluster={"moe": {"prescheduling_hit_rate": 0.5}}),
+            "cluster.moe: routing and pre-scheduling"),
+    Hostile("moe_routing_without_expert_parallelism", run(cluster={"model": "qwen3-30b-a3b", "moe": {"routing": "zipf"}}),
+            "every pool has ep 1"),
+    Hostile("moe_routing_disaggregated_pools_of_ep_1", run(cluster={
+        "model": "qwen3-30b-a3b", "moe": {"prescheduling_hit_rate": 0.7},
+        "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 1}}}), "cluster.moe: "),
     # ---- estimate ---------------------------------------------------------------------------------------------
     Hostile("estimate_unknown_version", estimate("--version", "99"), "version"),
     Hostile("estimate_batch_1e12", estimate("--batch", "1000000000000"), "batch"),
@@ -335,8 +345,14 @@ CASES = [
     Hostile("estimate_negative_batch", estimate("--batch", "-3"), "batch"),
     # read as 'error: 1 validation error for ParallelismConfig' and 'error: scheduler.: Value error, ...' before
     Hostile("estimate_tp_beyond_64", estimate("--tp", "1024"), "error: tp: Input should be less than or equal to 64"),
+    # named the scenario's scheduler block (`scheduler: max_batched_tokens (8192) must be >= max_batch_size`),
+    # which the command line has none of, and the budget could not be raised from it (2026-11-28)
     Hostile("estimate_max_num_seqs_beyond_the_budget", estimate("--max-num-seqs", "1000000000"),
-            "error: scheduler: max_batched_tokens (8192) must be >= max_batch_size (1000000000)"),
+            "error: --max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)"),
+    Hostile("estimate_max_num_seqs_zero", estimate("--max-num-seqs", "0"),
+            "error: --max-num-seqs: Input should be greater than or equal to 1"),
+    Hostile("estimate_budget_below_max_num_seqs", estimate("--max-num-batched-tokens", "100"),
+            "error: --max-num-batched-tokens (100) must be >= --max-num-seqs (256)"),
     Hostile("estimate_profile_without_profile", lambda tmp: ["estimate", "--model", "llama-3-8b", "--hardware",
                                                               "a100-80gb", "--source", "profile"], "source"),
     # ---- plan, sweep, profile, validate ----------------------------------------------------------------------
