@@ -386,6 +386,8 @@ CASES = [
     # found by a hand-run sweep of the commands' flags (2026-11-27): each ran for minutes or crashed before
     Hostile("profile_check_out_in_proc", profile("--models", "llama-68m", "--check", "--check-out", "/proc/x/c.json"),
             "--check-out: cannot create"),
+    Hostile("profile_a_billion_passes", profile("--models", "llama-68m", "--passes", "1000000000", "--out", "p"),
+            "passes must be an integer in 1..100, got 1000000000"),   # killed for memory (24 GB) before
     Hostile("profile_device_id_a_path", profile("--models", "llama-68m", "--device-id", "../x"), "--device-id"),
     Hostile("profile_threads_beyond_the_cores", profile("--models", "llama-68m", "--threads", "100000"),
             "threads must be an integer in 1.."),
