@@ -369,6 +369,15 @@ CASES = [
     Hostile("sweep_workers_beyond_the_cores",   # (a process pool forks all its workers at its first task)
             lambda tmp: sweep()(tmp) + ["--executor", "local", "--workers", "100000"],
             "--workers: must be an integer in 1.."),
+    # a scheduler port that is no number reached Dask's parser: a ValueError traceback (exit 1) from run and sweep;
+    # no host or port 99999 waited 10 s for a connection (2026-11-28)
+    Hostile("run_executor_port_not_a_number", run(None, "--executor", "dask://h:port"),
+            "simulation.executor: expected dask://HOST:PORT or tcp://HOST:PORT with a port in 1..65535"),
+    Hostile("run_executor_port_beyond_65535", run(simulation={"executor": "tcp://127.0.0.1:99999"}),
+            "with a port in 1..65535; got 'tcp://127.0.0.1:99999'"),
+    Hostile("sweep_executor_port_not_a_number", lambda tmp: sweep()(tmp)[:-3] + ["--executor", "tcp://h:abc", "--quiet"],
+            "--executor: expected dask://HOST:PORT or tcp://HOST:PORT"),
+    Hostile("plan_executor_without_a_host", plan("--executor", "dask://:8786"), "--executor: expected dask://HOST:PORT"),
     Hostile("run_dask_workers_beyond_the_cores", run(None, "--executor", "local-dask", "--workers", "100000"),
             "simulation.workers: an integer in 1.."),
     Hostile("sweep_duplicate_key", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", "name: a\nname: b\n"), "--quiet"],

@@ -300,7 +300,14 @@ class SimulationConfig(Strict):
     @field_validator("executor")
     @classmethod
     def _executor(cls, value: str) -> str:
-        if value in ("local", "local-dask") or (value.startswith(("dask://", "tcp://")) and value.count(":") == 2):
+        if value in ("local", "local-dask"):
+            return value
+        if value.startswith(("dask://", "tcp://")):
+            from simulator.distributed.executors import scheduler_address
+            try:
+                scheduler_address(value)   # (HOST and a PORT in 1..65535)
+            except ScenarioError as exc:
+                raise ValueError(exc.message) from None
             return value
         raise ValueError(f"local, local-dask, dask://HOST:PORT or tcp://HOST:PORT; got {value!r}")
 
