@@ -378,6 +378,12 @@ CASES = [
     Hostile("sweep_executor_port_not_a_number", lambda tmp: sweep()(tmp)[:-3] + ["--executor", "tcp://h:abc", "--quiet"],
             "--executor: expected dask://HOST:PORT or tcp://HOST:PORT"),
     Hostile("plan_executor_without_a_host", plan("--executor", "dask://:8786"), "--executor: expected dask://HOST:PORT"),
+    # load_sync_s applies to routers that read loads under a Dask executor: elsewhere it ran, ignored (2026-11-28)
+    Hostile("load_sync_on_the_local_executor", run(simulation={"load_sync_s": 5}),
+            "simulation.load_sync_s: synchronises the loads routers read across a Dask executor's workers"),
+    Hostile("load_sync_with_round_robin", run(cluster={"replicas": 2},
+                                              simulation={"load_sync_s": 5, "executor": "tcp://127.0.0.1:1"}),
+            "simulation.load_sync_s: cluster.router 'round_robin' does not read replica loads"),
     Hostile("run_dask_workers_beyond_the_cores", run(None, "--executor", "local-dask", "--workers", "100000"),
             "simulation.workers: an integer in 1.."),
     Hostile("sweep_duplicate_key", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", "name: a\nname: b\n"), "--quiet"],

@@ -320,6 +320,14 @@ class SimulationConfig(Strict):
             return value
         raise ValueError(f"an integer in 1..{most} (this machine's cores) or 'auto', got {value!r}")
 
+    @model_validator(mode="after")
+    def _load_sync_needs_dask(self) -> "SimulationConfig":
+        if self.load_sync_s is not None and self.executor == "local":
+            raise field_error("load_sync_s", "synchronises the loads routers read across a Dask executor's workers; "
+                              "with simulation.executor local they read exact loads: remove it, or give "
+                              "simulation.executor local-dask, dask://HOST:PORT or tcp://HOST:PORT")
+        return self
+
 
 class OutputsConfig(Strict):
     """What a run writes. `steps`: what steps.parquet keeps — `full` (every step), `sampled` (every
