@@ -188,6 +188,7 @@ def clusters(draw):
                        "hardware": draw(st.sampled_from(HARDWARE))},
             "kv_transfer": {"link": draw(st.sampled_from(["scaleup", "scaleout"])),
                             "layerwise_overlap": draw(st.booleans())}}
+        cluster["disaggregation"]["prefill"]["router"] = cluster.pop("router")   # (each pool routes its own)
     else:
         cluster["replicas"] = draw(st.integers(1, 3))
         cluster["parallelism"] = draw(layouts(model))

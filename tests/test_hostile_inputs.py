@@ -326,6 +326,9 @@ CASES = [
             "cluster.latency.source: profile"),
     Hostile("unknown_framework_version", run(cluster={"latency": {"version": "99.0"}}), "cluster.latency.version"),
     Hostile("unknown_policy_word", run(policy="nope"), "policy.kind: unknown kind 'nope'"),
+    # each pool of a disaggregated cluster routes its own requests: cluster.router was read by nothing (2026-11-28)
+    Hostile("router_beside_disaggregated_pools", run(cluster={"router": "least_outstanding", "disaggregation": {
+        "prefill": {"replicas": 2}, "decode": {"replicas": 1}}}), "cluster.router: with cluster.disaggregation set"),
     # cluster.moe prices expert parallelism's all-to-alls: on a dense model or with ep 1 it ran, ignored (2026-11-28)
     Hostile("moe_routing_on_a_dense_model", run(cluster={"moe": {"routing": "zipf"}}),
             "cluster.moe: routing and pre-scheduling price the all-to-alls of expert parallelism"),

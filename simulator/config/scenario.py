@@ -162,6 +162,9 @@ class ClusterConfig(Strict):
         if self.disaggregation is not None and (self.replicas != 1 or self.parallelism != ParallelismConfig()):
             raise ValueError("with cluster.disaggregation set, give replicas and parallelism per pool "
                              "(cluster.disaggregation.prefill / .decode), not under cluster")
+        if self.disaggregation is not None and self.router != "round_robin":   # (read by nothing: each pool routes)
+            raise field_error("router", "with cluster.disaggregation set, each pool routes its own requests: give "
+                              "cluster.disaggregation.prefill.router / .decode.router, not cluster.router")
         from profiles.select import LATENCY_SOURCES
         if LATENCY_SOURCES[self.latency.source].whole_passes and self.kv_cache.shared_prefix_attention:
             raise ValueError(f"shared_prefix_attention re-prices attention op by op; latency source "
