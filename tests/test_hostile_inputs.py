@@ -305,6 +305,10 @@ CASES = [
     Hostile("hardware_gpus_per_node", hardware(gpus_per_node=100000), "cluster.hardware.gpus_per_node"),
     Hostile("hardware_gpus_per_node_true", hardware(gpus_per_node=True),
             "cluster.hardware.gpus_per_node: true is a boolean"),
+    # power in kW, or absurd: energy and cost figures off by 1e3 to 1e9 before (2026-11-28)
+    Hostile("hardware_tdp_absurd", hardware(tdp_w=1e12), "cluster.hardware.tdp_w: 1e+12 is outside the physically"),
+    Hostile("hardware_tdp_in_kw", hardware(tdp_w=0.7), "cluster.hardware.tdp_w: 0.7 is outside"),
+    Hostile("hardware_host_power_absurd", hardware(host_w_per_gpu=5e9), "cluster.hardware.host_w_per_gpu"),
     Hostile("hardware_duplicate_key", lambda tmp: run(cluster={"hardware": str(_write(
         tmp, "gpu.yaml", yaml.safe_dump(HW) + "hbm_bytes: 1\n"))})(tmp), "key 'hbm_bytes' appears twice"),
     Hostile("hardware_binary", lambda tmp: run(cluster={"hardware": str(_write(tmp, "gpu.yaml", b"\x00\x01"))})(tmp),
