@@ -421,6 +421,8 @@ CASES = [
             "argument --kv-cache-gib: must be > 0"),
     Hostile("validate_threads_beyond_the_cores", lambda tmp: ["validate", "--threads", "100000", "--out", tmp / "v"],
             "--threads must be an integer in 1.."),
+    Hostile("validate_a_billion_repeats", lambda tmp: ["validate", "--quick", "--repeats", "1000000000", "--out",
+                                                       tmp / "v", "--quiet"], "--repeats must be in 1..100"),
     Hostile("plan_scheduler_out_of_range", plan(scheduler={"max_batch_size": 0}), "plan.scheduler.max_batch_size"),
     Hostile("plan_acceptance_out_of_range", plan(acceptance={"kind": "constant", "alpha": 2}), "plan.acceptance.alpha"),
     Hostile("plan_drafter_acceptance_out_of_range", plan(search={**PLAN["search"], "drafters": [
