@@ -45,6 +45,9 @@ both sides — a figure outside it is a unit slip (GB for bytes, Gbit for bytes,
 | host_link_bandwidth_bytes_per_s | 1e8 – 1e13 B/s | 32 GB/s (A100 PCIe 4) – 225 GB/s (GB200 NVLink-C2C) |
 | *_latency_s (when > 0) | 1e-8 – 1e-2 s | 1 µs (NVLink) – 50 µs (cpu-local scale-out) |
 | gpus_per_node | 1 – 1024 | 1 – 72 (GB200 NVL72) |
+| tdp_w (when > 0) | 10 – 1e5 W | 350 W (L40S) – 1,400 W (GB300) |
+| idle_w (when > 0) | 1 – 1e4 W | 40 W (L40S) – 161 W (GB300) |
+| host_w_per_gpu (when > 0) | 10 – 1e5 W | 412 W (A100) – 788 W (B200) |
 
 `tests/profiles/test_hardware_user_dtypes.py` checks that every catalog entry sits inside these ranges with the
 10× margin.
@@ -75,7 +78,8 @@ REQUIRED = ("id", "peak_flops", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "scale
 PLAUSIBLE = {"peak_flops": (1e9, 1e18), "hbm_bytes": (1e8, 1e13), "hbm_bandwidth_bytes_per_s": (1e9, 1e14),
              "scaleup_bandwidth_bytes_per_s": (1e8, 1e13), "scaleout_bandwidth_bytes_per_s": (1e7, 1e12),
              "host_link_bandwidth_bytes_per_s": (1e8, 1e13), "scaleup_latency_s": (1e-8, 1e-2),
-             "scaleout_latency_s": (1e-8, 1e-2), "host_link_latency_s": (1e-8, 1e-2), "gpus_per_node": (1, 1024)}
+             "scaleout_latency_s": (1e-8, 1e-2), "host_link_latency_s": (1e-8, 1e-2), "gpus_per_node": (1, 1024),
+             "tdp_w": (10, 1e5), "idle_w": (1, 1e4), "host_w_per_gpu": (10, 1e5)}
 
 
 def _plausible(number: float, field: str, name: str) -> float:

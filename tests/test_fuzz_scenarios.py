@@ -188,10 +188,14 @@ def clusters(draw):
                        "hardware": draw(st.sampled_from(HARDWARE))},
             "kv_transfer": {"link": draw(st.sampled_from(["scaleup", "scaleout"])),
                             "layerwise_overlap": draw(st.booleans())}}
+        cluster["disaggregation"]["prefill"]["router"] = cluster.pop("router")   # (each pool routes its own)
     else:
         cluster["replicas"] = draw(st.integers(1, 3))
         cluster["parallelism"] = draw(layouts(model))
-    if draw(st.booleans()):
+    pools = [cluster["disaggregation"][name] for name in ("prefill", "decode")] if "disaggregation" in cluster \
+        else [cluster]
+    # (cluster.moe prices expert parallelism's all-to-alls: with ep 1 in every pool it is refused, now and then)
+    if draw(st.booleans()) and (any(p["parallelism"]["ep"] > 1 for p in pools) or draw(st.integers(0, 7)) == 0):
         cluster["moe"] = {"routing": draw(st.sampled_from(["uniform", "zipf"])), "zipf_exponent": draw(st.floats(0.1, 3)),
                           "prescheduling_hit_rate": draw(st.floats(0, 1))}
     return cluster

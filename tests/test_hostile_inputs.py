@@ -305,6 +305,10 @@ CASES = [
     Hostile("hardware_gpus_per_node", hardware(gpus_per_node=100000), "cluster.hardware.gpus_per_node"),
     Hostile("hardware_gpus_per_node_true", hardware(gpus_per_node=True),
             "cluster.hardware.gpus_per_node: true is a boolean"),
+    # power in kW, or absurd: energy and cost figures off by 1e3 to 1e9 before (2026-11-28)
+    Hostile("hardware_tdp_absurd", hardware(tdp_w=1e12), "cluster.hardware.tdp_w: 1e+12 is outside the physically"),
+    Hostile("hardware_tdp_in_kw", hardware(tdp_w=0.7), "cluster.hardware.tdp_w: 0.7 is outside"),
+    Hostile("hardware_host_power_absurd", hardware(host_w_per_gpu=5e9), "cluster.hardware.host_w_per_gpu"),
     Hostile("hardware_duplicate_key", lambda tmp: run(cluster={"hardware": str(_write(
         tmp, "gpu.yaml", yaml.safe_dump(HW) + "hbm_bytes: 1\n"))})(tmp), "key 'hbm_bytes' appears twice"),
     Hostile("hardware_binary", lambda tmp: run(cluster={"hardware": str(_write(tmp, "gpu.yaml", b"\x00\x01"))})(tmp),
@@ -326,6 +330,19 @@ CASES = [
             "cluster.latency.source: profile"),
     Hostile("unknown_framework_version", run(cluster={"latency": {"version": "99.0"}}), "cluster.latency.version"),
     Hostile("unknown_policy_word", run(policy="nope"), "policy.kind: unknown kind 'nope'"),
+    # each pool of a disaggregated cluster routes its own requests: cluster.router was read by nothing (2026-11-28)
+    Hostile("router_beside_disaggregated_pools", run(cluster={"router": "least_outstanding", "disaggregation": {
+        "prefill": {"replicas": 2}, "decode": {"replicas": 1}}}), "cluster.router: with cluster.disaggregation set"),
+    # cluster.moe prices expert parallelism's all-to-alls: on a dense model or with ep 1 it ran, ignored (2026-11-28)
+    Hostile("moe_routing_on_a_dense_model", run(cluster={"moe": {"routing": "zipf"}}),
+            "cluster.moe: routing and pre-scheduling price the all-to-alls of expert parallelism"),
+    Hostile("moe_prescheduling_on_a_dense_model", run(cluster={"moe": {"prescheduling_hit_rate": 0.5}}),
+            "cluster.moe: routing and pre-scheduling"),
+    Hostile("moe_routing_without_expert_parallelism", run(cluster={"model": "qwen3-30b-a3b", "moe": {"routing": "zipf"}}),
+            "every pool has ep 1"),
+    Hostile("moe_routing_disaggregated_pools_of_ep_1", run(cluster={
+        "model": "qwen3-30b-a3b", "moe": {"prescheduling_hit_rate": 0.7},
+        "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 1}}}), "cluster.moe: "),
     # ---- estimate ---------------------------------------------------------------------------------------------
     Hostile("estimate_unknown_version", estimate("--version", "99"), "version"),
     Hostile("estimate_batch_1e12", estimate("--batch", "1000000000000"), "batch"),
@@ -335,8 +352,14 @@ CASES = [
     Hostile("estimate_negative_batch", estimate("--batch", "-3"), "batch"),
     # read as 'error: 1 validation error for ParallelismConfig' and 'error: scheduler.: Value error, ...' before
     Hostile("estimate_tp_beyond_64", estimate("--tp", "1024"), "error: tp: Input should be less than or equal to 64"),
+    # named the scenario's scheduler block (`scheduler: max_batched_tokens (8192) must be >= max_batch_size`),
+    # which the command line has none of, and the budget could not be raised from it (2026-11-28)
     Hostile("estimate_max_num_seqs_beyond_the_budget", estimate("--max-num-seqs", "1000000000"),
-            "error: scheduler: max_batched_tokens (8192) must be >= max_batch_size (1000000000)"),
+            "error: --max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)"),
+    Hostile("estimate_max_num_seqs_zero", estimate("--max-num-seqs", "0"),
+            "error: --max-num-seqs: Input should be greater than or equal to 1"),
+    Hostile("estimate_budget_below_max_num_seqs", estimate("--max-num-batched-tokens", "100"),
+            "error: --max-num-batched-tokens (100) must be >= --max-num-seqs (256)"),
     Hostile("estimate_profile_without_profile", lambda tmp: ["estimate", "--model", "llama-3-8b", "--hardware",
                                                               "a100-80gb", "--source", "profile"], "source"),
     # ---- plan, sweep, profile, validate ----------------------------------------------------------------------
@@ -353,6 +376,21 @@ CASES = [
     Hostile("sweep_workers_beyond_the_cores",   # (a process pool forks all its workers at its first task)
             lambda tmp: sweep()(tmp) + ["--executor", "local", "--workers", "100000"],
             "--workers: must be an integer in 1.."),
+    # a scheduler port that is no number reached Dask's parser: a ValueError traceback (exit 1) from run and sweep;
+    # no host or port 99999 waited 10 s for a connection (2026-11-28)
+    Hostile("run_executor_port_not_a_number", run(None, "--executor", "dask://h:port"),
+            "simulation.executor: expected dask://HOST:PORT or tcp://HOST:PORT with a port in 1..65535"),
+    Hostile("run_executor_port_beyond_65535", run(simulation={"executor": "tcp://127.0.0.1:99999"}),
+            "with a port in 1..65535; got 'tcp://127.0.0.1:99999'"),
+    Hostile("sweep_executor_port_not_a_number", lambda tmp: sweep()(tmp)[:-3] + ["--executor", "tcp://h:abc", "--quiet"],
+            "--executor: expected dask://HOST:PORT or tcp://HOST:PORT"),
+    Hostile("plan_executor_without_a_host", plan("--executor", "dask://:8786"), "--executor: expected dask://HOST:PORT"),
+    # load_sync_s applies to routers that read loads under a Dask executor: elsewhere it ran, ignored (2026-11-28)
+    Hostile("load_sync_on_the_local_executor", run(simulation={"load_sync_s": 5}),
+            "simulation.load_sync_s: synchronises the loads routers read across a Dask executor's workers"),
+    Hostile("load_sync_with_round_robin", run(cluster={"replicas": 2},
+                                              simulation={"load_sync_s": 5, "executor": "tcp://127.0.0.1:1"}),
+            "simulation.load_sync_s: cluster.router 'round_robin' does not read replica loads"),
     Hostile("run_dask_workers_beyond_the_cores", run(None, "--executor", "local-dask", "--workers", "100000"),
             "simulation.workers: an integer in 1.."),
     Hostile("sweep_duplicate_key", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", "name: a\nname: b\n"), "--quiet"],
@@ -370,6 +408,8 @@ CASES = [
     # found by a hand-run sweep of the commands' flags (2026-11-27): each ran for minutes or crashed before
     Hostile("profile_check_out_in_proc", profile("--models", "llama-68m", "--check", "--check-out", "/proc/x/c.json"),
             "--check-out: cannot create"),
+    Hostile("profile_a_billion_passes", profile("--models", "llama-68m", "--passes", "1000000000", "--out", "p"),
+            "passes must be an integer in 1..100, got 1000000000"),   # killed for memory (24 GB) before
     Hostile("profile_device_id_a_path", profile("--models", "llama-68m", "--device-id", "../x"), "--device-id"),
     Hostile("profile_threads_beyond_the_cores", profile("--models", "llama-68m", "--threads", "100000"),
             "threads must be an integer in 1.."),
@@ -381,6 +421,8 @@ CASES = [
             "argument --kv-cache-gib: must be > 0"),
     Hostile("validate_threads_beyond_the_cores", lambda tmp: ["validate", "--threads", "100000", "--out", tmp / "v"],
             "--threads must be an integer in 1.."),
+    Hostile("validate_a_billion_repeats", lambda tmp: ["validate", "--quick", "--repeats", "1000000000", "--out",
+                                                       tmp / "v", "--quiet"], "--repeats must be in 1..100"),
     Hostile("plan_scheduler_out_of_range", plan(scheduler={"max_batch_size": 0}), "plan.scheduler.max_batch_size"),
     Hostile("plan_acceptance_out_of_range", plan(acceptance={"kind": "constant", "alpha": 2}), "plan.acceptance.alpha"),
     Hostile("plan_drafter_acceptance_out_of_range", plan(search={**PLAN["search"], "drafters": [

@@ -168,8 +168,8 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     started = time.perf_counter()   # profile_seconds: the whole command (compiling fused kernels included)
     dtype = _validate(device, threads, dtype, models)
     passes = default_passes(device, quick) if passes is None else passes
-    if type(passes) is not int or passes < 1:
-        raise ValueError(f"passes must be an integer >= 1, got {passes!r}")
+    if type(passes) is not int or not 1 <= passes <= MAX_PASSES:
+        raise ValueError(f"passes must be an integer in 1..{MAX_PASSES}, got {passes!r}")
     specs = [get_model(name) for name in models]
     torch.set_num_threads(threads)
     dev = torch.device(device)
@@ -284,6 +284,8 @@ _METHOD_TEXT = {
 
 
 PASS_DISAGREEMENT = 0.2          # a point whose passes' medians differ by more is listed in the fingerprint
+MAX_PASSES = 100                 # passes over the grid (each one a whole profile: ~20 min on a CPU); the timing
+#                                  order alone holds points x passes indices (1e9 passes: 24 GB, killed for memory)
 MAX_DISAGREEMENT_EXAMPLES = 40
 
 
@@ -370,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="weights/activations dtype (default: fp32 on cpu, bf16 on cuda)")
     parser.add_argument("--quick", action="store_true", help="tiny grid and few repetitions (CI, seconds)")
     parser.add_argument("--passes", type=int, default=None, help="time every point this many times, in passes "
-                        "over the grid, keeping its fastest median (default: 2 on cuda, 1 on cpu and with --quick)")
+                        "over the grid, keeping its fastest median: 1 to 100 (default: 2 on cuda, 1 on cpu and with --quick)")
     parser.add_argument("--tp", default="1", help="comma-separated tensor-parallel degrees whose per-GPU "
                         "shard shapes to profile (default: %(default)s)")
     parser.add_argument("--no-collectives", action="store_true", help="skip the multi-process collectives")

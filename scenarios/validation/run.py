@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None,
                    help="torch.set_num_threads for the reference run (default: the profile's, from its fingerprint)")
     p.add_argument("--repeats", type=int, default=1,
-                   help="run the reference N times; per-step durations are medians over the runs (noise)")
+                   help="run the reference N times, 1 to 100; per-step durations are medians over the runs (noise)")
     p.add_argument("--op-breakdown", action="store_true",
                    help="also time every kernel call of the reference run (diagnosis; adds overhead)")
     p.add_argument("--profile-first", action="store_true",
@@ -207,12 +207,15 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
     return step_frame, requests, summary, ops
 
 
+MAX_REPEATS = 100   # reference runs (1e9 ran them one after another, keeping each one's frames, for ever)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
     if isinstance(args, int):
         return args
-    if args.repeats is not None and args.repeats < 1:
-        print(f"draftsim validate: error: --repeats must be >= 1, got {args.repeats}", file=sys.stderr)
+    if args.repeats is not None and not 1 <= args.repeats <= MAX_REPEATS:   # (each one a whole reference run)
+        print(f"draftsim validate: error: --repeats must be in 1..{MAX_REPEATS}, got {args.repeats}", file=sys.stderr)
         return EXIT_USAGE
     if args.threads is not None:
         from profiles.profiler.run import check_threads

@@ -12,6 +12,13 @@ from pydantic_core import PydanticCustomError
 from models.errors import is_boolean
 
 BOOL_NOT_NUMBER = "bool_not_number"   # the error type of a boolean given for a number (its ctx names the field)
+FIELD_ERROR = "field_error"           # a section's check of several fields, worded for one of them (ctx names it)
+
+
+def field_error(field: str, message: str) -> PydanticCustomError:
+    """The error of a section's check across its fields that is reported at its sub-field `field` (a dotted
+    path below the section), e.g. `cluster.moe: ...` rather than `cluster: ...`."""
+    return PydanticCustomError(FIELD_ERROR, message, {"field": field})
 
 
 class Strict(BaseModel):

@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
-from simulator.config.base import Strict
+from simulator.config.base import Strict, field_error
 from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
@@ -162,11 +162,26 @@ class ClusterConfig(Strict):
         if self.disaggregation is not None and (self.replicas != 1 or self.parallelism != ParallelismConfig()):
             raise ValueError("with cluster.disaggregation set, give replicas and parallelism per pool "
                              "(cluster.disaggregation.prefill / .decode), not under cluster")
+        if self.disaggregation is not None and self.router != "round_robin":   # (read by nothing: each pool routes)
+            raise field_error("router", "with cluster.disaggregation set, each pool routes its own requests: give "
+                              "cluster.disaggregation.prefill.router / .decode.router, not cluster.router")
         from profiles.select import LATENCY_SOURCES
         if LATENCY_SOURCES[self.latency.source].whole_passes and self.kv_cache.shared_prefix_attention:
             raise ValueError(f"shared_prefix_attention re-prices attention op by op; latency source "
                              f"{self.latency.source} prices whole measured passes (set "
                              "kv_cache.shared_prefix_attention: false)")
+        return self
+
+    @model_validator(mode="after")
+    def _moe_needs_expert_parallelism(self) -> "ClusterConfig":
+        """`cluster.moe` prices the all-to-alls of expert parallelism (simulator.cost.moe); with ep 1 in every
+        pool (and on a dense model, where ep > 1 is refused) it would be read by nothing."""
+        pools = [self.parallelism] if self.disaggregation is None else \
+            [self.disaggregation.prefill.parallelism, self.disaggregation.decode.parallelism]
+        if self.moe != MoeConfig() and all(p.ep == 1 for p in pools):
+            raise field_error("moe", "routing and pre-scheduling price the all-to-alls of expert parallelism (an MoE "
+                              "model with parallelism.ep > 1); here every pool has ep 1, so they would not apply: "
+                              "remove cluster.moe or set parallelism.ep")
         return self
 
 
@@ -288,7 +303,14 @@ class SimulationConfig(Strict):
     @field_validator("executor")
     @classmethod
     def _executor(cls, value: str) -> str:
-        if value in ("local", "local-dask") or (value.startswith(("dask://", "tcp://")) and value.count(":") == 2):
+        if value in ("local", "local-dask"):
+            return value
+        if value.startswith(("dask://", "tcp://")):
+            from simulator.distributed.executors import scheduler_address
+            try:
+                scheduler_address(value)   # (HOST and a PORT in 1..65535)
+            except ScenarioError as exc:
+                raise ValueError(exc.message) from None
             return value
         raise ValueError(f"local, local-dask, dask://HOST:PORT or tcp://HOST:PORT; got {value!r}")
 
@@ -300,6 +322,14 @@ class SimulationConfig(Strict):
         if value == "auto" or (type(value) is int and 1 <= value <= most):
             return value
         raise ValueError(f"an integer in 1..{most} (this machine's cores) or 'auto', got {value!r}")
+
+    @model_validator(mode="after")
+    def _load_sync_needs_dask(self) -> "SimulationConfig":
+        if self.load_sync_s is not None and self.executor == "local":
+            raise field_error("load_sync_s", "synchronises the loads routers read across a Dask executor's workers; "
+                              "with simulation.executor local they read exact loads: remove it, or give "
+                              "simulation.executor local-dask, dask://HOST:PORT or tcp://HOST:PORT")
+        return self
 
 
 class OutputsConfig(Strict):

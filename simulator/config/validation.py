@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from simulator.config.base import BOOL_NOT_NUMBER
+from simulator.config.base import BOOL_NOT_NUMBER, FIELD_ERROR
 from simulator.errors import ScenarioError
 
 
@@ -46,8 +46,8 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
         loc, msg = loc + ("kind",), "required field is missing"
     elif first["type"] == "union_tag_invalid":
         loc, msg = loc + ("kind",), f"unknown kind {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
-    elif first["type"] == BOOL_NOT_NUMBER:   # (raised for the section: its ctx names the field)
-        loc = loc + (ctx["field"],)
+    elif first["type"] in (BOOL_NOT_NUMBER, FIELD_ERROR):   # (raised for the section: its ctx names the field)
+        loc = loc + tuple(ctx["field"].split("."))
     elif first["type"] == "value_error":  # a validator's own message, without pydantic's "Value error, "
         msg = str(ctx.get("error") or msg.removeprefix("Value error, "))
     value, depth = _value_at(loc, data)

@@ -53,6 +53,9 @@ def check_distributable(scenario) -> None:
                                        "simulation.executor: local")
     from simulator.core.routers import ROUTERS
     router = ROUTERS.get(cl.router)
+    if router is not None and router.stateless and scenario.simulation.load_sync_s is not None:
+        raise ScenarioError(SYNC, f"cluster.router {cl.router!r} does not read replica loads (requests are routed "
+                                  "ahead, exactly): load_sync_s would not apply; remove it")
     if router is not None and not router.stateless:
         if scenario.simulation.load_sync_s is None:
             raise ScenarioError(SYNC, f"cluster.router {cl.router!r} reads replica loads; a distributed run "

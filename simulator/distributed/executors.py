@@ -170,9 +170,20 @@ EXECUTORS: dict[str, Callable[[int | None], Any]] = {
     "local-dask": lambda workers: DaskExecutor(workers=_default_workers(workers)),
 }
 SCHEMES: dict[str, Callable[[str, int | None], Any]] = {
-    "dask://": lambda url, workers: DaskExecutor(address="tcp://" + url[len("dask://"):]),
-    "tcp://": lambda url, workers: DaskExecutor(address=url),
+    "dask://": lambda url, workers: DaskExecutor(address=scheduler_address(url)),
+    "tcp://": lambda url, workers: DaskExecutor(address=scheduler_address(url)),
 }
+
+
+def scheduler_address(spec: str, field: str = FIELD) -> str:
+    """The Dask scheduler's `tcp://HOST:PORT` of `dask://HOST:PORT` or `tcp://HOST:PORT`; a ScenarioError
+    naming `field` unless HOST is given and PORT is a number in 1..65535 (a port that is no number reached
+    Dask's own parser, a ValueError traceback; no host or port 99999 waited 10 s for a connection)."""
+    prefix = next((p for p in SCHEMES if spec.startswith(p)), "")
+    host, colon, port = spec[len(prefix):].rpartition(":")
+    if not (prefix and colon and host and port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise ScenarioError(field, f"expected dask://HOST:PORT or tcp://HOST:PORT with a port in 1..65535; got {spec!r}")
+    return f"tcp://{host}:{port}"
 
 
 def dask_executor(spec: str, workers: int | None = None, field: str = FIELD) -> DaskExecutor:
@@ -180,9 +191,8 @@ def dask_executor(spec: str, workers: int | None = None, field: str = FIELD) -> 
     `draftsim sweep` uses for it; errors name `field`."""
     if spec == "local-dask":
         return DaskExecutor(workers=_default_workers(workers), field=field)
-    for prefix in ("dask://", "tcp://"):
-        if spec.startswith(prefix) and len(spec) > len(prefix):
-            return DaskExecutor(address="tcp://" + spec[len(prefix):], field=field)
+    if spec.startswith(tuple(SCHEMES)):
+        return DaskExecutor(address=scheduler_address(spec, field), field=field)
     raise ScenarioError(field, f"not a Dask executor: {spec!r}; allowed: local-dask, dask://HOST:PORT, tcp://HOST:PORT")
 
 
@@ -199,7 +209,7 @@ def make_executor(spec: str | Any = "local", workers: int | None = None):
     if spec in EXECUTORS:
         return EXECUTORS[spec](workers)
     for prefix, factory in SCHEMES.items():
-        if spec.startswith(prefix) and len(spec) > len(prefix):
+        if spec.startswith(prefix):
             return factory(spec, workers)
     allowed = ", ".join([*EXECUTORS, *(f"{p}HOST:PORT" for p in SCHEMES)])
     raise ScenarioError(FIELD, f"unknown executor {spec!r}; allowed: {allowed}")

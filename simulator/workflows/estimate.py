@@ -266,8 +266,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host-cpu", default=None, help="host CPU (cluster.engine.host_cpu: a catalog id)")
     p.add_argument("--max-num-seqs", type=int, default=None,
                    help="the engine's max running requests (sets its CUDA-graph capture sizes; default 256)")
+    p.add_argument("--max-num-batched-tokens", type=int, default=None,
+                   help="the engine's token budget of a step (scheduler.max_batched_tokens; at least --max-num-seqs; "
+                        "default 8192)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     return p
+
+
+SCHEDULER_FLAGS = {"max_batch_size": "--max-num-seqs", "max_batched_tokens": "--max-num-batched-tokens"}
+
+
+def _in_flags(exc: Exception) -> str:
+    """The error in the words of the command line: the scheduler block's fields are the flags that set them
+    (`--max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)`, not `scheduler: max_batched_tokens
+    ...`, which names a block the command line has none of)."""
+    from simulator.errors import ScenarioError
+    if not isinstance(exc, ScenarioError) or exc.field.split(".")[0] != "scheduler":
+        return str(exc)
+    text = exc.message if exc.field == "scheduler" else f"{exc.field.removeprefix('scheduler.')}: {exc.message}"
+    for key, flag in SCHEDULER_FLAGS.items():
+        text = text.replace(key, flag)
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,14 +306,15 @@ def main(argv: list[str] | None = None) -> int:
                                 ("host_cpu", args.host_cpu)) if v is not None}
     if args.async_scheduling is not None:
         engine["async_scheduling"] = args.async_scheduling == "on"
-    scheduler = {"max_batch_size": args.max_num_seqs} if args.max_num_seqs is not None else None
+    scheduler = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in SCHEDULER_FLAGS.items()
+                 if getattr(args, flag[2:].replace("-", "_")) is not None}
     try:
         result = estimate_step(args.model, args.hardware, tp=args.tp, dtype=args.dtype, batch=args.batch,
                                context_tokens=args.context, query_tokens=args.query_tokens,
                                prefill_tokens=args.prefill_tokens, latency=latency, kv_dtype=args.kv_dtype,
-                               engine=engine or None, scheduler=scheduler)
+                               engine=engine or None, scheduler=scheduler or None)
     except (ScenarioError, ValueError) as exc:
-        print(f"draftsim estimate: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        print(f"draftsim estimate: error: {_in_flags(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     print(json.dumps(result, indent=1, default=float) if args.json else format_estimate(result))
     return 0

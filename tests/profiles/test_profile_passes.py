@@ -57,8 +57,11 @@ def test_each_point_keeps_its_fastest_pass_and_large_disagreements_are_listed():
 
 
 def test_bad_passes_are_refused_before_any_work(tmp_path, capsys):
-    with pytest.raises(ValueError, match="passes must be an integer >= 1"):
+    with pytest.raises(ValueError, match=r"passes must be an integer in 1\.\.100, got 0"):
         run_profile("cpu", ["llama-68m"], tmp_path / "p", quick=True, passes=0, progress=False)
+    # 1e9 passes: the timing order (points x passes indices) took 24 GB and the OOM killer ended it (2026-11-28)
+    with pytest.raises(ValueError, match=r"passes must be an integer in 1\.\.100, got 1000000000"):
+        run_profile("cpu", ["llama-68m"], tmp_path / "p", quick=True, passes=10**9, progress=False)
     assert main(["--device", "cpu", "--models", "llama-68m", "--quick", "--passes", "0",
                  "--out", str(tmp_path / "q")]) == 2
     err = capsys.readouterr().err

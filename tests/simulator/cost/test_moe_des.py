@@ -158,6 +158,19 @@ def test_bad_ep_input_names_the_field(cluster, field, tmp_path, capsys):
     assert field in capsys.readouterr().err
 
 
+def test_moe_section_needs_an_expert_parallel_pool():
+    """cluster.moe prices EP's all-to-alls: read by nothing where every pool has ep 1 (a dense model's only
+    layout), so refused there, unless it writes only the defaults; one expert-parallel pool is enough."""
+    from simulator.config.scenario import parse_scenario
+    for cluster in ({"model": "llama-3-8b", "moe": {"routing": "zipf"}}, {"moe": {"prescheduling_hit_rate": 0.5}},
+                    {"moe": {"routing": "zipf"}, "disaggregation": {"prefill": {}, "decode": {}}}):
+        with pytest.raises(ScenarioError, match="^cluster.moe: .*every pool has ep 1"):
+            parse_scenario(moe_scenario(**cluster))
+    parse_scenario(scenario(cluster={"moe": {"routing": "uniform", "prescheduling_hit_rate": 0.0}}))   # defaults
+    parse_scenario(moe_scenario(moe={"routing": "zipf"}, disaggregation={
+        "prefill": {"parallelism": {"ep": 1}}, "decode": {"parallelism": {"ep": 8}}}))
+
+
 def test_trace_routing_replays_recorded_choices(tmp_path):
     rng = np.random.default_rng(0)
     choices = np.stack([rng.choice(32, SPEC.experts_per_token, replace=False) for _ in range(500)])  # hot: 0..31
