@@ -82,7 +82,7 @@ def test_same_seed_same_outputs_other_seed_other_outputs(bulk):
     assert not bulk.requests.arrival_s.equals(other.requests.arrival_s)
 
 
-SMALL_DISAGG = {"cluster.model": "llama-2-7b", "cluster.hardware": "a100-80gb", "cluster.moe.routing": "uniform",
+SMALL_DISAGG = {"cluster.model": "llama-2-7b", "cluster.hardware": "a100-80gb", "cluster.moe": "{}",
                 "cluster.disaggregation.prefill.parallelism.ep": 1, "cluster.disaggregation.decode.parallelism.ep": 1,
                 "cluster.disaggregation.decode.hardware": "a100-80gb", "workload.num_requests": 60,
                 "workload.arrival.qps": 6, "workload.context_overflow": "truncate"}  # llama-2-7b: 4k context
