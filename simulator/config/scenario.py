@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
 from simulator.config.base import Strict, field_error
+from simulator.config.dask_address import SCHEDULER_SCHEMES, scheduler_address
 from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
                                           NgramDrafterConfig, Eagle3DrafterConfig, MtpDrafterConfig,
@@ -305,10 +306,9 @@ class SimulationConfig(Strict):
     def _executor(cls, value: str) -> str:
         if value in ("local", "local-dask"):
             return value
-        if value.startswith(("dask://", "tcp://")):
-            from simulator.distributed.executors import scheduler_address
+        if value.startswith(SCHEDULER_SCHEMES):
             try:
-                scheduler_address(value)   # (HOST and a PORT in 1..65535)
+                scheduler_address(value, "simulation.executor")   # (HOST and a PORT in 1..65535)
             except ScenarioError as exc:
                 raise ValueError(exc.message) from None
             return value

@@ -22,6 +22,7 @@ import signal
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator
 
+from simulator.config.dask_address import SCHEDULER_SCHEMES, scheduler_address
 from simulator.errors import ScenarioError
 
 FIELD = "--executor"
@@ -170,20 +171,8 @@ EXECUTORS: dict[str, Callable[[int | None], Any]] = {
     "local-dask": lambda workers: DaskExecutor(workers=_default_workers(workers)),
 }
 SCHEMES: dict[str, Callable[[str, int | None], Any]] = {
-    "dask://": lambda url, workers: DaskExecutor(address=scheduler_address(url)),
-    "tcp://": lambda url, workers: DaskExecutor(address=scheduler_address(url)),
+    scheme: (lambda url, workers: DaskExecutor(address=scheduler_address(url, FIELD))) for scheme in SCHEDULER_SCHEMES
 }
-
-
-def scheduler_address(spec: str, field: str = FIELD) -> str:
-    """The Dask scheduler's `tcp://HOST:PORT` of `dask://HOST:PORT` or `tcp://HOST:PORT`; a ScenarioError
-    naming `field` unless HOST is given and PORT is a number in 1..65535 (a port that is no number reached
-    Dask's own parser, a ValueError traceback; no host or port 99999 waited 10 s for a connection)."""
-    prefix = next((p for p in SCHEMES if spec.startswith(p)), "")
-    host, colon, port = spec[len(prefix):].rpartition(":")
-    if not (prefix and colon and host and port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
-        raise ScenarioError(field, f"expected dask://HOST:PORT or tcp://HOST:PORT with a port in 1..65535; got {spec!r}")
-    return f"tcp://{host}:{port}"
 
 
 def dask_executor(spec: str, workers: int | None = None, field: str = FIELD) -> DaskExecutor:
