@@ -114,13 +114,15 @@ def colocated(data: dict, replicas: int, tp: int, pp: int) -> dict:
 
 def disaggregated(data: dict, prefill: tuple[int, int, int], decode: tuple[int, int, int], link: str = "scaleup",
                   layerwise_overlap: bool = False) -> dict:
-    """prefill/decode = (replicas, tp, pp)."""
+    """prefill/decode = (replicas, tp, pp). The scenario's `cluster.router` routes each pool (it was read by
+    nothing here before: both pools routed round robin whatever the scenario said)."""
     d = copy.deepcopy(data)
     cl = d["cluster"]
     cl.pop("replicas", None), cl.pop("parallelism", None)
+    router = {"router": cl.pop("router")} if "router" in cl else {}
     cl["disaggregation"] = {
-        "prefill": {"replicas": prefill[0], "parallelism": {"tp": prefill[1], "pp": prefill[2]}},
-        "decode": {"replicas": decode[0], "parallelism": {"tp": decode[1], "pp": decode[2]}},
+        "prefill": {"replicas": prefill[0], "parallelism": {"tp": prefill[1], "pp": prefill[2]}, **router},
+        "decode": {"replicas": decode[0], "parallelism": {"tp": decode[1], "pp": decode[2]}, **router},
         "kv_transfer": {"link": link, "layerwise_overlap": layerwise_overlap}}
     return d
 

@@ -67,3 +67,16 @@ def test_a_configuration_that_never_meets_the_slo_has_goodput_0():
 def test_goodput_needs_an_slo():
     with pytest.raises(ScenarioError, match="slo"):
         max_goodput(dict(BASE, slo={"attainment": 0.9}))
+
+
+def test_a_disaggregated_layout_routes_each_pool_with_the_scenarios_router():
+    """The colocated scenario's cluster.router routes both pools of a disaggregated layout (it was read by
+    nothing: both routed round robin; such a scenario is now refused, which broke the README's search)."""
+    from simulator.api import prepare
+    data = {**BASE, "cluster": {**BASE["cluster"], "router": "least_outstanding"}}
+    layout = disaggregated(data, (2, 1, 1), (1, 1, 1))
+    pools = layout["cluster"]["disaggregation"]
+    assert "router" not in layout["cluster"]
+    assert pools["prefill"]["router"] == pools["decode"]["router"] == "least_outstanding"
+    prepare(layout)   # a valid scenario
+    assert "router" not in disaggregated(BASE, (1, 1, 1), (1, 1, 1))["cluster"]["disaggregation"]["prefill"]
