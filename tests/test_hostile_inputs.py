@@ -196,6 +196,8 @@ CASES = [
     Hostile("scenario_too_big", run_path(lambda tmp: sparse(tmp, "big.yaml", 9 * 1024**2, b"name: x\n# ")),
             "larger than 8 MiB"),
     Hostile("scenario_empty", run(""), "must contain a mapping at top level"),
+    Hostile("section_null", run(None, "--set", "cluster.moe=null"), "cluster.moe: null is not allowed; expected a mapping"),
+    Hostile("section_a_number", run(None, "--set", "workload=3"), "workload: 3 is not allowed; expected a mapping"),
     Hostile("scenario_a_list", run("- 1\n- 2\n"), "must contain a mapping at top level"),
     Hostile("scenario_missing", run_path(lambda tmp: tmp / "nope.yaml"), "file not found"),
     Hostile("scenario_malformed", run("seed: [1, 2\nworkload: {"), "malformed YAML"),

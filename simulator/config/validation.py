@@ -51,6 +51,9 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
     elif first["type"] == "value_error":  # a validator's own message, without pydantic's "Value error, "
         msg = str(ctx.get("error") or msg.removeprefix("Value error, "))
     value, depth = _value_at(loc, data)
+    if first["type"] == "model_type":   # a section given as something else: pydantic names its class
+        shown = "null" if value is None else repr(value)   # (pydantic's own: '... or instance of MoeConfig')
+        msg = f"{shown} is not allowed; expected a mapping of its fields"
     tagged = first["type"] in ("union_tag_invalid", "union_tag_not_found")   # (a bare word: `policy: nope`)
     if not tagged and depth < len(loc) - 1 and not isinstance(value, dict) and isinstance(loc[depth + 1], str):
         # a value of the wrong type where a union (e.g. a name or a mapping) was expected: pydantic tags each
