@@ -23,6 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator
 
 from simulator.config.dask_address import SCHEDULER_SCHEMES, scheduler_address
+from simulator.console.interrupts import held, leave_to_parent
 from simulator.errors import ScenarioError
 
 FIELD = "--executor"
@@ -32,7 +33,6 @@ def _init_worker(parent_pid: int) -> None:
     """Pool workers leave Ctrl-C to the parent, which stops them: one "interrupted" line, no traceback
     from every worker (they are forked with it held back, `ProcessExecutor._submit`); and they die with
     the parent when it is killed outright (simulator.console.lifetime)."""
-    from simulator.console.interrupts import leave_to_parent
     from simulator.console.lifetime import die_with_parent
     leave_to_parent()
     die_with_parent(parent_pid)
@@ -88,7 +88,6 @@ class ProcessExecutor:
 
     def _submit(self, fn: Callable, task):
         """Submit one task; a submit may fork workers, so Ctrl-C is held back until they ignore it."""
-        from simulator.console.interrupts import held
         with held():
             return self._pool.submit(fn, task)
 
@@ -124,7 +123,6 @@ class DaskExecutor:
                 # "task cancelled" and two "still alive after 4.0 seconds, killing" lines above its one
                 # line). Ctrl-C waits until it has started: one cut short failed Dask's own close at exit
                 # ("Exception ignored in atexit callback ... AssertionError: Status.init").
-                from simulator.console.interrupts import held
                 with held(signal.SIGINT):
                     cluster = LocalCluster(n_workers=self._workers, threads_per_worker=1, processes=True,
                                            dashboard_address=None, silence_logs=logging.ERROR)

@@ -198,6 +198,22 @@ def _probe(home: Path, field: str, shown: Path) -> None:
 
 
 @contextmanager
+def _staging_folder(home: Path, out_dir: Path):
+    """A fresh staging folder in `home` (created if missing; a ScenarioError on `--out` naming `out_dir` when
+    it cannot be), removed with all it holds if the block fails (Ctrl-C included)."""
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        staged = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=home))
+    except OSError as err:
+        raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
+    try:
+        yield staged
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+
+
+@contextmanager
 def staged_output(out_dir: Path | str, command: str, marker: str, known: Iterable[str] = ()):
     """`with staged_output(out, "run", "summary.json", names) as folder:` write files into `folder`; on
     success they are installed into `out` (module docstring), on any failure (Ctrl-C included) the
@@ -205,19 +221,10 @@ def staged_output(out_dir: Path | str, command: str, marker: str, known: Iterabl
     (a legacy output's files; names a run does not write again are removed)."""
     out_dir, known = absolute(out_dir), set(known)
     check_folder(out_dir, command, marker, known)
-    home = out_dir if out_dir.is_dir() else out_dir.parent
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        staged = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=home))
-    except OSError as err:
-        raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
-    try:
+    with _staging_folder(out_dir if out_dir.is_dir() else out_dir.parent, out_dir) as staged:
         os.chmod(staged, 0o755)  # mkdtemp makes it private; an output folder is a normal folder
         yield staged
         _install(staged, out_dir, command, marker, known)
-    except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        raise
 
 
 @contextmanager
@@ -228,14 +235,9 @@ def staged_files(out_dir: Path | str):
     command whose files are named after what it made, in a folder it shares with its other runs
     (`draftsim reproduce`: NAME.png, NAME.csv, NAME_checks.csv), so no manifest: nothing is half-written."""
     out_dir = absolute(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staged = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
-    try:
+    with _staging_folder(out_dir, out_dir) as staged:
         yield staged
         with held():
             for path in sorted(staged.iterdir()):
                 os.replace(path, inside(out_dir, path.name))
         staged.rmdir()
-    except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        raise
