@@ -5,6 +5,7 @@ any simulation work) and `simulate`. A scenario is a YAML path, a dict (what the
 Errors on the input raise `simulator.errors.ScenarioError` naming the field."""
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,8 @@ from simulator.core.engine import Engine, EngineConfig
 from simulator.results.metrics import build_aggregate_frame, build_requests_frame, build_steps_frame
 from simulator.results.summary import cluster_summary
 from simulator.config.host_memory import check_memory
-from simulator.config.scenario import Scenario, apply_overrides, parse_scenario, read_scenario_dict
+from simulator.config.scenario import (Scenario, apply_overrides, override_texts, parse_scenario,
+                                      read_scenario_dict)
 from simulator.errors import ScenarioError
 
 
@@ -71,26 +73,29 @@ def scenario_dict(scenario: Scenario | dict | str | Path, overrides: list[str] |
         data = scenario
     else:
         raise ScenarioError("scenario", f"a YAML path, a dict or a Scenario, got {type(scenario).__name__}")
-    data = apply_overrides(data, _override_texts(overrides))
+    data = apply_overrides(data, override_texts(overrides))
     return data, Path(base_dir) if base_dir is not None else Path.cwd()
 
 
-def _override_texts(overrides) -> list[str]:
-    """`overrides` as a list of `key.path=value` texts. A single text was read letter by letter ('expected
-    key.path=value, got 's''), a dict by its keys, and a number or bytes raised a TypeError."""
-    if overrides is None:
-        return []
-    if isinstance(overrides, (str, bytes, dict)) or not isinstance(overrides, (list, tuple)) \
-            or not all(isinstance(text, str) for text in overrides):
-        shown = type(overrides).__name__ if not isinstance(overrides, (list, tuple)) else \
-            f"a {type(overrides).__name__} holding {type(next(t for t in overrides if not isinstance(t, str))).__name__}"
-        raise ScenarioError("overrides", f"a list of key.path=value texts (as draftsim run --set), e.g. "
-                                         f"['drafter.gamma=2'], got {shown}")
-    return list(overrides)
+def _folder(base_dir) -> Path | None:
+    """`base_dir` as a Path (None stays None); a number or bytes raised a TypeError."""
+    if base_dir is None:
+        return None
+    if not isinstance(base_dir, (str, os.PathLike)) or "\x00" in str(base_dir):
+        raise ScenarioError("base_dir", f"the folder a scenario's relative paths are read from (a str or Path, or "
+                                        f"None), got {base_dir!r}")
+    return Path(base_dir)
+
+
+def _check_progress(progress) -> None:
+    if progress is not None and not callable(progress):   # (called at the first finished request: a TypeError)
+        raise ScenarioError("progress", f"a callable taking the number of requests just completed, or None; got "
+                                        f"{type(progress).__name__}")
 
 
 def _as_scenario(scenario, overrides, base_dir) -> tuple[Scenario, Path]:
-    if isinstance(scenario, Scenario) and not _override_texts(overrides):
+    base_dir = _folder(base_dir)
+    if isinstance(scenario, Scenario) and not override_texts(overrides):
         return scenario, Path(base_dir) if base_dir is not None else Path.cwd()
     data, base_dir = scenario_dict(scenario, overrides, base_dir)
     return parse_scenario(data), base_dir
@@ -110,7 +115,7 @@ def prepare(scenario: Scenario | dict | str | Path, overrides: list[str] | None 
     return Prepared(scenario, cluster, time.perf_counter() - t0, base_dir)
 
 
-def _check_step_mode(step_mode) -> None:
+def check_step_mode(step_mode) -> None:
     if step_mode not in (None, "bulk", "step"):   # (any other word ran in bulk mode without a word)
         raise ScenarioError("step_mode", f"'bulk' or 'step' (or None: the scenario's simulation.step_mode), "
                                          f"got {step_mode!r}")
@@ -120,8 +125,19 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None,
     """Simulate a prepared scenario once (a Prepared's cluster holds the run's state: do not reuse it).
     Under a Dask `simulation.executor` the replicas run on the Dask workers (simulator.distributed);
     `executor`: an entered simulator.distributed.open_executor(...) to use (default: one opened here)."""
+    if not isinstance(prepared, Prepared):   # (an AttributeError on .scenario)
+        raise ScenarioError("prepared", f"a Prepared, from simulator.prepare(scenario); got "
+                                        f"{type(prepared).__name__}")
     scenario, cluster = prepared.scenario, prepared.cluster
-    _check_step_mode(step_mode)
+    check_step_mode(step_mode)
+    _check_progress(progress)
+    if executor is not None and scenario.simulation.executor == "local":   # (ignored without a word)
+        raise ScenarioError("executor", "runs the replicas of a scenario whose simulation.executor is a Dask one; "
+                                        "this scenario's is local: leave executor out")
+    if cluster.simulated:   # (its requests were done: a second run failed in numpy, or summed two runs)
+        raise ScenarioError("prepared", "was simulated already (its cluster holds that run's state); prepare the "
+                                        "scenario again for another run")
+    cluster.simulated = True
     t0 = time.perf_counter()
     arrival = scenario.workload.arrival
     closed = arrival.concurrency if arrival.process == "closed_loop" else None
@@ -172,5 +188,6 @@ def run(scenario: Scenario | dict | str | Path, overrides: list[str] | None = No
     the number of requests that just completed (the CLI's progress bar). Example:
     `run("scenarios/quickstart.yaml", ["workload.num_requests=100"]).summary["tpot_p50_s"]`.
     """
-    _check_step_mode(step_mode)   # (before any work)
+    check_step_mode(step_mode)   # (before any work)
+    _check_progress(progress)
     return simulate(prepare(scenario, overrides, base_dir=base_dir), step_mode=step_mode, progress=progress)

@@ -69,6 +69,7 @@ class Cluster:
     retrieval: object = None        # simulator.speculation.ralmspec hook (`retrieval:`; its knowledge base), or None
     workload_s: float = 0.0            # host seconds spent reading (a trace) or drawing the requests
     replicas: list[Replica] = field(init=False)
+    simulated: bool = field(default=False, init=False)   # set when a simulation starts: its state is that run's
 
     def __post_init__(self):
         self.replicas = [rep for pool in self.pools for rep in pool.replicas]

@@ -5,6 +5,7 @@ Validation errors are turned into one-line `ScenarioError`s naming the field pat
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -485,6 +486,8 @@ def read_scenario_dict(path: str | Path) -> dict:
     ScenarioError on `scenario` saying what is wrong otherwise."""
     from models.files import DocumentError, describe, file_kind_problem, load_document
 
+    if not isinstance(path, (str, os.PathLike)):   # (a dict given to load_scenario: a TypeError)
+        raise ScenarioError("scenario", f"a YAML path (str or Path), got {type(path).__name__}")
     path = Path(path)
     if path.is_dir():
         found = sorted(p.name for p in path.glob("*.yaml"))[:5]
@@ -513,9 +516,24 @@ def parse_scenario(data: dict) -> Scenario:
     return validate_config(Scenario, data)
 
 
+def override_texts(overrides) -> list[str]:
+    """`overrides` (of the Python API: `simulator.run`, `load_scenario`) as a list of `key.path=value` texts.
+    A single text was read letter by letter ('expected key.path=value, got 's''), a dict by its keys, and a
+    number or bytes raised a TypeError."""
+    if overrides is None:
+        return []
+    if isinstance(overrides, (str, bytes, dict)) or not isinstance(overrides, (list, tuple)) \
+            or not all(isinstance(text, str) for text in overrides):
+        shown = type(overrides).__name__ if not isinstance(overrides, (list, tuple)) else \
+            f"a {type(overrides).__name__} holding {type(next(t for t in overrides if not isinstance(t, str))).__name__}"
+        raise ScenarioError("overrides", f"a list of key.path=value texts (as draftsim run --set), e.g. "
+                                         f"['drafter.gamma=2'], got {shown}")
+    return list(overrides)
+
+
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> tuple[Scenario, Path]:
     """Read, override and validate a scenario file. Returns the scenario and its folder (for relative
     paths such as trace CSVs)."""
-    data = apply_overrides(read_scenario_dict(path), overrides or [])
+    data = apply_overrides(read_scenario_dict(path), override_texts(overrides))
     data.setdefault("name", Path(path).stem)
     return parse_scenario(data), Path(path).resolve().parent

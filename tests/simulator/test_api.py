@@ -90,3 +90,58 @@ def test_the_readme_python_example_runs_as_written(monkeypatch, capsys):
         exec(compile(block, "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert "TPOT p50" in out and "goodput_rps" in out
+
+
+TINY = {"name": "t", "seed": 7, "workload": {"arrival": {"process": "poisson", "qps": 4.0},
+                                              "prompt_tokens": {"kind": "fixed", "value": 64},
+                                              "output_tokens": {"kind": "fixed", "value": 16}, "num_requests": 4},
+        "cluster": {"hardware": "h100-sxm", "model": "llama-3-8b"}, "outputs": {"plots": False}}
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    # each raised a Python exception from inside the sweep (AttributeError, TypeError, KeyError, yaml's
+    # RepresenterError) or ran every point as an 'invalid' row, before (2026-11-27)
+    ({"grid": [("seed", [1])]}, r"^grid: Input should be a valid dictionary"),
+    ({"grid": None}, r"^grid: Input should be a valid dictionary"),
+    ({"grid": {1: [1]}}, r"^grid: key 1 is not text"),
+    ({"grid": {"workload.arrival.qps": []}}, r"^grid: workload.arrival.qps must list at least one value"),
+    ({"grid": {}, "points": {"seed": 1}}, r"^points: Input should be a valid list"),
+    ({"grid": {}, "points": ["workload.arrival.qps=2"]}, r"^points.0: Input should be a valid dictionary"),
+    ({"grid": {}, "seeds": 3}, r"^seeds: Input should be a valid list"),
+    ({"grid": {}, "seeds": "12"}, r"^seeds: Input should be a valid list"),
+    ({"grid": {}, "step_mode": "bogus"}, r"^step_mode: 'bulk' or 'step'"),
+])
+def test_a_sweeps_bad_arguments_raise_one_scenario_error_naming_them(kwargs, says):
+    with pytest.raises(ScenarioError, match=says):
+        simulator.sweep(TINY, executor="serial", **kwargs)
+
+
+def test_a_sweep_takes_numpy_grids_and_seeds():
+    frame = simulator.sweep(TINY, {"workload.arrival.qps": np.linspace(2, 4, 2)}, seeds=np.arange(2),
+                            executor="serial")
+    assert list(frame["workload.arrival.qps"]) == [2.0, 2.0, 4.0, 4.0] and list(frame["seed"]) == [0, 1, 0, 1]
+    assert (frame["status"] == "ok").all()
+
+
+def test_simulate_refuses_what_it_cannot_run_in_one_scenario_error():
+    """A dict or None (an AttributeError), a Prepared simulated once already (numpy's broadcast ValueError),
+    an executor for a local scenario (ignored), a progress that cannot be called (a TypeError at the first
+    finished request), a base_dir that is no path, a dict given to load_scenario (TypeErrors) (2026-11-27)."""
+    with pytest.raises(ScenarioError, match=r"^prepared: a Prepared"):
+        simulator.simulate(TINY)
+    prepared = simulator.prepare(TINY)
+    with pytest.raises(ScenarioError, match=r"^executor: "):
+        simulator.simulate(prepared, executor="bogus")
+    with pytest.raises(ScenarioError, match=r"^progress: a callable"):
+        simulator.simulate(prepared, progress="x")
+    simulator.simulate(prepared)
+    with pytest.raises(ScenarioError, match=r"^prepared: was simulated already"):
+        simulator.simulate(prepared)
+    with pytest.raises(ScenarioError, match=r"^progress: a callable"):
+        simulator.run(TINY, progress=3)
+    with pytest.raises(ScenarioError, match=r"^base_dir: "):
+        simulator.run(TINY, base_dir=3)
+    with pytest.raises(ScenarioError, match=r"^scenario: a YAML path"):
+        simulator.load_scenario(TINY)
+    with pytest.raises(ScenarioError, match=r"^overrides: "):
+        simulator.load_scenario(QUICK, "seed=1")

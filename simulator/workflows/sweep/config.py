@@ -50,15 +50,25 @@ class SweepPlotConfig(Strict):
                                                         "output_tokens_per_s"], min_length=1)
 
 
-class SweepConfig(Strict):
-    name: FolderName = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    scenario: str
-    set: list[str] = Field(default_factory=list)
+class SweepSpace(Strict):
+    """What a sweep varies: `grid`, `points` and `seeds`, as a sweep file gives them and as
+    `simulator.sweep(base, grid, points=..., seeds=...)` takes them (checked alike)."""
+
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     points: list[dict[str, Any]] = Field(default_factory=list)
     seeds: list[int] | None = None
-    replications: int | None = Field(default=None, ge=1, le=10_000)
-    plot: SweepPlotConfig = SweepPlotConfig()
+
+    @field_validator("grid", "points", mode="before")
+    @classmethod
+    def _keys_are_text(cls, value: Any) -> Any:
+        """A key that is no text (`1: [2]` in YAML, a number or a tuple from Python) is named as such;
+        pydantic said 'grid.1: [1] is not allowed; expected [key]'."""
+        mappings = [value] if isinstance(value, dict) else value if isinstance(value, list) else []
+        for mapping in mappings:
+            for key in mapping if isinstance(mapping, dict) else ():
+                if not isinstance(key, str):
+                    raise ValueError(f"key {key!r} is not text; expected dotted scenario keys like drafter.gamma")
+        return value
 
     @field_validator("grid")
     @classmethod
@@ -66,7 +76,7 @@ class SweepConfig(Strict):
         for key, values in grid.items():
             check_key(key)
             if not values:
-                raise ValueError(f"grid.{key} must list at least one value")
+                raise ValueError(f"{key} must list at least one value")
         return grid
 
     @field_validator("points")
@@ -88,12 +98,32 @@ class SweepConfig(Strict):
         return seeds
 
     @model_validator(mode="after")
-    def _one_seed_rule(self) -> "SweepConfig":
-        if self.seeds is not None and self.replications is not None:
-            raise ValueError("give either seeds or replications, not both")
+    def _keys_in_one_place(self) -> "SweepSpace":
         overlap = set(self.grid) & {k for p in self.points for k in p}
         if overlap:
             raise ValueError(f"keys both in grid and points: {', '.join(sorted(overlap))}")
+        return self
+
+    @property
+    def param_keys(self) -> list[str]:
+        """The swept keys in a stable order: grid keys, then point keys in first-seen order."""
+        keys = list(self.grid)
+        for point in self.points:
+            keys += [k for k in point if k not in keys]
+        return keys
+
+
+class SweepConfig(SweepSpace):
+    name: FolderName = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    scenario: str
+    set: list[str] = Field(default_factory=list)
+    replications: int | None = Field(default=None, ge=1, le=10_000)
+    plot: SweepPlotConfig = SweepPlotConfig()
+
+    @model_validator(mode="after")
+    def _one_seed_rule(self) -> "SweepConfig":
+        if self.seeds is not None and self.replications is not None:
+            raise ValueError("give either seeds or replications, not both")
         return self
 
     @model_validator(mode="after")
@@ -118,14 +148,6 @@ class SweepConfig(Strict):
         numeric = [k for k in self.param_keys
                    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in self.values_of(k))]
         return (numeric or self.param_keys or [SEED_KEY])[0]
-
-    @property
-    def param_keys(self) -> list[str]:
-        """The swept keys in a stable order: grid keys, then point keys in first-seen order."""
-        keys = list(self.grid)
-        for point in self.points:
-            keys += [k for k in point if k not in keys]
-        return keys
 
 
 def check_key(key: str) -> None:

@@ -29,8 +29,9 @@ import pandas as pd
 from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
 from simulator.distributed.executors import EXECUTORS, SCHEMES, make_executor
-from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, check_key, expand,
-                                             expand_points, load_sweep)
+from simulator.config.validation import validate_config
+from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, SweepSpace, expand, expand_points,
+                                             load_sweep)
 from simulator.workflows.sweep.store import SweepStore, open_store
 from simulator.console.contract import parse_args
 
@@ -99,6 +100,8 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
     """Run the sweep's unfinished points and return all of its rows (see the module docstring)."""
     if resume and overwrite:
         raise ScenarioError("--resume", "cannot be combined with --overwrite")
+    from simulator.api import check_step_mode
+    check_step_mode(step_mode)
     spec, folder = load_sweep(sweep)
     points, base_dir = expand_points(spec, folder)
     keys = spec.param_keys
@@ -171,22 +174,36 @@ def sweep(base, grid: dict[str, list], *, seeds: list[int] | None = None, overri
     `draftsim sweep` (`executor`: local, serial, local-dask or dask://HOST:PORT; `workers`). Returns one
     row per point in grid order: the swept keys, `seed`, `status` ("ok", or "invalid" with the one-line
     `error` of a point that cannot be built), `wall_s` and the summary's metrics."""
-    from simulator.api import scenario_dict
-    for key in grid:
-        try:
-            check_key(key)
-        except ValueError as exc:
-            raise ScenarioError("grid", str(exc)) from None
+    from simulator.api import check_step_mode, scenario_dict
+    check_step_mode(step_mode)   # (a bogus word made every point an 'invalid' row)
+    space = validate_config(SweepSpace, {"grid": _plain(grid), "points": _plain([] if points is None else points),
+                                         "seeds": _plain(seeds)}, prefix="")
     data, base_dir = scenario_dict(base, overrides, base_dir)
     data.setdefault("name", "sweep")
-    found = expand(data, grid, points, seeds)
-    keys = list(grid) + [k for point in points or [] for k in point if k not in grid]
+    found = expand(data, space.grid, space.points, space.seeds)
+    keys = space.param_keys
     rows: dict[str, dict] = {}
     with make_executor(executor, workers) as runner:
         for point, row in _run_points(runner, found, base_dir, step_mode, data["name"], progress):
             rows[point.point_id] = row
     frame = pd.DataFrame([{**_point_columns(p, keys), **rows[p.point_id]} for p in found])
     return frame.drop(columns=["point_id", "point_index"])
+
+
+def _plain(value):
+    """`value` with NumPy arrays and scalars as Python lists and scalars (a notebook's np.linspace grid, an
+    np.int64 seed: YAML could not write them into a point's overrides), through lists, tuples and dicts."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
 
 
 def _check_plot_metrics(spec: SweepConfig, row: dict) -> None:
