@@ -138,6 +138,38 @@ def sweep(scenario: dict = TINY, **fields) -> Callable[[Path], list]:
     return make
 
 
+def tampered_store(tamper: Callable[[Path], None], flag: str = "--resume") -> Callable[[Path], list]:
+    """`sweep()`'s sweep run once into its store, `tamper(store)` applied to the store, then run again with `flag`."""
+    def make(tmp: Path) -> list:
+        argv = sweep()(tmp)
+        code, _, err = cli(*argv)
+        assert code == 0, err
+        tamper(tmp / "store")
+        return argv + [flag]
+    return make
+
+
+def _points(store: Path) -> list[Path]:
+    return sorted((store / "points").glob("*.parquet"))
+
+
+def _other_table(store: Path) -> None:
+    import pandas as pd
+    pd.DataFrame({"a": [1]}).to_parquet(_points(store)[0])
+
+
+def _results_a_folder(store: Path) -> None:
+    (store / "results.parquet").unlink()
+    (store / "results.parquet").mkdir()
+    _points(store)[0].unlink()
+
+
+def _point_a_folder(store: Path) -> None:
+    first = _points(store)[0]
+    first.unlink()
+    first.mkdir()
+
+
 PLAN = {"name": "p", "seed": 2, "models": ["llama-3-8b"], "hardware": [{"id": "l40s", "usd_per_gpu_hour": 0.9}],
         "workload": {"arrival": {"process": "poisson", "qps": 12}, "prompt_tokens": {"kind": "fixed", "value": 400},
                      "output_tokens": {"kind": "fixed", "value": 50}, "num_requests": 100},
@@ -471,6 +503,21 @@ CASES = [
     Hostile("points_workload_list", points([merge(POINT, {"workload": {"m": [1, 2]}})]), "workload: m"),
     Hostile("points_workload_text", points([merge(POINT, {"workload": {"batch": "many"}})]), "workload: batch"),
     Hostile("points_entry_not_a_mapping", points([3]), "point #0"),
+    # ---- helper2: sweep stores, compare, plan and the other commands (2026-11-27) ---------------------------
+    # a sweep store edited outside draftsim: a manifest that is not JSON or no object was a JSONDecodeError or
+    # AttributeError traceback; a point file of another table was read as no row (exit 0, the point missing from
+    # the results); a folder where results.parquet goes failed after the points ran, naming no field
+    Hostile("sweep_store_manifest_not_json", tampered_store(lambda store: _write(store, "manifest.json", "{bad")),
+            "manifest.json is not a sweep store's manifest (Expecting"),
+    Hostile("sweep_store_manifest_a_list", tampered_store(lambda store: _write(store, "manifest.json", "[1]\n")),
+            "manifest.json is not a sweep store's manifest (no name)"),
+    Hostile("sweep_store_point_of_another_table", tampered_store(_other_table), "(no point_id, status column)"),
+    Hostile("sweep_store_point_of_another_point", tampered_store(
+        lambda store: _points(store)[0].write_bytes(_points(store)[1].read_bytes())), "(it holds point "),
+    Hostile("sweep_store_results_a_folder", tampered_store(_results_a_folder),
+            "results.parquet is not a file a sweep wrote"),
+    Hostile("sweep_store_overwrite_a_point_folder", tampered_store(_point_a_folder, "--overwrite"),
+            "is not a file a sweep wrote"),
 ]
 
 

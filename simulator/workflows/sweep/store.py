@@ -35,6 +35,7 @@ RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
 TMP_PREFIX = ".tmp-"
 OUT_FIELD = "--out"
+_POINT_COLUMNS = ("point_id", "status")   # what every stored point has (simulator.workflows.sweep.main)
 _counter = itertools.count()
 
 
@@ -114,12 +115,24 @@ class SweepStore:
         for pid in sorted(point_ids):
             path = self.points_dir / f"{pid}.parquet"
             try:
-                pq.read_metadata(path)
+                problem = _point_problem(pq.read_metadata(path), path, pid)
             except (OSError, pa.ArrowException) as err:
-                raise ScenarioError(OUT_FIELD, _unreadable(path, str(err).splitlines()[0])) from None
+                problem = str(err).splitlines()[0]
+            if problem is not None:
+                raise ScenarioError(OUT_FIELD, _unreadable(path, problem))
 
     def manifest(self) -> dict:
-        return json.loads((self.root / MANIFEST).read_text())
+        """The manifest's fields (ScenarioError on `--out` when it is not a JSON object: edited, cut short)."""
+        path = self.root / MANIFEST
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise ScenarioError(OUT_FIELD, f"{path} is not a sweep store's manifest ({err}); choose another "
+                                           "--out") from None
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            raise ScenarioError(OUT_FIELD, f"{path} is not a sweep store's manifest (no name); choose another "
+                                           "--out")
+        return data
 
     # ---- writing -------------------------------------------------------------------------------
     def put(self, point_id: str, row: Mapping) -> Path:
@@ -147,6 +160,22 @@ class SweepStore:
                         p.unlink(missing_ok=True)
                         removed += 1
         return removed
+
+
+def _point_problem(meta, path: Path, point_id: str) -> str | None:
+    """What keeps a stored point's file from being point `point_id`'s one row, or None. A parquet file of
+    another table (copied in, written by another tool) was read as no row of this point: the sweep said it
+    was complete, the point missing from its results."""
+    names = meta.schema.names
+    missing = [c for c in _POINT_COLUMNS if c not in names]
+    if missing:
+        return f"no {', '.join(missing)} column"
+    if meta.num_rows != 1:
+        return f"{meta.num_rows} rows, not one"
+    stats = meta.row_group(0).column(names.index("point_id")).statistics   # (draftsim writes them)
+    found = stats.min if stats is not None and stats.has_min_max and isinstance(stats.min, str) else \
+        str(pq.read_table(path, columns=["point_id"]).column("point_id")[0])
+    return None if found == point_id else f"it holds point {found}"
 
 
 def _unreadable(path: Path, detail: str) -> str:
@@ -188,12 +217,18 @@ def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwr
                                            f"--overwrite to start again")
         if not overwrite:
             store.check_points(done)   # (what a resumed or finished sweep will read back)
+        # what the sweep replaces: a folder there failed with 'Is a directory', after the points ran
+        for path in [root / RESULTS_PARQUET, root / RESULTS_CSV] + ([*store.points_dir.glob("*.parquet")]
+                                                                     if overwrite else []):
+            if os.path.lexists(path) and (path.is_symlink() or not path.is_file()):
+                raise ScenarioError(OUT_FIELD, f"{path} is not a file a sweep wrote; move it or choose another "
+                                               "--out")
     if not create:
         return store
     try:
         store.points_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ScenarioError(OUT_FIELD, f"cannot create {root}: {err.strerror or err}") from None
+        raise ScenarioError(OUT_FIELD, f"cannot create {store.points_dir}: {err.strerror or err}") from None
     if not has_manifest or overwrite:
         text = json.dumps({"name": name, "source": source, "created_unix_s": math.floor(time.time()),
                            "format": "draftsim-sweep-1"}, indent=2, sort_keys=True) + "\n"
