@@ -518,6 +518,19 @@ CASES = [
             "results.parquet is not a file a sweep wrote"),
     Hostile("sweep_store_overwrite_a_point_folder", tampered_store(_point_a_folder, "--overwrite"),
             "is not a file a sweep wrote"),
+    # `--vary seed` or `--vary =1` was named '--set' (the reader of overrides); the same file twice, or a --vary
+    # that sets what the scenario has, ran both and printed a table of zeros
+    Hostile("compare_vary_without_equals", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary", "seed",
+                                                        "--out", tmp / "cmp", "--quiet"],
+            "--vary: expected KEY=VALUE with a dotted scenario key (drafter.gamma=2), got 'seed'"),
+    Hostile("compare_vary_an_empty_key", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary", "=1",
+                                                      "--out", tmp / "cmp", "--quiet"], "--vary: expected KEY=VALUE"),
+    Hostile("compare_the_same_file_twice", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), tmp / "s.yaml",
+                                                        "--out", tmp / "cmp", "--quiet"],
+            "scenarios: 's' and 's (2)' are the same simulation"),
+    Hostile("compare_vary_the_scenarios_own_value", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary",
+                                                                 f"seed={TINY['seed']}", "--out", tmp / "cmp", "--quiet"],
+            "--vary: 's' and 'seed=7' are the same simulation"),
 ]
 
 

@@ -57,6 +57,11 @@ def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> 
     if not vary and len(scenarios) < 2:
         raise ScenarioError("scenarios", "give two or more scenario files, or one with --vary KEY=VALUE")
     for overrides in vary:   # `--vary seed=1 seed=2` is one variant whose seed is set twice: a mistake
+        for item in overrides:   # (the scenario's reader names --set: `--vary seed` said '--set: expected ...')
+            key = item.split("=", 1)[0]
+            if "=" not in item or not key or any(not part for part in key.split(".")):
+                raise ScenarioError("--vary", f"expected KEY=VALUE with a dotted scenario key (drafter.gamma=2), "
+                                              f"got {item!r}")
         keys = [item.split("=", 1)[0].strip() for item in overrides]
         twice = sorted({key for key in keys if keys.count(key) > 1})
         if twice:
@@ -123,6 +128,7 @@ def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, s
     from simulator.results.plots import plot_latency_cdfs_overlaid
 
     loaded = [load_scenario(run.path, run.overrides) for run in runs]
+    _check_distinct(runs, loaded)
     out_dir = check_output_dir(out if out is not None else Path("out") / "compare" / loaded[0][0].name,
                                marker=COMPARE_CSV, command="compare", names=COMPARE_FILES)
     prepared = [prepare(scenario, base_dir=folder) for scenario, folder in loaded]
@@ -140,6 +146,21 @@ def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, s
         plot_latency_cdfs_overlaid({label: r.requests for label, r in zip(labels, results)},
                                    results[0].summary, staged / CDF_PNG)
     return frame, labels, results, out_dir
+
+
+def _check_distinct(runs: list[Variant], loaded: list[tuple]) -> None:
+    """Two runs of one simulation (a file given twice, a --vary that sets what the scenario has) compare
+    nothing: every change is 0 (they ran, and printed a table of zeros)."""
+    varied = all(run.path == runs[0].path for run in runs) and any(run.overrides != runs[0].overrides for run in runs)
+    seen: dict[str, int] = {}
+    for i, (scenario, folder) in enumerate(loaded):
+        key = json.dumps([scenario.model_dump(mode="json", exclude={"name"}), str(folder)], sort_keys=True,
+                         default=str)
+        if key in seen:
+            first = runs[seen[key]]
+            raise ScenarioError("--vary" if varied else "scenarios", f"{first.label!r} and {runs[i].label!r} are the same simulation; compare "
+                                       "different configurations")
+        seen[key] = i
 
 
 def build_parser() -> argparse.ArgumentParser:
