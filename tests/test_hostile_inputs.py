@@ -531,6 +531,10 @@ CASES = [
     Hostile("compare_vary_the_scenarios_own_value", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary",
                                                                  f"seed={TINY['seed']}", "--out", tmp / "cmp", "--quiet"],
             "--vary: 's' and 'seed=7' are the same simulation"),
+    # a gamma on {kind: none} was ignored, and beside a plain {kind: none} made every candidate twice (exit 0/1)
+    Hostile("plan_gamma_on_no_drafter", plan(search={**PLAN["search"], "drafters": [{"kind": "none"},
+                                                                                     {"kind": "none", "gamma": [2]}]}),
+            "plan.search.drafters.1: gamma goes with a drafter; kind none drafts no tokens"),
 ]
 
 

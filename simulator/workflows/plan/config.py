@@ -55,6 +55,7 @@ from simulator.config.scenario import read_config, validate_config
 
 FIELD = "plan"
 DRAFTER_KINDS = ("none", "draft_model", "eagle3", "mtp")
+DEFAULT_GAMMA = [4]              # a drafter choice's depths when it lists none
 MAX_PLAN_CANDIDATES = 100_000   # screened at ~0.4 ms each (the llama8b example): about 40 s
 
 
@@ -77,7 +78,7 @@ class DrafterChoiceConfig(Strict):
     model: str | None = None
     head: str | None = None
     modules: int | None = Field(None, ge=1)
-    gamma: list[int] = Field(default_factory=lambda: [4])
+    gamma: list[int] = Field(default_factory=lambda: list(DEFAULT_GAMMA))
     tp: int = Field(1, ge=1, le=64)
     speculation: dict | None = None
     acceptance: dict | None = None
@@ -98,6 +99,8 @@ class DrafterChoiceConfig(Strict):
                 raise ValueError(f"{name} goes with a {kind} drafter")
         if (self.speculation is not None or self.acceptance is not None) and self.kind == "none":
             raise ValueError("speculation and acceptance go with a drafter")
+        if self.kind == "none" and self.gamma != DEFAULT_GAMMA:   # (ignored; beside {kind: none} it made every
+            raise ValueError("gamma goes with a drafter; kind none drafts no tokens")   # candidate twice)
         if self.acceptance is not None:
             _screenable_acceptance(self.acceptance)
         if self.kind == "draft_model" and not self.model:
