@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in found:
         return guarded(lambda: found[argv[0]].main(argv[1:]), argv[0])
     parser = build_parser(registered=not own)
-    args = parse_args(parser, argv)
+    args = parse_args(parser, argv, own_unknown=True)
     if isinstance(args, int):  # argparse already printed its one-line usage error (or the help)
         return args
     if not getattr(args, "func", None):

@@ -535,6 +535,12 @@ CASES = [
     Hostile("plan_gamma_on_no_drafter", plan(search={**PLAN["search"], "drafters": [{"kind": "none"},
                                                                                      {"kind": "none", "gamma": [2]}]}),
             "plan.search.drafters.1: gamma goes with a drafter; kind none drafts no tokens"),
+    # an argument run or catalog does not take was the top parser's error, pointing at `draftsim --help`,
+    # which lists no command's flags
+    Hostile("catalog_extra_argument", lambda tmp: ["catalog", "models", "extra"],
+            "draftsim catalog: error: unrecognized arguments: extra (see draftsim catalog --help)"),
+    Hostile("run_unknown_flag", run(None, "--bogus"),
+            "draftsim run: error: unrecognized arguments: --bogus (see draftsim run --help)"),
 ]
 
 

@@ -26,12 +26,23 @@ OPTIONAL_MODULES = {"torch": "torch", "gguf": "torch", "dask": "dask", "distribu
                     "aiconfigurator_core": "gpu-data", "hypothesis": "dev", "pytest": "dev"}
 
 
-def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace | int:
+def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None,
+               own_unknown: bool = False) -> argparse.Namespace | int:
     """The parsed arguments, or the exit code argparse chose (it has printed its one-line usage error, or
-    the help) — for commands' `main`s, which return codes instead of raising SystemExit."""
+    the help) — for commands' `main`s, which return codes instead of raising SystemExit. `own_unknown`: an
+    argument no parser knows is the error of the sub-command it follows (`draftsim run: error: unrecognized
+    arguments: --bogus (see draftsim run --help)`), not of the top parser, whose help lists no such flags."""
     one_line_usage_errors(parser)
     try:
-        return parser.parse_args(argv)
+        if not own_unknown:
+            return parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+            command = getattr(args, subs[0].dest, None) if subs else None
+            owner = subs[0].choices.get(command, parser) if subs else parser
+            owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return args
     except SystemExit as exc:
         return int(exc.code or 0)
 
