@@ -535,6 +535,9 @@ CASES = [
     Hostile("plan_gamma_on_no_drafter", plan(search={**PLAN["search"], "drafters": [{"kind": "none"},
                                                                                      {"kind": "none", "gamma": [2]}]}),
             "plan.search.drafters.1: gamma goes with a drafter; kind none drafts no tokens"),
+    # a plot metric listed twice drew one plot over the same file (exit 0)
+    Hostile("sweep_plot_metric_listed_twice", sweep(plot={"metrics": ["goodput_rps", "goodput_rps"]}),
+            "sweep.plot.metrics: 'goodput_rps' is listed twice"),
     # an argument run or catalog does not take was the top parser's error, pointing at `draftsim --help`,
     # which lists no command's flags
     Hostile("catalog_extra_argument", lambda tmp: ["catalog", "models", "extra"],

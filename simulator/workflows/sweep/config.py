@@ -49,6 +49,14 @@ class SweepPlotConfig(Strict):
     metrics: list[str] = Field(default_factory=lambda: ["goodput_rps", "ttft_p99_s", "tpot_p50_s",
                                                         "output_tokens_per_s"], min_length=1)
 
+    @field_validator("metrics")
+    @classmethod
+    def _each_once(cls, metrics: list[str]) -> list[str]:
+        twice = next((m for i, m in enumerate(metrics) if m in metrics[:i]), None)
+        if twice is not None:   # (its plot was drawn once, over the same file)
+            raise ValueError(f"{twice!r} is listed twice; give each metric once")
+        return metrics
+
 
 class SweepSpace(Strict):
     """What a sweep varies: `grid`, `points` and `seeds`, as a sweep file gives them and as
