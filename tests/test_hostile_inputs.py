@@ -170,6 +170,12 @@ def _point_a_folder(store: Path) -> None:
     first.mkdir()
 
 
+def _link_to_a_folder(tmp: Path) -> Path:
+    (tmp / "elsewhere").mkdir()
+    (tmp / "link").symlink_to(tmp / "elsewhere")
+    return tmp / "link"
+
+
 PLAN = {"name": "p", "seed": 2, "models": ["llama-3-8b"], "hardware": [{"id": "l40s", "usd_per_gpu_hour": 0.9}],
         "workload": {"arrival": {"process": "poisson", "qps": 12}, "prompt_tokens": {"kind": "fixed", "value": 400},
                      "output_tokens": {"kind": "fixed", "value": 50}, "num_requests": 100},
@@ -538,6 +544,15 @@ CASES = [
     # a plot metric listed twice drew one plot over the same file (exit 0)
     Hostile("sweep_plot_metric_listed_twice", sweep(plot={"metrics": ["goodput_rps", "goodput_rps"]}),
             "sweep.plot.metrics: 'goodput_rps' is listed twice"),
+    # an --out that is a symbolic link to a folder: sweep and reproduce wrote into where it points, while run,
+    # compare and plan refused it as 'exists and is not a directory'; each now names the link
+    Hostile("sweep_out_a_link_to_a_folder", lambda tmp: sweep()(tmp)[:3] + [_link_to_a_folder(tmp), "--executor",
+                                                                            "serial", "--quiet"],
+            "is a symbolic link (to "),
+    Hostile("reproduce_out_a_link_to_a_folder", lambda tmp: ["reproduce", "tetris", "--out", _link_to_a_folder(tmp),
+                                                             "--quiet"], "is a symbolic link (to "),
+    Hostile("run_out_a_link_to_a_folder", lambda tmp: run()(tmp)[:2] + ["--out", _link_to_a_folder(tmp), "--quiet"],
+            "is a symbolic link (to "),
     # an argument run or catalog does not take was the top parser's error, pointing at `draftsim --help`,
     # which lists no command's flags
     Hostile("catalog_extra_argument", lambda tmp: ["catalog", "models", "extra"],

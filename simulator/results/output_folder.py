@@ -97,11 +97,20 @@ def _owned(out_dir: Path, command: str, marker: str, known: Iterable[str]) -> se
     return set()
 
 
+def refuse_link(out_dir: Path) -> None:
+    """Refuse (`--out`) an output path that is a symbolic link: its files would land wherever it points (every
+    command that writes a folder refuses it alike; it was said to be 'not a directory' when it led to one)."""
+    if out_dir.is_symlink():
+        raise ScenarioError(OUT_FIELD, f"{out_dir} is a symbolic link (to {os.readlink(out_dir)}); give the folder "
+                                       "itself, or another path")
+
+
 def check_folder(out_dir: Path, command: str, marker: str, names: Iterable[str]) -> set[str]:
     """Refuse (`--out`) a folder that may not receive `names`; returns the files this command owns there."""
     if not os.path.lexists(out_dir):
         return set()
-    if out_dir.is_symlink() or not out_dir.is_dir():
+    refuse_link(out_dir)
+    if not out_dir.is_dir():
         raise ScenarioError(OUT_FIELD, f"{out_dir} exists and is not a directory; choose another path")
     entries = [p.name for p in out_dir.iterdir() if not p.name.startswith(STAGING_PREFIX)]
     if entries and not _is_output_folder(entries, marker):
@@ -165,6 +174,7 @@ def check_writable_folder(out_dir: Path | str) -> Path:
     into in place (`draftsim reproduce`): an empty path, a path that exists and is not a directory, a folder
     that cannot be created or written. Probed as `check_output_dir` probes: nothing left behind."""
     out_dir = absolute(out_dir)
+    refuse_link(out_dir)
     if os.path.lexists(out_dir) and not out_dir.is_dir():
         raise ScenarioError(OUT_FIELD, f"{out_dir} exists and is not a directory; choose another path")
     _probe(out_dir if out_dir.is_dir() else out_dir.parent, OUT_FIELD, out_dir)

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simulator.errors import ScenarioError
-from simulator.results.output_folder import absolute
+from simulator.results.output_folder import absolute, refuse_link
 
 MANIFEST = "manifest.json"
 POINTS_DIR = "points"
@@ -193,6 +193,7 @@ def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwr
     return the store as it is, writing (and, with `overwrite`, removing) nothing yet.
     """
     root = absolute(root)
+    refuse_link(root)
     store = SweepStore(root)
     if root.exists() and not root.is_dir():
         raise ScenarioError(OUT_FIELD, f"{root} exists and is not a directory")
