@@ -553,6 +553,11 @@ CASES = [
                                                              "--quiet"], "is a symbolic link (to "),
     Hostile("run_out_a_link_to_a_folder", lambda tmp: run()(tmp)[:2] + ["--out", _link_to_a_folder(tmp), "--quiet"],
             "is a symbolic link (to "),
+    # a newline or tab pasted into --out made a folder of that name (exit 0), while a scenario name of one is refused
+    Hostile("run_out_with_a_newline", lambda tmp: run()(tmp)[:2] + ["--out", tmp / "a\nb", "--quiet"],
+            "a\\nb' holds a control character"),
+    Hostile("sweep_out_with_a_tab", lambda tmp: sweep()(tmp)[:3] + [tmp / "x\ty", "--executor", "serial", "--quiet"],
+            "holds a control character"),
     # an argument run or catalog does not take was the top parser's error, pointing at `draftsim --help`,
     # which lists no command's flags
     Hostile("catalog_extra_argument", lambda tmp: ["catalog", "models", "extra"],

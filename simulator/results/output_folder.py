@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 import tempfile
+import unicodedata
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable
@@ -53,6 +54,11 @@ def absolute(out_dir: Path | str) -> Path:
         raise ScenarioError(OUT_FIELD, "an empty path; give the output folder, or omit --out for the default")
     if "\x00" in str(out_dir):   # (only through the Python API: a shell cannot pass a NUL byte)
         raise ScenarioError(OUT_FIELD, f"{str(out_dir)!r} holds a NUL byte")
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in str(out_dir)):
+        # a newline pasted into --out made a folder 'a\nb' (and split the line that names it), while a scenario
+        # name of such characters is refused (simulator.config.names)
+        raise ScenarioError(OUT_FIELD, f"{str(out_dir)!r} holds a control character (a newline, tab, escape, "
+                                       "...); give a path without one")
     try:
         path = expand_home(out_dir).absolute()
     except DocumentError as exc:
