@@ -77,12 +77,18 @@ def _scheduler_config(scheduler):
     return validate_config(SchedulerConfig, scheduler, "scheduler")
 
 
-def _check_counts(**counts) -> None:
+def _counts(**counts) -> list[int]:
+    """The counts as Python ints, in order. A NumPy integer (`for b in np.arange(...)`) was refused as 'must
+    be an integer >= 1, got np.int64(4)'; a boolean, Python's or NumPy's, is no count."""
+    import numbers
+
+    from models.errors import is_boolean
     from simulator.errors import ScenarioError
     for name, value in counts.items():
         low = 1 if name in ("tp", "batch", "query_tokens") else 0
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if is_boolean(value) or not isinstance(value, numbers.Integral) or value < low:
             raise ScenarioError(name, f"must be an integer >= {low}, got {value!r}")
+    return [int(value) for value in counts.values()]
 
 
 def check_step_fits(spec, hw, par, dtype: str, kv_dtype: str, batch: int, context_tokens: int,
@@ -125,8 +131,8 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     from simulator.config.validation import validate_config
     from simulator.config.serving import MoeConfig, ParallelismConfig
 
-    _check_counts(tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens,
-                  prefill_tokens=prefill_tokens)
+    tp, batch, context_tokens, query_tokens, prefill_tokens = _counts(
+        tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens, prefill_tokens=prefill_tokens)
     if dtype not in DTYPE_BYTES or dtype == "int8":
         raise ScenarioError("dtype", f"{dtype!r} is not supported; allowed: fp32, bf16, fp16, fp8, fp8_block, int4")
     if kv_dtype is not None and kv_dtype not in KV_DTYPES:

@@ -71,6 +71,16 @@ def test_estimate_bad_input_names_the_argument(kwargs, field):
         simulator.estimate_step("llama-3-8b", "h100-sxm", **kwargs)
 
 
+def test_estimate_takes_numpy_counts_and_refuses_numpy_booleans():
+    """A NumPy integer (a notebook's `for b in np.arange(...)`) was refused as 'batch: must be an integer >= 1,
+    got np.int64(4)' (2026-11-27); it prices as the Python int does. A NumPy boolean stays refused."""
+    given = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=np.int64(4), tp=np.int32(1),
+                                    context_tokens=np.uint16(100))
+    assert given == simulator.estimate_step("llama-3-8b", "h100-sxm", batch=4, context_tokens=100)
+    with pytest.raises(ScenarioError, match=r"^batch: must be an integer >= 1"):
+        simulator.estimate_step("llama-3-8b", "h100-sxm", batch=np.True_)
+
+
 def test_estimate_cli(capsys):
     assert cli(["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--batch", "8", "--context", "512"]) == 0
     out = capsys.readouterr().out
