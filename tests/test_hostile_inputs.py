@@ -558,6 +558,10 @@ CASES = [
             "a\\nb' holds a control character"),
     Hostile("sweep_out_with_a_tab", lambda tmp: sweep()(tmp)[:3] + [tmp / "x\ty", "--executor", "serial", "--quiet"],
             "holds a control character"),
+    # --confirm-top had no upper bound while the plan file's confirm_top stops at 1000: 10^8 confirmed every feasible
+    # candidate with the DES (up to 100,000 full simulations)
+    Hostile("plan_confirm_top_a_hundred_million", plan("--confirm-top", "100000000"),
+            "argument --confirm-top: must be <= 1000, got 100000000"),
     # an argument run or catalog does not take was the top parser's error, pointing at `draftsim --help`,
     # which lists no command's flags
     Hostile("catalog_extra_argument", lambda tmp: ["catalog", "models", "extra"],

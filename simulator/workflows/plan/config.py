@@ -56,6 +56,7 @@ from simulator.config.scenario import read_config, validate_config
 FIELD = "plan"
 DRAFTER_KINDS = ("none", "draft_model", "eagle3", "mtp")
 DEFAULT_GAMMA = [4]              # a drafter choice's depths when it lists none
+MAX_CONFIRM_TOP = 1000         # candidates confirmed with the DES (each a full simulation)
 MAX_PLAN_CANDIDATES = 100_000   # screened at ~0.4 ms each (the llama8b example): about 40 s
 
 
@@ -191,7 +192,7 @@ class PlanConfig(Strict):
     scheduler: dict = Field(default_factory=dict)
     moe: dict = Field(default_factory=dict)   # cluster.moe of the scenarios (routing skew, pre-scheduling)
     search: SearchSpaceConfig
-    confirm_top: int = Field(5, ge=0, le=1000)
+    confirm_top: int = Field(5, ge=0, le=MAX_CONFIRM_TOP)
     # how confirmed candidates that meet the SLOs are ordered: cost per hour, cost per million output tokens
     # (the DES's tokens/s at the candidate's $/h) or energy per output token (the DES's, simulator.results.energy)
     rank_by: Literal["usd_per_hour", "usd_per_mtok", "j_per_token"] = "usd_per_hour"

@@ -29,7 +29,8 @@ import pandas as pd
 
 from simulator.errors import ScenarioError
 from simulator.workflows.plan.screen import DEPLOYMENTS, screen, workload_means
-from simulator.workflows.plan.config import enumerate_candidates, load_plan
+from models.errors import bounded, is_boolean
+from simulator.workflows.plan.config import MAX_CONFIRM_TOP, enumerate_candidates, load_plan
 from simulator.workflows.plan.des_cache import DesCache, confirm_point, run_key
 from simulator.workflows.sweep.store import _atomic_write
 from simulator.console.contract import parse_args
@@ -220,6 +221,11 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
     from simulator.results.outputs import check_output_dir
     from simulator.distributed.executors import make_executor
 
+    if confirm_top is not None and (is_boolean(confirm_top) or not isinstance(confirm_top, int)
+                                    or not 0 <= confirm_top <= MAX_CONFIRM_TOP):
+        # (a flag of 10^8 confirmed every feasible candidate with the DES: hours, where the plan file stops at 1000)
+        raise ScenarioError("confirm_top", f"an integer in 0..{MAX_CONFIRM_TOP} (as the plan's confirm_top), "
+                                           f"got {confirm_top!r}")
     spec, base_dir = load_plan(plan)
     out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name
     check_output_dir(out_dir, marker=RANKED_CSV, command="plan",
@@ -323,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example: draftsim plan scenarios/plans/llama8b_chat.yaml")
     p.add_argument("plan", help="plan YAML (see scenarios/plans/)")
     p.add_argument("--out", help="output folder (default: out/plans/<plan name>)")
-    p.add_argument("--confirm-top", type=int, default=None, help="override the plan's confirm_top")
+    p.add_argument("--confirm-top", type=bounded(minimum=0, maximum=MAX_CONFIRM_TOP), default=None,
+                   help=f"override the plan's confirm_top (0..{MAX_CONFIRM_TOP}, as in the plan file)")
     p.add_argument("--executor", default="local", help="where DES confirmations run (as for draftsim sweep)")
     p.add_argument("--workers", type=int, default=None, help="parallel DES runs (default: CPU cores)")
     p.add_argument("--no-cache", action="store_true",
@@ -345,8 +352,6 @@ def main(argv: list[str] | None = None) -> int:
     from models.errors import UnknownNameError
 
     try:
-        if args.confirm_top is not None and args.confirm_top < 0:
-            raise ScenarioError("--confirm-top", f"must be >= 0, got {args.confirm_top}")
         ranked, screened, out_dir = run_plan(args.plan, args.out, executor=args.executor, workers=args.workers,
                                              confirm_top=args.confirm_top,
                                              progress=None if args.quiet else _progress_line,
