@@ -471,6 +471,12 @@ CASES = [
     Hostile("points_workload_list", points([merge(POINT, {"workload": {"m": [1, 2]}})]), "workload: m"),
     Hostile("points_workload_text", points([merge(POINT, {"workload": {"batch": "many"}})]), "workload: batch"),
     Hostile("points_entry_not_a_mapping", points([3]), "point #0"),
+    # ---- input files and the remaining flags (helper3, 2026-11-27) ----------------------------------------
+    # a JSON line with a key twice was read with its last value, silently
+    Hostile("mooncake_duplicate_key",
+            trace(text_file("m.jsonl", MOONCAKE % (0, "1") + MOONCAKE.replace('{"timestamp": %d', '{"timestamp": 1, '
+                                                                              '"timestamp": %d') % (5, "2")),
+                  "mooncake"), "m.jsonl, line 2: key 'timestamp' appears twice in one object"),
 ]
 
 

@@ -25,6 +25,22 @@ class TraceRows:
     skipped: int                     # rows left out (failed requests with 0 tokens, `skip_zero_tokens`)
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs) -> dict:
+    """A JSON object's pairs as a dict; _DuplicateKey when a key appears twice (json.loads keeps the last)."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def _is_jsonl(path: Path, fmt: TraceFormat) -> bool:
     suffix = path.suffix.lower()
     return suffix in (".jsonl", ".json") or (fmt.file_kind == "jsonl" and suffix not in (".csv", ".txt"))
@@ -40,7 +56,10 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
                     if line.strip():
                         check_row_count(len(records) + 1, path, field)
                         try:
-                            record = json.loads(line)
+                            record = json.loads(line, object_pairs_hook=_unique_pairs)
+                        except _DuplicateKey as dup:
+                            raise ScenarioError(field, f"{path}, line {line_no}: key {dup.key!r} appears twice in "
+                                                       "one object; keep one") from None
                         except json.JSONDecodeError:
                             raise ScenarioError(field, f"{path}, line {line_no}: not a JSON object") from None
                         except ValueError:   # int()'s digit limit (sys.get_int_max_str_digits): no number of a trace
