@@ -477,6 +477,13 @@ CASES = [
             trace(text_file("m.jsonl", MOONCAKE % (0, "1") + MOONCAKE.replace('{"timestamp": %d', '{"timestamp": 1, '
                                                                               '"timestamp": %d') % (5, "2")),
                   "mooncake"), "m.jsonl, line 2: key 'timestamp' appears twice in one object"),
+    # int() reads any Unicode digits: --batch ٣ (Arabic-Indic three) was a batch of 3
+    Hostile("estimate_batch_arabic_indic_digit", estimate("--batch", "\u0663"), "argument --batch: invalid int value"),
+    Hostile("estimate_tp_fullwidth_digit", estimate("--tp", "\uff12"), "argument --tp: invalid int value"),
+    Hostile("run_trace_requests_arabic_indic_digit", run(None, "--trace", "--trace-requests", "\u0663"),
+            "argument --trace-requests: a whole number in ASCII digits is required"),
+    Hostile("profile_tp_arabic_indic_digit", profile("--models", "llama-68m", "--tp", "\u0663"),
+            "--tp must be comma-separated integers"),
 ]
 
 

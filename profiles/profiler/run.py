@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 import torch
 
 from models.catalog import get_model
+from models.errors import ascii_number
 from models.spec import dtype_bytes
 from profiles.profiler.benches import OperandPool, build_bench
 from profiles.profiler.collectives import time_collectives
@@ -398,7 +399,7 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
     shapes = QUICK_SHAPES if args.quick else SHAPES
     try:
         try:
-            tps = tuple(int(x) for x in args.tp.split(",") if x.strip())
+            tps = tuple(ascii_number(int, x.strip()) for x in args.tp.split(",") if x.strip())
         except ValueError:
             raise ValueError(f"--tp must be comma-separated integers, got {args.tp!r}") from None
         if not tps or min(tps) < 1:
