@@ -15,9 +15,10 @@ EXIT_INTERRUPTED = 130   # the shell's 128 + SIGINT
 
 
 class UnknownNameError(ValueError):
-    def __init__(self, what: str, name: str, allowed: Iterable[str]):
+    def __init__(self, what: str, name: str, allowed: Iterable[str], also: str = ""):
+        """`also`: what else is allowed beside the names, after their sorted list ("or a path to ...")."""
         self.what, self.name = what, name
-        super().__init__(f"unknown {what} {name!r}; allowed: {', '.join(sorted(allowed))}")
+        super().__init__(f"unknown {what} {name!r}; allowed: {', '.join(sorted(allowed))}{', ' + also if also else ''}")
 
 
 class FieldError(ValueError):

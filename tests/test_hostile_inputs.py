@@ -484,6 +484,12 @@ CASES = [
             "argument --trace-requests: a whole number in ASCII digits is required"),
     Hostile("profile_tp_arabic_indic_digit", profile("--models", "llama-68m", "--tp", "\u0663"),
             "--tp must be comma-separated integers"),
+    # a model folder said only 'unknown model', listing the catalog
+    Hostile("model_a_folder_with_config_json", lambda tmp: run(cluster={"model": str(
+        _write(tmp, "config.json", json.dumps(HF)).parent)})(tmp), "is a folder; give the path of its config.json"),
+    Hostile("estimate_model_a_folder_without_config_json",
+            lambda tmp: ["estimate", "--model", str(_folder_with_a_file(tmp)), "--hardware", "h100-sxm"],
+            "is a folder without a config.json"),
 ]
 
 
