@@ -8,7 +8,7 @@
 Fields, SI units (the same names as `HardwareSpec`; YAML numbers such as `3.35e12` or strings `"3.35e12"`):
 
 ```yaml
-id: my-gpu                                 # required, must not shadow a catalog id
+id: my-gpu                                 # required: a plain name (letters, digits, . _ -), not a catalog id
 name: My accelerator 96GB                  # default: the id
 peak_flops: {fp32: 6.0e13, bf16: 8.0e14, fp8: 1.6e15}   # dense FLOP/s per dtype; bf16 and fp32 required
 hbm_bytes: 96.0e9                          # device memory, bytes
@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 
 
@@ -63,6 +64,9 @@ from models.errors import FieldError, is_boolean
 from models.files import expand_home, read_document
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 
+# a plain name, as the catalog's ids (h100-sxm, a100-80gb): it names the hardware's profile folder
+# (profiles/data/<id>/) and output columns, so never a path ('../x', 'a/b') nor a hidden name
+HARDWARE_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 KNOWN_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 _POSITIVE = ("hbm_bytes", "hbm_bandwidth_bytes_per_s", "scaleup_bandwidth_bytes_per_s",
              "scaleout_bandwidth_bytes_per_s", "host_link_bandwidth_bytes_per_s")
@@ -113,10 +117,17 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
     if missing:
         raise FieldError(f"{where}.{missing[0]}", "required field is missing")
     out = {**_DEFAULTS, **fields}
+    if out["id"] is None or is_boolean(out["id"]):   # str() made `id: null` the name 'none', `id: yes` 'true'
+        raise FieldError(f"{where}.id", f"{str(out['id']).lower() if out['id'] is not None else 'null'} is not "
+                                        "allowed; expected a plain name of letters, digits, '.', '_' and '-'")
     hid = str(out["id"]).strip().lower()
     if not hid or hid in HARDWARE:
         raise FieldError(f"{where}.id", f"{out['id']!r} must be a new name (not empty, not a catalog id: "
                          f"{', '.join(sorted(HARDWARE))})")
+    if not HARDWARE_ID.fullmatch(hid):
+        raise FieldError(f"{where}.id", f"{out['id']!r} is not allowed; expected a plain name of letters, digits, '.', "
+                                        "'_' and '-', starting with a letter or digit, at most 64 characters "
+                                        "(as the catalog's h100-sxm)")
     out["id"], out["name"] = hid, str(out.get("name") or hid)
     peaks = out["peak_flops"]
     if not isinstance(peaks, dict) or not {"bf16", "fp32"} <= set(peaks):

@@ -490,6 +490,10 @@ CASES = [
     Hostile("estimate_model_a_folder_without_config_json",
             lambda tmp: ["estimate", "--model", str(_folder_with_a_file(tmp)), "--hardware", "h100-sxm"],
             "is a folder without a config.json"),
+    # a hardware id names its profile folder (profiles/data/<id>/): '../x' was taken as it was
+    Hostile("hardware_id_a_path", hardware(id="../x"), "cluster.hardware.id: '../x' is not allowed; expected a plain"),
+    Hostile("hardware_id_with_a_slash", hardware(id="a/b"), "cluster.hardware.id: 'a/b' is not allowed"),
+    Hostile("hardware_id_null", hardware(id=None), "cluster.hardware.id: null is not allowed"),
 ]
 
 
