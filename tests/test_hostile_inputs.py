@@ -494,6 +494,19 @@ CASES = [
     Hostile("hardware_id_a_path", hardware(id="../x"), "cluster.hardware.id: '../x' is not allowed; expected a plain"),
     Hostile("hardware_id_with_a_slash", hardware(id="a/b"), "cluster.hardware.id: 'a/b' is not allowed"),
     Hostile("hardware_id_null", hardware(id=None), "cluster.hardware.id: null is not allowed"),
+    # CSV traces read by the format importer: every row one field longer than the header made pandas take the
+    # first column as the index and shift the others (arrival 10, prompt 5, output 7), silently; a column named
+    # twice was read from its first; a bad value after blank lines was named at the wrong line
+    Hostile("trace_importer_rows_longer_than_the_header",
+            trace(text_file("t.csv", TRACE_HEAD + "0,10,5,7\n1,10,5,7\n"), time_unit="s"),
+            "t.csv, line 2: 4 fields; the header has 3"),
+    Hostile("burstgpt_column_named_twice",
+            trace(text_file("b.csv", "Timestamp,Model,Request tokens,Response tokens,Request tokens\n"
+                                     "5,ChatGPT,472,18,9\n6,ChatGPT,472,18,9\n"), "burstgpt"),
+            "column 'Request tokens' appears 2 times in the header (fields 3, 5)"),
+    Hostile("trace_importer_bad_value_after_blank_lines",
+            trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n\n\n1,x,5\n"), time_unit="s"),
+            "column 'prompt_tokens', line 5: 'x' is not"),
 ]
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simulator.core.csv_columns import check_data_file, check_row_count
+from simulator.core.csv_columns import (check_data_file, check_field_counts, check_row_count, check_unique_columns,
+                                       header_names)
 from simulator.core.traces.formats import TIME_UNITS, TraceFormat
 from simulator.errors import ScenarioError
 
@@ -71,13 +72,12 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
                         records.append(record)
             frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
         else:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-            check_row_count(len(frame), path, field)
-            frame.columns = [str(c).strip() for c in frame.columns]
-            frame["__line__"] = np.arange(len(frame)) + 2
+            frame = _read_csv(path, field)
     except pd.errors.EmptyDataError:
         raise ScenarioError(field, f"{path} is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        if isinstance(err, pd.errors.ParserError):   # a row of more fields than the header: name it as such
+            check_field_counts(path, None, field)
         detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ScenarioError(field, f"{path} is not a readable CSV file ({detail})") from None
     except OSError as err:
@@ -85,6 +85,18 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
     if frame.empty or len(frame.columns) <= 1:
         raise ScenarioError(field, f"{path} has no data rows")
     return frame
+
+
+def _read_csv(path: Path, field: str) -> pd.DataFrame:
+    """The CSV trace as text columns and its `__line__` numbers (1 = the header), blank lines left out."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=False)
+    if not isinstance(frame.index, pd.RangeIndex):   # every row one field longer than the header: pandas made
+        check_field_counts(path, None, field)        # the first column the index and shifted the others left
+    check_row_count(len(frame), path, field)
+    frame.columns = [str(c).strip() for c in frame.columns]
+    frame["__line__"] = np.arange(len(frame)) + 2    # (blank lines kept as rows until here: exact numbers)
+    blank = (frame.drop(columns="__line__").apply(lambda column: column.str.strip()) == "").all(axis=1)
+    return frame[~blank.to_numpy()]
 
 
 def _bad(field: str, path: Path, column: str, line, value, rule: str) -> ScenarioError:
@@ -172,6 +184,8 @@ def read_trace(path: Path, fmt: TraceFormat, field: str) -> TraceRows:
         raise ScenarioError(field, f"{path} lacks column(s) {', '.join(repr(m) for m in missing)} of format "
                                    f"'{fmt.name}'; found {', '.join(repr(c) for c in have)} (map other names with "
                                    "workload.arrival.columns)")
+    if not _is_jsonl(Path(path), fmt):   # (pandas renamed a second 'x' to 'x.1' and read the first)
+        check_unique_columns(header_names(Path(path)), wanted, path, field)
     prompt = _counts(frame, fmt.prompt_tokens, path, field, fmt.skip_zero_tokens)
     output = _counts(frame, fmt.output_tokens, path, field, fmt.skip_zero_tokens)
     keep = (prompt > 0) & (output > 0)
