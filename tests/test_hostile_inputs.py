@@ -507,6 +507,24 @@ CASES = [
     Hostile("trace_importer_bad_value_after_blank_lines",
             trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n\n\n1,x,5\n"), time_unit="s"),
             "column 'prompt_tokens', line 5: 'x' is not"),
+    # JSON lines: NaN (which json.loads reads, JSON has not) was 'the value is missing'; a line nested 100,000
+    # deep was a RecursionError traceback; hash ids of another block size (hash_block_tokens: 16 on a Mooncake
+    # trace: 10 ids for 293 blocks) priced the prefix cache from ids that do not describe the prompt, silently
+    Hostile("mooncake_nan_timestamp", trace(text_file("m.jsonl", MOONCAKE % (0, "1") + MOONCAKE.replace(
+        '"timestamp": %d', '"timestamp": NaN%s') % ("", "2")), "mooncake"), "line 2: NaN is not a JSON number"),
+    Hostile("mooncake_line_nested_too_deep", trace(text_file("m.jsonl", MOONCAKE % (0, "1") + MOONCAKE % (
+        5, "[" * 100000 + "]" * 100000)), "mooncake"), "m.jsonl, line 2: nests too deeply to be read"),
+    Hostile("mooncake_block_ids_of_another_block_size",
+            trace(text_file("m.jsonl", MOONCAKE % (0, "1, 2") + MOONCAKE % (5, "3, 4")), "mooncake",
+                  hash_block_tokens=16), "column 'hash_ids', line 1: 2 block ids for 1000 prompt tokens; expected 62 or 63"),
+    # a hash_ids column mapped on a format without a block size divided by zero (a traceback); a block size
+    # without hash ids was ignored
+    Hostile("trace_hash_ids_without_a_block_size",
+            trace(text_file("t.csv", "arrival_s,prompt_tokens,output_tokens,h\n0,10,5,[1]\n1,10,5,[2]\n"),
+                  columns={"hash_ids": "h"}), "workload.arrival: columns.hash_ids needs hash_block_tokens"),
+    Hostile("trace_block_size_without_hash_ids", trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n1,10,5\n"),
+                                                       hash_block_tokens=16),
+            "workload.arrival: hash_block_tokens is the prompt tokens each prefix hash id covers"),
 ]
 
 

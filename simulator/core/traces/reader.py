@@ -42,6 +42,17 @@ def _unique_pairs(pairs) -> dict:
     return out
 
 
+class _NotJson(ValueError):
+    def __init__(self, constant: str):
+        super().__init__(constant)
+        self.constant = constant
+
+
+def _no_constant(constant: str):
+    """json.loads reads NaN, Infinity and -Infinity, which JSON has not (a NaN time read as a missing one)."""
+    raise _NotJson(constant)
+
+
 def _is_jsonl(path: Path, fmt: TraceFormat) -> bool:
     suffix = path.suffix.lower()
     return suffix in (".jsonl", ".json") or (fmt.file_kind == "jsonl" and suffix not in (".csv", ".txt"))
@@ -52,15 +63,20 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
     try:
         if _is_jsonl(path, fmt):
             records = []
-            with path.open("r", encoding="utf-8") as fh:
+            with path.open("r", encoding="utf-8-sig") as fh:   # (a byte-order mark, as the CSV reader allows)
                 for line_no, line in enumerate(fh, start=1):
                     if line.strip():
                         check_row_count(len(records) + 1, path, field)
                         try:
-                            record = json.loads(line, object_pairs_hook=_unique_pairs)
+                            record = json.loads(line, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
                         except _DuplicateKey as dup:
                             raise ScenarioError(field, f"{path}, line {line_no}: key {dup.key!r} appears twice in "
                                                        "one object; keep one") from None
+                        except _NotJson as bad:
+                            raise ScenarioError(field, f"{path}, line {line_no}: {bad.constant} is not a JSON "
+                                                       "number; give a finite number") from None
+                        except RecursionError:
+                            raise ScenarioError(field, f"{path}, line {line_no}: nests too deeply to be read") from None
                         except json.JSONDecodeError:
                             raise ScenarioError(field, f"{path}, line {line_no}: not a JSON object") from None
                         except ValueError:   # int()'s digit limit (sys.get_int_max_str_digits): no number of a trace
@@ -195,5 +211,26 @@ def read_trace(path: Path, fmt: TraceFormat, field: str) -> TraceRows:
         if frame.empty:
             raise ScenarioError(field, f"{path} has no request with both token counts >= 1")
     times = _times(frame, fmt.arrival, fmt.time_unit, path, field)
-    hashes = _hash_ids(frame, fmt.hash_ids, path, field) if fmt.hash_ids else None
+    hashes = None
+    if fmt.hash_ids:
+        hashes = _hash_ids(frame, fmt.hash_ids, path, field)
+        _check_block_counts(hashes, prompt, fmt, frame["__line__"].to_numpy(), path, field)
     return TraceRows(times, prompt, output, hashes, skipped)
+
+
+def _check_block_counts(hashes: list, prompt: np.ndarray, fmt: TraceFormat, lines: np.ndarray, path: Path,
+                        field: str) -> None:
+    """Each request's hash ids cover its prompt: one id per `hash_block_tokens` block, the last partial block
+    with or without its own (Mooncake's traces give it one). More ids or fewer are another block size
+    (`workload.arrival.hash_block_tokens`) or another column: read as they were, the prefix cache was priced
+    from ids that do not describe the prompt."""
+    block = fmt.hash_block_tokens
+    counts = np.fromiter((len(ids) for ids in hashes), dtype=np.int64, count=len(hashes))
+    low, high = prompt // block, -(-prompt // block)
+    bad = (counts < low) | (counts > high)
+    if bad.any():
+        i = int(np.argmax(bad))
+        expected = f"{low[i]}" if low[i] == high[i] else f"{low[i]} or {high[i]}"
+        raise ScenarioError(field, f"{path}, column '{fmt.hash_ids}', line {lines[i]}: {counts[i]} block ids for "
+                                   f"{prompt[i]} prompt tokens; expected {expected}, one per {block}-token block "
+                                   "(workload.arrival.hash_block_tokens)")
