@@ -138,6 +138,19 @@ def sweep(scenario: dict = TINY, **fields) -> Callable[[Path], list]:
     return make
 
 
+def acceptance_trace(column: str, value, mode: str = "greedy") -> Callable[[Path], list]:
+    """A run replaying the shipped acceptance trace with `column` set to `value` in every row."""
+    def make(tmp: Path) -> list:
+        from profiles.acceptance.parquet_meta import write_with_meta
+        from profiles.acceptance.trace import META_KEY, load_trace
+        shipped = load_trace(REPO / "profiles/data/acceptance/qwen2.5-coder-1.5b-0.5b.parquet")
+        changed = shipped.assign(**{column: value}) if column else shipped.iloc[:0]
+        write_with_meta(changed, tmp / "acc.parquet", META_KEY, shipped.attrs.get("meta", {}))
+        return run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+                   acceptance={"kind": "trace", "trace": "acc.parquet", "mode": mode})(tmp)
+    return make
+
+
 PLAN = {"name": "p", "seed": 2, "models": ["llama-3-8b"], "hardware": [{"id": "l40s", "usd_per_gpu_hour": 0.9}],
         "workload": {"arrival": {"process": "poisson", "qps": 12}, "prompt_tokens": {"kind": "fixed", "value": 400},
                      "output_tokens": {"kind": "fixed", "value": 50}, "num_requests": 100},
@@ -525,6 +538,15 @@ CASES = [
     Hostile("trace_block_size_without_hash_ids", trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n1,10,5\n"),
                                                        hash_block_tokens=16),
             "workload.arrival: hash_block_tokens is the prompt tokens each prefix hash id covers"),
+    # acceptance traces a user supplies (parquet): a negative max_accept walked a sequence backwards (an
+    # IndexError traceback; -1 never ends), a negative rank accepted every draft and a β of 2 was an acceptance
+    # probability, silently; an empty trace in sample mode was a NumPy traceback
+    Hostile("acceptance_trace_negative_max_accept", acceptance_trace("max_accept", -5),
+            "acc.parquet: column 'max_accept', row 0: -5 is not allowed; expected a finite number >= 0"),
+    Hostile("acceptance_trace_negative_rank", acceptance_trace("draft_rank", -1), "column 'draft_rank', row 0: -1"),
+    Hostile("acceptance_trace_beta_above_one", acceptance_trace("draft_beta_t100", 2.0, "sample"),
+            "column 'draft_beta_t100', row 0: 2 is not allowed; expected a finite number in [0, 1]"),
+    Hostile("acceptance_trace_empty_sampled", acceptance_trace("", None, "sample"), "acc.parquet: the trace has no rows"),
 ]
 
 
