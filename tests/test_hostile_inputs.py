@@ -116,6 +116,15 @@ def model_file(name: str, **fields) -> Callable[[Path], list]:
     return make
 
 
+def hf_shipped(folder: str, **fields) -> Callable[[Path], list]:
+    """`draftsim estimate` of tests/data/hf_configs/FOLDER/config.json with `fields` changed (None: removed)."""
+    def make(tmp: Path) -> list:
+        cfg = json.loads((REPO / "tests/data/hf_configs" / folder / "config.json").read_text())
+        cfg = {k: v for k, v in {**cfg, **fields}.items() if v is not None}
+        return ["estimate", "--model", str(_write(tmp, "config.json", json.dumps(cfg))), "--hardware", "h200"]
+    return make
+
+
 def estimate(*flags, model_fields: dict | None = None) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
         model = str(_write(tmp, "config.json", json.dumps({**HF, **model_fields}))) if model_fields else "llama-3-8b"
@@ -547,6 +556,22 @@ CASES = [
     Hostile("acceptance_trace_beta_above_one", acceptance_trace("draft_beta_t100", 2.0, "sample"),
             "column 'draft_beta_t100', row 0: 2 is not allowed; expected a finite number in [0, 1]"),
     Hostile("acceptance_trace_empty_sampled", acceptance_trace("", None, "sample"), "acc.parquet: the trace has no rows"),
+    # config.json fields the converters read with a bare int(): a layer period of 0 was a ZeroDivisionError
+    # traceback; 8.7 experts were 8, -1 shared experts priced, an attention offset beyond its period left no
+    # attention layer, silently; a text was "invalid literal for int() with base 10"
+    Hostile("hf_jamba_attention_period_zero", hf_shipped("Jamba-1.5-Mini", attn_layer_period=0),
+            "attn_layer_period is 0; expected an integer >= 1"),
+    Hostile("hf_qwen3_next_full_attention_interval_zero",
+            hf_shipped("Qwen3-Next-80B-A3B-Instruct", layer_types=None, full_attention_interval=0),
+            "full_attention_interval is 0; expected an integer >= 1"),
+    Hostile("hf_deepseek_fractional_experts", hf_shipped("DeepSeek-V3", n_routed_experts=8.7),
+            "n_routed_experts is 8.7; expected an integer >= 0"),
+    Hostile("hf_deepseek_negative_shared_experts", hf_shipped("DeepSeek-V3", n_shared_experts=-1),
+            "n_shared_experts is -1; expected an integer >= 0"),
+    Hostile("hf_jamba_attention_offset_beyond_period", hf_shipped("Jamba-1.5-Mini", attn_layer_offset=99),
+            "attn_layer_offset (99) must be below attn_layer_period (8)"),
+    Hostile("hf_nemotron_experts_text", hf_shipped("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", n_routed_experts="x"),
+            "n_routed_experts is 'x'; expected an integer >= 1"),
 ]
 
 
