@@ -60,7 +60,7 @@ import re
 from pathlib import Path
 
 
-from models.errors import FieldError, is_boolean
+from models.errors import FieldError, ascii_number, is_boolean
 from models.files import expand_home, read_document
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 
@@ -98,12 +98,32 @@ def _number(value, field: str, rule: str, ok) -> float:
     if is_boolean(value):   # float(True) is 1.0: `gpus_per_node: true` was one GPU, `scaleup_latency_s: false` none
         raise FieldError(field, f"{str(value).lower()} is a boolean, not a number; expected {rule}")
     try:
-        number = float(value)
+        if isinstance(value, str) and "_" in value:   # float() reads '1_000e11' as 1e14
+            raise ValueError(value)
+        number = ascii_number(float, value) if isinstance(value, str) else float(value)   # ('٣e14' is 3e14)
     except (TypeError, ValueError):
         raise FieldError(field, f"{value!r} is not a number; expected {rule}") from None
     if not math.isfinite(number) or not ok(number):
         raise FieldError(field, f"{value!r} is not {rule}")
     return number
+
+
+MAX_NAME_CHARS, MAX_NOTE_CHARS = 200, 10_000
+
+
+def _text(value, field: str, max_chars: int, one_line: bool = False) -> str:
+    """A name, source or note: text or a number (str() made a list or a mapping a name), a name on one line (a
+    newline broke the one-line outputs that print it); "" for a missing one."""
+    if value is None:
+        return ""
+    if is_boolean(value) or not isinstance(value, (str, int, float)):
+        raise FieldError(field, f"{value!r} is not allowed; expected text")
+    text = str(value)
+    control = one_line and any(ord(c) < 32 or ord(c) == 127 for c in text)
+    if len(text) > max_chars or control:
+        raise FieldError(field, f"expected text of at most {max_chars:,} characters{' on one line' if one_line else ''}; "
+                                f"got {len(text):,} characters{' with a control character' if control else ''}")
+    return text
 
 
 def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
@@ -128,7 +148,7 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
         raise FieldError(f"{where}.id", f"{out['id']!r} is not allowed; expected a plain name of letters, digits, '.', "
                                         "'_' and '-', starting with a letter or digit, at most 64 characters "
                                         "(as the catalog's h100-sxm)")
-    out["id"], out["name"] = hid, str(out.get("name") or hid)
+    out["id"], out["name"] = hid, _text(out.get("name"), f"{where}.name", MAX_NAME_CHARS, one_line=True) or hid
     peaks = out["peak_flops"]
     if not isinstance(peaks, dict) or not {"bf16", "fp32"} <= set(peaks):
         raise FieldError(f"{where}.peak_flops", f"needs a mapping with at least bf16 and fp32 (dense FLOP/s); "
@@ -154,7 +174,8 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
             value = _number(out[name], f"{where}.{name}", "an integer >= 1", lambda x: x >= 1 and x == int(x))
             out[name] = int(value)
     _plausible(out["gpus_per_node"], f"{where}.gpus_per_node", "gpus_per_node")
-    out["source"], out["notes"] = str(out["source"]), str(out.get("notes", ""))
+    out["source"] = _text(out["source"], f"{where}.source", MAX_NOTE_CHARS)
+    out["notes"] = _text(out.get("notes"), f"{where}.notes", MAX_NOTE_CHARS)
     return HardwareSpec(**out)
 
 

@@ -516,6 +516,12 @@ CASES = [
     Hostile("hardware_id_a_path", hardware(id="../x"), "cluster.hardware.id: '../x' is not allowed; expected a plain"),
     Hostile("hardware_id_with_a_slash", hardware(id="a/b"), "cluster.hardware.id: 'a/b' is not allowed"),
     Hostile("hardware_id_null", hardware(id=None), "cluster.hardware.id: null is not allowed"),
+    # a hardware figure as text went through float(), which reads any Unicode digits ('٣e14' was 3e14 FLOP/s) and
+    # underscores; a name that is a list became "['a']", a name with a newline broke one-line outputs
+    Hostile("hardware_flops_arabic_indic_digit", hardware(peak_flops={"fp32": 6e13, "bf16": "\u0663e14"}),
+            "cluster.hardware.peak_flops.bf16: '\u0663e14' is not a number"),
+    Hostile("hardware_name_a_list", hardware(name=["a", "b"]), "cluster.hardware.name: ['a', 'b'] is not allowed"),
+    Hostile("hardware_name_two_lines", hardware(name="my\ngpu"), "cluster.hardware.name: expected text of at most 200"),
     # CSV traces read by the format importer: every row one field longer than the header made pandas take the
     # first column as the index and shift the others (arrival 10, prompt 5, output 7), silently; a column named
     # twice was read from its first; a bad value after blank lines was named at the wrong line
