@@ -72,7 +72,7 @@ def load_model(ref, base_dir: Path | str | None = None) -> ModelSpec:
     if not path.is_absolute() and base_dir is not None:
         path = Path(base_dir) / path
     if not ref.lower().endswith(FILE_SUFFIXES):
-        if path.is_dir():
+        if ref.strip() and path.is_dir():   # ('' is the current folder to pathlib)
             raise ValueError(_folder_problem(ref, path))
         raise UnknownNameError("model", ref, catalog(), also="or a path to a Hugging Face config.json")
     if file_kind_problem(path) == "file not found":   # (a FIFO, a device, ...: read_document says what it is)

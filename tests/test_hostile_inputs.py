@@ -522,6 +522,12 @@ CASES = [
             "cluster.hardware.peak_flops.bf16: '\u0663e14' is not a number"),
     Hostile("hardware_name_a_list", hardware(name=["a", "b"]), "cluster.hardware.name: ['a', 'b'] is not allowed"),
     Hostile("hardware_name_two_lines", hardware(name="my\ngpu"), "cluster.hardware.name: expected text of at most 200"),
+    # estimate's latency and engine blocks printed pydantic's 'Value error, ' for a rule of the block; an empty
+    # --model, which pathlib reads as the current folder, was called a folder without a config.json
+    Hostile("estimate_profile_dir_without_a_profile_source", estimate("--profile-dir", "x"),
+            "error: latency: profile_dir is only used with source: profile"),
+    Hostile("estimate_model_empty", lambda tmp: ["estimate", "--model", "", "--hardware", "h100-sxm"],
+            "error: model: unknown model ''"),
     # CSV traces read by the format importer: every row one field longer than the header made pandas take the
     # first column as the index and shift the others (arrival 10, prompt 5, output 7), silently; a column named
     # twice was read from its first; a bad value after blank lines was named at the wrong line
