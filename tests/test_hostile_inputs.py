@@ -528,6 +528,13 @@ CASES = [
             "error: latency: profile_dir is only used with source: profile"),
     Hostile("estimate_model_empty", lambda tmp: ["estimate", "--model", "", "--hardware", "h100-sxm"],
             "error: model: unknown model ''"),
+    # profile: an empty --check-out was named '--out'; --tp 1,1 and --models a,a profiled as given, silently
+    Hostile("profile_check_out_empty", profile("--models", "llama-68m", "--check", "--check-out", ""),
+            "--check-out: an empty path; give a file path"),
+    Hostile("profile_tp_listed_twice", lambda tmp: profile("--models", "llama-68m", "--tp", "1,1", "--out",
+                                                           tmp / "p")(tmp), "--tp lists 1 twice"),
+    Hostile("profile_model_listed_twice", lambda tmp: profile("--models", "llama-68m,LLAMA-68m", "--out",
+                                                              tmp / "p")(tmp), "--models lists llama-68m twice"),
     # CSV traces read by the format importer: every row one field longer than the header made pandas take the
     # first column as the index and shift the others (arrival 10, prompt 5, output 7), silently; a column named
     # twice was read from its first; a bad value after blank lines was named at the wrong line

@@ -404,6 +404,10 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
             raise ValueError(f"--tp must be comma-separated integers, got {args.tp!r}") from None
         if not tps or min(tps) < 1:
             raise ValueError(f"--tp must list degrees >= 1, got {args.tp!r}")
+        for flag, values in (("--tp", tps), ("--models", [m.lower() for m in models])):
+            twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+            if twice is not None:   # (profiled twice over, or its rows written twice: a typo, as plan refuses it)
+                raise ValueError(f"{flag} lists {twice} twice; give each once")
         if args.check and args.check_only:
             raise ValueError("--check and --check-only: choose one")
         grid = dataclasses.replace(default_grid(args.device, args.quick), tp=tps)
