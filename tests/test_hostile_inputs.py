@@ -535,6 +535,13 @@ CASES = [
                                                            tmp / "p")(tmp), "--tp lists 1 twice"),
     Hostile("profile_model_listed_twice", lambda tmp: profile("--models", "llama-68m,LLAMA-68m", "--out",
                                                               tmp / "p")(tmp), "--models lists llama-68m twice"),
+    # validate read an empty --scenario or --profile-dir as the default (a whole validation ran, exit 1) and an
+    # empty --out as the current folder (Path('') is '.': it wrote there)
+    Hostile("validate_scenario_empty", lambda tmp: ["validate", "--quick", "--quiet", "--scenario", "", "--out",
+                                                    tmp / "v"], "--scenario: an empty path"),
+    Hostile("validate_out_empty", lambda tmp: ["validate", "--quick", "--quiet", "--out", ""], "--out: an empty path"),
+    Hostile("validate_profile_dir_blank", lambda tmp: ["validate", "--quick", "--quiet", "--profile-dir", " ",
+                                                       "--out", tmp / "v"], "--profile-dir: an empty path"),
     # CSV traces read by the format importer: every row one field longer than the header made pandas take the
     # first column as the index and shift the others (arrival 10, prompt 5, output 7), silently; a column named
     # twice was read from its first; a bad value after blank lines was named at the wrong line
