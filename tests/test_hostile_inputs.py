@@ -573,6 +573,10 @@ CASES = [
     Hostile("trace_block_size_without_hash_ids", trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n1,10,5\n"),
                                                        hash_block_tokens=16),
             "workload.arrival: hash_block_tokens is the prompt tokens each prefix hash id covers"),
+    # one column mapped to two roles read the prompt lengths as arrival times, silently
+    Hostile("trace_one_column_for_two_roles", trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n1,10,5\n"),
+                                                    columns={"arrival": "prompt_tokens"}),
+            "workload.arrival: columns: arrival and prompt_tokens both read column 'prompt_tokens'"),
     # acceptance traces a user supplies (parquet): a negative max_accept walked a sequence backwards (an
     # IndexError traceback; -1 never ends), a negative rank accepted every draft and a β of 2 was an acceptance
     # probability, silently; an empty trace in sample mode was a NumPy traceback

@@ -143,7 +143,21 @@ class ArrivalConfig(Strict):
             raise ValueError(f"end_s ({self.end_s}) must be > start_s ({self.start_s})")
         if self.process == "trace":
             self._hash_ids_and_their_block()
+            self._one_column_per_role()
         return self
+
+    def _one_column_per_role(self) -> None:
+        """columns: {arrival: prompt_tokens} read the prompt lengths as arrival times, silently."""
+        from simulator.core.traces.formats import FORMATS
+        roles = FORMATS[self.format].columns()
+        if self.columns is not None:
+            roles.update({k: v for k, v in vars(self.columns).items() if v is not None})
+        seen: dict[str, str] = {}
+        for role, column in roles.items():
+            if column is not None and column in seen:
+                raise ValueError(f"columns: {seen[column]} and {role} both read column {column!r} (format "
+                                 f"'{self.format}' and columns); give each its own column")
+            seen.setdefault(column, role)
 
     def _hash_ids_and_their_block(self) -> None:
         """Prefix hash ids need their block size and a block size needs hash ids: a mapped hash_ids column of
