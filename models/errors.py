@@ -15,9 +15,10 @@ EXIT_INTERRUPTED = 130   # the shell's 128 + SIGINT
 
 
 class UnknownNameError(ValueError):
-    def __init__(self, what: str, name: str, allowed: Iterable[str]):
+    def __init__(self, what: str, name: str, allowed: Iterable[str], also: str = ""):
+        """`also`: what else is allowed beside the names, after their sorted list ("or a path to ...")."""
         self.what, self.name = what, name
-        super().__init__(f"unknown {what} {name!r}; allowed: {', '.join(sorted(allowed))}")
+        super().__init__(f"unknown {what} {name!r}; allowed: {', '.join(sorted(allowed))}{', ' + also if also else ''}")
 
 
 class FieldError(ValueError):
@@ -38,14 +39,33 @@ def is_boolean(value) -> bool:
     return np is not None and isinstance(value, np.bool_)
 
 
+def ascii_number(kind: type, text: str):
+    """`kind(text)` (int or float) of text in ASCII only; ValueError otherwise. Python's int() and float() read
+    any Unicode decimal digits ('٣', '３' and '𝟑' are all 3), which no user means as a flag's number."""
+    if not text.isascii():
+        raise ValueError(f"non-ASCII text {text!r}")
+    return kind(text)
+
+
+def _ascii_type(kind: type):
+    def parse(text: str):
+        return ascii_number(kind, text)
+
+    parse.__name__ = kind.__name__   # (argparse's message: "invalid int value: '٣'")
+    return parse
+
+
 def one_line_usage_errors(parser: argparse.ArgumentParser) -> None:
     """Make `parser` and its sub-command parsers print a usage error as one line, `PROG: error: MESSAGE
-    (see PROG --help)`, exit 2, instead of argparse's usage block followed by the error."""
+    (see PROG --help)`, exit 2, instead of argparse's usage block followed by the error; their `type=int` and
+    `type=float` flags read ASCII digits only (`ascii_number`)."""
     def error(message: str, p=parser):
         p.exit(EXIT_USAGE, f"{p.prog}: error: {message} (see {p.prog} --help)\n")
 
     parser.error = error
     for action in parser._actions:
+        if action.type in (int, float):
+            action.type = _ascii_type(action.type)
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 one_line_usage_errors(sub)
@@ -59,9 +79,9 @@ def bounded(kind: type = int, minimum: float = 1, maximum: float | None = None, 
 
     def parse(text: str):
         try:
-            value = kind(text)
+            value = ascii_number(kind, text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} is required, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"{what} in ASCII digits is required, got {text!r}") from None
         if not (value > minimum if exclusive else value >= minimum):   # (also refuses NaN)
             raise argparse.ArgumentTypeError(f"must be {'>' if exclusive else '>='} {minimum}, got {text}")
         if maximum is not None and value > maximum:

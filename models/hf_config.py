@@ -37,13 +37,6 @@ class UnsupportedModelError(ValueError):
     """The config cannot be turned into a ModelSpec; the message names the field and what is allowed."""
 
 
-def _need(cfg: dict, key: str, where: str):
-    value = cfg.get(key)
-    if value is None:
-        raise UnsupportedModelError(f"{where}: config.json lacks {key!r}")
-    return value
-
-
 def _int(cfg: dict, key: str, where: str, default=None, low: int = 1) -> int:
     """`cfg[key]` as an integer >= `low` (an integral float such as 4096.0 is taken as its integer; a
     fraction, a text, true/false or a missing required value is an UnsupportedModelError naming the key)."""
@@ -152,10 +145,30 @@ def _mixtral(cfg: dict, where: str) -> dict:
     return out
 
 
+def _layer_indices(cfg: dict, key: str, layers: int, where: str) -> list[int]:
+    """`cfg[key]` as a list of layer indices in 0..layers-1 (missing or null: none)."""
+    value = cfg.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers
+                                              for i in value):
+        raise UnsupportedModelError(f"{where}: {key} is {value!r}; expected a list of layer indices in "
+                                    f"0..{layers - 1}")
+    return value
+
+
+def _period_offset(cfg: dict, period_key: str, offset_key: str, where: str, what: str) -> tuple[int, int]:
+    """A layer pattern's (period, offset): layer i is of the kind when i % period == offset."""
+    _hybrid_need(cfg, (period_key,), where, what)
+    _hybrid_need(cfg, (offset_key,), where, what)
+    period, offset = _int(cfg, period_key, where), _int(cfg, offset_key, where, low=0)
+    if offset >= period:   # no layer would be of the kind
+        raise UnsupportedModelError(f"{where}: {offset_key} ({offset}) must be below {period_key} ({period})")
+    return period, offset
+
+
 def _leading_dense(cfg: dict, layers: int, where: str) -> int:
     """Leading dense layers of a Qwen-MoE layout; other layouts cannot be expressed."""
-    dense = sorted(int(i) for i in cfg.get("mlp_only_layers") or [])
-    if dense != list(range(len(dense))) or int(cfg.get("decoder_sparse_step", 1)) != 1:
+    dense = sorted(_layer_indices(cfg, "mlp_only_layers", layers, where))
+    if dense != list(range(len(dense))) or _int(cfg, "decoder_sparse_step", where, default=1) != 1:
         raise UnsupportedModelError(f"{where}: mlp_only_layers={dense} with decoder_sparse_step="
                                     f"{cfg.get('decoder_sparse_step', 1)} is not supported; allowed: dense layers "
                                     "only before the MoE layers, decoder_sparse_step 1")
@@ -173,17 +186,18 @@ def _qwen3_moe(cfg: dict, where: str) -> dict:
 
 def _deepseek(cfg: dict, where: str) -> dict:
     out = _common(cfg, where)
-    if int(cfg.get("moe_layer_freq", 1)) != 1:
+    if _int(cfg, "moe_layer_freq", where, default=1) != 1:
         raise UnsupportedModelError(f"{where}: moe_layer_freq={cfg['moe_layer_freq']} is not supported; allowed: 1")
     nope, rope = _int(cfg, "qk_nope_head_dim", where), _int(cfg, "qk_rope_head_dim", where)
     out.update(num_kv_heads=out["num_heads"], head_dim=nope + rope,
-               q_lora_rank=int(cfg.get("q_lora_rank") or 0), kv_lora_rank=_int(cfg, "kv_lora_rank", where),
+               q_lora_rank=_int(cfg, "q_lora_rank", where, default=0, low=0), kv_lora_rank=_int(cfg, "kv_lora_rank", where),
                qk_rope_head_dim=rope, qk_nope_head_dim=nope, v_head_dim=_int(cfg, "v_head_dim", where))
-    if cfg.get("n_routed_experts"):
-        out.update(num_experts=int(cfg["n_routed_experts"]), experts_per_token=_int(cfg, "num_experts_per_tok", where),
+    experts = _int(cfg, "n_routed_experts", where, default=0, low=0)
+    if experts:
+        out.update(num_experts=experts, experts_per_token=_int(cfg, "num_experts_per_tok", where),
                    moe_intermediate_size=_int(cfg, "moe_intermediate_size", where),
-                   num_shared_experts=int(cfg.get("n_shared_experts") or 0),
-                   first_dense_layers=int(cfg.get("first_k_dense_replace") or 0),
+                   num_shared_experts=_int(cfg, "n_shared_experts", where, default=0, low=0),
+                   first_dense_layers=_int(cfg, "first_k_dense_replace", where, default=0, low=0),
                    router_bias=cfg.get("topk_method") == "noaux_tc")
     return out
 
@@ -199,7 +213,8 @@ def _gpt_oss(cfg: dict, where: str) -> dict:
     bias = _bool(cfg, "attention_bias", where, True)
     out.update(qkv_bias=bias, attention_output_bias=bias, attention_sinks=True,
                num_experts=_int(cfg, "num_local_experts", where),
-               experts_per_token=int(cfg.get("num_experts_per_tok") or _need(cfg, "experts_per_token", where)),
+               experts_per_token=_int(cfg, "experts_per_token" if cfg.get("num_experts_per_tok") is None
+                                      else "num_experts_per_tok", where),
                moe_intermediate_size=out["intermediate_size"], router_bias=True, expert_bias=True)
     out.update(_window(sliding, _int(cfg, "sliding_window", where, default=0, low=0) if sliding else 0))
     return out
@@ -235,30 +250,32 @@ def _qwen3_next(cfg: dict, where: str) -> dict:
     layers = out["num_layers"]
     types = cfg.get("layer_types")
     if types is None:
-        interval = int(_hybrid_need(cfg, ("layer_types", "full_attention_interval"), where,
-                                    "its linear_attention and full_attention layers"))
+        _hybrid_need(cfg, ("layer_types", "full_attention_interval"), where, "its linear_attention and full_attention "
+                                                                             "layers")
+        interval = _int(cfg, "full_attention_interval", where)
         types = ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers)]
     unknown = sorted(set(types) - {"linear_attention", "full_attention"})
     if unknown or len(types) != layers:
         raise UnsupportedModelError(f"{where}: layer_types must list num_hidden_layers={layers} entries of "
                                     f"'linear_attention' or 'full_attention'; got {unknown or len(types)}")
-    experts = int(cfg.get("num_experts") or 0)
-    dense = {int(i) for i in cfg.get("mlp_only_layers") or []}
-    step = int(cfg.get("decoder_sparse_step", 1) or 1)
+    experts = _int(cfg, "num_experts", where, default=0, low=0)
+    dense = set(_layer_indices(cfg, "mlp_only_layers", layers, where))
+    step = _int(cfg, "decoder_sparse_step", where, default=1)
     ffn = ["moe" if experts and i not in dense and (i + 1) % step == 0 else "dense" for i in range(layers)]
-    shared = int(cfg.get("shared_expert_intermediate_size") or 0)
+    shared = _int(cfg, "shared_expert_intermediate_size", where, default=0, low=0)
     out.update(qk_norm=True, qkv_bias=_bool(cfg, "attention_bias", where, False), attn_output_gate=True,
                layer_types=tuple(types), ffn_types=tuple(ffn),
-               linear_num_key_heads=int(_need(cfg, "linear_num_key_heads", where)),
-               linear_num_value_heads=int(_need(cfg, "linear_num_value_heads", where)),
-               linear_key_head_dim=int(_need(cfg, "linear_key_head_dim", where)),
-               linear_value_head_dim=int(_need(cfg, "linear_value_head_dim", where)),
-               linear_conv_kernel=int(_need(cfg, "linear_conv_kernel_dim", where)),
-               num_mtp_modules=int(cfg.get("num_nextn_predict_layers") or cfg.get("mtp_num_hidden_layers") or 1),
+               linear_num_key_heads=_int(cfg, "linear_num_key_heads", where),
+               linear_num_value_heads=_int(cfg, "linear_num_value_heads", where),
+               linear_key_head_dim=_int(cfg, "linear_key_head_dim", where),
+               linear_value_head_dim=_int(cfg, "linear_value_head_dim", where),
+               linear_conv_kernel=_int(cfg, "linear_conv_kernel_dim", where),
+               num_mtp_modules=_int(cfg, "num_nextn_predict_layers", where, default=0, low=0)
+               or _int(cfg, "mtp_num_hidden_layers", where, default=0, low=0) or 1,
                ssm_state_dtype=_state_dtype(cfg, where))
     if experts:
-        out.update(num_experts=experts, experts_per_token=int(_need(cfg, "num_experts_per_tok", where)),
-                   moe_intermediate_size=int(_need(cfg, "moe_intermediate_size", where)),
+        out.update(num_experts=experts, experts_per_token=_int(cfg, "num_experts_per_tok", where),
+                   moe_intermediate_size=_int(cfg, "moe_intermediate_size", where),
                    num_shared_experts=1 if shared else 0, shared_expert_intermediate_size=shared,
                    shared_expert_gate=bool(shared))
     return out
@@ -274,7 +291,7 @@ def _nemotron_h(cfg: dict, where: str) -> dict:
     if cfg.get("use_bias") or cfg.get("mlp_bias") or cfg.get("moe_latent_size"):
         raise UnsupportedModelError(f"{where}: use_bias, mlp_bias and moe_latent_size are not supported (only their "
                                     "absence is modelled)")
-    hidden, heads = int(_need(cfg, "hidden_size", where)), int(_need(cfg, "num_attention_heads", where))
+    hidden, heads = _int(cfg, "hidden_size", where), _int(cfg, "num_attention_heads", where)
     cfg = {**cfg, "head_dim": cfg.get("head_dim") or cfg.get("attention_head_dim") or hidden // heads}
     out = _common(cfg, where)
     pattern = str(_hybrid_need(cfg, ("hybrid_override_pattern",), where, "its Mamba (M), attention (*), MLP (-) "
@@ -283,20 +300,21 @@ def _nemotron_h(cfg: dict, where: str) -> dict:
     if bad or len(pattern) != out["num_layers"]:
         raise UnsupportedModelError(f"{where}: hybrid_override_pattern must have num_hidden_layers={out['num_layers']} "
                                     f"characters of {''.join(_NEMOTRON_BLOCKS)}; got {bad or len(pattern)}")
-    mamba_heads, mamba_head_dim = int(_need(cfg, "mamba_num_heads", where)), int(_need(cfg, "mamba_head_dim", where))
+    mamba_heads, mamba_head_dim = _int(cfg, "mamba_num_heads", where), _int(cfg, "mamba_head_dim", where)
     out.update(layer_types=tuple(_NEMOTRON_BLOCKS[c][0] for c in pattern),
                ffn_types=tuple(_NEMOTRON_BLOCKS[c][1] for c in pattern), gated_mlp=False,
                mamba_version=2, mamba_inner_size=mamba_heads * mamba_head_dim, mamba_num_heads=mamba_heads,
-               mamba_groups=int(_need(cfg, "n_groups", where)), ssm_state_size=int(_need(cfg, "ssm_state_size", where)),
-               mamba_conv_kernel=int(_need(cfg, "conv_kernel", where)),
+               mamba_groups=_int(cfg, "n_groups", where), ssm_state_size=_int(cfg, "ssm_state_size", where),
+               mamba_conv_kernel=_int(cfg, "conv_kernel", where),
                mamba_conv_bias=_bool(cfg, "use_conv_bias", where, True),
-               mamba_chunk_size=int(_need(cfg, "chunk_size", where)), ssm_state_dtype=_state_dtype(cfg, where))
+               mamba_chunk_size=_int(cfg, "chunk_size", where), ssm_state_dtype=_state_dtype(cfg, where))
     if "E" in pattern:
-        shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0)
-        out.update(num_experts=int(_need(cfg, "n_routed_experts", where)),
-                   experts_per_token=int(_need(cfg, "num_experts_per_tok", where)),
-                   moe_intermediate_size=int(_need(cfg, "moe_intermediate_size", where)),
-                   num_shared_experts=int(cfg.get("n_shared_experts") or 0), shared_expert_intermediate_size=shared,
+        shared = _int(cfg, "moe_shared_expert_intermediate_size", where, default=0, low=0)
+        out.update(num_experts=_int(cfg, "n_routed_experts", where),
+                   experts_per_token=_int(cfg, "num_experts_per_tok", where),
+                   moe_intermediate_size=_int(cfg, "moe_intermediate_size", where),
+                   num_shared_experts=_int(cfg, "n_shared_experts", where, default=0, low=0),
+                   shared_expert_intermediate_size=shared,
                    router_bias=True)   # NemotronHTopkRouter's e_score_correction_bias
     return out
 
@@ -307,21 +325,20 @@ def _jamba(cfg: dict, where: str) -> dict:
     if cfg.get("mamba_proj_bias"):
         raise UnsupportedModelError(f"{where}: mamba_proj_bias: true is not supported (projection biases are not modelled)")
     out = _common(cfg, where)
-    period = int(_hybrid_need(cfg, ("attn_layer_period",), where, "which layers are attention"))
-    offset = int(_hybrid_need(cfg, ("attn_layer_offset",), where, "which layers are attention"))
-    layers, experts = out["num_layers"], int(cfg.get("num_experts") or 1)
+    period, offset = _period_offset(cfg, "attn_layer_period", "attn_layer_offset", where, "which layers are attention")
+    layers, experts = out["num_layers"], _int(cfg, "num_experts", where, default=1)
     types = tuple("full_attention" if i % period == offset else "mamba" for i in range(layers))
     hidden = out["hidden_size"]
     rank = cfg.get("mamba_dt_rank", "auto")
-    out.update(layer_types=types, mamba_version=1, mamba_inner_size=int(cfg.get("mamba_expand", 2)) * hidden,
-               ssm_state_size=int(_need(cfg, "mamba_d_state", where)), mamba_conv_kernel=int(_need(cfg, "mamba_d_conv", where)),
+    out.update(layer_types=types, mamba_version=1, mamba_inner_size=_int(cfg, "mamba_expand", where, default=2) * hidden,
+               ssm_state_size=_int(cfg, "mamba_d_state", where), mamba_conv_kernel=_int(cfg, "mamba_d_conv", where),
                mamba_conv_bias=_bool(cfg, "mamba_conv_bias", where, True), mamba_inner_norms=True,
-               mamba_dt_rank=-(-hidden // 16) if rank == "auto" else int(rank))
+               mamba_dt_rank=-(-hidden // 16) if rank == "auto" else _int(cfg, "mamba_dt_rank", where))
     if experts > 1:
-        e_period = int(_hybrid_need(cfg, ("expert_layer_period",), where, "which layers are MoE"))
-        e_offset = int(_hybrid_need(cfg, ("expert_layer_offset",), where, "which layers are MoE"))
+        e_period, e_offset = _period_offset(cfg, "expert_layer_period", "expert_layer_offset", where,
+                                            "which layers are MoE")
         out.update(ffn_types=tuple("moe" if i % e_period == e_offset else "dense" for i in range(layers)),
-                   num_experts=experts, experts_per_token=int(_need(cfg, "num_experts_per_tok", where)),
+                   num_experts=experts, experts_per_token=_int(cfg, "num_experts_per_tok", where),
                    moe_intermediate_size=out["intermediate_size"])
     return out
 

@@ -47,6 +47,15 @@ def _yaml_entry(path: Path) -> ModelSpec:
     return spec_from_fields({"source": str(path), **fields}, str(name))
 
 
+def _folder_problem(ref: str, path: Path) -> str:
+    """What to give instead of the folder `ref` (at `path`): its config.json's path, when it holds one."""
+    inside = str(Path(ref) / "config.json")
+    if (path / "config.json").is_file():
+        return f"{ref!r} is a folder; give the path of its config.json instead: {inside}"
+    return (f"{ref!r} is a folder without a config.json; give a catalog name (draftsim catalog models) or the "
+            "path of a Hugging Face config.json (a model folder's config.json)")
+
+
 def load_model(ref, base_dir: Path | str | None = None) -> ModelSpec:
     """The ModelSpec of a scenario's model reference (module docstring)."""
     if isinstance(ref, ModelSpec):
@@ -59,11 +68,13 @@ def load_model(ref, base_dir: Path | str | None = None) -> ModelSpec:
         raise ValueError(f"expected a catalog name, a path to a config.json or a mapping of model fields; got {ref!r}")
     if ref.strip().lower() in catalog():
         return get_model(ref)
-    if not ref.lower().endswith(FILE_SUFFIXES):
-        raise UnknownNameError("model", ref, list(catalog()) + ["or a path to a Hugging Face config.json"])
     path = expand_home(ref)
     if not path.is_absolute() and base_dir is not None:
         path = Path(base_dir) / path
+    if not ref.lower().endswith(FILE_SUFFIXES):
+        if ref.strip() and path.is_dir():   # ('' is the current folder to pathlib)
+            raise ValueError(_folder_problem(ref, path))
+        raise UnknownNameError("model", ref, catalog(), also="or a path to a Hugging Face config.json")
     if file_kind_problem(path) == "file not found":   # (a FIFO, a device, ...: read_document says what it is)
         raise ValueError(f"{path}: file not found (a model file is a Hugging Face config.json or a catalog-format YAML)")
     return load_hf_config(path) if path.suffix.lower() == ".json" else _yaml_entry(path)

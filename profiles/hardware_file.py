@@ -8,7 +8,7 @@
 Fields, SI units (the same names as `HardwareSpec`; YAML numbers such as `3.35e12` or strings `"3.35e12"`):
 
 ```yaml
-id: my-gpu                                 # required, must not shadow a catalog id
+id: my-gpu                                 # required: a plain name (letters, digits, . _ -), not a catalog id
 name: My accelerator 96GB                  # default: the id
 peak_flops: {fp32: 6.0e13, bf16: 8.0e14, fp8: 1.6e15}   # dense FLOP/s per dtype; bf16 and fp32 required
 hbm_bytes: 96.0e9                          # device memory, bytes
@@ -56,13 +56,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 
 
-from models.errors import FieldError, is_boolean
+from models.errors import FieldError, ascii_number, is_boolean
 from models.files import expand_home, read_document
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 
+# a plain name, as the catalog's ids (h100-sxm, a100-80gb): it names the hardware's profile folder
+# (profiles/data/<id>/) and output columns, so never a path ('../x', 'a/b') nor a hidden name
+HARDWARE_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 KNOWN_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 _POSITIVE = ("hbm_bytes", "hbm_bandwidth_bytes_per_s", "scaleup_bandwidth_bytes_per_s",
              "scaleout_bandwidth_bytes_per_s", "host_link_bandwidth_bytes_per_s")
@@ -94,12 +98,32 @@ def _number(value, field: str, rule: str, ok) -> float:
     if is_boolean(value):   # float(True) is 1.0: `gpus_per_node: true` was one GPU, `scaleup_latency_s: false` none
         raise FieldError(field, f"{str(value).lower()} is a boolean, not a number; expected {rule}")
     try:
-        number = float(value)
+        if isinstance(value, str) and "_" in value:   # float() reads '1_000e11' as 1e14
+            raise ValueError(value)
+        number = ascii_number(float, value) if isinstance(value, str) else float(value)   # ('٣e14' is 3e14)
     except (TypeError, ValueError):
         raise FieldError(field, f"{value!r} is not a number; expected {rule}") from None
     if not math.isfinite(number) or not ok(number):
         raise FieldError(field, f"{value!r} is not {rule}")
     return number
+
+
+MAX_NAME_CHARS, MAX_NOTE_CHARS = 200, 10_000
+
+
+def _text(value, field: str, max_chars: int, one_line: bool = False) -> str:
+    """A name, source or note: text or a number (str() made a list or a mapping a name), a name on one line (a
+    newline broke the one-line outputs that print it); "" for a missing one."""
+    if value is None:
+        return ""
+    if is_boolean(value) or not isinstance(value, (str, int, float)):
+        raise FieldError(field, f"{value!r} is not allowed; expected text")
+    text = str(value)
+    control = one_line and any(ord(c) < 32 or ord(c) == 127 for c in text)
+    if len(text) > max_chars or control:
+        raise FieldError(field, f"expected text of at most {max_chars:,} characters{' on one line' if one_line else ''}; "
+                                f"got {len(text):,} characters{' with a control character' if control else ''}")
+    return text
 
 
 def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
@@ -113,11 +137,18 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
     if missing:
         raise FieldError(f"{where}.{missing[0]}", "required field is missing")
     out = {**_DEFAULTS, **fields}
+    if out["id"] is None or is_boolean(out["id"]):   # str() made `id: null` the name 'none', `id: yes` 'true'
+        raise FieldError(f"{where}.id", f"{str(out['id']).lower() if out['id'] is not None else 'null'} is not "
+                                        "allowed; expected a plain name of letters, digits, '.', '_' and '-'")
     hid = str(out["id"]).strip().lower()
     if not hid or hid in HARDWARE:
         raise FieldError(f"{where}.id", f"{out['id']!r} must be a new name (not empty, not a catalog id: "
                          f"{', '.join(sorted(HARDWARE))})")
-    out["id"], out["name"] = hid, str(out.get("name") or hid)
+    if not HARDWARE_ID.fullmatch(hid):
+        raise FieldError(f"{where}.id", f"{out['id']!r} is not allowed; expected a plain name of letters, digits, '.', "
+                                        "'_' and '-', starting with a letter or digit, at most 64 characters "
+                                        "(as the catalog's h100-sxm)")
+    out["id"], out["name"] = hid, _text(out.get("name"), f"{where}.name", MAX_NAME_CHARS, one_line=True) or hid
     peaks = out["peak_flops"]
     if not isinstance(peaks, dict) or not {"bf16", "fp32"} <= set(peaks):
         raise FieldError(f"{where}.peak_flops", f"needs a mapping with at least bf16 and fp32 (dense FLOP/s); "
@@ -143,7 +174,8 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
             value = _number(out[name], f"{where}.{name}", "an integer >= 1", lambda x: x >= 1 and x == int(x))
             out[name] = int(value)
     _plausible(out["gpus_per_node"], f"{where}.gpus_per_node", "gpus_per_node")
-    out["source"], out["notes"] = str(out["source"]), str(out.get("notes", ""))
+    out["source"] = _text(out["source"], f"{where}.source", MAX_NOTE_CHARS)
+    out["notes"] = _text(out.get("notes"), f"{where}.notes", MAX_NOTE_CHARS)
     return HardwareSpec(**out)
 
 

@@ -116,6 +116,15 @@ def model_file(name: str, **fields) -> Callable[[Path], list]:
     return make
 
 
+def hf_shipped(folder: str, **fields) -> Callable[[Path], list]:
+    """`draftsim estimate` of tests/data/hf_configs/FOLDER/config.json with `fields` changed (None: removed)."""
+    def make(tmp: Path) -> list:
+        cfg = json.loads((REPO / "tests/data/hf_configs" / folder / "config.json").read_text())
+        cfg = {k: v for k, v in {**cfg, **fields}.items() if v is not None}
+        return ["estimate", "--model", str(_write(tmp, "config.json", json.dumps(cfg))), "--hardware", "h200"]
+    return make
+
+
 def estimate(*flags, model_fields: dict | None = None) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
         model = str(_write(tmp, "config.json", json.dumps({**HF, **model_fields}))) if model_fields else "llama-3-8b"
@@ -174,6 +183,19 @@ def _link_to_a_folder(tmp: Path) -> Path:
     (tmp / "elsewhere").mkdir()
     (tmp / "link").symlink_to(tmp / "elsewhere")
     return tmp / "link"
+
+
+def acceptance_trace(column: str, value, mode: str = "greedy") -> Callable[[Path], list]:
+    """A run replaying the shipped acceptance trace with `column` set to `value` in every row."""
+    def make(tmp: Path) -> list:
+        from profiles.acceptance.parquet_meta import write_with_meta
+        from profiles.acceptance.trace import META_KEY, load_trace
+        shipped = load_trace(REPO / "profiles/data/acceptance/qwen2.5-coder-1.5b-0.5b.parquet")
+        changed = shipped.assign(**{column: value}) if column else shipped.iloc[:0]
+        write_with_meta(changed, tmp / "acc.parquet", META_KEY, shipped.attrs.get("meta", {}))
+        return run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+                   acceptance={"kind": "trace", "trace": "acc.parquet", "mode": mode})(tmp)
+    return make
 
 
 PLAN = {"name": "p", "seed": 2, "models": ["llama-3-8b"], "hardware": [{"id": "l40s", "usd_per_gpu_hour": 0.9}],
@@ -568,6 +590,115 @@ CASES = [
             "draftsim catalog: error: unrecognized arguments: extra (see draftsim catalog --help)"),
     Hostile("run_unknown_flag", run(None, "--bogus"),
             "draftsim run: error: unrecognized arguments: --bogus (see draftsim run --help)"),
+    # ---- input files and the remaining flags (helper3, 2026-11-27) ----------------------------------------
+    # a JSON line with a key twice was read with its last value, silently
+    Hostile("mooncake_duplicate_key",
+            trace(text_file("m.jsonl", MOONCAKE % (0, "1") + MOONCAKE.replace('{"timestamp": %d', '{"timestamp": 1, '
+                                                                              '"timestamp": %d') % (5, "2")),
+                  "mooncake"), "m.jsonl, line 2: key 'timestamp' appears twice in one object"),
+    # int() reads any Unicode digits: --batch ٣ (Arabic-Indic three) was a batch of 3
+    Hostile("estimate_batch_arabic_indic_digit", estimate("--batch", "\u0663"), "argument --batch: invalid int value"),
+    Hostile("estimate_tp_fullwidth_digit", estimate("--tp", "\uff12"), "argument --tp: invalid int value"),
+    Hostile("run_trace_requests_arabic_indic_digit", run(None, "--trace", "--trace-requests", "\u0663"),
+            "argument --trace-requests: a whole number in ASCII digits is required"),
+    Hostile("profile_tp_arabic_indic_digit", profile("--models", "llama-68m", "--tp", "\u0663"),
+            "--tp must be comma-separated integers"),
+    # a model folder said only 'unknown model', listing the catalog
+    Hostile("model_a_folder_with_config_json", lambda tmp: run(cluster={"model": str(
+        _write(tmp, "config.json", json.dumps(HF)).parent)})(tmp), "is a folder; give the path of its config.json"),
+    Hostile("estimate_model_a_folder_without_config_json",
+            lambda tmp: ["estimate", "--model", str(_folder_with_a_file(tmp)), "--hardware", "h100-sxm"],
+            "is a folder without a config.json"),
+    # a hardware id names its profile folder (profiles/data/<id>/): '../x' was taken as it was
+    Hostile("hardware_id_a_path", hardware(id="../x"), "cluster.hardware.id: '../x' is not allowed; expected a plain"),
+    Hostile("hardware_id_with_a_slash", hardware(id="a/b"), "cluster.hardware.id: 'a/b' is not allowed"),
+    Hostile("hardware_id_null", hardware(id=None), "cluster.hardware.id: null is not allowed"),
+    # a hardware figure as text went through float(), which reads any Unicode digits ('٣e14' was 3e14 FLOP/s) and
+    # underscores; a name that is a list became "['a']", a name with a newline broke one-line outputs
+    Hostile("hardware_flops_arabic_indic_digit", hardware(peak_flops={"fp32": 6e13, "bf16": "\u0663e14"}),
+            "cluster.hardware.peak_flops.bf16: '\u0663e14' is not a number"),
+    Hostile("hardware_name_a_list", hardware(name=["a", "b"]), "cluster.hardware.name: ['a', 'b'] is not allowed"),
+    Hostile("hardware_name_two_lines", hardware(name="my\ngpu"), "cluster.hardware.name: expected text of at most 200"),
+    # estimate's latency and engine blocks printed pydantic's 'Value error, ' for a rule of the block; an empty
+    # --model, which pathlib reads as the current folder, was called a folder without a config.json
+    Hostile("estimate_profile_dir_without_a_profile_source", estimate("--profile-dir", "x"),
+            "error: latency: profile_dir is only used with source: profile"),
+    Hostile("estimate_model_empty", lambda tmp: ["estimate", "--model", "", "--hardware", "h100-sxm"],
+            "error: model: unknown model ''"),
+    # profile: an empty --check-out was named '--out'; --tp 1,1 and --models a,a profiled as given, silently
+    Hostile("profile_check_out_empty", profile("--models", "llama-68m", "--check", "--check-out", ""),
+            "--check-out: an empty path; give a file path"),
+    Hostile("profile_tp_listed_twice", lambda tmp: profile("--models", "llama-68m", "--tp", "1,1", "--out",
+                                                           tmp / "p")(tmp), "--tp lists 1 twice"),
+    Hostile("profile_model_listed_twice", lambda tmp: profile("--models", "llama-68m,LLAMA-68m", "--out",
+                                                              tmp / "p")(tmp), "--models lists llama-68m twice"),
+    # validate read an empty --scenario or --profile-dir as the default (a whole validation ran, exit 1) and an
+    # empty --out as the current folder (Path('') is '.': it wrote there)
+    Hostile("validate_scenario_empty", lambda tmp: ["validate", "--quick", "--quiet", "--scenario", "", "--out",
+                                                    tmp / "v"], "--scenario: an empty path"),
+    Hostile("validate_out_empty", lambda tmp: ["validate", "--quick", "--quiet", "--out", ""], "--out: an empty path"),
+    Hostile("validate_profile_dir_blank", lambda tmp: ["validate", "--quick", "--quiet", "--profile-dir", " ",
+                                                       "--out", tmp / "v"], "--profile-dir: an empty path"),
+    # CSV traces read by the format importer: every row one field longer than the header made pandas take the
+    # first column as the index and shift the others (arrival 10, prompt 5, output 7), silently; a column named
+    # twice was read from its first; a bad value after blank lines was named at the wrong line
+    Hostile("trace_importer_rows_longer_than_the_header",
+            trace(text_file("t.csv", TRACE_HEAD + "0,10,5,7\n1,10,5,7\n"), time_unit="s"),
+            "t.csv, line 2: 4 fields; the header has 3"),
+    Hostile("burstgpt_column_named_twice",
+            trace(text_file("b.csv", "Timestamp,Model,Request tokens,Response tokens,Request tokens\n"
+                                     "5,ChatGPT,472,18,9\n6,ChatGPT,472,18,9\n"), "burstgpt"),
+            "column 'Request tokens' appears 2 times in the header (fields 3, 5)"),
+    Hostile("trace_importer_bad_value_after_blank_lines",
+            trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n\n\n1,x,5\n"), time_unit="s"),
+            "column 'prompt_tokens', line 5: 'x' is not"),
+    # JSON lines: NaN (which json.loads reads, JSON has not) was 'the value is missing'; a line nested 100,000
+    # deep was a RecursionError traceback; hash ids of another block size (hash_block_tokens: 16 on a Mooncake
+    # trace: 10 ids for 293 blocks) priced the prefix cache from ids that do not describe the prompt, silently
+    Hostile("mooncake_nan_timestamp", trace(text_file("m.jsonl", MOONCAKE % (0, "1") + MOONCAKE.replace(
+        '"timestamp": %d', '"timestamp": NaN%s') % ("", "2")), "mooncake"), "line 2: NaN is not a JSON number"),
+    Hostile("mooncake_line_nested_too_deep", trace(text_file("m.jsonl", MOONCAKE % (0, "1") + MOONCAKE % (
+        5, "[" * 100000 + "]" * 100000)), "mooncake"), "m.jsonl, line 2: nests too deeply to be read"),
+    Hostile("mooncake_block_ids_of_another_block_size",
+            trace(text_file("m.jsonl", MOONCAKE % (0, "1, 2") + MOONCAKE % (5, "3, 4")), "mooncake",
+                  hash_block_tokens=16), "column 'hash_ids', line 1: 2 block ids for 1000 prompt tokens; expected 62 or 63"),
+    # a hash_ids column mapped on a format without a block size divided by zero (a traceback); a block size
+    # without hash ids was ignored
+    Hostile("trace_hash_ids_without_a_block_size",
+            trace(text_file("t.csv", "arrival_s,prompt_tokens,output_tokens,h\n0,10,5,[1]\n1,10,5,[2]\n"),
+                  columns={"hash_ids": "h"}), "workload.arrival: columns.hash_ids needs hash_block_tokens"),
+    Hostile("trace_block_size_without_hash_ids", trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n1,10,5\n"),
+                                                       hash_block_tokens=16),
+            "workload.arrival: hash_block_tokens is the prompt tokens each prefix hash id covers"),
+    # one column mapped to two roles read the prompt lengths as arrival times, silently
+    Hostile("trace_one_column_for_two_roles", trace(text_file("t.csv", TRACE_HEAD + "0,10,5\n1,10,5\n"),
+                                                    columns={"arrival": "prompt_tokens"}),
+            "workload.arrival: columns: arrival and prompt_tokens both read column 'prompt_tokens'"),
+    # acceptance traces a user supplies (parquet): a negative max_accept walked a sequence backwards (an
+    # IndexError traceback; -1 never ends), a negative rank accepted every draft and a β of 2 was an acceptance
+    # probability, silently; an empty trace in sample mode was a NumPy traceback
+    Hostile("acceptance_trace_negative_max_accept", acceptance_trace("max_accept", -5),
+            "acc.parquet: column 'max_accept', row 0: -5 is not allowed; expected a finite number >= 0"),
+    Hostile("acceptance_trace_negative_rank", acceptance_trace("draft_rank", -1), "column 'draft_rank', row 0: -1"),
+    Hostile("acceptance_trace_beta_above_one", acceptance_trace("draft_beta_t100", 2.0, "sample"),
+            "column 'draft_beta_t100', row 0: 2 is not allowed; expected a finite number in [0, 1]"),
+    Hostile("acceptance_trace_empty_sampled", acceptance_trace("", None, "sample"), "acc.parquet: the trace has no rows"),
+    # config.json fields the converters read with a bare int(): a layer period of 0 was a ZeroDivisionError
+    # traceback; 8.7 experts were 8, -1 shared experts priced, an attention offset beyond its period left no
+    # attention layer, silently; a text was "invalid literal for int() with base 10"
+    Hostile("hf_jamba_attention_period_zero", hf_shipped("Jamba-1.5-Mini", attn_layer_period=0),
+            "attn_layer_period is 0; expected an integer >= 1"),
+    Hostile("hf_qwen3_next_full_attention_interval_zero",
+            hf_shipped("Qwen3-Next-80B-A3B-Instruct", layer_types=None, full_attention_interval=0),
+            "full_attention_interval is 0; expected an integer >= 1"),
+    Hostile("hf_deepseek_fractional_experts", hf_shipped("DeepSeek-V3", n_routed_experts=8.7),
+            "n_routed_experts is 8.7; expected an integer >= 0"),
+    Hostile("hf_deepseek_negative_shared_experts", hf_shipped("DeepSeek-V3", n_shared_experts=-1),
+            "n_shared_experts is -1; expected an integer >= 0"),
+    Hostile("hf_jamba_attention_offset_beyond_period", hf_shipped("Jamba-1.5-Mini", attn_layer_offset=99),
+            "attn_layer_offset (99) must be below attn_layer_period (8)"),
+    Hostile("hf_nemotron_experts_text", hf_shipped("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", n_routed_experts="x"),
+            "n_routed_experts is 'x'; expected an integer >= 1"),
 ]
 
 

@@ -81,6 +81,40 @@ def validate(trace: pd.DataFrame) -> None:
     expected = np.arange(len(pos)) - np.maximum.accumulate(np.where(starts, np.arange(len(pos)), 0))
     if len(pos) and (not np.array_equal(pos, expected) or len(np.unique(seq[starts])) != starts.sum()):
         raise ValueError("trace rows must be grouped by seq with pos = 0, 1, 2, … inside each sequence")
+    _check_values(trace)
+
+
+# column -> (low, high) of its values (None: unbounded); β and probabilities in [0, 1], counts and ranks >= 0.
+# A negative max_accept walked a sequence backwards (an IndexError, or for -1 a walk that never ends), a
+# negative rank accepted every draft and a β of 2 or NaN was an acceptance probability, silently.
+_VALUE_RANGES = {"max_accept": (0, None), "context_tokens": (0, None), "ngram_proposal_len": (0, None),
+                 "ngram_match_len": (0, None),
+                 **{f"{d}_rank": (0, None) for d in MODEL_DRAFTERS},
+                 **{f"{d}_q_target": (0.0, 1.0) for d in MODEL_DRAFTERS},
+                 **{beta_column(d, t): (0.0, 1.0) for d in MODEL_DRAFTERS for t in TEMPERATURES}}
+
+
+_FLOAT32_ROUNDING = 1e-5   # a measured β of float32 sums reads 1.0000001 where it is 1
+
+
+def _check_values(trace: pd.DataFrame) -> None:
+    """ValueError naming the column and row of the first value outside its range (`_VALUE_RANGES`)."""
+    for column, (low, high) in _VALUE_RANGES.items():
+        if column not in trace.columns:
+            continue
+        values = pd.to_numeric(trace[column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = ~np.isfinite(values) | (values < low) | ((values > high + _FLOAT32_ROUNDING) if high is not None else False)
+        if bad.any():
+            i = int(np.argmax(bad))
+            allowed = f"in [{low:g}, {high:g}]" if high is not None else f">= {low}"
+            raise ValueError(f"column {column!r}, row {i}: {values[i]:g} is not allowed; expected a finite number "
+                             f"{allowed}")
+    if "ngram_match_len" in trace.columns and "ngram_proposal_len" in trace.columns:
+        over = trace["ngram_match_len"].to_numpy() > trace["ngram_proposal_len"].to_numpy()
+        if over.any():
+            i = int(np.argmax(over))
+            raise ValueError(f"column 'ngram_match_len', row {i}: {trace['ngram_match_len'].iloc[i]} matched tokens "
+                             f"of {trace['ngram_proposal_len'].iloc[i]} proposed; expected at most the proposal")
 
 
 def write_trace(trace: pd.DataFrame, path: str | Path, meta: dict) -> None:
@@ -93,6 +127,8 @@ def load_trace(path: str | Path) -> pd.DataFrame:
     """Read a trace written by `write_trace`; metadata in `.attrs["meta"]`."""
     trace = read_with_meta(path, META_KEY, "trace path")
     validate(trace)
+    if trace.empty:   # (a sampled walk's window over no β was a NumPy ValueError traceback)
+        raise ValueError("the trace has no rows")
     return trace
 
 

@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 import torch
 
 from models.catalog import get_model
+from models.errors import ascii_number
 from models.spec import dtype_bytes
 from profiles.profiler.benches import OperandPool, build_bench
 from profiles.profiler.collectives import time_collectives
@@ -398,11 +399,15 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
     shapes = QUICK_SHAPES if args.quick else SHAPES
     try:
         try:
-            tps = tuple(int(x) for x in args.tp.split(",") if x.strip())
+            tps = tuple(ascii_number(int, x.strip()) for x in args.tp.split(",") if x.strip())
         except ValueError:
             raise ValueError(f"--tp must be comma-separated integers, got {args.tp!r}") from None
         if not tps or min(tps) < 1:
             raise ValueError(f"--tp must list degrees >= 1, got {args.tp!r}")
+        for flag, values in (("--tp", tps), ("--models", [m.lower() for m in models])):
+            twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+            if twice is not None:   # (profiled twice over, or its rows written twice: a typo, as plan refuses it)
+                raise ValueError(f"{flag} lists {twice} twice; give each once")
         if args.check and args.check_only:
             raise ValueError("--check and --check-only: choose one")
         grid = dataclasses.replace(default_grid(args.device, args.quick), tp=tps)

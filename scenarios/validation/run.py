@@ -224,6 +224,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             print(f"draftsim validate: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    for flag, value in (("--out", args.out), ("--scenario", args.scenario), ("--profile-dir", args.profile_dir)):
+        if value is not None and not value.strip():   # (Path('') is the current folder; '' read as the default)
+            print(f"draftsim validate: error: {flag}: an empty path; give a path, or omit {flag} for the default",
+                  file=sys.stderr)
+            return EXIT_USAGE
     scenario = Path(args.scenario) if args.scenario else SCENARIO_DIR / ("cpu_quick.yaml" if args.quick else "cpu.yaml")
     out = Path(args.out) if args.out is not None else Path("out") / f"validate-{args.device}{'-quick' if args.quick else ''}"
     from models.errors import UnknownNameError

@@ -141,7 +141,36 @@ class ArrivalConfig(Strict):
                     raise ValueError(f"{name} is only allowed for process 'trace'")
         if self.end_s is not None and self.end_s <= self.start_s:
             raise ValueError(f"end_s ({self.end_s}) must be > start_s ({self.start_s})")
+        if self.process == "trace":
+            self._hash_ids_and_their_block()
+            self._one_column_per_role()
         return self
+
+    def _one_column_per_role(self) -> None:
+        """columns: {arrival: prompt_tokens} read the prompt lengths as arrival times, silently."""
+        from simulator.core.traces.formats import FORMATS
+        roles = FORMATS[self.format].columns()
+        if self.columns is not None:
+            roles.update({k: v for k, v in vars(self.columns).items() if v is not None})
+        seen: dict[str, str] = {}
+        for role, column in roles.items():
+            if column is not None and column in seen:
+                raise ValueError(f"columns: {seen[column]} and {role} both read column {column!r} (format "
+                                 f"'{self.format}' and columns); give each its own column")
+            seen.setdefault(column, role)
+
+    def _hash_ids_and_their_block(self) -> None:
+        """Prefix hash ids need their block size and a block size needs hash ids: a mapped hash_ids column of
+        a format without one divided by zero (a traceback), a hash_block_tokens without ids was ignored."""
+        from simulator.core.traces.formats import FORMATS
+        fmt = FORMATS[self.format]
+        column = (self.columns.hash_ids if self.columns is not None else None) or fmt.hash_ids
+        if column is None and self.hash_block_tokens is not None:
+            raise ValueError(f"hash_block_tokens is the prompt tokens each prefix hash id covers, but format "
+                             f"'{self.format}' reads no hash ids; name their column with columns.hash_ids")
+        if column is not None and (self.hash_block_tokens or fmt.hash_block_tokens) == 0:
+            raise ValueError(f"columns.hash_ids needs hash_block_tokens, the prompt tokens each hash id covers "
+                             f"(Mooncake's: 512); format '{self.format}' has no block size")
 
     @field_validator("qps")
     @classmethod

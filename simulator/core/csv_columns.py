@@ -108,12 +108,24 @@ def _header(path: Path, columns: Mapping[str, ColumnKind], field: str) -> dict:
     if missing:
         raise ScenarioError(field, f"{path} lacks column(s) {', '.join(repr(m) for m in missing)}; "
                                    f"found {', '.join(repr(n) for n in stripped)}")
-    for name in columns:   # which of two columns of one name holds the values is anyone's guess
-        at = [i + 1 for i, n in enumerate(stripped) if n == name]
+    check_unique_columns(stripped, columns, path, field)
+    return {**{name: found[name] for name in columns}, "*": names}
+
+
+def header_names(path: Path) -> list[str]:
+    """The stripped field names of the first line of the CSV file `path` (a byte-order mark dropped)."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        return [name.strip() for name in next(csv.reader([f.readline()]), [])]
+
+
+def check_unique_columns(header: list[str], wanted, path: Path, field: str) -> None:
+    """ScenarioError when a `wanted` column appears more than once in `header` (stripped names): which of two
+    columns of one name holds the values is anyone's guess (pandas would read the first, as 'x' and 'x.1')."""
+    for name in wanted:
+        at = [i + 1 for i, n in enumerate(header) if n == name]
         if len(at) > 1:
             raise ScenarioError(field, f"{path}: column {name!r} appears {len(at)} times in the header (fields "
                                        f"{', '.join(map(str, at))}); keep one")
-    return {**{name: found[name] for name in columns}, "*": names}
 
 
 def _read_fast(path: Path, written: Mapping[str, str]) -> dict[str, np.ndarray] | None:
@@ -151,12 +163,15 @@ def _invalid(cols: Mapping[str, np.ndarray], kinds: Mapping[str, ColumnKind]) ->
     return bad
 
 
-def _check_field_counts(path: Path, expected: int, field: str) -> None:
-    """A one-line error at the first non-blank row whose field count differs from the header's."""
+def check_field_counts(path: Path, expected: int | None, field: str) -> None:
+    """A one-line error at the first non-blank row whose field count differs from the header's (`expected`
+    fields; None: as many as the header row has)."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
-            next(reader, None)
+            header = next(reader, None)
+            if expected is None:
+                expected = len(header or [])
             for row in reader:
                 if row and len(row) != expected:
                     raise ScenarioError(field, f"{path}, line {reader.line_num}: {len(row)} fields; the header "
@@ -168,7 +183,7 @@ def _check_field_counts(path: Path, expected: int, field: str) -> None:
 def _read_exact(path: Path, columns: Mapping[str, ColumnKind], field: str, expected: int) -> dict[str, np.ndarray]:
     """The row-by-row reading that names the first bad row or value (module docstring)."""
     import pandas as pd   # (deferred: only trace files are read with it, and pandas costs start-up time)
-    _check_field_counts(path, expected, field)
+    check_field_counts(path, expected, field)
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False,
                             skipinitialspace=True)

@@ -47,28 +47,29 @@ def manifest_name(command: str) -> str:
     return f"{MANIFEST_PREFIX}{command}{MANIFEST_SUFFIX}"
 
 
-def absolute(out_dir: Path | str) -> Path:
-    """`out_dir` as an absolute path (ScenarioError on `--out` when it is empty, or a path the file system
-    cannot look up)."""
+def absolute(out_dir: Path | str, field: str = OUT_FIELD) -> Path:
+    """`out_dir` as an absolute path (ScenarioError on `field`, --out unless told, when it is empty, or a
+    path the file system cannot look up)."""
     if str(out_dir).strip() == "":
-        raise ScenarioError(OUT_FIELD, "an empty path; give the output folder, or omit --out for the default")
+        what = "the output folder, or omit --out for the default" if field == OUT_FIELD else f"a file path, or omit {field}"
+        raise ScenarioError(field, f"an empty path; give {what}")
     if "\x00" in str(out_dir):   # (only through the Python API: a shell cannot pass a NUL byte)
-        raise ScenarioError(OUT_FIELD, f"{str(out_dir)!r} holds a NUL byte")
+        raise ScenarioError(field, f"{str(out_dir)!r} holds a NUL byte")
     if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in str(out_dir)):
         # a newline pasted into --out made a folder 'a\nb' (and split the line that names it), while a scenario
         # name of such characters is refused (simulator.config.names)
-        raise ScenarioError(OUT_FIELD, f"{str(out_dir)!r} holds a control character (a newline, tab, escape, "
-                                       "...); give a path without one")
+        raise ScenarioError(field, f"{str(out_dir)!r} holds a control character (a newline, tab, escape, "
+                                   "...); give a path without one")
     try:
         path = expand_home(out_dir).absolute()
     except DocumentError as exc:
-        raise ScenarioError(OUT_FIELD, str(exc)) from None
+        raise ScenarioError(field, str(exc)) from None
     try:
         os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         pass   # (a folder to create; a file in the way is refused by the caller, naming what is there)
-    except OSError as exc:   # a name too long for the file system, a loop of links: one line naming --out
-        raise ScenarioError(OUT_FIELD, f"{path}: {exc.strerror or exc}") from None
+    except OSError as exc:   # a name too long for the file system, a loop of links: one line naming the field
+        raise ScenarioError(field, f"{path}: {exc.strerror or exc}") from None
     return path
 
 
@@ -190,7 +191,7 @@ def check_writable_folder(out_dir: Path | str) -> Path:
 def check_output_file(path: Path | str, field: str) -> Path:
     """Fail now (ScenarioError on `field`) if a file could not be written at `path` later: it is a folder,
     or its folder cannot be created or written. Probed as `check_output_dir` probes: nothing left behind."""
-    path = absolute(path)
+    path = absolute(path, field)
     if path.is_dir():
         raise ScenarioError(field, f"{path} is a folder; give a file path")
     _probe(path.parent, field, path)

@@ -38,31 +38,22 @@ def _latency_config(latency):
         return latency
     if not isinstance(latency, dict):
         raise ScenarioError("latency", "expected a mapping like the scenario's cluster.latency block")
-    from pydantic import ValidationError
-    try:
-        return LatencyConfig(**latency)
-    except ValidationError as err:
-        first = err.errors()[0]
-        raise ScenarioError("latency." + ".".join(str(x) for x in first["loc"]) if first["loc"] else "latency",
-                            first["msg"]) from None
+    from simulator.config.validation import validate_config
+    # (a rule of the whole block reads `latency: <its message>`, not `latency: Value error, ...`)
+    return validate_config(LatencyConfig, latency, "latency")
 
 
 def _engine_config(engine, latency):
     """`engine` (a cluster.engine block) validated; its framework also prices the kernels unless `latency`
     names one (as in a scenario)."""
-    from pydantic import ValidationError
     from simulator.config.engine import EngineConfig
+    from simulator.config.validation import validate_config
     from simulator.errors import ScenarioError
     if engine is None:
         return None
     if not isinstance(engine, dict):
         raise ScenarioError("engine", "expected a mapping like the scenario's cluster.engine block")
-    try:
-        return EngineConfig(**engine)
-    except ValidationError as err:
-        first = err.errors()[0]
-        raise ScenarioError("engine." + ".".join(str(x) for x in first["loc"]) if first["loc"] else "engine",
-                            first["msg"]) from None
+    return validate_config(EngineConfig, engine, "engine")
 
 
 def _scheduler_config(scheduler):

@@ -15,7 +15,10 @@ CSV/JSONL layouts, date-and-time or relative timestamps, a time window and rate 
 - `speedup`: replay k× faster (arrival times divided by k; the same requests at k× the rate); the
   replayed arrivals must stay within simulator.core.workload.MAX_SIM_SPAN_S (1e8 s);
 - `hash_block_tokens`: tokens per prefix hash id (mooncake: 512); a request keeps the ids of its full
-  blocks (the last, partial block is never reused, as vLLM caches only full blocks).
+  blocks (the last, partial block is never reused, as vLLM caches only full blocks). A request's ids must
+  cover its prompt (one per block, the partial block's id optional): another count is another block size,
+  refused naming the line. It needs a hash_ids column, and a mapped hash_ids column needs it where the
+  format has no block size.
 
 Then `workload.num_requests` (the first n) or `workload.duration_s` (arrivals before it) cuts the trace,
 as for the draftsim format. Plain draftsim traces without these options keep the original reader

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simulator.core.csv_columns import check_data_file, check_row_count
+from simulator.core.csv_columns import (check_data_file, check_field_counts, check_row_count, check_unique_columns,
+                                       header_names)
 from simulator.core.traces.formats import TIME_UNITS, TraceFormat
 from simulator.errors import ScenarioError
 
@@ -25,6 +26,33 @@ class TraceRows:
     skipped: int                     # rows left out (failed requests with 0 tokens, `skip_zero_tokens`)
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs) -> dict:
+    """A JSON object's pairs as a dict; _DuplicateKey when a key appears twice (json.loads keeps the last)."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _NotJson(ValueError):
+    def __init__(self, constant: str):
+        super().__init__(constant)
+        self.constant = constant
+
+
+def _no_constant(constant: str):
+    """json.loads reads NaN, Infinity and -Infinity, which JSON has not (a NaN time read as a missing one)."""
+    raise _NotJson(constant)
+
+
 def _is_jsonl(path: Path, fmt: TraceFormat) -> bool:
     suffix = path.suffix.lower()
     return suffix in (".jsonl", ".json") or (fmt.file_kind == "jsonl" and suffix not in (".csv", ".txt"))
@@ -35,12 +63,20 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
     try:
         if _is_jsonl(path, fmt):
             records = []
-            with path.open("r", encoding="utf-8") as fh:
+            with path.open("r", encoding="utf-8-sig") as fh:   # (a byte-order mark, as the CSV reader allows)
                 for line_no, line in enumerate(fh, start=1):
                     if line.strip():
                         check_row_count(len(records) + 1, path, field)
                         try:
-                            record = json.loads(line)
+                            record = json.loads(line, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
+                        except _DuplicateKey as dup:
+                            raise ScenarioError(field, f"{path}, line {line_no}: key {dup.key!r} appears twice in "
+                                                       "one object; keep one") from None
+                        except _NotJson as bad:
+                            raise ScenarioError(field, f"{path}, line {line_no}: {bad.constant} is not a JSON "
+                                                       "number; give a finite number") from None
+                        except RecursionError:
+                            raise ScenarioError(field, f"{path}, line {line_no}: nests too deeply to be read") from None
                         except json.JSONDecodeError:
                             raise ScenarioError(field, f"{path}, line {line_no}: not a JSON object") from None
                         except ValueError:   # int()'s digit limit (sys.get_int_max_str_digits): no number of a trace
@@ -52,13 +88,12 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
                         records.append(record)
             frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
         else:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-            check_row_count(len(frame), path, field)
-            frame.columns = [str(c).strip() for c in frame.columns]
-            frame["__line__"] = np.arange(len(frame)) + 2
+            frame = _read_csv(path, field)
     except pd.errors.EmptyDataError:
         raise ScenarioError(field, f"{path} is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        if isinstance(err, pd.errors.ParserError):   # a row of more fields than the header: name it as such
+            check_field_counts(path, None, field)
         detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ScenarioError(field, f"{path} is not a readable CSV file ({detail})") from None
     except OSError as err:
@@ -66,6 +101,18 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
     if frame.empty or len(frame.columns) <= 1:
         raise ScenarioError(field, f"{path} has no data rows")
     return frame
+
+
+def _read_csv(path: Path, field: str) -> pd.DataFrame:
+    """The CSV trace as text columns and its `__line__` numbers (1 = the header), blank lines left out."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=False)
+    if not isinstance(frame.index, pd.RangeIndex):   # every row one field longer than the header: pandas made
+        check_field_counts(path, None, field)        # the first column the index and shifted the others left
+    check_row_count(len(frame), path, field)
+    frame.columns = [str(c).strip() for c in frame.columns]
+    frame["__line__"] = np.arange(len(frame)) + 2    # (blank lines kept as rows until here: exact numbers)
+    blank = (frame.drop(columns="__line__").apply(lambda column: column.str.strip()) == "").all(axis=1)
+    return frame[~blank.to_numpy()]
 
 
 def _bad(field: str, path: Path, column: str, line, value, rule: str) -> ScenarioError:
@@ -153,6 +200,8 @@ def read_trace(path: Path, fmt: TraceFormat, field: str) -> TraceRows:
         raise ScenarioError(field, f"{path} lacks column(s) {', '.join(repr(m) for m in missing)} of format "
                                    f"'{fmt.name}'; found {', '.join(repr(c) for c in have)} (map other names with "
                                    "workload.arrival.columns)")
+    if not _is_jsonl(Path(path), fmt):   # (pandas renamed a second 'x' to 'x.1' and read the first)
+        check_unique_columns(header_names(Path(path)), wanted, path, field)
     prompt = _counts(frame, fmt.prompt_tokens, path, field, fmt.skip_zero_tokens)
     output = _counts(frame, fmt.output_tokens, path, field, fmt.skip_zero_tokens)
     keep = (prompt > 0) & (output > 0)
@@ -162,5 +211,26 @@ def read_trace(path: Path, fmt: TraceFormat, field: str) -> TraceRows:
         if frame.empty:
             raise ScenarioError(field, f"{path} has no request with both token counts >= 1")
     times = _times(frame, fmt.arrival, fmt.time_unit, path, field)
-    hashes = _hash_ids(frame, fmt.hash_ids, path, field) if fmt.hash_ids else None
+    hashes = None
+    if fmt.hash_ids:
+        hashes = _hash_ids(frame, fmt.hash_ids, path, field)
+        _check_block_counts(hashes, prompt, fmt, frame["__line__"].to_numpy(), path, field)
     return TraceRows(times, prompt, output, hashes, skipped)
+
+
+def _check_block_counts(hashes: list, prompt: np.ndarray, fmt: TraceFormat, lines: np.ndarray, path: Path,
+                        field: str) -> None:
+    """Each request's hash ids cover its prompt: one id per `hash_block_tokens` block, the last partial block
+    with or without its own (Mooncake's traces give it one). More ids or fewer are another block size
+    (`workload.arrival.hash_block_tokens`) or another column: read as they were, the prefix cache was priced
+    from ids that do not describe the prompt."""
+    block = fmt.hash_block_tokens
+    counts = np.fromiter((len(ids) for ids in hashes), dtype=np.int64, count=len(hashes))
+    low, high = prompt // block, -(-prompt // block)
+    bad = (counts < low) | (counts > high)
+    if bad.any():
+        i = int(np.argmax(bad))
+        expected = f"{low[i]}" if low[i] == high[i] else f"{low[i]} or {high[i]}"
+        raise ScenarioError(field, f"{path}, column '{fmt.hash_ids}', line {lines[i]}: {counts[i]} block ids for "
+                                   f"{prompt[i]} prompt tokens; expected {expected}, one per {block}-token block "
+                                   "(workload.arrival.hash_block_tokens)")

@@ -146,3 +146,13 @@ def test_trace_options_are_refused_for_other_processes():
                                      "prompt_tokens": {"kind": "fixed", "value": 5},
                                      "output_tokens": {"kind": "fixed", "value": 5}, "num_requests": 3},
                         "cluster": {"model": "llama-3-8b"}})
+
+
+def test_a_byte_order_mark_before_a_jsonl_trace_is_read_as_the_csv_reader_reads_it(tmp_path):
+    """A UTF-8 byte-order mark (as Windows tools save text) said 'line 1: not a JSON object' (helper3)."""
+    text = (TRACES / "mooncake_sample.jsonl").read_text()
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    with_mark = load({"trace_csv": "bom.jsonl", "format": "mooncake"}, tmp_path)
+    plain = load({"trace_csv": "mooncake_sample.jsonl", "format": "mooncake"})
+    assert np.array_equal(with_mark.arrival_s, plain.arrival_s)
+    assert np.array_equal(with_mark.prefixes.keys, plain.prefixes.keys)
