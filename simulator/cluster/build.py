@@ -157,9 +157,9 @@ def _check_router(scenario: Scenario) -> None:
             raise ScenarioError(f"{DISAGG}.decode.router", f"{decode!r} needs a prefix cache, which only the prefill "
                                                            "pool keeps; allowed here: round_robin, least_outstanding, "
                                                            "join_shortest_queue")
-    for field, name in routers:
+    for where, name in routers:
         if name in ROUTERS and ROUTERS[name].uses_prefix_match and not scenario.cluster.kv_cache.prefix_caching:
-            raise ScenarioError(field, f"{name!r} routes by cached prefixes; it needs cluster.kv_cache.prefix_caching: true")
+            raise ScenarioError(where, f"{name!r} routes by cached prefixes; it needs cluster.kv_cache.prefix_caching: true")
 
 
 def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: RequestState, table: RequestTable,

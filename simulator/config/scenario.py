@@ -450,8 +450,10 @@ def _parse_override(text: str) -> tuple[list[str], Any]:
     if "=" not in text:
         raise ScenarioError("--set", f"expected key.path=value, got {text!r}")
     key, raw = text.split("=", 1)
-    if not key or any(not part for part in key.split(".")):
+    parts = [part.strip() for part in key.split(".")]   # ('seed = 3', ' seed=3': spaces a shell kept)
+    if any(not part for part in parts):
         raise ScenarioError("--set", f"bad key path {key!r}")
+    key = ".".join(parts)
     from models.files import DocumentError, parse_yaml
     try:
         value = parse_yaml(raw) if raw != "" else ""
@@ -459,7 +461,7 @@ def _parse_override(text: str) -> tuple[list[str], Any]:
         value = raw
     except DocumentError as exc:
         raise ScenarioError("--set", f"{key}: the value {exc}") from None
-    return key.split("."), value
+    return parts, value
 
 
 def apply_overrides(data: dict, overrides: list[str]) -> dict:

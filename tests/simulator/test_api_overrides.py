@@ -62,3 +62,12 @@ def test_an_unknown_step_mode_is_refused_before_any_work(monkeypatch):
     monkeypatch.setattr(simulator.api, "prepare", lambda *a, **k: pytest.fail("prepared before the check"))
     with pytest.raises(ScenarioError, match="^step_mode: 'bulk' or 'step'.*got 'Step'$"):
         simulator.run(dict(DATA), step_mode="Step")
+
+
+def test_spaces_around_the_parts_of_a_key_are_not_part_of_it():
+    """`--set 'seed = 3'` or `' seed=3'` (spaces a shell kept) said ' seed: unknown field'."""
+    from simulator.config.scenario import apply_overrides
+    assert apply_overrides({}, [" seed = 3", "drafter . gamma=2"]) == {"seed": 3, "drafter": {"gamma": 2}}
+    for text in (" . =3", "a. =1", "=1"):
+        with pytest.raises(ScenarioError, match="bad key path"):
+            apply_overrides({}, [text])
