@@ -699,6 +699,11 @@ CASES = [
             "attn_layer_offset (99) must be below attn_layer_period (8)"),
     Hostile("hf_nemotron_experts_text", hf_shipped("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", n_routed_experts="x"),
             "n_routed_experts is 'x'; expected an integer >= 1"),
+    # ---- the lead's (2026-11-27) ----------------------------------------------------------------------------
+    # --dry-run lists every point; --resume beside it listed them all (not the missing ones), without a word
+    Hostile("sweep_dry_run_with_resume", lambda tmp: sweep()(tmp) + ["--dry-run", "--resume"],
+            "--resume: is for a run; --dry-run lists every point"),
+    Hostile("sweep_dry_run_with_plot", lambda tmp: sweep()(tmp) + ["--dry-run", "--plot"], "--plot: is for a run"),
 ]
 
 

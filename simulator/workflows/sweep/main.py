@@ -281,6 +281,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.dry_run:
+            ignored = [flag for flag, given in (("--resume", args.resume), ("--overwrite", args.overwrite),
+                                                ("--plot", args.plot)) if given]
+            if ignored:   # (they were ignored without a word: --resume listed every point, not the missing ones)
+                raise ScenarioError(ignored[0], "is for a run; --dry-run lists every point of the sweep and "
+                                                "reads no store (leave one of them out)")
             return _dry_run(args.sweep)
         result = run_sweep(args.sweep, args.out, resume=args.resume, overwrite=args.overwrite,
                            executor=args.executor, workers=args.workers, step_mode=args.step_mode,
