@@ -704,6 +704,9 @@ CASES = [
     Hostile("sweep_dry_run_with_resume", lambda tmp: sweep()(tmp) + ["--dry-run", "--resume"],
             "--resume: is for a run; --dry-run lists every point"),
     Hostile("sweep_dry_run_with_plot", lambda tmp: sweep()(tmp) + ["--dry-run", "--plot"], "--plot: is for a run"),
+    # an empty --points was read as the current folder ('. is a directory')
+    Hostile("validate_published_points_empty", lambda tmp: ["validate", "--published", "--points", ""],
+            "--points: an empty path"),
 ]
 
 

@@ -125,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
     if isinstance(args, int):
         return args
+    if args.points is not None and not args.points.strip():   # ('' was read as the current folder)
+        print("draftsim validate: error: --points: an empty path; give a points YAML, or omit --points for the "
+              "shipped registry", file=sys.stderr)
+        return 2
     try:
         points = load_points(args.points)
     except (OSError, ValueError) as exc:
