@@ -471,6 +471,14 @@ CASES = [
     Hostile("points_workload_list", points([merge(POINT, {"workload": {"m": [1, 2]}})]), "workload: m"),
     Hostile("points_workload_text", points([merge(POINT, {"workload": {"batch": "many"}})]), "workload: batch"),
     Hostile("points_entry_not_a_mapping", points([3]), "point #0"),
+    # ---- helper1: what a scenario's sections mean (outputs, scheduler, drafter, acceptance, cluster) ------------
+    # an aggregate interval of 1e-300 s overflowed the interval numbers ('invalid value encountered in cast'),
+    # then a KeyError traceback after the whole run (2026-11-28)
+    Hostile("aggregate_interval_1e_300", run(outputs={"steps": "aggregate", "step_interval_s": 1e-300}),
+            "outputs.step_interval_s: Input should be greater than or equal to 0.000001"),
+    # trace.json of per-interval sums: a ValueError traceback ('steps: missing column(s) start_s, ...') after the run
+    Hostile("trace_of_aggregated_steps", run(None, "--trace", outputs={"steps": "aggregate", "plots": False}),
+            "--trace: draws every step as a slice, but outputs.steps aggregate keeps per-interval sums"),
 ]
 
 
