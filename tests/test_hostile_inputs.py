@@ -479,6 +479,33 @@ CASES = [
     # trace.json of per-interval sums: a ValueError traceback ('steps: missing column(s) start_s, ...') after the run
     Hostile("trace_of_aggregated_steps", run(None, "--trace", outputs={"steps": "aggregate", "plots": False}),
             "--trace: draws every step as a slice, but outputs.steps aggregate keeps per-interval sums"),
+    # infinite or NaN numbers where a finite one is meant: a ValueError traceback from the pair's normalisation
+    # (p [.inf, 1]; p [1e308, 1e308] sums to inf), from the contexts' weights (weight .inf), an OverflowError
+    # from SGLang's ceiling_coeff .inf, a run that never switched (up_hysteresis .nan, exit 0) (2026-11-28)
+    Hostile("pair_p_infinite", run(acceptance={"kind": "pair", "p": [float("inf"), 1.0], "q": [1.0, 1.0]}),
+            "acceptance.p.0: Input should be a finite number"),
+    Hostile("pair_p_sums_to_inf", run(acceptance={"kind": "pair", "p": [1e308, 1e308], "q": [1.0, 1.0]}),
+            "acceptance.p: sums to inf; expected a finite sum"),
+    # (also named the field as 'acceptance.contexts: [...] is not allowed; expected contexts': the kind's tag and
+    # the field share the name `contexts`)
+    Hostile("contexts_weight_infinite", run(acceptance={"kind": "contexts", "contexts": [
+        {"weight": float("inf"), "accept_probs": [0.5]}, {"weight": 1.0, "accept_probs": [0.2]}]}),
+            "acceptance.contexts.0.weight: Input should be a finite number"),
+    Hostile("contexts_weights_sum_to_inf", run(acceptance={"kind": "contexts", "contexts": [
+        {"weight": 1e308, "accept_probs": [0.5]}, {"weight": 1e308, "accept_probs": [0.2]}]}),
+            "acceptance.contexts: the weights sum to inf"),
+    Hostile("sglang_hysteresis_nan", run(policy={"kind": "sglang_adaptive", "slots": {
+        1: {"candidate_steps": [1, 2], "up_hysteresis": float("nan")}}}), "policy.slots.1.up_hysteresis: Input should be a finite"),
+    Hostile("sglang_ceiling_infinite", run(policy={"kind": "sglang_adaptive", "slots": {
+        1: {"candidate_steps": [1, 2], "ceiling_coeff": float("inf")}}}), "policy.slots.1.ceiling_coeff: Input should be a finite"),
+    Hostile("trtllm_threshold_infinite", run(policy={"kind": "trtllm_schedule", "acceptance_window": 1,
+                                                     "acceptance_length_threshold": float("inf")}),
+            "policy.acceptance_length_threshold: Input should be a finite number"),
+    # a host of .inf µs hung the run; 1e300 priced steps of 1e293 s (exit 0)
+    Hostile("host_cpu_infinite", run(cluster={"engine": {"host_cpu": float("inf")}}),
+            "cluster.engine.host_cpu: calibration_us: inf is not allowed; expected a number of µs in 100..1,000,000"),
+    Hostile("host_cpu_1e300", run(cluster={"engine": {"host_cpu": {"calibration_us": 1e300}}}),
+            "cluster.engine.host_cpu: calibration_us: 1e+300 is not allowed"),
 ]
 
 

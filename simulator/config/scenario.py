@@ -248,7 +248,7 @@ class TraceAcceptanceConfig(Strict):
     trace: str
     drafter: Literal["draft", "skip", "ngram"] = "draft"
     mode: Literal["greedy", "sample"] = "greedy"
-    temperature: float = Field(1.0, gt=0.0)
+    temperature: float = Field(1.0, gt=0.0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _sampling_needs_model_drafter(self) -> "TraceAcceptanceConfig":
