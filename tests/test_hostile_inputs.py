@@ -506,6 +506,16 @@ CASES = [
             "cluster.engine.host_cpu: calibration_us: inf is not allowed; expected a number of µs in 100..1,000,000"),
     Hostile("host_cpu_1e300", run(cluster={"engine": {"host_cpu": {"calibration_us": 1e300}}}),
             "cluster.engine.host_cpu: calibration_us: 1e+300 is not allowed"),
+    # TensorRT-LLM's scheduler with a token budget that nothing fits in: the run never ended (2026-11-28)
+    Hostile("trtllm_budget_below_a_prompt", run(scheduler={"kind": "trtllm", "max_batched_tokens": 100}),
+            "scheduler.max_batched_tokens: 100 is below request"),
+    Hostile("trtllm_budget_below_a_block", run(scheduler={"kind": "trtllm", "max_batched_tokens": 8},
+                                               cluster={"engine": {"chunked_prefill": True}}),
+            "scheduler.max_batched_tokens: 8 is below one KV block (scheduler.block_size 16)"),
+    Hostile("trtllm_budget_below_a_speculative_step", run(
+        scheduler={"kind": "trtllm", "max_batched_tokens": 4, "block_size": 1}, cluster={"engine": {"chunked_prefill": True}},
+        drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4}),
+            "scheduler.max_batched_tokens: 4 is below one generation step of a request (5 tokens"),
 ]
 
 
