@@ -516,6 +516,23 @@ CASES = [
         scheduler={"kind": "trtllm", "max_batched_tokens": 4, "block_size": 1}, cluster={"engine": {"chunked_prefill": True}},
         drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4}),
             "scheduler.max_batched_tokens: 4 is below one generation step of a request (5 tokens"),
+    # request lengths beyond int64: OverflowError/ValueError tracebacks; a prompt and an output of 2**62 tokens each
+    # summed to a negative total that passed the context check, and the run never ended (2026-11-28)
+    Hostile("fixed_length_1e30", run(workload={"prompt_tokens": {"kind": "fixed", "value": 10**30}}),
+            "workload.prompt_tokens.value: Input should be less than or equal to 1000000000000"),
+    Hostile("lengths_summing_beyond_int64", run(workload={"prompt_tokens": {"kind": "fixed", "value": 2**62},
+                                                          "output_tokens": {"kind": "fixed", "value": 2**62}}),
+            "workload.prompt_tokens.value: Input should be less than or equal to 1000000000000"),
+    Hostile("lognormal_median_1e300", run(workload={"prompt_tokens": {"kind": "lognormal", "median": 1e300, "sigma": 1}}),
+            "workload.prompt_tokens.median: Input should be less than or equal to 1000000000000"),
+    Hostile("lognormal_sigma_50", run(workload={"prompt_tokens": {"kind": "lognormal", "median": 600, "sigma": 50}}),
+            "workload: request"),   # (its draws beyond 10**12 tokens exceed the model's context)
+    Hostile("gamma_cv_1e_300", run(workload={"arrival": {"process": "gamma", "qps": 4, "cv": 1e-300}}),
+            "workload.arrival.cv: Input should be greater than or equal to 0.001"),
+    # every turn of every session is drawn before the earliest num_requests are kept: 'out of memory', exit 1
+    Hostile("sessions_a_billion_turns", run(workload={"sessions": {"turns": {"kind": "fixed", "value": 10**9},
+                                                                   "think_time_s": 1}}),
+            "workload.sessions.turns: the sessions' prompts re-send their earlier turns"),
 ]
 
 
