@@ -533,6 +533,10 @@ CASES = [
     Hostile("sessions_a_billion_turns", run(workload={"sessions": {"turns": {"kind": "fixed", "value": 10**9},
                                                                    "think_time_s": 1}}),
             "workload.sessions.turns: the sessions' prompts re-send their earlier turns"),
+    # a draft model larger than its target ran (exit 0): a 'speed-up' of a 1B model by an 8B draft (2026-11-28)
+    Hostile("draft_model_larger_than_the_target", run(cluster={"model": "llama-3.2-1b"},
+                                                      drafter={"kind": "draft_model", "model": "llama-3.1-8b"}),
+            "drafter.model: llama-3.1-8b (8.03 B parameters) is larger than the target llama-3.2-1b"),
 ]
 
 
