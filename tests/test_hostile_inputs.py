@@ -515,7 +515,14 @@ CASES = [
     Hostile("trtllm_budget_below_a_speculative_step", run(
         scheduler={"kind": "trtllm", "max_batched_tokens": 4, "block_size": 1}, cluster={"engine": {"chunked_prefill": True}},
         drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4}),
-            "scheduler.max_batched_tokens: 4 is below one generation step of a request (5 tokens"),
+            "scheduler.max_batched_tokens: 4 is below one speculative step of a request (5 tokens"),
+    # a vllm_v1 tree of 31 nodes under a budget of 8: bulk mode decoded 31-token steps (exit 0), step mode never ended
+    Hostile("vllm_v1_budget_below_a_tree", run(
+        scheduler={"kind": "vllm_v1", "max_batched_tokens": 8, "max_batch_size": 1},
+        drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+        speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 4, "budget": 16},
+        acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "scheduler.max_batched_tokens: 8 is below one speculative step of a request (31 tokens"),
     # request lengths beyond int64: OverflowError/ValueError tracebacks; a prompt and an output of 2**62 tokens each
     # summed to a negative total that passed the context check, and the run never ended (2026-11-28)
     Hostile("fixed_length_1e30", run(workload={"prompt_tokens": {"kind": "fixed", "value": 10**30}}),
