@@ -523,6 +523,11 @@ CASES = [
         speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 4, "budget": 16},
         acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
             "scheduler.max_batched_tokens: 8 is below one speculative step of a request (31 tokens"),
+    # a kary tree is full whatever its budget: k 64 and depth 64 built nodes until it was killed (2026-11-28)
+    Hostile("kary_tree_of_64_levels", run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+                                          speculation={"kind": "tree", "builder": "kary", "k": 64, "depth": 64},
+                                          acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "speculation.depth: a kary tree of k=64 and depth=64 has more than 1024 nodes"),
     # request lengths beyond int64: OverflowError/ValueError tracebacks; a prompt and an output of 2**62 tokens each
     # summed to a negative total that passed the context check, and the run never ended (2026-11-28)
     Hostile("fixed_length_1e30", run(workload={"prompt_tokens": {"kind": "fixed", "value": 10**30}}),

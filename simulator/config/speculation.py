@@ -220,6 +220,9 @@ class ChainConfig(Strict):
     alignment: Literal["paged", "realign"] = "paged"
 
 
+MAX_TREE_NODES = 1024   # the most nodes a tree verifies (TreeConfig/DynamicTreeConfig.budget)
+
+
 class TreeConfig(Strict):
     """A static tree. `kary`: every node up to `depth`−1 has its top-`k` candidates; `medusa`: Medusa's
     greedy tree of `budget` nodes over `depth` heads; `sequoia`: Sequoia's DP-optimal tree of `budget`
@@ -229,7 +232,22 @@ class TreeConfig(Strict):
     builder: Literal["kary", "medusa", "sequoia"]
     k: int = Field(2, ge=1, le=64)
     depth: int = Field(4, ge=1, le=64)
-    budget: int = Field(16, ge=1, le=1024)
+    budget: int = Field(16, ge=1, le=MAX_TREE_NODES)
+
+    @model_validator(mode="after")
+    def _kary_size(self) -> "TreeConfig":
+        """A kary tree is full (budget unused): its 1 + k + … + k^depth nodes within the node budget's bound
+        (k 64, depth 64 built nodes until the run was killed)."""
+        if self.builder == "kary":
+            nodes, level = 1, 1
+            for _ in range(self.depth):
+                level *= self.k
+                nodes += level
+                if nodes > MAX_TREE_NODES:
+                    raise field_error("depth", f"a kary tree of k={self.k} and depth={self.depth} has more than "
+                                               f"{MAX_TREE_NODES} nodes (1 + k + ... + k^depth); at most "
+                                               f"{MAX_TREE_NODES}: lower k or depth")
+        return self
 
 
 class DynamicTreeConfig(Strict):
@@ -244,7 +262,7 @@ class DynamicTreeConfig(Strict):
     builder: Literal["eagle2", "top_n"] = "eagle2"
     top_k: int = Field(4, ge=1, le=64)
     depth: int = Field(5, ge=1, le=64)
-    budget: int = Field(32, ge=1, le=1024)
+    budget: int = Field(32, ge=1, le=MAX_TREE_NODES)
     per_context: bool = False
 
 
