@@ -32,6 +32,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     sugar = [f"simulation.{key}={value}" for key, value in (("executor", args.executor), ("workers", args.workers))
              if value is not None]
     scenario, folder = load_scenario(args.scenario, sugar + args.set)
+    if args.trace and scenario.outputs.steps == "aggregate":   # (trace.json draws each step as a slice)
+        from simulator.errors import ScenarioError
+        raise ScenarioError("--trace", "draws every step as a slice, but outputs.steps aggregate keeps per-interval "
+                                       "sums; give outputs.steps: full (or sampled), or leave out --trace")
     out_dir = check_output_dir(args.out if args.out is not None else Path("out") / scenario.name)
     parse_s = time.perf_counter() - t0
     with _executor(scenario) as executor:   # a Dask scheduler is reached (or refused) before any work
@@ -54,7 +58,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                           UserWarning, stacklevel=1)
     with Progress("writing outputs", quiet=args.quiet):
         write_outputs(out_dir, result.requests, result.steps, result.summary,
-                      plots=scenario.outputs.plots and not args.no_plots, extra_files=extra)
+                      plots=scenario.outputs.plots and not args.no_plots, extra_files=extra,
+                      steps_kept=scenario.outputs)
     if not args.quiet:
         print(format_summary_table(result.summary))
         print(f"simulated {result.summary['steps']:,} steps of {len(result.requests):,} requests in "

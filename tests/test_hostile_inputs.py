@@ -707,6 +707,84 @@ CASES = [
     # an empty --points was read as the current folder ('. is a directory')
     Hostile("validate_published_points_empty", lambda tmp: ["validate", "--published", "--points", ""],
             "--points: an empty path"),
+    # ---- helper1: what a scenario's sections mean (outputs, scheduler, drafter, acceptance, cluster) ------------
+    # an aggregate interval of 1e-300 s overflowed the interval numbers ('invalid value encountered in cast'),
+    # then a KeyError traceback after the whole run (2026-11-28)
+    Hostile("aggregate_interval_1e_300", run(outputs={"steps": "aggregate", "step_interval_s": 1e-300}),
+            "outputs.step_interval_s: Input should be greater than or equal to 0.000001"),
+    # trace.json of per-interval sums: a ValueError traceback ('steps: missing column(s) start_s, ...') after the run
+    Hostile("trace_of_aggregated_steps", run(None, "--trace", outputs={"steps": "aggregate", "plots": False}),
+            "--trace: draws every step as a slice, but outputs.steps aggregate keeps per-interval sums"),
+    # infinite or NaN numbers where a finite one is meant: a ValueError traceback from the pair's normalisation
+    # (p [.inf, 1]; p [1e308, 1e308] sums to inf), from the contexts' weights (weight .inf), an OverflowError
+    # from SGLang's ceiling_coeff .inf, a run that never switched (up_hysteresis .nan, exit 0) (2026-11-28)
+    Hostile("pair_p_infinite", run(acceptance={"kind": "pair", "p": [float("inf"), 1.0], "q": [1.0, 1.0]}),
+            "acceptance.p.0: Input should be a finite number"),
+    Hostile("pair_p_sums_to_inf", run(acceptance={"kind": "pair", "p": [1e308, 1e308], "q": [1.0, 1.0]}),
+            "acceptance.p: sums to inf; expected a finite sum"),
+    # (also named the field as 'acceptance.contexts: [...] is not allowed; expected contexts': the kind's tag and
+    # the field share the name `contexts`)
+    Hostile("contexts_weight_infinite", run(acceptance={"kind": "contexts", "contexts": [
+        {"weight": float("inf"), "accept_probs": [0.5]}, {"weight": 1.0, "accept_probs": [0.2]}]}),
+            "acceptance.contexts.0.weight: Input should be a finite number"),
+    Hostile("contexts_weights_sum_to_inf", run(acceptance={"kind": "contexts", "contexts": [
+        {"weight": 1e308, "accept_probs": [0.5]}, {"weight": 1e308, "accept_probs": [0.2]}]}),
+            "acceptance.contexts: the weights sum to inf"),
+    Hostile("sglang_hysteresis_nan", run(policy={"kind": "sglang_adaptive", "slots": {
+        1: {"candidate_steps": [1, 2], "up_hysteresis": float("nan")}}}), "policy.slots.1.up_hysteresis: Input should be a finite"),
+    Hostile("sglang_ceiling_infinite", run(policy={"kind": "sglang_adaptive", "slots": {
+        1: {"candidate_steps": [1, 2], "ceiling_coeff": float("inf")}}}), "policy.slots.1.ceiling_coeff: Input should be a finite"),
+    Hostile("trtllm_threshold_infinite", run(policy={"kind": "trtllm_schedule", "acceptance_window": 1,
+                                                     "acceptance_length_threshold": float("inf")}),
+            "policy.acceptance_length_threshold: Input should be a finite number"),
+    # a host of .inf µs hung the run; 1e300 priced steps of 1e293 s (exit 0)
+    Hostile("host_cpu_infinite", run(cluster={"engine": {"host_cpu": float("inf")}}),
+            "cluster.engine.host_cpu: calibration_us: inf is not allowed; expected a number of µs in 100..1,000,000"),
+    Hostile("host_cpu_1e300", run(cluster={"engine": {"host_cpu": {"calibration_us": 1e300}}}),
+            "cluster.engine.host_cpu: calibration_us: 1e+300 is not allowed"),
+    # TensorRT-LLM's scheduler with a token budget that nothing fits in: the run never ended (2026-11-28)
+    Hostile("trtllm_budget_below_a_prompt", run(scheduler={"kind": "trtllm", "max_batched_tokens": 100}),
+            "scheduler.max_batched_tokens: 100 is below request"),
+    Hostile("trtllm_budget_below_a_block", run(scheduler={"kind": "trtllm", "max_batched_tokens": 8},
+                                               cluster={"engine": {"chunked_prefill": True}}),
+            "scheduler.max_batched_tokens: 8 is below one KV block (scheduler.block_size 16)"),
+    Hostile("trtllm_budget_below_a_speculative_step", run(
+        scheduler={"kind": "trtllm", "max_batched_tokens": 4, "block_size": 1}, cluster={"engine": {"chunked_prefill": True}},
+        drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4}),
+            "scheduler.max_batched_tokens: 4 is below one speculative step of a request (5 tokens"),
+    # a vllm_v1 tree of 31 nodes under a budget of 8: bulk mode decoded 31-token steps (exit 0), step mode never ended
+    Hostile("vllm_v1_budget_below_a_tree", run(
+        scheduler={"kind": "vllm_v1", "max_batched_tokens": 8, "max_batch_size": 1},
+        drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+        speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 4, "budget": 16},
+        acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "scheduler.max_batched_tokens: 8 is below one speculative step of a request (31 tokens"),
+    # a kary tree is full whatever its budget: k 64 and depth 64 built nodes until it was killed (2026-11-28)
+    Hostile("kary_tree_of_64_levels", run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+                                          speculation={"kind": "tree", "builder": "kary", "k": 64, "depth": 64},
+                                          acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "speculation.depth: a kary tree of k=64 and depth=64 has more than 1024 nodes"),
+    # request lengths beyond int64: OverflowError/ValueError tracebacks; a prompt and an output of 2**62 tokens each
+    # summed to a negative total that passed the context check, and the run never ended (2026-11-28)
+    Hostile("fixed_length_1e30", run(workload={"prompt_tokens": {"kind": "fixed", "value": 10**30}}),
+            "workload.prompt_tokens.value: Input should be less than or equal to 1000000000000"),
+    Hostile("lengths_summing_beyond_int64", run(workload={"prompt_tokens": {"kind": "fixed", "value": 2**62},
+                                                          "output_tokens": {"kind": "fixed", "value": 2**62}}),
+            "workload.prompt_tokens.value: Input should be less than or equal to 1000000000000"),
+    Hostile("lognormal_median_1e300", run(workload={"prompt_tokens": {"kind": "lognormal", "median": 1e300, "sigma": 1}}),
+            "workload.prompt_tokens.median: Input should be less than or equal to 1000000000000"),
+    Hostile("lognormal_sigma_50", run(workload={"prompt_tokens": {"kind": "lognormal", "median": 600, "sigma": 50}}),
+            "workload: request"),   # (its draws beyond 10**12 tokens exceed the model's context)
+    Hostile("gamma_cv_1e_300", run(workload={"arrival": {"process": "gamma", "qps": 4, "cv": 1e-300}}),
+            "workload.arrival.cv: Input should be greater than or equal to 0.001"),
+    # every turn of every session is drawn before the earliest num_requests are kept: 'out of memory', exit 1
+    Hostile("sessions_a_billion_turns", run(workload={"sessions": {"turns": {"kind": "fixed", "value": 10**9},
+                                                                   "think_time_s": 1}}),
+            "workload.sessions.turns: the sessions' prompts re-send their earlier turns"),
+    # a draft model larger than its target ran (exit 0): a 'speed-up' of a 1B model by an 8B draft (2026-11-28)
+    Hostile("draft_model_larger_than_the_target", run(cluster={"model": "llama-3.2-1b"},
+                                                      drafter={"kind": "draft_model", "model": "llama-3.1-8b"}),
+            "drafter.model: llama-3.1-8b (8.03 B parameters) is larger than the target llama-3.2-1b"),
 ]
 
 

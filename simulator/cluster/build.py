@@ -147,6 +147,37 @@ def _check_parallel_samples(scenario: Scenario) -> None:
                                 f"request is not supported with {what}; allowed: 1, or no {what}")
 
 
+def _check_token_budget(scenario: Scenario, state: RequestState, q: int | None) -> None:
+    """The schedulers that hold decoding requests to the token budget (vllm_v1: simulator.core.sched.vllm_v1;
+    trtllm, whose micro-batch walk stops at the first request that does not fit `max_num_tokens`:
+    simulator.core.sched.trtllm) never schedule a decoding request whose step (`q` query tokens: the token and
+    its draft tokens or tree nodes; None: no decoding pool here) exceeds scheduler.max_batched_tokens: the
+    run never ended step by step, and bulk mode decoded steps larger than the budget (a vllm_v1 tree of 31
+    nodes under a budget of 8 ran, exit 0). trtllm also never schedules anything with a budget below one KV
+    block when contexts are chunked (chunks are whole blocks), or below a whole prompt when they are not
+    (TensorRT-LLM refuses max_num_tokens below max_input_len without chunked context at engine build)."""
+    cfg = scenario.scheduler
+    if cfg.kind not in ("vllm_v1", "trtllm"):
+        return
+    budget, where = cfg.max_batched_tokens, "scheduler.max_batched_tokens"
+    if q is not None and budget < q:
+        raise ScenarioError(where, f"{budget} is below one speculative step of a request ({q} tokens: the token and "
+                                   f"its draft tokens); scheduler {cfg.kind} would never schedule it: raise it")
+    if cfg.kind != "trtllm":
+        return
+    if scenario.cluster.engine.chunked_prefill is True:
+        if budget < cfg.block_size:
+            raise ScenarioError(where, f"{budget} is below one KV block (scheduler.block_size {cfg.block_size}): "
+                                       "TensorRT-LLM chunks contexts in whole blocks, so no chunk would fit; raise it")
+        return
+    prompts = np.where(state.dropped, 0, state.prefill_target)
+    if len(prompts) and prompts.max() > budget:
+        r = int(np.argmax(prompts))
+        raise ScenarioError(where, f"{budget} is below request {r}'s prompt of {int(prompts[r])} tokens; without "
+                                   "context chunking TensorRT-LLM schedules whole prompts, so it would never run: "
+                                   "raise it or set cluster.engine.chunked_prefill: true")
+
+
 def _check_router(scenario: Scenario) -> None:
     from simulator.core.routers import ROUTERS
     routers = [("cluster.router", scenario.cluster.router)]
@@ -258,6 +289,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
         kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
         blocks = kind.blocks(block)
         table, state, workload_s = _requests(scenario, streams, base_dir, kind.target)
+        _check_token_budget(scenario, state, kind.cost.q if kind.acceptance is not None else 1)
         log = _step_log(scenario, table, [(kind, cl.replicas)])
         scheduler, limits = batch_scheduler(scenario)
         replicas = [Replica(i, state, scheduler(limits), kv_manager(scenario, kind, blocks, state, table), limits, kind.cost,
@@ -281,6 +313,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
                             "attention / Mamba): handing it off between pools is not modelled; run it colocated")
     blocks = {name: kinds[name].blocks(block, f"{DISAGG}.{name}") for name in kinds}
     table, state, workload_s = _requests(scenario, streams, base_dir, kinds["decode"].target)
+    _check_token_budget(scenario, state, None)   # (the prefill pool only prefills; the decode pool has no budget)
     np_, nd = dis.prefill.replicas, dis.decode.replicas
     kp, kd = kinds["prefill"], kinds["decode"]
     log = _step_log(scenario, table, [(kp, np_), (kd, nd)])

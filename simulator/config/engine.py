@@ -29,6 +29,9 @@ from pydantic import Field, field_validator
 from simulator.config.base import Strict, VersionText
 
 
+CALIBRATION_US = (100.0, 1e6)   # the bounds of cluster.engine.host_cpu's calibration_us (profiles/data/engine_time/hosts.yaml)
+
+
 class EngineConfig(Strict):
     framework: Literal["vllm", "sglang", "trtllm"] | None = None
     version: VersionText = None
@@ -57,10 +60,15 @@ class EngineConfig(Strict):
                 raise ValueError("a host is a catalog id or {calibration_us: N} (µs of the calibration workload, "
                                  "profiles/engine_time/measure_launch.py --host-only)")
             value = value["calibration_us"]
+            if not isinstance(value, (int, float)):   # (a text was looked up as a host's name)
+                raise ValueError(f"calibration_us: {value!r} is not allowed; expected a number of µs")
         if isinstance(value, bool):
             raise ValueError("a host is a catalog id or {calibration_us: N}")
-        if isinstance(value, (int, float)) and not value > 0:
-            raise ValueError("calibration_us must be > 0")
+        if isinstance(value, (int, float)) and not CALIBRATION_US[0] <= value <= CALIBRATION_US[1]:
+            # (.inf hung the run; 1e300 priced steps of 1e293 s)
+            raise ValueError(f"calibration_us: {value} is not allowed; expected a number of µs in "
+                             f"{CALIBRATION_US[0]:g}..{CALIBRATION_US[1]:,.0f} (the catalog's hosts take 8,730 and "
+                             "10,164: a host 100 times faster or slower)")
         return value
 
 

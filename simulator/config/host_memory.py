@@ -17,6 +17,8 @@ from simulator.errors import ScenarioError
 MIN_BYTES_PER_REQUEST = 900      # measured 979 B/request (2026-11-24, after the compact step log and decode
                                  # profiles of issue 18; 2,226 B before), less a margin for outputs.steps
                                  # aggregate/sampled, which keep fewer step bytes: see the module docstring
+SESSION_KEY_BYTES = 60           # peak RSS per prefix key of generated sessions: 65 B measured (2026-11-28, quickstart
+                                 # with 20 sessions of 100 and 200 turns: 544 and 1,623 MB), less a margin
 BASE_BYTES = 300 * 1024**2       # resident memory of an empty run (imports, tables): 310 MiB measured, same script
 
 
@@ -36,12 +38,43 @@ def available_bytes() -> int | None:
 
 
 def expected_requests(workload) -> tuple[str, float] | None:
-    """(field, expected number of requests) of a synthetic or closed-loop workload; None for a trace."""
+    """(field, expected number of requests) of a synthetic or closed-loop workload; None for a trace. With
+    `sessions`, every turn of every session started is drawn (simulator.core.prefixes.session_table) before
+    the earliest num_requests are kept: the sessions times their mean turns."""
     if workload.num_requests is not None:
-        return "workload.num_requests", float(workload.num_requests)
-    if workload.duration_s is not None and workload.arrival.qps is not None:
-        return "workload.duration_s", workload.duration_s * workload.arrival.qps
-    return None
+        field, n = "workload.num_requests", float(workload.num_requests)
+    elif workload.duration_s is not None and workload.arrival.qps is not None:
+        field, n = "workload.duration_s", workload.duration_s * workload.arrival.qps
+    else:
+        return None
+    turns = _mean(workload.sessions.turns) if workload.sessions is not None else None
+    if turns is not None and turns > 1:
+        return "workload.sessions.turns", n * turns
+    return field, n
+
+
+def _mean(length) -> float | None:
+    """The mean of a length distribution's config, where known without reading a file (not `empirical`)."""
+    mean = getattr(length.spec(), "mean", None)
+    return float(mean()) if mean is not None else None
+
+
+def session_key_bytes(scenario) -> float:
+    """The bytes of the sessions' prefix keys (SESSION_KEY_BYTES per key of a full KV block, from the mean
+    lengths): a session's turn k re-sends the k − 1 turns before it, so its keys grow with turns²
+    (simulator.core.prefixes builds them all before keeping the earliest requests)."""
+    workload = scenario.workload
+    sessions = workload.sessions
+    if sessions is None:
+        return 0.0
+    means = [_mean(sessions.turns), _mean(workload.prompt_tokens), _mean(workload.output_tokens)]
+    count = workload.num_requests if workload.num_requests is not None else \
+        (workload.duration_s or 0.0) * (workload.arrival.qps or 0.0)
+    if any(m is None for m in means) or not count:
+        return 0.0
+    turns, message, output = means
+    per_turn = (message + output) / scenario.scheduler.block_size
+    return SESSION_KEY_BYTES * count * per_turn * turns * (turns + 1) / 2
 
 
 def check_memory(scenario, available: int | None = None) -> None:
@@ -51,6 +84,12 @@ def check_memory(scenario, available: int | None = None) -> None:
     if expected is None or available is None:
         return
     field, n = expected
+    keys = session_key_bytes(scenario)
+    if keys > available:
+        raise ScenarioError("workload.sessions.turns", f"the sessions' prompts re-send their earlier turns: their "
+                                                       f"prefix keys need at least {keys / 1024**3:,.1f} GiB of memory "
+                                                       f"but {available / 1024**3:.1f} GiB are available; give fewer "
+                                                       "turns per session")
     need = BASE_BYTES + n * MIN_BYTES_PER_REQUEST
     if need > available:
         allowed = max(0, int((available - BASE_BYTES) / MIN_BYTES_PER_REQUEST))

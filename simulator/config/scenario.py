@@ -27,6 +27,7 @@ from simulator.config.speculation import SessionsAcceptanceConfig, SuffixDrafter
 from simulator.config.retrieval import RetrievalConfig
 from simulator.config.serving import LatencyConfig, MoeConfig, ParallelismConfig, SchedulerConfig
 from simulator.config.workload import WorkloadConfig
+from simulator.core.workload import MAX_SIM_SPAN_S
 from simulator.config.validation import validate_config
 
 
@@ -248,7 +249,7 @@ class TraceAcceptanceConfig(Strict):
     trace: str
     drafter: Literal["draft", "skip", "ngram"] = "draft"
     mode: Literal["greedy", "sample"] = "greedy"
-    temperature: float = Field(1.0, gt=0.0)
+    temperature: float = Field(1.0, gt=0.0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _sampling_needs_model_drafter(self) -> "TraceAcceptanceConfig":
@@ -337,12 +338,14 @@ class OutputsConfig(Strict):
     """What a run writes. `steps`: what steps.parquet keeps — `full` (every step), `sampled` (every
     `step_sample_every`-th step of each replica) or `aggregate` (per replica and `step_interval_s`
     interval: step count, busy time, tokens, costs, peak KV, queued/running request-seconds); the
-    summary is the same in every case (simulator.core.steplog)."""
+    summary is the same in every case (simulator.core.steplog). `step_interval_s` lies in 1 µs (a step
+    lasts longer: finer intervals hold one step each, and 1e-300 s overflowed the interval numbers) to
+    the longest simulated span (simulator.core.workload.MAX_SIM_SPAN_S)."""
 
     plots: bool = True
     steps: Literal["full", "sampled", "aggregate"] = "full"
     step_sample_every: int = Field(100, ge=1)
-    step_interval_s: float = Field(1.0, gt=0, allow_inf_nan=False)
+    step_interval_s: float = Field(1.0, ge=1e-6, le=MAX_SIM_SPAN_S, allow_inf_nan=False)
 
 
 class EnergyConfig(Strict):

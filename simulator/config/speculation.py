@@ -38,11 +38,12 @@ YAML reference (each section is a discriminated union on `kind`):
 """
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, model_validator
 
-from simulator.config.base import Strict
+from simulator.config.base import Strict, field_error
 
 
 class HeadDrafterConfig(Strict):
@@ -219,6 +220,9 @@ class ChainConfig(Strict):
     alignment: Literal["paged", "realign"] = "paged"
 
 
+MAX_TREE_NODES = 1024   # the most nodes a tree verifies (TreeConfig/DynamicTreeConfig.budget)
+
+
 class TreeConfig(Strict):
     """A static tree. `kary`: every node up to `depth`−1 has its top-`k` candidates; `medusa`: Medusa's
     greedy tree of `budget` nodes over `depth` heads; `sequoia`: Sequoia's DP-optimal tree of `budget`
@@ -228,7 +232,22 @@ class TreeConfig(Strict):
     builder: Literal["kary", "medusa", "sequoia"]
     k: int = Field(2, ge=1, le=64)
     depth: int = Field(4, ge=1, le=64)
-    budget: int = Field(16, ge=1, le=1024)
+    budget: int = Field(16, ge=1, le=MAX_TREE_NODES)
+
+    @model_validator(mode="after")
+    def _kary_size(self) -> "TreeConfig":
+        """A kary tree is full (budget unused): its 1 + k + … + k^depth nodes within the node budget's bound
+        (k 64, depth 64 built nodes until the run was killed)."""
+        if self.builder == "kary":
+            nodes, level = 1, 1
+            for _ in range(self.depth):
+                level *= self.k
+                nodes += level
+                if nodes > MAX_TREE_NODES:
+                    raise field_error("depth", f"a kary tree of k={self.k} and depth={self.depth} has more than "
+                                               f"{MAX_TREE_NODES} nodes (1 + k + ... + k^depth); at most "
+                                               f"{MAX_TREE_NODES}: lower k or depth")
+        return self
 
 
 class DynamicTreeConfig(Strict):
@@ -243,7 +262,7 @@ class DynamicTreeConfig(Strict):
     builder: Literal["eagle2", "top_n"] = "eagle2"
     top_k: int = Field(4, ge=1, le=64)
     depth: int = Field(5, ge=1, le=64)
-    budget: int = Field(32, ge=1, le=1024)
+    budget: int = Field(32, ge=1, le=MAX_TREE_NODES)
     per_context: bool = False
 
 
@@ -292,7 +311,7 @@ class RankedAcceptanceConfig(Strict):
 
 
 class ContextClassConfig(Strict):
-    weight: float = Field(gt=0.0)
+    weight: float = Field(gt=0.0, allow_inf_nan=False)
     accept_probs: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -313,6 +332,14 @@ class ContextsAcceptanceConfig(Strict):
 
     kind: Literal["contexts"]
     contexts: list[ContextClassConfig] = Field(min_length=1, max_length=16)
+
+    @model_validator(mode="after")
+    def _finite_weights(self) -> "ContextsAcceptanceConfig":
+        total = sum(c.weight for c in self.contexts)   # (normalised by it: 1e308 + 1e308 is inf)
+        if not math.isfinite(total):
+            raise field_error("contexts", f"the weights sum to {total}; expected a finite sum (the classes' "
+                                          "probabilities are the weights over it)")
+        return self
 
 
 class DriftingAcceptanceConfig(Strict):
@@ -339,8 +366,8 @@ class PairAcceptanceConfig(Strict):
     multi-draft uses theory.multidraft.acceptance(p, q, n, scheme) at the branching position."""
 
     kind: Literal["pair"]
-    p: list[Annotated[float, Field(ge=0.0)]] | None = None
-    q: list[Annotated[float, Field(ge=0.0)]] | None = None
+    p: list[Annotated[float, Field(ge=0.0, allow_inf_nan=False)]] | None = None
+    q: list[Annotated[float, Field(ge=0.0, allow_inf_nan=False)]] | None = None
     vocab: int = Field(12, ge=2, le=4096)
     zipf: float = Field(1.2, gt=0.0, le=10.0)
     q_power: float = Field(0.6, gt=0.0, le=10.0)
@@ -351,6 +378,10 @@ class PairAcceptanceConfig(Strict):
             raise ValueError("give both p and q, or neither (then vocab/zipf/q_power define them)")
         if self.p is not None and (len(self.p) != len(self.q) or sum(self.p) <= 0 or sum(self.q) <= 0):
             raise ValueError("p and q must have the same length and positive sums")
+        for name, weights in (("p", self.p), ("q", self.q)):   # (normalised by their sums: 1e308 + 1e308 is inf)
+            if weights is not None and not math.isfinite(sum(weights)):
+                raise field_error(name, f"sums to {sum(weights)}; expected a finite sum (the weights are "
+                                        "normalised by it)")
         return self
 
 
@@ -372,7 +403,7 @@ class PublishedAcceptanceConfig(Strict):
     target: str | None = None
     draft: str | None = None
     dataset: str | None = None
-    temperature: float | None = Field(None, ge=0.0)
+    temperature: float | None = Field(None, ge=0.0, allow_inf_nan=False)
     depth: int | None = Field(None, ge=1, le=64)
 
     @model_validator(mode="after")
@@ -500,7 +531,7 @@ class TrtllmSchedulePolicyConfig(Strict):
     kind: Literal["trtllm_schedule"]
     draft_len_schedule: dict[Annotated[int, Field(ge=1)], Annotated[int, Field(ge=0)]] | None = None
     acceptance_window: int | None = Field(None, ge=0)
-    acceptance_length_threshold: float | None = Field(None, ge=0.0)
+    acceptance_length_threshold: float | None = Field(None, ge=0.0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _something(self) -> "TrtllmSchedulePolicyConfig":
@@ -511,9 +542,9 @@ class TrtllmSchedulePolicyConfig(Strict):
 
 class SglangSlotConfig(Strict):
     candidate_steps: list[Annotated[int, Field(ge=0, le=64)]] = Field(min_length=1)
-    up_hysteresis: float = 0.0
-    down_hysteresis: float = -0.25
-    ceiling_coeff: float = Field(0.0, ge=0.0)
+    up_hysteresis: float = Field(0.0, allow_inf_nan=False)
+    down_hysteresis: float = Field(-0.25, allow_inf_nan=False)
+    ceiling_coeff: float = Field(0.0, ge=0.0, allow_inf_nan=False)
     ema_alpha: float | None = Field(None, gt=0.0, le=1.0)
     update_interval: int | None = Field(None, ge=1)
     warmup_batches: int | None = Field(None, ge=0)

@@ -16,8 +16,8 @@ def _user_path(loc: tuple, data) -> str:
     """The YAML path of an error location, without the tags pydantic inserts for discriminated unions
     (e.g. `workload.prompt_tokens.uniform.high` becomes `workload.prompt_tokens.high`)."""
     parts, node = [], data
-    for item in loc:
-        if isinstance(node, dict) and item not in node and node.get("kind") == item:
+    for i, item in enumerate(loc):
+        if _is_tag(loc, i, node):
             continue
         parts.append(str(item))
         node = node.get(item) if isinstance(node, dict) else (
@@ -69,10 +69,22 @@ _UNION_MEMBERS = {"str": "a name or path (string)", "dict": "a mapping", "int": 
                   "list": "a list", "bool": "true or false"}
 
 
+def _is_tag(loc: tuple, i: int, node) -> bool:
+    """Whether `loc[i]` is the tag pydantic inserts after a discriminated union's field: the `kind` of the
+    mapping at `node`, not one of its keys — or one of its keys too when the field is named like its kind
+    (acceptance `{kind: contexts, contexts: [...]}` errs at `acceptance.contexts.contexts.0.weight`)."""
+    item = loc[i]
+    return isinstance(node, dict) and node.get("kind") == item and (
+        item not in node or (i + 1 < len(loc) and loc[i + 1] == item))
+
+
 def _value_at(loc: tuple, data) -> tuple[Any, int]:
     """The user's value at the longest prefix of `loc` present in `data`, and that prefix's last index."""
     node, depth = data, -1
     for i, item in enumerate(loc):
+        if _is_tag(loc, i, node):
+            depth = i
+            continue
         if isinstance(node, dict) and item in node:
             node = node[item]
         elif isinstance(node, list) and isinstance(item, int) and item < len(node):

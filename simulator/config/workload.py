@@ -10,7 +10,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from simulator.config.base import Strict
-from simulator.core.lengths import (MIN_TRUNCATED_MASS, EmpiricalLength, FixedLength, LognormalLength, UniformLength,
+from simulator.core.lengths import (MAX_LENGTH_TOKENS, MIN_TRUNCATED_MASS, EmpiricalLength, FixedLength, LognormalLength, UniformLength,
                                     normal_mass, standard_bounds)
 from simulator.core.prefixes import Sessions, SharedPrefix
 from simulator.core.workload import Arrival, TraceColumns, Workload
@@ -19,14 +19,14 @@ from simulator.core.workload import Arrival, TraceColumns, Workload
 class FixedLengthConfig(Strict):
     SPEC = FixedLength
     kind: Literal["fixed"]
-    value: int = Field(ge=1)
+    value: int = Field(ge=1, le=MAX_LENGTH_TOKENS)
 
 
 class UniformLengthConfig(Strict):
     SPEC = UniformLength
     kind: Literal["uniform"]
-    low: int = Field(ge=1)
-    high: int = Field(ge=1)
+    low: int = Field(ge=1, le=MAX_LENGTH_TOKENS)
+    high: int = Field(ge=1, le=MAX_LENGTH_TOKENS)
 
     @field_validator("high")
     @classmethod
@@ -40,10 +40,10 @@ class UniformLengthConfig(Strict):
 class LognormalLengthConfig(Strict):
     SPEC = LognormalLength
     kind: Literal["lognormal"]
-    median: float = Field(gt=0, allow_inf_nan=False)
+    median: float = Field(gt=0, le=MAX_LENGTH_TOKENS, allow_inf_nan=False)
     sigma: float = Field(gt=0, allow_inf_nan=False)
-    min: int = Field(default=1, ge=1)
-    max: int | None = Field(default=None, ge=1, validate_default=True)
+    min: int = Field(default=1, ge=1, le=MAX_LENGTH_TOKENS)
+    max: int | None = Field(default=None, ge=1, le=MAX_LENGTH_TOKENS, validate_default=True)
 
     @field_validator("max")
     @classmethod
@@ -120,7 +120,8 @@ class ArrivalConfig(Strict):
     process: Literal["poisson", "gamma", "trace", "closed_loop"]
     qps: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
     concurrency: int | None = Field(default=None, ge=1, validate_default=True)
-    cv: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
+    # (gamma gaps have shape 1/cv²: a cv of 1e-300 or 1e300 divided by zero)
+    cv: float | None = Field(default=None, ge=1e-3, le=1e3, allow_inf_nan=False, validate_default=True)
     trace_csv: Path | None = Field(default=None, validate_default=True)
     # trace replay options (simulator.core.traces): format, layout, clock, window and rate scaling
     format: Literal["draftsim", "azure", "burstgpt", "mooncake"] = "draftsim"

@@ -26,6 +26,11 @@ from simulator.errors import ScenarioError
 
 #: Truncation ranges holding less probability than this are rejected (sampling there is meaningless).
 MIN_TRUNCATED_MASS = 1e-9
+#: The most tokens a length may take (fixed value, uniform bounds, lognormal bounds; an unbounded lognormal's
+#: draws are clipped to it): far beyond any model's context, which then refuses the request in one line,
+#: while a prompt plus an output stays far inside int64 (2**62 + 2**62 wrapped to a negative total, which
+#: passed the context check, and the run never ended; 1e300 or a lognormal sigma of 50 overflowed the cast).
+MAX_LENGTH_TOKENS = 10**12
 
 
 @dataclass(frozen=True)
@@ -87,8 +92,9 @@ class LognormalLength:
         else:
             lo, hi = special.ndtr(z_low), special.ndtr(z_high)
             z = special.ndtri(lo + u * (hi - lo))
-        x = np.exp(np.log(self.median) + self.sigma * z)
-        upper = np.inf if self.max is None else self.max
+        with np.errstate(over="ignore"):   # (inf: clipped to MAX_LENGTH_TOKENS below)
+            x = np.exp(np.log(self.median) + self.sigma * z)
+        upper = MAX_LENGTH_TOKENS if self.max is None else self.max
         # rint keeps values inside [min, max] (integer bounds); clip only guards floating-point edge cases.
         return np.clip(np.rint(x), self.min, upper).astype(np.int64)
 

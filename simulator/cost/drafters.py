@@ -209,6 +209,10 @@ def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str
         spec = get_model(d.model)
     except ValueError as exc:
         raise ScenarioError("drafter.model", str(exc)) from None
+    if spec.param_count() > target.param_count():   # (llama-3.1-8b drafting for llama-3.2-1b ran, exit 0)
+        raise ScenarioError("drafter.model", f"{spec.name} ({spec.param_count() / 1e9:.3g} B parameters) is larger "
+                                             f"than the target {target.name} ({target.param_count() / 1e9:.3g} B) it "
+                                             "drafts for; allowed: a model no larger than the target")
     draft_par = Parallelism(d.tp, 1)
     if d.placement == "colocated" and d.tp > par.gpus:
         raise ScenarioError("drafter.tp", f"{d.tp} exceeds the replica's {par.gpus} GPUs")

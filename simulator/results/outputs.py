@@ -78,8 +78,11 @@ def staged_output(out_dir: Path | str, marker: str = SUMMARY_JSON, command: str 
 
 
 def write_outputs(out_dir: Path | str, requests_df: pd.DataFrame, steps_df: pd.DataFrame, summary: Mapping,
-                  *, plots: bool = True, extra_files: Mapping[str, str | bytes] | None = None) -> Path:
-    """Write all outputs into `out_dir` atomically; returns the output folder.
+                  *, plots: bool = True, extra_files: Mapping[str, str | bytes] | None = None,
+                  steps_kept=None) -> Path:
+    """Write all outputs into `out_dir` atomically; returns the output folder. `steps_kept`: the scenario's
+    `outputs` section, which says whether `steps_df` holds every step, a sample or interval sums (the
+    timeline plot reads it; None: every step).
 
     `extra_files` (file name -> text or bytes) lets the caller add files, e.g. the resolved scenario,
     in the same atomic step. Raises ScenarioError('--out', ...) when out_dir cannot be used.
@@ -102,5 +105,5 @@ def write_outputs(out_dir: Path | str, requests_df: pd.DataFrame, steps_df: pd.D
             else:
                 target.write_text(content, encoding="utf-8")
         if plots:
-            write_plots(staged, requests_df, steps_df, summary)
+            write_plots(staged, requests_df, steps_df, summary, steps_kept)
     return out_dir

@@ -90,42 +90,68 @@ def _integral_at(starts: np.ndarray, ends: np.ndarray, heights: np.ndarray, at: 
     return np.interp(at, times, area, left=0.0, right=area[-1])
 
 
-def timeline_bins(steps: pd.DataFrame, start_s: float, end_s: float, bins: int = TIMELINE_BINS):
+def timeline_bins(steps: pd.DataFrame, start_s: float, end_s: float, bins: int = TIMELINE_BINS, *,
+                  weight: float = 1.0):
     """Per time bin: output tokens/s (tokens counted at their step's end) and the time-averaged number of
-    queued and running requests summed over replicas (idle replicas count zero)."""
+    queued and running requests summed over replicas (idle replicas count zero). `weight`: how many steps
+    each row stands for (`outputs.steps: sampled` keeps every `step_sample_every`-th step of a replica, so
+    each kept step is counted that many times: an estimate, exact only where steps are alike)."""
     edges = np.linspace(start_s, end_s if end_s > start_s else start_s + 1.0, bins + 1)
     width = np.diff(edges)
     begin = steps["start_s"].to_numpy(float)
     finish = begin + steps["duration_s"].to_numpy(float)
-    tokens, _ = np.histogram(finish, bins=edges, weights=steps["emitted_tokens"].to_numpy(float))
+    tokens, _ = np.histogram(finish, bins=edges, weights=steps["emitted_tokens"].to_numpy(float) * weight)
     averages = {}
     for column in ("queued_requests", "running_requests"):
-        area = _integral_at(begin, finish, steps[column].to_numpy(float), edges)
+        area = _integral_at(begin, finish, steps[column].to_numpy(float) * weight, edges)
         averages[column] = np.diff(area) / width
     return edges, tokens / width, averages["queued_requests"], averages["running_requests"]
 
 
-def plot_timeline(steps: pd.DataFrame, summary: Mapping, path: Path) -> None:
-    """Output throughput and queue/batch occupancy over the measured window."""
-    edges, throughput, queued, running = timeline_bins(steps, float(summary["window_start_s"]),
-                                                       float(summary["window_end_s"]))
+def aggregate_timeline_bins(aggregates: pd.DataFrame, start_s: float, end_s: float, interval_s: float,
+                            bins: int = TIMELINE_BINS):
+    """`timeline_bins` of a step log kept as per-(replica, interval) sums (`outputs.steps: aggregate`): each
+    interval's tokens and queued/running request-seconds are spread evenly over its `interval_s` (the sums
+    say no more where inside it they fell; tokens are binned by their step's start, not its end)."""
+    edges = np.linspace(start_s, end_s if end_s > start_s else start_s + 1.0, bins + 1)
+    width = np.diff(edges)
+    begin = aggregates["interval_start_s"].to_numpy(float)
+    finish = begin + interval_s
+    rates = [np.diff(_integral_at(begin, finish, aggregates[column].to_numpy(float) / interval_s, edges)) / width
+             for column in ("emitted_tokens", "queued_request_s", "running_request_s")]
+    return (edges, *rates)
+
+
+def plot_timeline(steps: pd.DataFrame, summary: Mapping, path: Path, kept=None) -> None:
+    """Output throughput and queue/batch occupancy over the measured window. `kept`: what the step frame
+    holds (the scenario's `outputs` section: every step — the default —, a sample or interval sums)."""
+    window = float(summary["window_start_s"]), float(summary["window_end_s"])
+    mode = kept.steps if kept is not None else "full"
+    if mode == "aggregate":
+        edges, throughput, queued, running = aggregate_timeline_bins(steps, *window, kept.step_interval_s)
+    else:
+        edges, throughput, queued, running = timeline_bins(
+            steps, *window, weight=kept.step_sample_every if mode == "sampled" else 1.0)
     figure = _new_figure(10.0, 6.0)
     top, bottom = figure.subplots(2, 1, sharex=True)
     top.stairs(throughput, edges, color="tab:blue", linewidth=1.2)
-    top.set_ylabel("output tokens/s")
+    note = f" (est. from every {kept.step_sample_every}th step)" if mode == "sampled" else ""
+    top.set_ylabel("output tokens/s" + note)
     top.grid(True, alpha=0.3)
     bottom.stairs(queued, edges, color="tab:red", linewidth=1.2, label="queued (waiting)")
     bottom.stairs(running, edges, color="tab:green", linewidth=1.2, label="running (admitted)")
-    bottom.set_ylabel("requests (all replicas)")
+    bottom.set_ylabel("requests (all replicas)" + note)
     bottom.set_xlabel("time (s)")
     bottom.legend(loc="upper right")
     bottom.grid(True, alpha=0.3)
     _save(figure, path)
 
 
-def write_plots(out_dir: Path, requests: pd.DataFrame, steps: pd.DataFrame, summary: Mapping) -> list[Path]:
-    """Write every plot into `out_dir`; returns the written paths."""
+def write_plots(out_dir: Path, requests: pd.DataFrame, steps: pd.DataFrame, summary: Mapping,
+                steps_kept=None) -> list[Path]:
+    """Write every plot into `out_dir`; returns the written paths. `steps_kept`: the scenario's `outputs`
+    section when the step frame is not every step (`plot_timeline`)."""
     out_dir = Path(out_dir)
     plot_latency_cdfs(requests, summary, out_dir / LATENCY_CDF_PNG)
-    plot_timeline(steps, summary, out_dir / TIMELINE_PNG)
+    plot_timeline(steps, summary, out_dir / TIMELINE_PNG, steps_kept)
     return [out_dir / name for name in PLOT_FILES]

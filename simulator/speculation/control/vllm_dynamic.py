@@ -32,6 +32,8 @@ uses its own batch size (the prefill step before it is not seen by the policy).
 """
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from simulator.speculation.control.base import ControlPolicy
@@ -56,17 +58,23 @@ def dense_lookup(schedule, max_k: int, max_batch: int) -> np.ndarray:
 
 
 class VllmDynamic(ControlPolicy):
+    """K per batch size as `dense_lookup` expands the schedule, read from the ranges' starts instead of a
+    table of every batch size up to the last range's end (an end of 10**12 allocated 8 TB: MemoryError):
+    a batch size takes the K of the last range starting at or below it (in the range, in the gap after
+    it, or above the last range), clamped to num_speculative_tokens; 0 below the first range (batch 0)."""
     chain_only = True
     needs_gamma = True
 
     def __init__(self, params, spec, gamma: int, cost):
         super().__init__(params, spec, gamma, cost)
-        self.max_batch = max(hi for _, hi, _ in params.schedule)
-        self._table = dense_lookup(params.schedule, gamma, self.max_batch)
+        entries = sorted((int(lo), min(gamma, int(k))) for lo, _, k in params.schedule)
+        self._starts = [lo for lo, _ in entries]
+        self._ks = [k for _, k in entries]
         self._last: dict[int, int] = {}     # id(replica) -> K chosen by its previous step
 
     def k_for(self, batch: int) -> int:
-        return int(self._table[min(batch, self.max_batch)])
+        i = bisect_right(self._starts, batch) - 1
+        return self._ks[i] if i >= 0 else 0
 
     def counts(self, rep, ids: np.ndarray, queued: int) -> np.ndarray:
         batch = len(rep.running)

@@ -131,3 +131,29 @@ def test_timeline_bins_conserve_tokens_and_average_counts(run):
     # step log (0.2 s each bin pair): running is 1 everywhere except 2 during [0.5, 0.6)
     np.testing.assert_allclose(running, [1, 1, 1, 1, 1, 2, 1, 1, 1, 1])
     np.testing.assert_allclose(queued, [0, 0, 1, 1, 2, 0, 0, 0, 0, 0])
+
+
+def test_timeline_of_aggregated_steps_matches_the_full_log(tmp_path):
+    """`outputs.steps: aggregate` kept per-interval sums that the timeline plot read as steps: `draftsim run`
+    ended in a KeyError traceback ('start_s') after the whole run, plots being on by default (2026-11-28).
+    The timeline is now drawn from the sums, and agrees with the one of every step; a sampled log's is
+    an estimate from the kept steps (each counted step_sample_every times)."""
+    import simulator
+    from contract import cli, write_scenario
+    from sim_helpers import scenario
+    from simulator.results.plots import aggregate_timeline_bins
+
+    data = scenario(workload={"num_requests": 60})
+    full = simulator.run(data)
+    agg = simulator.run(data, ["outputs.steps=aggregate", "outputs.step_interval_s=0.05"])
+    window = full.summary["window_start_s"], full.summary["window_end_s"]
+    edges, throughput, _, running = timeline_bins(full.steps, *window)
+    edges_agg, throughput_agg, _, running_agg = aggregate_timeline_bins(agg.steps, *window, 0.05)
+    np.testing.assert_array_equal(edges, edges_agg)
+    assert np.sum(throughput_agg * np.diff(edges)) == pytest.approx(np.sum(throughput * np.diff(edges)), rel=1e-3)
+    assert np.sum(running_agg * np.diff(edges)) == pytest.approx(np.sum(running * np.diff(edges)), rel=1e-3)
+    for steps in ("aggregate", "sampled"):
+        path = write_scenario(tmp_path / f"{steps}.yaml", {**data, "outputs": {"steps": steps}})
+        code, _, err = cli("run", path, "--out", tmp_path / steps, "--quiet")
+        assert code == 0, err
+        assert set(PLOT_FILES) <= set(listing(tmp_path / steps))

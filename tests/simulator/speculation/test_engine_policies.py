@@ -34,6 +34,19 @@ def test_vllm_lookup_fills_gaps_with_the_previous_k_and_clamps():
     assert dense_lookup([(1, 8, 2)], 3, 10)[10] == 2  # above the last range: the last K
 
 
+def test_vllm_k_per_batch_is_the_dense_lookup_without_its_table():
+    """A schedule ending at batch 10**12 built a table of every batch size: MemoryError, 'out of memory' after
+    the scenario was accepted (2026-11-28). The policy reads the ranges' starts instead, as the table says."""
+    for schedule, gamma in (([(1, 16, 3), (64, 128, 2), (256, 4096, 0)], 3), ([(1, 8, 5)], 3), ([(1, 8, 2)], 3),
+                            ([(1, 1, 4), (3, 5, 1), (9, 9, 2)], 4)):
+        policy = VllmDynamic(VllmDynamicPolicyConfig(kind="vllm_dynamic", schedule=schedule), None, gamma, None)
+        table = dense_lookup(schedule, gamma, 5000)
+        assert [policy.k_for(b) for b in range(5001)] == table.tolist()
+    huge = VllmDynamic(VllmDynamicPolicyConfig(kind="vllm_dynamic", schedule=[[1, 10**12, 64], [10**13, 10**14, 1]]),
+                       None, 4, None)
+    assert [huge.k_for(b) for b in (1, 256, 10**12, 10**13 - 1, 10**13, 10**15)] == [4, 4, 4, 4, 1, 1]
+
+
 def test_vllm_k_lags_one_step_behind_the_batch():
     # docs example [[1, 64, 3], [65, 128, 1], [129, 512, 0]]; scheduler.py picks K from step t's scheduled
     # requests, the drafter drafts K at the end of step t, step t+1 verifies them.
