@@ -19,6 +19,11 @@ from models.errors import bounded
 from simulator.console.contract import EXIT_USAGE, guarded, parse_args
 
 
+def _steps_traced(outputs) -> str:
+    """Which steps trace.json draws: every step, or the kept sample (`outputs.steps: sampled`)."""
+    return f"one in {outputs.step_sample_every} of each replica's, as kept" if outputs.steps == "sampled" else "all"
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     import time
 
@@ -54,7 +59,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                          max_request_tracks=args.trace_requests)
         if len(result.requests) > args.trace_requests:
             warnings.warn(f"trace.json: request slices for the first {args.trace_requests:,} of "
-                          f"{len(result.requests):,} requests (steps: all); --trace-requests N to change",
+                          f"{len(result.requests):,} requests (steps: {_steps_traced(scenario.outputs)}); "
+                          "--trace-requests N to change",
                           UserWarning, stacklevel=1)
     with Progress("writing outputs", quiet=args.quiet):
         write_outputs(out_dir, result.requests, result.steps, result.summary,

@@ -260,3 +260,11 @@ def test_a_trace_of_many_requests_says_which_request_slices_it_keeps(tmp_path):
     slices = {e["args"]["request_id"] for e in events if e.get("cat") == "request" and "args" in e
               and "request_id" in e["args"]}
     assert slices and max(slices) < 5
+
+
+def test_a_trace_of_sampled_steps_says_it_draws_the_sample(tmp_path):
+    """The warning said '(steps: all)' although trace.json draws the steps the log kept."""
+    sampled = scenario(workload={"num_requests": 12}, outputs={"steps": "sampled", "step_sample_every": 3})
+    with pytest.warns(UserWarning, match=r"\(steps: one in 3 of each replica's, as kept\)"):
+        code, err, out = run_cli(tmp_path, sampled, "--trace", "--trace-requests", "5")
+    assert code == 0
