@@ -43,6 +43,18 @@ class Strict(BaseModel):
                                               {"field": name, "value": str(found).lower()})
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_sets(cls, data):
+        """A Python set (through the API) has no order of its own: pydantic took {0.9, 0.8} for a list of
+        positional alphas in whatever order the set iterates (for texts, one that changes with the hash seed)."""
+        if isinstance(data, dict):
+            for name, value in data.items():
+                if isinstance(value, (set, frozenset)) and name in cls.model_fields:
+                    raise PydanticCustomError(FIELD_ERROR, "a set has no order; give a list (in the order meant)",
+                                              {"field": name})
+        return data
+
     def spec(self):
         return self.SPEC(**{f.name: _spec(getattr(self, f.name)) for f in dataclasses.fields(self.SPEC)})
 
