@@ -43,34 +43,57 @@ def plot_latency_cdfs(requests: pd.DataFrame, summary: Mapping, path: Path) -> N
     plot_latency_cdfs_overlaid({"": requests}, summary, path)
 
 
+_RUN_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:gray")
+_LEGEND_COLUMNS = 4   # columns of the shared legend below the panels, when the runs are more than _RUN_COLORS
+
+
+def _run_styles(count: int) -> list[tuple[str, str]]:
+    """(colour, line style) of each of `count` runs: the seven colours, each run its own; beyond seven, the
+    20 colours of tab20 with a line style per round of them (no two runs alike up to 80)."""
+    if count <= len(_RUN_COLORS):
+        return [(color, "-") for color in _RUN_COLORS[:count]]
+    from matplotlib import colormaps
+    cycle = colormaps["tab20"].colors
+    styles = ("-", "--", ":", "-.")
+    return [(cycle[i % len(cycle)], styles[(i // len(cycle)) % len(styles)]) for i in range(count)]
+
+
 def plot_latency_cdfs_overlaid(runs: Mapping[str, pd.DataFrame], summary: Mapping, path: Path) -> None:
     """The latency CDFs of several runs overlaid (label -> requests frame; one colour each, in order), with
-    the SLO thresholds of `summary` (the first run's) when set. One unlabelled run: `plot_latency_cdfs`."""
-    figure = _new_figure(12.0, 3.6)
+    the SLO thresholds of `summary` (the first run's) when set. One unlabelled run: `plot_latency_cdfs`.
+    Up to seven runs each panel has its legend; more (a compare of many variants) share one legend below
+    the panels, the figure growing with its rows (each panel's legend overflowed it: constrained layout
+    collapsed the axes to nothing)."""
+    shared = len(runs) > len(_RUN_COLORS)
+    rows = -(-len(runs) // _LEGEND_COLUMNS) if shared else 0
+    figure = _new_figure(12.0, 3.6 + 0.2 * rows)
     axes = figure.subplots(1, 3)
-    colors = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:gray")
+    styles = _run_styles(len(runs))
     panels = (("ttft_s", "TTFT (ms)", 1e3, "slo_ttft_s"), ("tpot_s", "TPOT (ms)", 1e3, "slo_tpot_s"),
               ("e2e_s", "E2E latency (s)", 1.0, "slo_e2e_s"))
     for ax, (column, label, scale, slo_key) in zip(axes, panels):
         drawn = False
-        for i, (name, requests) in enumerate(runs.items()):
+        for (name, requests), (color, style) in zip(runs.items(), styles):
             values = np.sort(_finished(requests)[column].to_numpy(float))
             values = values[np.isfinite(values)] * scale
             if len(values):
                 fraction = np.arange(1, len(values) + 1) / len(values)
                 ax.step(np.concatenate([[values[0]], values]), np.concatenate([[0.0], fraction]), where="post",
-                        color=colors[i % len(colors)], linewidth=1.5, label=name or None)
+                        color=color, linestyle=style, linewidth=1.5, label=name or None)
                 drawn = True
         if not drawn:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
         if summary.get(slo_key) is not None:
             ax.axvline(summary[slo_key] * scale, color="tab:red", linestyle="--", linewidth=1, label="SLO")
-        if summary.get(slo_key) is not None or (drawn and any(runs)):
+        if not shared and (summary.get(slo_key) is not None or (drawn and any(runs))):
             ax.legend(loc="lower right", fontsize=8 if len(runs) > 1 else None)
         ax.set_xlabel(label)
         ax.set_ylim(0.0, 1.02)
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("fraction of finished requests")
+    if shared:
+        handles, labels = axes[0].get_legend_handles_labels()
+        figure.legend(handles, labels, loc="outside lower center", ncols=_LEGEND_COLUMNS, fontsize=7)
     _save(figure, path)
 
 

@@ -157,3 +157,25 @@ def test_timeline_of_aggregated_steps_matches_the_full_log(tmp_path):
         code, _, err = cli("run", path, "--out", tmp_path / steps, "--quiet")
         assert code == 0, err
         assert set(PLOT_FILES) <= set(listing(tmp_path / steps))
+
+
+@pytest.mark.parametrize("count", [3, 8, 61])
+def test_latency_cdfs_of_many_runs_draw_without_a_warning(tmp_path, count):
+    """A compare of 61 variants gave each panel a legend of 61 lines: constrained layout warned that the axes
+    collapsed to nothing (a blank plot). Beyond seven runs the legend is one, below the panels, and every run
+    has its own colour and line style."""
+    import warnings
+
+    from matplotlib.image import imread
+
+    from simulator.results.plots import _run_styles, plot_latency_cdfs_overlaid
+    rng = np.random.default_rng(3)
+    runs = {f"seed={i}": pd.DataFrame({"dropped": False, "finish_s": 1.0, "ttft_s": rng.random(20),
+                                       "tpot_s": rng.random(20) / 100, "e2e_s": rng.random(20) * 3})
+            for i in range(count)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plot_latency_cdfs_overlaid(runs, {"slo_ttft_s": 0.5}, tmp_path / "cdf.png")
+    assert imread(tmp_path / "cdf.png").shape[0] >= 360
+    styles = _run_styles(count)
+    assert len(set(styles)) == count
