@@ -705,6 +705,12 @@ CASES = [
             "--resume: is for a run; --dry-run lists every point"),
     Hostile("sweep_dry_run_with_plot", lambda tmp: sweep()(tmp) + ["--dry-run", "--plot"], "--plot: is for a run"),
     # an empty --points was read as the current folder ('. is a directory')
+    # 31 variants of 1M requests each: every one fits alone, but compare builds all of them before the first
+    # simulates and keeps every run's requests (27 GiB together on a 24 GiB machine)
+    Hostile("compare_runs_that_fit_only_alone",
+            lambda tmp: ["compare", _write(tmp, "s.yaml", merge(TINY, {"workload": {"num_requests": 1_000_000}})),
+                         *[arg for s in range(100, 130) for arg in ("--vary", f"seed={s}")]],
+            "--vary: 31 runs held at once need at least", patch=little_memory),
     Hostile("validate_published_points_empty", lambda tmp: ["validate", "--published", "--points", ""],
             "--points: an empty path"),
     # ---- helper1: what a scenario's sections mean (outputs, scheduler, drafter, acceptance, cluster) ------------

@@ -97,3 +97,19 @@ def check_memory(scenario, available: int | None = None) -> None:
                                    f"({MIN_BYTES_PER_REQUEST} B per request, measured) but "
                                    f"{available / 1024**3:.1f} GiB are available; allowed here: at most "
                                    f"about {allowed:,} requests")
+
+
+def check_memory_together(scenarios, field: str, available: int | None = None) -> None:
+    """Raise ScenarioError on `field` when runs held in memory at once (`draftsim compare` builds every run
+    before the first simulates and keeps every run's requests for its table and plot) need more than the
+    memory available together, though each would fit alone (`check_memory`)."""
+    counts = [expected_requests(scenario.workload) for scenario in scenarios]
+    available = available_bytes() if available is None else available
+    if available is None or len(counts) < 2:
+        return
+    need = BASE_BYTES + sum(n for _, n in filter(None, counts)) * MIN_BYTES_PER_REQUEST
+    if need > available:
+        raise ScenarioError(field, f"{len(counts)} runs held at once need at least {need / 1024**3:,.1f} GiB of "
+                                   f"memory ({MIN_BYTES_PER_REQUEST} B per request, measured) but "
+                                   f"{available / 1024**3:.1f} GiB are available; compare fewer runs at once, or "
+                                   "run them with draftsim sweep, which keeps one at a time")

@@ -122,6 +122,7 @@ def format_compare(frame: pd.DataFrame, labels: list[str]) -> str:
 def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, step_mode: str | None = None):
     """Validate and build every run first, then simulate each; returns (frame, labels, results, out dir)."""
     from simulator.api import prepare, simulate
+    from simulator.config.host_memory import check_memory_together
     from simulator.config.scenario import load_scenario
     from simulator.console.progress import Progress
     from simulator.results.outputs import check_output_dir, staged_output, summary_json
@@ -129,6 +130,8 @@ def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, s
 
     loaded = [load_scenario(run.path, run.overrides) for run in runs]
     _check_distinct(runs, loaded)
+    varied = any(run.path == runs[0].path for run in runs[1:])   # (variants of one scenario: --vary)
+    check_memory_together([scenario for scenario, _ in loaded], "--vary" if varied else "scenarios")
     out_dir = check_output_dir(out if out is not None else Path("out") / "compare" / loaded[0][0].name,
                                marker=COMPARE_CSV, command="compare", names=COMPARE_FILES)
     prepared = [prepare(scenario, base_dir=folder) for scenario, folder in loaded]
