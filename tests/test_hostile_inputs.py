@@ -707,6 +707,11 @@ CASES = [
     # an empty --points was read as the current folder ('. is a directory')
     # 31 variants of 1M requests each: every one fits alone, but compare builds all of them before the first
     # simulates and keeps every run's requests (27 GiB together on a 24 GiB machine)
+    # a BurstGPT token count of -1 said 'an integer from 1 to 10^12' though rows of 0 (failed requests) are read
+    Hostile("burstgpt_negative_tokens",
+            trace(text_file("b.csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                                     "5,ChatGPT,472,0,472,Conversation log\n6,ChatGPT,-1,18,17,Conversation log\n"),
+                  "burstgpt"), "an integer from 0 to 10^12 (tokens; rows of 0 are failed requests, skipped)"),
     Hostile("compare_runs_that_fit_only_alone",
             lambda tmp: ["compare", _write(tmp, "s.yaml", merge(TINY, {"workload": {"num_requests": 1_000_000}})),
                          *[arg for s in range(100, 130) for arg in ("--vary", f"seed={s}")]],

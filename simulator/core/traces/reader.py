@@ -162,7 +162,8 @@ def _counts(frame: pd.DataFrame, column: str, path: Path, field: str, allow_zero
     bad = ~np.isfinite(values) | (values < low) | (values > MAX_TOKENS) | (values != np.rint(values))
     if bad.any():
         i = int(np.argmax(bad))
-        raise _bad(field, path, column, frame["__line__"].iloc[i], raw.iloc[i], "an integer from 1 to 10^12 (tokens)")
+        raise _bad(field, path, column, frame["__line__"].iloc[i], raw.iloc[i],
+                   f"an integer from {low} to 10^12 (tokens{'; rows of 0 are failed requests, skipped' if allow_zero else ''})")
     return values.astype(np.int64)
 
 
