@@ -785,6 +785,25 @@ CASES = [
     Hostile("draft_model_larger_than_the_target", run(cluster={"model": "llama-3.2-1b"},
                                                       drafter={"kind": "draft_model", "model": "llama-3.1-8b"}),
             "drafter.model: llama-3.1-8b (8.03 B parameters) is larger than the target llama-3.2-1b"),
+    # -- impossible deployments and the plan file (helper5, 2026-11-28) --
+    # a plan without any SLO 'met the SLOs' with every runnable candidate: it answered its cheapest (exit 0)
+    Hostile("plan_without_any_slo", plan(slo={"ttft_s": None, "tpot_s": None}),
+            "plan.slo: a plan looks for the cheapest candidate that meets the SLOs: give at least one of"),
+    # plan.moe with search.ep [1] was read by no candidate (a scenario's cluster.moe is refused so): exit 0
+    Hostile("plan_moe_without_expert_parallelism", plan(moe={"routing": "zipf"}),
+            "plan.moe: routing and pre-scheduling price the all-to-alls of expert parallelism"),
+    # a tree's shape ignores gamma: gamma [2, 4] made each tree candidate twice, identical (exit 0)
+    Hostile("plan_tree_listing_several_gammas", plan(acceptance={"kind": "ranked", "accept_probs": [0.5, 0.2]},
+                                                     search={**PLAN["search"], "drafters": [
+                                                         {"kind": "draft_model", "model": "llama-68m", "gamma": [2, 4],
+                                                          "speculation": {"kind": "tree", "builder": "sequoia",
+                                                                          "budget": 16}}]}),
+            "plan.search.drafters.0.gamma: a tree speculation's shape is set by its own fields"),
+    # EAGLE-3 with a static tree (which the engines never run with it): every such candidate failed alone and
+    # the plan answered with the others (exit 0)
+    Hostile("plan_eagle3_on_a_static_tree", plan(models=["llama-3.1-8b"], search={**PLAN["search"], "drafters": [
+        {"kind": "none"}, {"kind": "eagle3", "speculation": {"kind": "tree", "builder": "sequoia", "budget": 16}}]}),
+            "plan.search.drafters.1.speculation.kind: EAGLE-3 and MTP drafters run the engines' chain"),
 ]
 
 
