@@ -804,6 +804,9 @@ CASES = [
     Hostile("plan_eagle3_on_a_static_tree", plan(models=["llama-3.1-8b"], search={**PLAN["search"], "drafters": [
         {"kind": "none"}, {"kind": "eagle3", "speculation": {"kind": "tree", "builder": "sequoia", "budget": 16}}]}),
             "plan.search.drafters.1.speculation.kind: EAGLE-3 and MTP drafters run the engines' chain"),
+    # a pool's unknown router named two fields ('...decode.router: cluster.router: unknown router')
+    Hostile("disaggregated_decode_router_unknown", run(cluster={"disaggregation": {"decode": {"router": "nope"}}}),
+            "error: cluster.disaggregation.decode.router: unknown router 'nope'; allowed: join_shortest_queue"),
 ]
 
 

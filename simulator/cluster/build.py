@@ -107,10 +107,7 @@ def pool_kind(scenario: Scenario, pool, where: str, seed: int, base_dir: Path,
 
 
 def _router(name: str, replicas: int, rng, where: str):
-    try:
-        return make_router(name, replicas, rng)
-    except ValueError as exc:
-        raise ScenarioError(f"{where}.router", str(exc)) from None
+    return make_router(name, replicas, rng, f"{where}.router")
 
 
 def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target
