@@ -807,6 +807,12 @@ CASES = [
     # a pool's unknown router named two fields ('...decode.router: cluster.router: unknown router')
     Hostile("disaggregated_decode_router_unknown", run(cluster={"disaggregation": {"decode": {"router": "nope"}}}),
             "error: cluster.disaggregation.decode.router: unknown router 'nope'; allowed: join_shortest_queue"),
+    # swap preemption and host memory without a prefix cache, disaggregated: read by neither pool (the outputs
+    # were those of recompute without host memory, byte for byte, under KV pressure), exit 0
+    Hostile("swap_between_disaggregated_pools", run(cluster={"disaggregation": {}, "kv_cache": {
+        "preemption": "swap", "host_memory_gib": 16}}), "cluster.kv_cache.preemption: 'swap' keeps a preempted"),
+    Hostile("host_memory_between_disaggregated_pools", run(cluster={"disaggregation": {}, "kv_cache": {
+        "host_memory_gib": 16}}), "cluster.kv_cache.host_memory_gib: with cluster.disaggregation host memory"),
 ]
 
 
