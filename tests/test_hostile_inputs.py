@@ -813,6 +813,12 @@ CASES = [
         "preemption": "swap", "host_memory_gib": 16}}), "cluster.kv_cache.preemption: 'swap' keeps a preempted"),
     Hostile("host_memory_between_disaggregated_pools", run(cluster={"disaggregation": {}, "kv_cache": {
         "host_memory_gib": 16}}), "cluster.kv_cache.host_memory_gib: with cluster.disaggregation host memory"),
+    # a price of 1e308 $/GPU-hour overflowed to inf over two GPUs: a ValueError traceback drawing pareto.png
+    Hostile("plan_price_1e308", plan(slo={"tpot_s": 0.06}, hardware=[{"id": "l40s", "usd_per_gpu_hour": 1e308}],
+                                     search={**PLAN["search"], "tp": [1, 2]}),
+            "plan.hardware.0.usd_per_gpu_hour: Input should be less than or equal to 1000"),
+    Hostile("energy_price_1e308", run(energy={"usd_per_kwh": 1e308}),   # (usd_per_mtok: null, exit 0)
+            "energy.usd_per_kwh: Input should be less than or equal to 100"),
 ]
 
 

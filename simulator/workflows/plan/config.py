@@ -50,7 +50,7 @@ from simulator.errors import ScenarioError
 from simulator.config.names import FolderName
 from simulator.config.base import Strict, field_error
 from simulator.config.scenario import SLOConfig
-from simulator.workflows.plan.prices import price_per_gpu_hour
+from simulator.workflows.plan.prices import MAX_USD_PER_GPU_HOUR, price_per_gpu_hour
 from simulator.config.scenario import read_config, validate_config
 
 FIELD = "plan"
@@ -65,7 +65,7 @@ MAX_PLAN_CANDIDATES = 100_000   # screened at ~0.4 ms each (the llama8b example)
 
 class HardwareChoiceConfig(Strict):
     id: str
-    usd_per_gpu_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0, le=MAX_USD_PER_GPU_HOUR, allow_inf_nan=False)
 
 
 class DrafterChoiceConfig(Strict):
