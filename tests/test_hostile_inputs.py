@@ -819,6 +819,13 @@ CASES = [
             "plan.hardware.0.usd_per_gpu_hour: Input should be less than or equal to 1000"),
     Hostile("energy_price_1e308", run(energy={"usd_per_kwh": 1e308}),   # (usd_per_mtok: null, exit 0)
             "energy.usd_per_kwh: Input should be less than or equal to 100"),
+    # a plan's workload was drawn by its screen with no memory check: num_requests 1e9 ran until the kernel
+    # killed it (48 s, SIGKILL); a billion turns per session was 'out of memory', exit 1
+    Hostile("plan_a_billion_requests", plan(workload={"num_requests": 10**9}),
+            "plan.workload.num_requests: 1,000,000,000 requests need at least", patch=little_memory),
+    Hostile("plan_sessions_a_billion_turns", plan(workload={"sessions": {"turns": {"kind": "fixed", "value": 10**9},
+                                                                         "think_time_s": 1}}),
+            "plan.workload.sessions.turns: the sessions' prompts re-send their earlier turns"),
 ]
 
 

@@ -308,6 +308,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
                                 "apply to no candidate: remove plan.moe or list an ep > 1 in plan.search.ep")
     _check_sections(spec)
     _check_size(spec)
+    _check_workload(spec)
     for i, hw in enumerate(spec.hardware):
         if hw.usd_per_gpu_hour is None and price_per_gpu_hour(hw.id) is None:
             raise ScenarioError(f"{FIELD}.hardware.{i}.usd_per_gpu_hour",
@@ -330,6 +331,18 @@ def _check_size(spec: PlanConfig) -> None:
                if search.max_gpus is not None and search.max_gpus < fewest else
                "a disaggregated deployment needs 2 or more replicas (a prefill and a decode pool)")
         raise ScenarioError(f"{FIELD}.search", f"the search space holds no candidate: {why}")
+
+
+def _check_workload(spec: PlanConfig) -> None:
+    """The plan's workload validated as a scenario's, and refused when the requests its screen and every DES
+    confirmation draw cannot fit in this machine's memory (simulator.config.host_memory): num_requests 1e9
+    was drawn by the screen until the kernel killed the plan."""
+    from simulator.config.host_memory import check_workload_memory
+    from simulator.config.serving import SchedulerConfig
+    from simulator.config.workload import WorkloadConfig
+    workload = validate_config(WorkloadConfig, spec.workload, f"{FIELD}.workload")
+    block_size = validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler").block_size
+    check_workload_memory(workload, block_size, prefix=f"{FIELD}.")
 
 
 def _check_sections(spec: PlanConfig) -> None:
