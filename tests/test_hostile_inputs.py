@@ -826,6 +826,9 @@ CASES = [
     Hostile("plan_sessions_a_billion_turns", plan(workload={"sessions": {"turns": {"kind": "fixed", "value": 10**9},
                                                                          "think_time_s": 1}}),
             "plan.workload.sessions.turns: the sessions' prompts re-send their earlier turns"),
+    # estimate --kv-dtype nvfp4 on a GPU without FP4 named a scenario field the command has none of
+    Hostile("estimate_kv_dtype_the_gpu_cannot_run", estimate("--kv-dtype", "nvfp4"),
+            "draftsim estimate: error: kv_dtype: an nvfp4 KV cache needs FP4 tensor cores, which h100-sxm lacks"),
 ]
 
 
