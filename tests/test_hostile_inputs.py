@@ -224,6 +224,22 @@ def profile(*flags) -> Callable[[Path], list]:
     return lambda tmp: ["profile", "--device", "cpu", "--quick", "--no-collectives", "--no-progress", *flags]
 
 
+def moe_trace(file_of: Callable[[Path], Path]) -> Callable[[Path], list]:
+    """A run of an MoE model with expert parallelism whose routing replays the file `file_of(tmp)`."""
+    return lambda tmp: run(cluster={"model": "qwen3-30b-a3b", "parallelism": {"ep": 8}, "moe": {
+        "routing": "trace", "routing_trace": str(file_of(tmp))}})(tmp)
+
+
+def _npy_header(shape: tuple) -> bytes:
+    """The header of a .npy file of int64 `shape`, without its data."""
+    import io
+
+    from numpy.lib import format as npy
+    out = io.BytesIO()
+    npy.write_array_header_1_0(out, {"descr": "<i8", "fortran_order": False, "shape": shape})
+    return out.getvalue()
+
+
 def little_memory(monkeypatch) -> None:
     import simulator.config.host_memory as host_memory
     monkeypatch.setattr(host_memory, "available_bytes", lambda: 24 * 1024**3)   # a 24 GiB machine
@@ -829,6 +845,14 @@ CASES = [
     # estimate --kv-dtype nvfp4 on a GPU without FP4 named a scenario field the command has none of
     Hostile("estimate_kv_dtype_the_gpu_cannot_run", estimate("--kv-dtype", "nvfp4"),
             "draftsim estimate: error: kv_dtype: an nvfp4 KV cache needs FP4 tensor cores, which h100-sxm lacks"),
+    # cluster.moe.routing_trace: a text file was 'pickled (object) data. If you trust the file you can load it
+    # unsafely...', a FIFO 'file not found', and a header announcing 2e9 tokens was read (MemoryError, exit 1)
+    Hostile("routing_trace_a_text_file", moe_trace(lambda tmp: _write(tmp, "r.npy", "0 1 2 3\n")),
+            "r.npy: not a NumPy .npy file (save the expert ids with numpy.save)"),
+    Hostile("routing_trace_a_fifo", moe_trace(lambda tmp: fifo(tmp, "r.npy")),
+            "r.npy: is a FIFO (named pipe), not a regular file"),
+    Hostile("routing_trace_of_two_billion_tokens", moe_trace(lambda tmp: _write(tmp, "r.npy", _npy_header((2 * 10**9, 8)))),
+            "r.npy: its 2,000,000,000 × 8 ids take 119.2 GiB; at most 1 GiB"),
 ]
 
 
