@@ -853,6 +853,11 @@ CASES = [
             "r.npy: is a FIFO (named pipe), not a regular file"),
     Hostile("routing_trace_of_two_billion_tokens", moe_trace(lambda tmp: _write(tmp, "r.npy", _npy_header((2 * 10**9, 8)))),
             "r.npy: its 2,000,000,000 × 8 ids take 119.2 GiB; at most 1 GiB"),
+    # two pools' hardware blocks of one id and other figures: the decode pool was priced with the prefill's
+    # latency model (TPOT 5.3 ms where its own GPU takes 18.9 ms) and the two shared a scale-up link (exit 0)
+    Hostile("disaggregated_pools_two_gpus_of_one_id", run(cluster={"disaggregation": {
+        "prefill": {"hardware": HW}, "decode": {"hardware": dict(HW, hbm_bandwidth_bytes_per_s=1e12)}}}),
+            "cluster.disaggregation.decode.hardware.id: 'my-gpu' names other figures than the prefill pool's"),
 ]
 
 

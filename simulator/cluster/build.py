@@ -305,6 +305,10 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     latencies: dict = {}
     kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
                              latencies) for name in ("prefill", "decode")}
+    hw_p, hw_d = kinds["prefill"].hardware, kinds["decode"].hardware
+    if hw_p.id == hw_d.id and hw_p != hw_d:   # (the pools' latency models and their link are keyed by the id)
+        raise ScenarioError(f"{DISAGG}.decode.hardware.id", f"{hw_d.id!r} names other figures than the prefill "
+                            "pool's hardware of that id; give each hardware block its own id")
     if kinds["decode"].target.num_state_layers:
         raise ScenarioError("cluster.disaggregation", f"{kinds['decode'].target.name} keeps recurrent state (linear "
                             "attention / Mamba): handing it off between pools is not modelled; run it colocated")
