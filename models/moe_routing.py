@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -197,6 +198,45 @@ class GroupLimitedRouting(_Routing):
         np.put_along_axis(keep, _top_k_of_keys(best, self.groups_per_token), True, axis=1)
         masked = np.where(np.repeat(keep, self.num_experts // self.num_groups, axis=1), scores, -1.0)
         return _top_k_of_keys(masked, k)
+
+
+MAX_ROUTING_TRACE_BYTES = 1024**3   # 16 million tokens of top-8 int64 ids: far more than a routing law needs
+
+
+def load_routing_choices(path: Path) -> np.ndarray:
+    """The expert ids of a routing trace file (a NumPy `.npy` of tokens × top_k integers), or a ValueError
+    saying why not, read only after its header is checked: a FIFO or device is named as such (never read),
+    a text or pickled file is no `.npy`, and a header whose shape the file does not hold (cut short, or
+    claiming 2e9 tokens) or data beyond MAX_ROUTING_TRACE_BYTES is refused before anything is allocated (a
+    128 GB sparse file was read into memory; np.load's own message for a text file suggested unpickling it).
+    TraceRouting checks the ids themselves."""
+    import os
+    from numpy.lib import format as npy
+
+    from models.files import file_kind_problem
+    problem = file_kind_problem(path)
+    if problem is not None:
+        raise ValueError(f"{path}: {problem}")
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        try:
+            version = npy.read_magic(fh)
+            shape, _, dtype = (npy.read_array_header_1_0 if version == (1, 0) else
+                                     npy.read_array_header_2_0)(fh)
+        except ValueError:
+            raise ValueError(f"{path}: not a NumPy .npy file (save the expert ids with numpy.save)") from None
+        if len(shape) != 2 or not np.issubdtype(dtype, np.integer):
+            raise ValueError(f"{path}: holds an array of {dtype} of shape {shape}; expected a 2-d integer array "
+                             "(tokens × top_k expert ids)")
+        data = math.prod(shape) * dtype.itemsize
+        if data > MAX_ROUTING_TRACE_BYTES:
+            raise ValueError(f"{path}: its {shape[0]:,} × {shape[1]:,} ids take {data / 1024**3:,.1f} GiB; at most "
+                             f"{MAX_ROUTING_TRACE_BYTES / 1024**3:.0f} GiB (a sample of the tokens keeps the routing law)")
+        if size - fh.tell() != data:
+            raise ValueError(f"{path}: its header announces {shape[0]:,} × {shape[1]:,} ids ({data:,} bytes) but "
+                             f"the file holds {size - fh.tell():,} bytes after it (cut short or damaged)")
+        fh.seek(0)
+        return npy.read_array(fh, allow_pickle=False)
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,6 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+# The most a user's price may be (US$ per GPU-hour; per kWh): far above any quote (on-demand GPUs rent for
+# about $0.3-10 per GPU-hour, electricity for $0.05-0.5 per kWh, spot peaks ~$10) while a typo or 1e308
+# ($/h overflowed to inf over a plan's GPUs: a ValueError traceback drawing the plan's Pareto plot; a run's
+# usd_per_mtok was null) is refused.
+MAX_USD_PER_GPU_HOUR = 1000.0
+MAX_USD_PER_KWH = 100.0
+
+
 @dataclass(frozen=True)
 class GpuPrice:
     hardware: str

@@ -224,6 +224,22 @@ def profile(*flags) -> Callable[[Path], list]:
     return lambda tmp: ["profile", "--device", "cpu", "--quick", "--no-collectives", "--no-progress", *flags]
 
 
+def moe_trace(file_of: Callable[[Path], Path]) -> Callable[[Path], list]:
+    """A run of an MoE model with expert parallelism whose routing replays the file `file_of(tmp)`."""
+    return lambda tmp: run(cluster={"model": "qwen3-30b-a3b", "parallelism": {"ep": 8}, "moe": {
+        "routing": "trace", "routing_trace": str(file_of(tmp))}})(tmp)
+
+
+def _npy_header(shape: tuple) -> bytes:
+    """The header of a .npy file of int64 `shape`, without its data."""
+    import io
+
+    from numpy.lib import format as npy
+    out = io.BytesIO()
+    npy.write_array_header_1_0(out, {"descr": "<i8", "fortran_order": False, "shape": shape})
+    return out.getvalue()
+
+
 def little_memory(monkeypatch) -> None:
     import simulator.config.host_memory as host_memory
     monkeypatch.setattr(host_memory, "available_bytes", lambda: 24 * 1024**3)   # a 24 GiB machine
@@ -796,6 +812,63 @@ CASES = [
     Hostile("draft_model_larger_than_the_target", run(cluster={"model": "llama-3.2-1b"},
                                                       drafter={"kind": "draft_model", "model": "llama-3.1-8b"}),
             "drafter.model: llama-3.1-8b (8.03 B parameters) is larger than the target llama-3.2-1b"),
+    # -- impossible deployments and the plan file (helper5, 2026-11-28) --
+    # a plan without any SLO 'met the SLOs' with every runnable candidate: it answered its cheapest (exit 0)
+    Hostile("plan_without_any_slo", plan(slo={"ttft_s": None, "tpot_s": None}),
+            "plan.slo: a plan looks for the cheapest candidate that meets the SLOs: give at least one of"),
+    # plan.moe with search.ep [1] was read by no candidate (a scenario's cluster.moe is refused so): exit 0
+    Hostile("plan_moe_without_expert_parallelism", plan(moe={"routing": "zipf"}),
+            "plan.moe: routing and pre-scheduling price the all-to-alls of expert parallelism"),
+    # a tree's shape ignores gamma: gamma [2, 4] made each tree candidate twice, identical (exit 0)
+    Hostile("plan_tree_listing_several_gammas", plan(acceptance={"kind": "ranked", "accept_probs": [0.5, 0.2]},
+                                                     search={**PLAN["search"], "drafters": [
+                                                         {"kind": "draft_model", "model": "llama-68m", "gamma": [2, 4],
+                                                          "speculation": {"kind": "tree", "builder": "sequoia",
+                                                                          "budget": 16}}]}),
+            "plan.search.drafters.0.gamma: a tree speculation's shape is set by its own fields"),
+    # EAGLE-3 with a static tree (which the engines never run with it): every such candidate failed alone and
+    # the plan answered with the others (exit 0)
+    Hostile("plan_eagle3_on_a_static_tree", plan(models=["llama-3.1-8b"], search={**PLAN["search"], "drafters": [
+        {"kind": "none"}, {"kind": "eagle3", "speculation": {"kind": "tree", "builder": "sequoia", "budget": 16}}]}),
+            "plan.search.drafters.1.speculation.kind: EAGLE-3 and MTP drafters run the engines' chain"),
+    # a pool's unknown router named two fields ('...decode.router: cluster.router: unknown router')
+    Hostile("disaggregated_decode_router_unknown", run(cluster={"disaggregation": {"decode": {"router": "nope"}}}),
+            "error: cluster.disaggregation.decode.router: unknown router 'nope'; allowed: join_shortest_queue"),
+    # swap preemption and host memory without a prefix cache, disaggregated: read by neither pool (the outputs
+    # were those of recompute without host memory, byte for byte, under KV pressure), exit 0
+    Hostile("swap_between_disaggregated_pools", run(cluster={"disaggregation": {}, "kv_cache": {
+        "preemption": "swap", "host_memory_gib": 16}}), "cluster.kv_cache.preemption: 'swap' keeps a preempted"),
+    Hostile("host_memory_between_disaggregated_pools", run(cluster={"disaggregation": {}, "kv_cache": {
+        "host_memory_gib": 16}}), "cluster.kv_cache.host_memory_gib: with cluster.disaggregation host memory"),
+    # a price of 1e308 $/GPU-hour overflowed to inf over two GPUs: a ValueError traceback drawing pareto.png
+    Hostile("plan_price_1e308", plan(slo={"tpot_s": 0.06}, hardware=[{"id": "l40s", "usd_per_gpu_hour": 1e308}],
+                                     search={**PLAN["search"], "tp": [1, 2]}),
+            "plan.hardware.0.usd_per_gpu_hour: Input should be less than or equal to 1000"),
+    Hostile("energy_price_1e308", run(energy={"usd_per_kwh": 1e308}),   # (usd_per_mtok: null, exit 0)
+            "energy.usd_per_kwh: Input should be less than or equal to 100"),
+    # a plan's workload was drawn by its screen with no memory check: num_requests 1e9 ran until the kernel
+    # killed it (48 s, SIGKILL); a billion turns per session was 'out of memory', exit 1
+    Hostile("plan_a_billion_requests", plan(workload={"num_requests": 10**9}),
+            "plan.workload.num_requests: 1,000,000,000 requests need at least", patch=little_memory),
+    Hostile("plan_sessions_a_billion_turns", plan(workload={"sessions": {"turns": {"kind": "fixed", "value": 10**9},
+                                                                         "think_time_s": 1}}),
+            "plan.workload.sessions.turns: the sessions' prompts re-send their earlier turns"),
+    # estimate --kv-dtype nvfp4 on a GPU without FP4 named a scenario field the command has none of
+    Hostile("estimate_kv_dtype_the_gpu_cannot_run", estimate("--kv-dtype", "nvfp4"),
+            "draftsim estimate: error: kv_dtype: an nvfp4 KV cache needs FP4 tensor cores, which h100-sxm lacks"),
+    # cluster.moe.routing_trace: a text file was 'pickled (object) data. If you trust the file you can load it
+    # unsafely...', a FIFO 'file not found', and a header announcing 2e9 tokens was read (MemoryError, exit 1)
+    Hostile("routing_trace_a_text_file", moe_trace(lambda tmp: _write(tmp, "r.npy", "0 1 2 3\n")),
+            "r.npy: not a NumPy .npy file (save the expert ids with numpy.save)"),
+    Hostile("routing_trace_a_fifo", moe_trace(lambda tmp: fifo(tmp, "r.npy")),
+            "r.npy: is a FIFO (named pipe), not a regular file"),
+    Hostile("routing_trace_of_two_billion_tokens", moe_trace(lambda tmp: _write(tmp, "r.npy", _npy_header((2 * 10**9, 8)))),
+            "r.npy: its 2,000,000,000 × 8 ids take 119.2 GiB; at most 1 GiB"),
+    # two pools' hardware blocks of one id and other figures: the decode pool was priced with the prefill's
+    # latency model (TPOT 5.3 ms where its own GPU takes 18.9 ms) and the two shared a scale-up link (exit 0)
+    Hostile("disaggregated_pools_two_gpus_of_one_id", run(cluster={"disaggregation": {
+        "prefill": {"hardware": HW}, "decode": {"hardware": dict(HW, hbm_bandwidth_bytes_per_s=1e12)}}}),
+            "cluster.disaggregation.decode.hardware.id: 'my-gpu' names other figures than the prefill pool's"),
 ]
 
 

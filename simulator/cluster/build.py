@@ -107,10 +107,7 @@ def pool_kind(scenario: Scenario, pool, where: str, seed: int, base_dir: Path,
 
 
 def _router(name: str, replicas: int, rng, where: str):
-    try:
-        return make_router(name, replicas, rng)
-    except ValueError as exc:
-        raise ScenarioError(f"{where}.router", str(exc)) from None
+    return make_router(name, replicas, rng, f"{where}.router")
 
 
 def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target
@@ -308,6 +305,10 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     latencies: dict = {}
     kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
                              latencies) for name in ("prefill", "decode")}
+    hw_p, hw_d = kinds["prefill"].hardware, kinds["decode"].hardware
+    if hw_p.id == hw_d.id and hw_p != hw_d:   # (the pools' latency models and their link are keyed by the id)
+        raise ScenarioError(f"{DISAGG}.decode.hardware.id", f"{hw_d.id!r} names other figures than the prefill "
+                            "pool's hardware of that id; give each hardware block its own id")
     if kinds["decode"].target.num_state_layers:
         raise ScenarioError("cluster.disaggregation", f"{kinds['decode'].target.name} keeps recurrent state (linear "
                             "attention / Mamba): handing it off between pools is not modelled; run it colocated")

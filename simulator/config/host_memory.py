@@ -59,11 +59,10 @@ def _mean(length) -> float | None:
     return float(mean()) if mean is not None else None
 
 
-def session_key_bytes(scenario) -> float:
-    """The bytes of the sessions' prefix keys (SESSION_KEY_BYTES per key of a full KV block, from the mean
-    lengths): a session's turn k re-sends the k − 1 turns before it, so its keys grow with turns²
-    (simulator.core.prefixes builds them all before keeping the earliest requests)."""
-    workload = scenario.workload
+def session_key_bytes(workload, block_size: int) -> float:
+    """The bytes of the sessions' prefix keys (SESSION_KEY_BYTES per key of a full KV block of `block_size`
+    tokens, from the mean lengths): a session's turn k re-sends the k − 1 turns before it, so its keys grow
+    with turns² (simulator.core.prefixes builds them all before keeping the earliest requests)."""
     sessions = workload.sessions
     if sessions is None:
         return 0.0
@@ -73,23 +72,29 @@ def session_key_bytes(scenario) -> float:
     if any(m is None for m in means) or not count:
         return 0.0
     turns, message, output = means
-    per_turn = (message + output) / scenario.scheduler.block_size
+    per_turn = (message + output) / block_size
     return SESSION_KEY_BYTES * count * per_turn * turns * (turns + 1) / 2
 
 
 def check_memory(scenario, available: int | None = None) -> None:
     """Raise ScenarioError naming the workload field when the run needs more than the memory available."""
-    expected = expected_requests(scenario.workload)
+    check_workload_memory(scenario.workload, scenario.scheduler.block_size, available)
+
+
+def check_workload_memory(workload, block_size: int, available: int | None = None, prefix: str = "") -> None:
+    """`check_memory` of a workload section whose requests use KV blocks of `block_size` tokens (a plan's,
+    which each of its DES confirmations draws; `prefix`: where the section sits, e.g. 'plan.')."""
+    expected = expected_requests(workload)
     available = available_bytes() if available is None else available
     if expected is None or available is None:
         return
     field, n = expected
-    keys = session_key_bytes(scenario)
+    field = prefix + field
+    keys = session_key_bytes(workload, block_size)
     if keys > available:
-        raise ScenarioError("workload.sessions.turns", f"the sessions' prompts re-send their earlier turns: their "
-                                                       f"prefix keys need at least {keys / 1024**3:,.1f} GiB of memory "
-                                                       f"but {available / 1024**3:.1f} GiB are available; give fewer "
-                                                       "turns per session")
+        raise ScenarioError(f"{prefix}workload.sessions.turns", f"the sessions' prompts re-send their earlier turns: "
+                            f"their prefix keys need at least {keys / 1024**3:,.1f} GiB of memory but "
+                            f"{available / 1024**3:.1f} GiB are available; give fewer turns per session")
     need = BASE_BYTES + n * MIN_BYTES_PER_REQUEST
     if need > available:
         allowed = max(0, int((available - BASE_BYTES) / MIN_BYTES_PER_REQUEST))

@@ -28,6 +28,7 @@ from simulator.config.retrieval import RetrievalConfig
 from simulator.config.serving import LatencyConfig, MoeConfig, ParallelismConfig, SchedulerConfig
 from simulator.config.workload import WorkloadConfig
 from simulator.core.workload import MAX_SIM_SPAN_S
+from profiles.prices import MAX_USD_PER_GPU_HOUR, MAX_USD_PER_KWH
 from simulator.config.validation import validate_config
 
 
@@ -168,6 +169,15 @@ class ClusterConfig(Strict):
         if self.disaggregation is not None and self.router != "round_robin":   # (read by nothing: each pool routes)
             raise field_error("router", "with cluster.disaggregation set, each pool routes its own requests: give "
                               "cluster.disaggregation.prefill.router / .decode.router, not cluster.router")
+        kv = self.kv_cache   # (simulator.cluster.build: a decode pool's KV manager has no host tier)
+        if self.disaggregation is not None and kv.preemption == "swap":
+            raise field_error("kv_cache.preemption", "'swap' keeps a preempted decoding request's KV in host memory; "
+                              "with cluster.disaggregation the prefill pool holds no decoding request and the decode "
+                              "pool keeps no host memory, so it would apply to nothing; allowed here: recompute")
+        if self.disaggregation is not None and kv.host_memory_gib > 0 and not kv.prefix_caching:
+            raise field_error("kv_cache.host_memory_gib", "with cluster.disaggregation host memory serves the prefill "
+                              "pool's prefix cache only (the decode pool keeps none): give kv_cache.prefix_caching: "
+                              "true, or 0")
         from profiles.select import LATENCY_SOURCES
         if LATENCY_SOURCES[self.latency.source].whole_passes and self.kv_cache.shared_prefix_attention:
             raise ValueError(f"shared_prefix_attention re-prices attention op by op; latency source "
@@ -357,8 +367,8 @@ class EnergyConfig(Strict):
 
     power_model: Literal["utilization", "busy"] = "utilization"
     host_power_w_per_gpu: float | None = Field(None, ge=0, allow_inf_nan=False)
-    usd_per_gpu_hour: float | None = Field(None, gt=0, allow_inf_nan=False)
-    usd_per_kwh: float | None = Field(None, ge=0, allow_inf_nan=False)
+    usd_per_gpu_hour: float | None = Field(None, gt=0, le=MAX_USD_PER_GPU_HOUR, allow_inf_nan=False)
+    usd_per_kwh: float | None = Field(None, ge=0, le=MAX_USD_PER_KWH, allow_inf_nan=False)
 
 
 class SLOConfig(Strict):

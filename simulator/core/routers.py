@@ -152,8 +152,8 @@ ROUTERS: dict[str, type[Router]] = {
 }
 
 
-def make_router(name: str, num_replicas: int, rng: np.random.Generator) -> Router:
-    """Instantiate a registered router; an unknown name is a user error on `cluster.router`."""
+def make_router(name: str, num_replicas: int, rng: np.random.Generator, field: str = "cluster.router") -> Router:
+    """Instantiate a registered router; an unknown name is a user error on `field` (a pool's router field)."""
     if name not in ROUTERS:
-        raise ScenarioError("cluster.router", f"unknown router {name!r}; allowed: {', '.join(sorted(ROUTERS))}")
+        raise ScenarioError(field, f"unknown router {name!r}; allowed: {', '.join(sorted(ROUTERS))}")
     return ROUTERS[name](num_replicas, rng)

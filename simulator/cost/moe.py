@@ -33,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from models.moe_routing import (ExpertPlacement, TraceRouting, UniformRouting, ZipfRouting, rank_hit_probabilities)
+from models.moe_routing import (ExpertPlacement, TraceRouting, UniformRouting, ZipfRouting, load_routing_choices,
+                                rank_hit_probabilities)
 from models.opgraph import dense_ops, moe_ep_ops
 from models.ops import ALLTOALL
 from models.spec import activation_bytes
@@ -53,10 +54,8 @@ def make_routing(moe, num_experts: int, top_k: int, base_dir: Path):
         return ZipfRouting(num_experts, float(moe.zipf_exponent))
     path = Path(moe.routing_trace)
     path = path if path.is_absolute() else base_dir / path
-    if not path.is_file():
-        raise ScenarioError("cluster.moe.routing_trace", f"file not found: {path}")
     try:
-        routing = TraceRouting(np.load(path), num_experts)
+        routing = TraceRouting(load_routing_choices(path), num_experts)
         routing._check_k(top_k)
     except ValueError as exc:
         raise ScenarioError("cluster.moe.routing_trace", str(exc)) from None

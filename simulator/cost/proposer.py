@@ -118,13 +118,24 @@ def make_proposer(hooks, speculation, spec_build) -> HiddenStateProposer:
     speculative_eagle_topk, depth = speculative_num_steps, budget = speculative_num_draft_tokens).
     ScenarioError for the shapes the engines do not run with these drafters."""
     from simulator.errors import ScenarioError
+    refusal = hidden_state_shape_error(speculation)
+    if refusal is not None:
+        raise ScenarioError("speculation.kind", refusal)
     if speculation.kind == "chain":
         later = (1,) * max(spec_build.acceptance.depth - 1, 0)
-    elif speculation.kind == "dynamic_tree" and speculation.builder == "eagle2" and not speculation.per_context:
-        later = (speculation.top_k,) * max(speculation.depth - 1, 0)
     else:
-        raise ScenarioError("speculation.kind", "EAGLE-3 and MTP drafters run the engines' chain (chain) or SGLang's "
-                            "EAGLE tree (dynamic_tree with builder eagle2, per_context false); got "
-                            f"{speculation.kind!r}" + (f" with builder {speculation.builder!r}"
-                                                       if speculation.kind == "dynamic_tree" else ""))
+        later = (speculation.top_k,) * max(speculation.depth - 1, 0)
     return HiddenStateProposer(later, hooks.fuse, hooks.capture)
+
+
+def hidden_state_shape_error(speculation) -> str | None:
+    """Why EAGLE-3 and MTP drafters cannot run a `speculation` section (a validated section or its mapping,
+    as a plan lists it), or None: the engines run them as a chain or as SGLang's EAGLE tree only."""
+    get = speculation.get if isinstance(speculation, dict) else lambda name, default=None: getattr(
+        speculation, name, default)
+    kind, builder = get("kind", "chain"), get("builder", "eagle2")
+    if kind == "chain" or (kind == "dynamic_tree" and builder == "eagle2" and not get("per_context", False)):
+        return None
+    return ("EAGLE-3 and MTP drafters run the engines' chain (chain) or SGLang's EAGLE tree (dynamic_tree with "
+            f"builder eagle2, per_context false); got {kind!r}" + (f" with builder {builder!r}"
+                                                                    if kind == "dynamic_tree" else ""))

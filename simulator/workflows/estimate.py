@@ -139,6 +139,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
                                   scheduler=_scheduler_config(scheduler))
     except ScenarioError as exc:  # name the argument, not a scenario field
         field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.dtype": "dtype",
+                 "cluster.kv_dtype": "kv_dtype",
                  "cluster.latency.source": "source", "cluster.latency.version": "version",
                  "cluster.latency.framework": "framework"}.get(
             exc.field, "tp" if "parallelism" in exc.field else exc.field)

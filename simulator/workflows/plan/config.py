@@ -48,21 +48,24 @@ from pydantic import Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
 from simulator.config.names import FolderName
-from simulator.config.base import Strict
+from simulator.config.base import Strict, field_error
 from simulator.config.scenario import SLOConfig
-from simulator.workflows.plan.prices import price_per_gpu_hour
+from simulator.workflows.plan.prices import MAX_USD_PER_GPU_HOUR, price_per_gpu_hour
 from simulator.config.scenario import read_config, validate_config
 
 FIELD = "plan"
 DRAFTER_KINDS = ("none", "draft_model", "eagle3", "mtp")
 DEFAULT_GAMMA = [4]              # a drafter choice's depths when it lists none
+# speculation kinds whose shape does not depend on drafter.gamma for the plan's drafters (one pass per tree
+# level: simulator.speculation.shapes.build_speculation reads gamma for parallel heads only)
+GAMMA_FREE_SHAPES = ("tree", "dynamic_tree")
 MAX_CONFIRM_TOP = 1000         # candidates confirmed with the DES (each a full simulation)
 MAX_PLAN_CANDIDATES = 100_000   # screened at ~0.4 ms each (the llama8b example): about 40 s
 
 
 class HardwareChoiceConfig(Strict):
     id: str
-    usd_per_gpu_hour: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0, le=MAX_USD_PER_GPU_HOUR, allow_inf_nan=False)
 
 
 class DrafterChoiceConfig(Strict):
@@ -108,6 +111,16 @@ class DrafterChoiceConfig(Strict):
             raise ValueError("a draft_model drafter needs model")
         if self.kind != "none" and (not self.gamma or any(g < 1 or g > 64 for g in self.gamma)):
             raise ValueError("gamma must list values in 1..64")
+        shape = (self.speculation or {}).get("kind")
+        if shape in GAMMA_FREE_SHAPES and len(self.gamma) > 1:   # (the same candidates once per gamma)
+            raise field_error("gamma", f"a {shape} speculation's shape is set by its own fields (budget, depth, k, "
+                                       f"top_k), not gamma: gamma {self.gamma} made the same candidates "
+                                       f"{len(self.gamma)} times; give one value, or list several shapes as drafters")
+        if self.kind in ("eagle3", "mtp") and self.speculation is not None:
+            from simulator.cost.proposer import hidden_state_shape_error
+            refusal = hidden_state_shape_error(self.speculation)
+            if refusal is not None:   # (every candidate of this drafter could not run)
+                raise field_error("speculation.kind", refusal)
         return self
 
     def block(self) -> dict:
@@ -202,6 +215,15 @@ class PlanConfig(Strict):
     def _screenable(cls, acc: dict) -> dict:
         return _screenable_acceptance(acc)
 
+    @field_validator("slo")
+    @classmethod
+    def _some_limit(cls, slo: SLOConfig) -> SLOConfig:
+        # (with none, every runnable candidate 'met the SLOs': the plan answered its cheapest replica count)
+        if slo.ttft_s is None and slo.tpot_s is None and slo.e2e_s is None:
+            raise ValueError("a plan looks for the cheapest candidate that meets the SLOs: give at least one of "
+                             "ttft_s, tpot_s or e2e_s")
+        return slo
+
     @field_validator("models", "hardware")
     @classmethod
     def _each_once(cls, values: list) -> list:
@@ -280,8 +302,13 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
         if moe.routing == "trace":
             raise ScenarioError(f"{FIELD}.moe.routing", "plans take uniform or zipf routing; replay a routing "
                                 "trace in a scenario (cluster.moe) instead")
+        if moe != MoeConfig() and spec.search.ep == [1]:   # (as a scenario's cluster.moe with ep 1 in every pool)
+            raise ScenarioError(f"{FIELD}.moe", "routing and pre-scheduling price the all-to-alls of expert "
+                                "parallelism (an MoE model with ep > 1); plan.search.ep lists only 1, so they would "
+                                "apply to no candidate: remove plan.moe or list an ep > 1 in plan.search.ep")
     _check_sections(spec)
     _check_size(spec)
+    _check_workload(spec)
     for i, hw in enumerate(spec.hardware):
         if hw.usd_per_gpu_hour is None and price_per_gpu_hour(hw.id) is None:
             raise ScenarioError(f"{FIELD}.hardware.{i}.usd_per_gpu_hour",
@@ -304,6 +331,18 @@ def _check_size(spec: PlanConfig) -> None:
                if search.max_gpus is not None and search.max_gpus < fewest else
                "a disaggregated deployment needs 2 or more replicas (a prefill and a decode pool)")
         raise ScenarioError(f"{FIELD}.search", f"the search space holds no candidate: {why}")
+
+
+def _check_workload(spec: PlanConfig) -> None:
+    """The plan's workload validated as a scenario's, and refused when the requests its screen and every DES
+    confirmation draw cannot fit in this machine's memory (simulator.config.host_memory): num_requests 1e9
+    was drawn by the screen until the kernel killed the plan."""
+    from simulator.config.host_memory import check_workload_memory
+    from simulator.config.serving import SchedulerConfig
+    from simulator.config.workload import WorkloadConfig
+    workload = validate_config(WorkloadConfig, spec.workload, f"{FIELD}.workload")
+    block_size = validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler").block_size
+    check_workload_memory(workload, block_size, prefix=f"{FIELD}.")
 
 
 def _check_sections(spec: PlanConfig) -> None:
