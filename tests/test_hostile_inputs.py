@@ -785,6 +785,17 @@ CASES = [
     Hostile("draft_model_larger_than_the_target", run(cluster={"model": "llama-3.2-1b"},
                                                       drafter={"kind": "draft_model", "model": "llama-3.1-8b"}),
             "drafter.model: llama-3.1-8b (8.03 B parameters) is larger than the target llama-3.2-1b"),
+    # ---- helper6: every catalog combination (2026-11-28) ----------------------------------------------------
+    # a step beyond the engine limits given was priced (exit 0): 300 requests under --max-num-seqs 256, a
+    # prefill of 4 x 4096 tokens under a budget of 1024
+    Hostile("estimate_batch_beyond_max_num_seqs", estimate("--batch", "300", "--max-num-seqs", "256"),
+            "error: batch: 300 requests in one step exceed the engine's max running requests, 256 (--max-num-seqs"),
+    Hostile("estimate_prefill_beyond_the_token_budget",
+            estimate("--prefill-tokens", "4096", "--batch", "4", "--max-num-batched-tokens", "1024",
+                     "--max-num-seqs", "4"),
+            "error: batch: 4 x 4,096 new tokens in one step exceed the engine's token budget, 1,024"),
+    # the estimate's dtype error listed fp32 ... int4 as allowed, not nvfp4 and mxfp4 (which it prices)
+    Hostile("estimate_dtype_int8", estimate("--dtype", "int8"), "allowed: fp32, bf16, fp16, fp8, fp8_block, int4, nvfp4, mxfp4"),
 ]
 
 
