@@ -795,6 +795,11 @@ CASES = [
                      "--max-num-seqs", "4"),
             "error: batch: 4 x 4,096 new tokens in one step exceed the engine's token budget, 1,024"),
     # the estimate's dtype error listed fp32 ... int4 as allowed, not nvfp4 and mxfp4 (which it prices)
+    # Mamba-2 groups a tp does not divide (8 groups, tp 16): priced with replicated groups (exit 0); vLLM
+    # refuses any group count but 1 that tp does not divide
+    Hostile("mamba2_groups_not_divided_by_tp", run(cluster={"model": "nemotron-3-nano-30b-a3b",
+                                                           "parallelism": {"tp": 16}}),
+            "parallelism.tp=16 must divide the 8 Mamba-2 groups (n_groups) of nemotron-3-nano-30b-a3b"),
     Hostile("estimate_dtype_int8", estimate("--dtype", "int8"), "allowed: fp32, bf16, fp16, fp8, fp8_block, int4, nvfp4, mxfp4"),
 ]
 
