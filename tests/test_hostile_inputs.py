@@ -800,6 +800,10 @@ CASES = [
     Hostile("mamba2_groups_not_divided_by_tp", run(cluster={"model": "nemotron-3-nano-30b-a3b",
                                                            "parallelism": {"tp": 16}}),
             "parallelism.tp=16 must divide the 8 Mamba-2 groups (n_groups) of nemotron-3-nano-30b-a3b"),
+    # a draft model on the host CPU with tp 2 ran as one CPU process (tp ignored), exit 0
+    Hostile("cpu_draft_with_tp_2", run(drafter={"kind": "draft_model", "model": "llama-68m", "placement": "cpu",
+                                                "tp": 2}),
+            "drafter.tp: 2 is not allowed with placement 'cpu'"),
     Hostile("estimate_dtype_int8", estimate("--dtype", "int8"), "allowed: fp32, bf16, fp16, fp8, fp8_block, int4, nvfp4, mxfp4"),
 ]
 
