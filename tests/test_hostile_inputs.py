@@ -804,6 +804,13 @@ CASES = [
     Hostile("cpu_draft_with_tp_2", run(drafter={"kind": "draft_model", "model": "llama-68m", "placement": "cpu",
                                                 "tp": 2}),
             "drafter.tp: 2 is not allowed with placement 'cpu'"),
+    # vLLM's draft-model pass layout (passes vllm) priced for a draft on the host CPU or on separate GPUs, exit 0
+    Hostile("vllm_passes_of_a_cpu_draft", run(drafter={"kind": "draft_model", "model": "llama-68m",
+                                                       "placement": "cpu", "passes": "vllm"}),
+            "drafter.passes: 'vllm' is the pass layout of vLLM V1's DraftModelProposer"),
+    Hostile("vllm_passes_of_a_separate_draft", run(drafter={"kind": "draft_model", "model": "llama-68m",
+                                                            "placement": "separate", "passes": "vllm"}),
+            "it needs placement 'colocated' and layer_parallel 1"),
     Hostile("estimate_dtype_int8", estimate("--dtype", "int8"), "allowed: fp32, bf16, fp16, fp8, fp8_block, int4, nvfp4, mxfp4"),
 ]
 
