@@ -154,7 +154,8 @@ def mixer_shape(spec, kind: str, tp: int = 1) -> MixerShape:
 
 def mamba2_extra_groups(groups: int, tp: int) -> int:
     """B/C groups replicated so that every TP rank holds the groups its heads need (vLLM
-    `MambaStateShapeCalculator.extra_groups_for_head_shards`): 0 when tp divides the groups, else tp − groups."""
+    `MambaStateShapeCalculator.extra_groups_for_head_shards`): 0 when tp divides the groups, else tp − groups
+    (one group, the only other case vLLM runs: models.spec.validate_parallelism)."""
     return 0 if groups % tp == 0 else tp - groups
 
 

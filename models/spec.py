@@ -437,3 +437,9 @@ def validate_parallelism(spec: ModelSpec, par: Parallelism) -> None:
         if units % par.tp:
             raise ValueError(f"parallelism.tp={par.tp} must divide the {units} Mamba "
                              f"{'heads' if spec.mamba_version == 2 else 'channels'} of {spec.name}")
+        # (vLLM MambaMixer2: "If tensor parallel world size does not divide num_groups, then num_groups must
+        # equal 1"; one group is replicated to every rank, models.mixers.mamba2_extra_groups)
+        groups = spec.mamba_groups
+        if spec.mamba_version == 2 and groups > 1 and groups % par.tp:
+            raise ValueError(f"parallelism.tp={par.tp} must divide the {groups} Mamba-2 groups (n_groups) of "
+                             f"{spec.name}; allowed: tp dividing {groups}")

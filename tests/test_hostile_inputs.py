@@ -869,6 +869,33 @@ CASES = [
     Hostile("disaggregated_pools_two_gpus_of_one_id", run(cluster={"disaggregation": {
         "prefill": {"hardware": HW}, "decode": {"hardware": dict(HW, hbm_bandwidth_bytes_per_s=1e12)}}}),
             "cluster.disaggregation.decode.hardware.id: 'my-gpu' names other figures than the prefill pool's"),
+    # ---- helper6: every catalog combination (2026-11-28) ----------------------------------------------------
+    # a step beyond the engine limits given was priced (exit 0): 300 requests under --max-num-seqs 256, a
+    # prefill of 4 x 4096 tokens under a budget of 1024
+    Hostile("estimate_batch_beyond_max_num_seqs", estimate("--batch", "300", "--max-num-seqs", "256"),
+            "error: batch: 300 requests in one step exceed the engine's max running requests, 256 (--max-num-seqs"),
+    Hostile("estimate_prefill_beyond_the_token_budget",
+            estimate("--prefill-tokens", "4096", "--batch", "4", "--max-num-batched-tokens", "1024",
+                     "--max-num-seqs", "4"),
+            "error: batch: 4 x 4,096 new tokens in one step exceed the engine's token budget, 1,024"),
+    # the estimate's dtype error listed fp32 ... int4 as allowed, not nvfp4 and mxfp4 (which it prices)
+    # Mamba-2 groups a tp does not divide (8 groups, tp 16): priced with replicated groups (exit 0); vLLM
+    # refuses any group count but 1 that tp does not divide
+    Hostile("mamba2_groups_not_divided_by_tp", run(cluster={"model": "nemotron-3-nano-30b-a3b",
+                                                           "parallelism": {"tp": 16}}),
+            "parallelism.tp=16 must divide the 8 Mamba-2 groups (n_groups) of nemotron-3-nano-30b-a3b"),
+    # a draft model on the host CPU with tp 2 ran as one CPU process (tp ignored), exit 0
+    Hostile("cpu_draft_with_tp_2", run(drafter={"kind": "draft_model", "model": "llama-68m", "placement": "cpu",
+                                                "tp": 2}),
+            "drafter.tp: 2 is not allowed with placement 'cpu'"),
+    # vLLM's draft-model pass layout (passes vllm) priced for a draft on the host CPU or on separate GPUs, exit 0
+    Hostile("vllm_passes_of_a_cpu_draft", run(drafter={"kind": "draft_model", "model": "llama-68m",
+                                                       "placement": "cpu", "passes": "vllm"}),
+            "drafter.passes: 'vllm' is the pass layout of vLLM V1's DraftModelProposer"),
+    Hostile("vllm_passes_of_a_separate_draft", run(drafter={"kind": "draft_model", "model": "llama-68m",
+                                                            "placement": "separate", "passes": "vllm"}),
+            "it needs placement 'colocated' and layer_parallel 1"),
+    Hostile("estimate_dtype_int8", estimate("--dtype", "int8"), "allowed: fp32, bf16, fp16, fp8, fp8_block, int4, nvfp4, mxfp4"),
 ]
 
 

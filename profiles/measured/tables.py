@@ -25,6 +25,13 @@ MS = 1e-3
 # mxfp4 has no GEMM table in the package (its GEMMs are the roofline's; latency_source says so).
 GEMM_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
 KV_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8"}
+# A dtype's GEMM table prices a model only if it was measured at weight shapes: n and k (a weight's output
+# and input sizes) up to at least this. Below it the table holds launch-bound toy shapes whose scaled
+# extrapolation (profiles.measured.grid) multiplies a ~0.18 ms launch by the FLOP ratio to a real weight:
+# aiconfigurator-core 0.12.0's rtx_pro_6000_server vllm 0.24.0 fp8_block table (n, k <= 128, 518 rows) priced
+# one llama-3-8b decode step at 146 s. Such a dtype counts as unmeasured (the roofline prices it under
+# `source: auto`, with a warning). Every other table of the package reaches n, k = 65536.
+MIN_GEMM_WEIGHT_EXTENT = 4096
 
 
 class Columns:
@@ -175,6 +182,8 @@ class GemmTables:
     def __init__(self, path: Path, peaks_of):
         frame = read(path, ["kernel_source", "gemm_dtype", "m", "n", "k", "latency"])
         self._frames = {dt: dominant_source(part) for dt, part in frame.groupby("gemm_dtype")}
+        self._frames = {dt: part for dt, part in self._frames.items()
+                        if min(part["n"].max(), part["k"].max()) >= MIN_GEMM_WEIGHT_EXTENT}
         self._peaks_of = peaks_of
         self._grids: dict[str, MeasuredGrid] = {}
 

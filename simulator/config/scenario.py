@@ -224,6 +224,14 @@ class DraftModelDrafterConfig(Strict):
         if self.layer_parallel > 1 and (self.placement != "colocated" or self.tp != 1):
             raise ValueError("layer_parallel (EasySpec) spreads a tp=1 draft's layers over the replica's GPUs: "
                              "it needs placement 'colocated' and tp 1")
+        if self.passes == "vllm" and (self.placement != "colocated" or self.layer_parallel > 1):
+            # (vLLM's proposer layout was priced on the host CPU, on separate GPUs and for EasySpec, exit 0)
+            raise field_error("passes", "'vllm' is the pass layout of vLLM V1's DraftModelProposer, which runs the "
+                                        "draft on the target's GPUs: it needs placement 'colocated' and "
+                                        "layer_parallel 1; expected 'chain' here")
+        if self.placement == "cpu" and self.tp != 1:   # (tp 2 on the host ran as tp 1, exit 0)
+            raise field_error("tp", f"{self.tp} is not allowed with placement 'cpu' (the host CPU runs the draft "
+                                    "as one process; tp splits it over GPUs); expected 1")
         return self
 
 

@@ -13,7 +13,9 @@ breakdown prices ops as the tables do; where the latency model has a power limit
 part, which `kernel_seconds` includes.
 
 A step that cannot exist is an error (exit 2, one line naming the argument), not an estimate: requests
-longer than the model's context, or weights and KV cache beyond the GPU's memory (`check_step_fits`).
+longer than the model's context, or weights and KV cache beyond the GPU's memory (`check_step_fits`), or
+more requests or tokens than the engine limits given (`--max-num-seqs`, `--max-num-batched-tokens`: the
+scheduler block; `check_step_in_limits`).
 """
 from __future__ import annotations
 
@@ -106,6 +108,22 @@ def check_step_fits(spec, hw, par, dtype: str, kv_dtype: str, batch: int, contex
                                      f"{hw.hbm_bytes / 1e9:,.0f} GB")
 
 
+def check_step_in_limits(limits, batch: int, new_tokens: int, prefill: bool) -> None:
+    """Refuse (ScenarioError naming the argument) a step beyond the engine limits the caller set (`limits`: the
+    scheduler block given, with its max_batch_size and max_batched_tokens): an engine never schedules more
+    requests or tokens in one step (--batch 300 under --max-num-seqs 256 was priced, exit 0)."""
+    from simulator.errors import ScenarioError
+    if batch > limits.max_batch_size:
+        raise ScenarioError("batch", f"{batch:,} requests in one step exceed the engine's max running requests, "
+                                     f"{limits.max_batch_size:,} (--max-num-seqs, scheduler.max_batch_size)")
+    if batch * new_tokens > limits.max_batched_tokens:
+        raise ScenarioError("batch", f"{batch:,} x {new_tokens:,} new tokens in one step exceed the engine's token "
+                                     f"budget, {limits.max_batched_tokens:,} (--max-num-batched-tokens, "
+                                     "scheduler.max_batched_tokens)" + (
+                                         "; a longer prompt is prefilled in chunks: give one chunk as "
+                                         "--prefill-tokens after --context cached tokens" if prefill else ""))
+
+
 def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16", batch: int = 1,
                   context_tokens: int = 0, query_tokens: int = 1, prefill_tokens: int = 0,
                   latency=None, kv_dtype: str | None = None, engine=None, scheduler=None) -> dict:
@@ -124,8 +142,9 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
 
     tp, batch, context_tokens, query_tokens, prefill_tokens = _counts(
         tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens, prefill_tokens=prefill_tokens)
-    if dtype not in DTYPE_BYTES or dtype == "int8":
-        raise ScenarioError("dtype", f"{dtype!r} is not supported; allowed: fp32, bf16, fp16, fp8, fp8_block, int4")
+    weight_dtypes = [d for d in DTYPE_BYTES if d != "int8"]
+    if dtype not in weight_dtypes:
+        raise ScenarioError("dtype", f"{dtype!r} is not supported; allowed: {', '.join(weight_dtypes)}")
     if kv_dtype is not None and kv_dtype not in KV_DTYPES:
         raise ScenarioError("kv_dtype", f"{kv_dtype!r} is not supported; allowed: {', '.join(KV_DTYPES)}")
     if isinstance(engine, dict) and engine.get("framework") and not (isinstance(latency, dict) and "framework" in latency):
@@ -147,6 +166,9 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
     check_step_fits(spec, hw, par, dtype, kind.kv_dtype, batch, context_tokens,
                     prefill_tokens if prefill_tokens else query_tokens)
+    if scheduler is not None:
+        check_step_in_limits(_scheduler_config(scheduler), batch, prefill_tokens if prefill_tokens else query_tokens,
+                             prefill_tokens > 0)
     if prefill_tokens:
         pairs = batch * (prefill_tokens * context_tokens + prefill_tokens * (prefill_tokens + 1) // 2)
         shape = StepShape(prefill_tokens=batch * prefill_tokens, prefill_seqs=batch, prefill_attn_pairs=pairs)
@@ -244,8 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="catalog model (draftsim catalog models) or a Hugging Face config.json")
     p.add_argument("--hardware", required=True, help="catalog hardware (draftsim catalog hardware) or a hardware YAML")
     p.add_argument("--tp", type=int, default=1, help="tensor parallelism (default 1)")
-    p.add_argument("--dtype", default="bf16", help="weights: fp32 | bf16 | fp16 | fp8 | fp8_block | int4 (default bf16)")
-    p.add_argument("--kv-dtype", default=None, help="KV cache: fp32 | bf16 | fp16 | fp8 (default: the weights' KV dtype)")
+    p.add_argument("--dtype", default="bf16", help="weights: fp32 | bf16 | fp16 | fp8 | fp8_block | int4 | nvfp4 | mxfp4 (default bf16)")
+    p.add_argument("--kv-dtype", default=None, help="KV cache: fp32 | bf16 | fp16 | fp8 | nvfp4 (default: the weights' KV dtype)")
     p.add_argument("--batch", type=int, default=1, help="requests (decode) or prompts (prefill) in the step")
     p.add_argument("--context", type=int, default=0, help="cached tokens per request (default 0)")
     p.add_argument("--query-tokens", type=int, default=1, help="query tokens per decode request (γ+1 to verify)")

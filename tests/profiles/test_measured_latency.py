@@ -129,6 +129,23 @@ def test_fp8_uses_its_own_table(synthetic):
     assert fp8 == pytest.approx(0.6 * bf16, rel=1e-12)
 
 
+def test_a_table_of_toy_shapes_counts_as_unmeasured(synthetic, tmp_path):
+    """A dtype measured only at launch-bound toy shapes (n, k <= 128, as aiconfigurator-core 0.12.0's
+    rtx_pro_6000_server vllm fp8_block table) would extrapolate its launch time by the FLOP ratio to a real
+    weight (146 s for one llama-3-8b decode step): it is no measured table, named as such."""
+    from profiles.measured.tables import MIN_GEMM_WEIGHT_EXTENT
+    path = tmp_path / "systems/data/h100_sxm/gemm/vllm/1.2.0/gemm_perf.parquet"
+    toy = [{**synthetic[0], "gemm_dtype": "fp8_block", "kernel_source": "cutlass_block", "m": m, "n": n, "k": k,
+            "latency": 0.18} for m in (1, 16, 256) for n in (32, 64, 128) for k in (32, 64, 128)]
+    pd.concat([pd.read_parquet(path), pd.DataFrame(toy)]).to_parquet(path)
+    assert 128 < MIN_GEMM_WEIGHT_EXTENT <= 8192
+    model = measured.load_measured("h100-sxm", "bf16", "vllm")
+    assert "fp8_block" not in model.gemm.dtypes and "fp8" in model.gemm.dtypes
+    with pytest.raises(measured.MeasuredDataError) as err:
+        measured.load_measured("h100-sxm", "fp8_block", "vllm")
+    assert err.value.field == "cluster.dtype" and "measured: bf16, fp16, fp8 " in str(err.value)
+
+
 def _decode_op(seqs, ctx, q=1, heads=32, kv=8):
     return Op.make(ATTN_DECODE, "attn_decode", 1.0, 1.0, 1, ctx_per_seq=ctx, heads=heads, kv_heads=kv,
                    head_dim=128, q_per_seq=q, seqs=seqs, tree=0.0)
@@ -223,6 +240,21 @@ def test_real_tables_load_for_every_catalog_gpu_they_cover(hardware):
         t2 = model.op_seconds(_gemm_op(4096, 4096, 4096))
         assert 1e-6 < t1 < t2 < 1e-2
         assert np.isfinite(model.op_seconds(_decode_op(8, 1000)))
+
+
+@real
+def test_real_fp8_block_steps_on_every_gpu_are_of_the_bf16_order():
+    """Every measured GPU's fp8_block decode step is of the bf16 one's order (the rtx-pro-6000 vllm fp8_block
+    table of toy shapes priced a llama-3-8b step at 146 s against 12 ms in bf16). The package's block-scaled
+    kernels (DeepGEMM) are measured slow at small m: up to ~13x a bf16 step on gb300."""
+    from simulator.workflows.estimate import estimate_step
+    for hardware in sorted(h for h in measured.SYSTEMS if get_hardware(h).weight_dtype_error("fp8_block") is None):
+        bf16 = estimate_step("llama-3-8b", hardware, batch=8, context_tokens=1024)["kernel_seconds"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # (the roofline where no fp8_block table is usable)
+            fp8_block = estimate_step("llama-3-8b", hardware, dtype="fp8_block", batch=8,
+                                      context_tokens=1024)["kernel_seconds"]
+        assert 0.2 * bf16 < fp8_block < 20 * bf16, (hardware, bf16, fp8_block)
 
 
 def test_fused_moe_layers_are_priced_from_the_moe_table(synthetic):
