@@ -146,6 +146,22 @@ def test_points_that_cannot_be_built_are_stored_as_invalid(tmp_path):
     assert "cluster.model" in frame["error"].iloc[1]
 
 
+@pytest.mark.parametrize("quiet", [[], ["--quiet"]])
+def test_a_sweep_with_points_that_could_not_run_exits_1_with_one_line(tmp_path, capsys, quiet):
+    """The stored 'invalid' rows were the table's footnote and the exit code was 0 (with --quiet, no word at
+    all): a sweep whose points did not all run is a failed check (exit 1), said in one line, its rows kept;
+    a --resume of it says so again."""
+    path = write_sweep(tmp_path, grid={"cluster.model": ["llama-3-8b", "llama-2-70b"]}, set=["cluster.hardware=l40s"])
+    out = tmp_path / "out"
+    for resume in ([], ["--resume"]):
+        assert main([str(path), "--out", str(out), "--executor", "serial", *quiet, *resume]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("draftsim sweep: 1 of 2 points could not run (first: "
+                                                   "cluster.model=llama-2-70b, seed="), err
+        assert "status 'invalid'" in err[0]
+    assert len(pd.read_parquet(out / "results.parquet")) == 2
+
+
 def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
     path = write_sweep(tmp_path)
     cases = [
