@@ -305,7 +305,10 @@ def _ms(value: float) -> str:
 
 def format_ranked(ranked: pd.DataFrame) -> str:
     if ranked.empty:
-        return "no candidate passed the screen; widen the search space or relax the SLOs"
+        # (a plan with no candidate through the screen exits 1 before the table: here confirm_top was 0, and
+        # this line said "no candidate passed the screen" under "185 feasible")
+        return (f"no candidate confirmed with the DES (confirm_top 0): the screen's estimates are in "
+                f"{CANDIDATES_CSV}; raise --confirm-top to confirm and rank them")
     head = ["#", "config", "GPUs", "$/h", "$/Mtok", "J/tok", "goodput/GPU", "TTFT p50/p99 ms", "TPOT p50/p99 ms",
             "tok/s per $/h", "SLO", "screen err TTFT/TPOT"]
     rows = []

@@ -284,3 +284,13 @@ def test_a_replan_without_a_candidate_removes_the_launch_scripts_of_the_one_befo
     assert (out / "ranked.csv").read_text().strip() == ""   # (no candidate: no rows)
     assert sorted(p.name for p in out.iterdir()) == [".draftsim-plan.json", "candidates.csv", "des_cache",
                                                      "pareto.png", "ranked.csv"]
+
+
+def test_confirm_top_0_says_the_screen_passed_candidates_and_none_was_confirmed(tmp_path, capsys):
+    """--confirm-top 0 (screen only) printed 'no candidate passed the screen; widen the search space or relax
+    the SLOs' right under 'screened 1 candidates (1 feasible)'."""
+    out = tmp_path / "out"
+    assert main([str(write(tmp_path, **ONE_CANDIDATE)), "--out", str(out), "--confirm-top", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "(1 feasible); confirmed 0 with the DES" in printed and "passed the screen" not in printed
+    assert "no candidate confirmed with the DES (confirm_top 0)" in printed
