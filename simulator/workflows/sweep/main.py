@@ -223,16 +223,16 @@ def format_results_table(frame: pd.DataFrame, keys: list[str], max_rows: int = 4
         return "(no finished points)"
     ok = frame[frame["status"] == STATUS_OK]
     metrics = [m for m in TABLE_METRICS if m in ok.columns]
-    cols = keys + ["seeds"] + metrics
-    if ok.empty:
-        table = pd.DataFrame(columns=cols)
+    if ok.empty:   # (pandas printed "Empty DataFrame / Columns: [...] / Index: []")
+        table = None
     elif keys:
         grouped = ok.groupby(keys, sort=False, dropna=False)
         table = grouped[metrics].mean().reset_index()
         table.insert(len(keys), "seeds", grouped.size().to_numpy())
     else:
         table = pd.DataFrame([{**ok[metrics].mean().to_dict(), "seeds": len(ok)}])[["seeds"] + metrics]
-    text = table.head(max_rows).to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    text = ("(no point ran: every one is invalid)" if table is None else
+            table.head(max_rows).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     invalid = frame[frame["status"] == STATUS_INVALID]
     for _, row in invalid.head(10).iterrows():
         label = ", ".join(f"{k}={row[k]}" for k in keys + [SEED_KEY])

@@ -162,6 +162,15 @@ def test_a_sweep_with_points_that_could_not_run_exits_1_with_one_line(tmp_path, 
     assert len(pd.read_parquet(out / "results.parquet")) == 2
 
 
+def test_a_sweep_of_only_invalid_points_prints_a_sentence_not_an_empty_frame():
+    """pandas' 'Empty DataFrame / Columns: [...] / Index: []' was the table of a sweep none of whose points ran."""
+    from simulator.workflows.sweep.main import format_results_table
+
+    frame = pd.DataFrame([{"point_id": "a", "seed": 1, "m": "x", "status": "invalid", "error": "m: too big"}])
+    text = format_results_table(frame, ["m"])
+    assert text.splitlines() == ["(no point ran: every one is invalid)", "invalid (m=x, seed=1): m: too big"]
+
+
 def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
     path = write_sweep(tmp_path)
     cases = [
