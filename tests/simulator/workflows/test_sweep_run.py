@@ -202,6 +202,23 @@ def test_plots_and_printed_table(tmp_path, capsys):
     assert all(p.stat().st_size > 5000 for p in plots)
 
 
+def test_a_plot_cut_short_by_ctrl_c_is_not_left_half_written(tmp_path, monkeypatch):
+    """The plots were saved in place: Ctrl-C while a PNG was being written left it cut short in plots/. Each
+    is written aside and renamed; the points and results stay (a sweep keeps what finished)."""
+    from matplotlib.figure import Figure
+
+    def cut_short(self, path, **kwargs):
+        Path(path).write_bytes(b"\x89PNG\r\n")   # the first bytes, then the press
+        raise KeyboardInterrupt
+
+    path = write_sweep(tmp_path, plot={"x": "workload.arrival.qps", "metrics": ["goodput_rps"]})
+    monkeypatch.setattr(Figure, "savefig", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial", "--plot", "--quiet"])
+    assert list((tmp_path / "out" / "plots").iterdir()) == []
+    assert len(pd.read_parquet(tmp_path / "out" / "results.parquet")) == 4
+
+
 def test_help_reads_well(capsys):
     with pytest.raises(SystemExit):
         from simulator.workflows.sweep.main import build_parser
