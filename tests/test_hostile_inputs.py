@@ -896,6 +896,16 @@ CASES = [
                                                             "placement": "separate", "passes": "vllm"}),
             "it needs placement 'colocated' and layer_parallel 1"),
     Hostile("estimate_dtype_int8", estimate("--dtype", "int8"), "allowed: fp32, bf16, fp16, fp8, fp8_block, int4, nvfp4, mxfp4"),
+    # ---- helper4: exit codes, checks and outputs (2026-11-27) ------------------------------------------------
+    # --out of a folder of the user's own (--out .) had its summary.csv replaced by the published-points
+    # summary without a word; it is refused as `run` refuses it
+    Hostile("validate_published_out_a_users_folder",
+            lambda tmp: ["validate", "--published", "--kind", "gemm", "--quiet",
+                         "--out", _write(tmp, "summary.csv", "the user's").parent],
+            "--out: ", code=2),
+    # a sweep point that cannot be built (70B on one GPU) was stored as 'invalid' and the sweep exited 0
+    Hostile("sweep_point_that_cannot_be_built", sweep(grid={"cluster.model": ["llama-3-8b", "llama-3-70b"]}),
+            "1 of 2 points could not run", code=1),
 ]
 
 

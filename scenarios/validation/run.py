@@ -235,15 +235,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from scenarios.validation.reference.diagnose import format_breakdown
     from scenarios.validation.reference.report import format_table, write_outputs
     from simulator.errors import ScenarioError
-    from simulator.results.outputs import check_output_dir
+    from scenarios.validation.reference.report import OPS_CSV, PLOT_PNG, REQUESTS_CSV, STEPS_CSV, SUMMARY_JSON
+    from simulator.results.output_folder import check_output_dir, claim, staged_output
+    names = (STEPS_CSV, REQUESTS_CSV, SUMMARY_JSON, PLOT_PNG, OPS_CSV)
     if args.profile_first and args.profile_dir:
         print("draftsim validate: error: --profile-first and --profile-dir exclude each other", file=sys.stderr)
         return EXIT_USAGE
     try:
-        check_output_dir(out, marker="validation.json", command="validate",
-                         names=("steps.csv", "requests.csv", "validation.json", "validation.png", "ops.csv"))
+        check_output_dir(out, "validate", SUMMARY_JSON, names)
         profile_dir = args.profile_dir
-        if args.profile_first:
+        if args.profile_first:   # (into OUT/profile/: the folder is the validation's from now on)
+            claim(out, "validate", SUMMARY_JSON, names)
             profile_dir = profile_here(scenario, args.device, out, args.threads, quiet=args.quiet)
         steps, requests, summary, ops = run_validation(scenario, args.device, profile_dir, args.threads,
                                                        args.op_breakdown, args.repeats, args.quiet)
@@ -257,16 +259,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"warning: {summary['warning']}")
         if ops is not None:
             print(format_breakdown(ops))
-    paths = write_outputs(out, steps, requests, summary, plot=not args.no_plot)
-    if ops is not None:
-        ops.to_csv(out / "ops.csv", index=False, float_format="%.9g")
-        paths.append(out / "ops.csv")
+    # all together or none (Ctrl-C, a full disk), replacing the previous validation's files: its
+    # validation.png (a rerun with --no-plot) or ops.csv (without --op-breakdown) stayed beside new ones
+    with staged_output(out, "validate", SUMMARY_JSON, names) as staged:
+        paths = write_outputs(staged, steps, requests, summary, plot=not args.no_plot)
+        if ops is not None:
+            ops.to_csv(staged / OPS_CSV, index=False, float_format="%.9g")
+            paths.append(staged / OPS_CSV)
     if not args.quiet:
         print(f"wrote {', '.join(p.name for p in paths)} to {out}/")
     missed = [name for name, ok in summary["targets"].items() if not ok]
     if missed:
         print(f"draftsim validate: {len(missed)} of {len(summary['targets'])} targets missed: {', '.join(missed)}"
-              + (" (on a busy machine: see the warning above)" if summary["machine_load"]["oversubscribed"] else ""),
+              + ((" (on a busy machine: see the warning above)" if not args.quiet else
+                  f" (on a busy machine: see the warning in {out / SUMMARY_JSON})")
+                 if summary["machine_load"]["oversubscribed"] else ""),
               file=sys.stderr)
         return EXIT_FAILED_CHECK
     return 0

@@ -9,6 +9,7 @@ was swallowed or deferred ends the command (simulator.console.interrupts).
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -17,6 +18,15 @@ from typing import TextIO
 from simulator.console.interrupts import check
 
 INTERVAL_S = 10.0  # seconds between two progress lines when stderr is not a terminal
+UNSIZED_TERMINAL = (80, 24)   # columns and rows of the bar on a terminal that reports no size
+
+
+def _terminal_columns(stream: TextIO) -> int:
+    """The columns the terminal behind `stream` reports (0 when it reports none, or is no terminal)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 def _count(value: float) -> str:
@@ -42,7 +52,11 @@ class Progress:
         is_tty = self.stream.isatty() if tty is None else tty
         if is_tty:
             from tqdm import tqdm
-            self._bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, leave=False, dynamic_ncols=True)
+            # A terminal that reports no size (0 x 0: `script`, `docker run -t` before a resize, some CI
+            # runners' pseudo-terminals) made tqdm's dynamic width draw nothing: no progress at all.
+            size = {} if _terminal_columns(self.stream) else {"ncols": UNSIZED_TERMINAL[0], "nrows": UNSIZED_TERMINAL[1]}
+            self._bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, leave=False,
+                             dynamic_ncols=not size, **size)
         else:
             self._ticker = threading.Thread(target=self._tick, name=f"progress {desc}", daemon=True)
             self._ticker.start()

@@ -146,6 +146,20 @@ def _write_manifest(out_dir: Path, command: str, files: Iterable[str]) -> None:
     os.replace(tmp, path)
 
 
+def claim(out_dir: Path | str, command: str, marker: str, names: Iterable[str] = ()) -> None:
+    """Mark `out_dir` as `command`'s output before the command writes into it in place, ahead of its files
+    (`plan`'s DES cache): creates the folder and, unless it already holds this command's manifest, writes one
+    listing the files the command owns there now. A run stopped before its files are installed (Ctrl-C, a
+    failure) so leaves a folder that the next run of the command accepts, and uses, rather than refuses as
+    a non-empty folder that is not a draftsim output."""
+    out_dir = absolute(out_dir)
+    owned = check_folder(out_dir, command, marker, names)
+    if (out_dir / manifest_name(command)).is_file():
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_manifest(out_dir, command, owned)
+
+
 def _install(staged: Path, out_dir: Path, command: str, marker: str, known: set[str]) -> None:
     """Move the staged files into `out_dir` (module docstring)."""
     new = {p.name for p in staged.iterdir()}

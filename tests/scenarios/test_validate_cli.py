@@ -73,6 +73,11 @@ def test_repeats_and_op_breakdown(tmp_path, quick_profile, capsys):
     assert summary["noise"]["repeats"] == 2 and len(summary["per_repeat"]) == 2
     ops = pd.read_csv(out / "ops.csv")
     assert len(ops) > 0 and "noise over 2 repeats" in capsys.readouterr().out
+    # A rerun into the same folder replaces the validation: the first one's ops.csv (or validation.png, with
+    # --no-plot) was left beside the new files, which do not come with it.
+    main(["--quick", "--no-plot", "--quiet", "--out", str(out), "--profile-dir", str(quick_profile)])
+    assert sorted(p.name for p in out.iterdir()) == [".draftsim-validate.json", "requests.csv", "steps.csv",
+                                                     "validation.json"]
 
 
 @pytest.mark.parametrize("argv", [["--device", "tpu"], ["--bogus"], ["--threads", "0"], ["--threads", "x"],

@@ -54,6 +54,29 @@ def test_progress_on_a_terminal_is_a_tqdm_bar():
     assert "/4 [" in buf.getvalue() and "op/s" in buf.getvalue() and "\r" in buf.getvalue()  # a redrawn bar
 
 
+def test_progress_on_a_terminal_that_reports_no_size_still_draws_its_bar():
+    """A pseudo-terminal of 0 x 0 (`script -qc`, `docker run -t` before a resize): tqdm's dynamic width drew
+    nothing there, so a 200k-request run showed no progress at all on that terminal."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        assert os.get_terminal_size(slave).columns == 0   # (a new pseudo-terminal has no size)
+        with os.fdopen(os.dup(slave), "w") as stream:
+            with Progress("simulating", total=4, unit="req", stream=stream) as bar:
+                bar.update(4)
+        os.set_blocking(master, False)
+        try:
+            drawn = os.read(master, 65536).decode()
+        except BlockingIOError:   # nothing was drawn
+            drawn = ""
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert "simulating:" in drawn and "/4 [" in drawn
+
+
 def test_columns_widen_with_their_widest_cell():
     text = format_columns(["name", "a", "b"], [["x", "1.00", "2"], ["long name", "123456789.00", "-"]])
     lines = text.splitlines()

@@ -19,9 +19,12 @@ import pandas as pd
 from scenarios.validation.published.points import KINDS, load_points
 from scenarios.validation.published.predict import Unpredictable, predict, relative_error
 from simulator.console.contract import parse_args
+from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
-from simulator.results.output_folder import check_writable_folder
+from simulator.results.output_folder import check_output_dir, staged_output
 
+POINTS_CSV, SUMMARY_CSV = "points.csv", "summary.csv"
+COMMAND = "validate-published"   # the output folder's manifest: .draftsim-validate-published.json
 GROUPS = (("kind", "kind"), ("pricing", "pricing"), ("publication", "publication"))
 # Speculative points are also grouped by method and engine, and by method, engine and batch size.
 SPEC_GROUPS = (("spec method", "spec_method"), ("spec batch", "spec_batch"))
@@ -118,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", choices=["auto", "measured", "roofline"], default=None,
                    help="price kernels with this source instead of the default (for comparisons)")
     p.add_argument("--no-engine-time", action="store_true", help="leave out the engine's per-step time (comparison)")
+    p.add_argument("--quiet", action="store_true", help="no progress and no report on stdout (the files are written; "
+                                                        "exit 1 and a line on stderr when a prediction failed)")
     return p
 
 
@@ -142,21 +147,26 @@ def main(argv: list[str] | None = None) -> int:
         print("draftsim validate: error: --kind/--id: no point matches", file=sys.stderr)
         return 2
     try:   # before the first point is priced (all of them take a minute)
-        out = check_writable_folder(args.out)
+        # (a folder of the user's own, --out ., had its summary.csv replaced without a word)
+        out = check_output_dir(args.out, COMMAND, POINTS_CSV, (POINTS_CSV, SUMMARY_CSV))
     except ScenarioError as exc:
         print(f"draftsim validate: error: {exc}", file=sys.stderr)
         return 2
 
-    def progress(i: int, n: int, ident: str) -> None:
-        print(f"[{i}/{n}] {ident}", file=sys.stderr, flush=True)
-
     latency = {**({"source": args.source} if args.source else {}),
                **({"engine_time": False} if args.no_engine_time else {})}
-    frame = run_points(points, progress, latency or None)
+    with Progress("predicting published points", total=len(points), unit="pt", quiet=args.quiet) as bar:
+        frame = run_points(points, lambda i, n, ident: bar.update(1), latency or None)
     summary = summarize(frame)
-    out.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out / "points.csv", index=False)
-    summary.to_csv(out / "summary.csv", index=False)
-    print(format_report(frame, summary))
-    print(f"wrote {out / 'points.csv'} and {out / 'summary.csv'}")
-    return 1 if (frame["status"] == "failed").any() else 0
+    with staged_output(out, COMMAND, POINTS_CSV, (POINTS_CSV, SUMMARY_CSV)) as staged:   # both or neither
+        frame.to_csv(staged / POINTS_CSV, index=False)
+        summary.to_csv(staged / SUMMARY_CSV, index=False)
+    if not args.quiet:
+        print(format_report(frame, summary))
+        print(f"wrote {out / POINTS_CSV} and {out / SUMMARY_CSV}")
+    failed = frame[frame["status"] == "failed"]
+    if failed.empty:
+        return 0
+    print(f"draftsim validate --published: {len(failed)} of {len(frame)} points failed to predict (first: "
+          f"{failed.iloc[0]['id']}: {failed.iloc[0]['note']}); see {out / POINTS_CSV}", file=sys.stderr)
+    return 1

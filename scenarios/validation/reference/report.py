@@ -18,6 +18,7 @@ import pandas as pd
 from simulator.results.outputs import summary_json
 
 STEPS_CSV, REQUESTS_CSV, SUMMARY_JSON, PLOT_PNG = "steps.csv", "requests.csv", "validation.json", "validation.png"
+OPS_CSV = "ops.csv"   # with --op-breakdown (scenarios.validation.reference.diagnose)
 _KIND_COLORS = {"prefill": "tab:orange", "decode": "tab:blue", "mixed": "tab:green"}
 
 

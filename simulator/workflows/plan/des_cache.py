@@ -72,8 +72,11 @@ def confirm_point(task: tuple) -> tuple[str, dict, dict | None]:
 class DesCache:
     """The cache folder of one plan's confirmations (module docstring)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, before_first_write=None):
+        """`before_first_write()`: called once, before the folder is first written to (the plan marks its
+        output folder as its own then: simulator.results.output_folder.claim)."""
         self.folder = Path(folder)
+        self._before_first_write = before_first_write
 
     def get(self, key: str, slo: SLO) -> dict | None:
         """The cached row of run `key` with its SLO fields for `slo`, or None."""
@@ -87,6 +90,9 @@ class DesCache:
         return row
 
     def put(self, key: str, row: dict, requests: dict) -> None:
+        if self._before_first_write is not None:
+            self._before_first_write()
+            self._before_first_write = None
         self.folder.mkdir(parents=True, exist_ok=True)
 
         def write_npz(tmp: Path) -> None:

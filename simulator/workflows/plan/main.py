@@ -13,7 +13,8 @@
    (every screened candidate), ``pareto.png`` (cost per hour vs DES TPOT p50 with the Pareto front),
    ``launch_vllm.sh`` and ``launch_sglang.sh`` (the best candidate's server command line per role,
    simulator.workflows.plan.launch), and ``des_cache/`` (the DES runs, reused by a re-plan whatever its
-   SLOs: simulator.workflows.plan.des_cache).
+   SLOs: simulator.workflows.plan.des_cache). The files are staged and moved in together
+   (simulator.results.output_folder.staged_output); the cache's first run marks the folder as the plan's.
 """
 from __future__ import annotations
 
@@ -32,7 +33,6 @@ from simulator.workflows.plan.screen import DEPLOYMENTS, screen, workload_means
 from models.errors import bounded, is_boolean
 from simulator.workflows.plan.config import MAX_CONFIRM_TOP, enumerate_candidates, load_plan
 from simulator.workflows.plan.des_cache import DesCache, confirm_point, run_key
-from simulator.workflows.sweep.store import _atomic_write
 from simulator.console.contract import parse_args
 from simulator.console.table import format_columns
 
@@ -40,6 +40,7 @@ SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 
 RANKED_CSV, CANDIDATES_CSV, PARETO_PNG = "ranked.csv", "candidates.csv", "pareto.png"
 LAUNCH_FILES = {"vllm": "launch_vllm.sh", "sglang": "launch_sglang.sh"}
 DES_CACHE = "des_cache"
+PLAN_FILES = (RANKED_CSV, CANDIDATES_CSV, PARETO_PNG, *LAUNCH_FILES.values())   # every file a plan may write
 # plan `rank_by` -> the ranked.csv column it orders by (ascending)
 RANK_KEYS = {"usd_per_hour": "usd_per_hour", "usd_per_mtok": "usd_per_mtok", "j_per_token": "des_energy_per_output_token_j"}
 
@@ -218,7 +219,7 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
         if progress is not None:
             progress(f"[{time.perf_counter() - t0:6.1f} s] {line}")
 
-    from simulator.results.outputs import check_output_dir
+    from simulator.results.output_folder import check_output_dir, claim, staged_output
     from simulator.distributed.executors import make_executor
 
     if confirm_top is not None and (is_boolean(confirm_top) or not isinstance(confirm_top, int)
@@ -228,8 +229,7 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
                                            f"got {confirm_top!r}")
     spec, base_dir = load_plan(plan)
     out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name
-    check_output_dir(out_dir, marker=RANKED_CSV, command="plan",
-                     names=(RANKED_CSV, CANDIDATES_CSV, PARETO_PNG, *LAUNCH_FILES.values()))
+    check_output_dir(out_dir, "plan", RANKED_CSV, PLAN_FILES)
     runner = make_executor(executor, workers)   # a bad --executor or --workers fails before the screen,
     with _connected(runner):                    # and so does an unreachable Dask scheduler
         screened = screen_all(spec, base_dir)   # (first: a bad plan is reported before any progress line)
@@ -242,16 +242,18 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
         chosen = pd.concat([cheapest, front])
         chosen = chosen[~chosen.index.duplicated()]
         report(f"confirming {len(chosen)} candidates with the DES (executor {executor!r})")
-        ranked = confirm(spec, chosen, base_dir, runner, workers, report,
-                         DesCache(out_dir / DES_CACHE) if cache else None, when_idle=import_plotting)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out_dir / CANDIDATES_CSV, lambda tmp: screened.to_csv(tmp, index=False))
-    _atomic_write(out_dir / RANKED_CSV, lambda tmp: ranked.to_csv(tmp, index=False))
-    _atomic_write(out_dir / PARETO_PNG, lambda tmp: plot_pareto(screened, ranked, spec.slo, tmp))
-    write_launch_scripts(spec, ranked, out_dir)
-    from simulator.results.output_folder import write_manifest
-    write_manifest(out_dir, "plan", [name for name in (RANKED_CSV, CANDIDATES_CSV, PARETO_PNG, *LAUNCH_FILES.values())
-                                     if (out_dir / name).is_file()])
+        # the cache's first run marks the folder as the plan's: stopped before its files are in (Ctrl-C), a
+        # plan left a folder of des_cache/ alone, which the next plan refused as not a draftsim output
+        des_cache = DesCache(out_dir / DES_CACHE, lambda: claim(out_dir, "plan", RANKED_CSV, PLAN_FILES))
+        ranked = confirm(spec, chosen, base_dir, runner, workers, report, des_cache if cache else None,
+                         when_idle=import_plotting)
+    # all together or none (Ctrl-C, a full disk); an earlier plan's launch scripts go when this one has no
+    # candidate to launch (they were left beside its empty ranking)
+    with staged_output(out_dir, "plan", RANKED_CSV, PLAN_FILES) as staged:
+        screened.to_csv(staged / CANDIDATES_CSV, index=False)
+        ranked.to_csv(staged / RANKED_CSV, index=False)
+        plot_pareto(screened, ranked, spec.slo, staged / PARETO_PNG)
+        write_launch_scripts(spec, ranked, staged)
     report(f"wrote {out_dir}/")
     return ranked, screened, out_dir
 
@@ -270,7 +272,7 @@ def write_launch_scripts(spec, ranked: pd.DataFrame, out_dir: Path) -> None:
     title = f"{cand.label}: rank 1 of draftsim plan {spec.name} ({verdict})"
     for engine, name in LAUNCH_FILES.items():
         script = launch_script(scenario, engine, title)
-        _atomic_write(out_dir / name, lambda tmp, text=script: Path(tmp).write_text(text))
+        (out_dir / name).write_text(script, encoding="utf-8")
 
 
 def infeasible_reasons(screened: pd.DataFrame, slo) -> list[str]:
@@ -303,7 +305,10 @@ def _ms(value: float) -> str:
 
 def format_ranked(ranked: pd.DataFrame) -> str:
     if ranked.empty:
-        return "no candidate passed the screen; widen the search space or relax the SLOs"
+        # (a plan with no candidate through the screen exits 1 before the table: here confirm_top was 0, and
+        # this line said "no candidate passed the screen" under "185 feasible")
+        return (f"no candidate confirmed with the DES (confirm_top 0): the screen's estimates are in "
+                f"{CANDIDATES_CSV}; raise --confirm-top to confirm and rank them")
     head = ["#", "config", "GPUs", "$/h", "$/Mtok", "J/tok", "goodput/GPU", "TTFT p50/p99 ms", "TPOT p50/p99 ms",
             "tok/s per $/h", "SLO", "screen err TTFT/TPOT"]
     rows = []

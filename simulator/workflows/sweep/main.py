@@ -33,7 +33,7 @@ from simulator.config.validation import validate_config
 from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, SweepSpace, expand, expand_points,
                                              load_sweep)
 from simulator.workflows.sweep.store import SweepStore, open_store
-from simulator.console.contract import parse_args
+from simulator.console.contract import EXIT_FAILED_CHECK, parse_args
 
 STATUS_OK, STATUS_INVALID = "ok", "invalid"
 TABLE_METRICS = ("goodput_rps", "ttft_p99_s", "tpot_p50_s", "output_tokens_per_s", "slo_attainment")
@@ -223,16 +223,16 @@ def format_results_table(frame: pd.DataFrame, keys: list[str], max_rows: int = 4
         return "(no finished points)"
     ok = frame[frame["status"] == STATUS_OK]
     metrics = [m for m in TABLE_METRICS if m in ok.columns]
-    cols = keys + ["seeds"] + metrics
-    if ok.empty:
-        table = pd.DataFrame(columns=cols)
+    if ok.empty:   # (pandas printed "Empty DataFrame / Columns: [...] / Index: []")
+        table = None
     elif keys:
         grouped = ok.groupby(keys, sort=False, dropna=False)
         table = grouped[metrics].mean().reset_index()
         table.insert(len(keys), "seeds", grouped.size().to_numpy())
     else:
         table = pd.DataFrame([{**ok[metrics].mean().to_dict(), "seeds": len(ok)}])[["seeds"] + metrics]
-    text = table.head(max_rows).to_string(index=False, float_format=lambda v: f"{v:.4g}")
+    text = ("(no point ran: every one is invalid)" if table is None else
+            table.head(max_rows).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     invalid = frame[frame["status"] == STATUS_INVALID]
     for _, row in invalid.head(10).iterrows():
         label = ", ".join(f"{k}={row[k]}" for k in keys + [SEED_KEY])
@@ -303,7 +303,22 @@ def main(argv: list[str] | None = None) -> int:
               f"results in {result.store.root}/")
         for path in result.plots:
             print(f"plot: {path}")
-    return 0
+    return _failed_points(result)
+
+
+def _failed_points(result: SweepResult) -> int:
+    """The sweep's check: every point simulated. Points that could not be built (a model that does not fit
+    the point's GPU, found only when its cluster is built) are stored as invalid and were counted in the
+    table only, exit 0 (with --quiet not a word); now one line on stderr and exit 1 (a failed check)."""
+    frame = result.frame
+    invalid = frame[frame["status"] == STATUS_INVALID] if not frame.empty else frame
+    if invalid.empty:
+        return 0
+    first = invalid.iloc[0]
+    label = ", ".join(f"{k}={first[k]}" for k in result.spec.param_keys + [SEED_KEY])
+    print(f"draftsim sweep: {len(invalid)} of {len(frame)} points could not run (first: {label}: {first['error']}); "
+          f"their rows in {result.store.root}/ have status 'invalid'", file=sys.stderr)
+    return EXIT_FAILED_CHECK
 
 
 if __name__ == "__main__":

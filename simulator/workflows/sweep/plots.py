@@ -15,6 +15,7 @@ import pandas as pd
 
 from simulator.errors import ScenarioError
 from simulator.workflows.sweep.config import SweepConfig
+from simulator.workflows.sweep.store import _atomic_write
 
 
 def _numeric(series: pd.Series) -> bool:
@@ -69,6 +70,7 @@ def plot_sweep(frame: pd.DataFrame, spec: SweepConfig, out_dir: Path) -> list[Pa
             ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
         path = out_dir / f"{_safe(metric)}_vs_{_safe(x)}.png"
-        figure.savefig(path, format="png", metadata={"Software": None})
+        # aside, then renamed: a Ctrl-C while the PNG was being written left it cut short
+        _atomic_write(path, lambda tmp, figure=figure: figure.savefig(tmp, format="png", metadata={"Software": None}))
         paths.append(path)
     return paths

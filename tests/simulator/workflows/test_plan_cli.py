@@ -229,3 +229,68 @@ def test_a_plan_whose_confirmed_candidates_all_miss_the_slos_exits_1(tmp_path, c
                                                f"the SLOs (outputs in {out}/)")
     ranked = pd.read_csv(out / "ranked.csv")
     assert len(ranked) == 1 and not ranked.meets_slo.any()
+
+
+ONE_CANDIDATE = dict(hardware=[{"id": "h100-sxm"}], search={"tp": [1], "replicas": [1], "drafters": [{"kind": "none"}]},
+                     confirm_top=1, workload={**PLAN["workload"], "num_requests": 60})
+
+
+def test_a_plan_stopped_after_its_first_des_run_leaves_a_folder_the_next_plan_takes(tmp_path, monkeypatch, capsys):
+    """Ctrl-C once the DES cache held a run left `out/des_cache/` alone: the next plan into the same --out was
+    refused ('a non-empty directory that is not a draftsim output'). The cache's first run now marks the
+    folder as the plan's; nothing else is written, and the next plan takes the folder and the cached run."""
+    from simulator.workflows.plan.des_cache import DesCache
+
+    out, path = tmp_path / "out", write(tmp_path, **ONE_CANDIDATE)
+    put = DesCache.put
+
+    def put_then_ctrl_c(self, *args):
+        put(self, *args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(DesCache, "put", put_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        main([str(path), "--out", str(out), "--executor", "serial", "--quiet"])
+    assert sorted(p.name for p in out.iterdir()) == [".draftsim-plan.json", "des_cache"]
+    monkeypatch.setattr(DesCache, "put", put)
+    assert main([str(path), "--out", str(out), "--executor", "serial"]) == 0
+    assert "1 of 1 candidates from the DES cache" in capsys.readouterr().err
+    assert (out / "ranked.csv").is_file() and (out / "launch_vllm.sh").is_file()
+
+
+def test_a_plan_stopped_while_writing_its_files_writes_none(tmp_path, monkeypatch):
+    """candidates.csv and ranked.csv were in place before pareto.png was drawn: Ctrl-C (or a full disk) there
+    left a folder of half a plan. The files are staged and moved in together."""
+    out = tmp_path / "out"
+
+    def ctrl_c(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("simulator.workflows.plan.main.plot_pareto", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        main([str(write(tmp_path, **ONE_CANDIDATE)), "--out", str(out), "--executor", "serial", "--quiet", "--no-cache"])
+    assert not out.exists()
+
+
+def test_a_replan_without_a_candidate_removes_the_launch_scripts_of_the_one_before(tmp_path, capsys):
+    """A re-plan into the same --out whose screen kept no candidate wrote an empty ranked.csv and left the
+    earlier plan's launch_vllm.sh ('... meets the SLOs') beside it, listed in the manifest as this plan's."""
+    out = tmp_path / "out"
+    assert main([str(write(tmp_path, **ONE_CANDIDATE)), "--out", str(out), "--executor", "serial", "--quiet"]) == 0
+    assert (out / "launch_vllm.sh").is_file() and (out / "launch_sglang.sh").is_file()
+    impossible = write(tmp_path, **ONE_CANDIDATE, slo={"ttft_s": 0.001, "tpot_s": 0.001, "attainment": 0.9})
+    assert main([str(impossible), "--out", str(out), "--executor", "serial", "--quiet"]) == 1
+    capsys.readouterr()
+    assert (out / "ranked.csv").read_text().strip() == ""   # (no candidate: no rows)
+    assert sorted(p.name for p in out.iterdir()) == [".draftsim-plan.json", "candidates.csv", "des_cache",
+                                                     "pareto.png", "ranked.csv"]
+
+
+def test_confirm_top_0_says_the_screen_passed_candidates_and_none_was_confirmed(tmp_path, capsys):
+    """--confirm-top 0 (screen only) printed 'no candidate passed the screen; widen the search space or relax
+    the SLOs' right under 'screened 1 candidates (1 feasible)'."""
+    out = tmp_path / "out"
+    assert main([str(write(tmp_path, **ONE_CANDIDATE)), "--out", str(out), "--confirm-top", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "(1 feasible); confirmed 0 with the DES" in printed and "passed the screen" not in printed
+    assert "no candidate confirmed with the DES (confirm_top 0)" in printed

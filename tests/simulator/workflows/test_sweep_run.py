@@ -146,6 +146,31 @@ def test_points_that_cannot_be_built_are_stored_as_invalid(tmp_path):
     assert "cluster.model" in frame["error"].iloc[1]
 
 
+@pytest.mark.parametrize("quiet", [[], ["--quiet"]])
+def test_a_sweep_with_points_that_could_not_run_exits_1_with_one_line(tmp_path, capsys, quiet):
+    """The stored 'invalid' rows were the table's footnote and the exit code was 0 (with --quiet, no word at
+    all): a sweep whose points did not all run is a failed check (exit 1), said in one line, its rows kept;
+    a --resume of it says so again."""
+    path = write_sweep(tmp_path, grid={"cluster.model": ["llama-3-8b", "llama-2-70b"]}, set=["cluster.hardware=l40s"])
+    out = tmp_path / "out"
+    for resume in ([], ["--resume"]):
+        assert main([str(path), "--out", str(out), "--executor", "serial", *quiet, *resume]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("draftsim sweep: 1 of 2 points could not run (first: "
+                                                   "cluster.model=llama-2-70b, seed="), err
+        assert "status 'invalid'" in err[0]
+    assert len(pd.read_parquet(out / "results.parquet")) == 2
+
+
+def test_a_sweep_of_only_invalid_points_prints_a_sentence_not_an_empty_frame():
+    """pandas' 'Empty DataFrame / Columns: [...] / Index: []' was the table of a sweep none of whose points ran."""
+    from simulator.workflows.sweep.main import format_results_table
+
+    frame = pd.DataFrame([{"point_id": "a", "seed": 1, "m": "x", "status": "invalid", "error": "m: too big"}])
+    text = format_results_table(frame, ["m"])
+    assert text.splitlines() == ["(no point ran: every one is invalid)", "invalid (m=x, seed=1): m: too big"]
+
+
 def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
     path = write_sweep(tmp_path)
     cases = [
@@ -175,6 +200,23 @@ def test_plots_and_printed_table(tmp_path, capsys):
     assert [p.name for p in plots] == ["goodput_rps_vs_workload_arrival_qps.png",
                                        "tpot_p50_s_vs_workload_arrival_qps.png"]
     assert all(p.stat().st_size > 5000 for p in plots)
+
+
+def test_a_plot_cut_short_by_ctrl_c_is_not_left_half_written(tmp_path, monkeypatch):
+    """The plots were saved in place: Ctrl-C while a PNG was being written left it cut short in plots/. Each
+    is written aside and renamed; the points and results stay (a sweep keeps what finished)."""
+    from matplotlib.figure import Figure
+
+    def cut_short(self, path, **kwargs):
+        Path(path).write_bytes(b"\x89PNG\r\n")   # the first bytes, then the press
+        raise KeyboardInterrupt
+
+    path = write_sweep(tmp_path, plot={"x": "workload.arrival.qps", "metrics": ["goodput_rps"]})
+    monkeypatch.setattr(Figure, "savefig", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial", "--plot", "--quiet"])
+    assert list((tmp_path / "out" / "plots").iterdir()) == []
+    assert len(pd.read_parquet(tmp_path / "out" / "results.parquet")) == 4
 
 
 def test_help_reads_well(capsys):
