@@ -35,7 +35,8 @@ from profiles.profiler.collectives import time_collectives
 from models.torch_impl.kernel_sets import kernel_set_for
 from profiles.profiler.plan import FULL_GRID, GPU_GRID, QUICK_GRID, GridSpec, plan_points
 from profiles.profiler.resources import check_peak_bytes, profile_peak_bytes, require_memory
-from profiles.profiler.table import PARTIAL_FILE, fingerprint, make_row, write_fingerprint, write_table
+from profiles.profiler.check import CHECK_FILE
+from profiles.profiler.table import FINGERPRINT_FILE, PARTIAL_FILE, fingerprint, make_row, write_fingerprint, write_table
 from profiles.hardware import hardware_id_for_gpu
 from profiles.profiler.host_overhead import (FULL_SHAPES, HOST_OVERHEAD, QUICK_SHAPES, supported,
                                              time_host_overhead)
@@ -251,6 +252,11 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
             rows.append(make_row(row["kind"], dims, 0.0, row["bytes"], row["median_s"], row["p10_s"],
                                  row["p90_s"], row["reps"]))
     elapsed = time.perf_counter() - started
+    # The check of the profile replaced here goes with it (--check writes this one's after): a profile
+    # written without --check over a checked one kept its check.json ('passed': false, or true) beside a
+    # table it never checked.
+    if (out / FINGERPRINT_FILE).is_file():
+        (out / CHECK_FILE).unlink(missing_ok=True)
     write_table(rows, out)
     (out / PARTIAL_FILE).unlink(missing_ok=True)
     fp = fingerprint(device_id, device_name(dev), torch.__version__, threads, dtype, models, llc,
@@ -393,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = None) -> int:
     """`draftsim profile`; `progress_factory` as run_profile's `progress` (default: a tqdm bar)."""
-    from profiles.profiler.check import CHECK_FILE, QUICK_SHAPES, SHAPES, run_check
+    from profiles.profiler.check import QUICK_SHAPES, SHAPES, run_check
     args = build_parser().parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     shapes = QUICK_SHAPES if args.quick else SHAPES

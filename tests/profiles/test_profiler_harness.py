@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import time
 
-import pandas as pd
 import pytest
 
 pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
@@ -71,6 +70,18 @@ def test_flush_runs_before_every_call_outside_the_timed_region():
                          flush=lambda: events.append("flush"))
     assert result.reps == 4
     assert events == ["flush", "call"] * 6
+
+
+def test_a_profile_written_over_a_checked_one_drops_its_check(tmp_path):
+    """`draftsim profile --check` then `draftsim profile` into the same --out kept the first profile's
+    check.json ('passed': false) beside the new table, which it never checked."""
+    out = tmp_path / "profile"
+    run_profile("cpu", ["llama-68m"], out, quick=True, threads=1, grid=TINY, timing=TINY_TIMING,
+                progress=False, collectives=False)
+    (out / "check.json").write_text(json.dumps({"passed": False, "max_abs_error": 0.6}))   # as --check wrote it
+    run_profile("cpu", ["llama-68m"], out, quick=True, threads=1, grid=TINY, timing=TINY_TIMING,
+                progress=False, collectives=False)
+    assert sorted(p.name for p in out.iterdir()) == ["fingerprint.json", "ops.csv"]
 
 
 def test_fingerprint_records_device_threads_dtype_and_versions(tiny_profile):
