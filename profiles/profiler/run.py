@@ -384,6 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "shard shapes to profile (default: %(default)s)")
     parser.add_argument("--no-collectives", action="store_true", help="skip the multi-process collectives")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", action="store_true", help="no progress and no report on stdout (the files are "
+                        "written; exit 1 and a line on stderr when --check fails)")
     parser.add_argument("--kernels", choices=KERNEL_SETS, default="auto", help="kernel set: auto (engine-grade on "
                         "cuda, the validated reference on cpu), engine or reference (default: %(default)s)")
     parser.add_argument("--check", action="store_true", help="after profiling, run whole forwards of the first "
@@ -430,10 +432,11 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
         else:
             out = run_profile(args.device, models, args.out, quick=args.quick, threads=args.threads,
                               dtype=args.dtype, device_id=args.device_id, collectives=not args.no_collectives,
-                              progress=(progress_factory or True) if not args.no_progress else False, grid=grid,
-                              check_kv_tokens=kv_tokens, kernel_set=args.kernels, package_data=args.package_data,
-                              passes=args.passes)
-            print(f"profile written to {out}")
+                              progress=(progress_factory or True) if not (args.no_progress or args.quiet) else False,
+                              grid=grid, check_kv_tokens=kv_tokens, kernel_set=args.kernels,
+                              package_data=args.package_data, passes=args.passes)
+            if not args.quiet:
+                print(f"profile written to {out}")
             dtype = args.dtype or ("fp32" if args.device == "cpu" else "bf16")
     except ValueError as exc:
         print(f"draftsim profile: error: {exc}", file=sys.stderr)
@@ -442,8 +445,13 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
         return 0
     out_file = args.check_out or (out / CHECK_FILE if args.check else None)
     result = run_check(out, args.device, models, dtype, args.threads, shapes, reps=3 if args.quick else 10,
-                       out_file=out_file, kernels=resolve_kernels(torch.device(args.device), args.kernels))
+                       out_file=out_file, kernels=resolve_kernels(torch.device(args.device), args.kernels),
+                       log=(lambda line: None) if args.quiet else print)
     verdict = "passed" if result["passed"] else "FAILED"
-    print(f"check {verdict}: largest |error| {result['max_abs_error'] * 100:.1f} % (tolerance "
-          f"{result['tolerance'] * 100:.0f} %) over {len(result['shapes'])} shapes")
+    line = (f"check {verdict}: largest |error| {result['max_abs_error'] * 100:.1f} % (tolerance "
+            f"{result['tolerance'] * 100:.0f} %) over {len(result['shapes'])} shapes")
+    if not args.quiet:
+        print(line)
+    elif not result["passed"]:   # (the failed check still says so, in one line)
+        print(f"draftsim profile: {line}", file=sys.stderr)
     return 0 if result["passed"] else 1

@@ -137,6 +137,21 @@ def test_bench_rejects_unknown_kind_and_bad_dims():
         build_bench("norm", {"tokens": 1.5, "hidden": 8}, torch.float32, torch.device("cpu"), 0)
 
 
+def test_quiet_prints_nothing_but_a_failed_check(capsys, tmp_path):
+    """`draftsim profile` had no --quiet ('unrecognized arguments'), as every other long command has: now no
+    progress and no report; a failed --check is one line on stderr and exit 1."""
+    from simulator.workflows.profile import main as draftsim_profile
+
+    code = draftsim_profile(["--device", "cpu", "--quick", "--models", "llama-68m", "--no-collectives", "--check",
+                             "--threads", "1", "--quiet", "--out", str(tmp_path / "p")])
+    captured = capsys.readouterr()
+    assert captured.out == "" and (tmp_path / "p" / "check.json").is_file()
+    passed = json.loads((tmp_path / "p" / "check.json").read_text())["passed"]
+    assert code == (0 if passed else 1)
+    assert captured.err.splitlines() == ([] if passed else [captured.err.strip()])
+    assert passed or captured.err.startswith("draftsim profile: check FAILED: largest |error|")
+
+
 def test_cli_reports_bad_input_with_exit_code_2(capsys, tmp_path):
     assert main(["--models", "no-such-model", "--out", str(tmp_path), "--no-progress"]) == 2
     assert "no-such-model" in capsys.readouterr().err
