@@ -906,6 +906,10 @@ CASES = [
     # a sweep point that cannot be built (70B on one GPU) was stored as 'invalid' and the sweep exited 0
     Hostile("sweep_point_that_cannot_be_built", sweep(grid={"cluster.model": ["llama-3-8b", "llama-3-70b"]}),
             "1 of 2 points could not run", code=1),
+    # reproduce replaced a file of the user's that bore a reproduction's name (--out . beside tetris.csv)
+    Hostile("reproduce_out_beside_a_users_file_of_its_name",
+            lambda tmp: ["reproduce", "tetris", "--quiet", "--out", _write(tmp, "tetris.csv", "the user's").parent],
+            "tetris.csv exists and was not written by draftsim reproduce"),
 ]
 
 

@@ -35,7 +35,8 @@ from profiles.profiler.collectives import time_collectives
 from models.torch_impl.kernel_sets import kernel_set_for
 from profiles.profiler.plan import FULL_GRID, GPU_GRID, QUICK_GRID, GridSpec, plan_points
 from profiles.profiler.resources import check_peak_bytes, profile_peak_bytes, require_memory
-from profiles.profiler.table import PARTIAL_FILE, fingerprint, make_row, write_fingerprint, write_table
+from profiles.profiler.check import CHECK_FILE
+from profiles.profiler.table import FINGERPRINT_FILE, PARTIAL_FILE, fingerprint, make_row, write_fingerprint, write_table
 from profiles.hardware import hardware_id_for_gpu
 from profiles.profiler.host_overhead import (FULL_SHAPES, HOST_OVERHEAD, QUICK_SHAPES, supported,
                                              time_host_overhead)
@@ -251,6 +252,11 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
             rows.append(make_row(row["kind"], dims, 0.0, row["bytes"], row["median_s"], row["p10_s"],
                                  row["p90_s"], row["reps"]))
     elapsed = time.perf_counter() - started
+    # The check of the profile replaced here goes with it (--check writes this one's after): a profile
+    # written without --check over a checked one kept its check.json ('passed': false, or true) beside a
+    # table it never checked.
+    if (out / FINGERPRINT_FILE).is_file():
+        (out / CHECK_FILE).unlink(missing_ok=True)
     write_table(rows, out)
     (out / PARTIAL_FILE).unlink(missing_ok=True)
     fp = fingerprint(device_id, device_name(dev), torch.__version__, threads, dtype, models, llc,
@@ -378,6 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "shard shapes to profile (default: %(default)s)")
     parser.add_argument("--no-collectives", action="store_true", help="skip the multi-process collectives")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", action="store_true", help="no progress and no report on stdout (the files are "
+                        "written; exit 1 and a line on stderr when --check fails)")
     parser.add_argument("--kernels", choices=KERNEL_SETS, default="auto", help="kernel set: auto (engine-grade on "
                         "cuda, the validated reference on cpu), engine or reference (default: %(default)s)")
     parser.add_argument("--check", action="store_true", help="after profiling, run whole forwards of the first "
@@ -393,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = None) -> int:
     """`draftsim profile`; `progress_factory` as run_profile's `progress` (default: a tqdm bar)."""
-    from profiles.profiler.check import CHECK_FILE, QUICK_SHAPES, SHAPES, run_check
+    from profiles.profiler.check import QUICK_SHAPES, SHAPES, run_check
     args = build_parser().parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     shapes = QUICK_SHAPES if args.quick else SHAPES
@@ -424,10 +432,11 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
         else:
             out = run_profile(args.device, models, args.out, quick=args.quick, threads=args.threads,
                               dtype=args.dtype, device_id=args.device_id, collectives=not args.no_collectives,
-                              progress=(progress_factory or True) if not args.no_progress else False, grid=grid,
-                              check_kv_tokens=kv_tokens, kernel_set=args.kernels, package_data=args.package_data,
-                              passes=args.passes)
-            print(f"profile written to {out}")
+                              progress=(progress_factory or True) if not (args.no_progress or args.quiet) else False,
+                              grid=grid, check_kv_tokens=kv_tokens, kernel_set=args.kernels,
+                              package_data=args.package_data, passes=args.passes)
+            if not args.quiet:
+                print(f"profile written to {out}")
             dtype = args.dtype or ("fp32" if args.device == "cpu" else "bf16")
     except ValueError as exc:
         print(f"draftsim profile: error: {exc}", file=sys.stderr)
@@ -436,8 +445,13 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
         return 0
     out_file = args.check_out or (out / CHECK_FILE if args.check else None)
     result = run_check(out, args.device, models, dtype, args.threads, shapes, reps=3 if args.quick else 10,
-                       out_file=out_file, kernels=resolve_kernels(torch.device(args.device), args.kernels))
+                       out_file=out_file, kernels=resolve_kernels(torch.device(args.device), args.kernels),
+                       log=(lambda line: None) if args.quiet else print)
     verdict = "passed" if result["passed"] else "FAILED"
-    print(f"check {verdict}: largest |error| {result['max_abs_error'] * 100:.1f} % (tolerance "
-          f"{result['tolerance'] * 100:.0f} %) over {len(result['shapes'])} shapes")
+    line = (f"check {verdict}: largest |error| {result['max_abs_error'] * 100:.1f} % (tolerance "
+            f"{result['tolerance'] * 100:.0f} %) over {len(result['shapes'])} shapes")
+    if not args.quiet:
+        print(line)
+    elif not result["passed"]:   # (the failed check still says so, in one line)
+        print(f"draftsim profile: {line}", file=sys.stderr)
     return 0 if result["passed"] else 1

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ from simulator.console.contract import fail, parse_args
 from simulator.console.progress import Progress
 from simulator.console.table import format_columns
 from simulator.errors import ScenarioError
-from simulator.results.output_folder import check_writable_folder, staged_files
+from simulator.results.output_folder import check_writable_folder, recorded, staged_files, write_manifest
 
 RELATIONS = ("≈", "≥", "≤")
 
@@ -147,17 +148,58 @@ def format_checks(checks: list[Check]) -> str:
     return format_columns(head, rows, left=len(head)) + "\nsources: " + "; ".join(sources)
 
 
+COMMAND = "reproduce"   # the output folder's manifest of the files reproductions wrote there
+CHECKS_HEAD = "quantity,basis,source,published,relation,reproduced,tolerance,status"   # (checks_frame's columns)
+
+
+def files_of(name: str) -> list[str]:
+    """The files reproduction `name` writes."""
+    return [f"{name}.png", f"{name}.csv", f"{name}_checks.csv"]
+
+
+def _written_before_manifests(out_dir: Path, name: str) -> bool:
+    """`name`'s files in `out_dir` are a reproduction's of a draftsim without manifests: its checks file is
+    there with the checks' header."""
+    try:
+        with open(out_dir / f"{name}_checks.csv", encoding="utf-8") as handle:
+            return handle.readline().strip() == CHECKS_HEAD
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def check_out(out_dir: str | Path, names: list[str]) -> Path:
+    """Refuse (`--out`, before any reproduction runs) a folder in which a file these reproductions would
+    write exists and was not written by `draftsim reproduce` (it was replaced without a word: `--out .`
+    beside a user's own tetris.csv); returns the folder."""
+    out = check_writable_folder(out_dir)
+    if not out.is_dir():
+        return out
+    owned = recorded(out, COMMAND)
+    for name in names:
+        if owned is None and _written_before_manifests(out, name):
+            continue
+        for file in files_of(name):
+            if os.path.lexists(out / file) and file not in (owned or set()):
+                raise ScenarioError("--out", f"{out / file} exists and was not written by draftsim reproduce; move it "
+                                             "or choose another --out")
+    return out
+
+
 def reproduce(name: str, out_dir: str | Path) -> Report:
-    """Run one reproduction and write <name>.png, <name>.csv and <name>_checks.csv into out_dir."""
+    """Run one reproduction and write <name>.png, <name>.csv and <name>_checks.csv into out_dir (a file of
+    these names that draftsim reproduce did not write there is refused before it runs: `check_out`)."""
     repro = get(name)
+    out = check_out(out_dir, [name])
     outcome = repro.run()
-    names = [f"{name}.png", f"{name}.csv", f"{name}_checks.csv"]
-    with staged_files(out_dir) as staged:   # the three land together, or none (Ctrl-C, a full disk)
+    names = files_of(name)
+    with staged_files(out) as staged:   # the three land together, or none (Ctrl-C, a full disk)
         outcome.figure.savefig(staged / names[0], format="png", metadata={"Software": None})
         # 12 significant digits, as summary.json: an LP solver or BLAS build moves only the last bits of a
         # float, and the written figures must not depend on which one ran.
         outcome.data.to_csv(staged / names[1], index=False, float_format="%.12g")
         checks_frame(outcome.checks).to_csv(staged / names[2], index=False, float_format="%.12g")
+        # (first: a run stopped during the renames leaves a manifest listing every file it may have moved in)
+        write_manifest(out, COMMAND, (recorded(out, COMMAND) or set()) | set(names))
     return Report(name, outcome.checks, [Path(out_dir) / n for n in names], list(outcome.notes))
 
 
@@ -198,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     if twice is not None:
         return fail(f"reproduction {twice!r} is given twice", "reproduce")
     try:   # before any reproduction runs (a few take minutes)
-        check_writable_folder(args.out)
+        check_out(args.out, names)
     except ScenarioError as exc:
         return fail(str(exc), "reproduce")
     failed = 0

@@ -88,16 +88,25 @@ def _is_output_folder(entries: list[str], marker: str) -> bool:
                                     and not e.startswith(STAGING_PREFIX) for e in entries)
 
 
+def recorded(out_dir: Path, command: str) -> set[str] | None:
+    """The files `command`'s manifest in `out_dir` lists, or None without one (ScenarioError on `--out` when
+    the file of its name is not a draftsim manifest)."""
+    path = out_dir / manifest_name(command)
+    if not path.is_file():
+        return None
+    try:
+        files = json.loads(path.read_text(encoding="utf-8"))["files"]
+        return {str(f) for f in files if isinstance(f, str) and Path(f).name == f}
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ScenarioError(OUT_FIELD, f"{path} is not a draftsim manifest; choose another --out") from None
+
+
 def _owned(out_dir: Path, command: str, marker: str, known: Iterable[str]) -> set[str]:
     """The files this command wrote into `out_dir` earlier (its manifest; for a legacy output the known
     names that exist there)."""
-    path = out_dir / manifest_name(command)
-    if path.is_file():
-        try:
-            files = json.loads(path.read_text(encoding="utf-8"))["files"]
-            return {str(f) for f in files if isinstance(f, str) and Path(f).name == f}
-        except (OSError, ValueError, KeyError, TypeError):
-            raise ScenarioError(OUT_FIELD, f"{path} is not a draftsim manifest; choose another --out") from None
+    files = recorded(out_dir, command)
+    if files is not None:
+        return files
     manifests = [p for p in out_dir.glob(f"{MANIFEST_PREFIX}*{MANIFEST_SUFFIX}") if not p.name.startswith(STAGING_PREFIX)]
     if (out_dir / marker).is_file() and not manifests:   # written before manifests existed
         return {name for name in known if (out_dir / name).is_file()}
@@ -264,7 +273,8 @@ def staged_files(out_dir: Path | str):
     (created if missing), replacing a file of the same name, all together (Ctrl-C held back during the
     renames); on any failure (Ctrl-C included) nothing moves and the staging folder is removed. For a
     command whose files are named after what it made, in a folder it shares with its other runs
-    (`draftsim reproduce`: NAME.png, NAME.csv, NAME_checks.csv), so no manifest: nothing is half-written."""
+    (`draftsim reproduce`: NAME.png, NAME.csv, NAME_checks.csv; it keeps the manifest of every file its runs
+    wrote there itself, scenarios.papers.registry.check_out): nothing is half-written."""
     out_dir = absolute(out_dir)
     with _staging_folder(out_dir, out_dir) as staged:
         yield staged

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import time
 
-import pandas as pd
 import pytest
 
 pytestmark = pytest.mark.slow  # torch end to end: skipped by the fast inner loop (-m 'not slow')
@@ -73,6 +72,18 @@ def test_flush_runs_before_every_call_outside_the_timed_region():
     assert events == ["flush", "call"] * 6
 
 
+def test_a_profile_written_over_a_checked_one_drops_its_check(tmp_path):
+    """`draftsim profile --check` then `draftsim profile` into the same --out kept the first profile's
+    check.json ('passed': false) beside the new table, which it never checked."""
+    out = tmp_path / "profile"
+    run_profile("cpu", ["llama-68m"], out, quick=True, threads=1, grid=TINY, timing=TINY_TIMING,
+                progress=False, collectives=False)
+    (out / "check.json").write_text(json.dumps({"passed": False, "max_abs_error": 0.6}))   # as --check wrote it
+    run_profile("cpu", ["llama-68m"], out, quick=True, threads=1, grid=TINY, timing=TINY_TIMING,
+                progress=False, collectives=False)
+    assert sorted(p.name for p in out.iterdir()) == ["fingerprint.json", "ops.csv"]
+
+
 def test_fingerprint_records_device_threads_dtype_and_versions(tiny_profile):
     fp = read_fingerprint(tiny_profile)
     for key in ("device_id", "device_name", "cpu_model", "torch_version", "threads", "dtype", "date", "git_commit"):
@@ -124,6 +135,21 @@ def test_bench_rejects_unknown_kind_and_bad_dims():
         build_bench("warp", {}, torch.float32, torch.device("cpu"), 0)
     with pytest.raises(ValueError, match="integer"):
         build_bench("norm", {"tokens": 1.5, "hidden": 8}, torch.float32, torch.device("cpu"), 0)
+
+
+def test_quiet_prints_nothing_but_a_failed_check(capsys, tmp_path):
+    """`draftsim profile` had no --quiet ('unrecognized arguments'), as every other long command has: now no
+    progress and no report; a failed --check is one line on stderr and exit 1."""
+    from simulator.workflows.profile import main as draftsim_profile
+
+    code = draftsim_profile(["--device", "cpu", "--quick", "--models", "llama-68m", "--no-collectives", "--check",
+                             "--threads", "1", "--quiet", "--out", str(tmp_path / "p")])
+    captured = capsys.readouterr()
+    assert captured.out == "" and (tmp_path / "p" / "check.json").is_file()
+    passed = json.loads((tmp_path / "p" / "check.json").read_text())["passed"]
+    assert code == (0 if passed else 1)
+    assert captured.err.splitlines() == ([] if passed else [captured.err.strip()])
+    assert passed or captured.err.startswith("draftsim profile: check FAILED: largest |error|")
 
 
 def test_cli_reports_bad_input_with_exit_code_2(capsys, tmp_path):

@@ -3,6 +3,7 @@ the reproductions double as regression tests. Plus the `draftsim reproduce` comm
 from __future__ import annotations
 
 import hashlib
+import json
 
 import pandas as pd
 import pytest
@@ -83,6 +84,8 @@ def test_a_reproduction_stopped_while_writing_leaves_its_old_files_whole(tmp_pat
     (they were written in place, one by one: a new figure beside the old tables, or half a file)."""
     import scenarios.papers.registry as registry
     old = {f: f"old {f}" for f in ("leviathan.png", "leviathan.csv", "leviathan_checks.csv")}
+    # (an earlier reproduction's: a file of these names that draftsim reproduce did not write is refused)
+    old[".draftsim-reproduce.json"] = '{"command": "reproduce", "files": ' + json.dumps(sorted(old)) + "}"
     for name, text in old.items():
         (tmp_path / name).write_text(text)
 
@@ -132,6 +135,22 @@ def test_cli_refuses_a_meaningless_command_line_before_any_work(capsys, tmp_path
     err = captured.err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("draftsim reproduce: error: ") and says in err, err
     assert not captured.out and sorted(p.name for p in tmp_path.iterdir()) == ["FILE"]
+
+
+def test_a_file_of_a_reproductions_name_that_reproduce_did_not_write_is_refused_before_it_runs(tmp_path, capsys):
+    """`draftsim reproduce tetris --out .` beside the user's own tetris.csv replaced it without a word. Files
+    reproduce wrote (its manifest, or a folder of an earlier draftsim: the checks file with its header) are
+    replaced as before."""
+    (tmp_path / "tetris.csv").write_text("the user's")
+    assert main(["tetris", "--out", str(tmp_path), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (f"draftsim reproduce: error: --out: {tmp_path / 'tetris.csv'} exists "
+                                               "and was not written by draftsim reproduce; move it or choose another --out")
+    assert [p.name for p in tmp_path.iterdir()] == ["tetris.csv"]
+    (tmp_path / "tetris.csv").unlink()
+    assert main(["tetris", "--out", str(tmp_path), "--quiet"]) == 0
+    assert main(["tetris", "--out", str(tmp_path), "--quiet"]) == 0    # its own files: replaced
+    (tmp_path / ".draftsim-reproduce.json").unlink()                  # as an earlier draftsim left them
+    assert main(["tetris", "--out", str(tmp_path), "--quiet"]) == 0
 
 
 def test_cli_runs_one_and_exits_0_on_pass(capsys, tmp_path):
