@@ -95,6 +95,8 @@ def test_python_m_simulator_cli_is_the_executable(tmp_path):
 
 _SPAWNER = """
 import multiprocessing as mp, signal
+if __name__ == "__main__":   # Ctrl-C as a terminal's command has it (a CI job started in the background inherits
+    signal.signal(signal.SIGINT, signal.default_int_handler)   # SIGINT ignored, and so did this script)
 import simulator.launch   # as the `draftsim` script's first line does
 
 def report(queue):
