@@ -85,6 +85,14 @@ def des_work(cand) -> tuple:
     return cand.deployment == "disaggregated", cand.drafter != "none", cand.gpus
 
 
+# the DES summary's figures a ranked candidate keeps (as des_<key>), and what the ranking derives from them
+DES_METRICS = ("ttft_p50_s", "ttft_p99_s", "ttft_mean_s", "tpot_p50_s", "tpot_p99_s", "tpot_mean_s", "goodput_rps",
+               "goodput_per_gpu_rps", "output_tokens_per_s", "slo_attainment", "slo_attained",
+               "energy_per_output_token_j", "avg_power_w")
+DERIVED_COLUMNS = ("tokens_per_s_per_usd_hour", "usd_per_mtok", "screen_err_ttft", "screen_err_tpot",
+                   "screen_err_tokens_per_s")
+
+
 def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, progress=None,
             cache: DesCache | None = None, when_idle=None) -> pd.DataFrame:
     """DES results for the chosen candidates (one row each, DES metrics prefixed ``des_``); `progress`, if
@@ -125,9 +133,7 @@ def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, p
     for i, row in candidates.iterrows():
         des = results[i]
         merged = {**row.to_dict(), "des_status": des["status"], "des_error": des.get("error", "")}
-        for key in ("ttft_p50_s", "ttft_p99_s", "ttft_mean_s", "tpot_p50_s", "tpot_p99_s", "tpot_mean_s",
-                    "goodput_rps", "goodput_per_gpu_rps", "output_tokens_per_s", "slo_attainment", "slo_attained",
-                    "energy_per_output_token_j", "avg_power_w"):
+        for key in DES_METRICS:
             value = des.get(key, math.nan)
             merged[f"des_{key}"] = math.nan if value is None else value
         merged["tokens_per_s_per_usd_hour"] = merged["des_output_tokens_per_s"] / row["usd_per_hour"]
@@ -138,8 +144,9 @@ def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, p
         merged["screen_err_tokens_per_s"] = _rel_err(row["screen_output_tokens_per_s"], merged["des_output_tokens_per_s"])
         out.append(merged)
     frame = pd.DataFrame(out)
-    if frame.empty:
-        return frame
+    if frame.empty:   # (no column either: ranked.csv was an empty file, which pandas cannot read back)
+        return pd.DataFrame(columns=["rank", *candidates.columns, "des_status", "des_error",
+                                     *(f"des_{key}" for key in DES_METRICS), *DERIVED_COLUMNS, "meets_slo"])
     frame["meets_slo"] = frame["des_slo_attained"].eq(True) & (frame["des_status"] == "ok")   # (NaN: not attained)
     order = RANK_KEYS[getattr(spec, "rank_by", "usd_per_hour")]
     frame = frame.sort_values(["meets_slo", order, "des_goodput_per_gpu_rps"],

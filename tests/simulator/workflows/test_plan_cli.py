@@ -281,7 +281,7 @@ def test_a_replan_without_a_candidate_removes_the_launch_scripts_of_the_one_befo
     impossible = write(tmp_path, **ONE_CANDIDATE, slo={"ttft_s": 0.001, "tpot_s": 0.001, "attainment": 0.9})
     assert main([str(impossible), "--out", str(out), "--executor", "serial", "--quiet"]) == 1
     capsys.readouterr()
-    assert (out / "ranked.csv").read_text().strip() == ""   # (no candidate: no rows)
+    assert pd.read_csv(out / "ranked.csv").empty   # (no candidate: the header, no rows)
     assert sorted(p.name for p in out.iterdir()) == [".draftsim-plan.json", "candidates.csv", "des_cache",
                                                      "pareto.png", "ranked.csv"]
 
@@ -294,3 +294,6 @@ def test_confirm_top_0_says_the_screen_passed_candidates_and_none_was_confirmed(
     printed = capsys.readouterr().out
     assert "(1 feasible); confirmed 0 with the DES" in printed and "passed the screen" not in printed
     assert "no candidate confirmed with the DES (confirm_top 0)" in printed
+    # ranked.csv holds the ranking's header (it was an empty file: pandas could not read it back)
+    ranked = pd.read_csv(out / "ranked.csv")
+    assert ranked.empty and {"rank", "deployment", "des_goodput_per_gpu_rps", "usd_per_mtok", "meets_slo"} <= set(ranked)
