@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from models.errors import bounded
-from simulator.console.contract import EXIT_USAGE, guarded, parse_args
+from simulator.console.contract import EXIT_USAGE, QUIET_HELP, guarded, parse_args
 
 
 def _steps_traced(outputs) -> str:
@@ -232,7 +232,7 @@ def build_parser(registered: bool = True) -> argparse.ArgumentParser:
                    help="with --trace: draw the request slices of the first N request ids (default 1000, so "
                         "that huge runs stay loadable; every step is drawn whatever N); a warning says when "
                         "requests are left out")
-    r.add_argument("--quiet", action="store_true", help="print nothing on success")
+    r.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("catalog", help="list the model or hardware catalog with their key figures",
                        description="Models: parameters (total, active), layers, hidden size, query/KV heads, attention "

@@ -20,6 +20,9 @@ from simulator.console.interrupts import after_ctrl_c, pending
 
 EXIT_OK = 0
 EXIT_FAILED_CHECK = 1
+# --quiet of the commands: progress and the report go; a warning (e.g. a price from the roofline where no
+# measurement covers it) and errors still go to stderr
+QUIET_HELP = "no progress and no report on success (warnings and errors still go to stderr)"
 
 # top-level module of an optional dependency -> the pyproject extra that installs it
 OPTIONAL_MODULES = {"torch": "torch", "gguf": "torch", "dask": "dask", "distributed": "dask",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulator.console.contract import parse_args
+from simulator.console.contract import QUIET_HELP, parse_args
 from simulator.errors import ScenarioError
 
 COMPARE_CSV, SUMMARIES_JSON, CDF_PNG = "compare.csv", "summaries.json", "latency_cdf.png"
@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one variant of the (single) scenario: one or more overrides (repeat for more variants)")
     p.add_argument("--out", help="output folder (default: out/compare/<first scenario name>)")
     p.add_argument("--step-mode", choices=["bulk", "step"], default=None)
-    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     return p
 
 

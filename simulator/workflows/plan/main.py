@@ -33,7 +33,7 @@ from simulator.workflows.plan.screen import DEPLOYMENTS, screen, workload_means
 from models.errors import bounded, is_boolean
 from simulator.workflows.plan.config import MAX_CONFIRM_TOP, enumerate_candidates, load_plan
 from simulator.workflows.plan.des_cache import DesCache, confirm_point, run_key
-from simulator.console.contract import parse_args
+from simulator.console.contract import QUIET_HELP, parse_args
 from simulator.console.table import format_columns
 
 SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 % of an SLO (screen error)
@@ -348,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true",
                    help=f"simulate every confirmation again (default: reuse <out>/{DES_CACHE}, valid across SLO "
                         "changes)")
-    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     return p
 
 

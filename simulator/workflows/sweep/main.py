@@ -33,7 +33,7 @@ from simulator.config.validation import validate_config
 from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, SweepSpace, expand, expand_points,
                                              load_sweep)
 from simulator.workflows.sweep.store import SweepStore, open_store
-from simulator.console.contract import EXIT_FAILED_CHECK, parse_args
+from simulator.console.contract import EXIT_FAILED_CHECK, QUIET_HELP, parse_args
 
 STATUS_OK, STATUS_INVALID = "ok", "invalid"
 TABLE_METRICS = ("goodput_rps", "ttft_p99_s", "tpot_p50_s", "output_tokens_per_s", "slo_attainment")
@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the scenarios' simulation.step_mode")
     p.add_argument("--plot", action="store_true", help="draw the standard plots into <out>/plots/")
     p.add_argument("--dry-run", action="store_true", help="list the points and exit without running")
-    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     return p
 
 
