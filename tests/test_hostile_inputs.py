@@ -724,6 +724,12 @@ CASES = [
     # 31 variants of 1M requests each: every one fits alone, but compare builds all of them before the first
     # simulates and keeps every run's requests (27 GiB together on a 24 GiB machine)
     # a BurstGPT token count of -1 said 'an integer from 1 to 10^12' though rows of 0 (failed requests) are read
+    # a plan or sweep file given to run or compare said 'cluster: required field is missing'
+    Hostile("run_a_plan_file", lambda tmp: ["run", REPO / "scenarios/plans/llama8b_chat.yaml", "--out", tmp / "o"],
+            "scenario: this is a plan file (it has search, not cluster); run it with draftsim plan"),
+    Hostile("compare_a_sweep_file", lambda tmp: ["compare", REPO / "scenarios/sweeps/quickstart_qps_gamma.yaml",
+                                                 REPO / "scenarios/quickstart.yaml", "--out", tmp / "o"],
+            "this is a sweep file (it has scenario and grid, not cluster); run it with draftsim sweep"),
     Hostile("burstgpt_negative_tokens",
             trace(text_file("b.csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
                                      "5,ChatGPT,472,0,472,Conversation log\n6,ChatGPT,-1,18,17,Conversation log\n"),

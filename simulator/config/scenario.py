@@ -535,7 +535,18 @@ def read_config(path: str | Path, model: type[BaseModel], prefix: str):
     return validate_config(model, data, prefix)
 
 
+# What makes a file another command's rather than a scenario missing its cluster: (command, its keys)
+OTHER_COMMANDS_FILES = (("plan", ("search",)), ("sweep", ("scenario", "grid")), ("sweep", ("scenario", "points")))
+
+
 def parse_scenario(data: dict) -> Scenario:
+    """The validated scenario of a mapping. A plan or sweep file given where a scenario goes (`draftsim run
+    plan.yaml`) said 'cluster: required field is missing'; it is named as the other command's file."""
+    if isinstance(data, dict) and "cluster" not in data:
+        for command, keys in OTHER_COMMANDS_FILES:
+            if all(key in data for key in keys):
+                raise ScenarioError("scenario", f"this is a {command} file (it has {' and '.join(keys)}, not "
+                                                f"cluster); run it with draftsim {command}")
     return validate_config(Scenario, data)
 
 
