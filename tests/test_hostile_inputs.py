@@ -730,6 +730,11 @@ CASES = [
     Hostile("compare_a_sweep_file", lambda tmp: ["compare", REPO / "scenarios/sweeps/quickstart_qps_gamma.yaml",
                                                  REPO / "scenarios/quickstart.yaml", "--out", tmp / "o"],
             "this is a sweep file (it has scenario and grid, not cluster); run it with draftsim sweep"),
+    # estimate's engine flags were named as the scenario's fields (cluster.engine.host_cpu: ...), which the
+    # command line has none of
+    Hostile("estimate_unknown_host_cpu", estimate("--host-cpu", "bogus"), "error: --host-cpu: unknown host 'bogus'"),
+    Hostile("estimate_engine_version_0_0_1", estimate("--engine-version", "0.0.1"),
+            "error: --engine-version: no engine model for vllm 0.0.1"),
     Hostile("burstgpt_negative_tokens",
             trace(text_file("b.csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
                                      "5,ChatGPT,472,0,472,Conversation log\n6,ChatGPT,-1,18,17,Conversation log\n"),

@@ -294,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 SCHEDULER_FLAGS = {"max_batch_size": "--max-num-seqs", "max_batched_tokens": "--max-num-batched-tokens"}
+# the engine block's fields (cluster.engine.*, estimate_step's `engine`) and the flags that set them
+ENGINE_FLAGS = {"version": "--engine-version", "cuda_graphs": "--cuda-graphs", "host_cpu": "--host-cpu",
+                "async_scheduling": "--async-scheduling"}
 
 
 def _in_flags(exc: Exception) -> str:
@@ -301,7 +304,12 @@ def _in_flags(exc: Exception) -> str:
     (`--max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)`, not `scheduler: max_batched_tokens
     ...`, which names a block the command line has none of)."""
     from simulator.errors import ScenarioError
-    if not isinstance(exc, ScenarioError) or exc.field.split(".")[0] != "scheduler":
+    if not isinstance(exc, ScenarioError):
+        return str(exc)
+    block, _, key = exc.field.removeprefix("cluster.").partition(".")
+    if block == "engine" and key.split(".")[0] in ENGINE_FLAGS:   # (it said cluster.engine.host_cpu: ...)
+        return f"{ENGINE_FLAGS[key.split('.')[0]]}: {exc.message}"
+    if exc.field.split(".")[0] != "scheduler":
         return str(exc)
     text = exc.message if exc.field == "scheduler" else f"{exc.field.removeprefix('scheduler.')}: {exc.message}"
     for key, flag in SCHEDULER_FLAGS.items():
@@ -322,8 +330,8 @@ def main(argv: list[str] | None = None) -> int:
                                  ("version", args.version), ("profile_dir", args.profile_dir)) if v is not None}
     if args.no_engine_time:
         latency["engine_time"] = False
-    engine = {k: v for k, v in (("version", args.engine_version), ("cuda_graphs", args.cuda_graphs),
-                                ("host_cpu", args.host_cpu)) if v is not None}
+    engine = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in ENGINE_FLAGS.items()
+              if key != "async_scheduling" and getattr(args, flag[2:].replace("-", "_")) is not None}
     if args.async_scheduling is not None:
         engine["async_scheduling"] = args.async_scheduling == "on"
     scheduler = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in SCHEDULER_FLAGS.items()
