@@ -151,11 +151,12 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         latency = {**(latency or {}), "framework": engine["framework"]}
     try:   # (ParallelismConfig(tp=...) alone raised a ValidationError whose first line named no field)
         parallelism = validate_config(ParallelismConfig, {"tp": tp}, "parallelism")
+        latency_config, engine_config = _latency_config(latency), _engine_config(engine, latency)
+        limits = _scheduler_config(scheduler)
         kind = build_replica_kind(model=model, hardware=hardware, parallelism=parallelism, dtype=dtype,
-                                  latency=_latency_config(latency), moe=MoeConfig(), memory_utilization=None,
+                                  latency=latency_config, moe=MoeConfig(), memory_utilization=None,
                                   base_dir=Path.cwd(), where="estimate",
-                                  kv_dtype=kv_dtype, engine_config=_engine_config(engine, latency),
-                                  scheduler=_scheduler_config(scheduler))
+                                  kv_dtype=kv_dtype, engine_config=engine_config, scheduler=limits)
     except ScenarioError as exc:  # name the argument, not a scenario field
         field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.dtype": "dtype",
                  "cluster.kv_dtype": "kv_dtype",
@@ -164,11 +165,10 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
             exc.field, "tp" if "parallelism" in exc.field else exc.field)
         raise ScenarioError(field, exc.message) from None
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
-    check_step_fits(spec, hw, par, dtype, kind.kv_dtype, batch, context_tokens,
-                    prefill_tokens if prefill_tokens else query_tokens)
-    if scheduler is not None:
-        check_step_in_limits(_scheduler_config(scheduler), batch, prefill_tokens if prefill_tokens else query_tokens,
-                             prefill_tokens > 0)
+    new_tokens = prefill_tokens if prefill_tokens else query_tokens
+    check_step_fits(spec, hw, par, dtype, kind.kv_dtype, batch, context_tokens, new_tokens)
+    if limits is not None:
+        check_step_in_limits(limits, batch, new_tokens, prefill_tokens > 0)
     if prefill_tokens:
         pairs = batch * (prefill_tokens * context_tokens + prefill_tokens * (prefill_tokens + 1) // 2)
         shape = StepShape(prefill_tokens=batch * prefill_tokens, prefill_seqs=batch, prefill_attn_pairs=pairs)
@@ -317,6 +317,12 @@ def _in_flags(exc: Exception) -> str:
     return text
 
 
+def _given(args: argparse.Namespace, flags: dict[str, str]) -> dict:
+    """Block field -> the value of its flag, for the flags given (`flags`: field -> flag)."""
+    values = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in flags.items()}
+    return {key: value for key, value in values.items() if value is not None}
+
+
 def main(argv: list[str] | None = None) -> int:
     from simulator.errors import ScenarioError
     args = parse_args(build_parser(), argv)
@@ -330,12 +336,10 @@ def main(argv: list[str] | None = None) -> int:
                                  ("version", args.version), ("profile_dir", args.profile_dir)) if v is not None}
     if args.no_engine_time:
         latency["engine_time"] = False
-    engine = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in ENGINE_FLAGS.items()
-              if key != "async_scheduling" and getattr(args, flag[2:].replace("-", "_")) is not None}
-    if args.async_scheduling is not None:
-        engine["async_scheduling"] = args.async_scheduling == "on"
-    scheduler = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in SCHEDULER_FLAGS.items()
-                 if getattr(args, flag[2:].replace("-", "_")) is not None}
+    engine = _given(args, ENGINE_FLAGS)
+    if "async_scheduling" in engine:   # (on / off)
+        engine["async_scheduling"] = engine["async_scheduling"] == "on"
+    scheduler = _given(args, SCHEDULER_FLAGS)
     try:
         result = estimate_step(args.model, args.hardware, tp=args.tp, dtype=args.dtype, batch=args.batch,
                                context_tokens=args.context, query_tokens=args.query_tokens,
