@@ -21,13 +21,22 @@ DTYPE_BYTES: dict[str, float] = {
     "mxfp4": 0.5 + 1.0 / 32.0,
 }
 # Weight dtypes that are weight-only quantization: 16-bit activations and math, narrow weights in memory
-# (int4: GPTQ/AWQ checkpoints run by Marlin-style kernels).
-WEIGHT_ONLY_DTYPES = frozenset({"int4"})
+# (int4: GPTQ/AWQ checkpoints run by Marlin-style kernels; mxfp4: below).
+WEIGHT_ONLY_DTYPES = frozenset({"int4", "mxfp4"})
+# Weight dtypes that quantize only the routed experts, every other weight staying 16-bit: MXFP4 is the format of
+# the gpt-oss checkpoints, and vLLM's `Mxfp4Config.get_quant_method` (vllm/model_executor/layers/quantization/
+# mxfp4.py at commit 007d50058a06) gives linear layers `UnquantizedLinearMethod` and leaves attention unquantized; only
+# `FusedMoE` layers get MXFP4 weights. Their default kernels are W4A16 (`get_supported_act_dtypes`: bf16): on
+# Hopper OpenAI's Triton MXFP4 experts (FlashInfer's MXFP4 × BF16 with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16), on
+# Blackwell (SM100) FlashInfer's TRT-LLM MXFP4 × BF16 unless VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 opts into MXFP8
+# activations, elsewhere Marlin (`get_mxfp4_backend`); `get_min_capability` 80 (Ampere). So mxfp4 is weight-only
+# on every GPU, not W4A4: it needs no FP4 tensor cores.
+EXPERT_ONLY_DTYPES = frozenset({"mxfp4"})
 # Dtypes a KV cache can be stored in (vLLM --kv-cache-dtype: auto = the model's 16-bit dtype, fp8, nvfp4 —
 # vllm/v1/kv_cache_interface.py KVQuantMode.NVFP4: "packed fp4 data + fp8 block scales", one scale per 16).
 KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
 # Weight dtypes computed on FP4 tensor cores (Blackwell): both operands in 4 bits (W4A4).
-FP4_DTYPES = frozenset({"nvfp4", "mxfp4"})
+FP4_DTYPES = frozenset({"nvfp4"})
 
 
 def dtype_bytes(dtype: str) -> float:
@@ -36,6 +45,12 @@ def dtype_bytes(dtype: str) -> float:
         return DTYPE_BYTES[dtype]
     except (KeyError, TypeError):
         raise ValueError(f"dtype {dtype!r} is not supported; allowed: {', '.join(DTYPE_BYTES)}") from None
+
+
+def dense_weight_dtype(dtype: str) -> str:
+    """The dtype of the weights outside the routed experts when the model is served in `dtype`: bf16 under an
+    EXPERT_ONLY_DTYPES format, `dtype` itself otherwise."""
+    return "bf16" if dtype in EXPERT_ONLY_DTYPES else dtype
 
 
 def kv_cache_dtype(dtype: str, kv_dtype: str | None = None) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.spec import ModelSpec, dtype_bytes
+from models.spec import EXPERT_ONLY_DTYPES, ModelSpec, dense_weight_dtype, dtype_bytes
 from models.step import Parallelism
 
 MC_INCLUSION_SAMPLES = 40_000   # tokens sampled to estimate π for routings without a closed form
@@ -504,9 +504,6 @@ def hierarchical_dispatch_counts(choices: np.ndarray, token_ranks: np.ndarray, p
 
 
 # ---- memory ----------------------------------------------------------------------------------------
-def routed_expert_params(spec: ModelSpec) -> int:
-    """Parameters of all routed experts of all MoE layers."""
-    return spec.num_moe_layers * spec.num_experts * spec.mlp_params(spec.moe_intermediate_size)
 
 
 def weight_bytes_per_gpu(spec: ModelSpec, par: Parallelism, dtype: str = "bf16") -> float:
@@ -514,8 +511,10 @@ def weight_bytes_per_gpu(spec: ModelSpec, par: Parallelism, dtype: str = "bf16")
     ignored, as the simulator's memory check does). ep > 1: routed experts split over the ep ranks,
     everything else over the tp ranks of an attention group (replicated across the ep/tp groups), all
     divided by pp (approximation: equal stages)."""
-    w = dtype_bytes(dtype)
     if par.ep == 1:
-        return spec.param_count() * w / par.gpus
-    routed = routed_expert_params(spec)
-    return ((spec.param_count() - routed) / par.tp + routed / par.ep) * w / par.pp
+        return spec.weight_bytes(dtype) / par.gpus
+    routed = spec.routed_expert_param_count()
+    if dtype in EXPERT_ONLY_DTYPES:   # the routed experts in `dtype`, the rest in bf16
+        rest = (spec.param_count() - routed) * dtype_bytes(dense_weight_dtype(dtype))
+        return (rest / par.tp + routed * dtype_bytes(dtype) / par.ep) / par.pp
+    return ((spec.param_count() - routed) / par.tp + routed / par.ep) * dtype_bytes(dtype) / par.pp

@@ -31,7 +31,7 @@ import dataclasses
 
 from models.opgraph import NORM_FLOPS_PER_ELEMENT, gemm_op
 from models.ops import NORM, Op
-from models.spec import ModelSpec, activation_bytes, dtype_bytes
+from models.spec import EXPERT_ONLY_DTYPES, ModelSpec, activation_bytes, dense_weight_dtype, dtype_bytes
 from models.step import Parallelism
 
 
@@ -54,7 +54,7 @@ def extra_ops(target: ModelSpec, num_tokens: float, dtype: str = "bf16") -> list
     replicated on every rank)."""
     if num_tokens <= 0:
         return []
-    w, a = dtype_bytes(dtype), activation_bytes(dtype)
+    w, a = dtype_bytes(dense_weight_dtype(dtype)), activation_bytes(dtype)
     h, t = target.hidden_size, float(num_tokens)
     norms = Op.make(NORM, "mtp_enorm_hnorm", NORM_FLOPS_PER_ELEMENT * t * h, a * (2.0 * t * h + h), 2,
                     tokens=t, hidden=h)
@@ -80,4 +80,7 @@ def weight_bytes_per_gpu(target: ModelSpec, modules: int, par: Parallelism, dtyp
     total, routed = own_params(target)
     eh = 2 * target.hidden_size ** 2
     expert_ranks = par.ep if par.ep > 1 else par.tp
+    if dtype in EXPERT_ONLY_DTYPES:   # the routed experts in `dtype`, the rest in bf16
+        dense = dtype_bytes(dense_weight_dtype(dtype))
+        return modules * (((total - routed - eh) / par.tp + eh) * dense + routed / expert_ranks * dtype_bytes(dtype))
     return modules * ((total - routed - eh) / par.tp + routed / expert_ranks + eh) * dtype_bytes(dtype)

@@ -7,8 +7,10 @@ number of identical instances in the whole forward pass over all pipeline stages
 so the serial cost of a step is Σ count · seconds(op).
 
 Conventions and approximations (each is named where it is made):
-* Weights are stored in `dtype`; activations between kernels are 16-bit (fp32 for fp32 models), see
-  `models.spec.activation_bytes`; the KV cache is stored in `kv_dtype` (default: `models.spec.kv_cache_dtype`).
+* Weights are stored in `dtype` (a format that quantizes only the routed experts, mxfp4: those, the other
+  weights in bf16; `models.dtypes.EXPERT_ONLY_DTYPES`); activations between kernels are 16-bit (fp32 for fp32
+  models), see `models.spec.activation_bytes`; the KV cache is stored in `kv_dtype` (default:
+  `models.spec.kv_cache_dtype`).
 * GEMM bytes = activations in + activations out + weights, each read or written once (ideal reuse).
 * Element-wise FLOP counts are nominal (a few per element); those ops are memory-bound anyway.
 * Tensor parallelism follows Megatron/vLLM: QKV and gate/up column-parallel, O and down row-parallel,
@@ -33,8 +35,8 @@ from models.moe_routing import EpLoad, uniform_remote_copies_per_token
 from models.opgraph_hybrid import state_dense_ops, state_step_ops
 from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, ATTN_SHARED, EMBEDDING, GEMM,
                         MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, Op)
-from models.spec import (ModelSpec, activation_bytes, dtype_bytes, kv_cache_dtype, kv_heads_per_gpu,
-                         validate_parallelism)
+from models.spec import (ModelSpec, activation_bytes, dense_weight_dtype, dtype_bytes, kv_cache_dtype,
+                         kv_heads_per_gpu, validate_parallelism)
 from models.step import Parallelism, StepShape
 
 # Nominal element-wise FLOPs per element.
@@ -148,9 +150,10 @@ def _attention_projection_ops(spec: ModelSpec, t: int, tp: int, w: float, a: flo
 
 
 def _mlp_ops(spec: ModelSpec, t: float, tp: int, w: float, a: float, par: Parallelism,
-             step_tokens: int) -> list[Op]:
+             step_tokens: int, w_expert: float) -> list[Op]:
     """Dense MLP layers and MoE layers (router, routed experts, shared experts). `t` is the tokens of this
-    GPU's attention group, `step_tokens` the whole step's (they differ only with ep > 1)."""
+    GPU's attention group, `step_tokens` the whole step's (they differ only with ep > 1); `w_expert` the bytes
+    per routed-expert weight (`w` unless the dtype quantizes only the experts, models.dtypes)."""
     h = spec.hidden_size
     ops: list[Op] = []
     inputs = spec.mlp_matrices - 1   # gate and up (SwiGLU) or up alone (relu²), one GEMM
@@ -167,15 +170,16 @@ def _mlp_ops(spec: ModelSpec, t: float, tp: int, w: float, a: float, par: Parall
                            a * (h * e + t * h + 2.0 * t * k * h) + 4.0 * t * e, count,
                            tokens=t, experts=e, top_k=k, hidden=h))
         if par.ep > 1:
-            ops += _uniform_ep_ops(spec, step_tokens, par, w, a)
+            ops += _uniform_ep_ops(spec, step_tokens, par, w_expert, a)
         else:
             touched = expected_experts_touched(e, k, t)
             rows = t * k / touched            # mean rows per touched expert
             width = spec.moe_intermediate_size / tp
             fused = _moe_dims(spec, t * k, tp, 1)
-            ops += [_gemm("moe_gate_up", rows, inputs * width, h, count, w, a, groups=touched, moe_part=0, **fused),
+            ops += [_gemm("moe_gate_up", rows, inputs * width, h, count, w_expert, a, groups=touched, moe_part=0,
+                          **fused),
                     _swiglu("moe_act", t * k, width, count, a, moe_part=1, **fused),
-                    _gemm("moe_down", rows, h, width, count, w, a, groups=touched, moe_part=2, **fused)]
+                    _gemm("moe_down", rows, h, width, count, w_expert, a, groups=touched, moe_part=2, **fused)]
         if spec.num_shared_experts:
             shared = spec.num_shared_experts * spec.shared_expert_width / tp
             ops += [_gemm("shared_gate_up", t, inputs * shared, h, count, w, a),
@@ -256,7 +260,7 @@ def dense_ops(spec: ModelSpec, num_tokens: int, logits_tokens: int, par: Paralle
     _check_counts(num_tokens, logits_tokens)
     validate_parallelism(spec, par)
     validate_expert_parallelism(spec, par)
-    w, a = dtype_bytes(dtype), activation_bytes(dtype)
+    w, a = dtype_bytes(dense_weight_dtype(dtype)), activation_bytes(dtype)
     if num_tokens == 0:
         return []
     dp = par.attention_dp
@@ -269,7 +273,7 @@ def dense_ops(spec: ModelSpec, num_tokens: int, logits_tokens: int, par: Paralle
     ops += _attention_projection_ops(spec, t, tp, w, a)
     if spec.num_state_layers:
         ops += state_dense_ops(spec, t, par, w, a)
-    ops += _mlp_ops(spec, t, tp, w, a, par, num_tokens)
+    ops += _mlp_ops(spec, t, tp, w, a, par, num_tokens, dtype_bytes(dtype))
     if logits_tokens:
         ops.append(_gemm("lm_head", lt, v / tp, h, 1, w, a))
         ops.append(Op.make(SAMPLING, "sampling", SOFTMAX_FLOPS_PER_ELEMENT * lt * v, lt * v * (a + 8.0), 1,

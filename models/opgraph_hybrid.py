@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from models.mixers import LINEAR_ATTENTION, MAMBA, STATE_ACCUMULATOR_BYTES, MixerShape, mixer_shape
 from models.ops import ACTIVATION, ALLREDUCE, CONV1D, GDN_DECODE, GDN_PREFILL, NORM, SSM_DECODE, SSM_PREFILL, Op
-from models.spec import ModelSpec, activation_bytes, dtype_bytes
+from models.spec import ModelSpec, activation_bytes, dense_weight_dtype, dtype_bytes
 from models.step import Parallelism, StepShape
 
 GATE_FLOPS_PER_ELEMENT = 5.0   # softplus/sigmoid/exp of a gate (as models.opgraph's SwiGLU)
@@ -118,7 +118,7 @@ def state_step_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: s
     """Conv1d and recurrent-core kernels of the state layers for one step's prompt chunks and decode requests."""
     if not spec.num_state_layers:
         return []
-    w, a = dtype_bytes(dtype), activation_bytes(dtype)
+    w, a = dtype_bytes(dense_weight_dtype(dtype)), activation_bytes(dtype)
     dp = par.attention_dp
     ops: list[Op] = []
     for kind, prefix in ((LINEAR_ATTENTION, "gdn"), (MAMBA, "mamba")):

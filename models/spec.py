@@ -23,8 +23,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from models.dtypes import (DTYPE_BYTES, FP4_DTYPES, KV_DTYPES, WEIGHT_ONLY_DTYPES,  # noqa: F401  (re-exported)
-                           activation_bytes, dtype_bytes, kv_cache_dtype)
+from models.dtypes import (DTYPE_BYTES, EXPERT_ONLY_DTYPES, FP4_DTYPES, KV_DTYPES,  # noqa: F401  (re-exported)
+                           WEIGHT_ONLY_DTYPES, activation_bytes, dense_weight_dtype, dtype_bytes, kv_cache_dtype)
 from models.step import Parallelism
 
 
@@ -304,7 +304,24 @@ class ModelSpec:
         """Parameters one token touches (routed experts: top-k of them), embeddings included."""
         return self._count(self.experts_per_token)
 
+    def routed_expert_param_count(self) -> int:
+        """Parameters of all routed experts' matrices of all MoE layers (what an EXPERT_ONLY_DTYPES format
+        quantizes; their biases stay 16-bit)."""
+        return self.num_moe_layers * self.num_experts * self.mlp_params(self.moe_intermediate_size)
+
+    def decoder_weight_bytes(self, dtype: str = "bf16") -> float:
+        """Bytes of the decoder layers' weights (`decoder_param_count`) served in `dtype` (see `weight_bytes`)."""
+        if dtype in EXPERT_ONLY_DTYPES:
+            routed = self.routed_expert_param_count()
+            return routed * dtype_bytes(dtype) + (self.decoder_param_count() - routed) * dtype_bytes(dense_weight_dtype(dtype))
+        return self.decoder_param_count() * dtype_bytes(dtype)
+
     def weight_bytes(self, dtype: str = "bf16") -> float:
+        """Bytes of all weights served in `dtype` (an EXPERT_ONLY_DTYPES format: the routed experts in it, the
+        rest in bf16)."""
+        if dtype in EXPERT_ONLY_DTYPES:
+            routed = self.routed_expert_param_count()
+            return routed * dtype_bytes(dtype) + (self.param_count() - routed) * dtype_bytes(dense_weight_dtype(dtype))
         return self.param_count() * dtype_bytes(dtype)
 
     # ---- KV cache and recurrent state ------------------------------------------------------------

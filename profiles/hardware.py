@@ -8,8 +8,9 @@ real numbers and replaces them.
 
 FP4 (`peak_flops["fp4"]`, dense): the Blackwell tensor-core rate for NVFP4 and MXFP4 operands (NVIDIA HGX/DGX
 B200, B300 and GB200/GB300 NVL72 datasheets, sparse figures halved; the same figures in aiconfigurator-core's
-systems/*.yaml `fp4_tc_flops`). GPUs without it (Hopper, Ampere, Ada, MI300X) cannot run FP4 weights or an
-NVFP4 KV cache (`weight_dtype_error`, `kv_dtype_error`).
+systems/*.yaml `fp4_tc_flops`). GPUs without it (Hopper, Ampere, Ada, MI300X) cannot run NVFP4 (W4A4) weights or
+an NVFP4 KV cache (`weight_dtype_error`, `kv_dtype_error`). MXFP4 (gpt-oss's experts) is weight-only in the
+engines (models.dtypes.EXPERT_ONLY_DTYPES): 16-bit math on every GPU, never this rate.
 
 Power (`tdp_w`, `idle_w`, used by profiles.power): `tdp_w` is the board power limit of the datasheet (also
 aiconfigurator-core systems/*.yaml `power`); `idle_w` is the power of a GPU that holds a loaded model and runs
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from models.dtypes import FP4_DTYPES, WEIGHT_ONLY_DTYPES
 from models.errors import UnknownNameError
 
 GB = 1e9
@@ -79,24 +81,28 @@ class HardwareSpec:
     def __hash__(self) -> int:  # peak_flops is a dict; the id identifies an entry
         return hash((self.id, self.name))
 
-    def _allowed_weights(self) -> list[str]:
+    def allowed_weight_dtypes(self) -> list[str]:
+        """The weight dtypes this GPU runs."""
         return [d for d in ("fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4", "mxfp4")
-                if d == "int4" or self.matmul_rate(d) is not None]
+                if d in WEIGHT_ONLY_DTYPES or self.matmul_rate(d) is not None]
 
     def matmul_rate(self, dtype: str) -> float | None:
-        """This GPU's own tensor-core rate for `dtype` weights, or None (fp8_block: the fp8 rate; FP4 formats:
-        the fp4 rate)."""
-        key = "fp8" if dtype == "fp8_block" else "fp4" if dtype in ("nvfp4", "mxfp4") else dtype
+        """This GPU's own tensor-core rate for `dtype` weights, or None (fp8_block: the fp8 rate; nvfp4: the fp4
+        rate; weight-only dtypes, models.dtypes.WEIGHT_ONLY_DTYPES: None, their math is 16-bit)."""
+        if dtype in WEIGHT_ONLY_DTYPES:
+            return None
+        key = "fp8" if dtype == "fp8_block" else "fp4" if dtype in FP4_DTYPES else dtype
         return self.peak_flops.get(key)
 
     def weight_dtype_error(self, dtype: str) -> str | None:
         """Why weights in `dtype` cannot run here, or None. W8A8 fp8 needs FP8 tensor cores (an `fp8` peak
-        rate), nvfp4/mxfp4 (W4A4) FP4 tensor cores (an `fp4` rate: Blackwell); int4 is weight-only (dequantized
-        to 16-bit math, Marlin/AWQ-style kernels), so it runs wherever bf16 does."""
-        for need, dtypes in (("fp8", ("fp8", "fp8_block")), ("fp4", ("nvfp4", "mxfp4"))):
+        rate), nvfp4 (W4A4) FP4 tensor cores (an `fp4` rate: Blackwell); int4 and mxfp4 are weight-only
+        (dequantized to 16-bit math: Marlin/AWQ-style kernels, gpt-oss's MXFP4 experts, models.dtypes), so they
+        run wherever bf16 does."""
+        for need, dtypes in (("fp8", ("fp8", "fp8_block")), ("fp4", tuple(sorted(FP4_DTYPES)))):
             if dtype in dtypes and need not in self.peak_flops:
                 return (f"{dtype} weights need {need.upper()} tensor cores, which {self.id} lacks (peak rates for "
-                        f"{', '.join(sorted(self.peak_flops))}); allowed here: {', '.join(self._allowed_weights())}")
+                        f"{', '.join(sorted(self.peak_flops))}); allowed here: {', '.join(self.allowed_weight_dtypes())}")
         return None
 
     def kv_dtype_error(self, kv_dtype: str) -> str | None:

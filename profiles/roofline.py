@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, ATTN_SHARED, CONV1D, EMBEDDING,
                         GDN_DECODE, GDN_PREFILL, GEMM, MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, SSM_DECODE, SSM_PREFILL, Op)
-from models.spec import activation_bytes, dtype_bytes
+from models.spec import activation_bytes, dense_weight_dtype, dtype_bytes
 from profiles.hardware import HardwareSpec, get_hardware
 
 # Kernels behind one MOE_ROUTER op: gate GEMM, softmax/top-k, token permutation.
@@ -131,9 +131,13 @@ class RooflineLatencyModel(UncountedUsage):
         self._gemm_flops_per_s = gemm_rate * eff.compute_fraction
         # Row tiles scale with the ridge intensity the kernel must reach: math rate × weight bytes,
         # relative to BF16 (fp8/int8: 2×·½ = 1; weight-only int4: ¼, Marlin-style 16-row tiles;
-        # fp32 on vector units: ≈0.14).
-        ridge_scale = (gemm_rate * dtype_bytes(dtype)) / (bf16_rate * 2.0)
-        self._m_half = eff.gemm_m_half * ridge_scale
+        # fp32 on vector units: ≈0.14). A dtype that quantizes only the routed experts (mxfp4): theirs for
+        # the expert GEMMs (ops with a `moe_part`), bf16's for every other GEMM and the router.
+        def m_half(weights: str) -> float:
+            return eff.gemm_m_half * ((hw.matmul_flops(weights) * dtype_bytes(weights)) / (bf16_rate * 2.0))
+        self._m_half = m_half(dtype)
+        dense = dense_weight_dtype(dtype)
+        self._dense_m_half = self._m_half if dense == dtype else m_half(dense)
         self._nk_half = eff.gemm_nk_half
         self._attn_m_half = eff.gemm_m_half  # attention math runs on 16-bit activations whatever the weights
         self._attn_flops_per_s = hw.matmul_flops(act_dtype) * eff.attention_compute_fraction
@@ -173,24 +177,26 @@ class RooflineLatencyModel(UncountedUsage):
         return pricer(op)
 
     # ---- compute ops -----------------------------------------------------------------------------
-    def gemm_shape_factor(self, m: float, n: float, k: float) -> float:
-        """s(m)·s(n)·s(k), s(x) = x/(x + half): the fraction of the large-GEMM rate a shape reaches."""
-        mh, nkh = self._m_half, self._nk_half
+    def gemm_shape_factor(self, m: float, n: float, k: float, m_half: float | None = None) -> float:
+        """s(m)·s(n)·s(k), s(x) = x/(x + half): the fraction of the large-GEMM rate a shape reaches (`m_half`:
+        the row half-point, default the weights' dtype's)."""
+        mh, nkh = self._m_half if m_half is None else m_half, self._nk_half
         return (m / (m + mh)) * (n / (n + nkh)) * (k / (k + nkh))
 
-    def _gemm_time(self, flops: float, moved: float, m: float, n: float, k: float) -> float:
+    def _gemm_time(self, flops: float, moved: float, m: float, n: float, k: float, m_half: float) -> float:
         if flops <= 0.0:
             return moved / self._mem_bytes_per_s
-        compute = flops / (self._gemm_flops_per_s * self.gemm_shape_factor(m, n, k))
+        compute = flops / (self._gemm_flops_per_s * self.gemm_shape_factor(m, n, k, m_half))
         memory = moved / self._mem_bytes_per_s
         return compute if compute > memory else memory
 
     def _gemm(self, op: Op) -> float:
-        return self._launch_s + self._gemm_time(op.flops, op.bytes, op.dim("m"), op.dim("n"), op.dim("k"))
+        m_half = self._m_half if op.dim("moe_part", -1.0) >= 0.0 else self._dense_m_half
+        return self._launch_s + self._gemm_time(op.flops, op.bytes, op.dim("m"), op.dim("n"), op.dim("k"), m_half)
 
     def _router(self, op: Op) -> float:
         return ROUTER_KERNELS * self._launch_s + self._gemm_time(
-            op.flops, op.bytes, op.dim("tokens"), op.dim("experts"), op.dim("hidden"))
+            op.flops, op.bytes, op.dim("tokens"), op.dim("experts"), op.dim("hidden"), self._dense_m_half)
 
     def _attn_prefill(self, op: Op) -> float:
         # Short query chunks use tensor-core tiles poorly: same row factor as GEMMs on the mean chunk.
@@ -265,4 +271,4 @@ def gemm_seconds(hardware: str, m: int, n: int, k: int, dtype: str = "bf16") -> 
     w, a = dtype_bytes(dtype), activation_bytes(dtype)
     flops = 2.0 * m * n * k
     moved = a * m * (k + n) + w * k * n
-    return model._launch_s + model._gemm_time(flops, moved, m, n, k)
+    return model._launch_s + model._gemm_time(flops, moved, m, n, k, model._m_half)

@@ -174,8 +174,10 @@ CASES = [
     # added with issue 31's engine drafters (EAGLE-3 heads, MTP modules; recorded on the spec-drafters branch)
     ("scenarios/speculation/eagle3_llama31_8b_h100.yaml", ['workload.num_requests=60'],
      "13cdf04b785fb67c", "79f8ddb037e616f2", "d53c989173d6acea"),
+    # (re-recorded 2026-11-28: the scenario serves gpt-oss-120b in mxfp4 — MXFP4 experts on the measured W4A16
+    # MoE table, every other weight bf16 — instead of its int4 stand-in)
     ("scenarios/speculation/eagle3_gpt_oss_120b_h100.yaml", ['workload.num_requests=60'],
-     "db662ceb2fc0a8c0", "35959e13493ca766", "6143056f9154c19a"),
+     "2fb58813c33ac37e", "8ae583cde80b998d", "878bbfc7e3f6c287"),
     ("scenarios/speculation/mtp_deepseek_v3_h200_ep8.yaml", ['workload.num_requests=60'],
      "2a60d847a9deef7b", "e5dc41147605d8f1", "a87e31e1fc89b2dc"),
     # (re-recorded with issue 27's one step loop: a disaggregated pool's step ends at start + (draft + target))

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from models import ops as K
 from models.ops import Op
-from models.spec import FP4_DTYPES, WEIGHT_ONLY_DTYPES, dtype_bytes, kv_cache_dtype
+from models.spec import FP4_DTYPES, WEIGHT_ONLY_DTYPES, dense_weight_dtype, dtype_bytes, kv_cache_dtype
 from profiles.hardware import HardwareSpec, get_hardware
 from profiles.measured.attention import CONTEXT, GENERATION, AttentionTable
 from profiles.measured import linear_attention as gdn
@@ -109,12 +109,16 @@ class MeasuredLatencyModel:
         self.roofline = RooflineLatencyModel(self.hardware, dtype=dtype)
         tables = _tables(source, self.hardware)
         self.gemm = tables.gemm
-        # Weight-only dtypes (int4) and FP4 formats the package did not measure on this system (mxfp4; nvfp4 off
-        # Blackwell tables) have no GEMM table: their GEMMs are the roofline's (and `latency_source` says so);
-        # any other dtype without a table is an error naming the field.
-        self._gemm_measured = dtype in self.gemm.dtypes
-        if dtype not in WEIGHT_ONLY_DTYPES and dtype not in FP4_DTYPES:
-            self._check_dtype("GEMM", dtype, self.gemm.dtypes)
+        # The GEMMs outside the routed experts run in `gemm_dtype`: bf16 under a format that quantizes only the
+        # experts (mxfp4, models.dtypes.EXPERT_ONLY_DTYPES), whose expert GEMMs are the fused-MoE table's or,
+        # where it lacks the configuration, the roofline's (no MXFP4 GEMM table). Weight-only dtypes (int4) and
+        # FP4 formats the package did not measure on this system (nvfp4 off Blackwell tables) have no GEMM table:
+        # their GEMMs are the roofline's (and `latency_source` says so); any other dtype without a table is an
+        # error naming the field.
+        self.gemm_dtype = dense_weight_dtype(dtype)
+        self._gemm_measured = self.gemm_dtype in self.gemm.dtypes
+        if self.gemm_dtype not in WEIGHT_ONLY_DTYPES and self.gemm_dtype not in FP4_DTYPES:
+            self._check_dtype("GEMM", self.gemm_dtype, self.gemm.dtypes)
         # Attention kernels read the KV cache in its own dtype (`kv_dtype`, e.g. fp8 KV under bf16 weights).
         self._attention = tables.attention
         self.moe, self.collectives, self.gdn = tables.moe, tables.collectives, tables.gdn
@@ -122,7 +126,7 @@ class MeasuredLatencyModel:
                                                                      CUSTOM_ALLREDUCE, MOE, LINEAR_ATTENTION)}
         self._labels["nccl"] = f"NCCL {source.nccl_version} {source.system}"
         # the board's power limit under sustained load (profiles.measured.power_limit; None: not measured)
-        self.power_limit = power_limit(self.hardware.id, dtype, self.hardware.matmul_flops("bf16")) \
+        self.power_limit = power_limit(self.hardware.id, self.gemm_dtype, self.hardware.matmul_flops("bf16")) \
             if self._gemm_measured and self.hardware.id == source.hardware_id else None
         self._memo: dict[Op, float] = {}
         self._shared = SHARED_PRICES.table(source, self.hardware, dtype, self.kv_dtype)
@@ -211,7 +215,7 @@ class MeasuredLatencyModel:
 
     def describe(self) -> dict:
         """What priced this run, for `latency_source` in the summary."""
-        kernels = {"gemm": self.gemm.kernel(self.dtype) if self._gemm_measured else ROOFLINE}
+        kernels = {"gemm": self.gemm.kernel(self.gemm_dtype) if self._gemm_measured else ROOFLINE}
         if self.moe is not None and self.moe.kernel(self.dtype):
             kernels["moe"] = self.moe.kernel(self.dtype)
         for phase, table in self.attention.items():
@@ -276,10 +280,12 @@ class MeasuredLatencyModel:
             fused = self._fused_moe(op, d)
             if fused is not None:
                 return fused
+            if self.gemm_dtype != self.dtype:   # expert weights in a dtype no GEMM table measured
+                return None
         if not self._gemm_measured:
             return None
         groups = d.get("groups", 1.0)
-        seconds, outside = self.gemm.seconds(self.dtype, d["m"], d["n"], d["k"] * groups)
+        seconds, outside = self.gemm.seconds(self.gemm_dtype, d["m"], d["n"], d["k"] * groups)
         return seconds, self._labels[GEMM], outside or groups != 1.0
 
     def _prefill(self, op: Op):

@@ -23,12 +23,16 @@ from pathlib import Path
 from profiles.measured.grid import MeasuredGrid
 from profiles.measured.tables import MS, dominant_source, most_measured_first, read
 
-# nvfp4: W4A4 NVFP4 experts (vLLM 0.24 on Blackwell: FlashInfer TRT-LLM / CUTLASS NVFP4 MoE). The package's MXFP4
-# tables are W4A16 / W4A8 (gpt-oss kernels), not the W4A4 `mxfp4` priced here: not mapped.
+# nvfp4: W4A4 NVFP4 experts (vLLM 0.24 on Blackwell: FlashInfer TRT-LLM / CUTLASS NVFP4 MoE). mxfp4: the W4A16
+# tables (`w4a16_mxfp4`: gpt-oss's MXFP4 experts with bf16 activations, the engines' default kernels, e.g. vLLM
+# 0.24's OpenAI Triton experts on H100/H200, FlashInfer TRT-LLM MXFP4 × BF16 on B200, Marlin on L40S;
+# models.dtypes.EXPERT_ONLY_DTYPES); the W4A8 `w4a8_mxfp4_mxfp8` tables (an opt-in of vLLM, the default of none)
+# are not mapped.
 MOE_DTYPES = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8_block", "int4": "int4_wo",
-              "nvfp4": "nvfp4"}
+              "nvfp4": "nvfp4", "mxfp4": "w4a16_mxfp4"}
 WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "int4": 0.5,
-                "nvfp4": 0.5 + 1.0 / 16.0}   # per expert weight (NVFP4: block scales included, models.spec)
+                "nvfp4": 0.5 + 1.0 / 16.0, "mxfp4": 0.5 + 1.0 / 32.0}   # per expert weight (block scales
+#                                                                         included, models.dtypes)
 _COLUMNS = ["kernel_source", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
             "moe_tp_size", "moe_ep_size", "distribution", "latency"]
 _INDEX = ["kernel_source", "moe_dtype", "distribution"]

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.errors import FieldError
-from models.spec import ModelSpec, kv_cache_dtype, validate_parallelism
+from models.spec import EXPERT_ONLY_DTYPES, ModelSpec, kv_cache_dtype, validate_parallelism
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec
 from profiles.select import LATENCY_SOURCES
@@ -280,6 +280,16 @@ def check_dtypes(hw: HardwareSpec, dtype: str, kv_dtype: str | None, where: str 
     return kv_cache_dtype(dtype, kv_dtype)
 
 
+def check_expert_dtype(target: ModelSpec, dtype: str, hw: HardwareSpec) -> None:
+    """A dtype that quantizes only the routed experts (mxfp4, models.dtypes.EXPERT_ONLY_DTYPES) of a model with none
+    would serve it all in bf16: a ScenarioError naming cluster.dtype rather than a silently 16-bit model."""
+    if dtype in EXPERT_ONLY_DTYPES and not target.routed_expert_param_count():
+        allowed = ", ".join(d for d in hw.allowed_weight_dtypes() if d not in EXPERT_ONLY_DTYPES)
+        raise ScenarioError("cluster.dtype", f"{dtype} quantizes only routed experts (the gpt-oss checkpoints' format: "
+                            f"vLLM keeps every other weight in bf16), and {target.name} has none; for 4-bit weights of a "
+                            f"dense model use int4 (weight-only) or nvfp4 (Blackwell); allowed: {allowed}")
+
+
 def measured_passes(lat, target_cost, built_drafter, drafter):
     """Target and draft pass pricers of `cluster.latency.source: engine_profile` (simulator.cost.measured_pass):
     a real engine's measured passes of the catalog models (what else it needs: simulator.cluster.target_costs)."""
@@ -336,6 +346,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
     target = resolve_model(model, base_dir)
     kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
+    check_expert_dtype(target, dtype, hw)
     par = parallelism_of(target, parallelism, where)
     gamma, speculating = _speculating(drafter, speculation, policy) if drafter is not None else (0, False)
     latencies = {} if latencies is None else latencies

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from models.ops import GEMM, Op
-from models.spec import ModelSpec, dtype_bytes, kv_cache_dtype
+from models.spec import ModelSpec, dense_weight_dtype, dtype_bytes, kv_cache_dtype
 from models.step import Parallelism
 from simulator.errors import ScenarioError
 from simulator.cost.step_cost import SECONDS, ForwardCost, _price, zero_cost
@@ -116,7 +116,7 @@ class MedusaHeadsCost(TokenwiseHeadCost):
         cost = self._memo.get(t)
         if cost is None:
             h, v, tp = self.spec.hidden_size, self.spec.vocab_size, self.parallelism.tp
-            w, a = dtype_bytes(self.dtype), 2.0
+            w, a = dtype_bytes(dense_weight_dtype(self.dtype)), 2.0   # heads are not experts
             ops = []
             for name, n in (("medusa_resblock", h / tp), ("medusa_lm_head", v / tp)):
                 ops.append(Op.make(GEMM, name, 2.0 * t * n * h, a * t * (h + n) + w * h * n, self.heads,
@@ -193,10 +193,11 @@ def _head(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dt
     if d.style == "parallel":
         w = d.gamma * (target.hidden_size ** 2 + target.hidden_size * (1 + target.vocab_size))
         cost = MedusaHeadsCost(target, tp_par, latency, dtype, d.gamma)
-        return DrafterBuild(cost, 1, w * dtype_bytes(dtype) / par.tp, 0.0)
+        return DrafterBuild(cost, 1, w * dtype_bytes(dense_weight_dtype(dtype)) / par.tp, 0.0)
     spec = target.with_layers(d.layers)
-    w = spec.decoder_param_count() + 2 * target.hidden_size ** 2   # the layers it runs, and its fc
-    return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype, kv_dtype), None, w * dtype_bytes(dtype) / par.tp,
+    fc = 2 * target.hidden_size ** 2   # the layers it runs, and its fc
+    weights = spec.decoder_weight_bytes(dtype) + fc * dtype_bytes(dense_weight_dtype(dtype))
+    return DrafterBuild(ForwardCost(spec, tp_par, latency, dtype, kv_dtype), None, weights / par.tp,
                         spec.kv_bytes_per_token_per_gpu(tp_par, kv_dtype), spec=spec, tokens_per_pass=d.tokens_per_pass,
                         fixed_chain=None if d.tokens_per_pass == 1 else
                         "a semi-autoregressive head (tokens_per_pass > 1) drafts one fixed chain")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from models.ops import GEMM, Op
-from models.spec import ModelSpec, dtype_bytes
+from models.spec import ModelSpec, dense_weight_dtype, dtype_bytes
 from models.step import Parallelism
 from simulator.cost.drafters import TokenwiseHeadCost
 from simulator.cost.step_cost import _price, zero_cost
@@ -50,7 +50,7 @@ class GemmHeadCost(TokenwiseHeadCost):
             return zero_cost()
         cost = self._memo.get(t)
         if cost is None:
-            w, a, tp = dtype_bytes(self.dtype), 2.0, self.parallelism.tp
+            w, a, tp = dtype_bytes(dense_weight_dtype(self.dtype)), 2.0, self.parallelism.tp   # heads are not experts
             ops = [Op.make(GEMM, name, 2.0 * t * (n / tp) * k, a * t * (k + n / tp) + w * k * n / tp, 1,
                            m=t, n=n / tp, k=k) for name, n, k in self.gemms]
             cost = self._memo[t] = _price(self.latency, ops)
@@ -74,15 +74,16 @@ def _sequential(d, target: ModelSpec, par: Parallelism, latency, dtype: str):
     from simulator.cost.drafters import DrafterBuild
     cost = GemmHeadCost(target, Parallelism(par.tp, 1), latency, dtype, sequential_gemms(target, d.layers))
     # one head per draft depth: gamma heads of these weights
-    return DrafterBuild(cost, None, d.gamma * cost.weight_params() * dtype_bytes(dtype) / par.tp, 0.0)
+    return DrafterBuild(cost, None, d.gamma * cost.weight_params() * dtype_bytes(dense_weight_dtype(dtype)) / par.tp, 0.0)
 
 
 def _rnn(d, target: ModelSpec, par: Parallelism, latency, dtype: str):
     from simulator.cost.drafters import DrafterBuild
     cost = GemmHeadCost(target, Parallelism(par.tp, 1), latency, dtype, rnn_gemms(target, d.layers))
     # LM head shared; + the augmenting block, a decoder layer of the target's (its first)
-    own = 4 * d.layers * target.hidden_size ** 2 + target.with_layers(1).decoder_param_count()
-    return DrafterBuild(cost, None, own * dtype_bytes(dtype) / par.tp, 0.0)
+    own = 4 * d.layers * target.hidden_size ** 2 * dtype_bytes(dense_weight_dtype(dtype)) \
+        + target.with_layers(1).decoder_weight_bytes(dtype)
+    return DrafterBuild(cost, None, own / par.tp, 0.0)
 
 
 # head style -> builder(drafter section, target, parallelism, latency, dtype) (EAGLE/Medusa: drafters._head)

@@ -250,7 +250,15 @@ def test_fp4_block_scales_are_counted_in_the_weight_bytes():
     (16 bytes) share one E8M0 scale (1 byte) -> 17 bytes per 32 values (the formats' specifications)."""
     spec = get_model("llama-2-7b")
     assert spec.weight_bytes("nvfp4") == spec.param_count() * 9 / 16
-    assert spec.weight_bytes("mxfp4") == spec.param_count() * 17 / 32
+    # MXFP4 holds the routed experts only (gpt-oss checkpoints; vLLM's Mxfp4Config keeps the rest in bf16)
+    oss = get_model("gpt-oss-120b")
+    experts = 36 * 128 * 3 * 2880 * 2880     # layers × experts × (gate, up, down) of 2880 × 2880
+    assert oss.routed_expert_param_count() == experts
+    assert oss.weight_bytes("mxfp4") == experts * 17 / 32 + (oss.param_count() - experts) * 2
+    # OpenAI's gpt-oss model card (Aug 2025, table 1): checkpoint sizes 60.8 GiB (120b) and 12.8 GiB (20b)
+    assert oss.weight_bytes("mxfp4") / 2**30 == pytest.approx(60.8, rel=0.01)
+    assert get_model("gpt-oss-20b").weight_bytes("mxfp4") / 2**30 == pytest.approx(12.8, rel=0.01)
+    assert spec.weight_bytes("mxfp4") == spec.weight_bytes("bf16")   # a dense model has no experts to quantize
     assert models.spec.kv_cache_dtype("nvfp4") == "fp8"       # modelopt NVFP4 checkpoints: kv_cache_quant_algo FP8
     assert models.spec.kv_cache_dtype("mxfp4") == "bf16"      # gpt-oss keeps a 16-bit KV cache
     assert models.spec.kv_cache_dtype("bf16", "nvfp4") == "nvfp4"

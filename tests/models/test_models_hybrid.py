@@ -180,9 +180,10 @@ def test_fp4_on_hopper_is_one_line_naming_the_field(tmp_path):
     assert code == 2 and not out.exists()
     assert_one_line(err, "cluster.dtype")
     assert "FP4 tensor cores" in err and "h100-sxm" in err
-    code, err, _ = run_cli(tmp_path, scenario(cluster={"hardware": "h200", "dtype": "mxfp4"}))
-    assert code == 2
+    code, err, _ = run_cli(tmp_path, scenario(cluster={"hardware": "h200", "dtype": "mxfp4", "model": "llama-3.1-8b"}))
+    assert code == 2   # mxfp4 quantizes routed experts only (models.dtypes.EXPERT_ONLY_DTYPES): a dense model has none
     assert_one_line(err, "cluster.dtype")
+    assert "routed experts" in err
     code, err, _ = run_cli(tmp_path, scenario(cluster={"hardware": "h100-sxm", "kv_dtype": "nvfp4"}))
     assert code == 2
     assert_one_line(err, "cluster.kv_dtype")

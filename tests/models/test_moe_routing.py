@@ -8,7 +8,7 @@ import pytest
 from models import get_model
 from models.moe_routing import (ExpertPlacement, GroupLimitedRouting, TraceRouting, UniformRouting, ZipfRouting,
                                 expected_distinct_experts, expected_ep_load, hierarchical_dispatch_counts,
-                                rank_hit_probability, routed_expert_params, sample_ep_load, send_matrix,
+                                rank_hit_probability, sample_ep_load, send_matrix,
                                 uniform_remote_copies_per_token, verification_distinct_experts,
                                 weight_bytes_per_gpu)
 from models.step import Parallelism
@@ -179,7 +179,7 @@ def test_hierarchical_counts_against_brute_force():
 def test_weight_bytes_per_gpu_with_expert_parallelism():
     spec = get_model("qwen3-30b-a3b")
     assert weight_bytes_per_gpu(spec, Parallelism(4)) == spec.weight_bytes() / 4
-    routed = routed_expert_params(spec)
+    routed = spec.routed_expert_param_count()
     ep = weight_bytes_per_gpu(spec, Parallelism(1, ep=8))
     assert ep == pytest.approx(((spec.param_count() - routed) + routed / 8) * 2.0)
     # The replica's GPUs together hold the routed experts once and the rest once per attention group.

@@ -20,7 +20,11 @@ real = pytest.mark.skipif(src.data_root() is None, reason="aiconfigurator-core n
 
 
 def test_fp4_rates_and_refusals_of_the_hardware_catalog():
-    assert get_hardware("b200").matmul_flops("nvfp4") == 9000e12 == get_hardware("b200").matmul_flops("mxfp4")
+    assert get_hardware("b200").matmul_flops("nvfp4") == 9000e12
+    # mxfp4 is weight-only (vLLM's MXFP4 MoE kernels take bf16 activations): 16-bit math, on every GPU
+    assert get_hardware("b200").matmul_flops("mxfp4") == get_hardware("b200").matmul_flops("bf16")
+    for hw in ("h100-sxm", "h200", "a100-80gb", "l40s", "mi300x", "b200"):
+        assert get_hardware(hw).weight_dtype_error("mxfp4") is None
     assert get_hardware("gb200").matmul_flops("nvfp4") == 10000e12
     for hw in ("h100-sxm", "h200", "a100-80gb", "l40s", "mi300x"):
         assert "FP4 tensor cores" in get_hardware(hw).weight_dtype_error("nvfp4")
@@ -58,9 +62,30 @@ def test_measured_nvfp4_gemm_and_moe_tables_price_deepseek_on_b200(tmp_path):
 
 
 @real
-def test_mxfp4_gemms_have_no_table_and_fall_back_to_the_roofline():
+@pytest.mark.parametrize("hw, kernel", [("h100-sxm", "triton_oaitritonmxfp4experts"),
+                                        ("b200", "flashinfer_trtllm_mxfp4_bf16")])
+def test_mxfp4_experts_are_priced_by_the_w4a16_moe_table_and_the_other_gemms_by_the_bf16_one(hw, kernel):
+    """gpt-oss in mxfp4: its experts are MXFP4 × BF16 (vLLM's default MXFP4 MoE kernel on the GPU: OpenAI's Triton
+    experts on Hopper, FlashInfer TRT-LLM MXFP4 × BF16 on B200), every other GEMM is bf16."""
     from profiles.measured import load_measured
-    lat = load_measured("b200", "mxfp4", "vllm")
-    op = next(op for op in dense_ops(get_model("llama-3.1-8b"), 8, 8, Parallelism(), "mxfp4") if op.name == "qkv_proj")
-    assert lat.op_seconds(op) == lat.roofline.op_seconds(op)
-    assert lat.coverage()["gemm"]["source"] == "roofline"
+    lat, bf16 = load_measured(hw, "mxfp4", "vllm"), load_measured(hw, "bf16", "vllm")
+    spec = get_model("gpt-oss-120b")
+    ops = {op.name: op for op in dense_ops(spec, 8, 8, Parallelism(), "mxfp4")}
+    same = {op.name: op for op in dense_ops(spec, 8, 8, Parallelism(), "bf16")}
+    assert ops["qkv_proj"] == same["qkv_proj"] and ops["lm_head"] == same["lm_head"]   # bf16 weights
+    assert lat.op_seconds(ops["qkv_proj"]) == bf16.op_seconds(same["qkv_proj"])
+    experts = ops["moe_gate_up"]
+    assert experts.bytes < same["moe_gate_up"].bytes * 0.3   # 17/32 bytes per weight instead of 2
+    assert lat.op_seconds(experts) > 0 and lat.op_seconds(ops["moe_down"]) == 0.0   # the fused layer's time
+    assert kernel in lat.describe()["kernels"]["moe"]
+    assert lat.coverage()["gemm"]["source"].startswith("aiconfigurator-core")
+    # the whole layer costs less than bf16 experts' (4.25 of 16 bits read) at a decode batch
+    assert lat.op_seconds(experts) < bf16.op_seconds(same["moe_gate_up"])
+
+
+def test_a_dense_model_cannot_be_served_in_mxfp4(tmp_path):
+    data = yaml.safe_load((REPO / "scenarios" / "benchmarks" / "sim_speed.yaml").read_text())
+    data["cluster"].update(hardware="b200", model="llama-3.1-8b", dtype="mxfp4")
+    code, err, out = run_cli(tmp_path, data)
+    assert code == 2 and not out.exists()
+    assert "\n" not in err.strip() and "cluster.dtype" in err and "routed experts" in err and "int4" in err

@@ -81,7 +81,7 @@ def test_fp8_weights_without_fp8_tensor_cores_fail_before_the_run(tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert re.match(r"draftsim: error: cluster.dtype: fp8 weights need FP8 tensor cores, which a100-80gb lacks .*"
-                    r"allowed here: fp32, bf16, fp16, int4$", err), err
+                    r"allowed here: fp32, bf16, fp16, int4, mxfp4$", err), err
     assert not (tmp_path / "out").exists()
     with pytest.raises(Exception, match="cluster.dtype"):
         simulator.run(scenario(cluster={"hardware": "a100-80gb", "model": "llama-3-8b", "dtype": "fp8_block"}))
