@@ -921,6 +921,19 @@ CASES = [
     Hostile("reproduce_out_beside_a_users_file_of_its_name",
             lambda tmp: ["reproduce", "tetris", "--quiet", "--out", _write(tmp, "tetris.csv", "the user's").parent],
             "tetris.csv exists and was not written by draftsim reproduce"),
+    # ---- lead (2026-11-28) ---------------------------------------------------------------------------------
+    # compare named the field but not which of its runs was wrong ('cluster.model: unknown model ...')
+    Hostile("compare_names_the_file_that_is_wrong",
+            lambda tmp: ["compare", _write(tmp, "a.yaml", TINY),
+                         _write(tmp, "b.yaml", merge(TINY, {"cluster": {"model": "bogus-model"}})), "--out", tmp / "o"],
+            "b.yaml: cluster.model: unknown model 'bogus-model'"),
+    Hostile("compare_names_the_variant_that_is_wrong",
+            lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary", "seed=2", "--vary", "bogus=1",
+                         "--out", tmp / "o"],
+            "--vary bogus=1: bogus: unknown field"),
+    # mxfp4 of a dense model: the format quantizes routed experts only (a3a553a), so it would serve it all in bf16
+    Hostile("mxfp4_of_a_dense_model", run(cluster={"dtype": "mxfp4"}),
+            "cluster.dtype: mxfp4 quantizes only routed experts"),
 ]
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from models.errors import FieldError
 from simulator.console.contract import QUIET_HELP, parse_args
 from simulator.errors import ScenarioError
 
@@ -119,6 +120,17 @@ def format_compare(frame: pd.DataFrame, labels: list[str]) -> str:
     return format_columns(header, rows)
 
 
+def _naming_the_run(run: Variant, first: Variant, build, *args, **kwargs):
+    """`build(*args, **kwargs)` for one run; its bad-input error names the run (the scenario file, or the `--vary`
+    variant) before the field: of several runs, which one is wrong."""
+    try:
+        return build(*args, **kwargs)
+    except FieldError as exc:
+        varied = run is not first and run.path == first.path and run.overrides != first.overrides
+        where = f"--vary {run.label}" if varied else str(run.path)
+        raise ScenarioError(f"{where}: {exc.field}", exc.message) from None
+
+
 def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, step_mode: str | None = None):
     """Validate and build every run first, then simulate each; returns (frame, labels, results, out dir)."""
     from simulator.api import prepare, simulate
@@ -128,13 +140,14 @@ def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, s
     from simulator.results.outputs import check_output_dir, staged_output, summary_json
     from simulator.results.plots import plot_latency_cdfs_overlaid
 
-    loaded = [load_scenario(run.path, run.overrides) for run in runs]
+    loaded = [_naming_the_run(run, runs[0], load_scenario, run.path, run.overrides) for run in runs]
     _check_distinct(runs, loaded)
     varied = any(run.path == runs[0].path for run in runs[1:])   # (variants of one scenario: --vary)
     check_memory_together([scenario for scenario, _ in loaded], "--vary" if varied else "scenarios")
     out_dir = check_output_dir(out if out is not None else Path("out") / "compare" / loaded[0][0].name,
                                marker=COMPARE_CSV, command="compare", names=COMPARE_FILES)
-    prepared = [prepare(scenario, base_dir=folder) for scenario, folder in loaded]
+    prepared = [_naming_the_run(run, runs[0], prepare, scenario, base_dir=folder)
+                for run, (scenario, folder) in zip(runs, loaded)]
     results = []
     for i, (run, ready) in enumerate(zip(runs, prepared)):
         with Progress(f"simulating {run.label} ({i + 1}/{len(runs)})", total=ready.num_requests, unit="req",
