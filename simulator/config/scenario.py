@@ -117,8 +117,9 @@ class ClusterConfig(Strict):
     """`model`: a catalog name (`draftsim catalog models`), a path to a Hugging Face config.json or a
     catalog-format YAML (relative to the scenario file), or an inline mapping of model fields
     (models.load). `hardware`: a catalog id, a hardware YAML file or an inline mapping
-    (profiles.hardware_file). `dtype`: the weights' dtype (int4: weight-only; fp8 and fp8_block need FP8
-    tensor cores; nvfp4 and mxfp4 FP4 tensor cores, i.e. Blackwell); `kv_dtype`: the KV cache's (default: the
+    (profiles.hardware_file). `dtype`: the weights' dtype (int4: weight-only; mxfp4: the routed experts only,
+    weight-only, the rest bf16 — gpt-oss; fp8 and fp8_block need FP8 tensor cores; nvfp4 FP4 tensor cores, i.e.
+    Blackwell); `kv_dtype`: the KV cache's (default: the
     weights' dtype where it is a KV format, fp8 for nvfp4 weights, else bf16; nvfp4 needs FP4 tensor cores).
     `max_model_len`: the longest context a request may reach (vLLM --max-model-len; default and
     upper bound: the model's max_position_embeddings)."""
