@@ -921,6 +921,17 @@ CASES = [
     Hostile("reproduce_out_beside_a_users_file_of_its_name",
             lambda tmp: ["reproduce", "tetris", "--quiet", "--out", _write(tmp, "tetris.csv", "the user's").parent],
             "tetris.csv exists and was not written by draftsim reproduce"),
+    # ---- helper2: are the engine rules current? (vLLM, SGLang, TensorRT-LLM) (2026-11-28) -------------------
+    # suffix decoding with async_scheduling: true ran overlapped (exit 0); no vLLM release runs it asynchronously
+    Hostile("vllm_suffix_decoding_with_async_scheduling",
+            run(cluster={"model": "qwen2.5-coder-0.5b", "engine": {"version": "0.24.0", "async_scheduling": True}},
+                drafter={"kind": "suffix"},
+                acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "cluster.engine.async_scheduling: vllm 0.24.0 runs suffix decoding synchronously"),
+    # Medusa heads on vLLM 0.33.0 ran (exit 0); v0.33.0 has no Medusa method
+    Hostile("vllm_0_33_medusa_heads", run(cluster={"engine": {"version": "0.33.0"}},
+                                          drafter={"kind": "head", "style": "parallel", "gamma": 3}),
+            "drafter.kind: vllm 0.33.0 has no Medusa speculation"),
 ]
 
 

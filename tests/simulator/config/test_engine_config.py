@@ -4,13 +4,11 @@ host's calibration time, the speculative step per framework, and the one-line re
 combinations a framework version does not have."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 import simulator
-from profiles.engine_time.frameworks import Deployment, EngineSettings, build_engine
+from profiles.engine_time.frameworks import EngineSettings, build_engine
 from profiles.engine_time.graphs import EAGER, FULL, PIECEWISE, GraphPolicy, default_capture_sizes
 from profiles.engine_time.host import HostCpu, default_host, get_host
 from profiles.engine_time.model import HOST_FIELDS, PassLayout
@@ -219,6 +217,55 @@ def test_trtllm_one_model_drafting_has_no_host_step_of_its_own():
     one = _spec_kind("trtllm", EAGLE)
     two = _spec_kind("trtllm", {"kind": "draft_model", "model": "llama-68m", "gamma": 3})
     assert one.engine.spec_host_step_s == 0.0 and two.engine.spec_host_step_s > 0.0
+
+
+
+# ---- which speculation methods vLLM runs with async scheduling, by release ---------------------------------
+# Read in vLLM's PyPI releases (vllm/config/vllm.py, VllmConfig.__post_init__): an explicit async_scheduling is
+# refused for methods outside the list 'EAGLE/MTP' (v0.14.0 - v0.15.1), 'EAGLE/MTP/Draft Model' (v0.16.0 on, later
+# with NGram GPU, DSpark, DFlash); the default path turns async off for draft models up to v0.27.x and keeps it
+# on from v0.28.0 (PR #48341). Suffix decoding is in no release's list; Medusa is gone in v0.33.0.
+DRAFT = {"kind": "draft_model", "model": "llama-68m", "gamma": 3}
+MEDUSA = {"kind": "head", "style": "parallel", "gamma": 3}
+
+
+def test_vllm_runs_draft_models_overlapped_by_default_from_0_28():
+    assert _spec_kind("vllm", DRAFT, version="0.27.1").engine.overlap is False
+    assert _spec_kind("vllm", DRAFT, version="0.28.0").engine.overlap is True
+    assert _spec_kind("vllm", DRAFT, version="0.32.0").engine.overlap is True
+    # the methods still outside the list stay synchronous
+    assert _spec_kind("vllm", {"kind": "ngram", "gamma": 3}, version="0.32.0").engine.overlap is False
+    assert _spec_kind("vllm", MEDUSA, version="0.32.0").engine.overlap is False
+
+
+def test_vllm_accepts_async_scheduling_with_a_draft_model_from_0_16():
+    assert _spec_kind("vllm", DRAFT, version="0.16.0", async_scheduling=True).engine.overlap is True
+    with pytest.raises(ScenarioError) as err:
+        _spec_kind("vllm", DRAFT, version="0.15.1", async_scheduling=True)
+    assert err.value.field == "cluster.engine.async_scheduling" and "vllm 0.15.1" in str(err.value)
+
+
+@pytest.mark.parametrize("drafter,version,field,words", [
+    ({"kind": "ngram", "gamma": 3}, "0.24.0", "cluster.engine.async_scheduling", ["EAGLE/MTP and draft-model"]),
+    (MEDUSA, "0.20.0", "cluster.engine.async_scheduling", ["EAGLE/MTP and draft-model"]),
+    (MEDUSA, "0.33.0", "drafter.kind", ["vllm 0.33.0", "no Medusa", "0.32.0"]),
+    ({"kind": "ngram", "gamma": 3}, "0.33.0", "cluster.engine.async_scheduling", ["NgramGPUSpeculator"]),
+])
+def test_vllm_refusals_of_speculation_methods_follow_the_release(drafter, version, field, words):
+    engine = {"version": version} if field == "drafter.kind" else {"version": version, "async_scheduling": True}
+    with pytest.raises(ScenarioError) as err:
+        _spec_kind("vllm", drafter, **engine)
+    text = str(err.value)
+    assert err.value.field == field and "\n" not in text and all(w in text for w in words), text
+
+
+def test_vllm_runs_suffix_decoding_synchronously_in_every_release():
+    data = scenario(workload={"num_requests": 5}, cluster={"model": "qwen2.5-coder-0.5b",
+                                                           "engine": {"version": "0.24.0", "async_scheduling": True}},
+                    **SUFFIX)
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    assert err.value.field == "cluster.engine.async_scheduling" and "suffix" in str(err.value)
 
 
 # ---- bad input ---------------------------------------------------------------------------------------
