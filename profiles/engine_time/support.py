@@ -174,10 +174,15 @@ RULES: tuple[Rule, ...] = (
          "disables the overlap scheduler with speculative decoding ('Overlap scheduler is disabled because of using "
          "eagle speculative decoding', server_args.py); overlapped speculation (spec v2, SGLANG_ENABLE_SPEC_V2) "
          "came with PR #11398 (merged 2025-10, first in v0.5.4)"),
-    Rule(Span("sglang", "0.5.4"), lambda s, c: s.async_scheduling is True and (c.drafter == "ngram" or c.tree),
+    Rule(Span("sglang", "0.5.4", "0.5.13"), lambda s, c: s.async_scheduling is True and (c.drafter == "ngram" or c.tree),
          "cluster.engine.async_scheduling",
          "overlaps speculation (spec v2) for EAGLE, EAGLE-3 and standalone draft models with topk 1 (chains) only "
-         "(docs attention_backend.md, 'Speculative Decoding V2'; PR #11398)"),
+         "(docs attention_backend.md, 'Speculative Decoding V2'; PR #11398; server_args.py through v0.5.12: 'spec v2 "
+         "currently only supports topk = 1'; trees from v0.5.13)"),
+    Rule(Span("sglang", "0.5.13"), lambda s, c: s.async_scheduling is True and c.drafter == "ngram",
+         "cluster.engine.async_scheduling",
+         "runs NGRAM speculation with the overlap scheduler off (arg_groups/speculative_hook.py _handle_ngram, v0.5.13); "
+         "spec v2 overlaps EAGLE, EAGLE-3 and standalone draft models, chains and trees"),
 )
 
 

@@ -120,7 +120,7 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
         engine = build_engine(dataclasses.replace(settings, version=version), deployment)
     except (UnsupportedCombination, FieldError) as exc:
         raise ScenarioError(exc.field, exc.message) from None
-    return engine.for_drafter(family, keep_overlap=settings.async_scheduling is True)
+    return engine.for_drafter(family, keep_overlap=settings.async_scheduling is True, tree=tree)
 
 
 def _modes_elsewhere(framework: str) -> dict[str, list[str]]:

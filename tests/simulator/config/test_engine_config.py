@@ -207,11 +207,37 @@ def test_vllm_pads_verify_batches_to_multiples_of_one_plus_k():
 
 
 def test_sglang_speculation_is_synchronous_unless_spec_v2():
-    assert _spec_kind("sglang", EAGLE).engine.overlap is False
+    assert _spec_kind("sglang", EAGLE, version="0.5.10").engine.overlap is False
     v2 = _spec_kind("sglang", EAGLE, version="0.5.6", async_scheduling=True)
     assert v2.engine.overlap is True
     assert v2.engine.graphs.decode_sizes[:9] == (1, 2, 3, 4, 5, 6, 7, 8, 10)   # the speculative capture list
 
+
+
+def _sglang_tree(version: str, **engine):
+    data = scenario(workload={"num_requests": 10}, drafter={"kind": "head", "style": "autoregressive", "gamma": 3},
+                    speculation={"kind": "dynamic_tree", "builder": "eagle2", "top_k": 2, "depth": 3, "budget": 8},
+                    acceptance={"kind": "pair", "vocab": 12, "zipf": 1.2, "q_power": 0.6},
+                    cluster={"engine": {"framework": "sglang", "version": version, **engine}})
+    return simulator.run(data).built.kind
+
+
+def test_sglang_spec_v2_is_the_default_from_0_5_11_for_chains_and_from_0_5_13_for_trees():
+    """SGLang's own sources (PyPI): environ.py SGLANG_ENABLE_SPEC_V2 is EnvBool(False) through v0.5.10 and
+    EnvBool(True) from v0.5.11; server_args.py of v0.5.11-v0.5.12 falls back to spec v1 (overlap off) for
+    speculative_eagle_topk > 1; v0.5.13's arg_groups/speculative_hook.py has no such fallback; NGRAM turns the
+    overlap off."""
+    draft = {"kind": "draft_model", "model": "llama-68m", "gamma": 3}
+    for version, chain, tree in (("0.5.10", False, False), ("0.5.11", True, False), ("0.5.12", True, False),
+                                 ("0.5.13", True, True), ("0.5.14", True, True)):
+        assert _spec_kind("sglang", EAGLE, version=version).engine.overlap is chain, version
+        assert _spec_kind("sglang", draft, version=version).engine.overlap is chain, version   # STANDALONE
+        assert _sglang_tree(version).engine.overlap is tree, version
+        assert _spec_kind("sglang", {"kind": "ngram", "gamma": 3}, version=version).engine.overlap is False
+    assert _spec_kind("sglang", EAGLE).engine.overlap is True      # the H100 tables' SGLang 0.5.14
+    with pytest.raises(ScenarioError, match="topk 1"):
+        _sglang_tree("0.5.12", async_scheduling=True)
+    assert _sglang_tree("0.5.13", async_scheduling=True).engine.overlap is True
 
 def test_trtllm_one_model_drafting_has_no_host_step_of_its_own():
     one = _spec_kind("trtllm", EAGLE)
