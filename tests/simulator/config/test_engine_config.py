@@ -55,6 +55,42 @@ def test_capture_sizes_are_the_engines_defaults():
                                  hbm_bytes=80 * 2 ** 30, tp=1)[0][:10] == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12)
 
 
+
+def _vllm_sizes(version, *, max_num_seqs=256, max_tokens=8192, q=1, blackwell=False):
+    return default_capture_sizes("vllm", True, version, max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
+                                 speculating=q > 1, hbm_bytes=80 * 2 ** 30, tp=1, datacenter_blackwell=blackwell)[0]
+
+
+def test_vllm_capture_sizes_by_release_worked_by_hand():
+    """vLLM's VllmConfig._set_cudagraph_sizes and CompilationConfig.adjust_cudagraph_sizes_for_spec_decode, read
+    in the PyPI releases named."""
+    # 0.14 / 0.24, k = 4 (q 5): the grid up to 512 (..., 448, 464, 480, 496, 512) rounded up to multiples of 5;
+    # 512 -> 515 would pass the largest size (512) and is dropped, so 500 is the largest
+    for version in ("0.14.0", "0.24.0"):
+        assert _vllm_sizes(version, q=5)[-4:] == (450, 465, 480, 500)
+    # 0.21.0 also captures max_num_batched_tokens when it is within the largest size; 0.20.0 does not
+    assert _vllm_sizes("0.21.0", max_tokens=100)[-3:] == (88, 96, 100)
+    assert _vllm_sizes("0.20.0", max_tokens=100)[-3:] == (80, 88, 96)
+    # 0.28.0 raises the 512 ceiling to 1024 on data-center Blackwell only: min(256 * 4 * 2, 1024)
+    assert _vllm_sizes("0.28.0", q=4, blackwell=True)[-2:] == (1008, 1024)
+    assert _vllm_sizes("0.27.0", q=4, blackwell=True)[-1] == 512 == _vllm_sizes("0.28.0", q=4)[-1]
+    # 0.32.0 captures the uniform decode batches: max_num_seqs 100 without speculation ...
+    assert 100 in _vllm_sizes("0.32.0", max_num_seqs=100) and 100 not in _vllm_sizes("0.28.0", max_num_seqs=100)
+    # ... and n * (1 + k) for n in 1, 2, 4, max_num_seqs with speculation: 5 requests of k = 5 are 30 tokens,
+    # which the grid rounded to multiples of 6 lacks (24 and 32 -> 24, 36); the largest size is 56 -> 48
+    assert _vllm_sizes("0.28.0", max_num_seqs=5, q=6) == (6, 12, 18, 24, 36, 42, 48)
+    assert _vllm_sizes("0.32.0", max_num_seqs=5, q=6) == (6, 12, 18, 24, 30, 36, 42, 48)
+
+
+def test_vllm_0_32_replays_the_widest_verify_batch_unpadded():
+    def engine(version):
+        data = scenario(workload={"num_requests": 5}, drafter={"kind": "head", "style": "autoregressive", "gamma": 5},
+                        scheduler={"kind": "vllm", "max_batch_size": 5},
+                        cluster={"engine": {"framework": "vllm", "version": version}})
+        return simulator.run(data).built.kind.engine
+    assert engine("0.28.0").launch(0, 5, 6) == engine("0.28.0").launch(0, 6, 6)   # 30 tokens padded to 36
+    assert engine("0.32.0").launch(0, 5, 6).tokens == 30 and engine("0.32.0").launch(0, 5, 6).kind == FULL
+
 def test_a_batch_is_padded_up_to_the_next_captured_size():
     p = GraphPolicy("full", (1, 2, 4, 8, 16), "tokens", True, FULL, (1, 2, 4, 8, 16))
     assert p.decode(3, 1).tokens == 4 and p.decode(3, 1).kind == FULL
