@@ -934,6 +934,17 @@ CASES = [
     # mxfp4 of a dense model: the format quantizes routed experts only (a3a553a), so it would serve it all in bf16
     Hostile("mxfp4_of_a_dense_model", run(cluster={"dtype": "mxfp4"}),
             "cluster.dtype: mxfp4 quantizes only routed experts"),
+    # ---- helper2: are the engine rules current? (vLLM, SGLang, TensorRT-LLM) (2026-11-28) -------------------
+    # suffix decoding with async_scheduling: true ran overlapped (exit 0); no vLLM release runs it asynchronously
+    Hostile("vllm_suffix_decoding_with_async_scheduling",
+            run(cluster={"model": "qwen2.5-coder-0.5b", "engine": {"version": "0.24.0", "async_scheduling": True}},
+                drafter={"kind": "suffix"},
+                acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "cluster.engine.async_scheduling: vllm 0.24.0 runs suffix decoding synchronously"),
+    # Medusa heads on vLLM 0.33.0 ran (exit 0); v0.33.0 has no Medusa method
+    Hostile("vllm_0_33_medusa_heads", run(cluster={"engine": {"version": "0.33.0"}},
+                                          drafter={"kind": "head", "style": "parallel", "gamma": 3}),
+            "drafter.kind: vllm 0.33.0 has no Medusa speculation"),
 ]
 
 

@@ -79,6 +79,7 @@ class Deployment:
     speculating: bool = False
     hbm_bytes: float = 80 * 2 ** 30
     tp: int = 1
+    datacenter_blackwell: bool = False   # an SM 10.x GPU (profiles.engine_time.graphs.DATACENTER_BLACKWELL)
 
 
 @dataclass(frozen=True)
@@ -108,15 +109,17 @@ def _build(entry: dict, settings: EngineSettings, deployment: Deployment) -> Eng
     for k in _US_FIELDS:
         scale = work_scale if k in _HOST_WORK else launch_scale if k in _LAUNCH else 1.0
         values[k[:-3] + "_s"] = float(c[k]) * 1e-6 * scale
-    policy = graph_policy(entry["framework"], entry["versions"].get("min", ""), traits_of(entry),
+    version = settings.version or entry.get("latest") or entry["versions"].get("min", "")
+    policy = graph_policy(entry["framework"], version, traits_of(entry),
                           mode=settings.cuda_graphs, capture_sizes=settings.capture_sizes,
                           padding=settings.graph_padding, max_num_seqs=deployment.max_num_seqs,
                           max_tokens=deployment.max_num_tokens, q=deployment.q, speculating=deployment.speculating,
-                          hbm_bytes=deployment.hbm_bytes, tp=deployment.tp)
+                          hbm_bytes=deployment.hbm_bytes, tp=deployment.tp,
+                          datacenter_blackwell=deployment.datacenter_blackwell)
     overlap = bool(c["overlap"]) if settings.async_scheduling is None else settings.async_scheduling
     return EngineTime(entry["framework"], version_range(entry), **values, overlap=overlap, graphs=policy,
                       spec_host_step_s=0.0, spec_host_per_seq_s=0.0, host_scale=work_scale, host=host.id,
-                      sync_drafters=tuple(c.get("sync_drafters", ())),
+                      sync_drafters=tuple(c.get("sync_drafters", ())), sync_trees=bool(c.get("sync_trees", False)),
                       spec_host_by_drafter={k: (float(v[0]) * 1e-6 * work_scale, float(v[1]) * 1e-6 * work_scale)
                                             for k, v in c["spec_host_us"].items()},
                       sources=dict(entry.get("sources", {})))

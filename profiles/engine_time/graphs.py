@@ -17,9 +17,20 @@ vLLM V1 0.8 – 0.10 (piecewise graphs via torch.compile; `docs/design/torch_com
 vLLM V1 ≥ 0.11 (`cudagraph_mode` FULL_AND_PIECEWISE default, PR #25444; `VllmConfig._set_cudagraph_sizes`:
   `[1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)`, max = min(max_num_seqs·(1 + k)·2, 512,
   max_num_batched_tokens) tokens (vllm/config/vllm.py; vLLM issue asking about the factor 2);
-  with speculation the sizes are rounded up to multiples of 1 + k, `adjust_cudagraph_sizes_for_spec_decode`,
-  PR #28315): uniform decode batches (verify batches included) replay one full graph; mixed and prefill
-  steps run piecewise up to the largest size, eagerly above it.
+  with speculation the sizes are rounded up to multiples of 1 + k and those that would round past the
+  largest size dropped, `CompilationConfig.adjust_cudagraph_sizes_for_spec_decode`, PR #28315): uniform
+  decode batches (verify batches included) replay one full graph; mixed and prefill steps run piecewise up
+  to the largest size, eagerly above it. Later releases, read in vLLM's PyPI sources (same function):
+  from 0.21.0 `max_num_batched_tokens` is captured too when it is at most the largest size; from 0.28.0
+  the 512 ceiling is 1024 on data-center Blackwell (`is_device_capability_family(100)`, PR #49390: the
+  catalog's B200, B300, GB200, GB300; not the RTX PRO 6000, SM 12.x); from 0.32.0 the uniform decode
+  batches themselves are captured: with speculation n·(1 + k) for n in the request grid 1, 2, 4, 8…248
+  step 8, 256…max_num_seqs step 16, max_num_seqs (within the ceiling; PR #50488, #54418), without it
+  max_num_seqs. Approximations: Dynamic SD's extra tiers of decode sizes (one grid per draft length) are
+  not added; from 0.25.0 Model Runner V2 (the default for dense models) skips the rounding to 1 + k for
+  prefill and mixed steps (its CUDA-graph manager rounds only the decode graphs, v1/worker/gpu/
+  cudagraph_utils.py `_init_candidates`), so there vLLM pads mixed steps to the unrounded grid while this
+  model pads them to the rounded one, which differs by less than 1 + k tokens a step.
 SGLang (`server_args.py` `_generate_cuda_graph_batch_sizes`: `[1, 2, 4, 8, 12] + range(16, 257, 8) +
   range(272, 512, 16) + range(512, max + 1, 32)` requests; with speculation `range(1, 9) + range(10, 33, 2)
   + range(40, 65, 4) + range(72, 257, 8) + range(272, max + 1, 16)`; `cuda_graph_max_bs` by GPU memory and
@@ -101,13 +112,47 @@ class GraphPolicy:
                 "lm_head_in_graph": self.pad_logits}
 
 
+# vLLM's `is_device_capability_family(100)` GPUs of the hardware catalog (data-center Blackwell, SM 10.x)
+DATACENTER_BLACKWELL = frozenset({"b200", "b300", "gb200", "gb300"})
+
+
 def _vllm_v1_sizes(max_size: int) -> list[int]:
     sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, max_size + 1, 16))
     return [s for s in sizes if s <= max_size]
 
 
-def _round_up_to(sizes, multiple: int) -> tuple[int, ...]:
-    return tuple(sorted({-(-s // multiple) * multiple for s in sizes}))
+def _round_up_within(sizes, multiple: int) -> tuple[int, ...]:
+    """vLLM's adjust_cudagraph_sizes_for_spec_decode: each size rounded up to a multiple of `multiple`, kept
+    only if that stays within the largest size (else `multiple` alone, if it fits)."""
+    top = max(sizes)
+    rounded = sorted({-(-s // multiple) * multiple for s in sizes if -(-s // multiple) * multiple <= top})
+    return tuple(rounded or ([multiple] if multiple <= top else []))
+
+
+def _request_counts(max_reqs: int, ceiling: int) -> list[int]:
+    """vLLM 0.32's request grid of uniform decode sizes (VllmConfig._set_cudagraph_sizes, request_counts)."""
+    max_reqs = min(max_reqs, ceiling)
+    counts = [n for n in (1, 2, 4) if n <= max_reqs] + list(range(8, min(max_reqs + 1, 256), 8))
+    return sorted(set(counts + list(range(256, max_reqs + 1, 16)) + [max_reqs]))
+
+
+def _vllm_v1_default_sizes(version: str, *, max_num_seqs: int, max_tokens: int, q: int, speculating: bool,
+                           datacenter_blackwell: bool) -> tuple[int, ...]:
+    """vLLM >= 0.11's default capture sizes in tokens (module docstring), `version` the release modelled."""
+    ceiling = 1024 if datacenter_blackwell and not _before(version, "0.28.0") else 512
+    top = min(max_num_seqs * q * 2, ceiling)
+    uniform: list[int] = []
+    if not _before(version, "0.32.0"):
+        if q > 1:
+            uniform = [n * q for n in _request_counts(max_num_seqs, ceiling) if n * q <= top]
+        elif max_num_seqs <= top:
+            uniform = [max_num_seqs]
+    top = min(top, max_tokens)
+    sizes = _vllm_v1_sizes(top)
+    if not _before(version, "0.21.0") and max_tokens <= top:
+        sizes.append(max_tokens)
+    sizes = sorted(set(sizes + [s for s in uniform if s <= max_tokens]))
+    return _round_up_within(sizes, q) if speculating and q > 1 else tuple(sizes)
 
 
 def sglang_max_bs(hbm_bytes: float, tp: int) -> int:
@@ -122,17 +167,17 @@ def sglang_max_bs(hbm_bytes: float, tp: int) -> int:
     return 512
 
 
-def default_capture_sizes(framework: str, v1: bool, version_min: str, *, max_num_seqs: int, max_tokens: int,
-                          q: int, speculating: bool, hbm_bytes: float, tp: int) -> tuple[tuple[int, ...], str]:
-    """(sizes, unit) an engine captures by default (module docstring)."""
+def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seqs: int, max_tokens: int,
+                          q: int, speculating: bool, hbm_bytes: float, tp: int,
+                          datacenter_blackwell: bool = False) -> tuple[tuple[int, ...], str]:
+    """(sizes, unit) an engine captures by default at release `version` (module docstring)."""
     if framework == "vllm":
         if not v1:   # V0: sequences
             return tuple(s for s in [1, 2, 4] + [8 * i for i in range(1, 33)] if s <= max_num_seqs), "seqs"
-        if version_min and _before(version_min, "0.11.0"):
+        if version and _before(version, "0.11.0"):
             return tuple(s for s in [1, 2, 4] + list(range(8, 513, 8)) if s <= max_tokens), "tokens"
-        top = min(max_num_seqs * q * 2, 512, max_tokens)
-        sizes = tuple(_vllm_v1_sizes(top))
-        return (_round_up_to(sizes, q) if speculating and q > 1 else sizes), "tokens"
+        return _vllm_v1_default_sizes(version or "0.11.0", max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
+                                      speculating=speculating, datacenter_blackwell=datacenter_blackwell), "tokens"
     if framework == "sglang":
         top = sglang_max_bs(hbm_bytes, tp)
         if speculating:
@@ -168,17 +213,18 @@ class GraphTraits:
     v1: bool = True             # vLLM: the V1 engine (False: V0)
 
 
-def graph_policy(framework: str, version_min: str, traits: GraphTraits, *, mode: str | None,
+def graph_policy(framework: str, version: str, traits: GraphTraits, *, mode: str | None,
                  capture_sizes: tuple[int, ...] | None, padding: bool | None, max_num_seqs: int,
-                 max_tokens: int, q: int, speculating: bool, hbm_bytes: float, tp: int) -> GraphPolicy:
-    """The deployment's rule: the version's traits with the user's `cuda_graphs` mode, capture sizes and
-    padding where given (None: the version's default)."""
+                 max_tokens: int, q: int, speculating: bool, hbm_bytes: float, tp: int,
+                 datacenter_blackwell: bool = False) -> GraphPolicy:
+    """The deployment's rule at release `version`: the version's traits with the user's `cuda_graphs` mode,
+    capture sizes and padding where given (None: the version's default)."""
     mode = traits.default_mode if mode is None else mode
     if mode == "none":
         return GraphPolicy("none", (), traits.unit, False, FULL)
-    sizes, unit = default_capture_sizes(framework, traits.v1, version_min, max_num_seqs=max_num_seqs,
+    sizes, unit = default_capture_sizes(framework, traits.v1, version, max_num_seqs=max_num_seqs,
                                         max_tokens=max_tokens, q=q, speculating=speculating,
-                                        hbm_bytes=hbm_bytes, tp=tp)
+                                        hbm_bytes=hbm_bytes, tp=tp, datacenter_blackwell=datacenter_blackwell)
     if capture_sizes is not None:
         sizes = tuple(sorted(set(capture_sizes)))
     decode = PIECEWISE if mode == "piecewise" else traits.decode

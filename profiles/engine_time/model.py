@@ -97,6 +97,7 @@ class EngineTime:
     host_scale: float = 1.0          # the factor already applied to the host constants (profiles.engine_time.host)
     host: str = ""                   # the deployment's host CPU
     sync_drafters: tuple[str, ...] = ()
+    sync_trees: bool = False         # tree verification runs synchronously (SGLang 0.5.11-0.5.12: spec v2 chains only)
     spec_host_by_drafter: Mapping[str, tuple[float, float]] = field(default_factory=dict, compare=False)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -131,16 +132,16 @@ class EngineTime:
             return self.graphs.decode(decode_seqs, q)
         return self.graphs.mixed(prefill_tokens + decode_seqs * q)
 
-    def for_drafter(self, drafter_kind: str | None, keep_overlap: bool = False) -> "EngineTime":
-        """This engine as it runs with `drafter_kind` (None: no speculation): the overlap is off for
-        the drafters the framework runs synchronously by default (unless the deployment asked for it,
-        `keep_overlap`, e.g. SGLang's spec v2: profiles.engine_time.support checks that the version has it),
-        and the speculative host terms are the drafter's (`spec_host_by_drafter`, seconds per step and per
-        decode sequence)."""
+    def for_drafter(self, drafter_kind: str | None, keep_overlap: bool = False, tree: bool = False) -> "EngineTime":
+        """This engine as it runs with `drafter_kind` (None: no speculation), verifying a tree when `tree`: the
+        overlap is off for the drafters the framework runs synchronously by default, and for trees where it runs
+        them synchronously (`sync_trees`), unless the deployment asked for it (`keep_overlap`, e.g. SGLang's spec
+        v2: profiles.engine_time.support checks that the version has it), and the speculative host terms are the
+        drafter's (`spec_host_by_drafter`, seconds per step and per decode sequence)."""
         if drafter_kind is None:
             return self
         step, per_seq = self.spec_host_by_drafter.get(drafter_kind, (self.spec_host_step_s, self.spec_host_per_seq_s))
-        sync = drafter_kind in self.sync_drafters and not keep_overlap
+        sync = (drafter_kind in self.sync_drafters or (tree and self.sync_trees)) and not keep_overlap
         return dataclasses.replace(self, overlap=self.overlap and not sync,
                                    spec_host_step_s=step, spec_host_per_seq_s=per_seq)
 

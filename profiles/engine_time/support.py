@@ -7,7 +7,8 @@ engine runs instead) — before any work starts. Every rule cites where the engi
 Flags (`FLAGS`): a field → the frameworks and version ranges that have it. Refused combinations (`RULES`):
 speculation with pipeline parallelism, with DP attention, with mixed chunked prefill, with multi-step
 scheduling, async scheduling with the speculation methods an engine runs synchronously, draft models
-where an engine version has none, suffix decoding where an engine (version) has none, and vLLM's Dynamic
+where an engine version has none, Medusa where a vLLM release no longer has it (0.33.0), suffix decoding
+where an engine (version) has none, and vLLM's Dynamic
 SD (policy vllm_dynamic) before its release, on other engines, and with data parallelism (where vLLM
 turns it off and runs num_speculative_tokens every step: refused rather than silently run as policy fixed).
 """
@@ -118,10 +119,29 @@ RULES: tuple[Rule, ...] = (
          "cluster.engine.async_scheduling",
          "runs async scheduling without speculative decoding only (PR #19970; EAGLE/MTP with async scheduling "
          "from v0.14.0, PR #31998)"),
-    Rule(Span("vllm", "0.14.0"), lambda s, c: s.async_scheduling is True and c.drafter in ("ngram", "draft_model",
-                                                                                          "medusa", "layer_skip"),
+    Rule(Span("vllm", "0.14.0", "0.16.0"), lambda s, c: s.async_scheduling is True and c.drafter in (
+            "ngram", "draft_model", "medusa", "layer_skip", "suffix"),
          "cluster.engine.async_scheduling",
-         "runs async scheduling with EAGLE/MTP speculation only (v0.14.0 release notes; PR #31998)"),
+         "runs async scheduling with EAGLE/MTP speculation only (v0.14.0 release notes; PR #31998; "
+         "vllm/config/vllm.py, VllmConfig.__post_init__ through v0.15.1: 'only supported with EAGLE/MTP')"),
+    Rule(Span("vllm", "0.16.0", "0.33.0"), lambda s, c: s.async_scheduling is True and c.drafter in ("ngram", "medusa"),
+         "cluster.engine.async_scheduling",
+         "runs async scheduling with EAGLE/MTP and draft-model speculation only (vllm/config/vllm.py, "
+         "VllmConfig.__post_init__: 'only supported with EAGLE/MTP/Draft Model' from v0.16.0; layer skipping is "
+         "treated as a draft model; its GPU n-gram is method ngram_gpu, which draftsim does not model)"),
+    Rule(Span("vllm", "0.16.0"), lambda s, c: s.async_scheduling is True and c.drafter == "suffix",
+         "cluster.engine.async_scheduling",
+         "runs suffix decoding synchronously (vllm/config/vllm.py, VllmConfig.__post_init__: method suffix is not "
+         "among the async-scheduling methods in any release, and Model Runner V2 does not run it)"),
+    Rule(Span("vllm", "0.33.0"), lambda s, c: c.drafter == "medusa", "drafter.kind",
+         "has no Medusa speculation (vllm/config/speculative.py SpeculativeMethod lists no 'medusa' and "
+         "vllm/v1/spec_decode/medusa.py is gone from v0.33.0; v0.32 was the last release with it): use version "
+         "0.32.0, or an EAGLE-style head (style autoregressive)"),
+    Rule(Span("vllm", "0.33.0"), lambda s, c: s.async_scheduling is True and c.drafter == "ngram",
+         "cluster.engine.async_scheduling",
+         "runs method ngram on the GPU with async scheduling (Model Runner V2's NgramGPUSpeculator, "
+         "vllm/v1/worker/gpu/spec_decode/__init__.py init_speculator), which draftsim does not model: its ngram "
+         "drafter is the CPU proposer of v0.32 and earlier (use version 0.32.0)"),
     Rule(Span("vllm", "0", "0.12.0"), lambda s, c: c.drafter == "suffix", "drafter.kind",
          f"has no {_SUFFIX}; older releases ran it only through the ArcticInference plugin, which is not modelled"),
     Rule(Span("sglang"), lambda s, c: c.drafter == "suffix", "drafter.kind",
@@ -154,10 +174,15 @@ RULES: tuple[Rule, ...] = (
          "disables the overlap scheduler with speculative decoding ('Overlap scheduler is disabled because of using "
          "eagle speculative decoding', server_args.py); overlapped speculation (spec v2, SGLANG_ENABLE_SPEC_V2) "
          "came with PR #11398 (merged 2025-10, first in v0.5.4)"),
-    Rule(Span("sglang", "0.5.4"), lambda s, c: s.async_scheduling is True and (c.drafter == "ngram" or c.tree),
+    Rule(Span("sglang", "0.5.4", "0.5.13"), lambda s, c: s.async_scheduling is True and (c.drafter == "ngram" or c.tree),
          "cluster.engine.async_scheduling",
          "overlaps speculation (spec v2) for EAGLE, EAGLE-3 and standalone draft models with topk 1 (chains) only "
-         "(docs attention_backend.md, 'Speculative Decoding V2'; PR #11398)"),
+         "(docs attention_backend.md, 'Speculative Decoding V2'; PR #11398; server_args.py through v0.5.12: 'spec v2 "
+         "currently only supports topk = 1'; trees from v0.5.13)"),
+    Rule(Span("sglang", "0.5.13"), lambda s, c: s.async_scheduling is True and c.drafter == "ngram",
+         "cluster.engine.async_scheduling",
+         "runs NGRAM speculation with the overlap scheduler off (arg_groups/speculative_hook.py _handle_ngram, v0.5.13); "
+         "spec v2 overlaps EAGLE, EAGLE-3 and standalone draft models, chains and trees"),
 )
 
 

@@ -92,6 +92,7 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
     newest modelled release), checked against what that version offers and refuses
     (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits and GPUs."""
     from profiles.engine_time.frameworks import Deployment, build_engine, entry_for
+    from profiles.engine_time.graphs import DATACENTER_BLACKWELL
     from profiles.engine_time.support import Context, UnsupportedCombination, check
     from simulator.config.engine import EngineConfig, engine_settings
     engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
@@ -116,11 +117,12 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
         check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
         deployment = Deployment(max_num_seqs=scheduler.max_batch_size if scheduler is not None else 256,
                                 max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,
-                                q=q, speculating=speculating, hbm_bytes=hw.hbm_bytes, tp=par.tp)
+                                q=q, speculating=speculating, hbm_bytes=hw.hbm_bytes, tp=par.tp,
+                                datacenter_blackwell=hw.id in DATACENTER_BLACKWELL)
         engine = build_engine(dataclasses.replace(settings, version=version), deployment)
     except (UnsupportedCombination, FieldError) as exc:
         raise ScenarioError(exc.field, exc.message) from None
-    return engine.for_drafter(family, keep_overlap=settings.async_scheduling is True)
+    return engine.for_drafter(family, keep_overlap=settings.async_scheduling is True, tree=tree)
 
 
 def _modes_elsewhere(framework: str) -> dict[str, list[str]]:

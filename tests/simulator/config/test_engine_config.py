@@ -4,13 +4,11 @@ host's calibration time, the speculative step per framework, and the one-line re
 combinations a framework version does not have."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 import simulator
-from profiles.engine_time.frameworks import Deployment, EngineSettings, build_engine
+from profiles.engine_time.frameworks import EngineSettings, build_engine
 from profiles.engine_time.graphs import EAGER, FULL, PIECEWISE, GraphPolicy, default_capture_sizes
 from profiles.engine_time.host import HostCpu, default_host, get_host
 from profiles.engine_time.model import HOST_FIELDS, PassLayout
@@ -56,6 +54,42 @@ def test_capture_sizes_are_the_engines_defaults():
     assert default_capture_sizes("sglang", True, "0.5.0", max_num_seqs=256, max_tokens=8192, q=5, speculating=True,
                                  hbm_bytes=80 * 2 ** 30, tp=1)[0][:10] == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12)
 
+
+
+def _vllm_sizes(version, *, max_num_seqs=256, max_tokens=8192, q=1, blackwell=False):
+    return default_capture_sizes("vllm", True, version, max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
+                                 speculating=q > 1, hbm_bytes=80 * 2 ** 30, tp=1, datacenter_blackwell=blackwell)[0]
+
+
+def test_vllm_capture_sizes_by_release_worked_by_hand():
+    """vLLM's VllmConfig._set_cudagraph_sizes and CompilationConfig.adjust_cudagraph_sizes_for_spec_decode, read
+    in the PyPI releases named."""
+    # 0.14 / 0.24, k = 4 (q 5): the grid up to 512 (..., 448, 464, 480, 496, 512) rounded up to multiples of 5;
+    # 512 -> 515 would pass the largest size (512) and is dropped, so 500 is the largest
+    for version in ("0.14.0", "0.24.0"):
+        assert _vllm_sizes(version, q=5)[-4:] == (450, 465, 480, 500)
+    # 0.21.0 also captures max_num_batched_tokens when it is within the largest size; 0.20.0 does not
+    assert _vllm_sizes("0.21.0", max_tokens=100)[-3:] == (88, 96, 100)
+    assert _vllm_sizes("0.20.0", max_tokens=100)[-3:] == (80, 88, 96)
+    # 0.28.0 raises the 512 ceiling to 1024 on data-center Blackwell only: min(256 * 4 * 2, 1024)
+    assert _vllm_sizes("0.28.0", q=4, blackwell=True)[-2:] == (1008, 1024)
+    assert _vllm_sizes("0.27.0", q=4, blackwell=True)[-1] == 512 == _vllm_sizes("0.28.0", q=4)[-1]
+    # 0.32.0 captures the uniform decode batches: max_num_seqs 100 without speculation ...
+    assert 100 in _vllm_sizes("0.32.0", max_num_seqs=100) and 100 not in _vllm_sizes("0.28.0", max_num_seqs=100)
+    # ... and n * (1 + k) for n in 1, 2, 4, max_num_seqs with speculation: 5 requests of k = 5 are 30 tokens,
+    # which the grid rounded to multiples of 6 lacks (24 and 32 -> 24, 36); the largest size is 56 -> 48
+    assert _vllm_sizes("0.28.0", max_num_seqs=5, q=6) == (6, 12, 18, 24, 36, 42, 48)
+    assert _vllm_sizes("0.32.0", max_num_seqs=5, q=6) == (6, 12, 18, 24, 30, 36, 42, 48)
+
+
+def test_vllm_0_32_replays_the_widest_verify_batch_unpadded():
+    def engine(version):
+        data = scenario(workload={"num_requests": 5}, drafter={"kind": "head", "style": "autoregressive", "gamma": 5},
+                        scheduler={"kind": "vllm", "max_batch_size": 5},
+                        cluster={"engine": {"framework": "vllm", "version": version}})
+        return simulator.run(data).built.kind.engine
+    assert engine("0.28.0").launch(0, 5, 6) == engine("0.28.0").launch(0, 6, 6)   # 30 tokens padded to 36
+    assert engine("0.32.0").launch(0, 5, 6).tokens == 30 and engine("0.32.0").launch(0, 5, 6).kind == FULL
 
 def test_a_batch_is_padded_up_to_the_next_captured_size():
     p = GraphPolicy("full", (1, 2, 4, 8, 16), "tokens", True, FULL, (1, 2, 4, 8, 16))
@@ -209,16 +243,91 @@ def test_vllm_pads_verify_batches_to_multiples_of_one_plus_k():
 
 
 def test_sglang_speculation_is_synchronous_unless_spec_v2():
-    assert _spec_kind("sglang", EAGLE).engine.overlap is False
+    assert _spec_kind("sglang", EAGLE, version="0.5.10").engine.overlap is False
     v2 = _spec_kind("sglang", EAGLE, version="0.5.6", async_scheduling=True)
     assert v2.engine.overlap is True
     assert v2.engine.graphs.decode_sizes[:9] == (1, 2, 3, 4, 5, 6, 7, 8, 10)   # the speculative capture list
 
 
+
+def _sglang_tree(version: str, **engine):
+    data = scenario(workload={"num_requests": 10}, drafter={"kind": "head", "style": "autoregressive", "gamma": 3},
+                    speculation={"kind": "dynamic_tree", "builder": "eagle2", "top_k": 2, "depth": 3, "budget": 8},
+                    acceptance={"kind": "pair", "vocab": 12, "zipf": 1.2, "q_power": 0.6},
+                    cluster={"engine": {"framework": "sglang", "version": version, **engine}})
+    return simulator.run(data).built.kind
+
+
+def test_sglang_spec_v2_is_the_default_from_0_5_11_for_chains_and_from_0_5_13_for_trees():
+    """SGLang's own sources (PyPI): environ.py SGLANG_ENABLE_SPEC_V2 is EnvBool(False) through v0.5.10 and
+    EnvBool(True) from v0.5.11; server_args.py of v0.5.11-v0.5.12 falls back to spec v1 (overlap off) for
+    speculative_eagle_topk > 1; v0.5.13's arg_groups/speculative_hook.py has no such fallback; NGRAM turns the
+    overlap off."""
+    draft = {"kind": "draft_model", "model": "llama-68m", "gamma": 3}
+    for version, chain, tree in (("0.5.10", False, False), ("0.5.11", True, False), ("0.5.12", True, False),
+                                 ("0.5.13", True, True), ("0.5.14", True, True)):
+        assert _spec_kind("sglang", EAGLE, version=version).engine.overlap is chain, version
+        assert _spec_kind("sglang", draft, version=version).engine.overlap is chain, version   # STANDALONE
+        assert _sglang_tree(version).engine.overlap is tree, version
+        assert _spec_kind("sglang", {"kind": "ngram", "gamma": 3}, version=version).engine.overlap is False
+    assert _spec_kind("sglang", EAGLE).engine.overlap is True      # the H100 tables' SGLang 0.5.14
+    with pytest.raises(ScenarioError, match="topk 1"):
+        _sglang_tree("0.5.12", async_scheduling=True)
+    assert _sglang_tree("0.5.13", async_scheduling=True).engine.overlap is True
+
 def test_trtllm_one_model_drafting_has_no_host_step_of_its_own():
     one = _spec_kind("trtllm", EAGLE)
     two = _spec_kind("trtllm", {"kind": "draft_model", "model": "llama-68m", "gamma": 3})
     assert one.engine.spec_host_step_s == 0.0 and two.engine.spec_host_step_s > 0.0
+
+
+
+# ---- which speculation methods vLLM runs with async scheduling, by release ---------------------------------
+# Read in vLLM's PyPI releases (vllm/config/vllm.py, VllmConfig.__post_init__): an explicit async_scheduling is
+# refused for methods outside the list 'EAGLE/MTP' (v0.14.0 - v0.15.1), 'EAGLE/MTP/Draft Model' (v0.16.0 on, later
+# with NGram GPU, DSpark, DFlash); the default path turns async off for draft models up to v0.27.x and keeps it
+# on from v0.28.0 (PR #48341). Suffix decoding is in no release's list; Medusa is gone in v0.33.0.
+DRAFT = {"kind": "draft_model", "model": "llama-68m", "gamma": 3}
+MEDUSA = {"kind": "head", "style": "parallel", "gamma": 3}
+
+
+def test_vllm_runs_draft_models_overlapped_by_default_from_0_28():
+    assert _spec_kind("vllm", DRAFT, version="0.27.1").engine.overlap is False
+    assert _spec_kind("vllm", DRAFT, version="0.28.0").engine.overlap is True
+    assert _spec_kind("vllm", DRAFT, version="0.32.0").engine.overlap is True
+    # the methods still outside the list stay synchronous
+    assert _spec_kind("vllm", {"kind": "ngram", "gamma": 3}, version="0.32.0").engine.overlap is False
+    assert _spec_kind("vllm", MEDUSA, version="0.32.0").engine.overlap is False
+
+
+def test_vllm_accepts_async_scheduling_with_a_draft_model_from_0_16():
+    assert _spec_kind("vllm", DRAFT, version="0.16.0", async_scheduling=True).engine.overlap is True
+    with pytest.raises(ScenarioError) as err:
+        _spec_kind("vllm", DRAFT, version="0.15.1", async_scheduling=True)
+    assert err.value.field == "cluster.engine.async_scheduling" and "vllm 0.15.1" in str(err.value)
+
+
+@pytest.mark.parametrize("drafter,version,field,words", [
+    ({"kind": "ngram", "gamma": 3}, "0.24.0", "cluster.engine.async_scheduling", ["EAGLE/MTP and draft-model"]),
+    (MEDUSA, "0.20.0", "cluster.engine.async_scheduling", ["EAGLE/MTP and draft-model"]),
+    (MEDUSA, "0.33.0", "drafter.kind", ["vllm 0.33.0", "no Medusa", "0.32.0"]),
+    ({"kind": "ngram", "gamma": 3}, "0.33.0", "cluster.engine.async_scheduling", ["NgramGPUSpeculator"]),
+])
+def test_vllm_refusals_of_speculation_methods_follow_the_release(drafter, version, field, words):
+    engine = {"version": version} if field == "drafter.kind" else {"version": version, "async_scheduling": True}
+    with pytest.raises(ScenarioError) as err:
+        _spec_kind("vllm", drafter, **engine)
+    text = str(err.value)
+    assert err.value.field == field and "\n" not in text and all(w in text for w in words), text
+
+
+def test_vllm_runs_suffix_decoding_synchronously_in_every_release():
+    data = scenario(workload={"num_requests": 5}, cluster={"model": "qwen2.5-coder-0.5b",
+                                                           "engine": {"version": "0.24.0", "async_scheduling": True}},
+                    **SUFFIX)
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    assert err.value.field == "cluster.engine.async_scheduling" and "suffix" in str(err.value)
 
 
 # ---- bad input ---------------------------------------------------------------------------------------
