@@ -921,6 +921,10 @@ CASES = [
     Hostile("reproduce_out_beside_a_users_file_of_its_name",
             lambda tmp: ["reproduce", "tetris", "--quiet", "--out", _write(tmp, "tetris.csv", "the user's").parent],
             "tetris.csv exists and was not written by draftsim reproduce"),
+    # ---- helper5: the README's promises, walked as a new user (2026-11-28) ---------------------------------
+    # --trace-requests without --trace was ignored: exit 0 and no trace.json
+    Hostile("run_trace_requests_without_trace", run(None, "--trace-requests", "5"),
+            "--trace-requests: sets how many request slices trace.json draws, which only --trace writes"),
 ]
 
 
