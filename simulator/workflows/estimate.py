@@ -7,7 +7,8 @@ The step is a decode step of `batch` requests, each with `context_tokens` cached
 engine-time model and step-cost code as a `draftsim run` of that model, hardware, parallelism and
 `cluster.latency` block, so the numbers are the simulator's. The per-op-kind breakdown prices the op
 graph op by op; for decode steps the simulator interpolates between multiples of 16 tokens of context
-(simulator.cost.step_cost), so the breakdown's sum may differ from `kernel_seconds` by < 0.1 %. The
+(simulator.cost.step_cost), so the breakdown's sum may differ from `kernel_seconds` by < 0.1 %; a source
+that prices whole passes (`engine_profile`) has one kind, `pass`, the measured pass itself. The
 breakdown prices ops as the tables do; where the latency model has a power limit under sustained load
 (measured h100-sxm GEMMs, profiles.measured.power_limit) `power_limit` says what it adds to the step's dense
 part, which `kernel_seconds` includes.
@@ -29,6 +30,8 @@ from models.ops import ATTN_DECODE, ATTN_PREFILL
 from models.step import StepShape
 from simulator.cost.step_cost import StepCostModel
 from simulator.console.contract import parse_args
+
+WHOLE_PASS = "pass"   # the breakdown's one kind where the latency source prices whole passes (engine_profile)
 
 
 def _latency_config(latency):
@@ -134,7 +137,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     max_batch_size and max_batched_tokens set the engine's CUDA-graph capture sizes; default 256 and 8192).
     ScenarioError naming the argument on bad input."""
     from models.spec import DTYPE_BYTES, KV_DTYPES
-    from profiles.select import describe_latency
+    from profiles.select import LATENCY_SOURCES, describe_latency
     from simulator.errors import ScenarioError
     from simulator.cluster.factory import build_replica_kind
     from simulator.config.validation import validate_config
@@ -182,6 +185,13 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     breakdown: dict[str, float] = {}
     ops = []
     priced = step_ops(spec, shape, par, dtype, kind.kv_dtype)
+    if LATENCY_SOURCES[latency_config.source].whole_passes:
+        # engine_profile prices the real engine's whole measured pass; its op prices are the roofline's, of
+        # which only FLOPs and bytes are used, so an op-kind breakdown would not add up to the step (a 300-token
+        # prefill: 0.49 s of ops against a 5.4 s pass)
+        priced = []
+        breakdown[WHOLE_PASS] = target.seconds - target.engine_s
+        ops.append({"name": "forward pass", "kind": WHOLE_PASS, "count": 1, "seconds": breakdown[WHOLE_PASS]})
     for op in priced:
         seconds = op.count * lat.op_seconds(op)
         breakdown[op.kind] = breakdown.get(op.kind, 0.0) + seconds
