@@ -273,7 +273,8 @@ def format_estimate(result: dict) -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="draftsim estimate", description=(
         "Price one engine step exactly as the simulator does (kernels by op kind, engine time)."))
-    p.add_argument("--model", required=True, help="catalog model (draftsim catalog models) or a Hugging Face config.json")
+    p.add_argument("--model", required=True, help="catalog model (draftsim catalog models), a Hugging Face config.json or a "
+                   "catalog-format model YAML")
     p.add_argument("--hardware", required=True, help="catalog hardware (draftsim catalog hardware) or a hardware YAML")
     p.add_argument("--tp", type=int, default=1, help="tensor parallelism (default 1)")
     p.add_argument("--dtype", default="bf16", help="weights: fp32 | bf16 | fp16 | fp8 | fp8_block | int4 | nvfp4 | mxfp4 (default bf16)")
@@ -282,11 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", type=int, default=0, help="cached tokens per request (default 0)")
     p.add_argument("--query-tokens", type=int, default=1, help="query tokens per decode request (γ+1 to verify)")
     p.add_argument("--prefill-tokens", type=int, default=0, help="prompt tokens per request: a prefill step")
-    p.add_argument("--source", default=None, help="latency source: auto | measured | profile | roofline")
+    p.add_argument("--source", default=None, help="latency source: auto | measured | profile | roofline | engine_profile "
+                   "(with --profile-dir)")
     p.add_argument("--framework", default=None, help="serving framework: vllm | sglang | trtllm")
     p.add_argument("--version", default=None, help="framework version of the measured tables (default newest)")
     p.add_argument("--profile-dir", default=None, help="with --source profile: the profile directory written by "
-                   "draftsim profile (default: profiles/data/<hardware>/)")
+                   "draftsim profile (default: profiles/data/<hardware>/); with --source engine_profile (required): "
+                   "one written by draftsim profile --engine vllm")
     p.add_argument("--no-engine-time", action="store_true", help="kernels only")
     p.add_argument("--engine-version", default=None, help="serving-engine release to model (cluster.engine.version)")
     p.add_argument("--cuda-graphs", default=None, choices=["full", "piecewise", "none"],

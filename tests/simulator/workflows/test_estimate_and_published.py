@@ -95,6 +95,27 @@ def test_estimate_cli(capsys):
     err = capsys.readouterr().err
     assert err.startswith("draftsim estimate: error: tp:") and len(err.strip().splitlines()) == 1
     assert cli(["estimate", "--model", "nope", "--hardware", "h100-sxm"]) == 2
+    assert "or a catalog-format model YAML" in capsys.readouterr().err
+
+
+def test_estimate_takes_a_catalog_format_model_yaml(tmp_path, capsys):
+    """README: `draftsim estimate --model` takes what `cluster.model` does, a catalog-format YAML too (its
+    --help and its unknown-model error named only a catalog name or a config.json)."""
+    import dataclasses
+
+    import yaml
+
+    from models.catalog import get_model
+    spec = get_model("llama-3-8b")
+    fields = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("name", "source")}
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump({"my-llama": fields}))
+    args = ["estimate", "--hardware", "h100-sxm", "--batch", "8", "--context", "512", "--json"]
+    assert cli([*args, "--model", "llama-3-8b"]) == 0
+    catalog = json.loads(capsys.readouterr().out)
+    assert cli([*args, "--model", str(path)]) == 0
+    mine = json.loads(capsys.readouterr().out)
+    assert mine["step"]["model"] == "my-llama" and mine["seconds"] == catalog["seconds"]
 
 
 def test_unknown_framework_version_is_a_one_line_exit_2(tmp_path, capsys):
