@@ -296,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CUDA-graph mode (cluster.engine.cuda_graphs; default: the engine version's)")
     p.add_argument("--async-scheduling", default=None, choices=["on", "off"],
                    help="host work overlapped with the GPU (cluster.engine.async_scheduling; default: the version's)")
-    p.add_argument("--host-cpu", default=None, help="host CPU (cluster.engine.host_cpu: a catalog id)")
+    p.add_argument("--host-cpu", default=None, help="host CPU (cluster.engine.host_cpu): a catalog id, or the host's "
+                   "calibration_us (µs of profiles/engine_time/measure_launch.py --host-only)")
     p.add_argument("--max-num-seqs", type=int, default=None,
                    help="the engine's max running requests (sets its CUDA-graph capture sizes; default 256)")
     p.add_argument("--max-num-batched-tokens", type=int, default=None,
@@ -337,6 +338,7 @@ def _given(args: argparse.Namespace, flags: dict[str, str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from models.errors import ascii_number
     from simulator.errors import ScenarioError
     args = parse_args(build_parser(), argv)
     if isinstance(args, int):
@@ -352,6 +354,11 @@ def main(argv: list[str] | None = None) -> int:
     engine = _given(args, ENGINE_FLAGS)
     if "async_scheduling" in engine:   # (on / off)
         engine["async_scheduling"] = engine["async_scheduling"] == "on"
+    if "host_cpu" in engine:   # a catalog id, or a number: its calibration_us, as cluster.engine.host_cpu takes
+        try:
+            engine["host_cpu"] = {"calibration_us": ascii_number(float, engine["host_cpu"])}
+        except ValueError:
+            pass
     scheduler = _given(args, SCHEDULER_FLAGS)
     try:
         result = estimate_step(args.model, args.hardware, tp=args.tp, dtype=args.dtype, batch=args.batch,
