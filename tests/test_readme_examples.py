@@ -162,3 +162,8 @@ def test_every_repository_path_the_readme_names_exists():
     assert _expand_braces("h/{a,b}_{c,d}.yaml") == ["h/a_c.yaml", "h/a_d.yaml", "h/b_c.yaml", "h/b_d.yaml"]
     missing = sorted({path for _, path in paths if not (REPO / path).exists()})
     assert not missing, f"README.md names paths that do not exist: {missing}"
+    # every README's test files, backticked or not (scenarios/speculation/README.md named tests/test_engine_policies.py)
+    tests = {(str(readme.relative_to(REPO)), path) for readme in READMES
+             for path in re.findall(r"(?<![\w/])tests/[\w/]+\.py", readme.read_text())}
+    assert len(tests) >= 20
+    assert not sorted(t for t in tests if not (REPO / t[1]).is_file())
