@@ -74,7 +74,7 @@ def load_model(ref, base_dir: Path | str | None = None) -> ModelSpec:
     if not ref.lower().endswith(FILE_SUFFIXES):
         if ref.strip() and path.is_dir():   # ('' is the current folder to pathlib)
             raise ValueError(_folder_problem(ref, path))
-        raise UnknownNameError("model", ref, catalog(), also="or a path to a Hugging Face config.json")
+        raise UnknownNameError("model", ref, catalog(), also="or a path to a Hugging Face config.json or a catalog-format model YAML")
     if file_kind_problem(path) == "file not found":   # (a FIFO, a device, ...: read_document says what it is)
         raise ValueError(f"{path}: file not found (a model file is a Hugging Face config.json or a catalog-format YAML)")
     return load_hf_config(path) if path.suffix.lower() == ".json" else _yaml_entry(path)

@@ -19,6 +19,9 @@ from models.errors import bounded
 from simulator.console.contract import EXIT_USAGE, QUIET_HELP, guarded, parse_args
 
 
+TRACE_REQUESTS = 1000   # request slices trace.json draws unless --trace-requests says otherwise
+
+
 def _steps_traced(outputs) -> str:
     """Which steps trace.json draws: every step, or the kept sample (`outputs.steps: sampled`)."""
     return f"one in {outputs.step_sample_every} of each replica's, as kept" if outputs.steps == "sampled" else "all"
@@ -34,6 +37,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from simulator.config.scenario import load_scenario
 
     t0 = time.perf_counter()
+    if args.trace_requests is not None and not args.trace:   # (it was ignored: exit 0 and no trace.json)
+        from simulator.errors import ScenarioError
+        raise ScenarioError("--trace-requests", "sets how many request slices trace.json draws, which only --trace "
+                                                "writes; add --trace or leave --trace-requests out")
+    trace_requests = TRACE_REQUESTS if args.trace_requests is None else args.trace_requests
     sugar = [f"simulation.{key}={value}" for key, value in (("executor", args.executor), ("workers", args.workers))
              if value is not None]
     scenario, folder = load_scenario(args.scenario, sugar + args.set)
@@ -56,9 +64,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         extra["trace.json"] = trace_json(result.requests, result.steps,
                                          gpus_per_replica=result.summary["gpus_per_replica"],
                                          replica_names=pool_replica_names(result.summary),
-                                         max_request_tracks=args.trace_requests)
-        if len(result.requests) > args.trace_requests:
-            warnings.warn(f"trace.json: request slices for the first {args.trace_requests:,} of "
+                                         max_request_tracks=trace_requests)
+        if len(result.requests) > trace_requests:
+            warnings.warn(f"trace.json: request slices for the first {trace_requests:,} of "
                           f"{len(result.requests):,} requests (steps: {_steps_traced(scenario.outputs)}); "
                           "--trace-requests N to change",
                           UserWarning, stacklevel=1)
@@ -228,10 +236,10 @@ def build_parser(registered: bool = True) -> argparse.ArgumentParser:
                    help="also write trace.json: a Chrome/Perfetto timeline (one track per replica with prefill, "
                         "draft, verify and engine spans per step, and one slice per request with its id; "
                         "open in ui.perfetto.dev)")
-    r.add_argument("--trace-requests", type=bounded(minimum=0), default=1000, metavar="N",
-                   help="with --trace: draw the request slices of the first N request ids (default 1000, so "
-                        "that huge runs stay loadable; every step is drawn whatever N); a warning says when "
-                        "requests are left out")
+    r.add_argument("--trace-requests", type=bounded(minimum=0), default=None, metavar="N",
+                   help=f"with --trace: draw the request slices of the first N request ids (default "
+                        f"{TRACE_REQUESTS}, so that huge runs stay loadable; every step is drawn whatever N); a "
+                        "warning says when requests are left out")
     r.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     r.set_defaults(func=_cmd_run)
     c = sub.add_parser("catalog", help="list the model or hardware catalog with their key figures",

@@ -36,5 +36,12 @@ def entry(main=None) -> None:
             raise
         from simulator.console.contract import interrupted
         code = interrupted()
+    try:   # what is still buffered for a pipe (`draftsim estimate ... | head -1`) is written now, not at exit
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from simulator.console.contract import EXIT_READER_GONE, stdout_reader_gone
+        if not stdout_reader_gone():
+            raise
+        code = EXIT_READER_GONE
     gc.freeze()
     sys.exit(code)

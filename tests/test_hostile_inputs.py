@@ -945,6 +945,10 @@ CASES = [
     Hostile("vllm_0_33_medusa_heads", run(cluster={"engine": {"version": "0.33.0"}},
                                           drafter={"kind": "head", "style": "parallel", "gamma": 3}),
             "drafter.kind: vllm 0.33.0 has no Medusa speculation"),
+    # ---- helper5: the README's promises, walked as a new user (2026-11-28) ---------------------------------
+    # --trace-requests without --trace was ignored: exit 0 and no trace.json
+    Hostile("run_trace_requests_without_trace", run(None, "--trace-requests", "5"),
+            "--trace-requests: sets how many request slices trace.json draws, which only --trace writes"),
 ]
 
 

@@ -129,3 +129,41 @@ def test_readme_dask_example_without_a_scheduler_fails_cleanly(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--executor" in lines[0] and "scheduler:8786" in lines[0], done.stderr
     assert not any(tmp_path.iterdir())  # no empty store left behind
+
+
+# Folders of this repository: a backticked path starting with one of them names a file or folder of the
+# checkout, which must exist (a test file moved into tests/<package>/ left four stale names in README.md).
+REPO_ROOTS = ("models/", "profiles/", "theory/", "simulator/", "scenarios/", "tests/", ".ci/")
+
+
+def _expand_braces(path: str) -> list[str]:
+    """`a/{b,c}_{d,e}.yaml` -> the four paths it stands for."""
+    match = re.match(r"(.*?)\{(.*?)\}(.*)", path)
+    if not match:
+        return [path]
+    return [p for part in match.group(2).split(",") for p in _expand_braces(match.group(1) + part + match.group(3))]
+
+
+def readme_paths() -> list[tuple[str, str]]:
+    """(README, path) of every backticked repository path in README.md; placeholders (`<id>`) and globs are
+    cut at their first placeholder, so that the folder before it is what must exist."""
+    found = []
+    for token in re.findall(r"`([^`\s]+)`", (REPO / "README.md").read_text()):
+        token = token.split("::")[0].rstrip(".,;:")
+        if token.startswith(REPO_ROOTS):
+            for path in _expand_braces(token):
+                found.append(("README.md", re.split(r"[<*\[]", path)[0]))
+    return found
+
+
+def test_every_repository_path_the_readme_names_exists():
+    paths = readme_paths()
+    assert len(paths) >= 100 and ("README.md", "simulator/core/kv/") in paths
+    assert _expand_braces("h/{a,b}_{c,d}.yaml") == ["h/a_c.yaml", "h/a_d.yaml", "h/b_c.yaml", "h/b_d.yaml"]
+    missing = sorted({path for _, path in paths if not (REPO / path).exists()})
+    assert not missing, f"README.md names paths that do not exist: {missing}"
+    # every README's test files, backticked or not (scenarios/speculation/README.md named tests/test_engine_policies.py)
+    tests = {(str(readme.relative_to(REPO)), path) for readme in READMES
+             for path in re.findall(r"(?<![\w/])tests/[\w/]+\.py", readme.read_text())}
+    assert len(tests) >= 20
+    assert not sorted(t for t in tests if not (REPO / t[1]).is_file())

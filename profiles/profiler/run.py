@@ -364,7 +364,8 @@ def _time_point(bench, dev, timing, flush, kind, method, dims, eager_points, ski
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="draftsim profile",
                                      description="Time the op kernels of catalog models; write a profile table.")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the kernels are timed: cpu (this machine) or cuda (its GPU) (default: cpu)")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
                         help="comma-separated catalog model names (default: %(default)s)")
     parser.add_argument("--out", default=None, help="output directory (default: out/profiles/<device-id>/)")

@@ -294,10 +294,11 @@ def check_expert_dtype(target: ModelSpec, dtype: str, hw: HardwareSpec) -> None:
 
 def measured_passes(lat, target_cost, built_drafter, drafter):
     """Target and draft pass pricers of `cluster.latency.source: engine_profile` (simulator.cost.measured_pass):
-    a real engine's measured passes of the catalog models (what else it needs: simulator.cluster.target_costs)."""
+    a real engine's measured passes of the catalog models (what else it needs: simulator.cluster.target_costs).
+    `drafter` None: no drafter section (`draftsim estimate` prices the target alone)."""
     from simulator.cost.measured_pass import MeasuredPassCost
-    if drafter.kind not in ("none", "ngram", "draft_model") or (
-            drafter.kind == "draft_model" and (drafter.placement != "colocated" or drafter.layer_parallel > 1)):
+    if drafter is not None and (drafter.kind not in ("none", "ngram", "draft_model") or (
+            drafter.kind == "draft_model" and (drafter.placement != "colocated" or drafter.layer_parallel > 1))):
         raise ScenarioError("drafter.kind", "engine_profile prices n-gram drafters and colocated draft models "
                             "(placement colocated, layer_parallel 1) only")
     try:

@@ -7,6 +7,8 @@
   whenever it comes (simulator.console.interrupts);
   outputs are written atomically (simulator.results.outputs) and sweeps store finished points only,
   so nothing is half-written and `draftsim sweep --resume` continues.
+- stdout's reader gone (`draftsim catalog models | head -3`): nothing printed, exit 141 (`EXIT_READER_GONE`,
+  the shell's 128 + SIGPIPE, as a tool killed by SIGPIPE); it is not bad input.
 - Anything else is a bug in draftsim and keeps its traceback.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ from simulator.console.interrupts import after_ctrl_c, pending
 
 EXIT_OK = 0
 EXIT_FAILED_CHECK = 1
+EXIT_READER_GONE = 141   # the shell's 128 + SIGPIPE: stdout is a pipe whose reader has closed it
 # --quiet of the commands: progress and the report go; a warning (e.g. a price from the roofline where no
 # measurement covers it) and errors still go to stderr
 QUIET_HELP = "no progress and no report on success (warnings and errors still go to stderr)"
@@ -98,6 +101,8 @@ def _failed(exc: BaseException, command: str | None) -> int:
 
     if isinstance(exc, (ScenarioError, UnknownNameError)):
         return fail(str(exc), command)
+    if isinstance(exc, BrokenPipeError) and stdout_reader_gone():   # (it printed 'error: Broken pipe', exit 2)
+        return EXIT_READER_GONE
     if isinstance(exc, ModuleNotFoundError) and (message := missing_extra(exc)) is not None:
         return fail(message, command)
     if isinstance(exc, MemoryError):
@@ -107,6 +112,25 @@ def _failed(exc: BaseException, command: str | None) -> int:
         where = getattr(exc, "filename", None)
         return fail(f"{where}: {exc.strerror or exc}" if where else str(exc.strerror or exc), command)
     raise exc
+
+
+def stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll says POLLERR on its write end); if so, stdout
+    is pointed at /dev/null, so that the interpreter's flush of what is still buffered at exit does not fail
+    again ('Exception ignored ... BrokenPipeError', exit 120)."""
+    import os
+    import select
+    try:
+        watch = select.poll()
+        watch.register(sys.stdout.fileno(), select.POLLOUT)
+        gone = any(events & select.POLLERR for _, events in watch.poll(0))
+    except (AttributeError, OSError, ValueError):   # (no poll on this platform, stdout closed or replaced)
+        return False
+    if gone:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return gone
 
 
 def command_main(parser: argparse.ArgumentParser, argv: list[str] | None, action: Callable[[argparse.Namespace], int | None],

@@ -192,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vary", action="append", nargs="+", default=[], metavar="KEY=VALUE",
                    help="one variant of the (single) scenario: one or more overrides (repeat for more variants)")
     p.add_argument("--out", help="output folder (default: out/compare/<first scenario name>)")
-    p.add_argument("--step-mode", choices=["bulk", "step"], default=None)
+    p.add_argument("--step-mode", choices=["bulk", "step"], default=None,
+                   help="override every run's simulation.step_mode: decode steps in bulk (fast) or one event per "
+                        "step (reference); same outputs")
     p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     return p
 

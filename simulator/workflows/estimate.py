@@ -7,7 +7,8 @@ The step is a decode step of `batch` requests, each with `context_tokens` cached
 engine-time model and step-cost code as a `draftsim run` of that model, hardware, parallelism and
 `cluster.latency` block, so the numbers are the simulator's. The per-op-kind breakdown prices the op
 graph op by op; for decode steps the simulator interpolates between multiples of 16 tokens of context
-(simulator.cost.step_cost), so the breakdown's sum may differ from `kernel_seconds` by < 0.1 %. The
+(simulator.cost.step_cost), so the breakdown's sum may differ from `kernel_seconds` by < 0.1 %; a source
+that prices whole passes (`engine_profile`) has one kind, `pass`, the measured pass itself. The
 breakdown prices ops as the tables do; where the latency model has a power limit under sustained load
 (measured h100-sxm GEMMs, profiles.measured.power_limit) `power_limit` says what it adds to the step's dense
 part, which `kernel_seconds` includes.
@@ -29,6 +30,8 @@ from models.ops import ATTN_DECODE, ATTN_PREFILL
 from models.step import StepShape
 from simulator.cost.step_cost import StepCostModel
 from simulator.console.contract import parse_args
+
+WHOLE_PASS = "pass"   # the breakdown's one kind where the latency source prices whole passes (engine_profile)
 
 
 def _latency_config(latency):
@@ -134,7 +137,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     max_batch_size and max_batched_tokens set the engine's CUDA-graph capture sizes; default 256 and 8192).
     ScenarioError naming the argument on bad input."""
     from models.spec import DTYPE_BYTES, KV_DTYPES
-    from profiles.select import describe_latency
+    from profiles.select import LATENCY_SOURCES, describe_latency
     from simulator.errors import ScenarioError
     from simulator.cluster.factory import build_replica_kind
     from simulator.config.validation import validate_config
@@ -182,6 +185,13 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     breakdown: dict[str, float] = {}
     ops = []
     priced = step_ops(spec, shape, par, dtype, kind.kv_dtype)
+    if LATENCY_SOURCES[latency_config.source].whole_passes:
+        # engine_profile prices the real engine's whole measured pass; its op prices are the roofline's, of
+        # which only FLOPs and bytes are used, so an op-kind breakdown would not add up to the step (a 300-token
+        # prefill: 0.49 s of ops against a 5.4 s pass)
+        priced = []
+        breakdown[WHOLE_PASS] = target.seconds - target.engine_s
+        ops.append({"name": "forward pass", "kind": WHOLE_PASS, "count": 1, "seconds": breakdown[WHOLE_PASS]})
     for op in priced:
         seconds = op.count * lat.op_seconds(op)
         breakdown[op.kind] = breakdown.get(op.kind, 0.0) + seconds
@@ -263,7 +273,8 @@ def format_estimate(result: dict) -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="draftsim estimate", description=(
         "Price one engine step exactly as the simulator does (kernels by op kind, engine time)."))
-    p.add_argument("--model", required=True, help="catalog model (draftsim catalog models) or a Hugging Face config.json")
+    p.add_argument("--model", required=True, help="catalog model (draftsim catalog models), a Hugging Face config.json or a "
+                   "catalog-format model YAML")
     p.add_argument("--hardware", required=True, help="catalog hardware (draftsim catalog hardware) or a hardware YAML")
     p.add_argument("--tp", type=int, default=1, help="tensor parallelism (default 1)")
     p.add_argument("--dtype", default="bf16", help="weights: fp32 | bf16 | fp16 | fp8 | fp8_block | int4 | nvfp4 | mxfp4 (default bf16)")
@@ -272,18 +283,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", type=int, default=0, help="cached tokens per request (default 0)")
     p.add_argument("--query-tokens", type=int, default=1, help="query tokens per decode request (γ+1 to verify)")
     p.add_argument("--prefill-tokens", type=int, default=0, help="prompt tokens per request: a prefill step")
-    p.add_argument("--source", default=None, help="latency source: auto | measured | profile | roofline")
+    p.add_argument("--source", default=None, help="latency source: auto | measured | profile | roofline | engine_profile "
+                   "(with --profile-dir)")
     p.add_argument("--framework", default=None, help="serving framework: vllm | sglang | trtllm")
     p.add_argument("--version", default=None, help="framework version of the measured tables (default newest)")
     p.add_argument("--profile-dir", default=None, help="with --source profile: the profile directory written by "
-                   "draftsim profile (default: profiles/data/<hardware>/)")
+                   "draftsim profile (default: profiles/data/<hardware>/); with --source engine_profile (required): "
+                   "one written by draftsim profile --engine vllm")
     p.add_argument("--no-engine-time", action="store_true", help="kernels only")
     p.add_argument("--engine-version", default=None, help="serving-engine release to model (cluster.engine.version)")
     p.add_argument("--cuda-graphs", default=None, choices=["full", "piecewise", "none"],
                    help="CUDA-graph mode (cluster.engine.cuda_graphs; default: the engine version's)")
     p.add_argument("--async-scheduling", default=None, choices=["on", "off"],
                    help="host work overlapped with the GPU (cluster.engine.async_scheduling; default: the version's)")
-    p.add_argument("--host-cpu", default=None, help="host CPU (cluster.engine.host_cpu: a catalog id)")
+    p.add_argument("--host-cpu", default=None, help="host CPU (cluster.engine.host_cpu): a catalog id, or the host's "
+                   "calibration_us (µs of profiles/engine_time/measure_launch.py --host-only)")
     p.add_argument("--max-num-seqs", type=int, default=None,
                    help="the engine's max running requests (sets its CUDA-graph capture sizes; default 256)")
     p.add_argument("--max-num-batched-tokens", type=int, default=None,
@@ -324,6 +338,7 @@ def _given(args: argparse.Namespace, flags: dict[str, str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from models.errors import ascii_number
     from simulator.errors import ScenarioError
     args = parse_args(build_parser(), argv)
     if isinstance(args, int):
@@ -339,6 +354,11 @@ def main(argv: list[str] | None = None) -> int:
     engine = _given(args, ENGINE_FLAGS)
     if "async_scheduling" in engine:   # (on / off)
         engine["async_scheduling"] = engine["async_scheduling"] == "on"
+    if "host_cpu" in engine:   # a catalog id, or a number: its calibration_us, as cluster.engine.host_cpu takes
+        try:
+            engine["host_cpu"] = {"calibration_us": ascii_number(float, engine["host_cpu"])}
+        except ValueError:
+            pass
     scheduler = _given(args, SCHEDULER_FLAGS)
     try:
         result = estimate_step(args.model, args.hardware, tp=args.tp, dtype=args.dtype, batch=args.batch,

@@ -21,25 +21,27 @@ import tempfile
 from pathlib import Path
 
 from models.errors import bounded
-from simulator.console.contract import command_main
+from simulator.console.contract import QUIET_HELP, command_main
 
 CORES = os.cpu_count() or 1
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="draftsim profile --engine vllm", description=__doc__.split("\n")[0])
-    p.add_argument("--engine", choices=("vllm",), required=True)
+    p.add_argument("--engine", choices=("vllm",), required=True, help="the serving engine whose passes are timed")
     p.add_argument("--models", required=True, help="comma-separated catalog names, e.g. qwen2.5-coder-0.5b")
     p.add_argument("--models-dir", default=".weights/hf", help="folder of converted HF model folders")
     p.add_argument("--vllm-python", default=None, help="the Python that has vLLM (default: $DRAFTSIM_VLLM_PYTHON, "
                                                        "else this one)")
-    p.add_argument("--out", default="out/engine-profile")
+    p.add_argument("--out", default="out/engine-profile", help="output folder (default: out/engine-profile)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="vLLM's CPU backend or CUDA")
     # the engine's CPU threads: more than the cores would time contention, not passes
-    p.add_argument("--threads", type=bounded(maximum=CORES), default=min(2, CORES))
-    p.add_argument("--kv-cache-gib", type=bounded(float, 0, exclusive=True), default=2.0)
+    p.add_argument("--threads", type=bounded(maximum=CORES), default=min(2, CORES),
+                   help=f"the engine's CPU threads, 1 to this machine's cores (default {min(2, CORES)})")
+    p.add_argument("--kv-cache-gib", type=bounded(float, 0, exclusive=True), default=2.0,
+                   help="the CPU engine's KV cache space in GiB (VLLM_CPU_KVCACHE_SPACE; default 2)")
     p.add_argument("--quick", action="store_true", help="a small grid (tests, a first look)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     return p
 
 

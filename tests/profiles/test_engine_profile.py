@@ -109,6 +109,28 @@ def test_steps_are_priced_with_the_profiled_passes_and_host_time(tmp_path):
                                             + HOST[0] + HOST[1] + 100 * HOST[2], rel=1e-6)
 
 
+def test_estimate_prices_the_profiled_pass_and_breaks_it_down_as_one(tmp_path, capsys):
+    """`draftsim estimate --source engine_profile` crashed (AttributeError: no drafter section); its op-kind
+    breakdown would have listed roofline op prices that do not add up to the measured pass."""
+    folder = _profile_dir(tmp_path)
+    latency = {"source": "engine_profile", "profile_dir": str(folder)}
+    est = simulator.estimate_step("qwen2.5-coder-1.5b", "cpu-local", dtype="fp32", batch=3, context_tokens=100,
+                                  latency=latency)
+    forward = true_forward(3, 0, 300 + 3) + true_logits(3)   # as test_steps_are_priced_with_the_profiled_passes
+    assert est["kernel_seconds"] == pytest.approx(forward, rel=1e-6)
+    assert est["engine_seconds"] == pytest.approx(HOST[0] + 3 * HOST[1] + 3 * HOST[2], rel=1e-6)
+    assert est["breakdown"] == {"pass": est["kernel_seconds"]} and est["power_limit"] is None
+    pre = simulator.estimate_step("qwen2.5-coder-1.5b", "cpu-local", dtype="fp32", prefill_tokens=100,
+                                  latency=latency)
+    assert pre["kernel_seconds"] == pytest.approx(true_forward(100, attention_pairs(100, 0), 0) + LOGITS[1], rel=1e-6)
+    assert sum(pre["breakdown"].values()) == pre["kernel_seconds"]
+    from simulator.cli import main as cli
+    assert cli(["estimate", "--model", "qwen2.5-coder-1.5b", "--hardware", "cpu-local", "--dtype", "fp32",
+                "--batch", "3", "--context", "100", "--source", "engine_profile", "--profile-dir", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "  pass " in out and "100.0 %   engine_profile" in out
+
+
 def test_vllm_draft_proposer_layout(tmp_path):
     data = _scenario(_profile_dir(tmp_path), drafter={"kind": "draft_model", "model": "qwen2.5-coder-0.5b",
                                                       "gamma": 4, "passes": "vllm"},

@@ -57,3 +57,54 @@ def test_version_prints_the_installed_distributions_version(capsys):
     assert main(["--version"]) == 0
     declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     assert capsys.readouterr().out == f"draftsim {version('draftsim')}\n" == f"draftsim {declared}\n"
+
+
+def test_every_flag_of_draftsims_own_commands_has_a_help_text():
+    """`draftsim <command> --help` explains each flag (compare's --step-mode, profile's --device and five flags
+    of `profile --engine vllm` printed a bare name)."""
+    import argparse
+    import importlib
+    import importlib.util
+
+    from simulator.cli import DELEGATED, build_parser
+
+    parsers = {}
+    for action in build_parser(registered=False)._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            parsers.update({name: sub for name, sub in action.choices.items() if name in ("run", "catalog")})
+    for name, (module, _) in DELEGATED.items():
+        built = getattr(importlib.import_module(module), "build_parser", None)
+        if built is not None:
+            parsers[name] = built()
+    parsers["profile --engine vllm"] = importlib.import_module("simulator.workflows.profile_engine").build_parser()
+    if importlib.util.find_spec("torch") is not None:   # (profiles.profiler.run imports torch: extra `torch`)
+        parsers["profile"] = importlib.import_module("profiles.profiler.run").build_parser()
+    assert {"run", "catalog", "compare", "estimate", "plan", "sweep"} <= set(parsers)
+    bare = [(name, action.option_strings[-1]) for name, parser in parsers.items() for action in parser._actions
+            if action.option_strings and not (action.help or "").strip()]
+    assert not bare, bare
+
+
+def _into_a_closed_pipe(args: list[str], cwd: Path) -> tuple[int, str]:
+    """`draftsim ARGS | head -0`: stdout is a pipe whose reader is gone before draftsim writes."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-c", _VIA_ENTRY, *args], cwd=cwd, stdout=write,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                              timeout=300)
+    finally:
+        os.close(write)
+    return done.returncode, done.stderr
+
+
+def test_a_reader_that_goes_away_is_no_input_error(tmp_path):
+    """`draftsim catalog models | head -3` printed 'draftsim: error: Broken pipe' and exited 2 (bad input), or
+    Python's 'Exception ignored ... BrokenPipeError' and 120 when the output was still buffered at exit; it
+    ends quietly with 141 (128 + SIGPIPE) now, as a tool killed by SIGPIPE."""
+    from simulator.console.contract import EXIT_READER_GONE
+    assert EXIT_READER_GONE == 141
+    for args in (["catalog", "models"], ["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--json"],
+                 ["sweep", str(REPO / "scenarios" / "sweeps" / "quickstart_qps_gamma.yaml"), "--dry-run"]):
+        code, err = _into_a_closed_pipe(args, tmp_path)
+        assert (code, err) == (EXIT_READER_GONE, ""), (args, code, err)

@@ -33,7 +33,8 @@ from simulator.config.validation import validate_config
 from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, SweepSpace, expand, expand_points,
                                              load_sweep)
 from simulator.workflows.sweep.store import SweepStore, open_store
-from simulator.console.contract import EXIT_FAILED_CHECK, QUIET_HELP, parse_args
+from simulator.console.contract import (EXIT_FAILED_CHECK, EXIT_READER_GONE, QUIET_HELP, parse_args,
+                                         stdout_reader_gone)
 
 STATUS_OK, STATUS_INVALID = "ok", "invalid"
 TABLE_METRICS = ("goodput_rps", "ttft_p99_s", "tpot_p50_s", "output_tokens_per_s", "slo_attainment")
@@ -294,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"draftsim sweep: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     except OSError as exc:
+        if isinstance(exc, BrokenPipeError) and stdout_reader_gone():   # (--dry-run's list into `| head`)
+            return EXIT_READER_GONE
         print(f"draftsim sweep: error: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}",
               file=sys.stderr)
         return 2

@@ -95,6 +95,43 @@ def test_estimate_cli(capsys):
     err = capsys.readouterr().err
     assert err.startswith("draftsim estimate: error: tp:") and len(err.strip().splitlines()) == 1
     assert cli(["estimate", "--model", "nope", "--hardware", "h100-sxm"]) == 2
+    assert "or a catalog-format model YAML" in capsys.readouterr().err
+
+
+def test_estimate_host_cpu_takes_a_calibration_as_the_engine_block_does(capsys):
+    """`--host-cpu 9000` was looked up as a host's name ('unknown host', the error advising a
+    {calibration_us: N} the command line cannot give); a number is the host's calibration_us now."""
+    args = ["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--batch", "8", "--async-scheduling",
+            "off", "--json"]
+    assert cli([*args, "--host-cpu", "9000"]) == 0
+    flag = json.loads(capsys.readouterr().out)
+    api = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=8,
+                                  engine={"async_scheduling": False, "host_cpu": {"calibration_us": 9000}})
+    default = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=8, engine={"async_scheduling": False})
+    assert flag["seconds"] == api["seconds"] != default["seconds"]
+    assert flag["engine_time"]["host_scale"] == api["engine_time"]["host_scale"] == pytest.approx(9000 / 8730, rel=1e-4)
+    assert cli([*args, "--host-cpu", "1"]) == 2
+    assert capsys.readouterr().err.startswith("draftsim estimate: error: --host-cpu: calibration_us: 1.0")
+
+
+def test_estimate_takes_a_catalog_format_model_yaml(tmp_path, capsys):
+    """README: `draftsim estimate --model` takes what `cluster.model` does, a catalog-format YAML too (its
+    --help and its unknown-model error named only a catalog name or a config.json)."""
+    import dataclasses
+
+    import yaml
+
+    from models.catalog import get_model
+    spec = get_model("llama-3-8b")
+    fields = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("name", "source")}
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump({"my-llama": fields}))
+    args = ["estimate", "--hardware", "h100-sxm", "--batch", "8", "--context", "512", "--json"]
+    assert cli([*args, "--model", "llama-3-8b"]) == 0
+    catalog = json.loads(capsys.readouterr().out)
+    assert cli([*args, "--model", str(path)]) == 0
+    mine = json.loads(capsys.readouterr().out)
+    assert mine["step"]["model"] == "my-llama" and mine["seconds"] == catalog["seconds"]
 
 
 def test_unknown_framework_version_is_a_one_line_exit_2(tmp_path, capsys):
