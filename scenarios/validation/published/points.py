@@ -40,10 +40,13 @@ MODELS = {
     "Qwen/Qwen3-8B": "qwen3-8b",
     "deepseek-ai/DeepSeek-R1": "deepseek-v3",        # DeepSeek-V3's architecture (R1 is post-trained from V3-Base)
     "nvidia/DeepSeek-R1-FP4": "deepseek-v3",
+    "openai/gpt-oss-120b": "gpt-oss-120b",   # MXFP4 experts, the rest bf16 (dtype mxfp4)
+    "openai/gpt-oss-20b": "gpt-oss-20b",
 }
 # Published engine names -> draftsim serving framework (engine-time model and measured tables).
 FRAMEWORKS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nvidia-nim (trtllm backend)": "trtllm"}
-DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
+DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4",
+          "mxfp4": "mxfp4"}
 
 
 class Source(BaseModel):
