@@ -921,6 +921,10 @@ CASES = [
     Hostile("reproduce_out_beside_a_users_file_of_its_name",
             lambda tmp: ["reproduce", "tetris", "--quiet", "--out", _write(tmp, "tetris.csv", "the user's").parent],
             "tetris.csv exists and was not written by draftsim reproduce"),
+    # ---- helper6: published gpt-oss points, the vLLM entrypoint (2026-11-28) --------------------------------
+    # a point's workload.entrypoint other than llm / api_server (a typo of `vllm serve`'s) is refused at load
+    Hostile("points_unknown_entrypoint", points([merge(POINT, {"workload": {"entrypoint": "serve"}})]),
+            "workload: entrypoint: 'serve' is not one of llm, api_server"),
 ]
 
 

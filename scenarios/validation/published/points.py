@@ -78,6 +78,11 @@ class Acceptance(BaseModel):
 NUMERIC_WORKLOAD_FIELDS = ("m", "n", "k", "batch", "seq_len", "context_tokens", "prefill_tokens",
                            "query_tokens_per_seq", "input_tokens", "output_tokens", "num_prompts", "concurrency",
                            "qps", "num_speculative_tokens", "tree_nodes", "eagle_topk")
+# How a vLLM point's engine was started (`workload.entrypoint`, default llm): the offline `LLM` class
+# (benchmark_throughput.py, examples/offline_inference) or the OpenAI API server (`vllm serve`, timed with
+# benchmark_serving.py / `vllm bench serve`). vLLM V1 gives them different batching defaults
+# (predict.scheduler_defaults).
+ENTRYPOINTS = ("llm", "api_server")
 
 
 class Point(BaseModel):
@@ -129,6 +134,8 @@ class Point(BaseModel):
             if key in NUMERIC_WORKLOAD_FIELDS and value is not None and (
                     isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
                 raise ValueError(f"{key}: {value!r} is not a number >= 0")
+        if workload.get("entrypoint", "llm") not in ENTRYPOINTS:
+            raise ValueError(f"entrypoint: {workload['entrypoint']!r} is not one of {', '.join(ENTRYPOINTS)}")
         return workload
 
     def w(self, key: str, default=None):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.validation.published.points import DTYPES, Point, catalog_model, framework
+from scenarios.validation.published.points import DTYPES, ENTRYPOINTS, Point, catalog_model, framework
 
 # Context assumed when a decode-step point does not state it (batch-1 tokens/s on chat prompts): the
 # attention over 256 cached tokens is < 3 % of a batch-1 step of the models in the registry.
@@ -147,12 +147,6 @@ def predict_step(point: Point, latency: dict | None = None) -> Prediction:
 
 
 # ---- serving ---------------------------------------------------------------------------------------
-# How a vLLM point's engine was started (workload field `entrypoint`): the offline `LLM` class
-# (benchmark_throughput.py, examples/offline_inference) or the OpenAI API server (`vllm serve`, timed with
-# benchmark_serving.py / `vllm bench serve`). vLLM V1 gives them different batching defaults.
-VLLM_ENTRYPOINTS = ("llm", "api_server")
-
-
 def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None,
                        entrypoint: str = "llm") -> dict:
     """The engine's default batching scheduler and limits at `version` (None: the newest).
@@ -174,8 +168,8 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
         return {"kind": "trtllm", "max_batched_tokens": 8192, "max_batch_size": 2048}
     if fw == "vllm" and version is not None and version_key(version) < version_key("0.8.0"):
         return {"kind": "vllm", "max_batched_tokens": 32768, "max_batch_size": 256}
-    if entrypoint not in VLLM_ENTRYPOINTS:
-        raise Unpredictable(f"vLLM entrypoint {entrypoint!r} is not one of {', '.join(VLLM_ENTRYPOINTS)}")
+    if entrypoint not in ENTRYPOINTS:
+        raise Unpredictable(f"vLLM entrypoint {entrypoint!r} is not one of {', '.join(ENTRYPOINTS)}")
     big = get_hardware(hardware).hbm_bytes >= 70 * 2**30 and not hardware.startswith("a100")
     tokens = {("llm", True): 16384, ("api_server", True): 8192,
               ("llm", False): 8192, ("api_server", False): 2048}[entrypoint, big]
