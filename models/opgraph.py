@@ -357,10 +357,15 @@ def window_pairs(offset: float, chunk: float, window: float) -> float:
     return inside * offset + inside * (inside + 1.0) * 0.5 + (chunk - inside) * window
 
 
-def _prefill_op(c: _AttentionConstants, t: float, seqs: float, pairs: float, count: int, name: str) -> Op:
+def _prefill_op(c: _AttentionConstants, t: float, seqs: float, pairs: float, count: int, name: str,
+                window: tuple[float, float] | None = None) -> Op:
+    """`window`: (sliding window, mean cached prefix per sequence) of a sliding-window layer's op; its pairs
+    are the window's, so a pricer that looks up a measured prompt needs the prefix as a dim of its own."""
     mean_chunk = t / seqs
     keys = pairs / mean_chunk + seqs * (mean_chunk - 1.0) * 0.5
     dims = (("attn_pairs", float(pairs)),) + c.prefill_dims + (("q_tokens", float(t)), ("seqs", float(seqs)))
+    if window is not None:   # (dims stay sorted by name)
+        dims = tuple(sorted(dims + (("prefix_per_seq", float(window[1])), ("window", float(window[0])))))
     return Op(ATTN_PREFILL, name, c.prefill_flops_per_pair * pairs,
               t * c.prefill_qo_bytes_per_token + keys * c.prefill_kv_bytes_per_key, count, dims)
 
@@ -424,7 +429,7 @@ def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: st
             chunk = t / seqs
             prefix = max(0.0, (pairs / seqs - chunk * (chunk + 1.0) * 0.5) / chunk)
             ops.append(_prefill_op(c, t, seqs, seqs * window_pairs(prefix, chunk, window), swa,
-                                   "attn_prefill_window"))
+                                   "attn_prefill_window", (window, prefix)))
     seqs = shape.decode_seqs
     if seqs > 0:
         q = shape.query_tokens_per_seq

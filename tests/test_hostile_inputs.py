@@ -949,6 +949,10 @@ CASES = [
     # --trace-requests without --trace was ignored: exit 0 and no trace.json
     Hostile("run_trace_requests_without_trace", run(None, "--trace-requests", "5"),
             "--trace-requests: sets how many request slices trace.json draws, which only --trace writes"),
+    # ---- helper6: published gpt-oss points, the vLLM entrypoint (2026-11-28) --------------------------------
+    # a point's workload.entrypoint other than llm / api_server (a typo of `vllm serve`'s) is refused at load
+    Hostile("points_unknown_entrypoint", points([merge(POINT, {"workload": {"entrypoint": "serve"}})]),
+            "workload: entrypoint: 'serve' is not one of llm, api_server"),
 ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from models.opgraph import window_pairs
 from profiles.hardware import HardwareSpec
 
 
@@ -30,9 +31,10 @@ def gemm(peaks: Peaks, weight_bytes: float, act_bytes: float, m: float, n: float
 
 
 def context_attention(peaks: Peaks, kv_bytes: float, heads: float, kv_heads: float, head_dim: float,
-                      batch: float, tokens: float) -> float:
-    """Causal self-attention over `batch` prompts of `tokens` tokens (no cached prefix)."""
-    pairs = batch * tokens * (tokens + 1.0) / 2.0
+                      batch: float, tokens: float, window: float = 0.0) -> float:
+    """Causal self-attention over `batch` prompts of `tokens` tokens (no cached prefix); `window` > 0: each
+    query sees at most `window` keys (a sliding-window layer)."""
+    pairs = batch * (window_pairs(0.0, tokens, window) if window else tokens * (tokens + 1.0) / 2.0)
     moved = batch * tokens * head_dim * (2.0 * 2.0 * heads + 2.0 * kv_bytes * kv_heads)
     return peaks.bound(4.0 * heads * head_dim * pairs, moved)
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from models import ops as K
+from models.opgraph import window_pairs
 from models.ops import Op
 from models.spec import FP4_DTYPES, WEIGHT_ONLY_DTYPES, dense_weight_dtype, dtype_bytes, kv_cache_dtype
 from profiles.hardware import HardwareSpec, get_hardware
@@ -292,6 +293,8 @@ class MeasuredLatencyModel:
         table = self._phase(CONTEXT)
         if table is None:
             return None
+        if op.dim("window", 0.0) > 0.0:
+            return self._prefill_window(table, op)
         seqs = op.dim("seqs")
         chunk = op.dim("q_tokens") / seqs
         pairs = op.dim("attn_pairs") / seqs
@@ -306,6 +309,28 @@ class MeasuredLatencyModel:
             seconds = max(floor, whole * pairs / (full * (full + 1.0) / 2.0))
             approx = approx or approx2
         return seconds, self._labels[CONTEXT_ATTENTION], approx
+
+    def _prefill_window(self, table, op: Op):
+        """A sliding-window layer's prefill chunk (c tokens after o cached ones, window w): from the table's
+        measured sliding-window kernel of window w, the prompt of o + c tokens times the share of its
+        (query, key) pairs the chunk computes, never below a c-token prompt. Where the table did not measure
+        w (other windows, tables before the window_size column), the full-attention prompt of o + c tokens
+        times the chunk's window pairs over that prompt's causal pairs, never below a min(c, w)-token prompt
+        (approximate: FlashAttention skips the KV tiles outside the window, so its time follows the pairs
+        up to the tile granularity)."""
+        seqs, window = op.dim("seqs"), op.dim("window")
+        chunk = op.dim("q_tokens") / seqs
+        pairs, full = op.dim("attn_pairs") / seqs, chunk + op.dim("prefix_per_seq")
+        layout = (op.dim("heads"), op.dim("kv_heads"), op.dim("head_dim"))
+        if table.measures_window(self.kv_dtype, window):
+            whole, approx = table.seconds(self.kv_dtype, *layout, seqs, full, window)
+            floor, approx2 = table.seconds(self.kv_dtype, *layout, seqs, chunk, window)
+            share = pairs / window_pairs(0.0, full, window)
+        else:
+            whole, approx = table.seconds(self.kv_dtype, *layout, seqs, full)
+            floor, approx2 = table.seconds(self.kv_dtype, *layout, seqs, min(chunk, window))
+            share, approx = pairs / (full * (full + 1.0) / 2.0), True
+        return max(floor, whole * share), self._labels[CONTEXT_ATTENTION], approx or approx2
 
     def _decode(self, op: Op):
         table = self._phase(GENERATION)

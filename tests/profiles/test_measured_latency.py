@@ -3,6 +3,7 @@ extrapolation rules, layout mapping, version resolution, errors and the fallback
 on small synthetic tables in the package's schema, and on the real tables when the package is installed."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -296,3 +297,45 @@ def test_every_moe_configuration_is_priced_with_the_kernel_measured_for_it():
     measured_32 = rows[rows["num_tokens"] == 32]["latency"].median() * MS
     assert model.op_seconds(ops["moe_gate_up"]) == pytest.approx(measured_32, rel=1e-9)
     assert model.op_seconds(ops["moe_down"]) == 0.0
+
+
+@real
+def test_sliding_window_prefill_is_priced_from_the_measured_window_kernel():
+    """gpt-oss's sliding-window layers (window 128): a fresh prompt's window op is the table's measured
+    window-128 FA3 kernel at that prompt, not the full causal prompt (before: prefix_per_seq came out
+    negative from the window's pairs, was clipped to 0, and the op cost the full 8192-token causal prompt,
+    5.8x the window kernel); a chunk after a cached prefix pays its share of the window prompt's pairs; a
+    window the table did not measure is priced by its pairs' share of the full causal prompt."""
+    from models import get_model
+    from models.opgraph import attention_ops, window_pairs
+    from models.step import Parallelism, StepShape
+    model = measured.load_measured("h100-sxm", "mxfp4", "vllm", "0.24.0")
+    spec = get_model("gpt-oss-120b")
+    table = pd.read_parquet(model.source.path(src.CONTEXT_ATTENTION))
+    rows = table[(table["kv_cache_dtype"] == "bfloat16") & (table["num_heads"] == 64)
+                 & (table["num_key_value_heads"] == 8) & (table["head_dim"] == 64) & (table["batch_size"] == 1)]
+
+    def measured_ms(isl, window):
+        return rows[(rows["isl"] == isl) & (rows["window_size"] == window)]["latency"].median()
+    window_ms, full_ms = measured_ms(8192, 128), measured_ms(8192, 0)
+
+    def ops(tokens, prefix=0, window_spec=spec):
+        shape = StepShape(prefill_tokens=tokens, prefill_seqs=1,
+                          prefill_attn_pairs=tokens * prefix + tokens * (tokens + 1) // 2)
+        return {op.name: op for op in attention_ops(window_spec, shape, Parallelism(1, 1), "mxfp4")}
+
+    fresh = ops(8192)
+    assert model.op_seconds(fresh["attn_prefill"]) == pytest.approx(full_ms * MS, rel=1e-9)
+    assert model.op_seconds(fresh["attn_prefill_window"]) == pytest.approx(window_ms * MS, rel=1e-9)
+    assert window_ms < full_ms / 4
+    # 2048 tokens after 6144 cached: the window kernel's 8192-token prompt times the chunk's share of its
+    # pairs, never below a fresh 2048-token prompt (which binds here: the kernel is not yet linear at 2048)
+    chunk = ops(2048, 6144)["attn_prefill_window"]
+    share = window_pairs(6144, 2048, 128) / window_pairs(0, 8192, 128)
+    expected = max(window_ms * share, measured_ms(2048, 128))
+    assert model.op_seconds(chunk) == pytest.approx(expected * MS, rel=1e-9)
+    assert model.op_seconds(chunk) < model.op_seconds(ops(2048, 6144)["attn_prefill"]) / 4
+    # window 2000 (not measured): the full causal prompt's time times the window's share of its pairs
+    wide = ops(8192, window_spec=dataclasses.replace(spec, sliding_window=2000))["attn_prefill_window"]
+    causal = 8192 * 8193 / 2
+    assert model.op_seconds(wide) == pytest.approx(full_ms * MS * window_pairs(0, 8192, 2000) / causal, rel=1e-9)

@@ -40,10 +40,13 @@ MODELS = {
     "Qwen/Qwen3-8B": "qwen3-8b",
     "deepseek-ai/DeepSeek-R1": "deepseek-v3",        # DeepSeek-V3's architecture (R1 is post-trained from V3-Base)
     "nvidia/DeepSeek-R1-FP4": "deepseek-v3",
+    "openai/gpt-oss-120b": "gpt-oss-120b",   # MXFP4 experts, the rest bf16 (dtype mxfp4)
+    "openai/gpt-oss-20b": "gpt-oss-20b",
 }
 # Published engine names -> draftsim serving framework (engine-time model and measured tables).
 FRAMEWORKS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nvidia-nim (trtllm backend)": "trtllm"}
-DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
+DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4",
+          "mxfp4": "mxfp4"}
 
 
 class Source(BaseModel):
@@ -75,6 +78,11 @@ class Acceptance(BaseModel):
 NUMERIC_WORKLOAD_FIELDS = ("m", "n", "k", "batch", "seq_len", "context_tokens", "prefill_tokens",
                            "query_tokens_per_seq", "input_tokens", "output_tokens", "num_prompts", "concurrency",
                            "qps", "num_speculative_tokens", "tree_nodes", "eagle_topk")
+# How a vLLM point's engine was started (`workload.entrypoint`, default llm): the offline `LLM` class
+# (benchmark_throughput.py, examples/offline_inference) or the OpenAI API server (`vllm serve`, timed with
+# benchmark_serving.py / `vllm bench serve`). vLLM V1 gives them different batching defaults
+# (predict.scheduler_defaults).
+ENTRYPOINTS = ("llm", "api_server")
 
 
 class Point(BaseModel):
@@ -126,6 +134,8 @@ class Point(BaseModel):
             if key in NUMERIC_WORKLOAD_FIELDS and value is not None and (
                     isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
                 raise ValueError(f"{key}: {value!r} is not a number >= 0")
+        if workload.get("entrypoint", "llm") not in ENTRYPOINTS:
+            raise ValueError(f"entrypoint: {workload['entrypoint']!r} is not one of {', '.join(ENTRYPOINTS)}")
         return workload
 
     def w(self, key: str, default=None):

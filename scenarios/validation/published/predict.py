@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.validation.published.points import DTYPES, Point, catalog_model, framework
+from scenarios.validation.published.points import DTYPES, ENTRYPOINTS, Point, catalog_model, framework
 
 # Context assumed when a decode-step point does not state it (batch-1 tokens/s on chat prompts): the
 # attention over 256 cached tokens is < 3 % of a batch-1 step of the models in the registry.
@@ -147,12 +147,14 @@ def predict_step(point: Point, latency: dict | None = None) -> Prediction:
 
 
 # ---- serving ---------------------------------------------------------------------------------------
-def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None) -> dict:
+def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None,
+                       entrypoint: str = "llm") -> dict:
     """The engine's default batching scheduler and limits at `version` (None: the newest).
 
-    vLLM V1 (`EngineArgs.get_batch_defaults`, offline LLM class): GPUs with >= 70 GiB that are not A100s
-    16384 tokens / 1024 sequences, others 8192 / 256 (the A100 exception: vLLM PR #17885), chunked prefill
-    always. vLLM V0 (before 0.8.0): prefill-first, no chunked prefill below 32K context, max_num_seqs 256,
+    vLLM V1 (`EngineArgs.get_batch_defaults`, vllm/engine/arg_utils.py, keyed by UsageContext): GPUs with
+    >= 70 GiB that are not A100s 16384 tokens (offline LLM class) or 8192 (API server, `vllm serve`) and
+    1024 sequences; others 8192 (LLM class) or 2048 (API server) tokens and 256 sequences (the A100
+    exception: vLLM PR #17885); chunked prefill always. vLLM V0 (before 0.8.0): prefill-first, no chunked prefill below 32K context, max_num_seqs 256,
     max_num_batched_tokens = max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5-v0.7; 32768
     taken here: a whole prompt always fits). SGLang: chunked_prefill_size 8192 on 80-141 GB GPUs, running
     requests bounded by the KV pool, and enable_mixed_chunk False, so a prefill batch never carries decodes
@@ -166,8 +168,12 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
         return {"kind": "trtllm", "max_batched_tokens": 8192, "max_batch_size": 2048}
     if fw == "vllm" and version is not None and version_key(version) < version_key("0.8.0"):
         return {"kind": "vllm", "max_batched_tokens": 32768, "max_batch_size": 256}
+    if entrypoint not in ENTRYPOINTS:
+        raise Unpredictable(f"vLLM entrypoint {entrypoint!r} is not one of {', '.join(ENTRYPOINTS)}")
     big = get_hardware(hardware).hbm_bytes >= 70 * 2**30 and not hardware.startswith("a100")
-    tokens, seqs = (16384, 1024) if big else (8192, 256)
+    tokens = {("llm", True): 16384, ("api_server", True): 8192,
+              ("llm", False): 8192, ("api_server", False): 2048}[entrypoint, big]
+    seqs = 1024 if big else 256
     return {"kind": "sarathi", "chunk_tokens": tokens, "max_batched_tokens": tokens, "max_batch_size": seqs}
 
 
@@ -185,7 +191,7 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
     hw, dtype, model = _hardware(point), _dtype(point), _model(point)
     isl, osl = _lengths(point)
     mode = point.w("mode")
-    scheduler = scheduler_defaults(framework(point), hw, point.framework_version)
+    scheduler = scheduler_defaults(framework(point), hw, point.framework_version, point.w("entrypoint", "llm"))
     if point.w("max_num_seqs"):
         scheduler = {**scheduler, "max_batch_size": int(point.w("max_num_seqs"))}
     if mode in ("offline", "batch"):

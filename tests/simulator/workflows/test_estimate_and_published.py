@@ -254,3 +254,24 @@ def test_a_bad_first_alpha_row_is_a_one_line_error(tmp_path, change, message):
     path.write_text(yaml.safe_dump([entry]))
     with pytest.raises(ValueError, match=message):
         load_points(path)
+
+
+def test_vllm_serve_points_get_the_api_servers_batching_defaults():
+    """vLLM V1's EngineArgs.get_batch_defaults keys max_num_batched_tokens by UsageContext: the offline LLM
+    class 16384 (>= 70 GiB, not A100) / 8192, the API server (`vllm serve`) 8192 / 2048; max_num_seqs 1024 /
+    256 for both. Before, every vLLM V1 point got the LLM class's (a `vllm bench serve` run on one H100 was
+    simulated with 16384-token steps)."""
+    from scenarios.validation.published.predict import Unpredictable, scheduler_defaults
+    assert scheduler_defaults("vllm", "h100-sxm", "0.11.0")["max_batched_tokens"] == 16384
+    api = scheduler_defaults("vllm", "h100-sxm", "0.11.0", "api_server")
+    assert (api["chunk_tokens"], api["max_batched_tokens"], api["max_batch_size"]) == (8192, 8192, 1024)
+    a100 = scheduler_defaults("vllm", "a100-80gb", "0.11.0", "api_server")
+    assert (a100["max_batched_tokens"], a100["max_batch_size"]) == (2048, 256)
+    assert scheduler_defaults("vllm", "a100-80gb", "0.11.0")["max_batched_tokens"] == 8192
+    with pytest.raises(Unpredictable, match="entrypoint 'serve'"):
+        scheduler_defaults("vllm", "h100-sxm", "0.11.0", "serve")
+    points = {p.id: p for p in pts.load_points()}
+    served = serving_scenario(points["gpustack-h100-gpt-oss-120b-vllm0102-tp1-isl2000-reqtput"])
+    assert served["scheduler"]["max_batched_tokens"] == 8192 and served["cluster"]["dtype"] == "mxfp4"
+    assert served["cluster"]["model"] == "gpt-oss-120b"
+    assert all(p.w("entrypoint") == "api_server" for i, p in points.items() if i.startswith("vllm-pr25444-"))
