@@ -26,6 +26,21 @@ def test_expected_tokens_limits_and_sum_form():
             assert chain.expected_tokens(alpha, gamma) == pytest.approx(direct, rel=1e-12)
 
 
+@pytest.mark.parametrize("alpha", [1e-300, 1e-160, 1e-17, 1e-12, 1e-6, 0.3, 1 - 1e-12, 1.0])
+@pytest.mark.parametrize("gamma", [1, 2, 64, 200])
+def test_accepted_keeps_relative_precision_at_the_edges(alpha, gamma):
+    """E[tau] = sum_{i=1..gamma} alpha^i in exact rational arithmetic, to 1e-13 relative: tiny alphas lost
+    it through expected_tokens - 1 (1.00009e-12 at alpha 1e-12, 0 at 1e-17), and so did the inversion of
+    an accepted fraction through 1 + fraction * gamma tokens."""
+    from fractions import Fraction
+    exact = float(sum(Fraction(alpha) ** i for i in range(1, gamma + 1)))
+    assert chain.expected_accepted(alpha, gamma) == pytest.approx(exact, rel=1e-13, abs=0.0)
+    assert chain.accepted_fraction(alpha, gamma) == pytest.approx(exact / gamma, rel=1e-13, abs=0.0)
+    back = chain.alpha_from_accepted_fraction(chain.accepted_fraction(alpha, gamma), gamma)
+    assert back == pytest.approx(alpha, rel=1e-9, abs=0.0)
+    assert chain.expected_accepted(alpha, 0) == 0.0
+
+
 def test_expected_tokens_vectorised():
     alphas = np.array([0.0, 0.3, 1.0])
     out = chain.expected_tokens(alphas, 4)
