@@ -921,6 +921,12 @@ CASES = [
     Hostile("reproduce_out_beside_a_users_file_of_its_name",
             lambda tmp: ["reproduce", "tetris", "--quiet", "--out", _write(tmp, "tetris.csv", "the user's").parent],
             "tetris.csv exists and was not written by draftsim reproduce"),
+    # ---- helper4: theory against Monte-Carlo of the real algorithm, at the edges (2026-11-28) --------------
+    # RASD with drafter.gamma 0 did not speculate at all: plain decoding, the retrieved branch dropped, exit 0
+    Hostile("retrieval_merge_with_gamma_0",
+            run(drafter={"kind": "head", "gamma": 0},
+                speculation={"kind": "retrieval_merge", "tokens": 8, "alpha": 0.8, "hit_rate": 0.6}),
+            "drafter.gamma: retrieval_merge verifies the drafter's chain beside the retrieved branch"),
 ]
 
 
