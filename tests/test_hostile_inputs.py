@@ -927,6 +927,24 @@ CASES = [
             run(drafter={"kind": "head", "gamma": 0},
                 speculation={"kind": "retrieval_merge", "tokens": 8, "alpha": 0.8, "hit_rate": 0.6}),
             "drafter.gamma: retrieval_merge verifies the drafter's chain beside the retrieved branch"),
+    # a tree or rrs_wor multi-draft on a pair too large for the exact rrs_wor sum said 'acceptance: n=4 with 100
+    # drafted tokens is too large ...; use theory.multidraft_sampling.estimate_acceptance' (a Python function);
+    # optimal_wor's own message came out prefixed twice ('speculation: speculation.scheme: ...')
+    Hostile("tree_on_a_pair_of_100_tokens",
+            run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 2},
+                acceptance={"kind": "pair", "vocab": 100}),
+            "draftsim: error: acceptance.vocab: tree verification on a pair computes the exact rrs_wor acceptance"),
+    Hostile("multidraft_rrs_wor_on_a_pair_of_200_tokens",
+            run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                speculation={"kind": "multidraft", "n": 4, "scheme": "rrs_wor"},
+                acceptance={"kind": "pair", "vocab": 200}),
+            "draftsim: error: speculation.n: multidraft with scheme rrs_wor computes the exact acceptance of n=4"),
+    Hostile("multidraft_optimal_wor_on_a_pair_of_200_tokens",
+            run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                speculation={"kind": "multidraft", "n": 4, "scheme": "optimal_wor"},
+                acceptance={"kind": "pair", "vocab": 200}),
+            "draftsim: error: speculation.scheme: optimal_wor solves a coupling LP"),
 ]
 
 
