@@ -189,7 +189,9 @@ def sample_chain_steps(p, q, gamma: int, steps: int, rng: np.random.Generator):
         ratio = np.where(q > 0, np.minimum(1.0, p / q), 1.0)
     accepted = rng.random((steps, gamma)) < ratio[drafts]
     # number of leading accepted drafts per step
-    n_accepted = np.where(accepted.all(axis=1), gamma, np.argmin(accepted, axis=1))
+    # (gamma = 0: argmin of an empty row raised ValueError; no drafts, nothing accepted)
+    n_accepted = (np.where(accepted.all(axis=1), gamma, np.argmin(accepted, axis=1)) if gamma
+                  else np.zeros(steps, dtype=np.int64))
     residual = np.maximum(p - q, 0.0)
     residual = residual / residual.sum() if residual.sum() > 0 else p
     correction = rng.choice(vocab, size=steps, p=residual)

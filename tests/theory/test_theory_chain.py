@@ -99,6 +99,23 @@ def test_sampler_matches_closed_form_and_is_lossless():
     assert np.abs(freq - p).max() < 5 * np.sqrt(0.25 / steps)
 
 
+@pytest.mark.parametrize("p,q", [([0.5, 0.5], [0.5, 0.5]),              # alpha = 1
+                                 ([1.0, 0.0], [0.0, 1.0]),              # alpha = 0
+                                 ([1 - 1e-12, 1e-12], [1e-12, 1 - 1e-12]),  # alpha within 1e-12 of 0
+                                 ([0.7, 0.3, 0.0], [0.2, 0.3, 0.5])])   # zeros on either side
+@pytest.mark.parametrize("gamma", [0, 1, 64])
+def test_sampler_matches_closed_form_at_the_edges(p, q, gamma):
+    """The real speculative sampler at alpha 0, ~0 and 1, gamma 0, 1 and 64: mean tokens per step within 5
+    standard errors of expected_tokens (exact where the variance is 0) and the first token distributed as p.
+    gamma = 0 raised ValueError in the sampler (argmin of an empty row)."""
+    steps = 40_000
+    tokens, first = chain.sample_chain_steps(p, q, gamma, steps, np.random.default_rng(gamma + 7))
+    expected = chain.expected_tokens(single_draft_acceptance(p, q), gamma)
+    assert abs(tokens.mean() - expected) <= 5 * tokens.std() / np.sqrt(steps) + 1e-9
+    freq = np.bincount(first, minlength=len(p)) / steps
+    assert np.abs(freq - np.asarray(p)).max() < 5 * np.sqrt(0.25 / steps)
+
+
 def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="alpha"):
         chain.expected_tokens(1.5, 3)
