@@ -945,6 +945,13 @@ CASES = [
                 speculation={"kind": "multidraft", "n": 4, "scheme": "optimal_wor"},
                 acceptance={"kind": "pair", "vocab": 200}),
             "draftsim: error: speculation.scheme: optimal_wor solves a coupling LP"),
+    # a sampling temperature between the measured ones was read as its neighbour when it rounded to one (the
+    # β column's name: 0.995 ran at 1.0, 0.2549 at 0.25, exit 0) and refused otherwise (0.7)
+    Hostile("trace_sample_temperature_0_995",
+            run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                acceptance={"kind": "trace", "trace": "qwen2.5-coder-0.5b-smollm2-135m", "drafter": "draft",
+                            "mode": "sample", "temperature": 0.995}),
+            "draftsim: error: acceptance.temperature: must be one of 0.25, 0.5, 0.75, 1.0, 1.5"),
 ]
 
 
