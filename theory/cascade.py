@@ -76,6 +76,9 @@ def simulate_passes(tokens: int, alpha: float, gamma: int, runs: int, rng: np.ra
     gamma = _checks.non_negative_int(gamma, "gamma")
     runs = _checks.positive_int(runs, "runs")
     rng = _checks.generator(rng)
+    reuse_rate = _checks.probability(reuse_rate, "reuse_rate")   # (unchecked: 2.0 reused on every pass)
+    if reuse_rate > 0.0:
+        reuse_alpha = _checks.probability(reuse_alpha, "reuse_alpha")
     out = np.zeros(runs, dtype=np.int64)
     for r in range(runs):
         made = passes = 0
