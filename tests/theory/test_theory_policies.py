@@ -171,6 +171,14 @@ def test_pearl_limits_and_comparison_with_chain():
 
 
 # ---------------------------------------------------------------- bad input
+def test_pearl_refuses_a_free_verify_pass():
+    """verify = 0 with alpha 1 and c 0 made every phase take 0 s: the speedup raised ZeroDivisionError."""
+    with pytest.raises(ValueError, match="verify must be > 0"):
+        pearl(1.0, 3, 0.0, 0.0)
+    with pytest.raises(ValueError, match="verify must be > 0"):
+        simulate_pearl(1.0, 3, 0.0, 10, np.random.default_rng(0), verify=0.0)
+
+
 def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="^accept_rates"):
         goodput_optimal_gamma([1.2], linear_step_time)
