@@ -84,3 +84,12 @@ def test_simulated_passes_refuse_a_reuse_rate_or_alpha_outside_0_1():
         simulate_passes(10, 0.5, 3, 5, rng, reuse_rate=2.0, reuse_alpha=0.5)
     with pytest.raises(ValueError, match="reuse_alpha"):
         simulate_passes(10, 0.5, 3, 5, rng, reuse_rate=0.5, reuse_alpha=5.0)
+
+
+@pytest.mark.parametrize("stages,target_cost,match", [([], 1.0, "at least one stage"), ([0.8], 0.0, "target_cost"),
+                                                      ([0.8], -1.0, "target_cost"), ([0.8], float("nan"), "target_cost")])
+def test_best_split_refuses_no_stage_and_a_target_pass_of_no_time(stages, target_cost, match):
+    """No stage recursed until RecursionError; target_cost 0 with free stages divided by 0; a negative or NaN
+    one returned (None, -1.0)."""
+    with pytest.raises(ValueError, match=match):
+        best_horizontal_split(3, stages, [0.0] * len(stages), target_cost)
