@@ -953,6 +953,37 @@ CASES = [
     # a point's workload.entrypoint other than llm / api_server (a typo of `vllm serve`'s) is refused at load
     Hostile("points_unknown_entrypoint", points([merge(POINT, {"workload": {"entrypoint": "serve"}})]),
             "workload: entrypoint: 'serve' is not one of llm, api_server"),
+    # ---- helper4: theory against Monte-Carlo of the real algorithm, at the edges (2026-11-28) --------------
+    # RASD with drafter.gamma 0 did not speculate at all: plain decoding, the retrieved branch dropped, exit 0
+    Hostile("retrieval_merge_with_gamma_0",
+            run(drafter={"kind": "head", "gamma": 0},
+                speculation={"kind": "retrieval_merge", "tokens": 8, "alpha": 0.8, "hit_rate": 0.6}),
+            "drafter.gamma: retrieval_merge verifies the drafter's chain beside the retrieved branch"),
+    # a tree or rrs_wor multi-draft on a pair too large for the exact rrs_wor sum said 'acceptance: n=4 with 100
+    # drafted tokens is too large ...; use theory.multidraft_sampling.estimate_acceptance' (a Python function);
+    # optimal_wor's own message came out prefixed twice ('speculation: speculation.scheme: ...')
+    Hostile("tree_on_a_pair_of_100_tokens",
+            run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 2},
+                acceptance={"kind": "pair", "vocab": 100}),
+            "draftsim: error: acceptance.vocab: tree verification on a pair computes the exact rrs_wor acceptance"),
+    Hostile("multidraft_rrs_wor_on_a_pair_of_200_tokens",
+            run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                speculation={"kind": "multidraft", "n": 4, "scheme": "rrs_wor"},
+                acceptance={"kind": "pair", "vocab": 200}),
+            "draftsim: error: speculation.n: multidraft with scheme rrs_wor computes the exact acceptance of n=4"),
+    Hostile("multidraft_optimal_wor_on_a_pair_of_200_tokens",
+            run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                speculation={"kind": "multidraft", "n": 4, "scheme": "optimal_wor"},
+                acceptance={"kind": "pair", "vocab": 200}),
+            "draftsim: error: speculation.scheme: optimal_wor solves a coupling LP"),
+    # a sampling temperature between the measured ones was read as its neighbour when it rounded to one (the
+    # β column's name: 0.995 ran at 1.0, 0.2549 at 0.25, exit 0) and refused otherwise (0.7)
+    Hostile("trace_sample_temperature_0_995",
+            run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                acceptance={"kind": "trace", "trace": "qwen2.5-coder-0.5b-smollm2-135m", "drafter": "draft",
+                            "mode": "sample", "temperature": 0.995}),
+            "draftsim: error: acceptance.temperature: must be one of 0.25, 0.5, 0.75, 1.0, 1.5"),
 ]
 
 

@@ -76,6 +76,9 @@ def simulate_passes(tokens: int, alpha: float, gamma: int, runs: int, rng: np.ra
     gamma = _checks.non_negative_int(gamma, "gamma")
     runs = _checks.positive_int(runs, "runs")
     rng = _checks.generator(rng)
+    reuse_rate = _checks.probability(reuse_rate, "reuse_rate")   # (unchecked: 2.0 reused on every pass)
+    if reuse_rate > 0.0:
+        reuse_alpha = _checks.probability(reuse_alpha, "reuse_alpha")
     out = np.zeros(runs, dtype=np.int64)
     for r in range(runs):
         made = passes = 0
@@ -126,7 +129,11 @@ def best_horizontal_split(gamma: int, stage_alphas: Sequence[float], stage_costs
     consecutive positions, in the given stage order): the split maximising expected tokens per unit time
     (target pass `target_cost` + drafting). Returns (split, tokens per unit time)."""
     gamma = _checks.non_negative_int(gamma, "gamma")
+    # (no stage recursed without end; target_cost 0 divided by 0 and a negative or NaN one returned (None, -1))
+    target_cost = _checks.positive_float(target_cost, "target_cost")
     stages = len(stage_alphas)
+    if stages == 0:
+        raise ValueError("stage_alphas must name at least one stage")
     best, best_rate = None, -1.0
 
     def splits(left: int, parts: int):

@@ -56,9 +56,17 @@ def expected_tokens(alpha, gamma: int):
 
 
 def expected_accepted(alpha, gamma: int):
-    """Expected accepted draft tokens per step, excluding the bonus token: ``E[tau]``."""
-    tokens = expected_tokens(alpha, gamma)
-    return tokens - 1.0
+    """Expected accepted draft tokens per step, excluding the bonus token: ``E[tau]``.
+
+    ``alpha (1 - alpha^gamma) / (1 - alpha) = alpha * expected_tokens(alpha, gamma - 1)``: the product keeps
+    the relative precision of tiny alphas, which ``expected_tokens(alpha, gamma) - 1`` loses (it gave
+    1.00009e-12 at alpha = 1e-12 and 0 below 1.1e-16).
+    """
+    gamma = _checks.non_negative_int(gamma, "gamma")
+    a = _alpha_array(alpha)
+    if gamma == 0:
+        return _scalar_or_array(np.zeros_like(a))
+    return _scalar_or_array(np.asarray(a * expected_tokens(a, gamma - 1), dtype=np.float64))
 
 
 def accepted_fraction(alpha, gamma: int):
@@ -137,10 +145,26 @@ def alpha_from_expected_tokens(tokens_per_step: float, gamma: int) -> float:
 
 
 def alpha_from_accepted_fraction(fraction: float, gamma: int) -> float:
-    """Per-token alpha whose :func:`accepted_fraction` (alpha, gamma) equals ``fraction`` in [0, 1]."""
+    """Per-token alpha whose :func:`accepted_fraction` (alpha, gamma) equals ``fraction`` in [0, 1].
+
+    Solved on the accepted-tokens scale (not through ``1 + fraction * gamma`` tokens, which rounds a
+    fraction below 1.1e-16 to alpha 0), to an absolute tolerance of 1e-14 times ``fraction * gamma``,
+    an upper bound on alpha (``E[tau] >= alpha``), so tiny fractions keep their relative precision;
+    below 1e-150 accepted tokens alpha is ``fraction * gamma`` itself (``alpha^2`` is beyond precision).
+    """
     gamma = _checks.positive_int(gamma, "gamma")
     f = _checks.probability(fraction, "fraction")
-    return alpha_from_expected_tokens(1.0 + f * gamma, gamma)
+    if f == 0.0:
+        return 0.0
+    if f == 1.0:
+        return 1.0
+    from scipy.optimize import brentq
+
+    accepted = f * gamma
+    if accepted < 1e-150:   # E[tau] = alpha (1 + alpha + ...) = alpha to double precision (alpha < 1e-150)
+        return accepted
+    return float(brentq(lambda a: expected_accepted(a, gamma) - accepted, 0.0, min(1.0, accepted),
+                        xtol=1e-14 * min(1.0, accepted)))
 
 
 def sample_chain_steps(p, q, gamma: int, steps: int, rng: np.random.Generator):
@@ -165,7 +189,9 @@ def sample_chain_steps(p, q, gamma: int, steps: int, rng: np.random.Generator):
         ratio = np.where(q > 0, np.minimum(1.0, p / q), 1.0)
     accepted = rng.random((steps, gamma)) < ratio[drafts]
     # number of leading accepted drafts per step
-    n_accepted = np.where(accepted.all(axis=1), gamma, np.argmin(accepted, axis=1))
+    # (gamma = 0: argmin of an empty row raised ValueError; no drafts, nothing accepted)
+    n_accepted = (np.where(accepted.all(axis=1), gamma, np.argmin(accepted, axis=1)) if gamma
+                  else np.zeros(steps, dtype=np.int64))
     residual = np.maximum(p - q, 0.0)
     residual = residual / residual.sum() if residual.sum() > 0 else p
     correction = rng.choice(vocab, size=steps, p=residual)

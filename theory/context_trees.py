@@ -24,7 +24,7 @@ correlated along a path: easy spans come in runs).
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
@@ -93,7 +93,9 @@ def simulate_context_walk(tree: Tree, weights, accept_probs, steps: int, rng: np
         while True:
             c = min(int(np.searchsorted(cum_w, rng.random(), side="right")), len(w) - 1)
             rank = int(np.searchsorted(cum_rows[c], rng.random(), side="right"))
-            nxt = child_by_rank[node].get(rank)
+            # rank == width means "no child of the row's ranks": a tree child of that rank (more children
+            # than the rows list) is never the accepted one; it was walked into before
+            nxt = child_by_rank[node].get(rank) if rank < cum_rows.shape[1] else None
             if nxt is None:
                 break
             node = nxt

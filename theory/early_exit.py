@@ -13,6 +13,11 @@ import numpy as np
 from theory import _checks
 
 
+#: Tolerance on ``sum(exit_probs) <= 1``: the scenario schema's (simulator.config.scenario.EarlyExitConfig), so
+#: that a law the schema accepts is never refused here (it was 1e-12: a traceback for sums in (1 + 1e-12, 1 + 1e-9]).
+EXIT_PROBS_ATOL = 1e-9
+
+
 def exit_law(exit_layers, exit_probs, num_layers: int) -> tuple[np.ndarray, np.ndarray]:
     """(support, probabilities): exit at exit_layers[i] with exit_probs[i], else at num_layers."""
     layers = np.asarray(exit_layers, dtype=np.int64)
@@ -21,8 +26,10 @@ def exit_law(exit_layers, exit_probs, num_layers: int) -> tuple[np.ndarray, np.n
     if layers.shape != probs.shape or (np.diff(layers) <= 0).any() or (layers < 1).any() or \
             (layers >= num_layers).any():
         raise ValueError("exit_layers must be strictly ascending in 1..num_layers-1, one probability each")
-    if (probs < 0).any() or probs.sum() > 1.0 + 1e-12:
-        raise ValueError(f"exit_probs must be >= 0 and sum to at most 1, got {probs.sum():.4g}")
+    if not np.all(np.isfinite(probs)) or (probs < 0).any() or probs.sum() > 1.0 + EXIT_PROBS_ATOL:
+        raise ValueError(f"exit_probs must be finite, >= 0 and sum to at most 1, got {probs.sum():.4g}")
+    if probs.sum() > 1.0:   # within the tolerance: renormalised, so the law sums to 1
+        probs = probs / probs.sum()
     return np.append(layers, num_layers), np.append(probs, max(0.0, 1.0 - probs.sum()))
 
 

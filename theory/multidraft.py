@@ -187,13 +187,20 @@ def _kseq_acceptance(p: np.ndarray, q: np.ndarray, n: int) -> float:
     return float((1.0 - all_rejected) + all_rejected * overlap)
 
 
-def _rrs_wor_acceptance(p: np.ndarray, q: np.ndarray, n: int) -> float:
+def rrs_wor_work(q, n: int) -> int:
+    """Residual evaluations x vocabulary of the exact ``rrs_wor`` acceptance of n drafts from q (the sum
+    over ordered rejected prefixes); :func:`acceptance` refuses more than ``RRS_WOR_MAX_WORK``."""
+    q = np.asarray(q)
     support = int(np.count_nonzero(q))
-    nodes = sum(math.perm(support, k) for k in range(min(n, support)))
-    if nodes * p.size > RRS_WOR_MAX_WORK:
+    return sum(math.perm(support, k) for k in range(min(n, support))) * q.size
+
+
+def _rrs_wor_acceptance(p: np.ndarray, q: np.ndarray, n: int) -> float:
+    work = rrs_wor_work(q, n)
+    if work > RRS_WOR_MAX_WORK:
         raise ValueError(
-            f"n={n} with {support} drafted tokens is too large for the exact rrs_wor sum "
-            f"(~{nodes * p.size:.2g} operations); use theory.multidraft_sampling.estimate_acceptance"
+            f"n={n} with {int(np.count_nonzero(q))} drafted tokens is too large for the exact rrs_wor sum "
+            f"(~{work:.2g} operations); use theory.multidraft_sampling.estimate_acceptance"
         )
     return _rrs_wor_recursive(p, q, n)
 

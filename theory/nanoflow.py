@@ -26,7 +26,7 @@ from theory import _checks
 def flow_shop_makespan(times) -> float:
     """Makespan of jobs (rows, in order) through stages (columns, in order), one job per stage at a time."""
     t = np.asarray(times, dtype=np.float64)
-    if t.ndim != 2 or (t < 0).any():
+    if t.ndim != 2 or not np.all(t >= 0):   # (NaN passed `t < 0` and gave a nan makespan)
         raise ValueError(f"times must be a (jobs, stages) array of non-negative seconds, got shape {t.shape}")
     done = np.zeros(t.shape[1])
     for row in t:
@@ -40,6 +40,8 @@ def flow_shop_makespan(times) -> float:
 def identical_makespan(stage_seconds, k: int) -> float:
     """Makespan of k identical nano-batches whose stages take `stage_seconds` each: Σ t + (k − 1)·max t."""
     t = np.asarray(stage_seconds, dtype=np.float64)
+    if t.ndim != 1 or not np.all(t >= 0):   # (a negative or NaN stage time gave a makespan without meaning)
+        raise ValueError("stage_seconds must be a 1-D array of non-negative seconds")
     k = _checks.positive_int(k, "k")
     return float(t.sum() + (k - 1) * t.max()) if t.size else 0.0
 

@@ -61,6 +61,8 @@ def ralmspec(p: float, stride: int, generate_s: float, lookup_s: float, kb_fixed
     c = _checks.non_negative_float(lookup_s, "lookup_s")
     a = _checks.non_negative_float(kb_fixed_s, "kb_fixed_s")
     b = _checks.non_negative_float(kb_per_query_s, "kb_per_query_s")
+    if g <= 0.0 and c <= 0.0 and a + b <= 0.0:   # (the speedup divided 0 by 0: ZeroDivisionError)
+        raise ValueError("generate_s, lookup_s, kb_fixed_s and kb_per_query_s are all 0: a round takes no time")
     gain_k, time_k, stay_u_from_k = _round(p, s, g, c, a, b, True)
     gain_u, time_u, stay_u = _round(p, s, g, c, a, b, False)
     if stay_u >= 1.0:        # p = 1: every round stays in U

@@ -40,6 +40,9 @@ def specreason_rate(accept: float, step_tokens: int, small_pass_s: float, judge_
     ct = _checks.positive_float(target_pass_s, "target_pass_s")
     tokens = L + a
     seconds = L * cs + cj + (1.0 - a) * (L - 1) * ct
+    if seconds <= 0.0:   # (a ZeroDivisionError before)
+        raise ValueError("small_pass_s and judge_pass_s are both 0 and no step is regenerated (accept 1 or "
+                         "step_tokens 1): a cycle takes no time; give a positive small_pass_s or judge_pass_s")
     return SpecReasonRate(tokens, seconds, tokens * ct / seconds)
 
 

@@ -19,7 +19,9 @@ from theory import _checks
 def merged_survival(model_survival, retrieval_survival, hit_rate: float) -> np.ndarray:
     """P(τ ≥ i) for i = 1..max(γ, k) of the merged tree (module docstring)."""
     h = _checks.probability(hit_rate, "hit_rate")
-    sm, sr = np.asarray(model_survival, dtype=np.float64), np.asarray(retrieval_survival, dtype=np.float64)
+    # (unchecked, a survival of 2 or -1 gave "probabilities" outside [0, 1], and a 2-D one a 2-D answer)
+    sm = _checks.probabilities(model_survival, "model_survival")
+    sr = _checks.probabilities(retrieval_survival, "retrieval_survival")
     depth = max(len(sm), len(sr))
     sm, sr = np.pad(sm, (0, depth - len(sm))), np.pad(sr, (0, depth - len(sr)))
     return 1.0 - (1.0 - sm) * (1.0 - h * sr)

@@ -37,6 +37,8 @@ def self_spec_speedup(alpha: float, gamma: int, weight_bytes: float, kv_bytes_pe
     _checks.positive_int(batch, "batch")
     _checks.positive_float(bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
     full = pass_seconds(weight_bytes, kv_bytes_per_token, batch, context, bandwidth_bytes_per_s)
+    if full <= 0.0:   # (0/0 raised ZeroDivisionError)
+        raise ValueError("weight_bytes and context * kv_bytes_per_token are both 0: a pass reads nothing")
     draft = pass_seconds(weight_bytes, kv_bytes_per_token, batch, min(context, kv_budget), bandwidth_bytes_per_s)
     return float(expected_tokens(alpha, gamma) * full / (gamma * draft + full))
 
@@ -49,5 +51,7 @@ def speedup_batch_slope_sign(gamma: int, weight_bytes: float, kv_bytes_per_token
 
 
 def large_batch_limit(alpha: float, gamma: int, context: float, kv_budget: float) -> float:
-    """lim_{B→∞} speedup = E[tokens] / (1 + γ·min(L, b)/L)."""
+    """lim_{B→∞} speedup = E[tokens] / (1 + γ·min(L, b)/L); the context must be > 0 (the limit divides by it)."""
+    context = _checks.positive_float(context, "context")
+    kv_budget = _checks.non_negative_float(kv_budget, "kv_budget")
     return float(expected_tokens(alpha, gamma) / (1.0 + gamma * min(context, kv_budget) / context))

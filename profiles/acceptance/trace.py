@@ -226,10 +226,11 @@ def empirical_mean_accepted(trace: pd.DataFrame, gamma: int, drafter: str = "dra
 
 
 def beta(trace: pd.DataFrame, drafter: str = "draft", temperature: float = 1.0) -> np.ndarray:
-    """Per-position β = Σ min(p, q) at `temperature` (one of TEMPERATURES)."""
+    """Per-position β = Σ min(p, q) at `temperature` (one of TEMPERATURES: the column name rounds the
+    temperature to hundredths, so any other value was read as its neighbour, 0.995 as 1.0, silently)."""
     _check_drafter(trace, drafter)
     col = beta_column(drafter, temperature)
-    if col not in trace.columns:
+    if temperature not in TEMPERATURES or col not in trace.columns:
         raise ValueError(f"temperature must be one of {TEMPERATURES}, got {temperature}")
     return trace[col].to_numpy()
 

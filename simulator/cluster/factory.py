@@ -323,6 +323,10 @@ def _speculating(drafter, speculation, policy) -> tuple[int, bool]:
                             "with drafter.gamma >= 1")
     if speculation.kind == "multidraft" and drafter.kind != "none" and gamma < 1:
         raise ScenarioError("drafter.gamma", "multidraft needs sequences of length drafter.gamma >= 1")
+    if speculation.kind == "retrieval_merge" and drafter.kind != "none" and gamma < 1:
+        # (with 0 the replica did not speculate: plain decoding, the retrieved branch silently dropped)
+        raise ScenarioError("drafter.gamma", "retrieval_merge verifies the drafter's chain beside the retrieved "
+                                             "branch: it needs drafter.gamma >= 1")
     return gamma, speculating
 
 

@@ -85,8 +85,12 @@ def rank_probs(acc, base_dir: Path, shape: str = "tree") -> np.ndarray:
     if acc.kind == "pair":
         from theory.trees import positional_accept_probs
         p, q = pair_distributions(acc)
+        ranks = min(MAX_PAIR_RANKS, len(p))
+        check_rrs_wor_work(q, ranks, "acceptance.vocab" if acc.p is None else "acceptance.q",
+                           f"{shape} verification on a pair computes the exact rrs_wor acceptance of {ranks} "
+                           "ranks per node", "a smaller acceptance.vocab" if acc.p is None else "fewer tokens in p and q")
         try:
-            return positional_accept_probs(p, q, min(MAX_PAIR_RANKS, len(p)), "rrs_wor")
+            return positional_accept_probs(p, q, ranks, "rrs_wor")
         except ValueError as exc:
             raise ScenarioError("acceptance", str(exc)) from None
     if acc.kind == "trace":
@@ -96,6 +100,18 @@ def rank_probs(acc, base_dir: Path, shape: str = "tree") -> np.ndarray:
         return trace_rank_probs(acc.trace, acc.drafter, base_dir, MAX_RANKS)
     raise ScenarioError("acceptance.kind", f"{shape} verification needs per-rank "
                         f"acceptance: 'ranked', 'pair' or 'trace' (got {acc.kind!r})")
+
+
+def check_rrs_wor_work(q: np.ndarray, rounds: int, field: str, what: str, instead: str) -> None:
+    """ScenarioError naming `field` when the exact rrs_wor acceptance of `rounds` drafts from q exceeds the
+    work theory.multidraft allows (it said 'use theory.multidraft_sampling.estimate_acceptance', a Python
+    function no scenario can name, under the bare section name)."""
+    from theory.multidraft import RRS_WOR_MAX_WORK, rrs_wor_work
+    work = rrs_wor_work(q, rounds)
+    if work > RRS_WOR_MAX_WORK:
+        raise ScenarioError(field, f"{what}, a sum over the ordered draft prefixes of {int(np.count_nonzero(q))} "
+                                   f"draftable tokens: ~{work:.2g} operations, at most {RRS_WOR_MAX_WORK:.2g} "
+                                   f"are allowed (use {instead})")
 
 
 def dynamic_tree_builder(sp):
@@ -125,6 +141,8 @@ def build_tree(sp, acc, gamma: int, base_dir: Path) -> Tree:
         if sp.builder == "medusa":
             return tb.medusa_tree([probs] * sp.depth, sp.budget)
         return optimal_tree(probs, sp.budget, sp.depth)
+    except ScenarioError:   # (already names its field)
+        raise
     except ValueError as exc:
         raise ScenarioError("speculation", str(exc)) from None
 
@@ -165,6 +183,9 @@ def multidraft_first_acceptance(p: np.ndarray, q: np.ndarray, n: int, scheme: st
             return optimal_acceptance(p, q, n, replacement=scheme == "optimal")
         except ValueError as exc:
             raise ScenarioError("speculation.scheme", str(exc)) from None
+    if scheme == "rrs_wor":
+        check_rrs_wor_work(q, n, "speculation.n", f"multidraft with scheme rrs_wor computes the exact "
+                           f"acceptance of n={n} drafts", "a smaller n or acceptance.vocab, or scheme 'rrs'")
     from theory.multidraft import acceptance
     return acceptance(p, q, n, scheme)
 

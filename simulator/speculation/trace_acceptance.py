@@ -159,8 +159,11 @@ class TraceSampledAcceptance(AcceptanceModel):
 
 def load_trace_sampled_acceptance(name_or_path: str, drafter: str, temperature: float, gamma: int,
                                   seed: int, base_dir: Path) -> TraceSampledAcceptance:
-    from profiles.acceptance.trace import beta, load_trace
+    from profiles.acceptance.trace import TEMPERATURES, beta, load_trace
 
+    if temperature not in TEMPERATURES:   # (before reading the trace: the field, not the file, is at fault)
+        raise ScenarioError("acceptance.temperature", f"must be one of {', '.join(map(str, TEMPERATURES))} (the "
+                            f"temperatures traces measure β at), got {temperature}")
     path = resolve_trace_path(name_or_path, base_dir)
     try:
         trace = load_trace(path)

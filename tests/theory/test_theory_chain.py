@@ -26,6 +26,21 @@ def test_expected_tokens_limits_and_sum_form():
             assert chain.expected_tokens(alpha, gamma) == pytest.approx(direct, rel=1e-12)
 
 
+@pytest.mark.parametrize("alpha", [1e-300, 1e-160, 1e-17, 1e-12, 1e-6, 0.3, 1 - 1e-12, 1.0])
+@pytest.mark.parametrize("gamma", [1, 2, 64, 200])
+def test_accepted_keeps_relative_precision_at_the_edges(alpha, gamma):
+    """E[tau] = sum_{i=1..gamma} alpha^i in exact rational arithmetic, to 1e-13 relative: tiny alphas lost
+    it through expected_tokens - 1 (1.00009e-12 at alpha 1e-12, 0 at 1e-17), and so did the inversion of
+    an accepted fraction through 1 + fraction * gamma tokens."""
+    from fractions import Fraction
+    exact = float(sum(Fraction(alpha) ** i for i in range(1, gamma + 1)))
+    assert chain.expected_accepted(alpha, gamma) == pytest.approx(exact, rel=1e-13, abs=0.0)
+    assert chain.accepted_fraction(alpha, gamma) == pytest.approx(exact / gamma, rel=1e-13, abs=0.0)
+    back = chain.alpha_from_accepted_fraction(chain.accepted_fraction(alpha, gamma), gamma)
+    assert back == pytest.approx(alpha, rel=1e-9, abs=0.0)
+    assert chain.expected_accepted(alpha, 0) == 0.0
+
+
 def test_expected_tokens_vectorised():
     alphas = np.array([0.0, 0.3, 1.0])
     out = chain.expected_tokens(alphas, 4)
@@ -82,6 +97,23 @@ def test_sampler_matches_closed_form_and_is_lossless():
     assert abs(tokens.mean() - expected) < 5 * stderr
     freq = np.bincount(first, minlength=p.size) / steps
     assert np.abs(freq - p).max() < 5 * np.sqrt(0.25 / steps)
+
+
+@pytest.mark.parametrize("p,q", [([0.5, 0.5], [0.5, 0.5]),              # alpha = 1
+                                 ([1.0, 0.0], [0.0, 1.0]),              # alpha = 0
+                                 ([1 - 1e-12, 1e-12], [1e-12, 1 - 1e-12]),  # alpha within 1e-12 of 0
+                                 ([0.7, 0.3, 0.0], [0.2, 0.3, 0.5])])   # zeros on either side
+@pytest.mark.parametrize("gamma", [0, 1, 64])
+def test_sampler_matches_closed_form_at_the_edges(p, q, gamma):
+    """The real speculative sampler at alpha 0, ~0 and 1, gamma 0, 1 and 64: mean tokens per step within 5
+    standard errors of expected_tokens (exact where the variance is 0) and the first token distributed as p.
+    gamma = 0 raised ValueError in the sampler (argmin of an empty row)."""
+    steps = 40_000
+    tokens, first = chain.sample_chain_steps(p, q, gamma, steps, np.random.default_rng(gamma + 7))
+    expected = chain.expected_tokens(single_draft_acceptance(p, q), gamma)
+    assert abs(tokens.mean() - expected) <= 5 * tokens.std() / np.sqrt(steps) + 1e-9
+    freq = np.bincount(first, minlength=len(p)) / steps
+    assert np.abs(freq - np.asarray(p)).max() < 5 * np.sqrt(0.25 / steps)
 
 
 def test_bad_input_names_the_argument():

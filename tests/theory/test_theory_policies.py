@@ -119,6 +119,18 @@ def test_threshold_rule_is_optimal_among_all_policies(values, weights, draft_s, 
     assert choice.tokens_per_s == pytest.approx(brute, rel=1e-9)
 
 
+@pytest.mark.parametrize("values,weights", [([0.0], [1.0]), ([0.0, 0.0], [0.5, 0.5]), ([1e-300], [1.0]),
+                                            ([0.0, 1.0], [0.5, 0.5]), ([1.0], [1.0])])
+def test_optimal_threshold_at_predictions_0_and_1(values, weights):
+    """Predictions of exactly 0 (abar = 0) and 1: the returned threshold must attain the optimum of the
+    exhaustive policy search (abar = 0 returned h = 1, which drafts max_len useless tokens)."""
+    model = stopping_model(values, weights, 0.01, 1.0, 0.001, 3)
+    brute = all_policies_best_rate(model)
+    choice = specdecpp_optimal_threshold(values, weights, 0.01, 1.0, 0.001, 3)
+    assert choice.optimal_rate == pytest.approx(brute, rel=1e-9)
+    assert choice.tokens_per_s == pytest.approx(brute, rel=1e-9)
+
+
 def test_threshold_policy_value_matches_monte_carlo():
     rng = np.random.default_rng(17)
     model = stopping_model(**MODEL_ARGS)
@@ -159,6 +171,14 @@ def test_pearl_limits_and_comparison_with_chain():
 
 
 # ---------------------------------------------------------------- bad input
+def test_pearl_refuses_a_free_verify_pass():
+    """verify = 0 with alpha 1 and c 0 made every phase take 0 s: the speedup raised ZeroDivisionError."""
+    with pytest.raises(ValueError, match="verify must be > 0"):
+        pearl(1.0, 3, 0.0, 0.0)
+    with pytest.raises(ValueError, match="verify must be > 0"):
+        simulate_pearl(1.0, 3, 0.0, 10, np.random.default_rng(0), verify=0.0)
+
+
 def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="^accept_rates"):
         goodput_optimal_gamma([1.2], linear_step_time)

@@ -161,6 +161,27 @@ def test_expected_tokens_match_token_level_verification(verification):
         assert abs(tokens.mean() - tree.expected_tokens) < 5 * tokens.std() / np.sqrt(steps)
 
 
+EDGE_PAIRS = {"equal": ([0.5, 0.3, 0.2], [0.5, 0.3, 0.2]),            # the drafter is the target
+              "disjoint": ([1.0, 0.0, 0.0], [0.0, 0.5, 0.5]),         # nothing is ever accepted
+              "two_draftable": ([0.2, 0.3, 0.5], [0.5, 0.5, 0.0]),    # fewer draftable tokens than children
+              "near_zero": ([1 - 1e-12, 1e-12, 0.0], [1e-12, 0.5, 0.5 - 1e-12])}
+EDGE_SHAPES = {"root_only": [-1], "depth_1": [-1, 0], "chain_8": [-1] + list(range(8)),
+               "wide_7": [-1] + [0] * 7, "two_levels_of_4": [-1] + [0] * 4 + [1] * 4 + [2] * 4}
+
+
+@pytest.mark.parametrize("pair", EDGE_PAIRS)
+@pytest.mark.parametrize("shape", EDGE_SHAPES)
+@pytest.mark.parametrize("verification", ["top_k_match", "rrs_wor"])
+def test_expected_tokens_match_token_level_verification_at_the_edges(pair, shape, verification):
+    """Real token-level verification against Tree.expected_tokens at acceptance 0, ~0 and 1, with trees of one
+    node, depth 1, a width-1 chain and nodes with more children than the drafter has tokens."""
+    p, q = EDGE_PAIRS[pair]
+    tree = positional_tree(EDGE_SHAPES[shape], positional_accept_probs(p, q, 7, verification))
+    steps = 20_000
+    tokens = simulate_tree_verification(tree, p, q, verification, steps, np.random.default_rng(tree.size))
+    assert abs(tokens.mean() - tree.expected_tokens) <= 5 * tokens.std() / np.sqrt(steps) + 1e-9
+
+
 def test_rrs_wor_positional_probs_are_round_acceptances():
     probs = positional_accept_probs(P, Q, 4, "rrs_wor")
     assert probs[0] == pytest.approx(np.minimum(P, Q).sum())

@@ -62,7 +62,7 @@ def pearl(alpha: float, gamma: int, c: float, verify: float = 1.0) -> PearlResul
     alpha = _checks.probability(alpha, "alpha")
     gamma = _checks.positive_int(gamma, "gamma")
     c = _checks.non_negative_float(c, "c")
-    v = _checks.non_negative_float(verify, "verify")
+    v = _checks.positive_float(verify, "verify")   # (0 with alpha 1, c 0: a 0 s phase, ZeroDivisionError)
     m = gamma - 1
     short, full = max(1.0, c), max(1.0, gamma * c)
     g_d, g_v = 1.0, float(expected_tokens(alpha, m))
@@ -98,7 +98,7 @@ def simulate_pearl(alpha: float, gamma: int, c: float, phases: int, rng: np.rand
     c = _checks.non_negative_float(c, "c")
     phases = _checks.positive_int(phases, "phases")
     rng = _checks.generator(rng)
-    v = _checks.non_negative_float(verify, "verify")
+    v = _checks.positive_float(verify, "verify")   # (0 with alpha 1, c 0: a 0 s phase, ZeroDivisionError)
     committed, clock = 0, 0.0
     pending: list[bool] = []  # accept coins of drafts waiting for verification (empty = draft phase)
     in_verify = False

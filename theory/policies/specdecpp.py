@@ -184,7 +184,9 @@ def specdecpp_optimal_threshold(values, weights, draft_token_s: float, verify_ba
     model = stopping_model(values, weights, draft_token_s, verify_base_s, verify_token_s, max_len)
     lam = optimal_rate(model)
     abar = float(np.dot(model.weights, model.values))
-    h = 1.0 if abar <= 0.0 else float(np.clip(1.0 - lam * model.token_cost_s / abar, 0.0, 1.0))
+    # abar = 0: every prediction is 0, a second token never pays, so stop after the first (h = 0, the
+    # limit of the formula as abar -> 0+; with zero token cost every threshold has the same rate)
+    h = 0.0 if abar <= 0.0 else float(np.clip(1.0 - lam * model.token_cost_s / abar, 0.0, 1.0))
     return ThresholdChoice(h, threshold_policy_value(model, h).tokens_per_s, lam)
 
 

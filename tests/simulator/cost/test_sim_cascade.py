@@ -75,3 +75,21 @@ def test_cascade_refuses_control_policies_and_bad_stages():
         simulator.run(scenario(**BASE, policy={"kind": "smartspec"}))
     with pytest.raises(ScenarioError, match=r"drafter.stages\[0\].model"):
         simulator.run(scenario(**{**BASE, "drafter": {"kind": "cascade", "stages": [{"model": "nope", "tokens": 2}]}}))
+
+
+def test_simulated_passes_refuse_a_reuse_rate_or_alpha_outside_0_1():
+    """expected_passes validated reuse_rate and reuse_alpha, its Monte Carlo did not (2.0 reused every pass)."""
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="reuse_rate"):
+        simulate_passes(10, 0.5, 3, 5, rng, reuse_rate=2.0, reuse_alpha=0.5)
+    with pytest.raises(ValueError, match="reuse_alpha"):
+        simulate_passes(10, 0.5, 3, 5, rng, reuse_rate=0.5, reuse_alpha=5.0)
+
+
+@pytest.mark.parametrize("stages,target_cost,match", [([], 1.0, "at least one stage"), ([0.8], 0.0, "target_cost"),
+                                                      ([0.8], -1.0, "target_cost"), ([0.8], float("nan"), "target_cost")])
+def test_best_split_refuses_no_stage_and_a_target_pass_of_no_time(stages, target_cost, match):
+    """No stage recursed until RecursionError; target_cost 0 with free stages divided by 0; a negative or NaN
+    one returned (None, -1.0)."""
+    with pytest.raises(ValueError, match=match):
+        best_horizontal_split(3, stages, [0.0] * len(stages), target_cost)

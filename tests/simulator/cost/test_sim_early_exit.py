@@ -51,6 +51,16 @@ def test_the_gain_fades_with_the_batch_and_mixed_steps_run_every_layer():
     assert (t.decode_attention(8, 1, ctx) == plain.decode_attention(8, 1, ctx)).all()
 
 
+def test_a_law_summing_to_1_within_the_schemas_tolerance_is_priced():
+    """exit_probs [0.5, 0.5 + 5e-10]: the schema allows sums up to 1 + 1e-9 but theory.early_exit refused any
+    above 1 + 1e-12, so `draftsim run` died with a ValueError traceback; it is priced as the law it rounds to."""
+    near = _target({"exit_layers": [8, 16], "exit_probs": [0.5, 0.5 + 5e-10]})
+    exact = _target({"exit_layers": [8, 16], "exit_probs": [0.5, 0.5]})
+    np.testing.assert_allclose(near.exact_decode(6, 1, 6 * 900), exact.exact_decode(6, 1, 6 * 900), rtol=1e-8)
+    with pytest.raises(ValueError, match="exit_probs"):
+        expected_max_layers([8], [float("nan")], 32, 2)   # NaN passed every comparison: E[max] was nan
+
+
 @pytest.mark.parametrize("override,field", [
     ({"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3}}, "early_exit"),
     ({"early_exit": {"exit_layers": [16, 32], "exit_probs": [0.2, 0.2]}}, "early_exit.exit_layers"),

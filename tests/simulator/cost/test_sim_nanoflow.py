@@ -102,3 +102,13 @@ def test_bulk_equals_step_mode_and_nano_batches_are_checked():
                    speculation={"kind": "chain", "alignment": "realign"})
     with pytest.raises(ScenarioError, match="nano_batches"):
         simulator.run(bad)
+
+
+@pytest.mark.parametrize("times", [[[float("nan"), 1.0]], [[-1.0, 2.0]]])
+def test_makespans_refuse_negative_and_nan_stage_times(times):
+    """flow_shop_makespan let NaN through (a nan makespan); identical_makespan checked nothing ([-1, 2] over 3
+    nano-batches gave 5 s)."""
+    with pytest.raises(ValueError, match="non-negative seconds"):
+        flow_shop_makespan(times)
+    with pytest.raises(ValueError, match="non-negative seconds"):
+        identical_makespan(times[0], 3)

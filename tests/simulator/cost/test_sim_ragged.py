@@ -33,6 +33,19 @@ def test_padding_grows_with_the_batch_to_its_limit():
     assert pads[-1] == pytest.approx(5 - SURV.sum(), rel=1e-6)
 
 
+@pytest.mark.parametrize("s", [1e-17, 1e-12, 1e-6, 0.5, 1 - 1e-12, 1.0])
+@pytest.mark.parametrize("batch", [1, 2, 1000])
+def test_max_and_padding_keep_their_precision_at_survivals_near_0_and_1(s, batch):
+    """E[max] = 1 − (1 − s)^B and padding E[max] − s for one position, in exact rational arithmetic: the
+    plain formula gave 0 (not 1e-14) and padding −1e-17 for s = 1e-17, B = 1000."""
+    from fractions import Fraction
+    exact_max = 1 - (1 - Fraction(s)) ** batch
+    assert expected_max_accepted([s], batch) == pytest.approx(float(exact_max), rel=1e-12, abs=0.0)
+    pad = expected_padding([s], batch)
+    assert pad >= 0.0
+    assert pad == pytest.approx(float(exact_max - Fraction(s)), rel=1e-9, abs=1e-300 if batch > 1 else 0.0)
+
+
 def test_realignment_adds_the_kv_rewrite_to_each_verify_step():
     paged = simulator.run(scenario(**{**DATA, "speculation": {"kind": "chain"}}))
     realigned = simulator.run(scenario(**DATA))

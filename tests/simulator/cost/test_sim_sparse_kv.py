@@ -30,6 +30,16 @@ def test_batch_slope_sign_is_the_closed_forms(context, budget):
         large_batch_limit(0.8, g, context, budget), rel=1e-3)
 
 
+def test_closed_forms_refuse_a_pass_of_no_bytes_and_a_zero_context():
+    """Both raised ZeroDivisionError (0/0: no weights and no context; the limit divides by the context)."""
+    with pytest.raises(ValueError, match="reads nothing"):
+        self_spec_speedup(0.8, 3, 0.0, 131072.0, 4, 0.0, 512)
+    with pytest.raises(ValueError, match="context must be > 0"):
+        large_batch_limit(0.8, 3, 0.0, 512)
+    assert self_spec_speedup(0.8, 3, 0.0, 131072.0, 4, 4096.0, 512) == pytest.approx(
+        large_batch_limit(0.8, 3, 4096.0, 512))   # no weights: the limit at every batch
+
+
 def test_draft_pass_cost_stops_growing_at_the_budget():
     kind = _kind(scenario(drafter=MAGICDEC, **LONG))
     draft = [kind.cost.exact_decode_step(4, 4 * ctx)[0] for ctx in (256, 512, 4096, 32768)]

@@ -2,8 +2,6 @@
 shipped scenario's classes against the measured trace they come from."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import yaml
@@ -38,6 +36,18 @@ def test_a_static_shape_accepts_as_under_the_mean_model():
     static = _build(positional_child_probs(mean_accept_probs(WEIGHTS, ROWS)))
     walk = simulate_context_walk(static, WEIGHTS, ROWS, 40_000, np.random.default_rng(1))
     assert walk.mean() == pytest.approx(static.expected_tokens, abs=4 * walk.std() / 200)
+
+
+@pytest.mark.parametrize("weights,rows", [([0.5, 0.5], [[1.0], [0.0]]), ([0.3, 0.7], [[0.9], [0.1]]),
+                                          ([1.0], [[0.6, 0.3]])])
+def test_the_walk_of_a_shape_wider_than_the_rows(weights, rows):
+    """Trees with more children per node than the rows list (root: 3, depth 2) and rows that sum to 1 or
+    less: the walk's tokens per step are the mean model's within 5 standard errors. The walk took "no
+    child" (index = row width) for the child of that rank: 2.76 tokens where the closed form says 1.75."""
+    from theory.trees import positional_tree
+    static = positional_tree([-1, 0, 0, 0, 1, 1, 2], mean_accept_probs(weights, rows))
+    walk = simulate_context_walk(static, weights, rows, 40_000, np.random.default_rng(3))
+    assert walk.mean() == pytest.approx(static.expected_tokens, abs=5 * walk.std() / 200 + 1e-12)
 
 
 def test_realised_trees_accept_as_their_own_walk_says():

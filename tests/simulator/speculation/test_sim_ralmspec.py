@@ -203,3 +203,13 @@ def test_bad_input_names_the_field(override, field):
     with pytest.raises(ScenarioError) as err:
         prepare(data)
     assert err.value.field == field, str(err.value)
+
+
+def test_a_round_of_no_time_is_refused():
+    """Every time 0: the speedup (and ralmspec_optimal_stride) divided 0 by 0, a ZeroDivisionError."""
+    from theory.ralmspec import ralmspec_optimal_stride
+    with pytest.raises(ValueError, match="a round takes no time"):
+        ralmspec(0.5, 2, 0.0, 0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="a round takes no time"):
+        ralmspec_optimal_stride(0.5, 0.0, 0.0, 0.0, 0.0)
+    assert ralmspec(1.0, 1, 0.0, 0.0, 0.1, 0.0).speedup == pytest.approx(1.0)   # free generation, one query

@@ -74,3 +74,11 @@ def test_retrieval_merge_refuses_policies_and_acceptance_without_a_chain_surviva
     drifting = {"kind": "drifting", "points": [[0, 0.8], [100, 0.5]]}
     with pytest.raises(ScenarioError, match="acceptance.kind"):
         simulator.run(merge(_data(), {"acceptance": drifting}))
+
+
+@pytest.mark.parametrize("model,retrieved", [([0.5, 2.0], [0.3]), ([0.5], [-1.0]), ([[0.5]], [0.2]),
+                                              ([float("nan")], [0.2])])
+def test_merged_survival_refuses_what_is_not_a_survival(model, retrieved):
+    """Unchecked, a survival of 2 or -1 gave P(τ ≥ i) outside [0, 1] and a 2-D one a 2-D answer."""
+    with pytest.raises(ValueError, match="survival"):
+        merged_survival(model, retrieved, 0.5)

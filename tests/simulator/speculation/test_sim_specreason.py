@@ -26,6 +26,13 @@ def test_cycle_formula_equals_explicit_cycles(a, L):
     assert seconds / 20_000 == pytest.approx(rate.seconds_per_cycle, rel=0.01)
 
 
+@pytest.mark.parametrize("a,L", [(1.0, 4), (0.5, 1)])
+def test_a_cycle_of_no_time_is_refused(a, L):
+    """Free small and judging passes with nothing regenerated: the rate divided by 0 (ZeroDivisionError)."""
+    with pytest.raises(ValueError, match="a cycle takes no time"):
+        specreason_rate(a, L, 0.0, 0.0, 0.015)
+
+
 def test_des_accepts_steps_at_the_rate_and_regenerates_rejected_steps():
     req = simulator.run(scenario(**DATA)).requests
     spec_steps = req.drafted_tokens / GAMMA                  # speculative (judged) steps per request
