@@ -81,6 +81,11 @@ class Replica:
         s = self.s
         return int((s.samples[ids] * s.ctx[ids]).sum()) if self.multi_sample else int(s.ctx[ids].sum())
 
+    def blocks_held(self, ids) -> np.ndarray:
+        """Blocks the running requests `ids` hold now, decoding in the bulk profile or not (without settling
+        it: a check between bulks must not cost a re-join of the batch)."""
+        return self.profile.blocks_held(ids)
+
     def settle(self) -> None:
         """Write the bulk profile's decoding requests back to the columns (before a step reads them)."""
         self.profile.dissolve()
