@@ -200,6 +200,9 @@ class Replica:
         if not self.running or self.prefilling or self.policy is not None or not self.kv.bulk_capable \
                 or self.paused is not None or not getattr(self.scheduler, "allows_bulks", True):
             return False
+        every = getattr(self.scheduler, "decodes_every_running", None)   # (simulator.core.sched.Scheduler)
+        if every is not None and not every(self):
+            return False
         return not self.head_admissible()
 
     def head_admissible(self) -> bool:

@@ -93,6 +93,13 @@ class TrtllmIfb:
         unit = view.kv.block_size
         return budget // unit * unit
 
+    def decodes_every_running(self, view) -> bool:
+        """The walk of `plan` takes every running request: 1 + draft tokens each fit `max_num_tokens` and
+        `max_batch_size` (admission can overshoot the budget: prompts of a step are counted at their size,
+        not at the q tokens they decode with from the next step)."""
+        return len(view.running) * view.q <= self.limits.max_batched_tokens and \
+            len(view.running) <= self.limits.max_batch_size
+
     def admission_room(self, view) -> int:
         return self.limits.max_batched_tokens - sum(1 for r in view.running if view.decoding(r)) * view.q
 
