@@ -297,22 +297,40 @@ class DecodeProfile:
         s.blocks[r] = 0
         s.finish_s[r] = finish_s
 
+    def blocks_held(self, ids) -> np.ndarray:
+        """Blocks each request of `ids` holds at step k, members or not (what `dissolve` would write back;
+        the request arrays hold a member's blocks as of its join): for schedulers that read them between
+        bulks (simulator.core.sched.trtllm's capacity rule)."""
+        s = self.rep.s
+        held = s.blocks[ids].copy()
+        for i, r in enumerate(np.asarray(ids).tolist()):
+            m = self.members.get(r)
+            if m is not None and self.k > m.start:
+                held[i] = self._held(r, m, self.k - m.start)
+        return held
+
+    def _held(self, r: int, m: _Member, j: int) -> int:
+        """Blocks member r holds after its first j ≥ 1 steps in the profile."""
+        if m.batch is None:   # plain: one token per step; blocks by the join's formula
+            block = self.rep.kv.block_size
+            return max((int(self.rep.s.ctx[r]) + j - 1 + self.rep.q + block - 1) // block, int(self.rep.s.blocks[r]))
+        return int(m.batch.held[j - 1, m.col])
+
     def dissolve(self) -> None:
         """Write every member's state at step k back to the request arrays and empty the profile (before
         the step-by-step path forms a step with decodes)."""
         if not self.members:
             return
         rep, s = self.rep, self.rep.s
-        block = rep.kv.block_size
         for r, m in self.members.items():
             j = self.k - m.start
             if j == 0:
                 continue
-            if m.batch is None:   # plain: one token per step; blocks by the join's formula
+            held = self._held(r, m, j)
+            if m.batch is None:
                 emitted = j
-                held = max((int(s.ctx[r]) + j - 1 + rep.q + block - 1) // block, int(s.blocks[r]))
             else:
-                emitted, held = m.batch.capped[j - 1, m.col], m.batch.held[j - 1, m.col]
+                emitted = m.batch.capped[j - 1, m.col]
                 s.accepted[r] += m.batch.tau[:j, m.col].sum()
                 s.drafted[r] += rep.draft_tokens * j
             s.emitted[r] += emitted

@@ -38,7 +38,7 @@ from simpy.events import NORMAL, URGENT
 
 from simulator.core import parallel
 from simulator.core.state import DROP_EXCEEDS_KV
-from simulator.core.timeline import IDLE, OwnArrivals, PoolSide, TimelineControls, replica_timeline
+from simulator.core.timeline import IDLE, SETTLE, OwnArrivals, PoolSide, TimelineControls, replica_timeline
 
 
 class _At(simpy.Event):
@@ -189,7 +189,7 @@ class Engine:
             side = self.handoff.side(pool.name, self) if self.handoff is not None else PoolSide()
             on_bulk = (self._on_bulk if self._loads else None) if entry else self._note_finishes
             ctl = TimelineControls(bulk=self.bulk, report=self._report if entry else self._report_done,
-                                   stop_at_finish=closed, horizon_s=self._horizon(len(pool.replicas)),
+                                   stop_at_finish=closed, settle=closed, horizon_s=self._horizon(len(pool.replicas)),
                                    on_bulk=on_bulk, side=side)
             for rep in pool.replicas:
                 rep.arrivals = None
@@ -208,7 +208,10 @@ class Engine:
             except StopIteration:
                 return
             value = None
-            if until is IDLE:
+            if until is SETTLE:   # a step formed now sees what the other step ends of this instant send
+                if env.peek() <= env.now:
+                    yield _At(env, env.now)   # (behind every event already queued for now)
+            elif until is IDLE:
                 self._wake[rep.index] = ev = env.event()
                 yield ev
                 del self._wake[rep.index]

@@ -81,6 +81,11 @@ class Replica:
         s = self.s
         return int((s.samples[ids] * s.ctx[ids]).sum()) if self.multi_sample else int(s.ctx[ids].sum())
 
+    def blocks_held(self, ids) -> np.ndarray:
+        """Blocks the running requests `ids` hold now, decoding in the bulk profile or not (without settling
+        it: a check between bulks must not cost a re-join of the batch)."""
+        return self.profile.blocks_held(ids)
+
     def settle(self) -> None:
         """Write the bulk profile's decoding requests back to the columns (before a step reads them)."""
         self.profile.dissolve()
@@ -194,6 +199,9 @@ class Replica:
         of a prefix cache, whose evictions are decided block by block)."""
         if not self.running or self.prefilling or self.policy is not None or not self.kv.bulk_capable \
                 or self.paused is not None or not getattr(self.scheduler, "allows_bulks", True):
+            return False
+        every = getattr(self.scheduler, "decodes_every_running", None)   # (simulator.core.sched.Scheduler)
+        if every is not None and not every(self):
             return False
         return not self.head_admissible()
 

@@ -29,6 +29,8 @@ from simulator.core.pauses import sleep_until_resume
 from simulator.core.replica import Replica
 
 IDLE = None  # yielded by a replica with nothing to do and no known arrival: the driver wakes it
+SETTLE = "settle"   # yielded after a step's finishes were reported (`TimelineControls.settle`): the driver resumes
+                    # it once the other events of this instant (other replicas' step ends) are processed
 SUSPEND = "suspend"   # yielded at the end of the arrivals known so far (`OwnArrivals.until_s`): resume after `extend`
 _NO_TIMES = np.zeros(0)
 
@@ -104,6 +106,9 @@ class TimelineControls:
     on_bulk: object = None
     side: PoolSide = PoolSide()
     report_every_step: bool = True   # False: `report` only when requests finished (it only counts them)
+    # closed loops: a finish sends a request at its instant, which a step formed at that instant must see
+    # whichever replica's step ended first (open-loop arrivals come first by their urgent priority)
+    settle: bool = False
 
 
 def replica_timeline(rep, ctl: TimelineControls):
@@ -193,3 +198,5 @@ def replica_timeline(rep, ctl: TimelineControls):
         if finished or report_always:
             report(rep, finished)
             finished.clear()
+        if ctl.settle:
+            yield SETTLE

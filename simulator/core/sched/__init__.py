@@ -60,6 +60,10 @@ class Scheduler(Protocol):
 
     def admissible(self, view, token_room: int) -> bool: ...
 
+    # Optional: `decodes_every_running(view) -> bool`, False when the next decode-only step would leave some
+    # running request out (a token budget below Σ q); bulks of decode steps (Replica.bulk_ready) step every
+    # running request, so they wait until it is True again. Absent: every decode-only step decodes them all.
+
 
 class Prefills:
     """The prompt chunks of a step being formed."""

@@ -30,13 +30,15 @@ class TrtllmIfb:
 
     # ---- capacity: GUARANTEED_NO_EVICT -------------------------------------------------------------------
     def _reserved_blocks(self, view) -> int:
-        """Blocks the running requests still need to finish (their whole life minus what they hold)."""
+        """Blocks the running requests still need to finish (their whole life minus what they hold now: read
+        through the view, since between bulks the request arrays hold a decoding request's blocks as of its
+        join, simulator.core.bulk)."""
         s, kv = view.s, view.kv
         if not view.running:
             return 0
         ids = np.asarray(view.running)
         life = kv.blocks_for(s.prompt[ids] + s.output[ids] + view.q)
-        return int(np.maximum(life - s.blocks[ids], 0).sum())
+        return int(np.maximum(life - view.blocks_held(ids), 0).sum())
 
     def _fits_for_life(self, view, r: int) -> bool:
         s, kv = view.s, view.kv
@@ -90,6 +92,13 @@ class TrtllmIfb:
             return rest
         unit = view.kv.block_size
         return budget // unit * unit
+
+    def decodes_every_running(self, view) -> bool:
+        """The walk of `plan` takes every running request: 1 + draft tokens each fit `max_num_tokens` and
+        `max_batch_size` (admission can overshoot the budget: prompts of a step are counted at their size,
+        not at the q tokens they decode with from the next step)."""
+        return len(view.running) * view.q <= self.limits.max_batched_tokens and \
+            len(view.running) <= self.limits.max_batch_size
 
     def admission_room(self, view) -> int:
         return self.limits.max_batched_tokens - sum(1 for r in view.running if view.decoding(r)) * view.q

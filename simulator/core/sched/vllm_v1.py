@@ -57,6 +57,10 @@ class VllmV1:
         kv = view.kv
         return kv.need(r, min(int(view.s.prefill_target[r]), token_room))[0] <= kv.total_blocks - kv.used_blocks
 
+    def decodes_every_running(self, view) -> bool:
+        """Rule 2 schedules every running request: their q tokens per sequence fit the budget together."""
+        return view.decode_rows(view.running) * view.q <= self.limits.max_batched_tokens
+
     def admission_room(self, view) -> int:
         """Budget a waiting request would find in a decode-only step of the current batch."""
         return self.limits.max_batched_tokens - view.decode_rows(view.running) * view.q

@@ -504,7 +504,9 @@ def _ifb_run(arrivals, prompt=40, output=6, chunked=None, max_tokens=64, util=No
     import tempfile
     from pathlib import Path
     path = Path(tempfile.mkdtemp()) / "trace.csv"
-    path.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{a},{prompt},{output}\n" for a in arrivals))
+    outputs = output if isinstance(output, list) else [output] * len(arrivals)
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{a},{prompt},{o}\n"
+                                                                         for a, o in zip(arrivals, outputs)))
     engine = {"framework": "trtllm", **({"chunked_prefill": chunked} if chunked is not None else {})}
     data = scenario(workload={"num_requests": len(arrivals)}, cluster={"engine": engine},
                     scheduler={"kind": "trtllm", "max_batch_size": 8, "max_batched_tokens": max_tokens},
@@ -563,3 +565,30 @@ def test_trtllm_ifb_admits_only_what_it_can_guarantee_for_life():
     assert (req.preemptions == 0).all()
     first_finish = req.finish_s.iloc[:2].min()
     assert req.admit_s.iloc[2] >= first_finish > req.admit_s.iloc[1]
+
+
+def test_trtllm_ifb_admits_after_a_finish_in_bulk_mode_as_step_by_step():
+    """GUARANTEED_NO_EVICT after a bulk of decode steps: 35 blocks of 16 tokens; A (200 + 40 tokens, life 16
+    blocks) and B (200 + 80, life 18) run, C (200 + 40, life 16) waits. When A finishes, B holds 15 blocks
+    (context 240 + 1) and still reserves 18 - 15 = 3, so 35 - 15 - 3 = 17 >= 16: C is admitted by the next
+    step. Bulk mode read B's blocks as of its join (13: a bulk keeps them in its profile,
+    simulator.core.bulk), reserved 5, found 15 < 16 and kept C waiting until B finished (found by fuzzing
+    bulk against step-by-step: TTFTs and the step log differed)."""
+    from profiles.hardware import get_hardware
+    from simulator.cluster.factory import resolve_model
+    hw, model = get_hardware("h100-sxm"), resolve_model("llama-3-8b", None)
+    per_token = model.kv_bytes_per_token_per_gpu(__import__("models.step", fromlist=["Parallelism"]).Parallelism(1, 1),
+                                                 "bf16")
+    util = (model.weight_bytes("bf16") + 35.5 * 16 * per_token) / hw.hbm_bytes
+    runs = {mode: _ifb_run([0.0, 0.0, 0.0], prompt=200, output=[40, 80, 40], max_tokens=4096, util=util,
+                           step_mode=mode) for mode in ("step", "bulk")}
+    for run in runs.values():
+        assert run.built.replicas[0].kv.total_blocks == 35
+        req = run.requests
+        a_finish, b_finish = req.finish_s.iloc[0], req.finish_s.iloc[1]
+        assert a_finish == req.admit_s.iloc[2] < b_finish
+        first = run.steps[run.steps.start_s >= a_finish].iloc[0]   # the step after A's finish admits C
+        assert (int(first.prefill_seqs), int(first.decode_seqs)) == (1, 1)
+    import pandas as pd
+    pd.testing.assert_frame_equal(runs["step"].requests, runs["bulk"].requests)
+    pd.testing.assert_frame_equal(runs["step"].steps, runs["bulk"].steps)

@@ -13,7 +13,7 @@ import simulator
 from simulator.core import parallel
 from simulator.distributed.executors import make_executor
 from simulator.errors import ScenarioError
-from sim_helpers import scenario
+from sim_helpers import merge, scenario
 
 @pytest.fixture
 def three_cores(monkeypatch):
@@ -106,3 +106,24 @@ def test_a_failing_worker_fails_the_run():
     with pytest.raises(RuntimeError, match="boom in a worker"):
         parallel.run_parallel(work, 2, run_group, prepared.cluster.log, prepared.cluster.state, lambda k: None,
                               [])
+
+
+def test_mixed_steps_count_the_same_draft_shapes_in_workers():
+    """Draft passes of mixed prefill + decode steps (TensorRT-LLM's in-flight batching) are priced from a
+    lazily filled grid of mean context (simulator.cost.step_cost.LazyGrid) that the replicas of a pool share.
+    It used to fill the rows between two lookups, so one process (the replicas one after another, sharing
+    it) priced 239 distinct decode-attention shapes and two workers 198 (summary.json differed; found by
+    fuzzing `simulation.workers` 1 against 2); both count only the shapes looked up now."""
+    data = scenario(workload={"arrival": {"qps": 4.0}, "prompt_tokens": {"kind": "fixed", "value": 256},
+                              "output_tokens": {"kind": "uniform", "low": 64, "high": 256}, "num_requests": 10,
+                              "sessions": {"turns": {"kind": "fixed", "value": 2}, "think_time_s": 1.0}},
+                    cluster={"replicas": 4}, scheduler={"kind": "trtllm", "max_batch_size": 256},
+                    drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                    speculation={"kind": "multidraft", "n": 4}, acceptance={"kind": "pair"}, seed=0)
+    one = simulator.run(merge(data, {"simulation": {"workers": 1}}))
+    two = simulator.run(merge(data, {"simulation": {"workers": 2}}))
+    assert one.requests.replica.nunique() == 4
+    pd.testing.assert_frame_equal(one.requests, two.requests)
+    pd.testing.assert_frame_equal(one.steps, two.steps)
+    assert json.dumps(one.summary, default=str, sort_keys=True) == json.dumps(two.summary, default=str,
+                                                                              sort_keys=True)

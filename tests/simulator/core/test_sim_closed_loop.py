@@ -112,3 +112,26 @@ def test_closed_loop_with_disaggregation_sends_at_each_decode_completion(drafter
     step = simulator.run(sc, step_mode="step")
     pd.testing.assert_frame_equal(bulk.requests, step.requests)
     pd.testing.assert_frame_equal(bulk.steps, step.steps)
+
+
+@pytest.mark.parametrize("step_mode", ["step", "bulk"])
+def test_a_request_sent_at_a_step_boundary_of_another_replica_joins_the_step_formed_there(step_mode):
+    """Three replicas of one-token prompts step in lockstep (equal batches, bit-equal step times), so
+    replica 2's first finish (request 2, at 0.915906 s) falls exactly on a step boundary of replica 1, where
+    round robin sends request 4. Arrivals at a boundary are seen by the step formed there (open-loop arrivals
+    by their urgent priority, OwnArrivals.take); step by step, replica 1 formed that step before replica 2's
+    finish was processed (its step end came first in SimPy's queue) and prefilled request 4 one step later
+    (first token 0.927569 s; bulk mode, cut at the boundary, 0.921964 s: the modes differed; found by fuzzing).
+    Replicas now form their next step after every step end of the instant."""
+    data = scenario(workload={"arrival": {"process": "closed_loop", "concurrency": 4, "qps": None}, "num_requests": 5,
+                              "prompt_tokens": {"kind": "fixed", "value": 1},
+                              "output_tokens": {"kind": "uniform", "low": 128, "high": 512}},
+                    cluster={"replicas": 3, "model": "llama-2-7b"}, seed=414, simulation={"step_mode": step_mode})
+    req = simulator.run(data).requests
+    assert req.replica.tolist() == [0, 1, 2, 0, 1]
+    finish_2 = req.finish_s.iloc[2]
+    assert req.arrival_s.iloc[4] == finish_2 == min(req.finish_s)
+    steps = simulator.run(data).steps
+    boundary = steps[(steps.replica == 1) & (steps.start_s == finish_2)]
+    assert len(boundary) == 1 and int(boundary.prefill_tokens.iloc[0]) == 1   # request 4's prompt, at once
+    assert req.admit_s.iloc[4] == finish_2

@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 import simulator
 from simulator.core.kv.block_pool import BlockPool
@@ -92,3 +93,38 @@ def test_a_whole_run_finishes_every_request_and_matches_step_mode():
     assert (steps.prefill_tokens + steps.decode_seqs * 4 <= 256).all()   # the token budget holds
     assert ((steps.prefill_seqs > 0) & (steps.decode_seqs > 0)).any()    # prompts ride on decode steps
     assert_bulk_equals_step(data)
+
+
+def _budget_below_the_batch(kind: str, step_mode: str, tmp_path):
+    """Eight 1-token prompts at t = 0, 20 tokens out each, draft γ = 1 (q = 2 tokens per decoding request),
+    max_batched_tokens 8 = max_batch_size: step 1 prefills all eight (one token each), then 8 × 2 = 16
+    tokens of decodes do not fit the budget of 8."""
+    path = tmp_path / "trace.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n" + "0.0,1,20\n" * 8)
+    data = scenario(workload={"num_requests": 8},
+                    scheduler={"kind": kind, "max_batch_size": 8, "max_batched_tokens": 8},
+                    drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 1},
+                    acceptance={"kind": "constant", "alpha": 0.6}, simulation={"step_mode": step_mode})
+    data["workload"]["arrival"] = {"process": "trace", "trace_csv": str(path)}
+    for k in ("prompt_tokens", "output_tokens"):
+        data["workload"].pop(k)
+    return simulator.run(data)
+
+
+@pytest.mark.parametrize("kind", ["vllm_v1", "trtllm"])
+def test_a_budget_below_the_batch_decodes_part_of_it_in_bulk_mode_too(kind, tmp_path):
+    """vLLM V1 (rule 2: a running request whose q tokens do not fit what is left is skipped) and TensorRT-LLM's
+    micro-batch walk (microBatchScheduler.cpp: the first generation request that does not fit ends the walk)
+    both decode 4 of the 8 running requests in step 2 (4 × 2 = 8 tokens). Bulk mode stepped all eight,
+    16 tokens against a budget of 8 (found by fuzzing bulk against step-by-step; DeepSeek-V3 + MTP under
+    max_batched_tokens 256 at 200 req/s)."""
+    runs = {mode: _budget_below_the_batch(kind, mode, tmp_path) for mode in ("step", "bulk")}
+    for run in runs.values():
+        steps = run.steps
+        assert (int(steps.prefill_seqs.iloc[0]), int(steps.prefill_tokens.iloc[0])) == (8, 8)
+        assert (int(steps.decode_seqs.iloc[1]), int(steps.running_requests.iloc[1])) == (4, 8)
+        assert (steps.prefill_tokens + steps.decode_seqs * 2 <= 8).all()   # the token budget holds
+        assert run.requests.finish_s.notna().all()
+    import pandas as pd
+    pd.testing.assert_frame_equal(runs["step"].requests, runs["bulk"].requests)
+    pd.testing.assert_frame_equal(runs["step"].steps, runs["bulk"].steps)

@@ -113,3 +113,29 @@ def test_step_costs_fall_back_to_per_batch_tables_past_the_memory_cap(monkeypatc
     assert capped._step_table.cube.size == 0 and capped._step_grid  # the fallback did the work
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_lazy_grid_computes_only_the_rows_asked_for_and_fills_holes_when_asked():
+    """Rows between two ranges asked for are not computed (they were, when the table grew: what the grid
+    priced then depended on the order of lookups — replicas sharing a grid in one process against replicas
+    in worker processes — and so did the summary's count of distinct op shapes); a lookup over a hole
+    computes it, and every value is f's."""
+    from simulator.cost.step_cost import LazyGrid
+    asked = []
+
+    def f(i):
+        asked.append(i)
+        return np.array([i * 1.5, -i, 2.0 ** -i])
+
+    grid = LazyGrid(f, 3)
+    grid.rows(3, 5)
+    grid.rows(10, 11)
+    assert sorted(asked) == [3, 4, 5, 10, 11] and grid.gaps == 4
+    assert not grid.covers(5, 6) and grid.covers(10, 11)
+    x = np.array([7.5 * CTX_GRID_TOKENS])   # one sequence, between grid rows 7 and 8 (a hole)
+    got = interpolate_on_grid({1: grid}, None, 1, x)
+    assert sorted(asked) == [3, 4, 5, 7, 8, 10, 11]
+    np.testing.assert_array_equal(got[0], 0.5 * f(7) + 0.5 * f(8))
+    table, base = grid.rows(3, 11)   # filling every hole: the whole table is f's rows
+    np.testing.assert_array_equal(table, np.array([f(i) for i in range(3, 12)]))
+    assert base == 3 and grid.gaps == 0 and np.array_equal(grid.upper, table[1:])
