@@ -95,7 +95,7 @@ class TrtllmIfb:
         return self.limits.max_batched_tokens - sum(1 for r in view.running if view.decoding(r)) * view.q
 
     def admissible(self, view, token_room: int) -> bool:
-        if not view.waiting or view.batch_full() or len(view.running) >= self.limits.max_batch_size:
+        if not view.waiting or view.batch_full():
             return False
         r = view.waiting[0]
         if not self._fits_for_life(view, r):
