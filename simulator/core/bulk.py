@@ -297,22 +297,36 @@ class DecodeProfile:
         s.blocks[r] = 0
         s.finish_s[r] = finish_s
 
+    def held_blocks(self, r: int) -> int:
+        """The KV blocks request r holds at step k: `s.blocks[r]` for a request outside the profile, else
+        what `dissolve` would write there (a member's column is written back only then)."""
+        m = self.members.get(r)
+        j = 0 if m is None else self.k - m.start
+        return int(self.rep.s.blocks[r]) if j == 0 else int(self._held(r, m, j))
+
+    def _held(self, r: int, m: _Member, j: int) -> int:
+        """Member r's KV blocks after its first j (>= 1) decode steps in the profile."""
+        if m.batch is not None:
+            return m.batch.held[j - 1, m.col]
+        rep, s = self.rep, self.rep.s   # plain: one token per step; blocks by the join's formula
+        block = rep.kv.block_size
+        return max((int(s.ctx[r]) + j - 1 + rep.q + block - 1) // block, int(s.blocks[r]))
+
     def dissolve(self) -> None:
         """Write every member's state at step k back to the request arrays and empty the profile (before
         the step-by-step path forms a step with decodes)."""
         if not self.members:
             return
         rep, s = self.rep, self.rep.s
-        block = rep.kv.block_size
         for r, m in self.members.items():
             j = self.k - m.start
             if j == 0:
                 continue
-            if m.batch is None:   # plain: one token per step; blocks by the join's formula
+            held = self._held(r, m, j)
+            if m.batch is None:   # plain: one token per step
                 emitted = j
-                held = max((int(s.ctx[r]) + j - 1 + rep.q + block - 1) // block, int(s.blocks[r]))
             else:
-                emitted, held = m.batch.capped[j - 1, m.col], m.batch.held[j - 1, m.col]
+                emitted = m.batch.capped[j - 1, m.col]
                 s.accepted[r] += m.batch.tau[:j, m.col].sum()
                 s.drafted[r] += rep.draft_tokens * j
             s.emitted[r] += emitted

@@ -83,6 +83,13 @@ class Replica:
         s = self.s
         return int((s.samples[ids] * s.ctx[ids]).sum()) if self.multi_sample else int(s.ctx[ids].sum())
 
+    def blocks_now(self, ids) -> np.ndarray:
+        """KV blocks each of the running requests `ids` holds now: a member of the bulk profile holds more
+        than its column `s.blocks` says until `settle` writes it back (simulator.core.bulk)."""
+        if not self.profile.members:
+            return self.s.blocks[ids]
+        return np.array([self.profile.held_blocks(int(r)) for r in ids], dtype=np.int64)
+
     def settle(self) -> None:
         """Write the bulk profile's decoding requests back to the columns (before a step reads them)."""
         self.profile.dissolve()

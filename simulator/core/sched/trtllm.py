@@ -30,13 +30,15 @@ class TrtllmIfb:
 
     # ---- capacity: GUARANTEED_NO_EVICT -------------------------------------------------------------------
     def _reserved_blocks(self, view) -> int:
-        """Blocks the running requests still need to finish (their whole life minus what they hold)."""
+        """Blocks the running requests still need to finish (their whole life minus what they hold now:
+        `blocks_now`, as a bulk's members hold more than their `s.blocks` column says until it is written
+        back)."""
         s, kv = view.s, view.kv
         if not view.running:
             return 0
         ids = np.asarray(view.running)
         life = kv.blocks_for(s.prompt[ids] + s.output[ids] + view.q)
-        return int(np.maximum(life - s.blocks[ids], 0).sum())
+        return int(np.maximum(life - view.blocks_now(ids), 0).sum())
 
     def _fits_for_life(self, view, r: int) -> bool:
         s, kv = view.s, view.kv
