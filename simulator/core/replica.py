@@ -56,10 +56,14 @@ class Replica:
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
 
-    def fits(self, ids):
-        """Request(s) `ids` can ever run here: a whole life (prompt + output + a verify window) fits in KV."""
+    def life_tokens(self, ids):
+        """The most KV tokens request(s) `ids` hold here in their life: prompt + output + a verify window."""
         s = self.s
-        return self.kv.blocks(ids, s.prompt[ids] + s.output[ids] + self.q) <= self.kv.total_blocks
+        return s.prompt[ids] + s.output[ids] + self.q
+
+    def fits(self, ids):
+        """Request(s) `ids` can ever run here: a whole life (`life_tokens`) fits in KV."""
+        return self.kv.blocks(ids, self.life_tokens(ids)) <= self.kv.total_blocks
 
     # ---- what schedulers read (simulator.core.sched) --------------------------------------------------
     def decoding(self, r: int) -> bool:

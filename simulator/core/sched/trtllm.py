@@ -6,8 +6,9 @@ default GUARANTEED_NO_EVICT policy, then its micro-batch scheduler under `max_nu
 Rule by rule (cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp and microBatchScheduler.cpp,
 `MicroBatchScheduler::operator()`):
 - capacity (GUARANTEED_NO_EVICT): a new request starts only if the KV blocks of its whole life (prompt +
-  output) fit beside the blocks every running request still needs to finish; running requests are never
-  evicted (no preemption);
+  output; `view.life_tokens`: the prompt alone on a disaggregated prefill replica, which hands the request
+  off after its prompt) fit beside the blocks every running request still needs to finish; running
+  requests are never evicted (no preemption);
 - the active requests are walked in order (those generating first: they arrived earlier); a generation
   request takes 1 + its draft tokens of the budget; a context request without chunking takes its whole
   prompt; the first request that does not fit in `max_num_tokens` ends the walk (`break`), as does reaching
@@ -33,16 +34,16 @@ class TrtllmIfb:
         """Blocks the running requests still need to finish (their whole life minus what they hold now:
         `blocks_now`, as a bulk's members hold more than their `s.blocks` column says until it is written
         back)."""
-        s, kv = view.s, view.kv
+        kv = view.kv
         if not view.running:
             return 0
         ids = np.asarray(view.running)
-        life = kv.blocks_for(s.prompt[ids] + s.output[ids] + view.q)
+        life = kv.blocks_for(view.life_tokens(ids))
         return int(np.maximum(life - view.blocks_now(ids), 0).sum())
 
     def _fits_for_life(self, view, r: int) -> bool:
-        s, kv = view.s, view.kv
-        life = int(kv.blocks_for(int(s.prompt[r] + s.output[r]) + view.q))
+        kv = view.kv
+        life = int(kv.blocks_for(int(view.life_tokens(r))))
         return life <= kv.total_blocks - kv.used_blocks - self._reserved_blocks(view)
 
     # ---- micro-batch -------------------------------------------------------------------------------------
