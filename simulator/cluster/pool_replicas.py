@@ -47,8 +47,12 @@ class PrefillReplica(Replica):
         a `release`)."""
         return bool(self.running) or self.can_admit_head()
 
+    def life_tokens(self, ids):
+        """A request holds KV here for its prompt only (it leaves at hand-off)."""
+        return self.s.prompt[ids]
+
     def fits(self, ids):
-        return self.kv.blocks_for(self.s.prompt[ids]) <= self.kv.total_blocks
+        return self.kv.blocks_for(self.life_tokens(ids)) <= self.kv.total_blocks
 
     def bulk_ready(self) -> bool:
         return False  # prefill steps only

@@ -4,7 +4,10 @@ paused requests of one replica and what happens to their KV.
 
 How the replica's timeline (simulator.core.timeline) sees them, the same way it sees arrivals:
 - after every step the hook may pause some of the requests that emitted tokens (`Replica.apply_step`);
-  a paused request is out of `running`, so no step decodes it and it cannot be preempted;
+  a paused request is out of `running`, so no step decodes it and it cannot be preempted; one that keeps
+  its KV stays in the engine and keeps its batch slot too (`Replica.held_rows`: running + paused with KV
+  <= max_batch_size), so that rejoining `running` when its pause ends never takes the batch past
+  max_batch_size;
 - a request whose pause has ended rejoins at the first step boundary at or after its resume time
   (`rejoin`, before the step formed there), as an arrival routed to this replica joins `waiting`;
 - a replica with nothing to run but paused requests sleeps until the earliest resume (or an arrival);
@@ -62,6 +65,8 @@ class PausedRequests:
             rep.kv.release(r, "all")
             s.ctx[r] = 0
             s.prefilled[r] = 0
+        else:
+            rep.held_rows += int(rep.s.samples[r])
         heapq.heappush(self._heap, (until_s, self._order, r))
         self._order += 1
 
@@ -82,6 +87,7 @@ class PausedRequests:
             if dropped:
                 self._roll_back(rep, r, dropped, released)
             if not released:
+                rep.held_rows -= int(s.samples[r])
                 rep.running.append(r)
                 if complete:
                     rep.finish_done([r], until_s, finished)

@@ -43,6 +43,7 @@ class Replica:
         self.profile = DecodeProfile(self)  # the decoding requests' futures, for bulks (simulator.core.bulk)
         self.multi_sample = bool((state.samples > 1).any())  # some request decodes several sequences
         self.paused = None   # simulator.core.pauses.PausedRequests when requests may leave the batch for a while
+        self.held_rows = 0   # decode rows (sequences) of paused requests that keep their KV: they keep their batch slots
         # the plain block pool and one sequence per request: schedulers may read the pool's rule inline
         self.plain_kv = type(kv) is BlockPool and not self.multi_sample
 
@@ -55,22 +56,27 @@ class Replica:
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
 
-    def fits(self, ids):
-        """Request(s) `ids` can ever run here: a whole life (prompt + output + a verify window) fits in KV."""
+    def life_tokens(self, ids):
+        """The most KV tokens request(s) `ids` hold here in their life: prompt + output + a verify window."""
         s = self.s
-        return self.kv.blocks(ids, s.prompt[ids] + s.output[ids] + self.q) <= self.kv.total_blocks
+        return s.prompt[ids] + s.output[ids] + self.q
+
+    def fits(self, ids):
+        """Request(s) `ids` can ever run here: a whole life (`life_tokens`) fits in KV."""
+        return self.kv.blocks(ids, self.life_tokens(ids)) <= self.kv.total_blocks
 
     # ---- what schedulers read (simulator.core.sched) --------------------------------------------------
     def decoding(self, r: int) -> bool:
         return self.s.prefilled[r] >= self.s.prefill_target[r]
 
     def batch_full(self) -> bool:
-        """The waiting head cannot join: the batch's sequences would exceed max_batch_size."""
+        """The waiting head cannot join: the batch's sequences (those of requests paused with their KV
+        included, `held_rows`) would exceed max_batch_size."""
         if not self.multi_sample:
-            return len(self.running) >= self.limits.max_batch_size
+            return len(self.running) + self.held_rows >= self.limits.max_batch_size
         s = self.s
         rows = int(s.samples[self.running].sum()) if self.running else 0
-        return rows + int(s.samples[self.waiting[0]]) > self.limits.max_batch_size
+        return rows + self.held_rows + int(s.samples[self.waiting[0]]) > self.limits.max_batch_size
 
     def decode_rows(self, ids) -> int:
         """Decode rows of the decode requests `ids`: one per sequence."""

@@ -27,8 +27,11 @@ Definitions (all times in seconds):
   independent measurement of the engine's bookkeeping. Approximation: the step log samples the counts
   at step starts, so a request arriving while its replica is busy is counted from the next step; this
   biases L_steps low by about lambda * (mean residual step time), a relative error of roughly
-  (step duration / 2) / W. `little_L_requests` integrates N(t) exactly from the request records; it equals
-  lambda * W whenever every sojourn lies inside the window.
+  (step duration / 2) / W. The counts are those of a replica's queues, so requests outside every queue are
+  not in L_steps: paused out of the batch (iterative retrieval, simulator.core.pauses; L_steps fell 13-96 %
+  below lambda * W in fuzzed retrieval runs) and between the pools of a disaggregated cluster
+  (simulator.cluster.handoff). `little_L_requests` integrates N(t) exactly from the request records; it
+  equals lambda * W whenever every sojourn lies inside the window.
 """
 from __future__ import annotations
 

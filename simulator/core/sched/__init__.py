@@ -107,7 +107,7 @@ def plain_head_admissible(view, token_room: int, batch_len: int) -> bool:
     """`head_admissible` for a replica whose KV manager is the plain block pool and whose requests decode one
     sequence each (`Replica.plain_kv`): the same rule, with the pool's arithmetic inline (the hot path)."""
     waiting = view.waiting
-    if not waiting or len(view.running) >= view.limits.max_batch_size:
+    if not waiting or len(view.running) + view.held_rows >= view.limits.max_batch_size:
         return False
     kv = view.kv
     tokens = int(view.s.prefill_target[waiting[0]])

@@ -6,8 +6,9 @@ default GUARANTEED_NO_EVICT policy, then its micro-batch scheduler under `max_nu
 Rule by rule (cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp and microBatchScheduler.cpp,
 `MicroBatchScheduler::operator()`):
 - capacity (GUARANTEED_NO_EVICT): a new request starts only if the KV blocks of its whole life (prompt +
-  output) fit beside the blocks every running request still needs to finish; running requests are never
-  evicted (no preemption);
+  output; `view.life_tokens`: the prompt alone on a disaggregated prefill replica, which hands the request
+  off after its prompt) fit beside the blocks every running request still needs to finish; running
+  requests are never evicted (no preemption);
 - the active requests are walked in order (those generating first: they arrived earlier); a generation
   request takes 1 + its draft tokens of the budget; a context request without chunking takes its whole
   prompt; the first request that does not fit in `max_num_tokens` ends the walk (`break`), as does reaching
@@ -30,19 +31,19 @@ class TrtllmIfb:
 
     # ---- capacity: GUARANTEED_NO_EVICT -------------------------------------------------------------------
     def _reserved_blocks(self, view) -> int:
-        """Blocks the running requests still need to finish (their whole life minus what they hold now: read
-        through the view, since between bulks the request arrays hold a decoding request's blocks as of its
-        join, simulator.core.bulk)."""
-        s, kv = view.s, view.kv
+        """Blocks the running requests still need to finish (their whole life here, `life_tokens`, minus what they
+        hold now: read through the view, since between bulks the request arrays hold a decoding request's blocks
+        as of its join, simulator.core.bulk)."""
+        kv = view.kv
         if not view.running:
             return 0
         ids = np.asarray(view.running)
-        life = kv.blocks_for(s.prompt[ids] + s.output[ids] + view.q)
+        life = kv.blocks_for(view.life_tokens(ids))
         return int(np.maximum(life - view.blocks_held(ids), 0).sum())
 
     def _fits_for_life(self, view, r: int) -> bool:
-        s, kv = view.s, view.kv
-        life = int(kv.blocks_for(int(s.prompt[r] + s.output[r]) + view.q))
+        kv = view.kv
+        life = int(kv.blocks_for(int(view.life_tokens(r))))
         return life <= kv.total_blocks - kv.used_blocks - self._reserved_blocks(view)
 
     # ---- micro-batch -------------------------------------------------------------------------------------
@@ -104,7 +105,7 @@ class TrtllmIfb:
         return self.limits.max_batched_tokens - sum(1 for r in view.running if view.decoding(r)) * view.q
 
     def admissible(self, view, token_room: int) -> bool:
-        if not view.waiting or view.batch_full() or len(view.running) >= self.limits.max_batch_size:
+        if not view.waiting or view.batch_full():
             return False
         r = view.waiting[0]
         if not self._fits_for_life(view, r):

@@ -124,3 +124,37 @@ def test_closed_loop_runs_on_the_pools():
     req = bulk.requests
     completions = np.sort(req.finish_s.to_numpy())
     np.testing.assert_array_equal(req.arrival_s.to_numpy()[6:], completions[: len(req) - 6])
+
+
+def test_trtllm_prefill_pool_reserves_only_the_prompt():
+    """A prefill replica holds a request's KV only for its prompt (simulator.cluster.pool_replicas), so
+    TensorRT-LLM's GUARANTEED_NO_EVICT check there counts the prompt's blocks, not prompt + output. Before,
+    a prompt of 600 tokens with 3,000 output tokens (3,601 > the 3,376 tokens an L40S prefill replica
+    holds next to Llama-2-13B at gpu_memory_utilization 0.6) fitted the pool's has_work rule but never
+    the scheduler's: the replica planned empty steps forever at one clock (the run never ended)."""
+    import signal
+
+    import simulator
+    data = {"name": "trt", "seed": 1, "outputs": {"plots": False},
+            "workload": {"arrival": {"process": "poisson", "qps": 2.0}, "num_requests": 3,
+                         "prompt_tokens": {"kind": "fixed", "value": 600},
+                         "output_tokens": {"kind": "fixed", "value": 3000}},
+            "cluster": {"hardware": "l40s", "model": "llama-2-13b", "gpu_memory_utilization": 0.6,
+                        "disaggregation": {"prefill": {"replicas": 1},
+                                           "decode": {"replicas": 1, "hardware": "h100-sxm"},
+                                           "kv_transfer": {"link": "scaleout"}}},
+            "scheduler": {"kind": "trtllm", "max_batch_size": 8, "max_batched_tokens": 8192}}
+
+    def hang(*_):
+        raise TimeoutError("the run did not end")
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(60)
+    try:
+        result = simulator.run(data)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert result.built.pools[0].replicas[0].kv.total_blocks * 16 < 3601
+    req = result.requests
+    assert req.finish_s.notna().all() and (req.emitted_tokens == 3000).all()
+    assert (result.steps[result.steps.replica == 0].prefill_tokens.sum()) == 1800

@@ -592,3 +592,37 @@ def test_trtllm_ifb_admits_after_a_finish_in_bulk_mode_as_step_by_step():
     import pandas as pd
     pd.testing.assert_frame_equal(runs["step"].requests, runs["bulk"].requests)
     pd.testing.assert_frame_equal(runs["step"].steps, runs["bulk"].steps)
+
+
+def test_trtllm_ifb_admits_at_the_finish_that_frees_its_life_in_bulk_mode_too():
+    """GUARANTEED_NO_EVICT (capacityScheduler.cpp) with 33 blocks of 16 tokens: A (200 + 20 tokens) reserves
+    ceil(221 / 16) = 14 blocks for life, B (200 + 100) 19, so C (200 + 20, 14 blocks) waits; when A finishes,
+    B still needs 19 blocks in all and 19 + 14 = 33 fit, so C starts in the step at A's finish. Bulk mode
+    read B's blocks as of the start of its bulk (stale until the bulk profile is written back), counted
+    its remaining need a block too high and admitted C only at B's finish (0.72 s instead of 0.147 s)."""
+    import tempfile
+    from pathlib import Path
+
+    import pandas as pd
+    from models.step import Parallelism
+    from profiles.hardware import get_hardware
+    from simulator.cluster.factory import resolve_model
+    hw, model = get_hardware("h100-sxm"), resolve_model("llama-3-8b", None)
+    util = (model.weight_bytes("bf16") + 33.5 * 16 * model.kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16")) \
+        / hw.hbm_bytes
+    runs = {}
+    for mode in ("step", "bulk"):
+        path = Path(tempfile.mkdtemp()) / "trace.csv"
+        path.write_text("arrival_s,prompt_tokens,output_tokens\n0,200,20\n0,200,100\n0,200,20\n")
+        data = scenario(workload={"num_requests": 3}, cluster={"engine": {"framework": "trtllm"},
+                                                               "gpu_memory_utilization": util},
+                        scheduler={"kind": "trtllm", "max_batch_size": 8, "max_batched_tokens": 4096},
+                        simulation={"step_mode": mode})
+        data["workload"] = {"arrival": {"process": "trace", "trace_csv": str(path)}}
+        runs[mode] = simulator.run(data)
+    assert runs["step"].built.replicas[0].kv.total_blocks == 33
+    for result in runs.values():
+        req = result.requests
+        assert req.admit_s.iloc[2] == req.finish_s.iloc[0] < req.finish_s.iloc[1]
+    pd.testing.assert_frame_equal(runs["step"].requests, runs["bulk"].requests)
+    pd.testing.assert_frame_equal(runs["step"].steps, runs["bulk"].steps)

@@ -141,6 +141,23 @@ def test_released_kv_is_re_prefilled_exactly():
     assert_bulk_equals_step(merge(LOAD, {"retrieval": {"kv_while_paused": "released"}}))
 
 
+@pytest.mark.parametrize("kind", ["vllm", "vllm_v1", "sarathi", "trtllm"])
+def test_paused_requests_keep_their_batch_slot(kind):
+    """A request paused with resident KV keeps its place in the batch (simulator.core.pauses): running
+    requests + those paused with their KV never exceed scheduler.max_batch_size, so no step holds more
+    sequences than it. Before, the scheduler filled a paused request's slot with a waiting one and the
+    paused one rejoined on top of it: with max_batch_size 2, steps of 15 decoding sequences."""
+    data = merge(LOAD, {"scheduler": {"kind": kind, "max_batch_size": 2, "chunk_tokens": 512},
+                        "cluster": {"replicas": 1}})
+    result = simulator.run(data)
+    steps, req = result.steps, result.requests
+    assert (steps.decode_seqs + steps.prefill_seqs).max() == 2        # full batches, never more
+    assert steps.running_requests.max() <= 2
+    assert req.finish_s.notna().all() and (req.emitted_tokens == req.output_tokens).all()
+    released = simulator.run(merge(data, {"retrieval": {"kv_while_paused": "released"}})).steps
+    assert (released.decode_seqs + released.prefill_seqs).max() == 2
+
+
 def test_knowledge_base_is_the_fifo_simpy_resource_of_its_capacity():
     """Brute force: queries submitted in time order finish when a SimPy Resource of the same capacity
     serves them."""
