@@ -18,6 +18,8 @@ from scenarios.papers.registry import REGISTRY, Check, get, main, reproduce
 # magicdec-long-context, multidraft-optimal-des, sequoia-tree-vs-batch, shadowkv-long-context); leviathan's move
 # is its DES panel's walltime speedup column only (des_speedup), its theory and token counts are unchanged.
 # distserve again for its engine, the paper's vLLM v0.2.3 (repro_distserve.py)
+# multidraft-optimal-des again 2026-11-28 for vLLM's capture sizes by release (16502c9: with speculation a size that
+# rounds past the largest is dropped; the hash moves on that commit and not on its parent)
 REPRODUCTION_SHA256 = {
     "deepep": "8e13fea2f6d81134",
     "distserve": "0d4543f722061d70",
@@ -33,7 +35,7 @@ REPRODUCTION_SHA256 = {
     "cascade-drafting": "0ad7e53abd9adafb",
     "eagle2-dynamic-tree": "f2c58b70b7e81727",
     "magicdec-long-context": "5755b187a491f108",
-    "multidraft-optimal-des": "196859bb474355c6",
+    "multidraft-optimal-des": "90dcb60a18b6d4f4",
     "shadowkv-long-context": "bf1615cd8a00cade",
 }
 
