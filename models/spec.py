@@ -311,18 +311,19 @@ class ModelSpec:
 
     def decoder_weight_bytes(self, dtype: str = "bf16") -> float:
         """Bytes of the decoder layers' weights (`decoder_param_count`) served in `dtype` (see `weight_bytes`)."""
-        if dtype in EXPERT_ONLY_DTYPES:
-            routed = self.routed_expert_param_count()
-            return routed * dtype_bytes(dtype) + (self.decoder_param_count() - routed) * dtype_bytes(dense_weight_dtype(dtype))
-        return self.decoder_param_count() * dtype_bytes(dtype)
+        return self._bytes_of(self.decoder_param_count(), dtype)
 
     def weight_bytes(self, dtype: str = "bf16") -> float:
         """Bytes of all weights served in `dtype` (an EXPERT_ONLY_DTYPES format: the routed experts in it, the
         rest in bf16)."""
+        return self._bytes_of(self.param_count(), dtype)
+
+    def _bytes_of(self, params: int, dtype: str) -> float:
+        """Bytes of `params` parameters of this model, all its routed experts among them, served in `dtype`."""
         if dtype in EXPERT_ONLY_DTYPES:
             routed = self.routed_expert_param_count()
-            return routed * dtype_bytes(dtype) + (self.param_count() - routed) * dtype_bytes(dense_weight_dtype(dtype))
-        return self.param_count() * dtype_bytes(dtype)
+            return routed * dtype_bytes(dtype) + (params - routed) * dtype_bytes(dense_weight_dtype(dtype))
+        return params * dtype_bytes(dtype)
 
     # ---- KV cache and recurrent state ------------------------------------------------------------
     def kv_elements_per_token_per_layer(self) -> int:
