@@ -531,6 +531,9 @@ CASES = [
             "4,000,000 points"),
     Hostile("reproduce_unknown_flag", lambda tmp: ["reproduce", "--bogus"], "unrecognized arguments: --bogus"),
     Hostile("reproduce_list_and_a_name", lambda tmp: ["reproduce", "--list", "extra"], "--list takes no NAME"),
+    # --list with --out listed the reproductions and ignored the folder, exit 0
+    Hostile("reproduce_list_with_out", lambda tmp: ["reproduce", "--list", "--out", tmp / "o"],
+            "draftsim reproduce: error: --out: --list writes nothing"),
     Hostile("reproduce_all_and_a_name", lambda tmp: ["reproduce", "all", "tetris", "--quiet"], "give it alone"),
     Hostile("reproduce_out_is_a_file", lambda tmp: ["reproduce", "tetris", "--out", _write(tmp, "file", "x"),
                                                     "--quiet"], "--out"),

@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         epilog="examples: draftsim reproduce --list;  draftsim reproduce leviathan;  draftsim reproduce all")
     parser.add_argument("names", nargs="*", metavar="NAME", help="reproduction name(s), or 'all'")
     parser.add_argument("--list", action="store_true", help="list the registered reproductions")
-    parser.add_argument("--out", default="out/papers", help="output folder (default: out/papers)")
+    parser.add_argument("--out", default=None, help="output folder (default: out/papers)")
     parser.add_argument("--quiet", action="store_true", help="no progress and no tables; the exit code and "
                                                              "a line per failed reproduction still tell")
     args = parse_args(parser, argv)   # a bad flag: one line, exit 2
@@ -221,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.list and args.names:
         return fail(f"--list takes no NAME (got {args.names[0]!r}); give --list alone, or the NAME(s) to reproduce",
                     "reproduce")
+    if args.list and args.out is not None:
+        return fail(f"--out: --list writes nothing (got --out {args.out!r}); give --out with the NAME(s) to reproduce",
+                    "reproduce")
+    args.out = "out/papers" if args.out is None else args.out
     if args.list or not args.names:
         for name in sorted(REGISTRY):
             repro = get(name)
