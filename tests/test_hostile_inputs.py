@@ -738,15 +738,14 @@ CASES = [
     Hostile("estimate_unknown_host_cpu", estimate("--host-cpu", "bogus"), "error: --host-cpu: unknown host 'bogus'"),
     Hostile("estimate_engine_version_0_0_1", estimate("--engine-version", "0.0.1"),
             "error: --engine-version: no engine model for vllm 0.0.1"),
-    # a release after the newest whose rules were read (vllm 99, sglang 0.5.15, a 0.34 pre-release) was modelled
-    # as the newest range, exit 0 (profiles/data/engine_time/frameworks.yaml read_below)
+    # a version after the newest release (vllm 99, a 0.34 pre-release, sglang 0.5.24) was modelled as the newest
+    # range, exit 0 (profiles/data/engine_time/frameworks.yaml newest_release: PyPI on 2026-11-28)
     Hostile("estimate_engine_version_99", estimate("--engine-version", "99"),
-            "error: --engine-version: vllm 99 is newer than every release whose rules were read; allowed: 0.2.0 up "
-            "to (not including) 0.34.0"),
+            "error: --engine-version: vllm 99 is not a release (the newest is 0.33.0); allowed: 0.2.0 to 0.33.0"),
     Hostile("engine_version_vllm_0_34_rc", run(cluster={"engine": {"version": "0.34.0rc1"}}),
-            "draftsim: error: cluster.engine.version: vllm 0.34.0rc1 is newer than every release whose rules"),
-    Hostile("engine_version_sglang_0_5_15", run(cluster={"engine": {"framework": "sglang", "version": "0.5.15"}}),
-            "draftsim: error: cluster.engine.version: sglang 0.5.15 is newer than every release whose rules"),
+            "draftsim: error: cluster.engine.version: vllm 0.34.0rc1 is not a release (the newest is 0.33.0)"),
+    Hostile("engine_version_sglang_0_5_24", run(cluster={"engine": {"framework": "sglang", "version": "0.5.24"}}),
+            "draftsim: error: cluster.engine.version: sglang 0.5.24 is not a release (the newest is 0.5.23)"),
     Hostile("burstgpt_negative_tokens",
             trace(text_file("b.csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
                                      "5,ChatGPT,472,0,472,Conversation log\n6,ChatGPT,-1,18,17,Conversation log\n"),

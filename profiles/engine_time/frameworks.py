@@ -53,12 +53,11 @@ def entry_for(framework: str, version: str | None, field: str = "cluster.engine"
     if version is None:
         return max(entries, key=lambda e: _version_key(e["versions"].get("min", "0")))
     v = _version_key(version)
-    bounds = [e["read_below"] for e in entries if "read_below" in e]   # the newest entry's: releases read
-    if bounds and v >= _version_key(bounds[0]):
+    newest = [e["newest_release"] for e in entries if "newest_release" in e]   # (on the newest entry)
+    if newest and v > _version_key(newest[0]):
         first = min(entries, key=lambda e: _version_key(e["versions"].get("min", "0")))["versions"].get("min", "")
-        raise FieldError(f"{field}.version", f"{framework} {version} is newer than every release whose rules were "
-                                             f"read; allowed: {first} up to (not including) "
-                                             f"{bounds[0].removesuffix('.dev0')}")
+        raise FieldError(f"{field}.version", f"{framework} {version} is not a release (the newest is {newest[0]}); "
+                                             f"allowed: {first} to {newest[0]}")
     for e in entries:
         lo, hi = e["versions"].get("min"), e["versions"].get("max")
         if (lo is None or _version_key(lo) <= v) and (hi is None or v < _version_key(hi)):

@@ -109,19 +109,19 @@ def test_version_ranges_tile_without_gaps_or_overlaps():
             assert a.get("max") == b["min"], (fw, a, b)
         assert "max" not in ranges[-1]
         newest = max((e for e in raw if e["framework"] == fw), key=lambda e: version_key(e["versions"]["min"]))
-        bounded = [e for e in raw if e["framework"] == fw and "read_below" in e]
-        assert bounded == [newest] and "read_below" in newest["sources"], fw   # one bound, on the newest, sourced
-        assert version_key(newest["read_below"]) > version_key(newest.get("latest", newest["versions"]["min"]))
+        bounded = [e for e in raw if e["framework"] == fw and "newest_release" in e]
+        assert bounded == [newest] and "newest_release" in newest["sources"], fw   # one bound, on the newest, sourced
+        assert version_key(newest["newest_release"]) >= version_key(newest.get("latest", newest["versions"]["min"]))
 
 
 def test_version_lookup():
     assert engine_time_for("vllm", "0.24.0").overlap is True
     assert engine_time_for("vllm", "0.12.0").overlap is False
-    assert engine_time_for("vllm").versions == engine_time_for("vllm", "0.33.2").versions   # a patch of the newest line
-    assert engine_time_for("sglang").versions == engine_time_for("sglang", "0.5.14.post1").versions
-    for framework, version in (("vllm", "99.0"), ("vllm", "0.34.0rc1"), ("sglang", "0.5.15"), ("trtllm", "1.3.0rc0")):
-        with pytest.raises(ValueError, match=f"cluster.latency.version: {framework} {version} is newer than every "
-                                             "release whose rules were read"):
+    assert engine_time_for("vllm").versions == engine_time_for("vllm", "0.33.0").versions   # the newest release
+    assert engine_time_for("trtllm").versions == engine_time_for("trtllm", "1.3.0rc20").versions   # (NIM 1.8's)
+    for framework, version in (("vllm", "99.0"), ("vllm", "0.33.1"), ("vllm", "0.34.0rc1"), ("sglang", "0.5.24"),
+                               ("trtllm", "1.4.0")):
+        with pytest.raises(ValueError, match=f"cluster.latency.version: {framework} {version} is not a release"):
             engine_time_for(framework, version)
     with pytest.raises(ValueError, match="cluster.latency.version"):
         engine_time_for("vllm", "0.1.0")

@@ -174,7 +174,7 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     tokens = {("llm", True): 16384, ("api_server", True): 8192,
               ("llm", False): 8192, ("api_server", False): 2048}[entrypoint, big]
     seqs = 1024 if big else 256
-    return {"kind": "sarathi", "chunk_tokens": tokens, "max_batched_tokens": tokens, "max_batch_size": seqs}
+    return {"kind": "vllm_v1", "max_batched_tokens": tokens, "max_batch_size": seqs}
 
 
 def _lengths(point: Point) -> tuple[int, int]:
@@ -220,6 +220,8 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
                      "output_tokens": {"kind": "fixed", "value": osl}},
         "cluster": {"hardware": hw, "model": model, "dtype": dtype,
                     "parallelism": {"tp": point.tp, "pp": point.pp}, "latency": _latency_block(point, latency),
+                    **({"kv_cache": {"prefix_caching": True}} if scheduler["kind"] == "vllm_v1"
+                       and "prefix_caching" not in (point.engine_flags or {}) else {}),
                     **({"engine": _engine_block(point)} if point.engine_flags else {})},
         "drafter": drafter or {"kind": "none"},
         "acceptance": acceptance or {"kind": "constant", "alpha": 0.7},
