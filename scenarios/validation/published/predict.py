@@ -154,7 +154,10 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     vLLM V1 (`EngineArgs.get_batch_defaults`, vllm/engine/arg_utils.py, keyed by UsageContext): GPUs with
     >= 70 GiB that are not A100s 16384 tokens (offline LLM class) or 8192 (API server, `vllm serve`) and
     1024 sequences; others 8192 (LLM class) or 2048 (API server) tokens and 256 sequences (the A100
-    exception: vLLM PR #17885); chunked prefill always. vLLM V0 (before 0.8.0): prefill-first, no chunked prefill below 32K context, max_num_seqs 256,
+    exception: vLLM PR #17885); chunked prefill always; V1's own scheduler rules (`vllm_v1`) with its
+    default prefix caching on (profiles/data/engine_time/frameworks.yaml `defaults` of the V1 entries), so a
+    request's prompt blocks are reserved at admission (simulator.core.sched.vllm_v1: a request preempted
+    by recompute finds its blocks in the cache; without the cache V1 thrashes 32K prompts that barely fit). vLLM V0 (before 0.8.0): prefill-first, no chunked prefill below 32K context, max_num_seqs 256,
     max_num_batched_tokens = max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5-v0.7; 32768
     taken here: a whole prompt always fits). SGLang: chunked_prefill_size 8192 on 80-141 GB GPUs, running
     requests bounded by the KV pool, and enable_mixed_chunk False, so a prefill batch never carries decodes
