@@ -205,6 +205,10 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
             raise ScenarioError(refused[0][0], f"{kind.target.name} keeps recurrent state (linear attention / Mamba): "
                                 "prefix caching, host memory and parallel sampling are not modelled for it")
         return HybridStatePool(state, kind.hybrid_layout)
+    if kind.window_layout is not None and tiers and not cfg.prefix_caching and cfg.host_memory_gib <= 0 \
+            and scenario.workload.parallel_samples == 1:   # (else every layer at the full context: models.spec)
+        from simulator.core.kv.sliding_window import SlidingWindowPool
+        return SlidingWindowPool(state, kind.window_layout)
     if not tiers or (not cfg.prefix_caching and cfg.host_memory_gib <= 0):
         return KV_LAYOUTS[cfg.layout.kind].pool(state, blocks, block, cfg.layout)
     from simulator.core.kv.block_pool import BlockPool
