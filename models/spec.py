@@ -10,9 +10,13 @@ Every field mirrors a field of the model's published Hugging Face `config.json` 
   It includes both embedding matrices (the convention behind Mixtral's "12.9B active").
 * `kv_bytes_per_token()` is the KV cache of one token over all layers; MLA caches the compressed latent
   (`kv_lora_rank`) plus the shared RoPE key (`qk_rope_head_dim`) once per layer instead of K and V per head.
-  Approximation: sliding-window layers are counted at the full context too (vLLM before its hybrid KV-cache
-  manager did the same; from vLLM 0.10 blocks outside the window are freed, so for contexts longer than the
-  window this over-states the KV of a model with `sliding_window_layers` by up to their share of layers).
+  Approximation: sliding-window layers are counted at the full context too. Under vLLM from 0.10 (vLLM V1's
+  hybrid KV-cache manager frees blocks outside the window) the replica's KV manager does not use this figure:
+  simulator.core.kv.sliding_window holds them as vLLM does. Elsewhere (SGLang's SWA pool, TensorRT-LLM's
+  variable sliding-window attention, vLLM before 0.10 or with its hybrid manager off: CPU backend,
+  disaggregated KV connectors; prefix caching, host memory and parallel sampling here) it stands, and for
+  contexts longer than the window over-states the KV of a model with `sliding_window_layers` by up to their
+  share of layers.
 * `flops_per_token(context_tokens)` counts matmul FLOPs only (2 per multiply-add): every weight GEMM the
   token goes through (routed experts: `experts_per_token` of them) plus attention over `context_tokens`
   earlier tokens. Element-wise work (norms, activations, softmax) is left out; it is < 1 % for these models.

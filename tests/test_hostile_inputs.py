@@ -995,6 +995,12 @@ CASES = [
                 acceptance={"kind": "trace", "trace": "qwen2.5-coder-0.5b-smollm2-135m", "drafter": "draft",
                             "mode": "sample", "temperature": 0.995}),
             "draftsim: error: acceptance.temperature: must be one of 0.25, 0.5, 0.75, 1.0, 1.5"),
+    # ---- KV capacity at start-up (helper1: sliding-window KV, vLLM's check_enough_kv_cache_memory) ------
+    # a deployment whose KV cannot hold one request of max_model_len (llama-3.1-8b's default 131,072 tokens
+    # need 16 GiB; about 7.5 GiB are left at gpu_memory_utilization 0.3) ran, exit 0, where vLLM refuses to start
+    Hostile("vllm_kv_below_one_max_model_len_request",
+            run(cluster={"model": "llama-3.1-8b", "gpu_memory_utilization": 0.3}),
+            "draftsim: error: cluster.max_model_len: 131072 tokens: one request of that length needs 8192 KV blocks"),
 ]
 
 

@@ -110,6 +110,48 @@ def _router(name: str, replicas: int, rng, where: str):
     return make_router(name, replicas, rng, f"{where}.router")
 
 
+def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -> None:
+    """vLLM's start-up check (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory, 0.11.0 and 0.32.0):
+    the KV cache must hold one request of max_model_len tokens (`cluster.max_model_len`, default the model's
+    context), "To serve at least one request with the model's max seq len ..."; vLLM refuses to start
+    otherwise. Counted in the replica's own pool: a sliding-window layout's peak with steps of at most
+    max_num_batched_tokens (SlidingWindowSpec.max_memory_usage_bytes), a hybrid model's attention blocks and
+    state, else ceil(max_model_len / block) blocks. Approximation: vLLM sums the layers' bytes before rounding
+    the pool to whole blocks (and without a group's padding layers), so a deployment within one block of the
+    limit may pass there and fail here. Other engines: not checked (SGLang and TensorRT-LLM size their own
+    limits)."""
+    from simulator.cluster.factory import GIB
+    from simulator.config.engine import engine_settings
+    from simulator.core.context import context_limit
+    cl = scenario.cluster
+    if engine_settings(cl.engine, cl.latency).framework != "vllm":
+        return
+    length, block = context_limit(kind.target, cl.max_model_len), scenario.scheduler.block_size
+    step = scenario.scheduler.max_batched_tokens
+    if kind.window_layout is not None:
+        lay = kind.window_layout
+        need, total, longest = int(lay.peak(length, step)), lay.total_blocks, lay.max_context(step)
+        block_bytes = lay.block_bytes
+    elif kind.hybrid_layout is not None:
+        lay = kind.hybrid_layout
+        per = lay.attention_groups
+        need, total = per * -(-length // lay.block_tokens) + lay.state_blocks_per_request, lay.total_blocks
+        longest = max(0, (total - lay.state_blocks_per_request) // per * lay.block_tokens)
+        block_bytes = lay.block_bytes
+    else:
+        need, total = -(-length // block), kind.kv_tokens // block
+        longest, block_bytes = total * block, None
+    if need <= total:
+        return
+    field = "cluster.max_model_len"
+    size = f" ({need * block_bytes / GIB:.2f} GiB per GPU)" if block_bytes else ""
+    raise ScenarioError(field, f"{length} tokens: one request of that length needs {need} KV blocks{size} but a "
+                        f"replica of {kind.target.name} on {kind.hardware.id}{'' if where == 'cluster' else ' (' + where + ')'} "
+                        f"holds {total}, so vLLM would refuse to start (check_enough_kv_cache_memory); allowed: at "
+                        f"most {longest} (set cluster.max_model_len), or raise cluster.gpu_memory_utilization or "
+                        f"the parallelism")
+
+
 def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target
               ) -> tuple[RequestTable, RequestState, float]:
     """The run's requests within the model's context (simulator.core.context), their state, and the host
@@ -205,6 +247,10 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
             raise ScenarioError(refused[0][0], f"{kind.target.name} keeps recurrent state (linear attention / Mamba): "
                                 "prefix caching, host memory and parallel sampling are not modelled for it")
         return HybridStatePool(state, kind.hybrid_layout)
+    if kind.window_layout is not None and tiers and not cfg.prefix_caching and cfg.host_memory_gib <= 0 \
+            and scenario.workload.parallel_samples == 1:   # (else every layer at the full context: models.spec)
+        from simulator.core.kv.sliding_window import SlidingWindowPool
+        return SlidingWindowPool(state, kind.window_layout)
     if not tiers or (not cfg.prefix_caching and cfg.host_memory_gib <= 0):
         return KV_LAYOUTS[cfg.layout.kind].pool(state, blocks, block, cfg.layout)
     from simulator.core.kv.block_pool import BlockPool
@@ -285,6 +331,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     if dis is None:
         kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
         blocks = kind.blocks(block)
+        _check_one_request_fits(scenario, kind, "cluster")
         table, state, workload_s = _requests(scenario, streams, base_dir, kind.target)
         _check_token_budget(scenario, state, kind.cost.q if kind.acceptance is not None else 1)
         log = _step_log(scenario, table, [(kind, cl.replicas)])
@@ -313,6 +360,8 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
         raise ScenarioError("cluster.disaggregation", f"{kinds['decode'].target.name} keeps recurrent state (linear "
                             "attention / Mamba): handing it off between pools is not modelled; run it colocated")
     blocks = {name: kinds[name].blocks(block, f"{DISAGG}.{name}") for name in kinds}
+    for name in kinds:
+        _check_one_request_fits(scenario, kinds[name], f"{DISAGG}.{name}")
     table, state, workload_s = _requests(scenario, streams, base_dir, kinds["decode"].target)
     _check_token_budget(scenario, state, None)   # (the prefill pool only prefills; the decode pool has no budget)
     np_, nd = dis.prefill.replicas, dis.decode.replicas

@@ -20,6 +20,9 @@ GPU, with the state copies speculation keeps: models.mixers.state_copies). Both 
 pages as vLLM V1's hybrid KV-cache manager lays them out (`hybrid_layout`, simulator.core.kv.hybrid_state):
 the free memory becomes blocks, and a request holds attention blocks for its tokens and state blocks from
 admission to release.
+Sliding-window models (gpt-oss) under vLLM V1 (`frees_window_blocks`): full-attention and sliding-window layers
+form KV-cache groups in one pool (`sliding_window_layout`, simulator.core.kv.sliding_window); the sliding
+groups free their blocks outside the window step by step. Elsewhere every layer holds the full context.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.errors import FieldError
-from models.spec import EXPERT_ONLY_DTYPES, ModelSpec, kv_cache_dtype, validate_parallelism
+from models.spec import EXPERT_ONLY_DTYPES, ModelSpec, dtype_bytes, kv_cache_dtype, validate_parallelism
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec
 from profiles.select import LATENCY_SOURCES
@@ -187,6 +190,49 @@ def hybrid_layout(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: 
     return layout
 
 
+HYBRID_KV_MANAGER_SINCE = "0.10.0"   # vLLM V1's hybrid KV-cache manager (sliding-window groups), simulator.core.kv.sliding_window
+
+
+def frees_window_blocks(latency: LatencyConfig, engine_cfg, hw: HardwareSpec, where: str) -> bool:
+    """Whether the deployment's engine frees sliding-window layers' blocks outside the window (vLLM V1's
+    hybrid KV-cache manager, from HYBRID_KV_MANAGER_SINCE, simulator.core.kv.sliding_window): not on the CPU
+    backend nor with a KV connector (a disaggregated pool), as vllm/config VllmConfig.__post_init__ turns it
+    off there (0.11.0). Approximation, named: SGLang's SWA pool (`--swa-full-tokens-ratio`) and TensorRT-LLM's
+    variable sliding-window attention keep their own rules, not modelled: their sliding-window layers hold
+    the full context (models.spec)."""
+    from profiles.measured.source import version_key
+    from simulator.config.engine import EngineConfig, engine_settings
+    settings = engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), latency)
+    if settings.framework != "vllm" or hw.id == CPU_ID or where != "cluster":
+        return False
+    version = settings.version
+    if version is None and latency.framework == "vllm":
+        version = latency.version
+    return version is None or version_key(version) >= version_key(HYBRID_KV_MANAGER_SINCE)
+
+
+def sliding_window_layout(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, kv_dtype: str,
+                          util: float, drafter: DrafterBuild | None, scheduler, q: int, where: str = "cluster"):
+    """The page layout of full-attention and sliding-window groups of a replica of `target`
+    (simulator.core.kv.sliding_window), with a colocated drafter's KV; `scheduler`: the scheduler section
+    (its block size, and the budget that bounds a step's tokens under vllm_v1's chunking)."""
+    import math
+    from models.spec import kv_heads_per_gpu
+    from simulator.core.kv.sliding_window import window_page_layout
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where)
+    per_layer = 2 * kv_heads_per_gpu(target, par.tp) * target.head_dim * dtype_bytes(kv_dtype)
+    full = math.ceil(target.mixer_layers("full_attention") / par.pp)
+    window = math.ceil(target.mixer_layers("sliding_attention") / par.pp)
+    block = scheduler.block_size if scheduler is not None else 16
+    step = scheduler.max_batched_tokens if scheduler is not None and scheduler.kind == "vllm_v1" else None
+    layout = window_page_layout(full, window, target.sliding_window, per_layer, free, block, par.attention_dp,
+                                drafter.kv_bytes_per_token_per_gpu if drafter is not None else 0.0, step, q)
+    if layout.total_blocks < layout.full_groups + layout.window_groups:
+        raise ScenarioError("cluster.model" if where == "cluster" else f"{where}.parallelism",
+                            f"no room for a single KV block of {block} tokens on {hw.id}")
+    return layout
+
+
 def state_bytes_per_request(target: ModelSpec, par: Parallelism, dtype: str, framework: str,
                             draft_tokens: int) -> float:
     """Recurrent-state bytes per request on each GPU of a replica, with the copies `framework` keeps while
@@ -217,6 +263,7 @@ class ReplicaKind:
     kv_dtype: str = "bf16"                 # the KV cache's dtype (models.spec.kv_cache_dtype)
     state_bytes_per_request: float = 0.0   # hybrid models: recurrent state per request per GPU (with spec copies)
     hybrid_layout: object = None           # hybrid models: simulator.core.kv.hybrid_state.HybridPageLayout
+    window_layout: object = None           # sliding-window models under vLLM V1: simulator.core.kv.sliding_window
 
     @property
     def acceptance(self):
@@ -422,5 +469,12 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
             layout = hybrid_layout(hw, target, par, dtype, kv_dtype, memory_utilization, built_drafter,
                                    latency.framework, draft_tokens, where)
             kv_tokens = layout.kv_tokens
+    window = None
+    if target.sliding_window_layers and not target.num_state_layers and not target.is_mla \
+            and memory_utilization is not None and (kv_layout is None or kv_layout.kind == "paged") \
+            and frees_window_blocks(latency, engine_config, hw, where):
+        window = sliding_window_layout(hw, target, par, dtype, kv_dtype, memory_utilization, built_drafter,
+                                       scheduler, q, where)
+        kv_tokens = window.kv_tokens
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
-                       state_bytes, layout)
+                       state_bytes, layout, window)

@@ -109,6 +109,8 @@ def scenario_for(case: EngineCase, requests: pd.DataFrame, engine: dict, profile
                           "max_batched_tokens": int(engine["max_num_batched_tokens"]),
                           "block_size": int(engine["block_size"])},
             "outputs": {"plots": False}}
+    if engine.get("max_model_len"):   # vLLM checks at start-up that its KV holds one such request
+        data["cluster"]["max_model_len"] = int(engine["max_model_len"])
     data.update(case.speculation_sections())
     util = mirrored_memory_utilization(case, engine, hardware, data["cluster"]["dtype"])
     if util is not None:

@@ -140,6 +140,7 @@ def test_trtllm_prefill_pool_reserves_only_the_prompt():
                          "prompt_tokens": {"kind": "fixed", "value": 600},
                          "output_tokens": {"kind": "fixed", "value": 3000}},
             "cluster": {"hardware": "l40s", "model": "llama-2-13b", "gpu_memory_utilization": 0.6,
+                        "engine": {"framework": "trtllm"},   # (vLLM would refuse this pool: < one 4,096-token request)
                         "disaggregation": {"prefill": {"replicas": 1},
                                            "decode": {"replicas": 1, "hardware": "h100-sxm"},
                                            "kv_transfer": {"link": "scaleout"}}},

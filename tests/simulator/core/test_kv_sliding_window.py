@@ -1,0 +1,168 @@
+"""Sliding-window KV as vLLM V1's hybrid KV-cache manager holds it (simulator.core.kv.sliding_window): the
+group layout, block counts worked out by hand from vLLM's rules, capacity of gpt-oss-120b on one H100,
+conservation of blocks over whole runs, and bulk = step."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import simulator
+from models import get_model
+from models.step import Parallelism
+from profiles.hardware import get_hardware
+from sim_helpers import assert_bulk_equals_step, scenario
+from simulator.api import prepare, simulate
+from simulator.cluster.factory import free_bytes_per_gpu, kv_capacity_tokens
+from simulator.core.kv.sliding_window import SlidingWindowPool, WindowPageLayout, window_page_layout
+from simulator.core.replica import Replica
+from simulator.core.sched import BatchLimits
+from simulator.core.sched.vllm_v1 import VllmV1
+from simulator.core.state import RequestState
+from simulator.core.steplog import StepLog
+from simulator.core.workload import RequestTable
+from simulator.cost.step_cost import Cost, StepCost
+
+GPT_OSS_LAYER_BYTES = 2 * 8 * 64 * 2   # K and V of 8 heads of 64 in bf16, one token and layer (tp 1)
+
+
+def test_groups_of_gpt_oss_layouts_by_hand():
+    # vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size (0.32.0): 18 full + 18 sliding
+    # layers -> groups of 18, one of each type; a block id costs 18 pages of 16 tokens.
+    lay = window_page_layout(18, 18, 128, GPT_OSS_LAYER_BYTES, 18 * 16 * GPT_OSS_LAYER_BYTES * 100.5, 16)
+    assert (lay.group_size, lay.full_groups, lay.window_groups, lay.total_blocks) == (18, 1, 1, 100)
+    assert lay.block_bytes == 18 * 16 * 2048
+    assert lay.kv_tokens == 100 // 2 * 16   # "GPU KV cache size": num_blocks // num_groups * block_size
+    # its comment: "gpt-oss-20b + eagle, with 12 sw + 13 full. We pad it to (13 sw, 13 full)" — an EAGLE
+    # head's KV of one layer joins the full-attention layers
+    eagle = window_page_layout(12, 12, 128, 2048, 1e9, 16, extra_kv_bytes_per_token=2048)
+    assert (eagle.group_size, eagle.full_groups, eagle.window_groups) == (13, 1, 1)
+    # 2 full : 6 sliding (Gemma-like 1:3) -> groups of 2: one full group, three sliding groups
+    gemma = window_page_layout(2, 6, 512, 1024, 1e9, 16)
+    assert (gemma.group_size, gemma.full_groups, gemma.window_groups) == (2, 1, 3)
+
+
+def test_skipped_blocks_follow_vllm_get_num_skipped_tokens():
+    # vllm/v1/core/single_type_kv_cache_manager.py SlidingWindowManager.get_num_skipped_tokens (0.32.0)
+    # docstring: sliding_window=4, num_computed_tokens=7 -> tokens 0..3 skipped (4); blocks of 1 token
+    lay = WindowPageLayout(1, 4, 1, 1, 1, 1.0, 100)
+    assert int(lay.skipped_blocks(7)) == 4
+    assert int(lay.skipped_blocks(3)) == 0           # the window still starts at token 0
+    lay4 = WindowPageLayout(4, 8, 1, 1, 1, 1.0, 100)
+    assert int(lay4.skipped_blocks(16)) == 2         # tokens 0..8 skipped: 2 whole blocks of 4 (a third partly)
+
+
+def _replica(prompts, outputs, layout, budget):
+    table = RequestTable(np.zeros(len(prompts)), np.array(prompts), np.array(outputs))
+    state = RequestState(table)
+    limits = BatchLimits(8, budget, 512)
+    cost = SimpleNamespace(flops_scales=(1.0, 1.0))
+    rep = Replica(0, state, VllmV1(limits), SlidingWindowPool(state, layout), limits, cost=cost, acceptance=None,
+                  log=StepLog())
+    rep.waiting.extend(range(len(prompts)))
+    return rep
+
+
+def _used_per_step(rep, steps):
+    zero = Cost(0.0, 0.0, 0.0)
+    out = []
+    for _ in range(steps):
+        plan = rep.plan_step(0.0)
+        out.append(rep.kv.used_blocks)
+        rep.apply_step(plan, 0.0, 0.0, StepCost(zero, zero), [])
+    return out
+
+
+def test_blocks_of_one_request_step_by_step_by_hand():
+    # One full and one sliding group, window 8, blocks of 4, budget 8 tokens (vllm_v1 chunks the prompt).
+    # A 20-token prompt and 6 output tokens. vLLM's KVCacheManager.allocate_slots: remove_skipped_blocks(C)
+    # frees the sliding group's blocks before token C − W + 1, then both tables grow to ceil(N / 4).
+    lay = WindowPageLayout(4, 8, 1, 1, 1, 1.0, 100)
+    rep = _replica([20], [6], lay, budget=8)
+    assert _used_per_step(rep, 8) == [
+        4,    # chunk 0..8 (C=0, N=8): tables of 2 in both groups
+        8,    # chunk 8..16 (C=8: skipped (8−7)//4 = 0): tables of 4
+        8,    # chunk 16..20 (C=16: 9 tokens, 2 blocks skipped): full 5 + sliding 5 − 2
+        9,    # decode (C=20, N=21: 13 tokens skipped, 3 blocks): 6 + 3
+        9,    # C=21, N=22: 6 + 3
+        9,    # C=22, N=23: 6 + 3
+        8,    # C=23, N=24: 16 tokens skipped, 4 blocks: 6 + 2
+        10,   # C=24, N=25: 7 + 3 (the 6th output token: the request finishes and frees them)
+    ]
+    assert rep.kv.used_blocks == 0 and rep.kv.taken_blocks == rep.kv.freed_blocks
+    # the same request without the window (both groups full attention) holds 7 + 7 = 14 in its last step
+    assert int(lay.full_groups * 7 + lay.window_groups * 7) == 14
+
+
+def test_a_request_longer_than_the_window_holds_fewer_blocks():
+    lay = WindowPageLayout(16, 128, 18, 1, 1, 1.0, 10_000, q=4)
+    for context in (128, 1000, 8192, 100_000):
+        held = int(lay.held(context, context + 4))
+        full_context = 2 * -(-(context + 4) // 16)
+        assert held < full_context if context > 128 + 16 else held <= full_context
+        assert held - -(-(context + 4) // 16) <= -(-(128 - 1 + 4) // 16) + 1   # the window group's cap
+
+
+def test_gpt_oss_120b_on_one_h100_against_the_hybrid_rule():
+    hw, model, par = get_hardware("h100-sxm"), get_model("gpt-oss-120b"), Parallelism(1)
+    free = free_bytes_per_gpu(hw, model, par, "mxfp4", 0.9)
+    kind = simulator.api.prepare(scenario(cluster={"model": "gpt-oss-120b", "dtype": "mxfp4"},
+                                          scheduler={"kind": "vllm_v1", "max_batch_size": 64})).cluster.kind
+    lay = kind.window_layout
+    assert lay.total_blocks == int(free // (18 * 16 * GPT_OSS_LAYER_BYTES))
+    assert kind.kv_tokens == lay.total_blocks // 2 * 16
+    old = kv_capacity_tokens(hw, model, par, "mxfp4", 0.9)   # every layer at the full context
+    assert abs(kind.kv_tokens - old) <= 16                   # the same bytes: the logged size hardly moves
+    # what moves is how many requests fit: an 8k-token request decoding holds 513 full-attention blocks and
+    # 9 sliding ones (C = 8192: (8192 − 127) // 16 = 504 of 513 skipped), not 2 · 513
+    assert int(lay.held(8192, 8193)) == 513 + 9
+    hybrid, full = lay.total_blocks // 522, old // (16 * 513)
+    assert (hybrid, full) == (21, 11)
+    # vLLM's start-up check passes at the model's 131,072 tokens: 8192 + min(8192, ceil((127 + 8192) / 16) + 1)
+    assert int(lay.peak(131072, 8192)) == 8192 + 521 <= lay.total_blocks
+
+
+def _long_gpt_oss(**over):
+    return scenario(cluster={"model": "gpt-oss-20b", "dtype": "mxfp4", "gpu_memory_utilization": 0.2,
+                             "max_model_len": 4096},
+                    workload={"num_requests": 40, "arrival": {"process": "poisson", "qps": 40.0},
+                              "prompt_tokens": {"kind": "uniform", "low": 800, "high": 3000},
+                              "output_tokens": {"kind": "uniform", "low": 50, "high": 400}},
+                    scheduler={"kind": "vllm_v1", "max_batch_size": 64, "max_batched_tokens": 2048}, **over)
+
+
+@pytest.mark.parametrize("kind", ["vllm_v1", "vllm"])
+def test_blocks_taken_equal_blocks_freed_over_a_run(kind):
+    data = _long_gpt_oss()
+    data["scheduler"]["kind"] = kind
+    prepared = prepare(data)
+    result = simulate(prepared, step_mode="step")
+    pool = prepared.cluster.replicas[0].kv
+    assert isinstance(pool, SlidingWindowPool)
+    assert result.summary["requests_finished"] == 40
+    assert pool.used_blocks == 0 and pool.taken_blocks == pool.freed_blocks > 0
+    assert (prepared.cluster.state.blocks == 0).all() and (pool.table == 0).all()
+
+
+def test_preemptions_free_what_they_took():
+    data = _long_gpt_oss()
+    data["cluster"]["gpu_memory_utilization"] = 0.178   # about 0.5 GB of KV: requests are preempted
+    prepared = prepare(data)
+    result = simulate(prepared, step_mode="step")
+    pool = prepared.cluster.replicas[0].kv
+    assert result.summary["preemptions"] > 0
+    assert pool.used_blocks == 0 and pool.taken_blocks == pool.freed_blocks
+
+
+def test_bulk_equals_step_with_the_window_pool():
+    assert_bulk_equals_step(_long_gpt_oss())
+
+
+def test_other_engines_keep_the_full_context():
+    # SGLang, a pre-hybrid-manager vLLM and the CPU backend: every layer at the full context (the plain pool)
+    for cluster in ({"engine": {"framework": "sglang"}}, {"engine": {"version": "0.9.0"}}):
+        data = _long_gpt_oss()
+        data["cluster"].update(cluster)
+        kind = prepare(data).cluster.kind
+        assert kind.window_layout is None, cluster
