@@ -41,7 +41,7 @@ release computes them (with speculation a size that rounds past the largest is d
 16 cases' requests and steps moved, e.g. quickstart TTFT mean -7.2 %), the engine-time entries split at vLLM
 0.28 (every vLLM summary's `engine_time.versions` label), the LazyGrid of draft passes computing only the
 rows asked for (fewer `attn_decode` shapes priced: summary counts only), gpt-oss's scenario in mxfp4 and
-sliding-window prefill priced from the measured window kernels (its requests and steps). Sizes are cut with `--set` overrides so that the whole test stays
+sliding-window prefill priced from the measured window kernels (its requests and steps). Session 13 of 2026-11-28: vLLM V1's hybrid KV-cache manager frees sliding-window blocks outside the window (simulator.core.kv.sliding_window), so eagle3_gpt_oss_120b_h100's steps (kv_blocks_used: KV max 51.4 -> 29.0 %) and summary moved; its requests did not. Sizes are cut with `--set` overrides so that the whole test stays
 under a minute; the reproductions' data CSVs are checked in
 test_reproduce_papers (`REPRODUCTION_SHA256`)."""
 from __future__ import annotations
@@ -182,7 +182,7 @@ CASES = [
     # (re-recorded 2026-11-28: the scenario serves gpt-oss-120b in mxfp4 — MXFP4 experts on the measured W4A16
     # MoE table, every other weight bf16 — instead of its int4 stand-in)
     ("scenarios/speculation/eagle3_gpt_oss_120b_h100.yaml", ['workload.num_requests=60'],
-     "ffd3cde1a6991afd", "1571f7d2d77537d2", "e638780c6f83b2ad"),
+     "ffd3cde1a6991afd", "4fec4fce781e2626", "7a1aca9e544216d6"),
     ("scenarios/speculation/mtp_deepseek_v3_h200_ep8.yaml", ['workload.num_requests=60'],
      "2a60d847a9deef7b", "e5dc41147605d8f1", "45111d32563f8f29"),
     # (re-recorded with issue 27's one step loop: a disaggregated pool's step ends at start + (draft + target))
