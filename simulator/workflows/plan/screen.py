@@ -17,6 +17,8 @@ Model of one replica of a colocated deployment (vLLM-style prefill-first continu
   prefills ahead W = ρ_p t_p / (2 (1 - ρ_p)), and half a decode step when one is in progress, which it
   is with probability min(1, B) (P(N ≥ 1) ≤ E[N] = B; it was taken as 1 at every load, so at vanishing
   load the screen added t_d/2 to a TTFT that is the prefill alone: +35 % at 0.05 QPS with γ = 3).
+- E2E ≈ TTFT + (L - 1) TPOT: the mean request's first token, then its L - 1 others at the mean TPOT (a
+  plan's `slo.e2e_s` is screened with it, as TTFT and TPOT are with theirs).
 
 Approximations (what the DES confirmation measures): means only (no percentiles; the screen compares
 means with the SLO thresholds, which the percentile SLO then tightens); arrivals are treated as Poisson
@@ -53,6 +55,7 @@ class ScreenEstimate:
     tpot_s: float = math.nan
     output_tokens_per_s: float = math.nan
     tokens_per_step: float = math.nan
+    e2e_s: float = math.nan     # mean end-to-end latency: ttft_s + (mean output - 1) tpot_s
 
 
 CHAIN_ACCEPTANCE = ("constant", "positional")
@@ -121,6 +124,11 @@ def _pool_model(c: Candidate, spec, work: Workload, prefill_replicas: int, overl
         return ScreenEstimate(False, "KV cache holds less than one mean request")
     steps = max(output - 1.0, 0.0) / tokens
     return cost, tokens, t_prefill, rho, b_max, steps, _interpolated_step_s(cost, context)
+
+
+def _e2e_s(ttft_s: float, tpot_s: float, mean_output_tokens: float) -> float:
+    """Mean end-to-end latency: the first token, then the mean request's other tokens at the mean TPOT."""
+    return ttft_s + max(mean_output_tokens - 1.0, 0.0) * tpot_s
 
 
 def _little_batch(excess, b_max: float) -> float | None:
@@ -200,7 +208,7 @@ class Colocated:
         t_step = step_s(batch)
         tpot = t_step / ((1.0 - rho) * tokens)
         ttft = t_prefill + rho * t_prefill / (2.0 * (1.0 - rho)) + min(1.0, batch) * t_step / 2.0
-        return ScreenEstimate(True, "", batch, rho, ttft, tpot, work.qps * output, tokens)
+        return ScreenEstimate(True, "", batch, rho, ttft, tpot, work.qps * output, tokens, _e2e_s(ttft, tpot, output))
 
 
 class Disaggregated(Colocated):
@@ -251,7 +259,7 @@ class Disaggregated(Colocated):
         t_step = step_s(batch)
         tpot = t_step / tokens + t_kv / max(output - 1.0, 1.0)
         ttft = t_prefill + rho * t_prefill / (2.0 * (1.0 - rho))
-        return ScreenEstimate(True, "", batch, rho, ttft, tpot, work.qps * output, tokens)
+        return ScreenEstimate(True, "", batch, rho, ttft, tpot, work.qps * output, tokens, _e2e_s(ttft, tpot, output))
 
 
 DEPLOYMENTS = {"colocated": Colocated(), "disaggregated": Disaggregated()}

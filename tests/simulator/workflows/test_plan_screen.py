@@ -88,6 +88,29 @@ def test_screen_is_close_to_the_des(qps, gamma):
     des = run(Colocated().scenario(c, spec, spec.seed)).summary
     assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
     assert abs(est.ttft_s / des["ttft_mean_s"] - 1) < 0.40, (est.ttft_s, des["ttft_mean_s"])
+    assert abs(est.e2e_s / des["e2e_mean_s"] - 1) < 0.30, (est.e2e_s, des["e2e_mean_s"])
+
+
+def test_an_e2e_slo_is_screened():
+    """A plan whose only SLO is e2e_s: every runnable candidate's slack was 0 (the screen read ttft_s and
+    tpot_s only), so the cheapest were confirmed whatever their latency. The slack is now the screen's mean
+    E2E (TTFT + (L - 1) TPOT) over the limit, and the limit no candidate reaches is named."""
+    from pathlib import Path
+
+    from simulator.workflows.plan.main import SCREEN_SLACK, infeasible_reasons, screen_all
+
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "slo": {"e2e_s": 2.0},
+                                      "search": {"replicas": [1, 2], "drafters": [{"kind": "none"}]}})
+    screened = screen_all(spec, Path.cwd())
+    ok = screened[screened.screen_feasible]
+    assert len(ok) >= 2
+    np.testing.assert_allclose(ok.screen_e2e_s, ok.screen_ttft_s + 199 * ok.screen_tpot_s, rtol=1e-12)
+    np.testing.assert_allclose(ok.screen_slack, ok.screen_e2e_s / 2.0, rtol=1e-12)
+    assert (ok.screen_slack > 0.5).all()   # ~200 tokens at >= 6 ms each: over half of the 2 s
+    tight = PlanConfig.model_validate({**spec.model_dump(), "slo": {"e2e_s": 0.1}})
+    lines = infeasible_reasons(screen_all(tight, Path.cwd()), tight.slo)
+    assert any(line.startswith("slo.e2e_s: the best of") for line in lines), lines
+    assert not (screen_all(tight, Path.cwd()).screen_slack <= SCREEN_SLACK).any()
 
 
 def test_pareto_front_matches_brute_force():
@@ -158,6 +181,7 @@ def test_disaggregated_screen_is_close_to_the_des(qps):
     assert des["gpus"] == 2
     assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
     assert abs(est.ttft_s / des["ttft_mean_s"] - 1) < 0.40, (est.ttft_s, des["ttft_mean_s"])
+    assert abs(est.e2e_s / des["e2e_mean_s"] - 1) < 0.30, (est.e2e_s, des["e2e_mean_s"])
 
 
 def test_expert_parallel_candidates_count_ep_gpus_and_screen_close_to_the_des():
