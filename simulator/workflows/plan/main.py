@@ -50,11 +50,12 @@ def _rel_err(screen_value: float, des_value: float) -> float:
 
 
 def _slack(row: dict, slo) -> float:
-    """Largest ratio of a screened mean latency to its SLO (<= 1: within the SLOs)."""
+    """Largest ratio of a screened mean latency to its SLO (<= 1: within the SLOs). A TPOT of NaN (outputs of
+    one token: no TPOT to miss) does not count."""
     ratios = [0.0]
     if slo.ttft_s:
         ratios.append(row["screen_ttft_s"] / slo.ttft_s)
-    if slo.tpot_s:
+    if slo.tpot_s and not math.isnan(row["screen_tpot_s"]):
         ratios.append(row["screen_tpot_s"] / slo.tpot_s)
     if slo.e2e_s:   # (not read before: with an e2e_s-only SLO every runnable candidate had slack 0)
         ratios.append(row["screen_e2e_s"] / slo.e2e_s)
@@ -309,6 +310,10 @@ def infeasible_reasons(screened: pd.DataFrame, slo) -> list[str]:
     return lines
 
 
+def _pct(value: float) -> str:
+    return f"{value:+.0%}" if value is not None and math.isfinite(value) else "-"   # (no TPOT: '+nan%')
+
+
 def _ms(value: float) -> str:
     return f"{value * 1e3:.1f}" if value is not None and math.isfinite(value) else "-"
 
@@ -331,7 +336,7 @@ def format_ranked(ranked: pd.DataFrame) -> str:
                      f"{r.des_goodput_per_gpu_rps:.3f}",
                      f"{_ms(r.des_ttft_p50_s)}/{_ms(r.des_ttft_p99_s)}", f"{_ms(r.des_tpot_p50_s)}/{_ms(r.des_tpot_p99_s)}",
                      f"{r.tokens_per_s_per_usd_hour:.0f}", "met" if r.meets_slo else "missed",
-                     f"{r.screen_err_ttft:+.0%}/{r.screen_err_tpot:+.0%}" if r.des_status == "ok" else r.des_error])
+                     f"{_pct(r.screen_err_ttft)}/{_pct(r.screen_err_tpot)}" if r.des_status == "ok" else r.des_error])
     return format_columns(head, rows, left=len(head))
 
 

@@ -159,7 +159,14 @@ def _pool_model(c: Candidate, spec, work: Workload, prefill_replicas: int, overl
 
 def _e2e_s(ttft_s: float, tpot_s: float, mean_output_tokens: float) -> float:
     """Mean end-to-end latency: the first token, then the mean request's other tokens at the mean TPOT."""
-    return ttft_s + max(mean_output_tokens - 1.0, 0.0) * tpot_s
+    return ttft_s + (mean_output_tokens - 1.0) * tpot_s if mean_output_tokens > 1.0 else ttft_s
+
+
+def _tpot_s(seconds: float, mean_output_tokens: float) -> float:
+    """`seconds` per output token after the first, or NaN where every request emits one token: it has no
+    TPOT (simulator.results.metrics: NaN, an SLO it cannot miss), so no TPOT SLO applies. (The screen
+    estimated one, and a plan of 1-token outputs with tpot_s 2 ms found no candidate: 'estimated at 3.5 ms'.)"""
+    return seconds if mean_output_tokens > 1.0 else math.nan
 
 
 def _little_batch(excess, b_max: float) -> float | None:
@@ -237,7 +244,7 @@ class Colocated:
         if batch is None:
             return ScreenEstimate(False, f"decode cannot keep up within a batch of {b_max:.0f}", prefill_share=rho)
         t_step = step_s(batch)
-        tpot = t_step / ((1.0 - rho) * tokens)
+        tpot = _tpot_s(t_step / ((1.0 - rho) * tokens), output)
         ttft = t_prefill + rho * t_prefill / (2.0 * (1.0 - rho)) + min(1.0, batch) * t_step / 2.0
         return ScreenEstimate(True, "", batch, rho, ttft, tpot, work.qps * output, tokens, _e2e_s(ttft, tpot, output))
 
@@ -289,7 +296,7 @@ class Disaggregated(Colocated):
         if batch is None:
             return ScreenEstimate(False, f"decode cannot keep up within a batch of {b_max:.0f}", prefill_share=rho)
         t_step = step_s(batch)
-        tpot = t_step / tokens + t_kv / max(output - 1.0, 1.0)
+        tpot = _tpot_s(t_step / tokens + t_kv / max(output - 1.0, 1.0), output)
         ttft = t_prefill + rho * t_prefill / (2.0 * (1.0 - rho))
         return ScreenEstimate(True, "", batch, rho, ttft, tpot, work.qps * output, tokens, _e2e_s(ttft, tpot, output))
 

@@ -137,6 +137,25 @@ def test_closed_loop_is_screened_at_the_rate_littles_law_gives(clients, gamma):
         assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
 
 
+def test_one_token_outputs_have_no_tpot_to_screen():
+    """Every request emits one token: the DES has no TPOT (NaN, an SLO it cannot miss), but the screen
+    estimated one and a plan with tpot_s 2 ms found no candidate ('estimated at 3.5 ms'). Its TPOT is NaN
+    now, leaves the slack alone, and E2E is the TTFT."""
+    from pathlib import Path
+
+    from simulator.workflows.plan.main import SCREEN_SLACK, screen_all
+
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "slo": {"ttft_s": 0.5, "tpot_s": 0.0001},
+                                      "workload": {**SPEC.workload, "output_tokens": {"kind": "fixed", "value": 1}}})
+    screened = screen_all(spec, Path.cwd())
+    ok = screened[screened.screen_feasible]
+    assert len(ok) and ok.screen_tpot_s.isna().all() and (ok.screen_e2e_s == ok.screen_ttft_s).all()
+    np.testing.assert_allclose(ok.screen_slack, ok.screen_ttft_s / 0.5, rtol=1e-12)
+    assert (ok.screen_slack <= SCREEN_SLACK).all()   # (each was ~60x over the 0.1 ms TPOT: refused)
+    des = run(Colocated().scenario(cand(), spec, spec.seed)).summary
+    assert des["slo_attainment"] == 1.0   # the DES agrees: a 0.1 ms TPOT SLO met by every request
+
+
 def test_pareto_front_matches_brute_force():
     rng = np.random.default_rng(3)
     cost, lat = rng.integers(1, 20, 60).astype(float).tolist(), rng.random(60).tolist()
