@@ -361,5 +361,11 @@ def workload_means(spec, base_dir, seed: int) -> Workload:
         # every candidate feasible with TTFT and TPOT 50-85 % below the DES's at 64 clients)
         return Workload(math.nan, *means, concurrency=config.arrival.concurrency)
     span = float(table.arrival_s.max() - table.arrival_s.min()) if len(table) > 1 else 0.0
+    if len(table) > 1 and span <= 0.0:
+        # (an offline batch: the screen took 1 request/s, and its TTFTs were 99 % below the DES's)
+        raise ScenarioError("plan.workload.arrival", f"all {len(table)} requests arrive at the same instant (an "
+                                                     "offline batch); the screen prices a steady arrival rate: "
+                                                     "give arrival times spread over time, or process closed_loop "
+                                                     "with a concurrency")
     qps = (len(table) - 1) / span if span > 0 else float(config.arrival.qps or 1.0)
     return Workload(qps, *means)
