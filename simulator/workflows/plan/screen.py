@@ -25,7 +25,11 @@ when its previous one finishes) has no arrival rate of its own: the rate λ is t
 over the whole deployment, λ · E2E(λ) = N, with E2E(λ) the open-loop screen's at rate λ (bisection; λ · E2E
 grows with λ). Where the open-loop screen runs out of batch (B_max) first, the deployment saturates at the
 largest rate it sustains and the N − λ E2E(λ) requests over it wait for admission, (N − λ E2E) / λ each
-(Little's law on the queue), added to TTFT and E2E.
+(Little's law on the queue), added to TTFT and E2E. Named approximation: the waits are the open-loop
+screen's, for arrivals spread in time; clients of equal lengths synchronise (their requests finish in the
+same step and come back together), so their prefills queue in bursts: fixed 512/200-token requests on 1
+prefill + 1 decode replica at 16 clients, TTFT 0.18 s in the DES against 0.014 s screened (throughput 13 %
+and E2E 10 % apart).
 
 Approximations (what the DES confirmation measures): means only (no percentiles; the screen compares
 means with the SLO thresholds, which the percentile SLO then tightens); arrivals are treated as Poisson
