@@ -34,7 +34,12 @@ and E2E 10 % apart).
 Approximations (what the DES confirmation measures): means only (no percentiles; the screen compares
 means with the SLO thresholds, which the percentile SLO then tightens); arrivals are treated as Poisson
 whatever the process; prefills are not batched together; every request is assumed to decode at the
-mean context; preemption is ignored. The screen-vs-DES error of the confirmed candidates is reported.
+mean context; preemption is ignored; every prompt is priced as the mean one (M/D/1). That last one
+shows: llama8b_chat's (lognormal prompts, σ 0.7) 1-prefill-replica candidates screen TTFT 29-40 % below
+the DES; an M/G/1 wait over the prompts' own prefill times (Pollaczek-Khinchine, tried 2026-11-28) brings
+those to -4..+24 %, but its ρ = λ E[t_p] (above t_p of the mean prompt) moves the colocated TPOTs from
+-9..+8 % to 0..+40 % of the DES, so the mean prompt stays. The screen-vs-DES error of the confirmed
+candidates is reported.
 """
 from __future__ import annotations
 
