@@ -206,6 +206,16 @@ PLAN = {"name": "p", "seed": 2, "models": ["llama-3-8b"], "hardware": [{"id": "l
         "confirm_top": 1}
 
 
+def _plan_on_trace(rows: str) -> Callable[[Path], list]:
+    """A plan replaying a draftsim trace of `rows` (arrival_s,prompt_tokens,output_tokens lines)."""
+    def make(tmp: Path) -> list:
+        data = merge(PLAN, {})
+        data["workload"] = {"arrival": {"process": "trace", "trace_csv": str(
+            _write(tmp, "t.csv", "arrival_s,prompt_tokens,output_tokens\n" + rows))}}
+        return ["plan", _write(tmp, "plan.yaml", data), "--out", tmp / "plans", "--executor", "serial", "--quiet"]
+    return make
+
+
 def plan(*flags, **fields) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
         return ["plan", _write(tmp, "plan.yaml", merge(PLAN, fields)), "--out", tmp / "plans", "--executor", "serial",
@@ -1001,6 +1011,11 @@ CASES = [
     Hostile("vllm_kv_below_one_max_model_len_request",
             run(cluster={"model": "llama-3.1-8b", "gpu_memory_utilization": 0.3}),
             "draftsim: error: cluster.max_model_len: 131072 tokens: one request of that length needs 8192 KV blocks"),
+    # ---- theory vs Monte Carlo / plan, sweep, estimate (helper4) ------------------------------------------------
+    # a plan whose trace sends every request at one instant was screened at 1 request/s (TTFT 99 % below the
+    # DES's), exit 1 after confirming the wrong candidates
+    Hostile("plan_trace_all_at_one_instant", _plan_on_trace("0.0,400,50\n" * 20),
+            "draftsim plan: error: plan.workload.arrival: all 20 requests arrive at the same instant"),
 ]
 
 

@@ -46,6 +46,7 @@ def expected_max_layers(exit_layers, exit_probs, num_layers: int, batch: int) ->
 def simulate_max_layers(exit_layers, exit_probs, num_layers: int, batch: int, samples: int,
                         rng: np.random.Generator) -> np.ndarray:
     """`samples` draws of max(X_1..X_batch)."""
+    batch = _checks.positive_int(batch, "batch")   # (unchecked: numpy's 'zero-size array ...' at 0, a TypeError at 2.5)
     support, probs = exit_law(exit_layers, exit_probs, num_layers)
     rng = _checks.generator(rng)
     draws = rng.choice(support, size=(_checks.positive_int(samples, "samples"), batch), p=probs / probs.sum())

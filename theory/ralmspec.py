@@ -90,6 +90,11 @@ def simulate_ralmspec(p: float, stride: int, generate_s: float, lookup_s: float,
     """Run rounds query by query until `intervals` intervals are committed; returns (committed, seconds)."""
     p = _checks.probability(p, "p")
     s = _checks.positive_int(stride, "stride")
+    # (unchecked: negative or NaN times ran and returned a negative or NaN clock)
+    generate_s = _checks.non_negative_float(generate_s, "generate_s")
+    lookup_s = _checks.non_negative_float(lookup_s, "lookup_s")
+    kb_fixed_s = _checks.non_negative_float(kb_fixed_s, "kb_fixed_s")
+    kb_per_query_s = _checks.non_negative_float(kb_per_query_s, "kb_per_query_s")
     intervals = _checks.positive_int(intervals, "intervals")
     rng = _checks.generator(rng)
     committed, clock, known = 0, 0.0, False

@@ -52,6 +52,10 @@ def simulate_specreason(accept: float, step_tokens: int, small_pass_s: float, ju
     L − 1 large-model passes, counting the tokens each pass emits."""
     a = _checks.probability(accept, "accept")
     L = _checks.positive_int(step_tokens, "step_tokens")
+    # (unchecked: a pass of -1 s or NaN s ran, e.g. (43 tokens, -34.8 s))
+    small_pass_s = _checks.non_negative_float(small_pass_s, "small_pass_s")
+    judge_pass_s = _checks.non_negative_float(judge_pass_s, "judge_pass_s")
+    target_pass_s = _checks.positive_float(target_pass_s, "target_pass_s")
     cycles = _checks.positive_int(cycles, "cycles")
     rng = _checks.generator(rng)
     tokens, seconds = 0, 0.0

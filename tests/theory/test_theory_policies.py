@@ -9,7 +9,7 @@ from theory.chain import expected_tokens, speedup
 from theory.policies import (expected_accepted_for_counts, goodput_optimal_gamma, pearl, pearl_optimal_gamma,
                              simulate_pearl, specdecpp_length, specdecpp_optimal_threshold, stopping_model,
                              tetris_allocate, threshold_policy_value)
-from theory.policies.specdecpp import all_policies_best_rate, optimal_rate
+from theory.policies.specdecpp import all_policies_best_rate, evaluate_policy, optimal_rate
 
 
 # ---------------------------------------------------------------- SmartSpec
@@ -129,6 +129,25 @@ def test_optimal_threshold_at_predictions_0_and_1(values, weights):
     choice = specdecpp_optimal_threshold(values, weights, 0.01, 1.0, 0.001, 3)
     assert choice.optimal_rate == pytest.approx(brute, rel=1e-9)
     assert choice.tokens_per_s == pytest.approx(brute, rel=1e-9)
+
+
+@pytest.mark.parametrize("values,weights", [([1.0, 0.0], [0.5, 0.5]), ([1.0, 0.5], [0.5, 0.5]), ([1.0], [1.0])])
+def test_no_threshold_is_optimal_where_a_prediction_is_1_and_drafting_never_pays(values, weights):
+    """Draft passes 10x the verify pass: stopping after the first token is optimal (h* < 0), but the rule
+    never stops where pi = 1. The choice is h = 0, the best threshold, and it reports the rule's own rate,
+    below the optimum (the module docstring said the threshold rule always attains it)."""
+    args = (values, weights, 10.0, 1.0, 0.0, 3)
+    model = stopping_model(*args)
+    brute = all_policies_best_rate(model)
+    choice = specdecpp_optimal_threshold(*args)
+    assert choice.optimal_rate == pytest.approx(brute, rel=1e-9)
+    assert choice.threshold == 0.0
+    assert choice.tokens_per_s == pytest.approx(threshold_policy_value(model, 0.0).tokens_per_s, rel=1e-12)
+    assert choice.tokens_per_s < 0.8 * brute
+    assert max(threshold_policy_value(model, float(h)).tokens_per_s for h in np.linspace(0, 1, 21)) \
+        == pytest.approx(choice.tokens_per_s, rel=1e-12)
+    first_only = evaluate_policy(model, lambda depth, counts: True)   # the optimum: one draft token
+    assert first_only.tokens_per_s == pytest.approx(brute, rel=1e-9)
 
 
 def test_threshold_policy_value_matches_monte_carlo():

@@ -24,6 +24,14 @@ the SpecDec++ rule. :func:`specdecpp_optimal_threshold` computes ``lam*`` by bis
 exact backward DP over all (history-dependent) policies, then ``h*``; tests check that the threshold
 rule attains ``lam*`` exactly, that no other threshold or (for short horizons) any other policy does
 better, and that a Monte-Carlo run of :func:`specdecpp_length` reproduces the exact rate.
+
+**Where no threshold is optimal.** When a second token never pays (``lam* c > abar``, so ``h* < 0``) the
+optimum stops after the first token in every state, but the rule stops only where ``1 - pi > h >= 0``: a
+state with ``pi = 1`` (every prediction so far exactly 1) always continues. So if some prediction value is
+exactly 1, no threshold in [0, 1] attains ``lam*``; h = 0 is then the best threshold and the returned
+``tokens_per_s`` (the rule's own exact rate) is below ``optimal_rate`` (values [1, 0] half and half, draft
+10 s, verify 1 s, max_len 3: 0.101 against 0.136 tokens/s). Otherwise (no prediction 1, or ``h* >= 0``)
+the rule is optimal as above.
 """
 from __future__ import annotations
 
@@ -180,7 +188,9 @@ class ThresholdChoice:
 
 def specdecpp_optimal_threshold(values, weights, draft_token_s: float, verify_base_s: float,
                                 verify_token_s: float, max_len: int) -> ThresholdChoice:
-    """The optimal SpecDec++ threshold ``h* = 1 - lam* c / abar`` and its exact rate (see module doc)."""
+    """The optimal SpecDec++ threshold ``h* = 1 - lam* c / abar`` (clipped to [0, 1]) and its exact rate; the
+    rate is ``optimal_rate`` except where a prediction is exactly 1 and ``h* < 0`` (module doc: no threshold
+    attains the optimum there, h = 0 is the best one)."""
     model = stopping_model(values, weights, draft_token_s, verify_base_s, verify_token_s, max_len)
     lam = optimal_rate(model)
     abar = float(np.dot(model.weights, model.values))

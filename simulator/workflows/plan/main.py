@@ -50,12 +50,15 @@ def _rel_err(screen_value: float, des_value: float) -> float:
 
 
 def _slack(row: dict, slo) -> float:
-    """Largest ratio of a screened mean latency to its SLO (<= 1: within the SLOs)."""
+    """Largest ratio of a screened mean latency to its SLO (<= 1: within the SLOs). A TPOT of NaN (outputs of
+    one token: no TPOT to miss) does not count."""
     ratios = [0.0]
     if slo.ttft_s:
         ratios.append(row["screen_ttft_s"] / slo.ttft_s)
-    if slo.tpot_s:
+    if slo.tpot_s and not math.isnan(row["screen_tpot_s"]):
         ratios.append(row["screen_tpot_s"] / slo.tpot_s)
+    if slo.e2e_s:   # (not read before: with an e2e_s-only SLO every runnable candidate had slack 0)
+        ratios.append(row["screen_e2e_s"] / slo.e2e_s)
     return max(ratios)
 
 
@@ -66,7 +69,7 @@ def screen_all(spec, base_dir: Path) -> pd.DataFrame:
         est = screen(cand, spec, work)
         row = {**asdict(cand), "gpus": cand.gpus, "usd_per_hour": cand.usd_per_hour, "screen_feasible": est.feasible,
                "screen_reason": est.reason, "screen_batch": est.batch, "screen_prefill_share": est.prefill_share,
-               "screen_ttft_s": est.ttft_s, "screen_tpot_s": est.tpot_s,
+               "screen_ttft_s": est.ttft_s, "screen_tpot_s": est.tpot_s, "screen_e2e_s": est.e2e_s,
                "screen_output_tokens_per_s": est.output_tokens_per_s, "screen_tokens_per_step": est.tokens_per_step}
         row["screen_slack"] = _slack(row, spec.slo) if est.feasible else math.inf
         rows.append(row)
@@ -295,15 +298,20 @@ def infeasible_reasons(screened: pd.DataFrame, slo) -> list[str]:
     for _, reasons in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         lines.append(f"{len(reasons)} of {len(screened)} candidates cannot run: {reasons[0]}")
     ok = screened[screened.screen_feasible]
-    for name, column in (("ttft_s", "screen_ttft_s"), ("tpot_s", "screen_tpot_s")):
+    for name, column in (("ttft_s", "screen_ttft_s"), ("tpot_s", "screen_tpot_s"), ("e2e_s", "screen_e2e_s")):
         limit = getattr(slo, name)
         if limit and not ok.empty and ok[column].min() > limit * SCREEN_SLACK:
             lines.append(f"slo.{name}: the best of {len(ok)} runnable candidates is estimated at "
                          f"{ok[column].min():.4g} s against {limit:g} s (within {SCREEN_SLACK:g}x is confirmed)")
     if not ok.empty and len(lines) == len(groups):   # each SLO alone is met by some, never all at once
-        lines.append(f"slo: no runnable candidate meets every SLO at once (ttft_s and tpot_s within "
+        names = [name for name in ("ttft_s", "tpot_s", "e2e_s") if getattr(slo, name)]
+        lines.append(f"slo: no runnable candidate meets every SLO at once ({', '.join(names)} within "
                      f"{SCREEN_SLACK:g}x)")
     return lines
+
+
+def _pct(value: float) -> str:
+    return f"{value:+.0%}" if value is not None and math.isfinite(value) else "-"   # (no TPOT: '+nan%')
 
 
 def _ms(value: float) -> str:
@@ -328,7 +336,7 @@ def format_ranked(ranked: pd.DataFrame) -> str:
                      f"{r.des_goodput_per_gpu_rps:.3f}",
                      f"{_ms(r.des_ttft_p50_s)}/{_ms(r.des_ttft_p99_s)}", f"{_ms(r.des_tpot_p50_s)}/{_ms(r.des_tpot_p99_s)}",
                      f"{r.tokens_per_s_per_usd_hour:.0f}", "met" if r.meets_slo else "missed",
-                     f"{r.screen_err_ttft:+.0%}/{r.screen_err_tpot:+.0%}" if r.des_status == "ok" else r.des_error])
+                     f"{_pct(r.screen_err_ttft)}/{_pct(r.screen_err_tpot)}" if r.des_status == "ok" else r.des_error])
     return format_columns(head, rows, left=len(head))
 
 

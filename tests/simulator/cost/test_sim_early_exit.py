@@ -70,3 +70,11 @@ def test_a_law_summing_to_1_within_the_schemas_tolerance_is_priced():
 def test_bad_early_exit_is_refused(override, field):
     with pytest.raises(ScenarioError, match=field):
         simulator.run(scenario(**{**DATA, **override}))
+
+
+@pytest.mark.parametrize("batch", [0, -1, 2.5, True])
+def test_simulate_max_layers_names_a_bad_batch(batch):
+    """The Monte Carlo took any batch: 0 raised numpy's 'zero-size array to reduction operation maximum', 2.5
+    and True a TypeError; like expected_max_layers it now names the argument."""
+    with pytest.raises(ValueError, match="batch must be an integer >= 1"):
+        simulate_max_layers(LAW["exit_layers"], LAW["exit_probs"], 32, batch, 10, np.random.default_rng(0))

@@ -230,3 +230,12 @@ def test_a_round_of_no_time_is_refused():
     with pytest.raises(ValueError, match="a round takes no time"):
         ralmspec_optimal_stride(0.5, 0.0, 0.0, 0.0, 0.0)
     assert ralmspec(1.0, 1, 0.0, 0.0, 0.1, 0.0).speedup == pytest.approx(1.0)   # free generation, one query
+
+
+@pytest.mark.parametrize("times, name", [((-1.0, 0.1, 1.0, 0.1), "generate_s"), ((1.0, math.nan, 1.0, 0.1), "lookup_s"),
+                                         ((1.0, 0.1, -2.0, 0.1), "kb_fixed_s"), ((1.0, 0.1, 1.0, math.inf), "kb_per_query_s")])
+def test_simulate_ralmspec_names_a_bad_time(times, name):
+    """The query-by-query run took negative, NaN or infinite times (a negative or NaN clock); it now checks
+    what ralmspec checks."""
+    with pytest.raises(ValueError, match=name):
+        simulate_ralmspec(0.5, 3, *times, 10, np.random.default_rng(0))

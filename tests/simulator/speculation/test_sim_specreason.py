@@ -3,6 +3,8 @@ and the DES's per-request pattern (step acceptance rate, a regeneration of Î³ âˆ
 rejected step) against it."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -56,3 +58,12 @@ def test_specreason_needs_step_level_acceptance():
 def test_deterministic():
     a, b = simulator.run(scenario(**DATA)), simulator.run(scenario(**DATA))
     assert a.requests.equals(b.requests) and a.steps.equals(b.steps)
+
+
+@pytest.mark.parametrize("costs, name", [((-1.0, 0.1, 0.2), "small_pass_s"), ((0.1, math.nan, 0.2), "judge_pass_s"),
+                                         ((0.1, 0.1, 0.0), "target_pass_s")])
+def test_simulate_specreason_names_a_bad_time(costs, name):
+    """The Monte Carlo ran with a pass of -1 s (43 tokens in -34.8 s) or NaN s; it now checks what
+    specreason_rate checks."""
+    with pytest.raises(ValueError, match=name):
+        simulate_specreason(0.5, 4, *costs, 10, np.random.default_rng(0))

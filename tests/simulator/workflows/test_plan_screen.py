@@ -88,6 +88,89 @@ def test_screen_is_close_to_the_des(qps, gamma):
     des = run(Colocated().scenario(c, spec, spec.seed)).summary
     assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
     assert abs(est.ttft_s / des["ttft_mean_s"] - 1) < 0.40, (est.ttft_s, des["ttft_mean_s"])
+    assert abs(est.e2e_s / des["e2e_mean_s"] - 1) < 0.30, (est.e2e_s, des["e2e_mean_s"])
+
+
+def test_an_e2e_slo_is_screened():
+    """A plan whose only SLO is e2e_s: every runnable candidate's slack was 0 (the screen read ttft_s and
+    tpot_s only), so the cheapest were confirmed whatever their latency. The slack is now the screen's mean
+    E2E (TTFT + (L - 1) TPOT) over the limit, and the limit no candidate reaches is named."""
+    from pathlib import Path
+
+    from simulator.workflows.plan.main import SCREEN_SLACK, infeasible_reasons, screen_all
+
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "slo": {"e2e_s": 2.0},
+                                      "search": {"replicas": [1, 2], "drafters": [{"kind": "none"}]}})
+    screened = screen_all(spec, Path.cwd())
+    ok = screened[screened.screen_feasible]
+    assert len(ok) >= 2
+    np.testing.assert_allclose(ok.screen_e2e_s, ok.screen_ttft_s + 199 * ok.screen_tpot_s, rtol=1e-12)
+    np.testing.assert_allclose(ok.screen_slack, ok.screen_e2e_s / 2.0, rtol=1e-12)
+    assert (ok.screen_slack > 0.5).all()   # ~200 tokens at >= 6 ms each: over half of the 2 s
+    tight = PlanConfig.model_validate({**spec.model_dump(), "slo": {"e2e_s": 0.1}})
+    lines = infeasible_reasons(screen_all(tight, Path.cwd()), tight.slo)
+    assert any(line.startswith("slo.e2e_s: the best of") for line in lines), lines
+    assert not (screen_all(tight, Path.cwd()).screen_slack <= SCREEN_SLACK).any()
+
+
+@pytest.mark.parametrize("clients, gamma", [(4, 0), (4, 3), (32, 0), (32, 3), (300, 3)])
+def test_closed_loop_is_screened_at_the_rate_littles_law_gives(clients, gamma):
+    """A closed-loop workload has no arrival times before the run: the screen took 1 request/s whatever the
+    concurrency (output 200 tok/s against the DES's 3,147 at 32 clients, TPOT 68 % low at 300). It now
+    solves λ · E2E(λ) = N; at 300 clients a batch of 256 saturates and the rest wait for admission."""
+    from pathlib import Path
+
+    from simulator.workflows.plan.screen import screen, workload_means
+
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "workload": {
+        **SPEC.workload, "num_requests": 400, "arrival": {"process": "closed_loop", "concurrency": clients}}})
+    work = workload_means(spec, Path.cwd(), spec.seed)
+    assert work.concurrency == clients
+    c = cand(gamma)
+    est = screen(c, spec, work)
+    rate = est.output_tokens_per_s / 200.0
+    assert est.feasible and rate * est.e2e_s == pytest.approx(clients, rel=1e-3)   # Little's law, by construction
+    des = run(Colocated().scenario(c, spec, spec.seed)).summary
+    assert abs(est.output_tokens_per_s / des["output_tokens_per_s"] - 1) < 0.10, (est, des["output_tokens_per_s"])
+    assert abs(est.e2e_s / des["e2e_mean_s"] - 1) < 0.30, (est.e2e_s, des["e2e_mean_s"])
+    if clients < 256:   # (saturated: the open-loop TPOT at the edge of the batch is 45-60 % high)
+        assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
+
+
+def test_one_token_outputs_have_no_tpot_to_screen():
+    """Every request emits one token: the DES has no TPOT (NaN, an SLO it cannot miss), but the screen
+    estimated one and a plan with tpot_s 2 ms found no candidate ('estimated at 3.5 ms'). Its TPOT is NaN
+    now, leaves the slack alone, and E2E is the TTFT."""
+    from pathlib import Path
+
+    from simulator.workflows.plan.main import SCREEN_SLACK, screen_all
+
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "slo": {"ttft_s": 0.5, "tpot_s": 0.0001},
+                                      "workload": {**SPEC.workload, "output_tokens": {"kind": "fixed", "value": 1}}})
+    screened = screen_all(spec, Path.cwd())
+    ok = screened[screened.screen_feasible]
+    assert len(ok) and ok.screen_tpot_s.isna().all() and (ok.screen_e2e_s == ok.screen_ttft_s).all()
+    np.testing.assert_allclose(ok.screen_slack, ok.screen_ttft_s / 0.5, rtol=1e-12)
+    assert (ok.screen_slack <= SCREEN_SLACK).all()   # (each was ~60x over the 0.1 ms TPOT: refused)
+    des = run(Colocated().scenario(cand(), spec, spec.seed)).summary
+    assert des["slo_attainment"] == 1.0   # the DES agrees: a 0.1 ms TPOT SLO met by every request
+
+
+def test_closed_loop_on_a_disaggregated_deployment():
+    """The same root for 1 prefill + 1 decode replica at 16 clients: throughput and E2E within 20 % of the
+    DES (its TTFT is not: equal-length clients come back together, a burst the screen's wait ignores)."""
+    from pathlib import Path
+
+    from simulator.workflows.plan.screen import Disaggregated, screen, workload_means
+
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "workload": {
+        **SPEC.workload, "num_requests": 300, "arrival": {"process": "closed_loop", "concurrency": 16}}})
+    c = disagg_cand(1, 2)
+    est = screen(c, spec, workload_means(spec, Path.cwd(), spec.seed))
+    assert est.output_tokens_per_s / 200.0 * est.e2e_s == pytest.approx(16, rel=1e-3)
+    des = run(Disaggregated().scenario(c, spec, spec.seed)).summary
+    assert abs(est.output_tokens_per_s / des["output_tokens_per_s"] - 1) < 0.20, (est, des["output_tokens_per_s"])
+    assert abs(est.e2e_s / des["e2e_mean_s"] - 1) < 0.20, (est.e2e_s, des["e2e_mean_s"])
 
 
 def test_pareto_front_matches_brute_force():
@@ -158,6 +241,7 @@ def test_disaggregated_screen_is_close_to_the_des(qps):
     assert des["gpus"] == 2
     assert abs(est.tpot_s / des["tpot_mean_s"] - 1) < 0.30, (est.tpot_s, des["tpot_mean_s"])
     assert abs(est.ttft_s / des["ttft_mean_s"] - 1) < 0.40, (est.ttft_s, des["ttft_mean_s"])
+    assert abs(est.e2e_s / des["e2e_mean_s"] - 1) < 0.30, (est.e2e_s, des["e2e_mean_s"])
 
 
 def test_expert_parallel_candidates_count_ep_gpus_and_screen_close_to_the_des():
