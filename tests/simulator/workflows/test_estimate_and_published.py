@@ -264,7 +264,7 @@ def test_vllm_serve_points_get_the_api_servers_batching_defaults():
     from scenarios.validation.published.predict import Unpredictable, scheduler_defaults
     assert scheduler_defaults("vllm", "h100-sxm", "0.11.0")["max_batched_tokens"] == 16384
     api = scheduler_defaults("vllm", "h100-sxm", "0.11.0", "api_server")
-    assert (api["chunk_tokens"], api["max_batched_tokens"], api["max_batch_size"]) == (8192, 8192, 1024)
+    assert (api["kind"], api["max_batched_tokens"], api["max_batch_size"]) == ("vllm_v1", 8192, 1024)
     a100 = scheduler_defaults("vllm", "a100-80gb", "0.11.0", "api_server")
     assert (a100["max_batched_tokens"], a100["max_batch_size"]) == (2048, 256)
     assert scheduler_defaults("vllm", "a100-80gb", "0.11.0")["max_batched_tokens"] == 8192
@@ -273,5 +273,6 @@ def test_vllm_serve_points_get_the_api_servers_batching_defaults():
     points = {p.id: p for p in pts.load_points()}
     served = serving_scenario(points["gpustack-h100-gpt-oss-120b-vllm0102-tp1-isl2000-reqtput"])
     assert served["scheduler"]["max_batched_tokens"] == 8192 and served["cluster"]["dtype"] == "mxfp4"
+    assert served["cluster"]["kv_cache"] == {"prefix_caching": True}   # V1's default
     assert served["cluster"]["model"] == "gpt-oss-120b"
     assert all(p.w("entrypoint") == "api_server" for i, p in points.items() if i.startswith("vllm-pr25444-"))
