@@ -275,3 +275,41 @@ def test_vllm_serve_points_get_the_api_servers_batching_defaults():
     assert served["scheduler"]["max_batched_tokens"] == 8192 and served["cluster"]["dtype"] == "mxfp4"
     assert served["cluster"]["model"] == "gpt-oss-120b"
     assert all(p.w("entrypoint") == "api_server" for i, p in points.items() if i.startswith("vllm-pr25444-"))
+
+
+def _served_beyond_kv_point(n: int):
+    """A `vllm bench serve` burst of 32000-token prompts for Qwen3-32B bf16 on one H100 SXM: its weights leave
+    draftsim's replica ~6 GiB of KV (fewer tokens than one prompt), while the engine that ran it served them all."""
+    return pts.Point.model_validate({
+        "id": "synthetic-h100-qwen3-32b-isl32000", "kind": "request_throughput", "statistic": "single", "value": 0.09,
+        "unit": "req/s", "hardware": "h100-sxm", "gpus": 1, "engine": "vllm", "framework_version": "0.11.0",
+        "model": "Qwen/Qwen3-32B", "dtype": "bf16", "tp": 1, "pp": 1,
+        "workload": {"mode": "offline", "entrypoint": "api_server", "num_prompts": n, "input_tokens": 32000,
+                     "output_tokens": 100},
+        "source": {"title": "synthetic", "url": "https://example.org", "locator": "none"}})
+
+
+def test_a_run_that_drops_the_published_requests_is_a_failed_prediction():
+    """Before: every request was dropped (exceeds_kv_capacity), the metric of no requests was NaN, the point
+    counted as predicted and every summary row it entered read nan (exit 0). Now the prediction fails with the
+    reason, run_points marks it failed and the summary stays finite."""
+    from scenarios.validation.published.predict import DroppedRequests
+    from scenarios.validation.published.report import run_points, summarize
+    point = _served_beyond_kv_point(2)
+    with pytest.raises(DroppedRequests, match=r"dropped 2 of 2 requests .*exceeds_kv_capacity 2"):
+        predict(point)
+    ok = pts.load_points()
+    ok = [p for p in ok if p.id == "vllm-pr49363-h100-bf16-m1-n12288-k5376"]
+    frame = run_points([point] + ok)
+    assert list(frame["status"]) == ["failed", "predicted"]
+    assert "exceeds_kv_capacity" in frame["note"].iloc[0]
+    summary = summarize(frame)
+    assert np.isfinite(summary["median_abs_error"]).all() and (summary["n"] == 1).all()
+
+
+def test_a_non_finite_prediction_is_never_a_headline_number(monkeypatch):
+    from scenarios.validation.published import report
+    from scenarios.validation.published.predict import Prediction
+    monkeypatch.setattr(report, "predict", lambda p, latency=None: Prediction(float("nan"), "measured"))
+    frame = report.run_points(pts.load_points()[:1])
+    assert list(frame["status"]) == ["failed"] and "not a finite number" in frame["note"].iloc[0]
