@@ -313,3 +313,17 @@ def test_a_non_finite_prediction_is_never_a_headline_number(monkeypatch):
     monkeypatch.setattr(report, "predict", lambda p, latency=None: Prediction(float("nan"), "measured"))
     frame = report.run_points(pts.load_points()[:1])
     assert list(frame["status"]) == ["failed"] and "not a finite number" in frame["note"].iloc[0]
+
+
+def test_the_held_out_points_load_and_each_becomes_a_scenario_of_its_setup():
+    """points_heldout.yaml is part of the registry (POINTS_FILES) and every point names a catalog model (the
+    FP8 checkpoints Qwen3-8B-FP8 / Qwen3-32B-FP8 are their models in fp8_block) and an engine draftsim models."""
+    heldout = next(f for f in pts.POINTS_FILES if f.name == "points_heldout.yaml")
+    points = pts.load_points(heldout)
+    assert len(points) == 20 and {p.id for p in points} <= {p.id for p in pts.load_points()}
+    for p in points:
+        sc = serving_scenario(p)
+        assert sc["cluster"]["model"] in ("qwen3-32b", "qwen3-8b", "gpt-oss-20b")
+        assert sc["cluster"]["dtype"] == p.dtype and sc["cluster"]["latency"]["framework"] == p.engine
+    trt = next(p for p in points if p.id.endswith("fp8-trtllm120rc1-tp1-isl32000-reqtput"))
+    assert serving_scenario(trt)["cluster"]["engine"] == {"chunked_prefill": True}
