@@ -53,6 +53,16 @@ def dense_weight_dtype(dtype: str) -> str:
     return "bf16" if dtype in EXPERT_ONLY_DTYPES else dtype
 
 
+def vocab_weight_dtype(dtype: str) -> str:
+    """The dtype of the input embedding and the LM head when the model is served in `dtype`: `dtype` itself for a
+    16- or 32-bit format, bf16 under every quantized one. Engines quantize the decoder's matmuls only: vLLM's
+    `Fp8Config.get_quant_method` (vllm/model_executor/layers/quantization/fp8.py at commit 0071b24) gives a quant
+    method to LinearBase, FusedMoE and Attention layers and None to anything else, so ParallelLMHead and
+    VocabParallelEmbedding (not LinearBase) load unquantized; Mxfp4Config quantizes FusedMoE layers alone
+    (`dense_weight_dtype`). Taken for every engine and quantized dtype (int8, int4, fp8, fp8_block, nvfp4, mxfp4)."""
+    return dtype if dtype_bytes(dtype) >= 2.0 else "bf16"
+
+
 def kv_cache_dtype(dtype: str, kv_dtype: str | None = None) -> str:
     """The KV cache's dtype: `kv_dtype` when given, else fp8 for fp8 weights (TensorRT-LLM's FP8 recipes) and
     for nvfp4 weights (NVIDIA's NVFP4 checkpoints declare `kv_cache_quant_algo: FP8` in hf_quant_config.json,

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.spec import EXPERT_ONLY_DTYPES, ModelSpec, dense_weight_dtype, dtype_bytes
+from models.spec import ModelSpec, dtype_bytes
 from models.step import Parallelism
 
 MC_INCLUSION_SAMPLES = 40_000   # tokens sampled to estimate π for routings without a closed form
@@ -513,8 +513,5 @@ def weight_bytes_per_gpu(spec: ModelSpec, par: Parallelism, dtype: str = "bf16")
     divided by pp (approximation: equal stages)."""
     if par.ep == 1:
         return spec.weight_bytes(dtype) / par.gpus
-    routed = spec.routed_expert_param_count()
-    if dtype in EXPERT_ONLY_DTYPES:   # the routed experts in `dtype`, the rest in bf16
-        rest = (spec.param_count() - routed) * dtype_bytes(dense_weight_dtype(dtype))
-        return (rest / par.tp + routed * dtype_bytes(dtype) / par.ep) / par.pp
-    return ((spec.param_count() - routed) / par.tp + routed / par.ep) * dtype_bytes(dtype) / par.pp
+    routed = spec.routed_expert_param_count() * dtype_bytes(dtype)   # the routed experts are in `dtype`
+    return ((spec.weight_bytes(dtype) - routed) / par.tp + routed / par.ep) / par.pp

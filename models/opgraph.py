@@ -8,7 +8,9 @@ so the serial cost of a step is Σ count · seconds(op).
 
 Conventions and approximations (each is named where it is made):
 * Weights are stored in `dtype` (a format that quantizes only the routed experts, mxfp4: those, the other
-  weights in bf16; `models.dtypes.EXPERT_ONLY_DTYPES`); activations between kernels are 16-bit (fp32 for fp32
+  weights in bf16; `models.dtypes.EXPERT_ONLY_DTYPES`), except the embedding and the LM head, 16-bit under
+  every quantized dtype (`models.dtypes.vocab_weight_dtype`: the LM head GEMM then carries `vocab_16bit` = 1 and
+  is priced as a bf16 GEMM); activations between kernels are 16-bit (fp32 for fp32
   models), see `models.spec.activation_bytes`; the KV cache is stored in `kv_dtype` (default:
   `models.spec.kv_cache_dtype`).
 * GEMM bytes = activations in + activations out + weights, each read or written once (ideal reuse).
@@ -36,7 +38,7 @@ from models.opgraph_hybrid import state_dense_ops, state_step_ops
 from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, ATTN_SHARED, EMBEDDING, GEMM,
                         MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, Op)
 from models.spec import (ModelSpec, activation_bytes, dense_weight_dtype, dtype_bytes, kv_cache_dtype,
-                         kv_heads_per_gpu, validate_parallelism)
+                         kv_heads_per_gpu, validate_parallelism, vocab_weight_dtype)
 from models.step import Parallelism, StepShape
 
 # Nominal element-wise FLOPs per element.
@@ -268,14 +270,19 @@ def dense_ops(spec: ModelSpec, num_tokens: int, logits_tokens: int, par: Paralle
     t = num_tokens if dp == 1 else num_tokens / dp
     lt = logits_tokens if dp == 1 else logits_tokens / dp
     tp, h, v = par.tp, spec.hidden_size, spec.vocab_size
-    ops = [Op.make(EMBEDDING, "embedding", 0.0, t * h * (w + a), 1, tokens=t, hidden=h),
+    ops = [Op.make(EMBEDDING, "embedding", 0.0, t * h * (dtype_bytes(vocab_weight_dtype(dtype)) + a), 1, tokens=t,
+                   hidden=h),
            _norm("norm", t, h, spec.num_sublayers + 1, a)]
     ops += _attention_projection_ops(spec, t, tp, w, a)
     if spec.num_state_layers:
         ops += state_dense_ops(spec, t, par, w, a)
     ops += _mlp_ops(spec, t, tp, w, a, par, num_tokens, dtype_bytes(dtype))
     if logits_tokens:
-        ops.append(_gemm("lm_head", lt, v / tp, h, 1, w, a))
+        vocab_dtype = vocab_weight_dtype(dtype)
+        if vocab_dtype == dense_weight_dtype(dtype):
+            ops.append(_gemm("lm_head", lt, v / tp, h, 1, w, a))
+        else:   # a quantized model's LM head is 16-bit (module docstring)
+            ops.append(_gemm("lm_head", lt, v / tp, h, 1, dtype_bytes(vocab_dtype), a, vocab_16bit=1.0))
         ops.append(Op.make(SAMPLING, "sampling", SOFTMAX_FLOPS_PER_ELEMENT * lt * v, lt * v * (a + 8.0), 1,
                            tokens=lt, vocab=v))
     if tp > 1:

@@ -28,7 +28,8 @@ import math
 from dataclasses import dataclass
 
 from models.dtypes import (DTYPE_BYTES, EXPERT_ONLY_DTYPES, FP4_DTYPES, KV_DTYPES,  # noqa: F401  (re-exported)
-                           WEIGHT_ONLY_DTYPES, activation_bytes, dense_weight_dtype, dtype_bytes, kv_cache_dtype)
+                           WEIGHT_ONLY_DTYPES, activation_bytes, dense_weight_dtype, dtype_bytes, kv_cache_dtype,
+                           vocab_weight_dtype)
 from models.step import Parallelism
 
 
@@ -319,8 +320,9 @@ class ModelSpec:
 
     def weight_bytes(self, dtype: str = "bf16") -> float:
         """Bytes of all weights served in `dtype` (an EXPERT_ONLY_DTYPES format: the routed experts in it, the
-        rest in bf16)."""
-        return self._bytes_of(self.param_count(), dtype)
+        rest in bf16); the embeddings and LM head in `vocab_weight_dtype` (16-bit under a quantized dtype)."""
+        outer = self._outer_params()
+        return self._bytes_of(self.param_count() - outer, dtype) + outer * dtype_bytes(vocab_weight_dtype(dtype))
 
     def _bytes_of(self, params: int, dtype: str) -> float:
         """Bytes of `params` parameters of this model, all its routed experts among them, served in `dtype`."""

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, ATTN_SHARED, CONV1D, EMBEDDING,
                         GDN_DECODE, GDN_PREFILL, GEMM, MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, SSM_DECODE, SSM_PREFILL, Op)
-from models.spec import activation_bytes, dense_weight_dtype, dtype_bytes
+from models.spec import activation_bytes, dense_weight_dtype, dtype_bytes, vocab_weight_dtype
 from profiles.hardware import HardwareSpec, get_hardware
 
 # Kernels behind one MOE_ROUTER op: gate GEMM, softmax/top-k, token permutation.
@@ -139,6 +139,10 @@ class RooflineLatencyModel(UncountedUsage):
         dense = dense_weight_dtype(dtype)
         self._dense_m_half = self._m_half if dense == dtype else m_half(dense)
         self._nk_half = eff.gemm_nk_half
+        # A quantized model's LM head is 16-bit (models.dtypes.vocab_weight_dtype; its op carries vocab_16bit).
+        vocab = vocab_weight_dtype(dtype)
+        self._vocab_flops_per_s = hw.matmul_flops(vocab) * eff.compute_fraction
+        self._vocab_m_half = m_half(vocab)
         self._attn_m_half = eff.gemm_m_half  # attention math runs on 16-bit activations whatever the weights
         self._attn_flops_per_s = hw.matmul_flops(act_dtype) * eff.attention_compute_fraction
         self._vector_flops_per_s = hw.peak_flops["fp32"] * eff.compute_fraction
@@ -183,14 +187,19 @@ class RooflineLatencyModel(UncountedUsage):
         mh, nkh = self._m_half if m_half is None else m_half, self._nk_half
         return (m / (m + mh)) * (n / (n + nkh)) * (k / (k + nkh))
 
-    def _gemm_time(self, flops: float, moved: float, m: float, n: float, k: float, m_half: float) -> float:
+    def _gemm_time(self, flops: float, moved: float, m: float, n: float, k: float, m_half: float,
+                   flops_per_s: float | None = None) -> float:
         if flops <= 0.0:
             return moved / self._mem_bytes_per_s
-        compute = flops / (self._gemm_flops_per_s * self.gemm_shape_factor(m, n, k, m_half))
+        rate = self._gemm_flops_per_s if flops_per_s is None else flops_per_s
+        compute = flops / (rate * self.gemm_shape_factor(m, n, k, m_half))
         memory = moved / self._mem_bytes_per_s
         return compute if compute > memory else memory
 
     def _gemm(self, op: Op) -> float:
+        if op.dim("vocab_16bit", 0.0):   # a quantized model's 16-bit LM head
+            return self._launch_s + self._gemm_time(op.flops, op.bytes, op.dim("m"), op.dim("n"), op.dim("k"),
+                                                    self._vocab_m_half, self._vocab_flops_per_s)
         m_half = self._m_half if op.dim("moe_part", -1.0) >= 0.0 else self._dense_m_half
         return self._launch_s + self._gemm_time(op.flops, op.bytes, op.dim("m"), op.dim("n"), op.dim("k"), m_half)
 

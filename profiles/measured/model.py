@@ -285,8 +285,13 @@ class MeasuredLatencyModel:
                 return None
         if not self._gemm_measured:
             return None
+        dtype = self.gemm_dtype
+        if d.get("vocab_16bit"):   # a quantized model's 16-bit LM head (models.dtypes.vocab_weight_dtype)
+            if "bf16" not in self.gemm.dtypes:
+                return None
+            dtype = "bf16"
         groups = d.get("groups", 1.0)
-        seconds, outside = self.gemm.seconds(self.gemm_dtype, d["m"], d["n"], d["k"] * groups)
+        seconds, outside = self.gemm.seconds(dtype, d["m"], d["n"], d["k"] * groups)
         return seconds, self._labels[GEMM], outside or groups != 1.0
 
     def _prefill(self, op: Op):

@@ -7,7 +7,11 @@ Memory model (per GPU of a replica, the binding GPU sets the capacity): HBM × g
 minus the target's weight shard (weights / (tp·pp)) minus the draft's weight shard (draft weights /
 draft tp; the draft lives on the first draft_tp GPUs of the replica) leaves room for KV; one token costs
 the target's per-GPU KV bytes plus the draft's. Activations and CUDA graphs are covered by the
-(1 − gpu_memory_utilization) margin, as in vLLM's accounting.
+(1 − gpu_memory_utilization) margin, as in vLLM's accounting. TensorRT-LLM (latency.framework trtllm) takes its
+fraction of the memory the weights leave free instead: KV = (HBM − weights) × gpu_memory_utilization, its
+KvCacheConfig.free_gpu_memory_fraction (default 0.9; tensorrt_llm/_torch/pyexecutor/_util.py
+KvCacheCreator._cal_max_tokens at commit d8ae02c: (total_gpu_memory − peak_memory) × fraction, the peak being
+the weights plus the profiled activations, which this model leaves out as it does for vLLM).
 Expert parallelism (parallelism.ep > 1, MoE targets): each GPU holds 1/ep of the routed experts and 1/tp
 of everything else (models.moe_routing.weight_bytes_per_gpu); each of the ep/tp data-parallel attention
 groups keeps the KV of its own requests, so the replica holds attention_dp × one group's tokens.
@@ -139,13 +143,17 @@ def _modes_elsewhere(framework: str) -> dict[str, list[str]]:
 
 
 def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
-                       drafter: DrafterBuild | None = None, where: str = "cluster") -> float:
-    """HBM left for KV (and recurrent state) on each GPU of a replica after the target's and `drafter`'s weights
-    (module docstring); ScenarioError naming the field when the weights do not fit."""
+                       drafter: DrafterBuild | None = None, where: str = "cluster", framework: str = "vllm") -> float:
+    """HBM left for KV (and recurrent state) on each GPU of a replica after the target's and `drafter`'s weights,
+    by `framework`'s rule (module docstring: util of the whole HBM, or for trtllm of what the weights leave);
+    ScenarioError naming the field when the weights do not fit."""
     from models.moe_routing import weight_bytes_per_gpu
     target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
     extra_w = drafter.weight_bytes_per_gpu if drafter is not None else 0.0
-    free = hw.hbm_bytes * util - target_weights - extra_w
+    if framework == "trtllm":   # free_gpu_memory_fraction of the memory left after the weights
+        free = (hw.hbm_bytes - target_weights - extra_w) * util
+    else:
+        free = hw.hbm_bytes * util - target_weights - extra_w
     if free <= 0:
         need = target_weights + extra_w
         draft = drafter.spec if drafter is not None and drafter.colocated_model else None
@@ -153,19 +161,20 @@ def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
         raise ScenarioError(field, f"{target.name}{' + draft ' + draft.name if draft else ''} needs "
                             f"{need / GIB:.1f} GiB of weights per GPU at tp={par.tp}, pp={par.pp}"
                             f"{f', ep={par.ep}' if par.ep > 1 else ''} but {hw.id} offers "
-                            f"{hw.hbm_bytes * util / GIB:.1f} GiB at gpu_memory_utilization={util}; "
+                            + (f"{hw.hbm_bytes / GIB:.1f} GiB" if framework == "trtllm" else
+                               f"{hw.hbm_bytes * util / GIB:.1f} GiB at gpu_memory_utilization={util}") + "; "
                             f"raise {where}.parallelism.tp/pp{'/ep' if target.is_moe else ''} or pick larger hardware")
     return free
 
 
 def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
                        drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None,
-                       kv_fraction: float = 1.0) -> int:
+                       kv_fraction: float = 1.0, framework: str = "vllm") -> int:
     """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
     weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype);
     `kv_fraction` scales the target's KV per token (ShadowKV keeps a fraction of it on the GPU:
     simulator.cost.shadowkv). A hybrid model's KV is its attention layers' (its state: `hybrid_layout`)."""
-    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where)
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where, framework)
     per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype)) * kv_fraction
     if drafter is not None:
         per_token += drafter.kv_bytes_per_token_per_gpu
@@ -179,7 +188,7 @@ def hybrid_layout(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: 
     `draft_tokens` drafts per step (models.mixers.state_copies)."""
     from models.mixers import state_copies
     from simulator.core.kv.hybrid_state import hybrid_page_layout
-    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where)
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where, framework)
     extra = drafter.kv_bytes_per_token_per_gpu if drafter is not None else 0.0
     layout = hybrid_page_layout(target, par, dtype, kv_dtype, free, draft_tokens,
                                 state_copies(framework, draft_tokens), extra)
@@ -430,7 +439,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
             raise ScenarioError("cluster.kv_cache.layout.kind", refusal)
         kv_fraction = layout.gpu_fraction(target, kv_layout)
     kv_tokens = 0 if memory_utilization is None else \
-        kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype, kv_fraction)
+        kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype, kv_fraction,
+                           latency.framework)
     target_cost = target_costs.build(facts, BuildContext(target, par, lat, dtype, kv_dtype, hw, moe, base_dir,
                                                          built_drafter, kv_layout, early_exit, latency.nano_batches))
     if facts.measured_passes:

@@ -237,7 +237,8 @@ def test_weight_bytes_and_dtypes():
     spec = get_model("llama-2-7b")
     assert spec.weight_bytes() == 2 * spec.param_count()
     assert spec.weight_bytes("fp32") == 4 * spec.param_count()
-    assert spec.weight_bytes("int4") == spec.param_count() / 2
+    vocab = 2 * spec.vocab_size * spec.hidden_size + spec.hidden_size   # embeddings, LM head, final norm: 16-bit
+    assert spec.weight_bytes("int4") == (spec.param_count() - vocab) / 2 + 2 * vocab
     for bad in ("bf8", "float16", None):
         with pytest.raises(ValueError, match="dtype"):
             spec.weight_bytes(bad)
@@ -249,7 +250,8 @@ def test_fp4_block_scales_are_counted_in_the_weight_bytes():
     """NVFP4: 16 E2M1 values (8 bytes) share one E4M3 scale (1 byte) -> 9 bytes per 16 values; MXFP4: 32 values
     (16 bytes) share one E8M0 scale (1 byte) -> 17 bytes per 32 values (the formats' specifications)."""
     spec = get_model("llama-2-7b")
-    assert spec.weight_bytes("nvfp4") == spec.param_count() * 9 / 16
+    vocab = 2 * spec.vocab_size * spec.hidden_size + spec.hidden_size   # 16-bit (test_quantized_checkpoints_...)
+    assert spec.weight_bytes("nvfp4") == (spec.param_count() - vocab) * 9 / 16 + 2 * vocab
     # MXFP4 holds the routed experts only (gpt-oss checkpoints; vLLM's Mxfp4Config keeps the rest in bf16)
     oss = get_model("gpt-oss-120b")
     experts = 36 * 128 * 3 * 2880 * 2880     # layers × experts × (gate, up, down) of 2880 × 2880
@@ -335,3 +337,38 @@ def test_catalog_file_errors(tmp_path):
     bad.write_text("- just\n- a list\n")
     with pytest.raises(ValueError, match="mapping"):
         _load_file(bad)
+
+
+def test_quantized_checkpoints_keep_the_embeddings_and_lm_head_in_16_bit():
+    """vLLM quantizes LinearBase / FusedMoE / Attention layers only (Fp8Config.get_quant_method,
+    vllm/model_executor/layers/quantization/fp8.py at commit 0071b24): ParallelLMHead and the embedding load in
+    16 bits. vLLM's FP8 doc logs it: Meta-Llama-3-8B-Instruct-FP8 'Loading model weights took 8.4596 GB' (GiB;
+    docs/source/quantization/fp8.rst at commit fb487d7). Before, every weight counted 1 byte: 7.48 GiB (-11.6 %),
+    and the LM head GEMM of every fp8 step read fp8 weights on the fp8 GEMM table."""
+    from models.opgraph import dense_ops
+    from models.step import Parallelism
+    llama = get_model("llama-3-8b")
+    assert llama.weight_bytes("fp8") / 2**30 == pytest.approx(8.4596, rel=0.002)
+    assert models.dtypes.vocab_weight_dtype("fp8") == "bf16" == models.dtypes.vocab_weight_dtype("nvfp4")
+    assert models.dtypes.vocab_weight_dtype("fp32") == "fp32" and models.dtypes.vocab_weight_dtype("fp16") == "fp16"
+    qwen = get_model("qwen3-8b")
+    head = next(op for op in dense_ops(qwen, 4, 4, Parallelism(), "fp8_block") if op.name == "lm_head")
+    assert head.dim("vocab_16bit") == 1.0
+    assert head.bytes == pytest.approx(2 * qwen.vocab_size * qwen.hidden_size + 2 * 4 * (qwen.vocab_size + qwen.hidden_size))
+    plain = next(op for op in dense_ops(qwen, 4, 4, Parallelism(), "bf16") if op.name == "lm_head")
+    assert plain.dim("vocab_16bit", 0.0) == 0.0 and plain.bytes == head.bytes   # same bytes, no flag
+
+
+@pytest.mark.parametrize("source", ["measured", "roofline"])
+def test_a_quantized_models_lm_head_is_priced_as_a_16_bit_gemm(source):
+    """The flagged LM head of an fp8 step costs what the same GEMM costs in a bf16 step, on the measured tables
+    (their bf16 GEMM table) and on the roofline (its bf16 rate)."""
+    from models.opgraph import dense_ops
+    from profiles.select import LatencySourceConfig, select_latency
+    qwen = get_model("qwen3-8b")
+    for tokens in (4, 2048):
+        fp8_head = next(op for op in dense_ops(qwen, tokens, tokens, Parallelism(), "fp8") if op.name == "lm_head")
+        bf16_head = next(op for op in dense_ops(qwen, tokens, tokens, Parallelism(), "bf16") if op.name == "lm_head")
+        fp8 = select_latency("h100-sxm", "fp8", LatencySourceConfig(source=source))
+        bf16 = select_latency("h100-sxm", "bf16", LatencySourceConfig(source=source))
+        assert fp8.op_seconds(fp8_head) == pytest.approx(bf16.op_seconds(bf16_head), rel=1e-12)

@@ -57,7 +57,8 @@ def test_measured_nvfp4_gemm_and_moe_tables_price_deepseek_on_b200(tmp_path):
     assert kinds["gemm"]["source"].startswith("aiconfigurator-core") and kinds["norm"]["source"] == "roofline"
     assert summary["kv_tokens_per_replica"] > 0
     spec = get_model("deepseek-v3")
-    free = 180e9 * 0.9 - spec.param_count() * (0.5 + 1 / 16) / 8
+    vocab = 2 * spec.vocab_size * spec.hidden_size + spec.hidden_size   # embeddings and LM head stay 16-bit
+    free = 180e9 * 0.9 - ((spec.param_count() - vocab) * (0.5 + 1 / 16) + 2 * vocab) / 8
     assert summary["kv_tokens_per_replica"] == int(free // spec.kv_bytes_per_token_per_gpu(Parallelism(tp=8), "fp8"))
 
 

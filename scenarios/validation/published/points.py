@@ -38,6 +38,8 @@ MODELS = {
     "turboderp/Qwama-0.5B-Instruct": "qwama-0.5b",
     "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8": "qwen3-30b-a3b",
     "Qwen/Qwen3-8B": "qwen3-8b",
+    "Qwen/Qwen3-8B-FP8": "qwen3-8b",        # block-scaled FP8 checkpoint (dtype fp8_block)
+    "Qwen/Qwen3-32B-FP8": "qwen3-32b",
     "deepseek-ai/DeepSeek-R1": "deepseek-v3",        # DeepSeek-V3's architecture (R1 is post-trained from V3-Base)
     "nvidia/DeepSeek-R1-FP4": "deepseek-v3",
     "openai/gpt-oss-120b": "gpt-oss-120b",   # MXFP4 experts, the rest bf16 (dtype mxfp4)

@@ -18,7 +18,9 @@ model) — nothing here is tuned to the points. What each kind runs:
   reported apart (their acceptance is an outcome of the run being predicted).
 
 A point that cannot be predicted (model or GPU outside the catalog, a dataset whose lengths are not
-published, a tree whose top-k is not given) raises `Unpredictable` with the reason.
+published, a tree whose top-k is not given) raises `Unpredictable` with the reason; a serving run in which
+draftsim dropped requests that the publication served (e.g. a prompt beyond the modelled KV capacity) raises
+`DroppedRequests` (a failed prediction).
 """
 from __future__ import annotations
 
@@ -234,13 +236,27 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
     }
 
 
+class DroppedRequests(ValueError):
+    """The simulated engine dropped requests that the published run served (a benchmark client counts only
+    successful requests, and the publications' runs completed every one): the prediction would describe
+    another run, so it is a failed prediction, never a number (before, a run whose every request was dropped
+    gave NaN, counted as predicted, and turned the summary into nan)."""
+
+
 def _run(scenario: dict):
     import simulator
     from simulator.errors import ScenarioError
     try:
-        return simulator.run(scenario)
+        result = simulator.run(scenario)
     except ScenarioError as exc:
         raise Unpredictable(f"draftsim refuses the setup: {exc}") from None
+    dropped = int(result.summary.get("requests_dropped", 0))
+    if dropped:
+        reasons = ", ".join(f"{k} {v}" for k, v in result.summary.get("dropped_by_reason", {}).items())
+        raise DroppedRequests(
+            f"draftsim dropped {dropped} of {len(result.requests)} requests that the published run served "
+            f"({reasons}; KV capacity {result.summary.get('kv_tokens_per_replica')} tokens per replica)")
+    return result
 
 
 _STATISTIC = {"mean": np.mean, "single": np.mean, "median": np.median,
@@ -409,5 +425,5 @@ def relative_error(predicted: float, published: float) -> float:
     return float((predicted - published) / published)
 
 
-__all__ = ["PREDICTORS", "Prediction", "Unpredictable", "predict",
+__all__ = ["DroppedRequests", "PREDICTORS", "Prediction", "Unpredictable", "predict",
            "relative_error", "scheduler_defaults", "serving_scenario"]

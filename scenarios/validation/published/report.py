@@ -50,10 +50,13 @@ def run_points(points, progress=None, latency: dict | None = None) -> pd.DataFra
             # (TypeError: a workload field the kind needs is missing from the point, e.g. `batch: null`)
             row.update(status="failed", note=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
         else:
-            same_run = p.acceptance is not None and p.acceptance.same_run
-            row.update(predicted=pred.value, error=relative_error(pred.value, row["published"]),
-                       pricing=pred.pricing, note=pred.note,
-                       status="acceptance from the same run" if same_run else "predicted")
+            if not np.isfinite(pred.value):   # a failed check, never a headline number (a NaN made the summary nan)
+                row.update(status="failed", note=f"the prediction is not a finite number ({pred.value})")
+            else:
+                same_run = p.acceptance is not None and p.acceptance.same_run
+                row.update(predicted=pred.value, error=relative_error(pred.value, row["published"]),
+                           pricing=pred.pricing, note=pred.note,
+                           status="acceptance from the same run" if same_run else "predicted")
         rows.append(row)
         if progress is not None:
             progress(i + 1, len(points), p.id)

@@ -558,7 +558,7 @@ def test_trtllm_ifb_admits_only_what_it_can_guarantee_for_life():
     hw, model = get_hardware("h100-sxm"), resolve_model("llama-3-8b", None)
     per_token = model.kv_bytes_per_token_per_gpu(__import__("models.step", fromlist=["Parallelism"]).Parallelism(1, 1),
                                                  "bf16")
-    util = (model.weight_bytes("bf16") + 35.5 * 16 * per_token) / hw.hbm_bytes
+    util = 35.5 * 16 * per_token / (hw.hbm_bytes - model.weight_bytes("bf16"))   # TensorRT-LLM: of what weights leave
     run = _ifb_run([0.0, 0.0, 0.0], prompt=200, output=40, max_tokens=4096, util=util)
     assert run.built.replicas[0].kv.total_blocks == 35
     req = run.requests
@@ -579,7 +579,7 @@ def test_trtllm_ifb_admits_after_a_finish_in_bulk_mode_as_step_by_step():
     hw, model = get_hardware("h100-sxm"), resolve_model("llama-3-8b", None)
     per_token = model.kv_bytes_per_token_per_gpu(__import__("models.step", fromlist=["Parallelism"]).Parallelism(1, 1),
                                                  "bf16")
-    util = (model.weight_bytes("bf16") + 35.5 * 16 * per_token) / hw.hbm_bytes
+    util = 35.5 * 16 * per_token / (hw.hbm_bytes - model.weight_bytes("bf16"))   # TensorRT-LLM: of what weights leave
     runs = {mode: _ifb_run([0.0, 0.0, 0.0], prompt=200, output=[40, 80, 40], max_tokens=4096, util=util,
                            step_mode=mode) for mode in ("step", "bulk")}
     for run in runs.values():
@@ -608,8 +608,8 @@ def test_trtllm_ifb_admits_at_the_finish_that_frees_its_life_in_bulk_mode_too():
     from profiles.hardware import get_hardware
     from simulator.cluster.factory import resolve_model
     hw, model = get_hardware("h100-sxm"), resolve_model("llama-3-8b", None)
-    util = (model.weight_bytes("bf16") + 33.5 * 16 * model.kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16")) \
-        / hw.hbm_bytes
+    util = 33.5 * 16 * model.kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16") \
+        / (hw.hbm_bytes - model.weight_bytes("bf16"))   # TensorRT-LLM: a fraction of what the weights leave
     runs = {}
     for mode in ("step", "bulk"):
         path = Path(tempfile.mkdtemp()) / "trace.csv"

@@ -276,3 +276,55 @@ def test_vllm_serve_points_get_the_api_servers_batching_defaults():
     assert served["cluster"]["kv_cache"] == {"prefix_caching": True}   # V1's default
     assert served["cluster"]["model"] == "gpt-oss-120b"
     assert all(p.w("entrypoint") == "api_server" for i, p in points.items() if i.startswith("vllm-pr25444-"))
+
+
+def _served_beyond_kv_point(n: int):
+    """A `vllm bench serve` burst of 32000-token prompts for Qwen3-32B bf16 on one H100 SXM: its weights leave
+    draftsim's replica ~6 GiB of KV (fewer tokens than one prompt), while the engine that ran it served them all."""
+    return pts.Point.model_validate({
+        "id": "synthetic-h100-qwen3-32b-isl32000", "kind": "request_throughput", "statistic": "single", "value": 0.09,
+        "unit": "req/s", "hardware": "h100-sxm", "gpus": 1, "engine": "vllm", "framework_version": "0.11.0",
+        "model": "Qwen/Qwen3-32B", "dtype": "bf16", "tp": 1, "pp": 1,
+        "workload": {"mode": "offline", "entrypoint": "api_server", "num_prompts": n, "input_tokens": 32000,
+                     "output_tokens": 100},
+        "source": {"title": "synthetic", "url": "https://example.org", "locator": "none"}})
+
+
+def test_a_run_that_drops_the_published_requests_is_a_failed_prediction():
+    """Before: every request was dropped (exceeds_kv_capacity), the metric of no requests was NaN, the point
+    counted as predicted and every summary row it entered read nan (exit 0). Now the prediction fails with the
+    reason, run_points marks it failed and the summary stays finite."""
+    from scenarios.validation.published.predict import DroppedRequests
+    from scenarios.validation.published.report import run_points, summarize
+    point = _served_beyond_kv_point(2)
+    with pytest.raises(DroppedRequests, match=r"dropped 2 of 2 requests .*exceeds_kv_capacity 2"):
+        predict(point)
+    ok = pts.load_points()
+    ok = [p for p in ok if p.id == "vllm-pr49363-h100-bf16-m1-n12288-k5376"]
+    frame = run_points([point] + ok)
+    assert list(frame["status"]) == ["failed", "predicted"]
+    assert "exceeds_kv_capacity" in frame["note"].iloc[0]
+    summary = summarize(frame)
+    assert np.isfinite(summary["median_abs_error"]).all() and (summary["n"] == 1).all()
+
+
+def test_a_non_finite_prediction_is_never_a_headline_number(monkeypatch):
+    from scenarios.validation.published import report
+    from scenarios.validation.published.predict import Prediction
+    monkeypatch.setattr(report, "predict", lambda p, latency=None: Prediction(float("nan"), "measured"))
+    frame = report.run_points(pts.load_points()[:1])
+    assert list(frame["status"]) == ["failed"] and "not a finite number" in frame["note"].iloc[0]
+
+
+def test_the_held_out_points_load_and_each_becomes_a_scenario_of_its_setup():
+    """points_heldout.yaml is part of the registry (POINTS_FILES) and every point names a catalog model (the
+    FP8 checkpoints Qwen3-8B-FP8 / Qwen3-32B-FP8 are their models in fp8_block) and an engine draftsim models."""
+    heldout = next(f for f in pts.POINTS_FILES if f.name == "points_heldout.yaml")
+    points = pts.load_points(heldout)
+    assert len(points) == 20 and {p.id for p in points} <= {p.id for p in pts.load_points()}
+    for p in points:
+        sc = serving_scenario(p)
+        assert sc["cluster"]["model"] in ("qwen3-32b", "qwen3-8b", "gpt-oss-20b")
+        assert sc["cluster"]["dtype"] == p.dtype and sc["cluster"]["latency"]["framework"] == p.engine
+    trt = next(p for p in points if p.id.endswith("fp8-trtllm120rc1-tp1-isl32000-reqtput"))
+    assert serving_scenario(trt)["cluster"]["engine"] == {"chunked_prefill": True}
