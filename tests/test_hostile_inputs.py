@@ -984,6 +984,14 @@ CASES = [
                 acceptance={"kind": "trace", "trace": "qwen2.5-coder-0.5b-smollm2-135m", "drafter": "draft",
                             "mode": "sample", "temperature": 0.995}),
             "draftsim: error: acceptance.temperature: must be one of 0.25, 0.5, 0.75, 1.0, 1.5"),
+    # ---- helper5 (hostile inputs and the CLI contract) -------------------------------------------------
+    # a path holding a NUL byte (YAML's "\0" escape): os.stat raised a ValueError, a traceback out of the
+    # trace reader and the sweep's scenario reader (the model and hardware readers said "embedded null byte")
+    Hostile("trace_path_with_a_nul_byte", trace(lambda tmp: Path("a\x00b.csv")),
+            "a\x00b.csv cannot be read (its path holds a NUL byte); expected a CSV file"),
+    Hostile("sweep_scenario_path_with_a_nul_byte", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", {
+        "name": "s", "scenario": "a\x00b.yaml", "grid": {"workload.arrival.qps": [4, 8]}}), "--out", tmp / "store",
+        "--executor", "serial", "--quiet"], "a\x00b.yaml cannot be read (its path holds a NUL byte)"),
 ]
 
 
