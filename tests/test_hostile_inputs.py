@@ -992,6 +992,9 @@ CASES = [
     Hostile("sweep_scenario_path_with_a_nul_byte", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", {
         "name": "s", "scenario": "a\x00b.yaml", "grid": {"workload.arrival.qps": [4, 8]}}), "--out", tmp / "store",
         "--executor", "serial", "--quiet"], "a\x00b.yaml cannot be read (its path holds a NUL byte)"),
+    # --check-out without --check or --check-only was ignored: a profile written, no check, exit 0
+    Hostile("profile_check_out_without_a_check", profile("--models", "llama-68m", "--check-out", "c.json", "--out", "p"),
+            "draftsim profile: error: --check-out: writes the check's JSON; give it with --check or --check-only"),
 ]
 
 

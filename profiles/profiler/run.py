@@ -419,6 +419,9 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
                 raise ValueError(f"{flag} lists {twice} twice; give each once")
         if args.check and args.check_only:
             raise ValueError("--check and --check-only: choose one")
+        if args.check_out is not None and not (args.check or args.check_only):
+            # (it was ignored: the profile was written, no check run, nothing at --check-out, exit 0)
+            raise ValueError("--check-out: writes the check's JSON; give it with --check or --check-only")
         grid = dataclasses.replace(default_grid(args.device, args.quick), tp=tps)
         kv_tokens = max(s.kv_tokens for s in shapes) + 16 if (args.check or args.check_only) else 0
         if args.check_only:
