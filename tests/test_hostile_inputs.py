@@ -995,6 +995,18 @@ CASES = [
     # --check-out without --check or --check-only was ignored: a profile written, no check, exit 0
     Hostile("profile_check_out_without_a_check", profile("--models", "llama-68m", "--check-out", "c.json", "--out", "p"),
             "draftsim profile: error: --check-out: writes the check's JSON; give it with --check or --check-only"),
+    # one key set twice by --set (or a sweep's set:) ran the last value without a word, as a YAML file's
+    # duplicate key no longer does; a mapping set after a key inside it dropped that key
+    Hostile("set_one_key_twice", run(None, "--set", "seed=1", "--set", "seed=2"),
+            "draftsim: error: --set: seed is set twice (seed=1, then seed=2); set each key once"),
+    Hostile("set_a_mapping_after_its_key", run(None, "--set", "workload.arrival.qps=8", "--set",
+                                               "workload.arrival={process: poisson, qps: 4}"),
+            "--set: workload.arrival, set after workload.arrival.qps, replaces it"),
+    Hostile("compare_set_one_key_twice", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--set", "seed=3", "--set",
+                                                      "seed=4", "--vary", "seed=1", "--out", tmp / "cmp", "--quiet"],
+            "draftsim compare: error: --set: seed is set twice (seed=3, then seed=4)"),
+    Hostile("sweep_set_one_key_twice", sweep(set=["seed=1", "seed=2"]),
+            "draftsim sweep: error: sweep.set: seed is set twice (seed=1, then seed=2)"),
 ]
 
 
