@@ -44,7 +44,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     trace_requests = TRACE_REQUESTS if args.trace_requests is None else args.trace_requests
     sugar = [f"simulation.{key}={value}" for key, value in (("executor", args.executor), ("workers", args.workers))
              if value is not None]
-    check_overrides_once(args.set)
+    check_overrides_once(sugar + args.set)   # (--executor X --set simulation.executor=Y ran Y)
     scenario, folder = load_scenario(args.scenario, sugar + args.set)
     if args.trace and scenario.outputs.steps == "aggregate":   # (trace.json draws each step as a slice)
         from simulator.errors import ScenarioError

@@ -1007,6 +1007,8 @@ CASES = [
             "draftsim compare: error: --set: seed is set twice (seed=3, then seed=4)"),
     Hostile("sweep_set_one_key_twice", sweep(set=["seed=1", "seed=2"]),
             "draftsim sweep: error: sweep.set: seed is set twice (seed=1, then seed=2)"),
+    Hostile("run_executor_and_set_executor", run(None, "--executor", "local-dask", "--set", "simulation.executor=local"),
+            "--set: simulation.executor is set twice (simulation.executor=local-dask, then simulation.executor=local)"),
 ]
 
 
