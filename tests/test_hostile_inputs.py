@@ -1007,6 +1007,10 @@ CASES = [
             "draftsim compare: error: --set: seed is set twice (seed=3, then seed=4)"),
     Hostile("sweep_set_one_key_twice", sweep(set=["seed=1", "seed=2"]),
             "draftsim sweep: error: sweep.set: seed is set twice (seed=1, then seed=2)"),
+    # a hardware path without the .yaml suffix (a folder, `gpu`) was called an unknown catalog id, without
+    # a word of what a hardware file's name must end in
+    Hostile("hardware_a_folder", lambda tmp: run(cluster={"hardware": str(_folder_with_a_file(tmp))})(tmp),
+            "rtx-pro-6000, or a hardware YAML file (a path ending in .yaml or .yml)"),
     Hostile("run_executor_and_set_executor", run(None, "--executor", "local-dask", "--set", "simulation.executor=local"),
             "--set: simulation.executor is set twice (simulation.executor=local-dask, then simulation.executor=local)"),
 ]
