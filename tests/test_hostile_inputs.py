@@ -1015,6 +1015,14 @@ CASES = [
     # then the rows failed ("unknown profile dim 'moe_ep'", naming no flag)
     Hostile("profile_an_moe_model", profile("--models", "qwen3-30b-a3b", "--out", "p"),
             "draftsim profile: error: --models: qwen3-30b-a3b: the profiler cannot time or table its activation ops"),
+    # a name with a lone surrogate (YAML "\ud800") was a UnicodeEncodeError traceback at the default out/<name>;
+    # one with a right-to-left override or a zero-width space made a folder whose name reads otherwise
+    Hostile("name_with_a_lone_surrogate", lambda tmp: ["run", _write(tmp, "s.yaml", yaml.safe_dump(TINY).replace(
+        "name: t", 'name: "a\\ud800b"')), "--quiet"], "name: 'a\\ud800b' holds a lone surrogate U+D800"),
+    Hostile("name_with_a_right_to_left_override", lambda tmp: ["run", _write(tmp, "s.yaml", yaml.safe_dump(TINY).replace(
+        "name: t", 'name: "txt.\\u202eexe"')), "--quiet"], "holds the invisible format character U+202E"),
+    Hostile("trace_path_with_a_lone_surrogate", trace(lambda tmp: Path("a\ud800b.csv")),
+            "cannot be read (its path holds a lone surrogate, which is not Unicode text)"),
     Hostile("run_executor_and_set_executor", run(None, "--executor", "local-dask", "--set", "simulation.executor=local"),
             "--set: simulation.executor is set twice (simulation.executor=local-dask, then simulation.executor=local)"),
 ]
