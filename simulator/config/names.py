@@ -7,7 +7,8 @@ Allowed: 1 to 255 bytes of UTF-8, not starting with `.` (so neither `.` nor `..`
 tab, escape, DEL, …) and no line or paragraph separator, no invisible format character (category Cf: a
 right-to-left override U+202E or a zero-width space U+200B made a folder whose name reads otherwise or not at
 all; the joiners U+200C/U+200D that some scripts and emoji need are allowed), no lone surrogate (a YAML
-"\ud800" escape: the folder could not be created, a UnicodeEncodeError), no leading or trailing white space.
+"\ud800" escape: the folder could not be created, a UnicodeEncodeError; U+DC80..U+DCFF, the bytes of a file
+name that is not UTF-8 as Python reads it, stay allowed), no leading or trailing white space.
 255 bytes is the longest file name of ext4, XFS, APFS and NTFS.
 """
 from __future__ import annotations
@@ -34,7 +35,9 @@ def name_problem(name: str) -> str | None:
         return "holds a path separator"
     if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name):
         return "holds a control character"
-    surrogate = next((c for c in name if unicodedata.category(c) == "Cs"), None)
+    # (U+DC80..U+DCFF stand for the bytes of a file name that is not UTF-8, as Python decodes one: a scenario
+    # file so named, without a `name`, gets its stem as its name, and the folder is created with those bytes)
+    surrogate = next((c for c in name if unicodedata.category(c) == "Cs" and not "\udc80" <= c <= "\udcff"), None)
     if surrogate is not None:
         return f"holds a lone surrogate U+{ord(surrogate):04X}, which is not Unicode text"
     hidden = next((c for c in name if unicodedata.category(c) == "Cf" and c not in JOINERS), None)
