@@ -1023,6 +1023,10 @@ CASES = [
         "name: t", 'name: "txt.\\u202eexe"')), "--quiet"], "holds the invisible format character U+202E"),
     Hostile("trace_path_with_a_lone_surrogate", trace(lambda tmp: Path("a\ud800b.csv")),
             "cannot be read (its path holds a lone surrogate, which is not Unicode text)"),
+    # profile --engine vllm did not check --out before its model folders and vLLM (a user's folder got files)
+    Hostile("profile_vllm_out_a_users_folder", lambda tmp: ["profile", "--engine", "vllm", "--models",
+                                                            "qwen2.5-coder-0.5b", "--out", _folder_with_a_file(tmp)],
+            "is a non-empty directory that is not a draftsim output (no fingerprint.json or draftsim manifest)"),
     Hostile("run_executor_and_set_executor", run(None, "--executor", "local-dask", "--set", "simulation.executor=local"),
             "--set: simulation.executor is set twice (simulation.executor=local-dask, then simulation.executor=local)"),
 ]
