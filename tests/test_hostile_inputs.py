@@ -1027,6 +1027,10 @@ CASES = [
     Hostile("profile_vllm_out_a_users_folder", lambda tmp: ["profile", "--engine", "vllm", "--models",
                                                             "qwen2.5-coder-0.5b", "--out", _folder_with_a_file(tmp)],
             "is a non-empty directory that is not a draftsim output (no fingerprint.json or draftsim manifest)"),
+    # validate --engine vllm met --out only when writing its results: a user's folder got them among its files
+    Hostile("validate_vllm_out_a_users_folder", lambda tmp: ["validate", "--engine", "vllm", "--quiet", "--out",
+                                                             _folder_with_a_file(tmp)],
+            "is a non-empty directory that is not a draftsim output (no vllm_validation.json or draftsim manifest)"),
     Hostile("run_executor_and_set_executor", run(None, "--executor", "local-dask", "--set", "simulation.executor=local"),
             "--set: simulation.executor is set twice (simulation.executor=local-dask, then simulation.executor=local)"),
 ]
