@@ -60,6 +60,10 @@ def file_kind_problem(path: Path) -> str | None:
         return "file not found"
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
+    except UnicodeEncodeError:   # a lone surrogate (a YAML "\ud800" escape): not encodable as a file name
+        return "cannot be read (its path holds a lone surrogate, which is not Unicode text)"
+    except ValueError:   # os.stat refuses a NUL byte (a YAML "\0" escape): `trace_csv: "a\0b"` was a traceback
+        return "cannot be read (its path holds a NUL byte)"
     if stat.S_ISREG(mode):
         return None
     kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")

@@ -60,7 +60,7 @@ import re
 from pathlib import Path
 
 
-from models.errors import FieldError, ascii_number, is_boolean
+from models.errors import FieldError, UnknownNameError, ascii_number, is_boolean
 from models.files import expand_home, read_document
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 
@@ -194,4 +194,7 @@ def load_hardware(ref, base_dir: Path | str | None = None, where: str = "hardwar
         except ValueError as exc:
             raise FieldError(where, str(exc)) from None
         return hardware_from_fields(raw, where)
+    if isinstance(ref, str) and ref.strip().lower() not in HARDWARE:   # (a folder or a file without the suffix
+        # was called an unknown catalog id, with no word of what a hardware file's name must end in)
+        raise UnknownNameError("hardware", ref, HARDWARE, "or a hardware YAML file (a path ending in .yaml or .yml)")
     return get_hardware(ref)

@@ -34,7 +34,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from simulator.console.progress import Progress
     from simulator.results.metrics import format_summary_table
     from simulator.results.outputs import check_output_dir, write_outputs
-    from simulator.config.scenario import load_scenario
+    from simulator.config.scenario import check_overrides_once, load_scenario
 
     t0 = time.perf_counter()
     if args.trace_requests is not None and not args.trace:   # (it was ignored: exit 0 and no trace.json)
@@ -44,6 +44,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     trace_requests = TRACE_REQUESTS if args.trace_requests is None else args.trace_requests
     sugar = [f"simulation.{key}={value}" for key, value in (("executor", args.executor), ("workers", args.workers))
              if value is not None]
+    check_overrides_once(sugar + args.set)   # (--executor X --set simulation.executor=Y ran Y)
     scenario, folder = load_scenario(args.scenario, sugar + args.set)
     if args.trace and scenario.outputs.steps == "aggregate":   # (trace.json draws each step as a slice)
         from simulator.errors import ScenarioError
@@ -222,7 +223,7 @@ def build_parser(registered: bool = True) -> argparse.ArgumentParser:
     r.add_argument("scenario", help="path to a scenario YAML (e.g. scenarios/quickstart.yaml)")
     r.add_argument("--out", help="output folder (default: out/<scenario name>)")
     r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
-                   help="override a scenario field, e.g. --set workload.arrival.qps=8 (repeatable)")
+                   help="override a scenario field, e.g. --set workload.arrival.qps=8 (repeatable, each key once)")
     r.add_argument("--step-mode", choices=["bulk", "step"], default=None,
                    help="advance decode steps in bulk (fast, default) or one event per step (reference)")
     r.add_argument("--executor", default=None, metavar="EXECUTOR",

@@ -1016,6 +1016,55 @@ CASES = [
     # DES's), exit 1 after confirming the wrong candidates
     Hostile("plan_trace_all_at_one_instant", _plan_on_trace("0.0,400,50\n" * 20),
             "draftsim plan: error: plan.workload.arrival: all 20 requests arrive at the same instant"),
+    # ---- helper5 (hostile inputs and the CLI contract) -------------------------------------------------
+    # a path holding a NUL byte (YAML's "\0" escape): os.stat raised a ValueError, a traceback out of the
+    # trace reader and the sweep's scenario reader (the model and hardware readers said "embedded null byte")
+    Hostile("trace_path_with_a_nul_byte", trace(lambda tmp: Path("a\x00b.csv")),
+            "a\x00b.csv cannot be read (its path holds a NUL byte); expected a CSV file"),
+    Hostile("sweep_scenario_path_with_a_nul_byte", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", {
+        "name": "s", "scenario": "a\x00b.yaml", "grid": {"workload.arrival.qps": [4, 8]}}), "--out", tmp / "store",
+        "--executor", "serial", "--quiet"], "a\x00b.yaml cannot be read (its path holds a NUL byte)"),
+    # --check-out without --check or --check-only was ignored: a profile written, no check, exit 0
+    Hostile("profile_check_out_without_a_check", profile("--models", "llama-68m", "--check-out", "c.json", "--out", "p"),
+            "draftsim profile: error: --check-out: writes the check's JSON; give it with --check or --check-only"),
+    # one key set twice by --set (or a sweep's set:) ran the last value without a word, as a YAML file's
+    # duplicate key no longer does; a mapping set after a key inside it dropped that key
+    Hostile("set_one_key_twice", run(None, "--set", "seed=1", "--set", "seed=2"),
+            "draftsim: error: --set: seed is set twice (seed=1, then seed=2); set each key once"),
+    Hostile("set_a_mapping_after_its_key", run(None, "--set", "workload.arrival.qps=8", "--set",
+                                               "workload.arrival={process: poisson, qps: 4}"),
+            "--set: workload.arrival, set after workload.arrival.qps, replaces it"),
+    Hostile("compare_set_one_key_twice", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--set", "seed=3", "--set",
+                                                      "seed=4", "--vary", "seed=1", "--out", tmp / "cmp", "--quiet"],
+            "draftsim compare: error: --set: seed is set twice (seed=3, then seed=4)"),
+    Hostile("sweep_set_one_key_twice", sweep(set=["seed=1", "seed=2"]),
+            "draftsim sweep: error: sweep.set: seed is set twice (seed=1, then seed=2)"),
+    # a hardware path without the .yaml suffix (a folder, `gpu`) was called an unknown catalog id, without
+    # a word of what a hardware file's name must end in
+    Hostile("hardware_a_folder", lambda tmp: run(cluster={"hardware": str(_folder_with_a_file(tmp))})(tmp),
+            "rtx-pro-6000, or a hardware YAML file (a path ending in .yaml or .yml)"),
+    # an MoE model's expert ops carry moe_* dims the profile table has no column for: every kernel was timed,
+    # then the rows failed ("unknown profile dim 'moe_ep'", naming no flag)
+    Hostile("profile_an_moe_model", profile("--models", "qwen3-30b-a3b", "--out", "p"),
+            "draftsim profile: error: --models: qwen3-30b-a3b: the profiler cannot time or table its activation ops"),
+    # a name with a lone surrogate (YAML "\ud800") was a UnicodeEncodeError traceback at the default out/<name>;
+    # one with a right-to-left override or a zero-width space made a folder whose name reads otherwise
+    Hostile("name_with_a_lone_surrogate", lambda tmp: ["run", _write(tmp, "s.yaml", yaml.safe_dump(TINY).replace(
+        "name: t", 'name: "a\\ud800b"')), "--quiet"], "name: 'a\\ud800b' holds a lone surrogate U+D800"),
+    Hostile("name_with_a_right_to_left_override", lambda tmp: ["run", _write(tmp, "s.yaml", yaml.safe_dump(TINY).replace(
+        "name: t", 'name: "txt.\\u202eexe"')), "--quiet"], "holds the invisible format character U+202E"),
+    Hostile("trace_path_with_a_lone_surrogate", trace(lambda tmp: Path("a\ud800b.csv")),
+            "cannot be read (its path holds a lone surrogate, which is not Unicode text)"),
+    # profile --engine vllm did not check --out before its model folders and vLLM (a user's folder got files)
+    Hostile("profile_vllm_out_a_users_folder", lambda tmp: ["profile", "--engine", "vllm", "--models",
+                                                            "qwen2.5-coder-0.5b", "--out", _folder_with_a_file(tmp)],
+            "is a non-empty directory that is not a draftsim output (no fingerprint.json or draftsim manifest)"),
+    # validate --engine vllm met --out only when writing its results: a user's folder got them among its files
+    Hostile("validate_vllm_out_a_users_folder", lambda tmp: ["validate", "--engine", "vllm", "--quiet", "--out",
+                                                             _folder_with_a_file(tmp)],
+            "is a non-empty directory that is not a draftsim output (no vllm_validation.json or draftsim manifest)"),
+    Hostile("run_executor_and_set_executor", run(None, "--executor", "local-dask", "--set", "simulation.executor=local"),
+            "--set: simulation.executor is set twice (simulation.executor=local-dask, then simulation.executor=local)"),
 ]
 
 

@@ -85,6 +85,25 @@ def prefill_prefix(q_tokens: int, attn_pairs: int) -> int:
     return extra // q_tokens
 
 
+# The op kinds `build_bench` times (collectives: profiles.profiler.collectives).
+BENCH_KINDS = (K_OPS.GEMM, K_OPS.ATTN_PREFILL, K_OPS.ATTN_DECODE, K_OPS.NORM, K_OPS.ACTIVATION, K_OPS.EMBEDDING,
+               K_OPS.ROPE, K_OPS.SAMPLING, K_OPS.MOE_ROUTER)
+
+
+def bench_problem(kind: str, dims: Mapping[str, float]) -> str | None:
+    """Why `build_bench` cannot time a point of `kind` at `dims` (checked before any kernel is timed), or None."""
+    if kind not in BENCH_KINDS:
+        return f"no bench for op kind {kind!r}; benches: {', '.join(BENCH_KINDS)}"
+    if kind == K_OPS.ATTN_PREFILL:
+        try:
+            if _int(dims, "seqs") != 1:
+                return "prefill attention is profiled per chunk (seqs=1)"
+            prefill_prefix(_int(dims, "q_tokens"), _int(dims, "attn_pairs"))
+        except ValueError as exc:
+            return str(exc)
+    return None
+
+
 def build_bench(kind: str, dims: Mapping[str, float], dtype: torch.dtype, device: torch.device,
                 llc_bytes: int, pool: OperandPool | None = None, seed: int = 0,
                 kernels: KernelSet | None = None) -> Bench:
@@ -140,7 +159,7 @@ def build_bench(kind: str, dims: Mapping[str, float], dtype: torch.dtype, device
         x = _rand((tokens, hidden), dtype, device, gen)
         router = _rand((experts, hidden), dtype, device, gen)
         return lambda i: K.router_topk(x, router, top_k)
-    raise ValueError(f"no bench for op kind {kind!r}; allowed: {', '.join(K_OPS.OP_KINDS)}")
+    raise ValueError(f"no bench for op kind {kind!r}; benches: {', '.join(BENCH_KINDS)}")
 
 
 def _prefill_bench(dims, dtype, device, llc_bytes, gen, esize, pool) -> Bench:

@@ -30,13 +30,14 @@ import torch
 from models.catalog import get_model
 from models.errors import ascii_number
 from models.spec import dtype_bytes
-from profiles.profiler.benches import OperandPool, build_bench
+from profiles.profiler.benches import OperandPool, bench_problem, build_bench
 from profiles.profiler.collectives import time_collectives
 from models.torch_impl.kernel_sets import kernel_set_for
 from profiles.profiler.plan import FULL_GRID, GPU_GRID, QUICK_GRID, GridSpec, plan_points
 from profiles.profiler.resources import check_peak_bytes, profile_peak_bytes, require_memory
 from profiles.profiler.check import CHECK_FILE
-from profiles.profiler.table import FINGERPRINT_FILE, PARTIAL_FILE, fingerprint, make_row, write_fingerprint, write_table
+from profiles.profiler.table import (DIM_COLUMNS, FINGERPRINT_FILE, MESSAGE_DIM, PARTIAL_FILE, fingerprint, make_row,
+                                     write_fingerprint, write_table)
 from profiles.hardware import hardware_id_for_gpu
 from profiles.profiler.host_overhead import (FULL_SHAPES, HOST_OVERHEAD, QUICK_SHAPES, supported,
                                              time_host_overhead)
@@ -112,6 +113,22 @@ def bench_dims(dims: dict[str, float]) -> dict[str, float]:
     return {key: float(math.ceil(value)) for key, value in dims.items()}
 
 
+def check_points(specs, grid: GridSpec, dtype: str) -> None:
+    """ValueError naming `--models` and the model when one of its points has no bench or a dim the table has
+    no column for: an MoE model's expert GEMMs carry moe_* dims, a hybrid model has conv1d/SSM ops,
+    gpt-oss's sliding-window prefill chunks are not c*o + c(c+1)/2 pairs. These failed after every kernel was
+    timed (the rows are built at the end) or at the first such point, with a line that named no flag."""
+    for spec in specs:
+        for point in plan_points([spec], grid, dtype):
+            dims = point.all_dims()
+            untabled = [key for key in dims if ("bytes_msg" if key == MESSAGE_DIM else key) not in DIM_COLUMNS]
+            problem = (f"dims {', '.join(untabled)}: the profile table has no column for them" if untabled
+                       else bench_problem(point.kind, bench_dims(dims)))
+            if problem is not None:
+                raise ValueError(f"--models: {spec.name}: the profiler cannot time or table its {point.kind} ops "
+                                 f"({problem}); profile another model")
+
+
 def default_grid(device: str, quick: bool) -> GridSpec:
     """QUICK_GRID for --quick, else the measured tables' grid on GPUs and the CPU grid on CPUs."""
     return QUICK_GRID if quick else (GPU_GRID if device == "cuda" else FULL_GRID)
@@ -181,6 +198,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     timing = timing or (QUICK_TIMING if quick else GPU_TIMING if device == "cuda" else TimingConfig())
     # Quick runs skip operand rotation (llc 0 ⇒ one copy): they check the harness, not the timings.
     llc = 0 if quick else last_level_cache_bytes(dev)
+    check_points(specs, grid, dtype)
     points = plan_points(specs, grid, dtype)
     tdtype, esize = TORCH_DTYPES[dtype], dtype_bytes(dtype)
     require_memory(profile_peak_bytes((p.bytes for p in points), llc, dev, esize), dev,
@@ -419,6 +437,9 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
                 raise ValueError(f"{flag} lists {twice} twice; give each once")
         if args.check and args.check_only:
             raise ValueError("--check and --check-only: choose one")
+        if args.check_out is not None and not (args.check or args.check_only):
+            # (it was ignored: the profile was written, no check run, nothing at --check-out, exit 0)
+            raise ValueError("--check-out: writes the check's JSON; give it with --check or --check-only")
         grid = dataclasses.replace(default_grid(args.device, args.quick), tp=tps)
         kv_tokens = max(s.kv_tokens for s in shapes) + 16 if (args.check or args.check_only) else 0
         if args.check_only:

@@ -468,13 +468,36 @@ class Scenario(Strict):
 
 
 
-def _parse_override(text: str) -> tuple[list[str], Any]:
+def _override_key(text: str) -> list[str]:
+    """The key path of a `key.path=value` override."""
     if "=" not in text:
         raise ScenarioError("--set", f"expected key.path=value, got {text!r}")
-    key, raw = text.split("=", 1)
+    key = text.split("=", 1)[0]
     parts = [part.strip() for part in key.split(".")]   # ('seed = 3', ' seed=3': spaces a shell kept)
     if any(not part for part in parts):
         raise ScenarioError("--set", f"bad key path {key!r}")
+    return parts
+
+
+def check_overrides_once(overrides: list[str], field: str = "--set") -> None:
+    """ScenarioError on `field` when one list of overrides (`run --set`, `compare --set`, a sweep's `set:`) sets a
+    key path twice, or sets a mapping after a key inside it, which it replaces: `--set seed=1 --set seed=2` ran
+    seed 2 without a word (a YAML file that gives a key twice is refused: models.files)."""
+    seen: list[tuple[list[str], str]] = []
+    for text in overrides:
+        path = _override_key(text)
+        for earlier, earlier_text in seen:
+            if earlier[:len(path)] == path:
+                key, both = ".".join(path), f"({earlier_text.strip()}, then {text.strip()})"
+                raise ScenarioError(field, f"{key} is set twice {both}; set each key once" if earlier == path else
+                                    f"{key}, set after {'.'.join(earlier)}, replaces it {both}; set the mapping "
+                                    "first, then the keys inside it")
+        seen.append((path, text))
+
+
+def _parse_override(text: str) -> tuple[list[str], Any]:
+    parts = _override_key(text)
+    raw = text.split("=", 1)[1]
     key = ".".join(parts)
     from models.files import DocumentError, parse_yaml
     try:

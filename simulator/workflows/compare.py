@@ -57,6 +57,8 @@ def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> 
         raise ScenarioError("--vary", "varies one scenario; give exactly one scenario file with --vary")
     if not vary and len(scenarios) < 2:
         raise ScenarioError("scenarios", "give two or more scenario files, or one with --vary KEY=VALUE")
+    from simulator.config.scenario import check_overrides_once
+    check_overrides_once(common)   # (a --vary may set what --set sets: the variant's value replaces it)
     for overrides in vary:   # `--vary seed=1 seed=2` is one variant whose seed is set twice: a mistake
         for item in overrides:   # (the scenario's reader names --set: `--vary seed` said '--set: expected ...')
             key = item.split("=", 1)[0]
@@ -188,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
                "--vary drafter.gamma=2 --vary drafter.gamma=6")
     p.add_argument("scenarios", nargs="+", help="scenario YAML files (the first is the baseline)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a field in every run (repeatable)")
+                   help="override a field in every run (repeatable, each key once; a --vary may set it again)")
     p.add_argument("--vary", action="append", nargs="+", default=[], metavar="KEY=VALUE",
                    help="one variant of the (single) scenario: one or more overrides (repeat for more variants)")
     p.add_argument("--out", help="output folder (default: out/compare/<first scenario name>)")

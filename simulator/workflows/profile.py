@@ -3,9 +3,10 @@ simulator's reporter (simulator.console.progress: a bar on a terminal, periodic 
 profiles/ cannot import itself (it depends on models/ only).
 
 Checked before any kernel is timed (one line, exit 2): `--out` can receive the profile (probed as every
-command's output folder is, simulator.results.output_folder), `--out` and `--package-data` are not both
-given, and on a CPU every model whose whole passes are timed for the host overhead
-(profiles.profiler.host_overhead builds the full model with random weights) fits in the memory available
+command's output folder is, simulator.results.output_folder) and is not inside the shipped profiles' folder
+(only `--package-data` writes there), `--out` and `--package-data` are not both given, and on a CPU every
+model whose whole passes are timed for the host overhead (profiles.profiler.host_overhead builds the full
+model with random weights) fits in the memory available
 now: its weights in the profile's dtype, parameters × bytes per element, must be below MemAvailable
 (simulator.config.host_memory.available_bytes). Without this check a 405B model on a 24 GiB machine ran
 until it was killed.
@@ -45,6 +46,23 @@ def check_fits(models: list[str], device: str, dtype: str | None, available: int
                                             "smaller models here")
 
 
+def _outside_the_shipped_profiles(out) -> None:
+    """ScenarioError on `--out` when it is, or is inside, the shipped profiles' folder (profiles.predictor.DATA_DIR):
+    `--out profiles/data/cpu-local` overwrote the shipped CPU profile (its fingerprint.json made it a draftsim
+    output), exit 0, though only --package-data writes there."""
+    from pathlib import Path
+
+    from models.files import expand_home
+    from profiles.predictor import DATA_DIR
+    try:
+        folder, shipped = expand_home(out).resolve(), DATA_DIR.resolve()
+    except (OSError, ValueError):   # (a path --out's own check names)
+        return
+    if folder == shipped or shipped in folder.parents:
+        raise ScenarioError("--out", f"{out} is inside the shipped profiles' folder ({Path(*DATA_DIR.parts[-2:])}/), "
+                                     "which only --package-data writes; choose another folder")
+
+
 def check_arguments(args) -> None:
     """The up-front checks of the module docstring."""
     from simulator.config.host_memory import available_bytes
@@ -53,6 +71,8 @@ def check_arguments(args) -> None:
 
     if args.out is not None and args.package_data:
         raise ScenarioError("--package-data", "writes into the shipped profiles' folder; it excludes --out")
+    if args.out is not None and not args.check_only:
+        _outside_the_shipped_profiles(args.out)
     if args.device_id is not None and not DEVICE_ID.fullmatch(args.device_id):
         raise ScenarioError("--device-id", f"names the profile's folder: letters, digits, '.', '_' and '-', starting "
                                            f"with a letter or digit; got {args.device_id!r}")

@@ -57,6 +57,12 @@ def _profile(args) -> int:
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     for name in names:
         get_model(name)   # a catalog name (UnknownNameError lists them)
+    # --out is checked as every command's output folder is, before the model folders and vLLM (it was met
+    # only by out.mkdir once both were found: a file there raised there; a user's non-empty folder got
+    # NAME.json, NAME.log and fingerprint.json written among its files)
+    from simulator.results.outputs import check_output_dir
+    check_output_dir(args.out, marker="fingerprint.json", command="profile",
+                     names=(*(f"{n}{ext}" for n in names for ext in (".json", ".log")), "fingerprint.json"))
     try:
         folders = [check_model_dir(Path(args.models_dir) / n, "--models-dir") for n in names]
         python = resolve_vllm_python(args.vllm_python)

@@ -82,3 +82,15 @@ def test_a_set_is_refused_where_a_list_or_section_goes(section, field, value):
     data[section] = {"kind": "positional", field: value} if section == "acceptance" else {**data[section], field: value}
     with pytest.raises(ScenarioError, match=f"{section}.{field}: a set has no order; give a list"):
         simulator.prepare(data)
+
+
+def test_an_override_list_sets_each_key_once():
+    """`--set seed=1 --set seed=2` ran seed 2 without a word; a mapping set after a key inside it replaced that
+    key. A key inside a mapping set before it refines the mapping and stays allowed."""
+    from simulator.config.scenario import check_overrides_once
+    check_overrides_once(["workload.arrival={qps: 4}", "workload.arrival.qps=8", "seed=1", "drafter.gamma=2"])
+    for texts, says in ((["seed=1", " seed = 2"], "--set: seed is set twice (seed=1, then seed = 2)"),
+                        (["a.b.c=1", "a.b=2"], "--set: a.b, set after a.b.c, replaces it")):
+        with pytest.raises(ScenarioError) as info:
+            check_overrides_once(texts)
+        assert says in str(info.value), str(info.value)

@@ -20,6 +20,7 @@ from simulator.console.contract import EXIT_FAILED_CHECK, command_main, fail
 
 P50_TARGET, P99_TARGET, SPEEDUP_TARGET = 0.05, 0.10, 0.10
 LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "E2E"}
+REPORT_JSON = "vllm_validation.json"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -162,7 +163,11 @@ def _validate(args) -> int:
     from scenarios.validation.vllm.compare import compare_case, load_runs, speedup
     try:
         cases, data, profile = _check(args)
-        out = Path(args.out)
+        # (--out was first met when the results were written: a file there said "OUT/work: Not a directory",
+        # naming no flag; a user's non-empty folder got the report, the plots, work/ and runs/ among its files)
+        from simulator.results.outputs import check_output_dir
+        out = check_output_dir(args.out, marker=REPORT_JSON, command="validate",
+                               names=(REPORT_JSON, *(f"{case.name}.png" for case in cases)))
         runs_root = _record(cases, data, args, out) if args.live else data
     except (ValueError, RuntimeError) as exc:   # RuntimeError: vLLM itself failed (its log is named)
         return fail(str(exc), "validate")
@@ -183,7 +188,7 @@ def _validate(args) -> int:
     report = {"data": str(runs_root), "profile_dir": str(profile), "live": args.live,
               "cases": {k: {kk: vv for kk, vv in v.items() if kk != "_frames"} for k, v in results.items()},
               "speedups": speedups, "targets": checks}
-    (out / "vllm_validation.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
+    (out / REPORT_JSON).write_text(json.dumps(report, indent=1, default=float) + "\n")
     if not args.no_plot:
         for name, r in results.items():
             plot_case(r, out / f"{name}.png")

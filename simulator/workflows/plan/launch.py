@@ -25,7 +25,8 @@ Sources: vLLM's engine arguments and its "Draft Models" and "NixlConnector" (dis
 SGLang's server arguments, speculative decoding (STANDALONE) and PD-disaggregation docs. Both engines
 default to prefix caching on; the flag is written either way so that the server runs what was
 simulated. A speculation shape other than a chain (trees, multi-draft) has no one-flag equivalent and
-is written as a comment. Model names are the Hugging Face repositories in the catalog's `source`.
+is written as a comment, and so is a draft model whose vocabulary size differs from the target's (vLLM
+refuses it; `_other_vocabulary`). Model names are the Hugging Face repositories in the catalog's `source`.
 """
 from __future__ import annotations
 
@@ -131,6 +132,9 @@ def _speculation(sc: dict, engine: str) -> tuple[list[str], list[str]]:
              "same draft model and γ"] if shape != "chain" else []
     if d["kind"] != "draft_model":
         return [], [f"# drafter {d['kind']!r}: set the engine's speculative method by hand"]
+    other_vocab = _other_vocabulary(sc, engine)
+    if other_vocab:
+        return [], other_vocab
     draft, gamma = hf_repo(d["model"]), int(d["gamma"])
     if engine == "vllm":
         cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": gamma}
@@ -140,6 +144,24 @@ def _speculation(sc: dict, engine: str) -> tuple[list[str], list[str]]:
     return ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", draft,
             "--speculative-num-steps", str(gamma), "--speculative-eagle-topk", "1",
             "--speculative-num-draft-tokens", str(gamma + 1)], notes
+
+
+def _other_vocabulary(sc: dict, engine: str) -> list[str]:
+    """The comment lines written instead of the draft-model flags when the draft model's vocabulary size is
+    not the target's (a cross-vocabulary drafter, e.g. TLI: profiles.acceptance.hetero_vocab); none when
+    they agree. vLLM refuses such a draft model at start (vllm/config/speculative.py,
+    SpeculativeConfig.verify_equal_vocab_size_if_draft_model, called from its validator and from
+    v1/spec_decode/draft_model.py: "Target and draft model should have the same vocabulary size"); SGLang's
+    STANDALONE worker (speculative/standalone_worker.py) feeds the target's token ids to the draft model
+    without a mapping. Either command line would not run what was simulated."""
+    target, draft = load_model(sc["cluster"]["model"]), load_model(sc["drafter"]["model"])
+    if target.vocab_size == draft.vocab_size:
+        return []
+    why = ("vLLM refuses a draft_model whose vocabulary size differs from the target's "
+           "(SpeculativeConfig.verify_equal_vocab_size_if_draft_model)" if engine == "vllm" else
+           "SGLang's STANDALONE drafter reads the target's token ids, with no mapping between vocabularies")
+    return [f"# draft model {draft.name}: a {draft.vocab_size:,}-token vocabulary, {target.name} has "
+            f"{target.vocab_size:,}; {why}: no speculative flags are written (set the speculative method by hand)"]
 
 
 def _format(cmd: list[str]) -> str:

@@ -35,7 +35,8 @@ from pydantic import Field, field_validator, model_validator
 from simulator.errors import ScenarioError
 from simulator.config.base import Strict
 from simulator.config.names import FolderName
-from simulator.config.scenario import apply_overrides, parse_scenario, read_config, read_scenario_dict
+from simulator.config.scenario import (apply_overrides, check_overrides_once, parse_scenario, read_config,
+                                       read_scenario_dict)
 
 FIELD = "sweep"
 SEED_KEY = "seed"
@@ -201,6 +202,7 @@ def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Pa
     per point by the runner instead.
     """
     base_path = (folder / spec.scenario) if not Path(spec.scenario).is_absolute() else Path(spec.scenario)
+    check_overrides_once(spec.set, f"{FIELD}.set")
     try:
         base = apply_overrides(read_scenario_dict(base_path), spec.set)
     except ScenarioError as exc:

@@ -62,6 +62,21 @@ def test_sglang_command_and_disaggregated_roles():
                                                                           "kv_role": "kv_both"}
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_draft_model_of_another_vocabulary_gets_no_speculative_flags(engine):
+    """llama-68m (32,000 tokens) drafting for Llama-3-8B (128,256; llama8b_chat.yaml's search): vLLM refuses a
+    draft_model of another vocabulary size at start (SpeculativeConfig.verify_equal_vocab_size_if_draft_model);
+    the scripts wrote its --speculative-config all the same."""
+    sc = {"cluster": {"model": "llama-3-8b"}, "drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 4}}
+    script = launch_script(sc, engine, "t")
+    (cmd,) = _commands(script)
+    assert not [c for c in cmd if c.startswith("--speculative")]
+    assert "# draft model llama-68m: a 32,000-token vocabulary, llama-3-8b has 128,256" in script
+    same = {**sc, "drafter": {**sc["drafter"], "model": "llama-3.2-1b"}}   # the Llama-3 vocabulary: flags written
+    (cmd,) = _commands(launch_script(same, engine, "t"))
+    assert ("--speculative-config" if engine == "vllm" else "--speculative-algorithm") in cmd
+
+
 def test_expert_parallel_layout_and_int4_note():
     moe = {"cluster": {"model": "qwen3-30b-a3b", "dtype": "int4", "parallelism": {"tp": 1, "ep": 8}}}
     (vllm,) = _commands(launch_script(moe, "vllm", "t"))
