@@ -139,8 +139,10 @@ def test_trtllm_prefill_pool_reserves_only_the_prompt():
             "workload": {"arrival": {"process": "poisson", "qps": 2.0}, "num_requests": 3,
                          "prompt_tokens": {"kind": "fixed", "value": 600},
                          "output_tokens": {"kind": "fixed", "value": 3000}},
-            "cluster": {"hardware": "l40s", "model": "llama-2-13b", "gpu_memory_utilization": 0.6,
-                        "engine": {"framework": "trtllm"},   # (vLLM would refuse this pool: < one 4,096-token request)
+            "cluster": {"hardware": "l40s", "model": "llama-2-13b", "gpu_memory_utilization": 0.1,
+                        # (TensorRT-LLM keeps this fraction of what the weights leave: fewer KV tokens than one
+                        # request's 3,600-token life; vLLM would refuse this pool: < one 4,096-token request)
+                        "engine": {"framework": "trtllm"},
                         "disaggregation": {"prefill": {"replicas": 1},
                                            "decode": {"replicas": 1, "hardware": "h100-sxm"},
                                            "kv_transfer": {"link": "scaleout"}}},
