@@ -34,7 +34,9 @@ vLLM V1 ≥ 0.11 (`cudagraph_mode` FULL_AND_PIECEWISE default, PR #25444; `VllmC
 SGLang (`server_args.py` `_generate_cuda_graph_batch_sizes`: `[1, 2, 4, 8, 12] + range(16, 257, 8) +
   range(272, 512, 16) + range(512, max + 1, 32)` requests; with speculation `range(1, 9) + range(10, 33, 2)
   + range(40, 65, 4) + range(72, 257, 8) + range(272, max + 1, 16)`; `cuda_graph_max_bs` by GPU memory and
-  TP: 24/80 below 35 GB, 32/160 below 60 GB, 256 at TP < 4 and 512 at TP ≥ 4 below 160 GB, 512 above):
+  TP (`sglang_max_bs`): 8 below 20 GB, 24/80 below 35 GB (48/160 from v0.5.20), 32/160 below 60 GB, 256 at
+  TP < 4 and 512 at TP ≥ 4 below 160 GB, 512 above; sizes above max_running_requests replaced by it,
+  `get_batch_sizes_to_capture`):
   decode and verify batches replay full graphs padded to the next size in requests (the logits processor
   is inside the captured forward); prefill and mixed (extend) batches run eagerly.
 TensorRT-LLM PyTorch backend (`CudaGraphConfig`: `max_batch_size` 128 when neither it nor `batch_sizes` is
@@ -155,11 +157,19 @@ def _vllm_v1_default_sizes(version: str, *, max_num_seqs: int, max_tokens: int, 
     return _round_up_within(sizes, q) if speculating and q > 1 else tuple(sizes)
 
 
-def sglang_max_bs(hbm_bytes: float, tp: int) -> int:
-    """SGLang's default `cuda_graph_max_bs` by GPU memory and TP (server_args.py, v0.5)."""
+def sglang_max_bs(hbm_bytes: float, tp: int, version: str) -> int:
+    """SGLang's default `cuda_graph_max_bs` (decode) by GPU memory and TP at release `version`
+    (server_args.py `_handle_gpu_memory_settings` through v0.5.18, arg_groups/memory_hook.py
+    `handle_gpu_memory_settings` from v0.5.19; GPU memory in MiB there, GiB here): 8 below 20 GiB (T4, 4080;
+    every release read, v0.5.6 on); 24 (TP < 4) / 80 below 35 GiB until v0.5.19, 48 / 160 from v0.5.20 (RTX 5090:
+    'the previous cap forced eager decode at bs>=32'); 32 / 160 below 60 GiB; 256 / 512 below 160 GiB; 512 above."""
     gib = hbm_bytes / 2 ** 30
+    if gib < 20:
+        return 8
     if gib < 35:
-        return 24 if tp < 4 else 80
+        if _before(version, "0.5.20"):
+            return 24 if tp < 4 else 80
+        return 48 if tp < 4 else 160
     if gib < 60:
         return 32 if tp < 4 else 160
     if gib < 160:
@@ -179,13 +189,19 @@ def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seq
         return _vllm_v1_default_sizes(version or "0.11.0", max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
                                       speculating=speculating, datacenter_blackwell=datacenter_blackwell), "tokens"
     if framework == "sglang":
-        top = sglang_max_bs(hbm_bytes, tp)
+        top = sglang_max_bs(hbm_bytes, tp, version or "0.5.6")
         if speculating:
             sizes = (list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4)) + list(range(72, 257, 8))
                      + list(range(272, top + 1, 16)))
         else:
             sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) + list(range(512, top + 1, 32))
-        return tuple(s for s in sizes if s <= top), "seqs"
+        sizes = [s for s in sizes if s <= top]
+        # get_batch_sizes_to_capture (model_executor/cuda_graph_runner.py v0.5.6; runner/base_cuda_graph_runner.py
+        # v0.5.14-0.5.23): sizes above req_to_token_pool.size (max_running_requests) are dropped and that size
+        # is captured instead, so the widest batch replays unpadded
+        if sizes[-1] > max_num_seqs:
+            sizes = [s for s in sizes if s < max_num_seqs] + [max_num_seqs]
+        return tuple(sizes), "seqs"
     if framework == "trtllm":
         return tuple(list(range(1, 32)) + [32, 64, 128]), "seqs"
     raise ValueError(f"no CUDA-graph rule for framework {framework!r}")

@@ -48,12 +48,41 @@ def test_capture_sizes_are_the_engines_defaults():
     sizes, unit = default_capture_sizes("trtllm", True, "1.0.0", max_num_seqs=256, max_tokens=8192, q=1,
                                         speculating=False, hbm_bytes=80 * 2 ** 30, tp=1)
     assert unit == "seqs" and sizes == tuple(range(1, 32)) + (32, 64, 128)
-    sizes, _ = default_capture_sizes("sglang", True, "0.5.0", max_num_seqs=256, max_tokens=8192, q=1,
+    sizes, _ = default_capture_sizes("sglang", True, "0.5.0", max_num_seqs=1024, max_tokens=8192, q=1,
                                      speculating=False, hbm_bytes=80 * 2 ** 30, tp=8)
     assert sizes[:6] == (1, 2, 4, 8, 12, 16) and sizes[-1] == 512     # TP >= 4 on an 80 GB GPU: 512
     assert default_capture_sizes("sglang", True, "0.5.0", max_num_seqs=256, max_tokens=8192, q=5, speculating=True,
                                  hbm_bytes=80 * 2 ** 30, tp=1)[0][:10] == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12)
 
+
+
+def _sglang_sizes(version, *, gib=80 * 0.931, tp=1, max_num_seqs=256, speculating=False):
+    return default_capture_sizes("sglang", True, version, max_num_seqs=max_num_seqs, max_tokens=8192,
+                                 q=4 if speculating else 1, speculating=speculating, hbm_bytes=gib * 2 ** 30, tp=tp)[0]
+
+
+def test_sglang_capture_sizes_by_gpu_memory_release_and_running_limit_worked_by_hand():
+    """SGLang's decode capture list (server_args.py _handle_gpu_memory_settings / arg_groups/memory_hook.py and
+    get_batch_sizes_to_capture, read in the PyPI releases named)."""
+    # below 20 GiB (T4, 4080): cuda_graph_max_bs 8, in every release read (0.5.6 .. 0.5.23)
+    assert _sglang_sizes("0.5.6", gib=15) == (1, 2, 4, 8) == _sglang_sizes("0.5.23", gib=15)
+    # 20-35 GiB at TP 1: 24 through 0.5.19, 48 from 0.5.20 (memory_hook.py, the RTX 5090 note)
+    assert _sglang_sizes("0.5.19", gib=31) == (1, 2, 4, 8, 12, 16, 24)
+    assert _sglang_sizes("0.5.20", gib=31) == (1, 2, 4, 8, 12, 16, 24, 32, 40, 48)
+    assert _sglang_sizes("0.5.19", gib=31, tp=4)[-1] == 80 and _sglang_sizes("0.5.20", gib=31, tp=4)[-1] == 160
+    # sizes above max_running_requests (req_to_token_pool.size) give way to it: 100 requests -> ..., 88, 96, 100
+    assert _sglang_sizes("0.5.14", max_num_seqs=100)[-3:] == (88, 96, 100) and 104 not in _sglang_sizes(
+        "0.5.14", max_num_seqs=100)
+    assert _sglang_sizes("0.5.14", max_num_seqs=50, speculating=True)[-3:] == (44, 48, 50)
+    assert _sglang_sizes("0.5.14", max_num_seqs=48, speculating=True)[-3:] == (40, 44, 48)   # already captured
+    assert _sglang_sizes("0.5.14", max_num_seqs=1000)[-1] == 256                             # the GPU's cap
+
+
+def test_sglang_replays_its_widest_batch_unpadded():
+    data = scenario(workload={"num_requests": 5}, scheduler={"kind": "vllm", "max_batch_size": 100},
+                    cluster={"engine": {"framework": "sglang", "version": "0.5.14"}})
+    engine = simulator.run(data).built.kind.engine
+    assert engine.launch(0, 97, 1).tokens == 100 == engine.launch(0, 100, 1).tokens   # was 104: 97-100 padded past it
 
 
 def _vllm_sizes(version, *, max_num_seqs=256, max_tokens=8192, q=1, blackwell=False):
