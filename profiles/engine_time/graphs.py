@@ -38,7 +38,9 @@ SGLang (`server_args.py` `_generate_cuda_graph_batch_sizes`: `[1, 2, 4, 8, 12] +
   TP < 4 and 512 at TP ≥ 4 below 160 GB, 512 above; sizes above max_running_requests replaced by it,
   `get_batch_sizes_to_capture`):
   decode and verify batches replay full graphs padded to the next size in requests (the logits processor
-  is inside the captured forward); prefill and mixed (extend) batches run eagerly.
+  is inside the captured forward), larger ones run eagerly; prefill and mixed (extend) batches run eagerly
+  before v0.5.10 and replay piecewise graphs in token buckets from v0.5.10 where the release captures them
+  (`sglang_prefill_sizes`).
 TensorRT-LLM PyTorch backend (`CudaGraphConfig`: `max_batch_size` 128 when neither it nor `batch_sizes` is
   given, `enable_padding` False; `_generate_cuda_graph_batch_sizes(128, False)` = `range(1, 32) + [32, 64,
   128]`): generation-only batches whose size is a captured size replay a full graph; without padding any
@@ -75,7 +77,10 @@ class GraphPolicy:
     padding: bool                      # round a batch up to the next size; False: only exact sizes replay
     decode_kind: str                   # full or piecewise: how a captured decode batch replays
     mixed_sizes: tuple[int, ...] = ()  # token sizes of piecewise graphs for prefill and mixed steps
-    pad_logits: bool = False           # the LM head runs inside the graph, over the padded rows
+    pad_logits: bool = False           # the LM head runs inside the decode graph, over the padded rows
+    pad_mixed_logits: bool = False     # the LM head runs inside the mixed-step graphs (no engine's does)
+    mixed_pad_factor: float = 0.0      # > 0: a step padded beyond this many times its tokens runs eagerly
+    decode_falls_to_mixed: bool = True  # a decode batch above decode_sizes may replay a mixed-step graph
 
     def __post_init__(self) -> None:
         for name in ("decode_sizes", "mixed_sizes"):
@@ -99,14 +104,16 @@ class GraphPolicy:
         size = self._pick(self.decode_sizes, tokens if self.unit == "tokens" else seqs)
         if size is not None:
             return Launch(self.decode_kind, size if self.unit == "tokens" else size * q)
-        return self.mixed(tokens)
+        return self.mixed(tokens) if self.decode_falls_to_mixed else Launch(EAGER, tokens)
 
     def mixed(self, tokens: int) -> Launch:
         """A step with prompt tokens (prefill or mixed), `tokens` scheduled tokens in all."""
         if self.mode == "none":
             return Launch(EAGER, tokens)
         size = self._pick(self.mixed_sizes, tokens)
-        return Launch(PIECEWISE, size) if size is not None else Launch(EAGER, tokens)
+        if size is None or (self.mixed_pad_factor and size > tokens * self.mixed_pad_factor):
+            return Launch(EAGER, tokens)
+        return Launch(PIECEWISE, size)
 
     def describe(self) -> dict:
         return {"mode": self.mode, "unit": self.unit, "padding": self.padding,
@@ -177,6 +184,67 @@ def sglang_max_bs(hbm_bytes: float, tp: int, version: str) -> int:
     return 512
 
 
+@dataclass(frozen=True)
+class PrefillContext:
+    """What of a deployment decides whether SGLang captures its prefill (extend) passes: the speculation
+    method family (None: plain decoding; simulator.cost.drafters.engine_family), pipeline and attention
+    data parallelism, MLA attention, and the pool's role when prefill and decode are disaggregated."""
+
+    drafter: str | None = None
+    pp: int = 1
+    attention_dp: int = 1
+    mla: bool = False
+    role: str | None = None     # None (colocated), "prefill" or "decode"
+
+
+def _sglang_prefill_tokens(max_tokens: int) -> list[int]:
+    """SGLang's prefill capture buckets in tokens (server_args.py _generate_piecewise_cuda_graph_tokens v0.5.10,
+    _generate_prefill_cuda_graph_batch_sizes v0.5.14, arg_groups/cuda_graph_hook.py
+    generate_prefill_cuda_graph_batch_sizes v0.5.23: the same list)."""
+    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32)) + list(range(576, 1025, 64))
+             + list(range(1280, 4097, 256)) + list(range(4608, max_tokens + 1, 512)))
+    return [s for s in sizes if s <= max_tokens]
+
+
+def sglang_prefill_sizes(version: str, max_tokens: int, ctx: PrefillContext) -> tuple[int, ...]:
+    """The token buckets SGLang captures its prefill (extend) passes at by default at release `version`
+    (empty: they run eagerly), `max_tokens` the chunked-prefill size. Read in the PyPI releases:
+
+    - before v0.5.10: eager (`enable_piecewise_cuda_graph` False).
+    - v0.5.10 - v0.5.14: piecewise graphs (torch.compile split at attention) on by default
+      (`disable_piecewise_cuda_graph` False; v0.5.14 cuda_graph_config prefill backend tc_piecewise), turned off
+      (server_args.py `_handle_piecewise_cuda_graph` / `_disable_tc_piecewise_cudagraph_if_incompatible`) by
+      pipeline parallelism, DP attention and PD disaggregation; in v0.5.10 by any speculative decoding; in
+      v0.5.11 - v0.5.14 the EAGLE-family target prefills eagerly (its extend asks for FULL hidden states, the
+      graph was captured with NULL: `can_run` refuses it; v0.5.14 model_runner.py `init_prefill_cuda_graph`
+      routes it to the eager runner).
+    - v0.5.15 on: breakable CUDA graphs (`default_prefill_backend`: BREAKABLE on CUDA), which capture EAGLE's
+      target too (FULL hidden states); off (`disable_breakable_cudagraph_if_incompatible`) with DP attention
+      through v0.5.16, with MLA attention through v0.5.17, with pipeline parallelism from v0.5.19
+      (`apply_cuda_graph_compatibility`); the decode pool of a disaggregated deployment turns prefill graphs off
+      (`apply_cuda_graph_disaggregation_roles`), the prefill pool keeps them.
+    - Buckets up to the chunked-prefill size (PR #15927), for MLA up to 2048 tokens (min(8192, chunked) in
+      v0.5.23); from v0.5.16 a step padded past twice its tokens runs eagerly
+      (`_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR` = 2; `mixed_pad_factor`).
+
+    Approximations (named): the other switches (LoRA, multimodal models, GGUF, CPU offload, deterministic
+    inference, torch.compile, a MoE all-to-all backend other than none - draftsim's EP runs SGLang's default
+    `moe_a2a_backend` none) are not modelled; the logits processor runs after the graph on the real rows
+    (`GraphPolicy.pad_logits` is the decode graph's)."""
+    if _before(version, "0.5.10"):
+        return ()
+    if _before(version, "0.5.15"):
+        if ctx.pp > 1 or ctx.attention_dp > 1 or ctx.role is not None:
+            return ()
+        if ctx.drafter is not None and (_before(version, "0.5.11") or ctx.drafter == "eagle"):
+            return ()
+    elif (ctx.role == "decode" or (ctx.attention_dp > 1 and _before(version, "0.5.17"))
+          or (ctx.mla and _before(version, "0.5.18")) or (ctx.pp > 1 and not _before(version, "0.5.19"))):
+        return ()
+    top = min(max_tokens, (2048 if _before(version, "0.5.23") else 8192)) if ctx.mla else max_tokens
+    return tuple(_sglang_prefill_tokens(top))
+
+
 def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seqs: int, max_tokens: int,
                           q: int, speculating: bool, hbm_bytes: float, tp: int,
                           datacenter_blackwell: bool = False) -> tuple[tuple[int, ...], str]:
@@ -232,9 +300,10 @@ class GraphTraits:
 def graph_policy(framework: str, version: str, traits: GraphTraits, *, mode: str | None,
                  capture_sizes: tuple[int, ...] | None, padding: bool | None, max_num_seqs: int,
                  max_tokens: int, q: int, speculating: bool, hbm_bytes: float, tp: int,
-                 datacenter_blackwell: bool = False) -> GraphPolicy:
+                 datacenter_blackwell: bool = False, prefill: PrefillContext = PrefillContext()) -> GraphPolicy:
     """The deployment's rule at release `version`: the version's traits with the user's `cuda_graphs` mode,
-    capture sizes and padding where given (None: the version's default)."""
+    capture sizes and padding where given (None: the version's default); `prefill`: what decides SGLang's
+    prefill graphs (`sglang_prefill_sizes`)."""
     mode = traits.default_mode if mode is None else mode
     if mode == "none":
         return GraphPolicy("none", (), traits.unit, False, FULL)
@@ -244,6 +313,10 @@ def graph_policy(framework: str, version: str, traits: GraphTraits, *, mode: str
     if capture_sizes is not None:
         sizes = tuple(sorted(set(capture_sizes)))
     decode = PIECEWISE if mode == "piecewise" else traits.decode
+    padding = traits.padding if padding is None else padding
+    if framework == "sglang":   # prefill buckets in tokens beside decode sizes in requests; decode never uses them
+        mixed = sglang_prefill_sizes(version, max_tokens, prefill) if traits.mixed == PIECEWISE else ()
+        return GraphPolicy(mode, sizes, unit, padding, decode, mixed, traits.lm_head_in_graph,
+                           mixed_pad_factor=0.0 if _before(version, "0.5.16") else 2.0, decode_falls_to_mixed=False)
     mixed = sizes if traits.mixed == PIECEWISE and unit == "tokens" else ()
-    return GraphPolicy(mode, sizes, unit, traits.padding if padding is None else padding, decode, mixed,
-                       traits.lm_head_in_graph)
+    return GraphPolicy(mode, sizes, unit, padding, decode, mixed, traits.lm_head_in_graph)

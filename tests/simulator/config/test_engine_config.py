@@ -85,6 +85,80 @@ def test_sglang_replays_its_widest_batch_unpadded():
     assert engine.launch(0, 97, 1).tokens == 100 == engine.launch(0, 100, 1).tokens   # was 104: 97-100 padded past it
 
 
+def test_sglang_prefill_graphs_by_release_worked_by_hand():
+    """SGLang's prefill (extend) CUDA graphs: server_args.py _handle_piecewise_cuda_graph (v0.5.10 - v0.5.13),
+    _disable_tc_piecewise_cudagraph_if_incompatible and model_runner.py init_prefill_cuda_graph (v0.5.14),
+    default_prefill_backend and the breakable rules (v0.5.15 - v0.5.23), read in the PyPI releases named."""
+    from profiles.engine_time.graphs import PrefillContext, sglang_prefill_sizes
+    plain = PrefillContext()
+
+    def on(version, **ctx):
+        return bool(sglang_prefill_sizes(version, 8192, PrefillContext(**ctx)))
+    assert sglang_prefill_sizes("0.5.9", 8192, plain) == ()                      # enable_piecewise_cuda_graph False
+    sizes = sglang_prefill_sizes("0.5.10", 8192, plain)                           # on by default from 0.5.10
+    assert sizes[:9] == (4, 8, 12, 16, 20, 24, 28, 32, 48) and sizes[-3:] == (7168, 7680, 8192) and 4352 not in sizes
+    assert sglang_prefill_sizes("0.5.14", 1000, plain)[-2:] == (896, 960)         # up to the chunked-prefill size
+    # speculation: off in 0.5.10; 0.5.11 - 0.5.14 the EAGLE target prefills eagerly, others keep graphs; 0.5.15 on
+    assert not on("0.5.10", drafter="ngram") and on("0.5.11", drafter="ngram") and on("0.5.14", drafter="draft_model")
+    assert not on("0.5.14", drafter="eagle") and on("0.5.15", drafter="eagle") and on("0.5.23", drafter="eagle")
+    # DP attention: off through 0.5.16; MLA: off 0.5.15 - 0.5.17 (breakable), on before (tc_piecewise) and after
+    assert not on("0.5.14", attention_dp=2) and not on("0.5.16", attention_dp=2) and on("0.5.17", attention_dp=2)
+    assert on("0.5.14", mla=True) and not on("0.5.17", mla=True) and on("0.5.18", mla=True)
+    assert sglang_prefill_sizes("0.5.22", 8192, PrefillContext(mla=True))[-1] == 2048          # MLA: 2048 tokens,
+    assert sglang_prefill_sizes("0.5.23", 16384, PrefillContext(mla=True))[-1] == 8192         # min(8192, chunk)
+    # pipeline parallelism: off 0.5.10 - 0.5.14, kept by breakable graphs 0.5.15 - 0.5.18, off from 0.5.19
+    assert not on("0.5.14", pp=2) and on("0.5.18", pp=2) and not on("0.5.19", pp=2)
+    # PD disaggregation: both pools off through 0.5.14; from 0.5.15 only the decode pool
+    assert not on("0.5.14", role="prefill") and on("0.5.15", role="prefill") and not on("0.5.15", role="decode")
+
+
+def test_sglang_prefill_steps_pad_to_a_token_bucket_and_decode_overflow_stays_eager():
+    from profiles.engine_time.frameworks import Deployment
+    from profiles.engine_time.graphs import PrefillContext
+
+    def engine(version, **ctx):
+        return build_engine(EngineSettings("sglang", version),
+                            Deployment(max_num_seqs=48, prefill=PrefillContext(**ctx)))
+    assert engine("0.5.9").launch(1000, 0, 1).kind == EAGER
+    assert engine("0.5.14").launch(1000, 0, 1).kind == PIECEWISE and engine("0.5.14").launch(1000, 0, 1).tokens == 1024
+    assert engine("0.5.14").launch(1, 0, 1).tokens == 4                      # no padding limit before 0.5.16
+    assert engine("0.5.16").launch(1, 0, 1).kind == EAGER                    # 4 > 2 x 1 token: eager
+    assert engine("0.5.16").launch(2, 0, 1).tokens == 4                      # 4 = 2 x 2: replayed
+    assert engine("0.5.14").launch(8192, 0, 1).tokens == 8192 and engine("0.5.14").launch(8193, 0, 1).kind == EAGER
+    # a decode batch above the decode graphs (48 requests here) runs eagerly, never on a prefill bucket
+    assert engine("0.5.14").launch(0, 60, 1).kind == EAGER and engine("0.5.14").launch(0, 60, 1).tokens == 60
+    assert engine("0.5.14", drafter="eagle").launch(1000, 0, 1).kind == EAGER
+
+
+def test_sglang_prefill_padding_is_charged_exactly():
+    """A 1,000-token prefill on SGLang 0.5.14 costs the dense ops of 1,024 tokens with the LM head on the one
+    real row (the logits processor runs after the prefill graph), plus the real prompt's attention."""
+    sg = _cost(framework="sglang", version="0.5.14")
+    old = _cost(framework="sglang", version="0.5.9")
+    want = sg.target.dense(1024, 1) + sg.target.prefill_attention(1000, 1, 1000 * 1001 // 2)
+    got = sg.step(1000, 1, 1000 * 1001 // 2, 0, 0).target
+    assert got.flops == pytest.approx(want[1], rel=1e-12) and got.bytes == pytest.approx(want[2], rel=1e-12)
+    assert old.step(1000, 1, 1000 * 1001 // 2, 0, 0).target.flops < got.flops   # 0.5.9: eager, unpadded
+
+
+def test_sglang_prefill_graphs_follow_the_scenario():
+    """The run's drafter, pools and parallelism reach sglang_prefill_sizes (simulator.cluster.factory)."""
+    def prefill_kind(version, **over):
+        data = scenario(workload={"num_requests": 3}, cluster={"engine": {"framework": "sglang", "version": version}},
+                        **over)
+        return simulator.run(data).built.kind.engine.launch(1000, 0, 1).kind
+    eagle = {"drafter": {"kind": "head", "style": "autoregressive", "gamma": 3}}
+    assert prefill_kind("0.5.14") == PIECEWISE and prefill_kind("0.5.9") == EAGER
+    assert prefill_kind("0.5.14", **eagle) == EAGER and prefill_kind("0.5.15", **eagle) == PIECEWISE
+    for version, want in (("0.5.14", {"prefill": EAGER, "decode": EAGER}),
+                          ("0.5.15", {"prefill": PIECEWISE, "decode": EAGER})):
+        data = scenario(workload={"num_requests": 3}, cluster={
+            "engine": {"framework": "sglang", "version": version},
+            "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 1}}})
+        pools = {pool.name: pool for pool in simulator.run(data).built.pools}
+        assert {name: pools[name].kind.engine.launch(1000, 0, 1).kind for name in want} == want
+
+
 def _vllm_sizes(version, *, max_num_seqs=256, max_tokens=8192, q=1, blackwell=False):
     return default_capture_sizes("vllm", True, version, max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
                                  speculating=q > 1, hbm_bytes=80 * 2 ** 30, tp=1, datacenter_blackwell=blackwell)[0]
