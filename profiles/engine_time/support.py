@@ -162,9 +162,21 @@ RULES: tuple[Rule, ...] = (
     Rule(Span("sglang", "0.4.0"), lambda s, c: _spec(s, c) and c.pp > 1, "cluster.parallelism.pp",
          "asserts 'Pipeline parallelism is not compatible with overlap schedule, speculative decoding' "
          "(server_args.py check_server_args)"),
-    Rule(Span("sglang", "0.4.0"), lambda s, c: _spec(s, c) and c.mixed_chunks, "scheduler.kind",
+    Rule(Span("sglang", "0.4.0", "0.5.19"), lambda s, c: _spec(s, c) and c.mixed_chunks, "scheduler.kind",
          "turns mixed chunked prefill off with speculative decoding ('Mixed chunked prefill is disabled because of "
-         "using eagle speculative decoding', server_args.py): use scheduler kind vllm (prefill batches apart)"),
+         "using eagle speculative decoding', server_args.py; arg_groups/speculative_hook.py _handle_eagle_family "
+         "through v0.5.18): use scheduler kind vllm (prefill batches apart)"),
+    Rule(Span("sglang", "0.5.19"), lambda s, c: _spec(s, c) and c.mixed_chunks and c.drafter != "eagle",
+         "scheduler.kind",
+         "turns mixed chunked prefill off with speculation other than EAGLE/EAGLE-3 (arg_groups/speculative_hook.py "
+         "_handle_eagle_family and _handle_ngram; speculative/spec_info.py supports_mixed_chunk): use scheduler kind "
+         "vllm (prefill batches apart)"),
+    Rule(Span("sglang", "0.5.19"), lambda s, c: _spec(s, c) and c.mixed_chunks and c.drafter == "eagle",
+         "scheduler.kind",
+         "keeps mixed chunked prefill with EAGLE/EAGLE-3 from v0.5.19, but its mixed steps decode the running "
+         "requests one token each without drafts ('Mixed steps degrade running requests to a plain 1-token decode', "
+         "arg_groups/speculative_hook.py _handle_eagle_family), which draftsim does not model: use scheduler kind "
+         "vllm (prefill batches apart), or version 0.5.18"),
     Rule(Span("sglang", "0.4.0"), lambda s, c: c.drafter in ("draft_model", "ngram") and c.attention_dp > 1,
          "cluster.parallelism.ep",
          "supports DP attention with EAGLE/MTP speculation only ('Currently standalone speculative decoding does not "
