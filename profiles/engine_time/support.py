@@ -191,10 +191,10 @@ RULES: tuple[Rule, ...] = (
          "overlaps speculation (spec v2) for EAGLE, EAGLE-3 and standalone draft models with topk 1 (chains) only "
          "(docs attention_backend.md, 'Speculative Decoding V2'; PR #11398; server_args.py through v0.5.12: 'spec v2 "
          "currently only supports topk = 1'; trees from v0.5.13)"),
-    Rule(Span("sglang", "0.5.13"), lambda s, c: s.async_scheduling is True and c.drafter == "ngram",
+    Rule(Span("sglang", "0.5.13", "0.5.14"), lambda s, c: s.async_scheduling is True and c.drafter == "ngram",
          "cluster.engine.async_scheduling",
-         "runs NGRAM speculation with the overlap scheduler off (arg_groups/speculative_hook.py _handle_ngram, v0.5.13); "
-         "spec v2 overlaps EAGLE, EAGLE-3 and standalone draft models, chains and trees"),
+         "runs NGRAM speculation with the overlap scheduler off (arg_groups/speculative_hook.py _handle_ngram, v0.5.13; "
+         "NGRAM overlaps from v0.5.14); spec v2 overlaps EAGLE, EAGLE-3 and standalone draft models, chains and trees"),
 )
 
 

@@ -365,14 +365,20 @@ def test_sglang_spec_v2_is_the_default_from_0_5_11_for_chains_and_from_0_5_13_fo
     """SGLang's own sources (PyPI): environ.py SGLANG_ENABLE_SPEC_V2 is EnvBool(False) through v0.5.10 and
     EnvBool(True) from v0.5.11; server_args.py of v0.5.11-v0.5.12 falls back to spec v1 (overlap off) for
     speculative_eagle_topk > 1; v0.5.13's arg_groups/speculative_hook.py has no such fallback; NGRAM turns the
-    overlap off."""
+    overlap off through v0.5.13 (_handle_ngram) and overlaps from v0.5.14 (NGRAMWorker(BaseSpecWorker),
+    enable_overlap = not disable_overlap_schedule; read through v0.5.23)."""
     draft = {"kind": "draft_model", "model": "llama-68m", "gamma": 3}
-    for version, chain, tree in (("0.5.10", False, False), ("0.5.11", True, False), ("0.5.12", True, False),
-                                 ("0.5.13", True, True), ("0.5.14", True, True)):
+    for version, chain, tree, ngram in (("0.5.10", False, False, False), ("0.5.11", True, False, False),
+                                        ("0.5.12", True, False, False), ("0.5.13", True, True, False),
+                                        ("0.5.14", True, True, True), ("0.5.23", True, True, True)):
         assert _spec_kind("sglang", EAGLE, version=version).engine.overlap is chain, version
         assert _spec_kind("sglang", draft, version=version).engine.overlap is chain, version   # STANDALONE
         assert _sglang_tree(version).engine.overlap is tree, version
-        assert _spec_kind("sglang", {"kind": "ngram", "gamma": 3}, version=version).engine.overlap is False
+        assert _spec_kind("sglang", {"kind": "ngram", "gamma": 3}, version=version).engine.overlap is ngram, version
+    with pytest.raises(ScenarioError, match="NGRAM speculation with the overlap scheduler off"):
+        _spec_kind("sglang", {"kind": "ngram", "gamma": 3}, version="0.5.13", async_scheduling=True)
+    assert _spec_kind("sglang", {"kind": "ngram", "gamma": 3}, version="0.5.14",
+                      async_scheduling=True).engine.overlap is True
     assert _spec_kind("sglang", EAGLE).engine.overlap is True      # the H100 tables' SGLang 0.5.14
     with pytest.raises(ScenarioError, match="topk 1"):
         _sglang_tree("0.5.12", async_scheduling=True)
