@@ -126,6 +126,7 @@ def _build(entry: dict, settings: EngineSettings, deployment: Deployment) -> Eng
     overlap = bool(c["overlap"]) if settings.async_scheduling is None else settings.async_scheduling
     return EngineTime(entry["framework"], version_range(entry), **values, overlap=overlap, graphs=policy,
                       spec_host_step_s=0.0, spec_host_per_seq_s=0.0, host_scale=work_scale, host=host.id,
+                      version=version,
                       sync_drafters=tuple(c.get("sync_drafters", ())), sync_trees=bool(c.get("sync_trees", False)),
                       spec_host_by_drafter={k: (float(v[0]) * 1e-6 * work_scale, float(v[1]) * 1e-6 * work_scale)
                                             for k, v in c["spec_host_us"].items()},

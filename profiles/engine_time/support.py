@@ -159,6 +159,11 @@ RULES: tuple[Rule, ...] = (
          f"has no vLLM {_DSD}; its own rule is policy sglang_adaptive"),
     Rule(Span("trtllm"), _dynamic_sd, "policy.kind",
          f"has no vLLM {_DSD}; its own rule is policy trtllm_schedule"),
+    Rule(Span("sglang", "0", "0.5.13"), lambda s, c: c.policy == "sglang_adaptive", "policy.kind",
+         "has no batch-size-aware adaptive speculation (policy sglang_adaptive: DEFAULT_ADAPTIVE_CONFIG slots from "
+         "v0.5.13, speculative/adaptive_spec_params.py); v0.5.11-v0.5.12's --speculative-adaptive tunes one candidate "
+         "list for every batch size and only with the overlap scheduler off (adaptive_unsupported_reason), which is "
+         "not modelled: use version 0.5.13 or later, or policy fixed"),
     Rule(Span("sglang", "0.4.0"), lambda s, c: _spec(s, c) and c.pp > 1, "cluster.parallelism.pp",
          "asserts 'Pipeline parallelism is not compatible with overlap schedule, speculative decoding' "
          "(server_args.py check_server_args)"),
