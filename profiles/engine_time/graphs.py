@@ -43,8 +43,12 @@ SGLang (`server_args.py` `_generate_cuda_graph_batch_sizes`: `[1, 2, 4, 8, 12] +
   (`sglang_prefill_sizes`).
 TensorRT-LLM PyTorch backend (`CudaGraphConfig`: `max_batch_size` 128 when neither it nor `batch_sizes` is
   given, `enable_padding` False; `_generate_cuda_graph_batch_sizes(128, False)` = `range(1, 32) + [32, 64,
-  128]`): generation-only batches whose size is a captured size replay a full graph; without padding any
-  other size runs eagerly; context (and mixed) batches run eagerly.
+  128]`, with `enable_padding` True `[1, 2, 4] + [8, 16, …, 128]`; then `_filter_cuda_graph_batch_sizes`
+  keeps the sizes up to min(max_batch_size, max_num_tokens // (1 + draft tokens)) and, padding, that
+  cap in place of the first size above it: `trtllm_filter`): generation-only batches whose size is a
+  captured size replay a full graph; without padding any other size runs eagerly; context (and mixed)
+  batches run eagerly. The same lists in every 1.x release read (the +64 steps of PR #12895 and the powers
+  of 2 start above 128).
 
 Approximation (named): padded slots cost their dense ops (GEMMs, norms, activations, and the LM head
 where the engine's graph includes it) but no attention — a padded slot has no KV context (vLLM and
@@ -247,8 +251,9 @@ def sglang_prefill_sizes(version: str, max_tokens: int, ctx: PrefillContext) -> 
 
 def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seqs: int, max_tokens: int,
                           q: int, speculating: bool, hbm_bytes: float, tp: int,
-                          datacenter_blackwell: bool = False) -> tuple[tuple[int, ...], str]:
-    """(sizes, unit) an engine captures by default at release `version` (module docstring)."""
+                          datacenter_blackwell: bool = False, padding: bool = False) -> tuple[tuple[int, ...], str]:
+    """(sizes, unit) an engine captures by default at release `version` (module docstring); `padding`: the
+    deployment pads batches (TensorRT-LLM generates another list then)."""
     if framework == "vllm":
         if not v1:   # V0: sequences
             return tuple(s for s in [1, 2, 4] + [8 * i for i in range(1, 33)] if s <= max_num_seqs), "seqs"
@@ -271,8 +276,26 @@ def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seq
             sizes = [s for s in sizes if s < max_num_seqs] + [max_num_seqs]
         return tuple(sizes), "seqs"
     if framework == "trtllm":
-        return tuple(list(range(1, 32)) + [32, 64, 128]), "seqs"
+        sizes = [1, 2, 4] + [8 * i for i in range(1, 17)] if padding else list(range(1, 32)) + [32, 64, 128]
+        return trtllm_filter(sizes, padding, max_num_seqs, max_tokens, q), "seqs"
     raise ValueError(f"no CUDA-graph rule for framework {framework!r}")
+
+
+def trtllm_filter(sizes, padding: bool, max_num_seqs: int, max_tokens: int, q: int) -> tuple[int, ...]:
+    """TensorRT-LLM's _filter_cuda_graph_batch_sizes (tensorrt_llm/_torch/pyexecutor/model_engine.py, 1.0 on):
+    the sizes up to the largest pure-decode batch, min(max_batch_size, max_num_tokens // (1 + draft tokens));
+    with padding, that batch itself replaces the first size above it ('padding to max_cuda_graph_bs is
+    acceptable')."""
+    cap = min(max_num_seqs, max_tokens // q)
+    out: list[int] = []
+    for size in sorted(set(sizes)):
+        if size <= cap:
+            out.append(size)
+        else:
+            if padding and cap >= 1 and (not out or out[-1] != cap):
+                out.append(cap)
+            break
+    return tuple(out)
 
 
 def _before(version: str, other: str) -> bool:
@@ -307,13 +330,16 @@ def graph_policy(framework: str, version: str, traits: GraphTraits, *, mode: str
     mode = traits.default_mode if mode is None else mode
     if mode == "none":
         return GraphPolicy("none", (), traits.unit, False, FULL)
+    padding = traits.padding if padding is None else padding
     sizes, unit = default_capture_sizes(framework, traits.v1, version, max_num_seqs=max_num_seqs,
                                         max_tokens=max_tokens, q=q, speculating=speculating,
-                                        hbm_bytes=hbm_bytes, tp=tp, datacenter_blackwell=datacenter_blackwell)
+                                        hbm_bytes=hbm_bytes, tp=tp, datacenter_blackwell=datacenter_blackwell,
+                                        padding=padding)
     if capture_sizes is not None:
         sizes = tuple(sorted(set(capture_sizes)))
+        if framework == "trtllm":   # the executor filters the user's batch_sizes too
+            sizes = trtllm_filter(sizes, padding, max_num_seqs, max_tokens, q)
     decode = PIECEWISE if mode == "piecewise" else traits.decode
-    padding = traits.padding if padding is None else padding
     if framework == "sglang":   # prefill buckets in tokens beside decode sizes in requests; decode never uses them
         mixed = sglang_prefill_sizes(version, max_tokens, prefill) if traits.mixed == PIECEWISE else ()
         return GraphPolicy(mode, sizes, unit, padding, decode, mixed, traits.lm_head_in_graph,

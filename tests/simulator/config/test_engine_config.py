@@ -159,6 +159,29 @@ def test_sglang_prefill_graphs_follow_the_scenario():
         assert {name: pools[name].kind.engine.launch(1000, 0, 1).kind for name in want} == want
 
 
+def test_trtllm_capture_sizes_follow_padding_and_the_executor_limits_worked_by_hand():
+    """TensorRT-LLM's CudaGraphConfig._generate_cuda_graph_batch_sizes(128, enable_padding) and
+    model_engine._filter_cuda_graph_batch_sizes (tensorrt_llm/llmapi/llm_args.py, _torch/pyexecutor/model_engine.py)."""
+    def sizes(padding, max_num_seqs=256, max_tokens=8192, q=1):
+        return default_capture_sizes("trtllm", True, "1.2.0", max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
+                                     speculating=q > 1, hbm_bytes=80 * 2 ** 30, tp=1, padding=padding)[0]
+    assert sizes(False) == tuple(range(1, 32)) + (32, 64, 128)
+    assert sizes(True) == (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128)
+    # the largest pure-decode batch min(max_batch_size, max_num_tokens // (1 + k)) caps the list; padding
+    # captures the cap itself in place of the first size above it
+    assert sizes(True, max_num_seqs=100)[-3:] == (88, 96, 100)
+    assert sizes(False, max_num_seqs=100)[-3:] == (31, 32, 64)
+    assert sizes(True, max_tokens=300, q=4)[-2:] == (72, 75)                  # 300 // 4 = 75
+    # the simulator pads with them: 65 requests pad to 72 (not 128) with graph_padding true
+    data = scenario(workload={"num_requests": 3}, scheduler={"kind": "vllm", "max_batch_size": 100},
+                    cluster={"engine": {"framework": "trtllm", "graph_padding": True}})
+    engine = simulator.run(data).built.kind.engine
+    assert engine.launch(0, 65, 1).tokens == 72 and engine.launch(0, 97, 1).tokens == 100
+    user = scenario(workload={"num_requests": 3}, scheduler={"kind": "vllm", "max_batch_size": 100},
+                    cluster={"engine": {"framework": "trtllm", "graph_padding": True, "capture_sizes": [8, 64, 256]}})
+    assert simulator.run(user).built.kind.engine.graphs.decode_sizes == (8, 64, 100)
+
+
 def _vllm_sizes(version, *, max_num_seqs=256, max_tokens=8192, q=1, blackwell=False):
     return default_capture_sizes("vllm", True, version, max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
                                  speculating=q > 1, hbm_bytes=80 * 2 ** 30, tp=1, datacenter_blackwell=blackwell)[0]
