@@ -766,3 +766,14 @@ def test_trtllm_ifb_admits_at_the_finish_that_frees_its_life_in_bulk_mode_too():
         assert req.admit_s.iloc[2] == req.finish_s.iloc[0] < req.finish_s.iloc[1]
     pd.testing.assert_frame_equal(runs["step"].requests, runs["bulk"].requests)
     pd.testing.assert_frame_equal(runs["step"].steps, runs["bulk"].steps)
+
+
+@pytest.mark.parametrize("drafter", [None, {"kind": "ngram", "gamma": 3},
+                                     {"kind": "head", "style": "autoregressive", "gamma": 3}])
+def test_sglang_newest_rules_bulk_equals_step(drafter):
+    """SGLang 0.5.23 (prefill graphs, n-gram overlapped, EAGLE prefill captured): bulk and step-by-step runs agree."""
+    from sim_helpers import assert_bulk_equals_step
+    over = {"drafter": drafter} if drafter else {}
+    assert_bulk_equals_step(scenario(workload={"num_requests": 40, "arrival": {"process": "poisson", "qps": 20.0}},
+                                     scheduler={"kind": "vllm", "max_batch_size": 24},
+                                     cluster={"engine": {"framework": "sglang", "version": "0.5.23"}}, **over))
