@@ -10,7 +10,7 @@ from pathlib import Path
 
 from models.errors import FieldError
 from models.files import load_shipped_yaml
-from profiles.engine_time.graphs import GraphTraits, graph_policy
+from profiles.engine_time.graphs import GraphTraits, PrefillContext, graph_policy
 from profiles.engine_time.host import get_host, resolve_host
 from profiles.engine_time.model import EngineTime
 
@@ -76,7 +76,8 @@ def traits_of(entry: dict) -> GraphTraits:
 class Deployment:
     """What of the deployment the engine's rules read: the scheduler's limits (max running sequences and
     scheduled tokens), query tokens per decoding request (1 + γ, or a tree's nodes), whether it speculates,
-    the GPU's memory and the tensor-parallel degree (SGLang's capture sizes depend on them)."""
+    the GPU's memory and the tensor-parallel degree (SGLang's capture sizes depend on them), and what decides
+    SGLang's prefill graphs (`prefill`)."""
 
     max_num_seqs: int = 256
     max_num_tokens: int = 8192
@@ -85,6 +86,7 @@ class Deployment:
     hbm_bytes: float = 80 * 2 ** 30
     tp: int = 1
     datacenter_blackwell: bool = False   # an SM 10.x GPU (profiles.engine_time.graphs.DATACENTER_BLACKWELL)
+    prefill: PrefillContext = PrefillContext()
 
 
 @dataclass(frozen=True)
@@ -120,10 +122,11 @@ def _build(entry: dict, settings: EngineSettings, deployment: Deployment) -> Eng
                           padding=settings.graph_padding, max_num_seqs=deployment.max_num_seqs,
                           max_tokens=deployment.max_num_tokens, q=deployment.q, speculating=deployment.speculating,
                           hbm_bytes=deployment.hbm_bytes, tp=deployment.tp,
-                          datacenter_blackwell=deployment.datacenter_blackwell)
+                          datacenter_blackwell=deployment.datacenter_blackwell, prefill=deployment.prefill)
     overlap = bool(c["overlap"]) if settings.async_scheduling is None else settings.async_scheduling
     return EngineTime(entry["framework"], version_range(entry), **values, overlap=overlap, graphs=policy,
                       spec_host_step_s=0.0, spec_host_per_seq_s=0.0, host_scale=work_scale, host=host.id,
+                      version=version,
                       sync_drafters=tuple(c.get("sync_drafters", ())), sync_trees=bool(c.get("sync_trees", False)),
                       spec_host_by_drafter={k: (float(v[0]) * 1e-6 * work_scale, float(v[1]) * 1e-6 * work_scale)
                                             for k, v in c["spec_host_us"].items()},

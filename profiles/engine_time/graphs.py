@@ -34,13 +34,21 @@ vLLM V1 ≥ 0.11 (`cudagraph_mode` FULL_AND_PIECEWISE default, PR #25444; `VllmC
 SGLang (`server_args.py` `_generate_cuda_graph_batch_sizes`: `[1, 2, 4, 8, 12] + range(16, 257, 8) +
   range(272, 512, 16) + range(512, max + 1, 32)` requests; with speculation `range(1, 9) + range(10, 33, 2)
   + range(40, 65, 4) + range(72, 257, 8) + range(272, max + 1, 16)`; `cuda_graph_max_bs` by GPU memory and
-  TP: 24/80 below 35 GB, 32/160 below 60 GB, 256 at TP < 4 and 512 at TP ≥ 4 below 160 GB, 512 above):
+  TP (`sglang_max_bs`): 8 below 20 GB, 24/80 below 35 GB (48/160 from v0.5.20), 32/160 below 60 GB, 256 at
+  TP < 4 and 512 at TP ≥ 4 below 160 GB, 512 above; sizes above max_running_requests replaced by it,
+  `get_batch_sizes_to_capture`):
   decode and verify batches replay full graphs padded to the next size in requests (the logits processor
-  is inside the captured forward); prefill and mixed (extend) batches run eagerly.
+  is inside the captured forward), larger ones run eagerly; prefill and mixed (extend) batches run eagerly
+  before v0.5.10 and replay piecewise graphs in token buckets from v0.5.10 where the release captures them
+  (`sglang_prefill_sizes`).
 TensorRT-LLM PyTorch backend (`CudaGraphConfig`: `max_batch_size` 128 when neither it nor `batch_sizes` is
   given, `enable_padding` False; `_generate_cuda_graph_batch_sizes(128, False)` = `range(1, 32) + [32, 64,
-  128]`): generation-only batches whose size is a captured size replay a full graph; without padding any
-  other size runs eagerly; context (and mixed) batches run eagerly.
+  128]`, with `enable_padding` True `[1, 2, 4] + [8, 16, …, 128]`; then `_filter_cuda_graph_batch_sizes`
+  keeps the sizes up to min(max_batch_size, max_num_tokens // (1 + draft tokens)) and, padding, that
+  cap in place of the first size above it: `trtllm_filter`): generation-only batches whose size is a
+  captured size replay a full graph; without padding any other size runs eagerly; context (and mixed)
+  batches run eagerly. The same lists in every 1.x release read (the +64 steps of PR #12895 and the powers
+  of 2 start above 128).
 
 Approximation (named): padded slots cost their dense ops (GEMMs, norms, activations, and the LM head
 where the engine's graph includes it) but no attention — a padded slot has no KV context (vLLM and
@@ -73,7 +81,10 @@ class GraphPolicy:
     padding: bool                      # round a batch up to the next size; False: only exact sizes replay
     decode_kind: str                   # full or piecewise: how a captured decode batch replays
     mixed_sizes: tuple[int, ...] = ()  # token sizes of piecewise graphs for prefill and mixed steps
-    pad_logits: bool = False           # the LM head runs inside the graph, over the padded rows
+    pad_logits: bool = False           # the LM head runs inside the decode graph, over the padded rows
+    pad_mixed_logits: bool = False     # the LM head runs inside the mixed-step graphs (no engine's does)
+    mixed_pad_factor: float = 0.0      # > 0: a step padded beyond this many times its tokens runs eagerly
+    decode_falls_to_mixed: bool = True  # a decode batch above decode_sizes may replay a mixed-step graph
 
     def __post_init__(self) -> None:
         for name in ("decode_sizes", "mixed_sizes"):
@@ -97,14 +108,16 @@ class GraphPolicy:
         size = self._pick(self.decode_sizes, tokens if self.unit == "tokens" else seqs)
         if size is not None:
             return Launch(self.decode_kind, size if self.unit == "tokens" else size * q)
-        return self.mixed(tokens)
+        return self.mixed(tokens) if self.decode_falls_to_mixed else Launch(EAGER, tokens)
 
     def mixed(self, tokens: int) -> Launch:
         """A step with prompt tokens (prefill or mixed), `tokens` scheduled tokens in all."""
         if self.mode == "none":
             return Launch(EAGER, tokens)
         size = self._pick(self.mixed_sizes, tokens)
-        return Launch(PIECEWISE, size) if size is not None else Launch(EAGER, tokens)
+        if size is None or (self.mixed_pad_factor and size > tokens * self.mixed_pad_factor):
+            return Launch(EAGER, tokens)
+        return Launch(PIECEWISE, size)
 
     def describe(self) -> dict:
         return {"mode": self.mode, "unit": self.unit, "padding": self.padding,
@@ -155,11 +168,19 @@ def _vllm_v1_default_sizes(version: str, *, max_num_seqs: int, max_tokens: int, 
     return _round_up_within(sizes, q) if speculating and q > 1 else tuple(sizes)
 
 
-def sglang_max_bs(hbm_bytes: float, tp: int) -> int:
-    """SGLang's default `cuda_graph_max_bs` by GPU memory and TP (server_args.py, v0.5)."""
+def sglang_max_bs(hbm_bytes: float, tp: int, version: str) -> int:
+    """SGLang's default `cuda_graph_max_bs` (decode) by GPU memory and TP at release `version`
+    (server_args.py `_handle_gpu_memory_settings` through v0.5.18, arg_groups/memory_hook.py
+    `handle_gpu_memory_settings` from v0.5.19; GPU memory in MiB there, GiB here): 8 below 20 GiB (T4, 4080;
+    every release read, v0.5.6 on); 24 (TP < 4) / 80 below 35 GiB until v0.5.19, 48 / 160 from v0.5.20 (RTX 5090:
+    'the previous cap forced eager decode at bs>=32'); 32 / 160 below 60 GiB; 256 / 512 below 160 GiB; 512 above."""
     gib = hbm_bytes / 2 ** 30
+    if gib < 20:
+        return 8
     if gib < 35:
-        return 24 if tp < 4 else 80
+        if _before(version, "0.5.20"):
+            return 24 if tp < 4 else 80
+        return 48 if tp < 4 else 160
     if gib < 60:
         return 32 if tp < 4 else 160
     if gib < 160:
@@ -167,10 +188,72 @@ def sglang_max_bs(hbm_bytes: float, tp: int) -> int:
     return 512
 
 
+@dataclass(frozen=True)
+class PrefillContext:
+    """What of a deployment decides whether SGLang captures its prefill (extend) passes: the speculation
+    method family (None: plain decoding; simulator.cost.drafters.engine_family), pipeline and attention
+    data parallelism, MLA attention, and the pool's role when prefill and decode are disaggregated."""
+
+    drafter: str | None = None
+    pp: int = 1
+    attention_dp: int = 1
+    mla: bool = False
+    role: str | None = None     # None (colocated), "prefill" or "decode"
+
+
+def _sglang_prefill_tokens(max_tokens: int) -> list[int]:
+    """SGLang's prefill capture buckets in tokens (server_args.py _generate_piecewise_cuda_graph_tokens v0.5.10,
+    _generate_prefill_cuda_graph_batch_sizes v0.5.14, arg_groups/cuda_graph_hook.py
+    generate_prefill_cuda_graph_batch_sizes v0.5.23: the same list)."""
+    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32)) + list(range(576, 1025, 64))
+             + list(range(1280, 4097, 256)) + list(range(4608, max_tokens + 1, 512)))
+    return [s for s in sizes if s <= max_tokens]
+
+
+def sglang_prefill_sizes(version: str, max_tokens: int, ctx: PrefillContext) -> tuple[int, ...]:
+    """The token buckets SGLang captures its prefill (extend) passes at by default at release `version`
+    (empty: they run eagerly), `max_tokens` the chunked-prefill size. Read in the PyPI releases:
+
+    - before v0.5.10: eager (`enable_piecewise_cuda_graph` False).
+    - v0.5.10 - v0.5.14: piecewise graphs (torch.compile split at attention) on by default
+      (`disable_piecewise_cuda_graph` False; v0.5.14 cuda_graph_config prefill backend tc_piecewise), turned off
+      (server_args.py `_handle_piecewise_cuda_graph` / `_disable_tc_piecewise_cudagraph_if_incompatible`) by
+      pipeline parallelism, DP attention and PD disaggregation; in v0.5.10 by any speculative decoding; in
+      v0.5.11 - v0.5.14 the EAGLE-family target prefills eagerly (its extend asks for FULL hidden states, the
+      graph was captured with NULL: `can_run` refuses it; v0.5.14 model_runner.py `init_prefill_cuda_graph`
+      routes it to the eager runner).
+    - v0.5.15 on: breakable CUDA graphs (`default_prefill_backend`: BREAKABLE on CUDA), which capture EAGLE's
+      target too (FULL hidden states); off (`disable_breakable_cudagraph_if_incompatible`) with DP attention
+      through v0.5.16, with MLA attention through v0.5.17, with pipeline parallelism from v0.5.19
+      (`apply_cuda_graph_compatibility`); the decode pool of a disaggregated deployment turns prefill graphs off
+      (`apply_cuda_graph_disaggregation_roles`), the prefill pool keeps them.
+    - Buckets up to the chunked-prefill size (PR #15927), for MLA up to 2048 tokens (min(8192, chunked) in
+      v0.5.23); from v0.5.16 a step padded past twice its tokens runs eagerly
+      (`_MAX_PREFILL_CUDA_GRAPH_PADDING_FACTOR` = 2; `mixed_pad_factor`).
+
+    Approximations (named): the other switches (LoRA, multimodal models, GGUF, CPU offload, deterministic
+    inference, torch.compile, a MoE all-to-all backend other than none - draftsim's EP runs SGLang's default
+    `moe_a2a_backend` none) are not modelled; the logits processor runs after the graph on the real rows
+    (`GraphPolicy.pad_logits` is the decode graph's)."""
+    if _before(version, "0.5.10"):
+        return ()
+    if _before(version, "0.5.15"):
+        if ctx.pp > 1 or ctx.attention_dp > 1 or ctx.role is not None:
+            return ()
+        if ctx.drafter is not None and (_before(version, "0.5.11") or ctx.drafter == "eagle"):
+            return ()
+    elif (ctx.role == "decode" or (ctx.attention_dp > 1 and _before(version, "0.5.17"))
+          or (ctx.mla and _before(version, "0.5.18")) or (ctx.pp > 1 and not _before(version, "0.5.19"))):
+        return ()
+    top = min(max_tokens, (2048 if _before(version, "0.5.23") else 8192)) if ctx.mla else max_tokens
+    return tuple(_sglang_prefill_tokens(top))
+
+
 def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seqs: int, max_tokens: int,
                           q: int, speculating: bool, hbm_bytes: float, tp: int,
-                          datacenter_blackwell: bool = False) -> tuple[tuple[int, ...], str]:
-    """(sizes, unit) an engine captures by default at release `version` (module docstring)."""
+                          datacenter_blackwell: bool = False, padding: bool = False) -> tuple[tuple[int, ...], str]:
+    """(sizes, unit) an engine captures by default at release `version` (module docstring); `padding`: the
+    deployment pads batches (TensorRT-LLM generates another list then)."""
     if framework == "vllm":
         if not v1:   # V0: sequences
             return tuple(s for s in [1, 2, 4] + [8 * i for i in range(1, 33)] if s <= max_num_seqs), "seqs"
@@ -179,16 +262,40 @@ def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seq
         return _vllm_v1_default_sizes(version or "0.11.0", max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
                                       speculating=speculating, datacenter_blackwell=datacenter_blackwell), "tokens"
     if framework == "sglang":
-        top = sglang_max_bs(hbm_bytes, tp)
+        top = sglang_max_bs(hbm_bytes, tp, version or "0.5.6")
         if speculating:
             sizes = (list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4)) + list(range(72, 257, 8))
                      + list(range(272, top + 1, 16)))
         else:
             sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) + list(range(512, top + 1, 32))
-        return tuple(s for s in sizes if s <= top), "seqs"
+        sizes = [s for s in sizes if s <= top]
+        # get_batch_sizes_to_capture (model_executor/cuda_graph_runner.py v0.5.6; runner/base_cuda_graph_runner.py
+        # v0.5.14-0.5.23): sizes above req_to_token_pool.size (max_running_requests) are dropped and that size
+        # is captured instead, so the widest batch replays unpadded
+        if sizes[-1] > max_num_seqs:
+            sizes = [s for s in sizes if s < max_num_seqs] + [max_num_seqs]
+        return tuple(sizes), "seqs"
     if framework == "trtllm":
-        return tuple(list(range(1, 32)) + [32, 64, 128]), "seqs"
+        sizes = [1, 2, 4] + [8 * i for i in range(1, 17)] if padding else list(range(1, 32)) + [32, 64, 128]
+        return trtllm_filter(sizes, padding, max_num_seqs, max_tokens, q), "seqs"
     raise ValueError(f"no CUDA-graph rule for framework {framework!r}")
+
+
+def trtllm_filter(sizes, padding: bool, max_num_seqs: int, max_tokens: int, q: int) -> tuple[int, ...]:
+    """TensorRT-LLM's _filter_cuda_graph_batch_sizes (tensorrt_llm/_torch/pyexecutor/model_engine.py, 1.0 on):
+    the sizes up to the largest pure-decode batch, min(max_batch_size, max_num_tokens // (1 + draft tokens));
+    with padding, that batch itself replaces the first size above it ('padding to max_cuda_graph_bs is
+    acceptable')."""
+    cap = min(max_num_seqs, max_tokens // q)
+    out: list[int] = []
+    for size in sorted(set(sizes)):
+        if size <= cap:
+            out.append(size)
+        else:
+            if padding and cap >= 1 and (not out or out[-1] != cap):
+                out.append(cap)
+            break
+    return tuple(out)
 
 
 def _before(version: str, other: str) -> bool:
@@ -216,18 +323,26 @@ class GraphTraits:
 def graph_policy(framework: str, version: str, traits: GraphTraits, *, mode: str | None,
                  capture_sizes: tuple[int, ...] | None, padding: bool | None, max_num_seqs: int,
                  max_tokens: int, q: int, speculating: bool, hbm_bytes: float, tp: int,
-                 datacenter_blackwell: bool = False) -> GraphPolicy:
+                 datacenter_blackwell: bool = False, prefill: PrefillContext = PrefillContext()) -> GraphPolicy:
     """The deployment's rule at release `version`: the version's traits with the user's `cuda_graphs` mode,
-    capture sizes and padding where given (None: the version's default)."""
+    capture sizes and padding where given (None: the version's default); `prefill`: what decides SGLang's
+    prefill graphs (`sglang_prefill_sizes`)."""
     mode = traits.default_mode if mode is None else mode
     if mode == "none":
         return GraphPolicy("none", (), traits.unit, False, FULL)
+    padding = traits.padding if padding is None else padding
     sizes, unit = default_capture_sizes(framework, traits.v1, version, max_num_seqs=max_num_seqs,
                                         max_tokens=max_tokens, q=q, speculating=speculating,
-                                        hbm_bytes=hbm_bytes, tp=tp, datacenter_blackwell=datacenter_blackwell)
+                                        hbm_bytes=hbm_bytes, tp=tp, datacenter_blackwell=datacenter_blackwell,
+                                        padding=padding)
     if capture_sizes is not None:
         sizes = tuple(sorted(set(capture_sizes)))
+        if framework == "trtllm":   # the executor filters the user's batch_sizes too
+            sizes = trtllm_filter(sizes, padding, max_num_seqs, max_tokens, q)
     decode = PIECEWISE if mode == "piecewise" else traits.decode
+    if framework == "sglang":   # prefill buckets in tokens beside decode sizes in requests; decode never uses them
+        mixed = sglang_prefill_sizes(version, max_tokens, prefill) if traits.mixed == PIECEWISE else ()
+        return GraphPolicy(mode, sizes, unit, padding, decode, mixed, traits.lm_head_in_graph,
+                           mixed_pad_factor=0.0 if _before(version, "0.5.16") else 2.0, decode_falls_to_mixed=False)
     mixed = sizes if traits.mixed == PIECEWISE and unit == "tokens" else ()
-    return GraphPolicy(mode, sizes, unit, traits.padding if padding is None else padding, decode, mixed,
-                       traits.lm_head_in_graph)
+    return GraphPolicy(mode, sizes, unit, padding, decode, mixed, traits.lm_head_in_graph)

@@ -96,6 +96,7 @@ class EngineTime:
     eager_collective_s: float = 0.0
     host_scale: float = 1.0          # the factor already applied to the host constants (profiles.engine_time.host)
     host: str = ""                   # the deployment's host CPU
+    version: str = ""                # the release modelled (rules keyed by release read it, e.g. sglang_adaptive)
     sync_drafters: tuple[str, ...] = ()
     sync_trees: bool = False         # tree verification runs synchronously (SGLang 0.5.11-0.5.12: spec v2 chains only)
     spec_host_by_drafter: Mapping[str, tuple[float, float]] = field(default_factory=dict, compare=False)

@@ -159,12 +159,29 @@ RULES: tuple[Rule, ...] = (
          f"has no vLLM {_DSD}; its own rule is policy sglang_adaptive"),
     Rule(Span("trtllm"), _dynamic_sd, "policy.kind",
          f"has no vLLM {_DSD}; its own rule is policy trtllm_schedule"),
+    Rule(Span("sglang", "0", "0.5.13"), lambda s, c: c.policy == "sglang_adaptive", "policy.kind",
+         "has no batch-size-aware adaptive speculation (policy sglang_adaptive: DEFAULT_ADAPTIVE_CONFIG slots from "
+         "v0.5.13, speculative/adaptive_spec_params.py); v0.5.11-v0.5.12's --speculative-adaptive tunes one candidate "
+         "list for every batch size and only with the overlap scheduler off (adaptive_unsupported_reason), which is "
+         "not modelled: use version 0.5.13 or later, or policy fixed"),
     Rule(Span("sglang", "0.4.0"), lambda s, c: _spec(s, c) and c.pp > 1, "cluster.parallelism.pp",
          "asserts 'Pipeline parallelism is not compatible with overlap schedule, speculative decoding' "
          "(server_args.py check_server_args)"),
-    Rule(Span("sglang", "0.4.0"), lambda s, c: _spec(s, c) and c.mixed_chunks, "scheduler.kind",
+    Rule(Span("sglang", "0.4.0", "0.5.19"), lambda s, c: _spec(s, c) and c.mixed_chunks, "scheduler.kind",
          "turns mixed chunked prefill off with speculative decoding ('Mixed chunked prefill is disabled because of "
-         "using eagle speculative decoding', server_args.py): use scheduler kind vllm (prefill batches apart)"),
+         "using eagle speculative decoding', server_args.py; arg_groups/speculative_hook.py _handle_eagle_family "
+         "through v0.5.18): use scheduler kind vllm (prefill batches apart)"),
+    Rule(Span("sglang", "0.5.19"), lambda s, c: _spec(s, c) and c.mixed_chunks and c.drafter != "eagle",
+         "scheduler.kind",
+         "turns mixed chunked prefill off with speculation other than EAGLE/EAGLE-3 (arg_groups/speculative_hook.py "
+         "_handle_eagle_family and _handle_ngram; speculative/spec_info.py supports_mixed_chunk): use scheduler kind "
+         "vllm (prefill batches apart)"),
+    Rule(Span("sglang", "0.5.19"), lambda s, c: _spec(s, c) and c.mixed_chunks and c.drafter == "eagle",
+         "scheduler.kind",
+         "keeps mixed chunked prefill with EAGLE/EAGLE-3 from v0.5.19, but its mixed steps decode the running "
+         "requests one token each without drafts ('Mixed steps degrade running requests to a plain 1-token decode', "
+         "arg_groups/speculative_hook.py _handle_eagle_family), which draftsim does not model: use scheduler kind "
+         "vllm (prefill batches apart), or version 0.5.18"),
     Rule(Span("sglang", "0.4.0"), lambda s, c: c.drafter in ("draft_model", "ngram") and c.attention_dp > 1,
          "cluster.parallelism.ep",
          "supports DP attention with EAGLE/MTP speculation only ('Currently standalone speculative decoding does not "
@@ -179,10 +196,10 @@ RULES: tuple[Rule, ...] = (
          "overlaps speculation (spec v2) for EAGLE, EAGLE-3 and standalone draft models with topk 1 (chains) only "
          "(docs attention_backend.md, 'Speculative Decoding V2'; PR #11398; server_args.py through v0.5.12: 'spec v2 "
          "currently only supports topk = 1'; trees from v0.5.13)"),
-    Rule(Span("sglang", "0.5.13"), lambda s, c: s.async_scheduling is True and c.drafter == "ngram",
+    Rule(Span("sglang", "0.5.13", "0.5.14"), lambda s, c: s.async_scheduling is True and c.drafter == "ngram",
          "cluster.engine.async_scheduling",
-         "runs NGRAM speculation with the overlap scheduler off (arg_groups/speculative_hook.py _handle_ngram, v0.5.13); "
-         "spec v2 overlaps EAGLE, EAGLE-3 and standalone draft models, chains and trees"),
+         "runs NGRAM speculation with the overlap scheduler off (arg_groups/speculative_hook.py _handle_ngram, v0.5.13; "
+         "NGRAM overlaps from v0.5.14); spec v2 overlaps EAGLE, EAGLE-3 and standalone draft models, chains and trees"),
 )
 
 

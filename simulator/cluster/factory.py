@@ -92,14 +92,17 @@ def drafter_family(drafter) -> str | None:
 
 
 def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, drafter, *, speculating: bool,
-                     tree: bool, q: int, par: Parallelism, scheduler=None, policy: str | None = None):
+                     tree: bool, q: int, par: Parallelism, scheduler=None, policy: str | None = None,
+                     mla: bool = False, role: str | None = None):
     """The serving engine's per-step time model (profiles.engine_time), or None: on by default for GPUs
     (off for the local CPU, whose profile measures host work per pass). The engine is `cluster.engine`
     (framework and version default to `cluster.latency`'s, then to the measured tables' version, then to the
     newest modelled release), checked against what that version offers and refuses
-    (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits and GPUs."""
+    (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits and GPUs; `mla`:
+    the target's attention is MLA; `role`: the pool's role when disaggregated (prefill | decode; None:
+    colocated)."""
     from profiles.engine_time.frameworks import Deployment, build_engine, entry_for
-    from profiles.engine_time.graphs import DATACENTER_BLACKWELL
+    from profiles.engine_time.graphs import DATACENTER_BLACKWELL, PrefillContext
     from profiles.engine_time.support import Context, UnsupportedCombination, check
     from simulator.config.engine import EngineConfig, engine_settings
     engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
@@ -125,7 +128,8 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
         deployment = Deployment(max_num_seqs=scheduler.max_batch_size if scheduler is not None else 256,
                                 max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,
                                 q=q, speculating=speculating, hbm_bytes=hw.hbm_bytes, tp=par.tp,
-                                datacenter_blackwell=hw.id in DATACENTER_BLACKWELL)
+                                datacenter_blackwell=hw.id in DATACENTER_BLACKWELL,
+                                prefill=PrefillContext(family, par.pp, par.attention_dp, mla, role))
         engine = build_engine(dataclasses.replace(settings, version=version), deployment)
     except (UnsupportedCombination, FieldError) as exc:
         raise ScenarioError(exc.field, exc.message) from None
@@ -453,7 +457,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     q = 1 if spec is None else spec.verify_q
     engine = make_engine_time(latency, engine_config, hw, lat, drafter, speculating=built_drafter is not None,
                               tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler,
-                              policy=policy.kind if policy is not None else None)
+                              policy=policy.kind if policy is not None else None, mla=target.is_mla,
+                              role=where.rsplit(".", 1)[-1] if where.startswith("cluster.disaggregation.") else None)
     if built_drafter is None:
         cost = StepCostModel(target_cost, None, 0, engine=engine)
     else:

@@ -444,9 +444,9 @@ class StepCostModel:
         q = self.q
         logits = prefill_seqs + decode_seqs * q
         tokens = prefill_tokens + decode_seqs * q
-        if self.engine is not None:  # a mixed step padded to a piecewise CUDA-graph size (vLLM V1)
+        if self.engine is not None:  # a mixed step padded to a piecewise CUDA-graph size (vLLM V1; SGLang >= 0.5.10)
             padded = self.engine.launch(prefill_tokens, decode_seqs, q).tokens
-            logits = padded - tokens + logits if self.engine.graphs.pad_logits else logits
+            logits = padded - tokens + logits if self.engine.graphs.pad_mixed_logits else logits
             tokens = max(tokens, padded)
         target = self.target.dense(tokens, logits) + \
             self.target.prefill_attention(prefill_tokens, prefill_seqs, prefill_attn_pairs)

@@ -8,7 +8,8 @@ adaptive_step_router.py): PR #21599 "[SPEC][1/N] adaptive speculative_num_steps 
 (`--speculative-adaptive`, optional `--speculative-adaptive-config` JSON). Only EAGLE/EAGLE3 with topk 1,
 no attention DP, no two-batch overlap.
 - Slots: the config maps batch-size keys to `candidate_steps` and hysteresis; the default
-  (DEFAULT_ADAPTIVE_CONFIG) is {1: [1, 3, 5, 7] (down_hysteresis −0.25), 8: [0, 1, 3], 32: [0, 1], 64: [0]},
+  (DEFAULT_ADAPTIVE_CONFIG) is, from v0.5.20, {1: [1, 3, 5, 7] (down_hysteresis −0.25), 8: [0, 1, 3], 32: [0, 1], 64: [0]}
+  (earlier releases: `default_slots`, keyed by the engine's release; without SGLang engine time the newest),
   with ema_alpha 0.2, update_interval 5, warmup_batches 10, up_hysteresis 0, ceiling_coeff 0.
 - Routing (AdaptiveStepRouter.batch_size_key_for_batch): the decode batch size is first padded to the
   smallest CUDA-graph batch size ≥ it (if any), then mapped to the largest slot key ≤ that (the smallest
@@ -42,6 +43,22 @@ DEFAULT_SLOTS = {1: {"candidate_steps": [1, 3, 5, 7], "up_hysteresis": 0.0, "dow
                  8: {"candidate_steps": [0, 1, 3], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
                  32: {"candidate_steps": [0, 1], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
                  64: {"candidate_steps": [0], "up_hysteresis": 0.0, "down_hysteresis": 0.0}}
+
+
+def default_slots(version: str | None) -> dict:
+    """SGLang's DEFAULT_ADAPTIVE_CONFIG at release `version` (None or "": the newest modelled), read in the
+    PyPI releases (speculative/adaptive_spec_params.py): v0.5.13 {1: [1, 3, 7], 8: [1, 3], 32: [1]};
+    v0.5.14 - v0.5.19 {1: [1, 3, 7], 8: [0, 1, 3], 32: [0, 1], 64: [0]}; from v0.5.20 slot 1 is [1, 3, 5, 7]
+    (DEFAULT_SLOTS). Before v0.5.13 there are no batch-size slots (profiles.engine_time.support refuses the
+    policy there)."""
+    from profiles.measured.source import version_key
+    if not version or not version_key(version) < version_key("0.5.20"):
+        return DEFAULT_SLOTS
+    slots = {k: dict(v, candidate_steps=list(v["candidate_steps"])) for k, v in DEFAULT_SLOTS.items()}
+    slots[1]["candidate_steps"] = [1, 3, 7]
+    if version_key(version) < version_key("0.5.14"):
+        slots = {1: slots[1], 8: dict(slots[8], candidate_steps=[1, 3]), 32: dict(slots[32], candidate_steps=[1])}
+    return slots
 
 
 def spec_cuda_graph_batch_sizes(max_bs: int) -> list[int]:
@@ -98,6 +115,12 @@ class Slot:
         self.steps = c[i]
 
 
+def _engine_version(cost) -> str | None:
+    """The SGLang release the replica's engine models (None: no SGLang engine time, so the newest rules)."""
+    engine = getattr(cost, "engine", None)
+    return engine.version if engine is not None and engine.framework == "sglang" else None
+
+
 class SglangAdaptive(ControlPolicy):
     chain_only = True
     needs_gamma = True
@@ -105,7 +128,7 @@ class SglangAdaptive(ControlPolicy):
     def __init__(self, params, spec, gamma: int, cost):
         super().__init__(params, spec, gamma, cost)
         self.slot_cfg = {int(k): (v.model_dump(exclude_none=True) if hasattr(v, "model_dump") else dict(v))
-                         for k, v in (params.slots or DEFAULT_SLOTS).items()}
+                         for k, v in (params.slots or default_slots(_engine_version(cost))).items()}
         deepest = max(max(v["candidate_steps"]) for v in self.slot_cfg.values())
         if deepest > gamma:
             from simulator.errors import ScenarioError

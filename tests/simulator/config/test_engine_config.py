@@ -48,12 +48,138 @@ def test_capture_sizes_are_the_engines_defaults():
     sizes, unit = default_capture_sizes("trtllm", True, "1.0.0", max_num_seqs=256, max_tokens=8192, q=1,
                                         speculating=False, hbm_bytes=80 * 2 ** 30, tp=1)
     assert unit == "seqs" and sizes == tuple(range(1, 32)) + (32, 64, 128)
-    sizes, _ = default_capture_sizes("sglang", True, "0.5.0", max_num_seqs=256, max_tokens=8192, q=1,
+    sizes, _ = default_capture_sizes("sglang", True, "0.5.0", max_num_seqs=1024, max_tokens=8192, q=1,
                                      speculating=False, hbm_bytes=80 * 2 ** 30, tp=8)
     assert sizes[:6] == (1, 2, 4, 8, 12, 16) and sizes[-1] == 512     # TP >= 4 on an 80 GB GPU: 512
     assert default_capture_sizes("sglang", True, "0.5.0", max_num_seqs=256, max_tokens=8192, q=5, speculating=True,
                                  hbm_bytes=80 * 2 ** 30, tp=1)[0][:10] == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12)
 
+
+
+def _sglang_sizes(version, *, gib=80 * 0.931, tp=1, max_num_seqs=256, speculating=False):
+    return default_capture_sizes("sglang", True, version, max_num_seqs=max_num_seqs, max_tokens=8192,
+                                 q=4 if speculating else 1, speculating=speculating, hbm_bytes=gib * 2 ** 30, tp=tp)[0]
+
+
+def test_sglang_capture_sizes_by_gpu_memory_release_and_running_limit_worked_by_hand():
+    """SGLang's decode capture list (server_args.py _handle_gpu_memory_settings / arg_groups/memory_hook.py and
+    get_batch_sizes_to_capture, read in the PyPI releases named)."""
+    # below 20 GiB (T4, 4080): cuda_graph_max_bs 8, in every release read (0.5.6 .. 0.5.23)
+    assert _sglang_sizes("0.5.6", gib=15) == (1, 2, 4, 8) == _sglang_sizes("0.5.23", gib=15)
+    # 20-35 GiB at TP 1: 24 through 0.5.19, 48 from 0.5.20 (memory_hook.py, the RTX 5090 note)
+    assert _sglang_sizes("0.5.19", gib=31) == (1, 2, 4, 8, 12, 16, 24)
+    assert _sglang_sizes("0.5.20", gib=31) == (1, 2, 4, 8, 12, 16, 24, 32, 40, 48)
+    assert _sglang_sizes("0.5.19", gib=31, tp=4)[-1] == 80 and _sglang_sizes("0.5.20", gib=31, tp=4)[-1] == 160
+    # sizes above max_running_requests (req_to_token_pool.size) give way to it: 100 requests -> ..., 88, 96, 100
+    assert _sglang_sizes("0.5.14", max_num_seqs=100)[-3:] == (88, 96, 100) and 104 not in _sglang_sizes(
+        "0.5.14", max_num_seqs=100)
+    assert _sglang_sizes("0.5.14", max_num_seqs=50, speculating=True)[-3:] == (44, 48, 50)
+    assert _sglang_sizes("0.5.14", max_num_seqs=48, speculating=True)[-3:] == (40, 44, 48)   # already captured
+    assert _sglang_sizes("0.5.14", max_num_seqs=1000)[-1] == 256                             # the GPU's cap
+
+
+def test_sglang_replays_its_widest_batch_unpadded():
+    data = scenario(workload={"num_requests": 5}, scheduler={"kind": "vllm", "max_batch_size": 100},
+                    cluster={"engine": {"framework": "sglang", "version": "0.5.14"}})
+    engine = simulator.run(data).built.kind.engine
+    assert engine.launch(0, 97, 1).tokens == 100 == engine.launch(0, 100, 1).tokens   # was 104: 97-100 padded past it
+
+
+def test_sglang_prefill_graphs_by_release_worked_by_hand():
+    """SGLang's prefill (extend) CUDA graphs: server_args.py _handle_piecewise_cuda_graph (v0.5.10 - v0.5.13),
+    _disable_tc_piecewise_cudagraph_if_incompatible and model_runner.py init_prefill_cuda_graph (v0.5.14),
+    default_prefill_backend and the breakable rules (v0.5.15 - v0.5.23), read in the PyPI releases named."""
+    from profiles.engine_time.graphs import PrefillContext, sglang_prefill_sizes
+    plain = PrefillContext()
+
+    def on(version, **ctx):
+        return bool(sglang_prefill_sizes(version, 8192, PrefillContext(**ctx)))
+    assert sglang_prefill_sizes("0.5.9", 8192, plain) == ()                      # enable_piecewise_cuda_graph False
+    sizes = sglang_prefill_sizes("0.5.10", 8192, plain)                           # on by default from 0.5.10
+    assert sizes[:9] == (4, 8, 12, 16, 20, 24, 28, 32, 48) and sizes[-3:] == (7168, 7680, 8192) and 4352 not in sizes
+    assert sglang_prefill_sizes("0.5.14", 1000, plain)[-2:] == (896, 960)         # up to the chunked-prefill size
+    # speculation: off in 0.5.10; 0.5.11 - 0.5.14 the EAGLE target prefills eagerly, others keep graphs; 0.5.15 on
+    assert not on("0.5.10", drafter="ngram") and on("0.5.11", drafter="ngram") and on("0.5.14", drafter="draft_model")
+    assert not on("0.5.14", drafter="eagle") and on("0.5.15", drafter="eagle") and on("0.5.23", drafter="eagle")
+    # DP attention: off through 0.5.16; MLA: off 0.5.15 - 0.5.17 (breakable), on before (tc_piecewise) and after
+    assert not on("0.5.14", attention_dp=2) and not on("0.5.16", attention_dp=2) and on("0.5.17", attention_dp=2)
+    assert on("0.5.14", mla=True) and not on("0.5.17", mla=True) and on("0.5.18", mla=True)
+    assert sglang_prefill_sizes("0.5.22", 8192, PrefillContext(mla=True))[-1] == 2048          # MLA: 2048 tokens,
+    assert sglang_prefill_sizes("0.5.23", 16384, PrefillContext(mla=True))[-1] == 8192         # min(8192, chunk)
+    # pipeline parallelism: off 0.5.10 - 0.5.14, kept by breakable graphs 0.5.15 - 0.5.18, off from 0.5.19
+    assert not on("0.5.14", pp=2) and on("0.5.18", pp=2) and not on("0.5.19", pp=2)
+    # PD disaggregation: both pools off through 0.5.14; from 0.5.15 only the decode pool
+    assert not on("0.5.14", role="prefill") and on("0.5.15", role="prefill") and not on("0.5.15", role="decode")
+
+
+def test_sglang_prefill_steps_pad_to_a_token_bucket_and_decode_overflow_stays_eager():
+    from profiles.engine_time.frameworks import Deployment
+    from profiles.engine_time.graphs import PrefillContext
+
+    def engine(version, **ctx):
+        return build_engine(EngineSettings("sglang", version),
+                            Deployment(max_num_seqs=48, prefill=PrefillContext(**ctx)))
+    assert engine("0.5.9").launch(1000, 0, 1).kind == EAGER
+    assert engine("0.5.14").launch(1000, 0, 1).kind == PIECEWISE and engine("0.5.14").launch(1000, 0, 1).tokens == 1024
+    assert engine("0.5.14").launch(1, 0, 1).tokens == 4                      # no padding limit before 0.5.16
+    assert engine("0.5.16").launch(1, 0, 1).kind == EAGER                    # 4 > 2 x 1 token: eager
+    assert engine("0.5.16").launch(2, 0, 1).tokens == 4                      # 4 = 2 x 2: replayed
+    assert engine("0.5.14").launch(8192, 0, 1).tokens == 8192 and engine("0.5.14").launch(8193, 0, 1).kind == EAGER
+    # a decode batch above the decode graphs (48 requests here) runs eagerly, never on a prefill bucket
+    assert engine("0.5.14").launch(0, 60, 1).kind == EAGER and engine("0.5.14").launch(0, 60, 1).tokens == 60
+    assert engine("0.5.14", drafter="eagle").launch(1000, 0, 1).kind == EAGER
+
+
+def test_sglang_prefill_padding_is_charged_exactly():
+    """A 1,000-token prefill on SGLang 0.5.14 costs the dense ops of 1,024 tokens with the LM head on the one
+    real row (the logits processor runs after the prefill graph), plus the real prompt's attention."""
+    sg = _cost(framework="sglang", version="0.5.14")
+    old = _cost(framework="sglang", version="0.5.9")
+    want = sg.target.dense(1024, 1) + sg.target.prefill_attention(1000, 1, 1000 * 1001 // 2)
+    got = sg.step(1000, 1, 1000 * 1001 // 2, 0, 0).target
+    assert got.flops == pytest.approx(want[1], rel=1e-12) and got.bytes == pytest.approx(want[2], rel=1e-12)
+    assert old.step(1000, 1, 1000 * 1001 // 2, 0, 0).target.flops < got.flops   # 0.5.9: eager, unpadded
+
+
+def test_sglang_prefill_graphs_follow_the_scenario():
+    """The run's drafter, pools and parallelism reach sglang_prefill_sizes (simulator.cluster.factory)."""
+    def prefill_kind(version, **over):
+        data = scenario(workload={"num_requests": 3}, cluster={"engine": {"framework": "sglang", "version": version}},
+                        **over)
+        return simulator.run(data).built.kind.engine.launch(1000, 0, 1).kind
+    eagle = {"drafter": {"kind": "head", "style": "autoregressive", "gamma": 3}}
+    assert prefill_kind("0.5.14") == PIECEWISE and prefill_kind("0.5.9") == EAGER
+    assert prefill_kind("0.5.14", **eagle) == EAGER and prefill_kind("0.5.15", **eagle) == PIECEWISE
+    for version, want in (("0.5.14", {"prefill": EAGER, "decode": EAGER}),
+                          ("0.5.15", {"prefill": PIECEWISE, "decode": EAGER})):
+        data = scenario(workload={"num_requests": 3}, cluster={
+            "engine": {"framework": "sglang", "version": version},
+            "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 1}}})
+        pools = {pool.name: pool for pool in simulator.run(data).built.pools}
+        assert {name: pools[name].kind.engine.launch(1000, 0, 1).kind for name in want} == want
+
+
+def test_trtllm_capture_sizes_follow_padding_and_the_executor_limits_worked_by_hand():
+    """TensorRT-LLM's CudaGraphConfig._generate_cuda_graph_batch_sizes(128, enable_padding) and
+    model_engine._filter_cuda_graph_batch_sizes (tensorrt_llm/llmapi/llm_args.py, _torch/pyexecutor/model_engine.py)."""
+    def sizes(padding, max_num_seqs=256, max_tokens=8192, q=1):
+        return default_capture_sizes("trtllm", True, "1.2.0", max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
+                                     speculating=q > 1, hbm_bytes=80 * 2 ** 30, tp=1, padding=padding)[0]
+    assert sizes(False) == tuple(range(1, 32)) + (32, 64, 128)
+    assert sizes(True) == (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128)
+    # the largest pure-decode batch min(max_batch_size, max_num_tokens // (1 + k)) caps the list; padding
+    # captures the cap itself in place of the first size above it
+    assert sizes(True, max_num_seqs=100)[-3:] == (88, 96, 100)
+    assert sizes(False, max_num_seqs=100)[-3:] == (31, 32, 64)
+    assert sizes(True, max_tokens=300, q=4)[-2:] == (72, 75)                  # 300 // 4 = 75
+    # the simulator pads with them: 65 requests pad to 72 (not 128) with graph_padding true
+    data = scenario(workload={"num_requests": 3}, scheduler={"kind": "vllm", "max_batch_size": 100},
+                    cluster={"engine": {"framework": "trtllm", "graph_padding": True}})
+    engine = simulator.run(data).built.kind.engine
+    assert engine.launch(0, 65, 1).tokens == 72 and engine.launch(0, 97, 1).tokens == 100
+    user = scenario(workload={"num_requests": 3}, scheduler={"kind": "vllm", "max_batch_size": 100},
+                    cluster={"engine": {"framework": "trtllm", "graph_padding": True, "capture_sizes": [8, 64, 256]}})
+    assert simulator.run(user).built.kind.engine.graphs.decode_sizes == (8, 64, 100)
 
 
 def _vllm_sizes(version, *, max_num_seqs=256, max_tokens=8192, q=1, blackwell=False):
@@ -262,14 +388,20 @@ def test_sglang_spec_v2_is_the_default_from_0_5_11_for_chains_and_from_0_5_13_fo
     """SGLang's own sources (PyPI): environ.py SGLANG_ENABLE_SPEC_V2 is EnvBool(False) through v0.5.10 and
     EnvBool(True) from v0.5.11; server_args.py of v0.5.11-v0.5.12 falls back to spec v1 (overlap off) for
     speculative_eagle_topk > 1; v0.5.13's arg_groups/speculative_hook.py has no such fallback; NGRAM turns the
-    overlap off."""
+    overlap off through v0.5.13 (_handle_ngram) and overlaps from v0.5.14 (NGRAMWorker(BaseSpecWorker),
+    enable_overlap = not disable_overlap_schedule; read through v0.5.23)."""
     draft = {"kind": "draft_model", "model": "llama-68m", "gamma": 3}
-    for version, chain, tree in (("0.5.10", False, False), ("0.5.11", True, False), ("0.5.12", True, False),
-                                 ("0.5.13", True, True), ("0.5.14", True, True)):
+    for version, chain, tree, ngram in (("0.5.10", False, False, False), ("0.5.11", True, False, False),
+                                        ("0.5.12", True, False, False), ("0.5.13", True, True, False),
+                                        ("0.5.14", True, True, True), ("0.5.23", True, True, True)):
         assert _spec_kind("sglang", EAGLE, version=version).engine.overlap is chain, version
         assert _spec_kind("sglang", draft, version=version).engine.overlap is chain, version   # STANDALONE
         assert _sglang_tree(version).engine.overlap is tree, version
-        assert _spec_kind("sglang", {"kind": "ngram", "gamma": 3}, version=version).engine.overlap is False
+        assert _spec_kind("sglang", {"kind": "ngram", "gamma": 3}, version=version).engine.overlap is ngram, version
+    with pytest.raises(ScenarioError, match="NGRAM speculation with the overlap scheduler off"):
+        _spec_kind("sglang", {"kind": "ngram", "gamma": 3}, version="0.5.13", async_scheduling=True)
+    assert _spec_kind("sglang", {"kind": "ngram", "gamma": 3}, version="0.5.14",
+                      async_scheduling=True).engine.overlap is True
     assert _spec_kind("sglang", EAGLE).engine.overlap is True      # the H100 tables' SGLang 0.5.14
     with pytest.raises(ScenarioError, match="topk 1"):
         _sglang_tree("0.5.12", async_scheduling=True)
@@ -355,6 +487,14 @@ def test_a_flag_a_version_lacks_is_one_line_naming_the_flag_and_the_versions_tha
     ("vllm", {"cluster": {"parallelism": {"tp": 2, "pp": 2}, "engine": {"version": "0.12.0"}}},
      "cluster.parallelism.pp", ["vllm 0.12.0", "pipeline parallelism"]),
     ("sglang", {"scheduler": {"kind": "sarathi"}}, "scheduler.kind", ["mixed chunked prefill"]),
+    # SGLang 0.5.19 keeps mixed chunks with EAGLE but decodes the running requests without drafts in mixed steps
+    ("sglang", {"scheduler": {"kind": "sarathi"}, "cluster": {"engine": {"version": "0.5.18"}}}, "scheduler.kind",
+     ["sglang 0.5.18 turns mixed chunked prefill off"]),
+    ("sglang", {"scheduler": {"kind": "sarathi"}, "cluster": {"engine": {"version": "0.5.19"}}}, "scheduler.kind",
+     ["sglang 0.5.19 keeps mixed chunked prefill with EAGLE", "1-token decode", "does not model"]),
+    ("sglang", {"scheduler": {"kind": "sarathi"}, "drafter": {"kind": "ngram", "gamma": 3},
+                "cluster": {"engine": {"version": "0.5.19"}}}, "scheduler.kind",
+     ["sglang 0.5.19 turns mixed chunked prefill off with speculation other than EAGLE"]),
     ("vllm", {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
               "cluster": {"engine": {"version": "0.9.0"}}}, "drafter.kind", ["vllm 0.9.0", "draft"]),
     ("vllm", {"drafter": {"kind": "ngram", "gamma": 3}, "cluster": {"engine": {"async_scheduling": True}}},
@@ -626,3 +766,14 @@ def test_trtllm_ifb_admits_at_the_finish_that_frees_its_life_in_bulk_mode_too():
         assert req.admit_s.iloc[2] == req.finish_s.iloc[0] < req.finish_s.iloc[1]
     pd.testing.assert_frame_equal(runs["step"].requests, runs["bulk"].requests)
     pd.testing.assert_frame_equal(runs["step"].steps, runs["bulk"].steps)
+
+
+@pytest.mark.parametrize("drafter", [None, {"kind": "ngram", "gamma": 3},
+                                     {"kind": "head", "style": "autoregressive", "gamma": 3}])
+def test_sglang_newest_rules_bulk_equals_step(drafter):
+    """SGLang 0.5.23 (prefill graphs, n-gram overlapped, EAGLE prefill captured): bulk and step-by-step runs agree."""
+    from sim_helpers import assert_bulk_equals_step
+    over = {"drafter": drafter} if drafter else {}
+    assert_bulk_equals_step(scenario(workload={"num_requests": 40, "arrival": {"process": "poisson", "qps": 20.0}},
+                                     scheduler={"kind": "vllm", "max_batch_size": 24},
+                                     cluster={"engine": {"framework": "sglang", "version": "0.5.23"}}, **over))

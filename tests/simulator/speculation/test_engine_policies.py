@@ -146,3 +146,30 @@ def test_engine_policies_run_and_are_deterministic(policy):
     pd.testing.assert_frame_equal(a.requests, b.requests)
     steps = a.steps
     assert len(steps) and (a.requests["emitted_tokens"] == a.requests["output_tokens"]).all()
+
+
+def test_sglang_default_slots_follow_the_release_worked_by_hand():
+    """DEFAULT_ADAPTIVE_CONFIG as read in the PyPI releases (speculative/adaptive_spec_params.py)."""
+    from simulator.speculation.control.sglang_adaptive import default_slots
+
+    def candidates(version):
+        return {k: v["candidate_steps"] for k, v in default_slots(version).items()}
+    assert candidates("0.5.13") == {1: [1, 3, 7], 8: [1, 3], 32: [1]}
+    assert candidates("0.5.14") == candidates("0.5.19") == {1: [1, 3, 7], 8: [0, 1, 3], 32: [0, 1], 64: [0]}
+    assert candidates("0.5.20") == candidates("0.5.23") == candidates(None) == {1: [1, 3, 5, 7], 8: [0, 1, 3],
+                                                                                32: [0, 1], 64: [0]}
+    assert default_slots("0.5.14")[1]["down_hysteresis"] == -0.25
+
+
+def test_sglang_adaptive_takes_the_engine_releases_defaults():
+    import simulator
+    from simulator.errors import ScenarioError
+
+    def slot_one(version):
+        data = scenario(drafter={"kind": "head", "style": "autoregressive", "gamma": 7},
+                        acceptance={"kind": "constant", "alpha": 0.7}, policy={"kind": "sglang_adaptive"},
+                        workload={"num_requests": 4}, cluster={"engine": {"framework": "sglang", "version": version}})
+        return simulator.run(data).built.kind.policy.slot_cfg[1]["candidate_steps"]
+    assert slot_one("0.5.14") == [1, 3, 7] and slot_one("0.5.20") == [1, 3, 5, 7]
+    with pytest.raises(ScenarioError, match="policy.kind: sglang 0.5.12 has no batch-size-aware adaptive"):
+        slot_one("0.5.12")
