@@ -72,13 +72,22 @@ def device_total_bytes(hw: HardwareSpec) -> float:
 def mxfp4_backend(hw: HardwareSpec) -> str:
     """The MoE backend vLLM picks for MXFP4 experts on `hw` (approximation, named: by GPU generation only):
     Blackwell → FlashInfer TRT-LLM; Hopper → OpenAI's Triton kernels (issue #33155: "Using Triton backend",
-    0.14.1 on H100); older GPUs → Marlin (weight-only FP4, issue #23278 on 0.10.1)."""
+    0.14.1 on H100); ROCm → its own kernels (padded like TRT-LLM); older GPUs → Marlin (weight-only FP4, issue
+    #23278 on 0.10.1)."""
     from profiles.engine_time.graphs import DATACENTER_BLACKWELL
     if hw.id in DATACENTER_BLACKWELL:
         return "flashinfer_trtllm"
+    if hw.id == "mi300x":
+        return "rocm"
     if "fp8" in hw.peak_flops and hw.id not in ("l40s", "rtx-pro-6000", "mi300x"):
         return "triton"
     return "marlin"
+
+
+def expert_width_split(par: Parallelism) -> int:
+    """How many GPUs share one expert's width: tp, or 1 under expert parallelism (vLLM's EP places whole
+    experts, 1/ep of them per GPU)."""
+    return 1 if par.ep > 1 else par.tp
 
 
 def _round_up(x: int, multiple: int) -> int:
@@ -94,7 +103,7 @@ def mxfp4_layout_extra_bytes(target: ModelSpec, par: Parallelism, backend: str) 
     parameters (one more copy of the scales) and casts the expert biases to fp32."""
     if not target.num_experts or not target.moe_intermediate_size:
         return 0.0
-    hidden, width = target.hidden_size, target.moe_intermediate_size // par.tp
+    hidden, width = target.hidden_size, target.moe_intermediate_size // expert_width_split(par)
     experts = target.num_experts / (par.ep if par.ep > 1 else 1)
     layers = sum(1 for t in target.ffn_types if t == "moe") if target.ffn_types else \
         target.num_layers - target.first_dense_layers
@@ -104,7 +113,7 @@ def mxfp4_layout_extra_bytes(target: ModelSpec, par: Parallelism, backend: str) 
         pad_h, pad_w = hidden, _round_up(width, 64)
     elif backend == "marlin":
         pad_h, pad_w = _round_up(hidden, 256), _round_up(width, 128)
-    else:
+    else:   # flashinfer_trtllm, rocm
         pad_h, pad_w = _round_up(hidden, 256), _round_up(width, 256)
     extra = 3 * experts * (pad_h * pad_w - hidden * width) * per_weight   # gate+up (2·w×h) and down (h×w)
     if backend == "triton":
@@ -142,10 +151,11 @@ def activation_peak_bytes(target: ModelSpec, par: Parallelism, run: ProfileRun, 
 
 def moe_workspace_bytes(target: ModelSpec, par: Parallelism, tokens: int, b: float) -> float:
     """The fused-MoE workspaces for `tokens` tokens (fused_moe.py TritonExperts.workspace_shapes, 0.19.0):
-    (M, topk, max(N/2, K)) and (M, topk, max(N, K)) with N = 2 × the expert width per GPU, K = hidden."""
+    (M, topk, max(N/2, K)) and (M, topk, max(N, K)) with N = 2 × the expert width per GPU, K = hidden, M the
+    step's tokens (approximation, named: under EP a rank may receive other ranks' tokens too)."""
     if not target.num_experts:
         return 0.0
-    n = 2 * target.moe_intermediate_size // par.tp
+    n = 2 * target.moe_intermediate_size // expert_width_split(par)
     k = target.hidden_size
     return tokens * target.experts_per_token * (max(n // 2, k) + max(n, k)) * b
 

@@ -84,3 +84,14 @@ def test_moe_workspace_persists_from_0_19():
     old = activation_peak_bytes(model, par, ProfileRun("0.11.0", 8192, 1024))
     ws = 8192 * 8 * (2048 + 2048) * 2   # (M, topk, max(N/2, K)) + (M, topk, max(N, K)), bf16
     assert new - old == pytest.approx(ws)
+
+
+def test_moe_workspace_takes_whole_experts_under_expert_parallelism():
+    """TritonExperts.workspace_shapes (0.19.0) with N = 2 × the expert width on the GPU: 1/tp of it with tensor
+    parallelism, all of it under EP (whole experts per GPU)."""
+    from simulator.cluster.vllm_memory import moe_workspace_bytes
+    mixtral, tokens = get_model("mixtral-8x7b"), 8192
+    tp8 = tokens * 2 * (max(1792, 4096) + max(3584, 4096)) * 2          # width 14336 / 8
+    ep8 = tokens * 2 * (max(14336, 4096) + max(28672, 4096)) * 2        # the whole width
+    assert moe_workspace_bytes(mixtral, Parallelism(tp=8), tokens, 2) == tp8
+    assert moe_workspace_bytes(mixtral, Parallelism(8, 1, 8), tokens, 2) == ep8
