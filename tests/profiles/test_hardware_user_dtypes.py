@@ -164,7 +164,7 @@ def test_the_plausible_ranges_hold_every_catalog_entry_with_10x_to_spare():
         for name, (lo, hi) in PLAUSIBLE.items():
             values = spec.peak_flops.values() if name == "peak_flops" else [getattr(spec, name)]
             for value in values:
-                if value == 0 and name in ("tdp_w", "idle_w", "host_w_per_gpu"):   # (0: unknown, not counted)
+                if value == 0 and name in ("tdp_w", "idle_w", "host_w_per_gpu", "cuda_total_bytes"):   # (0: unknown)
                     continue
                 margin = 1 if name == "gpus_per_node" else 10
                 assert lo * margin <= value <= hi / margin, (spec.id, name, value)

@@ -95,3 +95,12 @@ def test_moe_workspace_takes_whole_experts_under_expert_parallelism():
     ep8 = tokens * 2 * (max(14336, 4096) + max(28672, 4096)) * 2        # the whole width
     assert moe_workspace_bytes(mixtral, Parallelism(tp=8), tokens, 2) == tp8
     assert moe_workspace_bytes(mixtral, Parallelism(8, 1, 8), tokens, 2) == ep8
+
+
+def test_a_hardware_file_gives_the_memory_cuda_reports():
+    from profiles.hardware_file import load_hardware
+    fields = {"id": "my-gpu", "peak_flops": {"fp32": 6e13, "bf16": 8e14}, "hbm_bytes": 96e9,
+              "hbm_bandwidth_bytes_per_s": 4e12, "scaleup_bandwidth_bytes_per_s": 4.5e11,
+              "scaleout_bandwidth_bytes_per_s": 5e10}
+    assert device_total_bytes(load_hardware(fields)) == 96e9                                   # not given: the datasheet's
+    assert device_total_bytes(load_hardware({**fields, "cuda_total_bytes": 95.0 * GIB})) == 95.0 * GIB
