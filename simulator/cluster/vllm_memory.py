@@ -18,12 +18,18 @@ allocator's peak over `profile_run` and `non_torch_increase` what CUDA took outs
   tokens, keeps its hidden states, and samples min(max_num_seqs, max_num_batched_tokens) rows of logits.
 - `NON_TORCH_*`: measured, not derived (NCCL/custom all-reduce buffers and lazily loaded CUDA modules).
 
-Not modelled, named: the CUDA-graph memory estimate that vLLM subtracts by default from 0.21.0
-(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, gpu_worker.py 0.24.0; it captures two graphs per mode and
-extrapolates, 0.17–0.58 GiB per GPU in published logs, far more on some models: vllm issues #45178, #50780), so
-the KV of those releases is overstated by that much; multimodal encoder profiling; speculative decoding's
-drafter pass in the profile run. SGLang (mem_fraction_static) and TensorRT-LLM (free_gpu_memory_fraction) keep
-other rules: not this module's (simulator.cluster.factory keeps the plain rule for them).
+Not modelled, named:
+- the CUDA-graph memory estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: present but off in 0.19.0's
+  envs.py, on in 0.24.0's; "default since v0.21.0" as 0.2x logs say, noonghunna/club-3090 issue #127). It
+  captures two graphs per mode and extrapolates: 0.17-0.58 GiB per GPU in published logs, far more on some
+  models (vllm issues #45178, #50780), so the KV of vLLM >= 0.21 is overstated by that much here;
+- multimodal encoder profiling, and speculative decoding's drafter pass in the profile run;
+- before 0.11 the start-up snapshot precedes NCCL's initialisation (gpu_worker.py init_device, 0.10.2), so the
+  communicator's buffers count as non-torch memory there too (the constants above are 0.19.0's);
+- vLLM V0 (before 0.8, vllm/worker/worker.py determine_num_available_blocks) profiles a dummy batch of the same
+  limits and is priced with the same terms.
+SGLang (mem_fraction_static) and TensorRT-LLM (free_gpu_memory_fraction) keep other rules: not this module's
+(simulator.cluster.factory keeps the plain rule for them).
 """
 from __future__ import annotations
 
