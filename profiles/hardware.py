@@ -35,6 +35,7 @@ from models.dtypes import FP4_DTYPES, WEIGHT_ONLY_DTYPES
 from models.errors import UnknownNameError
 
 GB = 1e9
+GIB = 1024 ** 3
 TB = 1e12
 TFLOP = 1e12
 IDLE_FRACTION_OF_TDP = 80.3 / 700.0   # H200 SXM with a loaded model, idle (module docstring)
@@ -62,6 +63,10 @@ class HardwareSpec:
     tdp_w: float = 0.0                    # board power limit (0: unknown, no energy figures)
     idle_w: float = 0.0                   # idle with a model loaded (0 with tdp_w > 0: IDLE_FRACTION_OF_TDP of it)
     host_w_per_gpu: float = 0.0           # the node beside its GPUs, per GPU (module docstring; 0: not counted)
+    # The device memory CUDA reports (cudaMemGetInfo's total, bytes), below the datasheet's figure by what the
+    # driver reserves; vLLM's gpu_memory_utilization is a fraction of it (simulator.cluster.vllm_memory).
+    # 0: not recorded (the datasheet's hbm_bytes stands in).
+    cuda_total_bytes: float = 0.0
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -132,6 +137,8 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=450 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=132,
+        cuda_total_bytes=79.19 * GIB,   # vLLM 0.19.0 "worker init memory snapshot: ... total_memory=79.19GiB"
+        # (llm-d-incubation/llm-d-planner accuracy/results/v0.19.0/logs/meta-llama-llama-3-1-8b--h100-80gb--*.log)
         host_w_per_gpu=575, tdp_w=700, source="NVIDIA H100 Tensor Core GPU datasheet (SXM5: 989 TFLOPS BF16 dense, 3.35 TB/s HBM3, NVLink "
                "900 GB/s bidirectional); DGX H100: 8 GPUs, 8x ConnectX-7 400 Gb/s"),
     HardwareSpec(
@@ -142,6 +149,7 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=450 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=132,
+        cuda_total_bytes=139.72 * GIB,   # vLLM "Free memory on device (7.34/139.72 GiB) on startup" (vllm issue #23192)
         host_w_per_gpu=575, tdp_w=700, source="NVIDIA H200 Tensor Core GPU datasheet (SXM: 141 GB HBM3e, 4.8 TB/s, same Hopper compute as "
                "H100 SXM, NVLink 900 GB/s bidirectional); HGX H200: 8 GPUs, 400 Gb/s NIC per GPU"),
     HardwareSpec(
@@ -152,6 +160,8 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=300 * GB, scaleout_bandwidth_bytes_per_s=25 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=108,
+        cuda_total_bytes=79.25 * GIB,   # torch on A100 80GB: "GPU 0 has a total capacity of 79.25 GiB" (HiDream-ai/VAREdit
+        # issue #6; levihsu/OOTDiffusion issue #235 the same)
         host_link_bandwidth_bytes_per_s=32 * GB,  # PCIe Gen4 x16
         host_w_per_gpu=412.5, tdp_w=400, source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB: 312 TFLOPS BF16 dense, 2,039 GB/s HBM2e, "
                "NVLink 600 GB/s bidirectional); DGX A100: 8 GPUs, 8x 200 Gb/s HDR InfiniBand"),
@@ -163,6 +173,8 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=900 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=148,
+        cuda_total_bytes=178.36 * GIB,   # torch on B200: "Total VRAM: 178.35 GB" (unslothai/unsloth
+        # issue #3411); vLLM "Free memory on device (177.66/178.36 GiB)" (vllm PR #21489)
         host_w_per_gpu=787.5, tdp_w=1000, source="NVIDIA HGX B200 / DGX B200 datasheets (per GPU: 2.25 PFLOPS BF16 dense, 4.5 PFLOPS FP8 dense, "
                "180 GB HBM3e at 8 TB/s; NVLink 5 1.8 TB/s bidirectional; 8x ConnectX-7 400 Gb/s)"),
     HardwareSpec(

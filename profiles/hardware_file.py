@@ -48,6 +48,12 @@ both sides — a figure outside it is a unit slip (GB for bytes, Gbit for bytes,
 | tdp_w (when > 0) | 10 – 1e5 W | 350 W (L40S) – 1,400 W (GB300) |
 | idle_w (when > 0) | 1 – 1e4 W | 40 W (L40S) – 161 W (GB300) |
 | host_w_per_gpu (when > 0) | 10 – 1e5 W | 412 W (A100) – 788 W (B200) |
+| cuda_total_bytes (when > 0) | 1e8 – 1e13 B, and at most CUDA_TOTAL_OVER_HBM × hbm_bytes | 79.19 GiB (H100) – 178.36 GiB (B200) |
+
+`cuda_total_bytes` (optional, 0: not recorded) is the memory CUDA reports (cudaMemGetInfo's total), which
+vLLM's gpu_memory_utilization is a fraction of (simulator.cluster.vllm_memory). It may exceed the datasheet's
+decimal `hbm_bytes` (an "80 GB" H100 reports 79.19 GiB = 85.0e9 B: its HBM is 80 GiB), by at most
+CUDA_TOTAL_OVER_HBM (GiB over GB, 1.074, with slack): a larger figure is a unit slip or another device.
 
 `tests/profiles/test_hardware_user_dtypes.py` checks that every catalog entry sits inside these ranges with the
 10× margin.
@@ -70,9 +76,12 @@ HARDWARE_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 KNOWN_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 _POSITIVE = ("hbm_bytes", "hbm_bandwidth_bytes_per_s", "scaleup_bandwidth_bytes_per_s",
              "scaleout_bandwidth_bytes_per_s", "host_link_bandwidth_bytes_per_s")
-_NON_NEGATIVE = ("scaleup_latency_s", "scaleout_latency_s", "host_link_latency_s", "tdp_w", "idle_w", "host_w_per_gpu")
+_NON_NEGATIVE = ("scaleup_latency_s", "scaleout_latency_s", "host_link_latency_s", "tdp_w", "idle_w", "host_w_per_gpu",
+                 "cuda_total_bytes")
+CUDA_TOTAL_OVER_HBM = 1.1   # the largest cuda_total_bytes / hbm_bytes accepted (module docstring)
 _DEFAULTS = {"gpus_per_node": 8, "scaleup_latency_s": 1.0e-6, "scaleout_latency_s": 5.0e-6,
              "host_link_bandwidth_bytes_per_s": 64.0e9, "host_link_latency_s": 3.0e-6, "tdp_w": 0.0, "idle_w": 0.0, "host_w_per_gpu": 0.0,
+             "cuda_total_bytes": 0.0,
              "source": "user-defined"}
 FIELDS = [f.name for f in dataclasses.fields(HardwareSpec)]
 REQUIRED = ("id", "peak_flops", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "scaleup_bandwidth_bytes_per_s",
@@ -83,7 +92,7 @@ PLAUSIBLE = {"peak_flops": (1e9, 1e18), "hbm_bytes": (1e8, 1e13), "hbm_bandwidth
              "scaleup_bandwidth_bytes_per_s": (1e8, 1e13), "scaleout_bandwidth_bytes_per_s": (1e7, 1e12),
              "host_link_bandwidth_bytes_per_s": (1e8, 1e13), "scaleup_latency_s": (1e-8, 1e-2),
              "scaleout_latency_s": (1e-8, 1e-2), "host_link_latency_s": (1e-8, 1e-2), "gpus_per_node": (1, 1024),
-             "tdp_w": (10, 1e5), "idle_w": (1, 1e4), "host_w_per_gpu": (10, 1e5)}
+             "tdp_w": (10, 1e5), "idle_w": (1, 1e4), "host_w_per_gpu": (10, 1e5), "cuda_total_bytes": (1e8, 1e13)}
 
 
 def _plausible(number: float, field: str, name: str) -> float:
@@ -167,6 +176,10 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
         out[name] = _number(out[name], f"{where}.{name}", "a number >= 0", lambda x: x >= 0)
         if name in PLAUSIBLE and out[name] > 0:   # 0: a link priced without latency, allowed
             _plausible(out[name], f"{where}.{name}", name)
+    if out["cuda_total_bytes"] > CUDA_TOTAL_OVER_HBM * out["hbm_bytes"]:
+        raise FieldError(f"{where}.cuda_total_bytes", f"{out['cuda_total_bytes']:g} exceeds {CUDA_TOTAL_OVER_HBM} x "
+                         f"hbm_bytes ({out['hbm_bytes']:g}): CUDA cannot report more memory than the device has "
+                         "(a unit slip?); give the bytes cudaMemGetInfo reports, or 0")
     if out["idle_w"] > out["tdp_w"]:
         raise FieldError(f"{where}.idle_w", f"{out['idle_w']} must not exceed tdp_w ({out['tdp_w']})")
     for name in ("gpus_per_node", "compute_units"):

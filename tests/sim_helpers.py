@@ -76,3 +76,14 @@ def assert_same_outputs(a: tuple, b: tuple) -> None:
         for name in frame_a:
             x, y = frame_a[name], frame_b[name]
             assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
+
+
+def vllm_requested_bytes(hw, target, par, dtype: str, util: float, max_batched_tokens: int = 8192,
+                         max_num_seqs: int = 64, version: str | None = None) -> float:
+    """What vLLM's accounting leaves for weights and KV on one GPU before the checkpoint's weights come off:
+    the memory CUDA reports × `util` minus the start-up profile (the MXFP4 layout's extra bytes, the profile
+    run's activation peak, the non-torch memory: simulator.cluster.vllm_memory). The defaults are `scenario`'s
+    scheduler (max_batch_size 64, max_batched_tokens 8192)."""
+    from simulator.cluster.vllm_memory import ProfileRun, device_total_bytes, profile_overhead_bytes
+    run = ProfileRun(version, max_batched_tokens, max_num_seqs)
+    return device_total_bytes(hw) * util - profile_overhead_bytes(hw, target, par, dtype, run)

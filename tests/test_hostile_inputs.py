@@ -1065,6 +1065,17 @@ CASES = [
             "is a non-empty directory that is not a draftsim output (no vllm_validation.json or draftsim manifest)"),
     Hostile("run_executor_and_set_executor", run(None, "--executor", "local-dask", "--set", "simulation.executor=local"),
             "--set: simulation.executor is set twice (simulation.executor=local-dask, then simulation.executor=local)"),
+    # ---- vLLM's GPU memory accounting (helper8): the memory CUDA reports, in a hardware file ------------------
+    # a field the KV budget reads (simulator.cluster.vllm_memory): text or a figure above the device's memory
+    # would have been multiplied into the budget unchecked
+    Hostile("hardware_cuda_total_bytes_text", hardware(cuda_total_bytes="lots"),
+            "draftsim: error: cluster.hardware.cuda_total_bytes: 'lots' is not a number; expected a number >= 0"),
+    Hostile("hardware_cuda_total_bytes_negative", hardware(cuda_total_bytes=-1),
+            "draftsim: error: cluster.hardware.cuda_total_bytes: -1 is not a number >= 0"),
+    Hostile("hardware_cuda_total_bytes_in_gib_not_bytes", hardware(cuda_total_bytes=79.19),
+            "draftsim: error: cluster.hardware.cuda_total_bytes: 79.19 is outside the physically plausible"),
+    Hostile("hardware_cuda_total_bytes_above_the_device", hardware(cuda_total_bytes=200e9),
+            "draftsim: error: cluster.hardware.cuda_total_bytes: 2e+11 exceeds 1.1 x hbm_bytes (9.6e+10)"),
 ]
 
 

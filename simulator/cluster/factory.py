@@ -3,15 +3,20 @@ latency, dtype, moe) → what every replica of one pool is (`ReplicaKind`: step 
 control policy, KV capacity). The DES (every pool of a colocated or disaggregated cluster), the capacity
 planner's screen and `draftsim estimate` all call `build_replica_kind`, so they price steps identically.
 
-Memory model (per GPU of a replica, the binding GPU sets the capacity): HBM × gpu_memory_utilization
-minus the target's weight shard (weights / (tp·pp)) minus the draft's weight shard (draft weights /
-draft tp; the draft lives on the first draft_tp GPUs of the replica) leaves room for KV; one token costs
-the target's per-GPU KV bytes plus the draft's. Activations and CUDA graphs are covered by the
-(1 − gpu_memory_utilization) margin, as in vLLM's accounting. TensorRT-LLM (latency.framework trtllm) takes its
-fraction of the memory the weights leave free instead: KV = (HBM − weights) × gpu_memory_utilization, its
+Memory model (per GPU of a replica, the binding GPU sets the capacity): the memory that gpu_memory_utilization
+is a fraction of, minus the target's weight shard (weights / (tp·pp)) minus the draft's weight shard (draft
+weights / draft tp; the draft lives on the first draft_tp GPUs of the replica) leaves room for KV; one token
+costs the target's per-GPU KV bytes plus the draft's. Under vLLM on a GPU (`vllm_profile_run`) that is vLLM
+V1's accounting (simulator.cluster.vllm_memory): the memory CUDA reports × gpu_memory_utilization, minus the
+weights as loaded (MXFP4 experts re-laid out by their MoE backend), the start-up profile run's activation peak
+(max_num_batched_tokens tokens, min(max_num_seqs, that) rows sampled) and the non-torch increase; the CUDA-graph
+estimate of vLLM >= 0.21 is not subtracted (named there). TensorRT-LLM (latency.framework trtllm) takes its
+fraction of the memory the weights leave free: KV = (HBM − weights) × gpu_memory_utilization, its
 KvCacheConfig.free_gpu_memory_fraction (default 0.9; tensorrt_llm/_torch/pyexecutor/_util.py
 KvCacheCreator._cal_max_tokens at commit d8ae02c: (total_gpu_memory − peak_memory) × fraction, the peak being
-the weights plus the profiled activations, which this model leaves out as it does for vLLM).
+the weights plus the profiled activations, which this model leaves out). Elsewhere (SGLang, the local CPU):
+HBM × gpu_memory_utilization minus the weights, activations taken as covered by the rest (approximation,
+named: SGLang's own rule, mem_fraction_static, is not modelled).
 Expert parallelism (parallelism.ep > 1, MoE targets): each GPU holds 1/ep of the routed experts and 1/tp
 of everything else (models.moe_routing.weight_bytes_per_gpu); each of the ep/tp data-parallel attention
 groups keeps the KV of its own requests, so the replica holds attention_dp × one group's tokens.
@@ -49,6 +54,7 @@ from simulator.speculation.suffix.acceptance import bind_proposer
 from simulator.cost.step_cost import StepCostModel
 from simulator.cluster import target_costs
 from simulator.cluster.target_costs import BuildContext, Facts
+from simulator.cluster.vllm_memory import ProfileRun
 
 GIB = 1024 ** 3
 CPU_ID = "cpu-local"   # the catalog's entry for the local CPU (nominal figures; profiles measure the real ones)
@@ -146,39 +152,62 @@ def _modes_elsewhere(framework: str) -> dict[str, list[str]]:
     return out
 
 
+def vllm_profile_run(latency: LatencyConfig, engine_cfg, hw: HardwareSpec, scheduler) -> ProfileRun | None:
+    """The start-up profile run whose memory vLLM subtracts (simulator.cluster.vllm_memory), or None where the
+    plain rule applies (another framework, or the local CPU); `scheduler`: the scheduler section (None: 256
+    sequences, 8192 tokens)."""
+    from simulator.config.engine import EngineConfig, engine_settings
+    settings = engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), latency)
+    if settings.framework != "vllm" or hw.id == CPU_ID:
+        return None
+    version = settings.version
+    if version is None and latency.framework == "vllm":
+        version = latency.version
+    return ProfileRun(version, scheduler.max_batched_tokens if scheduler is not None else 8192,
+                      scheduler.max_batch_size if scheduler is not None else 256)
+
+
 def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
-                       drafter: DrafterBuild | None = None, where: str = "cluster", framework: str = "vllm") -> float:
-    """HBM left for KV (and recurrent state) on each GPU of a replica after the target's and `drafter`'s weights,
-    by `framework`'s rule (module docstring: util of the whole HBM, or for trtllm of what the weights leave);
-    ScenarioError naming the field when the weights do not fit."""
+                       drafter: DrafterBuild | None = None, where: str = "cluster", framework: str = "vllm",
+                       profile: ProfileRun | None = None) -> float:
+    """Memory left for KV (and recurrent state) on each GPU of a replica after the target's and `drafter`'s
+    weights, by `framework`'s rule (module docstring): under vLLM (`profile`, from `vllm_profile_run`) also its
+    profile run's activations and non-torch memory; for trtllm a fraction of what the weights leave.
+    ScenarioError naming the field when they do not fit."""
     from models.moe_routing import weight_bytes_per_gpu
+    from simulator.cluster.vllm_memory import device_total_bytes, profile_overhead_bytes
     target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
     extra_w = drafter.weight_bytes_per_gpu if drafter is not None else 0.0
+    overhead = profile_overhead_bytes(hw, target, par, dtype, profile) if profile is not None else 0.0
+    total = device_total_bytes(hw) if profile is not None else hw.hbm_bytes
     if framework == "trtllm":   # free_gpu_memory_fraction of the memory left after the weights
-        free = (hw.hbm_bytes - target_weights - extra_w) * util
+        free = (total - target_weights - extra_w) * util
     else:
-        free = hw.hbm_bytes * util - target_weights - extra_w
+        free = total * util - target_weights - extra_w - overhead
     if free <= 0:
         need = target_weights + extra_w
         draft = drafter.spec if drafter is not None and drafter.colocated_model else None
         field = "cluster.model" if where == "cluster" else f"{where}.parallelism"
         raise ScenarioError(field, f"{target.name}{' + draft ' + draft.name if draft else ''} needs "
                             f"{need / GIB:.1f} GiB of weights per GPU at tp={par.tp}, pp={par.pp}"
-                            f"{f', ep={par.ep}' if par.ep > 1 else ''} but {hw.id} offers "
-                            + (f"{hw.hbm_bytes / GIB:.1f} GiB" if framework == "trtllm" else
-                               f"{hw.hbm_bytes * util / GIB:.1f} GiB at gpu_memory_utilization={util}") + "; "
+                            f"{f', ep={par.ep}' if par.ep > 1 else ''}"
+                            f"{f' and {overhead / GIB:.1f} GiB of vLLM start-up profile (activations, non-torch)' if overhead else ''}"
+                            f" but {hw.id} offers "
+                            + (f"{total / GIB:.1f} GiB" if framework == "trtllm" else
+                               f"{total * util / GIB:.1f} GiB at gpu_memory_utilization={util}") + "; "
                             f"raise {where}.parallelism.tp/pp{'/ep' if target.is_moe else ''} or pick larger hardware")
     return free
 
 
 def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
                        drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None,
-                       kv_fraction: float = 1.0, framework: str = "vllm") -> int:
+                       kv_fraction: float = 1.0, framework: str = "vllm", profile: ProfileRun | None = None) -> int:
     """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
     weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype);
     `kv_fraction` scales the target's KV per token (ShadowKV keeps a fraction of it on the GPU:
-    simulator.cost.shadowkv). A hybrid model's KV is its attention layers' (its state: `hybrid_layout`)."""
-    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where, framework)
+    simulator.cost.shadowkv). A hybrid model's KV is its attention layers' (its state: `hybrid_layout`).
+    `framework`: whose rule; `profile`: vLLM's start-up profile run (`vllm_profile_run`; None: the plain rule)."""
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where, framework, profile)
     per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype)) * kv_fraction
     if drafter is not None:
         per_token += drafter.kv_bytes_per_token_per_gpu
@@ -186,13 +215,14 @@ def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
 
 
 def hybrid_layout(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, kv_dtype: str, util: float,
-                  drafter: DrafterBuild | None, framework: str, draft_tokens: int, where: str = "cluster"):
+                  drafter: DrafterBuild | None, framework: str, draft_tokens: int, where: str = "cluster",
+                  profile: ProfileRun | None = None):
     """The unified page layout of a hybrid model's replica (simulator.core.kv.hybrid_state): attention KV and
     every request's recurrent state in one pool, the state copies `framework` keeps while speculating with
     `draft_tokens` drafts per step (models.mixers.state_copies)."""
     from models.mixers import state_copies
     from simulator.core.kv.hybrid_state import hybrid_page_layout
-    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where, framework)
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where, framework, profile)
     extra = drafter.kv_bytes_per_token_per_gpu if drafter is not None else 0.0
     layout = hybrid_page_layout(target, par, dtype, kv_dtype, free, draft_tokens,
                                 state_copies(framework, draft_tokens), extra)
@@ -225,14 +255,15 @@ def frees_window_blocks(latency: LatencyConfig, engine_cfg, hw: HardwareSpec, wh
 
 
 def sliding_window_layout(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, kv_dtype: str,
-                          util: float, drafter: DrafterBuild | None, scheduler, q: int, where: str = "cluster"):
+                          util: float, drafter: DrafterBuild | None, scheduler, q: int, where: str = "cluster",
+                          profile: ProfileRun | None = None):
     """The page layout of full-attention and sliding-window groups of a replica of `target`
     (simulator.core.kv.sliding_window), with a colocated drafter's KV; `scheduler`: the scheduler section
     (its block size, and the budget that bounds a step's tokens under vllm_v1's chunking)."""
     import math
     from models.spec import kv_heads_per_gpu
     from simulator.core.kv.sliding_window import window_page_layout
-    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where)
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where, profile=profile)
     per_layer = 2 * kv_heads_per_gpu(target, par.tp) * target.head_dim * dtype_bytes(kv_dtype)
     full = math.ceil(target.mixer_layers("full_attention") / par.pp)
     window = math.ceil(target.mixer_layers("sliding_attention") / par.pp)
@@ -442,9 +473,10 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         if refusal is not None:
             raise ScenarioError("cluster.kv_cache.layout.kind", refusal)
         kv_fraction = layout.gpu_fraction(target, kv_layout)
+    profile = vllm_profile_run(latency, engine_config, hw, scheduler)
     kv_tokens = 0 if memory_utilization is None else \
         kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype, kv_fraction,
-                           latency.framework)
+                           latency.framework, profile)
     target_cost = target_costs.build(facts, BuildContext(target, par, lat, dtype, kv_dtype, hw, moe, base_dir,
                                                          built_drafter, kv_layout, early_exit, latency.nano_batches))
     if facts.measured_passes:
@@ -482,14 +514,14 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         state_bytes = state_bytes_per_request(target, par, dtype, latency.framework, draft_tokens)
         if memory_utilization is not None:
             layout = hybrid_layout(hw, target, par, dtype, kv_dtype, memory_utilization, built_drafter,
-                                   latency.framework, draft_tokens, where)
+                                   latency.framework, draft_tokens, where, profile)
             kv_tokens = layout.kv_tokens
     window = None
     if target.sliding_window_layers and not target.num_state_layers and not target.is_mla \
             and memory_utilization is not None and (kv_layout is None or kv_layout.kind == "paged") \
             and frees_window_blocks(latency, engine_config, hw, where):
         window = sliding_window_layout(hw, target, par, dtype, kv_dtype, memory_utilization, built_drafter,
-                                       scheduler, q, where)
+                                       scheduler, q, where, profile)
         kv_tokens = window.kv_tokens
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
                        state_bytes, layout, window)

@@ -22,6 +22,7 @@ from models.step import Parallelism, StepShape
 from profiles.hardware import get_hardware
 from sim_helpers import scenario
 from simulator.cluster.factory import hybrid_layout, kv_capacity_tokens, state_bytes_per_request
+from simulator.cluster.vllm_memory import ProfileRun
 from paths import DATA
 
 CONFIGS = DATA / "hf_configs"
@@ -196,7 +197,7 @@ def test_a_hybrid_runs_end_to_end_with_state_blocks_per_request(tmp_path):
     assert code == 0, err
     summary = json.loads((out / "summary.json").read_text())
     layout = hybrid_layout(get_hardware("h100-sxm"), get_model("qwen3-next-80b-a3b"), Parallelism(tp=4), "bf16",
-                           "bf16", 0.9, None, "vllm", 0)
+                           "bf16", 0.9, None, "vllm", 0, profile=ProfileRun(None, 8192, 64))   # vLLM's start-up profile
     assert summary["kv_tokens_per_replica"] == layout.kv_tokens and summary["requests_finished"] == 60
     import pandas as pd
     steps = pd.read_parquet(out / "steps.parquet")

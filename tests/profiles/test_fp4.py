@@ -15,6 +15,7 @@ from profiles.hardware import get_hardware
 from profiles.measured import source as src
 from profiles.roofline import RooflineLatencyModel, gemm_seconds
 from paths import REPO
+from sim_helpers import vllm_requested_bytes
 
 real = pytest.mark.skipif(src.data_root() is None, reason="aiconfigurator-core not installed (extra gpu-data)")
 
@@ -58,7 +59,8 @@ def test_measured_nvfp4_gemm_and_moe_tables_price_deepseek_on_b200(tmp_path):
     assert summary["kv_tokens_per_replica"] > 0
     spec = get_model("deepseek-v3")
     vocab = 2 * spec.vocab_size * spec.hidden_size + spec.hidden_size   # embeddings and LM head stay 16-bit
-    free = 180e9 * 0.9 - ((spec.param_count() - vocab) * (0.5 + 1 / 16) + 2 * vocab) / 8
+    requested = vllm_requested_bytes(get_hardware("b200"), spec, Parallelism(tp=8), "nvfp4", 0.9, 8192, 256)
+    free = requested - ((spec.param_count() - vocab) * (0.5 + 1 / 16) + 2 * vocab) / 8
     assert summary["kv_tokens_per_replica"] == int(free // spec.kv_bytes_per_token_per_gpu(Parallelism(tp=8), "fp8"))
 
 

@@ -14,7 +14,7 @@ from models.step import Parallelism, StepShape
 from profiles.hardware import get_hardware
 from profiles.hardware_file import hardware_from_fields, load_hardware
 from profiles.measured import source as src
-from sim_helpers import merge, scenario
+from sim_helpers import merge, scenario, vllm_requested_bytes
 from simulator.cli import main
 
 GIB = 1024 ** 3
@@ -93,9 +93,10 @@ def test_int4_weights_run_where_bf16_does_with_their_gemms_on_the_roofline():
     int4 = simulator.run(scenario(**merge(base, {"cluster": {"dtype": "int4"}})))
     # weights are 4x smaller: more KV room, and the decode steps stream fewer weight bytes
     weights = get_model("llama-3-8b").weight_bytes
-    room = lambda w: 80e9 * 0.9 - w  # noqa: E731
+    a100, llama = get_hardware("a100-80gb"), get_model("llama-3-8b")
+    room = lambda w, d: vllm_requested_bytes(a100, llama, Parallelism(), d, 0.9) - w  # noqa: E731
     assert int4.summary["kv_tokens_per_replica"] == pytest.approx(
-        bf16.summary["kv_tokens_per_replica"] * room(weights("int4")) / room(weights("bf16")), rel=1e-4)
+        bf16.summary["kv_tokens_per_replica"] * room(weights("int4"), "int4") / room(weights("bf16"), "bf16"), rel=1e-4)
     assert int4.summary["tpot_p50_s"] < bf16.summary["tpot_p50_s"]
     assert 0 < int4.summary["mfu"] < 1      # the summary's peak: bf16 math (weight-only), no KeyError
     kinds = int4.summary["latency_source"].get("op_kinds", {})
@@ -109,7 +110,7 @@ def test_fp8_kv_halves_the_kv_bytes_and_doubles_capacity_as_the_formula_says():
     base = {"cluster": {"model": "llama-3.1-8b"}, "workload": {"num_requests": 30}}
     bf16 = simulator.run(scenario(**base))
     fp8 = simulator.run(scenario(**merge(base, {"cluster": {"kv_dtype": "fp8"}})))
-    free = hw.hbm_bytes * 0.9 - spec.weight_bytes("bf16")
+    free = vllm_requested_bytes(hw, spec, Parallelism(), "bf16", 0.9) - spec.weight_bytes("bf16")
     per_token = 32 * 2 * 8 * 128  # layers × (K, V) × KV heads × head dim, elements
     assert bf16.summary["kv_tokens_per_replica"] == int(free // (per_token * 2))
     assert fp8.summary["kv_tokens_per_replica"] == int(free // per_token)
@@ -163,7 +164,7 @@ def test_the_plausible_ranges_hold_every_catalog_entry_with_10x_to_spare():
         for name, (lo, hi) in PLAUSIBLE.items():
             values = spec.peak_flops.values() if name == "peak_flops" else [getattr(spec, name)]
             for value in values:
-                if value == 0 and name in ("tdp_w", "idle_w", "host_w_per_gpu"):   # (0: unknown, not counted)
+                if value == 0 and name in ("tdp_w", "idle_w", "host_w_per_gpu", "cuda_total_bytes"):   # (0: unknown)
                     continue
                 margin = 1 if name == "gpus_per_node" else 10
                 assert lo * margin <= value <= hi / margin, (spec.id, name, value)

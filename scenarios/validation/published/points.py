@@ -79,7 +79,7 @@ class Acceptance(BaseModel):
 # workload fields that predict.py reads as numbers
 NUMERIC_WORKLOAD_FIELDS = ("m", "n", "k", "batch", "seq_len", "context_tokens", "prefill_tokens",
                            "query_tokens_per_seq", "input_tokens", "output_tokens", "num_prompts", "concurrency",
-                           "qps", "num_speculative_tokens", "tree_nodes", "eagle_topk")
+                           "qps", "num_speculative_tokens", "tree_nodes", "eagle_topk", "max_model_len")
 # How a vLLM point's engine was started (`workload.entrypoint`, default llm): the offline `LLM` class
 # (benchmark_throughput.py, examples/offline_inference) or the OpenAI API server (`vllm serve`, timed with
 # benchmark_serving.py / `vllm bench serve`). vLLM V1 gives them different batching defaults

@@ -199,6 +199,7 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
     scheduler = scheduler_defaults(framework(point), hw, point.framework_version, point.w("entrypoint", "llm"))
     if point.w("max_num_seqs"):
         scheduler = {**scheduler, "max_batch_size": int(point.w("max_num_seqs"))}
+    max_model_len = {"max_model_len": int(point.w("max_model_len"))} if point.w("max_model_len") else {}
     if mode in ("offline", "batch"):
         n = int(point.w("num_prompts") or point.w("batch") or 0)
         if n < 1:
@@ -225,6 +226,7 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
                      "output_tokens": {"kind": "fixed", "value": osl}},
         "cluster": {"hardware": hw, "model": model, "dtype": dtype,
                     "parallelism": {"tp": point.tp, "pp": point.pp}, "latency": _latency_block(point, latency),
+                    **max_model_len,
                     **({"kv_cache": {"prefix_caching": True}} if scheduler["kind"] == "vllm_v1"
                        and "prefix_caching" not in (point.engine_flags or {}) else {}),
                     **({"engine": _engine_block(point)} if point.engine_flags else {})},

@@ -120,18 +120,26 @@ def scenario_for(case: EngineCase, requests: pd.DataFrame, engine: dict, profile
 
 def mirrored_memory_utilization(case: EngineCase, engine: dict, hardware: str, dtype: str) -> float | None:
     """The memory fraction that gives the simulated replica vLLM's own KV capacity: the run's KV blocks
-    (`num_kv_blocks`, which hold the draft model's layers too) × block size tokens, plus the weights, over
-    the device's memory (simulator.cluster.factory.kv_capacity_tokens inverted). None when the run does not
-    report its blocks."""
+    (`num_kv_blocks`, which hold the draft model's layers too) × block size tokens, plus the weights and, on a
+    GPU, vLLM's start-up profile (simulator.cluster.vllm_memory), over the device's memory
+    (simulator.cluster.factory.kv_capacity_tokens inverted). None when the run does not report its blocks."""
     from models.catalog import get_model
+    from models.step import Parallelism
     from profiles.hardware import get_hardware
+    from simulator.cluster.factory import CPU_ID
+    from simulator.cluster.vllm_memory import ProfileRun, device_total_bytes, profile_overhead_bytes
     blocks = engine.get("num_kv_blocks")
     if not blocks:
         return None
+    hw = get_hardware(hardware)
     models = [get_model(m) for m in (case.target, case.draft) if m]
     weights = sum(m.weight_bytes(dtype) for m in models)
     kv = int(blocks) * int(engine["block_size"]) * sum(m.kv_bytes_per_token(dtype) for m in models)
-    return min(1.0, (weights + kv) / get_hardware(hardware).hbm_bytes)
+    if hw.id == CPU_ID:   # (the plain rule: simulator.cluster.factory.vllm_profile_run)
+        return min(1.0, (weights + kv) / hw.hbm_bytes)
+    run = ProfileRun(engine.get("version"), int(engine["max_num_batched_tokens"]), int(engine["max_num_seqs"]))
+    overhead = profile_overhead_bytes(hw, models[0], Parallelism(), dtype, run)
+    return min(1.0, (weights + kv + overhead) / device_total_bytes(hw))
 
 
 def _relative(sim: float, real: float) -> float:

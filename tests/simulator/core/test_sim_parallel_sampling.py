@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import simulator
-from sim_helpers import assert_bulk_equals_step, merge, scenario
+from sim_helpers import assert_bulk_equals_step, merge, scenario, vllm_requested_bytes
 from simulator.errors import ScenarioError
 from paths import REPO, repo_env
 
@@ -75,8 +75,15 @@ def test_n_sequences_decode_as_n_requests_but_prefill_and_hold_the_prompt_once()
                                    {"kind": "sarathi", "max_batch_size": 64, "chunk_tokens": 512},
                                    {"kind": "vllm_v1", "max_batch_size": 64, "max_batched_tokens": 1024}])
 def test_a_poisson_run_under_kv_pressure_conserves_tokens_and_blocks(sched):
+    # about 1.14 GB of KV whatever the scheduler (vLLM's start-up profile depends on its limits)
+    from models import get_model
+    from models.step import Parallelism
+    from profiles.hardware import get_hardware
+    hw, llama = get_hardware("h100-sxm"), get_model("llama-3-8b")
+    profile = vllm_requested_bytes(hw, llama, Parallelism(), "bf16", 0.0, sched.get("max_batched_tokens", 8192), 64)
+    util = round((1.14e9 + llama.weight_bytes("bf16") - profile) / hw.cuda_total_bytes, 4)
     data = scenario(workload={"parallel_samples": 3, "num_requests": 120, "arrival": {"qps": 20.0}},
-                    cluster={"gpu_memory_utilization": 0.215}, scheduler=sched)
+                    cluster={"gpu_memory_utilization": util}, scheduler=sched)
     result = simulator.run(data)
     req, steps = result.requests, result.steps
     assert req["finish_s"].notna().all() and req["preemptions"].sum() > 0

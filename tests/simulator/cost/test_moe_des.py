@@ -24,7 +24,7 @@ from simulator.cost.moe import make_ep_forward_cost
 from simulator.cost.collectives import Topology, ep_alltoall_s
 from simulator.config.scenario import MoeConfig
 from simulator.cost.step_cost import ForwardCost, _price
-from sim_helpers import scenario
+from sim_helpers import scenario, vllm_requested_bytes
 
 SPEC = get_model("qwen3-30b-a3b")
 H100 = get_hardware("h100-sxm")
@@ -122,7 +122,7 @@ def test_verifying_gamma_plus_one_tokens_touches_more_experts():
 def test_ep_memory_model_shards_experts_and_pools_the_attention_groups():
     res = run(moe_scenario(parallelism={"tp": 2, "ep": 8}))
     par = Parallelism(2, 1, 8)
-    free = H100.hbm_bytes * 0.9 - weight_bytes_per_gpu(SPEC, par, "bf16")
+    free = vllm_requested_bytes(H100, SPEC, par, "bf16", 0.9) - weight_bytes_per_gpu(SPEC, par, "bf16")
     assert res.summary["kv_tokens_per_replica"] == int(free // SPEC.kv_bytes_per_token_per_gpu(par, "bf16")) * 4
     assert res.summary["gpus_per_replica"] == 8
 

@@ -10,7 +10,7 @@ from models import get_model
 from models.step import Parallelism
 from models.spec import dtype_bytes
 from profiles.hardware import get_hardware
-from sim_helpers import scenario
+from sim_helpers import scenario, vllm_requested_bytes
 from simulator.errors import ScenarioError
 from simulator.cost.step_cost import ForwardCost
 
@@ -59,7 +59,7 @@ def test_eagle_head_memory_and_cost(plain):
     kv = 2 * target.num_kv_heads * target.head_dim * dtype_bytes("bf16")  # one layer
     per_token = target.kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16")
     hw = get_hardware("h100-sxm")
-    free = hw.hbm_bytes * 0.9 - target.weight_bytes("bf16") - w
+    free = vllm_requested_bytes(hw, target, Parallelism(1, 1), "bf16", 0.9) - target.weight_bytes("bf16") - w
     assert result.built.kind.kv_tokens == int(free // (per_token + kv))
     assert result.built.kind.kv_tokens < plain.built.kind.kv_tokens
     cost = result.built.replicas[0].cost

@@ -18,7 +18,7 @@ from models.opgraph import attention_ops, dense_ops
 from models.spec import kv_cache_dtype
 from models.step import Parallelism, StepShape
 from contract import assert_one_line, run_cli
-from sim_helpers import merge, replica_kind, scenario
+from sim_helpers import merge, replica_kind, scenario, vllm_requested_bytes
 from simulator.cost.step_cost import _price
 from paths import REPO
 
@@ -98,12 +98,12 @@ def test_eagle3_target_pays_the_hidden_state_capture():
 
 
 def test_eagle3_memory_holds_the_head_weights_and_its_kv():
-    """KV tokens by hand: (HBM · utilization − target weights − head weights) / (target KV + head KV)."""
+    """KV tokens by hand: (vLLM's requested memory − target weights − head weights) / (target KV + head KV)."""
     kind = replica_kind(scenario(cluster=LLAMA, drafter=EAGLE3))
     hw, target = kind.hardware, kind.target
     head_weights = 2.0 * (424_689_664 - 3 * 4096 * 4096) + 2.0 * 3 * 4096 * 4096 + 32000 * 8   # tp 1
     head_kv = 2 * 8 * 128 * 2
-    free = hw.hbm_bytes * 0.9 - target.weight_bytes("bf16") - head_weights
+    free = vllm_requested_bytes(hw, target, Parallelism(), "bf16", 0.9) - target.weight_bytes("bf16") - head_weights
     assert kind.drafter.weight_bytes_per_gpu == pytest.approx(head_weights, rel=1e-12)
     assert kind.drafter.kv_bytes_per_token_per_gpu == head_kv
     assert kind.kv_tokens == int(free // (target.kv_bytes_per_token("bf16") + head_kv))
@@ -164,7 +164,8 @@ def test_mtp_memory_holds_the_modules_weights_and_kv_per_gpu():
     mtp_kv = (512 + 64) * 2                                     # one MLA latent per token, bf16 KV
     assert kind.drafter.weight_bytes_per_gpu == pytest.approx(module_weights, rel=1e-12)
     assert kind.drafter.kv_bytes_per_token_per_gpu == mtp_kv
-    free = kind.hardware.hbm_bytes * 0.9 - weight_bytes_per_gpu(ds, par, "fp8_block") - module_weights
+    free = vllm_requested_bytes(kind.hardware, ds, par, "fp8_block", 0.9) - weight_bytes_per_gpu(ds, par, "fp8_block") \
+        - module_weights
     per_token = ds.kv_bytes_per_token_per_gpu(par, "bf16") + mtp_kv
     assert kind.kv_tokens == int(free // per_token) * 8
 
