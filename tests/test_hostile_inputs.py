@@ -751,11 +751,11 @@ CASES = [
     # a version after the newest release (vllm 99, a 0.34 pre-release, sglang 0.5.24) was modelled as the newest
     # range, exit 0 (profiles/data/engine_time/frameworks.yaml newest_release: PyPI on 2026-11-28)
     Hostile("estimate_engine_version_99", estimate("--engine-version", "99"),
-            "error: --engine-version: vllm 99 is not a release (the newest is 0.33.0); allowed: 0.2.0 to 0.33.0"),
+            "error: --engine-version: vllm 99 is newer than the newest release known here (0.33.0, 2026-11-28); allowed: 0.2.0 to 0.33.0"),
     Hostile("engine_version_vllm_0_34_rc", run(cluster={"engine": {"version": "0.34.0rc1"}}),
-            "draftsim: error: cluster.engine.version: vllm 0.34.0rc1 is not a release (the newest is 0.33.0)"),
+            "draftsim: error: cluster.engine.version: vllm 0.34.0rc1 is newer than the newest release known here (0.33.0"),
     Hostile("engine_version_sglang_0_5_24", run(cluster={"engine": {"framework": "sglang", "version": "0.5.24"}}),
-            "draftsim: error: cluster.engine.version: sglang 0.5.24 is not a release (the newest is 0.5.23)"),
+            "draftsim: error: cluster.engine.version: sglang 0.5.24 is newer than the newest release known here (0.5.23"),
     Hostile("burstgpt_negative_tokens",
             trace(text_file("b.csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
                                      "5,ChatGPT,472,0,472,Conversation log\n6,ChatGPT,-1,18,17,Conversation log\n"),

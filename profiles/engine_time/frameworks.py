@@ -56,8 +56,8 @@ def entry_for(framework: str, version: str | None, field: str = "cluster.engine"
     newest = [e["newest_release"] for e in entries if "newest_release" in e]   # (on the newest entry)
     if newest and v > _version_key(newest[0]):
         first = min(entries, key=lambda e: _version_key(e["versions"].get("min", "0")))["versions"].get("min", "")
-        raise FieldError(f"{field}.version", f"{framework} {version} is not a release (the newest is {newest[0]}); "
-                                             f"allowed: {first} to {newest[0]}")
+        raise FieldError(f"{field}.version", f"{framework} {version} is newer than the newest release known here "
+                                             f"({newest[0]}, 2026-11-28); allowed: {first} to {newest[0]}")
     for e in entries:
         lo, hi = e["versions"].get("min"), e["versions"].get("max")
         if (lo is None or _version_key(lo) <= v) and (hi is None or v < _version_key(hi)):

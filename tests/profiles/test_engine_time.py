@@ -121,8 +121,8 @@ def test_version_lookup():
     assert engine_time_for("trtllm").versions == engine_time_for("trtllm", "1.3.0rc20").versions   # (NIM 1.8's)
     assert engine_time_for("sglang").version == "0.5.23"   # the newest release, its rules read (frameworks.yaml latest)
     for framework, version in (("vllm", "99.0"), ("vllm", "0.33.1"), ("vllm", "0.34.0rc1"), ("sglang", "0.5.24"),
-                               ("trtllm", "1.4.0")):
-        with pytest.raises(ValueError, match=f"cluster.latency.version: {framework} {version} is not a release"):
+                               ("trtllm", "1.4.0rc5")):
+        with pytest.raises(ValueError, match=f"cluster.latency.version: {framework} {version} is newer than the newest release known here"):
             engine_time_for(framework, version)
     with pytest.raises(ValueError, match="cluster.latency.version"):
         engine_time_for("vllm", "0.1.0")
