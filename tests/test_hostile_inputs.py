@@ -754,6 +754,12 @@ CASES = [
             "error: --engine-version: vllm 99 is newer than the newest release known here (0.33.0, 2026-11-28); allowed: 0.2.0 to 0.33.0"),
     Hostile("engine_version_vllm_0_34_rc", run(cluster={"engine": {"version": "0.34.0rc1"}}),
             "draftsim: error: cluster.engine.version: vllm 0.34.0rc1 is newer than the newest release known here (0.33.0"),
+    # a draft model at tensor parallelism 2 beside a tp-4 target ran under vLLM, which refuses it at start
+    # (SpeculativeConfig._verify_and_get_draft_tp: 1 or the target's tp)
+    Hostile("vllm_draft_tp_2_of_target_tp_4",
+            run(cluster={"model": "llama-3.1-70b", "parallelism": {"tp": 4}, "engine": {"version": "0.32.0"}},
+                drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3, "tp": 2}),
+            "draftsim: error: drafter.tp: vllm 0.32.0 runs a draft model at tensor parallelism 1 or the target's only"),
     Hostile("engine_version_sglang_0_5_24", run(cluster={"engine": {"framework": "sglang", "version": "0.5.24"}}),
             "draftsim: error: cluster.engine.version: sglang 0.5.24 is newer than the newest release known here (0.5.23"),
     Hostile("burstgpt_negative_tokens",

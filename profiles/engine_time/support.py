@@ -45,6 +45,8 @@ class Context:
     chunked_prefill: bool | None = None
     prefix_caching: bool | None = None
     policy: str | None = None            # the control policy's kind (policy.kind), None: fixed
+    tp: int = 1                          # the target's tensor parallelism
+    draft_tp: int | None = None          # a draft model's tensor parallelism (drafter.tp; None: no draft model)
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,10 @@ RULES: tuple[Rule, ...] = (
     Rule(Span("vllm", "0.8.0", "0.16.0"), lambda s, c: _spec(s, c) and c.pp > 1, "cluster.parallelism.pp",
          "does not compose speculative decoding with pipeline parallelism (docs, speculative decoding, 'Known "
          "Feature Incompatibility': not composable as of vllm<=0.15.0)"),
+    Rule(Span("vllm", "0.11.0"), lambda s, c: c.drafter == "draft_model" and c.draft_tp not in (None, 1, c.tp),
+         "drafter.tp", "runs a draft model at tensor parallelism 1 or the target's only "
+         "(vllm/config/speculative.py SpeculativeConfig._verify_and_get_draft_tp, read in v0.11.0 and v0.32.0: "
+         "'cannot be other value than 1 or target model tensor_parallel_size')"),
     Rule(Span("vllm", "0.8.0", "0.11.0"), lambda s, c: c.drafter == "draft_model", "drafter.kind",
          "has no draft-model speculation in its V1 engine (docs, 'Known Feature Incompatibility': not supported in "
          "vllm<=0.10.0); methods it has: ngram, eagle, medusa"),
