@@ -20,6 +20,8 @@ from scenarios.papers.registry import REGISTRY, Check, get, main, reproduce
 # distserve again for its engine, the paper's vLLM v0.2.3 (repro_distserve.py)
 # multidraft-optimal-des again 2026-11-28 for vLLM's capture sizes by release (16502c9: with speculation a size that
 # rounds past the largest is dropped; the hash moves on that commit and not on its parent)
+# shadowkv-long-context again 2026-11-28 (session 13) for vLLM V1's memory accounting (simulator.cluster.vllm_memory):
+# the A100's KV holds more, so the batches that fit move (paged 12 -> 13 at 32k, ShadowKV 89 -> 95, 24 -> 26 at 120k)
 REPRODUCTION_SHA256 = {
     "deepep": "8e13fea2f6d81134",
     "distserve": "0d4543f722061d70",
@@ -36,7 +38,7 @@ REPRODUCTION_SHA256 = {
     "eagle2-dynamic-tree": "f2c58b70b7e81727",
     "magicdec-long-context": "5755b187a491f108",
     "multidraft-optimal-des": "90dcb60a18b6d4f4",
-    "shadowkv-long-context": "bf1615cd8a00cade",
+    "shadowkv-long-context": "21632775f891c6d1",
 }
 
 # Checks a reproduction is known to fail, with why: `draftsim reproduce NAME` reports them as FAIL and exits 1;

@@ -240,9 +240,10 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
 
 class DroppedRequests(ValueError):
     """The simulated engine dropped requests that the published run served (a benchmark client counts only
-    successful requests, and the publications' runs completed every one): the prediction would describe
-    another run, so it is a failed prediction, never a number (before, a run whose every request was dropped
-    gave NaN, counted as predicted, and turned the summary into nan)."""
+    successful requests, and the publications' runs completed every one), or would not start where the
+    published engine did (vLLM's start-up check, one max_model_len request in the KV cache): the prediction
+    would describe another run, so it is a failed prediction, never a number (before, a run whose every
+    request was dropped gave NaN, counted as predicted, and turned the summary into nan)."""
 
 
 def _run(scenario: dict):
@@ -251,6 +252,9 @@ def _run(scenario: dict):
     try:
         result = simulator.run(scenario)
     except ScenarioError as exc:
+        if exc.field == "cluster.max_model_len":   # the published engine started: draftsim's KV is too small
+            raise DroppedRequests(f"draftsim's KV capacity contradicts the published run, which started and served "
+                                  f"its requests: {exc}") from None
         raise Unpredictable(f"draftsim refuses the setup: {exc}") from None
     dropped = int(result.summary.get("requests_dropped", 0))
     if dropped:
