@@ -55,7 +55,7 @@ class Pool:
 
     @property
     def gpus(self) -> int:
-        return len(self.replicas) * self.kind.parallelism.gpus
+        return len(self.replicas) * self.kind.gpus
 
 
 @dataclass

@@ -223,6 +223,11 @@ class ReplicaKind:
         return self.speculation.acceptance if self.speculation is not None else None
 
     @property
+    def gpus(self) -> int:
+        """One replica's GPUs: the target's (tp·pp, or ep·pp) plus a drafter's own (placement separate)."""
+        return self.parallelism.gpus + (self.drafter.own_gpus if self.drafter is not None else 0)
+
+    @property
     def draft(self) -> ModelSpec | None:
         """The draft model whose KV lives beside the target's (a co-located draft model), if any."""
         return self.drafter.spec if self.drafter is not None and self.drafter.colocated_model else None
