@@ -984,6 +984,14 @@ CASES = [
                 acceptance={"kind": "trace", "trace": "qwen2.5-coder-0.5b-smollm2-135m", "drafter": "draft",
                             "mode": "sample", "temperature": 0.995}),
             "draftsim: error: acceptance.temperature: must be one of 0.25, 0.5, 0.75, 1.0, 1.5"),
+    # ---- helper2: engine rules left open (2026-11-28) ------------------------------------------------------
+    # a draft model on vLLM 0.11-0.14 ran (exit 0); those releases raise at start-up (vllm/config/speculative.py)
+    Hostile("vllm_0_14_draft_model", run(cluster={"engine": {"version": "0.14.0"}},
+                                         drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: vllm 0.14.0 raises at start-up for a draft model"),
+    Hostile("a100_tables_release_draft_model", run(cluster={"hardware": "a100-80gb"},
+                                                   drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: vllm 0.14.0 raises at start-up for a draft model"),
 ]
 
 

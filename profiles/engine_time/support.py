@@ -97,6 +97,8 @@ def _dynamic_sd(s, c: Context) -> bool:
     return c.policy == "vllm_dynamic"
 
 
+_DRAFT_MODEL_ALLOWED = ("allowed: a version >= 0.15.0 (or a V0 release < 0.8.0), or a method this release has: "
+                        "ngram, eagle, medusa")
 _DSD = "Dynamic SD (num_speculative_tokens_per_batch_size, PR #32374, first released in v0.24.0)"
 _SUFFIX = ("suffix decoding (vLLM method: suffix, PR #25784: not in v0.11.0, whose release it postdates; documented "
            "from v0.12.0)")
@@ -112,9 +114,13 @@ RULES: tuple[Rule, ...] = (
     Rule(Span("vllm", "0.8.0", "0.16.0"), lambda s, c: _spec(s, c) and c.pp > 1, "cluster.parallelism.pp",
          "does not compose speculative decoding with pipeline parallelism (docs, speculative decoding, 'Known "
          "Feature Incompatibility': not composable as of vllm<=0.15.0)"),
-    Rule(Span("vllm", "0.8.0", "0.11.0"), lambda s, c: c.drafter == "draft_model", "drafter.kind",
-         "has no draft-model speculation in its V1 engine (docs, 'Known Feature Incompatibility': not supported in "
-         "vllm<=0.10.0); methods it has: ngram, eagle, medusa"),
+    Rule(Span("vllm", "0.8.0", "0.11.0"), lambda s, c: c.drafter == "draft_model", "cluster.engine.version",
+         f"has no draft-model speculation in its V1 engine (docs, 'Known Feature Incompatibility': not supported in "
+         f"vllm<=0.10.0); {_DRAFT_MODEL_ALLOWED}"),
+    Rule(Span("vllm", "0.11.0", "0.15.0"), lambda s, c: c.drafter == "draft_model", "cluster.engine.version",
+         "raises at start-up for a draft model ('Speculative decoding with draft model is not supported yet', "
+         "vllm/config/speculative.py SpeculativeConfig.__post_init__ in v0.11.0 through v0.14.x; v0.15.0 runs "
+         f"method draft_model, vllm/v1/spec_decode/draft_model.py); {_DRAFT_MODEL_ALLOWED}"),
     Rule(Span("vllm", "0.10.0", "0.14.0"), lambda s, c: s.async_scheduling is True and _spec(s, c),
          "cluster.engine.async_scheduling",
          "runs async scheduling without speculative decoding only (PR #19970; EAGLE/MTP with async scheduling "
