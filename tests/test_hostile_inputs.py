@@ -436,8 +436,11 @@ CASES = [
             "error: --max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)"),
     Hostile("estimate_max_num_seqs_zero", estimate("--max-num-seqs", "0"),
             "error: --max-num-seqs: Input should be greater than or equal to 1"),
-    Hostile("estimate_budget_below_max_num_seqs", estimate("--max-num-batched-tokens", "100"),
-            "error: --max-num-batched-tokens (100) must be >= --max-num-seqs (256)"),
+    # (without --max-num-seqs the limit is the engine's: vLLM 0.11.1 on lowers its default to the budget and runs;
+    # 0.11.0 keeps 1024 and refuses, profiles.engine_time.batch_defaults)
+    Hostile("estimate_budget_below_max_num_seqs",
+            estimate("--engine-version", "0.11.0", "--max-num-batched-tokens", "100"),
+            "error: --max-num-batched-tokens: 100 is below the engine's default running-request limit 1024"),
     Hostile("estimate_profile_without_profile", lambda tmp: ["estimate", "--model", "llama-3-8b", "--hardware",
                                                               "a100-80gb", "--source", "profile"], "source"),
     # ---- plan, sweep, profile, validate ----------------------------------------------------------------------
@@ -992,6 +995,15 @@ CASES = [
     Hostile("a100_tables_release_draft_model", run(cluster={"hardware": "a100-80gb"},
                                                    drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
             "draftsim: error: cluster.engine.version: vllm 0.14.0 raises at start-up for a draft model"),
+    # no max_batch_size on vLLM 0.11.0/H100 (max_num_seqs defaults to 1024) with a 512-token budget: vLLM's
+    # SchedulerConfig._verify_args raises; before, draftsim ran it at its own 256 (exit 0)
+    Hostile("vllm_0_11_0_default_seqs_above_token_budget",
+            run(cluster={"engine": {"version": "0.11.0"}}, scheduler={"kind": "vllm", "max_batched_tokens": 512}),
+            "draftsim: error: scheduler.max_batched_tokens: 512 is below the engine's default running-request limit 1024"),
+    # the case estimate_budget_below_max_num_seqs tested before the engine's own default applied (a given limit)
+    Hostile("estimate_budget_below_given_max_num_seqs",
+            estimate("--max-num-seqs", "256", "--max-num-batched-tokens", "100"),
+            "error: --max-num-batched-tokens (100) must be >= --max-num-seqs (256)"),
 ]
 
 

@@ -84,17 +84,61 @@ def drafter_family(drafter) -> str | None:
     return None if drafter.kind == "none" else engine_family(drafter)
 
 
+def engine_release(lat: LatencyConfig, engine_cfg, latency):
+    """(EngineSettings, version) of the deployment's engine: `cluster.engine` (framework and version default to
+    `cluster.latency`'s, then to the measured tables' version, then to the newest modelled release). FieldError
+    for a framework or version without an engine-time entry."""
+    from profiles.engine_time.frameworks import entry_for
+    from simulator.config.engine import EngineConfig, engine_settings
+    settings = engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), lat)
+    if settings.version is None and getattr(latency, "framework", None) == settings.framework:
+        settings = dataclasses.replace(settings, version=latency.version)
+    entry = entry_for(settings.framework, settings.version)
+    return settings, settings.version or entry.get("latest") or entry["versions"]["min"]
+
+
+DEFAULT_MAX_NUM_SEQS = 256   # draftsim's running-request limit where neither the scenario nor an engine rule sets one
+
+
+def max_num_seqs(scheduler, lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, family: str | None) -> int:
+    """The replica's running-request limit: `scheduler.max_batch_size` where the scenario sets it, else the
+    engine's own default for its release, hardware and speculation (profiles.engine_time.batch_defaults: vLLM
+    V1 1024 on >= 70 GiB GPUs but A100s, SGLang 48 with speculation), else draftsim's 256."""
+    from profiles.engine_time.batch_defaults import default_max_num_seqs
+    if scheduler is not None and scheduler.max_batch_size is not None:
+        return scheduler.max_batch_size
+    fallback = DEFAULT_MAX_NUM_SEQS
+    try:
+        settings, version = engine_release(lat, engine_cfg, latency)
+    except FieldError:   # (no engine-time entry: make_engine_time names the field when it is asked for)
+        return fallback
+    found = default_max_num_seqs(settings.framework, version, hw, family,
+                                 scheduler.max_batched_tokens if scheduler is not None else None)
+    seqs = fallback if found is None else found
+    if scheduler is not None and scheduler.kind in ("vllm", "vllm_v1") and scheduler.max_batched_tokens < seqs:
+        # (as SchedulerConfig refuses a given limit: vLLM 0.8-0.11.0 keep a defaulted max_num_seqs above
+        # max_num_batched_tokens, and vllm/config/scheduler.py SchedulerConfig._verify_args raises)
+        raise ScenarioError("scheduler.max_batched_tokens", f"{scheduler.max_batched_tokens} is below the engine's "
+                            f"default running-request limit {seqs} ({settings.framework} {version} on {hw.id}), and "
+                            "the engine refuses max_num_batched_tokens < max_num_seqs (vLLM 0.8-0.11.0, "
+                            f"SchedulerConfig._verify_args); allowed: max_batched_tokens >= {seqs}, or set "
+                            "scheduler.max_batch_size")
+    return seqs
+
+
 def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, drafter, *, speculating: bool,
-                     tree: bool, q: int, par: Parallelism, scheduler=None, policy: str | None = None):
+                     tree: bool, q: int, par: Parallelism, scheduler=None, policy: str | None = None,
+                     max_seqs: int = 256):
     """The serving engine's per-step time model (profiles.engine_time), or None: on by default for GPUs
     (off for the local CPU, whose profile measures host work per pass). The engine is `cluster.engine`
     (framework and version default to `cluster.latency`'s, then to the measured tables' version, then to the
     newest modelled release), checked against what that version offers and refuses
-    (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits and GPUs."""
+    (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits (`max_seqs`: its
+    running-request limit, `max_num_seqs`) and GPUs."""
     from profiles.engine_time.frameworks import Deployment, build_engine, entry_for
     from profiles.engine_time.graphs import DATACENTER_BLACKWELL
     from profiles.engine_time.support import Context, UnsupportedCombination, check
-    from simulator.config.engine import EngineConfig, engine_settings
+    from simulator.config.engine import EngineConfig
     engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
     own = LATENCY_SOURCES[lat.source].engine_time
     enabled = lat.engine_time if lat.engine_time is not None else (hw.id != "cpu-local" or own)
@@ -104,18 +148,15 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
     if own:   # the profiled engine's own host time per step
         from profiles.engine_time.engine_profile import engine_time_of
         return engine_time_of(latency.profile, family)
-    settings = engine_settings(engine_cfg, lat)
-    if settings.version is None and getattr(latency, "framework", None) == settings.framework:
-        settings = dataclasses.replace(settings, version=latency.version)
     try:
+        settings, version = engine_release(lat, engine_cfg, latency)
         entry = entry_for(settings.framework, settings.version)
-        version = settings.version or entry.get("latest") or entry["versions"]["min"]
         mixed = scheduler is not None and scheduler.kind in ("sarathi", "vllm_v1")
         context = Context(drafter=family, tree=tree, pp=par.pp, attention_dp=par.attention_dp, mixed_chunks=mixed,
                           num_scheduler_steps=engine_cfg.num_scheduler_steps,
                           policy=policy if speculating and policy != "fixed" else None)
         check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
-        deployment = Deployment(max_num_seqs=scheduler.max_batch_size if scheduler is not None else 256,
+        deployment = Deployment(max_num_seqs=max_seqs,
                                 max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,
                                 q=q, speculating=speculating, hbm_bytes=hw.hbm_bytes, tp=par.tp,
                                 datacenter_blackwell=hw.id in DATACENTER_BLACKWELL)
@@ -217,6 +258,7 @@ class ReplicaKind:
     kv_dtype: str = "bf16"                 # the KV cache's dtype (models.spec.kv_cache_dtype)
     state_bytes_per_request: float = 0.0   # hybrid models: recurrent state per request per GPU (with spec copies)
     hybrid_layout: object = None           # hybrid models: simulator.core.kv.hybrid_state.HybridPageLayout
+    max_batch_size: int = 256              # running-request limit (max_num_seqs, simulator.cluster.factory.max_num_seqs)
 
     @property
     def acceptance(self):
@@ -352,7 +394,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
     (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `engine_config`:
     cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
-    CUDA-graph capture sizes; None: 256 sequences, 8192 tokens)."""
+    CUDA-graph capture sizes; None: the engine's own running-request limit, `max_num_seqs`, and 8192 tokens)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
     if drafter is not None:
         acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
@@ -399,9 +441,11 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
                                  built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
     q = 1 if spec is None else spec.verify_q
+    family = drafter_family(drafter) if built_drafter is not None else None
+    max_seqs = max_num_seqs(scheduler, latency, engine_config, hw, lat, family)
     engine = make_engine_time(latency, engine_config, hw, lat, drafter, speculating=built_drafter is not None,
                               tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler,
-                              policy=policy.kind if policy is not None else None)
+                              policy=policy.kind if policy is not None else None, max_seqs=max_seqs)
     if built_drafter is None:
         cost = StepCostModel(target_cost, None, 0, engine=engine)
     else:
@@ -428,4 +472,4 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                                    latency.framework, draft_tokens, where)
             kv_tokens = layout.kv_tokens
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
-                       state_bytes, layout)
+                       state_bytes, layout, max_seqs)
