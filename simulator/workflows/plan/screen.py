@@ -180,7 +180,8 @@ class Colocated:
                 "cluster": {"hardware": c.hardware, "model": c.model, "dtype": spec.dtype, "replicas": c.replicas,
                             **({"kv_dtype": spec.kv_dtype} if spec.kv_dtype else {}),
                             "parallelism": {"tp": c.tp, "pp": c.pp, "ep": c.ep},
-                            **({"moe": dict(spec.moe)} if c.ep > 1 and spec.moe else {})},
+                            **({"moe": dict(spec.moe)} if c.ep > 1 and spec.moe else {}),
+                            **({"engine": dict(spec.engine)} if spec.engine else {})},
                 "drafter": drafter, "acceptance": candidate_acceptance(c, spec), "scheduler": dict(spec.scheduler),
                 "slo": spec.slo.model_dump(), "outputs": {"plots": False}}
 
