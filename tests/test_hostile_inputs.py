@@ -1000,6 +1000,11 @@ CASES = [
     Hostile("vllm_0_11_0_default_seqs_above_token_budget",
             run(cluster={"engine": {"version": "0.11.0"}}, scheduler={"kind": "vllm", "max_batched_tokens": 512}),
             "draftsim: error: scheduler.max_batched_tokens: 512 is below the engine's default running-request limit 1024"),
+    # SGLang 0.5.1 ran a draft model (exit 0); --speculative-algorithm STANDALONE came in v0.5.2
+    Hostile("sglang_0_5_1_draft_model",
+            run(cluster={"engine": {"framework": "sglang", "version": "0.5.1"}},
+                drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: sglang 0.5.1 has no draft-model speculation"),
     # the case estimate_budget_below_max_num_seqs tested before the engine's own default applied (a given limit)
     Hostile("estimate_budget_below_given_max_num_seqs",
             estimate("--max-num-seqs", "256", "--max-num-batched-tokens", "100"),

@@ -45,6 +45,7 @@ class Context:
     chunked_prefill: bool | None = None
     prefix_caching: bool | None = None
     policy: str | None = None            # the control policy's kind (policy.kind), None: fixed
+    method: str | None = None            # eagle3 and mtp apart from their family `eagle`; else the family
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,25 @@ RULES: tuple[Rule, ...] = (
          f"has no vLLM {_DSD}; its own rule is policy sglang_adaptive"),
     Rule(Span("trtllm"), _dynamic_sd, "policy.kind",
          f"has no vLLM {_DSD}; its own rule is policy trtllm_schedule"),
+    # SGLang's --speculative-algorithm choices by release (server_args.py add_cli_args; read in the wheels of
+    # v0.4.1 to v0.4.1.post7, v0.4.2, v0.4.3 and .post1-.post4, v0.4.4 and .post1-.post3, v0.4.5, v0.5.1, v0.5.2rc2,
+    # v0.5.2, v0.5.3): none before v0.4.1.post4; EAGLE from v0.4.1.post4; NEXTN (MTP) from v0.4.3.post1; EAGLE3
+    # from v0.4.4.post2 (taken as v0.4.4: the EAGLE-3 paper, Sec. 4.3, names the release it ran EAGLE3 on
+    # "v0.4.4"); STANDALONE (a draft model) from v0.5.2; NGRAM from v0.5.3
+    Rule(Span("sglang", "0", "0.4.1.post4"), _spec, "cluster.engine.version",
+         "has no speculative decoding (no --speculative-algorithm before v0.4.1.post4, which brought EAGLE); "
+         "allowed: a version >= 0.4.1.post4"),
+    Rule(Span("sglang", "0.4.1.post4", "0.4.3.post1"), lambda s, c: c.method == "mtp", "cluster.engine.version",
+         "has no MTP speculation (--speculative-algorithm choices ['EAGLE']; NEXTN from v0.4.3.post1); allowed: a "
+         "version >= 0.4.3.post1"),
+    Rule(Span("sglang", "0.4.1.post4", "0.4.4"), lambda s, c: c.method == "eagle3", "cluster.engine.version",
+         "has no EAGLE-3 speculation (--speculative-algorithm EAGLE3 from v0.4.4.post2); allowed: a version >= "
+         "0.4.4"),
+    Rule(Span("sglang", "0.4.1.post4", "0.5.2"), lambda s, c: c.drafter == "draft_model", "cluster.engine.version",
+         "has no draft-model speculation (--speculative-algorithm STANDALONE from v0.5.2); allowed: a version "
+         ">= 0.5.2"),
+    Rule(Span("sglang", "0.4.1.post4", "0.5.3"), lambda s, c: c.drafter == "ngram", "cluster.engine.version",
+         "has no n-gram speculation (--speculative-algorithm NGRAM from v0.5.3); allowed: a version >= 0.5.3"),
     Rule(Span("sglang", "0.4.0"), lambda s, c: _spec(s, c) and c.pp > 1, "cluster.parallelism.pp",
          "asserts 'Pipeline parallelism is not compatible with overlap schedule, speculative decoding' "
          "(server_args.py check_server_args)"),

@@ -154,7 +154,8 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
         mixed = scheduler is not None and scheduler.kind in ("sarathi", "vllm_v1")
         context = Context(drafter=family, tree=tree, pp=par.pp, attention_dp=par.attention_dp, mixed_chunks=mixed,
                           num_scheduler_steps=engine_cfg.num_scheduler_steps,
-                          policy=policy if speculating and policy != "fixed" else None)
+                          policy=policy if speculating and policy != "fixed" else None,
+                          method=drafter.kind if speculating and drafter.kind in ("eagle3", "mtp") else family)
         check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
         deployment = Deployment(max_num_seqs=max_seqs,
                                 max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,

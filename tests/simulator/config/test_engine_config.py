@@ -422,6 +422,36 @@ def test_vllm_runs_a_draft_model_from_0_15_only(version, refused):
     assert f"vllm {version}" in text and ">= 0.15.0" in text, text
 
 
+@pytest.mark.parametrize("version,family,method,first", [
+    ("0.4.1.post3", "eagle", "eagle", "0.4.1.post4"), ("0.4.3", "eagle", "mtp", "0.4.3.post1"),
+    ("0.4.3.post4", "eagle", "eagle3", "0.4.4"), ("0.5.1", "draft_model", "draft_model", "0.5.2"),
+    ("0.5.2", "ngram", "ngram", "0.5.3"),
+])
+def test_sglang_refuses_a_speculative_algorithm_before_the_release_that_added_it(version, family, method, first):
+    """SGLang's --speculative-algorithm choices (server_args.py add_cli_args, read in each release's wheel):
+    none before v0.4.1.post4; ['EAGLE'] from it; NEXTN (MTP) from v0.4.3.post1; EAGLE3 from v0.4.4.post2 (taken
+    as v0.4.4, the release the EAGLE-3 paper names); STANDALONE from v0.5.2; NGRAM from v0.5.3. Before, e.g.
+    SGLang 0.5.1 ran a draft model (exit 0)."""
+    from profiles.engine_time.frameworks import EngineSettings
+    from profiles.engine_time.support import Context, UnsupportedCombination, check
+    context = Context(drafter=family, method=method)
+    with pytest.raises(UnsupportedCombination) as err:
+        check(EngineSettings("sglang", version), version, context, ("full", "none"), {})
+    assert err.value.field == "cluster.engine.version" and f"version >= {first}" in err.value.message, err.value
+    check(EngineSettings("sglang", first), first, context, ("full", "none"), {})   # the release that added it
+
+
+def test_sglang_draft_model_before_0_5_2_is_refused_in_a_run():
+    data = scenario(workload={"num_requests": 5}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                    cluster={"model": "llama-3.1-8b", "engine": {"framework": "sglang", "version": "0.5.1"}})
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    assert err.value.field == "cluster.engine.version" and "sglang 0.5.1" in str(err.value) and "STANDALONE" in str(
+        err.value), str(err.value)
+    data["cluster"]["engine"]["version"] = "0.5.2"
+    assert simulator.run(data).summary["requests_finished"] == 5
+
+
 def test_a_draft_model_on_the_a100_tables_without_a_version_is_refused_at_their_release():
     """Without cluster.engine.version the engine is the measured tables' release (vLLM 0.14.0 for a100-80gb),
     which has no draft model: refused naming cluster.engine.version; naming 0.15.0 runs it."""
