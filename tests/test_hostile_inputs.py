@@ -446,8 +446,11 @@ CASES = [
             "error: --max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)"),
     Hostile("estimate_max_num_seqs_zero", estimate("--max-num-seqs", "0"),
             "error: --max-num-seqs: Input should be greater than or equal to 1"),
-    Hostile("estimate_budget_below_max_num_seqs", estimate("--max-num-batched-tokens", "100"),
-            "error: --max-num-batched-tokens (100) must be >= --max-num-seqs (256)"),
+    # (without --max-num-seqs the limit is the engine's: vLLM 0.11.1 on lowers its default to the budget and runs;
+    # 0.11.0 keeps 1024 and refuses, profiles.engine_time.batch_defaults)
+    Hostile("estimate_budget_below_max_num_seqs",
+            estimate("--engine-version", "0.11.0", "--max-num-batched-tokens", "100"),
+            "error: --max-num-batched-tokens: 100 is below the engine's default running-request limit 1024"),
     Hostile("estimate_profile_without_profile", lambda tmp: ["estimate", "--model", "llama-3-8b", "--hardware",
                                                               "a100-80gb", "--source", "profile"], "source"),
     # ---- plan, sweep, profile, validate ----------------------------------------------------------------------
@@ -1082,6 +1085,28 @@ CASES = [
             "draftsim: error: cluster.hardware.cuda_total_bytes: 79.19 is outside the physically plausible"),
     Hostile("hardware_cuda_total_bytes_above_the_device", hardware(cuda_total_bytes=200e9),
             "draftsim: error: cluster.hardware.cuda_total_bytes: 2e+11 exceeds 1.1 x hbm_bytes (9.6e+10)"),
+    # ---- helper2: engine rules left open (2026-11-28) ------------------------------------------------------
+    # a draft model on vLLM 0.11-0.14 ran (exit 0); those releases raise at start-up (vllm/config/speculative.py)
+    Hostile("vllm_0_14_draft_model", run(cluster={"engine": {"version": "0.14.0"}},
+                                         drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: vllm 0.14.0 raises at start-up for a draft model"),
+    Hostile("a100_tables_release_draft_model", run(cluster={"hardware": "a100-80gb"},
+                                                   drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: vllm 0.14.0 raises at start-up for a draft model"),
+    # no max_batch_size on vLLM 0.11.0/H100 (max_num_seqs defaults to 1024) with a 512-token budget: vLLM's
+    # SchedulerConfig._verify_args raises; before, draftsim ran it at its own 256 (exit 0)
+    Hostile("vllm_0_11_0_default_seqs_above_token_budget",
+            run(cluster={"engine": {"version": "0.11.0"}}, scheduler={"kind": "vllm", "max_batched_tokens": 512}),
+            "draftsim: error: scheduler.max_batched_tokens: 512 is below the engine's default running-request limit 1024"),
+    # SGLang 0.5.1 ran a draft model (exit 0); --speculative-algorithm STANDALONE came in v0.5.2
+    Hostile("sglang_0_5_1_draft_model",
+            run(cluster={"engine": {"framework": "sglang", "version": "0.5.1"}},
+                drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: sglang 0.5.1 has no draft-model speculation"),
+    # the case estimate_budget_below_max_num_seqs tested before the engine's own default applied (a given limit)
+    Hostile("estimate_budget_below_given_max_num_seqs",
+            estimate("--max-num-seqs", "256", "--max-num-batched-tokens", "100"),
+            "error: --max-num-batched-tokens (100) must be >= --max-num-seqs (256)"),
 ]
 
 

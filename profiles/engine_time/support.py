@@ -47,6 +47,7 @@ class Context:
     policy: str | None = None            # the control policy's kind (policy.kind), None: fixed
     tp: int = 1                          # the target's tensor parallelism
     draft_tp: int | None = None          # a draft model's tensor parallelism (drafter.tp; None: no draft model)
+    method: str | None = None            # eagle3 and mtp apart from their family `eagle`; else the family
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,8 @@ def _dynamic_sd(s, c: Context) -> bool:
     return c.policy == "vllm_dynamic"
 
 
+_DRAFT_MODEL_ALLOWED = ("allowed: a version >= 0.15.0 (or a V0 release < 0.8.0), or a method this release has: "
+                        "ngram, eagle, medusa")
 _DSD = "Dynamic SD (num_speculative_tokens_per_batch_size, PR #32374, first released in v0.24.0)"
 _SUFFIX = ("suffix decoding (vLLM method: suffix, PR #25784: not in v0.11.0, whose release it postdates; documented "
            "from v0.12.0)")
@@ -114,13 +117,17 @@ RULES: tuple[Rule, ...] = (
     Rule(Span("vllm", "0.8.0", "0.16.0"), lambda s, c: _spec(s, c) and c.pp > 1, "cluster.parallelism.pp",
          "does not compose speculative decoding with pipeline parallelism (docs, speculative decoding, 'Known "
          "Feature Incompatibility': not composable as of vllm<=0.15.0)"),
-    Rule(Span("vllm", "0.11.0"), lambda s, c: c.drafter == "draft_model" and c.draft_tp not in (None, 1, c.tp),
+    Rule(Span("vllm", "0.15.0"), lambda s, c: c.drafter == "draft_model" and c.draft_tp not in (None, 1, c.tp),
          "drafter.tp", "runs a draft model at tensor parallelism 1 or the target's only "
          "(vllm/config/speculative.py SpeculativeConfig._verify_and_get_draft_tp, read in v0.11.0 and v0.32.0: "
          "'cannot be other value than 1 or target model tensor_parallel_size')"),
-    Rule(Span("vllm", "0.8.0", "0.11.0"), lambda s, c: c.drafter == "draft_model", "drafter.kind",
-         "has no draft-model speculation in its V1 engine (docs, 'Known Feature Incompatibility': not supported in "
-         "vllm<=0.10.0); methods it has: ngram, eagle, medusa"),
+    Rule(Span("vllm", "0.8.0", "0.11.0"), lambda s, c: c.drafter == "draft_model", "cluster.engine.version",
+         f"has no draft-model speculation in its V1 engine (docs, 'Known Feature Incompatibility': not supported in "
+         f"vllm<=0.10.0); {_DRAFT_MODEL_ALLOWED}"),
+    Rule(Span("vllm", "0.11.0", "0.15.0"), lambda s, c: c.drafter == "draft_model", "cluster.engine.version",
+         "raises at start-up for a draft model ('Speculative decoding with draft model is not supported yet', "
+         "vllm/config/speculative.py SpeculativeConfig.__post_init__ in v0.11.0 through v0.14.x; v0.15.0 runs "
+         f"method draft_model, vllm/v1/spec_decode/draft_model.py); {_DRAFT_MODEL_ALLOWED}"),
     Rule(Span("vllm", "0.10.0", "0.14.0"), lambda s, c: s.async_scheduling is True and _spec(s, c),
          "cluster.engine.async_scheduling",
          "runs async scheduling without speculative decoding only (PR #19970; EAGLE/MTP with async scheduling "
@@ -170,6 +177,25 @@ RULES: tuple[Rule, ...] = (
          "v0.5.13, speculative/adaptive_spec_params.py); v0.5.11-v0.5.12's --speculative-adaptive tunes one candidate "
          "list for every batch size and only with the overlap scheduler off (adaptive_unsupported_reason), which is "
          "not modelled: use version 0.5.13 or later, or policy fixed"),
+    # SGLang's --speculative-algorithm choices by release (server_args.py add_cli_args; read in the wheels of
+    # v0.4.1 to v0.4.1.post7, v0.4.2, v0.4.3 and .post1-.post4, v0.4.4 and .post1-.post3, v0.4.5, v0.5.1, v0.5.2rc2,
+    # v0.5.2, v0.5.3): none before v0.4.1.post4; EAGLE from v0.4.1.post4; NEXTN (MTP) from v0.4.3.post1; EAGLE3
+    # from v0.4.4.post2 (taken as v0.4.4: the EAGLE-3 paper, Sec. 4.3, names the release it ran EAGLE3 on
+    # "v0.4.4"); STANDALONE (a draft model) from v0.5.2; NGRAM from v0.5.3
+    Rule(Span("sglang", "0", "0.4.1.post4"), _spec, "cluster.engine.version",
+         "has no speculative decoding (no --speculative-algorithm before v0.4.1.post4, which brought EAGLE); "
+         "allowed: a version >= 0.4.1.post4"),
+    Rule(Span("sglang", "0.4.1.post4", "0.4.3.post1"), lambda s, c: c.method == "mtp", "cluster.engine.version",
+         "has no MTP speculation (--speculative-algorithm choices ['EAGLE']; NEXTN from v0.4.3.post1); allowed: a "
+         "version >= 0.4.3.post1"),
+    Rule(Span("sglang", "0.4.1.post4", "0.4.4"), lambda s, c: c.method == "eagle3", "cluster.engine.version",
+         "has no EAGLE-3 speculation (--speculative-algorithm EAGLE3 from v0.4.4.post2); allowed: a version >= "
+         "0.4.4"),
+    Rule(Span("sglang", "0.4.1.post4", "0.5.2"), lambda s, c: c.drafter == "draft_model", "cluster.engine.version",
+         "has no draft-model speculation (--speculative-algorithm STANDALONE from v0.5.2); allowed: a version "
+         ">= 0.5.2"),
+    Rule(Span("sglang", "0.4.1.post4", "0.5.3"), lambda s, c: c.drafter == "ngram", "cluster.engine.version",
+         "has no n-gram speculation (--speculative-algorithm NGRAM from v0.5.3); allowed: a version >= 0.5.3"),
     Rule(Span("sglang", "0.4.0"), lambda s, c: _spec(s, c) and c.pp > 1, "cluster.parallelism.pp",
          "asserts 'Pipeline parallelism is not compatible with overlap schedule, speculative decoding' "
          "(server_args.py check_server_args)"),

@@ -40,7 +40,8 @@ def scenario(batch: int, speculation: dict | None, requests: int | None = None) 
             "workload": {"arrival": {"process": "poisson", "qps": 1e6},
                          "prompt_tokens": {"kind": "fixed", "value": 128},
                          "output_tokens": {"kind": "fixed", "value": 256}, "num_requests": requests or batch},
-            "cluster": {"hardware": "a100-80gb", "model": "llama-2-7b"},
+            # vLLM runs a draft model from v0.15.0 (0.11-0.14, the A100 tables' release, raise at start-up)
+            "cluster": {"hardware": "a100-80gb", "model": "llama-2-7b", "engine": {"version": "0.15.0"}},
             "drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 5},
             "acceptance": PAIR,
             "scheduler": {"max_batch_size": batch, "max_batched_tokens": 65536},

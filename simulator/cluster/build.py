@@ -55,7 +55,7 @@ class Pool:
 
     @property
     def gpus(self) -> int:
-        return len(self.replicas) * self.kind.parallelism.gpus
+        return len(self.replicas) * self.kind.gpus
 
 
 @dataclass
@@ -173,10 +173,7 @@ def _check_parallel_samples(scenario: Scenario) -> None:
     manager (simulator.core.replica): the other combinations would count one sequence per request."""
     if scenario.workload.parallel_samples == 1:
         return
-    cl, n = scenario.cluster, scenario.workload.parallel_samples
-    if n > scenario.scheduler.max_batch_size:
-        raise ScenarioError("workload.parallel_samples", f"{n} sequences per request exceed scheduler.max_batch_size "
-                                                         f"({scenario.scheduler.max_batch_size}), which counts sequences")
+    cl = scenario.cluster
     unsupported = [("a drafter", scenario.drafter.kind != "none"), ("cluster.disaggregation", cl.disaggregation is not None),
                    ("cluster.kv_cache.prefix_caching", cl.kv_cache.prefix_caching),
                    ("cluster.kv_cache.host_memory_gib", cl.kv_cache.host_memory_gib > 0)]
@@ -276,11 +273,19 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
                     hw.host_link_latency_s)
 
 
-def batch_scheduler(scenario: Scenario):
-    """The batching scheduler class of `scheduler.kind` and the limits it plans within (simulator.core.sched)."""
+def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
+    """The batching scheduler class of `scheduler.kind` and the limits it plans within (simulator.core.sched),
+    with the running-request limit of `kind` (scheduler.max_batch_size, else its engine's default:
+    ReplicaKind.max_batch_size); ScenarioError where parallel samples exceed it."""
     from simulator.core.sched import SCHEDULERS, BatchLimits, MultiStep
     cfg = scenario.scheduler
-    limits = BatchLimits(cfg.max_batch_size, cfg.max_batched_tokens, cfg.chunk_tokens)
+    seqs = kind.max_batch_size
+    n = scenario.workload.parallel_samples
+    if n > seqs:
+        raise ScenarioError("workload.parallel_samples", f"{n} sequences per request exceed the running-request limit "
+                                                         f"{seqs} (scheduler.max_batch_size or the engine's default), "
+                                                         "which counts sequences")
+    limits = BatchLimits(seqs, cfg.max_batched_tokens, cfg.chunk_tokens)
     steps = scenario.cluster.engine.num_scheduler_steps
     if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking is the engine's enable_chunked_prefill
         chunking = scenario.cluster.engine.chunked_prefill is True
@@ -335,7 +340,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
         table, state, workload_s = _requests(scenario, streams, base_dir, kind.target)
         _check_token_budget(scenario, state, kind.cost.q if kind.acceptance is not None else 1)
         log = _step_log(scenario, table, [(kind, cl.replicas)])
-        scheduler, limits = batch_scheduler(scenario)
+        scheduler, limits = batch_scheduler(scenario, kind)
         replicas = [Replica(i, state, scheduler(limits), kv_manager(scenario, kind, blocks, state, table), limits, kind.cost,
                             kind.acceptance, log, kind.policy) for i in range(cl.replicas)]
         pools = [Pool("colocated", kind, replicas, make_router(cl.router, cl.replicas, streams.router))]
@@ -367,11 +372,12 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     np_, nd = dis.prefill.replicas, dis.decode.replicas
     kp, kd = kinds["prefill"], kinds["decode"]
     log = _step_log(scenario, table, [(kp, np_), (kd, nd)])
-    scheduler, limits = batch_scheduler(scenario)
+    scheduler, limits = batch_scheduler(scenario, kp)
+    _, decode_limits = batch_scheduler(scenario, kd)
     prefill = [PrefillReplica(i, state, scheduler(limits), kv_manager(scenario, kp, blocks["prefill"], state, table), limits,
                               kp.cost, None, log) for i in range(np_)]
     decode = [DecodeReplica(np_ + i, state, DecodeOnly(), kv_manager(scenario, kd, blocks["decode"], state, table, False),
-                            limits, kd.cost, kd.acceptance, log, kd.policy) for i in range(nd)]
+                            decode_limits, kd.cost, kd.acceptance, log, kd.policy) for i in range(nd)]
     decode_rng = np.random.default_rng(np.random.SeedSequence(scenario.seed).spawn(4)[3])
     pools = [Pool("prefill", kp, prefill, _router(dis.prefill.router, np_, streams.router, f"{DISAGG}.prefill")),
              Pool("decode", kd, decode, _router(dis.decode.router, nd, decode_rng, f"{DISAGG}.decode"))]

@@ -97,20 +97,62 @@ def drafter_family(drafter) -> str | None:
     return None if drafter.kind == "none" else engine_family(drafter)
 
 
+def engine_release(lat: LatencyConfig, engine_cfg, latency):
+    """(EngineSettings, version) of the deployment's engine: `cluster.engine` (framework and version default to
+    `cluster.latency`'s, then to the measured tables' version, then to the newest modelled release). FieldError
+    for a framework or version without an engine-time entry."""
+    from profiles.engine_time.frameworks import entry_for
+    from simulator.config.engine import EngineConfig, engine_settings
+    settings = engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), lat)
+    if settings.version is None and getattr(latency, "framework", None) == settings.framework:
+        settings = dataclasses.replace(settings, version=latency.version)
+    entry = entry_for(settings.framework, settings.version)
+    return settings, settings.version or entry.get("latest") or entry["versions"]["min"]
+
+
+DEFAULT_MAX_NUM_SEQS = 256   # draftsim's running-request limit where neither the scenario nor an engine rule sets one
+
+
+def max_num_seqs(scheduler, lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, family: str | None) -> int:
+    """The replica's running-request limit: `scheduler.max_batch_size` where the scenario sets it, else the
+    engine's own default for its release, hardware and speculation (profiles.engine_time.batch_defaults: vLLM
+    V1 1024 on >= 70 GiB GPUs but A100s, SGLang 48 with speculation), else draftsim's 256."""
+    from profiles.engine_time.batch_defaults import default_max_num_seqs
+    if scheduler is not None and scheduler.max_batch_size is not None:
+        return scheduler.max_batch_size
+    fallback = DEFAULT_MAX_NUM_SEQS
+    try:
+        settings, version = engine_release(lat, engine_cfg, latency)
+    except FieldError:   # (no engine-time entry: make_engine_time names the field when it is asked for)
+        return fallback
+    found = default_max_num_seqs(settings.framework, version, hw, family,
+                                 scheduler.max_batched_tokens if scheduler is not None else None)
+    seqs = fallback if found is None else found
+    if scheduler is not None and scheduler.kind in ("vllm", "vllm_v1") and scheduler.max_batched_tokens < seqs:
+        # (as SchedulerConfig refuses a given limit: vLLM 0.8-0.11.0 keep a defaulted max_num_seqs above
+        # max_num_batched_tokens, and vllm/config/scheduler.py SchedulerConfig._verify_args raises)
+        raise ScenarioError("scheduler.max_batched_tokens", f"{scheduler.max_batched_tokens} is below the engine's "
+                            f"default running-request limit {seqs} ({settings.framework} {version} on {hw.id}), and "
+                            "the engine refuses max_num_batched_tokens < max_num_seqs (vLLM 0.8-0.11.0, "
+                            f"SchedulerConfig._verify_args); allowed: max_batched_tokens >= {seqs}, or set "
+                            "scheduler.max_batch_size")
+    return seqs
+
+
 def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, drafter, *, speculating: bool,
                      tree: bool, q: int, par: Parallelism, scheduler=None, policy: str | None = None,
-                     mla: bool = False, role: str | None = None):
+                     mla: bool = False, role: str | None = None, max_seqs: int = 256):
     """The serving engine's per-step time model (profiles.engine_time), or None: on by default for GPUs
     (off for the local CPU, whose profile measures host work per pass). The engine is `cluster.engine`
     (framework and version default to `cluster.latency`'s, then to the measured tables' version, then to the
     newest modelled release), checked against what that version offers and refuses
-    (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits and GPUs; `mla`:
-    the target's attention is MLA; `role`: the pool's role when disaggregated (prefill | decode; None:
-    colocated)."""
+    (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits (`max_seqs`: its
+    running-request limit, `max_num_seqs`) and GPUs; `mla`: the target's attention is MLA; `role`: the pool's
+    role when disaggregated (prefill | decode; None: colocated)."""
     from profiles.engine_time.frameworks import Deployment, build_engine, entry_for
     from profiles.engine_time.graphs import DATACENTER_BLACKWELL, PrefillContext
     from profiles.engine_time.support import Context, UnsupportedCombination, check
-    from simulator.config.engine import EngineConfig, engine_settings
+    from simulator.config.engine import EngineConfig
     engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
     own = LATENCY_SOURCES[lat.source].engine_time
     enabled = lat.engine_time if lat.engine_time is not None else (hw.id != "cpu-local" or own)
@@ -120,19 +162,17 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
     if own:   # the profiled engine's own host time per step
         from profiles.engine_time.engine_profile import engine_time_of
         return engine_time_of(latency.profile, family)
-    settings = engine_settings(engine_cfg, lat)
-    if settings.version is None and getattr(latency, "framework", None) == settings.framework:
-        settings = dataclasses.replace(settings, version=latency.version)
     try:
+        settings, version = engine_release(lat, engine_cfg, latency)
         entry = entry_for(settings.framework, settings.version)
-        version = settings.version or entry.get("latest") or entry["versions"]["min"]
         mixed = scheduler is not None and scheduler.kind in ("sarathi", "vllm_v1")
         context = Context(drafter=family, tree=tree, pp=par.pp, attention_dp=par.attention_dp, mixed_chunks=mixed,
                           num_scheduler_steps=engine_cfg.num_scheduler_steps,
                           policy=policy if speculating and policy != "fixed" else None, tp=par.tp,
-                          draft_tp=getattr(drafter, "tp", None) if family == "draft_model" else None)
+                          draft_tp=getattr(drafter, "tp", None) if family == "draft_model" else None,
+                          method=drafter.kind if speculating and drafter.kind in ("eagle3", "mtp") else family)
         check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
-        deployment = Deployment(max_num_seqs=scheduler.max_batch_size if scheduler is not None else 256,
+        deployment = Deployment(max_num_seqs=max_seqs,
                                 max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,
                                 q=q, speculating=speculating, hbm_bytes=hw.hbm_bytes, tp=par.tp,
                                 datacenter_blackwell=hw.id in DATACENTER_BLACKWELL,
@@ -153,10 +193,11 @@ def _modes_elsewhere(framework: str) -> dict[str, list[str]]:
     return out
 
 
-def vllm_profile_run(latency: LatencyConfig, engine_cfg, hw: HardwareSpec, scheduler) -> ProfileRun | None:
+def vllm_profile_run(latency: LatencyConfig, engine_cfg, hw: HardwareSpec, scheduler,
+                     max_seqs: int = DEFAULT_MAX_NUM_SEQS) -> ProfileRun | None:
     """The start-up profile run whose memory vLLM subtracts (simulator.cluster.vllm_memory), or None where the
-    plain rule applies (another framework, or the local CPU); `scheduler`: the scheduler section (None: 256
-    sequences, 8192 tokens)."""
+    plain rule applies (another framework, or the local CPU); `scheduler`: the scheduler section (None: 8192
+    tokens); `max_seqs`: the running-request limit (`max_num_seqs`)."""
     from simulator.config.engine import EngineConfig, engine_settings
     settings = engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), latency)
     if settings.framework != "vllm" or hw.id == CPU_ID:
@@ -164,8 +205,7 @@ def vllm_profile_run(latency: LatencyConfig, engine_cfg, hw: HardwareSpec, sched
     version = settings.version
     if version is None and latency.framework == "vllm":
         version = latency.version
-    return ProfileRun(version, scheduler.max_batched_tokens if scheduler is not None else 8192,
-                      scheduler.max_batch_size if scheduler is not None else 256)
+    return ProfileRun(version, scheduler.max_batched_tokens if scheduler is not None else 8192, max_seqs)
 
 
 def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
@@ -309,10 +349,16 @@ class ReplicaKind:
     state_bytes_per_request: float = 0.0   # hybrid models: recurrent state per request per GPU (with spec copies)
     hybrid_layout: object = None           # hybrid models: simulator.core.kv.hybrid_state.HybridPageLayout
     window_layout: object = None           # sliding-window models under vLLM V1: simulator.core.kv.sliding_window
+    max_batch_size: int = 256              # running-request limit (max_num_seqs, simulator.cluster.factory.max_num_seqs)
 
     @property
     def acceptance(self):
         return self.speculation.acceptance if self.speculation is not None else None
+
+    @property
+    def gpus(self) -> int:
+        """One replica's GPUs: the target's (tp·pp, or ep·pp) plus a drafter's own (placement separate)."""
+        return self.parallelism.gpus + (self.drafter.own_gpus if self.drafter is not None else 0)
 
     @property
     def draft(self) -> ModelSpec | None:
@@ -439,7 +485,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
     (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `engine_config`:
     cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
-    CUDA-graph capture sizes; None: 256 sequences, 8192 tokens)."""
+    CUDA-graph capture sizes; None: the engine's own running-request limit, `max_num_seqs`, and 8192 tokens)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
     if drafter is not None:
         acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
@@ -474,7 +520,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         if refusal is not None:
             raise ScenarioError("cluster.kv_cache.layout.kind", refusal)
         kv_fraction = layout.gpu_fraction(target, kv_layout)
-    profile = vllm_profile_run(latency, engine_config, hw, scheduler)
+    family = drafter_family(drafter) if built_drafter is not None else None
+    max_seqs = max_num_seqs(scheduler, latency, engine_config, hw, lat, family)
+    profile = vllm_profile_run(latency, engine_config, hw, scheduler, max_seqs)
     kv_tokens = 0 if memory_utilization is None else \
         kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype, kv_fraction,
                            latency.framework, profile)
@@ -491,7 +539,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     engine = make_engine_time(latency, engine_config, hw, lat, drafter, speculating=built_drafter is not None,
                               tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler,
                               policy=policy.kind if policy is not None else None, mla=target.is_mla,
-                              role=where.rsplit(".", 1)[-1] if where.startswith("cluster.disaggregation.") else None)
+                              role=where.rsplit(".", 1)[-1] if where.startswith("cluster.disaggregation.") else None,
+                              max_seqs=max_seqs)
     if built_drafter is None:
         cost = StepCostModel(target_cost, None, 0, engine=engine)
     else:
@@ -525,4 +574,4 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                                        scheduler, q, where, profile)
         kv_tokens = window.kv_tokens
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
-                       state_bytes, layout, window)
+                       state_bytes, layout, window, max_seqs)

@@ -89,7 +89,9 @@ class SchedulerConfig(Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     kind: str = Field("vllm", validation_alias=AliasChoices("kind", "policy"))
-    max_batch_size: int = Field(256, ge=1)
+    # None: the engine's own default for its release, hardware and speculation (vLLM --max-num-seqs, SGLang
+    # --max-running-requests; profiles.engine_time.batch_defaults), else 256 (simulator.cluster.factory.max_num_seqs)
+    max_batch_size: int | None = Field(None, ge=1)
     max_batched_tokens: int = Field(8192, ge=1)
     chunk_tokens: int = Field(512, ge=1)
     block_size: int = Field(16, ge=1, le=1024)
@@ -107,7 +109,8 @@ class SchedulerConfig(Strict):
         if self.kind == "sarathi" and self.chunk_tokens > self.max_batched_tokens:
             raise ValueError(f"chunk_tokens ({self.chunk_tokens}) must be <= max_batched_tokens "
                              f"({self.max_batched_tokens})")
-        if self.kind in ("vllm", "vllm_v1") and self.max_batched_tokens < self.max_batch_size:
+        if self.kind in ("vllm", "vllm_v1") and self.max_batch_size is not None \
+                and self.max_batched_tokens < self.max_batch_size:
             # vLLM refuses it too (vllm/config/scheduler.py, SchedulerConfig._verify_args: "max_num_batched_tokens
             # ... must be greater than or equal to max_num_seqs"): every running sequence needs a token per step
             raise ValueError(f"max_batched_tokens ({self.max_batched_tokens}) must be >= max_batch_size "

@@ -14,8 +14,9 @@ own GPUs, how much of the draft time the step exposes. Approximations are named 
   max(draft, verify) + (1 − P(full accept))·draft: the expected redraft, with the redraft's cost taken
   proportional to the share of requests that need it (exact at batch 1 in expectation; at large batch a
   partial redraft costs more than its share because small draft passes are memory-bound). PEARL's
-  pre-verify is the control policy `pearl` (simulator.speculation.control.pearl). No HBM on the target's GPUs; the draft's GPUs are
-  not added to per-GPU metrics.
+  pre-verify is the control policy `pearl` (simulator.speculation.control.pearl). No HBM on the target's GPUs; the draft's `tp`
+  GPUs are the replica's too (`DrafterBuild.own_gpus`: counted in gpus, cost, MFU/MBU and energy, where
+  they are taken to be busy for the step's whole device time, since they draft during verification).
 - `draft_model`, placement `cpu`: the draft's op graph priced by the host CPU's measured profile
   (profiles/data/cpu-local, fp32) plus, per draft pass, one PCIe transfer of the pass's token ids
   (4 bytes each) at the catalog's host-link bandwidth and latency. Drafting and verification are serial
@@ -173,6 +174,7 @@ class DrafterBuild:
     tokens_per_pass: int = 1        # draft tokens per request one pass proposes (semi-autoregressive heads)
     fixed_chain: str | None = None  # why the drafter runs one fixed chain per step (no trees, no control policy)
     hidden_state: object | None = None  # simulator.cost.proposer.HiddenStateHooks: an EAGLE-3/MTP engine layout
+    own_gpus: int = 0               # GPUs the drafter runs on beside the target's (placement separate: its tp)
 
 
 def _ngram(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str) -> DrafterBuild:
@@ -238,7 +240,7 @@ def _draft_model(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str
         if spec.weight_bytes(dtype) / draft_par.gpus >= hw.hbm_bytes:
             raise ScenarioError("drafter.tp", f"draft {spec.name} does not fit on {d.tp} GPU(s) of {hw.id}")
         return DrafterBuild(ForwardCost(spec, draft_par, latency, dtype, kv_dtype), None, 0.0, 0.0, separate=True,
-                            spec=spec)
+                            spec=spec, own_gpus=draft_par.gpus)
     from profiles.predictor import load_latency_model
     cpu = load_latency_model("cpu-local", dtype="fp32")
     cost = HostForwardCost(spec, Parallelism(1, 1), cpu, "fp32",

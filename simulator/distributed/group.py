@@ -58,7 +58,7 @@ def _built(spec: GroupSpec) -> tuple:
         scenario = spec.scenario
         kind = pool_kind(scenario, None, "cluster", Streams.from_seed(scenario.seed).acceptance_seed,
                          Path(spec.base_dir))
-        scheduler, limits = batch_scheduler(scenario)
+        scheduler, limits = batch_scheduler(scenario, kind)
         found = (kind, kind.blocks(scenario.scheduler.block_size), scheduler, limits)
         _BUILT.clear()
         _BUILT[key] = found

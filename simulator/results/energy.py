@@ -1,7 +1,8 @@
 """Energy, power and cost of a run: the summary's `energy_j`, `energy_per_output_token_j`, `avg_power_w` and
 `usd_per_mtok`, from the steps' device time, FLOPs and bytes (profiles.power) and stated constants.
 
-Accounting over the measured window W (simulator.results.metrics):
+Accounting over the measured window W (simulator.results.metrics); g is a replica's GPUs (ReplicaKind.gpus: the
+target's plus a separate draft model's own, which are taken to be busy for the whole device time of a step):
 * GPU energy = Σ over replicas of g·P_idle·W (every GPU idles all window long) plus, for every step, g·(P_busy −
   P_idle)·(draft + verify seconds), the step's device time (its host-only engine time and KV I/O idle), with
   P_busy from the step's per-GPU FLOP/s and bytes/s (profiles.power.GpuPower) — accumulated step by step as the
@@ -61,7 +62,7 @@ def run_power(kinds: list[tuple[object, int]], energy) -> RunPower:
     for kind, count in kinds:
         model = gpu_power(kind.hardware, kind.dtype, energy.power_model)
         h = energy.host_power_w_per_gpu if energy.host_power_w_per_gpu is not None else kind.hardware.host_w_per_gpu
-        gpus += [kind.parallelism.gpus] * count
+        gpus += [kind.gpus] * count
         models += [model] * count
         host += [h] * count
     return RunPower(np.array(gpus, dtype=float), tuple(models), np.array(host, dtype=float))

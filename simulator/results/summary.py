@@ -39,7 +39,7 @@ def cluster_summary(cluster, requests: pd.DataFrame, end_s: float) -> dict:
     dtype = scenario.cluster.dtype
     single = len(pools) == 1
     summary = summarize(requests, totals, slo=scenario.slo.spec(), num_replicas=len(cluster.replicas),
-                        gpus_per_replica=pools[0].kind.parallelism.gpus if single else 1,
+                        gpus_per_replica=pools[0].kind.gpus if single else 1,
                         peak_flops_per_gpu=first.matmul_flops(dtype), peak_bw_per_gpu=first.hbm_bandwidth_bytes_per_s,
                         sim_end_s=end_s)
     if not single:
@@ -94,7 +94,7 @@ def _pool_summary(summary: dict, requests, totals: StepTotals, cluster) -> dict:
     KV transfer statistics. `summary` came from `metrics.summarize` called with gpus_per_replica = 1."""
     pools, dtype = cluster.pools, cluster.scenario.cluster.dtype
     gpus = cluster.gpus
-    gpr = np.array([pool.kind.parallelism.gpus for pool in pools for _ in pool.replicas], dtype=float)
+    gpr = np.array([pool.kind.gpus for pool in pools for _ in pool.replicas], dtype=float)
     window = summary["window_s"]
     flops, moved = totals.sum("flops"), totals.sum("bytes")
     hardware = [pool.kind.hardware for pool in pools]
@@ -115,7 +115,7 @@ def _pool_summary(summary: dict, requests, totals: StepTotals, cluster) -> dict:
     for pool in pools:
         out[f"{pool.name}_replicas"] = len(pool.replicas)
     for pool in pools:
-        out[f"{pool.name}_gpus_per_replica"] = pool.kind.parallelism.gpus
+        out[f"{pool.name}_gpus_per_replica"] = pool.kind.gpus
     if any(hw.id != hardware[0].id for hw in hardware):
         out.update({f"{pool.name}_hardware": pool.kind.hardware.id for pool in pools})
     out.update({

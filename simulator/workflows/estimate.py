@@ -116,7 +116,7 @@ def check_step_in_limits(limits, batch: int, new_tokens: int, prefill: bool) -> 
     scheduler block given, with its max_batch_size and max_batched_tokens): an engine never schedules more
     requests or tokens in one step (--batch 300 under --max-num-seqs 256 was priced, exit 0)."""
     from simulator.errors import ScenarioError
-    if batch > limits.max_batch_size:
+    if limits.max_batch_size is not None and batch > limits.max_batch_size:
         raise ScenarioError("batch", f"{batch:,} requests in one step exceed the engine's max running requests, "
                                      f"{limits.max_batch_size:,} (--max-num-seqs, scheduler.max_batch_size)")
     if batch * new_tokens > limits.max_batched_tokens:
@@ -134,7 +134,8 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     module docstring). `latency`: a `cluster.latency` block as a dict (e.g. {"source": "measured",
     "framework": "vllm"}) or None for the default; `engine`: a `cluster.engine` block as a dict (framework,
     version, cuda_graphs, ...) or None; `scheduler`: a scenario's scheduler block as a dict (its
-    max_batch_size and max_batched_tokens set the engine's CUDA-graph capture sizes; default 256 and 8192).
+    max_batch_size and max_batched_tokens set the engine's CUDA-graph capture sizes; default: the engine's own
+    running-request limit, profiles.engine_time.batch_defaults, and 8192).
     ScenarioError naming the argument on bad input."""
     from models.spec import DTYPE_BYTES, KV_DTYPES
     from profiles.select import LATENCY_SOURCES, describe_latency
@@ -299,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host-cpu", default=None, help="host CPU (cluster.engine.host_cpu): a catalog id, or the host's "
                    "calibration_us (µs of profiles/engine_time/measure_launch.py --host-only)")
     p.add_argument("--max-num-seqs", type=int, default=None,
-                   help="the engine's max running requests (sets its CUDA-graph capture sizes; default 256)")
+                   help="the engine's max running requests (sets its CUDA-graph capture sizes; default: the engine's "
+                        "own for its release and hardware, e.g. vLLM V1 1024 on an H100, 256 on an A100)")
     p.add_argument("--max-num-batched-tokens", type=int, default=None,
                    help="the engine's token budget of a step (scheduler.max_batched_tokens; at least --max-num-seqs; "
                         "default 8192)")

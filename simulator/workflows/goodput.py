@@ -43,13 +43,18 @@ class Goodput:
 
 
 def scenario_gpus(data: dict) -> int:
+    """The GPUs of a raw scenario's replicas, a separate-GPU draft model's own `drafter.tp` counted in each
+    (simulator.cluster.factory.ReplicaKind.gpus, as the run's summary counts them)."""
     cl = data["cluster"]
     dis = cl.get("disaggregation")
+    drafter = data.get("drafter") or {}
+    own = drafter.get("tp", 1) if drafter.get("kind") == "draft_model" and drafter.get("placement") == "separate" \
+        and drafter.get("gamma", 4) > 0 else 0
 
     def gpus(par: dict | None) -> int:
         par = par or {}
         tp, pp, ep = par.get("tp", 1), par.get("pp", 1), par.get("ep", 1)
-        return (max(ep, tp) if ep > 1 else tp) * pp
+        return (max(ep, tp) if ep > 1 else tp) * pp + own
 
     if dis:
         return sum(dis.get(k, {}).get("replicas", 1) * gpus(dis.get(k, {}).get("parallelism")) for k in ("prefill", "decode"))
@@ -150,6 +155,8 @@ def search_placements(data: dict, max_gpus: int, *, tps=(1, 2, 4, 8), pps=(1, 2)
     rows = []
     for kind, layout in candidates(max_gpus, tps, pps):
         d = colocated(data, *layout) if kind == "colocated" else disaggregated(data, *layout, link=link)
+        if scenario_gpus(d) > max_gpus:   # (a separate draft model's own GPUs took it past the budget)
+            continue
         label = (f"colocated {layout[0]}× tp{layout[1]} pp{layout[2]}" if kind == "colocated" else
                  f"prefill {layout[0][0]}× tp{layout[0][1]} pp{layout[0][2]} + decode {layout[1][0]}× "
                  f"tp{layout[1][1]} pp{layout[1][2]}")

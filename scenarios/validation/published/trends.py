@@ -95,13 +95,19 @@ def tree_trend(requests: int) -> list[tuple]:
     return rows
 
 
+# vLLM runs a draft model from v0.15.0 (0.11-0.14 raise at start-up; profiles.engine_time.support); the A100
+# tables are of 0.14.0, whose engine-time entry (0.14-0.28) 0.15.0 shares
+DRAFT_MODEL_ENGINE = {"engine": {"version": "0.15.0"}}
+
+
 def draft_model_trend(requests: int) -> list[tuple]:
     rows = []
     for target, size in (("vicuna-7b", "7b"), ("vicuna-33b", "33b")):
         acc = {"kind": "published", "entry": f"spec-bench-sps-vicuna-{size}-a100-80gb", "depth": 4}
         for b in (1, 16):
             rows.append((target, b, speedup(target, "a100-80gb", b, max(requests, 2 * b),
-                                            {"kind": "draft_model", "model": "llama-68m", "gamma": 4}, acc)))
+                                            {"kind": "draft_model", "model": "llama-68m", "gamma": 4}, acc,
+                                            cluster=DRAFT_MODEL_ENGINE)))
     return rows
 
 
@@ -112,8 +118,9 @@ PUBLISHED_DRAFT_RATIO = {"llama-3-70b": 0.125, "llama-3.1-8b": 0.375}
 
 def draft_cost_ratio() -> list[tuple]:
     """(target, tp, draftsim's draft forward / target forward, published) for Llama-3.2-1B drafting on vLLM
-    0.11.1 (draft_model, chain of 3, the vLLM pass layout) at batch 1: draft kernels per pass over the target
-    step without its engine host work (both are forward-pass times)."""
+    0.15.0 (draft_model, chain of 3, the vLLM pass layout; 0.11-0.14 refuse a draft model, and 0.11.1, used
+    here before, gives the same ratios) at batch 1: draft kernels per pass over the target step without its
+    engine host work (both are forward-pass times)."""
     import numpy as np
     from simulator.api import prepare
     rows = []
@@ -121,7 +128,7 @@ def draft_cost_ratio() -> list[tuple]:
         data = _scenario(target, "h100-sxm", 1, 1, {"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3,
                                                     "tp": tp, "passes": "vllm"},
                          {"kind": "constant", "alpha": 0.7}, None, {"parallelism": {"tp": tp}})
-        data["cluster"]["latency"]["engine_version"] = "0.11.1"
+        data["cluster"]["latency"]["engine_version"] = "0.15.0"
         cost = prepare(data).cluster.replicas[0].cost
         draft, target_cost = cost.decode_steps(1, np.array([512]))
         per_pass = draft[0][0] / 3
@@ -147,7 +154,7 @@ def main(argv=None) -> int:
     print("4. vicuna-68m draft model (γ = 4 assumed; Spec-Bench acceptance), one A100: 7B vs 33B target")
     for target, b, s in draft_model_trend(n):
         print(f"   {target:11s} batch {b:3d}: {s:.2f}x")
-    print("5. Llama-3.2-1B draft forward / target forward on vLLM 0.11.1, H100, batch 1 (SpecDecode-Bench's text)")
+    print("5. Llama-3.2-1B draft forward / target forward on vLLM 0.15.0, H100, batch 1 (SpecDecode-Bench's text)")
     for target, tp, ratio, published in draft_cost_ratio():
         print(f"   {target:12s} TP{tp}: {ratio:.3f} (published ~{published:.3f})")
     return 0

@@ -115,7 +115,7 @@ class ReferenceEngine:
         if self.built.draft is not None:
             self.draft = FusedDecoder.random(config_from_spec(self.built.draft, max_ctx), config.weights_seed + 1,
                                              dtype, self.device)
-        slots = max(1, min(scenario.scheduler.max_batch_size, s.n))
+        slots = max(1, min(self.rep.limits.max_batch_size, s.n))
         for model in self._models():
             model.allocate_cache(slots, max_ctx)
         self.free_slots = list(range(slots - 1, -1, -1))

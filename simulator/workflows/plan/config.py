@@ -25,6 +25,8 @@ A plan YAML (unknown keys are errors)::
            acceptance: {kind: constant, alpha: 0.74}}            # a drafter's own acceptance (default: the plan's)
         - {kind: mtp, gamma: [1, 2, 3], modules: 1}              # models that ship MTP modules only
       deployments: [colocated, disaggregated]   # disaggregated: every prefill/decode split
+    engine: {version: "0.15.0"}             # optional: cluster.engine of every candidate (default: each
+                                            # hardware's measured-tables release, e.g. vLLM 0.14.0 on A100s)
     confirm_top: 5                          # candidates confirmed with the DES
     rank_by: usd_per_hour                   # or usd_per_mtok, j_per_token (among those meeting the SLOs)
 
@@ -204,6 +206,7 @@ class PlanConfig(Strict):
     slo: SLOConfig
     scheduler: dict = Field(default_factory=dict)
     moe: dict = Field(default_factory=dict)   # cluster.moe of the scenarios (routing skew, pre-scheduling)
+    engine: dict = Field(default_factory=dict)   # cluster.engine of the scenarios (framework, version, flags)
     search: SearchSpaceConfig
     confirm_top: int = Field(5, ge=0, le=MAX_CONFIRM_TOP)
     # how confirmed candidates that meet the SLOs are ordered: cost per hour, cost per million output tokens
@@ -296,6 +299,9 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
             getter(name)
         except ValueError as exc:  # UnknownNameError
             raise ScenarioError(where, str(exc).splitlines()[0]) from None
+    if spec.engine:   # (checked here: a bad block screened every candidate out, each with the same reason)
+        from simulator.config.engine import EngineConfig
+        validate_config(EngineConfig, spec.engine, f"{FIELD}.engine")
     if spec.moe:
         from simulator.config.scenario import MoeConfig
         moe = validate_config(MoeConfig, spec.moe, f"{FIELD}.moe")

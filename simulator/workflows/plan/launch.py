@@ -12,7 +12,7 @@ Built from the candidate's scenario (what the DES simulated), flag by flag:
 | dtype int4 | an AWQ/GPTQ checkpoint (detected from its config; a comment says so) | same |
 | kv_dtype fp8 | `--kv-cache-dtype fp8` | `--kv-cache-dtype fp8_e4m3` |
 | gpu_memory_utilization | `--gpu-memory-utilization` | `--mem-fraction-static` |
-| scheduler.max_batch_size | `--max-num-seqs` | `--max-running-requests` |
+| scheduler.max_batch_size (none given: no flag, the engine's own default as the DES ran it) | `--max-num-seqs` | `--max-running-requests` |
 | scheduler.max_batched_tokens (chunk_tokens for sarathi) | `--max-num-batched-tokens` | `--chunked-prefill-size` |
 | scheduler.block_size | `--block-size` | `--page-size` |
 | kv_cache.prefix_caching | `--enable-prefix-caching` / `--no-enable-prefix-caching` | radix cache on / `--disable-radix-cache` |
@@ -60,12 +60,16 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
     chunk = sched.get("chunk_tokens", 512) if sched.get("kind") == "sarathi" else sched.get("max_batched_tokens", 8192)
     caching = cl.get("kv_cache", {}).get("prefix_caching", False)
     dtype, kv = cl.get("dtype", "bf16"), cl.get("kv_dtype")
+
+    def seqs(flag: str) -> list:   # none given: the engine's own default, as the DES ran it (ReplicaKind.max_batch_size)
+        return [flag, sched["max_batch_size"]] if sched.get("max_batch_size") is not None else []
+
     if engine == "vllm":
         args = ["--tensor-parallel-size", tp, "--pipeline-parallel-size", pp]
         if ep > 1:
             args += ["--enable-expert-parallel", "--data-parallel-size", ep // tp]
-        args += ["--gpu-memory-utilization", cl.get("gpu_memory_utilization", 0.9),
-                 "--max-num-seqs", sched.get("max_batch_size", 256), "--max-num-batched-tokens", chunk,
+        args += ["--gpu-memory-utilization", cl.get("gpu_memory_utilization", 0.9), *seqs("--max-num-seqs"),
+                 "--max-num-batched-tokens", chunk,
                  "--block-size", sched.get("block_size", 16),
                  "--enable-prefix-caching" if caching else "--no-enable-prefix-caching"]
         if kv == "fp8":
@@ -75,7 +79,7 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
         if ep > 1:
             args += ["--ep-size", ep, "--enable-dp-attention", "--dp-size", ep // tp]
         args += ["--mem-fraction-static", cl.get("gpu_memory_utilization", 0.9),
-                 "--max-running-requests", sched.get("max_batch_size", 256), "--chunked-prefill-size", chunk,
+                 *seqs("--max-running-requests"), "--chunked-prefill-size", chunk,
                  "--page-size", sched.get("block_size", 16)]
         if not caching:
             args.append("--disable-radix-cache")

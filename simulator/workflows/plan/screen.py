@@ -11,7 +11,7 @@ Model of one replica of a colocated deployment (vLLM-style prefill-first continu
 - decode: t_d(B) = draft + verify cost of a step of B requests at mean context P + L/2. Decode steps
   are interleaved with prefill steps, so one decode step costs t_d(B) / (1 - ρ_p) of wall time. The mean
   running batch B solves Little's law B = λ_r n t_d(B) / (1 - ρ_p) (bisection; t_d is linearly
-  interpolated between integer batches). No solution below B_max = min(max_batch_size, KV tokens /
+  interpolated between integer batches). No solution below B_max = min(the running-request limit, KV tokens /
   (P + L/2)) means the replica cannot keep up.
 - TPOT ≈ t_d(B) / ((1 - ρ_p) E). TTFT ≈ t_p + W + t_d(B)/2: own prefill, an M/D/1 wait for the
   prefills ahead W = ρ_p t_p / (2 (1 - ρ_p)), and half a decode step when one is in progress, which it
@@ -103,14 +103,14 @@ def replica_kind(c: Candidate, spec):
 
 
 def _candidate_costs(c: Candidate, spec):
-    """(StepCostModel, KV tokens per replica, tokens per step) of a candidate's replica."""
+    """(StepCostModel, KV tokens per replica, tokens per step, running-request limit) of a candidate's replica."""
     kind = replica_kind(c, spec)
     acceptance = candidate_acceptance(c, spec)
     if c.speculation or acceptance.get("kind") not in CHAIN_ACCEPTANCE:
         tokens = 1.0 + kind.acceptance.expected_accepted() if kind.acceptance is not None else 1.0
     else:
         tokens = tokens_per_step(acceptance, c.gamma)
-    return kind.cost, kind.kv_tokens, tokens
+    return kind.cost, kind.kv_tokens, tokens, kind.max_batch_size
 
 
 def candidate_acceptance(c: Candidate, spec) -> dict:
@@ -136,14 +136,14 @@ class ReplicaModel:
 def replica_model(c: Candidate, spec, work: Workload) -> ReplicaModel | ScreenEstimate:
     """The candidate's ReplicaModel for the workload's mean lengths, or why it cannot run (a ScreenEstimate)."""
     try:
-        cost, kv_tokens, tokens = _candidate_costs(c, spec)
+        cost, kv_tokens, tokens, max_seqs = _candidate_costs(c, spec)
     except ScenarioError as exc:
         return ScreenEstimate(False, str(exc).splitlines()[0])
     prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
     p_int = max(1, round(prompt))
     draft_p, target_p = cost.step(p_int, 1, p_int * (p_int + 1) // 2, 0, 0)
     context = prompt + output / 2.0
-    b_max = min(float(spec.scheduler.get("max_batch_size", 256)), kv_tokens / context)
+    b_max = min(float(max_seqs), kv_tokens / context)
     steps = max(output - 1.0, 0.0) / tokens
     return ReplicaModel(cost, tokens, draft_p.seconds + target_p.seconds, b_max, steps,
                         _interpolated_step_s(cost, context))
@@ -235,7 +235,8 @@ class Colocated:
                 "cluster": {"hardware": c.hardware, "model": c.model, "dtype": spec.dtype, "replicas": c.replicas,
                             **({"kv_dtype": spec.kv_dtype} if spec.kv_dtype else {}),
                             "parallelism": {"tp": c.tp, "pp": c.pp, "ep": c.ep},
-                            **({"moe": dict(spec.moe)} if c.ep > 1 and spec.moe else {})},
+                            **({"moe": dict(spec.moe)} if c.ep > 1 and spec.moe else {}),
+                            **({"engine": dict(spec.engine)} if spec.engine else {})},
                 "drafter": drafter, "acceptance": candidate_acceptance(c, spec), "scheduler": dict(spec.scheduler),
                 "slo": spec.slo.model_dump(), "outputs": {"plots": False}}
 

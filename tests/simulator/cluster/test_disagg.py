@@ -26,7 +26,7 @@ def disagg(prefill=1, decode=1, link="scaleup", overlap=False, trace=None, **ove
         "workload": {"arrival": {"process": "poisson", "qps": 8.0},
                      "prompt_tokens": {"kind": "uniform", "low": 128, "high": 1024},
                      "output_tokens": {"kind": "uniform", "low": 2, "high": 96}, "num_requests": 200},
-        "cluster": {"hardware": "a100-80gb", "model": "llama-2-13b", "dtype": "fp16",
+        "cluster": {"hardware": "a100-80gb", "model": "llama-2-13b", "dtype": "fp16", "engine": {"version": "0.15.0"},
                     "disaggregation": {"prefill": {"replicas": prefill}, "decode": {"replicas": decode},
                                        "kv_transfer": {"link": link, "layerwise_overlap": overlap}}},
         "scheduler": {"kind": "vllm"},

@@ -85,7 +85,7 @@ def test_same_seed_same_outputs_other_seed_other_outputs(bulk):
 SMALL_DISAGG = {"cluster.model": "llama-2-7b", "cluster.hardware": "a100-80gb", "cluster.moe": "{}",
                 "cluster.disaggregation.prefill.parallelism.ep": 1, "cluster.disaggregation.decode.parallelism.ep": 1,
                 "cluster.disaggregation.decode.hardware": "a100-80gb", "workload.num_requests": 60,
-                "workload.arrival.qps": 6, "workload.context_overflow": "truncate"}  # llama-2-7b: 4k context
+                "workload.arrival.qps": 6, "workload.context_overflow": "truncate", "cluster.engine.version": "0.15.0"}  # llama-2-7b: 4k context
 
 
 @pytest.mark.parametrize("extra", [

@@ -496,7 +496,7 @@ def test_a_flag_a_version_lacks_is_one_line_naming_the_flag_and_the_versions_tha
                 "cluster": {"engine": {"version": "0.5.19"}}}, "scheduler.kind",
      ["sglang 0.5.19 turns mixed chunked prefill off with speculation other than EAGLE"]),
     ("vllm", {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
-              "cluster": {"engine": {"version": "0.9.0"}}}, "drafter.kind", ["vllm 0.9.0", "draft"]),
+              "cluster": {"engine": {"version": "0.9.0"}}}, "cluster.engine.version", ["vllm 0.9.0", "draft", ">= 0.15.0"]),
     ("vllm", {"drafter": {"kind": "ngram", "gamma": 3}, "cluster": {"engine": {"async_scheduling": True}}},
      "cluster.engine.async_scheduling", ["EAGLE/MTP"]),
     ("sglang", {"cluster": {"engine": {"version": "0.5.0", "async_scheduling": True}}},
@@ -540,6 +540,68 @@ def test_speculation_methods_an_engine_version_lacks_are_refused(model, engine, 
     assert err.value.field == field and "\n" not in text and all(w in text for w in words), text
     ok = scenario(workload={"num_requests": 5}, cluster={"model": model, "engine": {"version": "0.24.0"}}, **extra)
     assert simulator.run(ok).summary["requests_finished"] == 5     # the release that has it runs it
+
+
+@pytest.mark.parametrize("version,refused", [("0.10.2", True), ("0.11.0", True), ("0.12.0", True), ("0.14.1", True),
+                                             ("0.15.0", False), ("0.24.0", False)])
+def test_vllm_runs_a_draft_model_from_0_15_only(version, refused):
+    """vLLM 0.11.0 through 0.14.x raise NotImplementedError('Speculative decoding with draft model is not supported
+    yet') for any draft model (vllm/config/speculative.py, SpeculativeConfig.__post_init__: the method falls through
+    to 'draft_model' and raises; read in the v0.11.0, v0.12.0, v0.13.0 and v0.14.0 wheels); v0.15.0 passes
+    method draft_model and ships vllm/v1/spec_decode/draft_model.py. Before, 0.11-0.14 ran such a scenario
+    (exit 0)."""
+    data = scenario(workload={"num_requests": 5}, cluster={"engine": {"version": version}},
+                    drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3})
+    if not refused:
+        assert simulator.run(data).summary["requests_finished"] == 5
+        return
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    text = str(err.value)
+    assert err.value.field == "cluster.engine.version" and "\n" not in text, text
+    assert f"vllm {version}" in text and ">= 0.15.0" in text, text
+
+
+@pytest.mark.parametrize("version,family,method,first", [
+    ("0.4.1.post3", "eagle", "eagle", "0.4.1.post4"), ("0.4.3", "eagle", "mtp", "0.4.3.post1"),
+    ("0.4.3.post4", "eagle", "eagle3", "0.4.4"), ("0.5.1", "draft_model", "draft_model", "0.5.2"),
+    ("0.5.2", "ngram", "ngram", "0.5.3"),
+])
+def test_sglang_refuses_a_speculative_algorithm_before_the_release_that_added_it(version, family, method, first):
+    """SGLang's --speculative-algorithm choices (server_args.py add_cli_args, read in each release's wheel):
+    none before v0.4.1.post4; ['EAGLE'] from it; NEXTN (MTP) from v0.4.3.post1; EAGLE3 from v0.4.4.post2 (taken
+    as v0.4.4, the release the EAGLE-3 paper names); STANDALONE from v0.5.2; NGRAM from v0.5.3. Before, e.g.
+    SGLang 0.5.1 ran a draft model (exit 0)."""
+    from profiles.engine_time.frameworks import EngineSettings
+    from profiles.engine_time.support import Context, UnsupportedCombination, check
+    context = Context(drafter=family, method=method)
+    with pytest.raises(UnsupportedCombination) as err:
+        check(EngineSettings("sglang", version), version, context, ("full", "none"), {})
+    assert err.value.field == "cluster.engine.version" and f"version >= {first}" in err.value.message, err.value
+    check(EngineSettings("sglang", first), first, context, ("full", "none"), {})   # the release that added it
+
+
+def test_sglang_draft_model_before_0_5_2_is_refused_in_a_run():
+    data = scenario(workload={"num_requests": 5}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                    cluster={"model": "llama-3.1-8b", "engine": {"framework": "sglang", "version": "0.5.1"}})
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    assert err.value.field == "cluster.engine.version" and "sglang 0.5.1" in str(err.value) and "STANDALONE" in str(
+        err.value), str(err.value)
+    data["cluster"]["engine"]["version"] = "0.5.2"
+    assert simulator.run(data).summary["requests_finished"] == 5
+
+
+def test_a_draft_model_on_the_a100_tables_without_a_version_is_refused_at_their_release():
+    """Without cluster.engine.version the engine is the measured tables' release (vLLM 0.14.0 for a100-80gb),
+    which has no draft model: refused naming cluster.engine.version; naming 0.15.0 runs it."""
+    data = scenario(workload={"num_requests": 5}, cluster={"hardware": "a100-80gb"},
+                    drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3})
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    assert err.value.field == "cluster.engine.version" and "vllm 0.14.0" in str(err.value), str(err.value)
+    data["cluster"]["engine"] = {"version": "0.15.0"}
+    assert simulator.run(data).summary["requests_finished"] == 5
 
 
 def test_dynamic_sd_with_data_parallelism_is_refused_as_vllm_falls_back_to_static_k():

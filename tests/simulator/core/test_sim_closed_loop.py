@@ -92,7 +92,7 @@ def test_bad_closed_loop_configurations_name_the_field(workload, field):
 
 def _closed_disagg(c: int, n: int = 60, **extra) -> dict:
     sc = _closed(c, n, **extra)
-    sc["cluster"] = {"hardware": "a100-80gb", "model": "llama-2-7b",
+    sc["cluster"] = {"hardware": "a100-80gb", "model": "llama-2-7b", "engine": {"version": "0.15.0"},
                      "disaggregation": {"prefill": {"replicas": 2}, "decode": {"replicas": 2}}}
     return sc
 

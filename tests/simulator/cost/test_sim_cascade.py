@@ -17,7 +17,7 @@ ALPHAS = [0.7, 0.7, 0.3, 0.3, 0.3]
 CASCADE = {"kind": "cascade", "stages": [{"model": "llama-68m", "tokens": 2, "inner_gamma": 2, "inner_alpha": 0.35},
                                          {"tokens": 3}]}
 BASE = dict(drafter=CASCADE, acceptance={"kind": "positional", "alphas": ALPHAS},
-            cluster={"hardware": "a100-80gb", "model": "llama-2-7b"})
+            cluster={"hardware": "a100-80gb", "model": "llama-2-7b", "engine": {"version": "0.15.0"}})
 
 
 @pytest.mark.parametrize("tokens,alpha,gamma", [(1, 0.5, 3), (4, 0.6, 3), (6, 0.8, 2), (7, 0.3, 5), (5, 0.0, 3),

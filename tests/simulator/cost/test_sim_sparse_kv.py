@@ -75,7 +75,7 @@ def test_triforce_stages_are_the_sparse_target_and_the_small_model():
     from simulator.cost.sparse_kv import SparseKVForwardCost
     from simulator.cost.step_cost import ForwardCost
     from theory.cascade import expected_passes
-    data = scenario(cluster={"model": "llama-2-7b", "hardware": "a100-80gb"},
+    data = scenario(cluster={"model": "llama-2-7b", "hardware": "a100-80gb", "engine": {"version": "0.15.0"}},
                     acceptance={"kind": "constant", "alpha": 0.9},
                     drafter={"kind": "cascade", "stages": [{"model": "self", "tokens": 6, "kv_budget": 4096,
                                                             "inner_model": "llama-68m", "inner_gamma": 2,

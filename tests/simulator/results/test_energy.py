@@ -170,3 +170,38 @@ def test_the_held_out_power_check_reads_every_measured_phase():
     assert gemm.utilization_w == pytest.approx(IDLE + (TDP - IDLE) * min(activity, 1.0))
     assert gemm.busy_w == TDP
     assert gemm.utilization_err == pytest.approx((gemm.utilization_w - gemm.measured_w) / gemm.measured_w)
+
+
+@pytest.mark.parametrize("power_model", ["utilization", "busy"])
+def test_a_separate_draft_models_gpus_are_counted_in_gpus_cost_mfu_and_energy(tmp_path, power_model):
+    """A draft model at placement `separate` runs on its own `drafter.tp` GPUs (simulator.cost.drafters): the
+    replica is target tp·pp + draft tp GPUs in `gpus`, MFU, $/Mtok and energy (idle all window, and busy for
+    the steps' device time like the target's GPUs). Before, a tp-2 target with a separate tp-1 draft reported
+    2 GPUs and priced 2 GPU-hours per hour."""
+    data = scenario(workload={"num_requests": 60},
+                    cluster={"model": "llama-3-8b", "parallelism": {"tp": 2}},
+                    drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3, "tp": 1, "placement": "separate"},
+                    acceptance={"kind": "constant", "alpha": 0.7},
+                    energy={"usd_per_gpu_hour": 2.0, "host_power_w_per_gpu": 100.0, "power_model": power_model},
+                    outputs={"steps": "full", "plots": False})
+    code, err, out = run_cli(tmp_path, data)
+    assert code == 0, err
+    s = json.loads((out / "summary.json").read_text())
+    st = pd.read_parquet(out / "steps.parquet")
+    gpus = 2 * 1 + 1
+    assert (s["gpus"], s["gpus_per_replica"]) == (gpus, gpus)
+    window, tokens = s["window_s"], s["output_tokens_per_s"] * s["window_s"]
+    lo, hi = s["window_start_s"], s["window_end_s"]
+    inside = (np.minimum(st.end_s, hi) - np.maximum(st.start_s, lo)).clip(lower=0) / st.duration_s
+    assert s["mfu"] == pytest.approx((st.flops * inside).sum() / (window * PEAK_F * gpus), rel=1e-9)
+    assert s["goodput_per_gpu_rps"] == pytest.approx(s["goodput_rps"] / gpus)
+    device = st.draft_s + st.verify_s
+    if power_model == "busy":
+        activity = np.ones(len(st))
+    else:
+        activity = np.minimum(st.flops / (gpus * device) / (PEAK_F * ETA_C)
+                              + st.bytes / (gpus * device) / (PEAK_B * ETA_M), 1.0)
+    gpu_j = gpus * IDLE * window + (gpus * (TDP - IDLE) * activity * device * inside).sum()
+    assert s["gpu_energy_j"] == pytest.approx(gpu_j, rel=1e-9)
+    assert s["host_energy_j"] == pytest.approx(gpus * 100.0 * window)
+    assert s["usd_per_mtok"] == pytest.approx(gpus * window / 3600 * 2.0 / tokens * 1e6)

@@ -33,7 +33,7 @@ def _data(**stage) -> dict:
     return scenario(workload={"arrival": {"process": "closed_loop", "concurrency": 1, "qps": None},
                               "prompt_tokens": {"kind": "fixed", "value": 200},
                               "output_tokens": {"kind": "fixed", "value": 400}, "num_requests": 1},
-                    cluster={"hardware": "a100-80gb", "model": "llama-2-7b"},
+                    cluster={"hardware": "a100-80gb", "model": "llama-2-7b", "engine": {"version": "0.15.0"}},
                     drafter={"kind": "cascade", "stages": [{"model": "llama-68m", "tokens": 6, "inner_gamma": 3,
                                                             "inner_alpha": 0.5, **stage}]},
                     acceptance={"kind": "constant", "alpha": 0.7})

@@ -99,7 +99,7 @@ def test_smartspec_turns_speculation_down_under_heavy_load():
                                    acceptance={"kind": "constant", "alpha": 0.6},
                                    policy={"kind": "smartspec", "max_gamma": 6}))
     heavy = simulator.run(scenario(drafter=DRAFT, workload={"arrival": {"qps": 40.0}, "num_requests": 300},
-                                   cluster={"model": "llama-3-8b", "hardware": "a100-80gb"},
+                                   cluster={"model": "llama-3-8b", "hardware": "a100-80gb", "engine": {"version": "0.15.0"}},
                                    acceptance={"kind": "constant", "alpha": 0.6},
                                    scheduler={"max_batch_size": 256},
                                    policy={"kind": "smartspec", "max_gamma": 6}))

@@ -34,6 +34,33 @@ def test_more_gpus_serve_more_and_gpus_are_counted_per_pool():
     assert scenario_gpus(colocated(BASE, 3, 2, 2)) == 12
 
 
+@pytest.mark.parametrize("layout", ["colocated", "disaggregated"])
+def test_a_separate_draft_models_gpus_count_in_goodput_per_gpu_as_in_the_summary(layout):
+    """A draft model at placement separate runs on its own drafter.tp GPUs in every replica (each pool's):
+    goodput per GPU divides by them too, as the run's summary counts `gpus` (before: 3 x tp1 replicas with a
+    tp-1 separate draft counted 3 GPUs, the summary 6)."""
+    import simulator
+    draft = {"kind": "draft_model", "model": "llama-68m", "gamma": 3, "tp": 1, "placement": "separate"}
+    data = colocated(BASE, 3, 1, 1) if layout == "colocated" else disaggregated(BASE, (2, 1, 1), (1, 2, 1))
+    data = {**data, "drafter": draft, "acceptance": {"kind": "constant", "alpha": 0.7},
+            "cluster": {**data["cluster"], "engine": {"version": "0.15.0"}}}
+    expected = 3 * (1 + 1) if layout == "colocated" else 2 * (1 + 1) + 1 * (2 + 1)
+    assert scenario_gpus(data) == expected
+    assert simulator.prepare(data).cluster.gpus == expected
+
+
+def test_the_placement_search_keeps_separate_draft_layouts_within_the_budget(monkeypatch):
+    """With a separate-GPU draft model each replica holds drafter.tp more GPUs: layouts past max_gpus with
+    them are not searched (before: 4 tp-1 replicas + their 4 draft GPUs were a '4-GPU' layout)."""
+    from simulator.workflows import goodput
+    monkeypatch.setattr(goodput, "max_goodput", lambda d, **kw: goodput.Goodput(1.0, scenario_gpus(d), 1.0, 1, ()))
+    data = {**BASE, "drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3, "placement": "separate"}}
+    rows = goodput.search_placements(data, 4, tps=(1, 2), pps=(1,))
+    assert len(rows) and rows.gpus.max() <= 4
+    assert set(rows[rows.kind == "colocated"].layout) == {"colocated 1× tp1 pp1", "colocated 2× tp1 pp1",
+                                                          "colocated 1× tp2 pp1"}
+
+
 def test_candidates_stay_within_the_budget_and_cover_both_kinds():
     cands = candidates(4, tps=(1, 2), pps=(1,))
     assert ("colocated", (4, 1, 1)) in cands and ("disaggregated", ((3, 1, 1), (1, 1, 1))) in cands

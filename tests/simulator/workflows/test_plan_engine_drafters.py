@@ -134,3 +134,31 @@ def test_candidate_fields_default_to_a_draft_model():
     spec = PlanConfig.model_validate({**PLAN, "models": ["llama-3-8b"]})
     assert Colocated().scenario(c, spec, 0)["drafter"] == {"kind": "draft_model", "model": "llama-68m", "gamma": 3,
                                                           "tp": 1}
+
+
+def test_a_plans_engine_block_reaches_every_candidate_and_lets_a100_draft_models_run():
+    """vLLM 0.11-0.14 refuse a draft model and 0.14.0 is the A100 tables' release, so without an engine block
+    an A100 draft-model candidate is screened out naming cluster.engine.version; the plan-level `engine`
+    (as cluster.engine) names the release every candidate runs: with 0.15.0 it is priced. Before, a plan had
+    no engine block, so no plan could keep such candidates."""
+    plan = {**PLAN, "models": ["llama-3-8b"], "hardware": [{"id": "a100-80gb", "usd_per_gpu_hour": 1.6}],
+            "search": {"replicas": [1], "drafters": [{"kind": "draft_model", "model": "llama-68m", "gamma": [3]}]}}
+    work = Workload(1.0, 512, 200)
+    refused = PlanConfig.model_validate(plan)
+    c = enumerate_candidates(refused, ("colocated",))[0]
+    est = Colocated().screen(c, refused, work)
+    assert not est.feasible and est.reason.startswith("cluster.engine.version: vllm 0.14.0"), est.reason
+    spec = PlanConfig.model_validate({**plan, "engine": {"version": "0.15.0"}})
+    c = enumerate_candidates(spec, ("colocated",))[0]
+    assert Colocated().scenario(c, spec, 0)["cluster"]["engine"] == {"version": "0.15.0"}
+    est = Colocated().screen(c, spec, work)
+    assert est.feasible and est.tokens_per_step > 1, est.reason
+
+
+def test_a_bad_plan_engine_block_is_one_line_naming_it(tmp_path, capsys):
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump({**PLAN, "engine": {"cuda_graph": "full"}}))
+    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "plan.engine" in err and "cuda_graph" in err, err
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,65 @@
+"""The running-request limit a serving engine sets itself when the deployment gives none (vLLM `--max-num-seqs`,
+SGLang `--max-running-requests`): draftsim's `scheduler.max_batch_size` when a scenario leaves it out.
+
+`default_max_num_seqs(framework, version, hardware, drafter)` returns the engine's value, or None where draftsim
+keeps its own default (256) because it models no engine rule there. Each rule as read in the releases' sources:
+
+- vLLM V1 (0.8.0 on), `EngineArgs` in vllm/engine/arg_utils.py (`_set_default_args_v1` in 0.8.x,
+  `get_batch_defaults` from 0.9.0), the same for the offline LLM class and the API server (`vllm serve`):
+  0.8.0-0.8.3: 1024 on any GPU; 0.8.4: 1024 if the device name holds "h100" or "h200", else 256; 0.8.5: 1024 with
+  >= 70 GiB of device memory, else 256; 0.9.0 on (read in v0.9.0, v0.14.0 and v0.33.0): 1024 with >= 70 GiB and
+  not an A100 (vLLM PR #17885), else 256 (v0.33.0 adds a >= 160 GiB tier, also 1024, and keeps the DGX Spark
+  GB10 at 256: no catalog hardware is a GB10).
+  From v0.11.1 a defaulted max_num_seqs is lowered to max_num_batched_tokens when that is smaller
+  (`_set_default_max_num_seqs_and_batched_tokens_args`: `min(self.max_num_seqs, self.max_num_batched_tokens)`;
+  v0.11.0 and earlier keep it, and `SchedulerConfig._verify_args` then refuses the deployment, which
+  simulator.cluster.build.batch_scheduler refuses as well).
+- vLLM V0 (before 0.8.0): `EngineArgs.max_num_seqs = 256`.
+- SGLang (server_args.py `_handle_speculative_decoding`; arg_groups/speculative_hook.py from v0.5.13, read in
+  v0.5.14): with speculative decoding `max_running_requests` is reset to 48 when the user gives none, for EAGLE
+  and EAGLE3 (MTP runs as EAGLE) from v0.4.5 (v0.4.4 sets nothing), STANDALONE (a draft model) from v0.5.2 and
+  NGRAM from v0.5.3. Without speculation SGLang bounds running requests by its KV pool (None here).
+- TensorRT-LLM and host CPUs (vLLM's CPU defaults depend on the entrypoint, 128 or 256 per rank): None.
+"""
+from __future__ import annotations
+
+from profiles.measured.source import version_key
+
+GIB = 2 ** 30
+SGLANG_SPEC_MAX_RUNNING = 48
+# drafter engine family -> the first SGLang release that resets max_running_requests to 48 for it
+SGLANG_SPEC_FROM = {"eagle": "0.4.5", "draft_model": "0.5.2", "ngram": "0.5.3"}
+
+
+def _vllm_v1_big_gpu(version: str, hardware) -> bool:
+    """Whether vLLM `version` (>= 0.8.0) gives `hardware` its large defaults (module docstring)."""
+    v = version_key(version)
+    if v < version_key("0.8.4"):
+        return True
+    if v < version_key("0.8.5"):
+        return any(name in hardware.id.lower() for name in ("h100", "h200"))
+    big = hardware.hbm_bytes >= 70 * GIB
+    if v < version_key("0.9.0"):
+        return big
+    return big and "a100" not in hardware.id.lower()
+
+
+def default_max_num_seqs(framework: str, version: str, hardware, drafter: str | None,
+                         max_num_batched_tokens: int | None = None) -> int | None:
+    """The running-request limit `framework` at `version` sets on `hardware` (a profiles.hardware.HardwareSpec)
+    with speculation of engine family `drafter` (None: none) and the step token budget `max_num_batched_tokens`
+    when the deployment gives none, or None where draftsim keeps its own default (module docstring)."""
+    if hardware.id == "cpu-local":
+        return None
+    if framework == "vllm":
+        if version_key(version) < version_key("0.8.0"):
+            return 256
+        seqs = 1024 if _vllm_v1_big_gpu(version, hardware) else 256
+        if max_num_batched_tokens is not None and version_key(version) >= version_key("0.11.1"):
+            seqs = min(seqs, max_num_batched_tokens)
+        return seqs
+    if framework == "sglang":
+        first = SGLANG_SPEC_FROM.get(drafter) if drafter is not None else None
+        if first is not None and version_key(version) >= version_key(first):
+            return SGLANG_SPEC_MAX_RUNNING
+    return None

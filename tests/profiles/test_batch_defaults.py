@@ -1,0 +1,101 @@
+"""The running-request limit an engine sets itself when the deployment gives none (profiles.engine_time.
+batch_defaults), rule by rule as read in the releases' sources, and the DES running at that limit when a
+scenario leaves scheduler.max_batch_size out (before: always 256, whatever the engine)."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import simulator
+from profiles.engine_time.batch_defaults import default_max_num_seqs
+from profiles.hardware import get_hardware
+from sim_helpers import scenario
+
+H100, H200, A100, L40S = (get_hardware(h) for h in ("h100-sxm", "h200", "a100-80gb", "l40s"))
+
+
+@pytest.mark.parametrize("version,hardware,expected", [
+    # vllm/engine/arg_utils.py, EngineArgs._set_default_args_v1 (0.8.x): `default_max_num_seqs = 1024`, any GPU
+    ("0.8.0", A100, 1024), ("0.8.3", L40S, 1024),
+    # 0.8.4: `if "h100" in device_name or "h200" in device_name: ... 1024 else 256`
+    ("0.8.4", H200, 1024), ("0.8.4", A100, 256),
+    # 0.8.5: `if device_memory >= 70 * GiB_bytes: ... 1024 else 256` (an A100-80GB has 80 GB)
+    ("0.8.5", A100, 1024), ("0.8.5", L40S, 256),
+    # 0.9.0 on, get_batch_defaults: `>= 70 * GiB_bytes and "a100" not in device_name` (PR #17885); LLM class
+    # and OPENAI_API_SERVER alike (read in v0.9.0, v0.14.0, v0.33.0)
+    ("0.9.0", A100, 256), ("0.14.0", H100, 1024), ("0.33.0", H100, 1024), ("0.33.0", L40S, 256),
+    ("0.7.3", H100, 256),   # V0: EngineArgs.max_num_seqs = 256
+])
+def test_vllm_max_num_seqs_default_by_release_and_hardware(version, hardware, expected):
+    assert default_max_num_seqs("vllm", version, hardware, None) == expected
+    assert default_max_num_seqs("vllm", version, hardware, "eagle") == expected   # speculation does not change it
+
+
+@pytest.mark.parametrize("version,drafter,expected", [
+    # server_args.py _handle_speculative_decoding: `if self.max_running_requests is None:
+    # self.max_running_requests = 48` for EAGLE/EAGLE3 from v0.4.5 (v0.4.4 sets nothing)
+    ("0.4.4", "eagle", None), ("0.4.5", "eagle", 48),
+    # STANDALONE (a draft model) joins the EAGLE branch in v0.5.2; NGRAM gets its own reset in v0.5.3
+    ("0.5.1", "draft_model", None), ("0.5.2", "draft_model", 48),
+    ("0.5.2", "ngram", None), ("0.5.3", "ngram", 48),
+    # v0.5.14: arg_groups/speculative_hook.py _handle_eagle_family and _handle_ngram, the same 48
+    ("0.5.14", "eagle", 48), ("0.5.14", "ngram", 48),
+    ("0.5.14", None, None),   # no speculation: SGLang bounds running requests by its KV pool
+])
+def test_sglang_max_running_requests_with_speculation(version, drafter, expected):
+    assert default_max_num_seqs("sglang", version, H100, drafter) == expected
+
+
+def _prepared(hardware: str, engine: dict, drafter: dict, scheduler: dict):
+    data = scenario(workload={"num_requests": 5}, cluster={"hardware": hardware, "model": "llama-3.1-8b",
+                                                           "engine": engine}, drafter=drafter)
+    data["scheduler"] = scheduler   # (sim_helpers' scenario sets max_batch_size 64)
+    return simulator.prepare(data)
+
+
+@pytest.mark.parametrize("hardware,engine,drafter,given,expected", [
+    ("h100-sxm", {"version": "0.24.0"}, {"kind": "none"}, None, 1024),
+    ("a100-80gb", {"version": "0.24.0"}, {"kind": "none"}, None, 256),
+    ("h100-sxm", {"version": "0.24.0"}, {"kind": "none"}, 300, 300),           # the scenario's own limit
+    ("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "eagle3", "gamma": 3}, None, 48),
+    ("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "eagle3", "gamma": 3}, 128, 128),
+    ("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "none"}, None, 256),
+])
+def test_replicas_run_at_the_engines_limit_unless_the_scenario_sets_one(hardware, engine, drafter, given, expected):
+    extra = {"max_batch_size": given} if given is not None else {}
+    prepared = _prepared(hardware, engine, drafter, {"kind": "vllm", **extra})
+    assert {rep.limits.max_batch_size for rep in prepared.cluster.replicas} == {expected}
+    assert prepared.cluster.kind.max_batch_size == expected
+
+
+def test_sglang_speculation_runs_at_most_48_requests_at_once(tmp_path):
+    """100 concurrent clients on SGLang with EAGLE-3 and no max_batch_size: the running batch reaches 48 and
+    never more (before: draftsim's 256 applied, so all 100 ran at once)."""
+    data = scenario(workload={"arrival": {"process": "closed_loop", "concurrency": 100, "qps": None},
+                              "num_requests": 200},
+                    cluster={"model": "llama-3.1-8b", "engine": {"framework": "sglang", "version": "0.5.14"}},
+                    drafter={"kind": "eagle3", "gamma": 3}, outputs={"steps": "full", "plots": False})
+    del data["scheduler"]["max_batch_size"]
+    result = simulator.run(data)
+    steps = pd.DataFrame(result.steps)
+    assert steps.running_requests.max() == 48
+    assert result.summary["requests_finished"] == 200
+
+
+@pytest.mark.parametrize("version,expected", [("0.11.0", 1024), ("0.11.1", 512), ("0.33.0", 512)])
+def test_vllm_lowers_a_defaulted_max_num_seqs_to_the_token_budget_from_0_11_1(version, expected):
+    """vllm/engine/arg_utils.py `_set_default_max_num_seqs_and_batched_tokens_args` (v0.11.1 on): when
+    max_num_seqs was not given, `self.max_num_seqs = min(self.max_num_seqs, self.max_num_batched_tokens)`;
+    v0.11.0 has no such line."""
+    assert default_max_num_seqs("vllm", version, H100, None, max_num_batched_tokens=512) == expected
+
+
+def test_a_token_budget_below_the_defaulted_limit_is_refused_where_vllm_refuses_it():
+    """vLLM 0.11.0 on an H100 defaults max_num_seqs to 1024 and keeps it above --max-num-batched-tokens 512:
+    SchedulerConfig._verify_args raises (vllm/config/scheduler.py); v0.11.1 lowers it to 512 and runs."""
+    from simulator.errors import ScenarioError
+    with pytest.raises(ScenarioError) as err:
+        _prepared("h100-sxm", {"version": "0.11.0"}, {"kind": "none"}, {"kind": "vllm", "max_batched_tokens": 512})
+    assert err.value.field == "scheduler.max_batched_tokens" and "1024" in str(err.value), str(err.value)
+    ok = _prepared("h100-sxm", {"version": "0.11.1"}, {"kind": "none"}, {"kind": "vllm", "max_batched_tokens": 512})
+    assert ok.cluster.kind.max_batch_size == 512
