@@ -71,8 +71,8 @@ def test_device_total_is_what_cuda_reports():
 
 def test_profile_run_only_for_vllm_on_a_gpu():
     hw, sched = get_hardware("h100-sxm"), SchedulerConfig(max_batch_size=512, max_batched_tokens=4096)
-    run = vllm_profile_run(LatencyConfig(), EngineConfig(version="0.11.0"), hw, sched)
-    assert run == ProfileRun("0.11.0", 4096, 512)
+    run = vllm_profile_run(LatencyConfig(), EngineConfig(version="0.11.0"), hw, sched, 512)   # (max_num_seqs resolved
+    assert run == ProfileRun("0.11.0", 4096, 512)                                             # by factory.max_num_seqs)
     assert vllm_profile_run(LatencyConfig(), EngineConfig(framework="sglang"), hw, sched) is None
     assert vllm_profile_run(LatencyConfig(), EngineConfig(), get_hardware("cpu-local"), sched) is None
 
