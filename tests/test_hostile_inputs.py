@@ -759,6 +759,10 @@ CASES = [
             "draftsim: error: cluster.engine.version: vllm 0.34.0rc1 is newer than the newest release known here (0.33.0"),
     # a draft model at tensor parallelism 2 beside a tp-4 target ran under vLLM, which refuses it at start
     # (SpeculativeConfig._verify_and_get_draft_tp: 1 or the target's tp)
+    # Medusa-style heads under SGLang ran, exit 0; no SGLang release has them
+    Hostile("sglang_medusa_heads",
+            run(cluster={"engine": {"framework": "sglang"}}, drafter={"kind": "head", "style": "parallel", "gamma": 4}),
+            "draftsim: error: drafter.kind: sglang"),
     Hostile("vllm_draft_tp_2_of_target_tp_4",
             run(cluster={"model": "llama-3.1-70b", "parallelism": {"tp": 4}, "engine": {"version": "0.32.0"}},
                 drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3, "tp": 2}),

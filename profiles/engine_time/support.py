@@ -182,6 +182,11 @@ RULES: tuple[Rule, ...] = (
     # v0.5.2, v0.5.3): none before v0.4.1.post4; EAGLE from v0.4.1.post4; NEXTN (MTP) from v0.4.3.post1; EAGLE3
     # from v0.4.4.post2 (taken as v0.4.4: the EAGLE-3 paper, Sec. 4.3, names the release it ran EAGLE3 on
     # "v0.4.4"); STANDALONE (a draft model) from v0.5.2; NGRAM from v0.5.3
+    Rule(Span("sglang"), lambda s, c: c.drafter in ("medusa", "layer_skip"), "drafter.kind",
+         "has no Medusa-style parallel heads or layer-skipping self-speculation (nor has any SGLang release: "
+         "speculative/spec_info.py SpeculativeAlgorithm, read in v0.5.8, v0.5.11 and v0.5.21: EAGLE, EAGLE3, "
+         "STANDALONE, NGRAM and, in later releases, DFlash-style and MTP variants); allowed: an eagle/eagle3/mtp "
+         "head, a draft model or n-gram"),
     Rule(Span("sglang", "0", "0.4.1.post4"), _spec, "cluster.engine.version",
          "has no speculative decoding (no --speculative-algorithm before v0.4.1.post4, which brought EAGLE); "
          "allowed: a version >= 0.4.1.post4"),
