@@ -276,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(parser, argv, own_unknown=True)
     if isinstance(args, int):  # argparse already printed its one-line usage error (or the help)
         return args
-    if not getattr(args, "func", None):
-        parser.print_help()
+    if not getattr(args, "func", None):   # (no COMMAND: bad input, one line on stderr; the help is --help)
+        names = ["run", "catalog", *commands(registered=not own)]
+        print(f"draftsim: error: give a COMMAND: {', '.join(names)} (draftsim --help says what each does)",
+              file=sys.stderr)
         return EXIT_USAGE
     return guarded(lambda: args.func(args))
 

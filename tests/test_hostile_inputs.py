@@ -760,6 +760,8 @@ CASES = [
     # a draft model at tensor parallelism 2 beside a tp-4 target ran under vLLM, which refuses it at start
     # (SpeculativeConfig._verify_and_get_draft_tp: 1 or the target's tp)
     # Medusa-style heads under SGLang ran, exit 0; no SGLang release has them
+    # `draftsim` with no COMMAND printed the whole help to stdout, nothing on stderr, exit 2
+    Hostile("no_command", lambda tmp: [], "draftsim: error: give a COMMAND: run, catalog, estimate"),
     Hostile("sglang_medusa_heads",
             run(cluster={"engine": {"framework": "sglang"}}, drafter={"kind": "head", "style": "parallel", "gamma": 4}),
             "draftsim: error: drafter.kind: sglang"),
