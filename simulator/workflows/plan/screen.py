@@ -102,15 +102,26 @@ def replica_kind(c: Candidate, spec):
     return _KINDS[key]
 
 
+def requests_that_fit(kind, context_tokens: float) -> float:
+    """How many requests of `context_tokens` tokens a replica's KV cache holds: its KV tokens over the context,
+    or for a sliding-window layout (vLLM's hybrid manager, simulator.core.kv.sliding_window) its blocks over
+    the blocks one decoding request holds (full-attention groups at the whole context, window groups at the
+    window)."""
+    layout = kind.window_layout
+    if layout is None:
+        return kind.kv_tokens / context_tokens
+    return layout.total_blocks / float(layout.peak(max(1, math.ceil(context_tokens)), 1))
+
+
 def _candidate_costs(c: Candidate, spec):
-    """(StepCostModel, KV tokens per replica, tokens per step, running-request limit) of a candidate's replica."""
+    """(StepCostModel, replica kind, tokens per step, running-request limit) of a candidate's replica."""
     kind = replica_kind(c, spec)
     acceptance = candidate_acceptance(c, spec)
     if c.speculation or acceptance.get("kind") not in CHAIN_ACCEPTANCE:
         tokens = 1.0 + kind.acceptance.expected_accepted() if kind.acceptance is not None else 1.0
     else:
         tokens = tokens_per_step(acceptance, c.gamma)
-    return kind.cost, kind.kv_tokens, tokens, kind.max_batch_size
+    return kind.cost, kind, tokens, kind.max_batch_size
 
 
 def candidate_acceptance(c: Candidate, spec) -> dict:
@@ -136,14 +147,14 @@ class ReplicaModel:
 def replica_model(c: Candidate, spec, work: Workload) -> ReplicaModel | ScreenEstimate:
     """The candidate's ReplicaModel for the workload's mean lengths, or why it cannot run (a ScreenEstimate)."""
     try:
-        cost, kv_tokens, tokens, max_seqs = _candidate_costs(c, spec)
+        cost, kind, tokens, max_seqs = _candidate_costs(c, spec)
     except ScenarioError as exc:
         return ScreenEstimate(False, str(exc).splitlines()[0])
     prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
     p_int = max(1, round(prompt))
     draft_p, target_p = cost.step(p_int, 1, p_int * (p_int + 1) // 2, 0, 0)
     context = prompt + output / 2.0
-    b_max = min(float(max_seqs), kv_tokens / context)
+    b_max = min(float(max_seqs), requests_that_fit(kind, context))
     steps = max(output - 1.0, 0.0) / tokens
     return ReplicaModel(cost, tokens, draft_p.seconds + target_p.seconds, b_max, steps,
                         _interpolated_step_s(cost, context))

@@ -293,3 +293,24 @@ def test_tree_drafters_are_screened_with_the_des_construction_and_close_to_the_d
     # disaggregated pools run trees too: the split is screened with the same replica kind
     pooled = DEPLOYMENTS["disaggregated"].screen(split, spec, Workload(4.0, 512, 200))
     assert pooled.feasible and pooled.tokens_per_step == est.tokens_per_step
+
+
+def test_the_screen_counts_a_sliding_window_models_batch_by_its_blocks():
+    """gpt-oss under vLLM (hybrid KV manager: window groups hold the window, not the context): the screen's
+    largest batch is the pool's blocks over one decoding request's blocks, about twice the KV tokens over the
+    context at 8K context (18 full + 18 window layers). Before, kv_tokens / context halved it."""
+    from pathlib import Path
+    from simulator.cluster.build import Streams, pool_kind
+    from simulator.config.scenario import parse_scenario
+    from simulator.workflows.plan.screen import requests_that_fit
+    data = {"name": "w", "seed": 0, "outputs": {"plots": False},
+            "workload": {"arrival": {"process": "poisson", "qps": 1.0}, "num_requests": 1,
+                         "prompt_tokens": {"kind": "fixed", "value": 16}, "output_tokens": {"kind": "fixed", "value": 4}},
+            "cluster": {"hardware": "h100-sxm", "model": "gpt-oss-120b", "dtype": "mxfp4", "max_model_len": 16384,
+                        "engine": {"version": "0.32.0"}}}
+    kind = pool_kind(parse_scenario(data), None, "cluster", Streams.from_seed(0).acceptance_seed, Path.cwd())
+    lay = kind.window_layout
+    assert lay is not None
+    fit = requests_that_fit(kind, 8192)
+    assert fit == lay.total_blocks / (lay.full_groups * 512 + lay.window_groups * min(512, lay.window_cap(1)))
+    assert 1.8 < fit / (kind.kv_tokens / 8192) < 2.05
