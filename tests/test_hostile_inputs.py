@@ -984,6 +984,12 @@ CASES = [
                 acceptance={"kind": "trace", "trace": "qwen2.5-coder-0.5b-smollm2-135m", "drafter": "draft",
                             "mode": "sample", "temperature": 0.995}),
             "draftsim: error: acceptance.temperature: must be one of 0.25, 0.5, 0.75, 1.0, 1.5"),
+    # ---- helper3: determinism and invariant fuzzing (2026-11-28) -------------------------------------------
+    # parallel sampling with speculation said "... is not supported with a drafter; allowed: 1, or no a drafter"
+    Hostile("parallel_samples_with_a_drafter",
+            run(workload={"parallel_samples": 2}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: workload.parallel_samples: 2 sequences per request is not supported with drafter kind "
+            "'draft_model'; allowed: 1, or drafter kind 'none'"),
 ]
 
 
