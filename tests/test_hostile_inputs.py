@@ -1113,6 +1113,12 @@ CASES = [
     Hostile("estimate_budget_below_given_max_num_seqs",
             estimate("--max-num-seqs", "256", "--max-num-batched-tokens", "100"),
             "error: --max-num-batched-tokens (100) must be >= --max-num-seqs (256)"),
+    # ---- helper3: determinism and invariant fuzzing (2026-11-28) -------------------------------------------
+    # parallel sampling with speculation said "... is not supported with a drafter; allowed: 1, or no a drafter"
+    Hostile("parallel_samples_with_a_drafter",
+            run(workload={"parallel_samples": 2}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: workload.parallel_samples: 2 sequences per request is not supported with drafter kind "
+            "'draft_model'; allowed: 1, or drafter kind 'none'"),
 ]
 
 

@@ -51,6 +51,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,7 +173,43 @@ def draft_sets(q: np.ndarray, n: int, replacement: bool) -> tuple[list[tuple[int
 
 def _lp_solver() -> pulp.LpSolver:
     highs = pulp.HiGHS(msg=False)
-    return highs if highs.available() else pulp.PULP_CBC_CMD(msg=False)
+    if highs.available():
+        _swallow_highs_banner()
+        return highs
+    return pulp.PULP_CBC_CMD(msg=False)
+
+
+_BANNER_SWALLOWED = False
+
+
+def _swallow_highs_banner() -> None:
+    """highspy prints its banner ('Running HiGHS 1.16.0 (git hash ...): Copyright ...', two lines) on file
+    descriptor 1 when a process constructs its first ``Highs`` object, whatever ``msg=False`` asks (PuLP turns
+    ``output_flag`` off only after constructing it), so ``draftsim run --quiet`` of a multidraft
+    ``optimal_wor`` scenario wrote it to stdout. The process's first ``Highs`` is constructed here with
+    descriptor 1 pointed at /dev/null (C's stdio buffers flushed before it is restored); later ones print
+    nothing."""
+    global _BANNER_SWALLOWED
+    if _BANNER_SWALLOWED:
+        return
+    _BANNER_SWALLOWED = True
+    import ctypes
+    import highspy
+    sys.stdout.flush()
+    try:
+        flush = ctypes.CDLL(None).fflush
+    except (OSError, AttributeError):   # (no C library to flush: the banner is written unbuffered)
+        flush = None
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+            highspy.Highs()
+            if flush is not None:
+                flush(None)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _new_variable(problem: pulp.LpProblem, name: str) -> pulp.LpVariable:

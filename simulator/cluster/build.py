@@ -174,13 +174,16 @@ def _check_parallel_samples(scenario: Scenario) -> None:
     if scenario.workload.parallel_samples == 1:
         return
     cl = scenario.cluster
-    unsupported = [("a drafter", scenario.drafter.kind != "none"), ("cluster.disaggregation", cl.disaggregation is not None),
-                   ("cluster.kv_cache.prefix_caching", cl.kv_cache.prefix_caching),
-                   ("cluster.kv_cache.host_memory_gib", cl.kv_cache.host_memory_gib > 0)]
-    for what, present in unsupported:
+    # (what is present, what would be allowed instead): "or no a drafter" read as a typo
+    unsupported = [(f"drafter kind {scenario.drafter.kind!r}", "drafter kind 'none'", scenario.drafter.kind != "none"),
+                   ("cluster.disaggregation", "no cluster.disaggregation", cl.disaggregation is not None),
+                   ("cluster.kv_cache.prefix_caching", "no cluster.kv_cache.prefix_caching", cl.kv_cache.prefix_caching),
+                   ("cluster.kv_cache.host_memory_gib", "no cluster.kv_cache.host_memory_gib",
+                    cl.kv_cache.host_memory_gib > 0)]
+    for what, instead, present in unsupported:
         if present:
             raise ScenarioError("workload.parallel_samples", f"{scenario.workload.parallel_samples} sequences per "
-                                f"request is not supported with {what}; allowed: 1, or no {what}")
+                                f"request is not supported with {what}; allowed: 1, or {instead}")
 
 
 def _check_token_budget(scenario: Scenario, state: RequestState, q: int | None) -> None:

@@ -215,3 +215,23 @@ def test_bad_input_names_the_argument():
         optimal_acceptance(p, q, 2, method="simplex")
     with pytest.raises(ValueError, match="rng"):
         sample_verification(p, q, 2, "rrs", 10, rng=42)
+
+
+def test_the_lp_prints_nothing_on_stdout_in_a_fresh_process():
+    """highspy printed its two-line banner ('Running HiGHS 1.16.0 ...') on descriptor 1 at the first solve of
+    a process, whatever msg=False asked, so `draftsim run --quiet` of a multidraft optimal_wor scenario wrote
+    it to stdout (found by fuzzing). A fresh interpreter: the banner comes once per process."""
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np\n"
+            "from theory.multidraft_optimal import optimal_acceptance\n"
+            "p = np.array([0.5, 0.3, 0.2]); q = np.array([0.2, 0.3, 0.5])\n"
+            "import sys; sys.stderr.write(repr(optimal_acceptance(p, q, 2, replacement=False, method='lp')))\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b""
+    p, q = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5])
+    assert float(done.stderr) == optimal_acceptance(p, q, 2, replacement=False, method="lp")
