@@ -54,14 +54,15 @@ def test_fused_decoder_logits_equal_qwen2_model(tied, bias):
 
 # ---- the serving loop ----------------------------------------------------------------------------------
 def _scenario(tmp_path, *, n=5, prompt=(8, 40), output=(4, 14), gamma=2, alpha=0.8, scheduler=None,
-              util=0.9, seed=5):
+              util=0.9, seed=5, max_model_len=None):
     write_offline_trace(tmp_path / "requests.csv", n, prompt, output, seed=seed)
     drafter = {"kind": "draft_model", "model": "llama-68m", "gamma": gamma} if gamma else {"kind": "none"}
     return parse_scenario({
         "name": "ref-test", "seed": seed,
         "workload": {"arrival": {"process": "trace", "trace_csv": "requests.csv"}},
         "cluster": {"hardware": "cpu-local", "model": "llama-68m", "dtype": "fp32",
-                    "gpu_memory_utilization": util, "latency": {"source": "roofline"}},   # (what auto chose)
+                    "gpu_memory_utilization": util, "latency": {"source": "roofline"},   # (what auto chose)
+                    **({"max_model_len": max_model_len} if max_model_len else {})},
         "drafter": drafter, "acceptance": {"kind": "constant", "alpha": alpha},
         "scheduler": scheduler or {"kind": "vllm", "max_batch_size": 3, "max_batched_tokens": 256},
     })
@@ -169,7 +170,9 @@ def test_preemption_by_recompute_keeps_caches_consistent(tmp_path):
     kv_tokens = 96
     need = 2 * spec.weight_bytes("fp32") + kv_tokens * 2 * spec.kv_bytes_per_token("fp32")
     util = need / get_hardware("cpu-local").hbm_bytes
-    _, ref, sim = _run_both(tmp_path, util=util, n=5, prompt=(16, 30), output=(20, 30),
+    # (max_model_len: a KV cache of 96 tokens holds no 2,048-token request, and vLLM's start-up check would
+    # refuse the model's default; prompts + outputs here are at most 60 tokens)
+    _, ref, sim = _run_both(tmp_path, util=util, n=5, prompt=(16, 30), output=(20, 30), max_model_len=64,
                             scheduler={"kind": "vllm", "max_batch_size": 4, "max_batched_tokens": 256})
     assert sim.requests["preemptions"].sum() > 0
     _check_same_steps_and_tokens(ref, sim)
