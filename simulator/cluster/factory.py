@@ -198,14 +198,21 @@ def vllm_profile_run(latency: LatencyConfig, engine_cfg, hw: HardwareSpec, sched
     """The start-up profile run whose memory vLLM subtracts (simulator.cluster.vllm_memory), or None where the
     plain rule applies (another framework, or the local CPU); `scheduler`: the scheduler section (None: 8192
     tokens); `max_seqs`: the running-request limit (`max_num_seqs`)."""
+    framework, version = _configured_engine(latency, engine_cfg)
+    if framework != "vllm" or hw.id == CPU_ID:
+        return None
+    return ProfileRun(version, scheduler.max_batched_tokens if scheduler is not None else 8192, max_seqs)
+
+
+def _configured_engine(latency: LatencyConfig, engine_cfg) -> tuple[str, str | None]:
+    """(framework, version) as the scenario configures them: `cluster.engine`, else `cluster.latency`'s
+    framework and, for vLLM, its tables' version (None: the newest modelled)."""
     from simulator.config.engine import EngineConfig, engine_settings
     settings = engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), latency)
-    if settings.framework != "vllm" or hw.id == CPU_ID:
-        return None
     version = settings.version
     if version is None and latency.framework == "vllm":
         version = latency.version
-    return ProfileRun(version, scheduler.max_batched_tokens if scheduler is not None else 8192, max_seqs)
+    return settings.framework, version
 
 
 def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
@@ -285,13 +292,9 @@ def frees_window_blocks(latency: LatencyConfig, engine_cfg, hw: HardwareSpec, wh
     variable sliding-window attention keep their own rules, not modelled: their sliding-window layers hold
     the full context (models.spec)."""
     from profiles.measured.source import version_key
-    from simulator.config.engine import EngineConfig, engine_settings
-    settings = engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), latency)
-    if settings.framework != "vllm" or hw.id == CPU_ID or where != "cluster":
+    framework, version = _configured_engine(latency, engine_cfg)
+    if framework != "vllm" or hw.id == CPU_ID or where != "cluster":
         return False
-    version = settings.version
-    if version is None and latency.framework == "vllm":
-        version = latency.version
     return version is None or version_key(version) >= version_key(HYBRID_KV_MANAGER_SINCE)
 
 

@@ -111,9 +111,7 @@ def mxfp4_layout_extra_bytes(target: ModelSpec, par: Parallelism, backend: str) 
         return 0.0
     hidden, width = target.hidden_size, target.moe_intermediate_size // expert_width_split(par)
     experts = target.num_experts / (par.ep if par.ep > 1 else 1)
-    layers = sum(1 for t in target.ffn_types if t == "moe") if target.ffn_types else \
-        target.num_layers - target.first_dense_layers
-    layers = -(-layers // par.pp)
+    layers = -(-target.num_moe_layers // par.pp)
     per_weight = 0.5 + 1 / 32   # packed FP4 + one e8m0 scale per 32 weights
     if backend == "triton":
         pad_h, pad_w = hidden, _round_up(width, 64)

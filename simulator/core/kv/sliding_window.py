@@ -79,7 +79,11 @@ class WindowPageLayout:
     def held(self, computed, tokens):
         """Blocks a request holds in a step that needs slots for `tokens` tokens with `computed` computed
         before it (module docstring)."""
-        table = _cdiv(tokens, self.block_tokens)
+        return self.held_by_table(computed, _cdiv(tokens, self.block_tokens))
+
+    def held_by_table(self, computed, table):
+        """Blocks a request holds with block tables of `table` entries per group and `computed` computed
+        tokens: every entry of the full-attention groups, the window groups' entries past the skipped ones."""
         window = np.maximum(table - self.skipped_blocks(computed), 0)
         return self.full_groups * table + self.window_groups * window
 
@@ -166,9 +170,7 @@ class SlidingWindowPool(BlockPool):
         return 0, False
 
     def _held(self, ids, table):
-        lay = self.layout
-        window = np.maximum(table - lay.skipped_blocks(self.s.ctx[ids]), 0)
-        return lay.full_groups * table + lay.window_groups * window
+        return self.layout.held_by_table(self.s.ctx[ids], table)
 
     def grow(self, ids, tokens) -> bool:
         """vLLM's allocate_slots for request(s) `ids` needing slots for `tokens` tokens, their computed
