@@ -31,8 +31,13 @@ SGLANG_SPEC_MAX_RUNNING = 48
 SGLANG_SPEC_FROM = {"eagle": "0.4.5", "draft_model": "0.5.2", "ngram": "0.5.3"}
 
 
-def _vllm_v1_big_gpu(version: str, hardware) -> bool:
-    """Whether vLLM `version` (>= 0.8.0) gives `hardware` its large defaults (module docstring)."""
+def vllm_v1_large_defaults(version: str | None, hardware) -> bool:
+    """Whether vLLM `version` (>= 0.8.0; None: the newest) gives `hardware` its large batch defaults (module
+    docstring): 1024 sequences, and 16384 / 8192 tokens per step for the LLM class / the API server (2048 tokens
+    for the API server on other GPUs, 8192 for the LLM class; the same test keys both in `_set_default_args_v1`
+    and `get_batch_defaults`)."""
+    if version is None:
+        return hardware.hbm_bytes >= 70 * GIB and "a100" not in hardware.id.lower()
     v = version_key(version)
     if v < version_key("0.8.4"):
         return True
@@ -54,7 +59,7 @@ def default_max_num_seqs(framework: str, version: str, hardware, drafter: str | 
     if framework == "vllm":
         if version_key(version) < version_key("0.8.0"):
             return 256
-        seqs = 1024 if _vllm_v1_big_gpu(version, hardware) else 256
+        seqs = 1024 if vllm_v1_large_defaults(version, hardware) else 256
         if max_num_batched_tokens is not None and version_key(version) >= version_key("0.11.1"):
             seqs = min(seqs, max_num_batched_tokens)
         return seqs

@@ -10,7 +10,7 @@ costs the target's per-GPU KV bytes plus the draft's. Under vLLM on a GPU (`vllm
 V1's accounting (simulator.cluster.vllm_memory): the memory CUDA reports × gpu_memory_utilization, minus the
 weights as loaded (MXFP4 experts re-laid out by their MoE backend), the start-up profile run's activation peak
 (max_num_batched_tokens tokens, min(max_num_seqs, that) rows sampled) and the non-torch increase; the CUDA-graph
-estimate of vLLM >= 0.21 is not subtracted (named there). TensorRT-LLM (latency.framework trtllm) takes its
+estimate of vLLM >= 0.21 is not subtracted (named there). TensorRT-LLM (the engine, `deployment_release`) takes its
 fraction of the memory the weights leave free: KV = (HBM − weights) × gpu_memory_utilization, its
 KvCacheConfig.free_gpu_memory_fraction (default 0.9; tensorrt_llm/_torch/pyexecutor/_util.py
 KvCacheCreator._cal_max_tokens at commit d8ae02c: (total_gpu_memory − peak_memory) × fraction, the peak being
@@ -193,25 +193,29 @@ def _modes_elsewhere(framework: str) -> dict[str, list[str]]:
     return out
 
 
-def vllm_profile_run(latency: LatencyConfig, engine_cfg, hw: HardwareSpec, scheduler,
+def vllm_profile_run(release: tuple[str, str | None], hw: HardwareSpec, scheduler,
                      max_seqs: int = DEFAULT_MAX_NUM_SEQS) -> ProfileRun | None:
     """The start-up profile run whose memory vLLM subtracts (simulator.cluster.vllm_memory), or None where the
-    plain rule applies (another framework, or the local CPU); `scheduler`: the scheduler section (None: 8192
-    tokens); `max_seqs`: the running-request limit (`max_num_seqs`)."""
-    framework, version = _configured_engine(latency, engine_cfg)
+    plain rule applies (another framework, or the local CPU); `release`: the deployment's (framework,
+    version), `deployment_release`; `scheduler`: the scheduler section (None: 8192 tokens); `max_seqs`: the
+    running-request limit (`max_num_seqs`)."""
+    framework, version = release
     if framework != "vllm" or hw.id == CPU_ID:
         return None
     return ProfileRun(version, scheduler.max_batched_tokens if scheduler is not None else 8192, max_seqs)
 
 
-def _configured_engine(latency: LatencyConfig, engine_cfg) -> tuple[str, str | None]:
-    """(framework, version) as the scenario configures them: `cluster.engine`, else `cluster.latency`'s
-    framework and, for vLLM, its tables' version (None: the newest modelled)."""
-    from simulator.config.engine import EngineConfig, engine_settings
-    settings = engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), latency)
-    version = settings.version
-    if version is None and latency.framework == "vllm":
-        version = latency.version
+def deployment_release(lat: LatencyConfig, engine_cfg, latency) -> tuple[str, str | None]:
+    """(framework, version) of the engine the deployment runs, for every rule that depends on it (memory,
+    sliding-window blocks, batch limits, engine time): `engine_release`'s. Where that has no engine-time entry
+    (a version outside the modelled range, which `make_engine_time` refuses where engine time is on), the
+    configured framework and version (None: the newest modelled)."""
+    try:
+        settings, version = engine_release(lat, engine_cfg, latency)
+    except FieldError:
+        from simulator.config.engine import EngineConfig, engine_settings
+        settings = engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), lat)
+        return settings.framework, settings.version
     return settings.framework, version
 
 
@@ -284,7 +288,7 @@ def hybrid_layout(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: 
 HYBRID_KV_MANAGER_SINCE = "0.10.0"   # vLLM V1's hybrid KV-cache manager (sliding-window groups), simulator.core.kv.sliding_window
 
 
-def frees_window_blocks(latency: LatencyConfig, engine_cfg, hw: HardwareSpec, where: str) -> bool:
+def frees_window_blocks(release: tuple[str, str | None], hw: HardwareSpec, where: str) -> bool:
     """Whether the deployment's engine frees sliding-window layers' blocks outside the window (vLLM V1's
     hybrid KV-cache manager, from HYBRID_KV_MANAGER_SINCE, simulator.core.kv.sliding_window): not on the CPU
     backend nor with a KV connector (a disaggregated pool), as vllm/config VllmConfig.__post_init__ turns it
@@ -292,7 +296,7 @@ def frees_window_blocks(latency: LatencyConfig, engine_cfg, hw: HardwareSpec, wh
     variable sliding-window attention keep their own rules, not modelled: their sliding-window layers hold
     the full context (models.spec)."""
     from profiles.measured.source import version_key
-    framework, version = _configured_engine(latency, engine_cfg)
+    framework, version = release   # (deployment_release)
     if framework != "vllm" or hw.id == CPU_ID or where != "cluster":
         return False
     return version is None or version_key(version) >= version_key(HYBRID_KV_MANAGER_SINCE)
@@ -525,10 +529,12 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         kv_fraction = layout.gpu_fraction(target, kv_layout)
     family = drafter_family(drafter) if built_drafter is not None else None
     max_seqs = max_num_seqs(scheduler, latency, engine_config, hw, lat, family)
-    profile = vllm_profile_run(latency, engine_config, hw, scheduler, max_seqs)
+    release = deployment_release(latency, engine_config, lat)
+    framework = release[0]
+    profile = vllm_profile_run(release, hw, scheduler, max_seqs)
     kv_tokens = 0 if memory_utilization is None else \
         kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype, kv_fraction,
-                           latency.framework, profile)
+                           framework, profile)
     target_cost = target_costs.build(facts, BuildContext(target, par, lat, dtype, kv_dtype, hw, moe, base_dir,
                                                          built_drafter, kv_layout, early_exit, latency.nano_batches))
     if facts.measured_passes:
@@ -564,15 +570,15 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     state_bytes, layout = 0.0, None
     if target.num_state_layers:
         draft_tokens = 0 if spec is None else spec.verify_q - 1
-        state_bytes = state_bytes_per_request(target, par, dtype, latency.framework, draft_tokens)
+        state_bytes = state_bytes_per_request(target, par, dtype, framework, draft_tokens)
         if memory_utilization is not None:
             layout = hybrid_layout(hw, target, par, dtype, kv_dtype, memory_utilization, built_drafter,
-                                   latency.framework, draft_tokens, where, profile)
+                                   framework, draft_tokens, where, profile)
             kv_tokens = layout.kv_tokens
     window = None
     if target.sliding_window_layers and not target.num_state_layers and not target.is_mla \
             and memory_utilization is not None and (kv_layout is None or kv_layout.kind == "paged") \
-            and frees_window_blocks(latency, engine_config, hw, where):
+            and frees_window_blocks(release, hw, where):
         window = sliding_window_layout(hw, target, par, dtype, kv_dtype, memory_utilization, built_drafter,
                                        scheduler, q, where, profile)
         kv_tokens = window.kv_tokens

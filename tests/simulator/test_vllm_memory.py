@@ -8,11 +8,12 @@ import yaml
 from models.catalog import get_model
 from models.step import Parallelism
 from profiles.hardware import get_hardware
-from simulator.cluster.factory import free_bytes_per_gpu, kv_capacity_tokens, vllm_profile_run
+from simulator.cluster.factory import (build_replica_kind, deployment_release, free_bytes_per_gpu, kv_capacity_tokens,
+                                      make_latency_model, max_num_seqs, vllm_profile_run)
 from simulator.cluster.vllm_memory import (GIB, ProfileRun, activation_peak_bytes, device_total_bytes,
                                            mxfp4_backend, mxfp4_layout_extra_bytes)
 from simulator.config.engine import EngineConfig
-from simulator.config.serving import LatencyConfig, SchedulerConfig
+from simulator.config.serving import LatencyConfig, MoeConfig, ParallelismConfig, SchedulerConfig
 
 LOGS = yaml.safe_load((Path(__file__).parents[2] / "profiles/data/vllm_memory/startup_logs.yaml").read_text())
 
@@ -71,10 +72,32 @@ def test_device_total_is_what_cuda_reports():
 
 def test_profile_run_only_for_vllm_on_a_gpu():
     hw, sched = get_hardware("h100-sxm"), SchedulerConfig(max_batch_size=512, max_batched_tokens=4096)
-    run = vllm_profile_run(LatencyConfig(), EngineConfig(version="0.11.0"), hw, sched, 512)   # (max_num_seqs resolved
-    assert run == ProfileRun("0.11.0", 4096, 512)                                             # by factory.max_num_seqs)
-    assert vllm_profile_run(LatencyConfig(), EngineConfig(framework="sglang"), hw, sched) is None
-    assert vllm_profile_run(LatencyConfig(), EngineConfig(), get_hardware("cpu-local"), sched) is None
+    run = vllm_profile_run(("vllm", "0.11.0"), hw, sched, 512)   # (max_num_seqs resolved by factory.max_num_seqs)
+    assert run == ProfileRun("0.11.0", 4096, 512)
+    assert vllm_profile_run(("sglang", "0.5.23"), hw, sched) is None
+    assert vllm_profile_run(("vllm", "0.11.0"), get_hardware("cpu-local"), sched) is None
+
+
+def test_memory_rules_read_the_engine_release_engine_time_reads():
+    """One engine release for every rule: without an engine block, an A100's measured tables are vLLM 0.14.0's,
+    and so is the start-up profile run whose memory is subtracted (before, the memory rules took the newest
+    release and a MoE model on an A100 kept 0.19's persistent fused-MoE workspace while its engine was 0.14's)."""
+    hw, model, lat_cfg = get_hardware("a100-80gb"), get_model("qwen3-30b-a3b"), LatencyConfig(source="measured")
+    sched = SchedulerConfig(max_batch_size=256, max_batched_tokens=8192)
+    lat = make_latency_model(lat_cfg, hw, "bf16", Path("."))
+    assert deployment_release(lat_cfg, None, lat) == ("vllm", lat.version) == ("vllm", "0.14.0")
+    kind = build_replica_kind(model=model, hardware=hw, parallelism=ParallelismConfig(tp=1), dtype="bf16",
+                              latency=lat_cfg, moe=MoeConfig(), memory_utilization=0.9, base_dir=Path("."),
+                              scheduler=sched)
+    par = Parallelism(tp=1)
+    assert max_num_seqs(sched, lat_cfg, None, hw, lat, None) == 256   # (the scheduler's limit)
+    as_engine = kv_capacity_tokens(hw, model, par, "bf16", 0.9, profile=ProfileRun("0.14.0", 8192, 256))
+    newest = kv_capacity_tokens(hw, model, par, "bf16", 0.9, profile=ProfileRun(None, 8192, 256))
+    assert kind.kv_tokens == as_engine != newest
+    # an engine block's version is the one release of both
+    assert deployment_release(lat_cfg, EngineConfig(version="0.19.0"), lat) == ("vllm", "0.19.0")
+    # a version without an engine-time entry: the configured one (make_engine_time names the field)
+    assert deployment_release(lat_cfg, EngineConfig(version="0.1.0"), lat) == ("vllm", "0.1.0")
 
 
 def test_moe_workspace_persists_from_0_19():

@@ -153,10 +153,11 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
                        entrypoint: str = "llm") -> dict:
     """The engine's default batching scheduler and limits at `version` (None: the newest).
 
-    vLLM V1 (`EngineArgs.get_batch_defaults`, vllm/engine/arg_utils.py, keyed by UsageContext): GPUs with
-    >= 70 GiB that are not A100s 16384 tokens (offline LLM class) or 8192 (API server, `vllm serve`) and
-    1024 sequences; others 8192 (LLM class) or 2048 (API server) tokens and 256 sequences (the A100
-    exception: vLLM PR #17885); chunked prefill always; V1's own scheduler rules (`vllm_v1`) with its
+    vLLM V1 (`EngineArgs.get_batch_defaults`, vllm/engine/arg_utils.py, keyed by UsageContext): GPUs that get
+    the large defaults at that release (profiles.engine_time.batch_defaults.vllm_v1_large_defaults: from 0.9.0
+    >= 70 GiB and not an A100, vLLM PR #17885; 0.8.4 H100/H200 by name, 0.8.5 >= 70 GiB) 16384 tokens (offline
+    LLM class) or 8192 (API server, `vllm serve`) and 1024 sequences; others 8192 (LLM class) or 2048 (API
+    server) tokens and 256 sequences; chunked prefill always; V1's own scheduler rules (`vllm_v1`) with its
     default prefix caching on (profiles/data/engine_time/frameworks.yaml `defaults` of the V1 entries), so a
     request's prompt blocks are reserved at admission (simulator.core.sched.vllm_v1: a request preempted
     by recompute finds its blocks in the cache; without the cache V1 thrashes 32K prompts that barely fit). vLLM V0 (before 0.8.0): prefill-first, no chunked prefill below 32K context, max_num_seqs 256,
@@ -165,6 +166,7 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     requests bounded by the KV pool, and enable_mixed_chunk False, so a prefill batch never carries decodes
     (server_args.py): prefill-first. TensorRT-LLM PyTorch backend: its in-flight batching scheduler
     (simulator.core.sched.trtllm) with the LLM API defaults max_num_tokens 8192, max_batch_size 2048."""
+    from profiles.engine_time.batch_defaults import vllm_v1_large_defaults
     from profiles.hardware import get_hardware
     from profiles.measured.source import version_key
     if fw == "sglang":  # enable_mixed_chunk False: prefill batches run apart from decode batches
@@ -175,7 +177,7 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
         return {"kind": "vllm", "max_batched_tokens": 32768, "max_batch_size": 256}
     if entrypoint not in ENTRYPOINTS:
         raise Unpredictable(f"vLLM entrypoint {entrypoint!r} is not one of {', '.join(ENTRYPOINTS)}")
-    big = get_hardware(hardware).hbm_bytes >= 70 * 2**30 and not hardware.startswith("a100")
+    big = vllm_v1_large_defaults(version, get_hardware(hardware))
     tokens = {("llm", True): 16384, ("api_server", True): 8192,
               ("llm", False): 8192, ("api_server", False): 2048}[entrypoint, big]
     seqs = 1024 if big else 256

@@ -270,6 +270,11 @@ def test_vllm_serve_points_get_the_api_servers_batching_defaults():
     assert scheduler_defaults("vllm", "a100-80gb", "0.11.0")["max_batched_tokens"] == 8192
     with pytest.raises(Unpredictable, match="entrypoint 'serve'"):
         scheduler_defaults("vllm", "h100-sxm", "0.11.0", "serve")
+    # per release, as profiles.engine_time.batch_defaults reads them (the A100 exception is vLLM 0.9.0's, PR
+    # #17885: 0.8.5 keyed on >= 70 GiB alone, 0.8.4 on the device name, 0.8.0-0.8.3 gave every GPU 1024)
+    for version, seqs, tokens in (("0.8.2", 1024, 8192), ("0.8.4", 256, 2048), ("0.8.5", 1024, 8192), ("0.9.0", 256, 2048)):
+        got = scheduler_defaults("vllm", "a100-80gb", version, "api_server")
+        assert (got["max_batch_size"], got["max_batched_tokens"]) == (seqs, tokens), version
     points = {p.id: p for p in pts.load_points()}
     served = serving_scenario(points["gpustack-h100-gpt-oss-120b-vllm0102-tp1-isl2000-reqtput"])
     assert served["scheduler"]["max_batched_tokens"] == 8192 and served["cluster"]["dtype"] == "mxfp4"
