@@ -29,13 +29,10 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from models.errors import bounded, run_script, script_args
+from scenarios.benchmarks.sim_speed import SCENARIO, SPEC
 
-SCENARIO = Path(__file__).with_name("sim_speed.yaml")
-SPEC = ["drafter.kind=draft_model", "drafter.model=llama-68m", "drafter.gamma=4",
-        "acceptance.kind=constant", "acceptance.alpha=0.7"]
 CASES = {"10k/1": (10_000, 1), "100k/16": (100_000, 16), "1M/64": (1_000_000, 64)}
 QPS_PER_REPLICA = 3.0
 

@@ -46,12 +46,10 @@ import time
 from pathlib import Path
 
 from models.errors import bounded, run_script, script_args
+from scenarios.benchmarks.sim_speed import SCENARIO, SPEC
 from simulator.core.parallel import local_workers_max
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIO = Path(__file__).with_name("sim_speed.yaml")
-SPEC = ["drafter.kind=draft_model", "drafter.model=llama-68m", "drafter.gamma=4",
-        "acceptance.kind=constant", "acceptance.alpha=0.7"]
 QPS_PER_REPLICA = 3.0
 ESTIMATE = ["estimate", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch", "64", "--context", "4096"]
 PLAN = ROOT / "scenarios" / "plans" / "llama8b_chat.yaml"

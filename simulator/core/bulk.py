@@ -74,6 +74,7 @@ class DecodeProfile:
         self._templates = np.zeros((0, 3, 0), dtype=np.int64)
         self._offsets = np.zeros((2, 1), dtype=np.int64)
         self._ahead: dict = {}   # request -> its simulator.core.lives.Life, computed ahead for a fresh join
+        self.suspended_at = -1   # the step k at which `dissolve` wrote the members back and kept them (-1: not)
 
     def __len__(self) -> int:
         return len(self.members)
@@ -299,10 +300,12 @@ class DecodeProfile:
 
     def blocks_held(self, ids) -> np.ndarray:
         """Blocks each request of `ids` holds at step k, members or not (what `dissolve` would write back;
-        the request arrays hold a member's blocks as of its join): for schedulers that read them between
-        bulks (simulator.core.sched.trtllm's capacity rule)."""
+        the request arrays hold a member's blocks as of its join, or now while suspended): for schedulers that
+        read them between bulks (simulator.core.sched.trtllm's capacity rule)."""
         s = self.rep.s
         held = s.blocks[ids].copy()
+        if self.suspended_at >= 0:
+            return held
         for i, r in enumerate(np.asarray(ids).tolist()):
             m = self.members.get(r)
             if m is not None and self.k > m.start:
@@ -317,10 +320,36 @@ class DecodeProfile:
         return int(m.batch.held[j - 1, m.col])
 
     def dissolve(self) -> None:
-        """Write every member's state at step k back to the request arrays and empty the profile (before
-        the step-by-step path forms a step with decodes)."""
-        if not self.members:
+        """Write every member's state at step k back to the request arrays (before the step-by-step path forms
+        a step with decodes). Members decoding without speculation are kept, suspended and re-based at k (their
+        sums are a function of the state the arrays now hold, as a join computes them), until the step is
+        applied (`after_step`): a step that decodes each of them once is their step k, and they go on from
+        k + 1 without joining again. Speculating members (their trajectories are indexed from their join) and
+        anything unexpected empty the profile (`clear`): the running requests join the next bulk afresh."""
+        if not self.members or self.suspended_at >= 0:
             return
+        members, k = self.members, self.k
+        if any(m.batch is not None for m in members.values()):
+            self._write_back()
+            self.clear()
+            return
+        # plain members, all at once: the arrays hold each one's state at its start (`_held`'s formula)
+        ids = np.fromiter(members, dtype=np.int64, count=len(members))
+        j = k - np.fromiter((m.start for m in members.values()), dtype=np.int64, count=len(members))
+        s, block = self.rep.s, self.rep.kv.block_size
+        ctx = s.ctx[ids]
+        held = np.maximum((ctx + j - 1 + (self.rep.q + block - 1)) // block, s.blocks[ids])
+        s.blocks[ids] = np.where(j > 0, held, s.blocks[ids])
+        s.emitted[ids] += j
+        s.ctx[ids] = ctx + j
+        s.decode_steps[ids] += j
+        for m, steps in zip(members.values(), j.tolist()):   # re-based: the arrays hold its state at step k
+            m.length -= steps
+            m.start = k
+        self.suspended_at = k
+
+    def _write_back(self) -> None:
+        """Every member's state at step k into the request arrays, member by member (speculating members)."""
         rep, s = self.rep, self.rep.s
         for r, m in self.members.items():
             j = self.k - m.start
@@ -337,6 +366,45 @@ class DecodeProfile:
             s.ctx[r] += emitted
             s.decode_steps[r] += j
             s.blocks[r] = held
+
+    def after_step(self, decode_ids) -> None:
+        """The step formed after `dissolve` was applied; `decode_ids` are the requests it decoded. If it
+        decoded every member once and the members decode without speculation (their sums are a function of
+        the state the arrays now hold, simulator.core.bulk's join), they continue from step k + 1: the
+        members whose last step this was finished in it and leave. Otherwise the profile is emptied and the
+        running requests join the next bulk afresh (the same sums, computed again)."""
+        k = self.suspended_at
+        if k < 0:
+            return
+        self.suspended_at = -1
+        members = self.members
+        if not members:
+            return
+        s = self.rep.s
+        decoded = set(np.asarray(decode_ids).tolist()) if len(decode_ids) else set()
+        if not decoded.issuperset(members):
+            self.clear()
+            return
+        heap = self.finishes
+        while heap and heap[0][0] == k:
+            _, _, r = heapq.heappop(heap)
+            del members[r]
+        if not members:
+            self.k, self.member_blocks, self.last_finish = k + 1, 0, -1
+            return
+        ids = np.fromiter(members, dtype=np.int64, count=len(members))
+        if not np.isnan(s.finish_s[ids]).all():   # (a member finished off its profile's last step: never)
+            self.clear()
+            return
+        self.k = k + 1
+        for m in members.values():
+            m.length -= 1
+            m.start = self.k
+        self.member_blocks = int(s.blocks[ids].sum())
+
+    def clear(self) -> None:
+        """Empty the profile: no members, no future sums (the request arrays hold every member's state)."""
+        self.suspended_at = -1
         self.sums[:, self.k - self.base:] = 0
         self.members.clear()
         self.finishes.clear()
@@ -412,6 +480,8 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     end of the arrivals known (simulator.core.timeline.OwnArrivals): end at the first boundary at or after
     it whatever else (a prefix of a bulk is a bulk, so this never changes results)."""
     prof = rep.profile
+    if prof.suspended_at >= 0:   # dissolved for a step that was never applied (an empty plan): join afresh
+        prof.clear()
     if len(prof.members) < len(rep.running):
         prof.join(_not_joined(rep.running, prof.members))
     blocked_head = bool(rep.waiting)

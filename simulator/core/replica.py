@@ -93,7 +93,8 @@ class Replica:
         return self.profile.blocks_held(ids)
 
     def settle(self) -> None:
-        """Write the bulk profile's decoding requests back to the columns (before a step reads them)."""
+        """Write the bulk profile's decoding requests back to the columns (before a step reads them; the
+        profile keeps them until the step is applied, DecodeProfile.after_step)."""
         self.profile.dissolve()
 
     # ---- what schedulers do ----------------------------------------------------------------------------
@@ -186,6 +187,7 @@ class Replica:
         if self.paused is not None:   # some of them leave the batch for a while (simulator.core.pauses)
             candidates = self.paused.hook.after_step(self, candidates, end_s)
         self.finish_done(candidates, end_s, finished)
+        self.profile.after_step(ids)
 
     def finish_done(self, candidates, end_s: float, finished: list[int]) -> None:
         s = self.s

@@ -30,6 +30,7 @@ class KVManager(Protocol):
     total_blocks: int
     used_blocks: int
     bulk_capable: bool      # blocks are per request and growth is the pool's formula: bulks may count them
+    atomic_grow: bool       # `grow(ids, ...)` of several requests = growing them one by one when all fit, no change otherwise
     summarized: bool        # the summary reads its counters after the run (not in a worker process)
     hit_tokens: int         # prompt tokens found cached over all admissions (a prefix cache; 0 otherwise)
     loaded_tokens: int      # of which loaded from host memory

@@ -20,6 +20,7 @@ import numpy as np
 class BlockPool:
     hit_tokens = loaded_tokens = swapped_tokens = 0   # (no prefix cache, no host memory)
     summarized = False   # the summary reads counters of it after the run (simulator.results.summary)
+    atomic_grow = True   # `grow` of several requests = growing them one by one when all fit, nothing otherwise
 
     def __init__(self, state, total_blocks: int, block_size: int):
         self.s = state

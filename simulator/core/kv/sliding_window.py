@@ -134,6 +134,8 @@ class SlidingWindowPool(BlockPool):
     at each growth before the new ones are taken (module docstring). `taken_blocks` and `freed_blocks` count
     every block that went into and out of use."""
 
+    atomic_grow = False   # `grow` frees blocks outside the window even when the new ones then do not fit
+
     def __init__(self, state, layout: WindowPageLayout):
         super().__init__(state, layout.total_blocks, layout.block_tokens)
         if self.multi_sample:

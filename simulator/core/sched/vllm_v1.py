@@ -31,6 +31,8 @@ Approximations, named here:
 """
 from __future__ import annotations
 
+import numpy as np
+
 from simulator.core.sched import BatchLimits, Prefills, StepPlan
 
 
@@ -43,6 +45,26 @@ def _grow(view, r: int, tokens: int) -> bool:
         if victim == r:
             return False
     return True
+
+
+def _every_running_in_full(view, budget: int):
+    """Rule 2 when it schedules every running request in full: their asks (q tokens per sequence of a
+    decoding request, the rest of a prompt) fit the budget together, and the blocks for them all fit the
+    pool. The loop of rule 2 would then give each request what it asks and preempt nobody, so they are
+    given at once, in one `grow` (for KV managers whose `grow` of several requests equals growing them one
+    by one when all fit and changes nothing otherwise: `atomic_grow`). (ids, decoding mask, asks), or None
+    (nothing done) when the loop must decide request by request."""
+    running = view.running
+    if not running or not view.kv.atomic_grow:
+        return None
+    s = view.s
+    ids = np.array(running, dtype=np.int64)
+    target, done = s.prefill_target[ids], s.prefilled[ids]
+    decoding = done >= target
+    asks = np.where(decoding, view.q * s.samples[ids], target - done)
+    if int(asks.sum()) > budget or not view.kv.grow(ids, np.where(decoding, s.ctx[ids] + view.q, target)):
+        return None
+    return ids, decoding, asks
 
 
 class VllmV1:
@@ -73,6 +95,14 @@ class VllmV1:
         prefills = Prefills()
         preempted = False
         i = 0
+        whole = _every_running_in_full(view, budget)
+        if whole is not None:   # rule 2 at once: the loop below would give every request all it asks
+            ids, decoding, asks = whole
+            decode_ids = ids[decoding].tolist()
+            for r, n in zip(ids[~decoding].tolist(), asks[~decoding].tolist()):
+                prefills.add(view, r, n)
+            budget -= int(asks.sum())
+            i = len(view.running)
         while i < len(view.running) and budget > 0:                      # rule 2
             r = view.running[i]
             decoding = view.decoding(r)
