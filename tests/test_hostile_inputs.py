@@ -1119,6 +1119,28 @@ CASES = [
             run(workload={"parallel_samples": 2}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
             "draftsim: error: workload.parallel_samples: 2 sequences per request is not supported with drafter kind "
             "'draft_model'; allowed: 1, or drafter kind 'none'"),
+    # ---- helper3: TensorRT-LLM 1.3 / 1.4 rules (2026-11-28) ---------------------------------------------------
+    # draft_len_schedule on TensorRT-LLM 1.2.0 ran with PR #10860's upper-bound keys, which came after v1.3.0rc7 (exit 0)
+    Hostile("trtllm_1_2_draft_len_schedule",
+            run(cluster={"model": "llama-3.1-8b", "engine": {"framework": "trtllm", "version": "1.2.0"}},
+                drafter={"kind": "eagle3", "gamma": 3}, policy={"kind": "trtllm_schedule", "draft_len_schedule": {4: 3}}),
+            "draftsim: error: policy.draft_len_schedule: trtllm 1.2.0 does not read draft_len_schedule keys as "
+            "batch-size upper bounds"),
+    # the per-request acceptance gate ran on TensorRT-LLM 1.4.0rc4, which renamed it and gates per iteration (exit 0)
+    Hostile("trtllm_1_4_acceptance_window",
+            run(cluster={"model": "llama-3.1-8b", "engine": {"framework": "trtllm", "version": "1.4.0rc4"}},
+                drafter={"kind": "eagle3", "gamma": 3},
+                policy={"kind": "trtllm_schedule", "acceptance_window": 8, "acceptance_length_threshold": 0.5}),
+            "draftsim: error: policy.acceptance_window: trtllm 1.4.0rc4 has no acceptance_window"),
+    Hostile("trtllm_acceptance_rate_above_one",
+            run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                policy={"kind": "trtllm_schedule", "acceptance_rate_window_size": 8, "acceptance_rate_threshold": 1.5}),
+            "draftsim: error: policy.acceptance_rate_threshold: Input should be less than or equal to 1"),
+    Hostile("trtllm_two_acceptance_gates",
+            run(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+                policy={"kind": "trtllm_schedule", "acceptance_rate_window_size": 8, "acceptance_rate_threshold": 0.5,
+                        "acceptance_window": 3}),
+            "draftsim: error: policy: give one acceptance gate"),
 ]
 
 

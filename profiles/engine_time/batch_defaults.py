@@ -19,7 +19,12 @@ keeps its own default (256) because it models no engine rule there. Each rule as
   v0.5.14): with speculative decoding `max_running_requests` is reset to 48 when the user gives none, for EAGLE
   and EAGLE3 (MTP runs as EAGLE) from v0.4.5 (v0.4.4 sets nothing), STANDALONE (a draft model) from v0.5.2 and
   NGRAM from v0.5.3. Without speculation SGLang bounds running requests by its KV pool (None here).
-- TensorRT-LLM and host CPUs (vLLM's CPU defaults depend on the entrypoint, 128 or 256 per rank): None.
+- TensorRT-LLM, PyTorch backend (1.0.0 on): `max_batch_size` 2048 (tensorrt_llm/llmapi/llm_args.py, BaseLlmArgs
+  `max_batch_size: Optional[int] = Field(default=2048)`, read in a 1.x llm_args.py; LLM API reference 1.0; the
+  TorchLlmArgs signature of 1.3.0rc27 and 1.4.0rc4 keeps it; trtllm-serve's --max_batch_size defaults to the same
+  BuildConfig value), with or without speculation. The TensorRT-engine releases before 1.0 (trtllm-build's
+  own default, not read here): None.
+- Host CPUs (vLLM's CPU defaults depend on the entrypoint, 128 or 256 per rank): None.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from profiles.measured.source import version_key
 
 GIB = 2 ** 30
 SGLANG_SPEC_MAX_RUNNING = 48
+TRTLLM_MAX_BATCH_SIZE = 2048     # BaseLlmArgs.max_batch_size, TensorRT-LLM 1.0 on (module docstring)
 # drafter engine family -> the first SGLang release that resets max_running_requests to 48 for it
 SGLANG_SPEC_FROM = {"eagle": "0.4.5", "draft_model": "0.5.2", "ngram": "0.5.3"}
 
@@ -63,6 +69,8 @@ def default_max_num_seqs(framework: str, version: str, hardware, drafter: str | 
         if max_num_batched_tokens is not None and version_key(version) >= version_key("0.11.1"):
             seqs = min(seqs, max_num_batched_tokens)
         return seqs
+    if framework == "trtllm":
+        return TRTLLM_MAX_BATCH_SIZE if version_key(version) >= version_key("1.0.0") else None
     if framework == "sglang":
         first = SGLANG_SPEC_FROM.get(drafter) if drafter is not None else None
         if first is not None and version_key(version) >= version_key(first):

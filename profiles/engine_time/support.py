@@ -34,7 +34,7 @@ class Context:
     draft_model, ngram, layer_skip; None without speculation); `tree`: the verification is a tree;
     `mixed_chunks`: the batching scheduler puts prompt chunks into decode steps (sarathi, vllm_v1);
     `attention_dp`: data-parallel attention groups (ep / tp), vLLM's --data-parallel-size ranks;
-    `policy`: the scenario's control policy kind."""
+    `policy`: the scenario's control policy kind; `gate`: which acceptance gate a trtllm_schedule policy gives, `schedule`: whether it gives a draft_len_schedule."""
 
     drafter: str | None = None
     tree: bool = False
@@ -48,6 +48,8 @@ class Context:
     tp: int = 1                          # the target's tensor parallelism
     draft_tp: int | None = None          # a draft model's tensor parallelism (drafter.tp; None: no draft model)
     method: str | None = None            # eagle3 and mtp apart from their family `eagle`; else the family
+    gate: str | None = None              # policy trtllm_schedule's acceptance gate: "length", "rate" or None
+    schedule: bool = False               # policy trtllm_schedule gives a draft_len_schedule
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,35 @@ RULES: tuple[Rule, ...] = (
          f"has no vLLM {_DSD}; its own rule is policy sglang_adaptive"),
     Rule(Span("trtllm"), _dynamic_sd, "policy.kind",
          f"has no vLLM {_DSD}; its own rule is policy trtllm_schedule"),
+    # TensorRT-LLM's draft_len_schedule and acceptance gate by release (simulator.speculation.control.trtllm_schedule).
+    # Keys as batch-size upper bounds came with PR #10860 (merged 2026-03-13, after v1.3.0rc7's release of 2026-03-10;
+    # PR #8194 of 2025-10, in the 1.2 line, read them as lower bounds). PR #12905 ("BREAKING: Acceptance rate based
+    # speculation off", opened 2026-04-09) renamed acceptance_window / acceptance_length_threshold to
+    # acceptance_rate_window_size / acceptance_rate_threshold, gating on each speculating iteration's accepted /
+    # drafted tokens; the Eagle3DecodingConfig API reference of 1.3.0rc27, 1.4.0rc1 and 1.4.0rc4 has the new fields.
+    # Which of 1.3.0rc8-rc26 first has PR #12905 was not read: both gates are refused there. Approximation (named):
+    # 1.3.0rc8 on are taken to read the keys as upper bounds
+    Rule(Span("trtllm", "0", "1.3.0rc8"), lambda s, c: c.policy == "trtllm_schedule" and c.schedule,
+         "policy.draft_len_schedule",
+         "does not read draft_len_schedule keys as batch-size upper bounds (PR #10860, merged 2026-03-13 after "
+         "v1.3.0rc7; the 1.2 line has PR #8194's lower-bound keys, not modelled, and 1.0 no schedule): use version "
+         ">= 1.3.0rc8, or only the acceptance gate"),
+    Rule(Span("trtllm", "0", "1.3.0rc8"), lambda s, c: c.policy == "trtllm_schedule" and c.gate == "rate",
+         "policy.acceptance_rate_window_size",
+         "has no acceptance_rate_window_size / acceptance_rate_threshold (PR #12905, opened 2026-04-09): give "
+         "acceptance_window with acceptance_length_threshold, or version >= 1.3.0rc27"),
+    *(Rule(Span("trtllm", "1.3.0rc8", "1.3.0rc27"), (lambda g: lambda s, c: c.policy == "trtllm_schedule" and
+                                                     c.gate == g)(gate), field,
+           "was not read for which acceptance gate it ships (PR #12905 replaced acceptance_window / "
+           "acceptance_length_threshold by acceptance_rate_window_size / acceptance_rate_threshold after 1.3.0rc7; "
+           "1.3.0rc27 has the new fields): use version 1.3.0rc7 or earlier with acceptance_window, version >= "
+           "1.3.0rc27 with acceptance_rate_window_size, or no gate")
+      for gate, field in (("length", "policy.acceptance_window"), ("rate", "policy.acceptance_rate_window_size"))),
+    Rule(Span("trtllm", "1.3.0rc27"), lambda s, c: c.policy == "trtllm_schedule" and c.gate == "length",
+         "policy.acceptance_window",
+         "has no acceptance_window / acceptance_length_threshold (renamed by PR #12905 to acceptance_rate_window_size "
+         "/ acceptance_rate_threshold, which gate on the accepted / drafted tokens of each speculating iteration; "
+         "Eagle3DecodingConfig API reference 1.3.0rc27, 1.4.0rc4): give those (a rate 0 to 1), or version 1.3.0rc7"),
     Rule(Span("sglang", "0", "0.5.13"), lambda s, c: c.policy == "sglang_adaptive", "policy.kind",
          "has no batch-size-aware adaptive speculation (policy sglang_adaptive: DEFAULT_ADAPTIVE_CONFIG slots from "
          "v0.5.13, speculative/adaptive_spec_params.py); v0.5.11-v0.5.12's --speculative-adaptive tunes one candidate "

@@ -116,7 +116,7 @@ DEFAULT_MAX_NUM_SEQS = 256   # draftsim's running-request limit where neither th
 def max_num_seqs(scheduler, lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, family: str | None) -> int:
     """The replica's running-request limit: `scheduler.max_batch_size` where the scenario sets it, else the
     engine's own default for its release, hardware and speculation (profiles.engine_time.batch_defaults: vLLM
-    V1 1024 on >= 70 GiB GPUs but A100s, SGLang 48 with speculation), else draftsim's 256."""
+    V1 1024 on >= 70 GiB GPUs but A100s, SGLang 48 with speculation, TensorRT-LLM 1.x 2048), else draftsim's 256."""
     from profiles.engine_time.batch_defaults import default_max_num_seqs
     if scheduler is not None and scheduler.max_batch_size is not None:
         return scheduler.max_batch_size
@@ -141,14 +141,16 @@ def max_num_seqs(scheduler, lat: LatencyConfig, engine_cfg, hw: HardwareSpec, la
 
 def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, drafter, *, speculating: bool,
                      tree: bool, q: int, par: Parallelism, scheduler=None, policy: str | None = None,
-                     mla: bool = False, role: str | None = None, max_seqs: int = 256):
+                     mla: bool = False, role: str | None = None, max_seqs: int = 256, gate: str | None = None,
+                     schedule: bool = False):
     """The serving engine's per-step time model (profiles.engine_time), or None: on by default for GPUs
     (off for the local CPU, whose profile measures host work per pass). The engine is `cluster.engine`
     (framework and version default to `cluster.latency`'s, then to the measured tables' version, then to the
     newest modelled release), checked against what that version offers and refuses
     (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits (`max_seqs`: its
     running-request limit, `max_num_seqs`) and GPUs; `mla`: the target's attention is MLA; `role`: the pool's
-    role when disaggregated (prefill | decode; None: colocated)."""
+    role when disaggregated (prefill | decode; None: colocated); `gate`: the acceptance gate a trtllm_schedule
+    policy gives (TrtllmSchedulePolicyConfig.gate) and `schedule` whether it gives a draft_len_schedule."""
     from profiles.engine_time.frameworks import Deployment, build_engine, entry_for
     from profiles.engine_time.graphs import DATACENTER_BLACKWELL, PrefillContext
     from profiles.engine_time.support import Context, UnsupportedCombination, check
@@ -170,7 +172,8 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
                           num_scheduler_steps=engine_cfg.num_scheduler_steps,
                           policy=policy if speculating and policy != "fixed" else None, tp=par.tp,
                           draft_tp=getattr(drafter, "tp", None) if family == "draft_model" else None,
-                          method=drafter.kind if speculating and drafter.kind in ("eagle3", "mtp") else family)
+                          method=drafter.kind if speculating and drafter.kind in ("eagle3", "mtp") else family,
+                          gate=gate if speculating else None, schedule=schedule and speculating)
         check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
         deployment = Deployment(max_num_seqs=max_seqs,
                                 max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,
@@ -549,7 +552,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                               tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler,
                               policy=policy.kind if policy is not None else None, mla=target.is_mla,
                               role=where.rsplit(".", 1)[-1] if where.startswith("cluster.disaggregation.") else None,
-                              max_seqs=max_seqs)
+                              max_seqs=max_seqs, gate=getattr(policy, "gate", None),
+                              schedule=bool(getattr(policy, "draft_len_schedule", None)))
     if built_drafter is None:
         cost = StepCostModel(target_cost, None, 0, engine=engine)
     else:

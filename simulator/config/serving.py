@@ -90,7 +90,8 @@ class SchedulerConfig(Strict):
 
     kind: str = Field("vllm", validation_alias=AliasChoices("kind", "policy"))
     # None: the engine's own default for its release, hardware and speculation (vLLM --max-num-seqs, SGLang
-    # --max-running-requests; profiles.engine_time.batch_defaults), else 256 (simulator.cluster.factory.max_num_seqs)
+    # --max-running-requests, TensorRT-LLM max_batch_size; profiles.engine_time.batch_defaults), else 256
+    # (simulator.cluster.factory.max_num_seqs)
     max_batch_size: int | None = Field(None, ge=1)
     max_batched_tokens: int = Field(8192, ge=1)
     chunk_tokens: int = Field(512, ge=1)

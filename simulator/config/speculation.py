@@ -34,6 +34,7 @@ YAML reference (each section is a discriminated union on `kind`):
                 | pearl                               # PEARL pre-/post-verify (drafter.placement separate)
                 | vllm_dynamic {schedule: [[lo, hi, K], ...]}          # vLLM Dynamic SD (v0.24+)
                 | trtllm_schedule {draft_len_schedule, acceptance_window, acceptance_length_threshold}
+                                  # or, TensorRT-LLM >= 1.3.0rc27: acceptance_rate_window_size, acceptance_rate_threshold
                 | sglang_adaptive {slots, initial_steps, ema_alpha, update_interval, warmup_batches}
 """
 from __future__ import annotations
@@ -524,19 +525,42 @@ class VllmDynamicPolicyConfig(Strict):
 
 class TrtllmSchedulePolicyConfig(Strict):
     """TensorRT-LLM's draft_len_schedule {max batch size: draft length} (a batch above every key drafts 0)
-    and its acceptance gate: speculation off for good once the mean accepted length of the last
-    `acceptance_window` completed requests is below `acceptance_length_threshold`
-    (simulator.speculation.control.trtllm_schedule). drafter.gamma is max_draft_len."""
+    and its acceptance gate, speculation off for good once it trips (simulator.speculation.control.
+    trtllm_schedule), in the release's form: before PR #12905 `acceptance_window` completed requests whose mean
+    accepted length falls below `acceptance_length_threshold`; from it (TensorRT-LLM >= 1.3.0rc27 here)
+    `acceptance_rate_window_size` speculating iterations whose mean acceptance rate (accepted / drafted
+    tokens of the iteration) falls below `acceptance_rate_threshold` (0 to 1). drafter.gamma is max_draft_len."""
 
     kind: Literal["trtllm_schedule"]
     draft_len_schedule: dict[Annotated[int, Field(ge=1)], Annotated[int, Field(ge=0)]] | None = None
     acceptance_window: int | None = Field(None, ge=0)
     acceptance_length_threshold: float | None = Field(None, ge=0.0, allow_inf_nan=False)
+    acceptance_rate_window_size: int | None = Field(None, ge=0)
+    acceptance_rate_threshold: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @property
+    def gate(self) -> str | None:
+        """Which acceptance gate the policy gives: "length" (acceptance_window ...), "rate"
+        (acceptance_rate_window_size ...) or None."""
+        if self.acceptance_rate_window_size is not None or self.acceptance_rate_threshold is not None:
+            return "rate"
+        if self.acceptance_window is not None or self.acceptance_length_threshold is not None:
+            return "length"
+        return None
 
     @model_validator(mode="after")
     def _something(self) -> "TrtllmSchedulePolicyConfig":
-        if not self.draft_len_schedule and not (self.acceptance_window and self.acceptance_length_threshold is not None):
-            raise ValueError("give draft_len_schedule and/or acceptance_window with acceptance_length_threshold")
+        length = self.acceptance_window is not None or self.acceptance_length_threshold is not None
+        rate = self.acceptance_rate_window_size is not None or self.acceptance_rate_threshold is not None
+        if length and rate:
+            raise ValueError("give one acceptance gate: acceptance_window with acceptance_length_threshold "
+                             "(TensorRT-LLM before PR #12905) or acceptance_rate_window_size with "
+                             "acceptance_rate_threshold (from it), not both")
+        gate_on = (self.acceptance_window and self.acceptance_length_threshold is not None) or \
+            (self.acceptance_rate_window_size and self.acceptance_rate_threshold is not None)
+        if not self.draft_len_schedule and not gate_on:
+            raise ValueError("give draft_len_schedule and/or acceptance_window with acceptance_length_threshold "
+                             "(or acceptance_rate_window_size with acceptance_rate_threshold)")
         return self
 
 

@@ -46,6 +46,30 @@ def test_sglang_max_running_requests_with_speculation(version, drafter, expected
     assert default_max_num_seqs("sglang", version, H100, drafter) == expected
 
 
+@pytest.mark.parametrize("version,drafter,expected", [
+    # tensorrt_llm/llmapi/llm_args.py BaseLlmArgs: `max_batch_size: Optional[int] = Field(default=2048, ...)`
+    # (the PyTorch backend's LLM API from 1.0; 1.3.0rc27 and 1.4.0rc4 keep it); speculation does not change it
+    ("1.0.0", None, 2048), ("1.2.0", "eagle", 2048), ("1.4.0rc4", "draft_model", 2048),
+    ("0.21.0", None, None),   # TensorRT-engine releases: trtllm-build's own default, not read
+])
+def test_trtllm_max_batch_size_default(version, drafter, expected):
+    assert default_max_num_seqs("trtllm", version, H100, drafter) == expected
+
+
+def test_trtllm_serves_more_than_256_requests_at_once_without_a_max_batch_size():
+    """300 concurrent clients on TensorRT-LLM 1.2.0 with no scheduler.max_batch_size: all 300 run at once
+    (max_batch_size 2048, max_num_tokens 8192 fit 300 decodes; before: draftsim's 256 capped the batch)."""
+    data = scenario(workload={"arrival": {"process": "closed_loop", "concurrency": 300, "qps": None},
+                              "num_requests": 300, "prompt_tokens": {"kind": "fixed", "value": 16},
+                              "output_tokens": {"kind": "fixed", "value": 8}},
+                    cluster={"model": "llama-3.1-8b", "engine": {"framework": "trtllm", "version": "1.2.0"}},
+                    outputs={"steps": "full", "plots": False})
+    data["scheduler"] = {"kind": "trtllm"}
+    result = simulator.run(data)
+    assert pd.DataFrame(result.steps).running_requests.max() == 300
+    assert result.summary["requests_finished"] == 300
+
+
 def _prepared(hardware: str, engine: dict, drafter: dict, scheduler: dict):
     data = scenario(workload={"num_requests": 5}, cluster={"hardware": hardware, "model": "llama-3.1-8b",
                                                            "engine": engine}, drafter=drafter)
@@ -60,6 +84,7 @@ def _prepared(hardware: str, engine: dict, drafter: dict, scheduler: dict):
     ("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "eagle3", "gamma": 3}, None, 48),
     ("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "eagle3", "gamma": 3}, 128, 128),
     ("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "none"}, None, 256),
+    ("h100-sxm", {"framework": "trtllm", "version": "1.2.0"}, {"kind": "eagle3", "gamma": 3}, None, 2048),
 ])
 def test_replicas_run_at_the_engines_limit_unless_the_scenario_sets_one(hardware, engine, drafter, given, expected):
     extra = {"max_batch_size": given} if given is not None else {}

@@ -166,13 +166,13 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     requests bounded by the KV pool, and enable_mixed_chunk False, so a prefill batch never carries decodes
     (server_args.py): prefill-first. TensorRT-LLM PyTorch backend: its in-flight batching scheduler
     (simulator.core.sched.trtllm) with the LLM API defaults max_num_tokens 8192, max_batch_size 2048."""
-    from profiles.engine_time.batch_defaults import vllm_v1_large_defaults
+    from profiles.engine_time.batch_defaults import TRTLLM_MAX_BATCH_SIZE, vllm_v1_large_defaults
     from profiles.hardware import get_hardware
     from profiles.measured.source import version_key
     if fw == "sglang":  # enable_mixed_chunk False: prefill batches run apart from decode batches
         return {"kind": "vllm", "max_batched_tokens": 8192, "max_batch_size": 4096}
     if fw == "trtllm":
-        return {"kind": "trtllm", "max_batched_tokens": 8192, "max_batch_size": 2048}
+        return {"kind": "trtllm", "max_batched_tokens": 8192, "max_batch_size": TRTLLM_MAX_BATCH_SIZE}
     if fw == "vllm" and version is not None and version_key(version) < version_key("0.8.0"):
         return {"kind": "vllm", "max_batched_tokens": 32768, "max_batch_size": 256}
     if entrypoint not in ENTRYPOINTS:

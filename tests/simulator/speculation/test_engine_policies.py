@@ -11,7 +11,8 @@ import pytest
 from simulator.config.speculation import (SglangAdaptivePolicyConfig, TrtllmSchedulePolicyConfig,
                                           VllmDynamicPolicyConfig)
 from simulator.speculation.control.sglang_adaptive import SglangAdaptive, Slot, spec_cuda_graph_batch_sizes
-from simulator.speculation.control.trtllm_schedule import SpeculationGate, TrtllmSchedule, draft_len_for_batch
+from simulator.speculation.control.trtllm_schedule import (AcceptanceRateGate, SpeculationGate, TrtllmSchedule,
+                                                           draft_len_for_batch)
 from simulator.speculation.control.vllm_dynamic import VllmDynamic, dense_lookup
 from sim_helpers import scenario
 
@@ -96,6 +97,109 @@ def test_trtllm_policy_reads_completions_and_batch():
     assert policy.counts(rep, np.array([2]), 0)[0] == 0            # window mean 0.0625 < 0.5: off for good
 
 
+def test_trtllm_rate_gate_disables_for_good_once_the_window_mean_drops():
+    # speculation_gate.py from PR #12905, record_acceptance_rate: one batch-level rate per speculating
+    # iteration; a decision once `window` samples are recorded, on the mean of the last `window`
+    gate = AcceptanceRateGate(window=3, threshold=0.5)
+    for rate in (0.2, 0.3):                    # fewer than 3 samples: no decision, however low
+        gate.record(rate)
+    assert not gate.disabled
+    gate.record(0.9)                           # (0.2, 0.3, 0.9): mean 0.467 < 0.5 -> off
+    assert gate.disabled
+    gate.record(1.0)
+    assert gate.disabled and gate.recorded == 3   # permanent: nothing recorded after
+    gate = AcceptanceRateGate(window=2, threshold=0.5)
+    for rate in (0.6, 0.5, 0.5, 0.4):          # means 0.55, 0.5 (not below), 0.45 -> off at the 4th
+        gate.record(rate)
+    assert gate.disabled and list(gate.history) == pytest.approx([0.5, 0.4])
+    assert not AcceptanceRateGate(window=0, threshold=0.9).disabled   # window 0: the gate is off
+
+
+def test_trtllm_policy_rate_gate_reads_each_speculating_steps_accepted_over_drafted():
+    """The rate gate takes the previous speculating step's sum(accepted) / sum(drafted) over its requests
+    (py_executor: total_accepted_tokens / total_draft_tokens), one sample per step; a step that drafts 0
+    (batch above every key) records nothing."""
+    cfg = TrtllmSchedulePolicyConfig(kind="trtllm_schedule", draft_len_schedule={4: 4, 8: 2},
+                                     acceptance_rate_window_size=2, acceptance_rate_threshold=0.5)
+    policy, rep = TrtllmSchedule(cfg, None, 4, None), FakeReplica()
+    rep.s.drafted = np.zeros(64, np.int64)
+    rep.running = [0, 1, 2]
+    ids = np.array([0, 1, 2])
+    assert policy.counts(rep, ids, 0)[0] == 4                      # batch 3 -> 4 drafts each
+    rep.s.drafted[ids] += 4
+    rep.s.accepted[ids] += [4, 2, 0]                               # step rate 6/12 = 0.5
+    assert policy.counts(rep, ids, 2)[0] == 2                      # batch 5 -> 2; one sample (0.5)
+    rep.s.drafted[ids] += 2
+    rep.s.accepted[ids] += [1, 0, 0]                               # step rate 1/6
+    assert policy.counts(rep, ids, 9)[0] == 0                      # batch 12: above every key -> 0
+    gate = policy._gates[id(rep)]
+    assert gate.disabled and list(gate.history) == pytest.approx([0.5, 1 / 6])   # mean 0.33 < 0.5: off
+    assert policy.counts(rep, ids, 0)[0] == 0                      # for good, though the batch is small again
+
+
+LENGTH_GATE = {"acceptance_window": 4, "acceptance_length_threshold": 0.5}
+RATE_GATE = {"acceptance_rate_window_size": 4, "acceptance_rate_threshold": 0.5}
+
+
+@pytest.mark.parametrize("version,policy,field,words", [
+    ("1.4.0rc4", LENGTH_GATE, "policy.acceptance_window", "renamed by PR #12905"),
+    ("1.3.0rc27", LENGTH_GATE, "policy.acceptance_window", "renamed by PR #12905"),
+    ("1.3.0rc20", LENGTH_GATE, "policy.acceptance_window", "was not read for which acceptance gate"),
+    ("1.3.0rc8", RATE_GATE, "policy.acceptance_rate_window_size", "was not read for which acceptance gate"),
+    ("1.3.0rc7", RATE_GATE, "policy.acceptance_rate_window_size", "has no acceptance_rate_window_size"),
+    ("1.2.0", RATE_GATE, "policy.acceptance_rate_window_size", "has no acceptance_rate_window_size"),
+    ("1.2.0", {"draft_len_schedule": {4: 3}}, "policy.draft_len_schedule", "lower-bound keys"),
+])
+def test_trtllm_schedule_fields_follow_the_release(version, policy, field, words):
+    """TensorRT-LLM's draft_len_schedule (upper-bound keys from PR #10860, merged after v1.3.0rc7) and its
+    acceptance gate (PR #12905: acceptance_rate_* from it, first read in 1.3.0rc27) by release: the other form,
+    or a release where the form was not read, is refused in one line naming the field."""
+    import simulator
+    from simulator.errors import ScenarioError
+    data = scenario(drafter={"kind": "eagle3", "gamma": 3}, cluster={"model": "llama-3.1-8b", "engine": {
+        "framework": "trtllm", "version": version}}, policy={"kind": "trtllm_schedule", **policy},
+        workload={"num_requests": 4})
+    with pytest.raises(ScenarioError) as err:
+        simulator.prepare(data)
+    text = str(err.value)
+    assert err.value.field == field and f"trtllm {version} " in text and words in text and "\n" not in text, text
+
+
+@pytest.mark.parametrize("version,policy", [("1.3.0rc7", LENGTH_GATE), ("1.2.0", LENGTH_GATE),
+                                            ("1.4.0rc4", RATE_GATE), ("1.3.0rc27", {"draft_len_schedule": {4: 3}}),
+                                            ("1.3.0rc8", {"draft_len_schedule": {4: 3}})])
+def test_trtllm_schedule_fields_the_release_has_run(version, policy):
+    import simulator
+    data = scenario(drafter={"kind": "eagle3", "gamma": 3}, cluster={"model": "llama-3.1-8b", "engine": {
+        "framework": "trtllm", "version": version}}, policy={"kind": "trtllm_schedule", **policy},
+        workload={"num_requests": 4})
+    assert simulator.run(data).summary["requests_finished"] == 4
+
+
+def test_trtllm_1_4_rate_gate_turns_speculation_off_under_low_acceptance():
+    """TensorRT-LLM 1.4.0rc4 with EAGLE-3 (3 drafts), a window of 50 speculating steps, threshold 0.5: at
+    acceptance 0.2 per token a step's accepted/drafted rate averages 0.08, so the gate trips at the 50th
+    speculating step and every later step drafts 0; at 0.9 (rate 0.81, a 50-step mean with sd ~0.05) it never
+    trips. Same seed: same requests."""
+    import pandas as pd
+    import simulator
+
+    def run(alpha):
+        data = scenario(drafter={"kind": "eagle3", "gamma": 3}, acceptance={"kind": "constant", "alpha": alpha},
+                        cluster={"model": "llama-3.1-8b", "engine": {"framework": "trtllm", "version": "1.4.0rc4"}},
+                        policy={"kind": "trtllm_schedule", "acceptance_rate_window_size": 50,
+                                "acceptance_rate_threshold": 0.5}, scheduler={"kind": "trtllm"},
+                        workload={"num_requests": 40}, outputs={"steps": "full", "plots": False})
+        return simulator.run(data)
+    low, high = run(0.2), run(0.9)
+    pd.testing.assert_frame_equal(low.requests, run(0.2).requests)
+    gates = list(low.built.kind.policy._gates.values())
+    assert gates and all(g.disabled and g.recorded == 50 for g in gates)
+    assert not any(g.disabled for g in high.built.kind.policy._gates.values())
+    assert low.requests["drafted_tokens"].sum() < high.requests["drafted_tokens"].sum() / 5
+    assert (low.requests["emitted_tokens"] == low.requests["output_tokens"]).all()
+
+
 # ---- SGLang: adaptive speculative_num_steps (adaptive_spec_params.py, adaptive_step_router.py) -----------
 def test_sglang_routing_pads_to_cuda_graph_sizes_then_takes_the_slot_below():
     policy = SglangAdaptive(SglangAdaptivePolicyConfig(kind="sglang_adaptive"), None, 7, None)
@@ -133,6 +237,8 @@ def test_sglang_zero_step_slot_probes_upward():
     {"kind": "vllm_dynamic", "schedule": [[1, 4, 4], [5, 16, 2], [17, 512, 0]]},
     {"kind": "trtllm_schedule", "draft_len_schedule": {4: 4, 16: 2}, "acceptance_window": 20,
      "acceptance_length_threshold": 0.5},
+    {"kind": "trtllm_schedule", "draft_len_schedule": {4: 4, 16: 2}, "acceptance_rate_window_size": 20,
+     "acceptance_rate_threshold": 0.5},
     {"kind": "sglang_adaptive", "slots": {1: {"candidate_steps": [1, 2, 4]}, 8: {"candidate_steps": [0, 1]}},
      "warmup_batches": 2, "update_interval": 2},
 ])
