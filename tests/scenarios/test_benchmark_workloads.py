@@ -16,6 +16,9 @@ def test_fleet_and_cluster_scale_workloads_run(spec):
         assert (result.summary["draft_acceptance_rate"] > 0) == spec
 
 
-def test_sim_speed_spec_variant_runs():
+def test_sim_speed_variants_run():
     result = simulator.run(sim_speed.SCENARIO, ["workload.num_requests=40", *sim_speed.SPEC])
     assert result.summary["requests_finished"] == 40 and result.summary["draft_acceptance_rate"] > 0
+    v1 = simulator.run(sim_speed.SCENARIO, ["workload.num_requests=40", *sim_speed.V1])
+    assert v1.summary["requests_finished"] == 40
+    assert ((v1.steps.prefill_seqs > 0) & (v1.steps.decode_seqs > 0)).any()   # chunks ride on decode steps
