@@ -1119,6 +1119,11 @@ CASES = [
             run(workload={"parallel_samples": 2}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
             "draftsim: error: workload.parallel_samples: 2 sequences per request is not supported with drafter kind "
             "'draft_model'; allowed: 1, or drafter kind 'none'"),
+    # helper2 2026-11-28 hunt
+    # estimate named the scheduler's field as 'set scheduler.--max-num-seqs' (its flag spliced into the field)
+    Hostile("estimate_default_seqs_above_budget_names_the_flag",
+            estimate("--engine-version", "0.11.0", "--max-num-batched-tokens", "512"),
+            "allowed: --max-num-batched-tokens >= 1024, or set --max-num-seqs"),
 ]
 
 
