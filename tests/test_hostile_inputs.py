@@ -1120,6 +1120,14 @@ CASES = [
             "draftsim: error: workload.parallel_samples: 2 sequences per request is not supported with drafter kind "
             "'draft_model'; allowed: 1, or drafter kind 'none'"),
     # helper2 2026-11-28 hunt
+    # a plan whose requests exceed a model's context (context_overflow: error, the default) was screened, every
+    # DES confirmation failed ('invalid'), and the plan said none met the SLOs (exit 1, outputs written)
+    Hostile("plan_trace_beyond_the_models_context", _plan_on_trace("0.1,10000,10\n0.2,100,10\n"),
+            "draftsim plan: error: plan.workload: request 0 needs 10010 tokens (prompt 10000 + output 10) but the "
+            "context of llama-3-8b (plan.models.0) is 8192; set plan.workload.context_overflow: drop or truncate"),
+    Hostile("plan_prompts_beyond_the_models_context",
+            plan(workload=merge(PLAN["workload"], {"prompt_tokens": {"kind": "fixed", "value": 8190}})),
+            "plan.workload: request 0 needs 8240 tokens (prompt 8190 + output 50) but the context of llama-3-8b"),
     # estimate named the scheduler's field as 'set scheduler.--max-num-seqs' (its flag spliced into the field)
     Hostile("estimate_default_seqs_above_budget_names_the_flag",
             estimate("--engine-version", "0.11.0", "--max-num-batched-tokens", "512"),
