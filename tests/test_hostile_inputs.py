@@ -1132,6 +1132,13 @@ CASES = [
     Hostile("estimate_default_seqs_above_budget_names_the_flag",
             estimate("--engine-version", "0.11.0", "--max-num-batched-tokens", "512"),
             "allowed: --max-num-batched-tokens >= 1024, or set --max-num-seqs"),
+    # gpt-oss under scheduler kind vllm (whole prompts in one step) passed vLLM's start-up check at a
+    # max_model_len its sliding-window pool cannot serve: every request that long was dropped, exit 0
+    Hostile("sliding_window_max_model_len_beyond_whole_prompt_pool",
+            run(cluster={"model": "gpt-oss-20b", "dtype": "mxfp4", "gpu_memory_utilization": 0.2,
+                         "max_model_len": 50000}),
+            "draftsim: error: cluster.max_model_len: 50000 tokens: under scheduler kind 'vllm' the sliding-window "
+            "pool takes a whole prompt in one step"),
 ]
 
 
