@@ -1139,6 +1139,10 @@ CASES = [
                          "max_model_len": 50000}),
             "draftsim: error: cluster.max_model_len: 50000 tokens: under scheduler kind 'vllm' the sliding-window "
             "pool takes a whole prompt in one step"),
+    # plan.engine of a release without an engine model: every candidate screened out with that reason, exit 1,
+    # outputs written
+    Hostile("plan_engine_version_unknown", plan(engine={"version": "9.9"}),
+            "draftsim plan: error: plan.engine.version: vllm 9.9 is newer than the newest release known here"),
 ]
 
 

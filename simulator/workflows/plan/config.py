@@ -301,7 +301,14 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
             raise ScenarioError(where, str(exc).splitlines()[0]) from None
     if spec.engine:   # (checked here: a bad block screened every candidate out, each with the same reason)
         from simulator.config.engine import EngineConfig
-        validate_config(EngineConfig, spec.engine, f"{FIELD}.engine")
+        engine = validate_config(EngineConfig, spec.engine, f"{FIELD}.engine")
+        if engine.version is not None:   # (a release with no engine model: every candidate out, exit 1, as above)
+            from profiles.engine_time.frameworks import entry_for
+            from models.errors import FieldError
+            try:
+                entry_for(engine.framework or "vllm", engine.version, f"{FIELD}.engine")
+            except FieldError as exc:
+                raise ScenarioError(exc.field, exc.message) from None
     if spec.moe:
         from simulator.config.scenario import MoeConfig
         moe = validate_config(MoeConfig, spec.moe, f"{FIELD}.moe")

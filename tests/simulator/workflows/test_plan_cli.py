@@ -103,6 +103,9 @@ def test_replan_with_another_slo_reuses_the_des_cache_and_ranks_as_a_fresh_plan(
                    "output_tokens": {"kind": "fixed", "value": 50}, "num_requests": 20}},
      "plan.workload: request 0 needs 9050 tokens (prompt 9000 + output 50) but the context of llama-3-8b "
      "(plan.models.0) is 8192"),
+    # an engine release without an engine model: every candidate was screened out with its reason (exit 1)
+    ({"engine": {"version": "9.9"}}, "plan.engine.version: vllm 9.9 is newer than the newest release known here"),
+    ({"engine": {"framework": "sglang", "version": "0.3.0"}}, "plan.engine.version: no engine model for sglang 0.3.0"),
 ])
 def test_bad_plans_exit_2_with_one_line(tmp_path, capsys, changes, field):
     assert main([str(write(tmp_path, **changes)), "--out", str(tmp_path / "o"), "--executor", "serial"]) == 2
