@@ -1141,6 +1141,30 @@ CASES = [
                 policy={"kind": "trtllm_schedule", "acceptance_rate_window_size": 8, "acceptance_rate_threshold": 0.5,
                         "acceptance_window": 3}),
             "draftsim: error: policy: give one acceptance gate"),
+    # helper2 2026-11-28 hunt
+    # a plan whose requests exceed a model's context (context_overflow: error, the default) was screened, every
+    # DES confirmation failed ('invalid'), and the plan said none met the SLOs (exit 1, outputs written)
+    Hostile("plan_trace_beyond_the_models_context", _plan_on_trace("0.1,10000,10\n0.2,100,10\n"),
+            "draftsim plan: error: plan.workload: request 0 needs 10010 tokens (prompt 10000 + output 10) but the "
+            "context of llama-3-8b (plan.models.0) is 8192; set plan.workload.context_overflow: drop or truncate"),
+    Hostile("plan_prompts_beyond_the_models_context",
+            plan(workload=merge(PLAN["workload"], {"prompt_tokens": {"kind": "fixed", "value": 8190}})),
+            "plan.workload: request 0 needs 8240 tokens (prompt 8190 + output 50) but the context of llama-3-8b"),
+    # estimate named the scheduler's field as 'set scheduler.--max-num-seqs' (its flag spliced into the field)
+    Hostile("estimate_default_seqs_above_budget_names_the_flag",
+            estimate("--engine-version", "0.11.0", "--max-num-batched-tokens", "512"),
+            "allowed: --max-num-batched-tokens >= 1024, or set --max-num-seqs"),
+    # gpt-oss under scheduler kind vllm (whole prompts in one step) passed vLLM's start-up check at a
+    # max_model_len its sliding-window pool cannot serve: every request that long was dropped, exit 0
+    Hostile("sliding_window_max_model_len_beyond_whole_prompt_pool",
+            run(cluster={"model": "gpt-oss-20b", "dtype": "mxfp4", "gpu_memory_utilization": 0.2,
+                         "max_model_len": 50000}),
+            "draftsim: error: cluster.max_model_len: 50000 tokens: under scheduler kind 'vllm' the sliding-window "
+            "pool takes a whole prompt in one step"),
+    # plan.engine of a release without an engine model: every candidate screened out with that reason, exit 1,
+    # outputs written
+    Hostile("plan_engine_version_unknown", plan(engine={"version": "9.9"}),
+            "draftsim plan: error: plan.engine.version: vllm 9.9 is newer than the newest release known here"),
 ]
 
 

@@ -110,6 +110,13 @@ def _router(name: str, replicas: int, rng, where: str):
     return make_router(name, replicas, rng, f"{where}.router")
 
 
+def _whole_prompt_peak(lay, length: int) -> int:
+    """The most blocks a request of `length` tokens holds in a sliding-window pool whose scheduler prefills
+    whole prompts (SlidingWindowPool.blocks with Replica.peak_tokens): a prompt of length − 1 tokens in one
+    step, then its last step's context + q."""
+    return int(lay.peak(max(length - 2 + lay.q, length - 1), max(length - 1, lay.q)))
+
+
 def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -> None:
     """vLLM's start-up check (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory, 0.11.0 and 0.32.0):
     the KV cache must hold one request of max_model_len tokens (`cluster.max_model_len`, default the model's
@@ -119,7 +126,12 @@ def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -
     state, else ceil(max_model_len / block) blocks. Approximation: vLLM sums the layers' bytes before rounding
     the pool to whole blocks (and without a group's padding layers), so a deployment within one block of the
     limit may pass there and fail here. Other engines: not checked (SGLang and TensorRT-LLM size their own
-    limits)."""
+    limits).
+
+    A sliding-window layout under a scheduler kind that does not chunk prompts (SlidingWindowPool.blocks: a
+    whole prompt in one step, held in every group until the next step frees the window's) is held to that
+    pool's own peak too, a prompt of max_model_len − 1 tokens: vLLM's check (steps of max_num_batched_tokens)
+    passed there while the run then dropped every such request as exceeds_kv_capacity (exit 0)."""
     from simulator.cluster.factory import GIB
     from simulator.config.engine import engine_settings
     from simulator.core.context import context_limit
@@ -128,10 +140,18 @@ def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -
         return
     length, block = context_limit(kind.target, cl.max_model_len), scenario.scheduler.block_size
     step = scenario.scheduler.max_batched_tokens
+    whole_prompts = None   # (a window layout whose scheduler prefills whole prompts: the pool's own peak)
     if kind.window_layout is not None:
         lay = kind.window_layout
         need, total, longest = int(lay.peak(length, step)), lay.total_blocks, lay.max_context(step)
         block_bytes = lay.block_bytes
+        if need <= total and lay.step_tokens is None and _whole_prompt_peak(lay, length) > total:
+            whole_prompts = _whole_prompt_peak(lay, length)
+            lo, hi = 0, length   # (the longest context whose peak fits: the peak grows with it)
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if _whole_prompt_peak(lay, mid) <= total else (lo, mid - 1)
+            longest = lo
     elif kind.hybrid_layout is not None:
         lay = kind.hybrid_layout
         per = lay.attention_groups
@@ -141,6 +161,15 @@ def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -
     else:
         need, total = -(-length // block), kind.kv_tokens // block
         longest, block_bytes = total * block, None
+    if whole_prompts is not None:
+        raise ScenarioError("cluster.max_model_len", f"{length} tokens: under scheduler kind "
+                            f"'{scenario.scheduler.kind}' the sliding-window pool takes a whole prompt in one step (it "
+                            f"models vllm_v1's prompt chunks only), and a request of that length holds up to "
+                            f"{whole_prompts} KV blocks ({whole_prompts * block_bytes / GIB:.2f} GiB per GPU) in its "
+                            f"full-attention and sliding-window groups at once, but a replica of {kind.target.name} on "
+                            f"{kind.hardware.id} holds {total}, so such a request could never run (vLLM V1 chunks "
+                            f"prompts: scheduler kind vllm_v1); allowed: at most {longest} (set cluster.max_model_len), "
+                            "or scheduler kind vllm_v1, or raise cluster.gpu_memory_utilization or the parallelism")
     if need <= total:
         return
     field = "cluster.max_model_len"

@@ -128,12 +128,15 @@ def max_num_seqs(scheduler, lat: LatencyConfig, engine_cfg, hw: HardwareSpec, la
     found = default_max_num_seqs(settings.framework, version, hw, family,
                                  scheduler.max_batched_tokens if scheduler is not None else None)
     seqs = fallback if found is None else found
-    if scheduler is not None and scheduler.kind in ("vllm", "vllm_v1") and scheduler.max_batched_tokens < seqs:
+    if settings.framework == "vllm" and scheduler is not None and scheduler.kind in ("vllm", "vllm_v1") \
+            and scheduler.max_batched_tokens < seqs:
         # (as SchedulerConfig refuses a given limit: vLLM 0.8-0.11.0 keep a defaulted max_num_seqs above
-        # max_num_batched_tokens, and vllm/config/scheduler.py SchedulerConfig._verify_args raises)
+        # max_num_batched_tokens, and vllm/config/scheduler.py SchedulerConfig._verify_args raises; vLLM's rule
+        # only: SGLang's server_args.py has no such check, and a SGLang engine with a vllm-kind scheduler and a
+        # 16-token budget was refused in vLLM's words)
         raise ScenarioError("scheduler.max_batched_tokens", f"{scheduler.max_batched_tokens} is below the engine's "
                             f"default running-request limit {seqs} ({settings.framework} {version} on {hw.id}), and "
-                            "the engine refuses max_num_batched_tokens < max_num_seqs (vLLM 0.8-0.11.0, "
+                            "the engine refuses max_num_batched_tokens < max_num_seqs (vLLM through 0.11.0, "
                             f"SchedulerConfig._verify_args); allowed: max_batched_tokens >= {seqs}, or set "
                             "scheduler.max_batch_size")
     return seqs

@@ -61,9 +61,21 @@ class Replica:
         s = self.s
         return s.prompt[ids] + s.output[ids] + self.q
 
+    def peak_tokens(self, ids):
+        """The most KV slots request(s) `ids` ask for in their life here: their prompt, then, at their last
+        decode step, their context (prompt + output − 2: the last output token is sampled, never computed) plus
+        the step's q query tokens (sched.grow_decodes and vllm_v1's _grow ask for context + q), as vLLM's
+        allocate_slots asks for computed + new tokens. Approximation, named: with speculation vLLM V1 also caps
+        the drafted tokens at max_model_len − 1 − computed (v1/core/sched/scheduler.py); here the last steps
+        keep all q."""
+        s = self.s
+        return np.maximum(s.prompt[ids] + s.output[ids] - 2 + self.q, s.prompt[ids])
+
     def fits(self, ids):
-        """Request(s) `ids` can ever run here: a whole life (`life_tokens`) fits in KV."""
-        return self.kv.blocks(ids, self.life_tokens(ids)) <= self.kv.total_blocks
+        """Request(s) `ids` can ever run here: their peak (`peak_tokens`) fits in KV. (It took `life_tokens`,
+        two tokens more: a request of exactly max_model_len tokens on a deployment vLLM's start-up check passes
+        with one block to spare was dropped as exceeds_kv_capacity.)"""
+        return self.kv.blocks(ids, self.peak_tokens(ids)) <= self.kv.total_blocks
 
     # ---- what schedulers read (simulator.core.sched) --------------------------------------------------
     def decoding(self, r: int) -> bool:

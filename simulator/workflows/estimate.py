@@ -328,8 +328,8 @@ def _in_flags(exc: Exception) -> str:
     if exc.field.split(".")[0] != "scheduler":
         return str(exc)
     text = exc.message if exc.field == "scheduler" else f"{exc.field.removeprefix('scheduler.')}: {exc.message}"
-    for key, flag in SCHEDULER_FLAGS.items():
-        text = text.replace(key, flag)
+    for key, flag in SCHEDULER_FLAGS.items():   # (the field's full name first: `set scheduler.max_batch_size`
+        text = text.replace(f"scheduler.{key}", flag).replace(key, flag)   # read `set scheduler.--max-num-seqs`)
     return text
 
 

@@ -124,3 +124,18 @@ def test_a_token_budget_below_the_defaulted_limit_is_refused_where_vllm_refuses_
     assert err.value.field == "scheduler.max_batched_tokens" and "1024" in str(err.value), str(err.value)
     ok = _prepared("h100-sxm", {"version": "0.11.1"}, {"kind": "none"}, {"kind": "vllm", "max_batched_tokens": 512})
     assert ok.cluster.kind.max_batch_size == 512
+
+
+def test_a_token_budget_below_sglangs_running_limit_is_not_refused_in_vllms_words():
+    """SGLang has no rule like vLLM's `max_num_batched_tokens >= max_num_seqs` (server_args.py neither checks
+    --chunked-prefill-size against --max-running-requests nor raises): a SGLang engine with a 16-token budget and
+    no max_batch_size runs at draftsim's 256. Before, it was refused as `sglang 0.5.14 ... the engine refuses
+    max_num_batched_tokens < max_num_seqs (vLLM 0.8-0.11.0, SchedulerConfig._verify_args)`."""
+    prepared = _prepared("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "none"},
+                         {"kind": "vllm", "max_batched_tokens": 16})
+    assert prepared.cluster.kind.max_batch_size == 256
+    assert {rep.limits.max_batched_tokens for rep in prepared.cluster.replicas} == {16}
+    # vLLM V0 keeps the rule (its SchedulerConfig._verify_args raised before V1 existed), named by release
+    from simulator.errors import ScenarioError
+    with pytest.raises(ScenarioError, match=r"vllm 0\.6\.0 on h100-sxm.*\(vLLM through 0\.11\.0"):
+        _prepared("h100-sxm", {"version": "0.6.0"}, {"kind": "none"}, {"kind": "vllm", "max_batched_tokens": 16})

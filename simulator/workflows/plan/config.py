@@ -301,7 +301,14 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
             raise ScenarioError(where, str(exc).splitlines()[0]) from None
     if spec.engine:   # (checked here: a bad block screened every candidate out, each with the same reason)
         from simulator.config.engine import EngineConfig
-        validate_config(EngineConfig, spec.engine, f"{FIELD}.engine")
+        engine = validate_config(EngineConfig, spec.engine, f"{FIELD}.engine")
+        if engine.version is not None:   # (a release with no engine model: every candidate out, exit 1, as above)
+            from profiles.engine_time.frameworks import entry_for
+            from models.errors import FieldError
+            try:
+                entry_for(engine.framework or "vllm", engine.version, f"{FIELD}.engine")
+            except FieldError as exc:
+                raise ScenarioError(exc.field, exc.message) from None
     if spec.moe:
         from simulator.config.scenario import MoeConfig
         moe = validate_config(MoeConfig, spec.moe, f"{FIELD}.moe")
@@ -315,11 +322,13 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     _check_sections(spec)
     _check_size(spec)
     _check_workload(spec)
+    base_dir = Path(path).resolve().parent
+    _check_context(spec, base_dir)
     for i, hw in enumerate(spec.hardware):
         if hw.usd_per_gpu_hour is None and price_per_gpu_hour(hw.id) is None:
             raise ScenarioError(f"{FIELD}.hardware.{i}.usd_per_gpu_hour",
                                 f"no catalog price for {hw.id!r}; give usd_per_gpu_hour")
-    return spec, Path(path).resolve().parent
+    return spec, base_dir
 
 
 def _check_size(spec: PlanConfig) -> None:
@@ -349,6 +358,34 @@ def _check_workload(spec: PlanConfig) -> None:
     workload = validate_config(WorkloadConfig, spec.workload, f"{FIELD}.workload")
     block_size = validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler").block_size
     check_workload_memory(workload, block_size, prefix=f"{FIELD}.")
+
+
+def _check_context(spec: PlanConfig, base_dir: Path) -> None:
+    """With workload.context_overflow 'error' (the default), refuse a plan whose requests, as every DES
+    confirmation draws them (simulator.cluster.build: the scenario seed's workload stream), do not fit a
+    planned model's context (max_position_embeddings: a plan sets no cluster.max_model_len). Before, a trace
+    or a length distribution beyond a model's context was screened, then every confirmation failed
+    ("invalid") and the plan said no candidate met the SLOs (exit 1, outputs written)."""
+    from models import get_model
+    from simulator.cluster.build import Streams
+    from simulator.config.serving import SchedulerConfig
+    from simulator.config.workload import WorkloadConfig
+    from simulator.core.workload import generate_requests
+    workload = validate_config(WorkloadConfig, spec.workload, f"{FIELD}.workload")
+    if workload.context_overflow != "error":
+        return
+    block_size = validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler").block_size
+    table = generate_requests(workload.spec(), Streams.from_seed(spec.seed).workload, base_dir, block_size=block_size)
+    total = table.prompt_tokens + table.output_tokens
+    for i, name in enumerate(spec.models):
+        limit = get_model(name).max_position_embeddings
+        over = total > limit
+        if over.any():
+            r = int(over.argmax())
+            raise ScenarioError(f"{FIELD}.workload", f"request {r} needs {int(total[r])} tokens (prompt "
+                                f"{int(table.prompt_tokens[r])} + output {int(table.output_tokens[r])}) but the "
+                                f"context of {name} ({FIELD}.models.{i}) is {limit}; set {FIELD}.workload."
+                                "context_overflow: drop or truncate, or plan models with a longer context")
 
 
 def _check_sections(spec: PlanConfig) -> None:

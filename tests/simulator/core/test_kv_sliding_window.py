@@ -168,3 +168,36 @@ def test_other_engines_keep_the_full_context():
         data["cluster"].update(cluster)
         kind = prepare(data).cluster.kind
         assert kind.window_layout is None, cluster
+
+
+@pytest.mark.parametrize("drafter", [None, {"kind": "ngram", "gamma": 3}])
+def test_max_model_len_is_held_to_the_pool_of_a_scheduler_that_prefills_whole_prompts(drafter):
+    """gpt-oss-20b at gpu_memory_utilization 0.2 on an H100: 3943 blocks of 2 groups. vLLM's start-up check
+    (steps of max_num_batched_tokens 8192) passes max_model_len 50000, but scheduler kind vllm prefills a whole
+    prompt in one step, holding it in both groups: before, the run dropped every request of ~45000 tokens as
+    exceeds_kv_capacity (exit 0). Now the deployment is refused naming the longest context its pool serves,
+    that context is served (prompt + 1 output token, and 8 outputs), one token more is refused, and vllm_v1
+    (chunked prompts, vLLM's own rule) serves the 50000."""
+    from simulator.errors import ScenarioError
+
+    def data(max_model_len, prompt, output, kind="vllm"):
+        d = scenario(workload={"num_requests": 1, "prompt_tokens": {"kind": "fixed", "value": prompt},
+                               "output_tokens": {"kind": "fixed", "value": output}},
+                     cluster={"hardware": "h100-sxm", "model": "gpt-oss-20b", "dtype": "mxfp4",
+                              "gpu_memory_utilization": 0.2, "max_model_len": max_model_len},
+                     **({"drafter": drafter} if drafter else {}))
+        d["scheduler"]["kind"] = kind
+        return d
+
+    with pytest.raises(ScenarioError) as err:
+        prepare(data(50000, 45000, 100))
+    assert err.value.field == "cluster.max_model_len" and "kind 'vllm' the sliding-window pool takes a whole prompt" in str(err.value)
+    longest = int(str(err.value).split("allowed: at most ")[1].split(" ")[0])
+    assert longest == (31537 if drafter is None else 31534)   # (3943 // 2 blocks of 16 tokens, + 1, - (q - 1))
+    for prompt, output in ((longest - 1, 1), (longest - 8, 8)):
+        result = simulator.run(data(longest, prompt, output))
+        assert result.summary["requests_finished"] == 1 and not result.requests.dropped.any(), (prompt, output)
+    with pytest.raises(ScenarioError, match="allowed: at most"):
+        prepare(data(longest + 1, 100, 10))
+    result = simulator.run(data(50000, 45000, 100, kind="vllm_v1"))
+    assert result.summary["requests_finished"] == 1 and not result.requests.dropped.any()

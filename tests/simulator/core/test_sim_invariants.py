@@ -146,6 +146,31 @@ def test_request_too_large_for_kv_is_dropped():
     assert set(result.requests.drop_reason) == {"exceeds_kv_capacity"}
 
 
+@pytest.mark.parametrize("prompt,output,drafter,served", [
+    (8, 8, None, True),      # 16 tokens: 15 slots (the last output token is sampled, never computed)
+    (15, 1, None, True),     # the prompt alone
+    (5, 8, {"kind": "ngram", "gamma": 3}, True),    # its last verify step: context 11 + q 4 = 15 slots
+    (8, 8, {"kind": "ngram", "gamma": 3}, False),   # 14 + 4 = 18 slots: two blocks of 16
+])
+def test_a_request_whose_peak_fits_one_block_is_served(prompt, output, drafter, served):
+    """A deployment of one 16-token KV block and max_model_len 16 (vLLM's start-up check passes: one request of
+    16 tokens needs one block) serves a request of prompt + output = 16: its KV peak is the context of its last
+    decode step plus q (what the schedulers grow to, ctx + q), prompt + output - 2 + q. Before, a request fit
+    only if prompt + output + q did, and both requests of 16 tokens were dropped as exceeds_kv_capacity
+    (exit 0), in bulk and step-by-step mode alike."""
+    for mode in ("bulk", "step"):
+        data = scenario(workload={"num_requests": 1, "prompt_tokens": {"kind": "fixed", "value": prompt},
+                                  "output_tokens": {"kind": "fixed", "value": output}},
+                        cluster={"hardware": "h100-sxm", "model": "llama-3-8b", "max_model_len": 16,
+                                 "gpu_memory_utilization": 0.20219354524743693},
+                        simulation={"step_mode": mode}, **({"drafter": drafter} if drafter else {}))
+        prepared = simulator.prepare(data)
+        assert prepared.cluster.replicas[0].kv.total_blocks == 1   # (the deployment this test is about)
+        result = simulator.run(data)
+        assert bool(result.requests.dropped.iloc[0]) is not served, mode
+        assert result.summary["requests_finished"] == int(served)
+
+
 def test_logged_flops_are_replica_totals_independent_of_tensor_parallelism():
     """The op graph prices one GPU's shard; the step log reports the replica's total work, so the same
     requests served at TP1 and TP2 log the same FLOPs (TP all-reduces move bytes, not FLOPs)."""

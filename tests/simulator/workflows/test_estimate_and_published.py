@@ -338,3 +338,15 @@ def test_the_held_out_points_load_and_each_becomes_a_scenario_of_its_setup():
         assert sc["cluster"]["dtype"] == p.dtype and sc["cluster"]["latency"]["framework"] == p.engine
     trt = next(p for p in points if p.id.endswith("fp8-trtllm120rc1-tp1-isl32000-reqtput"))
     assert serving_scenario(trt)["cluster"]["engine"] == {"chunked_prefill": True}
+
+
+def test_estimate_names_the_scheduler_fields_by_their_flags():
+    """A scheduler field in an error, bare or under its block's name, reads as the flag that sets it: the engine
+    rule's 'or set scheduler.max_batch_size' read 'or set scheduler.--max-num-seqs' (the flag spliced into the
+    field's name)."""
+    from simulator.errors import ScenarioError
+    from simulator.workflows.estimate import _in_flags
+    text = _in_flags(ScenarioError("scheduler.max_batched_tokens", "512 is below 1024; allowed: max_batched_tokens "
+                                   ">= 1024, or set scheduler.max_batch_size"))
+    assert text == "--max-num-batched-tokens: 512 is below 1024; allowed: --max-num-batched-tokens >= 1024, or set " \
+                   "--max-num-seqs"

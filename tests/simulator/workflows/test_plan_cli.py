@@ -97,6 +97,15 @@ def test_replan_with_another_slo_reuses_the_des_cache_and_ranks_as_a_fresh_plan(
     ({"search": {"tp": [True, 2]}}, "plan.search.tp: Input should be a number, not the boolean true"),
     ({"search": {"replicas": [1], "drafters": [{"kind": "draft_model", "model": "llama-68m", "gamma": [2, False]}]}},
      "plan.search.drafters.0.gamma: Input should be a number, not the boolean false"),
+    # a request beyond the model's context (context_overflow error): every DES confirmation failed 'invalid' and
+    # the plan said no candidate met the SLOs (exit 1, outputs written)
+    ({"workload": {"arrival": {"process": "poisson", "qps": 12}, "prompt_tokens": {"kind": "fixed", "value": 9000},
+                   "output_tokens": {"kind": "fixed", "value": 50}, "num_requests": 20}},
+     "plan.workload: request 0 needs 9050 tokens (prompt 9000 + output 50) but the context of llama-3-8b "
+     "(plan.models.0) is 8192"),
+    # an engine release without an engine model: every candidate was screened out with its reason (exit 1)
+    ({"engine": {"version": "9.9"}}, "plan.engine.version: vllm 9.9 is newer than the newest release known here"),
+    ({"engine": {"framework": "sglang", "version": "0.3.0"}}, "plan.engine.version: no engine model for sglang 0.3.0"),
 ])
 def test_bad_plans_exit_2_with_one_line(tmp_path, capsys, changes, field):
     assert main([str(write(tmp_path, **changes)), "--out", str(tmp_path / "o"), "--executor", "serial"]) == 2
@@ -297,3 +306,40 @@ def test_confirm_top_0_says_the_screen_passed_candidates_and_none_was_confirmed(
     # ranked.csv holds the ranking's header (it was an empty file: pandas could not read it back)
     ranked = pd.read_csv(out / "ranked.csv")
     assert ranked.empty and {"rank", "deployment", "des_goodput_per_gpu_rps", "usd_per_mtok", "meets_slo"} <= set(ranked)
+
+
+def test_the_context_check_reads_the_requests_the_des_draws(tmp_path):
+    """The plan's context check draws the requests as every DES confirmation does (simulator.cluster.build:
+    the scenario seed's workload stream), not the screen's own draw: a lognormal tail beyond llama-3-8b's 8192
+    tokens is refused exactly when the first confirmation's run refuses it, and context_overflow drop lets it
+    through."""
+    import simulator
+    from simulator.errors import ScenarioError
+    from simulator.workflows.plan.config import enumerate_candidates, load_plan
+    from simulator.workflows.plan.screen import DEPLOYMENTS
+    workload = {"arrival": {"process": "poisson", "qps": 12}, "num_requests": 60,
+                "prompt_tokens": {"kind": "lognormal", "median": 3000, "sigma": 0.4, "max": 20000},
+                "output_tokens": {"kind": "fixed", "value": 50}}
+    outcomes = set()
+    for seed in range(10):
+        path = write(tmp_path, seed=seed, workload=workload)
+        try:
+            load_plan(path)
+            refused = None
+        except ScenarioError as exc:
+            refused = exc
+        spec, _ = load_plan(write(tmp_path, seed=seed, workload={**workload, "context_overflow": "drop"}))
+        cand = enumerate_candidates(spec, tuple(DEPLOYMENTS))[0]
+        data = DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed)
+        data["workload"] = workload
+        try:
+            simulator.prepare(data)
+            ran = True
+        except ScenarioError as exc:
+            assert "but the context of llama-3-8b is 8192" in str(exc), str(exc)
+            ran = False
+        assert ran == (refused is None), (seed, refused)
+        if refused is not None:
+            assert refused.field == "plan.workload" and "(plan.models.0) is 8192" in str(refused)
+        outcomes.add(ran)
+    assert outcomes == {True, False}   # (the seeds give both: the check is not vacuous)
