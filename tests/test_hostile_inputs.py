@@ -216,6 +216,13 @@ def _plan_on_trace(rows: str) -> Callable[[Path], list]:
     return make
 
 
+def _plan_on_missing_trace(tmp: Path) -> list:
+    """A plan replaying a trace file that does not exist."""
+    data = merge(PLAN, {})
+    data["workload"] = {"arrival": {"process": "trace", "trace_csv": str(tmp / "missing.csv")}}
+    return ["plan", _write(tmp, "plan.yaml", data), "--out", tmp / "plans", "--executor", "serial", "--quiet"]
+
+
 def plan(*flags, **fields) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
         return ["plan", _write(tmp, "plan.yaml", merge(PLAN, fields)), "--out", tmp / "plans", "--executor", "serial",
@@ -1165,6 +1172,14 @@ CASES = [
     # outputs written
     Hostile("plan_engine_version_unknown", plan(engine={"version": "9.9"}),
             "draftsim plan: error: plan.engine.version: vllm 9.9 is newer than the newest release known here"),
+    # ---- lead 2026-11-28 (from helper2's list) -------------------------------------------------------------
+    # a plan's missing trace was named as the scenario's field (workload.arrival.trace_csv), without `plan.`
+    Hostile("plan_trace_missing", _plan_on_missing_trace,
+            "draftsim plan: error: plan.workload.arrival.trace_csv: file not found"),
+    # an engine version that is no release number ran as typed ("0.15.x" matched no rule, and "v0.24.0" matched
+    # the engine rules but not the measured tables)
+    Hostile("engine_version_not_a_release_number", run(cluster={"engine": {"version": "0.15.x"}}),
+            "draftsim: error: cluster.engine.version: '0.15.x' is not a release number"),
 ]
 
 

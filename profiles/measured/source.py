@@ -172,7 +172,8 @@ def resolve(hardware_id: str, framework: str = "vllm", version: str | None = Non
         raise MeasuredDataError("cluster.latency.framework", f"{framework!r} has no measured tables on "
                                 f"{hardware_id}; available: {_listing(found)}")
     versions = found[framework]
-    chosen = versions[-1] if version is None else version
+    chosen = versions[-1] if version is None else \
+        next((v for v in versions if version_key(v) == version_key(version)), version)   # ("0.24" is 0.24.0)
     if chosen not in versions:
         raise MeasuredDataError("cluster.latency.version", f"{framework} {chosen!r} was not measured on "
                                 f"{hardware_id}; available: {', '.join(versions)}")

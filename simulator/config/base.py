@@ -109,11 +109,21 @@ def _spec(value):
 
 
 def _version_is_text(value):
+    """A release number as text, in its canonical PEP 440 spelling (" 0.11.0" and "v0.11.0" are 0.11.0, as pip
+    and the engines' version tables compare them; before, they were kept as typed, compared equal to 0.11.0 by
+    the engine rules and unequal by the measured tables' lookup)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         raise PydanticCustomError("version_text", "give the version as a quoted string (YAML reads {v} as a "
                                                   "number), e.g. \"0.10.0\"", {"v": value})
-    return value
+    if not isinstance(value, str):
+        return value
+    from packaging.version import InvalidVersion, Version
+    try:
+        return str(Version(value))
+    except InvalidVersion:
+        raise PydanticCustomError("version_text", "'{v}' is not a release number; give one such as \"0.11.0\" "
+                                                  "or \"1.3.0rc20\"", {"v": value[:40]}) from None
 
 
-# a release number written as text ("0.10.0"; YAML would read 0.10 as a float)
+# a release number written as text ("0.10.0"; YAML would read 0.10 as a float), canonical (PEP 440)
 VersionText = Annotated[str | None, BeforeValidator(_version_is_text)]

@@ -375,7 +375,12 @@ def _check_context(spec: PlanConfig, base_dir: Path) -> None:
     if workload.context_overflow != "error":
         return
     block_size = validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler").block_size
-    table = generate_requests(workload.spec(), Streams.from_seed(spec.seed).workload, base_dir, block_size=block_size)
+    try:
+        table = generate_requests(workload.spec(), Streams.from_seed(spec.seed).workload, base_dir,
+                                  block_size=block_size)
+    except ScenarioError as exc:   # (a trace's errors name the scenario's field, workload.arrival.trace_csv)
+        field = exc.field if exc.field.startswith(f"{FIELD}.") else f"{FIELD}.{exc.field}"
+        raise ScenarioError(field, exc.message) from None
     total = table.prompt_tokens + table.output_tokens
     for i, name in enumerate(spec.models):
         limit = get_model(name).max_position_embeddings

@@ -839,3 +839,29 @@ def test_sglang_newest_rules_bulk_equals_step(drafter):
     assert_bulk_equals_step(scenario(workload={"num_requests": 40, "arrival": {"process": "poisson", "qps": 20.0}},
                                      scheduler={"kind": "vllm", "max_batch_size": 24},
                                      cluster={"engine": {"framework": "sglang", "version": "0.5.23"}}, **over))
+
+
+@pytest.mark.parametrize("typed, canonical", [("v0.11.0", "0.11.0"), (" 0.11.0 ", "0.11.0"), ("0.5.3.post3", "0.5.3.post3"),
+                                              ("1.3.0rc20", "1.3.0rc20"), ("0.11.0+cpu", "0.11.0+cpu"), ("1.4.0-rc4", "1.4.0rc4")])
+def test_versions_are_kept_in_their_canonical_spelling(typed, canonical):
+    """A release number as pip compares it (PEP 440): before, " 0.11.0" and "v0.11.0" were kept as typed,
+    matched 0.11.0's engine rules (compared as versions) but not its measured tables (compared as text:
+    `estimate --version v0.24.0` said 'was not measured' while `--engine-version v0.24.0` ran)."""
+    from simulator.config.engine import EngineConfig
+    from simulator.config.serving import LatencyConfig
+    assert EngineConfig(version=typed).version == canonical
+    assert LatencyConfig(source="measured", version=typed).version == canonical
+
+
+@pytest.mark.parametrize("typed", ["0.11.x", "latest", "0.11.0 beta", ""])
+def test_a_version_that_is_no_release_number_is_refused(typed):
+    from simulator.config.engine import EngineConfig
+    with pytest.raises(ValueError, match="is not a release number"):
+        EngineConfig(version=typed)
+
+
+def test_the_measured_tables_are_found_by_release_not_spelling():
+    import simulator
+    a = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=1, context_tokens=0, latency={"version": "0.24"})
+    b = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=1, context_tokens=0, latency={"version": "0.24.0"})
+    assert a["seconds"] == b["seconds"] and a["latency_source"]["version"] == "0.24.0"
