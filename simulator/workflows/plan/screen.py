@@ -362,7 +362,7 @@ def _closed_loop(deployment, c: Candidate, spec, work: Workload) -> ScreenEstima
 
 
 def workload_means(spec, base_dir, seed: int) -> Workload:
-    """QPS and mean lengths of the plan's workload (generated once, as the DES would)."""
+    """QPS and mean lengths of the plan's workload: the requests the DES confirmations run (generated once)."""
     from simulator.config.workload import WorkloadConfig
     from simulator.core.workload import generate_requests
 
@@ -375,7 +375,12 @@ def workload_means(spec, base_dir, seed: int) -> Workload:
     if config.parallel_samples != 1:
         raise ScenarioError("plan.workload.parallel_samples", f"{config.parallel_samples}: the screen prices one "
                                                              "sequence per request; allowed: 1")
-    table = generate_requests(config.spec(), np.random.default_rng(seed), base_dir)
+    from simulator.cluster.build import Streams
+    from simulator.config.serving import SchedulerConfig
+    block_size = SchedulerConfig.model_validate(spec.scheduler).block_size
+    # the requests every DES confirmation runs (its scenario's seed, workload stream; before, the screen drew
+    # its own sample from default_rng(seed): other lengths than the runs it screens for)
+    table = generate_requests(config.spec(), Streams.from_seed(seed).workload, base_dir, block_size=block_size)
     means = float(np.mean(table.prompt_tokens)), float(np.mean(table.output_tokens))
     if config.arrival.process == "closed_loop":
         # (no arrival times before the run: the screen took 1 request/s, whatever the concurrency, and found

@@ -314,3 +314,21 @@ def test_the_screen_counts_a_sliding_window_models_batch_by_its_blocks():
     fit = requests_that_fit(kind, 8192)
     assert fit == lay.total_blocks / (lay.full_groups * 512 + lay.window_groups * min(512, lay.window_cap(1)))
     assert 1.8 < fit / (kind.kv_tokens / 8192) < 2.05
+
+
+def test_the_screen_reads_the_requests_the_confirmations_run():
+    """The screen's mean lengths and rate are those of the requests a DES confirmation runs (its scenario's
+    seed): before, the screen drew its own sample (default_rng(seed)), other requests than the runs it screens
+    candidates for (here mean prompts of 856 tokens against the runs' 805)."""
+    from pathlib import Path
+
+    from simulator.workflows.plan.screen import workload_means
+
+    spec = PlanConfig.model_validate({**SPEC.model_dump(), "workload": {
+        **SPEC.workload, "num_requests": 300, "prompt_tokens": {"kind": "lognormal", "median": 600, "sigma": 0.8}}})
+    work = workload_means(spec, Path.cwd(), spec.seed)
+    requests = run(Colocated().scenario(cand(0), spec, spec.seed)).requests
+    assert work.mean_prompt_tokens == pytest.approx(requests.prompt_tokens.mean(), rel=1e-12)
+    assert work.mean_output_tokens == pytest.approx(requests.output_tokens.mean(), rel=1e-12)
+    span = requests.arrival_s.max() - requests.arrival_s.min()
+    assert work.qps == pytest.approx((len(requests) - 1) / span, rel=1e-12)
