@@ -56,28 +56,10 @@ def draft_len_for_batch(schedule: dict, batch: int, max_draft_len: int) -> int:
     return min(max_draft_len, int(schedule[keys[i]])) if i < len(keys) else 0
 
 
-class SpeculationGate:
-    """The rolling acceptance gate of one executor (module docstring)."""
-
-    def __init__(self, window: int | None, threshold: float | None):
-        self.window, self.threshold = window, threshold
-        self.history: deque = deque()
-        self.completed = 0
-        self.disabled = False
-
-    def record(self, avg_decoded_per_iter: float) -> None:
-        if self.disabled or not self.window or self.threshold is None:
-            return
-        self.history.append(max(0.0, float(avg_decoded_per_iter) - 1.0))
-        if len(self.history) > self.window:
-            self.history.popleft()
-        self.completed += 1
-        if self.completed >= self.window and sum(self.history) / len(self.history) < self.threshold:
-            self.disabled = True
-
-
 class AcceptanceRateGate:
-    """The rolling acceptance-rate gate of one executor, PR #12905 on (module docstring)."""
+    """The rolling acceptance gate of one executor, PR #12905 on (module docstring): the mean of the last
+    `window` values recorded (one accepted/drafted rate per speculating iteration) turns speculation off for
+    good when it falls below `threshold`, once `window` values were recorded."""
 
     def __init__(self, window: int | None, threshold: float | None):
         self.window, self.threshold = window, threshold
@@ -85,15 +67,23 @@ class AcceptanceRateGate:
         self.recorded = 0
         self.disabled = False
 
-    def record(self, acceptance_rate: float) -> None:
+    def record(self, value: float) -> None:
         if self.disabled or not self.window or self.threshold is None:
             return
-        self.history.append(float(acceptance_rate))
+        self.history.append(float(value))
         if len(self.history) > self.window:
             self.history.popleft()
         self.recorded += 1
         if self.recorded >= self.window and sum(self.history) / len(self.history) < self.threshold:
             self.disabled = True
+
+
+class SpeculationGate(AcceptanceRateGate):
+    """The gate before PR #12905 (module docstring): the same rolling mean over completed requests, of their
+    accepted length per iteration max(0, avg_decoded − 1)."""
+
+    def record(self, avg_decoded_per_iter: float) -> None:
+        super().record(max(0.0, float(avg_decoded_per_iter) - 1.0))
 
 
 class TrtllmSchedule(ControlPolicy):
