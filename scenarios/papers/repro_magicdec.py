@@ -47,6 +47,7 @@ def _kinds():
         cl = sc.cluster
         out.append(build_replica_kind(model=cl.model, hardware=cl.hardware, parallelism=cl.parallelism,
                                       dtype=cl.dtype, latency=cl.latency, moe=cl.moe, memory_utilization=None,
+                                      price_only=True,
                                       drafter=sc.drafter, speculation=sc.speculation, acceptance=sc.acceptance,
                                       policy=sc.policy, acceptance_seed=1, base_dir=Path(".")))
     return out

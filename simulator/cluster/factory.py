@@ -14,9 +14,12 @@ estimate of vLLM >= 0.21 is not subtracted (named there). TensorRT-LLM (the engi
 fraction of the memory the weights leave free: KV = (HBM − weights) × gpu_memory_utilization, its
 KvCacheConfig.free_gpu_memory_fraction (default 0.9; tensorrt_llm/_torch/pyexecutor/_util.py
 KvCacheCreator._cal_max_tokens at commit d8ae02c: (total_gpu_memory − peak_memory) × fraction, the peak being
-the weights plus the profiled activations, which this model leaves out). Elsewhere (SGLang, the local CPU):
-HBM × gpu_memory_utilization minus the weights, activations taken as covered by the rest (approximation,
-named: SGLang's own rule, mem_fraction_static, is not modelled).
+the weights plus the profiled activations, which this model leaves out). SGLang on a GPU (`sglang_deployment`)
+keeps its own pool (simulator.cluster.sglang_memory): mem_fraction_static × the free memory after start-up minus
+the weights; before 0.5.14 a draft's weights and KV stay outside it. The local CPU: HBM ×
+gpu_memory_utilization minus the weights, activations taken as covered by the rest. Without
+cluster.gpu_memory_utilization each engine applies its own default (`memory_fraction`: 0.9 for vLLM and
+TensorRT-LLM, SGLang's by release, GPU, parallelism and speculation); a value given is used as given.
 Expert parallelism (parallelism.ep > 1, MoE targets): each GPU holds 1/ep of the routed experts and 1/tp
 of everything else (models.moe_routing.weight_bytes_per_gpu); each of the ep/tp data-parallel attention
 groups keeps the KV of its own requests, so the replica holds attention_dp × one group's tokens.
@@ -54,6 +57,7 @@ from simulator.speculation.suffix.acceptance import bind_proposer
 from simulator.cost.step_cost import StepCostModel
 from simulator.cluster import target_costs
 from simulator.cluster.target_costs import BuildContext, Facts
+from simulator.cluster.sglang_memory import SglangDeployment, counts_draft
 from simulator.cluster.vllm_memory import ProfileRun
 
 GIB = 1024 ** 3
@@ -211,6 +215,74 @@ def vllm_profile_run(release: tuple[str, str | None], hw: HardwareSpec, schedule
     return ProfileRun(version, scheduler.max_batched_tokens if scheduler is not None else 8192, max_seqs)
 
 
+# The engines' own default memory fraction where a scenario gives no cluster.gpu_memory_utilization: vLLM's
+# EngineArgs.gpu_memory_utilization 0.9; TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction 0.9
+# (tensorrt_llm/_torch/pyexecutor/_util.py `_get_free_gpu_memory_fraction`: `fraction = 0.9` when unset);
+# draftsim's plain rule (the local CPU) keeps 0.9 too. SGLang's depends on its release and deployment
+# (simulator.cluster.sglang_memory.default_mem_fraction_static).
+DEFAULT_MEMORY_FRACTION = {"vllm": 0.9, "trtllm": 0.9}
+PLAIN_MEMORY_FRACTION = 0.9
+
+# draftsim's drafter engine family -> SGLang's --speculative-algorithm (as simulator.workflows.plan.launch writes
+# it; a model-free drafter reserves no draft memory, as NGRAM); the EAGLE family and any other: EAGLE
+SGLANG_ALGORITHM = {"draft_model": "STANDALONE", "ngram": "NGRAM", "suffix": "NGRAM"}
+
+
+def sglang_deployment(release: tuple[str, str | None], engine_cfg, hw: HardwareSpec, target: ModelSpec,
+                      par: Parallelism, scheduler, family: str | None, q: int, where: str) -> SglangDeployment | None:
+    """SGLang's view of the deployment that sets its memory pool (simulator.cluster.sglang_memory), or None
+    where the engine (`release`: `deployment_release`) is not SGLang or the hardware is the local CPU: its
+    release, --tp-size (the EP size under DP attention, as simulator.workflows.plan.launch writes it),
+    --chunked-prefill-size (the scheduler's budget, chunk_tokens for sarathi), the decode CUDA graphs' largest
+    batch (cluster.engine.capture_sizes, else profiles.engine_time.graphs.sglang_max_bs) and the prefill graphs'
+    token buckets where the release turns them on (`sglang_prefill_sizes`; in 0.5.11 - 0.5.14 an EAGLE target's
+    graphs are captured, so reserved for, though its extend runs eagerly). Approximation, named:
+    cluster.engine.cuda_graphs none (--disable-cuda-graph) is taken to turn the prefill graphs off too."""
+    from profiles.engine_time.frameworks import entry_for
+    from profiles.engine_time.graphs import PrefillContext, sglang_max_bs, sglang_prefill_sizes
+    from profiles.measured.source import version_key
+    from simulator.config.engine import EngineConfig
+    framework, version = release
+    if framework != "sglang" or hw.id == CPU_ID:
+        return None
+    if version is None:
+        entry = entry_for("sglang", None)
+        version = entry.get("latest") or entry["versions"]["max"]
+    engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
+    tp = par.ep if par.ep > 1 else par.tp
+    chunk = (scheduler.chunk_tokens if scheduler.kind == "sarathi" else scheduler.max_batched_tokens) \
+        if scheduler is not None else 8192
+    role = where.rsplit(".", 1)[-1] if where.startswith("cluster.disaggregation.") else None
+    graphs = engine_cfg.cuda_graphs != "none"
+    v = version_key(version)
+    flag_family = None if family == "eagle" and version_key("0.5.11") <= v < version_key("0.5.15") else family
+    buckets = sglang_prefill_sizes(version, chunk, PrefillContext(flag_family, par.pp, par.attention_dp,
+                                                                   target.is_mla, role)) if graphs else ()
+    sizes = engine_cfg.capture_sizes
+    max_bs = max(sizes) if sizes else sglang_max_bs(hw.hbm_bytes, tp, version)
+    if not graphs and v >= version_key("0.5.15"):
+        max_bs = 0   # (the decode graph backend DISABLED: no graph reserve)
+    return SglangDeployment(
+        version=version, tp=tp, pp=par.pp, dp_attention=par.attention_dp,
+        speculative=None if family is None else SGLANG_ALGORITHM.get(family, "EAGLE"),
+        chunked_prefill_size=chunk, prefill_buckets=tuple(buckets), max_bs=max_bs, max_bs_given=bool(sizes),
+        max_running_requests=scheduler.max_batch_size if scheduler is not None else None, mla=target.is_mla,
+        role=role, draft_tokens=q)
+
+
+def memory_fraction(given: float | None, framework: str, hw: HardwareSpec,
+                    sglang: SglangDeployment | None) -> float:
+    """The fraction the replica's memory rule applies: `given` (cluster.gpu_memory_utilization: vLLM's
+    --gpu-memory-utilization, SGLang's --mem-fraction-static, TensorRT-LLM's free_gpu_memory_fraction) as
+    given, else the engine's own default (DEFAULT_MEMORY_FRACTION, SGLang's by release)."""
+    from simulator.cluster.sglang_memory import default_mem_fraction_static
+    if given is not None:
+        return given
+    if sglang is not None:
+        return default_mem_fraction_static(sglang, hw)
+    return PLAIN_MEMORY_FRACTION if hw.id == CPU_ID else DEFAULT_MEMORY_FRACTION.get(framework, PLAIN_MEMORY_FRACTION)
+
+
 def deployment_release(lat: LatencyConfig, engine_cfg, latency) -> tuple[str, str | None]:
     """(framework, version) of the engine the deployment runs, for every rule that depends on it (memory,
     sliding-window blocks, batch limits, engine time): `engine_release`'s. Where that has no engine-time entry
@@ -227,18 +299,24 @@ def deployment_release(lat: LatencyConfig, engine_cfg, latency) -> tuple[str, st
 
 def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
                        drafter: DrafterBuild | None = None, where: str = "cluster", framework: str = "vllm",
-                       profile: ProfileRun | None = None) -> float:
+                       profile: ProfileRun | None = None, sglang: SglangDeployment | None = None) -> float:
     """Memory left for KV (and recurrent state) on each GPU of a replica after the target's and `drafter`'s
     weights, by `framework`'s rule (module docstring): under vLLM (`profile`, from `vllm_profile_run`) also its
-    profile run's activations and non-torch memory; for trtllm a fraction of what the weights leave.
+    profile run's activations and non-torch memory; for trtllm a fraction of what the weights leave; under
+    SGLang on a GPU (`sglang`, from `sglang_deployment`) its pool, `util` × the free memory after start-up less
+    the weights (simulator.cluster.sglang_memory; pass the drafter only where the release counts it there).
     ScenarioError naming the field when they do not fit."""
     from models.moe_routing import weight_bytes_per_gpu
+    from simulator.cluster.sglang_memory import pool_bytes, pre_model_load_bytes
     from simulator.cluster.vllm_memory import device_total_bytes, profile_overhead_bytes
     target_weights = weight_bytes_per_gpu(target, par, dtype) if par.ep > 1 else target.weight_bytes(dtype) / par.gpus
     extra_w = drafter.weight_bytes_per_gpu if drafter is not None else 0.0
     overhead = profile_overhead_bytes(hw, target, par, dtype, profile) if profile is not None else 0.0
     total = device_total_bytes(hw) if profile is not None else hw.hbm_bytes
-    if framework == "trtllm":   # free_gpu_memory_fraction of the memory left after the weights
+    if sglang is not None:
+        total = pre_model_load_bytes(hw, sglang.tp)
+        free = pool_bytes(hw, sglang.tp, util, target_weights + extra_w)
+    elif framework == "trtllm":   # free_gpu_memory_fraction of the memory left after the weights
         free = (total - target_weights - extra_w) * util
     else:
         free = total * util - target_weights - extra_w - overhead
@@ -251,7 +329,9 @@ def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
                             f"{f', ep={par.ep}' if par.ep > 1 else ''}"
                             f"{f' and {overhead / GIB:.1f} GiB of vLLM start-up profile (activations, non-torch)' if overhead else ''}"
                             f" but {hw.id} offers "
-                            + (f"{total / GIB:.1f} GiB" if framework == "trtllm" else
+                            + (f"{total * util / GIB:.1f} GiB at SGLang's mem_fraction_static={util} of the "
+                               f"{total / GIB:.1f} GiB free after start-up" if sglang is not None else
+                               f"{total / GIB:.1f} GiB" if framework == "trtllm" else
                                f"{total * util / GIB:.1f} GiB at gpu_memory_utilization={util}") + "; "
                             f"raise {where}.parallelism.tp/pp{'/ep' if target.is_moe else ''} or pick larger hardware")
     return free
@@ -259,13 +339,15 @@ def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
 
 def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
                        drafter: DrafterBuild | None = None, where: str = "cluster", kv_dtype: str | None = None,
-                       kv_fraction: float = 1.0, framework: str = "vllm", profile: ProfileRun | None = None) -> int:
+                       kv_fraction: float = 1.0, framework: str = "vllm", profile: ProfileRun | None = None,
+                       sglang: SglangDeployment | None = None) -> int:
     """Tokens of KV cache a replica can hold (see the module docstring for the memory model), with the
     weights and per-token KV of `drafter` on the target's GPUs; KV in `kv_dtype` (models.spec.kv_cache_dtype);
     `kv_fraction` scales the target's KV per token (ShadowKV keeps a fraction of it on the GPU:
     simulator.cost.shadowkv). A hybrid model's KV is its attention layers' (its state: `hybrid_layout`).
-    `framework`: whose rule; `profile`: vLLM's start-up profile run (`vllm_profile_run`; None: the plain rule)."""
-    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where, framework, profile)
+    `framework`: whose rule; `profile`: vLLM's start-up profile run (`vllm_profile_run`; None: the plain rule);
+    `sglang`: SGLang's deployment (`sglang_deployment`; None: not SGLang on a GPU)."""
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where, framework, profile, sglang)
     per_token = target.kv_bytes_per_token_per_gpu(par, kv_cache_dtype(dtype, kv_dtype)) * kv_fraction
     if drafter is not None:
         per_token += drafter.kv_bytes_per_token_per_gpu
@@ -274,13 +356,13 @@ def kv_capacity_tokens(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
 
 def hybrid_layout(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, kv_dtype: str, util: float,
                   drafter: DrafterBuild | None, framework: str, draft_tokens: int, where: str = "cluster",
-                  profile: ProfileRun | None = None):
+                  profile: ProfileRun | None = None, sglang: SglangDeployment | None = None):
     """The unified page layout of a hybrid model's replica (simulator.core.kv.hybrid_state): attention KV and
     every request's recurrent state in one pool, the state copies `framework` keeps while speculating with
     `draft_tokens` drafts per step (models.mixers.state_copies)."""
     from models.mixers import state_copies
     from simulator.core.kv.hybrid_state import hybrid_page_layout
-    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where, framework, profile)
+    free = free_bytes_per_gpu(hw, target, par, dtype, util, drafter, where, framework, profile, sglang)
     extra = drafter.kv_bytes_per_token_per_gpu if drafter is not None else 0.0
     layout = hybrid_page_layout(target, par, dtype, kv_dtype, free, draft_tokens,
                                 state_copies(framework, draft_tokens), extra)
@@ -486,15 +568,16 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                        speculation=None, acceptance=None, policy=None, acceptance_seed: int = 0, base_dir: Path,
                        where: str = "cluster", latencies: dict | None = None,
                        kv_dtype: str | None = None, kv_layout=None, early_exit=None, engine_config=None,
-                       scheduler=None) -> ReplicaKind:
+                       scheduler=None, price_only: bool = False) -> ReplicaKind:
     """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline block
     (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
     (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
     scenario's sections of those names (`drafter` None: plain decoding, the other three unused, as `draftsim
     estimate` prices a step without reading the speculation schema); `where` is the YAML path of the pool
     (for error messages); `latencies` (hardware id → latency model) lets pools on the same hardware share one
-    latency model, so that its report (`latency_source`) counts the ops of all of them. `memory_utilization`
-    None: price steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`:
+    latency model, so that its report (`latency_source`) counts the ops of all of them. `memory_utilization`:
+    cluster.gpu_memory_utilization (None: the engine's own default, `memory_fraction`); `price_only`: price
+    steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`:
     the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
     (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `engine_config`:
     cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
@@ -538,9 +621,6 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     release = deployment_release(latency, engine_config, lat)
     framework = release[0]
     profile = vllm_profile_run(release, hw, scheduler, max_seqs)
-    kv_tokens = 0 if memory_utilization is None else \
-        kv_capacity_tokens(hw, target, par, dtype, memory_utilization, built_drafter, where, kv_dtype, kv_fraction,
-                           framework, profile)
     target_cost = target_costs.build(facts, BuildContext(target, par, lat, dtype, kv_dtype, hw, moe, base_dir,
                                                          built_drafter, kv_layout, early_exit, latency.nano_batches))
     if facts.measured_passes:
@@ -551,6 +631,13 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
                                  built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
     q = 1 if spec is None else spec.verify_q
+    sglang = sglang_deployment(release, engine_config, hw, target, par, scheduler, family, q, where)
+    util = memory_fraction(memory_utilization, framework, hw, sglang)
+    pool_drafter = built_drafter if sglang is None or counts_draft(sglang.version) else None   # (SGLang < 0.5.14:
+    # the draft's weights and KV live outside the pool, simulator.cluster.sglang_memory)
+    kv_tokens = 0 if price_only else \
+        kv_capacity_tokens(hw, target, par, dtype, util, pool_drafter, where, kv_dtype, kv_fraction, framework,
+                           profile, sglang)
     engine = make_engine_time(latency, engine_config, hw, lat, drafter, speculating=built_drafter is not None,
                               tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler,
                               policy=policy.kind if policy is not None else None, mla=target.is_mla,
@@ -578,15 +665,15 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if target.num_state_layers:
         draft_tokens = 0 if spec is None else spec.verify_q - 1
         state_bytes = state_bytes_per_request(target, par, dtype, framework, draft_tokens)
-        if memory_utilization is not None:
-            layout = hybrid_layout(hw, target, par, dtype, kv_dtype, memory_utilization, built_drafter,
-                                   framework, draft_tokens, where, profile)
+        if not price_only:
+            layout = hybrid_layout(hw, target, par, dtype, kv_dtype, util, pool_drafter,
+                                   framework, draft_tokens, where, profile, sglang)
             kv_tokens = layout.kv_tokens
     window = None
     if target.sliding_window_layers and not target.num_state_layers and not target.is_mla \
-            and memory_utilization is not None and (kv_layout is None or kv_layout.kind == "paged") \
+            and not price_only and (kv_layout is None or kv_layout.kind == "paged") \
             and frees_window_blocks(release, hw, where):
-        window = sliding_window_layout(hw, target, par, dtype, kv_dtype, memory_utilization, built_drafter,
+        window = sliding_window_layout(hw, target, par, dtype, kv_dtype, util, built_drafter,
                                        scheduler, q, where, profile)
         kv_tokens = window.kv_tokens
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,

@@ -122,7 +122,10 @@ class ClusterConfig(Strict):
     Blackwell); `kv_dtype`: the KV cache's (default: the
     weights' dtype where it is a KV format, fp8 for nvfp4 weights, else bf16; nvfp4 needs FP4 tensor cores).
     `max_model_len`: the longest context a request may reach (vLLM --max-model-len; default and
-    upper bound: the model's max_position_embeddings)."""
+    upper bound: the model's max_position_embeddings). `gpu_memory_utilization`: the engine's memory fraction,
+    used as given (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static, TensorRT-LLM
+    free_gpu_memory_fraction); default: the engine's own (0.9 for vLLM and TensorRT-LLM, SGLang's by release,
+    GPU and deployment: simulator.cluster.sglang_memory)."""
 
     hardware: str | dict[str, Any] = "h100-sxm"
     model: str | dict[str, Any]
@@ -133,7 +136,7 @@ class ClusterConfig(Strict):
     replicas: int = Field(1, ge=1, le=4096)
     parallelism: ParallelismConfig = ParallelismConfig()
     router: str = "round_robin"
-    gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
+    gpu_memory_utilization: float | None = Field(None, gt=0.0, le=1.0)
     latency: LatencyConfig = LatencyConfig()
     engine: EngineConfig = EngineConfig()
     moe: MoeConfig = MoeConfig()

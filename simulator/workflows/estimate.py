@@ -158,7 +158,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         latency_config, engine_config = _latency_config(latency), _engine_config(engine, latency)
         limits = _scheduler_config(scheduler)
         kind = build_replica_kind(model=model, hardware=hardware, parallelism=parallelism, dtype=dtype,
-                                  latency=latency_config, moe=MoeConfig(), memory_utilization=None,
+                                  latency=latency_config, moe=MoeConfig(), memory_utilization=None, price_only=True,
                                   base_dir=Path.cwd(), where="estimate",
                                   kv_dtype=kv_dtype, engine_config=engine_config, scheduler=limits)
     except ScenarioError as exc:  # name the argument, not a scenario field

@@ -11,7 +11,7 @@ Built from the candidate's scenario (what the DES simulated), flag by flag:
 | dtype fp8 / fp8_block | `--quantization fp8` | `--quantization fp8` |
 | dtype int4 | an AWQ/GPTQ checkpoint (detected from its config; a comment says so) | same |
 | kv_dtype fp8 | `--kv-cache-dtype fp8` | `--kv-cache-dtype fp8_e4m3` |
-| gpu_memory_utilization | `--gpu-memory-utilization` | `--mem-fraction-static` |
+| gpu_memory_utilization (none given: no flag, the engine's own default as the DES ran it) | `--gpu-memory-utilization` | `--mem-fraction-static` |
 | scheduler.max_batch_size (none given: no flag, the engine's own default as the DES ran it) | `--max-num-seqs` | `--max-running-requests` |
 | scheduler.max_batched_tokens (chunk_tokens for sarathi) | `--max-num-batched-tokens` | `--chunked-prefill-size` |
 | scheduler.block_size | `--block-size` | `--page-size` |
@@ -64,11 +64,14 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
     def seqs(flag: str) -> list:   # none given: the engine's own default, as the DES ran it (ReplicaKind.max_batch_size)
         return [flag, sched["max_batch_size"]] if sched.get("max_batch_size") is not None else []
 
+    def fraction(flag: str) -> list:   # none given: the engine's own default, as the DES ran it (factory.memory_fraction)
+        return [flag, cl["gpu_memory_utilization"]] if cl.get("gpu_memory_utilization") is not None else []
+
     if engine == "vllm":
         args = ["--tensor-parallel-size", tp, "--pipeline-parallel-size", pp]
         if ep > 1:
             args += ["--enable-expert-parallel", "--data-parallel-size", ep // tp]
-        args += ["--gpu-memory-utilization", cl.get("gpu_memory_utilization", 0.9), *seqs("--max-num-seqs"),
+        args += [*fraction("--gpu-memory-utilization"), *seqs("--max-num-seqs"),
                  "--max-num-batched-tokens", chunk,
                  "--block-size", sched.get("block_size", 16),
                  "--enable-prefix-caching" if caching else "--no-enable-prefix-caching"]
@@ -78,8 +81,7 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
         args = ["--tp-size", ep if ep > 1 else tp, "--pp-size", pp]
         if ep > 1:
             args += ["--ep-size", ep, "--enable-dp-attention", "--dp-size", ep // tp]
-        args += ["--mem-fraction-static", cl.get("gpu_memory_utilization", 0.9),
-                 *seqs("--max-running-requests"), "--chunked-prefill-size", chunk,
+        args += [*fraction("--mem-fraction-static"), *seqs("--max-running-requests"), "--chunked-prefill-size", chunk,
                  "--page-size", sched.get("block_size", 16)]
         if not caching:
             args.append("--disable-radix-cache")
