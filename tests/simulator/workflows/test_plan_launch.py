@@ -62,6 +62,18 @@ def test_sglang_command_and_disaggregated_roles():
                                                                           "kv_role": "kv_both"}
 
 
+@pytest.mark.parametrize("engine, flag", [("vllm", "--gpu-memory-utilization"), ("sglang", "--mem-fraction-static")])
+def test_memory_fraction_is_written_only_when_the_scenario_sets_it(engine, flag):
+    """A scenario without cluster.gpu_memory_utilization ran the engine's own default (SGLang's
+    mem_fraction_static by release, simulator.cluster.sglang_memory): the command leaves the flag out, so the
+    server picks the same default; one given is written as given (before: 0.9 written either way)."""
+    (cmd,) = _commands(launch_script(COLOCATED, engine, "title"))
+    assert cmd[cmd.index(flag) + 1] == "0.92"
+    unset = {**COLOCATED, "cluster": {k: v for k, v in COLOCATED["cluster"].items() if k != "gpu_memory_utilization"}}
+    (cmd,) = _commands(launch_script(unset, engine, "title"))
+    assert flag not in cmd
+
+
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_a_draft_model_of_another_vocabulary_gets_no_speculative_flags(engine):
     """llama-68m (32,000 tokens) drafting for Llama-3-8B (128,256; llama8b_chat.yaml's search): vLLM refuses a
