@@ -76,3 +76,26 @@ def default_max_num_seqs(framework: str, version: str, hardware, drafter: str | 
         if first is not None and version_key(version) >= version_key(first):
             return SGLANG_SPEC_MAX_RUNNING
     return None
+
+
+def sglang_chunked_prefill_size(gpu_bytes: float, version: str) -> int:
+    """SGLang's default --chunked-prefill-size on a GPU of `gpu_bytes` (the memory CUDA reports where recorded:
+    nvidia-smi's total, which SGLang reads, is closer to it than the datasheet's) at release `version` (server_args.py
+    __post_init__ 0.4.1 - 0.4.7, `_handle_gpu_memory_settings` 0.5.3 - 0.5.18, arg_groups/memory_hook.py
+    `handle_gpu_memory_settings` 0.5.19 - 0.5.23; gpu_mem in MiB):
+    0.4.0 - 0.4.7: 2048 below 25,000 MiB, else 8192 (0.4.7: 16384 above 180,000 MiB; PD disaggregation's 16384
+    is not modelled); 0.4.8 - 0.5.2: 2048 below 35 GiB, 8192 below 160, 16384 above; 0.5.3 on: 2048 below 35 GiB
+    (4096 from 0.5.20 between 20 and 35), 4096 below 60, 8192 below 160, 16384 above."""
+    gib, v = gpu_bytes / GIB, version_key(version)
+    if v < version_key("0.4.8"):
+        if v >= version_key("0.4.7") and gib * 1024 > 180_000:
+            return 16384
+        return 2048 if gib * 1024 < 25_000 else 8192
+    if gib >= 160:
+        return 16384
+    if gib >= 60 or (gib >= 35 and v < version_key("0.5.3")):
+        return 8192
+    if gib >= 35:
+        return 4096
+    return 4096 if gib >= 20 and v >= version_key("0.5.20") else 2048
+

@@ -247,7 +247,7 @@ def sglang_deployment(release: tuple[str, str | None], engine_cfg, hw: HardwareS
         return None
     if version is None:
         entry = entry_for("sglang", None)
-        version = entry.get("latest") or entry["versions"]["max"]
+        version = entry.get("latest") or entry["versions"]["min"]
     engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
     tp = par.ep if par.ep > 1 else par.tp
     chunk = (scheduler.chunk_tokens if scheduler.kind == "sarathi" else scheduler.max_batched_tokens) \

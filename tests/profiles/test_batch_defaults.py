@@ -139,3 +139,16 @@ def test_a_token_budget_below_sglangs_running_limit_is_not_refused_in_vllms_word
     from simulator.errors import ScenarioError
     with pytest.raises(ScenarioError, match=r"vllm 0\.6\.0 on h100-sxm.*\(vLLM through 0\.11\.0"):
         _prepared("h100-sxm", {"version": "0.6.0"}, {"kind": "none"}, {"kind": "vllm", "max_batched_tokens": 16})
+
+
+def test_sglang_chunked_prefill_size_by_gpu_memory_and_release():
+    """SGLang's default --chunked-prefill-size (server_args.py of 0.4.1, 0.4.7, 0.4.8 - 0.5.2 and
+    `_handle_gpu_memory_settings` 0.5.3 on; memory_hook.py 0.5.20 for the 20-35 GiB class): the 40 GB A100
+    and the L40S get 4096 from 0.5.3 (`elif gpu_mem < 60 * 1024`), B200/MI300X 16384 (`else`), 80-141 GB 8192."""
+    from profiles.engine_time.batch_defaults import GIB, sglang_chunked_prefill_size as chunk
+    assert [chunk(39.4 * GIB, v) for v in ("0.4.1", "0.5.2", "0.5.3", "0.5.23")] == [8192, 8192, 4096, 4096]
+    assert [chunk(79.19 * GIB, v) for v in ("0.4.1", "0.4.7", "0.5.2", "0.5.23")] == [8192] * 4
+    assert [chunk(178.36 * GIB, v) for v in ("0.4.6", "0.4.7", "0.4.8", "0.5.23")] == [8192, 16384, 16384, 16384]
+    assert [chunk(24.5 * GIB, v) for v in ("0.4.1", "0.5.2", "0.5.19", "0.5.20")] == [8192, 2048, 2048, 4096]
+    assert chunk(24 * GIB, "0.4.1") == 2048   # (`gpu_mem < 25_000` MiB)
+    assert [chunk(16 * GIB, v) for v in ("0.4.1", "0.5.23")] == [2048, 2048]

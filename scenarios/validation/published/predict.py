@@ -162,15 +162,23 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     request's prompt blocks are reserved at admission (simulator.core.sched.vllm_v1: a request preempted
     by recompute finds its blocks in the cache; without the cache V1 thrashes 32K prompts that barely fit). vLLM V0 (before 0.8.0): prefill-first, no chunked prefill below 32K context, max_num_seqs 256,
     max_num_batched_tokens = max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5-v0.7; 32768
-    taken here: a whole prompt always fits). SGLang: chunked_prefill_size 8192 on 80-141 GB GPUs, running
-    requests bounded by the KV pool, and enable_mixed_chunk False, so a prefill batch never carries decodes
+    taken here: a whole prompt always fits). SGLang: its chunked_prefill_size by GPU memory and release
+    (profiles.engine_time.batch_defaults.sglang_chunked_prefill_size: 8192 on 80-141 GB GPUs, 4096 on a 40 GB
+    A100 from 0.5.3; before, 8192 everywhere here), running requests bounded by the KV pool, and enable_mixed_chunk False, so a prefill batch never carries decodes
     (server_args.py): prefill-first. TensorRT-LLM PyTorch backend: its in-flight batching scheduler
     (simulator.core.sched.trtllm) with the LLM API defaults max_num_tokens 8192, max_batch_size 2048."""
     from profiles.engine_time.batch_defaults import TRTLLM_MAX_BATCH_SIZE, vllm_v1_large_defaults
     from profiles.hardware import get_hardware
     from profiles.measured.source import version_key
     if fw == "sglang":  # enable_mixed_chunk False: prefill batches run apart from decode batches
-        return {"kind": "vllm", "max_batched_tokens": 8192, "max_batch_size": 4096}
+        from profiles.engine_time.batch_defaults import sglang_chunked_prefill_size
+        from profiles.engine_time.frameworks import entry_for
+        from simulator.cluster.vllm_memory import device_total_bytes
+        if version is None:   # (the release the DES then models: simulator.cluster.factory.engine_release)
+            entry = entry_for("sglang", None)
+            version = entry.get("latest") or entry["versions"]["min"]
+        chunk = sglang_chunked_prefill_size(device_total_bytes(get_hardware(hardware)), version)
+        return {"kind": "vllm", "max_batched_tokens": chunk, "max_batch_size": 4096}
     if fw == "trtllm":
         return {"kind": "trtllm", "max_batched_tokens": 8192, "max_batch_size": TRTLLM_MAX_BATCH_SIZE}
     if fw == "vllm" and version is not None and version_key(version) < version_key("0.8.0"):

@@ -256,6 +256,17 @@ def test_a_bad_first_alpha_row_is_a_one_line_error(tmp_path, change, message):
         load_points(path)
 
 
+def test_sglang_points_get_sglangs_chunked_prefill_size():
+    """SGLang's default chunked_prefill_size by GPU memory and release (profiles.engine_time.batch_defaults):
+    a 40 GB A100 point without a release runs the newest modelled SGLang, 4096 tokens a chunk (before: 8192 for
+    every SGLang point, which under SGLang's memory rule also reserved 12 GiB of activations on a 37 GiB GPU)."""
+    from scenarios.validation.published.predict import scheduler_defaults
+    assert scheduler_defaults("sglang", "a100-40gb", None)["max_batched_tokens"] == 4096
+    assert scheduler_defaults("sglang", "a100-40gb", "0.4.6")["max_batched_tokens"] == 8192
+    assert scheduler_defaults("sglang", "h100-sxm", "0.5.3")["max_batched_tokens"] == 8192
+    assert scheduler_defaults("sglang", "b200", "0.5.9")["max_batched_tokens"] == 16384
+
+
 def test_vllm_serve_points_get_the_api_servers_batching_defaults():
     """vLLM V1's EngineArgs.get_batch_defaults keys max_num_batched_tokens by UsageContext: the offline LLM
     class 16384 (>= 70 GiB, not A100) / 8192, the API server (`vllm serve`) 8192 / 2048; max_num_seqs 1024 /
