@@ -1180,6 +1180,15 @@ CASES = [
     # the engine rules but not the measured tables)
     Hostile("engine_version_not_a_release_number", run(cluster={"engine": {"version": "0.15.x"}}),
             "draftsim: error: cluster.engine.version: '0.15.x' is not a release number"),
+    # ---- helper1 2026-11-28: SGLang's KV memory rule -------------------------------------------------------
+    # Llama-3.1-70B bf16 over two H100s under SGLang (0.5.23's default mem_fraction_static 0.827 of the free
+    # memory after start-up: 63.5 GiB for 65.7 GiB of weights) ran with draftsim's plain rule (80 GB x 0.9 -
+    # weights: 8,827 KV tokens), exit 0, where SGLang refuses to start ("increase --mem-fraction-static")
+    Hostile("sglang_weights_beyond_mem_fraction_static",
+            run(cluster={"model": "llama-3.1-70b", "parallelism": {"tp": 2}, "engine": {"framework": "sglang"}}),
+            "draftsim: error: cluster.model: llama-3.1-70b needs 65.7 GiB of weights per GPU at tp=2, pp=1 but "
+            "h100-sxm offers 63.5 GiB at SGLang's mem_fraction_static=0.827 of the 76.8 GiB free after start-up; "
+            "raise cluster.gpu_memory_utilization (SGLang's --mem-fraction-static) above 0.857"),
 ]
 
 

@@ -39,6 +39,7 @@ groups free their blocks outside the window step by step. Elsewhere every layer 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -333,7 +334,9 @@ def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dt
                                f"{total / GIB:.1f} GiB free after start-up" if sglang is not None else
                                f"{total / GIB:.1f} GiB" if framework == "trtllm" else
                                f"{total * util / GIB:.1f} GiB at gpu_memory_utilization={util}") + "; "
-                            f"raise {where}.parallelism.tp/pp{'/ep' if target.is_moe else ''} or pick larger hardware")
+                            + (f"raise cluster.gpu_memory_utilization (SGLang's --mem-fraction-static) above "
+                               f"{math.ceil(need / total * 1000) / 1000}, " if sglang is not None else "")
+                            + f"raise {where}.parallelism.tp/pp{'/ep' if target.is_moe else ''} or pick larger hardware")
     return free
 
 
