@@ -49,9 +49,13 @@ def test_point_ids_depend_only_on_the_simulation(tmp_path):
     as_float = points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [1.0]}))
     assert as_float[0].point_id == small[0].point_id
     # a default spelled out explicitly is the same simulation as leaving it out
-    explicit = points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [1]},
-                                     set=["cluster.gpu_memory_utilization=0.9"]))
+    explicit = points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [1]}, set=["cluster.replicas=1"]))
     assert explicit[0].point_id == small[0].point_id
+    # (cluster.gpu_memory_utilization's default is the engine's own, None: 0.9 spelled out is vLLM's value but not
+    # SGLang's, so it names another point)
+    given = points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [1]},
+                                  set=["cluster.gpu_memory_utilization=0.9"]))
+    assert given[0].point_id != small[0].point_id
 
 
 @pytest.mark.parametrize("spec, field", [
