@@ -66,6 +66,12 @@ def entry_for(framework: str, version: str | None, field: str = "cluster.engine"
     raise FieldError(f"{field}.version", f"no engine model for {framework} {version}; ranges: {ranges}")
 
 
+def modelled_release(entry: dict) -> str:
+    """The release an engine-time entry stands for when none is given: its `latest` (the newest release whose
+    rules were read), else the first of its range."""
+    return entry.get("latest") or entry["versions"].get("min", "")
+
+
 def traits_of(entry: dict) -> GraphTraits:
     g = entry["graphs"]
     return GraphTraits(g["default_mode"], tuple(g["modes"]), g["decode"], g["mixed"], g["unit"], bool(g["padding"]),
@@ -116,7 +122,7 @@ def _build(entry: dict, settings: EngineSettings, deployment: Deployment) -> Eng
     for k in _US_FIELDS:
         scale = work_scale if k in _HOST_WORK else launch_scale if k in _LAUNCH else 1.0
         values[k[:-3] + "_s"] = float(c[k]) * 1e-6 * scale
-    version = settings.version or entry.get("latest") or entry["versions"].get("min", "")
+    version = settings.version or modelled_release(entry)
     policy = graph_policy(entry["framework"], version, traits_of(entry),
                           mode=settings.cuda_graphs, capture_sizes=settings.capture_sizes,
                           padding=settings.graph_padding, max_num_seqs=deployment.max_num_seqs,

@@ -106,13 +106,13 @@ def engine_release(lat: LatencyConfig, engine_cfg, latency):
     """(EngineSettings, version) of the deployment's engine: `cluster.engine` (framework and version default to
     `cluster.latency`'s, then to the measured tables' version, then to the newest modelled release). FieldError
     for a framework or version without an engine-time entry."""
-    from profiles.engine_time.frameworks import entry_for
+    from profiles.engine_time.frameworks import entry_for, modelled_release
     from simulator.config.engine import EngineConfig, engine_settings
     settings = engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), lat)
     if settings.version is None and getattr(latency, "framework", None) == settings.framework:
         settings = dataclasses.replace(settings, version=latency.version)
     entry = entry_for(settings.framework, settings.version)
-    return settings, settings.version or entry.get("latest") or entry["versions"]["min"]
+    return settings, settings.version or modelled_release(entry)
 
 
 DEFAULT_MAX_NUM_SEQS = 256   # draftsim's running-request limit where neither the scenario nor an engine rule sets one
@@ -239,16 +239,15 @@ def sglang_deployment(release: tuple[str, str | None], engine_cfg, hw: HardwareS
     token buckets where the release turns them on (`sglang_prefill_sizes`; in 0.5.11 - 0.5.14 an EAGLE target's
     graphs are captured, so reserved for, though its extend runs eagerly). Approximation, named:
     cluster.engine.cuda_graphs none (--disable-cuda-graph) is taken to turn the prefill graphs off too."""
-    from profiles.engine_time.frameworks import entry_for
+    from profiles.engine_time.frameworks import entry_for, modelled_release
     from profiles.engine_time.graphs import PrefillContext, sglang_max_bs, sglang_prefill_sizes
     from profiles.measured.source import version_key
     from simulator.config.engine import EngineConfig
     framework, version = release
     if framework != "sglang" or hw.id == CPU_ID:
         return None
-    if version is None:
-        entry = entry_for("sglang", None)
-        version = entry.get("latest") or entry["versions"]["min"]
+    if version is None:   # (deployment_release found no engine-time entry)
+        version = modelled_release(entry_for("sglang", None))
     engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
     tp = par.ep if par.ep > 1 else par.tp
     chunk = (scheduler.chunk_tokens if scheduler.kind == "sarathi" else scheduler.max_batched_tokens) \

@@ -314,10 +314,17 @@ class DecodeProfile:
 
     def _held(self, r: int, m: _Member, j: int) -> int:
         """Blocks member r holds after its first j ≥ 1 steps in the profile."""
-        if m.batch is None:   # plain: one token per step; blocks by the join's formula
-            block = self.rep.kv.block_size
-            return max((int(self.rep.s.ctx[r]) + j - 1 + self.rep.q + block - 1) // block, int(self.rep.s.blocks[r]))
+        if m.batch is None:
+            return self._plain_held(int(self.rep.s.ctx[r]), j, int(self.rep.s.blocks[r]))
         return int(m.batch.held[j - 1, m.col])
+
+    def _plain_held(self, ctx, j, blocks):
+        """Blocks a plain member holds after its first j ≥ 1 steps, from the context and blocks the arrays hold
+        for it (one token per step; the join's formula, blocks_for(context + q), never less than it held);
+        ints (in Python arithmetic: a between-bulk check reads it member by member) or arrays."""
+        block = self.rep.kv.block_size
+        need = (ctx + j - 1 + (self.rep.q + block - 1)) // block
+        return np.maximum(need, blocks) if isinstance(need, np.ndarray) else max(need, blocks)
 
     def dissolve(self) -> None:
         """Write every member's state at step k back to the request arrays (before the step-by-step path forms
@@ -336,10 +343,9 @@ class DecodeProfile:
         # plain members, all at once: the arrays hold each one's state at its start (`_held`'s formula)
         ids = np.fromiter(members, dtype=np.int64, count=len(members))
         j = k - np.fromiter((m.start for m in members.values()), dtype=np.int64, count=len(members))
-        s, block = self.rep.s, self.rep.kv.block_size
-        ctx = s.ctx[ids]
-        held = np.maximum((ctx + j - 1 + (self.rep.q + block - 1)) // block, s.blocks[ids])
-        s.blocks[ids] = np.where(j > 0, held, s.blocks[ids])
+        s = self.rep.s
+        ctx, blocks = s.ctx[ids], s.blocks[ids]
+        s.blocks[ids] = np.where(j > 0, self._plain_held(ctx, j, blocks), blocks)
         s.emitted[ids] += j
         s.ctx[ids] = ctx + j
         s.decode_steps[ids] += j

@@ -172,11 +172,10 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     from profiles.measured.source import version_key
     if fw == "sglang":  # enable_mixed_chunk False: prefill batches run apart from decode batches
         from profiles.engine_time.batch_defaults import sglang_chunked_prefill_size
-        from profiles.engine_time.frameworks import entry_for
+        from profiles.engine_time.frameworks import entry_for, modelled_release
         from simulator.cluster.vllm_memory import device_total_bytes
         if version is None:   # (the release the DES then models: simulator.cluster.factory.engine_release)
-            entry = entry_for("sglang", None)
-            version = entry.get("latest") or entry["versions"]["min"]
+            version = modelled_release(entry_for("sglang", None))
         chunk = sglang_chunked_prefill_size(device_total_bytes(get_hardware(hardware)), version)
         return {"kind": "vllm", "max_batched_tokens": chunk, "max_batch_size": 4096}
     if fw == "trtllm":
