@@ -56,6 +56,32 @@ class _Member:
 DS, CS, BLK, EM, ACC = range(5)   # rows of DecodeProfile.sums
 
 
+class _Ramps:
+    """What a plain join adds, for any request: one int64 buffer of three sections of `size` — ones, then
+    x − K, then (x − K) // block_size at index x of the section, with K = `reach` = q + block_size − 1 — so
+    that a request's rows at its steps j < length, (1, ctx0 + j, blocks_for(ctx0 + j + q)) =
+    (1, ctx0 + j, (ctx0 + j + K) // block_size), are the sections read from ctx0, ctx0 + K and ctx0 + 2K: one
+    (3, length) view whose rows are size + K apart (`rows`), added to the profile in one operation."""
+
+    def __init__(self, block_size: int, q: int):
+        self.block, self.reach = block_size, q + block_size - 1
+        self.size = 0
+        self.buf = np.zeros(0, dtype=np.int64)
+
+    def rows(self, ctx0: int, length: int) -> np.ndarray:
+        reach = self.reach
+        if ctx0 + 2 * reach + length > self.size:
+            self._grow(ctx0 + 2 * reach + length)
+        size = self.size
+        return np.ndarray((3, length), np.int64, self.buf, ctx0 * 8, ((size + reach) * 8, 8))
+
+    def _grow(self, at_least: int) -> None:
+        size = max(at_least, 2 * self.size, 4096)
+        x = np.arange(size, dtype=np.int64) - self.reach
+        self.buf = np.concatenate([np.ones(size, dtype=np.int64), x, x // self.block])
+        self.size = size
+
+
 class DecodeProfile:
     """Per future decode step of one replica, sums over its decoding requests (members): `sums[DS]` requests
     decoding, `sums[CS]` Σ context, `sums[BLK]` blocks held, `sums[EM]` tokens emitted and `sums[ACC]` draft
@@ -71,8 +97,7 @@ class DecodeProfile:
         self.joined = 0
         self.member_blocks = 0   # blocks the members hold now
         self.last_finish = -1    # the last step of the member finishing last
-        self._templates = np.zeros((0, 3, 0), dtype=np.int64)
-        self._offsets = np.zeros((2, 1), dtype=np.int64)
+        self._ramps: _Ramps | None = None   # (made at the first plain join: the KV manager's block size)
         self._ahead: dict = {}   # request -> its simulator.core.lives.Life, computed ahead for a fresh join
         self.suspended_at = -1   # the step k at which `dissolve` wrote the members back and kept them (-1: not)
 
@@ -126,44 +151,30 @@ class DecodeProfile:
             self.last_finish = last
 
     def _join_plain(self, r: int) -> None:
-        """`join` of one request without speculation (the common case): its sums are a template per phase
-        of its context within a KV block, shifted by its context and blocks (two slice additions)."""
+        """`join` of one request without speculation (the common case): its rows (1, context, blocks_for(context
+        + q) at each of its steps) are one strided view of the replica's `_Ramps`, added in one operation."""
         rep, s = self.rep, self.rep.s
-        length = int(s.output[r] - s.emitted[r])
-        ctx0, blocks0 = int(s.ctx[r]), int(s.blocks[r])
-        block = rep.kv.block_size
-        first, phase = divmod(ctx0 + rep.q + block - 1, block)  # blocks_for(ctx + q) at step j: first + (phase + j) // block
+        length = s.output.item(r) - s.emitted.item(r)
+        ctx0, blocks0 = s.ctx.item(r), s.blocks.item(r)
+        ramps = self._ramps
+        if ramps is None:
+            ramps = self._ramps = _Ramps(rep.kv.block_size, rep.q)
+        need = ctx0 + ramps.reach
+        first = need // ramps.block          # blocks_for(ctx0 + q)
+        i = self._room(length)
         if first >= blocks0:
-            templates = self._template(block, length)
-            i = self._room(length)
             view = self.sums[:BLK + 1, i:i + length]
-            np.add(view, templates[phase, :, :length], out=view)
-            offsets = self._offsets   # (Σ context, blocks) of the request's first step, as a column
-            offsets[0, 0], offsets[1, 0] = ctx0, first
-            view = view[CS:]
-            np.add(view, offsets, out=view)
-            held_last = first + (phase + length - 1) // block
+            np.add(view, ramps.rows(ctx0, length), out=view)
+            held_last = (need + length - 1) // ramps.block
         else:   # holds more than its context needs (a reservation): max(need, blocks held)
             steps = step_range(length)
-            held = np.maximum(first + (phase + steps) // block, blocks0)
-            i = self._room(length)
+            held = np.maximum((need + steps) // ramps.block, blocks0)
             self.sums[DS, i:i + length] += 1
             self.sums[CS, i:i + length] += steps + ctx0
             self.sums[BLK, i:i + length] += held
             held_last = int(held[-1])
         self._enter(r, _Member(self.k, length, 0, held_last))
         self.member_blocks += blocks0
-
-    def _template(self, block: int, length: int) -> np.ndarray:
-        """(block, 3, ≥ length): for each phase p, per step j: 1, j, (p + j) // block."""
-        have = self._templates
-        if have.shape[0] != block or have.shape[2] < length:
-            size = max(length, 2 * have.shape[2], 1024)
-            j = np.arange(size)
-            phases = np.arange(block)[:, None]
-            self._templates = have = np.stack([np.ones((block, size), dtype=np.int64),
-                                               np.broadcast_to(j, (block, size)), (phases + j) // block], axis=1)
-        return have
 
     def _join_one(self, r: int) -> None:
         """`join` of one speculating request that did not join from a life computed ahead (`_join_ahead`),
@@ -288,10 +299,10 @@ class DecodeProfile:
     def finalize(self, r: int, member: _Member, finish_s: float) -> None:
         """A member finished: its request's final state."""
         rep, s = self.rep, self.rep.s
-        output = s.output[r]
-        s.ctx[r] += output - s.emitted[r]
+        output = s.output.item(r)
+        s.ctx[r] = s.ctx.item(r) + output - s.emitted.item(r)
         s.emitted[r] = output
-        s.decode_steps[r] += member.length
+        s.decode_steps[r] = s.decode_steps.item(r) + member.length
         if rep.acceptance is not None:
             s.accepted[r] += member.accepted
             s.drafted[r] += rep.draft_tokens * member.length

@@ -46,6 +46,7 @@ class Replica:
         self.held_rows = 0   # decode rows (sequences) of paused requests that keep their KV: they keep their batch slots
         # the plain block pool and one sequence per request: schedulers may read the pool's rule inline
         self.plain_kv = type(kv) is BlockPool and not self.multi_sample
+        self._bulk_rule = None   # `bulk_ready`'s rule of the setup, read at its first call
 
     @property
     def parallel_safe(self) -> bool:
@@ -115,7 +116,7 @@ class Replica:
         what it holds already (`prefilled` = cached tokens), or resumes a request swapped to host memory."""
         r = self.waiting.popleft()
         s = self.s
-        if math.isnan(s.admit_s[r]):
+        if math.isnan(s.admit_s.item(r)):
             s.admit_s[r] = now_s
         self.running.append(r)
         tokens, resumed = self.kv.admit(r, reserve)
@@ -169,13 +170,14 @@ class Replica:
             self.last_step_s = end_s - start_s
         emitted_total = 0
         for r, c in zip(plan.prefill_ids, plan.prefill_chunks):
-            s.prefilled[r] += c
+            prefilled = s.prefilled.item(r) + c
+            s.prefilled[r] = prefilled
             s.ctx[r] += c
-            if s.prefilled[r] >= s.prefill_target[r]:
+            if prefilled >= s.prefill_target.item(r):
                 self.prefilling -= 1
                 s.emitted[r] += 1
-                emitted_total += int(s.samples[r])   # each sequence's first token, from the prompt's logits
-                if math.isnan(s.first_token_s[r]):
+                emitted_total += s.samples.item(r)   # each sequence's first token, from the prompt's logits
+                if math.isnan(s.first_token_s.item(r)):
                     s.first_token_s[r] = end_s
         ids = plan.decode_ids
         tau_sum = 0
@@ -204,7 +206,7 @@ class Replica:
     def finish_done(self, candidates, end_s: float, finished: list[int]) -> None:
         s = self.s
         for r in candidates:
-            if s.emitted[r] >= s.output[r] and np.isnan(s.finish_s[r]):
+            if s.emitted.item(r) >= s.output.item(r) and math.isnan(s.finish_s.item(r)):
                 s.finish_s[r] = end_s
                 self.kv.release(r, "shared")
                 self.running.remove(r)
@@ -217,13 +219,23 @@ class Replica:
         admissibility only shrinks while decodes grow their KV). Bulks (simulator.core.bulk) need a fixed
         shape, one sequence per request and blocks per request (`kv.bulk_capable`: not the shared units
         of a prefix cache, whose evictions are decided block by block)."""
-        if not self.running or self.prefilling or self.policy is not None or not self.kv.bulk_capable \
-                or self.paused is not None or not getattr(self.scheduler, "allows_bulks", True):
+        if not self.running or self.prefilling:
             return False
-        every = getattr(self.scheduler, "decodes_every_running", None)   # (simulator.core.sched.Scheduler)
-        if every is not None and not every(self):
+        every = self._bulk_rule
+        if every is None:   # (the first time: what does not change in a run, read once)
+            every = self._bulk_rule = self._bulk_rule_of_setup()
+        if every is not True and (every is False or not every(self)):
             return False
         return not self.head_admissible()
+
+    def _bulk_rule_of_setup(self):
+        """What `bulk_ready` reads of the replica's setup (fixed once it runs): False when its policy, KV
+        manager, pauses or scheduler never allow bulks; else the scheduler's `decodes_every_running`, or True
+        without one."""
+        if self.policy is not None or not self.kv.bulk_capable or self.paused is not None \
+                or not getattr(self.scheduler, "allows_bulks", True):
+            return False
+        return getattr(self.scheduler, "decodes_every_running", True)   # (simulator.core.sched.Scheduler)
 
     def head_admissible(self) -> bool:
         """The waiting head would be admitted by the next step (the batching scheduler's rule; with nobody

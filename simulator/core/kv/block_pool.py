@@ -55,7 +55,7 @@ class BlockPool:
     def admit(self, r: int, reserve: bool = True) -> tuple[int, bool]:
         """Admit r, reserving its prompt's blocks (`reserve` False: none yet, `grow` gives them per
         chunk). Returns (KV tokens it holds now, resumed from host memory): (0, False) here."""
-        need = int(self.blocks(r, int(self.s.prefill_target[r]))) if reserve else 0
+        need = int(self.blocks(r, self.s.prefill_target.item(r))) if reserve else 0
         self.s.blocks[r] = need
         self.used_blocks += need
         return 0, False

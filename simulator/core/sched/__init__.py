@@ -76,8 +76,8 @@ class Prefills:
     def add(self, view, r: int, room: int | None = None) -> int:
         """Schedule the rest of r's prompt, at most `room` tokens of it; returns the chunk's tokens."""
         s = view.s
-        done = int(s.prefilled[r])
-        c = int(s.prefill_target[r]) - done
+        done = s.prefilled.item(r)
+        c = s.prefill_target.item(r) - done
         if room is not None and room < c:
             c = int(room)
         self.ids.append(r)
@@ -110,7 +110,7 @@ def plain_head_admissible(view, token_room: int, batch_len: int) -> bool:
     if not waiting or len(view.running) + view.held_rows >= view.limits.max_batch_size:
         return False
     kv = view.kv
-    tokens = int(view.s.prefill_target[waiting[0]])
+    tokens = view.s.prefill_target.item(waiting[0])
     if -(-tokens // kv.block_size) > kv.total_blocks - kv.used_blocks:
         return False
     return token_room > 0 and (batch_len == 0 or tokens <= token_room)
