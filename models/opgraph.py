@@ -255,6 +255,24 @@ def _uniform_ep_ops(spec: ModelSpec, step_tokens: int, par: Parallelism, w: floa
     return _ep_ops(spec, n, step_tokens * k / n, touched, sent, w, a)
 
 
+def logits_ops(spec: ModelSpec, logits_tokens: int, par: Parallelism, dtype: str = "bf16") -> list[Op]:
+    """The LM head and the sampling of `logits_tokens` rows (part of `dense_ops`; none for none). With one
+    tensor- and one pipeline-parallel rank they are the last ops of `dense_ops`, after every op that depends
+    on the step's tokens only (simulator.cost.step_cost.ForwardCost.dense prices them apart so)."""
+    if not logits_tokens:
+        return []
+    w, a = dtype_bytes(dense_weight_dtype(dtype)), activation_bytes(dtype)
+    lt = logits_tokens if par.attention_dp == 1 else logits_tokens / par.attention_dp
+    tp, h, v = par.tp, spec.hidden_size, spec.vocab_size
+    vocab_dtype = vocab_weight_dtype(dtype)
+    if vocab_dtype == dense_weight_dtype(dtype):
+        head = _gemm("lm_head", lt, v / tp, h, 1, w, a)
+    else:   # a quantized model's LM head is 16-bit (module docstring)
+        head = _gemm("lm_head", lt, v / tp, h, 1, dtype_bytes(vocab_dtype), a, vocab_16bit=1.0)
+    return [head, Op.make(SAMPLING, "sampling", SOFTMAX_FLOPS_PER_ELEMENT * lt * v, lt * v * (a + 8.0), 1,
+                          tokens=lt, vocab=v)]
+
+
 def dense_ops(spec: ModelSpec, num_tokens: int, logits_tokens: int, par: Parallelism,
               dtype: str = "bf16") -> list[Op]:
     """All non-attention ops of one forward pass over `num_tokens` tokens, with LM-head logits for
@@ -277,14 +295,7 @@ def dense_ops(spec: ModelSpec, num_tokens: int, logits_tokens: int, par: Paralle
     if spec.num_state_layers:
         ops += state_dense_ops(spec, t, par, w, a)
     ops += _mlp_ops(spec, t, tp, w, a, par, num_tokens, dtype_bytes(dtype))
-    if logits_tokens:
-        vocab_dtype = vocab_weight_dtype(dtype)
-        if vocab_dtype == dense_weight_dtype(dtype):
-            ops.append(_gemm("lm_head", lt, v / tp, h, 1, w, a))
-        else:   # a quantized model's LM head is 16-bit (module docstring)
-            ops.append(_gemm("lm_head", lt, v / tp, h, 1, dtype_bytes(vocab_dtype), a, vocab_16bit=1.0))
-        ops.append(Op.make(SAMPLING, "sampling", SOFTMAX_FLOPS_PER_ELEMENT * lt * v, lt * v * (a + 8.0), 1,
-                           tokens=lt, vocab=v))
+    ops += logits_ops(spec, logits_tokens, par, dtype)
     if tp > 1:
         hidden_bytes = t * h * a
         ops.append(Op.make(ALLREDUCE, "tp_allreduce", 0.0, hidden_bytes, spec.num_sublayers,

@@ -518,6 +518,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     grid = CTX_GRID_TOKENS
     t = now_s
     bounds = [t]
+    append = bounds.append
     i0 = k - prof.base
     sums = prof.sums
     n, chunk = 0, _SCAN_CHUNK
@@ -542,7 +543,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
             w = x - lo
             u = 1.0 - w
             t = t + ((d_lo * u + d_hi * w) + (t_lo * u + t_hi * w))
-            bounds.append(t)
+            append(t)
             if t >= stop_s:
                 stopped = True
                 break
@@ -561,7 +562,9 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     k0, n = plan.k0, plan.steps
     k1 = k0 + n
     i0 = k0 - prof.base
-    bounds = plan.bounds_s[:n + 1]
+    bounds = plan.bounds_s
+    if len(bounds) > n + 1:   # (cut)
+        bounds = bounds[:n + 1]
     released = 0
     heap, members = prof.finishes, prof.members
     while heap and heap[0][0] < k1:
@@ -574,7 +577,7 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
         finished.append(r)
     sums = prof.sums[:, i0:i0 + n]
     prof.k = k1
-    prof.member_blocks = int(sums[BLK, -1]) - released
+    prof.member_blocks = prof.sums.item(BLK, i0 + n - 1) - released
     rep.kv.used_blocks = plan.other_blocks + prof.member_blocks
     queued = plan.queued
     if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from models.opgraph import attention_ops, dense_ops
+from models.opgraph import attention_ops, dense_ops, logits_ops
 from models.ops import ATTN_DECODE, ATTN_PREFILL, COLLECTIVE_KINDS
 from models.spec import ModelSpec
 from models.step import Parallelism, StepShape
@@ -110,9 +110,10 @@ def zero_cost() -> np.ndarray:
     return np.zeros(3)
 
 
-def _price(latency: LatencyModel, ops) -> np.ndarray:
-    """(seconds, flops, bytes) of a list of ops."""
-    seconds = flops = nbytes = 0.0
+def _price(latency: LatencyModel, ops, start: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> np.ndarray:
+    """(seconds, flops, bytes) of a list of ops, summed in list order; `start`: the sums of ops before them
+    (the running sums go on from there, so pricing a list in two parts gives the same floats)."""
+    seconds, flops, nbytes = start
     for op in ops:
         seconds += op.count * latency.op_seconds(op)
         flops += op.count * op.flops
@@ -179,6 +180,8 @@ def interpolate_on_grid(grids: dict, make_grid, seqs, context_sums: np.ndarray, 
     Called once per simulated bulk, so it is written for few numpy calls; the arithmetic per element
     is the same whatever the path, so every caller gets bit-identical values for equal inputs."""
     context_sums = np.asarray(context_sums)
+    if one_step(seqs) and context_sums.shape == (1,):   # one step (a mixed step's decode attention): scalars
+        return _interpolate_one(grids, make_grid, int(seqs), context_sums.item(0))
     if one_step(seqs):
         x = context_sums / float(CTX_GRID_TOKENS * seqs)
         single = True
@@ -212,6 +215,21 @@ def interpolate_on_grid(grids: dict, make_grid, seqs, context_sums: np.ndarray, 
     return np.concatenate(below) * (1.0 - w) + np.concatenate(above) * w
 
 
+def _interpolate_one(grids: dict, make_grid, seqs: int, context_sum) -> np.ndarray:
+    """`interpolate_on_grid` of one context sum and batch, in scalar arithmetic with the same operations
+    (int → float64 division, truncation, the same two rows and weights): the same floats, as a (1, width) array."""
+    x = context_sum / float(CTX_GRID_TOKENS * seqs)
+    lo = int(x)   # floor: contexts are >= 0
+    w = x - lo
+    grid = grids.get(seqs)
+    if grid is None:
+        grid = grids[seqs] = make_grid(seqs)
+    if lo < grid.base or lo + 1 > grid.top or grid.gaps and not grid.covers(lo, lo + 1):
+        grid.rows(lo, lo + 1)
+    i = lo - grid.base
+    return grid.table[i:i + 1] * (1.0 - w) + grid.upper[i:i + 1] * w
+
+
 @dataclass
 class ForwardCost:
     """Prices forward passes of one model (target or draft) on one replica."""
@@ -222,6 +240,7 @@ class ForwardCost:
     dtype: str
     kv_dtype: str | None = None   # the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`)
     _dense: dict = field(default_factory=dict, repr=False)
+    _token_sums: dict = field(default_factory=dict, repr=False)   # `_before_logits`
     _prefill_attn: dict = field(default_factory=dict, repr=False)
     _decode_grid: dict = field(default_factory=dict, repr=False)
     _launches: tuple | None = field(default=None, repr=False)
@@ -266,6 +285,24 @@ class ForwardCost:
         return self._shared_ops(("dense", num_tokens, logits_tokens), lambda: dense_ops(
             self.spec, num_tokens, logits_tokens, self.parallelism, self.dtype))
 
+    @cached_property
+    def _logits_last(self) -> bool:
+        """The LM head and sampling are the last ops of `dense_ops` (models.opgraph.logits_ops): one tensor-
+        and one pipeline-parallel rank (else collectives over the step's tokens follow them)."""
+        return self.parallelism.tp == 1 and self.parallelism.pp == 1
+
+    def _logits_ops(self, logits_tokens: int) -> tuple:
+        return self._shared_ops(("logits", logits_tokens), lambda: logits_ops(
+            self.spec, logits_tokens, self.parallelism, self.dtype))
+
+    def _before_logits(self, num_tokens: int) -> tuple[float, float, float]:
+        """The running (seconds, flops, bytes) of `dense_ops(num_tokens, ·)` before its logits ops: the ops
+        of `dense_ops(num_tokens, 0)` (with `_logits_last`), priced once per token count."""
+        sums = self._token_sums.get(num_tokens)
+        if sums is None:
+            sums = self._token_sums[num_tokens] = tuple(_price(self.latency, self._dense_ops(num_tokens, 0)).tolist())
+        return sums
+
     def _prefill_ops(self, tokens: int, seqs: int, attn_pairs: int) -> tuple:
         return self._shared_ops(("prefill", tokens, seqs, attn_pairs), lambda: self._attention_ops(
             StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)))
@@ -286,11 +323,16 @@ class ForwardCost:
         key = (num_tokens, logits_tokens)
         cost = self._dense.get(key)
         if cost is None:
-            ops = self._dense_ops(num_tokens, logits_tokens)
-            cost = _price(self.latency, ops)
-            limited = power_limited_seconds(self.latency, ops)
-            if limited is not None:  # run back to back at the board's power limit (measured GPUs)
-                cost[SECONDS] = limited
+            if 0 < logits_tokens <= num_tokens and self._logits_last and getattr(self.latency, "power_limit", None) is None:
+                # the LM head and sampling come last: the sums go on from those of the token-only ops (priced
+                # once per token count; mixed steps repeat token counts with other logits rows)
+                cost = _price(self.latency, self._logits_ops(logits_tokens), self._before_logits(num_tokens))
+            else:
+                ops = self._dense_ops(num_tokens, logits_tokens)
+                cost = _price(self.latency, ops)
+                limited = power_limited_seconds(self.latency, ops)
+                if limited is not None:  # run back to back at the board's power limit (measured GPUs)
+                    cost[SECONDS] = limited
             if num_tokens:
                 cost[SECONDS] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
             self._dense[key] = cost

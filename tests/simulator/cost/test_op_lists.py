@@ -43,7 +43,8 @@ def test_the_lists_are_the_op_graphs_and_keyed_by_model_parallelism_and_dtypes()
     cost.prefill_attention(300, 2, 30_000)
     cost.exact_decode(8, 5, 8 * 700)
     table = op_lists.SHARED_OP_LISTS.table(spec, Parallelism(1), "bf16", None)
-    assert table[("dense", 48, 12)] == tuple(dense_ops(spec, 48, 12, Parallelism(1), "bf16"))
+    # (one TP and PP rank: the ops before the LM head, then the LM head and sampling, kept apart)
+    assert table[("dense", 48, 0)] + table[("logits", 12)] == tuple(dense_ops(spec, 48, 12, Parallelism(1), "bf16"))
     prefill = StepShape(prefill_tokens=300, prefill_seqs=2, prefill_attn_pairs=30_000)
     assert table[("prefill", 300, 2, 30_000)] == tuple(attention_ops(spec, prefill, Parallelism(1), "bf16"))
     decode = StepShape(decode_seqs=8, query_tokens_per_seq=5, decode_context_tokens=8 * 700)
@@ -95,3 +96,24 @@ def test_moe_and_hybrid_passes_cost_what_their_op_graphs_price(spec_name):
             assert np.array_equal(x, y)
     assert len(op_lists.SHARED_OP_LISTS) == 4   # dense 64/8 and 16/16, one prefill, one decode
     op_lists.SHARED_OP_LISTS.clear()
+
+
+@pytest.mark.parametrize("model, dtype, par", [
+    ("llama-2-7b", "bf16", Parallelism(1, 1)), ("qwen3-30b-a3b", "bf16", Parallelism(1, 1)),
+    ("jamba-1.5-mini", "bf16", Parallelism(1, 1)), ("qwen3-next-80b-a3b", "fp8", Parallelism(1, 1)),
+    ("llama-3-8b", "int4", Parallelism(1, 1)), ("llama-3-8b", "bf16", Parallelism(2, 1)),
+    ("llama-3-70b", "bf16", Parallelism(2, 2))])
+@pytest.mark.parametrize("gpu", ["a100-80gb", "h100-sxm"])
+def test_a_dense_pass_priced_in_two_parts_is_the_whole_list_priced(model, dtype, par, gpu):
+    """ForwardCost.dense prices the ops before the LM head once per token count and goes on from their sums
+    (mixed steps repeat token counts with other logits rows): every (tokens, logits) must give the floats of
+    the whole op list priced in order, as before the split."""
+    spec = get_model(model)
+    latency = RooflineLatencyModel(get_hardware(gpu))
+    cost = ForwardCost(spec, par, latency, dtype)
+    for tokens, logits in [(1, 1), (37, 5), (37, 37), (2048, 1), (2048, 31), (2049, 31), (8192, 128), (64, 0)]:
+        whole = _price(latency, dense_ops(spec, tokens, logits, par, dtype))
+        whole[0] += latency.host_overhead_s(spec.num_layers, tokens)
+        assert cost.dense(tokens, logits).tolist() == whole.tolist(), (tokens, logits)
+    with pytest.raises(ValueError):
+        cost.dense(4, 5)

@@ -139,3 +139,19 @@ def test_lazy_grid_computes_only_the_rows_asked_for_and_fills_holes_when_asked()
     table, base = grid.rows(3, 11)   # filling every hole: the whole table is f's rows
     np.testing.assert_array_equal(table, np.array([f(i) for i in range(3, 12)]))
     assert base == 3 and grid.gaps == 0 and np.array_equal(grid.upper, table[1:])
+
+
+def test_one_context_is_interpolated_to_the_same_floats_as_many():
+    """A single (batch, Σ context) takes a scalar path (`_interpolate_one`: a mixed step's decode attention);
+    its floats must be those of the vectorized path, which prices the same value among others."""
+    fc = ForwardCost(get_model("llama-2-7b"), Parallelism(), RooflineLatencyModel("a100-80gb"), "bf16")
+    rng = np.random.default_rng(11)
+    for seqs in (1, 3, 32, 117):
+        sums = rng.integers(0, 4000 * seqs, size=60)
+        many = fc.decode_forward(seqs, 1, sums)
+        for i, s in enumerate(sums.tolist()):
+            one = fc.decode_forward(seqs, 1, np.array([s]))
+            assert one.shape == (1, 3) and one[0].tolist() == many[i].tolist()
+        # a float context (callers may pass one) is divided, not truncated, as in the vectorized path
+        assert fc.decode_forward(seqs, 1, np.array([123.75 * seqs]))[0].tolist() == \
+            fc.decode_forward(seqs, 1, np.array([123.75 * seqs, 0.0]))[0].tolist()
