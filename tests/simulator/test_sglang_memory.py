@@ -73,6 +73,16 @@ def test_llama_8b_pool_on_one_h100(version, fraction):
     assert _kind(version="0.5.9").kv_tokens == 415907
 
 
+def test_llama_8b_pool_on_one_a100_40gb_starts_from_cudas_total():
+    """Hand-worked, 0.5.9 on an A100-SXM4-40GB: CUDA reports 42,298,834,944 bytes = 40339.3 MiB (deviceQuery,
+    profiles.hardware); reserved 512 + 1.5 × 8192 + 2 × 32 (cuda_graph_max_bs below 60 GiB at TP 1) + 128 = 12992
+    MiB → round((40339.3 − 12992) / 40339.3, 3) = 0.678; 0.678 × (39.39 − 0.38) GiB − 14.96 GiB of weights →
+    94,157 tokens of 128 KiB. From the decimal 40 GB (38147 MiB: 0.659) it was 76,527."""
+    a100 = get_hardware("a100-40gb")
+    assert a100.cuda_total_bytes == 42298834944
+    assert _kind(version="0.5.9", hardware="a100-40gb").kv_tokens == _pool_tokens(0.678, hw=a100) == 94157
+
+
 def test_qwen3_32b_tp2_pool():
     """Qwen3-32B bf16 over two H100s (0.5.9): reserved 13568 MiB → 0.833 × (79.19 − 2.43) GiB − 30.51 GiB."""
     kind = _kind(model="qwen3-32b", tp=2, version="0.5.9")
