@@ -235,12 +235,13 @@ def sglang_deployment(release: tuple[str, str | None], engine_cfg, hw: HardwareS
     where the engine (`release`: `deployment_release`) is not SGLang or the hardware is the local CPU: its
     release, --tp-size (the EP size under DP attention, as simulator.workflows.plan.launch writes it),
     --chunked-prefill-size (the scheduler's budget, chunk_tokens for sarathi), the decode CUDA graphs' largest
-    batch (cluster.engine.capture_sizes, else profiles.engine_time.graphs.sglang_max_bs) and the prefill graphs'
+    batch (cluster.engine.capture_sizes, else profiles.engine_time.sglang_decode_graphs.sglang_max_bs) and the prefill graphs'
     token buckets where the release turns them on (`sglang_prefill_sizes`; in 0.5.11 - 0.5.14 an EAGLE target's
     graphs are captured, so reserved for, though its extend runs eagerly). Approximation, named:
     cluster.engine.cuda_graphs none (--disable-cuda-graph) is taken to turn the prefill graphs off too."""
     from profiles.engine_time.frameworks import entry_for, modelled_release
-    from profiles.engine_time.graphs import PrefillContext, sglang_max_bs, sglang_prefill_sizes
+    from profiles.engine_time.graphs import PrefillContext, sglang_prefill_sizes
+    from profiles.engine_time.sglang_decode_graphs import sglang_max_bs
     from profiles.measured.source import version_key
     from simulator.config.engine import EngineConfig
     framework, version = release
@@ -259,7 +260,7 @@ def sglang_deployment(release: tuple[str, str | None], engine_cfg, hw: HardwareS
     buckets = sglang_prefill_sizes(version, chunk, PrefillContext(flag_family, par.pp, par.attention_dp,
                                                                    target.is_mla, role)) if graphs else ()
     sizes = engine_cfg.capture_sizes
-    max_bs = max(sizes) if sizes else sglang_max_bs(hw.hbm_bytes, tp, version)
+    max_bs = max(sizes) if sizes else sglang_max_bs(hw.hbm_bytes / 2 ** 20, tp, version)
     if not graphs and v >= version_key("0.5.15"):
         max_bs = 0   # (the decode graph backend DISABLED: no graph reserve)
     return SglangDeployment(
