@@ -231,7 +231,7 @@ def sglang_prefill_sizes(version: str, max_tokens: int, ctx: PrefillContext) -> 
 
 
 def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seqs: int, max_tokens: int,
-                          q: int, speculating: bool, hbm_bytes: float, tp: int,
+                          q: int, speculating: bool, gpu_memory_bytes: float, tp: int,
                           datacenter_blackwell: bool = False, padding: bool = False) -> tuple[tuple[int, ...], str]:
     """(sizes, unit) an engine captures by default at release `version` (module docstring); `padding`: the
     deployment pads batches (TensorRT-LLM generates another list then)."""
@@ -242,8 +242,8 @@ def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seq
             return tuple(s for s in [1, 2, 4] + list(range(8, 513, 8)) if s <= max_tokens), "tokens"
         return _vllm_v1_default_sizes(version or "0.11.0", max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
                                       speculating=speculating, datacenter_blackwell=datacenter_blackwell), "tokens"
-    if framework == "sglang":   # (SGLang's gpu_mem in MiB, taken as hbm_bytes: profiles.engine_time.sglang_decode_graphs)
-        return sglang_decode_sizes(version or "0.5.6", hbm_bytes / 2 ** 20, tp, speculating, max_num_seqs), "seqs"
+    if framework == "sglang":   # (gpu_memory_bytes: SGLang's gpu_mem, profiles.engine_time.sglang_decode_graphs)
+        return sglang_decode_sizes(version or "0.5.6", gpu_memory_bytes / 2 ** 20, tp, speculating, max_num_seqs), "seqs"
     if framework == "trtllm":
         sizes = [1, 2, 4] + [8 * i for i in range(1, 17)] if padding else list(range(1, 32)) + [32, 64, 128]
         return trtllm_filter(sizes, padding, max_num_seqs, max_tokens, q), "seqs"
@@ -291,7 +291,7 @@ class GraphTraits:
 
 def graph_policy(framework: str, version: str, traits: GraphTraits, *, mode: str | None,
                  capture_sizes: tuple[int, ...] | None, padding: bool | None, max_num_seqs: int,
-                 max_tokens: int, q: int, speculating: bool, hbm_bytes: float, tp: int,
+                 max_tokens: int, q: int, speculating: bool, gpu_memory_bytes: float, tp: int,
                  datacenter_blackwell: bool = False, prefill: PrefillContext = PrefillContext()) -> GraphPolicy:
     """The deployment's rule at release `version`: the version's traits with the user's `cuda_graphs` mode,
     capture sizes and padding where given (None: the version's default); `prefill`: what decides SGLang's
@@ -302,7 +302,7 @@ def graph_policy(framework: str, version: str, traits: GraphTraits, *, mode: str
     padding = traits.padding if padding is None else padding
     sizes, unit = default_capture_sizes(framework, traits.v1, version, max_num_seqs=max_num_seqs,
                                         max_tokens=max_tokens, q=q, speculating=speculating,
-                                        hbm_bytes=hbm_bytes, tp=tp, datacenter_blackwell=datacenter_blackwell,
+                                        gpu_memory_bytes=gpu_memory_bytes, tp=tp, datacenter_blackwell=datacenter_blackwell,
                                         padding=padding)
     if capture_sizes is not None:
         sizes = tuple(sorted(set(capture_sizes)))

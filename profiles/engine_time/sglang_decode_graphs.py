@@ -4,7 +4,9 @@ Read in the PyPI wheels (sglang/srt/server_args.py for `cuda_graph_max_bs` and, 
 model_executor/cuda_graph_runner.py `CudaGraphRunner.__init__` (0.4.0 - 0.4.2) / `get_batch_sizes_to_capture`
 (0.4.3 - 0.5.2) for the list before v0.5.3; from v0.5.19 arg_groups/memory_hook.py `handle_gpu_memory_settings`
 and arg_groups/cuda_graph_hook.py `generate_decode_cuda_graph_batch_sizes`). `gpu_mib` is SGLang's gpu_mem
-(nvidia-smi's memory.total, MiB).
+(nvidia-smi's memory.total, MiB), taken as the memory CUDA reports as the memory rules take it
+(approximation, named in simulator.cluster.sglang_memory: an H100's 81,559 MiB vs CUDA's 79.19 GiB; no tier edge
+lies between the two for a catalog GPU).
 
 Before v0.5.3 the list tops out at 160 unless the GPU is large:
 - 0.4.0 - 0.4.4: `[1, 2, 4] + [8·i for i in 1..20]` (v0.4.4 with speculation: 1..32), then at most

@@ -153,3 +153,14 @@ def test_free_bytes_and_capacity_take_the_deployment():
         free_bytes_per_gpu(H100, get_model("llama-3.3-70b"), par, "bf16", default_mem_fraction_static(d, H100),
                            framework="sglang", sglang=d)
     assert err.value.field == "cluster.model" and "mem_fraction_static=0.834" in err.value.message
+
+
+def test_capture_tiers_read_the_same_gpu_memory_as_the_pool():
+    """SGLang's gpu_mem (nvidia-smi's MiB) is taken as CUDA's total for the memory rules and the decode capture
+    tiers alike (the factory passes vllm_memory.device_total_bytes to both). 0.4.7 captures range(256, 513, 16)
+    above 180,000 MiB (cuda_graph_runner.py get_batch_sizes_to_capture): a B200's 178.36 GiB = 182,641 MiB is above
+    (nvidia-smi: 183,359), the datasheet's 180 GB = 171,661 MiB was not; an H200 (139.72 GiB) stops at 256."""
+    sched = {"scheduler": {"kind": "vllm", "max_batch_size": 1024}}
+    assert _kind(version="0.4.7", hardware="b200", **sched).engine.graphs.decode_sizes[-1] == 512
+    assert _kind(version="0.4.7", hardware="h200", **sched).engine.graphs.decode_sizes[-1] == 256
+    assert _kind(version="0.5.2", hardware="h100-sxm", **sched).engine.graphs.decode_sizes[-1] == 160

@@ -39,26 +39,26 @@ def _cost(**engine):
 # ---- CUDA-graph padding ------------------------------------------------------------------------------
 def test_capture_sizes_are_the_engines_defaults():
     sizes, unit = default_capture_sizes("vllm", True, "0.14.0", max_num_seqs=256, max_tokens=8192, q=1,
-                                        speculating=False, hbm_bytes=80 * 2 ** 30, tp=1)
+                                        speculating=False, gpu_memory_bytes=80 * 2 ** 30, tp=1)
     assert unit == "tokens" and sizes[:5] == (1, 2, 4, 8, 16) and sizes[-1] == 512 and 264 not in sizes and 272 in sizes
     # max = min(max_num_seqs * (1 + k) * 2, 512, max_num_batched_tokens); speculation rounds up to multiples of 1 + k
     sizes, _ = default_capture_sizes("vllm", True, "0.14.0", max_num_seqs=8, max_tokens=8192, q=4,
-                                     speculating=True, hbm_bytes=80 * 2 ** 30, tp=1)
+                                     speculating=True, gpu_memory_bytes=80 * 2 ** 30, tp=1)
     assert sizes == (4, 8, 16, 24, 32, 40, 48, 56, 64)
     sizes, unit = default_capture_sizes("trtllm", True, "1.0.0", max_num_seqs=256, max_tokens=8192, q=1,
-                                        speculating=False, hbm_bytes=80 * 2 ** 30, tp=1)
+                                        speculating=False, gpu_memory_bytes=80 * 2 ** 30, tp=1)
     assert unit == "seqs" and sizes == tuple(range(1, 32)) + (32, 64, 128)
     sizes, _ = default_capture_sizes("sglang", True, "0.5.3", max_num_seqs=1024, max_tokens=8192, q=1,
-                                     speculating=False, hbm_bytes=80 * 2 ** 30, tp=8)
+                                     speculating=False, gpu_memory_bytes=80 * 2 ** 30, tp=8)
     assert sizes[:6] == (1, 2, 4, 8, 12, 16) and sizes[-1] == 512     # TP >= 4 on an 80 GB GPU: 512 (from 0.5.3)
     assert default_capture_sizes("sglang", True, "0.5.3", max_num_seqs=256, max_tokens=8192, q=5, speculating=True,
-                                 hbm_bytes=80 * 2 ** 30, tp=1)[0][:10] == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12)
+                                 gpu_memory_bytes=80 * 2 ** 30, tp=1)[0][:10] == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12)
 
 
 
 def _sglang_sizes(version, *, gib=80 * 0.931, tp=1, max_num_seqs=256, speculating=False):
     return default_capture_sizes("sglang", True, version, max_num_seqs=max_num_seqs, max_tokens=8192,
-                                 q=4 if speculating else 1, speculating=speculating, hbm_bytes=gib * 2 ** 30, tp=tp)[0]
+                                 q=4 if speculating else 1, speculating=speculating, gpu_memory_bytes=gib * 2 ** 30, tp=tp)[0]
 
 
 def test_sglang_capture_sizes_by_gpu_memory_release_and_running_limit_worked_by_hand():
@@ -194,7 +194,7 @@ def test_trtllm_capture_sizes_follow_padding_and_the_executor_limits_worked_by_h
     model_engine._filter_cuda_graph_batch_sizes (tensorrt_llm/llmapi/llm_args.py, _torch/pyexecutor/model_engine.py)."""
     def sizes(padding, max_num_seqs=256, max_tokens=8192, q=1):
         return default_capture_sizes("trtllm", True, "1.2.0", max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
-                                     speculating=q > 1, hbm_bytes=80 * 2 ** 30, tp=1, padding=padding)[0]
+                                     speculating=q > 1, gpu_memory_bytes=80 * 2 ** 30, tp=1, padding=padding)[0]
     assert sizes(False) == tuple(range(1, 32)) + (32, 64, 128)
     assert sizes(True) == (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128)
     # the largest pure-decode batch min(max_batch_size, max_num_tokens // (1 + k)) caps the list; padding
@@ -214,7 +214,7 @@ def test_trtllm_capture_sizes_follow_padding_and_the_executor_limits_worked_by_h
 
 def _vllm_sizes(version, *, max_num_seqs=256, max_tokens=8192, q=1, blackwell=False):
     return default_capture_sizes("vllm", True, version, max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
-                                 speculating=q > 1, hbm_bytes=80 * 2 ** 30, tp=1, datacenter_blackwell=blackwell)[0]
+                                 speculating=q > 1, gpu_memory_bytes=80 * 2 ** 30, tp=1, datacenter_blackwell=blackwell)[0]
 
 
 def test_vllm_capture_sizes_by_release_worked_by_hand():
