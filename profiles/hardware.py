@@ -185,6 +185,8 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=32 * GB, scaleout_bandwidth_bytes_per_s=25 * GB,
         gpus_per_node=8, scaleup_latency_s=_PCIE_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=142,
+        cuda_total_bytes=47_576_711_168,   # 44.31 GiB: deviceQuery on "NVIDIA L40S", "Total amount of global memory:
+        # 45373 MBytes (47576711168 bytes)" (the cuda-device-query crate's README, a Rust port of deviceQuery.cpp)
         host_link_bandwidth_bytes_per_s=32 * GB,  # PCIe Gen4 x16
         tdp_w=350, source="NVIDIA L40S datasheet (362 TFLOPS BF16 dense, 733 TFLOPS FP8 dense, 48 GB GDDR6 at 864 GB/s, "
                "no NVLink: PCIe Gen4 x16 = 32 GB/s per direction); 8 GPUs and one 200 Gb/s NIC per GPU is "
@@ -198,6 +200,8 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=448 * GB, scaleout_bandwidth_bytes_per_s=50 * GB,
         gpus_per_node=8, scaleup_latency_s=1.5e-6, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=304,
+        cuda_total_bytes=191.98 * GIB,   # torch (HIP) on 8 x MI300X: "GPU 0 has a total capacity of 191.98 GiB" (vllm
+        # issue #7951); the 192 "GB" of the datasheet is GiB here, so this is above hbm_bytes
         tdp_w=750, source="AMD Instinct MI300X datasheet (1307.4 TFLOPS BF16 dense, 192 GB HBM3 at 5.3 TB/s, 7 Infinity "
                "Fabric links x 64 GB/s per direction = 448 GB/s to the 7 peers of an 8-GPU platform; "
                "400 Gb/s NIC per GPU)"),
@@ -230,6 +234,8 @@ _ENTRIES = (
         scaleup_bandwidth_bytes_per_s=300 * GB, scaleout_bandwidth_bytes_per_s=25 * GB,
         gpus_per_node=8, scaleup_latency_s=_NVIDIA_NVLINK_LATENCY_S, scaleout_latency_s=_IB_LATENCY_S,
         compute_units=108, host_link_bandwidth_bytes_per_s=32 * GB,
+        cuda_total_bytes=42_298_834_944,   # 39.39 GiB: deviceQuery on "NVIDIA A100-SXM4-40GB", "Total amount of global
+        # memory: 40339 MBytes (42298834944 bytes)" (bottlerocket-os/bottlerocket PR #3873); A100-PCIE-40GB the same
         host_w_per_gpu=412.5, tdp_w=400, source="NVIDIA A100 Tensor Core GPU datasheet (SXM4 40GB: 312 TFLOPS BF16 dense, 1,555 GB/s HBM2, NVLink "
                "600 GB/s bidirectional)"),
     HardwareSpec(

@@ -89,7 +89,7 @@ class Deployment:
     max_num_tokens: int = 8192
     q: int = 1
     speculating: bool = False
-    hbm_bytes: float = 80 * 2 ** 30
+    gpu_memory_bytes: float = 80 * 2 ** 30   # what CUDA reports (vllm_memory.device_total_bytes); SGLang's gpu_mem
     tp: int = 1
     datacenter_blackwell: bool = False   # an SM 10.x GPU (profiles.engine_time.graphs.DATACENTER_BLACKWELL)
     prefill: PrefillContext = PrefillContext()
@@ -127,7 +127,7 @@ def _build(entry: dict, settings: EngineSettings, deployment: Deployment) -> Eng
                           mode=settings.cuda_graphs, capture_sizes=settings.capture_sizes,
                           padding=settings.graph_padding, max_num_seqs=deployment.max_num_seqs,
                           max_tokens=deployment.max_num_tokens, q=deployment.q, speculating=deployment.speculating,
-                          hbm_bytes=deployment.hbm_bytes, tp=deployment.tp,
+                          gpu_memory_bytes=deployment.gpu_memory_bytes, tp=deployment.tp,
                           datacenter_blackwell=deployment.datacenter_blackwell, prefill=deployment.prefill)
     overlap = bool(c["overlap"]) if settings.async_scheduling is None else settings.async_scheduling
     return EngineTime(entry["framework"], version_range(entry), **values, overlap=overlap, graphs=policy,

@@ -31,12 +31,11 @@ vLLM V1 ≥ 0.11 (`cudagraph_mode` FULL_AND_PIECEWISE default, PR #25444; `VllmC
   prefill and mixed steps (its CUDA-graph manager rounds only the decode graphs, v1/worker/gpu/
   cudagraph_utils.py `_init_candidates`), so there vLLM pads mixed steps to the unrounded grid while this
   model pads them to the rounded one, which differs by less than 1 + k tokens a step.
-SGLang (`server_args.py` `_generate_cuda_graph_batch_sizes`: `[1, 2, 4, 8, 12] + range(16, 257, 8) +
-  range(272, 512, 16) + range(512, max + 1, 32)` requests; with speculation `range(1, 9) + range(10, 33, 2)
-  + range(40, 65, 4) + range(72, 257, 8) + range(272, max + 1, 16)`; `cuda_graph_max_bs` by GPU memory and
-  TP (`sglang_max_bs`): 8 below 20 GB, 24/80 below 35 GB (48/160 from v0.5.20), 32/160 below 60 GB, 256 at
-  TP < 4 and 512 at TP ≥ 4 below 160 GB, 512 above; sizes above max_running_requests replaced by it,
-  `get_batch_sizes_to_capture`):
+SGLang (profiles.engine_time.sglang_decode_graphs, by release: before v0.5.3 `[1, 2, 4(, 8)] + range(8 or 16,
+  161, 8)` requests, up to 256 / 512 only on GPUs above 90 GiB / 160,000 MiB (v0.4.6 - v0.5.2); from v0.5.3
+  `[1, 2, 4, 8, 12] + range(16, 257, 8) + range(272, 512, 16) + range(512, max + 1, 32)`, `cuda_graph_max_bs` by
+  GPU memory and TP: 8 below 20 GB, 16-48 / 80-160 below 35 GB, 32/160 below 60 GB, 256 at TP < 4 and 512 at
+  TP ≥ 4 below 160 GB, 512 above; sizes above max_running_requests replaced by it, `get_batch_sizes_to_capture`):
   decode and verify batches replay full graphs padded to the next size in requests (the logits processor
   is inside the captured forward), larger ones run eagerly; prefill and mixed (extend) batches run eagerly
   before v0.5.10 and replay piecewise graphs in token buckets from v0.5.10 where the release captures them
@@ -59,6 +58,8 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+
+from profiles.engine_time.sglang_decode_graphs import sglang_decode_sizes
 
 FULL, PIECEWISE, EAGER = "full", "piecewise", "eager"
 MODES = ("full", "piecewise", "none")
@@ -168,26 +169,6 @@ def _vllm_v1_default_sizes(version: str, *, max_num_seqs: int, max_tokens: int, 
     return _round_up_within(sizes, q) if speculating and q > 1 else tuple(sizes)
 
 
-def sglang_max_bs(hbm_bytes: float, tp: int, version: str) -> int:
-    """SGLang's default `cuda_graph_max_bs` (decode) by GPU memory and TP at release `version`
-    (server_args.py `_handle_gpu_memory_settings` through v0.5.18, arg_groups/memory_hook.py
-    `handle_gpu_memory_settings` from v0.5.19; GPU memory in MiB there, GiB here): 8 below 20 GiB (T4, 4080;
-    every release read, v0.5.6 on); 24 (TP < 4) / 80 below 35 GiB until v0.5.19, 48 / 160 from v0.5.20 (RTX 5090:
-    'the previous cap forced eager decode at bs>=32'); 32 / 160 below 60 GiB; 256 / 512 below 160 GiB; 512 above."""
-    gib = hbm_bytes / 2 ** 30
-    if gib < 20:
-        return 8
-    if gib < 35:
-        if _before(version, "0.5.20"):
-            return 24 if tp < 4 else 80
-        return 48 if tp < 4 else 160
-    if gib < 60:
-        return 32 if tp < 4 else 160
-    if gib < 160:
-        return 256 if tp < 4 else 512
-    return 512
-
-
 @dataclass(frozen=True)
 class PrefillContext:
     """What of a deployment decides whether SGLang captures its prefill (extend) passes: the speculation
@@ -250,7 +231,7 @@ def sglang_prefill_sizes(version: str, max_tokens: int, ctx: PrefillContext) -> 
 
 
 def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seqs: int, max_tokens: int,
-                          q: int, speculating: bool, hbm_bytes: float, tp: int,
+                          q: int, speculating: bool, gpu_memory_bytes: float, tp: int,
                           datacenter_blackwell: bool = False, padding: bool = False) -> tuple[tuple[int, ...], str]:
     """(sizes, unit) an engine captures by default at release `version` (module docstring); `padding`: the
     deployment pads batches (TensorRT-LLM generates another list then)."""
@@ -261,20 +242,8 @@ def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seq
             return tuple(s for s in [1, 2, 4] + list(range(8, 513, 8)) if s <= max_tokens), "tokens"
         return _vllm_v1_default_sizes(version or "0.11.0", max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
                                       speculating=speculating, datacenter_blackwell=datacenter_blackwell), "tokens"
-    if framework == "sglang":
-        top = sglang_max_bs(hbm_bytes, tp, version or "0.5.6")
-        if speculating:
-            sizes = (list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4)) + list(range(72, 257, 8))
-                     + list(range(272, top + 1, 16)))
-        else:
-            sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) + list(range(512, top + 1, 32))
-        sizes = [s for s in sizes if s <= top]
-        # get_batch_sizes_to_capture (model_executor/cuda_graph_runner.py v0.5.6; runner/base_cuda_graph_runner.py
-        # v0.5.14-0.5.23): sizes above req_to_token_pool.size (max_running_requests) are dropped and that size
-        # is captured instead, so the widest batch replays unpadded
-        if sizes[-1] > max_num_seqs:
-            sizes = [s for s in sizes if s < max_num_seqs] + [max_num_seqs]
-        return tuple(sizes), "seqs"
+    if framework == "sglang":   # (gpu_memory_bytes: SGLang's gpu_mem, profiles.engine_time.sglang_decode_graphs)
+        return sglang_decode_sizes(version or "0.5.6", gpu_memory_bytes / 2 ** 20, tp, speculating, max_num_seqs), "seqs"
     if framework == "trtllm":
         sizes = [1, 2, 4] + [8 * i for i in range(1, 17)] if padding else list(range(1, 32)) + [32, 64, 128]
         return trtllm_filter(sizes, padding, max_num_seqs, max_tokens, q), "seqs"
@@ -322,7 +291,7 @@ class GraphTraits:
 
 def graph_policy(framework: str, version: str, traits: GraphTraits, *, mode: str | None,
                  capture_sizes: tuple[int, ...] | None, padding: bool | None, max_num_seqs: int,
-                 max_tokens: int, q: int, speculating: bool, hbm_bytes: float, tp: int,
+                 max_tokens: int, q: int, speculating: bool, gpu_memory_bytes: float, tp: int,
                  datacenter_blackwell: bool = False, prefill: PrefillContext = PrefillContext()) -> GraphPolicy:
     """The deployment's rule at release `version`: the version's traits with the user's `cuda_graphs` mode,
     capture sizes and padding where given (None: the version's default); `prefill`: what decides SGLang's
@@ -333,7 +302,7 @@ def graph_policy(framework: str, version: str, traits: GraphTraits, *, mode: str
     padding = traits.padding if padding is None else padding
     sizes, unit = default_capture_sizes(framework, traits.v1, version, max_num_seqs=max_num_seqs,
                                         max_tokens=max_tokens, q=q, speculating=speculating,
-                                        hbm_bytes=hbm_bytes, tp=tp, datacenter_blackwell=datacenter_blackwell,
+                                        gpu_memory_bytes=gpu_memory_bytes, tp=tp, datacenter_blackwell=datacenter_blackwell,
                                         padding=padding)
     if capture_sizes is not None:
         sizes = tuple(sorted(set(capture_sizes)))

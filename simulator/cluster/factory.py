@@ -58,8 +58,8 @@ from simulator.speculation.suffix.acceptance import bind_proposer
 from simulator.cost.step_cost import StepCostModel
 from simulator.cluster import target_costs
 from simulator.cluster.target_costs import BuildContext, Facts
-from simulator.cluster.sglang_memory import SglangDeployment, counts_draft
-from simulator.cluster.vllm_memory import ProfileRun
+from simulator.cluster.sglang_memory import SglangDeployment, counts_draft, gpu_memory_mib
+from simulator.cluster.vllm_memory import ProfileRun, device_total_bytes
 
 GIB = 1024 ** 3
 CPU_ID = "cpu-local"   # the catalog's entry for the local CPU (nominal figures; profiles measure the real ones)
@@ -185,7 +185,7 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
         check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
         deployment = Deployment(max_num_seqs=max_seqs,
                                 max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,
-                                q=q, speculating=speculating, hbm_bytes=hw.hbm_bytes, tp=par.tp,
+                                q=q, speculating=speculating, gpu_memory_bytes=device_total_bytes(hw), tp=par.tp,
                                 datacenter_blackwell=hw.id in DATACENTER_BLACKWELL,
                                 prefill=PrefillContext(family, par.pp, par.attention_dp, mla, role))
         engine = build_engine(dataclasses.replace(settings, version=version), deployment)
@@ -235,12 +235,13 @@ def sglang_deployment(release: tuple[str, str | None], engine_cfg, hw: HardwareS
     where the engine (`release`: `deployment_release`) is not SGLang or the hardware is the local CPU: its
     release, --tp-size (the EP size under DP attention, as simulator.workflows.plan.launch writes it),
     --chunked-prefill-size (the scheduler's budget, chunk_tokens for sarathi), the decode CUDA graphs' largest
-    batch (cluster.engine.capture_sizes, else profiles.engine_time.graphs.sglang_max_bs) and the prefill graphs'
+    batch (cluster.engine.capture_sizes, else profiles.engine_time.sglang_decode_graphs.sglang_max_bs) and the prefill graphs'
     token buckets where the release turns them on (`sglang_prefill_sizes`; in 0.5.11 - 0.5.14 an EAGLE target's
     graphs are captured, so reserved for, though its extend runs eagerly). Approximation, named:
     cluster.engine.cuda_graphs none (--disable-cuda-graph) is taken to turn the prefill graphs off too."""
     from profiles.engine_time.frameworks import entry_for, modelled_release
-    from profiles.engine_time.graphs import PrefillContext, sglang_max_bs, sglang_prefill_sizes
+    from profiles.engine_time.graphs import PrefillContext, sglang_prefill_sizes
+    from profiles.engine_time.sglang_decode_graphs import sglang_max_bs
     from profiles.measured.source import version_key
     from simulator.config.engine import EngineConfig
     framework, version = release
@@ -259,7 +260,7 @@ def sglang_deployment(release: tuple[str, str | None], engine_cfg, hw: HardwareS
     buckets = sglang_prefill_sizes(version, chunk, PrefillContext(flag_family, par.pp, par.attention_dp,
                                                                    target.is_mla, role)) if graphs else ()
     sizes = engine_cfg.capture_sizes
-    max_bs = max(sizes) if sizes else sglang_max_bs(hw.hbm_bytes, tp, version)
+    max_bs = max(sizes) if sizes else sglang_max_bs(gpu_memory_mib(hw), tp, version)
     if not graphs and v >= version_key("0.5.15"):
         max_bs = 0   # (the decode graph backend DISABLED: no graph reserve)
     return SglangDeployment(

@@ -49,6 +49,20 @@ def test_consistency(hw_id):
     assert hash(hw) == hash(get_hardware(hw_id))
 
 
+def test_cuda_totals_are_the_logged_ones():
+    """cuda_total_bytes (what CUDA/HIP reports, the base of vLLM's and SGLang's KV budgets) where a log gives it,
+    the source beside each value in profiles/hardware.py; elsewhere 0 (the datasheet's hbm_bytes stands in)."""
+    gib = 1024 ** 3
+    logged = {"h100-sxm": 79.19 * gib, "h200": 139.72 * gib, "a100-80gb": 79.25 * gib, "b200": 178.36 * gib,
+              "a100-40gb": 42298834944, "l40s": 47576711168, "mi300x": 191.98 * gib}
+    for hw_id in IDS:
+        assert get_hardware(hw_id).cuda_total_bytes == pytest.approx(logged.get(hw_id, 0.0), rel=1e-12), hw_id
+    # the driver keeps a few % of an NVIDIA GPU's decimal datasheet figure back, or adds (40 GB A100: 39.39 GiB is
+    # 42.30 GB, 5.7 % above the decimal 40 GB); MI300X's "192 GB" is 192 GiB, of which HIP reports 191.98
+    for hw_id, total in logged.items():
+        assert 0.9 < total / get_hardware(hw_id).hbm_bytes < 1.1, hw_id
+
+
 def test_matmul_rate_fallback_for_weight_only_dtypes():
     a100 = get_hardware("a100-80gb")
     assert a100.matmul_flops("fp8") == a100.peak_flops["bf16"]  # no FP8 tensor cores on Ampere

@@ -73,6 +73,16 @@ def test_llama_8b_pool_on_one_h100(version, fraction):
     assert _kind(version="0.5.9").kv_tokens == 415907
 
 
+def test_llama_8b_pool_on_one_a100_40gb_starts_from_cudas_total():
+    """Hand-worked, 0.5.9 on an A100-SXM4-40GB: CUDA reports 42,298,834,944 bytes = 40339.3 MiB (deviceQuery,
+    profiles.hardware); reserved 512 + 1.5 × 8192 + 2 × 32 (cuda_graph_max_bs below 60 GiB at TP 1) + 128 = 12992
+    MiB → round((40339.3 − 12992) / 40339.3, 3) = 0.678; 0.678 × (39.39 − 0.38) GiB − 14.96 GiB of weights →
+    94,157 tokens of 128 KiB. From the decimal 40 GB (38147 MiB: 0.659) it was 76,527."""
+    a100 = get_hardware("a100-40gb")
+    assert a100.cuda_total_bytes == 42298834944
+    assert _kind(version="0.5.9", hardware="a100-40gb").kv_tokens == _pool_tokens(0.678, hw=a100) == 94157
+
+
 def test_qwen3_32b_tp2_pool():
     """Qwen3-32B bf16 over two H100s (0.5.9): reserved 13568 MiB → 0.833 × (79.19 − 2.43) GiB − 30.51 GiB."""
     kind = _kind(model="qwen3-32b", tp=2, version="0.5.9")
@@ -143,3 +153,14 @@ def test_free_bytes_and_capacity_take_the_deployment():
         free_bytes_per_gpu(H100, get_model("llama-3.3-70b"), par, "bf16", default_mem_fraction_static(d, H100),
                            framework="sglang", sglang=d)
     assert err.value.field == "cluster.model" and "mem_fraction_static=0.834" in err.value.message
+
+
+def test_capture_tiers_read_the_same_gpu_memory_as_the_pool():
+    """SGLang's gpu_mem (nvidia-smi's MiB) is taken as CUDA's total for the memory rules and the decode capture
+    tiers alike (the factory passes vllm_memory.device_total_bytes to both). 0.4.7 captures range(256, 513, 16)
+    above 180,000 MiB (cuda_graph_runner.py get_batch_sizes_to_capture): a B200's 178.36 GiB = 182,641 MiB is above
+    (nvidia-smi: 183,359), the datasheet's 180 GB = 171,661 MiB was not; an H200 (139.72 GiB) stops at 256."""
+    sched = {"scheduler": {"kind": "vllm", "max_batch_size": 1024}}
+    assert _kind(version="0.4.7", hardware="b200", **sched).engine.graphs.decode_sizes[-1] == 512
+    assert _kind(version="0.4.7", hardware="h200", **sched).engine.graphs.decode_sizes[-1] == 256
+    assert _kind(version="0.5.2", hardware="h100-sxm", **sched).engine.graphs.decode_sizes[-1] == 160

@@ -67,7 +67,8 @@ def test_mxfp4_backend_by_gpu_generation():
 
 def test_device_total_is_what_cuda_reports():
     assert device_total_bytes(get_hardware("h100-sxm")) / GIB == pytest.approx(79.19)
-    assert device_total_bytes(get_hardware("l40s")) == get_hardware("l40s").hbm_bytes   # none recorded
+    assert device_total_bytes(get_hardware("a100-40gb")) == 42298834944                # deviceQuery's total
+    assert device_total_bytes(get_hardware("h100-pcie")) == get_hardware("h100-pcie").hbm_bytes   # none recorded
 
 
 def test_profile_run_only_for_vllm_on_a_gpu():

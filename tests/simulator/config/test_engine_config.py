@@ -39,26 +39,26 @@ def _cost(**engine):
 # ---- CUDA-graph padding ------------------------------------------------------------------------------
 def test_capture_sizes_are_the_engines_defaults():
     sizes, unit = default_capture_sizes("vllm", True, "0.14.0", max_num_seqs=256, max_tokens=8192, q=1,
-                                        speculating=False, hbm_bytes=80 * 2 ** 30, tp=1)
+                                        speculating=False, gpu_memory_bytes=80 * 2 ** 30, tp=1)
     assert unit == "tokens" and sizes[:5] == (1, 2, 4, 8, 16) and sizes[-1] == 512 and 264 not in sizes and 272 in sizes
     # max = min(max_num_seqs * (1 + k) * 2, 512, max_num_batched_tokens); speculation rounds up to multiples of 1 + k
     sizes, _ = default_capture_sizes("vllm", True, "0.14.0", max_num_seqs=8, max_tokens=8192, q=4,
-                                     speculating=True, hbm_bytes=80 * 2 ** 30, tp=1)
+                                     speculating=True, gpu_memory_bytes=80 * 2 ** 30, tp=1)
     assert sizes == (4, 8, 16, 24, 32, 40, 48, 56, 64)
     sizes, unit = default_capture_sizes("trtllm", True, "1.0.0", max_num_seqs=256, max_tokens=8192, q=1,
-                                        speculating=False, hbm_bytes=80 * 2 ** 30, tp=1)
+                                        speculating=False, gpu_memory_bytes=80 * 2 ** 30, tp=1)
     assert unit == "seqs" and sizes == tuple(range(1, 32)) + (32, 64, 128)
-    sizes, _ = default_capture_sizes("sglang", True, "0.5.0", max_num_seqs=1024, max_tokens=8192, q=1,
-                                     speculating=False, hbm_bytes=80 * 2 ** 30, tp=8)
-    assert sizes[:6] == (1, 2, 4, 8, 12, 16) and sizes[-1] == 512     # TP >= 4 on an 80 GB GPU: 512
-    assert default_capture_sizes("sglang", True, "0.5.0", max_num_seqs=256, max_tokens=8192, q=5, speculating=True,
-                                 hbm_bytes=80 * 2 ** 30, tp=1)[0][:10] == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12)
+    sizes, _ = default_capture_sizes("sglang", True, "0.5.3", max_num_seqs=1024, max_tokens=8192, q=1,
+                                     speculating=False, gpu_memory_bytes=80 * 2 ** 30, tp=8)
+    assert sizes[:6] == (1, 2, 4, 8, 12, 16) and sizes[-1] == 512     # TP >= 4 on an 80 GB GPU: 512 (from 0.5.3)
+    assert default_capture_sizes("sglang", True, "0.5.3", max_num_seqs=256, max_tokens=8192, q=5, speculating=True,
+                                 gpu_memory_bytes=80 * 2 ** 30, tp=1)[0][:10] == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12)
 
 
 
 def _sglang_sizes(version, *, gib=80 * 0.931, tp=1, max_num_seqs=256, speculating=False):
     return default_capture_sizes("sglang", True, version, max_num_seqs=max_num_seqs, max_tokens=8192,
-                                 q=4 if speculating else 1, speculating=speculating, hbm_bytes=gib * 2 ** 30, tp=tp)[0]
+                                 q=4 if speculating else 1, speculating=speculating, gpu_memory_bytes=gib * 2 ** 30, tp=tp)[0]
 
 
 def test_sglang_capture_sizes_by_gpu_memory_release_and_running_limit_worked_by_hand():
@@ -76,6 +76,36 @@ def test_sglang_capture_sizes_by_gpu_memory_release_and_running_limit_worked_by_
     assert _sglang_sizes("0.5.14", max_num_seqs=50, speculating=True)[-3:] == (44, 48, 50)
     assert _sglang_sizes("0.5.14", max_num_seqs=48, speculating=True)[-3:] == (40, 44, 48)   # already captured
     assert _sglang_sizes("0.5.14", max_num_seqs=1000)[-1] == 256                             # the GPU's cap
+
+
+def test_sglang_capture_sizes_before_0_5_3_worked_by_hand():
+    """Before v0.5.3 the list is cuda_graph_runner.py get_batch_sizes_to_capture's, up to 160 requests on an 80 GB
+    GPU at any TP (profiles.engine_time.sglang_decode_graphs; read in the PyPI wheels named)."""
+    # 0.5.2, an 80 GB GPU (74.5 GiB here; an H100's nvidia-smi 81559 MiB is not above 90 GiB either), TP 8: [1, 2, 4, 8] + range(16, 161, 8); cuda_graph_max_bs
+    # unset above 35 GiB, so no range(160, 257, 8): a batch of 161 runs eagerly (0.5.3 captures up to 512 here)
+    assert _sglang_sizes("0.5.2", tp=8, max_num_seqs=1024) == (1, 2, 4, 8) + tuple(range(16, 161, 8))
+    assert _sglang_sizes("0.5.3", tp=8, max_num_seqs=1024)[-1] == 512
+    # 0.4.8 - 0.5.2: above 90 GiB (H200) + range(160, 257, 8), above 160,000 MiB (B200) + range(256, 513, 16)
+    assert _sglang_sizes("0.5.2", gib=131)[-3:] == (240, 248, 256)
+    assert _sglang_sizes("0.5.2", gib=167, max_num_seqs=1024)[-3:] == (480, 496, 512)
+    # 0.4.7: the tiers were 96 GiB and 180,000 MiB; 0.4.6: 256 above 81,920 MiB only; 0.4.5: cuda_graph_max_bs 160
+    assert _sglang_sizes("0.4.7", gib=167, max_num_seqs=1024)[-1] == 256
+    assert _sglang_sizes("0.4.6", gib=167, max_num_seqs=1024)[-1] == 256 and _sglang_sizes("0.4.5", gib=167)[-1] == 160
+    # below 35 GiB (0.4.8 - 0.5.2; 25,000 MiB before) cuda_graph_max_bs 8, 80 at TP >= 4; 0.5.3 - 0.5.4: 16 / 80
+    assert _sglang_sizes("0.5.2", gib=31) == (1, 2, 4, 8) and _sglang_sizes("0.5.2", gib=31, tp=4)[-1] == 80
+    assert _sglang_sizes("0.4.7", gib=31)[-1] == 160 and _sglang_sizes("0.4.7", gib=23)[-1] == 8
+    assert _sglang_sizes("0.5.3", gib=31) == (1, 2, 4, 8, 12, 16) and _sglang_sizes("0.5.5", gib=31)[-1] == 24
+    # speculation: 0.4.7 - 0.5.2 range(1, 9) + range(10, 33, 2) + [40, 48, 56] + range(80, 161, 16); 0.4.5 - 0.4.6
+    # range(40, 161, 16) (to 152); 0.4.4 range(1, 33)
+    spec = tuple(range(1, 9)) + tuple(range(10, 33, 2)) + (40, 48, 56) + tuple(range(80, 161, 16))
+    assert _sglang_sizes("0.5.2", speculating=True) == spec
+    assert _sglang_sizes("0.4.6", speculating=True)[-3:] == (120, 136, 152)
+    assert _sglang_sizes("0.4.4", speculating=True) == tuple(range(1, 33))
+    # the running limit: captured in place of the sizes above it (0.4.6 on), with it minus one (0.4.1 - 0.4.5),
+    # only a cut in 0.4.0
+    assert _sglang_sizes("0.5.2", max_num_seqs=100)[-3:] == (88, 96, 100)
+    assert _sglang_sizes("0.4.1", max_num_seqs=100)[-3:] == (96, 99, 100)
+    assert _sglang_sizes("0.4.0", max_num_seqs=100)[-2:] == (88, 96)
 
 
 def test_sglang_replays_its_widest_batch_unpadded():
@@ -164,7 +194,7 @@ def test_trtllm_capture_sizes_follow_padding_and_the_executor_limits_worked_by_h
     model_engine._filter_cuda_graph_batch_sizes (tensorrt_llm/llmapi/llm_args.py, _torch/pyexecutor/model_engine.py)."""
     def sizes(padding, max_num_seqs=256, max_tokens=8192, q=1):
         return default_capture_sizes("trtllm", True, "1.2.0", max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
-                                     speculating=q > 1, hbm_bytes=80 * 2 ** 30, tp=1, padding=padding)[0]
+                                     speculating=q > 1, gpu_memory_bytes=80 * 2 ** 30, tp=1, padding=padding)[0]
     assert sizes(False) == tuple(range(1, 32)) + (32, 64, 128)
     assert sizes(True) == (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128)
     # the largest pure-decode batch min(max_batch_size, max_num_tokens // (1 + k)) caps the list; padding
@@ -184,7 +214,7 @@ def test_trtllm_capture_sizes_follow_padding_and_the_executor_limits_worked_by_h
 
 def _vllm_sizes(version, *, max_num_seqs=256, max_tokens=8192, q=1, blackwell=False):
     return default_capture_sizes("vllm", True, version, max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
-                                 speculating=q > 1, hbm_bytes=80 * 2 ** 30, tp=1, datacenter_blackwell=blackwell)[0]
+                                 speculating=q > 1, gpu_memory_bytes=80 * 2 ** 30, tp=1, datacenter_blackwell=blackwell)[0]
 
 
 def test_vllm_capture_sizes_by_release_worked_by_hand():
