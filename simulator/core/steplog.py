@@ -211,9 +211,8 @@ class StepLog:
             held = interval == latest[replica]
             carry, order = order[held], order[~held]
             self._carry = {name: values[carry] for name, values in cols.items()}
-        cols = {name: values[order] for name, values in cols.items()}
-        if len(cols["replica"]):
-            self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s, ordered=True))
+        if len(order):   # (aggregate_steps gathers in this order only the columns it aggregates)
+            self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s, order=order))
 
     def _empty(self) -> dict[str, np.ndarray]:
         return {name: np.zeros(0, dtype=dtype) for name, dtype in self._schema.items()}

@@ -203,48 +203,52 @@ class StepTotals:
 
 
 def aggregate_steps(cols: Mapping[str, np.ndarray], origin_s: float, interval_s: float,
-                    ordered: bool = False) -> dict[str, np.ndarray]:
-    """Per (replica, interval) sums of steps given in time order per replica (an interval: [origin +
-    i·interval_s, ...), by step start). Sums are sequential in that order within each bin (np.bincount),
-    so the bins do not depend on how the steps were batched. `ordered`: the steps are already sorted by
-    (replica, start) (the step log sorts them before it calls this)."""
+                    order: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Per (replica, interval) sums of steps taken in time order per replica (an interval: [origin +
+    i·interval_s, ...), by step start). Float sums are sequential in that order within each bin (np.bincount),
+    so the bins do not depend on how the steps were batched; integer sums and maxima are exact in any order.
+    `order`: the indices of the steps to aggregate sorted by (replica, start), when the caller has them (the step
+    log: np.lexsort, less the steps it carries); None: all steps, sorted here."""
     replica = np.asarray(cols["replica"], dtype=np.int64)
-    start = np.asarray(cols["start_s"], dtype=np.float64)
-    if not ordered:
-        order = np.lexsort((start, replica))
-        if (np.diff(order) < 0).any():
-            cols = {name: np.asarray(values)[order] for name, values in cols.items()}
-            replica, start = replica[order], start[order]
-    interval = np.floor((start - origin_s) / interval_s).astype(np.int64)
+    if order is None:
+        order = np.lexsort((np.asarray(cols["start_s"], dtype=np.float64), replica))
+    in_place = len(order) == len(replica) and not (np.diff(order) < 0).any()   # sorted already: no copies
+
+    def ordered(name: str, dtype) -> np.ndarray:
+        values = np.asarray(cols[name], dtype=dtype)
+        return values if in_place else values[order]
+
+    replica = replica if in_place else replica[order]
+    interval = np.floor((ordered("start_s", np.float64) - origin_s) / interval_s).astype(np.int64)
     new_bin = np.ones(len(replica), dtype=bool)
     new_bin[1:] = (replica[1:] != replica[:-1]) | (interval[1:] != interval[:-1])
     index = np.cumsum(new_bin) - 1
     first = np.flatnonzero(new_bin)
     n = len(first)
-    duration = np.asarray(cols["duration_s"], dtype=np.float64)
+    duration = ordered("duration_s", np.float64)
 
-    def total(values) -> np.ndarray:
-        return np.bincount(index, weights=np.asarray(values, dtype=np.float64), minlength=n)
+    def total(values: np.ndarray) -> np.ndarray:
+        return np.bincount(index, weights=values, minlength=n)
 
-    def count(values) -> np.ndarray:
-        return total(values).astype(np.int64)
+    def count(name: str) -> np.ndarray:   # (an integer sum: exact below 2**53, as np.bincount's float sums were)
+        return np.add.reduceat(ordered(name, np.int64), first) if n else np.zeros(0, dtype=np.int64)
 
-    kv_max = np.zeros(n, dtype=np.int64)
-    np.maximum.at(kv_max, index, np.asarray(cols["kv_blocks_used"], dtype=np.int64))
-    kv_total = np.zeros(n, dtype=np.int64)
-    np.maximum.at(kv_total, index, np.asarray(cols["kv_blocks_total"], dtype=np.int64))
+    def most(name: str) -> np.ndarray:   # (at least 0, as np.maximum.at into zeros was)
+        return np.maximum(np.maximum.reduceat(ordered(name, np.int64), first), 0) if n else np.zeros(0, dtype=np.int64)
+
     out = {
         "replica": replica[first], "interval_start_s": origin_s + interval[first] * interval_s,
-        "steps": np.bincount(index, minlength=n).astype(np.int64), "busy_s": total(duration),
-        "prefill_tokens": count(cols["prefill_tokens"]), "prefill_seqs": count(cols["prefill_seqs"]),
-        "decode_seqs": count(cols["decode_seqs"]), "emitted_tokens": count(cols["emitted_tokens"]),
-        "accepted_tokens": count(cols["accepted_tokens"]), "draft_s": total(cols["draft_s"]),
-        "verify_s": total(cols["verify_s"]), "engine_s": total(cols["engine_s"]), "flops": total(cols["flops"]),
-        "bytes": total(cols["bytes"]), "kv_blocks_used_max": kv_max, "kv_blocks_total": kv_total,
-        "queued_request_s": total(np.asarray(cols["queued_requests"], dtype=np.float64) * duration),
-        "running_request_s": total(np.asarray(cols["running_requests"], dtype=np.float64) * duration),
+        "steps": np.diff(first, append=len(replica)).astype(np.int64), "busy_s": total(duration),
+        "prefill_tokens": count("prefill_tokens"), "prefill_seqs": count("prefill_seqs"),
+        "decode_seqs": count("decode_seqs"), "emitted_tokens": count("emitted_tokens"),
+        "accepted_tokens": count("accepted_tokens"), "draft_s": total(ordered("draft_s", np.float64)),
+        "verify_s": total(ordered("verify_s", np.float64)), "engine_s": total(ordered("engine_s", np.float64)),
+        "flops": total(ordered("flops", np.float64)), "bytes": total(ordered("bytes", np.float64)),
+        "kv_blocks_used_max": most("kv_blocks_used"), "kv_blocks_total": most("kv_blocks_total"),
+        "queued_request_s": total(ordered("queued_requests", np.float64) * duration),
+        "running_request_s": total(ordered("running_requests", np.float64) * duration),
     }
     for optional in ("alltoall_s", "kv_io_s"):
         if optional in cols:
-            out[optional] = total(cols[optional])
+            out[optional] = total(ordered(optional, np.float64))
     return out
