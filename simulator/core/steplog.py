@@ -19,7 +19,7 @@ import numpy as np
 
 from simulator.core.bulk import ACC, BLK, CS, DS, EM
 from simulator.results.metrics import STEP_COLUMNS
-from simulator.results.step_totals import StepTotals, aggregate_steps
+from simulator.results.step_totals import StepTotals, aggregate_steps, interval_index
 
 FLUSH_STEPS = 1 << 16
 # Columns logged only when a feature that fills them is on (StepLog(extra=...)): `kv_io_s`, the part of a
@@ -202,16 +202,18 @@ class StepLog:
         if not len(replica):
             return
         order = np.lexsort((cols["start_s"], replica))   # each replica's steps in time order
+        replica = replica[order]
+        interval = interval_index(cols["start_s"][order], self.window_start_s, self.interval_s)
         if not final:  # each replica's latest interval may go on in the next batch: carry it
-            replica = replica[order]
-            interval = np.floor((cols["start_s"][order] - self.window_start_s) / self.interval_s).astype(np.int64)
             latest = np.full(int(replica.max()) + 1, np.iinfo(np.int64).min)
             np.maximum.at(latest, replica, interval)
             held = interval == latest[replica]
-            carry, order = order[held], order[~held]
-            self._carry = {name: values[carry] for name, values in cols.items()}
+            self._carry = {name: values[order[held]] for name, values in cols.items()}
+            kept = ~held
+            order, replica, interval = order[kept], replica[kept], interval[kept]
         if len(order):   # (aggregate_steps gathers in this order only the columns it aggregates)
-            self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s, order=order))
+            self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s, order=order,
+                                              keys=(replica, interval)))
 
     def _empty(self) -> dict[str, np.ndarray]:
         return {name: np.zeros(0, dtype=dtype) for name, dtype in self._schema.items()}

@@ -202,13 +202,20 @@ class StepTotals:
         return float(units / (1 << _SCALE_BITS))
 
 
+def interval_index(start_s: np.ndarray, origin_s: float, interval_s: float) -> np.ndarray:
+    """The interval [origin + i·interval_s, ...) of each step start: i."""
+    return np.floor((np.asarray(start_s, dtype=np.float64) - origin_s) / interval_s).astype(np.int64)
+
+
 def aggregate_steps(cols: Mapping[str, np.ndarray], origin_s: float, interval_s: float,
-                    order: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                    order: np.ndarray | None = None, keys: tuple[np.ndarray, np.ndarray] | None = None
+                    ) -> dict[str, np.ndarray]:
     """Per (replica, interval) sums of steps taken in time order per replica (an interval: [origin +
     i·interval_s, ...), by step start). Float sums are sequential in that order within each bin (np.bincount),
     so the bins do not depend on how the steps were batched; integer sums and maxima are exact in any order.
     `order`: the indices of the steps to aggregate sorted by (replica, start), when the caller has them (the step
-    log: np.lexsort, less the steps it carries); None: all steps, sorted here."""
+    log: np.lexsort, less the steps it carries); None: all steps, sorted here. `keys`: their replicas and
+    interval indices (`interval_index`) in that order, when the caller has them too."""
     replica = np.asarray(cols["replica"], dtype=np.int64)
     if order is None:
         order = np.lexsort((np.asarray(cols["start_s"], dtype=np.float64), replica))
@@ -218,8 +225,11 @@ def aggregate_steps(cols: Mapping[str, np.ndarray], origin_s: float, interval_s:
         values = np.asarray(cols[name], dtype=dtype)
         return values if in_place else values[order]
 
-    replica = replica if in_place else replica[order]
-    interval = np.floor((ordered("start_s", np.float64) - origin_s) / interval_s).astype(np.int64)
+    if keys is None:
+        replica, interval = replica if in_place else replica[order], interval_index(ordered("start_s", np.float64),
+                                                                                   origin_s, interval_s)
+    else:
+        replica, interval = keys
     new_bin = np.ones(len(replica), dtype=bool)
     new_bin[1:] = (replica[1:] != replica[:-1]) | (interval[1:] != interval[:-1])
     index = np.cumsum(new_bin) - 1

@@ -99,7 +99,7 @@ def _aggregate_by_hand(cols, origin_s: float, interval_s: float) -> dict[str, li
     return out
 
 
-@pytest.mark.parametrize("given", ["none", "sorted", "order"])
+@pytest.mark.parametrize("given", ["none", "sorted", "order", "order and keys"])
 def test_aggregate_steps_sums_each_bin_in_time_order(given):
     cols = _steps(3000, 11)
     expected = _aggregate_by_hand(cols, 0.25, 0.5)
@@ -108,12 +108,14 @@ def test_aggregate_steps_sums_each_bin_in_time_order(given):
         got = step_totals.aggregate_steps(cols, 0.25, 0.5)
     elif given == "sorted":  # already sorted: read in place
         got = step_totals.aggregate_steps({name: values[order] for name, values in cols.items()}, 0.25, 0.5)
-    else:                    # the caller's order (the step log's), a subset: here every step but two
+    else:                    # the caller's order (the step log's), a subset (every step but two), and its keys
         keep = np.ones(len(order), dtype=bool)
         keep[[5, 17]] = False
         kept = order[keep]
         expected = _aggregate_by_hand({name: values[np.sort(kept)] for name, values in cols.items()}, 0.25, 0.5)
-        got = step_totals.aggregate_steps(cols, 0.25, 0.5, order=kept)
+        keys = None if given == "order" else (cols["replica"][kept],
+                                              step_totals.interval_index(cols["start_s"][kept], 0.25, 0.5))
+        got = step_totals.aggregate_steps(cols, 0.25, 0.5, order=kept, keys=keys)
     assert set(got) == set(expected)
     for name, values in expected.items():
         assert got[name].tolist() == values, name
