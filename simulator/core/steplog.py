@@ -19,7 +19,7 @@ import numpy as np
 
 from simulator.core.bulk import ACC, BLK, CS, DS, EM
 from simulator.results.metrics import STEP_COLUMNS
-from simulator.results.step_totals import StepTotals, aggregate_steps
+from simulator.results.step_totals import StepTotals, aggregate_steps, interval_index
 
 FLUSH_STEPS = 1 << 16
 # Columns logged only when a feature that fills them is on (StepLog(extra=...)): `kv_io_s`, the part of a
@@ -39,8 +39,6 @@ def _compact(values: np.ndarray) -> np.ndarray:
 
 def _per_step(values: tuple, counts: np.ndarray) -> np.ndarray:
     """One column from per-bulk values that are a number (every step of the bulk) or an array (per step)."""
-    if all(type(v) is int for v in values):   # (the common case: nobody joined a queue during a bulk)
-        return np.repeat(np.array(values, dtype=np.int64), counts)
     arrays = [i for i, v in enumerate(values) if isinstance(v, np.ndarray)]
     out = np.repeat(np.array([0 if isinstance(v, np.ndarray) else v for v in values], dtype=np.int64), counts)
     if arrays:
@@ -173,8 +171,10 @@ class StepLog:
 
     # ---- flushing ------------------------------------------------------------------------------------
     def _flush(self, final: bool = False) -> None:
-        cols = self._materialize()
-        self.totals.add(cols)
+        carried, self._carry = self._carry, None
+        cols = self._materialize(carried)
+        fresh = 0 if carried is None else len(carried["replica"])
+        self.totals.add({name: values[fresh:] for name, values in cols.items()} if fresh else cols)
         if self.mode == "full":
             if len(cols["start_s"]):
                 self._kept.append({name: _compact(values) for name, values in cols.items()})
@@ -196,30 +196,31 @@ class StepLog:
         self._kept.append({name: _compact(values[keep]) for name, values in cols.items()})
 
     def _aggregate(self, cols: dict[str, np.ndarray], final: bool) -> None:
-        if self._carry is not None:
-            cols = {name: np.concatenate([self._carry[name], values]) for name, values in cols.items()}
-            self._carry = None
+        """Aggregate `cols` (the steps carried from the last flush, then the new ones) but each replica's latest
+        interval, carried to the next flush unless this is the last."""
         replica = cols["replica"]
         if not len(replica):
             return
         order = np.lexsort((cols["start_s"], replica))   # each replica's steps in time order
+        replica = replica[order]
+        interval = interval_index(cols["start_s"][order], self.window_start_s, self.interval_s)
         if not final:  # each replica's latest interval may go on in the next batch: carry it
-            replica = replica[order]
-            interval = np.floor((cols["start_s"][order] - self.window_start_s) / self.interval_s).astype(np.int64)
             latest = np.full(int(replica.max()) + 1, np.iinfo(np.int64).min)
             np.maximum.at(latest, replica, interval)
             held = interval == latest[replica]
-            carry, order = order[held], order[~held]
-            self._carry = {name: values[carry] for name, values in cols.items()}
-        cols = {name: values[order] for name, values in cols.items()}
-        if len(cols["replica"]):
-            self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s, ordered=True))
+            self._carry = {name: values[order[held]] for name, values in cols.items()}
+            kept = ~held
+            order, replica, interval = order[kept], replica[kept], interval[kept]
+        if len(order):   # (aggregate_steps gathers in this order only the columns it aggregates)
+            self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s, order=order,
+                                              keys=(replica, interval)))
 
     def _empty(self) -> dict[str, np.ndarray]:
         return {name: np.zeros(0, dtype=dtype) for name, dtype in self._schema.items()}
 
-    def _materialize(self) -> dict[str, np.ndarray]:
-        """The buffered steps as typed columns (decode bulks first, then single rows); empties the buffer."""
+    def _materialize(self, carried: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """The buffered steps as typed columns (decode bulks first, then single rows), after the steps `carried`
+        from the last flush (`aggregate`: so that the columns are joined once); empties the buffer."""
         parts = [self._decode_columns(cost, bulks) for cost, bulks in self._decode.values()]
         for part in parts:   # decode bulks move no KV to or from the host
             for name in self._schema.keys() - part.keys():
@@ -228,33 +229,42 @@ class StepLog:
         self._decode, self._rows, self._pending = {}, [], 0
         if rows:
             by_column = list(zip(*rows))
-            parts.append({name: np.array(by_column[i], dtype=dtype) for i, (name, dtype) in enumerate(self._schema.items())})
+            parts.append({name: np.fromiter(by_column[i], dtype=dtype, count=len(rows))
+                          for i, (name, dtype) in enumerate(self._schema.items())})
+        fresh = 0
+        if carried is not None:
+            parts.insert(0, carried)
+            fresh = len(carried["replica"])
         if not parts:
             out = self._empty()
         elif len(parts) == 1:
             out = parts[0]
         else:
             out = {name: np.concatenate([part[name] for part in parts]) for name in self._schema}
-        if self.alltoall is not None:
-            tokens = out["prefill_tokens"] + out["decode_seqs"] * out["query_tokens_per_seq"]
-            out["alltoall_s"] = self.alltoall(out["replica"], tokens)
+        if self.alltoall is not None:   # priced for the new steps (the carried ones have theirs)
+            tokens = out["prefill_tokens"][fresh:] + out["decode_seqs"][fresh:] * out["query_tokens_per_seq"][fresh:]
+            seconds = self.alltoall(out["replica"][fresh:], tokens)
+            out["alltoall_s"] = seconds if carried is None else np.concatenate([carried["alltoall_s"], seconds])
         return out
 
     @staticmethod
     def _decode_columns(cost, bulks: list[tuple]) -> dict[str, np.ndarray]:
         """Columns of the decode bulks of one cost model, their costs priced in one call."""
         (replica, q, kv_total, bounds, sums, other, speculating, queued) = zip(*bulks)
-        counts = np.array([s.shape[1] for s in sums], dtype=np.int64)
+        counts = np.fromiter(map(len, bounds), dtype=np.int64, count=len(bounds)) - 1   # steps per bulk
         n = int(counts.sum())
-
-        def per_bulk(values) -> np.ndarray:
-            return np.repeat(np.array(values, dtype=np.int64), counts)
-
-        edges = np.fromiter(chain.from_iterable(bounds), dtype=np.float64, count=n + len(counts))  # each bulk's
-        # n + 1 boundaries, one bulk after the other
-        last = np.cumsum(counts + 1) - 1
-        starts, ends = np.delete(edges, last), np.delete(edges, last - counts)
         rows = np.concatenate(sums, axis=1).astype(np.int64, copy=False)
+        if rows.shape[1] != n:
+            raise AssertionError("step log: a decode bulk's boundaries and per-step sums disagree in length")
+        plain_queued = all(type(v) is int for v in queued)   # (the common case: nobody joined a queue during a bulk)
+        per_bulk = [np.repeat(np.array(values, dtype=np.int64), counts)   # each value given per bulk, for its steps
+                    for values in (replica, q, kv_total) + ((queued,) if plain_queued else ())]   # (one (4, n) array
+        # repeated at once measured slower in a flush: more fresh pages)
+        edges = np.fromiter(chain.from_iterable(bounds), dtype=np.float64, count=n + len(counts))  # each bulk's
+        # n + 1 boundaries, one bulk after the other: each but the bulk's last starts a step ending at the next
+        starts_step = np.ones(len(edges) - 1, dtype=bool)
+        starts_step[np.cumsum(counts + 1)[:-1] - 1] = False
+        starts, durations = edges[:-1][starts_step], np.diff(edges)[starts_step]
         decode_seqs, context = rows[DS], rows[CS]
         draft, target = cost.decode_steps(decode_seqs, context)
         draft_scale, target_scale = cost.flops_scales
@@ -262,20 +272,20 @@ class StepLog:
         if all(speculating):
             emitted, accepted = rows[EM], rows[ACC]
         elif any(speculating):
-            spec = per_bulk(speculating).astype(bool)
+            spec = np.repeat(np.array(speculating, dtype=bool), counts)
             emitted, accepted = np.where(spec, rows[EM], decode_seqs), np.where(spec, rows[ACC], 0)
         else:
             emitted, accepted = decode_seqs, zeros
         return {
-            "replica": per_bulk(replica), "start_s": starts, "duration_s": ends - starts,
+            "replica": per_bulk[0], "start_s": starts, "duration_s": durations,
             "prefill_tokens": zeros, "prefill_seqs": zeros, "decode_seqs": decode_seqs,
-            "query_tokens_per_seq": per_bulk(q), "decode_context_tokens": context,
+            "query_tokens_per_seq": per_bulk[1], "decode_context_tokens": context,
             "draft_s": draft[:, 0], "verify_s": target[:, 0] - target[:, 3], "engine_s": target[:, 3],
             "accepted_tokens": accepted, "emitted_tokens": emitted,
             "flops": draft_scale * draft[:, 1] + target_scale * target[:, 1],
             "bytes": draft_scale * draft[:, 2] + target_scale * target[:, 2],
-            "kv_blocks_used": rows[BLK] + per_bulk(other) if any(other) else rows[BLK],
-            "kv_blocks_total": per_bulk(kv_total),
-            "queued_requests": _per_step(queued, counts),
+            "kv_blocks_used": rows[BLK] + np.repeat(np.array(other, dtype=np.int64), counts) if any(other) else rows[BLK],
+            "kv_blocks_total": per_bulk[2],
+            "queued_requests": per_bulk[3] if plain_queued else _per_step(queued, counts),
             "running_requests": decode_seqs,
         }

@@ -29,6 +29,60 @@ def _exact_parts(values: np.ndarray, groups: np.ndarray | None, num_groups: int)
     values = np.asarray(values, dtype=np.float64)
     if not len(values):
         return [0] * num_groups
+    scales = _split_scales(values)
+    if scales is None:
+        return _exact_parts_by_exponent(values, groups, num_groups)
+    if scales == ():
+        return [0] * num_groups
+    # each value v = high + rest with high a multiple of 2**s (v rounded there by adding and taking away 1.5 *
+    # 2**(s + 52), whose last bit is 2**s) and rest = v - high, a multiple of 2**u: all exact, and so is any sum
+    # of them in any order (multiples of 2**s, resp. 2**u, below 2**53 of them: _split_scales)
+    s, u = scales
+    magic = math.ldexp(1.5, s + 52)
+    high = values + magic
+    high -= magic
+    rest = values - high
+    if groups is None:
+        high_sums, rest_sums = [float(high.sum())], [float(rest.sum())]
+    else:
+        high_sums = np.bincount(groups, weights=high, minlength=num_groups).tolist()
+        rest_sums = np.bincount(groups, weights=rest, minlength=num_groups).tolist()
+    return [(int(math.ldexp(h, -s)) << (s + _SCALE_BITS)) + (int(math.ldexp(r, -u)) << (u + _SCALE_BITS))
+            for h, r in zip(high_sums, rest_sums)]
+
+
+def _split_scales(values: np.ndarray) -> tuple[int, int] | tuple[()] | None:
+    """(s, u) such that every value splits exactly into a multiple of 2**s and a rest that is a multiple of
+    2**u, with at most 2**53 units in any sum of either part over `values`; () when every value is zero; None
+    when none exists (magnitudes over more than 54 - 2·log2(n) binades, about 20 for a flush of 65,536 steps;
+    a value that is not finite; one near the float64 range's ends)."""
+    least, most = float(values.min()), float(values.max())
+    if least > 0:
+        small, big = least, most
+    else:
+        magnitude = np.abs(values)
+        big = float(magnitude.max())
+        if big == 0:
+            return ()
+        if not math.isfinite(big):
+            return None
+        small = float(np.min(magnitude, where=magnitude > 0, initial=math.inf))
+    if not math.isfinite(big):
+        return None
+    least_exp, most_exp = math.frexp(small)[1] - 1, math.frexp(big)[1] - 1   # 2**e <= |v| < 2**(e + 1)
+    count_bits = max(2, (len(values) - 1).bit_length())   # n <= 2**count_bits
+    # every nonzero value is a multiple of u = 2**(least_exp - 52); a rest (|rest| <= 2**(s - 1)) sums to at most
+    # n * 2**(s - 1) <= 2**53 * 2**u with this s, and the highs (|high| < 2**(most_exp + 1) + 2**(s - 1)) to at most
+    # 2**53 * 2**s when most_exp + 1 + count_bits <= s + 52 (which also keeps |v| <= 2**(s + 51), where adding
+    # 1.5 * 2**(s + 52) rounds to a multiple of 2**s)
+    s = least_exp + 2 - count_bits
+    if most_exp + 1 + count_bits > s + 52 or not -1000 <= s <= 960:
+        return None
+    return s, least_exp - 52
+
+
+def _exact_parts_by_exponent(values: np.ndarray, groups: np.ndarray | None, num_groups: int) -> list[int]:
+    """`_exact_parts` for any values: the mantissas summed in bins of (group, binary exponent)."""
     mantissa, exponent = np.frexp(values)
     whole = (mantissa * _MANTISSA).astype(np.int64)       # exact: |m| < 1 has 53 significant bits
     low = exponent.min()
@@ -91,11 +145,13 @@ class StepTotals:
         with np.errstate(invalid="ignore", divide="ignore"):
             kv = np.where(total > 0, np.asarray(cols["kv_blocks_used"], dtype=np.float64) / total, np.nan)
         has_kv = np.isfinite(kv)
+        every_kv = bool(has_kv.all())   # (the common case: no copies of the steps with KV)
+        kv_known, duration_known = (kv, duration) if every_kv else (kv[has_kv], duration[has_kv])
         in_system = np.asarray(cols["queued_requests"], dtype=np.float64) + np.asarray(cols["running_requests"],
                                                                                       dtype=np.float64)
         parts = {"duration_s": duration, "flops": cols["flops"], "bytes": cols["bytes"], "draft_s": cols["draft_s"],
-                 "engine_s": cols["engine_s"], "kv_weighted_s": kv[has_kv] * duration[has_kv],
-                 "kv_duration_s": duration[has_kv], "in_system_busy_s": in_system * busy}
+                 "engine_s": cols["engine_s"], "kv_weighted_s": kv_known * duration_known,
+                 "kv_duration_s": duration_known, "in_system_busy_s": in_system * busy}
         if "alltoall_s" in cols:
             parts["alltoall_s"] = cols["alltoall_s"]
             self.has_alltoall = True
@@ -110,8 +166,8 @@ class StepTotals:
                 inside)
         for name, values in parts.items():
             self._sums[name] += _exact_parts(values, None, 1)[0]
-        if has_kv.any():
-            top = float(kv[has_kv].max())
+        if every_kv or has_kv.any():
+            top = float(kv_known.max())
             self.kv_max = top if math.isnan(self.kv_max) else max(self.kv_max, top)
         self.steps += len(start)
 
@@ -146,49 +202,63 @@ class StepTotals:
         return float(units / (1 << _SCALE_BITS))
 
 
+def interval_index(start_s: np.ndarray, origin_s: float, interval_s: float) -> np.ndarray:
+    """The interval [origin + i·interval_s, ...) of each step start: i."""
+    return np.floor((np.asarray(start_s, dtype=np.float64) - origin_s) / interval_s).astype(np.int64)
+
+
 def aggregate_steps(cols: Mapping[str, np.ndarray], origin_s: float, interval_s: float,
-                    ordered: bool = False) -> dict[str, np.ndarray]:
-    """Per (replica, interval) sums of steps given in time order per replica (an interval: [origin +
-    i·interval_s, ...), by step start). Sums are sequential in that order within each bin (np.bincount),
-    so the bins do not depend on how the steps were batched. `ordered`: the steps are already sorted by
-    (replica, start) (the step log sorts them before it calls this)."""
+                    order: np.ndarray | None = None, keys: tuple[np.ndarray, np.ndarray] | None = None
+                    ) -> dict[str, np.ndarray]:
+    """Per (replica, interval) sums of steps taken in time order per replica (an interval: [origin +
+    i·interval_s, ...), by step start). Float sums are sequential in that order within each bin (np.bincount),
+    so the bins do not depend on how the steps were batched; integer sums and maxima are exact in any order.
+    `order`: the indices of the steps to aggregate sorted by (replica, start), when the caller has them (the step
+    log: np.lexsort, less the steps it carries); None: all steps, sorted here. `keys`: their replicas and
+    interval indices (`interval_index`) in that order, when the caller has them too."""
     replica = np.asarray(cols["replica"], dtype=np.int64)
-    start = np.asarray(cols["start_s"], dtype=np.float64)
-    if not ordered:
-        order = np.lexsort((start, replica))
-        if (np.diff(order) < 0).any():
-            cols = {name: np.asarray(values)[order] for name, values in cols.items()}
-            replica, start = replica[order], start[order]
-    interval = np.floor((start - origin_s) / interval_s).astype(np.int64)
+    if order is None:
+        order = np.lexsort((np.asarray(cols["start_s"], dtype=np.float64), replica))
+    in_place = len(order) == len(replica) and not (np.diff(order) < 0).any()   # sorted already: no copies
+
+    def ordered(name: str, dtype) -> np.ndarray:
+        values = np.asarray(cols[name], dtype=dtype)
+        return values if in_place else values[order]
+
+    if keys is None:
+        replica, interval = replica if in_place else replica[order], interval_index(ordered("start_s", np.float64),
+                                                                                   origin_s, interval_s)
+    else:
+        replica, interval = keys
     new_bin = np.ones(len(replica), dtype=bool)
     new_bin[1:] = (replica[1:] != replica[:-1]) | (interval[1:] != interval[:-1])
     index = np.cumsum(new_bin) - 1
     first = np.flatnonzero(new_bin)
     n = len(first)
-    duration = np.asarray(cols["duration_s"], dtype=np.float64)
+    duration = ordered("duration_s", np.float64)
 
-    def total(values) -> np.ndarray:
-        return np.bincount(index, weights=np.asarray(values, dtype=np.float64), minlength=n)
+    def total(values: np.ndarray) -> np.ndarray:
+        return np.bincount(index, weights=values, minlength=n)
 
-    def count(values) -> np.ndarray:
-        return total(values).astype(np.int64)
+    def count(name: str) -> np.ndarray:   # (an integer sum: exact below 2**53, as np.bincount's float sums were)
+        return np.add.reduceat(ordered(name, np.int64), first) if n else np.zeros(0, dtype=np.int64)
 
-    kv_max = np.zeros(n, dtype=np.int64)
-    np.maximum.at(kv_max, index, np.asarray(cols["kv_blocks_used"], dtype=np.int64))
-    kv_total = np.zeros(n, dtype=np.int64)
-    np.maximum.at(kv_total, index, np.asarray(cols["kv_blocks_total"], dtype=np.int64))
+    def most(name: str) -> np.ndarray:   # (at least 0, as np.maximum.at into zeros was)
+        return np.maximum(np.maximum.reduceat(ordered(name, np.int64), first), 0) if n else np.zeros(0, dtype=np.int64)
+
     out = {
         "replica": replica[first], "interval_start_s": origin_s + interval[first] * interval_s,
-        "steps": np.bincount(index, minlength=n).astype(np.int64), "busy_s": total(duration),
-        "prefill_tokens": count(cols["prefill_tokens"]), "prefill_seqs": count(cols["prefill_seqs"]),
-        "decode_seqs": count(cols["decode_seqs"]), "emitted_tokens": count(cols["emitted_tokens"]),
-        "accepted_tokens": count(cols["accepted_tokens"]), "draft_s": total(cols["draft_s"]),
-        "verify_s": total(cols["verify_s"]), "engine_s": total(cols["engine_s"]), "flops": total(cols["flops"]),
-        "bytes": total(cols["bytes"]), "kv_blocks_used_max": kv_max, "kv_blocks_total": kv_total,
-        "queued_request_s": total(np.asarray(cols["queued_requests"], dtype=np.float64) * duration),
-        "running_request_s": total(np.asarray(cols["running_requests"], dtype=np.float64) * duration),
+        "steps": np.diff(first, append=len(replica)).astype(np.int64), "busy_s": total(duration),
+        "prefill_tokens": count("prefill_tokens"), "prefill_seqs": count("prefill_seqs"),
+        "decode_seqs": count("decode_seqs"), "emitted_tokens": count("emitted_tokens"),
+        "accepted_tokens": count("accepted_tokens"), "draft_s": total(ordered("draft_s", np.float64)),
+        "verify_s": total(ordered("verify_s", np.float64)), "engine_s": total(ordered("engine_s", np.float64)),
+        "flops": total(ordered("flops", np.float64)), "bytes": total(ordered("bytes", np.float64)),
+        "kv_blocks_used_max": most("kv_blocks_used"), "kv_blocks_total": most("kv_blocks_total"),
+        "queued_request_s": total(ordered("queued_requests", np.float64) * duration),
+        "running_request_s": total(ordered("running_requests", np.float64) * duration),
     }
     for optional in ("alltoall_s", "kv_io_s"):
         if optional in cols:
-            out[optional] = total(cols[optional])
+            out[optional] = total(ordered(optional, np.float64))
     return out
