@@ -80,7 +80,7 @@ class Replica:
 
     # ---- what schedulers read (simulator.core.sched) --------------------------------------------------
     def decoding(self, r: int) -> bool:
-        return self.s.prefilled[r] >= self.s.prefill_target[r]
+        return self.s.prefilled.item(r) >= self.s.prefill_target.item(r)
 
     def batch_full(self) -> bool:
         """The waiting head cannot join: the batch's sequences (those of requests paused with their KV
