@@ -91,9 +91,12 @@ def check_step_fits(spec, hw, par, dtype: str, kv_dtype: str, batch: int, contex
                     new_tokens: int) -> None:
     """Refuse (ScenarioError naming the argument) a step that cannot exist: a request longer than the
     model's context (`max_position_embeddings`), or weights plus the step's KV cache beyond the GPU's whole
-    memory (`hbm_bytes`; a serving engine keeps 10 % back, so this only refuses what certainly cannot run).
-    An estimate of such a step would be a number for a machine that does not exist."""
+    memory (what CUDA reports where the catalog logs it, `cuda_total_bytes`, else the datasheet's `hbm_bytes`, as
+    the engines' memory rules read it: simulator.cluster.vllm_memory.device_total_bytes; a serving engine keeps
+    memory back, so this only refuses what certainly cannot run — the datasheet's decimal "80 GB" of an H100 is
+    79.19 GiB = 85.0 GB to CUDA). An estimate of such a step would be a number for a machine that does not exist."""
     from models.moe_routing import weight_bytes_per_gpu
+    from simulator.cluster.vllm_memory import device_total_bytes
     from simulator.errors import ScenarioError
 
     length = context_tokens + new_tokens
@@ -101,14 +104,15 @@ def check_step_fits(spec, hw, par, dtype: str, kv_dtype: str, batch: int, contex
         raise ScenarioError("context", f"{context_tokens} cached + {new_tokens} new tokens exceed the context of "
                                        f"{spec.name}, {spec.max_position_embeddings} tokens (max_position_embeddings)")
     weights = weight_bytes_per_gpu(spec, par, dtype) if par.ep > 1 else spec.weight_bytes(dtype) / par.gpus
-    if weights > hw.hbm_bytes:
-        raise ScenarioError("model", f"{spec.name} needs {weights / 1e9:,.0f} GB of {dtype} weights per GPU at "
-                                     f"tp={par.tp} but {hw.id} has {hw.hbm_bytes / 1e9:,.0f} GB; raise --tp")
+    memory, gib = device_total_bytes(hw), float(1 << 30)
+    if weights > memory:
+        raise ScenarioError("model", f"{spec.name} needs {weights / gib:,.1f} GiB of {dtype} weights per GPU at "
+                                     f"tp={par.tp} but {hw.id} has {memory / gib:,.1f} GiB; raise --tp")
     kv = batch * length * spec.kv_bytes_per_token_per_gpu(par, kv_dtype)
-    if weights + kv > hw.hbm_bytes:
-        raise ScenarioError("batch", f"{batch:,} requests of {length:,} token(s) need {kv / 1e9:,.4g} GB of KV cache "
-                                     f"per GPU beside {weights / 1e9:,.1f} GB of weights; {hw.id} has "
-                                     f"{hw.hbm_bytes / 1e9:,.0f} GB")
+    if weights + kv > memory:
+        raise ScenarioError("batch", f"{batch:,} requests of {length:,} token(s) need {kv / gib:,.4g} GiB of KV "
+                                     f"cache per GPU beside {weights / gib:,.1f} GiB of weights; {hw.id} has "
+                                     f"{memory / gib:,.1f} GiB")
 
 
 def check_step_in_limits(limits, batch: int, new_tokens: int, prefill: bool) -> None:

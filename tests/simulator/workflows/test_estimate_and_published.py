@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import simulator
+from models.catalog import get_model
+from models.step import Parallelism
 from scenarios.validation.published import points as pts
 from scenarios.validation.published.predict import predict, serving_scenario
 from scenarios.validation.published.report import main as published_main
@@ -69,6 +71,21 @@ def test_estimate_says_what_the_power_limit_adds():
 def test_estimate_bad_input_names_the_argument(kwargs, field):
     with pytest.raises(ScenarioError, match=f"^{field}"):
         simulator.estimate_step("llama-3-8b", "h100-sxm", **kwargs)
+
+
+def test_estimate_refuses_by_the_memory_cuda_reports():
+    """`check_step_fits` refuses only what certainly cannot run. It compared weights + KV with the datasheet's
+    decimal 80 GB for an H100, which CUDA reports as 79.19 GiB = 85.03 GB (profiles/hardware.py), so a step of
+    82 GB was refused (2026-11-28). Worked by hand: Llama-3.1-8B in bf16 holds 16.06 GB of weights and 128 KiB of
+    KV per token; 64 requests of 7,868 tokens hold 64 x 7,868 x 131,072 B = 66.0 GB of KV (82.1 GB in all: runs);
+    of 8,401 tokens 70.5 GB (86.5 GB: refused, naming the GPU's 79.2 GiB)."""
+    spec = get_model("llama-3.1-8b")
+    assert spec.kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16") == 131_072
+    assert 80e9 < spec.weight_bytes("bf16") + 64 * 7_868 * 131_072 < 79.19 * 2 ** 30 \
+        < spec.weight_bytes("bf16") + 64 * 8_401 * 131_072
+    assert simulator.estimate_step("llama-3.1-8b", "h100-sxm", batch=64, context_tokens=7_867)["seconds"] > 0
+    with pytest.raises(ScenarioError, match=r"^batch: .* h100-sxm has 79\.2 GiB$"):
+        simulator.estimate_step("llama-3.1-8b", "h100-sxm", batch=64, context_tokens=8_400)
 
 
 def test_estimate_takes_numpy_counts_and_refuses_numpy_booleans():
