@@ -78,8 +78,10 @@ def test_decode_steps_agree_with_the_measured_tables_at_batch_1_to_256():
                 worst = max(worst, abs(profiled / measured - 1.0))
                 if (context, batch) == (2048, 32):
                     assert measured == pytest.approx(9.797e-3, rel=2e-3) and profiled == pytest.approx(9.400e-3, rel=2e-3)
-    # 131,072 KV bytes per token (32 layers x 8 KV heads x 128 x 2 x bf16) + 16.1 GB of weights > 80 GB:
-    assert refused == {(2048, 256), (8191, 64), (8191, 128), (8191, 256)}
+    # 131,072 KV bytes per token (32 layers x 8 KV heads x 128 x 2 x bf16) + 16.1 GB of weights > the 79.19 GiB
+    # (85.03 GB) CUDA reports on an H100 (estimate's check_step_fits; it read the datasheet's 80 GB until
+    # 2026-11-28, which also refused (2048, 256) and (8191, 64), 84.8 GB each):
+    assert refused == {(8191, 128), (8191, 256)}
     assert worst == pytest.approx(0.090, abs=2e-3)      # 8,192 context x 16 requests (README table)
     assert worst < 0.10
 
