@@ -60,6 +60,7 @@ import bisect
 from dataclasses import dataclass
 
 from profiles.engine_time.sglang_decode_graphs import sglang_decode_sizes
+from profiles.measured.source import version_before as _before
 
 FULL, PIECEWISE, EAGER = "full", "piecewise", "eager"
 MODES = ("full", "piecewise", "none")
@@ -265,11 +266,6 @@ def trtllm_filter(sizes, padding: bool, max_num_seqs: int, max_tokens: int, q: i
                 out.append(cap)
             break
     return tuple(out)
-
-
-def _before(version: str, other: str) -> bool:
-    from profiles.measured.source import version_key
-    return version_key(version) < version_key(other)
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,9 @@ the cap), v0.4.6's dp_size condition, torch.compile sizes and two-batch overlap'
 """
 from __future__ import annotations
 
+from profiles.measured.source import version_before as _before
+
 LIST_FROM_SERVER_ARGS = "0.5.3"   # server_args.py generates the list and sets cuda_graph_max_bs by GPU tier
-
-
-def _before(version: str, other: str) -> bool:
-    from profiles.measured.source import version_key
-    return version_key(version) < version_key(other)
 
 
 def _legacy_sizes(version: str, gpu_mib: float, tp: int, speculating: bool) -> list[int]:

@@ -94,6 +94,11 @@ def data_root() -> Path | None:
     return data if data.is_dir() else None
 
 
+def version_before(version: str, other: str) -> bool:
+    """Release `version` comes before release `other` (by `version_key`)."""
+    return version_key(version) < version_key(other)
+
+
 def version_key(text: str):
     """Sort key of a framework version string (PEP 440: 1.3.0rc20 < 1.3.0rc23 < 1.3.0; 0.5.6.post2)."""
     from packaging.version import InvalidVersion, Version  # a dependency of aiconfigurator-core and pip tools

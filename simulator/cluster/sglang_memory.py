@@ -54,7 +54,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from profiles.hardware import HardwareSpec
-from profiles.measured.source import version_key
+from profiles.measured.source import version_before as _before
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
@@ -95,10 +95,6 @@ class SglangDeployment:
     mla: bool = False
     role: str | None = None
     draft_tokens: int = 1
-
-
-def _before(version: str, other: str) -> bool:
-    return version_key(version) < version_key(other)
 
 
 def gpu_memory_mib(hw: HardwareSpec) -> float:
