@@ -112,7 +112,7 @@ def prepare(scenario: Scenario | dict | str | Path, overrides: list[str] | None 
         check_distributable(scenario)
     t0 = time.perf_counter()
     cluster = build(scenario, base_dir)
-    return Prepared(scenario, cluster, time.perf_counter() - t0, base_dir)
+    return Prepared(cluster.scenario, cluster, time.perf_counter() - t0, base_dir)   # (its scheduler as run)
 
 
 def check_step_mode(step_mode) -> None:

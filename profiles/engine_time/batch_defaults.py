@@ -25,6 +25,19 @@ keeps its own default (256) because it models no engine rule there. Each rule as
   BuildConfig value), with or without speculation. The TensorRT-engine releases before 1.0 (trtllm-build's
   own default, not read here): None.
 - Host CPUs (vLLM's CPU defaults depend on the entrypoint, 128 or 256 per rank): None.
+
+`engine_batching(framework, version, hardware, gpu_bytes, entrypoint)` returns the batching scheduler an engine
+runs by default (a `scheduler.kind` of simulator.core.sched) and its step token budget:
+
+- vLLM V0 (before 0.8.0): prefill-first (`vllm`; chunked prefill off below 32K max_model_len),
+  max_num_batched_tokens = max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5 - v0.7);
+- vLLM V1 (0.8.0 on): its own scheduler (`vllm_v1`, chunked prefill always on), max_num_batched_tokens by
+  UsageContext (`get_batch_defaults`): on the GPUs `vllm_v1_large_defaults` names 16384 for the offline LLM
+  class, 8192 for the API server (`vllm serve`); elsewhere 8192 and 2048;
+- SGLang: prefill batches apart from decode batches (`vllm`: enable_mixed_chunk is False by default,
+  server_args.py), prompts chunked at `sglang_chunked_prefill_size`;
+- TensorRT-LLM: its in-flight batching scheduler (`trtllm`), max_num_tokens 8192 (the LLM API's BaseLlmArgs
+  default, the same read as `max_batch_size`).
 """
 from __future__ import annotations
 
@@ -76,6 +89,32 @@ def default_max_num_seqs(framework: str, version: str, hardware, drafter: str | 
         if first is not None and version_key(version) >= version_key(first):
             return SGLANG_SPEC_MAX_RUNNING
     return None
+
+
+V1_FROM = "0.8.0"   # vLLM's V1 engine is the default from this release (module docstring)
+ENTRYPOINTS = ("llm", "api_server")   # vLLM's offline LLM class, its OpenAI-compatible server (`vllm serve`)
+TRTLLM_MAX_NUM_TOKENS = 8192          # BaseLlmArgs.max_num_tokens, TensorRT-LLM 1.0 on (module docstring)
+
+
+def engine_batching(framework: str, version: str, hardware, gpu_bytes: float, entrypoint: str = "api_server",
+                    max_model_len: int = 2048) -> tuple[str, int]:
+    """(scheduler kind, max_num_batched_tokens) `framework` at `version` runs by default on `hardware` (a
+    profiles.hardware.HardwareSpec; `gpu_bytes`: the memory CUDA reports on it) through `entrypoint` (vLLM:
+    "llm" or "api_server"), with `max_model_len` the deployment's longest context (vLLM V0's budget) (module
+    docstring). ValueError for an unknown framework or entrypoint."""
+    if framework == "sglang":
+        return "vllm", sglang_chunked_prefill_size(gpu_bytes, version)
+    if framework == "trtllm":
+        return "trtllm", TRTLLM_MAX_NUM_TOKENS
+    if framework != "vllm":
+        raise ValueError(f"no batching defaults for framework {framework!r}")
+    if version_key(version) < version_key(V1_FROM):
+        return "vllm", max(max_model_len, 2048)
+    if entrypoint not in ENTRYPOINTS:
+        raise ValueError(f"vLLM entrypoint {entrypoint!r} is not one of {', '.join(ENTRYPOINTS)}")
+    big = vllm_v1_large_defaults(version, hardware)
+    return "vllm_v1", {("llm", True): 16384, ("api_server", True): 8192,
+                       ("llm", False): 8192, ("api_server", False): 2048}[entrypoint, big]
 
 
 def sglang_chunked_prefill_size(gpu_bytes: float, version: str) -> int:

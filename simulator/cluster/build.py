@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from simulator.errors import ScenarioError
+from simulator.cluster.engine_scheduler import FILLED
 from simulator.cluster.factory import ReplicaKind, build_replica_kind
 from simulator.core.pauses import PausedRequests
 from simulator.core.replica import Replica
@@ -68,6 +69,7 @@ class Cluster:
     handoff: object = None          # simulator.cluster.handoff.KVHandOff between the pools, or None
     retrieval: object = None        # simulator.speculation.ralmspec hook (`retrieval:`; its knowledge base), or None
     workload_s: float = 0.0            # host seconds spent reading (a trace) or drawing the requests
+    engine_scheduler: dict | None = None   # scheduler fields the named engine's defaults set (summary.json), or None
     replicas: list[Replica] = field(init=False)
     simulated: bool = field(default=False, init=False)   # set when a simulation starts: its state is that run's
 
@@ -103,7 +105,22 @@ def pool_kind(scenario: Scenario, pool, where: str, seed: int, base_dir: Path,
         speculation=scenario.speculation, acceptance=scenario.acceptance, policy=scenario.policy,
         acceptance_seed=seed, base_dir=base_dir, where=where, latencies=latencies, kv_dtype=cl.kv_dtype,
         kv_layout=cl.kv_cache.layout, early_exit=scenario.early_exit, engine_config=cl.engine,
-        scheduler=scenario.scheduler)
+        scheduler=scenario.scheduler, max_model_len=cl.max_model_len)
+
+
+def _engine_scheduler(scenario: Scenario, kind: ReplicaKind) -> tuple[Scenario, dict | None]:
+    """(the scenario with the scheduler its pool `kind` runs, checked as the scenario's own is; the fields the
+    named engine's defaults filled in, or None) (simulator.cluster.engine_scheduler)."""
+    if kind.scheduler is scenario.scheduler:
+        return scenario, None
+    filled = {name: getattr(kind.scheduler, name) for name in FILLED
+              if name in kind.scheduler.model_fields_set - scenario.scheduler.model_fields_set}
+    scenario = scenario.model_copy(update={"scheduler": kind.scheduler})
+    try:
+        scenario.check_scheduler()
+    except ValueError as exc:
+        raise ScenarioError("scheduler.max_batched_tokens", f"{exc} (the engine's default budget); set it") from None
+    return scenario, filled
 
 
 def _router(name: str, replicas: int, rng, where: str):
@@ -310,7 +327,7 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
     with the running-request limit of `kind` (scheduler.max_batch_size, else its engine's default:
     ReplicaKind.max_batch_size); ScenarioError where parallel samples exceed it."""
     from simulator.core.sched import SCHEDULERS, BatchLimits, MultiStep
-    cfg = scenario.scheduler
+    cfg = kind.scheduler if kind.scheduler is not None else scenario.scheduler   # (the engine's defaults filled in)
     seqs = kind.max_batch_size
     n = scenario.workload.parallel_samples
     if n > seqs:
@@ -367,6 +384,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     block = scenario.scheduler.block_size
     if dis is None:
         kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
+        scenario, filled = _engine_scheduler(scenario, kind)
         blocks = kind.blocks(block)
         _check_one_request_fits(scenario, kind, "cluster")
         table, state, workload_s = _requests(scenario, streams, base_dir, kind.target)
@@ -381,7 +399,8 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
         if retrieval is not None:   # requests leave their replica's batch while they retrieve
             for rep in replicas:
                 rep.paused = PausedRequests(retrieval, scenario.retrieval.kv_while_paused == "released")
-        return Cluster(scenario, table, state, pools, log, workload_s=workload_s, retrieval=retrieval)
+        return Cluster(scenario, table, state, pools, log, workload_s=workload_s, retrieval=retrieval,
+                       engine_scheduler=filled)
 
     from simulator.cluster.handoff import KVHandOff
     from simulator.cluster.pool_replicas import DecodeReplica, PrefillReplica
@@ -389,6 +408,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     latencies: dict = {}
     kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
                              latencies) for name in ("prefill", "decode")}
+    scenario, filled = _engine_scheduler(scenario, kinds["prefill"])   # (the pool that batches prompts)
     hw_p, hw_d = kinds["prefill"].hardware, kinds["decode"].hardware
     if hw_p.id == hw_d.id and hw_p != hw_d:   # (the pools' latency models and their link are keyed by the id)
         raise ScenarioError(f"{DISAGG}.decode.hardware.id", f"{hw_d.id!r} names other figures than the prefill "
@@ -415,4 +435,4 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
              Pool("decode", kd, decode, _router(dis.decode.router, nd, decode_rng, f"{DISAGG}.decode"))]
     log.alltoall = _alltoall_pricer(pools)
     return Cluster(scenario, table, state, pools, log, KVHandOff.build(pools, dis.kv_transfer, scenario.drafter),
-                   workload_s=workload_s)
+                   workload_s=workload_s, engine_scheduler=filled)

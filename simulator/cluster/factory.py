@@ -60,6 +60,8 @@ from simulator.cluster import target_costs
 from simulator.cluster.target_costs import BuildContext, Facts
 from simulator.cluster.sglang_memory import SglangDeployment, counts_draft, gpu_memory_mib
 from simulator.cluster.vllm_memory import ProfileRun, device_total_bytes
+from simulator.cluster.engine_scheduler import with_engine_defaults
+from simulator.core.context import context_limit
 
 GIB = 1024 ** 3
 CPU_ID = "cpu-local"   # the catalog's entry for the local CPU (nominal figures; profiles measure the real ones)
@@ -448,6 +450,8 @@ class ReplicaKind:
     hybrid_layout: object = None           # hybrid models: simulator.core.kv.hybrid_state.HybridPageLayout
     window_layout: object = None           # sliding-window models under vLLM V1: simulator.core.kv.sliding_window
     max_batch_size: int = 256              # running-request limit (max_num_seqs, simulator.cluster.factory.max_num_seqs)
+    scheduler: object = None               # the scenario's SchedulerConfig, the named engine's defaults filled in
+    #                                        (simulator.cluster.engine_scheduler); None: priced steps only
 
     @property
     def acceptance(self):
@@ -571,7 +575,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                        speculation=None, acceptance=None, policy=None, acceptance_seed: int = 0, base_dir: Path,
                        where: str = "cluster", latencies: dict | None = None,
                        kv_dtype: str | None = None, kv_layout=None, early_exit=None, engine_config=None,
-                       scheduler=None, price_only: bool = False) -> ReplicaKind:
+                       scheduler=None, price_only: bool = False, max_model_len: int | None = None) -> ReplicaKind:
     """The one replica factory (module docstring). `model`: a catalog name, a model file or an inline block
     (models.load), or a ModelSpec; `hardware`: a catalog id, a hardware file or an inline block
     (profiles.hardware_file), or a HardwareSpec. `drafter`, `speculation`, `acceptance`, `policy` are the
@@ -584,7 +588,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
     (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `engine_config`:
     cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
-    CUDA-graph capture sizes; None: the engine's own running-request limit, `max_num_seqs`, and 8192 tokens)."""
+    CUDA-graph capture sizes; None: the engine's own running-request limit, `max_num_seqs`, and 8192 tokens; the
+    fields it leaves out are the named engine's own, simulator.cluster.engine_scheduler: ReplicaKind.scheduler);
+    `max_model_len`: cluster.max_model_len (None: the model's)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
     if drafter is not None:
         acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
@@ -620,8 +626,11 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
             raise ScenarioError("cluster.kv_cache.layout.kind", refusal)
         kv_fraction = layout.gpu_fraction(target, kv_layout)
     family = drafter_family(drafter) if built_drafter is not None else None
-    max_seqs = max_num_seqs(scheduler, latency, engine_config, hw, lat, family)
     release = deployment_release(latency, engine_config, lat)
+    if not price_only:   # (`draftsim estimate` keeps its own documented limits)
+        scheduler = with_engine_defaults(scheduler, latency, engine_config, release, hw,
+                                         context_limit(target, max_model_len))
+    max_seqs = max_num_seqs(scheduler, latency, engine_config, hw, lat, family)
     framework = release[0]
     profile = vllm_profile_run(release, hw, scheduler, max_seqs)
     target_cost = target_costs.build(facts, BuildContext(target, par, lat, dtype, kv_dtype, hw, moe, base_dir,
@@ -680,4 +689,4 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                                        scheduler, q, where, profile)
         kv_tokens = window.kv_tokens
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
-                       state_bytes, layout, window, max_seqs)
+                       state_bytes, layout, window, max_seqs, scheduler)

@@ -414,7 +414,10 @@ class Scenario(Strict):
     @classmethod
     def _chunked_prefill_sets_the_scheduler(cls, data):
         """`cluster.engine.chunked_prefill` given: prompt chunks ride along with decode steps (scheduler kind
-        sarathi; vllm_v1 chunks too) or do not (kind vllm); an explicit scheduler.kind must agree."""
+        sarathi; vllm_v1 chunks too) or do not (kind vllm); an explicit scheduler.kind must agree. Where the
+        scenario names its engine (simulator.cluster.engine_scheduler), the engine's own scheduler when it has
+        that setting: TensorRT-LLM's in-flight batching either way (its chunked context), vLLM V1's when
+        chunked."""
         if not isinstance(data, dict) or not isinstance(data.get("cluster"), dict):
             return data
         engine = data["cluster"].get("engine")
@@ -424,6 +427,9 @@ class Scenario(Strict):
         scheduler = data.get("scheduler") if isinstance(data.get("scheduler"), dict) else {}
         kind = scheduler.get("kind", scheduler.get("policy"))
         if kind is None:
+            own = _named_engine_scheduler(data["cluster"])
+            if own == "trtllm" or (own == "vllm_v1" and chunked):
+                return {**data, "scheduler": {**scheduler, "kind": own}}
             return {**data, "scheduler": {**scheduler, "kind": "sarathi" if chunked else "vllm"}}
         if kind == "trtllm":   # TensorRT-LLM's IFB scheduler chunks contexts when chunked_prefill is true
             return data
@@ -459,16 +465,41 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _budget_holds_a_speculative_step(self) -> "Scenario":
+        self.check_scheduler()
+        return self
+
+    def check_scheduler(self) -> None:
         """vllm_v1 steps a decoding request only when its 1 + γ tokens fit the step's budget (vLLM would
         shrink γ instead: simulator.core.sched.vllm_v1, named approximation), so a budget below one chain step
-        would leave requests unstepped: refused."""
+        would leave requests unstepped: refused (ValueError). Also for a scheduler the named engine filled in
+        (simulator.cluster.build)."""
         gamma = getattr(self.drafter, "gamma", 0) or 0
         if self.scheduler.kind == "vllm_v1" and self.speculation.kind == "chain" and \
                 self.scheduler.max_batched_tokens < 1 + gamma:
             raise ValueError(f"scheduler.max_batched_tokens ({self.scheduler.max_batched_tokens}) is below one "
                              f"speculative step of a request (1 + drafter.gamma = {1 + gamma} tokens)")
-        return self
 
+
+
+def _named_engine_scheduler(cluster: dict) -> str | None:
+    """The batching scheduler kind of the engine a raw `cluster` section names, where its framework decides it
+    (TensorRT-LLM: trtllm; vLLM from V1_FROM, or no version: vllm_v1), else None (none named, SGLang, vLLM V0, or
+    values the validation reports later)."""
+    engine = cluster.get("engine") if isinstance(cluster.get("engine"), dict) else {}
+    latency = cluster.get("latency") if isinstance(cluster.get("latency"), dict) else {}
+    framework = engine.get("framework") or latency.get("framework")
+    version = engine.get("version") if engine.get("version") is not None else latency.get("engine_version")
+    if engine.get("framework") is None and version is None:
+        return None   # (no engine named)
+    if framework == "trtllm":
+        return "trtllm"
+    if framework not in (None, "vllm"):
+        return None
+    from profiles.engine_time.batch_defaults import V1_FROM
+    from profiles.measured.source import version_key
+    if version is None or (isinstance(version, str) and version_key(version) >= version_key(V1_FROM)):
+        return "vllm_v1"
+    return None
 
 
 def _override_key(text: str) -> list[str]:

@@ -45,6 +45,8 @@ def cluster_summary(cluster, requests: pd.DataFrame, end_s: float) -> dict:
     if not single:
         summary.update(_pool_summary(summary, requests, totals, cluster))
     summary["scenario"] = scenario.name
+    if cluster.engine_scheduler:   # the scheduler the named engine runs where the scenario gave none
+        summary["engine_scheduler"] = cluster.engine_scheduler
     summary.update(pricing_summary(pools, totals))
     if single:
         summary["kv_tokens_per_replica"] = pools[0].kind.kv_tokens

@@ -75,12 +75,16 @@ def test_llama_8b_pool_on_one_h100(version, fraction):
 
 def test_llama_8b_pool_on_one_a100_40gb_starts_from_cudas_total():
     """Hand-worked, 0.5.9 on an A100-SXM4-40GB: CUDA reports 42,298,834,944 bytes = 40339.3 MiB (deviceQuery,
-    profiles.hardware); reserved 512 + 1.5 × 8192 + 2 × 32 (cuda_graph_max_bs below 60 GiB at TP 1) + 128 = 12992
-    MiB → round((40339.3 − 12992) / 40339.3, 3) = 0.678; 0.678 × (39.39 − 0.38) GiB − 14.96 GiB of weights →
-    94,157 tokens of 128 KiB. From the decimal 40 GB (38147 MiB: 0.659) it was 76,527."""
+    profiles.hardware); SGLang's own chunked_prefill_size there is 4096 (35 - 60 GiB from 0.5.3, the scenario
+    names the engine and leaves the budget out: simulator.cluster.engine_scheduler); reserved 512 + 1.5 × 4096 +
+    2 × 32 (cuda_graph_max_bs below 60 GiB at TP 1) + 128 = 6848 MiB → round((40339.3 − 6848) / 40339.3, 3) =
+    0.830; 0.830 × (39.39 − 0.38) GiB − 14.96 GiB of weights → 142,737 tokens of 128 KiB. With --chunked-prefill-size
+    8192 given, reserved 12992 MiB → 0.678 → 94,157 tokens (from the decimal 40 GB, 38147 MiB: 0.659, 76,527)."""
     a100 = get_hardware("a100-40gb")
     assert a100.cuda_total_bytes == 42298834944
-    assert _kind(version="0.5.9", hardware="a100-40gb").kv_tokens == _pool_tokens(0.678, hw=a100) == 94157
+    assert _kind(version="0.5.9", hardware="a100-40gb").kv_tokens == _pool_tokens(0.830, hw=a100) == 142737
+    given = _kind(version="0.5.9", hardware="a100-40gb", scheduler={"max_batched_tokens": 8192})
+    assert given.kv_tokens == _pool_tokens(0.678, hw=a100) == 94157
 
 
 def test_qwen3_32b_tp2_pool():

@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from profiles.engine_time.batch_defaults import ENTRYPOINTS
+
 POINTS_FILE = Path(__file__).resolve().parent / "points.yaml"
 # Every points file of the registry: points.yaml and the topic files beside it (points_<topic>.yaml), each
 # added by whoever collected its points (README.md in this folder).
@@ -83,8 +85,7 @@ NUMERIC_WORKLOAD_FIELDS = ("m", "n", "k", "batch", "seq_len", "context_tokens", 
 # How a vLLM point's engine was started (`workload.entrypoint`, default llm): the offline `LLM` class
 # (benchmark_throughput.py, examples/offline_inference) or the OpenAI API server (`vllm serve`, timed with
 # benchmark_serving.py / `vllm bench serve`). vLLM V1 gives them different batching defaults
-# (predict.scheduler_defaults).
-ENTRYPOINTS = ("llm", "api_server")
+# (profiles.engine_time.batch_defaults.engine_batching).
 
 
 class Point(BaseModel):

@@ -167,28 +167,25 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     A100 from 0.5.3; before, 8192 everywhere here), running requests bounded by the KV pool, and enable_mixed_chunk False, so a prefill batch never carries decodes
     (server_args.py): prefill-first. TensorRT-LLM PyTorch backend: its in-flight batching scheduler
     (simulator.core.sched.trtllm) with the LLM API defaults max_num_tokens 8192, max_batch_size 2048."""
-    from profiles.engine_time.batch_defaults import TRTLLM_MAX_BATCH_SIZE, vllm_v1_large_defaults
+    from profiles.engine_time.batch_defaults import TRTLLM_MAX_BATCH_SIZE, engine_batching, vllm_v1_large_defaults
+    from profiles.engine_time.frameworks import entry_for, modelled_release
     from profiles.hardware import get_hardware
-    from profiles.measured.source import version_key
-    if fw == "sglang":  # enable_mixed_chunk False: prefill batches run apart from decode batches
-        from profiles.engine_time.batch_defaults import sglang_chunked_prefill_size
-        from profiles.engine_time.frameworks import entry_for, modelled_release
-        from simulator.cluster.vllm_memory import device_total_bytes
-        if version is None:   # (the release the DES then models: simulator.cluster.factory.engine_release)
-            version = modelled_release(entry_for("sglang", None))
-        chunk = sglang_chunked_prefill_size(device_total_bytes(get_hardware(hardware)), version)
-        return {"kind": "vllm", "max_batched_tokens": chunk, "max_batch_size": 4096}
-    if fw == "trtllm":
-        return {"kind": "trtllm", "max_batched_tokens": 8192, "max_batch_size": TRTLLM_MAX_BATCH_SIZE}
-    if fw == "vllm" and version is not None and version_key(version) < version_key("0.8.0"):
-        return {"kind": "vllm", "max_batched_tokens": 32768, "max_batch_size": 256}
-    if entrypoint not in ENTRYPOINTS:
+    from simulator.cluster.vllm_memory import device_total_bytes
+    if fw == "vllm" and entrypoint not in ENTRYPOINTS:
         raise Unpredictable(f"vLLM entrypoint {entrypoint!r} is not one of {', '.join(ENTRYPOINTS)}")
-    big = vllm_v1_large_defaults(version, get_hardware(hardware))
-    tokens = {("llm", True): 16384, ("api_server", True): 8192,
-              ("llm", False): 8192, ("api_server", False): 2048}[entrypoint, big]
-    seqs = 1024 if big else 256
-    return {"kind": "vllm_v1", "max_batched_tokens": tokens, "max_batch_size": seqs}
+    fw = fw or "vllm"
+    hw = get_hardware(hardware)
+    if version is None:   # (the release the DES then models: simulator.cluster.factory.engine_release)
+        version = modelled_release(entry_for(fw, None))
+    kind, tokens = engine_batching(fw, version, hw, device_total_bytes(hw), entrypoint, max_model_len=32768)
+    if fw == "sglang":   # running requests bounded by the KV pool
+        return {"kind": kind, "max_batched_tokens": tokens, "max_batch_size": 4096}
+    if fw == "trtllm":
+        return {"kind": kind, "max_batched_tokens": tokens, "max_batch_size": TRTLLM_MAX_BATCH_SIZE}
+    if kind == "vllm":   # V0
+        return {"kind": kind, "max_batched_tokens": tokens, "max_batch_size": 256}
+    return {"kind": kind, "max_batched_tokens": tokens,
+            "max_batch_size": 1024 if vllm_v1_large_defaults(version, hw) else 256}
 
 
 def _lengths(point: Point) -> tuple[int, int]:

@@ -13,7 +13,7 @@ Built from the candidate's scenario (what the DES simulated), flag by flag:
 | kv_dtype fp8 | `--kv-cache-dtype fp8` | `--kv-cache-dtype fp8_e4m3` |
 | gpu_memory_utilization (none given: no flag, the engine's own default as the DES ran it) | `--gpu-memory-utilization` | `--mem-fraction-static` |
 | scheduler.max_batch_size (none given: no flag, the engine's own default as the DES ran it) | `--max-num-seqs` | `--max-running-requests` |
-| scheduler.max_batched_tokens (chunk_tokens for sarathi) | `--max-num-batched-tokens` | `--chunked-prefill-size` |
+| scheduler.max_batched_tokens (chunk_tokens for sarathi; none given: 8192, or no flag where the plan names its engine, whose own budget the DES ran) | `--max-num-batched-tokens` | `--chunked-prefill-size` |
 | scheduler.block_size | `--block-size` | `--page-size` |
 | kv_cache.prefix_caching | `--enable-prefix-caching` / `--no-enable-prefix-caching` | radix cache on / `--disable-radix-cache` |
 | draft model, γ | `--speculative-config '{"method": "draft_model", "model": …, "num_speculative_tokens": γ}'` | `--speculative-algorithm STANDALONE --speculative-draft-model-path … --speculative-num-steps γ --speculative-eagle-topk 1 --speculative-num-draft-tokens γ+1` |
@@ -57,7 +57,9 @@ def _roles(sc: dict) -> list[tuple[str, int, dict]]:
 def _common(sc: dict, par: dict, engine: str) -> list[str]:
     cl, sched = sc["cluster"], sc.get("scheduler", {})
     tp, pp, ep = par.get("tp", 1), par.get("pp", 1), par.get("ep", 1)
-    chunk = sched.get("chunk_tokens", 512) if sched.get("kind") == "sarathi" else sched.get("max_batched_tokens", 8192)
+    chunk = sched.get("chunk_tokens", 512) if sched.get("kind") == "sarathi" else sched.get("max_batched_tokens")
+    if chunk is None and not _names_its_engine(cl):   # (named: the engine's own budget, as the DES ran it)
+        chunk = 8192
     caching = cl.get("kv_cache", {}).get("prefix_caching", False)
     dtype, kv = cl.get("dtype", "bf16"), cl.get("kv_dtype")
 
@@ -67,12 +69,14 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
     def fraction(flag: str) -> list:   # none given: the engine's own default, as the DES ran it (factory.memory_fraction)
         return [flag, cl["gpu_memory_utilization"]] if cl.get("gpu_memory_utilization") is not None else []
 
+    def budget(flag: str) -> list:
+        return [flag, chunk] if chunk is not None else []
+
     if engine == "vllm":
         args = ["--tensor-parallel-size", tp, "--pipeline-parallel-size", pp]
         if ep > 1:
             args += ["--enable-expert-parallel", "--data-parallel-size", ep // tp]
-        args += [*fraction("--gpu-memory-utilization"), *seqs("--max-num-seqs"),
-                 "--max-num-batched-tokens", chunk,
+        args += [*fraction("--gpu-memory-utilization"), *seqs("--max-num-seqs"), *budget("--max-num-batched-tokens"),
                  "--block-size", sched.get("block_size", 16),
                  "--enable-prefix-caching" if caching else "--no-enable-prefix-caching"]
         if kv == "fp8":
@@ -81,7 +85,7 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
         args = ["--tp-size", ep if ep > 1 else tp, "--pp-size", pp]
         if ep > 1:
             args += ["--ep-size", ep, "--enable-dp-attention", "--dp-size", ep // tp]
-        args += [*fraction("--mem-fraction-static"), *seqs("--max-running-requests"), "--chunked-prefill-size", chunk,
+        args += [*fraction("--mem-fraction-static"), *seqs("--max-running-requests"), *budget("--chunked-prefill-size"),
                  "--page-size", sched.get("block_size", 16)]
         if not caching:
             args.append("--disable-radix-cache")
@@ -92,6 +96,15 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
     if cl.get("max_model_len"):
         args += ["--max-model-len" if engine == "vllm" else "--context-length", cl["max_model_len"]]
     return [str(a) for a in args]
+
+
+def _names_its_engine(cl: dict) -> bool:
+    """The candidate's cluster names its engine, whose own budget the DES ran where the scheduler gives none
+    (simulator.cluster.engine_scheduler)."""
+    from simulator.cluster.engine_scheduler import engine_named
+    from simulator.config.engine import EngineConfig
+    from simulator.config.serving import LatencyConfig
+    return engine_named(LatencyConfig.model_validate(cl.get("latency", {})), EngineConfig.model_validate(cl.get("engine", {})))
 
 
 def _eagle_family(sc: dict, engine: str) -> tuple[list[str], list[str]]:
