@@ -29,7 +29,7 @@ REPRODUCTION_SHA256 = {
     "multidraft-optimal-vs-n": "81da74cd764df976",
     "pearl": "04a2a85852e391e8",
     "sequoia-tree-budget": "bfbfc83cacf690c3",
-    "sequoia-tree-vs-batch": "7d3ce8af4ae2f281",
+    "sequoia-tree-vs-batch": "fc389b6f2b576046",
     "smartspec-adaptive": "362d1b2bc7391fd0",
     "tetris": "92ee3000c6951396",
     "vllm-spec-under-load": "20853610cea54d72",
