@@ -18,7 +18,11 @@ keeps its own default (256) because it models no engine rule there. Each rule as
 - SGLang (server_args.py `_handle_speculative_decoding`; arg_groups/speculative_hook.py from v0.5.13, read in
   v0.5.14): with speculative decoding `max_running_requests` is reset to 48 when the user gives none, for EAGLE
   and EAGLE3 (MTP runs as EAGLE) from v0.4.5 (v0.4.4 sets nothing), STANDALONE (a draft model) from v0.5.2 and
-  NGRAM from v0.5.3. Without speculation SGLang bounds running requests by its KV pool (None here).
+  NGRAM from v0.5.3. Without that reset SGLang sizes its request pool from its KV pool (`sglang_max_running_requests`,
+  given the pool: None here): model_runner.py `init_memory_pool` (0.4.x - 0.5.x; `_resolve_max_num_reqs` in the
+  newest) `min(max(int(max_total_num_tokens / context_len × 512), 2048), 4096)`, the newest also at most
+  max_total_num_tokens // 2 (applied to every release here: it binds only below 8,192 pool tokens), and the
+  scheduler runs at most that many (`max_running_requests = min(given or pool size, req_to_token_pool.size)`).
 - TensorRT-LLM, PyTorch backend (1.0.0 on): `max_batch_size` 2048 (tensorrt_llm/llmapi/llm_args.py, BaseLlmArgs
   `max_batch_size: Optional[int] = Field(default=2048)`, read in a 1.x llm_args.py; LLM API reference 1.0; the
   TorchLlmArgs signature of 1.3.0rc27 and 1.4.0rc4 keeps it; trtllm-serve's --max_batch_size defaults to the same
@@ -89,6 +93,16 @@ def default_max_num_seqs(framework: str, version: str, hardware, drafter: str | 
         if first is not None and version_key(version) >= version_key(first):
             return SGLANG_SPEC_MAX_RUNNING
     return None
+
+
+SGLANG_POOL_REQUESTS = (2048, 4096)   # the bounds of SGLang's request pool from its KV pool (module docstring)
+
+
+def sglang_max_running_requests(pool_tokens: int, context_len: int) -> int:
+    """SGLang's running-request limit where the deployment gives none and no speculation resets it: its request
+    pool sized from a KV pool of `pool_tokens` tokens and the context length `context_len` (module docstring)."""
+    low, high = SGLANG_POOL_REQUESTS
+    return max(1, min(max(int(pool_tokens / context_len * 512), low), high, pool_tokens // 2))
 
 
 V1_FROM = "0.8.0"   # vLLM's V1 engine is the default from this release (module docstring)

@@ -62,6 +62,7 @@ from simulator.cluster.sglang_memory import SglangDeployment, counts_draft, gpu_
 from simulator.cluster.vllm_memory import ProfileRun, device_total_bytes
 from simulator.cluster.engine_scheduler import with_engine_defaults
 from simulator.core.context import context_limit
+from profiles.engine_time.batch_defaults import default_max_num_seqs, sglang_max_running_requests
 
 GIB = 1024 ** 3
 CPU_ID = "cpu-local"   # the catalog's entry for the local CPU (nominal figures; profiles measure the real ones)
@@ -123,8 +124,8 @@ DEFAULT_MAX_NUM_SEQS = 256   # draftsim's running-request limit where neither th
 def max_num_seqs(scheduler, lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, family: str | None) -> int:
     """The replica's running-request limit: `scheduler.max_batch_size` where the scenario sets it, else the
     engine's own default for its release, hardware and speculation (profiles.engine_time.batch_defaults: vLLM
-    V1 1024 on >= 70 GiB GPUs but A100s, SGLang 48 with speculation, TensorRT-LLM 1.x 2048), else draftsim's 256."""
-    from profiles.engine_time.batch_defaults import default_max_num_seqs
+    V1 1024 on >= 70 GiB GPUs but A100s, SGLang 48 with speculation, TensorRT-LLM 1.x 2048), else draftsim's 256
+    (SGLang's request pool from its KV pool replaces that once the pool is sized: build_replica_kind)."""
     if scheduler is not None and scheduler.max_batch_size is not None:
         return scheduler.max_batch_size
     fallback = DEFAULT_MAX_NUM_SEQS
@@ -650,6 +651,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     kv_tokens = 0 if price_only else \
         kv_capacity_tokens(hw, target, par, dtype, util, pool_drafter, where, kv_dtype, kv_fraction, framework,
                            profile, sglang)
+    if sglang is not None and kv_tokens and (scheduler is None or scheduler.max_batch_size is None) \
+            and default_max_num_seqs("sglang", sglang.version, hw, family) is None:   # its request pool, from its KV pool
+        max_seqs = sglang_max_running_requests(kv_tokens, context_limit(target, max_model_len))
     engine = make_engine_time(latency, engine_config, hw, lat, drafter, speculating=built_drafter is not None,
                               tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler,
                               policy=policy.kind if policy is not None else None, mla=target.is_mla,

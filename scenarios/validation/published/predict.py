@@ -164,7 +164,8 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     max_num_batched_tokens = max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5-v0.7; 32768
     taken here: a whole prompt always fits). SGLang: its chunked_prefill_size by GPU memory and release
     (profiles.engine_time.batch_defaults.sglang_chunked_prefill_size: 8192 on 80-141 GB GPUs, 4096 on a 40 GB
-    A100 from 0.5.3; before, 8192 everywhere here), running requests bounded by the KV pool, and enable_mixed_chunk False, so a prefill batch never carries decodes
+    A100 from 0.5.3; before, 8192 everywhere here), running requests its request pool from its KV pool
+    (profiles.engine_time.batch_defaults.sglang_max_running_requests), and enable_mixed_chunk False, so a prefill batch never carries decodes
     (server_args.py): prefill-first. TensorRT-LLM PyTorch backend: its in-flight batching scheduler
     (simulator.core.sched.trtllm) with the LLM API defaults max_num_tokens 8192, max_batch_size 2048."""
     from profiles.engine_time.batch_defaults import TRTLLM_MAX_BATCH_SIZE, engine_batching, vllm_v1_large_defaults
@@ -178,8 +179,8 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     if version is None:   # (the release the DES then models: simulator.cluster.factory.engine_release)
         version = modelled_release(entry_for(fw, None))
     kind, tokens = engine_batching(fw, version, hw, device_total_bytes(hw), entrypoint, max_model_len=32768)
-    if fw == "sglang":   # running requests bounded by the KV pool
-        return {"kind": kind, "max_batched_tokens": tokens, "max_batch_size": 4096}
+    if fw == "sglang":   # running requests: its request pool from its KV pool, sized by the DES
+        return {"kind": kind, "max_batched_tokens": tokens}   # (profiles.engine_time.batch_defaults)
     if fw == "trtllm":
         return {"kind": kind, "max_batched_tokens": tokens, "max_batch_size": TRTLLM_MAX_BATCH_SIZE}
     if kind == "vllm":   # V0

@@ -137,3 +137,27 @@ def test_a_plans_launch_flags_leave_the_budget_to_a_named_engine():
         assert "--max-num-batched-tokens" not in script and "--chunked-prefill-size" not in script
     unnamed = {**sc, "cluster": {"model": "llama-3-8b", "hardware": "h100-sxm"}}
     assert "--max-num-batched-tokens 8192" in launch_script(unnamed, "vllm", "title").replace(" \\\n    ", " ")
+
+
+@pytest.mark.parametrize("pool_tokens, context_len, expected", [
+    (415_907, 131_072, 2048),   # Llama-3.1-8B on an H100: 415907 / 131072 × 512 = 1624 → at least 2048
+    (415_907, 8_192, 4096),     # ... its 8K sibling: 25,994 → at most 4096
+    (1_500_000, 262_144, 2929),  # 1.5M tokens of 256K contexts: int(2929.7) in between
+    (3_000, 131_072, 1500),     # a pool of 3,000 tokens: at most half of it (the newest releases' bound)
+])
+def test_sglang_request_pool_from_its_kv_pool(pool_tokens, context_len, expected):
+    from profiles.engine_time.batch_defaults import sglang_max_running_requests
+    assert sglang_max_running_requests(pool_tokens, context_len) == expected
+
+
+def test_an_sglang_replica_runs_as_many_requests_as_its_request_pool():
+    base = ["cluster.engine.framework=sglang", "cluster.engine.version=0.5.9", "cluster.model=llama-3.1-8b",
+            "workload.num_requests=5"]
+    kind = simulator.prepare(_scenario(None), base).cluster.pools[0].kind
+    assert kind.max_batch_size == 2048 and int(kind.kv_tokens / 131_072 * 512) < 2048   # (not draftsim's 256)
+    short = simulator.prepare(_scenario(None), base + ["cluster.max_model_len=4096"]).cluster.pools[0].kind
+    assert short.max_batch_size == 4096                                                 # --context-length 4096
+    given = simulator.prepare(_scenario(None), base + ["scheduler.max_batch_size=300"]).cluster.pools[0].kind
+    assert given.max_batch_size == 300
+    eagle = simulator.prepare(_scenario(None), base + ["drafter.kind=eagle3", "drafter.gamma=3"]).cluster.pools[0].kind
+    assert eagle.max_batch_size == 48   # speculation resets max_running_requests to 48 (0.4.5 on)
