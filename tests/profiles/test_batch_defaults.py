@@ -83,7 +83,8 @@ def _prepared(hardware: str, engine: dict, drafter: dict, scheduler: dict):
     ("h100-sxm", {"version": "0.24.0"}, {"kind": "none"}, 300, 300),           # the scenario's own limit
     ("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "eagle3", "gamma": 3}, None, 48),
     ("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "eagle3", "gamma": 3}, 128, 128),
-    ("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "none"}, None, 256),
+    # SGLang's request pool from its KV pool: Llama-3.1-8B's pool / 131072 × 512 < 2048 → 2048 (not draftsim's 256)
+    ("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "none"}, None, 2048),
     ("h100-sxm", {"framework": "trtllm", "version": "1.2.0"}, {"kind": "eagle3", "gamma": 3}, None, 2048),
 ])
 def test_replicas_run_at_the_engines_limit_unless_the_scenario_sets_one(hardware, engine, drafter, given, expected):
@@ -129,11 +130,12 @@ def test_a_token_budget_below_the_defaulted_limit_is_refused_where_vllm_refuses_
 def test_a_token_budget_below_sglangs_running_limit_is_not_refused_in_vllms_words():
     """SGLang has no rule like vLLM's `max_num_batched_tokens >= max_num_seqs` (server_args.py neither checks
     --chunked-prefill-size against --max-running-requests nor raises): a SGLang engine with a 16-token budget and
-    no max_batch_size runs at draftsim's 256. Before, it was refused as `sglang 0.5.14 ... the engine refuses
-    max_num_batched_tokens < max_num_seqs (vLLM 0.8-0.11.0, SchedulerConfig._verify_args)`."""
+    no max_batch_size runs at its request pool's 2048 (profiles.engine_time.batch_defaults.sglang_max_running_requests).
+    Before, it was refused as `sglang 0.5.14 ... the engine refuses max_num_batched_tokens < max_num_seqs (vLLM
+    0.8-0.11.0, SchedulerConfig._verify_args)`."""
     prepared = _prepared("h100-sxm", {"framework": "sglang", "version": "0.5.14"}, {"kind": "none"},
                          {"kind": "vllm", "max_batched_tokens": 16})
-    assert prepared.cluster.kind.max_batch_size == 256
+    assert prepared.cluster.kind.max_batch_size == 2048
     assert {rep.limits.max_batched_tokens for rep in prepared.cluster.replicas} == {16}
     # vLLM V0 keeps the rule (its SchedulerConfig._verify_args raised before V1 existed), named by release
     from simulator.errors import ScenarioError
