@@ -37,7 +37,7 @@ from profiles.measured.moe import MoeTable
 from profiles.measured.power_limit import power_limit
 from profiles.measured.source import (CONTEXT_ATTENTION, CUSTOM_ALLREDUCE, DISTRIBUTION, GEMM, GENERATION_ATTENTION,
                                       KERNELS_ONLY, LINEAR_ATTENTION, MOE, MeasuredDataError, ResolvedSource,
-                                      package_version)
+                                      package_version, table_framework)
 from profiles.measured.tables import CollectiveTables, GemmTables
 from profiles.measured.verify import verify_seconds
 from profiles.roofline import RooflineLatencyModel
@@ -70,7 +70,8 @@ def _tables(source: ResolvedSource, hardware: HardwareSpec) -> _Tables:
     else:
         collectives = CollectiveTables(source.path(CUSTOM_ALLREDUCE), source.nccl_path, peaks)
     gdn_table = gdn.GdnTable(source.path(LINEAR_ATTENTION), peaks) if source.path(LINEAR_ATTENTION) is not None else None
-    return _Tables(GemmTables(source.path(GEMM), lambda dt: Peaks.of(hardware, dt)), attention, moe, collectives,
+    return _Tables(GemmTables(source.path(GEMM), lambda dt: Peaks.of(hardware, dt), table_framework(source.path(GEMM))),
+                   attention, moe, collectives,
                    gdn_table)
 
 

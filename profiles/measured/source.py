@@ -116,6 +116,12 @@ def _family_versions(system_dir: Path, family: str, framework: str) -> list[str]
     return sorted((d.name for d in base.iterdir() if (d / filename).is_file()), key=version_key)
 
 
+def table_framework(path: Path) -> str:
+    """The framework whose collector measured the table file `path` (the package's <system>/<family folder>/
+    <framework>/<version>/<file> layout, `_family_versions`)."""
+    return path.parent.parent.name
+
+
 @lru_cache(maxsize=None)
 def framework_versions(system: str, framework: str, root: Path) -> tuple[str, ...]:
     """Versions of `framework` with every required family measured on `system`, oldest first."""

@@ -7,7 +7,9 @@ The step is a decode step of `batch` requests, each with `context_tokens` cached
 engine-time model and step-cost code as a `draftsim run` of that model, hardware, parallelism and
 `cluster.latency` block, so the numbers are the simulator's. The per-op-kind breakdown prices the op
 graph op by op; for decode steps the simulator interpolates between multiples of 16 tokens of context
-(simulator.cost.step_cost), so the breakdown's sum may differ from `kernel_seconds` by < 0.1 %; a source
+(simulator.cost.step_cost), so the breakdown's sum may differ from `kernel_seconds` by < 0.1 %, and where the
+engine pads the batch to a CUDA-graph size (`engine_time.cuda_graphs`) the step's dense ops run over the padded
+tokens, the breakdown's over the batch's own (an MoE layer's experts see the padded rows too); a source
 that prices whole passes (`engine_profile`) has one kind, `pass`, the measured pass itself. The
 breakdown prices ops as the tables do; where the latency model has a power limit under sustained load
 (measured h100-sxm GEMMs, profiles.measured.power_limit) `power_limit` says what it adds to the step's dense
