@@ -1189,6 +1189,17 @@ CASES = [
             "draftsim: error: cluster.model: llama-3.1-70b needs 65.7 GiB of weights per GPU at tp=2, pp=1 but "
             "h100-sxm offers 63.5 GiB at SGLang's mem_fraction_static=0.827 of the 76.8 GiB free after start-up; "
             "raise cluster.gpu_memory_utilization (SGLang's --mem-fraction-static) above 0.857"),
+    # ---- helper1 2026-11-28: the commands other than run (compare, sweep, plan, estimate, validate, profile) ----
+    # an empty --out is Path('') = '.': compare, sweep and plan wrote their files into the current folder (exit 0;
+    # here a shipped scenario, so that the folder is empty), where run refuses it
+    Hostile("compare_out_empty", lambda tmp: ["compare", REPO / "scenarios/quickstart.yaml", "--set",
+                                              "workload.num_requests=4", "--set", "outputs.plots=false", "--vary",
+                                              "seed=1", "--out", "", "--quiet"],
+            "draftsim compare: error: --out: an empty path; give the output folder"),
+    Hostile("sweep_out_empty", lambda tmp: sweep()(tmp)[:2] + ["--out", "", "--executor", "serial", "--quiet"],
+            "draftsim sweep: error: --out: an empty path; give the output folder"),
+    Hostile("plan_out_empty", lambda tmp: plan()(tmp)[:2] + ["--out", "", "--executor", "serial", "--quiet"],
+            "draftsim plan: error: --out: an empty path; give the output folder"),
 ]
 
 

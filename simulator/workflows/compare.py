@@ -133,12 +133,13 @@ def _naming_the_run(run: Variant, first: Variant, build, *args, **kwargs):
         raise ScenarioError(f"{where}: {exc.field}", exc.message) from None
 
 
-def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, step_mode: str | None = None):
+def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = False, step_mode: str | None = None):
     """Validate and build every run first, then simulate each; returns (frame, labels, results, out dir)."""
     from simulator.api import prepare, simulate
     from simulator.config.host_memory import check_memory_together
     from simulator.config.scenario import load_scenario
     from simulator.console.progress import Progress
+    from simulator.results.output_folder import given_or
     from simulator.results.outputs import check_output_dir, staged_output, summary_json
     from simulator.results.plots import plot_latency_cdfs_overlaid
 
@@ -146,7 +147,7 @@ def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, s
     _check_distinct(runs, loaded)
     varied = any(run.path == runs[0].path for run in runs[1:])   # (variants of one scenario: --vary)
     check_memory_together([scenario for scenario, _ in loaded], "--vary" if varied else "scenarios")
-    out_dir = check_output_dir(out if out is not None else Path("out") / "compare" / loaded[0][0].name,
+    out_dir = check_output_dir(given_or(out, Path("out") / "compare" / loaded[0][0].name),
                                marker=COMPARE_CSV, command="compare", names=COMPARE_FILES)
     prepared = [_naming_the_run(run, runs[0], prepare, scenario, base_dir=folder)
                 for run, (scenario, folder) in zip(runs, loaded)]
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     runs = variants(args.scenarios, args.set, args.vary)
-    frame, labels, results, out_dir = run_compare(runs, Path(args.out) if args.out is not None else None, quiet=args.quiet,
+    frame, labels, results, out_dir = run_compare(runs, args.out, quiet=args.quiet,
                                                   step_mode=args.step_mode)
     if not args.quiet:
         print(format_compare(frame, labels))
