@@ -257,6 +257,16 @@ def _npy_header(shape: tuple) -> bytes:
     return out.getvalue()
 
 
+def _engine_profile_dir(tmp: Path, content: str | None) -> Path:
+    """A folder `ep` of one engine profile `m.json` holding `content` (None: a FIFO of that name)."""
+    (tmp / "ep").mkdir()
+    if content is None:
+        fifo(tmp / "ep", "m.json")
+    else:
+        _write(tmp / "ep", "m.json", content)
+    return tmp / "ep"
+
+
 def little_memory(monkeypatch) -> None:
     import simulator.config.host_memory as host_memory
     monkeypatch.setattr(host_memory, "available_bytes", lambda: 24 * 1024**3)   # a 24 GiB machine
@@ -1200,6 +1210,17 @@ CASES = [
             "draftsim sweep: error: --out: an empty path; give the output folder"),
     Hostile("plan_out_empty", lambda tmp: plan()(tmp)[:2] + ["--out", "", "--executor", "serial", "--quiet"],
             "draftsim plan: error: --out: an empty path; give the output folder"),
+    # an engine profile folder (--source engine_profile) of files that are no driver JSON: a FIFO named
+    # <model>.json hung the read; a JSON list or a number for `steps` was a TypeError traceback
+    Hostile("estimate_engine_profile_a_fifo",
+            lambda tmp: estimate("--source", "engine_profile", "--profile-dir", _engine_profile_dir(tmp, None))(tmp),
+            "draftsim estimate: error: --profile-dir: "),
+    Hostile("estimate_engine_profile_a_json_list",
+            lambda tmp: estimate("--source", "engine_profile", "--profile-dir", _engine_profile_dir(tmp, "[1]\n"))(tmp),
+            "m.json is not an engine profile written by `draftsim profile --engine vllm` (TypeError: "),
+    Hostile("engine_profile_steps_a_number", lambda tmp: run(cluster={"latency": {
+        "source": "engine_profile", "profile_dir": str(_engine_profile_dir(tmp, '{"steps": 1}'))}})(tmp),
+            "draftsim: error: cluster.latency.profile_dir: "),
 ]
 
 
