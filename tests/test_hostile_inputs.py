@@ -1221,6 +1221,11 @@ CASES = [
     Hostile("engine_profile_steps_a_number", lambda tmp: run(cluster={"latency": {
         "source": "engine_profile", "profile_dir": str(_engine_profile_dir(tmp, '{"steps": 1}'))}})(tmp),
             "draftsim: error: cluster.latency.profile_dir: "),
+    # estimate named its latency flags by the scenario's fields: latency.framework, cluster.latency.profile_dir
+    Hostile("estimate_framework_unknown", estimate("--framework", "tgi"),
+            "draftsim estimate: error: --framework: Input should be 'vllm', 'sglang' or 'trtllm'"),
+    Hostile("estimate_profile_dir_a_device", estimate("--source", "profile", "--profile-dir", "/dev/null"),
+            "draftsim estimate: error: --profile-dir: /dev/null is not a directory"),
 ]
 
 
