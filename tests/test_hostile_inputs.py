@@ -1226,6 +1226,9 @@ CASES = [
             "draftsim estimate: error: --framework: Input should be 'vllm', 'sglang' or 'trtllm'"),
     Hostile("estimate_profile_dir_a_device", estimate("--source", "profile", "--profile-dir", "/dev/null"),
             "draftsim estimate: error: --profile-dir: /dev/null is not a directory"),
+    # --id '' is a part of every point's id: every published point was priced (30 s), exit 1
+    Hostile("validate_published_id_empty", lambda tmp: ["validate", "--published", "--id", "", "--out", tmp / "pub"],
+            "draftsim validate: error: --id: an empty text matches every point"),
 ]
 
 
