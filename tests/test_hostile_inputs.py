@@ -1229,6 +1229,11 @@ CASES = [
     # --id '' is a part of every point's id: every published point was priced (30 s), exit 1
     Hostile("validate_published_id_empty", lambda tmp: ["validate", "--published", "--id", "", "--out", tmp / "pub"],
             "draftsim validate: error: --id: an empty text matches every point"),
+    # a sweep file's `set:` entries were named '--set' (which a sweep file has none of) or 'sweep.scenario'
+    Hostile("sweep_set_without_equals", sweep(set=["workload.arrival.qps"]),
+            "draftsim sweep: error: sweep.set: expected key.path=value, got 'workload.arrival.qps'"),
+    Hostile("sweep_set_below_a_number", sweep(set=["seed.x=1"]),
+            "draftsim sweep: error: sweep.set: seed: is not a mapping; cannot set a sub-key"),
 ]
 
 

@@ -488,7 +488,10 @@ def check_overrides_once(overrides: list[str], field: str = "--set") -> None:
     seed 2 without a word (a YAML file that gives a key twice is refused: models.files)."""
     seen: list[tuple[list[str], str]] = []
     for text in overrides:
-        path = _override_key(text)
+        try:
+            path = _override_key(text)
+        except ScenarioError as exc:   # (a sweep's `set: [seed]` was named '--set', which a sweep file has none of)
+            raise ScenarioError(field, exc.message) from None
         for earlier, earlier_text in seen:
             if earlier[:len(path)] == path:
                 key, both = ".".join(path), f"({earlier_text.strip()}, then {text.strip()})"

@@ -204,9 +204,13 @@ def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Pa
     base_path = (folder / spec.scenario) if not Path(spec.scenario).is_absolute() else Path(spec.scenario)
     check_overrides_once(spec.set, f"{FIELD}.set")
     try:
-        base = apply_overrides(read_scenario_dict(base_path), spec.set)
+        base = read_scenario_dict(base_path)
     except ScenarioError as exc:
         raise ScenarioError(f"{FIELD}.scenario", str(exc)) from None
+    try:   # (`set: [seed.x=1]` was named sweep.scenario, the file it applies to)
+        base = apply_overrides(base, spec.set)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{FIELD}.set", exc.message if exc.field == "--set" else str(exc)) from None
     base.setdefault("name", spec.name)
     return expand(base, spec.grid, spec.points, spec.seeds, spec.replications), base_path.resolve().parent
 
