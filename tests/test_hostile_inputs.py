@@ -1234,6 +1234,15 @@ CASES = [
             "draftsim sweep: error: sweep.set: expected key.path=value, got 'workload.arrival.qps'"),
     Hostile("sweep_set_below_a_number", sweep(set=["seed.x=1"]),
             "draftsim sweep: error: sweep.set: seed: is not a mapping; cannot set a sub-key"),
+    # --workers beside an executor that does not read it ran without a word: serial one point at a time, a
+    # running Dask scheduler on the workers it has
+    Hostile("sweep_serial_with_workers", lambda tmp: sweep()(tmp) + ["--workers", "2"],
+            "draftsim sweep: error: --workers: --executor serial runs every task in this process, one at a time"),
+    Hostile("plan_serial_with_workers", plan("--workers", "1"),
+            "draftsim plan: error: --workers: --executor serial runs every task in this process"),
+    Hostile("sweep_dask_scheduler_with_workers",
+            lambda tmp: sweep()(tmp)[:4] + ["--executor", "tcp://127.0.0.1:1", "--workers", "2", "--quiet"],
+            "--workers: a running Dask scheduler (tcp://127.0.0.1:1) runs the tasks on the workers it has"),
 ]
 
 

@@ -352,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--confirm-top", type=bounded(minimum=0, maximum=MAX_CONFIRM_TOP), default=None,
                    help=f"override the plan's confirm_top (0..{MAX_CONFIRM_TOP}, as in the plan file)")
     p.add_argument("--executor", default="local", help="where DES confirmations run (as for draftsim sweep)")
-    p.add_argument("--workers", type=int, default=None, help="parallel DES runs (default: CPU cores)")
+    p.add_argument("--workers", type=int, default=None, help="parallel DES runs: processes of --executor local or local-dask (default: CPU cores)")
     p.add_argument("--no-cache", action="store_true",
                    help=f"simulate every confirmation again (default: reuse <out>/{DES_CACHE}, valid across SLO "
                         "changes)")

@@ -256,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="discard stored points and start again")
     p.add_argument("--executor", default="local", metavar="NAME",
                    help=f"where points run: {executors} (default: local process pool)")
-    p.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPU cores)")
+    p.add_argument("--workers", type=int, default=None, help="processes of --executor local or local-dask (default: CPU cores)")
     p.add_argument("--step-mode", choices=["bulk", "step"], default=None,
                    help="override the scenarios' simulation.step_mode")
     p.add_argument("--plot", action="store_true", help="draw the standard plots into <out>/plots/")
