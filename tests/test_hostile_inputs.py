@@ -1243,6 +1243,11 @@ CASES = [
     Hostile("sweep_dask_scheduler_with_workers",
             lambda tmp: sweep()(tmp)[:4] + ["--executor", "tcp://127.0.0.1:1", "--workers", "2", "--quiet"],
             "--workers: a running Dask scheduler (tcp://127.0.0.1:1) runs the tasks on the workers it has"),
+    # profile's --models named no flag: 'unknown model ...', 'models must name at least one catalog model'
+    Hostile("profile_models_unknown", profile("--models", "llama-68m,/etc/passwd", "--out", "p"),
+            "draftsim profile: error: --models: unknown model '/etc/passwd'"),
+    Hostile("profile_models_only_commas", profile("--models", ",,", "--out", "p"),
+            "draftsim profile: error: --models: names no model (',,')"),
 ]
 
 

@@ -82,7 +82,23 @@ def check_arguments(args) -> None:
         names = PROFILE_FILES + ((CHECK_FILE,) if args.check and args.check_out is None else ())
         check_output_dir(args.out, marker="fingerprint.json", command="profile", names=names)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
+    check_models(models, args.models)
     check_fits(models, args.device, args.dtype, available_bytes())
+
+
+def check_models(models: list[str], given: str) -> None:
+    """ScenarioError on `--models` when it names no model or one the catalog lacks (said as 'models must name at
+    least one catalog model' and 'unknown model ...', naming no flag)."""
+    from models.catalog import get_model
+
+    if not models:
+        raise ScenarioError("--models", f"names no model ({given!r}); give comma-separated catalog models "
+                                        "(draftsim catalog models)")
+    for name in models:
+        try:
+            get_model(name)
+        except ValueError as exc:
+            raise ScenarioError("--models", str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
