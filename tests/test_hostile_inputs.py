@@ -1248,6 +1248,11 @@ CASES = [
             "draftsim profile: error: --models: unknown model '/etc/passwd'"),
     Hostile("profile_models_only_commas", profile("--models", ",,", "--out", "p"),
             "draftsim profile: error: --models: names no model (',,')"),
+    # a grid key inside another grid key (workload.arrival and workload.arrival.qps): the inner value replaced
+    # the mapping's own (qps 8 ran, the grid's qps 4 was dropped), exit 0
+    Hostile("sweep_grid_key_inside_another", sweep(grid={"workload.arrival": [{"process": "poisson", "qps": 4}],
+                                                         "workload.arrival.qps": [8]}),
+            "draftsim sweep: error: sweep.grid: workload.arrival.qps is inside workload.arrival, which one point sets"),
 ]
 
 

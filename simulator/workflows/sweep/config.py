@@ -33,7 +33,7 @@ import yaml
 from pydantic import Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
-from simulator.config.base import Strict
+from simulator.config.base import Strict, field_error
 from simulator.config.names import FolderName
 from simulator.config.scenario import (apply_overrides, check_overrides_once, parse_scenario, read_config,
                                        read_scenario_dict)
@@ -111,6 +111,15 @@ class SweepSpace(Strict):
         overlap = set(self.grid) & {k for p in self.points for k in p}
         if overlap:
             raise ValueError(f"keys both in grid and points: {', '.join(sorted(overlap))}")
+        for point in self.points or [{}]:   # the keys set together in one point
+            together = [*self.grid, *point]
+            inner = next(((outer, key) for outer in together for key in together
+                          if key.startswith(outer + ".")), None)
+            if inner is not None:   # (one of the two values was dropped without a word)
+                where = "grid" if inner[1] in self.grid else "points"
+                raise field_error(where, f"{inner[1]} is inside {inner[0]}, which one point sets as a whole: "
+                                         f"one would replace the other; set {inner[1]} inside {inner[0]}'s values, "
+                                         "or vary one of them")
         return self
 
     @property
