@@ -1248,11 +1248,15 @@ CASES = [
             "draftsim profile: error: --models: unknown model '/etc/passwd'"),
     Hostile("profile_models_only_commas", profile("--models", ",,", "--out", "p"),
             "draftsim profile: error: --models: names no model (',,')"),
-    # a grid key inside another grid key (workload.arrival and workload.arrival.qps): the inner value replaced
-    # the mapping's own (qps 8 ran, the grid's qps 4 was dropped), exit 0
+    # a swept key inside another swept key of one point: a value was dropped without a word, exit 0 — the
+    # mapping's own qps 4 (qps 8 ran), or the grid's qps 8 (a point's mapping, applied after it, replaced it)
     Hostile("sweep_grid_key_inside_another", sweep(grid={"workload.arrival": [{"process": "poisson", "qps": 4}],
                                                          "workload.arrival.qps": [8]}),
-            "draftsim sweep: error: sweep.grid: workload.arrival.qps is inside workload.arrival, which one point sets"),
+            "draftsim sweep: error: sweep.grid: workload.arrival gives qps in its values and workload.arrival.qps replaces it"),
+    Hostile("sweep_point_key_before_its_mapping",
+            sweep(grid={"workload.arrival.qps": [8]}, points=[{"workload.arrival": {"process": "poisson", "qps": 4}}]),
+            "draftsim sweep: error: sweep.points: workload.arrival, applied after workload.arrival.qps (the grid's "
+            "keys first, then a point's, each in the order written), replaces it"),
 ]
 
 

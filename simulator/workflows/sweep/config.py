@@ -111,15 +111,13 @@ class SweepSpace(Strict):
         overlap = set(self.grid) & {k for p in self.points for k in p}
         if overlap:
             raise ValueError(f"keys both in grid and points: {', '.join(sorted(overlap))}")
-        for point in self.points or [{}]:   # the keys set together in one point
+        for point in self.points or [{}]:   # the keys set together in one point, in the order they are applied
             together = [*self.grid, *point]
-            inner = next(((outer, key) for outer in together for key in together
-                          if key.startswith(outer + ".")), None)
-            if inner is not None:   # (one of the two values was dropped without a word)
-                where = "grid" if inner[1] in self.grid else "points"
-                raise field_error(where, f"{inner[1]} is inside {inner[0]}, which one point sets as a whole: "
-                                         f"one would replace the other; set {inner[1]} inside {inner[0]}'s values, "
-                                         "or vary one of them")
+            for i, outer in enumerate(together):
+                for j, inner in enumerate(together):
+                    if inner.startswith(outer + "."):
+                        _check_nested(outer, inner, j < i, self.grid.get(outer, [point.get(outer)]),
+                                      "grid" if (outer if j < i else inner) in self.grid else "points")
         return self
 
     @property
@@ -166,6 +164,23 @@ class SweepConfig(SweepSpace):
         numeric = [k for k in self.param_keys
                    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in self.values_of(k))]
         return (numeric or self.param_keys or [SEED_KEY])[0]
+
+
+def _check_nested(outer: str, inner: str, inner_first: bool, outer_values: list, where: str) -> None:
+    """A swept key inside another swept key of the same point (workload.arrival.qps, workload.arrival) is applied
+    over it: refuse it where a value is dropped without a word — the inner key applied first (the mapping
+    replaces it), or a value of the outer mapping that holds the inner key (the inner key's value replaces it:
+    grid {workload.arrival: [{process: poisson, qps: 4}], workload.arrival.qps: [8]} ran qps 8 only)."""
+    if inner_first:
+        raise field_error(where, f"{outer}, applied after {inner} (the grid's keys first, then a point's, each "
+                                 f"in the order written), replaces it; give {outer} before {inner}")
+    rest = inner[len(outer) + 1:].split(".")
+    for value in outer_values:
+        for part in rest:
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is not None:
+            raise field_error(where, f"{outer} gives {inner.removeprefix(outer + '.')} in its values and {inner} "
+                                     f"replaces it; give it in one of the two")
 
 
 def check_key(key: str) -> None:
