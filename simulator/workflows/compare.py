@@ -72,15 +72,34 @@ def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> 
                                           f"one --vary per variant: --vary {twice[0]}=A --vary {twice[0]}=B")
     if vary:
         base = Path(scenarios[0])
-        return [Variant(base.stem, base, list(common)),
-                *(Variant(" ".join(v), base, [*common, *v]) for v in vary)]
-    runs = [Variant(Path(p).stem, Path(p), list(common)) for p in scenarios]
-    seen: dict[str, int] = {}
-    for i, run in enumerate(runs):  # same file name twice: number them
-        seen[run.label] = seen.get(run.label, 0) + 1
-        if seen[run.label] > 1:
-            runs[i] = Variant(f"{run.label} ({seen[run.label]})", run.path, run.overrides)
-    return runs
+        runs = [Variant(base.stem, base, list(common)), *(Variant(" ".join(v), base, [*common, *v]) for v in vary)]
+    else:
+        runs = [Variant(Path(p).stem, Path(p), list(common)) for p in scenarios]
+    return [Variant(label, run.path, run.overrides) for run, label in zip(runs, distinct_labels([r.label for r in runs]))]
+
+
+FIXED_COLUMNS = ("metric", "unit", "key")   # compare_frame's columns before the runs'
+
+
+def _delta_columns(label: str, first: str) -> tuple[str, str]:
+    """compare_frame's columns of a later run's change against the first."""
+    return f"{label} - {first}", f"{label} vs {first} %"
+
+
+def distinct_labels(labels: list[str]) -> list[str]:
+    """The runs' labels, each a column of its own in compare.csv: a label already taken — by an earlier run, a
+    fixed column (a file metric.yaml) or a change column ('y - x') — is numbered ('s (2)', 's (3)'). Before,
+    only a repeated file name was: x/s.yaml, y/s.yaml and 's (2).yaml' made two runs 's (2)', whose one column
+    held the last (exit 0, a run missing from the table); a file key.yaml replaced the metric keys."""
+    taken, out = set(FIXED_COLUMNS), []
+    for i, label in enumerate(labels):
+        candidate, n = label, 1
+        while candidate in taken or (i > 0 and not taken.isdisjoint(_delta_columns(candidate, out[0]))):
+            n += 1
+            candidate = f"{label} ({n})"
+        out.append(candidate)
+        taken.update([candidate, *(_delta_columns(candidate, out[0]) if i > 0 else ())])
+    return out
 
 
 def _value(summary: dict, key: str, scale: float) -> float:
@@ -95,10 +114,10 @@ def compare_frame(labels: list[str], summaries: list[dict]) -> pd.DataFrame:
         values = [_value(s, key, scale) for s in summaries]
         row = {"metric": name, "unit": unit, "key": key, **dict(zip(labels, values))}
         for label, value in zip(labels[1:], values[1:]):
-            row[f"{label} - {labels[0]}"] = value - values[0]
-            row[f"{label} vs {labels[0]} %"] = (100.0 * (value - values[0]) / abs(values[0])
-                                                if values[0] not in (0.0,) and math.isfinite(values[0])
-                                                else math.nan)
+            change, percent = _delta_columns(label, labels[0])
+            row[change] = value - values[0]
+            row[percent] = (100.0 * (value - values[0]) / abs(values[0])
+                            if values[0] not in (0.0,) and math.isfinite(values[0]) else math.nan)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -116,7 +135,7 @@ def format_compare(frame: pd.DataFrame, labels: list[str]) -> str:
         name = f"{row['metric']} ({row['unit']})" if row["unit"] else row["metric"]
         deltas = []
         for label in labels[1:]:
-            pct = row[f"{label} vs {labels[0]} %"]
+            pct = row[_delta_columns(label, labels[0])[1]]
             deltas.append("-" if not math.isfinite(pct) else f"{pct:+.1f} %")
         rows.append([name, *(_cell(row[label]) for label in labels), *deltas])
     return format_columns(header, rows)
