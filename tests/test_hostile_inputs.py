@@ -179,6 +179,21 @@ def _point_a_folder(store: Path) -> None:
     first.mkdir()
 
 
+def _points_a_link(store: Path) -> None:
+    """The store's points/ replaced by a link to a folder of the user's, which holds a .parquet file."""
+    import shutil
+    shutil.rmtree(store / "points")
+    (store.parent / "mine").mkdir()
+    _write(store.parent, "mine/table.parquet", "the user's")
+    (store / "points").symlink_to(store.parent / "mine")
+
+
+def _points_a_file(store: Path) -> None:
+    import shutil
+    shutil.rmtree(store / "points")
+    _write(store, "points", "x")
+
+
 def _link_to_a_folder(tmp: Path) -> Path:
     (tmp / "elsewhere").mkdir()
     (tmp / "link").symlink_to(tmp / "elsewhere")
@@ -1257,6 +1272,14 @@ CASES = [
             sweep(grid={"workload.arrival.qps": [8]}, points=[{"workload.arrival": {"process": "poisson", "qps": 4}}]),
             "draftsim sweep: error: sweep.points: workload.arrival, applied after workload.arrival.qps (the grid's "
             "keys first, then a point's, each in the order written), replaces it"),
+    # a sweep store whose points/ is a link: the points were written where it leads, and --overwrite deleted the
+    # .parquet files found there (a user's table.parquet), exit 0
+    Hostile("sweep_store_points_a_link_overwrite", tampered_store(_points_a_link, "--overwrite"),
+            "draftsim sweep: error: --out: "),
+    Hostile("sweep_store_points_a_link_resume", tampered_store(_points_a_link),
+            "points is a symbolic link (to "),
+    Hostile("sweep_store_points_a_file", tampered_store(_points_a_file),
+            "points is not a folder; a sweep keeps its points in a folder of its own there"),
 ]
 
 

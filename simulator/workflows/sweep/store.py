@@ -206,6 +206,13 @@ def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwr
         if old != name and not overwrite:
             raise ScenarioError(OUT_FIELD, f"{root} holds sweep {old!r}, not {name!r}; choose another "
                                            f"--out or pass --overwrite")
+        points = store.points_dir
+        if os.path.lexists(points) and (points.is_symlink() or not points.is_dir()):
+            # (a link there: the points were written where it leads, and --overwrite deleted the .parquet files
+            # found there)
+            what = f"a symbolic link (to {os.readlink(points)})" if points.is_symlink() else "not a folder"
+            raise ScenarioError(OUT_FIELD, f"{points} is {what}; a sweep keeps its points in a folder of its own "
+                                           "there: move it or choose another --out")
         done = store.finished_ids() & expected_ids
         if overwrite and create:
             for p in store.points_dir.glob("*.parquet"):
