@@ -231,6 +231,29 @@ def _plan_on_trace(rows: str) -> Callable[[Path], list]:
     return make
 
 
+def tampered_plan_cache(tamper: Callable[[Path], None]) -> Callable[[Path], list]:
+    """A plan whose candidate the DES confirms run once into plans/ (its des_cache/ written), `tamper(cache)`
+    applied to the cache folder, then run again."""
+    def make(tmp: Path) -> list:
+        argv = plan(slo={"ttft_s": 0.4, "tpot_s": 0.06})(tmp)
+        code, _, err = cli(*argv)
+        assert code == 0 and list((tmp / "plans" / "des_cache").glob("*.npz")), err
+        tamper(tmp / "plans" / "des_cache")
+        return argv
+    return make
+
+
+def _cache_file(cache: Path, suffix: str) -> Path:
+    return next(cache.glob(f"*{suffix}"))
+
+
+def _cache_a_link(cache: Path) -> None:
+    import shutil
+    shutil.rmtree(cache)
+    (cache.parent.parent / "elsewhere").mkdir()
+    cache.symlink_to(cache.parent.parent / "elsewhere")
+
+
 def _plan_on_missing_trace(tmp: Path) -> list:
     """A plan replaying a trace file that does not exist."""
     data = merge(PLAN, {})
@@ -1280,6 +1303,18 @@ CASES = [
             "points is a symbolic link (to "),
     Hostile("sweep_store_points_a_file", tampered_store(_points_a_file),
             "points is not a folder; a sweep keeps its points in a folder of its own there"),
+    # a plan's des_cache/ edited outside draftsim: a row that is no JSON object was a JSONDecodeError or
+    # AttributeError traceback, a FIFO of a row's name hung the plan; a link there took the cached runs where it led
+    Hostile("plan_cache_row_not_json", tampered_plan_cache(lambda cache: _cache_file(cache, ".json").write_text("{bad")),
+            "draftsim plan: error: --out: "),
+    Hostile("plan_cache_row_a_list", tampered_plan_cache(lambda cache: _cache_file(cache, ".json").write_text("[1]")),
+            ".json is not a JSON object); delete the two files to run it again, or pass --no-cache"),
+    Hostile("plan_cache_requests_not_npz", tampered_plan_cache(lambda cache: _cache_file(cache, ".npz").write_text("x")),
+            ".npz is not a NumPy .npz archive)"),
+    Hostile("plan_cache_row_a_fifo", tampered_plan_cache(lambda cache: (_cache_file(cache, ".json").unlink(), fifo(
+        cache, next(cache.glob("*.npz")).stem + ".json"))), ".json is a FIFO (named pipe), not a regular file)"),
+    Hostile("plan_cache_a_link", tampered_plan_cache(_cache_a_link),
+            "des_cache is a symbolic link (to "),
 ]
 
 
