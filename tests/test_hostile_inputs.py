@@ -194,6 +194,18 @@ def _points_a_file(store: Path) -> None:
     _write(store, "points", "x")
 
 
+def _reproduced_then(tamper: Callable[[Path], None]) -> Callable[[Path], list]:
+    """`draftsim reproduce tetris --out o` run once, `tamper(o / "tetris.csv")` applied, then run again."""
+    def make(tmp: Path) -> list:
+        argv = ["reproduce", "tetris", "--out", tmp / "o", "--quiet"]
+        code, _, err = cli(*argv)
+        assert code == 0, err
+        (tmp / "o" / "tetris.csv").unlink()
+        tamper(tmp / "o" / "tetris.csv")
+        return argv
+    return make
+
+
 def _link_to_a_folder(tmp: Path) -> Path:
     (tmp / "elsewhere").mkdir()
     (tmp / "link").symlink_to(tmp / "elsewhere")
@@ -1315,6 +1327,13 @@ CASES = [
         cache, next(cache.glob("*.npz")).stem + ".json"))), ".json is a FIFO (named pipe), not a regular file)"),
     Hostile("plan_cache_a_link", tampered_plan_cache(_cache_a_link),
             "des_cache is a symbolic link (to "),
+    # reproduce's own file replaced by a link (to a file of the user's) or a folder: a ValueError ('resolves
+    # outside') or IsADirectoryError traceback after the reproduction ran
+    Hostile("reproduce_own_file_a_link", _reproduced_then(
+        lambda path: path.symlink_to(_write(path.parent.parent, "victim", "the user's"))),
+            "draftsim reproduce: error: --out: "),
+    Hostile("reproduce_own_file_a_folder", _reproduced_then(lambda path: path.mkdir()),
+            "tetris.csv is not a file; draftsim reproduce writes a file there"),
 ]
 
 
