@@ -194,16 +194,13 @@ def _points_a_file(store: Path) -> None:
     _write(store, "points", "x")
 
 
-def _reproduced_then(tamper: Callable[[Path], None]) -> Callable[[Path], list]:
-    """`draftsim reproduce tetris --out o` run once, `tamper(o / "tetris.csv")` applied, then run again."""
-    def make(tmp: Path) -> list:
-        argv = ["reproduce", "tetris", "--out", tmp / "o", "--quiet"]
-        code, _, err = cli(*argv)
-        assert code == 0, err
-        (tmp / "o" / "tetris.csv").unlink()
-        tamper(tmp / "o" / "tetris.csv")
-        return argv
-    return make
+def _ran_then(argv: list, path: Path, tamper: Callable[[Path], None]) -> list:
+    """`argv` run once, its output file `path` removed and `tamper(path)` applied; returns `argv` (run again)."""
+    code, _, err = cli(*argv)
+    assert code == 0, err
+    path.unlink()
+    tamper(path)
+    return argv
 
 
 def _link_to_a_folder(tmp: Path) -> Path:
@@ -1329,11 +1326,22 @@ CASES = [
             "des_cache is a symbolic link (to "),
     # reproduce's own file replaced by a link (to a file of the user's) or a folder: a ValueError ('resolves
     # outside') or IsADirectoryError traceback after the reproduction ran
-    Hostile("reproduce_own_file_a_link", _reproduced_then(
-        lambda path: path.symlink_to(_write(path.parent.parent, "victim", "the user's"))),
+    Hostile("reproduce_own_file_a_link", lambda tmp: _ran_then(
+        ["reproduce", "tetris", "--out", tmp / "o", "--quiet"], tmp / "o" / "tetris.csv",
+        lambda path: path.symlink_to(_write(tmp, "victim", "the user's"))),
             "draftsim reproduce: error: --out: "),
-    Hostile("reproduce_own_file_a_folder", _reproduced_then(lambda path: path.mkdir()),
+    Hostile("reproduce_own_file_a_folder", lambda tmp: _ran_then(
+        ["reproduce", "tetris", "--out", tmp / "o", "--quiet"], tmp / "o" / "tetris.csv", lambda path: path.mkdir()),
             "tetris.csv is not a file; draftsim reproduce writes a file there"),
+    # a run's or compare's own file (in its manifest) since replaced by a link to a user's file, or a folder: a
+    # ValueError traceback ('resolves outside') or 'Is a directory' naming no field, after the simulation
+    Hostile("compare_own_file_a_link", lambda tmp: _ran_then(
+        ["compare", _write(tmp, "s.yaml", TINY), "--vary", "seed=1", "--out", tmp / "o", "--quiet"],
+        tmp / "o" / "compare.csv", lambda path: path.symlink_to(_write(tmp, "victim", "the user's"))),
+            "draftsim compare: error: --out: "),
+    Hostile("run_own_file_a_folder", lambda tmp: _ran_then(run()(tmp), tmp / "out" / "summary.json",
+                                                           lambda path: path.mkdir()),
+            "summary.json is not a file; draftsim run writes a file there"),
 ]
 
 

@@ -152,6 +152,12 @@ def check_folder(out_dir: Path, command: str, marker: str, names: Iterable[str])
         if os.path.lexists(out_dir / name):
             raise ScenarioError(OUT_FIELD, f"{out_dir / name} exists and was not written by draftsim {command}; "
                                            "move it or choose another --out")
+    for name in sorted(names & owned):   # a file of its own since replaced by a link or a folder: a ValueError
+        path = out_dir / name            # ('resolves outside') or 'Is a directory' when installing, after the run
+        if os.path.lexists(path) and (path.is_symlink() or not path.is_file()):
+            what = f"a symbolic link (to {os.readlink(path)})" if path.is_symlink() else "not a file"
+            raise ScenarioError(OUT_FIELD, f"{path} is {what}; draftsim {command} writes a file there: move it or "
+                                           "choose another --out")
     return owned
 
 
