@@ -203,6 +203,12 @@ def _ran_then(argv: list, path: Path, tamper: Callable[[Path], None]) -> list:
     return argv
 
 
+def _point_a_fifo(store: Path) -> None:
+    first = _points(store)[0]
+    first.unlink()
+    fifo(first.parent, first.name)
+
+
 def _link_to_a_folder(tmp: Path) -> Path:
     (tmp / "elsewhere").mkdir()
     (tmp / "link").symlink_to(tmp / "elsewhere")
@@ -1342,6 +1348,9 @@ CASES = [
     Hostile("run_own_file_a_folder", lambda tmp: _ran_then(run()(tmp), tmp / "out" / "summary.json",
                                                            lambda path: path.mkdir()),
             "summary.json is not a file; draftsim run writes a file there"),
+    # a stored point replaced by a FIFO of its name hung a resumed sweep (pyarrow waited for a writer)
+    Hostile("sweep_store_point_a_fifo", tampered_store(_point_a_fifo),
+            ".parquet is not a readable stored point (is a FIFO (named pipe), not a regular file)"),
 ]
 
 

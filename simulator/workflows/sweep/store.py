@@ -112,8 +112,13 @@ class SweepStore:
         footer (pyarrow reads the footer alone), so a file damaged outside draftsim (a copy cut short, an
         edit) is one line here rather than a traceback after the missing points ran. (draftsim itself
         writes points atomically.)"""
+        from models.files import file_kind_problem
         for pid in sorted(point_ids):
             path = self.points_dir / f"{pid}.parquet"
+            # (a FIFO of a point's name hung the resumed sweep: pyarrow waited for a writer)
+            problem = "a symbolic link" if path.is_symlink() else file_kind_problem(path)
+            if problem is not None:
+                raise ScenarioError(OUT_FIELD, _unreadable(path, problem))
             try:
                 problem = _point_problem(pq.read_metadata(path), path, pid)
             except (OSError, pa.ArrowException) as err:
