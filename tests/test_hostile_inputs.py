@@ -1351,6 +1351,14 @@ CASES = [
     # a stored point replaced by a FIFO of its name hung a resumed sweep (pyarrow waited for a writer)
     Hostile("sweep_store_point_a_fifo", tampered_store(_point_a_fifo),
             ".parquet is not a readable stored point (is a FIFO (named pipe), not a regular file)"),
+    # a published point's workload counts: a GEMM of m 0 or 64.5 was priced (exit 0), m .inf failed only after
+    # every other point was predicted (exit 1)
+    Hostile("points_gemm_m_zero", points([merge(POINT, {"workload": {"m": 0}})]),
+            "points.yaml: point x: workload: m: 0 is not a whole number >= 1"),
+    Hostile("points_gemm_m_fractional", points([merge(POINT, {"workload": {"m": 64.5}})]),
+            "workload: m: 64.5 is not a whole number >= 1"),
+    Hostile("points_gemm_m_infinite", points([merge(POINT, {"workload": {"m": float("inf")}})]),
+            "workload: m: inf is not a finite number"),
 ]
 
 
