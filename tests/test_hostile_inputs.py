@@ -1359,6 +1359,16 @@ CASES = [
             "workload: m: 64.5 is not a whole number >= 1"),
     Hostile("points_gemm_m_infinite", points([merge(POINT, {"workload": {"m": float("inf")}})]),
             "workload: m: inf is not a finite number"),
+    # validate --profile-first claimed --out (its manifest written) before it read --scenario: a bad scenario left
+    # OUT/.draftsim-validate.json behind
+    Hostile("validate_profile_first_bad_scenario",
+            lambda tmp: ["validate", "--quick", "--quiet", "--profile-first", "--out", tmp / "v", "--scenario",
+                         _write(tmp, "bad.yaml", {"name": "x", "seed": 1, "workload": {"num_requests": 0}})],
+            "draftsim validate: error: workload.arrival: required field is missing"),
+    # a plan file with --set cluster.model=... (which makes a cluster) said 'confirm_top: unknown field'
+    Hostile("run_a_plan_file_with_a_cluster_set", lambda tmp: [
+        "run", REPO / "scenarios/plans/llama8b_chat.yaml", "--set", "cluster.model=llama-3-8b", "--out", tmp / "o"],
+            "draftsim: error: scenario: this is a plan file (it has search, not cluster); run it with draftsim plan"),
 ]
 
 
