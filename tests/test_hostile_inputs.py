@@ -1369,6 +1369,19 @@ CASES = [
     Hostile("run_a_plan_file_with_a_cluster_set", lambda tmp: [
         "run", REPO / "scenarios/plans/llama8b_chat.yaml", "--set", "cluster.model=llama-3-8b", "--out", tmp / "o"],
             "draftsim: error: scenario: this is a plan file (it has search, not cluster); run it with draftsim plan"),
+    # profile --engine vllm: --models named no flag ('unknown model ...'); ',' left no model (its fingerprint
+    # was None at the end: an AttributeError once vLLM had run); a model listed twice was profiled twice into
+    # one NAME.json; --kv-cache-gib inf or 1e9 reached vLLM's CPU backend
+    Hostile("profile_vllm_models_unknown", lambda tmp: ["profile", "--engine", "vllm", "--models", "bogus", "--out",
+                                                        tmp / "e"], "draftsim profile: error: --models: unknown model"),
+    Hostile("profile_vllm_models_only_a_comma", lambda tmp: ["profile", "--engine", "vllm", "--models", ",", "--out",
+                                                             tmp / "e"], "draftsim profile: error: --models: names no"),
+    Hostile("profile_vllm_model_listed_twice", lambda tmp: [
+        "profile", "--engine", "vllm", "--models", "qwen2.5-coder-0.5b,QWEN2.5-coder-0.5b", "--out", tmp / "e"],
+            "draftsim profile: error: --models: lists QWEN2.5-coder-0.5b twice"),
+    Hostile("profile_vllm_kv_cache_infinite", lambda tmp: [
+        "profile", "--engine", "vllm", "--models", "qwen2.5-coder-0.5b", "--kv-cache-gib", "inf", "--out", tmp / "e"],
+            "argument --kv-cache-gib: must be <= "),
 ]
 
 
