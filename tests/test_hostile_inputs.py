@@ -1382,6 +1382,11 @@ CASES = [
     Hostile("profile_vllm_kv_cache_infinite", lambda tmp: [
         "profile", "--engine", "vllm", "--models", "qwen2.5-coder-0.5b", "--kv-cache-gib", "inf", "--out", tmp / "e"],
             "argument --kv-cache-gib: must be <= "),
+    # a valid date beyond what 64-bit nanoseconds hold was said to be 'not a date and time'
+    Hostile("azure_date_beyond_2262",
+            trace(text_file("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+                                     "9999-12-31 23:59:59,396,109\n"), "azure"),
+            "line 3: '9999-12-31 23:59:59' is not a date and time from 1677-09-21 00:12:44 to 2262-04-11 23:47:16 UTC"),
 ]
 
 
