@@ -75,6 +75,30 @@ def _cell(value):
     return value
 
 
+def _kind(value) -> str:
+    """What a column may hold together: numbers (ints and floats, not booleans), booleans, texts, ..."""
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    return "number" if isinstance(value, (int, float, np.integer, np.floating)) else type(value).__name__
+
+
+def _one_kind_per_column(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with each column whose values are of several kinds written as text (texts as they are, the others
+    as JSON): a swept key of values such as [auto, 1] (simulation.workers) made a column pyarrow cannot type, an
+    ArrowTypeError traceback after every point had run and no results written."""
+    out = frame
+    for column in frame.columns:
+        if frame[column].dtype != object:
+            continue
+        values = frame[column].tolist()
+        present = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+        if len({_kind(v) for v in present}) > 1:
+            out = out.copy() if out is frame else out
+            out[column] = [v if v is None or isinstance(v, str) or (isinstance(v, float) and math.isnan(v))
+                           else json.dumps(_cell(v), sort_keys=True) for v in values]
+    return out
+
+
 class SweepStore:
     """A store folder. `open_store` creates or validates one; rows are written with `put`."""
 
@@ -152,6 +176,7 @@ class SweepStore:
 
     def write_results(self, frame: pd.DataFrame) -> None:
         """Consolidated results of the current sweep (parquet + CSV), each replaced atomically."""
+        frame = _one_kind_per_column(frame)
         table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
         _atomic_write(self.root / RESULTS_PARQUET, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
         _atomic_write(self.root / RESULTS_CSV, lambda tmp: frame.to_csv(tmp, index=False))
