@@ -1387,6 +1387,9 @@ CASES = [
             trace(text_file("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
                                      "9999-12-31 23:59:59,396,109\n"), "azure"),
             "line 3: '9999-12-31 23:59:59' is not a date and time from 1677-09-21 00:12:44 to 2262-04-11 23:47:16 UTC"),
+    # profile --tp that cannot split a model named a scenario's field ('parallelism.tp=5 must divide ...')
+    Hostile("profile_tp_not_dividing_the_heads", profile("--models", "llama-68m", "--tp", "1,5", "--out", "p"),
+            "draftsim profile: error: --tp: tp=5 must divide num_heads=12 of llama-68m"),
 ]
 
 
