@@ -209,6 +209,14 @@ def _point_a_fifo(store: Path) -> None:
     fifo(first.parent, first.name)
 
 
+def _profile_with(tmp: Path, name: str, content: str) -> Path:
+    """A copy of the shipped CPU profile (profiles/data/cpu-local) in `pd` with its file `name` replaced."""
+    import shutil
+    shutil.copytree(REPO / "profiles/data/cpu-local", tmp / "pd")
+    _write(tmp / "pd", name, content)
+    return tmp / "pd"
+
+
 def _link_to_a_folder(tmp: Path) -> Path:
     (tmp / "elsewhere").mkdir()
     (tmp / "link").symlink_to(tmp / "elsewhere")
@@ -1390,6 +1398,17 @@ CASES = [
     # profile --tp that cannot split a model named a scenario's field ('parallelism.tp=5 must divide ...')
     Hostile("profile_tp_not_dividing_the_heads", profile("--models", "llama-68m", "--tp", "1,5", "--out", "p"),
             "draftsim profile: error: --tp: tp=5 must divide num_heads=12 of llama-68m"),
+    # a profile folder (source: profile) whose files are damaged: a fingerprint.json of '{bad' said only
+    # 'Expecting property name enclosed in double quotes', and an ops.csv of other text 'profile table ... lacks
+    # columns', naming neither the field nor (the first) the file
+    Hostile("estimate_profile_fingerprint_not_json", lambda tmp: [
+        "estimate", "--model", "qwen2.5-coder-0.5b", "--hardware", "cpu-local", "--dtype", "fp32", "--source",
+        "profile", "--profile-dir", _profile_with(tmp, "fingerprint.json", "{bad")],
+            "draftsim estimate: error: --profile-dir: malformed JSON in "),
+    Hostile("profile_table_not_a_table", lambda tmp: run(cluster={
+        "model": "qwen2.5-coder-0.5b", "hardware": "cpu-local", "dtype": "fp32",
+        "latency": {"source": "profile", "profile_dir": str(_profile_with(tmp, "ops.csv", "garbage\n"))}})(tmp),
+            "draftsim: error: cluster.latency.profile_dir: profile table "),
 ]
 
 
