@@ -75,7 +75,16 @@ def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> 
         runs = [Variant(base.stem, base, list(common)), *(Variant(" ".join(v), base, [*common, *v]) for v in vary)]
     else:
         runs = [Variant(Path(p).stem, Path(p), list(common)) for p in scenarios]
-    return [Variant(label, run.path, run.overrides) for run, label in zip(runs, distinct_labels([r.label for r in runs]))]
+    labels = distinct_labels([_printable(r.label) for r in runs])
+    return [Variant(label, run.path, run.overrides) for run, label in zip(runs, labels)]
+
+
+def _printable(label: str) -> str:
+    """`label` with its control and invisible format characters written as escapes (a file 'x<newline>y.yaml'
+    split the printed table's header over two lines and compare.csv's into quoted lines; one holding ESC [31m
+    coloured the terminal): '\\n', '\\x1b', '\\u202e'."""
+    import unicodedata
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c for c in label)
 
 
 FIXED_COLUMNS = ("metric", "unit", "key")   # compare_frame's columns before the runs'

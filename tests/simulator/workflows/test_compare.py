@@ -61,6 +61,20 @@ def test_each_run_has_a_column_of_its_own(tmp_path):
     assert len({summary["ttft_p50_s"] for summary in summaries.values()}) == 3   # three seeds, three runs
 
 
+def test_labels_show_control_characters_as_escapes(tmp_path, capsys):
+    """A file named 'x<newline>y.yaml' split the printed table's header over two lines, one holding ESC [31m
+    coloured the terminal (helper1 2026-11-28): labels write such characters as escapes, and keep other text."""
+    assert [r.label for r in variants(["x\ny.yaml", "z\x1b[31m.yaml", "caf\u00e9.yaml", "a\u202eb.yaml"], [], [])] \
+        == ["x\\ny", "z\\x1b[31m", "caf\u00e9", "a\\u202eb"]
+    a = _write(tmp_path, "x\ny", scenario(seed=1, workload={"num_requests": 6}))
+    b = _write(tmp_path, "z\x1b[31m", scenario(seed=2, workload={"num_requests": 6}))
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp")]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and printed.splitlines()[0].split() == ["metric", "x\\ny", "z\\x1b[31m", "Δ",
+                                                                          "z\\x1b[31m"]
+    assert list(json.loads((tmp_path / "cmp" / "summaries.json").read_text())) == ["x\\ny", "z\\x1b[31m"]
+
+
 def test_compare_end_to_end_is_deterministic_and_consistent_with_single_runs(tmp_path, capsys):
     base = scenario(workload={"num_requests": 120})
     spec = scenario(workload={"num_requests": 120}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
