@@ -47,7 +47,10 @@ def _measured(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, k
 
 def _profile(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dtype: str | None) -> LatencyModel:
     from profiles.predictor import load_latency_model
-    return load_latency_model(hardware.id, config.profile_dir)
+    try:
+        return load_latency_model(hardware.id, config.profile_dir)
+    except ValueError as exc:   # a profile that cannot be read (it named no field: 'profile table ... lacks columns')
+        raise FieldError("cluster.latency.profile_dir", str(exc).splitlines()[0]) from None
 
 
 def _engine_profile(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig,

@@ -179,6 +179,44 @@ def _point_a_folder(store: Path) -> None:
     first.mkdir()
 
 
+def _points_a_link(store: Path) -> None:
+    """The store's points/ replaced by a link to a folder of the user's, which holds a .parquet file."""
+    import shutil
+    shutil.rmtree(store / "points")
+    (store.parent / "mine").mkdir()
+    _write(store.parent, "mine/table.parquet", "the user's")
+    (store / "points").symlink_to(store.parent / "mine")
+
+
+def _points_a_file(store: Path) -> None:
+    import shutil
+    shutil.rmtree(store / "points")
+    _write(store, "points", "x")
+
+
+def _ran_then(argv: list, path: Path, tamper: Callable[[Path], None]) -> list:
+    """`argv` run once, its output file `path` removed and `tamper(path)` applied; returns `argv` (run again)."""
+    code, _, err = cli(*argv)
+    assert code == 0, err
+    path.unlink()
+    tamper(path)
+    return argv
+
+
+def _point_a_fifo(store: Path) -> None:
+    first = _points(store)[0]
+    first.unlink()
+    fifo(first.parent, first.name)
+
+
+def _profile_with(tmp: Path, name: str, content: str) -> Path:
+    """A copy of the shipped CPU profile (profiles/data/cpu-local) in `pd` with its file `name` replaced."""
+    import shutil
+    shutil.copytree(REPO / "profiles/data/cpu-local", tmp / "pd")
+    _write(tmp / "pd", name, content)
+    return tmp / "pd"
+
+
 def _link_to_a_folder(tmp: Path) -> Path:
     (tmp / "elsewhere").mkdir()
     (tmp / "link").symlink_to(tmp / "elsewhere")
@@ -214,6 +252,29 @@ def _plan_on_trace(rows: str) -> Callable[[Path], list]:
             _write(tmp, "t.csv", "arrival_s,prompt_tokens,output_tokens\n" + rows))}}
         return ["plan", _write(tmp, "plan.yaml", data), "--out", tmp / "plans", "--executor", "serial", "--quiet"]
     return make
+
+
+def tampered_plan_cache(tamper: Callable[[Path], None]) -> Callable[[Path], list]:
+    """A plan whose candidate the DES confirms run once into plans/ (its des_cache/ written), `tamper(cache)`
+    applied to the cache folder, then run again."""
+    def make(tmp: Path) -> list:
+        argv = plan(slo={"ttft_s": 0.4, "tpot_s": 0.06})(tmp)
+        code, _, err = cli(*argv)
+        assert code == 0 and list((tmp / "plans" / "des_cache").glob("*.npz")), err
+        tamper(tmp / "plans" / "des_cache")
+        return argv
+    return make
+
+
+def _cache_file(cache: Path, suffix: str) -> Path:
+    return next(cache.glob(f"*{suffix}"))
+
+
+def _cache_a_link(cache: Path) -> None:
+    import shutil
+    shutil.rmtree(cache)
+    (cache.parent.parent / "elsewhere").mkdir()
+    cache.symlink_to(cache.parent.parent / "elsewhere")
 
 
 def _plan_on_missing_trace(tmp: Path) -> list:
@@ -255,6 +316,16 @@ def _npy_header(shape: tuple) -> bytes:
     out = io.BytesIO()
     npy.write_array_header_1_0(out, {"descr": "<i8", "fortran_order": False, "shape": shape})
     return out.getvalue()
+
+
+def _engine_profile_dir(tmp: Path, content: str | None) -> Path:
+    """A folder `ep` of one engine profile `m.json` holding `content` (None: a FIFO of that name)."""
+    (tmp / "ep").mkdir()
+    if content is None:
+        fifo(tmp / "ep", "m.json")
+    else:
+        _write(tmp / "ep", "m.json", content)
+    return tmp / "ep"
 
 
 def little_memory(monkeypatch) -> None:
@@ -1189,6 +1260,155 @@ CASES = [
             "draftsim: error: cluster.model: llama-3.1-70b needs 65.7 GiB of weights per GPU at tp=2, pp=1 but "
             "h100-sxm offers 63.5 GiB at SGLang's mem_fraction_static=0.827 of the 76.8 GiB free after start-up; "
             "raise cluster.gpu_memory_utilization (SGLang's --mem-fraction-static) above 0.857"),
+    # ---- helper1 2026-11-28: the commands other than run (compare, sweep, plan, estimate, validate, profile) ----
+    # an empty --out is Path('') = '.': compare, sweep and plan wrote their files into the current folder (exit 0;
+    # here a shipped scenario, so that the folder is empty), where run refuses it
+    Hostile("compare_out_empty", lambda tmp: ["compare", REPO / "scenarios/quickstart.yaml", "--set",
+                                              "workload.num_requests=4", "--set", "outputs.plots=false", "--vary",
+                                              "seed=1", "--out", "", "--quiet"],
+            "draftsim compare: error: --out: an empty path; give the output folder"),
+    Hostile("sweep_out_empty", lambda tmp: sweep()(tmp)[:2] + ["--out", "", "--executor", "serial", "--quiet"],
+            "draftsim sweep: error: --out: an empty path; give the output folder"),
+    Hostile("plan_out_empty", lambda tmp: plan()(tmp)[:2] + ["--out", "", "--executor", "serial", "--quiet"],
+            "draftsim plan: error: --out: an empty path; give the output folder"),
+    # an engine profile folder (--source engine_profile) of files that are no driver JSON: a FIFO named
+    # <model>.json hung the read; a JSON list or a number for `steps` was a TypeError traceback
+    Hostile("estimate_engine_profile_a_fifo",
+            lambda tmp: estimate("--source", "engine_profile", "--profile-dir", _engine_profile_dir(tmp, None))(tmp),
+            "draftsim estimate: error: --profile-dir: "),
+    Hostile("estimate_engine_profile_a_json_list",
+            lambda tmp: estimate("--source", "engine_profile", "--profile-dir", _engine_profile_dir(tmp, "[1]\n"))(tmp),
+            "m.json is not an engine profile written by `draftsim profile --engine vllm` (TypeError: "),
+    Hostile("engine_profile_steps_a_number", lambda tmp: run(cluster={"latency": {
+        "source": "engine_profile", "profile_dir": str(_engine_profile_dir(tmp, '{"steps": 1}'))}})(tmp),
+            "draftsim: error: cluster.latency.profile_dir: "),
+    # estimate named its latency flags by the scenario's fields: latency.framework, cluster.latency.profile_dir
+    Hostile("estimate_framework_unknown", estimate("--framework", "tgi"),
+            "draftsim estimate: error: --framework: Input should be 'vllm', 'sglang' or 'trtllm'"),
+    Hostile("estimate_profile_dir_a_device", estimate("--source", "profile", "--profile-dir", "/dev/null"),
+            "draftsim estimate: error: --profile-dir: /dev/null is not a directory"),
+    # --id '' is a part of every point's id: every published point was priced (30 s), exit 1
+    Hostile("validate_published_id_empty", lambda tmp: ["validate", "--published", "--id", "", "--out", tmp / "pub"],
+            "draftsim validate: error: --id: an empty text matches every point"),
+    # a sweep file's `set:` entries were named '--set' (which a sweep file has none of) or 'sweep.scenario'
+    Hostile("sweep_set_without_equals", sweep(set=["workload.arrival.qps"]),
+            "draftsim sweep: error: sweep.set: expected key.path=value, got 'workload.arrival.qps'"),
+    Hostile("sweep_set_below_a_number", sweep(set=["seed.x=1"]),
+            "draftsim sweep: error: sweep.set: seed: is not a mapping; cannot set a sub-key"),
+    # --workers beside an executor that does not read it ran without a word: serial one point at a time, a
+    # running Dask scheduler on the workers it has
+    Hostile("sweep_serial_with_workers", lambda tmp: sweep()(tmp) + ["--workers", "2"],
+            "draftsim sweep: error: --workers: --executor serial runs every task in this process, one at a time"),
+    Hostile("plan_serial_with_workers", plan("--workers", "1"),
+            "draftsim plan: error: --workers: --executor serial runs every task in this process"),
+    Hostile("sweep_dask_scheduler_with_workers",
+            lambda tmp: sweep()(tmp)[:4] + ["--executor", "tcp://127.0.0.1:1", "--workers", "2", "--quiet"],
+            "--workers: a running Dask scheduler (tcp://127.0.0.1:1) runs the tasks on the workers it has"),
+    # profile's --models named no flag: 'unknown model ...', 'models must name at least one catalog model'
+    Hostile("profile_models_unknown", profile("--models", "llama-68m,/etc/passwd", "--out", "p"),
+            "draftsim profile: error: --models: unknown model '/etc/passwd'"),
+    Hostile("profile_models_only_commas", profile("--models", ",,", "--out", "p"),
+            "draftsim profile: error: --models: names no model (',,')"),
+    # a swept key inside another swept key of one point: a value was dropped without a word, exit 0 — the
+    # mapping's own qps 4 (qps 8 ran), or the grid's qps 8 (a point's mapping, applied after it, replaced it)
+    Hostile("sweep_grid_key_inside_another", sweep(grid={"workload.arrival": [{"process": "poisson", "qps": 4}],
+                                                         "workload.arrival.qps": [8]}),
+            "draftsim sweep: error: sweep.grid: workload.arrival gives qps in its values and workload.arrival.qps replaces it"),
+    Hostile("sweep_point_key_before_its_mapping",
+            sweep(grid={"workload.arrival.qps": [8]}, points=[{"workload.arrival": {"process": "poisson", "qps": 4}}]),
+            "draftsim sweep: error: sweep.points: workload.arrival, applied after workload.arrival.qps (the grid's "
+            "keys first, then a point's, each in the order written), replaces it"),
+    # a sweep store whose points/ is a link: the points were written where it leads, and --overwrite deleted the
+    # .parquet files found there (a user's table.parquet), exit 0
+    Hostile("sweep_store_points_a_link_overwrite", tampered_store(_points_a_link, "--overwrite"),
+            "draftsim sweep: error: --out: "),
+    Hostile("sweep_store_points_a_link_resume", tampered_store(_points_a_link),
+            "points is a symbolic link (to "),
+    Hostile("sweep_store_points_a_file", tampered_store(_points_a_file),
+            "points is not a folder; a sweep keeps its points in a folder of its own there"),
+    # a plan's des_cache/ edited outside draftsim: a row that is no JSON object was a JSONDecodeError or
+    # AttributeError traceback, a FIFO of a row's name hung the plan; a link there took the cached runs where it led
+    Hostile("plan_cache_row_not_json", tampered_plan_cache(lambda cache: _cache_file(cache, ".json").write_text("{bad")),
+            "draftsim plan: error: --out: "),
+    Hostile("plan_cache_row_a_list", tampered_plan_cache(lambda cache: _cache_file(cache, ".json").write_text("[1]")),
+            ".json is not a JSON object); delete the two files to run it again, or pass --no-cache"),
+    Hostile("plan_cache_requests_not_npz", tampered_plan_cache(lambda cache: _cache_file(cache, ".npz").write_text("x")),
+            ".npz is not a NumPy .npz archive)"),
+    Hostile("plan_cache_row_a_fifo", tampered_plan_cache(lambda cache: (_cache_file(cache, ".json").unlink(), fifo(
+        cache, next(cache.glob("*.npz")).stem + ".json"))), ".json is a FIFO (named pipe), not a regular file)"),
+    Hostile("plan_cache_a_link", tampered_plan_cache(_cache_a_link),
+            "des_cache is a symbolic link (to "),
+    # reproduce's own file replaced by a link (to a file of the user's) or a folder: a ValueError ('resolves
+    # outside') or IsADirectoryError traceback after the reproduction ran
+    Hostile("reproduce_own_file_a_link", lambda tmp: _ran_then(
+        ["reproduce", "tetris", "--out", tmp / "o", "--quiet"], tmp / "o" / "tetris.csv",
+        lambda path: path.symlink_to(_write(tmp, "victim", "the user's"))),
+            "draftsim reproduce: error: --out: "),
+    Hostile("reproduce_own_file_a_folder", lambda tmp: _ran_then(
+        ["reproduce", "tetris", "--out", tmp / "o", "--quiet"], tmp / "o" / "tetris.csv", lambda path: path.mkdir()),
+            "tetris.csv is not a file; draftsim reproduce writes a file there"),
+    # a run's or compare's own file (in its manifest) since replaced by a link to a user's file, or a folder: a
+    # ValueError traceback ('resolves outside') or 'Is a directory' naming no field, after the simulation
+    Hostile("compare_own_file_a_link", lambda tmp: _ran_then(
+        ["compare", _write(tmp, "s.yaml", TINY), "--vary", "seed=1", "--out", tmp / "o", "--quiet"],
+        tmp / "o" / "compare.csv", lambda path: path.symlink_to(_write(tmp, "victim", "the user's"))),
+            "draftsim compare: error: --out: "),
+    Hostile("run_own_file_a_folder", lambda tmp: _ran_then(run()(tmp), tmp / "out" / "summary.json",
+                                                           lambda path: path.mkdir()),
+            "summary.json is not a file; draftsim run writes a file there"),
+    # a stored point replaced by a FIFO of its name hung a resumed sweep (pyarrow waited for a writer)
+    Hostile("sweep_store_point_a_fifo", tampered_store(_point_a_fifo),
+            ".parquet is not a readable stored point (is a FIFO (named pipe), not a regular file)"),
+    # a published point's workload counts: a GEMM of m 0 or 64.5 was priced (exit 0), m .inf failed only after
+    # every other point was predicted (exit 1)
+    Hostile("points_gemm_m_zero", points([merge(POINT, {"workload": {"m": 0}})]),
+            "points.yaml: point x: workload: m: 0 is not a whole number >= 1"),
+    Hostile("points_gemm_m_fractional", points([merge(POINT, {"workload": {"m": 64.5}})]),
+            "workload: m: 64.5 is not a whole number >= 1"),
+    Hostile("points_gemm_m_infinite", points([merge(POINT, {"workload": {"m": float("inf")}})]),
+            "workload: m: inf is not a finite number"),
+    # validate --profile-first claimed --out (its manifest written) before it read --scenario: a bad scenario left
+    # OUT/.draftsim-validate.json behind
+    Hostile("validate_profile_first_bad_scenario",
+            lambda tmp: ["validate", "--quick", "--quiet", "--profile-first", "--out", tmp / "v", "--scenario",
+                         _write(tmp, "bad.yaml", {"name": "x", "seed": 1, "workload": {"num_requests": 0}})],
+            "draftsim validate: error: workload.arrival: required field is missing"),
+    # a plan file with --set cluster.model=... (which makes a cluster) said 'confirm_top: unknown field'
+    Hostile("run_a_plan_file_with_a_cluster_set", lambda tmp: [
+        "run", REPO / "scenarios/plans/llama8b_chat.yaml", "--set", "cluster.model=llama-3-8b", "--out", tmp / "o"],
+            "draftsim: error: scenario: this is a plan file (it has search, not cluster); run it with draftsim plan"),
+    # profile --engine vllm: --models named no flag ('unknown model ...'); ',' left no model (its fingerprint
+    # was None at the end: an AttributeError once vLLM had run); a model listed twice was profiled twice into
+    # one NAME.json; --kv-cache-gib inf or 1e9 reached vLLM's CPU backend
+    Hostile("profile_vllm_models_unknown", lambda tmp: ["profile", "--engine", "vllm", "--models", "bogus", "--out",
+                                                        tmp / "e"], "draftsim profile: error: --models: unknown model"),
+    Hostile("profile_vllm_models_only_a_comma", lambda tmp: ["profile", "--engine", "vllm", "--models", ",", "--out",
+                                                             tmp / "e"], "draftsim profile: error: --models: names no"),
+    Hostile("profile_vllm_model_listed_twice", lambda tmp: [
+        "profile", "--engine", "vllm", "--models", "qwen2.5-coder-0.5b,QWEN2.5-coder-0.5b", "--out", tmp / "e"],
+            "draftsim profile: error: --models: lists QWEN2.5-coder-0.5b twice"),
+    Hostile("profile_vllm_kv_cache_infinite", lambda tmp: [
+        "profile", "--engine", "vllm", "--models", "qwen2.5-coder-0.5b", "--kv-cache-gib", "inf", "--out", tmp / "e"],
+            "argument --kv-cache-gib: must be <= "),
+    # a valid date beyond what 64-bit nanoseconds hold was said to be 'not a date and time'
+    Hostile("azure_date_beyond_2262",
+            trace(text_file("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+                                     "9999-12-31 23:59:59,396,109\n"), "azure"),
+            "line 3: '9999-12-31 23:59:59' is not a date and time from 1677-09-21 00:12:44 to 2262-04-11 23:47:16 UTC"),
+    # profile --tp that cannot split a model named a scenario's field ('parallelism.tp=5 must divide ...')
+    Hostile("profile_tp_not_dividing_the_heads", profile("--models", "llama-68m", "--tp", "1,5", "--out", "p"),
+            "draftsim profile: error: --tp: tp=5 must divide num_heads=12 of llama-68m"),
+    # a profile folder (source: profile) whose files are damaged: a fingerprint.json of '{bad' said only
+    # 'Expecting property name enclosed in double quotes', and an ops.csv of other text 'profile table ... lacks
+    # columns', naming neither the field nor (the first) the file
+    Hostile("estimate_profile_fingerprint_not_json", lambda tmp: [
+        "estimate", "--model", "qwen2.5-coder-0.5b", "--hardware", "cpu-local", "--dtype", "fp32", "--source",
+        "profile", "--profile-dir", _profile_with(tmp, "fingerprint.json", "{bad")],
+            "draftsim estimate: error: --profile-dir: malformed JSON in "),
+    Hostile("profile_table_not_a_table", lambda tmp: run(cluster={
+        "model": "qwen2.5-coder-0.5b", "hardware": "cpu-local", "dtype": "fp32",
+        "latency": {"source": "profile", "profile_dir": str(_profile_with(tmp, "ops.csv", "garbage\n"))}})(tmp),
+            "draftsim: error: cluster.latency.profile_dir: profile table "),
 ]
 
 

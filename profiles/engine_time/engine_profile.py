@@ -24,6 +24,7 @@ from __future__ import annotations
 from models.errors import FieldError
 from profiles.latency import UncountedUsage
 import json
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -188,6 +189,35 @@ class EngineProfile:
         return found
 
 
+MAX_PROFILE_BYTES = 1024**3   # one model's driver JSON (the shipped ones: 83 kB)
+
+
+def _read_json(path: Path):
+    """The JSON at `path`, read as every user file is (models.files: a regular file of UTF-8 text, no key
+    twice): ValueError naming the path otherwise (a FIFO named <model>.json hung the read)."""
+    from models.files import DocumentError, describe, parse_json, read_text, syntax_error
+    try:
+        text = read_text(path, MAX_PROFILE_BYTES)
+        return parse_json(text)
+    except DocumentError as exc:
+        raise ValueError(describe(path, exc)) from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(describe(path, syntax_error(exc, "JSON"))) from None
+
+
+def _fit_file(path: Path) -> tuple[PassModel, dict]:
+    """The pass model and rows of one driver JSON; ValueError naming the file when it is not one (a JSON list
+    or a step without its fields was a TypeError or KeyError traceback, or the message "'steps'")."""
+    profile = _read_json(path)
+    try:
+        rows = pass_rows(profile)
+        return fit_pass_model(rows, profile["fingerprint"]["models"]["target"]["path"]), rows
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
+        problem = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        raise ValueError(f"{path} is not an engine profile written by `draftsim profile --engine vllm` "
+                         f"({problem})") from None
+
+
 @lru_cache(maxsize=8)
 def load_engine_profile(folder: str) -> EngineProfile:
     root = Path(folder)
@@ -196,13 +226,14 @@ def load_engine_profile(folder: str) -> EngineProfile:
         raise FileNotFoundError(f"{root}: no <model>.json engine profiles")
     passes, host_rows = {}, []
     for path in files:
-        profile = json.loads(path.read_text())
-        rows = pass_rows(profile)
-        passes[path.stem] = fit_pass_model(rows, profile["fingerprint"]["models"]["target"]["path"])
+        passes[path.stem], rows = _fit_file(path)
         host_rows.append(rows)
     pooled = {k: np.concatenate([r[k] for r in host_rows]) for k in ("step_seqs", "step_tokens", "host_s")}
     fp = root / "fingerprint.json"
-    return EngineProfile(root, passes, fit_host_model(pooled), json.loads(fp.read_text()) if fp.exists() else {})
+    fingerprint = _read_json(fp) if os.path.lexists(fp) else {}
+    if not isinstance(fingerprint, dict):
+        raise ValueError(f"{fp} is not a profile's fingerprint (a JSON object)")
+    return EngineProfile(root, passes, fit_host_model(pooled), fingerprint)
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,10 @@ def read_table(profile_dir: str | os.PathLike) -> pd.DataFrame:
     path = Path(profile_dir) / TABLE_FILE
     if not path.is_file():
         raise ValueError(f"profile_dir {str(profile_dir)!r} has no {TABLE_FILE}")
-    frame = pd.read_csv(path)
+    try:
+        frame = pd.read_csv(path)
+    except (ValueError, OSError) as exc:   # (binary, not UTF-8, rows of other lengths: pandas' own words)
+        raise ValueError(f"profile table {path} cannot be read as CSV ({str(exc).splitlines()[0]})") from None
     for col in LATER_DIM_COLUMNS:
         if col not in frame.columns:
             frame[col] = float("nan")
@@ -144,7 +147,11 @@ def write_fingerprint(fp: Mapping, out_dir: str | os.PathLike) -> Path:
 
 
 def read_fingerprint(profile_dir: str | os.PathLike) -> dict:
+    from models.files import read_document
     path = Path(profile_dir) / FINGERPRINT_FILE
     if not path.is_file():
         raise ValueError(f"profile_dir {str(profile_dir)!r} has no {FINGERPRINT_FILE}")
-    return json.loads(path.read_text())
+    found = read_document(path, "JSON")   # (ValueError naming the file: '{bad' said only 'Expecting property name')
+    if not isinstance(found, dict):
+        raise ValueError(f"{path} is not a profile's fingerprint (a JSON object)")
+    return found

@@ -182,6 +182,12 @@ def check_out(out_dir: str | Path, names: list[str]) -> Path:
             if os.path.lexists(out / file) and file not in (owned or set()):
                 raise ScenarioError("--out", f"{out / file} exists and was not written by draftsim reproduce; move it "
                                              "or choose another --out")
+            if os.path.lexists(out / file) and ((out / file).is_symlink() or not (out / file).is_file()):
+                # (a link or a folder of its name, even where the manifest lists it: a ValueError or
+                # IsADirectoryError traceback after the reproduction ran)
+                what = "a symbolic link" if (out / file).is_symlink() else "not a file"
+                raise ScenarioError("--out", f"{out / file} is {what}; draftsim reproduce writes a file there: move "
+                                             "it or choose another --out")
     return out
 
 

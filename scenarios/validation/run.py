@@ -69,6 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _dtype(device: str) -> str:
+    return "fp32" if device == "cpu" else "bf16"
+
+
+def _device_overrides(device: str) -> list[str]:
+    """What the validation sets in its scenario for the device it runs on."""
+    return [f"cluster.hardware={_device_id(device)}", f"cluster.dtype={_dtype(device)}"]
+
+
 def profile_here(scenario_path: str | Path, device: str, out: Path, threads: int | None, quick_grid: bool = False,
                  quiet: bool = False) -> Path:
     """Profile the models a validation scenario runs (target, and the draft model if any) on this device,
@@ -140,9 +149,8 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
         raise ValueError(f"--profile-dir: no profile (ops.csv) in {where}; measure one with "
                          f"`draftsim profile --device {device}` first")
     found = Path(found).resolve()
-    dtype = "fp32" if device == "cpu" else "bf16"
-    overrides = [f"cluster.hardware={hardware}", f"cluster.dtype={dtype}", "cluster.latency.source=profile",
-                 f"cluster.latency.profile_dir={found}"]
+    dtype = _dtype(device)
+    overrides = [*_device_overrides(device), "cluster.latency.source=profile", f"cluster.latency.profile_dir={found}"]
     scenario, folder = load_scenario(scenario_path, overrides)
     fingerprint = read_fingerprint(found)
     if fingerprint.get("dtype") not in (None, dtype):
@@ -242,6 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("draftsim validate: error: --profile-first and --profile-dir exclude each other", file=sys.stderr)
         return EXIT_USAGE
     try:
+        # the scenario first: with --profile-first the folder is claimed before it was read, and a bad --scenario
+        # left OUT/.draftsim-validate.json behind
+        from simulator.config.scenario import load_scenario
+        load_scenario(scenario, _device_overrides(args.device))
         check_output_dir(out, "validate", SUMMARY_JSON, names)
         profile_dir = args.profile_dir
         if args.profile_first:   # (into OUT/profile/: the folder is the validation's from now on)

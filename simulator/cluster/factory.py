@@ -76,8 +76,9 @@ def make_latency_model(lat: LatencyConfig, hardware: HardwareSpec, dtype: str, b
     profile_dir = Path(lat.profile_dir) if lat.profile_dir else None
     if profile_dir is not None and not profile_dir.is_absolute():
         profile_dir = base_dir / profile_dir
-    if profile_dir is not None and not profile_dir.is_dir():
-        raise ScenarioError("cluster.latency.profile_dir", f"no such directory: {profile_dir}")
+    if profile_dir is not None and not profile_dir.is_dir():   # (/dev/null was 'no such directory')
+        raise ScenarioError("cluster.latency.profile_dir", f"{profile_dir} is not a directory" if profile_dir.exists()
+                            else f"no such directory: {profile_dir}")
     if lat.source == "auto" and hardware.id == CPU_ID:
         raise ScenarioError("cluster.latency.source", f"auto would price {CPU_ID} (this machine's CPU, a "
                                                       "GPU scenario on a CPU) with the roofline of nominal "

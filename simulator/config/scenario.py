@@ -519,7 +519,10 @@ def check_overrides_once(overrides: list[str], field: str = "--set") -> None:
     seed 2 without a word (a YAML file that gives a key twice is refused: models.files)."""
     seen: list[tuple[list[str], str]] = []
     for text in overrides:
-        path = _override_key(text)
+        try:
+            path = _override_key(text)
+        except ScenarioError as exc:   # (a sweep's `set: [seed]` was named '--set', which a sweep file has none of)
+            raise ScenarioError(field, exc.message) from None
         for earlier, earlier_text in seen:
             if earlier[:len(path)] == path:
                 key, both = ".".join(path), f"({earlier_text.strip()}, then {text.strip()})"
@@ -597,14 +600,20 @@ def read_config(path: str | Path, model: type[BaseModel], prefix: str):
 OTHER_COMMANDS_FILES = (("plan", ("search",)), ("sweep", ("scenario", "grid")), ("sweep", ("scenario", "points")))
 
 
-def parse_scenario(data: dict) -> Scenario:
-    """The validated scenario of a mapping. A plan or sweep file given where a scenario goes (`draftsim run
-    plan.yaml`) said 'cluster: required field is missing'; it is named as the other command's file."""
+def refuse_other_commands_file(data: dict) -> None:
+    """ScenarioError on `scenario` when `data` is a plan's or a sweep's file rather than a scenario missing its
+    cluster (`draftsim run plan.yaml` said 'cluster: required field is missing')."""
     if isinstance(data, dict) and "cluster" not in data:
         for command, keys in OTHER_COMMANDS_FILES:
             if all(key in data for key in keys):
                 raise ScenarioError("scenario", f"this is a {command} file (it has {' and '.join(keys)}, not "
                                                 f"cluster); run it with draftsim {command}")
+
+
+def parse_scenario(data: dict) -> Scenario:
+    """The validated scenario of a mapping; a plan or sweep file given where a scenario goes is named as the
+    other command's file."""
+    refuse_other_commands_file(data)
     return validate_config(Scenario, data)
 
 
@@ -626,6 +635,8 @@ def override_texts(overrides) -> list[str]:
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> tuple[Scenario, Path]:
     """Read, override and validate a scenario file. Returns the scenario and its folder (for relative
     paths such as trace CSVs)."""
-    data = apply_overrides(read_scenario_dict(path), override_texts(overrides))
+    data = read_scenario_dict(path)
+    refuse_other_commands_file(data)   # (before overrides: `--set cluster.model=x` on a plan said 'confirm_top: ...')
+    data = apply_overrides(data, override_texts(overrides))
     data.setdefault("name", Path(path).stem)
     return parse_scenario(data), Path(path).resolve().parent

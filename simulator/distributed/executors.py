@@ -163,14 +163,30 @@ def _default_workers(workers: int | None) -> int:
     return workers or most
 
 
+def _without_workers(workers: int | None, why: str) -> None:
+    """Refuse a `--workers` that the executor would not read (`--executor serial --workers 4` ran one point at
+    a time, and a running Dask scheduler's own workers ran it, without a word)."""
+    if workers is not None:
+        raise ScenarioError("--workers", f"{why}; --workers sets the processes of --executor local or local-dask")
+
+
+def _serial(workers: int | None) -> SerialExecutor:
+    _without_workers(workers, "--executor serial runs every task in this process, one at a time")
+    return SerialExecutor()
+
+
+def _scheduler(url: str, workers: int | None) -> DaskExecutor:
+    address = scheduler_address(url, FIELD)
+    _without_workers(workers, f"a running Dask scheduler ({url}) runs the tasks on the workers it has")
+    return DaskExecutor(address=address)
+
+
 EXECUTORS: dict[str, Callable[[int | None], Any]] = {
     "local": lambda workers: ProcessExecutor(_default_workers(workers)),
-    "serial": lambda workers: SerialExecutor(),
+    "serial": _serial,
     "local-dask": lambda workers: DaskExecutor(workers=_default_workers(workers)),
 }
-SCHEMES: dict[str, Callable[[str, int | None], Any]] = {
-    scheme: (lambda url, workers: DaskExecutor(address=scheduler_address(url, FIELD))) for scheme in SCHEDULER_SCHEMES
-}
+SCHEMES: dict[str, Callable[[str, int | None], Any]] = {scheme: _scheduler for scheme in SCHEDULER_SCHEMES}
 
 
 def dask_executor(spec: str, workers: int | None = None, field: str = FIELD) -> DaskExecutor:

@@ -47,12 +47,26 @@ def manifest_name(command: str) -> str:
     return f"{MANIFEST_PREFIX}{command}{MANIFEST_SUFFIX}"
 
 
-def absolute(out_dir: Path | str, field: str = OUT_FIELD) -> Path:
-    """`out_dir` as an absolute path (ScenarioError on `field`, --out unless told, when it is empty, or a
-    path the file system cannot look up)."""
+def _refuse_empty(out_dir: Path | str, field: str) -> None:
     if str(out_dir).strip() == "":
         what = "the output folder, or omit --out for the default" if field == OUT_FIELD else f"a file path, or omit {field}"
         raise ScenarioError(field, f"an empty path; give {what}")
+
+
+def given_or(out_dir: Path | str | None, default: Path) -> Path:
+    """The output folder given (`--out`) as a Path, or `default` when none was. An empty one is refused as
+    `absolute` refuses it before it becomes a Path: Path('') is '.', and `compare`, `sweep` and `plan` wrote
+    their files into the current folder (exit 0) where `run` refused it."""
+    if out_dir is None:
+        return default
+    _refuse_empty(out_dir, OUT_FIELD)
+    return Path(out_dir)
+
+
+def absolute(out_dir: Path | str, field: str = OUT_FIELD) -> Path:
+    """`out_dir` as an absolute path (ScenarioError on `field`, --out unless told, when it is empty, or a
+    path the file system cannot look up)."""
+    _refuse_empty(out_dir, field)
     if "\x00" in str(out_dir):   # (only through the Python API: a shell cannot pass a NUL byte)
         raise ScenarioError(field, f"{str(out_dir)!r} holds a NUL byte")
     if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in str(out_dir)):
@@ -138,6 +152,12 @@ def check_folder(out_dir: Path, command: str, marker: str, names: Iterable[str])
         if os.path.lexists(out_dir / name):
             raise ScenarioError(OUT_FIELD, f"{out_dir / name} exists and was not written by draftsim {command}; "
                                            "move it or choose another --out")
+    for name in sorted(names & owned):   # a file of its own since replaced by a link or a folder: a ValueError
+        path = out_dir / name            # ('resolves outside') or 'Is a directory' when installing, after the run
+        if os.path.lexists(path) and (path.is_symlink() or not path.is_file()):
+            what = f"a symbolic link (to {os.readlink(path)})" if path.is_symlink() else "not a file"
+            raise ScenarioError(OUT_FIELD, f"{path} is {what}; draftsim {command} writes a file there: move it or "
+                                           "choose another --out")
     return owned
 
 

@@ -72,15 +72,43 @@ def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> 
                                           f"one --vary per variant: --vary {twice[0]}=A --vary {twice[0]}=B")
     if vary:
         base = Path(scenarios[0])
-        return [Variant(base.stem, base, list(common)),
-                *(Variant(" ".join(v), base, [*common, *v]) for v in vary)]
-    runs = [Variant(Path(p).stem, Path(p), list(common)) for p in scenarios]
-    seen: dict[str, int] = {}
-    for i, run in enumerate(runs):  # same file name twice: number them
-        seen[run.label] = seen.get(run.label, 0) + 1
-        if seen[run.label] > 1:
-            runs[i] = Variant(f"{run.label} ({seen[run.label]})", run.path, run.overrides)
-    return runs
+        runs = [Variant(base.stem, base, list(common)), *(Variant(" ".join(v), base, [*common, *v]) for v in vary)]
+    else:
+        runs = [Variant(Path(p).stem, Path(p), list(common)) for p in scenarios]
+    labels = distinct_labels([_printable(r.label) for r in runs])
+    return [Variant(label, run.path, run.overrides) for run, label in zip(runs, labels)]
+
+
+def _printable(label: str) -> str:
+    """`label` with its control and invisible format characters written as escapes (a file 'x<newline>y.yaml'
+    split the printed table's header over two lines and compare.csv's into quoted lines; one holding ESC [31m
+    coloured the terminal): '\\n', '\\x1b', '\\u202e'."""
+    import unicodedata
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c for c in label)
+
+
+FIXED_COLUMNS = ("metric", "unit", "key")   # compare_frame's columns before the runs'
+
+
+def _delta_columns(label: str, first: str) -> tuple[str, str]:
+    """compare_frame's columns of a later run's change against the first."""
+    return f"{label} - {first}", f"{label} vs {first} %"
+
+
+def distinct_labels(labels: list[str]) -> list[str]:
+    """The runs' labels, each a column of its own in compare.csv: a label already taken — by an earlier run, a
+    fixed column (a file metric.yaml) or a change column ('y - x') — is numbered ('s (2)', 's (3)'). Before,
+    only a repeated file name was: x/s.yaml, y/s.yaml and 's (2).yaml' made two runs 's (2)', whose one column
+    held the last (exit 0, a run missing from the table); a file key.yaml replaced the metric keys."""
+    taken, out = set(FIXED_COLUMNS), []
+    for i, label in enumerate(labels):
+        candidate, n = label, 1
+        while candidate in taken or (i > 0 and not taken.isdisjoint(_delta_columns(candidate, out[0]))):
+            n += 1
+            candidate = f"{label} ({n})"
+        out.append(candidate)
+        taken.update([candidate, *(_delta_columns(candidate, out[0]) if i > 0 else ())])
+    return out
 
 
 def _value(summary: dict, key: str, scale: float) -> float:
@@ -95,10 +123,10 @@ def compare_frame(labels: list[str], summaries: list[dict]) -> pd.DataFrame:
         values = [_value(s, key, scale) for s in summaries]
         row = {"metric": name, "unit": unit, "key": key, **dict(zip(labels, values))}
         for label, value in zip(labels[1:], values[1:]):
-            row[f"{label} - {labels[0]}"] = value - values[0]
-            row[f"{label} vs {labels[0]} %"] = (100.0 * (value - values[0]) / abs(values[0])
-                                                if values[0] not in (0.0,) and math.isfinite(values[0])
-                                                else math.nan)
+            change, percent = _delta_columns(label, labels[0])
+            row[change] = value - values[0]
+            row[percent] = (100.0 * (value - values[0]) / abs(values[0])
+                            if values[0] not in (0.0,) and math.isfinite(values[0]) else math.nan)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -116,7 +144,7 @@ def format_compare(frame: pd.DataFrame, labels: list[str]) -> str:
         name = f"{row['metric']} ({row['unit']})" if row["unit"] else row["metric"]
         deltas = []
         for label in labels[1:]:
-            pct = row[f"{label} vs {labels[0]} %"]
+            pct = row[_delta_columns(label, labels[0])[1]]
             deltas.append("-" if not math.isfinite(pct) else f"{pct:+.1f} %")
         rows.append([name, *(_cell(row[label]) for label in labels), *deltas])
     return format_columns(header, rows)
@@ -133,12 +161,13 @@ def _naming_the_run(run: Variant, first: Variant, build, *args, **kwargs):
         raise ScenarioError(f"{where}: {exc.field}", exc.message) from None
 
 
-def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, step_mode: str | None = None):
+def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = False, step_mode: str | None = None):
     """Validate and build every run first, then simulate each; returns (frame, labels, results, out dir)."""
     from simulator.api import prepare, simulate
     from simulator.config.host_memory import check_memory_together
     from simulator.config.scenario import load_scenario
     from simulator.console.progress import Progress
+    from simulator.results.output_folder import given_or
     from simulator.results.outputs import check_output_dir, staged_output, summary_json
     from simulator.results.plots import plot_latency_cdfs_overlaid
 
@@ -146,7 +175,7 @@ def run_compare(runs: list[Variant], out: Path | None, *, quiet: bool = False, s
     _check_distinct(runs, loaded)
     varied = any(run.path == runs[0].path for run in runs[1:])   # (variants of one scenario: --vary)
     check_memory_together([scenario for scenario, _ in loaded], "--vary" if varied else "scenarios")
-    out_dir = check_output_dir(out if out is not None else Path("out") / "compare" / loaded[0][0].name,
+    out_dir = check_output_dir(given_or(out, Path("out") / "compare" / loaded[0][0].name),
                                marker=COMPARE_CSV, command="compare", names=COMPARE_FILES)
     prepared = [_naming_the_run(run, runs[0], prepare, scenario, base_dir=folder)
                 for run, (scenario, folder) in zip(runs, loaded)]
@@ -206,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     runs = variants(args.scenarios, args.set, args.vary)
-    frame, labels, results, out_dir = run_compare(runs, Path(args.out) if args.out is not None else None, quiet=args.quiet,
+    frame, labels, results, out_dir = run_compare(runs, args.out, quiet=args.quiet,
                                                   step_mode=args.step_mode)
     if not args.quiet:
         print(format_compare(frame, labels))

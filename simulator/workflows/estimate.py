@@ -321,6 +321,11 @@ ENGINE_FLAGS = {"version": "--engine-version", "cuda_graphs": "--cuda-graphs", "
                 "async_scheduling": "--async-scheduling"}
 
 
+# the latency block's fields (estimate_step's `latency`, a scenario's cluster.latency) and the flags that set them
+LATENCY_FLAGS = {"source": "--source", "framework": "--framework", "version": "--version",
+                 "profile_dir": "--profile-dir"}
+
+
 def _in_flags(exc: Exception) -> str:
     """The error in the words of the command line: the scheduler block's fields are the flags that set them
     (`--max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)`, not `scheduler: max_batched_tokens
@@ -329,6 +334,9 @@ def _in_flags(exc: Exception) -> str:
     if not isinstance(exc, ScenarioError):
         return str(exc)
     block, _, key = exc.field.removeprefix("cluster.").partition(".")
+    if (block == "latency" and key in LATENCY_FLAGS) or exc.field in LATENCY_FLAGS:
+        # (it said latency.framework, cluster.latency.profile_dir: the fields of a block the command line has none of)
+        return f"{LATENCY_FLAGS[key or exc.field]}: {exc.message}"
     if block == "engine" and key.split(".")[0] in ENGINE_FLAGS:   # (it said cluster.engine.host_cpu: ...)
         return f"{ENGINE_FLAGS[key.split('.')[0]]}: {exc.message}"
     if exc.field.split(".")[0] != "scheduler":

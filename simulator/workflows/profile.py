@@ -82,7 +82,44 @@ def check_arguments(args) -> None:
         names = PROFILE_FILES + ((CHECK_FILE,) if args.check and args.check_out is None else ())
         check_output_dir(args.out, marker="fingerprint.json", command="profile", names=names)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
+    check_models(models, args.models)
+    check_tp(models, args.tp)
     check_fits(models, args.device, args.dtype, available_bytes())
+
+
+def check_tp(models: list[str], given: str) -> None:
+    """ScenarioError on `--tp` when a degree cannot split one of `models` (it said 'parallelism.tp=5 must divide
+    num_heads=12 of llama-68m', a scenario's field); a list that is no list of degrees is named by the profiler."""
+    from models.catalog import get_model
+    from models.errors import ascii_number
+    from models.spec import validate_parallelism
+    from models.step import Parallelism
+
+    try:
+        tps = [ascii_number(int, x.strip()) for x in given.split(",") if x.strip()]
+    except ValueError:
+        return
+    for name in models:
+        for tp in (tp for tp in tps if tp >= 1):
+            try:
+                validate_parallelism(get_model(name), Parallelism(tp=tp))
+            except ValueError as exc:
+                raise ScenarioError("--tp", str(exc).removeprefix("parallelism.")) from None
+
+
+def check_models(models: list[str], given: str) -> None:
+    """ScenarioError on `--models` when it names no model or one the catalog lacks (said as 'models must name at
+    least one catalog model' and 'unknown model ...', naming no flag)."""
+    from models.catalog import get_model
+
+    if not models:
+        raise ScenarioError("--models", f"names no model ({given!r}); give comma-separated catalog models "
+                                        "(draftsim catalog models)")
+    for name in models:
+        try:
+            get_model(name)
+        except ValueError as exc:
+            raise ScenarioError("--models", str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:

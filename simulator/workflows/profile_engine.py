@@ -24,6 +24,7 @@ from models.errors import bounded
 from simulator.console.contract import QUIET_HELP, command_main
 
 CORES = os.cpu_count() or 1
+MEMORY_GIB = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 1024**3   # this machine's memory
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,8 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     # the engine's CPU threads: more than the cores would time contention, not passes
     p.add_argument("--threads", type=bounded(maximum=CORES), default=min(2, CORES),
                    help=f"the engine's CPU threads, 1 to this machine's cores (default {min(2, CORES)})")
-    p.add_argument("--kv-cache-gib", type=bounded(float, 0, exclusive=True), default=2.0,
-                   help="the CPU engine's KV cache space in GiB (VLLM_CPU_KVCACHE_SPACE; default 2)")
+    # (inf and 1e9 were taken: vLLM's CPU backend then fails to allocate, after the model folders were found)
+    p.add_argument("--kv-cache-gib", type=bounded(float, 0, maximum=MEMORY_GIB, exclusive=True), default=2.0,
+                   help="the CPU engine's KV cache space in GiB, at most this machine's memory "
+                        "(VLLM_CPU_KVCACHE_SPACE; default 2)")
     p.add_argument("--quick", action="store_true", help="a small grid (tests, a first look)")
     p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     return p
@@ -50,13 +53,16 @@ def main(argv=None) -> int:
 
 
 def _profile(args) -> int:
-    from models.load import get_model
     from profiles.engine_time.engine_profile import fit_pass_model, pass_rows
     from simulator.workflows.vllm_launch import check_model_dir, engine_env, resolve_vllm_python, run_driver
     from simulator.console.contract import fail
+    from simulator.errors import ScenarioError
+    from simulator.workflows.profile import check_models
     names = [m.strip() for m in args.models.split(",") if m.strip()]
-    for name in names:
-        get_model(name)   # a catalog name (UnknownNameError lists them)
+    check_models(names, args.models)   # catalog names, at least one (it said 'unknown model ...', naming no flag)
+    twice = next((n for i, n in enumerate(names) if n.lower() in [m.lower() for m in names[:i]]), None)
+    if twice is not None:   # (profiled twice over, into one NAME.json)
+        raise ScenarioError("--models", f"lists {twice} twice; give each once")
     # --out is checked as every command's output folder is, before the model folders and vLLM (it was met
     # only by out.mkdir once both were found: a file there raised there; a user's non-empty folder got
     # NAME.json, NAME.log and fingerprint.json written among its files)

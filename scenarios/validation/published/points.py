@@ -5,6 +5,7 @@ The points are validation data only: nothing in draftsim is fitted to them (READ
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Literal
 
@@ -82,10 +83,28 @@ class Acceptance(BaseModel):
 NUMERIC_WORKLOAD_FIELDS = ("m", "n", "k", "batch", "seq_len", "context_tokens", "prefill_tokens",
                            "query_tokens_per_seq", "input_tokens", "output_tokens", "num_prompts", "concurrency",
                            "qps", "num_speculative_tokens", "tree_nodes", "eagle_topk", "max_model_len")
+# of those, the ones that may be 0 (a prefill without cached tokens, a step without prefill, no speculation) and the
+# one that need not be a whole number (a request rate); the others count tokens, requests, GEMM dims: whole, >= 1
+ZERO_WORKLOAD_FIELDS = ("context_tokens", "prefill_tokens", "num_speculative_tokens")
+RATE_WORKLOAD_FIELDS = ("qps",)
 # How a vLLM point's engine was started (`workload.entrypoint`, default llm): the offline `LLM` class
 # (benchmark_throughput.py, examples/offline_inference) or the OpenAI API server (`vllm serve`, timed with
 # benchmark_serving.py / `vllm bench serve`). vLLM V1 gives them different batching defaults
 # (profiles.engine_time.batch_defaults.engine_batching).
+
+
+def _check_count(key: str, value: float) -> None:
+    """ValueError unless `value` (a number >= 0) is what workload field `key` can hold: finite; a whole number
+    >= 1 for counts (>= 0 for ZERO_WORKLOAD_FIELDS); a rate > 0."""
+    if not math.isfinite(value):
+        raise ValueError(f"{key}: {value!r} is not a finite number")
+    if key in RATE_WORKLOAD_FIELDS:
+        if value <= 0:
+            raise ValueError(f"{key}: {value!r} is not a number > 0")
+        return
+    low = 0 if key in ZERO_WORKLOAD_FIELDS else 1
+    if value != int(value) or value < low:
+        raise ValueError(f"{key}: {value!r} is not a whole number >= {low}")
 
 
 class Point(BaseModel):
@@ -137,6 +156,8 @@ class Point(BaseModel):
             if key in NUMERIC_WORKLOAD_FIELDS and value is not None and (
                     isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
                 raise ValueError(f"{key}: {value!r} is not a number >= 0")
+            if key in NUMERIC_WORKLOAD_FIELDS and value is not None:   # (a GEMM of m 0 or 64.5 was priced, and
+                _check_count(key, value)                               # m .inf failed only after the others ran)
         if workload.get("entrypoint", "llm") not in ENTRYPOINTS:
             raise ValueError(f"entrypoint: {workload['entrypoint']!r} is not one of {', '.join(ENTRYPOINTS)}")
         return workload

@@ -137,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         print("draftsim validate: error: --points: an empty path; give a points YAML, or omit --points for the "
               "shipped registry", file=sys.stderr)
         return 2
+    if any(not text.strip() for text in args.id):   # ('' is in every id: all the points were priced, ~30 s)
+        print("draftsim validate: error: --id: an empty text matches every point; give part of a point's id, or "
+              "omit --id for all of them", file=sys.stderr)
+        return 2
     try:
         points = load_points(args.points)
     except (OSError, ValueError) as exc:

@@ -142,7 +142,11 @@ def _times(frame: pd.DataFrame, column: str, unit: str, path: Path, field: str) 
         bad = stamps.isna().to_numpy()
         if bad.any():
             i = int(np.argmax(bad))
-            raise _bad(field, path, column, lines[i], raw.iloc[i], "a date and time (ISO 8601, e.g. "
+            # (times are held in ns since 1970 as int64: 9999-12-31, a valid date, was said to be no date)
+            raise _bad(field, path, column, lines[i], raw.iloc[i], f"a date and time from "
+                                                                   f"{pd.Timestamp.min.ceil('s'):%Y-%m-%d %H:%M:%S} to "
+                                                                   f"{pd.Timestamp.max.floor('s'):%Y-%m-%d %H:%M:%S} "
+                                                                   "UTC (ISO 8601, e.g. "
                                                                    "2023-11-16 18:15:46.6805900)")
         ns = stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
         return (ns - ns.min()) * 1e-9

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -78,18 +79,47 @@ class DesCache:
         self.folder = Path(folder)
         self._before_first_write = before_first_write
 
+    def _check_folder(self) -> None:
+        """ScenarioError on `--out` when the cache folder is a symbolic link (the runs were written where it led)
+        or no folder."""
+        from simulator.errors import ScenarioError
+        if os.path.lexists(self.folder) and (self.folder.is_symlink() or not self.folder.is_dir()):
+            what = f"a symbolic link (to {os.readlink(self.folder)})" if self.folder.is_symlink() else "not a folder"
+            raise ScenarioError("--out", f"{self.folder} is {what}; a plan keeps its DES cache in a folder of its "
+                                         "own there: move it or choose another --out")
+
     def get(self, key: str, slo: SLO) -> dict | None:
-        """The cached row of run `key` with its SLO fields for `slo`, or None."""
+        """The cached row of run `key` with its SLO fields for `slo`, or None. A stored run that cannot be read
+        back (edited, a FIFO, another file of its name) is a ScenarioError on `--out` naming it: it was a
+        JSONDecodeError or AttributeError traceback, and a FIFO hung the plan."""
+        from models.files import file_kind_problem, read_text
+        from simulator.errors import ScenarioError
+        self._check_folder()
         row_path, req_path = self.folder / f"{key}.json", self.folder / f"{key}.npz"
-        if not (row_path.exists() and req_path.exists()):
+        if not (os.path.lexists(row_path) and os.path.lexists(req_path)):
             return None
-        row = json.loads(row_path.read_text())
-        with np.load(req_path) as stored:
-            requests = pd.DataFrame({name: stored[name] for name in REQUEST_COLUMNS})
-        row.update(slo_summary(requests, slo, row["window_s"], row["gpus"]))
+        try:
+            for path in (row_path, req_path):
+                problem = "is a symbolic link" if path.is_symlink() else file_kind_problem(path)
+                if problem is not None:
+                    raise ValueError(f"{path.name} {problem}")
+            row = json.loads(read_text(row_path))
+            if not isinstance(row, dict):
+                raise ValueError(f"{row_path.name} is not a JSON object")
+            if not zipfile.is_zipfile(req_path):
+                raise ValueError(f"{req_path.name} is not a NumPy .npz archive")
+            with np.load(req_path) as stored:
+                requests = pd.DataFrame({name: stored[name] for name in REQUEST_COLUMNS})
+            window_s, gpus = row["window_s"], row["gpus"]
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+            detail = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+            raise ScenarioError("--out", f"{self.folder / key}.json/.npz is not a cached DES run ({detail}); "
+                                         "delete the two files to run it again, or pass --no-cache") from None
+        row.update(slo_summary(requests, slo, window_s, gpus))
         return row
 
     def put(self, key: str, row: dict, requests: dict) -> None:
+        self._check_folder()
         if self._before_first_write is not None:
             self._before_first_write()
             self._before_first_write = None

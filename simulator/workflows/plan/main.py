@@ -229,7 +229,7 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
         if progress is not None:
             progress(f"[{time.perf_counter() - t0:6.1f} s] {line}")
 
-    from simulator.results.output_folder import check_output_dir, claim, staged_output
+    from simulator.results.output_folder import check_output_dir, claim, given_or, staged_output
     from simulator.distributed.executors import make_executor
 
     if confirm_top is not None and (is_boolean(confirm_top) or not isinstance(confirm_top, int)
@@ -238,7 +238,7 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
         raise ScenarioError("confirm_top", f"an integer in 0..{MAX_CONFIRM_TOP} (as the plan's confirm_top), "
                                            f"got {confirm_top!r}")
     spec, base_dir = load_plan(plan)
-    out_dir = Path(out) if out is not None else Path("out") / "plans" / spec.name
+    out_dir = given_or(out, Path("out") / "plans" / spec.name)
     check_output_dir(out_dir, "plan", RANKED_CSV, PLAN_FILES)
     runner = make_executor(executor, workers)   # a bad --executor or --workers fails before the screen,
     with _connected(runner):                    # and so does an unreachable Dask scheduler
@@ -352,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--confirm-top", type=bounded(minimum=0, maximum=MAX_CONFIRM_TOP), default=None,
                    help=f"override the plan's confirm_top (0..{MAX_CONFIRM_TOP}, as in the plan file)")
     p.add_argument("--executor", default="local", help="where DES confirmations run (as for draftsim sweep)")
-    p.add_argument("--workers", type=int, default=None, help="parallel DES runs (default: CPU cores)")
+    p.add_argument("--workers", type=int, default=None, help="parallel DES runs: processes of --executor local or local-dask (default: CPU cores)")
     p.add_argument("--no-cache", action="store_true",
                    help=f"simulate every confirmation again (default: reuse <out>/{DES_CACHE}, valid across SLO "
                         "changes)")

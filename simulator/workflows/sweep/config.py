@@ -33,7 +33,7 @@ import yaml
 from pydantic import Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
-from simulator.config.base import Strict
+from simulator.config.base import Strict, field_error
 from simulator.config.names import FolderName
 from simulator.config.scenario import (apply_overrides, check_overrides_once, parse_scenario, read_config,
                                        read_scenario_dict)
@@ -111,6 +111,13 @@ class SweepSpace(Strict):
         overlap = set(self.grid) & {k for p in self.points for k in p}
         if overlap:
             raise ValueError(f"keys both in grid and points: {', '.join(sorted(overlap))}")
+        for point in self.points or [{}]:   # the keys set together in one point, in the order they are applied
+            together = [*self.grid, *point]
+            for i, outer in enumerate(together):
+                for j, inner in enumerate(together):
+                    if inner.startswith(outer + "."):
+                        _check_nested(outer, inner, j < i, self.grid.get(outer, [point.get(outer)]),
+                                      "grid" if (outer if j < i else inner) in self.grid else "points")
         return self
 
     @property
@@ -159,6 +166,23 @@ class SweepConfig(SweepSpace):
         return (numeric or self.param_keys or [SEED_KEY])[0]
 
 
+def _check_nested(outer: str, inner: str, inner_first: bool, outer_values: list, where: str) -> None:
+    """A swept key inside another swept key of the same point (workload.arrival.qps, workload.arrival) is applied
+    over it: refuse it where a value is dropped without a word — the inner key applied first (the mapping
+    replaces it), or a value of the outer mapping that holds the inner key (the inner key's value replaces it:
+    grid {workload.arrival: [{process: poisson, qps: 4}], workload.arrival.qps: [8]} ran qps 8 only)."""
+    if inner_first:
+        raise field_error(where, f"{outer}, applied after {inner} (the grid's keys first, then a point's, each "
+                                 f"in the order written), replaces it; give {outer} before {inner}")
+    rest = inner[len(outer) + 1:].split(".")
+    for value in outer_values:
+        for part in rest:
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is not None:
+            raise field_error(where, f"{outer} gives {inner.removeprefix(outer + '.')} in its values and {inner} "
+                                     f"replaces it; give it in one of the two")
+
+
 def check_key(key: str) -> None:
     if not key or any(not part for part in key.split(".")):
         raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
@@ -204,9 +228,13 @@ def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Pa
     base_path = (folder / spec.scenario) if not Path(spec.scenario).is_absolute() else Path(spec.scenario)
     check_overrides_once(spec.set, f"{FIELD}.set")
     try:
-        base = apply_overrides(read_scenario_dict(base_path), spec.set)
+        base = read_scenario_dict(base_path)
     except ScenarioError as exc:
         raise ScenarioError(f"{FIELD}.scenario", str(exc)) from None
+    try:   # (`set: [seed.x=1]` was named sweep.scenario, the file it applies to)
+        base = apply_overrides(base, spec.set)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{FIELD}.set", exc.message if exc.field == "--set" else str(exc)) from None
     base.setdefault("name", spec.name)
     return expand(base, spec.grid, spec.points, spec.seeds, spec.replications), base_path.resolve().parent
 

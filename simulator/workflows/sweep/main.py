@@ -32,6 +32,7 @@ from simulator.distributed.executors import EXECUTORS, SCHEMES, make_executor
 from simulator.config.validation import validate_config
 from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, SweepSpace, expand, expand_points,
                                              load_sweep)
+from simulator.results.output_folder import given_or
 from simulator.workflows.sweep.store import SweepStore, open_store
 from simulator.console.contract import (EXIT_FAILED_CHECK, EXIT_READER_GONE, QUIET_HELP, parse_args,
                                          stdout_reader_gone)
@@ -106,7 +107,7 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
     spec, folder = load_sweep(sweep)
     points, base_dir = expand_points(spec, folder)
     keys = spec.param_keys
-    out_dir = Path(out) if out is not None else Path("out") / "sweeps" / spec.name
+    out_dir = given_or(out, Path("out") / "sweeps" / spec.name)
     runner = make_executor(executor, workers)
     opening = dict(resume=resume, overwrite=overwrite, expected_ids={p.point_id for p in points})
     source = str(Path(sweep).resolve())
@@ -255,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="discard stored points and start again")
     p.add_argument("--executor", default="local", metavar="NAME",
                    help=f"where points run: {executors} (default: local process pool)")
-    p.add_argument("--workers", type=int, default=None, help="parallel workers (default: CPU cores)")
+    p.add_argument("--workers", type=int, default=None, help="processes of --executor local or local-dask (default: CPU cores)")
     p.add_argument("--step-mode", choices=["bulk", "step"], default=None,
                    help="override the scenarios' simulation.step_mode")
     p.add_argument("--plot", action="store_true", help="draw the standard plots into <out>/plots/")

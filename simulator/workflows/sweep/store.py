@@ -75,6 +75,30 @@ def _cell(value):
     return value
 
 
+def _kind(value) -> str:
+    """What a column may hold together: numbers (ints and floats, not booleans), booleans, texts, ..."""
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    return "number" if isinstance(value, (int, float, np.integer, np.floating)) else type(value).__name__
+
+
+def _one_kind_per_column(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with each column whose values are of several kinds written as text (texts as they are, the others
+    as JSON): a swept key of values such as [auto, 1] (simulation.workers) made a column pyarrow cannot type, an
+    ArrowTypeError traceback after every point had run and no results written."""
+    out = frame
+    for column in frame.columns:
+        if frame[column].dtype != object:
+            continue
+        values = frame[column].tolist()
+        present = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+        if len({_kind(v) for v in present}) > 1:
+            out = out.copy() if out is frame else out
+            out[column] = [v if v is None or isinstance(v, str) or (isinstance(v, float) and math.isnan(v))
+                           else json.dumps(_cell(v), sort_keys=True) for v in values]
+    return out
+
+
 class SweepStore:
     """A store folder. `open_store` creates or validates one; rows are written with `put`."""
 
@@ -112,8 +136,13 @@ class SweepStore:
         footer (pyarrow reads the footer alone), so a file damaged outside draftsim (a copy cut short, an
         edit) is one line here rather than a traceback after the missing points ran. (draftsim itself
         writes points atomically.)"""
+        from models.files import file_kind_problem
         for pid in sorted(point_ids):
             path = self.points_dir / f"{pid}.parquet"
+            # (a FIFO of a point's name hung the resumed sweep: pyarrow waited for a writer)
+            problem = "a symbolic link" if path.is_symlink() else file_kind_problem(path)
+            if problem is not None:
+                raise ScenarioError(OUT_FIELD, _unreadable(path, problem))
             try:
                 problem = _point_problem(pq.read_metadata(path), path, pid)
             except (OSError, pa.ArrowException) as err:
@@ -147,6 +176,7 @@ class SweepStore:
 
     def write_results(self, frame: pd.DataFrame) -> None:
         """Consolidated results of the current sweep (parquet + CSV), each replaced atomically."""
+        frame = _one_kind_per_column(frame)
         table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
         _atomic_write(self.root / RESULTS_PARQUET, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
         _atomic_write(self.root / RESULTS_CSV, lambda tmp: frame.to_csv(tmp, index=False))
@@ -206,6 +236,13 @@ def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwr
         if old != name and not overwrite:
             raise ScenarioError(OUT_FIELD, f"{root} holds sweep {old!r}, not {name!r}; choose another "
                                            f"--out or pass --overwrite")
+        points = store.points_dir
+        if os.path.lexists(points) and (points.is_symlink() or not points.is_dir()):
+            # (a link there: the points were written where it leads, and --overwrite deleted the .parquet files
+            # found there)
+            what = f"a symbolic link (to {os.readlink(points)})" if points.is_symlink() else "not a folder"
+            raise ScenarioError(OUT_FIELD, f"{points} is {what}; a sweep keeps its points in a folder of its own "
+                                           "there: move it or choose another --out")
         done = store.finished_ids() & expected_ids
         if overwrite and create:
             for p in store.points_dir.glob("*.parquet"):

@@ -40,6 +40,41 @@ def test_variants_of_one_scenario_and_of_several_files(tmp_path):
     assert [r.label for r in variants(["a/x.yaml", "b/x.yaml"], [], [])] == ["x", "x (2)"]
 
 
+def test_each_run_has_a_column_of_its_own(tmp_path):
+    """x/s.yaml, y/s.yaml and 's (2).yaml' were labelled s, s (2), s (2): compare.csv had one column for the last
+    two, holding the last, and the table showed the third run twice (exit 0); a file key.yaml replaced the metric
+    keys, and a file named like a change column ('b - a') took that column. Labels are numbered past any taken."""
+    assert [r.label for r in variants(["x/s.yaml", "y/s.yaml", "s (2).yaml", "key.yaml"], [], [])] == \
+        ["s", "s (2)", "s (2) (2)", "key (2)"]
+    assert [r.label for r in variants(["a.yaml", "b - a.yaml", "b.yaml"], [], [])] == ["a", "b - a", "b (2)"]
+    assert [r.label for r in variants(["seed=2.yaml"], [], [["seed=2"]])] == ["seed=2", "seed=2 (2)"]
+    paths = []
+    for i, where in enumerate(["x/s", "y/s", "s (2)"]):
+        (tmp_path / where).parent.mkdir(exist_ok=True)
+        paths.append(_write(tmp_path, where, scenario(seed=i + 1, workload={"num_requests": 6})))
+    assert main(["compare", *map(str, paths), "--out", str(tmp_path / "cmp"), "--quiet"]) == 0
+    frame = pd.read_csv(tmp_path / "cmp" / "compare.csv").set_index("key")
+    summaries = json.loads((tmp_path / "cmp" / "summaries.json").read_text())
+    assert list(summaries) == ["s", "s (2)", "s (2) (2)"]
+    for label, summary in summaries.items():
+        assert frame.loc["ttft_p50_s", label] == pytest.approx(summary["ttft_p50_s"] * 1e3, rel=1e-8)
+    assert len({summary["ttft_p50_s"] for summary in summaries.values()}) == 3   # three seeds, three runs
+
+
+def test_labels_show_control_characters_as_escapes(tmp_path, capsys):
+    """A file named 'x<newline>y.yaml' split the printed table's header over two lines, one holding ESC [31m
+    coloured the terminal (helper1 2026-11-28): labels write such characters as escapes, and keep other text."""
+    assert [r.label for r in variants(["x\ny.yaml", "z\x1b[31m.yaml", "caf\u00e9.yaml", "a\u202eb.yaml"], [], [])] \
+        == ["x\\ny", "z\\x1b[31m", "caf\u00e9", "a\\u202eb"]
+    a = _write(tmp_path, "x\ny", scenario(seed=1, workload={"num_requests": 6}))
+    b = _write(tmp_path, "z\x1b[31m", scenario(seed=2, workload={"num_requests": 6}))
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp")]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and printed.splitlines()[0].split() == ["metric", "x\\ny", "z\\x1b[31m", "Δ",
+                                                                          "z\\x1b[31m"]
+    assert list(json.loads((tmp_path / "cmp" / "summaries.json").read_text())) == ["x\\ny", "z\\x1b[31m"]
+
+
 def test_compare_end_to_end_is_deterministic_and_consistent_with_single_runs(tmp_path, capsys):
     base = scenario(workload={"num_requests": 120})
     spec = scenario(workload={"num_requests": 120}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},

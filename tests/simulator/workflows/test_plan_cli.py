@@ -220,7 +220,7 @@ def test_the_idle_hook_runs_once_when_a_local_worker_has_no_run_left(tmp_path, m
     events.clear()   # the serial executor: the caller's process is the worker, never idle
     monkeypatch.setattr("simulator.workflows.plan.main.confirm_point",
                         lambda task: (task[0], {"status": "invalid", "error": "x", "wall_s": 0.0}, None))
-    plan_main.confirm(spec, chosen, base_dir, "serial", 1, when_idle=hook)
+    plan_main.confirm(spec, chosen, base_dir, "serial", None, when_idle=hook)   # (serial reads no workers)
     assert "idle" not in events
 
 

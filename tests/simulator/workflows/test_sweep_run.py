@@ -236,3 +236,15 @@ def test_overwrite_runs_every_point_again(tmp_path, plot):
     again = run_sweep(path, tmp_path / "out", executor="serial", overwrite=True, plot=plot)
     assert again.ran == 4 and again.skipped == 0 and len(again.frame) == 4
     assert len(list((tmp_path / "out" / POINTS_DIR).glob("*.parquet"))) == 4
+
+
+def test_a_swept_key_of_values_of_several_kinds_is_stored_as_text(tmp_path):
+    """simulation.workers: [auto, 1] (a text and a number, both valid) made a results column pyarrow cannot type:
+    an ArrowTypeError traceback after every point had run, no results.parquet (helper1 2026-11-28). Such a column
+    is stored as text; columns of one kind keep their type."""
+    path = write_sweep(tmp_path, num_requests=6, grid={"simulation.workers": ["auto", 1], "workload.arrival.qps": [4]})
+    assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial", "--quiet"]) == 0
+    stored = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert list(stored["simulation.workers"]) == ["auto", "1"] and (stored["status"] == "ok").all()
+    assert stored["workload.arrival.qps"].dtype.kind in "if" and list(stored["workload.arrival.qps"]) == [4, 4]
+    assert list(pd.read_csv(tmp_path / "out" / "results.csv")["simulation.workers"].astype(str)) == ["auto", "1"]

@@ -75,3 +75,19 @@ def test_bad_sweep_files_name_the_field(tmp_path, spec, field):
         points_of(write_sweep(tmp_path, **spec))
     text = str(err.value)
     assert field in text and len(text.splitlines()) == 1, text
+
+
+def test_a_swept_key_inside_a_swept_mapping_refines_it_when_nothing_is_dropped(tmp_path):
+    """A mapping and a key inside it may vary together (the arrival process and its rate) when the key is
+    applied after the mapping and the mapping's values do not give it: each point has both. When a value would
+    be dropped — the mapping gives the key too, or the mapping comes after the key — the sweep is refused
+    (helper1 2026-11-28: grid {workload.arrival: [{..., qps: 4}], workload.arrival.qps: [8]} ran qps 8 only)."""
+    arrivals = [{"process": "poisson"}, {"process": "gamma", "cv": 2}]
+    points = points_of(write_sweep(tmp_path, grid={"workload.arrival": arrivals, "workload.arrival.qps": [4, 8]}))
+    assert [(p.scenario["workload"]["arrival"]["process"], p.scenario["workload"]["arrival"]["qps"])
+            for p in points] == [("poisson", 4), ("poisson", 8), ("gamma", 4), ("gamma", 8)]
+    with pytest.raises(ScenarioError, match=r"^sweep\.grid: workload\.arrival gives qps in its values"):
+        points_of(write_sweep(tmp_path, grid={"workload.arrival": [{"process": "poisson", "qps": 4}],
+                                              "workload.arrival.qps": [8]}))
+    with pytest.raises(ScenarioError, match=r"^sweep\.grid: workload\.arrival, applied after workload\.arrival\.qps"):
+        points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [8], "workload.arrival": arrivals}))
