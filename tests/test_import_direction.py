@@ -100,7 +100,7 @@ def test_tests_sit_in_the_folder_of_what_they_test():
     checks and the shared helpers stay at the top."""
     top = {p.name for p in (ROOT / "tests").glob("*.py")}
     assert top <= {"conftest.py", "contract.py", "paths.py", "sim_helpers.py", "test_declared_imports.py",
-                   "test_fuzz_inputs.py", "test_fuzz_scenarios.py", "test_hostile_inputs.py", "test_import_direction.py",
+                   "test_determinism_fuzz.py", "test_fuzz_inputs.py", "test_fuzz_scenarios.py", "test_hostile_inputs.py", "test_import_direction.py",
                    "test_output_hashes.py", "test_package_isolation.py", "test_readme_examples.py",
                    "test_startup_imports.py"}, sorted(top)
     folders = {p.relative_to(ROOT / "tests").parts[0] for p in (ROOT / "tests").rglob("test_*.py")

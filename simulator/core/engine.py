@@ -22,8 +22,15 @@ Two drivers run the same replica timelines:
 
 Closed-loop workloads: a request is sent when an earlier one completes, at that instant, to the first
 pool; bulks end at their first finish (`stop_at_finish`), and a sent request cuts the bulk of the
-replica it is routed to. Ties at exactly equal times between a completion on one replica and a step
-boundary on another are broken by event order (probability zero with continuous step times).
+replica it is routed to. Step ends of several replicas at exactly the same instant are not rare here:
+identical replicas given identical batches (the first `concurrency` requests at t = 0) end their steps
+together, and each finish sends a request that the router places by the loads it reads. So a closed loop
+processes the step ends of one instant in replica order (`_step_priority`), whichever mode scheduled
+them when, and the replicas that form a step at that instant (after their own step end, or woken from
+idle) do so behind all of them (`_BEHIND`). Before, the order was SimPy's event order, i.e. when each wait
+was scheduled: a bulk cut by a routed request re-schedules its end later than another replica's step
+scheduled at its start, so bulk and step modes routed the sends of such an instant differently (found by
+tests/test_determinism_fuzz.py; tests/simulator/core/test_sim_closed_loop.py has the case).
 """
 from __future__ import annotations
 
@@ -45,11 +52,14 @@ class _At(simpy.Event):
     """A timeout that fires at exactly `at_s` (SimPy's `timeout(at − now)` lands at now + (at − now), which
     may round an ulp away from `at`: a request sent at a completion would then arrive beside it)."""
 
-    def __init__(self, env: simpy.Environment, at_s: float):
+    def __init__(self, env: simpy.Environment, at_s: float, priority: int = NORMAL):
         super().__init__(env)
         self._ok = True
         self._value = None
-        heappush(env._queue, (at_s, NORMAL, next(env._eid), self))   # (what Environment.schedule pushes)
+        heappush(env._queue, (at_s, priority, next(env._eid), self))   # (what Environment.schedule pushes)
+
+
+_BEHIND = 1 << 40   # a closed loop's priority for a step formed now: behind every replica's step end of now
 
 
 class _UrgentTimeout(simpy.Event):
@@ -208,6 +218,9 @@ class Engine:
         env = self.env
         timeline = replica_timeline(rep, ctl)
         value = None
+        closed = self.cfg.closed_loop is not None
+        step_priority = self._step_priority(rep)
+        settle_priority = _BEHIND if closed else NORMAL
         while True:
             try:
                 until = timeline.send(value)
@@ -216,17 +229,25 @@ class Engine:
             value = None
             if until is SETTLE:   # a step formed now sees what the other step ends of this instant send
                 if env.peek() <= env.now:
-                    yield _At(env, env.now)   # (behind every event already queued for now)
+                    yield _At(env, env.now, settle_priority)   # (behind every event already queued for now)
             elif until is IDLE:
                 self._wake[rep.index] = ev = env.event()
                 yield ev
                 del self._wake[rep.index]
                 rep.clock_s = env.now
+                if closed and env.peek() <= env.now:   # (woken by a send: behind the other step ends of now)
+                    yield _At(env, env.now, _BEHIND)
             elif until >= env.now:   # (a replica catching up on a past event does not wait)
                 try:
-                    yield _At(env, until)
+                    yield _At(env, until, step_priority)
                 except simpy.Interrupt as cut:
                     value = cut.cause
+
+    def _step_priority(self, rep) -> int:
+        """The SimPy priority of `rep`'s step ends: in a closed loop, one per replica in replica order, so
+        that the step ends of one instant (and the sends their finishes route) are processed in the same
+        order whichever mode scheduled them when (module docstring); else SimPy's NORMAL (event order)."""
+        return NORMAL + 1 + rep.index if self.cfg.closed_loop is not None else NORMAL
 
     def _horizon(self, replicas: int):
         """A guess of the next arrival routed to a replica of a pool of `replicas` (sizes its bulk plans;

@@ -135,3 +135,29 @@ def test_a_request_sent_at_a_step_boundary_of_another_replica_joins_the_step_for
     boundary = steps[(steps.replica == 1) & (steps.start_s == finish_2)]
     assert len(boundary) == 1 and int(boundary.prefill_tokens.iloc[0]) == 1   # request 4's prompt, at once
     assert req.admit_s.iloc[4] == finish_2
+
+
+def test_step_ends_of_one_instant_route_their_sends_in_replica_order_in_both_modes():
+    """Replicas 0 and 1 end a step at the same instant (t = 0.022118 s: equal batches of 4-token prompts, all
+    of replica 0's and 4 of replica 1's 5 requests finishing), and the finishes send the last three
+    requests (17-19), which join_shortest_queue places by the loads it reads. Step ends of one instant are
+    processed in replica order: replica 0's finishes route all three while replica 1's 5 requests still
+    count (queues [1, 0, 0] with request 16 waiting on replica 0, outstanding [1, 5, 5]): 17 -> 2 (queue 0,
+    tied with 1 on 5 outstanding: the router's draw), 18 -> 1 (queue 0), 19 -> 0 (queues all 1, outstanding
+    1 against 6 and 6). Before, the order was SimPy's event order: step by step the same, but in bulk mode
+    replica 0's bulk, cut at 0.016764 s by request 16, re-scheduled its end behind replica 1's, whose
+    finishes were applied first (outstanding [6, 1, 5]): 17 -> 1, 18 -> 2, 19 -> 1, and every later time
+    differed (found by tests/test_determinism_fuzz.py)."""
+    data = scenario(workload={"arrival": {"process": "closed_loop", "concurrency": 16, "qps": None},
+                              "num_requests": 20, "prompt_tokens": {"kind": "fixed", "value": 4},
+                              "output_tokens": {"kind": "lognormal", "median": 4.0, "sigma": 0.1, "max": 2048}},
+                    cluster={"hardware": "b300", "model": "llama-2-13b", "replicas": 3,
+                             "router": "join_shortest_queue"}, seed=890)
+    bulk, step = simulator.run(data, step_mode="bulk"), simulator.run(data, step_mode="step")
+    pd.testing.assert_frame_equal(bulk.requests, step.requests)
+    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    req = bulk.requests
+    t = req.arrival_s.iloc[17]
+    assert (req.arrival_s.iloc[17:] == t).all() and round(t, 6) == 0.022118
+    assert set(req.index[req.finish_s == t]) == {1, 2, 3, 5, 7, 8, 9, 11, 13}   # replicas 0 and 1, together
+    assert req.replica.iloc[16:].tolist() == [0, 2, 1, 0]
