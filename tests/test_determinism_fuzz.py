@@ -21,7 +21,6 @@ difference; 2,500 more found the closed-loop example below)::
 from __future__ import annotations
 
 import collections
-import contextlib
 import copy
 import io
 import json
@@ -32,13 +31,11 @@ from unittest import mock
 
 import pandas as pd
 import pytest
-import yaml
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from simulator.cli import main
 from simulator.core import parallel
-from test_fuzz_scenarios import scenarios
+from test_fuzz_scenarios import run_cli, scenarios
 
 EXAMPLES = int(os.environ.get("DRAFTSIM_DETERMINISM_EXAMPLES", "100"))
 RANDOM = os.environ.get("DRAFTSIM_DETERMINISM_RANDOM") == "1"   # an exploration: new examples each run
@@ -88,12 +85,7 @@ def run(data: dict, **simulation) -> tuple[int, dict[str, bytes], str]:
     """`draftsim run` of `data` with its `simulation` section: exit code, output files' bytes, stderr."""
     data = {**data, "simulation": simulation}
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "s.yaml"
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
-        out = Path(tmp) / "out"
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = main(["run", str(path), "--out", str(out), "--quiet"])
+        code, out, err = run_cli(data, Path(tmp))
         return code, ({name: (out / name).read_bytes() for name in FILES} if code == 0 else {}), err.getvalue()
 
 

@@ -308,12 +308,7 @@ def _known(**sections) -> dict:
 # layer is dense): ValueError "ffn_types lists moe layers exactly when num_experts > 0" (found by a 2,500-example run)
 def test_every_scenario_runs_or_fails_with_one_clean_line(data):
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "fuzz.yaml"
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
-        out = Path(tmp) / "out"
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = main(["run", str(path), "--out", str(out), "--quiet"])
+        code, out, err = run_cli(data, Path(tmp))
         lines = [line for line in err.getvalue().splitlines() if not line.startswith("draftsim: warning:")]
         OUTCOMES["tried"] += 1
         if code == 0:
@@ -327,6 +322,18 @@ def test_every_scenario_runs_or_fails_with_one_clean_line(data):
             assert not out.exists()
             OUTCOMES["refused with one line, exit 2"] += 1
             REFUSED_FIELDS[lines[0][len("draftsim: error: "):].split(":")[0]] += 1
+
+
+def run_cli(data: dict, folder: Path) -> tuple[int, Path, io.StringIO]:
+    """`draftsim run --quiet` of scenario `data`, written to `folder`: (exit code, its --out folder, what it wrote
+    to stderr)."""
+    path = folder / "fuzz.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = folder / "out"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["run", str(path), "--out", str(out), "--quiet"])
+    return code, out, err
 
 
 @pytest.fixture(scope="module", autouse=True)
