@@ -110,25 +110,36 @@ ENTRYPOINTS = ("llm", "api_server")   # vLLM's offline LLM class, its OpenAI-com
 TRTLLM_MAX_NUM_TOKENS = 8192          # BaseLlmArgs.max_num_tokens, TensorRT-LLM 1.0 on (module docstring)
 
 
+def engine_scheduler_kind(framework: str, version: str | None) -> str:
+    """The `scheduler.kind` `framework` at `version` (None: its newest) runs by default (module docstring).
+    ValueError for an unknown framework."""
+    if framework == "sglang":
+        return "vllm"
+    if framework == "trtllm":
+        return "trtllm"
+    if framework != "vllm":
+        raise ValueError(f"no batching defaults for framework {framework!r}")
+    return "vllm" if version is not None and version_key(version) < version_key(V1_FROM) else "vllm_v1"
+
+
 def engine_batching(framework: str, version: str, hardware, gpu_bytes: float, entrypoint: str = "api_server",
                     max_model_len: int = 2048) -> tuple[str, int]:
     """(scheduler kind, max_num_batched_tokens) `framework` at `version` runs by default on `hardware` (a
     profiles.hardware.HardwareSpec; `gpu_bytes`: the memory CUDA reports on it) through `entrypoint` (vLLM:
     "llm" or "api_server"), with `max_model_len` the deployment's longest context (vLLM V0's budget) (module
     docstring). ValueError for an unknown framework or entrypoint."""
+    kind = engine_scheduler_kind(framework, version)
     if framework == "sglang":
-        return "vllm", sglang_chunked_prefill_size(gpu_bytes, version)
+        return kind, sglang_chunked_prefill_size(gpu_bytes, version)
     if framework == "trtllm":
-        return "trtllm", TRTLLM_MAX_NUM_TOKENS
-    if framework != "vllm":
-        raise ValueError(f"no batching defaults for framework {framework!r}")
-    if version_key(version) < version_key(V1_FROM):
-        return "vllm", max(max_model_len, 2048)
+        return kind, TRTLLM_MAX_NUM_TOKENS
+    if kind == "vllm":   # V0
+        return kind, max(max_model_len, 2048)
     if entrypoint not in ENTRYPOINTS:
         raise ValueError(f"vLLM entrypoint {entrypoint!r} is not one of {', '.join(ENTRYPOINTS)}")
     big = vllm_v1_large_defaults(version, hardware)
-    return "vllm_v1", {("llm", True): 16384, ("api_server", True): 8192,
-                       ("llm", False): 8192, ("api_server", False): 2048}[entrypoint, big]
+    return kind, {("llm", True): 16384, ("api_server", True): 8192,
+                  ("llm", False): 8192, ("api_server", False): 2048}[entrypoint, big]
 
 
 def sglang_chunked_prefill_size(gpu_bytes: float, version: str) -> int:

@@ -46,6 +46,7 @@ def with_engine_defaults(scheduler, latency_cfg, engine_cfg, release: tuple[str,
     from profiles.engine_time.frameworks import entry_for, modelled_release
     from simulator.cluster.vllm_memory import device_total_bytes
     from simulator.config.serving import SchedulerConfig
+    from simulator.config.validation import validate_config
     framework, version = release
     if version is None:
         version = modelled_release(entry_for(framework, None))
@@ -59,9 +60,8 @@ def with_engine_defaults(scheduler, latency_cfg, engine_cfg, release: tuple[str,
         return scheduler
     given = scheduler.model_dump(include=scheduler.model_fields_set)
     try:
-        return SchedulerConfig.model_validate({**given, **fill})
-    except ValueError as exc:   # (a max_batch_size given above the engine's budget: vLLM refuses it too)
-        detail = exc.errors()[0]["msg"].removeprefix("Value error, ") if hasattr(exc, "errors") else str(exc)
+        return validate_config(SchedulerConfig, {**given, **fill}, "scheduler")
+    except ScenarioError as exc:   # (a max_batch_size given above the engine's budget: vLLM refuses it too)
         raise ScenarioError("scheduler.max_batched_tokens",
                             f"{framework} {version}'s default {', '.join(f'{k} {v}' for k, v in fill.items())} on "
-                            f"{hw.id}: {detail}; set scheduler.max_batched_tokens") from None
+                            f"{hw.id}: {exc.message}; set scheduler.max_batched_tokens") from None

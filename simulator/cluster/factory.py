@@ -629,9 +629,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         kv_fraction = layout.gpu_fraction(target, kv_layout)
     family = drafter_family(drafter) if built_drafter is not None else None
     release = deployment_release(latency, engine_config, lat)
+    context_len = context_limit(target, max_model_len)
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)
-        scheduler = with_engine_defaults(scheduler, latency, engine_config, release, hw,
-                                         context_limit(target, max_model_len))
+        scheduler = with_engine_defaults(scheduler, latency, engine_config, release, hw, context_len)
     max_seqs = max_num_seqs(scheduler, latency, engine_config, hw, lat, family)
     framework = release[0]
     profile = vllm_profile_run(release, hw, scheduler, max_seqs)
@@ -654,7 +654,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                            profile, sglang)
     if sglang is not None and kv_tokens and (scheduler is None or scheduler.max_batch_size is None) \
             and default_max_num_seqs("sglang", sglang.version, hw, family) is None:   # its request pool, from its KV pool
-        max_seqs = sglang_max_running_requests(kv_tokens, context_limit(target, max_model_len))
+        max_seqs = sglang_max_running_requests(kv_tokens, context_len)
     engine = make_engine_time(latency, engine_config, hw, lat, drafter, speculating=built_drafter is not None,
                               tree=spec is not None and spec.tree is not None, q=q, par=par, scheduler=scheduler,
                               policy=policy.kind if policy is not None else None, mla=target.is_mla,

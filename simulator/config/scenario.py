@@ -482,24 +482,21 @@ class Scenario(Strict):
 
 
 def _named_engine_scheduler(cluster: dict) -> str | None:
-    """The batching scheduler kind of the engine a raw `cluster` section names, where its framework decides it
-    (TensorRT-LLM: trtllm; vLLM from V1_FROM, or no version: vllm_v1), else None (none named, SGLang, vLLM V0, or
-    values the validation reports later)."""
+    """The batching scheduler kind of the engine a raw `cluster` section names
+    (profiles.engine_time.batch_defaults.engine_scheduler_kind), else None (none named, or values the validation
+    reports later)."""
     engine = cluster.get("engine") if isinstance(cluster.get("engine"), dict) else {}
     latency = cluster.get("latency") if isinstance(cluster.get("latency"), dict) else {}
-    framework = engine.get("framework") or latency.get("framework")
     version = engine.get("version") if engine.get("version") is not None else latency.get("engine_version")
     if engine.get("framework") is None and version is None:
         return None   # (no engine named)
-    if framework == "trtllm":
-        return "trtllm"
-    if framework not in (None, "vllm"):
+    if version is not None and not isinstance(version, str):
         return None
-    from profiles.engine_time.batch_defaults import V1_FROM
-    from profiles.measured.source import version_key
-    if version is None or (isinstance(version, str) and version_key(version) >= version_key(V1_FROM)):
-        return "vllm_v1"
-    return None
+    from profiles.engine_time.batch_defaults import engine_scheduler_kind
+    try:
+        return engine_scheduler_kind(engine.get("framework") or latency.get("framework") or "vllm", version)
+    except ValueError:
+        return None
 
 
 def _override_key(text: str) -> list[str]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.validation.published.points import DTYPES, ENTRYPOINTS, Point, catalog_model, framework
+from scenarios.validation.published.points import DTYPES, Point, catalog_model, framework
 
 # Context assumed when a decode-step point does not state it (batch-1 tokens/s on chat prompts): the
 # attention over 256 cached tokens is < 3 % of a batch-1 step of the models in the registry.
@@ -172,13 +172,14 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     from profiles.engine_time.frameworks import entry_for, modelled_release
     from profiles.hardware import get_hardware
     from simulator.cluster.vllm_memory import device_total_bytes
-    if fw == "vllm" and entrypoint not in ENTRYPOINTS:
-        raise Unpredictable(f"vLLM entrypoint {entrypoint!r} is not one of {', '.join(ENTRYPOINTS)}")
     fw = fw or "vllm"
     hw = get_hardware(hardware)
     if version is None:   # (the release the DES then models: simulator.cluster.factory.engine_release)
         version = modelled_release(entry_for(fw, None))
-    kind, tokens = engine_batching(fw, version, hw, device_total_bytes(hw), entrypoint, max_model_len=32768)
+    try:
+        kind, tokens = engine_batching(fw, version, hw, device_total_bytes(hw), entrypoint, max_model_len=32768)
+    except ValueError as exc:   # (an entrypoint vLLM V1 does not have)
+        raise Unpredictable(str(exc)) from None
     if fw == "sglang":   # running requests: its request pool from its KV pool, sized by the DES
         return {"kind": kind, "max_batched_tokens": tokens}   # (profiles.engine_time.batch_defaults)
     if fw == "trtllm":
