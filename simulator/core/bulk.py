@@ -45,8 +45,9 @@ _SCAN_CHUNK = 16           # profile entries read into Python at first (doubling
 
 @dataclass(slots=True)
 class _Member:
-    start: int        # profile step of the request's first decode step in the profile
-    length: int       # its decode steps until it finishes (the last one is start + length - 1)
+    start: int        # profile step of the request's first decode step in the profile (plain members: the
+    #                   steps the request arrays have not counted yet start at max(start, DecodeProfile.synced))
+    last: int         # profile step of its last decode step (the one it finishes in)
     accepted: int     # draft tokens accepted over them
     held_last: int    # blocks held in its last step
     batch: Trajectory | None = None   # its trajectory (speculation); None: plain decoding, from the formulas
@@ -100,6 +101,10 @@ class DecodeProfile:
         self._ramps: _Ramps | None = None   # (made at the first plain join: the KV manager's block size)
         self._ahead: dict = {}   # request -> its simulator.core.lives.Life, computed ahead for a fresh join
         self.suspended_at = -1   # the step k at which `dissolve` wrote the members back and kept them (-1: not)
+        # The step from which the request arrays have not counted the decode steps of the plain members that
+        # joined before it (`dissolve` and `after_step` write them back, and re-base them here at once instead
+        # of member by member; -1: never): a plain member's steps not in the arrays start at `_start`.
+        self.synced = -1
 
     def __len__(self) -> int:
         return len(self.members)
@@ -139,11 +144,15 @@ class DecodeProfile:
         accepted = tau.sum(axis=0).tolist()
         held_last = held[lengths - 1, np.arange(len(ids))].tolist()
         for col, (r, length) in enumerate(zip(ids, lengths.tolist())):
-            self._enter(r, _Member(self.k, length, accepted[col], held_last[col], batch, col))
+            self._enter(r, _Member(self.k, self.k + length - 1, accepted[col], held_last[col], batch, col))
         self.member_blocks += int(blocks0.sum())
 
+    def _start(self, m: _Member) -> int:
+        """The first of member m's profile steps that the request arrays do not count yet."""
+        return m.start if m.start >= self.synced or m.batch is not None else self.synced
+
     def _enter(self, r: int, member: _Member) -> None:
-        last = member.start + member.length - 1
+        last = member.last
         self.members[r] = member
         heapq.heappush(self.finishes, (last, self.joined, r))
         self.joined += 1
@@ -173,7 +182,7 @@ class DecodeProfile:
             self.sums[CS, i:i + length] += steps + ctx0
             self.sums[BLK, i:i + length] += held
             held_last = int(held[-1])
-        self._enter(r, _Member(self.k, length, 0, held_last))
+        self._enter(r, _Member(self.k, self.k + length - 1, 0, held_last))
         self.member_blocks += blocks0
 
     def _join_one(self, r: int) -> None:
@@ -211,7 +220,7 @@ class DecodeProfile:
         view = self.sums[:, i:i + length]
         view += rows
         capped = np.minimum(cum, remaining)
-        self._enter(r, _Member(self.k, length, int(cum[-1]) - length, int(held[-1]),   # Σ τ = Σ (τ + 1) − length
+        self._enter(r, _Member(self.k, self.k + length - 1, int(cum[-1]) - length, int(held[-1]),   # Σ τ = Σ (τ + 1) − length
                                Trajectory(tau[:, None], capped[:, None], held[:, None]), 0))
         self.member_blocks += blocks0
 
@@ -235,7 +244,7 @@ class DecodeProfile:
         i = self._room(length)
         view = self.sums[:, i:i + length]
         np.add(view, rows, out=view)
-        self._enter(r, _Member(self.k, length, life.accepted, life.held_last, life.batch, life.col))
+        self._enter(r, _Member(self.k, self.k + length - 1, life.accepted, life.held_last, life.batch, life.col))
         self.member_blocks += int(s.blocks[r])
         return True
 
@@ -302,10 +311,11 @@ class DecodeProfile:
         output = s.output.item(r)
         s.ctx[r] = s.ctx.item(r) + output - s.emitted.item(r)
         s.emitted[r] = output
-        s.decode_steps[r] = s.decode_steps.item(r) + member.length
+        steps = member.last - self._start(member) + 1
+        s.decode_steps[r] = s.decode_steps.item(r) + steps
         if rep.acceptance is not None:
             s.accepted[r] += member.accepted
-            s.drafted[r] += rep.draft_tokens * member.length
+            s.drafted[r] += rep.draft_tokens * steps
         s.blocks[r] = 0
         s.finish_s[r] = finish_s
 
@@ -319,8 +329,8 @@ class DecodeProfile:
             return held
         for i, r in enumerate(np.asarray(ids).tolist()):
             m = self.members.get(r)
-            if m is not None and self.k > m.start:
-                held[i] = self._held(r, m, self.k - m.start)
+            if m is not None and self.k > self._start(m):
+                held[i] = self._held(r, m, self.k - self._start(m))
         return held
 
     def _held(self, r: int, m: _Member, j: int) -> int:
@@ -347,29 +357,36 @@ class DecodeProfile:
         if not self.members or self.suspended_at >= 0:
             return
         members, k = self.members, self.k
-        if any(m.batch is not None for m in members.values()):
+        if self.rep.acceptance is not None:   # (members speculate exactly when the replica does: `join`)
             self._write_back()
             self.clear()
             return
-        # plain members, all at once: the arrays hold each one's state at its start (`_held`'s formula)
+        # plain members, all at once: the arrays hold each one's state at its `_start` (`_held`'s formula)
         ids = np.fromiter(members, dtype=np.int64, count=len(members))
-        j = k - np.fromiter((m.start for m in members.values()), dtype=np.int64, count=len(members))
+        j = np.full(len(ids), k - self.synced, dtype=np.int64)
+        # Members join in step order, so those that joined after the last re-base (start > synced) are the
+        # last ones: read from the end (the others' steps start at `synced`).
+        later = []
+        for m in reversed(members.values()):
+            if m.start <= self.synced:
+                break
+            later.append(m.start)
+        if later:
+            j[len(j) - len(later):] = k - np.array(later[::-1], dtype=np.int64)
         s = self.rep.s
         ctx, blocks = s.ctx[ids], s.blocks[ids]
         s.blocks[ids] = np.where(j > 0, self._plain_held(ctx, j, blocks), blocks)
         s.emitted[ids] += j
         s.ctx[ids] = ctx + j
         s.decode_steps[ids] += j
-        for m, steps in zip(members.values(), j.tolist()):   # re-based: the arrays hold its state at step k
-            m.length -= steps
-            m.start = k
+        self.synced = k   # every member re-based: the arrays hold its state at step k
         self.suspended_at = k
 
     def _write_back(self) -> None:
         """Every member's state at step k into the request arrays, member by member (speculating members)."""
         rep, s = self.rep, self.rep.s
         for r, m in self.members.items():
-            j = self.k - m.start
+            j = self.k - self._start(m)
             if j == 0:
                 continue
             held = self._held(r, m, j)
@@ -413,10 +430,7 @@ class DecodeProfile:
         if not np.isnan(s.finish_s[ids]).all():   # (a member finished off its profile's last step: never)
             self.clear()
             return
-        self.k = k + 1
-        for m in members.values():
-            m.length -= 1
-            m.start = self.k
+        self.k = self.synced = k + 1   # the members decoded once more: re-based at k + 1
         self.member_blocks = int(s.blocks[ids].sum())
 
     def clear(self) -> None:

@@ -197,9 +197,13 @@ class Replica:
             tau_sum = int(tau.sum())
             emitted_total += int((inc * s.samples[ids]).sum()) if self.multi_sample else int(inc.sum())
         self.log.append_step(self, plan, start_s, end_s, costs, tau_sum, emitted_total, blocks_used)
-        candidates = plan.prefill_ids + ids.tolist() if len(ids) else plan.prefill_ids
         if self.paused is not None:   # some of them leave the batch for a while (simulator.core.pauses)
+            candidates = plan.prefill_ids + ids.tolist() if len(ids) else plan.prefill_ids
             candidates = self.paused.hook.after_step(self, candidates, end_s)
+        elif len(ids):   # only the decodes that emitted their last token can finish (checked at once)
+            candidates = plan.prefill_ids + ids[s.emitted[ids] >= s.output[ids]].tolist()
+        else:
+            candidates = plan.prefill_ids
         self.finish_done(candidates, end_s, finished)
         self.profile.after_step(ids)
 
