@@ -31,6 +31,8 @@ from simulator.core.bench_clients.walk import first_valid, shuffled_order
 #: SGLang's `--seed` and `--random-range-ratio` defaults (bench_serving.py argument parser).
 DEFAULT_SEED = 1
 DEFAULT_RANGE_RATIO = 0.0
+#: SGLang's `--num-prompts` default (bench_serving.py argument parser).
+DEFAULT_NUM_PROMPTS = 1000
 #: sample_sharegpt_requests: prompts and outputs shorter than this are pruned; a fixed output below 4 is refused.
 MIN_LEN = 2
 MIN_FIXED_OUTPUT_LEN = 4

@@ -47,6 +47,8 @@ from simulator.core.bench_clients.walk import first_valid, shuffled_order
 SYMMETRIC_RANGE_FROM = Version("0.8.4")
 #: vLLM's `--seed` default (vllm bench serve, benchmark_serving.py).
 DEFAULT_SEED = 0
+#: vLLM's `--num-prompts` default (vllm bench serve, benchmark_serving.py, benchmark_throughput.py).
+DEFAULT_NUM_PROMPTS = 1000
 # is_valid_sequence's defaults (vllm/benchmarks/dataset_utils.py): min_len, max_prompt_len, max_total_len
 MIN_LEN, MAX_PROMPT_LEN, MAX_TOTAL_LEN = 4, 1024, 2048
 
