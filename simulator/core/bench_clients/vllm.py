@@ -30,7 +30,10 @@ then in that order each (turn 0, turn 1) with prompt p = tokens(turn 0) + s and 
 (`tokenizer(text).input_ids` adds the special tokens; `output_len` replaces o, `--sharegpt-output-len`) is kept
 when `is_valid_sequence(p, o)`: p >= 4, o >= 4 (not checked for a fixed `output_len`), p <= 1024 and p + o <= 2048,
 until `n` are kept; fewer are oversampled with `random.seed(seed)` and one `random.choice` per missing request
-(`maybe_oversample_requests`).
+(`maybe_oversample_requests`). Of the 17,400 shipped conversations 15,460 pass (15,765 with s = 1), so oversampling
+starts beyond that many requests. Approximation, named: releases whose ShareGPT sampler predates the
+`BenchmarkDataset` classes (benchmark_serving.py `sample_sharegpt_requests`) did not oversample, and 0.8.x drew
+the missing ones with one `random.choices` call: both only matter beyond 15,460 requests.
 """
 from __future__ import annotations
 
