@@ -1409,6 +1409,46 @@ CASES = [
         "model": "qwen2.5-coder-0.5b", "hardware": "cpu-local", "dtype": "fp32",
         "latency": {"source": "profile", "profile_dir": str(_profile_with(tmp, "ops.csv", "garbage\n"))}})(tmp),
             "draftsim: error: cluster.latency.profile_dir: profile table "),
+    # workload.dataset (request lengths as a benchmark client draws them, simulator.core.bench_clients):
+    # exclusive with prompt/output_tokens, traces and sessions; each client's own refusals; SGLang's
+    # ShareGPT sampler, which never oversamples, keeping fewer requests than asked for
+    *[Hostile(f"bench_client_{name}",
+              run({**TINY, "workload": {"arrival": {"process": "poisson", "qps": 4.0}, "num_requests": n, **workload}}),
+              f"draftsim: error: {says}") for name, n, workload, says in [
+        ("with_prompt_tokens", 4, {"dataset": {"client": "vllm", "name": "sharegpt"},
+                                   "prompt_tokens": {"kind": "fixed", "value": 4}},
+         "workload.prompt_tokens: not allowed with workload.dataset"),
+        ("unknown_client", 4, {"dataset": {"client": "tgi", "name": "sharegpt"}}, "workload.dataset.client: "),
+        ("random_without_input_len", 4, {"dataset": {"client": "sglang", "name": "random", "output_len": 10}},
+         "workload.dataset.input_len: required for dataset 'random'"),
+        ("vllm_range_ratio_1", 4, {"dataset": {"client": "vllm", "name": "random", "input_len": 100,
+                                               "output_len": 10, "range_ratio": 1.0}},
+         "workload.dataset.range_ratio: must be in [0, 1) for vLLM >= 0.8.4"),
+        ("sglang_range_ratio_2", 4, {"dataset": {"client": "sglang", "name": "random", "input_len": 100,
+                                                 "output_len": 8, "range_ratio": 2}},
+         "workload.dataset.range_ratio: must be in [0, 1] for SGLang"),
+        ("sharegpt_range_ratio", 4, {"dataset": {"client": "vllm", "name": "sharegpt", "range_ratio": 0.5}},
+         "workload.dataset.range_ratio: only for dataset 'random'"),
+        ("vllm_context_len", 4, {"dataset": {"client": "vllm", "name": "sharegpt", "context_len": 2048}},
+         "workload.dataset.context_len: only for client 'sglang'"),
+        ("with_sessions", 4, {"dataset": {"client": "vllm", "name": "sharegpt"},
+                              "sessions": {"turns": {"kind": "fixed", "value": 2}, "think_time_s": 1.0}},
+         "workload.dataset: a benchmark client's requests are single prompts"),
+        ("sglang_keeps_too_few", 50, {"dataset": {"client": "sglang", "name": "sharegpt", "context_len": 8}},
+         "workload.dataset: SGLang's ShareGPT sampler keeps 7 of the 17400"),
+        ("vllm_empty_prompt", 4, {"dataset": {"client": "vllm", "name": "random", "input_len": 1, "output_len": 8,
+                                              "special_tokens": 1}},
+         "workload.dataset.input_len: 1 is too small"),
+        ("release_a_number", 4, {"dataset": {"client": "vllm", "name": "random", "input_len": 100,
+                                             "output_len": 8, "release": 0.8}},
+         "workload.dataset.release: give the version as a quoted string"),
+        ("vllm_output_beyond_filter", 4, {"dataset": {"client": "vllm", "name": "sharegpt", "output_len": 3000}},
+         "workload.dataset.output_len: 3000 leaves no ShareGPT request")]],
+    Hostile("bench_client_with_a_trace", lambda tmp: run({**TINY, "workload": {
+        "arrival": {"process": "trace", "trace_csv": str(_write(tmp, "t.csv", "arrival_s,prompt_tokens,output_tokens\n"
+                                                                             "0,4,4\n"))},
+        "dataset": {"client": "vllm", "name": "sharegpt"}}})(tmp),
+            "draftsim: error: workload.dataset: not allowed with a trace"),
 ]
 
 

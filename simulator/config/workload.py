@@ -9,7 +9,8 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from simulator.config.base import Strict
+from simulator.config.base import Strict, VersionText, field_error
+from simulator.core.bench_clients import BenchDataset
 from simulator.core.lengths import (MAX_LENGTH_TOKENS, MIN_TRUNCATED_MASS, EmpiricalLength, FixedLength, LognormalLength, UniformLength,
                                     normal_mass, standard_bounds)
 from simulator.core.prefixes import Sessions, SharedPrefix
@@ -80,6 +81,75 @@ class EmpiricalLengthConfig(Strict):
 LengthDist = Annotated[
     Union[FixedLengthConfig, UniformLengthConfig, LognormalLengthConfig, EmpiricalLengthConfig], Field(discriminator="kind")
 ]
+
+
+class BenchDatasetConfig(Strict):
+    """Lengths drawn as a benchmark client draws them (simulator.core.bench_clients: the rules per client and
+    release, with their sources)."""
+
+    SPEC = BenchDataset
+    client: Literal["vllm", "sglang"]
+    name: Literal["sharegpt", "random"]
+    release: VersionText = None
+    seed: int | None = Field(default=None, ge=0, lt=2**32)
+    input_len: int | None = Field(default=None, ge=1, le=MAX_LENGTH_TOKENS)
+    output_len: int | None = Field(default=None, ge=1, le=MAX_LENGTH_TOKENS)
+    range_ratio: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    special_tokens: int = Field(default=0, ge=0, le=16)
+    context_len: int | None = Field(default=None, ge=1, le=MAX_LENGTH_TOKENS)
+
+    @model_validator(mode="after")
+    def _fields_of_the_dataset(self) -> "BenchDatasetConfig":
+        if self.name == "random":
+            self._random_lengths()
+        else:
+            self._sharegpt_lengths()
+        return self
+
+    def _random_lengths(self) -> None:
+        from simulator.core.bench_clients import vllm
+        for name in ("input_len", "output_len"):
+            if getattr(self, name) is None:
+                raise field_error(name, f"required for dataset 'random': the client's --random-"
+                                        f"{name.replace('_', '-')} (>= 1)")
+        if self.context_len is not None:
+            raise field_error("context_len", "only for dataset 'sharegpt' of client 'sglang' (--sharegpt-context-len)")
+        r = self.range_ratio
+        if self.client == "vllm" and vllm.symmetric_range(self.release):
+            if r is not None and r >= 1:
+                raise field_error("range_ratio", f"must be in [0, 1) for vLLM >= {vllm.SYMMETRIC_RANGE_FROM} "
+                                                 f"(lengths are drawn from L(1 - r)..L(1 + r)); got {r}")
+            (low, _), _ = vllm.random_bounds(self)
+            if low < 1:
+                raise field_error("input_len", f"{self.input_len} is too small: with special_tokens "
+                                               f"{self.special_tokens} and range_ratio {r or 0.0} vLLM's client "
+                                               "could draw an empty prompt (it refuses); raise input_len")
+        elif r is not None and r > 1:
+            who = "SGLang" if self.client == "sglang" else f"vLLM < {vllm.SYMMETRIC_RANGE_FROM}"
+            raise field_error("range_ratio", f"must be in [0, 1] for {who} (lengths are drawn from L*r..L); "
+                                             f"got {r}")
+
+    def _sharegpt_lengths(self) -> None:
+        from simulator.core.bench_clients import sglang, vllm
+        for name in ("input_len", "range_ratio"):
+            if getattr(self, name) is not None:
+                raise field_error(name, "only for dataset 'random' (ShareGPT prompts are the conversations' own)")
+        if self.context_len is not None and (self.client != "sglang" or sglang.legacy_filter(self.release)):
+            raise field_error("context_len", f"only for client 'sglang' from {sglang.CONTEXT_LEN_FROM} "
+                                             f"(--sharegpt-context-len); vLLM and older SGLang prune prompts over "
+                                             f"{vllm.MAX_PROMPT_LEN} and prompt + output over {vllm.MAX_TOTAL_LEN} "
+                                             "tokens themselves")
+        out = self.output_len
+        if out is None:
+            return
+        if self.client == "sglang" and not sglang.legacy_filter(self.release) \
+                and out < sglang.MIN_FIXED_OUTPUT_LEN:
+            raise field_error("output_len", f"must be >= {sglang.MIN_FIXED_OUTPUT_LEN} for SGLang's ShareGPT "
+                                            f"sampler (it refuses shorter); got {out}")
+        if self.client == "vllm" and out > vllm.MAX_TOTAL_LEN - vllm.MIN_LEN:
+            raise field_error("output_len", f"{out} leaves no ShareGPT request that vLLM's filter keeps (prompt "
+                                            f">= {vllm.MIN_LEN}, prompt + output <= {vllm.MAX_TOTAL_LEN}); at most "
+                                            f"{vllm.MAX_TOTAL_LEN - vllm.MIN_LEN}")
 
 
 class SharedPrefixConfig(Strict):
@@ -218,6 +288,8 @@ def _only_for(owner: str, value, info: ValidationInfo, what: str, note: str = ""
 class WorkloadConfig(Strict):
     SPEC = Workload
     arrival: ArrivalConfig
+    # lengths as a benchmark client draws them (simulator.core.bench_clients); replaces prompt/output_tokens
+    dataset: BenchDatasetConfig | None = None
     prompt_tokens: LengthDist | None = Field(default=None, validate_default=True)
     output_tokens: LengthDist | None = Field(default=None, validate_default=True)
     num_requests: int | None = Field(default=None, ge=1)
@@ -251,20 +323,33 @@ class WorkloadConfig(Strict):
         if self.arrival.process in ("trace", "closed_loop") and (self.shared_prefix or self.sessions):
             raise ValueError(f"shared_prefix and sessions generate requests; not allowed for process "
                              f"'{self.arrival.process}'")
+        if self.dataset is not None and self.arrival.process == "trace":
+            raise field_error("dataset", "not allowed with a trace: token counts come from the trace file")
+        if self.dataset is not None and (self.shared_prefix or self.sessions):
+            raise field_error("dataset", "a benchmark client's requests are single prompts; not allowed with "
+                                         "shared_prefix or sessions (give prompt_tokens/output_tokens there)")
         return self
 
     @field_validator("prompt_tokens", "output_tokens")
     @classmethod
     def _lengths_unless_trace(cls, dist, info: ValidationInfo):
         arrival = info.data.get("arrival")
-        if arrival is None:
+        if arrival is None or "dataset" not in info.data:
+            return dist
+        dataset = info.data["dataset"]
+        if dataset is not None:
+            if dist is not None:
+                raise PydanticCustomError("forbidden", "not allowed with workload.dataset (the client {c} draws "
+                                                       "both lengths); give one or the other",
+                                          {"c": dataset.client})
             return dist
         if arrival.process == "trace" and dist is not None:
             raise PydanticCustomError("forbidden", "not allowed with a trace: token counts come from the "
                                                    "trace file")
         if arrival.process != "trace" and dist is None:
             raise PydanticCustomError("missing", "required for process '{p}': a length distribution "
-                                                 "(kind: fixed | uniform | lognormal | empirical)",
+                                                 "(kind: fixed | uniform | lognormal | empirical), or give "
+                                                 "workload.dataset",
                                       {"p": arrival.process})
         return dist
 

@@ -80,6 +80,7 @@ class Workload:
     request from one prompt (`parallel_samples`: parallel sampling n, beam width; simulator.core.state)."""
 
     arrival: Arrival
+    dataset: object = None              # simulator.core.bench_clients.BenchDataset: both lengths, as a client draws
     prompt_tokens: object = None
     output_tokens: object = None
     num_requests: int | None = None
@@ -205,9 +206,20 @@ def generate_requests(cfg: Workload, rng: np.random.Generator, base_dir: Path, *
     if n == 0:
         raise ScenarioError(f"{FIELD}.duration_s", f"no request arrived within {cfg.duration_s} s at "
                                                    f"qps={cfg.arrival.qps}; increase duration_s or qps")
+    if cfg.dataset is not None:
+        return RequestTable(arrival_s, *_client_lengths(cfg.dataset, n, prompt_rng))
     prompt = cfg.prompt_tokens.sample(n, prompt_rng, Path(base_dir), f"{FIELD}.prompt_tokens")
     output = cfg.output_tokens.sample(n, output_rng, Path(base_dir), f"{FIELD}.output_tokens")
     return RequestTable(arrival_s, prompt, output)
+
+
+def _client_lengths(dataset, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(prompt, output) lengths of `n` requests drawn as the benchmark client draws them (the client's seed,
+    when not given, from the prompt-length stream); ScenarioError on `workload.dataset` when it cannot."""
+    try:
+        return dataset.sample_pairs(n, rng)
+    except ValueError as exc:
+        raise ScenarioError(f"{FIELD}.dataset", str(exc)) from None
 
 
 def _shared_requests(cfg: Workload, rng: np.random.Generator, base_dir: Path, block_size: int) -> RequestTable:

@@ -17,8 +17,10 @@ model) — nothing here is tuned to the points. What each kind runs:
   path (simulator.speculation.published_tree). Points whose acceptance comes from the timed run itself are
   reported apart (their acceptance is an outcome of the run being predicted).
 
-A point that cannot be predicted (model or GPU outside the catalog, a dataset whose lengths are not
-published, a tree whose top-k is not given) raises `Unpredictable` with the reason; a serving run in which
+A ShareGPT point without published lengths draws them as its benchmark client does (`_length_fields`:
+vLLM's client for vLLM's runs, simulator.core.bench_clients). A point that cannot be predicted (model or GPU
+outside the catalog, a dataset whose lengths are neither published nor drawn by a known client, a tree whose
+top-k is not given) raises `Unpredictable` with the reason; a serving run in which
 draftsim dropped requests that the publication served (e.g. a prompt beyond the modelled KV capacity) raises
 `DroppedRequests` (a failed prediction).
 """
@@ -198,24 +200,61 @@ def _lengths(point: Point) -> tuple[int, int]:
     return int(isl), int(osl)
 
 
+# The benchmark client that drew a ShareGPT point's requests, by serving engine: vLLM's runs (its CI's
+# benchmark_throughput.py/benchmark_serving.py, `vllm bench serve` in GPUStack's pages) use vLLM's client,
+# which draws ShareGPT by one rule in every release (simulator.core.bench_clients.vllm).
+SHAREGPT_CLIENTS = {"vllm": "vllm"}
+# Special tokens the model's tokenizer adds to a text (`num_special_tokens_to_add()`), by model-id prefix: the
+# BOS of Llama and Mistral/Mixtral tokenizers; none for Qwen's.
+SPECIAL_TOKENS_BY_PREFIX = {"meta-llama/": 1, "mistralai/": 1, "Qwen/": 0}
+
+
+def _length_fields(point: Point) -> dict:
+    """The workload's length fields: the published fixed lengths, else (a ShareGPT point whose client is known)
+    the lengths as that client draws them, with its default seed (`workload.dataset`)."""
+    if point.w("input_tokens") is not None or point.w("dataset") != "sharegpt":
+        isl, osl = _lengths(point)
+        return {"prompt_tokens": {"kind": "fixed", "value": isl}, "output_tokens": {"kind": "fixed", "value": osl}}
+    client = SHAREGPT_CLIENTS.get(point.engine)
+    if client is None:
+        raise Unpredictable(f"the benchmark client that drew the ShareGPT requests of engine {point.engine!r} "
+                            "is not known")
+    special = [n for prefix, n in SPECIAL_TOKENS_BY_PREFIX.items() if point.model.startswith(prefix)]
+    if not special:
+        raise Unpredictable(f"the special tokens the tokenizer of {point.model!r} adds are not known")
+    from simulator.core.bench_clients import CLIENTS
+    return {"dataset": {"client": client, "name": "sharegpt", "special_tokens": special[0],
+                        "seed": CLIENTS[client].DEFAULT_SEED,
+                        **({"release": point.framework_version} if point.framework_version else {})}}
+
+
+def _client_num_prompts(mode: str, lengths: dict) -> int:
+    """An offline run's request count that the publication leaves unstated: the benchmark client's own
+    `--num-prompts` default where the client is known (its lengths drawn as it draws them), else 0."""
+    if mode != "offline" or "dataset" not in lengths:
+        return 0
+    from simulator.core.bench_clients import CLIENTS
+    return CLIENTS[lengths["dataset"]["client"]].DEFAULT_NUM_PROMPTS
+
+
 def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict | None = None,
                      latency: dict | None = None, speculation: dict | None = None) -> dict:
     """The scenario of a serving point (see the module docstring)."""
     hw, dtype, model = _hardware(point), _dtype(point), _model(point)
-    isl, osl = _lengths(point)
+    lengths = _length_fields(point)
     mode = point.w("mode")
     scheduler = scheduler_defaults(framework(point), hw, point.framework_version, point.w("entrypoint", "llm"))
     if point.w("max_num_seqs"):
         scheduler = {**scheduler, "max_batch_size": int(point.w("max_num_seqs"))}
     max_model_len = {"max_model_len": int(point.w("max_model_len"))} if point.w("max_model_len") else {}
     if mode in ("offline", "batch"):
-        n = int(point.w("num_prompts") or point.w("batch") or 0)
+        n = int(point.w("num_prompts") or point.w("batch") or _client_num_prompts(mode, lengths))
         if n < 1:
             raise Unpredictable("request count of the offline/batch run not published")
         arrival = {"process": "closed_loop", "concurrency": n}
         if mode == "batch":  # a static batch: all prompts prefilled together, then decoded together
             batch = int(point.w("batch") or n)
-            scheduler = {"kind": "vllm", "max_batch_size": batch, "max_batched_tokens": batch * isl}
+            scheduler = {"kind": "vllm", "max_batch_size": batch, "max_batched_tokens": batch * _lengths(point)[0]}
     elif mode == "concurrency":
         c = int(point.w("concurrency"))
         n = int(point.w("num_prompts") or max(MIN_CLOSED_LOOP_REQUESTS, CLOSED_LOOP_REQUESTS_PER_CLIENT * c))
@@ -229,9 +268,7 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
         raise Unpredictable(f"workload mode {mode!r} not modelled")
     return {
         "name": point.id, "seed": 0,
-        "workload": {"arrival": arrival, "num_requests": n,
-                     "prompt_tokens": {"kind": "fixed", "value": isl},
-                     "output_tokens": {"kind": "fixed", "value": osl}},
+        "workload": {"arrival": arrival, "num_requests": n, **lengths},
         "cluster": {"hardware": hw, "model": model, "dtype": dtype,
                     "parallelism": {"tp": point.tp, "pp": point.pp}, "latency": _latency_block(point, latency),
                     **max_model_len,

@@ -378,3 +378,32 @@ def test_estimate_names_the_scheduler_fields_by_their_flags():
                                    ">= 1024, or set scheduler.max_batch_size"))
     assert text == "--max-num-batched-tokens: 512 is below 1024; allowed: --max-num-batched-tokens >= 1024, or set " \
                    "--max-num-seqs"
+
+
+# ---- draftsim validate --published: ShareGPT points without published lengths ----
+
+def _point(ident: str):
+    return next(p for p in pts.load_points() if p.id == ident)
+
+
+def test_published_sharegpt_points_draw_their_clients_lengths():
+    """(simulator.core.bench_clients; before, Unpredictable: the lengths are not published with the points)"""
+    import math
+    from scenarios.validation.published.predict import Unpredictable
+    ci = _point("vllm-ci-9515-h200-throughput-llama8B_tp1-sharegpt200")
+    assert ci.w("input_tokens") is None   # (before: Unpredictable, lengths not published)
+    workload = serving_scenario(ci)["workload"]
+    assert workload["dataset"] == {"client": "vllm", "name": "sharegpt", "special_tokens": 1, "seed": 0}
+    assert workload["num_requests"] == 200 and "prompt_tokens" not in workload
+    value = predict(ci).value
+    assert math.isfinite(value) and 0.5 < value / ci.value < 2.0
+    # vllm bench serve's defaults where GPUStack's page leaves them out: 1000 prompts, Qwen's tokenizer (no BOS)
+    qwen = _point("gpustack-a100-qwen3-32b-vllm0110-sharegpt-tpot")
+    workload = serving_scenario(qwen)["workload"]
+    assert workload["dataset"]["special_tokens"] == 0 and workload["dataset"]["release"] == "0.11.0"
+    assert workload["num_requests"] == 1000
+    # a client not known for the engine, a tokenizer not known: still not expressible, saying why
+    with pytest.raises(Unpredictable, match="benchmark client .* engine 'sglang'"):
+        serving_scenario(ci.model_copy(update={"engine": "sglang", "framework_version": "0.5.3"}))
+    with pytest.raises(Unpredictable, match="special tokens"):
+        serving_scenario(ci.model_copy(update={"model": "openai/gpt-oss-120b"}))
