@@ -1409,6 +1409,13 @@ CASES = [
         "model": "qwen2.5-coder-0.5b", "hardware": "cpu-local", "dtype": "fp32",
         "latency": {"source": "profile", "profile_dir": str(_profile_with(tmp, "ops.csv", "garbage\n"))}})(tmp),
             "draftsim: error: cluster.latency.profile_dir: profile table "),
+    # --- a named engine's own prefix-caching default (simulator.cluster.engine_cache) ---
+    # prefix_aware routing is checked once the named engine's default is in: vLLM V0's is off, so it is refused as
+    # without a named engine (one line, nothing written), while vLLM V1's (on) lets it run
+    Hostile("prefix_aware_router_under_vllm_v0_default",
+            run(cluster={"replicas": 2, "router": "prefix_aware", "engine": {"framework": "vllm", "version": "0.7.3"}}),
+            "draftsim: error: cluster.router: 'prefix_aware' routes by cached prefixes; it needs "
+            "cluster.kv_cache.prefix_caching: true"),
 ]
 
 
