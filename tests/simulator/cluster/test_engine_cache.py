@@ -14,6 +14,7 @@ from simulator.config.scenario import parse_scenario
 
 V1 = {"version": "0.15.0"}            # vLLM V1 (from 0.8.0): prefix caching on by default
 V0 = {"framework": "vllm", "version": "0.7.3"}   # vLLM V0: off
+RETRIEVAL = {"mode": "baseline", "interval_tokens": 8, "kb_fixed_s": 0.06, "kb_per_query_s": 0.01, "lookup_s": 0.002}
 
 
 def shared(engine: dict | None = None, **cluster) -> dict:
@@ -106,6 +107,24 @@ def test_where_draftsim_does_not_model_the_cache_it_stays_off_and_says_why(engin
     assert (approximation is None) == ("approximation" not in record)
     if approximation is not None:
         assert approximation in record["approximation"] and record["approximation"].endswith(": off")
+
+
+@pytest.mark.parametrize("section, says", [
+    ({"retrieval": RETRIEVAL}, "retrieval runs with plain KV counting"),
+    ({"simulation": {"executor": "local-dask"}}, "a distributed run keeps no prefix cache"),
+])
+def test_retrieval_and_distributed_runs_keep_the_cache_off_under_a_v1_default(section, says):
+    """Both refuse prefix caching (simulator.speculation.ralmspec.check_retrieval, simulator.distributed
+    .check_distributable): the V1 default must not turn a previously valid scenario into a refused one."""
+    sc = parse_scenario(merge(scenario(cluster={"engine": V1}), section))
+    record = engine_prefix_caching(sc, load_model("llama-3-8b"), ("vllm", "0.15.0"), False)
+    assert record["prefix_caching"] is False and record["engine_default"] is True and says in record["approximation"]
+
+
+def test_a_retrieval_scenario_under_a_named_v1_engine_still_runs():
+    result = simulator.run(merge(scenario(cluster={"engine": V1}, workload={"num_requests": 20}),
+                                 {"retrieval": RETRIEVAL}))
+    assert result.summary["engine_prefix_caching"]["prefix_caching"] is False
 
 
 def test_a_value_given_or_no_engine_named_leaves_draftsim_alone():
