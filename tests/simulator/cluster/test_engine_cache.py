@@ -59,6 +59,32 @@ def test_a_named_vllm_v0_deployment_and_an_unnamed_one_keep_the_cache_off():
     assert "engine_prefix_caching" not in plain.summary
 
 
+@pytest.mark.parametrize("engine, scheduler", [
+    ({"framework": "sglang", "version": "0.5.23"}, {"kind": "vllm", "max_batch_size": 64}),
+    ({"framework": "trtllm", "version": "1.2.0"}, {"kind": "trtllm", "max_batch_size": 64, "max_batched_tokens": 8192}),
+])
+def test_sglang_and_tensorrt_llm_defaults_cache_shared_prefixes_too(engine, scheduler):
+    """SGLang's radix cache and TensorRT-LLM 1.x's block reuse are on by default: the same workload hits, and
+    prefill skips exactly what was cached (TensorRT-LLM's in-flight batching scheduler included)."""
+    result = simulator.run(merge(shared(engine), {"scheduler": scheduler}))
+    assert result.summary["engine_prefix_caching"]["prefix_caching"] is True
+    assert result.summary["prefix_cache_hit_rate"] > 0.5
+    cached = int(result.requests["cached_prompt_tokens"].sum())
+    assert _prefilled(result) == int(result.requests["prompt_tokens"].sum()) - cached
+
+
+def test_sglang_before_0_4_4_keeps_the_radix_cache_off_with_eagle():
+    record = engine_prefix_caching(parse_scenario(scenario(cluster={"engine": {"framework": "sglang",
+                                                                               "version": "0.4.3"}})),
+                                   load_model("llama-3-8b"), ("sglang", "0.4.3"), False)
+    assert record["prefix_caching"] is True        # no speculation: on
+    sc = parse_scenario(scenario(cluster={"engine": {"framework": "sglang", "version": "0.4.3"}},
+                                 drafter={"kind": "eagle3", "gamma": 3}))
+    record = engine_prefix_caching(sc, load_model("llama-3-8b"), ("sglang", "0.4.3"), False)
+    assert record == {"prefix_caching": False, "engine_default": False, "rule": record["rule"]}
+    assert "0.4.3" in record["rule"] and "EAGLE" in record["rule"]
+
+
 def test_the_engine_default_runs_the_same_in_bulk_and_step_mode():
     assert_bulk_equals_step(merge(shared(V1), {"workload": {"num_requests": 80}}))
 
