@@ -1449,6 +1449,13 @@ CASES = [
                                                                              "0,4,4\n"))},
         "dataset": {"client": "vllm", "name": "sharegpt"}}})(tmp),
             "draftsim: error: workload.dataset: not allowed with a trace"),
+    # --- a named engine's own prefix-caching default (simulator.cluster.engine_cache) ---
+    # prefix_aware routing is checked once the named engine's default is in: vLLM V0's is off, so it is refused as
+    # without a named engine (one line, nothing written), while vLLM V1's (on) lets it run
+    Hostile("prefix_aware_router_under_vllm_v0_default",
+            run(cluster={"replicas": 2, "router": "prefix_aware", "engine": {"framework": "vllm", "version": "0.7.3"}}),
+            "draftsim: error: cluster.router: 'prefix_aware' routes by cached prefixes; it needs "
+            "cluster.kv_cache.prefix_caching: true"),
 ]
 
 

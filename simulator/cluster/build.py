@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from simulator.errors import ScenarioError
+from simulator.cluster.engine_cache import engine_prefix_caching, pending as engine_cache_pending, \
+    with_engine_prefix_caching
 from simulator.cluster.engine_scheduler import FILLED
-from simulator.cluster.factory import ReplicaKind, build_replica_kind
+from simulator.cluster.factory import ReplicaKind, build_replica_kind, deployment_release
 from simulator.core.pauses import PausedRequests
 from simulator.core.replica import Replica
 from simulator.core.routers import make_router
@@ -70,6 +72,7 @@ class Cluster:
     retrieval: object = None        # simulator.speculation.ralmspec hook (`retrieval:`; its knowledge base), or None
     workload_s: float = 0.0            # host seconds spent reading (a trace) or drawing the requests
     engine_scheduler: dict | None = None   # scheduler fields the named engine's defaults set (summary.json), or None
+    engine_prefix_caching: dict | None = None   # the named engine's prefix-caching default (summary.json), or None
     replicas: list[Replica] = field(init=False)
     simulated: bool = field(default=False, init=False)   # set when a simulation starts: its state is that run's
 
@@ -121,6 +124,18 @@ def _engine_scheduler(scenario: Scenario, kind: ReplicaKind) -> tuple[Scenario, 
     except ValueError as exc:
         raise ScenarioError("scheduler.max_batched_tokens", f"{exc} (the engine's default budget); set it") from None
     return scenario, filled
+
+
+def _engine_cache(scenario: Scenario, kind: ReplicaKind) -> tuple[Scenario, dict | None]:
+    """(the scenario with the prefix caching its pool `kind` runs; summary.json's record of the named engine's
+    default, or None) (simulator.cluster.engine_cache), and the prefix-routing check that depends on it."""
+    cl = scenario.cluster
+    release = deployment_release(cl.latency, cl.engine, kind.latency)
+    record = engine_prefix_caching(scenario, kind.target, release,
+                                   kind.window_layout is not None and cl.kv_cache.host_memory_gib <= 0)
+    scenario = with_engine_prefix_caching(scenario, record)
+    _check_prefix_routers(scenario)
+    return scenario, record
 
 
 def _router(name: str, replicas: int, rng, where: str):
@@ -265,17 +280,25 @@ def _check_token_budget(scenario: Scenario, state: RequestState, q: int | None) 
 
 def _check_router(scenario: Scenario) -> None:
     from simulator.core.routers import ROUTERS
-    routers = [("cluster.router", scenario.cluster.router)]
     if scenario.cluster.disaggregation is not None:
-        routers = [(f"{DISAGG}.prefill.router", scenario.cluster.disaggregation.prefill.router)]
         decode = scenario.cluster.disaggregation.decode.router
         if decode in ROUTERS and ROUTERS[decode].uses_prefix_match:
             raise ScenarioError(f"{DISAGG}.decode.router", f"{decode!r} needs a prefix cache, which only the prefill "
                                                            "pool keeps; allowed here: round_robin, least_outstanding, "
                                                            "join_shortest_queue")
-    for where, name in routers:
-        if name in ROUTERS and ROUTERS[name].uses_prefix_match and not scenario.cluster.kv_cache.prefix_caching:
-            raise ScenarioError(where, f"{name!r} routes by cached prefixes; it needs cluster.kv_cache.prefix_caching: true")
+    if engine_cache_pending(scenario.cluster):   # (checked once the named engine's default is in: _engine_cache)
+        return
+    _check_prefix_routers(scenario)
+
+
+def _check_prefix_routers(scenario: Scenario) -> None:
+    """A router that routes by cached prefixes needs a prefix cache (the prefill pool's where disaggregated)."""
+    from simulator.core.routers import ROUTERS
+    dis = scenario.cluster.disaggregation
+    where, name = ("cluster.router", scenario.cluster.router) if dis is None else \
+        (f"{DISAGG}.prefill.router", dis.prefill.router)
+    if name in ROUTERS and ROUTERS[name].uses_prefix_match and not scenario.cluster.kv_cache.prefix_caching:
+        raise ScenarioError(where, f"{name!r} routes by cached prefixes; it needs cluster.kv_cache.prefix_caching: true")
 
 
 def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: RequestState, table: RequestTable,
@@ -385,6 +408,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     if dis is None:
         kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
         scenario, filled = _engine_scheduler(scenario, kind)
+        scenario, caching = _engine_cache(scenario, kind)
         blocks = kind.blocks(block)
         _check_one_request_fits(scenario, kind, "cluster")
         table, state, workload_s = _requests(scenario, streams, base_dir, kind.target)
@@ -400,7 +424,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
             for rep in replicas:
                 rep.paused = PausedRequests(retrieval, scenario.retrieval.kv_while_paused == "released")
         return Cluster(scenario, table, state, pools, log, workload_s=workload_s, retrieval=retrieval,
-                       engine_scheduler=filled)
+                       engine_scheduler=filled, engine_prefix_caching=caching)
 
     from simulator.cluster.handoff import KVHandOff
     from simulator.cluster.pool_replicas import DecodeReplica, PrefillReplica
@@ -409,6 +433,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
                              latencies) for name in ("prefill", "decode")}
     scenario, filled = _engine_scheduler(scenario, kinds["prefill"])   # (the pool that batches prompts)
+    scenario, caching = _engine_cache(scenario, kinds["prefill"])      # (the pool that keeps a prefix cache)
     hw_p, hw_d = kinds["prefill"].hardware, kinds["decode"].hardware
     if hw_p.id == hw_d.id and hw_p != hw_d:   # (the pools' latency models and their link are keyed by the id)
         raise ScenarioError(f"{DISAGG}.decode.hardware.id", f"{hw_d.id!r} names other figures than the prefill "
@@ -435,4 +460,4 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
              Pool("decode", kd, decode, _router(dis.decode.router, nd, decode_rng, f"{DISAGG}.decode"))]
     log.alltoall = _alltoall_pricer(pools)
     return Cluster(scenario, table, state, pools, log, KVHandOff.build(pools, dis.kv_transfer, scenario.drafter),
-                   workload_s=workload_s, engine_scheduler=filled)
+                   workload_s=workload_s, engine_scheduler=filled, engine_prefix_caching=caching)

@@ -397,6 +397,15 @@ def frees_window_blocks(release: tuple[str, str | None], hw: HardwareSpec, where
     return version is None or version_key(version) >= version_key(HYBRID_KV_MANAGER_SINCE)
 
 
+def keeps_window(target: ModelSpec, release: tuple[str, str | None], hw: HardwareSpec, where: str,
+                 kv_layout=None) -> bool:
+    """Whether a pool of `target` keeps its sliding-window layers' blocks to their window (ReplicaKind.window_layout,
+    simulator.core.kv.sliding_window): a sliding-window model without recurrent state or MLA, in the paged layout
+    (`kv_layout`: cluster.kv_cache.layout; None: paged), whose engine frees them (frees_window_blocks)."""
+    return bool(target.sliding_window_layers) and not target.num_state_layers and not target.is_mla \
+        and (kv_layout is None or kv_layout.kind == "paged") and frees_window_blocks(release, hw, where)
+
+
 def sliding_window_layout(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, kv_dtype: str,
                           util: float, drafter: DrafterBuild | None, scheduler, q: int, where: str = "cluster",
                           profile: ProfileRun | None = None):
@@ -687,9 +696,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                                    framework, draft_tokens, where, profile, sglang)
             kv_tokens = layout.kv_tokens
     window = None
-    if target.sliding_window_layers and not target.num_state_layers and not target.is_mla \
-            and not price_only and (kv_layout is None or kv_layout.kind == "paged") \
-            and frees_window_blocks(release, hw, where):
+    if not price_only and keeps_window(target, release, hw, where, kv_layout):
         window = sliding_window_layout(hw, target, par, dtype, kv_dtype, util, built_drafter,
                                        scheduler, q, where, profile)
         kv_tokens = window.kv_tokens

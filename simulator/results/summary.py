@@ -47,6 +47,8 @@ def cluster_summary(cluster, requests: pd.DataFrame, end_s: float) -> dict:
     summary["scenario"] = scenario.name
     if cluster.engine_scheduler:   # the scheduler the named engine runs where the scenario gave none
         summary["engine_scheduler"] = cluster.engine_scheduler
+    if cluster.engine_prefix_caching:   # the prefix caching the named engine runs where the scenario gave none
+        summary["engine_prefix_caching"] = cluster.engine_prefix_caching
     summary.update(pricing_summary(pools, totals))
     if single:
         summary["kv_tokens_per_replica"] = pools[0].kind.kv_tokens

@@ -33,13 +33,17 @@ class TrtllmIfb:
     def _reserved_blocks(self, view) -> int:
         """Blocks the running requests still need to finish (their whole life here, `life_tokens`, minus what they
         hold now: read through the view, since between bulks the request arrays hold a decoding request's blocks
-        as of its join, simulator.core.bulk)."""
+        as of its join, simulator.core.bulk). What a request holds counts the prefix-cache units it shares
+        (`RequestState.unit_blocks`, with cluster.kv_cache.prefix_caching: its prompt's full blocks) beside its
+        private blocks, as TensorRT-LLM's getRemainingBlocksToCompletion counts every block allocated to the
+        request, reused ones included (GuaranteedNoEvictScheduler, capacityScheduler.cpp): without them a running
+        request's prompt was reserved a second time and the next request waited for its finish."""
         kv = view.kv
         if not view.running:
             return 0
         ids = np.asarray(view.running)
         life = kv.blocks_for(view.life_tokens(ids))
-        return int(np.maximum(life - view.blocks_held(ids), 0).sum())
+        return int(np.maximum(life - view.blocks_held(ids) - view.s.unit_blocks[ids], 0).sum())
 
     def _fits_for_life(self, view, r: int) -> bool:
         kv = view.kv

@@ -15,7 +15,7 @@ Built from the candidate's scenario (what the DES simulated), flag by flag:
 | scheduler.max_batch_size (none given: no flag, the engine's own default as the DES ran it) | `--max-num-seqs` | `--max-running-requests` |
 | scheduler.max_batched_tokens (chunk_tokens for sarathi; none given: 8192, or no flag where the plan names its engine, whose own budget the DES ran) | `--max-num-batched-tokens` | `--chunked-prefill-size` |
 | scheduler.block_size | `--block-size` | `--page-size` |
-| kv_cache.prefix_caching | `--enable-prefix-caching` / `--no-enable-prefix-caching` | radix cache on / `--disable-radix-cache` |
+| kv_cache.prefix_caching (none given: off, or where the plan names its engine that engine's default as the DES ran it, simulator.cluster.engine_cache) | `--enable-prefix-caching` / `--no-enable-prefix-caching` | radix cache on / `--disable-radix-cache` |
 | draft model, γ | `--speculative-config '{"method": "draft_model", "model": …, "num_speculative_tokens": γ}'` | `--speculative-algorithm STANDALONE --speculative-draft-model-path … --speculative-num-steps γ --speculative-eagle-topk 1 --speculative-num-draft-tokens γ+1` |
 | eagle3 (head), γ | `--speculative-config '{"method": "eagle3", "model": head, "num_speculative_tokens": γ}'` | `--speculative-algorithm EAGLE3 --speculative-draft-model-path head --speculative-num-steps γ --speculative-eagle-topk 1 --speculative-num-draft-tokens γ+1` (dynamic_tree: depth, top_k, budget) |
 | mtp, γ | `--speculative-config '{"method": "mtp", "num_speculative_tokens": γ}'` | `--speculative-algorithm EAGLE` (the model's NextN module) with the same three knobs |
@@ -37,6 +37,8 @@ import shlex
 from models.load import load_model
 
 ROLES = ("colocated", "prefill", "decode")
+NO_WORKLOAD = {"arrival": {"process": "poisson", "qps": 1.0}, "num_requests": 1,   # (_prefix_caching)
+               "prompt_tokens": {"kind": "fixed", "value": 1}, "output_tokens": {"kind": "fixed", "value": 1}}
 
 
 def hf_repo(model) -> str:
@@ -60,7 +62,7 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
     chunk = sched.get("chunk_tokens", 512) if sched.get("kind") == "sarathi" else sched.get("max_batched_tokens")
     if chunk is None and not _names_its_engine(cl):   # (named: the engine's own budget, as the DES ran it)
         chunk = 8192
-    caching = cl.get("kv_cache", {}).get("prefix_caching", False)
+    caching = _prefix_caching(sc)
     dtype, kv = cl.get("dtype", "bf16"), cl.get("kv_dtype")
 
     def seqs(flag: str) -> list:   # none given: the engine's own default, as the DES ran it (ReplicaKind.max_batch_size)
@@ -96,6 +98,30 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
     if cl.get("max_model_len"):
         args += ["--max-model-len" if engine == "vllm" else "--context-length", cl["max_model_len"]]
     return [str(a) for a in args]
+
+
+def _prefix_caching(sc: dict) -> bool:
+    """The prefix caching the DES ran for candidate `sc`: its own, else (a candidate that names its engine) that
+    engine's default as simulator.cluster.engine_cache applies it to the pool that keeps the cache, else off."""
+    cl = sc["cluster"]
+    for block in (cl.get("kv_cache", {}), cl.get("engine", {})):
+        if block.get("prefix_caching") is not None:
+            return bool(block["prefix_caching"])
+    if not _names_its_engine(cl):
+        return False
+    from simulator.cluster.engine_cache import engine_prefix_caching
+    from simulator.cluster.factory import deployment_release, keeps_window, resolve_hardware
+    from simulator.config.scenario import Scenario
+    # (a launch takes a candidate without its workload too: the default reads only its parallel_samples)
+    scenario = Scenario.model_validate({"workload": NO_WORKLOAD, **sc})
+    c = scenario.cluster
+    pool = c.disaggregation.prefill if c.disaggregation is not None else None
+    where = "cluster" if pool is None else "cluster.disaggregation.prefill"
+    hw = resolve_hardware(pool.hardware if pool is not None and pool.hardware else c.hardware, None)
+    target = load_model(c.model)
+    release = deployment_release(c.latency, c.engine, None)
+    windowed = keeps_window(target, release, hw, where, c.kv_cache.layout) and c.kv_cache.host_memory_gib <= 0
+    return engine_prefix_caching(scenario, target, release, windowed)["prefix_caching"]
 
 
 def _names_its_engine(cl: dict) -> bool:

@@ -732,7 +732,10 @@ def test_multi_step_is_refused_where_the_engine_has_none_or_with_speculation():
 
 
 # ---- TensorRT-LLM in-flight batching --------------------------------------------------------------------
-def _ifb_run(arrivals, prompt=40, output=6, chunked=None, max_tokens=64, util=None, step_mode="step"):
+def _ifb_run(arrivals, prompt=40, output=6, chunked=None, max_tokens=64, util=None, step_mode="step",
+             prefix_caching=False):
+    """(prefix_caching: False, given, as the hand-worked sequences count blocks without TensorRT-LLM's default
+    block reuse, simulator.cluster.engine_cache)"""
     import tempfile
     from pathlib import Path
     path = Path(tempfile.mkdtemp()) / "trace.csv"
@@ -740,7 +743,7 @@ def _ifb_run(arrivals, prompt=40, output=6, chunked=None, max_tokens=64, util=No
     path.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{a},{prompt},{o}\n"
                                                                          for a, o in zip(arrivals, outputs)))
     engine = {"framework": "trtllm", **({"chunked_prefill": chunked} if chunked is not None else {})}
-    data = scenario(workload={"num_requests": len(arrivals)}, cluster={"engine": engine},
+    data = scenario(workload={"num_requests": len(arrivals)}, cluster={"engine": engine, "kv_cache": {"prefix_caching": prefix_caching}},
                     scheduler={"kind": "trtllm", "max_batch_size": 8, "max_batched_tokens": max_tokens},
                     simulation={"step_mode": step_mode})
     if util is not None:
@@ -797,6 +800,29 @@ def test_trtllm_ifb_admits_only_what_it_can_guarantee_for_life():
     assert (req.preemptions == 0).all()
     first_finish = req.finish_s.iloc[:2].min()
     assert req.admit_s.iloc[2] >= first_finish > req.admit_s.iloc[1]
+
+
+@pytest.mark.parametrize("step_mode", ["step", "bulk"])
+def test_trtllm_ifb_counts_a_running_requests_cached_prompt_blocks_as_held(step_mode):
+    """The same three requests with block reuse on (KvCacheConfig.enable_block_reuse, TensorRT-LLM's default):
+    their prompts' 12 full blocks are prefix-cache units (RequestState.unit_blocks), held by the request as
+    getRemainingBlocksToCompletion counts them; no prompt hits, so the admissions are those without reuse (A and B
+    at 0, C at the first finish). The units were left out of what a running request holds, so its prompt was
+    reserved twice (A: 15 - 1 private block = 14 instead of 2) and B waited for A's finish."""
+    from profiles.hardware import get_hardware
+    from simulator.cluster.factory import resolve_model
+    hw, model = get_hardware("h100-sxm"), resolve_model("llama-3-8b", None)
+    per_token = model.kv_bytes_per_token_per_gpu(__import__("models.step", fromlist=["Parallelism"]).Parallelism(1, 1),
+                                                 "bf16")
+    util = 35.5 * 16 * per_token / (hw.hbm_bytes - model.weight_bytes("bf16"))   # TensorRT-LLM: of what weights leave
+    runs = {on: _ifb_run([0.0, 0.0, 0.0], prompt=200, output=40, max_tokens=4096, util=util, step_mode=step_mode,
+                         prefix_caching=on) for on in (False, True)}
+    reuse = runs[True].requests
+    assert runs[True].summary["prefix_cache_hit_rate"] == 0.0 and (reuse.cached_prompt_tokens == 0).all()
+    assert reuse.admit_s.iloc[0] == reuse.admit_s.iloc[1] == 0.0
+    assert reuse.admit_s.iloc[2] == reuse.finish_s.iloc[:2].min()
+    for col in ("admit_s", "first_token_s", "finish_s"):
+        assert reuse[col].tolist() == runs[False].requests[col].tolist()
 
 
 def test_trtllm_ifb_admits_after_a_finish_in_bulk_mode_as_step_by_step():

@@ -113,3 +113,32 @@ def test_plan_writes_launch_scripts(tmp_path):
         text = (tmp_path / "out" / name).read_text()
         assert "rank 1 of draftsim plan small" in text and "meta-llama/Meta-Llama-3-8B" in text
         assert f"--{'tensor-parallel-size' if 'vllm' in name else 'tp-size'} {best.tp}" in text.replace(" \\\n    ", " ")
+
+
+WORKLOAD = {"arrival": {"process": "poisson", "qps": 2.0}, "num_requests": 100,   # (a plan's candidates carry one)
+            "prompt_tokens": {"kind": "fixed", "value": 512}, "output_tokens": {"kind": "fixed", "value": 128}}
+
+
+@pytest.mark.parametrize("engine, vllm_flag, sglang_disables", [
+    ({"version": "0.15.0"}, "--enable-prefix-caching", False),                    # vLLM V1's default: on
+    ({"framework": "vllm", "version": "0.7.3"}, "--no-enable-prefix-caching", True),   # V0's: off
+    ({"version": "0.15.0", "prefix_caching": False}, "--no-enable-prefix-caching", True),   # given: wins
+])
+def test_a_plan_that_names_its_engine_launches_the_prefix_caching_the_des_ran(engine, vllm_flag, sglang_disables):
+    """Where the candidate names its engine and gives no prefix caching, the DES ran that engine's default
+    (simulator.cluster.engine_cache): the launch scripts write it."""
+    sc = {**COLOCATED, "workload": WORKLOAD, "cluster": {**COLOCATED["cluster"], "engine": engine}}
+    (vllm,) = _commands(launch_script(sc, "vllm", "title"))
+    assert vllm_flag in vllm
+    (sglang,) = _commands(launch_script(sc, "sglang", "title"))
+    assert ("--disable-radix-cache" in sglang) is sglang_disables
+
+
+def test_a_hybrid_candidate_launches_with_the_cache_off_as_simulated():
+    """qwen3-next under SGLang: the engine caches it (MambaRadixCache), the DES kept it off (named approximation,
+    simulator.cluster.engine_cache): the script says off."""
+    sc = {"workload": WORKLOAD, "cluster": {"model": "qwen3-next-80b-a3b", "hardware": "h100-sxm", "parallelism": {"tp": 4},
+                      "engine": {"framework": "sglang", "version": "0.5.23"}},
+          "drafter": {"kind": "none"}, "scheduler": {"kind": "vllm", "max_batch_size": 64}}
+    (sglang,) = _commands(launch_script(sc, "sglang", "title"))
+    assert "--disable-radix-cache" in sglang

@@ -1,0 +1,90 @@
+"""The prefix caching of a deployment that names its engine: the engine's own default where the scenario leaves it out.
+
+A scenario names its engine as for its scheduler (simulator.cluster.engine_scheduler.engine_named). Where it gives
+neither `cluster.engine.prefix_caching` nor `cluster.kv_cache.prefix_caching`, `cluster.kv_cache.prefix_caching`
+is that engine's default for its release, model and speculation (profiles.engine_time.cache_defaults: vLLM V0 off,
+V1 on but for hybrid models; SGLang on but with EAGLE before 0.4.4; TensorRT-LLM 1.x on). A value given always
+wins; a scenario that names no engine keeps draftsim's default (off). summary.json's `engine_prefix_caching` says
+what ran, the engine's default and the rule.
+
+Approximations, named (where the engine's default is on and draftsim does not model the cache there, the run keeps
+it off and the summary's `approximation` says why; a previously valid scenario is never refused for it):
+- layout 'shadowkv' (values in host memory; prefix caching is modelled for the paged layout only);
+- a hybrid model under an engine that caches it (SGLang, TensorRT-LLM): draftsim keeps no prefix cache for
+  recurrent state (simulator.core.kv.hybrid_state);
+- a sliding-window model whose replicas free the window's blocks (simulator.core.kv.sliding_window): draftsim's
+  prefix cache would hold every layer at the full context (models.spec) instead;
+- workload.parallel_samples > 1, `retrieval:` and a distributed executor, which draftsim models without a
+  prefix cache (simulator.cluster.build, simulator.speculation.ralmspec, simulator.distributed).
+"""
+from __future__ import annotations
+
+FIELD = "prefix_caching"
+
+
+def given(cluster) -> bool:
+    """The scenario's cluster section sets its prefix caching (`cluster.kv_cache.prefix_caching`, or
+    `cluster.engine.prefix_caching`, which sets it: ClusterConfig._engine_fills_its_sections)."""
+    return FIELD in cluster.kv_cache.model_fields_set
+
+
+def pending(cluster) -> bool:
+    """The named engine's default decides the cluster's prefix caching (once its pool is built: the model and
+    release are known then)."""
+    from simulator.cluster.engine_scheduler import engine_named
+    return not given(cluster) and engine_named(cluster.latency, cluster.engine)
+
+
+def _not_modelled(scenario, target, windowed: bool) -> str | None:
+    """Why draftsim keeps the cache off where the engine's default is on (module docstring), or None."""
+    cl = scenario.cluster
+    reasons = [(cl.kv_cache.layout.kind == "shadowkv", "layout 'shadowkv' keeps its values in host memory; prefix "
+                "caching is modelled for the paged layout only"),
+               (target.num_state_layers > 0, f"{target.name} keeps recurrent state; draftsim keeps no prefix cache "
+                "for it (simulator.core.kv.hybrid_state)"),
+               (windowed, f"{target.name}'s sliding-window layers keep only their window's blocks; draftsim's prefix "
+                "cache would hold every layer at the full context (models.spec)"),
+               (scenario.workload.parallel_samples > 1, "draftsim's prefix cache is modelled for one sequence per "
+                "request (workload.parallel_samples 1)"),
+               (scenario.retrieval is not None, "retrieval runs with plain KV counting (simulator.speculation"
+                ".ralmspec)"),
+               (scenario.simulation.executor != "local", "a distributed run keeps no prefix cache "
+                "(simulator.distributed)")]
+    return next((why for present, why in reasons if present), None)
+
+
+def engine_prefix_caching(scenario, target, release: tuple[str, str | None], windowed: bool) -> dict | None:
+    """The prefix caching the named engine runs where `scenario` leaves it out, as summary.json's record:
+    {"prefix_caching": what runs, "engine_default": the engine's (None: no rule read), "rule": its source,
+    "approximation": why draftsim keeps it off (only where the engine's default is on and draftsim does not model
+    the cache there)}; None where the scenario names no engine or gives a value (module docstring).
+    `target`: the pool's ModelSpec; `release`: the deployment's (framework, version; None: the newest modelled,
+    simulator.cluster.factory.deployment_release); `windowed`: the pool keeps sliding-window layers windowed
+    (ReplicaKind.window_layout)."""
+    cl = scenario.cluster
+    if not pending(cl):
+        return None
+    from profiles.engine_time.cache_defaults import engine_prefix_caching as engine_default
+    from profiles.engine_time.frameworks import entry_for, modelled_release
+    from simulator.cost.drafters import engine_family
+    framework, version = release
+    if version is None:
+        version = modelled_release(entry_for(framework, None))
+    family = None if scenario.drafter.kind == "none" else engine_family(scenario.drafter)
+    on, rule = engine_default(framework, version, family, target.num_state_layers > 0)
+    record = {"prefix_caching": bool(on), "engine_default": on, "rule": f"{framework} {version}: {rule}"}
+    if on:
+        why = _not_modelled(scenario, target, windowed)
+        if why is not None:
+            record.update(prefix_caching=False, approximation=f"{why}: off")
+    return record
+
+
+def with_engine_prefix_caching(scenario, record: dict | None):
+    """`scenario` with `cluster.kv_cache.prefix_caching` set as `record` (engine_prefix_caching) says; the same
+    object where there is nothing to set."""
+    if record is None or not record["prefix_caching"]:
+        return scenario
+    cl = scenario.cluster
+    kv = cl.kv_cache.model_copy(update={FIELD: True})
+    return scenario.model_copy(update={"cluster": cl.model_copy(update={"kv_cache": kv})})

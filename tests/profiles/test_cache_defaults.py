@@ -1,0 +1,47 @@
+"""The prefix caching a serving engine runs by default (profiles.engine_time.cache_defaults), hand-worked per engine
+and release from the sources cited there."""
+from __future__ import annotations
+
+import pytest
+
+from profiles.engine_time.cache_defaults import engine_prefix_caching
+
+
+@pytest.mark.parametrize("framework, version, drafter, hybrid, expected", [
+    # vLLM V0 (before 0.8.0): EngineArgs.__post_init__ (0.7) sets bool(VLLM_USE_V1) = False
+    ("vllm", "0.7.3", None, False, False),
+    ("vllm", "0.5.4", "draft_model", False, False),
+    # vLLM V1 from 0.8.0: _set_default_args_v1 "V1 enables prefix caching by default"; with speculation too
+    ("vllm", "0.8.0", None, False, True),
+    ("vllm", "0.15.0", "draft_model", False, True),
+    ("vllm", "0.32.0", "eagle", False, True),
+    # ... but off for hybrid models (MambaModelConfig 0.10.2-0.11.0; 'and not is_hybrid' 0.27.1)
+    ("vllm", "0.11.0", None, True, False),
+    ("vllm", "0.27.1", "eagle", True, False),
+    # SGLang: EAGLE sets disable_radix_cache in 0.4.3's ServerArgs.__post_init__, not in 0.4.4's
+    ("sglang", "0.4.3", "eagle", False, False),
+    ("sglang", "0.4.0", "eagle", False, False),
+    ("sglang", "0.4.4", "eagle", False, True),
+    ("sglang", "0.4.3", None, False, True),          # without EAGLE the radix cache stays on
+    ("sglang", "0.5.23", "draft_model", False, True),
+    ("sglang", "0.5.23", "ngram", True, True),       # MambaRadixCache (model_hook.handle_mamba_radix_cache)
+    # TensorRT-LLM: KvCacheConfig.enable_block_reuse True from the 1.0 LLM API; before 1.0 not read (None)
+    ("trtllm", "1.0.0", None, False, True),
+    ("trtllm", "1.4.0rc4", "eagle", False, True),
+    ("trtllm", "0.21.0", None, False, None),
+])
+def test_each_engine_default_as_read_in_its_release(framework, version, drafter, hybrid, expected):
+    on, rule = engine_prefix_caching(framework, version, drafter, hybrid)
+    assert on is expected
+    assert rule   # (the rule cites its source: summary.json's engine_prefix_caching.rule)
+
+
+def test_rules_name_their_source():
+    assert "_set_default_args_v1" in engine_prefix_caching("vllm", "0.9.0", None, False)[1]
+    assert "ServerArgs.__post_init__, 0.4.3" in engine_prefix_caching("sglang", "0.4.2", "eagle", False)[1]
+    assert "enable_block_reuse" in engine_prefix_caching("trtllm", "1.2.0", None, False)[1]
+
+
+def test_an_unknown_framework_is_refused():
+    with pytest.raises(ValueError, match="no prefix-caching default for framework 'tgi'"):
+        engine_prefix_caching("tgi", "1.0.0", None, False)
