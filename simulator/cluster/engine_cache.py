@@ -15,11 +15,22 @@ it off and the summary's `approximation` says why; a previously valid scenario i
 - a sliding-window model whose replicas free the window's blocks (simulator.core.kv.sliding_window): draftsim's
   prefix cache would hold every layer at the full context (models.spec) instead;
 - workload.parallel_samples > 1, `retrieval:` and a distributed executor, which draftsim models without a
-  prefix cache (simulator.cluster.build, simulator.speculation.ralmspec, simulator.distributed).
+  prefix cache (simulator.cluster.build, simulator.speculation.ralmspec, simulator.distributed);
+- a workload in which no two requests share a prefix (no `shared_prefix`, `sessions` or trace hash ids) and no
+  prefix-aware router: the engine's cache would serve only a preempted request's own blocks when it is admitted
+  again. That is not modelled: the run keeps the cache off, so that its decode steps advance in bulks
+  (simulator.core.bulk; a prefix cache decides evictions block by block and runs step by step, ~10x slower per
+  request). `cluster.kv_cache.prefix_caching: true` models it.
 """
 from __future__ import annotations
 
 FIELD = "prefix_caching"
+# Why a run keeps the engine's cache off where requests share nothing (module docstring): summary.json's
+# `approximation`, and what a launch script reads to pass the engine's own default instead (`launched`).
+NOTHING_SHARED = ("no two requests share a prefix (no workload.shared_prefix, sessions or trace hash ids) and no "
+                  "router reads the cache: the engine's cache would serve only a preempted request's own blocks on "
+                  "its re-admission, not modelled; off, so that decode steps advance in bulks (set "
+                  "cluster.kv_cache.prefix_caching: true to model it)")
 
 
 def given(cluster) -> bool:
@@ -53,6 +64,16 @@ def _not_modelled(scenario, target, windowed: bool) -> str | None:
     return next((why for present, why in reasons if present), None)
 
 
+def _nothing_shared(scenario) -> bool:
+    """No two requests can share a prefix and no router reads the cache (module docstring)."""
+    from simulator.core.routers import ROUTERS
+    w, cl = scenario.workload, scenario.cluster
+    dis = cl.disaggregation
+    router = cl.router if dis is None else dis.prefill.router
+    return (w.shared_prefix is None and w.sessions is None and w.arrival.hash_ids_column() is None
+            and not (router in ROUTERS and ROUTERS[router].uses_prefix_match))
+
+
 def engine_prefix_caching(scenario, target, release: tuple[str, str | None], windowed: bool) -> dict | None:
     """The prefix caching the named engine runs where `scenario` leaves it out, as summary.json's record:
     {"prefix_caching": what runs, "engine_default": the engine's (None: no rule read), "rule": its source,
@@ -77,7 +98,16 @@ def engine_prefix_caching(scenario, target, release: tuple[str, str | None], win
         why = _not_modelled(scenario, target, windowed)
         if why is not None:
             record.update(prefix_caching=False, approximation=f"{why}: off")
+        elif _nothing_shared(scenario):
+            record.update(prefix_caching=False, approximation=NOTHING_SHARED)
     return record
+
+
+def launched(record: dict) -> bool:
+    """The prefix caching a launch script passes for a candidate whose run kept `record` (engine_prefix_caching):
+    what ran, or the engine's own default where the run kept the cache off only because its requests share
+    nothing (the engine then serves what the run did, but for preempted requests; module docstring)."""
+    return bool(record["engine_default"]) if record.get("approximation") == NOTHING_SHARED else record["prefix_caching"]
 
 
 def with_engine_prefix_caching(scenario, record: dict | None):

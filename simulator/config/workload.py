@@ -230,12 +230,17 @@ class ArrivalConfig(Strict):
                                  f"'{self.format}' and columns); give each its own column")
             seen.setdefault(column, role)
 
+    def hash_ids_column(self) -> str | None:
+        """The trace column (CSV) or key (JSONL) of its prompts' prefix hash ids, None when it reads none."""
+        from simulator.core.traces.formats import FORMATS
+        return (self.columns.hash_ids if self.columns is not None else None) or FORMATS[self.format].hash_ids
+
     def _hash_ids_and_their_block(self) -> None:
         """Prefix hash ids need their block size and a block size needs hash ids: a mapped hash_ids column of
         a format without one divided by zero (a traceback), a hash_block_tokens without ids was ignored."""
         from simulator.core.traces.formats import FORMATS
         fmt = FORMATS[self.format]
-        column = (self.columns.hash_ids if self.columns is not None else None) or fmt.hash_ids
+        column = self.hash_ids_column()
         if column is None and self.hash_block_tokens is not None:
             raise ValueError(f"hash_block_tokens is the prompt tokens each prefix hash id covers, but format "
                              f"'{self.format}' reads no hash ids; name their column with columns.hash_ids")

@@ -102,14 +102,15 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
 
 def _prefix_caching(sc: dict) -> bool:
     """The prefix caching the DES ran for candidate `sc`: its own, else (a candidate that names its engine) that
-    engine's default as simulator.cluster.engine_cache applies it to the pool that keeps the cache, else off."""
+    engine's default as simulator.cluster.engine_cache applies it to the pool that keeps the cache (`launched`: the
+    engine's default where the DES kept it off only because no two requests share a prefix), else off."""
     cl = sc["cluster"]
     for block in (cl.get("kv_cache", {}), cl.get("engine", {})):
         if block.get("prefix_caching") is not None:
             return bool(block["prefix_caching"])
     if not _names_its_engine(cl):
         return False
-    from simulator.cluster.engine_cache import engine_prefix_caching
+    from simulator.cluster.engine_cache import engine_prefix_caching, launched
     from simulator.cluster.factory import deployment_release, keeps_window, resolve_hardware
     from simulator.config.scenario import Scenario
     # (a launch takes a candidate without its workload too: the default reads only its parallel_samples)
@@ -121,7 +122,7 @@ def _prefix_caching(sc: dict) -> bool:
     target = load_model(c.model)
     release = deployment_release(c.latency, c.engine, None)
     windowed = keeps_window(target, release, hw, where, c.kv_cache.layout) and c.kv_cache.host_memory_gib <= 0
-    return engine_prefix_caching(scenario, target, release, windowed)["prefix_caching"]
+    return launched(engine_prefix_caching(scenario, target, release, windowed))
 
 
 def _names_its_engine(cl: dict) -> bool:

@@ -74,12 +74,11 @@ def test_sglang_and_tensorrt_llm_defaults_cache_shared_prefixes_too(engine, sche
 
 
 def test_sglang_before_0_4_4_keeps_the_radix_cache_off_with_eagle():
-    record = engine_prefix_caching(parse_scenario(scenario(cluster={"engine": {"framework": "sglang",
-                                                                               "version": "0.4.3"}})),
-                                   load_model("llama-3-8b"), ("sglang", "0.4.3"), False)
+    sglang = {"framework": "sglang", "version": "0.4.3"}
+    record = engine_prefix_caching(parse_scenario(shared(sglang)), load_model("llama-3-8b"), ("sglang", "0.4.3"),
+                                   False)
     assert record["prefix_caching"] is True        # no speculation: on
-    sc = parse_scenario(scenario(cluster={"engine": {"framework": "sglang", "version": "0.4.3"}},
-                                 drafter={"kind": "eagle3", "gamma": 3}))
+    sc = parse_scenario(merge(shared(sglang), {"drafter": {"kind": "eagle3", "gamma": 3}}))
     record = engine_prefix_caching(sc, load_model("llama-3-8b"), ("sglang", "0.4.3"), False)
     assert record == {"prefix_caching": False, "engine_default": False, "rule": record["rule"]}
     assert "0.4.3" in record["rule"] and "EAGLE" in record["rule"]
@@ -125,7 +124,7 @@ def test_parallel_samples_keep_a_previously_valid_scenario_running_with_the_cach
 ])
 def test_where_draftsim_does_not_model_the_cache_it_stays_off_and_says_why(engine, model, windowed, layout, expected):
     kv = {"kv_cache": {"layout": layout}} if layout else {}
-    sc = parse_scenario(scenario(cluster={"model": model, "engine": engine, **kv}))
+    sc = parse_scenario(shared(engine, model=model, **kv))
     release = (engine.get("framework", "vllm"), engine["version"])
     record = engine_prefix_caching(sc, load_model(model), release, windowed)
     approximation = expected.pop("approximation", None)
@@ -159,3 +158,19 @@ def test_a_value_given_or_no_engine_named_leaves_draftsim_alone():
                     {}, {"latency": {"framework": "vllm"}}):
         sc = parse_scenario(scenario(cluster=cluster))
         assert engine_prefix_caching(sc, target, ("vllm", "0.15.0"), False) is None
+
+
+def test_without_shared_prefixes_the_v1_default_stays_off_and_says_why():
+    """No shared_prefix, sessions or trace hash ids and no prefix-aware router: the engine's cache could only serve
+    a preempted request's own blocks again, which is not modelled, so the run keeps it off (and its decode bulks),
+    names why, and equals the run with prefix_caching: false given."""
+    plain = merge(scenario(cluster={"engine": V1}), {"workload": {"num_requests": 60}})
+    result = simulator.run(plain)
+    record = result.summary["engine_prefix_caching"]
+    assert record["prefix_caching"] is False and record["engine_default"] is True
+    assert record["approximation"].startswith("no two requests share a prefix")
+    given = simulator.run(merge(plain, {"cluster": {"kv_cache": {"prefix_caching": False}}}))
+    assert result.requests.equals(given.requests) and result.steps.equals(given.steps)
+    # a router that reads the cache, or a trace that carries prefix hash ids, keeps the default on
+    routed = parse_scenario(scenario(cluster={"engine": V1, "replicas": 2, "router": "prefix_aware"}))
+    assert engine_prefix_caching(routed, load_model("llama-3-8b"), ("vllm", "0.15.0"), False)["prefix_caching"]
