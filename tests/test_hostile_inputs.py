@@ -514,10 +514,10 @@ CASES = [
     Hostile("estimate_batch_1e12", estimate("--batch", "1000000000000"), "batch"),
     Hostile("estimate_context_beyond_the_model", estimate("--context", "100000000"), "context"),
     Hostile("estimate_405b_on_one_h100", lambda tmp: ["estimate", "--model", "llama-3.1-405b", "--hardware", "h100-sxm"],
-            "model: llama-3.1-405b needs"),
+            "error: --model: llama-3.1-405b needs"),
     Hostile("estimate_negative_batch", estimate("--batch", "-3"), "batch"),
     # read as 'error: 1 validation error for ParallelismConfig' and 'error: scheduler.: Value error, ...' before
-    Hostile("estimate_tp_beyond_64", estimate("--tp", "1024"), "error: tp: Input should be less than or equal to 64"),
+    Hostile("estimate_tp_beyond_64", estimate("--tp", "1024"), "error: --tp: Input should be less than or equal to 64"),
     # named the scenario's scheduler block (`scheduler: max_batched_tokens (8192) must be >= max_batch_size`),
     # which the command line has none of, and the budget could not be raised from it (2026-11-28)
     Hostile("estimate_max_num_seqs_beyond_the_budget", estimate("--max-num-seqs", "1000000000"),
@@ -734,7 +734,7 @@ CASES = [
     Hostile("estimate_profile_dir_without_a_profile_source", estimate("--profile-dir", "x"),
             "error: latency: profile_dir is only used with source: profile"),
     Hostile("estimate_model_empty", lambda tmp: ["estimate", "--model", "", "--hardware", "h100-sxm"],
-            "error: model: unknown model ''"),
+            "error: --model: unknown model ''"),
     # profile: an empty --check-out was named '--out'; --tp 1,1 and --models a,a profiled as given, silently
     Hostile("profile_check_out_empty", profile("--models", "llama-68m", "--check", "--check-out", ""),
             "--check-out: an empty path; give a file path"),
@@ -980,7 +980,7 @@ CASES = [
             "plan.workload.sessions.turns: the sessions' prompts re-send their earlier turns"),
     # estimate --kv-dtype nvfp4 on a GPU without FP4 named a scenario field the command has none of
     Hostile("estimate_kv_dtype_the_gpu_cannot_run", estimate("--kv-dtype", "nvfp4"),
-            "draftsim estimate: error: kv_dtype: an nvfp4 KV cache needs FP4 tensor cores, which h100-sxm lacks"),
+            "draftsim estimate: error: --kv-dtype: an nvfp4 KV cache needs FP4 tensor cores, which h100-sxm lacks"),
     # cluster.moe.routing_trace: a text file was 'pickled (object) data. If you trust the file you can load it
     # unsafely...', a FIFO 'file not found', and a header announcing 2e9 tokens was read (MemoryError, exit 1)
     Hostile("routing_trace_a_text_file", moe_trace(lambda tmp: _write(tmp, "r.npy", "0 1 2 3\n")),
@@ -998,11 +998,11 @@ CASES = [
     # a step beyond the engine limits given was priced (exit 0): 300 requests under --max-num-seqs 256, a
     # prefill of 4 x 4096 tokens under a budget of 1024
     Hostile("estimate_batch_beyond_max_num_seqs", estimate("--batch", "300", "--max-num-seqs", "256"),
-            "error: batch: 300 requests in one step exceed the engine's max running requests, 256 (--max-num-seqs"),
+            "error: --batch: 300 requests in one step exceed the engine's max running requests, 256 (--max-num-seqs"),
     Hostile("estimate_prefill_beyond_the_token_budget",
             estimate("--prefill-tokens", "4096", "--batch", "4", "--max-num-batched-tokens", "1024",
                      "--max-num-seqs", "4"),
-            "error: batch: 4 x 4,096 new tokens in one step exceed the engine's token budget, 1,024"),
+            "error: --batch: 4 x 4,096 new tokens in one step exceed the engine's token budget, 1,024"),
     # the estimate's dtype error listed fp32 ... int4 as allowed, not nvfp4 and mxfp4 (which it prices)
     # Mamba-2 groups a tp does not divide (8 groups, tp 16): priced with replicated groups (exit 0); vLLM
     # refuses any group count but 1 that tp does not divide
@@ -1409,6 +1409,31 @@ CASES = [
         "model": "qwen2.5-coder-0.5b", "hardware": "cpu-local", "dtype": "fp32",
         "latency": {"source": "profile", "profile_dir": str(_profile_with(tmp, "ops.csv", "garbage\n"))}})(tmp),
             "draftsim: error: cluster.latency.profile_dir: profile table "),
+    # ---- helper1: bad input left by the last hunt, then run / compare edges (2026-11-28) ------------------------
+    # estimate: a token or request limit beyond any engine was priced (exit 0: --max-num-batched-tokens 1e30
+    # gave the default's numbers); a trtllm run with such a budget ran (vLLM's start-up memory refused it)
+    Hostile("estimate_budget_of_1e30_tokens", estimate("--max-num-batched-tokens", "1" + "0" * 30),
+            "error: --max-num-batched-tokens: 1,000,000,000,000,000,000,000,000,000,000 is beyond what an engine "
+            "takes; allowed: 1 to 2,147,483,647"),
+    Hostile("estimate_four_billion_running_requests",
+            estimate("--max-num-seqs", "4000000000", "--max-num-batched-tokens", "4000000000"),
+            "error: --max-num-seqs: 4,000,000,000 is beyond what an engine takes; allowed: 1 to 2,147,483,647"),
+    Hostile("run_trtllm_budget_of_1e30_tokens",
+            run(scheduler={"max_batched_tokens": 10**30}, cluster={"engine": {"framework": "trtllm"}}),
+            "scheduler.max_batched_tokens: 1,000,000,000,000,000,000,000,000,000,000 is beyond what an engine takes"),
+    # estimate named its Python arguments (batch, context, tp, model) for what the user typed as flags
+    Hostile("estimate_context_names_the_flag", estimate("--context", "100000000"),
+            "draftsim estimate: error: --context: 100000000 cached + 1 new tokens exceed the context of llama-3-8b"),
+    Hostile("estimate_prefill_beyond_the_context_names_the_flag", estimate("--prefill-tokens", "100000000"),
+            "draftsim estimate: error: --prefill-tokens: 0 cached + 100000000 new tokens exceed the context"),
+    Hostile("estimate_query_tokens_beyond_the_context_names_the_flag", estimate("--query-tokens", "100000000"),
+            "draftsim estimate: error: --query-tokens: 0 cached + 100000000 new tokens exceed the context"),
+    Hostile("estimate_batch_beyond_memory_names_the_flag", estimate("--batch", "1000000000000"),
+            "draftsim estimate: error: --batch: 1,000,000,000,000 requests of 1 token(s) need"),
+    Hostile("estimate_negative_batch_names_the_flag", estimate("--batch", "-3"),
+            "draftsim estimate: error: --batch: must be an integer >= 1, got -3"),
+    Hostile("estimate_dtype_names_the_flag", estimate("--dtype", "fp6"),
+            "draftsim estimate: error: --dtype: 'fp6' is not supported"),
 ]
 
 
