@@ -334,8 +334,12 @@ def little_memory(monkeypatch) -> None:
 
 
 POINT = {"id": "x", "kind": "gemm", "statistic": "single", "value": 9.4, "unit": "us", "hardware": "h100-sxm",
-         "gpus": 1, "engine": "e", "dtype": "bf16", "tp": 1, "pp": 1, "workload": {"m": 64, "n": 2112, "k": 7168},
+         "gpus": 1, "engine": "cublas", "dtype": "bf16", "tp": 1, "pp": 1, "workload": {"m": 64, "n": 2112, "k": 7168},
          "source": {"title": "t", "url": "u", "date": "2025-01-01", "locator": "l"}}
+STEP_POINT = {"id": "s", "kind": "decode_step", "statistic": "mean", "value": 0.0063, "unit": "s", "hardware": "h100-sxm",
+              "gpus": 1, "engine": "sglang", "framework_version": "0.4.4", "model": "meta-llama/Llama-3.1-8B-Instruct",
+              "dtype": "bf16", "tp": 1, "pp": 1, "workload": {"batch": 1, "context_tokens": 512},
+              "source": {"title": "t", "url": "u", "date": "2025-01-01", "locator": "l"}}
 BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['x'] * 9)}]\n"
                for p, c in zip([None, *"abcdefg"], "abcdefgh")) + "workload: *h\n"
 DEEP_BLOCK = "".join("  " * i + f"k{i}:\n" for i in range(100)) + "  " * 100 + "v: 1\n"
@@ -1434,6 +1438,20 @@ CASES = [
             "draftsim estimate: error: --batch: must be an integer >= 1, got -3"),
     Hostile("estimate_dtype_names_the_flag", estimate("--dtype", "fp6"),
             "draftsim estimate: error: --dtype: 'fp6' is not supported"),
+    # validate --published --points: a row naming hardware, an engine or a model that does not exist was listed
+    # 'not expressible' (exit 0), and a step point of engine 'vlmm' was priced as the default framework's
+    Hostile("points_unknown_hardware", points([merge(POINT, {"hardware": "h100"})]),
+            "points.yaml: point x: hardware: unknown hardware 'h100'; allowed: "
+            "a100-40gb, "),
+    Hostile("points_step_of_an_unknown_engine", points([merge(STEP_POINT, {"engine": "vlmm"})]),
+            "point s: engine: unknown serving engine 'vlmm' for a decode_step point; allowed: nvidia-nim (trtllm "
+            "backend), sglang, trtllm, vllm"),
+    Hostile("points_gemm_of_an_unknown_library", points([merge(POINT, {"engine": "vllm"})]),
+            "point x: engine: unknown kernel library 'vllm' for a gemm point; allowed: cublas, "),
+    Hostile("points_unknown_model", points([merge(STEP_POINT, {"model": "meta-llama/Llama-9-8B"})]),
+            "point s: model: unknown published model 'meta-llama/Llama-9-8B'; allowed: "),
+    Hostile("points_step_without_a_model", points([{k: v for k, v in STEP_POINT.items() if k != "model"}]),
+            "point s: model: a decode_step point needs the published model"),
 ]
 
 
