@@ -1452,6 +1452,14 @@ CASES = [
             "point s: model: unknown published model 'meta-llama/Llama-9-8B'; allowed: "),
     Hostile("points_step_without_a_model", points([{k: v for k, v in STEP_POINT.items() if k != "model"}]),
             "point s: model: a decode_step point needs the published model"),
+    # run under a running Dask scheduler ran on the scheduler's own workers, simulation.workers (--workers) unread,
+    # where sweep and plan refuse --workers with it (simulator.distributed.executors._scheduler)
+    Hostile("run_dask_scheduler_with_workers", run(None, "--executor", "tcp://127.0.0.1:1", "--workers", "2"),
+            "draftsim: error: simulation.workers: a running Dask scheduler (tcp://127.0.0.1:1) runs the replicas on "
+            "the workers it has"),
+    Hostile("run_dask_scheduler_with_workers_in_the_scenario",
+            run(simulation={"executor": "dask://127.0.0.1:1", "workers": 1}),
+            "simulation.workers: a running Dask scheduler (dask://127.0.0.1:1) runs the replicas on the workers it has"),
 ]
 
 
