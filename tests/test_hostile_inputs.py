@@ -736,7 +736,7 @@ CASES = [
     # estimate's latency and engine blocks printed pydantic's 'Value error, ' for a rule of the block; an empty
     # --model, which pathlib reads as the current folder, was called a folder without a config.json
     Hostile("estimate_profile_dir_without_a_profile_source", estimate("--profile-dir", "x"),
-            "error: latency: profile_dir is only used with source: profile"),
+            "error: --profile-dir is only used with --source profile"),
     Hostile("estimate_model_empty", lambda tmp: ["estimate", "--model", "", "--hardware", "h100-sxm"],
             "error: --model: unknown model ''"),
     # profile: an empty --check-out was named '--out'; --tp 1,1 and --models a,a profiled as given, silently
@@ -1460,6 +1460,12 @@ CASES = [
     Hostile("run_dask_scheduler_with_workers_in_the_scenario",
             run(simulation={"executor": "dask://127.0.0.1:1", "workers": 1}),
             "simulation.workers: a running Dask scheduler (dask://127.0.0.1:1) runs the replicas on the workers it has"),
+    # a rule of estimate's latency flags named the scenario's block and fields ('latency: version selects measured
+    # tables; it needs source: ...'), which the command line has none of
+    Hostile("estimate_version_without_measured_tables", estimate("--source", "roofline", "--version", "0.24.0"),
+            "draftsim estimate: error: --version selects measured tables; it needs --source measured or auto"),
+    Hostile("estimate_engine_profile_without_a_folder", estimate("--source", "engine_profile"),
+            "draftsim estimate: error: --source engine_profile needs --profile-dir: a folder of"),
 ]
 
 

@@ -343,6 +343,12 @@ def _in_flags(exc: Exception) -> str:
         return str(exc)
     if exc.field in ARGUMENT_FLAGS:   # (it said `batch: ...`, `context: ...`, `tp: ...`: no flag of those names)
         return f"{ARGUMENT_FLAGS[exc.field]}: {exc.message}"
+    if exc.field in ("latency", "cluster.latency"):   # a rule of the block, worded with its fields: the flags'
+        # names ('latency: version selects measured tables; it needs source: measured or auto' named a block and
+        # fields the command line has none of)
+        import re
+        text = exc.message.replace("source: ", "source ")   # (`source: X`, the YAML's, is `--source X`)
+        return re.sub(r"\b(source|framework|version|profile_dir)\b", lambda m: LATENCY_FLAGS[m.group(1)], text)
     block, _, key = exc.field.removeprefix("cluster.").partition(".")
     if (block == "latency" and key in LATENCY_FLAGS) or exc.field in LATENCY_FLAGS:
         # (it said latency.framework, cluster.latency.profile_dir: the fields of a block the command line has none of)
