@@ -1466,6 +1466,11 @@ CASES = [
             "draftsim estimate: error: --version selects measured tables; it needs --source measured or auto"),
     Hostile("estimate_engine_profile_without_a_folder", estimate("--source", "engine_profile"),
             "draftsim estimate: error: --source engine_profile needs --profile-dir: a folder of"),
+    Hostile("estimate_measured_source_on_hardware_without_tables", lambda tmp: [
+        "estimate", "--model", "llama-68m", "--hardware", "cpu-local", "--source", "measured"],
+            "draftsim estimate: error: --hardware: no measured kernel tables for 'cpu-local'; measured hardware: "),
+    Hostile("estimate_measured_fp32_names_the_flags", estimate("--source", "measured", "--dtype", "fp32"),
+            "(or use --source roofline)"),
 ]
 
 

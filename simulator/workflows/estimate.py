@@ -169,7 +169,8 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
                                   base_dir=Path.cwd(), where="estimate",
                                   kv_dtype=kv_dtype, engine_config=engine_config, scheduler=limits)
     except ScenarioError as exc:  # name the argument, not a scenario field
-        field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.dtype": "dtype",
+        field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.hardware": "hardware",
+                 "cluster.dtype": "dtype",
                  "cluster.kv_dtype": "kv_dtype",
                  "cluster.latency.source": "source", "cluster.latency.version": "version",
                  "cluster.latency.framework": "framework"}.get(
@@ -342,7 +343,8 @@ def _in_flags(exc: Exception) -> str:
     if not isinstance(exc, ScenarioError):
         return str(exc)
     if exc.field in ARGUMENT_FLAGS:   # (it said `batch: ...`, `context: ...`, `tp: ...`: no flag of those names)
-        return f"{ARGUMENT_FLAGS[exc.field]}: {exc.message}"
+        # (a measured table's advice, 'or use cluster.latency.source: roofline', is --source's)
+        return f"{ARGUMENT_FLAGS[exc.field]}: {exc.message.replace('cluster.latency.source: ', '--source ')}"
     if exc.field in ("latency", "cluster.latency"):   # a rule of the block, worded with its fields: the flags'
         # names ('latency: version selects measured tables; it needs source: measured or auto' named a block and
         # fields the command line has none of)
