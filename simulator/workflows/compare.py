@@ -4,8 +4,8 @@
     draftsim compare A.yaml --vary drafter.gamma=2 --vary drafter.gamma=6 acceptance.alpha=0.6
 
 Each scenario (or each variant of the first one: `--vary` takes one or more `key=value` overrides per
-variant, applied on top of the base scenario and `--set`) is validated and built before any of them is
-simulated, so a mistake in the last one costs nothing. Runs keep their own seeds: with the same seed and
+variant, applied on top of the base scenario and `--set`) is validated and built, and its Dask scheduler
+(`simulation.executor`) reached, before any of them is simulated, so a mistake in the last one costs nothing. Runs keep their own seeds: with the same seed and
 workload, runs see the same arrivals and lengths (common random numbers), so the differences are the
 configurations'. Output (`--out`, default out/compare/<first name>/, written atomically):
 compare.csv (one row per headline metric: each run's value and each later run's change against the
