@@ -199,16 +199,19 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
 
 
 def _dask_executors(runs: list[Variant], loaded: list[tuple], stack) -> list:
-    """Each run's Dask executor (None for `simulation.executor: local`), reached now, before any run is
-    simulated (as `draftsim run` reaches its scheduler before any work; a scheduler down for the last run was
-    met after the others had run, in a line naming no run); runs of one executor setting share it. Entered
-    on `stack`."""
+    """Each run's running Dask scheduler (`simulation.executor: dask://` or `tcp://`) as a connected
+    executor, reached now, before any run is simulated (as `draftsim run` reaches its scheduler before any
+    work; a scheduler down for the last run was met after the others had run, in a line naming no run);
+    runs of one scheduler share the connection. Entered on `stack`. None for the others: `local`, and
+    `local-dask`, whose LocalCluster each run starts and closes itself (started up front, several would
+    hold their processes at once)."""
+    from simulator.config.dask_address import SCHEDULER_SCHEMES
     from simulator.distributed import open_executor
     shared: dict[tuple, object] = {}
     out = []
     for run, (scenario, _) in zip(runs, loaded):
         sim = scenario.simulation
-        if sim.executor == "local":
+        if not sim.executor.startswith(SCHEDULER_SCHEMES):
             out.append(None)
             continue
         key = (sim.executor, sim.workers)
