@@ -37,7 +37,8 @@ def entry(main=None) -> None:
         from simulator.console.contract import interrupted
         code = interrupted()
     try:   # what is still buffered for a pipe (`draftsim estimate ... | head -1`) is written now, not at exit
-        sys.stdout.flush()
+        if sys.stdout is not None:   # (None when started with stdout closed, `>&-`: an AttributeError, exit 1)
+            sys.stdout.flush()
     except BrokenPipeError:
         from simulator.console.contract import EXIT_READER_GONE, stdout_reader_gone
         if not stdout_reader_gone():

@@ -334,8 +334,12 @@ def little_memory(monkeypatch) -> None:
 
 
 POINT = {"id": "x", "kind": "gemm", "statistic": "single", "value": 9.4, "unit": "us", "hardware": "h100-sxm",
-         "gpus": 1, "engine": "e", "dtype": "bf16", "tp": 1, "pp": 1, "workload": {"m": 64, "n": 2112, "k": 7168},
+         "gpus": 1, "engine": "cublas", "dtype": "bf16", "tp": 1, "pp": 1, "workload": {"m": 64, "n": 2112, "k": 7168},
          "source": {"title": "t", "url": "u", "date": "2025-01-01", "locator": "l"}}
+STEP_POINT = {"id": "s", "kind": "decode_step", "statistic": "mean", "value": 0.0063, "unit": "s", "hardware": "h100-sxm",
+              "gpus": 1, "engine": "sglang", "framework_version": "0.4.4", "model": "meta-llama/Llama-3.1-8B-Instruct",
+              "dtype": "bf16", "tp": 1, "pp": 1, "workload": {"batch": 1, "context_tokens": 512},
+              "source": {"title": "t", "url": "u", "date": "2025-01-01", "locator": "l"}}
 BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['x'] * 9)}]\n"
                for p, c in zip([None, *"abcdefg"], "abcdefgh")) + "workload: *h\n"
 DEEP_BLOCK = "".join("  " * i + f"k{i}:\n" for i in range(100)) + "  " * 100 + "v: 1\n"
@@ -514,10 +518,10 @@ CASES = [
     Hostile("estimate_batch_1e12", estimate("--batch", "1000000000000"), "batch"),
     Hostile("estimate_context_beyond_the_model", estimate("--context", "100000000"), "context"),
     Hostile("estimate_405b_on_one_h100", lambda tmp: ["estimate", "--model", "llama-3.1-405b", "--hardware", "h100-sxm"],
-            "model: llama-3.1-405b needs"),
+            "error: --model: llama-3.1-405b needs"),
     Hostile("estimate_negative_batch", estimate("--batch", "-3"), "batch"),
     # read as 'error: 1 validation error for ParallelismConfig' and 'error: scheduler.: Value error, ...' before
-    Hostile("estimate_tp_beyond_64", estimate("--tp", "1024"), "error: tp: Input should be less than or equal to 64"),
+    Hostile("estimate_tp_beyond_64", estimate("--tp", "1024"), "error: --tp: Input should be less than or equal to 64"),
     # named the scenario's scheduler block (`scheduler: max_batched_tokens (8192) must be >= max_batch_size`),
     # which the command line has none of, and the budget could not be raised from it (2026-11-28)
     Hostile("estimate_max_num_seqs_beyond_the_budget", estimate("--max-num-seqs", "1000000000"),
@@ -732,9 +736,9 @@ CASES = [
     # estimate's latency and engine blocks printed pydantic's 'Value error, ' for a rule of the block; an empty
     # --model, which pathlib reads as the current folder, was called a folder without a config.json
     Hostile("estimate_profile_dir_without_a_profile_source", estimate("--profile-dir", "x"),
-            "error: latency: profile_dir is only used with source: profile"),
+            "error: --profile-dir is only used with --source profile"),
     Hostile("estimate_model_empty", lambda tmp: ["estimate", "--model", "", "--hardware", "h100-sxm"],
-            "error: model: unknown model ''"),
+            "error: --model: unknown model ''"),
     # profile: an empty --check-out was named '--out'; --tp 1,1 and --models a,a profiled as given, silently
     Hostile("profile_check_out_empty", profile("--models", "llama-68m", "--check", "--check-out", ""),
             "--check-out: an empty path; give a file path"),
@@ -980,7 +984,7 @@ CASES = [
             "plan.workload.sessions.turns: the sessions' prompts re-send their earlier turns"),
     # estimate --kv-dtype nvfp4 on a GPU without FP4 named a scenario field the command has none of
     Hostile("estimate_kv_dtype_the_gpu_cannot_run", estimate("--kv-dtype", "nvfp4"),
-            "draftsim estimate: error: kv_dtype: an nvfp4 KV cache needs FP4 tensor cores, which h100-sxm lacks"),
+            "draftsim estimate: error: --kv-dtype: an nvfp4 KV cache needs FP4 tensor cores, which h100-sxm lacks"),
     # cluster.moe.routing_trace: a text file was 'pickled (object) data. If you trust the file you can load it
     # unsafely...', a FIFO 'file not found', and a header announcing 2e9 tokens was read (MemoryError, exit 1)
     Hostile("routing_trace_a_text_file", moe_trace(lambda tmp: _write(tmp, "r.npy", "0 1 2 3\n")),
@@ -998,11 +1002,11 @@ CASES = [
     # a step beyond the engine limits given was priced (exit 0): 300 requests under --max-num-seqs 256, a
     # prefill of 4 x 4096 tokens under a budget of 1024
     Hostile("estimate_batch_beyond_max_num_seqs", estimate("--batch", "300", "--max-num-seqs", "256"),
-            "error: batch: 300 requests in one step exceed the engine's max running requests, 256 (--max-num-seqs"),
+            "error: --batch: 300 requests in one step exceed the engine's max running requests, 256 (--max-num-seqs"),
     Hostile("estimate_prefill_beyond_the_token_budget",
             estimate("--prefill-tokens", "4096", "--batch", "4", "--max-num-batched-tokens", "1024",
                      "--max-num-seqs", "4"),
-            "error: batch: 4 x 4,096 new tokens in one step exceed the engine's token budget, 1,024"),
+            "error: --batch: 4 x 4,096 new tokens in one step exceed the engine's token budget, 1,024"),
     # the estimate's dtype error listed fp32 ... int4 as allowed, not nvfp4 and mxfp4 (which it prices)
     # Mamba-2 groups a tp does not divide (8 groups, tp 16): priced with replicated groups (exit 0); vLLM
     # refuses any group count but 1 that tp does not divide
@@ -1456,6 +1460,64 @@ CASES = [
             run(cluster={"replicas": 2, "router": "prefix_aware", "engine": {"framework": "vllm", "version": "0.7.3"}}),
             "draftsim: error: cluster.router: 'prefix_aware' routes by cached prefixes; it needs "
             "cluster.kv_cache.prefix_caching: true"),
+    # ---- helper1: bad input left by the last hunt, then run / compare edges (2026-11-28) ------------------------
+    # estimate: a token or request limit beyond any engine was priced (exit 0: --max-num-batched-tokens 1e30
+    # gave the default's numbers); a trtllm run with such a budget ran (vLLM's start-up memory refused it)
+    Hostile("estimate_budget_of_1e30_tokens", estimate("--max-num-batched-tokens", "1" + "0" * 30),
+            "error: --max-num-batched-tokens: 1,000,000,000,000,000,000,000,000,000,000 is beyond what an engine "
+            "takes; allowed: 1 to 2,147,483,647"),
+    Hostile("estimate_four_billion_running_requests",
+            estimate("--max-num-seqs", "4000000000", "--max-num-batched-tokens", "4000000000"),
+            "error: --max-num-seqs: 4,000,000,000 is beyond what an engine takes; allowed: 1 to 2,147,483,647"),
+    Hostile("run_trtllm_budget_of_1e30_tokens",
+            run(scheduler={"max_batched_tokens": 10**30}, cluster={"engine": {"framework": "trtllm"}}),
+            "scheduler.max_batched_tokens: 1,000,000,000,000,000,000,000,000,000,000 is beyond what an engine takes"),
+    # estimate named its Python arguments (batch, context, tp, model) for what the user typed as flags
+    Hostile("estimate_context_names_the_flag", estimate("--context", "100000000"),
+            "draftsim estimate: error: --context: 100000000 cached + 1 new tokens exceed the context of llama-3-8b"),
+    Hostile("estimate_prefill_beyond_the_context_names_the_flag", estimate("--prefill-tokens", "100000000"),
+            "draftsim estimate: error: --prefill-tokens: 0 cached + 100000000 new tokens exceed the context"),
+    Hostile("estimate_query_tokens_beyond_the_context_names_the_flag", estimate("--query-tokens", "100000000"),
+            "draftsim estimate: error: --query-tokens: 0 cached + 100000000 new tokens exceed the context"),
+    Hostile("estimate_batch_beyond_memory_names_the_flag", estimate("--batch", "1000000000000"),
+            "draftsim estimate: error: --batch: 1,000,000,000,000 requests of 1 token(s) need"),
+    Hostile("estimate_negative_batch_names_the_flag", estimate("--batch", "-3"),
+            "draftsim estimate: error: --batch: must be an integer >= 1, got -3"),
+    Hostile("estimate_dtype_names_the_flag", estimate("--dtype", "fp6"),
+            "draftsim estimate: error: --dtype: 'fp6' is not supported"),
+    # validate --published --points: a row naming hardware, an engine or a model that does not exist was listed
+    # 'not expressible' (exit 0), and a step point of engine 'vlmm' was priced as the default framework's
+    Hostile("points_unknown_hardware", points([merge(POINT, {"hardware": "h100"})]),
+            "points.yaml: point x: hardware: unknown hardware 'h100'; allowed: "
+            "a100-40gb, "),
+    Hostile("points_step_of_an_unknown_engine", points([merge(STEP_POINT, {"engine": "vlmm"})]),
+            "point s: engine: unknown serving engine 'vlmm' for a decode_step point; allowed: nvidia-nim (trtllm "
+            "backend), sglang, trtllm, vllm"),
+    Hostile("points_gemm_of_an_unknown_library", points([merge(POINT, {"engine": "vllm"})]),
+            "point x: engine: unknown kernel library 'vllm' for a gemm point; allowed: cublas, "),
+    Hostile("points_unknown_model", points([merge(STEP_POINT, {"model": "meta-llama/Llama-9-8B"})]),
+            "point s: model: unknown published model 'meta-llama/Llama-9-8B'; allowed: "),
+    Hostile("points_step_without_a_model", points([{k: v for k, v in STEP_POINT.items() if k != "model"}]),
+            "point s: model: a decode_step point needs the published model"),
+    # run under a running Dask scheduler ran on the scheduler's own workers, simulation.workers (--workers) unread,
+    # where sweep and plan refuse --workers with it (simulator.distributed.executors._scheduler)
+    Hostile("run_dask_scheduler_with_workers", run(None, "--executor", "tcp://127.0.0.1:1", "--workers", "2"),
+            "draftsim: error: simulation.workers: a running Dask scheduler (tcp://127.0.0.1:1) runs the replicas on "
+            "the workers it has"),
+    Hostile("run_dask_scheduler_with_workers_in_the_scenario",
+            run(simulation={"executor": "dask://127.0.0.1:1", "workers": 1}),
+            "simulation.workers: a running Dask scheduler (dask://127.0.0.1:1) runs the replicas on the workers it has"),
+    # a rule of estimate's latency flags named the scenario's block and fields ('latency: version selects measured
+    # tables; it needs source: ...'), which the command line has none of
+    Hostile("estimate_version_without_measured_tables", estimate("--source", "roofline", "--version", "0.24.0"),
+            "draftsim estimate: error: --version selects measured tables; it needs --source measured or auto"),
+    Hostile("estimate_engine_profile_without_a_folder", estimate("--source", "engine_profile"),
+            "draftsim estimate: error: --source engine_profile needs --profile-dir: a folder of"),
+    Hostile("estimate_measured_source_on_hardware_without_tables", lambda tmp: [
+        "estimate", "--model", "llama-68m", "--hardware", "cpu-local", "--source", "measured"],
+            "draftsim estimate: error: --hardware: no measured kernel tables for 'cpu-local'; measured hardware: "),
+    Hostile("estimate_measured_fp32_names_the_flags", estimate("--source", "measured", "--dtype", "fp32"),
+            "(or use --source roofline)"),
 ]
 
 

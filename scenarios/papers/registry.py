@@ -204,8 +204,9 @@ def reproduce(name: str, out_dir: str | Path) -> Report:
         # float, and the written figures must not depend on which one ran.
         outcome.data.to_csv(staged / names[1], index=False, float_format="%.12g")
         checks_frame(outcome.checks).to_csv(staged / names[2], index=False, float_format="%.12g")
-        # (first: a run stopped during the renames leaves a manifest listing every file it may have moved in)
-        write_manifest(out, COMMAND, (recorded(out, COMMAND) or set()) | set(names))
+        # (staged with them, and moved in first: a run stopped during the renames leaves a manifest listing
+        # every file it may have moved in)
+        write_manifest(staged, COMMAND, (recorded(out, COMMAND) or set()) | set(names))
     return Report(name, outcome.checks, [Path(out_dir) / n for n in names], list(outcome.notes))
 
 

@@ -348,6 +348,17 @@ class SimulationConfig(Strict):
         raise ValueError(f"an integer in 1..{most} (this machine's cores) or 'auto', got {value!r}")
 
     @model_validator(mode="after")
+    def _workers_of_a_running_scheduler(self) -> "SimulationConfig":
+        """`workers` with a running Dask scheduler: its own workers run the replicas, so the number was
+        ignored without a word; refused as `draftsim sweep` and `plan` refuse --workers with one
+        (simulator.distributed.executors._scheduler)."""
+        if self.workers != "auto" and self.executor.startswith(SCHEDULER_SCHEMES):
+            raise field_error("workers", f"a running Dask scheduler ({self.executor}) runs the replicas on the workers "
+                                         "it has; simulation.workers (--workers) sets the processes of executor local "
+                                         "or local-dask: remove it")
+        return self
+
+    @model_validator(mode="after")
     def _load_sync_needs_dask(self) -> "SimulationConfig":
         if self.load_sync_s is not None and self.executor == "local":
             raise field_error("load_sync_s", "synchronises the loads routers read across a Dask executor's workers; "

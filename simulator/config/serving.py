@@ -75,6 +75,14 @@ class LatencyConfig(Strict):
         return self
 
 
+# The largest request or token limit of a step an engine takes: TensorRT-LLM keeps max_batch_size and
+# max_num_tokens as SizeType32 (int32; cpp/include/tensorrt_llm/executor/executor.h, ExecutorConfig), vLLM
+# sizes its persistent per-token buffers by max_num_batched_tokens at start-up (gpu_model_runner.py). The
+# narrowest of the engines' limits is applied to all of them (an approximation: the others fail later, for
+# memory, at such sizes).
+MAX_ENGINE_LIMIT = 2**31 - 1
+
+
 class SchedulerConfig(Strict):
     """The batching scheduler (continuous batching; not the speculation control policy, `policy:`), one of
     simulator.core.sched.SCHEDULERS: `kind` vllm: prefill-first (a step is either all prefill or all
@@ -96,6 +104,16 @@ class SchedulerConfig(Strict):
     max_batched_tokens: int = Field(8192, ge=1)
     chunk_tokens: int = Field(512, ge=1)
     block_size: int = Field(16, ge=1, le=1024)
+
+    @field_validator("max_batch_size", "max_batched_tokens", "chunk_tokens")
+    @classmethod
+    def _an_engine_takes_it(cls, value: int | None) -> int | None:
+        """A limit no engine can be given is refused: `draftsim estimate --max-num-batched-tokens 1e30` priced
+        its step as under the default, exit 0, and a trtllm run with such a budget ran."""
+        if value is not None and value > MAX_ENGINE_LIMIT:
+            raise ValueError(f"{value:,} is beyond what an engine takes; allowed: 1 to {MAX_ENGINE_LIMIT:,} (a "
+                             "32-bit integer, as TensorRT-LLM keeps it)")
+        return value
 
     @field_validator("kind")
     @classmethod

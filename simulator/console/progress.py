@@ -47,7 +47,7 @@ class Progress:
         self._t0 = time.monotonic()
         self._stop = threading.Event()
         self._ticker = None
-        if quiet:
+        if quiet or self.stream is None:   # (None: stderr closed, `2>&-`; it asked None for isatty, exit 1)
             return
         is_tty = self.stream.isatty() if tty is None else tty
         if is_tty:

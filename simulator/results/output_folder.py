@@ -194,7 +194,7 @@ def _install(staged: Path, out_dir: Path, command: str, marker: str, known: set[
     new = {p.name for p in staged.iterdir()}
     if not os.path.lexists(out_dir):
         _write_manifest(staged, command, new)
-        os.replace(staged, out_dir)
+        _into_place(staged, out_dir)
         return
     owned = check_folder(out_dir, command, marker, new | known)
     with held():
@@ -259,10 +259,13 @@ def _probe(home: Path, field: str, shown: Path) -> None:
 
 @contextmanager
 def _staging_folder(home: Path, out_dir: Path):
-    """A fresh staging folder in `home` (created if missing; a ScenarioError on `--out` naming `out_dir` when
-    it cannot be), removed with all it holds if the block fails (Ctrl-C included)."""
+    """A fresh staging folder in `home`, or in its nearest existing folder when `home` is missing (the
+    missing folders are made when the files are installed, `_into_place`: a failed run left them, empty; a
+    ScenarioError on `--out` naming `out_dir` when it cannot be made), removed with all it holds if the block
+    fails (Ctrl-C included)."""
+    while not home.is_dir() and home.parent != home:
+        home = home.parent
     try:
-        home.mkdir(parents=True, exist_ok=True)
         staged = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=home))
     except OSError as err:
         raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
@@ -271,6 +274,16 @@ def _staging_folder(home: Path, out_dir: Path):
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
+
+
+def _into_place(staged: Path, out_dir: Path) -> None:
+    """Rename the staging folder to the missing `out_dir`, making its missing parents first (the staging
+    folder lies in one of them or in their nearest existing folder: one file system, so a rename)."""
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ScenarioError(OUT_FIELD, f"cannot create {out_dir}: {err.strerror or err}") from None
+    os.replace(staged, out_dir)
 
 
 @contextmanager
@@ -289,15 +302,22 @@ def staged_output(out_dir: Path | str, command: str, marker: str, known: Iterabl
 
 @contextmanager
 def staged_files(out_dir: Path | str):
-    """`with staged_files(out) as folder:` write files into `folder`; on success each moves into `out`
-    (created if missing), replacing a file of the same name, all together (Ctrl-C held back during the
-    renames); on any failure (Ctrl-C included) nothing moves and the staging folder is removed. For a
-    command whose files are named after what it made, in a folder it shares with its other runs
-    (`draftsim reproduce`: NAME.png, NAME.csv, NAME_checks.csv; it keeps the manifest of every file its runs
-    wrote there itself, scenarios.papers.registry.check_out): nothing is half-written."""
+    """`with staged_files(out) as folder:` write files into `folder`; on success each moves into `out`,
+    replacing a file of the same name, all together (Ctrl-C held back during the renames; a missing `out` is
+    the staging folder renamed into place, so it comes into being only with its files); on any failure (Ctrl-C
+    included) nothing moves and the staging folder is removed. For a command whose files are named after what
+    it made, in a folder it shares with its other runs (`draftsim reproduce`: NAME.png, NAME.csv,
+    NAME_checks.csv; it keeps the manifest of every file its runs wrote there itself, staged with them,
+    scenarios.papers.registry.check_out; `draftsim profile --engine vllm`: NAME.json, NAME.log,
+    fingerprint.json): nothing is half-written. The files move in name order, so a manifest
+    (`.draftsim-...`) moves before the files it lists."""
     out_dir = absolute(out_dir)
-    with _staging_folder(out_dir, out_dir) as staged:
+    with _staging_folder(out_dir if out_dir.is_dir() else out_dir.parent, out_dir) as staged:
         yield staged
+        if not os.path.lexists(out_dir):   # (a folder created up front stayed, empty, after a failure)
+            os.chmod(staged, 0o755)   # mkdtemp makes it private; an output folder is a normal folder
+            _into_place(staged, out_dir)
+            return
         with held():
             for path in sorted(staged.iterdir()):
                 os.replace(path, inside(out_dir, path.name))

@@ -4,8 +4,8 @@
     draftsim compare A.yaml --vary drafter.gamma=2 --vary drafter.gamma=6 acceptance.alpha=0.6
 
 Each scenario (or each variant of the first one: `--vary` takes one or more `key=value` overrides per
-variant, applied on top of the base scenario and `--set`) is validated and built before any of them is
-simulated, so a mistake in the last one costs nothing. Runs keep their own seeds: with the same seed and
+variant, applied on top of the base scenario and `--set`) is validated and built, and its Dask scheduler
+(`simulation.executor`) reached, before any of them is simulated, so a mistake in the last one costs nothing. Runs keep their own seeds: with the same seed and
 workload, runs see the same arrivals and lengths (common random numbers), so the differences are the
 configurations'. Output (`--out`, default out/compare/<first name>/, written atomically):
 compare.csv (one row per headline metric: each run's value and each later run's change against the
@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,10 +181,12 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
     prepared = [_naming_the_run(run, runs[0], prepare, scenario, base_dir=folder)
                 for run, (scenario, folder) in zip(runs, loaded)]
     results = []
-    for i, (run, ready) in enumerate(zip(runs, prepared)):
-        with Progress(f"simulating {run.label} ({i + 1}/{len(runs)})", total=ready.num_requests, unit="req",
-                      quiet=quiet) as bar:
-            results.append(simulate(ready, step_mode=step_mode, progress=bar.update))
+    with ExitStack() as stack:
+        executors = _dask_executors(runs, loaded, stack)
+        for i, (run, ready) in enumerate(zip(runs, prepared)):
+            with Progress(f"simulating {run.label} ({i + 1}/{len(runs)})", total=ready.num_requests, unit="req",
+                          quiet=quiet) as bar:
+                results.append(simulate(ready, step_mode=step_mode, progress=bar.update, executor=executors[i]))
     labels = [run.label for run in runs]
     frame = compare_frame(labels, [r.summary for r in results])
     with staged_output(out_dir, marker=COMPARE_CSV, command="compare", names=COMPARE_FILES) as staged:
@@ -193,6 +196,31 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
         plot_latency_cdfs_overlaid({label: r.requests for label, r in zip(labels, results)},
                                    results[0].summary, staged / CDF_PNG)
     return frame, labels, results, out_dir
+
+
+def _dask_executors(runs: list[Variant], loaded: list[tuple], stack) -> list:
+    """Each run's running Dask scheduler (`simulation.executor: dask://` or `tcp://`) as a connected
+    executor, reached now, before any run is simulated (as `draftsim run` reaches its scheduler before any
+    work; a scheduler down for the last run was met after the others had run, in a line naming no run);
+    runs of one scheduler share the connection. Entered on `stack`. None for the others: `local`, and
+    `local-dask`, whose LocalCluster each run starts and closes itself (started up front, several would
+    hold their processes at once)."""
+    from simulator.config.dask_address import SCHEDULER_SCHEMES
+    from simulator.distributed import open_executor
+    shared: dict[tuple, object] = {}
+    out = []
+    for run, (scenario, _) in zip(runs, loaded):
+        sim = scenario.simulation
+        if not sim.executor.startswith(SCHEDULER_SCHEMES):
+            out.append(None)
+            continue
+        key = (sim.executor, sim.workers)
+        if key not in shared:
+            executor = _naming_the_run(run, runs[0], open_executor, scenario)
+            _naming_the_run(run, runs[0], executor.connect)
+            shared[key] = stack.enter_context(executor)
+        out.append(shared[key])
+    return out
 
 
 def _check_distinct(runs: list[Variant], loaded: list[tuple]) -> None:

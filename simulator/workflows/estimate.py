@@ -90,7 +90,7 @@ def _counts(**counts) -> list[int]:
 
 
 def check_step_fits(spec, hw, par, dtype: str, kv_dtype: str, batch: int, context_tokens: int,
-                    new_tokens: int) -> None:
+                    new_tokens: int, new_field: str = "query_tokens") -> None:
     """Refuse (ScenarioError naming the argument) a step that cannot exist: a request longer than the
     model's context (`max_position_embeddings`), or weights plus the step's KV cache beyond the GPU's whole
     memory (what CUDA reports where the catalog logs it, `cuda_total_bytes`, else the datasheet's `hbm_bytes`, as
@@ -102,11 +102,12 @@ def check_step_fits(spec, hw, par, dtype: str, kv_dtype: str, batch: int, contex
     from simulator.errors import ScenarioError
 
     length = context_tokens + new_tokens
-    if length > spec.max_position_embeddings:
-        raise ScenarioError("context", f"{context_tokens} cached + {new_tokens} new tokens exceed the context of "
-                                       f"{spec.name}, {spec.max_position_embeddings} tokens (max_position_embeddings)")
+    if length > spec.max_position_embeddings:   # (on the count that is over alone, else on the cached tokens)
+        field = new_field if new_tokens > spec.max_position_embeddings else "context_tokens"
+        raise ScenarioError(field, f"{context_tokens} cached + {new_tokens} new tokens exceed the context of "
+                                   f"{spec.name}, {spec.max_position_embeddings} tokens (max_position_embeddings)")
     weights = weight_bytes_per_gpu(spec, par, dtype) if par.ep > 1 else spec.weight_bytes(dtype) / par.gpus
-    memory, gib = device_total_bytes(hw), float(1 << 30)
+    memory, gib = device_total_bytes(hw), float(1 << 30)   # (`new_field`: the argument that gave new_tokens)
     if weights > memory:
         raise ScenarioError("model", f"{spec.name} needs {weights / gib:,.1f} GiB of {dtype} weights per GPU at "
                                      f"tp={par.tp} but {hw.id} has {memory / gib:,.1f} GiB; raise --tp")
@@ -168,7 +169,8 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
                                   base_dir=Path.cwd(), where="estimate",
                                   kv_dtype=kv_dtype, engine_config=engine_config, scheduler=limits)
     except ScenarioError as exc:  # name the argument, not a scenario field
-        field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.dtype": "dtype",
+        field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.hardware": "hardware",
+                 "cluster.dtype": "dtype",
                  "cluster.kv_dtype": "kv_dtype",
                  "cluster.latency.source": "source", "cluster.latency.version": "version",
                  "cluster.latency.framework": "framework"}.get(
@@ -176,7 +178,8 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         raise ScenarioError(field, exc.message) from None
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
     new_tokens = prefill_tokens if prefill_tokens else query_tokens
-    check_step_fits(spec, hw, par, dtype, kind.kv_dtype, batch, context_tokens, new_tokens)
+    check_step_fits(spec, hw, par, dtype, kind.kv_dtype, batch, context_tokens, new_tokens,
+                    "prefill_tokens" if prefill_tokens else "query_tokens")
     if limits is not None:
         check_step_in_limits(limits, batch, new_tokens, prefill_tokens > 0)
     if prefill_tokens:
@@ -326,6 +329,12 @@ LATENCY_FLAGS = {"source": "--source", "framework": "--framework", "version": "-
                  "profile_dir": "--profile-dir"}
 
 
+# estimate_step's arguments (the fields its errors name, as a Python caller passes them) and the flags that set them
+ARGUMENT_FLAGS = {"model": "--model", "hardware": "--hardware", "tp": "--tp", "dtype": "--dtype",
+                  "kv_dtype": "--kv-dtype", "batch": "--batch", "context_tokens": "--context",
+                  "query_tokens": "--query-tokens", "prefill_tokens": "--prefill-tokens"}
+
+
 def _in_flags(exc: Exception) -> str:
     """The error in the words of the command line: the scheduler block's fields are the flags that set them
     (`--max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)`, not `scheduler: max_batched_tokens
@@ -333,6 +342,15 @@ def _in_flags(exc: Exception) -> str:
     from simulator.errors import ScenarioError
     if not isinstance(exc, ScenarioError):
         return str(exc)
+    if exc.field in ARGUMENT_FLAGS:   # (it said `batch: ...`, `context: ...`, `tp: ...`: no flag of those names)
+        # (a measured table's advice, 'or use cluster.latency.source: roofline', is --source's)
+        return f"{ARGUMENT_FLAGS[exc.field]}: {exc.message.replace('cluster.latency.source: ', '--source ')}"
+    if exc.field in ("latency", "cluster.latency"):   # a rule of the block, worded with its fields: the flags'
+        # names ('latency: version selects measured tables; it needs source: measured or auto' named a block and
+        # fields the command line has none of)
+        import re
+        text = exc.message.replace("source: ", "source ")   # (`source: X`, the YAML's, is `--source X`)
+        return re.sub(r"\b(source|framework|version|profile_dir)\b", lambda m: LATENCY_FLAGS[m.group(1)], text)
     block, _, key = exc.field.removeprefix("cluster.").partition(".")
     if (block == "latency" and key in LATENCY_FLAGS) or exc.field in LATENCY_FLAGS:
         # (it said latency.framework, cluster.latency.profile_dir: the fields of a block the command line has none of)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -53,8 +54,6 @@ def main(argv=None) -> int:
 
 
 def _profile(args) -> int:
-    from profiles.engine_time.engine_profile import fit_pass_model, pass_rows
-    from simulator.workflows.vllm_launch import check_model_dir, engine_env, resolve_vllm_python, run_driver
     from simulator.console.contract import fail
     from simulator.errors import ScenarioError
     from simulator.workflows.profile import check_models
@@ -67,37 +66,62 @@ def _profile(args) -> int:
     # only by out.mkdir once both were found: a file there raised there; a user's non-empty folder got
     # NAME.json, NAME.log and fingerprint.json written among its files)
     from simulator.results.outputs import check_output_dir
-    check_output_dir(args.out, marker="fingerprint.json", command="profile",
+    out = check_output_dir(args.out, marker="fingerprint.json", command="profile",
                      names=(*(f"{n}{ext}" for n in names for ext in (".json", ".log")), "fingerprint.json"))
+    try:
+        return _profile_into(args, names, out)
+    except DriverFailed as exc:
+        return fail(str(exc), "profile")
+
+
+class DriverFailed(Exception):
+    """vLLM failed on a model: its message names the log, kept outside --out."""
+
+
+def _profile_into(args, names: list[str], out) -> int:
+    from profiles.engine_time.engine_profile import fit_pass_model, pass_rows
+    from simulator.console.contract import fail
+    from simulator.results.output_folder import staged_files
+    from simulator.workflows.vllm_launch import check_model_dir, engine_env, resolve_vllm_python, run_driver
     try:
         folders = [check_model_dir(Path(args.models_dir) / n, "--models-dir") for n in names]
         python = resolve_vllm_python(args.vllm_python)
     except ValueError as exc:
         return fail(str(exc), "profile")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="draftsim-vllm-") as cache:
-        env = engine_env(args.threads, args.kv_cache_gib, Path(cache), args.device)
-        fingerprint = None
-        for name, folder in zip(names, folders):
-            target = out / f"{name}.json"
-            cmd = ["profile", "--model", str(folder), "--out", str(target), "--threads", str(args.threads),
-                   "--device", args.device]
-            try:
-                result = run_driver(python, cmd + (["--quick"] if args.quick else []), env, out / f"{name}.log",
-                                    f"profiling vLLM {name}", args.quiet)
-            except RuntimeError as exc:   # vLLM itself failed: one line naming its log
-                return fail(str(exc), "profile")
-            fingerprint = fingerprint or result["fingerprint"]
-            fit = fit_pass_model(pass_rows(result))
-            if not args.quiet:
-                print(f"{name}: {len(result['steps'])} steps in {result['wall_s']:.0f} s; forward-pass fit "
-                      f"median |err| {100 * fit.residuals['forward']['median_rel']:.1f} %, P90 "
-                      f"{100 * fit.residuals['forward']['p90_rel']:.1f} %; load {' '.join(result['loadavg_at_end'])}")
-    fingerprint = {k: v for k, v in fingerprint.items() if k not in ("models", "command")}
-    (out / "fingerprint.json").write_text(json.dumps(fingerprint, indent=1) + "\n")
+    # written into a staging folder, moved into --out once every model is profiled (a failing or interrupted
+    # model left the models before it, and its own log, in --out: a profile without fingerprint.json); the
+    # logs are written outside it, so that the failing model's log stays for the error line to name
+    logs = Path(tempfile.mkdtemp(prefix="draftsim-vllm-logs-"))
+    try:
+        with staged_files(out) as staged, tempfile.TemporaryDirectory(prefix="draftsim-vllm-") as cache:
+            env = engine_env(args.threads, args.kv_cache_gib, Path(cache), args.device)
+            fingerprint = None
+            for name, folder in zip(names, folders):
+                cmd = ["profile", "--model", str(folder), "--out", str(staged / f"{name}.json"), "--threads",
+                       str(args.threads), "--device", args.device]
+                try:
+                    result = run_driver(python, cmd + (["--quick"] if args.quick else []), env, logs / f"{name}.log",
+                                        f"profiling vLLM {name}", args.quiet)
+                except RuntimeError as exc:   # vLLM itself failed: one line naming its log (kept in `logs`)
+                    raise DriverFailed(str(exc)) from None
+                fingerprint = fingerprint or result["fingerprint"]
+                fit = fit_pass_model(pass_rows(result))
+                if not args.quiet:
+                    print(f"{name}: {len(result['steps'])} steps in {result['wall_s']:.0f} s; forward-pass fit "
+                          f"median |err| {100 * fit.residuals['forward']['median_rel']:.1f} %, P90 "
+                          f"{100 * fit.residuals['forward']['p90_rel']:.1f} %; load {' '.join(result['loadavg_at_end'])}")
+            fingerprint = {k: v for k, v in fingerprint.items() if k not in ("models", "command")}
+            (staged / "fingerprint.json").write_text(json.dumps(fingerprint, indent=1) + "\n")
+            for name in names:
+                shutil.move(logs / f"{name}.log", staged / f"{name}.log")
+    except DriverFailed:
+        raise   # (the logs stay where the error line says)
+    except BaseException:
+        shutil.rmtree(logs, ignore_errors=True)
+        raise
+    logs.rmdir()
     if not args.quiet:
-        print(f"wrote {', '.join(n + '.json' for n in names)} and fingerprint.json to {out}/")
+        print(f"wrote {', '.join(n + '.json' for n in names)} and fingerprint.json to {args.out}/")
     return 0
 
 

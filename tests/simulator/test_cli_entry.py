@@ -108,3 +108,30 @@ def test_a_reader_that_goes_away_is_no_input_error(tmp_path):
                  ["sweep", str(REPO / "scenarios" / "sweeps" / "quickstart_qps_gamma.yaml"), "--dry-run"]):
         code, err = _into_a_closed_pipe(args, tmp_path)
         assert (code, err) == (EXIT_READER_GONE, ""), (args, code, err)
+
+
+def test_a_closed_stdout_is_no_failure(tmp_path):
+    """`draftsim run ... >&-` (a cron job or daemon with stdout closed): Python sets sys.stdout to None, print()
+    writes nothing, and entry's final flush raised AttributeError: a traceback and exit 1 after the run had
+    written its outputs. It exits as main does now, with the same files."""
+    args = ["run", str(REPO / "scenarios" / "quickstart.yaml"), "--set", "workload.num_requests=20", "--no-plots"]
+    for name, command in (("run", args), ("catalog", ["catalog", "models"])):
+        out = tmp_path / name
+        done = subprocess.run([sys.executable, "-c", _VIA_ENTRY, *command, *(["--out", str(out)] if name == "run" else [])],
+                              cwd=tmp_path, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1),
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)   # (closed before exec)
+        assert (done.returncode, done.stderr) == (0, ""), (name, done.stderr)
+    assert "summary.json" in _files(tmp_path / "run")
+
+
+def test_a_closed_stderr_is_no_failure(tmp_path):
+    """`draftsim run ... 2>&-`: sys.stderr is None, and the progress reporter asked None whether it was a
+    terminal (AttributeError): exit 1, no outputs, and nothing said (stderr closed). The run ends as with
+    --quiet now."""
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-c", _VIA_ENTRY, "run", str(REPO / "scenarios" / "quickstart.yaml"),
+                           "--set", "workload.num_requests=20", "--no-plots", "--out", str(out)], cwd=tmp_path,
+                          stdout=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(2),
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    assert done.returncode == 0 and "outputs in" in done.stdout, (done.returncode, done.stdout[-500:])
+    assert "summary.json" in _files(out)

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from profiles.engine_time.batch_defaults import ENTRYPOINTS
 
@@ -48,8 +48,14 @@ MODELS = {
     "openai/gpt-oss-120b": "gpt-oss-120b",   # MXFP4 experts, the rest bf16 (dtype mxfp4)
     "openai/gpt-oss-20b": "gpt-oss-20b",
 }
+# Published models draftsim has no catalog entry for: their points are listed, 'not expressible'. A point's
+# `model` is one of MODELS or of these; any other id is a malformed point (a typo was 'not expressible', exit 0).
+UNMODELLED_MODELS = ("meta-llama/Llama-4-Scout-17B-16E-Instruct",)
 # Published engine names -> draftsim serving framework (engine-time model and measured tables).
 FRAMEWORKS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nvidia-nim (trtllm backend)": "trtllm"}
+# The kernel libraries a kernel point (KERNEL_KINDS) was timed with: its `engine`, in place of a serving
+# engine's (a step point of engine 'vlmm' was priced with the default framework's engine time, exit 0).
+KERNEL_LIBRARIES = ("cublas", "deepgemm", "fbgemm-cutlass", "flashattention")
 DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4",
           "mxfp4": "mxfp4"}
 
@@ -119,7 +125,7 @@ class Point(BaseModel):
     engine: str
     engine_version: str | None = None
     framework_version: str | None = None   # engine_version as a release number, where it can be read off
-    model: str | None = None
+    model: str | None = Field(None, validate_default=True)   # (checked when left out: _known_model)
     dtype: str
     kv_dtype: str | None = None
     tp: int = Field(ge=1)
@@ -136,6 +142,43 @@ class Point(BaseModel):
     acceptance_first_alpha_entry: str | None = None
     source: Source
     notes: str | None = None
+
+    @field_validator("hardware")
+    @classmethod
+    def _catalog_hardware(cls, hardware: str) -> str:
+        """A catalog id: a row of other hardware was listed 'not expressible' (exit 0), a typo as a GPU."""
+        from profiles.hardware import HARDWARE
+        if hardware not in HARDWARE:
+            raise ValueError(f"unknown hardware {hardware!r}; allowed: {', '.join(sorted(HARDWARE))} (draftsim "
+                             "catalog hardware)")
+        return hardware
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, engine: str, info: ValidationInfo) -> str:
+        """A kernel library for a kernel point, a serving engine (FRAMEWORKS) for any other."""
+        kind = info.data.get("kind")
+        if kind is None:   # (its own error is the one reported)
+            return engine
+        what, allowed = ("kernel library", KERNEL_LIBRARIES) if kind in KERNEL_KINDS else ("serving engine", FRAMEWORKS)
+        if engine not in allowed:
+            raise ValueError(f"unknown {what} {engine!r} for a {kind} point; allowed: {', '.join(sorted(allowed))}")
+        return engine
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, model: str | None, info: ValidationInfo) -> str | None:
+        """A published id of MODELS or UNMODELLED_MODELS; required but for kernel points (a shape, no model)."""
+        kind = info.data.get("kind")
+        if model is None:
+            if kind is not None and kind not in KERNEL_KINDS:
+                raise ValueError(f"a {kind} point needs the published model (a Hugging Face id)")
+            return model
+        if model not in MODELS and model not in UNMODELLED_MODELS:
+            raise ValueError(f"unknown published model {model!r}; allowed: {', '.join(sorted(MODELS))} (catalog "
+                             f"models, points.MODELS) or {', '.join(UNMODELLED_MODELS)} (not in the catalog, "
+                             "points.UNMODELLED_MODELS)")
+        return model
 
     @property
     def seconds_or_value(self) -> float:

@@ -21,8 +21,8 @@ CSV/JSONL layouts, date-and-time or relative timestamps, a time window and rate 
   format has no block size.
 
 Then `workload.num_requests` (the first n) or `workload.duration_s` (arrivals before it) cuts the trace,
-as for the draftsim format. Plain draftsim traces without these options keep the original reader
-(`simulator.core.workload._replay_trace`).
+as for the draftsim format. Plain draftsim CSV traces without these options keep the original reader
+(`simulator.core.workload._replay_trace`); a `.jsonl`/`.json` one is read here, as JSON lines.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import numpy as np
 
 from simulator.core.prefixes import PrefixKeys
 from simulator.core.traces.formats import FORMATS, TraceFormat
-from simulator.core.traces.reader import read_trace
+from simulator.core.traces.reader import JSON_LINES_SUFFIXES, read_trace
 from simulator.errors import ScenarioError
 
 FIELD = "workload.arrival"
@@ -42,9 +42,11 @@ TRACE_OPTIONS = {"columns": None, "time_unit": None, "start_s": 0.0, "end_s": No
 
 
 def uses_importer(arrival) -> bool:
-    """Whether a trace needs this module (any format or option beyond the plain draftsim CSV)."""
-    return arrival.format != "draftsim" or any(getattr(arrival, name) != default
-                                                for name, default in TRACE_OPTIONS.items())
+    """Whether a trace needs this module (any format or option beyond the plain draftsim CSV, or a JSON-lines
+    file: the original reader reads CSV only, whatever the extension, so that a .jsonl of the draftsim
+    columns was refused without options and read with a no-op one, `time_unit: s`)."""
+    return arrival.format != "draftsim" or Path(str(arrival.trace_csv)).suffix.lower() in JSON_LINES_SUFFIXES \
+        or any(getattr(arrival, name) != default for name, default in TRACE_OPTIONS.items())
 
 
 def trace_format(arrival) -> TraceFormat:

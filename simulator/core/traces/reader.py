@@ -53,9 +53,12 @@ def _no_constant(constant: str):
     raise _NotJson(constant)
 
 
+JSON_LINES_SUFFIXES = (".jsonl", ".json")   # a file of these is JSON lines whatever its format (simulator.core.traces)
+
+
 def _is_jsonl(path: Path, fmt: TraceFormat) -> bool:
     suffix = path.suffix.lower()
-    return suffix in (".jsonl", ".json") or (fmt.file_kind == "jsonl" and suffix not in (".csv", ".txt"))
+    return suffix in JSON_LINES_SUFFIXES or (fmt.file_kind == "jsonl" and suffix not in (".csv", ".txt"))
 
 
 def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:

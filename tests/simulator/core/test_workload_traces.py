@@ -156,3 +156,23 @@ def test_a_byte_order_mark_before_a_jsonl_trace_is_read_as_the_csv_reader_reads_
     plain = load({"trace_csv": "mooncake_sample.jsonl", "format": "mooncake"})
     assert np.array_equal(with_mark.arrival_s, plain.arrival_s)
     assert np.array_equal(with_mark.prefixes.keys, plain.prefixes.keys)
+
+
+def test_a_jsonl_trace_of_the_draftsim_columns_is_read_as_json_lines_with_or_without_options(tmp_path):
+    """The file kind follows the extension (simulator.core.traces: `.jsonl`/`.json` are JSON lines). A plain
+    draftsim trace (no format or option) went to the original CSV reader whatever its extension: a JSON-lines
+    file of arrival_s, prompt_tokens and output_tokens was refused ('lacks column(s) ... found
+    '{"arrival_s": 0'') but read once a no-op option was added (time_unit: s, the default); a CSV named
+    .jsonl was read as CSV, and refused with the option."""
+    rows = [{"arrival_s": 2.0, "prompt_tokens": 30, "output_tokens": 3}, {"arrival_s": 0.5, "prompt_tokens": 10,
+                                                                           "output_tokens": 1}]
+    for name in ("t.jsonl", "t.json"):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        for options in ({}, {"time_unit": "s"}):
+            table = load({"trace_csv": name, **options}, tmp_path)
+            assert table.arrival_s.tolist() == [0.5, 2.0] and table.prompt_tokens.tolist() == [10, 30]
+            assert table.output_tokens.tolist() == [1, 3]
+    (tmp_path / "csv.jsonl").write_text("arrival_s,prompt_tokens,output_tokens\n0,10,1\n")
+    for options in ({}, {"time_unit": "s"}):
+        with pytest.raises(ValueError, match=r"csv\.jsonl, line 1: not a JSON object"):
+            load({"trace_csv": "csv.jsonl", **options}, tmp_path)

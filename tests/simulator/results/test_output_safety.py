@@ -245,3 +245,25 @@ def test_profile_writes_the_shipped_profiles_only_when_asked(tmp_path, monkeypat
                "--no-progress", "--package-data")[0] == 0
     assert written and all(p.parent == DATA_DIR for p in written)
     assert snapshot(DATA_DIR) == before                                  # (writes were intercepted)
+
+
+@pytest.mark.parametrize("stage", ["staged_output", "staged_files"])
+def test_a_failure_leaves_no_missing_parent_folder_behind(tmp_path, stage):
+    """A staged output into `new/a/b` whose command failed left `new/a`, empty (the staging folder was made in
+    the output's parent, its missing parents created for it); now the missing folders come with the files."""
+    from simulator.results import output_folder
+    out = tmp_path / "new" / "a" / "b"
+    stager = output_folder.staged_output(out, "run", "summary.json", RUN_FILES) if stage == "staged_output" \
+        else output_folder.staged_files(out)
+    with pytest.raises(RuntimeError, match="the command failed"):
+        with stager as staged:
+            (staged / "summary.json").write_text("{}")
+            raise RuntimeError("the command failed")
+    assert snapshot(tmp_path) == {}
+    stager = output_folder.staged_output(out, "run", "summary.json", RUN_FILES) if stage == "staged_output" \
+        else output_folder.staged_files(out)
+    with stager as staged:
+        (staged / "summary.json").write_text("{}")
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".draftsim-run")) == ["summary.json"]
+    assert out.stat().st_mode & 0o777 == 0o755   # (mkdtemp makes it private)
+

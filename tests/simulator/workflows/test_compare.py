@@ -111,3 +111,28 @@ def test_bad_input_is_found_before_any_run(tmp_path, capsys, monkeypatch):
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and field in err and "Traceback" not in err, err
         assert not (tmp_path / "out").exists()
+
+
+def test_an_unreachable_dask_scheduler_is_found_before_any_run(tmp_path, capsys, monkeypatch):
+    """Every run is validated and built before any is simulated, and `run` reaches its Dask scheduler before
+    any work; compare reached a run's scheduler only when simulating it, after the runs before it (a
+    scheduler down for the last of several runs cost all the others, and the line named no run)."""
+    import simulator.api as api
+    import simulator.distributed.executors as executors
+
+    simulated = []
+    original = api.simulate
+    monkeypatch.setattr(api, "simulate", lambda *a, **k: simulated.append(1) or original(*a, **k))
+
+    def unreachable(self):
+        if self._address is not None:
+            raise executors.ScenarioError(self._field, f"cannot reach the Dask scheduler at {self._address}: down")
+    monkeypatch.setattr(executors.DaskExecutor, "connect", unreachable)
+    a = _write(tmp_path, "a", scenario(workload={"num_requests": 8}))
+    b = _write(tmp_path, "b", scenario(workload={"num_requests": 8}, cluster={"replicas": 2},
+                                       simulation={"executor": "tcp://127.0.0.1:1"}))
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"draftsim compare: error: {b}: simulation.executor: cannot reach the Dask scheduler at " \
+                  "tcp://127.0.0.1:1: down", err
+    assert simulated == [] and not (tmp_path / "out").exists()

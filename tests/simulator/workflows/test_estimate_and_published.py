@@ -110,7 +110,7 @@ def test_estimate_cli(capsys):
     assert "power limit" in capsys.readouterr().out
     assert cli(["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--tp", "5"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("draftsim estimate: error: tp:") and len(err.strip().splitlines()) == 1
+    assert err.startswith("draftsim estimate: error: --tp:") and len(err.strip().splitlines()) == 1
     assert cli(["estimate", "--model", "nope", "--hardware", "h100-sxm"]) == 2
     assert "or a catalog-format model YAML" in capsys.readouterr().err
 
