@@ -26,11 +26,11 @@ None where draftsim reads no rule (it keeps its own default, off). Each rule as 
   (batch_defaults.engine_scheduler_kind). Pooling / encoder-decoder models, prompt embeddings and the RISC-V CPU
   backend, where vLLM turns it off too, are not modelled here.
 - SGLang: the radix cache is on unless `--disable-radix-cache` (server_args.py `disable_radix_cache: bool =
-  False`, 0.4.x - 0.5.23), but off with EAGLE speculation before 0.4.4: `ServerArgs.__post_init__` of 0.4.3
-  `if self.speculative_algorithm == "EAGLE": ... self.disable_radix_cache = True` ("The radix cache, chunked
-  prefill, and overlap scheduler are disabled because of using eagle speculative decoding"); 0.4.4's EAGLE block
-  sets the running limit and the overlap scheduler only (both read in the PyPI wheels). MTP runs as EAGLE (NEXTN,
-  0.4.4). Hybrid models: on in 0.5.23 (arg_groups/model_hook.py `handle_mamba_radix_cache`, MambaRadixCache);
+  False`, 0.4.x - 0.5.23), but off with EAGLE speculation before 0.4.3.post3: `ServerArgs.__post_init__` of
+  0.4.3 - 0.4.3.post2 `if self.speculative_algorithm == "EAGLE": ... self.disable_radix_cache = True` ("The radix
+  cache, chunked prefill, and overlap scheduler are disabled because of using eagle speculative decoding");
+  0.4.3.post3's EAGLE block (and 0.4.4's) sets the running limit (32), the overlap scheduler and CUDA-graph padding
+  only (PyPI wheels 0.4.3, .post1 - .post4, 0.4.4 read). MTP runs as EAGLE (NEXTN, from 0.4.3.post1). Hybrid models: on in 0.5.23 (arg_groups/model_hook.py `handle_mamba_radix_cache`, MambaRadixCache);
   earlier releases not read (taken as on). PD-disaggregation's decode server keeps no radix cache (pd_disaggregation
   _hook.py), as draftsim's decode pool keeps none.
 - TensorRT-LLM, PyTorch backend (1.0.0 on): on, `KvCacheConfig.enable_block_reuse: bool = Field(default=True)`
@@ -44,7 +44,7 @@ from __future__ import annotations
 from profiles.engine_time.batch_defaults import V1_FROM
 from profiles.measured.source import version_key
 
-SGLANG_EAGLE_RADIX_FROM = "0.4.4"   # the first SGLang release that keeps the radix cache with EAGLE (docstring)
+SGLANG_EAGLE_RADIX_FROM = "0.4.3.post3"   # the first SGLang release that keeps the radix cache with EAGLE (docstring)
 TRTLLM_BLOCK_REUSE_FROM = "1.0.0"   # the first TensorRT-LLM release (PyTorch backend) whose default was read
 
 
@@ -67,8 +67,8 @@ def engine_prefix_caching(framework: str, version: str, drafter: str | None, hyb
     if framework == "sglang":
         if drafter == "eagle" and v < version_key(SGLANG_EAGLE_RADIX_FROM):
             return False, (f"SGLang before {SGLANG_EAGLE_RADIX_FROM} disables the radix cache with EAGLE speculation "
-                           "(srt/server_args.py ServerArgs.__post_init__, 0.4.3)")
-        return True, "SGLang: radix cache on unless --disable-radix-cache (srt/server_args.py, 0.4.4-0.5.23)"
+                           "(srt/server_args.py ServerArgs.__post_init__, 0.4.3 - 0.4.3.post2)")
+        return True, "SGLang: radix cache on unless --disable-radix-cache (srt/server_args.py, 0.4.3.post3-0.5.23)"
     if framework == "trtllm":
         if v < version_key(TRTLLM_BLOCK_REUSE_FROM):
             return None, (f"TensorRT-LLM before {TRTLLM_BLOCK_REUSE_FROM} (TensorRT engines): its default block reuse "

@@ -32,9 +32,13 @@ def test_vllm_max_num_seqs_default_by_release_and_hardware(version, hardware, ex
 
 
 @pytest.mark.parametrize("version,drafter,expected", [
-    # server_args.py _handle_speculative_decoding: `if self.max_running_requests is None:
-    # self.max_running_requests = 48` for EAGLE/EAGLE3 from v0.4.5 (v0.4.4 sets nothing)
-    ("0.4.4", "eagle", None), ("0.4.5", "eagle", 48),
+    # server_args.py ServerArgs.__post_init__ (PyPI wheels): v0.4.3.post2's EAGLE block disables the radix cache
+    # and chunked prefill and sets no limit; v0.4.3.post3 - v0.4.4.post3: `if self.max_running_requests is None:
+    # self.max_running_requests = 32` ("Max running request set to 32 because of using eagle speculative
+    # decoding"); v0.4.5: the same line with 48
+    ("0.4.3", "eagle", None), ("0.4.3.post2", "eagle", None), ("0.4.3.post3", "eagle", 32),
+    ("0.4.4", "eagle", 32), ("0.4.4.post3", "eagle", 32), ("0.4.5", "eagle", 48),
+    ("0.4.4", "draft_model", None), ("0.4.4", None, None),
     # STANDALONE (a draft model) joins the EAGLE branch in v0.5.2; NGRAM gets its own reset in v0.5.3
     ("0.5.1", "draft_model", None), ("0.5.2", "draft_model", 48),
     ("0.5.2", "ngram", None), ("0.5.3", "ngram", 48),
@@ -154,3 +158,13 @@ def test_sglang_chunked_prefill_size_by_gpu_memory_and_release():
     assert [chunk(24.5 * GIB, v) for v in ("0.4.1", "0.5.2", "0.5.19", "0.5.20")] == [8192, 2048, 2048, 4096]
     assert chunk(24 * GIB, "0.4.1") == 2048   # (`gpu_mem < 25_000` MiB)
     assert [chunk(16 * GIB, v) for v in ("0.4.1", "0.5.23")] == [2048, 2048]
+
+
+@pytest.mark.parametrize("version,expected", [("0.4.4", 32), ("0.4.5", 48)])
+def test_sglang_0_4_4_runs_eagle_at_32_requests(version, expected):
+    """SGLang 0.4.4's `ServerArgs.__post_init__` sets `max_running_requests = 32` with EAGLE (EAGLE3 taken as
+    0.4.4: profiles.engine_time.support), 0.4.5's sets 48 (before: 0.4.4 got SGLang's request pool from its KV
+    pool, 2048)."""
+    prepared = _prepared("h100-sxm", {"framework": "sglang", "version": version}, {"kind": "eagle3", "gamma": 3},
+                         {"kind": "vllm"})
+    assert {rep.limits.max_batch_size for rep in prepared.cluster.replicas} == {expected}

@@ -18,8 +18,11 @@ from profiles.engine_time.cache_defaults import engine_prefix_caching
     # ... but off for hybrid models (MambaModelConfig 0.10.2-0.11.0; 'and not is_hybrid' 0.27.1)
     ("vllm", "0.11.0", None, True, False),
     ("vllm", "0.27.1", "eagle", True, False),
-    # SGLang: EAGLE sets disable_radix_cache in 0.4.3's ServerArgs.__post_init__, not in 0.4.4's
+    # SGLang: EAGLE sets disable_radix_cache in ServerArgs.__post_init__ of 0.4.3 - 0.4.3.post2 (PyPI wheels), not
+    # in 0.4.3.post3's (its EAGLE block sets max_running_requests = 32 instead) nor 0.4.4's
     ("sglang", "0.4.3", "eagle", False, False),
+    ("sglang", "0.4.3.post2", "eagle", False, False),
+    ("sglang", "0.4.3.post3", "eagle", False, True),
     ("sglang", "0.4.0", "eagle", False, False),
     ("sglang", "0.4.4", "eagle", False, True),
     ("sglang", "0.4.3", None, False, True),          # without EAGLE the radix cache stays on
