@@ -35,8 +35,12 @@ None where draftsim reads no rule (it keeps its own default, off). Each rule as 
   _hook.py), as draftsim's decode pool keeps none.
 - TensorRT-LLM, PyTorch backend (1.0.0 on): on, `KvCacheConfig.enable_block_reuse: bool = Field(default=True)`
   (tensorrt_llm/llmapi/llm_args.py, read in a 1.x llm_args.py; LLM API reference 1.0). The TensorRT-engine releases
-  before 1.0 (trtllm-build needs `--use_paged_context_fmha` for block reuse; the executor's own default was not
-  read): None, draftsim's default. Attention backends other than the default TRTLLM one (FLASHINFER turns block
+  before 1.0: None, draftsim's default (off). Read: the C++ executor's `explicit KvCacheConfig(bool
+  enableBlockReuse = false, ...)` (cpp/include/tensorrt_llm/executor/executor.h at 0.10.0.dev2024043000), which the
+  Triton backend and ModelRunnerCpp ran with unless told, and block reuse needs an engine built with paged context
+  FMHA (plugin.py `_use_paged_context_fmha`, default False in the older plugin configs read, True in later ones);
+  the release where the executor's default became True (it is `= true` in the 1.x executor.h) and the 0.1x LLM
+  API's default were not pinned to a version, so no one value is claimed for the whole 0.x line. Attention backends other than the default TRTLLM one (FLASHINFER turns block
   reuse off: py_executor_creator) are not modelled.
 """
 from __future__ import annotations
@@ -71,8 +75,9 @@ def engine_prefix_caching(framework: str, version: str, drafter: str | None, hyb
         return True, "SGLang: radix cache on unless --disable-radix-cache (srt/server_args.py, 0.4.3.post3-0.5.23)"
     if framework == "trtllm":
         if v < version_key(TRTLLM_BLOCK_REUSE_FROM):
-            return None, (f"TensorRT-LLM before {TRTLLM_BLOCK_REUSE_FROM} (TensorRT engines): its default block reuse "
-                          "is not read here; draftsim's default (off)")
+            return None, (f"TensorRT-LLM before {TRTLLM_BLOCK_REUSE_FROM} (TensorRT engines): no one default for the "
+                          "0.x line (the C++ executor's KvCacheConfig enableBlockReuse = false at 0.10, executor.h); "
+                          "draftsim's default (off)")
         return True, ("TensorRT-LLM: KvCacheConfig.enable_block_reuse True by default (tensorrt_llm/llmapi/"
                       "llm_args.py, 1.x)")
     raise ValueError(f"no prefix-caching default for framework {framework!r}")
