@@ -20,8 +20,8 @@ keeps its own default (256) because it models no engine rule there. Each rule as
   is reset when the user gives none (`if self.max_running_requests is None: self.max_running_requests = N`), for
   EAGLE (EAGLE3 from v0.4.4.post2; MTP runs as EAGLE, "NEXTN shares the same implementation of EAGLE") to 32 in
   v0.4.3.post3 - v0.4.4.post3 (the EAGLE block of v0.4.3 - v0.4.3.post2 disables the radix cache and chunked
-  prefill instead and sets no limit; PyPI wheels read: 0.4.3, .post1 - .post4, 0.4.4, .post1 - .post3, 0.4.5), to
-  48 from v0.4.5; STANDALONE (a draft model) to 48 from v0.5.2 and NGRAM from v0.5.3. Without that reset SGLang sizes its request pool from its KV pool (`sglang_max_running_requests`,
+  prefill instead and sets no limit; PyPI wheels read: 0.4.3, .post1 - .post4, 0.4.4, .post1 - .post4, 0.4.5), to
+  48 from v0.4.4.post4; STANDALONE (a draft model) to 48 from v0.5.2 and NGRAM from v0.5.3. Without that reset SGLang sizes its request pool from its KV pool (`sglang_max_running_requests`,
   given the pool: None here): model_runner.py `init_memory_pool` (0.4.x - 0.5.x; `_resolve_max_num_reqs` in the
   newest) `min(max(int(max_total_num_tokens / context_len × 512), 2048), 4096)`, the newest also at most
   max_total_num_tokens // 2 (applied to every release here: it binds only below 8,192 pool tokens), and the
@@ -54,7 +54,7 @@ GIB = 2 ** 30
 TRTLLM_MAX_BATCH_SIZE = 2048     # BaseLlmArgs.max_batch_size, TensorRT-LLM 1.0 on (module docstring)
 # drafter engine family -> ((the first SGLang release that resets max_running_requests to N, N), ...), oldest
 # first; each holds until the next (module docstring)
-SGLANG_SPEC_MAX_RUNNING = {"eagle": (("0.4.3.post3", 32), ("0.4.5", 48)),
+SGLANG_SPEC_MAX_RUNNING = {"eagle": (("0.4.3.post3", 32), ("0.4.4.post4", 48)),
                            "draft_model": (("0.5.2", 48),), "ngram": (("0.5.3", 48),)}
 
 

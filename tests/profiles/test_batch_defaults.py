@@ -35,9 +35,9 @@ def test_vllm_max_num_seqs_default_by_release_and_hardware(version, hardware, ex
     # server_args.py ServerArgs.__post_init__ (PyPI wheels): v0.4.3.post2's EAGLE block disables the radix cache
     # and chunked prefill and sets no limit; v0.4.3.post3 - v0.4.4.post3: `if self.max_running_requests is None:
     # self.max_running_requests = 32` ("Max running request set to 32 because of using eagle speculative
-    # decoding"); v0.4.5: the same line with 48
+    # decoding"); v0.4.4.post4 and v0.4.5: the same line with 48
     ("0.4.3", "eagle", None), ("0.4.3.post2", "eagle", None), ("0.4.3.post3", "eagle", 32),
-    ("0.4.4", "eagle", 32), ("0.4.4.post3", "eagle", 32), ("0.4.5", "eagle", 48),
+    ("0.4.4", "eagle", 32), ("0.4.4.post3", "eagle", 32), ("0.4.4.post4", "eagle", 48), ("0.4.5", "eagle", 48),
     ("0.4.4", "draft_model", None), ("0.4.4", None, None),
     # STANDALONE (a draft model) joins the EAGLE branch in v0.5.2; NGRAM gets its own reset in v0.5.3
     ("0.5.1", "draft_model", None), ("0.5.2", "draft_model", 48),
