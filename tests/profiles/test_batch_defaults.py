@@ -168,3 +168,18 @@ def test_sglang_0_4_4_runs_eagle_at_32_requests(version, expected):
     prepared = _prepared("h100-sxm", {"framework": "sglang", "version": version}, {"kind": "eagle3", "gamma": 3},
                          {"kind": "vllm"})
     assert {rep.limits.max_batch_size for rep in prepared.cluster.replicas} == {expected}
+
+
+def test_sglang_chunked_prefill_size_on_the_catalogs_h200_and_b200():
+    """The catalog's H200 and B200 through the memory CUDA reports (simulator.cluster.vllm_memory
+    .device_total_bytes: 139.7 and 178.4 GiB) at each rule's boundaries, read in the PyPI wheels: 0.4.6
+    `gpu_mem < 25_000` else 8192; 0.4.7 `gpu_mem > 180_000` → 16384 (the B200's 182,641 MiB); 0.4.8 - 0.5.2
+    `elif gpu_mem < 160 * 1024: # H100, H200, A100, H20` 8192 else 16384; 0.5.3 - 0.5.18 server_args.py
+    `_handle_gpu_memory_settings` and 0.5.19 - 0.5.23 arg_groups/memory_hook.py: `elif gpu_mem < 160 * 1024: #
+    H20, H200` 8192, `else: # B200, MI300` 16384."""
+    from profiles.engine_time.batch_defaults import sglang_chunked_prefill_size as chunk
+    from simulator.cluster.vllm_memory import device_total_bytes
+    versions = ("0.4.6", "0.4.7", "0.4.8", "0.5.2", "0.5.3", "0.5.19", "0.5.23")
+    assert [chunk(device_total_bytes(H200), v) for v in versions] == [8192] * 7
+    b200 = device_total_bytes(get_hardware("b200"))
+    assert [chunk(b200, v) for v in versions] == [8192] + [16384] * 6
