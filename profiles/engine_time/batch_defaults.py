@@ -15,10 +15,13 @@ keeps its own default (256) because it models no engine rule there. Each rule as
   v0.11.0 and earlier keep it, and `SchedulerConfig._verify_args` then refuses the deployment, which
   simulator.cluster.build.batch_scheduler refuses as well).
 - vLLM V0 (before 0.8.0): `EngineArgs.max_num_seqs = 256`.
-- SGLang (server_args.py `_handle_speculative_decoding`; arg_groups/speculative_hook.py from v0.5.13, read in
-  v0.5.14): with speculative decoding `max_running_requests` is reset to 48 when the user gives none, for EAGLE
-  and EAGLE3 (MTP runs as EAGLE) from v0.4.5 (v0.4.4 sets nothing), STANDALONE (a draft model) from v0.5.2 and
-  NGRAM from v0.5.3. Without that reset SGLang sizes its request pool from its KV pool (`sglang_max_running_requests`,
+- SGLang (server_args.py `ServerArgs.__post_init__` to 0.5.2, `_handle_speculative_decoding` after it;
+  arg_groups/speculative_hook.py from v0.5.13, read in v0.5.14): with speculative decoding `max_running_requests`
+  is reset when the user gives none (`if self.max_running_requests is None: self.max_running_requests = N`), for
+  EAGLE (EAGLE3 from v0.4.4.post2; MTP runs as EAGLE, "NEXTN shares the same implementation of EAGLE") to 32 in
+  v0.4.3.post3 - v0.4.4.post3 (the EAGLE block of v0.4.3 - v0.4.3.post2 disables the radix cache and chunked
+  prefill instead and sets no limit; PyPI wheels read: 0.4.3, .post1 - .post4, 0.4.4, .post1 - .post4, 0.4.5), to
+  48 from v0.4.4.post4; STANDALONE (a draft model) to 48 from v0.5.2 and NGRAM from v0.5.3. Without that reset SGLang sizes its request pool from its KV pool (`sglang_max_running_requests`,
   given the pool: None here): model_runner.py `init_memory_pool` (0.4.x - 0.5.x; `_resolve_max_num_reqs` in the
   newest) `min(max(int(max_total_num_tokens / context_len × 512), 2048), 4096)`, the newest also at most
   max_total_num_tokens // 2 (applied to every release here: it binds only below 8,192 pool tokens), and the
@@ -48,10 +51,11 @@ from __future__ import annotations
 from profiles.measured.source import version_key
 
 GIB = 2 ** 30
-SGLANG_SPEC_MAX_RUNNING = 48
 TRTLLM_MAX_BATCH_SIZE = 2048     # BaseLlmArgs.max_batch_size, TensorRT-LLM 1.0 on (module docstring)
-# drafter engine family -> the first SGLang release that resets max_running_requests to 48 for it
-SGLANG_SPEC_FROM = {"eagle": "0.4.5", "draft_model": "0.5.2", "ngram": "0.5.3"}
+# drafter engine family -> ((the first SGLang release that resets max_running_requests to N, N), ...), oldest
+# first; each holds until the next (module docstring)
+SGLANG_SPEC_MAX_RUNNING = {"eagle": (("0.4.3.post3", 32), ("0.4.4.post4", 48)),
+                           "draft_model": (("0.5.2", 48),), "ngram": (("0.5.3", 48),)}
 
 
 def vllm_v1_large_defaults(version: str | None, hardware) -> bool:
@@ -89,9 +93,11 @@ def default_max_num_seqs(framework: str, version: str, hardware, drafter: str | 
     if framework == "trtllm":
         return TRTLLM_MAX_BATCH_SIZE if version_key(version) >= version_key("1.0.0") else None
     if framework == "sglang":
-        first = SGLANG_SPEC_FROM.get(drafter) if drafter is not None else None
-        if first is not None and version_key(version) >= version_key(first):
-            return SGLANG_SPEC_MAX_RUNNING
+        found = None
+        for first, limit in SGLANG_SPEC_MAX_RUNNING.get(drafter, ()) if drafter is not None else ():
+            if version_key(version) >= version_key(first):
+                found = limit
+        return found
     return None
 
 

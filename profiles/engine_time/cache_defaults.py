@@ -26,17 +26,21 @@ None where draftsim reads no rule (it keeps its own default, off). Each rule as 
   (batch_defaults.engine_scheduler_kind). Pooling / encoder-decoder models, prompt embeddings and the RISC-V CPU
   backend, where vLLM turns it off too, are not modelled here.
 - SGLang: the radix cache is on unless `--disable-radix-cache` (server_args.py `disable_radix_cache: bool =
-  False`, 0.4.x - 0.5.23), but off with EAGLE speculation before 0.4.4: `ServerArgs.__post_init__` of 0.4.3
-  `if self.speculative_algorithm == "EAGLE": ... self.disable_radix_cache = True` ("The radix cache, chunked
-  prefill, and overlap scheduler are disabled because of using eagle speculative decoding"); 0.4.4's EAGLE block
-  sets the running limit and the overlap scheduler only (both read in the PyPI wheels). MTP runs as EAGLE (NEXTN,
-  0.4.4). Hybrid models: on in 0.5.23 (arg_groups/model_hook.py `handle_mamba_radix_cache`, MambaRadixCache);
+  False`, 0.4.x - 0.5.23), but off with EAGLE speculation before 0.4.3.post3: `ServerArgs.__post_init__` of
+  0.4.3 - 0.4.3.post2 `if self.speculative_algorithm == "EAGLE": ... self.disable_radix_cache = True` ("The radix
+  cache, chunked prefill, and overlap scheduler are disabled because of using eagle speculative decoding");
+  0.4.3.post3's EAGLE block (and 0.4.4's) sets the running limit (32), the overlap scheduler and CUDA-graph padding
+  only (PyPI wheels 0.4.3, .post1 - .post4, 0.4.4 read). MTP runs as EAGLE (NEXTN, from 0.4.3.post1). Hybrid models: on in 0.5.23 (arg_groups/model_hook.py `handle_mamba_radix_cache`, MambaRadixCache);
   earlier releases not read (taken as on). PD-disaggregation's decode server keeps no radix cache (pd_disaggregation
   _hook.py), as draftsim's decode pool keeps none.
 - TensorRT-LLM, PyTorch backend (1.0.0 on): on, `KvCacheConfig.enable_block_reuse: bool = Field(default=True)`
   (tensorrt_llm/llmapi/llm_args.py, read in a 1.x llm_args.py; LLM API reference 1.0). The TensorRT-engine releases
-  before 1.0 (trtllm-build needs `--use_paged_context_fmha` for block reuse; the executor's own default was not
-  read): None, draftsim's default. Attention backends other than the default TRTLLM one (FLASHINFER turns block
+  before 1.0: None, draftsim's default (off). Read: the C++ executor's `explicit KvCacheConfig(bool
+  enableBlockReuse = false, ...)` (cpp/include/tensorrt_llm/executor/executor.h at 0.10.0.dev2024043000), which the
+  Triton backend and ModelRunnerCpp ran with unless told, and block reuse needs an engine built with paged context
+  FMHA (plugin.py `_use_paged_context_fmha`, default False in the older plugin configs read, True in later ones);
+  the release where the executor's default became True (it is `= true` in the 1.x executor.h) and the 0.1x LLM
+  API's default were not pinned to a version, so no one value is claimed for the whole 0.x line. Attention backends other than the default TRTLLM one (FLASHINFER turns block
   reuse off: py_executor_creator) are not modelled.
 """
 from __future__ import annotations
@@ -44,7 +48,7 @@ from __future__ import annotations
 from profiles.engine_time.batch_defaults import V1_FROM
 from profiles.measured.source import version_key
 
-SGLANG_EAGLE_RADIX_FROM = "0.4.4"   # the first SGLang release that keeps the radix cache with EAGLE (docstring)
+SGLANG_EAGLE_RADIX_FROM = "0.4.3.post3"   # the first SGLang release that keeps the radix cache with EAGLE (docstring)
 TRTLLM_BLOCK_REUSE_FROM = "1.0.0"   # the first TensorRT-LLM release (PyTorch backend) whose default was read
 
 
@@ -67,12 +71,13 @@ def engine_prefix_caching(framework: str, version: str, drafter: str | None, hyb
     if framework == "sglang":
         if drafter == "eagle" and v < version_key(SGLANG_EAGLE_RADIX_FROM):
             return False, (f"SGLang before {SGLANG_EAGLE_RADIX_FROM} disables the radix cache with EAGLE speculation "
-                           "(srt/server_args.py ServerArgs.__post_init__, 0.4.3)")
-        return True, "SGLang: radix cache on unless --disable-radix-cache (srt/server_args.py, 0.4.4-0.5.23)"
+                           "(srt/server_args.py ServerArgs.__post_init__, 0.4.3 - 0.4.3.post2)")
+        return True, "SGLang: radix cache on unless --disable-radix-cache (srt/server_args.py, 0.4.3.post3-0.5.23)"
     if framework == "trtllm":
         if v < version_key(TRTLLM_BLOCK_REUSE_FROM):
-            return None, (f"TensorRT-LLM before {TRTLLM_BLOCK_REUSE_FROM} (TensorRT engines): its default block reuse "
-                          "is not read here; draftsim's default (off)")
+            return None, (f"TensorRT-LLM before {TRTLLM_BLOCK_REUSE_FROM} (TensorRT engines): no one default for the "
+                          "0.x line (the C++ executor's KvCacheConfig enableBlockReuse = false at 0.10, executor.h); "
+                          "draftsim's default (off)")
         return True, ("TensorRT-LLM: KvCacheConfig.enable_block_reuse True by default (tensorrt_llm/llmapi/"
                       "llm_args.py, 1.x)")
     raise ValueError(f"no prefix-caching default for framework {framework!r}")

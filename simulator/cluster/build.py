@@ -349,6 +349,7 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
     """The batching scheduler class of `scheduler.kind` and the limits it plans within (simulator.core.sched),
     with the running-request limit of `kind` (scheduler.max_batch_size, else its engine's default:
     ReplicaKind.max_batch_size); ScenarioError where parallel samples exceed it."""
+    from simulator.core.context import context_limit
     from simulator.core.sched import SCHEDULERS, BatchLimits, MultiStep
     cfg = kind.scheduler if kind.scheduler is not None else scenario.scheduler   # (the engine's defaults filled in)
     seqs = kind.max_batch_size
@@ -357,7 +358,9 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
         raise ScenarioError("workload.parallel_samples", f"{n} sequences per request exceed the running-request limit "
                                                          f"{seqs} (scheduler.max_batch_size or the engine's default), "
                                                          "which counts sequences")
-    limits = BatchLimits(seqs, cfg.max_batched_tokens, cfg.chunk_tokens)
+    # vLLM V1 schedules a decoding request's tokens up to max_model_len − 1 (sched.vllm_v1's docstring)
+    cap = context_limit(kind.target, scenario.cluster.max_model_len) - 1 if cfg.kind == "vllm_v1" else None
+    limits = BatchLimits(seqs, cfg.max_batched_tokens, cfg.chunk_tokens, cap)
     steps = scenario.cluster.engine.num_scheduler_steps
     if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking is the engine's enable_chunked_prefill
         chunking = scenario.cluster.engine.chunked_prefill is True

@@ -3,7 +3,7 @@
 A scenario names its engine as for its scheduler (simulator.cluster.engine_scheduler.engine_named). Where it gives
 neither `cluster.engine.prefix_caching` nor `cluster.kv_cache.prefix_caching`, `cluster.kv_cache.prefix_caching`
 is that engine's default for its release, model and speculation (profiles.engine_time.cache_defaults: vLLM V0 off,
-V1 on but for hybrid models; SGLang on but with EAGLE before 0.4.4; TensorRT-LLM 1.x on). A value given always
+V1 on but for hybrid models; SGLang on but with EAGLE before 0.4.3.post3; TensorRT-LLM 1.x on). A value given always
 wins; a scenario that names no engine keeps draftsim's default (off). summary.json's `engine_prefix_caching` says
 what ran, the engine's default and the rule.
 

@@ -125,7 +125,8 @@ DEFAULT_MAX_NUM_SEQS = 256   # draftsim's running-request limit where neither th
 def max_num_seqs(scheduler, lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, family: str | None) -> int:
     """The replica's running-request limit: `scheduler.max_batch_size` where the scenario sets it, else the
     engine's own default for its release, hardware and speculation (profiles.engine_time.batch_defaults: vLLM
-    V1 1024 on >= 70 GiB GPUs but A100s, SGLang 48 with speculation, TensorRT-LLM 1.x 2048), else draftsim's 256
+    V1 1024 on >= 70 GiB GPUs but A100s, SGLang 48 with speculation (EAGLE 32 in 0.4.3.post3 -
+    0.4.4.post3), TensorRT-LLM 1.x 2048), else draftsim's 256
     (SGLang's request pool from its KV pool replaces that once the pool is sized: build_replica_kind)."""
     if scheduler is not None and scheduler.max_batch_size is not None:
         return scheduler.max_batch_size

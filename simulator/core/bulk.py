@@ -136,7 +136,8 @@ class DecodeProfile:
         ctx = ctx0 + (cum - tau - 1)
         tau = tau * active
         block = rep.kv.block_size
-        held = np.maximum((ctx + (rep.q + block - 1)) // block, blocks0)  # = blocks_for(ctx + q), never less
+        held = np.maximum((rep.decode_kv_tokens(ctx) + (block - 1)) // block, blocks0)  # blocks_for(Replica
+        # .decode_kv_tokens), never less
         rows = np.stack([active.sum(axis=1), (ctx * active).sum(axis=1), (held * active).sum(axis=1),
                          np.diff(capped.sum(axis=1), prepend=0), tau.sum(axis=1)])
         self._add(rows)
@@ -161,7 +162,9 @@ class DecodeProfile:
 
     def _join_plain(self, r: int) -> None:
         """`join` of one request without speculation (the common case): its rows (1, context, blocks_for(context
-        + q) at each of its steps) are one strided view of the replica's `_Ramps`, added in one operation."""
+        + q) at each of its steps) are one strided view of the replica's `_Ramps`, added in one operation. (A
+        scheduler's decode_kv_cap, max_model_len − 1, never binds here: q = 1 and a context is at most
+        prompt + output − 2.)"""
         rep, s = self.rep, self.rep.s
         length = s.output.item(r) - s.emitted.item(r)
         ctx0, blocks0 = s.ctx.item(r), s.blocks.item(r)
@@ -209,8 +212,11 @@ class DecodeProfile:
         ones.fill(1)
         np.subtract(cum, tau, out=ctx)
         ctx += int(s.ctx[r]) - 1                                   # context before each step
-        np.add(ctx, rep.q + block - 1, out=held)
-        held //= block                                            # blocks_for(ctx + q)
+        if rep.limits.decode_kv_cap is None:
+            np.add(ctx, rep.q + block - 1, out=held)
+        else:
+            held[:] = rep.decode_kv_tokens(ctx) + (block - 1)
+        held //= block                                            # blocks_for(Replica.decode_kv_tokens)
         if held[0] < blocks0:
             np.maximum(held, blocks0, out=held)
         np.add(tau, 1, out=emitted)

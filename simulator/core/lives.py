@@ -77,7 +77,7 @@ def fits_fresh(rep, r: int) -> bool:
     s = rep.s
     ctx = int(s.ctx[r])
     return (s.emitted[r] == 1 and s.decode_steps[r] == 0 and ctx == s.prefill_target[r]
-            and s.blocks[r] <= rep.kv.blocks_for(ctx + rep.q))   # `lives_ahead`'s held0
+            and s.blocks[r] <= rep.kv.blocks_for(rep.decode_kv_tokens(ctx)))   # `lives_ahead`'s held0
 
 
 def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
@@ -98,7 +98,7 @@ def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
     ctx = cum - tau
     ctx += (ctx0 - 1)[:, None]                          # context before each step
     block = rep.kv.block_size
-    held = (ctx + (rep.q + block - 1)) // block         # blocks_for(ctx + q)
+    held = (rep.decode_kv_tokens(ctx) + (block - 1)) // block   # blocks_for(Replica.decode_kv_tokens)
     capped = np.minimum(cum, remaining)
     tau *= active
     rows = np.empty((5, len(ids), steps), dtype=np.int64)

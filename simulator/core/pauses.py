@@ -107,7 +107,7 @@ class PausedRequests:
         if released:
             return
         s.ctx[r] -= tokens
-        rep.kv.shrink(r, int(s.ctx[r]) + rep.q)
+        rep.kv.shrink(r, int(rep.decode_kv_tokens(int(s.ctx[r]))))
 
 
 def sleep_until_resume(rep, arrivals):

@@ -62,15 +62,20 @@ class Replica:
         s = self.s
         return s.prompt[ids] + s.output[ids] + self.q
 
+    def decode_kv_tokens(self, ctx):
+        """The KV tokens a decoding request of context `ctx` (an int or an array) asks for in a step: ctx + q, as
+        vLLM's allocate_slots asks for computed + new tokens, at most `limits.decode_kv_cap` where the scheduler
+        caps them (vLLM V1 near max_model_len: sched.vllm_v1's docstring)."""
+        need = ctx + self.q
+        cap = self.limits.decode_kv_cap
+        return need if cap is None else np.minimum(need, cap)
+
     def peak_tokens(self, ids):
         """The most KV slots request(s) `ids` ask for in their life here: their prompt, then, at their last
-        decode step, their context (prompt + output − 2: the last output token is sampled, never computed) plus
-        the step's q query tokens (sched.grow_decodes and vllm_v1's _grow ask for context + q), as vLLM's
-        allocate_slots asks for computed + new tokens. Approximation, named: with speculation vLLM V1 also caps
-        the drafted tokens at max_model_len − 1 − computed (v1/core/sched/scheduler.py); here the last steps
-        keep all q."""
+        decode step, `decode_kv_tokens` of their context (prompt + output − 2: the last output token is sampled,
+        never computed), what sched.grow_decodes and vllm_v1's _grow ask for."""
         s = self.s
-        return np.maximum(s.prompt[ids] + s.output[ids] - 2 + self.q, s.prompt[ids])
+        return np.maximum(self.decode_kv_tokens(s.prompt[ids] + s.output[ids] - 2), s.prompt[ids])
 
     def fits(self, ids):
         """Request(s) `ids` can ever run here: their peak (`peak_tokens`) fits in KV. (It took `life_tokens`,

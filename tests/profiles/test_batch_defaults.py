@@ -32,9 +32,13 @@ def test_vllm_max_num_seqs_default_by_release_and_hardware(version, hardware, ex
 
 
 @pytest.mark.parametrize("version,drafter,expected", [
-    # server_args.py _handle_speculative_decoding: `if self.max_running_requests is None:
-    # self.max_running_requests = 48` for EAGLE/EAGLE3 from v0.4.5 (v0.4.4 sets nothing)
-    ("0.4.4", "eagle", None), ("0.4.5", "eagle", 48),
+    # server_args.py ServerArgs.__post_init__ (PyPI wheels): v0.4.3.post2's EAGLE block disables the radix cache
+    # and chunked prefill and sets no limit; v0.4.3.post3 - v0.4.4.post3: `if self.max_running_requests is None:
+    # self.max_running_requests = 32` ("Max running request set to 32 because of using eagle speculative
+    # decoding"); v0.4.4.post4 and v0.4.5: the same line with 48
+    ("0.4.3", "eagle", None), ("0.4.3.post2", "eagle", None), ("0.4.3.post3", "eagle", 32),
+    ("0.4.4", "eagle", 32), ("0.4.4.post3", "eagle", 32), ("0.4.4.post4", "eagle", 48), ("0.4.5", "eagle", 48),
+    ("0.4.4", "draft_model", None), ("0.4.4", None, None),
     # STANDALONE (a draft model) joins the EAGLE branch in v0.5.2; NGRAM gets its own reset in v0.5.3
     ("0.5.1", "draft_model", None), ("0.5.2", "draft_model", 48),
     ("0.5.2", "ngram", None), ("0.5.3", "ngram", 48),
@@ -154,3 +158,28 @@ def test_sglang_chunked_prefill_size_by_gpu_memory_and_release():
     assert [chunk(24.5 * GIB, v) for v in ("0.4.1", "0.5.2", "0.5.19", "0.5.20")] == [8192, 2048, 2048, 4096]
     assert chunk(24 * GIB, "0.4.1") == 2048   # (`gpu_mem < 25_000` MiB)
     assert [chunk(16 * GIB, v) for v in ("0.4.1", "0.5.23")] == [2048, 2048]
+
+
+@pytest.mark.parametrize("version,expected", [("0.4.4", 32), ("0.4.5", 48)])
+def test_sglang_0_4_4_runs_eagle_at_32_requests(version, expected):
+    """SGLang 0.4.4's `ServerArgs.__post_init__` sets `max_running_requests = 32` with EAGLE (EAGLE3 taken as
+    0.4.4: profiles.engine_time.support), 0.4.5's sets 48 (before: 0.4.4 got SGLang's request pool from its KV
+    pool, 2048)."""
+    prepared = _prepared("h100-sxm", {"framework": "sglang", "version": version}, {"kind": "eagle3", "gamma": 3},
+                         {"kind": "vllm"})
+    assert {rep.limits.max_batch_size for rep in prepared.cluster.replicas} == {expected}
+
+
+def test_sglang_chunked_prefill_size_on_the_catalogs_h200_and_b200():
+    """The catalog's H200 and B200 through the memory CUDA reports (simulator.cluster.vllm_memory
+    .device_total_bytes: 139.7 and 178.4 GiB) at each rule's boundaries, read in the PyPI wheels: 0.4.6
+    `gpu_mem < 25_000` else 8192; 0.4.7 `gpu_mem > 180_000` → 16384 (the B200's 182,641 MiB); 0.4.8 - 0.5.2
+    `elif gpu_mem < 160 * 1024: # H100, H200, A100, H20` 8192 else 16384; 0.5.3 - 0.5.18 server_args.py
+    `_handle_gpu_memory_settings` and 0.5.19 - 0.5.23 arg_groups/memory_hook.py: `elif gpu_mem < 160 * 1024: #
+    H20, H200` 8192, `else: # B200, MI300` 16384."""
+    from profiles.engine_time.batch_defaults import sglang_chunked_prefill_size as chunk
+    from simulator.cluster.vllm_memory import device_total_bytes
+    versions = ("0.4.6", "0.4.7", "0.4.8", "0.5.2", "0.5.3", "0.5.19", "0.5.23")
+    assert [chunk(device_total_bytes(H200), v) for v in versions] == [8192] * 7
+    b200 = device_total_bytes(get_hardware("b200"))
+    assert [chunk(b200, v) for v in versions] == [8192] + [16384] * 6

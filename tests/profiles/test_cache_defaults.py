@@ -18,8 +18,11 @@ from profiles.engine_time.cache_defaults import engine_prefix_caching
     # ... but off for hybrid models (MambaModelConfig 0.10.2-0.11.0; 'and not is_hybrid' 0.27.1)
     ("vllm", "0.11.0", None, True, False),
     ("vllm", "0.27.1", "eagle", True, False),
-    # SGLang: EAGLE sets disable_radix_cache in 0.4.3's ServerArgs.__post_init__, not in 0.4.4's
+    # SGLang: EAGLE sets disable_radix_cache in ServerArgs.__post_init__ of 0.4.3 - 0.4.3.post2 (PyPI wheels), not
+    # in 0.4.3.post3's (its EAGLE block sets max_running_requests = 32 instead) nor 0.4.4's
     ("sglang", "0.4.3", "eagle", False, False),
+    ("sglang", "0.4.3.post2", "eagle", False, False),
+    ("sglang", "0.4.3.post3", "eagle", False, True),
     ("sglang", "0.4.0", "eagle", False, False),
     ("sglang", "0.4.4", "eagle", False, True),
     ("sglang", "0.4.3", None, False, True),          # without EAGLE the radix cache stays on
@@ -45,3 +48,19 @@ def test_rules_name_their_source():
 def test_an_unknown_framework_is_refused():
     with pytest.raises(ValueError, match="no prefix-caching default for framework 'tgi'"):
         engine_prefix_caching("tgi", "1.0.0", None, False)
+
+
+def test_frameworks_yaml_states_no_second_prefix_caching_default():
+    """cache_defaults is the one rule: frameworks.yaml's `defaults` (read by no code) held `prefix_caching: true` for
+    the TensorRT-LLM 0.5 - 1.0 entry without a source while the rule keeps it unread (None); no entry states one."""
+    import yaml
+    from profiles.engine_time.frameworks import DATA_FILE
+    for entry in yaml.safe_load(DATA_FILE.read_text())["frameworks"]:
+        assert "prefix_caching" not in entry["defaults"], (entry["framework"], entry["versions"])
+
+
+def test_trtllm_before_1_0_cites_the_executors_block_reuse_default():
+    """cpp/include/tensorrt_llm/executor/executor.h (0.10.0.dev2024043000): `explicit KvCacheConfig(bool
+    enableBlockReuse = false, ...)`; not pinned for every 0.x release, so no value is claimed (None)."""
+    on, rule = engine_prefix_caching("trtllm", "0.10.0", None, False)
+    assert on is None and "enableBlockReuse = false" in rule

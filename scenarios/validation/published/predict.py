@@ -160,7 +160,7 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     >= 70 GiB and not an A100, vLLM PR #17885; 0.8.4 H100/H200 by name, 0.8.5 >= 70 GiB) 16384 tokens (offline
     LLM class) or 8192 (API server, `vllm serve`) and 1024 sequences; others 8192 (LLM class) or 2048 (API
     server) tokens and 256 sequences; chunked prefill always; V1's own scheduler rules (`vllm_v1`) with its
-    default prefix caching on (profiles/data/engine_time/frameworks.yaml `defaults` of the V1 entries), so a
+    default prefix caching on (profiles.engine_time.cache_defaults.engine_prefix_caching), so a
     request's prompt blocks are reserved at admission (simulator.core.sched.vllm_v1: a request preempted
     by recompute finds its blocks in the cache; without the cache V1 thrashes 32K prompts that barely fit). vLLM V0 (before 0.8.0): prefill-first, no chunked prefill below 32K context, max_num_seqs 256,
     max_num_batched_tokens = max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5-v0.7; 32768

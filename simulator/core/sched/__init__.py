@@ -26,11 +26,13 @@ NO_IDS.flags.writeable = False
 @dataclass(frozen=True)
 class BatchLimits:
     """What bounds a step (the `scheduler:` section): sequences in the batch (vLLM's max_num_seqs), tokens
-    per step (max_num_batched_tokens) and Sarathi's chunk budget."""
+    per step (max_num_batched_tokens) and Sarathi's chunk budget; `decode_kv_cap`: the most KV tokens a
+    decoding request's step may reach (vLLM V1: max_model_len − 1, `Replica.decode_kv_tokens`), None: none."""
 
     max_batch_size: int
     max_batched_tokens: int
     chunk_tokens: int
+    decode_kv_cap: int | None = None
 
 
 @dataclass(slots=True)
@@ -117,13 +119,13 @@ def plain_head_admissible(view, token_room: int, batch_len: int) -> bool:
 
 
 def grow_decodes(view, decode_ids: list[int]) -> list[int]:
-    """Give each decode request blocks for its context + q tokens, preempting the most recently admitted
-    requests (LIFO, as vLLM does) until they fit. Returns the surviving decode ids."""
+    """Give each decode request blocks for its context + q tokens (`Replica.decode_kv_tokens`), preempting the
+    most recently admitted requests (LIFO, as vLLM does) until they fit. Returns the surviving decode ids."""
     view.settle()
     s = view.s
     while decode_ids:
         ids = np.asarray(decode_ids)
-        if view.kv.grow(ids, s.ctx[ids] + view.q):
+        if view.kv.grow(ids, view.decode_kv_tokens(s.ctx[ids])):
             return decode_ids
         victim = view.running[-1]
         view.preempt(victim)

@@ -24,6 +24,14 @@ Approximations, named here:
   is within γ of running out, i.e. when `max_batched_tokens` is near `max_batch_size · (γ+1)`.
 - vLLM also allocates `num_lookahead_tokens` (= γ for draft-model and EAGLE proposers) slots per decoding
   request; here a decoding request holds blocks for context + q tokens, as in the other schedulers.
+- Near max_model_len vLLM schedules `min(num_new_tokens, max_model_len − 1 − num_computed_tokens)` tokens
+  ("Make sure the input position does not exceed the max model len. This is necessary when using spec
+  decoding", `Scheduler.schedule`, read in the v0.11.0 and v0.19.1 wheels), so a decoding request's KV
+  reaches at most max_model_len − 1 tokens: modelled (BatchLimits.decode_kv_cap, `Replica.decode_kv_tokens`).
+  It binds only at the last steps of a request within q − 2 tokens of max_model_len (its context at the last
+  step is prompt + output − 2), and never changes the tokens emitted (the drafts it trims lie past the
+  request's own end); approximation, named: those steps still verify, and take from the budget, q tokens
+  here (at most q − 1 too many per request).
 - Parallel sampling (n sequences per request): a request counts n sequences against `max_num_seqs`,
   n·q decode tokens against the budget, and its blocks as simulator.core.kv.block_pool.BlockPool.blocks.
 - With a prefix cache or host tier (`cluster.kv_cache`) a request's prompt blocks are reserved at
@@ -62,7 +70,7 @@ def _every_running_in_full(view, budget: int):
     target, done = s.prefill_target[ids], s.prefilled[ids]
     decoding = done >= target
     asks = np.where(decoding, view.q * s.samples[ids], target - done)
-    if int(asks.sum()) > budget or not view.kv.grow(ids, np.where(decoding, s.ctx[ids] + view.q, target)):
+    if int(asks.sum()) > budget or not view.kv.grow(ids, np.where(decoding, view.decode_kv_tokens(s.ctx[ids]), target)):
         return None
     return ids, decoding, asks
 
@@ -111,7 +119,7 @@ class VllmV1:
                 if n > budget:
                     i += 1
                     continue
-                tokens = int(s.ctx[r]) + view.q   # per sequence
+                tokens = int(view.decode_kv_tokens(int(s.ctx[r])))   # per sequence
             else:
                 n = int(min(s.prefill_target[r] - s.prefilled[r], budget))
                 tokens = int(s.prefilled[r]) + n

@@ -17,7 +17,7 @@ from simulator.core.state import RequestState
 from simulator.core.steplog import StepLog
 from simulator.core.workload import RequestTable
 from simulator.cost.step_cost import Cost, StepCost
-from sim_helpers import scenario
+from sim_helpers import assert_bulk_equals_step, scenario
 
 
 def _replica(prompts, outputs, total_blocks, **sched):
@@ -128,3 +128,60 @@ def test_a_budget_below_the_batch_decodes_part_of_it_in_bulk_mode_too(kind, tmp_
     import pandas as pd
     pd.testing.assert_frame_equal(runs["step"].requests, runs["bulk"].requests)
     pd.testing.assert_frame_equal(runs["step"].steps, runs["bulk"].steps)
+
+
+ONE_BLOCK_UTIL = 0.20219354524743693   # an H100, Llama-3-8B bf16: one 16-token KV block (test_sim_invariants)
+
+
+def _near_max_model_len(kind: str, util: float, n: int, output, max_model_len: int, alpha: float, mode: str = "bulk"):
+    return scenario(workload={"num_requests": n, "prompt_tokens": {"kind": "fixed", "value": 40 if n > 1 else 8},
+                              "output_tokens": output},
+                    cluster={"hardware": "h100-sxm", "model": "llama-3-8b", "max_model_len": max_model_len,
+                             "gpu_memory_utilization": util},
+                    drafter={"kind": "ngram", "gamma": 3}, acceptance={"kind": "constant", "alpha": alpha},
+                    scheduler={"kind": kind, "max_batch_size": 64}, simulation={"step_mode": mode},
+                    outputs={"steps": "full", "plots": False})
+
+
+@pytest.mark.parametrize("mode", ["bulk", "step"])
+def test_a_request_of_max_model_len_asks_for_at_most_max_model_len_minus_one_kv_tokens(mode):
+    """vllm/v1/core/sched/scheduler.py Scheduler.schedule (v0.11.0, v0.19.1): `num_new_tokens = min(num_new_tokens,
+    self.max_model_len - 1 - request.num_computed_tokens)`. max_model_len 16, one 16-token block (vLLM's start-up
+    check passes), prompt 8 + output 8, n-gram γ = 3 (q = 4), nothing accepted (α = 0), by hand:
+    prefill 8 tokens (1 block); decodes at contexts 8, 9, ..., 14, one token each; at context c the step asks for
+    min(c + 4, 15) KV tokens: 12, 13, 14, 15, 15, 15, 15, one block throughout. Before, the request's peak was
+    taken as 14 + 4 = 18 tokens (two blocks) and it was dropped as exceeds_kv_capacity."""
+    data = _near_max_model_len("vllm_v1", ONE_BLOCK_UTIL, 1, {"kind": "fixed", "value": 8}, 16, 0.0, mode)
+    result = simulator.run(data)
+    assert not result.requests.dropped.iloc[0]
+    steps = result.steps
+    assert steps.prefill_tokens.tolist() == [8] + [0] * 7
+    assert steps.decode_context_tokens.tolist() == [0, 8, 9, 10, 11, 12, 13, 14]
+    assert steps.emitted_tokens.tolist() == [1] * 8
+    assert steps.kv_blocks_used.tolist() == [1] * 8 and set(steps.kv_blocks_total) == {1}
+
+
+def test_the_cap_is_vllm_v1s_only():
+    """vLLM V1 caps a decoding request's KV at max_model_len − 1 (BatchLimits.decode_kv_cap); the other scheduler
+    kinds keep context + q (the same request under kind vllm is still dropped: its last step asks 18 tokens)."""
+    v1 = simulator.prepare(_near_max_model_len("vllm_v1", ONE_BLOCK_UTIL, 1, {"kind": "fixed", "value": 8}, 16, 0.0))
+    rep = v1.cluster.replicas[0]
+    assert rep.limits.decode_kv_cap == 15
+    assert rep.decode_kv_tokens(14) == 15 and rep.decode_kv_tokens(np.array([8, 11, 12])).tolist() == [12, 15, 15]
+    v0 = _near_max_model_len("vllm", ONE_BLOCK_UTIL, 1, {"kind": "fixed", "value": 8}, 16, 0.0)
+    assert simulator.prepare(v0).cluster.replicas[0].limits.decode_kv_cap is None
+    assert simulator.run(v0).requests.drop_reason.tolist() == ["exceeds_kv_capacity"]
+
+
+def test_requests_near_max_model_len_bulk_equals_step():
+    """Eight requests of 58 - 64 tokens (prompt 40) with max_model_len 64 on four 16-token blocks, α = 0.6:
+    every one is served (before, those of 63 and 64 tokens were dropped: peak L − 2 + 4 > 64), and bulk and
+    step-by-step mode agree with the capped growth in the speculating trajectories."""
+    data = _near_max_model_len("vllm_v1", ONE_BLOCK_UTIL + 7.6e-5, 8, {"kind": "uniform", "low": 18, "high": 24},
+                               64, 0.6)
+    prepared = simulator.prepare(data)
+    assert prepared.cluster.replicas[0].kv.total_blocks == 4
+    result = simulator.run(data)
+    assert not result.requests.dropped.any()
+    assert (result.requests.prompt_tokens + result.requests.output_tokens).max() == 64
+    assert_bulk_equals_step(data)
