@@ -1518,6 +1518,21 @@ CASES = [
             "draftsim estimate: error: --hardware: no measured kernel tables for 'cpu-local'; measured hardware: "),
     Hostile("estimate_measured_fp32_names_the_flags", estimate("--source", "measured", "--dtype", "fp32"),
             "(or use --source roofline)"),
+    # ---- helper4: plan / sweep / reproduce / catalog / validate, the API and this session's features (2026-11-28) ----
+    # cluster.engine fills cluster.latency.framework and cluster.kv_cache.prefix_caching: an engine framework 'tgi'
+    # was reported as cluster.latency.framework, a prefix_caching of [true] as cluster.kv_cache.prefix_caching,
+    # and a cluster.kv_cache or cluster.latency that is no mapping was replaced by the engine's setting and ran
+    Hostile("engine_framework_unknown_names_the_engine", run(cluster={"engine": {"framework": "tgi"}}),
+            "draftsim: error: cluster.engine.framework: Input should be 'vllm', 'sglang' or 'trtllm'"),
+    Hostile("engine_prefix_caching_a_list_names_the_engine",
+            run(cluster={"engine": {"framework": "vllm", "prefix_caching": [True]}}),
+            "draftsim: error: cluster.engine.prefix_caching: Input should be a valid boolean"),
+    Hostile("engine_prefix_caching_beside_a_kv_cache_of_text",
+            run(cluster={"engine": {"framework": "vllm", "prefix_caching": True}, "kv_cache": "big"}),
+            "draftsim: error: cluster.kv_cache: 'big' is not allowed; expected a mapping of its fields"),
+    Hostile("engine_framework_beside_a_latency_of_text",
+            run(cluster={"engine": {"framework": "vllm"}, "latency": "measured"}),
+            "draftsim: error: cluster.latency: 'measured' is not allowed; expected a mapping of its fields"),
 ]
 
 

@@ -152,17 +152,22 @@ class ClusterConfig(Strict):
             return data
         engine, data = data["engine"], dict(data)
         latency = data.get("latency") if isinstance(data.get("latency"), dict) else None
-        if engine.get("framework") is not None and (latency is None or "framework" not in latency):
-            data["latency"] = {**(latency or {}), "framework": engine["framework"]}
+        framework = _engine_field(engine, "framework")
+        if framework is not None and "latency" not in data:
+            data["latency"] = {"framework": framework}
+        elif framework is not None and latency is not None and "framework" not in latency:
+            data["latency"] = {**latency, "framework": framework}
         if latency is not None and latency.get("engine_version") is not None and engine.get("version") is not None \
                 and latency["engine_version"] != engine["version"]:
             raise ValueError("cluster.engine.version and cluster.latency.engine_version (its older spelling) differ; "
                              "give one")
-        if engine.get("prefix_caching") is not None:
-            kv = data.get("kv_cache") if isinstance(data.get("kv_cache"), dict) else {}
-            if kv.get("prefix_caching") is not None and kv["prefix_caching"] != engine["prefix_caching"]:
+        caching = _engine_field(engine, "prefix_caching")
+        if caching is not None and isinstance(data.get("kv_cache", {}), dict):
+            kv = data.get("kv_cache", {})
+            theirs = _section_field(KVCacheConfig, kv, "prefix_caching")
+            if theirs is not None and theirs != caching:
                 raise ValueError("cluster.engine.prefix_caching and cluster.kv_cache.prefix_caching differ; give one")
-            data["kv_cache"] = {**kv, "prefix_caching": engine["prefix_caching"]}
+            data["kv_cache"] = {**kv, "prefix_caching": caching}
         return data
 
     @model_validator(mode="after")
@@ -490,6 +495,25 @@ class Scenario(Strict):
             raise ValueError(f"scheduler.max_batched_tokens ({self.scheduler.max_batched_tokens}) is below one "
                              f"speculative step of a request (1 + drafter.gamma = {1 + gamma} tokens)")
 
+
+
+def _engine_field(engine: dict, name: str):
+    """`cluster.engine.NAME` as the engine section reads it, for the sections it fills."""
+    return _section_field(EngineConfig, engine, name)
+
+
+def _section_field(section: type[Strict], data: dict, name: str):
+    """`data[name]` as `section` reads it (`"yes"` a boolean true), or None where it is missing or refused — a
+    section filled from another must not take a value the other refuses (`cluster.engine.framework: tgi` was
+    reported as cluster.latency.framework, and a `cluster.kv_cache: big` or `cluster.latency: measured` beside
+    an engine's setting was replaced by that setting and ran): the section it was given in names the error."""
+    from pydantic import ValidationError
+    if data.get(name) is None:
+        return None
+    try:
+        return getattr(section.model_validate({name: data[name]}), name)
+    except ValidationError:
+        return None
 
 
 def _named_engine_scheduler(cluster: dict) -> str | None:
