@@ -1533,6 +1533,18 @@ CASES = [
     Hostile("engine_framework_beside_a_latency_of_text",
             run(cluster={"engine": {"framework": "vllm"}, "latency": "measured"}),
             "draftsim: error: cluster.latency: 'measured' is not allowed; expected a mapping of its fields"),
+    # plan: a drafter's `gamma: true` was planned as gamma 1 (exit 0); a draft model's tp wider than every replica
+    # searched, or one that cannot split the draft model, screened every candidate out (exit 1, outputs written)
+    Hostile("plan_drafter_gamma_a_boolean",
+            plan(search={"drafters": [{"kind": "draft_model", "model": "llama-68m", "gamma": True}]}),
+            "draftsim plan: error: plan.search.drafters.0.gamma: Input should be a number or a list of numbers, not "
+            "the boolean true"),
+    Hostile("plan_draft_model_wider_than_every_replica",
+            plan(search={"drafters": [{"kind": "draft_model", "model": "llama-68m", "tp": 2}]}),
+            "draftsim plan: error: plan.search.drafters.0.tp: 2 exceeds the GPUs of every replica searched (at most 1"),
+    Hostile("plan_draft_model_tp_not_splitting_it",
+            plan(search={"tp": [8], "drafters": [{"kind": "draft_model", "model": "llama-68m", "tp": 5}]}),
+            "draftsim plan: error: plan.search.drafters.0.tp: 5 must divide num_heads=12 of llama-68m"),
 ]
 
 
