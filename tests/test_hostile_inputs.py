@@ -291,6 +291,14 @@ def plan(*flags, **fields) -> Callable[[Path], list]:
     return make
 
 
+def _shipped_data_here(monkeypatch) -> None:
+    """The package's shipped data folder taken to be ./shipped (made here): a test of its refusal never writes
+    into the real profiles/data, even run against code that lacks the refusal."""
+    from simulator.results import output_folder
+    (Path.cwd() / "shipped").mkdir()
+    monkeypatch.setattr(output_folder, "shipped_data_dir", lambda: Path.cwd() / "shipped")
+
+
 def points(content) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
         path = content(tmp) if callable(content) else _write(tmp, "points.yaml", content)
@@ -1545,6 +1553,15 @@ CASES = [
     Hostile("plan_draft_model_tp_not_splitting_it",
             plan(search={"tp": [8], "drafters": [{"kind": "draft_model", "model": "llama-68m", "tp": 5}]}),
             "draftsim plan: error: plan.search.drafters.0.tp: 5 must divide num_heads=12 of llama-68m"),
+    # --out inside the package's shipped data (profiles/data/, which the predictor and the catalogs read): plan
+    # wrote its ranked.csv, launch scripts and DES cache there (exit 0), as did run, sweep and reproduce
+    *[Hostile(f"{command}_out_in_the_shipped_data", lambda tmp, argv=argv: [*argv(tmp), "--out", tmp / "shipped" / "x"],
+              f"is inside the package's shipped data (profiles/data/), which draftsim {command} does not write",
+              patch=_shipped_data_here) for command, argv in [
+        ("run", lambda tmp: [*run()(tmp)[:2], "--quiet"]),
+        ("plan", lambda tmp: [*plan()(tmp)[:2], "--executor", "serial", "--quiet"]),
+        ("sweep", lambda tmp: [*sweep()(tmp)[:2], "--executor", "serial", "--quiet"]),
+        ("reproduce", lambda tmp: ["reproduce", "tetris", "--quiet"])]],
 ]
 
 
