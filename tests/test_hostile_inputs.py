@@ -1562,6 +1562,16 @@ CASES = [
         ("plan", lambda tmp: [*plan()(tmp)[:2], "--executor", "serial", "--quiet"]),
         ("sweep", lambda tmp: [*sweep()(tmp)[:2], "--executor", "serial", "--quiet"]),
         ("reproduce", lambda tmp: ["reproduce", "tetris", "--quiet"])]],
+    # a sweep's `set:` of a key its grid or points vary (or of a key inside one) was replaced by each point's value
+    # without a word (exit 0), as was a set seed beside `seeds:`
+    Hostile("sweep_set_a_grid_key", sweep(set=["workload.arrival.qps=3"]),
+            "draftsim sweep: error: sweep.set: workload.arrival.qps is also swept (workload.arrival.qps): each "
+            "point's workload.arrival.qps replaces it; set it in one place"),
+    Hostile("sweep_set_a_key_inside_a_point_key", sweep(set=["workload.arrival.qps=3"], grid={}, points=[
+        {"workload.arrival": {"process": "poisson", "qps": 4}}]),
+            "draftsim sweep: error: sweep.set: workload.arrival.qps is also swept (workload.arrival)"),
+    Hostile("sweep_set_the_seed_beside_seeds", sweep(set=["seed=3"], seeds=[1, 2]),
+            "draftsim sweep: error: sweep.set: seed is also swept (seeds)"),
 ]
 
 

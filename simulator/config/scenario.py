@@ -534,7 +534,7 @@ def _named_engine_scheduler(cluster: dict) -> str | None:
         return None
 
 
-def _override_key(text: str) -> list[str]:
+def override_key(text: str) -> list[str]:
     """The key path of a `key.path=value` override."""
     if "=" not in text:
         raise ScenarioError("--set", f"expected key.path=value, got {text!r}")
@@ -552,7 +552,7 @@ def check_overrides_once(overrides: list[str], field: str = "--set") -> None:
     seen: list[tuple[list[str], str]] = []
     for text in overrides:
         try:
-            path = _override_key(text)
+            path = override_key(text)
         except ScenarioError as exc:   # (a sweep's `set: [seed]` was named '--set', which a sweep file has none of)
             raise ScenarioError(field, exc.message) from None
         for earlier, earlier_text in seen:
@@ -565,7 +565,7 @@ def check_overrides_once(overrides: list[str], field: str = "--set") -> None:
 
 
 def _parse_override(text: str) -> tuple[list[str], Any]:
-    parts = _override_key(text)
+    parts = override_key(text)
     raw = text.split("=", 1)[1]
     key = ".".join(parts)
     from models.files import DocumentError, parse_yaml

@@ -110,6 +110,10 @@ TINY = {"name": "t", "seed": 7, "workload": {"arrival": {"process": "poisson", "
     ({"grid": {}, "seeds": 3}, r"^seeds: Input should be a valid list"),
     ({"grid": {}, "seeds": "12"}, r"^seeds: Input should be a valid list"),
     ({"grid": {}, "step_mode": "bogus"}, r"^step_mode: 'bulk' or 'step'"),
+    # an override of a swept key (or one inside it) was replaced by every point's value without a word
+    ({"grid": {"workload.arrival.qps": [2]}, "overrides": ["workload.arrival.qps=3"]},
+     r"^overrides: workload.arrival.qps is also swept \(workload.arrival.qps\)"),
+    ({"grid": {}, "seeds": [1, 2], "overrides": ["seed=3"]}, r"^overrides: seed is also swept \(seeds\)"),
 ])
 def test_a_sweeps_bad_arguments_raise_one_scenario_error_naming_them(kwargs, says):
     with pytest.raises(ScenarioError, match=says):

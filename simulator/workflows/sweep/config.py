@@ -183,6 +183,22 @@ def _check_nested(outer: str, inner: str, inner_first: bool, outer_values: list,
                                      f"replaces it; give it in one of the two")
 
 
+def check_set_not_swept(overrides: list[str], space: SweepSpace, field: str) -> None:
+    """ScenarioError on `field` when a fixed override (a sweep's `set:`, the API's `overrides`) sets a swept key
+    (of `grid` or `points`) or a key inside one: every point's value replaced it, so `set:
+    [workload.arrival.qps=3]` beside a grid of workload.arrival.qps was dropped without a word. (Setting a
+    mapping whose keys the grid varies is fine: the grid's keys apply over it.)"""
+    from simulator.config.scenario import override_key
+    swept = space.param_keys + ([SEED_KEY] if space.seeds is not None else [])
+    for text in overrides:
+        path = override_key(text)
+        for key in swept:
+            parts = key.split(".")
+            if path[:len(parts)] == parts:
+                raise ScenarioError(field, f"{'.'.join(path)} is also swept ({key if key != SEED_KEY else 'seeds'}): "
+                                           f"each point's {key} replaces it; set it in one place")
+
+
 def check_key(key: str) -> None:
     if not key or any(not part for part in key.split(".")):
         raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
@@ -227,6 +243,7 @@ def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Pa
     """
     base_path = (folder / spec.scenario) if not Path(spec.scenario).is_absolute() else Path(spec.scenario)
     check_overrides_once(spec.set, f"{FIELD}.set")
+    check_set_not_swept(spec.set, spec, f"{FIELD}.set")
     try:
         base = read_scenario_dict(base_path)
     except ScenarioError as exc:
