@@ -1572,6 +1572,15 @@ CASES = [
             "draftsim sweep: error: sweep.set: workload.arrival.qps is also swept (workload.arrival)"),
     Hostile("sweep_set_the_seed_beside_seeds", sweep(set=["seed=3"], seeds=[1, 2]),
             "draftsim sweep: error: sweep.set: seed is also swept (seeds)"),
+    # a plan's or sweep's own file (missing, a folder, no mapping) was named 'scenario' ('give a scenario YAML
+    # file'), and validate's --scenario file the field 'scenario'
+    Hostile("plan_file_a_list", lambda tmp: ["plan", _write(tmp, "plan.yaml", "- 1\n"), "--quiet"],
+            "draftsim plan: error: plan: "),
+    Hostile("sweep_file_a_folder", lambda tmp: ["sweep", _folder_with_a_file(tmp), "--quiet"],
+            "draftsim sweep: error: sweep: "),
+    Hostile("validate_scenario_missing_names_the_flag",
+            lambda tmp: ["validate", "--quick", "--scenario", tmp / "missing.yaml", "--out", tmp / "v"],
+            "draftsim validate: error: --scenario: file not found: "),
 ]
 
 

@@ -596,34 +596,34 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
     return data
 
 
-def read_scenario_dict(path: str | Path) -> dict:
-    """The top-level mapping of a scenario (or sweep, plan) file, read as models.files reads every user
-    file: a regular file of UTF-8 text, YAML without duplicate keys, deep nesting or alias bombs; one
-    ScenarioError on `scenario` saying what is wrong otherwise."""
+def read_scenario_dict(path: str | Path, field: str = "scenario") -> dict:
+    """The top-level mapping of a scenario (or sweep, plan: `field` names the file's kind) file, read as
+    models.files reads every user file: a regular file of UTF-8 text, YAML without duplicate keys, deep nesting
+    or alias bombs; one ScenarioError on `field` saying what is wrong otherwise."""
     from models.files import DocumentError, describe, file_kind_problem, load_document
 
     if not isinstance(path, (str, os.PathLike)):   # (a dict given to load_scenario: a TypeError)
-        raise ScenarioError("scenario", f"a YAML path (str or Path), got {type(path).__name__}")
+        raise ScenarioError(field, f"a YAML path (str or Path), got {type(path).__name__}")
     path = Path(path)
     if path.is_dir():
         found = sorted(p.name for p in path.glob("*.yaml"))[:5]
         hint = f" (it holds {', '.join(found)})" if found else ""
-        raise ScenarioError("scenario", f"{path} is a directory; give a scenario YAML file{hint}")
+        raise ScenarioError(field, f"{path} is a directory; give a {field} YAML file{hint}")
     if file_kind_problem(path) == "file not found":
-        raise ScenarioError("scenario", f"file not found: {path}")
+        raise ScenarioError(field, f"file not found: {path}")
     try:
         data = load_document(path, "YAML")
     except DocumentError as exc:
-        raise ScenarioError("scenario", describe(path, exc)) from None
+        raise ScenarioError(field, describe(path, exc)) from None
     if not isinstance(data, dict):
-        raise ScenarioError("scenario", f"{path} must contain a mapping at top level")
+        raise ScenarioError(field, f"{path} must contain a mapping at top level")
     return data
 
 
 def read_config(path: str | Path, model: type[BaseModel], prefix: str):
     """A config file (a plan, a sweep) read and validated as `model`; its `name` defaults to the file's
     stem."""
-    data = read_scenario_dict(path)
+    data = read_scenario_dict(path, prefix)   # (a plan's file said 'scenario: file not found: ...')
     data.setdefault("name", Path(path).stem)
     return validate_config(model, data, prefix)
 
