@@ -18,8 +18,8 @@ from simulator.core.engine import Engine, EngineConfig
 from simulator.results.metrics import build_aggregate_frame, build_requests_frame, build_steps_frame
 from simulator.results.summary import cluster_summary
 from simulator.config.host_memory import check_memory
-from simulator.config.scenario import (Scenario, apply_overrides, override_texts, parse_scenario,
-                                      read_scenario_dict)
+from simulator.config.scenario import (Scenario, apply_overrides, check_overrides_once, override_texts,
+                                      parse_scenario, read_scenario_dict)
 from simulator.errors import ScenarioError
 
 
@@ -73,7 +73,11 @@ def scenario_dict(scenario: Scenario | dict | str | Path, overrides: list[str] |
         data = scenario
     else:
         raise ScenarioError("scenario", f"a YAML path, a dict or a Scenario, got {type(scenario).__name__}")
-    data = apply_overrides(data, override_texts(overrides))
+    texts = override_texts(overrides)
+    # (named as the API's argument, not the command line's --set; ['seed=1', 'seed=2'] ran seed 2 without a word,
+    # where draftsim run --set refuses it)
+    check_overrides_once(texts, "overrides")
+    data = apply_overrides(data, texts, "overrides")
     return data, Path(base_dir) if base_dir is not None else Path.cwd()
 
 

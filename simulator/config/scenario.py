@@ -564,8 +564,11 @@ def check_overrides_once(overrides: list[str], field: str = "--set") -> None:
         seen.append((path, text))
 
 
-def _parse_override(text: str) -> tuple[list[str], Any]:
-    parts = override_key(text)
+def _parse_override(text: str, field: str = "--set") -> tuple[list[str], Any]:
+    try:
+        parts = override_key(text)
+    except ScenarioError as exc:
+        raise ScenarioError(field, exc.message) from None
     raw = text.split("=", 1)[1]
     key = ".".join(parts)
     from models.files import DocumentError, parse_yaml
@@ -574,15 +577,16 @@ def _parse_override(text: str) -> tuple[list[str], Any]:
     except yaml.YAMLError:
         value = raw
     except DocumentError as exc:
-        raise ScenarioError("--set", f"{key}: the value {exc}") from None
+        raise ScenarioError(field, f"{key}: the value {exc}") from None
     return parts, value
 
 
-def apply_overrides(data: dict, overrides: list[str]) -> dict:
-    """Apply `key.path=value` overrides (values parsed as YAML scalars/lists) to a raw scenario dict."""
+def apply_overrides(data: dict, overrides: list[str], field: str = "--set") -> dict:
+    """Apply `key.path=value` overrides (values parsed as YAML scalars/lists) to a raw scenario dict; `field`
+    names them in an error on their own text (`--set` of the command line, `overrides` of the Python API)."""
     data = dict(data)
     for text in overrides:
-        path, value = _parse_override(text)
+        path, value = _parse_override(text, field)
         node = data
         for i, part in enumerate(path[:-1]):
             child = node.get(part)

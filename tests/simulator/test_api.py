@@ -114,6 +114,10 @@ TINY = {"name": "t", "seed": 7, "workload": {"arrival": {"process": "poisson", "
     ({"grid": {"workload.arrival.qps": [2]}, "overrides": ["workload.arrival.qps=3"]},
      r"^overrides: workload.arrival.qps is also swept \(workload.arrival.qps\)"),
     ({"grid": {}, "seeds": [1, 2], "overrides": ["seed=3"]}, r"^overrides: seed is also swept \(seeds\)"),
+    # a value no scenario file holds: yaml's RepresenterError from inside the sweep
+    ({"grid": {"cluster.model": [Path("llama-3-8b")]}}, r"^grid: cluster.model: \w*Path\('llama-3-8b'\) is not a value"),
+    ({"grid": {}, "points": [{"workload.arrival": {"process": "poisson", "qps": Path("4")}}]},
+     r"^points: workload.arrival: \w*Path\('4'\) is not a value a scenario file holds"),
 ])
 def test_a_sweeps_bad_arguments_raise_one_scenario_error_naming_them(kwargs, says):
     with pytest.raises(ScenarioError, match=says):

@@ -21,6 +21,7 @@ means one run at the base scenario's seed.
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import itertools
 import json
@@ -86,6 +87,8 @@ class SweepSpace(Strict):
             check_key(key)
             if not values:
                 raise ValueError(f"{key} must list at least one value")
+            for value in values:
+                _check_plain(key, value)
         return grid
 
     @field_validator("points")
@@ -96,6 +99,7 @@ class SweepSpace(Strict):
                 raise ValueError("each entry of points must set at least one key")
             for key in point:
                 check_key(key)
+                _check_plain(key, point[key])
         return points
 
     @field_validator("seeds")
@@ -197,6 +201,25 @@ def check_set_not_swept(overrides: list[str], space: SweepSpace, field: str) -> 
             if path[:len(parts)] == parts:
                 raise ScenarioError(field, f"{'.'.join(path)} is also swept ({key if key != SEED_KEY else 'seeds'}): "
                                            f"each point's {key} replaces it; set it in one place")
+
+
+_PLAIN = (str, int, float, bool, type(None), bytes, datetime.date)   # (what YAML reads: `2024-01-01` a date)
+
+
+def _check_plain(key: str, value: Any) -> None:
+    """ValueError when a swept `value` is not one a scenario file holds (text, a number, a boolean, null, a list
+    or a mapping of them): the API's grid {"cluster.model": [Path("config.json")]} raised yaml's RepresenterError
+    from inside the sweep (a scenario dict refuses a Path as well; give str(path))."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_plain(key, item)
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            _check_plain(key, name)
+            _check_plain(key, item)
+    elif not isinstance(value, _PLAIN):
+        raise ValueError(f"{key}: {value!r} is not a value a scenario file holds (text, a number, a boolean, null, "
+                         f"a list or a mapping); got a {type(value).__name__}")
 
 
 def check_key(key: str) -> None:
