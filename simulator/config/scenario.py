@@ -157,8 +157,9 @@ class ClusterConfig(Strict):
             data["latency"] = {"framework": framework}
         elif framework is not None and latency is not None and "framework" not in latency:
             data["latency"] = {**latency, "framework": framework}
-        if latency is not None and latency.get("engine_version") is not None and engine.get("version") is not None \
-                and latency["engine_version"] != engine["version"]:
+        if latency is not None and None not in (ours := _engine_field(engine, "version"),
+                                                theirs := _section_field(LatencyConfig, latency, "engine_version")) \
+                and ours != theirs:   # (as each reads it: "v0.11.0" and "0.11.0" are one release)
             raise ValueError("cluster.engine.version and cluster.latency.engine_version (its older spelling) differ; "
                              "give one")
         caching = _engine_field(engine, "prefix_caching")
