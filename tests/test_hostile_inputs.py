@@ -1581,6 +1581,12 @@ CASES = [
     Hostile("validate_scenario_missing_names_the_flag",
             lambda tmp: ["validate", "--quick", "--scenario", tmp / "missing.yaml", "--out", tmp / "v"],
             "draftsim validate: error: --scenario: file not found: "),
+    # workload.dataset.release newer than any known (sglang 99.0) was drawn by the newest client's rules (exit 0),
+    # where cluster.engine.version refuses such a release
+    Hostile("bench_client_release_from_the_future", run({**TINY, "workload": {
+        "arrival": {"process": "poisson", "qps": 4.0}, "num_requests": 4,
+        "dataset": {"client": "sglang", "name": "sharegpt", "release": "99.0"}}}),
+            "draftsim: error: workload.dataset.release: sglang 99.0 is newer than the newest release known here ("),
 ]
 
 
