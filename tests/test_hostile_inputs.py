@@ -1587,6 +1587,12 @@ CASES = [
         "arrival": {"process": "poisson", "qps": 4.0}, "num_requests": 4,
         "dataset": {"client": "sglang", "name": "sharegpt", "release": "99.0"}}}),
             "draftsim: error: workload.dataset.release: sglang 99.0 is newer than the newest release known here ("),
+    # a scenario or plan file whose name is too long: the error named the path, not the field (the Python API
+    # raised an OSError)
+    Hostile("scenario_name_too_long", lambda tmp: ["run", "a" * 300 + ".yaml", "--out", tmp / "o", "--quiet"],
+            "draftsim: error: scenario: aaaaaaaa"),
+    Hostile("plan_file_name_too_long", lambda tmp: ["plan", "a" * 300 + ".yaml", "--quiet"],
+            "draftsim plan: error: plan: aaaaaaaa"),
 ]
 
 

@@ -610,11 +610,17 @@ def read_scenario_dict(path: str | Path, field: str = "scenario") -> dict:
     if not isinstance(path, (str, os.PathLike)):   # (a dict given to load_scenario: a TypeError)
         raise ScenarioError(field, f"a YAML path (str or Path), got {type(path).__name__}")
     path = Path(path)
-    if path.is_dir():
+    try:
+        folder, missing = path.is_dir(), file_kind_problem(path) == "file not found"
+    except OSError as exc:   # (a name too long, a loop of links: an OSError out of the Python API, and the
+        # command line named the path, not the field)
+        raise ScenarioError(field, f"{str(path)[:200]}{'...' if len(str(path)) > 200 else ''} cannot be read "
+                                   f"({exc.strerror or exc})") from None
+    if folder:
         found = sorted(p.name for p in path.glob("*.yaml"))[:5]
         hint = f" (it holds {', '.join(found)})" if found else ""
         raise ScenarioError(field, f"{path} is a directory; give a {field} YAML file{hint}")
-    if file_kind_problem(path) == "file not found":
+    if missing:
         raise ScenarioError(field, f"file not found: {path}")
     try:
         data = load_document(path, "YAML")

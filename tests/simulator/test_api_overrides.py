@@ -107,3 +107,9 @@ def test_an_override_list_sets_each_key_once():
         with pytest.raises(ScenarioError) as info:
             check_overrides_once(texts)
         assert says in str(info.value), str(info.value)
+
+
+def test_a_scenario_path_the_file_system_refuses_is_one_scenario_error():
+    """simulator.run('a' * 5000) raised OSError: [Errno 36] File name too long."""
+    with pytest.raises(ScenarioError, match=r"^scenario: a+\.\.\. cannot be read \(File name too long\)$"):
+        simulator.prepare("a" * 5000)
