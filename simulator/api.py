@@ -63,6 +63,7 @@ def scenario_dict(scenario: Scenario | dict | str | Path, overrides: list[str] |
     """The raw scenario (a dict as a YAML file holds it) of a path, dict or Scenario with `overrides`
     applied, and the folder its relative paths are relative to (`base_dir`, else the file's folder, else
     the working directory)."""
+    base_dir = _folder(base_dir)   # (simulator.sweep(..., base_dir=5) raised a TypeError)
     if isinstance(scenario, (str, Path)):
         data = read_scenario_dict(scenario)
         data.setdefault("name", Path(scenario).stem)

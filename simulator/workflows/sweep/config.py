@@ -113,8 +113,8 @@ class SweepSpace(Strict):
     @model_validator(mode="after")
     def _keys_in_one_place(self) -> "SweepSpace":
         overlap = set(self.grid) & {k for p in self.points for k in p}
-        if overlap:
-            raise ValueError(f"keys both in grid and points: {', '.join(sorted(overlap))}")
+        if overlap:   # (named: the Python API's sweep said ': keys both ...', a field of no name)
+            raise field_error("points", f"keys both in grid and points: {', '.join(sorted(overlap))}")
         for point in self.points or [{}]:   # the keys set together in one point, in the order they are applied
             together = [*self.grid, *point]
             for i, outer in enumerate(together):
@@ -280,10 +280,12 @@ def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Pa
 
 
 def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, seeds: list[int] | None = None,
-           replications: int | None = None) -> list[SweepPoint]:
+           replications: int | None = None, field: str = FIELD) -> list[SweepPoint]:
     """The points of a raw base scenario crossed with `grid` (key path → values), the listed `points`
     (each a dict of key path → value) and the seeds (`seeds`, else the base seed + 0 .. replications − 1,
-    else the base seed), each validated (ScenarioError naming the point)."""
+    else the base seed), each validated (ScenarioError naming the point). `field`: where the errors point, the
+    sweep file's `sweep`, or "" for the Python API's arguments (grid, points, seeds)."""
+    prefix = f"{field}." if field else ""
     base_seed = int(base.get(SEED_KEY, 0)) if isinstance(base.get(SEED_KEY, 0), int) else 0
     given = seeds
     if seeds is not None:
@@ -294,14 +296,14 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
         seeds = [base_seed]
     if seeds and max(seeds) > MAX_SEED:   # (the store's seed column is int64: pyarrow's OverflowError, a half-made store)
         where = "seeds" if given is not None else "replications" if replications is not None else "scenario: seed"
-        raise ScenarioError(f"{FIELD}.{where}", f"seed {max(seeds)} is beyond {MAX_SEED:,} (2^63 - 1), the "
+        raise ScenarioError(f"{prefix}{where}", f"seed {max(seeds)} is beyond {MAX_SEED:,} (2^63 - 1), the "
                                                 "largest a sweep's results keep")
     listed = points or [{}]
     count = math.prod(len(values) for values in grid.values()) * len(listed) * len(seeds)
     if count > MAX_SWEEP_POINTS:   # (each point is validated here: 10^6 of them would take an hour first)
         sizes = " x ".join([*(f"{len(v):,} {k}" for k, v in grid.items()), *([f"{len(points):,} points"] if points
                             else []), f"{len(seeds):,} seeds"])
-        raise ScenarioError(FIELD, f"{count:,} points ({sizes}); at most {MAX_SWEEP_POINTS:,} in one sweep: "
+        raise ScenarioError(field or "grid", f"{count:,} points ({sizes}); at most {MAX_SWEEP_POINTS:,} in one sweep: "
                                    "split it into several")
     grid_keys = list(grid)
     combos = [dict(zip(grid_keys, values)) for values in itertools.product(*(grid[k] for k in grid_keys))]
@@ -314,10 +316,10 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
             try:
                 scenario = parse_scenario(apply_overrides(base, overrides)).model_dump(mode="json")
             except ScenarioError as exc:
-                raise ScenarioError(f"{FIELD} point ({label})", str(exc)) from None
+                raise ScenarioError(f"{field} point ({label})".strip(), str(exc)) from None
             pid = scenario_id(scenario)
             if pid in seen:
-                raise ScenarioError(FIELD, f"points ({seen[pid]}) and ({label}) are the same simulation")
+                raise ScenarioError(field or "grid", f"points ({seen[pid]}) and ({label}) are the same simulation")
             seen[pid] = label
             found.append(SweepPoint(len(found), params, seed, pid, scenario))
     return found

@@ -184,10 +184,14 @@ def sweep(base, grid: dict[str, list], *, seeds: list[int] | None = None, overri
     from simulator.config.scenario import override_texts
     check_set_not_swept(override_texts(overrides), space, "overrides")
     data.setdefault("name", "sweep")
-    found = expand(data, space.grid, space.points, space.seeds)
+    found = expand(data, space.grid, space.points, space.seeds, field="")
     keys = space.param_keys
     rows: dict[str, dict] = {}
-    with make_executor(executor, workers) as runner:
+    try:
+        runner = make_executor(executor, workers)
+    except ScenarioError as exc:   # (named as the arguments, not as draftsim sweep's --executor / --workers)
+        raise ScenarioError(exc.field.lstrip("-"), exc.message) from None
+    with runner:
         for point, row in _run_points(runner, found, base_dir, step_mode, data["name"], progress):
             rows[point.point_id] = row
     frame = pd.DataFrame([{**_point_columns(p, keys), **rows[p.point_id]} for p in found])
