@@ -55,10 +55,34 @@ def _ascii_type(kind: type):
     return parse
 
 
+def keep_standard_streams() -> None:
+    """Errors go to stderr or nowhere, never into stdout's data: started with a standard stream closed
+    (`draftsim run s.yaml 2>&-`), Python sets `sys.stderr` to None, and `print(..., file=sys.stderr)` then
+    falls back to stdout (an error line in the numbers a user pipes on), while `sys.stderr.isatty()` raises.
+    Each closed descriptor 0-2 is opened on os.devnull — so that no file the command opens later takes its
+    number, and a child's or a C library's write to fd 2 cannot land in an output file — and a None
+    `sys.stderr` becomes a writer of that null device. Only a closed stream changes; a missing stdout stays
+    None (what is printed there goes nowhere, as before); the exit code still says how the command ended."""
+    import os
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:   # (closed: the lower ones are open by now, so the null device takes this number)
+            opened = os.open(os.devnull, mode)
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+
+
 def one_line_usage_errors(parser: argparse.ArgumentParser) -> None:
     """Make `parser` and its sub-command parsers print a usage error as one line, `PROG: error: MESSAGE
     (see PROG --help)`, exit 2, instead of argparse's usage block followed by the error; their `type=int` and
-    `type=float` flags read ASCII digits only (`ascii_number`)."""
+    `type=float` flags read ASCII digits only (`ascii_number`). Every command's parser comes here first, so
+    it also keeps an error off stdout when stderr was closed (`keep_standard_streams`)."""
+    keep_standard_streams()
+
     def error(message: str, p=parser):
         p.exit(EXIT_USAGE, f"{p.prog}: error: {message} (see {p.prog} --help)\n")
 

@@ -18,8 +18,8 @@ from simulator.core.engine import Engine, EngineConfig
 from simulator.results.metrics import build_aggregate_frame, build_requests_frame, build_steps_frame
 from simulator.results.summary import cluster_summary
 from simulator.config.host_memory import check_memory
-from simulator.config.scenario import (Scenario, apply_overrides, override_texts, parse_scenario,
-                                      read_scenario_dict)
+from simulator.config.scenario import (Scenario, apply_overrides, check_overrides_once, override_texts,
+                                      parse_scenario, read_scenario_dict)
 from simulator.errors import ScenarioError
 
 
@@ -63,6 +63,7 @@ def scenario_dict(scenario: Scenario | dict | str | Path, overrides: list[str] |
     """The raw scenario (a dict as a YAML file holds it) of a path, dict or Scenario with `overrides`
     applied, and the folder its relative paths are relative to (`base_dir`, else the file's folder, else
     the working directory)."""
+    base_dir = _folder(base_dir)   # (simulator.sweep(..., base_dir=5) raised a TypeError)
     if isinstance(scenario, (str, Path)):
         data = read_scenario_dict(scenario)
         data.setdefault("name", Path(scenario).stem)
@@ -73,7 +74,11 @@ def scenario_dict(scenario: Scenario | dict | str | Path, overrides: list[str] |
         data = scenario
     else:
         raise ScenarioError("scenario", f"a YAML path, a dict or a Scenario, got {type(scenario).__name__}")
-    data = apply_overrides(data, override_texts(overrides))
+    texts = override_texts(overrides)
+    # (named as the API's argument, not the command line's --set; ['seed=1', 'seed=2'] ran seed 2 without a word,
+    # where draftsim run --set refuses it)
+    check_overrides_once(texts, "overrides")
+    data = apply_overrides(data, texts, "overrides")
     return data, Path(base_dir) if base_dir is not None else Path.cwd()
 
 

@@ -23,6 +23,8 @@ interrupts.leave_to_spawner()   # (the `draftsim` script imports this module fir
 def entry(main=None) -> None:
     """Run `main` (default simulator.cli.main) as the executable and exit with its code."""
     interrupts.watch()
+    from models.errors import keep_standard_streams
+    keep_standard_streams()   # (`2>&-`: an error line goes nowhere, never into stdout; before any file is opened)
     try:
         if main is None:
             from simulator.cli import main
@@ -44,5 +46,11 @@ def entry(main=None) -> None:
         if not stdout_reader_gone():
             raise
         code = EXIT_READER_GONE
+    except OSError as exc:   # (`draftsim estimate ... >/dev/full`: the buffered report meets a full device)
+        from simulator.console.contract import write_failed
+        failed = write_failed(exc)
+        if failed is None:
+            raise
+        code = failed
     gc.freeze()
     sys.exit(code)

@@ -291,6 +291,14 @@ def plan(*flags, **fields) -> Callable[[Path], list]:
     return make
 
 
+def _shipped_data_here(monkeypatch) -> None:
+    """The package's shipped data folder taken to be ./shipped (made here): a test of its refusal never writes
+    into the real profiles/data, even run against code that lacks the refusal."""
+    from simulator.results import output_folder
+    (Path.cwd() / "shipped").mkdir()
+    monkeypatch.setattr(output_folder, "shipped_data_dir", lambda: Path.cwd() / "shipped")
+
+
 def points(content) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
         path = content(tmp) if callable(content) else _write(tmp, "points.yaml", content)
@@ -1518,6 +1526,73 @@ CASES = [
             "draftsim estimate: error: --hardware: no measured kernel tables for 'cpu-local'; measured hardware: "),
     Hostile("estimate_measured_fp32_names_the_flags", estimate("--source", "measured", "--dtype", "fp32"),
             "(or use --source roofline)"),
+    # ---- helper4: plan / sweep / reproduce / catalog / validate, the API and this session's features (2026-11-28) ----
+    # cluster.engine fills cluster.latency.framework and cluster.kv_cache.prefix_caching: an engine framework 'tgi'
+    # was reported as cluster.latency.framework, a prefix_caching of [true] as cluster.kv_cache.prefix_caching,
+    # and a cluster.kv_cache or cluster.latency that is no mapping was replaced by the engine's setting and ran
+    Hostile("engine_framework_unknown_names_the_engine", run(cluster={"engine": {"framework": "tgi"}}),
+            "draftsim: error: cluster.engine.framework: Input should be 'vllm', 'sglang' or 'trtllm'"),
+    Hostile("engine_prefix_caching_a_list_names_the_engine",
+            run(cluster={"engine": {"framework": "vllm", "prefix_caching": [True]}}),
+            "draftsim: error: cluster.engine.prefix_caching: Input should be a valid boolean"),
+    Hostile("engine_prefix_caching_beside_a_kv_cache_of_text",
+            run(cluster={"engine": {"framework": "vllm", "prefix_caching": True}, "kv_cache": "big"}),
+            "draftsim: error: cluster.kv_cache: 'big' is not allowed; expected a mapping of its fields"),
+    Hostile("engine_framework_beside_a_latency_of_text",
+            run(cluster={"engine": {"framework": "vllm"}, "latency": "measured"}),
+            "draftsim: error: cluster.latency: 'measured' is not allowed; expected a mapping of its fields"),
+    # plan: a drafter's `gamma: true` was planned as gamma 1 (exit 0); a draft model's tp wider than every replica
+    # searched, or one that cannot split the draft model, screened every candidate out (exit 1, outputs written)
+    Hostile("plan_drafter_gamma_a_boolean",
+            plan(search={"drafters": [{"kind": "draft_model", "model": "llama-68m", "gamma": True}]}),
+            "draftsim plan: error: plan.search.drafters.0.gamma: Input should be a number or a list of numbers, not "
+            "the boolean true"),
+    Hostile("plan_draft_model_wider_than_every_replica",
+            plan(search={"drafters": [{"kind": "draft_model", "model": "llama-68m", "tp": 2}]}),
+            "draftsim plan: error: plan.search.drafters.0.tp: 2 exceeds the GPUs of every replica searched (at most 1"),
+    Hostile("plan_draft_model_tp_not_splitting_it",
+            plan(search={"tp": [8], "drafters": [{"kind": "draft_model", "model": "llama-68m", "tp": 5}]}),
+            "draftsim plan: error: plan.search.drafters.0.tp: 5 must divide num_heads=12 of llama-68m"),
+    # --out inside the package's shipped data (profiles/data/, which the predictor and the catalogs read): plan
+    # wrote its ranked.csv, launch scripts and DES cache there (exit 0), as did run, sweep and reproduce
+    *[Hostile(f"{command}_out_in_the_shipped_data", lambda tmp, argv=argv: [*argv(tmp), "--out", tmp / "shipped" / "x"],
+              f"is inside the package's shipped data (profiles/data/), which draftsim {command} does not write",
+              patch=_shipped_data_here) for command, argv in [
+        ("run", lambda tmp: [*run()(tmp)[:2], "--quiet"]),
+        ("plan", lambda tmp: [*plan()(tmp)[:2], "--executor", "serial", "--quiet"]),
+        ("sweep", lambda tmp: [*sweep()(tmp)[:2], "--executor", "serial", "--quiet"]),
+        ("reproduce", lambda tmp: ["reproduce", "tetris", "--quiet"])]],
+    # a sweep's `set:` of a key its grid or points vary (or of a key inside one) was replaced by each point's value
+    # without a word (exit 0), as was a set seed beside `seeds:`
+    Hostile("sweep_set_a_grid_key", sweep(set=["workload.arrival.qps=3"]),
+            "draftsim sweep: error: sweep.set: workload.arrival.qps is also swept (workload.arrival.qps): each "
+            "point's workload.arrival.qps replaces it; set it in one place"),
+    Hostile("sweep_set_a_key_inside_a_point_key", sweep(set=["workload.arrival.qps=3"], grid={}, points=[
+        {"workload.arrival": {"process": "poisson", "qps": 4}}]),
+            "draftsim sweep: error: sweep.set: workload.arrival.qps is also swept (workload.arrival)"),
+    Hostile("sweep_set_the_seed_beside_seeds", sweep(set=["seed=3"], seeds=[1, 2]),
+            "draftsim sweep: error: sweep.set: seed is also swept (seeds)"),
+    # a plan's or sweep's own file (missing, a folder, no mapping) was named 'scenario' ('give a scenario YAML
+    # file'), and validate's --scenario file the field 'scenario'
+    Hostile("plan_file_a_list", lambda tmp: ["plan", _write(tmp, "plan.yaml", "- 1\n"), "--quiet"],
+            "draftsim plan: error: plan: "),
+    Hostile("sweep_file_a_folder", lambda tmp: ["sweep", _folder_with_a_file(tmp), "--quiet"],
+            "draftsim sweep: error: sweep: "),
+    Hostile("validate_scenario_missing_names_the_flag",
+            lambda tmp: ["validate", "--quick", "--scenario", tmp / "missing.yaml", "--out", tmp / "v"],
+            "draftsim validate: error: --scenario: file not found: "),
+    # workload.dataset.release newer than any known (sglang 99.0) was drawn by the newest client's rules (exit 0),
+    # where cluster.engine.version refuses such a release
+    Hostile("bench_client_release_from_the_future", run({**TINY, "workload": {
+        "arrival": {"process": "poisson", "qps": 4.0}, "num_requests": 4,
+        "dataset": {"client": "sglang", "name": "sharegpt", "release": "99.0"}}}),
+            "draftsim: error: workload.dataset.release: sglang 99.0 is newer than the newest release known here ("),
+    # a scenario or plan file whose name is too long: the error named the path, not the field (the Python API
+    # raised an OSError)
+    Hostile("scenario_name_too_long", lambda tmp: ["run", "a" * 300 + ".yaml", "--out", tmp / "o", "--quiet"],
+            "draftsim: error: scenario: aaaaaaaa"),
+    Hostile("plan_file_name_too_long", lambda tmp: ["plan", "a" * 300 + ".yaml", "--quiet"],
+            "draftsim plan: error: plan: aaaaaaaa"),
 ]
 
 

@@ -43,6 +43,13 @@ def version_range(entry: dict) -> str:
     return f"{entry['versions'].get('min', '')}..{entry['versions'].get('max', '')}"
 
 
+def newest_release(framework: str) -> str | None:
+    """The newest release of `framework` known here (frameworks.yaml `newest_release`: a later one is refused,
+    its rules unknown), or None where none is recorded."""
+    found = [e["newest_release"] for e in _entries() if e["framework"] == framework and "newest_release" in e]
+    return found[0] if found else None
+
+
 def entry_for(framework: str, version: str | None, field: str = "cluster.engine") -> dict:
     """The constants entry of `framework` at `version` (None: its newest range); FieldError naming
     `field`.framework / `field`.version and what exists."""
@@ -53,7 +60,7 @@ def entry_for(framework: str, version: str | None, field: str = "cluster.engine"
     if version is None:
         return max(entries, key=lambda e: _version_key(e["versions"].get("min", "0")))
     v = _version_key(version)
-    newest = [e["newest_release"] for e in entries if "newest_release" in e]   # (on the newest entry)
+    newest = [found] if (found := newest_release(framework)) is not None else []   # (on the newest entry)
     if newest and v > _version_key(newest[0]):
         first = min(entries, key=lambda e: _version_key(e["versions"].get("min", "0")))["versions"].get("min", "")
         raise FieldError(f"{field}.version", f"{framework} {version} is newer than the newest release known here "

@@ -223,7 +223,8 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     else:
         from tqdm import tqdm
         bar = tqdm(total=len(points) * passes, desc=f"profile {device_id}", unit="op", file=sys.stderr,
-                   disable=not progress, mininterval=0.1 if sys.stderr.isatty() else 10.0)
+                   disable=not progress or sys.stderr is None,   # (None: started with stderr closed)
+                   mininterval=0.1 if sys.stderr is not None and sys.stderr.isatty() else 10.0)
     flush = None if quick else PrecedingGemm.for_device(dev, llc)
     timings: list[list] = [[] for _ in points]   # each point's result in each pass (None: it did not run)
     with torch.inference_mode(), bar:

@@ -253,7 +253,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the scenario first: with --profile-first the folder is claimed before it was read, and a bad --scenario
         # left OUT/.draftsim-validate.json behind
         from simulator.config.scenario import load_scenario
-        load_scenario(scenario, _device_overrides(args.device))
+        try:
+            load_scenario(scenario, _device_overrides(args.device))
+        except ScenarioError as exc:   # (the file itself is the flag's: it said 'scenario: file not found: ...')
+            if exc.field != "scenario" or args.scenario is None:
+                raise
+            raise ScenarioError("--scenario", exc.message) from None
         check_output_dir(out, "validate", SUMMARY_JSON, names)
         profile_dir = args.profile_dir
         if args.profile_first:   # (into OUT/profile/: the folder is the validation's from now on)

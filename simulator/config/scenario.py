@@ -152,17 +152,23 @@ class ClusterConfig(Strict):
             return data
         engine, data = data["engine"], dict(data)
         latency = data.get("latency") if isinstance(data.get("latency"), dict) else None
-        if engine.get("framework") is not None and (latency is None or "framework" not in latency):
-            data["latency"] = {**(latency or {}), "framework": engine["framework"]}
-        if latency is not None and latency.get("engine_version") is not None and engine.get("version") is not None \
-                and latency["engine_version"] != engine["version"]:
+        framework = _engine_field(engine, "framework")
+        if framework is not None and "latency" not in data:
+            data["latency"] = {"framework": framework}
+        elif framework is not None and latency is not None and "framework" not in latency:
+            data["latency"] = {**latency, "framework": framework}
+        if latency is not None and None not in (ours := _engine_field(engine, "version"),
+                                                theirs := _section_field(LatencyConfig, latency, "engine_version")) \
+                and ours != theirs:   # (as each reads it: "v0.11.0" and "0.11.0" are one release)
             raise ValueError("cluster.engine.version and cluster.latency.engine_version (its older spelling) differ; "
                              "give one")
-        if engine.get("prefix_caching") is not None:
-            kv = data.get("kv_cache") if isinstance(data.get("kv_cache"), dict) else {}
-            if kv.get("prefix_caching") is not None and kv["prefix_caching"] != engine["prefix_caching"]:
+        caching = _engine_field(engine, "prefix_caching")
+        if caching is not None and isinstance(data.get("kv_cache", {}), dict):
+            kv = data.get("kv_cache", {})
+            theirs = _section_field(KVCacheConfig, kv, "prefix_caching")
+            if theirs is not None and theirs != caching:
                 raise ValueError("cluster.engine.prefix_caching and cluster.kv_cache.prefix_caching differ; give one")
-            data["kv_cache"] = {**kv, "prefix_caching": engine["prefix_caching"]}
+            data["kv_cache"] = {**kv, "prefix_caching": caching}
         return data
 
     @model_validator(mode="after")
@@ -492,6 +498,25 @@ class Scenario(Strict):
 
 
 
+def _engine_field(engine: dict, name: str):
+    """`cluster.engine.NAME` as the engine section reads it, for the sections it fills."""
+    return _section_field(EngineConfig, engine, name)
+
+
+def _section_field(section: type[Strict], data: dict, name: str):
+    """`data[name]` as `section` reads it (`"yes"` a boolean true), or None where it is missing or refused — a
+    section filled from another must not take a value the other refuses (`cluster.engine.framework: tgi` was
+    reported as cluster.latency.framework, and a `cluster.kv_cache: big` or `cluster.latency: measured` beside
+    an engine's setting was replaced by that setting and ran): the section it was given in names the error."""
+    from pydantic import ValidationError
+    if data.get(name) is None:
+        return None
+    try:
+        return getattr(section.model_validate({name: data[name]}), name)
+    except ValidationError:
+        return None
+
+
 def _named_engine_scheduler(cluster: dict) -> str | None:
     """The batching scheduler kind of the engine a raw `cluster` section names
     (profiles.engine_time.batch_defaults.engine_scheduler_kind), else None (none named, or values the validation
@@ -510,7 +535,7 @@ def _named_engine_scheduler(cluster: dict) -> str | None:
         return None
 
 
-def _override_key(text: str) -> list[str]:
+def override_key(text: str) -> list[str]:
     """The key path of a `key.path=value` override."""
     if "=" not in text:
         raise ScenarioError("--set", f"expected key.path=value, got {text!r}")
@@ -528,7 +553,7 @@ def check_overrides_once(overrides: list[str], field: str = "--set") -> None:
     seen: list[tuple[list[str], str]] = []
     for text in overrides:
         try:
-            path = _override_key(text)
+            path = override_key(text)
         except ScenarioError as exc:   # (a sweep's `set: [seed]` was named '--set', which a sweep file has none of)
             raise ScenarioError(field, exc.message) from None
         for earlier, earlier_text in seen:
@@ -540,8 +565,11 @@ def check_overrides_once(overrides: list[str], field: str = "--set") -> None:
         seen.append((path, text))
 
 
-def _parse_override(text: str) -> tuple[list[str], Any]:
-    parts = _override_key(text)
+def _parse_override(text: str, field: str = "--set") -> tuple[list[str], Any]:
+    try:
+        parts = override_key(text)
+    except ScenarioError as exc:
+        raise ScenarioError(field, exc.message) from None
     raw = text.split("=", 1)[1]
     key = ".".join(parts)
     from models.files import DocumentError, parse_yaml
@@ -550,15 +578,16 @@ def _parse_override(text: str) -> tuple[list[str], Any]:
     except yaml.YAMLError:
         value = raw
     except DocumentError as exc:
-        raise ScenarioError("--set", f"{key}: the value {exc}") from None
+        raise ScenarioError(field, f"{key}: the value {exc}") from None
     return parts, value
 
 
-def apply_overrides(data: dict, overrides: list[str]) -> dict:
-    """Apply `key.path=value` overrides (values parsed as YAML scalars/lists) to a raw scenario dict."""
+def apply_overrides(data: dict, overrides: list[str], field: str = "--set") -> dict:
+    """Apply `key.path=value` overrides (values parsed as YAML scalars/lists) to a raw scenario dict; `field`
+    names them in an error on their own text (`--set` of the command line, `overrides` of the Python API)."""
     data = dict(data)
     for text in overrides:
-        path, value = _parse_override(text)
+        path, value = _parse_override(text, field)
         node = data
         for i, part in enumerate(path[:-1]):
             child = node.get(part)
@@ -572,34 +601,40 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
     return data
 
 
-def read_scenario_dict(path: str | Path) -> dict:
-    """The top-level mapping of a scenario (or sweep, plan) file, read as models.files reads every user
-    file: a regular file of UTF-8 text, YAML without duplicate keys, deep nesting or alias bombs; one
-    ScenarioError on `scenario` saying what is wrong otherwise."""
+def read_scenario_dict(path: str | Path, field: str = "scenario") -> dict:
+    """The top-level mapping of a scenario (or sweep, plan: `field` names the file's kind) file, read as
+    models.files reads every user file: a regular file of UTF-8 text, YAML without duplicate keys, deep nesting
+    or alias bombs; one ScenarioError on `field` saying what is wrong otherwise."""
     from models.files import DocumentError, describe, file_kind_problem, load_document
 
     if not isinstance(path, (str, os.PathLike)):   # (a dict given to load_scenario: a TypeError)
-        raise ScenarioError("scenario", f"a YAML path (str or Path), got {type(path).__name__}")
+        raise ScenarioError(field, f"a YAML path (str or Path), got {type(path).__name__}")
     path = Path(path)
-    if path.is_dir():
+    try:
+        folder, missing = path.is_dir(), file_kind_problem(path) == "file not found"
+    except OSError as exc:   # (a name too long, a loop of links: an OSError out of the Python API, and the
+        # command line named the path, not the field)
+        raise ScenarioError(field, f"{str(path)[:200]}{'...' if len(str(path)) > 200 else ''} cannot be read "
+                                   f"({exc.strerror or exc})") from None
+    if folder:
         found = sorted(p.name for p in path.glob("*.yaml"))[:5]
         hint = f" (it holds {', '.join(found)})" if found else ""
-        raise ScenarioError("scenario", f"{path} is a directory; give a scenario YAML file{hint}")
-    if file_kind_problem(path) == "file not found":
-        raise ScenarioError("scenario", f"file not found: {path}")
+        raise ScenarioError(field, f"{path} is a directory; give a {field} YAML file{hint}")
+    if missing:
+        raise ScenarioError(field, f"file not found: {path}")
     try:
         data = load_document(path, "YAML")
     except DocumentError as exc:
-        raise ScenarioError("scenario", describe(path, exc)) from None
+        raise ScenarioError(field, describe(path, exc)) from None
     if not isinstance(data, dict):
-        raise ScenarioError("scenario", f"{path} must contain a mapping at top level")
+        raise ScenarioError(field, f"{path} must contain a mapping at top level")
     return data
 
 
 def read_config(path: str | Path, model: type[BaseModel], prefix: str):
     """A config file (a plan, a sweep) read and validated as `model`; its `name` defaults to the file's
     stem."""
-    data = read_scenario_dict(path)
+    data = read_scenario_dict(path, prefix)   # (a plan's file said 'scenario: file not found: ...')
     data.setdefault("name", Path(path).stem)
     return validate_config(model, data, prefix)
 

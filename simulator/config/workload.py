@@ -100,11 +100,25 @@ class BenchDatasetConfig(Strict):
 
     @model_validator(mode="after")
     def _fields_of_the_dataset(self) -> "BenchDatasetConfig":
+        if self.release is not None:
+            self._known_release()
         if self.name == "random":
             self._random_lengths()
         else:
             self._sharegpt_lengths()
         return self
+
+    def _known_release(self) -> None:
+        """A client release newer than the newest known here (vllm 99.0) was drawn by the newest rules, as if its
+        client were known; cluster.engine.version refuses such a release alike (its rules are unknown, and it may
+        not exist)."""
+        from packaging.version import Version
+        from profiles.engine_time.frameworks import newest_release
+        newest = newest_release(self.client)
+        if newest is not None and Version(self.release) > Version(newest):
+            raise field_error("release", f"{self.client} {self.release} is newer than the newest release known here "
+                                         f"({newest}); its benchmark client's rules are unknown: allowed up to {newest}, "
+                                         "or leave release out for the newest")
 
     def _random_lengths(self) -> None:
         from simulator.core.bench_clients import vllm

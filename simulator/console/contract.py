@@ -9,6 +9,8 @@
   so nothing is half-written and `draftsim sweep --resume` continues.
 - stdout's reader gone (`draftsim catalog models | head -3`): nothing printed, exit 141 (`EXIT_READER_GONE`,
   the shell's 128 + SIGPIPE, as a tool killed by SIGPIPE); it is not bad input.
+- An output that cannot be written (`draftsim catalog models >/dev/full`, a full disk or quota, an I/O error):
+  one line saying so, exit 1 (`EXIT_WRITE_FAILED`, as coreutils' write errors); it is not bad input.
 - Anything else is a bug in draftsim and keeps its traceback.
 """
 from __future__ import annotations
@@ -23,6 +25,10 @@ from simulator.console.interrupts import after_ctrl_c, pending
 EXIT_OK = 0
 EXIT_FAILED_CHECK = 1
 EXIT_READER_GONE = 141   # the shell's 128 + SIGPIPE: stdout is a pipe whose reader has closed it
+EXIT_WRITE_FAILED = 1    # the machine could not take the output (no space, over quota, an I/O error)
+# errnos of a write the machine could not take, whatever the command's input (a read-only or missing --out
+# is the user's choice of path: bad input, exit 2)
+_WRITE_FAILURES = ("ENOSPC", "EDQUOT", "EIO", "EFBIG")
 # --quiet of the commands: progress and the report go; a warning (e.g. a price from the roofline where no
 # measurement covers it) and errors still go to stderr
 QUIET_HELP = "no progress and no report on success (warnings and errors still go to stderr)"
@@ -108,10 +114,24 @@ def _failed(exc: BaseException, command: str | None) -> int:
     if isinstance(exc, MemoryError):
         return fail("out of memory: the run needs more memory than this machine has; use fewer requests "
                     "(workload.num_requests / duration_s) or a shorter trace", command, EXIT_FAILED_CHECK)
+    if isinstance(exc, OSError) and (code := write_failed(exc, command)) is not None:
+        return code
     if isinstance(exc, OSError):
         where = getattr(exc, "filename", None)
         return fail(f"{where}: {exc.strerror or exc}" if where else str(exc.strerror or exc), command)
     raise exc
+
+
+def write_failed(exc: OSError, command: str | None = None) -> int | None:
+    """`EXIT_WRITE_FAILED`, its one line printed, when `exc` is a write the machine could not take (a full
+    disk: stdout on /dev/full, an output file on a full volume); None for any other OSError."""
+    import errno
+    if exc.errno not in {getattr(errno, name) for name in _WRITE_FAILURES if hasattr(errno, name)}:
+        return None
+    where = getattr(exc, "filename", None) or "the output"
+    print(error_line(f"{where}: could not be written: {exc.strerror or exc} (no input error: free space or "
+                     f"write elsewhere)", command), file=sys.stderr)
+    return EXIT_WRITE_FAILED
 
 
 def stdout_reader_gone() -> bool:

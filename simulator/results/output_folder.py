@@ -135,6 +135,39 @@ def refuse_link(out_dir: Path) -> None:
                                        "itself, or another path")
 
 
+# the commands that file what they measure into the package's shipped data (profiles/data/: `draftsim profile
+# --engine vllm --out profiles/data/engine_profile/...`, validate's recorded vLLM runs); every other command's
+# outputs stay out of it
+SHIPPED_DATA_WRITERS = ("profile", "validate")
+
+
+def shipped_data_dir() -> Path | None:
+    """The package's shipped data folder, profiles.predictor.DATA_DIR, found without importing that module
+    (~0.9 s: a cold start's check of --out must not pay it); None where no `profiles` package is found."""
+    from importlib.util import find_spec
+    package = find_spec("profiles")
+    if package is None or not package.submodule_search_locations:
+        return None
+    return Path(list(package.submodule_search_locations)[0]) / "data"
+
+
+def refuse_shipped_data(out_dir: Path | str, command: str) -> None:
+    """Refuse (`--out`) an output folder that is, or is inside, the package's shipped data (profiles/data/,
+    profiles.predictor.DATA_DIR, which the predictor and the catalogs read) for a command not in
+    SHIPPED_DATA_WRITERS: `draftsim plan ... --out profiles/data/x` wrote its ranked.csv, launch scripts and DES
+    cache among the shipped profiles, exit 0."""
+    shipped = shipped_data_dir()
+    if command in SHIPPED_DATA_WRITERS or shipped is None:
+        return
+    try:
+        folder, shipped = absolute(out_dir).resolve(), shipped.resolve()
+    except (OSError, RuntimeError):   # (a loop of links: the folder's own checks name it)
+        return
+    if folder == shipped or shipped in folder.parents:
+        raise ScenarioError(OUT_FIELD, f"{out_dir} is inside the package's shipped data (profiles/data/), which "
+                                       f"draftsim {command} does not write; choose another folder")
+
+
 def check_folder(out_dir: Path, command: str, marker: str, names: Iterable[str]) -> set[str]:
     """Refuse (`--out`) a folder that may not receive `names`; returns the files this command owns there."""
     if not os.path.lexists(out_dir):
@@ -214,16 +247,19 @@ def check_output_dir(out_dir: Path | str, command: str, marker: str, names: Iter
     docstring), or a staging folder cannot be created there. Probes by creating (and at once removing)
     the staging folder and any missing parents, so it leaves nothing behind."""
     out_dir = absolute(out_dir)
+    refuse_shipped_data(out_dir, command)
     check_folder(out_dir, command, marker, names)
     _probe(out_dir if out_dir.is_dir() else out_dir.parent, OUT_FIELD, out_dir)
     return out_dir
 
 
-def check_writable_folder(out_dir: Path | str) -> Path:
+def check_writable_folder(out_dir: Path | str, command: str = "reproduce") -> Path:
     """Fail now (ScenarioError on `--out`) if `out_dir` cannot be a folder that a command writes its files
     into in place (`draftsim reproduce`): an empty path, a path that exists and is not a directory, a folder
-    that cannot be created or written. Probed as `check_output_dir` probes: nothing left behind."""
+    that cannot be created or written, the package's shipped data. Probed as `check_output_dir` probes:
+    nothing left behind."""
     out_dir = absolute(out_dir)
+    refuse_shipped_data(out_dir, command)
     refuse_link(out_dir)
     if os.path.lexists(out_dir) and not out_dir.is_dir():
         raise ScenarioError(OUT_FIELD, f"{out_dir} exists and is not a directory; choose another path")

@@ -110,10 +110,27 @@ TINY = {"name": "t", "seed": 7, "workload": {"arrival": {"process": "poisson", "
     ({"grid": {}, "seeds": 3}, r"^seeds: Input should be a valid list"),
     ({"grid": {}, "seeds": "12"}, r"^seeds: Input should be a valid list"),
     ({"grid": {}, "step_mode": "bogus"}, r"^step_mode: 'bulk' or 'step'"),
+    # an override of a swept key (or one inside it) was replaced by every point's value without a word
+    ({"grid": {"workload.arrival.qps": [2]}, "overrides": ["workload.arrival.qps=3"]},
+     r"^overrides: workload.arrival.qps is also swept \(workload.arrival.qps\)"),
+    ({"grid": {}, "seeds": [1, 2], "overrides": ["seed=3"]}, r"^overrides: seed is also swept \(seeds\)"),
+    # a value no scenario file holds: yaml's RepresenterError from inside the sweep
+    ({"grid": {"cluster.model": [Path("llama-3-8b")]}}, r"^grid: cluster.model: \w*Path\('llama-3-8b'\) is not a value"),
+    ({"grid": {}, "points": [{"workload.arrival": {"process": "poisson", "qps": Path("4")}}]},
+     r"^points: workload.arrival: \w*Path\('4'\) is not a value a scenario file holds"),
+    # a TypeError; an error of no field (': keys both ...'); the command line's flags and sweep file named
+    ({"grid": {}, "base_dir": 5}, r"^base_dir: the folder a scenario's relative paths are read from"),
+    ({"grid": {"workload.arrival.qps": [2]}, "points": [{"workload.arrival.qps": 3}]},
+     r"^points: keys both in grid and points: workload.arrival.qps$"),
+    ({"grid": {}, "seeds": [2**70]}, r"^seeds: seed 1180591620717411303424 is beyond"),
+    ({"grid": {"workload.arrival.qps": [float("nan")]}}, r"^point \(workload.arrival.qps=.nan, seed=7\): "),
+    ({"grid": {"workload.arrival.qps": [2, 2.0]}}, r"^grid: points \(workload.arrival.qps=2, seed=7\) and "),
+    ({"grid": {}, "workers": 0}, r"^workers: must be an integer >= 1, got 0"),
+    ({"grid": {}, "executor": "bogus"}, r"^executor: unknown executor 'bogus'"),
 ])
 def test_a_sweeps_bad_arguments_raise_one_scenario_error_naming_them(kwargs, says):
     with pytest.raises(ScenarioError, match=says):
-        simulator.sweep(TINY, executor="serial", **kwargs)
+        simulator.sweep(TINY, **{"executor": "serial", **kwargs})
 
 
 def test_a_sweep_takes_numpy_grids_and_seeds():

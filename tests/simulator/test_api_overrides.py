@@ -38,9 +38,22 @@ def test_the_callers_dict_is_not_changed_and_bad_overrides_name_the_field():
     data = dict(DATA)
     with pytest.raises(ScenarioError, match="drafter.gamma"):
         simulator.run(data, ["drafter.gamma=-1"])
-    with pytest.raises(ScenarioError, match="--set"):
-        simulator.run(parse_scenario(data), ["no-equals-sign"])
+    with pytest.raises(ScenarioError, match="^overrides: expected key.path=value, got 'no-equals-sign'"):
+        simulator.run(parse_scenario(data), ["no-equals-sign"])   # (it named the command line's --set)
     assert data == DATA
+
+
+@pytest.mark.parametrize("overrides, says", [
+    (["seed=1", "seed=2"], "^overrides: seed is set twice \\(seed=1, then seed=2\\)"),
+    (["workload.arrival.qps=3", "workload.arrival={process: poisson, qps: 9}"],
+     "^overrides: workload.arrival, set after workload.arrival.qps, replaces it"),
+    (["seed=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["], "^overrides: seed: the value nests"),
+])
+def test_the_api_sets_each_key_once_as_the_command_line_does(overrides, says):
+    """simulator.run(data, ["seed=1", "seed=2"]) ran seed 2 without a word (draftsim run --set refuses it), and a
+    mapping set after a key inside it replaced that key."""
+    with pytest.raises(ScenarioError, match=says):
+        simulator.prepare(dict(DATA), overrides)
 
 
 @pytest.mark.parametrize("overrides, shown", [
@@ -94,3 +107,9 @@ def test_an_override_list_sets_each_key_once():
         with pytest.raises(ScenarioError) as info:
             check_overrides_once(texts)
         assert says in str(info.value), str(info.value)
+
+
+def test_a_scenario_path_the_file_system_refuses_is_one_scenario_error():
+    """simulator.run('a' * 5000) raised OSError: [Errno 36] File name too long."""
+    with pytest.raises(ScenarioError, match=r"^scenario: a+\.\.\. cannot be read \(File name too long\)$"):
+        simulator.prepare("a" * 5000)

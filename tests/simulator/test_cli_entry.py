@@ -135,3 +135,57 @@ def test_a_closed_stderr_is_no_failure(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
     assert done.returncode == 0 and "outputs in" in done.stdout, (done.returncode, done.stdout[-500:])
     assert "summary.json" in _files(out)
+
+
+def _with_stderr_closed(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *argv], cwd=cwd, stdout=subprocess.PIPE, text=True,
+                          preexec_fn=lambda: os.close(2), env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+
+
+def test_an_error_never_lands_in_stdout_with_stderr_closed(tmp_path):
+    """`draftsim run missing.yaml 2>&-`: Python sets sys.stderr to None and print(file=None) falls back to stdout,
+    so the error line went into the data a user pipes on (exit 2, 'draftsim: error: scenario: file not found'
+    on stdout). It goes nowhere now; the exit code still says it. The `python -m` scripts (their parsers) too."""
+    for argv in (["-c", _VIA_ENTRY, "run", "missing.yaml"], ["-c", _VIA_ENTRY, "catalog", "bogus"],
+                 ["-m", "simulator.workflows.plan.main", "missing.yaml"]):
+        done = _with_stderr_closed(argv, tmp_path)
+        assert (done.returncode, done.stdout) == (2, ""), (argv, done.returncode, done.stdout)
+
+
+def test_a_closed_standard_descriptor_is_no_file_of_the_commands(tmp_path):
+    """With fd 2 closed the first file a command opened took number 2, where a child's or a C library's error
+    text would land in it; the null device holds the number now."""
+    code = ("from models.errors import keep_standard_streams; keep_standard_streams(); "
+            "import sys; f = open(sys.argv[1], 'w'); print(f.fileno())")
+    done = _with_stderr_closed(["-c", code, str(tmp_path / "file")], tmp_path)
+    assert done.returncode == 0 and int(done.stdout) > 2, (done.returncode, done.stdout)
+
+
+def test_the_profiler_runs_with_stderr_closed(tmp_path):
+    """`python -m profiles.profiler ... 2>&-`: its progress bar asked sys.stderr (None) whether it was a
+    terminal: an AttributeError, exit 1, no profile and nothing said. It profiles as with --no-progress now."""
+    import pytest
+    pytest.importorskip("torch")
+    done = _with_stderr_closed(["-m", "profiles.profiler", "--device", "cpu", "--models", "llama-68m", "--quick",
+                                "--no-collectives", "--threads", "1", "--out", str(tmp_path / "p")], tmp_path)
+    assert done.returncode == 0 and "profile written to" in done.stdout, (done.returncode, done.stdout[-300:])
+    assert (tmp_path / "p" / "ops.csv").is_file()
+
+
+def test_a_full_device_is_a_failed_write_not_bad_input(tmp_path):
+    """`draftsim catalog models >/dev/full` said 'draftsim: error: No space left on device' and exited 2, the code
+    of bad input, though nothing the user typed was wrong (and a short report, flushed at exit, ended in a
+    traceback). Now: one line saying the output could not be written, exit 1 (EXIT_WRITE_FAILED)."""
+    import pytest
+    from simulator.console.contract import EXIT_WRITE_FAILED
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this platform")
+    assert EXIT_WRITE_FAILED == 1
+    for args in (["catalog", "models"], ["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--json"]):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-c", _VIA_ENTRY, *args], cwd=tmp_path, stdout=full,
+                                  stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                                  timeout=300)
+        lines = done.stderr.splitlines()
+        assert done.returncode == EXIT_WRITE_FAILED and len(lines) == 1, (args, done.returncode, done.stderr)
+        assert "could not be written: No space left on device" in lines[0], (args, lines)

@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from models.errors import is_boolean
 from simulator.errors import ScenarioError
 from simulator.config.names import FolderName
 from simulator.config.base import Strict, field_error
@@ -92,6 +93,8 @@ class DrafterChoiceConfig(Strict):
     @field_validator("gamma", mode="before")
     @classmethod
     def _listify(cls, value: Any) -> Any:
+        if is_boolean(value):   # (an int to Python: `gamma: true` became [True], planned as gamma 1, exit 0)
+            raise ValueError(f"Input should be a number or a list of numbers, not the boolean {str(value).lower()}")
         return [value] if isinstance(value, int) else value
 
     @model_validator(mode="after")
@@ -321,6 +324,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
                                 "apply to no candidate: remove plan.moe or list an ep > 1 in plan.search.ep")
     _check_sections(spec)
     _check_size(spec)
+    _check_draft_models(spec)
     _check_workload(spec)
     base_dir = Path(path).resolve().parent
     _check_context(spec, base_dir)
@@ -346,6 +350,31 @@ def _check_size(spec: PlanConfig) -> None:
                if search.max_gpus is not None and search.max_gpus < fewest else
                "a disaggregated deployment needs 2 or more replicas (a prefill and a decode pool)")
         raise ScenarioError(f"{FIELD}.search", f"the search space holds no candidate: {why}")
+
+
+def _check_draft_models(spec: PlanConfig) -> None:
+    """Refuse a draft model's `tp` that no candidate can run, before any work: one wider than every replica
+    searched (a colocated draft model runs on its replica's GPUs: simulator.cost.drafters) or one that cannot
+    split the draft model. Before, every candidate of that drafter was screened out with the same reason, and
+    a plan of that drafter alone said 'no feasible candidate' (exit 1, outputs written)."""
+    from models import get_model
+    from models.spec import validate_parallelism
+    from models.step import Parallelism
+    search = spec.search
+    widest = max((ep if ep > 1 else tp) * pp for tp in search.tp for pp in search.pp for ep in search.ep)
+    for i, drafter in enumerate(search.drafters):
+        if drafter.kind != "draft_model":
+            continue
+        where = f"{FIELD}.search.drafters.{i}.tp"
+        if drafter.tp > widest:
+            raise ScenarioError(where, f"{drafter.tp} exceeds the GPUs of every replica searched (at most {widest}: "
+                                       "tp × pp, or ep × pp with expert parallelism); a draft model runs on its "
+                                       "replica's GPUs")
+        try:
+            validate_parallelism(get_model(drafter.model), Parallelism(drafter.tp, 1))
+        except ValueError as exc:
+            raise ScenarioError(where, str(exc).splitlines()[0].replace(f"parallelism.tp={drafter.tp}",
+                                                                         str(drafter.tp), 1)) from None
 
 
 def _check_workload(spec: PlanConfig) -> None:

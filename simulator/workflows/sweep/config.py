@@ -21,6 +21,7 @@ means one run at the base scenario's seed.
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import itertools
 import json
@@ -86,6 +87,8 @@ class SweepSpace(Strict):
             check_key(key)
             if not values:
                 raise ValueError(f"{key} must list at least one value")
+            for value in values:
+                _check_plain(key, value)
         return grid
 
     @field_validator("points")
@@ -96,6 +99,7 @@ class SweepSpace(Strict):
                 raise ValueError("each entry of points must set at least one key")
             for key in point:
                 check_key(key)
+                _check_plain(key, point[key])
         return points
 
     @field_validator("seeds")
@@ -109,8 +113,8 @@ class SweepSpace(Strict):
     @model_validator(mode="after")
     def _keys_in_one_place(self) -> "SweepSpace":
         overlap = set(self.grid) & {k for p in self.points for k in p}
-        if overlap:
-            raise ValueError(f"keys both in grid and points: {', '.join(sorted(overlap))}")
+        if overlap:   # (named: the Python API's sweep said ': keys both ...', a field of no name)
+            raise field_error("points", f"keys both in grid and points: {', '.join(sorted(overlap))}")
         for point in self.points or [{}]:   # the keys set together in one point, in the order they are applied
             together = [*self.grid, *point]
             for i, outer in enumerate(together):
@@ -183,6 +187,41 @@ def _check_nested(outer: str, inner: str, inner_first: bool, outer_values: list,
                                      f"replaces it; give it in one of the two")
 
 
+def check_set_not_swept(overrides: list[str], space: SweepSpace, field: str) -> None:
+    """ScenarioError on `field` when a fixed override (a sweep's `set:`, the API's `overrides`) sets a swept key
+    (of `grid` or `points`) or a key inside one: every point's value replaced it, so `set:
+    [workload.arrival.qps=3]` beside a grid of workload.arrival.qps was dropped without a word. (Setting a
+    mapping whose keys the grid varies is fine: the grid's keys apply over it.)"""
+    from simulator.config.scenario import override_key
+    swept = space.param_keys + ([SEED_KEY] if space.seeds is not None else [])
+    for text in overrides:
+        path = override_key(text)
+        for key in swept:
+            parts = key.split(".")
+            if path[:len(parts)] == parts:
+                raise ScenarioError(field, f"{'.'.join(path)} is also swept ({key if key != SEED_KEY else 'seeds'}): "
+                                           f"each point's {key} replaces it; set it in one place")
+
+
+_PLAIN = (str, int, float, bool, type(None), bytes, datetime.date)   # (what YAML reads: `2024-01-01` a date)
+
+
+def _check_plain(key: str, value: Any) -> None:
+    """ValueError when a swept `value` is not one a scenario file holds (text, a number, a boolean, null, a list
+    or a mapping of them): the API's grid {"cluster.model": [Path("config.json")]} raised yaml's RepresenterError
+    from inside the sweep (a scenario dict refuses a Path as well; give str(path))."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_plain(key, item)
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            _check_plain(key, name)
+            _check_plain(key, item)
+    elif not isinstance(value, _PLAIN):
+        raise ValueError(f"{key}: {value!r} is not a value a scenario file holds (text, a number, a boolean, null, "
+                         f"a list or a mapping); got a {type(value).__name__}")
+
+
 def check_key(key: str) -> None:
     if not key or any(not part for part in key.split(".")):
         raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
@@ -227,6 +266,7 @@ def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Pa
     """
     base_path = (folder / spec.scenario) if not Path(spec.scenario).is_absolute() else Path(spec.scenario)
     check_overrides_once(spec.set, f"{FIELD}.set")
+    check_set_not_swept(spec.set, spec, f"{FIELD}.set")
     try:
         base = read_scenario_dict(base_path)
     except ScenarioError as exc:
@@ -240,10 +280,12 @@ def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Pa
 
 
 def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, seeds: list[int] | None = None,
-           replications: int | None = None) -> list[SweepPoint]:
+           replications: int | None = None, field: str = FIELD) -> list[SweepPoint]:
     """The points of a raw base scenario crossed with `grid` (key path → values), the listed `points`
     (each a dict of key path → value) and the seeds (`seeds`, else the base seed + 0 .. replications − 1,
-    else the base seed), each validated (ScenarioError naming the point)."""
+    else the base seed), each validated (ScenarioError naming the point). `field`: where the errors point, the
+    sweep file's `sweep`, or "" for the Python API's arguments (grid, points, seeds)."""
+    prefix = f"{field}." if field else ""
     base_seed = int(base.get(SEED_KEY, 0)) if isinstance(base.get(SEED_KEY, 0), int) else 0
     given = seeds
     if seeds is not None:
@@ -254,14 +296,14 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
         seeds = [base_seed]
     if seeds and max(seeds) > MAX_SEED:   # (the store's seed column is int64: pyarrow's OverflowError, a half-made store)
         where = "seeds" if given is not None else "replications" if replications is not None else "scenario: seed"
-        raise ScenarioError(f"{FIELD}.{where}", f"seed {max(seeds)} is beyond {MAX_SEED:,} (2^63 - 1), the "
+        raise ScenarioError(f"{prefix}{where}", f"seed {max(seeds)} is beyond {MAX_SEED:,} (2^63 - 1), the "
                                                 "largest a sweep's results keep")
     listed = points or [{}]
     count = math.prod(len(values) for values in grid.values()) * len(listed) * len(seeds)
     if count > MAX_SWEEP_POINTS:   # (each point is validated here: 10^6 of them would take an hour first)
         sizes = " x ".join([*(f"{len(v):,} {k}" for k, v in grid.items()), *([f"{len(points):,} points"] if points
                             else []), f"{len(seeds):,} seeds"])
-        raise ScenarioError(FIELD, f"{count:,} points ({sizes}); at most {MAX_SWEEP_POINTS:,} in one sweep: "
+        raise ScenarioError(field or "grid", f"{count:,} points ({sizes}); at most {MAX_SWEEP_POINTS:,} in one sweep: "
                                    "split it into several")
     grid_keys = list(grid)
     combos = [dict(zip(grid_keys, values)) for values in itertools.product(*(grid[k] for k in grid_keys))]
@@ -274,10 +316,10 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
             try:
                 scenario = parse_scenario(apply_overrides(base, overrides)).model_dump(mode="json")
             except ScenarioError as exc:
-                raise ScenarioError(f"{FIELD} point ({label})", str(exc)) from None
+                raise ScenarioError(f"{field} point ({label})".strip(), str(exc)) from None
             pid = scenario_id(scenario)
             if pid in seen:
-                raise ScenarioError(FIELD, f"points ({seen[pid]}) and ({label}) are the same simulation")
+                raise ScenarioError(field or "grid", f"points ({seen[pid]}) and ({label}) are the same simulation")
             seen[pid] = label
             found.append(SweepPoint(len(found), params, seed, pid, scenario))
     return found

@@ -30,8 +30,8 @@ from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
 from simulator.distributed.executors import EXECUTORS, SCHEMES, make_executor
 from simulator.config.validation import validate_config
-from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, SweepSpace, expand, expand_points,
-                                             load_sweep)
+from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, SweepSpace, check_set_not_swept, expand,
+                                             expand_points, load_sweep)
 from simulator.results.output_folder import given_or
 from simulator.workflows.sweep.store import SweepStore, open_store
 from simulator.console.contract import (EXIT_FAILED_CHECK, EXIT_READER_GONE, QUIET_HELP, parse_args,
@@ -181,11 +181,17 @@ def sweep(base, grid: dict[str, list], *, seeds: list[int] | None = None, overri
     space = validate_config(SweepSpace, {"grid": _plain(grid), "points": _plain([] if points is None else points),
                                          "seeds": _plain(seeds)}, prefix="")
     data, base_dir = scenario_dict(base, overrides, base_dir)
+    from simulator.config.scenario import override_texts
+    check_set_not_swept(override_texts(overrides), space, "overrides")
     data.setdefault("name", "sweep")
-    found = expand(data, space.grid, space.points, space.seeds)
+    found = expand(data, space.grid, space.points, space.seeds, field="")
     keys = space.param_keys
     rows: dict[str, dict] = {}
-    with make_executor(executor, workers) as runner:
+    try:
+        runner = make_executor(executor, workers)
+    except ScenarioError as exc:   # (named as the arguments, not as draftsim sweep's --executor / --workers)
+        raise ScenarioError(exc.field.lstrip("-"), exc.message) from None
+    with runner:
         for point, row in _run_points(runner, found, base_dir, step_mode, data["name"], progress):
             rows[point.point_id] = row
     frame = pd.DataFrame([{**_point_columns(p, keys), **rows[p.point_id]} for p in found])

@@ -669,6 +669,20 @@ def test_engine_sections_must_agree():
     assert on.scenario.cluster.kv_cache.prefix_caching is True
 
 
+def test_engine_sections_agree_on_what_each_reads():
+    """`cluster.engine.prefix_caching: "yes"` beside `cluster.kv_cache.prefix_caching: true` (both read as true)
+    was refused as 'differ'; the values are compared as the sections read them now."""
+    from simulator.config.scenario import ClusterConfig
+    cluster = ClusterConfig.model_validate({"hardware": "h100-sxm", "model": "llama-3-8b", "engine": {
+        "framework": "vllm", "prefix_caching": "yes"}, "kv_cache": {"prefix_caching": True}})
+    assert cluster.kv_cache.prefix_caching is True and cluster.engine.prefix_caching is True
+    assert cluster.latency.framework == "vllm"
+    # one release spelt two ways ('v0.11.0' and '0.11.0') was refused as 'differ' as well
+    cluster = ClusterConfig.model_validate({"hardware": "h100-sxm", "model": "llama-3-8b", "engine": {
+        "version": "v0.11.0"}, "latency": {"engine_version": "0.11.0"}})
+    assert cluster.engine.version == cluster.latency.engine_version == "0.11.0"
+
+
 # ---- multi-step scheduling (vLLM V0 --num-scheduler-steps) ---------------------------------------------
 _TRACES = {}
 

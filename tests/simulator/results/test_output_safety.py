@@ -267,3 +267,20 @@ def test_a_failure_leaves_no_missing_parent_folder_behind(tmp_path, stage):
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".draftsim-run")) == ["summary.json"]
     assert out.stat().st_mode & 0o777 == 0o755   # (mkdtemp makes it private)
 
+
+
+def test_the_shipped_data_is_no_output_folder_but_for_its_writers():
+    """`draftsim plan ... --out profiles/data/x` wrote a plan among the shipped profiles (exit 0); the commands
+    that file measurements there (profile, validate) still may. Probed only: nothing is created."""
+    from profiles.predictor import DATA_DIR
+    from simulator.errors import ScenarioError
+    from simulator.results import output_folder
+    assert output_folder.shipped_data_dir().resolve() == DATA_DIR.resolve()
+    target = DATA_DIR / "draftsim-test-never-written" / "x"
+    for command in ("run", "plan", "compare"):
+        with pytest.raises(ScenarioError, match="inside the package's shipped data"):
+            output_folder.check_output_dir(target, command, "summary.json")
+    with pytest.raises(ScenarioError, match="draftsim reproduce does not write"):
+        output_folder.check_writable_folder(DATA_DIR)
+    output_folder.check_output_dir(target, "profile", "fingerprint.json")   # (probed and removed)
+    assert not target.parent.exists()
