@@ -1481,18 +1481,16 @@ CASES = [
             run(scheduler={"max_batched_tokens": 10**30}, cluster={"engine": {"framework": "trtllm"}}),
             "scheduler.max_batched_tokens: 1,000,000,000,000,000,000,000,000,000,000 is beyond what an engine takes"),
     # estimate named its Python arguments (batch, context, tp, model) for what the user typed as flags
-    Hostile("estimate_context_names_the_flag", estimate("--context", "100000000"),
-            "draftsim estimate: error: --context: 100000000 cached + 1 new tokens exceed the context of llama-3-8b"),
-    Hostile("estimate_prefill_beyond_the_context_names_the_flag", estimate("--prefill-tokens", "100000000"),
-            "draftsim estimate: error: --prefill-tokens: 0 cached + 100000000 new tokens exceed the context"),
-    Hostile("estimate_query_tokens_beyond_the_context_names_the_flag", estimate("--query-tokens", "100000000"),
-            "draftsim estimate: error: --query-tokens: 0 cached + 100000000 new tokens exceed the context"),
-    Hostile("estimate_batch_beyond_memory_names_the_flag", estimate("--batch", "1000000000000"),
-            "draftsim estimate: error: --batch: 1,000,000,000,000 requests of 1 token(s) need"),
-    Hostile("estimate_negative_batch_names_the_flag", estimate("--batch", "-3"),
-            "draftsim estimate: error: --batch: must be an integer >= 1, got -3"),
-    Hostile("estimate_dtype_names_the_flag", estimate("--dtype", "fp6"),
-            "draftsim estimate: error: --dtype: 'fp6' is not supported"),
+    *[Hostile(f"estimate_{name}_names_the_flag", estimate(flag, value), f"draftsim estimate: error: {flag}: {says}")
+      for name, flag, value, says in [
+          ("context", "--context", "100000000", "100000000 cached + 1 new tokens exceed the context of llama-3-8b"),
+          ("prefill_beyond_the_context", "--prefill-tokens", "100000000",
+           "0 cached + 100000000 new tokens exceed the context"),
+          ("query_tokens_beyond_the_context", "--query-tokens", "100000000",
+           "0 cached + 100000000 new tokens exceed the context"),
+          ("batch_beyond_memory", "--batch", "1000000000000", "1,000,000,000,000 requests of 1 token(s) need"),
+          ("negative_batch", "--batch", "-3", "must be an integer >= 1, got -3"),
+          ("dtype", "--dtype", "fp6", "'fp6' is not supported")]],
     # validate --published --points: a row naming hardware, an engine or a model that does not exist was listed
     # 'not expressible' (exit 0), and a step point of engine 'vlmm' was priced as the default framework's
     Hostile("points_unknown_hardware", points([merge(POINT, {"hardware": "h100"})]),
