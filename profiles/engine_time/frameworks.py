@@ -79,6 +79,12 @@ def modelled_release(entry: dict) -> str:
     return entry.get("latest") or entry["versions"].get("min", "")
 
 
+def release_or_modelled(framework: str, version: str | None) -> str:
+    """`version`, or (None) the release `framework`'s newest engine-time entry stands for (`modelled_release`):
+    the release a rule reads where a deployment names none."""
+    return version if version is not None else modelled_release(entry_for(framework, None))
+
+
 def traits_of(entry: dict) -> GraphTraits:
     g = entry["graphs"]
     return GraphTraits(g["default_mode"], tuple(g["modes"]), g["decode"], g["mixed"], g["unit"], bool(g["padding"]),

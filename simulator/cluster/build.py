@@ -131,8 +131,7 @@ def _engine_cache(scenario: Scenario, kind: ReplicaKind) -> tuple[Scenario, dict
     default, or None) (simulator.cluster.engine_cache), and the prefix-routing check that depends on it."""
     cl = scenario.cluster
     release = deployment_release(cl.latency, cl.engine, kind.latency)
-    record = engine_prefix_caching(scenario, kind.target, release,
-                                   kind.window_layout is not None and cl.kv_cache.host_memory_gib <= 0)
+    record = engine_prefix_caching(scenario, kind.target, release, kind.window_layout is not None)
     scenario = with_engine_prefix_caching(scenario, record)
     _check_prefix_routers(scenario)
     return scenario, record
@@ -279,10 +278,10 @@ def _check_token_budget(scenario: Scenario, state: RequestState, q: int | None) 
 
 
 def _check_router(scenario: Scenario) -> None:
-    from simulator.core.routers import ROUTERS
+    from simulator.core.routers import reads_prefix_cache
     if scenario.cluster.disaggregation is not None:
         decode = scenario.cluster.disaggregation.decode.router
-        if decode in ROUTERS and ROUTERS[decode].uses_prefix_match:
+        if reads_prefix_cache(decode):
             raise ScenarioError(f"{DISAGG}.decode.router", f"{decode!r} needs a prefix cache, which only the prefill "
                                                            "pool keeps; allowed here: round_robin, least_outstanding, "
                                                            "join_shortest_queue")
@@ -293,11 +292,9 @@ def _check_router(scenario: Scenario) -> None:
 
 def _check_prefix_routers(scenario: Scenario) -> None:
     """A router that routes by cached prefixes needs a prefix cache (the prefill pool's where disaggregated)."""
-    from simulator.core.routers import ROUTERS
-    dis = scenario.cluster.disaggregation
-    where, name = ("cluster.router", scenario.cluster.router) if dis is None else \
-        (f"{DISAGG}.prefill.router", dis.prefill.router)
-    if name in ROUTERS and ROUTERS[name].uses_prefix_match and not scenario.cluster.kv_cache.prefix_caching:
+    from simulator.core.routers import reads_prefix_cache
+    where, name = scenario.cluster.entry_router()
+    if reads_prefix_cache(name) and not scenario.cluster.kv_cache.prefix_caching:
         raise ScenarioError(where, f"{name!r} routes by cached prefixes; it needs cluster.kv_cache.prefix_caching: true")
 
 
@@ -359,7 +356,8 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
                                                          f"{seqs} (scheduler.max_batch_size or the engine's default), "
                                                          "which counts sequences")
     # vLLM V1 schedules a decoding request's tokens up to max_model_len − 1 (sched.vllm_v1's docstring)
-    cap = context_limit(kind.target, scenario.cluster.max_model_len) - 1 if cfg.kind == "vllm_v1" else None
+    cap = context_limit(kind.target, scenario.cluster.max_model_len) - 1 \
+        if getattr(SCHEDULERS[cfg.kind], "caps_decode_kv", False) else None
     limits = BatchLimits(seqs, cfg.max_batched_tokens, cfg.chunk_tokens, cap)
     steps = scenario.cluster.engine.num_scheduler_steps
     if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking is the engine's enable_chunked_prefill

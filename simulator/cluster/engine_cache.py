@@ -53,7 +53,8 @@ def _not_modelled(scenario, target, windowed: bool) -> str | None:
                 "caching is modelled for the paged layout only"),
                (target.num_state_layers > 0, f"{target.name} keeps recurrent state; draftsim keeps no prefix cache "
                 "for it (simulator.core.kv.hybrid_state)"),
-               (windowed, f"{target.name}'s sliding-window layers keep only their window's blocks; draftsim's prefix "
+               # (with host memory a pool keeps no window layout: simulator.cluster.build.kv_manager)
+               (windowed and cl.kv_cache.host_memory_gib <= 0, f"{target.name}'s sliding-window layers keep only their window's blocks; draftsim's prefix "
                 "cache would hold every layer at the full context (models.spec)"),
                (scenario.workload.parallel_samples > 1, "draftsim's prefix cache is modelled for one sequence per "
                 "request (workload.parallel_samples 1)"),
@@ -66,12 +67,10 @@ def _not_modelled(scenario, target, windowed: bool) -> str | None:
 
 def _nothing_shared(scenario) -> bool:
     """No two requests can share a prefix and no router reads the cache (module docstring)."""
-    from simulator.core.routers import ROUTERS
-    w, cl = scenario.workload, scenario.cluster
-    dis = cl.disaggregation
-    router = cl.router if dis is None else dis.prefill.router
+    from simulator.core.routers import reads_prefix_cache
+    w = scenario.workload
     return (w.shared_prefix is None and w.sessions is None and w.arrival.hash_ids_column() is None
-            and not (router in ROUTERS and ROUTERS[router].uses_prefix_match))
+            and not reads_prefix_cache(scenario.cluster.entry_router()[1]))
 
 
 def engine_prefix_caching(scenario, target, release: tuple[str, str | None], windowed: bool) -> dict | None:
@@ -80,17 +79,15 @@ def engine_prefix_caching(scenario, target, release: tuple[str, str | None], win
     "approximation": why draftsim keeps it off (only where the engine's default is on and draftsim does not model
     the cache there)}; None where the scenario names no engine or gives a value (module docstring).
     `target`: the pool's ModelSpec; `release`: the deployment's (framework, version; None: the newest modelled,
-    simulator.cluster.factory.deployment_release); `windowed`: the pool keeps sliding-window layers windowed
-    (ReplicaKind.window_layout)."""
+    simulator.cluster.factory.deployment_release); `windowed`: the pool has a window layout for its sliding-window
+    layers (ReplicaKind.window_layout)."""
     cl = scenario.cluster
     if not pending(cl):
         return None
     from profiles.engine_time.cache_defaults import engine_prefix_caching as engine_default
-    from profiles.engine_time.frameworks import entry_for, modelled_release
+    from profiles.engine_time.frameworks import release_or_modelled
     from simulator.cost.drafters import engine_family
-    framework, version = release
-    if version is None:
-        version = modelled_release(entry_for(framework, None))
+    framework, version = release[0], release_or_modelled(*release)
     family = None if scenario.drafter.kind == "none" else engine_family(scenario.drafter)
     on, rule = engine_default(framework, version, family, target.num_state_layers > 0)
     record = {"prefix_caching": bool(on), "engine_default": on, "rule": f"{framework} {version}: {rule}"}

@@ -43,13 +43,11 @@ def with_engine_defaults(scheduler, latency_cfg, engine_cfg, release: tuple[str,
     if not missing:
         return scheduler
     from profiles.engine_time.batch_defaults import engine_batching
-    from profiles.engine_time.frameworks import entry_for, modelled_release
+    from profiles.engine_time.frameworks import release_or_modelled
     from simulator.cluster.vllm_memory import device_total_bytes
     from simulator.config.serving import SchedulerConfig
     from simulator.config.validation import validate_config
-    framework, version = release
-    if version is None:
-        version = modelled_release(entry_for(framework, None))
+    framework, version = release[0], release_or_modelled(*release)
     kind, tokens = engine_batching(framework, version, hw, device_total_bytes(hw), ENTRYPOINT, max_model_len)
     fill = {}
     if "kind" in missing:

@@ -244,7 +244,7 @@ def sglang_deployment(release: tuple[str, str | None], engine_cfg, hw: HardwareS
     token buckets where the release turns them on (`sglang_prefill_sizes`; in 0.5.11 - 0.5.14 an EAGLE target's
     graphs are captured, so reserved for, though its extend runs eagerly). Approximation, named:
     cluster.engine.cuda_graphs none (--disable-cuda-graph) is taken to turn the prefill graphs off too."""
-    from profiles.engine_time.frameworks import entry_for, modelled_release
+    from profiles.engine_time.frameworks import release_or_modelled
     from profiles.engine_time.graphs import PrefillContext, sglang_prefill_sizes
     from profiles.engine_time.sglang_decode_graphs import sglang_max_bs
     from profiles.measured.source import version_key
@@ -252,8 +252,7 @@ def sglang_deployment(release: tuple[str, str | None], engine_cfg, hw: HardwareS
     framework, version = release
     if framework != "sglang" or hw.id == CPU_ID:
         return None
-    if version is None:   # (deployment_release found no engine-time entry)
-        version = modelled_release(entry_for("sglang", None))
+    version = release_or_modelled(framework, version)   # (None: deployment_release found no engine-time entry)
     engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
     tp = par.ep if par.ep > 1 else par.tp
     chunk = (scheduler.chunk_tokens if scheduler.kind == "sarathi" else scheduler.max_batched_tokens) \

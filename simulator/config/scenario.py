@@ -171,6 +171,13 @@ class ClusterConfig(Strict):
             data["kv_cache"] = {**kv, "prefix_caching": caching}
         return data
 
+    def entry_router(self) -> tuple[str, str]:
+        """(field, name) of the router of the pool requests enter: `router`, or the prefill pool's where
+        disaggregated."""
+        if self.disaggregation is None:
+            return "cluster.router", self.router
+        return "cluster.disaggregation.prefill.router", self.disaggregation.prefill.router
+
     @model_validator(mode="after")
     def _pools_own_their_layout(self) -> "ClusterConfig":
         if self.disaggregation is not None and (self.replicas != 1 or self.parallelism != ParallelismConfig()):

@@ -149,8 +149,9 @@ class DecodeProfile:
         self.member_blocks += int(blocks0.sum())
 
     def _start(self, m: _Member) -> int:
-        """The first of member m's profile steps that the request arrays do not count yet."""
-        return m.start if m.start >= self.synced or m.batch is not None else self.synced
+        """The first of member m's profile steps that the request arrays do not count yet (`synced` stays -1 in
+        a profile of speculating members: `dissolve` empties it instead of re-basing them)."""
+        return max(m.start, self.synced)
 
     def _enter(self, r: int, member: _Member) -> None:
         last = member.last
@@ -212,10 +213,7 @@ class DecodeProfile:
         ones.fill(1)
         np.subtract(cum, tau, out=ctx)
         ctx += int(s.ctx[r]) - 1                                   # context before each step
-        if rep.limits.decode_kv_cap is None:
-            np.add(ctx, rep.q + block - 1, out=held)
-        else:
-            held[:] = rep.decode_kv_tokens(ctx) + (block - 1)
+        np.add(rep.decode_kv_tokens(ctx), block - 1, out=held)
         held //= block                                            # blocks_for(Replica.decode_kv_tokens)
         if held[0] < blocks0:
             np.maximum(held, blocks0, out=held)

@@ -152,6 +152,11 @@ ROUTERS: dict[str, type[Router]] = {
 }
 
 
+def reads_prefix_cache(name: str) -> bool:
+    """Router `name` places requests by the prefix-cache hits it reads (its pool must keep a prefix cache)."""
+    return name in ROUTERS and ROUTERS[name].uses_prefix_match
+
+
 def make_router(name: str, num_replicas: int, rng: np.random.Generator, field: str = "cluster.router") -> Router:
     """Instantiate a registered router; an unknown name is a user error on `field` (a pool's router field)."""
     if name not in ROUTERS:

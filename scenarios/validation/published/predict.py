@@ -171,13 +171,12 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     (server_args.py): prefill-first. TensorRT-LLM PyTorch backend: its in-flight batching scheduler
     (simulator.core.sched.trtllm) with the LLM API defaults max_num_tokens 8192, max_batch_size 2048."""
     from profiles.engine_time.batch_defaults import TRTLLM_MAX_BATCH_SIZE, engine_batching, vllm_v1_large_defaults
-    from profiles.engine_time.frameworks import entry_for, modelled_release
+    from profiles.engine_time.frameworks import release_or_modelled
     from profiles.hardware import get_hardware
     from simulator.cluster.vllm_memory import device_total_bytes
     fw = fw or "vllm"
     hw = get_hardware(hardware)
-    if version is None:   # (the release the DES then models: simulator.cluster.factory.engine_release)
-        version = modelled_release(entry_for(fw, None))
+    version = release_or_modelled(fw, version)   # (the release the DES then models: cluster.factory.engine_release)
     try:
         kind, tokens = engine_batching(fw, version, hw, device_total_bytes(hw), entrypoint, max_model_len=32768)
     except ValueError as exc:   # (an entrypoint vLLM V1 does not have)

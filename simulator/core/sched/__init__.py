@@ -65,6 +65,8 @@ class Scheduler(Protocol):
     # Optional: `decodes_every_running(view) -> bool`, False when the next decode-only step would leave some
     # running request out (a token budget below Σ q); bulks of decode steps (Replica.bulk_ready) step every
     # running request, so they wait until it is True again. Absent: every decode-only step decodes them all.
+    # Optional: `caps_decode_kv = True` where a decoding request's KV reaches at most max_model_len − 1 tokens
+    # (BatchLimits.decode_kv_cap, set by simulator.cluster.build.batch_scheduler). Absent: context + q.
 
 
 class Prefills:

@@ -76,6 +76,8 @@ def _every_running_in_full(view, budget: int):
 
 
 class VllmV1:
+    caps_decode_kv = True   # near max_model_len (module docstring)
+
     def __init__(self, limits: BatchLimits):
         self.limits = limits
 

@@ -121,7 +121,7 @@ def _prefix_caching(sc: dict) -> bool:
     hw = resolve_hardware(pool.hardware if pool is not None and pool.hardware else c.hardware, None)
     target = load_model(c.model)
     release = deployment_release(c.latency, c.engine, None)
-    windowed = keeps_window(target, release, hw, where, c.kv_cache.layout) and c.kv_cache.host_memory_gib <= 0
+    windowed = keeps_window(target, release, hw, where, c.kv_cache.layout)
     return launched(engine_prefix_caching(scenario, target, release, windowed))
 
 
