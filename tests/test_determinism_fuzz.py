@@ -69,6 +69,8 @@ def valid_scenarios(draw):
     if draw(st.integers(0, 5)) == 0:
         data["scheduler"]["kind"] = "trtllm"
         data["scheduler"].pop("chunk_tokens", None)
+        if draw(st.booleans()):   # TensorRT-LLM's MAX_UTILIZATION capacity policy: pauses requests
+            cluster["engine"] = {**cluster.get("engine", {}), "capacity_scheduler_policy": "max_utilization"}
     if draw(st.integers(0, 5)) == 0:   # a KV cache that runs out: preemption, swap, recompute
         cluster["gpu_memory_utilization"] = draw(st.sampled_from([0.2, 0.3, 0.5]))
     if draw(st.integers(0, 7)) == 0 and data["workload"]["arrival"]["process"] != "closed_loop":

@@ -1591,6 +1591,18 @@ CASES = [
             "draftsim: error: scenario: aaaaaaaa"),
     Hostile("plan_file_name_too_long", lambda tmp: ["plan", "a" * 300 + ".yaml", "--quiet"],
             "draftsim plan: error: plan: aaaaaaaa"),
+    # TensorRT-LLM's capacity policy: only its scheduler has one; without context chunking a paused request's
+    # prompt + generated tokens must fit the budget (the run never ended before the check)
+    Hostile("capacity_policy_without_trtllm", run(cluster={"engine": {"capacity_scheduler_policy": "max_utilization"}}),
+            "cluster.engine.capacity_scheduler_policy is TensorRT-LLM's capacity scheduler"),
+    Hostile("capacity_policy_unknown", run(scheduler={"kind": "trtllm"},
+                                           cluster={"engine": {"capacity_scheduler_policy": "static_batch"}}),
+            "cluster.engine.capacity_scheduler_policy: "),
+    Hostile("capacity_policy_budget_below_a_paused_context", run(
+        scheduler={"kind": "trtllm", "max_batched_tokens": 600},
+        workload={"prompt_tokens": {"kind": "fixed", "value": 500}, "output_tokens": {"kind": "fixed", "value": 200}},
+        cluster={"engine": {"capacity_scheduler_policy": "max_utilization"}}),
+            "cluster.engine.capacity_scheduler_policy: max_utilization pauses requests"),
 ]
 
 

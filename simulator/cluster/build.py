@@ -275,6 +275,20 @@ def _check_token_budget(scenario: Scenario, state: RequestState, q: int | None) 
         raise ScenarioError(where, f"{budget} is below request {r}'s prompt of {int(prompts[r])} tokens; without "
                                    "context chunking TensorRT-LLM schedules whole prompts, so it would never run: "
                                    "raise it or set cluster.engine.chunked_prefill: true")
+    if scenario.cluster.engine.capacity_scheduler_policy == "max_utilization":
+        # A paused request comes back as one context of its prompt and the tokens it generated (at most output − 1),
+        # which TensorRT-LLM caps at max_input_len (LlmRequest::pause; max_input_len <= max_num_tokens without
+        # chunking). draftsim does not model that cap, so such a context must fit the budget whole.
+        longest = np.where(state.dropped, 0, state.prompt + state.output - 1)
+        if longest.max() > budget:
+            r = int(np.argmax(longest))
+            raise ScenarioError("cluster.engine.capacity_scheduler_policy",
+                                f"max_utilization pauses requests, and a paused request computes its prompt and "
+                                f"generated tokens again as one context: request {r}'s can reach {int(longest[r])} "
+                                f"tokens, above scheduler.max_batched_tokens {budget}, which without context chunking "
+                                "it could not run in (TensorRT-LLM caps it at max_input_len; not modelled); allowed: "
+                                "cluster.engine.chunked_prefill: true, or a budget of at least the longest prompt + "
+                                "output - 1")
 
 
 def _check_router(scenario: Scenario) -> None:
@@ -360,9 +374,11 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
         if getattr(SCHEDULERS[cfg.kind], "caps_decode_kv", False) else None
     limits = BatchLimits(seqs, cfg.max_batched_tokens, cfg.chunk_tokens, cap)
     steps = scenario.cluster.engine.num_scheduler_steps
-    if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking is the engine's enable_chunked_prefill
-        chunking = scenario.cluster.engine.chunked_prefill is True
-        return (lambda lim: SCHEDULERS["trtllm"](lim, chunking)), limits
+    if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking and capacity policy are the engine's settings
+        engine = scenario.cluster.engine
+        chunking = engine.chunked_prefill is True
+        max_utilization = engine.capacity_scheduler_policy == "max_utilization"
+        return (lambda lim: SCHEDULERS["trtllm"](lim, chunking, max_utilization)), limits
     if steps > 1:   # vLLM V0 multi-step scheduling around the batching scheduler (its version is checked
         return (lambda lim: MultiStep(SCHEDULERS[cfg.kind](lim), steps)), limits  # by profiles.engine_time.support)
     return SCHEDULERS[cfg.kind], limits

@@ -16,6 +16,8 @@ cluster:
                                #   overlap scheduler / spec v2, TensorRT-LLM's overlap scheduler)
     num_scheduler_steps: 1     # vLLM V0 multi-step scheduling (--num-scheduler-steps)
     chunked_prefill: null      # the engine's chunked prefill (must agree with the scheduler block)
+    capacity_scheduler_policy: null  # TensorRT-LLM's capacity scheduler: guaranteed_no_evict (its default) |
+                               #   max_utilization (scheduler_config.capacity_scheduler_policy; scheduler.kind trtllm)
     prefix_caching: null       # the engine's prefix caching (sets cluster.kv_cache.prefix_caching)
     host_cpu: h100-server      # a host of profiles/data/engine_time/hosts.yaml, or its calibration_us
 ```
@@ -41,6 +43,7 @@ class EngineConfig(Strict):
     async_scheduling: bool | None = None
     num_scheduler_steps: int = Field(1, ge=1, le=64)
     chunked_prefill: bool | None = None
+    capacity_scheduler_policy: Literal["guaranteed_no_evict", "max_utilization"] | None = None
     prefix_caching: bool | None = None
     host_cpu: Union[str, float, None] = None
 

@@ -464,6 +464,27 @@ class Scenario(Strict):
 
     @model_validator(mode="before")
     @classmethod
+    def _capacity_policy_is_trtllms(cls, data):
+        """`cluster.engine.capacity_scheduler_policy` is TensorRT-LLM's capacity scheduler (simulator.core.sched.
+        trtllm): it needs that scheduler, given as scheduler.kind or run by the named engine (framework trtllm)."""
+        if not isinstance(data, dict) or not isinstance(data.get("cluster"), dict):
+            return data
+        engine = data["cluster"].get("engine")
+        policy = engine.get("capacity_scheduler_policy") if isinstance(engine, dict) else None
+        if policy is None:
+            return data
+        scheduler = data.get("scheduler") if isinstance(data.get("scheduler"), dict) else {}
+        kind = scheduler.get("kind", scheduler.get("policy"))
+        if kind is None:
+            kind = _named_engine_scheduler(data["cluster"]) or "vllm"
+        if kind != "trtllm":
+            raise ValueError(f"cluster.engine.capacity_scheduler_policy is TensorRT-LLM's capacity scheduler "
+                             f"(scheduler_config.capacity_scheduler_policy) but the scheduler is {kind!r}; allowed "
+                             "with scheduler.kind trtllm or cluster.engine.framework trtllm")
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _simulation_keys_moved(cls, data):
         """`scheduler.step_mode` and `scheduler.workers` (their names before the `simulation` section): moved
         there, with a warning."""

@@ -747,16 +747,17 @@ def test_multi_step_is_refused_where_the_engine_has_none_or_with_speculation():
 
 # ---- TensorRT-LLM in-flight batching --------------------------------------------------------------------
 def _ifb_run(arrivals, prompt=40, output=6, chunked=None, max_tokens=64, util=None, step_mode="step",
-             prefix_caching=False):
+             prefix_caching=False, policy=None):
     """(prefix_caching: False, given, as the hand-worked sequences count blocks without TensorRT-LLM's default
-    block reuse, simulator.cluster.engine_cache)"""
+    block reuse, simulator.cluster.engine_cache; `policy`: cluster.engine.capacity_scheduler_policy)"""
     import tempfile
     from pathlib import Path
     path = Path(tempfile.mkdtemp()) / "trace.csv"
     outputs = output if isinstance(output, list) else [output] * len(arrivals)
     path.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{a},{prompt},{o}\n"
                                                                          for a, o in zip(arrivals, outputs)))
-    engine = {"framework": "trtllm", **({"chunked_prefill": chunked} if chunked is not None else {})}
+    engine = {"framework": "trtllm", **({"chunked_prefill": chunked} if chunked is not None else {}),
+              **({"capacity_scheduler_policy": policy} if policy is not None else {})}
     data = scenario(workload={"num_requests": len(arrivals)}, cluster={"engine": engine, "kv_cache": {"prefix_caching": prefix_caching}},
                     scheduler={"kind": "trtllm", "max_batch_size": 8, "max_batched_tokens": max_tokens},
                     simulation={"step_mode": step_mode})
@@ -898,6 +899,80 @@ def test_trtllm_ifb_admits_at_the_finish_that_frees_its_life_in_bulk_mode_too():
         assert req.admit_s.iloc[2] == req.finish_s.iloc[0] < req.finish_s.iloc[1]
     pd.testing.assert_frame_equal(runs["step"].requests, runs["bulk"].requests)
     pd.testing.assert_frame_equal(runs["step"].steps, runs["bulk"].steps)
+
+
+def _blocks_util(blocks: int) -> float:
+    """cluster.gpu_memory_utilization giving llama-3-8b on one H100 `blocks` KV blocks of 16 tokens under
+    TensorRT-LLM (a fraction of what the weights leave)."""
+    from models.step import Parallelism
+    from profiles.hardware import get_hardware
+    from simulator.cluster.factory import resolve_model
+    hw, model = get_hardware("h100-sxm"), resolve_model("llama-3-8b", None)
+    return (blocks + 0.5) * 16 * model.kv_bytes_per_token_per_gpu(Parallelism(1, 1), "bf16") \
+        / (hw.hbm_bytes - model.weight_bytes("bf16"))
+
+
+@pytest.mark.parametrize("step_mode", ["step", "bulk"])
+def test_trtllm_max_utilization_pauses_the_last_started_request(step_mode):
+    """MAX_UTILIZATION (capacityScheduler.cpp MaxUtilizationScheduler, kvCacheManager.cpp getNeededBlocksOneStep),
+    hand-worked with 30 blocks of 16 tokens and three requests of 200 + 80 tokens at t = 0. Step 1: A's and B's
+    prompts need 13 blocks each (26 <= 30), C's 13 more do not fit: A and B start. Decode step j asks for 200 + j
+    slots per request: 15 blocks each up to j = 40 (30 <= 30), 16 at j = 41 (32 > 30): the walk pauses the last
+    started request, B (its 15 blocks freed), and A alone decodes step 42. B comes back as a 241-token context
+    (200 + its 41 tokens, LlmRequest::pause), 16 blocks, which fit only when A finishes; C's 13 then fit beside
+    them, so both start in the step after A's finish. Their j-th decode step after it asks for 241 + j and 200 + j
+    slots: 16 + 14 = 30 blocks up to j = 15, 17 + 14 at j = 16, where C, started last, is paused in turn and B
+    decodes alone. GUARANTEED_NO_EVICT on the same deployment: A's life is
+    ceil(281 / 16) = 18 blocks, so B (18 more) waits for A's finish and nobody is ever evicted."""
+    util = _blocks_util(30)
+    runs = {policy: _ifb_run([0.0, 0.0, 0.0], prompt=200, output=80, max_tokens=4096, util=util,
+                             step_mode=step_mode, policy=policy)
+            for policy in ("max_utilization", "guaranteed_no_evict")}
+    mu = runs["max_utilization"]
+    assert mu.built.replicas[0].kv.total_blocks == 30
+    shape = _shape(mu)
+    assert shape[0] == (2, 400, 0) and shape[1:41] == [(0, 0, 2)] * 40 and shape[41] == (0, 0, 1), shape[:43]
+    req = mu.requests
+    assert req.preemptions.tolist() == [0, 1, 1]
+    assert req.admit_s.tolist()[:2] == [0.0, 0.0]
+    at = int((mu.steps.start_s < req.finish_s.iloc[0]).sum())   # the first step after A's finish
+    assert shape[at] == (2, 241 + 200, 0) and shape[at + 1:at + 16] == [(0, 0, 2)] * 15, shape[at:at + 18]
+    assert shape[at + 16] == (0, 0, 1), shape[at:at + 18]
+    no_evict = runs["guaranteed_no_evict"].requests
+    assert (no_evict.preemptions == 0).all()
+    assert no_evict.admit_s.iloc[1] == no_evict.finish_s.iloc[0]
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_trtllm_max_utilization_bulk_equals_step(chunked):
+    """MAX_UTILIZATION under KV pressure (requests are paused), Poisson arrivals: bulk and step-by-step runs agree."""
+    import pandas as pd
+    data = scenario(workload={"num_requests": 60, "arrival": {"process": "poisson", "qps": 30.0},
+                              "prompt_tokens": {"kind": "uniform", "low": 100, "high": 400},
+                              "output_tokens": {"kind": "uniform", "low": 20, "high": 200}},
+                    scheduler={"kind": "trtllm", "max_batch_size": 16, "max_batched_tokens": 640},
+                    cluster={"engine": {"framework": "trtllm", "chunked_prefill": chunked,
+                                        "capacity_scheduler_policy": "max_utilization"},
+                             "gpu_memory_utilization": _blocks_util(60)})
+    bulk = simulator.run(data)
+    step = simulator.run({**data, "simulation": {"step_mode": "step"}})
+    assert bulk.requests.preemptions.sum() > 0
+    pd.testing.assert_frame_equal(bulk.requests, step.requests)
+    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+
+
+def test_capacity_scheduler_policy_needs_tensorrt_llms_scheduler():
+    with pytest.raises(ScenarioError, match="capacity_scheduler_policy is TensorRT-LLM's capacity scheduler"):
+        simulator.run(scenario(workload={"num_requests": 3},
+                               cluster={"engine": {"capacity_scheduler_policy": "max_utilization"}}))
+    with pytest.raises(ScenarioError, match="cluster.engine.capacity_scheduler_policy: max_utilization pauses requests.*"
+                                            "request 0's can reach 239 tokens, above scheduler.max_batched_tokens 64"):
+        _ifb_run([0.0], prompt=40, output=200, policy="max_utilization")   # (no chunking: a 239-token context)
+    assert _ifb_run([0.0], prompt=40, output=200, chunked=True, policy="max_utilization").requests.finish_s.notna().all()
+    with pytest.raises(ScenarioError, match="the scheduler is 'vllm_v1'"):
+        simulator.run(scenario(workload={"num_requests": 3}, scheduler={"kind": "vllm_v1"},
+                               cluster={"engine": {"framework": "trtllm",
+                                                   "capacity_scheduler_policy": "max_utilization"}}))
 
 
 @pytest.mark.parametrize("drafter", [None, {"kind": "ngram", "gamma": 3},
