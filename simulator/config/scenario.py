@@ -442,14 +442,9 @@ class Scenario(Strict):
         scenario names its engine (simulator.cluster.engine_scheduler), the engine's own scheduler when it has
         that setting: TensorRT-LLM's in-flight batching either way (its chunked context), vLLM V1's when
         chunked."""
-        if not isinstance(data, dict) or not isinstance(data.get("cluster"), dict):
-            return data
-        engine = data["cluster"].get("engine")
-        chunked = engine.get("chunked_prefill") if isinstance(engine, dict) else None
+        chunked, scheduler, kind = _engine_flag_and_scheduler(data, "chunked_prefill")
         if chunked is None:
             return data
-        scheduler = data.get("scheduler") if isinstance(data.get("scheduler"), dict) else {}
-        kind = scheduler.get("kind", scheduler.get("policy"))
         if kind is None:
             own = _named_engine_scheduler(data["cluster"])
             if own == "trtllm" or (own == "vllm_v1" and chunked):
@@ -467,14 +462,9 @@ class Scenario(Strict):
     def _capacity_policy_is_trtllms(cls, data):
         """`cluster.engine.capacity_scheduler_policy` is TensorRT-LLM's capacity scheduler (simulator.core.sched.
         trtllm): it needs that scheduler, given as scheduler.kind or run by the named engine (framework trtllm)."""
-        if not isinstance(data, dict) or not isinstance(data.get("cluster"), dict):
-            return data
-        engine = data["cluster"].get("engine")
-        policy = engine.get("capacity_scheduler_policy") if isinstance(engine, dict) else None
+        policy, _, kind = _engine_flag_and_scheduler(data, "capacity_scheduler_policy")
         if policy is None:
             return data
-        scheduler = data.get("scheduler") if isinstance(data.get("scheduler"), dict) else {}
-        kind = scheduler.get("kind", scheduler.get("policy"))
         if kind is None:
             kind = _named_engine_scheduler(data["cluster"]) or "vllm"
         if kind != "trtllm":
@@ -543,6 +533,17 @@ def _section_field(section: type[Strict], data: dict, name: str):
         return getattr(section.model_validate({name: data[name]}), name)
     except ValidationError:
         return None
+
+
+def _engine_flag_and_scheduler(data, name: str) -> tuple[object, dict, str | None]:
+    """(`cluster.engine.<name>` of raw scenario data, its raw `scheduler` section, the scheduler.kind that gives, or
+    None); (None, {}, None) where the data has no cluster section."""
+    if not isinstance(data, dict) or not isinstance(data.get("cluster"), dict):
+        return None, {}, None
+    engine = data["cluster"].get("engine")
+    value = engine.get(name) if isinstance(engine, dict) else None
+    scheduler = data.get("scheduler") if isinstance(data.get("scheduler"), dict) else {}
+    return value, scheduler, scheduler.get("kind", scheduler.get("policy"))
 
 
 def _named_engine_scheduler(cluster: dict) -> str | None:
