@@ -52,9 +52,15 @@ request's need, fewer by the lookahead's blocks).
 `engine_batching(framework, version, hardware, gpu_bytes, entrypoint)` returns the batching scheduler an engine
 runs by default (a `scheduler.kind` of simulator.core.sched) and its step token budget:
 
-- vLLM V0 (before 0.8.0): prefill-first (`vllm`; chunked prefill off below 32K max_model_len),
-  max_num_batched_tokens = max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5 - v0.7);
-- vLLM V1 (0.8.0 on): its own scheduler (`vllm_v1`, chunked prefill always on), max_num_batched_tokens by
+- vLLM V0 (before 0.8.0): prefill-first (`vllm`: enable_chunked_prefill off), max_num_batched_tokens =
+  max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5 - v0.7). Approximation, named: from v0.5 V0 turns
+  chunked prefill on where max_model_len > 32768 on a CUDA GPU without sliding window, speculative decoding, LoRA
+  or prompt adapters (vllm/engine/arg_utils.py `use_long_context`, read in v0.7.3), with a 2048-token budget
+  (config.py SchedulerConfig.__post_init__); not modelled: such a deployment runs prefill-first here (set
+  cluster.engine.chunked_prefill: true for V0's chunked scheduler, kind sarathi). The 0.2 line has no chunked
+  prefill;
+- vLLM V1 (0.8.0 on): its own scheduler (`vllm_v1`, chunked prefill always on: vLLM V1 blog 2025-01-27, section 3;
+  profiles/data/engine_time/SOURCES.md 1.2), max_num_batched_tokens by
   UsageContext (`get_batch_defaults`): on the GPUs `vllm_v1_large_defaults` names 16384 for the offline LLM
   class, 8192 for the API server (`vllm serve`); elsewhere 8192 and 2048;
 - SGLang: prefill batches apart from decode batches (`vllm`: enable_mixed_chunk is False by default,
@@ -71,7 +77,10 @@ runs by default (a `scheduler.kind` of simulator.core.sched) and its step token 
   `add_one_req` admits the batch's first request whatever its length): the step budget filled in is that;
   with one request per prefill it never binds;
 - TensorRT-LLM: its in-flight batching scheduler (`trtllm`), max_num_tokens 8192 (the LLM API's BaseLlmArgs
-  default, the same read as `max_batch_size`).
+  default, the same read as `max_batch_size`), context chunking off unless cluster.engine.chunked_prefill (the LLM
+  API's enable_chunked_prefill False, reference 1.0 - 1.4.0rc4; before 1.0 the C++ executor's ExecutorConfig
+  `enableChunkedContext = false`, cpp/include/tensorrt_llm/executor/executor.h at 0.10.0.dev2024043000;
+  simulator.cluster.build.batch_scheduler).
 """
 from __future__ import annotations
 
