@@ -342,6 +342,14 @@ def deployment_release(lat: LatencyConfig, engine_cfg, latency) -> tuple[str, st
     return settings.framework, version
 
 
+def pool_release(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, dtype: str, kv_dtype: str | None,
+                 base_dir: Path) -> tuple[str, str | None]:
+    """`deployment_release` of a pool on `hw` worked out as build_replica_kind works it out: with the latency model
+    the pool prices with (`make_latency_model`: the measured tables' version where neither cluster.engine nor
+    cluster.latency names one), for callers that hold no built pool (a plan's launch scripts)."""
+    return deployment_release(lat, engine_cfg, make_latency_model(lat, hw, dtype, base_dir, kv_dtype))
+
+
 def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
                        drafter: DrafterBuild | None = None, where: str = "cluster", framework: str = "vllm",
                        profile: ProfileRun | None = None, sglang: SglangDeployment | None = None) -> float:
