@@ -238,3 +238,21 @@ def test_an_unpadded_batch_size_runs_eagerly():
     assert _sglang_graphs("0.4.4.post2", True).decode(31, 4) == Launch(FULL, 124)
     assert _sglang_graphs("0.4.4.post2", True).decode(33, 4) == Launch(EAGER, 132)   # above the list's 32
     assert _sglang_graphs("0.4.5", True).decode(33, 4) == Launch(FULL, 160)           # padded to 40
+
+
+def test_a_lookahead_run_preempts_and_bulks_as_it_steps():
+    # vLLM 0.11.0, EAGLE γ = 3 (lookahead 3) on a KV pool of 13,791 tokens: requests are preempted, and bulks of
+    # decode steps (Replica.decode_kv_tokens with the lookahead) give what step-by-step mode gives
+    from sim_helpers import assert_bulk_equals_step
+    data = scenario(cluster={"engine": {"framework": "vllm", "version": "0.11.0"}, "gpu_memory_utilization": 0.23,
+                             "max_model_len": 2048},
+                    scheduler={"kind": "vllm_v1", "max_batch_size": 128}, drafter=EAGLE,
+                    acceptance={"kind": "constant", "alpha": 0.6},
+                    workload={"arrival": {"process": "poisson", "qps": 200.0}, "num_requests": 120,
+                              "output_tokens": {"kind": "uniform", "low": 200, "high": 400}})
+    prepared = simulator.prepare(data)
+    _, limits = batch_scheduler(prepared.scenario, prepared.cluster.pools[0].kind)
+    assert (limits.kv_lookahead, limits.admit_lookahead) == (3, 3)
+    result = simulator.run(data)
+    assert result.requests.preemptions.sum() > 0 and result.requests.finish_s.notna().all()
+    assert_bulk_equals_step(data)
