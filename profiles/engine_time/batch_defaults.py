@@ -33,18 +33,54 @@ keeps its own default (256) because it models no engine rule there. Each rule as
   own default, not read here): None.
 - Host CPUs (vLLM's CPU defaults depend on the entrypoint, 128 or 256 per rank): None.
 
+`vllm_kv_lookahead(version, method, spec_tokens)` returns the KV slots vLLM V1's scheduler reserves beyond a
+request's scheduled tokens for the proposer's next drafts (vllm/v1/core/sched/scheduler.py passes
+`num_lookahead_tokens` to `KVCacheManager.allocate_slots`, which asks for blocks for computed + new + lookahead
+tokens; at most max_model_len tokens from v0.9.0, `num_tokens_need_slot = min(..., self.max_model_len)`), as read
+in the v0.8.0 - v0.9.2 and v0.15.0 wheels and the newest scheduler.py:
+- 0.8.0 - 0.8.3: none (no num_lookahead_tokens);
+- 0.8.4: `num_speculative_tokens` where `speculative_config.method == "eagle"`, for RUNNING requests only (the
+  WAITING pass's allocate_slots passes none);
+- 0.8.5 on: `num_spec_tokens` where `speculative_config.use_eagle()` ("eagle", "eagle3"; "deepseek_mtp" from
+  v0.9.0, "mtp" in later releases), for running and waiting requests alike;
+- 0.15.0 on: also where `speculative_config.uses_draft_model()` (method draft_model; draftsim's layer skipping runs
+  as a draft model in vLLM, profiles.engine_time.support);
+- n-gram, suffix and Medusa proposers: none in any release.
+Not modelled (named): the 0.8.0 - 0.8.4 KV manager's `num_preallocate_tokens = 64` (blocks preallocated beyond a
+request's need, fewer by the lookahead's blocks).
+
 `engine_batching(framework, version, hardware, gpu_bytes, entrypoint)` returns the batching scheduler an engine
 runs by default (a `scheduler.kind` of simulator.core.sched) and its step token budget:
 
-- vLLM V0 (before 0.8.0): prefill-first (`vllm`; chunked prefill off below 32K max_model_len),
-  max_num_batched_tokens = max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5 - v0.7);
-- vLLM V1 (0.8.0 on): its own scheduler (`vllm_v1`, chunked prefill always on), max_num_batched_tokens by
+- vLLM V0 (before 0.8.0): prefill-first (`vllm`: enable_chunked_prefill off), max_num_batched_tokens =
+  max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5 - v0.7). Approximation, named: from v0.5 V0 turns
+  chunked prefill on where max_model_len > 32768 on a CUDA GPU without sliding window, speculative decoding, LoRA
+  or prompt adapters (vllm/engine/arg_utils.py `use_long_context`, read in v0.7.3), with a 2048-token budget
+  (config.py SchedulerConfig.__post_init__); not modelled: such a deployment runs prefill-first here (set
+  cluster.engine.chunked_prefill: true for V0's chunked scheduler, kind sarathi). The 0.2 line has no chunked
+  prefill;
+- vLLM V1 (0.8.0 on): its own scheduler (`vllm_v1`, chunked prefill always on: vLLM V1 blog 2025-01-27, section 3;
+  profiles/data/engine_time/SOURCES.md 1.2), max_num_batched_tokens by
   UsageContext (`get_batch_defaults`): on the GPUs `vllm_v1_large_defaults` names 16384 for the offline LLM
   class, 8192 for the API server (`vllm serve`); elsewhere 8192 and 2048;
 - SGLang: prefill batches apart from decode batches (`vllm`: enable_mixed_chunk is False by default,
-  server_args.py), prompts chunked at `sglang_chunked_prefill_size`;
+  server_args.py) of at most `sglang_chunked_prefill_size` tokens (approximation, named: a prompt longer than that
+  runs whole in one prefill step of its own, where SGLang chunks it over consecutive prefill steps; draftsim's
+  `vllm` kind does not chunk). With EAGLE speculation (MTP runs as EAGLE: NEXTN from v0.4.3.post1) the EAGLE block
+  of `ServerArgs.__post_init__` sets `prefill_only_one_req = True` in v0.4.1.post4 (the first release with
+  speculative decoding) - v0.4.3.post3 (`sglang_prefill_requests`: Scheduler.get_new_batch_prefill stops after
+  one request, managers/scheduler.py) and `chunked_prefill_size = -1` in v0.4.1.post4 - v0.4.3.post2
+  (`sglang_chunks_prompts`: "The radix cache, chunked prefill, and overlap scheduler are disabled because of using
+  eagle speculative decoding"); v0.4.3.post3 keeps only the first, v0.4.3.post4 neither (PyPI wheels read:
+  0.4.0 - 0.4.5, every post release). Without chunking the scheduler's PrefillAdder gets `rem_chunk_tokens` None
+  and `rem_input_tokens` = max_prefill_tokens (16384, server_args.py; managers/schedule_policy.py
+  `add_one_req` admits the batch's first request whatever its length): the step budget filled in is that;
+  with one request per prefill it never binds;
 - TensorRT-LLM: its in-flight batching scheduler (`trtllm`), max_num_tokens 8192 (the LLM API's BaseLlmArgs
-  default, the same read as `max_batch_size`).
+  default, the same read as `max_batch_size`), context chunking off unless cluster.engine.chunked_prefill (the LLM
+  API's enable_chunked_prefill False, reference 1.0 - 1.4.0rc4; before 1.0 the C++ executor's ExecutorConfig
+  `enableChunkedContext = false`, cpp/include/tensorrt_llm/executor/executor.h at 0.10.0.dev2024043000;
+  simulator.cluster.build.batch_scheduler).
 """
 from __future__ import annotations
 
@@ -111,6 +147,46 @@ def sglang_max_running_requests(pool_tokens: int, context_len: int) -> int:
     return max(1, min(max(int(pool_tokens / context_len * 512), low), high, pool_tokens // 2))
 
 
+# SGLang's EAGLE block (module docstring): [first release, first release without) for drafter family eagle
+SGLANG_EAGLE_ONE_PREFILL_REQ = ("0.4.1.post4", "0.4.3.post4")   # prefill_only_one_req = True
+SGLANG_EAGLE_UNCHUNKED = ("0.4.1.post4", "0.4.3.post3")         # chunked_prefill_size = -1
+SGLANG_MAX_PREFILL_TOKENS = 16384   # server_args.py max_prefill_tokens: the prefill budget without chunking
+
+
+def _in_span(version: str, span: tuple[str, str]) -> bool:
+    return version_key(span[0]) <= version_key(version) < version_key(span[1])
+
+
+def sglang_prefill_requests(version: str, drafter: str | None) -> int | None:
+    """The most requests SGLang `version` puts in one prefill batch with speculation of engine family `drafter`
+    (None: none): 1 where its EAGLE block sets prefill_only_one_req, else None (no such limit) (module
+    docstring)."""
+    return 1 if drafter == "eagle" and _in_span(version, SGLANG_EAGLE_ONE_PREFILL_REQ) else None
+
+
+def sglang_chunks_prompts(version: str, drafter: str | None) -> bool:
+    """Whether SGLang `version` chunks prompts (chunked_prefill_size > 0) with speculation of engine family
+    `drafter`: not where its EAGLE block sets chunked_prefill_size = -1 (module docstring)."""
+    return not (drafter == "eagle" and _in_span(version, SGLANG_EAGLE_UNCHUNKED))
+
+
+# vLLM V1's KV lookahead (module docstring): speculation method -> the first release that reserves it; and the
+# first release that reserves it for a waiting request's first chunk too
+VLLM_LOOKAHEAD_FROM = {"eagle": "0.8.4", "eagle3": "0.8.5", "mtp": "0.9.0", "draft_model": "0.15.0",
+                       "layer_skip": "0.15.0"}
+VLLM_LOOKAHEAD_WAITING_FROM = "0.8.5"
+
+
+def vllm_kv_lookahead(version: str, method: str | None, spec_tokens: int) -> tuple[int, int]:
+    """(lookahead slots of a running request, of a waiting request's first chunk) vLLM V1 `version` reserves with
+    speculation `method` (eagle, eagle3, mtp, draft_model, layer_skip, ngram, ...; None: none) of `spec_tokens`
+    tokens per step (num_speculative_tokens) (module docstring)."""
+    first = VLLM_LOOKAHEAD_FROM.get(method) if method is not None else None
+    if first is None or version_key(version) < version_key(first):
+        return 0, 0
+    return spec_tokens, spec_tokens if version_key(version) >= version_key(VLLM_LOOKAHEAD_WAITING_FROM) else 0
+
+
 V1_FROM = "0.8.0"   # vLLM's V1 engine is the default from this release (module docstring)
 ENTRYPOINTS = ("llm", "api_server")   # vLLM's offline LLM class, its OpenAI-compatible server (`vllm serve`)
 TRTLLM_MAX_NUM_TOKENS = 8192          # BaseLlmArgs.max_num_tokens, TensorRT-LLM 1.0 on (module docstring)
@@ -129,13 +205,16 @@ def engine_scheduler_kind(framework: str, version: str | None) -> str:
 
 
 def engine_batching(framework: str, version: str, hardware, gpu_bytes: float, entrypoint: str = "api_server",
-                    max_model_len: int = 2048) -> tuple[str, int]:
+                    max_model_len: int = 2048, drafter: str | None = None) -> tuple[str, int]:
     """(scheduler kind, max_num_batched_tokens) `framework` at `version` runs by default on `hardware` (a
     profiles.hardware.HardwareSpec; `gpu_bytes`: the memory CUDA reports on it) through `entrypoint` (vLLM:
-    "llm" or "api_server"), with `max_model_len` the deployment's longest context (vLLM V0's budget) (module
-    docstring). ValueError for an unknown framework or entrypoint."""
+    "llm" or "api_server"), with `max_model_len` the deployment's longest context (vLLM V0's budget) and
+    speculation of engine family `drafter` (None: none; SGLang's EAGLE block) (module docstring). ValueError for
+    an unknown framework or entrypoint."""
     kind = engine_scheduler_kind(framework, version)
     if framework == "sglang":
+        if not sglang_chunks_prompts(version, drafter):
+            return kind, SGLANG_MAX_PREFILL_TOKENS
         return kind, sglang_chunked_prefill_size(gpu_bytes, version)
     if framework == "trtllm":
         return kind, TRTLLM_MAX_NUM_TOKENS

@@ -26,12 +26,23 @@ def _version_key(text: str):
     return version_key(text)
 
 
+# The fields of an entry, each read by this module: a field no code reads would state a fact nothing applies (the
+# scheduler and cache defaults an engine runs are rules by release and speculation elsewhere:
+# profiles.engine_time.batch_defaults, cache_defaults)
+ENTRY_FIELDS = ("framework", "versions", "graphs", "measured_on", "constants", "sources", "newest_release", "latest")
+
+
 @lru_cache(maxsize=1)
 def _entries() -> tuple[dict, ...]:
     raw = load_shipped_yaml(DATA_FILE)
     entries = raw.get("frameworks") if isinstance(raw, dict) else None
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"{DATA_FILE.name}: expected a 'frameworks' list")
+    for e in entries:
+        unread = sorted(set(e) - set(ENTRY_FIELDS))
+        if unread:
+            raise ValueError(f"{DATA_FILE.name}: {e.get('framework')} {version_range(e)} has fields no code reads: "
+                             f"{', '.join(unread)}; allowed: {', '.join(ENTRY_FIELDS)}")
     return tuple(entries)
 
 

@@ -37,7 +37,8 @@ SGLang (profiles.engine_time.sglang_decode_graphs, by release: before v0.5.3 `[1
   GPU memory and TP: 8 below 20 GB, 16-48 / 80-160 below 35 GB, 32/160 below 60 GB, 256 at TP < 4 and 512 at
   TP ≥ 4 below 160 GB, 512 above; sizes above max_running_requests replaced by it, `get_batch_sizes_to_capture`):
   decode and verify batches replay full graphs padded to the next size in requests (the logits processor
-  is inside the captured forward), larger ones run eagerly; prefill and mixed (extend) batches run eagerly
+  is inside the captured forward; with EAGLE in v0.4.1.post4 - v0.4.4.post1 unpadded, only captured sizes replay:
+  `sglang_eagle_pads`), larger ones run eagerly; prefill and mixed (extend) batches run eagerly
   before v0.5.10 and replay piecewise graphs in token buckets from v0.5.10 where the release captures them
   (`sglang_prefill_sizes`).
 TensorRT-LLM PyTorch backend (`CudaGraphConfig`: `max_batch_size` 128 when neither it nor `batch_sizes` is
@@ -59,7 +60,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from profiles.engine_time.sglang_decode_graphs import sglang_decode_sizes
+from profiles.engine_time.sglang_decode_graphs import sglang_decode_sizes, sglang_eagle_pads
 from profiles.measured.source import version_before as _before
 
 FULL, PIECEWISE, EAGER = "full", "piecewise", "eager"
@@ -233,9 +234,10 @@ def sglang_prefill_sizes(version: str, max_tokens: int, ctx: PrefillContext) -> 
 
 def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seqs: int, max_tokens: int,
                           q: int, speculating: bool, gpu_memory_bytes: float, tp: int,
-                          datacenter_blackwell: bool = False, padding: bool = False) -> tuple[tuple[int, ...], str]:
+                          datacenter_blackwell: bool = False, padding: bool | None = None) -> tuple[tuple[int, ...], str]:
     """(sizes, unit) an engine captures by default at release `version` (module docstring); `padding`: the
-    deployment pads batches (TensorRT-LLM generates another list then)."""
+    deployment pads batches (TensorRT-LLM and SGLang before v0.4.5 generate another list then; None: the engine's
+    default, off for TensorRT-LLM, on for SGLang)."""
     if framework == "vllm":
         if not v1:   # V0: sequences
             return tuple(s for s in [1, 2, 4] + [8 * i for i in range(1, 33)] if s <= max_num_seqs), "seqs"
@@ -244,7 +246,8 @@ def default_capture_sizes(framework: str, v1: bool, version: str, *, max_num_seq
         return _vllm_v1_default_sizes(version or "0.11.0", max_num_seqs=max_num_seqs, max_tokens=max_tokens, q=q,
                                       speculating=speculating, datacenter_blackwell=datacenter_blackwell), "tokens"
     if framework == "sglang":   # (gpu_memory_bytes: SGLang's gpu_mem, profiles.engine_time.sglang_decode_graphs)
-        return sglang_decode_sizes(version or "0.5.6", gpu_memory_bytes / 2 ** 20, tp, speculating, max_num_seqs), "seqs"
+        return sglang_decode_sizes(version or "0.5.6", gpu_memory_bytes / 2 ** 20, tp, speculating, max_num_seqs,
+                                   padding is not False), "seqs"
     if framework == "trtllm":
         sizes = [1, 2, 4] + [8 * i for i in range(1, 17)] if padding else list(range(1, 32)) + [32, 64, 128]
         return trtllm_filter(sizes, padding, max_num_seqs, max_tokens, q), "seqs"
@@ -295,6 +298,8 @@ def graph_policy(framework: str, version: str, traits: GraphTraits, *, mode: str
     mode = traits.default_mode if mode is None else mode
     if mode == "none":
         return GraphPolicy("none", (), traits.unit, False, FULL)
+    if padding is None and framework == "sglang" and speculating and not sglang_eagle_pads(version):
+        padding = False   # (the EAGLE block's disable_cuda_graph_padding: profiles.engine_time.sglang_decode_graphs)
     padding = traits.padding if padding is None else padding
     sizes, unit = default_capture_sizes(framework, traits.v1, version, max_num_seqs=max_num_seqs,
                                         max_tokens=max_tokens, q=q, speculating=speculating,

@@ -9,8 +9,13 @@ and arg_groups/cuda_graph_hook.py `generate_decode_cuda_graph_batch_sizes`). `gp
 lies between the two for a catalog GPU).
 
 Before v0.5.3 the list tops out at 160 unless the GPU is large:
-- 0.4.0 - 0.4.4: `[1, 2, 4] + [8·i for i in 1..20]` (v0.4.4 with speculation: 1..32), then at most
-  `cuda_graph_max_bs`, which is 160 (server_args.py `__post_init__`), 8 below 25,000 MiB (from v0.4.1 80 at TP ≥ 4);
+- 0.4.0 - 0.4.4.post4: `[1, 2, 4] + [8·i for i in 1..20]`; with speculation from v0.4.3.post3 (`if
+  server_args.speculative_algorithm is None: ... else: capture_bs = list(range(1, 33))`, get_batch_sizes_to_capture
+  read in v0.4.3.post3 - v0.4.4.post4); with `disable_cuda_graph_padding` `range(1, 32) + [64, 128]` (v0.4.0 -
+  v0.4.0.post1), `range(1, 33) + [64, 128]` (v0.4.0.post2 - v0.4.3.post2), `range(1, 33) + [64, 96, 128, 160]`
+  (v0.4.3.post3 - v0.4.4.post4, without speculation) — which is the EAGLE default of v0.4.1.post4 - v0.4.3.post2,
+  whose EAGLE block sets disable_cuda_graph_padding (`sglang_eagle_pads`); then at most `cuda_graph_max_bs`,
+  which is 160 (server_args.py `__post_init__`), 8 below 25,000 MiB (from v0.4.1 80 at TP ≥ 4);
 - 0.4.5 - 0.4.6: `[1, 2, 4, 8] + range(16, 161, 8)`; with speculation `range(1, 9) + range(10, 33, 2) +
   range(40, 161, 16)`; cuda_graph_max_bs still 160 in v0.4.5; v0.4.6 leaves it unset (only 8 / 80 below 25,000
   MiB) and adds `range(160, 257, 8)` above 81,920 MiB (with dp_size 1);
@@ -28,7 +33,13 @@ bs>=32'); 32 / 160 below 60 GiB; 256 / 512 below 160 GiB; 512 above.
 The running limit (`req_to_token_pool.size`, max_running_requests): sizes above it are dropped and it is captured
 instead when the list reaches past it (from v0.4.1; v0.4.1 - v0.4.5 also capture it minus one; v0.4.0 only drops).
 
-Approximations (named): `disable_cuda_graph_padding`, ROCm's extra sizes of v0.4.3 (`range(168, 257, 8)` after
+Padding: SGLang pads a batch up to the next captured size unless `disable_cuda_graph_padding` (then only a
+captured size replays: CudaGraphRunner.can_run `forward_batch.batch_size in self.graphs`), which the EAGLE block of
+ServerArgs.__post_init__ sets in v0.4.1.post4 - v0.4.4.post1 (`self.disable_cuda_graph_padding = True`; dropped in
+v0.4.4.post2): `sglang_eagle_pads`.
+
+Approximations (named): the lists of `disable_cuda_graph_padding` from v0.4.5 (v0.4.5's adds a range to a list
+and fails), ROCm's extra sizes of v0.4.3 (`range(168, 257, 8)` after
 the cap), v0.4.6's dp_size condition, torch.compile sizes and two-batch overlap's even sizes are not modelled.
 """
 from __future__ import annotations
@@ -36,14 +47,27 @@ from __future__ import annotations
 from profiles.measured.source import version_before as _before
 
 LIST_FROM_SERVER_ARGS = "0.5.3"   # server_args.py generates the list and sets cuda_graph_max_bs by GPU tier
+SPEC_LIST_FROM = "0.4.3.post3"    # get_batch_sizes_to_capture's own list with speculation (module docstring)
+EAGLE_UNPADDED = ("0.4.1.post4", "0.4.4.post2")   # [first, first without) EAGLE's disable_cuda_graph_padding
 
 
-def _legacy_sizes(version: str, gpu_mib: float, tp: int, speculating: bool) -> list[int]:
+def sglang_eagle_pads(version: str) -> bool:
+    """Whether SGLang `version` pads decode batches to a captured size by default with EAGLE speculation (the only
+    speculation these releases have): not where its EAGLE block sets disable_cuda_graph_padding (module docstring)."""
+    return _before(version, EAGLE_UNPADDED[0]) or not _before(version, EAGLE_UNPADDED[1])
+
+
+def _legacy_sizes(version: str, gpu_mib: float, tp: int, speculating: bool, padding: bool = True) -> list[int]:
     """The default capture list of a release before LIST_FROM_SERVER_ARGS (module docstring), before the
-    running limit."""
+    running limit; `padding` False: disable_cuda_graph_padding (its own lists before v0.4.5)."""
     if _before(version, "0.4.5"):
-        sizes = list(range(1, 33)) if speculating and not _before(version, "0.4.4") \
-            else [1, 2, 4] + [8 * i for i in range(1, 21)]
+        if speculating and not _before(version, SPEC_LIST_FROM):
+            sizes = list(range(1, 33))
+        elif not padding:
+            sizes = list(range(1, 32 if _before(version, "0.4.0.post2") else 33)) + (
+                [64, 128] if _before(version, SPEC_LIST_FROM) else [64, 96, 128, 160])
+        else:
+            sizes = [1, 2, 4] + [8 * i for i in range(1, 21)]
     elif speculating:
         middle = list(range(40, 161, 16)) if _before(version, "0.4.7") else list(range(40, 64, 8)) + list(range(80, 161, 16))
         sizes = list(range(1, 9)) + list(range(10, 33, 2)) + middle
@@ -83,10 +107,12 @@ def sglang_max_bs(gpu_mib: float, tp: int, version: str) -> int:
     return 512
 
 
-def sglang_decode_sizes(version: str, gpu_mib: float, tp: int, speculating: bool, max_running: int) -> tuple[int, ...]:
-    """The batch sizes SGLang captures its decode (and verify) CUDA graphs at by default (module docstring)."""
+def sglang_decode_sizes(version: str, gpu_mib: float, tp: int, speculating: bool, max_running: int,
+                        padding: bool = True) -> tuple[int, ...]:
+    """The batch sizes SGLang captures its decode (and verify) CUDA graphs at by default (module docstring);
+    `padding` False: with disable_cuda_graph_padding."""
     if _before(version, LIST_FROM_SERVER_ARGS):
-        sizes = _legacy_sizes(version, gpu_mib, tp, speculating)
+        sizes = _legacy_sizes(version, gpu_mib, tp, speculating, padding)
     else:
         top = sglang_max_bs(gpu_mib, tp, version)
         if speculating:

@@ -5,7 +5,8 @@ A scenario names its engine with `cluster.engine.framework` or `cluster.engine.v
 default at that release, and its `scheduler.max_batched_tokens`, when not given, that engine's step token
 budget (profiles.engine_time.batch_defaults.engine_batching: vLLM V0 prefill-first with max(max_model_len, 2048)
 tokens; vLLM V1 its own scheduler with 8192 tokens on the GPUs that get its large defaults, else 2048; SGLang
-prefill batches apart from decodes, chunked at its chunked_prefill_size by GPU memory and release;
+prefill batches apart from decodes, at most its chunked_prefill_size by GPU memory and release (its
+max_prefill_tokens where its EAGLE block turns chunking off, 0.4.1.post4 - 0.4.3.post2);
 TensorRT-LLM in-flight batching with max_num_tokens 8192). A scenario that names no engine keeps draftsim's
 defaults (`vllm`, 8192 tokens): a generic continuous-batching server, as before.
 
@@ -33,10 +34,11 @@ def engine_named(latency_cfg, engine_cfg) -> bool:
 
 
 def with_engine_defaults(scheduler, latency_cfg, engine_cfg, release: tuple[str, str | None], hw,
-                         max_model_len: int):
+                         max_model_len: int, family: str | None = None):
     """`scheduler` (a SchedulerConfig) with the fields of FILLED it leaves out set to the named engine's own
-    (module docstring); `release`: the deployment's (framework, version; None: the newest modelled). The same
-    object where nothing is filled. ScenarioError naming the field where the result is refused."""
+    (module docstring); `release`: the deployment's (framework, version; None: the newest modelled); `family`: the
+    drafter's engine family (None: no speculation; SGLang's budget depends on it). The same object where nothing
+    is filled. ScenarioError naming the field where the result is refused."""
     if scheduler is None or not engine_named(latency_cfg, engine_cfg):
         return scheduler
     missing = [name for name in FILLED if name not in scheduler.model_fields_set]
@@ -48,7 +50,7 @@ def with_engine_defaults(scheduler, latency_cfg, engine_cfg, release: tuple[str,
     from simulator.config.serving import SchedulerConfig
     from simulator.config.validation import validate_config
     framework, version = release[0], release_or_modelled(*release)
-    kind, tokens = engine_batching(framework, version, hw, device_total_bytes(hw), ENTRYPOINT, max_model_len)
+    kind, tokens = engine_batching(framework, version, hw, device_total_bytes(hw), ENTRYPOINT, max_model_len, family)
     fill = {}
     if "kind" in missing:
         fill["kind"] = kind

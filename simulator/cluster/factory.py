@@ -106,6 +106,46 @@ def drafter_family(drafter) -> str | None:
     return None if drafter.kind == "none" else engine_family(drafter)
 
 
+def speculation_method(drafter) -> str | None:
+    """The speculation method as vLLM's and SGLang's flags tell EAGLE's variants apart: eagle3 or mtp for those
+    drafter kinds, else the engine family (`drafter_family`; None without a drafter)."""
+    if drafter is None or drafter.kind == "none":
+        return None
+    return drafter.kind if drafter.kind in ("eagle3", "mtp") else drafter_family(drafter)
+
+
+@dataclass(frozen=True)
+class EngineBatchRules:
+    """What the deployment's engine adds to a step's limits beyond the scheduler section (simulator.core.sched
+    .BatchLimits): vLLM V1's KV lookahead for a running request and a waiting request's first chunk, and the most
+    requests one prefill step admits (SGLang's EAGLE block)."""
+
+    kv_lookahead: int = 0
+    admit_lookahead: int = 0
+    prefill_requests: int | None = None
+
+
+def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec_tokens: int) -> EngineBatchRules:
+    """The engine's batch rules (EngineBatchRules) of a pool whose engine is `release` (deployment_release), whose
+    scheduler section is `scheduler` (its kind: the engine's scheduler, vllm_v1 under vLLM V1, vllm under SGLang),
+    speculating with `drafter` (None: no speculation) `spec_tokens` draft tokens (or tree nodes) per step:
+    profiles.engine_time.batch_defaults.vllm_kv_lookahead and sglang_prefill_requests."""
+    from profiles.engine_time.batch_defaults import sglang_prefill_requests, vllm_kv_lookahead
+    from profiles.engine_time.frameworks import release_or_modelled
+    framework, version = release
+    if drafter is None or scheduler is None or framework not in ("vllm", "sglang"):
+        return EngineBatchRules()
+    try:
+        version = release_or_modelled(framework, version)
+    except FieldError:   # (no engine-time entry: make_engine_time names the field where it is asked for)
+        return EngineBatchRules()
+    if framework == "vllm" and scheduler.kind == "vllm_v1":
+        return EngineBatchRules(*vllm_kv_lookahead(version, speculation_method(drafter), spec_tokens))
+    if framework == "sglang" and scheduler.kind == "vllm":
+        return EngineBatchRules(prefill_requests=sglang_prefill_requests(version, drafter_family(drafter)))
+    return EngineBatchRules()
+
+
 def engine_release(lat: LatencyConfig, engine_cfg, latency):
     """(EngineSettings, version) of the deployment's engine: `cluster.engine` (framework and version default to
     `cluster.latency`'s, then to the measured tables' version, then to the newest modelled release). FieldError
@@ -185,7 +225,7 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
                           num_scheduler_steps=engine_cfg.num_scheduler_steps,
                           policy=policy if speculating and policy != "fixed" else None, tp=par.tp,
                           draft_tp=getattr(drafter, "tp", None) if family == "draft_model" else None,
-                          method=drafter.kind if speculating and drafter.kind in ("eagle3", "mtp") else family,
+                          method=speculation_method(drafter) if speculating else None,
                           gate=gate if speculating else None, schedule=schedule and speculating)
         check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
         deployment = Deployment(max_num_seqs=max_seqs,
@@ -300,6 +340,14 @@ def deployment_release(lat: LatencyConfig, engine_cfg, latency) -> tuple[str, st
         settings = engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), lat)
         return settings.framework, settings.version
     return settings.framework, version
+
+
+def pool_release(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, dtype: str, kv_dtype: str | None,
+                 base_dir: Path) -> tuple[str, str | None]:
+    """`deployment_release` of a pool on `hw` worked out as build_replica_kind works it out: with the latency model
+    the pool prices with (`make_latency_model`: the measured tables' version where neither cluster.engine nor
+    cluster.latency names one), for callers that hold no built pool (a plan's launch scripts)."""
+    return deployment_release(lat, engine_cfg, make_latency_model(lat, hw, dtype, base_dir, kv_dtype))
 
 
 def free_bytes_per_gpu(hw: HardwareSpec, target: ModelSpec, par: Parallelism, dtype: str, util: float,
@@ -463,6 +511,8 @@ class ReplicaKind:
     max_batch_size: int = 256              # running-request limit (max_num_seqs, simulator.cluster.factory.max_num_seqs)
     scheduler: object = None               # the scenario's SchedulerConfig, the named engine's defaults filled in
     #                                        (simulator.cluster.engine_scheduler); None: priced steps only
+    context_len: int = 0                   # the longest context a request may reach (simulator.core.context.context_limit)
+    batch_rules: EngineBatchRules = EngineBatchRules()   # the engine's step limits beyond the scheduler section
 
     @property
     def acceptance(self):
@@ -640,7 +690,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     release = deployment_release(latency, engine_config, lat)
     context_len = context_limit(target, max_model_len)
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)
-        scheduler = with_engine_defaults(scheduler, latency, engine_config, release, hw, context_len)
+        scheduler = with_engine_defaults(scheduler, latency, engine_config, release, hw, context_len, family)
     max_seqs = max_num_seqs(scheduler, latency, engine_config, hw, lat, family)
     framework = release[0]
     profile = vllm_profile_run(release, hw, scheduler, max_seqs)
@@ -700,5 +750,6 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         window = sliding_window_layout(hw, target, par, dtype, kv_dtype, util, built_drafter,
                                        scheduler, q, where, profile)
         kv_tokens = window.kv_tokens
+    rules = engine_batch_rules(release, scheduler, drafter if built_drafter is not None else None, q - 1)
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
-                       state_bytes, layout, window, max_seqs, scheduler)
+                       state_bytes, layout, window, max_seqs, scheduler, context_len, rules)

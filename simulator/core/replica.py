@@ -65,10 +65,14 @@ class Replica:
     def decode_kv_tokens(self, ctx):
         """The KV tokens a decoding request of context `ctx` (an int or an array) asks for in a step: ctx + q, as
         vLLM's allocate_slots asks for computed + new tokens, at most `limits.decode_kv_cap` where the scheduler
-        caps them (vLLM V1 near max_model_len: sched.vllm_v1's docstring)."""
+        caps them (vLLM V1 near max_model_len: sched.vllm_v1's docstring), and `limits.kv_lookahead` slots beyond
+        them (BatchLimits.with_lookahead)."""
+        limits = self.limits
         need = ctx + self.q
-        cap = self.limits.decode_kv_cap
-        return need if cap is None else np.minimum(need, cap)
+        cap = limits.decode_kv_cap
+        if cap is not None:
+            need = np.minimum(need, cap)
+        return limits.with_lookahead(need, limits.kv_lookahead)
 
     def peak_tokens(self, ids):
         """The most KV slots request(s) `ids` ask for in their life here: their prompt, then, at their last

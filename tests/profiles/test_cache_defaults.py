@@ -50,13 +50,28 @@ def test_an_unknown_framework_is_refused():
         engine_prefix_caching("tgi", "1.0.0", None, False)
 
 
-def test_frameworks_yaml_states_no_second_prefix_caching_default():
-    """cache_defaults is the one rule: frameworks.yaml's `defaults` (read by no code) held `prefix_caching: true` for
-    the TensorRT-LLM 0.5 - 1.0 entry without a source while the rule keeps it unread (None); no entry states one."""
+def test_frameworks_yaml_states_no_second_default():
+    """cache_defaults and batch_defaults are the one rules: frameworks.yaml's `defaults` (read by no code) held
+    `prefix_caching: true` for the TensorRT-LLM 0.5 - 1.0 entry without a source while the rule keeps it unread
+    (None), and `chunked_prefill: true` for SGLang 0.4, whose EAGLE block turns chunking off in 0.4.1.post4 -
+    0.4.3.post2. No entry has the field, and the loader refuses a field no code reads."""
     import yaml
-    from profiles.engine_time.frameworks import DATA_FILE
-    for entry in yaml.safe_load(DATA_FILE.read_text())["frameworks"]:
-        assert "prefix_caching" not in entry["defaults"], (entry["framework"], entry["versions"])
+    from profiles.engine_time import frameworks
+    for entry in yaml.safe_load(frameworks.DATA_FILE.read_text())["frameworks"]:
+        assert set(entry) <= set(frameworks.ENTRY_FIELDS), (entry["framework"], entry["versions"])
+
+
+def test_a_field_no_code_reads_is_refused(monkeypatch):
+    from profiles.engine_time import frameworks
+    entry = {"framework": "vllm", "versions": {"min": "0.8.0"}, "defaults": {"chunked_prefill": True}}
+    monkeypatch.setattr(frameworks, "load_shipped_yaml", lambda path: {"frameworks": [entry]})
+    frameworks._entries.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="fields no code reads: defaults"):
+            frameworks._entries()
+    finally:
+        monkeypatch.undo()
+        frameworks._entries.cache_clear()
 
 
 def test_trtllm_before_1_0_cites_the_executors_block_reuse_default():

@@ -86,7 +86,7 @@ def test_every_constant_of_every_framework_has_a_source_and_a_value():
     raw = yaml.safe_load(DATA_FILE.read_text())["frameworks"]
     for entry in raw:
         c, sources = entry["constants"], entry["sources"]
-        for key in ("graphs", "measured_on", "defaults"):
+        for key in ("graphs", "measured_on"):
             assert key in entry and (key in sources or _sourced_elsewhere(raw, entry, key)), (entry["framework"], key)
         for key in (*_US_FIELDS, "overlap"):
             assert isinstance(c[key], (int, float)), (entry["framework"], key, c[key])

@@ -27,12 +27,29 @@ NO_IDS.flags.writeable = False
 class BatchLimits:
     """What bounds a step (the `scheduler:` section): sequences in the batch (vLLM's max_num_seqs), tokens
     per step (max_num_batched_tokens) and Sarathi's chunk budget; `decode_kv_cap`: the most KV tokens a
-    decoding request's step may reach (vLLM V1: max_model_len − 1, `Replica.decode_kv_tokens`), None: none."""
+    decoding request's step may reach (vLLM V1: max_model_len − 1, `Replica.decode_kv_tokens`), None: none;
+    `kv_lookahead` / `admit_lookahead`: KV slots reserved beyond a running request's scheduled tokens / a waiting
+    request's first chunk (vLLM V1's num_lookahead_tokens: profiles.engine_time.batch_defaults.vllm_kv_lookahead),
+    at most decode_kv_cap + 1 (max_model_len) tokens in all; `prefill_requests`: the most requests one prefill step
+    admits (SGLang's prefill_only_one_req: batch_defaults.sglang_prefill_requests), None: no such limit."""
 
     max_batch_size: int
     max_batched_tokens: int
     chunk_tokens: int
     decode_kv_cap: int | None = None
+    kv_lookahead: int = 0
+    admit_lookahead: int = 0
+    prefill_requests: int | None = None
+
+    def with_lookahead(self, tokens, lookahead: int):
+        """KV slots a request asks for to hold `tokens` (an int or an array) and `lookahead` slots beyond them,
+        at most max_model_len (decode_kv_cap + 1) where the cap is set (vLLM: `num_tokens_need_slot =
+        min(computed + new + lookahead, max_model_len)`, kv_cache_manager.py from v0.9.0)."""
+        if not lookahead:
+            return tokens
+        need = tokens + lookahead
+        cap = self.decode_kv_cap
+        return need if cap is None else np.minimum(need, cap + 1)
 
 
 @dataclass(slots=True)

@@ -22,8 +22,13 @@ Approximations, named here:
 - A decoding request whose 1 + γ tokens exceed the budget left waits for the next step; vLLM would
   schedule it with fewer draft tokens (`min(num_new_tokens, token_budget)`). Only matters when the budget
   is within γ of running out, i.e. when `max_batched_tokens` is near `max_batch_size · (γ+1)`.
-- vLLM also allocates `num_lookahead_tokens` (= γ for draft-model and EAGLE proposers) slots per decoding
-  request; here a decoding request holds blocks for context + q tokens, as in the other schedulers.
+- vLLM also allocates `num_lookahead_tokens` slots beyond the tokens it schedules (`allocate_slots(...,
+  num_lookahead_tokens=...)`: γ for EAGLE-style proposers from v0.8.4, draft models from v0.15.0; none for n-gram,
+  suffix or Medusa; for waiting requests too from v0.8.5): modelled (BatchLimits.kv_lookahead / admit_lookahead,
+  set by simulator.cluster.build.batch_scheduler from profiles.engine_time.batch_defaults.vllm_kv_lookahead). A
+  decoding request holds blocks for context + q + lookahead tokens, a prompt chunk for its tokens + lookahead,
+  at most max_model_len (vLLM clamps from v0.9.0; approximation, named: v0.8.4 - v0.8.5 did not, which differs only
+  within γ tokens of max_model_len).
 - Near max_model_len vLLM schedules `min(num_new_tokens, max_model_len − 1 − num_computed_tokens)` tokens
   ("Make sure the input position does not exceed the max model len. This is necessary when using spec
   decoding", `Scheduler.schedule`, read in the v0.11.0 and v0.19.1 wheels), so a decoding request's KV
@@ -70,7 +75,11 @@ def _every_running_in_full(view, budget: int):
     target, done = s.prefill_target[ids], s.prefilled[ids]
     decoding = done >= target
     asks = np.where(decoding, view.q * s.samples[ids], target - done)
-    if int(asks.sum()) > budget or not view.kv.grow(ids, np.where(decoding, view.decode_kv_tokens(s.ctx[ids]), target)):
+    if int(asks.sum()) > budget:
+        return None
+    limits = view.limits
+    chunk_kv = limits.with_lookahead(target, limits.kv_lookahead)   # (a prompt's rest: its tokens + lookahead)
+    if not view.kv.grow(ids, np.where(decoding, view.decode_kv_tokens(s.ctx[ids]), chunk_kv)):
         return None
     return ids, decoding, asks
 
@@ -86,8 +95,9 @@ class VllmV1:
         if not view.waiting or token_room <= 0 or view.batch_full():
             return False
         r = view.waiting[0]
-        kv = view.kv
-        return kv.need(r, min(int(view.s.prefill_target[r]), token_room))[0] <= kv.total_blocks - kv.used_blocks
+        kv, limits = view.kv, self.limits
+        tokens = limits.with_lookahead(min(int(view.s.prefill_target[r]), token_room), limits.admit_lookahead)
+        return kv.need(r, int(tokens))[0] <= kv.total_blocks - kv.used_blocks
 
     def decodes_every_running(self, view) -> bool:
         """Rule 2 schedules every running request: their q tokens per sequence fit the budget together."""
@@ -124,7 +134,7 @@ class VllmV1:
                 tokens = int(view.decode_kv_tokens(int(s.ctx[r])))   # per sequence
             else:
                 n = int(min(s.prefill_target[r] - s.prefilled[r], budget))
-                tokens = int(s.prefilled[r]) + n
+                tokens = int(self.limits.with_lookahead(int(s.prefilled[r]) + n, self.limits.kv_lookahead))
             before = len(view.running)
             ok = _grow(view, r, tokens)
             preempted = preempted or len(view.running) < before
@@ -142,7 +152,7 @@ class VllmV1:
                 if view.decoding(r):   # swapped back in (host tier): decodes from the next step
                     continue
                 n = int(min(s.prefill_target[r] - s.prefilled[r], budget))
-                _grow(view, r, n)
+                _grow(view, r, int(self.limits.with_lookahead(n, self.limits.admit_lookahead)))
                 prefills.add(view, r, n)
                 budget -= n
         return prefills.plan(view, decode_ids)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from pathlib import Path
 
 from models.load import load_model
 
@@ -56,13 +57,13 @@ def _roles(sc: dict) -> list[tuple[str, int, dict]]:
     return [(name, dis[name].get("replicas", 1), dis[name].get("parallelism", {})) for name in ("prefill", "decode")]
 
 
-def _common(sc: dict, par: dict, engine: str) -> list[str]:
+def _common(sc: dict, par: dict, engine: str, base_dir: Path) -> list[str]:
     cl, sched = sc["cluster"], sc.get("scheduler", {})
     tp, pp, ep = par.get("tp", 1), par.get("pp", 1), par.get("ep", 1)
     chunk = sched.get("chunk_tokens", 512) if sched.get("kind") == "sarathi" else sched.get("max_batched_tokens")
     if chunk is None and not _names_its_engine(cl):   # (named: the engine's own budget, as the DES ran it)
         chunk = 8192
-    caching = _prefix_caching(sc)
+    caching = _prefix_caching(sc, base_dir)
     dtype, kv = cl.get("dtype", "bf16"), cl.get("kv_dtype")
 
     def seqs(flag: str) -> list:   # none given: the engine's own default, as the DES ran it (ReplicaKind.max_batch_size)
@@ -100,29 +101,41 @@ def _common(sc: dict, par: dict, engine: str) -> list[str]:
     return [str(a) for a in args]
 
 
-def _prefix_caching(sc: dict) -> bool:
+def _prefix_caching(sc: dict, base_dir: Path) -> bool:
     """The prefix caching the DES ran for candidate `sc`: its own, else (a candidate that names its engine) that
     engine's default as simulator.cluster.engine_cache applies it to the pool that keeps the cache (`launched`: the
     engine's default where the DES kept it off only because no two requests share a prefix), else off."""
+    record = engine_cache_record(sc, base_dir)
+    if record is None:
+        cl = sc["cluster"]
+        given = [b["prefix_caching"] for b in (cl.get("kv_cache", {}), cl.get("engine", {}))
+                 if b.get("prefix_caching") is not None]
+        return bool(given[0]) if given else False
+    from simulator.cluster.engine_cache import launched
+    return launched(record)
+
+
+def engine_cache_record(sc: dict, base_dir: Path) -> dict | None:
+    """The record simulator.cluster.engine_cache.engine_prefix_caching keeps for candidate `sc` (its pool that keeps
+    the cache, at the release the run reads: simulator.cluster.factory.pool_release), or None where the candidate
+    gives its prefix caching or names no engine."""
     cl = sc["cluster"]
-    for block in (cl.get("kv_cache", {}), cl.get("engine", {})):
-        if block.get("prefix_caching") is not None:
-            return bool(block["prefix_caching"])
-    if not _names_its_engine(cl):
-        return False
-    from simulator.cluster.engine_cache import engine_prefix_caching, launched
-    from simulator.cluster.factory import deployment_release, keeps_window, resolve_hardware
+    if any(block.get("prefix_caching") is not None for block in (cl.get("kv_cache", {}), cl.get("engine", {}))) \
+            or not _names_its_engine(cl):
+        return None
+    from simulator.cluster.engine_cache import engine_prefix_caching
+    from simulator.cluster.factory import keeps_window, pool_release, resolve_hardware
     from simulator.config.scenario import Scenario
     # (a launch takes a candidate without its workload too: the default reads only its parallel_samples)
     scenario = Scenario.model_validate({"workload": NO_WORKLOAD, **sc})
     c = scenario.cluster
     pool = c.disaggregation.prefill if c.disaggregation is not None else None
     where = "cluster" if pool is None else "cluster.disaggregation.prefill"
-    hw = resolve_hardware(pool.hardware if pool is not None and pool.hardware else c.hardware, None)
+    hw = resolve_hardware(pool.hardware if pool is not None and pool.hardware else c.hardware, base_dir)
     target = load_model(c.model)
-    release = deployment_release(c.latency, c.engine, None)
+    release = pool_release(c.latency, c.engine, hw, c.dtype, c.kv_dtype, base_dir)
     windowed = keeps_window(target, release, hw, where, c.kv_cache.layout)
-    return launched(engine_prefix_caching(scenario, target, release, windowed))
+    return engine_prefix_caching(scenario, target, release, windowed)
 
 
 def _names_its_engine(cl: dict) -> bool:
@@ -222,8 +235,10 @@ def _format(cmd: list[str]) -> str:
     return " \\\n    ".join(parts)
 
 
-def launch_script(sc: dict, engine: str, title: str) -> str:
-    """A shell script with one command line per role of scenario `sc` for `engine` (vllm | sglang)."""
+def launch_script(sc: dict, engine: str, title: str, base_dir: Path | None = None) -> str:
+    """A shell script with one command line per role of scenario `sc` for `engine` (vllm | sglang); `base_dir`:
+    the folder its relative paths are read from (the plan's; None: the working directory)."""
+    base_dir = Path(".") if base_dir is None else base_dir
     model = hf_repo(sc["cluster"]["model"])
     spec_flags, notes = _speculation(sc, engine)
     lines = ["#!/bin/sh", f"# {title}", "# written by draftsim plan (simulator/workflows/plan/launch.py); one server per "
@@ -234,7 +249,7 @@ def launch_script(sc: dict, engine: str, title: str) -> str:
     lines += notes
     for role, replicas, par in _roles(sc):
         gpus = par.get("ep", 1) * par.get("pp", 1) if par.get("ep", 1) > 1 else par.get("tp", 1) * par.get("pp", 1)
-        args = _common(sc, par, engine) + (spec_flags if role != "prefill" else [])
+        args = _common(sc, par, engine, base_dir) + (spec_flags if role != "prefill" else [])
         if engine == "vllm":
             cmd = ["vllm", "serve", model] + args
             if role != "colocated":

@@ -263,14 +263,15 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
         screened.to_csv(staged / CANDIDATES_CSV, index=False)
         ranked.to_csv(staged / RANKED_CSV, index=False)
         plot_pareto(screened, ranked, spec.slo, staged / PARETO_PNG)
-        write_launch_scripts(spec, ranked, staged)
+        write_launch_scripts(spec, ranked, staged, base_dir)
     report(f"wrote {out_dir}/")
     return ranked, screened, out_dir
 
 
-def write_launch_scripts(spec, ranked: pd.DataFrame, out_dir: Path) -> None:
+def write_launch_scripts(spec, ranked: pd.DataFrame, out_dir: Path, base_dir: Path | None = None) -> None:
     """`launch_vllm.sh` and `launch_sglang.sh` for the best DES-confirmed candidate (the first that meets
-    the SLOs, else the first ranked): its server command line per role (simulator.workflows.plan.launch)."""
+    the SLOs, else the first ranked): its server command line per role (simulator.workflows.plan.launch);
+    `base_dir`: the plan's folder, which the DES read the candidate's relative paths from."""
     from simulator.workflows.plan.config import Candidate
     from simulator.workflows.plan.launch import launch_script
     if ranked.empty:
@@ -281,7 +282,7 @@ def write_launch_scripts(spec, ranked: pd.DataFrame, out_dir: Path) -> None:
     verdict = "meets the SLOs" if bool(best["meets_slo"]) else "best found, misses the SLOs"
     title = f"{cand.label}: rank 1 of draftsim plan {spec.name} ({verdict})"
     for engine, name in LAUNCH_FILES.items():
-        script = launch_script(scenario, engine, title)
+        script = launch_script(scenario, engine, title, base_dir)
         (out_dir / name).write_text(script, encoding="utf-8")
 
 

@@ -96,7 +96,7 @@ def test_sglang_capture_sizes_before_0_5_3_worked_by_hand():
     assert _sglang_sizes("0.4.7", gib=31)[-1] == 160 and _sglang_sizes("0.4.7", gib=23)[-1] == 8
     assert _sglang_sizes("0.5.3", gib=31) == (1, 2, 4, 8, 12, 16) and _sglang_sizes("0.5.5", gib=31)[-1] == 24
     # speculation: 0.4.7 - 0.5.2 range(1, 9) + range(10, 33, 2) + [40, 48, 56] + range(80, 161, 16); 0.4.5 - 0.4.6
-    # range(40, 161, 16) (to 152); 0.4.4 range(1, 33)
+    # range(40, 161, 16) (to 152); 0.4.3.post3 - 0.4.4.post4 range(1, 33)
     spec = tuple(range(1, 9)) + tuple(range(10, 33, 2)) + (40, 48, 56) + tuple(range(80, 161, 16))
     assert _sglang_sizes("0.5.2", speculating=True) == spec
     assert _sglang_sizes("0.4.6", speculating=True)[-3:] == (120, 136, 152)
