@@ -127,6 +127,9 @@ TINY = {"name": "t", "seed": 7, "workload": {"arrival": {"process": "poisson", "
     ({"grid": {"workload.arrival.qps": [2, 2.0]}}, r"^grid: points \(workload.arrival.qps=2, seed=7\) and "),
     ({"grid": {}, "workers": 0}, r"^workers: must be an integer >= 1, got 0"),
     ({"grid": {}, "executor": "bogus"}, r"^executor: unknown executor 'bogus'"),
+    # any true value drew the progress bar, 'x' included (2026-11-28)
+    ({"grid": {}, "progress": "x"}, r"^progress: True \(a progress bar on stderr\) or False; got 'x'"),
+    ({"grid": {}, "progress": 1}, r"^progress: True \(a progress bar on stderr\) or False; got 1"),
 ])
 def test_a_sweeps_bad_arguments_raise_one_scenario_error_naming_them(kwargs, says):
     with pytest.raises(ScenarioError, match=says):

@@ -178,6 +178,8 @@ def sweep(base, grid: dict[str, list], *, seeds: list[int] | None = None, overri
     `error` of a point that cannot be built), `wall_s` and the summary's metrics."""
     from simulator.api import check_step_mode, scenario_dict
     check_step_mode(step_mode)   # (a bogus word made every point an 'invalid' row)
+    if not isinstance(progress, bool):   # (progress='x' drew the progress bar, as any true value did)
+        raise ScenarioError("progress", f"True (a progress bar on stderr) or False; got {progress!r}")
     space = validate_config(SweepSpace, {"grid": _plain(grid), "points": _plain([] if points is None else points),
                                          "seeds": _plain(seeds)}, prefix="")
     data, base_dir = scenario_dict(base, overrides, base_dir)
