@@ -31,7 +31,7 @@ from simulator.core.state import RequestState
 from simulator.core.steplog import StepLog
 from simulator.core.workload import RequestTable
 from simulator.cost.step_cost import Cost, StepCost
-from sim_helpers import scenario
+from sim_helpers import merge, scenario
 
 
 # ---- SGLang's EAGLE block -------------------------------------------------------------------------------------
@@ -296,6 +296,9 @@ def test_a_long_sglang_prompt_runs_in_chunks():
                     workload={"num_requests": 6, "prompt_tokens": {"kind": "uniform", "low": 10000, "high": 12000},
                               "output_tokens": {"kind": "uniform", "low": 4, "high": 8}},
                     outputs={"plots": False, "steps": "full"})
-    steps = simulator.run(data).steps
-    assert int(steps.prefill_tokens.max()) == 8192
-    assert int(steps.prefill_tokens.sum()) == int(simulator.run(data).requests.prompt_tokens.sum())
+    run = simulator.run(data)
+    assert int(run.steps.prefill_tokens.max()) == 8192
+    assert int(run.steps.prefill_tokens.sum()) == int(run.requests.prompt_tokens.sum())
+    from sim_helpers import assert_bulk_equals_step
+    assert_bulk_equals_step(merge(data, {"workload": {"num_requests": 30, "arrival": {"process": "poisson", "qps": 2.0},
+                                                      "output_tokens": {"kind": "uniform", "low": 50, "high": 200}}}))
