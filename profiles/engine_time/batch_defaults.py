@@ -64,9 +64,9 @@ runs by default (a `scheduler.kind` of simulator.core.sched) and its step token 
   UsageContext (`get_batch_defaults`): on the GPUs `vllm_v1_large_defaults` names 16384 for the offline LLM
   class, 8192 for the API server (`vllm serve`); elsewhere 8192 and 2048;
 - SGLang: prefill batches apart from decode batches (`vllm`: enable_mixed_chunk is False by default,
-  server_args.py) of at most `sglang_chunked_prefill_size` tokens (approximation, named: a prompt longer than that
-  runs whole in one prefill step of its own, where SGLang chunks it over consecutive prefill steps; draftsim's
-  `vllm` kind does not chunk). With EAGLE speculation (MTP runs as EAGLE: NEXTN from v0.4.3.post1) the EAGLE block
+  server_args.py) of at most `sglang_chunked_prefill_size` tokens, a prompt longer than what is left chunked over
+  consecutive prefill steps as SGLang's PrefillAdder chunks it (simulator.core.sched.vllm, with SGLang's
+  max_prefill_tokens: simulator.cluster.factory.engine_batch_rules). With EAGLE speculation (MTP runs as EAGLE: NEXTN from v0.4.3.post1) the EAGLE block
   of `ServerArgs.__post_init__` sets `prefill_only_one_req = True` in v0.4.1.post4 (the first release with
   speculative decoding) - v0.4.3.post3 (`sglang_prefill_requests`: Scheduler.get_new_batch_prefill stops after
   one request, managers/scheduler.py) and `chunked_prefill_size = -1` in v0.4.1.post4 - v0.4.3.post2

@@ -360,7 +360,8 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
     """The batching scheduler class of `scheduler.kind` and the limits it plans within (simulator.core.sched),
     with the running-request limit of `kind` (scheduler.max_batch_size, else its engine's default:
     ReplicaKind.max_batch_size) and its engine's batch rules (ReplicaKind.batch_rules: vLLM V1's KV lookahead,
-    SGLang's one request per prefill with EAGLE); ScenarioError where parallel samples exceed it."""
+    SGLang's chunked prompts and one request per prefill with EAGLE); ScenarioError where parallel samples exceed
+    it."""
     from simulator.core.sched import SCHEDULERS, BatchLimits, MultiStep
     cfg = kind.scheduler if kind.scheduler is not None else scenario.scheduler   # (the engine's defaults filled in)
     seqs = kind.max_batch_size
@@ -373,7 +374,7 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
     cap = kind.context_len - 1 if getattr(SCHEDULERS[cfg.kind], "caps_decode_kv", False) else None
     rules = kind.batch_rules
     limits = BatchLimits(seqs, cfg.max_batched_tokens, cfg.chunk_tokens, cap, rules.kv_lookahead,
-                         rules.admit_lookahead, rules.prefill_requests)
+                         rules.admit_lookahead, rules.prefill_requests, rules.prefill_input_tokens)
     steps = scenario.cluster.engine.num_scheduler_steps
     if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking and capacity policy are the engine's settings
         engine = scenario.cluster.engine

@@ -117,33 +117,39 @@ def speculation_method(drafter) -> str | None:
 @dataclass(frozen=True)
 class EngineBatchRules:
     """What the deployment's engine adds to a step's limits beyond the scheduler section (simulator.core.sched
-    .BatchLimits): vLLM V1's KV lookahead for a running request and a waiting request's first chunk, and the most
-    requests one prefill step admits (SGLang's EAGLE block)."""
+    .BatchLimits): vLLM V1's KV lookahead for a running request and a waiting request's first chunk, the most
+    requests one prefill step admits (SGLang's EAGLE block), and SGLang's chunking of prompts (its
+    max_prefill_tokens; None: prompts whole)."""
 
     kv_lookahead: int = 0
     admit_lookahead: int = 0
     prefill_requests: int | None = None
+    prefill_input_tokens: int | None = None
 
 
 def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec_tokens: int) -> EngineBatchRules:
     """The engine's batch rules (EngineBatchRules) of a pool whose engine is `release` (deployment_release), whose
     scheduler section is `scheduler` (its kind: the engine's scheduler, vllm_v1 under vLLM V1, vllm under SGLang),
     speculating with `drafter` (None: no speculation) `spec_tokens` draft tokens (or tree nodes) per step:
-    profiles.engine_time.batch_defaults.vllm_kv_lookahead and sglang_prefill_requests."""
-    from profiles.engine_time.batch_defaults import sglang_prefill_requests, vllm_kv_lookahead
+    profiles.engine_time.batch_defaults.vllm_kv_lookahead, sglang_prefill_requests and sglang_chunks_prompts."""
+    from profiles.engine_time.batch_defaults import (SGLANG_MAX_PREFILL_TOKENS, sglang_chunks_prompts,
+                                                     sglang_prefill_requests, vllm_kv_lookahead)
     from profiles.engine_time.frameworks import release_or_modelled
     framework, version = release
-    if drafter is None or scheduler is None or framework not in ("vllm", "sglang"):
+    if scheduler is None or (framework, scheduler.kind) not in (("vllm", "vllm_v1"), ("sglang", "vllm")):
         return EngineBatchRules()
     try:
         version = release_or_modelled(framework, version)
     except FieldError:   # (no engine-time entry: make_engine_time names the field where it is asked for)
         return EngineBatchRules()
-    if framework == "vllm" and scheduler.kind == "vllm_v1":
+    if framework == "vllm":
+        if drafter is None:
+            return EngineBatchRules()
         return EngineBatchRules(*vllm_kv_lookahead(version, speculation_method(drafter), spec_tokens))
-    if framework == "sglang" and scheduler.kind == "vllm":
-        return EngineBatchRules(prefill_requests=sglang_prefill_requests(version, drafter_family(drafter)))
-    return EngineBatchRules()
+    family = drafter_family(drafter) if drafter is not None else None
+    return EngineBatchRules(prefill_requests=sglang_prefill_requests(version, family),
+                            prefill_input_tokens=SGLANG_MAX_PREFILL_TOKENS if sglang_chunks_prompts(version, family)
+                            else None)
 
 
 def engine_release(lat: LatencyConfig, engine_cfg, latency):

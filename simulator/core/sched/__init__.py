@@ -31,7 +31,10 @@ class BatchLimits:
     `kv_lookahead` / `admit_lookahead`: KV slots reserved beyond a running request's scheduled tokens / a waiting
     request's first chunk (vLLM V1's num_lookahead_tokens: profiles.engine_time.batch_defaults.vllm_kv_lookahead),
     at most decode_kv_cap + 1 (max_model_len) tokens in all; `prefill_requests`: the most requests one prefill step
-    admits (SGLang's prefill_only_one_req: batch_defaults.sglang_prefill_requests), None: no such limit."""
+    admits (SGLang's prefill_only_one_req: batch_defaults.sglang_prefill_requests), None: no such limit;
+    `prefill_input_tokens`: the prefill-first scheduler chunks prompts as SGLang does (simulator.core.sched.vllm),
+    a step's prompts bounded by max_batched_tokens (chunked_prefill_size) and a prompt not started behind others
+    where it exceeds this many tokens less the step's (max_prefill_tokens); None: no chunking."""
 
     max_batch_size: int
     max_batched_tokens: int
@@ -40,6 +43,7 @@ class BatchLimits:
     kv_lookahead: int = 0
     admit_lookahead: int = 0
     prefill_requests: int | None = None
+    prefill_input_tokens: int | None = None
 
     def with_lookahead(self, tokens, lookahead: int):
         """KV slots a request asks for to hold `tokens` (an int or an array) and `lookahead` slots beyond them,

@@ -31,7 +31,7 @@ from simulator.core.state import RequestState
 from simulator.core.steplog import StepLog
 from simulator.core.workload import RequestTable
 from simulator.cost.step_cost import Cost, StepCost
-from sim_helpers import scenario
+from sim_helpers import merge, scenario
 
 
 # ---- SGLang's EAGLE block -------------------------------------------------------------------------------------
@@ -97,9 +97,9 @@ def test_one_request_per_prefill_step():
 EAGLE = {"kind": "head", "style": "autoregressive", "gamma": 3}   # an EAGLE head (engine family eagle)
 
 
-def _eagle_scenario(version, **extra):
+def _eagle_scenario(version, drafter=EAGLE, **extra):
     return scenario(cluster={"engine": {"framework": "sglang", "version": version}},
-                    drafter=EAGLE, scheduler={"max_batch_size": 16},
+                    drafter=drafter, scheduler={"max_batch_size": 16},
                     workload={"num_requests": 8}, **extra)
 
 
@@ -256,3 +256,49 @@ def test_a_lookahead_run_preempts_and_bulks_as_it_steps():
     result = simulator.run(data)
     assert result.requests.preemptions.sum() > 0 and result.requests.finish_s.notna().all()
     assert_bulk_equals_step(data)
+
+
+# ---- SGLang's chunked prefill ----------------------------------------------------------------------------------
+
+def test_sglang_chunks_prompts_as_its_prefill_adder():
+    # chunked_prefill_size 8, max_prefill_tokens 16 (managers/schedule_policy.py PrefillAdder, v0.4.2 / v0.5.9).
+    # A: 20-token prompt, B: 3, C: 5; 2 outputs each.
+    rep = _replica(Vllm, [20, 3, 5], [2, 2, 2], 100, BatchLimits(8, 8, 512, prefill_input_tokens=16))
+    assert [(p, d) for p, d, _ in _compositions(rep, 5)] == [
+        ([(0, 8)], []),                    # A truncated to the chunk budget (add_one_req: trunc_len = rem_chunk)
+        ([(0, 8)], []),                    # the request being chunked goes first (add_chunked_req)
+        ([(0, 4), (1, 3), (2, 1)], []),    # A's rest; B whole in the 4 left; C truncated to the last token
+        ([(2, 4)], []),                    # C's rest
+        ([], [0, 1, 2]),                   # then a decode batch (enable_mixed_chunk off)
+    ]
+
+
+def test_sglang_does_not_start_a_long_prompt_behind_others():
+    # max_prefill_tokens 10: after A's 3 tokens, B's 9 >= 10 - 3 (`real_input_tokens >= self.rem_input_tokens and
+    # len(self.can_run_list) != 0`), so B waits for the next step, where it is first and chunked at 8
+    rep = _replica(Vllm, [3, 9], [2, 2], 100, BatchLimits(8, 8, 512, prefill_input_tokens=10))
+    assert [(p, d) for p, d, _ in _compositions(rep, 4)] == [([(0, 3)], []), ([(1, 8)], []), ([(1, 1)], []),
+                                                             ([], [0, 1])]
+
+
+@pytest.mark.parametrize("version, drafter, chunking", [
+    ("0.5.9", {"kind": "none"}, 16384), ("0.4.3.post3", EAGLE, 16384), ("0.4.2", EAGLE, None),
+    ("0.4.2", {"kind": "none"}, 16384)])
+def test_an_sglang_deployment_chunks_unless_its_eagle_block_turns_chunking_off(version, drafter, chunking):
+    prepared = simulator.prepare(_eagle_scenario(version, drafter=drafter))
+    _, limits = batch_scheduler(prepared.scenario, prepared.cluster.pools[0].kind)
+    assert limits.prefill_input_tokens == chunking
+
+
+def test_a_long_sglang_prompt_runs_in_chunks():
+    # SGLang 0.5.9 on an H100: chunked_prefill_size 8192; a 10,000 - 12,000-token prompt takes two prefill steps
+    data = scenario(cluster={"model": "llama-3.1-8b", "engine": {"framework": "sglang", "version": "0.5.9"}},
+                    workload={"num_requests": 6, "prompt_tokens": {"kind": "uniform", "low": 10000, "high": 12000},
+                              "output_tokens": {"kind": "uniform", "low": 4, "high": 8}},
+                    outputs={"plots": False, "steps": "full"})
+    run = simulator.run(data)
+    assert int(run.steps.prefill_tokens.max()) == 8192
+    assert int(run.steps.prefill_tokens.sum()) == int(run.requests.prompt_tokens.sum())
+    from sim_helpers import assert_bulk_equals_step
+    assert_bulk_equals_step(merge(data, {"workload": {"num_requests": 30, "arrival": {"process": "poisson", "qps": 2.0},
+                                                      "output_tokens": {"kind": "uniform", "low": 50, "high": 200}}}))
