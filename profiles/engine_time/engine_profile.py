@@ -152,10 +152,11 @@ def fit_pass_model(rows: dict[str, np.ndarray], model_dir: str = "") -> PassMode
     design = np.column_stack([hat_basis(rows["tokens"], knots), rows["prefill_pairs"], rows["decode_pairs"]])
     # Relative least squares: every pass weighs the same whatever its size.
     weight = 1.0 / rows["forward_s"]
-    coef, _ = nnls(design * weight[:, None], rows["forward_s"] * weight)
+    coef = _portable(nnls(design * weight[:, None], rows["forward_s"] * weight)[0])
     forward = PiecewiseLinear(knots, coef[:len(knots)])
     lknots = knots_for(rows["logits_rows"])
-    lcoef, _ = nnls(hat_basis(rows["logits_rows"], lknots) / rows["logits_s"][:, None], np.ones(len(rows["logits_s"])))
+    lcoef = _portable(nnls(hat_basis(rows["logits_rows"], lknots) / rows["logits_s"][:, None],
+                           np.ones(len(rows["logits_s"])))[0])
     logits = PiecewiseLinear(lknots, lcoef)
     model = PassModel(model_dir, forward, float(coef[-2]), float(coef[-1]), logits, {})
     fitted = model.forward_s(rows["tokens"], rows["prefill_pairs"], rows["decode_pairs"])
@@ -164,10 +165,21 @@ def fit_pass_model(rows: dict[str, np.ndarray], model_dir: str = "") -> PassMode
                       "logits": _residuals(rows["logits_s"], logits(rows["logits_rows"]))})
 
 
+FIT_DIGITS = 10   # significant digits kept of a fitted coefficient (`_portable`)
+
+
+def _portable(coef: np.ndarray) -> np.ndarray:
+    """Fitted coefficients rounded to FIT_DIGITS significant digits. Approximation, named: the fits run at load
+    time through LAPACK/BLAS (scipy's nnls), whose last bits differ between CPUs (AVX-512 on the Xeon VM, AVX2 on
+    the AMD EPYC one: scenarios/validation/vllm_cpu.yaml's requests.parquet hashed differently), and an output
+    must not depend on the machine that computes it; 1e-10 relative is far below any measured time's noise."""
+    return np.array([float(f"{c:.{FIT_DIGITS}g}") for c in np.asarray(coef, dtype=np.float64)])
+
+
 def fit_host_model(rows: dict[str, np.ndarray]) -> HostModel:
     from scipy.optimize import nnls
     design = np.column_stack([np.ones(len(rows["host_s"])), rows["step_seqs"], rows["step_tokens"]])
-    coef, _ = nnls(design, rows["host_s"])
+    coef = _portable(nnls(design, rows["host_s"])[0])
     return HostModel(float(coef[0]), float(coef[1]), float(coef[2]),
                      _residuals(np.maximum(rows["host_s"], 1e-6), design @ coef))
 
