@@ -24,6 +24,9 @@ step), and the next bulk joins the running requests again. Every quantity is com
 the step-by-step path (same cost rows and interpolation, same counter-based draws, same block
 arithmetic), so both modes give identical outputs; the test suite checks this on every scheduling
 scenario. A prefix of a bulk is itself a valid bulk, which is what lets a bulk be cut.
+
+A KV manager whose free blocks are ordered (a prefix cache's eviction queue) or that wraps another (a host tier)
+sees a bulk's growth and finishes one by one, in the step path's order: simulator.core.bulk_replay.
 """
 from __future__ import annotations
 
@@ -465,7 +468,6 @@ class BulkPlan:
     other_blocks: int      # blocks held by requests that are not members (e.g. reserved, in transfer)
     queued: int            # waiting requests when the bulk was planned
     cuttable: bool = True  # it stops at arrivals: one routed here while it is in flight cuts it (`cut`)
-    replay: object = None  # its KV work replayed so far (simulator.core.bulk_replay; None: none yet, or a plain pool)
 
     @property
     def end_s(self) -> float:
@@ -608,7 +610,14 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     prof.k = k1
     prof.member_blocks = prof.sums.item(BLK, i0 + n - 1) - released
     rep.kv.used_blocks = plan.other_blocks + prof.member_blocks
-    log_bulk(rep, plan, bounds, prof.sums[:, i0:i0 + n], plan.other_blocks)
+    # `log_bulk`, inline (the hottest path of a large run)
+    queued = plan.queued
+    if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
+        joined = rep.s.arrival_s[list(rep.waiting)[queued:]]
+        queued = queued + np.searchsorted(joined, bounds[:-1], side="right")
+    rep.last_step_s = bounds[n] - bounds[n - 1]
+    rep.log.append_decode_bulk(rep.cost, rep.index, rep.q, rep.kv.total_blocks, bounds, prof.sums[:, i0:i0 + n],
+                               plan.other_blocks, rep.acceptance is not None, queued)
 
 
 def log_bulk(rep, plan: BulkPlan, bounds: list[float], sums: np.ndarray, other_blocks) -> None:

@@ -26,7 +26,12 @@ then their releases; then the growth to the bulk's end. A decode-only step moves
 A prefix-aware router reads every replica's cache when it routes an arrival (simulator.core.engine
 `_prefix_view`), while other replicas may have bulks in flight: `ReplayProfile.sync` first brings such a cache
 to where the step path has it at that instant (the growth of the steps formed before it, the releases of the
-steps ended before it; an arrival at a step's end instant is routed before that step ends).
+steps ended before it; an arrival at a step's end instant is routed before that step ends, as the engine's
+arrivals are urgent events). Approximation, named: a closed loop sends from a replica's step end, after the step
+ends of the same instant of the replicas before it (simulator.core.engine `_step_priority`); a bulk in flight on
+such a replica whose inner step boundary falls on exactly that float instant is read as if that step had not
+ended. Replicas in lockstep end their bulks at the same finish instant instead (tested); other exact ties of
+float sums of step durations are not expected.
 """
 from __future__ import annotations
 
@@ -47,7 +52,7 @@ class _Replay:
         prof, s = rep.profile, rep.s
         i0 = plan.k0 - prof.base
         self.kv = rep.kv
-        self.held = prof.sums[BLK, i0:i0 + plan.steps].tolist()   # members' private blocks per step
+        self.held = prof.sums[BLK, i0:i0 + plan.steps]   # members' private blocks per step (a view of past columns)
         found = _finishing(prof.finishes, plan.k0 + plan.steps)
         if len(found) > 1:   # the step path releases one step's finishes in its decode order: running order
             where = {r: i for i, r in enumerate(rep.running)}
@@ -68,7 +73,7 @@ class _Replay:
     def _take_to(self, j: int) -> None:
         """Take the members' growth of steps taken + 1 .. j (one take: no release between them)."""
         if j > self.taken:
-            held = self.held[j]
+            held = self.held.item(j)
             if held > self.base:
                 self.kv.take(held - self.base)
             self.base, self.taken = held, j
@@ -128,30 +133,34 @@ class ReplayProfile(DecodeProfile):
     def __init__(self, rep):
         super().__init__(rep)
         self.flight = None   # the bulk in flight whose replay a router's read may advance (`sync`)
+        self.replay: _Replay | None = None   # the flight's replay so far (None: not started)
 
     # ---- members count private blocks ---------------------------------------------------------------
     def join(self, ids: list[int]) -> None:
         """`DecodeProfile.join` with each request's held formula max(blocks_for(context + q) − unit blocks,
         private blocks): computed as the plain formula on private + unit blocks, less the unit blocks."""
         s = self.rep.s
-        units = s.unit_blocks[ids]
-        if not units.any():
+        blocks, unit_blocks = s.blocks, s.unit_blocks
+        units = [unit_blocks.item(r) for r in ids]   # (a few requests join at a time: Python ints)
+        if not any(units):
             super().join(ids)
             return
-        s.blocks[ids] += units
+        for r, u in zip(ids, units):
+            blocks[r] = blocks.item(r) + u
         try:
             super().join(ids)
         finally:
-            s.blocks[ids] -= units
+            for r, u in zip(ids, units):
+                blocks[r] = blocks.item(r) - u
         base, blk, members = self.base, self.sums[BLK], self.members
-        for r, u in zip(ids, units.tolist()):
+        for r, u in zip(ids, units):
             if u:
                 m = members[r]
                 blk[m.start - base:m.last + 1 - base] -= u
                 m.held_last -= u
                 if m.batch is not None:   # (its own column of a trajectory computed at this join)
                     m.batch.held[:, m.col] -= u
-        self.member_blocks -= int(units.sum())
+        self.member_blocks -= sum(units)
 
     def _join_ahead(self, r: int) -> bool:
         """Lives computed ahead (simulator.core.lives) are computed before admission, when the request's unit
@@ -191,20 +200,18 @@ class ReplayProfile(DecodeProfile):
         bounds, n = plan.bounds_s, plan.steps
         if now_s <= bounds[0]:
             return
-        if plan.replay is None:
-            plan.replay = _Replay(self.rep, plan)
+        if self.replay is None:
+            self.replay = _Replay(self.rep, plan)
         formed = bisect_left(bounds, now_s, 0, n)        # steps that started before now
         ended = bisect_left(bounds, now_s, 1, n + 1) - 1   # steps that ended before now
-        plan.replay.advance(formed, ended)
+        self.replay.advance(formed, ended)
 
     def apply(self, plan, finished: list[int]) -> None:
         """simulator.core.bulk.apply_bulk for this profile: the replay to the bulk's end, then the members'
         finishes (in the step path's order) and the log."""
         rep = self.rep
-        self.flight = None
-        replay = plan.replay
-        if replay is None:
-            replay = _Replay(rep, plan)
+        replay = self.replay if plan is self.flight and self.replay is not None else _Replay(rep, plan)
+        self.flight = self.replay = None
         k0, n = plan.k0, plan.steps
         k1 = k0 + n
         replay.advance(n, n)

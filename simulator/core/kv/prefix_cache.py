@@ -250,7 +250,8 @@ class PrefixCachePool(BlockPool):
 
     def __init__(self, state, total_blocks: int, block_size: int, cache: PrefixCache, shared_attention: bool):
         super().__init__(state, total_blocks, block_size)
-        self.bulk_capable = not shared_attention   # (rule above; one sequence per request: build.kv_manager)
+        self.bulk_capable = self.bulk_capable and not shared_attention   # (the rule above; BlockPool's: one
+        #                                                                   sequence per request)
         self.cache, self.shared_attention = cache, shared_attention
         self.summarized = True
         self.hit_tokens = self.loaded_tokens = 0

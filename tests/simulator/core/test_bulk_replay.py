@@ -49,11 +49,11 @@ class Counts:
             counts.freed += len(replay.changes) - changes
 
         def counted_sync(prof, now_s):
-            before = prof.flight.replay.taken if prof.flight is not None and prof.flight.replay else None
+            before = prof.replay.taken if prof.replay is not None else None
             counts._in_bulk = True
             sync(prof, now_s)
             counts._in_bulk = False
-            if prof.flight is not None and prof.flight.replay is not None and prof.flight.replay.taken != before:
+            if prof.replay is not None and prof.replay.taken != before:
                 counts.synced += 1
 
         def counted_cut(plan, at_s):
@@ -196,6 +196,17 @@ def test_closed_loop(monkeypatch):
                           cluster={"kv_cache": {"prefix_caching": True}}), PRESSURE)
     result, counts = same_outputs(data, monkeypatch)
     assert counts.bulks > 20 and result.summary["preemptions"] > 0
+
+
+def test_closed_loop_of_twin_replicas_routed_by_prefix(monkeypatch):
+    """Fixed lengths: two replicas that step in lockstep send and route at the same instants (a read of a cache
+    at a step boundary of the other replica)."""
+    data = scenario(seed=5, workload={"arrival": {"process": "closed_loop", "concurrency": 8, "qps": None},
+                                      "num_requests": 200, "prompt_tokens": {"kind": "fixed", "value": 300},
+                                      "output_tokens": {"kind": "fixed", "value": 50}},
+                    cluster={"replicas": 2, "router": "prefix_aware", "kv_cache": {"prefix_caching": True}})
+    _, counts = same_outputs(data, monkeypatch)
+    assert counts.bulks > 20
 
 
 @pytest.mark.parametrize("seed", [11, 12, 13, 14])
