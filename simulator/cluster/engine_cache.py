@@ -18,9 +18,9 @@ it off and the summary's `approximation` says why; a previously valid scenario i
   prefix cache (simulator.cluster.build, simulator.speculation.ralmspec, simulator.distributed);
 - a workload in which no two requests share a prefix (no `shared_prefix`, `sessions` or trace hash ids) and no
   prefix-aware router: the engine's cache would serve only a preempted request's own blocks when it is admitted
-  again. That is not modelled: the run keeps the cache off, so that its decode steps advance in bulks
-  (simulator.core.bulk; a prefix cache decides evictions block by block and runs step by step, ~10x slower per
-  request). `cluster.kv_cache.prefix_caching: true` models it.
+  again. That is not modelled: the run keeps the cache off (it was kept off while a prefix cache ran step by step,
+  ~10x slower per request; its decode steps now advance in bulks too, simulator.core.bulk_replay, at about 1.7x
+  the cost of a run without it). `cluster.kv_cache.prefix_caching: true` models it.
 """
 from __future__ import annotations
 

@@ -24,6 +24,9 @@ step), and the next bulk joins the running requests again. Every quantity is com
 the step-by-step path (same cost rows and interpolation, same counter-based draws, same block
 arithmetic), so both modes give identical outputs; the test suite checks this on every scheduling
 scenario. A prefix of a bulk is itself a valid bulk, which is what lets a bulk be cut.
+
+A KV manager whose free blocks are ordered (a prefix cache's eviction queue) or that wraps another (a host tier)
+sees a bulk's growth and finishes one by one, in the step path's order: simulator.core.bulk_replay.
 """
 from __future__ import annotations
 
@@ -86,7 +89,11 @@ class _Ramps:
 class DecodeProfile:
     """Per future decode step of one replica, sums over its decoding requests (members): `sums[DS]` requests
     decoding, `sums[CS]` Σ context, `sums[BLK]` blocks held, `sums[EM]` tokens emitted and `sums[ACC]` draft
-    tokens accepted (the last two with speculation only; plain decoding emits `sums[DS]`)."""
+    tokens accepted (the last two with speculation only; plain decoding emits `sums[DS]`). A KV manager that
+    must see a bulk's growth and finishes in the step path's order (`bulk_replay`: a prefix cache's eviction
+    queue, a host tier) gets simulator.core.bulk_replay.ReplayProfile instead (`replays`)."""
+
+    replays = False   # apply_bulk hands the bulk to `apply` (ReplayProfile)
 
     def __init__(self, rep):
         self.rep = rep
@@ -108,6 +115,10 @@ class DecodeProfile:
 
     def __len__(self) -> int:
         return len(self.members)
+
+    def sync(self, now_s: float) -> None:
+        """A router reads the replica's KV manager at `now_s` while a bulk may be in flight: nothing to bring
+        up to date here (the KV manager's state between bulks is all a router reads of a plain pool)."""
 
     # ---- joining -------------------------------------------------------------------------------------
     def join(self, ids: list[int]) -> None:
@@ -576,7 +587,10 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
 def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     """Apply the plan's first `plan.steps` steps to the replica and its requests; finished requests are
     appended to `finished` in finishing order."""
-    prof, s = rep.profile, rep.s
+    prof = rep.profile
+    if prof.replays:   # (the KV manager sees the bulk's growth and finishes: simulator.core.bulk_replay)
+        prof.apply(plan, finished)
+        return
     k0, n = plan.k0, plan.steps
     k1 = k0 + n
     i0 = k0 - prof.base
@@ -593,14 +607,27 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
             released += member.held_last
         rep.running.remove(r)
         finished.append(r)
-    sums = prof.sums[:, i0:i0 + n]
     prof.k = k1
     prof.member_blocks = prof.sums.item(BLK, i0 + n - 1) - released
     rep.kv.used_blocks = plan.other_blocks + prof.member_blocks
+    # `log_bulk`, inline (the hottest path of a large run)
     queued = plan.queued
     if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
-        joined = s.arrival_s[list(rep.waiting)[queued:]]
+        joined = rep.s.arrival_s[list(rep.waiting)[queued:]]
         queued = queued + np.searchsorted(joined, bounds[:-1], side="right")
     rep.last_step_s = bounds[n] - bounds[n - 1]
-    rep.log.append_decode_bulk(rep.cost, rep.index, rep.q, rep.kv.total_blocks, bounds, sums, plan.other_blocks,
+    rep.log.append_decode_bulk(rep.cost, rep.index, rep.q, rep.kv.total_blocks, bounds, prof.sums[:, i0:i0 + n],
+                               plan.other_blocks, rep.acceptance is not None, queued)
+
+
+def log_bulk(rep, plan: BulkPlan, bounds: list[float], sums: np.ndarray, other_blocks) -> None:
+    """Log the applied steps of `plan` (`bounds` their boundaries, `sums` their profile columns; `other_blocks`
+    the blocks non-members hold, an int or one per step)."""
+    n = plan.steps
+    queued = plan.queued
+    if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
+        joined = rep.s.arrival_s[list(rep.waiting)[queued:]]
+        queued = queued + np.searchsorted(joined, bounds[:-1], side="right")
+    rep.last_step_s = bounds[n] - bounds[n - 1]
+    rep.log.append_decode_bulk(rep.cost, rep.index, rep.q, rep.kv.total_blocks, bounds, sums, other_blocks,
                                rep.acceptance is not None, queued)

@@ -81,9 +81,12 @@ class EngineConfig:
     workers: int | str = 1           # processes for independent replicas (simulator.core.parallel)
 
 
-def _prefix_view(r: int, prompt_tokens: int, reps) -> tuple:
+def _prefix_view(r: int, prompt_tokens: int, reps, now_s: float) -> tuple:
     """(prompt tokens, per replica the prompt's tokens its prefix cache holds, per replica the tokens its
-    cache holds): what the prefix-aware router reads (simulator.core.routers.PrefixAwareRouter)."""
+    cache holds): what the prefix-aware router reads (simulator.core.routers.PrefixAwareRouter) at `now_s`,
+    with the bulks in flight replayed up to it (simulator.core.bulk_replay.ReplayProfile.sync)."""
+    for rep in reps:
+        rep.profile.sync(now_s)
     caches = [rep.kv for rep in reps]
     return prompt_tokens, [c.cached(r, prompt_tokens) for c in caches], [c.cached_tokens for c in caches]
 
@@ -109,6 +112,7 @@ class Engine:
         self._routed_s = 0.0    # when the last request was routed (or dropped at routing): the coupled run's end
         router = self.entry.router
         self._loads = not router.stateless   # keep outstanding counts for a router that reads them
+        self._prefix_match = router.uses_prefix_match   # it reads the replicas' prefix caches
         n = len(self.entry.replicas)
         self._open = np.zeros(n, dtype=np.int64)     # routed and not gone (waiting + running) at the last apply
         self._early = np.zeros(n, dtype=np.int64)    # finishes inside the bulk in flight before the last arrival
@@ -259,6 +263,8 @@ class Engine:
         """A bulk of an entry-pool replica was committed or cut: its finishes before the next arrival
         count as done for the router (the finishes a step-by-step run would have applied by then)."""
         i = rep.index
+        if self._prefix_match:   # the router reads its cache while the bulk is in flight (`_prefix_view`)
+            rep.profile.flight = plan
         rep.pending_finish_s = pending = plan.finish_times(rep.profile)
         k = int(self._early[i])
         self._next_finish[i] = pending[k] if k < len(pending) else math.inf
@@ -338,7 +344,7 @@ class Engine:
         else:
             queued = np.array([len(rep.waiting) for rep in reps]) if router.needs_queued else self._no_queues
             # prefix_aware also reads what each replica's cache holds of this prompt
-            prefix = (_prefix_view(r, int(s.prompt[r]), reps),) if router.uses_prefix_match else ()
+            prefix = (_prefix_view(r, int(s.prompt[r]), reps, now),) if router.uses_prefix_match else ()
             idx = router.choose(self._outstanding(now), queued, *prefix)
         s.replica[r] = idx
         rep = reps[idx]

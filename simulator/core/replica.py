@@ -21,6 +21,7 @@ from collections import deque
 import numpy as np
 
 from simulator.core.bulk import DecodeProfile
+from simulator.core.bulk_replay import ReplayProfile
 from simulator.core.kv.block_pool import BlockPool
 from simulator.core.sched import Scheduler, StepPlan
 
@@ -40,7 +41,9 @@ class Replica:
         self.last_step_s = 0.0  # duration of the latest decode-only step (sizes bulk plans; no effect on results)
         self.arrivals = None   # simulator.core.timeline.OwnArrivals when routed ahead of time, else None
         self.cuttable_end_s = -np.inf  # end of a bulk (or wait) in flight that an arrival routed here would cut
-        self.profile = DecodeProfile(self)  # the decoding requests' futures, for bulks (simulator.core.bulk)
+        # the decoding requests' futures, for bulks (simulator.core.bulk; simulator.core.bulk_replay where the KV
+        # manager sees a bulk's growth and finishes one by one)
+        self.profile = (ReplayProfile if getattr(kv, "bulk_replay", False) else DecodeProfile)(self)
         self.multi_sample = bool((state.samples > 1).any())  # some request decodes several sequences
         self.paused = None   # simulator.core.pauses.PausedRequests when requests may leave the batch for a while
         self.held_rows = 0   # decode rows (sequences) of paused requests that keep their KV: they keep their batch slots
@@ -230,8 +233,9 @@ class Replica:
         """True when the next steps are decode-only and the batch cannot change before a finish, an
         arrival, or KV exhaustion: nothing is mid-prefill and the waiting head cannot be admitted (its
         admissibility only shrinks while decodes grow their KV). Bulks (simulator.core.bulk) need a fixed
-        shape, one sequence per request and blocks per request (`kv.bulk_capable`: not the shared units
-        of a prefix cache, whose evictions are decided block by block)."""
+        shape, one sequence per request and a KV manager whose growth they can count (`kv.bulk_capable`:
+        not parallel samples' forks, hybrid state, sliding windows, or a prefix cache pricing shared-prefix
+        attention; simulator.core.kv.prefix_cache.PrefixCachePool)."""
         if not self.running or self.prefilling:
             return False
         every = self._bulk_rule

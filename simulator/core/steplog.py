@@ -48,6 +48,14 @@ def _per_step(values: tuple, counts: np.ndarray) -> np.ndarray:
     return out
 
 
+def _blocks_used(member_blocks: np.ndarray, other: tuple, counts: np.ndarray) -> np.ndarray:
+    """Per step, the blocks in use: the members' plus the others', given per bulk as a number or, where a
+    bulk's finishes released shared prefix units the others counted (simulator.core.bulk_replay), per step."""
+    if np.ndarray not in map(type, other):   # (the common case; tested in C: this runs over every bulk)
+        return member_blocks + np.repeat(np.array(other, dtype=np.int64), counts) if any(other) else member_blocks
+    return member_blocks + _per_step(other, counts)
+
+
 def _logged_q(rep, plan) -> int:
     """The verify width logged for a step: the replica's, or the rounded mean under a control policy."""
     if plan.counts is None or not len(plan.counts) or (plan.counts == rep.depth).all():
@@ -107,12 +115,12 @@ class StepLog:
             self._flush()
 
     def append_decode_bulk(self, cost, replica: int, query_tokens: int, kv_blocks_total: int, bounds_s: list[float],
-                           sums: np.ndarray, other_blocks: int, speculating: bool, queued) -> None:
+                           sums: np.ndarray, other_blocks, speculating: bool, queued) -> None:
         """n decode-only steps of one replica: `bounds_s` their n + 1 boundaries (step j from bounds_s[j] to
         bounds_s[j + 1]), `sums` their (5, n) per-step sums in simulator.core.bulk.DecodeProfile's rows
         (requests decoding, Σ context, blocks held by them, tokens emitted and draft tokens accepted, the
         last two with speculation only: plain decoding emits one token per request and accepts none),
-        `other_blocks` the blocks other requests hold, `queued` an int or an array. Their costs are
+        `other_blocks` the blocks other requests hold and `queued`, each an int or an array. Their costs are
         `cost.decode_steps(requests decoding, Σ context)` of `cost`, a simulator.cost.step_cost.StepCostModel,
         priced at the next flush, all bulks of a model at once; the columns are derived there too."""
         group = self._decode.get(id(cost))
@@ -284,7 +292,7 @@ class StepLog:
             "accepted_tokens": accepted, "emitted_tokens": emitted,
             "flops": draft_scale * draft[:, 1] + target_scale * target[:, 1],
             "bytes": draft_scale * draft[:, 2] + target_scale * target[:, 2],
-            "kv_blocks_used": rows[BLK] + np.repeat(np.array(other, dtype=np.int64), counts) if any(other) else rows[BLK],
+            "kv_blocks_used": _blocks_used(rows[BLK], other, counts),
             "kv_blocks_total": per_bulk[2],
             "queued_requests": per_bulk[3] if plain_queued else _per_step(queued, counts),
             "running_requests": decode_seqs,

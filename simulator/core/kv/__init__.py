@@ -30,6 +30,8 @@ class KVManager(Protocol):
     total_blocks: int
     used_blocks: int
     bulk_capable: bool      # blocks are per request and growth is the pool's formula: bulks may count them
+    bulk_replay: bool       # bulks hand it their growth and finishes in the step path's order (take, free:
+    #                         simulator.core.bulk_replay) instead of setting `used_blocks`
     atomic_grow: bool       # `grow(ids, ...)` of several requests = growing them one by one when all fit, no change otherwise
     summarized: bool        # the summary reads its counters after the run (not in a worker process)
     hit_tokens: int         # prompt tokens found cached over all admissions (a prefix cache; 0 otherwise)

@@ -21,6 +21,7 @@ class BlockPool:
     hit_tokens = loaded_tokens = swapped_tokens = 0   # (no prefix cache, no host memory)
     summarized = False   # the summary reads counters of it after the run (simulator.results.summary)
     atomic_grow = True   # `grow` of several requests = growing them one by one when all fit, nothing otherwise
+    bulk_replay = False  # bulks count its blocks in use themselves (simulator.core.bulk)
 
     def __init__(self, state, total_blocks: int, block_size: int):
         self.s = state

@@ -65,7 +65,10 @@ class HostTier:
         self.gpu, self.memory, self.swap = gpu, memory, swap
         self.io_s_per_token, self.io_latency_s = io_s_per_token, io_latency_s
         self.swapped_tokens = 0
-        self.bulk_capable, self.summarized = False, True
+        # Decode bulks run where the wrapped pool's do: a decode-only step moves no KV to or from host memory
+        # (swaps and loads are made by preemptions and admissions), and a bulk hands its growth and finishes to
+        # the wrapped pool (`bulk_replay`: this wrapper does not hold `used_blocks`, the pool does).
+        self.bulk_capable, self.bulk_replay, self.summarized = gpu.bulk_capable, True, True
         self.io = [0, 0]   # KV tokens and transfers swapped for the step being formed
 
     def __getattr__(self, name):

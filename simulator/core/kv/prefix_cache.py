@@ -238,13 +238,20 @@ class PrefixCachePool(BlockPool):
     blocks are counted once however many requests use them, `RequestState.unit_blocks`) and whatever
     takes blocks evicts the least recently freed units. A prompt's blocks are reserved at admission with
     every scheduler (the cache decides hits per request). `shared_attention`: decode steps read the units
-    their requests share once (`StepPlan.shared`)."""
+    their requests share once (`StepPlan.shared`).
 
-    bulk_capable = False
+    Decode bulks (simulator.core.bulk) replay their growth and finishes through `take` and `free` in the
+    step path's order (simulator.core.bulk_replay: the eviction order is the step path's). Not with
+    `shared_attention`: its decode steps are priced with the shared-prefix aggregates of their batch
+    (`on_plan`), which a bulk's scan, priced from the per-step sums of requests and context only, does not
+    have; those replicas run step by step."""
+
+    bulk_replay = True
 
     def __init__(self, state, total_blocks: int, block_size: int, cache: PrefixCache, shared_attention: bool):
         super().__init__(state, total_blocks, block_size)
-        self.bulk_capable = False
+        self.bulk_capable = self.bulk_capable and not shared_attention   # (the rule above; BlockPool's: one
+        #                                                                   sequence per request)
         self.cache, self.shared_attention = cache, shared_attention
         self.summarized = True
         self.hit_tokens = self.loaded_tokens = 0
