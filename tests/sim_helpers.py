@@ -87,3 +87,35 @@ def vllm_requested_bytes(hw, target, par, dtype: str, util: float, max_batched_t
     from simulator.cluster.vllm_memory import ProfileRun, device_total_bytes, profile_overhead_bytes
     run = ProfileRun(version, max_batched_tokens, max_num_seqs)
     return device_total_bytes(hw) * util - profile_overhead_bytes(hw, target, par, dtype, run)
+
+
+def bare_replica(scheduler, pool, prompts, outputs, limits, q: int = 1):
+    """A replica without a cost model or acceptance (every draft rejected: one token a step, q verified and held) of
+    requests `prompts`/`outputs` all waiting at t = 0, for hand-worked scheduler and KV sequences; `pool(state)` makes
+    its KV manager."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from simulator.core.replica import Replica
+    from simulator.core.state import RequestState
+    from simulator.core.steplog import StepLog
+    from simulator.core.workload import RequestTable
+    state = RequestState(RequestTable(np.zeros(len(prompts)), np.array(prompts), np.array(outputs)))
+    cost = SimpleNamespace(flops_scales=(1.0, 1.0))   # all apply_step reads of the step cost
+    rep = Replica(0, state, scheduler, pool(state), limits, cost=cost, acceptance=None, log=StepLog())
+    rep.q = q
+    rep.waiting.extend(range(len(prompts)))
+    return rep
+
+
+def step_plans(rep, steps: int) -> list:
+    """(plan, KV blocks used once it is formed) of `steps` steps of a `bare_replica`, each applied at no cost."""
+    from simulator.cost.step_cost import Cost, StepCost
+    zero = Cost(0.0, 0.0, 0.0)
+    out = []
+    for _ in range(steps):
+        plan = rep.plan_step(0.0)
+        out.append((plan, rep.kv.used_blocks))
+        rep.apply_step(plan, 0.0, 0.0, StepCost(zero, zero), [])
+    return out

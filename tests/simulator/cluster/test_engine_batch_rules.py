@@ -11,9 +11,7 @@ hand-worked from the engine's source at the releases cited in profiles.engine_ti
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 import simulator
@@ -23,15 +21,10 @@ from profiles.hardware import get_hardware
 from simulator.cluster.build import batch_scheduler
 from simulator.cluster.vllm_memory import device_total_bytes
 from simulator.core.kv.block_pool import BlockPool
-from simulator.core.replica import Replica
 from simulator.core.sched import BatchLimits
 from simulator.core.sched.vllm import Vllm
 from simulator.core.sched.vllm_v1 import VllmV1
-from simulator.core.state import RequestState
-from simulator.core.steplog import StepLog
-from simulator.core.workload import RequestTable
-from simulator.cost.step_cost import Cost, StepCost
-from sim_helpers import merge, scenario
+from sim_helpers import bare_replica, merge, scenario, step_plans
 
 
 # ---- SGLang's EAGLE block -------------------------------------------------------------------------------------
@@ -60,24 +53,12 @@ def test_sglang_budget_without_chunking_is_max_prefill_tokens():
 
 
 def _replica(sched, prompts, outputs, total_blocks, limits, block=4, q=1):
-    table = RequestTable(np.zeros(len(prompts)), np.array(prompts), np.array(outputs))
-    state = RequestState(table)
-    cost = SimpleNamespace(flops_scales=(1.0, 1.0))   # all apply_step reads of the step cost
-    rep = Replica(0, state, sched(limits), BlockPool(state, total_blocks, block), limits, cost=cost,
-                  acceptance=None, log=StepLog())
-    rep.q = q   # (acceptance None: every draft rejected, one token a step; q tokens verified and held)
-    rep.waiting.extend(range(len(prompts)))
-    return rep
+    return bare_replica(sched(limits), lambda state: BlockPool(state, total_blocks, block), prompts, outputs, limits, q)
 
 
 def _compositions(rep, steps):
-    zero = Cost(0.0, 0.0, 0.0)
-    out = []
-    for _ in range(steps):
-        plan = rep.plan_step(0.0)
-        out.append((list(zip(plan.prefill_ids, plan.prefill_chunks)), plan.decode_ids.tolist(), rep.kv.used_blocks))
-        rep.apply_step(plan, 0.0, 0.0, StepCost(zero, zero), [])
-    return out
+    return [(list(zip(plan.prefill_ids, plan.prefill_chunks)), plan.decode_ids.tolist(), used)
+            for plan, used in step_plans(rep, steps)]
 
 
 def test_one_request_per_prefill_step():

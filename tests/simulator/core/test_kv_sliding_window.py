@@ -3,27 +3,20 @@ group layout, block counts worked out by hand from vLLM's rules, capacity of gpt
 conservation of blocks over whole runs, and bulk = step."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 import simulator
 from models import get_model
 from models.step import Parallelism
 from profiles.hardware import get_hardware
-from sim_helpers import assert_bulk_equals_step, scenario
+from sim_helpers import assert_bulk_equals_step, bare_replica, scenario, step_plans
 from simulator.api import prepare, simulate
 from simulator.cluster.factory import free_bytes_per_gpu, kv_capacity_tokens
 from simulator.cluster.vllm_memory import ProfileRun
 from simulator.core.kv.sliding_window import SlidingWindowPool, WindowPageLayout, window_page_layout
-from simulator.core.replica import Replica
 from simulator.core.sched import BatchLimits
 from simulator.core.sched.vllm_v1 import VllmV1
-from simulator.core.state import RequestState
-from simulator.core.steplog import StepLog
-from simulator.core.workload import RequestTable
-from simulator.cost.step_cost import Cost, StepCost
 
 GPT_OSS_LAYER_BYTES = 2 * 8 * 64 * 2   # K and V of 8 heads of 64 in bf16, one token and layer (tp 1)
 
@@ -55,24 +48,12 @@ def test_skipped_blocks_follow_vllm_get_num_skipped_tokens():
 
 
 def _replica(prompts, outputs, layout, budget):
-    table = RequestTable(np.zeros(len(prompts)), np.array(prompts), np.array(outputs))
-    state = RequestState(table)
     limits = BatchLimits(8, budget, 512)
-    cost = SimpleNamespace(flops_scales=(1.0, 1.0))
-    rep = Replica(0, state, VllmV1(limits), SlidingWindowPool(state, layout), limits, cost=cost, acceptance=None,
-                  log=StepLog())
-    rep.waiting.extend(range(len(prompts)))
-    return rep
+    return bare_replica(VllmV1(limits), lambda state: SlidingWindowPool(state, layout), prompts, outputs, limits)
 
 
 def _used_per_step(rep, steps):
-    zero = Cost(0.0, 0.0, 0.0)
-    out = []
-    for _ in range(steps):
-        plan = rep.plan_step(0.0)
-        out.append(rep.kv.used_blocks)
-        rep.apply_step(plan, 0.0, 0.0, StepCost(zero, zero), [])
-    return out
+    return [used for _, used in step_plans(rep, steps)]
 
 
 def test_blocks_of_one_request_step_by_step_by_hand():
