@@ -610,14 +610,7 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     prof.k = k1
     prof.member_blocks = prof.sums.item(BLK, i0 + n - 1) - released
     rep.kv.used_blocks = plan.other_blocks + prof.member_blocks
-    # `log_bulk`, inline (the hottest path of a large run)
-    queued = plan.queued
-    if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
-        joined = rep.s.arrival_s[list(rep.waiting)[queued:]]
-        queued = queued + np.searchsorted(joined, bounds[:-1], side="right")
-    rep.last_step_s = bounds[n] - bounds[n - 1]
-    rep.log.append_decode_bulk(rep.cost, rep.index, rep.q, rep.kv.total_blocks, bounds, prof.sums[:, i0:i0 + n],
-                               plan.other_blocks, rep.acceptance is not None, queued)
+    log_bulk(rep, plan, bounds, prof.sums[:, i0:i0 + n], plan.other_blocks)
 
 
 def log_bulk(rep, plan: BulkPlan, bounds: list[float], sums: np.ndarray, other_blocks) -> None:
