@@ -105,14 +105,22 @@ def _prefix_caching(sc: dict, base_dir: Path) -> bool:
     """The prefix caching the DES ran for candidate `sc`: its own, else (a candidate that names its engine) that
     engine's default as simulator.cluster.engine_cache applies it to the pool that keeps the cache (`launched`: the
     engine's default where the DES kept it off only because no two requests share a prefix), else off."""
+    given = _given_prefix_caching(sc["cluster"])
+    if given is not None:
+        return given
     record = engine_cache_record(sc, base_dir)
     if record is None:
-        cl = sc["cluster"]
-        given = [b["prefix_caching"] for b in (cl.get("kv_cache", {}), cl.get("engine", {}))
-                 if b.get("prefix_caching") is not None]
-        return bool(given[0]) if given else False
+        return False
     from simulator.cluster.engine_cache import launched
     return launched(record)
+
+
+def _given_prefix_caching(cl: dict) -> bool | None:
+    """The prefix caching a candidate's cluster section gives (cluster.kv_cache's, else cluster.engine's), or None."""
+    for block in (cl.get("kv_cache", {}), cl.get("engine", {})):
+        if block.get("prefix_caching") is not None:
+            return bool(block["prefix_caching"])
+    return None
 
 
 def engine_cache_record(sc: dict, base_dir: Path) -> dict | None:
@@ -120,8 +128,7 @@ def engine_cache_record(sc: dict, base_dir: Path) -> dict | None:
     the cache, at the release the run reads: simulator.cluster.factory.pool_release), or None where the candidate
     gives its prefix caching or names no engine."""
     cl = sc["cluster"]
-    if any(block.get("prefix_caching") is not None for block in (cl.get("kv_cache", {}), cl.get("engine", {}))) \
-            or not _names_its_engine(cl):
+    if _given_prefix_caching(cl) is not None or not _names_its_engine(cl):
         return None
     from simulator.cluster.engine_cache import engine_prefix_caching
     from simulator.cluster.factory import keeps_window, pool_release, resolve_hardware
