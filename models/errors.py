@@ -12,6 +12,11 @@ from typing import Callable, Iterable, Sequence
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130   # the shell's 128 + SIGINT
+EXIT_READER_GONE = 141   # the shell's 128 + SIGPIPE: stdout is a pipe whose reader has closed it
+EXIT_WRITE_FAILED = 1    # the machine could not take the output (no space, over quota, an I/O error)
+# errnos of a write the machine could not take, whatever the command's input (a read-only or missing --out
+# is the user's choice of path: bad input, exit 2)
+_WRITE_FAILURES = ("ENOSPC", "EDQUOT", "EIO", "EFBIG")
 
 
 class UnknownNameError(ValueError):
@@ -122,15 +127,49 @@ def script_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
     return parser.parse_args(argv)
 
 
+def write_failure(exc: OSError) -> str | None:
+    """The one-line text (without prefix) of a write the machine could not take (a full disk: stdout on
+    /dev/full, an output file on a full volume, an I/O error); None for any other OSError."""
+    import errno
+    if exc.errno not in {getattr(errno, name) for name in _WRITE_FAILURES if hasattr(errno, name)}:
+        return None
+    where = getattr(exc, "filename", None) or "the output"
+    return f"{where}: could not be written: {exc.strerror or exc} (no input error: free space or write elsewhere)"
+
+
+def stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll says POLLERR on its write end); if so, stdout
+    is pointed at /dev/null, so that the interpreter's flush of what is still buffered at exit does not fail
+    again ('Exception ignored ... BrokenPipeError', exit 120)."""
+    import os
+    import select
+    try:
+        watch = select.poll()
+        watch.register(sys.stdout.fileno(), select.POLLOUT)
+        gone = any(events & select.POLLERR for _, events in watch.poll(0))
+    except (AttributeError, OSError, ValueError):   # (no poll on this platform, stdout closed or replaced)
+        return False
+    if gone:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return gone
+
+
 def run_script(main: Callable[[], int | None]) -> int:
     """A `python -m` script's exit code: `main()`'s; Ctrl-C one line, 130; a `FieldError` or
     `UnknownNameError` (bad input found after parsing) one line, 2; a child process that failed
     (`subprocess.run(check=True)`: a benchmark's or measurement's own runs) one line with its exit code and
-    the last line it wrote to a captured stderr, exit 2 when the child refused its input, else 1."""
+    the last line it wrote to a captured stderr, exit 2 when the child refused its input, else 1; stdout's
+    reader gone (`| head -1`) nothing, 141; a report the machine could not take (`>/dev/full`) one line, 1 —
+    what is still buffered is written here, not at the interpreter's exit, so that it fails inside the contract."""
     import subprocess   # (here: the draftsim commands import this module and never start children)
     prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "script"   # (argparse's prog)
     try:
-        return int(main() or 0)
+        code = int(main() or 0)
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -140,6 +179,29 @@ def run_script(main: Callable[[], int | None]) -> int:
     except subprocess.CalledProcessError as exc:
         print(f"{prog}: error: {_child_failure(exc)}", file=sys.stderr)
         return EXIT_USAGE if exc.returncode == EXIT_USAGE else 1
+    except BrokenPipeError:
+        if not stdout_reader_gone():
+            raise
+        return EXIT_READER_GONE
+    except OSError as exc:
+        text = write_failure(exc)
+        if text is None:
+            raise
+        _drop_buffered_stdout()
+        print(f"{prog}: error: {text}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
+
+
+def _drop_buffered_stdout() -> None:
+    """Point stdout at /dev/null once a write to it failed: what is still buffered would fail again at the
+    interpreter's exit ('Exception ignored ... OSError', exit 120)."""
+    import os
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def _child_failure(exc) -> str:

@@ -626,6 +626,12 @@ CASES = [
             "plan.hardware: 'l40s' is listed twice"),
     Hostile("plan_tp_beyond_a_scenario", plan(search={**PLAN["search"], "tp": [1024]}),
             "plan.search: tp must list values in 1..64"),
+    Hostile("plan_tp_splits_no_model", plan(search={**PLAN["search"], "tp": [1, 3]}),
+            "plan.search.tp: 3 splits none of the planned models (parallelism.tp=3 must divide num_heads=32 of "
+            "llama-3-8b); allowed: 1, 2, 4, 8, 16, 32"),
+    Hostile("plan_pp_beyond_the_layers", plan(search={**PLAN["search"], "pp": [40]}),
+            "plan.search.pp: 40 splits none of the planned models (parallelism.pp=40 exceeds num_layers=32 of "
+            "llama-3-8b); allowed: 1..32"),
     Hostile("plan_drafter_speculation_unknown", plan(search={**PLAN["search"], "drafters": [
         {"kind": "draft_model", "model": "llama-68m", "speculation": {"kind": "bogus"}}]}),
             "plan.search.drafters.0.speculation.kind: unknown kind 'bogus'"),
@@ -1585,6 +1591,18 @@ CASES = [
         "arrival": {"process": "poisson", "qps": 4.0}, "num_requests": 4,
         "dataset": {"client": "sglang", "name": "sharegpt", "release": "99.0"}}}),
             "draftsim: error: workload.dataset.release: sglang 99.0 is newer than the newest release known here ("),
+    # a release older than the client's dataset (vLLM's random dataset came in 0.5.2; PyPI's vllm 0.0.1 is a
+    # placeholder) was drawn by the oldest rules, exit 0
+    Hostile("bench_client_release_before_its_dataset", run({**TINY, "workload": {
+        "arrival": {"process": "poisson", "qps": 4.0}, "num_requests": 4,
+        "dataset": {"client": "vllm", "name": "random", "release": "0.0.1", "input_len": 64, "output_len": 8}}}),
+            "draftsim: error: workload.dataset.release: vllm 0.0.1 predates its benchmark client's 'random' dataset "
+            "(first in 0.5.2): allowed from 0.5.2 up to 0.33.0"),
+    Hostile("bench_client_sglang_release_before_bench_serving", run({**TINY, "workload": {
+        "arrival": {"process": "poisson", "qps": 4.0}, "num_requests": 4,
+        "dataset": {"client": "sglang", "name": "sharegpt", "release": "0.1.21"}}}),
+            "workload.dataset.release: sglang 0.1.21 predates its benchmark client's 'sharegpt' dataset (first in "
+            "0.1.22)"),
     # a scenario or plan file whose name is too long: the error named the path, not the field (the Python API
     # raised an OSError)
     Hostile("scenario_name_too_long", lambda tmp: ["run", "a" * 300 + ".yaml", "--out", tmp / "o", "--quiet"],

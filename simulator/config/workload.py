@@ -111,10 +111,18 @@ class BenchDatasetConfig(Strict):
     def _known_release(self) -> None:
         """A client release newer than the newest known here (vllm 99.0) was drawn by the newest rules, as if its
         client were known; cluster.engine.version refuses such a release alike (its rules are unknown, and it may
-        not exist)."""
+        not exist). One older than the client's dataset (vllm 0.0.1, sglang 0.1.21) was drawn by the oldest
+        rules, though no such client existed (simulator.core.bench_clients FIRST_RELEASES)."""
         from packaging.version import Version
         from profiles.engine_time.frameworks import newest_release
+        from simulator.core.bench_clients import CLIENTS
         newest = newest_release(self.client)
+        first = CLIENTS[self.client].FIRST_RELEASES[self.name]
+        if Version(self.release) < first:
+            raise field_error("release", f"{self.client} {self.release} predates its benchmark client's "
+                                         f"'{self.name}' dataset (first in {first}): allowed from {first}"
+                                         f"{f' up to {newest}' if newest else ''}, or leave release out for the "
+                                         "newest")
         if newest is not None and Version(self.release) > Version(newest):
             raise field_error("release", f"{self.client} {self.release} is newer than the newest release known here "
                                          f"({newest}); its benchmark client's rules are unknown: allowed up to {newest}, "

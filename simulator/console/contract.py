@@ -19,16 +19,12 @@ import argparse
 import sys
 from typing import Callable
 
-from models.errors import EXIT_INTERRUPTED, EXIT_USAGE, one_line_usage_errors
+from models.errors import (EXIT_INTERRUPTED, EXIT_READER_GONE, EXIT_USAGE, EXIT_WRITE_FAILED,
+                           one_line_usage_errors, stdout_reader_gone, write_failure)
 from simulator.console.interrupts import after_ctrl_c, pending
 
 EXIT_OK = 0
 EXIT_FAILED_CHECK = 1
-EXIT_READER_GONE = 141   # the shell's 128 + SIGPIPE: stdout is a pipe whose reader has closed it
-EXIT_WRITE_FAILED = 1    # the machine could not take the output (no space, over quota, an I/O error)
-# errnos of a write the machine could not take, whatever the command's input (a read-only or missing --out
-# is the user's choice of path: bad input, exit 2)
-_WRITE_FAILURES = ("ENOSPC", "EDQUOT", "EIO", "EFBIG")
 # --quiet of the commands: progress and the report go; a warning (e.g. a price from the roofline where no
 # measurement covers it) and errors still go to stderr
 QUIET_HELP = "no progress and no report on success (warnings and errors still go to stderr)"
@@ -125,32 +121,11 @@ def _failed(exc: BaseException, command: str | None) -> int:
 def write_failed(exc: OSError, command: str | None = None) -> int | None:
     """`EXIT_WRITE_FAILED`, its one line printed, when `exc` is a write the machine could not take (a full
     disk: stdout on /dev/full, an output file on a full volume); None for any other OSError."""
-    import errno
-    if exc.errno not in {getattr(errno, name) for name in _WRITE_FAILURES if hasattr(errno, name)}:
+    text = write_failure(exc)
+    if text is None:
         return None
-    where = getattr(exc, "filename", None) or "the output"
-    print(error_line(f"{where}: could not be written: {exc.strerror or exc} (no input error: free space or "
-                     f"write elsewhere)", command), file=sys.stderr)
+    print(error_line(text, command), file=sys.stderr)
     return EXIT_WRITE_FAILED
-
-
-def stdout_reader_gone() -> bool:
-    """Whether stdout is a pipe whose reader has closed it (poll says POLLERR on its write end); if so, stdout
-    is pointed at /dev/null, so that the interpreter's flush of what is still buffered at exit does not fail
-    again ('Exception ignored ... BrokenPipeError', exit 120)."""
-    import os
-    import select
-    try:
-        watch = select.poll()
-        watch.register(sys.stdout.fileno(), select.POLLOUT)
-        gone = any(events & select.POLLERR for _, events in watch.poll(0))
-    except (AttributeError, OSError, ValueError):   # (no poll on this platform, stdout closed or replaced)
-        return False
-    if gone:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    return gone
 
 
 def command_main(parser: argparse.ArgumentParser, argv: list[str] | None, action: Callable[[argparse.Namespace], int | None],

@@ -141,3 +141,25 @@ def test_every_script_exits_through_run_script():
     bad = [script for script in SCRIPTS if "run_script(main)" not in (text := (ROOT / script).read_text())
            and "simulator.console.contract" not in text]
     assert not bad, bad
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_report_nobody_can_take_is_one_line_or_nothing(tmp_path):
+    """A script's report into a full device (`>/dev/full`) was a traceback, exit 1 (the interpreter's own
+    exit 120 when the report was still buffered); into a pipe whose reader has left (`| head -1`) a traceback
+    too. Now: one line saying the output could not be written, exit 1; nothing, exit 141 (as the draftsim
+    commands, simulator.console.contract)."""
+    import os
+    argv = [sys.executable, "-m", "scenarios.papers.leviathan_table1", "--out", str(tmp_path)]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(argv, cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == ("leviathan_table1.py: error: the output: could not be written: No space left on device "
+                           "(no input error: free space or write elsewhere)\n")
+    read_end, write_end = os.pipe()
+    os.close(read_end)   # (the reader has gone before the first line: every write meets EPIPE)
+    try:
+        done = subprocess.run(argv, cwd=ROOT, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")

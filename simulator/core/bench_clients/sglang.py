@@ -28,6 +28,9 @@ from packaging.version import Version
 from simulator.core.bench_clients.pool import sharegpt_pool
 from simulator.core.bench_clients.walk import first_valid, shuffled_order
 
+#: The first release with each dataset: bench_serving.py (PR #657, merged 2024-07-19, renamed by PR #694) ships
+#: in the sglang 0.1.22 wheel with both `sharegpt` and `random` (its --dataset-name choices); 0.1.21 has none.
+FIRST_RELEASES = {"sharegpt": Version("0.1.22"), "random": Version("0.1.22")}
 #: SGLang's `--seed` and `--random-range-ratio` defaults (bench_serving.py argument parser).
 DEFAULT_SEED = 1
 DEFAULT_RANGE_RATIO = 0.0

@@ -48,6 +48,10 @@ from simulator.core.bench_clients.walk import first_valid, shuffled_order
 
 #: The first release whose `--random-range-ratio` is symmetric around the length (PR #16126).
 SYMMETRIC_RANGE_FROM = Version("0.8.4")
+#: The first release with each dataset: ShareGPT is the sampler of benchmarks/benchmark_serving.py, in the
+#: repository from the first release on (0.1.0; PyPI's 0.0.1 is a placeholder); `random` came with PR #5857
+#: ("add benchmark for fix length input and output", merged 2024-07-07), first released in 0.5.2.
+FIRST_RELEASES = {"sharegpt": Version("0.1.0"), "random": Version("0.5.2")}
 #: vLLM's `--seed` default (vllm bench serve, benchmark_serving.py).
 DEFAULT_SEED = 0
 #: vLLM's `--num-prompts` default (vllm bench serve, benchmark_serving.py, benchmark_throughput.py).

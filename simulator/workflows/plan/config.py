@@ -324,6 +324,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
                                 "apply to no candidate: remove plan.moe or list an ep > 1 in plan.search.ep")
     _check_sections(spec)
     _check_size(spec)
+    _check_parallelism(spec)
     _check_draft_models(spec)
     _check_workload(spec)
     base_dir = Path(path).resolve().parent
@@ -350,6 +351,39 @@ def _check_size(spec: PlanConfig) -> None:
                if search.max_gpus is not None and search.max_gpus < fewest else
                "a disaggregated deployment needs 2 or more replicas (a prefill and a decode pool)")
         raise ScenarioError(f"{FIELD}.search", f"the search space holds no candidate: {why}")
+
+
+def _check_parallelism(spec: PlanConfig) -> None:
+    """Refuse a searched tp or pp value that can split none of the planned models (tp must divide the heads,
+    pp at most the layers: models.spec.validate_parallelism), before any work. Before, every candidate of that
+    value was screened out with the same reason, and a plan of that value alone said 'no feasible candidate'
+    (exit 1, outputs written)."""
+    from models import get_model
+    from models.spec import validate_parallelism
+    from models.step import Parallelism
+    targets = [get_model(name) for name in spec.models]
+
+    def splits(par: Parallelism) -> str | None:
+        """None when `par` splits some planned model, else the first model's reason."""
+        reasons = []
+        for target in targets:
+            try:
+                validate_parallelism(target, par)
+                return None
+            except ValueError as exc:
+                reasons.append(str(exc).splitlines()[0])
+        return reasons[0]
+
+    for name, make in (("tp", lambda n: Parallelism(n, 1)), ("pp", lambda n: Parallelism(1, n))):
+        for value in getattr(spec.search, name):
+            why = splits(make(value))
+            if why is None:
+                continue
+            allowed = [n for n in range(1, 65) if splits(make(n)) is None]
+            listed = (f"{allowed[0]}..{allowed[-1]}" if allowed == list(range(allowed[0], allowed[-1] + 1))
+                      else ", ".join(map(str, allowed)))
+            raise ScenarioError(f"{FIELD}.search.{name}", f"{value} splits none of the planned models "
+                                f"({why}); allowed: {listed}")
 
 
 def _check_draft_models(spec: PlanConfig) -> None:
