@@ -41,7 +41,7 @@ release computes them (with speculation a size that rounds past the largest is d
 16 cases' requests and steps moved, e.g. quickstart TTFT mean -7.2 %), the engine-time entries split at vLLM
 0.28 (every vLLM summary's `engine_time.versions` label), the LazyGrid of draft passes computing only the
 rows asked for (fewer `attn_decode` shapes priced: summary counts only), gpt-oss's scenario in mxfp4 and
-sliding-window prefill priced from the measured window kernels (its requests and steps). Session 13 of 2026-11-28: vLLM V1's hybrid KV-cache manager frees sliding-window blocks outside the window (simulator.core.kv.sliding_window), so eagle3_gpt_oss_120b_h100's steps (kv_blocks_used: KV max 51.4 -> 29.0 %) and summary moved; its requests did not. Then quantized checkpoints' embeddings and LM head in 16 bits (vLLM's Fp8Config.get_quant_method leaves them unquantized): mtp_deepseek_v3_h200_ep8 (KV tokens -7.05 %, TTFT p50 +2.2 %, TPOT p50 +1.4 %), mtp_deepseek_v3_h200_disagg and deepseek_r1_nvfp4_b200 (TTFT p50 +6.2 %) moved. Then vLLM V1's own memory accounting (simulator.cluster.vllm_memory: the memory CUDA reports x gpu_memory_utilization less the weights as loaded, the start-up profile's activation peak and non-torch memory) moved the KV capacity of every vLLM case on a GPU (H100 -12.4 to +7.9 %, H200 +5.8 to +20.4 %): 61 cases' steps (kv_blocks_total/used) and summaries; no case's requests. Then a separate-GPU draft model's GPUs counted (separate_draft and pearl: gpus 4 -> 5, $/Mtok x1.25, summary only), and traces/replay.yaml, which sets no max_batch_size, runs with vLLM's default 1024 on an H100, whose profile run samples 1,024 rows: its KV capacity, steps and summary moved, its requests did not. Session 15 (2026-11-28): the L40S's memory is the total CUDA reports (44.31 GiB, deviceQuery), not the datasheet's decimal 48 GB, so cpu_draft's KV pool went 54,851 -> 54,124 tokens: its steps and summary moved, its requests did not. Session 16 (2026-11-28): vLLM's fp8_block GEMM rows are eager-timed by aiconfigurator's collector and are priced from the same table's graph-timed fp8 rows (profiles.measured.tables.EAGER_GEMM_STAND_INS): the two fp8_block DeepSeek-V3 cases moved (mtp_deepseek_v3_h200_ep8 TPOT p50 31.0 -> 17.3 ms, TTFT p50 162 -> 118 ms; mtp_deepseek_v3_h200_disagg TPOT p50 25.4 -> 15.0 ms). Session 17 (2026-11-28): a scenario naming its engine records that engine's prefix-caching default (summary.json `engine_prefix_caching`, simulator.cluster.engine_cache): the five that name vLLM 0.15.0 gained the record in their summaries; their requests and steps did not move (none shares a prefix). Session 18 (2026-11-28): on an AMD EPYC VM vllm_cpu's requests hashed differently from the Xeon VM's record: its engine profile is fitted at load time by scipy's nnls, whose LAPACK/BLAS last bits differ between CPUs; the fitted coefficients are now rounded to 10 significant digits (profiles.engine_time.engine_profile._portable), and its three hashes were re-recorded (headline metrics unchanged to the digits printed). Sizes are cut with `--set` overrides so that the whole test stays
+sliding-window prefill priced from the measured window kernels (its requests and steps). Session 13 of 2026-11-28: vLLM V1's hybrid KV-cache manager frees sliding-window blocks outside the window (simulator.core.kv.sliding_window), so eagle3_gpt_oss_120b_h100's steps (kv_blocks_used: KV max 51.4 -> 29.0 %) and summary moved; its requests did not. Then quantized checkpoints' embeddings and LM head in 16 bits (vLLM's Fp8Config.get_quant_method leaves them unquantized): mtp_deepseek_v3_h200_ep8 (KV tokens -7.05 %, TTFT p50 +2.2 %, TPOT p50 +1.4 %), mtp_deepseek_v3_h200_disagg and deepseek_r1_nvfp4_b200 (TTFT p50 +6.2 %) moved. Then vLLM V1's own memory accounting (simulator.cluster.vllm_memory: the memory CUDA reports x gpu_memory_utilization less the weights as loaded, the start-up profile's activation peak and non-torch memory) moved the KV capacity of every vLLM case on a GPU (H100 -12.4 to +7.9 %, H200 +5.8 to +20.4 %): 61 cases' steps (kv_blocks_total/used) and summaries; no case's requests. Then a separate-GPU draft model's GPUs counted (separate_draft and pearl: gpus 4 -> 5, $/Mtok x1.25, summary only), and traces/replay.yaml, which sets no max_batch_size, runs with vLLM's default 1024 on an H100, whose profile run samples 1,024 rows: its KV capacity, steps and summary moved, its requests did not. Session 15 (2026-11-28): the L40S's memory is the total CUDA reports (44.31 GiB, deviceQuery), not the datasheet's decimal 48 GB, so cpu_draft's KV pool went 54,851 -> 54,124 tokens: its steps and summary moved, its requests did not. Session 16 (2026-11-28): vLLM's fp8_block GEMM rows are eager-timed by aiconfigurator's collector and are priced from the same table's graph-timed fp8 rows (profiles.measured.tables.EAGER_GEMM_STAND_INS): the two fp8_block DeepSeek-V3 cases moved (mtp_deepseek_v3_h200_ep8 TPOT p50 31.0 -> 17.3 ms, TTFT p50 162 -> 118 ms; mtp_deepseek_v3_h200_disagg TPOT p50 25.4 -> 15.0 ms). Session 17 (2026-11-28): a scenario naming its engine records that engine's prefix-caching default (summary.json `engine_prefix_caching`, simulator.cluster.engine_cache): the five that name vLLM 0.15.0 gained the record in their summaries; their requests and steps did not move (none shares a prefix). Session 18 (2026-11-28): on an AMD EPYC VM vllm_cpu's requests hashed differently from the Xeon VM's record: its engine profile is fitted at load time by scipy's nnls, whose LAPACK/BLAS last bits differ between CPUs; the fitted coefficients are now rounded to 10 significant digits (profiles.engine_time.engine_profile._portable), and its three hashes were re-recorded (headline metrics unchanged to the digits printed). Session 19 (2026-11-28): the `engine_prefix_caching` record's approximation text of a workload that shares nothing no longer says the cache is kept off so that decode steps advance in bulks (they do under a prefix cache since session 18) but why it is: the five summaries that carry it moved; no requests or steps did. Sizes are cut with `--set` overrides so that the whole test stays
 under a minute; the reproductions' data CSVs are checked in
 test_reproduce_papers (`REPRODUCTION_SHA256`)."""
 from __future__ import annotations
@@ -102,7 +102,7 @@ CASES = [
     ("scenarios/speculation/separate_draft.yaml", ['workload.num_requests=60'],
      "5fe01871b5fb4ac8", "0eaebee7632f6ec0", "a84b7f6315f52944"),
     ("scenarios/speculation/sequoia_tree.yaml", ['workload.num_requests=30'],
-     "12d346409134ad8d", "852c82c76e7f5315", "5958eea2676d5739"),
+     "12d346409134ad8d", "852c82c76e7f5315", "da12cae94817b462"),
     ("scenarios/speculation/smartspec_policy.yaml", ['workload.num_requests=60'],
      "1ff6eaca362a45ac", "11e2486d78f6399f", "8b29a0fd8aa76022"),
     ("scenarios/validation/cpu.yaml", [],
@@ -121,7 +121,7 @@ CASES = [
     # added with issue 17 (the seed systems: recorded on its branch)
     # prompts capped at 1536 tokens when main began enforcing vicuna-7b's 2048-token context
     ("scenarios/speculation/batch_realign.yaml", ['workload.num_requests=60'],
-     "981eef93a772fc48", "f15c575ca9adac8d", "3758e93f72462b6c"),
+     "981eef93a772fc48", "f15c575ca9adac8d", "2ad52fe5299f84a3"),
     ("scenarios/speculation/cascade_drafting.yaml", ['workload.num_requests=40'],
      "96ead34c3fa3f8a1", "38b51199640388de", "755f51272277505c"),
     ("scenarios/speculation/clover_heads.yaml", ['workload.num_requests=40'],
@@ -143,11 +143,11 @@ CASES = [
     ("scenarios/speculation/specreason.yaml", ['workload.num_requests=6'],
      "5d2261ccef406ed5", "e723d2c13947d780", "4689afd2f6347dc9"),
     ("scenarios/speculation/triforce_hierarchy.yaml", ['workload.num_requests=2', 'workload.arrival.concurrency=2'],
-     "55efd3864012aff1", "8c5ff5596c98685b", "5ed5a509ddc29bc3"),
+     "55efd3864012aff1", "8c5ff5596c98685b", "aefdd7ef7c50c55a"),
     ("scenarios/speculation/easyspec_layer_parallel.yaml", ['workload.num_requests=40'],
      "393a067a4429f960", "c816076fc147a896", "1ea768bf96bc03f5"),
     ("scenarios/speculation/ouroboros_phrases.yaml", ['workload.num_requests=40'],
-     "1023e65340619482", "f269b50d8620d0f8", "5021a7fe3607555a"),
+     "1023e65340619482", "f269b50d8620d0f8", "a79526a1727ef5a1"),
     # added with issue 16 (trace formats, prefix caching); the summary hashes of this and every case added
     # with issues 15-17 re-recorded at the issue-18 merge: its bulks price only the steps they run, which
     # changes the latency_source shape-count diagnostic only (requests and steps byte-identical)
@@ -168,7 +168,7 @@ CASES = [
     ("scenarios/speculation/pearl.yaml", ['workload.num_requests=20'],
      "d475e76a3a2da909", "fc5aa177f7111a5f", "5c83b3d881307fad"),
     ("scenarios/speculation/ouroboros_reuse.yaml", ['workload.num_requests=40'],
-     "094ee0b5befb4631", "aed8c71cc9ce5756", "4c24d054cdf150c2"),
+     "094ee0b5befb4631", "aed8c71cc9ce5756", "6cae4d9be99e751d"),
     ("scenarios/speculation/rasd_retrieval.yaml", ['workload.num_requests=60'],
      "de5b2257fa97a312", "5267764225baaec1", "4a8959e1dd3e4935"),
     # added with issue 17's RaLMSpec in the DES (retrieval:; runs without it unchanged)

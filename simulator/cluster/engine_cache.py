@@ -18,9 +18,9 @@ it off and the summary's `approximation` says why; a previously valid scenario i
   prefix cache (simulator.cluster.build, simulator.speculation.ralmspec, simulator.distributed);
 - a workload in which no two requests share a prefix (no `shared_prefix`, `sessions` or trace hash ids) and no
   prefix-aware router: the engine's cache would serve only a preempted request's own blocks when it is admitted
-  again. That is not modelled: the run keeps the cache off (it was kept off while a prefix cache ran step by step,
-  ~10x slower per request; its decode steps now advance in bulks too, simulator.core.bulk_replay, at about 1.7x
-  the cost of a run without it). `cluster.kv_cache.prefix_caching: true` models it.
+  again. That is not modelled: the run keeps the cache off, as it would serve nothing else and a run with a prefix
+  cache costs about 1.7x the time of one without (its decode steps advance in bulks, simulator.core.bulk_replay;
+  measured 2026-11-28 on the quickstart with 10k requests). `cluster.kv_cache.prefix_caching: true` models it.
 """
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ FIELD = "prefix_caching"
 # `approximation`, and what a launch script reads to pass the engine's own default instead (`launched`).
 NOTHING_SHARED = ("no two requests share a prefix (no workload.shared_prefix, sessions or trace hash ids) and no "
                   "router reads the cache: the engine's cache would serve only a preempted request's own blocks on "
-                  "its re-admission, not modelled; off, so that decode steps advance in bulks (set "
-                  "cluster.kv_cache.prefix_caching: true to model it)")
+                  "its re-admission, not modelled; off, as that cache would serve nothing else and cost the run "
+                  "about 1.7x its time (set cluster.kv_cache.prefix_caching: true to model it)")
 
 
 def given(cluster) -> bool:
