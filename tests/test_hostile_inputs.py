@@ -7,7 +7,7 @@ Outcomes are counted (`tried`, `clean`, `crashes` — an exception or traceback 
 answer for an input that has none —, `hangs`, `wrong` — another exit code, several lines or a line that
 does not name the field —) and printed at the end; the README's figures are that line::
 
-    python3 -m pytest -q -s tests/test_hostile_inputs.py -p no:cacheprovider
+    python3 -m pytest -q -s -n 0 tests/test_hostile_inputs.py -p no:cacheprovider
 
 A case is `Hostile(name, make, says)`: `make(tmp)` writes what the case needs under `tmp` (the working
 directory of the run) and returns the command line; `says` must appear in the error line.
@@ -632,6 +632,9 @@ CASES = [
     Hostile("plan_pp_beyond_the_layers", plan(search={**PLAN["search"], "pp": [40]}),
             "plan.search.pp: 40 splits none of the planned models (parallelism.pp=40 exceeds num_layers=32 of "
             "llama-3-8b); allowed: 1..32"),
+    Hostile("plan_ep_on_a_dense_model", plan(search={**PLAN["search"], "ep": [1, 4]}),
+            "plan.search.ep: 4 splits none of the planned models (parallelism.ep=4 needs an MoE model; llama-3-8b "
+            "has no experts); allowed: 1"),
     Hostile("plan_drafter_speculation_unknown", plan(search={**PLAN["search"], "drafters": [
         {"kind": "draft_model", "model": "llama-68m", "speculation": {"kind": "bogus"}}]}),
             "plan.search.drafters.0.speculation.kind: unknown kind 'bogus'"),

@@ -354,34 +354,39 @@ def _check_size(spec: PlanConfig) -> None:
 
 
 def _check_parallelism(spec: PlanConfig) -> None:
-    """Refuse a searched tp or pp value that can split none of the planned models (tp must divide the heads,
-    pp at most the layers: models.spec.validate_parallelism), before any work. Before, every candidate of that
-    value was screened out with the same reason, and a plan of that value alone said 'no feasible candidate'
-    (exit 1, outputs written)."""
+    """Refuse a searched tp, pp or ep value that can split none of the planned models (tp must divide the heads,
+    pp at most the layers: models.spec.validate_parallelism; ep > 1 an MoE model's experts evenly:
+    models.opgraph.validate_expert_parallelism), before any work. Before, every candidate of that value was
+    screened out with the same reason, and a plan of that value alone said 'no feasible candidate' (exit 1,
+    outputs written)."""
     from models import get_model
+    from models.opgraph import validate_expert_parallelism
     from models.spec import validate_parallelism
     from models.step import Parallelism
     targets = [get_model(name) for name in spec.models]
 
-    def splits(par: Parallelism) -> str | None:
+    def splits(check, par: Parallelism) -> str | None:
         """None when `par` splits some planned model, else the first model's reason."""
         reasons = []
         for target in targets:
             try:
-                validate_parallelism(target, par)
+                check(target, par)
                 return None
             except ValueError as exc:
                 reasons.append(str(exc).splitlines()[0])
         return reasons[0]
 
-    for name, make in (("tp", lambda n: Parallelism(n, 1)), ("pp", lambda n: Parallelism(1, n))):
+    axes = (("tp", 64, validate_parallelism, lambda n: Parallelism(n, 1)),
+            ("pp", 64, validate_parallelism, lambda n: Parallelism(1, n)),
+            ("ep", 1024, validate_expert_parallelism, lambda n: Parallelism(1, 1, n)))
+    for name, top, check, make in axes:
         for value in getattr(spec.search, name):
-            why = splits(make(value))
+            why = splits(check, make(value))
             if why is None:
                 continue
-            allowed = [n for n in range(1, 65) if splits(make(n)) is None]
-            listed = (f"{allowed[0]}..{allowed[-1]}" if allowed == list(range(allowed[0], allowed[-1] + 1))
-                      else ", ".join(map(str, allowed)))
+            allowed = [n for n in range(1, top + 1) if splits(check, make(n)) is None]
+            contiguous = len(allowed) > 2 and allowed == list(range(allowed[0], allowed[-1] + 1))
+            listed = f"{allowed[0]}..{allowed[-1]}" if contiguous else ", ".join(map(str, allowed))
             raise ScenarioError(f"{FIELD}.search.{name}", f"{value} splits none of the planned models "
                                 f"({why}); allowed: {listed}")
 
