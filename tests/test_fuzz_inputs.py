@@ -5,7 +5,7 @@ lines of `run`, `estimate`, `catalog`, `compare` and `sweep --dry-run` with rand
 Every example must either succeed (exit 0, nothing on stderr but warning lines) or be refused in one line
 `draftsim[ COMMAND]: error: ...` with exit 2 — never a traceback, another exit code or a hang — and a
 refused run writes nothing. CI runs a fixed, derandomized set (`DRAFTSIM_FUZZ_EXAMPLES`, default 60 per
-test); the counts are printed at the end (pytest -s).
+test); the counts are printed at the end (pytest -s -n 0).
 """
 from __future__ import annotations
 

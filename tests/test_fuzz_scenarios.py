@@ -10,7 +10,7 @@ exercise the bad-input paths.
 CI runs a fixed, derandomized set of 150 (plus the explicit examples that once crashed). A longer run, whose
 counts the README reports (printed with -s)::
 
-    DRAFTSIM_FUZZ_EXAMPLES=2000 python3 -m pytest -q -s tests/test_fuzz_scenarios.py -p no:cacheprovider
+    DRAFTSIM_FUZZ_EXAMPLES=2000 python3 -m pytest -q -s -n 0 tests/test_fuzz_scenarios.py -p no:cacheprovider
 """
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ from profiles.hardware import list_hardware
 from simulator.cli import main
 
 EXAMPLES = int(os.environ.get("DRAFTSIM_FUZZ_EXAMPLES", "150"))
-OUTCOMES: collections.Counter = collections.Counter()   # "ran" / "refused"; printed at the end (pytest -s)
-REFUSED_FIELDS: collections.Counter = collections.Counter()   # the field each refusal named (pytest -s)
+OUTCOMES: collections.Counter = collections.Counter()   # "ran" / "refused"; printed at the end (pytest -s -n 0)
+REFUSED_FIELDS: collections.Counter = collections.Counter()   # the field each refusal named (pytest -s -n 0)
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
 
