@@ -590,10 +590,10 @@ CASES = [
     Hostile("profile_check_out_in_proc", profile("--models", "llama-68m", "--check", "--check-out", "/proc/x/c.json"),
             "--check-out: cannot create"),
     Hostile("profile_a_billion_passes", profile("--models", "llama-68m", "--passes", "1000000000", "--out", "p"),
-            "passes must be an integer in 1..100, got 1000000000"),   # killed for memory (24 GB) before
+            "--passes must be an integer in 1..100, got 1000000000"),   # killed for memory (24 GB) before
     Hostile("profile_device_id_a_path", profile("--models", "llama-68m", "--device-id", "../x"), "--device-id"),
     Hostile("profile_threads_beyond_the_cores", profile("--models", "llama-68m", "--threads", "100000"),
-            "threads must be an integer in 1.."),
+            "draftsim profile: error: --threads must be an integer in 1.."),
     Hostile("profile_vllm_threads_beyond_the_cores",
             lambda tmp: ["profile", "--engine", "vllm", "--models", "qwen2.5-coder-0.5b", "--threads", "100000",
                          "--out", tmp / "e"], "argument --threads: must be <="),

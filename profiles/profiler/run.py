@@ -156,6 +156,12 @@ def check_threads(threads, field: str = "threads") -> None:
         raise ValueError(f"{field} must be an integer in 1..{cores} (this machine's cores), got {threads!r}")
 
 
+def check_passes(passes, field: str = "passes") -> None:
+    """ValueError naming `field` unless `passes` (times every point is timed) is 1 … MAX_PASSES."""
+    if type(passes) is not int or not 1 <= passes <= MAX_PASSES:
+        raise ValueError(f"{field} must be an integer in 1..{MAX_PASSES}, got {passes!r}")
+
+
 def _validate(device: str, threads: int, dtype: str | None, models: Sequence[str]) -> str:
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
@@ -187,8 +193,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     started = time.perf_counter()   # profile_seconds: the whole command (compiling fused kernels included)
     dtype = _validate(device, threads, dtype, models)
     passes = default_passes(device, quick) if passes is None else passes
-    if type(passes) is not int or not 1 <= passes <= MAX_PASSES:
-        raise ValueError(f"passes must be an integer in 1..{MAX_PASSES}, got {passes!r}")
+    check_passes(passes)
     specs = [get_model(name) for name in models]
     torch.set_num_threads(threads)
     dev = torch.device(device)
@@ -426,6 +431,9 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     shapes = QUICK_SHAPES if args.quick else SHAPES
     try:
+        check_threads(args.threads, "--threads")   # (named as the flags here; run_profile names its arguments)
+        if args.passes is not None:
+            check_passes(args.passes, "--passes")
         try:
             tps = tuple(ascii_number(int, x.strip()) for x in args.tp.split(",") if x.strip())
         except ValueError:
