@@ -17,7 +17,8 @@ def _hypothesis_without_local_constants() -> None:
     140 runs alone and 150 after tests/scenarios was collected, and in a whole-suite run heavier ones (40 s
     alone, 400 s in the suite). The fixed example sets that CI runs must not depend on the test order or on how
     pytest-xdist splits the suite: the draws here use hypothesis's own constants only. (Private API: where a
-    later release moves it, nothing is patched and the draws are merely order-dependent again.)"""
+    later release moves it, nothing is patched here and tests/test_determinism_fuzz.py
+    test_hypothesis_draws_take_no_constants_from_loaded_modules fails.)"""
     try:
         from hypothesis.internal.conjecture import providers
     except ImportError:   # (hypothesis not installed: the suite's property tests are skipped with it)

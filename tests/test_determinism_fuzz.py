@@ -215,6 +215,17 @@ def test_reruns_step_mode_and_workers_give_the_same_outputs(data):
     assert PROMISES.get(data["name"], lambda *_: True)(bulk, step[1], forked), data["name"]
 
 
+def test_hypothesis_draws_take_no_constants_from_loaded_modules():
+    """The derandomized draws of this file and of the schema fuzz are the same whichever modules the tests
+    before them loaded (tests/conftest.py): hypothesis finds no local constants, even with draftsim's modules,
+    full of literals, loaded."""
+    from hypothesis.internal.conjecture import providers
+    import simulator.api   # noqa: F401  (hundreds of numeric and string literals)
+    import simulator.cli   # noqa: F401
+    found = providers._get_local_constants()
+    assert len(found) == 0, "hypothesis takes constants from the loaded modules again: see tests/conftest.py"
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _report_outcomes():
     yield
