@@ -480,23 +480,30 @@ class BulkPlan:
         self.steps = min(self.steps, bisect_left(self.bounds_s, at_s, 1, self.steps + 1))
 
     def finish_times(self, profile: DecodeProfile) -> np.ndarray:
-        """Sorted finish times of the members finishing in the applied steps. The members' last steps are
-        a heap (`DecodeProfile.finishes`): only the part of its tree below `end` is visited (a child is
-        never less than its parent), not every member."""
-        end = self.k0 + self.steps
-        heap = profile.finishes
-        if not heap or heap[0][0] >= end:
+        """Sorted finish times of the members finishing in the applied steps (`finishing_entries`: the part of
+        the members' heap below the bulk's end, not every member)."""
+        entries = finishing_entries(profile.finishes, self.k0 + self.steps)
+        if not entries:
             return _NO_FINISHES
-        last, todo, size = [], [0], len(heap)
-        while todo:
-            i = todo.pop()
-            if heap[i][0] < end:
-                last.append(heap[i][0])
-                todo.extend(range(2 * i + 1, min(2 * i + 3, size)))
-        last.sort()
+        last = sorted(e[0] for e in entries)
         bounds, shift = self.bounds_s, 1 - self.k0
         return np.array([bounds[f + shift] for f in last])   # (not the whole list as an array: it may hold
         #                                                      thousands of boundaries)
+
+
+def finishing_entries(heap: list, end: int) -> list[tuple]:
+    """The entries (last step, ..., request) of a members' heap (`DecodeProfile.finishes`) whose last step is
+    before `end`, in no order: only the part of its tree below `end` is visited (a child is never less than its
+    parent), not every member."""
+    if not heap or heap[0][0] >= end:
+        return []
+    found, todo, size = [], [0], len(heap)
+    while todo:
+        i = todo.pop()
+        if heap[i][0] < end:
+            found.append(heap[i])
+            todo.extend(range(2 * i + 1, min(2 * i + 3, size)))
+    return found
 
 
 def _not_joined(running, members) -> list[int]:

@@ -40,7 +40,7 @@ from bisect import bisect_left
 
 import numpy as np
 
-from simulator.core.bulk import BLK, DecodeProfile, log_bulk
+from simulator.core.bulk import BLK, DecodeProfile, finishing_entries, log_bulk
 
 
 class _Replay:
@@ -53,7 +53,7 @@ class _Replay:
         i0 = plan.k0 - prof.base
         self.kv = rep.kv
         self.held = prof.sums[BLK, i0:i0 + plan.steps]   # members' private blocks per step (a view of past columns)
-        found = _finishing(prof.finishes, plan.k0 + plan.steps)
+        found = [(e[0], e[2]) for e in finishing_entries(prof.finishes, plan.k0 + plan.steps)]   # (last, request)
         if len(found) > 1:   # the step path releases one step's finishes in its decode order: running order
             where = {r: i for i, r in enumerate(rep.running)}
             found.sort(key=lambda e: (e[0], where[e[1]]))
@@ -106,21 +106,6 @@ class _Replay:
         for step, other in self.changes:
             out[step:] = other
         return out
-
-
-def _finishing(heap: list, end: int) -> list[tuple[int, int]]:
-    """(last step, request) of the members whose last step is before `end`, in no order (the part of the
-    heap's tree below `end`, as BulkPlan.finish_times reads it)."""
-    if not heap or heap[0][0] >= end:
-        return []
-    found, todo, size = [], [0], len(heap)
-    while todo:
-        i = todo.pop()
-        last, _, r = heap[i]
-        if last < end:
-            found.append((last, r))
-            todo.extend(range(2 * i + 1, min(2 * i + 3, size)))
-    return found
 
 
 class ReplayProfile(DecodeProfile):
