@@ -141,7 +141,6 @@ def stdout_reader_gone() -> bool:
     """Whether stdout is a pipe whose reader has closed it (poll says POLLERR on its write end); if so, stdout
     is pointed at /dev/null, so that the interpreter's flush of what is still buffered at exit does not fail
     again ('Exception ignored ... BrokenPipeError', exit 120)."""
-    import os
     import select
     try:
         watch = select.poll()
@@ -150,9 +149,7 @@ def stdout_reader_gone() -> bool:
     except (AttributeError, OSError, ValueError):   # (no poll on this platform, stdout closed or replaced)
         return False
     if gone:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        _stdout_to_devnull()
     return gone
 
 
@@ -187,21 +184,20 @@ def run_script(main: Callable[[], int | None]) -> int:
         text = write_failure(exc)
         if text is None:
             raise
-        _drop_buffered_stdout()
+        try:   # (what is still buffered would fail again at the interpreter's exit: exit 120)
+            _stdout_to_devnull()
+        except (AttributeError, OSError, ValueError):
+            pass
         print(f"{prog}: error: {text}", file=sys.stderr)
         return EXIT_WRITE_FAILED
 
 
-def _drop_buffered_stdout() -> None:
-    """Point stdout at /dev/null once a write to it failed: what is still buffered would fail again at the
-    interpreter's exit ('Exception ignored ... OSError', exit 120)."""
+def _stdout_to_devnull() -> None:
+    """Point stdout's file descriptor at /dev/null: what is still buffered for it is written there at exit."""
     import os
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (AttributeError, OSError, ValueError):
-        pass
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _child_failure(exc) -> str:
