@@ -344,7 +344,7 @@ class Engine:
         else:
             queued = np.array([len(rep.waiting) for rep in reps]) if router.needs_queued else self._no_queues
             # prefix_aware also reads what each replica's cache holds of this prompt
-            prefix = (_prefix_view(r, int(s.prompt[r]), reps, now),) if router.uses_prefix_match else ()
+            prefix = (_prefix_view(r, int(s.prompt[r]), reps, now),) if self._prefix_match else ()
             idx = router.choose(self._outstanding(now), queued, *prefix)
         s.replica[r] = idx
         rep = reps[idx]
