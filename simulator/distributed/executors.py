@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator
 
@@ -100,6 +101,7 @@ class DaskExecutor:
     def __init__(self, client=None, address: str | None = None, workers: int | None = None, field: str = FIELD):
         self._client, self._address, self._workers, self._field = client, address, workers, field
         self._own: list[Any] = []
+        self._owns_cluster = False
 
     @property
     def client(self):
@@ -127,6 +129,7 @@ class DaskExecutor:
                     cluster = LocalCluster(n_workers=self._workers, threads_per_worker=1, processes=True,
                                            dashboard_address=None, silence_logs=logging.ERROR)
                 self._own.append(cluster)
+                self._owns_cluster = True
                 self._client = Client(cluster)
             else:
                 try:
@@ -137,9 +140,13 @@ class DaskExecutor:
             self._own.insert(0, self._client)
 
     def __exit__(self, *exc) -> None:
-        for thing in self._own:
-            thing.close()
+        with _distributed_logs_quiet(self._owns_cluster):
+            if self._owns_cluster:
+                _quiet_workers(self._client)
+            for thing in self._own:
+                thing.close()
         self._own.clear()
+        self._owns_cluster = False
 
     def imap_unordered(self, fn: Callable, tasks: Iterable) -> Iterator:
         from distributed import as_completed
@@ -151,6 +158,52 @@ class DaskExecutor:
         finally:
             for future in futures:
                 future.cancel()
+
+
+_SILENT = logging.CRITICAL + 1
+
+
+def _silence_distributed_handlers() -> list[tuple[logging.Handler, int]]:
+    """Raise every handler of the `distributed` logger above CRITICAL; returns the levels it had."""
+    handlers = logging.getLogger("distributed").handlers
+    before = [(handler, handler.level) for handler in handlers]
+    for handler in handlers:
+        handler.setLevel(_SILENT)
+    return before
+
+
+@contextmanager
+def _distributed_logs_quiet(active: bool) -> Iterator[None]:
+    """While a LocalCluster of ours closes, this process's Dask logs (its scheduler and nannies) say nothing.
+    Afterwards a handler the close left silenced gets its level back; one the close reset (LocalCluster's
+    `silence_logs` gives back the level it found) keeps that: `draftsim compare` starts several clusters in
+    one process."""
+    before = _silence_distributed_handlers() if active else []
+    try:
+        yield
+    finally:
+        for handler, level in before:
+            if handler.level == _SILENT:
+                handler.setLevel(level)
+
+
+def _quiet_workers(client) -> None:
+    """Silence the Dask logs of our LocalCluster's worker processes before it closes. On a loaded machine a
+    worker's heartbeat can still be in flight when the scheduler has gone, and the worker logs it at ERROR
+    with two tracebacks ("Failed to communicate with scheduler during heartbeat.", distributed.worker
+    `Worker.heartbeat`) into the run's stderr after every result had arrived (CI, 2026-11-29: a README
+    command run by 4 pytest processes on 2 cores). Only teardown is silenced: while the run goes
+    on, a worker's errors still show, and a task's failure reaches the driver as its exception. A worker
+    that cannot answer (dead, or the run stopped) is left as it is."""
+    try:
+        client.run(_silence_worker, on_error="ignore")
+    except Exception:  # a cluster that cannot take the call is closed all the same
+        pass
+
+
+def _silence_worker() -> None:
+    """On a worker: its handlers silenced, nothing sent back (a handler holds a stream and a lock)."""
+    _silence_distributed_handlers()
 
 
 def _default_workers(workers: int | None) -> int:
