@@ -52,10 +52,12 @@ def expand_home(path: str | Path) -> Path:
                             "folder") from None
 
 
-def file_kind_problem(path: Path) -> str | None:
-    """Why `path` is not a regular file that can be read ("not found", "a FIFO (named pipe)", ...), or None."""
+def _mode(path: Path) -> int | str:
+    """os.stat's st_mode of `path`, or why it cannot be read ("file not found", "cannot be read (File name too
+    long)", ...). pathlib's `is_dir`/`is_file` raise for a name longer than the file system allows (255 bytes):
+    a 256-character model name was an unnamed "File name too long" line."""
     try:
-        mode = os.stat(path).st_mode
+        return os.stat(path).st_mode
     except FileNotFoundError:
         return "file not found"
     except OSError as exc:
@@ -64,10 +66,33 @@ def file_kind_problem(path: Path) -> str | None:
         return "cannot be read (its path holds a lone surrogate, which is not Unicode text)"
     except ValueError:   # os.stat refuses a NUL byte (a YAML "\0" escape): `trace_csv: "a\0b"` was a traceback
         return "cannot be read (its path holds a NUL byte)"
+
+
+def file_kind_problem(path: Path) -> str | None:
+    """Why `path` is not a regular file that can be read ("not found", "a FIFO (named pipe)", ...), or None."""
+    mode = _mode(path)
+    if isinstance(mode, str):
+        return mode
     if stat.S_ISREG(mode):
         return None
     kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
     return f"is {kind}, not a regular file"
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why `path` is not a folder ("no such directory: P", "P is not a directory", "P cannot be read (...)"),
+    or None."""
+    mode = _mode(path)
+    if mode == "file not found":
+        return f"no such directory: {path}"
+    if isinstance(mode, str):
+        return f"{path} {mode}"
+    return None if stat.S_ISDIR(mode) else f"{path} is not a directory"
+
+
+def is_folder(path: Path) -> bool:
+    """`path.is_dir()` that answers False where the name cannot be looked up at all (too long, a NUL byte)."""
+    return folder_problem(path) is None
 
 
 def text_bytes_problem(data: bytes) -> str | None:

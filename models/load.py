@@ -17,7 +17,7 @@ from pathlib import Path
 
 from models.catalog import catalog, get_model
 from models.errors import UnknownNameError
-from models.files import expand_home, file_kind_problem, read_document
+from models.files import expand_home, file_kind_problem, is_folder, read_document
 from models.hf_config import load_hf_config, spec_from_hf_config
 from models.spec import ModelSpec
 
@@ -72,7 +72,7 @@ def load_model(ref, base_dir: Path | str | None = None) -> ModelSpec:
     if not path.is_absolute() and base_dir is not None:
         path = Path(base_dir) / path
     if not ref.lower().endswith(FILE_SUFFIXES):
-        if ref.strip() and path.is_dir():   # ('' is the current folder to pathlib)
+        if ref.strip() and is_folder(path):   # ('' is the current folder to pathlib)
             raise ValueError(_folder_problem(ref, path))
         raise UnknownNameError("model", ref, catalog(), also="or a path to a Hugging Face config.json or a catalog-format model YAML")
     if file_kind_problem(path) == "file not found":   # (a FIFO, a device, ...: read_document says what it is)

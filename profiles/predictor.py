@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from models import ops as K_OPS
+from models.files import file_kind_problem
 from models.ops import Op
 from profiles.hardware import get_hardware
 from profiles.profiler.fit import COMPUTE_KINDS, fit_collectives, fit_compute
@@ -269,7 +270,7 @@ def _host_overhead_curves(table: pd.DataFrame) -> dict[int, tuple[np.ndarray, np
 def profile_dir_for(hardware_id: str, profile_dir: str | Path | None = None) -> Path | None:
     """The profile directory of `hardware_id` (explicit dir, else profiles/data/<id>/), if it holds a table."""
     candidate = Path(profile_dir) if profile_dir is not None else DATA_DIR / hardware_id
-    return candidate if (candidate / "ops.csv").is_file() else None
+    return candidate if file_kind_problem(candidate / "ops.csv") is None else None   # (a name too long: none)
 
 
 PROFILE_VARIANT_SEPARATOR = "--"  # profiles/data/<hardware-id>--<machine>/: another machine of the same id

@@ -132,6 +132,12 @@ def estimate(*flags, model_fields: dict | None = None) -> Callable[[Path], list]
     return make
 
 
+def estimate_with(flag: str, value: str) -> Callable[[Path], list]:
+    """`draftsim estimate` of llama-3-8b on h100-sxm with `flag` (--model or --hardware) set to `value`."""
+    given = {"--model": "llama-3-8b", "--hardware": "h100-sxm", flag: value}
+    return lambda tmp: ["estimate", *(x for pair in given.items() for x in pair)]
+
+
 def hardware(**fields) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
         path = _write(tmp, "gpu.yaml", merge(HW, fields))
@@ -1612,6 +1618,17 @@ CASES = [
             "draftsim: error: scenario: aaaaaaaa"),
     Hostile("plan_file_name_too_long", lambda tmp: ["plan", "a" * 300 + ".yaml", "--quiet"],
             "draftsim plan: error: plan: aaaaaaaa"),
+    # a name or folder longer than a file name may be (255 bytes): pathlib's is_dir raised, and the line named
+    # the path, not the flag ("File name too long"); the profiler timed its kernels for 14 s first
+    Hostile("estimate_model_name_too_long", estimate_with("--model", "m" * 256), "--model: unknown model 'mmm"),
+    Hostile("estimate_hardware_name_too_long", estimate_with("--hardware", "h" * 256), "--hardware: unknown hardware"),
+    Hostile("run_model_name_too_long", run(cluster={"model": "m" * 256}), "cluster.model: unknown model 'mmm"),
+    Hostile("estimate_profile_dir_too_long", estimate("--source", "profile", "--profile-dir", "d" * 300),
+            "--profile-dir: "),
+    Hostile("run_profile_dir_too_long", run(cluster={"latency": {"source": "profile", "profile_dir": "d" * 300}}),
+            "cluster.latency.profile_dir: "),
+    Hostile("profile_device_id_too_long", profile("--models", "llama-68m", "--device-id", "d" * 300),
+            "--device-id: names the profile's folder"),
     # TensorRT-LLM's capacity policy: only its scheduler has one; without context chunking a paused request's
     # prompt + generated tokens must fit the budget (the run never ended before the check)
     Hostile("capacity_policy_without_trtllm", run(cluster={"engine": {"capacity_scheduler_policy": "max_utilization"}}),

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.errors import FieldError
+from models.files import folder_problem
 from models.spec import EXPERT_ONLY_DTYPES, ModelSpec, dtype_bytes, kv_cache_dtype, validate_parallelism
 from models.step import Parallelism
 from profiles.hardware import HardwareSpec
@@ -76,9 +77,9 @@ def make_latency_model(lat: LatencyConfig, hardware: HardwareSpec, dtype: str, b
     profile_dir = Path(lat.profile_dir) if lat.profile_dir else None
     if profile_dir is not None and not profile_dir.is_absolute():
         profile_dir = base_dir / profile_dir
-    if profile_dir is not None and not profile_dir.is_dir():   # (/dev/null was 'no such directory')
-        raise ScenarioError("cluster.latency.profile_dir", f"{profile_dir} is not a directory" if profile_dir.exists()
-                            else f"no such directory: {profile_dir}")
+    problem = folder_problem(profile_dir) if profile_dir is not None else None   # (/dev/null: not a directory)
+    if problem is not None:
+        raise ScenarioError("cluster.latency.profile_dir", problem)
     if lat.source == "auto" and hardware.id == CPU_ID:
         raise ScenarioError("cluster.latency.source", f"auto would price {CPU_ID} (this machine's CPU, a "
                                                       "GPU scenario on a CPU) with the roofline of nominal "

@@ -20,7 +20,15 @@ from simulator.errors import ScenarioError
 
 PROFILE_FILES = ("ops.csv", "fingerprint.json")
 DEVICE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")   # a folder name, never a path (profiles/data/<id>/)
+# the longest folder name Linux file systems take (NAME_MAX, bytes; the id is ASCII): a 300-character id was
+# profiled for 14 s, then "File name too long" named neither --device-id nor --out
+DEVICE_ID_MAX_CHARS = 255
 CHECK_FILE = "check.json"   # profiles.profiler.check.CHECK_FILE: written beside the profile by --check
+
+
+def _shown(text: str, most: int = 80) -> str:
+    """`text` quoted, cut to `most` characters (an over-long value is not echoed whole)."""
+    return repr(text) if len(text) <= most else f"{text[:most]!r}... ({len(text)} characters)"
 
 
 def _progress(desc: str, total: int, unit: str) -> Progress:
@@ -73,14 +81,20 @@ def check_arguments(args) -> None:
         raise ScenarioError("--package-data", "writes into the shipped profiles' folder; it excludes --out")
     if args.out is not None and not args.check_only:
         _outside_the_shipped_profiles(args.out)
-    if args.device_id is not None and not DEVICE_ID.fullmatch(args.device_id):
+    if args.device_id is not None and not (DEVICE_ID.fullmatch(args.device_id)
+                                           and len(args.device_id) <= DEVICE_ID_MAX_CHARS):
         raise ScenarioError("--device-id", f"names the profile's folder: letters, digits, '.', '_' and '-', starting "
-                                           f"with a letter or digit; got {args.device_id!r}")
+                                           f"with a letter or digit, at most {DEVICE_ID_MAX_CHARS} characters; got "
+                                           f"{_shown(args.device_id)}")
     if args.check_out is not None:
         check_output_file(args.check_out, "--check-out")
-    if args.out is not None and not args.check_only:
+    out = args.out
+    if out is None and not args.package_data and args.device_id is not None:   # (the profiler's default folder)
+        from profiles.profiler.run import profile_out_dir
+        out = str(profile_out_dir(None, False, args.device_id, None))
+    if out is not None and not args.check_only:
         names = PROFILE_FILES + ((CHECK_FILE,) if args.check and args.check_out is None else ())
-        check_output_dir(args.out, marker="fingerprint.json", command="profile", names=names)
+        check_output_dir(out, marker="fingerprint.json", command="profile", names=names)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     check_models(models, args.models)
     check_tp(models, args.tp)
