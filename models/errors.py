@@ -127,6 +127,22 @@ def script_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> 
     return parser.parse_args(argv)
 
 
+def bounded_list(kind: type = int, minimum: float = 1, maximum: float | None = None):
+    """An argparse `type` for a comma-separated list of numbers, each as `bounded` takes it (`--gammas
+    2,4,6`): an empty list, an empty entry or an entry out of bounds is argparse's one-line usage error naming
+    the flag (a script's `--gammas abc` was a ValueError traceback)."""
+    one = bounded(kind, minimum, maximum)
+
+    def parse(text: str) -> list:
+        entries = text.split(",")
+        if not text.strip() or any(not e.strip() for e in entries):
+            raise argparse.ArgumentTypeError(f"a comma-separated list without empty entries is required, got {text!r}")
+        return [one(e.strip()) for e in entries]
+
+    parse.__name__ = f"{kind.__name__} list"
+    return parse
+
+
 def write_failure(exc: OSError) -> str | None:
     """The one-line text (without prefix) of a write the machine could not take (a full disk: stdout on
     /dev/full, an output file on a full volume, an I/O error); None for any other OSError."""

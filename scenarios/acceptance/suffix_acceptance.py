@@ -71,10 +71,11 @@ def compute(corpus: Path) -> tuple[pd.DataFrame, dict]:
 def main(argv: list[str] | None = None) -> int:
     from simulator.speculation.suffix.acceptance import SHIPPED_CORPORA, shipped_walks_path
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", nargs="*", default=None)
+    shipped = sorted(p for p in SHIPPED_CORPORA.glob("*.parquet") if not p.name.endswith(".walks.parquet"))
+    parser.add_argument("--corpus", nargs="*", default=None, choices=[p.stem for p in shipped],
+                        help="shipped session corpora to walk (default: all)")
     args = script_args(parser, argv)
-    corpora = [SHIPPED_CORPORA / f"{c}.parquet" for c in args.corpus] if args.corpus else \
-        sorted(p for p in SHIPPED_CORPORA.glob("*.parquet") if not p.name.endswith(".walks.parquet"))
+    corpora = [SHIPPED_CORPORA / f"{c}.parquet" for c in args.corpus] if args.corpus else shipped
     for corpus in corpora:
         walks, summary = compute(corpus)
         walks.to_parquet(shipped_walks_path(corpus), index=False, compression="zstd")

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from models.errors import run_script, script_args
+from models.errors import bounded_list, run_script, script_args
+from simulator.results.output_folder import folder_flag
 
 SCENARIO = Path(__file__).with_name("qwen_coder_trace.yaml")
 
@@ -47,12 +48,12 @@ def compare(gammas: list[int], drafter: str) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gammas", default="2,4,6,8")
+    ap.add_argument("--gammas", type=bounded_list(), default="2,4,6,8")
     ap.add_argument("--drafter", default="draft", choices=["draft", "skip", "ngram"])
-    ap.add_argument("--out", default="out/acceptance")
+    ap.add_argument("--out", type=folder_flag("trace_vs_constant"), default="out/acceptance")
     args = script_args(ap, argv)
-    table = compare([int(g) for g in args.gammas.split(",")], args.drafter)
-    out = Path(args.out)
+    table = compare(args.gammas, args.drafter)
+    out = args.out
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "trace_vs_constant.csv", index=False)
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):

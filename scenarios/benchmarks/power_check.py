@@ -7,10 +7,13 @@ Run: python -m scenarios.benchmarks.power_check
 """
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 import pandas as pd
 
+from models.errors import run_script, script_args
 from profiles.hardware import get_hardware
 from profiles.power import POWER_MODELS, gpu_power
 
@@ -36,7 +39,8 @@ def comparison() -> pd.DataFrame:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    script_args(argparse.ArgumentParser(description=__doc__.splitlines()[0]), argv)   # (no flags: --x refused)
     table = comparison()
     with pd.option_context("display.width", 160, "display.max_columns", 20, "display.float_format", "{:.3g}".format):
         print(table.drop(columns=["flop_per_s", "bytes_per_s"]).to_string(index=False))
@@ -45,6 +49,8 @@ def main() -> None:
         print(f"{name}: mean |error| over the busy phases {table.loc[busy, f'{name}_err'].abs().mean():.1%}, "
               f"forwards only {table.loc[table.phase.str.startswith('forward'), f'{name}_err'].abs().mean():.1%}")
 
+    return 0
+
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import pathlib
 import statistics
 import time
 
 import numpy as np
 
 from models.errors import bounded, run_script, script_args
+from simulator.results.output_folder import folder_flag
 from theory.multidraft_optimal import optimal_acceptance
 from theory.tree_search import optimal_tree
 
@@ -34,7 +34,8 @@ def median_seconds(fn, repeats: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=bounded(), default=7, help="timed runs per case (default 7)")
-    parser.add_argument("--out", default=None, help="directory for theory_speed.csv (optional)")
+    parser.add_argument("--out", type=folder_flag("theory_speed"), default=None,
+                        help="directory for theory_speed.csv (optional)")
     args = script_args(parser, argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(dict(case=name, median_s=seconds, target_s=target_s, passed=passed))
         print(f"{name:<52} {seconds * 1e3:8.2f}ms {target_s * 1e3:6.0f}ms  {'ok' if passed else 'SLOW'}")
     if args.out:
-        out = pathlib.Path(args.out)
+        out = args.out
         out.mkdir(parents=True, exist_ok=True)
         with open(out / "theory_speed.csv", "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(rows[0]))

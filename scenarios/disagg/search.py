@@ -19,8 +19,29 @@ import sys
 
 from models.errors import bounded, run_script, script_args
 from simulator.errors import ScenarioError
-from simulator.workflows.goodput import search_placements
+from simulator.results.output_folder import file_flag
+from simulator.workflows.goodput import candidate_count, search_placements
 from simulator.config.scenario import apply_overrides, read_scenario_dict
+
+
+# Layouts one search may try: each is a bisection of ~10 DES runs, so 1,000 layouts are ~10,000 runs (hours);
+# --max-gpus 100000 listed 5e9 layouts and never printed a line.
+MAX_LAYOUTS = 1_000
+
+
+def check_layouts(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Usage errors before any work: a --tp or --pp degree given twice (every layout was searched and listed
+    twice), no layout within --max-gpus (an empty table, exit 0), more than MAX_LAYOUTS layouts."""
+    for flag, degrees in (("--tp", args.tp), ("--pp", args.pp)):
+        if len(set(degrees)) < len(degrees):
+            parser.error(f"argument {flag}: a degree is given twice: {' '.join(map(str, degrees))}")
+    count = candidate_count(args.max_gpus, tuple(args.tp), tuple(args.pp))
+    if count == 0:
+        parser.error(f"argument --max-gpus: no layout of --tp {' '.join(map(str, args.tp))} x --pp "
+                     f"{' '.join(map(str, args.pp))} fits in {args.max_gpus} GPUs")
+    if count > MAX_LAYOUTS:
+        parser.error(f"argument --max-gpus: {args.max_gpus} GPUs give {count:,} layouts to search (about 10 DES "
+                     f"runs each); at most {MAX_LAYOUTS:,}: lower --max-gpus or give fewer --tp/--pp degrees")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,8 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=bounded(), help="override workload.num_requests (speed)")
     parser.add_argument("--rel-tol", type=bounded(float, 0.0, exclusive=True), default=0.03, help="bisection tolerance on the rate")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="scenario override")
-    parser.add_argument("--csv", help="also write the table here")
+    parser.add_argument("--csv", type=file_flag("--csv"), help="also write the table here")
     args = script_args(parser, argv)
+    check_layouts(parser, args)
     try:
         data = apply_overrides(read_scenario_dict(args.scenario), args.set)
         if args.requests:

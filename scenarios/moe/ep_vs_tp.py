@@ -36,6 +36,7 @@ from simulator.cost.collectives import Topology, ep_alltoall_s
 from theory.chain import expected_tokens
 from theory.moe_prescheduling import hit_rate, remote_ranks_per_token
 from scenarios.tables import print_and_save
+from simulator.results.output_folder import file_flag
 
 HARDWARE = "h100-sxm"
 DRAFTERS = {"mixtral-8x7b": "llama-68m", "qwen3-30b-a3b": "qwen2.5-coder-0.5b"}
@@ -119,7 +120,7 @@ def table(setup: Setup = Setup(), models=("mixtral-8x7b", "qwen3-30b-a3b"), gpu_
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--csv", help="also write the table to this CSV file")
+    parser.add_argument("--csv", type=file_flag("--csv"), help="also write the table to this CSV file")
     args = script_args(parser, argv)
     setup = Setup()
     print(f"assumptions: {setup}, hit rate {hit_rate(setup.prediction_accuracy, setup.affinity):.2f}, "

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import pathlib
 
 import matplotlib
 
@@ -16,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from models.errors import run_script, script_args
+from simulator.results.output_folder import folder_flag
 from theory.chain import ops_factor, optimal_gamma, speedup  # noqa: E402
 
 # (alpha, gamma, published speed, published ops) from Leviathan et al., Table 1 (c = 0, c_hat = 0)
@@ -24,9 +24,10 @@ PUBLISHED = [(0.6, 2, 1.96, 1.53), (0.8, 5, 3.69, 1.63), (0.9, 10, 6.86, 1.60)]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="out/papers", help="output directory (default out/papers)")
+    parser.add_argument("--out", type=folder_flag("leviathan_table1"), default="out/papers",
+                        help="output directory (default out/papers)")
     args = script_args(parser, argv)
-    out = pathlib.Path(args.out)
+    out = args.out
     out.mkdir(parents=True, exist_ok=True)
 
     rows = []

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import pathlib
 
 import matplotlib
 import numpy as np
@@ -20,6 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from models.errors import run_script, script_args
+from simulator.results.output_folder import folder_flag
 from theory.multidraft import SCHEMES, acceptance  # noqa: E402
 from theory.multidraft_optimal import optimal_acceptance  # noqa: E402
 from theory.multidraft_sampling import estimate_acceptance  # noqa: E402
@@ -31,9 +31,10 @@ MAX_N, MC_RUNS, SEED = 6, 40_000, 3
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="out/papers", help="output directory (default out/papers)")
+    parser.add_argument("--out", type=folder_flag("multidraft_vs_n"), default="out/papers",
+                        help="output directory (default out/papers)")
     args = script_args(parser, argv)
-    out = pathlib.Path(args.out)
+    out = args.out
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
 

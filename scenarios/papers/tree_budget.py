@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import pathlib
 
 import matplotlib
 import numpy as np
@@ -19,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from models.errors import run_script, script_args
+from simulator.results.output_folder import folder_flag
 from theory.tree_builders import chain_tree, eagle2_tree, positional_child_probs  # noqa: E402
 from theory.tree_search import tree_table  # noqa: E402
 from theory.trees import positional_accept_probs, positional_tree  # noqa: E402
@@ -43,9 +43,10 @@ def complete_kary(k: int, budget: int, accept_probs) -> object:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="out/papers", help="output directory (default out/papers)")
+    parser.add_argument("--out", type=folder_flag("tree_budget"), default="out/papers",
+                        help="output directory (default out/papers)")
     args = script_args(parser, argv)
-    out = pathlib.Path(args.out)
+    out = args.out
     out.mkdir(parents=True, exist_ok=True)
 
     p, q = fixed_pair()

@@ -21,6 +21,7 @@ import pandas as pd
 import yaml
 
 from models.errors import bounded, run_script, script_args
+from simulator.results.output_folder import folder_flag
 
 SCENARIO = Path(__file__).with_name("suffix_code.yaml")
 WORKLOADS = {"code_edit": ("sessions-qwen2.5-coder-0.5b", ["code_edit"]),
@@ -61,7 +62,7 @@ def trend(requests: int) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=bounded(), default=200)
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--out", type=folder_flag("suffix_trend"), default=None)
     args = script_args(parser, argv)
     table = trend(args.requests)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

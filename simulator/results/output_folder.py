@@ -25,6 +25,7 @@ present, so the next run cleans up; a staging folder `.draftsim-tmp-*` may be le
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -358,3 +359,29 @@ def staged_files(out_dir: Path | str):
             for path in sorted(staged.iterdir()):
                 os.replace(path, inside(out_dir, path.name))
         staged.rmdir()
+
+
+def folder_flag(command: str):
+    """An argparse `type` for a `python -m` script's output folder (`--out`): checked as
+    `check_writable_folder` checks, when the flags are parsed, so that a folder that cannot receive the
+    files is argparse's one-line usage error naming the flag before any work (a script's `--out` naming an
+    existing file was a FileExistsError traceback after its whole run)."""
+    def parse(text: str) -> Path:
+        try:
+            return check_writable_folder(text, command)
+        except ScenarioError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+    parse.__name__ = "folder"
+    return parse
+
+
+def file_flag(field: str):
+    """An argparse `type` for a script's output file (`--csv`): checked as `check_output_file` checks, when
+    the flags are parsed (a folder given as `--csv` was an IsADirectoryError after the whole search)."""
+    def parse(text: str) -> Path:
+        try:
+            return check_output_file(text, field)
+        except ScenarioError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+    parse.__name__ = "file"
+    return parse

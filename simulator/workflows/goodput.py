@@ -141,11 +141,19 @@ def candidates(max_gpus: int, tps=(1, 2, 4, 8), pps=(1, 2)) -> list[tuple[str, t
         for n in range(1, max_gpus // (tp * pp) + 1):
             out.append(("colocated", (n, tp, pp)))
     for (ptp, ppp), (dtp, dpp) in itertools.product(shapes, shapes):
-        for np_ in range(1, max_gpus + 1):
-            for nd in range(1, max_gpus + 1):
-                if np_ * ptp * ppp + nd * dtp * dpp <= max_gpus:
-                    out.append(("disaggregated", ((np_, ptp, ppp), (nd, dtp, dpp))))
+        for np_ in range(1, (max_gpus - dtp * dpp) // (ptp * ppp) + 1):
+            for nd in range(1, (max_gpus - np_ * ptp * ppp) // (dtp * dpp) + 1):
+                out.append(("disaggregated", ((np_, ptp, ppp), (nd, dtp, dpp))))
     return out
+
+
+def candidate_count(max_gpus: int, tps=(1, 2, 4, 8), pps=(1, 2)) -> int:
+    """len(candidates(...)) without listing them (at --max-gpus 100000 the list alone would not end)."""
+    shapes = [tp * pp for tp in tps for pp in pps if tp * pp <= max_gpus]
+    count = sum(max_gpus // g for g in shapes)
+    for prefill, decode in itertools.product(shapes, shapes):
+        count += sum((max_gpus - n * prefill) // decode for n in range(1, (max_gpus - decode) // prefill + 1))
+    return count
 
 
 def search_placements(data: dict, max_gpus: int, *, tps=(1, 2, 4, 8), pps=(1, 2), link: str = "scaleup",

@@ -163,3 +163,65 @@ def test_a_report_nobody_can_take_is_one_line_or_nothing(tmp_path):
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+OUTPUT_FLAGS = [(script, flag) for script in SCRIPTS if script.startswith("scenarios/")
+                for flag in re.findall(r'add_argument\("(--out|--csv)"', (ROOT / script).read_text())]
+
+
+FILE_FLAGS = {("scenarios/validation/vllm/workload.py", "--out")}   # an output file, not a folder
+# what a draftsim command needs besides the flag before it looks at its output (`draftsim reproduce NAME`,
+# `draftsim validate --engine vllm`)
+NEEDS = {"scenarios/papers/registry.py": ["leviathan"], "scenarios/validation/vllm/report.py": ["--engine", "vllm"]}
+
+
+def test_the_output_flags_are_found():
+    assert len(OUTPUT_FLAGS) >= 12 and ("scenarios/disagg/search.py", "--csv") in OUTPUT_FLAGS
+
+
+@pytest.mark.parametrize("script,flag", OUTPUT_FLAGS)
+def test_an_output_path_that_cannot_be_written_is_one_line_before_any_work(script, flag, tmp_path, capsys,
+                                                                          monkeypatch):
+    """An `--out` folder that is an existing file, or a `--csv` file that is a folder, is refused when the
+    flags are parsed (simulator.results.output_folder.folder_flag / file_flag, or the command's own check
+    before its work): a FileExistsError or IsADirectoryError traceback came after the whole run."""
+    (tmp_path / "a-file").write_text("the user's")
+    given = tmp_path / ("" if (script, flag) in FILE_FLAGS or flag == "--csv" else "a-file")   # (a folder for a file)
+    module = importlib.import_module(script[:-3].replace("/", "."))
+    argv = [*NEEDS.get(script, []), flag, str(given)]
+    monkeypatch.setattr(sys, "argv", [script, *argv])
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = module.main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2, (script, lines)
+    assert len(lines) == 1 and flag in lines[0], lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"] and (tmp_path / "a-file").read_text() == "the user's"
+
+
+def test_bounded_list_reads_comma_separated_counts():
+    from models.errors import bounded_list
+    assert bounded_list()("2,4, 6") == [2, 4, 6]
+    for text in ("", "2,,4", "abc", "0,2", "2,"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            bounded_list()(text)
+
+
+def test_the_placement_search_refuses_a_search_it_cannot_finish_or_that_finds_nothing(capsys):
+    """scenarios.disagg.search: --max-gpus 100000 listed 5e9 layouts and never printed a line; --tp 1 1 searched
+    every layout twice; no layout within --max-gpus printed an empty table, exit 0."""
+    from scenarios.disagg import search
+    from simulator.workflows.goodput import candidate_count, candidates
+    scenario = str(ROOT / "scenarios" / "disagg" / "colocated.yaml")
+    for flags, says in ((["--max-gpus", "100000"], "argument --max-gpus: 100000 GPUs give 5,000,050,000 layouts"),
+                        (["--tp", "1", "1"], "argument --tp: a degree is given twice: 1 1"),
+                        (["--max-gpus", "2", "--tp", "3"], "argument --max-gpus: no layout of --tp 3 x --pp 1 fits")):
+        with pytest.raises(SystemExit) as exited:
+            search.main([scenario, "--tp", "1", *flags] if flags[0] != "--tp" else [scenario, *flags])
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert exited.value.code == 2 and len(lines) == 1 and says in lines[0], lines
+    for gpus in range(1, 13):
+        for tps, pps in (((1, 2, 4), (1, 2)), ((3,), (1,)), ((2, 8), (1,))):
+            assert candidate_count(gpus, tps, pps) == len(candidates(gpus, tps, pps))

@@ -28,11 +28,15 @@ of the draft pass (measured kernels). A pass costs max(host issue, GPU) on a hos
 """
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from models.errors import run_script, script_args
 
 LAUNCH_FILE = Path(__file__).resolve().parents[3] / "profiles" / "data" / "engine_time" / "launch-h100" / "launch-run1.json"
 
@@ -124,7 +128,8 @@ def per_token(rows: list[SweepRow], method: str, field: str) -> float:
     return float(np.polyfit(ks, ys, 1)[0])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    script_args(argparse.ArgumentParser(description=__doc__.splitlines()[0]), argv)   # (no flags: --x refused)
     rows = sweep()
     costs = measured_op_seconds()
     print("method  K  published step  simulated step  simulated draft kernels")
@@ -137,6 +142,8 @@ def main() -> None:
               f"{per_token(rows, method, 'simulated_draft_s') * 1e3:.2f} ms); structural host issue of one pass "
               f"{pass_host_seconds(method, costs) * 1e3:.2f} ms")
 
+    return 0
+
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from models.errors import bounded, run_script, script_args
+from simulator.results.output_folder import file_flag
 
 ACCEPTANCE_TRACE = Path(__file__).resolve().parents[3] / "profiles" / "data" / "acceptance" / \
     "qwen2.5-coder-1.5b-0.5b.parquet"
@@ -86,7 +87,7 @@ def main(argv=None) -> int:
     p.add_argument("--gguf", default=None, help="GGUF file whose tokenizer to use (default: the pinned draft)")
     p.add_argument("--acceptance-set", action="store_true",
                    help="the acceptance trace's own prompts, all at t = 0 (a cross-check, not a validation workload)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", type=file_flag("--out"), required=True)
     args = script_args(p, argv)
     from models.torch_impl.gguf_loader import read_fields
     from models.torch_impl.tokenizer import tokenizer_from_gguf_fields
@@ -96,7 +97,7 @@ def main(argv=None) -> int:
     tokenizer = tokenizer_from_gguf_fields(read_fields(GGUFReader(str(gguf))))
     workload = acceptance_set_workload(tokenizer, args.output_tokens) if args.acceptance_set else \
         build_workload(args.requests, args.rate, args.output_tokens, args.seed, tokenizer, args.max_prompt_tokens)
-    Path(args.out).write_text(json.dumps(workload) + "\n")
+    args.out.write_text(json.dumps(workload) + "\n")
     lengths = [len(r["prompt_token_ids"]) for r in workload["requests"]]
     print(f"{args.out}: {len(lengths)} requests, prompts {min(lengths)}-{max(lengths)} tokens, "
           f"last arrival {workload['requests'][-1]['arrival_s']:.1f} s")
