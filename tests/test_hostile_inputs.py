@@ -740,6 +740,8 @@ CASES = [
             "argument --trace-requests: a whole number in ASCII digits is required"),
     Hostile("profile_tp_arabic_indic_digit", profile("--models", "llama-68m", "--tp", "\u0663"),
             "--tp must be comma-separated integers"),
+    Hostile("profile_tp_empty_entry", profile("--models", "llama-68m", "--tp", "1,,2"),
+            "--tp must be comma-separated integers without empty entries, got '1,,2'"),
     # a model folder said only 'unknown model', listing the catalog
     Hostile("model_a_folder_with_config_json", lambda tmp: run(cluster={"model": str(
         _write(tmp, "config.json", json.dumps(HF)).parent)})(tmp), "is a folder; give the path of its config.json"),

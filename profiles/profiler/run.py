@@ -434,10 +434,10 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
         check_threads(args.threads, "--threads")   # (named as the flags here; run_profile names its arguments)
         if args.passes is not None:
             check_passes(args.passes, "--passes")
-        try:
-            tps = tuple(ascii_number(int, x.strip()) for x in args.tp.split(",") if x.strip())
+        try:   # (an empty entry is refused: '1,,2' was read as 1,2 without a word)
+            tps = tuple(ascii_number(int, x.strip()) for x in args.tp.split(","))
         except ValueError:
-            raise ValueError(f"--tp must be comma-separated integers, got {args.tp!r}") from None
+            raise ValueError(f"--tp must be comma-separated integers without empty entries, got {args.tp!r}") from None
         if not tps or min(tps) < 1:
             raise ValueError(f"--tp must list degrees >= 1, got {args.tp!r}")
         for flag, values in (("--tp", tps), ("--models", [m.lower() for m in models])):
