@@ -343,3 +343,23 @@ def test_the_context_check_reads_the_requests_the_des_draws(tmp_path):
             assert refused.field == "plan.workload" and "(plan.models.0) is 8192" in str(refused)
         outcomes.add(ran)
     assert outcomes == {True, False}   # (the seeds give both: the check is not vacuous)
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_long_screen_reports_its_progress_unless_quiet(tmp_path, capsys, monkeypatch, quiet):
+    """A search space of 98,304 candidates (under the 100,000 cap) screened for minutes with nothing printed:
+    the screen says how far it is every SCREEN_PROGRESS_S seconds (0 here: before every candidate), with the
+    plan's other progress lines; --quiet prints none."""
+    import simulator.workflows.plan.main as plan_main
+    monkeypatch.setattr(plan_main, "SCREEN_PROGRESS_S", 0.0)
+    args = [str(write(tmp_path)), "--out", str(tmp_path / "out"), "--confirm-top", "0"]
+    assert main(args + ["--quiet"] * quiet) == 0
+    err = capsys.readouterr().err.splitlines()
+    if quiet:
+        assert err == []
+        return
+    screening = [line for line in err if "screening:" in line]
+    assert all(line.startswith("draftsim plan: [") for line in err)
+    assert screening[0].endswith("screening: 0/16 candidates (0 %)") and screening[-1].endswith("15/16 candidates (94 %)")
+    assert len(screening) == 16 and "screened 16 candidates" in err[len(screening)]
+
