@@ -26,7 +26,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
-from models.errors import UnknownNameError
+from models.errors import UnknownNameError, catalog_key
 from models.files import load_shipped_yaml
 from models.opgraph import NORM_FLOPS_PER_ELEMENT, dense_ops, gemm_op
 from models.ops import NORM, SAMPLING, Op
@@ -181,7 +181,7 @@ def eagle3_heads() -> dict[str, Eagle3Head]:
 
 def get_eagle3_head(name: str) -> Eagle3Head:
     heads = eagle3_heads()
-    key = name.strip().lower() if isinstance(name, str) else name
+    key = catalog_key(name)
     if key not in heads:
         raise UnknownNameError("EAGLE-3 head", str(name), heads)
     return heads[key]

@@ -19,6 +19,12 @@ EXIT_WRITE_FAILED = 1    # the machine could not take the output (no space, over
 _WRITE_FAILURES = ("ENOSPC", "EDQUOT", "EIO", "EFBIG")
 
 
+def catalog_key(name):
+    """The key a catalog (models, hardware, EAGLE-3 heads) looks `name` up by: case and surrounding blanks do not
+    matter. Anything but a string is its own key (the look-up then fails, naming it)."""
+    return name.strip().lower() if isinstance(name, str) else name
+
+
 class UnknownNameError(ValueError):
     def __init__(self, what: str, name: str, allowed: Iterable[str], also: str = ""):
         """`also`: what else is allowed beside the names, after their sorted list ("or a path to ...")."""

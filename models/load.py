@@ -16,7 +16,7 @@ from pathlib import Path
 
 
 from models.catalog import catalog, get_model
-from models.errors import UnknownNameError
+from models.errors import UnknownNameError, catalog_key
 from models.files import expand_home, file_kind_problem, is_folder, read_document
 from models.hf_config import load_hf_config, spec_from_hf_config
 from models.spec import ModelSpec
@@ -66,7 +66,7 @@ def load_model(ref, base_dir: Path | str | None = None) -> ModelSpec:
         return spec_from_fields(ref)
     if not isinstance(ref, str):
         raise ValueError(f"expected a catalog name, a path to a config.json or a mapping of model fields; got {ref!r}")
-    if ref.strip().lower() in catalog():
+    if catalog_key(ref) in catalog():
         return get_model(ref)
     path = expand_home(ref)
     if not path.is_absolute() and base_dir is not None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from models.dtypes import FP4_DTYPES, WEIGHT_ONLY_DTYPES
-from models.errors import UnknownNameError
+from models.errors import UnknownNameError, catalog_key
 
 GB = 1e9
 GIB = 1024 ** 3
@@ -301,7 +301,7 @@ HARDWARE: dict[str, HardwareSpec] = {hw.id: hw for hw in _ENTRIES}
 
 
 def get_hardware(hardware_id: str) -> HardwareSpec:
-    key = hardware_id.strip().lower() if isinstance(hardware_id, str) else hardware_id
+    key = catalog_key(hardware_id)
     if key not in HARDWARE:
         raise UnknownNameError("hardware", str(hardware_id), HARDWARE)
     return HARDWARE[key]

@@ -66,7 +66,7 @@ import re
 from pathlib import Path
 
 
-from models.errors import FieldError, UnknownNameError, ascii_number, is_boolean
+from models.errors import FieldError, UnknownNameError, ascii_number, catalog_key, is_boolean
 from models.files import expand_home, read_document
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 
@@ -149,7 +149,7 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
     if out["id"] is None or is_boolean(out["id"]):   # str() made `id: null` the name 'none', `id: yes` 'true'
         raise FieldError(f"{where}.id", f"{str(out['id']).lower() if out['id'] is not None else 'null'} is not "
                                         "allowed; expected a plain name of letters, digits, '.', '_' and '-'")
-    hid = str(out["id"]).strip().lower()
+    hid = catalog_key(str(out["id"]))
     if not hid or hid in HARDWARE:
         raise FieldError(f"{where}.id", f"{out['id']!r} must be a new name (not empty, not a catalog id: "
                          f"{', '.join(sorted(HARDWARE))})")
@@ -207,7 +207,7 @@ def load_hardware(ref, base_dir: Path | str | None = None, where: str = "hardwar
         except ValueError as exc:
             raise FieldError(where, str(exc)) from None
         return hardware_from_fields(raw, where)
-    if isinstance(ref, str) and ref.strip().lower() not in HARDWARE:   # (a folder or a file without the suffix
+    if isinstance(ref, str) and catalog_key(ref) not in HARDWARE:   # (a folder or a file without the suffix
         # was called an unknown catalog id, with no word of what a hardware file's name must end in)
         raise UnknownNameError("hardware", ref, HARDWARE, "or a hardware YAML file (a path ending in .yaml or .yml)")
     return get_hardware(ref)

@@ -8,7 +8,7 @@ import dataclasses
 from functools import lru_cache
 from pathlib import Path
 
-from models.errors import UnknownNameError
+from models.errors import UnknownNameError, catalog_key
 from models.files import load_shipped_yaml
 from models.spec import ModelSpec
 
@@ -46,7 +46,7 @@ def catalog() -> dict[str, ModelSpec]:
 def get_model(name: str) -> ModelSpec:
     """The catalog spec called `name` (case-insensitive); UnknownNameError listing the names otherwise."""
     specs = catalog()
-    key = name.strip().lower() if isinstance(name, str) else name
+    key = catalog_key(name)
     if key not in specs:
         raise UnknownNameError("model", str(name), specs)
     return specs[key]
