@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from models.errors import is_boolean
+from models.errors import catalog_key, is_boolean
 from simulator.errors import ScenarioError
 from simulator.config.names import FolderName
 from simulator.config.base import Strict, field_error
@@ -197,6 +197,13 @@ def _repeated(values: list):
     return None
 
 
+def _as_resolved(name: str, names) -> str:
+    """`name` as the catalog of `names` resolves it (models.errors.catalog_key), when it is a catalog name;
+    anything else (a path to a file) as written."""
+    key = catalog_key(name)
+    return key if key in names else name
+
+
 class PlanConfig(Strict):
     name: FolderName = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     seed: int = Field(0, ge=0)
@@ -232,11 +239,17 @@ class PlanConfig(Strict):
 
     @field_validator("models", "hardware")
     @classmethod
-    def _each_once(cls, values: list) -> list:
-        # (twice, the same candidates twice: confirmed twice, they took the places of others)
-        twice = _repeated([getattr(v, "id", v) for v in values])
+    def _each_once(cls, values: list, info) -> list:
+        # (twice, the same candidates twice: confirmed twice, they took the places of others; also in another
+        # case, `llama-3-8b` and `LLAMA-3-8B`, which the catalog reads as one name)
+        from models.catalog import catalog
+        from profiles.hardware import HARDWARE
+        names = catalog() if info.field_name == "models" else HARDWARE
+        given = [getattr(v, "id", v) for v in values]
+        keys = [_as_resolved(name, names) for name in given]
+        twice = _repeated(keys)
         if twice is not None:
-            raise ValueError(f"{twice!r} is listed twice; give each once")
+            raise ValueError(f"{given[keys.index(twice, keys.index(twice) + 1)]!r} is listed twice; give each once")
         return values
 
 

@@ -363,3 +363,20 @@ def test_a_long_screen_reports_its_progress_unless_quiet(tmp_path, capsys, monke
     assert screening[0].endswith("screening: 0/16 candidates (0 %)") and screening[-1].endswith("15/16 candidates (94 %)")
     assert len(screening) == 16 and "screened 16 candidates" in err[len(screening)]
 
+
+
+@pytest.mark.parametrize("changes, twice", [
+    ({"models": ["llama-3-8b", "LLAMA-3-8B"]}, "'LLAMA-3-8B' is listed twice"),
+    ({"models": ["llama-3-8b", " llama-3-8b"]}, "' llama-3-8b' is listed twice"),
+    ({"hardware": [{"id": "l40s", "usd_per_gpu_hour": 0.9}, {"id": "L40S", "usd_per_gpu_hour": 0.8}]},
+     "'L40S' is listed twice"),
+])
+def test_a_model_or_gpu_listed_twice_in_another_case_is_refused(tmp_path, capsys, changes, twice):
+    """The catalogs look names up whatever their case (and surrounding blanks): listed twice so, the same
+    candidates were screened and confirmed twice, taking the places of others."""
+    out = tmp_path / "o"
+    assert main([str(write(tmp_path, **changes)), "--out", str(out), "--executor", "serial"]) == 2
+    err = capsys.readouterr().err
+    assert_one_line(err, twice)
+    assert "plan.models" in err or "plan.hardware" in err
+    assert not out.exists()
