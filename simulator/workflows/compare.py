@@ -173,7 +173,8 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
     from simulator.results.plots import plot_latency_cdfs_overlaid
 
     loaded = [_naming_the_run(run, runs[0], load_scenario, run.path, run.overrides) for run in runs]
-    _check_distinct(runs, loaded)
+    _check_distinct(runs, loaded, lambda i: _naming_the_run(runs[i], runs[0], prepare, loaded[i][0],
+                                                             base_dir=loaded[i][1]))
     varied = any(run.path == runs[0].path for run in runs[1:])   # (variants of one scenario: --vary)
     check_memory_together([scenario for scenario, _ in loaded], "--vary" if varied else "scenarios")
     out_dir = check_output_dir(given_or(out, Path("out") / "compare" / loaded[0][0].name),
@@ -223,19 +224,51 @@ def _dask_executors(runs: list[Variant], loaded: list[tuple], stack) -> list:
     return out
 
 
-def _check_distinct(runs: list[Variant], loaded: list[tuple]) -> None:
-    """Two runs of one simulation (a file given twice, a --vary that sets what the scenario has) compare
-    nothing: every change is 0 (they ran, and printed a table of zeros)."""
+def _check_distinct(runs: list[Variant], loaded: list[tuple], check_files) -> None:
+    """Two runs of one simulation (a file given twice, or copied to another folder, a --vary that sets what the
+    scenario has, or that sets only `outputs`) compare nothing: every change is 0 (they ran, and printed a table
+    of zeros). A scenario's folder counts only through the relative paths it names (`_as_simulated`); its
+    `outputs` section is what a run writes, not what it simulates (compare writes its own files).
+    `check_files(i)`: raises run i's own error, if any, before two runs of different folders are called the
+    same (a relative path that names no file in either folder reads as a name: the file is missing)."""
     varied = all(run.path == runs[0].path for run in runs) and any(run.overrides != runs[0].overrides for run in runs)
     seen: dict[str, int] = {}
     for i, (scenario, folder) in enumerate(loaded):
-        key = json.dumps([scenario.model_dump(mode="json", exclude={"name"}), str(folder)], sort_keys=True,
-                         default=str)
+        data = _as_simulated(scenario.model_dump(mode="json", exclude={"name"}), Path(folder))
+        outputs = data.pop("outputs", {})
+        key = json.dumps(data, sort_keys=True, default=str)
         if key in seen:
-            first = runs[seen[key]]
-            raise ScenarioError("--vary" if varied else "scenarios", f"{first.label!r} and {runs[i].label!r} are the same simulation; compare "
-                                       "different configurations")
+            j = seen[key]
+            first = runs[j]
+            if Path(loaded[j][1]) != Path(folder):
+                check_files(j)
+            before = loaded[j][0].model_dump(mode="json")["outputs"]
+            differ = [f"outputs.{name}" for name in sorted(set(before) | set(outputs))
+                      if before.get(name) != outputs.get(name)]
+            how = (f"differ only in {', '.join(differ)} (what a run writes, not what it simulates)" if differ else
+                   "are the same simulation")
+            raise ScenarioError("--vary" if varied else "scenarios", f"{first.label!r} and {runs[i].label!r} {how}; "
+                                                                     "compare different configurations")
         seen[key] = i
+
+
+def _as_simulated(value, folder: Path):
+    """`value` (a scenario's data) with each relative path that names something in `folder` resolved: a copy
+    of the scenario in another folder is the same simulation unless it reads files there (which may differ;
+    they are not read here, before any work). A name that is no file there (a catalog name, a kind) stays
+    as written, and so does a path from the home folder (`~/x.csv`)."""
+    if isinstance(value, dict):
+        return {key: _as_simulated(item, folder) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_simulated(item, folder) for item in value]
+    if isinstance(value, str) and value and not value.startswith("~") and not Path(value).is_absolute():
+        try:
+            path = folder / value
+            if path.exists():
+                return str(path.resolve())
+        except (OSError, ValueError):   # (a name too long for a path, a NUL in it: no file)
+            pass
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -136,3 +136,60 @@ def test_an_unreachable_dask_scheduler_is_found_before_any_run(tmp_path, capsys,
     assert err == f"draftsim compare: error: {b}: simulation.executor: cannot reach the Dask scheduler at " \
                   "tcp://127.0.0.1:1: down", err
     assert simulated == [] and not (tmp_path / "out").exists()
+
+
+def _refused_before_any_run(argv, capsys, monkeypatch, out) -> str:
+    """The one error line of `draftsim compare ARGV` (exit 2), which simulated nothing and wrote nothing."""
+    import simulator.api as api
+    monkeypatch.setattr(api, "simulate", lambda *a, **k: (_ for _ in ()).throw(AssertionError("simulated")))
+    assert main(["compare", *map(str, argv), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert not out.exists()
+    return err
+
+
+def test_a_copy_in_another_folder_is_the_same_simulation(tmp_path, capsys, monkeypatch):
+    """A copy of a scenario in another folder was compared (exit 0, a table of zeros) where the same copy in the
+    same folder was refused: its folder counts only through the relative paths the scenario names."""
+    (tmp_path / "other").mkdir()
+    base = _write(tmp_path, "base", scenario(workload={"num_requests": 6}))
+    copy = tmp_path / "other" / "base.yaml"
+    copy.write_bytes(base.read_bytes())
+    err = _refused_before_any_run([base, copy], capsys, monkeypatch, tmp_path / "cmp")
+    assert err == "draftsim compare: error: scenarios: 'base' and 'base (2)' are the same simulation; compare " \
+                  "different configurations"
+
+
+def test_copies_that_read_files_of_their_own_folders_are_compared(tmp_path, capsys, monkeypatch):
+    """A scenario that names a relative path reads it from its own folder: copies in two folders may read
+    different files, and are compared; the same folder through a symbolic link is the same simulation, and a
+    file missing from both folders is reported as missing (not as the same simulation)."""
+    trace = "arrival_s,prompt_tokens,output_tokens\n0,{p},16\n0.5,{p},16\n1,{p},16\n"
+    data = {**scenario(), "workload": {"arrival": {"process": "trace", "trace_csv": "t.csv"}}}
+    paths = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        paths.append(_write(tmp_path / folder, "s", data))
+    err = _refused_before_any_run(paths, capsys, monkeypatch, tmp_path / "cmp")
+    assert "workload.arrival.trace_csv: file not found" in err and "same simulation" not in err, err
+    monkeypatch.undo()
+    for path, prompt in zip(paths, (64, 512)):
+        (path.parent / "t.csv").write_text(trace.format(p=prompt))
+    assert main(["compare", *map(str, paths), "--out", str(tmp_path / "cmp"), "--quiet"]) == 0
+    frame = pd.read_csv(tmp_path / "cmp" / "compare.csv").set_index("key")
+    assert frame.loc["ttft_p50_s", "s (2) - s"] > 0   # longer prompts, later first tokens
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    err = _refused_before_any_run([paths[0], tmp_path / "link" / "s.yaml"], capsys, monkeypatch, tmp_path / "c2")
+    assert "'s' and 's (2)' are the same simulation" in err
+
+
+def test_a_variant_of_other_outputs_only_is_the_same_simulation(tmp_path, capsys, monkeypatch):
+    """`--vary outputs.plots=true` ran twice and printed a table of zeros: what a run writes is not what it
+    simulates (compare writes its own files), so the variant is refused naming the fields it changes."""
+    base = _write(tmp_path, "s", scenario(workload={"num_requests": 6}))
+    err = _refused_before_any_run([base, "--vary", "outputs.plots=true", "outputs.steps=sampled", "--vary", "seed=3"],
+                                  capsys, monkeypatch, tmp_path / "cmp")
+    assert err == "draftsim compare: error: --vary: 's' and 'outputs.plots=true outputs.steps=sampled' differ only " \
+                  "in outputs.plots, outputs.steps (what a run writes, not what it simulates); compare different " \
+                  "configurations"
