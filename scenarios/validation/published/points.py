@@ -70,7 +70,7 @@ class Source(BaseModel):
 
 class Acceptance(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    mean_accepted_tokens_per_step: float = Field(gt=1.0)
+    mean_accepted_tokens_per_step: float = Field(gt=1.0, allow_inf_nan=False)
     definition: Literal["incl. bonus token", "excl. bonus"]
     source: str
 
@@ -118,7 +118,7 @@ class Point(BaseModel):
     id: str
     kind: Literal[KINDS]  # type: ignore[valid-type]
     statistic: Literal["single", "mean", "median", "p90", "p99"]
-    value: float = Field(gt=0)
+    value: float = Field(gt=0, allow_inf_nan=False)   # (.inf was priced: published inf, error empty, exit 0)
     unit: Literal["us", "ms", "s", "tokens/s", "req/s", "x"]
     hardware: str
     gpus: int = Field(ge=1)

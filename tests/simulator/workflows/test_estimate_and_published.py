@@ -407,3 +407,25 @@ def test_published_sharegpt_points_draw_their_clients_lengths():
         serving_scenario(ci.model_copy(update={"engine": "sglang", "framework_version": "0.5.3"}))
     with pytest.raises(Unpredictable, match="special tokens"):
         serving_scenario(ci.model_copy(update={"model": "openai/gpt-oss-120b"}))
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 0.0, -9.4])
+def test_a_published_value_that_is_no_finite_positive_number_is_a_one_line_error(tmp_path, capsys, value):
+    """`value: .inf` was priced (points.csv published inf, error empty, exit 0) where NaN, 0 and negatives were
+    refused naming `value`; the same holds for a point's published acceptance length."""
+    import yaml
+    from contract import assert_one_line
+    point = {"id": "x", "kind": "gemm", "statistic": "single", "value": value, "unit": "us", "hardware": "h100-sxm",
+             "gpus": 1, "engine": "cublas", "dtype": "bf16", "tp": 1, "pp": 1,
+             "workload": {"m": 64, "n": 2112, "k": 7168},
+             "source": {"title": "t", "url": "u", "date": "2025-01-01", "locator": "l"}}
+    path = tmp_path / "points.yaml"
+    path.write_text(yaml.safe_dump([point]))
+    assert cli(["validate", "--published", "--points", str(path), "--out", str(tmp_path / "pub")]) == 2
+    assert_one_line(capsys.readouterr().err, "points.yaml: point x: value: Input should be")
+    assert not (tmp_path / "pub").exists()
+    spec = next(p for p in yaml.safe_load(pts.POINTS_FILE.read_text()) if p.get("acceptance"))
+    spec["acceptance"]["mean_accepted_tokens_per_step"] = value
+    path.write_text(yaml.safe_dump([spec]))
+    with pytest.raises(ValueError, match="acceptance.mean_accepted_tokens_per_step: Input should be"):
+        pts.load_points(path)
