@@ -15,6 +15,9 @@ from dataclasses import dataclass
 # ($/h overflowed to inf over a plan's GPUs: a ValueError traceback drawing the plan's Pareto plot; a run's
 # usd_per_mtok was null) is refused.
 MAX_USD_PER_GPU_HOUR = 1000.0
+# The least (a tenth of a cent per GPU-hour, far below any quote): a plan priced at 5e-324 $/h ranked its candidates
+# by tok/s per $/h = inf, exit 0.
+MIN_USD_PER_GPU_HOUR = 0.001
 MAX_USD_PER_KWH = 100.0
 
 

@@ -641,6 +641,19 @@ CASES = [
     Hostile("plan_ep_on_a_dense_model", plan(search={**PLAN["search"], "ep": [1, 4]}),
             "plan.search.ep: 4 splits none of the planned models (parallelism.ep=4 needs an MoE model; llama-3-8b "
             "has no experts); allowed: 1"),
+    # a plan-level dtype or drafter no planned model and GPU can run: every candidate was screened out with one
+    # reason, 'no feasible candidate' (exit 1, outputs written); a subnormal price ranked by tok/s per $/h = inf
+    Hostile("plan_mxfp4_on_a_dense_model", plan(dtype="mxfp4"),
+            "plan.dtype: no planned model and GPU can run it: mxfp4 quantizes only routed experts"),
+    Hostile("plan_nvfp4_without_fp4_tensor_cores", plan(dtype="nvfp4"),
+            "plan.dtype: no planned model and GPU can run it: nvfp4 weights need FP4 tensor cores, which l40s lacks"),
+    Hostile("plan_mtp_without_modules", plan(search={**PLAN["search"], "drafters": [{"kind": "mtp", "gamma": [2]}]}),
+            "plan.search.drafters.0.kind: mtp drafts with the model's multi-token-prediction modules; the planned "
+            "models ship too few (modules per model: llama-3-8b 0)"),
+    Hostile("plan_price_subnormal", plan(hardware=[{"id": "l40s", "usd_per_gpu_hour": 5e-324}]),
+            "plan.hardware.0.usd_per_gpu_hour: Input should be greater than or equal to 0.001"),
+    Hostile("run_price_below_a_tenth_of_a_cent", run(energy={"usd_per_gpu_hour": 1e-9}),
+            "energy.usd_per_gpu_hour: Input should be greater than or equal to 0.001"),
     Hostile("plan_drafter_speculation_unknown", plan(search={**PLAN["search"], "drafters": [
         {"kind": "draft_model", "model": "llama-68m", "speculation": {"kind": "bogus"}}]}),
             "plan.search.drafters.0.speculation.kind: unknown kind 'bogus'"),

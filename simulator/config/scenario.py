@@ -28,7 +28,7 @@ from simulator.config.retrieval import RetrievalConfig
 from simulator.config.serving import LatencyConfig, MoeConfig, ParallelismConfig, SchedulerConfig
 from simulator.config.workload import WorkloadConfig
 from simulator.core.workload import MAX_SIM_SPAN_S
-from profiles.prices import MAX_USD_PER_GPU_HOUR, MAX_USD_PER_KWH
+from profiles.prices import MAX_USD_PER_GPU_HOUR, MAX_USD_PER_KWH, MIN_USD_PER_GPU_HOUR
 from simulator.config.validation import validate_config
 
 
@@ -403,7 +403,7 @@ class EnergyConfig(Strict):
 
     power_model: Literal["utilization", "busy"] = "utilization"
     host_power_w_per_gpu: float | None = Field(None, ge=0, allow_inf_nan=False)
-    usd_per_gpu_hour: float | None = Field(None, gt=0, le=MAX_USD_PER_GPU_HOUR, allow_inf_nan=False)
+    usd_per_gpu_hour: float | None = Field(None, ge=MIN_USD_PER_GPU_HOUR, le=MAX_USD_PER_GPU_HOUR, allow_inf_nan=False)
     usd_per_kwh: float | None = Field(None, ge=0, le=MAX_USD_PER_KWH, allow_inf_nan=False)
 
 

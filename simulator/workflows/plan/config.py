@@ -53,7 +53,7 @@ from simulator.errors import ScenarioError
 from simulator.config.names import FolderName
 from simulator.config.base import Strict, field_error
 from simulator.config.scenario import SLOConfig
-from simulator.workflows.plan.prices import MAX_USD_PER_GPU_HOUR, price_per_gpu_hour
+from simulator.workflows.plan.prices import MAX_USD_PER_GPU_HOUR, MIN_USD_PER_GPU_HOUR, price_per_gpu_hour
 from simulator.config.scenario import read_config, validate_config
 
 FIELD = "plan"
@@ -68,7 +68,7 @@ MAX_PLAN_CANDIDATES = 100_000   # screened at ~0.4 ms each (the llama8b example)
 
 class HardwareChoiceConfig(Strict):
     id: str
-    usd_per_gpu_hour: float | None = Field(default=None, gt=0, le=MAX_USD_PER_GPU_HOUR, allow_inf_nan=False)
+    usd_per_gpu_hour: float | None = Field(default=None, ge=MIN_USD_PER_GPU_HOUR, le=MAX_USD_PER_GPU_HOUR, allow_inf_nan=False)
 
 
 class DrafterChoiceConfig(Strict):
@@ -338,6 +338,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     _check_sections(spec)
     _check_size(spec)
     _check_parallelism(spec)
+    _check_dtypes(spec)
     _check_draft_models(spec)
     _check_workload(spec)
     base_dir = Path(path).resolve().parent
@@ -404,6 +405,41 @@ def _check_parallelism(spec: PlanConfig) -> None:
                                 f"({why}); allowed: {listed}")
 
 
+def _check_dtypes(spec: PlanConfig) -> None:
+    """Refuse a plan `dtype` or `kv_dtype` that no planned (model, GPU) pair can run, before any work, with the
+    first pair's reason (the scenario's own rules: simulator.cluster.factory.check_dtypes, check_expert_dtype —
+    nvfp4 weights on GPUs without FP4 tensor cores, mxfp4 on dense models). Before, every candidate was screened
+    out with that reason and the plan said 'no feasible candidate' (exit 1, outputs written)."""
+    from models import get_model
+    from profiles.hardware import get_hardware
+    from simulator.cluster.factory import check_dtypes, check_expert_dtype
+    reasons = []
+    for name in spec.models:
+        for choice in spec.hardware:
+            try:
+                hw = get_hardware(choice.id)
+                check_dtypes(hw, spec.dtype, spec.kv_dtype, where="plan")
+                check_expert_dtype(get_model(name), spec.dtype, hw)
+                return
+            except ScenarioError as exc:
+                reasons.append(exc)
+    first = reasons[0]
+    field = f"{FIELD}.{first.field.removeprefix('cluster.')}"
+    raise ScenarioError(field, f"no planned model and GPU can run it: {first.message}")
+
+
+def _check_mtp_drafters(spec: PlanConfig) -> None:
+    """Refuse an `mtp` drafter when no planned model ships multi-token-prediction modules (or as many as it asks
+    for), before any work (simulator.cost.mtp.build_mtp's rule; each candidate was screened out with it)."""
+    from models import get_model
+    ships = {name: get_model(name).num_mtp_modules for name in spec.models}
+    for i, drafter in enumerate(spec.search.drafters):
+        if drafter.kind == "mtp" and max(ships.values()) < max(1, drafter.modules or 1):
+            shipped = ", ".join(f"{name} {n}" for name, n in ships.items())
+            raise ScenarioError(f"{FIELD}.search.drafters.{i}.kind", f"mtp drafts with the model's multi-token-"
+                                f"prediction modules; the planned models ship too few (modules per model: {shipped})")
+
+
 def _check_draft_models(spec: PlanConfig) -> None:
     """Refuse a draft model's `tp` that no candidate can run, before any work: one wider than every replica
     searched (a colocated draft model runs on its replica's GPUs: simulator.cost.drafters) or one that cannot
@@ -412,6 +448,7 @@ def _check_draft_models(spec: PlanConfig) -> None:
     from models import get_model
     from models.spec import validate_parallelism
     from models.step import Parallelism
+    _check_mtp_drafters(spec)
     search = spec.search
     widest = max((ep if ep > 1 else tp) * pp for tp in search.tp for pp in search.pp for ep in search.ep)
     for i, drafter in enumerate(search.drafters):
