@@ -50,6 +50,18 @@ def is_boolean(value) -> bool:
     return np is not None and isinstance(value, np.bool_)
 
 
+def brief(value) -> str:
+    """`repr(value)` for an error line, but an integer of more than 20 digits as its length ("an integer of 400
+    digits"): a 400-digit `hidden_size` filled the one line with nines."""
+    if isinstance(value, int) and not is_boolean(value) and abs(value) >= 10**20:
+        try:
+            digits = f"{len(str(abs(value))):,}"
+        except ValueError:   # (beyond sys.get_int_max_str_digits: str() refuses it)
+            digits = f"more than {sys.get_int_max_str_digits():,}"
+        return f"an integer of {digits} digits"
+    return repr(value)
+
+
 def ascii_number(kind: type, text: str):
     """`kind(text)` (int or float) of text in ASCII only; ValueError otherwise. Python's int() and float() read
     any Unicode decimal digits ('٣', '３' and '𝟑' are all 3), which no user means as a flag's number."""

@@ -25,30 +25,39 @@ config without its layer-type list is an `UnsupportedModelError` naming the miss
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Callable
 
+from models.errors import brief
 from models.files import read_document
-from models.spec import ModelSpec
+from models.spec import ModelSpec, integer_expected, max_of, positive_number_expected
 
 
 class UnsupportedModelError(ValueError):
     """The config cannot be turned into a ModelSpec; the message names the field and what is allowed."""
 
 
+# config.json keys whose ModelSpec field is named otherwise (models.spec.max_of bounds them by the field's name)
+_SPEC_FIELD = {"num_hidden_layers": "num_layers", "max_window_layers": "num_layers",
+               "first_k_dense_replace": "first_dense_layers", "num_nextn_predict_layers": "num_mtp_modules",
+               "mtp_num_hidden_layers": "num_mtp_modules"}
+
+
 def _int(cfg: dict, key: str, where: str, default=None, low: int = 1) -> int:
-    """`cfg[key]` as an integer >= `low` (an integral float such as 4096.0 is taken as its integer; a
-    fraction, a text, true/false or a missing required value is an UnsupportedModelError naming the key)."""
+    """`cfg[key]` as an integer from `low` up to its ModelSpec field's bound (models.spec.max_of; an integral
+    float such as 4096.0 is taken as its integer; a fraction, a text, true/false, a figure beyond the bound or a
+    missing required value is an UnsupportedModelError naming the key). The bound is checked here, before a
+    converter builds a per-layer list of num_hidden_layers entries."""
     value = cfg.get(key)
     if value is None:
         if default is None:
             raise UnsupportedModelError(f"{where}: config.json lacks {key!r}")
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not value.is_integer()) or value < low:
-        raise UnsupportedModelError(f"{where}: {key} is {value!r}; expected an integer >= {low}")
-    return int(value)
+    number = int(value) if isinstance(value, float) and value.is_integer() else value
+    expected = integer_expected(number, low, max_of(_SPEC_FIELD.get(key, key)))
+    if expected:
+        raise UnsupportedModelError(f"{where}: {key} is {brief(value)}; expected {expected}")
+    return number
 
 
 def _bool(cfg: dict, key: str, where: str, default: bool) -> bool:
@@ -67,8 +76,9 @@ def _float(cfg: dict, key: str, where: str, default: float) -> float:
     value = cfg.get(key)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise UnsupportedModelError(f"{where}: {key} is {value!r}; expected a finite number > 0")
+    expected = positive_number_expected(value)
+    if expected:
+        raise UnsupportedModelError(f"{where}: {key} is {brief(value)}; expected {expected}")
     return float(value)
 
 
@@ -365,7 +375,10 @@ def spec_from_hf_config(cfg: dict, name: str, source: str = "", where: str = "co
     if not isinstance(cfg, dict):
         raise UnsupportedModelError(f"{where}: expected a JSON object")
     archs = cfg.get("architectures") or []
-    arch = archs[0] if isinstance(archs, list) and archs else None
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):   # ([{}] is no name: unhashable)
+        raise UnsupportedModelError(f"{where}: architectures is {brief(archs)}; expected a list of strings, the "
+                                    f"first one of: {', '.join(ARCHITECTURES)}")
+    arch = archs[0] if archs else None
     if arch not in ARCHITECTURES:
         hint = " (a vision-language wrapper: its text_config is not read)" if "text_config" in cfg else ""
         raise UnsupportedModelError(f"{where}: architectures {archs!r} is not supported{hint}; allowed: "

@@ -27,7 +27,7 @@ FILE_SUFFIXES = (".json", ".yaml", ".yml")
 
 def spec_from_fields(fields: dict, default_name: str = "inline") -> ModelSpec:
     """A ModelSpec from a mapping of its fields (unknown fields are an error listing the allowed ones)."""
-    unknown = sorted(set(fields) - FIELDS)
+    unknown = sorted(map(str, set(fields) - FIELDS))   # (str: YAML reads `1: 2` as a number key)
     if unknown:
         raise ValueError(f"unknown model field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(FIELDS))}")
     fields = {"name": default_name, "family": "custom", **fields}

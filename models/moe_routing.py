@@ -239,6 +239,17 @@ def load_routing_choices(path: Path) -> np.ndarray:
         return npy.read_array(fh, allow_pickle=False)
 
 
+def _first_repeat(choices: np.ndarray, rows_per_chunk: int = 1 << 20) -> int | None:
+    """The first row of `choices` that lists an id twice, or None: every row is checked (each row sorted, then
+    neighbours compared), a chunk of rows at a time so that the sorted copy stays small beside the trace."""
+    for start in range(0, len(choices), rows_per_chunk):
+        ordered = np.sort(choices[start:start + rows_per_chunk], axis=1)
+        repeats = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
+        if repeats.size:
+            return start + int(repeats[0])
+    return None
+
+
 @dataclass(frozen=True, eq=False)
 class TraceRouting(_Routing):
     """A recorded routing trace: `choices[i]` are the experts token i chose. `sample` draws recorded
@@ -250,12 +261,15 @@ class TraceRouting(_Routing):
     def __post_init__(self) -> None:
         c = np.asarray(self.choices)
         _check_int("num_experts", self.num_experts, 1)
-        if c.ndim != 2 or not len(c) or not np.issubdtype(c.dtype, np.integer):
-            raise ValueError("trace choices must be a non-empty 2-d integer array (tokens × top_k)")
+        if c.ndim != 2 or not c.size or not np.issubdtype(c.dtype, np.integer):   # (a (10, 0) array: no expert)
+            raise ValueError(f"trace choices of shape {c.shape} are not allowed; expected a 2-d integer array of at "
+                             "least one token and at least one expert per token (tokens × top_k)")
         if c.min() < 0 or c.max() >= self.num_experts:
             raise ValueError(f"trace choices must be expert ids in 0..{self.num_experts - 1}")
-        if any(len(set(row)) != len(row) for row in c[: min(len(c), 1000)]):
-            raise ValueError("trace choices: a token lists the same expert twice")
+        row = _first_repeat(c)
+        if row is not None:
+            raise ValueError(f"trace choices: token {row:,} lists the same expert twice; expected top_k distinct "
+                             "experts per token")
 
     @property
     def top_k(self) -> int:

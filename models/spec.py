@@ -30,7 +30,60 @@ from dataclasses import dataclass
 from models.dtypes import (DTYPE_BYTES, EXPERT_ONLY_DTYPES, FP4_DTYPES, KV_DTYPES,  # noqa: F401  (re-exported)
                            WEIGHT_ONLY_DTYPES, activation_bytes, dense_weight_dtype, dtype_bytes, kv_cache_dtype,
                            vocab_weight_dtype)
+from models.errors import brief, is_boolean
 from models.step import Parallelism
+
+# Upper bounds of ModelSpec's integer fields, far above every published model and low enough that what is built
+# from them stays small and finite: per-layer lists (a hybrid layout, a pipeline split), int64 columns, float FLOP
+# and byte counts. A larger figure is a typo or a hostile file, not a model (a 400-digit hidden_size overflowed a
+# float; 10^9 Jamba layers built a per-layer list for minutes before the memory check).
+MAX_LAYERS = 10_000   # decoder layers: the deepest published LLMs have < 200 (Llama-3.1-405B 126, DeepSeek-V3 61)
+MAX_TOKENS = 2**30    # positions, sliding windows: the longest published context is 10M tokens (Llama-4 Scout, < 2^24)
+MAX_VOCAB = 2**24     # vocabularies: the largest published is 262,144 = 2^18 (Gemma 3)
+MAX_WIDTH = 2**20     # every other count (widths, heads, experts, ranks, kernels): the largest published are < 2^17
+                      # (Llama-3.1-405B's intermediate 53,248; Qwen3-Next's 512 experts)
+_MAX_OF = {"num_layers": MAX_LAYERS, "sliding_window_layers": MAX_LAYERS, "first_dense_layers": MAX_LAYERS,
+           "num_mtp_modules": MAX_LAYERS, "max_position_embeddings": MAX_TOKENS, "sliding_window": MAX_TOKENS,
+           "vocab_size": MAX_VOCAB}
+POSITIVE_FIELDS = ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "intermediate_size",
+                   "vocab_size", "max_position_embeddings")
+
+
+def max_of(field: str) -> int:
+    """The largest value allowed for the integer ModelSpec field `field` (MAX_WIDTH unless _MAX_OF says)."""
+    return _MAX_OF.get(field, MAX_WIDTH)
+
+
+def integer_expected(value, low: int, high: int) -> str | None:
+    """None when `value` is an integer (not a boolean) in low..high; else what is expected, for an error line."""
+    if is_boolean(value) or not isinstance(value, int) or not low <= value <= high:
+        return f"an integer >= {low} and <= {high:,}"
+    return None
+
+
+def positive_number_expected(value) -> str | None:
+    """None when `value` is a finite number > 0 (not a boolean); else what is expected, for an error line."""
+    try:
+        if not is_boolean(value) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
+            return None
+    except OverflowError:   # (math.isfinite of an integer beyond a float: a 400-digit rope_theta)
+        pass
+    return "a finite number > 0"
+
+
+def _field_problem(spec: "ModelSpec", field: dataclasses.Field) -> str | None:
+    """What field `field` of `spec` should be, when its value is not of its kind (None when it is). The
+    layout tuples are models.mixers.check_layout's."""
+    value = getattr(spec, field.name)
+    if field.type == "int":
+        return integer_expected(value, 1 if field.name in POSITIVE_FIELDS else 0, max_of(field.name))
+    if field.type == "bool":
+        return None if isinstance(value, bool) else "true or false"   # (bool("no") is True)
+    if field.type == "float":
+        return positive_number_expected(value)
+    if field.type == "str":
+        return None if isinstance(value, str) else "text"
+    return None
 
 
 @dataclass(frozen=True)
@@ -99,12 +152,11 @@ class ModelSpec:
     source: str = ""                       # where the numbers come from
 
     def __post_init__(self) -> None:
-        positive = ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
-                    "intermediate_size", "vocab_size", "max_position_embeddings")
-        for name in positive:
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"model {self.name!r}: {name} must be a positive integer, got {value!r}")
+        for field in dataclasses.fields(self):
+            expected = _field_problem(self, field)
+            if expected:
+                raise ValueError(f"model {self.name!r}: {field.name} is {brief(getattr(self, field.name))}; "
+                                 f"expected {expected}")
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"model {self.name!r}: num_heads={self.num_heads} must be a multiple of "
                              f"num_kv_heads={self.num_kv_heads}")

@@ -66,7 +66,7 @@ import re
 from pathlib import Path
 
 
-from models.errors import FieldError, UnknownNameError, ascii_number, catalog_key, is_boolean
+from models.errors import FieldError, UnknownNameError, ascii_number, brief, catalog_key, is_boolean
 from models.files import expand_home, read_document
 from profiles.hardware import HARDWARE, HardwareSpec, get_hardware
 
@@ -112,6 +112,8 @@ def _number(value, field: str, rule: str, ok) -> float:
         number = ascii_number(float, value) if isinstance(value, str) else float(value)   # ('٣e14' is 3e14)
     except (TypeError, ValueError):
         raise FieldError(field, f"{value!r} is not a number; expected {rule}") from None
+    except OverflowError:   # float() of an integer beyond 1.8e308 (a 400-digit `hbm_bytes`)
+        raise FieldError(field, f"{brief(value)} is beyond any finite number; expected {rule}") from None
     if not math.isfinite(number) or not ok(number):
         raise FieldError(field, f"{value!r} is not {rule}")
     return number
@@ -139,7 +141,7 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
     """A validated HardwareSpec from a mapping of its fields (module docstring)."""
     if not isinstance(fields, dict):
         raise FieldError(where, f"expected a mapping of hardware fields ({', '.join(REQUIRED)}, ...)")
-    unknown = sorted(set(fields) - set(FIELDS))
+    unknown = sorted(set(fields) - set(FIELDS), key=str)   # (key=str: YAML reads `1: 2` as a number key)
     if unknown:
         raise FieldError(f"{where}.{unknown[0]}", f"unknown field; allowed: {', '.join(FIELDS)}")
     missing = [f for f in REQUIRED if f not in fields]
@@ -162,7 +164,7 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
     if not isinstance(peaks, dict) or not {"bf16", "fp32"} <= set(peaks):
         raise FieldError(f"{where}.peak_flops", f"needs a mapping with at least bf16 and fp32 (dense FLOP/s); "
                          f"allowed keys: {', '.join(KNOWN_DTYPES)}")
-    bad = sorted(set(peaks) - set(KNOWN_DTYPES))
+    bad = sorted(set(peaks) - set(KNOWN_DTYPES), key=str)
     if bad:
         raise FieldError(f"{where}.peak_flops.{bad[0]}", f"unknown dtype; allowed: {', '.join(KNOWN_DTYPES)}")
     out["peak_flops"] = {d: _plausible(_number(v, f"{where}.peak_flops.{d}", "a FLOP/s rate > 0", lambda x: x > 0),

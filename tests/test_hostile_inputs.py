@@ -48,6 +48,9 @@ HF = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_la
 HW = {"id": "my-gpu", "peak_flops": {"fp32": 6e13, "bf16": 8e14}, "hbm_bytes": 96e9,
       "hbm_bandwidth_bytes_per_s": 4e12, "scaleup_bandwidth_bytes_per_s": 4.5e11,
       "scaleout_bandwidth_bytes_per_s": 5e10}
+SPEC = {"hidden_size": 4096, "num_layers": 32, "num_heads": 32, "num_kv_heads": 8, "head_dim": 128,
+        "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192}   # ModelSpec fields
+BIG = int("9" * 400)   # a 400-digit integer: under Python's 4,300-digit limit, beyond any float
 MOONCAKE = '{"timestamp": %d, "input_length": 1000, "output_length": 10, "hash_ids": [%s]}\n'
 
 
@@ -114,6 +117,21 @@ def model_file(name: str, **fields) -> Callable[[Path], list]:
         path = _write(tmp, name, json.dumps({**HF, **fields}))
         return run(cluster={"model": str(path)})(tmp)
     return make
+
+
+def model_yaml(entry: dict) -> Callable[[Path], list]:
+    """A run whose cluster.model is a catalog-format YAML holding `mymodel: ENTRY`."""
+    return lambda tmp: run(cluster={"model": str(_write(tmp, "m.yaml", {"mymodel": entry}))})(tmp)
+
+
+def inline_model(**fields) -> Callable[[Path], list]:
+    """A run whose cluster.model is an inline block of SPEC's fields with `fields` changed."""
+    return run(cluster={"model": {**SPEC, **fields}})
+
+
+def hardware_yaml(content: dict) -> Callable[[Path], list]:
+    """A run whose cluster.hardware is a YAML file holding `content` as it is (keys of any kind)."""
+    return lambda tmp: run(cluster={"hardware": str(_write(tmp, "gpu.yaml", content))})(tmp)
 
 
 def hf_shipped(folder: str, **fields) -> Callable[[Path], list]:
@@ -320,6 +338,21 @@ def moe_trace(file_of: Callable[[Path], Path]) -> Callable[[Path], list]:
     """A run of an MoE model with expert parallelism whose routing replays the file `file_of(tmp)`."""
     return lambda tmp: run(cluster={"model": "qwen3-30b-a3b", "parallelism": {"ep": 8}, "moe": {
         "routing": "trace", "routing_trace": str(file_of(tmp))}})(tmp)
+
+
+def _npy(tmp: Path, array) -> Path:
+    """`array` saved as int64 in tmp/r.npy."""
+    import numpy as np
+    np.save(tmp / "r.npy", np.asarray(array, dtype=np.int64))
+    return tmp / "r.npy"
+
+
+def _routing_repeat_at(row: int):
+    """2,000 tokens of 8 distinct experts (of qwen3-30b-a3b's 128) but token `row`, which lists one twice."""
+    import numpy as np
+    choices = (np.arange(2000)[:, None] + np.arange(8)[None, :]) % 128
+    choices[row, 1] = choices[row, 0]
+    return choices
 
 
 def _npy_header(shape: tuple) -> bytes:
@@ -1656,6 +1689,72 @@ CASES = [
         workload={"prompt_tokens": {"kind": "fixed", "value": 500}, "output_tokens": {"kind": "fixed", "value": 200}},
         cluster={"engine": {"capacity_scheduler_policy": "max_utilization"}}),
             "cluster.engine.capacity_scheduler_policy: max_utilization pauses requests"),
+    # hardware figures of 400 digits: float()'s OverflowError (a traceback, exit 1)
+    *[Hostile(f"hardware_{name.replace('.', '_')}_400_digits", hardware(**fields),
+              f"cluster.hardware.{name}: an integer of 400 digits is beyond any finite number; expected")
+      for name, fields in [("hbm_bytes", {"hbm_bytes": BIG}), ("peak_flops.bf16", {"peak_flops": {"bf16": BIG}}),
+                           ("gpus_per_node", {"gpus_per_node": BIG}), ("compute_units", {"compute_units": BIG}),
+                           ("tdp_w", {"tdp_w": BIG})]],
+    Hostile("hardware_inline_hbm_bytes_400_digits", run(cluster={"hardware": {**HW, "hbm_bytes": BIG}}),
+            "cluster.hardware.hbm_bytes: an integer of 400 digits is beyond any finite number; expected a number > 0"),
+    # hardware keys of two kinds (YAML's `1: 2` is a number key beside text keys): sorted()'s TypeError
+    Hostile("hardware_number_key_beside_text_keys", hardware_yaml({**HW, 1: 2, "zz": 3}),
+            "cluster.hardware.1: unknown field; allowed: id, name"),
+    Hostile("hardware_peak_flops_number_key_beside_text_keys",
+            hardware_yaml({**HW, "peak_flops": {**HW["peak_flops"], 1: 5, "xx": 3}}),
+            "cluster.hardware.peak_flops.1: unknown dtype; allowed: fp32"),
+    # config.json architectures holding no names: 'unhashable type' TypeError
+    Hostile("hf_architectures_a_mapping", model_file("cfg.json", architectures=[{}]),
+            "architectures is [{}]; expected a list of strings, the first one of: LlamaForCausalLM"),
+    Hostile("hf_architectures_a_nested_list", model_file("cfg.json", architectures=[["LlamaForCausalLM"]]),
+            "architectures is [['LlamaForCausalLM']]; expected a list of strings"),
+    # config.json figures beyond any model: OverflowError in the cost model (a float, a C long)
+    Hostile("hf_hidden_size_400_digits", model_file("cfg.json", hidden_size=BIG),
+            "hidden_size is an integer of 400 digits; expected an integer >= 1 and <= 1,048,576"),
+    Hostile("hf_vocab_size_400_digits", model_file("cfg.json", vocab_size=BIG),
+            "vocab_size is an integer of 400 digits; expected an integer >= 1 and <= 16,777,216"),
+    Hostile("hf_rope_theta_400_digits", model_file("cfg.json", rope_theta=BIG),
+            "rope_theta is an integer of 400 digits; expected a finite number > 0"),
+    Hostile("hf_layers_1e300", model_file("cfg.json", num_hidden_layers=1e300),
+            "num_hidden_layers is 1e+300; expected an integer >= 1 and <= 10,000"),
+    Hostile("hf_sliding_window_400_digits", model_file("cfg.json", sliding_window=BIG),
+            "sliding_window is an integer of 400 digits; expected an integer >= 0 and <= 1,073,741,824"),
+    # a billion layers of a hybrid or gpt-oss model: a per-layer list was built for minutes before the memory check
+    Hostile("hf_jamba_a_billion_layers", model_file("cfg.json", num_hidden_layers=10**9, **dict(architectures=["JambaForCausalLM"], attn_layer_period=8, attn_layer_offset=4, mamba_d_state=16, mamba_d_conv=4)),
+            "num_hidden_layers is 1000000000; expected an integer >= 1 and <= 10,000"),
+    Hostile("hf_gpt_oss_a_billion_layers", model_file("cfg.json", architectures=["GptOssForCausalLM"],
+                                                     num_hidden_layers=10**9, num_local_experts=8, num_experts_per_tok=2),
+            "num_hidden_layers is 1000000000; expected an integer >= 1 and <= 10,000"),
+    # catalog-format model YAML: a number key (TypeError in join, in sorted beside a text key), a 400-digit width
+    Hostile("model_yaml_number_key", model_yaml({**SPEC, 1: 2}), "cluster.model: unknown model field(s) 1; allowed:"),
+    Hostile("model_yaml_number_key_beside_text_key", model_yaml({**SPEC, 1: 2, "zz": 3}),
+            "cluster.model: unknown model field(s) 1, zz; allowed:"),
+    Hostile("model_yaml_hidden_size_400_digits", model_yaml({**SPEC, "hidden_size": BIG}),
+            "hidden_size is an integer of 400 digits; expected an integer >= 1 and <= 1,048,576"),
+    # inline and catalog-format model fields the config.json reader refuses ran to exit 0
+    Hostile("model_yaml_num_layers_true", model_yaml({**SPEC, "num_layers": True}),
+            "num_layers is True; expected an integer >= 1 and <= 10,000"),
+    *[Hostile(f"inline_model_{name}", inline_model(**fields), says) for name, fields, says in [
+        ("hidden_size_true", {"hidden_size": True}, "hidden_size is True; expected an integer >= 1"),
+        ("num_experts_fraction", {"num_experts": 8.5, "experts_per_token": 2, "moe_intermediate_size": 1024},
+         "num_experts is 8.5; expected an integer >= 0"),
+        ("num_shared_experts_negative", {"num_shared_experts": -3}, "num_shared_experts is -3; expected an integer >= 0"),
+        ("sliding_window_negative", {"sliding_window": -5}, "sliding_window is -5; expected an integer >= 0"),
+        ("q_lora_rank_negative", {"q_lora_rank": -100}, "q_lora_rank is -100; expected an integer >= 0"),
+        ("shared_expert_width_negative", {"shared_expert_intermediate_size": -4096},
+         "shared_expert_intermediate_size is -4096; expected an integer >= 0"),
+        ("first_dense_layers_fraction", {"first_dense_layers": 1.5}, "first_dense_layers is 1.5; expected an integer"),
+        ("rope_theta_text", {"rope_theta": "abc"}, "rope_theta is 'abc'; expected a finite number > 0"),
+        ("rope_theta_negative", {"rope_theta": -1.0}, "rope_theta is -1.0; expected a finite number > 0"),
+        ("qkv_bias_text", {"qkv_bias": "no"}, "qkv_bias is 'no'; expected true or false"),
+        ("family_a_list", {"family": [1]}, "family is [1]; expected text"),
+        ("source_a_mapping", {"source": {"a": 1}}, "source is {'a': 1}; expected text")]],
+    # MoE routing traces: no expert per token (numpy's 'zero-size array to reduction' text), a repeated expert
+    # past the first 1,000 tokens (exit 0)
+    Hostile("routing_trace_no_expert_per_token", moe_trace(lambda tmp: _npy(tmp, [[]] * 10)),
+            "at least one expert per token"),
+    Hostile("routing_trace_repeat_at_token_1500", moe_trace(lambda tmp: _npy(tmp, _routing_repeat_at(1500))),
+            "token 1,500 lists the same expert twice"),
 ]
 
 
