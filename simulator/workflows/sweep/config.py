@@ -34,6 +34,7 @@ import yaml
 from pydantic import Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
+from simulator.console.printable import printable
 from simulator.config.base import Strict, field_error
 from simulator.config.names import FolderName
 from simulator.config.scenario import (apply_overrides, check_overrides_once, parse_scenario, read_config,
@@ -238,12 +239,40 @@ class SweepPoint:
     scenario: dict               # the validated scenario (pydantic JSON dump)
 
 
-def _override_text(key: str, value: Any) -> str:
-    """`key=value` with the value as a YAML flow scalar/collection (what apply_overrides parses back)."""
-    text = yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
+class _FlowDumper(yaml.SafeDumper):
+    """Safe YAML that writes a text holding a line break (or another character console.printable escapes)
+    double-quoted, escaped, on one line: the single-quoted style YAML picks for it folds the text over lines
+    ('x<newline><newline>  y'), which a point's label showed as such."""
+
+
+_FlowDumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", text, style='"' if printable(text) != text else None))
+
+
+def _flow_text(value: Any) -> str:
+    """`value` as a YAML flow scalar/collection (what apply_overrides parses back)."""
+    text = yaml.dump(value, Dumper=_FlowDumper, default_flow_style=True, width=10_000).strip()
     if text.endswith("\n...") or text.endswith("..."):
         text = text.rsplit("\n", 1)[0].strip()
-    return f"{key}={text}"
+    return text
+
+
+def _override_text(key: str, value: Any) -> str:
+    """`key=value` as apply_overrides takes it."""
+    return f"{key}={_flow_text(value)}"
+
+
+def value_text(value: Any) -> str:
+    """A swept value on one line, for labels and messages: as its point's override writes it (YAML flow: x,
+    '1', "a\\nb", null, [1, 2], {a: 1}), what is left of control characters escaped (console.printable: the
+    line breaks of a long list or of bytes' `!!binary |` block). (A value over several lines cut the error line,
+    which keeps its first: `sweep point (name='x` was all it said.)"""
+    return printable(_flow_text(value))
+
+
+def point_label(params: dict[str, Any]) -> str:
+    """`key=value, ...` of a point's keys (and seed) on one line (value_text)."""
+    return ", ".join(f"{printable(key)}={value_text(value)}" for key, value in params.items())
 
 
 def scenario_id(scenario_json: dict) -> str:
@@ -312,14 +341,14 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
         params = {**combo, **extra}
         for seed in seeds:
             overrides = [_override_text(k, v) for k, v in params.items()] + [_override_text(SEED_KEY, seed)]
-            label = ", ".join(o for o in overrides)
             try:
                 scenario = parse_scenario(apply_overrides(base, overrides)).model_dump(mode="json")
             except ScenarioError as exc:
-                raise ScenarioError(f"{field} point ({label})".strip(), str(exc)) from None
+                raise ScenarioError(f"{field} point ({point_label({**params, SEED_KEY: seed})})".strip(), str(exc)) from None
             pid = scenario_id(scenario)
             if pid in seen:
-                raise ScenarioError(field or "grid", f"points ({seen[pid]}) and ({label}) are the same simulation")
-            seen[pid] = label
+                raise ScenarioError(field or "grid", f"points ({point_label(seen[pid])}) and "
+                                                     f"({point_label({**params, SEED_KEY: seed})}) are the same simulation")
+            seen[pid] = {**params, SEED_KEY: seed}
             found.append(SweepPoint(len(found), params, seed, pid, scenario))
     return found

@@ -26,12 +26,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from simulator.console.printable import printable
 from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
 from simulator.distributed.executors import EXECUTORS, SCHEMES, make_executor
 from simulator.config.validation import validate_config
 from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, SweepSpace, check_set_not_swept, expand,
-                                             expand_points, load_sweep)
+                                             expand_points, load_sweep, point_label)
 from simulator.results.output_folder import given_or
 from simulator.workflows.sweep.store import SweepStore, open_store
 from simulator.console.contract import (EXIT_FAILED_CHECK, EXIT_READER_GONE, QUIET_HELP, parse_args,
@@ -245,9 +246,14 @@ def format_results_table(frame: pd.DataFrame, keys: list[str], max_rows: int = 4
             table.head(max_rows).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     invalid = frame[frame["status"] == STATUS_INVALID]
     for _, row in invalid.head(10).iterrows():
-        label = ", ".join(f"{k}={row[k]}" for k in keys + [SEED_KEY])
-        text += f"\ninvalid ({label}): {row['error']}"
+        text += f"\ninvalid ({_row_label(row, keys)}): {printable(row['error'])}"
     return text
+
+
+def _row_label(row: pd.Series, keys: list[str]) -> str:
+    """`key=value, ..., seed=N` of a stored row on one line (a stored text may hold a newline:
+    console.printable)."""
+    return ", ".join(f"{printable(k)}={printable(str(row[k]))}" for k in keys + [SEED_KEY])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -277,8 +283,7 @@ def _dry_run(sweep: str) -> int:
     spec, folder = load_sweep(sweep)
     points, _ = expand_points(spec, folder)
     for point in points:
-        params = ", ".join(f"{k}={v}" for k, v in point.params.items())
-        print(f"{point.index:5d} {point.point_id}  seed={point.seed}  {params}")
+        print(f"{point.index:5d} {point.point_id}  seed={point.seed}  {point_label(point.params)}")
     print(f"{len(points)} points")
     return 0
 
@@ -327,8 +332,9 @@ def _failed_points(result: SweepResult) -> int:
     if invalid.empty:
         return 0
     first = invalid.iloc[0]
-    label = ", ".join(f"{k}={first[k]}" for k in result.spec.param_keys + [SEED_KEY])
-    print(f"draftsim sweep: {len(invalid)} of {len(frame)} points could not run (first: {label}: {first['error']}); "
+    label = _row_label(first, result.spec.param_keys)
+    print(f"draftsim sweep: {len(invalid)} of {len(frame)} points could not run (first: {label}: "
+          f"{printable(first['error'])}); "
           f"their rows in {result.store.root}/ have status 'invalid'", file=sys.stderr)
     return EXIT_FAILED_CHECK
 

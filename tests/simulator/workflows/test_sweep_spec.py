@@ -91,3 +91,17 @@ def test_a_swept_key_inside_a_swept_mapping_refines_it_when_nothing_is_dropped(t
                                               "workload.arrival.qps": [8]}))
     with pytest.raises(ScenarioError, match=r"^sweep\.grid: workload\.arrival, applied after workload\.arrival\.qps"):
         points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [8], "workload.arrival": arrivals}))
+
+
+def test_a_point_label_writes_a_text_inside_a_value_on_one_line(tmp_path):
+    """YAML writes a text holding a newline single-quoted and folded over lines, inside a mapping too: the label
+    read `workload.arrival={process: 'poisson` (the error line keeps its first line). It is double-quoted with
+    YAML's escapes, and parses back to the same value in the point's override."""
+    from simulator.workflows.sweep.config import value_text
+
+    with pytest.raises(ScenarioError) as err:
+        points_of(write_sweep(tmp_path, grid={"workload.arrival": [{"process": "poisson\n", "qps": 4}]}))
+    assert str(err.value).startswith(r'sweep point (workload.arrival={process: "poisson\n", qps: 4}, seed=7): '
+                                     "workload.arrival.process: "), str(err.value)
+    assert value_text("plain") == "plain" and value_text("1") == "'1'" and value_text(None) == "null"
+    assert value_text(b"x\n") == r"!!binary |\n  eAo="
