@@ -52,6 +52,13 @@ class SweepPlotConfig(Strict):
     metrics: list[str] = Field(default_factory=lambda: ["goodput_rps", "ttft_p99_s", "tpot_p50_s",
                                                         "output_tokens_per_s"], min_length=1)
 
+    @field_validator("x", "hue")
+    @classmethod
+    def _as_swept(cls, key: str | None) -> str | None:
+        """Read as the swept keys are (check_key), so that 'a.b ' names the swept a.b."""
+        from simulator.config.scenario import key_parts
+        return None if key is None else ".".join(key_parts(key))
+
     @field_validator("metrics")
     @classmethod
     def _each_once(cls, metrics: list[str]) -> list[str]:
@@ -71,21 +78,22 @@ class SweepSpace(Strict):
 
     @field_validator("grid", "points", mode="before")
     @classmethod
-    def _keys_are_text(cls, value: Any) -> Any:
-        """A key that is no text (`1: [2]` in YAML, a number or a tuple from Python) is named as such;
-        pydantic said 'grid.1: [1] is not allowed; expected [key]'."""
-        mappings = [value] if isinstance(value, dict) else value if isinstance(value, list) else []
-        for mapping in mappings:
-            for key in mapping if isinstance(mapping, dict) else ():
-                if not isinstance(key, str):
-                    raise ValueError(f"key {key!r} is not text; expected dotted scenario keys like drafter.gamma")
+    def _keys(cls, value: Any) -> Any:
+        """Each key checked and written as an override reads it (check_key), before the checks that compare
+        keys: 'workload.arrival.qps ' set the field workload.arrival.qps does, so beside it one value was
+        dropped without a word (and the rows labelled with the other), and beside `set:
+        [workload.arrival.qps=3]` the fixed value was. A key that is no text (`1: [2]` in YAML, a number or a
+        tuple from Python) is named as such; pydantic said 'grid.1: [1] is not allowed; expected [key]'."""
+        if isinstance(value, dict):
+            return _normal_keys(value, "")
+        if isinstance(value, list):
+            return [_normal_keys(point, " in one point") if isinstance(point, dict) else point for point in value]
         return value
 
     @field_validator("grid")
     @classmethod
     def _grid_values(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
         for key, values in grid.items():
-            check_key(key)
             if not values:
                 raise ValueError(f"{key} must list at least one value")
             for value in values:
@@ -99,7 +107,6 @@ class SweepSpace(Strict):
             if not point:
                 raise ValueError("each entry of points must set at least one key")
             for key in point:
-                check_key(key)
                 _check_plain(key, point[key])
         return points
 
@@ -223,11 +230,33 @@ def _check_plain(key: str, value: Any) -> None:
                          f"a list or a mapping); got a {type(value).__name__}")
 
 
-def check_key(key: str) -> None:
-    if not key or any(not part for part in key.split(".")):
+def check_key(key: Any) -> str:
+    """A swept key as its point's override reads it (simulator.config.scenario.key_parts: 'a.b ' is a.b), or
+    ValueError. Refused: no text; an empty part; '=', which ends the key in the override (`name=a: [b]` set
+    name to 'a=b'); a control or invisible character (no scenario key holds one, and the error that named
+    it was cut at its newline)."""
+    from simulator.config.scenario import key_parts
+
+    if not isinstance(key, str):
+        raise ValueError(f"key {key!r} is not text; expected dotted scenario keys like drafter.gamma")
+    normal = ".".join(key_parts(key))
+    if any(not part for part in key_parts(key)) or "=" in key or printable(normal) != normal:
         raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
-    if key == SEED_KEY:
+    if normal == SEED_KEY:
         raise ValueError("sweep seeds with `seeds:` or `replications:`, not as a grid key")
+    return normal
+
+
+def _normal_keys(mapping: dict, where: str) -> dict:
+    """`mapping` with its keys checked and written as check_key does; ValueError naming a key given twice."""
+    out: dict[str, Any] = {}
+    spelt: dict[str, Any] = {}
+    for key, value in mapping.items():
+        normal = check_key(key)
+        if normal in out:
+            raise ValueError(f"{normal} is given twice{where} ({spelt[normal]!r} and {key!r}); give each key once")
+        out[normal], spelt[normal] = value, key
+    return out
 
 
 @dataclass(frozen=True)

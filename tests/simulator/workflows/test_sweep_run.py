@@ -282,3 +282,15 @@ def test_a_point_that_could_not_run_is_one_line_whatever_its_value_holds(tmp_pat
     assert main([str(path), "--dry-run"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert len(listed) == 2 and listed[0].endswith(r'seed=7  cluster.model="a\nb"') and listed[1] == "1 points"
+
+
+def test_a_grid_key_given_twice_in_two_spellings_is_refused_before_anything_runs(tmp_path, capsys):
+    """grid {workload.arrival.qps: [1], 'workload.arrival.qps ': [3]} ran qps 3 only, exit 0, its rows labelled
+    qps 1."""
+    from contract import assert_one_line, snapshot
+
+    path = write_sweep(tmp_path, num_requests=4, grid={"workload.arrival.qps": [1], "workload.arrival.qps ": [3]})
+    before = snapshot(tmp_path)
+    assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial", "--quiet"]) == 2
+    assert_one_line(capsys.readouterr().err, "sweep.grid: workload.arrival.qps is given twice")
+    assert snapshot(tmp_path) == before
