@@ -35,6 +35,7 @@ from pydantic import Field, field_validator, model_validator
 
 from simulator.errors import ScenarioError
 from simulator.console.printable import printable
+from simulator.console.progress import Progress
 from simulator.config.base import Strict, field_error
 from simulator.config.names import FolderName
 from simulator.config.scenario import (apply_overrides, check_overrides_once, parse_scenario, read_config,
@@ -315,8 +316,9 @@ def load_sweep(path: str | Path) -> tuple[SweepConfig, Path]:
     return read_config(path, SweepConfig, FIELD), Path(path).resolve().parent
 
 
-def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Path]:
-    """All points of the sweep (grid × points × seeds), validated; returns them and the scenario folder.
+def expand_points(spec: SweepConfig, folder: Path, progress: bool = False) -> tuple[list[SweepPoint], Path]:
+    """All points of the sweep (grid × points × seeds), validated (`progress`: on stderr, under the sweep's
+    name); returns them and the scenario folder.
 
     A point whose overrides do not validate is a mistake in the sweep file: ScenarioError naming the
     point. Errors that appear only when the scenario is built (e.g. the model does not fit) are recorded
@@ -334,15 +336,19 @@ def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Pa
     except ScenarioError as exc:
         raise ScenarioError(f"{FIELD}.set", exc.message if exc.field == "--set" else str(exc)) from None
     base.setdefault("name", spec.name)
-    return expand(base, spec.grid, spec.points, spec.seeds, spec.replications), base_path.resolve().parent
+    return (expand(base, spec.grid, spec.points, spec.seeds, spec.replications, progress=progress, label=spec.name),
+            base_path.resolve().parent)
 
 
 def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, seeds: list[int] | None = None,
-           replications: int | None = None, field: str = FIELD) -> list[SweepPoint]:
+           replications: int | None = None, field: str = FIELD, *, progress: bool = False,
+           label: str | None = None) -> list[SweepPoint]:
     """The points of a raw base scenario crossed with `grid` (key path → values), the listed `points`
     (each a dict of key path → value) and the seeds (`seeds`, else the base seed + 0 .. replications − 1,
     else the base seed), each validated (ScenarioError naming the point). `field`: where the errors point, the
-    sweep file's `sweep`, or "" for the Python API's arguments (grid, points, seeds)."""
+    sweep file's `sweep`, or "" for the Python API's arguments (grid, points, seeds). `progress`: the
+    validation's progress on stderr under `label` (default: the base's name), as the points' run shows its own:
+    at a few ms a point, the 100,000 points a sweep may have took minutes without a word."""
     prefix = f"{field}." if field else ""
     base_seed = int(base.get(SEED_KEY, 0)) if isinstance(base.get(SEED_KEY, 0), int) else 0
     given = seeds
@@ -366,18 +372,28 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
     grid_keys = list(grid)
     combos = [dict(zip(grid_keys, values)) for values in itertools.product(*(grid[k] for k in grid_keys))]
     found, seen = [], {}
-    for combo, extra in itertools.product(combos, listed):
-        params = {**combo, **extra}
-        for seed in seeds:
-            overrides = [_override_text(k, v) for k, v in params.items()] + [_override_text(SEED_KEY, seed)]
-            try:
-                scenario = parse_scenario(apply_overrides(base, overrides)).model_dump(mode="json")
-            except ScenarioError as exc:
-                raise ScenarioError(f"{field} point ({point_label({**params, SEED_KEY: seed})})".strip(), str(exc)) from None
-            pid = scenario_id(scenario)
-            if pid in seen:
-                raise ScenarioError(field or "grid", f"points ({point_label(seen[pid])}) and "
-                                                     f"({point_label({**params, SEED_KEY: seed})}) are the same simulation")
-            seen[pid] = {**params, SEED_KEY: seed}
-            found.append(SweepPoint(len(found), params, seed, pid, scenario))
+    with Progress(f"{label or base.get('name')}: validating", total=count, unit="pt", quiet=not progress) as bar:
+        for combo, extra in itertools.product(combos, listed):
+            params = {**combo, **extra}
+            for seed in seeds:
+                found.append(_validated_point(base, params, seed, len(found), seen, field))
+                bar.update()
     return found
+
+
+def _validated_point(base: dict, params: dict[str, Any], seed: int, index: int, seen: dict[str, dict], field: str
+                     ) -> SweepPoint:
+    """The point of `params` and `seed` over `base`, validated; ScenarioError naming it when it does not validate
+    or is the simulation of a point in `seen` (point id -> its params and seed; it is added there)."""
+    named = {**params, SEED_KEY: seed}
+    overrides = [_override_text(k, v) for k, v in named.items()]
+    try:
+        scenario = parse_scenario(apply_overrides(base, overrides)).model_dump(mode="json")
+    except ScenarioError as exc:
+        raise ScenarioError(f"{field} point ({point_label(named)})".strip(), str(exc)) from None
+    pid = scenario_id(scenario)
+    if pid in seen:
+        raise ScenarioError(field or "grid", f"points ({point_label(seen[pid])}) and ({point_label(named)}) are "
+                                             "the same simulation")
+    seen[pid] = named
+    return SweepPoint(index, params, seed, pid, scenario)

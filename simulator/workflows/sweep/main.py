@@ -106,7 +106,7 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
     from simulator.api import check_step_mode
     check_step_mode(step_mode)
     spec, folder = load_sweep(sweep)
-    points, base_dir = expand_points(spec, folder)
+    points, base_dir = expand_points(spec, folder, progress)
     keys = spec.param_keys
     out_dir = given_or(out, Path("out") / "sweeps" / spec.name)
     runner = make_executor(executor, workers)
@@ -187,7 +187,7 @@ def sweep(base, grid: dict[str, list], *, seeds: list[int] | None = None, overri
     from simulator.config.scenario import override_texts
     check_set_not_swept(override_texts(overrides), space, "overrides")
     data.setdefault("name", "sweep")
-    found = expand(data, space.grid, space.points, space.seeds, field="")
+    found = expand(data, space.grid, space.points, space.seeds, field="", progress=progress)
     keys = space.param_keys
     rows: dict[str, dict] = {}
     try:
@@ -279,9 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _dry_run(sweep: str) -> int:
+def _dry_run(sweep: str, progress: bool) -> int:
     spec, folder = load_sweep(sweep)
-    points, _ = expand_points(spec, folder)
+    points, _ = expand_points(spec, folder, progress)
     for point in points:
         print(f"{point.index:5d} {point.point_id}  seed={point.seed}  {point_label(point.params)}")
     print(f"{len(points)} points")
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             if ignored:   # (they were ignored without a word: --resume listed every point, not the missing ones)
                 raise ScenarioError(ignored[0], "is for a run; --dry-run lists every point of the sweep and "
                                                 "reads no store (leave one of them out)")
-            return _dry_run(args.sweep)
+            return _dry_run(args.sweep, progress=not args.quiet)
         result = run_sweep(args.sweep, args.out, resume=args.resume, overwrite=args.overwrite,
                            executor=args.executor, workers=args.workers, step_mode=args.step_mode,
                            plot=args.plot, progress=not args.quiet)

@@ -294,3 +294,31 @@ def test_a_grid_key_given_twice_in_two_spellings_is_refused_before_anything_runs
     assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial", "--quiet"]) == 2
     assert_one_line(capsys.readouterr().err, "sweep.grid: workload.arrival.qps is given twice")
     assert snapshot(tmp_path) == before
+
+
+def test_validating_the_points_shows_progress_unless_quiet(tmp_path, capsys, monkeypatch):
+    """Every point is validated before any runs, at a few ms each: a sweep of 100,000 points (the most one may
+    have) said nothing for minutes. Its progress goes to stderr as the run's does (here each validation made
+    slow, and the lines that come every 10 s when stderr is no terminal every 0.02 s); --quiet says nothing."""
+    from functools import partial
+
+    import simulator.workflows.sweep.config as config
+    from simulator.console.progress import Progress
+
+    monkeypatch.setattr(config, "Progress", partial(Progress, interval_s=0.02), raising=False)
+    parse = config.parse_scenario
+    monkeypatch.setattr(config, "parse_scenario", lambda data: (time.sleep(0.01), parse(data))[1])
+    path = write_sweep(tmp_path, num_requests=4, grid={"workload.arrival.qps": list(range(1, 21))}, replications=2)
+    assert main([str(path), "--dry-run"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(line.startswith("draftsim: s: validating: ") for line in err), err
+    assert err[-1].startswith("draftsim: s: validating: 40/40 pt (100 %), ") and err[-1].endswith(", done"), err
+    assert main([str(path), "--dry-run", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+    path = write_sweep(tmp_path, num_requests=4, grid={"workload.arrival.qps": [1, 2]}, replications=3)
+    assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("draftsim: s: validating: ") and "draftsim: s: validating: 6/6 pt (100 %)" in "\n".join(err)
+    assert main([str(path), "--out", str(tmp_path / "out2"), "--executor", "serial", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
