@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from simulator.errors import ScenarioError
 from simulator.console.printable import printable
@@ -79,15 +79,15 @@ class SweepSpace(Strict):
 
     @field_validator("grid", "points", mode="before")
     @classmethod
-    def _keys(cls, value: Any) -> Any:
+    def _keys(cls, value: Any, info: ValidationInfo) -> Any:
         """Each key checked and written as an override reads it (check_key), before the checks that compare
         keys: 'workload.arrival.qps ' set the field workload.arrival.qps does, so beside it one value was
         dropped without a word (and the rows labelled with the other), and beside `set:
         [workload.arrival.qps=3]` the fixed value was. A key that is no text (`1: [2]` in YAML, a number or a
         tuple from Python) is named as such; pydantic said 'grid.1: [1] is not allowed; expected [key]'."""
-        if isinstance(value, dict):
+        if info.field_name == "grid" and isinstance(value, dict):
             return _normal_keys(value, "")
-        if isinstance(value, list):
+        if info.field_name == "points" and isinstance(value, list):
             return [_normal_keys(point, " in one point") if isinstance(point, dict) else point for point in value]
         return value
 
