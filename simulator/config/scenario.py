@@ -564,12 +564,18 @@ def _named_engine_scheduler(cluster: dict) -> str | None:
         return None
 
 
+def key_parts(key: str) -> list[str]:
+    """The parts of a dotted key path as an override reads them: each stripped of the spaces around it ('seed = 3',
+    ' seed=3': spaces a shell kept), so 'a.b ' and 'a.b' are one key."""
+    return [part.strip() for part in key.split(".")]
+
+
 def override_key(text: str) -> list[str]:
     """The key path of a `key.path=value` override."""
     if "=" not in text:
         raise ScenarioError("--set", f"expected key.path=value, got {text!r}")
     key = text.split("=", 1)[0]
-    parts = [part.strip() for part in key.split(".")]   # ('seed = 3', ' seed=3': spaces a shell kept)
+    parts = key_parts(key)
     if any(not part for part in parts):
         raise ScenarioError("--set", f"bad key path {key!r}")
     return parts

@@ -26,6 +26,7 @@ import pandas as pd
 
 from models.errors import FieldError
 from simulator.console.contract import QUIET_HELP, parse_args
+from simulator.console.printable import printable
 from simulator.errors import ScenarioError
 
 COMPARE_CSV, SUMMARIES_JSON, CDF_PNG = "compare.csv", "summaries.json", "latency_cdf.png"
@@ -76,16 +77,8 @@ def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> 
         runs = [Variant(base.stem, base, list(common)), *(Variant(" ".join(v), base, [*common, *v]) for v in vary)]
     else:
         runs = [Variant(Path(p).stem, Path(p), list(common)) for p in scenarios]
-    labels = distinct_labels([_printable(r.label) for r in runs])
+    labels = distinct_labels([printable(r.label) for r in runs])
     return [Variant(label, run.path, run.overrides) for run, label in zip(runs, labels)]
-
-
-def _printable(label: str) -> str:
-    """`label` with its control and invisible format characters written as escapes (a file 'x<newline>y.yaml'
-    split the printed table's header over two lines and compare.csv's into quoted lines; one holding ESC [31m
-    coloured the terminal): '\\n', '\\x1b', '\\u202e'."""
-    import unicodedata
-    return "".join(repr(c)[1:-1] if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c for c in label)
 
 
 FIXED_COLUMNS = ("metric", "unit", "key")   # compare_frame's columns before the runs'

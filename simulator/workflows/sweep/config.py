@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from simulator.errors import ScenarioError
+from simulator.console.printable import printable
+from simulator.console.progress import Progress
 from simulator.config.base import Strict, field_error
 from simulator.config.names import FolderName
 from simulator.config.scenario import (apply_overrides, check_overrides_once, parse_scenario, read_config,
@@ -50,6 +52,13 @@ class SweepPlotConfig(Strict):
     hue: str | None = None
     metrics: list[str] = Field(default_factory=lambda: ["goodput_rps", "ttft_p99_s", "tpot_p50_s",
                                                         "output_tokens_per_s"], min_length=1)
+
+    @field_validator("x", "hue")
+    @classmethod
+    def _as_swept(cls, key: str | None) -> str | None:
+        """Read as the swept keys are (check_key), so that 'a.b ' names the swept a.b."""
+        from simulator.config.scenario import key_parts
+        return None if key is None else ".".join(key_parts(key))
 
     @field_validator("metrics")
     @classmethod
@@ -70,21 +79,22 @@ class SweepSpace(Strict):
 
     @field_validator("grid", "points", mode="before")
     @classmethod
-    def _keys_are_text(cls, value: Any) -> Any:
-        """A key that is no text (`1: [2]` in YAML, a number or a tuple from Python) is named as such;
-        pydantic said 'grid.1: [1] is not allowed; expected [key]'."""
-        mappings = [value] if isinstance(value, dict) else value if isinstance(value, list) else []
-        for mapping in mappings:
-            for key in mapping if isinstance(mapping, dict) else ():
-                if not isinstance(key, str):
-                    raise ValueError(f"key {key!r} is not text; expected dotted scenario keys like drafter.gamma")
+    def _keys(cls, value: Any, info: ValidationInfo) -> Any:
+        """Each key checked and written as an override reads it (check_key), before the checks that compare
+        keys: 'workload.arrival.qps ' set the field workload.arrival.qps does, so beside it one value was
+        dropped without a word (and the rows labelled with the other), and beside `set:
+        [workload.arrival.qps=3]` the fixed value was. A key that is no text (`1: [2]` in YAML, a number or a
+        tuple from Python) is named as such; pydantic said 'grid.1: [1] is not allowed; expected [key]'."""
+        if info.field_name == "grid" and isinstance(value, dict):
+            return _normal_keys(value, "")
+        if info.field_name == "points" and isinstance(value, list):
+            return [_normal_keys(point, " in one point") if isinstance(point, dict) else point for point in value]
         return value
 
     @field_validator("grid")
     @classmethod
     def _grid_values(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
         for key, values in grid.items():
-            check_key(key)
             if not values:
                 raise ValueError(f"{key} must list at least one value")
             for value in values:
@@ -98,7 +108,6 @@ class SweepSpace(Strict):
             if not point:
                 raise ValueError("each entry of points must set at least one key")
             for key in point:
-                check_key(key)
                 _check_plain(key, point[key])
         return points
 
@@ -222,11 +231,33 @@ def _check_plain(key: str, value: Any) -> None:
                          f"a list or a mapping); got a {type(value).__name__}")
 
 
-def check_key(key: str) -> None:
-    if not key or any(not part for part in key.split(".")):
+def check_key(key: Any) -> str:
+    """A swept key as its point's override reads it (simulator.config.scenario.key_parts: 'a.b ' is a.b), or
+    ValueError. Refused: no text; an empty part; '=', which ends the key in the override (`name=a: [b]` set
+    name to 'a=b'); a control or invisible character (no scenario key holds one, and the error that named
+    it was cut at its newline)."""
+    from simulator.config.scenario import key_parts
+
+    if not isinstance(key, str):
+        raise ValueError(f"key {key!r} is not text; expected dotted scenario keys like drafter.gamma")
+    normal = ".".join(key_parts(key))
+    if any(not part for part in key_parts(key)) or "=" in key or printable(normal) != normal:
         raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
-    if key == SEED_KEY:
+    if normal == SEED_KEY:
         raise ValueError("sweep seeds with `seeds:` or `replications:`, not as a grid key")
+    return normal
+
+
+def _normal_keys(mapping: dict, where: str) -> dict:
+    """`mapping` with its keys checked and written as check_key does; ValueError naming a key given twice."""
+    out: dict[str, Any] = {}
+    spelt: dict[str, Any] = {}
+    for key, value in mapping.items():
+        normal = check_key(key)
+        if normal in out:
+            raise ValueError(f"{normal} is given twice{where} ({spelt[normal]!r} and {key!r}); give each key once")
+        out[normal], spelt[normal] = value, key
+    return out
 
 
 @dataclass(frozen=True)
@@ -238,12 +269,40 @@ class SweepPoint:
     scenario: dict               # the validated scenario (pydantic JSON dump)
 
 
-def _override_text(key: str, value: Any) -> str:
-    """`key=value` with the value as a YAML flow scalar/collection (what apply_overrides parses back)."""
-    text = yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
+class _FlowDumper(yaml.SafeDumper):
+    """Safe YAML that writes a text holding a line break (or another character console.printable escapes)
+    double-quoted, escaped, on one line: the single-quoted style YAML picks for it folds the text over lines
+    ('x<newline><newline>  y'), which a point's label showed as such."""
+
+
+_FlowDumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", text, style='"' if printable(text) != text else None))
+
+
+def _flow_text(value: Any) -> str:
+    """`value` as a YAML flow scalar/collection (what apply_overrides parses back)."""
+    text = yaml.dump(value, Dumper=_FlowDumper, default_flow_style=True, width=10_000).strip()
     if text.endswith("\n...") or text.endswith("..."):
         text = text.rsplit("\n", 1)[0].strip()
-    return f"{key}={text}"
+    return text
+
+
+def _override_text(key: str, value: Any) -> str:
+    """`key=value` as apply_overrides takes it."""
+    return f"{key}={_flow_text(value)}"
+
+
+def value_text(value: Any) -> str:
+    """A swept value on one line, for labels and messages: as its point's override writes it (YAML flow: x,
+    '1', "a\\nb", null, [1, 2], {a: 1}), what is left of control characters escaped (console.printable: the
+    line breaks of a long list or of bytes' `!!binary |` block). (A value over several lines cut the error line,
+    which keeps its first: `sweep point (name='x` was all it said.)"""
+    return printable(_flow_text(value))
+
+
+def point_label(params: dict[str, Any]) -> str:
+    """`key=value, ...` of a point's keys (and seed) on one line (value_text)."""
+    return ", ".join(f"{printable(key)}={value_text(value)}" for key, value in params.items())
 
 
 def scenario_id(scenario_json: dict) -> str:
@@ -257,8 +316,9 @@ def load_sweep(path: str | Path) -> tuple[SweepConfig, Path]:
     return read_config(path, SweepConfig, FIELD), Path(path).resolve().parent
 
 
-def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Path]:
-    """All points of the sweep (grid × points × seeds), validated; returns them and the scenario folder.
+def expand_points(spec: SweepConfig, folder: Path, progress: bool = False) -> tuple[list[SweepPoint], Path]:
+    """All points of the sweep (grid × points × seeds), validated (`progress`: on stderr, under the sweep's
+    name); returns them and the scenario folder.
 
     A point whose overrides do not validate is a mistake in the sweep file: ScenarioError naming the
     point. Errors that appear only when the scenario is built (e.g. the model does not fit) are recorded
@@ -276,15 +336,19 @@ def expand_points(spec: SweepConfig, folder: Path) -> tuple[list[SweepPoint], Pa
     except ScenarioError as exc:
         raise ScenarioError(f"{FIELD}.set", exc.message if exc.field == "--set" else str(exc)) from None
     base.setdefault("name", spec.name)
-    return expand(base, spec.grid, spec.points, spec.seeds, spec.replications), base_path.resolve().parent
+    return (expand(base, spec.grid, spec.points, spec.seeds, spec.replications, progress=progress, label=spec.name),
+            base_path.resolve().parent)
 
 
 def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, seeds: list[int] | None = None,
-           replications: int | None = None, field: str = FIELD) -> list[SweepPoint]:
+           replications: int | None = None, field: str = FIELD, *, progress: bool = False,
+           label: str | None = None) -> list[SweepPoint]:
     """The points of a raw base scenario crossed with `grid` (key path → values), the listed `points`
     (each a dict of key path → value) and the seeds (`seeds`, else the base seed + 0 .. replications − 1,
     else the base seed), each validated (ScenarioError naming the point). `field`: where the errors point, the
-    sweep file's `sweep`, or "" for the Python API's arguments (grid, points, seeds)."""
+    sweep file's `sweep`, or "" for the Python API's arguments (grid, points, seeds). `progress`: the
+    validation's progress on stderr under `label` (default: the base's name), as the points' run shows its own:
+    at a few ms a point, the 100,000 points a sweep may have took minutes without a word."""
     prefix = f"{field}." if field else ""
     base_seed = int(base.get(SEED_KEY, 0)) if isinstance(base.get(SEED_KEY, 0), int) else 0
     given = seeds
@@ -308,18 +372,28 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
     grid_keys = list(grid)
     combos = [dict(zip(grid_keys, values)) for values in itertools.product(*(grid[k] for k in grid_keys))]
     found, seen = [], {}
-    for combo, extra in itertools.product(combos, listed):
-        params = {**combo, **extra}
-        for seed in seeds:
-            overrides = [_override_text(k, v) for k, v in params.items()] + [_override_text(SEED_KEY, seed)]
-            label = ", ".join(o for o in overrides)
-            try:
-                scenario = parse_scenario(apply_overrides(base, overrides)).model_dump(mode="json")
-            except ScenarioError as exc:
-                raise ScenarioError(f"{field} point ({label})".strip(), str(exc)) from None
-            pid = scenario_id(scenario)
-            if pid in seen:
-                raise ScenarioError(field or "grid", f"points ({seen[pid]}) and ({label}) are the same simulation")
-            seen[pid] = label
-            found.append(SweepPoint(len(found), params, seed, pid, scenario))
+    with Progress(f"{label or base.get('name')}: validating", total=count, unit="pt", quiet=not progress) as bar:
+        for combo, extra in itertools.product(combos, listed):
+            params = {**combo, **extra}
+            for seed in seeds:
+                found.append(_validated_point(base, params, seed, len(found), seen, field))
+                bar.update()
     return found
+
+
+def _validated_point(base: dict, params: dict[str, Any], seed: int, index: int, seen: dict[str, dict], field: str
+                     ) -> SweepPoint:
+    """The point of `params` and `seed` over `base`, validated; ScenarioError naming it when it does not validate
+    or is the simulation of a point in `seen` (point id -> its params and seed; it is added there)."""
+    named = {**params, SEED_KEY: seed}
+    overrides = [_override_text(k, v) for k, v in named.items()]
+    try:
+        scenario = parse_scenario(apply_overrides(base, overrides)).model_dump(mode="json")
+    except ScenarioError as exc:
+        raise ScenarioError(f"{field} point ({point_label(named)})".strip(), str(exc)) from None
+    pid = scenario_id(scenario)
+    if pid in seen:
+        raise ScenarioError(field or "grid", f"points ({point_label(seen[pid])}) and ({point_label(named)}) are "
+                                             "the same simulation")
+    seen[pid] = named
+    return SweepPoint(index, params, seed, pid, scenario)

@@ -26,12 +26,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from simulator.console.printable import printable
 from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
 from simulator.distributed.executors import EXECUTORS, SCHEMES, make_executor
 from simulator.config.validation import validate_config
 from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, SweepSpace, check_set_not_swept, expand,
-                                             expand_points, load_sweep)
+                                             expand_points, load_sweep, point_label)
 from simulator.results.output_folder import given_or
 from simulator.workflows.sweep.store import SweepStore, open_store
 from simulator.console.contract import (EXIT_FAILED_CHECK, EXIT_READER_GONE, QUIET_HELP, parse_args,
@@ -105,7 +106,7 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
     from simulator.api import check_step_mode
     check_step_mode(step_mode)
     spec, folder = load_sweep(sweep)
-    points, base_dir = expand_points(spec, folder)
+    points, base_dir = expand_points(spec, folder, progress)
     keys = spec.param_keys
     out_dir = given_or(out, Path("out") / "sweeps" / spec.name)
     runner = make_executor(executor, workers)
@@ -186,7 +187,7 @@ def sweep(base, grid: dict[str, list], *, seeds: list[int] | None = None, overri
     from simulator.config.scenario import override_texts
     check_set_not_swept(override_texts(overrides), space, "overrides")
     data.setdefault("name", "sweep")
-    found = expand(data, space.grid, space.points, space.seeds, field="")
+    found = expand(data, space.grid, space.points, space.seeds, field="", progress=progress)
     keys = space.param_keys
     rows: dict[str, dict] = {}
     try:
@@ -245,9 +246,14 @@ def format_results_table(frame: pd.DataFrame, keys: list[str], max_rows: int = 4
             table.head(max_rows).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     invalid = frame[frame["status"] == STATUS_INVALID]
     for _, row in invalid.head(10).iterrows():
-        label = ", ".join(f"{k}={row[k]}" for k in keys + [SEED_KEY])
-        text += f"\ninvalid ({label}): {row['error']}"
+        text += f"\ninvalid ({_row_label(row, keys)}): {printable(row['error'])}"
     return text
+
+
+def _row_label(row: pd.Series, keys: list[str]) -> str:
+    """`key=value, ..., seed=N` of a stored row on one line (a stored text may hold a newline:
+    console.printable)."""
+    return ", ".join(f"{printable(k)}={printable(str(row[k]))}" for k in keys + [SEED_KEY])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -273,12 +279,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _dry_run(sweep: str) -> int:
+def _dry_run(sweep: str, progress: bool) -> int:
     spec, folder = load_sweep(sweep)
-    points, _ = expand_points(spec, folder)
+    points, _ = expand_points(spec, folder, progress)
     for point in points:
-        params = ", ".join(f"{k}={v}" for k, v in point.params.items())
-        print(f"{point.index:5d} {point.point_id}  seed={point.seed}  {params}")
+        print(f"{point.index:5d} {point.point_id}  seed={point.seed}  {point_label(point.params)}")
     print(f"{len(points)} points")
     return 0
 
@@ -296,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             if ignored:   # (they were ignored without a word: --resume listed every point, not the missing ones)
                 raise ScenarioError(ignored[0], "is for a run; --dry-run lists every point of the sweep and "
                                                 "reads no store (leave one of them out)")
-            return _dry_run(args.sweep)
+            return _dry_run(args.sweep, progress=not args.quiet)
         result = run_sweep(args.sweep, args.out, resume=args.resume, overwrite=args.overwrite,
                            executor=args.executor, workers=args.workers, step_mode=args.step_mode,
                            plot=args.plot, progress=not args.quiet)
@@ -327,8 +332,9 @@ def _failed_points(result: SweepResult) -> int:
     if invalid.empty:
         return 0
     first = invalid.iloc[0]
-    label = ", ".join(f"{k}={first[k]}" for k in result.spec.param_keys + [SEED_KEY])
-    print(f"draftsim sweep: {len(invalid)} of {len(frame)} points could not run (first: {label}: {first['error']}); "
+    label = _row_label(first, result.spec.param_keys)
+    print(f"draftsim sweep: {len(invalid)} of {len(frame)} points could not run (first: {label}: "
+          f"{printable(first['error'])}); "
           f"their rows in {result.store.root}/ have status 'invalid'", file=sys.stderr)
     return EXIT_FAILED_CHECK
 

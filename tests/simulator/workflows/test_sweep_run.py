@@ -248,3 +248,77 @@ def test_a_swept_key_of_values_of_several_kinds_is_stored_as_text(tmp_path):
     assert list(stored["simulation.workers"]) == ["auto", "1"] and (stored["status"] == "ok").all()
     assert stored["workload.arrival.qps"].dtype.kind in "if" and list(stored["workload.arrival.qps"]) == [4, 4]
     assert list(pd.read_csv(tmp_path / "out" / "results.csv")["simulation.workers"].astype(str)) == ["auto", "1"]
+
+
+@pytest.mark.parametrize("value, reason", [("x\ny", "holds a control character"),
+                                           ("x\x1b[31m", "holds a control character"),
+                                           ("x\u2028y", "name:"),
+                                           (b"x\n", "name:")])   # (written as `!!binary`)
+def test_a_point_whose_value_holds_a_line_break_is_refused_in_one_whole_line(tmp_path, capsys, value, reason):
+    """The point's label was the YAML of its value, over several lines for a text holding a newline or for bytes,
+    and the contract keeps an error's first line: `draftsim sweep: error: sweep point (name='x` said nothing of
+    the reason. The label writes the value on one line, escaped; the reason follows; nothing is written."""
+    from contract import assert_one_line
+
+    path = write_sweep(tmp_path, num_requests=4, grid={"name": [value]})
+    assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert_one_line(err, "sweep point (name=")
+    assert reason in err and "seed=7)" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_point_that_could_not_run_is_one_line_whatever_its_value_holds(tmp_path, capsys):
+    """`points: [{cluster.model: "a\\nb"}]` printed its '1 of 1 points could not run' line over two lines; the
+    table's footnote and the --dry-run listing wrote the value as it was, too."""
+    path = write_sweep(tmp_path, num_requests=4, grid={}, points=[{"cluster.model": "a\nb"}])
+    assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial"]) == 1
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(r"draftsim sweep: 1 of 1 points could not run (first: "
+                                               r"cluster.model=a\nb, seed=7: cluster.model: unknown model"), err
+    table = captured.out.splitlines()
+    assert len(table) == 3 and table[1].startswith(r"invalid (cluster.model=a\nb, seed=7): cluster.model: unknown model"), table
+    assert main([str(path), "--dry-run"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 2 and listed[0].endswith(r'seed=7  cluster.model="a\nb"') and listed[1] == "1 points"
+
+
+def test_a_grid_key_given_twice_in_two_spellings_is_refused_before_anything_runs(tmp_path, capsys):
+    """grid {workload.arrival.qps: [1], 'workload.arrival.qps ': [3]} ran qps 3 only, exit 0, its rows labelled
+    qps 1."""
+    from contract import assert_one_line, snapshot
+
+    path = write_sweep(tmp_path, num_requests=4, grid={"workload.arrival.qps": [1], "workload.arrival.qps ": [3]})
+    before = snapshot(tmp_path)
+    assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial", "--quiet"]) == 2
+    assert_one_line(capsys.readouterr().err, "sweep.grid: workload.arrival.qps is given twice")
+    assert snapshot(tmp_path) == before
+
+
+def test_validating_the_points_shows_progress_unless_quiet(tmp_path, capsys, monkeypatch):
+    """Every point is validated before any runs, at a few ms each: a sweep of 100,000 points (the most one may
+    have) said nothing for minutes. Its progress goes to stderr as the run's does (here each validation made
+    slow, and the lines that come every 10 s when stderr is no terminal every 0.02 s); --quiet says nothing."""
+    from functools import partial
+
+    import simulator.workflows.sweep.config as config
+    from simulator.console.progress import Progress
+
+    monkeypatch.setattr(config, "Progress", partial(Progress, interval_s=0.02), raising=False)
+    parse = config.parse_scenario
+    monkeypatch.setattr(config, "parse_scenario", lambda data: (time.sleep(0.01), parse(data))[1])
+    path = write_sweep(tmp_path, num_requests=4, grid={"workload.arrival.qps": list(range(1, 21))}, replications=2)
+    assert main([str(path), "--dry-run"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(line.startswith("draftsim: s: validating: ") for line in err), err
+    assert err[-1].startswith("draftsim: s: validating: 40/40 pt (100 %), ") and err[-1].endswith(", done"), err
+    assert main([str(path), "--dry-run", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+    path = write_sweep(tmp_path, num_requests=4, grid={"workload.arrival.qps": [1, 2]}, replications=3)
+    assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("draftsim: s: validating: ") and "draftsim: s: validating: 6/6 pt (100 %)" in "\n".join(err)
+    assert main([str(path), "--out", str(tmp_path / "out2"), "--executor", "serial", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

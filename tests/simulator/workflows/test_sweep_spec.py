@@ -91,3 +91,59 @@ def test_a_swept_key_inside_a_swept_mapping_refines_it_when_nothing_is_dropped(t
                                               "workload.arrival.qps": [8]}))
     with pytest.raises(ScenarioError, match=r"^sweep\.grid: workload\.arrival, applied after workload\.arrival\.qps"):
         points_of(write_sweep(tmp_path, grid={"workload.arrival.qps": [8], "workload.arrival": arrivals}))
+
+
+def test_a_point_label_writes_a_text_inside_a_value_on_one_line(tmp_path):
+    """YAML writes a text holding a newline single-quoted and folded over lines, inside a mapping too: the label
+    read `workload.arrival={process: 'poisson` (the error line keeps its first line). It is double-quoted with
+    YAML's escapes, and parses back to the same value in the point's override."""
+    from simulator.workflows.sweep.config import value_text
+
+    with pytest.raises(ScenarioError) as err:
+        points_of(write_sweep(tmp_path, grid={"workload.arrival": [{"process": "poisson\n", "qps": 4}]}))
+    assert str(err.value).startswith(r'sweep point (workload.arrival={process: "poisson\n", qps: 4}, seed=7): '
+                                     "workload.arrival.process: "), str(err.value)
+    assert value_text("plain") == "plain" and value_text("1") == "'1'" and value_text(None) == "null"
+    assert value_text(b"x\n") == r"!!binary |\n  eAo="
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"grid": {"workload.arrival.qps": [1], "workload.arrival.qps ": [3]}},
+     "sweep.grid: workload.arrival.qps is given twice ('workload.arrival.qps' and 'workload.arrival.qps ')"),
+    ({"grid": {"workload. arrival.qps": [1], "workload.arrival.qps": [3]}}, "sweep.grid: workload.arrival.qps is given twice"),
+    ({"set": ["workload.arrival.qps=3"], "grid": {"workload.arrival.qps ": [3, 4]}},
+     "sweep.set: workload.arrival.qps is also swept"),
+    ({"points": [{"drafter.kind": "none", " drafter.kind": "none"}]}, "sweep.points: drafter.kind is given twice in one point"),
+    ({"grid": {"workload.arrival.qps": [1]}, "points": [{"workload.arrival.qps ": 2}]},
+     "sweep.points: keys both in grid and points: workload.arrival.qps"),
+    ({"grid": {"workload.arrival.qps": [8], "workload.arrival ": [{"process": "poisson"}]}},
+     "sweep.grid: workload.arrival, applied after workload.arrival.qps"),
+    ({"grid": {"seed ": [1, 2]}}, "sweep.grid: sweep seeds with `seeds:`"),
+    ({"grid": {"name=a": ["b"]}}, "sweep.grid: bad key path 'name=a'"),
+    ({"grid": {"workload\narrival.qps": [1]}}, r"sweep.grid: bad key path 'workload\narrival.qps'"),
+])
+def test_keys_are_compared_as_an_override_reads_them(tmp_path, spec, message):
+    """An override strips each part of its key, so 'workload.arrival.qps ' sets workload.arrival.qps: beside it in
+    the grid one of the two lists was dropped without a word (exit 0, rows labelled with the other), and a `set:`
+    of it got through. Keys are read that way before they are compared; a key given twice is named."""
+    with pytest.raises(ScenarioError) as err:
+        points_of(write_sweep(tmp_path, **spec))
+    text = str(err.value)
+    assert text.startswith(message) and len(text.splitlines()) == 1, text
+
+
+def test_a_key_spelt_with_spaces_is_the_key_it_sets(tmp_path):
+    """(Its results column and plot axis are named as the key is read, as in the refusals above.)"""
+    from simulator.workflows.sweep.config import load_sweep
+
+    path = write_sweep(tmp_path, grid={" workload . arrival.qps ": [1, 2]}, plot={"x": "workload.arrival.qps "})
+    spec, _ = load_sweep(path)
+    assert spec.param_keys == ["workload.arrival.qps"] and spec.plot_x == "workload.arrival.qps"
+    assert [p.params for p in points_of(path)] == [{"workload.arrival.qps": 1}, {"workload.arrival.qps": 2}]
+
+
+def test_the_python_api_reads_keys_alike(tmp_path):
+    import simulator
+
+    with pytest.raises(ScenarioError, match=r"^grid: drafter.kind is given twice"):
+        simulator.sweep(scenario(workload={"num_requests": 4}), {"drafter.kind": ["none"], "drafter.kind ": ["none"]})
