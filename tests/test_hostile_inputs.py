@@ -674,6 +674,13 @@ CASES = [
     Hostile("plan_ep_on_a_dense_model", plan(search={**PLAN["search"], "ep": [1, 4]}),
             "plan.search.ep: 4 splits none of the planned models (parallelism.ep=4 needs an MoE model; llama-3-8b "
             "has no experts); allowed: 1"),
+    # a sweep value holding a newline cut the error line before its reason; a grid key with a trailing space set
+    # the same field as another, whose value was dropped without a word (exit 0, results mislabelled)
+    Hostile("sweep_value_with_a_newline", sweep(grid={"name": ["x\ny"]}),
+            'sweep point (name="x\\ny", seed=7): name: \'x\\ny\' holds a control character'),
+    Hostile("sweep_key_given_twice_with_a_space", sweep(grid={"workload.arrival.qps": [4],
+                                                              "workload.arrival.qps ": [16]}),
+            "sweep.grid: workload.arrival.qps is given twice ('workload.arrival.qps' and 'workload.arrival.qps ')"),
     # a plan-level dtype or drafter no planned model and GPU can run: every candidate was screened out with one
     # reason, 'no feasible candidate' (exit 1, outputs written); a subnormal price ranked by tok/s per $/h = inf
     Hostile("plan_mxfp4_on_a_dense_model", plan(dtype="mxfp4"),
