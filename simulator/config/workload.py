@@ -12,6 +12,7 @@ from pydantic_core import PydanticCustomError
 from simulator.config.base import Strict, VersionText, field_error
 from simulator.config.serving import MAX_ENGINE_LIMIT
 from simulator.core.bench_clients import BenchDataset
+from simulator.core.csv_columns import MAX_TOKENS
 from simulator.core.lengths import (MAX_LENGTH_TOKENS, MIN_TRUNCATED_MASS, EmpiricalLength, FixedLength, LognormalLength, UniformLength,
                                     normal_mass, standard_bounds)
 from simulator.core.prefixes import Sessions, SharedPrefix
@@ -223,7 +224,8 @@ class ArrivalConfig(Strict):
     start_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     end_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     speedup: float = Field(default=1.0, gt=0, allow_inf_nan=False)
-    hash_block_tokens: int | None = Field(default=None, ge=1)
+    # (no longer than the longest prompt a trace holds: 2^63 overflowed the int64 block counts)
+    hash_block_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
 
     @model_validator(mode="after")
     def _trace_options_only_for_traces(self) -> "ArrivalConfig":
