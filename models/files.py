@@ -14,6 +14,11 @@ YAML is parsed by a SafeLoader (no Python objects) that also refuses:
 - a mapping with the same key twice (PyYAML keeps the last one without a word; the error names the key
   and both lines);
 - nesting deeper than `MAX_DEPTH` (64) levels (deep nesting overflowed Python's stack: RecursionError);
+- more than `MAX_DOCUMENT_NODES` (1,000,000) values written out, counted before the loader composes any:
+  the pure-Python loader takes ~50 µs and ~800 B a value, and an 8 MiB flow list of 4.19 M values took
+  222 s and 3.2 GB before the scenario named it an unknown field (the largest shipped YAML,
+  scenarios/validation/published/points.yaml, holds 7,223 values; a sweep's longest explicit `points`
+  list, 100,000 points of a key or two, about 500,000);
 - anchors and aliases that add more than `MAX_NODES` (100,000) values when expanded, or refer to themselves
   (the "billion laughs": a few lines that expand to 9^8 values when the document is walked);
 - an integer of more than 4,300 digits (Python's `sys.get_int_max_str_digits()`: int() raises a ValueError
@@ -33,6 +38,8 @@ import yaml
 MAX_DOCUMENT_BYTES = 8 * 1024**2
 MAX_DEPTH = 64
 MAX_NODES = 100_000
+MAX_DOCUMENT_NODES = 1_000_000
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent, yaml.AliasEvent)
 _BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -226,8 +233,27 @@ def load_shipped_yaml(path: Path):
     return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
+def _check_node_count(text: str) -> None:
+    """Refuse a document of more than MAX_DOCUMENT_NODES values written out (module docstring), counted on the
+    parser's events, by libyaml's C parser where PyYAML has it (a million events in ~2 s, some 17 times
+    faster than the pure-Python loader): the count stops at the bound, so a file at MAX_DOCUMENT_BYTES is
+    refused in seconds. A syntax error stops the count too: the loader reports it as it always has."""
+    count = 0
+    try:
+        for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(event, _NODE_EVENTS):
+                count += 1
+                if count > MAX_DOCUMENT_NODES:
+                    raise DocumentError(f"holds more than {MAX_DOCUMENT_NODES:,} values (at line "
+                                        f"{event.start_mark.line + 1}); at most {MAX_DOCUMENT_NODES:,} are read (a "
+                                        "scenario holds a few hundred)")
+    except yaml.YAMLError:
+        return
+
+
 def parse_yaml(text: str):
     """The YAML document `text` (DocumentError for the module docstring's cases, yaml.YAMLError for syntax)."""
+    _check_node_count(text)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()

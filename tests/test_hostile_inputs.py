@@ -392,6 +392,29 @@ BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['x'] 
 DEEP_BLOCK = "".join("  " * i + f"k{i}:\n" for i in range(100)) + "  " * 100 + "v: 1\n"
 TRACE_HEAD = "arrival_s,prompt_tokens,output_tokens\n"
 
+def shipped_run(scenario_path: str, *flags) -> Callable[[Path], list]:
+    """`draftsim run` of the shipped scenario `scenario_path` with `flags` (e.g. `--set`)."""
+    return lambda tmp: ["run", REPO / scenario_path, "--out", tmp / "o", "--quiet", *flags]
+
+
+def parquet_meta(shipped: str, name: str, key: bytes, blob: bytes, scenario_path: str, *flags) -> Callable[[Path], list]:
+    """A run of `scenario_path` with `flags` on a copy of the shipped parquet `shipped` whose schema metadata
+    under `key` is `blob`, written to `name`."""
+    def make(tmp: Path) -> list:
+        import pyarrow.parquet as pq
+        table = pq.read_table(REPO / shipped)
+        pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), key: blob}), tmp / name)
+        return shipped_run(scenario_path, *flags)(tmp)
+    return make
+
+
+def eight_mib_of_values(tmp: Path) -> Path:
+    """The tiny scenario and `x: [1,1,…]` up to just under MAX_DOCUMENT_BYTES (~4.19 M values)."""
+    head = yaml.safe_dump(TINY) + "x: ["
+    count = (8 * 1024**2 - len(head) - 3) // 2
+    return _write(tmp, "s.yaml", head + "1," * count + "1]\n")
+
+
 CASES = [
     # ---- the scenario file itself: encoding, size, kind of file, YAML structure -----------------------
     Hostile("scenario_utf16", run("name: x\n".encode("utf-16")), "UTF-16"),
@@ -1762,6 +1785,73 @@ CASES = [
             "at least one expert per token"),
     Hostile("routing_trace_repeat_at_token_1500", moe_trace(lambda tmp: _npy(tmp, _routing_repeat_at(1500))),
             "token 1,500 lists the same expert twice"),
+    # integers past float or int64 range slipped past the bounds checked after a conversion: num_requests of
+    # 400 digits overflowed the float division of the span check (2**63 and 10**300 were refused)
+    Hostile("num_requests_400_digits", run(None, "--set", "workload.num_requests=" + "9" * 400),
+            "workload.num_requests: Input should be less than or equal to 1000000000000"),
+    Hostile("num_requests_hex_4000_digits", run(yaml.safe_dump(TINY).replace("num_requests: 4", "num_requests: 0x"
+                                                                             + "f" * 4000)),
+            "workload.num_requests: Input should be less than or equal to"),
+    Hostile("num_requests_400_digits_closed_loop", run(None, "--set", "workload.arrival.process=closed_loop",
+                                                       "--set", "workload.arrival.qps=null", "--set",
+                                                       "workload.arrival.concurrency=4", "--set",
+                                                       "workload.num_requests=" + "9" * 400), "workload.num_requests"),
+    Hostile("num_requests_400_digits_gamma", run(None, "--set", "workload.arrival.process=gamma", "--set",
+                                                 "workload.arrival.cv=2", "--set", "workload.num_requests=" + "9" * 400),
+            "workload.num_requests"),
+    # parallel_samples 2**63 overflowed the int64 column before the scheduler's limit was checked
+    Hostile("parallel_samples_2e63", run(None, "--set", f"workload.parallel_samples={2**63}"),
+            "workload.parallel_samples: more sequences per request than an engine runs at once; allowed: 1 to "
+            "2,147,483,647"),
+    # step sampling of one in 2**63 steps overflowed the sampler mid-run
+    Hostile("step_sample_every_2e63", run(None, "--set", "outputs.steps=sampled", "--set",
+                                          f"outputs.step_sample_every={2**63}"),
+            "outputs.step_sample_every: Input should be less than or equal to 1000000000"),
+    # a Mooncake block of 2**63 tokens overflowed the int64 block counts while the trace was read
+    Hostile("mooncake_hash_block_2e63", trace(lambda tmp: _write(tmp, "m.jsonl", MOONCAKE % (0, "1, 2") + MOONCAKE % (
+        100, "1, 3")), "mooncake", hash_block_tokens=2**63), "workload.arrival.hash_block_tokens"),
+    Hostile("mooncake_hash_block_400_digits", trace(lambda tmp: _write(tmp, "m.jsonl", MOONCAKE % (0, "1, 2")),
+                                                    "mooncake", hash_block_tokens=int("9" * 400)),
+            "workload.arrival.hash_block_tokens"),
+    # a drifting acceptance point at a 400-digit request index overflowed its float array
+    Hostile("drift_index_400_digits", shipped_run("scenarios/speculation/online_drift.yaml", "--set",
+                                                  "workload.num_requests=4", "--set",
+                                                  f"acceptance.points=[[0, 0.5], [{'9' * 400}, 0.7]]"),
+            "acceptance.points.1.0: Input should be less than 1000000000000"),
+    # retrieval times past the longest simulated span ran to NaN percentiles, exit 0
+    *[Hostile(f"retrieval_{name}_{value}", shipped_run("scenarios/speculation/ralmspec.yaml", "--set",
+                                                       "workload.num_requests=4", "--set", f"retrieval.{name}={value}"),
+              f"retrieval.{name}: Input should be less than or equal to 100000000")
+      for name, value in (("kb_fixed_s", "1e308"), ("kb_fixed_s", "1e9"), ("kb_per_query_s", "1e308"),
+                          ("lookup_s", "1e308"))],
+    # acceptance metadata that is not a JSON object: 100,000-deep brackets raised RecursionError, a list an
+    # AttributeError in the corpus walks
+    Hostile("acceptance_trace_meta_deep", parquet_meta(
+        "profiles/data/acceptance/qwen2.5-coder-1.5b-0.5b.parquet", "a.parquet", b"draftsim_trace",
+        b"[" * 100_000 + b"]" * 100_000, "scenarios/speculation/layer_skip.yaml", "--set", "workload.num_requests=4",
+        "--set", "acceptance.trace=a.parquet"), "schema metadata 'draftsim_trace' nests too deeply"),
+    Hostile("acceptance_trace_meta_list", parquet_meta(
+        "profiles/data/acceptance/qwen2.5-coder-1.5b-0.5b.parquet", "a.parquet", b"draftsim_trace", b"[1]",
+        "scenarios/speculation/layer_skip.yaml", "--set", "workload.num_requests=4", "--set",
+        "acceptance.trace=a.parquet"), "schema metadata 'draftsim_trace' must be a JSON object, not a JSON list"),
+    Hostile("sessions_corpus_meta_deep", parquet_meta(
+        "profiles/data/acceptance/sessions/sessions-qwen2.5-coder-0.5b.parquet", "c.parquet", b"draftsim_sessions",
+        b"[" * 100_000 + b"]" * 100_000, "scenarios/speculation/suffix_code.yaml", "--set", "workload.num_requests=4",
+        "--set", "acceptance.corpus=c.parquet", "--set", "drafter={kind: ngram, gamma: 4}"),
+            "schema metadata 'draftsim_sessions' nests too deeply"),
+    Hostile("sessions_corpus_meta_list", parquet_meta(
+        "profiles/data/acceptance/sessions/sessions-qwen2.5-coder-0.5b.parquet", "c.parquet", b"draftsim_sessions",
+        b"[1]", "scenarios/speculation/suffix_code.yaml", "--set", "workload.num_requests=4", "--set",
+        "acceptance.corpus=c.parquet", "--set", "drafter={kind: ngram, gamma: 4}"),
+            "schema metadata 'draftsim_sessions' must be a JSON object"),
+    # an 8 MiB scenario of 4.19 M values took 222 s and 3.2 GB before 'x: unknown field'
+    Hostile("scenario_millions_of_values", run_path(eight_mib_of_values), "holds more than 1,000,000 values"),
+    # a Latin-1 byte past the first 64 KiB, in a column the fast CSV path skips, ran with exit 0
+    *[Hostile(f"trace_latin1_in_an_extra_column{suffix}", trace(lambda tmp: _write(
+        tmp, "t.csv", ("arrival_s,prompt_tokens,output_tokens,note\n" + "0,10,5,ok\n" * 8000
+                       + "1,10,5,caf\xe9\n").encode("latin-1")), **options),
+              "t.csv is not UTF-8 text: byte 0xe9 at line 8002")
+      for suffix, options in (("", {}), ("_time_unit_s", {"time_unit": "s"}))],
 ]
 
 

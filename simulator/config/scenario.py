@@ -380,17 +380,25 @@ class SimulationConfig(Strict):
         return self
 
 
+# The sparsest step sampling (`outputs.step_sample_every`): one step in a billion is more than a replica takes
+# in a day of simulating (10^4 to 10^5 steps per second of wall time), so a sparser one keeps only each
+# replica's first step; it also keeps the sampler's int64 step ranks in range (2^63 raised OverflowError in
+# the middle of a run).
+MAX_STEP_SAMPLE_EVERY = 10**9
+
+
 class OutputsConfig(Strict):
     """What a run writes. `steps`: what steps.parquet keeps — `full` (every step), `sampled` (every
     `step_sample_every`-th step of each replica) or `aggregate` (per replica and `step_interval_s`
     interval: step count, busy time, tokens, costs, peak KV, queued/running request-seconds); the
     summary is the same in every case (simulator.core.steplog). `step_interval_s` lies in 1 µs (a step
     lasts longer: finer intervals hold one step each, and 1e-300 s overflowed the interval numbers) to
-    the longest simulated span (simulator.core.workload.MAX_SIM_SPAN_S)."""
+    the longest simulated span (simulator.core.workload.MAX_SIM_SPAN_S). `step_sample_every` lies in 1 to
+    MAX_STEP_SAMPLE_EVERY."""
 
     plots: bool = True
     steps: Literal["full", "sampled", "aggregate"] = "full"
-    step_sample_every: int = Field(100, ge=1)
+    step_sample_every: int = Field(100, ge=1, le=MAX_STEP_SAMPLE_EVERY)
     step_interval_s: float = Field(1.0, ge=1e-6, le=MAX_SIM_SPAN_S, allow_inf_nan=False)
 
 

@@ -45,6 +45,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, model_validator
 
 from simulator.config.base import Strict, field_error
+from simulator.core.workload import MAX_NUM_REQUESTS
 
 
 class HeadDrafterConfig(Strict):
@@ -346,11 +347,12 @@ class ContextsAcceptanceConfig(Strict):
 class DriftingAcceptanceConfig(Strict):
     """Per-token acceptance that changes over the run (Online Speculative Decoding's draft distilled on
     served traffic; a drifting traffic mix): α of the request numbered r in arrival order is piecewise
-    linear through `points` [[request index, α], …] (ascending indices), constant outside them
+    linear through `points` [[request index, α], …] (ascending indices, below MAX_NUM_REQUESTS: a run has
+    no more requests, and a 400-digit index overflowed the float conversion), constant outside them
     (simulator.speculation.drifting_acceptance). Chains only."""
 
     kind: Literal["drifting"]
-    points: list[tuple[Annotated[int, Field(ge=0)], Annotated[float, Field(ge=0.0, le=1.0)]]] = Field(min_length=1)
+    points: list[tuple[Annotated[int, Field(ge=0, lt=MAX_NUM_REQUESTS)], Annotated[float, Field(ge=0.0, le=1.0)]]] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _ascending(self) -> "DriftingAcceptanceConfig":

@@ -10,11 +10,13 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from simulator.config.base import Strict, VersionText, field_error
+from simulator.config.serving import MAX_ENGINE_LIMIT
 from simulator.core.bench_clients import BenchDataset
+from simulator.core.csv_columns import MAX_TOKENS
 from simulator.core.lengths import (MAX_LENGTH_TOKENS, MIN_TRUNCATED_MASS, EmpiricalLength, FixedLength, LognormalLength, UniformLength,
                                     normal_mass, standard_bounds)
 from simulator.core.prefixes import Sessions, SharedPrefix
-from simulator.core.workload import Arrival, TraceColumns, Workload
+from simulator.core.workload import MAX_NUM_REQUESTS, Arrival, TraceColumns, Workload
 
 
 class FixedLengthConfig(Strict):
@@ -222,7 +224,8 @@ class ArrivalConfig(Strict):
     start_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     end_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     speedup: float = Field(default=1.0, gt=0, allow_inf_nan=False)
-    hash_block_tokens: int | None = Field(default=None, ge=1)
+    # (no longer than the longest prompt a trace holds: 2^63 overflowed the int64 block counts)
+    hash_block_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
 
     @model_validator(mode="after")
     def _trace_options_only_for_traces(self) -> "ArrivalConfig":
@@ -319,7 +322,7 @@ class WorkloadConfig(Strict):
     dataset: BenchDatasetConfig | None = None
     prompt_tokens: LengthDist | None = Field(default=None, validate_default=True)
     output_tokens: LengthDist | None = Field(default=None, validate_default=True)
-    num_requests: int | None = Field(default=None, ge=1)
+    num_requests: int | None = Field(default=None, ge=1, le=MAX_NUM_REQUESTS)
     duration_s: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
     # shared prompt prefixes and multi-turn sessions (simulator.core.prefixes)
     shared_prefix: SharedPrefixConfig | None = None
@@ -330,6 +333,17 @@ class WorkloadConfig(Strict):
     # sequences generated per request from one prompt (parallel sampling `n`, beam width): the prompt is
     # prefilled once and its KV shared; each sequence decodes output_tokens tokens (simulator.core.replica)
     parallel_samples: int = Field(default=1, ge=1)
+
+    @field_validator("parallel_samples")
+    @classmethod
+    def _samples_an_engine_runs(cls, samples: int) -> int:
+        """Each sequence counts against the running-request limit (scheduler.max_batch_size, at most
+        MAX_ENGINE_LIMIT), checked against the scheduler when the cluster is built; bounded here first, so
+        that 2^63 is refused before it reaches an int64 column (OverflowError)."""
+        if samples > MAX_ENGINE_LIMIT:
+            raise ValueError(f"more sequences per request than an engine runs at once; allowed: 1 to "
+                             f"{MAX_ENGINE_LIMIT:,} (each counts against scheduler.max_batch_size)")
+        return samples
 
     @model_validator(mode="after")
     def _span_is_plausible(self) -> "WorkloadConfig":

@@ -18,7 +18,9 @@ Both parse decimal text to the nearest float64 (correctly rounded), so they retu
 Before anything is read (`check_data_file`): the path must be a regular file — a FIFO or `/dev/zero` was
 read forever, `/dev/null` read as nothing — of at most `MAX_TRACE_BYTES` (16 GiB), whose first
 `TEXT_CHECK_BYTES` are text (a UTF-16 file, as some Windows tools save a CSV, or a binary file read as
-"invalid start byte"), and a file holds at most `MAX_TRACE_ROWS` (100 million) rows. Both caps are far
+"invalid start byte"), all of it UTF-8 (the fast path converts only the named columns, so a Latin-1 byte in
+another column passed it while the exact path and the other trace reader refused the file), and a file
+holds at most `MAX_TRACE_ROWS` (100 million) rows. Both caps are far
 above the public traces draftsim reads: the largest BurstGPT file, `BurstGPT_3.csv`, has 5.34 million
 lines in ~220 MB (github.com/HPMLL/BurstGPT, README, "Release v2.0"); a run also keeps about 1 kB per
 request (simulator.config.host_memory).
@@ -62,9 +64,31 @@ def check_data_file(path: Path, field: str, what: str = "CSV file") -> None:
             head = fh.read(TEXT_CHECK_BYTES)
     except OSError as err:
         raise ScenarioError(field, f"cannot read {path}: {err.strerror or err}") from None
-    problem = text_bytes_problem(head)
+    problem = text_bytes_problem(head) or _utf8_problem(path)
     if problem is not None:
         raise ScenarioError(field, f"{path} {problem}")
+
+
+def _utf8_problem(path: Path) -> str | None:
+    """Where the file `path` stops being UTF-8 (the wording of models.files.read_text), read in blocks of
+    `_BLOCK_BYTES` (a second pass over the file, at the speed of the disk cache), or None."""
+    carry, lines = b"", 0
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(_BLOCK_BYTES)
+            data, carry = carry + block, b""
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if block and exc.end == len(data) and exc.reason == "unexpected end of data":
+                    carry = data[exc.start:]   # a character cut by the block's end: decoded with the next block
+                else:
+                    line = lines + data[:exc.start].count(b"\n") + 1
+                    return (f"is not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (Latin-1 or another "
+                            "encoding?); save it as UTF-8")
+            if not block:
+                return None
+            lines += data.count(b"\n") - carry.count(b"\n")
 
 
 def check_row_count(rows: int, path: Path, field: str) -> None:

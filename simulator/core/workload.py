@@ -41,6 +41,11 @@ FIELD = "workload"
 # puts arrivals further out (qps: 1e-300) is a typo and is refused, naming the field
 # (simulator.config.workload.WorkloadConfig, check_span).
 MAX_SIM_SPAN_S = 1e8
+# The most requests a synthetic or closed-loop workload may ask for: 10^12 requests need 900 TB of memory at
+# the measured 900 B per request (simulator.config.host_memory), far beyond any machine, so no run that could
+# fit is refused. Checked as an integer before any float arithmetic on the count (an int of 400 digits does
+# not convert to a float: `num_requests / qps` raised OverflowError).
+MAX_NUM_REQUESTS = 10**12
 TRACE_COLUMNS = {"arrival_s": "time", "prompt_tokens": "count", "output_tokens": "count"}
 
 
