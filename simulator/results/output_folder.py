@@ -366,22 +366,21 @@ def folder_flag(command: str):
     `check_writable_folder` checks, when the flags are parsed, so that a folder that cannot receive the
     files is argparse's one-line usage error naming the flag before any work (a script's `--out` naming an
     existing file was a FileExistsError traceback after its whole run)."""
-    def parse(text: str) -> Path:
-        try:
-            return check_writable_folder(text, command)
-        except ScenarioError as exc:
-            raise argparse.ArgumentTypeError(exc.message) from None
-    parse.__name__ = "folder"
-    return parse
+    return _flag_type(lambda text: check_writable_folder(text, command), "folder")
 
 
 def file_flag(field: str):
     """An argparse `type` for a script's output file (`--csv`): checked as `check_output_file` checks, when
     the flags are parsed (a folder given as `--csv` was an IsADirectoryError after the whole search)."""
+    return _flag_type(lambda text: check_output_file(text, field), "file")
+
+
+def _flag_type(check, name: str):
+    """`check(text)` as an argparse `type` named `name`: its ScenarioError becomes argparse's usage error."""
     def parse(text: str) -> Path:
         try:
-            return check_output_file(text, field)
+            return check(text)
         except ScenarioError as exc:
             raise argparse.ArgumentTypeError(exc.message) from None
-    parse.__name__ = "file"
+    parse.__name__ = name
     return parse
