@@ -92,7 +92,8 @@ PLAUSIBLE = {"peak_flops": (1e9, 1e18), "hbm_bytes": (1e8, 1e13), "hbm_bandwidth
              "scaleup_bandwidth_bytes_per_s": (1e8, 1e13), "scaleout_bandwidth_bytes_per_s": (1e7, 1e12),
              "host_link_bandwidth_bytes_per_s": (1e8, 1e13), "scaleup_latency_s": (1e-8, 1e-2),
              "scaleout_latency_s": (1e-8, 1e-2), "host_link_latency_s": (1e-8, 1e-2), "gpus_per_node": (1, 1024),
-             "tdp_w": (10, 1e5), "idle_w": (1, 1e4), "host_w_per_gpu": (10, 1e5), "cuda_total_bytes": (1e8, 1e13)}
+             "tdp_w": (10, 1e5), "idle_w": (1, 1e4), "host_w_per_gpu": (10, 1e5), "cuda_total_bytes": (1e8, 1e13),
+             "compute_units": (1, 3040)}   # (SMs or CUs: the catalog's most, MI300X's 304; 1e300 was taken)
 
 
 def _plausible(number: float, field: str, name: str) -> float:
@@ -187,8 +188,7 @@ def hardware_from_fields(fields: dict, where: str = "hardware") -> HardwareSpec:
     for name in ("gpus_per_node", "compute_units"):
         if name in out:
             value = _number(out[name], f"{where}.{name}", "an integer >= 1", lambda x: x >= 1 and x == int(x))
-            out[name] = int(value)
-    _plausible(out["gpus_per_node"], f"{where}.gpus_per_node", "gpus_per_node")
+            out[name] = int(_plausible(value, f"{where}.{name}", name))
     out["source"] = _text(out["source"], f"{where}.source", MAX_NOTE_CHARS)
     out["notes"] = _text(out.get("notes"), f"{where}.notes", MAX_NOTE_CHARS)
     return HardwareSpec(**out)

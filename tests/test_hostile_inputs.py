@@ -704,6 +704,16 @@ CASES = [
     Hostile("sweep_key_given_twice_with_a_space", sweep(grid={"workload.arrival.qps": [4],
                                                               "workload.arrival.qps ": [16]}),
             "sweep.grid: workload.arrival.qps is given twice ('workload.arrival.qps' and 'workload.arrival.qps ')"),
+    Hostile("closed_loop_concurrency_400_digits", run(workload={
+        "arrival": {"process": "closed_loop", "qps": None, "concurrency": int("9" * 400)}, "num_requests": 4}),
+            "workload.arrival.concurrency: Input should be less than or equal to 1000000000000"),
+    Hostile("hardware_compute_units_1e300", hardware(compute_units=1e300),
+            "cluster.hardware.compute_units: 1e+300 is outside the physically plausible 1 – 3040"),
+    # a number key in an inline model or GPU was named 'cluster.model.str: Input should be a valid string'
+    Hostile("inline_model_number_key", run(cluster={"model": {1: 2, "hidden_size": 4096}}),
+            "cluster.model: unknown model field(s) 1; allowed: "),
+    Hostile("inline_hardware_number_key", run(cluster={"hardware": {1: 2, "id": "x"}}),
+            "cluster.hardware.1: unknown field; allowed: id, "),
     # a plan-level dtype or drafter no planned model and GPU can run: every candidate was screened out with one
     # reason, 'no feasible candidate' (exit 1, outputs written); a subnormal price ranked by tok/s per $/h = inf
     Hostile("plan_mxfp4_on_a_dense_model", plan(dtype="mxfp4"),

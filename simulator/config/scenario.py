@@ -127,8 +127,8 @@ class ClusterConfig(Strict):
     free_gpu_memory_fraction); default: the engine's own (0.9 for vLLM and TensorRT-LLM, SGLang's by release,
     GPU and deployment: simulator.cluster.sglang_memory)."""
 
-    hardware: str | dict[str, Any] = "h100-sxm"
-    model: str | dict[str, Any]
+    hardware: str | dict[Any, Any] = "h100-sxm"   # (keys named by profiles.hardware_file, as model's by models.load)
+    model: str | dict[Any, Any]   # (a mapping's keys are named by models.load: a number key is an unknown field)
     dtype: Literal["fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4", "mxfp4"] = "bf16"
     kv_dtype: Literal["fp32", "bf16", "fp16", "fp8", "nvfp4"] | None = None
     max_model_len: int | None = Field(None, ge=2)

@@ -213,7 +213,8 @@ class ArrivalConfig(Strict):
     SPEC = Arrival
     process: Literal["poisson", "gamma", "trace", "closed_loop"]
     qps: float | None = Field(default=None, gt=0, allow_inf_nan=False, validate_default=True)
-    concurrency: int | None = Field(default=None, ge=1, validate_default=True)
+    # (at most MAX_NUM_REQUESTS clients, the most requests a run holds: 400 digits of clients ran, exit 0)
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_NUM_REQUESTS, validate_default=True)
     # (gamma gaps have shape 1/cv²: a cv of 1e-300 or 1e300 divided by zero)
     cv: float | None = Field(default=None, ge=1e-3, le=1e3, allow_inf_nan=False, validate_default=True)
     trace_csv: Path | None = Field(default=None, validate_default=True)

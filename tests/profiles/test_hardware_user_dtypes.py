@@ -166,5 +166,5 @@ def test_the_plausible_ranges_hold_every_catalog_entry_with_10x_to_spare():
             for value in values:
                 if value == 0 and name in ("tdp_w", "idle_w", "host_w_per_gpu", "cuda_total_bytes"):   # (0: unknown)
                     continue
-                margin = 1 if name == "gpus_per_node" else 10
+                margin = 1 if name in ("gpus_per_node", "compute_units") else 10   # (counts: 1 is real; a CPU's 2 cores)
                 assert lo * margin <= value <= hi / margin, (spec.id, name, value)
