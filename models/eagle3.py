@@ -26,11 +26,11 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
-from models.errors import UnknownNameError, catalog_key
+from models.errors import UnknownNameError, brief, catalog_key
 from models.files import load_shipped_yaml
 from models.opgraph import NORM_FLOPS_PER_ELEMENT, dense_ops, gemm_op
 from models.ops import NORM, SAMPLING, Op
-from models.spec import ModelSpec, activation_bytes, dtype_bytes, kv_heads_per_gpu
+from models.spec import ModelSpec, activation_bytes, dtype_bytes, integer_expected, kv_heads_per_gpu, max_of
 from models.step import Parallelism
 
 HEADS_FILE = Path(__file__).resolve().parent / "heads" / "eagle3.yaml"
@@ -59,9 +59,16 @@ class Eagle3Head:
     def __post_init__(self) -> None:
         for name in ("hidden_size", "intermediate_size", "num_heads", "num_kv_heads", "head_dim", "draft_vocab_size",
                      "target_hidden_size", "vocab_size"):
+            # (the bounds of a model's fields, models.spec: an intermediate_size of 2e6 passed here and was
+            # refused by the head's layer ModelSpec as the drafter was built, a traceback)
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"EAGLE-3 head {self.name!r}: {name} must be a positive integer, got {value!r}")
+            expected = integer_expected(value, 1, max_of("vocab_size" if "vocab" in name else
+                                                         "hidden_size" if name == "target_hidden_size" else name))
+            if expected:
+                raise ValueError(f"EAGLE-3 head {self.name!r}: {name} is {brief(value)}; expected {expected}")
+        if not isinstance(self.shares_embedding, bool):   # (bool("false") is True: it ran as a shared embedding)
+            raise ValueError(f"EAGLE-3 head {self.name!r}: shares_embedding is {brief(self.shares_embedding)}; "
+                             "expected true or false")
         if self.draft_vocab_size > self.vocab_size:
             raise ValueError(f"EAGLE-3 head {self.name!r}: draft_vocab_size={self.draft_vocab_size} exceeds the "
                              f"target's vocab_size={self.vocab_size}")

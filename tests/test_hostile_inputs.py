@@ -150,6 +150,10 @@ def estimate(*flags, model_fields: dict | None = None) -> Callable[[Path], list]
     return make
 
 
+EAGLE3_HEAD = {"hidden_size": 4096, "intermediate_size": 14336, "num_heads": 32, "num_kv_heads": 8, "head_dim": 128,
+               "draft_vocab_size": 32000, "target_hidden_size": 4096, "vocab_size": 128256}
+
+
 def estimate_with(flag: str, value: str) -> Callable[[Path], list]:
     """`draftsim estimate` of llama-3-8b on h100-sxm with `flag` (--model or --hardware) set to `value`."""
     given = {"--model": "llama-3-8b", "--hardware": "h100-sxm", flag: value}
@@ -714,6 +718,17 @@ CASES = [
             "cluster.model: unknown model field(s) 1; allowed: "),
     Hostile("inline_hardware_number_key", run(cluster={"hardware": {1: 2, "id": "x"}}),
             "cluster.hardware.1: unknown field; allowed: id, "),
+    # an inline EAGLE-3 head: a width past a model's bounds passed the head's check and failed as its layer was
+    # built (a traceback); shares_embedding "false" ran as true
+    *[Hostile(f"eagle3_head_{name}", lambda tmp, head=head: run_path(lambda t: REPO / "scenarios" / "speculation" /
+                                                                    "eagle3_llama31_8b_h100.yaml")(tmp)
+              + ["--set", "workload.num_requests=4", "--set", "drafter.head=" + json.dumps(head)], says)
+      for name, head, says in (
+          ("intermediate_size_2e6", {**EAGLE3_HEAD, "intermediate_size": 2_000_000},
+           "drafter.head: EAGLE-3 head 'drafter.head': intermediate_size is 2000000; expected an integer >= 1 and "
+           "<= 1,048,576"),
+          ("shares_embedding_text", {**EAGLE3_HEAD, "shares_embedding": "false"},
+           "shares_embedding is 'false'; expected true or false"))],
     # a plan-level dtype or drafter no planned model and GPU can run: every candidate was screened out with one
     # reason, 'no feasible candidate' (exit 1, outputs written); a subnormal price ranked by tok/s per $/h = inf
     Hostile("plan_mxfp4_on_a_dense_model", plan(dtype="mxfp4"),
