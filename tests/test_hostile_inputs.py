@@ -628,7 +628,7 @@ CASES = [
     Hostile("run_executor_port_not_a_number", run(None, "--executor", "dask://h:port"),
             "simulation.executor: expected dask://HOST:PORT or tcp://HOST:PORT with a port in 1..65535"),
     Hostile("run_executor_port_beyond_65535", run(simulation={"executor": "tcp://127.0.0.1:99999"}),
-            "with a port in 1..65535; got 'tcp://127.0.0.1:99999'"),
+            "with a port in 1..65535 (an IPv6 host in brackets: tcp://[::1]:8786); got 'tcp://127.0.0.1:99999'"),
     Hostile("sweep_executor_port_not_a_number", lambda tmp: sweep()(tmp)[:-3] + ["--executor", "tcp://h:abc", "--quiet"],
             "--executor: expected dask://HOST:PORT or tcp://HOST:PORT"),
     Hostile("plan_executor_without_a_host", plan("--executor", "dask://:8786"), "--executor: expected dask://HOST:PORT"),
@@ -729,6 +729,19 @@ CASES = [
            "<= 1,048,576"),
           ("shares_embedding_text", {**EAGLE3_HEAD, "shares_embedding": "false"},
            "shares_embedding is 'false'; expected true or false"))],
+    # an IPv6 scheduler without brackets reached Dask's parser (a traceback); a pool's hardware '' or {} took
+    # cluster.hardware without a word; a node's power of 1e308 W made the energy figures null (exit 0)
+    *[Hostile(f"run_executor_{name}", run(None, "--executor", address),
+              f"simulation.executor: expected dask://HOST:PORT or tcp://HOST:PORT with a port in 1..65535 (an IPv6 host in "
+              f"brackets: tcp://[::1]:8786); got {address!r}")
+      for name, address in (("ipv6_without_brackets", "tcp://::1:8786"), ("ipv6_unclosed", "tcp://[::1"))],
+    *[Hostile(f"disagg_{pool}_hardware_{name}", lambda tmp, pool=pool, value=value: run_path(
+        lambda t: REPO / "scenarios" / "disagg" / "disaggregated.yaml")(tmp) + [
+        "--set", "workload.num_requests=4", "--set", f"cluster.disaggregation.{pool}.hardware={value}"],
+              f"cluster.disaggregation.{pool}.hardware: an empty hardware; give a catalog id")
+      for pool, name, value in (("prefill", "empty_mapping", "{}"), ("decode", "empty_text", "''"))],
+    Hostile("energy_host_power_1e308", run(energy={"host_power_w_per_gpu": 1e308}),
+            "energy.host_power_w_per_gpu: Input should be less than or equal to 100000"),
     # a plan-level dtype or drafter no planned model and GPU can run: every candidate was screened out with one
     # reason, 'no feasible candidate' (exit 1, outputs written); a subnormal price ranked by tok/s per $/h = inf
     Hostile("plan_mxfp4_on_a_dense_model", plan(dtype="mxfp4"),

@@ -28,6 +28,7 @@ from simulator.config.retrieval import RetrievalConfig
 from simulator.config.serving import LatencyConfig, MoeConfig, ParallelismConfig, SchedulerConfig
 from simulator.config.workload import WorkloadConfig
 from simulator.core.workload import MAX_SIM_SPAN_S
+from profiles.hardware_file import PLAUSIBLE
 from profiles.prices import MAX_USD_PER_GPU_HOUR, MAX_USD_PER_KWH, MIN_USD_PER_GPU_HOUR
 from simulator.config.validation import validate_config
 
@@ -38,8 +39,18 @@ class PoolConfig(Strict):
 
     replicas: int = Field(1, ge=1, le=4096)
     parallelism: ParallelismConfig = ParallelismConfig()
-    hardware: str | dict[str, Any] | None = None
+    hardware: str | dict[Any, Any] | None = None
     router: str = "round_robin"
+
+    @field_validator("hardware")
+    @classmethod
+    def _hardware_given(cls, hardware):
+        # ('' and {} are no hardware: the pool took cluster.hardware without a word, where cluster.hardware
+        # refuses both)
+        if hardware is not None and not (hardware.strip() if isinstance(hardware, str) else hardware):
+            raise ValueError("an empty hardware; give a catalog id, a hardware YAML file or an inline block, or "
+                             "leave it out for cluster.hardware")
+        return hardware
 
 
 class KVTransferConfig(Strict):
@@ -410,7 +421,8 @@ class EnergyConfig(Strict):
     energy not billed) price `usd_per_mtok`."""
 
     power_model: Literal["utilization", "busy"] = "utilization"
-    host_power_w_per_gpu: float | None = Field(None, ge=0, allow_inf_nan=False)
+    # (at most the hardware file's host_w_per_gpu bound, profiles.hardware_file.PLAUSIBLE: 1e308 W made energy null)
+    host_power_w_per_gpu: float | None = Field(None, ge=0, le=PLAUSIBLE["host_w_per_gpu"][1], allow_inf_nan=False)
     usd_per_gpu_hour: float | None = Field(None, ge=MIN_USD_PER_GPU_HOUR, le=MAX_USD_PER_GPU_HOUR, allow_inf_nan=False)
     usd_per_kwh: float | None = Field(None, ge=0, le=MAX_USD_PER_KWH, allow_inf_nan=False)
 
