@@ -132,9 +132,15 @@ def read_text(path: Path, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise DocumentError(f"is not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (Latin-1 or "
-                            "another encoding?); save it as UTF-8") from None
+        raise DocumentError(not_utf8(data, exc)) from None
+
+
+def not_utf8(data: bytes, exc: UnicodeDecodeError, lines_before: int = 0) -> str:
+    """What is wrong with `data`, whose decoding as UTF-8 raised `exc`: the first byte that is not UTF-8 and its
+    line (`lines_before`: the lines of the file before `data`, when it is one block of a longer file)."""
+    line = lines_before + data[:exc.start].count(b"\n") + 1
+    return (f"is not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (Latin-1 or another encoding?); "
+            "save it as UTF-8")
 
 
 class _Loader(yaml.SafeLoader):

@@ -438,7 +438,7 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
             tps = tuple(ascii_number(int, x.strip()) for x in args.tp.split(","))
         except ValueError:
             raise ValueError(f"--tp must be comma-separated integers without empty entries, got {args.tp!r}") from None
-        if not tps or min(tps) < 1:
+        if min(tps) < 1:   # (never empty: split gives one entry at least, and an empty one is refused above)
             raise ValueError(f"--tp must list degrees >= 1, got {args.tp!r}")
         for flag, values in (("--tp", tps), ("--models", [m.lower() for m in models])):
             twice = next((v for i, v in enumerate(values) if v in values[:i]), None)

@@ -70,8 +70,9 @@ def check_data_file(path: Path, field: str, what: str = "CSV file") -> None:
 
 
 def _utf8_problem(path: Path) -> str | None:
-    """Where the file `path` stops being UTF-8 (the wording of models.files.read_text), read in blocks of
+    """Where the file `path` stops being UTF-8 (models.files.not_utf8, as read_text says it), read in blocks of
     `_BLOCK_BYTES` (a second pass over the file, at the speed of the disk cache), or None."""
+    from models.files import not_utf8
     carry, lines = b"", 0
     with open(path, "rb") as fh:
         while True:
@@ -83,9 +84,7 @@ def _utf8_problem(path: Path) -> str | None:
                 if block and exc.end == len(data) and exc.reason == "unexpected end of data":
                     carry = data[exc.start:]   # a character cut by the block's end: decoded with the next block
                 else:
-                    line = lines + data[:exc.start].count(b"\n") + 1
-                    return (f"is not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (Latin-1 or another "
-                            "encoding?); save it as UTF-8")
+                    return not_utf8(data, exc, lines)
             if not block:
                 return None
             lines += data.count(b"\n") - carry.count(b"\n")

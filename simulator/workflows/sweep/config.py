@@ -38,8 +38,8 @@ from simulator.console.printable import printable
 from simulator.console.progress import Progress
 from simulator.config.base import Strict, field_error
 from simulator.config.names import FolderName
-from simulator.config.scenario import (apply_overrides, check_overrides_once, parse_scenario, read_config,
-                                       read_scenario_dict)
+from simulator.config.scenario import (apply_overrides, check_overrides_once, key_parts, parse_scenario,
+                                       read_config, read_scenario_dict)
 
 FIELD = "sweep"
 SEED_KEY = "seed"
@@ -57,7 +57,6 @@ class SweepPlotConfig(Strict):
     @classmethod
     def _as_swept(cls, key: str | None) -> str | None:
         """Read as the swept keys are (check_key), so that 'a.b ' names the swept a.b."""
-        from simulator.config.scenario import key_parts
         return None if key is None else ".".join(key_parts(key))
 
     @field_validator("metrics")
@@ -236,12 +235,11 @@ def check_key(key: Any) -> str:
     ValueError. Refused: no text; an empty part; '=', which ends the key in the override (`name=a: [b]` set
     name to 'a=b'); a control or invisible character (no scenario key holds one, and the error that named
     it was cut at its newline)."""
-    from simulator.config.scenario import key_parts
-
     if not isinstance(key, str):
         raise ValueError(f"key {key!r} is not text; expected dotted scenario keys like drafter.gamma")
-    normal = ".".join(key_parts(key))
-    if any(not part for part in key_parts(key)) or "=" in key or printable(normal) != normal:
+    parts = key_parts(key)
+    normal = ".".join(parts)
+    if any(not part for part in parts) or "=" in key or printable(normal) != normal:
         raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
     if normal == SEED_KEY:
         raise ValueError("sweep seeds with `seeds:` or `replications:`, not as a grid key")
