@@ -76,6 +76,10 @@ def entry_for(framework: str, version: str | None, field: str = "cluster.engine"
         first = min(entries, key=lambda e: _version_key(e["versions"].get("min", "0")))["versions"].get("min", "")
         raise FieldError(f"{field}.version", f"{framework} {version} is newer than the newest release known here "
                                              f"({newest[0]}, 2026-11-28); allowed: {first} to {newest[0]}")
+    from profiles.engine_time.releases import not_a_release
+    problem = not_a_release(framework, version)
+    if problem is not None:
+        raise FieldError(f"{field}.version", problem)
     for e in entries:
         lo, hi = e["versions"].get("min"), e["versions"].get("max")
         if (lo is None or _version_key(lo) <= v) and (hi is None or v < _version_key(hi)):

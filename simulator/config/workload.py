@@ -129,6 +129,10 @@ class BenchDatasetConfig(Strict):
             raise field_error("release", f"{self.client} {self.release} is newer than the newest release known here "
                                          f"({newest}); its benchmark client's rules are unknown: allowed up to {newest}, "
                                          "or leave release out for the newest")
+        from profiles.engine_time.releases import not_a_release
+        problem = not_a_release(self.client, self.release)   # (vllm 0.7.9, inside the known range)
+        if problem is not None:
+            raise field_error("release", problem)
 
     def _random_lengths(self) -> None:
         from simulator.core.bench_clients import vllm

@@ -529,8 +529,8 @@ def test_a_flag_a_version_lacks_is_one_line_naming_the_flag_and_the_versions_tha
               "cluster": {"engine": {"version": "0.9.0"}}}, "cluster.engine.version", ["vllm 0.9.0", "draft", ">= 0.15.0"]),
     ("vllm", {"drafter": {"kind": "ngram", "gamma": 3}, "cluster": {"engine": {"async_scheduling": True}}},
      "cluster.engine.async_scheduling", ["EAGLE/MTP"]),
-    ("sglang", {"cluster": {"engine": {"version": "0.5.0", "async_scheduling": True}}},
-     "cluster.engine.async_scheduling", ["sglang 0.5.0", "spec v2"]),
+    ("sglang", {"cluster": {"engine": {"version": "0.5.1", "async_scheduling": True}}},
+     "cluster.engine.async_scheduling", ["sglang 0.5.1", "spec v2"]),
 ])
 def test_refused_combinations_name_the_engine_its_version_and_the_field(framework, extra, field, words):
     data = scenario(workload={"num_requests": 5}, drafter=EAGLE, cluster={"engine": {"framework": framework}})
