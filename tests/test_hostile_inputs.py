@@ -1890,6 +1890,33 @@ CASES = [
                        + "1,10,5,caf\xe9\n").encode("latin-1")), **options),
               "t.csv is not UTF-8 text: byte 0xe9 at line 8002")
       for suffix, options in (("", {}), ("_time_unit_s", {"time_unit": "s"}))],
+    # ---- plan drafters no candidate needs or can run, and cpu-local in a plan (fix-plan, 2026-11-30) ----
+    # a draft model listed again in another case (LLAMA-68M) was screened and confirmed twice (exit 0)
+    Hostile("plan_drafter_twice_in_another_case", plan(search={"drafters": [
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2]},
+        {"kind": "draft_model", "model": "LLAMA-68M", "gamma": [2]}]}),
+            "draftsim plan: error: plan.search.drafters.1: repeats drafters.0 (llama-68m γ2); allowed: each drafter "
+            "and γ once"),
+    # overlapping gamma lists of one drafter made the γ 4 candidates twice (exit 0)
+    Hostile("plan_drafter_gammas_overlapping", plan(search={"drafters": [
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2, 4]},
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [4]}]}),
+            "plan.search.drafters.1: repeats drafters.0 (llama-68m γ4)"),
+    # speculation {kind: chain} (the default) beside none made the same candidates twice (exit 0)
+    Hostile("plan_drafter_chain_given_and_omitted", plan(search={"drafters": [
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2]},
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2], "speculation": {"kind": "chain"}}]}),
+            "plan.search.drafters.1: repeats drafters.0 (llama-68m γ2)"),
+    # a drafter's acceptance equal to the plan's beside none made the same candidates twice (exit 0)
+    Hostile("plan_drafter_acceptance_the_plans", plan(search={"drafters": [
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2]},
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2],
+         "acceptance": {"kind": "constant", "alpha": 0.7}}]}),
+            "plan.search.drafters.1: repeats drafters.0 (llama-68m γ2)"),
+    # eagle3 beside eagle3 with the head published for the model made the same candidates twice (exit 0)
+    Hostile("plan_eagle3_published_head_named_and_omitted", plan(models=["llama-3.1-8b"], search={"drafters": [
+        {"kind": "eagle3", "gamma": [2]}, {"kind": "eagle3", "head": "llama-3.1-8b-eagle3", "gamma": [2]}]}),
+            "plan.search.drafters.1: repeats drafters.0 (eagle3:llama-3.1-8b-eagle3 γ2)"),
 ]
 
 

@@ -52,7 +52,8 @@ from models.errors import catalog_key, is_boolean
 from simulator.errors import ScenarioError
 from simulator.config.names import FolderName
 from simulator.config.base import Strict, field_error
-from simulator.config.scenario import SLOConfig
+from simulator.config.scenario import AcceptanceConfig, SLOConfig
+from simulator.config.speculation import SpeculationConfig
 from simulator.workflows.plan.prices import MAX_USD_PER_GPU_HOUR, MIN_USD_PER_GPU_HOUR, price_per_gpu_hour
 from simulator.config.scenario import read_config, validate_config
 
@@ -180,11 +181,7 @@ class SearchSpaceConfig(Strict):
             twice = _repeated(values)
             if twice is not None:
                 raise ValueError(f"{name} lists {twice!r} twice; give each value once")
-        for i, drafter in enumerate(self.drafters):
-            if drafter in self.drafters[:i]:
-                raise ValueError(f"drafters.{i} repeats drafters.{self.drafters.index(drafter)}; give each drafter "
-                                 "once (several depths go in one gamma list)")
-        return self
+        return self   # (drafters listed twice: _check_drafters_once, which needs the plan's models and acceptance)
 
 
 def _repeated(values: list):
@@ -336,6 +333,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
                                 "parallelism (an MoE model with ep > 1); plan.search.ep lists only 1, so they would "
                                 "apply to no candidate: remove plan.moe or list an ep > 1 in plan.search.ep")
     _check_sections(spec)
+    _check_drafters_once(spec)
     _check_size(spec)
     _check_parallelism(spec)
     _check_dtypes(spec)
@@ -440,6 +438,51 @@ def _check_mtp_drafters(spec: PlanConfig) -> None:
                                 f"prediction modules; the planned models ship too few (modules per model: {shipped})")
 
 
+def _check_drafters_once(spec: PlanConfig) -> None:
+    """Refuse a drafter that makes a simulation an earlier one makes, comparing the candidates each expands into
+    with defaults filled: a draft model by its catalog name (`LLAMA-68M` is llama-68m), each γ (none for a
+    speculation shape that does not read it, GAMMA_FREE_SHAPES), `speculation` (default chain) and
+    `acceptance` (default the plan's) as a scenario reads them, EAGLE-3's head (default: the one published for
+    each planned model) and MTP's modules (default: all the model ships). Before, the copies were screened and
+    confirmed twice, and ranked.csv ranked one simulation twice."""
+    from models import get_model
+    seen: dict = {}   # candidate drafter -> the first drafter entry making it
+    for i, drafter in enumerate(spec.search.drafters):
+        runs = {}
+        acceptance, speculation = _sections(spec, i)
+        sections = json.dumps([acceptance.model_dump(mode="json"), speculation.model_dump(mode="json")], sort_keys=True)
+        for model in spec.models:
+            if drafter.kind == "none":
+                runs[(model, "none")] = "no drafter"
+                continue
+            name = _resolved_drafter(drafter, get_model(model))
+            for gamma in drafter.gamma:
+                gamma = None if speculation.kind in GAMMA_FREE_SHAPES else gamma
+                key = (model, drafter.kind, name, drafter.tp, gamma, sections)
+                runs[key] = f"{name} {speculation.kind}" if gamma is None else f"{name} γ{gamma}"
+                if len(spec.models) > 1:
+                    runs[key] += f" for {model}"
+        for key, label in runs.items():
+            if key in seen:
+                raise ScenarioError(f"{FIELD}.search.drafters.{i}", f"repeats drafters.{seen[key]} ({label}); "
+                                                                    "allowed: each drafter and γ once")
+        seen.update({key: i for key in runs})
+
+
+def _resolved_drafter(drafter: DrafterChoiceConfig, target) -> str:
+    """What a drafter entry drafts with for the model `target`, defaults filled: a draft model's catalog name,
+    EAGLE-3's head (default: the one published for the target; `eagle3` where none is), MTP's modules (default:
+    all the target ships)."""
+    from models.catalog import catalog
+    from models.eagle3 import get_eagle3_head, head_for_target
+    if drafter.kind == "draft_model":
+        return _as_resolved(drafter.model, catalog())
+    if drafter.kind == "eagle3":
+        head = get_eagle3_head(drafter.head) if drafter.head else head_for_target(target.name)
+        return f"eagle3:{head.name}" if head else "eagle3"
+    return f"mtp:{drafter.modules or target.num_mtp_modules}"
+
+
 def _check_draft_models(spec: PlanConfig) -> None:
     """Refuse a draft model's `tp` that no candidate can run, before any work: one wider than every replica
     searched (a colocated draft model runs on its replica's GPUs: simulator.cost.drafters) or one that cannot
@@ -511,28 +554,33 @@ def _check_context(spec: PlanConfig, base_dir: Path) -> None:
                                 "context_overflow: drop or truncate, or plan models with a longer context")
 
 
+class _Acceptance(Strict):   # (the union validated under its own key, so errors read `<where>.acceptance.…`)
+    acceptance: AcceptanceConfig
+
+
+class _Speculation(Strict):
+    speculation: SpeculationConfig
+
+
+def _sections(spec: PlanConfig, i: int) -> tuple:
+    """(acceptance, speculation) of drafter `i` as a scenario reads them, defaults filled: its own acceptance
+    or the plan's, its speculation or a chain."""
+    drafter, where = spec.search.drafters[i], f"{FIELD}.search.drafters.{i}"
+    acceptance = validate_config(_Acceptance, {"acceptance": drafter.acceptance}, where) \
+        if drafter.acceptance is not None else validate_config(_Acceptance, {"acceptance": spec.acceptance}, FIELD)
+    speculation = validate_config(_Speculation, {"speculation": drafter.speculation or {"kind": "chain"}}, where)
+    return acceptance.acceptance, speculation.speculation
+
+
 def _check_sections(spec: PlanConfig) -> None:
     """The scenario sections a plan passes to every candidate (`scheduler`, `acceptance`, each drafter's own
     `acceptance` and `speculation`) validated as a scenario's, before any work: a bad value is the plan's
     error (exit 2), not every candidate's failure."""
-    from simulator.config.scenario import AcceptanceConfig
     from simulator.config.serving import SchedulerConfig
-    from simulator.config.speculation import SpeculationConfig
-
-    class Acceptance(Strict):   # (the union validated under its own key, so errors read `<where>.acceptance.…`)
-        acceptance: AcceptanceConfig
-
-    class Speculation(Strict):
-        speculation: SpeculationConfig
-
     validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler")
-    sections = [(FIELD, spec.acceptance)] + [(f"{FIELD}.search.drafters.{i}", d.acceptance)
-                                             for i, d in enumerate(spec.search.drafters) if d.acceptance is not None]
-    for where, acceptance in sections:
-        validate_config(Acceptance, {"acceptance": acceptance}, where)
-    for i, drafter in enumerate(spec.search.drafters):
-        if drafter.speculation is not None:
-            validate_config(Speculation, {"speculation": drafter.speculation}, f"{FIELD}.search.drafters.{i}")
+    validate_config(_Acceptance, {"acceptance": spec.acceptance}, FIELD)
+    for i in range(len(spec.search.drafters)):
+        _sections(spec, i)
 
 
 def _replica_counts(search: SearchSpaceConfig, per_replica: int):
