@@ -338,6 +338,8 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     _check_parallelism(spec)
     _check_dtypes(spec)
     _check_draft_models(spec)
+    _check_eagle3_drafters(spec)
+    _check_drafter_steps(spec)
     _check_workload(spec)
     base_dir = Path(path).resolve().parent
     _check_context(spec, base_dir)
@@ -436,6 +438,51 @@ def _check_mtp_drafters(spec: PlanConfig) -> None:
             shipped = ", ".join(f"{name} {n}" for name, n in ships.items())
             raise ScenarioError(f"{FIELD}.search.drafters.{i}.kind", f"mtp drafts with the model's multi-token-"
                                 f"prediction modules; the planned models ship too few (modules per model: {shipped})")
+
+
+def _check_eagle3_drafters(spec: PlanConfig) -> None:
+    """Refuse an `eagle3` drafter without `head` when no planned model has an EAGLE-3 head published in the
+    catalog, before any work (simulator.cost.eagle3.resolve_head's rule; each candidate was screened out with
+    it, and a plan of other drafters beside it dropped it silently, exit 0)."""
+    from models import get_model
+    from models.eagle3 import eagle3_heads, head_for_target
+    if any(head_for_target(get_model(name).name) for name in spec.models):
+        return
+    for i, drafter in enumerate(spec.search.drafters):
+        if drafter.kind == "eagle3" and drafter.head is None:
+            raise ScenarioError(f"{FIELD}.search.drafters.{i}.head", f"no EAGLE-3 head in the catalog drafts for "
+                                f"the planned models ({', '.join(spec.models)}); allowed: one of "
+                                f"{', '.join(sorted(eagle3_heads()))}")
+
+
+def _check_drafter_steps(spec: PlanConfig) -> None:
+    """Refuse a drafter whose speculative step no candidate can run, before any work: a tree, dynamic_tree or
+    multidraft speculation under an acceptance without per-rank figures (simulator.speculation.shapes.
+    rank_acceptance_error), a γ whose chain step exceeds the plan scheduler's token budget
+    (simulator.config.scenario.speculative_step_error). Before, every candidate of it was screened out with
+    that reason: dropped silently beside other drafters (exit 0), else 'no feasible candidate' (exit 1, outputs
+    written)."""
+    from simulator.config.scenario import speculative_step_error
+    from simulator.config.serving import SchedulerConfig
+    from simulator.speculation.shapes import TREE_SHAPES, rank_acceptance_error
+    scheduler = validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler")
+    for i, drafter in enumerate(spec.search.drafters):
+        if drafter.kind == "none":
+            continue
+        where = f"{FIELD}.search.drafters.{i}"
+        acceptance, speculation = _sections(spec, i)
+        refusal = rank_acceptance_error(speculation.kind, acceptance.kind) if speculation.kind in TREE_SHAPES else None
+        if refusal is not None:
+            whose = "its acceptance" if drafter.acceptance is not None else "the plan's acceptance"
+            raise ScenarioError(f"{where}.speculation", f"{refusal} from {whose}; allowed: acceptance kind ranked or "
+                                                        "pair for this drafter, or speculation kind chain")
+        runs = [g for g in range(1, 65) if speculative_step_error(scheduler, speculation.kind, g) is None]
+        for gamma in drafter.gamma:
+            refusal = speculative_step_error(scheduler, speculation.kind, gamma)
+            if refusal is not None:
+                allowed = f"gamma {runs[0]}..{runs[-1]}" if runs else f"no gamma: raise {FIELD}.scheduler." \
+                                                                      "max_batched_tokens"
+                raise ScenarioError(f"{where}.gamma", f"{gamma}: {FIELD}.{refusal}; allowed: {allowed}")
 
 
 def _check_drafters_once(spec: PlanConfig) -> None:
