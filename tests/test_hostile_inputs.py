@@ -1938,6 +1938,9 @@ CASES = [
     # eagle3 without a head for a model with none published: screened out, silently beside another drafter (exit 0)
     Hostile("plan_eagle3_no_published_head", plan(search={"drafters": [{"kind": "none"}, {"kind": "eagle3"}]}),
             "plan.search.drafters.1.head: no EAGLE-3 head in the catalog drafts for the planned models (llama-3-8b)"),
+    # cpu-local, which latency source auto refuses and a plan sets no other: exit 1 with outputs written
+    Hostile("plan_cpu_local", plan(models=["llama-68m"], hardware=[{"id": "cpu-local", "usd_per_gpu_hour": 1}]),
+            "plan.hardware.0.id: cpu-local: a plan prices its candidates with latency source auto"),
 ]
 
 

@@ -312,6 +312,13 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
             getter(name)
         except ValueError as exc:  # UnknownNameError
             raise ScenarioError(where, str(exc).splitlines()[0]) from None
+    from simulator.cluster.factory import CPU_ID
+    for i, hw in enumerate(spec.hardware):   # (make_latency_model refuses latency source auto on it; a plan has no
+        if get_hardware(hw.id).id == CPU_ID:   # other source: every candidate failed, exit 1, outputs written)
+            raise ScenarioError(f"{FIELD}.hardware.{i}.id", f"{hw.id}: a plan prices its candidates with latency "
+                                "source auto, which cannot price this machine's CPU (a GPU's op costs from nominal "
+                                "figures); allowed: a GPU of the catalog or a hardware file, or a scenario of "
+                                "cpu-local with cluster.latency.source: profile")
     if spec.engine:   # (checked here: a bad block screened every candidate out, each with the same reason)
         from simulator.config.engine import EngineConfig
         engine = validate_config(EngineConfig, spec.engine, f"{FIELD}.engine")
