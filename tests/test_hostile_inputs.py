@@ -1890,6 +1890,57 @@ CASES = [
                        + "1,10,5,caf\xe9\n").encode("latin-1")), **options),
               "t.csv is not UTF-8 text: byte 0xe9 at line 8002")
       for suffix, options in (("", {}), ("_time_unit_s", {"time_unit": "s"}))],
+    # ---- plan drafters no candidate needs or can run, and cpu-local in a plan (fix-plan, 2026-11-30) ----
+    # a draft model listed again in another case (LLAMA-68M) was screened and confirmed twice (exit 0)
+    Hostile("plan_drafter_twice_in_another_case", plan(search={"drafters": [
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2]},
+        {"kind": "draft_model", "model": "LLAMA-68M", "gamma": [2]}]}),
+            "draftsim plan: error: plan.search.drafters.1: repeats drafters.0 (llama-68m γ2); allowed: each drafter "
+            "and γ once"),
+    # overlapping gamma lists of one drafter made the γ 4 candidates twice (exit 0)
+    Hostile("plan_drafter_gammas_overlapping", plan(search={"drafters": [
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2, 4]},
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [4]}]}),
+            "plan.search.drafters.1: repeats drafters.0 (llama-68m γ4)"),
+    # speculation {kind: chain} (the default) beside none made the same candidates twice (exit 0)
+    Hostile("plan_drafter_chain_given_and_omitted", plan(search={"drafters": [
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2]},
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2], "speculation": {"kind": "chain"}}]}),
+            "plan.search.drafters.1: repeats drafters.0 (llama-68m γ2)"),
+    # a drafter's acceptance equal to the plan's beside none made the same candidates twice (exit 0)
+    Hostile("plan_drafter_acceptance_the_plans", plan(search={"drafters": [
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2]},
+        {"kind": "draft_model", "model": "llama-68m", "gamma": [2],
+         "acceptance": {"kind": "constant", "alpha": 0.7}}]}),
+            "plan.search.drafters.1: repeats drafters.0 (llama-68m γ2)"),
+    # eagle3 beside eagle3 with the head published for the model made the same candidates twice (exit 0)
+    Hostile("plan_eagle3_published_head_named_and_omitted", plan(models=["llama-3.1-8b"], search={"drafters": [
+        {"kind": "eagle3", "gamma": [2]}, {"kind": "eagle3", "head": "llama-3.1-8b-eagle3", "gamma": [2]}]}),
+            "plan.search.drafters.1: repeats drafters.0 (eagle3:llama-3.1-8b-eagle3 γ2)"),
+    # a tree under the plan's constant acceptance was screened out, silently beside another drafter (exit 0)
+    Hostile("plan_tree_without_per_rank_acceptance", plan(search={"drafters": [
+        {"kind": "none"}, {"kind": "draft_model", "model": "llama-68m", "gamma": 5,
+                           "speculation": {"kind": "tree", "builder": "sequoia", "budget": 32}}]}),
+            "plan.search.drafters.1.speculation: tree verification needs per-rank acceptance"),
+    # multidraft under constant acceptance: 'no feasible candidate', exit 1 with outputs written
+    Hostile("plan_multidraft_without_per_rank_acceptance", plan(search={"drafters": [
+        {"kind": "draft_model", "model": "llama-68m", "gamma": 3, "speculation": {"kind": "multidraft", "n": 2}}]}),
+            "plan.search.drafters.0.speculation: multidraft verification needs per-rank acceptance"),
+    # SGLang's EAGLE tree under constant acceptance: 'no feasible candidate', exit 1 with outputs written
+    Hostile("plan_dynamic_tree_without_per_rank_acceptance", plan(models=["llama-3.1-8b"], search={"drafters": [
+        {"kind": "eagle3", "gamma": 3, "speculation": {"kind": "dynamic_tree", "top_k": 4, "depth": 3, "budget": 16}}]}),
+            "plan.search.drafters.0.speculation: dynamic_tree verification needs per-rank acceptance"),
+    # a vllm_v1 budget of 4 tokens below γ 4's step of 5: its candidates screened out, silently (exit 0 or 1)
+    Hostile("plan_gamma_above_the_vllm_v1_budget", plan(
+        scheduler={"kind": "vllm_v1", "max_batch_size": 4, "max_batched_tokens": 4},
+        search={"drafters": [{"kind": "draft_model", "model": "llama-68m", "gamma": [2, 4]}]}),
+            "plan.search.drafters.0.gamma: 4: plan.scheduler.max_batched_tokens (4) is below one speculative step"),
+    # eagle3 without a head for a model with none published: screened out, silently beside another drafter (exit 0)
+    Hostile("plan_eagle3_no_published_head", plan(search={"drafters": [{"kind": "none"}, {"kind": "eagle3"}]}),
+            "plan.search.drafters.1.head: no EAGLE-3 head in the catalog drafts for the planned models (llama-3-8b)"),
+    # cpu-local, which latency source auto refuses and a plan sets no other: exit 1 with outputs written
+    Hostile("plan_cpu_local", plan(models=["llama-68m"], hardware=[{"id": "cpu-local", "usd_per_gpu_hour": 1}]),
+            "plan.hardware.0.id: cpu-local: a plan prices its candidates with latency source auto"),
 ]
 
 

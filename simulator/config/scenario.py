@@ -528,11 +528,18 @@ class Scenario(Strict):
         shrink γ instead: simulator.core.sched.vllm_v1, named approximation), so a budget below one chain step
         would leave requests unstepped: refused (ValueError). Also for a scheduler the named engine filled in
         (simulator.cluster.build)."""
-        gamma = getattr(self.drafter, "gamma", 0) or 0
-        if self.scheduler.kind == "vllm_v1" and self.speculation.kind == "chain" and \
-                self.scheduler.max_batched_tokens < 1 + gamma:
-            raise ValueError(f"scheduler.max_batched_tokens ({self.scheduler.max_batched_tokens}) is below one "
-                             f"speculative step of a request (1 + drafter.gamma = {1 + gamma} tokens)")
+        refusal = speculative_step_error(self.scheduler, self.speculation.kind, getattr(self.drafter, "gamma", 0) or 0)
+        if refusal is not None:
+            raise ValueError(refusal)
+
+
+def speculative_step_error(scheduler: SchedulerConfig, speculation_kind: str, gamma: int) -> str | None:
+    """Why `scheduler` can never step a request drafting `gamma` tokens in a `speculation_kind` speculation
+    (Scenario.check_scheduler's rule; a plan checks its drafters' gamma values with it), or None."""
+    if scheduler.kind == "vllm_v1" and speculation_kind == "chain" and scheduler.max_batched_tokens < 1 + gamma:
+        return (f"scheduler.max_batched_tokens ({scheduler.max_batched_tokens}) is below one speculative step of "
+                f"a request (1 + drafter.gamma = {1 + gamma} tokens)")
+    return None
 
 
 

@@ -98,8 +98,20 @@ def rank_probs(acc, base_dir: Path, shape: str = "tree") -> np.ndarray:
             raise ScenarioError("acceptance.mode", "trees and multi-draft on a trace need mode 'greedy' and a "
                                 "model drafter ('draft' or 'skip'): the walk follows the drafter's ranks")
         return trace_rank_probs(acc.trace, acc.drafter, base_dir, MAX_RANKS)
-    raise ScenarioError("acceptance.kind", f"{shape} verification needs per-rank "
-                        f"acceptance: 'ranked', 'pair' or 'trace' (got {acc.kind!r})")
+    raise ScenarioError("acceptance.kind", rank_acceptance_error(shape, acc.kind))
+
+
+# the speculation kinds verified as a tree (build_tree): they need an acceptance with per-rank figures
+TREE_SHAPES = ("tree", "dynamic_tree", "multidraft")
+RANKED_ACCEPTANCE = ("ranked", "contexts", "pair", "trace")   # the acceptance kinds rank_probs reads per rank
+
+
+def rank_acceptance_error(shape: str, kind: str) -> str | None:
+    """Why a `shape` speculation (one of TREE_SHAPES) cannot be verified under an acceptance of `kind`, or
+    None (rank_probs' rule; a plan checks its drafters with it before any work)."""
+    if kind in RANKED_ACCEPTANCE:
+        return None
+    return f"{shape} verification needs per-rank acceptance: 'ranked', 'pair' or 'trace' (got {kind!r})"
 
 
 def check_rrs_wor_work(q: np.ndarray, rounds: int, field: str, what: str, instead: str) -> None:

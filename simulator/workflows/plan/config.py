@@ -52,7 +52,8 @@ from models.errors import catalog_key, is_boolean
 from simulator.errors import ScenarioError
 from simulator.config.names import FolderName
 from simulator.config.base import Strict, field_error
-from simulator.config.scenario import SLOConfig
+from simulator.config.scenario import AcceptanceConfig, SLOConfig
+from simulator.config.speculation import SpeculationConfig
 from simulator.workflows.plan.prices import MAX_USD_PER_GPU_HOUR, MIN_USD_PER_GPU_HOUR, price_per_gpu_hour
 from simulator.config.scenario import read_config, validate_config
 
@@ -180,11 +181,7 @@ class SearchSpaceConfig(Strict):
             twice = _repeated(values)
             if twice is not None:
                 raise ValueError(f"{name} lists {twice!r} twice; give each value once")
-        for i, drafter in enumerate(self.drafters):
-            if drafter in self.drafters[:i]:
-                raise ValueError(f"drafters.{i} repeats drafters.{self.drafters.index(drafter)}; give each drafter "
-                                 "once (several depths go in one gamma list)")
-        return self
+        return self   # (drafters listed twice: _check_drafters_once, which needs the plan's models and acceptance)
 
 
 def _repeated(values: list):
@@ -315,6 +312,13 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
             getter(name)
         except ValueError as exc:  # UnknownNameError
             raise ScenarioError(where, str(exc).splitlines()[0]) from None
+    from simulator.cluster.factory import CPU_ID
+    for i, hw in enumerate(spec.hardware):   # (make_latency_model refuses latency source auto on it; a plan has no
+        if get_hardware(hw.id).id == CPU_ID:   # other source: every candidate failed, exit 1, outputs written)
+            raise ScenarioError(f"{FIELD}.hardware.{i}.id", f"{hw.id}: a plan prices its candidates with latency "
+                                "source auto, which cannot price this machine's CPU (a GPU's op costs from nominal "
+                                "figures); allowed: a GPU of the catalog or a hardware file, or a scenario of "
+                                "cpu-local with cluster.latency.source: profile")
     if spec.engine:   # (checked here: a bad block screened every candidate out, each with the same reason)
         from simulator.config.engine import EngineConfig
         engine = validate_config(EngineConfig, spec.engine, f"{FIELD}.engine")
@@ -336,10 +340,13 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
                                 "parallelism (an MoE model with ep > 1); plan.search.ep lists only 1, so they would "
                                 "apply to no candidate: remove plan.moe or list an ep > 1 in plan.search.ep")
     _check_sections(spec)
+    _check_drafters_once(spec)
     _check_size(spec)
     _check_parallelism(spec)
     _check_dtypes(spec)
     _check_draft_models(spec)
+    _check_eagle3_drafters(spec)
+    _check_drafter_steps(spec)
     _check_workload(spec)
     base_dir = Path(path).resolve().parent
     _check_context(spec, base_dir)
@@ -440,6 +447,96 @@ def _check_mtp_drafters(spec: PlanConfig) -> None:
                                 f"prediction modules; the planned models ship too few (modules per model: {shipped})")
 
 
+def _check_eagle3_drafters(spec: PlanConfig) -> None:
+    """Refuse an `eagle3` drafter without `head` when no planned model has an EAGLE-3 head published in the
+    catalog, before any work (simulator.cost.eagle3.resolve_head's rule; each candidate was screened out with
+    it, and a plan of other drafters beside it dropped it silently, exit 0)."""
+    from models import get_model
+    from models.eagle3 import eagle3_heads, head_for_target
+    if any(head_for_target(get_model(name).name) for name in spec.models):
+        return
+    for i, drafter in enumerate(spec.search.drafters):
+        if drafter.kind == "eagle3" and drafter.head is None:
+            raise ScenarioError(f"{FIELD}.search.drafters.{i}.head", f"no EAGLE-3 head in the catalog drafts for "
+                                f"the planned models ({', '.join(spec.models)}); allowed: one of "
+                                f"{', '.join(sorted(eagle3_heads()))}")
+
+
+def _check_drafter_steps(spec: PlanConfig) -> None:
+    """Refuse a drafter whose speculative step no candidate can run, before any work: a tree, dynamic_tree or
+    multidraft speculation under an acceptance without per-rank figures (simulator.speculation.shapes.
+    rank_acceptance_error), a γ whose chain step exceeds the plan scheduler's token budget
+    (simulator.config.scenario.speculative_step_error). Before, every candidate of it was screened out with
+    that reason: dropped silently beside other drafters (exit 0), else 'no feasible candidate' (exit 1, outputs
+    written)."""
+    from simulator.config.scenario import speculative_step_error
+    from simulator.config.serving import SchedulerConfig
+    from simulator.speculation.shapes import TREE_SHAPES, rank_acceptance_error
+    scheduler = validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler")
+    for i, drafter in enumerate(spec.search.drafters):
+        if drafter.kind == "none":
+            continue
+        where = f"{FIELD}.search.drafters.{i}"
+        acceptance, speculation = _sections(spec, i)
+        refusal = rank_acceptance_error(speculation.kind, acceptance.kind) if speculation.kind in TREE_SHAPES else None
+        if refusal is not None:
+            whose = "its acceptance" if drafter.acceptance is not None else "the plan's acceptance"
+            raise ScenarioError(f"{where}.speculation", f"{refusal} from {whose}; allowed: acceptance kind ranked or "
+                                                        "pair for this drafter, or speculation kind chain")
+        runs = [g for g in range(1, 65) if speculative_step_error(scheduler, speculation.kind, g) is None]
+        for gamma in drafter.gamma:
+            refusal = speculative_step_error(scheduler, speculation.kind, gamma)
+            if refusal is not None:
+                allowed = f"gamma {runs[0]}..{runs[-1]}" if runs else f"no gamma: raise {FIELD}.scheduler." \
+                                                                      "max_batched_tokens"
+                raise ScenarioError(f"{where}.gamma", f"{gamma}: {FIELD}.{refusal}; allowed: {allowed}")
+
+
+def _check_drafters_once(spec: PlanConfig) -> None:
+    """Refuse a drafter that makes a simulation an earlier one makes, comparing the candidates each expands into
+    with defaults filled: a draft model by its catalog name (`LLAMA-68M` is llama-68m), each γ (none for a
+    speculation shape that does not read it, GAMMA_FREE_SHAPES), `speculation` (default chain) and
+    `acceptance` (default the plan's) as a scenario reads them, EAGLE-3's head (default: the one published for
+    each planned model) and MTP's modules (default: all the model ships). Before, the copies were screened and
+    confirmed twice, and ranked.csv ranked one simulation twice."""
+    from models import get_model
+    seen: dict = {}   # candidate drafter -> the first drafter entry making it
+    for i, drafter in enumerate(spec.search.drafters):
+        runs = {}
+        acceptance, speculation = _sections(spec, i)
+        sections = json.dumps([acceptance.model_dump(mode="json"), speculation.model_dump(mode="json")], sort_keys=True)
+        for model in spec.models:
+            if drafter.kind == "none":
+                runs[(model, "none")] = "no drafter"
+                continue
+            name = _resolved_drafter(drafter, get_model(model))
+            for gamma in drafter.gamma:
+                gamma = None if speculation.kind in GAMMA_FREE_SHAPES else gamma
+                key = (model, drafter.kind, name, drafter.tp, gamma, sections)
+                runs[key] = f"{name} {speculation.kind}" if gamma is None else f"{name} γ{gamma}"
+                if len(spec.models) > 1:
+                    runs[key] += f" for {model}"
+        for key, label in runs.items():
+            if key in seen:
+                raise ScenarioError(f"{FIELD}.search.drafters.{i}", f"repeats drafters.{seen[key]} ({label}); "
+                                                                    "allowed: each drafter and γ once")
+        seen.update({key: i for key in runs})
+
+
+def _resolved_drafter(drafter: DrafterChoiceConfig, target) -> str:
+    """What a drafter entry drafts with for the model `target`, defaults filled: a draft model's catalog name,
+    EAGLE-3's head (default: the one published for the target; `eagle3` where none is), MTP's modules (default:
+    all the target ships)."""
+    from models.catalog import catalog
+    from models.eagle3 import get_eagle3_head, head_for_target
+    if drafter.kind == "draft_model":
+        return _as_resolved(drafter.model, catalog())
+    if drafter.kind == "eagle3":
+        head = get_eagle3_head(drafter.head) if drafter.head else head_for_target(target.name)
+        return f"eagle3:{head.name}" if head else "eagle3"
+    return f"mtp:{drafter.modules or target.num_mtp_modules}"
+
+
 def _check_draft_models(spec: PlanConfig) -> None:
     """Refuse a draft model's `tp` that no candidate can run, before any work: one wider than every replica
     searched (a colocated draft model runs on its replica's GPUs: simulator.cost.drafters) or one that cannot
@@ -511,28 +608,33 @@ def _check_context(spec: PlanConfig, base_dir: Path) -> None:
                                 "context_overflow: drop or truncate, or plan models with a longer context")
 
 
+class _Acceptance(Strict):   # (the union validated under its own key, so errors read `<where>.acceptance.…`)
+    acceptance: AcceptanceConfig
+
+
+class _Speculation(Strict):
+    speculation: SpeculationConfig
+
+
+def _sections(spec: PlanConfig, i: int) -> tuple:
+    """(acceptance, speculation) of drafter `i` as a scenario reads them, defaults filled: its own acceptance
+    or the plan's, its speculation or a chain."""
+    drafter, where = spec.search.drafters[i], f"{FIELD}.search.drafters.{i}"
+    acceptance = validate_config(_Acceptance, {"acceptance": drafter.acceptance}, where) \
+        if drafter.acceptance is not None else validate_config(_Acceptance, {"acceptance": spec.acceptance}, FIELD)
+    speculation = validate_config(_Speculation, {"speculation": drafter.speculation or {"kind": "chain"}}, where)
+    return acceptance.acceptance, speculation.speculation
+
+
 def _check_sections(spec: PlanConfig) -> None:
     """The scenario sections a plan passes to every candidate (`scheduler`, `acceptance`, each drafter's own
     `acceptance` and `speculation`) validated as a scenario's, before any work: a bad value is the plan's
     error (exit 2), not every candidate's failure."""
-    from simulator.config.scenario import AcceptanceConfig
     from simulator.config.serving import SchedulerConfig
-    from simulator.config.speculation import SpeculationConfig
-
-    class Acceptance(Strict):   # (the union validated under its own key, so errors read `<where>.acceptance.…`)
-        acceptance: AcceptanceConfig
-
-    class Speculation(Strict):
-        speculation: SpeculationConfig
-
     validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler")
-    sections = [(FIELD, spec.acceptance)] + [(f"{FIELD}.search.drafters.{i}", d.acceptance)
-                                             for i, d in enumerate(spec.search.drafters) if d.acceptance is not None]
-    for where, acceptance in sections:
-        validate_config(Acceptance, {"acceptance": acceptance}, where)
-    for i, drafter in enumerate(spec.search.drafters):
-        if drafter.speculation is not None:
-            validate_config(Speculation, {"speculation": drafter.speculation}, f"{FIELD}.search.drafters.{i}")
+    validate_config(_Acceptance, {"acceptance": spec.acceptance}, FIELD)
+    for i in range(len(spec.search.drafters)):
+        _sections(spec, i)
 
 
 def _replica_counts(search: SearchSpaceConfig, per_replica: int):
