@@ -1890,6 +1890,12 @@ CASES = [
                        + "1,10,5,caf\xe9\n").encode("latin-1")), **options),
               "t.csv is not UTF-8 text: byte 0xe9 at line 8002")
       for suffix, options in (("", {}), ("_time_unit_s", {"time_unit": "s"}))],
+    # ---- fix-sweep: sweeps, validate --published, output folders, flags (2026-11-29) --------------------------
+    # a plot metric of text (status, scenario; latency_source is a mapping stored as JSON text) was taken as a summary
+    # key: the store was written, then the plot raised pandas' TypeError (exit 1, a traceback)
+    *[Hostile(f"sweep_plot_metric_{metric}", lambda tmp, metric=metric: sweep(plot={"metrics": [metric]})(tmp) + ["--plot"],
+              f"sweep.plot.metrics: '{metric}' is not a numeric metric; allowed: ")
+      for metric in ("status", "scenario", "latency_source")],
 ]
 
 
