@@ -1896,6 +1896,11 @@ CASES = [
     *[Hostile(f"sweep_plot_metric_{metric}", lambda tmp, metric=metric: sweep(plot={"metrics": [metric]})(tmp) + ["--plot"],
               f"sweep.plot.metrics: '{metric}' is not a numeric metric; allowed: ")
       for metric in ("status", "scenario", "latency_source")],
+    # a swept key that changes nothing simulated ran the same simulation twice (exit 0), where compare refused it
+    Hostile("sweep_grid_of_outputs_only", sweep(grid={"outputs.plots": [True, False]}),
+            "sweep: points (outputs.plots=true, seed=7) and (outputs.plots=false, seed=7) differ only in outputs.plots"),
+    Hostile("sweep_grid_of_names_only", sweep(grid={"name": ["x", "y"]}),
+            "sweep: points (name=x, seed=7) and (name=y, seed=7) are the same simulation"),
 ]
 
 

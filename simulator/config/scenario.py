@@ -584,6 +584,25 @@ def _named_engine_scheduler(cluster: dict) -> str | None:
         return None
 
 
+# What a run writes, not what it simulates: scenarios that differ only here are one simulation (compare, sweep).
+NOT_SIMULATED = ("name", "outputs")
+
+
+def simulated(scenario: dict) -> dict:
+    """A validated scenario's data (`model_dump(mode="json")`) without NOT_SIMULATED: two runs whose `simulated`
+    data are equal simulate the same thing."""
+    return {key: value for key, value in scenario.items() if key not in NOT_SIMULATED}
+
+
+def how_alike(first: dict, second: dict) -> str:
+    """How the data of two scenarios of one simulation (`simulated` equal) compare, for the error that names both:
+    'differ only in outputs.plots (what a run writes, not what it simulates)' or 'are the same simulation'."""
+    before, after = first.get("outputs", {}), second.get("outputs", {})
+    differ = [f"outputs.{name}" for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)]
+    return (f"differ only in {', '.join(differ)} (what a run writes, not what it simulates)" if differ else
+            "are the same simulation")
+
+
 def key_parts(key: str) -> list[str]:
     """The parts of a dotted key path as an override reads them: each stripped of the spaces around it ('seed = 3',
     ' seed=3': spaces a shell kept), so 'a.b ' and 'a.b' are one key."""

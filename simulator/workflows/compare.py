@@ -224,22 +224,18 @@ def _check_distinct(runs: list[Variant], loaded: list[tuple], check_files) -> No
     `outputs` section is what a run writes, not what it simulates (compare writes its own files).
     `check_files(i)`: raises run i's own error, if any, before two runs of different folders are called the
     same (a relative path that names no file in either folder reads as a name: the file is missing)."""
+    from simulator.config.scenario import how_alike, simulated
     varied = all(run.path == runs[0].path for run in runs) and any(run.overrides != runs[0].overrides for run in runs)
     seen: dict[str, int] = {}
     for i, (scenario, folder) in enumerate(loaded):
-        data = _as_simulated(scenario.model_dump(mode="json", exclude={"name"}), Path(folder))
-        outputs = data.pop("outputs", {})
+        data = _as_simulated(simulated(scenario.model_dump(mode="json")), Path(folder))
         key = json.dumps(data, sort_keys=True, default=str)
         if key in seen:
             j = seen[key]
             first = runs[j]
             if Path(loaded[j][1]) != Path(folder):
                 check_files(j)
-            before = loaded[j][0].model_dump(mode="json")["outputs"]
-            differ = [f"outputs.{name}" for name in sorted(set(before) | set(outputs))
-                      if before.get(name) != outputs.get(name)]
-            how = (f"differ only in {', '.join(differ)} (what a run writes, not what it simulates)" if differ else
-                   "are the same simulation")
+            how = how_alike(loaded[j][0].model_dump(mode="json"), scenario.model_dump(mode="json"))
             raise ScenarioError("--vary" if varied else "scenarios", f"{first.label!r} and {runs[i].label!r} {how}; "
                                                                      "compare different configurations")
         seen[key] = i
