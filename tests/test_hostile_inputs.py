@@ -1901,6 +1901,12 @@ CASES = [
             "sweep: points (outputs.plots=true, seed=7) and (outputs.plots=false, seed=7) differ only in outputs.plots"),
     Hostile("sweep_grid_of_names_only", sweep(grid={"name": ["x", "y"]}),
             "sweep: points (name=x, seed=7) and (name=y, seed=7) are the same simulation"),
+    # a misspelt key inside a point's workload or engine_flags was read as absent (`bacth: 64` priced at batch 1,
+    # exit 0), where one at the point's top level was refused
+    Hostile("points_workload_misspelt_key", points([merge(STEP_POINT, {"workload": {"bacth": 64}})]),
+            "point s: workload.bacth: not a field of a point's workload; allowed: m, n, k, batch, "),
+    Hostile("points_engine_flags_misspelt_key", points([merge(STEP_POINT, {"engine_flags": {"cuda_graph": False}})]),
+            "point s: engine_flags.cuda_graph: not a field of a point's engine_flags; allowed: "),
 ]
 
 
