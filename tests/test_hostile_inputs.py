@@ -1907,6 +1907,19 @@ CASES = [
             "point s: workload.bacth: not a field of a point's workload; allowed: m, n, k, batch, "),
     Hostile("points_engine_flags_misspelt_key", points([merge(STEP_POINT, {"engine_flags": {"cuda_graph": False}})]),
             "point s: engine_flags.cuda_graph: not a field of a point's engine_flags; allowed: "),
+    # a user's own file of the name validate --published, compare or plan writes first (no draftsim manifest
+    # beside it) was taken for an output written before manifests existed and replaced (exit 0)
+    Hostile("validate_published_out_beside_a_users_points_csv",
+            lambda tmp: ["validate", "--published", "--points", _write(tmp, "p.yaml", [POINT]), "--quiet", "--out",
+                         _write(tmp, "points.csv", "the user's").parent],
+            "points.csv exists and was not written by draftsim validate-published"),
+    Hostile("compare_out_beside_a_users_compare_csv",
+            lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary", "seed=1", "--quiet", "--out",
+                         _write(tmp, "compare.csv", "the user's").parent],
+            "compare.csv exists and was not written by draftsim compare"),
+    Hostile("plan_out_beside_a_users_ranked_csv",
+            lambda tmp: plan()(tmp) + ["--out", _write(tmp, "ranked.csv", "rank,name\n1,mine\n").parent],
+            "ranked.csv exists and was not written by draftsim plan"),
 ]
 
 

@@ -82,6 +82,7 @@ def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> 
 
 
 FIXED_COLUMNS = ("metric", "unit", "key")   # compare_frame's columns before the runs'
+COMPARE_HEAD = ",".join(FIXED_COLUMNS)   # how compare.csv begins: a user's own file of its name is not replaced
 
 
 def _delta_columns(label: str, first: str) -> tuple[str, str]:
@@ -171,7 +172,7 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
     varied = any(run.path == runs[0].path for run in runs[1:])   # (variants of one scenario: --vary)
     check_memory_together([scenario for scenario, _ in loaded], "--vary" if varied else "scenarios")
     out_dir = check_output_dir(given_or(out, Path("out") / "compare" / loaded[0][0].name),
-                               marker=COMPARE_CSV, command="compare", names=COMPARE_FILES)
+                               marker=COMPARE_CSV, command="compare", names=COMPARE_FILES, head=COMPARE_HEAD)
     prepared = [_naming_the_run(run, runs[0], prepare, scenario, base_dir=folder)
                 for run, (scenario, folder) in zip(runs, loaded)]
     results = []
@@ -183,7 +184,7 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
                 results.append(simulate(ready, step_mode=step_mode, progress=bar.update, executor=executors[i]))
     labels = [run.label for run in runs]
     frame = compare_frame(labels, [r.summary for r in results])
-    with staged_output(out_dir, marker=COMPARE_CSV, command="compare", names=COMPARE_FILES) as staged:
+    with staged_output(out_dir, marker=COMPARE_CSV, command="compare", names=COMPARE_FILES, head=COMPARE_HEAD) as staged:
         frame.to_csv(staged / COMPARE_CSV, index=False, float_format="%.9g", lineterminator="\n")
         (staged / SUMMARIES_JSON).write_text(summary_json({label: r.summary for label, r in zip(labels, results)}),
                                              encoding="utf-8")
