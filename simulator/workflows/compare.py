@@ -59,14 +59,17 @@ def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> 
         raise ScenarioError("--vary", "varies one scenario; give exactly one scenario file with --vary")
     if not vary and len(scenarios) < 2:
         raise ScenarioError("scenarios", "give two or more scenario files, or one with --vary KEY=VALUE")
-    from simulator.config.scenario import check_overrides_once
+    from simulator.config.scenario import check_overrides_once, checked_key
     check_overrides_once(common)   # (a --vary may set what --set sets: the variant's value replaces it)
     for overrides in vary:   # `--vary seed=1 seed=2` is one variant whose seed is set twice: a mistake
         for item in overrides:   # (the scenario's reader names --set: `--vary seed` said '--set: expected ...')
-            key = item.split("=", 1)[0]
-            if "=" not in item or not key or any(not part for part in key.split(".")):
+            if "=" not in item:
                 raise ScenarioError("--vary", f"expected KEY=VALUE with a dotted scenario key (drafter.gamma=2), "
                                               f"got {item!r}")
+            try:
+                checked_key(item.split("=", 1)[0])
+            except ValueError as exc:
+                raise ScenarioError("--vary", f"expected KEY=VALUE: {exc}") from None
         keys = [item.split("=", 1)[0].strip() for item in overrides]
         twice = sorted({key for key in keys if keys.count(key) > 1})
         if twice:

@@ -39,8 +39,8 @@ from simulator.console.printable import printable
 from simulator.console.progress import Progress
 from simulator.config.base import Strict, field_error
 from simulator.config.names import FolderName
-from simulator.config.scenario import (apply_overrides, check_overrides_once, how_alike, key_parts, parse_scenario,
-                                       read_config, read_scenario_dict, simulated)
+from simulator.config.scenario import (apply_overrides, check_overrides_once, checked_key, how_alike, key_parts,
+                                       parse_scenario, read_config, read_scenario_dict, simulated)
 
 FIELD = "sweep"
 SEED_KEY = "seed"
@@ -233,15 +233,10 @@ def _check_plain(key: str, value: Any) -> None:
 
 def check_key(key: Any) -> str:
     """A swept key as its point's override reads it (simulator.config.scenario.key_parts: 'a.b ' is a.b), or
-    ValueError. Refused: no text; an empty part; '=', which ends the key in the override (`name=a: [b]` set
-    name to 'a=b'); a control or invisible character (no scenario key holds one, and the error that named
-    it was cut at its newline)."""
+    ValueError. Refused: no text; what checked_key refuses (an empty part, '=', a control character)."""
     if not isinstance(key, str):
         raise ValueError(f"key {key!r} is not text; expected dotted scenario keys like drafter.gamma")
-    parts = key_parts(key)
-    normal = ".".join(parts)
-    if any(not part for part in parts) or "=" in key or printable(normal) != normal:
-        raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
+    normal = ".".join(checked_key(key))
     if normal == SEED_KEY:
         raise ValueError("sweep seeds with `seeds:` or `replications:`, not as a grid key")
     return normal
