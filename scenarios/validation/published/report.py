@@ -19,6 +19,7 @@ import pandas as pd
 from scenarios.validation.published.points import KINDS, load_points
 from scenarios.validation.published.predict import Unpredictable, predict, relative_error
 from simulator.console.contract import parse_args
+from simulator.console.printable import printable
 from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
 from simulator.results.output_folder import check_output_dir, staged_output
@@ -146,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         points = load_points(args.points)
     except (OSError, ValueError) as exc:
         print(f"draftsim validate: error: --points: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    if not points:   # (it said '--kind/--id: no point matches' where neither was given)
+        print(f"draftsim validate: error: --points: no points in {printable(args.points)}", file=sys.stderr)
         return 2
     if args.kind:
         points = [p for p in points if p.kind in args.kind]
