@@ -1259,7 +1259,7 @@ CASES = [
             "a\x00b.csv cannot be read (its path holds a NUL byte); expected a CSV file"),
     Hostile("sweep_scenario_path_with_a_nul_byte", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", {
         "name": "s", "scenario": "a\x00b.yaml", "grid": {"workload.arrival.qps": [4, 8]}}), "--out", tmp / "store",
-        "--executor", "serial", "--quiet"], "a\x00b.yaml cannot be read (its path holds a NUL byte)"),
+        "--executor", "serial", "--quiet"], "a\\x00b.yaml cannot be read (its path holds a NUL byte)"),
     # --check-out without --check or --check-only was ignored: a profile written, no check, exit 0
     Hostile("profile_check_out_without_a_check", profile("--models", "llama-68m", "--check-out", "c.json", "--out", "p"),
             "draftsim profile: error: --check-out: writes the check's JSON; give it with --check or --check-only"),
@@ -1920,6 +1920,26 @@ CASES = [
     Hostile("plan_out_beside_a_users_ranked_csv",
             lambda tmp: plan()(tmp) + ["--out", _write(tmp, "ranked.csv", "rank,name\n1,mine\n").parent],
             "ranked.csv exists and was not written by draftsim plan"),
+    # a key holding a newline in a sweep's set: or compare's --vary was cut at it ('...: drafter.gam'), where a grid
+    # key was named with what is allowed
+    Hostile("sweep_set_key_with_a_newline", sweep(set=["drafter.gam\nma=2"]),
+            "sweep.set: bad key path 'drafter.gam\\nma' (expected dotted scenario keys like drafter.gamma)"),
+    Hostile("compare_vary_key_with_a_newline", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary",
+                                                            "drafter.gam\nma=2", "--out", tmp / "cmp", "--quiet"],
+            "--vary: expected KEY=VALUE: bad key path 'drafter.gam\\nma'"),
+    # a sweep's scenario path with a newline was named cut at it ('file not found: .../base'; a NUL byte, raw, in
+    # sweep_scenario_path_with_a_nul_byte)
+    Hostile("sweep_scenario_path_with_a_newline", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", {
+        "name": "s", "scenario": "base\n.yaml", "grid": {"workload.arrival.qps": [4, 8]}}), "--out", tmp / "store",
+        "--executor", "serial", "--quiet"], "/base\\n.yaml"),
+    # integer flags took Python's int() spellings beyond ASCII digits: '1_0' (10), '+3', ' 5'
+    *[Hostile(f"plan_confirm_top_{name}", plan(f"--confirm-top={text}"),
+              f"argument --confirm-top: a whole number in ASCII digits is required, got {text!r}")
+      for name, text in (("underscore", "1_0"), ("plus", "+3"), ("space", " 5"))],
+    Hostile("sweep_workers_underscore", lambda tmp: sweep()(tmp) + ["--workers=1_0"],
+            "argument --workers: invalid int value: '1_0'"),
+    # a points file of no point said '--kind/--id: no point matches', though neither flag was given
+    Hostile("points_an_empty_list", points([]), "--points: no points in "),
 ]
 
 
