@@ -63,10 +63,12 @@ def brief(value) -> str:
 
 
 def ascii_number(kind: type, text: str):
-    """`kind(text)` (int or float) of text in ASCII only; ValueError otherwise. Python's int() and float() read
-    any Unicode decimal digits ('٣', '３' and '𝟑' are all 3), which no user means as a flag's number."""
-    if not text.isascii():
-        raise ValueError(f"non-ASCII text {text!r}")
+    """`kind(text)` (int or float) of text in ASCII only, an int of ASCII digits alone (a minus sign before them,
+    for the bounds to name); ValueError otherwise. Python's int() and float() read any Unicode decimal digits
+    ('٣', '３' and '𝟑' are all 3), which no user means as a flag's number, and int() also '1_0', '+3' and ' 5'
+    (`--workers=1_0` ran 10 workers)."""
+    if not text.isascii() or (kind is int and not text.removeprefix("-").isdigit()):
+        raise ValueError(f"not {'ASCII digits' if kind is int else 'ASCII'}: {text!r}")
     return kind(text)
 
 

@@ -320,7 +320,7 @@ def load_document(path: Path, kind: str):
         raise DocumentError(syntax_error(exc, kind)) from None
 
 
-def describe(path: Path, problem: DocumentError | str) -> str:
+def describe(path: Path | str, problem: DocumentError | str) -> str:
     """One line naming `path` and its problem: "file not found: P", "P is a FIFO ...", "malformed YAML in P at
     line L, column C (...)", "P: key 'x' appears twice ..."."""
     text = str(problem)

@@ -1259,7 +1259,7 @@ CASES = [
             "a\x00b.csv cannot be read (its path holds a NUL byte); expected a CSV file"),
     Hostile("sweep_scenario_path_with_a_nul_byte", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", {
         "name": "s", "scenario": "a\x00b.yaml", "grid": {"workload.arrival.qps": [4, 8]}}), "--out", tmp / "store",
-        "--executor", "serial", "--quiet"], "a\x00b.yaml cannot be read (its path holds a NUL byte)"),
+        "--executor", "serial", "--quiet"], "a\\x00b.yaml cannot be read (its path holds a NUL byte)"),
     # --check-out without --check or --check-only was ignored: a profile written, no check, exit 0
     Hostile("profile_check_out_without_a_check", profile("--models", "llama-68m", "--check-out", "c.json", "--out", "p"),
             "draftsim profile: error: --check-out: writes the check's JSON; give it with --check or --check-only"),
@@ -1941,6 +1941,56 @@ CASES = [
     # cpu-local, which latency source auto refuses and a plan sets no other: exit 1 with outputs written
     Hostile("plan_cpu_local", plan(models=["llama-68m"], hardware=[{"id": "cpu-local", "usd_per_gpu_hour": 1}]),
             "plan.hardware.0.id: cpu-local: a plan prices its candidates with latency source auto"),
+    # ---- fix-sweep: sweeps, validate --published, output folders, flags (2026-11-29) --------------------------
+    # a plot metric of text (status, scenario; latency_source is a mapping stored as JSON text) was taken as a summary
+    # key: the store was written, then the plot raised pandas' TypeError (exit 1, a traceback)
+    *[Hostile(f"sweep_plot_metric_{metric}", lambda tmp, metric=metric: sweep(plot={"metrics": [metric]})(tmp) + ["--plot"],
+              f"sweep.plot.metrics: '{metric}' is not a numeric metric; allowed: ")
+      for metric in ("status", "scenario", "latency_source")],
+    # a swept key that changes nothing simulated ran the same simulation twice (exit 0), where compare refused it
+    Hostile("sweep_grid_of_outputs_only", sweep(grid={"outputs.plots": [True, False]}),
+            "sweep: points (outputs.plots=true, seed=7) and (outputs.plots=false, seed=7) differ only in outputs.plots"),
+    Hostile("sweep_grid_of_names_only", sweep(grid={"name": ["x", "y"]}),
+            "sweep: points (name=x, seed=7) and (name=y, seed=7) are the same simulation"),
+    # a misspelt key inside a point's workload or engine_flags was read as absent (`bacth: 64` priced at batch 1,
+    # exit 0), where one at the point's top level was refused
+    Hostile("points_workload_misspelt_key", points([merge(STEP_POINT, {"workload": {"bacth": 64}})]),
+            "point s: workload.bacth: not a field of a point's workload; allowed: m, n, k, batch, "),
+    Hostile("points_engine_flags_misspelt_key", points([merge(STEP_POINT, {"engine_flags": {"cuda_graph": False}})]),
+            "point s: engine_flags.cuda_graph: not a field of a point's engine_flags; allowed: "),
+    # a user's own file of the name validate --published, compare or plan writes first (no draftsim manifest
+    # beside it) was taken for an output written before manifests existed and replaced (exit 0)
+    Hostile("validate_published_out_beside_a_users_points_csv",
+            lambda tmp: ["validate", "--published", "--points", _write(tmp, "p.yaml", [POINT]), "--quiet", "--out",
+                         _write(tmp, "points.csv", "the user's").parent],
+            "points.csv exists and was not written by draftsim validate-published"),
+    Hostile("compare_out_beside_a_users_compare_csv",
+            lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary", "seed=1", "--quiet", "--out",
+                         _write(tmp, "compare.csv", "the user's").parent],
+            "compare.csv exists and was not written by draftsim compare"),
+    Hostile("plan_out_beside_a_users_ranked_csv",
+            lambda tmp: plan()(tmp) + ["--out", _write(tmp, "ranked.csv", "rank,name\n1,mine\n").parent],
+            "ranked.csv exists and was not written by draftsim plan"),
+    # a key holding a newline in a sweep's set: or compare's --vary was cut at it ('...: drafter.gam'), where a grid
+    # key was named with what is allowed
+    Hostile("sweep_set_key_with_a_newline", sweep(set=["drafter.gam\nma=2"]),
+            "sweep.set: bad key path 'drafter.gam\\nma' (expected dotted scenario keys like drafter.gamma)"),
+    Hostile("compare_vary_key_with_a_newline", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary",
+                                                            "drafter.gam\nma=2", "--out", tmp / "cmp", "--quiet"],
+            "--vary: expected KEY=VALUE: bad key path 'drafter.gam\\nma'"),
+    # a sweep's scenario path with a newline was named cut at it ('file not found: .../base'; a NUL byte, raw, in
+    # sweep_scenario_path_with_a_nul_byte)
+    Hostile("sweep_scenario_path_with_a_newline", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", {
+        "name": "s", "scenario": "base\n.yaml", "grid": {"workload.arrival.qps": [4, 8]}}), "--out", tmp / "store",
+        "--executor", "serial", "--quiet"], "/base\\n.yaml"),
+    # integer flags took Python's int() spellings beyond ASCII digits: '1_0' (10), '+3', ' 5'
+    *[Hostile(f"plan_confirm_top_{name}", plan(f"--confirm-top={text}"),
+              f"argument --confirm-top: a whole number in ASCII digits is required, got {text!r}")
+      for name, text in (("underscore", "1_0"), ("plus", "+3"), ("space", " 5"))],
+    Hostile("sweep_workers_underscore", lambda tmp: sweep()(tmp) + ["--workers=1_0"],
+            "argument --workers: invalid int value: '1_0'"),
+    # a points file of no point said '--kind/--id: no point matches', though neither flag was given
+    Hostile("points_an_empty_list", points([]), "--points: no points in "),
 ]
 
 

@@ -34,7 +34,7 @@ from simulator.console.contract import fail, parse_args
 from simulator.console.progress import Progress
 from simulator.console.table import format_columns
 from simulator.errors import ScenarioError
-from simulator.results.output_folder import check_writable_folder, recorded, staged_files, write_manifest
+from simulator.results.output_folder import begins_with, check_writable_folder, recorded, staged_files, write_manifest
 
 RELATIONS = ("≈", "≥", "≤")
 
@@ -160,11 +160,7 @@ def files_of(name: str) -> list[str]:
 def _written_before_manifests(out_dir: Path, name: str) -> bool:
     """`name`'s files in `out_dir` are a reproduction's of a draftsim without manifests: its checks file is
     there with the checks' header."""
-    try:
-        with open(out_dir / f"{name}_checks.csv", encoding="utf-8") as handle:
-            return handle.readline().strip() == CHECKS_HEAD
-    except (OSError, UnicodeDecodeError):
-        return False
+    return begins_with(out_dir / f"{name}_checks.csv", CHECKS_HEAD)
 
 
 def check_out(out_dir: str | Path, names: list[str]) -> Path:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from simulator.console.printable import printable
 from simulator.errors import ScenarioError
 from simulator.config.base import Strict, field_error
 from simulator.config.dask_address import SCHEDULER_SCHEMES, scheduler_address
@@ -591,21 +592,50 @@ def _named_engine_scheduler(cluster: dict) -> str | None:
         return None
 
 
+# What a run writes, not what it simulates: scenarios that differ only here are one simulation (compare, sweep).
+NOT_SIMULATED = ("name", "outputs")
+
+
+def simulated(scenario: dict) -> dict:
+    """A validated scenario's data (`model_dump(mode="json")`) without NOT_SIMULATED: two runs whose `simulated`
+    data are equal simulate the same thing."""
+    return {key: value for key, value in scenario.items() if key not in NOT_SIMULATED}
+
+
+def how_alike(first: dict, second: dict) -> str:
+    """How the data of two scenarios of one simulation (`simulated` equal) compare, for the error that names both:
+    'differ only in outputs.plots (what a run writes, not what it simulates)' or 'are the same simulation'."""
+    before, after = first.get("outputs", {}), second.get("outputs", {})
+    differ = [f"outputs.{name}" for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)]
+    return (f"differ only in {', '.join(differ)} (what a run writes, not what it simulates)" if differ else
+            "are the same simulation")
+
+
 def key_parts(key: str) -> list[str]:
     """The parts of a dotted key path as an override reads them: each stripped of the spaces around it ('seed = 3',
     ' seed=3': spaces a shell kept), so 'a.b ' and 'a.b' are one key."""
     return [part.strip() for part in key.split(".")]
 
 
+def checked_key(key: str) -> list[str]:
+    """The parts of a dotted key path (key_parts), or ValueError: an empty part; '=', which ends the key in an
+    override (a sweep's `name=a: [b]` set name to 'a=b'); a control or invisible character (no scenario key holds
+    one, and the error that named it was cut at its newline: `set: ["drafter.gam\\nma=2"]` said 'drafter.gam')."""
+    parts = key_parts(key)
+    normal = ".".join(parts)
+    if any(not part for part in parts) or "=" in key or printable(normal) != normal:
+        raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
+    return parts
+
+
 def override_key(text: str) -> list[str]:
-    """The key path of a `key.path=value` override."""
+    """The key path of a `key.path=value` override (checked_key)."""
     if "=" not in text:
         raise ScenarioError("--set", f"expected key.path=value, got {text!r}")
-    key = text.split("=", 1)[0]
-    parts = key_parts(key)
-    if any(not part for part in parts):
-        raise ScenarioError("--set", f"bad key path {key!r}")
-    return parts
+    try:
+        return checked_key(text.split("=", 1)[0])
+    except ValueError as exc:
+        raise ScenarioError("--set", str(exc)) from None
 
 
 def check_overrides_once(overrides: list[str], field: str = "--set") -> None:
@@ -672,24 +702,25 @@ def read_scenario_dict(path: str | Path, field: str = "scenario") -> dict:
     if not isinstance(path, (str, os.PathLike)):   # (a dict given to load_scenario: a TypeError)
         raise ScenarioError(field, f"a YAML path (str or Path), got {type(path).__name__}")
     path = Path(path)
+    shown = printable(str(path))   # (a newline in the path cut the error line: 'file not found: .../base')
     try:
         folder, missing = path.is_dir(), file_kind_problem(path) == "file not found"
     except OSError as exc:   # (a name too long, a loop of links: an OSError out of the Python API, and the
         # command line named the path, not the field)
-        raise ScenarioError(field, f"{str(path)[:200]}{'...' if len(str(path)) > 200 else ''} cannot be read "
+        raise ScenarioError(field, f"{shown[:200]}{'...' if len(shown) > 200 else ''} cannot be read "
                                    f"({exc.strerror or exc})") from None
     if folder:
         found = sorted(p.name for p in path.glob("*.yaml"))[:5]
         hint = f" (it holds {', '.join(found)})" if found else ""
-        raise ScenarioError(field, f"{path} is a directory; give a {field} YAML file{hint}")
+        raise ScenarioError(field, f"{shown} is a directory; give a {field} YAML file{hint}")
     if missing:
-        raise ScenarioError(field, f"file not found: {path}")
+        raise ScenarioError(field, f"file not found: {shown}")
     try:
         data = load_document(path, "YAML")
     except DocumentError as exc:
-        raise ScenarioError(field, describe(path, exc)) from None
+        raise ScenarioError(field, describe(shown, exc)) from None
     if not isinstance(data, dict):
-        raise ScenarioError(field, f"{path} must contain a mapping at top level")
+        raise ScenarioError(field, f"{shown} must contain a mapping at top level")
     return data
 
 

@@ -10,9 +10,10 @@ Rules, checked before any work starts (`check_output_dir`) and again when instal
 
 - a missing folder is created (the staging folder is renamed into place: all or nothing);
 - an empty folder, or one that holds a draftsim manifest (any command's) or a legacy output (a folder
-  written before manifests existed, recognised by its marker file, e.g. `summary.json`; its manifest is
-  taken to be the command's known file names found there, unless the folder holds a manifest of another
-  command), receives the files;
+  written before manifests existed, recognised by its marker file, e.g. `summary.json`, and where the command
+  gives one, by the marker's first line, `head`: a user's own `points.csv` is no `validate --published`
+  output; its manifest is taken to be the command's known file names found there, unless the folder holds a
+  manifest of another command), receives the files;
 - a file the run would write that exists there but is not in this command's manifest is never
   overwritten: the run is refused (`--out`, one line);
 - any other non-empty folder, a file, or a symbolic link is refused.
@@ -116,15 +117,29 @@ def recorded(out_dir: Path, command: str) -> set[str] | None:
         raise ScenarioError(OUT_FIELD, f"{path} is not a draftsim manifest; choose another --out") from None
 
 
-def _owned(out_dir: Path, command: str, marker: str, known: Iterable[str]) -> set[str]:
-    """The files this command wrote into `out_dir` earlier (its manifest; for a legacy output the known
-    names that exist there)."""
+def begins_with(path: Path, head: str) -> bool:
+    """Whether `path` is a file whose first line is `head`, or begins with `head` and a comma (a CSV whose later
+    columns vary: compare.csv's, one per run): how a command's file written before manifests existed is told
+    from a user's own file of its name."""
+    try:
+        if not path.is_file():   # (a FIFO is never opened: it would wait for a writer)
+            return False
+        with open(path, encoding="utf-8", newline="") as handle:
+            line = handle.readline(len(head) + 2)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return line.rstrip("\r\n") == head or line.startswith(head + ",")
+
+
+def _owned(out_dir: Path, command: str, marker: str, known: Iterable[str], head: str | None = None) -> set[str]:
+    """The files this command wrote into `out_dir` earlier (its manifest; for a legacy output, whose marker
+    begins with `head` where one is given, the known names that exist there)."""
     files = recorded(out_dir, command)
     if files is not None:
         return files
     manifests = [p for p in out_dir.glob(f"{MANIFEST_PREFIX}*{MANIFEST_SUFFIX}") if not p.name.startswith(STAGING_PREFIX)]
-    if (out_dir / marker).is_file() and not manifests:   # written before manifests existed
-        return {name for name in known if (out_dir / name).is_file()}
+    if (out_dir / marker).is_file() and not manifests and (head is None or begins_with(out_dir / marker, head)):
+        return {name for name in known if (out_dir / name).is_file()}   # written before manifests existed
     return set()
 
 
@@ -169,8 +184,9 @@ def refuse_shipped_data(out_dir: Path | str, command: str) -> None:
                                        f"draftsim {command} does not write; choose another folder")
 
 
-def check_folder(out_dir: Path, command: str, marker: str, names: Iterable[str]) -> set[str]:
-    """Refuse (`--out`) a folder that may not receive `names`; returns the files this command owns there."""
+def check_folder(out_dir: Path, command: str, marker: str, names: Iterable[str], head: str | None = None) -> set[str]:
+    """Refuse (`--out`) a folder that may not receive `names`; returns the files this command owns there
+    (`head`: the marker's first line, `_owned`)."""
     if not os.path.lexists(out_dir):
         return set()
     refuse_link(out_dir)
@@ -181,7 +197,7 @@ def check_folder(out_dir: Path, command: str, marker: str, names: Iterable[str])
         raise ScenarioError(OUT_FIELD, f"{out_dir} is a non-empty directory that is not a draftsim output "
                                        f"(no {marker} or draftsim manifest); choose an empty or new directory")
     names = set(names)
-    owned = _owned(out_dir, command, marker, names)
+    owned = _owned(out_dir, command, marker, names, head)
     for name in sorted(names - owned):
         if os.path.lexists(out_dir / name):
             raise ScenarioError(OUT_FIELD, f"{out_dir / name} exists and was not written by draftsim {command}; "
@@ -209,28 +225,28 @@ def _write_manifest(out_dir: Path, command: str, files: Iterable[str]) -> None:
     os.replace(tmp, path)
 
 
-def claim(out_dir: Path | str, command: str, marker: str, names: Iterable[str] = ()) -> None:
+def claim(out_dir: Path | str, command: str, marker: str, names: Iterable[str] = (), head: str | None = None) -> None:
     """Mark `out_dir` as `command`'s output before the command writes into it in place, ahead of its files
     (`plan`'s DES cache): creates the folder and, unless it already holds this command's manifest, writes one
     listing the files the command owns there now. A run stopped before its files are installed (Ctrl-C, a
     failure) so leaves a folder that the next run of the command accepts, and uses, rather than refuses as
     a non-empty folder that is not a draftsim output."""
     out_dir = absolute(out_dir)
-    owned = check_folder(out_dir, command, marker, names)
+    owned = check_folder(out_dir, command, marker, names, head)
     if (out_dir / manifest_name(command)).is_file():
         return
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_manifest(out_dir, command, owned)
 
 
-def _install(staged: Path, out_dir: Path, command: str, marker: str, known: set[str]) -> None:
+def _install(staged: Path, out_dir: Path, command: str, marker: str, known: set[str], head: str | None) -> None:
     """Move the staged files into `out_dir` (module docstring)."""
     new = {p.name for p in staged.iterdir()}
     if not os.path.lexists(out_dir):
         _write_manifest(staged, command, new)
         _into_place(staged, out_dir)
         return
-    owned = check_folder(out_dir, command, marker, new | known)
+    owned = check_folder(out_dir, command, marker, new | known, head)
     with held():
         _write_manifest(out_dir, command, owned | new)
         for name in sorted(new):
@@ -243,13 +259,14 @@ def _install(staged: Path, out_dir: Path, command: str, marker: str, known: set[
         staged.rmdir()
 
 
-def check_output_dir(out_dir: Path | str, command: str, marker: str, names: Iterable[str] = ()) -> Path:
+def check_output_dir(out_dir: Path | str, command: str, marker: str, names: Iterable[str] = (),
+                     head: str | None = None) -> Path:
     """Fail now (ScenarioError on `--out`) if `out_dir` could not receive the outputs later (module
-    docstring), or a staging folder cannot be created there. Probes by creating (and at once removing)
-    the staging folder and any missing parents, so it leaves nothing behind."""
+    docstring; `head`: the marker's first line), or a staging folder cannot be created there. Probes by
+    creating (and at once removing) the staging folder and any missing parents, so it leaves nothing behind."""
     out_dir = absolute(out_dir)
     refuse_shipped_data(out_dir, command)
-    check_folder(out_dir, command, marker, names)
+    check_folder(out_dir, command, marker, names, head)
     _probe(out_dir if out_dir.is_dir() else out_dir.parent, OUT_FIELD, out_dir)
     return out_dir
 
@@ -324,17 +341,17 @@ def _into_place(staged: Path, out_dir: Path) -> None:
 
 
 @contextmanager
-def staged_output(out_dir: Path | str, command: str, marker: str, known: Iterable[str] = ()):
+def staged_output(out_dir: Path | str, command: str, marker: str, known: Iterable[str] = (), head: str | None = None):
     """`with staged_output(out, "run", "summary.json", names) as folder:` write files into `folder`; on
     success they are installed into `out` (module docstring), on any failure (Ctrl-C included) the
     staging folder is removed and `out` is left as it was. `known`: every name the command may write
-    (a legacy output's files; names a run does not write again are removed)."""
+    (a legacy output's files; names a run does not write again are removed); `head`: the marker's first line."""
     out_dir, known = absolute(out_dir), set(known)
-    check_folder(out_dir, command, marker, known)
+    check_folder(out_dir, command, marker, known, head)
     with _staging_folder(out_dir if out_dir.is_dir() else out_dir.parent, out_dir) as staged:
         os.chmod(staged, 0o755)  # mkdtemp makes it private; an output folder is a normal folder
         yield staged
-        _install(staged, out_dir, command, marker, known)
+        _install(staged, out_dir, command, marker, known, head)
 
 
 @contextmanager

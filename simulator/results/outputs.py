@@ -63,18 +63,19 @@ def summary_json(summary: Mapping) -> str:
 
 
 def check_output_dir(out_dir: Path | str, marker: str = SUMMARY_JSON, command: str = "run",
-                     names=RUN_FILES) -> Path:
+                     names=RUN_FILES, head: str | None = None) -> Path:
     """Fail now (ScenarioError on `--out`) if `out_dir` could not receive a `command`'s outputs later
     (simulator.results.output_folder); called before a run starts, so a bad `--out` never costs a
-    simulation. `marker`: the file that marks a legacy output of the command; `names`: the files it may
-    write."""
-    return output_folder.check_output_dir(out_dir, command, marker, names)
+    simulation. `marker`: the file that marks a legacy output of the command (`head`: its first line);
+    `names`: the files it may write."""
+    return output_folder.check_output_dir(out_dir, command, marker, names, head)
 
 
-def staged_output(out_dir: Path | str, marker: str = SUMMARY_JSON, command: str = "run", names=RUN_FILES):
+def staged_output(out_dir: Path | str, marker: str = SUMMARY_JSON, command: str = "run", names=RUN_FILES,
+                  head: str | None = None):
     """`with staged_output(out) as folder:` write files into `folder`; on success they replace this
     command's earlier files in `out` and nothing else (simulator.results.output_folder)."""
-    return output_folder.staged_output(out_dir, command, marker, names)
+    return output_folder.staged_output(out_dir, command, marker, names, head)
 
 
 def write_outputs(out_dir: Path | str, requests_df: pd.DataFrame, steps_df: pd.DataFrame, summary: Mapping,

@@ -59,14 +59,17 @@ def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> 
         raise ScenarioError("--vary", "varies one scenario; give exactly one scenario file with --vary")
     if not vary and len(scenarios) < 2:
         raise ScenarioError("scenarios", "give two or more scenario files, or one with --vary KEY=VALUE")
-    from simulator.config.scenario import check_overrides_once
+    from simulator.config.scenario import check_overrides_once, checked_key
     check_overrides_once(common)   # (a --vary may set what --set sets: the variant's value replaces it)
     for overrides in vary:   # `--vary seed=1 seed=2` is one variant whose seed is set twice: a mistake
         for item in overrides:   # (the scenario's reader names --set: `--vary seed` said '--set: expected ...')
-            key = item.split("=", 1)[0]
-            if "=" not in item or not key or any(not part for part in key.split(".")):
+            if "=" not in item:
                 raise ScenarioError("--vary", f"expected KEY=VALUE with a dotted scenario key (drafter.gamma=2), "
                                               f"got {item!r}")
+            try:
+                checked_key(item.split("=", 1)[0])
+            except ValueError as exc:
+                raise ScenarioError("--vary", f"expected KEY=VALUE: {exc}") from None
         keys = [item.split("=", 1)[0].strip() for item in overrides]
         twice = sorted({key for key in keys if keys.count(key) > 1})
         if twice:
@@ -82,6 +85,7 @@ def variants(scenarios: list[str], common: list[str], vary: list[list[str]]) -> 
 
 
 FIXED_COLUMNS = ("metric", "unit", "key")   # compare_frame's columns before the runs'
+COMPARE_HEAD = ",".join(FIXED_COLUMNS)   # how compare.csv begins: a user's own file of its name is not replaced
 
 
 def _delta_columns(label: str, first: str) -> tuple[str, str]:
@@ -171,7 +175,7 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
     varied = any(run.path == runs[0].path for run in runs[1:])   # (variants of one scenario: --vary)
     check_memory_together([scenario for scenario, _ in loaded], "--vary" if varied else "scenarios")
     out_dir = check_output_dir(given_or(out, Path("out") / "compare" / loaded[0][0].name),
-                               marker=COMPARE_CSV, command="compare", names=COMPARE_FILES)
+                               marker=COMPARE_CSV, command="compare", names=COMPARE_FILES, head=COMPARE_HEAD)
     prepared = [_naming_the_run(run, runs[0], prepare, scenario, base_dir=folder)
                 for run, (scenario, folder) in zip(runs, loaded)]
     results = []
@@ -183,7 +187,7 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
                 results.append(simulate(ready, step_mode=step_mode, progress=bar.update, executor=executors[i]))
     labels = [run.label for run in runs]
     frame = compare_frame(labels, [r.summary for r in results])
-    with staged_output(out_dir, marker=COMPARE_CSV, command="compare", names=COMPARE_FILES) as staged:
+    with staged_output(out_dir, marker=COMPARE_CSV, command="compare", names=COMPARE_FILES, head=COMPARE_HEAD) as staged:
         frame.to_csv(staged / COMPARE_CSV, index=False, float_format="%.9g", lineterminator="\n")
         (staged / SUMMARIES_JSON).write_text(summary_json({label: r.summary for label, r in zip(labels, results)}),
                                              encoding="utf-8")
@@ -224,22 +228,18 @@ def _check_distinct(runs: list[Variant], loaded: list[tuple], check_files) -> No
     `outputs` section is what a run writes, not what it simulates (compare writes its own files).
     `check_files(i)`: raises run i's own error, if any, before two runs of different folders are called the
     same (a relative path that names no file in either folder reads as a name: the file is missing)."""
+    from simulator.config.scenario import how_alike, simulated
     varied = all(run.path == runs[0].path for run in runs) and any(run.overrides != runs[0].overrides for run in runs)
     seen: dict[str, int] = {}
     for i, (scenario, folder) in enumerate(loaded):
-        data = _as_simulated(scenario.model_dump(mode="json", exclude={"name"}), Path(folder))
-        outputs = data.pop("outputs", {})
+        data = _as_simulated(simulated(scenario.model_dump(mode="json")), Path(folder))
         key = json.dumps(data, sort_keys=True, default=str)
         if key in seen:
             j = seen[key]
             first = runs[j]
             if Path(loaded[j][1]) != Path(folder):
                 check_files(j)
-            before = loaded[j][0].model_dump(mode="json")["outputs"]
-            differ = [f"outputs.{name}" for name in sorted(set(before) | set(outputs))
-                      if before.get(name) != outputs.get(name)]
-            how = (f"differ only in {', '.join(differ)} (what a run writes, not what it simulates)" if differ else
-                   "are the same simulation")
+            how = how_alike(loaded[j][0].model_dump(mode="json"), scenario.model_dump(mode="json"))
             raise ScenarioError("--vary" if varied else "scenarios", f"{first.label!r} and {runs[i].label!r} {how}; "
                                                                      "compare different configurations")
         seen[key] = i

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from profiles.engine_time.batch_defaults import ENTRYPOINTS
 
@@ -88,7 +88,12 @@ class Acceptance(BaseModel):
 # workload fields that predict.py reads as numbers
 NUMERIC_WORKLOAD_FIELDS = ("m", "n", "k", "batch", "seq_len", "context_tokens", "prefill_tokens",
                            "query_tokens_per_seq", "input_tokens", "output_tokens", "num_prompts", "concurrency",
-                           "qps", "num_speculative_tokens", "tree_nodes", "eagle_topk", "max_model_len")
+                           "qps", "num_speculative_tokens", "tree_nodes", "eagle_topk", "max_model_len", "max_num_seqs",
+                           "num_heads", "num_kv_heads", "head_dim")
+# every workload field a point may give: those, how the benchmark ran (texts; an attention kernel's `causal`) and,
+# for the record, its sampling `temperature`
+WORKLOAD_FIELDS = NUMERIC_WORKLOAD_FIELDS + ("mode", "dataset", "entrypoint", "method", "draft", "phase", "causal",
+                                             "temperature")
 # of those, the ones that may be 0 (a prefill without cached tokens, a step without prefill, no speculation) and the
 # one that need not be a whole number (a request rate); the others count tokens, requests, GEMM dims: whole, >= 1
 ZERO_WORKLOAD_FIELDS = ("context_tokens", "prefill_tokens", "num_speculative_tokens")
@@ -205,6 +210,18 @@ class Point(BaseModel):
             raise ValueError(f"entrypoint: {workload['entrypoint']!r} is not one of {', '.join(ENTRYPOINTS)}")
         return workload
 
+    @model_validator(mode="after")
+    def _known_section_keys(self) -> "Point":
+        """Each key of `workload` and `engine_flags` is one of theirs (`source` and `acceptance` are models that
+        refuse others): a misspelt key was read as absent (`workload: {bacth: 64}` was priced at batch 1, exit 0)."""
+        from simulator.config.engine import EngineConfig
+        for section, allowed in (("workload", WORKLOAD_FIELDS), ("engine_flags", tuple(EngineConfig.model_fields))):
+            unknown = next((key for key in getattr(self, section) or {} if key not in allowed), None)
+            if unknown is not None:
+                raise ValueError(f"{section}.{unknown}: not a field of a point's {section}; allowed: "
+                                 f"{', '.join(allowed)}")
+        return self
+
     def w(self, key: str, default=None):
         value = self.workload.get(key)
         return default if value is None else value
@@ -234,7 +251,8 @@ def load_points(path: str | Path | None = None) -> list[Point]:
             first = err.errors()[0]
             where = ".".join(str(x) for x in first["loc"])
             ident = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
-            raise ValueError(f"{path}: point {ident}: {where}: {first['msg'].removeprefix('Value error, ')}") from None
+            where = f"{where}: " if where else ""   # (a check of the whole point names its field itself)
+            raise ValueError(f"{path}: point {ident}: {where}{first['msg'].removeprefix('Value error, ')}") from None
         for name in ("acceptance_entry", "acceptance_first_alpha_entry"):
             row_id = getattr(point, name)
             if row_id is None:

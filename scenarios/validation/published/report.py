@@ -19,11 +19,13 @@ import pandas as pd
 from scenarios.validation.published.points import KINDS, load_points
 from scenarios.validation.published.predict import Unpredictable, predict, relative_error
 from simulator.console.contract import parse_args
+from simulator.console.printable import printable
 from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
 from simulator.results.output_folder import check_output_dir, staged_output
 
 POINTS_CSV, SUMMARY_CSV = "points.csv", "summary.csv"
+POINTS_HEAD = "id,kind,hardware,engine,publication"   # the columns every points.csv began with (run_points)
 COMMAND = "validate-published"   # the output folder's manifest: .draftsim-validate-published.json
 GROUPS = (("kind", "kind"), ("pricing", "pricing"), ("publication", "publication"))
 # Speculative points are also grouped by method and engine, and by method, engine and batch size.
@@ -146,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"draftsim validate: error: --points: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
+    if not points:   # (it said '--kind/--id: no point matches' where neither was given)
+        print(f"draftsim validate: error: --points: no points in {printable(args.points)}", file=sys.stderr)
+        return 2
     if args.kind:
         points = [p for p in points if p.kind in args.kind]
     if args.id:
@@ -155,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:   # before the first point is priced (all of them take a minute)
         # (a folder of the user's own, --out ., had its summary.csv replaced without a word)
-        out = check_output_dir(args.out, COMMAND, POINTS_CSV, (POINTS_CSV, SUMMARY_CSV))
+        out = check_output_dir(args.out, COMMAND, POINTS_CSV, (POINTS_CSV, SUMMARY_CSV), POINTS_HEAD)
     except ScenarioError as exc:
         print(f"draftsim validate: error: {exc}", file=sys.stderr)
         return 2
@@ -165,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     with Progress("predicting published points", total=len(points), unit="pt", quiet=args.quiet) as bar:
         frame = run_points(points, lambda i, n, ident: bar.update(1), latency or None)
     summary = summarize(frame)
-    with staged_output(out, COMMAND, POINTS_CSV, (POINTS_CSV, SUMMARY_CSV)) as staged:   # both or neither
+    with staged_output(out, COMMAND, POINTS_CSV, (POINTS_CSV, SUMMARY_CSV), POINTS_HEAD) as staged:   # both or neither
         frame.to_csv(staged / POINTS_CSV, index=False)
         summary.to_csv(staged / SUMMARY_CSV, index=False)
     if not args.quiet:

@@ -40,6 +40,7 @@ from simulator.console.table import format_columns
 SCREEN_PROGRESS_S = INTERVAL_S   # seconds between two progress lines of the screen (as other long steps off a terminal)
 SCREEN_SLACK = 1.25        # keep candidates whose screen estimate is within 25 % of an SLO (screen error)
 RANKED_CSV, CANDIDATES_CSV, PARETO_PNG = "ranked.csv", "candidates.csv", "pareto.png"
+RANKED_HEAD = "rank,model,hardware"   # how every ranked.csv began: a user's own file of its name is not replaced
 LAUNCH_FILES = {"vllm": "launch_vllm.sh", "sglang": "launch_sglang.sh"}
 DES_CACHE = "des_cache"
 PLAN_FILES = (RANKED_CSV, CANDIDATES_CSV, PARETO_PNG, *LAUNCH_FILES.values())   # every file a plan may write
@@ -252,7 +253,7 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
                                            f"got {confirm_top!r}")
     spec, base_dir = load_plan(plan)
     out_dir = given_or(out, Path("out") / "plans" / spec.name)
-    check_output_dir(out_dir, "plan", RANKED_CSV, PLAN_FILES)
+    check_output_dir(out_dir, "plan", RANKED_CSV, PLAN_FILES, RANKED_HEAD)
     runner = make_executor(executor, workers)   # a bad --executor or --workers fails before the screen,
     with _connected(runner):                    # and so does an unreachable Dask scheduler
         # (a bad plan is reported before any progress line: load_plan, and the screen's own checks before its first)
@@ -268,12 +269,12 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
         report(f"confirming {len(chosen)} candidates with the DES (executor {executor!r})")
         # the cache's first run marks the folder as the plan's: stopped before its files are in (Ctrl-C), a
         # plan left a folder of des_cache/ alone, which the next plan refused as not a draftsim output
-        des_cache = DesCache(out_dir / DES_CACHE, lambda: claim(out_dir, "plan", RANKED_CSV, PLAN_FILES))
+        des_cache = DesCache(out_dir / DES_CACHE, lambda: claim(out_dir, "plan", RANKED_CSV, PLAN_FILES, RANKED_HEAD))
         ranked = confirm(spec, chosen, base_dir, runner, workers, report, des_cache if cache else None,
                          when_idle=import_plotting)
     # all together or none (Ctrl-C, a full disk); an earlier plan's launch scripts go when this one has no
     # candidate to launch (they were left beside its empty ranking)
-    with staged_output(out_dir, "plan", RANKED_CSV, PLAN_FILES) as staged:
+    with staged_output(out_dir, "plan", RANKED_CSV, PLAN_FILES, RANKED_HEAD) as staged:
         screened.to_csv(staged / CANDIDATES_CSV, index=False)
         ranked.to_csv(staged / RANKED_CSV, index=False)
         plot_pareto(screened, ranked, spec.slo, staged / PARETO_PNG)

@@ -16,7 +16,8 @@ A sweep YAML (validated here; unknown keys are errors)::
 
 Point identity: a point's id is a hash of its *validated* scenario (pydantic dump, defaults included), so
 two spellings of the same simulation share an id, and growing a grid keeps the ids of the points already
-run. Seeds: ``seeds`` lists them; ``replications: n`` uses the base scenario's seed + 0..n-1; neither
+run. Two points of one simulation (two spellings, or values of `name` or `outputs`, which change what a run
+writes: simulator.config.scenario.simulated) are refused. Seeds: ``seeds`` lists them; ``replications: n`` uses the base scenario's seed + 0..n-1; neither
 means one run at the base scenario's seed.
 """
 from __future__ import annotations
@@ -38,8 +39,8 @@ from simulator.console.printable import printable
 from simulator.console.progress import Progress
 from simulator.config.base import Strict, field_error
 from simulator.config.names import FolderName
-from simulator.config.scenario import (apply_overrides, check_overrides_once, key_parts, parse_scenario,
-                                       read_config, read_scenario_dict)
+from simulator.config.scenario import (apply_overrides, check_overrides_once, checked_key, how_alike, key_parts,
+                                       parse_scenario, read_config, read_scenario_dict, simulated)
 
 FIELD = "sweep"
 SEED_KEY = "seed"
@@ -232,15 +233,10 @@ def _check_plain(key: str, value: Any) -> None:
 
 def check_key(key: Any) -> str:
     """A swept key as its point's override reads it (simulator.config.scenario.key_parts: 'a.b ' is a.b), or
-    ValueError. Refused: no text; an empty part; '=', which ends the key in the override (`name=a: [b]` set
-    name to 'a=b'); a control or invisible character (no scenario key holds one, and the error that named
-    it was cut at its newline)."""
+    ValueError. Refused: no text; what checked_key refuses (an empty part, '=', a control character)."""
     if not isinstance(key, str):
         raise ValueError(f"key {key!r} is not text; expected dotted scenario keys like drafter.gamma")
-    parts = key_parts(key)
-    normal = ".".join(parts)
-    if any(not part for part in parts) or "=" in key or printable(normal) != normal:
-        raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
+    normal = ".".join(checked_key(key))
     if normal == SEED_KEY:
         raise ValueError("sweep seeds with `seeds:` or `replications:`, not as a grid key")
     return normal
@@ -379,19 +375,22 @@ def expand(base: dict, grid: dict[str, list], points: list[dict] | None = None, 
     return found
 
 
-def _validated_point(base: dict, params: dict[str, Any], seed: int, index: int, seen: dict[str, dict], field: str
+def _validated_point(base: dict, params: dict[str, Any], seed: int, index: int, seen: dict[str, tuple], field: str
                      ) -> SweepPoint:
     """The point of `params` and `seed` over `base`, validated; ScenarioError naming it when it does not validate
-    or is the simulation of a point in `seen` (point id -> its params and seed; it is added there)."""
+    or is the simulation of a point in `seen` (the id of its `simulated` scenario -> its params and seed, and its
+    scenario; it is added there). Points that differ only in what a run writes (`name`, `outputs`: grid
+    {outputs.plots: [true, false]}) ran twice, exit 0, where compare refused them."""
     named = {**params, SEED_KEY: seed}
     overrides = [_override_text(k, v) for k, v in named.items()]
     try:
         scenario = parse_scenario(apply_overrides(base, overrides)).model_dump(mode="json")
     except ScenarioError as exc:
         raise ScenarioError(f"{field} point ({point_label(named)})".strip(), str(exc)) from None
-    pid = scenario_id(scenario)
-    if pid in seen:
-        raise ScenarioError(field or "grid", f"points ({point_label(seen[pid])}) and ({point_label(named)}) are "
-                                             "the same simulation")
-    seen[pid] = named
-    return SweepPoint(index, params, seed, pid, scenario)
+    same = scenario_id(simulated(scenario))
+    if same in seen:
+        earlier, earlier_scenario = seen[same]
+        raise ScenarioError(field or "grid", f"points ({point_label(earlier)}) and ({point_label(named)}) "
+                                             f"{how_alike(earlier_scenario, scenario)}")
+    seen[same] = named, scenario
+    return SweepPoint(index, params, seed, scenario_id(scenario), scenario)

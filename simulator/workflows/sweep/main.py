@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import numbers
 import sys
 import time
 from dataclasses import dataclass, field
@@ -218,14 +219,20 @@ def _plain(value):
 
 
 def _check_plot_metrics(spec: SweepConfig, row: dict) -> None:
-    """The plot's metrics are summary keys: checked on a stored point (--resume) or on the first finished
-    one (the keys a summary has depend on the scenario), before anything is written, so a misspelt metric
-    stops the sweep with nothing written (at the cost of the points that finished meanwhile)."""
+    """The plot's metrics are numeric summary keys: checked on a stored point (--resume) or on the first
+    finished one (the keys a summary has, and which hold numbers, depend on the scenario), before anything is
+    written, so a misspelt metric stops the sweep with nothing written (at the cost of the points that
+    finished meanwhile). A key of text (`status`, `error`, `scenario`; a mapping such as `latency_source` or
+    `dropped_by_reason` is stored as JSON text) was taken and its plot raised pandas' TypeError after the
+    store was written; a boolean (its mean is a share) or null (a metric this point has not) plots."""
+    known = sorted(k for k, v in row.items() if v is None or isinstance(v, numbers.Real))
     unknown = [m for m in spec.plot.metrics if m not in row]
     if unknown:
-        known = sorted(k for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
         raise ScenarioError("sweep.plot.metrics", f"{', '.join(map(repr, unknown))} not in the summary; "
                                                   f"metrics: {', '.join(known)}")
+    text = next((m for m in spec.plot.metrics if m not in known), None)
+    if text is not None:
+        raise ScenarioError("sweep.plot.metrics", f"{text!r} is not a numeric metric; allowed: {', '.join(known)}")
 
 
 def format_results_table(frame: pd.DataFrame, keys: list[str], max_rows: int = 40) -> str:

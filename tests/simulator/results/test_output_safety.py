@@ -77,6 +77,26 @@ def test_a_legacy_output_folder_is_taken_over_file_by_file(tmp_path):
     assert (out / "summary.json").read_text() != "old" and (out / MANIFEST).is_file()
 
 
+def test_a_legacy_output_is_told_from_a_users_file_by_its_first_line(tmp_path):
+    """Given the marker's `head`, a folder of the marker and no manifest is a legacy output only when the marker
+    begins with that line (a CSV's later columns may vary): a user's own compare.csv or points.csv was replaced."""
+    from simulator.errors import ScenarioError
+    from simulator.results.output_folder import check_output_dir
+    for name, text in (("ours", "metric,unit,key,a,b\n"), ("ours_exactly", "metric,unit,key\r\n"),
+                       ("theirs", "metric,unit,keys\n"), ("theirs_binary", b"\xff\xfe")):
+        (tmp_path / name).mkdir()
+        write = (tmp_path / name / "compare.csv").write_bytes if isinstance(text, bytes) else \
+            (tmp_path / name / "compare.csv").write_text
+        write(text)
+        check = lambda: check_output_dir(tmp_path / name, "compare", "compare.csv", ["compare.csv"],  # noqa: E731
+                                         head="metric,unit,key")
+        if name.startswith("ours"):
+            check()
+        else:
+            with pytest.raises(ScenarioError, match="compare.csv exists and was not written by draftsim compare"):
+                check()
+
+
 def test_an_unrelated_folder_is_still_refused(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "thesis.tex").write_text("x")
