@@ -1991,6 +1991,13 @@ CASES = [
             "argument --workers: invalid int value: '1_0'"),
     # a points file of no point said '--kind/--id: no point matches', though neither flag was given
     Hostile("points_an_empty_list", points([]), "--points: no points in "),
+    # ---- engine versions no release carries (lead, 2026-11-29) -------------------------------------------------
+    # vLLM 0.7.9 (0.7.3 was followed by 0.8.0) and TensorRT-LLM 0.99.0 ran as their modelled ranges, exit 0
+    Hostile("estimate_engine_version_never_released", estimate("--engine-version", "0.7.9"),
+            "error: --engine-version: vllm 0.7.9 is not a release (vllm had 100 on 2026-11-29"),
+    Hostile("trtllm_engine_version_never_released",
+            run(cluster={"engine": {"framework": "trtllm", "version": "0.99.0"}}),
+            "draftsim: error: cluster.engine.version: trtllm 0.99.0 is not a release"),
 ]
 
 
