@@ -45,8 +45,8 @@ class RunPower:
         out = np.zeros(len(replica))
         if not self.known:
             return out
-        for model in set(self.models):
-            rows = np.flatnonzero(np.isin(replica, [r for r, m in enumerate(self.models) if m is model]))
+        for model in set(self.models):   # (by equality: two pools of one GPU and dtype hold equal models, not one)
+            rows = np.flatnonzero(np.isin(replica, [r for r, m in enumerate(self.models) if m == model]))
             if not len(rows):
                 continue
             g = self.gpus[replica[rows]]
