@@ -1890,6 +1890,21 @@ CASES = [
                        + "1,10,5,caf\xe9\n").encode("latin-1")), **options),
               "t.csv is not UTF-8 text: byte 0xe9 at line 8002")
       for suffix, options in (("", {}), ("_time_unit_s", {"time_unit": "s"}))],
+    # hash ids that break the chain (an id stands for its block and every block before it), each read as it was
+    # (exit 0): with prefix caching on, an id twice in one Mooncake request was a KeyError traceback as the cache
+    # released it and an id at another place in another request a cache hit on a prefix not shared; a CSV's
+    # mapped hash_ids column the same
+    Hostile("mooncake_block_id_twice_in_one_request",
+            trace(text_file("m.jsonl", MOONCAKE.replace("1000", "1024") % (0, "7, 7")), "mooncake"),
+            "column 'hash_ids', line 1: block id 7 is block 2 (after id 7) here and block 1 on line 1"),
+    Hostile("mooncake_block_id_at_another_position",
+            trace(text_file("m.jsonl", MOONCAKE.replace("1000", "1024") % (0, "10, 11")
+                            + MOONCAKE.replace("1000", "1024") % (1000, "11, 10")), "mooncake"),
+            "column 'hash_ids', line 2: block id 11 is block 1 here and block 2 (after id 10) on line 1"),
+    Hostile("trace_csv_block_id_after_another_id",
+            trace(text_file("t.csv", "arrival_s,prompt_tokens,output_tokens,h\n0,32,5,1 3\n1,32,5,2 3\n"),
+                  columns={"hash_ids": "h"}, hash_block_tokens=16),
+            "column 'h', line 3: block id 3 is block 2 (after id 2) here and block 2 (after id 1) on line 2"),
 ]
 
 
