@@ -1905,6 +1905,16 @@ CASES = [
             trace(text_file("t.csv", "arrival_s,prompt_tokens,output_tokens,h\n0,32,5,1 3\n1,32,5,2 3\n"),
                   columns={"hash_ids": "h"}, hash_block_tokens=16),
             "column 'h', line 3: block id 3 is block 2 (after id 2) here and block 2 (after id 1) on line 2"),
+    # acceptance-trace columns of numbers stored as text: '3' was checked as a number, then used as text (a
+    # TypeError traceback in hits or accepted_lengths, or '3' > '10' compared as text); a rank of booleans ran
+    Hostile("acceptance_trace_rank_as_text", acceptance_trace("draft_rank", "3"),
+            "acc.parquet: column 'draft_rank' holds str values; it must be a column of integers"),
+    Hostile("acceptance_trace_max_accept_as_text", acceptance_trace("max_accept", "3"),
+            "acc.parquet: column 'max_accept' holds str values; it must be a column of integers"),
+    Hostile("acceptance_trace_ngram_match_as_text", acceptance_trace("ngram_match_len", "3"),
+            "acc.parquet: column 'ngram_match_len' holds str values; it must be a column of integers"),
+    Hostile("acceptance_trace_rank_as_booleans", acceptance_trace("draft_rank", True),
+            "acc.parquet: column 'draft_rank' holds bool values; it must be a column of integers"),
 ]
 
 
