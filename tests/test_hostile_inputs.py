@@ -264,6 +264,18 @@ def acceptance_trace(column: str, value, mode: str = "greedy") -> Callable[[Path
     return make
 
 
+def session_corpus(**columns) -> Callable[[Path], list]:
+    """A suffix-decoding run on the shipped code-edit corpus with `columns` set (DataFrame.assign; none: no rows),
+    written to c.parquet."""
+    def make(tmp: Path) -> list:
+        import pandas as pd
+        frame = pd.read_parquet(REPO / "profiles/data/acceptance/sessions/sessions-qwen2.5-coder-0.5b.parquet")
+        (frame.assign(**columns) if columns else frame.iloc[:0]).to_parquet(tmp / "c.parquet")
+        return run(cluster={"model": "qwen2.5-coder-0.5b"}, drafter={"kind": "suffix"},
+                   acceptance={"kind": "sessions", "corpus": "c.parquet"})(tmp)
+    return make
+
+
 PLAN = {"name": "p", "seed": 2, "models": ["llama-3-8b"], "hardware": [{"id": "l40s", "usd_per_gpu_hour": 0.9}],
         "workload": {"arrival": {"process": "poisson", "qps": 12}, "prompt_tokens": {"kind": "fixed", "value": 400},
                      "output_tokens": {"kind": "fixed", "value": 50}, "num_requests": 100},
@@ -1915,6 +1927,26 @@ CASES = [
             "acc.parquet: column 'ngram_match_len' holds str values; it must be a column of integers"),
     Hostile("acceptance_trace_rank_as_booleans", acceptance_trace("draft_rank", True),
             "acc.parquet: column 'draft_rank' holds bool values; it must be a column of integers"),
+    # session corpora whose columns are not what the generator writes: a plain integer for a list of token ids
+    # was a TypeError traceback ('numpy.int64' object is not iterable), 'no' for ended_by_stop or text for the
+    # ids an int() error naming no column, negative or fractional ids were walked as tokens (exit 0), and an
+    # empty corpus or one of empty outputs was 'acceptance.workloads: no request of []', a field not given
+    Hostile("sessions_corpus_output_an_integer", session_corpus(output_tokens=5),
+            "c.parquet: column 'output_tokens', row 0: 5 is not a list of token ids; expected "
+            "lists of integers from 0 to 2,147,483,647"),
+    Hostile("sessions_corpus_prompt_an_integer", session_corpus(prompt_tokens=5),
+            "column 'prompt_tokens', row 0: 5 is not a list of token ids"),
+    Hostile("sessions_corpus_output_as_text", session_corpus(output_tokens="[1, 2]"),
+            "column 'output_tokens', row 0: '[1, 2]' is not a list of token ids"),
+    Hostile("sessions_corpus_negative_ids", session_corpus(output_tokens=[[5, -1]] * 30),
+            "column 'output_tokens', row 0: [5, -1] is not a list of token ids"),
+    Hostile("sessions_corpus_fractional_ids", session_corpus(prompt_tokens=[[1.5, 2.0]] * 30),
+            "column 'prompt_tokens', row 0: [1.5, 2.0] is not a list of token ids"),
+    Hostile("sessions_corpus_ended_by_stop_as_text", session_corpus(ended_by_stop="no"),
+            "c.parquet: column 'ended_by_stop' holds str values; it must be a column of booleans"),
+    Hostile("sessions_corpus_empty", session_corpus(), "c.parquet: the corpus holds no request"),
+    Hostile("sessions_corpus_outputs_empty", session_corpus(output_tokens=[[]] * 30),
+            "c.parquet: no request has a decode step"),
 ]
 
 
