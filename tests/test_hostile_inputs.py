@@ -1947,6 +1947,12 @@ CASES = [
     Hostile("sessions_corpus_empty", session_corpus(), "c.parquet: the corpus holds no request"),
     Hostile("sessions_corpus_outputs_empty", session_corpus(output_tokens=[[]] * 30),
             "c.parquet: no request has a decode step"),
+    # Azure times more than 292 years apart (both within 1677-2262): their difference in int64 nanoseconds
+    # wrapped to negative arrival times, run with exit 0
+    Hostile("azure_times_500_years_apart",
+            trace(text_file("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n1700-01-01 00:00:00,374,44\n"
+                                     "2200-01-01 00:00:00,396,109\n"), "azure"),
+            "workload.arrival.trace_csv: arrivals reach 1.58e+10 s of simulated time; at most 1e+08 s"),
 ]
 
 

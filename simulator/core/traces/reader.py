@@ -152,7 +152,10 @@ def _times(frame: pd.DataFrame, column: str, unit: str, path: Path, field: str) 
                                                                    "UTC (ISO 8601, e.g. "
                                                                    "2023-11-16 18:15:46.6805900)")
         ns = stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
-        return (ns - ns.min()) * 1e-9
+        # differences as uint64 (modulo 2^64, exact: any span of int64 ns is below 2^64): in int64 a span past
+        # 292 years (1700 to 2200) wrapped to negative times, run with exit 0; load_trace's span bound refuses it
+        unsigned = ns.view(np.uint64)
+        return (unsigned - unsigned[np.argmin(ns)]) * 1e-9
     values = pd.to_numeric(raw.astype(str).str.strip(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(values) | (values < 0)
     if bad.any():
