@@ -98,9 +98,9 @@ _FLOAT32_ROUNDING = 1e-5   # a measured β of float32 sums reads 1.0000001 where
 
 
 def _check_values(trace: pd.DataFrame) -> None:
-    """ValueError naming the column of the first column not of numbers (integers where the range's low end is
-    an int) and the column and row of the first value outside its range (`_VALUE_RANGES`). Parquet columns
-    are typed: text numbers ('3') compared as text ('3' > '10') or were a TypeError where they were used."""
+    """ValueError naming the first column not of numbers (of integers where the range's low end is an int), or
+    the column and row of the first value outside its range (`_VALUE_RANGES`). Parquet columns are typed: text
+    numbers ('3') were compared as text ('3' > '10') or a TypeError where they were used."""
     for column, (low, high) in _VALUE_RANGES.items():
         if column not in trace.columns:
             continue
