@@ -264,6 +264,18 @@ def acceptance_trace(column: str, value, mode: str = "greedy") -> Callable[[Path
     return make
 
 
+def session_corpus(**columns) -> Callable[[Path], list]:
+    """A suffix-decoding run on the shipped code-edit corpus with `columns` set (DataFrame.assign; none: no rows),
+    written to c.parquet."""
+    def make(tmp: Path) -> list:
+        import pandas as pd
+        frame = pd.read_parquet(REPO / "profiles/data/acceptance/sessions/sessions-qwen2.5-coder-0.5b.parquet")
+        (frame.assign(**columns) if columns else frame.iloc[:0]).to_parquet(tmp / "c.parquet")
+        return run(cluster={"model": "qwen2.5-coder-0.5b"}, drafter={"kind": "suffix"},
+                   acceptance={"kind": "sessions", "corpus": "c.parquet"})(tmp)
+    return make
+
+
 PLAN = {"name": "p", "seed": 2, "models": ["llama-3-8b"], "hardware": [{"id": "l40s", "usd_per_gpu_hour": 0.9}],
         "workload": {"arrival": {"process": "poisson", "qps": 12}, "prompt_tokens": {"kind": "fixed", "value": 400},
                      "output_tokens": {"kind": "fixed", "value": 50}, "num_requests": 100},
@@ -1998,6 +2010,57 @@ CASES = [
     Hostile("trtllm_engine_version_never_released",
             run(cluster={"engine": {"framework": "trtllm", "version": "0.99.0"}}),
             "draftsim: error: cluster.engine.version: trtllm 0.99.0 is not a release"),
+    # hash ids that break the chain (an id stands for its block and every block before it), each read as it was
+    # (exit 0): with prefix caching on, an id twice in one Mooncake request was a KeyError traceback as the cache
+    # released it and an id at another place in another request a cache hit on a prefix not shared; a CSV's
+    # mapped hash_ids column the same
+    Hostile("mooncake_block_id_twice_in_one_request",
+            trace(text_file("m.jsonl", MOONCAKE.replace("1000", "1024") % (0, "7, 7")), "mooncake"),
+            "column 'hash_ids', line 1: block id 7 is block 2 (after id 7) here and block 1 on line 1"),
+    Hostile("mooncake_block_id_at_another_position",
+            trace(text_file("m.jsonl", MOONCAKE.replace("1000", "1024") % (0, "10, 11")
+                            + MOONCAKE.replace("1000", "1024") % (1000, "11, 10")), "mooncake"),
+            "column 'hash_ids', line 2: block id 11 is block 1 here and block 2 (after id 10) on line 1"),
+    Hostile("trace_csv_block_id_after_another_id",
+            trace(text_file("t.csv", "arrival_s,prompt_tokens,output_tokens,h\n0,32,5,1 3\n1,32,5,2 3\n"),
+                  columns={"hash_ids": "h"}, hash_block_tokens=16),
+            "column 'h', line 3: block id 3 is block 2 (after id 2) here and block 2 (after id 1) on line 2"),
+    # acceptance-trace columns of numbers stored as text: '3' was checked as a number, then used as text (a
+    # TypeError traceback in hits or accepted_lengths, or '3' > '10' compared as text); a rank of booleans ran
+    Hostile("acceptance_trace_rank_as_text", acceptance_trace("draft_rank", "3"),
+            "acc.parquet: column 'draft_rank' holds str values; it must be a column of integers"),
+    Hostile("acceptance_trace_max_accept_as_text", acceptance_trace("max_accept", "3"),
+            "acc.parquet: column 'max_accept' holds str values; it must be a column of integers"),
+    Hostile("acceptance_trace_ngram_match_as_text", acceptance_trace("ngram_match_len", "3"),
+            "acc.parquet: column 'ngram_match_len' holds str values; it must be a column of integers"),
+    Hostile("acceptance_trace_rank_as_booleans", acceptance_trace("draft_rank", True),
+            "acc.parquet: column 'draft_rank' holds bool values; it must be a column of integers"),
+    # session corpora whose columns are not what the generator writes: a plain integer for a list of token ids
+    # was a TypeError traceback ('numpy.int64' object is not iterable), 'no' for ended_by_stop or text for the
+    # ids an int() error naming no column, negative or fractional ids were walked as tokens (exit 0), and an
+    # empty corpus or one of empty outputs was 'acceptance.workloads: no request of []', a field not given
+    Hostile("sessions_corpus_output_an_integer", session_corpus(output_tokens=5),
+            "c.parquet: column 'output_tokens', row 0: 5 is not a list of token ids; expected "
+            "lists of integers from 0 to 2,147,483,647"),
+    Hostile("sessions_corpus_prompt_an_integer", session_corpus(prompt_tokens=5),
+            "column 'prompt_tokens', row 0: 5 is not a list of token ids"),
+    Hostile("sessions_corpus_output_as_text", session_corpus(output_tokens="[1, 2]"),
+            "column 'output_tokens', row 0: '[1, 2]' is not a list of token ids"),
+    Hostile("sessions_corpus_negative_ids", session_corpus(output_tokens=[[5, -1]] * 30),
+            "column 'output_tokens', row 0: [5, -1] is not a list of token ids"),
+    Hostile("sessions_corpus_fractional_ids", session_corpus(prompt_tokens=[[1.5, 2.0]] * 30),
+            "column 'prompt_tokens', row 0: [1.5, 2.0] is not a list of token ids"),
+    Hostile("sessions_corpus_ended_by_stop_as_text", session_corpus(ended_by_stop="no"),
+            "c.parquet: column 'ended_by_stop' holds str values; it must be a column of booleans"),
+    Hostile("sessions_corpus_empty", session_corpus(), "c.parquet: the corpus holds no request"),
+    Hostile("sessions_corpus_outputs_empty", session_corpus(output_tokens=[[]] * 30),
+            "c.parquet: no request has a decode step"),
+    # Azure times more than 292 years apart (both within 1677-2262): their difference in int64 nanoseconds
+    # wrapped to negative arrival times, run with exit 0
+    Hostile("azure_times_500_years_apart",
+            trace(text_file("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n1700-01-01 00:00:00,374,44\n"
+                                     "2200-01-01 00:00:00,396,109\n"), "azure"),
+            "workload.arrival.trace_csv: arrivals reach 1.58e+10 s of simulated time; at most 1e+08 s"),
 ]
 
 

@@ -32,6 +32,7 @@ import hashlib
 import json
 import platform
 import re
+import reprlib
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -306,7 +307,33 @@ def load_sessions(path: str | Path) -> pd.DataFrame:
     missing = {"session", "workload", "turn", "prompt_tokens", "output_tokens", "ended_by_stop"} - set(frame.columns)
     if missing:
         raise ValueError(f"{Path(path).name}: lacks columns {sorted(missing)}")
+    _check_columns(frame)
     return frame
+
+
+MAX_TOKEN_ID = 2**31 - 1   # ids are held as int32 (to_frame, fingerprint)
+
+
+def _check_columns(frame: pd.DataFrame) -> None:
+    """ValueError naming the column (and row) of the first value of another type than `to_frame` writes: the
+    walks read each row's token ids, `turn` and `ended_by_stop` as they are, so a plain integer for a list was
+    a TypeError traceback, 'no' for a boolean an int() error naming no column and negative or fractional ids
+    were walked as tokens."""
+    if frame.empty:
+        raise ValueError("the corpus holds no request")
+    for column, kind in (("turn", "integers"), ("ended_by_stop", "booleans")):
+        dtype = frame[column].dtype
+        ok = pd.api.types.is_bool_dtype(dtype) if kind == "booleans" else \
+            pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+        if not ok:
+            raise ValueError(f"column {column!r} holds {dtype} values; it must be a column of {kind}")
+    for column in ("prompt_tokens", "output_tokens"):
+        for row, ids in enumerate(frame[column]):
+            if not (isinstance(ids, np.ndarray) and ids.ndim == 1 and (
+                    not len(ids) or ids.dtype.kind in "iu" and 0 <= ids.min() and ids.max() <= MAX_TOKEN_ID)):
+                shown = reprlib.repr(ids.tolist() if isinstance(ids, np.ndarray) else ids)   # (its head)
+                raise ValueError(f"column {column!r}, row {row}: {shown} is not a list of token ids; expected "
+                                 f"lists of integers from 0 to {MAX_TOKEN_ID:,}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -98,11 +98,18 @@ _FLOAT32_ROUNDING = 1e-5   # a measured β of float32 sums reads 1.0000001 where
 
 
 def _check_values(trace: pd.DataFrame) -> None:
-    """ValueError naming the column and row of the first value outside its range (`_VALUE_RANGES`)."""
+    """ValueError naming the first column not of numbers (of integers where the range's low end is an int), or
+    the column and row of the first value outside its range (`_VALUE_RANGES`). Parquet columns are typed: text
+    numbers ('3') were compared as text ('3' > '10') or a TypeError where they were used."""
     for column, (low, high) in _VALUE_RANGES.items():
         if column not in trace.columns:
             continue
-        values = pd.to_numeric(trace[column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        dtype, integer = trace[column].dtype, isinstance(low, int)
+        if pd.api.types.is_bool_dtype(dtype) or not (pd.api.types.is_integer_dtype(dtype) if integer
+                                                     else pd.api.types.is_numeric_dtype(dtype)):
+            raise ValueError(f"column {column!r} holds {dtype} values; it must be a column of "
+                             f"{'integers' if integer else 'numbers'}")
+        values = trace[column].to_numpy(dtype=np.float64, na_value=np.nan)
         bad = ~np.isfinite(values) | (values < low) | ((values > high + _FLOAT32_ROUNDING) if high is not None else False)
         if bad.any():
             i = int(np.argmax(bad))

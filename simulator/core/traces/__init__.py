@@ -18,7 +18,8 @@ CSV/JSONL layouts, date-and-time or relative timestamps, a time window and rate 
   blocks (the last, partial block is never reused, as vLLM caches only full blocks). A request's ids must
   cover its prompt (one per block, the partial block's id optional): another count is another block size,
   refused naming the line. It needs a hash_ids column, and a mapped hash_ids column needs it where the
-  format has no block size.
+  format has no block size. Ids are chained (an id stands for its block and all before it): one id at two
+  positions, or after two ids, is refused naming both lines (`reader._check_chained`).
 
 Then `workload.num_requests` (the first n) or `workload.duration_s` (arrivals before it) cuts the trace,
 as for the draftsim format. Plain draftsim CSV traces without these options keep the original reader

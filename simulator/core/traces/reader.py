@@ -152,7 +152,10 @@ def _times(frame: pd.DataFrame, column: str, unit: str, path: Path, field: str) 
                                                                    "UTC (ISO 8601, e.g. "
                                                                    "2023-11-16 18:15:46.6805900)")
         ns = stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
-        return (ns - ns.min()) * 1e-9
+        # differences as uint64 (modulo 2^64, exact: any span of int64 ns is below 2^64): in int64 a span past
+        # 292 years (1700 to 2200) wrapped to negative times, run with exit 0; load_trace's span bound refuses it
+        unsigned = ns.view(np.uint64)
+        return (unsigned - unsigned[np.argmin(ns)]) * 1e-9
     values = pd.to_numeric(raw.astype(str).str.strip(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(values) | (values < 0)
     if bad.any():
@@ -223,6 +226,7 @@ def read_trace(path: Path, fmt: TraceFormat, field: str) -> TraceRows:
     if fmt.hash_ids:
         hashes = _hash_ids(frame, fmt.hash_ids, path, field)
         _check_block_counts(hashes, prompt, fmt, frame["__line__"].to_numpy(), path, field)
+        _check_chained(hashes, fmt.hash_ids, frame["__line__"].to_numpy(), path, field)
     return TraceRows(times, prompt, output, hashes, skipped)
 
 
@@ -242,3 +246,26 @@ def _check_block_counts(hashes: list, prompt: np.ndarray, fmt: TraceFormat, line
         raise ScenarioError(field, f"{path}, column '{fmt.hash_ids}', line {lines[i]}: {counts[i]} block ids for "
                                    f"{prompt[i]} prompt tokens; expected {expected}, one per {block}-token block "
                                    "(workload.arrival.hash_block_tokens)")
+
+
+def _check_chained(hashes: list, column: str, lines: np.ndarray, path: Path, field: str) -> None:
+    """Hash ids are chained (Mooncake's, as vLLM's block hashes): an id stands for its block and every block
+    before it, so wherever it appears it is the same block of the prompt after the same id. An id twice in one
+    request ([7, 7]: a KeyError traceback as the prefix cache released the request) or at another place in
+    another ([10, 11] then [11, 10]: a prefix-cache hit on a prefix not shared, exit 0) describes no prompt."""
+    counts = np.fromiter((len(ids) for ids in hashes), dtype=np.int64, count=len(hashes))
+    ids = np.fromiter((v for row in hashes for v in row), dtype=np.int64, count=int(counts.sum()))
+    row = np.repeat(np.arange(len(hashes)), counts)
+    pos = np.arange(len(ids)) - np.repeat(np.cumsum(counts) - counts, counts)   # 0: the first block
+    prev = np.where(pos > 0, np.r_[0, ids[:-1]], 0)   # (a first block has none: its position tells it apart)
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    first = first[inverse]   # per id, where it appeared first
+    bad = (pos != pos[first]) | (prev != prev[first])
+    if bad.any():
+        i = int(np.argmax(bad))
+        j = first[i]
+        place = lambda k: f"block {pos[k] + 1} (after id {prev[k]})" if pos[k] else "block 1"
+        raise ScenarioError(field, f"{path}, column '{column}', line {lines[row[i]]}: block id {ids[i]} is "
+                                   f"{place(i)} here and {place(j)} on line {lines[row[j]]}; hash ids are chained "
+                                   "(an id stands for its block and every block before it), so an id keeps one "
+                                   "position and one predecessor")

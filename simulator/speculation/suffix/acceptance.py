@@ -141,7 +141,10 @@ def sessions_chain(bound: BoundSessions, gamma: int, seed: int, base_dir: Path):
     workloads = set(sec.workloads) if sec.workloads else None
     keep = [i for i, a in enumerate(walks.accepted) if len(a) and (workloads is None or walks.workloads[i] in workloads)]
     if not keep:
-        raise ScenarioError("acceptance.workloads", f"{path.name}: no request of {sorted(workloads or [])} has a "
+        if workloads is None:   # (named acceptance.workloads, a field not given, as 'no request of []')
+            raise ScenarioError("acceptance.corpus", f"{path}: no request has a decode step (an output of 2 "
+                                                     "tokens or more)")
+        raise ScenarioError("acceptance.workloads", f"{path.name}: no request of {sorted(workloads)} has a "
                                                     "decode step")
     accepted = [np.minimum(walks.accepted[i], gamma) for i in keep]
     proposed = [np.minimum(walks.proposed[i], gamma) for i in keep]
