@@ -1890,6 +1890,32 @@ CASES = [
                        + "1,10,5,caf\xe9\n").encode("latin-1")), **options),
               "t.csv is not UTF-8 text: byte 0xe9 at line 8002")
       for suffix, options in (("", {}), ("_time_unit_s", {"time_unit": "s"}))],
+    # -- workloads drawn before they were checked (fix-workload, 2026-11-29) --
+    # every turn of every session was drawn before the context check: sessions of turns the context cannot hold
+    # ran (3,000 turns × 2 sessions: 26 s, exit 0) or were refused after the drawing (500 × 80: 17-28 s)
+    Hostile("sessions_longer_than_the_context", run(workload={"sessions": {"turns": {"kind": "fixed", "value": 200},
+                                                                           "think_time_s": 0.001}, "num_requests": 2}),
+            "workload.sessions.turns: every session has at least 200 turns"),
+    # turns from an empirical CSV had no mean: no memory check, 'out of memory' after 28 s (20,000 turns: a hang)
+    Hostile("sessions_empirical_turns_beyond_memory", lambda tmp: run(workload={
+        "sessions": {"turns": {"kind": "empirical", "csv": str(_write(tmp, "turns.csv", "len\n3000\n")),
+                               "column": "len"}, "think_time_s": 0.001},
+        "num_requests": 80, "context_overflow": "truncate"})(tmp),
+            "workload.sessions.turns: the sessions' prompts re-send their earlier turns", patch=little_memory),
+    # a system prompt of 10^7 tokens, beyond every context, built every request's keys first: exit 2 after 65 s
+    Hostile("shared_prefix_longer_than_the_context", run(workload={"shared_prefix": {"prompts": 4, "tokens": 10**7},
+                                                                   "num_requests": 200}),
+            "workload.shared_prefix.tokens: 10000000 tokens of system prompt before every prompt"),
+    Hostile("shared_prefix_with_its_prompts_beyond_the_context", run(workload={
+        "shared_prefix": {"prompts": 4, "tokens": 8150}}),
+            "workload.shared_prefix.tokens: every request needs at least 8230 tokens"),
+    # 10^7 requests of a legal 8,000-token system prompt: 5·10^9 prefix keys and no check of their memory
+    Hostile("shared_prefix_keys_beyond_memory", run(workload={"shared_prefix": {"prompts": 4, "tokens": 8000},
+                                                              "num_requests": 10**7}),
+            "workload.shared_prefix.tokens: every prompt starts with a system prompt", patch=little_memory),
+    Hostile("plan_sessions_longer_than_the_context", plan(workload={
+        **PLAN["workload"], "sessions": {"turns": {"kind": "fixed", "value": 100}, "think_time_s": 1}}),
+            "plan.workload.sessions.turns: every session has at least 100 turns"),
 ]
 
 

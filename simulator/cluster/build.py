@@ -216,10 +216,12 @@ def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target
               ) -> tuple[RequestTable, RequestState, float]:
     """The run's requests within the model's context (simulator.core.context), their state, and the host
     seconds it took to read or draw them."""
-    from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, context_limit
+    from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, check_least_request, context_limit
     limit = context_limit(target, scenario.cluster.max_model_len)
+    workload = scenario.workload.spec()
+    check_least_request(workload, f"the context of {target.name} (cluster.max_model_len)", limit, base_dir)
     t0 = time.perf_counter()
-    table = generate_requests(scenario.workload.spec(), streams.workload, base_dir, block_size=scenario.scheduler.block_size)
+    table = generate_requests(workload, streams.workload, base_dir, block_size=scenario.scheduler.block_size)
     workload_s = time.perf_counter() - t0
     table, rejected = apply_context_limit(table, limit, scenario.workload.context_overflow, target.name)
     state = RequestState(table, scenario.workload.parallel_samples)
