@@ -1916,6 +1916,11 @@ CASES = [
     Hostile("plan_sessions_longer_than_the_context", plan(workload={
         **PLAN["workload"], "sessions": {"turns": {"kind": "fixed", "value": 100}, "think_time_s": 1}}),
             "plan.workload.sessions.turns: every session has at least 100 turns"),
+    # energy settings for hardware without tdp_w: usd_per_kwh made usd_per_mtok null (5.67 without it), the host
+    # power and power model were ignored (exit 0)
+    *[Hostile(f"energy_{name}_without_tdp_w", run(cluster={"hardware": HW}, energy={name: value}),
+              f"energy.{name}: needs the GPUs' power, but the hardware 'my-gpu' of cluster states no tdp_w")
+      for name, value in (("usd_per_kwh", 0.1), ("host_power_w_per_gpu", 500), ("power_model", "busy"))],
 ]
 
 

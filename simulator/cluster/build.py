@@ -420,6 +420,7 @@ def alltoall_pricer_for(kind: ReplicaKind, num_replicas: int):
 
 
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
+    from simulator.results.energy import check_power_known
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
     _check_router(scenario)
     _check_parallel_samples(scenario)
@@ -428,6 +429,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     block = scenario.scheduler.block_size
     if dis is None:
         kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
+        check_power_known(scenario.energy, kind.hardware, "cluster")
         scenario, filled = _engine_scheduler(scenario, kind)
         scenario, caching = _engine_cache(scenario, kind)
         blocks = kind.blocks(block)
@@ -453,6 +455,8 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     latencies: dict = {}
     kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
                              latencies) for name in ("prefill", "decode")}
+    for name in kinds:
+        check_power_known(scenario.energy, kinds[name].hardware, f"{DISAGG}.{name}")
     scenario, filled = _engine_scheduler(scenario, kinds["prefill"])   # (the pool that batches prompts)
     scenario, caching = _engine_cache(scenario, kinds["prefill"])      # (the pool that keeps a prefix cache)
     hw_p, hw_d = kinds["prefill"].hardware, kinds["decode"].hardware
