@@ -1921,6 +1921,11 @@ CASES = [
     *[Hostile(f"energy_{name}_without_tdp_w", run(cluster={"hardware": HW}, energy={name: value}),
               f"energy.{name}: needs the GPUs' power, but the hardware 'my-gpu' of cluster states no tdp_w")
       for name, value in (("usd_per_kwh", 0.1), ("host_power_w_per_gpu", 500), ("power_model", "busy"))],
+    # a step option for another outputs.steps mode was ignored without a word (exit 0)
+    Hostile("outputs_sample_every_without_sampled", run(outputs={"step_sample_every": 5}),
+            "outputs.step_sample_every: only allowed for steps 'sampled'"),
+    Hostile("outputs_interval_with_sampled", run(outputs={"steps": "sampled", "step_interval_s": 0.5}),
+            "outputs.step_interval_s: only allowed for steps 'aggregate'"),
 ]
 
 
