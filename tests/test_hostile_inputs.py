@@ -1926,6 +1926,12 @@ CASES = [
             "outputs.step_sample_every: only allowed for steps 'sampled'"),
     Hostile("outputs_interval_with_sampled", run(outputs={"steps": "sampled", "step_interval_s": 0.5}),
             "outputs.step_interval_s: only allowed for steps 'aggregate'"),
+    # YAML 1.1 numbers read as other values (README: numbers are plain decimals): 0x10 ran 16 requests, 1:30 a
+    # TTFT SLO of 90 s (sexagesimal), in a scenario file and in --set alike (exit 0)
+    Hostile("yaml_hex_number_in_a_scenario", run(yaml.safe_dump(merge(TINY, {"workload": {"num_requests": "@"}}))
+                                                 .replace("'@'", "0x10")),
+            "workload.num_requests: Input should be a valid integer"),
+    Hostile("set_sexagesimal_number", run(None, "--set", "slo.ttft_s=1:30"), "slo.ttft_s: Input should be a valid number"),
 ]
 
 
