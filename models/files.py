@@ -23,12 +23,16 @@ YAML is parsed by a SafeLoader (no Python objects) that also refuses:
   (the "billion laughs": a few lines that expand to 9^8 values when the document is walked);
 - an integer of more than 4,300 digits (Python's `sys.get_int_max_str_digits()`: int() raises a ValueError
   beyond it).
+Numbers are plain decimals, as in YAML 1.2's core schema: YAML 1.1's octal (`017` was 15), sexagesimal
+(`1:30` was 90), hexadecimal, binary and underscored (`1_000`) forms are read as text, which a number field
+refuses or reads as the decimal it spells (`017`: 17), naming the field.
 JSON gets the same duplicate-key, depth and integer checks.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -189,14 +193,26 @@ def _integer_digits_problem(text: str, where: str = "") -> str | None:
     return None
 
 
+_DECIMAL_INT = re.compile(r"^[-+]?[0-9]+$")
+_DECIMAL_FLOAT = re.compile(r"^(?:[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?|\.[0-9]+(?:[eE][-+][0-9]+)?"
+                            r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")   # (PyYAML's forms but `_` and `:`)
+
+
 def _yaml_int(loader: _Loader, node):
     problem = _integer_digits_problem(node.value, f" at line {node.start_mark.line + 1}")
     if problem:
         raise DocumentError(problem)
-    return yaml.SafeLoader.construct_yaml_int(loader, node)
+    if _DECIMAL_INT.match(node.value):   # (SafeLoader reads a leading 0 as octal)
+        return int(node.value)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)   # (an explicit !!int tag)
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _yaml_int)
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_Loader.yaml_implicit_resolvers = {first: [(tag, regexp) for tag, regexp in resolvers if tag not in _NUMBER_TAGS]
+                                   for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver(_NUMBER_TAGS[0], _DECIMAL_INT, list("-+0123456789"))
+_Loader.add_implicit_resolver(_NUMBER_TAGS[1], _DECIMAL_FLOAT, list("-+0123456789."))
 
 
 def _check_expansion(root) -> None:

@@ -111,7 +111,7 @@ def prepare(scenario: Scenario | dict | str | Path, overrides: list[str] | None 
     """Validate and build a scenario's cluster (requests, pricing, replicas) without simulating it: a
     YAML path, a dict or a Scenario, with `overrides` (`key.path=value`, as `draftsim run --set`)."""
     scenario, base_dir = _as_scenario(scenario, overrides, base_dir)
-    check_memory(scenario)
+    check_memory(scenario, base_dir=base_dir)
     if scenario.simulation.executor != "local":   # what a distributed run refuses, before any work
         from simulator.distributed import check_distributable
         check_distributable(scenario)

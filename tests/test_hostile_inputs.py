@@ -1841,7 +1841,7 @@ CASES = [
             "workload.num_requests: Input should be less than or equal to 1000000000000"),
     Hostile("num_requests_hex_4000_digits", run(yaml.safe_dump(TINY).replace("num_requests: 4", "num_requests: 0x"
                                                                              + "f" * 4000)),
-            "workload.num_requests: Input should be less than or equal to"),
+            "workload.num_requests: Input should be a valid integer"),   # (hex is text since YAML numbers are decimal)
     Hostile("num_requests_400_digits_closed_loop", run(None, "--set", "workload.arrival.process=closed_loop",
                                                        "--set", "workload.arrival.qps=null", "--set",
                                                        "workload.arrival.concurrency=4", "--set",
@@ -2061,6 +2061,48 @@ CASES = [
             trace(text_file("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n1700-01-01 00:00:00,374,44\n"
                                      "2200-01-01 00:00:00,396,109\n"), "azure"),
             "workload.arrival.trace_csv: arrivals reach 1.58e+10 s of simulated time; at most 1e+08 s"),
+    # -- workloads drawn before they were checked (fix-workload, 2026-11-29) --
+    # every turn of every session was drawn before the context check: sessions of turns the context cannot hold
+    # ran (3,000 turns × 2 sessions: 26 s, exit 0) or were refused after the drawing (500 × 80: 17-28 s)
+    Hostile("sessions_longer_than_the_context", run(workload={"sessions": {"turns": {"kind": "fixed", "value": 200},
+                                                                           "think_time_s": 0.001}, "num_requests": 2}),
+            "workload.sessions.turns: every session has at least 200 turns"),
+    # turns from an empirical CSV had no mean: no memory check, 'out of memory' after 28 s (20,000 turns: a hang)
+    Hostile("sessions_empirical_turns_beyond_memory", lambda tmp: run(workload={
+        "sessions": {"turns": {"kind": "empirical", "csv": str(_write(tmp, "turns.csv", "len\n3000\n")),
+                               "column": "len"}, "think_time_s": 0.001},
+        "num_requests": 80, "context_overflow": "truncate"})(tmp),
+            "workload.sessions.turns: the sessions' prompts re-send their earlier turns", patch=little_memory),
+    # a system prompt of 10^7 tokens, beyond every context, built every request's keys first: exit 2 after 65 s
+    Hostile("shared_prefix_longer_than_the_context", run(workload={"shared_prefix": {"prompts": 4, "tokens": 10**7},
+                                                                   "num_requests": 200}),
+            "workload.shared_prefix.tokens: 10000000 tokens of system prompt before every prompt"),
+    Hostile("shared_prefix_with_its_prompts_beyond_the_context", run(workload={
+        "shared_prefix": {"prompts": 4, "tokens": 8150}}),
+            "workload.shared_prefix.tokens: every request needs at least 8230 tokens"),
+    # 10^7 requests of a legal 8,000-token system prompt: 5·10^9 prefix keys and no check of their memory
+    Hostile("shared_prefix_keys_beyond_memory", run(workload={"shared_prefix": {"prompts": 4, "tokens": 8000},
+                                                              "num_requests": 10**7}),
+            "workload.shared_prefix.tokens: every prompt starts with a system prompt", patch=little_memory),
+    Hostile("plan_sessions_longer_than_the_context", plan(workload={
+        **PLAN["workload"], "sessions": {"turns": {"kind": "fixed", "value": 100}, "think_time_s": 1}}),
+            "plan.workload.sessions.turns: every session has at least 100 turns"),
+    # energy settings for hardware without tdp_w: usd_per_kwh made usd_per_mtok null (5.67 without it), the host
+    # power and power model were ignored (exit 0)
+    *[Hostile(f"energy_{name}_without_tdp_w", run(cluster={"hardware": HW}, energy={name: value}),
+              f"energy.{name}: needs the GPUs' power, but the hardware 'my-gpu' of cluster states no tdp_w")
+      for name, value in (("usd_per_kwh", 0.1), ("host_power_w_per_gpu", 500), ("power_model", "busy"))],
+    # a step option for another outputs.steps mode was ignored without a word (exit 0)
+    Hostile("outputs_sample_every_without_sampled", run(outputs={"step_sample_every": 5}),
+            "outputs.step_sample_every: only allowed for steps 'sampled'"),
+    Hostile("outputs_interval_with_sampled", run(outputs={"steps": "sampled", "step_interval_s": 0.5}),
+            "outputs.step_interval_s: only allowed for steps 'aggregate'"),
+    # YAML 1.1 numbers read as other values (README: numbers are plain decimals): 0x10 ran 16 requests, 1:30 a
+    # TTFT SLO of 90 s (sexagesimal), in a scenario file and in --set alike (exit 0)
+    Hostile("yaml_hex_number_in_a_scenario", run(yaml.safe_dump(merge(TINY, {"workload": {"num_requests": "@"}}))
+                                                 .replace("'@'", "0x10")),
+            "workload.num_requests: Input should be a valid integer"),
+    Hostile("set_sexagesimal_number", run(None, "--set", "slo.ttft_s=1:30"), "slo.ttft_s: Input should be a valid number"),
 ]
 
 

@@ -216,10 +216,12 @@ def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target
               ) -> tuple[RequestTable, RequestState, float]:
     """The run's requests within the model's context (simulator.core.context), their state, and the host
     seconds it took to read or draw them."""
-    from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, context_limit
+    from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, check_least_request, context_limit
     limit = context_limit(target, scenario.cluster.max_model_len)
+    workload = scenario.workload.spec()
+    check_least_request(workload, f"the context of {target.name} (cluster.max_model_len)", limit, base_dir)
     t0 = time.perf_counter()
-    table = generate_requests(scenario.workload.spec(), streams.workload, base_dir, block_size=scenario.scheduler.block_size)
+    table = generate_requests(workload, streams.workload, base_dir, block_size=scenario.scheduler.block_size)
     workload_s = time.perf_counter() - t0
     table, rejected = apply_context_limit(table, limit, scenario.workload.context_overflow, target.name)
     state = RequestState(table, scenario.workload.parallel_samples)
@@ -418,6 +420,7 @@ def alltoall_pricer_for(kind: ReplicaKind, num_replicas: int):
 
 
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
+    from simulator.results.energy import check_power_known
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
     _check_router(scenario)
     _check_parallel_samples(scenario)
@@ -426,6 +429,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     block = scenario.scheduler.block_size
     if dis is None:
         kind = pool_kind(scenario, None, "cluster", streams.acceptance_seed, base_dir)
+        check_power_known(scenario.energy, kind.hardware, "cluster")
         scenario, filled = _engine_scheduler(scenario, kind)
         scenario, caching = _engine_cache(scenario, kind)
         blocks = kind.blocks(block)
@@ -451,6 +455,8 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     latencies: dict = {}
     kinds = {name: pool_kind(scenario, getattr(dis, name), f"{DISAGG}.{name}", streams.acceptance_seed, base_dir,
                              latencies) for name in ("prefill", "decode")}
+    for name in kinds:
+        check_power_known(scenario.energy, kinds[name].hardware, f"{DISAGG}.{name}")
     scenario, filled = _engine_scheduler(scenario, kinds["prefill"])   # (the pool that batches prompts)
     scenario, caching = _engine_cache(scenario, kinds["prefill"])      # (the pool that keeps a prefix cache)
     hw_p, hw_d = kinds["prefill"].hardware, kinds["decode"].hardware

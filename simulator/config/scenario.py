@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from simulator.console.printable import printable
 from simulator.errors import ScenarioError
@@ -397,6 +398,8 @@ class SimulationConfig(Strict):
 # replica's first step; it also keeps the sampler's int64 step ranks in range (2^63 raised OverflowError in
 # the middle of a run).
 MAX_STEP_SAMPLE_EVERY = 10**9
+# The outputs.steps mode that reads each step option, and its default there.
+STEP_OPTIONS = {"step_sample_every": ("sampled", 100), "step_interval_s": ("aggregate", 1.0)}
 
 
 class OutputsConfig(Strict):
@@ -406,12 +409,25 @@ class OutputsConfig(Strict):
     summary is the same in every case (simulator.core.steplog). `step_interval_s` lies in 1 µs (a step
     lasts longer: finer intervals hold one step each, and 1e-300 s overflowed the interval numbers) to
     the longest simulated span (simulator.core.workload.MAX_SIM_SPAN_S). `step_sample_every` lies in 1 to
-    MAX_STEP_SAMPLE_EVERY."""
+    MAX_STEP_SAMPLE_EVERY. Each is only for the mode that reads it (default there: `STEP_OPTIONS`), None
+    otherwise: given for another mode it was ignored without a word."""
 
     plots: bool = True
     steps: Literal["full", "sampled", "aggregate"] = "full"
-    step_sample_every: int = Field(100, ge=1, le=MAX_STEP_SAMPLE_EVERY)
-    step_interval_s: float = Field(1.0, ge=1e-6, le=MAX_SIM_SPAN_S, allow_inf_nan=False)
+    step_sample_every: int | None = Field(None, ge=1, le=MAX_STEP_SAMPLE_EVERY, validate_default=True)
+    step_interval_s: float | None = Field(None, ge=1e-6, le=MAX_SIM_SPAN_S, allow_inf_nan=False, validate_default=True)
+
+    @field_validator("step_sample_every", "step_interval_s")
+    @classmethod
+    def _only_for_its_mode(cls, value, info):
+        mode, default = STEP_OPTIONS[info.field_name]
+        steps = info.data.get("steps")
+        if steps == mode:
+            return default if value is None else value
+        if steps is not None and value is not None:
+            raise PydanticCustomError("forbidden", f"only allowed for steps '{mode}' (steps '{steps}' does not read it)")
+        return None
+
 
 
 class EnergyConfig(Strict):

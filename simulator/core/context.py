@@ -3,7 +3,8 @@
 The limit is `cluster.max_model_len` (vLLM's --max-model-len), by default the model's
 `max_position_embeddings`, never above it. Requests over it are handled by `workload.context_overflow`:
 
-- `error` (default): a one-line error before the run, naming the first such request;
+- `error` (default): a one-line error before the run, naming the first such request (before any is drawn,
+  `check_least_request`, when a shared prefix or a session's turns make even the smallest request too long);
 - `drop`: the request is rejected at arrival, as vLLM's API server rejects a request whose prompt plus
   `max_tokens` exceeds the context (HTTP 400); it counts as dropped (`drop_reason` exceeds_context);
 - `truncate`: the prompt keeps its first max_model_len − output tokens (the client cut the prompt's tail
@@ -30,6 +31,42 @@ def context_limit(model, max_model_len: int | None) -> int:
                                                          f"of {model.name}; allowed: 2..{limit}")
         limit = max_model_len
     return limit
+
+
+def check_least_request(workload, context: str, limit: int, base_dir, field: str = "workload") -> None:
+    """Before any request is drawn, from the smallest value of each length distribution: ScenarioError when
+    a shared system prompt cannot fit with a prompt and an output token (whatever `context_overflow` says), or,
+    with context_overflow 'error', when the smallest request (with sessions: the smallest session's last
+    turn, which re-sends every turn before it) exceeds the context, which `apply_context_limit` would say only
+    after every turn of every session was drawn. A session that is only likely to outgrow the context is left to
+    that check. `workload`: a simulator.core.workload.Workload; `context`: e.g. "the context of llama-3-8b"."""
+    shared, sessions = workload.shared_prefix, workload.sessions
+    if shared is None and sessions is None:
+        return
+    system = shared.tokens if shared is not None else 0
+    if system > limit - 2:
+        raise ScenarioError(f"{field}.shared_prefix.tokens", f"{system} tokens of system prompt before every prompt, "
+                            f"but {context} is {limit}; allowed: at most {limit - 2} (a prompt and an output token "
+                            "must fit too)")
+    if workload.context_overflow != "error":
+        return
+    message = workload.prompt_tokens.least_and_mean(base_dir, f"{field}.prompt_tokens")[0]
+    output = workload.output_tokens.least_and_mean(base_dir, f"{field}.output_tokens")[0]
+    turns = sessions.turns.least_and_mean(base_dir, f"{field}.sessions.turns")[0] if sessions is not None else 1
+    least = system + turns * (message + output)
+    if least <= limit:
+        return
+    fix = "or set workload.context_overflow: drop or truncate"
+    if system + message + output > limit:
+        raise ScenarioError(f"{field}.shared_prefix.tokens" if system else field,
+                            f"every request needs at least {system + message + output} tokens (system prompt "
+                            f"{system} + prompt {message} + output {output}, the distributions' smallest) but "
+                            f"{context} is {limit}; allowed here: a system prompt of at most "
+                            f"{max(limit - message - output, 0)} tokens, {fix}")
+    raise ScenarioError(f"{field}.sessions.turns", f"every session has at least {turns} turns and each turn re-sends "
+                        f"the turns before it: the last needs at least {least:,} tokens (system prompt {system} + "
+                        f"{turns} × (message {message} + output {output}), the distributions' smallest) but {context} "
+                        f"is {limit}; allowed here: at most {(limit - system) // (message + output)} turns, {fix}")
 
 
 def apply_context_limit(table: RequestTable, limit: int, mode: str, model_name: str) -> tuple[RequestTable, np.ndarray]:

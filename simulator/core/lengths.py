@@ -11,7 +11,9 @@
 - ``empirical`` {csv, column}                bootstrap: draws with replacement from the integer values of
   `column` in the CSV file (a relative path is resolved against the scenario file's folder).
 
-Every `sample` call returns an int64 array with all values >= 1.
+Every `sample` call returns an int64 array with all values >= 1; `least_and_mean` gives the smallest value a
+distribution can draw and its mean without drawing (the checks before a run: simulator.core.context,
+simulator.config.host_memory).
 """
 from __future__ import annotations
 
@@ -43,6 +45,9 @@ class FixedLength:
     def mean(self) -> float:
         return float(self.value)
 
+    def least_and_mean(self, base_dir: Path, field: str) -> tuple[int, float]:
+        return self.value, self.mean()
+
 
 @dataclass(frozen=True)
 class UniformLength:
@@ -54,6 +59,9 @@ class UniformLength:
 
     def mean(self) -> float:
         return 0.5 * (self.low + self.high)
+
+    def least_and_mean(self, base_dir: Path, field: str) -> tuple[int, float]:
+        return self.low, self.mean()
 
 
 def standard_bounds(median: float, sigma: float, low: float, high: float | None) -> tuple[float, float]:
@@ -105,6 +113,9 @@ class LognormalLength:
         scale = np.exp(np.log(self.median) + 0.5 * s * s)
         return float(scale * normal_mass(z_low - s, z_high - s) / normal_mass(z_low, z_high))
 
+    def least_and_mean(self, base_dir: Path, field: str) -> tuple[int, float]:
+        return self.min, self.mean()
+
 
 @dataclass(frozen=True)
 class EmpiricalLength:
@@ -112,9 +123,18 @@ class EmpiricalLength:
     column: str
 
     def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
-        path = resolve_path(self.csv, base_dir, f"{field}.csv")
-        values = read_csv_columns(path, {self.column: "count"}, f"{field}.csv")[self.column]
+        values = self.values(base_dir, field)
         return values[rng.integers(0, len(values), size=n)]
+
+    def values(self, base_dir: Path, field: str) -> np.ndarray:
+        """The column's values (ScenarioError on `field`.csv for a file or column that cannot be read)."""
+        path = resolve_path(self.csv, base_dir, f"{field}.csv")
+        return read_csv_columns(path, {self.column: "count"}, f"{field}.csv")[self.column]
+
+    def least_and_mean(self, base_dir: Path, field: str) -> tuple[int, float]:
+        """(both from one read of the column; the draw reads it again)"""
+        values = self.values(base_dir, field)
+        return int(values.min()), float(values.mean())
 
 
 def resolve_path(path: Path, base_dir: Path, field: str) -> Path:

@@ -13,7 +13,8 @@ target's plus a separate draft model's own, which are taken to be busy for the w
 * cost: GPU-hours g·W/3600 at `energy.usd_per_gpu_hour` (else the plan price table,
   profiles.prices) plus, when `energy.usd_per_kwh` is given, the energy billed; per million
   output tokens of the window.
-Hardware without a stated board power (`tdp_w` 0) gives no energy figures (null in summary.json).
+Hardware without a stated board power (`tdp_w` 0) gives no energy figures (null in summary.json), and the
+`energy` settings that need them are refused for it (`check_power_known`).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from profiles.power import GpuPower, gpu_power
+from simulator.errors import ScenarioError
 
 JOULES_PER_KWH = 3.6e6
 
@@ -53,6 +55,18 @@ class RunPower:
             busy = model.step_energy_j(g, device_s[rows], 0.0, flops[rows], nbytes[rows])
             out[rows] = (busy - g * model.idle_w * device_s[rows]) * inside[rows]
         return out
+
+
+def check_power_known(energy, hardware, where: str) -> None:
+    """ScenarioError naming the first `energy` setting given that needs the GPUs' power (`power_model`,
+    `usd_per_kwh`, `host_power_w_per_gpu`) when the `hardware` of pool `where` states no board power (`tdp_w`
+    0): its energy figures are null, so usd_per_kwh turned usd_per_mtok null too and the others were ignored
+    without a word (exit 0). usd_per_gpu_hour needs no power: the GPU-hour cost stays."""
+    given = [name for name in ("power_model", "usd_per_kwh", "host_power_w_per_gpu") if name in energy.model_fields_set]
+    if given and not hardware.tdp_w:
+        raise ScenarioError(f"energy.{given[0]}", f"needs the GPUs' power, but the hardware {hardware.id!r} of {where} "
+                            "states no tdp_w (its board power limit, W); give the hardware its tdp_w, or leave out "
+                            f"energy.{', energy.'.join(given)} (usd_per_mtok then counts GPU-hours only)")
 
 
 def run_power(kinds: list[tuple[object, int]], energy) -> RunPower:

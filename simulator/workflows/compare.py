@@ -173,7 +173,7 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
     _check_distinct(runs, loaded, lambda i: _naming_the_run(runs[i], runs[0], prepare, loaded[i][0],
                                                              base_dir=loaded[i][1]))
     varied = any(run.path == runs[0].path for run in runs[1:])   # (variants of one scenario: --vary)
-    check_memory_together([scenario for scenario, _ in loaded], "--vary" if varied else "scenarios")
+    check_memory_together(loaded, "--vary" if varied else "scenarios")
     out_dir = check_output_dir(given_or(out, Path("out") / "compare" / loaded[0][0].name),
                                marker=COMPARE_CSV, command="compare", names=COMPARE_FILES, head=COMPARE_HEAD)
     prepared = [_naming_the_run(run, runs[0], prepare, scenario, base_dir=folder)

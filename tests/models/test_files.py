@@ -43,7 +43,7 @@ def test_an_integer_beyond_pythons_digit_limit_is_one_line_not_a_traceback():
         parse_yaml("name: x\nseed: " + "9" * 5000 + "\n")
     with pytest.raises(DocumentError, match="^holds an integer of 5,000 digits; at most 4,300 are read$"):
         parse_json('{"vocab_size": ' + "9" * 5000 + "}")
-    assert parse_yaml("a: 4_300\nb: -12\nc: 0x10\n") == {"a": 4300, "b": -12, "c": 16}
+    assert parse_yaml("a: 4_300\nb: -12\nc: 0x10\n") == {"a": "4_300", "b": -12, "c": "0x10"}   # (plain decimals)
     assert parse_json('{"a": -12, "b": ' + "9" * 4300 + "}")["a"] == -12
 
 
@@ -54,3 +54,32 @@ def test_a_home_folder_of_an_unknown_user_is_a_document_error():
     with pytest.raises(DocumentError, match=r"^~no-such-user/x.csv: cannot expand '~no-such-user': no such user"):
         expand_home("~no-such-user/x.csv")
     assert expand_home("a/b.csv") == Path("a/b.csv") and expand_home("~") == Path.home()
+
+
+@pytest.mark.parametrize("text, value", [("017", 17), ("0o17", "0o17"), ("0x10", "0x10"), ("0b11", "0b11"),
+                                         ("1:30", "1:30"), ("1:30.5", "1:30.5"), ("1_000", "1_000"),
+                                         ("+5", 5), ("-0", 0), ("1.5", 1.5), ("1.0e+3", 1000.0), (".5", 0.5),
+                                         ("-.inf", float("-inf")), ("2024-01-01", __import__("datetime").date(2024, 1, 1))])
+def test_numbers_are_plain_decimals(text, value):
+    """YAML 1.1's octal, sexagesimal, hexadecimal, binary and underscored numbers are text (017 was 15, 1:30
+    was 90, 0x10 was 16), as YAML 1.2's core schema reads them; a leading zero is a decimal."""
+    assert parse_yaml(f"v: {text}") == {"v": value}
+    assert type(parse_yaml(f"v: {text}")["v"]) is type(value)
+
+
+def test_shipped_yaml_reads_alike_with_the_users_loader():
+    """load_shipped_yaml keeps libyaml's C loader (YAML 1.1 numbers): no shipped file holds a number form the
+    two read differently."""
+    import subprocess
+    from pathlib import Path
+
+    import yaml
+    repo = Path(__file__).resolve().parents[2]
+    files = subprocess.run(["git", "ls-files", "*.yaml", "*.yml"], cwd=repo, capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert files
+    for name in files:
+        text = (repo / name).read_text(encoding="utf-8")
+        if text.count("\n---") or "{{" in text:
+            continue
+        assert repr(parse_yaml(text)) == repr(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))), name

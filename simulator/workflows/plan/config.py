@@ -347,8 +347,8 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     _check_draft_models(spec)
     _check_eagle3_drafters(spec)
     _check_drafter_steps(spec)
-    _check_workload(spec)
     base_dir = Path(path).resolve().parent
+    _check_workload(spec, base_dir)
     _check_context(spec, base_dir)
     for i, hw in enumerate(spec.hardware):
         if hw.usd_per_gpu_hour is None and price_per_gpu_hour(hw.id) is None:
@@ -563,7 +563,7 @@ def _check_draft_models(spec: PlanConfig) -> None:
                                                                          str(drafter.tp), 1)) from None
 
 
-def _check_workload(spec: PlanConfig) -> None:
+def _check_workload(spec: PlanConfig, base_dir: Path) -> None:
     """The plan's workload validated as a scenario's, and refused when the requests its screen and every DES
     confirmation draw cannot fit in this machine's memory (simulator.config.host_memory): num_requests 1e9
     was drawn by the screen until the kernel killed the plan."""
@@ -572,7 +572,7 @@ def _check_workload(spec: PlanConfig) -> None:
     from simulator.config.workload import WorkloadConfig
     workload = validate_config(WorkloadConfig, spec.workload, f"{FIELD}.workload")
     block_size = validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler").block_size
-    check_workload_memory(workload, block_size, prefix=f"{FIELD}.")
+    check_workload_memory(workload, block_size, prefix=f"{FIELD}.", base_dir=base_dir)
 
 
 def _check_context(spec: PlanConfig, base_dir: Path) -> None:
@@ -585,11 +585,16 @@ def _check_context(spec: PlanConfig, base_dir: Path) -> None:
     from simulator.cluster.build import Streams
     from simulator.config.serving import SchedulerConfig
     from simulator.config.workload import WorkloadConfig
+    from simulator.core.context import check_least_request
     from simulator.core.workload import generate_requests
     workload = validate_config(WorkloadConfig, spec.workload, f"{FIELD}.workload")
     if workload.context_overflow != "error":
         return
     block_size = validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler").block_size
+    limits = [get_model(name).max_position_embeddings for name in spec.models]
+    for i, (name, limit) in enumerate(zip(spec.models, limits)):   # (before sessions are drawn)
+        check_least_request(workload.spec(), f"the context of {name} ({FIELD}.models.{i})", limit, base_dir,
+                            f"{FIELD}.workload")
     try:
         table = generate_requests(workload.spec(), Streams.from_seed(spec.seed).workload, base_dir,
                                   block_size=block_size)
@@ -597,8 +602,7 @@ def _check_context(spec: PlanConfig, base_dir: Path) -> None:
         field = exc.field if exc.field.startswith(f"{FIELD}.") else f"{FIELD}.{exc.field}"
         raise ScenarioError(field, exc.message) from None
     total = table.prompt_tokens + table.output_tokens
-    for i, name in enumerate(spec.models):
-        limit = get_model(name).max_position_embeddings
+    for i, (name, limit) in enumerate(zip(spec.models, limits)):
         over = total > limit
         if over.any():
             r = int(over.argmax())

@@ -51,8 +51,8 @@ def logs(request):
     flush = steplog.FLUSH_STEPS
     steplog.FLUSH_STEPS = 97
     try:
-        return {mode: simulator.run(_with_steps(sc, mode, step_sample_every=7, step_interval_s=0.5))
-                for mode in steplog.STEP_MODES}
+        options = {"sampled": {"step_sample_every": 7}, "aggregate": {"step_interval_s": 0.5}}
+        return {mode: simulator.run(_with_steps(sc, mode, **options.get(mode, {}))) for mode in steplog.STEP_MODES}
     finally:
         steplog.FLUSH_STEPS = flush
 
