@@ -249,7 +249,10 @@ class Colocated:
                             **({"moe": dict(spec.moe)} if c.ep > 1 and spec.moe else {}),
                             **({"engine": dict(spec.engine)} if spec.engine else {})},
                 "drafter": drafter, "acceptance": candidate_acceptance(c, spec), "scheduler": dict(spec.scheduler),
-                "slo": spec.slo.model_dump(), "outputs": {"plots": False}}
+                "slo": spec.slo.model_dump(), "outputs": {"plots": False},
+                # the plan's price of the GPU (its hardware entry's usd_per_gpu_hour, else the catalog's), so the
+                # confirming run's summary prices $/Mtok as ranked.csv does
+                "energy": {"usd_per_gpu_hour": float(c.usd_per_gpu_hour)}}
 
     def screen(self, c: Candidate, spec, work: Workload, model=None) -> ScreenEstimate:
         pool = _pool_model(c, spec, work, c.replicas, "prefill alone needs {rho:.2f} of a replica", model)

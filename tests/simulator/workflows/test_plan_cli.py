@@ -380,3 +380,21 @@ def test_a_model_or_gpu_listed_twice_in_another_case_is_refused(tmp_path, capsys
     assert_one_line(err, twice)
     assert "plan.models" in err or "plan.hardware" in err
     assert not out.exists()
+
+
+def test_the_confirming_run_prices_the_gpu_at_the_plans_price(tmp_path):
+    """A plan's own usd_per_gpu_hour reached ranked.csv but not the DES scenario it confirms with: `draftsim run`
+    of that candidate priced $/Mtok at the catalog's $2.49 per H100-hour, 2.49/3.10 of ranked.csv's."""
+    import simulator
+    from simulator.workflows.plan.config import Candidate, load_plan
+    from simulator.workflows.plan.screen import DEPLOYMENTS
+
+    out = tmp_path / "out"
+    path = write(tmp_path, **{**ONE_CANDIDATE, "hardware": [{"id": "h100-sxm", "usd_per_gpu_hour": 3.10}]})
+    assert main([str(path), "--out", str(out), "--executor", "serial", "--quiet"]) == 0
+    row = pd.read_csv(out / "ranked.csv").iloc[0]
+    spec, base_dir = load_plan(path)
+    cand = Candidate(**{k: "" if pd.isna(row[k]) else row[k] for k in Candidate.__dataclass_fields__})   # (CSV: "" as NaN)
+    summary = simulator.run(DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed), base_dir=base_dir).summary
+    assert cand.usd_per_gpu_hour == 3.10
+    assert summary["usd_per_mtok"] == pytest.approx(row.usd_per_mtok, rel=1e-9)
