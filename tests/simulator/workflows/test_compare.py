@@ -191,5 +191,6 @@ def test_a_variant_of_other_outputs_only_is_the_same_simulation(tmp_path, capsys
     err = _refused_before_any_run([base, "--vary", "outputs.plots=true", "outputs.steps=sampled", "--vary", "seed=3"],
                                   capsys, monkeypatch, tmp_path / "cmp")
     assert err == "draftsim compare: error: --vary: 's' and 'outputs.plots=true outputs.steps=sampled' differ only " \
-                  "in outputs.plots, outputs.steps (what a run writes, not what it simulates); compare different " \
+                  "in outputs.plots, outputs.step_sample_every, outputs.steps (what a run writes, not what it " \
+                  "simulates); compare different " \
                   "configurations"
