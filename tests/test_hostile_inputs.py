@@ -2107,6 +2107,9 @@ CASES = [
     # a session corpus with a null session name ran (exit 0)
     Hostile("sessions_corpus_session_null", session_corpus(session=None),
             "c.parquet: column 'session', row 0: None is not a session name; expected non-empty text"),
+    # run's --workers went on as the text of a simulation.workers override, which YAML read: 1_0 ran 10 workers
+    Hostile("run_workers_underscored", run(None, "--workers=1_0"),
+            "draftsim run: error: argument --workers: 'auto' or a whole number in ASCII digits is required, got '1_0'"),
 ]
 
 
