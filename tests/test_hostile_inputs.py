@@ -1268,7 +1268,7 @@ CASES = [
     # a path holding a NUL byte (YAML's "\0" escape): os.stat raised a ValueError, a traceback out of the
     # trace reader and the sweep's scenario reader (the model and hardware readers said "embedded null byte")
     Hostile("trace_path_with_a_nul_byte", trace(lambda tmp: Path("a\x00b.csv")),
-            "a\x00b.csv cannot be read (its path holds a NUL byte); expected a CSV file"),
+            "a\\x00b.csv cannot be read (its path holds a NUL byte); expected a CSV file"),
     Hostile("sweep_scenario_path_with_a_nul_byte", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", {
         "name": "s", "scenario": "a\x00b.yaml", "grid": {"workload.arrival.qps": [4, 8]}}), "--out", tmp / "store",
         "--executor", "serial", "--quiet"], "a\\x00b.yaml cannot be read (its path holds a NUL byte)"),
@@ -2110,6 +2110,8 @@ CASES = [
     # run's --workers went on as the text of a simulation.workers override, which YAML read: 1_0 ran 10 workers
     Hostile("run_workers_underscored", run(None, "--workers=1_0"),
             "draftsim run: error: argument --workers: 'auto' or a whole number in ASCII digits is required, got '1_0'"),
+    # a trace path with a newline was printed raw: the error line was cut at 'file not found: .../a' (exit 2)
+    Hostile("trace_path_with_a_newline", trace(lambda tmp: Path("a\nb.csv")), "/a\\nb.csv"),
 ]
 
 
