@@ -2112,6 +2112,11 @@ CASES = [
             "draftsim run: error: argument --workers: 'auto' or a whole number in ASCII digits is required, got '1_0'"),
     # a trace path with a newline was printed raw: the error line was cut at 'file not found: .../a' (exit 2)
     Hostile("trace_path_with_a_newline", trace(lambda tmp: Path("a\nb.csv")), "/a\\nb.csv"),
+    # Azure dates 10 years apart ended '(times in seconds?)', a hint for numbers, not for datetimes
+    Hostile("azure_dates_beyond_the_span",
+            trace(text_file("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2000-01-01 00:00:00,374,44\n"
+                                     "2010-01-01 00:00:00,396,109\n"), "azure"),
+            "are simulated (the first and last TIMESTAMP are 10 years apart)"),
 ]
 
 
