@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from models.errors import bounded
+from models.errors import ascii_number, bounded
 from simulator.console.contract import EXIT_USAGE, QUIET_HELP, guarded, parse_args
 
 
@@ -25,6 +25,18 @@ TRACE_REQUESTS = 1000   # request slices trace.json draws unless --trace-request
 def _steps_traced(outputs) -> str:
     """Which steps trace.json draws: every step, or the kept sample (`outputs.steps: sampled`)."""
     return f"one in {outputs.step_sample_every} of each replica's, as kept" if outputs.steps == "sampled" else "all"
+
+
+def _workers(text: str) -> str:
+    """run's --workers: 'auto' or a count in ASCII digits, passed on as the text of a simulation.workers override
+    (which bounds it); YAML read any other text there as it reads it (`--workers=1_0` ran 10 workers)."""
+    if text != "auto":
+        try:
+            ascii_number(int, text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'auto' or a whole number in ASCII digits is required, "
+                                             f"got {text!r}") from None
+    return text
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -230,7 +242,7 @@ def build_parser(registered: bool = True) -> argparse.ArgumentParser:
                    help="where the replicas run (simulation.executor): local (this machine), local-dask (a Dask "
                         "LocalCluster), dask://HOST:PORT or tcp://HOST:PORT (a running Dask scheduler); as "
                         "`draftsim sweep --executor`")
-    r.add_argument("--workers", default=None, metavar="N",
+    r.add_argument("--workers", type=_workers, default=None, metavar="N",
                    help="processes (simulation.workers): local worker processes, or a local-dask cluster's workers")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     r.add_argument("--trace", action="store_true",

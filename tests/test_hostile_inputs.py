@@ -1268,7 +1268,7 @@ CASES = [
     # a path holding a NUL byte (YAML's "\0" escape): os.stat raised a ValueError, a traceback out of the
     # trace reader and the sweep's scenario reader (the model and hardware readers said "embedded null byte")
     Hostile("trace_path_with_a_nul_byte", trace(lambda tmp: Path("a\x00b.csv")),
-            "a\x00b.csv cannot be read (its path holds a NUL byte); expected a CSV file"),
+            "a\\x00b.csv cannot be read (its path holds a NUL byte); expected a CSV file"),
     Hostile("sweep_scenario_path_with_a_nul_byte", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", {
         "name": "s", "scenario": "a\x00b.yaml", "grid": {"workload.arrival.qps": [4, 8]}}), "--out", tmp / "store",
         "--executor", "serial", "--quiet"], "a\\x00b.yaml cannot be read (its path holds a NUL byte)"),
@@ -2103,6 +2103,20 @@ CASES = [
                                                  .replace("'@'", "0x10")),
             "workload.num_requests: Input should be a valid integer"),
     Hostile("set_sexagesimal_number", run(None, "--set", "slo.ttft_s=1:30"), "slo.ttft_s: Input should be a valid number"),
+    # -- leftovers of the workload and trace hunts (fix-left) --
+    # a session corpus with a null session name ran (exit 0)
+    Hostile("sessions_corpus_session_null", session_corpus(session=None),
+            "c.parquet: column 'session', row 0: None is not a session name; expected non-empty text"),
+    # run's --workers went on as the text of a simulation.workers override, which YAML read: 1_0 ran 10 workers
+    Hostile("run_workers_underscored", run(None, "--workers=1_0"),
+            "draftsim run: error: argument --workers: 'auto' or a whole number in ASCII digits is required, got '1_0'"),
+    # a trace path with a newline was printed raw: the error line was cut at 'file not found: .../a' (exit 2)
+    Hostile("trace_path_with_a_newline", trace(lambda tmp: Path("a\nb.csv")), "/a\\nb.csv"),
+    # Azure dates 10 years apart ended '(times in seconds?)', a hint for numbers, not for datetimes
+    Hostile("azure_dates_beyond_the_span",
+            trace(text_file("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2000-01-01 00:00:00,374,44\n"
+                                     "2010-01-01 00:00:00,396,109\n"), "azure"),
+            "are simulated (the first and last TIMESTAMP are 10 years apart)"),
 ]
 
 

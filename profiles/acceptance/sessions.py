@@ -317,8 +317,8 @@ MAX_TOKEN_ID = 2**31 - 1   # ids are held as int32 (to_frame, fingerprint)
 def _check_columns(frame: pd.DataFrame) -> None:
     """ValueError naming the column (and row) of the first value of another type than `to_frame` writes: the
     walks read each row's token ids, `turn` and `ended_by_stop` as they are, so a plain integer for a list was
-    a TypeError traceback, 'no' for a boolean an int() error naming no column and negative or fractional ids
-    were walked as tokens."""
+    a TypeError traceback, 'no' for a boolean an int() error naming no column, negative or fractional ids
+    were walked as tokens and a null session or workload name was taken (exit 0)."""
     if frame.empty:
         raise ValueError("the corpus holds no request")
     for column, kind in (("turn", "integers"), ("ended_by_stop", "booleans")):
@@ -327,6 +327,11 @@ def _check_columns(frame: pd.DataFrame) -> None:
             pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
         if not ok:
             raise ValueError(f"column {column!r} holds {dtype} values; it must be a column of {kind}")
+    for column in ("session", "workload"):
+        for row, name in enumerate(frame[column]):
+            if not (isinstance(name, str) and name):
+                raise ValueError(f"column {column!r}, row {row}: {reprlib.repr(name)} is not a {column} name; "
+                                 "expected non-empty text")
     for column in ("prompt_tokens", "output_tokens"):
         for row, ids in enumerate(frame[column]):
             if not (isinstance(ids, np.ndarray) and ids.ndim == 1 and (

@@ -143,12 +143,12 @@ class SessionsAcceptanceConfig(Strict):
     """Acceptance of a model-free drafter (drafter suffix or ngram) from running it on a corpus of real
     multi-turn sessions (profiles/data/acceptance/sessions: a shipped name or a parquet path relative to the
     scenario): per step, the tokens it proposes and the target accepts along the real text
-    (simulator.speculation.suffix.acceptance). `workloads`: serve only these workloads' requests
-    (code_edit, agentic, chat; default all)."""
+    (simulator.speculation.suffix.acceptance). `workloads`: serve only these workloads' requests, named
+    as in the corpus's `workload` column (code_edit, agentic in the generated corpus; sharegpt; default all)."""
 
     kind: Literal["sessions"]
     corpus: str = "sessions-qwen2.5-coder-0.5b"
-    workloads: list[Literal["code_edit", "agentic", "chat"]] | None = Field(None, min_length=1)
+    workloads: list[str] | None = Field(None, min_length=1)
 
 
 class SparseKVDrafterConfig(Strict):

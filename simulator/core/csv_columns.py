@@ -49,24 +49,26 @@ def check_data_file(path: Path, field: str, what: str = "CSV file") -> None:
     TEXT_CHECK_BYTES look like UTF-8 text (no UTF-16 byte-order mark, no NUL byte: models.files) (module
     docstring)."""
     from models.files import file_kind_problem, text_bytes_problem
+    from simulator.console.printable import printable
 
+    shown = printable(str(path))   # (a NUL byte or a newline in the path was printed raw: a cut error line)
     problem = file_kind_problem(path)
     if problem == "file not found":
-        raise ScenarioError(field, f"file not found: {path}")
+        raise ScenarioError(field, f"file not found: {shown}")
     if problem is not None:
-        raise ScenarioError(field, f"{path} {problem}; expected a {what}")
+        raise ScenarioError(field, f"{shown} {problem}; expected a {what}")
     size = Path(path).stat().st_size
     if size > MAX_TRACE_BYTES:
-        raise ScenarioError(field, f"{path} has {size / 1024**3:,.1f} GiB; at most {MAX_TRACE_BYTES // 1024**3} GiB "
+        raise ScenarioError(field, f"{shown} has {size / 1024**3:,.1f} GiB; at most {MAX_TRACE_BYTES // 1024**3} GiB "
                                    "are read (cut the trace first)")
     try:
         with open(path, "rb") as fh:
             head = fh.read(TEXT_CHECK_BYTES)
     except OSError as err:
-        raise ScenarioError(field, f"cannot read {path}: {err.strerror or err}") from None
+        raise ScenarioError(field, f"cannot read {shown}: {err.strerror or err}") from None
     problem = text_bytes_problem(head) or _utf8_problem(path)
     if problem is not None:
-        raise ScenarioError(field, f"{path} {problem}")
+        raise ScenarioError(field, f"{shown} {problem}")
 
 
 def _utf8_problem(path: Path) -> str | None:

@@ -179,11 +179,12 @@ def _replay_trace(cfg: Workload, base_dir: Path) -> RequestTable:
     return RequestTable(arrival_s[:count], cols["prompt_tokens"][keep], cols["output_tokens"][keep])
 
 
-def check_span(arrival_s: np.ndarray, field: str) -> None:
-    """ScenarioError on `field` when the last arrival lies beyond MAX_SIM_SPAN_S (see there)."""
+def check_span(arrival_s: np.ndarray, field: str, hint: str | None = None) -> None:
+    """ScenarioError on `field` when the last arrival lies beyond MAX_SIM_SPAN_S (see there); `hint` fits the
+    trace's time format (default: numbers, maybe not in seconds)."""
     if len(arrival_s) and arrival_s[-1] > MAX_SIM_SPAN_S:
         raise ScenarioError(field, f"arrivals reach {arrival_s[-1]:.3g} s of simulated time; at most "
-                                   f"{MAX_SIM_SPAN_S:g} s (3.2 years) are simulated (times in seconds?)")
+                                   f"{MAX_SIM_SPAN_S:g} s (3.2 years) are simulated ({hint or 'times in seconds?'})")
 
 
 def generate_requests(cfg: Workload, rng: np.random.Generator, base_dir: Path, *,

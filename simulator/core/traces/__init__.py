@@ -95,7 +95,9 @@ def load_trace(cfg, base_dir: Path, resolve_path) -> tuple[np.ndarray, np.ndarra
         if count == 0:
             raise ScenarioError("workload.duration_s", f"no request of {path} arrives before {cfg.duration_s} s")
     keep = order[:count]
-    check_span(times[:count], f"{FIELD}.speedup" if arrival.speedup != 1.0 else f"{FIELD}.trace_csv")
+    dates = fmt.time_unit == "datetime" and count   # ('times in seconds?' misled there: 1700 and 2200 are dates)
+    check_span(times[:count], f"{FIELD}.speedup" if arrival.speedup != 1.0 else f"{FIELD}.trace_csv",
+               _timestamps_apart(fmt.arrival, times[count - 1] * arrival.speedup) if dates else None)
     prompt = rows.prompt[keep]
     keys = None
     if rows.hash_ids is not None:
@@ -103,6 +105,13 @@ def load_trace(cfg, base_dir: Path, resolve_path) -> tuple[np.ndarray, np.ndarra
         keys = _compact(PrefixKeys.from_lists([rows.hash_ids[i][: prompt[j] // block] for j, i in enumerate(keep)],
                                               block))
     return times[:count], prompt, rows.output[keep], keys
+
+
+def _timestamps_apart(column: str, span_s: float) -> str:
+    """How far apart the first and last times of a trace of datetimes in `column` are (the span check's hint)."""
+    days = span_s / 86400
+    return f"the first and last {column} are " + (f"{days / 365.25:,.0f} years" if days >= 730 else
+                                                  f"{days:,.0f} days" if days >= 2 else f"{span_s:,.3g} s") + " apart"
 
 
 def _compact(keys: PrefixKeys) -> PrefixKeys:

@@ -139,6 +139,9 @@ def sessions_chain(bound: BoundSessions, gamma: int, seed: int, base_dir: Path):
     except ValueError as exc:
         raise ScenarioError("acceptance.corpus", f"{path}: {exc}") from None
     workloads = set(sec.workloads) if sec.workloads else None
+    if workloads is not None and workloads - set(walks.workloads):   # (the config cannot know the corpus's names)
+        raise ScenarioError("acceptance.workloads", f"{path.name} holds workloads {sorted(set(walks.workloads))}; "
+                                                    f"not {sorted(workloads - set(walks.workloads))}")
     keep = [i for i, a in enumerate(walks.accepted) if len(a) and (workloads is None or walks.workloads[i] in workloads)]
     if not keep:
         if workloads is None:   # (named acceptance.workloads, a field not given, as 'no request of []')

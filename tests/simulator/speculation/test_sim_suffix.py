@@ -146,3 +146,14 @@ def test_bad_combinations_name_the_field(overrides, field):
     with pytest.raises(ScenarioError) as err:
         replica_kind(_suffix_scenario(**overrides))
     assert err.value.field == field
+
+
+def test_workloads_are_named_as_in_the_corpus():
+    """acceptance.workloads are the corpus's `workload` names: 'sharegpt' was refused (the field took only the
+    generator's code_edit, agentic and chat) and 'chat', which this corpus lacks, was 'no request of ['chat']
+    has a decode step'."""
+    replica_kind(_suffix_scenario(acceptance={"workloads": ["sharegpt"]}))
+    with pytest.raises(ScenarioError) as err:
+        replica_kind(_suffix_scenario(acceptance={"workloads": ["chat", "sharegpt"]}))
+    assert err.value.field == "acceptance.workloads"
+    assert f"{SHAREGPT}.parquet holds workloads ['sharegpt']; not ['chat']" in str(err.value)
