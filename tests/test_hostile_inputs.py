@@ -2117,6 +2117,45 @@ CASES = [
             trace(text_file("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2000-01-01 00:00:00,374,44\n"
                                      "2010-01-01 00:00:00,396,109\n"), "azure"),
             "are simulated (the first and last TIMESTAMP are 10 years apart)"),
+    # ---- vLLM speculation methods before the release that added them (fix-specver, 2026-11-29) ----------------
+    # each ran with exit 0, simulating speculation under a vLLM release that had no such method (read in the PyPI
+    # sources of each release: profiles/engine_time/support.py); EAGLE-3 on vLLM 0.2.0, a release with no
+    # speculative decoding at all
+    Hostile("vllm_0_2_0_eagle3", run(cluster={"model": "llama-3.1-8b", "engine": {"version": "0.2.0"}},
+                                     drafter={"kind": "eagle3", "head": "llama-3.1-8b-eagle3", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: vllm 0.2.0 has no speculative decoding"),
+    # EAGLE-3 on vLLM 0.4.0-0.8.4 (method eagle3 came with PR #16937 in v0.8.5)
+    Hostile("vllm_0_8_4_eagle3", run(cluster={"model": "llama-3.1-8b", "engine": {"version": "0.8.4"}},
+                                     drafter={"kind": "eagle3", "head": "llama-3.1-8b-eagle3", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: vllm 0.8.4 has no EAGLE-3 speculation"),
+    # a draft model and n-gram on vLLM 0.2.0 / 0.3.0 (--speculative-model from v0.4.1, [ngram] from v0.4.2)
+    Hostile("vllm_0_3_0_draft_model", run(cluster={"engine": {"version": "0.3.0"}},
+                                          drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: vllm 0.3.0 has no speculative decoding"),
+    Hostile("vllm_0_2_0_ngram", run(cluster={"engine": {"version": "0.2.0"}}, drafter={"kind": "ngram", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: vllm 0.2.0 has no speculative decoding"),
+    Hostile("vllm_0_4_1_ngram", run(cluster={"engine": {"version": "0.4.1"}}, drafter={"kind": "ngram", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: vllm 0.4.1 has no n-gram speculation"),
+    # an EAGLE head before V0's EAGLE (v0.5.5) and in V1 before its EAGLE proposer (v0.8.3)
+    Hostile("vllm_0_5_4_eagle", run(cluster={"engine": {"version": "0.5.4"}},
+                                    drafter={"kind": "head", "style": "autoregressive", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: vllm 0.5.4 has no EAGLE speculation"),
+    Hostile("vllm_0_8_2_eagle", run(cluster={"engine": {"version": "0.8.2"}},
+                                    drafter={"kind": "head", "style": "autoregressive", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: vllm 0.8.2 has no EAGLE speculation in its V1 engine"),
+    # Medusa heads before V0's Medusa (v0.5.2) and in V1 before v0.9.0
+    Hostile("vllm_0_5_1_medusa", run(cluster={"engine": {"version": "0.5.1"}},
+                                     drafter={"kind": "head", "style": "parallel", "gamma": 4}),
+            "draftsim: error: cluster.engine.version: vllm 0.5.1 has no Medusa speculation"),
+    Hostile("vllm_0_8_5_medusa", run(cluster={"engine": {"version": "0.8.5"}},
+                                     drafter={"kind": "head", "style": "parallel", "gamma": 4}),
+            "draftsim: error: cluster.engine.version: vllm 0.8.5 has no Medusa speculation in its V1 engine"),
+    # DeepSeek MTP before V0's (v0.7.3) and in V1 before v0.9.0
+    *[Hostile(f"vllm_{version.replace('.', '_')}_mtp",
+              run(cluster={"hardware": "h200", "model": "deepseek-v3", "dtype": "fp8", "parallelism": {"tp": 8},
+                           "max_model_len": 8192, "engine": {"version": version}}, drafter={"kind": "mtp", "gamma": 1}),
+              f"draftsim: error: cluster.engine.version: vllm {version} has no MTP speculation{v1}")
+      for version, v1 in (("0.7.2", " (DeepSeek MTP"), ("0.8.5", " in its V1 engine"))],
 ]
 
 

@@ -6,7 +6,9 @@ engine runs instead) — before any work starts. Every rule cites where the engi
 
 Flags (`FLAGS`): a field → the frameworks and version ranges that have it. Refused combinations (`RULES`):
 speculation with pipeline parallelism, with DP attention, with mixed chunked prefill, with multi-step
-scheduling, async scheduling with the speculation methods an engine runs synchronously, draft models
+scheduling, async scheduling with the speculation methods an engine runs synchronously, a speculation
+method before the release that added it (vLLM: draft models from 0.4.1, n-gram 0.4.2, Medusa 0.5.2, EAGLE 0.5.5,
+MTP 0.7.3, EAGLE-3 0.8.5, and in V1 EAGLE from 0.8.3, Medusa and MTP from 0.9.0; SGLang likewise), draft models
 where an engine version has none, Medusa where a vLLM release no longer has it (0.33.0), suffix decoding
 where an engine (version) has none, and vLLM's Dynamic
 SD (policy vllm_dynamic) before its release, on other engines, and with data parallelism (where vLLM
@@ -98,18 +100,75 @@ def _spec(s, c: Context) -> bool:
     return c.drafter is not None
 
 
+def _method(c: Context) -> str | None:
+    """The speculation method as vLLM names it apart (eagle3, mtp), else the drafter's family."""
+    return c.method or c.drafter
+
+
 def _dynamic_sd(s, c: Context) -> bool:
     return c.policy == "vllm_dynamic"
 
 
-_DRAFT_MODEL_ALLOWED = ("allowed: a version >= 0.15.0 (or a V0 release < 0.8.0), or a method this release has: "
-                        "ngram, eagle, medusa")
+_DRAFT_MODEL_ALLOWED = ("allowed: a version >= 0.15.0 (or a V0 release 0.4.1 to 0.8.0 (excl.)), or a method this "
+                        "release has: ngram, eagle (from 0.8.3), medusa (from 0.9.0)")
+# vLLM: a speculation method (Context.method) -> the releases that have it (the RULES' comment on vLLM's methods)
+_VLLM_FIRST = {
+    "draft_model": "a version 0.4.1 to 0.8.0 (excl.) or >= 0.15.0",
+    "layer_skip": "a version >= 0.4.1 (vLLM has no layer skipping; it runs as a draft model)",
+    "ngram": "a version >= 0.4.2",
+    "medusa": "a version 0.5.2 to 0.8.0 (excl.) or 0.9.0 to 0.33.0 (excl.)",
+    "eagle": "a version 0.5.5 to 0.8.0 (excl.) or >= 0.8.3",
+    "mtp": "a version 0.7.3 to 0.8.0 (excl.) or >= 0.9.0",
+    "eagle3": "a version >= 0.8.5",
+}
 _DSD = "Dynamic SD (num_speculative_tokens_per_batch_size, PR #32374, first released in v0.24.0)"
 _SUFFIX = ("suffix decoding (vLLM method: suffix, PR #25784: not in v0.11.0, whose release it postdates; documented "
            "from v0.12.0)")
 
 
 RULES: tuple[Rule, ...] = (
+    # vLLM's speculation methods by release (read in the PyPI sources: the v0.3.3, v0.4.1-v0.4.2, v0.5.0-v0.5.5,
+    # v0.6.0, v0.7.0-v0.7.3, v0.8.0-v0.8.5, v0.9.0-v0.9.2 and v0.10.0 sdists, the v0.4.0 and v0.4.0.post1 wheels).
+    # V0 (draftsim's releases before 0.8.0): vllm/spec_decode/ and --speculative-model (draft models) from v0.4.1
+    # (absent from v0.4.0 and v0.4.0.post1); ngram_worker.py ([ngram] prompt lookup, PR #4237) from v0.4.2;
+    # mlp_speculator_worker.py from v0.5.1; medusa_worker.py (Medusa) from v0.5.2; model_executor/models/eagle.py
+    # (EAGLE, PR #6830) from v0.5.5; models/deepseek_mtp.py (DeepSeek MTP, PR #12755) from v0.7.3; no EAGLE-3 in
+    # any V0 spec_decode/. V1 (draftsim's releases from 0.8.0; EngineArgs._is_v1_supported_oracle sends any other
+    # method back to V0, 'Falling back to V0', which draftsim does not model from 0.8.0; V0's spec_decode/ is gone
+    # from v0.10.0): [ngram] from v0.8.0, method eagle from v0.8.3 (v1/spec_decode/eagle.py), eagle3 from v0.8.5
+    # (PR #16937), medusa (v1/spec_decode/medusa.py) and deepseek_mtp from v0.9.0; draft models, suffix decoding and
+    # Medusa's removal: the rules below
+    *(Rule(Span("vllm", "0", "0.4.1"), (lambda m: lambda s, c: _method(c) == m)(method), "cluster.engine.version",
+           "has no speculative decoding (no --speculative-model or vllm/spec_decode/ before v0.4.1, which brought "
+           f"draft models; read in the v0.3.3 sdist and the v0.4.0 and v0.4.0.post1 wheels); allowed: {allowed}")
+      for method, allowed in _VLLM_FIRST.items()),
+    Rule(Span("vllm", "0.4.1", "0.4.2"), lambda s, c: _method(c) == "ngram", "cluster.engine.version",
+         "has no n-gram speculation ([ngram] prompt lookup, PR #4237, vllm/spec_decode/ngram_worker.py from "
+         f"v0.4.2); allowed: {_VLLM_FIRST['ngram']}"),
+    Rule(Span("vllm", "0.4.1", "0.5.2"), lambda s, c: _method(c) == "medusa", "cluster.engine.version",
+         "has no Medusa speculation (vllm/spec_decode/medusa_worker.py from v0.5.2; MLPSpeculator from v0.5.1); "
+         f"allowed: {_VLLM_FIRST['medusa']}"),
+    Rule(Span("vllm", "0.8.0", "0.9.0"), lambda s, c: _method(c) == "medusa", "cluster.engine.version",
+         "has no Medusa speculation in its V1 engine (EngineArgs._is_v1_supported_oracle falls back to V0, which "
+         "draftsim does not model from 0.8.0; method medusa, vllm/v1/spec_decode/medusa.py, from v0.9.0); "
+         f"allowed: {_VLLM_FIRST['medusa']}"),
+    Rule(Span("vllm", "0.4.1", "0.5.5"), lambda s, c: _method(c) == "eagle", "cluster.engine.version",
+         "has no EAGLE speculation (PR #6830, vllm/model_executor/models/eagle.py from v0.5.5); "
+         f"allowed: {_VLLM_FIRST['eagle']}"),
+    Rule(Span("vllm", "0.8.0", "0.8.3"), lambda s, c: _method(c) == "eagle", "cluster.engine.version",
+         "has no EAGLE speculation in its V1 engine (EngineArgs._is_v1_supported_oracle takes [ngram] only and "
+         "falls back to V0, which draftsim does not model from 0.8.0; method eagle, vllm/v1/spec_decode/eagle.py, "
+         f"from v0.8.3); allowed: {_VLLM_FIRST['eagle']}"),
+    Rule(Span("vllm", "0.4.1", "0.7.3"), lambda s, c: _method(c) == "mtp", "cluster.engine.version",
+         "has no MTP speculation (DeepSeek MTP, PR #12755, vllm/model_executor/models/deepseek_mtp.py from v0.7.3); "
+         f"allowed: {_VLLM_FIRST['mtp']}"),
+    Rule(Span("vllm", "0.8.0", "0.9.0"), lambda s, c: _method(c) == "mtp", "cluster.engine.version",
+         "has no MTP speculation in its V1 engine (EngineArgs._is_v1_supported_oracle falls back to V0, which "
+         "draftsim does not model from 0.8.0; method deepseek_mtp in V1 from v0.9.0); "
+         f"allowed: {_VLLM_FIRST['mtp']}"),
+    Rule(Span("vllm", "0.4.1", "0.8.5"), lambda s, c: _method(c) == "eagle3", "cluster.engine.version",
+         "has no EAGLE-3 speculation (method eagle3, PR #16937, first in v0.8.5's V1 engine; no V0 release has "
+         f"it); allowed: {_VLLM_FIRST['eagle3']}"),
     Rule(Span("vllm", "0.6.0", "0.8.0"), lambda s, c: c.num_scheduler_steps > 1 and _spec(s, c), "drafter.kind",
          "refuses speculative decoding with multi-step scheduling (--num-scheduler-steps > 1; "
          "vllm/engine/arg_utils.py create_engine_config)"),

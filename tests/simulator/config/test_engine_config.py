@@ -611,6 +611,28 @@ def test_sglang_refuses_a_speculative_algorithm_before_the_release_that_added_it
     check(EngineSettings("sglang", first), first, context, ("full", "none"), {})   # the release that added it
 
 
+@pytest.mark.parametrize("refused,family,method,first", [
+    ("0.3.3", "draft_model", "draft_model", "0.4.1"), ("0.4.0.post1", "draft_model", "draft_model", "0.4.1"),
+    ("0.4.1", "ngram", "ngram", "0.4.2"), ("0.5.1", "medusa", "medusa", "0.5.2"),
+    ("0.8.5", "medusa", "medusa", "0.9.0"), ("0.5.4", "eagle", "eagle", "0.5.5"), ("0.8.2", "eagle", "eagle", "0.8.3"),
+    ("0.7.2", "eagle", "mtp", "0.7.3"), ("0.8.5", "eagle", "mtp", "0.9.0"), ("0.8.4", "eagle", "eagle3", "0.8.5"),
+    ("0.2.0", "eagle", "eagle3", "0.8.5"), ("0.2.0", "layer_skip", "layer_skip", "0.4.1"),
+])
+def test_vllm_refuses_a_speculation_method_before_the_release_that_added_it(refused, family, method, first):
+    """vLLM's methods by release (PyPI sources of each release, profiles.engine_time.support): V0's
+    --speculative-model from v0.4.1, [ngram] v0.4.2, Medusa v0.5.2, EAGLE v0.5.5, DeepSeek MTP v0.7.3; V1 (0.8.0
+    on, whose other methods fall back to the V0 engine draftsim does not model there): [ngram] from v0.8.0,
+    EAGLE v0.8.3, EAGLE-3 v0.8.5, Medusa and MTP v0.9.0. Before, each ran (exit 0), e.g. EAGLE-3 on vLLM 0.2.0."""
+    from profiles.engine_time.frameworks import EngineSettings
+    from profiles.engine_time.support import Context, UnsupportedCombination, check
+    context = Context(drafter=family, method=method)
+    with pytest.raises(UnsupportedCombination) as err:
+        check(EngineSettings("vllm", refused), refused, context, ("full", "none"), {})
+    assert err.value.field == "cluster.engine.version" and f"vllm {refused} has no" in err.value.message, err.value
+    assert f" {first}" in err.value.message and "\n" not in err.value.message, err.value
+    check(EngineSettings("vllm", first), first, context, ("full", "none"), {})   # the release that added it
+
+
 def test_sglang_draft_model_before_0_5_2_is_refused_in_a_run():
     data = scenario(workload={"num_requests": 5}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
                     cluster={"model": "llama-3.1-8b", "engine": {"framework": "sglang", "version": "0.5.1"}})
