@@ -2103,6 +2103,20 @@ CASES = [
                                                  .replace("'@'", "0x10")),
             "workload.num_requests: Input should be a valid integer"),
     Hostile("set_sexagesimal_number", run(None, "--set", "slo.ttft_s=1:30"), "slo.ttft_s: Input should be a valid number"),
+    # -- deployments the engine refuses (fix-deploy, 2026-11-30) --
+    # a tp that does not divide the MLP's intermediate_size (8960 / 6): vLLM's MergedColumnParallelLinear asserts exact
+    # division; the run, the estimate and the plan took it (exit 0; the plan wrote `vllm serve ... -tp 6`)
+    Hostile("run_tp_not_dividing_the_mlp", run(cluster={"model": "qwen2.5-coder-1.5b", "parallelism": {"tp": 6}}),
+            "cluster.parallelism: parallelism.tp=6 must divide intermediate_size=8960 of qwen2.5-coder-1.5b"),
+    Hostile("estimate_tp_not_dividing_the_mlp", lambda tmp: ["estimate", "--model", "qwen2.5-coder-1.5b", "--hardware",
+                                                             "h100-sxm", "--tp", "6", "--batch", "8", "--context", "512"],
+            "--tp: parallelism.tp=6 must divide intermediate_size=8960"),
+    Hostile("plan_tp_not_dividing_the_mlp", plan(models=["qwen2.5-coder-1.5b"], search={**PLAN["search"], "tp": [6]}),
+            "plan.search.tp: 6 splits none of the planned models (parallelism.tp=6 must divide intermediate_size=8960"),
+    Hostile("compare_tp_not_dividing_the_mlp", lambda tmp: [
+        "compare", _write(tmp, "s.yaml", merge(TINY, {"cluster": {"model": "qwen2.5-coder-1.5b"}})), "--vary",
+        "cluster.parallelism.tp=6", "--out", tmp / "cmp", "--quiet"],
+            "parallelism.tp=6 must divide intermediate_size=8960"),
 ]
 
 
