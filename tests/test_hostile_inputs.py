@@ -2117,6 +2117,22 @@ CASES = [
         "compare", _write(tmp, "s.yaml", merge(TINY, {"cluster": {"model": "qwen2.5-coder-1.5b"}})), "--vary",
         "cluster.parallelism.tp=6", "--out", tmp / "cmp", "--quiet"],
             "parallelism.tp=6 must divide intermediate_size=8960"),
+    # fp8_block (128x128 weight blocks) at a tp whose shard of a weight is no whole number of blocks: vLLM refuses it
+    # at load ("The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n =
+    # 128", vllm issue #17569); each ran (exit 0)
+    Hostile("run_fp8_block_experts_cut_by_tp", run(cluster={"model": "qwen3-30b-a3b", "dtype": "fp8_block",
+                                                            "parallelism": {"tp": 4}}),
+            "cluster.parallelism.tp: parallelism.tp=4 with dtype fp8_block leaves 192 columns of the routed experts"),
+    Hostile("estimate_fp8_block_experts_cut_by_tp", lambda tmp: [
+        "estimate", "--model", "qwen3-235b-a22b", "--hardware", "h200", "--tp", "8", "--dtype", "fp8_block", "--batch",
+        "8", "--context", "512"], "--tp: parallelism.tp=8 with dtype fp8_block leaves 192 columns"),
+    Hostile("plan_fp8_block_experts_cut_by_tp", plan(models=["qwen3-30b-a3b"], dtype="fp8_block",
+                                                     hardware=[{"id": "h100-sxm", "usd_per_gpu_hour": 2.5}],
+                                                     search={**PLAN["search"], "tp": [4, 8]}),
+            "plan.search.tp: 4 splits none of the planned models (parallelism.tp=4 with dtype fp8_block"),
+    Hostile("estimate_fp8_block_at_no_tp", lambda tmp: ["estimate", "--model", "gpt-oss-20b", "--hardware", "h200",
+                                                        "--dtype", "fp8_block"],
+            "--dtype: fp8_block cannot load gpt-oss-20b at any tp"),
 ]
 
 
