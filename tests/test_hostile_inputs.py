@@ -2133,6 +2133,12 @@ CASES = [
     Hostile("estimate_fp8_block_at_no_tp", lambda tmp: ["estimate", "--model", "gpt-oss-20b", "--hardware", "h200",
                                                         "--dtype", "fp8_block"],
             "--dtype: fp8_block cannot load gpt-oss-20b at any tp"),
+    # disaggregated pools whose TP sizes do not divide each other: vLLM's NixlConnector maps decode ranks to prefill
+    # ranks by their ratio and asserts divisibility (TpKVTopology.tp_ratio); each ran (exit 0)
+    *[Hostile(f"disaggregated_tp_{p}_and_{d}", run(cluster={"model": "llama-68m", "disaggregation": {
+        "prefill": {"parallelism": {"tp": p}}, "decode": {"parallelism": {"tp": d}}}}),
+              f"cluster.disaggregation.decode.parallelism.tp: {d} and the prefill pool's tp {p} do not divide each other")
+      for p, d in ((4, 6), (2, 3))],
 ]
 
 
