@@ -492,8 +492,78 @@ def kv_heads_per_gpu(spec: ModelSpec, tp: int) -> int:
     return max(1, spec.num_kv_heads // tp)
 
 
+def mlp_widths(spec: ModelSpec, par: Parallelism) -> list[tuple[str, str, int]]:
+    """(what, config field, intermediate width) of every MLP kind `spec` uses whose weights vLLM splits over the
+    `par.tp` ranks: dense MLPs (dense models, an MoE model's leading dense layers) and shared experts always (under
+    expert parallelism they run in the attention groups of tp GPUs), routed experts only without EP (under EP each
+    expert is whole on one rank)."""
+    widths = []
+    if spec.num_dense_layers:
+        widths.append(("dense MLP", "intermediate_size", spec.intermediate_size))
+    if spec.num_moe_layers and spec.num_shared_experts:
+        field = "shared_expert_intermediate_size" if spec.shared_expert_intermediate_size else "moe_intermediate_size"
+        widths.append(("shared experts", field, spec.shared_expert_width))
+    if spec.num_moe_layers and par.ep == 1:
+        widths.append(("routed experts", "moe_intermediate_size", spec.moe_intermediate_size))
+    return widths
+
+
+def listed(values: list[int]) -> str:
+    """`1..8` for a run of three or more consecutive integers, else `1, 2, 4` (`none` for no value)."""
+    if not values:
+        return "none"
+    if len(values) > 2 and values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]}..{values[-1]}"
+    return ", ".join(map(str, values))
+
+
+def allowed_tps(spec: ModelSpec, par: Parallelism, check=None, top: int = 64) -> list[int]:
+    """The tp degrees in 1..`top` that split `spec` with `par`'s pp and ep: `check(spec, par)` raises ValueError
+    for a degree it refuses (default: validate_parallelism's own checks)."""
+    check = check or _split_checks
+    allowed = []
+    for tp in range(1, top + 1):
+        try:
+            check(spec, Parallelism(tp, par.pp, par.ep))
+        except ValueError:
+            continue
+        allowed.append(tp)
+    return allowed
+
+
 def validate_parallelism(spec: ModelSpec, par: Parallelism) -> None:
     """ValueError naming the field when `par` cannot split `spec` (as vLLM would refuse it)."""
+    _validate_parallelism(spec, par)
+    what = _unsplit_mlp(spec, par)
+    if what is not None:
+        raise ValueError(f"{what}; allowed: tp {listed(allowed_tps(spec, par))}")
+
+
+def _split_checks(spec: ModelSpec, par: Parallelism) -> None:
+    """validate_parallelism without the allowed degrees in its messages (what allowed_tps tries)."""
+    _validate_parallelism(spec, par)
+    what = _unsplit_mlp(spec, par)
+    if what is not None:
+        raise ValueError(what)
+
+
+def _unsplit_mlp(spec: ModelSpec, par: Parallelism) -> str | None:
+    """Why tp cannot split an MLP of `spec` (None when it can). vLLM shards each MLP's gate/up projections with
+    MergedColumnParallelLinear and its down projection with RowParallelLinear, whose `divide()` asserts exact
+    division (vllm/model_executor/layers/linear.py; vllm/distributed/utils.py divide/ensure_divisibility);
+    FusedMoE asserts `intermediate_size % self.tp_size == 0` for the experts it shards
+    (vllm/model_executor/layers/fused_moe/layer.py FusedMoE.__init__, commit 0014ec6c; its tp_size is 1 under
+    expert parallelism, each expert whole). SGLang's FusedMoE asserts the same (`intermediate_size %
+    self.moe_tp_size == 0`)."""
+    for what, field, width in mlp_widths(spec, par):
+        if width % par.tp:
+            return (f"parallelism.tp={par.tp} must divide {field}={width} of {spec.name} (vLLM splits the gate/up "
+                    f"and down projections of the {what} over the tp ranks)")
+    return None
+
+
+def _validate_parallelism(spec: ModelSpec, par: Parallelism) -> None:
+    """validate_parallelism's checks of the heads, layers and state layers."""
     if not isinstance(par.tp, int) or not isinstance(par.pp, int) or par.tp < 1 or par.pp < 1:
         raise ValueError(f"parallelism: tp and pp must be integers >= 1, got tp={par.tp!r}, pp={par.pp!r}")
     if spec.num_heads % par.tp:

@@ -2156,6 +2156,42 @@ CASES = [
                            "max_model_len": 8192, "engine": {"version": version}}, drafter={"kind": "mtp", "gamma": 1}),
               f"draftsim: error: cluster.engine.version: vllm {version} has no MTP speculation{v1}")
       for version, v1 in (("0.7.2", " (DeepSeek MTP"), ("0.8.5", " in its V1 engine"))],
+    # -- deployments the engine refuses (fix-deploy, 2026-11-30) --
+    # a tp that does not divide the MLP's intermediate_size (8960 / 6): vLLM's MergedColumnParallelLinear asserts exact
+    # division; the run, the estimate and the plan took it (exit 0; the plan wrote `vllm serve ... -tp 6`)
+    Hostile("run_tp_not_dividing_the_mlp", run(cluster={"model": "qwen2.5-coder-1.5b", "parallelism": {"tp": 6}}),
+            "cluster.parallelism: parallelism.tp=6 must divide intermediate_size=8960 of qwen2.5-coder-1.5b"),
+    Hostile("estimate_tp_not_dividing_the_mlp", lambda tmp: ["estimate", "--model", "qwen2.5-coder-1.5b", "--hardware",
+                                                             "h100-sxm", "--tp", "6", "--batch", "8", "--context", "512"],
+            "--tp: parallelism.tp=6 must divide intermediate_size=8960"),
+    Hostile("plan_tp_not_dividing_the_mlp", plan(models=["qwen2.5-coder-1.5b"], search={**PLAN["search"], "tp": [6]}),
+            "plan.search.tp: 6 splits none of the planned models (parallelism.tp=6 must divide intermediate_size=8960"),
+    Hostile("compare_tp_not_dividing_the_mlp", lambda tmp: [
+        "compare", _write(tmp, "s.yaml", merge(TINY, {"cluster": {"model": "qwen2.5-coder-1.5b"}})), "--vary",
+        "cluster.parallelism.tp=6", "--out", tmp / "cmp", "--quiet"],
+            "parallelism.tp=6 must divide intermediate_size=8960"),
+    # fp8_block (128x128 weight blocks) at a tp whose shard of a weight is no whole number of blocks: vLLM refuses it
+    # at load ("The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n =
+    # 128", vllm issue #17569); each ran (exit 0)
+    Hostile("run_fp8_block_experts_cut_by_tp", run(cluster={"model": "qwen3-30b-a3b", "dtype": "fp8_block",
+                                                            "parallelism": {"tp": 4}}),
+            "cluster.parallelism.tp: parallelism.tp=4 with dtype fp8_block leaves 192 columns of the routed experts"),
+    Hostile("estimate_fp8_block_experts_cut_by_tp", lambda tmp: [
+        "estimate", "--model", "qwen3-235b-a22b", "--hardware", "h200", "--tp", "8", "--dtype", "fp8_block", "--batch",
+        "8", "--context", "512"], "--tp: parallelism.tp=8 with dtype fp8_block leaves 192 columns"),
+    Hostile("plan_fp8_block_experts_cut_by_tp", plan(models=["qwen3-30b-a3b"], dtype="fp8_block",
+                                                     hardware=[{"id": "h100-sxm", "usd_per_gpu_hour": 2.5}],
+                                                     search={**PLAN["search"], "tp": [4, 8]}),
+            "plan.search.tp: 4 splits none of the planned models (parallelism.tp=4 with dtype fp8_block"),
+    Hostile("estimate_fp8_block_at_no_tp", lambda tmp: ["estimate", "--model", "gpt-oss-20b", "--hardware", "h200",
+                                                        "--dtype", "fp8_block"],
+            "--dtype: fp8_block cannot load gpt-oss-20b at any tp"),
+    # disaggregated pools whose TP sizes do not divide each other: vLLM's NixlConnector maps decode ranks to prefill
+    # ranks by their ratio and asserts divisibility (TpKVTopology.tp_ratio); each ran (exit 0)
+    *[Hostile(f"disaggregated_tp_{p}_and_{d}", run(cluster={"model": "llama-68m", "disaggregation": {
+        "prefill": {"parallelism": {"tp": p}}, "decode": {"parallelism": {"tp": d}}}}),
+              f"cluster.disaggregation.decode.parallelism.tp: {d} and the prefill pool's tp {p} do not divide each other")
+      for p, d in ((4, 6), (2, 3))],
 ]
 
 

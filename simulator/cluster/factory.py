@@ -600,6 +600,17 @@ def check_expert_dtype(target: ModelSpec, dtype: str, hw: HardwareSpec) -> None:
                             f"dense model use int4 (weight-only) or nvfp4 (Blackwell); allowed: {allowed}")
 
 
+def check_block_dtype(target: ModelSpec, par: Parallelism, dtype: str, where: str = "cluster") -> None:
+    """A block-quantized dtype (fp8_block) whose 128-wide blocks the tp shards of `target` would cut: vLLM refuses
+    to load it (models.block_quant, vllm/model_executor/layers/quantization/fp8.py). A ScenarioError naming
+    `where`.parallelism.tp with the tp degrees that load, or cluster.dtype when none does."""
+    from models.block_quant import BlockQuantizationError, validate_block_quantization
+    try:
+        validate_block_quantization(target, par, dtype)
+    except BlockQuantizationError as exc:
+        raise ScenarioError(f"{where}.parallelism.tp" if exc.allowed else "cluster.dtype", str(exc)) from None
+
+
 def measured_passes(lat, target_cost, built_drafter, drafter):
     """Target and draft pass pricers of `cluster.latency.source: engine_profile` (simulator.cost.measured_pass):
     a real engine's measured passes of the catalog models (what else it needs: simulator.cluster.target_costs).
@@ -666,6 +677,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
     check_expert_dtype(target, dtype, hw)
     par = parallelism_of(target, parallelism, where)
+    check_block_dtype(target, par, dtype, where)
     gamma, speculating = _speculating(drafter, speculation, policy) if drafter is not None else (0, False)
     latencies = {} if latencies is None else latencies
     lat = latencies.get(hw.id)

@@ -73,6 +73,24 @@ class DisaggregationConfig(Strict):
     decode: PoolConfig = PoolConfig()
     kv_transfer: KVTransferConfig = KVTransferConfig()
 
+    @model_validator(mode="after")
+    def _tp_sizes_divide(self) -> "DisaggregationConfig":
+        """Each decode rank reads its share of the KV cache from prefill ranks chosen by the ratio of the two TP
+        sizes, so one must divide the other: vLLM's NixlConnector takes the ratio in TpKVTopology.tp_ratio
+        (vllm/distributed/kv_transfer/kv_connector/utils.py; nixl_connector.py before it moved there), which
+        asserts "Local tensor parallel size ... is not divisible by remote tensor parallel size" (and, since
+        vllm-project/vllm PR #27274, prefill TP > decode TP, its mirror). Prefill tp 4 with decode tp 6 ran here
+        (exit 0). Approximation: the rule is vLLM's; other engines' KV connectors were not checked and get it too.
+        The older NixlConnector's refusal of a decode TP below the prefill TP (issue #21576, before PR #27274) is
+        not applied: the release that lifted it was not established."""
+        p, d = self.prefill.parallelism.tp, self.decode.parallelism.tp
+        if p % d and d % p:
+            divisors = ", ".join(str(n) for n in range(1, p + 1) if p % n == 0)
+            raise field_error("decode.parallelism.tp", f"{d} and the prefill pool's tp {p} do not divide each other; "
+                              f"the decode ranks read the KV cache from the prefill ranks by the ratio of the two "
+                              f"(vLLM NixlConnector, TpKVTopology.tp_ratio); allowed: {divisors} or a multiple of {p}")
+        return self
+
 
 class PagedKVLayoutConfig(Strict):
     """The target's KV cache in HBM, paged (vLLM's layout; the default)."""

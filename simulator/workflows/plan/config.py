@@ -375,31 +375,45 @@ def _check_size(spec: PlanConfig) -> None:
 
 
 def _check_parallelism(spec: PlanConfig) -> None:
-    """Refuse a searched tp, pp or ep value that can split none of the planned models (tp must divide the heads,
-    pp at most the layers: models.spec.validate_parallelism; ep > 1 an MoE model's experts evenly:
-    models.opgraph.validate_expert_parallelism), before any work. Before, every candidate of that value was
+    """Refuse a searched tp, pp or ep value that can split none of the planned models (tp must divide the heads
+    and the MLP widths, pp at most the layers: models.spec.validate_parallelism; tp must leave the plan's
+    block-quantized dtype whole blocks: models.block_quant; ep > 1 an MoE model's experts evenly:
+    models.opgraph.validate_expert_parallelism), before any work. A tp is tried with every searched ep it can
+    form a replica with (under EP the routed experts are whole). Before, every candidate of that value was
     screened out with the same reason, and a plan of that value alone said 'no feasible candidate' (exit 1,
-    outputs written)."""
+    outputs written). A value that splits some planned models but not others is left to the screen, which
+    screens those candidates out with the reason (they are neither ranked nor confirmed)."""
     from models import get_model
+    from models.block_quant import validate_block_quantization
     from models.opgraph import validate_expert_parallelism
     from models.spec import validate_parallelism
     from models.step import Parallelism
     targets = [get_model(name) for name in spec.models]
 
-    def splits(check, par: Parallelism) -> str | None:
-        """None when `par` splits some planned model, else the first model's reason."""
+    def splits(check, pars: list[Parallelism]) -> str | None:
+        """None when one of `pars` splits some planned model, else the first model's reason (without its own
+        list of allowed degrees)."""
         reasons = []
         for target in targets:
-            try:
-                check(target, par)
-                return None
-            except ValueError as exc:
-                reasons.append(str(exc).splitlines()[0])
+            for par in pars:
+                try:
+                    check(target, par)
+                    return None
+                except ValueError as exc:
+                    reasons.append(str(exc).splitlines()[0].split("; allowed:")[0])
         return reasons[0]
 
-    axes = (("tp", 64, validate_parallelism, lambda n: Parallelism(n, 1)),
-            ("pp", 64, validate_parallelism, lambda n: Parallelism(1, n)),
-            ("ep", 1024, validate_expert_parallelism, lambda n: Parallelism(1, 1, n)))
+    def loads(target, par: Parallelism) -> None:
+        validate_parallelism(target, par)
+        validate_block_quantization(target, par, spec.dtype)
+
+    def with_eps(n: int) -> list[Parallelism]:
+        pars = [Parallelism(n, 1, ep) for ep in sorted(set(spec.search.ep)) if ep == 1 or ep % n == 0]
+        return pars or [Parallelism(n, 1)]
+
+    axes = (("tp", 64, loads, with_eps),
+            ("pp", 64, validate_parallelism, lambda n: [Parallelism(1, n)]),
+            ("ep", 1024, validate_expert_parallelism, lambda n: [Parallelism(1, 1, n)]))
     for name, top, check, make in axes:
         for value in getattr(spec.search, name):
             why = splits(check, make(value))
