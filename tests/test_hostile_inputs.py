@@ -2192,6 +2192,23 @@ CASES = [
         "prefill": {"parallelism": {"tp": p}}, "decode": {"parallelism": {"tp": d}}}}),
               f"cluster.disaggregation.decode.parallelism.tp: {d} and the prefill pool's tp {p} do not divide each other")
       for p, d in ((4, 6), (2, 3))],
+    # a vLLM release that predates the model's architecture (its model registry has no class for it: the engine would
+    # not load the model); each ran (exit 0)
+    Hostile("run_vllm_before_gpt_oss", run(cluster={"model": "gpt-oss-20b", "hardware": "h200", "parallelism": {"tp": 2},
+                                                    "max_model_len": 8192,
+                                                    "engine": {"framework": "vllm", "version": "0.6.0"}},
+                                           drafter={"kind": "none"}),
+            "cluster.engine.version: vllm 0.6.0 has no GptOssForCausalLM (gpt-oss-20b): vLLM's model registry lists it "
+            "from v0.10.1; allowed: a version >= 0.10.1"),
+    Hostile("run_vllm_before_qwen3", run(cluster={"model": "qwen3-8b", "engine": {"framework": "vllm", "version": "0.8.3"}},
+                                         drafter={"kind": "none"}),
+            "cluster.engine.version: vllm 0.8.3 has no Qwen3ForCausalLM (qwen3-8b): vLLM's model registry lists it from "
+            "v0.8.4; allowed: a version >= 0.8.4"),
+    Hostile("run_vllm_before_the_draft_models_architecture", run(
+        cluster={"model": "qwen2.5-72b", "parallelism": {"tp": 4}, "engine": {"framework": "vllm", "version": "0.7.3"}},
+        drafter={"kind": "draft_model", "model": "qwen3-8b", "gamma": 4}),
+            "cluster.engine.version: vllm 0.7.3 has no Qwen3ForCausalLM (qwen3-8b): vLLM's model registry lists it from "
+            "v0.8.4; allowed: a version >= 0.8.4"),
 ]
 
 

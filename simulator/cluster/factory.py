@@ -349,6 +349,20 @@ def deployment_release(lat: LatencyConfig, engine_cfg, latency) -> tuple[str, st
     return settings.framework, version
 
 
+def check_architectures(release: tuple[str, str | None], target: ModelSpec, draft: ModelSpec | None) -> None:
+    """ScenarioError (cluster.engine.version) where the deployment's vLLM release (`release`: deployment_release)
+    predates the target's or a draft model's architecture: its model registry has no class to load it
+    (profiles.engine_time.architectures; other engines are not checked)."""
+    from profiles.engine_time.architectures import check
+    from profiles.engine_time.support import UnsupportedCombination
+    framework, version = release
+    try:
+        for model in (target, draft):
+            check(framework, version, model)
+    except UnsupportedCombination as exc:
+        raise ScenarioError(exc.field, exc.message) from None
+
+
 def pool_release(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, dtype: str, kv_dtype: str | None,
                  base_dir: Path) -> tuple[str, str | None]:
     """`deployment_release` of a pool on `hw` worked out as build_replica_kind works it out: with the latency model
@@ -707,6 +721,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         kv_fraction = layout.gpu_fraction(target, kv_layout)
     family = drafter_family(drafter) if built_drafter is not None else None
     release = deployment_release(latency, engine_config, lat)
+    check_architectures(release, target, built_drafter.spec if built_drafter is not None
+                        and getattr(drafter, "kind", None) == "draft_model" else None)
     context_len = context_limit(target, max_model_len)
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)
         scheduler = with_engine_defaults(scheduler, latency, engine_config, release, hw, context_len, family)
