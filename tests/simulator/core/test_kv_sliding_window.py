@@ -14,6 +14,7 @@ from sim_helpers import assert_bulk_equals_step, bare_replica, scenario, step_pl
 from simulator.api import prepare, simulate
 from simulator.cluster.factory import free_bytes_per_gpu, kv_capacity_tokens
 from simulator.cluster.vllm_memory import ProfileRun
+from simulator.errors import ScenarioError
 from simulator.core.kv.sliding_window import SlidingWindowPool, WindowPageLayout, window_page_layout
 from simulator.core.sched import BatchLimits
 from simulator.core.sched.vllm_v1 import VllmV1
@@ -143,12 +144,15 @@ def test_bulk_equals_step_with_the_window_pool():
 
 
 def test_other_engines_keep_the_full_context():
-    # SGLang, a pre-hybrid-manager vLLM and the CPU backend: every layer at the full context (the plain pool)
-    for cluster in ({"engine": {"framework": "sglang"}}, {"engine": {"version": "0.9.0"}}):
-        data = _long_gpt_oss()
-        data["cluster"].update(cluster)
-        kind = prepare(data).cluster.kind
-        assert kind.window_layout is None, cluster
+    # SGLang: every layer at the full context (the plain pool). No vLLM release runs gpt-oss without the hybrid
+    # manager: it came in 0.10.0, gpt-oss's model class in 0.10.1 (an earlier release is refused)
+    data = _long_gpt_oss()
+    data["cluster"].update({"engine": {"framework": "sglang"}})
+    assert prepare(data).cluster.kind.window_layout is None
+    data = _long_gpt_oss()
+    data["cluster"].update({"engine": {"version": "0.9.0"}})
+    with pytest.raises(ScenarioError, match="vllm 0.9.0 has no GptOssForCausalLM"):
+        prepare(data)
 
 
 @pytest.mark.parametrize("drafter", [None, {"kind": "ngram", "gamma": 3}])
@@ -159,7 +163,6 @@ def test_max_model_len_is_held_to_the_pool_of_a_scheduler_that_prefills_whole_pr
     exceeds_kv_capacity (exit 0). Now the deployment is refused naming the longest context its pool serves,
     that context is served (prompt + 1 output token, and 8 outputs), one token more is refused, and vllm_v1
     (chunked prompts, vLLM's own rule) serves the 50000."""
-    from simulator.errors import ScenarioError
 
     def data(max_model_len, prompt, output, kind="vllm"):
         d = scenario(workload={"num_requests": 1, "prompt_tokens": {"kind": "fixed", "value": prompt},
