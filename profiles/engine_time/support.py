@@ -126,6 +126,13 @@ _SUFFIX = ("suffix decoding (vLLM method: suffix, PR #25784: not in v0.11.0, who
            "from v0.12.0)")
 
 
+def _vllm_lacks(lo: str, hi: str, method: str, why: str) -> Rule:
+    """vLLM releases lo..hi (excl.) refuse speculation `method` (Context.method, else the drafter's family):
+    `why`, then the releases that have it (_VLLM_FIRST)."""
+    return Rule(Span("vllm", lo, hi), lambda s, c: _method(c) == method, "cluster.engine.version",
+                f"{why}; allowed: {_VLLM_FIRST[method]}")
+
+
 RULES: tuple[Rule, ...] = (
     # vLLM's speculation methods by release (read in the PyPI sources: the v0.3.3, v0.4.1-v0.4.2, v0.5.0-v0.5.5,
     # v0.6.0, v0.7.0-v0.7.3, v0.8.0-v0.8.5, v0.9.0-v0.9.2 and v0.10.0 sdists, the v0.4.0 and v0.4.0.post1 wheels).
@@ -138,37 +145,28 @@ RULES: tuple[Rule, ...] = (
     # from v0.10.0): [ngram] from v0.8.0, method eagle from v0.8.3 (v1/spec_decode/eagle.py), eagle3 from v0.8.5
     # (PR #16937), medusa (v1/spec_decode/medusa.py) and deepseek_mtp from v0.9.0; draft models, suffix decoding and
     # Medusa's removal: the rules below
-    *(Rule(Span("vllm", "0", "0.4.1"), (lambda m: lambda s, c: _method(c) == m)(method), "cluster.engine.version",
-           "has no speculative decoding (no --speculative-model or vllm/spec_decode/ before v0.4.1, which brought "
-           f"draft models; read in the v0.3.3 sdist and the v0.4.0 and v0.4.0.post1 wheels); allowed: {allowed}")
-      for method, allowed in _VLLM_FIRST.items()),
-    Rule(Span("vllm", "0.4.1", "0.4.2"), lambda s, c: _method(c) == "ngram", "cluster.engine.version",
-         "has no n-gram speculation ([ngram] prompt lookup, PR #4237, vllm/spec_decode/ngram_worker.py from "
-         f"v0.4.2); allowed: {_VLLM_FIRST['ngram']}"),
-    Rule(Span("vllm", "0.4.1", "0.5.2"), lambda s, c: _method(c) == "medusa", "cluster.engine.version",
-         "has no Medusa speculation (vllm/spec_decode/medusa_worker.py from v0.5.2; MLPSpeculator from v0.5.1); "
-         f"allowed: {_VLLM_FIRST['medusa']}"),
-    Rule(Span("vllm", "0.8.0", "0.9.0"), lambda s, c: _method(c) == "medusa", "cluster.engine.version",
-         "has no Medusa speculation in its V1 engine (EngineArgs._is_v1_supported_oracle falls back to V0, which "
-         "draftsim does not model from 0.8.0; method medusa, vllm/v1/spec_decode/medusa.py, from v0.9.0); "
-         f"allowed: {_VLLM_FIRST['medusa']}"),
-    Rule(Span("vllm", "0.4.1", "0.5.5"), lambda s, c: _method(c) == "eagle", "cluster.engine.version",
-         "has no EAGLE speculation (PR #6830, vllm/model_executor/models/eagle.py from v0.5.5); "
-         f"allowed: {_VLLM_FIRST['eagle']}"),
-    Rule(Span("vllm", "0.8.0", "0.8.3"), lambda s, c: _method(c) == "eagle", "cluster.engine.version",
-         "has no EAGLE speculation in its V1 engine (EngineArgs._is_v1_supported_oracle takes [ngram] only and "
-         "falls back to V0, which draftsim does not model from 0.8.0; method eagle, vllm/v1/spec_decode/eagle.py, "
-         f"from v0.8.3); allowed: {_VLLM_FIRST['eagle']}"),
-    Rule(Span("vllm", "0.4.1", "0.7.3"), lambda s, c: _method(c) == "mtp", "cluster.engine.version",
-         "has no MTP speculation (DeepSeek MTP, PR #12755, vllm/model_executor/models/deepseek_mtp.py from v0.7.3); "
-         f"allowed: {_VLLM_FIRST['mtp']}"),
-    Rule(Span("vllm", "0.8.0", "0.9.0"), lambda s, c: _method(c) == "mtp", "cluster.engine.version",
-         "has no MTP speculation in its V1 engine (EngineArgs._is_v1_supported_oracle falls back to V0, which "
-         "draftsim does not model from 0.8.0; method deepseek_mtp in V1 from v0.9.0); "
-         f"allowed: {_VLLM_FIRST['mtp']}"),
-    Rule(Span("vllm", "0.4.1", "0.8.5"), lambda s, c: _method(c) == "eagle3", "cluster.engine.version",
-         "has no EAGLE-3 speculation (method eagle3, PR #16937, first in v0.8.5's V1 engine; no V0 release has "
-         f"it); allowed: {_VLLM_FIRST['eagle3']}"),
+    *(_vllm_lacks("0", "0.4.1", method, "has no speculative decoding (no --speculative-model or vllm/spec_decode/ "
+                  "before v0.4.1, which brought draft models; read in the v0.3.3 sdist and the v0.4.0 and v0.4.0.post1 "
+                  "wheels)")
+      for method in _VLLM_FIRST),
+    _vllm_lacks("0.4.1", "0.4.2", "ngram", "has no n-gram speculation ([ngram] prompt lookup, PR #4237, "
+                "vllm/spec_decode/ngram_worker.py from v0.4.2)"),
+    _vllm_lacks("0.4.1", "0.5.2", "medusa", "has no Medusa speculation (vllm/spec_decode/medusa_worker.py from v0.5.2; "
+                "MLPSpeculator from v0.5.1)"),
+    _vllm_lacks("0.8.0", "0.9.0", "medusa", "has no Medusa speculation in its V1 engine "
+                "(EngineArgs._is_v1_supported_oracle falls back to V0, which draftsim does not model from 0.8.0; method "
+                "medusa, vllm/v1/spec_decode/medusa.py, from v0.9.0)"),
+    _vllm_lacks("0.4.1", "0.5.5", "eagle", "has no EAGLE speculation (PR #6830, vllm/model_executor/models/eagle.py "
+                "from v0.5.5)"),
+    _vllm_lacks("0.8.0", "0.8.3", "eagle", "has no EAGLE speculation in its V1 engine "
+                "(EngineArgs._is_v1_supported_oracle takes [ngram] only and falls back to V0, which draftsim does not "
+                "model from 0.8.0; method eagle, vllm/v1/spec_decode/eagle.py, from v0.8.3)"),
+    _vllm_lacks("0.4.1", "0.7.3", "mtp", "has no MTP speculation (DeepSeek MTP, PR #12755, "
+                "vllm/model_executor/models/deepseek_mtp.py from v0.7.3)"),
+    _vllm_lacks("0.8.0", "0.9.0", "mtp", "has no MTP speculation in its V1 engine (EngineArgs._is_v1_supported_oracle "
+                "falls back to V0, which draftsim does not model from 0.8.0; method deepseek_mtp in V1 from v0.9.0)"),
+    _vllm_lacks("0.4.1", "0.8.5", "eagle3", "has no EAGLE-3 speculation (method eagle3, PR #16937, first in v0.8.5's "
+                "V1 engine; no V0 release has it)"),
     Rule(Span("vllm", "0.6.0", "0.8.0"), lambda s, c: c.num_scheduler_steps > 1 and _spec(s, c), "drafter.kind",
          "refuses speculative decoding with multi-step scheduling (--num-scheduler-steps > 1; "
          "vllm/engine/arg_utils.py create_engine_config)"),
