@@ -148,9 +148,13 @@ def _run_child(requests: int, replicas: int, spec: bool, executor: str, workers:
         with open_executor(prepared.scenario) as ex:
             result = simulate(prepared, executor=ex)
             worker_stats = ex.client.run(_worker_usage)
+            # read while the cluster's workers still run: a local cluster's workers are this process's
+            # children, reaped when it closes, and would count twice (theirs and RUSAGE_CHILDREN's)
+            kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = time.perf_counter() - t0
     own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if executor == "local":
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     workers_cpu = sum(w["cpu_s"] for w in worker_stats.values())
     print(json.dumps({"sim_s": result.wall_s, "total_s": total, "steps": result.summary["steps"],
                       "cpu_s": own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + workers_cpu,
