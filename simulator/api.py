@@ -8,14 +8,15 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from simulator.cluster.build import Cluster, build
 from simulator.core.engine import Engine, EngineConfig
-from simulator.results.metrics import build_aggregate_frame, build_requests_frame, build_steps_frame
+from simulator.results.columns import ColumnTable
+from simulator.results.metrics import aggregate_table, request_table, step_table
 from simulator.results.summary import cluster_summary
 from simulator.config.host_memory import check_memory
 from simulator.config.scenario import (Scenario, apply_overrides, check_overrides_once, override_texts,
@@ -25,16 +26,27 @@ from simulator.errors import ScenarioError
 
 @dataclass
 class Result:
-    """One simulated run: what `draftsim run` writes (requests.parquet, steps.parquet, summary.json)."""
+    """One simulated run: what `draftsim run` writes (requests.parquet, steps.parquet, summary.json).
+    `requests` and `steps` are pandas DataFrames, built from the run's columns when first read."""
 
     scenario: Scenario
-    requests: pd.DataFrame  # one row per request (simulator.results.metrics.REQUEST_COLUMNS and derived latencies)
-    steps: pd.DataFrame    # one row per step, or per kept step, or per replica and interval (`outputs.steps`)
+    request_table: ColumnTable = field(repr=False)   # one row per request (metrics.REQUEST_COLUMNS, derived latencies)
+    step_table: ColumnTable = field(repr=False)      # one row per step, kept step, or replica and interval (`outputs.steps`)
     summary: dict          # what summary.json holds
     wall_s: float = 0.0                      # host seconds spent building + simulating (not in summary.json)
     workload_s: float = 0.0                  # of build_s: reading (a trace) or drawing the requests
     built: Cluster | None = field(default=None, repr=False)
     build_s: float = 0.0                     # of wall_s: building the cluster (pricing tables, workload)
+
+    @cached_property
+    def requests(self):
+        """The request records as a pandas DataFrame."""
+        return self.request_table.to_pandas()
+
+    @cached_property
+    def steps(self):
+        """The step records (every step, kept steps or interval aggregates) as a pandas DataFrame."""
+        return self.step_table.to_pandas()
 
 
 @dataclass(frozen=True)
@@ -160,7 +172,7 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None,
     else:
         end_s = Engine(cluster, EngineConfig(mode, progress, closed, workers=scenario.simulation.workers)).run()
     wall_s = prepared.build_s + time.perf_counter() - t0
-    requests = build_requests_frame(cluster.state.columns(), scenario.slo.spec())
+    requests = request_table(cluster.state.columns(), scenario.slo.spec())
     if cluster.handoff is not None:
         for name, values in cluster.handoff.request_columns(cluster.state).items():
             requests[name] = values
@@ -174,11 +186,11 @@ def simulate(prepared: Prepared, *, step_mode: str | None = None, progress=None,
     if distributed and not cluster.pools[0].router.stateless:   # the named approximation (simulator.distributed)
         summary["load_sync_s"] = scenario.simulation.load_sync_s
     if cluster.log.mode == "aggregate":
-        steps = build_aggregate_frame(cluster.log.aggregates())
+        steps = aggregate_table(cluster.log.aggregates())
     else:
         cols = _sorted_steps(cluster.log.columns())
         alltoall = cols.pop("alltoall_s", None)
-        steps = build_steps_frame(cols)   # (kv_io_s, with a host tier, stays before end_s)
+        steps = step_table(cols)   # (kv_io_s, with a host tier, stays before end_s)
         if alltoall is not None:  # (after end_s, where the column has always been)
             steps["alltoall_s"] = alltoall
     return Result(scenario, requests, steps, summary, wall_s, cluster.workload_s, cluster, prepared.build_s)

@@ -78,18 +78,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                          gpus_per_replica=result.summary["gpus_per_replica"],
                                          replica_names=pool_replica_names(result.summary),
                                          max_request_tracks=trace_requests)
-        if len(result.requests) > trace_requests:
+        if len(result.request_table) > trace_requests:
             warnings.warn(f"trace.json: request slices for the first {trace_requests:,} of "
-                          f"{len(result.requests):,} requests (steps: {_steps_traced(scenario.outputs)}); "
+                          f"{len(result.request_table):,} requests (steps: {_steps_traced(scenario.outputs)}); "
                           "--trace-requests N to change",
                           UserWarning, stacklevel=1)
     with Progress("writing outputs", quiet=args.quiet):
-        write_outputs(out_dir, result.requests, result.steps, result.summary,
+        write_outputs(out_dir, result.request_table, result.step_table, result.summary,   # (not pandas frames)
                       plots=scenario.outputs.plots and not args.no_plots, extra_files=extra,
                       steps_kept=scenario.outputs)
     if not args.quiet:
         print(format_summary_table(result.summary))
-        print(f"simulated {result.summary['steps']:,} steps of {len(result.requests):,} requests in "
+        print(f"simulated {result.summary['steps']:,} steps of {len(result.request_table):,} requests in "
               f"{result.wall_s - result.build_s:.2f} s (reading the scenario {parse_s:.2f} s, reading or drawing "
               f"the workload {result.workload_s:.2f} s, building the cluster {result.build_s - result.workload_s:.2f} s); "
               f"outputs in {out_dir}/")

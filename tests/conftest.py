@@ -29,3 +29,18 @@ def _hypothesis_without_local_constants() -> None:
 
 
 _hypothesis_without_local_constants()
+
+
+def _private_table_cache() -> None:
+    """The measured-table cache (profiles.measured.table_cache) of this test process and the commands it
+    starts: a fresh folder, removed at exit, so that the suite neither reads a user's cache nor writes one."""
+    import atexit
+    import os
+    import shutil
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="draftsim-test-cache-")
+    os.environ["DRAFTSIM_CACHE_DIR"] = folder
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
+_private_table_cache()

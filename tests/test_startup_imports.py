@@ -5,7 +5,9 @@ the LP stack (pulp, highspy) or the scenario schema, which cost most of a cold s
 Each command runs for real in a fresh interpreter (a subprocess), which then lists the heavy modules it
 imported: a new module-level import of pandas anywhere on those paths makes this fail, naming the command.
 The measured-kernel tables are read with pyarrow alone (profiles.measured.tables), so the H100 estimate
-below, which prices from them, is covered too.
+below, which prices from them, is covered too; once they are in the per-user cache
+(profiles.measured.table_cache), a second estimate does not import pyarrow at all. `draftsim run` without
+plots writes its records without pandas (simulator.results.columns).
 """
 from __future__ import annotations
 
@@ -56,3 +58,31 @@ def test_estimate_and_catalog_do_not_import_heavy_modules(name):
     assert report["heavy"] == [], f"`draftsim {' '.join(COMMANDS[name])}` imported {report['heavy']}"
     # the entry points of every installed distribution are not read for pydantic plugins (cli.main)
     assert not report["plugins_scanned"], name
+
+
+def _probe(argv: list[str], modules: tuple[str, ...], cache) -> dict:
+    env = {**{k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}, "PYTHONPATH": str(ROOT),
+           "DRAFTSIM_CACHE_DIR": str(cache)}
+    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(argv), json.dumps(modules)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_warm_estimate_does_not_import_pyarrow(tmp_path):
+    cold = _probe(COMMANDS["estimate (measured H100 tables)"], ("pyarrow",), tmp_path)
+    warm = _probe(COMMANDS["estimate (measured H100 tables)"], ("pyarrow",), tmp_path)
+    assert cold["code"] == warm["code"] == 0 and cold["printed"] == warm["printed"] > 0
+    assert cold["heavy"] == ["pyarrow"]    # (the probe itself: the cache was empty)
+    assert warm["heavy"] == [], "a warm `draftsim estimate` imported pyarrow: the measured-table cache was not read"
+
+
+def test_a_run_without_plots_does_not_import_pandas(tmp_path):
+    """The benchmark's 100-request run (fleet_speed's start-up case: uniform lengths; lognormal ones need
+    scipy.special)."""
+    argv = ["run", "scenarios/benchmarks/sim_speed.yaml", "--set", "workload.num_requests=100", "--no-plots",
+            "--quiet", "--out", str(tmp_path / "out")]
+    report = _probe(argv, ("pandas", "scipy", "pulp", "highspy", "matplotlib", "torch"), tmp_path / "cache")
+    assert report["code"] == 0
+    assert report["heavy"] == [], f"`draftsim run` without plots imported {report['heavy']}"
+    assert {"requests.parquet", "steps.parquet", "summary.json"} <= {p.name for p in (tmp_path / "out").iterdir()}

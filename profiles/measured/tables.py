@@ -15,6 +15,7 @@ import numpy as np
 from models.spec import dtype_bytes
 from profiles.measured import ideal
 from profiles.measured.grid import MeasuredGrid
+from profiles.measured.table_cache import cached_read
 
 MS = 1e-3
 
@@ -121,7 +122,13 @@ class Columns:
 
 
 def read(path: Path, columns: list[str]) -> Columns:
-    """The columns of a table that exist (older versions lack some, e.g. window_size)."""
+    """The columns of a table that exist (older versions lack some, e.g. window_size); from the per-user
+    cache of decoded tables when it holds them (profiles.measured.table_cache)."""
+    return cached_read(path, columns, _read_parquet, Columns)
+
+
+def _read_parquet(path: Path, columns: list[str]) -> tuple[dict, dict]:
+    """(numbers, factorized texts) of the columns of a parquet table that exist."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     schema = pq.read_schema(path)
@@ -139,7 +146,7 @@ def read(path: Path, columns: list[str]) -> Columns:
         else:   # from the buffer (pyarrow's own `to_numpy` imports pandas)
             numbers[name] = np.concatenate([np.zeros(0, dtype=np.dtype(kind.to_pandas_dtype()))]
                                            + [_buffer(chunk) for chunk in column.chunks])
-    return Columns(numbers, factorized)
+    return numbers, factorized
 
 
 def _buffer(array) -> np.ndarray:

@@ -52,10 +52,8 @@ from profiles.hardware import HardwareSpec
 from profiles.select import LATENCY_SOURCES
 from simulator.cost.drafters import DraftContext, DrafterBuild, build_drafter, overlap_exposure
 from simulator.errors import ScenarioError
-from simulator.speculation.control import make_policy
 from simulator.config.serving import LatencyConfig, MoeConfig, ParallelismConfig
 from simulator.speculation.shapes import SpeculationBuild, build_speculation
-from simulator.speculation.suffix.acceptance import bind_proposer
 from simulator.cost.step_cost import StepCostModel
 from simulator.cluster import target_costs
 from simulator.cluster.target_costs import BuildContext, Facts
@@ -685,7 +683,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     fields it leaves out are the named engine's own, simulator.cluster.engine_scheduler: ReplicaKind.scheduler);
     `max_model_len`: cluster.max_model_len (None: the model's)."""
     hw = resolve_hardware(hardware, base_dir, f"{where}.hardware" if where != "cluster" else "cluster.hardware")
-    if drafter is not None:
+    if drafter is not None:   # imported here, as make_policy below: a plain step (`draftsim estimate`) needs neither
+        from simulator.speculation.suffix.acceptance import bind_proposer
         acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
     target = resolve_model(model, base_dir)
     kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
@@ -771,6 +770,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
                              engine=engine, vllm_proposer=vllm_proposer, proposer=proposer)
+        from simulator.speculation.control import make_policy
         control = make_policy(policy, speculation, spec, gamma, cost)
     state_bytes, layout = 0.0, None
     if target.num_state_layers:

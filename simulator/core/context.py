@@ -13,11 +13,14 @@ The limit is `cluster.max_model_len` (vLLM's --max-model-len), by default the mo
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from simulator.core.prefixes import PrefixKeys
-from simulator.core.workload import RequestTable
 from simulator.errors import ScenarioError
+
+if TYPE_CHECKING:
+    from simulator.core.workload import RequestTable
 
 DROP_EXCEEDS_CONTEXT = "exceeds_context"
 
@@ -83,6 +86,8 @@ def apply_context_limit(table: RequestTable, limit: int, mode: str, model_name: 
                                         "truncate, or use a longer context")
     if mode == "drop":
         return table, over
+    from simulator.core.prefixes import PrefixKeys
+    from simulator.core.workload import RequestTable   # imported here: `draftsim estimate` needs only context_limit
     output = np.minimum(table.output_tokens, limit - 1)
     prompt = np.where(over, np.maximum(limit - output, 1), table.prompt_tokens)
     keys = table.prefixes

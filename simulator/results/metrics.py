@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
-import pandas as pd
 
+from simulator.results.columns import ColumnTable
 from simulator.results.latency_source import format_latency_source  # noqa: F401  (re-exported)
 from simulator.results.slo import SLO  # noqa: F401  (re-exported: the objectives are read here)
 from simulator.results.step_totals import StepTotals
@@ -65,41 +65,44 @@ LATENCIES = ("ttft", "tpot", "e2e", "queue")
 QUANTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0}
 
 
-def _frame(cols: Mapping[str, np.ndarray], schema: Mapping[str, type], what: str) -> pd.DataFrame:
+def _table(cols: Mapping[str, np.ndarray], schema: Mapping[str, type], what: str) -> ColumnTable:
     missing = [name for name in schema if name not in cols]
     if missing:
         raise ValueError(f"{what}: missing column(s) {', '.join(missing)}")
     sizes = {len(np.asarray(cols[name])) for name in cols}
     if len(sizes) > 1:
         raise ValueError(f"{what}: columns differ in length ({sorted(sizes)})")
-    data = {}
+    table = ColumnTable()
     for name, dtype in schema.items():
-        values = np.asarray(cols[name])
-        data[name] = (pd.array(values.astype(str), dtype="str") if dtype is str
-                      else values.astype(dtype, copy=True))
+        table[name] = np.asarray(cols[name]).astype(dtype, copy=True)
     for name in cols:  # extra engine columns are kept, after the contract ones
         if name not in schema:
-            data[name] = np.array(cols[name], copy=True)
-    return pd.DataFrame(data)
+            table[name] = np.array(cols[name], copy=True)
+    return table
 
 
-def finished_mask(requests: pd.DataFrame) -> np.ndarray:
-    return ~requests["dropped"].to_numpy(bool) & np.isfinite(requests["finish_s"].to_numpy(float))
+def column(records, name: str, dtype=None) -> np.ndarray:
+    """A column of a ColumnTable or a DataFrame (the API's frames) as NumPy."""
+    return np.asarray(records[name], dtype=dtype)
 
 
-def slo_met_mask(requests: pd.DataFrame, slo: SLO | None) -> np.ndarray:
+def finished_mask(requests) -> np.ndarray:
+    return ~column(requests, "dropped", bool) & np.isfinite(column(requests, "finish_s", float))
+
+
+def slo_met_mask(requests, slo: SLO | None) -> np.ndarray:
     """Per request: finished and every set SLO holds. Uses the derived ttft_s/tpot_s/e2e_s columns."""
     ok = finished_mask(requests)
     if slo is None:
         return ok
     with np.errstate(invalid="ignore"):
         if slo.ttft_s is not None:
-            ok &= requests["ttft_s"].to_numpy(float) <= slo.ttft_s
+            ok &= column(requests, "ttft_s", float) <= slo.ttft_s
         if slo.tpot_s is not None:
-            tpot = requests["tpot_s"].to_numpy(float)
+            tpot = column(requests, "tpot_s", float)
             ok &= np.isnan(tpot) | (tpot <= slo.tpot_s)
         if slo.e2e_s is not None:
-            ok &= requests["e2e_s"].to_numpy(float) <= slo.e2e_s
+            ok &= column(requests, "e2e_s", float) <= slo.e2e_s
     return ok
 
 
@@ -113,20 +116,24 @@ def latency_columns(arrival: np.ndarray, first: np.ndarray, finish: np.ndarray,
                 "e2e_s": finish - arrival}
 
 
-def build_requests_frame(cols: Mapping[str, np.ndarray], slo: SLO | None = None) -> pd.DataFrame:
+def request_table(cols: Mapping[str, np.ndarray], slo: SLO | None = None) -> ColumnTable:
     """Request records plus ttft_s, tpot_s, e2e_s, queue_s, mean_accepted_length and slo_met."""
-    frame = _frame(cols, REQUEST_COLUMNS, "requests")
-    arrival = frame["arrival_s"].to_numpy()
-    steps = frame["decode_steps"].to_numpy()
-    for name, values in latency_columns(arrival, frame["first_token_s"].to_numpy(), frame["finish_s"].to_numpy(),
-                                        frame["emitted_tokens"].to_numpy()).items():
-        frame[name] = values
+    table = _table(cols, REQUEST_COLUMNS, "requests")
+    arrival = table["arrival_s"]
+    steps = table["decode_steps"]
+    for name, values in latency_columns(arrival, table["first_token_s"], table["finish_s"],
+                                        table["emitted_tokens"]).items():
+        table[name] = values
     with np.errstate(invalid="ignore", divide="ignore"):
-        frame["queue_s"] = frame["admit_s"].to_numpy() - arrival
-        frame["mean_accepted_length"] = np.where(
-            steps > 0, frame["accepted_tokens"].to_numpy() / np.maximum(steps, 1), np.nan)
-    frame["slo_met"] = slo_met_mask(frame, slo)
-    return frame
+        table["queue_s"] = table["admit_s"] - arrival
+        table["mean_accepted_length"] = np.where(steps > 0, table["accepted_tokens"] / np.maximum(steps, 1), np.nan)
+    table["slo_met"] = slo_met_mask(table, slo)
+    return table
+
+
+def build_requests_frame(cols: Mapping[str, np.ndarray], slo: SLO | None = None):
+    """`request_table` as a pandas DataFrame."""
+    return request_table(cols, slo).to_pandas()
 
 
 AGGREGATE_COLUMNS = {
@@ -138,16 +145,26 @@ AGGREGATE_COLUMNS = {
 }
 
 
-def build_aggregate_frame(cols: Mapping[str, np.ndarray]) -> pd.DataFrame:
+def aggregate_table(cols: Mapping[str, np.ndarray]) -> ColumnTable:
     """Per-(replica, interval) step aggregates (`outputs.steps: aggregate`; simulator.results.step_totals)."""
-    return _frame(cols, AGGREGATE_COLUMNS, "step aggregates")
+    return _table(cols, AGGREGATE_COLUMNS, "step aggregates")
 
 
-def build_steps_frame(cols: Mapping[str, np.ndarray]) -> pd.DataFrame:
+def step_table(cols: Mapping[str, np.ndarray]) -> ColumnTable:
     """Step log plus end_s = start_s + duration_s."""
-    frame = _frame(cols, STEP_COLUMNS, "steps")
-    frame["end_s"] = frame["start_s"].to_numpy() + frame["duration_s"].to_numpy()
-    return frame
+    table = _table(cols, STEP_COLUMNS, "steps")
+    table["end_s"] = table["start_s"] + table["duration_s"]
+    return table
+
+
+def build_aggregate_frame(cols: Mapping[str, np.ndarray]):
+    """`aggregate_table` as a pandas DataFrame."""
+    return aggregate_table(cols).to_pandas()
+
+
+def build_steps_frame(cols: Mapping[str, np.ndarray]):
+    """`step_table` as a pandas DataFrame."""
+    return step_table(cols).to_pandas()
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -166,7 +183,7 @@ def _clipped_lengths(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -
     return np.clip(np.minimum(end, hi) - np.maximum(start, lo), 0.0, None)
 
 
-def slo_summary(requests: pd.DataFrame, slo: SLO, window_s: float, gpus: int) -> dict:
+def slo_summary(requests, slo: SLO, window_s: float, gpus: int) -> dict:
     """The summary's SLO fields (goodput, attainment, the SLOs): the only ones that depend on the SLOs,
     from the requests' dropped, finish_s, ttft_s, tpot_s and e2e_s."""
     met = slo_met_mask(requests, slo)
@@ -179,21 +196,21 @@ def slo_summary(requests: pd.DataFrame, slo: SLO, window_s: float, gpus: int) ->
     return out
 
 
-def summarize(requests_df: pd.DataFrame, steps: pd.DataFrame | StepTotals, *, slo: SLO, num_replicas: int,
+def summarize(requests_df, steps, *, slo: SLO, num_replicas: int,
               gpus_per_replica: int, peak_flops_per_gpu: float, peak_bw_per_gpu: float,
               sim_end_s: float) -> dict:
     """Reduce a run to a flat dict of scalars (plus `dropped_by_reason`, a dict reason -> count). `steps`:
     the run's step totals (simulator.results.step_totals, accumulated while it ran), or a frame of all
-    its steps."""
+    its steps. `requests_df`: a ColumnTable or a DataFrame of the request records."""
     if num_replicas < 1 or gpus_per_replica < 1:
         raise ValueError(f"summarize: num_replicas and gpus_per_replica must be >= 1; got "
                          f"{num_replicas}, {gpus_per_replica}")
     if not (peak_flops_per_gpu > 0 and peak_bw_per_gpu > 0):
         raise ValueError("summarize: peak_flops_per_gpu and peak_bw_per_gpu must be > 0")
     req = requests_df
-    arrival = req["arrival_s"].to_numpy(float)
-    finish = req["finish_s"].to_numpy(float)
-    dropped = req["dropped"].to_numpy(bool)
+    arrival = column(req, "arrival_s", float)
+    finish = column(req, "finish_s", float)
+    dropped = column(req, "dropped", bool)
     finished = finished_mask(req)
     start_s = float(arrival.min()) if len(arrival) else 0.0
     window_s = float(sim_end_s) - start_s
@@ -206,26 +223,26 @@ def summarize(requests_df: pd.DataFrame, steps: pd.DataFrame | StepTotals, *, sl
         "requests_arrived": int(len(req)), "requests_finished": int(finished.sum()),
         "requests_dropped": int(dropped.sum()),
         "requests_unfinished": int(len(req) - finished.sum() - dropped.sum()),
-        "dropped_by_reason": {str(k): int(v) for k, v in
-                              sorted(req.loc[dropped, "drop_reason"].value_counts().items())},
-        "preemptions": int(req["preemptions"].sum()),
+        "dropped_by_reason": _counts(column(req, "drop_reason")[dropped]),
+        "preemptions": int(column(req, "preemptions").sum()),
     }
     for name in LATENCIES:
-        out.update(_latency_stats(name, req[f"{name}_s"].to_numpy(float)[finished]))
+        out.update(_latency_stats(name, column(req, f"{name}_s", float)[finished]))
 
-    admitted = np.isfinite(req["admit_s"].to_numpy(float))
-    emitted = req["emitted_tokens"].to_numpy()   # per sequence: × parallel_samples sequences per request
+    admitted = np.isfinite(column(req, "admit_s", float))
+    emitted = column(req, "emitted_tokens")   # per sequence: × parallel_samples sequences per request
     if "parallel_samples" in req:
-        emitted = emitted * req["parallel_samples"].to_numpy()
+        emitted = emitted * column(req, "parallel_samples")
     out["output_tokens_per_s"] = _ratio(emitted.sum(), window_s)
-    out["prompt_tokens_per_s"] = _ratio(req["prompt_tokens"].to_numpy()[admitted].sum(), window_s)
+    out["prompt_tokens_per_s"] = _ratio(column(req, "prompt_tokens")[admitted].sum(), window_s)
     out["requests_per_s"] = _ratio(finished.sum(), window_s)
     out.update(slo_summary(req, slo, window_s, gpus))
 
-    decode_steps = req["decode_steps"].sum()
-    out["mean_accepted_length"] = _ratio(req["accepted_tokens"].sum(), decode_steps)
+    decode_steps = column(req, "decode_steps").sum()
+    accepted = column(req, "accepted_tokens").sum()
+    out["mean_accepted_length"] = _ratio(accepted, decode_steps)
     out["tokens_per_step"] = out["mean_accepted_length"] + 1.0
-    out["draft_acceptance_rate"] = _ratio(req["accepted_tokens"].sum(), req["drafted_tokens"].sum())
+    out["draft_acceptance_rate"] = _ratio(accepted, column(req, "drafted_tokens").sum())
 
     busy_per_replica = totals.busy_per_replica()
     busy = totals.busy_weighted(np.ones(num_replicas))
@@ -254,6 +271,12 @@ def summarize(requests_df: pd.DataFrame, steps: pd.DataFrame | StepTotals, *, sl
     out["little_L_steps"] = _ratio(totals.sum("in_system_busy_s"), window_s)
     out["little_rel_err"] = _ratio(abs(out["little_L_steps"] - out["little_lambda_W"]), out["little_lambda_W"])
     return out
+
+
+def _counts(values: np.ndarray) -> dict[str, int]:
+    """value -> count, keys sorted (the summary's dropped_by_reason)."""
+    labels, counts = np.unique(values.astype(str), return_counts=True)
+    return {str(label): int(count) for label, count in zip(labels.tolist(), counts.tolist())}
 
 
 def _num(value, scale: float = 1.0, digits: int = 2) -> str:

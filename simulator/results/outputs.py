@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import Mapping
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from simulator.results import output_folder
+from simulator.results.columns import ColumnTable
 from simulator.results.plots import PLOT_FILES, write_plots
 
 REQUESTS_PARQUET = "requests.parquet"
@@ -34,9 +32,13 @@ RESERVED_NAMES = (REQUESTS_PARQUET, STEPS_PARQUET, SUMMARY_JSON, *PLOT_FILES)
 RUN_FILES = (*RESERVED_NAMES, TRACE_JSON)   # every file `draftsim run` may write
 
 
-def write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    """Parquet with only the data and its arrow types: identical frames give identical bytes."""
-    table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
+def write_parquet(records, path: Path) -> None:
+    """Parquet with only the data and its arrow types (a ColumnTable or a DataFrame): identical records give
+    identical bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = records.to_arrow() if isinstance(records, ColumnTable) else \
+        pa.Table.from_pandas(records, preserve_index=False).replace_schema_metadata(None)
     pq.write_table(table, path, compression="zstd", write_statistics=True)
 
 
@@ -78,10 +80,11 @@ def staged_output(out_dir: Path | str, marker: str = SUMMARY_JSON, command: str 
     return output_folder.staged_output(out_dir, command, marker, names, head)
 
 
-def write_outputs(out_dir: Path | str, requests_df: pd.DataFrame, steps_df: pd.DataFrame, summary: Mapping,
+def write_outputs(out_dir: Path | str, requests_df, steps_df, summary: Mapping,
                   *, plots: bool = True, extra_files: Mapping[str, str | bytes] | None = None,
                   steps_kept=None) -> Path:
-    """Write all outputs into `out_dir` atomically; returns the output folder. `steps_kept`: the scenario's
+    """Write all outputs into `out_dir` atomically; returns the output folder. `requests_df`, `steps_df`: the
+    records as ColumnTables (a run's) or DataFrames. `steps_kept`: the scenario's
     `outputs` section, which says whether `steps_df` holds every step, a sample or interval sums (the
     timeline plot reads it; None: every step).
 
@@ -106,5 +109,10 @@ def write_outputs(out_dir: Path | str, requests_df: pd.DataFrame, steps_df: pd.D
             else:
                 target.write_text(content, encoding="utf-8")
         if plots:
-            write_plots(staged, requests_df, steps_df, summary, steps_kept)
+            write_plots(staged, _frame(requests_df), _frame(steps_df), summary, steps_kept)
     return out_dir
+
+
+def _frame(records):
+    """A DataFrame of records given as a ColumnTable or a DataFrame (the plots read pandas)."""
+    return records.to_pandas() if isinstance(records, ColumnTable) else records

@@ -7,10 +7,12 @@ inputs give byte-identical files. matplotlib is imported lazily: a run without p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LATENCY_CDF_PNG = "latency_cdf.png"
 TIMELINE_PNG = "throughput_queue.png"

@@ -6,9 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
-from simulator.results.metrics import summarize
+from simulator.results.metrics import column, summarize
 from simulator.results.step_totals import StepTotals
 
 
@@ -28,11 +27,11 @@ def pricing_summary(pools, totals: StepTotals) -> dict:
     return out
 
 
-def cluster_summary(cluster, requests: pd.DataFrame, end_s: float) -> dict:
+def cluster_summary(cluster, requests, end_s: float) -> dict:
     """summary.json of any cluster: the metrics of `simulator.results.metrics.summarize`, GPU-weighted over pools
     of different sizes and hardware, the pricing sources, KV capacity and, for disaggregation, the
     per-pool counts and KV-transfer statistics. Step quantities come from the step log's totals, so the
-    summary does not depend on what the log keeps (`outputs.steps`)."""
+    summary does not depend on what the log keeps (`outputs.steps`). `requests`: a ColumnTable or a DataFrame."""
     scenario, pools = cluster.scenario, cluster.pools
     totals = cluster.log.totals
     first = pools[0].kind.hardware
@@ -66,7 +65,7 @@ def cluster_summary(cluster, requests: pd.DataFrame, end_s: float) -> dict:
     return summary
 
 
-def kv_cache_summary(cluster, requests: pd.DataFrame, totals: StepTotals) -> dict:
+def kv_cache_summary(cluster, requests, totals: StepTotals) -> dict:
     """Prefix-cache and host-tier figures of a run with `cluster.kv_cache` (empty without it):
     `prefix_cache_hit_rate` = prompt tokens found cached at their request's first admission / prompt
     tokens of the admitted requests; `prefix_cache_saved_prefill_tokens` = prompt tokens not prefilled
@@ -79,8 +78,8 @@ def kv_cache_summary(cluster, requests: pd.DataFrame, totals: StepTotals) -> dic
         return {}
     out = {}
     if cfg.prefix_caching:
-        admitted = np.isfinite(requests["admit_s"].to_numpy(float))
-        prompt = float(requests["prompt_tokens"].to_numpy()[admitted].sum())
+        admitted = np.isfinite(column(requests, "admit_s", float))
+        prompt = float(column(requests, "prompt_tokens")[admitted].sum())
         cached = float(cluster.state.cached_prompt_tokens[admitted].sum())
         out["prefix_cache_hit_rate"] = cached / prompt if prompt else math.nan
         out["prefix_cache_saved_prefill_tokens"] = int(sum(kv.hit_tokens for kv in tiers))
@@ -113,7 +112,7 @@ def _pool_summary(summary: dict, requests, totals: StepTotals, cluster) -> dict:
         busy_f, busy_b = totals.busy_weighted(rep_f), totals.busy_weighted(rep_b)
         all_f, all_b = window * float(rep_f.sum()), window * float(rep_b.sum())
     ratio = lambda a, b: a / b if b > 0 else math.nan  # noqa: E731
-    kv = requests["kv_transfer_s"].to_numpy(float)
+    kv = column(requests, "kv_transfer_s", float)
     kv = kv[np.isfinite(kv)]
     out = {"gpus": gpus, "gpus_per_replica": 0}   # 0: pools differ, see <pool>_gpus_per_replica
     for pool in pools:
@@ -130,7 +129,7 @@ def _pool_summary(summary: dict, requests, totals: StepTotals, cluster) -> dict:
         "kv_transfer_mean_s": float(kv.mean()) if len(kv) else math.nan,
         "kv_transfer_p50_s": float(np.percentile(kv, 50)) if len(kv) else math.nan,
         "kv_transfer_p99_s": float(np.percentile(kv, 99)) if len(kv) else math.nan,
-        "kv_bytes_total": float(requests["kv_bytes"].sum()),
+        "kv_bytes_total": float(np.nansum(column(requests, "kv_bytes", float))),   # (NaN skipped, as pandas' sum)
     })
     for pool in pools:
         out[f"kv_tokens_per_replica_{pool.name}"] = pool.kind.kv_tokens

@@ -32,8 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from simulator.core.prefixes import PrefixKeys
-from simulator.core.traces.formats import FORMATS, TraceFormat
-from simulator.core.traces.reader import JSON_LINES_SUFFIXES, read_trace
+from simulator.core.traces.formats import FORMATS, JSON_LINES_SUFFIXES, TraceFormat
 from simulator.errors import ScenarioError
 
 FIELD = "workload.arrival"
@@ -68,6 +67,7 @@ def load_trace(cfg, base_dir: Path, resolve_path) -> tuple[np.ndarray, np.ndarra
     arrival = cfg.arrival
     path = resolve_path(arrival.trace_csv, base_dir, "workload.arrival.trace_csv")
     fmt = trace_format(arrival)
+    from simulator.core.traces.reader import read_trace   # (pandas: imported only to read a trace)
     rows = read_trace(path, fmt, f"{FIELD}.trace_csv")
     order = np.argsort(rows.arrival_s, kind="stable")
     times = rows.arrival_s[order]

@@ -46,3 +46,4 @@ FORMATS: dict[str, TraceFormat] = {f.name: f for f in (
     TraceFormat("mooncake", "jsonl", "timestamp", "input_length", "output_length", "ms", "hash_ids", 512),
 )}
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+JSON_LINES_SUFFIXES = (".jsonl", ".json")   # a file of these is JSON lines whatever its format (simulator.core.traces)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from simulator.core.csv_columns import (check_data_file, check_field_counts, check_row_count, check_unique_columns,
                                        header_names)
-from simulator.core.traces.formats import TIME_UNITS, TraceFormat
+from simulator.core.traces.formats import JSON_LINES_SUFFIXES, TIME_UNITS, TraceFormat
 from simulator.errors import ScenarioError
 
 MAX_TOKENS = 10**12
@@ -53,7 +53,6 @@ def _no_constant(constant: str):
     raise _NotJson(constant)
 
 
-JSON_LINES_SUFFIXES = (".jsonl", ".json")   # a file of these is JSON lines whatever its format (simulator.core.traces)
 
 
 def _is_jsonl(path: Path, fmt: TraceFormat) -> bool:
