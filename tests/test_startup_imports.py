@@ -7,7 +7,8 @@ imported: a new module-level import of pandas anywhere on those paths makes this
 The measured-kernel tables are read with pyarrow alone (profiles.measured.tables), so the H100 estimate
 below, which prices from them, is covered too; once they are in the per-user cache
 (profiles.measured.table_cache), a second estimate does not import pyarrow at all. `draftsim run` without
-plots writes its records without pandas (simulator.results.columns).
+plots writes its records without pandas (simulator.results.columns) and draws lognormal lengths without scipy
+(simulator.core.normal).
 """
 from __future__ import annotations
 
@@ -77,12 +78,12 @@ def test_a_warm_estimate_does_not_import_pyarrow(tmp_path):
     assert warm["heavy"] == [], "a warm `draftsim estimate` imported pyarrow: the measured-table cache was not read"
 
 
-def test_a_run_without_plots_does_not_import_pandas(tmp_path):
-    """The benchmark's 100-request run (fleet_speed's start-up case: uniform lengths; lognormal ones need
-    scipy.special)."""
-    argv = ["run", "scenarios/benchmarks/sim_speed.yaml", "--set", "workload.num_requests=100", "--no-plots",
-            "--quiet", "--out", str(tmp_path / "out")]
+@pytest.mark.parametrize("scenario", ["scenarios/benchmarks/sim_speed.yaml", "scenarios/quickstart.yaml"])
+def test_a_run_without_plots_imports_no_heavy_module(tmp_path, scenario):
+    """fleet_speed's 100-request run (uniform lengths) and the quickstart (lognormal lengths: drawn with
+    simulator.core.normal, not scipy.special)."""
+    argv = ["run", scenario, "--set", "workload.num_requests=100", "--no-plots", "--quiet", "--out", str(tmp_path / "out")]
     report = _probe(argv, ("pandas", "scipy", "pulp", "highspy", "matplotlib", "torch"), tmp_path / "cache")
     assert report["code"] == 0
-    assert report["heavy"] == [], f"`draftsim run` without plots imported {report['heavy']}"
+    assert report["heavy"] == [], f"`draftsim run {scenario}` without plots imported {report['heavy']}"
     assert {"requests.parquet", "steps.parquet", "summary.json"} <= {p.name for p in (tmp_path / "out").iterdir()}

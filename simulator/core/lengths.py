@@ -25,6 +25,7 @@ import numpy as np
 from models.files import DocumentError, expand_home
 from simulator.core.csv_columns import read_csv_columns
 from simulator.errors import ScenarioError
+from simulator.core.normal import normal_cdf, normal_quantile
 
 #: Truncation ranges holding less probability than this are rejected (sampling there is meaningless).
 MIN_TRUNCATED_MASS = 1e-9
@@ -74,10 +75,9 @@ def standard_bounds(median: float, sigma: float, low: float, high: float | None)
 
 def normal_mass(z_low: float, z_high: float) -> float:
     """P(z_low < Z < z_high) for standard normal Z, computed on the tail side that keeps precision."""
-    from scipy import special   # (deferred: only lognormal lengths need it, and scipy costs start-up time)
     if z_low > 0:  # both bounds in the upper tail: use survival functions Phi(-z)
-        return float(special.ndtr(-z_low) - special.ndtr(-z_high))
-    return float(special.ndtr(z_high) - special.ndtr(z_low))
+        return float(normal_cdf(-z_low) - normal_cdf(-z_high))
+    return float(normal_cdf(z_high) - normal_cdf(z_low))
 
 
 @dataclass(frozen=True)
@@ -91,15 +91,14 @@ class LognormalLength:
         return standard_bounds(self.median, self.sigma, self.min, self.max)
 
     def sample(self, n: int, rng: np.random.Generator, base_dir: Path, field: str) -> np.ndarray:
-        from scipy import special
         z_low, z_high = self._bounds()
         u = rng.random(n)
         if z_low > 0:  # sample the mirrored variable -Z from its lower tail (full relative precision)
-            lo, hi = special.ndtr(-z_high), special.ndtr(-z_low)
-            z = -special.ndtri(lo + u * (hi - lo))
+            lo, hi = normal_cdf(-z_high), normal_cdf(-z_low)
+            z = -normal_quantile(lo + u * (hi - lo))
         else:
-            lo, hi = special.ndtr(z_low), special.ndtr(z_high)
-            z = special.ndtri(lo + u * (hi - lo))
+            lo, hi = normal_cdf(z_low), normal_cdf(z_high)
+            z = normal_quantile(lo + u * (hi - lo))
         with np.errstate(over="ignore"):   # (inf: clipped to MAX_LENGTH_TOKENS below)
             x = np.exp(np.log(self.median) + self.sigma * z)
         upper = MAX_LENGTH_TOKENS if self.max is None else self.max
