@@ -2209,6 +2209,23 @@ CASES = [
         drafter={"kind": "draft_model", "model": "qwen3-8b", "gamma": 4}),
             "cluster.engine.version: vllm 0.7.3 has no Qwen3ForCausalLM (qwen3-8b): vLLM's model registry lists it from "
             "v0.8.4; allowed: a version >= 0.8.4"),
+    # session 22, repro: validate --engine vllm took --live's flags without --live (ignored: exit 0, the report said
+    # 2 vLLM runs for --repeats 7) and compared a speculative case without its plain baseline (no target: exit 0);
+    # validate --quick beside --scenario ran the whole other scenario
+    Hostile("validate_vllm_repeats_without_live", lambda tmp: ["validate", "--engine", "vllm", "--repeats", "7", "--out",
+                                                               tmp / "v"],
+            "draftsim validate: error: --repeats: only --live runs vLLM (this run compares the recorded runs of --data)"),
+    Hostile("validate_vllm_device_without_live", lambda tmp: ["validate", "--engine", "vllm", "--device", "cuda",
+                                                              "--out", tmp / "v"], "--device: only --live runs vLLM"),
+    Hostile("validate_vllm_speculative_case_alone", lambda tmp: ["validate", "--engine", "vllm", "--cases",
+                                                                 "qwen-1.5b+ngram", "--out", tmp / "v"],
+            "--cases: qwen-1.5b+ngram is checked by its speedup over qwen-1.5b, which is not among the cases"),
+    Hostile("validate_vllm_case_twice", lambda tmp: ["validate", "--engine", "vllm", "--cases", "qwen-0.5b, qwen-0.5b",
+                                                     "--out", tmp / "v"], "--cases: qwen-0.5b is given twice"),
+    Hostile("validate_quick_beside_a_scenario", lambda tmp: ["validate", "--quick", "--scenario",
+                                                             REPO / "scenarios" / "validation" / "cpu.yaml", "--out",
+                                                             tmp / "v"],
+            "draftsim validate: error: --quick: runs scenarios/validation/cpu_quick.yaml, and --scenario gives"),
 ]
 
 

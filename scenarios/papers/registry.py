@@ -30,7 +30,7 @@ from typing import Callable
 
 import pandas as pd
 
-from simulator.console.contract import fail, parse_args
+from simulator.console.contract import fail, guarded, parse_args
 from simulator.console.progress import Progress
 from simulator.console.table import format_columns
 from simulator.errors import ScenarioError
@@ -252,13 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(exc), "reproduce")
     failed = 0
     for name in names:
-        try:
-            with Progress(f"reproducing {name}", quiet=args.quiet):
-                report = reproduce(name, args.out)
-        except OSError as exc:
-            print(f"draftsim reproduce: error: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}",
-                  file=sys.stderr)
-            return 2
+        # (an OSError is the contract's, `guarded`: a full disk is a write failure, exit 1, naming the output; this
+        # loop's own handler said 'error: : No space left on device', exit 2, as if the input were bad)
+        with Progress(f"reproducing {name}", quiet=args.quiet):
+            report = reproduce(name, args.out)
         repro = get(name)
         verdict = "PASS" if report.passed else "FAIL"
         failed += not report.passed
@@ -275,4 +272,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main, "reproduce"))

@@ -14,7 +14,7 @@ Checks:
 - published claim (abstract: "boost throughput by up to 3.04×"): the decode-throughput ratio is above 1
   at 120k and at most 3.04 at every context — ShadowKV's cache of recently fetched chunks (~60 % less
   fetching, which the paper counts) is not modelled, so the fetch is an upper bound and the gain a lower
-  one. At 32k the model finds a loss (0.72×): fetching 2,048 values per request over PCIe for ~7× more
+  one. At 32k the model finds a loss (0.71×): fetching 2,048 values per request over PCIe for ~7× more
   requests costs more than reading the paged batch's whole KV from HBM (reported in the notes).
 """
 from __future__ import annotations

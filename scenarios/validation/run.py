@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         "acceptance) and the simulator on the same requests; report per-step and per-request error."))
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--quick", action="store_true",
-                   help="tiny models and workload (under a minute on CPU; used in CI)")
+                   help="tiny models and workload (under a minute on CPU; used in CI): the scenario "
+                        "scenarios/validation/cpu_quick.yaml, so not with --scenario")
     p.add_argument("--out", default=None, help="output folder (default: out/validate-<device>[-quick])")
     p.add_argument("--profile-dir", default=None,
                    help="profile to simulate with (default: profiles/data/<device-id>/)")
@@ -253,12 +254,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the scenario first: with --profile-first the folder is claimed before it was read, and a bad --scenario
         # left OUT/.draftsim-validate.json behind
         from simulator.config.scenario import load_scenario
+        from simulator.console.printable import printable
         try:
             load_scenario(scenario, _device_overrides(args.device))
         except ScenarioError as exc:   # (the file itself is the flag's: it said 'scenario: file not found: ...')
             if exc.field != "scenario" or args.scenario is None:
                 raise
             raise ScenarioError("--scenario", exc.message) from None
+        if args.quick and args.scenario is not None:   # (after the file's own errors, which name --scenario)
+            # --quick is a scenario (cpu_quick.yaml): beside another one it was ignored without a word, and the
+            # whole --scenario ran where a run of under a minute was asked for
+            raise ScenarioError("--quick", f"runs scenarios/validation/cpu_quick.yaml, and --scenario gives "
+                                           f"{printable(args.scenario)}; give one of them")
         check_output_dir(out, "validate", SUMMARY_JSON, names)
         profile_dir = args.profile_dir
         if args.profile_first:   # (into OUT/profile/: the folder is the validation's from now on)

@@ -152,9 +152,9 @@ def refuse_link(out_dir: Path) -> None:
 
 
 # the commands that file what they measure into the package's shipped data (profiles/data/: `draftsim profile
-# --engine vllm --out profiles/data/engine_profile/...`, validate's recorded vLLM runs); every other command's
-# outputs stay out of it
-SHIPPED_DATA_WRITERS = ("profile", "validate")
+# --engine vllm --out profiles/data/engine_profile/...`, validate's recorded vLLM runs: `validate-vllm`, the manifest
+# name of `validate --engine vllm`); every other command's outputs stay out of it
+SHIPPED_DATA_WRITERS = ("profile", "validate", "validate-vllm")
 
 
 def shipped_data_dir() -> Path | None:

@@ -7,7 +7,8 @@ Each scenario (or each variant of the first one: `--vary` takes one or more `key
 variant, applied on top of the base scenario and `--set`) is validated and built, and its Dask scheduler
 (`simulation.executor`) reached, before any of them is simulated, so a mistake in the last one costs nothing. Runs keep their own seeds: with the same seed and
 workload, runs see the same arrivals and lengths (common random numbers), so the differences are the
-configurations'. Output (`--out`, default out/compare/<first name>/, written atomically):
+configurations'; a scenario file of another seed or workload than the first is named in a warning
+(`other_requests`). Output (`--out`, default out/compare/<first name>/, written atomically):
 compare.csv (one row per headline metric: each run's value and each later run's change against the
 first, absolute and %), summaries.json (every run's full summary) and latency_cdf.png (TTFT, TPOT and
 E2E CDFs overlaid).
@@ -18,6 +19,7 @@ import argparse
 import json
 import math
 import sys
+import warnings
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,6 +176,8 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
                                                              base_dir=loaded[i][1]))
     varied = any(run.path == runs[0].path for run in runs[1:])   # (variants of one scenario: --vary)
     check_memory_together(loaded, "--vary" if varied else "scenarios")
+    for line in other_requests(runs, loaded):
+        warnings.warn(line, stacklevel=2)
     out_dir = check_output_dir(given_or(out, Path("out") / "compare" / loaded[0][0].name),
                                marker=COMPARE_CSV, command="compare", names=COMPARE_FILES, head=COMPARE_HEAD)
     prepared = [_naming_the_run(run, runs[0], prepare, scenario, base_dir=folder)
@@ -243,6 +247,42 @@ def _check_distinct(runs: list[Variant], loaded: list[tuple], check_files) -> No
             raise ScenarioError("--vary" if varied else "scenarios", f"{first.label!r} and {runs[i].label!r} {how}; "
                                                                      "compare different configurations")
         seen[key] = i
+
+
+REQUEST_SECTIONS = ("seed", "workload")   # what draws a run's requests: the same in two runs, they see the same ones
+
+
+def other_requests(runs: list[Variant], loaded: list[tuple]) -> list[str]:
+    """A line for each run that sees other requests than the first, where nothing the user varied says so: scenario
+    files of different seeds or workloads (relative paths resolved, `_as_simulated`). Their table's changes hold
+    the requests' differences (sampling noise, another load) beside the configurations', where compare's common
+    random numbers are what make them the configurations' alone; a `--vary` of the seed or a workload key asks
+    for other requests and is not named."""
+    def requests_of(i: int) -> dict:
+        data = loaded[i][0].model_dump(mode="json")
+        return _as_simulated({key: data.get(key) for key in REQUEST_SECTIONS}, Path(loaded[i][1]))
+
+    first, lines = requests_of(0), []
+    for i, run in enumerate(runs[1:], start=1):
+        asked = [key for key in (item.split("=", 1)[0].strip() for item in run.overrides[len(runs[0].overrides):])
+                 if key.split(".")[0] in REQUEST_SECTIONS]
+        differ = _differing_keys(first, requests_of(i))
+        if differ and not asked:
+            keys = ", ".join(differ[:3]) + (", ..." if len(differ) > 3 else "")
+            lines.append(f"'{run.label}' sees other requests than '{runs[0].label}' ({keys} "   # (labels are printable)
+                         f"{'differs' if len(differ) == 1 else 'differ'}): its changes hold the requests' differences "
+                         f"as well as the configuration's; give both the same seed and workload to compare "
+                         f"configurations alone")
+    return lines
+
+
+def _differing_keys(first, second, prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two scenarios' data (a section is one key where one side has
+    none)."""
+    if isinstance(first, dict) and isinstance(second, dict):
+        return [key for name in sorted(set(first) | set(second), key=str)
+                for key in _differing_keys(first.get(name), second.get(name), f"{prefix}{name}.")]
+    return [] if first == second else [prefix.rstrip(".")]
 
 
 def _as_simulated(value, folder: Path):

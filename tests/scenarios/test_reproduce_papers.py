@@ -164,3 +164,21 @@ def test_cli_runs_one_and_exits_0_on_pass(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "[PASS]" in out and "published" in out and "tolerance" in out
     assert (tmp_path / "tetris_checks.csv").is_file()
+
+
+def test_a_full_disk_is_a_write_failure_not_bad_input(capsys, tmp_path, monkeypatch):
+    """The command's own OSError handler said 'draftsim reproduce: error: : No space left on device', exit 2 (bad
+    input); a full disk is the contract's write failure: one line naming the output, exit 1, nothing written."""
+    import errno
+
+    import scenarios.papers.registry as registry
+    from simulator.cli import main as draftsim
+
+    def full(checks):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(registry, "checks_frame", full)
+    assert draftsim(["reproduce", "tetris", "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    assert capsys.readouterr().err == ("draftsim reproduce: error: the output: could not be written: No space left on "
+                                       "device (no input error: free space or write elsewhere)\n")
+    assert not (tmp_path / "out").exists()

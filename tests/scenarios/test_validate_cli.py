@@ -91,6 +91,18 @@ def test_bad_flags_and_inputs_print_one_line_and_exit_2(argv, quick_profile, cap
     assert err.startswith("draftsim validate: error:") and len(err.strip().splitlines()) == 1
 
 
+def test_quick_and_another_scenario_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    """--quick is the scenario cpu_quick.yaml: beside --scenario it was ignored, and the whole other scenario ran."""
+    from scenarios.validation import run as validate
+    monkeypatch.setattr(validate, "run_validation", lambda *a, **k: pytest.fail("the validation ran"))
+    other = str(validate.SCENARIO_DIR / "cpu.yaml")
+    assert validate.main(["--quick", "--scenario", other, "--out", str(tmp_path / "v")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"draftsim validate: error: --quick: runs scenarios/validation/cpu_quick.yaml, and --scenario gives "
+                   f"{other}; give one of them\n")
+    assert not (tmp_path / "v").exists()
+
+
 def test_profile_first_measures_the_scenarios_models_here_and_validates_with_them(tmp_path, monkeypatch, capsys):
     """--profile-first: the target and draft of the scenario are profiled on this machine into OUT/profile/
     and the simulator prices with that profile (run here on the profiler's coarse CI grid for speed)."""

@@ -100,11 +100,44 @@ def _cli(*args):
     (["--data", "/nonexistent"], "--data: no recorded runs"),
     (["--profile-dir", "/nonexistent"], "--profile-dir: no such folder"),
     (["--repeats", "0", "--live"], "--repeats must be >= 1"),
+    # a flag of --live without it was ignored (exit 0, the report said 2 vLLM runs for --repeats 7)
+    (["--repeats", "7"], "--repeats: only --live runs vLLM"),
+    (["--device", "cuda"], "--device: only --live runs vLLM"),
+    (["--vllm-python", sys.executable], "--vllm-python: only --live runs vLLM"),
+    (["--models-dir", "/nonexistent"], "--models-dir: only --live runs vLLM"),
+    (["--allow-busy"], "--allow-busy: only --live runs vLLM"),
+    # a speculative case alone was compared with no target at all, and passed (exit 0)
+    (["--cases", "qwen-1.5b+draft"], "--cases: qwen-1.5b+draft is checked by its speedup over qwen-1.5b"),
+    (["--cases", "qwen-0.5b,qwen-0.5b"], "--cases: qwen-0.5b is given twice"),
 ])
-def test_bad_input_is_one_line_and_exit_2(args, message):
-    done = _cli(*args, "--out", "/tmp/draftsim-test-vllm-validation")
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    done = _cli(*args, "--out", str(tmp_path / "out"))
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and message in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_report_replaces_the_plots_of_an_earlier_one_whole(tmp_path, monkeypatch):
+    """The report and its plots land together: a rerun of fewer cases, or with --no-plot, left the earlier run's
+    plots beside a report that does not hold them; a Ctrl-C while plotting left a new report beside old plots."""
+    from scenarios.validation.vllm import report
+    if not any((DATA_DIR / "runs" / "qwen-0.5b").glob("run-*.json")):
+        pytest.skip("no recorded vLLM runs shipped")
+    out = tmp_path / "out"
+    assert report.main(["--engine", "vllm", "--cases", "qwen-0.5b,qwen-1.5b", "--quiet", "--out", str(out)]) in (0, 1)
+    assert {p.name for p in out.iterdir()} == {".draftsim-validate-vllm.json", "vllm_validation.json",
+                                               "qwen-0.5b.png", "qwen-1.5b.png"}   # (no scratch left there)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def stopped(result, path):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(report, "plot_case", stopped)
+    assert report.main(["--engine", "vllm", "--cases", "qwen-0.5b", "--quiet", "--out", str(out)]) == 130
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    monkeypatch.undo()
+    assert report.main(["--engine", "vllm", "--cases", "qwen-0.5b", "--no-plot", "--quiet", "--out", str(out)]) in (0, 1)
+    assert {p.name for p in out.iterdir()} == {".draftsim-validate-vllm.json", "vllm_validation.json"}
+    assert set(json.loads((out / "vllm_validation.json").read_text())["cases"]) == {"qwen-0.5b"}
 
 
 def test_a_missing_model_folder_is_refused_before_anything_runs(tmp_path, monkeypatch):

@@ -13,14 +13,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 from scenarios.validation.vllm.cases import CASES, DATA_DIR, ENGINE, PROFILE_DIR
 from simulator.console.contract import EXIT_FAILED_CHECK, command_main, fail
+from simulator.results.output_folder import check_output_dir, claim, staged_output
 
 P50_TARGET, P99_TARGET, SPEEDUP_TARGET = 0.05, 0.10, 0.10
 LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "E2E"}
 REPORT_JSON = "vllm_validation.json"
+# the output folder's manifest, .draftsim-validate-vllm.json (not `validate`'s: a torch validation's files in the
+# same folder are not this command's to replace or remove)
+COMMAND = "validate-vllm"
+# every file the report may write: a rerun of fewer cases, or with --no-plot, removes the plots of the cases it
+# did not compare (they stayed beside a report that does not hold them)
+REPORT_FILES = (REPORT_JSON, *(f"{name}.png" for name in CASES))
+# the flags of --live alone, with their defaults (--vllm-python's: $DRAFTSIM_VLLM_PYTHON, vllm_launch)
+LIVE_DEFAULTS = {"repeats": 2, "device": "cpu", "vllm_python": None, "models_dir": ".weights/hf", "allow_busy": False}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,11 +40,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", default=str(DATA_DIR), help="recorded runs: DATA/workloads/, DATA/runs/<case>/")
     p.add_argument("--profile-dir", default=str(PROFILE_DIR), help="engine profile the simulator prices from")
     p.add_argument("--live", action="store_true", help="run vLLM here first and compare against those runs")
-    p.add_argument("--repeats", type=int, default=2, help="vLLM runs per case with --live")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="with --live: vLLM's CPU backend or CUDA")
-    p.add_argument("--vllm-python", default=None)
-    p.add_argument("--models-dir", default=".weights/hf")
-    p.add_argument("--allow-busy", action="store_true", help="--live on a machine other processes keep busy")
+    # (the flags of --live only, None when not given: without --live they were ignored without a word, exit 0;
+    # their defaults are LIVE_DEFAULTS)
+    p.add_argument("--repeats", type=int, default=None, help=f"with --live: vLLM runs per case (default "
+                                                                f"{LIVE_DEFAULTS['repeats']})")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                   help="with --live: vLLM's CPU backend or CUDA (default cpu)")
+    p.add_argument("--vllm-python", default=None, help="with --live: the Python of vLLM's environment")
+    p.add_argument("--models-dir", default=None, help=f"with --live: the HF model folders (default "
+                                                       f"{LIVE_DEFAULTS['models_dir']})")
+    p.add_argument("--allow-busy", action="store_true", default=None,
+                   help="with --live: record on a machine other processes keep busy")
     p.add_argument("--out", default="out/validate-vllm")
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--quiet", action="store_true")
@@ -45,11 +61,32 @@ def main(argv=None) -> int:
     return command_main(build_parser(), argv, _validate, "validate")
 
 
+def _live_flags(args) -> None:
+    """Refuse a flag of --live given without it; fill in the defaults of those not given."""
+    given = [f"--{name.replace('_', '-')}" for name in LIVE_DEFAULTS if getattr(args, name) is not None]
+    if given and not args.live:
+        raise ValueError(f"{given[0]}: only --live runs vLLM (this run compares the recorded runs of --data); "
+                         f"add --live, or leave {given[0]} out")
+    for name, default in LIVE_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+
+
 def _check(args) -> tuple[list, Path, Path]:
+    _live_flags(args)
     names = [c.strip() for c in args.cases.split(",") if c.strip()]
     unknown = [n for n in names if n not in CASES]
     if unknown or not names:
         raise ValueError(f"--cases: unknown case {', '.join(unknown) or '(none)'}; allowed: {', '.join(CASES)}")
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:
+        raise ValueError(f"--cases: {twice} is given twice")
+    # a speculative case is checked only by its speedup over its plain baseline: alone, it was compared with
+    # no target at all and passed (exit 0)
+    alone = next((n for n in names if CASES[n].baseline is not None and CASES[n].baseline not in names), None)
+    if alone is not None:
+        raise ValueError(f"--cases: {alone} is checked by its speedup over {CASES[alone].baseline}, which is not "
+                         f"among the cases; add {CASES[alone].baseline} to --cases")
     cases = [CASES[n] for n in names]
     data, profile = Path(args.data), Path(args.profile_dir)
     if args.repeats < 1:
@@ -68,7 +105,6 @@ def _check(args) -> tuple[list, Path, Path]:
 
 def _record(cases, data: Path, args, out: Path) -> Path:
     """Run vLLM on each case's workload `--repeats` times; the runs go to OUT/runs/<case>/run-N.json."""
-    import tempfile
     from simulator.workflows.vllm_launch import check_model_dir, engine_env, resolve_vllm_python, run_driver
     from scenarios.validation.machine_load import measure_load
     python = resolve_vllm_python(args.vllm_python)
@@ -83,6 +119,7 @@ def _record(cases, data: Path, args, out: Path) -> Path:
         if not args.allow_busy:
             raise ValueError(f"--live: {message} (wait, or pass --allow-busy to record anyway)")
         print(f"warning: {message}", file=sys.stderr)
+    claim(out, COMMAND, REPORT_JSON, REPORT_FILES)   # (OUT/runs/ is written in place: the folder is ours from now on)
     with tempfile.TemporaryDirectory(prefix="draftsim-vllm-") as cache:
         env = engine_env(ENGINE["threads"], ENGINE["kv_cache_gib"], Path(cache), args.device)
         for i in range(1, args.repeats + 1):   # repeats outermost: a case's runs spread over the session's drift
@@ -165,15 +202,15 @@ def _validate(args) -> int:
         cases, data, profile = _check(args)
         # (--out was first met when the results were written: a file there said "OUT/work: Not a directory",
         # naming no flag; a user's non-empty folder got the report, the plots, work/ and runs/ among its files)
-        from simulator.results.outputs import check_output_dir
-        out = check_output_dir(args.out, marker=REPORT_JSON, command="validate",
-                               names=(REPORT_JSON, *(f"{case.name}.png" for case in cases)))
+        out = check_output_dir(args.out, COMMAND, REPORT_JSON, REPORT_FILES)
         runs_root = _record(cases, data, args, out) if args.live else data
     except (ValueError, RuntimeError) as exc:   # RuntimeError: vLLM itself failed (its log is named)
         return fail(str(exc), "validate")
     results = {}
-    for case in cases:
-        results[case.name] = compare_case(case, load_runs(runs_root / "runs" / case.name), profile, out / "work")
+    with tempfile.TemporaryDirectory(prefix="draftsim-vllm-traces-") as work:   # (the simulator's request traces)
+        for case in cases:
+            results[case.name] = compare_case(case, load_runs(runs_root / "runs" / case.name), profile,
+                                              Path(work))
     speedups = {c.name: speedup(results[c.name], results[c.baseline]) for c in cases
                 if c.baseline is not None and c.baseline in results}
     checks = targets(results, speedups)
@@ -184,14 +221,15 @@ def _validate(args) -> int:
             verdict = "speeds it up" if s["real"] > 1 else "slows it down"
             print(f"{name}: speculation {verdict} on vLLM: mean E2E x{1 / s['real']:.2f} (speedup {s['real']:.2f}); "
                   f"simulated speedup {s['sim']:.2f} ({_pct(s['err'])}{'' if s['same_direction'] else ', WRONG SIDE of 1'})")
-    out.mkdir(parents=True, exist_ok=True)
     report = {"data": str(runs_root), "profile_dir": str(profile), "live": args.live,
               "cases": {k: {kk: vv for kk, vv in v.items() if kk != "_frames"} for k, v in results.items()},
               "speedups": speedups, "targets": checks}
-    (out / REPORT_JSON).write_text(json.dumps(report, indent=1, default=float) + "\n")
-    if not args.no_plot:
-        for name, r in results.items():
-            plot_case(r, out / f"{name}.png")
+    # the report and the plots land together, or none (Ctrl-C, a full disk), replacing an earlier report's
+    with staged_output(out, COMMAND, REPORT_JSON, REPORT_FILES) as staged:
+        (staged / REPORT_JSON).write_text(json.dumps(report, indent=1, default=float) + "\n")
+        if not args.no_plot:
+            for name, r in results.items():
+                plot_case(r, staged / f"{name}.png")
     missed = [k for k, ok in checks.items() if not ok]
     if not args.quiet:
         print(f"wrote vllm_validation.json{'' if args.no_plot else ' and one CDF plot per case'} to {out}/")

@@ -194,3 +194,24 @@ def test_a_variant_of_other_outputs_only_is_the_same_simulation(tmp_path, capsys
                   "in outputs.plots, outputs.step_sample_every, outputs.steps (what a run writes, not what it " \
                   "simulates); compare different " \
                   "configurations"
+
+
+def test_runs_that_see_other_requests_are_named(tmp_path, recwarn):
+    """Compare's changes are the configurations' because runs of one seed and workload see the same requests;
+    scenario files of different seeds or workloads were compared without a word, their changes holding sampling
+    noise or another load. Each such run is named in a warning; a --vary of the seed or the workload asks for it."""
+    base = _write(tmp_path, "a", scenario(seed=1, workload={"num_requests": 6}))
+    seed = _write(tmp_path, "b", scenario(seed=2, workload={"num_requests": 6}))
+    load = _write(tmp_path, "c", scenario(seed=1, workload={"num_requests": 7}))
+    same = _write(tmp_path, "d", scenario(seed=1, workload={"num_requests": 6}, drafter={"kind": "ngram", "gamma": 2}))
+    assert main(["compare", *map(str, (base, seed, load, same)), "--out", str(tmp_path / "c1"), "--quiet"]) == 0
+    lines = [str(w.message) for w in recwarn if "other requests" in str(w.message)]
+    assert lines == [
+        "'b' sees other requests than 'a' (seed differs): its changes hold the requests' differences as well as the "
+        "configuration's; give both the same seed and workload to compare configurations alone",
+        "'c' sees other requests than 'a' (workload.num_requests differs): its changes hold the requests' differences "
+        "as well as the configuration's; give both the same seed and workload to compare configurations alone"]
+    recwarn.clear()
+    assert main(["compare", str(base), "--vary", "seed=5", "--vary", "workload.num_requests=8", "--out",
+                 str(tmp_path / "c2"), "--quiet"]) == 0
+    assert not [w for w in recwarn if "other requests" in str(w.message)]
