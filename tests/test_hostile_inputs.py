@@ -2226,6 +2226,14 @@ CASES = [
                                                              REPO / "scenarios" / "validation" / "cpu.yaml", "--out",
                                                              tmp / "v"],
             "draftsim validate: error: --quick: runs scenarios/validation/cpu_quick.yaml, and --scenario gives"),
+    # session 22, lead: compare of variants differing only in how a run is carried out (bulk or step-by-step, replica
+    # worker processes), whose outputs are the same byte for byte, printed a table of zeros, exit 0
+    Hostile("compare_vary_only_the_step_mode", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary",
+                                                            "simulation.step_mode=step", "--out", tmp / "c"],
+            "differ only in simulation.step_mode (how a run is carried out: the outputs are the same byte for byte"),
+    Hostile("compare_vary_only_the_workers", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary",
+                                                          "simulation.workers=2", "--vary", "simulation.workers=1",
+                                                          "--out", tmp / "c"], "differ only in simulation.workers"),
 ]
 
 

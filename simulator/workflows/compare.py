@@ -237,6 +237,7 @@ def _check_distinct(runs: list[Variant], loaded: list[tuple], check_files) -> No
     seen: dict[str, int] = {}
     for i, (scenario, folder) in enumerate(loaded):
         data = _as_simulated(simulated(scenario.model_dump(mode="json")), Path(folder))
+        data["simulation"] = {k: v for k, v in data["simulation"].items() if k not in SAME_OUTPUTS}
         key = json.dumps(data, sort_keys=True, default=str)
         if key in seen:
             j = seen[key]
@@ -244,11 +245,20 @@ def _check_distinct(runs: list[Variant], loaded: list[tuple], check_files) -> No
             if Path(loaded[j][1]) != Path(folder):
                 check_files(j)
             how = how_alike(loaded[j][0].model_dump(mode="json"), scenario.model_dump(mode="json"))
+            modes = [f"simulation.{k}" for k in SAME_OUTPUTS
+                     if loaded[j][0].simulation.model_dump().get(k) != scenario.simulation.model_dump().get(k)]
+            if modes and how == "are the same simulation":
+                how = f"differ only in {', '.join(modes)} ({SAME_OUTPUTS_WHY})"
             raise ScenarioError("--vary" if varied else "scenarios", f"{first.label!r} and {runs[i].label!r} {how}; "
                                                                      "compare different configurations")
         seen[key] = i
 
 
+# How a run is carried out, with the same outputs byte for byte (README "Scenarios": bulk and step-by-step
+# modes, replica worker processes; tests/test_determinism_fuzz.py): two runs differing only here compare nothing.
+# (A sweep may vary them, to time them: simulator.config.scenario.simulated keeps them.)
+SAME_OUTPUTS = ("step_mode", "workers")
+SAME_OUTPUTS_WHY = "how a run is carried out: the outputs are the same byte for byte; time them with `draftsim run`"
 REQUEST_SECTIONS = ("seed", "workload")   # what draws a run's requests: the same in two runs, they see the same ones
 
 
