@@ -347,7 +347,8 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
         per_token += kind.drafter.kv_bytes_per_token_per_gpu
     host = HostMemory(int(cfg.host_memory_gib * 2**30 / per_token), unit) if cfg.host_memory_gib > 0 else None
     if cfg.prefix_caching:
-        pool = PrefixCachePool(state, blocks, block, PrefixCache(blocks, block, unit, table.prefixes, host),
+        drop = block if kind.batch_rules.drop_hit_block else 0   # (vLLM V1 with an EAGLE-style drafter)
+        pool = PrefixCachePool(state, blocks, block, PrefixCache(blocks, block, unit, table.prefixes, host, drop),
                                cfg.shared_prefix_attention)
     else:
         pool = BlockPool(state, blocks, block)

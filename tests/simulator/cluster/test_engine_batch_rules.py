@@ -175,6 +175,18 @@ def test_a_vllm_v1_deployment_gets_its_releases_lookahead(version, drafter, expe
     assert (limits.kv_lookahead, limits.admit_lookahead) == (0, 0)
 
 
+@pytest.mark.parametrize("version, drafter, drops", [
+    ("0.8.4", EAGLE, False),     # no use_eagle in v1/core yet
+    ("0.8.5", EAGLE, True),      # KVCacheManager.get_computed_blocks pops the hit's last block
+    ("0.11.0", {"kind": "eagle3", "gamma": 3, "head": "llama-3.1-8b-eagle3"}, True),
+    ("0.11.0", {"kind": "ngram", "gamma": 3}, False),
+    ("0.11.0", {"kind": "none"}, False),
+])
+def test_a_vllm_v1_deployment_drops_a_hits_last_block_for_eagle(version, drafter, drops):
+    prepared = simulator.prepare(_vllm_scenario(version, drafter))
+    assert prepared.cluster.pools[0].kind.batch_rules.drop_hit_block is drops
+
+
 # ---- SGLang's CUDA graphs with EAGLE ---------------------------------------------------------------------------
 
 def _sglang_graphs(version, speculating, padding=None, max_num_seqs=4096):
