@@ -214,6 +214,12 @@ def _modes_equal(sc: dict) -> simulator.api.Result:
                                                                "preemption": "swap"}}},
     {"cluster": {"gpu_memory_utilization": 0.215, "kv_cache": {"prefix_caching": True}}},
     {"scheduler": {"kind": "sarathi", "chunk_tokens": 512}},
+    # vLLM V1 with EAGLE-3: hits one block short, the request's own copy of it where the cached one is in use
+    {"cluster": {"model": "llama-3.1-8b", "gpu_memory_utilization": 0.24, "max_model_len": 2048,
+                 "engine": {"framework": "vllm", "version": "0.11.0"}},
+     "scheduler": {"kind": "vllm_v1", "max_batch_size": 64},
+     "drafter": {"kind": "eagle3", "gamma": 3, "head": "llama-3.1-8b-eagle3"},
+     "acceptance": {"kind": "constant", "alpha": 0.7}},
 ])
 def test_bulk_and_step_modes_are_identical_with_prefix_caching(extra):
     sc = merge(shared_prompts(4, 30, 250, 1024, 200), {"workload": {"arrival": {"qps": 12.0},
