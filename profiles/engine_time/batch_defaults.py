@@ -49,6 +49,24 @@ in the v0.8.0 - v0.9.2 and v0.15.0 wheels and the newest scheduler.py:
 Not modelled (named): the 0.8.0 - 0.8.4 KV manager's `num_preallocate_tokens = 64` (blocks preallocated beyond a
 request's need, fewer by the lookahead's blocks).
 
+`vllm_drafting_slots(version, method)` returns what vLLM V1 keeps of `max_num_batched_tokens` for the rows a draft
+model's proposer adds to its own batch (`SpeculativeConfig.max_num_new_slots_for_drafting`: 1 per request for
+method draft_model, "the autoregressive draft-model input retains one unsliced token"; 0 for EAGLE, EAGLE-3, MTP and
+n-gram; parallel drafting, not modelled, K - 1 or K), as (slots per max_num_seqs taken off the step's budget, slots
+per scheduled request), read in the PyPI wheels:
+- 0.15.0 - 0.16.0: none (v1/core/sched/scheduler.py `self.max_num_scheduled_tokens =
+  self.scheduler_config.max_num_batched_tokens`; no max_num_new_slots_for_drafting);
+- 0.17.0 - 0.27.1 (read in 0.17.0, 0.18.0, 0.24.0, 0.27.0, 0.27.1): vllm/config/vllm.py
+  `VllmConfig._set_max_num_scheduled_tokens`: "for some speculative decoding methods, the drafter model may insert
+  additional slots into the batch when drafting. To account for this, we need to decrease the
+  max_num_scheduled_tokens", `max_num_scheduled_tokens = max_num_batched_tokens - max_num_new_slots_for_drafting *
+  max_num_seqs`, the scheduler's token budget (a draft model under `vllm serve` on an H100: 8192 - 1024 = 7168);
+- 0.28.0 on (read in 0.28.0, 0.29.0, 0.30.0, 0.32.0, 0.33.0): max_num_scheduled_tokens = max_num_batched_tokens, and
+  `Scheduler.schedule` charges every scheduled request, decoding or prefilling, its tokens + draft_slots of an
+  `input_budget` of max_num_batched_tokens (`input_budget -= num_new_tokens + draft_slots`; a request gets at most
+  `input_budget - draft_slots` tokens and none once `input_budget <= draft_slots`).
+Draftsim's layer skipping runs as a draft model in vLLM (profiles.engine_time.support): the same slots.
+
 `engine_batching(framework, version, hardware, gpu_bytes, entrypoint)` returns the batching scheduler an engine
 runs by default (a `scheduler.kind` of simulator.core.sched) and its step token budget:
 
@@ -185,6 +203,24 @@ def vllm_kv_lookahead(version: str, method: str | None, spec_tokens: int) -> tup
     if first is None or version_key(version) < version_key(first):
         return 0, 0
     return spec_tokens, spec_tokens if version_key(version) >= version_key(VLLM_LOOKAHEAD_WAITING_FROM) else 0
+
+
+# vLLM V1's drafting slots (module docstring): methods whose proposer adds a row per request, and the releases from
+# which the budget is cut by max_num_seqs of them / each scheduled request takes them
+VLLM_DRAFT_SLOT_METHODS = ("draft_model", "layer_skip")
+VLLM_DRAFT_SLOTS_PER_SEQ = ("0.17.0", "0.28.0")   # [first, first without)
+VLLM_DRAFT_SLOTS_PER_REQUEST_FROM = "0.28.0"
+
+
+def vllm_drafting_slots(version: str, method: str | None) -> tuple[int, int]:
+    """(slots per max_num_seqs taken off the step's token budget, slots each scheduled request takes of it) vLLM V1
+    `version` keeps for speculation `method` (eagle, eagle3, mtp, draft_model, layer_skip, ngram, ...; None: none)
+    (module docstring)."""
+    if method not in VLLM_DRAFT_SLOT_METHODS:
+        return 0, 0
+    if version_key(version) >= version_key(VLLM_DRAFT_SLOTS_PER_REQUEST_FROM):
+        return 0, 1
+    return (1, 0) if _in_span(version, VLLM_DRAFT_SLOTS_PER_SEQ) else (0, 0)
 
 
 V1_FROM = "0.8.0"   # vLLM's V1 engine is the default from this release (module docstring)

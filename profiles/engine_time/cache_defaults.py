@@ -42,12 +42,32 @@ None where draftsim reads no rule (it keeps its own default, off). Each rule as 
   the release where the executor's default became True (it is `= true` in the 1.x executor.h) and the 0.1x LLM
   API's default were not pinned to a version, so no one value is claimed for the whole 0.x line. Attention backends other than the default TRTLLM one (FLASHINFER turns block
   reuse off: py_executor_creator) are not modelled.
+
+`vllm_eagle_drops_hit_block(version, method)`: whether vLLM V1's prefix cache gives a request one block less than
+it found cached, with a speculation method that drafts from the target's hidden states (`use_eagle()`): the drafter
+needs the hidden states of the last cached block's tokens, so vLLM computes that block again. vllm/v1/core/
+kv_cache_manager.py `KVCacheManager.get_computed_blocks` of v0.8.5 (wheel read, lines 140-145): "if self.use_eagle
+and len(computed_blocks) > 0: # Drop the last matched block if (1) eagle is enabled and (2) there is a cache hit.
+This is to recompute the last block to get the required hidden states for eagle drafting head.
+computed_blocks.pop()", with `SpeculativeConfig.use_eagle()` = method in ("eagle", "eagle3") (vllm/config.py,
+v0.8.5) and the scheduler passing `use_eagle` to the KVCacheManager (v1/core/sched/scheduler.py); the v0.8.3 and
+v0.8.4 wheels have no such rule (their v1/core has no use_eagle). The same drop stands in the newest sources
+(v1/core/single_type_kv_cache_manager.py `FullAttentionManager.find_longest_cache_hit`: "Need to drop the last
+matched block if eagle is enabled", `use_eagle()` = ("eagle", "eagle3", "mtp", "dflash"); vllm issue #53670,
+2026-08, on 0.26.1: "the EAGLE last-block drop (`drop_eagle_block`) in the prefix-cache hit path", and the
+open RFC #50438 / PR #50897 to lift it). MTP is taken from v0.9.0, the release from which draftsim runs vLLM V1's
+MTP (profiles.engine_time.support; `use_eagle()` holds "deepseek_mtp" there, as batch_defaults.vllm_kv_lookahead
+reads it). Draft models (`uses_draft_model()`), n-gram, suffix decoding and Medusa: no drop. SGLang's radix cache
+and TensorRT-LLM's block reuse were not read for such a rule: no drop is modelled for them.
 """
 from __future__ import annotations
 
 from profiles.engine_time.batch_defaults import V1_FROM
 from profiles.measured.source import version_key
 
+# speculation method (as simulator.cluster.factory.speculation_method names it) -> the first vLLM release whose prefix
+# cache drops the last block of a hit for it (module docstring)
+VLLM_EAGLE_HIT_DROP_FROM = {"eagle": "0.8.5", "eagle3": "0.8.5", "mtp": "0.9.0"}
 SGLANG_EAGLE_RADIX_FROM = "0.4.3.post3"   # the first SGLang release that keeps the radix cache with EAGLE (docstring)
 TRTLLM_BLOCK_REUSE_FROM = "1.0.0"   # the first TensorRT-LLM release (PyTorch backend) whose default was read
 
@@ -81,3 +101,10 @@ def engine_prefix_caching(framework: str, version: str, drafter: str | None, hyb
         return True, ("TensorRT-LLM: KvCacheConfig.enable_block_reuse True by default (tensorrt_llm/llmapi/"
                       "llm_args.py, 1.x)")
     raise ValueError(f"no prefix-caching default for framework {framework!r}")
+
+
+def vllm_eagle_drops_hit_block(version: str, method: str | None) -> bool:
+    """Whether vLLM `version`'s prefix cache computes the last block of a request's cache hit again under
+    speculation `method` (eagle, eagle3, mtp, draft_model, ngram, ...; None: none) (module docstring)."""
+    first = VLLM_EAGLE_HIT_DROP_FROM.get(method) if method is not None else None
+    return first is not None and version_key(version) >= version_key(first)

@@ -347,7 +347,8 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
         per_token += kind.drafter.kv_bytes_per_token_per_gpu
     host = HostMemory(int(cfg.host_memory_gib * 2**30 / per_token), unit) if cfg.host_memory_gib > 0 else None
     if cfg.prefix_caching:
-        pool = PrefixCachePool(state, blocks, block, PrefixCache(blocks, block, unit, table.prefixes, host),
+        drop = block if kind.batch_rules.drop_hit_block else 0   # (vLLM V1 with an EAGLE-style drafter)
+        pool = PrefixCachePool(state, blocks, block, PrefixCache(blocks, block, unit, table.prefixes, host, drop),
                                cfg.shared_prefix_attention)
     else:
         pool = BlockPool(state, blocks, block)
@@ -375,8 +376,17 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
     # vLLM V1 schedules a decoding request's tokens up to max_model_len − 1 (sched.vllm_v1's docstring)
     cap = kind.context_len - 1 if getattr(SCHEDULERS[cfg.kind], "caps_decode_kv", False) else None
     rules = kind.batch_rules
-    limits = BatchLimits(seqs, cfg.max_batched_tokens, cfg.chunk_tokens, cap, rules.kv_lookahead,
-                         rules.admit_lookahead, rules.prefill_requests, rules.prefill_input_tokens)
+    budget = cfg.max_batched_tokens - rules.budget_slots_per_seq * seqs   # (vLLM 0.17 - 0.27 with a draft model)
+    q = kind.cost.q if kind.acceptance is not None else 1
+    if (rules.budget_slots_per_seq or rules.draft_slots) and budget < q + rules.draft_slots:
+        kept = (f"max_num_seqs ({seqs}) tokens of it a step" if rules.budget_slots_per_seq else
+                f"{rules.draft_slots} token of it per scheduled request")
+        raise ScenarioError("scheduler.max_batched_tokens", f"{cfg.max_batched_tokens}: vLLM with a draft model keeps "
+                            f"{kept} for its proposer's rows (profiles/engine_time/batch_defaults.py "
+                            f"vllm_drafting_slots), leaving no room for one speculative step of a request ({q} tokens); "
+                            f"allowed: at least {q + rules.draft_slots + rules.budget_slots_per_seq * seqs}")
+    limits = BatchLimits(seqs, budget, cfg.chunk_tokens, cap, rules.kv_lookahead, rules.admit_lookahead,
+                         rules.prefill_requests, rules.prefill_input_tokens, rules.draft_slots)
     steps = scenario.cluster.engine.num_scheduler_steps
     if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking and capacity policy are the engine's settings
         engine = scenario.cluster.engine

@@ -117,22 +117,30 @@ def speculation_method(drafter) -> str | None:
 class EngineBatchRules:
     """What the deployment's engine adds to a step's limits beyond the scheduler section (simulator.core.sched
     .BatchLimits): vLLM V1's KV lookahead for a running request and a waiting request's first chunk, the most
-    requests one prefill step admits (SGLang's EAGLE block), and SGLang's chunking of prompts (its
-    max_prefill_tokens; None: prompts whole)."""
+    requests one prefill step admits (SGLang's EAGLE block), SGLang's chunking of prompts (its
+    max_prefill_tokens; None: prompts whole), and whether a prefix-cache hit is one block shorter (vLLM V1 with an
+    EAGLE-style drafter computes the hit's last block again: simulator.core.kv.prefix_cache), and the token slots
+    vLLM V1 keeps for a draft model's proposer rows: per max_num_seqs off the budget (0.17 - 0.27), per scheduled
+    request (0.28 on) (profiles.engine_time.batch_defaults.vllm_drafting_slots)."""
 
     kv_lookahead: int = 0
     admit_lookahead: int = 0
     prefill_requests: int | None = None
     prefill_input_tokens: int | None = None
+    drop_hit_block: bool = False
+    budget_slots_per_seq: int = 0
+    draft_slots: int = 0
 
 
 def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec_tokens: int) -> EngineBatchRules:
     """The engine's batch rules (EngineBatchRules) of a pool whose engine is `release` (deployment_release), whose
     scheduler section is `scheduler` (its kind: the engine's scheduler, vllm_v1 under vLLM V1, vllm under SGLang),
     speculating with `drafter` (None: no speculation) `spec_tokens` draft tokens (or tree nodes) per step:
-    profiles.engine_time.batch_defaults.vllm_kv_lookahead, sglang_prefill_requests and sglang_chunks_prompts."""
+    profiles.engine_time.batch_defaults.vllm_kv_lookahead, sglang_prefill_requests and sglang_chunks_prompts, and
+    profiles.engine_time.cache_defaults.vllm_eagle_drops_hit_block and batch_defaults.vllm_drafting_slots."""
     from profiles.engine_time.batch_defaults import (SGLANG_MAX_PREFILL_TOKENS, sglang_chunks_prompts,
-                                                     sglang_prefill_requests, vllm_kv_lookahead)
+                                                     sglang_prefill_requests, vllm_drafting_slots, vllm_kv_lookahead)
+    from profiles.engine_time.cache_defaults import vllm_eagle_drops_hit_block
     from profiles.engine_time.frameworks import release_or_modelled
     framework, version = release
     if scheduler is None or (framework, scheduler.kind) not in (("vllm", "vllm_v1"), ("sglang", "vllm")):
@@ -144,7 +152,11 @@ def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec
     if framework == "vllm":
         if drafter is None:
             return EngineBatchRules()
-        return EngineBatchRules(*vllm_kv_lookahead(version, speculation_method(drafter), spec_tokens))
+        method = speculation_method(drafter)
+        per_seq, per_request = vllm_drafting_slots(version, method)
+        return EngineBatchRules(*vllm_kv_lookahead(version, method, spec_tokens),
+                                drop_hit_block=vllm_eagle_drops_hit_block(version, method),
+                                budget_slots_per_seq=per_seq, draft_slots=per_request)
     family = drafter_family(drafter) if drafter is not None else None
     return EngineBatchRules(prefill_requests=sglang_prefill_requests(version, family),
                             prefill_input_tokens=SGLANG_MAX_PREFILL_TOKENS if sglang_chunks_prompts(version, family)

@@ -79,3 +79,22 @@ def test_trtllm_before_1_0_cites_the_executors_block_reuse_default():
     enableBlockReuse = false, ...)`; not pinned for every 0.x release, so no value is claimed (None)."""
     on, rule = engine_prefix_caching("trtllm", "0.10.0", None, False)
     assert on is None and "enableBlockReuse = false" in rule
+
+
+@pytest.mark.parametrize("version, method, drops", [
+    # vLLM's KVCacheManager.get_computed_blocks pops the last matched block where SpeculativeConfig.use_eagle():
+    # first in v0.8.5 (wheel, kv_cache_manager.py lines 140-145; use_eagle() = eagle, eagle3); v0.8.3 / v0.8.4
+    # have no use_eagle in v1/core
+    ("0.8.4", "eagle", False),
+    ("0.8.5", "eagle", True),
+    ("0.8.5", "eagle3", True),
+    ("0.9.0", "mtp", True),          # use_eagle() holds deepseek_mtp from 0.9.0 (V1's MTP)
+    ("0.33.0", "eagle3", True),      # single_type_kv_cache_manager.py: "Need to drop the last matched block"
+    ("0.33.0", "draft_model", False),  # uses_draft_model(), not use_eagle()
+    ("0.33.0", "ngram", False),
+    ("0.33.0", "medusa", False),
+    ("0.33.0", None, False),
+])
+def test_vllm_drops_the_last_hit_block_for_eagle_style_drafters(version, method, drops):
+    from profiles.engine_time.cache_defaults import vllm_eagle_drops_hit_block
+    assert vllm_eagle_drops_hit_block(version, method) is drops

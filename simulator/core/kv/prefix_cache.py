@@ -22,6 +22,15 @@ become visible to others when it finishes or is preempted (vLLM: as each block f
 
 With a host tier (simulator.core.kv.host_tier) units evicted from the GPU are kept in host memory and a
 later hit on them is loaded over the host link instead of recomputed.
+
+`drop_tokens` (one KV block; vLLM V1 with an EAGLE-style drafter: profiles.engine_time.cache_defaults
+.vllm_eagle_drops_hit_block): a hit serves that many tokens less, its last block computed again into a block of the
+request's own, as vLLM's `get_computed_blocks` / `find_longest_cache_hit` pops the last matched block so that the
+drafter gets the hidden states of its tokens. The matched units stay referenced; where the last one is in use by
+another request, the request's own copy of the dropped block is one private block more (its unit blocks one
+fewer: `RequestState.unit_blocks`), as in vLLM. Approximation, named: where the dropped block was a free cached
+one, vLLM leaves it in the free queue and takes a block from the queue's head for the copy; here its unit leaves
+the queue (the same count of blocks, another block evicted). A hit loaded from the host tier is loaded whole.
 """
 from __future__ import annotations
 
@@ -57,6 +66,7 @@ class PrefixCache:
     unit_tokens: int
     prefixes: PrefixKeys | None
     host: HostMemory | None = None
+    drop_tokens: int = 0                              # tokens of a hit computed again (module docstring)
     refs: dict = field(default_factory=dict)          # cached unit in use -> requests referencing it
     queue: OrderedDict = field(default_factory=OrderedDict)  # free blocks, head first: unit key -> its blocks,
     held: dict = field(default_factory=dict)          # or ("free", n) -> blocks of a plain segment
@@ -98,7 +108,11 @@ class PrefixCache:
 
     def match_tokens(self, r: int, prompt_tokens: int) -> int:
         """Tokens of r's prompt this cache would serve (GPU or host tier), for prefix-aware routing."""
-        return len(self._match(r, prompt_tokens)) * self.unit_tokens
+        return self._served(len(self._match(r, prompt_tokens)))
+
+    def _served(self, units: int) -> int:
+        """The prompt tokens a hit of `units` cached units serves: `drop_tokens` fewer (module docstring)."""
+        return max(units * self.unit_tokens - self.drop_tokens, 0) if units else 0
 
     @property
     def cached_tokens(self) -> int:
@@ -112,9 +126,15 @@ class PrefixCache:
         if found is None:
             if len(self._memo) > 4096:
                 self._memo.clear()
-            used = sum(1 for _, where in self._match(r, target_tokens) if where == "used")
-            found = self._memo[memo_key] = blocks - used * self.unit_blocks
+            matched = self._match(r, target_tokens)
+            used = sum(1 for _, where in matched if where == "used")
+            found = self._memo[memo_key] = blocks - used * self.unit_blocks + self._copied_blocks(matched)
         return found
+
+    def _copied_blocks(self, found: list) -> int:
+        """Blocks of a hit (`found`, _match's) that the request computes again into blocks of its own while the
+        cached ones are in use (module docstring: `drop_tokens`)."""
+        return self.drop_tokens // self.block_size if self.drop_tokens and found and found[-1][1] == "used" else 0
 
     # ---- the free queue --------------------------------------------------------------------------
     def take(self, n: int) -> None:
@@ -172,7 +192,7 @@ class PrefixCache:
                 break   # cached already (an earlier unit of this prompt was evicted): computed, kept private
             new.append(k)
         held = [k for k, _ in found] + new
-        unit_blocks = len(held) * self.unit_blocks
+        unit_blocks = len(held) * self.unit_blocks - self._copied_blocks(found)
         private = blocks - unit_blocks
         fresh = (len(loaded) + len(new)) * self.unit_blocks + private
         for k in loaded:
@@ -182,7 +202,7 @@ class PrefixCache:
             self.refs[k] = 1
         self.held[r] = held
         self.version += 1
-        return Admission(len(found) * self.unit_tokens, len(loaded) * self.unit_tokens, touched + fresh, private,
+        return Admission(self._served(len(found)), len(loaded) * self.unit_tokens, touched + fresh, private,
                          unit_blocks)
 
     def release(self, r: int, ctx_tokens: int, private_blocks: int, cache: str) -> int:

@@ -34,7 +34,9 @@ class BatchLimits:
     admits (SGLang's prefill_only_one_req: batch_defaults.sglang_prefill_requests), None: no such limit;
     `prefill_input_tokens`: the prefill-first scheduler chunks prompts as SGLang does (simulator.core.sched.vllm),
     a step's prompts bounded by max_batched_tokens (chunked_prefill_size) and a prompt not started behind others
-    where it exceeds this many tokens less the step's (max_prefill_tokens); None: no chunking."""
+    where it exceeds this many tokens less the step's (max_prefill_tokens); None: no chunking; `draft_slots`: tokens of
+    the budget every request a step schedules takes beyond its own (vLLM V1 0.28 on with a draft model: its
+    proposer's extra row, profiles.engine_time.batch_defaults.vllm_drafting_slots)."""
 
     max_batch_size: int
     max_batched_tokens: int
@@ -44,6 +46,7 @@ class BatchLimits:
     admit_lookahead: int = 0
     prefill_requests: int | None = None
     prefill_input_tokens: int | None = None
+    draft_slots: int = 0
 
     def with_lookahead(self, tokens, lookahead: int):
         """KV slots a request asks for to hold `tokens` (an int or an array) and `lookahead` slots beyond them,

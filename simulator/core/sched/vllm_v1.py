@@ -37,6 +37,11 @@ Approximations, named here:
   step is prompt + output − 2), and never changes the tokens emitted (the drafts it trims lie past the
   request's own end); approximation, named: those steps still verify, and take from the budget, q tokens
   here (at most q − 1 too many per request).
+- With a draft model vLLM keeps token slots for its proposer's rows (profiles.engine_time.batch_defaults
+  .vllm_drafting_slots): 0.17 - 0.27 schedule at most max_num_batched_tokens - max_num_seqs tokens a step (the
+  budget here, simulator.cluster.build.batch_scheduler); from 0.28 every request a step schedules takes its tokens +
+  `limits.draft_slots` of the budget, gets at most the budget left less those slots, and none is scheduled once the
+  budget left is at most them (`input_budget` in `Scheduler.schedule`).
 - Parallel sampling (n sequences per request): a request counts n sequences against `max_num_seqs`,
   n·q decode tokens against the budget, and its blocks as simulator.core.kv.block_pool.BlockPool.blocks.
 - With a prefix cache or host tier (`cluster.kv_cache`) a request's prompt blocks are reserved at
@@ -75,7 +80,7 @@ def _every_running_in_full(view, budget: int):
     target, done = s.prefill_target[ids], s.prefilled[ids]
     decoding = done >= target
     asks = np.where(decoding, view.q * s.samples[ids], target - done)
-    if int(asks.sum()) > budget:
+    if int(asks.sum()) + view.limits.draft_slots * len(ids) > budget:
         return None
     limits = view.limits
     chunk_kv = limits.with_lookahead(target, limits.kv_lookahead)   # (a prompt's rest: its tokens + lookahead)
@@ -96,21 +101,28 @@ class VllmV1:
             return False
         r = view.waiting[0]
         kv, limits = view.kv, self.limits
-        tokens = limits.with_lookahead(min(int(view.s.prefill_target[r]), token_room), limits.admit_lookahead)
+        if token_room <= limits.draft_slots:
+            return False
+        tokens = limits.with_lookahead(min(int(view.s.prefill_target[r]), token_room - limits.draft_slots),
+                                       limits.admit_lookahead)
         return kv.need(r, int(tokens))[0] <= kv.total_blocks - kv.used_blocks
 
     def decodes_every_running(self, view) -> bool:
         """Rule 2 schedules every running request: their q tokens per sequence fit the budget together."""
-        return view.decode_rows(view.running) * view.q <= self.limits.max_batched_tokens
+        return self._decode_only_tokens(view) <= self.limits.max_batched_tokens
 
     def admission_room(self, view) -> int:
         """Budget a waiting request would find in a decode-only step of the current batch."""
-        return self.limits.max_batched_tokens - view.decode_rows(view.running) * view.q
+        return self.limits.max_batched_tokens - self._decode_only_tokens(view)
+
+    def _decode_only_tokens(self, view) -> int:
+        """Budget a decode-only step of every running request takes: q per sequence, draft slots per request."""
+        return view.decode_rows(view.running) * view.q + self.limits.draft_slots * len(view.running)
 
     def plan(self, view, now_s: float) -> StepPlan:
         view.settle()
         s = view.s
-        budget = self.limits.max_batched_tokens
+        budget, slots = self.limits.max_batched_tokens, self.limits.draft_slots
         decode_ids: list[int] = []
         prefills = Prefills()
         preempted = False
@@ -121,19 +133,19 @@ class VllmV1:
             decode_ids = ids[decoding].tolist()
             for r, n in zip(ids[~decoding].tolist(), asks[~decoding].tolist()):
                 prefills.add(view, r, n)
-            budget -= int(asks.sum())
+            budget -= int(asks.sum()) + slots * len(ids)
             i = len(view.running)
-        while i < len(view.running) and budget > 0:                      # rule 2
+        while i < len(view.running) and budget > slots:                  # rule 2
             r = view.running[i]
             decoding = view.decoding(r)
             if decoding:
                 n = view.q * int(s.samples[r])   # every sequence of the request verifies q tokens
-                if n > budget:
+                if n > budget - slots:
                     i += 1
                     continue
                 tokens = int(view.decode_kv_tokens(int(s.ctx[r])))   # per sequence
             else:
-                n = int(min(s.prefill_target[r] - s.prefilled[r], budget))
+                n = int(min(s.prefill_target[r] - s.prefilled[r], budget - slots))
                 tokens = int(self.limits.with_lookahead(int(s.prefilled[r]) + n, self.limits.kv_lookahead))
             before = len(view.running)
             ok = _grow(view, r, tokens)
@@ -144,15 +156,15 @@ class VllmV1:
                 decode_ids.append(r)
             else:
                 prefills.add(view, r, n)
-            budget -= n
+            budget -= n + slots
             i += 1
         if not preempted:                                                 # rule 4
             while self.admissible(view, budget):
                 r = view.admit_head(now_s, reserve=False)   # blocks come with each chunk (rule 3)
                 if view.decoding(r):   # swapped back in (host tier): decodes from the next step
                     continue
-                n = int(min(s.prefill_target[r] - s.prefilled[r], budget))
+                n = int(min(s.prefill_target[r] - s.prefilled[r], budget - slots))
                 _grow(view, r, int(self.limits.with_lookahead(n, self.limits.admit_lookahead)))
                 prefills.add(view, r, n)
-                budget -= n
+                budget -= n + slots
         return prefills.plan(view, decode_ids)

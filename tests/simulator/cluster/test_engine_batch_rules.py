@@ -16,7 +16,7 @@ import pytest
 
 import simulator
 from profiles.engine_time.batch_defaults import (engine_batching, sglang_chunks_prompts, sglang_prefill_requests,
-                                                 vllm_kv_lookahead)
+                                                 vllm_drafting_slots, vllm_kv_lookahead)
 from profiles.hardware import get_hardware
 from simulator.cluster.build import batch_scheduler
 from simulator.cluster.vllm_memory import device_total_bytes
@@ -173,6 +173,75 @@ def test_a_vllm_v1_deployment_gets_its_releases_lookahead(version, drafter, expe
     other = simulator.prepare(_vllm_scenario(version, drafter), ["scheduler.kind=vllm"])
     _, limits = batch_scheduler(other.scenario, other.cluster.pools[0].kind)
     assert (limits.kv_lookahead, limits.admit_lookahead) == (0, 0)
+
+
+@pytest.mark.parametrize("version, drafter, drops", [
+    ("0.8.4", EAGLE, False),     # no use_eagle in v1/core yet
+    ("0.8.5", EAGLE, True),      # KVCacheManager.get_computed_blocks pops the hit's last block
+    ("0.11.0", {"kind": "eagle3", "gamma": 3, "head": "llama-3.1-8b-eagle3"}, True),
+    ("0.11.0", {"kind": "ngram", "gamma": 3}, False),
+    ("0.11.0", {"kind": "none"}, False),
+])
+def test_a_vllm_v1_deployment_drops_a_hits_last_block_for_eagle(version, drafter, drops):
+    prepared = simulator.prepare(_vllm_scenario(version, drafter))
+    assert prepared.cluster.pools[0].kind.batch_rules.drop_hit_block is drops
+
+
+# ---- vLLM V1's drafting slots for a draft model ----------------------------------------------------------------
+
+@pytest.mark.parametrize("version, method, expected", [
+    ("0.16.0", "draft_model", (0, 0)),    # scheduler budget = max_num_batched_tokens
+    ("0.17.0", "draft_model", (1, 0)),    # _set_max_num_scheduled_tokens: max_num_batched_tokens - 1 x max_num_seqs
+    ("0.27.1", "draft_model", (1, 0)),
+    ("0.27.1", "layer_skip", (1, 0)),     # layer skipping runs as a draft model in vLLM
+    ("0.28.0", "draft_model", (0, 1)),    # input_budget -= num_new_tokens + draft_slots per scheduled request
+    ("0.33.0", "draft_model", (0, 1)),
+    ("0.24.0", "eagle3", (0, 0)),         # max_num_new_slots_for_drafting 0: EAGLE, EAGLE-3, MTP, n-gram
+    ("0.33.0", "mtp", (0, 0)),
+    ("0.33.0", "ngram", (0, 0)),
+    ("0.33.0", None, (0, 0)),
+])
+def test_vllm_drafting_slots_by_release_and_method(version, method, expected):
+    assert vllm_drafting_slots(version, method) == expected
+
+
+def test_each_scheduled_request_takes_a_draft_slot_of_the_budget():
+    # vLLM >= 0.28 with a draft model (draft_slots 1), budget 12, γ = 2 (q 3), prompts A 5 and B 9 waiting:
+    # step 1: A gets min(5, 12 - 1) = 5 (12 - 6 = 6 left), B min(9, 6 - 1) = 5 (0 left);
+    # step 2: A decodes 3 (12 - 4 = 8 left), B gets its last min(4, 8 - 1) = 4.
+    # Without the slots: step 1 A 5 and B 7; step 2 A 3 and B's last 2.
+    slots = _replica(VllmV1, [5, 9], [3, 3], 100, BatchLimits(4, 12, 512, draft_slots=1), q=3)
+    assert [(p, d) for p, d, _ in _compositions(slots, 2)] == [([(0, 5), (1, 5)], []), ([(1, 4)], [0])]
+    plain = _replica(VllmV1, [5, 9], [3, 3], 100, BatchLimits(4, 12, 512), q=3)
+    assert [(p, d) for p, d, _ in _compositions(plain, 2)] == [([(0, 5), (1, 7)], []), ([(1, 2)], [0])]
+    # a decode-only step of 3 requests takes 3 x (3 + 1) = 12: all decode, no room left for a waiting prompt
+    full = _replica(VllmV1, [2, 2, 2, 2], [9, 9, 9, 9], 100, BatchLimits(3, 12, 512, draft_slots=1), q=3)
+    _compositions(full, 1)
+    assert full.scheduler.decodes_every_running(full) and full.scheduler.admission_room(full) == 0
+
+
+DRAFT = {"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3}
+
+
+@pytest.mark.parametrize("version, drafter, budget, slots", [
+    ("0.16.0", DRAFT, 8192, 0),
+    ("0.24.0", DRAFT, 8192 - 16, 0),   # max_num_batched_tokens - max_num_seqs (scheduler.max_batch_size 16)
+    ("0.28.0", DRAFT, 8192, 1),
+    ("0.24.0", {"kind": "eagle3", "gamma": 3, "head": "llama-3.1-8b-eagle3"}, 8192, 0),
+])
+def test_a_vllm_v1_draft_model_deployment_keeps_its_releases_drafting_slots(version, drafter, budget, slots):
+    sc = merge(_vllm_scenario(version, drafter), {"cluster": {"model": "llama-3.1-8b"}})
+    prepared = simulator.prepare(merge(sc, {"scheduler": {"kind": "vllm_v1", "max_batch_size": 16,
+                                                          "max_batched_tokens": 8192}}))
+    _, limits = batch_scheduler(prepared.scenario, prepared.cluster.pools[0].kind)
+    assert (limits.max_batched_tokens, limits.draft_slots) == (budget, slots)
+
+
+def test_a_budget_the_drafting_slots_leave_no_step_in_is_refused():
+    sc = merge(_vllm_scenario("0.24.0", DRAFT), {"cluster": {"model": "llama-3.1-8b"}})
+    with pytest.raises(simulator.ScenarioError, match=r"scheduler.max_batched_tokens.*66: vLLM with a draft model keeps "
+                                                      r"max_num_seqs \(64\) tokens of it a step.*at least 68"):
+        simulator.prepare(merge(sc, {"scheduler": {"kind": "vllm_v1", "max_batch_size": 64, "max_batched_tokens": 66}}))
 
 
 # ---- SGLang's CUDA graphs with EAGLE ---------------------------------------------------------------------------

@@ -150,6 +150,54 @@ def test_free_queue_and_eviction_match_a_block_by_block_model_of_vllm():
     assert hits > 100 and len(ref.block_of) < 6 * 8   # hits, and evictions happened
 
 
+def test_an_eagle_hit_computes_its_last_block_again_as_vllm():
+    """vLLM V1 with an EAGLE-style drafter pops the last matched block of a hit (KVCacheManager.get_computed_blocks,
+    v0.8.5: "Drop the last matched block if (1) eagle is enabled and (2) there is a cache hit"), computing it again
+    into a new block. Blocks of 16 tokens, prompts of three shared blocks + 10 tokens (58 tokens, 4 blocks):
+    - r0 finds nothing: 4 blocks taken, 3 units cached;
+    - r1 while r0 runs: 3 blocks match, vLLM keeps 2 (32 tokens served) and allocates 2 (the copy of the third
+      and the tail): 2 taken; without the drop 3 blocks match (48 served) and 1 is taken;
+    - after both finish the 3 units are free cached blocks; r2: vLLM takes the 2 it keeps out of the free queue and
+      2 new ones (4), 32 served."""
+    keys = PrefixKeys.from_lists([[1, 2, 3]] * 3, 16)
+    cache = PrefixCache(10, 16, 16, keys, None, 16)
+    first = cache.admit(0, 58, 4)
+    assert (first.hit_tokens, first.taken_blocks, first.private_blocks, first.unit_blocks) == (0, 4, 1, 3)
+    assert cache.need_blocks(1, 58, 4) == 2
+    second = cache.admit(1, 58, 4)
+    assert (second.hit_tokens, second.taken_blocks, second.private_blocks, second.unit_blocks) == (32, 2, 2, 2)
+    assert cache.free_blocks == 10 - 6
+    assert cache.release(0, 58, 1, "shared") == 1 and cache.release(1, 58, 2, "shared") == 5
+    assert cache.free_blocks == 10
+    third = cache.admit(2, 58, 4)
+    assert (third.hit_tokens, third.taken_blocks, third.private_blocks, third.unit_blocks) == (32, 4, 1, 3)
+    plain = PrefixCache(10, 16, 16, keys)
+    plain.admit(0, 58, 4)
+    hit = plain.admit(1, 58, 4)
+    assert (hit.hit_tokens, hit.taken_blocks, hit.private_blocks) == (48, 1, 1)
+
+
+@pytest.mark.parametrize("drafter, served", [
+    ({"kind": "eagle3", "gamma": 3, "head": "llama-3.1-8b-eagle3"}, 64 - 16),   # use_eagle(): the last block again
+    ({"kind": "ngram", "gamma": 3}, 64),                                        # n-gram: the whole hit
+])
+def test_a_vllm_eagle_deployment_serves_a_shared_prompt_less_one_block(drafter, served):
+    """vLLM 0.11.0 (its V1 scheduler; prefix caching on by default) with one shared system prompt of 64 tokens (4
+    blocks of 16): every request after the first finds it cached; with EAGLE-3 vLLM serves 48 tokens of it, with
+    n-gram 64."""
+    sc = scenario(seed=2, workload={"arrival": {"process": "poisson", "qps": 4.0}, "num_requests": 12,
+                                    "prompt_tokens": {"kind": "fixed", "value": 20},
+                                    "output_tokens": {"kind": "fixed", "value": 8},
+                                    "shared_prefix": {"prompts": 1, "tokens": 64}},
+                  cluster={"model": "llama-3.1-8b", "engine": {"framework": "vllm", "version": "0.11.0"}},
+                  scheduler={"kind": "vllm_v1", "max_batch_size": 64}, drafter=drafter,
+                  acceptance={"kind": "constant", "alpha": 0.7})
+    result = simulator.run(sc)
+    cached = result.requests.sort_values("admit_s")["cached_prompt_tokens"].to_numpy()
+    assert cached[0] == 0 and (cached[1:] == served).all()
+    assert result.steps["prefill_tokens"].sum() == result.requests["prompt_tokens"].sum() - cached.sum()
+
+
 def _modes_equal(sc: dict) -> simulator.api.Result:
     bulk, step = simulator.run(sc, step_mode="bulk"), simulator.run(sc, step_mode="step")
     pd.testing.assert_frame_equal(bulk.requests, step.requests)
@@ -166,6 +214,12 @@ def _modes_equal(sc: dict) -> simulator.api.Result:
                                                                "preemption": "swap"}}},
     {"cluster": {"gpu_memory_utilization": 0.215, "kv_cache": {"prefix_caching": True}}},
     {"scheduler": {"kind": "sarathi", "chunk_tokens": 512}},
+    # vLLM V1 with EAGLE-3: hits one block short, the request's own copy of it where the cached one is in use
+    {"cluster": {"model": "llama-3.1-8b", "gpu_memory_utilization": 0.24, "max_model_len": 2048,
+                 "engine": {"framework": "vllm", "version": "0.11.0"}},
+     "scheduler": {"kind": "vllm_v1", "max_batch_size": 64},
+     "drafter": {"kind": "eagle3", "gamma": 3, "head": "llama-3.1-8b-eagle3"},
+     "acceptance": {"kind": "constant", "alpha": 0.7}},
 ])
 def test_bulk_and_step_modes_are_identical_with_prefix_caching(extra):
     sc = merge(shared_prompts(4, 30, 250, 1024, 200), {"workload": {"arrival": {"qps": 12.0},

@@ -17,7 +17,7 @@ CASES = {
     "vllm_plain": scenario(),
     "vllm_spec": scenario(drafter=DRAFT, acceptance={"kind": "constant", "alpha": 0.7}),
     "sarathi_spec": scenario(drafter=DRAFT, scheduler={"kind": "sarathi", "chunk_tokens": 512}),
-    "vllm_v1_spec": scenario(drafter=DRAFT, scheduler={"kind": "vllm_v1", "max_batched_tokens": 512}),
+    "vllm_v1_spec": scenario(drafter=DRAFT, scheduler={"kind": "vllm_v1", "max_batch_size": 64, "max_batched_tokens": 512}),
     # A small GPU and long sequences force KV exhaustion and preemption by recompute.
     "preempting": scenario(cluster={"hardware": "l40s", "model": "llama-2-13b"},
                            workload={"arrival": {"qps": 20.0}, "num_requests": 150,

@@ -98,12 +98,14 @@ def test_a_whole_run_finishes_every_request_and_matches_step_mode():
 def _budget_below_the_batch(kind: str, step_mode: str, tmp_path):
     """Eight 1-token prompts at t = 0, 20 tokens out each, draft γ = 1 (q = 2 tokens per decoding request),
     max_batched_tokens 8 = max_batch_size: step 1 prefills all eight (one token each), then 8 × 2 = 16
-    tokens of decodes do not fit the budget of 8."""
+    tokens of decodes do not fit the budget of 8. An n-gram drafter: vLLM 0.17 - 0.27 with a draft model would keep
+    max_num_seqs of the 8 tokens for the proposer's rows and refuse the deployment (max_num_scheduled_tokens 0:
+    profiles.engine_time.batch_defaults.vllm_drafting_slots), and the release this scenario runs is one of those."""
     path = tmp_path / "trace.csv"
     path.write_text("arrival_s,prompt_tokens,output_tokens\n" + "0.0,1,20\n" * 8)
     data = scenario(workload={"num_requests": 8},
                     scheduler={"kind": kind, "max_batch_size": 8, "max_batched_tokens": 8},
-                    drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 1},
+                    drafter={"kind": "ngram", "gamma": 1},
                     acceptance={"kind": "constant", "alpha": 0.6}, simulation={"step_mode": step_mode})
     data["workload"]["arrival"] = {"process": "trace", "trace_csv": str(path)}
     for k in ("prompt_tokens", "output_tokens"):
