@@ -93,6 +93,24 @@ def test_fingerprint_records_device_threads_dtype_and_versions(tiny_profile):
     json.dumps(fp)
 
 
+def test_fingerprint_records_the_command_as_typed(tmp_path):
+    """`draftsim profile ...` was recorded as `python3 -m profiles.profiler profile ...`, which that module
+    refuses ('unrecognized arguments: profile'), and --models as typed (LLAMA-68M): now the command that reruns
+    the profile, quoted for a shell, and the catalog's names."""
+    import shlex
+
+    from profiles.profiler.run import MODULE_COMMAND, build_parser, command_line
+    from simulator.workflows.profile import main as draftsim_profile
+
+    argv = ["--device", "cpu", "--quick", "--models", "LLAMA-68M", "--no-collectives", "--threads", "1", "--quiet",
+            "--out", str(tmp_path / "a profile")]
+    assert draftsim_profile(argv) == 0
+    fp = read_fingerprint(tmp_path / "a profile")
+    assert fp["command"] == "draftsim profile " + shlex.join(argv) and fp["models"] == ["llama-68m"]
+    assert build_parser().parse_args(shlex.split(fp["command"])[2:]).out == str(tmp_path / "a profile")
+    assert command_line(MODULE_COMMAND, ["--out", "a b"]) == "python3 -m profiles.profiler --out 'a b'"
+
+
 def test_plan_follows_the_op_graph():
     spec = get_model("qwen2.5-coder-0.5b")
     points = plan_points([spec], TINY, "fp32")
