@@ -2257,6 +2257,18 @@ CASES = [
     Hostile("profile_kernel_into_an_engine_profile", lambda tmp: profile("--models", "llama-68m", "--out", (
         _engine_profile_dir(tmp, "{}"), _write(tmp, "ep/fingerprint.json", '{"tool": "profiles/engine_time/vllm_driver.py"}'),
         tmp / "ep")[-1])(tmp), "holds a vLLM engine profile"),
+    # an engine profile into a run's folder: its loader then read .draftsim-run.json as a model's passes (exit 0)
+    Hostile("profile_engine_into_a_runs_output", lambda tmp: [
+        "profile", "--engine", "vllm", "--models", "qwen2.5-coder-0.5b", "--quiet", "--out", (
+            (tmp / "o").mkdir(), _write(tmp, "o/summary.json", "{}"),
+            _write(tmp, "o/.draftsim-run.json", '{"command": "run", "files": ["summary.json"], "format": 1}'),
+            tmp / "o")[-1]], "holds the output of draftsim run (.draftsim-run.json)"),
+    # an empty --vllm-python was read as not given: this Python was probed (and run, where it has vLLM)
+    Hostile("profile_vllm_python_empty", lambda tmp: [
+        "profile", "--engine", "vllm", "--models", "qwen2.5-coder-0.5b", "--quiet", "--out", tmp / "ep",
+        "--models-dir", ((tmp / "hf/qwen2.5-coder-0.5b").mkdir(parents=True),
+                         _write(tmp, "hf/qwen2.5-coder-0.5b/config.json", "{}"), tmp / "hf")[-1],
+        "--vllm-python", ""], "--vllm-python: an empty path"),
 ]
 
 

@@ -117,15 +117,27 @@ def refuse_other_profile(out, kind: str) -> None:
     """ScenarioError on `--out` when it holds the other kind of profile: both write fingerprint.json, so each
     took the other's folder for its own earlier output and replaced its fingerprint (`draftsim profile --engine
     vllm --out profiles/data/cpu-local` left the shipped kernel profile's ops.csv beside an engine fingerprint,
-    exit 0; the engine profile's loader then read the kernel profile's check.json as a model's passes)."""
+    exit 0). An engine profile also refuses a folder holding another command's output (its manifest,
+    simulator.results.output_folder): its loader reads every .json there as a model's passes
+    (profiles.engine_time.engine_profile.load_engine_profile), so `--engine vllm --out <a run's folder>` wrote
+    a profile that no latency source could read ('.draftsim-run.json is not an engine profile')."""
     from models.files import expand_home
+    from simulator.results.output_folder import MANIFEST_PREFIX, MANIFEST_SUFFIX, STAGING_PREFIX
     try:
-        there = profile_kind(expand_home(out))
+        folder = expand_home(out)
+        there = profile_kind(folder)
+        manifests = sorted(p.name for p in folder.glob(f"{MANIFEST_PREFIX}*{MANIFEST_SUFFIX}")
+                           if not p.name.startswith(STAGING_PREFIX)) if folder.is_dir() else []
     except (OSError, ValueError):   # (a path --out's own check names)
         return
     if there is not None and there != kind:
         raise ScenarioError("--out", f"{out} holds {_PROFILE_KINDS[there]}, whose fingerprint.json this profile "
                                      "would replace; choose another folder")
+    if kind == ENGINE_PROFILE and manifests:
+        command = manifests[0][len(MANIFEST_PREFIX):-len(MANIFEST_SUFFIX)]
+        raise ScenarioError("--out", f"{out} holds the output of draftsim {command} ({manifests[0]}), whose .json "
+                                     "files an engine profile's loader would read as models' passes; choose "
+                                     "another folder")
 
 
 def check_arguments(args) -> None:
