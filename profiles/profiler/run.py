@@ -278,13 +278,11 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
             rows.append(make_row(row["kind"], dims, 0.0, row["bytes"], row["median_s"], row["p10_s"],
                                  row["p90_s"], row["reps"]))
     elapsed = time.perf_counter() - started
-    # The check of the profile replaced here goes with it (--check writes this one's after): a profile
-    # written without --check over a checked one kept its check.json ('passed': false, or true) beside a
-    # table it never checked.
-    if (out / FINGERPRINT_FILE).is_file():
-        (out / CHECK_FILE).unlink(missing_ok=True)
-    write_table(rows, out)
-    (out / PARTIAL_FILE).unlink(missing_ok=True)
+    # The fingerprint is made (git, the CPU's identity: ~10 ms of subprocesses) before anything is written, and
+    # the table and the fingerprint are then renamed into place back to back (each written to a temporary
+    # file first): a Ctrl-C while the fingerprint was made left the new ops.csv beside the profile's old
+    # fingerprint.json (another run's threads, dtype and models). (Between the two renames, microseconds apart,
+    # an interrupt can still part them.)
     fp = fingerprint(device_id, device_name(dev), torch.__version__, threads, dtype, [s.name for s in specs], llc,
                      extra={"quick": quick, "cpu_identity": machine_identity(dev),
                             "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
@@ -303,7 +301,14 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
                                        "method": _METHOD_TEXT[method], "graph_target_s": timing.graph_target_s,
                                        "max_graph_calls": timing.max_graph_calls},
                             "command": command or command_line(MODULE_COMMAND, sys.argv[1:])})
+    # The check of the profile replaced here goes with it (--check writes this one's after): a profile
+    # written without --check over a checked one kept its check.json ('passed': false, or true) beside a
+    # table it never checked.
+    if (out / FINGERPRINT_FILE).is_file():
+        (out / CHECK_FILE).unlink(missing_ok=True)
+    write_table(rows, out)
     write_fingerprint(fp, out)
+    (out / PARTIAL_FILE).unlink(missing_ok=True)
     return out
 
 

@@ -84,6 +84,26 @@ def test_a_profile_written_over_a_checked_one_drops_its_check(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["fingerprint.json", "ops.csv"]
 
 
+def test_an_interrupt_while_the_fingerprint_is_made_keeps_the_old_profile(tmp_path, monkeypatch):
+    """The new ops.csv was written before the fingerprint was made (git and CPU-identity subprocesses): a
+    Ctrl-C then left it beside the old profile's fingerprint.json (another run's threads and models)."""
+    import profiles.profiler.run as run
+
+    out = tmp_path / "profile"
+    run_profile("cpu", ["llama-68m"], out, quick=True, threads=1, grid=TINY, timing=TINY_TIMING,
+                progress=False, collectives=False)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "fingerprint", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_profile("cpu", ["smollm2-135m"], out, quick=True, threads=1, grid=TINY, timing=TINY_TIMING,
+                    progress=False, collectives=False)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
 def test_fingerprint_records_device_threads_dtype_and_versions(tiny_profile):
     fp = read_fingerprint(tiny_profile)
     for key in ("device_id", "device_name", "cpu_model", "torch_version", "threads", "dtype", "date", "git_commit"):
