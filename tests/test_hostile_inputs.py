@@ -2234,6 +2234,66 @@ CASES = [
     Hostile("compare_vary_only_the_workers", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary",
                                                           "simulation.workers=2", "--vary", "simulation.workers=1",
                                                           "--out", tmp / "c"], "differ only in simulation.workers"),
+    # session 22, profout: `draftsim profile --check-only` of a damaged profile was a traceback, and of a profile measured
+    # in another dtype, thread count or of other models a check that compared two different things (exit 1, 'FAILED');
+    # --check-out onto the profile's own table replaced it with the check's JSON; the default folder
+    # (out/profiles/<device-id>/) was never checked (a user's ops.csv there replaced, exit 0); an engine and a kernel
+    # profile each took the other's folder for their own and replaced its fingerprint.json
+    Hostile("profile_check_only_damaged_table", lambda tmp: profile(
+        "--models", "llama-68m", "--check-only", "--out", _profile_with(tmp, "ops.csv", "garbage\n"))(tmp),
+            "holds no profile that can be checked (profile table"),
+    Hostile("profile_check_only_damaged_fingerprint", lambda tmp: profile(
+        "--models", "llama-68m", "--check-only", "--out", _profile_with(tmp, "fingerprint.json", ""))(tmp),
+            "holds no profile that can be checked"),
+    Hostile("profile_check_only_other_dtype", lambda tmp: profile(
+        "--models", "llama-68m", "--check-only", "--dtype", "bf16", "--out",
+        _profile_with(tmp, "ops.csv", (REPO / "profiles/data/cpu-local/ops.csv").read_text()))(tmp),
+            "--dtype: bf16, but the profile at"),
+    Hostile("profile_check_only_other_threads", lambda tmp: profile(
+        "--models", "llama-68m", "--check-only", "--threads", "1", "--out",
+        _profile_with(tmp, "ops.csv", (REPO / "profiles/data/cpu-local/ops.csv").read_text()))(tmp),
+            "--threads: 1, but the profile at"),
+    Hostile("profile_check_only_model_not_profiled", lambda tmp: profile(
+        "--models", "smollm2-135m", "--check-only", "--out",
+        _profile_with(tmp, "ops.csv", (REPO / "profiles/data/cpu-local/ops.csv").read_text()))(tmp),
+            "--models: smollm2-135m not in the profile at"),
+    Hostile("profile_check_out_onto_the_checked_table", lambda tmp: profile(
+        "--models", "llama-68m", "--check-only", "--out", _profile_with(tmp, "ops.csv", (
+            REPO / "profiles/data/cpu-local/ops.csv").read_text()), "--check-out", tmp / "pd" / "ops.csv")(tmp),
+            "is the profile's own ops.csv"),
+    Hostile("profile_check_out_onto_the_new_fingerprint", lambda tmp: profile(
+        "--models", "llama-68m", "--check", "--out", tmp / "p", "--check-out", tmp / "p" / "fingerprint.json")(tmp),
+            "is the profile's own fingerprint.json"),
+    Hostile("profile_check_out_in_the_shipped_profiles", lambda tmp: profile(
+        "--models", "llama-68m", "--check-only", "--out", _profile_with(tmp, "ops.csv", (
+            REPO / "profiles/data/cpu-local/ops.csv").read_text()), "--check-out", tmp / "shipped" / "c.json")(tmp),
+            "is inside the shipped profiles' folder",
+            patch=lambda mp: (Path("shipped").mkdir(), mp.setattr("profiles.predictor.DATA_DIR", Path.cwd() / "shipped"))),
+    Hostile("profile_default_folder_holds_a_users_file", lambda tmp: (
+        (tmp / "out/profiles/cpu-local").mkdir(parents=True), _write(tmp, "out/profiles/cpu-local/ops.csv", "mine"),
+        profile("--models", "llama-68m")(tmp))[-1], "is a non-empty directory that is not a draftsim output"),
+    Hostile("profile_default_folder_is_a_file", lambda tmp: (
+        (tmp / "out/profiles").mkdir(parents=True), _write(tmp, "out/profiles/cpu-local", "mine"),
+        profile("--models", "llama-68m")(tmp))[-1], "cpu-local exists and is not a directory"),
+    Hostile("profile_engine_into_a_kernel_profile", lambda tmp: [
+        "profile", "--engine", "vllm", "--models", "qwen2.5-coder-0.5b", "--quiet", "--out",
+        _profile_with(tmp, "ops.csv", (REPO / "profiles/data/cpu-local/ops.csv").read_text())],
+            "holds a kernel profile (ops.csv, written by draftsim profile)"),
+    Hostile("profile_kernel_into_an_engine_profile", lambda tmp: profile("--models", "llama-68m", "--out", (
+        _engine_profile_dir(tmp, "{}"), _write(tmp, "ep/fingerprint.json", '{"tool": "profiles/engine_time/vllm_driver.py"}'),
+        tmp / "ep")[-1])(tmp), "holds a vLLM engine profile"),
+    # an engine profile into a run's folder: its loader then read .draftsim-run.json as a model's passes (exit 0)
+    Hostile("profile_engine_into_a_runs_output", lambda tmp: [
+        "profile", "--engine", "vllm", "--models", "qwen2.5-coder-0.5b", "--quiet", "--out", (
+            (tmp / "o").mkdir(), _write(tmp, "o/summary.json", "{}"),
+            _write(tmp, "o/.draftsim-run.json", '{"command": "run", "files": ["summary.json"], "format": 1}'),
+            tmp / "o")[-1]], "holds the output of draftsim run (.draftsim-run.json)"),
+    # an empty --vllm-python was read as not given: this Python was probed (and run, where it has vLLM)
+    Hostile("profile_vllm_python_empty", lambda tmp: [
+        "profile", "--engine", "vllm", "--models", "qwen2.5-coder-0.5b", "--quiet", "--out", tmp / "ep",
+        "--models-dir", ((tmp / "hf/qwen2.5-coder-0.5b").mkdir(parents=True),
+                         _write(tmp, "hf/qwen2.5-coder-0.5b/config.json", "{}"), tmp / "hf")[-1],
+        "--vllm-python", ""], "--vllm-python: an empty path"),
 ]
 
 

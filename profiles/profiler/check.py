@@ -84,6 +84,69 @@ QUICK_SHAPES = (
 )
 
 
+def load_profile(profile_dir: str | Path, flag: str):
+    """The profile at `profile_dir` as the check prices from it (ProfiledLatencyModel); ValueError naming `flag`
+    when it cannot be read (a table that is no profile table, no fingerprint, a device the catalog lacks): it
+    was a traceback after the memory check, with `--check-only` on a damaged profile."""
+    from profiles.predictor import ProfiledLatencyModel
+    try:
+        return ProfiledLatencyModel(profile_dir)
+    except (ValueError, KeyError, TypeError) as exc:   # (KeyError, TypeError: rows of the wrong types)
+        text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = text if len(text) <= 200 else text[:200] + " ..."
+        raise ValueError(f"{flag}: {str(profile_dir)!r} holds no profile that can be checked ({text})") from None
+
+
+def check_matches_profile(fingerprint: dict, profile_dir: str | Path, specs: Sequence[ModelSpec], dtype: str,
+                          threads: int, device: str) -> None:
+    """ValueError naming the flag when the check would not run what the profile measured: a model it did not
+    profile (`--models`), another dtype (`--dtype`) or, on a CPU, another thread count (`--threads`). The check
+    compares whole forwards with the profile's sum of the same ops; with any of these different it compares
+    two different things and says 'FAILED' (or 'passed') about a profile it never tested: `--check-only
+    --dtype bf16 --threads 1` of an fp32, 2-thread profile ran and reported errors of up to 156 %. A fingerprint
+    without the field (none shipped) is not compared."""
+    measured = fingerprint.get("models")
+    if isinstance(measured, list):
+        known = {str(name).lower() for name in measured}
+        missing = [spec.name for spec in specs if spec.name.lower() not in known]
+        if missing:
+            raise ValueError(f"--models: {', '.join(missing)} not in the profile at {str(profile_dir)!r}, which "
+                             f"measured {', '.join(map(str, measured))}; check models it measured")
+    if fingerprint.get("dtype") not in (None, dtype):
+        raise ValueError(f"--dtype: {dtype}, but the profile at {str(profile_dir)!r} was measured in "
+                         f"{fingerprint['dtype']}; give --dtype {fingerprint['dtype']}")
+    if device == "cpu" and fingerprint.get("threads") not in (None, threads):
+        raise ValueError(f"--threads: {threads}, but the profile at {str(profile_dir)!r} was measured with "
+                         f"{fingerprint['threads']} thread(s); give --threads {fingerprint['threads']}")
+
+
+# the files of a profile folder that the check's JSON must not replace (profiles.profiler.table)
+PROFILE_FILES = ("ops.csv", "ops.partial.csv", "fingerprint.json")
+
+
+def check_out_problem(check_out: str | Path | None, profile_dir: Path, package_data: bool) -> str | None:
+    """Why `check_out` (--check-out) cannot receive the check's JSON, or None: it is one of the profile's own
+    files (`--check-out DIR/ops.csv` replaced the table it checked with the check's JSON: the profile was
+    gone), or it lies in the shipped profiles' folder (profiles.predictor.DATA_DIR) without --package-data,
+    which alone writes there."""
+    from models.files import expand_home
+    from profiles.predictor import DATA_DIR
+    if check_out is None:
+        return None
+    try:
+        target = expand_home(check_out).resolve()
+        own = {(profile_dir / name).resolve() for name in PROFILE_FILES}
+        shipped = DATA_DIR.resolve()
+    except (OSError, RuntimeError, ValueError):   # (a path the file system cannot look up: named when written)
+        return None
+    if target in own:
+        return f"{check_out} is the profile's own {target.name}; give another file for the check's JSON"
+    if not package_data and shipped in target.parents:
+        return (f"{check_out} is inside the shipped profiles' folder ({Path(*DATA_DIR.parts[-2:])}/), which only "
+                "--package-data writes; give another file")
+    return None
+
+
 def check_models(models: Sequence[str]) -> tuple[ModelSpec, ModelSpec | None]:
     """The target (the first model) and the drafter (the smallest other model, or None)."""
     specs = [get_model(m) for m in models]
@@ -192,16 +255,17 @@ def _graph_seconds(decoder, group, reps: int, observed: dict | None = None) -> f
 
 def run_check(profile_dir: str | Path, device: str, models: Sequence[str], dtype: str, threads: int,
               shapes: Sequence[CheckShape] = SHAPES, reps: int = 10, seed: int = 0, log=print,
-              out_file: str | Path | None = None, kernels=None) -> dict:
+              out_file: str | Path | None = None, kernels=None, latency=None) -> dict:
     """Measure every shape, price it from the profile and return {shapes: [...], max_abs_error, passed,
     ...}; written as JSON to `out_file` when given. `kernels`: the model's kernel set (default: the
-    device's, as the profile was made)."""
+    device's, as the profile was made); `latency`: the profile already loaded (`load_profile`; default:
+    loaded here)."""
     from models.torch_impl.fused import FusedDecoder, config_from_spec
     from profiles.predictor import ProfiledLatencyModel
     from profiles.profiler.run import TORCH_DTYPES
     torch.set_num_threads(threads)
     dev = torch.device(device)
-    latency = ProfiledLatencyModel(profile_dir)
+    latency = latency if latency is not None else ProfiledLatencyModel(profile_dir)
     target, drafter = check_models(models)
     rows = []
     load_start = [round(x, 2) for x in os.getloadavg()]

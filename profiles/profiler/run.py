@@ -181,7 +181,7 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
                 device_id: str | None = None,
                 collectives: bool = True, progress: bool | Callable = True, grid: GridSpec | None = None,
                 timing: TimingConfig | None = None, check_kv_tokens: int = 0, kernel_set: str = "auto",
-                package_data: bool = False, passes: int | None = None) -> Path:
+                package_data: bool = False, passes: int | None = None, command: str | None = None) -> Path:
     """Profile `models` on `device`; returns the output directory: `out_dir`, else out/profiles/<device-id>/,
     or with `package_data` the shipped profiles' folder (`default_out_dir`; never written unless asked).
     `progress`: a tqdm bar on stderr (True), none (False), or a factory `(desc, total, unit)` returning a
@@ -189,7 +189,9 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
     `check_kv_tokens` > 0: a `--check` follows, whose models and KV cache must fit too (checked up front).
     `kernel_set`: auto (engine kernels on CUDA, the reference on CPU), engine or reference.
     `passes`: times every point is timed, in passes over the whole grid (forward, then backward, ...), keeping
-    its fastest median (default: `default_passes`)."""
+    its fastest median (default: `default_passes`).
+    `command`: the command line the fingerprint records (default: `python3 -m profiles.profiler` and this
+    process's arguments)."""
     started = time.perf_counter()   # profile_seconds: the whole command (compiling fused kernels included)
     dtype = _validate(device, threads, dtype, models)
     passes = default_passes(device, quick) if passes is None else passes
@@ -276,14 +278,12 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
             rows.append(make_row(row["kind"], dims, 0.0, row["bytes"], row["median_s"], row["p10_s"],
                                  row["p90_s"], row["reps"]))
     elapsed = time.perf_counter() - started
-    # The check of the profile replaced here goes with it (--check writes this one's after): a profile
-    # written without --check over a checked one kept its check.json ('passed': false, or true) beside a
-    # table it never checked.
-    if (out / FINGERPRINT_FILE).is_file():
-        (out / CHECK_FILE).unlink(missing_ok=True)
-    write_table(rows, out)
-    (out / PARTIAL_FILE).unlink(missing_ok=True)
-    fp = fingerprint(device_id, device_name(dev), torch.__version__, threads, dtype, models, llc,
+    # The fingerprint is made (git, the CPU's identity: ~10 ms of subprocesses) before anything is written, and
+    # the table and the fingerprint are then renamed into place back to back (each written to a temporary
+    # file first): a Ctrl-C while the fingerprint was made left the new ops.csv beside the profile's old
+    # fingerprint.json (another run's threads, dtype and models). (Between the two renames, microseconds apart,
+    # an interrupt can still part them.)
+    fp = fingerprint(device_id, device_name(dev), torch.__version__, threads, dtype, [s.name for s in specs], llc,
                      extra={"quick": quick, "cpu_identity": machine_identity(dev),
                             "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                             "load_average_at_start": load_at_start, "profile_seconds": round(elapsed, 1), "points": len(rows),
@@ -300,8 +300,15 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
                                        "max_reps": timing.max_reps, "target_s": timing.target_s,
                                        "method": _METHOD_TEXT[method], "graph_target_s": timing.graph_target_s,
                                        "max_graph_calls": timing.max_graph_calls},
-                            "command": "python3 -m profiles.profiler " + " ".join(sys.argv[1:])})
+                            "command": command or command_line(MODULE_COMMAND, sys.argv[1:])})
+    # The check of the profile replaced here goes with it (--check writes this one's after): a profile
+    # written without --check over a checked one kept its check.json ('passed': false, or true) beside a
+    # table it never checked.
+    if (out / FINGERPRINT_FILE).is_file():
+        (out / CHECK_FILE).unlink(missing_ok=True)
+    write_table(rows, out)
     write_fingerprint(fp, out)
+    (out / PARTIAL_FILE).unlink(missing_ok=True)
     return out
 
 
@@ -424,9 +431,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = None) -> int:
-    """`draftsim profile`; `progress_factory` as run_profile's `progress` (default: a tqdm bar)."""
-    from profiles.profiler.check import QUICK_SHAPES, SHAPES, run_check
+MODULE_COMMAND = "python3 -m profiles.profiler"   # this module's command, as a fingerprint records it
+
+
+def command_line(prog: str, argv: Sequence[str]) -> str:
+    """`prog` and its arguments `argv` as one shell command line (arguments quoted where a shell needs it):
+    what a fingerprint records, so that the command reruns the profile. (`draftsim profile --quick ...` was
+    recorded as `python3 -m profiles.profiler profile --quick ...`, which that module refuses: 'unrecognized
+    arguments: profile'.)"""
+    import shlex
+    return " ".join([prog, *map(shlex.quote, argv)])
+
+
+def profile_flag(args) -> str:
+    """The flag that chose the profile folder (`profile_out_dir`), for an error about that folder: --out when
+    given, else --device-id, else --package-data, else --out (its default)."""
+    if args.out is None and args.device_id is not None:
+        return "--device-id"
+    return "--package-data" if args.out is None and args.package_data else "--out"
+
+
+def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = None,
+         prog: str = MODULE_COMMAND) -> int:
+    """`draftsim profile`; `progress_factory` as run_profile's `progress` (default: a tqdm bar); `prog`: the
+    command that `argv` follows (the fingerprint records both)."""
+    from profiles.profiler.check import (QUICK_SHAPES, SHAPES, check_matches_profile, check_out_problem,
+                                         load_profile, run_check)
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     shapes = QUICK_SHAPES if args.quick else SHAPES
@@ -451,24 +482,30 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
             raise ValueError("--check-out: writes the check's JSON; give it with --check or --check-only")
         grid = dataclasses.replace(default_grid(args.device, args.quick), tp=tps)
         kv_tokens = max(s.kv_tokens for s in shapes) + 16 if (args.check or args.check_only) else 0
+        dtype = _validate(args.device, args.threads, args.dtype, models)
+        dev = torch.device(args.device)
+        out = profile_out_dir(args.out, args.package_data, args.device_id or default_device_id(dev), dev)
+        problem = check_out_problem(args.check_out, out, args.package_data)   # (before any kernel is timed)
+        if problem is not None:
+            raise ValueError(f"--check-out: {problem}")
+        latency = None   # (--check-only: the profile checked, loaded before any forward runs)
         if args.check_only:
-            dtype = _validate(args.device, args.threads, args.dtype, models)
             specs = [get_model(name) for name in models]
-            dev = torch.device(args.device)
-            out = profile_out_dir(args.out, args.package_data, args.device_id or default_device_id(dev), dev)
             if not (out / "ops.csv").is_file():
-                raise ValueError(f"--out: {str(out)!r} holds no profile (ops.csv) to check")
-            require_memory(check_peak_bytes(specs[:2], dtype, kv_tokens), torch.device(args.device),
+                raise ValueError(f"{profile_flag(args)}: {str(out)!r} holds no profile (ops.csv) to check")
+            latency = load_profile(out, profile_flag(args))
+            check_matches_profile(latency.fingerprint, out, specs, dtype, args.threads, args.device)
+            require_memory(check_peak_bytes(specs[:2], dtype, kv_tokens), dev,
                            f"--check of {', '.join(models[:2])} (weights and KV cache of whole forwards)")
         else:
             out = run_profile(args.device, models, args.out, quick=args.quick, threads=args.threads,
                               dtype=args.dtype, device_id=args.device_id, collectives=not args.no_collectives,
                               progress=(progress_factory or True) if not (args.no_progress or args.quiet) else False,
                               grid=grid, check_kv_tokens=kv_tokens, kernel_set=args.kernels,
-                              package_data=args.package_data, passes=args.passes)
+                              package_data=args.package_data, passes=args.passes,
+                              command=command_line(prog, argv))
             if not args.quiet:
                 print(f"profile written to {out}")
-            dtype = args.dtype or ("fp32" if args.device == "cpu" else "bf16")
     except ValueError as exc:
         print(f"draftsim profile: error: {exc}", file=sys.stderr)
         return 2
@@ -477,7 +514,7 @@ def main(argv: Sequence[str] | None = None, progress_factory: Callable | None = 
     out_file = args.check_out or (out / CHECK_FILE if args.check else None)
     result = run_check(out, args.device, models, dtype, args.threads, shapes, reps=3 if args.quick else 10,
                        out_file=out_file, kernels=resolve_kernels(torch.device(args.device), args.kernels),
-                       log=(lambda line: None) if args.quiet else print)
+                       log=(lambda line: None) if args.quiet else print, latency=latency)
     verdict = "passed" if result["passed"] else "FAILED"
     line = (f"check {verdict}: largest |error| {result['max_abs_error'] * 100:.1f} % (tolerance "
             f"{result['tolerance'] * 100:.0f} %) over {len(result['shapes'])} shapes")

@@ -140,9 +140,13 @@ def fingerprint(device_id: str, device_name: str, torch_version: str, threads: i
 
 
 def write_fingerprint(fp: Mapping, out_dir: str | os.PathLike) -> Path:
+    """fingerprint.json, written to a temporary file and renamed into place (as `write_table`): an interrupted
+    write left the profile's fingerprint.json cut short, or empty."""
     path = Path(out_dir) / FINGERPRINT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(fp, indent=2, sort_keys=True) + "\n")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(fp, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
     return path
 
 

@@ -2,9 +2,11 @@
 simulator's reporter (simulator.console.progress: a bar on a terminal, periodic lines otherwise), which
 profiles/ cannot import itself (it depends on models/ only).
 
-Checked before any kernel is timed (one line, exit 2): `--out` can receive the profile (probed as every
-command's output folder is, simulator.results.output_folder) and is not inside the shipped profiles' folder
-(only `--package-data` writes there), `--out` and `--package-data` are not both given, and on a CPU every
+Checked before any kernel is timed (one line, exit 2): the profile's folder (`--out`, or the default one)
+can receive the profile (probed as every command's output folder is, simulator.results.output_folder), holds
+no profile of the other kind (`--engine vllm`'s, whose fingerprint.json it would replace) and is not inside the
+shipped profiles' folder (only `--package-data` writes there), `--out` and `--package-data` are not both
+given, and on a CPU every
 model whose whole passes are timed for the host overhead (profiles.profiler.host_overhead builds the full
 model with random weights) fits in the memory available
 now: its weights in the profile's dtype, parameters × bytes per element, must be below MemAvailable
@@ -71,6 +73,73 @@ def _outside_the_shipped_profiles(out) -> None:
                                      "which only --package-data writes; choose another folder")
 
 
+def profile_folder(args) -> str | None:
+    """The folder the profiler will write (profiles.profiler.run.profile_out_dir): `--out`, else the shipped
+    profiles' folder with `--package-data`, else out/profiles/<device-id>/ — the default device id of a CPU or
+    of this machine's GPU when none is given (None: `--device cuda` without a GPU, which the profiler refuses).
+    The default folder was never checked: a user's own out/profiles/cpu-local/ops.csv was replaced, exit 0, and
+    a file of that folder's name failed after the whole profile ('File exists', naming no flag)."""
+    if args.out is not None:
+        return args.out
+    import torch
+
+    from profiles.profiler.run import default_device_id, profile_out_dir
+    if args.device == "cuda" and not torch.cuda.is_available():
+        return None
+    dev = torch.device(args.device)
+    return str(profile_out_dir(None, args.package_data, args.device_id or default_device_id(dev), dev))
+
+
+KERNEL_PROFILE, ENGINE_PROFILE = "kernel", "engine"
+# each kind of profile folder, as an error names it
+_PROFILE_KINDS = {KERNEL_PROFILE: "a kernel profile (ops.csv, written by draftsim profile)",
+                  ENGINE_PROFILE: "a vLLM engine profile (written by draftsim profile --engine vllm)"}
+
+
+def profile_kind(folder) -> str | None:
+    """Which profile `folder` holds: KERNEL_PROFILE (an op table, ops.csv), ENGINE_PROFILE (a fingerprint.json
+    written by the vLLM driver, `"tool"` naming it; profiles.engine_time.engine_profile) or None."""
+    import os
+    from pathlib import Path
+
+    from models.files import read_document
+    folder = Path(folder)
+    if os.path.lexists(folder / "ops.csv"):
+        return KERNEL_PROFILE
+    try:
+        found = read_document(folder / "fingerprint.json", "JSON") if (folder / "fingerprint.json").is_file() else None
+    except (ValueError, OSError):   # (a damaged fingerprint: the folder's own checks name it, or it is replaced)
+        return None
+    return ENGINE_PROFILE if isinstance(found, dict) and "vllm_driver" in str(found.get("tool", "")) else None
+
+
+def refuse_other_profile(out, kind: str) -> None:
+    """ScenarioError on `--out` when it holds the other kind of profile: both write fingerprint.json, so each
+    took the other's folder for its own earlier output and replaced its fingerprint (`draftsim profile --engine
+    vllm --out profiles/data/cpu-local` left the shipped kernel profile's ops.csv beside an engine fingerprint,
+    exit 0). An engine profile also refuses a folder holding another command's output (its manifest,
+    simulator.results.output_folder): its loader reads every .json there as a model's passes
+    (profiles.engine_time.engine_profile.load_engine_profile), so `--engine vllm --out <a run's folder>` wrote
+    a profile that no latency source could read ('.draftsim-run.json is not an engine profile')."""
+    from models.files import expand_home
+    from simulator.results.output_folder import MANIFEST_PREFIX, MANIFEST_SUFFIX, STAGING_PREFIX
+    try:
+        folder = expand_home(out)
+        there = profile_kind(folder)
+        manifests = sorted(p.name for p in folder.glob(f"{MANIFEST_PREFIX}*{MANIFEST_SUFFIX}")
+                           if not p.name.startswith(STAGING_PREFIX)) if folder.is_dir() else []
+    except (OSError, ValueError):   # (a path --out's own check names)
+        return
+    if there is not None and there != kind:
+        raise ScenarioError("--out", f"{out} holds {_PROFILE_KINDS[there]}, whose fingerprint.json this profile "
+                                     "would replace; choose another folder")
+    if kind == ENGINE_PROFILE and manifests:
+        command = manifests[0][len(MANIFEST_PREFIX):-len(MANIFEST_SUFFIX)]
+        raise ScenarioError("--out", f"{out} holds the output of draftsim {command} ({manifests[0]}), whose .json "
+                                     "files an engine profile's loader would read as models' passes; choose "
+                                     "another folder")
+
+
 def check_arguments(args) -> None:
     """The up-front checks of the module docstring."""
     from simulator.config.host_memory import available_bytes
@@ -88,13 +157,11 @@ def check_arguments(args) -> None:
                                            f"{_shown(args.device_id)}")
     if args.check_out is not None:
         check_output_file(args.check_out, "--check-out")
-    out = args.out
-    if out is None and not args.package_data and args.device_id is not None:   # (the profiler's default folder)
-        from profiles.profiler.run import profile_out_dir
-        out = str(profile_out_dir(None, False, args.device_id, None))
+    out = args.out if args.check_only else profile_folder(args)
     if out is not None and not args.check_only:
         names = PROFILE_FILES + ((CHECK_FILE,) if args.check and args.check_out is None else ())
         check_output_dir(out, marker="fingerprint.json", command="profile", names=names)
+        refuse_other_profile(out, KERNEL_PROFILE)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     check_models(models, args.models)
     check_tp(models, args.tp)
@@ -144,4 +211,4 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     check_arguments(args)
-    return run.main(argv, progress_factory=_progress)
+    return run.main(argv, progress_factory=_progress, prog="draftsim profile")

@@ -56,7 +56,7 @@ def main(argv=None) -> int:
 def _profile(args) -> int:
     from simulator.console.contract import fail
     from simulator.errors import ScenarioError
-    from simulator.workflows.profile import check_models
+    from simulator.workflows.profile import ENGINE_PROFILE, check_models, refuse_other_profile
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     check_models(names, args.models)   # catalog names, at least one (it said 'unknown model ...', naming no flag)
     twice = next((n for i, n in enumerate(names) if n.lower() in [m.lower() for m in names[:i]]), None)
@@ -68,6 +68,7 @@ def _profile(args) -> int:
     from simulator.results.outputs import check_output_dir
     out = check_output_dir(args.out, marker="fingerprint.json", command="profile",
                      names=(*(f"{n}{ext}" for n in names for ext in (".json", ".log")), "fingerprint.json"))
+    refuse_other_profile(out, ENGINE_PROFILE)   # (a kernel profile's folder: its fingerprint.json is not ours)
     try:
         return _profile_into(args, names, out)
     except DriverFailed as exc:

@@ -26,7 +26,11 @@ ENV_PYTHON = "DRAFTSIM_VLLM_PYTHON"
 
 
 def resolve_vllm_python(explicit: str | None) -> str:
-    """The interpreter that has vLLM: --vllm-python, else $DRAFTSIM_VLLM_PYTHON, else this one."""
+    """The interpreter that has vLLM: --vllm-python, else $DRAFTSIM_VLLM_PYTHON, else this one. An empty
+    --vllm-python is refused: it was read as not given, and this Python was probed instead."""
+    if explicit is not None and not explicit.strip():
+        raise ValueError(f"--vllm-python: an empty path; give the Python that has vLLM, or omit --vllm-python for "
+                         f"${ENV_PYTHON} or this Python")
     python = explicit or os.environ.get(ENV_PYTHON) or sys.executable
     found = shutil.which(python) if os.sep not in python else (python if os.access(python, os.X_OK) else None)
     if found is None:

@@ -84,6 +84,26 @@ def test_a_profile_written_over_a_checked_one_drops_its_check(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["fingerprint.json", "ops.csv"]
 
 
+def test_an_interrupt_while_the_fingerprint_is_made_keeps_the_old_profile(tmp_path, monkeypatch):
+    """The new ops.csv was written before the fingerprint was made (git and CPU-identity subprocesses): a
+    Ctrl-C then left it beside the old profile's fingerprint.json (another run's threads and models)."""
+    import profiles.profiler.run as run
+
+    out = tmp_path / "profile"
+    run_profile("cpu", ["llama-68m"], out, quick=True, threads=1, grid=TINY, timing=TINY_TIMING,
+                progress=False, collectives=False)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "fingerprint", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_profile("cpu", ["smollm2-135m"], out, quick=True, threads=1, grid=TINY, timing=TINY_TIMING,
+                    progress=False, collectives=False)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
 def test_fingerprint_records_device_threads_dtype_and_versions(tiny_profile):
     fp = read_fingerprint(tiny_profile)
     for key in ("device_id", "device_name", "cpu_model", "torch_version", "threads", "dtype", "date", "git_commit"):
@@ -91,6 +111,24 @@ def test_fingerprint_records_device_threads_dtype_and_versions(tiny_profile):
     assert fp["device_id"] == "cpu-local" and fp["threads"] == 1 and fp["dtype"] == "fp32"
     assert fp["torch_version"] == torch.__version__ and fp["quick"] is True
     json.dumps(fp)
+
+
+def test_fingerprint_records_the_command_as_typed(tmp_path):
+    """`draftsim profile ...` was recorded as `python3 -m profiles.profiler profile ...`, which that module
+    refuses ('unrecognized arguments: profile'), and --models as typed (LLAMA-68M): now the command that reruns
+    the profile, quoted for a shell, and the catalog's names."""
+    import shlex
+
+    from profiles.profiler.run import MODULE_COMMAND, build_parser, command_line
+    from simulator.workflows.profile import main as draftsim_profile
+
+    argv = ["--device", "cpu", "--quick", "--models", "LLAMA-68M", "--no-collectives", "--threads", "1", "--quiet",
+            "--out", str(tmp_path / "a profile")]
+    assert draftsim_profile(argv) == 0
+    fp = read_fingerprint(tmp_path / "a profile")
+    assert fp["command"] == "draftsim profile " + shlex.join(argv) and fp["models"] == ["llama-68m"]
+    assert build_parser().parse_args(shlex.split(fp["command"])[2:]).out == str(tmp_path / "a profile")
+    assert command_line(MODULE_COMMAND, ["--out", "a b"]) == "python3 -m profiles.profiler --out 'a b'"
 
 
 def test_plan_follows_the_op_graph():
