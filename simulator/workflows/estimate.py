@@ -383,9 +383,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     latency = {k: v for k, v in (("source", args.source), ("framework", args.framework),
                                  ("version", args.version), ("profile_dir", args.profile_dir)) if v is not None}
+    engine = _given(args, ENGINE_FLAGS)
     if args.no_engine_time:
         latency["engine_time"] = False
-    engine = _given(args, ENGINE_FLAGS)
+        if engine:   # (each was taken and dropped: the step's kernels are priced without an engine)
+            flag = ENGINE_FLAGS[next(iter(engine))]
+            print(f"draftsim estimate: error: {flag} models the engine's time and CUDA-graph padding, which "
+                  "--no-engine-time leaves out; give one or the other", file=sys.stderr)
+            return 2
     if "async_scheduling" in engine:   # (on / off)
         engine["async_scheduling"] = engine["async_scheduling"] == "on"
     if "host_cpu" in engine:   # a catalog id, or a number: its calibration_us, as cluster.engine.host_cpu takes
