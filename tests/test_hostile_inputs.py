@@ -2247,6 +2247,11 @@ CASES = [
               f"{flag} models the engine's time and CUDA-graph padding, which --no-engine-time leaves out")
       for flag, value in (("--engine-version", "0.10.0"), ("--cuda-graphs", "none"), ("--host-cpu", "20000"),
                           ("--async-scheduling", "off"))],
+    # a field of estimate's hardware file was named `estimate.hardware.peak_flops.FP8`, a block the command line has none of
+    Hostile("estimate_hardware_file_field_by_its_flag", lambda tmp: [
+        "estimate", "--model", "llama-3-8b", "--hardware",
+        str(_write(tmp, "gpu.yaml", {**HW, "peak_flops": {"fp32": 6e13, "bf16": 8e14, "FP8": 1e15}}))],
+            "--hardware: peak_flops.FP8: unknown dtype; allowed: fp32"),
 ]
 
 

@@ -175,6 +175,10 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
                  "cluster.latency.source": "source", "cluster.latency.version": "version",
                  "cluster.latency.framework": "framework"}.get(
             exc.field, "tp" if "parallelism" in exc.field else exc.field)
+        inside = exc.field.removeprefix("estimate.hardware.")
+        if inside != exc.field:   # a field of the hardware file (it said `estimate.hardware.hbm_bytes: ...`, a
+            # block the command line has none of): `--hardware: hbm_bytes: ...`
+            raise ScenarioError("hardware", f"{inside}: {exc.message}") from None
         raise ScenarioError(field, exc.message) from None
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
     new_tokens = prefill_tokens if prefill_tokens else query_tokens
