@@ -87,9 +87,17 @@ class HardwareSpec:
         return hash((self.id, self.name))
 
     def allowed_weight_dtypes(self) -> list[str]:
-        """The weight dtypes this GPU runs."""
+        """The weight dtypes this GPU runs: those `weight_dtype_error` lets through (fp16 without a rate of its
+        own among them, at the bf16 rate: `matmul_flops`; the list left it out while fp16 ran)."""
         return [d for d in ("fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4", "mxfp4")
-                if d in WEIGHT_ONLY_DTYPES or self.matmul_rate(d) is not None]
+                if self._missing_tensor_cores(d) is None]
+
+    def _missing_tensor_cores(self, dtype: str) -> str | None:
+        """The peak-rate key (fp8, fp4) weights in `dtype` need and this GPU lacks, or None."""
+        for need, dtypes in (("fp8", ("fp8", "fp8_block")), ("fp4", tuple(sorted(FP4_DTYPES)))):
+            if dtype in dtypes and need not in self.peak_flops:
+                return need
+        return None
 
     def matmul_rate(self, dtype: str) -> float | None:
         """This GPU's own tensor-core rate for `dtype` weights, or None (fp8_block: the fp8 rate; nvfp4: the fp4
@@ -104,11 +112,11 @@ class HardwareSpec:
         rate), nvfp4 (W4A4) FP4 tensor cores (an `fp4` rate: Blackwell); int4 and mxfp4 are weight-only
         (dequantized to 16-bit math: Marlin/AWQ-style kernels, gpt-oss's MXFP4 experts, models.dtypes), so they
         run wherever bf16 does."""
-        for need, dtypes in (("fp8", ("fp8", "fp8_block")), ("fp4", tuple(sorted(FP4_DTYPES)))):
-            if dtype in dtypes and need not in self.peak_flops:
-                return (f"{dtype} weights need {need.upper()} tensor cores, which {self.id} lacks (peak rates for "
-                        f"{', '.join(sorted(self.peak_flops))}); allowed here: {', '.join(self.allowed_weight_dtypes())}")
-        return None
+        need = self._missing_tensor_cores(dtype)
+        if need is None:
+            return None
+        return (f"{dtype} weights need {need.upper()} tensor cores, which {self.id} lacks (peak rates for "
+                f"{', '.join(sorted(self.peak_flops))}); allowed here: {', '.join(self.allowed_weight_dtypes())}")
 
     def kv_dtype_error(self, kv_dtype: str) -> str | None:
         """Why a KV cache in `kv_dtype` cannot be used here, or None: an NVFP4 KV cache needs FP4 tensor cores

@@ -10,7 +10,8 @@ Sources (`LatencySourceConfig.source`):
 * `auto` (default): `measured` when the package is installed and has tables for the GPU and dtype,
   else `roofline` with one warning saying why (no warning for devices the package never covers, such
   as the local CPU). A `version` given by name must have been measured: an unknown version is an error
-  naming the versions available (issue 14), never the roofline.
+  naming the versions available (issue 14), never the roofline; so is a version on hardware no tables cover
+  (user hardware, a GPU never measured).
 """
 from __future__ import annotations
 
@@ -66,6 +67,11 @@ def _engine_profile(hardware: HardwareSpec, dtype: str, config: LatencySourceCon
 def _auto(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dtype: str | None) -> LatencyModel:
     from profiles.measured import SYSTEMS, MeasuredDataError
     if hardware.id not in SYSTEMS or hardware is not HARDWARE.get(hardware.id):
+        if config.version is not None:   # (a version of tables that cannot exist was dropped without a word)
+            have = ", ".join(sorted(h for h in SYSTEMS if h in HARDWARE))
+            raise FieldError("cluster.latency.version", f"{config.version!r} selects measured kernel tables, but "
+                             f"{hardware.id} has none (measured hardware: {have}); leave version out to price "
+                             f"{hardware.id} on the roofline")
         return _roofline(hardware, dtype, config, kv_dtype)  # user hardware, or a GPU never measured: silent
     try:
         return _measured(hardware, dtype, config, kv_dtype)

@@ -2294,6 +2294,32 @@ CASES = [
         "--models-dir", ((tmp / "hf/qwen2.5-coder-0.5b").mkdir(parents=True),
                          _write(tmp, "hf/qwen2.5-coder-0.5b/config.json", "{}"), tmp / "hf")[-1],
         "--vllm-python", ""], "--vllm-python: an empty path"),
+    # session 22, hwmodel: a measured-table version on hardware no table covers (user hardware, a GPU never measured)
+    # was dropped and the step priced on the roofline; an engine release that does not exist ran when the engine time
+    # was off; estimate's engine flags beside --no-engine-time were taken and dropped; each ran (exit 0)
+    Hostile("estimate_table_version_on_user_hardware", lambda tmp: [
+        "estimate", "--model", "llama-3-8b", "--hardware", str(_write(tmp, "gpu.yaml", HW)), "--version", "0.24.0"],
+            "--version: '0.24.0' selects measured kernel tables, but my-gpu has none"),
+    Hostile("estimate_table_version_on_an_unmeasured_gpu", lambda tmp: [
+        "estimate", "--model", "llama-3-8b", "--hardware", "h100-pcie", "--version", "99.9.9"],
+            "--version: '99.9.9' selects measured kernel tables, but h100-pcie has none"),
+    Hostile("run_table_version_on_user_hardware", run(cluster={"hardware": HW, "latency": {"version": "0.24.0"}}),
+            "cluster.latency.version: '0.24.0' selects measured kernel tables, but my-gpu has none"),
+    Hostile("run_unknown_engine_release_without_engine_time", run(cluster={"latency": {"engine_time": False},
+                                                                           "engine": {"version": "99.0"}}),
+            "cluster.engine.version: vllm 99.0 is newer than the newest release known here"),
+    Hostile("run_not_a_release_without_engine_time", run(cluster={"latency": {"engine_time": False,
+                                                                              "engine_version": "0.10.7"}}),
+            "cluster.engine.version: vllm 0.10.7 is not a release"),
+    *[Hostile(f"estimate_no_engine_time_with_{flag[2:].replace('-', '_')}", estimate("--no-engine-time", flag, value),
+              f"{flag} models the engine's time and CUDA-graph padding, which --no-engine-time leaves out")
+      for flag, value in (("--engine-version", "0.10.0"), ("--cuda-graphs", "none"), ("--host-cpu", "20000"),
+                          ("--async-scheduling", "off"))],
+    # a field of estimate's hardware file was named `estimate.hardware.peak_flops.FP8`, a block the command line has none of
+    Hostile("estimate_hardware_file_field_by_its_flag", lambda tmp: [
+        "estimate", "--model", "llama-3-8b", "--hardware",
+        str(_write(tmp, "gpu.yaml", {**HW, "peak_flops": {"fp32": 6e13, "bf16": 8e14, "FP8": 1e15}}))],
+            "--hardware: peak_flops.FP8: unknown dtype; allowed: fp32"),
 ]
 
 

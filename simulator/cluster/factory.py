@@ -230,6 +230,11 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
     enabled = lat.engine_time if lat.engine_time is not None else (hw.id != "cpu-local" or own)
     family = drafter_family(drafter) if speculating else None
     if not enabled:
+        if engine_cfg.version is not None or lat.engine_version is not None:
+            try:   # a release named is one that exists, priced or not (`version: "99.0"` ran with engine_time off)
+                engine_release(lat, engine_cfg, latency)
+            except FieldError as exc:
+                raise ScenarioError(exc.field, exc.message) from None
         return None
     if own:   # the profiled engine's own host time per step
         from profiles.engine_time.engine_profile import engine_time_of

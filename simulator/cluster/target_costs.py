@@ -98,7 +98,7 @@ def _nanoflow(c: BuildContext) -> ForwardCost:
     from simulator.cost.nanoflow import NanoFlowForwardCost
     hw = c.hardware
     return NanoFlowForwardCost(c.target, c.par, c.latency, c.dtype, c.kv_dtype, nano_batches=c.nano_batches,
-                               peak_flops_per_s=hw.peak_flops.get(c.dtype, hw.peak_flops["bf16"]),
+                               peak_flops_per_s=hw.matmul_flops(c.dtype),
                                hbm_bandwidth_bytes_per_s=hw.hbm_bandwidth_bytes_per_s)
 
 

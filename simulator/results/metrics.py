@@ -291,6 +291,12 @@ def _pct(value) -> str:
     return text if text == "-" else f"{text} %"
 
 
+def _engine_time(engine: Mapping | None) -> str:
+    """A pool's engine-time model in a few words (summary `engine_time`)."""
+    return "none" if engine is None else \
+        f"{engine['framework']} {engine['versions']} ({'overlapped' if engine['overlap'] else 'synchronous'})"
+
+
 def format_summary_table(summary: Mapping) -> str:
     """Compact table of the headline numbers (for the terminal); the latency columns widen with their
     values (simulator.console.table), so any magnitude stays aligned."""
@@ -344,10 +350,16 @@ def format_summary_table(summary: Mapping) -> str:
                                + (f"${_num(cost, digits=3)} per M output tokens" if cost is not None and math.isfinite(cost)
                                   else "no $/GPU-hour: set energy.usd_per_gpu_hour")))
     if "latency_source" in s:
-        rows.append(("latency", format_latency_source(s["latency_source"])))
-        engine = s.get("engine_time")
-        rows.append(("engine time", "none" if engine is None else
-                     f"{engine['framework']} {engine['versions']} ({'overlapped' if engine['overlap'] else 'synchronous'})"
-                     f"   {_pct(s.get('engine_time_fraction', 0.0))} of busy time"))
+        # pools priced apart (simulator.results.summary.pricing_summary: other hardware) one line each; the first
+        # pool's alone hid the other's source (prefill on a user GPU, roofline; decode on an A100, measured)
+        pools = [key.removesuffix("_latency_source") for key in s if key.endswith("_latency_source")]
+        busy = f"{_pct(s.get('engine_time_fraction', 0.0))} of busy time"
+        if pools:
+            rows += [("latency", f"{pool}: {format_latency_source(s[pool + '_latency_source'])}") for pool in pools]
+            rows += [("engine time", f"{pool}: {_engine_time(s[pool + '_engine_time'])}") for pool in pools]
+            rows.append(("engine time", f"{busy}, all pools"))
+        else:
+            rows.append(("latency", format_latency_source(s["latency_source"])))
+            rows.append(("engine time", f"{_engine_time(s.get('engine_time'))}   {busy}"))
     lines += [f"{label:<13}{text}" for label, text in rows]
     return "\n".join(lines)

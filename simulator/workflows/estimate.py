@@ -175,6 +175,10 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
                  "cluster.latency.source": "source", "cluster.latency.version": "version",
                  "cluster.latency.framework": "framework"}.get(
             exc.field, "tp" if "parallelism" in exc.field else exc.field)
+        inside = exc.field.removeprefix("estimate.hardware.")
+        if inside != exc.field:   # a field of the hardware file (it said `estimate.hardware.hbm_bytes: ...`, a
+            # block the command line has none of): `--hardware: hbm_bytes: ...`
+            raise ScenarioError("hardware", f"{inside}: {exc.message}") from None
         raise ScenarioError(field, exc.message) from None
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
     new_tokens = prefill_tokens if prefill_tokens else query_tokens
@@ -383,9 +387,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     latency = {k: v for k, v in (("source", args.source), ("framework", args.framework),
                                  ("version", args.version), ("profile_dir", args.profile_dir)) if v is not None}
+    engine = _given(args, ENGINE_FLAGS)
     if args.no_engine_time:
         latency["engine_time"] = False
-    engine = _given(args, ENGINE_FLAGS)
+        if engine:   # (each was taken and dropped: the step's kernels are priced without an engine)
+            flag = ENGINE_FLAGS[next(iter(engine))]
+            print(f"draftsim estimate: error: {flag} models the engine's time and CUDA-graph padding, which "
+                  "--no-engine-time leaves out; give one or the other", file=sys.stderr)
+            return 2
     if "async_scheduling" in engine:   # (on / off)
         engine["async_scheduling"] = engine["async_scheduling"] == "on"
     if "host_cpu" in engine:   # a catalog id, or a number: its calibration_us, as cluster.engine.host_cpu takes

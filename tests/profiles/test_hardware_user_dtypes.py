@@ -87,6 +87,28 @@ def test_fp8_weights_without_fp8_tensor_cores_fail_before_the_run(tmp_path, caps
         simulator.run(scenario(cluster={"hardware": "a100-80gb", "model": "llama-3-8b", "dtype": "fp8_block"}))
 
 
+def test_the_dtypes_a_refusal_allows_are_the_ones_that_run():
+    """A GPU without an fp16 rate of its own runs fp16 weights at its bf16 rate (HardwareSpec.matmul_flops); the
+    fp8 refusal's 'allowed here' list left fp16 out while fp16 ran."""
+    hw = hardware_from_fields({**MY_GPU, "peak_flops": {"fp32": 6.0e13, "bf16": 8.0e14}})
+    assert hw.weight_dtype_error("fp16") is None and hw.matmul_flops("fp16") == 8.0e14
+    assert hw.allowed_weight_dtypes() == [d for d in ("fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4",
+                                                      "mxfp4") if hw.weight_dtype_error(d) is None]
+    assert hw.weight_dtype_error("fp8").endswith("allowed here: fp32, bf16, fp16, int4, mxfp4")
+
+
+def test_a_measured_table_version_on_user_hardware_is_an_error_not_dropped():
+    """User hardware has no measured tables, so a `version` of them named the tables of nothing: it was
+    dropped and the run priced on the roofline (`draftsim estimate --hardware h20.yaml --version 99.9.9`, exit 0)."""
+    with pytest.raises(ValueError, match=r"cluster.latency.version: '0.24.0' selects measured kernel tables, but "
+                                         r"my-gpu has none"):
+        simulator.run(scenario(cluster={"hardware": MY_GPU, "model": "llama-3-8b", "latency": {"version": "0.24.0"}},
+                               workload={"num_requests": 5}))
+    with pytest.raises(ValueError, match="cluster.latency.version: '0.24.0' .* h100-pcie has none"):
+        simulator.run(scenario(cluster={"hardware": "h100-pcie", "model": "llama-3-8b",
+                                        "latency": {"version": "0.24.0"}}, workload={"num_requests": 5}))
+
+
 def test_int4_weights_run_where_bf16_does_with_their_gemms_on_the_roofline():
     base = {"cluster": {"hardware": "a100-80gb", "model": "llama-3-8b"}, "workload": {"num_requests": 40}}
     bf16 = simulator.run(scenario(**base))

@@ -112,3 +112,15 @@ def test_makespans_refuse_negative_and_nan_stage_times(times):
         flow_shop_makespan(times)
     with pytest.raises(ValueError, match="non-negative seconds"):
         identical_makespan(times[0], 3)
+
+
+@pytest.mark.parametrize("hardware,dtype", [("h100-sxm", "fp8_block"), ("b200", "nvfp4"), ("h100-sxm", "int4")])
+def test_ops_are_split_by_the_weights_own_tensor_core_rate(hardware, dtype):
+    """The compute-or-memory split of a nano-batch's ops uses the GPU's rate for the weights' dtype, as every
+    other pricer does (HardwareSpec.matmul_flops): fp8_block GEMMs were judged at the bf16 rate (half the fp8
+    one), nvfp4 ones at a quarter of the fp4 one, so GEMMs between the two ridges were called compute-bound."""
+    data = scenario(cluster={**DATA["cluster"], "hardware": hardware, "model": "llama-3-8b", "dtype": dtype,
+                             "parallelism": {"tp": 1}},
+                    workload=DATA["workload"], scheduler=DATA["scheduler"])
+    nano = replica_kind(data).cost.target
+    assert nano.peak_flops_per_s == get_hardware(hardware).matmul_flops(dtype)

@@ -187,3 +187,20 @@ def test_summary_latency_columns_stay_aligned_for_any_magnitude():
     ends = [[m.end() for m in __import__("re").finditer(r"\S+", line)][-4:] for line in block]
     assert all(e == ends[0] for e in ends), block
     assert "637788221.00" in block[1] and "132075791.00" in block[1]
+
+
+def test_pools_priced_apart_each_print_their_source():
+    """Pools on different hardware report their sources apart (summary `<pool>_latency_source`); the printed table
+    showed the first pool's alone, `latency  roofline (h20)`, for a decode pool priced from measured A100 tables."""
+    _, s = tiny_summary()
+    roofline = {"source": "roofline", "hardware": "my-gpu"}
+    engine = {"framework": "vllm", "versions": "0.28.0..", "overlap": True}
+    one = format_summary_table(dict(s, latency_source=roofline, engine_time=engine, engine_time_fraction=0.05))
+    assert "latency      roofline (my-gpu)\nengine time  vllm 0.28.0.. (overlapped)   5.0 % of busy time" in one
+    both = format_summary_table(dict(s, latency_source=roofline, engine_time=engine, engine_time_fraction=0.05,
+                                     prefill_latency_source=roofline, prefill_engine_time=engine,
+                                     decode_latency_source={"source": "roofline", "hardware": "h100-sxm"},
+                                     decode_engine_time=None))
+    assert ("latency      prefill: roofline (my-gpu)\nlatency      decode: roofline (h100-sxm)\n"
+            "engine time  prefill: vllm 0.28.0.. (overlapped)\nengine time  decode: none\n"
+            "engine time  5.0 % of busy time, all pools") in both
