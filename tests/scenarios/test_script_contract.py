@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from contract import snapshot
 from models.errors import FieldError, bounded, one_line_usage_errors, run_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -290,3 +291,31 @@ def test_the_contract_keeps_repeatable_flags_and_each_parse_apart(capsys):
     for _ in range(2):
         args = parser.parse_args(["--set", "a=1", "--set", "b=2", "-vv", "--out", "x", "go", "--batch", "3"])
         assert (args.set, args.verbose, args.out, args.batch) == (["a=1", "b=2"], 2, "x", 3)
+
+
+NAMED_OUTPUTS = [script for script in SCRIPTS if "OUTPUT = NamedFiles(" in (ROOT / script).read_text()]
+
+
+def test_every_script_writing_into_an_out_folder_keeps_its_files_apart_from_the_users():
+    """A script's `--out` folder is a NamedFiles' (simulator.results.named_files), as `draftsim reproduce`'s: a bare
+    `folder_flag` with writes in place overwrote a user's file of the same name (tree_budget.csv, exit 0)."""
+    assert len(NAMED_OUTPUTS) >= 6 and "scenarios/papers/tree_budget.py" in NAMED_OUTPUTS
+    assert not [script for script in SCRIPTS if "folder_flag(" in (ROOT / script).read_text()]
+
+
+@pytest.mark.parametrize("script", NAMED_OUTPUTS)
+def test_a_users_file_of_a_scripts_output_name_is_refused_before_any_work(script, tmp_path, capsys, monkeypatch):
+    module = importlib.import_module(script[:-3].replace("/", "."))
+    mine = tmp_path / "out" / module.CSV
+    mine.parent.mkdir()
+    mine.write_text("the user's")
+    before = snapshot(tmp_path)
+    monkeypatch.setattr(sys, "argv", [script, "--out", str(mine.parent)])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        module.main(["--out", str(mine.parent)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exited.value.code == 2 and len(lines) == 1, lines
+    module_name = script[:-3].replace("/", ".")
+    assert f"argument --out: {mine} exists and was not written by python3 -m {module_name}" in lines[0], lines
+    assert snapshot(tmp_path) == before
