@@ -112,12 +112,68 @@ def one_line_usage_errors(parser: argparse.ArgumentParser) -> None:
         p.exit(EXIT_USAGE, f"{p.prog}: error: {message} (see {p.prog} --help)\n")
 
     parser.error = error
+    _refuse_repeats(parser)
     for action in parser._actions:
         if action.type in (int, float):
             action.type = _ascii_type(action.type)
+        if action.option_strings and isinstance(action, _SINGLE_VALUED):
+            action.__class__ = _given_once(type(action))
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 one_line_usage_errors(sub)
+
+
+# the actions whose repeat replaces the value (argparse keeps the last: `--out a --out b` wrote to b); append,
+# extend, count, help and version are meant to repeat or exit, and keep argparse's way
+_SINGLE_VALUED = (argparse._StoreAction, argparse._StoreConstAction, argparse.BooleanOptionalAction)
+_GIVEN = "_draftsim_given"   # the parser's {dest: option string} of the parse under way (`_refuse_repeats`)
+
+
+class _GivenOnce(argparse.Action):
+    """A single-valued option refusing a second occurrence in one parse, under any spelling argparse takes
+    (`--out=b`, the abbreviation `--ou b`, `--no-plots` after `--plots`): a usage error naming the flag, raised
+    before the command does any work."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(parser, _GIVEN, None)
+        if given is not None:
+            if self.dest in given:
+                first = given[self.dest]
+                how = "" if first == option_string else f" ({first}, then {option_string})"
+                raise argparse.ArgumentError(self, f"given twice{how}; give it once")
+            given[self.dest] = option_string
+        super().__call__(parser, namespace, values, option_string)
+
+
+_ONCE_CLASSES: dict[type, type] = {}
+
+
+def _given_once(kind: type) -> type:
+    """`kind` (an argparse action class) with `_GivenOnce`'s check first; `kind` itself if it has it."""
+    if issubclass(kind, _GivenOnce):
+        return kind
+    if kind not in _ONCE_CLASSES:
+        _ONCE_CLASSES[kind] = type(kind.__name__, (_GivenOnce, kind), {})
+    return _ONCE_CLASSES[kind]
+
+
+def _refuse_repeats(parser: argparse.ArgumentParser) -> None:
+    """Give each parse of `parser` (a sub-command's parser parses its part of argv on its own) a fresh record of
+    the options given, which `_GivenOnce` checks."""
+    if getattr(parser, _GIVEN, False) is not False:   # (already done: a parser parsed twice comes here twice)
+        return
+    parse = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):
+        outer = getattr(parser, _GIVEN)
+        setattr(parser, _GIVEN, {})
+        try:
+            return parse(args, namespace)
+        finally:
+            setattr(parser, _GIVEN, outer)
+
+    setattr(parser, _GIVEN, None)
+    parser.parse_known_args = parse_known_args
 
 
 def bounded(kind: type = int, minimum: float = 1, maximum: float | None = None, exclusive: bool = False):

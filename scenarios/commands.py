@@ -9,6 +9,10 @@ from simulator.cli import Command
 def _validate(argv: list[str]) -> int:
     if "--published" in argv:   # against published GPU runs, not a local loop
         from scenarios.validation.published.report import main
+        if argv.count("--published") > 1:   # (taken out here, it is no flag of that parser: as its flags, once)
+            from simulator.console.contract import fail
+            return fail("argument --published: given twice; give it once (see draftsim validate --published --help)",
+                        "validate --published")
         argv = [a for a in argv if a != "--published"]
     elif any(a == "--engine" or a.startswith("--engine=") for a in argv):   # against a real vLLM
         from scenarios.validation.vllm.report import main

@@ -88,3 +88,56 @@ def snapshot(folder: Path) -> dict[str, str]:
             else:
                 out[os.path.relpath(path, folder)] = _fingerprint(path)
     return out
+
+
+class _Parsed(Exception):
+    """Raised in place of parsing: the parser a command built (`parser_of`)."""
+
+    def __init__(self, parser):
+        super().__init__(parser.prog)
+        self.parser = parser
+
+
+def parser_of(call) -> "argparse.ArgumentParser":
+    """The argparse parser that `call()` (a command's or a script's `main(argv)`) builds and hands to the error
+    contract (models.errors.one_line_usage_errors, through simulator.console.contract.parse_args or
+    models.errors.script_args), stopped there: nothing parsed, no work done. The contract is not applied yet."""
+    import models.errors
+    import simulator.console.contract as contract
+
+    def stop(parser):
+        raise _Parsed(parser)
+
+    hooks = (models.errors.one_line_usage_errors, contract.one_line_usage_errors)
+    models.errors.one_line_usage_errors = contract.one_line_usage_errors = stop
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            call()
+    except _Parsed as parsed:
+        return parsed.parser
+    finally:
+        models.errors.one_line_usage_errors, contract.one_line_usage_errors = hooks
+    raise AssertionError(f"{call} parsed no arguments through the error contract")
+
+
+def single_valued_twice(parser) -> list[tuple[str, list[str]]]:
+    """(option, argv) giving each single-valued option of `parser` (a repeat replaces its value: store, store_const,
+    store_true/false, BooleanOptionalAction) twice, with a value its `type` and `choices` take."""
+    import argparse
+
+    def value(action) -> list[str]:
+        if action.nargs == 0:
+            return []
+        texts = [str(c) for c in action.choices] if action.choices else ["1", "0.5", "x"]
+        for text in texts:
+            try:
+                converted = action.type(text) if callable(action.type) else text
+            except (ValueError, TypeError, argparse.ArgumentTypeError):
+                continue
+            if not action.choices or converted in action.choices:
+                return [text] * (action.nargs if isinstance(action.nargs, int) else 1)
+        raise AssertionError(f"no value found for {action.option_strings}")
+
+    single = (argparse._StoreAction, argparse._StoreConstAction, argparse.BooleanOptionalAction)
+    return [(a.option_strings[-1], [a.option_strings[-1], *value(a), a.option_strings[-1], *value(a)])
+            for a in parser._actions if a.option_strings and isinstance(a, single)]

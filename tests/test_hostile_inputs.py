@@ -65,12 +65,18 @@ def _write(tmp: Path, name: str, content) -> Path:
     return path
 
 
+def _unless_given(defaults: list, flags) -> list:
+    """The (flag, value) pairs of `defaults` whose flag `flags` does not give: a case's own `--out` or
+    `--executor` replaces the helper's (a flag given twice is refused)."""
+    return [part for flag, value in zip(defaults[::2], defaults[1::2]) if flag not in flags for part in (flag, value)]
+
+
 def run(content=None, *flags, **sections) -> Callable[[Path], list]:
     """`draftsim run s.yaml --out out --quiet FLAGS` on `content` (bytes/text as they are) or the tiny
     scenario with `sections` merged in."""
     def make(tmp: Path) -> list:
         data = content if content is not None else merge(TINY, sections)
-        return ["run", _write(tmp, "s.yaml", data), "--out", tmp / "out", "--quiet", *flags]
+        return ["run", _write(tmp, "s.yaml", data), *_unless_given(["--out", tmp / "out"], flags), "--quiet", *flags]
     return make
 
 
@@ -167,11 +173,12 @@ def hardware(**fields) -> Callable[[Path], list]:
     return make
 
 
-def sweep(scenario: dict = TINY, **fields) -> Callable[[Path], list]:
+def sweep(scenario: dict = TINY, flags: tuple = (), **fields) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
         base = _write(tmp, "base.yaml", scenario)
         spec = {"name": "s", "scenario": str(base), "grid": {"workload.arrival.qps": [4, 8]}, **fields}
-        return ["sweep", _write(tmp, "sweep.yaml", spec), "--out", tmp / "store", "--executor", "serial", "--quiet"]
+        return ["sweep", _write(tmp, "sweep.yaml", spec), *_unless_given(["--out", tmp / "store", "--executor", "serial"],
+                                                                          flags), "--quiet", *flags]
     return make
 
 
@@ -326,8 +333,8 @@ def _plan_on_missing_trace(tmp: Path) -> list:
 
 def plan(*flags, **fields) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
-        return ["plan", _write(tmp, "plan.yaml", merge(PLAN, fields)), "--out", tmp / "plans", "--executor", "serial",
-                "--quiet", *flags]
+        return ["plan", _write(tmp, "plan.yaml", merge(PLAN, fields)),
+                *_unless_given(["--out", tmp / "plans", "--executor", "serial"], flags), "--quiet", *flags]
     return make
 
 
@@ -633,7 +640,7 @@ CASES = [
             "sweep.plot.metrics"),
     Hostile("sweep_workers_zero", lambda tmp: sweep()(tmp) + ["--workers", "0"], "--workers"),
     Hostile("sweep_workers_beyond_the_cores",   # (a process pool forks all its workers at its first task)
-            lambda tmp: sweep()(tmp) + ["--executor", "local", "--workers", "100000"],
+            sweep(flags=("--executor", "local", "--workers", "100000")),
             "--workers: must be an integer in 1.."),
     # a scheduler port that is no number reached Dask's parser: a ValueError traceback (exit 1) from run and sweep;
     # no host or port 99999 waited 10 s for a connection (2026-11-28)
@@ -1981,7 +1988,7 @@ CASES = [
                          _write(tmp, "compare.csv", "the user's").parent],
             "compare.csv exists and was not written by draftsim compare"),
     Hostile("plan_out_beside_a_users_ranked_csv",
-            lambda tmp: plan()(tmp) + ["--out", _write(tmp, "ranked.csv", "rank,name\n1,mine\n").parent],
+            lambda tmp: plan("--out", _write(tmp, "ranked.csv", "rank,name\n1,mine\n").parent)(tmp),
             "ranked.csv exists and was not written by draftsim plan"),
     # a key holding a newline in a sweep's set: or compare's --vary was cut at it ('...: drafter.gam'), where a grid
     # key was named with what is allowed
@@ -2320,6 +2327,30 @@ CASES = [
         "estimate", "--model", "llama-3-8b", "--hardware",
         str(_write(tmp, "gpu.yaml", {**HW, "peak_flops": {"fp32": 6e13, "bf16": 8e14, "FP8": 1e15}}))],
             "--hardware: peak_flops.FP8: unknown dtype; allowed: fp32"),
+    # session 22, flags: a single-valued flag given twice kept the last value without a word (reproduce wrote into b,
+    # run simulated step by step, estimate priced 4 requests, exit 0); now refused naming it, in any spelling argparse
+    # takes (--flag=value, an abbreviation, --x then --no-x), before any work; append flags (--set, --vary) still repeat
+    Hostile("flags_run_step_mode_twice", run(None, "--step-mode", "bulk", "--step-mode", "step"),
+            "draftsim run: error: argument --step-mode: given twice; give it once"),
+    Hostile("flags_run_out_twice_as_equals", run(None, "--out=a", "--out=b"), "draftsim run: error: argument --out: given twice"),
+    Hostile("flags_estimate_batch_twice_abbreviated", estimate("--batch=2", "--bat", "4"),
+            "draftsim estimate: error: argument --batch: given twice"),
+    Hostile("flags_reproduce_out_twice", lambda tmp: ["reproduce", "tetris", "--out", tmp / "a", "--out", tmp / "b"],
+            "draftsim reproduce: error: argument --out: given twice"),
+    Hostile("flags_compare_step_mode_twice", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary", "seed=1",
+                                                          "--vary", "seed=2", "--step-mode", "bulk", "--step-mode",
+                                                          "step", "--out", tmp / "cmp", "--quiet"],
+            "draftsim compare: error: argument --step-mode: given twice"),
+    Hostile("flags_sweep_workers_twice", sweep(flags=("--workers", "1", "--workers", "2")),
+            "draftsim sweep: error: argument --workers: given twice"),
+    Hostile("flags_plan_quiet_twice", plan("--quiet"), "draftsim plan: error: argument --quiet: given twice"),
+    Hostile("flags_validate_published_twice", lambda tmp: ["validate", "--published", "--published", "--out", tmp / "p"],
+            "draftsim validate --published: error: argument --published: given twice"),
+    Hostile("flags_validate_vllm_out_twice", lambda tmp: ["validate", "--engine", "vllm", "--out", tmp / "a", "--out",
+                                                          tmp / "b"],
+            "draftsim validate --engine vllm: error: argument --out: given twice"),
+    Hostile("flags_profile_engine_twice", lambda tmp: ["profile", "--engine", "vllm", "--engine=vllm", "--out", tmp / "p"],
+            "draftsim profile --engine vllm: error: argument --engine: given twice"),
 ]
 
 

@@ -17,9 +17,13 @@ from pathlib import Path
 import pandas as pd
 
 from models.errors import bounded_list, run_script, script_args
-from simulator.results.output_folder import folder_flag
+from simulator.results.named_files import NamedFiles, first_line
 
 SCENARIO = Path(__file__).with_name("qwen_coder_trace.yaml")
+CSV = "trace_vs_constant.csv"
+# (a user's own file of this name in --out is never replaced: simulator.results.named_files)
+OUTPUT = NamedFiles("trace_vs_constant", "python3 -m scenarios.acceptance.trace_vs_constant",
+                    first_line(CSV, "gamma,acceptance,alpha,tokens_per_step"))
 
 
 def compare(gammas: list[int], drafter: str) -> pd.DataFrame:
@@ -50,12 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gammas", type=bounded_list(), default="2,4,6,8")
     ap.add_argument("--drafter", default="draft", choices=["draft", "skip", "ngram"])
-    ap.add_argument("--out", type=folder_flag("trace_vs_constant"), default="out/acceptance")
+    ap.add_argument("--out", type=OUTPUT.flag((CSV,)), default="out/acceptance")
     args = script_args(ap, argv)
     table = compare(args.gammas, args.drafter)
     out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "trace_vs_constant.csv", index=False)
+    with OUTPUT.staged(out, (CSV,)) as staged:
+        table.to_csv(staged / CSV, index=False)
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False))
     return 0

@@ -16,9 +16,14 @@ import time
 import numpy as np
 
 from models.errors import bounded, run_script, script_args
-from simulator.results.output_folder import folder_flag
+from simulator.results.named_files import NamedFiles, first_line
 from theory.multidraft_optimal import optimal_acceptance
 from theory.tree_search import optimal_tree
+
+CSV = "theory_speed.csv"
+# (a user's own file of this name in --out is never replaced: simulator.results.named_files)
+OUTPUT = NamedFiles("theory_speed", "python3 -m scenarios.benchmarks.theory_speed",
+                    first_line(CSV, "case,median_s,target_s,passed"))
 
 
 def median_seconds(fn, repeats: int) -> float:
@@ -34,7 +39,7 @@ def median_seconds(fn, repeats: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=bounded(), default=7, help="timed runs per case (default 7)")
-    parser.add_argument("--out", type=folder_flag("theory_speed"), default=None,
+    parser.add_argument("--out", type=OUTPUT.flag((CSV,)), default=None,
                         help="directory for theory_speed.csv (optional)")
     args = script_args(parser, argv)
     if args.repeats < 1:
@@ -65,12 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<52} {seconds * 1e3:8.2f}ms {target_s * 1e3:6.0f}ms  {'ok' if passed else 'SLOW'}")
     if args.out:
         out = args.out
-        out.mkdir(parents=True, exist_ok=True)
-        with open(out / "theory_speed.csv", "w", newline="") as handle:
+        with OUTPUT.staged(out, (CSV,)) as staged, open(staged / CSV, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-        print(f"wrote {out / 'theory_speed.csv'}")
+        print(f"wrote {out / CSV}")
     return 0 if ok else 1
 
 

@@ -15,20 +15,23 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from models.errors import run_script, script_args
-from simulator.results.output_folder import folder_flag
+from simulator.results.named_files import NamedFiles, first_line
 from theory.chain import ops_factor, optimal_gamma, speedup  # noqa: E402
 
 # (alpha, gamma, published speed, published ops) from Leviathan et al., Table 1 (c = 0, c_hat = 0)
 PUBLISHED = [(0.6, 2, 1.96, 1.53), (0.8, 5, 3.69, 1.63), (0.9, 10, 6.86, 1.60)]
+CSV, PNG = "leviathan_table1.csv", "leviathan_table1.png"
+# (a user's own file of these names in --out is never replaced: simulator.results.named_files)
+OUTPUT = NamedFiles("leviathan_table1", "python3 -m scenarios.papers.leviathan_table1",
+                    first_line(CSV, "alpha,gamma,speedup,paper_speedup,ops_factor,paper_ops_factor,match"))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=folder_flag("leviathan_table1"), default="out/papers",
+    parser.add_argument("--out", type=OUTPUT.flag((CSV, PNG)), default="out/papers",
                         help="output directory (default out/papers)")
     args = script_args(parser, argv)
     out = args.out
-    out.mkdir(parents=True, exist_ok=True)
 
     rows = []
     print(f"{'alpha':>5} {'gamma':>5} {'speed':>7} {'paper':>6} {'ops':>6} {'paper':>6}  match")
@@ -44,10 +47,6 @@ def main(argv: list[str] | None = None) -> int:
                           for g, s in [optimal_gamma(alpha, c)])
         print(f"  alpha={alpha}: {picks}")
 
-    with open(out / "leviathan_table1.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
     fig, ax = plt.subplots(figsize=(6, 4))
     gammas = list(range(0, 21))
     for alpha, *_ in PUBLISHED:
@@ -58,9 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     ax.set_title("Chain speculative decoding (Leviathan et al. Thm 3.8)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "leviathan_table1.png", dpi=120)
+    with OUTPUT.staged(out, (CSV, PNG)) as staged:   # both or neither
+        with open(staged / CSV, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        fig.savefig(staged / PNG, dpi=120)
     plt.close(fig)
-    print(f"\nwrote {out / 'leviathan_table1.csv'} and {out / 'leviathan_table1.png'}")
+    print(f"\nwrote {out / CSV} and {out / PNG}")
     return 0 if all(r["match"] for r in rows) else 1
 
 

@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from models.errors import run_script, script_args
-from simulator.results.output_folder import folder_flag
+from simulator.results.named_files import NamedFiles, first_line
 from theory.multidraft import SCHEMES, acceptance  # noqa: E402
 from theory.multidraft_optimal import optimal_acceptance  # noqa: E402
 from theory.multidraft_sampling import estimate_acceptance  # noqa: E402
@@ -27,15 +27,18 @@ from theory.multidraft_sampling import estimate_acceptance  # noqa: E402
 P = np.array([0.35, 0.25, 0.15, 0.12, 0.08, 0.05])
 Q = np.array([0.05, 0.10, 0.15, 0.20, 0.20, 0.30])
 MAX_N, MC_RUNS, SEED = 6, 40_000, 3
+CSV, PNG = "multidraft_vs_n.csv", "multidraft_vs_n.png"
+# (a user's own file of these names in --out is never replaced: simulator.results.named_files)
+OUTPUT = NamedFiles("multidraft_vs_n", "python3 -m scenarios.papers.multidraft_vs_n",
+                    first_line(CSV, "n," + ",".join(SCHEMES) + ",optimum"))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=folder_flag("multidraft_vs_n"), default="out/papers",
+    parser.add_argument("--out", type=OUTPUT.flag((CSV, PNG)), default="out/papers",
                         help="output directory (default out/papers)")
     args = script_args(parser, argv)
     out = args.out
-    out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
 
     print("p =", P.tolist())
@@ -57,10 +60,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fast optimum vs LP: max |difference| = {worst_lp_gap:.2e}")
     print(f"Monte Carlo of the real samplers ({MC_RUNS} runs each): max |z| = {worst_mc_z:.2f}")
 
-    with open(out / "multidraft_vs_n.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
     fig, ax = plt.subplots(figsize=(6, 4))
     ns = [r["n"] for r in rows]
     for name in columns:
@@ -70,9 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     ax.set_title("Lossless multi-draft verification on a fixed (p, q)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "multidraft_vs_n.png", dpi=120)
+    with OUTPUT.staged(out, (CSV, PNG)) as staged:   # both or neither
+        with open(staged / CSV, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        fig.savefig(staged / PNG, dpi=120)
     plt.close(fig)
-    print(f"wrote {out / 'multidraft_vs_n.csv'} and {out / 'multidraft_vs_n.png'}")
+    print(f"wrote {out / CSV} and {out / PNG}")
     return 0 if worst_lp_gap < 1e-6 and worst_mc_z < 5.0 else 1
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,8 @@ from simulator.console.contract import fail, guarded, parse_args
 from simulator.console.progress import Progress
 from simulator.console.table import format_columns
 from simulator.errors import ScenarioError
-from simulator.results.output_folder import begins_with, check_writable_folder, recorded, staged_files, write_manifest
+from simulator.results.named_files import NamedFiles
+from simulator.results.output_folder import begins_with
 
 RELATIONS = ("≈", "≥", "≤")
 
@@ -157,34 +157,21 @@ def files_of(name: str) -> list[str]:
     return [f"{name}.png", f"{name}.csv", f"{name}_checks.csv"]
 
 
-def _written_before_manifests(out_dir: Path, name: str) -> bool:
-    """`name`'s files in `out_dir` are a reproduction's of a draftsim without manifests: its checks file is
+def _written_before_manifests(out_dir: Path, file: str) -> bool:
+    """`file` in `out_dir` is a reproduction's of a draftsim without manifests: that reproduction's checks file is
     there with the checks' header."""
+    name = file.removesuffix(".png").removesuffix("_checks.csv").removesuffix(".csv")
     return begins_with(out_dir / f"{name}_checks.csv", CHECKS_HEAD)
+
+
+FILES = NamedFiles(COMMAND, "draftsim reproduce", legacy=_written_before_manifests)
 
 
 def check_out(out_dir: str | Path, names: list[str]) -> Path:
     """Refuse (`--out`, before any reproduction runs) a folder in which a file these reproductions would
     write exists and was not written by `draftsim reproduce` (it was replaced without a word: `--out .`
-    beside a user's own tetris.csv); returns the folder."""
-    out = check_writable_folder(out_dir)
-    if not out.is_dir():
-        return out
-    owned = recorded(out, COMMAND)
-    for name in names:
-        if owned is None and _written_before_manifests(out, name):
-            continue
-        for file in files_of(name):
-            if os.path.lexists(out / file) and file not in (owned or set()):
-                raise ScenarioError("--out", f"{out / file} exists and was not written by draftsim reproduce; move it "
-                                             "or choose another --out")
-            if os.path.lexists(out / file) and ((out / file).is_symlink() or not (out / file).is_file()):
-                # (a link or a folder of its name, even where the manifest lists it: a ValueError or
-                # IsADirectoryError traceback after the reproduction ran)
-                what = "a symbolic link" if (out / file).is_symlink() else "not a file"
-                raise ScenarioError("--out", f"{out / file} is {what}; draftsim reproduce writes a file there: move "
-                                             "it or choose another --out")
-    return out
+    beside a user's own tetris.csv), or is a link or a folder; returns the folder."""
+    return FILES.check(out_dir, [file for name in names for file in files_of(name)])
 
 
 def reproduce(name: str, out_dir: str | Path) -> Report:
@@ -194,15 +181,12 @@ def reproduce(name: str, out_dir: str | Path) -> Report:
     out = check_out(out_dir, [name])
     outcome = repro.run()
     names = files_of(name)
-    with staged_files(out) as staged:   # the three land together, or none (Ctrl-C, a full disk)
+    with FILES.staged(out, names) as staged:   # the three land together, or none (Ctrl-C, a full disk)
         outcome.figure.savefig(staged / names[0], format="png", metadata={"Software": None})
         # 12 significant digits, as summary.json: an LP solver or BLAS build moves only the last bits of a
         # float, and the written figures must not depend on which one ran.
         outcome.data.to_csv(staged / names[1], index=False, float_format="%.12g")
         checks_frame(outcome.checks).to_csv(staged / names[2], index=False, float_format="%.12g")
-        # (staged with them, and moved in first: a run stopped during the renames leaves a manifest listing
-        # every file it may have moved in)
-        write_manifest(staged, COMMAND, (recorded(out, COMMAND) or set()) | set(names))
     return Report(name, outcome.checks, [Path(out_dir) / n for n in names], list(outcome.notes))
 
 

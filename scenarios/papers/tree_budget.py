@@ -18,12 +18,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from models.errors import run_script, script_args
-from simulator.results.output_folder import folder_flag
+from simulator.results.named_files import NamedFiles, first_line
 from theory.tree_builders import chain_tree, eagle2_tree, positional_child_probs  # noqa: E402
 from theory.tree_search import tree_table  # noqa: E402
 from theory.trees import positional_accept_probs, positional_tree  # noqa: E402
 
 VOCAB, MAX_BUDGET, MAX_CHILDREN, SEED = 1000, 128, 16, 7
+CSV, PNG = "tree_budget.csv", "tree_budget.png"
+# (a user's own file of these names in --out is never replaced: simulator.results.named_files)
+OUTPUT = NamedFiles("tree_budget", "python3 -m scenarios.papers.tree_budget",
+                    first_line(CSV, "budget,chain,binary,4-ary"))
 
 
 def fixed_pair() -> tuple[np.ndarray, np.ndarray]:
@@ -43,11 +47,10 @@ def complete_kary(k: int, budget: int, accept_probs) -> object:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=folder_flag("tree_budget"), default="out/papers",
+    parser.add_argument("--out", type=OUTPUT.flag((CSV, PNG)), default="out/papers",
                         help="output directory (default out/papers)")
     args = script_args(parser, argv)
     out = args.out
-    out.mkdir(parents=True, exist_ok=True)
 
     p, q = fixed_pair()
     probs = positional_accept_probs(p, q, MAX_CHILDREN, "top_k_match")
@@ -72,11 +75,6 @@ def main(argv: list[str] | None = None) -> int:
     best = unlimited.tree(MAX_BUDGET, unlimited.max_depth)
     print(f"optimal tree at budget {MAX_BUDGET}: depth {best.depth}, level widths {best.level_widths().tolist()}")
 
-    with open(out / "tree_budget.csv", "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["budget"] + list(series))
-        for i, b in enumerate(budgets):
-            writer.writerow([b] + [f"{series[name][i]:.6f}" for name in series])
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for name, values in series.items():
         ax.plot(budgets, values, label=name)
@@ -86,9 +84,15 @@ def main(argv: list[str] | None = None) -> int:
     ax.set_title("Tree shapes under the positional acceptance model")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "tree_budget.png", dpi=120)
+    with OUTPUT.staged(out, (CSV, PNG)) as staged:   # both or neither
+        with open(staged / CSV, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["budget"] + list(series))
+            for i, b in enumerate(budgets):
+                writer.writerow([b] + [f"{series[name][i]:.6f}" for name in series])
+        fig.savefig(staged / PNG, dpi=120)
     plt.close(fig)
-    print(f"wrote {out / 'tree_budget.csv'} and {out / 'tree_budget.png'}")
+    print(f"wrote {out / CSV} and {out / PNG}")
     return 0
 
 

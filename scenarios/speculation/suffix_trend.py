@@ -21,9 +21,13 @@ import pandas as pd
 import yaml
 
 from models.errors import bounded, run_script, script_args
-from simulator.results.output_folder import folder_flag
+from simulator.results.named_files import NamedFiles, first_line
 
 SCENARIO = Path(__file__).with_name("suffix_code.yaml")
+CSV = "suffix_trend.csv"
+# (a user's own file of this name in --out is never replaced: simulator.results.named_files)
+OUTPUT = NamedFiles("suffix_trend", "python3 -m scenarios.speculation.suffix_trend",
+                    first_line(CSV, "workload,drafter,tokens_per_step,mean_tpot_ms,speedup"))
 WORKLOADS = {"code_edit": ("sessions-qwen2.5-coder-0.5b", ["code_edit"]),
              "agentic": ("sessions-qwen2.5-coder-0.5b", ["agentic"]),
              "chat (ShareGPT)": ("sessions-sharegpt", None)}
@@ -62,13 +66,13 @@ def trend(requests: int) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=bounded(), default=200)
-    parser.add_argument("--out", type=folder_flag("suffix_trend"), default=None)
+    parser.add_argument("--out", type=OUTPUT.flag((CSV,)), default=None)
     args = script_args(parser, argv)
     table = trend(args.requests)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out / "suffix_trend.csv", index=False)
+        with OUTPUT.staged(args.out, (CSV,)) as staged:
+            table.to_csv(staged / CSV, index=False)
     return 0
 
 

@@ -361,8 +361,8 @@ def staged_files(out_dir: Path | str):
     the staging folder renamed into place, so it comes into being only with its files); on any failure (Ctrl-C
     included) nothing moves and the staging folder is removed. For a command whose files are named after what
     it made, in a folder it shares with its other runs (`draftsim reproduce`: NAME.png, NAME.csv,
-    NAME_checks.csv; it keeps the manifest of every file its runs wrote there itself, staged with them,
-    scenarios.papers.registry.check_out; `draftsim profile --engine vllm`: NAME.json, NAME.log,
+    NAME_checks.csv, and the `python -m` scripts' --out: they keep the manifest of every file their runs wrote
+    there, staged with them, simulator.results.named_files; `draftsim profile --engine vllm`: NAME.json, NAME.log,
     fingerprint.json): nothing is half-written. The files move in name order, so a manifest
     (`.draftsim-...`) moves before the files it lists."""
     out_dir = absolute(out_dir)
@@ -383,16 +383,16 @@ def folder_flag(command: str):
     `check_writable_folder` checks, when the flags are parsed, so that a folder that cannot receive the
     files is argparse's one-line usage error naming the flag before any work (a script's `--out` naming an
     existing file was a FileExistsError traceback after its whole run)."""
-    return _flag_type(lambda text: check_writable_folder(text, command), "folder")
+    return flag_type(lambda text: check_writable_folder(text, command), "folder")
 
 
 def file_flag(field: str):
     """An argparse `type` for a script's output file (`--csv`): checked as `check_output_file` checks, when
     the flags are parsed (a folder given as `--csv` was an IsADirectoryError after the whole search)."""
-    return _flag_type(lambda text: check_output_file(text, field), "file")
+    return flag_type(lambda text: check_output_file(text, field), "file")
 
 
-def _flag_type(check, name: str):
+def flag_type(check, name: str):
     """`check(text)` as an argparse `type` named `name`: its ScenarioError becomes argparse's usage error."""
     def parse(text: str) -> Path:
         try:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from models.errors import FieldError, bounded, run_script
+from contract import snapshot
+from models.errors import FieldError, bounded, one_line_usage_errors, run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 # Standalone harnesses that import nothing from draftsim: they run by path in other environments (the vLLM
@@ -219,9 +220,102 @@ def test_the_placement_search_refuses_a_search_it_cannot_finish_or_that_finds_no
                         (["--tp", "1", "1"], "argument --tp: a degree is given twice: 1 1"),
                         (["--max-gpus", "2", "--tp", "3"], "argument --max-gpus: no layout of --tp 3 x --pp 1 fits")):
         with pytest.raises(SystemExit) as exited:
-            search.main([scenario, "--tp", "1", *flags] if flags[0] != "--tp" else [scenario, *flags])
+            search.main([scenario, *flags] if "--tp" in flags else [scenario, "--tp", "1", *flags])   # (--tp once)
         lines = capsys.readouterr().err.strip().splitlines()
         assert exited.value.code == 2 and len(lines) == 1 and says in lines[0], lines
     for gpus in range(1, 13):
         for tps, pps in (((1, 2, 4), (1, 2)), ((3,), (1,)), ((2, 8), (1,))):
             assert candidate_count(gpus, tps, pps) == len(candidates(gpus, tps, pps))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_single_valued_flag_given_twice_is_one_line_naming_it(script, capsys, monkeypatch, tmp_path):
+    """`python -m scenarios.papers.tree_budget --out a --out b` wrote into b without a word (argparse keeps the
+    last value): each single-valued flag of every script, given twice, is a usage error naming it."""
+    from contract import parser_of, single_valued_twice
+    from models.errors import one_line_usage_errors
+
+    module = importlib.import_module(script[:-3].replace("/", "."))
+    monkeypatch.setattr(sys, "argv", [script])
+    monkeypatch.chdir(tmp_path)
+    parser = parser_of(lambda: module.main(NEEDS.get(script, [])))
+    one_line_usage_errors(parser)
+    for option, argv in single_valued_twice(parser):
+        with pytest.raises(SystemExit) as exited:
+            parser.parse_args([*NEEDS.get(script, []), *argv])
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert exited.value.code == 2 and len(lines) == 1, (option, lines)
+        assert f"argument {option}" in lines[0] and "given twice; give it once" in lines[0], lines
+    assert not list(tmp_path.iterdir())
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tool")
+    parser.add_argument("--out")
+    parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--verbose", "-v", action="count", default=0)
+    parser.add_argument("--cases", nargs="+")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("go").add_argument("--batch", type=int)
+    return parser
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--out", "a", "--out", "b"], "argument --out: given twice; give it once"),
+    (["--out=a", "--out", "b"], "argument --out: given twice"),
+    (["--ou", "a", "--out=b"], "argument --out: given twice"),   # (an abbreviation argparse takes)
+    (["--plots", "--no-plots"], "argument --plots/--no-plots: given twice (--plots, then --no-plots)"),
+    (["--quiet", "--quiet"], "argument --quiet: given twice"),
+    (["--cases", "a", "b", "--cases", "c"], "argument --cases: given twice"),
+    (["go", "--batch", "2", "--batch=4"], "tool go: error: argument --batch: given twice"),
+])
+def test_the_contract_refuses_a_repeated_single_valued_flag(argv, named, capsys):
+    parser = _parser()
+    one_line_usage_errors(parser)
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and named in err, err
+
+
+def test_the_contract_keeps_repeatable_flags_and_each_parse_apart(capsys):
+    """append and count repeat as before; a parser parsed twice (or hooked twice) starts each parse afresh; the
+    help is argparse's own."""
+    parser = _parser()
+    help_before = parser.format_help()
+    one_line_usage_errors(parser)
+    one_line_usage_errors(parser)
+    assert parser.format_help() == help_before
+    for _ in range(2):
+        args = parser.parse_args(["--set", "a=1", "--set", "b=2", "-vv", "--out", "x", "go", "--batch", "3"])
+        assert (args.set, args.verbose, args.out, args.batch) == (["a=1", "b=2"], 2, "x", 3)
+
+
+NAMED_OUTPUTS = [script for script in SCRIPTS if "OUTPUT = NamedFiles(" in (ROOT / script).read_text()]
+
+
+def test_every_script_writing_into_an_out_folder_keeps_its_files_apart_from_the_users():
+    """A script's `--out` folder is a NamedFiles' (simulator.results.named_files), as `draftsim reproduce`'s: a bare
+    `folder_flag` with writes in place overwrote a user's file of the same name (tree_budget.csv, exit 0)."""
+    assert len(NAMED_OUTPUTS) >= 6 and "scenarios/papers/tree_budget.py" in NAMED_OUTPUTS
+    assert not [script for script in SCRIPTS if "folder_flag(" in (ROOT / script).read_text()]
+
+
+@pytest.mark.parametrize("script", NAMED_OUTPUTS)
+def test_a_users_file_of_a_scripts_output_name_is_refused_before_any_work(script, tmp_path, capsys, monkeypatch):
+    module = importlib.import_module(script[:-3].replace("/", "."))
+    mine = tmp_path / "out" / module.CSV
+    mine.parent.mkdir()
+    mine.write_text("the user's")
+    before = snapshot(tmp_path)
+    monkeypatch.setattr(sys, "argv", [script, "--out", str(mine.parent)])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        module.main(["--out", str(mine.parent)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exited.value.code == 2 and len(lines) == 1, lines
+    module_name = script[:-3].replace("/", ".")
+    assert f"argument --out: {mine} exists and was not written by python3 -m {module_name}" in lines[0], lines
+    assert snapshot(tmp_path) == before

@@ -92,3 +92,46 @@ def test_set_override_changes_the_run(tmp_path, capsys):
                  "--set", "workload.num_requests=20"]) == 0
     printed = capsys.readouterr().out
     assert "20 requests" in printed
+
+
+# every command with flags (catalog takes none) and the variants that parse their own flags
+COMMANDS = [("run",), ("estimate",), ("profile",), ("sweep",), ("plan",), ("compare",), ("reproduce",),
+            ("validate",), ("profile", "--engine", "vllm"), ("validate", "--engine", "vllm"), ("validate", "--published")]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_a_single_valued_flag_given_twice_is_refused_naming_it(command, tmp_path, monkeypatch):
+    """`--out a --out b`, `--step-mode bulk --step-mode step`, `--batch 2 --batch 4`: argparse kept the last
+    value without a word; every single-valued flag of every command is now a usage error naming it, before any
+    work (models.errors.one_line_usage_errors)."""
+    import argparse
+    import importlib.util
+
+    from contract import cli, parser_of, single_valued_twice, snapshot
+
+    if command == ("profile",) and importlib.util.find_spec("torch") is None:
+        pytest.skip("draftsim profile's parser is profiles.profiler.run's (extra `torch`)")
+    monkeypatch.chdir(tmp_path)
+    parser = parser_of(lambda: main(list(command)))
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    parser = subs[0].choices[command[0]] if subs else parser
+    cases = [(option, argv) for option, argv in single_valued_twice(parser) if option not in command]
+    assert cases
+    for option, argv in cases:
+        code, out, err = cli(*command, *argv)
+        assert code == 2 and out == "", (option, err)
+        assert len(err.splitlines()) == 1 and option in err and "given twice; give it once" in err, err
+    assert snapshot(tmp_path) == {}
+
+
+def test_flags_meant_to_repeat_still_do(tmp_path):
+    """An append flag (`run --set`) given twice still takes both."""
+    from contract import cli
+    import json
+
+    scenario_path = _write(tmp_path, scenario(workload={"num_requests": 3}))
+    code, _, err = cli("run", scenario_path, "--out", tmp_path / "o", "--quiet", "--no-plots",
+                       "--set", "slo.tpot_s=0.5", "--set", "workload.num_requests=2")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert (summary["requests_arrived"], summary["slo_tpot_s"]) == (2, 0.5)

@@ -32,3 +32,28 @@ def test_multidraft_vs_n_optimum_dominates_iid_schemes(tmp_path):
             assert float(row[scheme]) <= float(row["optimum"]) + 1e-9
         assert float(row["rrs_wor"]) <= float(row["optimum w/o repl."]) + 1e-7
     assert (tmp_path / "multidraft_vs_n.png").stat().st_size > 0
+
+
+def test_a_paper_script_shares_its_out_folder_and_keeps_a_users_file(tmp_path, capsys):
+    """Its files and manifest land beside what was there; a rerun replaces them; a user's file of one of its names
+    is never overwritten (it was, exit 0); an output of the script from before manifests is taken over."""
+    import json
+
+    import pytest
+
+    (tmp_path / "notes.txt").write_text("the user's")
+    for _ in range(2):
+        assert leviathan_table1.main(["--out", str(tmp_path)]) == 0
+    manifest = json.loads((tmp_path / ".draftsim-leviathan_table1.json").read_text())
+    assert manifest["files"] == ["leviathan_table1.csv", "leviathan_table1.png"]
+    assert (tmp_path / "notes.txt").read_text() == "the user's"
+    (tmp_path / ".draftsim-leviathan_table1.json").unlink()   # (as a run before manifests left it)
+    assert leviathan_table1.main(["--out", str(tmp_path)]) == 0
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "leviathan_table1.png").write_bytes(b"my figure")
+    with pytest.raises(SystemExit) as exited:
+        leviathan_table1.main(["--out", str(mine)])
+    assert exited.value.code == 2 and "leviathan_table1.png exists and was not written" in capsys.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["leviathan_table1.png"]
+    assert (mine / "leviathan_table1.png").read_bytes() == b"my figure"
