@@ -27,14 +27,16 @@ main at 00550cd, 2026-11; the same from 0.4.0, the oldest release draftsim model
 
 In draftsim a request's max_new_tokens is its output length (SGLang's bench_serving sends the dataset's output
 length with ignore_eos) and len(output_ids) its emitted tokens. Approximations, named:
-- available tokens are the KV manager's free blocks × block size (SGLang counts tokens of its page size, 1 by
-  default) and a prompt's KV is reserved whole at admission (SGLang allocates a chunked prompt chunk by chunk;
-  the chunk that is cut ends the batch in both, so only the prompt's own later chunks differ);
+- available tokens are the KV manager's free blocks in tokens (`free_tokens`: × block size; a hybrid model's pool
+  per attention group) where SGLang counts tokens of its page size (1 by default), and a prompt's KV is reserved
+  whole at admission (SGLang allocates a chunked prompt chunk by chunk; the chunk that is cut ends the batch in
+  both, so only the prompt's own later chunks differ);
 - the ratio resets when a step is planned with nothing running (SGLang: when a loop iteration finds no batch;
   a batch that drains while requests queued during its last step goes on to prefill them without an idle
   iteration in SGLang, keeping its decayed ratio);
 - a batch with nothing running admits its head whatever its length: SGLang clips max_new_tokens at arrival to
-  max_req_len − prompt − 1 (max_req_len ≤ the pool's tokens − 1), so an empty pool always takes it;
+  max_req_len − prompt − 1 (managers/scheduler.py `handle_generate_request`; tp_worker.py max_req_len = min(
+  context_len − 1, the token pool's size − 1)), so an empty pool always takes it;
 - SGLang's `add_one_req_ignore_eos` (ignore_eos requests, bench_serving's default, with the radix cache off:
   `--disable-radix-cache`, or EAGLE in 0.4.1.post4 - 0.4.3.post2; a walk over the batch's future decode) is not
   modelled; the rule above stands for it;
@@ -111,7 +113,7 @@ class NewTokenRatio:
     def remaining_tokens(self, view, prefills) -> float:
         """SGLang's rem_total_tokens: the free KV tokens less the running requests' future output × ratio and the
         whole clipped output of the step's prompts that complete in it."""
-        s, kv, clip = view.s, view.kv, self.rule.clip_new_tokens
+        s, clip = view.s, self.rule.clip_new_tokens
         step = set(prefills.ids)
         decoding = [r for r in view.running if r not in step and view.decoding(r)]
         offset = 0.0
@@ -122,7 +124,7 @@ class NewTokenRatio:
         for r, c in zip(prefills.ids, prefills.chunks):
             if s.prefilled.item(r) + c >= s.prefill_target.item(r):
                 offset += min(s.output.item(r) - s.emitted.item(r), clip)
-        return (kv.total_blocks - kv.used_blocks) * kv.block_size - offset
+        return view.kv.free_tokens - offset
 
     def admits(self, view, prefills) -> bool:
         """`add_one_req`'s check for the waiting head (module docstring); with nothing running it is admitted."""
