@@ -10,7 +10,7 @@ its prefill and decode pools (simulator.cluster.handoff).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -386,7 +386,7 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
                             f"vllm_drafting_slots), leaving no room for one speculative step of a request ({q} tokens); "
                             f"allowed: at least {q + rules.draft_slots + rules.budget_slots_per_seq * seqs}")
     limits = BatchLimits(seqs, budget, cfg.chunk_tokens, cap, rules.kv_lookahead, rules.admit_lookahead,
-                         rules.prefill_requests, rules.prefill_input_tokens, rules.draft_slots)
+                         rules.prefill_requests, rules.prefill_input_tokens, rules.draft_slots, rules.output_reserve)
     steps = scenario.cluster.engine.num_scheduler_steps
     if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking and capacity policy are the engine's settings
         engine = scenario.cluster.engine
@@ -485,6 +485,9 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     kp, kd = kinds["prefill"], kinds["decode"]
     log = _step_log(scenario, table, [(kp, np_), (kd, nd)])
     scheduler, limits = batch_scheduler(scenario, kp)
+    # SGLang's reserve for running requests' output (simulator.core.sched.sglang_reserve) is modelled colocated
+    # only: a prefill pool's requests leave it after their prompt (not modelled there, named in that docstring)
+    limits = replace(limits, output_reserve=None)
     _, decode_limits = batch_scheduler(scenario, kd)
     prefill = [PrefillReplica(i, state, scheduler(limits), kv_manager(scenario, kp, blocks["prefill"], state, table), limits,
                               kp.cost, None, log) for i in range(np_)]

@@ -130,6 +130,7 @@ class EngineBatchRules:
     drop_hit_block: bool = False
     budget_slots_per_seq: int = 0
     draft_slots: int = 0
+    output_reserve: object = None   # SGLang's reserve for running requests' output (simulator.core.sched.sglang_reserve)
 
 
 def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec_tokens: int) -> EngineBatchRules:
@@ -137,7 +138,8 @@ def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec
     scheduler section is `scheduler` (its kind: the engine's scheduler, vllm_v1 under vLLM V1, vllm under SGLang),
     speculating with `drafter` (None: no speculation) `spec_tokens` draft tokens (or tree nodes) per step:
     profiles.engine_time.batch_defaults.vllm_kv_lookahead, sglang_prefill_requests and sglang_chunks_prompts, and
-    profiles.engine_time.cache_defaults.vllm_eagle_drops_hit_block and batch_defaults.vllm_drafting_slots."""
+    profiles.engine_time.cache_defaults.vllm_eagle_drops_hit_block and batch_defaults.vllm_drafting_slots; SGLang's
+    reserve for the running requests' future output (simulator.core.sched.sglang_reserve, every modelled release)."""
     from profiles.engine_time.batch_defaults import (SGLANG_MAX_PREFILL_TOKENS, sglang_chunks_prompts,
                                                      sglang_prefill_requests, vllm_drafting_slots, vllm_kv_lookahead)
     from profiles.engine_time.cache_defaults import vllm_eagle_drops_hit_block
@@ -157,10 +159,11 @@ def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec
         return EngineBatchRules(*vllm_kv_lookahead(version, method, spec_tokens),
                                 drop_hit_block=vllm_eagle_drops_hit_block(version, method),
                                 budget_slots_per_seq=per_seq, draft_slots=per_request)
+    from simulator.core.sched.sglang_reserve import SGLANG_OUTPUT_RESERVE
     family = drafter_family(drafter) if drafter is not None else None
     return EngineBatchRules(prefill_requests=sglang_prefill_requests(version, family),
                             prefill_input_tokens=SGLANG_MAX_PREFILL_TOKENS if sglang_chunks_prompts(version, family)
-                            else None)
+                            else None, output_reserve=SGLANG_OUTPUT_RESERVE)
 
 
 def engine_release(lat: LatencyConfig, engine_cfg, latency):

@@ -595,6 +595,9 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     """Apply the plan's first `plan.steps` steps to the replica and its requests; finished requests are
     appended to `finished` in finishing order."""
     prof = rep.profile
+    counted = getattr(rep.scheduler, "after_bulk", None)   # (a scheduler whose state counts decode steps)
+    if counted is not None:
+        counted(plan.steps)
     if prof.replays:   # (the KV manager sees the bulk's growth and finishes: simulator.core.bulk_replay)
         prof.apply(plan, finished)
         return

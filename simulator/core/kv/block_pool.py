@@ -34,6 +34,11 @@ class BlockPool:
     def free_blocks(self) -> int:
         return self.total_blocks - self.used_blocks
 
+    @property
+    def free_tokens(self) -> int:
+        """KV tokens of one sequence the free blocks hold (SGLang's reserve reads it: sched.sglang_reserve)."""
+        return (self.total_blocks - self.used_blocks) * self.block_size
+
     def blocks_for(self, tokens):
         return -(-tokens // self.block_size)
 

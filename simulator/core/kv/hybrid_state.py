@@ -106,6 +106,12 @@ class HybridStatePool(BlockPool):
         self.layout = layout
         self.bulk_capable = False
 
+    @property
+    def free_tokens(self) -> int:
+        """KV tokens the free blocks hold: a token takes a block slot in each attention group (the requests'
+        state blocks are held already)."""
+        return (self.total_blocks - self.used_blocks) // self.layout.attention_groups * self.block_size
+
     def blocks_for(self, tokens):
         return self.layout.attention_groups * -(-tokens // self.block_size) + self.layout.state_blocks_per_request
 

@@ -36,7 +36,9 @@ class BatchLimits:
     a step's prompts bounded by max_batched_tokens (chunked_prefill_size) and a prompt not started behind others
     where it exceeds this many tokens less the step's (max_prefill_tokens); None: no chunking; `draft_slots`: tokens of
     the budget every request a step schedules takes beyond its own (vLLM V1 0.28 on with a draft model: its
-    proposer's extra row, profiles.engine_time.batch_defaults.vllm_drafting_slots)."""
+    proposer's extra row, profiles.engine_time.batch_defaults.vllm_drafting_slots); `output_reserve`: SGLang's
+    reserve for the running requests' future output that a waiting request must fit beside
+    (simulator.core.sched.sglang_reserve), None: none."""
 
     max_batch_size: int
     max_batched_tokens: int
@@ -47,6 +49,7 @@ class BatchLimits:
     prefill_requests: int | None = None
     prefill_input_tokens: int | None = None
     draft_slots: int = 0
+    output_reserve: object = None   # sglang_reserve.OutputReserve
 
     def with_lookahead(self, tokens, lookahead: int):
         """KV slots a request asks for to hold `tokens` (an int or an array) and `lookahead` slots beyond them,
@@ -87,8 +90,10 @@ class Scheduler(Protocol):
     def admissible(self, view, token_room: int) -> bool: ...
 
     # Optional: `decodes_every_running(view) -> bool`, False when the next decode-only step would leave some
-    # running request out (a token budget below Σ q); bulks of decode steps (Replica.bulk_ready) step every
-    # running request, so they wait until it is True again. Absent: every decode-only step decodes them all.
+    # running request out (a token budget below Σ q), or where a waiting request could be admitted after some
+    # decode steps although not now (SGLang's reserve: sched.vllm); bulks of decode steps (Replica.bulk_ready)
+    # step every running request, so they wait until it is True again. Absent: every decode-only step decodes
+    # them all. Optional: `after_bulk(steps)`, told of every bulk applied (simulator.core.bulk.apply_bulk).
     # Optional: `caps_decode_kv = True` where a decoding request's KV reaches at most max_model_len − 1 tokens
     # (BatchLimits.decode_kv_cap, set by simulator.cluster.build.batch_scheduler). Absent: context + q.
 

@@ -11,15 +11,26 @@ left, else truncated to them (`add_one_req`: `trunc_len = self.rem_chunk_tokens`
 of at least `prefill_input_tokens` (max_prefill_tokens) less the step's tokens is not started behind others
 (`real_input_tokens >= self.rem_input_tokens and len(self.can_run_list) != 0`). A step with prompt chunks decodes
 nobody (enable_mixed_chunk off). Approximations, named: SGLang rounds a truncated chunk down to its page size
-(0.5.x) and compares with `>` rather than `>=` in 0.4.x; neither is modelled."""
+(0.5.x) and compares with `>` rather than `>=` in 0.4.x; neither is modelled.
+
+With `limits.output_reserve` set (SGLang: simulator.cluster.factory.engine_batch_rules) a waiting request also needs
+its prompt plus its clipped output to fit in the KV left after the running requests' future output × SGLang's
+new_token_ratio, which decays each decode step and is reset by a retraction or an idle batch
+(simulator.core.sched.sglang_reserve). Bulks of decode steps then run only while nobody waits or the batch is full
+(the reserve's room grows as the ratio decays), and count their steps into the ratio (`after_bulk`)."""
 from __future__ import annotations
 
 from simulator.core.sched import BatchLimits, Prefills, StepPlan, grow_decodes, head_admissible, plain_head_admissible
+from simulator.core.sched.sglang_reserve import NewTokenRatio
 
 
 class Vllm:
     def __init__(self, limits: BatchLimits):
         self.limits = limits
+        rule = limits.output_reserve
+        self.reserve = None if rule is None else NewTokenRatio(rule)
+        if self.reserve is not None:   # (read by Replica.bulk_ready: simulator.core.sched.Scheduler)
+            self.decodes_every_running = self._bulk_allowed
 
     def plan(self, view, now_s: float) -> StepPlan:
         prefills = Prefills()
@@ -33,10 +44,15 @@ class Vllm:
                 if not view.decoding(r):
                     room -= prefills.add(view, r, room)
         admissible = plain_head_admissible if getattr(view, "plain_kv", False) else head_admissible
+        reserve = self.reserve
+        if reserve is not None and not view.running:
+            reserve.reset()
         most, admitted = limits.prefill_requests, 0
         while (most is None or admitted < most) \
                 and admissible(view, room if prefills.ids else max(room, 1), 0 if chunking else len(prefills.ids)):
             if chunking and prefills.ids and self._too_long_behind(view, prefills):
+                break
+            if reserve is not None and not reserve.admits(view, prefills):
                 break
             r = view.admit_head(now_s)
             if view.decoding(r):   # swapped back in: decodes from the next decode step
@@ -45,7 +61,23 @@ class Vllm:
             admitted += 1
         if prefills.ids:
             return prefills.plan(view, ())
-        return prefills.plan(view, grow_decodes(view, list(view.running)))
+        decode_ids = list(view.running)
+        kept = grow_decodes(view, decode_ids)
+        if reserve is not None and decode_ids:   # (Scheduler.update_running_batch: sglang_reserve's docstring)
+            if len(kept) < len(decode_ids):
+                reserve.after_retract(view, kept)
+            else:
+                reserve.decay()
+        return prefills.plan(view, kept)
+
+    def _bulk_allowed(self, view) -> bool:
+        """Bulks under SGLang's reserve: nobody waits, or the batch is full (module docstring)."""
+        return not view.waiting or view.batch_full()
+
+    def after_bulk(self, steps: int) -> None:
+        """A bulk of `steps` decode steps was applied (simulator.core.bulk.apply_bulk)."""
+        if self.reserve is not None:
+            self.reserve.decay(steps)
 
     def _too_long_behind(self, view, prefills) -> bool:
         """The waiting head's prompt is not started behind the step's other prompts: at least max_prefill_tokens
@@ -59,5 +91,7 @@ class Vllm:
 
     def admissible(self, view, token_room: int) -> bool:
         if getattr(view, "plain_kv", False):
-            return plain_head_admissible(view, token_room, 0)
-        return head_admissible(view, token_room, 0)
+            fits = plain_head_admissible(view, token_room, 0)
+        else:
+            fits = head_admissible(view, token_room, 0)
+        return fits and (self.reserve is None or self.reserve.admits(view, Prefills()))

@@ -352,3 +352,27 @@ def test_a_long_sglang_prompt_runs_in_chunks():
     from sim_helpers import assert_bulk_equals_step
     assert_bulk_equals_step(merge(data, {"workload": {"num_requests": 30, "arrival": {"process": "poisson", "qps": 2.0},
                                                       "output_tokens": {"kind": "uniform", "low": 50, "high": 200}}}))
+
+
+# ---- SGLang's reserve for running requests' output (simulator.core.sched.sglang_reserve) ----------------------
+
+@pytest.mark.parametrize("engine, reserved", [({"framework": "sglang", "version": "0.4.0"}, True),
+                                              ({"framework": "sglang", "version": "0.5.23"}, True),
+                                              ({"version": "0.11.0"}, False), ({"version": "0.5.4"}, False)])
+def test_only_an_sglang_deployment_reserves_for_running_output(engine, reserved):
+    from simulator.core.sched.sglang_reserve import SGLANG_OUTPUT_RESERVE
+    prepared = simulator.prepare(scenario(cluster={"engine": engine}, workload={"num_requests": 8}))
+    kind = prepared.cluster.pools[0].kind
+    _, limits = batch_scheduler(prepared.scenario, kind)
+    assert limits.output_reserve is (SGLANG_OUTPUT_RESERVE if reserved else None)
+    assert all((rep.scheduler.reserve is not None) == reserved for rep in prepared.cluster.replicas)
+
+
+def test_a_disaggregated_sglang_prefill_pool_admits_without_the_reserve():
+    data = scenario(cluster={"engine": {"framework": "sglang", "version": "0.5.23"},
+                             "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 1}}},
+                    workload={"num_requests": 8})
+    data.pop("scheduler")
+    prepared = simulator.prepare(data)
+    assert prepared.cluster.pools[0].name == "prefill"
+    assert all(getattr(rep.scheduler, "reserve", None) is None for rep in prepared.cluster.replicas)
