@@ -2351,7 +2351,42 @@ CASES = [
             "draftsim validate --engine vllm: error: argument --out: given twice"),
     Hostile("flags_profile_engine_twice", lambda tmp: ["profile", "--engine", "vllm", "--engine=vllm", "--out", tmp / "p"],
             "draftsim profile --engine vllm: error: argument --engine: given twice"),
+    # session 22, dask: a scheduler address where something else listens (a web server: it waited for ever in Dask's
+    # handshake; a peer whose bytes read as an exabyte frame: 'out of memory', exit 1); a suffix drafter under a Dask
+    # executor (refused only after the cluster was built, with a line naming no field); a sweep whose points start a
+    # local-dask cluster on Dask workers (a 114-line traceback, exit 1: a Dask worker cannot fork)
+    Hostile("run_executor_at_a_service_that_is_not_dask",
+            lambda tmp: run(None, "--executor", f"dask://127.0.0.1:{_not_dask_listener()}")(tmp),
+            "simulation.executor: cannot reach the Dask scheduler at tcp://127.0.0.1:"),
+    Hostile("run_dask_suffix_drafter",
+            run(None, "--executor", "tcp://127.0.0.1:1", cluster={"model": "qwen2.5-coder-0.5b", "replicas": 2},
+                drafter={"kind": "suffix"},
+                acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "simulation.executor: tcp://127.0.0.1:1 cannot run this scenario (drafter.kind: the suffix drafter"),
+    Hostile("sweep_local_dask_points_on_dask_workers",
+            lambda tmp: sweep(merge(TINY, {"simulation": {"executor": "local-dask"}}))(tmp)[:4]
+            + ["--executor", "local-dask", "--quiet"],
+            "--executor: runs the points on Dask workers, which cannot start the LocalCluster of a point's "
+            "simulation.executor local-dask"),
 ]
+
+
+def _not_dask_listener() -> int:
+    """The port of a server on this machine that answers every connection as an HTTP server answers a request it
+    cannot read (a daemon thread; it lives as long as the test process)."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            peer, _ = server.accept()
+            with peer:
+                peer.sendall(b"HTTP/1.0 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server.getsockname()[1]
 
 
 class _Hang(Exception):

@@ -59,10 +59,14 @@ def _not_modelled(scenario, target, windowed: bool) -> str | None:
                (scenario.workload.parallel_samples > 1, "draftsim's prefix cache is modelled for one sequence per "
                 "request (workload.parallel_samples 1)"),
                (scenario.retrieval is not None, "retrieval runs with plain KV counting (simulator.speculation"
-                ".ralmspec)"),
-               (scenario.simulation.executor != "local", "a distributed run keeps no prefix cache "
-                "(simulator.distributed)")]
+                ".ralmspec)")]
     return next((why for present, why in reasons if present), None)
+
+
+# Why a distributed run keeps the engine's cache off (simulator.distributed). It is read after NOTHING_SHARED: where
+# requests share nothing the run keeps the cache off for that reason in one process too, and its summary (and the
+# launch script's prefix caching, `launched`) must not depend on where the replicas ran.
+DISTRIBUTED = "a distributed run keeps no prefix cache (simulator.distributed)"
 
 
 def _nothing_shared(scenario) -> bool:
@@ -97,6 +101,8 @@ def engine_prefix_caching(scenario, target, release: tuple[str, str | None], win
             record.update(prefix_caching=False, approximation=f"{why}: off")
         elif _nothing_shared(scenario):
             record.update(prefix_caching=False, approximation=NOTHING_SHARED)
+        elif scenario.simulation.executor != "local":
+            record.update(prefix_caching=False, approximation=f"{DISTRIBUTED}: off")
     return record
 
 

@@ -28,9 +28,9 @@ What is exact and what is approximated:
   `load_sync_s: 0` synchronises at every distinct arrival time, which is exact: outputs are byte-identical
   to one process (tested). The error grows with Δt; scenarios/benchmarks/fleet_speed.py reports it
   against one process at two Δt. The summary records `load_sync_s` when it applied.
-- prefix_aware routing, disaggregation, closed loops, retrieval, control policies and KV tiers run in one
-  process only (refused with one line naming the field): their replicas share state or keep counters the
-  summary reads.
+- prefix_aware routing, disaggregation, closed loops, retrieval, control policies (and the suffix drafter,
+  which runs the `proposed` one) and KV tiers run in one process only (refused with one line naming the
+  field, before any work): their replicas share state or keep counters the summary reads.
 
 Results stream back in every `outputs.steps` mode: each group's step-log part (exact totals, kept steps or
 per-interval aggregates) and request columns are merged as it finishes, so the driver never holds more
@@ -38,7 +38,8 @@ than one group's results on top of the run's own columns; the summary is exact. 
 retried by Dask on another worker (a group is a pure function of its inputs, so the run resumes with the
 same outputs); past Dask's retries (`distributed.scheduler.allowed-failures`), or for an actor's worker
 (windowed runs), the run stops with one line and exit 2, having written nothing. An unreachable scheduler
-is one line and exit 2 before any work.
+is one line and exit 2 before any work: at once where nothing listens, within 10 s where something that is
+not a Dask scheduler does (simulator.distributed.reach).
 
 A real cluster: start a scheduler (`dask scheduler`) and workers (`dask worker tcp://HOST:8786 --nthreads 1`,
 one thread per process: the simulation is pure Python) on machines that have draftsim installed

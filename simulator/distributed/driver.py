@@ -2,8 +2,10 @@
 Dask workers and merges what they send back (module docstring of simulator.distributed)."""
 from __future__ import annotations
 
+import logging
 import math
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -41,6 +43,9 @@ def check_distributable(scenario) -> None:
                 "a closed loop sends each request when another one finishes, anywhere in the cluster"),
                ("retrieval", scenario.retrieval is not None, "the replicas share one knowledge base"),
                ("policy.kind", scenario.policy.kind != "fixed", "a control policy keeps state the summary reads"),
+               ("drafter.kind", scenario.drafter.kind == "suffix", "the suffix drafter verifies what it proposes per "
+                "request and step with the 'proposed' control policy (simulator.speculation.suffix.acceptance), and "
+                "control policies run in one process"),
                ("cluster.kv_cache.prefix_caching", cl.kv_cache.prefix_caching,
                 "prefix caches keep counters the summary reads (and prefix_aware routing reads the caches)"),
                ("cluster.kv_cache.host_memory_gib", cl.kv_cache.host_memory_gib > 0,
@@ -150,13 +155,18 @@ class _Run:
 
     # ---- routers that read loads: windows of load_sync_s, an actor per worker ----------------------
     def windowed(self, sync_s: float) -> None:
+        with _actor_proxy_errors_quiet():
+            self._windowed(sync_s)
+
+    def _windowed(self, sync_s: float) -> None:
         s = self.state
         router = self.cluster.pools[0].router
         n = len(self.reps)
         parts = [list(range(n))[g::self.workers] for g in range(min(self.workers, n))]
         actors, owner = [], np.zeros(n, dtype=np.int64)
         for g, part in enumerate(parts):
-            actors.append(self.client.submit(WindowedGroup, self.spec(part), actor=True, pure=False).result())
+            future = self.client.submit(WindowedGroup, self.spec(part), actor=True, pure=False)
+            actors.append(_on_actor(future.result, part))
             owner[part] = g
         routed = np.zeros(n, dtype=np.int64)       # requests routed to each replica so far
         finished = np.zeros(n, dtype=np.int64)     # of which finished before the window's start
@@ -173,20 +183,21 @@ class _Run:
                 sent[idx] += 1
             routed += sent
             until = float(starts[w + 1]) if w + 1 < len(starts) else math.inf
-            finished, queued = self._advance(actors, owner, ok, until)
+            finished, queued = self._advance(actors, parts, owner, ok, until)
         for g, actor in enumerate(actors):
-            self._merge(_checked(actor.result().result(), parts[g]))
+            self._merge(_checked(_on_actor(lambda: actor.result().result(), parts[g]), parts[g]))
 
-    def _advance(self, actors, owner: np.ndarray, ids: np.ndarray, until_s: float):
+    def _advance(self, actors, parts, owner: np.ndarray, ids: np.ndarray, until_s: float):
         """Send each actor its replicas' new requests and the window's end; (finished before it, waiting
         there) per replica."""
         s = self.state
         group = owner[s.replica[ids]] if len(ids) else np.zeros(0, dtype=np.int64)
-        calls = [actor.advance(self._columns(ids[group == g]), until_s) for g, actor in enumerate(actors)]
+        calls = [_on_actor(lambda: actor.advance(self._columns(ids[group == g]), until_s), parts[g])
+                 for g, actor in enumerate(actors)]
         finished = np.zeros(len(owner), dtype=np.int64)
         queued = np.zeros(len(owner), dtype=np.int64)
         for g, call in enumerate(calls):
-            loads = _checked(call.result(), None)
+            loads = _checked(_on_actor(call.result, parts[g]), None)
             members = np.flatnonzero(owner == g)
             finished[members] = loads["finished"]
             queued[members] = loads["queued"]
@@ -213,10 +224,17 @@ def sync_windows(arrival_s: np.ndarray, sync_s: float) -> tuple[np.ndarray, np.n
     if not len(arrival_s):
         return np.zeros(0), np.zeros(1, dtype=np.int64)
     t0 = float(arrival_s[0])
-    if sync_s == 0:
-        index = arrival_s
-    else:
-        index = np.floor((arrival_s - t0) / sync_s)
+    index = arrival_s
+    if sync_s != 0:
+        with np.errstate(over="ignore"):
+            grid = np.floor((arrival_s - t0) / sync_s)
+        if np.isfinite(grid).all():
+            index = grid
+        else:
+            # a Δt so small that (t - t0) / Δt overflows (load_sync_s 5e-324: every arrival after the first fell
+            # into one window at +inf, whose loads were never read: a silently wrong run): such windows hold one
+            # arrival time each, as at sync_s 0, which is their limit
+            sync_s = 0.0
     first = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
     starts = arrival_s[first] if sync_s == 0 else t0 + index[first] * sync_s
     return np.asarray(starts, dtype=np.float64), np.r_[first, len(arrival_s)].astype(np.int64)
@@ -227,9 +245,35 @@ def _checked(result: dict, replicas) -> dict:
         field, message = result["error"]
         raise ScenarioError(field, f"(on a Dask worker) {message}")
     if "traceback" in result:
-        where = f" simulating replicas {replicas[0]}–{replicas[-1]}" if replicas else ""
+        where = f" simulating replicas {_replicas_text(replicas)}" if replicas else ""
         raise RuntimeError(f"a Dask worker failed{where}:\n" + result["traceback"])
     return result
+
+
+_WORKER_LOST = ("KilledWorker", "CommClosedError", "FutureCancelledError", "CancelledError")
+_ACTOR_LOST = "Worker holding Actor was lost"   # Dask's RuntimeError for an actor whose worker died (distributed.actor)
+
+
+def _replicas_text(replicas: list[int]) -> str:
+    """`a–b` for consecutive replicas; `a, b, …, z` for a windowed run's strided group."""
+    if replicas[-1] - replicas[0] == len(replicas) - 1:
+        return f"{replicas[0]}–{replicas[-1]}"
+    shown = ", ".join(str(r) for r in replicas[:3])
+    return f"{shown}, …, {replicas[-1]}" if len(replicas) > 4 else ", ".join(str(r) for r in replicas)
+
+
+def _worker_lost(exc: Exception, replicas: list[int], actor: bool) -> ScenarioError | None:
+    """The one line of a task or actor whose worker died (Dask's KilledWorker and lost-connection errors; an
+    actor's: OSError "Unable to contact Actor's worker" or RuntimeError "Worker holding Actor was lost",
+    distributed.actor), or None for another error."""
+    name = type(exc).__name__
+    lost_actor = actor and isinstance(exc, RuntimeError) and str(exc).startswith(_ACTOR_LOST)
+    if name not in _WORKER_LOST and not isinstance(exc, OSError) and not lost_actor:
+        return None
+    detail = str(exc).splitlines()[0] if str(exc) else "no detail"
+    retry = "; a windowed run keeps its replicas on one worker (a Dask actor), which Dask cannot rerun" if actor else ""
+    return ScenarioError(FIELD, f"a Dask worker died while simulating replicas {_replicas_text(replicas)} "
+                                f"({name}: {detail}){retry}; nothing was written")
 
 
 def _received(future, replicas: list[int]) -> dict:
@@ -238,11 +282,39 @@ def _received(future, replicas: list[int]) -> dict:
     try:
         result = future.result()
     except Exception as exc:   # noqa: BLE001 — Dask's KilledWorker and lost-connection errors
-        name = type(exc).__name__
-        if name in ("KilledWorker", "CommClosedError", "FutureCancelledError", "CancelledError") \
-                or isinstance(exc, OSError):
-            raise ScenarioError(FIELD, f"a Dask worker died while simulating replicas {replicas[0]}–{replicas[-1]} "
-                                       f"({name}: {str(exc).splitlines()[0] if str(exc) else 'no detail'}); "
-                                       "nothing was written") from None
+        lost = _worker_lost(exc, replicas, actor=False)
+        if lost is not None:
+            raise lost from None
         raise
     return _checked(result, replicas)
+
+
+def _on_actor(action, replicas: list[int]):
+    """`action()`: an actor's creation, call or result; its worker's death is one line naming the executor (Dask
+    does not rerun an actor: its state lived on that worker)."""
+    try:
+        return action()
+    except Exception as exc:   # noqa: BLE001 — Dask's lost-connection errors
+        lost = _worker_lost(exc, replicas, actor=True)
+        if lost is not None:
+            raise lost from None
+        raise
+
+
+class _DropActorProxyErrors(logging.Filter):
+    """Drops the in-process scheduler's "broadcast to ... failed" records: an actor's calls go through the
+    scheduler (Dask's ProxyRPC, distributed.actor), which logs a dead actor worker at ERROR above the run's
+    own one line (a LocalCluster of `local-dask` runs its scheduler in this process)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("broadcast to ")
+
+
+@contextmanager
+def _actor_proxy_errors_quiet():
+    logger, quiet = logging.getLogger("distributed.scheduler"), _DropActorProxyErrors()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)

@@ -132,8 +132,10 @@ class DaskExecutor:
                 self._owns_cluster = True
                 self._client = Client(cluster)
             else:
+                from simulator.distributed.reach import CONNECT_TIMEOUT_S, check_scheduler_answers
+                check_scheduler_answers(self._address, self._field)   # (fast, and bounded: simulator.distributed.reach)
                 try:
-                    self._client = Client(self._address, timeout="10s")
+                    self._client = Client(self._address, timeout=f"{CONNECT_TIMEOUT_S:g}s")
                 except OSError as exc:
                     raise ScenarioError(self._field, f"cannot reach the Dask scheduler at {self._address}: "
                                                      f"{exc}") from None

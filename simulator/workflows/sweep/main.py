@@ -30,7 +30,7 @@ import pandas as pd
 from simulator.console.printable import printable
 from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
-from simulator.distributed.executors import EXECUTORS, SCHEMES, make_executor
+from simulator.distributed.executors import EXECUTORS, SCHEMES, DaskExecutor, make_executor
 from simulator.config.validation import validate_config
 from simulator.workflows.sweep.config import (SEED_KEY, SweepConfig, SweepPoint, SweepSpace, check_set_not_swept, expand,
                                              expand_points, load_sweep, point_label)
@@ -111,6 +111,7 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
     keys = spec.param_keys
     out_dir = given_or(out, Path("out") / "sweeps" / spec.name)
     runner = make_executor(executor, workers)
+    _check_point_executors(points, runner, "--executor")
     opening = dict(resume=resume, overwrite=overwrite, expected_ids={p.point_id for p in points})
     source = str(Path(sweep).resolve())
     with runner:  # connect first: an unreachable Dask scheduler must not leave an empty store behind
@@ -158,6 +159,23 @@ def run_sweep(sweep: str | Path, out: str | Path | None = None, *, resume: bool 
     return result
 
 
+def _check_point_executors(points: list[SweepPoint], runner, field: str) -> None:
+    """Refuse, before any work, points whose `simulation.executor` is local-dask when the sweep runs its points
+    on Dask workers: a point there starts a LocalCluster of worker processes, which a Dask worker (a daemonic
+    process) cannot fork ("daemonic processes are not allowed to have children": a 100-line traceback, exit 1,
+    for every point). Under --executor local or serial each point starts its own LocalCluster, and a point's
+    dask://HOST:PORT is a running scheduler, reached from anywhere."""
+    if not isinstance(runner, DaskExecutor):
+        return
+    for point in points:
+        if point.scenario.get("simulation", {}).get("executor") == "local-dask":
+            where = f" (point {point_label(point.params)})" if point.params else ""
+            raise ScenarioError(field, f"runs the points on Dask workers, which cannot start the LocalCluster of a "
+                                       f"point's simulation.executor local-dask{where}: a Dask worker cannot fork "
+                                       "worker processes; use --executor local or serial, or give the points "
+                                       "simulation.executor dask://HOST:PORT")
+
+
 def _run_points(runner, points: list[SweepPoint], base_dir: Path, step_mode: str | None, label: str,
                 progress: bool):
     """(point, row) of each point as it finishes on `runner` (an executor, entered)."""
@@ -195,6 +213,7 @@ def sweep(base, grid: dict[str, list], *, seeds: list[int] | None = None, overri
         runner = make_executor(executor, workers)
     except ScenarioError as exc:   # (named as the arguments, not as draftsim sweep's --executor / --workers)
         raise ScenarioError(exc.field.lstrip("-"), exc.message) from None
+    _check_point_executors(found, runner, "executor")
     with runner:
         for point, row in _run_points(runner, found, base_dir, step_mode, data["name"], progress):
             rows[point.point_id] = row

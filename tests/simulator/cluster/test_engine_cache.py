@@ -9,7 +9,7 @@ import pytest
 import simulator
 from models.load import load_model
 from sim_helpers import assert_bulk_equals_step, merge, scenario
-from simulator.cluster.engine_cache import engine_prefix_caching
+from simulator.cluster.engine_cache import NOTHING_SHARED, engine_prefix_caching, launched
 from simulator.config.scenario import parse_scenario
 
 V1 = {"version": "0.15.0"}            # vLLM V1 (from 0.8.0): prefix caching on by default
@@ -141,9 +141,22 @@ def test_where_draftsim_does_not_model_the_cache_it_stays_off_and_says_why(engin
 def test_retrieval_and_distributed_runs_keep_the_cache_off_under_a_v1_default(section, says):
     """Both refuse prefix caching (simulator.speculation.ralmspec.check_retrieval, simulator.distributed
     .check_distributable): the V1 default must not turn a previously valid scenario into a refused one."""
-    sc = parse_scenario(merge(scenario(cluster={"engine": V1}), section))
+    sc = parse_scenario(merge(shared(V1), section))
     record = engine_prefix_caching(sc, load_model("llama-3-8b"), ("vllm", "0.15.0"), False)
     assert record["prefix_caching"] is False and record["engine_default"] is True and says in record["approximation"]
+
+
+def test_a_distributed_run_whose_requests_share_nothing_records_what_one_process_records():
+    """Without shared prefixes one process keeps the V1 cache off because nothing is shared; a distributed run
+    said it was off because it ran distributed, so its summary differed from one process's (which the
+    distributed runs' round-robin outputs match byte for byte) and `launched` gave its launch script the cache
+    off instead of the engine's default."""
+    plain = scenario(cluster={"engine": V1})
+    one = engine_prefix_caching(parse_scenario(plain), load_model("llama-3-8b"), ("vllm", "0.15.0"), False)
+    dist = engine_prefix_caching(parse_scenario(merge(plain, {"simulation": {"executor": "local-dask"}})),
+                                 load_model("llama-3-8b"), ("vllm", "0.15.0"), False)
+    assert dist == one and one["approximation"] == NOTHING_SHARED
+    assert launched(dist) is True
 
 
 def test_a_retrieval_scenario_under_a_named_v1_engine_still_runs():

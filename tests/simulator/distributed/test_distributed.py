@@ -8,7 +8,11 @@
   it prices steps of bulks it later cuts at arrivals);
 - at a window longer than the run the router sees only its own sends: least_outstanding then balances the
   request counts exactly — the approximation at its extreme;
-- a worker killed mid-run is retried by Dask and the outputs stay identical (a resumed run);
+- a worker killed mid-run is retried by Dask and the outputs stay identical (a resumed run); one holding a
+  windowed run's actor (not retried) stops the run with one line naming the executor;
+- windows of a load_sync_s so small that (t - t0) / Δt overflows are those of load_sync_s 0;
+- an address where nothing listens is refused at once; one where something that is not Dask listens, within the
+  connect timeout (simulator.distributed.reach);
 - bad input (an unreachable scheduler, a scenario a distributed run refuses, a load-reading router without
   load_sync_s): one line naming the field, exit 2, nothing written.
 The test cluster is a Dask LocalCluster of 2 worker processes on this machine, reached by its address.
@@ -159,3 +163,67 @@ def test_executor_names_are_checked(tmp_path):
     code, err, _ = run_cli(tmp_path, fleet(), "--executor", "dask:/nowhere")
     assert code == 2
     assert_one_line(err, "simulation.executor")
+
+
+@pytest.mark.slow
+def test_a_worker_holding_a_windowed_runs_actor_killed_is_one_line(address, capfd):
+    data = on(fleet("aggregate", router="least_outstanding", requests=3000, qps=60.0), address, load_sync_s=0.5)
+    client = distributed.Client(address)
+    killed = []
+
+    def kill_the_workers(finished: int) -> None:
+        """Once requests have finished (the actors hold the run's state), every worker (Dask's nannies start
+        new ones, without the actors)."""
+        if not killed:
+            killed.append(finished)
+            try:
+                client.run(os._exit, 1)
+            except Exception:   # noqa: BLE001 — the workers die without answering
+                pass
+
+    try:
+        with pytest.raises(simulator.ScenarioError) as raised:
+            simulator.run(data, progress=kill_the_workers)
+    finally:
+        client.close()
+    assert killed
+    assert str(raised.value).startswith("simulation.executor: a Dask worker died while simulating replicas")
+    assert "nothing was written" in str(raised.value) and "\n" not in str(raised.value)
+    assert "broadcast to" not in capfd.readouterr().err   # (the scheduler's proxy to the dead actor, silenced)
+
+
+@pytest.mark.parametrize("tiny_s", [5e-324, 1e-310])
+def test_windows_of_a_sync_so_small_it_overflows_are_those_of_sync_zero(tiny_s):
+    from simulator.distributed.driver import sync_windows
+    arrival_s = np.array([0.5, 0.75, 0.75, 1.25, 3.0])
+    with np.errstate(all="raise"):   # (an overflow warning, then every arrival after the first in one window)
+        starts, bounds = sync_windows(arrival_s, tiny_s)
+    exact = sync_windows(arrival_s, 0.0)
+    np.testing.assert_array_equal(starts, exact[0])
+    np.testing.assert_array_equal(bounds, exact[1])
+    assert list(bounds) == [0, 1, 3, 4, 5]
+
+
+def test_an_address_where_nothing_listens_is_refused_at_once():
+    from simulator.distributed.reach import check_scheduler_answers
+    t0 = time.monotonic()
+    with pytest.raises(simulator.ScenarioError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:1: "):
+        check_scheduler_answers("tcp://127.0.0.1:1", "simulation.executor")
+    assert time.monotonic() - t0 < 3.0   # (Dask's connect retried a refused connection for its 10 s)
+
+
+def test_a_listener_that_never_answers_is_refused_within_the_timeout():
+    """Dask's connect reads the peer's handshake without a timeout: a Client waited for ever."""
+    import socket
+    from simulator.distributed.reach import check_scheduler_answers
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+        t0 = time.monotonic()
+        with pytest.raises(simulator.ScenarioError, match="something listens there, but no Dask handshake in 1 s"):
+            check_scheduler_answers(address, "--executor", timeout_s=1.0)
+        assert time.monotonic() - t0 < 5.0
+
+
+def test_a_running_scheduler_answers(address):
+    from simulator.distributed.reach import check_scheduler_answers
+    check_scheduler_answers(address, "--executor")

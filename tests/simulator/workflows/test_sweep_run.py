@@ -126,6 +126,25 @@ def test_killed_sweep_loses_no_finished_point_and_resume_duplicates_none(tmp_pat
     pd.testing.assert_frame_equal(metrics(frame), metrics(fresh.frame))
 
 
+def test_points_that_start_a_local_dask_cluster_are_refused_on_dask_workers_before_any_work(tmp_path):
+    """A Dask worker is a daemonic process: a point's LocalCluster there failed to fork its workers (a 100-line
+    traceback per point, exit 1). Refused, one line, before the executor is reached and before a store exists;
+    the same points under --executor serial or local start their own clusters."""
+    pytest.importorskip("distributed")
+    import simulator
+    from simulator.distributed.executors import DaskExecutor
+    from simulator.errors import ScenarioError
+    path = write_sweep(tmp_path, set=["simulation.executor=local-dask"])
+    says = "runs the points on Dask workers, which cannot start the LocalCluster of a point's simulation.executor"
+    for executor in ("local-dask", "tcp://127.0.0.1:1", DaskExecutor(address="tcp://127.0.0.1:1")):
+        with pytest.raises(ScenarioError, match=says):
+            run_sweep(path, tmp_path / "out", executor=executor)
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ScenarioError, match="^executor: " + says):
+        simulator.sweep(scenario(workload={"num_requests": 20}, simulation={"executor": "local-dask"}),
+                        {"scheduler.max_batch_size": [16, 64]}, executor="local-dask")
+
+
 @pytest.mark.slow  # end to end / long Monte Carlo: skipped by the fast inner loop (-m 'not slow')
 def test_dask_local_cluster_gives_the_serial_results(tmp_path):
     distributed = pytest.importorskip("distributed")
