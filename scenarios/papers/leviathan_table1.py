@@ -7,7 +7,6 @@ for the table's alphas, at c = 0 and c = 0.05) into DIR (default ``out/papers``)
 from __future__ import annotations
 
 import argparse
-import csv
 
 import matplotlib
 
@@ -57,12 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ax.set_title("Chain speculative decoding (Leviathan et al. Thm 3.8)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    with OUTPUT.staged(out, (CSV, PNG)) as staged:   # both or neither
-        with open(staged / CSV, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        fig.savefig(staged / PNG, dpi=120)
+    OUTPUT.write_table_and_figure(out, CSV, PNG, rows, fig)
     plt.close(fig)
     print(f"\nwrote {out / CSV} and {out / PNG}")
     return 0 if all(r["match"] for r in rows) else 1

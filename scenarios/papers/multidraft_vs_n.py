@@ -10,7 +10,6 @@ Writes ``multidraft_vs_n.csv`` and ``multidraft_vs_n.png`` into DIR (default ``o
 from __future__ import annotations
 
 import argparse
-import csv
 
 import matplotlib
 import numpy as np
@@ -69,12 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ax.set_title("Lossless multi-draft verification on a fixed (p, q)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    with OUTPUT.staged(out, (CSV, PNG)) as staged:   # both or neither
-        with open(staged / CSV, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        fig.savefig(staged / PNG, dpi=120)
+    OUTPUT.write_table_and_figure(out, CSV, PNG, rows, fig)
     plt.close(fig)
     print(f"wrote {out / CSV} and {out / PNG}")
     return 0 if worst_lp_gap < 1e-6 and worst_mc_z < 5.0 else 1

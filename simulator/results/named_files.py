@@ -75,3 +75,15 @@ class NamedFiles:
             # (staged with the files and moved in first: a run stopped during the renames leaves a manifest
             # listing every file it may have moved in)
             write_manifest(staging, self.command, (recorded(out, self.command) or set()) | set(names))
+
+    def write_table_and_figure(self, out_dir: Path | str, csv_name: str, png_name: str, rows: list[dict],
+                               figure) -> None:
+        """A script's usual pair, `rows` as `csv_name` (columns of its first row) and a matplotlib `figure` as
+        `png_name` (120 dpi), staged together: both or neither."""
+        import csv
+        with self.staged(out_dir, (csv_name, png_name)) as staged:
+            with open(staged / csv_name, "w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+            figure.savefig(staged / png_name, dpi=120)
