@@ -84,9 +84,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
                           "--trace-requests N to change",
                           UserWarning, stacklevel=1)
     with Progress("writing outputs", quiet=args.quiet):
-        write_outputs(out_dir, result.request_table, result.step_table, result.summary,   # (not pandas frames)
-                      plots=scenario.outputs.plots and not args.no_plots, extra_files=extra,
-                      steps_kept=scenario.outputs)
+        # the records as columns (a run without plots and trace never imports pandas), or the frames trace.json
+        # was drawn from, which the plots then reuse
+        records = (result.requests, result.steps) if args.trace else (result.request_table, result.step_table)
+        write_outputs(out_dir, *records, result.summary, plots=scenario.outputs.plots and not args.no_plots,
+                      extra_files=extra, steps_kept=scenario.outputs)
     if not args.quiet:
         print(format_summary_table(result.summary))
         print(f"simulated {result.summary['steps']:,} steps of {len(result.request_table):,} requests in "
