@@ -9,7 +9,6 @@ writes ``theory_speed.csv``. Exit status 1 if a median misses its target.
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import time
 
@@ -70,10 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<52} {seconds * 1e3:8.2f}ms {target_s * 1e3:6.0f}ms  {'ok' if passed else 'SLOW'}")
     if args.out:
         out = args.out
-        with OUTPUT.staged(out, (CSV,)) as staged, open(staged / CSV, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        OUTPUT.write_table(out, CSV, rows)
         print(f"wrote {out / CSV}")
     return 0 if ok else 1
 

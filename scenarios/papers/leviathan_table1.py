@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ax.set_title("Chain speculative decoding (Leviathan et al. Thm 3.8)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    OUTPUT.write_table_and_figure(out, CSV, PNG, rows, fig)
+    OUTPUT.write_table(out, CSV, rows, {PNG: fig})
     plt.close(fig)
     print(f"\nwrote {out / CSV} and {out / PNG}")
     return 0 if all(r["match"] for r in rows) else 1

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ax.set_title("Lossless multi-draft verification on a fixed (p, q)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    OUTPUT.write_table_and_figure(out, CSV, PNG, rows, fig)
+    OUTPUT.write_table(out, CSV, rows, {PNG: fig})
     plt.close(fig)
     print(f"wrote {out / CSV} and {out / PNG}")
     return 0 if worst_lp_gap < 1e-6 and worst_mc_z < 5.0 else 1

@@ -76,14 +76,15 @@ class NamedFiles:
             # listing every file it may have moved in)
             write_manifest(staging, self.command, (recorded(out, self.command) or set()) | set(names))
 
-    def write_table_and_figure(self, out_dir: Path | str, csv_name: str, png_name: str, rows: list[dict],
-                               figure) -> None:
-        """A script's usual pair, `rows` as `csv_name` (columns of its first row) and a matplotlib `figure` as
-        `png_name` (120 dpi), staged together: both or neither."""
+    def write_table(self, out_dir: Path | str, csv_name: str, rows: list[dict], figures: dict | None = None) -> None:
+        """`rows` as `csv_name` (the columns of its first row) and each matplotlib figure of `figures` (file name ->
+        figure, 120 dpi), staged together: all or none."""
         import csv
-        with self.staged(out_dir, (csv_name, png_name)) as staged:
+        figures = figures or {}
+        with self.staged(out_dir, (csv_name, *figures)) as staged:
             with open(staged / csv_name, "w", newline="") as handle:
                 writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
                 writer.writeheader()
                 writer.writerows(rows)
-            figure.savefig(staged / png_name, dpi=120)
+            for name, figure in figures.items():
+                figure.savefig(staged / name, dpi=120)
