@@ -246,7 +246,7 @@ def _check_distinct(runs: list[Variant], loaded: list[tuple], check_files) -> No
                 check_files(j)
             how = how_alike(loaded[j][0].model_dump(mode="json"), scenario.model_dump(mode="json"))
             modes = [f"simulation.{k}" for k in SAME_OUTPUTS
-                     if loaded[j][0].simulation.model_dump().get(k) != scenario.simulation.model_dump().get(k)]
+                     if getattr(loaded[j][0].simulation, k) != getattr(scenario.simulation, k)]
             if modes and how == "are the same simulation":
                 how = f"differ only in {', '.join(modes)} ({SAME_OUTPUTS_WHY})"
             raise ScenarioError("--vary" if varied else "scenarios", f"{first.label!r} and {runs[i].label!r} {how}; "

@@ -53,8 +53,6 @@ def _no_constant(constant: str):
     raise _NotJson(constant)
 
 
-
-
 def _is_jsonl(path: Path, fmt: TraceFormat) -> bool:
     suffix = path.suffix.lower()
     return suffix in JSON_LINES_SUFFIXES or (fmt.file_kind == "jsonl" and suffix not in (".csv", ".txt"))
