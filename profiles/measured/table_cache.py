@@ -7,9 +7,9 @@ and `FORMAT`; a table replaced in place (a package upgrade) gets a new key. Wher
 or written (no home folder, a read-only disk, a damaged entry) the table is read from parquet as before:
 the cache only ever saves time.
 
-Location: `$DRAFTSIM_CACHE_DIR`, else `$XDG_CACHE_HOME/draftsim`, else `~/.cache/draftsim`; entries live in
-its `measured-tables/` folder (a few MB per GPU system; delete it at will). `DRAFTSIM_CACHE_DIR=off` turns
-the cache off.
+Location: `$DRAFTSIM_CACHE_DIR`, else `$XDG_CACHE_HOME/draftsim`, else `~/.cache/draftsim` (absolute
+folders only: `cache_folder`); entries live in its `measured-tables/` folder (a few MB per GPU system; delete
+it at will). `DRAFTSIM_CACHE_DIR=off` turns the cache off.
 """
 from __future__ import annotations
 
@@ -27,17 +27,26 @@ OFF = "off"
 
 
 def cache_folder() -> Path | None:
-    """The folder of the measured-table entries, or None when the cache is off or has no home."""
+    """The folder of the measured-table entries, or None when the cache is off or has no home.
+
+    Only absolute folders are used: a relative `$DRAFTSIM_CACHE_DIR` (after `~` is expanded) turns the cache
+    off, and a relative `$XDG_CACHE_HOME` is ignored as the XDG Base Directory specification asks. Either
+    was read against the folder each command ran in, making a cache folder there (`~/x` in quotes made a
+    folder named `~`)."""
     root = os.environ.get("DRAFTSIM_CACHE_DIR")
     if root == OFF:
         return None
-    if not root:
+    if root:
+        root = os.path.expanduser(root)
+        if not os.path.isabs(root):
+            return None
+    else:
         xdg = os.environ.get("XDG_CACHE_HOME")
-        if xdg:
+        if xdg and os.path.isabs(xdg):
             root = os.path.join(xdg, "draftsim")
         else:
             home = os.path.expanduser("~")
-            if home == "~":
+            if not os.path.isabs(home):
                 return None
             root = os.path.join(home, ".cache", "draftsim")
     return Path(root) / "measured-tables"

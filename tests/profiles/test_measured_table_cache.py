@@ -102,3 +102,22 @@ def test_the_folder_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert table_cache.cache_folder() == tmp_path / "home" / ".cache" / "draftsim" / "measured-tables"
 
+
+
+def test_only_absolute_folders_are_used(monkeypatch, tmp_path):
+    """A relative folder was read against wherever a command ran, making a cache folder there (a quoted
+    `~/x` made a folder named `~`): `~` is expanded, a relative DRAFTSIM_CACHE_DIR turns the cache off and a
+    relative XDG_CACHE_HOME is ignored (XDG Base Directory specification)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DRAFTSIM_CACHE_DIR", "~/x")
+    assert table_cache.cache_folder() == tmp_path / "home" / "x" / "measured-tables"
+    monkeypatch.setenv("DRAFTSIM_CACHE_DIR", "relative/dir")
+    assert table_cache.cache_folder() is None
+    monkeypatch.delenv("DRAFTSIM_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")
+    assert table_cache.cache_folder() == tmp_path / "home" / ".cache" / "draftsim" / "measured-tables"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DRAFTSIM_CACHE_DIR", "relative/dir")
+    path = _paths()[0]
+    tables.read(path, _all_columns(path)[:2])
+    assert not (tmp_path / "relative").exists()
