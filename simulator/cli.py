@@ -135,22 +135,77 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return format_columns(head, rows, left=len(head))
 
 
+def _list_models() -> str:
+    from models import get_model, list_models
+    head = ["NAME", "FAMILY", "PARAMS_B", "ACTIVE_B", "LAYERS", "HIDDEN", "HEADS_Q/KV", "ATTENTION", "EXPERTS",
+            "CONTEXT", "KV_KIB_PER_TOKEN_BF16"]
+    return _table(head, [_model_row(name, get_model(name)) for name in list_models()])
+
+
+def _list_hardware() -> str:
+    from profiles.hardware import get_hardware, list_hardware
+    from profiles.measured import available
+    head = ["ID", "NAME", "MEM_GB", "MEM_TB/S", "BF16_TFLOPS", "FP8_TFLOPS", "SCALEUP_GB/S", "HOST_GB/S",
+            "MEASURED_KERNELS"]
+    rows = []
+    for hid in list_hardware():
+        measured = "; ".join(f"{fw} {', '.join(v)}" for fw, v in available(hid).items()) or "none (roofline)"
+        rows.append(_hardware_row(hid, get_hardware(hid), measured))
+    return _table(head, rows)
+
+
+def _list_engines() -> str:
+    """One row per engine-time entry (profiles/data/engine_time/frameworks.yaml): the releases it covers (the
+    upper one excluded), what a release of that range runs by default, and on the entry a scenario without
+    `cluster.engine.version` gets, the release it stands for and the newest release known."""
+    from profiles.engine_time.frameworks import engine_entries, entry_for, modelled_release, version_range
+    head = ["ENGINE", "RELEASES", "CUDA_GRAPHS", "ASYNC_SCHEDULING", "SYNCHRONOUS_DRAFTERS", "RELEASE_IF_UNSET",
+            "NEWEST_KNOWN"]
+    rows = []
+    for entry in engine_entries():
+        unset = entry is entry_for(entry["framework"], None)
+        constants = entry["constants"]
+        sync = constants.get("sync_drafters") or []
+        overlap = bool(constants.get("overlap"))
+        rows.append([entry["framework"], version_range(entry), entry["graphs"]["default_mode"],
+                     "on" if overlap else "off", (", ".join(sync) or "none") if overlap else "all",
+                     modelled_release(entry) if unset else "-", entry.get("newest_release", "-")])
+    return _table(head, rows)
+
+
+def _list_acceptance() -> str:
+    """The published acceptance registry (profiles/data/acceptance_published/): the rows a scenario's
+    `acceptance: {kind: published, entry: ID}` names, with the figure and the publication each comes from."""
+    from simulator.speculation.published import load_registry
+    head = ["ID", "METHOD", "TARGET", "DRAFT", "DATASET", "TEMP", "SHAPE", "TOKENS_PER_STEP", "ENGINE", "SOURCE"]
+    rows = []
+    for row in load_registry():
+        shape = row.shape if row.depth is None else f"{row.shape} {row.depth}"
+        if row.nodes is not None:
+            shape += f" ({row.nodes} nodes)"
+        temperature = "-" if row.temperature is None else f"{row.temperature:g}"
+        rows.append([row.id, row.method, row.target, row.draft or "-", row.dataset, temperature, shape,
+                     f"{row.mean_tokens:.2f}", row.engine or "-", row.source.id])
+    return _table(head, rows)
+
+
+# `draftsim catalog WHAT`: what it lists, and how
+CATALOGS: dict[str, tuple[str, Callable[[], str]]] = {
+    "models": ("parameters (total, active), layers, hidden size, query/KV heads, attention (MHA, GQA, MLA, sliding "
+               "window), experts × top-k, context, KV bytes per token", _list_models),
+    "hardware": ("memory, bandwidth, dense BF16/FP8 TFLOP/s, scale-up and host links, which GPUs have measured "
+                 "kernel tables", _list_hardware),
+    "engines": ("the engine releases modelled (cluster.engine: framework and version; ranges exclude their upper "
+                "release), their default CUDA-graph mode and async scheduling, the drafters that run without it (where the "
+                "engine runs them at all), the release modelled when none is given and the newest release known", _list_engines),
+    "acceptance": ("the published acceptance registry: each row's id (acceptance: {kind: published, entry: ID}), "
+                   "method, target, draft, dataset, temperature, drafting shape, tokens per verify step and source",
+                   _list_acceptance),
+}
+
+
 def _cmd_catalog(args: argparse.Namespace) -> int:
-    if args.what == "models":
-        from models import get_model, list_models
-        head = ["NAME", "FAMILY", "PARAMS_B", "ACTIVE_B", "LAYERS", "HIDDEN", "HEADS_Q/KV", "ATTENTION", "EXPERTS",
-                "CONTEXT", "KV_KIB_PER_TOKEN_BF16"]
-        print(_table(head, [_model_row(name, get_model(name)) for name in list_models()]))
-    else:
-        from profiles.hardware import get_hardware, list_hardware
-        from profiles.measured import available
-        head = ["ID", "NAME", "MEM_GB", "MEM_TB/S", "BF16_TFLOPS", "FP8_TFLOPS", "SCALEUP_GB/S", "HOST_GB/S",
-                "MEASURED_KERNELS"]
-        rows = []
-        for hid in list_hardware():
-            measured = "; ".join(f"{fw} {', '.join(v)}" for fw, v in available(hid).items()) or "none (roofline)"
-            rows.append(_hardware_row(hid, get_hardware(hid), measured))
-        print(_table(head, rows))
+    print(CATALOGS[args.what][1]())
     return 0
 
 
@@ -257,12 +312,9 @@ def build_parser(registered: bool = True) -> argparse.ArgumentParser:
                         "warning says when requests are left out")
     r.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     r.set_defaults(func=_cmd_run)
-    c = sub.add_parser("catalog", help="list the model or hardware catalog with their key figures",
-                       description="Models: parameters (total, active), layers, hidden size, query/KV heads, attention "
-                                   "(MHA, GQA, MLA, sliding window), experts × top-k, context, KV bytes per token. "
-                                   "Hardware: memory, bandwidth, dense BF16/FP8 TFLOP/s, scale-up and host links, "
-                                   "which GPUs have measured kernel tables.")
-    c.add_argument("what", choices=["models", "hardware"])
+    c = sub.add_parser("catalog", help="list the catalog of models, hardware, engine releases or published acceptance",
+                       description=" ".join(f"{what.capitalize()}: {text}." for what, (text, _) in CATALOGS.items()))
+    c.add_argument("what", choices=list(CATALOGS))
     c.set_defaults(func=_cmd_catalog)
     for name, command in commands(registered).items():
         sub.add_parser(name, help=command.help, add_help=False)

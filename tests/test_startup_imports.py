@@ -45,6 +45,8 @@ COMMANDS = {
                             "--source", "roofline", "--query-tokens", "5"],
     "catalog models": ["catalog", "models"],
     "catalog hardware": ["catalog", "hardware"],
+    "catalog engines": ["catalog", "engines"],
+    "catalog acceptance": ["catalog", "acceptance"],
 }
 
 

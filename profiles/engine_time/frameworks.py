@@ -46,6 +46,11 @@ def _entries() -> tuple[dict, ...]:
     return tuple(entries)
 
 
+def engine_entries() -> tuple[dict, ...]:
+    """Every engine-time entry of frameworks.yaml, in the file's order (one release range each)."""
+    return _entries()
+
+
 def frameworks() -> list[str]:
     return sorted({e["framework"] for e in _entries()})
 

@@ -174,8 +174,8 @@ def find_entry(entry_id: str, directory: Path = REGISTRY_DIR) -> PublishedAccept
     for row in load_registry(directory):
         if row.id == entry_id:
             return row
-    raise RegistryError("acceptance.entry", f"no published entry {entry_id!r} (python -m simulator.speculation."
-                        f"published lists them)")
+    raise RegistryError("acceptance.entry", f"no published entry {entry_id!r} (`draftsim catalog acceptance` "
+                        f"lists them)")
 
 
 def select(directory: Path = REGISTRY_DIR, depth: int | None = None, **keys) -> PublishedAcceptance:
