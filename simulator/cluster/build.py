@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from simulator.errors import ScenarioError
-from simulator.cluster.engine_cache import engine_prefix_caching, pending as engine_cache_pending, \
+from simulator.cluster.engine_cache import engine_prefix_caching, nothing_shared, pending as engine_cache_pending, \
     with_engine_prefix_caching
 from simulator.cluster.engine_scheduler import FILLED
 from simulator.cluster.factory import ReplicaKind, build_replica_kind, deployment_release
@@ -329,10 +329,12 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
             raise ScenarioError(refused[0][0], f"{kind.target.name} keeps recurrent state (linear attention / Mamba): "
                                 "prefix caching, host memory and parallel sampling are not modelled for it")
         return HybridStatePool(state, kind.hybrid_layout)
-    if kind.window_layout is not None and tiers and not cfg.prefix_caching and cfg.host_memory_gib <= 0 \
-            and scenario.workload.parallel_samples == 1:   # (else every layer at the full context: models.spec)
+    if kind.window_layout is not None and tiers and cfg.host_memory_gib <= 0 \
+            and scenario.workload.parallel_samples == 1 and (not cfg.prefix_caching or nothing_shared(scenario)):
+        # (else every layer at the full context: models.spec). With prefix caching where requests share nothing
+        # the cache serves a preempted request its own blocks: modelled by reserving prompts (SlidingWindowPool)
         from simulator.core.kv.sliding_window import SlidingWindowPool
-        return SlidingWindowPool(state, kind.window_layout)
+        return SlidingWindowPool(state, kind.window_layout, reserve_prompts=cfg.prefix_caching)
     if not tiers or (not cfg.prefix_caching and cfg.host_memory_gib <= 0):
         return KV_LAYOUTS[cfg.layout.kind].pool(state, blocks, block, cfg.layout)
     from simulator.core.kv.block_pool import BlockPool

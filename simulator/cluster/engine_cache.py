@@ -69,7 +69,7 @@ def _not_modelled(scenario, target, windowed: bool) -> str | None:
 DISTRIBUTED = "a distributed run keeps no prefix cache (simulator.distributed)"
 
 
-def _nothing_shared(scenario) -> bool:
+def nothing_shared(scenario) -> bool:
     """No two requests can share a prefix and no router reads the cache (module docstring)."""
     from simulator.core.routers import reads_prefix_cache
     w = scenario.workload
@@ -99,7 +99,7 @@ def engine_prefix_caching(scenario, target, release: tuple[str, str | None], win
         why = _not_modelled(scenario, target, windowed)
         if why is not None:
             record.update(prefix_caching=False, approximation=f"{why}: off")
-        elif _nothing_shared(scenario):
+        elif nothing_shared(scenario):
             record.update(prefix_caching=False, approximation=NOTHING_SHARED)
         elif scenario.simulation.executor != "local":
             record.update(prefix_caching=False, approximation=f"{DISTRIBUTED}: off")

@@ -162,7 +162,8 @@ def scheduler_defaults(fw: str | None, hardware: str, version: str | None = None
     server) tokens and 256 sequences; chunked prefill always; V1's own scheduler rules (`vllm_v1`) with its
     default prefix caching on (profiles.engine_time.cache_defaults.engine_prefix_caching), so a
     request's prompt blocks are reserved at admission (simulator.core.sched.vllm_v1: a request preempted
-    by recompute finds its blocks in the cache; without the cache V1 thrashes 32K prompts that barely fit). vLLM V0 (before 0.8.0): prefill-first, no chunked prefill below 32K context, max_num_seqs 256,
+    by recompute finds its blocks in the cache; without the cache V1 thrashes 32K prompts that barely fit;
+    gpt-oss's sliding-window layers keep their window's blocks under it: simulator.core.kv.sliding_window). vLLM V0 (before 0.8.0): prefill-first, no chunked prefill below 32K context, max_num_seqs 256,
     max_num_batched_tokens = max(max_model_len, 2048) (EngineArgs / SchedulerConfig of v0.5-v0.7; 32768
     taken here: a whole prompt always fits). SGLang: its chunked_prefill_size by GPU memory and release
     (profiles.engine_time.batch_defaults.sglang_chunked_prefill_size: 8192 on 80-141 GB GPUs, 4096 on a 40 GB

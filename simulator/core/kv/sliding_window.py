@@ -34,9 +34,22 @@ the full-attention type when their page size matches: 0.32's "gpt-oss-20b + eagl
 pipeline stages hold ceil(layers of a type / pp) layers of it (the types interleave); 0.32's
 `extra_retained_tokens` (multi-module MTP re-prefill) is 0, and its in-flight bound (2 batches under async
 scheduling) is one batch; drafted tokens a rejection discards keep their blocks until the next step, as in
-vLLM (`grow` asks for context + q). Prefix caching, host memory and parallel sampling are not modelled
-with it (simulator.cluster.build keeps the full-context pool for them). Growth and freeing depend on each
-request's computed tokens step by step, so this pool is not `bulk_capable` (steps run one by one).
+vLLM (`grow` asks for context + q). Host memory, parallel sampling and prefix caching where requests may
+share prefixes are not modelled with it (simulator.cluster.build keeps the full-context pool for them). Growth
+and freeing depend on each request's computed tokens step by step, so this pool is not `bulk_capable` (steps
+run one by one).
+
+Prefix caching where no two requests can share a prefix (`reserve_prompts`): vLLM's cache then serves only a
+request's own blocks, to itself: a request preempted mid-prompt (vLLM V1 preempts the newest running request
+when a chunk's blocks do not fit) is admitted again at the cached length of its computed blocks, so its chunks
+are not computed twice (`KVCacheManager.get_computed_blocks`; for a sliding-window group
+`SlidingWindowManager.find_longest_cache_hit` matches the window's blocks before that length, which the
+preemption freed last). Approximation, named (as `simulator.core.kv.prefix_cache.PrefixCachePool` keeps it for
+the full-context pool): a request reserves the peak of its prompt (`WindowPageLayout.peak` over steps of the
+scheduler's budget) at admission and holds at least that until its prompt is computed, so it is admitted when
+its whole prompt fits instead of a chunk at a time, and its own chunks never preempt it; a request preempted
+all the same (other requests' decode blocks taking the pool) computes its prompt and output again (vLLM: a
+cache hit on its blocks while they are not evicted).
 """
 from __future__ import annotations
 
@@ -136,7 +149,7 @@ class SlidingWindowPool(BlockPool):
 
     atomic_grow = False   # `grow` frees blocks outside the window even when the new ones then do not fit
 
-    def __init__(self, state, layout: WindowPageLayout):
+    def __init__(self, state, layout: WindowPageLayout, reserve_prompts: bool = False):
         super().__init__(state, layout.total_blocks, layout.block_tokens)
         if self.multi_sample:
             raise ValueError("workload.parallel_samples > 1 is not modelled with the sliding-window pool")
@@ -144,6 +157,9 @@ class SlidingWindowPool(BlockPool):
         self.bulk_capable = False
         self.table = np.zeros(state.n, dtype=np.int64)   # block-table length per group and request
         self.taken_blocks = self.freed_blocks = 0
+        # blocks a request holds at least until its prompt is computed (module docstring: prefix caching)
+        self.reserve_prompts = reserve_prompts
+        self.reserved = np.zeros(state.n, dtype=np.int64)
 
     def blocks_for(self, tokens):
         """Blocks a request holds when it computes `tokens` tokens from nothing in one step (its prompt's
@@ -161,18 +177,30 @@ class SlidingWindowPool(BlockPool):
 
     def need(self, r: int, tokens: int | None = None) -> tuple[int, int]:
         target = int(self.s.prefill_target[r])
+        if self.reserve_prompts:   # the prompt's peak, whatever the chunk (module docstring: prefix caching)
+            return int(self.blocks(r, target)), target
         return int(self.blocks_for(target if tokens is None else tokens)), target
 
     def admit(self, r: int, reserve: bool = True) -> tuple[int, bool]:
-        target = int(self.s.prefill_target[r]) if reserve else 0
-        self.table[r] = _cdiv(target, self.block_size)
-        need = int(self.blocks_for(target))
+        if self.reserve_prompts:
+            need = self.reserved[r] = int(self.blocks(r, int(self.s.prefill_target[r])))
+            self.table[r] = 0
+        else:
+            target = int(self.s.prefill_target[r]) if reserve else 0
+            self.table[r] = _cdiv(target, self.block_size)
+            need = int(self.blocks_for(target))
         self.s.blocks[r] = need
         self.take(need)
         return 0, False
 
     def _held(self, ids, table):
-        return self.layout.held_by_table(self.s.ctx[ids], table)
+        """Blocks requests `ids` hold with block tables of `table` entries: their tables' blocks, or their
+        reservation while their prompt is not computed (`reserve_prompts`)."""
+        held = self.layout.held_by_table(self.s.ctx[ids], table)
+        if not self.reserve_prompts:
+            return held
+        s = self.s
+        return np.maximum(held, np.where(s.prefilled[ids] < s.prefill_target[ids], self.reserved[ids], 0))
 
     def grow(self, ids, tokens) -> bool:
         """vLLM's allocate_slots for request(s) `ids` needing slots for `tokens` tokens, their computed
@@ -205,6 +233,7 @@ class SlidingWindowPool(BlockPool):
     def release(self, r: int, keep: str = "shared") -> None:
         super().release(r, keep)
         self.table[r] = 0
+        self.reserved[r] = 0
 
     def free(self, r: int, ctx_tokens: int, private_blocks: int, keep: str) -> None:
         self.used_blocks -= private_blocks

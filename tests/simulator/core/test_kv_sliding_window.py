@@ -185,3 +185,53 @@ def test_max_model_len_is_held_to_the_pool_of_a_scheduler_that_prefills_whole_pr
         prepare(data(longest + 1, 100, 10))
     result = simulator.run(data(50000, 45000, 100, kind="vllm_v1"))
     assert result.summary["requests_finished"] == 1 and not result.requests.dropped.any()
+
+
+def _reserving_replica(prompts, outputs, layout, budget, reserve):
+    limits = BatchLimits(8, budget, 512)
+    return bare_replica(VllmV1(limits), lambda state: SlidingWindowPool(state, layout, reserve_prompts=reserve),
+                        prompts, outputs, limits)
+
+
+def test_prefix_caching_reserves_the_prompts_peak_by_hand():
+    # The request of test_blocks_of_one_request_step_by_step_by_hand with the pool reserving prompts (prefix
+    # caching where requests share nothing): its prompt's peak over steps of 8 tokens is held from admission
+    # until the prompt is computed: full 5 + sliding min(5, ceil((8 − 1 + 8) / 4) + 1 = 5) = 10; then the
+    # tables' blocks as without it.
+    lay = WindowPageLayout(4, 8, 1, 1, 1, 1.0, 100, step_tokens=8)
+    rep = _reserving_replica([20], [6], lay, 8, reserve=True)
+    assert _used_per_step(rep, 8) == [10, 10, 10, 9, 9, 9, 8, 10]
+    assert rep.kv.used_blocks == 0 and rep.kv.taken_blocks == rep.kv.freed_blocks
+
+
+@pytest.mark.parametrize("total", [14, 16])
+def test_prefix_caching_admits_a_prompt_whole_instead_of_computing_its_chunks_again(total):
+    # Two 20-token prompts in a pool of 14 or 16 blocks. Chunk by chunk (no cache) the second is admitted with
+    # its first chunk, then preempts itself when its next chunk does not fit, and computes that chunk again
+    # after each preemption (vLLM without prefix caching). With the cache vLLM admits it again at its cached
+    # blocks: here it waits until its whole prompt fits, preempted never.
+    lay = WindowPageLayout(4, 8, 1, 1, 1, 1.0, total, step_tokens=8)
+    plain = _reserving_replica([20, 20], [6, 6], lay, 8, reserve=False)
+    step_plans(plain, 40)
+    assert plain.s.preemptions.tolist()[1] > 0
+    cached = _reserving_replica([20, 20], [6, 6], lay, 8, reserve=True)
+    plans = step_plans(cached, 40)
+    assert cached.s.preemptions.tolist() == [0, 0]
+    assert [used for _, used in plans][:16] == [10, 10, 10, 9, 9, 9, 8, 10] * 2   # one after the other
+    assert cached.kv.used_blocks == 0 and cached.kv.taken_blocks == cached.kv.freed_blocks
+
+
+def test_prefix_caching_keeps_the_window_layout_where_requests_share_nothing():
+    # Before, `cluster.kv_cache.prefix_caching: true` gave gpt-oss the full-context pool (every layer holding
+    # every token: half the requests of vLLM's hybrid manager). Where no two requests share a prefix the cache
+    # serves only a preempted request's own blocks: the window pool, reserving prompts. Shared prefixes keep
+    # the prefix-cache pool (its hits modelled, at the full context).
+    from simulator.core.kv.prefix_cache import PrefixCachePool
+    data = _long_gpt_oss()
+    data["cluster"]["kv_cache"] = {"prefix_caching": True}
+    pool = prepare(data).cluster.replicas[0].kv
+    assert isinstance(pool, SlidingWindowPool) and pool.reserve_prompts
+    result = simulate(prepare(data), step_mode="step")
+    assert result.summary["requests_finished"] == 40
+    data["workload"]["shared_prefix"] = {"prompts": 2, "tokens": 256}
+    assert isinstance(prepare(data).cluster.replicas[0].kv, PrefixCachePool)
