@@ -18,8 +18,10 @@ Supported `architectures` (registry `ARCHITECTURES`, one converter per family):
 Common fields: `hidden_size`, `num_hidden_layers`, `num_attention_heads`, `num_key_value_heads` (default: the
 attention heads, as in the Hugging Face classes), `head_dim` (default hidden/heads), `intermediate_size`,
 `vocab_size`, `max_position_embeddings`, `rope_theta`, `tie_word_embeddings` (default false: every class
-above defaults to untied), `num_nextn_predict_layers` (multi-token-prediction modules shipped, default 0). Rope scaling, quantization blocks and dropout do not change the compute
-priced here and are ignored. A hybrid architecture (the last three rows) must say which layer is which: a
+above defaults to untied), `num_nextn_predict_layers` (multi-token-prediction modules shipped, default 0); the
+rope scaling block and the other length keys the engines derive the context limit from (models.context_config),
+and `quantization_config`, the checkpoint's weight format (models.quant_config). Dropout does not change the
+compute priced here and is ignored. A hybrid architecture (the last three rows) must say which layer is which: a
 config without its layer-type list is an `UnsupportedModelError` naming the missing field. Anything else — another architecture, a vision-language wrapper
 (`text_config`), a layer layout ModelSpec cannot express — is an `UnsupportedModelError` naming the field.
 """
@@ -108,7 +110,20 @@ def _common(cfg: dict, where: str) -> dict:
         "rope_theta": _float(cfg, "rope_theta", where, 10000.0),
         "tie_word_embeddings": _bool(cfg, "tie_word_embeddings", where, False),
         "num_mtp_modules": _int(cfg, "num_nextn_predict_layers", where, default=0, low=0),
+        **_context_and_quantization(cfg, where),
     }
+
+
+def _context_and_quantization(cfg: dict, where: str) -> dict:
+    """What the engines derive the context limit from (models.context_config) and the checkpoint's weight
+    format (models.quant_config)."""
+    from models.context_config import ContextConfigError, length_keys, rope_fields
+    from models.quant_config import QuantConfigError, checkpoint_dtype
+    try:
+        return {**rope_fields(cfg, where), "length_keys": length_keys(cfg, where),
+                "checkpoint_dtype": checkpoint_dtype(cfg, where)}
+    except (ContextConfigError, QuantConfigError) as exc:
+        raise UnsupportedModelError(str(exc)) from None
 
 
 def _window(layers: int, window) -> dict:

@@ -44,7 +44,7 @@ MAX_WIDTH = 2**20     # every other count (widths, heads, experts, ranks, kernel
                       # (Llama-3.1-405B's intermediate 53,248; Qwen3-Next's 512 experts)
 _MAX_OF = {"num_layers": MAX_LAYERS, "sliding_window_layers": MAX_LAYERS, "first_dense_layers": MAX_LAYERS,
            "num_mtp_modules": MAX_LAYERS, "max_position_embeddings": MAX_TOKENS, "sliding_window": MAX_TOKENS,
-           "vocab_size": MAX_VOCAB}
+           "rope_original_max_position_embeddings": MAX_TOKENS, "vocab_size": MAX_VOCAB}
 POSITIVE_FIELDS = ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "intermediate_size",
                    "vocab_size", "max_position_embeddings")
 
@@ -149,6 +149,16 @@ class ModelSpec:
     mamba_inner_norms: bool = False        # Mamba-1: RMSNorms on Δ, B and C (Jamba's dt/b/c_layernorm)
     mamba_chunk_size: int = 0              # Mamba-2 SSD chunk
     ssm_state_dtype: str = ""              # temporal state dtype ("": the activations'; config mamba_ssm_cache_dtype)
+    # What the engines derive the context limit from beside max_position_embeddings (models.context_config reads
+    # them; profiles.engine_time.context_length holds each engine's rule): config.json's RoPE scaling block and
+    # its other length keys, as (key, tokens) pairs.
+    rope_scaling_type: str = ""            # rope_type of rope_scaling / rope_parameters ("": no scaling)
+    rope_scaling_factor: float = 1.0
+    rope_original_max_position_embeddings: int = 0   # the rope block's (0: none)
+    length_keys: tuple[tuple[str, int], ...] = ()
+    # The weights' format as the checkpoint holds them (config.json quantization_config, models.quant_config):
+    # a cluster.dtype name, "" for an unquantized checkpoint (or one no config says is quantized).
+    checkpoint_dtype: str = ""
     source: str = ""                       # where the numbers come from
 
     def __post_init__(self) -> None:
@@ -178,6 +188,11 @@ class ModelSpec:
             raise ValueError(f"model {self.name!r}: MLA needs qk_rope_head_dim, qk_nope_head_dim and "
                              "v_head_dim > 0")
         self._check_layout()
+        from models.context_config import check_length_keys
+        check_length_keys(self)
+        if self.checkpoint_dtype and self.checkpoint_dtype not in DTYPE_BYTES:
+            raise ValueError(f"model {self.name!r}: checkpoint_dtype is {brief(self.checkpoint_dtype)}; expected one "
+                             f"of {', '.join(DTYPE_BYTES)} or empty")
 
     def _check_layout(self) -> None:
         """Hybrid layout fields (ValueError naming the field; models.mixers.check_layout)."""

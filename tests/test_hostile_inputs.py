@@ -2368,6 +2368,23 @@ CASES = [
             + ["--executor", "local-dask", "--quiet"],
             "--executor: runs the points on Dask workers, which cannot start the LocalCluster of a point's "
             "simulation.executor local-dask"),
+    # session 23, ctxlen: config.json's quantization_config and rope scaling were ignored: a bitsandbytes checkpoint
+    # was priced as bf16, an fp8 checkpoint under cluster.dtype bf16 ran as bf16 weights vLLM would refuse
+    # (ModelConfig._verify_quantization), a yarn block without its factor (vLLM fails at start-up) was accepted
+    Hostile("ctxlen_quant_method_bitsandbytes",
+            model_file("config.json", quantization_config={"quant_method": "bitsandbytes", "load_in_4bit": True}),
+            "quantization_config.quant_method 'bitsandbytes' is not priced here; allowed: fp8, mxfp4"),
+    Hostile("ctxlen_dtype_contradicts_fp8_checkpoint",
+            model_file("config.json", quantization_config={"quant_method": "fp8", "activation_scheme": "dynamic"}),
+            "checkpoint, whose config.json quantization_config holds fp8 weights (vLLM and SGLang refuse"),
+    Hostile("ctxlen_estimate_dtype_contradicts_mxfp4_checkpoint",
+            lambda tmp: hf_shipped("gpt-oss-20b")(tmp) + ["--dtype", "bf16"],
+            "checkpoint, whose config.json quantization_config holds mxfp4 weights (vLLM and SGLang refuse"),
+    Hostile("ctxlen_rope_scaling_yarn_without_factor",
+            model_file("config.json", rope_scaling={"rope_type": "yarn", "original_max_position_embeddings": 4096}),
+            "rope_scaling: rope_type yarn needs a factor"),
+    Hostile("ctxlen_rope_scaling_not_a_mapping", model_file("config.json", rope_scaling="yarn"),
+            "rope_scaling is 'yarn'; expected a mapping with rope_type and factor"),
 ]
 
 

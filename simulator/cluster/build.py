@@ -165,11 +165,10 @@ def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -
     passed there while the run then dropped every such request as exceeds_kv_capacity (exit 0)."""
     from simulator.cluster.factory import GIB
     from simulator.config.engine import engine_settings
-    from simulator.core.context import context_limit
     cl = scenario.cluster
     if engine_settings(cl.engine, cl.latency).framework != "vllm":
         return
-    length, block = context_limit(kind.target, cl.max_model_len), scenario.scheduler.block_size
+    length, block = kind.context_len, scenario.scheduler.block_size
     step = scenario.scheduler.max_batched_tokens
     whole_prompts = None   # (a window layout whose scheduler prefills whole prompts: the pool's own peak)
     if kind.window_layout is not None:
@@ -212,12 +211,12 @@ def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -
                         f"the parallelism")
 
 
-def _requests(scenario: Scenario, streams: Streams, base_dir: Path, target
+def _requests(scenario: Scenario, streams: Streams, base_dir: Path, kind: ReplicaKind
               ) -> tuple[RequestTable, RequestState, float]:
-    """The run's requests within the model's context (simulator.core.context), their state, and the host
-    seconds it took to read or draw them."""
-    from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, check_least_request, context_limit
-    limit = context_limit(target, scenario.cluster.max_model_len)
+    """The run's requests within the context of the pool `kind` (its context_len: simulator.core.context), their
+    state, and the host seconds it took to read or draw them."""
+    from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, check_least_request
+    limit, target = kind.context_len, kind.target
     workload = scenario.workload.spec()
     check_least_request(workload, f"the context of {target.name} (cluster.max_model_len)", limit, base_dir)
     t0 = time.perf_counter()
@@ -431,8 +430,25 @@ def alltoall_pricer_for(kind: ReplicaKind, num_replicas: int):
     return _alltoall_pricer([Pool("colocated", kind, [None] * num_replicas, None)])
 
 
+def _checkpoint_dtype(scenario: Scenario, base_dir: Path) -> Scenario:
+    """The scenario with `cluster.dtype` the format of a quantized checkpoint's config.json where it leaves the
+    dtype out; ScenarioError (cluster.dtype) where it gives another (models.quant_config.served_dtype)."""
+    from models.quant_config import QuantConfigError, served_dtype
+    from simulator.cluster.factory import resolve_model
+    cl = scenario.cluster
+    target = resolve_model(cl.model, base_dir)
+    try:
+        dtype = served_dtype(cl.dtype if "dtype" in cl.model_fields_set else None, target)
+    except QuantConfigError as exc:
+        raise ScenarioError("cluster.dtype", str(exc)) from None
+    if dtype == cl.dtype:
+        return scenario
+    return scenario.model_copy(update={"cluster": cl.model_copy(update={"dtype": dtype})})
+
+
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
     from simulator.results.energy import check_power_known
+    scenario = _checkpoint_dtype(scenario, base_dir)
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
     _check_router(scenario)
     _check_parallel_samples(scenario)
@@ -446,7 +462,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
         scenario, caching = _engine_cache(scenario, kind)
         blocks = kind.blocks(block)
         _check_one_request_fits(scenario, kind, "cluster")
-        table, state, workload_s = _requests(scenario, streams, base_dir, kind.target)
+        table, state, workload_s = _requests(scenario, streams, base_dir, kind)
         _check_token_budget(scenario, state, kind.cost.q if kind.acceptance is not None else 1)
         log = _step_log(scenario, table, [(kind, cl.replicas)])
         scheduler, limits = batch_scheduler(scenario, kind)
@@ -481,7 +497,7 @@ def build(scenario: Scenario, base_dir: Path) -> Cluster:
     blocks = {name: kinds[name].blocks(block, f"{DISAGG}.{name}") for name in kinds}
     for name in kinds:
         _check_one_request_fits(scenario, kinds[name], f"{DISAGG}.{name}")
-    table, state, workload_s = _requests(scenario, streams, base_dir, kinds["decode"].target)
+    table, state, workload_s = _requests(scenario, streams, base_dir, kinds["decode"])
     _check_token_budget(scenario, state, None)   # (the prefill pool only prefills; the decode pool has no budget)
     np_, nd = dis.prefill.replicas, dis.decode.replicas
     kp, kd = kinds["prefill"], kinds["decode"]

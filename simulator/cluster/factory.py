@@ -742,7 +742,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     release = deployment_release(latency, engine_config, lat)
     check_architectures(release, target, built_drafter.spec if built_drafter is not None
                         and getattr(drafter, "kind", None) == "draft_model" else None)
-    context_len = context_limit(target, max_model_len)
+    context_len = context_limit(target, max_model_len, release)
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)
         scheduler = with_engine_defaults(scheduler, latency, engine_config, release, hw, context_len, family)
     max_seqs = max_num_seqs(scheduler, latency, engine_config, hw, lat, family)

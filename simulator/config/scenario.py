@@ -152,8 +152,9 @@ class ClusterConfig(Strict):
     weight-only, the rest bf16 — gpt-oss; fp8 and fp8_block need FP8 tensor cores; nvfp4 FP4 tensor cores, i.e.
     Blackwell); `kv_dtype`: the KV cache's (default: the
     weights' dtype where it is a KV format, fp8 for nvfp4 weights, else bf16; nvfp4 needs FP4 tensor cores).
-    `max_model_len`: the longest context a request may reach (vLLM --max-model-len; default and
-    upper bound: the model's max_position_embeddings). `gpu_memory_utilization`: the engine's memory fraction,
+    `max_model_len`: the longest context a request may reach (vLLM --max-model-len; default and upper
+    bound: the context the engine's release derives from the model's config, profiles.engine_time.context_length).
+    `dtype` left out: a quantized config.json's own format, else bf16 (models.quant_config.served_dtype). `gpu_memory_utilization`: the engine's memory fraction,
     used as given (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static, TensorRT-LLM
     free_gpu_memory_fraction); default: the engine's own (0.9 for vLLM and TensorRT-LLM, SGLang's by release,
     GPU and deployment: simulator.cluster.sglang_memory)."""

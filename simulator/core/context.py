@@ -1,7 +1,9 @@
 """The context length limit: a request's prompt plus output must fit the model's context.
 
-The limit is `cluster.max_model_len` (vLLM's --max-model-len), by default the model's
-`max_position_embeddings`, never above it. Requests over it are handled by `workload.context_overflow`:
+The limit is `cluster.max_model_len` (vLLM's --max-model-len, SGLang's --context-length, TensorRT-LLM's
+max_seq_len), by default the context the deployment's engine and release derive from the model's config.json
+(max_position_embeddings, the other length keys and rope scaling: profiles.engine_time.context_length), and
+above it only where that engine serves a longer one given by hand. Requests over it are handled by `workload.context_overflow`:
 
 - `error` (default): a one-line error before the run, naming the first such request (before any is drawn,
   `check_least_request`, when a shared prefix or a session's turns make even the smallest request too long);
@@ -25,15 +27,26 @@ if TYPE_CHECKING:
 DROP_EXCEEDS_CONTEXT = "exceeds_context"
 
 
-def context_limit(model, max_model_len: int | None) -> int:
-    """The context limit of a run (ScenarioError when max_model_len exceeds the model's)."""
-    limit = model.max_position_embeddings
-    if max_model_len is not None:
-        if max_model_len > limit:
-            raise ScenarioError("cluster.max_model_len", f"{max_model_len} exceeds max_position_embeddings={limit} "
-                                                         f"of {model.name}; allowed: 2..{limit}")
-        limit = max_model_len
-    return limit
+def context_limit(model, max_model_len: int | None, release: tuple[str, str | None] = ("vllm", None)) -> int:
+    """The context limit of a run on `release` (framework, version; None: the release modelled where none is
+    given): `max_model_len`, else the engine's derived limit (ScenarioError naming cluster.max_model_len where the
+    engine refuses or cuts the value given: profiles.engine_time.context_length)."""
+    from profiles.engine_time.context_length import check_given, derived_context
+    from profiles.engine_time.frameworks import release_or_modelled
+    from profiles.engine_time.support import UnsupportedCombination
+    from models.errors import FieldError
+    framework, version = release
+    try:
+        version = release_or_modelled(framework, version)
+    except FieldError:   # (an engine without engine-time entries: the rule keyed by framework alone)
+        version = version or "0"
+    try:
+        if max_model_len is None:
+            return derived_context(framework, version, model)[0]
+        check_given(framework, version, model, max_model_len)
+    except UnsupportedCombination as exc:
+        raise ScenarioError(exc.field, exc.message) from None
+    return max_model_len
 
 
 def check_least_request(workload, context: str, limit: int, base_dir, field: str = "workload") -> None:

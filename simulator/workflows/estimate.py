@@ -90,9 +90,10 @@ def _counts(**counts) -> list[int]:
 
 
 def check_step_fits(spec, hw, par, dtype: str, kv_dtype: str, batch: int, context_tokens: int,
-                    new_tokens: int, new_field: str = "query_tokens") -> None:
+                    new_tokens: int, new_field: str = "query_tokens", context_len: int | None = None) -> None:
     """Refuse (ScenarioError naming the argument) a step that cannot exist: a request longer than the
-    model's context (`max_position_embeddings`), or weights plus the step's KV cache beyond the GPU's whole
+    model's context (`context_len`, the context the engine derives from its config.json:
+    profiles.engine_time.context_length; None: `max_position_embeddings`), or weights plus the step's KV cache beyond the GPU's whole
     memory (what CUDA reports where the catalog logs it, `cuda_total_bytes`, else the datasheet's `hbm_bytes`, as
     the engines' memory rules read it: simulator.cluster.vllm_memory.device_total_bytes; a serving engine keeps
     memory back, so this only refuses what certainly cannot run — the datasheet's decimal "80 GB" of an H100 is
@@ -101,11 +102,12 @@ def check_step_fits(spec, hw, par, dtype: str, kv_dtype: str, batch: int, contex
     from simulator.cluster.vllm_memory import device_total_bytes
     from simulator.errors import ScenarioError
 
-    length = context_tokens + new_tokens
-    if length > spec.max_position_embeddings:   # (on the count that is over alone, else on the cached tokens)
-        field = new_field if new_tokens > spec.max_position_embeddings else "context_tokens"
+    length, limit = context_tokens + new_tokens, context_len or spec.max_position_embeddings
+    if length > limit:   # (on the count that is over alone, else on the cached tokens)
+        field = new_field if new_tokens > limit else "context_tokens"
+        how = "max_position_embeddings" if context_len is None else "as the engine derives it from the config"
         raise ScenarioError(field, f"{context_tokens} cached + {new_tokens} new tokens exceed the context of "
-                                   f"{spec.name}, {spec.max_position_embeddings} tokens (max_position_embeddings)")
+                                   f"{spec.name}, {limit} tokens ({how})")
     weights = weight_bytes_per_gpu(spec, par, dtype) if par.ep > 1 else spec.weight_bytes(dtype) / par.gpus
     memory, gib = device_total_bytes(hw), float(1 << 30)   # (`new_field`: the argument that gave new_tokens)
     if weights > memory:
@@ -134,7 +136,7 @@ def check_step_in_limits(limits, batch: int, new_tokens: int, prefill: bool) -> 
                                          "--prefill-tokens after --context cached tokens" if prefill else ""))
 
 
-def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16", batch: int = 1,
+def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None = None, batch: int = 1,
                   context_tokens: int = 0, query_tokens: int = 1, prefill_tokens: int = 0,
                   latency=None, kv_dtype: str | None = None, engine=None, scheduler=None) -> dict:
     """The step's seconds (kernels + engine time), its op-kind breakdown and what priced it (see the
@@ -147,14 +149,15 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     from models.spec import DTYPE_BYTES, KV_DTYPES
     from profiles.select import LATENCY_SOURCES, describe_latency
     from simulator.errors import ScenarioError
-    from simulator.cluster.factory import build_replica_kind
+    from models.quant_config import QuantConfigError, served_dtype
+    from simulator.cluster.factory import build_replica_kind, resolve_model
     from simulator.config.validation import validate_config
     from simulator.config.serving import MoeConfig, ParallelismConfig
 
     tp, batch, context_tokens, query_tokens, prefill_tokens = _counts(
         tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens, prefill_tokens=prefill_tokens)
     weight_dtypes = [d for d in DTYPE_BYTES if d != "int8"]
-    if dtype not in weight_dtypes:
+    if dtype is not None and dtype not in weight_dtypes:
         raise ScenarioError("dtype", f"{dtype!r} is not supported; allowed: {', '.join(weight_dtypes)}")
     if kv_dtype is not None and kv_dtype not in KV_DTYPES:
         raise ScenarioError("kv_dtype", f"{kv_dtype!r} is not supported; allowed: {', '.join(KV_DTYPES)}")
@@ -164,7 +167,12 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
         parallelism = validate_config(ParallelismConfig, {"tp": tp}, "parallelism")
         latency_config, engine_config = _latency_config(latency), _engine_config(engine, latency)
         limits = _scheduler_config(scheduler)
-        kind = build_replica_kind(model=model, hardware=hardware, parallelism=parallelism, dtype=dtype,
+        target = resolve_model(model, Path.cwd())
+        try:
+            dtype = served_dtype(dtype, target)
+        except QuantConfigError as exc:
+            raise ScenarioError("dtype", str(exc)) from None
+        kind = build_replica_kind(model=target, hardware=hardware, parallelism=parallelism, dtype=dtype,
                                   latency=latency_config, moe=MoeConfig(), memory_utilization=None, price_only=True,
                                   base_dir=Path.cwd(), where="estimate",
                                   kv_dtype=kv_dtype, engine_config=engine_config, scheduler=limits)
@@ -183,7 +191,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str = "bf16"
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
     new_tokens = prefill_tokens if prefill_tokens else query_tokens
     check_step_fits(spec, hw, par, dtype, kind.kv_dtype, batch, context_tokens, new_tokens,
-                    "prefill_tokens" if prefill_tokens else "query_tokens")
+                    "prefill_tokens" if prefill_tokens else "query_tokens", kind.context_len)
     if limits is not None:
         check_step_in_limits(limits, batch, new_tokens, prefill_tokens > 0)
     if prefill_tokens:
@@ -291,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "catalog-format model YAML")
     p.add_argument("--hardware", required=True, help="catalog hardware (draftsim catalog hardware) or a hardware YAML")
     p.add_argument("--tp", type=int, default=1, help="tensor parallelism (default 1)")
-    p.add_argument("--dtype", default="bf16", help="weights: fp32 | bf16 | fp16 | fp8 | fp8_block | int4 | nvfp4 | mxfp4 (default bf16)")
+    p.add_argument("--dtype", default=None, help="weights: fp32 | bf16 | fp16 | fp8 | fp8_block | int4 | nvfp4 | mxfp4 (default: "
+                   "a quantized config.json's own format, else bf16)")
     p.add_argument("--kv-dtype", default=None, help="KV cache: fp32 | bf16 | fp16 | fp8 | nvfp4 (default: the weights' KV dtype)")
     p.add_argument("--batch", type=int, default=1, help="requests (decode) or prompts (prefill) in the step")
     p.add_argument("--context", type=int, default=0, help="cached tokens per request (default 0)")

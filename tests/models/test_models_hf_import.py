@@ -76,7 +76,9 @@ def test_every_supported_architecture_is_covered_by_a_published_config():
                                          ("jamba-1.5-mini", "Jamba-1.5-Mini")])
 def test_catalog_entries_equal_the_import_of_their_config(name, folder):
     catalog, imported = get_model(name), load_hf_config(CONFIGS / folder / "config.json")
-    skip = {"name", "family", "source"}
+    # (a catalog name is an architecture, served in whatever cluster.dtype says; the checkpoint's own format,
+    # checkpoint_dtype, binds a config.json only: models.quant_config)
+    skip = {"name", "family", "source", "checkpoint_dtype"}
     assert {f.name: getattr(catalog, f.name) for f in dataclasses.fields(catalog) if f.name not in skip} == \
         {f.name: getattr(imported, f.name) for f in dataclasses.fields(imported) if f.name not in skip}
 
@@ -177,4 +179,101 @@ def test_context_length_is_enforced_error_drop_or_truncate(tmp_path, capsys):
     shorter = simulator.run(path, ["workload.context_overflow=truncate", "cluster.max_model_len=4096"])
     assert (shorter.requests.prompt_tokens == 2096).all()
     assert main(["run", str(path), "--set", "cluster.max_model_len=10000", "--quiet"]) == 2
-    assert "cluster.max_model_len: 10000 exceeds max_position_embeddings=8192" in capsys.readouterr().err
+    err = capsys.readouterr().err   # (vLLM's derived limit: profiles.engine_time.context_length)
+    assert "cluster.max_model_len: 10000 exceeds the 8192 tokens vllm" in err and "allowed: 2..8192" in err
+
+
+def test_rope_scaling_length_keys_and_quantization_are_read():
+    qwen = json.loads((CONFIGS / "Qwen3-8B" / "config.json").read_text())
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    spec = spec_from_hf_config({**qwen, "rope_scaling": yarn, "seq_length": 16384.0}, "q")
+    assert (spec.rope_scaling_type, spec.rope_scaling_factor, spec.rope_original_max_position_embeddings,
+            spec.length_keys) == ("yarn", 4.0, 32768, (("seq_length", 16384),))
+    # transformers v5 writes rope_parameters (with rope_theta and "default" where nothing scales), nested by
+    # layer type where layers differ; vLLM patches rope_scaling into it
+    nested = {"full_attention": {**yarn, "rope_theta": 1e6}, "sliding_attention": {**yarn, "rope_theta": 1e4}}
+    assert spec_from_hf_config({**qwen, "rope_parameters": nested}, "q").rope_scaling_factor == 4.0
+    plain = spec_from_hf_config({**qwen, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}}, "q")
+    assert plain.rope_scaling_type == "" and load_hf_config(CONFIGS / "Llama-3.1-8B" / "config.json") \
+        .rope_scaling_type == "llama3"
+    assert load_hf_config(CONFIGS / "DeepSeek-V3" / "config.json").checkpoint_dtype == "fp8_block"
+    assert load_hf_config(CONFIGS / "gpt-oss-20b" / "config.json").checkpoint_dtype == "mxfp4"
+    fp8 = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+        "weights": {"type": "float", "num_bits": 8, "strategy": "channel"},
+        "input_activations": {"type": "float", "num_bits": 8, "dynamic": True}}}}
+    w4a16 = {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"type": "int", "num_bits": 4}}}}
+    for block, dtype in ((fp8, "fp8"), (w4a16, "int4"), ({"quant_method": "awq", "bits": 4}, "int4"),
+                         ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"),
+                         ({"quant_method": "fp8", "activation_scheme": "dynamic"}, "fp8")):
+        assert spec_from_hf_config({**qwen, "quantization_config": block}, "q").checkpoint_dtype == dtype
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"rope_scaling": {"rope_type": "yarn", "original_max_position_embeddings": 32768}},
+     "rope_scaling: rope_type yarn needs a factor"),
+    ({"rope_scaling": {"type": "linear", "rope_type": "dynamic", "factor": 2}}, "rope_type 'dynamic' and type 'linear' differ"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": -2}}, r"rope_scaling.factor is -2; expected a finite number > 0"),
+    ({"rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 4.0},
+                          "sliding_attention": {"rope_type": "default"}}}, "layer types different scaling"),
+    ({"seq_length": "4k"}, "seq_length is '4k'; expected an integer >= 1"),
+    ({"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True}},
+     "quant_method 'bitsandbytes' is not priced here; allowed: fp8, mxfp4"),
+    ({"quantization_config": {"quant_method": "gptq", "bits": 8}}, "bits is 8: only 4-bit"),
+])
+def test_context_and_quantization_fields_are_checked(change, message):
+    qwen = json.loads((CONFIGS / "Qwen3-8B" / "config.json").read_text())
+    with pytest.raises(UnsupportedModelError, match=message):
+        spec_from_hf_config({**qwen, **change}, "q")
+
+
+def _qwen3_dir(tmp_path: Path, folder: str = "hf", **changes) -> str:
+    cfg = {**json.loads((CONFIGS / "Qwen3-8B" / "config.json").read_text()), **changes}
+    (tmp_path / folder).mkdir(exist_ok=True)
+    (tmp_path / folder / "config.json").write_text(json.dumps(cfg))
+    return f"{folder}/config.json"
+
+
+def test_a_yarn_config_gets_the_context_its_engine_release_derives(tmp_path, capsys):
+    """Qwen3-8B with Qwen's YaRN block: vLLM 0.11.0 serves 131,072 tokens (32,768 × 4) where draftsim refused any
+    request beyond max_position_embeddings' 40,960; vLLM 0.30+ and SGLang keep 40,960."""
+    model = _qwen3_dir(tmp_path, rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                              "original_max_position_embeddings": 32768})
+    long = {"prompt_tokens": {"kind": "fixed", "value": 100000}, "output_tokens": {"kind": "fixed", "value": 100},
+            "num_requests": 2}
+    path = _write_scenario(tmp_path, {"model": model, "hardware": "h200", "engine": {"version": "0.11.0"}}, long)
+    result = simulator.run(path)
+    assert result.requests.finish_s.notna().all()
+    assert simulator.run(path, ["cluster.max_model_len=131072"]).requests.finish_s.notna().all()
+    for override, expected in ((["cluster.max_model_len=131073"], "131073 exceeds the 131072 tokens vllm 0.11.0"),
+                               (["cluster.engine.version=0.30.0"], "the context of hf is 40960"),
+                               (["cluster.engine.framework=sglang", "cluster.engine.version=0.5.23"],
+                                "the context of hf is 40960")):
+        out = tmp_path / "out"
+        assert main(["run", str(path), "--out", str(out), "--quiet"] + [a for o in override for a in ("--set", o)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and expected in err, err
+        assert not out.exists()
+
+
+def test_a_quantized_checkpoint_is_served_in_its_format_and_a_contradiction_refused(tmp_path, capsys):
+    """vLLM takes the checkpoint's quantization where none is given and refuses another
+    (ModelConfig._verify_quantization): cluster.dtype left out prices the fp8 block checkpoint as fp8_block; given
+    as bf16 it is one error line naming both fields."""
+    fp8 = _qwen3_dir(tmp_path, "fp8", quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128],
+                                                           "activation_scheme": "dynamic"})
+    data = scenario(cluster={"model": fp8}, workload={"num_requests": 30})
+    del data["cluster"]["dtype"]
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    served = simulator.run(path)
+    assert served.scenario.cluster.dtype == "fp8_block"
+    assert served.summary["ttft_p50_s"] == simulator.run(path, ["cluster.dtype=fp8_block"]).summary["ttft_p50_s"]
+    plain = simulator.run(path, [f"cluster.model={_qwen3_dir(tmp_path, 'bf16')}"])   # a 16-bit checkpoint: bf16
+    assert plain.scenario.cluster.dtype == "bf16" and plain.summary["ttft_p50_s"] != served.summary["ttft_p50_s"]
+    assert simulator.run(path, [f"cluster.model={_qwen3_dir(tmp_path, 'bf16')}", "cluster.dtype=fp8"]) \
+        .scenario.cluster.dtype == "fp8"   # (online quantization of a 16-bit checkpoint, vLLM --quantization fp8)
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--quiet", "--set", "cluster.dtype=bf16"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("draftsim: error: cluster.dtype: bf16 contradicts") \
+        and "quantization_config holds fp8_block" in err and not out.exists()

@@ -29,7 +29,7 @@ BAD = {
     "unsupported_architecture": ({"cluster": {"model": {"architectures": ["Gemma3ForCausalLM"], "hidden_size": 8}}},
                                  "Gemma3ForCausalLM"),
     "max_model_len_above_context": ({"cluster": {"max_model_len": 100000}},
-                                    "cluster.max_model_len: 100000 exceeds max_position_embeddings=8192"),
+                                    "cluster.max_model_len: 100000 exceeds the 8192 tokens vllm"),
     "prompt_longer_than_context": (LONG, "but the context of llama-3-8b is 8192 (cluster.max_model_len)"),
     "unknown_context_overflow": (merge(LONG, {"workload": {"context_overflow": "cut"}}),
                                  "workload.context_overflow: Input should be 'error', 'drop' or 'truncate'"),

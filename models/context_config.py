@@ -1,0 +1,128 @@
+"""What of a Hugging Face `config.json` the serving engines read to derive a model's context limit: the RoPE
+scaling block and the length keys beside `max_position_embeddings`. The engines' rules themselves (which key
+wins, which rope types multiply the limit by their factor, per engine and release) are in
+profiles.engine_time.context_length; this module only reads and checks the fields, as ModelSpec keeps them:
+
+- `rope_scaling_type`, `rope_scaling_factor`, `rope_original_max_position_embeddings`: config.json's
+  `rope_scaling` (transformers v4) or `rope_parameters` (v5), its `rope_type` (or the legacy `type`; none, or
+  `default`, is no scaling), `factor` (transformers' rope validation requires it for linear, dynamic, yarn and
+  llama3: transformers/modeling_rope_utils.py `_validate_*_rope_parameters`; else 1) and
+  `original_max_position_embeddings` (0: absent). A v5 block nested by layer type (`full_attention`,
+  `sliding_attention`) is read when its entries agree (vLLM's rule "assumes all layer types have the same
+  scaling factor", vllm/config/model.py `_get_and_verify_max_len`, 0.12.0); entries that differ are refused.
+- `length_keys`: the other length keys the engines read (LENGTH_KEYS, union of vLLM's `possible_keys`,
+  SGLang's `CONTEXT_LENGTH_KEYS` and the top-level `original_max_position_embeddings` vLLM 0.11.1+ takes as a
+  LongRoPE model's default), as (key, tokens) pairs in LENGTH_KEYS order.
+
+Approximations, named: vLLM before 0.5.3.post1 read only the legacy `type` key (a block with only `rope_type`
+failed there); draftsim reads either for every release. vLLM before 0.6.6 asserted a `factor` in every scaling
+block it multiplied; draftsim takes 1 where the block's type needs none.
+"""
+from __future__ import annotations
+
+from models.errors import brief
+from models.spec import MAX_TOKENS, integer_expected, positive_number_expected
+
+# Length keys beside max_position_embeddings that some engine reads (profiles.engine_time.context_length cites
+# which), in this order in ModelSpec.length_keys.
+LENGTH_KEYS = ("n_positions", "max_seq_len", "seq_length", "model_max_length", "max_target_positions",
+               "max_sequence_length", "max_seq_length", "seq_len", "original_max_position_embeddings")
+# rope types whose block must give `factor` (transformers modeling_rope_utils validation)
+_NEEDS_FACTOR = ("linear", "dynamic", "yarn", "llama3")
+_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
+
+
+class ContextConfigError(ValueError):
+    """A rope-scaling block or length key that is not what the engines read; the message names the field."""
+
+
+def _rope_entry(block: dict, where: str) -> tuple[str, float, int]:
+    """(type, factor, original_max_position_embeddings) of one flat rope block."""
+    kind = block.get("rope_type", block.get("type"))
+    legacy = block.get("type")
+    if kind is not None and legacy is not None and kind != legacy and (legacy, kind) not in (
+            ("su", "longrope"), ("mrope", "default")):   # (vllm/transformers_utils/config.py patch_rope_parameters_dict)
+        raise ContextConfigError(f"{where}: rope_type {kind!r} and type {legacy!r} differ; give one")
+    if kind is None:
+        raise ContextConfigError(f"{where}: has no rope_type (or type); expected e.g. yarn, llama3, linear, dynamic")
+    if not isinstance(kind, str) or not kind:
+        raise ContextConfigError(f"{where}.rope_type is {brief(kind)}; expected a text such as yarn or llama3")
+    factor = block.get("factor")
+    if factor is None:
+        if kind in _NEEDS_FACTOR:
+            raise ContextConfigError(f"{where}: rope_type {kind} needs a factor (transformers rope validation); "
+                                     "expected a finite number > 0")
+        factor = 1.0
+    expected = positive_number_expected(factor)
+    if expected:
+        raise ContextConfigError(f"{where}.factor is {brief(factor)}; expected {expected}")
+    original = block.get("original_max_position_embeddings")
+    if original is None:
+        original = 0
+    elif isinstance(original, float) and original.is_integer():
+        original = int(original)
+    expected = integer_expected(original, 1, MAX_TOKENS) if original != 0 else None
+    if expected:
+        raise ContextConfigError(f"{where}.original_max_position_embeddings is {brief(original)}; expected {expected}")
+    return ("" if kind == "default" and factor == 1.0 else str(kind)), float(factor), original
+
+
+def rope_fields(cfg: dict, where: str) -> dict:
+    """ModelSpec's rope-scaling fields from config.json (`rope_parameters` before `rope_scaling`, as vLLM
+    patches the latter into the former); {} without a scaling block."""
+    key = "rope_parameters" if cfg.get("rope_parameters") is not None else "rope_scaling"
+    block = cfg.get(key)
+    if block is None:
+        return {}
+    if not isinstance(block, dict):
+        raise ContextConfigError(f"{where}: {key} is {brief(block)}; expected a mapping with rope_type and factor")
+    if block and all(k in _LAYER_TYPES for k in block):   # nested by layer type (transformers v5)
+        entries = {k: _rope_entry(v, f"{where}: {key}.{k}") if isinstance(v, dict) else None for k, v in block.items()}
+        found = {e for e in entries.values() if e is not None}
+        if len(found) > 1:
+            raise ContextConfigError(f"{where}: {key} gives layer types different scaling ({', '.join(sorted(entries))}); "
+                                     "expected one rope_type, factor and original_max_position_embeddings for all")
+        if not found:
+            return {}
+        kind, factor, original = found.pop()
+    else:
+        kind, factor, original = _rope_entry(block, f"{where}: {key}")
+    if not kind:
+        return {}
+    return {"rope_scaling_type": kind, "rope_scaling_factor": factor,
+            "rope_original_max_position_embeddings": original}
+
+
+def length_keys(cfg: dict, where: str) -> tuple[tuple[str, int], ...]:
+    """config.json's LENGTH_KEYS present (not null), each an integer 1..2^30 (an integral float is taken)."""
+    out = []
+    for key in LENGTH_KEYS:
+        value = cfg.get(key)
+        if value is None:
+            continue
+        number = int(value) if isinstance(value, float) and value.is_integer() else value
+        expected = integer_expected(number, 1, MAX_TOKENS)
+        if expected:
+            raise ContextConfigError(f"{where}: {key} is {brief(value)}; expected {expected}")
+        out.append((key, number))
+    return tuple(out)
+
+
+def check_length_keys(spec) -> None:
+    """ModelSpec.length_keys as the catalog or a model file gives it: a list of [key, tokens] pairs becomes a
+    tuple of tuples; ValueError naming the field otherwise."""
+    value = spec.length_keys
+    if isinstance(value, dict):
+        value = tuple(value.items())
+    if isinstance(value, list):
+        value = tuple(value)
+    pairs = []
+    for pair in value if isinstance(value, tuple) else (None,):
+        if isinstance(pair, list):
+            pair = tuple(pair)
+        if not (isinstance(pair, tuple) and len(pair) == 2 and pair[0] in LENGTH_KEYS
+                and integer_expected(pair[1], 1, MAX_TOKENS) is None):
+            raise ValueError(f"model {spec.name!r}: length_keys must map some of {', '.join(LENGTH_KEYS)} to an "
+                             f"integer >= 1 and <= {MAX_TOKENS:,}; got {brief(spec.length_keys)}")
+        pairs.append(pair)
+    object.__setattr__(spec, "length_keys", tuple(sorted(pairs, key=lambda p: LENGTH_KEYS.index(p[0]))))

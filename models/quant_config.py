@@ -1,0 +1,120 @@
+"""The weights' format of a quantized checkpoint, from config.json's `quantization_config`, as a cluster.dtype
+name (ModelSpec.checkpoint_dtype).
+
+The engines detect a checkpoint's quantization from this block: vLLM's ModelConfig._verify_quantization
+(vllm/config/model.py, read in 0.11.0) takes its `quant_method` (lower-cased, `compressed_tensors` read as
+`compressed-tensors`, overrides such as modelopt / modelopt_fp4 / mxfp4 probed) when `--quantization` is not
+given; SGLang's ModelConfig._verify_quantization (srt/configs/model_config.py, 0.5.23) does the same. What each
+method holds, as draftsim prices it (models.dtypes):
+
+| quant_method | reads | cluster.dtype |
+|---|---|---|
+| fp8 (vLLM Fp8Config) | `weight_block_size` | fp8_block with blocks, else fp8 |
+| mxfp4 (gpt-oss; Mxfp4Config) | – | mxfp4 |
+| modelopt (ModelOptFp8Config / ModelOptNvFp4Config) | `quant_algo` FP8 / NVFP4 | fp8 / nvfp4 |
+| modelopt_fp4 | – | nvfp4 |
+| awq, gptq (4-bit weight-only, Marlin kernels) | `bits` 4 | int4 |
+| compressed-tensors | `config_groups` weights / input_activations | float 8-bit W8A8: fp8 (`strategy: block`: fp8_block); float 4-bit with 4-bit activations, group 16: nvfp4; int 4-bit weight-only: int4 |
+
+Anything else (bitsandbytes, gguf, 8-bit awq/gptq, int8 W8A8, FP8 weight-only, mixed schemes...) is a
+QuantConfigError naming the field and what draftsim prices: its kernels are not priced here.
+"""
+from __future__ import annotations
+
+from models.errors import brief
+
+
+class QuantConfigError(ValueError):
+    """A quantization_config draftsim cannot price or read; the message names the field and what is allowed."""
+
+
+PRICED = ("fp8", "fp8 with weight_block_size", "mxfp4", "modelopt FP8/NVFP4", "modelopt_fp4", "awq/gptq 4-bit",
+          "compressed-tensors W8A8-FP8, NVFP4 or W4A16 int")
+
+
+def _bits(cfg: dict, where: str) -> int:
+    bits = cfg.get("bits", cfg.get("w_bit"))
+    if bits != 4:
+        raise QuantConfigError(f"{where}.bits is {brief(bits)}: only 4-bit weight-only checkpoints are priced (int4); "
+                               f"allowed quant methods: {', '.join(PRICED)}")
+    return bits
+
+
+def _compressed_tensors(cfg: dict, where: str) -> str:
+    groups = cfg.get("config_groups")
+    if not isinstance(groups, dict) or not groups:
+        raise QuantConfigError(f"{where}.config_groups is {brief(groups)}; expected a mapping of quantization schemes")
+    found = set()
+    for name, group in groups.items():
+        weights = group.get("weights") if isinstance(group, dict) else None
+        inputs = group.get("input_activations") if isinstance(group, dict) else None
+        if not isinstance(weights, dict):
+            raise QuantConfigError(f"{where}.config_groups.{name}.weights is {brief(weights)}; expected a mapping")
+        kind, bits = weights.get("type"), weights.get("num_bits")
+        act = (inputs.get("type"), inputs.get("num_bits")) if isinstance(inputs, dict) else None
+        if (kind, bits) == ("float", 8) and act == ("float", 8):
+            found.add("fp8_block" if weights.get("strategy") == "block" else "fp8")
+        elif (kind, bits) == ("float", 4) and act == ("float", 4) and weights.get("group_size") == 16:
+            found.add("nvfp4")
+        elif (kind, bits) == ("int", 4) and act is None:
+            found.add("int4")
+        else:
+            raise QuantConfigError(f"{where}.config_groups.{name}: weights {kind} {bits}-bit with activations "
+                                   f"{'16-bit' if act is None else f'{act[0]} {act[1]}-bit'} are not priced here; "
+                                   "allowed: float 8-bit weights and activations (fp8, fp8_block), float 4-bit "
+                                   "weights and activations in groups of 16 (nvfp4), int 4-bit weights only (int4)")
+    if len(found) > 1:
+        raise QuantConfigError(f"{where}.config_groups mixes {', '.join(sorted(found))}; one scheme per model is priced")
+    return found.pop()
+
+
+def _modelopt(cfg: dict, where: str) -> str:
+    algo = str(cfg.get("quant_algo", "")).upper()
+    if algo in ("FP8", "NVFP4"):
+        return algo.lower()
+    raise QuantConfigError(f"{where}.quant_algo is {brief(cfg.get('quant_algo'))}; allowed: FP8, NVFP4")
+
+
+def _fp8(cfg: dict, where: str) -> str:
+    return "fp8_block" if cfg.get("weight_block_size") else "fp8"
+
+
+# quant_method -> the cluster.dtype its checkpoint holds (module docstring)
+METHODS = {"fp8": _fp8, "mxfp4": lambda cfg, where: "mxfp4", "modelopt": _modelopt,
+           "modelopt_fp4": lambda cfg, where: "nvfp4",
+           "awq": lambda cfg, where: _bits(cfg, where) and "int4", "gptq": lambda cfg, where: _bits(cfg, where) and "int4",
+           "compressed-tensors": _compressed_tensors}
+
+
+def checkpoint_dtype(cfg: dict, where: str) -> str:
+    """The cluster.dtype the checkpoint's weights are in ("" without a quantization_config)."""
+    block = cfg.get("quantization_config")
+    if block is None:
+        return ""
+    here = f"{where}: quantization_config"
+    if not isinstance(block, dict):
+        raise QuantConfigError(f"{here} is {brief(block)}; expected a mapping with quant_method")
+    method = block.get("quant_method")
+    name = method.lower().replace("compressed_tensors", "compressed-tensors") if isinstance(method, str) else method
+    if name not in METHODS:
+        raise QuantConfigError(f"{here}.quant_method {brief(method)} is not priced here; allowed: {', '.join(METHODS)} "
+                               f"({', '.join(PRICED)})")
+    return METHODS[name](block, here)
+
+
+def served_dtype(given: str | None, model) -> str:
+    """The weights' dtype a deployment of `model` (a ModelSpec) runs: `given` (cluster.dtype, None where the
+    scenario leaves it out), else the checkpoint's format (checkpoint_dtype), else bf16. As vLLM and SGLang
+    take the checkpoint's quantization where --quantization is not given and refuse one that differs
+    (ModelConfig._verify_quantization: "Quantization method specified in the model config (...) does not match
+    the quantization method specified in the `quantization` argument"), a `given` dtype other than a quantized
+    checkpoint's is a QuantConfigError (its text names config.json's field; the caller names its own). A 16-bit
+    checkpoint may be served in any dtype (the engines' online quantization: vLLM --quantization fp8)."""
+    held = model.checkpoint_dtype
+    if not held:
+        return given or "bf16"
+    if given is None or given == held:
+        return held
+    raise QuantConfigError(f"{given} contradicts {model.name}'s checkpoint, whose config.json quantization_config "
+                           f"holds {held} weights (vLLM and SGLang refuse a quantization other than the "
+                           f"checkpoint's: ModelConfig._verify_quantization); allowed: {held}, or leave it out")

@@ -1,0 +1,120 @@
+"""The context limit each engine and release derives from a config.json (profiles.engine_time.context_length),
+on hand-worked configs: every expected figure below is worked out from the rule as read in the release's source
+(the module docstring cites each)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from models.hf_config import spec_from_hf_config
+from profiles.engine_time.context_length import check_given, derived_context
+from profiles.engine_time.support import UnsupportedCombination
+
+CONFIGS = Path(__file__).resolve().parent.parent / "data" / "hf_configs"
+
+
+def _spec(folder: str, **changes):
+    cfg = json.loads((CONFIGS / folder / "config.json").read_text())
+    cfg.update(changes)
+    return spec_from_hf_config({k: v for k, v in cfg.items() if v is not None}, folder.lower())
+
+
+# Qwen3-8B with the YaRN block Qwen's model card adds for 128k (max_position_embeddings 40,960)
+QWEN3_YARN = {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
+
+
+@pytest.mark.parametrize("framework,version,tokens", [
+    ("vllm", "0.2.1.post1", 163840),   # before 0.2.2 every type multiplies the keys' minimum: 40,960 × 4
+    ("vllm", "0.2.2", 131072),         # yarn: original 32,768 × 4
+    ("vllm", "0.11.0", 131072),
+    ("vllm", "0.29.0", 131072),
+    ("vllm", "0.30.0", 40960),         # yarn exempt: max_position_embeddings is taken as already scaled
+    ("vllm", "0.33.0", 40960),
+    ("sglang", "0.4.0", 40960),        # the block has original_max_position_embeddings: factor 1
+    ("sglang", "0.5.23", 40960),
+    ("trtllm", "0.21.0", 163840),      # trtllm-build scales yarn: ceil(40,960 × 4)
+    ("trtllm", "1.0.0", 40960),        # the PyTorch backend exempts yarn
+])
+def test_qwen3_yarn_context_per_engine_and_release(framework, version, tokens):
+    assert derived_context(framework, version, _spec("Qwen3-8B", **QWEN3_YARN))[0] == tokens
+
+
+@pytest.mark.parametrize("framework,version,tokens", [
+    ("vllm", "0.5.3", 1048576),        # llama3 not yet exempt (0.5.3 reads only `type`: an approximation, named)
+    ("vllm", "0.5.3.post1", 131072),   # llama3 exempt
+    ("vllm", "0.33.0", 131072),
+    ("sglang", "0.5.23", 131072),      # rope_type llama3: factor 1
+    ("trtllm", "0.21.0", 131072),
+    ("trtllm", "1.2.0", 131072),
+])
+def test_llama31_llama3_rope_is_not_scaled_where_exempt(framework, version, tokens):
+    assert derived_context(framework, version, _spec("Llama-3.1-8B"))[0] == tokens
+
+
+def test_two_length_keys_smallest_in_vllm_first_listed_in_sglang():
+    # max_position_embeddings 40,960 and seq_length 16,384 (ChatGLM's key)
+    spec = _spec("Qwen3-8B", seq_length=16384)
+    assert derived_context("vllm", "0.2.1.post1", spec)[0] == 40960   # seq_length read from 0.2.2
+    assert derived_context("vllm", "0.2.2", spec)[0] == 16384
+    assert derived_context("sglang", "0.5.23", spec)[0] == 16384      # seq_length before max_position_embeddings
+    assert derived_context("trtllm", "1.0.0", spec)[0] == 40960       # max_position_embeddings only
+    # model_max_length 65,536 beside max_position_embeddings 40,960 (Command-R's key)
+    wide = _spec("Qwen3-8B", model_max_length=65536)
+    assert derived_context("vllm", "0.3.3", wide)[0] == 40960          # not a key before 0.4.0
+    assert derived_context("vllm", "0.8.2", wide)[0] == 40960          # the minimum of the keys
+    assert derived_context("vllm", "0.8.3", wide)[0] == 65536          # from 0.8.3 model_max_length wins
+    assert derived_context("sglang", "0.5.23", wide)[0] == 65536       # listed before max_position_embeddings
+    check_given("vllm", "0.4.0", wide, 65536)                          # within model_max_length: accepted
+    with pytest.raises(UnsupportedCombination, match="allowed: 2..40960"):
+        check_given("vllm", "0.3.3", wide, 65536)
+
+
+def test_linear_and_dynamic_scaling_multiply_everywhere():
+    spec = _spec("Llama-3.1-8B", max_position_embeddings=8192,
+                 rope_scaling={"rope_type": "dynamic", "factor": 2.0})
+    assert {derived_context(f, v, spec)[0] for f, v in
+            (("vllm", "0.11.0"), ("vllm", "0.33.0"), ("sglang", "0.5.23"), ("trtllm", "1.0.0"))} == {16384}
+
+
+def test_longrope_default_is_the_top_level_original_from_vllm_0_11_1():
+    spec = _spec("Llama-3.1-8B", rope_scaling={"rope_type": "longrope", "short_factor": [1.0], "long_factor": [1.0]},
+                 original_max_position_embeddings=4096)
+    assert derived_context("vllm", "0.11.0", spec)[0] == 131072
+    assert derived_context("vllm", "0.11.1", spec)[0] == 4096
+    check_given("vllm", "0.11.1", spec, 131072)   # the bound stays the derived 131,072
+
+
+def test_a_longer_context_than_derived_per_engine():
+    spec = _spec("Qwen3-8B", **QWEN3_YARN)
+    check_given("vllm", "0.11.0", spec, 131072)
+    with pytest.raises(UnsupportedCombination, match=r"131073 exceeds the 131072 tokens vllm 0.11.0.*allowed: 2..131072"):
+        check_given("vllm", "0.11.0", spec, 131073)
+    with pytest.raises(UnsupportedCombination, match="SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN; allowed: 2..40960"):
+        check_given("sglang", "0.4.3", spec, 131072)
+    check_given("sglang", "0.4.4", spec, 131072)          # the env var defaulted to "True" 0.4.4 - 0.4.10.post2
+    check_given("sglang", "0.4.10.post2", spec, 131072)
+    with pytest.raises(UnsupportedCombination):
+        check_given("sglang", "0.5.1", spec, 131072)
+    check_given("trtllm", "0.21.0", spec, 200000)         # trtllm-build warns only
+    with pytest.raises(UnsupportedCombination, match="lowers max_seq_len to 40960"):
+        check_given("trtllm", "1.0.0", spec, 131072)
+
+
+def test_yarn_without_its_original_length_fails_vllm_before_0_30():
+    spec = _spec("Qwen3-8B", rope_scaling={"rope_type": "yarn", "factor": 4.0})
+    with pytest.raises(UnsupportedCombination, match="original_max_position_embeddings"):
+        derived_context("vllm", "0.11.0", spec)
+    assert derived_context("vllm", "0.30.0", spec)[0] == 40960
+    assert derived_context("sglang", "0.5.23", spec)[0] == 163840   # no original: SGLang multiplies
+
+
+def test_catalog_models_keep_their_context_under_every_current_engine():
+    """The published configs' rope blocks (yarn with original × factor = max_position_embeddings; llama3) leave
+    the catalog's contexts as they were under the releases scenarios name by default."""
+    from models import get_model
+    for name in ("llama-3.1-8b", "llama-3.1-405b", "deepseek-v3", "gpt-oss-20b", "gpt-oss-120b", "qwen3-8b"):
+        spec = get_model(name)
+        for framework, version in (("vllm", "0.11.0"), ("vllm", "0.33.0"), ("sglang", "0.5.23"), ("trtllm", "1.2.0")):
+            assert derived_context(framework, version, spec)[0] == spec.max_position_embeddings, (name, version)
