@@ -60,7 +60,7 @@ from simulator.cluster.target_costs import BuildContext, Facts
 from simulator.cluster.sglang_memory import SglangDeployment, counts_draft, gpu_memory_mib
 from simulator.cluster.vllm_memory import ProfileRun, device_total_bytes
 from simulator.cluster.engine_scheduler import with_engine_defaults
-from simulator.core.context import context_limit
+from simulator.core.context import context_limit, derived_limit
 from profiles.engine_time.batch_defaults import default_max_num_seqs, sglang_max_running_requests
 
 GIB = 1024 ** 3
@@ -551,6 +551,7 @@ class ReplicaKind:
     scheduler: object = None               # the scenario's SchedulerConfig, the named engine's defaults filled in
     #                                        (simulator.cluster.engine_scheduler); None: priced steps only
     context_len: int = 0                   # the longest context a request may reach (simulator.core.context.context_limit)
+    context_rule: str = ""                 # where no max_model_len is given: the engine rule context_len comes from
     batch_rules: EngineBatchRules = EngineBatchRules()   # the engine's step limits beyond the scheduler section
 
     @property
@@ -743,6 +744,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     check_architectures(release, target, built_drafter.spec if built_drafter is not None
                         and getattr(drafter, "kind", None) == "draft_model" else None)
     context_len = context_limit(target, max_model_len, release)
+    context_rule = derived_limit(target, release)[1] if max_model_len is None else ""
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)
         scheduler = with_engine_defaults(scheduler, latency, engine_config, release, hw, context_len, family)
     max_seqs = max_num_seqs(scheduler, latency, engine_config, hw, lat, family)
@@ -807,4 +809,4 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         kv_tokens = window.kv_tokens
     rules = engine_batch_rules(release, scheduler, drafter if built_drafter is not None else None, q - 1)
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
-                       state_bytes, layout, window, max_seqs, scheduler, context_len, rules)
+                       state_bytes, layout, window, max_seqs, scheduler, context_len, context_rule, rules)

@@ -27,23 +27,34 @@ if TYPE_CHECKING:
 DROP_EXCEEDS_CONTEXT = "exceeds_context"
 
 
+def _modelled(release: tuple[str, str | None]) -> tuple[str, str]:
+    """(framework, version) of `release`, a version of None read as the release modelled where none is given."""
+    from profiles.engine_time.frameworks import release_or_modelled
+    from models.errors import FieldError
+    framework, version = release
+    try:
+        return framework, release_or_modelled(framework, version)
+    except FieldError:   # (an engine without engine-time entries: the rule keyed by framework alone)
+        return framework, version or "0"
+
+
+def derived_limit(model, release: tuple[str, str | None] = ("vllm", None)) -> tuple[int, str]:
+    """(the context limit the engine `release` serves `model` with where no max_model_len is given, the config
+    keys and rule it comes from: profiles.engine_time.context_length.derived_context)."""
+    from profiles.engine_time.context_length import derived_context
+    return derived_context(*_modelled(release), model)
+
+
 def context_limit(model, max_model_len: int | None, release: tuple[str, str | None] = ("vllm", None)) -> int:
     """The context limit of a run on `release` (framework, version; None: the release modelled where none is
     given): `max_model_len`, else the engine's derived limit (ScenarioError naming cluster.max_model_len where the
     engine refuses or cuts the value given: profiles.engine_time.context_length)."""
-    from profiles.engine_time.context_length import check_given, derived_context
-    from profiles.engine_time.frameworks import release_or_modelled
+    from profiles.engine_time.context_length import check_given
     from profiles.engine_time.support import UnsupportedCombination
-    from models.errors import FieldError
-    framework, version = release
-    try:
-        version = release_or_modelled(framework, version)
-    except FieldError:   # (an engine without engine-time entries: the rule keyed by framework alone)
-        version = version or "0"
     try:
         if max_model_len is None:
-            return derived_context(framework, version, model)[0]
-        check_given(framework, version, model, max_model_len)
+            return derived_limit(model, release)[0]
+        check_given(*_modelled(release), model, max_model_len)
     except UnsupportedCombination as exc:
         raise ScenarioError(exc.field, exc.message) from None
     return max_model_len

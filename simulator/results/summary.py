@@ -48,6 +48,7 @@ def cluster_summary(cluster, requests, end_s: float) -> dict:
         summary["engine_scheduler"] = cluster.engine_scheduler
     if cluster.engine_prefix_caching:   # the prefix caching the named engine runs where the scenario gave none
         summary["engine_prefix_caching"] = cluster.engine_prefix_caching
+    summary.update(config_derived_summary(scenario, pools))
     summary.update(pricing_summary(pools, totals))
     if single:
         summary["kv_tokens_per_replica"] = pools[0].kind.kv_tokens
@@ -63,6 +64,27 @@ def cluster_summary(cluster, requests, end_s: float) -> dict:
         if cluster.scenario.retrieval.kv_while_paused == "released":   # KV tokens re-prefilled after pauses
             summary["kv_released_tokens"] = sum(rep.paused.released_tokens for rep in cluster.replicas)
     return summary
+
+
+def config_derived_summary(scenario, pools) -> dict:
+    """What the deployment serves that the scenario left to the model's config.json and the engine, where it is
+    not what the config's plain fields say: `served_dtype`, the dtype a quantized checkpoint (`quantization_config`)
+    is served in (its own format where `cluster.dtype` is left out: models.quant_config), and
+    `context_limit_tokens` with `context_rule`, the context the engine derives where `cluster.max_model_len` is
+    left out and it differs from max_position_embeddings (rope scaling, other length keys:
+    profiles.engine_time.context_length). Empty otherwise (so the other runs' summaries are unchanged)."""
+    out = {}
+    held = {pool.kind.target.checkpoint_dtype for pool in pools} - {""}
+    if held:
+        out["served_dtype"] = scenario.cluster.dtype
+    derived = {(pool.name, pool.kind.context_len, pool.kind.context_rule) for pool in pools
+               if pool.kind.context_rule and pool.kind.context_len != pool.kind.target.max_position_embeddings}
+    if len({(tokens, rule) for _, tokens, rule in derived}) == 1:
+        _, out["context_limit_tokens"], out["context_rule"] = next(iter(derived))
+    elif derived:   # (pools of other engines or models: each its own)
+        out["context_limit_tokens"] = {name: tokens for name, tokens, _ in sorted(derived)}
+        out["context_rule"] = {name: rule for name, _, rule in sorted(derived)}
+    return out
 
 
 def kv_cache_summary(cluster, requests, totals: StepTotals) -> dict:

@@ -243,7 +243,13 @@ def test_a_yarn_config_gets_the_context_its_engine_release_derives(tmp_path, cap
     path = _write_scenario(tmp_path, {"model": model, "hardware": "h200", "engine": {"version": "0.11.0"}}, long)
     result = simulator.run(path)
     assert result.requests.finish_s.notna().all()
-    assert simulator.run(path, ["cluster.max_model_len=131072"]).requests.finish_s.notna().all()
+    # summary.json names the context the engine derived, and from what (not max_position_embeddings' 40,960)
+    assert result.summary["context_limit_tokens"] == 131072
+    assert result.summary["context_rule"].startswith("rope_scaling.original_max_position_embeddings × "
+                                                     "rope_scaling.factor 4 (yarn): vLLM _get_and_verify_max_len")
+    given = simulator.run(path, ["cluster.max_model_len=131072"])
+    assert given.requests.finish_s.notna().all()
+    assert "context_limit_tokens" not in given.summary   # (given, not derived)
     for override, expected in ((["cluster.max_model_len=131073"], "131073 exceeds the 131072 tokens vllm 0.11.0"),
                                (["cluster.engine.version=0.30.0"], "the context of hf is 40960"),
                                (["cluster.engine.framework=sglang", "cluster.engine.version=0.5.23"],
@@ -266,10 +272,11 @@ def test_a_quantized_checkpoint_is_served_in_its_format_and_a_contradiction_refu
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(data))
     served = simulator.run(path)
-    assert served.scenario.cluster.dtype == "fp8_block"
+    assert served.scenario.cluster.dtype == "fp8_block" and served.summary["served_dtype"] == "fp8_block"
     assert served.summary["ttft_p50_s"] == simulator.run(path, ["cluster.dtype=fp8_block"]).summary["ttft_p50_s"]
     plain = simulator.run(path, [f"cluster.model={_qwen3_dir(tmp_path, 'bf16')}"])   # a 16-bit checkpoint: bf16
     assert plain.scenario.cluster.dtype == "bf16" and plain.summary["ttft_p50_s"] != served.summary["ttft_p50_s"]
+    assert "served_dtype" not in plain.summary and "context_limit_tokens" not in plain.summary
     assert simulator.run(path, [f"cluster.model={_qwen3_dir(tmp_path, 'bf16')}", "cluster.dtype=fp8"]) \
         .scenario.cluster.dtype == "fp8"   # (online quantization of a 16-bit checkpoint, vLLM --quantization fp8)
     out = tmp_path / "out"
