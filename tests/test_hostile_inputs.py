@@ -2385,6 +2385,40 @@ CASES = [
             "rope_scaling: rope_type yarn needs a factor"),
     Hostile("ctxlen_rope_scaling_not_a_mapping", model_file("config.json", rope_scaling="yarn"),
             "rope_scaling is 'yarn'; expected a mapping with rope_type and factor"),
+    # session 23, archgates: speculation an engine release refuses at start-up on the target's architecture
+    # (profiles/data/engine_time/spec_architectures.yaml, read in the engines' sources); each ran (exit 0)
+    Hostile("run_vllm_eagle3_on_mixtral", run(
+        cluster={"model": "mixtral-8x7b", "hardware": "h200", "parallelism": {"tp": 2},
+                 "engine": {"framework": "vllm", "version": "0.11.0"}},
+        drafter={"kind": "eagle3", "gamma": 3, "head": {
+            "hidden_size": 4096, "intermediate_size": 14336, "num_heads": 32, "num_kv_heads": 8, "head_dim": 128,
+            "draft_vocab_size": 32000, "target_hidden_size": 4096, "vocab_size": 32000}}),
+            "drafter.kind: vllm 0.11.0 does not run EAGLE-3 speculation on MixtralForCausalLM (mixtral-8x7b): vLLM "
+            "runs it on that architecture in no release read"),
+    Hostile("run_vllm_eagle3_on_qwen3_moe_before_0_12", run(
+        cluster={"model": "qwen3-30b-a3b", "hardware": "h200", "engine": {"framework": "vllm", "version": "0.11.0"}},
+        drafter={"kind": "eagle3", "gamma": 3, "head": {
+            "hidden_size": 2048, "intermediate_size": 6144, "num_heads": 32, "num_kv_heads": 4, "head_dim": 128,
+            "draft_vocab_size": 32000, "target_hidden_size": 2048, "vocab_size": 151936}}),
+            "drafter.kind: vllm 0.11.0 does not run EAGLE-3 speculation on Qwen3MoeForCausalLM (qwen3-30b-a3b): vLLM "
+            "runs it on that architecture from 0.12.0"),
+    Hostile("run_sglang_mtp_on_qwen3_next_before_0_5_2", run(
+        cluster={"model": "qwen3-next-80b-a3b", "hardware": "h200", "parallelism": {"tp": 2},
+                 "engine": {"framework": "sglang", "version": "0.5.1"}},
+        drafter={"kind": "mtp", "gamma": 1}),
+            "drafter.kind: sglang 0.5.1 does not run MTP speculation on Qwen3NextForCausalLM (qwen3-next-80b-a3b): "
+            "SGLang runs it on that architecture from 0.5.2"),
+    Hostile("run_trtllm_mtp_on_a_llama_config", lambda tmp: run(
+        cluster={"model": str(_write(tmp, "config.json", json.dumps({**HF, "num_nextn_predict_layers": 1}))),
+                 "engine": {"framework": "trtllm", "version": "1.2.0"}},
+        drafter={"kind": "mtp", "gamma": 1})(tmp),
+            "drafter.kind: trtllm 1.2.0 does not run MTP speculation on LlamaForCausalLM"),
+    Hostile("run_vllm_ngram_on_nemotron_h_before_0_17", run(
+        cluster={"model": "nemotron-h-56b", "hardware": "h200", "parallelism": {"tp": 4},
+                 "engine": {"framework": "vllm", "version": "0.16.0"}},
+        drafter={"kind": "ngram", "gamma": 3}),
+            "drafter.kind: vllm 0.16.0 does not run speculative decoding on NemotronHForCausalLM (nemotron-h-56b): "
+            "vLLM runs it on that architecture from 0.17.0"),
 ]
 
 

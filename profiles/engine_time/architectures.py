@@ -34,17 +34,26 @@ def first_releases() -> dict[str, str]:
     return out
 
 
+# The catalog's model families (models/catalog/*.yaml `family`) that are not a family of models.hf_config.ARCHITECTURES,
+# by the Hugging Face architecture of their published config.json (each entry's `source`): Llama 2/3.x, Vicuna,
+# llama-68m and SmolLM2 ship LlamaForCausalLM; Qwen2.5 ships Qwen2ForCausalLM
+CATALOG_FAMILIES = {"llama-2": "LlamaForCausalLM", "llama-3": "LlamaForCausalLM", "llama-3.1": "LlamaForCausalLM",
+                    "llama-3.2": "LlamaForCausalLM", "llama-3.3": "LlamaForCausalLM", "vicuna": "LlamaForCausalLM",
+                    "llama-draft": "LlamaForCausalLM", "smollm2": "LlamaForCausalLM", "qwen2.5": "Qwen2ForCausalLM"}
+
+
 @lru_cache(maxsize=1)
 def _architecture_of_family() -> dict[str, str]:
     from models.hf_config import ARCHITECTURES
-    out: dict[str, str] = {}
+    out: dict[str, str] = dict(CATALOG_FAMILIES)
     for arch, (family, _) in ARCHITECTURES.items():
         out.setdefault(family, arch)
     return out
 
 
 def architecture(model) -> str | None:
-    """The Hugging Face architecture of a ModelSpec (by its family), None where draftsim does not know it."""
+    """The Hugging Face architecture of a ModelSpec (by its family: an imported config.json's, or a catalog
+    family of CATALOG_FAMILIES), None where draftsim does not know it."""
     return _architecture_of_family().get(getattr(model, "family", None))
 
 

@@ -367,16 +367,20 @@ def deployment_release(lat: LatencyConfig, engine_cfg, latency) -> tuple[str, st
     return settings.framework, version
 
 
-def check_architectures(release: tuple[str, str | None], target: ModelSpec, draft: ModelSpec | None) -> None:
-    """ScenarioError (cluster.engine.version) where the deployment's vLLM release (`release`: deployment_release)
-    predates the target's or a draft model's architecture: its model registry has no class to load it
-    (profiles.engine_time.architectures; other engines are not checked)."""
-    from profiles.engine_time.architectures import check
+def check_architectures(release: tuple[str, str | None], target: ModelSpec, draft: ModelSpec | None,
+                        method: str | None = None) -> None:
+    """ScenarioError where the deployment's engine release (`release`: deployment_release) cannot load the target's
+    or a draft model's architecture (cluster.engine.version: a vLLM release older than its model registry's class,
+    profiles.engine_time.architectures; other engines are not checked), or refuses speculation `method`
+    (speculation_method: eagle3, mtp) on the target's architecture at start-up (drafter.kind:
+    profiles.engine_time.spec_architectures)."""
+    from profiles.engine_time import architectures, spec_architectures
     from profiles.engine_time.support import UnsupportedCombination
     framework, version = release
     try:
         for model in (target, draft):
-            check(framework, version, model)
+            architectures.check(framework, version, model)
+        spec_architectures.check(framework, version, method, target)
     except UnsupportedCombination as exc:
         raise ScenarioError(exc.field, exc.message) from None
 
@@ -742,7 +746,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     family = drafter_family(drafter) if built_drafter is not None else None
     release = deployment_release(latency, engine_config, lat)
     check_architectures(release, target, built_drafter.spec if built_drafter is not None
-                        and getattr(drafter, "kind", None) == "draft_model" else None)
+                        and getattr(drafter, "kind", None) == "draft_model" else None,
+                        speculation_method(drafter) if built_drafter is not None else None)
     context_len = context_limit(target, max_model_len, release)
     context_rule = derived_limit(target, release)[1] if max_model_len is None else ""
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)
