@@ -141,3 +141,19 @@ def test_lpm_bulk_equals_step_and_is_deterministic():
     assert_bulk_equals_step(data)
     a, b = simulator.run(data), simulator.run(data)
     assert a.requests.equals(b.requests) and a.steps.equals(b.steps)
+
+
+def test_a_disaggregated_prefill_pool_takes_its_queue_in_lpm_order():
+    """SGLang's prefill server runs the same get_new_batch_prefill: its pool's queue is sorted as a colocated
+    one's (its decode pool keeps no prefix cache: arrival order there). At 60 sessions/s a queue of about 20 prompts
+    forms before the prefill pool."""
+    data = _sessions("0.4.2")
+    data["workload"]["num_requests"] = 300
+    data["workload"]["arrival"]["qps"] = 60.0
+    data["cluster"]["disaggregation"] = {"prefill": {"replicas": 1}, "decode": {"replicas": 1}}
+    lpm = simulator.run(data)
+    assert lpm.steps.loc[lpm.steps["replica"] == 0, "queued_requests"].max() > 5
+    data["cluster"]["engine"]["schedule_policy"] = "fcfs"
+    fcfs = simulator.run(data)
+    assert not np.array_equal(lpm.requests["admit_s"].to_numpy(), fcfs.requests["admit_s"].to_numpy())
+    assert lpm.summary["prefix_cache_saved_prefill_tokens"] > fcfs.summary["prefix_cache_saved_prefill_tokens"]
