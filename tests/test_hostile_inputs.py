@@ -2419,6 +2419,23 @@ CASES = [
         drafter={"kind": "ngram", "gamma": 3}),
             "drafter.kind: vllm 0.16.0 does not run speculative decoding on NemotronHForCausalLM (nemotron-h-56b): "
             "vLLM runs it on that architecture from 0.17.0"),
+    # session 23, sglpm: cluster.engine.schedule_policy (SGLang's --schedule-policy) refused where the release lacks
+    # the policy, where draftsim does not model it, on another engine, and with a scheduler it is not modelled for
+    Hostile("sglpm_lof_before_sglang_0_5_1",
+            run(cluster={"engine": {"framework": "sglang", "version": "0.4.2", "schedule_policy": "lof"}}),
+            "draftsim: error: cluster.engine.schedule_policy: sglang 0.4.2 has no schedule policy 'lof' (from 0.5.1); "
+            "it has lpm, random, fcfs, dfs-weight"),
+    Hostile("sglpm_random_not_modelled",
+            run(cluster={"engine": {"framework": "sglang", "version": "0.4.5", "schedule_policy": "random"}}),
+            "draftsim: error: cluster.engine.schedule_policy: 'random' (sglang 0.4.5) is not modelled"),
+    Hostile("sglpm_policy_on_vllm",
+            run(cluster={"engine": {"framework": "vllm", "version": "0.11.0", "schedule_policy": "lpm"}}),
+            "draftsim: error: cluster.engine.schedule_policy: 'lpm': this is SGLang's --schedule-policy"),
+    Hostile("sglpm_lpm_with_sarathi",
+            run(cluster={"engine": {"framework": "sglang", "schedule_policy": "lpm"}}, scheduler={"kind": "sarathi"}),
+            "draftsim: error: cluster.engine.schedule_policy: 'lpm' is modelled with SGLang's prefill-first scheduler"),
+    Hostile("sglpm_unknown_policy", run(cluster={"engine": {"framework": "sglang", "schedule_policy": "sjf"}}),
+            "cluster.engine.schedule_policy: Input should be 'lpm', 'random', 'fcfs'"),
 ]
 
 

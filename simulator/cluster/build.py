@@ -367,6 +367,7 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
     SGLang's chunked prompts and one request per prefill with EAGLE); ScenarioError where parallel samples exceed
     it."""
     from simulator.core.sched import SCHEDULERS, BatchLimits, MultiStep
+    from simulator.core.sched.queue_order import CACHE_AWARE
     cfg = kind.scheduler if kind.scheduler is not None else scenario.scheduler   # (the engine's defaults filled in)
     seqs = kind.max_batch_size
     n = scenario.workload.parallel_samples
@@ -386,8 +387,13 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
                             f"{kept} for its proposer's rows (profiles/engine_time/batch_defaults.py "
                             f"vllm_drafting_slots), leaving no room for one speculative step of a request ({q} tokens); "
                             f"allowed: at least {q + rules.draft_slots + rules.budget_slots_per_seq * seqs}")
+    order = rules.queue_order
+    if order is not None and (order.name in CACHE_AWARE and not scenario.cluster.kv_cache.prefix_caching
+                              or order.name == "fcfs"):
+        order = None   # (SGLang: a cache-aware policy without the radix cache is fcfs; sched.queue_order)
     limits = BatchLimits(seqs, budget, cfg.chunk_tokens, cap, rules.kv_lookahead, rules.admit_lookahead,
-                         rules.prefill_requests, rules.prefill_input_tokens, rules.draft_slots, rules.output_reserve)
+                         rules.prefill_requests, rules.prefill_input_tokens, rules.draft_slots, rules.output_reserve,
+                         order)
     steps = scenario.cluster.engine.num_scheduler_steps
     if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking and capacity policy are the engine's settings
         engine = scenario.cluster.engine

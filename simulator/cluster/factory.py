@@ -131,6 +131,7 @@ class EngineBatchRules:
     budget_slots_per_seq: int = 0
     draft_slots: int = 0
     output_reserve: object = None   # SGLang's reserve for running requests' output (simulator.core.sched.sglang_reserve)
+    queue_order: object = None      # SGLang's --schedule-policy (simulator.core.sched.queue_order); None: arrival order
 
 
 def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec_tokens: int) -> EngineBatchRules:
@@ -164,6 +165,42 @@ def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec
     return EngineBatchRules(prefill_requests=sglang_prefill_requests(version, family),
                             prefill_input_tokens=SGLANG_MAX_PREFILL_TOKENS if sglang_chunks_prompts(version, family)
                             else None, output_reserve=SGLANG_OUTPUT_RESERVE)
+
+
+def schedule_policy(release: tuple[str, str | None], engine_cfg, scheduler):
+    """The queue order (simulator.core.sched.queue_order) of a pool whose engine is `release` (deployment_release):
+    SGLang's `cluster.engine.schedule_policy`, else its release's default (profiles.engine_time.queue_defaults),
+    with SGLang's prefill-first scheduler (scheduler.kind vllm); None (arrival order) elsewhere. ScenarioError
+    (cluster.engine.schedule_policy) for a policy given to another engine or scheduler, one the release lacks, or
+    one draftsim does not model. Where the pool keeps no prefix cache a cache-aware policy runs as fcfs
+    (simulator.cluster.build.batch_scheduler)."""
+    from profiles.engine_time.frameworks import release_or_modelled
+    from profiles.engine_time.queue_defaults import policy_refusal, sglang_default_policy, sglang_in_batch_check
+    from simulator.core.sched.queue_order import QUEUE_ORDERS
+    field = "cluster.engine.schedule_policy"
+    given = getattr(engine_cfg, "schedule_policy", None)
+    framework, version = release
+    if framework != "sglang":
+        if given is not None:
+            raise ScenarioError(field, f"{given!r}: this is SGLang's --schedule-policy (server_args.py) and {framework} "
+                                       "has none; allowed: leave it out, or cluster.engine.framework: sglang")
+        return None
+    try:
+        version = release_or_modelled(framework, version)
+    except FieldError:   # (no engine-time entry: make_engine_time names the field where it is asked for)
+        return None
+    if given is not None:
+        refusal = policy_refusal(given, version)
+        if refusal is not None:
+            raise ScenarioError(field, refusal)
+    kind = scheduler.kind if scheduler is not None else None
+    if kind != "vllm":
+        if given is not None and given != "fcfs" and kind is not None:
+            raise ScenarioError(field, f"{given!r} is modelled with SGLang's prefill-first scheduler only (scheduler.kind "
+                                       f"vllm), not with scheduler.kind {kind!r}; allowed here: fcfs, or scheduler.kind vllm")
+        return None
+    name = given if given is not None else sglang_default_policy(version)
+    return QUEUE_ORDERS[name](sglang_in_batch_check(version))
 
 
 def engine_release(lat: LatencyConfig, engine_cfg, latency):
@@ -813,5 +850,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                                        scheduler, q, where, profile)
         kv_tokens = window.kv_tokens
     rules = engine_batch_rules(release, scheduler, drafter if built_drafter is not None else None, q - 1)
+    order = schedule_policy(release, engine_config, scheduler)
+    if order is not None:
+        rules = dataclasses.replace(rules, queue_order=order)
     return ReplicaKind(hw, target, par, lat, engine, built_drafter, spec, cost, control, kv_tokens, dtype, kv_dtype,
                        state_bytes, layout, window, max_seqs, scheduler, context_len, context_rule, rules)

@@ -40,6 +40,9 @@ class PrefillReplica(Replica):
     def can_admit_head(self) -> bool:
         if not self.waiting or len(self.running) >= self.limits.max_batch_size:
             return False
+        order = getattr(self.scheduler, "queue_order", None)
+        if order is not None:   # the head SGLang's --schedule-policy would take (simulator.core.sched.queue_order)
+            order.order(self)
         return self.kv.need(self.waiting[0])[0] <= self.kv.total_blocks - self.kv.used_blocks
 
     def has_work(self) -> bool:

@@ -19,6 +19,9 @@ cluster:
     capacity_scheduler_policy: null  # TensorRT-LLM's capacity scheduler: guaranteed_no_evict (its default) |
                                #   max_utilization (scheduler_config.capacity_scheduler_policy; scheduler.kind trtllm)
     prefix_caching: null       # the engine's prefix caching (sets cluster.kv_cache.prefix_caching)
+    schedule_policy: null      # SGLang's --schedule-policy: fcfs | lpm | lof (the others are refused); default:
+                               #   the release's (lpm to 0.4.3.post2, fcfs from 0.4.3.post3:
+                               #   profiles/engine_time/queue_defaults.py)
     host_cpu: h100-server      # a host of profiles/data/engine_time/hosts.yaml, or its calibration_us
 ```
 """
@@ -45,6 +48,8 @@ class EngineConfig(Strict):
     chunked_prefill: bool | None = None
     capacity_scheduler_policy: Literal["guaranteed_no_evict", "max_utilization"] | None = None
     prefix_caching: bool | None = None
+    schedule_policy: Literal["lpm", "random", "fcfs", "dfs-weight", "lof", "priority", "routing-key", "hrrn",
+                             "shortest-prefill-first"] | None = None   # (every SGLang release's choices, 0.4.0-0.5.23)
     host_cpu: Union[str, float, None] = None
 
     @field_validator("capture_sizes")

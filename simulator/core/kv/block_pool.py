@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+_NO_KEYS = np.zeros(0, dtype=np.int64)
+_NO_KEYS.flags.writeable = False
+
 
 class BlockPool:
     hit_tokens = loaded_tokens = swapped_tokens = 0   # (no prefix cache, no host memory)
@@ -110,6 +113,14 @@ class BlockPool:
 
     def cached(self, r: int, prompt_tokens: int) -> int:
         return 0
+
+    def prompt_keys(self, r: int, prompt_tokens: int) -> np.ndarray:
+        """The shared prefix keys of r's prompt's full units (a prefix cache's; none here)."""
+        return _NO_KEYS
+
+    @property
+    def prefix_unit_tokens(self) -> int:
+        return self.block_size
 
     def on_plan(self, plan) -> None:
         """Add what this manager does in the step being formed to its plan (KV moved to or from host

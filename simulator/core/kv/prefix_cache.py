@@ -107,8 +107,20 @@ class PrefixCache:
         return found
 
     def match_tokens(self, r: int, prompt_tokens: int) -> int:
-        """Tokens of r's prompt this cache would serve (GPU or host tier), for prefix-aware routing."""
-        return self._served(len(self._match(r, prompt_tokens)))
+        """Tokens of r's prompt this cache would serve (GPU or host tier), for prefix-aware routing and SGLang's
+        lpm queue order (simulator.core.sched.queue_order, which asks for every waiting request each step)."""
+        memo_key = ("match", r, prompt_tokens, self.version)
+        found = self._memo.get(memo_key)
+        if found is None:
+            if len(self._memo) > 4096:
+                self._memo.clear()
+            found = self._memo[memo_key] = self._served(len(self._match(r, prompt_tokens)))
+        return found
+
+    def prompt_keys(self, r: int, prompt_tokens: int) -> np.ndarray:
+        """The shared keys of the full units within the first `prompt_tokens` − 1 tokens of r's stream (what
+        SGLang's waiting-queue tree holds of a request: schedule_policy.py `adjust_max_prefix_ids`)."""
+        return self._keys(r)[:max(prompt_tokens - 1, 0) // self.unit_tokens]
 
     def _served(self, units: int) -> int:
         """The prompt tokens a hit of `units` cached units serves: `drop_tokens` fewer (module docstring)."""
@@ -308,6 +320,13 @@ class PrefixCachePool(BlockPool):
 
     def cached(self, r: int, prompt_tokens: int) -> int:
         return self.cache.match_tokens(r, prompt_tokens)
+
+    def prompt_keys(self, r: int, prompt_tokens: int) -> np.ndarray:
+        return self.cache.prompt_keys(r, prompt_tokens)
+
+    @property
+    def prefix_unit_tokens(self) -> int:
+        return self.cache.unit_tokens
 
     @property
     def cached_tokens(self) -> int:

@@ -38,7 +38,8 @@ class BatchLimits:
     the budget every request a step schedules takes beyond its own (vLLM V1 0.28 on with a draft model: its
     proposer's extra row, profiles.engine_time.batch_defaults.vllm_drafting_slots); `output_reserve`: SGLang's
     reserve for the running requests' future output that a waiting request must fit beside
-    (simulator.core.sched.sglang_reserve), None: none."""
+    (simulator.core.sched.sglang_reserve), None: none; `queue_order`: the order in which the prefill-first scheduler
+    takes waiting requests (SGLang's --schedule-policy: simulator.core.sched.queue_order), None: arrival order."""
 
     max_batch_size: int
     max_batched_tokens: int
@@ -50,6 +51,7 @@ class BatchLimits:
     prefill_input_tokens: int | None = None
     draft_slots: int = 0
     output_reserve: object = None   # sglang_reserve.OutputReserve
+    queue_order: object = None      # queue_order.Fcfs / LongestPrefixMatch / LongestOutputFirst
 
     def with_lookahead(self, tokens, lookahead: int):
         """KV slots a request asks for to hold `tokens` (an int or an array) and `lookahead` slots beyond them,

@@ -17,7 +17,10 @@ With `limits.output_reserve` set (SGLang: simulator.cluster.factory.engine_batch
 its prompt plus its clipped output to fit in the KV left after the running requests' future output × SGLang's
 new_token_ratio, which decays each decode step and is reset by a retraction or an idle batch
 (simulator.core.sched.sglang_reserve). Bulks of decode steps then run only while nobody waits or the batch is full
-(the reserve's room grows as the ratio decays), and count their steps into the ratio (`after_bulk`)."""
+(the reserve's room grows as the ratio decays), and count their steps into the ratio (`after_bulk`).
+
+With `limits.queue_order` set (SGLang's --schedule-policy: simulator.core.sched.queue_order) the waiting queue is
+sorted by it before each step takes from its head, and before `admissible` reads the head."""
 from __future__ import annotations
 
 from simulator.core.sched import BatchLimits, Prefills, StepPlan, grow_decodes, head_admissible, plain_head_admissible
@@ -29,10 +32,13 @@ class Vllm:
         self.limits = limits
         rule = limits.output_reserve
         self.reserve = None if rule is None else NewTokenRatio(rule)
+        self.queue_order = limits.queue_order   # None: arrival order
         if self.reserve is not None:   # (read by Replica.bulk_ready: simulator.core.sched.Scheduler)
             self.decodes_every_running = self._bulk_allowed
 
     def plan(self, view, now_s: float) -> StepPlan:
+        if self.queue_order is not None:   # (SchedulePolicy.calc_priority: queue_order's docstring)
+            self.queue_order.order(view)
         prefills = Prefills()
         limits = self.limits
         room = limits.max_batched_tokens
@@ -90,6 +96,8 @@ class Vllm:
         return max(self.limits.max_batched_tokens, 1)
 
     def admissible(self, view, token_room: int) -> bool:
+        if self.queue_order is not None:
+            self.queue_order.order(view)
         if getattr(view, "plain_kv", False):
             fits = plain_head_admissible(view, token_room, 0)
         else:

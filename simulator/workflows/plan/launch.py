@@ -15,6 +15,7 @@ Built from the candidate's scenario (what the DES simulated), flag by flag:
 | scheduler.max_batch_size (none given: no flag, the engine's own default as the DES ran it) | `--max-num-seqs` | `--max-running-requests` |
 | scheduler.max_batched_tokens (chunk_tokens for sarathi; none given: 8192, or no flag where the plan names its engine, whose own budget the DES ran) | `--max-num-batched-tokens` | `--chunked-prefill-size` |
 | scheduler.block_size | `--block-size` | `--page-size` |
+| engine.schedule_policy (SGLang only; none given: no flag, the release's own default as the DES ran it) | - | `--schedule-policy` |
 | kv_cache.prefix_caching (none given: off, or where the plan names its engine that engine's default as the DES ran it, simulator.cluster.engine_cache) | `--enable-prefix-caching` / `--no-enable-prefix-caching` | radix cache on / `--disable-radix-cache` |
 | draft model, γ | `--speculative-config '{"method": "draft_model", "model": …, "num_speculative_tokens": γ}'` | `--speculative-algorithm STANDALONE --speculative-draft-model-path … --speculative-num-steps γ --speculative-eagle-topk 1 --speculative-num-draft-tokens γ+1` |
 | eagle3 (head), γ | `--speculative-config '{"method": "eagle3", "model": head, "num_speculative_tokens": γ}'` | `--speculative-algorithm EAGLE3 --speculative-draft-model-path head --speculative-num-steps γ --speculative-eagle-topk 1 --speculative-num-draft-tokens γ+1` (dynamic_tree: depth, top_k, budget) |
@@ -92,6 +93,9 @@ def _common(sc: dict, par: dict, engine: str, base_dir: Path) -> list[str]:
                  "--page-size", sched.get("block_size", 16)]
         if not caching:
             args.append("--disable-radix-cache")
+        policy = (cl.get("engine") or {}).get("schedule_policy")   # (none given: the release's own, as the DES ran it)
+        if policy is not None:
+            args += ["--schedule-policy", policy]
         if kv == "fp8":
             args += ["--kv-cache-dtype", "fp8_e4m3"]
     if dtype in ("fp8", "fp8_block"):

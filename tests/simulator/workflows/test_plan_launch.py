@@ -142,3 +142,14 @@ def test_a_hybrid_candidate_launches_with_the_cache_off_as_simulated():
           "drafter": {"kind": "none"}, "scheduler": {"kind": "vllm", "max_batch_size": 64}}
     (sglang,) = _commands(launch_script(sc, "sglang", "title"))
     assert "--disable-radix-cache" in sglang
+
+
+def test_sglang_launches_the_schedule_policy_the_des_ran():
+    """cluster.engine.schedule_policy given: SGLang's --schedule-policy (server_args.py); none given: no flag, the
+    release's own default, which the DES ran (profiles.engine_time.queue_defaults)."""
+    named = {**COLOCATED, "cluster": {**COLOCATED["cluster"], "engine": {"framework": "sglang", "version": "0.4.5",
+                                                                         "schedule_policy": "lpm"}}}
+    (cmd,) = _commands(launch_script(named, "sglang", "title"))
+    assert cmd[cmd.index("--schedule-policy") + 1] == "lpm"
+    (cmd,) = _commands(launch_script(COLOCATED, "sglang", "title"))
+    assert "--schedule-policy" not in cmd
