@@ -99,10 +99,17 @@ class HardwareSpec:
                 return need
         return None
 
+    def runs_weight_only(self, dtype: str) -> bool:
+        """Whether weights in `dtype` run here as weight-only quantization (narrow weights in memory, 16-bit
+        activations and math): int4 and mxfp4 everywhere (models.dtypes.WEIGHT_ONLY_DTYPES), fp8 and fp8_block on
+        a GPU without FP8 tensor cores, as the engine releases with FP8 Marlin serve them (W8A16; which releases:
+        profiles.engine_time.fp8_marlin, checked by simulator.cluster.factory)."""
+        return dtype in WEIGHT_ONLY_DTYPES or (dtype in ("fp8", "fp8_block") and "fp8" not in self.peak_flops)
+
     def matmul_rate(self, dtype: str) -> float | None:
         """This GPU's own tensor-core rate for `dtype` weights, or None (fp8_block: the fp8 rate; nvfp4: the fp4
-        rate; weight-only dtypes, models.dtypes.WEIGHT_ONLY_DTYPES: None, their math is 16-bit)."""
-        if dtype in WEIGHT_ONLY_DTYPES:
+        rate; weight-only here, `runs_weight_only`: None, their math is 16-bit)."""
+        if self.runs_weight_only(dtype):
             return None
         key = "fp8" if dtype == "fp8_block" else "fp4" if dtype in FP4_DTYPES else dtype
         return self.peak_flops.get(key)
@@ -111,7 +118,8 @@ class HardwareSpec:
         """Why weights in `dtype` cannot run here, or None. W8A8 fp8 needs FP8 tensor cores (an `fp8` peak
         rate), nvfp4 (W4A4) FP4 tensor cores (an `fp4` rate: Blackwell); int4 and mxfp4 are weight-only
         (dequantized to 16-bit math: Marlin/AWQ-style kernels, gpt-oss's MXFP4 experts, models.dtypes), so they
-        run wherever bf16 does."""
+        run wherever bf16 does. The tensor cores' answer only: a deployment runs fp8 weights on a GPU without FP8
+        tensor cores weight-only where its engine release has FP8 Marlin (simulator.cluster.fp8_marlin)."""
         need = self._missing_tensor_cores(dtype)
         if need is None:
             return None
@@ -126,8 +134,9 @@ class HardwareSpec:
         return None
 
     def matmul_flops(self, dtype: str) -> float:
-        """Dense matrix FLOP/s for `dtype`. Dtypes without their own tensor-core rate here (fp8 on A100,
-        int4 everywhere) run as weight-only quantization with 16-bit math, so they get the bf16 rate."""
+        """Dense matrix FLOP/s for `dtype`. Dtypes without their own tensor-core rate here (fp8 on A100: FP8
+        Marlin, `runs_weight_only`; int4 everywhere) run as weight-only quantization with 16-bit math, so they get
+        the bf16 rate."""
         rate = self.matmul_rate(dtype)
         return rate if rate is not None else self.peak_flops["bf16"]
 

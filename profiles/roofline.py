@@ -48,6 +48,18 @@ from profiles.hardware import HardwareSpec, get_hardware
 
 # Kernels behind one MOE_ROUTER op: gate GEMM, softmax/top-k, token permutation.
 ROUTER_KERNELS = 3
+# FP8 weights on a GPU without FP8 tensor cores run as W8A16 with the engines' FP8 Marlin kernels (which releases:
+# profiles.engine_time.fp8_marlin). Priced here, under every latency source, as the roofline prices any weight-only
+# format: 1-byte weights read once, 16-bit math at the bf16 rate, row tiles at half BF16's (m_half 32). No FP8
+# Marlin table was measured. Approximation, named (summary `latency_source.weight_only`): TensorRT-LLM 1.0.0's
+# int8_wo rows, the one measured W8A16 GEMM table on A100 (aiconfigurator-core, the TensorRT plugin
+# WeightOnlyQuantMatmul), are not a fair proxy: another engine's kernel, timed at 1.04-1.41x the same table's bf16
+# GEMM at 4096x4096 for m = 8-256 where FP8 Marlin is up to 2x faster than FP16 in memory-bound shapes (vLLM PR
+# #5975). Its error is not known; as a gauge, the roofline's own bf16 GEMMs take 0.59-1.15x (median 0.79) of vLLM
+# 0.14.0's measured A100 bf16 GEMMs at m <= 256 (7 Llama/Mixtral weight shapes), optimistic where memory-bound.
+WEIGHT_ONLY_FP8 = ("{dtype} weights on {gpu} (no FP8 tensor cores) run weight-only, W8A16 as FP8 Marlin runs them: "
+                   "1-byte weights, 16-bit math; their GEMMs and experts priced on the roofline (no measured FP8 "
+                   "Marlin table; TensorRT-LLM's int8_wo kernel is not taken as its proxy)")
 
 
 @dataclass(frozen=True)
@@ -164,7 +176,15 @@ class RooflineLatencyModel(UncountedUsage):
 
     def describe(self) -> dict:
         """`latency_source` entry: every op kind priced by this roofline."""
-        return {"source": "roofline", "hardware": self.hardware_id, "efficiency": self.efficiency.source}
+        return self.with_weight_only_note({"source": "roofline", "hardware": self.hardware_id,
+                                           "efficiency": self.efficiency.source})
+
+    def with_weight_only_note(self, described: dict) -> dict:
+        """`described` (a `latency_source` entry) with the approximation FP8 weights are priced by on a GPU without
+        FP8 tensor cores (`weight_only`, WEIGHT_ONLY_FP8), when that is this model's case; as given otherwise."""
+        if self.dtype in ("fp8", "fp8_block") and self.hardware.runs_weight_only(self.dtype):
+            return {**described, "weight_only": WEIGHT_ONLY_FP8.format(dtype=self.dtype, gpu=self.hardware_id)}
+        return described
 
     def host_overhead_s(self, layers: int, tokens: float) -> float:
         """0: the roofline prices device work. On a GPU the host enqueues kernels asynchronously, so its

@@ -2436,6 +2436,29 @@ CASES = [
             "draftsim: error: cluster.engine.schedule_policy: 'lpm' is modelled with SGLang's prefill-first scheduler"),
     Hostile("sglpm_unknown_policy", run(cluster={"engine": {"framework": "sglang", "schedule_policy": "sjf"}}),
             "cluster.engine.schedule_policy: Input should be 'lpm', 'random', 'fcfs'"),
+    # session 23, fp8marlin: fp8 weights on an A100 now run weight-only (W8A16) under the releases with FP8 Marlin
+    # (vLLM >= 0.5.1 dense, >= 0.9.0 fp8_block and MoE; SGLang 0.4.0 and >= 0.5.6 dense); the others still refuse,
+    # one line naming the release and the releases that run them, before any work
+    Hostile("fp8marlin_trtllm_fp8_on_a100", run(cluster={"hardware": "a100-80gb", "dtype": "fp8",
+                                                         "engine": {"framework": "trtllm"}}),
+            "draftsim: error: cluster.dtype: fp8 weights need FP8 tensor cores, which a100-80gb lacks, and trtllm "
+            "1.0.0 has no weight-only FP8 (FP8 Marlin) kernel for fp8 weights; releases that run them as W8A16: "
+            "vllm >= 0.5.1, sglang 0.4.0, sglang >= 0.5.6; allowed here: fp32, bf16, fp16, int4"),
+    Hostile("fp8marlin_vllm_0_8_fp8_moe_on_a100", run(cluster={"hardware": "a100-80gb", "dtype": "fp8",
+                                                               "model": "mixtral-8x7b", "parallelism": {"tp": 2},
+                                                               "engine": {"version": "0.8.0"}}),
+            "draftsim: error: cluster.dtype: fp8 weights need FP8 tensor cores, which a100-80gb lacks, and vllm 0.8.0 "
+            "has no weight-only FP8 (FP8 Marlin) kernel for fp8 weights with MoE experts; releases that run them as "
+            "W8A16: vllm >= 0.9.0"),
+    Hostile("fp8marlin_estimate_fp8_block_sglang_0_5_5_on_a100",
+            lambda tmp: ["estimate", "--model", "llama-3-8b", "--hardware", "a100-80gb", "--dtype", "fp8_block",
+                         "--engine-version", "0.5.5", "--framework", "sglang"],
+            "draftsim estimate: error: --dtype: fp8_block weights need FP8 tensor cores, which a100-80gb lacks, and "
+            "sglang 0.5.5 has no weight-only FP8"),
+    Hostile("fp8marlin_plan_trtllm_fp8_on_a100", plan(hardware=[{"id": "a100-80gb"}], dtype="fp8",
+                                                      engine={"framework": "trtllm"}),
+            "draftsim plan: error: plan.dtype: no planned model and GPU can run it: fp8 weights need FP8 tensor cores, "
+            "which a100-80gb lacks, and trtllm"),
 ]
 
 

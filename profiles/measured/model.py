@@ -28,7 +28,7 @@ from functools import lru_cache
 from models import ops as K
 from models.opgraph import window_pairs
 from models.ops import Op
-from models.spec import FP4_DTYPES, WEIGHT_ONLY_DTYPES, dense_weight_dtype, dtype_bytes, kv_cache_dtype
+from models.spec import FP4_DTYPES, dense_weight_dtype, dtype_bytes, kv_cache_dtype
 from profiles.hardware import HardwareSpec, get_hardware
 from profiles.measured.attention import CONTEXT, GENERATION, AttentionTable
 from profiles.measured import linear_attention as gdn
@@ -113,13 +113,14 @@ class MeasuredLatencyModel:
         self.gemm = tables.gemm
         # The GEMMs outside the routed experts run in `gemm_dtype`: bf16 under a format that quantizes only the
         # experts (mxfp4, models.dtypes.EXPERT_ONLY_DTYPES), whose expert GEMMs are the fused-MoE table's or,
-        # where it lacks the configuration, the roofline's (no MXFP4 GEMM table). Weight-only dtypes (int4) and
-        # FP4 formats the package did not measure on this system (nvfp4 off Blackwell tables) have no GEMM table:
+        # where it lacks the configuration, the roofline's (no MXFP4 GEMM table). Weight-only dtypes on this GPU
+        # (int4; fp8 and fp8_block without FP8 tensor cores: FP8 Marlin, HardwareSpec.runs_weight_only) and FP4
+        # formats the package did not measure on this system (nvfp4 off Blackwell tables) have no GEMM table:
         # their GEMMs are the roofline's (and `latency_source` says so); any other dtype without a table is an
         # error naming the field.
         self.gemm_dtype = dense_weight_dtype(dtype)
         self._gemm_measured = self.gemm_dtype in self.gemm.dtypes
-        if self.gemm_dtype not in WEIGHT_ONLY_DTYPES and self.gemm_dtype not in FP4_DTYPES:
+        if not self.hardware.runs_weight_only(self.gemm_dtype) and self.gemm_dtype not in FP4_DTYPES:
             self._check_dtype("GEMM", self.gemm_dtype, self.gemm.dtypes)
         # Attention kernels read the KV cache in its own dtype (`kv_dtype`, e.g. fp8 KV under bf16 weights).
         self._attention = tables.attention
@@ -225,13 +226,14 @@ class MeasuredLatencyModel:
         if self.gdn is not None and any(kind in self._used_kinds() for kind in (K.GDN_PREFILL, K.GDN_DECODE)):
             kernels["gdn"] = "+".join(self.gdn.kernel(role) for role in (gdn.CORE_PREFILL, gdn.CORE_DECODE,
                                                                         gdn.CONV_PREFILL, gdn.CONV_DECODE))
-        return {"source": "measured", "package": f"{DISTRIBUTION} {package_version()}", "system": self.source.system,
-                "framework": self.framework, "version": self.version,
-                "power_limit": self.power_limit.describe() if self.power_limit is not None else None,
-                "family_versions": {family: version for family, version in self.source.family_versions
-                                    if family != LINEAR_ATTENTION or "gdn" in kernels},
-                "nccl_version": self.source.nccl_version,
-                "kernels": kernels, "op_kinds": self.coverage()}
+        described = {"source": "measured", "package": f"{DISTRIBUTION} {package_version()}",
+                     "system": self.source.system, "framework": self.framework, "version": self.version,
+                     "power_limit": self.power_limit.describe() if self.power_limit is not None else None,
+                     "family_versions": {family: version for family, version in self.source.family_versions
+                                         if family != LINEAR_ATTENTION or "gdn" in kernels},
+                     "nccl_version": self.source.nccl_version,
+                     "kernels": kernels, "op_kinds": self.coverage()}
+        return self.roofline.with_weight_only_note(described)
 
     def _used_kinds(self) -> set[str]:
         return {kind for kind, _, _ in self._priced}

@@ -60,6 +60,7 @@ from simulator.cluster.target_costs import BuildContext, Facts
 from simulator.cluster.sglang_memory import SglangDeployment, counts_draft, gpu_memory_mib
 from simulator.cluster.vllm_memory import ProfileRun, device_total_bytes
 from simulator.cluster.engine_scheduler import with_engine_defaults
+from simulator.cluster.fp8_marlin import check_fp8_marlin, weight_only_fp8
 from simulator.core.context import context_limit, derived_limit
 from profiles.engine_time.batch_defaults import default_max_num_seqs, sglang_max_running_requests
 
@@ -654,8 +655,10 @@ def resolve_model(model, base_dir: Path | None, field: str = "cluster.model") ->
 
 
 def check_dtypes(hw: HardwareSpec, dtype: str, kv_dtype: str | None, where: str = "cluster") -> str:
-    """The KV cache's dtype, after checking that `hw` can run weights in `dtype` (ScenarioError otherwise)."""
-    problem = hw.weight_dtype_error(dtype)
+    """The KV cache's dtype, after checking that `hw` can run weights in `dtype` (ScenarioError otherwise). FP8
+    weights on a GPU without FP8 tensor cores pass here: whether the engine release runs them weight-only (FP8
+    Marlin) is `check_fp8_marlin`'s, once the release is known (simulator.cluster.fp8_marlin)."""
+    problem = None if weight_only_fp8(hw, dtype) else hw.weight_dtype_error(dtype)
     if problem is not None:
         raise ScenarioError("cluster.dtype", problem + (f" ({where}.hardware)" if where.startswith("cluster.") else ""))
     problem = hw.kv_dtype_error(kv_cache_dtype(dtype, kv_dtype))
@@ -758,6 +761,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     lat = latencies.get(hw.id)
     if lat is None:
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
+    release = deployment_release(latency, engine_config, lat)
+    check_fp8_marlin(release, hw, target, dtype, where)
     built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype,
                                   DraftContext(moe, base_dir)) if speculating else None
     if built_drafter is not None and built_drafter.fixed_chain is not None:
@@ -781,7 +786,6 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
             raise ScenarioError("cluster.kv_cache.layout.kind", refusal)
         kv_fraction = layout.gpu_fraction(target, kv_layout)
     family = drafter_family(drafter) if built_drafter is not None else None
-    release = deployment_release(latency, engine_config, lat)
     check_architectures(release, target, built_drafter.spec if built_drafter is not None
                         and getattr(drafter, "kind", None) == "draft_model" else None,
                         speculation_method(drafter) if built_drafter is not None else None)

@@ -74,17 +74,22 @@ def test_bad_user_hardware_in_a_scenario_is_one_line_and_writes_nothing(tmp_path
     assert not (tmp_path / "out").exists()
 
 
-def test_fp8_weights_without_fp8_tensor_cores_fail_before_the_run(tmp_path, capsys):
+def test_fp8_weights_without_fp8_tensor_cores_fail_before_the_run_where_the_engine_has_no_fp8_marlin(tmp_path, capsys):
+    """On an A100 fp8 weights run weight-only under the releases with FP8 Marlin (simulator.cluster.fp8_marlin);
+    vLLM 0.5.0 had none (Fp8Config minimum capability 89): one line, exit 2, nothing written."""
     path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(scenario(cluster={"hardware": "a100-80gb", "model": "llama-3-8b", "dtype": "fp8"})))
+    path.write_text(yaml.safe_dump(scenario(cluster={"hardware": "a100-80gb", "model": "llama-3-8b", "dtype": "fp8",
+                                                     "engine": {"version": "0.5.0"}})))
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert re.match(r"draftsim: error: cluster.dtype: fp8 weights need FP8 tensor cores, which a100-80gb lacks .*"
-                    r"allowed here: fp32, bf16, fp16, int4, mxfp4$", err), err
+    assert re.match(r"draftsim: error: cluster.dtype: fp8 weights need FP8 tensor cores, which a100-80gb lacks, and "
+                    r"vllm 0.5.0 has no weight-only FP8 .*allowed here: fp32, bf16, fp16, int4$", err), err
     assert not (tmp_path / "out").exists()
-    with pytest.raises(Exception, match="cluster.dtype"):
-        simulator.run(scenario(cluster={"hardware": "a100-80gb", "model": "llama-3-8b", "dtype": "fp8_block"}))
+    with pytest.raises(Exception, match="cluster.dtype: fp8_block .* vllm 0.8.0 .*allowed here: fp32, bf16, fp16, fp8, "
+                                        "int4$"):
+        simulator.run(scenario(cluster={"hardware": "a100-80gb", "model": "llama-3-8b", "dtype": "fp8_block",
+                                        "engine": {"version": "0.8.0"}}))
 
 
 def test_the_dtypes_a_refusal_allows_are_the_ones_that_run():

@@ -429,11 +429,15 @@ def _check_parallelism(spec: PlanConfig) -> None:
 def _check_dtypes(spec: PlanConfig) -> None:
     """Refuse a plan `dtype` or `kv_dtype` that no planned (model, GPU) pair can run, before any work, with the
     first pair's reason (the scenario's own rules: simulator.cluster.factory.check_dtypes, check_expert_dtype —
-    nvfp4 weights on GPUs without FP4 tensor cores, mxfp4 on dense models). Before, every candidate was screened
+    nvfp4 weights on GPUs without FP4 tensor cores, mxfp4 on dense models; simulator.cluster.fp8_marlin — fp8 on
+    GPUs without FP8 tensor cores under an engine release without FP8 Marlin). Before, every candidate was screened
     out with that reason and the plan said 'no feasible candidate' (exit 1, outputs written)."""
     from models import get_model
     from profiles.hardware import get_hardware
-    from simulator.cluster.factory import check_dtypes, check_expert_dtype
+    from simulator.cluster.factory import check_dtypes, check_expert_dtype, pool_release
+    from simulator.cluster.fp8_marlin import check_fp8_marlin, weight_only_fp8
+    from simulator.config.engine import EngineConfig
+    from simulator.config.serving import LatencyConfig
     reasons = []
     for name in spec.models:
         for choice in spec.hardware:
@@ -441,6 +445,10 @@ def _check_dtypes(spec: PlanConfig) -> None:
                 hw = get_hardware(choice.id)
                 check_dtypes(hw, spec.dtype, spec.kv_dtype, where="plan")
                 check_expert_dtype(get_model(name), spec.dtype, hw)
+                if weight_only_fp8(hw, spec.dtype):   # (the candidates' release: latency source auto, plan.engine)
+                    release = pool_release(LatencyConfig(), EngineConfig.model_validate(spec.engine), hw, spec.dtype,
+                                           spec.kv_dtype, Path.cwd())
+                    check_fp8_marlin(release, hw, get_model(name), spec.dtype)
                 return
             except ScenarioError as exc:
                 reasons.append(exc)

@@ -10,7 +10,7 @@ Built from the candidate's scenario (what the DES simulated), flag by flag:
 | ep > 1 (DP attention + EP) | `--enable-expert-parallel --data-parallel-size ep/tp` | `--tp-size ep --ep-size ep --enable-dp-attention --dp-size ep/tp` |
 | dtype fp8 / fp8_block | `--quantization fp8` | `--quantization fp8` |
 | dtype int4 | an AWQ/GPTQ checkpoint (detected from its config; a comment says so) | same |
-| kv_dtype fp8 | `--kv-cache-dtype fp8` | `--kv-cache-dtype fp8_e4m3` |
+| kv_dtype fp8 (also the default of fp8 weights) | `--kv-cache-dtype fp8` | `--kv-cache-dtype fp8_e4m3` |
 | gpu_memory_utilization (none given: no flag, the engine's own default as the DES ran it) | `--gpu-memory-utilization` | `--mem-fraction-static` |
 | scheduler.max_batch_size (none given: no flag, the engine's own default as the DES ran it) | `--max-num-seqs` | `--max-running-requests` |
 | scheduler.max_batched_tokens (chunk_tokens for sarathi; none given: 8192, or no flag where the plan names its engine, whose own budget the DES ran) | `--max-num-batched-tokens` | `--chunked-prefill-size` |
@@ -37,6 +37,7 @@ import shlex
 from pathlib import Path
 
 from models.load import load_model
+from models.spec import kv_cache_dtype
 
 ROLES = ("colocated", "prefill", "decode")
 NO_WORKLOAD = {"arrival": {"process": "poisson", "qps": 1.0}, "num_requests": 1,   # (_prefix_caching)
@@ -65,7 +66,10 @@ def _common(sc: dict, par: dict, engine: str, base_dir: Path) -> list[str]:
     if chunk is None and not _names_its_engine(cl):   # (named: the engine's own budget, as the DES ran it)
         chunk = 8192
     caching = _prefix_caching(sc, base_dir)
-    dtype, kv = cl.get("dtype", "bf16"), cl.get("kv_dtype")
+    # the KV dtype the DES ran: kv_dtype, else the weights' default (models.dtypes.kv_cache_dtype: fp8 for fp8
+    # weights); the engines' own default is the model's 16-bit dtype (--kv-cache-dtype auto), so it is written out
+    dtype = cl.get("dtype", "bf16")
+    kv = kv_cache_dtype(dtype, cl.get("kv_dtype"))
 
     def seqs(flag: str) -> list:   # none given: the engine's own default, as the DES ran it (ReplicaKind.max_batch_size)
         return [flag, sched["max_batch_size"]] if sched.get("max_batch_size") is not None else []

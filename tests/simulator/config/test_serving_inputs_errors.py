@@ -21,8 +21,9 @@ BAD = {
     "bad_time_unit": (merge(TRACE, {"workload": {"arrival": {"time_unit": "days"}}}), "workload.arrival.time_unit"),
     "trace_option_without_trace": ({"workload": {"arrival": {"speedup": 2.0}}},
                                    "speedup is only allowed for process 'trace'"),
-    "fp8_on_a100": ({"cluster": {"hardware": "a100-80gb", "dtype": "fp8"}},
-                    "cluster.dtype: fp8 weights need FP8 tensor cores, which a100-80gb lacks"),
+    "fp8_on_a100": ({"cluster": {"hardware": "a100-80gb", "dtype": "fp8", "engine": {"version": "0.5.0"}}},
+                    "cluster.dtype: fp8 weights need FP8 tensor cores, which a100-80gb lacks, and vllm 0.5.0 has no "
+                    "weight-only FP8"),
     "unknown_dtype": ({"cluster": {"dtype": "int2"}}, "cluster.dtype: Input should be"),
     "unknown_kv_dtype": ({"cluster": {"kv_dtype": "int4"}},
                          "cluster.kv_dtype: Input should be 'fp32', 'bf16', 'fp16', 'fp8' or 'nvfp4'"),

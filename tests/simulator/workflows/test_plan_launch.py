@@ -153,3 +153,16 @@ def test_sglang_launches_the_schedule_policy_the_des_ran():
     assert cmd[cmd.index("--schedule-policy") + 1] == "lpm"
     (cmd,) = _commands(launch_script(COLOCATED, "sglang", "title"))
     assert "--schedule-policy" not in cmd
+
+
+@pytest.mark.parametrize("engine, flag", [("vllm", "fp8"), ("sglang", "fp8_e4m3")])
+def test_fp8_weights_launch_the_fp8_kv_cache_the_des_ran_by_default(engine, flag):
+    """A candidate with fp8 weights and no kv_dtype ran an fp8 KV cache in the DES (models.dtypes.kv_cache_dtype),
+    but its launch line had no --kv-cache-dtype: the engines' default is the 16-bit dtype (auto), half the KV tokens
+    the plan counted on."""
+    cluster = {k: v for k, v in COLOCATED["cluster"].items() if k != "kv_dtype"}
+    (cmd,) = _commands(launch_script({**COLOCATED, "cluster": cluster}, engine, "title"))
+    assert cmd[cmd.index("--kv-cache-dtype") + 1] == flag
+    bf16 = {**cluster, "dtype": "bf16"}
+    (cmd,) = _commands(launch_script({**COLOCATED, "cluster": bf16}, engine, "title"))
+    assert "--kv-cache-dtype" not in cmd
