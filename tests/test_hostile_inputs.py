@@ -2439,7 +2439,7 @@ CASES = [
                                     drafter={"kind": "none"}),
             "cluster.model: sglang 0.5.23 has no JambaForCausalLM (jamba-1.5-mini): SGLang's model registry "
             "(sglang/srt/models EntryClass) has it in no release read; allowed: a model of another architecture, or "
-            "cluster.engine.framework vllm (from 0.5.1)"),
+            "the engine vllm (from 0.5.1)"),
     Hostile("run_trtllm_1_0_gpt_oss", run(cluster={"model": "gpt-oss-20b", "hardware": "h200", "max_model_len": 8192,
                                                    "engine": {"framework": "trtllm", "version": "1.0.0"}},
                                           drafter={"kind": "none"}),
@@ -2449,6 +2449,11 @@ CASES = [
                                                                                  "version": "0.5.0"}},
                                         drafter={"kind": "none"}),
             "cluster.engine.version: trtllm 0.5.0 has no Qwen3ForCausalLM (qwen3-8b)"),
+    Hostile("plan_sglang_release_before_a_planned_model", plan(engine={"framework": "sglang", "version": "0.4.5"},
+                                                               models=["qwen3-8b"]),
+            "plan.engine.version: sglang 0.4.5 has no Qwen3ForCausalLM (qwen3-8b)"),
+    Hostile("plan_trtllm_jamba", plan(engine={"framework": "trtllm", "version": "1.2.0"}, models=["jamba-1.5-mini"]),
+            "plan.models.0: trtllm 1.2.0 has no JambaForCausalLM (jamba-1.5-mini)"),
 ]
 
 

@@ -136,8 +136,8 @@ def check(framework: str, version: str | None, model, field: str = "cluster.engi
 
 
 def _elsewhere(framework: str, arch: str) -> str:
-    """', or cluster.engine.framework vllm (from 0.5.1)' for each other engine whose data file has `arch`."""
+    """', or the engine vllm (from 0.5.1)' for each other engine whose data file has `arch`."""
     found = [f"{other} (from {table.firsts[arch]})" for other in FRAMEWORKS
              if other != framework and (table := registry(other)) is not None
              and table.firsts.get(arch) not in (None, NEVER)]
-    return f", or cluster.engine.framework {' or '.join(found)}" if found else ""
+    return f", or the engine {' or '.join(found)}" if found else ""
