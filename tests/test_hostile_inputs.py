@@ -2459,6 +2459,41 @@ CASES = [
                                                       engine={"framework": "trtllm"}),
             "draftsim plan: error: plan.dtype: no planned model and GPU can run it: fp8 weights need FP8 tensor cores, "
             "which a100-80gb lacks, and trtllm"),
+    # session 23, sgmodels: an SGLang or TensorRT-LLM release that cannot load the model's architecture (no
+    # EntryClass in SGLang's sglang/srt/models, TensorRT-LLM's release notes add it later, or no release has it:
+    # profiles/data/engine_time/{sglang,trtllm}_architectures.yaml); each ran (exit 0)
+    Hostile("run_sglang_before_qwen3", run(cluster={"model": "qwen3-8b", "engine": {"framework": "sglang",
+                                                                                     "version": "0.4.5.post1"}},
+                                           drafter={"kind": "none"}),
+            "cluster.engine.version: sglang 0.4.5.post1 has no Qwen3ForCausalLM (qwen3-8b): SGLang's model registry "
+            "(sglang/srt/models EntryClass) lists it from v0.4.5.post2; allowed: a version >= 0.4.5.post2"),
+    Hostile("run_sglang_before_nemotron_h", run(cluster={"model": "nemotron-h-56b", "hardware": "h200",
+                                                         "parallelism": {"tp": 4}, "max_model_len": 8192,
+                                                         "engine": {"framework": "sglang", "version": "0.5.3"}},
+                                                drafter={"kind": "none"}),
+            "cluster.engine.version: sglang 0.5.3 has no NemotronHForCausalLM (nemotron-h-56b): SGLang's model "
+            "registry (sglang/srt/models EntryClass) lists it from v0.5.3.post1"),
+    Hostile("run_sglang_jamba", run(cluster={"model": "jamba-1.5-mini", "hardware": "h200", "parallelism": {"tp": 2},
+                                             "max_model_len": 8192,
+                                             "engine": {"framework": "sglang", "version": "0.5.23"}},
+                                    drafter={"kind": "none"}),
+            "cluster.model: sglang 0.5.23 has no JambaForCausalLM (jamba-1.5-mini): SGLang's model registry "
+            "(sglang/srt/models EntryClass) has it in no release read; allowed: a model of another architecture, or "
+            "the engine vllm (from 0.5.1)"),
+    Hostile("run_trtllm_1_0_gpt_oss", run(cluster={"model": "gpt-oss-20b", "hardware": "h200", "max_model_len": 8192,
+                                                   "engine": {"framework": "trtllm", "version": "1.0.0"}},
+                                          drafter={"kind": "none"}),
+            "cluster.engine.version: trtllm 1.0.0 has no GptOssForCausalLM (gpt-oss-20b): TensorRT-LLM (its release "
+            "notes and model registries) has it from v1.1.0, not in v1.0.0 or earlier; allowed: a version after 1.0.0"),
+    Hostile("run_trtllm_0_5_qwen3", run(cluster={"model": "qwen3-8b", "engine": {"framework": "trtllm",
+                                                                                 "version": "0.5.0"}},
+                                        drafter={"kind": "none"}),
+            "cluster.engine.version: trtllm 0.5.0 has no Qwen3ForCausalLM (qwen3-8b)"),
+    Hostile("plan_sglang_release_before_a_planned_model", plan(engine={"framework": "sglang", "version": "0.4.5"},
+                                                               models=["qwen3-8b"]),
+            "plan.engine.version: sglang 0.4.5 has no Qwen3ForCausalLM (qwen3-8b)"),
+    Hostile("plan_trtllm_jamba", plan(engine={"framework": "trtllm", "version": "1.2.0"}, models=["jamba-1.5-mini"]),
+            "plan.models.0: trtllm 1.2.0 has no JambaForCausalLM (jamba-1.5-mini)"),
 ]
 
 

@@ -1,14 +1,18 @@
-"""The first vLLM release that can load each model architecture (`profiles/data/engine_time/vllm_architectures.yaml`,
-read in vLLM's model registry, release by release: each entry names the release that lists it and the one before
-that does not).
+"""The first release of each engine that can load each model architecture, one data file per engine beside this
+module (`profiles/data/engine_time/<framework>_architectures.yaml`): vLLM's and SGLang's read in their model
+registries release by release (each entry names the release that lists it and the one before that does not),
+TensorRT-LLM's in its release notes (its wheels are not on PyPI; only final releases are checked there, and only
+those the notes cite: `last_without`).
 
-`check(framework, version, model, field)` raises `UnsupportedCombination` where the engine is vLLM and `version`
-predates the architecture of `model` (a ModelSpec: its architecture is the Hugging Face class of its family,
-models.hf_config.ARCHITECTURES). Other engines, and architectures the data file does not list (Llama, Mistral,
-Mixtral, Qwen2: in every release read), are not checked.
+`check(framework, version, model, field, model_field)` raises `UnsupportedCombination` where `version` predates
+the architecture of `model` (a ModelSpec: its architecture is the Hugging Face class of its family,
+models.hf_config.ARCHITECTURES), naming `field` (cluster.engine.version), or where no release read has it at all
+(`first: none`), naming `model_field` (cluster.model, or drafter.model for a draft model). Architectures a data
+file does not list (in every release read, or whose first release could not be cited) are not checked.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,22 +20,55 @@ from models.files import load_shipped_yaml
 from profiles.engine_time.support import UnsupportedCombination
 from profiles.measured.source import version_key
 
-DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "engine_time" / "vllm_architectures.yaml"
+DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "engine_time"
+FRAMEWORKS = ("vllm", "sglang", "trtllm")
+NEVER = "none"                   # `first`: no release read has the architecture
+ROW_KEYS = {"first", "source"}   # and optionally last_without
 
 
-@lru_cache(maxsize=1)
-def first_releases() -> dict[str, str]:
-    """Hugging Face architecture -> the first vLLM release whose model registry lists it."""
-    raw = load_shipped_yaml(DATA_FILE)
+def data_file(framework: str) -> Path:
+    return DATA_DIR / f"{framework}_architectures.yaml"
+
+
+@dataclass(frozen=True)
+class Registry:
+    """One engine's data file: `registry` (what was read, quoted in the refusal), `firsts` (architecture -> its
+    first release, or NEVER), `last_without` (architecture -> the newest release cited to lack it, where releases
+    between it and `first` were not read), `finals_only`: pre-releases are not checked."""
+
+    registry: str
+    firsts: dict[str, str]
+    last_without: dict[str, str]
+    finals_only: bool = False
+
+
+@lru_cache(maxsize=None)
+def registry(framework: str) -> Registry | None:
+    """`framework`'s data file, None for an engine that has none."""
+    if framework not in FRAMEWORKS:
+        return None
+    path = data_file(framework)
+    raw = load_shipped_yaml(path)
     archs = raw.get("architectures") if isinstance(raw, dict) else None
-    if not isinstance(archs, dict):
-        raise ValueError(f"{DATA_FILE.name}: expected an 'architectures' mapping")
-    out = {}
+    if not isinstance(archs, dict) or not isinstance(raw.get("registry"), str) \
+            or raw.get("prereleases", "checked") not in ("checked", "unchecked"):
+        raise ValueError(f"{path.name}: expected 'registry', an 'architectures' mapping and optionally "
+                         "prereleases (checked | unchecked)")
+    firsts, last_without = {}, {}
     for name, entry in archs.items():
-        if not isinstance(entry, dict) or set(entry) != {"first", "source"}:
-            raise ValueError(f"{DATA_FILE.name}: {name}: expected 'first' and 'source'")
-        out[str(name)] = str(entry["first"])
-    return out
+        if not isinstance(entry, dict) or not ROW_KEYS <= set(entry) or set(entry) - ROW_KEYS - {"last_without"} \
+                or (str(entry["first"]) == NEVER and "last_without" in entry):
+            raise ValueError(f"{path.name}: {name}: expected 'first' and 'source', optionally 'last_without'")
+        firsts[str(name)] = str(entry["first"])
+        if "last_without" in entry:
+            last_without[str(name)] = str(entry["last_without"])
+    return Registry(raw["registry"], firsts, last_without, raw.get("prereleases") == "unchecked")
+
+
+def first_releases(framework: str = "vllm") -> dict[str, str]:
+    """Hugging Face architecture -> the first `framework` release whose registry lists it (NEVER: none read)."""
+    found = registry(framework)
+    return dict(found.firsts) if found is not None else {}
 
 
 # The catalog's model families (models/catalog/*.yaml `family`) that are not a family of models.hf_config.ARCHITECTURES,
@@ -57,12 +94,50 @@ def architecture(model) -> str | None:
     return _architecture_of_family().get(getattr(model, "family", None))
 
 
-def check(framework: str, version: str | None, model, field: str = "cluster.engine.version") -> None:
-    """UnsupportedCombination where vLLM `version` predates `model`'s architecture (module docstring)."""
-    if framework != "vllm" or version is None or model is None:
+def _is_prerelease(version: str) -> bool:
+    key = version_key(version)
+    return key[0] == 1 and key[1].is_prerelease        # (rc, dev: PEP 440)
+
+
+def _through(version: str, bound: str) -> bool:
+    """`version` is `bound` or older, its .postN releases included (a post release rebuilds the same release)."""
+    key = version_key(version)
+    if key[0] != 1:
+        return False
+    return version_key(key[1].base_version) <= version_key(bound)
+
+
+def check(framework: str, version: str | None, model, field: str = "cluster.engine.version",
+          model_field: str = "cluster.model") -> None:
+    """UnsupportedCombination where `framework` at `version` cannot load `model`'s architecture (module docstring)."""
+    table = registry(framework)
+    if table is None or version is None or model is None:
         return
     arch = architecture(model)
-    first = first_releases().get(arch) if arch is not None else None
-    if first is not None and version_key(version) < version_key(first):
-        raise UnsupportedCombination(field, f"vllm {version} has no {arch} ({model.name}): vLLM's model registry "
+    first = table.firsts.get(arch) if arch is not None else None
+    if first is None:
+        return
+    if first == NEVER:
+        raise UnsupportedCombination(model_field, f"{framework} {version} has no {arch} ({model.name}): "
+                                                  f"{table.registry} has it in no release read; allowed: a model "
+                                                  f"of another architecture{_elsewhere(framework, arch)}")
+    if table.finals_only and _is_prerelease(version):
+        return
+    bound = table.last_without.get(arch)
+    if bound is not None:
+        if _through(version, bound):
+            raise UnsupportedCombination(field, f"{framework} {version} has no {arch} ({model.name}): "
+                                                f"{table.registry} has it from v{first}, not in v{bound} or earlier; "
+                                                f"allowed: a version after {bound}")
+        return
+    if version_key(version) < version_key(first):
+        raise UnsupportedCombination(field, f"{framework} {version} has no {arch} ({model.name}): {table.registry} "
                                             f"lists it from v{first}; allowed: a version >= {first}")
+
+
+def _elsewhere(framework: str, arch: str) -> str:
+    """', or the engine vllm (from 0.5.1)' for each other engine whose data file has `arch`."""
+    found = [f"{other} (from {table.firsts[arch]})" for other in FRAMEWORKS
+             if other != framework and (table := registry(other)) is not None
+             and table.firsts.get(arch) not in (None, NEVER)]
+    return f", or the engine {' or '.join(found)}" if found else ""

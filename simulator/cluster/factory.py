@@ -408,16 +408,17 @@ def deployment_release(lat: LatencyConfig, engine_cfg, latency) -> tuple[str, st
 def check_architectures(release: tuple[str, str | None], target: ModelSpec, draft: ModelSpec | None,
                         method: str | None = None) -> None:
     """ScenarioError where the deployment's engine release (`release`: deployment_release) cannot load the target's
-    or a draft model's architecture (cluster.engine.version: a vLLM release older than its model registry's class,
-    profiles.engine_time.architectures; other engines are not checked), or refuses speculation `method`
+    or a draft model's architecture (cluster.engine.version: a vLLM or SGLang release older than its model
+    registry's class, a TensorRT-LLM final release its release notes cite to lack it; cluster.model or
+    drafter.model where no release read has it: profiles.engine_time.architectures), or refuses speculation `method`
     (speculation_method: eagle3, mtp) on the target's architecture at start-up (drafter.kind:
     profiles.engine_time.spec_architectures)."""
     from profiles.engine_time import architectures, spec_architectures
     from profiles.engine_time.support import UnsupportedCombination
     framework, version = release
     try:
-        for model in (target, draft):
-            architectures.check(framework, version, model)
+        for model, model_field in ((target, "cluster.model"), (draft, "drafter.model")):
+            architectures.check(framework, version, model, model_field=model_field)
         spec_architectures.check(framework, version, method, target)
     except UnsupportedCombination as exc:
         raise ScenarioError(exc.field, exc.message) from None

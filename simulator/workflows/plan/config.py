@@ -329,6 +329,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
                 entry_for(engine.framework or "vllm", engine.version, f"{FIELD}.engine")
             except FieldError as exc:
                 raise ScenarioError(exc.field, exc.message) from None
+            _check_architectures(spec, engine.framework or "vllm", engine.version)
     if spec.moe:
         from simulator.config.scenario import MoeConfig
         moe = validate_config(MoeConfig, spec.moe, f"{FIELD}.moe")
@@ -355,6 +356,22 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
             raise ScenarioError(f"{FIELD}.hardware.{i}.usd_per_gpu_hour",
                                 f"no catalog price for {hw.id!r}; give usd_per_gpu_hour")
     return spec, base_dir
+
+
+def _check_architectures(spec: PlanConfig, framework: str, version: str) -> None:
+    """A planned model or draft model that `framework` `version` cannot load (profiles.engine_time.architectures):
+    refused here, as every one of its candidates would be screened out with the same reason (exit 1)."""
+    from models import get_model
+    from profiles.engine_time import architectures
+    from profiles.engine_time.support import UnsupportedCombination
+    models = [(f"{FIELD}.models.{i}", m) for i, m in enumerate(spec.models)]
+    models += [(f"{FIELD}.search.drafters.{i}.model", d.model)
+               for i, d in enumerate(spec.search.drafters) if d.kind == "draft_model"]
+    for where, name in models:
+        try:
+            architectures.check(framework, version, get_model(name), f"{FIELD}.engine.version", where)
+        except UnsupportedCombination as exc:
+            raise ScenarioError(exc.field, exc.message) from None
 
 
 def _check_size(spec: PlanConfig) -> None:
