@@ -14,7 +14,8 @@ Every field mirrors a field of the model's published Hugging Face `config.json` 
   hybrid KV-cache manager frees blocks outside the window) the replica's KV manager does not use this figure:
   simulator.core.kv.sliding_window holds them as vLLM does. Elsewhere (SGLang's SWA pool, TensorRT-LLM's
   variable sliding-window attention, vLLM before 0.10 or with its hybrid manager off: CPU backend,
-  disaggregated KV connectors; prefix caching, host memory and parallel sampling here) it stands, and for
+  disaggregated KV connectors; host memory, parallel sampling, and prefix caching of shared prefixes in units
+  larger than a KV block or with shared-prefix attention here) it stands, and for
   contexts longer than the window over-states the KV of a model with `sliding_window_layers` by up to their
   share of layers.
 * `flops_per_token(context_tokens)` counts matmul FLOPs only (2 per multiply-add): every weight GEMM the

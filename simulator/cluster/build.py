@@ -17,7 +17,7 @@ import numpy as np
 
 from simulator.errors import ScenarioError
 from simulator.cluster.engine_cache import engine_prefix_caching, nothing_shared, pending as engine_cache_pending, \
-    with_engine_prefix_caching
+    window_cache_modelled, with_engine_prefix_caching
 from simulator.cluster.engine_scheduler import FILLED
 from simulator.cluster.factory import ReplicaKind, build_replica_kind, deployment_release
 from simulator.core.pauses import PausedRequests
@@ -329,11 +329,20 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
                                 "prefix caching, host memory and parallel sampling are not modelled for it")
         return HybridStatePool(state, kind.hybrid_layout)
     if kind.window_layout is not None and tiers and cfg.host_memory_gib <= 0 \
-            and scenario.workload.parallel_samples == 1 and (not cfg.prefix_caching or nothing_shared(scenario)):
+            and scenario.workload.parallel_samples == 1:
         # (else every layer at the full context: models.spec). With prefix caching where requests share nothing
-        # the cache serves a preempted request its own blocks: modelled by reserving prompts (SlidingWindowPool)
+        # the cache serves a preempted request its own blocks: modelled by reserving prompts (SlidingWindowPool);
+        # where they share prefixes, the window groups' hits as vLLM's hybrid coordinator finds them
+        # (simulator.core.kv.window_prefix_cache), where its units are KV blocks (window_cache_modelled)
         from simulator.core.kv.sliding_window import SlidingWindowPool
-        return SlidingWindowPool(state, kind.window_layout, reserve_prompts=cfg.prefix_caching)
+        if not cfg.prefix_caching or nothing_shared(scenario):
+            return SlidingWindowPool(state, kind.window_layout, reserve_prompts=cfg.prefix_caching)
+        if window_cache_modelled(scenario):
+            from simulator.core.kv.window_prefix_cache import WindowPrefixCache, WindowPrefixCachePool
+            drop = block if kind.batch_rules.drop_hit_block else 0   # (vLLM V1 with an EAGLE-style drafter)
+            lay = kind.window_layout
+            return WindowPrefixCachePool(state, lay, WindowPrefixCache(lay.total_blocks, block, block, table.prefixes,
+                                                                       drop_tokens=drop, layout=lay))
     if not tiers or (not cfg.prefix_caching and cfg.host_memory_gib <= 0):
         return KV_LAYOUTS[cfg.layout.kind].pool(state, blocks, block, cfg.layout)
     from simulator.core.kv.block_pool import BlockPool

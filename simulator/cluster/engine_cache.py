@@ -12,8 +12,11 @@ it off and the summary's `approximation` says why; a previously valid scenario i
 - layout 'shadowkv' (values in host memory; prefix caching is modelled for the paged layout only);
 - a hybrid model under an engine that caches it (SGLang, TensorRT-LLM): draftsim keeps no prefix cache for
   recurrent state (simulator.core.kv.hybrid_state);
-- a sliding-window model whose replicas free the window's blocks (simulator.core.kv.sliding_window): draftsim's
-  prefix cache would hold every layer at the full context (models.spec) instead;
+- a sliding-window model whose replicas free the window's blocks (simulator.core.kv.sliding_window), where requests
+  share prefixes in units other than one KV block (a trace's hash blocks larger than scheduler.block_size) or
+  with `shared_prefix_attention`: draftsim's prefix cache would hold every layer at the full context (models.spec)
+  there; with units of one KV block the window's cache is modelled (simulator.core.kv.window_prefix_cache,
+  `window_cache_modelled`);
 - workload.parallel_samples > 1, `retrieval:` and a distributed executor, which draftsim models without a
   prefix cache (simulator.cluster.build, simulator.speculation.ralmspec, simulator.distributed);
 - a workload in which no two requests share a prefix (no `shared_prefix`, `sessions` or trace hash ids) and no
@@ -54,8 +57,11 @@ def _not_modelled(scenario, target, windowed: bool) -> str | None:
                (target.num_state_layers > 0, f"{target.name} keeps recurrent state; draftsim keeps no prefix cache "
                 "for it (simulator.core.kv.hybrid_state)"),
                # (with host memory a pool keeps no window layout: simulator.cluster.build.kv_manager)
-               (windowed and cl.kv_cache.host_memory_gib <= 0, f"{target.name}'s sliding-window layers keep only their window's blocks; draftsim's prefix "
-                "cache would hold every layer at the full context (models.spec)"),
+               (windowed and cl.kv_cache.host_memory_gib <= 0 and not window_cache_modelled(scenario),
+                f"{target.name}'s sliding-window layers keep only their window's blocks; draftsim's prefix cache "
+                "models them where prefixes are shared in units of one KV block (trace hash blocks of "
+                "scheduler.block_size tokens) without shared_prefix_attention, and would hold every layer at the "
+                "full context (models.spec) here"),
                (scenario.workload.parallel_samples > 1, "draftsim's prefix cache is modelled for one sequence per "
                 "request (workload.parallel_samples 1)"),
                (scenario.retrieval is not None, "retrieval runs with plain KV counting (simulator.speculation"
@@ -67,6 +73,23 @@ def _not_modelled(scenario, target, windowed: bool) -> str | None:
 # requests share nothing the run keeps the cache off for that reason in one process too, and its summary (and the
 # launch script's prefix caching, `launched`) must not depend on where the replicas ran.
 DISTRIBUTED = "a distributed run keeps no prefix cache (simulator.distributed)"
+
+
+def prefix_unit_tokens(scenario) -> int:
+    """Tokens of one prefix unit of the scenario's requests (simulator.core.prefixes): a trace's hash block where
+    it reads hash ids, else the KV block (generated sharing)."""
+    from simulator.core.traces.formats import FORMATS
+    arrival, block = scenario.workload.arrival, scenario.scheduler.block_size
+    if arrival.hash_ids_column() is None:
+        return block
+    return arrival.hash_block_tokens if arrival.hash_block_tokens is not None else FORMATS[arrival.format].hash_block_tokens
+
+
+def window_cache_modelled(scenario) -> bool:
+    """A sliding-window pool's prefix cache is modelled with the window (simulator.core.kv.window_prefix_cache):
+    units of one KV block, and no shared-prefix attention (priced from the full-context cache's shared units)."""
+    kv = scenario.cluster.kv_cache
+    return prefix_unit_tokens(scenario) == scenario.scheduler.block_size and not kv.shared_prefix_attention
 
 
 def nothing_shared(scenario) -> bool:

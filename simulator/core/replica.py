@@ -140,6 +140,19 @@ class Replica:
             self.prefilling += 1
         return r
 
+    def unadmit_head(self, r: int) -> None:
+        """Put r, admitted in the step being formed but whose first blocks did not fit, back at the head of the
+        waiting queue, as if never admitted (vLLM V1: allocate_slots returns None for a waiting request and the
+        scheduler stops admitting; no preemption). Its blocks are freed (a prefix cache keeps its units)."""
+        s = self.s
+        self.prefilling -= 1
+        self.kv.release(r, "all")
+        s.ctx[r] = s.prefilled[r] = 0
+        if s.preemptions[r] == 0:
+            s.admit_s[r] = math.nan
+        self.running.remove(r)
+        self.waiting.appendleft(r)
+
     def preempt(self, r: int) -> None:
         """Preemption by recompute: free the request's KV; on re-admission it re-prefills prompt + emitted.
         With `kv_cache.preemption: swap` a decoding request's KV may go to host memory instead."""

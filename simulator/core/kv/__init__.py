@@ -16,7 +16,8 @@ Implementations, one file each: `block_pool.BlockPool` (plain counting, parallel
 `prefix_cache.PrefixCachePool` (vLLM's automatic prefix caching), `host_tier.HostTier` (swap preemption and
 a second tier for evicted prefix units, wrapped around either), `hybrid_state.HybridStatePool` (attention KV and
 recurrent state in one pool), `sliding_window.SlidingWindowPool` (vLLM V1 freeing sliding-window blocks outside
-the window) and the layouts of `KV_LAYOUTS`
+the window), `window_prefix_cache.WindowPrefixCachePool` (its prefix cache where requests share prefixes) and the
+layouts of `KV_LAYOUTS`
 (`cluster.kv_cache.layout.kind` → how much of a token's KV the GPU keeps and which pool counts it: paged,
 ShadowKV). A new layout (e.g. hybrid attention/state models) is one file plus one line in KV_LAYOUTS.
 """

@@ -165,16 +165,20 @@ class PrefixCache:
                 n -= blocks
             else:                              # a cached unit: evicted
                 del queue[key]
-                self._free_units -= 1
-                self.version += 1
-                if self.host is not None:
-                    self.host.offload(key)
+                self._evicted(key)
                 if blocks > n:                 # the rest of the unit's blocks stay free, at the head
                     rest = ("free", next(self._segments))
                     queue[rest] = blocks - n
                     queue.move_to_end(rest, last=False)
                     return
                 n -= blocks
+
+    def _evicted(self, key) -> None:
+        """A free cached unit left the cache (its blocks taken from the free queue)."""
+        self._free_units -= 1
+        self.version += 1
+        if self.host is not None:
+            self.host.offload(key)
 
     def _push(self, key, blocks: int) -> None:
         self.queue[key] = blocks

@@ -34,8 +34,9 @@ the full-attention type when their page size matches: 0.32's "gpt-oss-20b + eagl
 pipeline stages hold ceil(layers of a type / pp) layers of it (the types interleave); 0.32's
 `extra_retained_tokens` (multi-module MTP re-prefill) is 0, and its in-flight bound (2 batches under async
 scheduling) is one batch; drafted tokens a rejection discards keep their blocks until the next step, as in
-vLLM (`grow` asks for context + q). Host memory, parallel sampling and prefix caching where requests may
-share prefixes are not modelled with it (simulator.cluster.build keeps the full-context pool for them). Growth
+vLLM (`grow` asks for context + q). Host memory and parallel sampling are not modelled with it
+(simulator.cluster.build keeps the full-context pool for them); prefix caching where requests may share prefixes
+is simulator.core.kv.window_prefix_cache's (this layout and table, hits as vLLM's hybrid coordinator finds them). Growth
 and freeing depend on each request's computed tokens step by step, so this pool is not `bulk_capable` (steps
 run one by one).
 

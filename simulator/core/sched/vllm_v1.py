@@ -15,8 +15,10 @@ since V1 became the default engine):
    waiting queue) until they fit; if the request itself was the one preempted, the running pass stops.
 4. WAITING requests, FCFS, only if the running pass preempted nobody (`if not preempted_reqs`), while
    the budget lasts and fewer than `max_num_seqs` (`scheduler.max_batch_size`) requests run: each gets
-   `min(prompt tokens not cached, budget left)` and its blocks; the first one whose blocks do not fit
-   stops admission.
+   `min(prompt tokens not cached, budget left)` and the blocks for its cached + scheduled tokens; the first one
+   whose blocks do not fit stops admission and stays waiting (`allocate_slots` returns None: `break`). The KV
+   manager's `need` screens it first; where that misses a block (a prefix hit's lookahead slots), the request
+   goes back to the waiting queue's head (`Replica.unadmit_head`, its hit counted in the cache's saved tokens).
 
 Approximations, named here:
 - A decoding request whose 1 + γ tokens exceed the budget left waits for the next step; vLLM would
@@ -163,8 +165,11 @@ class VllmV1:
                 r = view.admit_head(now_s, reserve=False)   # blocks come with each chunk (rule 3)
                 if view.decoding(r):   # swapped back in (host tier): decodes from the next step
                     continue
-                n = int(min(s.prefill_target[r] - s.prefilled[r], budget - slots))
-                _grow(view, r, int(self.limits.with_lookahead(n, self.limits.admit_lookahead)))
+                done = int(s.prefilled[r])   # (its cached prompt tokens: allocate_slots counts computed + new)
+                n = int(min(s.prefill_target[r] - done, budget - slots))
+                if not view.kv.grow(r, int(self.limits.with_lookahead(done + n, self.limits.admit_lookahead))):
+                    view.unadmit_head(r)   # (vLLM: `if new_blocks is None: break`, nobody preempted)
+                    break
                 prefills.add(view, r, n)
                 budget -= n + slots
         return prefills.plan(view, decode_ids)

@@ -111,9 +111,9 @@ def test_parallel_samples_keep_a_previously_valid_scenario_running_with_the_cach
     # SGLang 0.5.23 caches it (MambaRadixCache); draftsim keeps no cache for recurrent state: off, named
     ({"framework": "sglang", "version": "0.5.23"}, "nemotron-h-56b", False, None,
      {"prefix_caching": False, "engine_default": True, "approximation": "keeps recurrent state"}),
-    # a sliding-window pool (vLLM V1 frees the window's blocks): draftsim's cache would hold the full context
-    (V1, "gpt-oss-20b", True, None, {"prefix_caching": False, "engine_default": True,
-                                     "approximation": "sliding-window layers"}),
+    # a sliding-window pool (vLLM V1 frees the window's blocks): its cache is modelled with the window where the
+    # units are KV blocks (simulator.core.kv.window_prefix_cache; a trace's 512-token hash blocks: off, below)
+    (V1, "gpt-oss-20b", True, None, {"prefix_caching": True, "engine_default": True}),
     (V1, "llama-3-8b", False, {"kind": "shadowkv"}, {"prefix_caching": False, "engine_default": True,
                                                      "approximation": "layout 'shadowkv'"}),
     # TensorRT-LLM before 1.0: no rule read, draftsim's default
@@ -187,3 +187,16 @@ def test_without_shared_prefixes_the_v1_default_stays_off_and_says_why():
     # a router that reads the cache, or a trace that carries prefix hash ids, keeps the default on
     routed = parse_scenario(scenario(cluster={"engine": V1, "replicas": 2, "router": "prefix_aware"}))
     assert engine_prefix_caching(routed, load_model("llama-3-8b"), ("vllm", "0.15.0"), False)["prefix_caching"]
+
+
+def test_a_windowed_pool_keeps_the_cache_off_where_a_trace_shares_prefixes_in_larger_units():
+    """Mooncake's 512-token hash blocks are 32 KV blocks: the window's prefix cache (units of one KV block,
+    simulator.core.kv.window_prefix_cache) does not model them, so the engine's default stays off, named."""
+    from paths import REPO
+    trace = {"process": "trace", "trace_csv": str(REPO / "scenarios" / "traces" / "mooncake_sample.jsonl"),
+             "format": "mooncake"}
+    sc = parse_scenario(shared(V1, model="gpt-oss-20b") | {"workload": {"arrival": trace}})
+    record = engine_prefix_caching(sc, load_model("gpt-oss-20b"), ("vllm", V1["version"]), True)
+    assert record["prefix_caching"] is False and record["engine_default"] is True
+    assert "units of one KV block" in record["approximation"] and record["approximation"].endswith(": off")
+    assert engine_prefix_caching(sc, load_model("gpt-oss-20b"), ("vllm", V1["version"]), False)["prefix_caching"]

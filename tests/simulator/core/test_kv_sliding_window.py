@@ -224,9 +224,9 @@ def test_prefix_caching_admits_a_prompt_whole_instead_of_computing_its_chunks_ag
 def test_prefix_caching_keeps_the_window_layout_where_requests_share_nothing():
     # Before, `cluster.kv_cache.prefix_caching: true` gave gpt-oss the full-context pool (every layer holding
     # every token: half the requests of vLLM's hybrid manager). Where no two requests share a prefix the cache
-    # serves only a preempted request's own blocks: the window pool, reserving prompts. Shared prefixes keep
-    # the prefix-cache pool (its hits modelled, at the full context).
-    from simulator.core.kv.prefix_cache import PrefixCachePool
+    # serves only a preempted request's own blocks: the window pool, reserving prompts. Shared prefixes get the
+    # window's prefix cache (simulator.core.kv.window_prefix_cache: tests/simulator/core/test_window_prefix_cache.py).
+    from simulator.core.kv.window_prefix_cache import WindowPrefixCachePool
     data = _long_gpt_oss()
     data["cluster"]["kv_cache"] = {"prefix_caching": True}
     pool = prepare(data).cluster.replicas[0].kv
@@ -234,4 +234,4 @@ def test_prefix_caching_keeps_the_window_layout_where_requests_share_nothing():
     result = simulate(prepare(data), step_mode="step")
     assert result.summary["requests_finished"] == 40
     data["workload"]["shared_prefix"] = {"prompts": 2, "tokens": 256}
-    assert isinstance(prepare(data).cluster.replicas[0].kv, PrefixCachePool)
+    assert isinstance(prepare(data).cluster.replicas[0].kv, WindowPrefixCachePool)

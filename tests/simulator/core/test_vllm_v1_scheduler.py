@@ -187,3 +187,26 @@ def test_requests_near_max_model_len_bulk_equals_step():
     assert not result.requests.dropped.any()
     assert (result.requests.prompt_tokens + result.requests.output_tokens).max() == 64
     assert_bulk_equals_step(data)
+
+
+def test_a_waiting_request_whose_first_blocks_do_not_fit_stays_waiting_unpreempted():
+    """vLLM V1's waiting pass: `allocate_slots` returns None -> `break`; the request stays waiting and nobody is
+    preempted. Here the KV manager's `need` misses one block (as a prefix hit's lookahead slots can): before, the
+    scheduler preempted the request it had just admitted and still scheduled its chunk (a pool of a prefix cache
+    ended a run with -116 blocks in use); now it goes back to the waiting queue's head as if never admitted."""
+
+    class Short(BlockPool):   # `need` one block short of what the first chunk takes
+        def need(self, r, tokens=None):
+            blocks, target = super().need(r, tokens)
+            return blocks - 1, target
+
+    limits = BatchLimits(8, 128, 512)
+    state = RequestState(RequestTable(np.zeros(2), np.array([32, 64]), np.array([4, 4])))
+    cost = SimpleNamespace(flops_scales=(1.0, 1.0))
+    rep = Replica(0, state, VllmV1(limits), Short(state, 5, 16), limits, cost=cost, acceptance=None, log=StepLog())
+    rep.waiting.extend([0, 1])
+    plan = rep.plan_step(0.0)
+    # request 0 (2 blocks) is admitted; request 1 (4 blocks, `need` says 3 of the 3 left) does not fit
+    assert plan.prefill_ids == [0] and rep.running == [0] and list(rep.waiting) == [1]
+    assert state.preemptions.tolist() == [0, 0] and np.isnan(state.admit_s[1]) and rep.prefilling == 1
+    assert rep.kv.used_blocks == 2 and state.blocks.tolist() == [2, 0]
