@@ -2128,7 +2128,9 @@ CASES = [
     # each ran with exit 0, simulating speculation under a vLLM release that had no such method (read in the PyPI
     # sources of each release: profiles/engine_time/support.py); EAGLE-3 on vLLM 0.2.0, a release with no
     # speculative decoding at all
-    Hostile("vllm_0_2_0_eagle3", run(cluster={"model": "llama-3.1-8b", "engine": {"version": "0.2.0"}},
+    # (target llama-3-8b: the head's pairing rule is the target's hidden size and vocabulary, which Llama 3 8B
+    # shares with Llama 3.1 8B, and vLLM 0.2.0 runs its unscaled RoPE; its llama3 rope block it could not build)
+    Hostile("vllm_0_2_0_eagle3", run(cluster={"model": "llama-3-8b", "engine": {"version": "0.2.0"}},
                                      drafter={"kind": "eagle3", "head": "llama-3.1-8b-eagle3", "gamma": 3}),
             "draftsim: error: cluster.engine.version: vllm 0.2.0 has no speculative decoding"),
     # EAGLE-3 on vLLM 0.4.0-0.8.4 (method eagle3 came with PR #16937 in v0.8.5)
@@ -2496,6 +2498,21 @@ CASES = [
             "plan.engine.version: sglang 0.4.5 has no Qwen3ForCausalLM (qwen3-8b)"),
     Hostile("plan_trtllm_jamba", plan(engine={"framework": "trtllm", "version": "1.2.0"}, models=["jamba-1.5-mini"]),
             "plan.models.0: trtllm 1.2.0 has no JambaForCausalLM (jamba-1.5-mini)"),
+    # session 23, ropegate: a rope scaling type the engine release cannot run (its get_rope raises 'Unknown RoPE
+    # scaling type'): refused naming cluster.engine.version before any memory or context work (llama3 came with
+    # vLLM 0.5.3.post1, whose 0.5.3 named Llama 3.1's block "extended"; with TensorRT-LLM 0.12.0's Llama 3.1)
+    Hostile("run_vllm_0_5_3_llama3_rope", run(cluster={"model": "llama-3.1-8b", "engine": {"version": "0.5.3"}},
+                                              drafter={"kind": "none"}),
+            "draftsim: error: cluster.engine.version: vllm 0.5.3 cannot run llama-3.1-8b's rope scaling type llama3: "
+            "vLLM's get_rope (vllm/model_executor/layers/rotary_embedding.py) lists it from v0.5.3.post1; allowed: a "
+            "version >= 0.5.3.post1"),
+    Hostile("run_trtllm_0_11_llama3_rope", run(cluster={"model": "llama-3.1-8b",
+                                                        "engine": {"framework": "trtllm", "version": "0.11.0"}},
+                                               drafter={"kind": "none"}),
+            "cluster.engine.version: trtllm 0.11.0 cannot run llama-3.1-8b's rope scaling type llama3: TensorRT-LLM "
+            "(its release notes) has it from v0.12.0, not in v0.11.0 or earlier; allowed: a version after 0.11.0"),
+    Hostile("plan_vllm_0_4_0_llama3_rope", plan(engine={"version": "0.4.0"}, models=["llama-3.1-8b"]),
+            "plan.engine.version: vllm 0.4.0 cannot run llama-3.1-8b's rope scaling type llama3"),
 ]
 
 

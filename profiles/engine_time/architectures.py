@@ -9,6 +9,12 @@ the architecture of `model` (a ModelSpec: its architecture is the Hugging Face c
 models.hf_config.ARCHITECTURES), naming `field` (cluster.engine.version), or where no release read has it at all
 (`first: none`), naming `model_field` (cluster.model, or drafter.model for a draft model). Architectures a data
 file does not list (in every release read, or whose first release could not be cited) are not checked.
+
+The same check, with the same data form beside it (`<framework>_rope_types.yaml`, section `rope_types`), refuses
+a release before the first that runs the model's rope scaling type (ModelSpec.rope_scaling_type, config.json's
+rope_scaling: models.context_config): the engine's `get_rope` raises 'Unknown RoPE scaling type' for a type it
+does not know, so the release cannot build the model (vLLM 0.2.0 and Llama 3.1's llama3 block). Checked before
+any memory, pricing or context work (profiles.engine_time.context_length derives no context for such a release).
 """
 from __future__ import annotations
 
@@ -26,8 +32,12 @@ NEVER = "none"                   # `first`: no release read has the architecture
 ROW_KEYS = {"first", "source"}   # and optionally last_without
 
 
-def data_file(framework: str) -> Path:
-    return DATA_DIR / f"{framework}_architectures.yaml"
+# what a data file gates: its file suffix and the section that lists the keys
+ARCHITECTURES, ROPE_TYPES = "architectures", "rope_types"
+
+
+def data_file(framework: str, kind: str = ARCHITECTURES) -> Path:
+    return DATA_DIR / f"{framework}_{kind}.yaml"
 
 
 @dataclass(frozen=True)
@@ -43,16 +53,16 @@ class Registry:
 
 
 @lru_cache(maxsize=None)
-def registry(framework: str) -> Registry | None:
-    """`framework`'s data file, None for an engine that has none."""
+def registry(framework: str, kind: str = ARCHITECTURES) -> Registry | None:
+    """`framework`'s data file of `kind` (ARCHITECTURES, ROPE_TYPES), None for an engine that has none."""
     if framework not in FRAMEWORKS:
         return None
-    path = data_file(framework)
+    path = data_file(framework, kind)
     raw = load_shipped_yaml(path)
-    archs = raw.get("architectures") if isinstance(raw, dict) else None
+    archs = raw.get(kind) if isinstance(raw, dict) else None
     if not isinstance(archs, dict) or not isinstance(raw.get("registry"), str) \
             or raw.get("prereleases", "checked") not in ("checked", "unchecked"):
-        raise ValueError(f"{path.name}: expected 'registry', an 'architectures' mapping and optionally "
+        raise ValueError(f"{path.name}: expected 'registry', a '{kind}' mapping and optionally "
                          "prereleases (checked | unchecked)")
     firsts, last_without = {}, {}
     for name, entry in archs.items():
@@ -109,30 +119,38 @@ def _through(version: str, bound: str) -> bool:
 
 def check(framework: str, version: str | None, model, field: str = "cluster.engine.version",
           model_field: str = "cluster.model") -> None:
-    """UnsupportedCombination where `framework` at `version` cannot load `model`'s architecture (module docstring)."""
+    """UnsupportedCombination where `framework` at `version` cannot load `model`'s architecture or run its rope
+    scaling type (module docstring)."""
     table = registry(framework)
     if table is None or version is None or model is None:
         return
     arch = architecture(model)
-    first = table.firsts.get(arch) if arch is not None else None
-    if first is None:
-        return
-    if first == NEVER:
+    if arch is not None and table.firsts.get(arch) == NEVER:
         raise UnsupportedCombination(model_field, f"{framework} {version} has no {arch} ({model.name}): "
                                                   f"{table.registry} has it in no release read; allowed: a model "
                                                   f"of another architecture{_elsewhere(framework, arch)}")
-    if table.finals_only and _is_prerelease(version):
+    if arch is not None:
+        _check_release(table, framework, version, arch, f"has no {arch} ({model.name})", field)
+    if getattr(model, "rope_scaling_type", ""):
+        _check_release(registry(framework, ROPE_TYPES), framework, version, model.rope_scaling_type,
+                       f"cannot run {model.name}'s rope scaling type {model.rope_scaling_type}", field)
+
+
+def _check_release(table: Registry | None, framework: str, version: str, key: str, what: str, field: str) -> None:
+    """UnsupportedCombination naming `field` where `table` cites `version` to predate `key` (`what`: the refusal's
+    subject, after the release)."""
+    first = table.firsts.get(key) if table is not None else None
+    if first is None or first == NEVER or (table.finals_only and _is_prerelease(version)):
         return
-    bound = table.last_without.get(arch)
+    bound = table.last_without.get(key)
     if bound is not None:
         if _through(version, bound):
-            raise UnsupportedCombination(field, f"{framework} {version} has no {arch} ({model.name}): "
-                                                f"{table.registry} has it from v{first}, not in v{bound} or earlier; "
-                                                f"allowed: a version after {bound}")
+            raise UnsupportedCombination(field, f"{framework} {version} {what}: {table.registry} has it from "
+                                                f"v{first}, not in v{bound} or earlier; allowed: a version after {bound}")
         return
     if version_key(version) < version_key(first):
-        raise UnsupportedCombination(field, f"{framework} {version} has no {arch} ({model.name}): {table.registry} "
-                                            f"lists it from v{first}; allowed: a version >= {first}")
+        raise UnsupportedCombination(field, f"{framework} {version} {what}: {table.registry} lists it from "
+                                            f"v{first}; allowed: a version >= {first}")
 
 
 def _elsewhere(framework: str, arch: str) -> str:

@@ -14,11 +14,13 @@ Each rule as read in the releases' sources (PyPI wheels; TensorRT-LLM from its r
   max_seq_length, seq_len (0.2.0), seq_length (from 0.2.2, absent in 0.2.1.post1), model_max_length (from
   0.4.0, absent in 0.3.3), max_target_positions (from 0.7.0, absent in 0.6.6); from 0.8.3 (absent in 0.8.2) a
   model_max_length replaces that minimum ("For Command-R / Cohere"). Then rope scaling multiplies it by its
-  factor, but for the types exempt in the release: none before 0.4.2 ("su" from 0.4.2, "longrope" from 0.5.1,
-  "extended" in 0.5.3 only, "llama3" from 0.5.3.post1; "yarn", "deepseek_yarn", "deepseek_llama_scaling" from
-  0.30.0, absent in 0.29.0: "YaRN variants leave max_position_embeddings already scaled"). From 0.2.2 to 0.29.0
-  yarn's limit is its original_max_position_embeddings × factor (0.2.0 - 0.2.1.post1: the keys' minimum ×
-  factor). Without --max-model-len the limit is that (int); from 0.11.1 (absent in 0.11.0) a longrope model's
+  factor, but for the types exempt in the release: "su", "longrope" and "llama3" in every release that runs them
+  (exempt from 0.4.2, 0.5.1 and 0.5.3.post1, the releases whose get_rope first has them: a release before is
+  refused by profiles.engine_time.architectures, vllm_rope_types.yaml), "extended" in 0.5.3 only; "yarn",
+  "deepseek_yarn", "deepseek_llama_scaling" from 0.30.0, absent in 0.29.0: "YaRN variants leave
+  max_position_embeddings already scaled". To 0.29.0 yarn's limit is its original_max_position_embeddings ×
+  factor (from 0.2.2, the first release that runs yarn; 0.2.0 - 0.2.1.post1 took the keys' minimum, but could
+  not build a yarn model: refused as above). Without --max-model-len the limit is that (int); from 0.11.1 (absent in 0.11.0) a longrope model's
   is its top-level original_max_position_embeddings where it has one. A value above it is refused ("User-specified
   max_model_len ... is greater than the derived max_model_len"), from 0.4.0 not where it is at most the config's
   model_max_length; VLLM_ALLOW_LONG_MAX_MODEL_LEN (from 0.5.4) lifts the refusal: not modelled (refused).
@@ -56,12 +58,12 @@ VLLM_KEYS = (("max_position_embeddings", "0"), ("n_positions", "0"), ("max_seq_l
              ("model_max_length", "0.4.0"), ("max_target_positions", "0.7.0"), ("max_sequence_length", "0"),
              ("max_seq_length", "0"), ("seq_len", "0"))   # (key, the first release that reads it)
 VLLM_MODEL_MAX_LENGTH_WINS_FROM = "0.8.3"
-VLLM_YARN_ORIGINAL_FROM = "0.2.2"
 VLLM_LONGROPE_DEFAULT_FROM = "0.11.1"
 VLLM_LONGER_WITHIN_MODEL_MAX_LENGTH_FROM = "0.4.0"
-# rope types vLLM does not multiply by their factor, from the release given (to the one after, where bounded)
-VLLM_EXEMPT = (("su", "0.4.2", None), ("longrope", "0.5.1", None), ("extended", "0.5.3", "0.5.3.post1"),
-               ("llama3", "0.5.3.post1", None), ("yarn", "0.30.0", None), ("deepseek_yarn", "0.30.0", None),
+# rope types vLLM does not multiply by their factor, from the release given (to the one after, where bounded);
+# "0": every release that runs the type (an earlier one cannot build the model: profiles.engine_time.architectures)
+VLLM_EXEMPT = (("su", "0", None), ("longrope", "0", None), ("extended", "0.5.3", "0.5.3.post1"),
+               ("llama3", "0", None), ("yarn", "0.30.0", None), ("deepseek_yarn", "0.30.0", None),
                ("deepseek_llama_scaling", "0.30.0", None))
 SGLANG_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
 SGLANG_LONGER_ALLOWED = ("0.4.4", "0.5.1")   # SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN default "True" (docstring)
@@ -87,7 +89,7 @@ def _vllm_derived(version: str, model) -> tuple[float, str]:
     kind, factor = model.rope_scaling_type, model.rope_scaling_factor
     exempt = {t for t, lo, hi in VLLM_EXEMPT if _at_least(version, lo) and (hi is None or not _at_least(version, hi))}
     if kind and kind not in exempt:
-        if kind == "yarn" and _at_least(version, VLLM_YARN_ORIGINAL_FROM):
+        if kind == "yarn":
             original = model.rope_original_max_position_embeddings
             if not original:
                 raise UnsupportedCombination(FIELD, f"vllm {version} reads a yarn rope block's "

@@ -121,3 +121,50 @@ def test_every_data_file_names_known_architectures_and_releases(framework):
         assert first == NEVER or Version(first) in known, (framework, arch, first)
     for arch, bound in table.last_without.items():
         assert table.firsts[arch] != NEVER and Version(bound) in known and Version(bound) < Version(table.firsts[arch])
+
+
+# rope scaling types: (the last vLLM release whose get_rope lacks the type, the first that has it, the type); each
+# pair hand-checked in the distributions (get_rope / PagedAttentionWithRoPE, vllm_rope_types.yaml)
+VLLM_ROPE_BOUNDARIES = [("0.2.1.post1", "0.2.2", "yarn"), ("0.4.1", "0.4.2", "su"), ("0.5.0.post1", "0.5.1", "longrope"),
+                        ("0.5.3", "0.5.3.post1", "llama3")]
+
+
+def _with_rope(kind: str):
+    from dataclasses import replace
+    return replace(get_model("llama-3-8b"), name=f"llama-3-8b-{kind}", rope_scaling_type=kind, rope_scaling_factor=4.0,
+                   rope_original_max_position_embeddings=8192)
+
+
+@pytest.mark.parametrize("before, first, kind", VLLM_ROPE_BOUNDARIES)
+def test_vllm_refuses_the_release_before_its_get_rope_runs_the_rope_type(before, first, kind):
+    said = _refusal("vllm", before, _with_rope(kind))
+    assert said is not None and said.field == "cluster.engine.version"
+    assert said.message == (f"vllm {before} cannot run llama-3-8b-{kind}'s rope scaling type {kind}: vLLM's get_rope "
+                            f"(vllm/model_executor/layers/rotary_embedding.py) lists it from v{first}; allowed: a "
+                            f"version >= {first}")
+    assert _refusal("vllm", first, _with_rope(kind)) is None
+
+
+def test_llama31_needs_vllm_0_5_3_post1_and_trtllm_0_12_while_sglang_runs_it_in_every_release():
+    assert _refusal("vllm", "0.2.0", "llama-3.1-8b").message.startswith(
+        "vllm 0.2.0 cannot run llama-3.1-8b's rope scaling type llama3")
+    assert _refusal("vllm", "0.5.3.post1", "llama-3.1-8b") is None
+    assert "not in v0.11.0 or earlier" in _refusal("trtllm", "0.11.0", "llama-3.1-8b").message
+    assert _refusal("trtllm", "0.12.0", "llama-3.1-8b") is None
+    assert _refusal("trtllm", "0.12.0rc0", "llama-3.1-8b") is None      # pre-releases: not in the notes
+    assert _refusal("sglang", "0.4.0", "llama-3.1-8b") is None
+    assert _refusal("vllm", "0.2.0", "llama-3-8b") is None                # no rope scaling: unchanged
+    assert _refusal("vllm", "0.2.0", _with_rope("linear")) is None        # in 0.2.0's PagedAttentionWithRoPE
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_rope_data_file_names_known_releases(framework):
+    from packaging.version import Version
+    from profiles.engine_time.architectures import ROPE_TYPES
+    from profiles.engine_time.releases import releases
+    table = registry(framework, ROPE_TYPES)
+    known = set(releases(framework))
+    for kind, first in table.firsts.items():
+        assert first != NEVER and Version(first) in known, (framework, kind, first)
+    for kind, bound in table.last_without.items():
+        assert Version(bound) in known and Version(bound) < Version(table.firsts[kind])

@@ -26,8 +26,7 @@ QWEN3_YARN = {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max
 
 
 @pytest.mark.parametrize("framework,version,tokens", [
-    ("vllm", "0.2.1.post1", 163840),   # before 0.2.2 every type multiplies the keys' minimum: 40,960 × 4
-    ("vllm", "0.2.2", 131072),         # yarn: original 32,768 × 4
+    ("vllm", "0.2.2", 131072),         # yarn: original 32,768 × 4 (the first release that runs yarn)
     ("vllm", "0.11.0", 131072),
     ("vllm", "0.29.0", 131072),
     ("vllm", "0.30.0", 40960),         # yarn exempt: max_position_embeddings is taken as already scaled
@@ -42,8 +41,7 @@ def test_qwen3_yarn_context_per_engine_and_release(framework, version, tokens):
 
 
 @pytest.mark.parametrize("framework,version,tokens", [
-    ("vllm", "0.5.3", 1048576),        # llama3 not yet exempt (0.5.3 reads only `type`: an approximation, named)
-    ("vllm", "0.5.3.post1", 131072),   # llama3 exempt
+    ("vllm", "0.5.3.post1", 131072),   # llama3 exempt (the first release that runs llama3)
     ("vllm", "0.33.0", 131072),
     ("sglang", "0.5.23", 131072),      # rope_type llama3: factor 1
     ("trtllm", "0.21.0", 131072),
