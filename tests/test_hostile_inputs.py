@@ -2459,6 +2459,24 @@ CASES = [
                                                       engine={"framework": "trtllm"}),
             "draftsim plan: error: plan.dtype: no planned model and GPU can run it: fp8 weights need FP8 tensor cores, "
             "which a100-80gb lacks, and trtllm"),
+    # session 23, kvdefault: config.json's KV-cache declaration was ignored: a kv_cache_scheme no engine reads (vLLM
+    # raises NotImplementedError for anything but float 8-bit) or an unknown kv_cache_quant_algo ran as a bf16 cache,
+    # and a bf16 kv_dtype under vLLM 0.15.0 - 0.20.2, which sets the declared fp8 cache whatever it is asked, ran
+    Hostile("kvdefault_kv_cache_scheme_int8", model_file("config.json", quantization_config={
+        "quant_method": "compressed-tensors", "config_groups": {"g": {
+            "weights": {"type": "float", "num_bits": 8}, "input_activations": {"type": "float", "num_bits": 8}}},
+        "kv_cache_scheme": {"type": "int", "num_bits": 8}}),
+            "quantization_config.kv_cache_scheme is int 8-bit; the engines read float 8-bit KV caches"),
+    Hostile("kvdefault_kv_cache_quant_algo_unknown", model_file("config.json", quantization_config={
+        "quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "INT8"}),
+            "quantization_config.kv_cache_quant_algo is 'INT8'; allowed: FP8, NVFP4"),
+    Hostile("kvdefault_bf16_kv_where_vllm_forces_the_declared_fp8", lambda tmp: run(cluster={
+        "model": str(_write(tmp, "config.json", json.dumps({**HF, "quantization_config": {
+            "quant_method": "compressed-tensors", "config_groups": {"g": {
+                "weights": {"type": "float", "num_bits": 8}, "input_activations": {"type": "float", "num_bits": 8}}},
+            "kv_cache_scheme": {"type": "float", "num_bits": 8}}}))),
+        "dtype": "fp8", "kv_dtype": "bf16", "engine": {"framework": "vllm", "version": "0.20.0"}})(tmp),
+            "draftsim: error: cluster.kv_dtype: bf16, but vllm 0.20.0 runs an fp8 KV cache for"),
 ]
 
 
