@@ -35,6 +35,8 @@ EXPERT_ONLY_DTYPES = frozenset({"mxfp4"})
 # Dtypes a KV cache can be stored in (vLLM --kv-cache-dtype: auto = the model's 16-bit dtype, fp8, nvfp4 —
 # vllm/v1/kv_cache_interface.py KVQuantMode.NVFP4: "packed fp4 data + fp8 block scales", one scale per 16).
 KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
+# The unquantized ones: what "auto" keeps where nothing quantizes the KV cache (the model's dtype).
+UNQUANTIZED_KV_DTYPES = ("fp32", "bf16", "fp16")
 # Weight dtypes computed on FP4 tensor cores (Blackwell): both operands in 4 bits (W4A4).
 FP4_DTYPES = frozenset({"nvfp4"})
 
@@ -63,18 +65,20 @@ def vocab_weight_dtype(dtype: str) -> str:
     return dtype if dtype_bytes(dtype) >= 2.0 else "bf16"
 
 
-def kv_cache_dtype(dtype: str, kv_dtype: str | None = None) -> str:
-    """The KV cache's dtype: `kv_dtype` when given, else fp8 for fp8 weights (TensorRT-LLM's FP8 recipes) and
-    for nvfp4 weights (NVIDIA's NVFP4 checkpoints declare `kv_cache_quant_algo: FP8` in hf_quant_config.json,
-    e.g. nvidia/DeepSeek-V3.1-NVFP4, nvidia/Qwen3-235B-A22B-NVFP4), the weights' own dtype when it is a 16/32-bit
-    KV format, else bf16 (int4, fp8_block and mxfp4 weights: gpt-oss keeps a bf16 KV cache)."""
-    if kv_dtype is not None:
-        if kv_dtype not in KV_DTYPES:
-            raise ValueError(f"kv_dtype {kv_dtype!r} is not supported; allowed: {', '.join(KV_DTYPES)}")
-        return kv_dtype
-    if dtype == "nvfp4":
-        return "fp8"
-    return dtype if dtype in KV_DTYPES else "bf16"
+def kv_cache_dtype(dtype: str, kv_dtype: str | None = None, auto: str | None = None) -> str:
+    """The KV cache's dtype, the one rule every caller takes: `kv_dtype` when given (cluster.kv_dtype, plan
+    kv_dtype, estimate --kv-dtype), else `auto`, the quantized KV dtype the deployment's engine release takes from
+    the checkpoint's declaration (its --kv-cache-dtype auto: profiles.engine_time.kv_cache_auto.auto_kv_dtype,
+    which simulator.cluster.factory.resolve_kv_dtype passes), else the model's 16-bit dtype: the weights' own
+    where they are a 16/32-bit KV format, bf16 under every quantized format (the activations' dtype of fp8,
+    fp8_block, nvfp4, int4 and mxfp4 checkpoints, which vLLM's and SGLang's "auto" keeps: an fp8 checkpoint that
+    declares no KV quantization runs a bf16 KV cache)."""
+    for given, name in ((kv_dtype, "kv_dtype"), (auto, "auto")):
+        if given is not None:
+            if given not in KV_DTYPES:
+                raise ValueError(f"{name} {given!r} is not supported; allowed: {', '.join(KV_DTYPES)}")
+            return given
+    return dtype if dtype in UNQUANTIZED_KV_DTYPES else "bf16"
 
 
 def activation_bytes(dtype: str) -> float:

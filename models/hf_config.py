@@ -116,12 +116,14 @@ def _common(cfg: dict, where: str) -> dict:
 
 def _context_and_quantization(cfg: dict, where: str) -> dict:
     """What the engines derive the context limit from (models.context_config) and the checkpoint's weight
-    format (models.quant_config)."""
+    format and declared KV-cache quantization (models.quant_config)."""
     from models.context_config import ContextConfigError, length_keys, rope_fields
-    from models.quant_config import QuantConfigError, checkpoint_dtype
+    from models.quant_config import QuantConfigError, checkpoint_dtype, checkpoint_kv
     try:
+        kv_format, kv_dtype = checkpoint_kv(cfg, where)
         return {**rope_fields(cfg, where), "length_keys": length_keys(cfg, where),
-                "checkpoint_dtype": checkpoint_dtype(cfg, where)}
+                "checkpoint_dtype": checkpoint_dtype(cfg, where),
+                "checkpoint_kv_format": kv_format, "checkpoint_kv_dtype": kv_dtype}
     except (ContextConfigError, QuantConfigError) as exc:
         raise UnsupportedModelError(str(exc)) from None
 

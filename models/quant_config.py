@@ -118,3 +118,67 @@ def served_dtype(given: str | None, model) -> str:
     raise QuantConfigError(f"{given} contradicts {model.name}'s checkpoint, whose config.json quantization_config "
                            f"holds {held} weights (vLLM and SGLang refuse a quantization other than the "
                            f"checkpoint's: ModelConfig._verify_quantization); allowed: {held}, or leave it out")
+
+
+# The KV cache's quantization a checkpoint declares (ModelSpec.checkpoint_kv_format / checkpoint_kv_dtype), as each
+# format writes it in config.json's quantization_config; whether an engine release's KV dtype "auto" takes it is
+# the release's rule (profiles.engine_time.kv_cache_auto). Read where:
+# - modelopt / modelopt_fp4: `kv_cache_quant_algo` "FP8" / "NVFP4" (the ModelOpt <= 0.29 hf_quant_config.json
+#   field, also in config.json), or `kv_cache_scheme` {type float, num_bits 8 | 4} (ModelOpt >= 0.31 config.json):
+#   vLLM's get_kv_cache_quant_algo_string (vllm/utils/torch_utils.py, 0.33.0), SGLang's ModelOptFp8Config /
+#   ModelOptFp4Config.from_config (srt/layers/quantization/modelopt_quant.py, 0.5.23), TensorRT-LLM's
+#   ModelLoader._apply_modelopt_quant_config (llmapi/llm_utils.py);
+# - compressed-tensors: `kv_cache_scheme` {type float, num_bits 8} (llm-compressor): vLLM's
+#   CompressedTensorsConfig (anything else is its NotImplementedError "Currently supported kv cache quantization
+#   is num_bits=8, type=float"), TensorRT-LLM's update_quant_config_from_compressed_tensors
+#   (models/quant_config_utils.py: "Unsupported kv_cache_scheme");
+# - fp8: `kv_cache_quant_algo` "FP8" (SGLang's Fp8Config.from_config reads it from 0.5.18).
+KV_FORMATS = ("modelopt", "compressed-tensors", "fp8")
+_KV_ALGOS = {"FP8": "fp8", "NVFP4": "nvfp4"}
+
+
+def _kv_scheme(scheme, here: str, allowed: dict) -> str:
+    """The KV dtype of a `kv_cache_scheme` mapping: `allowed` maps (type, num_bits) to it."""
+    if not isinstance(scheme, dict):
+        raise QuantConfigError(f"{here}.kv_cache_scheme is {brief(scheme)}; expected a mapping with type and num_bits "
+                               "(or null)")
+    found = allowed.get((scheme.get("type"), scheme.get("num_bits")))
+    if found is None:
+        listed = ", ".join(f"{t} {b}-bit" for t, b in allowed)
+        raise QuantConfigError(f"{here}.kv_cache_scheme is {scheme.get('type')} {scheme.get('num_bits')}-bit; the "
+                               f"engines read {listed} KV caches")
+    return found
+
+
+def _kv_algo(algo, here: str) -> str:
+    if not isinstance(algo, str) or algo.upper() not in _KV_ALGOS:
+        raise QuantConfigError(f"{here}.kv_cache_quant_algo is {brief(algo)}; allowed: {', '.join(_KV_ALGOS)} (or "
+                               "leave it out)")
+    return _KV_ALGOS[algo.upper()]
+
+
+def checkpoint_kv(cfg: dict, where: str) -> tuple[str, str]:
+    """(format, KV dtype) of the KV-cache quantization config.json's quantization_config declares (KV_FORMATS;
+    the dtype fp8 or nvfp4), ("", "") where it declares none (or there is no quantization_config). A declaration
+    the engines do not read (a compressed-tensors scheme other than float 8-bit, an unknown algorithm) is a
+    QuantConfigError naming the field."""
+    block = cfg.get("quantization_config")
+    if not isinstance(block, dict):
+        return "", ""
+    method = block.get("quant_method")
+    name = method.lower().replace("compressed_tensors", "compressed-tensors") if isinstance(method, str) else ""
+    here = f"{where}: quantization_config"
+    if name.startswith("modelopt"):
+        if block.get("kv_cache_scheme") is not None:
+            return "modelopt", _kv_scheme(block["kv_cache_scheme"], here, {("float", 8): "fp8", ("float", 4): "nvfp4"})
+        if block.get("kv_cache_quant_algo") is not None:
+            return "modelopt", _kv_algo(block["kv_cache_quant_algo"], here)
+    elif name == "compressed-tensors" and block.get("kv_cache_scheme") is not None:
+        return name, _kv_scheme(block["kv_cache_scheme"], here, {("float", 8): "fp8"})
+    elif name == "fp8" and block.get("kv_cache_quant_algo") is not None:
+        kv = _kv_algo(block["kv_cache_quant_algo"], here)
+        if kv != "fp8":
+            raise QuantConfigError(f"{here}.kv_cache_quant_algo is {brief(block['kv_cache_quant_algo'])}; an fp8 "
+                                   "checkpoint declares FP8 (or leave it out)")
+        return name, kv
+    return "", ""

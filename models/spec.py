@@ -160,6 +160,11 @@ class ModelSpec:
     # The weights' format as the checkpoint holds them (config.json quantization_config, models.quant_config):
     # a cluster.dtype name, "" for an unquantized checkpoint (or one no config says is quantized).
     checkpoint_dtype: str = ""
+    # The KV-cache quantization the checkpoint's quantization_config declares (models.quant_config.checkpoint_kv):
+    # its format (modelopt, compressed-tensors, fp8) and KV dtype (fp8, nvfp4); "" for none. Whether a deployment's
+    # KV dtype default takes it is its engine release's rule (profiles.engine_time.kv_cache_auto).
+    checkpoint_kv_format: str = ""
+    checkpoint_kv_dtype: str = ""
     source: str = ""                       # where the numbers come from
 
     def __post_init__(self) -> None:
@@ -194,6 +199,19 @@ class ModelSpec:
         if self.checkpoint_dtype and self.checkpoint_dtype not in DTYPE_BYTES:
             raise ValueError(f"model {self.name!r}: checkpoint_dtype is {brief(self.checkpoint_dtype)}; expected one "
                              f"of {', '.join(DTYPE_BYTES)} or empty")
+        self._check_checkpoint_kv()
+
+    def _check_checkpoint_kv(self) -> None:
+        from models.quant_config import KV_FORMATS
+        if self.checkpoint_kv_format not in ("", *KV_FORMATS):
+            raise ValueError(f"model {self.name!r}: checkpoint_kv_format is {brief(self.checkpoint_kv_format)}; "
+                             f"expected one of {', '.join(KV_FORMATS)} or empty")
+        if self.checkpoint_kv_dtype not in ("", "fp8", "nvfp4"):
+            raise ValueError(f"model {self.name!r}: checkpoint_kv_dtype is {brief(self.checkpoint_kv_dtype)}; "
+                             "expected fp8, nvfp4 or empty")
+        if bool(self.checkpoint_kv_format) != bool(self.checkpoint_kv_dtype):
+            raise ValueError(f"model {self.name!r}: checkpoint_kv_format and checkpoint_kv_dtype must both be given "
+                             "or both be empty")
 
     def _check_layout(self) -> None:
         """Hybrid layout fields (ValueError naming the field; models.mixers.check_layout)."""

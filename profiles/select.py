@@ -110,7 +110,7 @@ def select_latency(hardware: str | HardwareSpec, dtype: str, config: LatencySour
                    kv_dtype: str | None = None) -> LatencyModel:
     """The latency model for `config` on `hardware` (a catalog id or a HardwareSpec, e.g. user-defined);
     MeasuredDataError / ValueError naming the field when impossible. `kv_dtype`: the KV cache's dtype,
-    which selects the measured attention tables (default: models.spec.kv_cache_dtype of `dtype`)."""
+    which selects the measured attention tables (default: the model's 16-bit dtype, models.spec.kv_cache_dtype)."""
     config = config or LatencySourceConfig()
     source = LATENCY_SOURCES.get(config.source)
     if source is None:

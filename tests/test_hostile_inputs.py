@@ -2513,6 +2513,24 @@ CASES = [
             "(its release notes) has it from v0.12.0, not in v0.11.0 or earlier; allowed: a version after 0.11.0"),
     Hostile("plan_vllm_0_4_0_llama3_rope", plan(engine={"version": "0.4.0"}, models=["llama-3.1-8b"]),
             "plan.engine.version: vllm 0.4.0 cannot run llama-3.1-8b's rope scaling type llama3"),
+    # session 23, kvdefault: config.json's KV-cache declaration was ignored: a kv_cache_scheme no engine reads (vLLM
+    # raises NotImplementedError for anything but float 8-bit) or an unknown kv_cache_quant_algo ran as a bf16 cache,
+    # and a bf16 kv_dtype under vLLM 0.15.0 - 0.20.2, which sets the declared fp8 cache whatever it is asked, ran
+    Hostile("kvdefault_kv_cache_scheme_int8", model_file("config.json", quantization_config={
+        "quant_method": "compressed-tensors", "config_groups": {"g": {
+            "weights": {"type": "float", "num_bits": 8}, "input_activations": {"type": "float", "num_bits": 8}}},
+        "kv_cache_scheme": {"type": "int", "num_bits": 8}}),
+            "quantization_config.kv_cache_scheme is int 8-bit; the engines read float 8-bit KV caches"),
+    Hostile("kvdefault_kv_cache_quant_algo_unknown", model_file("config.json", quantization_config={
+        "quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "INT8"}),
+            "quantization_config.kv_cache_quant_algo is 'INT8'; allowed: FP8, NVFP4"),
+    Hostile("kvdefault_bf16_kv_where_vllm_forces_the_declared_fp8", lambda tmp: run(cluster={
+        "model": str(_write(tmp, "config.json", json.dumps({**HF, "quantization_config": {
+            "quant_method": "compressed-tensors", "config_groups": {"g": {
+                "weights": {"type": "float", "num_bits": 8}, "input_activations": {"type": "float", "num_bits": 8}}},
+            "kv_cache_scheme": {"type": "float", "num_bits": 8}}}))),
+        "dtype": "fp8", "kv_dtype": "bf16", "engine": {"framework": "vllm", "version": "0.20.0"}})(tmp),
+            "draftsim: error: cluster.kv_dtype: bf16, but vllm 0.20.0 runs an fp8 KV cache for"),
 ]
 
 

@@ -14,7 +14,7 @@ from profiles.measured.source import (DISTRIBUTION, FRAMEWORKS, INSTALL_HINT, SY
 def load_measured(hardware_id: str, dtype: str = "bf16", framework: str = "vllm", version: str | None = None,
                   kv_dtype: str | None = None):
     """The measured latency model of `hardware_id` (MeasuredDataError naming the field if impossible); the
-    attention tables are those of the KV cache's dtype `kv_dtype` (default: the weights' KV dtype)."""
+    attention tables are those of the KV cache's dtype `kv_dtype` (default: the model's 16-bit dtype, models.spec.kv_cache_dtype)."""
     from profiles.measured.model import MeasuredLatencyModel
     return MeasuredLatencyModel(resolve(hardware_id, framework, version), dtype, kv_dtype=kv_dtype)
 

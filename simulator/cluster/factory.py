@@ -586,7 +586,7 @@ class ReplicaKind:
     policy: object                         # simulator.speculation.control policy, or None (fixed shape)
     kv_tokens: int
     dtype: str
-    kv_dtype: str = "bf16"                 # the KV cache's dtype (models.spec.kv_cache_dtype)
+    kv_dtype: str = "bf16"                 # the KV cache's dtype (resolve_kv_dtype)
     state_bytes_per_request: float = 0.0   # hybrid models: recurrent state per request per GPU (with spec copies)
     hybrid_layout: object = None           # hybrid models: simulator.core.kv.hybrid_state.HybridPageLayout
     window_layout: object = None           # sliding-window models under vLLM V1: simulator.core.kv.sliding_window
@@ -656,16 +656,43 @@ def resolve_model(model, base_dir: Path | None, field: str = "cluster.model") ->
 
 
 def check_dtypes(hw: HardwareSpec, dtype: str, kv_dtype: str | None, where: str = "cluster") -> str:
-    """The KV cache's dtype, after checking that `hw` can run weights in `dtype` (ScenarioError otherwise). FP8
+    """The KV cache's dtype before the engine release is known (`kv_dtype`, else the model's 16-bit dtype:
+    models.spec.kv_cache_dtype), after checking that `hw` can run weights in `dtype` and that KV dtype
+    (ScenarioError otherwise); the deployment's own default is `resolve_kv_dtype`'s, once the release is known. FP8
     weights on a GPU without FP8 tensor cores pass here: whether the engine release runs them weight-only (FP8
     Marlin) is `check_fp8_marlin`'s, once the release is known (simulator.cluster.fp8_marlin)."""
     problem = None if weight_only_fp8(hw, dtype) else hw.weight_dtype_error(dtype)
     if problem is not None:
         raise ScenarioError("cluster.dtype", problem + (f" ({where}.hardware)" if where.startswith("cluster.") else ""))
-    problem = hw.kv_dtype_error(kv_cache_dtype(dtype, kv_dtype))
+    return _check_kv_dtype(hw, kv_cache_dtype(dtype, kv_dtype), where)
+
+
+def _check_kv_dtype(hw: HardwareSpec, kv: str, where: str) -> str:
+    problem = hw.kv_dtype_error(kv)
     if problem is not None:
         raise ScenarioError("cluster.kv_dtype", problem + (f" ({where}.hardware)" if where.startswith("cluster.") else ""))
-    return kv_cache_dtype(dtype, kv_dtype)
+    return kv
+
+
+def resolve_kv_dtype(hw: HardwareSpec, dtype: str, kv_dtype: str | None, target: ModelSpec,
+                     release: tuple[str, str | None], where: str = "cluster") -> str:
+    """The KV cache's dtype the deployment runs (models.spec.kv_cache_dtype): `kv_dtype` where given, else what its
+    engine release's KV dtype "auto" takes from `target`'s checkpoint (profiles.engine_time.kv_cache_auto: a
+    declared fp8/nvfp4 KV cache where the release reads the declaration, else the model's 16-bit dtype).
+    ScenarioError (cluster.kv_dtype) where `hw` cannot hold it, or where `kv_dtype` asks for another dtype than the
+    one the release sets whatever it is asked (vLLM 0.15.0 - 0.20.2 and a compressed-tensors kv_cache_scheme)."""
+    from profiles.engine_time.frameworks import release_or_modelled
+    from profiles.engine_time.kv_cache_auto import auto_kv_dtype, forced_kv_dtype
+    framework = release[0]
+    version = release_or_modelled(framework, release[1])
+    forced = forced_kv_dtype(framework, version, dtype, target)
+    if forced is not None and kv_dtype is not None and kv_dtype != forced:
+        raise ScenarioError("cluster.kv_dtype", f"{kv_dtype}, but {framework} {version} runs an {forced} KV cache for "
+                            f"{target.name}'s checkpoint whatever --kv-cache-dtype says (its config.json declares a "
+                            f"compressed-tensors kv_cache_scheme; vLLM 0.15.0 - 0.20.2 Attention.__init__); allowed: "
+                            f"{forced}, leave it out, or vLLM >= 0.22.0 (cluster.engine.version)")
+    auto = auto_kv_dtype(framework, version, dtype, target)
+    return _check_kv_dtype(hw, kv_cache_dtype(dtype, kv_dtype, auto), where)
 
 
 def check_expert_dtype(target: ModelSpec, dtype: str, hw: HardwareSpec) -> None:
@@ -742,7 +769,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     latency model, so that its report (`latency_source`) counts the ops of all of them. `memory_utilization`:
     cluster.gpu_memory_utilization (None: the engine's own default, `memory_fraction`); `price_only`: price
     steps only (no KV capacity, no check that the weights fit: `draftsim estimate`). `kv_dtype`:
-    the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`); `kv_layout`: cluster.kv_cache.layout
+    the KV cache's dtype (None: the engine release's default for the checkpoint, `resolve_kv_dtype`); `kv_layout`: cluster.kv_cache.layout
     (None: paged); `early_exit`: the scenario's early_exit section (None: every layer); `engine_config`:
     cluster.engine (None: the defaults); `scheduler`: the scheduler section (its limits set the engine's
     CUDA-graph capture sizes; None: the engine's own running-request limit, `max_num_seqs`, and 8192 tokens; the
@@ -753,7 +780,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         from simulator.speculation.suffix.acceptance import bind_proposer
         acceptance, policy = bind_proposer(acceptance, policy, drafter)   # model-free drafters run on session texts
     target = resolve_model(model, base_dir)
-    kv_dtype = check_dtypes(hw, dtype, kv_dtype, where)
+    check_dtypes(hw, dtype, kv_dtype, where)
     check_expert_dtype(target, dtype, hw)
     par = parallelism_of(target, parallelism, where)
     check_block_dtype(target, par, dtype, where)
@@ -763,6 +790,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if lat is None:
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
     release = deployment_release(latency, engine_config, lat)
+    kv_dtype = resolve_kv_dtype(hw, dtype, kv_dtype, target, release, where)
+    if getattr(lat, "kv_dtype", kv_dtype) != kv_dtype:   # (its attention tables are the KV dtype's: built again
+        lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)   # once it is known)
     check_fp8_marlin(release, hw, target, dtype, where)
     built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype,
                                   DraftContext(moe, base_dir)) if speculating else None

@@ -313,7 +313,7 @@ HEAD_ENGINE_FAMILIES = {"autoregressive": "eagle", "parallel": "medusa", "sequen
 def build_drafter(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str,
                   kv_dtype: str | None = None, context: DraftContext | None = None) -> DrafterBuild:
     """The DrafterBuild of a scenario's drafter section `d` (any kind but none); a drafter's own KV (draft
-    model, EAGLE head) is stored in `kv_dtype` (default: models.spec.kv_cache_dtype of `dtype`)."""
+    model, EAGLE head) is stored in `kv_dtype` (default: the model's 16-bit dtype, models.spec.kv_cache_dtype; the factory passes the deployment's)."""
     kv = kv_cache_dtype(dtype, kv_dtype)
     if d.kind in CONTEXT_DRAFTERS:
         return CONTEXT_DRAFTERS[d.kind](d, target, par, latency, hw, dtype, kv, context or DraftContext())

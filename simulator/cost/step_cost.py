@@ -238,7 +238,7 @@ class ForwardCost:
     parallelism: Parallelism
     latency: LatencyModel
     dtype: str
-    kv_dtype: str | None = None   # the KV cache's dtype (None: models.spec.kv_cache_dtype of `dtype`)
+    kv_dtype: str | None = None   # the KV cache's dtype (None: the model's 16-bit dtype; the factory passes the deployment's)
     _dense: dict = field(default_factory=dict, repr=False)
     _token_sums: dict = field(default_factory=dict, repr=False)   # `_before_logits`
     _prefill_attn: dict = field(default_factory=dict, repr=False)

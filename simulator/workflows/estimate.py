@@ -301,7 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tp", type=int, default=1, help="tensor parallelism (default 1)")
     p.add_argument("--dtype", default=None, help="weights: fp32 | bf16 | fp16 | fp8 | fp8_block | int4 | nvfp4 | mxfp4 (default: "
                    "a quantized config.json's own format, else bf16)")
-    p.add_argument("--kv-dtype", default=None, help="KV cache: fp32 | bf16 | fp16 | fp8 | nvfp4 (default: the weights' KV dtype)")
+    p.add_argument("--kv-dtype", default=None, help="KV cache: fp32 | bf16 | fp16 | fp8 | nvfp4 (default: the engine release's own for the checkpoint, "
+                   "e.g. bf16 for fp8 weights under vLLM and SGLang, fp8 under TensorRT-LLM)")
     p.add_argument("--batch", type=int, default=1, help="requests (decode) or prompts (prefill) in the step")
     p.add_argument("--context", type=int, default=0, help="cached tokens per request (default 0)")
     p.add_argument("--query-tokens", type=int, default=1, help="query tokens per decode request (γ+1 to verify)")

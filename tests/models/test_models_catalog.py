@@ -261,8 +261,12 @@ def test_fp4_block_scales_are_counted_in_the_weight_bytes():
     assert oss.weight_bytes("mxfp4") / 2**30 == pytest.approx(60.8, rel=0.01)
     assert get_model("gpt-oss-20b").weight_bytes("mxfp4") / 2**30 == pytest.approx(12.8, rel=0.01)
     assert spec.weight_bytes("mxfp4") == spec.weight_bytes("bf16")   # a dense model has no experts to quantize
-    assert models.spec.kv_cache_dtype("nvfp4") == "fp8"       # modelopt NVFP4 checkpoints: kv_cache_quant_algo FP8
+    # without an engine's reading of the checkpoint ("auto"): the model's 16-bit dtype, whatever the weights
+    assert models.spec.kv_cache_dtype("nvfp4") == models.spec.kv_cache_dtype("fp8") == "bf16"
+    assert models.spec.kv_cache_dtype("nvfp4", auto="fp8") == "fp8"   # modelopt NVFP4: kv_cache_quant_algo FP8
+    assert models.spec.kv_cache_dtype("nvfp4", "bf16", auto="fp8") == "bf16"   # an explicit KV dtype wins
     assert models.spec.kv_cache_dtype("mxfp4") == "bf16"      # gpt-oss keeps a 16-bit KV cache
+    assert models.spec.kv_cache_dtype("fp16") == "fp16"
     assert models.spec.kv_cache_dtype("bf16", "nvfp4") == "nvfp4"
     assert spec.kv_bytes_per_token("nvfp4") == spec.kv_bytes_per_token() * 9 / 32
 

@@ -183,6 +183,31 @@ def test_context_length_is_enforced_error_drop_or_truncate(tmp_path, capsys):
     assert "cluster.max_model_len: 10000 exceeds the 8192 tokens vllm" in err and "allowed: 2..8192" in err
 
 
+FP8_CT = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+    "weights": {"type": "float", "num_bits": 8, "strategy": "channel"},
+    "input_activations": {"type": "float", "num_bits": 8, "dynamic": True}}}}
+KV_FP8 = {"type": "float", "num_bits": 8, "strategy": "tensor", "dynamic": False, "symmetric": True}
+
+
+def test_a_declared_kv_cache_quantization_is_read():
+    """config.json's KV-cache declarations (models.quant_config.checkpoint_kv): llm-compressor's kv_cache_scheme,
+    ModelOpt's kv_cache_quant_algo (<= 0.29, also hf_quant_config.json) or kv_cache_scheme (>= 0.31), an fp8
+    checkpoint's kv_cache_quant_algo (SGLang's Fp8Config); none: ("", "")."""
+    qwen = json.loads((CONFIGS / "Qwen3-8B" / "config.json").read_text())
+    for block, declared in (({**FP8_CT, "kv_cache_scheme": KV_FP8}, ("compressed-tensors", "fp8")),
+                            ({**FP8_CT, "kv_cache_scheme": None}, ("", "")),
+                            ({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"},
+                             ("modelopt", "fp8")),
+                            ({"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_scheme":
+                              {"type": "float", "num_bits": 4}}, ("modelopt", "nvfp4")),
+                            ({"quant_method": "fp8", "weight_block_size": [128, 128], "kv_cache_quant_algo": "fp8"},
+                             ("fp8", "fp8")),
+                            ({"quant_method": "fp8", "weight_block_size": [128, 128]}, ("", ""))):
+        spec = spec_from_hf_config({**qwen, "quantization_config": block}, "q")
+        assert (spec.checkpoint_kv_format, spec.checkpoint_kv_dtype) == declared, block
+    assert load_hf_config(CONFIGS / "DeepSeek-V3" / "config.json").checkpoint_kv_dtype == ""
+
+
 def test_rope_scaling_length_keys_and_quantization_are_read():
     qwen = json.loads((CONFIGS / "Qwen3-8B" / "config.json").read_text())
     yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
@@ -198,9 +223,7 @@ def test_rope_scaling_length_keys_and_quantization_are_read():
         .rope_scaling_type == "llama3"
     assert load_hf_config(CONFIGS / "DeepSeek-V3" / "config.json").checkpoint_dtype == "fp8_block"
     assert load_hf_config(CONFIGS / "gpt-oss-20b" / "config.json").checkpoint_dtype == "mxfp4"
-    fp8 = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {
-        "weights": {"type": "float", "num_bits": 8, "strategy": "channel"},
-        "input_activations": {"type": "float", "num_bits": 8, "dynamic": True}}}}
+    fp8 = FP8_CT
     w4a16 = {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"type": "int", "num_bits": 4}}}}
     for block, dtype in ((fp8, "fp8"), (w4a16, "int4"), ({"quant_method": "awq", "bits": 4}, "int4"),
                          ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"),
@@ -219,6 +242,11 @@ def test_rope_scaling_length_keys_and_quantization_are_read():
     ({"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True}},
      "quant_method 'bitsandbytes' is not priced here; allowed: fp8, mxfp4"),
     ({"quantization_config": {"quant_method": "gptq", "bits": 8}}, "bits is 8: only 4-bit"),
+    ({"quantization_config": {**FP8_CT, "kv_cache_scheme": {"type": "int", "num_bits": 8}}},
+     "kv_cache_scheme is int 8-bit; the engines read float 8-bit KV caches"),
+    ({"quantization_config": {**FP8_CT, "kv_cache_scheme": "fp8"}}, "kv_cache_scheme is 'fp8'; expected a mapping"),
+    ({"quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "INT8"}},
+     "kv_cache_quant_algo is 'INT8'; allowed: FP8, NVFP4"),
 ])
 def test_context_and_quantization_fields_are_checked(change, message):
     qwen = json.loads((CONFIGS / "Qwen3-8B" / "config.json").read_text())
@@ -284,3 +312,35 @@ def test_a_quantized_checkpoint_is_served_in_its_format_and_a_contradiction_refu
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("draftsim: error: cluster.dtype: bf16 contradicts") \
         and "quantization_config holds fp8_block" in err and not out.exists()
+
+
+def test_a_checkpoint_declaring_an_fp8_kv_cache_gets_it_where_its_engine_release_reads_it(tmp_path, capsys):
+    """An llm-compressor FP8 checkpoint with kv_cache_scheme: vLLM sets an fp8 KV cache from 0.15.0 (Attention.
+    __init__), whatever --kv-cache-dtype says through 0.20.2 (so a bf16 kv_dtype there is refused in one line) and
+    only for "auto" from 0.22.0 (an explicit bf16 wins); vLLM 0.14.0 and SGLang (which does not read
+    kv_cache_scheme) keep bf16. The same weights without the declaration keep bf16 everywhere but TensorRT-LLM,
+    which reads it too."""
+    declared = _qwen3_dir(tmp_path, "kv", quantization_config={**FP8_CT, "kv_cache_scheme": KV_FP8})
+    plain = _qwen3_dir(tmp_path, "nokv", quantization_config=FP8_CT)
+    path = _write_scenario(tmp_path, {"model": declared, "hardware": "h100-sxm", "dtype": "fp8",
+                                      "latency": {"source": "roofline"}})
+
+    def kv(*sets):
+        result = simulator.run(path, list(sets))
+        return result.summary["kv_tokens_per_replica"]
+
+    fp8 = kv("cluster.engine.version=0.22.0")
+    assert kv("cluster.engine.version=0.15.0") == fp8
+    assert kv("cluster.engine.version=0.14.0") == fp8 // 2
+    sglang = ("cluster.engine.framework=sglang", "cluster.engine.version=0.5.23")
+    assert kv(*sglang) == kv(*sglang, "cluster.kv_dtype=fp8") // 2
+    assert kv("cluster.engine.version=0.22.0", "cluster.kv_dtype=bf16") == fp8 // 2   # an explicit dtype wins
+    assert kv("cluster.engine.version=0.22.0", f"cluster.model={plain}") == fp8 // 2
+    assert kv("cluster.engine.framework=trtllm", f"cluster.model={plain}") < \
+        kv("cluster.engine.framework=trtllm")   # (TensorRT-LLM reads the scheme too)
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--quiet", "--set", "cluster.engine.version=0.20.0",
+                 "--set", "cluster.kv_dtype=bf16"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("draftsim: error: cluster.kv_dtype: bf16, but vllm 0.20.0 "
+                                                         "runs an fp8 KV cache") and not out.exists()

@@ -138,7 +138,8 @@ def predict_step(point: Point, latency: dict | None = None) -> Prediction:
         result = simulator.estimate_step(model, hw, tp=point.tp, dtype=dtype, batch=batch,
                                          context_tokens=int(point.w("context_tokens", 0)),
                                          prefill_tokens=int(point.w("prefill_tokens")),
-                                         latency=_latency_block(point, latency), engine=_engine_block(point))
+                                         latency=_latency_block(point, latency), engine=_engine_block(point),
+                                         kv_dtype=point.kv_dtype)
     else:
         context = point.w("context_tokens")
         if context is None:
@@ -146,7 +147,8 @@ def predict_step(point: Point, latency: dict | None = None) -> Prediction:
         result = simulator.estimate_step(model, hw, tp=point.tp, dtype=dtype, batch=batch,
                                          context_tokens=int(context),
                                          query_tokens=int(point.w("query_tokens_per_seq", 1)),
-                                         latency=_latency_block(point, latency), engine=_engine_block(point))
+                                         latency=_latency_block(point, latency), engine=_engine_block(point),
+                                         kv_dtype=point.kv_dtype)
     return Prediction(result["seconds"], result["latency_source"]["source"], note)
 
 
@@ -270,6 +272,7 @@ def serving_scenario(point: Point, drafter: dict | None = None, acceptance: dict
         "name": point.id, "seed": 0,
         "workload": {"arrival": arrival, "num_requests": n, **lengths},
         "cluster": {"hardware": hw, "model": model, "dtype": dtype,
+                    **({"kv_dtype": point.kv_dtype} if point.kv_dtype else {}),
                     "parallelism": {"tp": point.tp, "pp": point.pp}, "latency": _latency_block(point, latency),
                     **max_model_len,
                     **({"kv_cache": {"prefix_caching": True}} if scheduler["kind"] == "vllm_v1"

@@ -10,7 +10,8 @@ Built from the candidate's scenario (what the DES simulated), flag by flag:
 | ep > 1 (DP attention + EP) | `--enable-expert-parallel --data-parallel-size ep/tp` | `--tp-size ep --ep-size ep --enable-dp-attention --dp-size ep/tp` |
 | dtype fp8 / fp8_block | `--quantization fp8` | `--quantization fp8` |
 | dtype int4 | an AWQ/GPTQ checkpoint (detected from its config; a comment says so) | same |
-| kv_dtype fp8 (also the default of fp8 weights) | `--kv-cache-dtype fp8` | `--kv-cache-dtype fp8_e4m3` |
+| the KV dtype the DES ran fp8 (kv_dtype, or the release's default for the checkpoint: simulator.cluster.factory.resolve_kv_dtype) | `--kv-cache-dtype fp8` | `--kv-cache-dtype fp8_e4m3` |
+| the DES ran bf16 KV where the checkpoint declares an fp8 one (which the engine's `auto` may take) | `--kv-cache-dtype bfloat16` | `--kv-cache-dtype bf16` |
 | gpu_memory_utilization (none given: no flag, the engine's own default as the DES ran it) | `--gpu-memory-utilization` | `--mem-fraction-static` |
 | scheduler.max_batch_size (none given: no flag, the engine's own default as the DES ran it) | `--max-num-seqs` | `--max-running-requests` |
 | scheduler.max_batched_tokens (chunk_tokens for sarathi; none given: 8192, or no flag where the plan names its engine, whose own budget the DES ran) | `--max-num-batched-tokens` | `--chunked-prefill-size` |
@@ -37,7 +38,6 @@ import shlex
 from pathlib import Path
 
 from models.load import load_model
-from models.spec import kv_cache_dtype
 
 ROLES = ("colocated", "prefill", "decode")
 NO_WORKLOAD = {"arrival": {"process": "poisson", "qps": 1.0}, "num_requests": 1,   # (_prefix_caching)
@@ -59,17 +59,38 @@ def _roles(sc: dict) -> list[tuple[str, int, dict]]:
     return [(name, dis[name].get("replicas", 1), dis[name].get("parallelism", {})) for name in ("prefill", "decode")]
 
 
-def _common(sc: dict, par: dict, engine: str, base_dir: Path) -> list[str]:
+def des_kv_dtype(sc: dict, base_dir: Path, role: str = "colocated") -> tuple[str, bool]:
+    """(the KV dtype the DES ran for candidate `sc`'s `role` pool, whether its checkpoint declares a quantized KV
+    cache): simulator.cluster.factory.resolve_kv_dtype at the release the run reads (pool_release), as
+    build_replica_kind resolves it."""
+    from profiles.engine_time.kv_cache_auto import declaration
+    from simulator.cluster.factory import pool_release, resolve_hardware, resolve_kv_dtype, resolve_model
+    from simulator.config.engine import EngineConfig
+    from simulator.config.serving import LatencyConfig
+    cl = sc["cluster"]
+    pool = (cl.get("disaggregation") or {}).get(role, {}) if role != "colocated" else {}
+    where = "cluster" if role == "colocated" else f"cluster.disaggregation.{role}"
+    hw = resolve_hardware(pool.get("hardware") or cl.get("hardware", "h100-sxm"), base_dir)   # (the schema default)
+    target = resolve_model(cl["model"], base_dir)
+    dtype, kv_dtype = cl.get("dtype", "bf16"), cl.get("kv_dtype")
+    release = pool_release(LatencyConfig.model_validate(cl.get("latency", {})),
+                           EngineConfig.model_validate(cl.get("engine", {})), hw, dtype, kv_dtype, base_dir)
+    kv = resolve_kv_dtype(hw, dtype, kv_dtype, target, release, where)
+    return kv, bool(declaration(release[0], dtype, target)[0])
+
+
+def _common(sc: dict, par: dict, engine: str, base_dir: Path, role: str = "colocated") -> list[str]:
     cl, sched = sc["cluster"], sc.get("scheduler", {})
     tp, pp, ep = par.get("tp", 1), par.get("pp", 1), par.get("ep", 1)
     chunk = sched.get("chunk_tokens", 512) if sched.get("kind") == "sarathi" else sched.get("max_batched_tokens")
     if chunk is None and not _names_its_engine(cl):   # (named: the engine's own budget, as the DES ran it)
         chunk = 8192
     caching = _prefix_caching(sc, base_dir)
-    # the KV dtype the DES ran: kv_dtype, else the weights' default (models.dtypes.kv_cache_dtype: fp8 for fp8
-    # weights); the engines' own default is the model's 16-bit dtype (--kv-cache-dtype auto), so it is written out
+    # the KV dtype the DES ran (kv_dtype, else its engine release's default for the checkpoint), written out: the
+    # engine's own --kv-cache-dtype auto is another release's, or another engine's, default; a 16-bit one is written
+    # only where the checkpoint declares a quantized KV cache, which that auto may take
     dtype = cl.get("dtype", "bf16")
-    kv = kv_cache_dtype(dtype, cl.get("kv_dtype"))
+    kv, declared = des_kv_dtype(sc, base_dir, role)
 
     def seqs(flag: str) -> list:   # none given: the engine's own default, as the DES ran it (ReplicaKind.max_batch_size)
         return [flag, sched["max_batch_size"]] if sched.get("max_batch_size") is not None else []
@@ -89,6 +110,8 @@ def _common(sc: dict, par: dict, engine: str, base_dir: Path) -> list[str]:
                  "--enable-prefix-caching" if caching else "--no-enable-prefix-caching"]
         if kv == "fp8":
             args += ["--kv-cache-dtype", "fp8"]
+        elif kv == "bf16" and declared:
+            args += ["--kv-cache-dtype", "bfloat16"]
     else:
         args = ["--tp-size", ep if ep > 1 else tp, "--pp-size", pp]
         if ep > 1:
@@ -102,6 +125,8 @@ def _common(sc: dict, par: dict, engine: str, base_dir: Path) -> list[str]:
             args += ["--schedule-policy", policy]
         if kv == "fp8":
             args += ["--kv-cache-dtype", "fp8_e4m3"]
+        elif kv == "bf16" and declared:
+            args += ["--kv-cache-dtype", "bf16"]
     if dtype in ("fp8", "fp8_block"):
         args += ["--quantization", "fp8"]
     if cl.get("max_model_len"):
@@ -264,7 +289,7 @@ def launch_script(sc: dict, engine: str, title: str, base_dir: Path | None = Non
     lines += notes
     for role, replicas, par in _roles(sc):
         gpus = par.get("ep", 1) * par.get("pp", 1) if par.get("ep", 1) > 1 else par.get("tp", 1) * par.get("pp", 1)
-        args = _common(sc, par, engine, base_dir) + (spec_flags if role != "prefill" else [])
+        args = _common(sc, par, engine, base_dir, role) + (spec_flags if role != "prefill" else [])
         if engine == "vllm":
             cmd = ["vllm", "serve", model] + args
             if role != "colocated":

@@ -299,7 +299,6 @@ class Disaggregated(Colocated):
 
     def screen(self, c: Candidate, spec, work: Workload, model=None) -> ScreenEstimate:
         from models import get_model
-        from models.spec import kv_cache_dtype
         from models.step import Parallelism
         from profiles.hardware import get_hardware
 
@@ -312,8 +311,8 @@ class Disaggregated(Colocated):
         cost, tokens, t_prefill, rho, b_max, steps, step_s = pool
         prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
         hw, target = get_hardware(c.hardware), get_model(c.model)
-        kv_bytes = prompt * target.kv_bytes_per_token_per_gpu(Parallelism(c.tp, c.pp),
-                                                              kv_cache_dtype(spec.dtype, spec.kv_dtype))
+        # (the KV dtype its replica runs: the plan's kv_dtype, else the release's default for the checkpoint)
+        kv_bytes = prompt * target.kv_bytes_per_token_per_gpu(Parallelism(c.tp, c.pp), replica_kind(c, spec).kv_dtype)
         t_kv = kv_bytes / hw.scaleup_bandwidth_bytes_per_s + hw.scaleup_latency_s
         lam_d = work.qps / c.decode_replicas
         batch = _little_batch(lambda b: lam_d * steps * step_s(b) - b, b_max)

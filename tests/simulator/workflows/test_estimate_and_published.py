@@ -180,6 +180,29 @@ def test_serving_points_become_scenarios_of_their_setup():
     assert batch["scheduler"] == {"kind": "vllm", "max_batch_size": 768, "max_batched_tokens": 768 * 128}
 
 
+def test_a_published_kv_dtype_is_the_one_predicted():
+    """A point whose publication states its KV dtype carries it (kv_dtype: TensorRT-LLM v0.6.1's FP8 builds used
+    --fp8_kv_cache), and its scenario runs it; a point that does not state it runs its engine release's default."""
+    points = {p.id: p for p in pts.load_points()}
+    stated = serving_scenario(points["trtllm-v061doc-h100-sxm-llama2-7b-fp8-tp1-bs768-isl128-osl128"])
+    assert stated["cluster"]["kv_dtype"] == "fp8"
+    unstated = points["gpustack-h100-qwen3-32b-fp8-trtllm120rc1-tp1-isl128-reqtput"]
+    assert unstated.kv_dtype is None and "kv_dtype" not in serving_scenario(unstated)["cluster"]
+
+
+def test_estimate_prices_the_kv_dtype_its_engine_release_runs(capsys):
+    """fp8 weights without --kv-dtype: vLLM's and SGLang's auto keep a bf16 KV cache (a catalog model's fp8 weights
+    declare none), TensorRT-LLM's FP8 recipe an fp8 one; --kv-dtype wins. Before, every engine read an fp8 cache."""
+    step = dict(model="llama-3-8b", hardware="h100-sxm", dtype="fp8", batch=32, context_tokens=4096)
+    runs = {fw: simulator.estimate_step(**step, latency={"framework": fw}) for fw in ("vllm", "sglang", "trtllm")}
+    assert [runs[fw]["step"]["kv_dtype"] for fw in ("vllm", "sglang", "trtllm")] == ["bf16", "bf16", "fp8"]
+    fp8 = simulator.estimate_step(**step, latency={"framework": "vllm"}, kv_dtype="fp8")
+    assert fp8["step"]["kv_dtype"] == "fp8" and fp8["seconds"] < runs["vllm"]["seconds"]
+    assert cli(["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--dtype", "fp8", "--batch", "8",
+                "--framework", "trtllm", "--kv-dtype", "bf16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["step"]["kv_dtype"] == "bf16"
+
+
 def test_a_kernel_and_a_step_point_are_predicted_within_reason():
     points = {p.id: p for p in pts.load_points()}
     for ident in ("vllm-pr49363-h100-bf16-m1-n12288-k5376", "trtllm-v05-h100-sxm-llama2-7b-fp8-tp1-isl2048-first-token"):

@@ -155,14 +155,26 @@ def test_sglang_launches_the_schedule_policy_the_des_ran():
     assert "--schedule-policy" not in cmd
 
 
-@pytest.mark.parametrize("engine, flag", [("vllm", "fp8"), ("sglang", "fp8_e4m3")])
-def test_fp8_weights_launch_the_fp8_kv_cache_the_des_ran_by_default(engine, flag):
-    """A candidate with fp8 weights and no kv_dtype ran an fp8 KV cache in the DES (models.dtypes.kv_cache_dtype),
-    but its launch line had no --kv-cache-dtype: the engines' default is the 16-bit dtype (auto), half the KV tokens
-    the plan counted on."""
+@pytest.mark.parametrize("engine, flag, bf16", [("vllm", "fp8", "bfloat16"), ("sglang", "fp8_e4m3", "bf16")])
+def test_launch_lines_write_the_kv_dtype_the_des_ran(engine, flag, bf16):
+    """The launch line writes the KV dtype the DES ran (simulator.cluster.factory.resolve_kv_dtype): fp8 weights
+    without a kv_dtype ran the release's default, a bf16 KV cache under vLLM and SGLang (their --kv-cache-dtype auto;
+    the catalog's fp8 weights declare no KV quantization) and an fp8 one under TensorRT-LLM (its FP8 recipe), which
+    the vLLM/SGLang line must then ask for; a checkpoint that declares an fp8 KV cache the engine's auto may take,
+    run with a bf16 one, asks for bf16."""
     cluster = {k: v for k, v in COLOCATED["cluster"].items() if k != "kv_dtype"}
     (cmd,) = _commands(launch_script({**COLOCATED, "cluster": cluster}, engine, "title"))
-    assert cmd[cmd.index("--kv-cache-dtype") + 1] == flag
-    bf16 = {**cluster, "dtype": "bf16"}
-    (cmd,) = _commands(launch_script({**COLOCATED, "cluster": bf16}, engine, "title"))
     assert "--kv-cache-dtype" not in cmd
+    trt = {**cluster, "engine": {"framework": "trtllm"}}
+    (cmd,) = _commands(launch_script({**COLOCATED, "cluster": trt}, engine, "title"))
+    assert cmd[cmd.index("--kv-cache-dtype") + 1] == flag
+    (cmd,) = _commands(launch_script({**COLOCATED, "cluster": {**cluster, "dtype": "bf16"}}, engine, "title"))
+    assert "--kv-cache-dtype" not in cmd
+    # nvfp4 weights: NVIDIA's NVFP4 checkpoints declare an FP8 KV cache, which vLLM's auto takes from 0.14.0
+    nvfp4 = {**cluster, "dtype": "nvfp4", "hardware": "b200", "engine": {"framework": "vllm", "version": "0.14.0"}}
+    sc = {**COLOCATED, "cluster": nvfp4}
+    (cmd,) = _commands(launch_script(sc, engine, "title"))
+    assert cmd[cmd.index("--kv-cache-dtype") + 1] == flag
+    sc = {**sc, "cluster": {**nvfp4, "kv_dtype": "bf16"}}
+    (cmd,) = _commands(launch_script(sc, engine, "title"))
+    assert cmd[cmd.index("--kv-cache-dtype") + 1] == bf16

@@ -332,3 +332,15 @@ def test_the_screen_reads_the_requests_the_confirmations_run():
     assert work.mean_output_tokens == pytest.approx(requests.output_tokens.mean(), rel=1e-12)
     span = requests.arrival_s.max() - requests.arrival_s.min()
     assert work.qps == pytest.approx((len(requests) - 1) / span, rel=1e-12)
+
+
+def test_the_screen_sizes_the_kv_cache_its_engine_release_runs():
+    """A plan of fp8 weights without kv_dtype: its candidates' replicas (the DES's own factory) keep vLLM's bf16
+    default (half the KV tokens of an fp8 cache); the plan's kv_dtype, when given, wins."""
+    fp8 = SPEC.model_copy(update={"dtype": "fp8"})
+    kind = replica_kind(cand(), fp8)
+    pinned = replica_kind(cand(), fp8.model_copy(update={"kv_dtype": "fp8"}))
+    assert (kind.kv_dtype, pinned.kv_dtype) == ("bf16", "fp8")
+    assert kind.kv_tokens == pinned.kv_tokens // 2
+    trt = replica_kind(cand(), fp8.model_copy(update={"engine": {"framework": "trtllm"}}))
+    assert trt.kv_dtype == "fp8"
