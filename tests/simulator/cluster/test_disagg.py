@@ -226,3 +226,30 @@ def test_a_drafter_kv_that_cannot_split_as_handed_off_is_refused_before_the_run(
     """)
     with pytest.raises(ScenarioError, match=r"^cluster\.disaggregation\.decode\.parallelism\.tp: .*num_heads=14"):
         prepare(data)
+
+
+def test_a_decode_reservation_covers_the_lookahead_slots_of_a_requests_last_steps():
+    """vLLM V1 with EAGLE-3 asks for 5 lookahead slots beyond context + q at every decode step (BatchLimits.
+    kv_lookahead); a decode replica reserved prompt + output + q at hand-off (652 + 30 + 6 = 688 tokens, 43 blocks)
+    while a request's last steps ask for 691 (44 blocks). Here the decode pool holds exactly three reservations
+    (129 blocks): the first request to reach its last steps preempted the newest one, which was reserved and sent a
+    second time, and its prefill replica's second release raised KeyError (found by tests/test_equivalence_fuzz.py,
+    draw 1412). The reservation now covers the peak (DecodeReplica.reservation_tokens): no decode replica
+    preempts, and bulk and step modes agree."""
+    data = {"name": "disagg-lookahead", "seed": 1,
+            "workload": {"arrival": {"process": "poisson", "qps": 50.0}, "num_requests": 8,
+                         "prompt_tokens": {"kind": "fixed", "value": 652}, "output_tokens": {"kind": "fixed", "value": 30}},
+            "cluster": {"hardware": "h100-sxm", "model": "llama-3.1-8b", "engine": {"framework": "vllm", "version": "0.11.0"},
+                        "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 1}},
+                        "max_model_len": 2048, "gpu_memory_utilization": 0.228},
+            "drafter": {"kind": "eagle3", "gamma": 5}, "outputs": {"plots": False}}
+    bulk, step = run(data, step_mode="bulk"), run(data, step_mode="step")
+    pd.testing.assert_frame_equal(bulk.requests, step.requests)
+    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    decode = bulk.built.pools[1].replicas[0]
+    assert decode.kv.total_blocks == 129 and decode.limits.kv_lookahead == 5
+    assert int(decode.kv.blocks_for(decode.reservation_tokens(0))) == 44
+    req = bulk.requests
+    assert bulk.summary["requests_finished"] == 8 and (req.emitted_tokens == 30).all()
+    assert (req.preemptions == 0).all() and bulk.summary["preemptions"] == 0
+    assert (req.kv_wait_s > 0).any()   # (the pool is full: later requests wait for a reservation)
