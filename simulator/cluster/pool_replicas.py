@@ -44,9 +44,12 @@ class PrefillReplica(Replica):
         return self.kv.need(self.waiting[0])[0] <= self.kv.total_blocks - self.kv.used_blocks
 
     def has_work(self) -> bool:
-        """Running prefills, or a waiting prompt that fits (one blocked by KV still being sent waits for
-        a `release`)."""
-        return bool(self.running) or self.can_admit_head()
+        """Running prefills, or a waiting prompt that fits and that the batching scheduler would admit (one
+        blocked by KV still being sent waits for a `release`). Its blocks alone are not enough: TensorRT-LLM's
+        GUARANTEED_NO_EVICT admits a prompt only where the blocks of its whole prompt are free (sched.trtllm),
+        while `can_admit_head` counts the prefix-cache blocks it shares with requests held here for their
+        transfer as its own; the replica then planned empty steps at one clock forever (a hang)."""
+        return bool(self.running) or (self.can_admit_head() and self.head_admissible())
 
     def life_tokens(self, ids):
         """A request holds KV here for its prompt only (it leaves at hand-off)."""
