@@ -12,7 +12,8 @@ request enters and leaves:
   sits in `inbox` and joins the running batch at the first step boundary at or after its arrival.
 
 Decode-side KV reservation (a choice, documented here): at reservation the decode replica sets aside
-blocks for the request's whole life, prompt + output + γ + 1 tokens, and one batch slot
+blocks for the request's whole life, prompt + output + γ + 1 tokens (more where the deployment asks for
+lookahead slots beyond them: `reservation_tokens`), and one batch slot
 (running + in transfer + arrived ≤ max_batch_size). A decode replica therefore never preempts. This is
 the output length as a perfect `max_tokens`: it is optimistic about memory for requests that stop early
 in reality, and it is exact for the fixed-length workloads the DistServe comparison uses.
@@ -46,9 +47,12 @@ class PrefillReplica(Replica):
         return self.kv.need(self.waiting[0])[0] <= self.kv.total_blocks - self.kv.used_blocks
 
     def has_work(self) -> bool:
-        """Running prefills, or a waiting prompt that fits (one blocked by KV still being sent waits for
-        a `release`)."""
-        return bool(self.running) or self.can_admit_head()
+        """Running prefills, or a waiting prompt that fits and that the batching scheduler would admit (one
+        blocked by KV still being sent waits for a `release`). Its blocks alone are not enough: TensorRT-LLM's
+        GUARANTEED_NO_EVICT admits a prompt only where the blocks of its whole prompt are free (sched.trtllm),
+        while `can_admit_head` counts the prefix-cache blocks it shares with requests held here for their
+        transfer as its own; the replica then planned empty steps at one clock forever (a hang)."""
+        return bool(self.running) or (self.can_admit_head() and self.head_admissible())
 
     def life_tokens(self, ids):
         """A request holds KV here for its prompt only (it leaves at hand-off)."""
@@ -103,12 +107,18 @@ class DecodeReplica(Replica):
         """Requests in the batch (those waiting for a reservation or their KV do not run here yet)."""
         return bool(self.running)
 
-    def reservation_tokens(self, r: int) -> int:
-        return int(self.s.prompt[r] + self.s.output[r] + self.q)
+    def reservation_tokens(self, ids):
+        """KV tokens reserved for request(s) `ids` (an int or an array) at hand-off (module docstring): prompt +
+        output + q, or their peak ask where it is more (`peak_tokens`: the lookahead slots a vLLM V1 deployment asks
+        for beyond context + q at every decode step, BatchLimits.kv_lookahead). Reserving less left such a request's
+        last steps short of a block: the replica preempted the newest request, which was then reserved and sent a
+        second time (a KeyError when its prefill replica released it again)."""
+        s = self.s
+        return np.maximum(s.prompt[ids] + s.output[ids] + self.q, self.peak_tokens(ids))
 
     def fits(self, ids):
         s = self.s
-        return (s.output[ids] <= 1) | (self.kv.blocks_for(s.prompt[ids] + s.output[ids] + self.q) <= self.kv.total_blocks)
+        return (s.output[ids] <= 1) | (self.kv.blocks_for(self.reservation_tokens(ids)) <= self.kv.total_blocks)
 
     def can_reserve_head(self) -> bool:
         if not self.waiting:

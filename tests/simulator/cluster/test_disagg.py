@@ -226,3 +226,65 @@ def test_a_drafter_kv_that_cannot_split_as_handed_off_is_refused_before_the_run(
     """)
     with pytest.raises(ScenarioError, match=r"^cluster\.disaggregation\.decode\.parallelism\.tp: .*num_heads=14"):
         prepare(data)
+
+
+def test_a_decode_reservation_covers_the_lookahead_slots_of_a_requests_last_steps():
+    """vLLM V1 with EAGLE-3 asks for 5 lookahead slots beyond context + q at every decode step (BatchLimits.
+    kv_lookahead); a decode replica reserved prompt + output + q at hand-off (652 + 30 + 6 = 688 tokens, 43 blocks)
+    while a request's last steps ask for 691 (44 blocks). Here the decode pool holds exactly three reservations
+    (129 blocks): the first request to reach its last steps preempted the newest one, which was reserved and sent a
+    second time, and its prefill replica's second release raised KeyError (found by tests/test_equivalence_fuzz.py,
+    draw 1412). The reservation now covers the peak (DecodeReplica.reservation_tokens): no decode replica
+    preempts, and bulk and step modes agree."""
+    data = {"name": "disagg-lookahead", "seed": 1,
+            "workload": {"arrival": {"process": "poisson", "qps": 50.0}, "num_requests": 8,
+                         "prompt_tokens": {"kind": "fixed", "value": 652}, "output_tokens": {"kind": "fixed", "value": 30}},
+            "cluster": {"hardware": "h100-sxm", "model": "llama-3.1-8b", "engine": {"framework": "vllm", "version": "0.11.0"},
+                        "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 1}},
+                        "max_model_len": 2048, "gpu_memory_utilization": 0.228},
+            "drafter": {"kind": "eagle3", "gamma": 5}, "outputs": {"plots": False}}
+    bulk, step = run(data, step_mode="bulk"), run(data, step_mode="step")
+    pd.testing.assert_frame_equal(bulk.requests, step.requests)
+    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    decode = bulk.built.pools[1].replicas[0]
+    assert decode.kv.total_blocks == 129 and decode.limits.kv_lookahead == 5
+    assert int(decode.kv.blocks_for(decode.reservation_tokens(0))) == 44
+    req = bulk.requests
+    assert bulk.summary["requests_finished"] == 8 and (req.emitted_tokens == 30).all()
+    assert (req.preemptions == 0).all() and bulk.summary["preemptions"] == 0
+    assert (req.kv_wait_s > 0).any()   # (the pool is full: later requests wait for a reservation)
+
+
+def test_a_prefill_replica_waits_for_a_release_where_trtllm_would_not_admit_its_head(monkeypatch):
+    """TensorRT-LLM's GUARANTEED_NO_EVICT admits a prompt only where the blocks of its whole prompt are free; with
+    prefix caching a prefill replica's `can_admit_head` counted the 64 blocks of the shared 1,024-token prefix,
+    in use by the requests held there for their transfer (the decode pool is full), as the head's own, so the
+    replica had work by its own rule while the scheduler planned nothing: empty steps at one clock forever
+    (`draftsim run` hung; found by tests/test_equivalence_fuzz.py). It now waits for a release; bulk and step
+    modes agree. (An empty prefill plan at one clock 1,000 times in a row fails the test instead of hanging.)"""
+    from simulator.cluster.pool_replicas import PrefillReplica
+
+    plan_step, seen = PrefillReplica.plan_step, {}
+
+    def bounded(self, now_s):
+        plan = plan_step(self, now_s)
+        key = (self.index, now_s)
+        seen[key] = seen.get(key, 0) + 1 if plan.empty else 0
+        assert seen[key] < 1000, f"prefill replica {self.index} plans empty steps at {now_s} s"
+        return plan
+
+    monkeypatch.setattr(PrefillReplica, "plan_step", bounded)
+    data = {"name": "disagg-trtllm-prefix", "seed": 1,
+            "workload": {"arrival": {"process": "poisson", "qps": 100.0}, "num_requests": 30,
+                         "prompt_tokens": {"kind": "fixed", "value": 80}, "output_tokens": {"kind": "fixed", "value": 100},
+                         "shared_prefix": {"prompts": 1, "tokens": 1024}},
+            "cluster": {"hardware": "h100-sxm", "model": "llama-3.1-8b",
+                        "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 1}},
+                        "kv_cache": {"prefix_caching": True}, "max_model_len": 1300, "gpu_memory_utilization": 0.217},
+            "scheduler": {"kind": "trtllm"}, "outputs": {"plots": False}}
+    bulk, step = run(data, step_mode="bulk"), run(data, step_mode="step")
+    pd.testing.assert_frame_equal(bulk.requests, step.requests)
+    pd.testing.assert_frame_equal(bulk.steps, step.steps)
+    assert bulk.built.pools[0].replicas[0].kv.total_blocks == 93
+    assert bulk.summary["requests_finished"] == 30 and (bulk.requests.emitted_tokens == 100).all()
+    assert (bulk.requests.cached_prompt_tokens > 0).sum() > 20
