@@ -100,7 +100,7 @@ def test_tests_sit_in_the_folder_of_what_they_test():
     checks and the shared helpers stay at the top."""
     top = {p.name for p in (ROOT / "tests").glob("*.py")}
     assert top <= {"conftest.py", "contract.py", "paths.py", "sim_helpers.py", "test_declared_imports.py",
-                   "test_determinism_fuzz.py", "test_fuzz_inputs.py", "test_fuzz_scenarios.py", "test_hostile_inputs.py", "test_import_direction.py",
+                   "test_determinism_fuzz.py", "test_equivalence_fuzz.py", "test_fuzz_inputs.py", "test_fuzz_scenarios.py", "test_hostile_inputs.py", "test_import_direction.py",
                    "test_output_hashes.py", "test_package_isolation.py", "test_readme_examples.py",
                    "test_startup_imports.py"}, sorted(top)
     folders = {p.relative_to(ROOT / "tests").parts[0] for p in (ROOT / "tests").rglob("test_*.py")
@@ -109,3 +109,12 @@ def test_tests_sit_in_the_folder_of_what_they_test():
     for path in (ROOT / "tests" / "simulator").rglob("test_*.py"):
         sub = path.relative_to(ROOT / "tests" / "simulator").parts
         assert len(sub) == 1 or (SIMULATOR / sub[0]).is_dir(), path
+
+
+def test_test_module_basenames_are_unique():
+    """pytest imports test modules by basename (rootdir import mode, no __init__.py): two test files of one name
+    anywhere under tests/ stop the whole suite at collection (2026-11-29: tests/profiles/test_fp8_marlin.py and
+    tests/simulator/cluster/test_fp8_marlin.py)."""
+    from collections import Counter
+    names = Counter(path.name for path in (ROOT / "tests").rglob("test_*.py"))
+    assert [name for name, count in names.items() if count > 1] == []
