@@ -2531,6 +2531,13 @@ CASES = [
             "kv_cache_scheme": {"type": "float", "num_bits": 8}}}))),
         "dtype": "fp8", "kv_dtype": "bf16", "engine": {"framework": "vllm", "version": "0.20.0"}})(tmp),
             "draftsim: error: cluster.kv_dtype: bf16, but vllm 0.20.0 runs an fp8 KV cache for"),
+    # session 23, planfix: plan.engine naming no version skipped the up-front architecture check: every candidate of a
+    # model the release its measured tables (or the newest modelled one) give cannot load was screened out alone
+    # (exit 1, outputs written)
+    Hostile("planfix_model_the_unversioned_engine_cannot_load",
+            plan(models=["jamba-1.5-mini"], engine={"framework": "sglang"},
+                 search={"tp": [2], "replicas": [1], "drafters": [{"kind": "none"}]}),
+            "draftsim plan: error: plan.models.0: sglang 0.5.14 has no JambaForCausalLM (jamba-1.5-mini)"),
 ]
 
 

@@ -329,7 +329,6 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
                 entry_for(engine.framework or "vllm", engine.version, f"{FIELD}.engine")
             except FieldError as exc:
                 raise ScenarioError(exc.field, exc.message) from None
-            _check_architectures(spec, engine.framework or "vllm", engine.version)
     if spec.moe:
         from simulator.config.scenario import MoeConfig
         moe = validate_config(MoeConfig, spec.moe, f"{FIELD}.moe")
@@ -344,13 +343,15 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     _check_drafters_once(spec)
     _check_size(spec)
     _check_parallelism(spec)
-    _check_dtypes(spec)
+    base_dir = Path(path).resolve().parent
+    _check_dtypes(spec, base_dir)
     _check_draft_models(spec)
     _check_eagle3_drafters(spec)
     _check_drafter_steps(spec)
-    base_dir = Path(path).resolve().parent
+    releases = candidate_releases(spec, base_dir)
+    _check_architectures(spec, releases)
     _check_workload(spec, base_dir)
-    _check_context(spec, base_dir)
+    _check_context(spec, base_dir, releases)
     for i, hw in enumerate(spec.hardware):
         if hw.usd_per_gpu_hour is None and price_per_gpu_hour(hw.id) is None:
             raise ScenarioError(f"{FIELD}.hardware.{i}.usd_per_gpu_hour",
@@ -358,9 +359,33 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     return spec, base_dir
 
 
-def _check_architectures(spec: PlanConfig, framework: str, version: str) -> None:
-    """A planned model or draft model that `framework` `version` cannot load (profiles.engine_time.architectures):
-    refused here, as every one of its candidates would be screened out with the same reason (exit 1)."""
+def candidate_release(spec: PlanConfig, hardware: str, base_dir: Path) -> tuple[str, str | None]:
+    """(framework, version) of the engine release the plan's candidates on GPU `hardware` run, as their scenarios
+    resolve it: the cluster section of a candidate (the plan's engine, dtype and kv_dtype) read as a scenario reads
+    it (ClusterConfig: cluster.engine's framework names the kernels' too), then simulator.cluster.factory.
+    pool_release (plan.engine.version, else the measured tables' release on that GPU, else the newest modelled
+    one). Where plan.engine names no version it differs by GPU (vLLM 0.14.0 on A100s, 0.24.0 on H100s)."""
+    from profiles.hardware import get_hardware
+    from simulator.cluster.factory import pool_release
+    from simulator.config.scenario import ClusterConfig
+    cluster = validate_config(ClusterConfig, {"model": spec.models[0], "hardware": hardware, "dtype": spec.dtype,
+                                              **({"kv_dtype": spec.kv_dtype} if spec.kv_dtype else {}),
+                                              **({"engine": dict(spec.engine)} if spec.engine else {})}, FIELD)
+    return pool_release(cluster.latency, cluster.engine, get_hardware(hardware), spec.dtype, spec.kv_dtype, base_dir)
+
+
+def candidate_releases(spec: PlanConfig, base_dir: Path) -> dict[str, tuple[str, str | None]]:
+    """Hardware id -> candidate_release of each planned GPU."""
+    return {choice.id: candidate_release(spec, choice.id, base_dir) for choice in spec.hardware}
+
+
+def _check_architectures(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:
+    """A planned model or draft model that no candidate's engine release (`releases`: candidate_releases) can
+    load (profiles.engine_time.architectures: its architecture, or its rope scaling type): refused here, as every
+    one of its candidates would be screened out with the same reason (exit 1, outputs written). Checked at each
+    GPU's release, also where plan.engine names no version (the measured tables' or the newest modelled release:
+    SGLang 0.5.23 has no Jamba); a model that one GPU's release loads and another's does not is left to the screen,
+    which screens those candidates out with the reason."""
     from models import get_model
     from profiles.engine_time import architectures
     from profiles.engine_time.support import UnsupportedCombination
@@ -368,10 +393,21 @@ def _check_architectures(spec: PlanConfig, framework: str, version: str) -> None
     models += [(f"{FIELD}.search.drafters.{i}.model", d.model)
                for i, d in enumerate(spec.search.drafters) if d.kind == "draft_model"]
     for where, name in models:
-        try:
-            architectures.check(framework, version, get_model(name), f"{FIELD}.engine.version", where)
-        except UnsupportedCombination as exc:
-            raise ScenarioError(exc.field, exc.message) from None
+        refusals = []
+        for framework, version in dict.fromkeys(releases.values()):
+            try:
+                architectures.check(framework, version, get_model(name), f"{FIELD}.engine.version", where)
+            except UnsupportedCombination as exc:
+                refusals.append(exc)
+                continue
+            break
+        else:
+            message = refusals[0].message
+            if spec.engine.get("version") is None:   # (the releases the measured tables or the newest modelled give)
+                head, sep, allowed = message.partition("; allowed:")
+                runs = ", ".join(f"{framework} {version} on {hw}" for hw, (framework, version) in releases.items())
+                message = f"{head} (plan.engine names no version; the candidates run {runs}){sep}{allowed}"
+            raise ScenarioError(refusals[0].field, message)
 
 
 def _check_size(spec: PlanConfig) -> None:
@@ -443,7 +479,7 @@ def _check_parallelism(spec: PlanConfig) -> None:
                                 f"({why}); allowed: {listed}")
 
 
-def _check_dtypes(spec: PlanConfig) -> None:
+def _check_dtypes(spec: PlanConfig, base_dir: Path) -> None:
     """Refuse a plan `dtype` or `kv_dtype` that no planned (model, GPU) pair can run, before any work, with the
     first pair's reason (the scenario's own rules: simulator.cluster.factory.check_dtypes, check_expert_dtype —
     nvfp4 weights on GPUs without FP4 tensor cores, mxfp4 on dense models; simulator.cluster.fp8_marlin — fp8 on
@@ -451,10 +487,8 @@ def _check_dtypes(spec: PlanConfig) -> None:
     out with that reason and the plan said 'no feasible candidate' (exit 1, outputs written)."""
     from models import get_model
     from profiles.hardware import get_hardware
-    from simulator.cluster.factory import check_dtypes, check_expert_dtype, pool_release
+    from simulator.cluster.factory import check_dtypes, check_expert_dtype
     from simulator.cluster.fp8_marlin import check_fp8_marlin, weight_only_fp8
-    from simulator.config.engine import EngineConfig
-    from simulator.config.serving import LatencyConfig
     reasons = []
     for name in spec.models:
         for choice in spec.hardware:
@@ -462,9 +496,8 @@ def _check_dtypes(spec: PlanConfig) -> None:
                 hw = get_hardware(choice.id)
                 check_dtypes(hw, spec.dtype, spec.kv_dtype, where="plan")
                 check_expert_dtype(get_model(name), spec.dtype, hw)
-                if weight_only_fp8(hw, spec.dtype):   # (the candidates' release: latency source auto, plan.engine)
-                    release = pool_release(LatencyConfig(), EngineConfig.model_validate(spec.engine), hw, spec.dtype,
-                                           spec.kv_dtype, Path.cwd())
+                if weight_only_fp8(hw, spec.dtype):   # (the candidates' release)
+                    release = candidate_release(spec, choice.id, base_dir)
                     check_fp8_marlin(release, hw, get_model(name), spec.dtype)
                 return
             except ScenarioError as exc:
@@ -614,24 +647,38 @@ def _check_workload(spec: PlanConfig, base_dir: Path) -> None:
     check_workload_memory(workload, block_size, prefix=f"{FIELD}.", base_dir=base_dir)
 
 
-def _check_context(spec: PlanConfig, base_dir: Path) -> None:
+def _check_context(spec: PlanConfig, base_dir: Path, releases: dict[str, tuple[str, str | None]]) -> None:
     """With workload.context_overflow 'error' (the default), refuse a plan whose requests, as every DES
     confirmation draws them (simulator.cluster.build: the scenario seed's workload stream), do not fit a
-    planned model's context (max_position_embeddings: a plan sets no cluster.max_model_len). Before, a trace
-    or a length distribution beyond a model's context was screened, then every confirmation failed
-    ("invalid") and the plan said no candidate met the SLOs (exit 1, outputs written)."""
+    planned model's context on a planned GPU: the context its candidates' engine release (`releases`:
+    candidate_releases) derives from the model's config, as a run derives it where no cluster.max_model_len is
+    given (simulator.core.context.context_limit; a plan sets none). Before, a trace or a length distribution
+    beyond a model's context was screened, then every confirmation failed ("invalid") and the plan said no
+    candidate met the SLOs (exit 1, outputs written); and the limit was max_position_embeddings whatever the
+    release, which refused requests the candidates' runs serve (TensorRT-LLM before 1.0 scales a yarn model's
+    context by its rope factor: profiles.engine_time.context_length)."""
     from models import get_model
     from simulator.cluster.build import Streams
     from simulator.config.serving import SchedulerConfig
     from simulator.config.workload import WorkloadConfig
-    from simulator.core.context import check_least_request
+    from simulator.core.context import check_least_request, context_limit, derived_limit
     from simulator.core.workload import generate_requests
     workload = validate_config(WorkloadConfig, spec.workload, f"{FIELD}.workload")
     if workload.context_overflow != "error":
         return
     block_size = validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler").block_size
-    limits = [get_model(name).max_position_embeddings for name in spec.models]
-    for i, (name, limit) in enumerate(zip(spec.models, limits)):   # (before sessions are drawn)
+    limits = []   # (model index, name, limit, where it comes from): one per model and distinct release
+    for i, name in enumerate(spec.models):
+        model = get_model(name)
+        for release in dict.fromkeys(releases.values()):
+            try:
+                limit = context_limit(model, None, release)
+            except ScenarioError as exc:   # (a release that cannot derive it: the model's config lacks a key)
+                raise ScenarioError(f"{FIELD}.models.{i}", exc.message) from None
+            gpus = ", ".join(hw for hw, r in releases.items() if r == release)
+            rule = derived_limit(model, release)[1]
+            limits.append((i, name, limit, f"the context {release[0]} derives for the candidates on {gpus}: {rule}"))
+    for i, name, limit, _ in limits:   # (before sessions are drawn)
         check_least_request(workload.spec(), f"the context of {name} ({FIELD}.models.{i})", limit, base_dir,
                             f"{FIELD}.workload")
     try:
@@ -641,14 +688,14 @@ def _check_context(spec: PlanConfig, base_dir: Path) -> None:
         field = exc.field if exc.field.startswith(f"{FIELD}.") else f"{FIELD}.{exc.field}"
         raise ScenarioError(field, exc.message) from None
     total = table.prompt_tokens + table.output_tokens
-    for i, (name, limit) in enumerate(zip(spec.models, limits)):
+    for i, name, limit, rule in limits:
         over = total > limit
         if over.any():
             r = int(over.argmax())
             raise ScenarioError(f"{FIELD}.workload", f"request {r} needs {int(total[r])} tokens (prompt "
                                 f"{int(table.prompt_tokens[r])} + output {int(table.output_tokens[r])}) but the "
                                 f"context of {name} ({FIELD}.models.{i}) is {limit}; set {FIELD}.workload."
-                                "context_overflow: drop or truncate, or plan models with a longer context")
+                                f"context_overflow: drop or truncate, or plan models with a longer context ({rule})")
 
 
 class _Acceptance(Strict):   # (the union validated under its own key, so errors read `<where>.acceptance.…`)

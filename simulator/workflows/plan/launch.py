@@ -263,6 +263,32 @@ def _other_vocabulary(sc: dict, engine: str) -> list[str]:
             f"{target.vocab_size:,}; {why}: no speculative flags are written (set the speculative method by hand)"]
 
 
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+
+
+def engine_refusal(sc: dict, engine: str, base_dir: Path | None = None) -> str | None:
+    """Why `engine` (vllm | sglang) cannot serve candidate `sc`, one line, or None where it can. The engine the
+    candidate names (the plan's, vllm where it names none) is the one its DES ran: None. Another engine is judged
+    as a scenario naming it runs (cluster.engine {framework: engine}: the release its measured tables on the GPU
+    give, else its newest modelled one), built as a run builds it (simulator.prepare: every engine rule the run
+    applies before it starts — FP8 experts on an A100 under SGLang, which never runs them weight-only
+    (profiles.engine_time.fp8_marlin), an architecture or rope scaling the release cannot load
+    (profiles.engine_time.architectures), a speculation method it refuses on the target
+    (profiles.engine_time.spec_architectures), a drafter or flag it lacks (profiles.engine_time.support)). A
+    launch script for it would not start the server the plan priced: `draftsim plan` writes none and says why."""
+    import simulator
+    from simulator.errors import ScenarioError
+    cluster = sc["cluster"]
+    if engine == ((cluster.get("engine") or {}).get("framework") or "vllm"):
+        return None
+    scenario = {**sc, "cluster": {**cluster, "engine": {"framework": engine}}}
+    try:
+        simulator.prepare(scenario, base_dir=Path(".") if base_dir is None else base_dir)
+    except ScenarioError as exc:
+        return str(exc).splitlines()[0]
+    return None
+
+
 def _format(cmd: list[str]) -> str:
     """One shell command, a flag and its value per line."""
     first = next(i for i, c in enumerate(cmd) if c.startswith("--"))

@@ -232,11 +232,13 @@ def _connected(runner):
 
 
 def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local", workers=None,
-             confirm_top: int | None = None, progress=None, cache: bool = True
+             confirm_top: int | None = None, progress=None, cache: bool = True, warn=None
              ) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
     """Screen, confirm, rank and write the outputs; returns (ranked, screened, out_dir). `progress`, if
     given, is called with one line per stage (and per confirmed candidate), prefixed by the seconds since
-    the start. `cache`: reuse and keep DES runs in <out_dir>/des_cache (simulator.workflows.plan.des_cache)."""
+    the start. `cache`: reuse and keep DES runs in <out_dir>/des_cache (simulator.workflows.plan.des_cache).
+    `warn`, if given, is called with a line per launch script not written (an engine that cannot serve the best
+    candidate: write_launch_scripts)."""
     t0 = time.perf_counter()
 
     def report(line: str) -> None:
@@ -278,27 +280,38 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
         screened.to_csv(staged / CANDIDATES_CSV, index=False)
         ranked.to_csv(staged / RANKED_CSV, index=False)
         plot_pareto(screened, ranked, spec.slo, staged / PARETO_PNG)
-        write_launch_scripts(spec, ranked, staged, base_dir)
+        skipped = write_launch_scripts(spec, ranked, staged, base_dir)
+    for name, why in skipped.items():
+        if warn is not None:
+            warn(f"{name} not written: {why}")
     report(f"wrote {out_dir}/")
     return ranked, screened, out_dir
 
 
-def write_launch_scripts(spec, ranked: pd.DataFrame, out_dir: Path, base_dir: Path | None = None) -> None:
+def write_launch_scripts(spec, ranked: pd.DataFrame, out_dir: Path, base_dir: Path | None = None) -> dict[str, str]:
     """`launch_vllm.sh` and `launch_sglang.sh` for the best DES-confirmed candidate (the first that meets
     the SLOs, else the first ranked): its server command line per role (simulator.workflows.plan.launch);
-    `base_dir`: the plan's folder, which the DES read the candidate's relative paths from."""
+    `base_dir`: the plan's folder, which the DES read the candidate's relative paths from. An engine that cannot
+    serve the candidate (simulator.workflows.plan.launch.engine_refusal: a server that would not start) gets no
+    script: returns {file name: why} for those."""
     from simulator.workflows.plan.config import Candidate
-    from simulator.workflows.plan.launch import launch_script
+    from simulator.workflows.plan.launch import ENGINE_NAMES, engine_refusal, launch_script
     if ranked.empty:
-        return
+        return {}
     best = ranked.iloc[0]
     cand = Candidate(**{k: best[k] for k in Candidate.__dataclass_fields__})
     scenario = DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed)
     verdict = "meets the SLOs" if bool(best["meets_slo"]) else "best found, misses the SLOs"
     title = f"{cand.label}: rank 1 of draftsim plan {spec.name} ({verdict})"
+    skipped = {}
     for engine, name in LAUNCH_FILES.items():
+        refusal = engine_refusal(scenario, engine, base_dir)
+        if refusal is not None:
+            skipped[name] = f"{ENGINE_NAMES[engine]} cannot serve the best candidate ({cand.label}): {refusal}"
+            continue
         script = launch_script(scenario, engine, title, base_dir)
         (out_dir / name).write_text(script, encoding="utf-8")
+    return skipped
 
 
 def infeasible_reasons(screened: pd.DataFrame, slo) -> list[str]:
@@ -381,6 +394,11 @@ def _progress_line(line: str) -> None:
     print(f"draftsim plan: {line}", file=sys.stderr, flush=True)
 
 
+def _warning_line(line: str) -> None:
+    """A warning on stderr, with --quiet too (QUIET_HELP)."""
+    print(f"draftsim plan: warning: {line}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
     if isinstance(args, int):
@@ -391,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         ranked, screened, out_dir = run_plan(args.plan, args.out, executor=args.executor, workers=args.workers,
                                              confirm_top=args.confirm_top,
                                              progress=None if args.quiet else _progress_line,
-                                             cache=not args.no_cache)
+                                             cache=not args.no_cache, warn=_warning_line)
     except (ScenarioError, UnknownNameError) as exc:
         print(f"draftsim plan: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
@@ -409,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
         feasible = int(screened.screen_feasible.sum())
         print(f"screened {len(screened)} candidates ({feasible} feasible); confirmed {len(ranked)} with the DES")
         print(format_ranked(ranked))
-        launch = f", {', '.join(LAUNCH_FILES.values())}" if not ranked.empty else ""
+        written = [name for name in LAUNCH_FILES.values() if (out_dir / name).is_file()]
+        launch = f", {', '.join(written)}" if written else ""
         print(f"outputs in {out_dir}/ ({RANKED_CSV}, {CANDIDATES_CSV}, {PARETO_PNG}{launch})")
     if not ranked.empty and not ranked.meets_slo.any():   # the plan's check: a confirmed way to meet the SLOs
         print(f"draftsim plan: none of the {len(ranked)} candidates confirmed with the DES meets the SLOs "

@@ -398,3 +398,59 @@ def test_the_confirming_run_prices_the_gpu_at_the_plans_price(tmp_path):
     summary = simulator.run(DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed), base_dir=base_dir).summary
     assert cand.usd_per_gpu_hour == 3.10
     assert summary["usd_per_mtok"] == pytest.approx(row.usd_per_mtok, rel=1e-9)
+
+
+# session 23, planfix: the plan's up-front checks read the engine release each candidate runs
+SMALL = {"arrival": {"process": "poisson", "qps": 1}, "prompt_tokens": {"kind": "fixed", "value": 200},
+         "output_tokens": {"kind": "fixed", "value": 20}, "num_requests": 20}
+
+
+def test_the_context_check_reads_the_release_the_candidates_run(tmp_path):
+    """TensorRT-LLM before 1.0 builds a yarn model's max_seq_len as max_position_embeddings × the rope factor
+    (profiles.engine_time.context_length): the plan took max_position_embeddings (163840 for DeepSeek-V3) and
+    refused requests every candidate's run serves (exit 2); it now takes the run's limit. Under TensorRT-LLM 1.x
+    (yarn exempt) the same requests are refused, and the refusal names the release's rule."""
+    import simulator
+    from simulator.errors import ScenarioError
+    from simulator.workflows.plan.config import enumerate_candidates, load_plan
+    from simulator.workflows.plan.screen import DEPLOYMENTS
+    long = {**SMALL, "prompt_tokens": {"kind": "fixed", "value": 170000}, "output_tokens": {"kind": "fixed", "value": 16},
+            "num_requests": 2}
+    plan = dict(models=["deepseek-v3"], hardware=[{"id": "h200"}], dtype="fp8_block", workload=long,
+                search={"tp": [8], "replicas": [1]}, slo={"ttft_s": 600.0, "attainment": 0.5}, confirm_top=0)
+    engine = {"framework": "trtllm", "version": "0.19.0", "chunked_prefill": True}
+    spec, base = load_plan(write(tmp_path, engine=engine, **plan))   # (it said: the context ... is 163840)
+    cand = enumerate_candidates(spec, tuple(DEPLOYMENTS))[0]
+    assert simulator.prepare(DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed), base_dir=base)
+    with pytest.raises(ScenarioError) as exc:
+        load_plan(write(tmp_path, engine={**engine, "version": "1.0.0"}, **plan))
+    assert exc.value.field == "plan.workload" and "(plan.models.0) is 163840" in exc.value.message
+    assert "trtllm" in exc.value.message.lower() and "on h200" in exc.value.message, exc.value.message
+
+
+def test_a_model_no_candidate_release_loads_is_refused_without_a_version(tmp_path, capsys):
+    """plan.engine {framework: sglang} names no version: every candidate runs the release SGLang's measured tables
+    or newest entry give, which has no Jamba; each was screened out alone (exit 1, outputs written). Now refused
+    before any work, naming the release, as with the version given."""
+    out = tmp_path / "o"
+    for engine in ({"framework": "sglang"}, {"framework": "sglang", "version": "0.5.23"}):
+        path = write(tmp_path, models=["jamba-1.5-mini"], hardware=[{"id": "h100-sxm"}], engine=engine,
+                     workload=SMALL, search={"tp": [2], "replicas": [1]}, confirm_top=1)
+        assert main([str(path), "--out", str(out), "--executor", "serial"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert_one_line(err, "plan.models.0")
+        assert err.startswith("draftsim plan: error: plan.models.0: sglang ") and "has no JambaForCausalLM" in err, err
+        assert ("plan.engine names no version" in err) == ("version" not in engine), err
+        assert not out.exists()
+
+
+def test_a_model_one_gpus_release_loads_is_left_to_the_screen(tmp_path):
+    """Where the candidates on one GPU run a release that loads the model, the plan goes on (those of another GPU
+    are screened out with the reason), as for a parallelism that splits some planned models."""
+    from simulator.workflows.plan.config import _check_architectures, load_plan
+    spec, _ = load_plan(write(tmp_path, models=["jamba-1.5-mini"], hardware=[{"id": "h100-sxm"}], workload=SMALL,
+                              search={"tp": [2], "replicas": [1]}))
+    _check_architectures(spec, {"h100-sxm": ("vllm", "0.24.0"), "a100-80gb": ("sglang", "0.5.23")})
+    from simulator.errors import ScenarioError
+    with pytest.raises(ScenarioError, match="has no JambaForCausalLM"):
+        _check_architectures(spec, {"a100-80gb": ("sglang", "0.5.23")})

@@ -178,3 +178,40 @@ def test_launch_lines_write_the_kv_dtype_the_des_ran(engine, flag, bf16):
     sc = {**sc, "cluster": {**nvfp4, "kv_dtype": "bf16"}}
     (cmd,) = _commands(launch_script(sc, engine, "title"))
     assert cmd[cmd.index("--kv-cache-dtype") + 1] == bf16
+
+
+# session 23, planfix: no launch script for an engine that cannot serve the best candidate
+def test_no_launch_script_for_an_engine_that_cannot_serve_the_candidate(tmp_path, capsys):
+    """FP8 MoE weights on an A100: vLLM runs the experts weight-only (FP8 Marlin), SGLang never does
+    (profiles.engine_time.fp8_marlin). launch_sglang.sh was written as if SGLang could serve them; now it is not
+    written (an earlier plan's goes), the plan warns on stderr (--quiet too) with the rule, and the outputs line
+    lists only launch_vllm.sh."""
+    import yaml
+    from simulator.workflows.plan.main import main
+    plan = {"name": "fp8moe", "models": ["qwen3-30b-a3b"], "hardware": [{"id": "a100-80gb"}], "dtype": "fp8",
+            "workload": {"arrival": {"process": "poisson", "qps": 1}, "prompt_tokens": {"kind": "fixed", "value": 200},
+                         "output_tokens": {"kind": "fixed", "value": 20}, "num_requests": 20},
+            "slo": {"ttft_s": 2.0, "attainment": 0.5}, "search": {"tp": [1], "replicas": [1]}, "confirm_top": 1}
+    path, out = tmp_path / "plan.yaml", tmp_path / "out"
+    path.write_text(yaml.safe_dump({**plan, "dtype": "bf16"}))   # (both engines serve bf16 experts)
+    assert main([str(path), "--out", str(out), "--executor", "serial", "--quiet"]) == 0
+    assert not capsys.readouterr().err and (out / "launch_sglang.sh").is_file()
+    path.write_text(yaml.safe_dump(plan))   # re-planned into the same folder: the earlier launch_sglang.sh goes
+    assert main([str(path), "--out", str(out), "--executor", "serial", "--quiet"]) == 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("draftsim plan: warning: launch_sglang.sh not written: SGLang cannot serve the best "
+                          "candidate (qwen3-30b-a3b on 1xa100-80gb") and len(err.splitlines()) == 1, err
+    assert "FP8 Marlin" in err and "MoE experts" in err, err
+    assert (out / "launch_vllm.sh").is_file() and not (out / "launch_sglang.sh").exists()
+    assert main([str(path), "--out", str(out), "--executor", "serial"]) == 0
+    printed = capsys.readouterr().out
+    assert not (out / "launch_sglang.sh").exists()
+    assert printed.rstrip().endswith("pareto.png, launch_vllm.sh)"), printed
+    # the engine the DES ran is not judged again, and an engine that serves it gets its script
+    from simulator.workflows.plan.launch import engine_refusal
+    bf16 = {"cluster": {"model": "qwen3-30b-a3b", "hardware": "a100-80gb", "dtype": "bf16", "replicas": 1,
+                        "parallelism": {"tp": 1, "pp": 1, "ep": 1}},
+            "workload": plan["workload"], "drafter": {"kind": "none"}}
+    assert engine_refusal(bf16, "vllm") is None and engine_refusal(bf16, "sglang") is None
+    fp8 = {**bf16, "cluster": {**bf16["cluster"], "dtype": "fp8"}}
+    assert engine_refusal(fp8, "vllm") is None and "sglang" in engine_refusal(fp8, "sglang")
