@@ -150,7 +150,8 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
     from profiles.select import LATENCY_SOURCES, describe_latency
     from simulator.errors import ScenarioError
     from models.quant_config import QuantConfigError, served_dtype
-    from simulator.cluster.factory import build_replica_kind, resolve_model
+    from simulator.cluster.factory import build_replica_kind, resolve_hardware, resolve_model
+    from simulator.cluster.implied import naming_implied, release_notes
     from simulator.config.validation import validate_config
     from simulator.config.serving import MoeConfig, ParallelismConfig
 
@@ -172,10 +173,18 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
             dtype = served_dtype(dtype, target)
         except QuantConfigError as exc:
             raise ScenarioError("dtype", str(exc)) from None
-        kind = build_replica_kind(model=target, hardware=hardware, parallelism=parallelism, dtype=dtype,
-                                  latency=latency_config, moe=MoeConfig(), memory_utilization=None, price_only=True,
-                                  base_dir=Path.cwd(), where="estimate",
-                                  kv_dtype=kv_dtype, engine_config=engine_config, scheduler=limits)
+        latencies: dict = {}
+
+        def notes() -> dict[str, str]:   # (the engine release `latency` and `engine` leave out: its source)
+            latency_model = latencies.get(resolve_hardware(hardware, Path.cwd(), "hardware").id)
+            return {} if latency_model is None else \
+                release_notes(latency_config, engine_config, latency_model, lambda key: key and f"latency.{key}")
+
+        with naming_implied(notes):
+            kind = build_replica_kind(model=target, hardware=hardware, parallelism=parallelism, dtype=dtype,
+                                      latency=latency_config, moe=MoeConfig(), memory_utilization=None,
+                                      price_only=True, base_dir=Path.cwd(), where="estimate", latencies=latencies,
+                                      kv_dtype=kv_dtype, engine_config=engine_config, scheduler=limits)
     except ScenarioError as exc:  # name the argument, not a scenario field
         field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.hardware": "hardware",
                  "cluster.dtype": "dtype",
@@ -187,7 +196,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
         if inside != exc.field:   # a field of the hardware file (it said `estimate.hardware.hbm_bytes: ...`, a
             # block the command line has none of): `--hardware: hbm_bytes: ...`
             raise ScenarioError("hardware", f"{inside}: {exc.message}") from None
-        raise ScenarioError(field, exc.message) from None
+        raise ScenarioError(field, exc.message, exc.implied) from None
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
     new_tokens = prefill_tokens if prefill_tokens else query_tokens
     check_step_fits(spec, hw, par, dtype, kind.kv_dtype, batch, context_tokens, new_tokens,
@@ -353,6 +362,7 @@ def _in_flags(exc: Exception) -> str:
     """The error in the words of the command line: the scheduler block's fields are the flags that set them
     (`--max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)`, not `scheduler: max_batched_tokens
     ...`, which names a block the command line has none of)."""
+    import re
     from simulator.errors import ScenarioError
     if not isinstance(exc, ScenarioError):
         return str(exc)
@@ -362,7 +372,6 @@ def _in_flags(exc: Exception) -> str:
     if exc.field in ("latency", "cluster.latency"):   # a rule of the block, worded with its fields: the flags'
         # names ('latency: version selects measured tables; it needs source: measured or auto' named a block and
         # fields the command line has none of)
-        import re
         text = exc.message.replace("source: ", "source ")   # (`source: X`, the YAML's, is `--source X`)
         return re.sub(r"\b(source|framework|version|profile_dir)\b", lambda m: LATENCY_FLAGS[m.group(1)], text)
     block, _, key = exc.field.removeprefix("cluster.").partition(".")
@@ -370,7 +379,9 @@ def _in_flags(exc: Exception) -> str:
         # (it said latency.framework, cluster.latency.profile_dir: the fields of a block the command line has none of)
         return f"{LATENCY_FLAGS[key or exc.field]}: {exc.message}"
     if block == "engine" and key.split(".")[0] in ENGINE_FLAGS:   # (it said cluster.engine.host_cpu: ...)
-        return f"{ENGINE_FLAGS[key.split('.')[0]]}: {exc.message}"
+        implied = "" if exc.implied is None else re.sub(   # (a release the flags left out: what implied it)
+            r"\blatency\.(framework|version)\b", lambda m: LATENCY_FLAGS[m.group(1)], f" (not given: {exc.implied})")
+        return f"{ENGINE_FLAGS[key.split('.')[0]]}{implied}: {exc.message}"
     if exc.field.split(".")[0] != "scheduler":
         return str(exc)
     text = exc.message if exc.field == "scheduler" else f"{exc.field.removeprefix('scheduler.')}: {exc.message}"
