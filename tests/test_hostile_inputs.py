@@ -2571,6 +2571,22 @@ CASES = [
                                                                     "gpu_memory_utilization": 0.6}),
             "draftsim: error: cluster.max_model_len (not given: 131072 tokens, derived from llama-3.1-8b's "
             "max_position_embeddings: vLLM _get_and_verify_max_len"),
+    # a refusal of a field the user gave whose message names the implied release ends by saying where it came from
+    Hostile("fielderr_given_field_under_the_tables_release", run(
+        cluster={"hardware": "a100-80gb", "engine": {"async_scheduling": True}},
+        drafter={"kind": "ngram", "gamma": 3}, acceptance={"kind": "constant", "alpha": 0.6}),
+            "draftsim: error: cluster.engine.async_scheduling: vllm 0.14.0 runs async scheduling with EAGLE/MTP "
+            "speculation only (v0.14.0 release notes; PR #31998; vllm/config/vllm.py, VllmConfig.__post_init__ through "
+            "v0.15.1: 'only supported with EAGLE/MTP') (cluster.engine.version not given: vllm 0.14.0, the release of "
+            "a100-80gb's measured tables, cluster.latency)"),
+    Hostile("fielderr_context_given_beyond_the_tables_release", run(
+        cluster={"hardware": "a100-80gb", "model": "llama-3.1-8b", "max_model_len": 200000}),
+            "allowed: 2..131072 (cluster.engine.version not given: vllm 0.14.0, the release of a100-80gb's measured "
+            "tables, cluster.latency)"),
+    Hostile("fielderr_estimate_given_flag_under_the_tables_release", lambda tmp: [
+        "estimate", "--model", "llama-3-8b", "--hardware", "a100-80gb", "--framework", "trtllm", "--cuda-graphs",
+        "piecewise", "--batch", "8"],
+            "vllm 0.28.0.. (--engine-version not given: trtllm 1.0.0, the release of a100-80gb's measured tables)"),
 ]
 
 

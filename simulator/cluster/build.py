@@ -111,7 +111,7 @@ def pool_kind(scenario: Scenario, pool, where: str, seed: int, base_dir: Path,
         latency = latencies.get(resolve_hardware(hardware, base_dir).id)
         return release_notes(cl.latency, cl.engine, latency) if latency is not None else {}
 
-    with naming_implied(notes):
+    with naming_implied(notes, release_named=True):
         return build_replica_kind(
             model=cl.model, hardware=hardware,
             parallelism=pool.parallelism if pool is not None else cl.parallelism, dtype=cl.dtype,

@@ -10,6 +10,7 @@ with that note, on the same one line: "cluster.engine.version (not given: vllm 0
 measured tables, cluster.latency): ..." (models.errors.FieldError `implied`)."""
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from typing import Callable
 
@@ -72,17 +73,36 @@ def context_note(kind) -> str | None:
         else None
 
 
+def _release_of(note: str) -> str:
+    """"vllm 0.14.0" of a cluster.engine.version note ("vllm 0.14.0, the release of ...")."""
+    return note.partition(", ")[0]
+
+
+def _names(message: str, release: str) -> bool:
+    """`message` names the release `release` ("vllm 0.14.0"; not "vllm 0.14.0rc1" nor "vllm 0.14.0.post1")."""
+    return re.search(rf"(?<![\w.]){re.escape(release)}(?![\w.]|\.\w)", message) is not None
+
+
 @contextmanager
-def naming_implied(notes, fields: tuple[str, ...] = (FRAMEWORK, VERSION)):
+def naming_implied(notes, fields: tuple[str, ...] = (FRAMEWORK, VERSION), release_named: bool = False):
     """Re-raise a FieldError of a field in `notes` as a ScenarioError that says the value was not given and what
     implied it. `notes`: {field: note}, or a callable that returns one, called only when a refusal of one of
-    `fields` comes (the release is resolved by then)."""
+    `fields` comes (the release is resolved by then). `release_named`: a refusal of another field (one the user
+    gave: drafter.kind, cluster.engine.async_scheduling, cluster.max_model_len) whose message names the implied
+    release ("vllm 0.14.0 runs async scheduling with EAGLE/MTP speculation only") ends by saying where that release
+    came from, "(cluster.engine.version not given: vllm 0.14.0, the release of ...)"."""
     try:
         yield
     except FieldError as exc:
-        if exc.implied is not None or exc.field not in (fields if callable(notes) else notes):
+        if exc.implied is not None or (exc.field not in (fields if callable(notes) else notes) and not release_named):
             raise
-        found = (notes() if callable(notes) else notes).get(exc.field)
-        if found is None:
-            raise
-        raise ScenarioError(exc.field, exc.message, implied=found) from None
+        try:
+            found = notes() if callable(notes) else notes
+        except FieldError:   # (the refusal came before the pool's hardware and release were resolved)
+            raise exc from None
+        if exc.field in found:
+            raise ScenarioError(exc.field, exc.message, implied=found[exc.field]) from None
+        release = found.get(VERSION)
+        if release_named and release is not None and _names(exc.message, _release_of(release)):
+            raise ScenarioError(exc.field, f"{exc.message} ({VERSION} not given: {release})") from None
+        raise

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -180,7 +181,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
             return {} if latency_model is None else \
                 release_notes(latency_config, engine_config, latency_model, lambda key: key and f"latency.{key}")
 
-        with naming_implied(notes):
+        with naming_implied(notes, release_named=True):
             kind = build_replica_kind(model=target, hardware=hardware, parallelism=parallelism, dtype=dtype,
                                       latency=latency_config, moe=MoeConfig(), memory_utilization=None,
                                       price_only=True, base_dir=Path.cwd(), where="estimate", latencies=latencies,
@@ -358,11 +359,23 @@ ARGUMENT_FLAGS = {"model": "--model", "hardware": "--hardware", "tp": "--tp", "d
                   "query_tokens": "--query-tokens", "prefill_tokens": "--prefill-tokens"}
 
 
+def _latency_in_flags(text: str) -> str:
+    """`text` (simulator.cluster.implied's note of a release the flags left out) with the latency block's fields
+    its flags."""
+    return re.sub(r"\blatency\.(framework|version)\b", lambda m: LATENCY_FLAGS[m.group(1)], text)
+
+
 def _in_flags(exc: Exception) -> str:
+    """`_field_in_flags`, and a refusal's closing note of the release the flags left out, "(cluster.engine.version not
+    given: trtllm 1.0.0, ...)" (simulator.cluster.implied), in the flags' words."""
+    return re.sub(r"\(cluster\.engine\.version not given: ([^()]*)\)$",
+                  lambda m: f"({ENGINE_FLAGS['version']} not given: {_latency_in_flags(m.group(1))})", _field_in_flags(exc))
+
+
+def _field_in_flags(exc: Exception) -> str:
     """The error in the words of the command line: the scheduler block's fields are the flags that set them
     (`--max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)`, not `scheduler: max_batched_tokens
     ...`, which names a block the command line has none of)."""
-    import re
     from simulator.errors import ScenarioError
     if not isinstance(exc, ScenarioError):
         return str(exc)
@@ -379,9 +392,8 @@ def _in_flags(exc: Exception) -> str:
         # (it said latency.framework, cluster.latency.profile_dir: the fields of a block the command line has none of)
         return f"{LATENCY_FLAGS[key or exc.field]}: {exc.message}"
     if block == "engine" and key.split(".")[0] in ENGINE_FLAGS:   # (it said cluster.engine.host_cpu: ...)
-        implied = "" if exc.implied is None else re.sub(   # (a release the flags left out: what implied it)
-            r"\blatency\.(framework|version)\b", lambda m: LATENCY_FLAGS[m.group(1)], f" (not given: {exc.implied})")
-        return f"{ENGINE_FLAGS[key.split('.')[0]]}{implied}: {exc.message}"
+        implied = "" if exc.implied is None else f" (not given: {_latency_in_flags(exc.implied)})"   # (a release the
+        return f"{ENGINE_FLAGS[key.split('.')[0]]}{implied}: {exc.message}"   # flags left out: what implied it)
     if exc.field.split(".")[0] != "scheduler":
         return str(exc)
     text = exc.message if exc.field == "scheduler" else f"{exc.field.removeprefix('scheduler.')}: {exc.message}"

@@ -71,3 +71,20 @@ def test_lazy_notes_are_worked_out_only_for_their_fields():
     with pytest.raises(ScenarioError, match=r"^cluster.dtype: bad$"):   # (given: no field to note)
         with naming_implied(never, ()):
             raise ScenarioError("cluster.dtype", "bad")
+
+
+def test_a_given_field_whose_refusal_names_the_implied_release_says_where_it_came_from():
+    notes = {VERSION: "vllm 0.14.0, the release of a100-80gb's measured tables, cluster.latency"}
+    with pytest.raises(ScenarioError) as caught:
+        with naming_implied(notes, release_named=True):
+            raise ScenarioError("cluster.engine.async_scheduling", "vllm 0.14.0 runs it with EAGLE only")
+    assert str(caught.value) == ("cluster.engine.async_scheduling: vllm 0.14.0 runs it with EAGLE only "
+                                 "(cluster.engine.version not given: vllm 0.14.0, the release of a100-80gb's "
+                                 "measured tables, cluster.latency)")
+    for message in ("vllm 0.14.0rc1 runs it", "vllm 0.14.0.post1 runs it", "sglang 0.14.0 runs it"):
+        with pytest.raises(ScenarioError, match=r"^drafter.kind: [^(]*$"):   # (another release: no note)
+            with naming_implied(notes, release_named=True):
+                raise ScenarioError("drafter.kind", message)
+    with pytest.raises(ScenarioError, match=r"^drafter.kind: vllm 0.14.0 runs it$"):   # (not asked for)
+        with naming_implied(notes):
+            raise ScenarioError("drafter.kind", "vllm 0.14.0 runs it")
