@@ -618,7 +618,8 @@ CASES = [
     # named the scenario's scheduler block (`scheduler: max_batched_tokens (8192) must be >= max_batch_size`),
     # which the command line has none of, and the budget could not be raised from it (2026-11-28)
     Hostile("estimate_max_num_seqs_beyond_the_budget", estimate("--max-num-seqs", "1000000000"),
-            "error: --max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)"),
+            "error: --max-num-batched-tokens (8192, not given: draftsim's default) must be >= --max-num-seqs "
+            "(1000000000)"),
     Hostile("estimate_max_num_seqs_zero", estimate("--max-num-seqs", "0"),
             "error: --max-num-seqs: Input should be greater than or equal to 1"),
     # (without --max-num-seqs the limit is the engine's: vLLM 0.11.1 on lowers its default to the budget and runs;
@@ -2587,6 +2588,13 @@ CASES = [
         "estimate", "--model", "llama-3-8b", "--hardware", "a100-80gb", "--framework", "trtllm", "--cuda-graphs",
         "piecewise", "--batch", "8"],
             "vllm 0.28.0.. (--engine-version not given: trtllm 1.0.0, the release of a100-80gb's measured tables)"),
+    # a scheduler limit the scenario left out was quoted as if written: "max_batched_tokens (8192) must be >= ..."
+    Hostile("fielderr_default_budget_below_the_running_limit", run(scheduler={"kind": "vllm", "max_batch_size": 9000}),
+            "draftsim: error: scheduler: max_batched_tokens (8192, not given: draftsim's default) must be >= "
+            "max_batch_size (9000)"),
+    Hostile("fielderr_default_chunk_above_the_budget", run(scheduler={"kind": "sarathi", "max_batched_tokens": 256}),
+            "draftsim: error: scheduler: chunk_tokens (512, not given: draftsim's default) must be <= max_batched_tokens "
+            "(256)"),
 ]
 
 
