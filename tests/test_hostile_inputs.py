@@ -2538,9 +2538,9 @@ CASES = [
     # session 23, fielderr: a refusal of a value the scenario never wrote (the engine release from the measured
     # tables or cluster.latency, the dtype from a quantized config.json) named the field as if it had been given
     # ("cluster.engine.version: vllm 0.14.0 ..." with no engine block); it now says the value was implied and by what
-    Hostile("fielderr_release_from_latency_version", run(cluster={"hardware": "a100-80gb",
-                                                                  "latency": {"version": "0.14.0"}},
-                                                         drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+    Hostile("fielderr_release_from_latency_version", run(
+        cluster={"hardware": "a100-80gb", "latency": {"version": "0.14.0"}},
+        drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
             "draftsim: error: cluster.engine.version (not given: vllm 0.14.0, the measured tables' release "
             "cluster.latency.version names): vllm 0.14.0 raises at start-up for a draft model"),
     Hostile("fielderr_release_from_trtllm_tables", run(cluster={"hardware": "a100-80gb", "model": "gpt-oss-20b",
@@ -2593,8 +2593,8 @@ CASES = [
             "draftsim: error: scheduler: max_batched_tokens (8192, not given: draftsim's default) must be >= "
             "max_batch_size (9000)"),
     Hostile("fielderr_default_chunk_above_the_budget", run(scheduler={"kind": "sarathi", "max_batched_tokens": 256}),
-            "draftsim: error: scheduler: chunk_tokens (512, not given: draftsim's default) must be <= max_batched_tokens "
-            "(256)"),
+            "draftsim: error: scheduler: chunk_tokens (512, not given: draftsim's default) must be <= "
+            "max_batched_tokens (256)"),
 ]
 
 

@@ -369,7 +369,8 @@ def _in_flags(exc: Exception) -> str:
     """`_field_in_flags`, and a refusal's closing note of the release the flags left out, "(cluster.engine.version not
     given: trtllm 1.0.0, ...)" (simulator.cluster.implied), in the flags' words."""
     return re.sub(r"\(cluster\.engine\.version not given: ([^()]*)\)$",
-                  lambda m: f"({ENGINE_FLAGS['version']} not given: {_latency_in_flags(m.group(1))})", _field_in_flags(exc))
+                  lambda m: f"({ENGINE_FLAGS['version']} not given: {_latency_in_flags(m.group(1))})",
+                  _field_in_flags(exc))
 
 
 def _field_in_flags(exc: Exception) -> str:
