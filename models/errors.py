@@ -34,11 +34,14 @@ class UnknownNameError(ValueError):
 
 class FieldError(ValueError):
     """Bad input naming the field to change and what is allowed: `field`, `message`; str(err) is
-    "field: message". Callers that rename the field read the two, never the text."""
+    "field: message", or "field (not given: implied): message" where the input left the field out and the
+    refused value was implied (`implied`: the value and what implied it, simulator.cluster.implied). Callers that
+    rename the field read the three, never the text."""
 
-    def __init__(self, field: str, message: str):
-        self.field, self.message = field, message
-        super().__init__(f"{field}: {message}")
+    def __init__(self, field: str, message: str, implied: str | None = None):
+        self.field, self.message, self.implied = field, message, implied
+        named = field if implied is None else f"{field} (not given: {implied})"
+        super().__init__(f"{named}: {message}")
 
 
 def is_boolean(value) -> bool:

@@ -618,7 +618,8 @@ CASES = [
     # named the scenario's scheduler block (`scheduler: max_batched_tokens (8192) must be >= max_batch_size`),
     # which the command line has none of, and the budget could not be raised from it (2026-11-28)
     Hostile("estimate_max_num_seqs_beyond_the_budget", estimate("--max-num-seqs", "1000000000"),
-            "error: --max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)"),
+            "error: --max-num-batched-tokens (8192, not given: draftsim's default) must be >= --max-num-seqs "
+            "(1000000000)"),
     Hostile("estimate_max_num_seqs_zero", estimate("--max-num-seqs", "0"),
             "error: --max-num-seqs: Input should be greater than or equal to 1"),
     # (without --max-num-seqs the limit is the engine's: vLLM 0.11.1 on lowers its default to the budget and runs;
@@ -1265,7 +1266,9 @@ CASES = [
     # need 16 GiB; about 7.5 GiB are left at gpu_memory_utilization 0.3) ran, exit 0, where vLLM refuses to start
     Hostile("vllm_kv_below_one_max_model_len_request",
             run(cluster={"model": "llama-3.1-8b", "gpu_memory_utilization": 0.3}),
-            "draftsim: error: cluster.max_model_len: 131072 tokens: one request of that length needs 8192 KV blocks"),
+            "draftsim: error: cluster.max_model_len (not given: 131072 tokens, derived from llama-3.1-8b's "
+            "max_position_embeddings: vLLM _get_and_verify_max_len (vllm/config/model.py), 0.24.0): 131072 tokens: one "
+            "request of that length needs 8192 KV blocks"),
     # ---- theory vs Monte Carlo / plan, sweep, estimate (helper4) ------------------------------------------------
     # a plan whose trace sends every request at one instant was screened at 1 request/s (TTFT 99 % below the
     # DES's), exit 1 after confirming the wrong candidates
@@ -1338,7 +1341,8 @@ CASES = [
             "draftsim: error: cluster.engine.version: vllm 0.14.0 raises at start-up for a draft model"),
     Hostile("a100_tables_release_draft_model", run(cluster={"hardware": "a100-80gb"},
                                                    drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
-            "draftsim: error: cluster.engine.version: vllm 0.14.0 raises at start-up for a draft model"),
+            "draftsim: error: cluster.engine.version (not given: vllm 0.14.0, the release of a100-80gb's measured "
+            "tables, cluster.latency): vllm 0.14.0 raises at start-up for a draft model"),
     # no max_batch_size on vLLM 0.11.0/H100 (max_num_seqs defaults to 1024) with a 512-token budget: vLLM's
     # SchedulerConfig._verify_args raises; before, draftsim ran it at its own 256 (exit 0)
     Hostile("vllm_0_11_0_default_seqs_above_token_budget",
@@ -2538,6 +2542,66 @@ CASES = [
             plan(models=["jamba-1.5-mini"], engine={"framework": "sglang"},
                  search={"tp": [2], "replicas": [1], "drafters": [{"kind": "none"}]}),
             "draftsim plan: error: plan.models.0: sglang 0.5.14 has no JambaForCausalLM (jamba-1.5-mini)"),
+    # session 23, fielderr: a refusal of a value the scenario never wrote (the engine release from the measured
+    # tables or cluster.latency, the dtype from a quantized config.json) named the field as if it had been given
+    # ("cluster.engine.version: vllm 0.14.0 ..." with no engine block); it now says the value was implied and by what
+    Hostile("fielderr_release_from_latency_version", run(
+        cluster={"hardware": "a100-80gb", "latency": {"version": "0.14.0"}},
+        drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: cluster.engine.version (not given: vllm 0.14.0, the measured tables' release "
+            "cluster.latency.version names): vllm 0.14.0 raises at start-up for a draft model"),
+    Hostile("fielderr_release_from_trtllm_tables", run(cluster={"hardware": "a100-80gb", "model": "gpt-oss-20b",
+                                                                "latency": {"framework": "trtllm"}}),
+            "draftsim: error: cluster.engine.version (not given: trtllm 1.0.0, the release of a100-80gb's measured "
+            "tables, cluster.latency): trtllm 1.0.0 has no GptOssForCausalLM (gpt-oss-20b)"),
+    Hostile("fielderr_release_of_the_decode_pools_tables", run(
+        cluster={"disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 1, "hardware": "a100-80gb"},
+                                    "kv_transfer": {"link": "scaleout"}}},
+        drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: cluster.engine.version (not given: vllm 0.14.0, the release of a100-80gb's measured "
+            "tables, cluster.latency): vllm 0.14.0 raises at start-up for a draft model"),
+    Hostile("fielderr_estimate_release_from_tables", lambda tmp: [
+        "estimate", "--model", "gpt-oss-20b", "--hardware", "a100-80gb", "--framework", "trtllm", "--batch", "8"],
+            "draftsim estimate: error: --engine-version (not given: trtllm 1.0.0, the release of a100-80gb's measured "
+            "tables): trtllm 1.0.0 has no GptOssForCausalLM"),
+    Hostile("fielderr_estimate_release_from_version_flag", lambda tmp: [
+        "estimate", "--model", "gpt-oss-20b", "--hardware", "a100-80gb", "--framework", "trtllm", "--version",
+        "1.0.0", "--batch", "8"],
+            "draftsim estimate: error: --engine-version (not given: trtllm 1.0.0, the measured tables' release "
+            "--version names): trtllm 1.0.0 has no GptOssForCausalLM"),
+    Hostile("fielderr_dtype_from_the_checkpoint", lambda tmp: run({**TINY, "cluster": {
+        "hardware": "a100-80gb", "engine": {"framework": "trtllm"},
+        "model": str(_write(tmp, "myfp8.json", json.dumps({**HF, "quantization_config": {
+            "quant_method": "fp8", "activation_scheme": "dynamic"}})))}})(tmp),
+            "draftsim: error: cluster.dtype (not given: fp8, myfp8's config.json quantization_config): fp8 weights "
+            "need FP8 tensor cores, which a100-80gb lacks"),
+    Hostile("fielderr_context_derived_from_the_model", run(cluster={"model": "llama-3.1-8b", "hardware": "a100-40gb",
+                                                                    "gpu_memory_utilization": 0.6}),
+            "draftsim: error: cluster.max_model_len (not given: 131072 tokens, derived from llama-3.1-8b's "
+            "max_position_embeddings: vLLM _get_and_verify_max_len"),
+    # a refusal of a field the user gave whose message names the implied release ends by saying where it came from
+    Hostile("fielderr_given_field_under_the_tables_release", run(
+        cluster={"hardware": "a100-80gb", "engine": {"async_scheduling": True}},
+        drafter={"kind": "ngram", "gamma": 3}, acceptance={"kind": "constant", "alpha": 0.6}),
+            "draftsim: error: cluster.engine.async_scheduling: vllm 0.14.0 runs async scheduling with EAGLE/MTP "
+            "speculation only (v0.14.0 release notes; PR #31998; vllm/config/vllm.py, VllmConfig.__post_init__ through "
+            "v0.15.1: 'only supported with EAGLE/MTP') (cluster.engine.version not given: vllm 0.14.0, the release of "
+            "a100-80gb's measured tables, cluster.latency)"),
+    Hostile("fielderr_context_given_beyond_the_tables_release", run(
+        cluster={"hardware": "a100-80gb", "model": "llama-3.1-8b", "max_model_len": 200000}),
+            "allowed: 2..131072 (cluster.engine.version not given: vllm 0.14.0, the release of a100-80gb's measured "
+            "tables, cluster.latency)"),
+    Hostile("fielderr_estimate_given_flag_under_the_tables_release", lambda tmp: [
+        "estimate", "--model", "llama-3-8b", "--hardware", "a100-80gb", "--framework", "trtllm", "--cuda-graphs",
+        "piecewise", "--batch", "8"],
+            "vllm 0.28.0.. (--engine-version not given: trtllm 1.0.0, the release of a100-80gb's measured tables)"),
+    # a scheduler limit the scenario left out was quoted as if written: "max_batched_tokens (8192) must be >= ..."
+    Hostile("fielderr_default_budget_below_the_running_limit", run(scheduler={"kind": "vllm", "max_batch_size": 9000}),
+            "draftsim: error: scheduler: max_batched_tokens (8192, not given: draftsim's default) must be >= "
+            "max_batch_size (9000)"),
+    Hostile("fielderr_default_chunk_above_the_budget", run(scheduler={"kind": "sarathi", "max_batched_tokens": 256}),
+            "draftsim: error: scheduler: chunk_tokens (512, not given: draftsim's default) must be <= "
+            "max_batched_tokens (256)"),
 ]
 
 

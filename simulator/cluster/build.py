@@ -19,7 +19,9 @@ from simulator.errors import ScenarioError
 from simulator.cluster.engine_cache import engine_prefix_caching, nothing_shared, pending as engine_cache_pending, \
     window_cache_modelled, with_engine_prefix_caching
 from simulator.cluster.engine_scheduler import FILLED
-from simulator.cluster.factory import ReplicaKind, build_replica_kind, deployment_release
+from simulator.cluster.factory import ReplicaKind, build_replica_kind, deployment_release, resolve_hardware, \
+    resolve_model
+from simulator.cluster.implied import context_note, dtype_note, naming_implied, release_notes
 from simulator.core.pauses import PausedRequests
 from simulator.core.replica import Replica
 from simulator.core.routers import make_router
@@ -99,16 +101,25 @@ class Cluster:
 
 def pool_kind(scenario: Scenario, pool, where: str, seed: int, base_dir: Path,
               latencies: dict | None = None) -> ReplicaKind:
-    """The replica kind of one pool (`pool`: a PoolConfig, or None for the colocated cluster)."""
+    """The replica kind of one pool (`pool`: a PoolConfig, or None for the colocated cluster). A refusal of the
+    engine release the scenario leaves out says so, and what implied it (simulator.cluster.implied)."""
     cl = scenario.cluster
-    return build_replica_kind(
-        model=cl.model, hardware=(pool.hardware if pool is not None and pool.hardware else cl.hardware),
-        parallelism=pool.parallelism if pool is not None else cl.parallelism, dtype=cl.dtype,
-        latency=cl.latency, moe=cl.moe, memory_utilization=cl.gpu_memory_utilization, drafter=scenario.drafter,
-        speculation=scenario.speculation, acceptance=scenario.acceptance, policy=scenario.policy,
-        acceptance_seed=seed, base_dir=base_dir, where=where, latencies=latencies, kv_dtype=cl.kv_dtype,
-        kv_layout=cl.kv_cache.layout, early_exit=scenario.early_exit, engine_config=cl.engine,
-        scheduler=scenario.scheduler, max_model_len=cl.max_model_len)
+    hardware = pool.hardware if pool is not None and pool.hardware else cl.hardware
+    latencies = {} if latencies is None else latencies
+
+    def notes() -> dict[str, str]:   # (the pool's latency model: built by then, as the release is resolved from it)
+        latency = latencies.get(resolve_hardware(hardware, base_dir).id)
+        return release_notes(cl.latency, cl.engine, latency) if latency is not None else {}
+
+    with naming_implied(notes, release_named=True):
+        return build_replica_kind(
+            model=cl.model, hardware=hardware,
+            parallelism=pool.parallelism if pool is not None else cl.parallelism, dtype=cl.dtype,
+            latency=cl.latency, moe=cl.moe, memory_utilization=cl.gpu_memory_utilization, drafter=scenario.drafter,
+            speculation=scenario.speculation, acceptance=scenario.acceptance, policy=scenario.policy,
+            acceptance_seed=seed, base_dir=base_dir, where=where, latencies=latencies, kv_dtype=cl.kv_dtype,
+            kv_layout=cl.kv_cache.layout, early_exit=scenario.early_exit, engine_config=cl.engine,
+            scheduler=scenario.scheduler, max_model_len=cl.max_model_len)
 
 
 def _engine_scheduler(scenario: Scenario, kind: ReplicaKind) -> tuple[Scenario, dict | None]:
@@ -199,7 +210,8 @@ def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -
                             f"full-attention and sliding-window groups at once, but a replica of {kind.target.name} on "
                             f"{kind.hardware.id} holds {total}, so such a request could never run (vLLM V1 chunks "
                             f"prompts: scheduler kind vllm_v1); allowed: at most {longest} (set cluster.max_model_len), "
-                            "or scheduler kind vllm_v1, or raise cluster.gpu_memory_utilization or the parallelism")
+                            "or scheduler kind vllm_v1, or raise cluster.gpu_memory_utilization or the parallelism",
+                            context_note(kind))
     if need <= total:
         return
     field = "cluster.max_model_len"
@@ -208,7 +220,7 @@ def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -
                         f"replica of {kind.target.name} on {kind.hardware.id}{'' if where == 'cluster' else ' (' + where + ')'} "
                         f"holds {total}, so vLLM would refuse to start (check_enough_kv_cache_memory); allowed: at "
                         f"most {longest} (set cluster.max_model_len), or raise cluster.gpu_memory_utilization or "
-                        f"the parallelism")
+                        f"the parallelism", context_note(kind))
 
 
 def _requests(scenario: Scenario, streams: Streams, base_dir: Path, kind: ReplicaKind
@@ -462,8 +474,18 @@ def _checkpoint_dtype(scenario: Scenario, base_dir: Path) -> Scenario:
 
 
 def build(scenario: Scenario, base_dir: Path) -> Cluster:
-    from simulator.results.energy import check_power_known
+    """The cluster `scenario` runs; a refusal of the cluster.dtype it leaves out says what implied the dtype
+    (simulator.cluster.implied)."""
+    given = "dtype" in scenario.cluster.model_fields_set
     scenario = _checkpoint_dtype(scenario, base_dir)
+    cl = scenario.cluster
+    with naming_implied(lambda: {"cluster.dtype": dtype_note(cl.dtype, resolve_model(cl.model, base_dir))},
+                        () if given else ("cluster.dtype",)):
+        return _build(scenario, base_dir)
+
+
+def _build(scenario: Scenario, base_dir: Path) -> Cluster:
+    from simulator.results.energy import check_power_known
     cl, dis = scenario.cluster, scenario.cluster.disaggregation
     _check_router(scenario)
     _check_parallel_samples(scenario)

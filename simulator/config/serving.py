@@ -123,16 +123,22 @@ class SchedulerConfig(Strict):
             raise ValueError(f"unknown scheduler {kind!r}; allowed: {', '.join(SCHEDULERS)}")
         return kind
 
+    def _value(self, name: str) -> str:
+        """The value of field `name` for an error line, saying so where the scenario left it out (draftsim's default:
+        "max_batched_tokens (8192) must be >= max_batch_size (9000)" read as if 8192 had been written)."""
+        value = getattr(self, name)
+        return str(value) if name in self.model_fields_set else f"{value}, not given: draftsim's default"
+
     @model_validator(mode="after")
     def _chunk_fits_the_budget(self) -> "SchedulerConfig":
         if self.kind == "sarathi" and self.chunk_tokens > self.max_batched_tokens:
-            raise ValueError(f"chunk_tokens ({self.chunk_tokens}) must be <= max_batched_tokens "
-                             f"({self.max_batched_tokens})")
+            raise ValueError(f"chunk_tokens ({self._value('chunk_tokens')}) must be <= max_batched_tokens "
+                             f"({self._value('max_batched_tokens')})")
         if self.kind in ("vllm", "vllm_v1") and self.max_batch_size is not None \
                 and self.max_batched_tokens < self.max_batch_size:
             # vLLM refuses it too (vllm/config/scheduler.py, SchedulerConfig._verify_args: "max_num_batched_tokens
             # ... must be greater than or equal to max_num_seqs"): every running sequence needs a token per step
-            raise ValueError(f"max_batched_tokens ({self.max_batched_tokens}) must be >= max_batch_size "
+            raise ValueError(f"max_batched_tokens ({self._value('max_batched_tokens')}) must be >= max_batch_size "
                              f"({self.max_batch_size}): each running request needs at least one token of the "
                              "step's budget (vLLM's own rule)")
         return self

@@ -158,7 +158,7 @@ def _naming_the_run(run: Variant, first: Variant, build, *args, **kwargs):
     except FieldError as exc:
         varied = run is not first and run.path == first.path and run.overrides != first.overrides
         where = f"--vary {run.label}" if varied else str(run.path)
-        raise ScenarioError(f"{where}: {exc.field}", exc.message) from None
+        raise ScenarioError(f"{where}: {exc.field}", exc.message, exc.implied) from None
 
 
 def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = False, step_mode: str | None = None):

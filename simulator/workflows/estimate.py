@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -150,7 +151,8 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
     from profiles.select import LATENCY_SOURCES, describe_latency
     from simulator.errors import ScenarioError
     from models.quant_config import QuantConfigError, served_dtype
-    from simulator.cluster.factory import build_replica_kind, resolve_model
+    from simulator.cluster.factory import build_replica_kind, resolve_hardware, resolve_model
+    from simulator.cluster.implied import naming_implied, release_notes
     from simulator.config.validation import validate_config
     from simulator.config.serving import MoeConfig, ParallelismConfig
 
@@ -172,10 +174,18 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
             dtype = served_dtype(dtype, target)
         except QuantConfigError as exc:
             raise ScenarioError("dtype", str(exc)) from None
-        kind = build_replica_kind(model=target, hardware=hardware, parallelism=parallelism, dtype=dtype,
-                                  latency=latency_config, moe=MoeConfig(), memory_utilization=None, price_only=True,
-                                  base_dir=Path.cwd(), where="estimate",
-                                  kv_dtype=kv_dtype, engine_config=engine_config, scheduler=limits)
+        latencies: dict = {}
+
+        def notes() -> dict[str, str]:   # (the engine release `latency` and `engine` leave out: its source)
+            latency_model = latencies.get(resolve_hardware(hardware, Path.cwd(), "hardware").id)
+            return {} if latency_model is None else \
+                release_notes(latency_config, engine_config, latency_model, lambda key: key and f"latency.{key}")
+
+        with naming_implied(notes, release_named=True):
+            kind = build_replica_kind(model=target, hardware=hardware, parallelism=parallelism, dtype=dtype,
+                                      latency=latency_config, moe=MoeConfig(), memory_utilization=None,
+                                      price_only=True, base_dir=Path.cwd(), where="estimate", latencies=latencies,
+                                      kv_dtype=kv_dtype, engine_config=engine_config, scheduler=limits)
     except ScenarioError as exc:  # name the argument, not a scenario field
         field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.hardware": "hardware",
                  "cluster.dtype": "dtype",
@@ -187,7 +197,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
         if inside != exc.field:   # a field of the hardware file (it said `estimate.hardware.hbm_bytes: ...`, a
             # block the command line has none of): `--hardware: hbm_bytes: ...`
             raise ScenarioError("hardware", f"{inside}: {exc.message}") from None
-        raise ScenarioError(field, exc.message) from None
+        raise ScenarioError(field, exc.message, exc.implied) from None
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
     new_tokens = prefill_tokens if prefill_tokens else query_tokens
     check_step_fits(spec, hw, par, dtype, kind.kv_dtype, batch, context_tokens, new_tokens,
@@ -349,7 +359,21 @@ ARGUMENT_FLAGS = {"model": "--model", "hardware": "--hardware", "tp": "--tp", "d
                   "query_tokens": "--query-tokens", "prefill_tokens": "--prefill-tokens"}
 
 
+def _latency_in_flags(text: str) -> str:
+    """`text` (simulator.cluster.implied's note of a release the flags left out) with the latency block's fields
+    its flags."""
+    return re.sub(r"\blatency\.(framework|version)\b", lambda m: LATENCY_FLAGS[m.group(1)], text)
+
+
 def _in_flags(exc: Exception) -> str:
+    """`_field_in_flags`, and a refusal's closing note of the release the flags left out, "(cluster.engine.version not
+    given: trtllm 1.0.0, ...)" (simulator.cluster.implied), in the flags' words."""
+    return re.sub(r"\(cluster\.engine\.version not given: ([^()]*)\)$",
+                  lambda m: f"({ENGINE_FLAGS['version']} not given: {_latency_in_flags(m.group(1))})",
+                  _field_in_flags(exc))
+
+
+def _field_in_flags(exc: Exception) -> str:
     """The error in the words of the command line: the scheduler block's fields are the flags that set them
     (`--max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)`, not `scheduler: max_batched_tokens
     ...`, which names a block the command line has none of)."""
@@ -362,7 +386,6 @@ def _in_flags(exc: Exception) -> str:
     if exc.field in ("latency", "cluster.latency"):   # a rule of the block, worded with its fields: the flags'
         # names ('latency: version selects measured tables; it needs source: measured or auto' named a block and
         # fields the command line has none of)
-        import re
         text = exc.message.replace("source: ", "source ")   # (`source: X`, the YAML's, is `--source X`)
         return re.sub(r"\b(source|framework|version|profile_dir)\b", lambda m: LATENCY_FLAGS[m.group(1)], text)
     block, _, key = exc.field.removeprefix("cluster.").partition(".")
@@ -370,7 +393,8 @@ def _in_flags(exc: Exception) -> str:
         # (it said latency.framework, cluster.latency.profile_dir: the fields of a block the command line has none of)
         return f"{LATENCY_FLAGS[key or exc.field]}: {exc.message}"
     if block == "engine" and key.split(".")[0] in ENGINE_FLAGS:   # (it said cluster.engine.host_cpu: ...)
-        return f"{ENGINE_FLAGS[key.split('.')[0]]}: {exc.message}"
+        implied = "" if exc.implied is None else f" (not given: {_latency_in_flags(exc.implied)})"   # (a release the
+        return f"{ENGINE_FLAGS[key.split('.')[0]]}{implied}: {exc.message}"   # flags left out: what implied it)
     if exc.field.split(".")[0] != "scheduler":
         return str(exc)
     text = exc.message if exc.field == "scheduler" else f"{exc.field.removeprefix('scheduler.')}: {exc.message}"

@@ -113,8 +113,9 @@ def test_releases_without_fp8_marlin_refuse_in_one_line(model, dtype, engine, sa
 
 
 def test_an_fp8_checkpoint_under_a_release_without_it_names_what_would_run_it(tmp_path):
-    with pytest.raises(ScenarioError, match=r"cluster.dtype: fp8 weights .* trtllm 1.0.0 .*; allowed: one of those "
-                                            r"releases \(cluster.engine\), or a GPU with FP8 tensor cores"):
+    with pytest.raises(ScenarioError, match=r"cluster.dtype \(not given: fp8, llama-3.1-8b-fp8's config.json "
+                                            r"quantization_config\): fp8 weights .* trtllm 1.0.0 .*; allowed: one of "
+                                            r"those releases \(cluster.engine\), or a GPU with FP8 tensor cores"):
         simulator.run(_without_dtype(scenario(cluster={"hardware": "a100-80gb", "model": str(_fp8_checkpoint(tmp_path)),
                                                        "engine": {"framework": "trtllm"}})))
 
