@@ -29,7 +29,12 @@ class UnknownNameError(ValueError):
     def __init__(self, what: str, name: str, allowed: Iterable[str], also: str = ""):
         """`also`: what else is allowed beside the names, after their sorted list ("or a path to ...")."""
         self.what, self.name = what, name
-        super().__init__(f"unknown {what} {name!r}; allowed: {', '.join(sorted(allowed))}{', ' + also if also else ''}")
+        self._parts = (what, name, tuple(allowed), also)
+        super().__init__(f"unknown {what} {name!r}; allowed: {', '.join(sorted(self._parts[2]))}{', ' + also if also else ''}")
+
+    def __reduce__(self):
+        """Pickled as the parts it was made of (FieldError.__reduce__: the same reason)."""
+        return self.__class__, self._parts
 
 
 class FieldError(ValueError):
@@ -42,6 +47,11 @@ class FieldError(ValueError):
         self.field, self.message, self.implied = field, message, implied
         named = field if implied is None else f"{field} (not given: {implied})"
         super().__init__(f"{named}: {message}")
+
+    def __reduce__(self):
+        """Pickled as its three parts (an error raised in a worker process or on a Dask worker reaches the
+        caller): Exception's own reduce re-calls the class with the one formatted text, which lacks `message`."""
+        return self.__class__, (self.field, self.message, self.implied)
 
 
 def is_boolean(value) -> bool:
