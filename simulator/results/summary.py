@@ -49,6 +49,9 @@ def cluster_summary(cluster, requests, end_s: float) -> dict:
     if cluster.engine_prefix_caching:   # the prefix caching the named engine runs where the scenario gave none
         summary["engine_prefix_caching"] = cluster.engine_prefix_caching
     summary.update(config_derived_summary(scenario, pools))
+    orders = sorted({rep.limits.queue_order.name for rep in cluster.replicas if rep.limits.queue_order is not None})
+    if orders:   # the waiting queue was not taken in arrival order (SGLang's --schedule-policy, given or its default)
+        summary["schedule_policy"] = orders[0] if len(orders) == 1 else orders
     summary.update(pricing_summary(pools, totals))
     if single:
         summary["kv_tokens_per_replica"] = pools[0].kind.kv_tokens

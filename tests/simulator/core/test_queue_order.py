@@ -131,8 +131,11 @@ def test_sglang_0_4_2_runs_lpm_and_0_4_5_fcfs_end_to_end(e2e):
     assert not np.array_equal(lpm.requests["admit_s"].to_numpy(), fcfs.requests["admit_s"].to_numpy())
     named = simulator.run(_sessions("0.4.2", schedule_policy="fcfs"))
     assert np.array_equal(named.requests["admit_s"].to_numpy(), fcfs.requests["admit_s"].to_numpy())
+    assert "schedule_policy" not in named.summary and "schedule_policy" not in fcfs.summary   # (arrival order)
     named = simulator.run(_sessions("0.4.5", schedule_policy="lpm"))
     assert np.array_equal(named.requests["admit_s"].to_numpy(), lpm.requests["admit_s"].to_numpy())
+    # summary.json names the order that ran where it is not arrival order, given or the release's default
+    assert lpm.summary["schedule_policy"] == named.summary["schedule_policy"] == "lpm"
 
 
 def test_lpm_bulk_equals_step_and_is_deterministic():
