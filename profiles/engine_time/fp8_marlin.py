@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from profiles.measured.source import version_key
+from profiles.measured.source import version_within
 
 FP8_WEIGHT_DTYPES = ("fp8", "fp8_block")
 
@@ -64,9 +64,7 @@ class Fp8Marlin:
     experts: bool
 
     def covers(self, framework: str, version: str) -> bool:
-        v = version_key(version)
-        return framework == self.framework and version_key(self.first) <= v and (
-            self.last is None or v <= version_key(self.last))
+        return framework == self.framework and version_within(version, self.first, self.last)
 
     def runs(self, dtype: str, experts: bool) -> bool:
         return dtype in self.dtypes and (self.experts or not experts)

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from profiles.measured.source import version_key
+from profiles.measured.source import version_within
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,7 @@ class AutoKv:
     weights: tuple[str, ...] | None = None
 
     def covers(self, framework: str, version: str) -> bool:
-        v = version_key(version)
-        return framework == self.framework and version_key(self.first) <= v and (
-            self.last is None or v <= version_key(self.last))
+        return framework == self.framework and version_within(version, self.first, self.last)
 
     def takes(self, fmt: str, kv: str, weights: str) -> bool:
         return fmt == self.fmt and kv in self.kv and (self.weights is None or weights in self.weights)

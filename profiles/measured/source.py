@@ -99,6 +99,12 @@ def version_before(version: str, other: str) -> bool:
     return version_key(version) < version_key(other)
 
 
+def version_within(version: str, first: str, last: str | None) -> bool:
+    """Release `version` is one of `first` to `last`, both included (`last` None: every later one; by `version_key`)."""
+    v = version_key(version)
+    return version_key(first) <= v and (last is None or v <= version_key(last))
+
+
 def version_key(text: str):
     """Sort key of a framework version string (PEP 440: 1.3.0rc20 < 1.3.0rc23 < 1.3.0; 0.5.6.post2)."""
     from packaging.version import InvalidVersion, Version  # a dependency of aiconfigurator-core and pip tools
