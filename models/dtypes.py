@@ -32,6 +32,9 @@ WEIGHT_ONLY_DTYPES = frozenset({"int4", "mxfp4"})
 # activations, elsewhere Marlin (`get_mxfp4_backend`); `get_min_capability` 80 (Ampere). So mxfp4 is weight-only
 # on every GPU, not W4A4: it needs no FP4 tensor cores.
 EXPERT_ONLY_DTYPES = frozenset({"mxfp4"})
+# Dtypes a model's weights can be served in (cluster.dtype; int8 is a byte width here, no serving format), in the
+# order the allowed ones are listed in errors.
+WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4", "mxfp4")
 # Dtypes a KV cache can be stored in (vLLM --kv-cache-dtype: auto = the model's 16-bit dtype, fp8, nvfp4 —
 # vllm/v1/kv_cache_interface.py KVQuantMode.NVFP4: "packed fp4 data + fp8 block scales", one scale per 16).
 KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from models.dtypes import FP4_DTYPES, WEIGHT_ONLY_DTYPES
+from models.dtypes import FP4_DTYPES, WEIGHT_DTYPES, WEIGHT_ONLY_DTYPES
 from models.errors import UnknownNameError, catalog_key
 
 GB = 1e9
@@ -89,8 +89,7 @@ class HardwareSpec:
     def allowed_weight_dtypes(self) -> list[str]:
         """The weight dtypes this GPU runs: those `weight_dtype_error` lets through (fp16 without a rate of its
         own among them, at the bf16 rate: `matmul_flops`; the list left it out while fp16 ran)."""
-        return [d for d in ("fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4", "mxfp4")
-                if self._missing_tensor_cores(d) is None]
+        return [d for d in WEIGHT_DTYPES if self._missing_tensor_cores(d) is None]
 
     def _missing_tensor_cores(self, dtype: str) -> str | None:
         """The peak-rate key (fp8, fp4) weights in `dtype` need and this GPU lacks, or None."""

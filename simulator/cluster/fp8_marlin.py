@@ -8,12 +8,11 @@ work, with one line naming cluster.dtype, the release and what is allowed.
 """
 from __future__ import annotations
 
+from models.dtypes import WEIGHT_DTYPES
 from models.spec import ModelSpec
 from profiles.engine_time import fp8_marlin
 from profiles.hardware import HardwareSpec
 from simulator.errors import ScenarioError
-
-WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4", "mxfp4")
 
 
 def weight_only_fp8(hw: HardwareSpec, dtype: str) -> bool:
