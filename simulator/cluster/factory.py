@@ -61,7 +61,7 @@ from simulator.cluster.sglang_memory import SglangDeployment, counts_draft, gpu_
 from simulator.cluster.vllm_memory import ProfileRun, device_total_bytes
 from simulator.cluster.engine_scheduler import with_engine_defaults
 from simulator.cluster.fp8_marlin import check_fp8_marlin, weight_only_fp8
-from simulator.core.context import context_limit, derived_limit
+from simulator.core.context import context_and_rule
 from profiles.engine_time.batch_defaults import default_max_num_seqs, sglang_max_running_requests
 
 GIB = 1024 ** 3
@@ -593,7 +593,7 @@ class ReplicaKind:
     max_batch_size: int = 256              # running-request limit (max_num_seqs, simulator.cluster.factory.max_num_seqs)
     scheduler: object = None               # the scenario's SchedulerConfig, the named engine's defaults filled in
     #                                        (simulator.cluster.engine_scheduler); None: priced steps only
-    context_len: int = 0                   # the longest context a request may reach (simulator.core.context.context_limit)
+    context_len: int = 0                   # the longest context a request may reach (simulator.core.context.context_and_rule)
     context_rule: str = ""                 # where no max_model_len is given: the engine rule context_len comes from
     batch_rules: EngineBatchRules = EngineBatchRules()   # the engine's step limits beyond the scheduler section
 
@@ -820,8 +820,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     check_architectures(release, target, built_drafter.spec if built_drafter is not None
                         and getattr(drafter, "kind", None) == "draft_model" else None,
                         speculation_method(drafter) if built_drafter is not None else None)
-    context_len = context_limit(target, max_model_len, release)
-    context_rule = derived_limit(target, release)[1] if max_model_len is None else ""
+    context_len, context_rule = context_and_rule(target, max_model_len, release)
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)
         scheduler = with_engine_defaults(scheduler, latency, engine_config, release, hw, context_len, family)
     max_seqs = max_num_seqs(scheduler, latency, engine_config, hw, lat, family)

@@ -68,7 +68,7 @@ def dtype_note(dtype: str, target) -> str:
 
 def context_note(kind) -> str | None:
     """How the context limit of the pool `kind` (a ReplicaKind) was implied where cluster.max_model_len is left out
-    (its `context_rule`: the engine's derived limit, simulator.core.context.derived_limit); None where it was given."""
+    (its `context_rule`: the engine's derived limit, simulator.core.context.context_and_rule); None where it was given."""
     return f"{kind.context_len} tokens, derived from {kind.target.name}'s {kind.context_rule}" if kind.context_rule \
         else None
 

@@ -38,26 +38,21 @@ def _modelled(release: tuple[str, str | None]) -> tuple[str, str]:
         return framework, version or "0"
 
 
-def derived_limit(model, release: tuple[str, str | None] = ("vllm", None)) -> tuple[int, str]:
-    """(the context limit the engine `release` serves `model` with where no max_model_len is given, the config
-    keys and rule it comes from: profiles.engine_time.context_length.derived_context)."""
-    from profiles.engine_time.context_length import derived_context
-    return derived_context(*_modelled(release), model)
-
-
-def context_limit(model, max_model_len: int | None, release: tuple[str, str | None] = ("vllm", None)) -> int:
-    """The context limit of a run on `release` (framework, version; None: the release modelled where none is
-    given): `max_model_len`, else the engine's derived limit (ScenarioError naming cluster.max_model_len where the
-    engine refuses or cuts the value given: profiles.engine_time.context_length)."""
-    from profiles.engine_time.context_length import check_given
+def context_and_rule(model, max_model_len: int | None, release: tuple[str, str | None] = ("vllm", None)
+                     ) -> tuple[int, str]:
+    """(the context limit of a run on `release` (framework, version; None: the release modelled where none is given),
+    the config keys and engine rule it was derived from, "" where `max_model_len` gives it): `max_model_len`, else
+    the engine's derived limit (profiles.engine_time.context_length.derived_context); ScenarioError naming
+    cluster.max_model_len where the engine refuses or cuts the value given."""
+    from profiles.engine_time.context_length import check_given, derived_context
     from profiles.engine_time.support import UnsupportedCombination
     try:
         if max_model_len is None:
-            return derived_limit(model, release)[0]
+            return derived_context(*_modelled(release), model)
         check_given(*_modelled(release), model, max_model_len)
     except UnsupportedCombination as exc:
         raise ScenarioError(exc.field, exc.message) from None
-    return max_model_len
+    return max_model_len, ""
 
 
 def check_least_request(workload, context: str, limit: int, base_dir, field: str = "workload") -> None:
@@ -111,7 +106,7 @@ def apply_context_limit(table: RequestTable, limit: int, mode: str, model_name: 
     if mode == "drop":
         return table, over
     from simulator.core.prefixes import PrefixKeys
-    from simulator.core.workload import RequestTable   # imported here: `draftsim estimate` needs only context_limit
+    from simulator.core.workload import RequestTable   # imported here: `draftsim estimate` needs only context_and_rule
     output = np.minimum(table.output_tokens, limit - 1)
     prompt = np.where(over, np.maximum(limit - output, 1), table.prompt_tokens)
     keys = table.prefixes

@@ -652,7 +652,7 @@ def _check_context(spec: PlanConfig, base_dir: Path, releases: dict[str, tuple[s
     confirmation draws them (simulator.cluster.build: the scenario seed's workload stream), do not fit a
     planned model's context on a planned GPU: the context its candidates' engine release (`releases`:
     candidate_releases) derives from the model's config, as a run derives it where no cluster.max_model_len is
-    given (simulator.core.context.context_limit; a plan sets none). Before, a trace or a length distribution
+    given (simulator.core.context.context_and_rule; a plan sets none). Before, a trace or a length distribution
     beyond a model's context was screened, then every confirmation failed ("invalid") and the plan said no
     candidate met the SLOs (exit 1, outputs written); and the limit was max_position_embeddings whatever the
     release, which refused requests the candidates' runs serve (TensorRT-LLM before 1.0 scales a yarn model's
@@ -661,7 +661,7 @@ def _check_context(spec: PlanConfig, base_dir: Path, releases: dict[str, tuple[s
     from simulator.cluster.build import Streams
     from simulator.config.serving import SchedulerConfig
     from simulator.config.workload import WorkloadConfig
-    from simulator.core.context import check_least_request, context_limit, derived_limit
+    from simulator.core.context import check_least_request, context_and_rule
     from simulator.core.workload import generate_requests
     workload = validate_config(WorkloadConfig, spec.workload, f"{FIELD}.workload")
     if workload.context_overflow != "error":
@@ -672,11 +672,10 @@ def _check_context(spec: PlanConfig, base_dir: Path, releases: dict[str, tuple[s
         model = get_model(name)
         for release in dict.fromkeys(releases.values()):
             try:
-                limit = context_limit(model, None, release)
+                limit, rule = context_and_rule(model, None, release)
             except ScenarioError as exc:   # (a release that cannot derive it: the model's config lacks a key)
                 raise ScenarioError(f"{FIELD}.models.{i}", exc.message) from None
             gpus = ", ".join(hw for hw, r in releases.items() if r == release)
-            rule = derived_limit(model, release)[1]
             limits.append((i, name, limit, f"the context {release[0]} derives for the candidates on {gpus}: {rule}"))
     for i, name, limit, _ in limits:   # (before sessions are drawn)
         check_least_request(workload.spec(), f"the context of {name} ({FIELD}.models.{i})", limit, base_dir,
