@@ -24,7 +24,7 @@ from pathlib import Path
 
 from models.files import load_shipped_yaml
 from profiles.engine_time.support import UnsupportedCombination
-from profiles.measured.source import version_key
+from profiles.measured.source import is_prerelease, version_key
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "engine_time"
 FRAMEWORKS = ("vllm", "sglang", "trtllm")
@@ -104,11 +104,6 @@ def architecture(model) -> str | None:
     return _architecture_of_family().get(getattr(model, "family", None))
 
 
-def _is_prerelease(version: str) -> bool:
-    key = version_key(version)
-    return key[0] == 1 and key[1].is_prerelease        # (rc, dev: PEP 440)
-
-
 def _through(version: str, bound: str) -> bool:
     """`version` is `bound` or older, its .postN releases included (a post release rebuilds the same release)."""
     key = version_key(version)
@@ -140,7 +135,7 @@ def _check_release(table: Registry | None, framework: str, version: str, key: st
     """UnsupportedCombination naming `field` where `table` cites `version` to predate `key` (`what`: the refusal's
     subject, after the release)."""
     first = table.firsts.get(key) if table is not None else None
-    if first is None or first == NEVER or (table.finals_only and _is_prerelease(version)):
+    if first is None or first == NEVER or (table.finals_only and is_prerelease(version)):
         return
     bound = table.last_without.get(key)
     if bound is not None:

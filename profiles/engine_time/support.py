@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from profiles.measured.source import version_key
+from profiles.measured.source import is_prerelease, version_key
 
 INF = "999"
 
@@ -56,12 +56,16 @@ class Context:
 
 @dataclass(frozen=True)
 class Span:
+    """`framework` releases lo to hi (excl.); `finals`: final releases (and their .postN) only, for a rule cited
+    from release notes, which describe final releases (a pre-release, rc or dev, is never refused by it)."""
+
     framework: str
     lo: str = "0"
     hi: str = INF              # exclusive
+    finals: bool = False
 
     def holds(self, framework: str, version: str) -> bool:
-        return (framework == self.framework
+        return (framework == self.framework and not (self.finals and is_prerelease(version))
                 and version_key(self.lo) <= version_key(version) < version_key(self.hi))
 
     def text(self) -> str:
@@ -219,6 +223,22 @@ RULES: tuple[Rule, ...] = (
     Rule(Span("sglang"), lambda s, c: c.drafter == "suffix", "drafter.kind",
          "has no suffix decoding (the PRs that would add it, #13553 and #27582, were closed unmerged); its "
          "model-free drafter is drafter kind ngram"),
+    # TensorRT-LLM's speculation methods by final release, from its release notes (docs/source/release-notes.md;
+    # its wheels are not on PyPI, so no release's sources were read): Medusa from 0.8.0 ('Medusa decoding
+    # support'; 0.7.1's notes have only 'Speculative decoding (preview)'), EAGLE and prompt lookup (n-gram) from
+    # 0.15.0 ('Added support for EAGLE', 'Added support for prompt-lookup speculative decoding'), EAGLE-3 and MTP
+    # from 0.19.0 (its PyTorch workflow: 'Added initial EAGLE-3 implementation', 'Added Multi-Token Prediction
+    # (MTP) support'; 0.18.x 'builds upon the 0.17.0 release'). Pre-releases are not checked (Span.finals). Draft
+    # models are not checked (the first release is not pinned from the notes)
+    *(Rule(Span("trtllm", "0", first, finals=True), (lambda m: lambda s, c: _method(c) == m)(method),
+           "cluster.engine.version", f"has no {name} ({why}, TensorRT-LLM release notes {first}); allowed: a "
+                                     f"version >= {first}")
+      for method, first, name, why in (
+          ("medusa", "0.8.0", "Medusa speculation", "'Medusa decoding support'"),
+          ("eagle", "0.15.0", "EAGLE speculation", "'Added support for EAGLE'"),
+          ("ngram", "0.15.0", "n-gram speculation", "'Added support for prompt-lookup speculative decoding'"),
+          ("eagle3", "0.19.0", "EAGLE-3 speculation", "'Added initial EAGLE-3 implementation', PyTorch workflow"),
+          ("mtp", "0.19.0", "MTP speculation", "'Added Multi-Token Prediction (MTP) support', PyTorch workflow"))),
     Rule(Span("trtllm"), lambda s, c: c.drafter == "suffix", "drafter.kind",
          "has no suffix decoding (PRs #9706 and #9912, which would add ArcticInference's SuffixDecodingCache, were "
          "closed unmerged); its model-free drafter is drafter kind ngram"),

@@ -105,6 +105,12 @@ def version_within(version: str, first: str, last: str | None) -> bool:
     return version_key(first) <= v and (last is None or v <= version_key(last))
 
 
+def is_prerelease(version: str) -> bool:
+    """`version` is a pre-release (rc, dev: PEP 440), which release notes that describe final releases do not cover."""
+    key = version_key(version)
+    return key[0] == 1 and key[1].is_prerelease
+
+
 def version_key(text: str):
     """Sort key of a framework version string (PEP 440: 1.3.0rc20 < 1.3.0rc23 < 1.3.0; 0.5.6.post2)."""
     from packaging.version import InvalidVersion, Version  # a dependency of aiconfigurator-core and pip tools

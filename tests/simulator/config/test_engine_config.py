@@ -633,6 +633,36 @@ def test_vllm_refuses_a_speculation_method_before_the_release_that_added_it(refu
     check(EngineSettings("vllm", first), first, context, ("full", "none"), {})   # the release that added it
 
 
+@pytest.mark.parametrize("refused,family,method,first", [
+    ("0.7.1", "medusa", "medusa", "0.8.0"), ("0.14.0", "eagle", "eagle", "0.15.0"), ("0.14.0", "ngram", "ngram", "0.15.0"),
+    ("0.18.2", "eagle", "eagle3", "0.19.0"), ("0.12.0", "eagle", "eagle3", "0.19.0"), ("0.18.2", "eagle", "mtp", "0.19.0"),
+])
+def test_trtllm_refuses_a_speculation_method_before_the_final_release_that_added_it(refused, family, method, first):
+    """TensorRT-LLM's release notes: Medusa from 0.8.0, EAGLE and prompt lookup from 0.15.0, EAGLE-3 and MTP (PyTorch
+    workflow) from 0.19.0. Before, e.g. EAGLE on TensorRT-LLM 0.12.0 and EAGLE-3 on 0.18.2 ran (exit 0). A
+    pre-release is not checked (the notes describe final releases)."""
+    from profiles.engine_time.frameworks import EngineSettings
+    from profiles.engine_time.support import Context, UnsupportedCombination, check
+    context = Context(drafter=family, method=method)
+    with pytest.raises(UnsupportedCombination) as err:
+        check(EngineSettings("trtllm", refused), refused, context, ("full", "none"), {})
+    said = err.value.message
+    assert err.value.field == "cluster.engine.version" and said.startswith(f"trtllm {refused} has no "), said
+    assert said.endswith(f"allowed: a version >= {first}") and "release notes" in said and "\n" not in said, said
+    check(EngineSettings("trtllm", first), first, context, ("full", "none"), {})   # the release that added it
+    check(EngineSettings("trtllm", f"{first}rc0"), f"{first}rc0", context, ("full", "none"), {})   # not checked
+
+
+def test_trtllm_eagle3_before_0_19_is_refused_in_a_run():
+    data = scenario(workload={"num_requests": 5}, drafter={"kind": "eagle3", "head": "llama-3.1-8b-eagle3", "gamma": 3},
+                    cluster={"model": "llama-3.1-8b", "engine": {"framework": "trtllm", "version": "0.18.2"}})
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    assert err.value.field == "cluster.engine.version" and "trtllm 0.18.2 has no EAGLE-3" in str(err.value), err.value
+    data["cluster"]["engine"]["version"] = "0.19.0"
+    assert simulator.run(data).summary["requests_finished"] == 5
+
+
 def test_sglang_draft_model_before_0_5_2_is_refused_in_a_run():
     data = scenario(workload={"num_requests": 5}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
                     cluster={"model": "llama-3.1-8b", "engine": {"framework": "sglang", "version": "0.5.1"}})
