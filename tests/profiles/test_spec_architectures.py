@@ -49,6 +49,14 @@ def _refuses(framework, version, method, model) -> str | None:
     ("sglang", "0.5.2", "mtp", "qwen3-next-80b-a3b", False),
     ("trtllm", "1.2.0", "mtp", "deepseek-v3", False),
     ("trtllm", "1.2.0", "mtp", "llama-3.1-8b", True),
+    # TensorRT-LLM EAGLE-3: the release notes' targets (0.21.0: 'Added EAGLE3 support for Qwen-3'), final releases only
+    ("trtllm", "0.20.0", "eagle3", "qwen3-8b", True),
+    ("trtllm", "0.20.0", "eagle3", "qwen3-30b-a3b", True),
+    ("trtllm", "0.21.0rc0", "eagle3", "qwen3-8b", False),  # a pre-release: not in the notes
+    ("trtllm", "0.21.0", "eagle3", "qwen3-8b", False),
+    ("trtllm", "1.0.0", "eagle3", "qwen3-30b-a3b", False),
+    ("trtllm", "0.20.0", "eagle3", "llama-3.1-8b", False),  # (from 0.19.0 with the method itself: support.RULES)
+    ("trtllm", "1.2.0", "eagle3", "mixtral-8x7b", False),  # a target the notes do not name: not checked
     # vLLM 0.9.2-0.16.x: no speculation at all on Mamba models but Qwen3-Next
     ("vllm", "0.11.0", "ngram", "nemotron-h-56b", True),
     ("vllm", "0.16.0", "eagle", "jamba-1.5-mini", True),
@@ -69,6 +77,13 @@ def test_a_refusal_names_the_release_the_architecture_and_what_is_allowed():
     assert "Qwen3MoeForCausalLM (from 0.12.0)" in said and "SupportsEagle3" in said
     said = _refuses("vllm", "0.33.0", "eagle3", "mixtral-8x7b")
     assert "in no release read" in said
+
+
+def test_a_trtllm_eagle3_refusal_names_the_release_that_runs_it():
+    said = _refuses("trtllm", "0.20.0", "eagle3", "qwen3-8b")
+    assert said.startswith("trtllm 0.20.0 does not run EAGLE-3 speculation on Qwen3ForCausalLM (qwen3-8b): "
+                           "TensorRT-LLM runs it on that architecture from 0.21.0 (TensorRT-LLM's release notes")
+    assert said.endswith("allowed: a version >= 0.21.0; or another drafter"), said
 
 
 def test_no_method_no_version_or_an_unknown_architecture_is_not_checked():
