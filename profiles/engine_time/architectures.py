@@ -10,6 +10,10 @@ models.hf_config.ARCHITECTURES), naming `field` (cluster.engine.version), or whe
 (`first: none`), naming `model_field` (cluster.model, or drafter.model for a draft model). Architectures a data
 file does not list (in every release read, or whose first release could not be cited) are not checked.
 
+The same check, with the same data form beside it (`vllm_v1_architectures.yaml`, section `v1_architectures`),
+refuses a vLLM release whose default engine is V1 (from 0.8.0) but whose V1 engine cannot load the architecture
+(its class is SupportsV0Only: vLLM falls back to the V0 engine, which draftsim does not model from 0.8.0).
+
 The same check, with the same data form beside it (`<framework>_rope_types.yaml`, section `rope_types`), refuses
 a release before the first that runs the model's rope scaling type (ModelSpec.rope_scaling_type, config.json's
 rope_scaling: models.context_config): the engine's `get_rope` raises 'Unknown RoPE scaling type' for a type it
@@ -33,7 +37,8 @@ ROW_KEYS = {"first", "source"}   # and optionally last_without
 
 
 # what a data file gates: its file suffix and the section that lists the keys
-ARCHITECTURES, ROPE_TYPES = "architectures", "rope_types"
+ARCHITECTURES, ROPE_TYPES, V1_ARCHITECTURES = "architectures", "rope_types", "v1_architectures"
+V1_ENGINES = ("vllm",)   # the engines with a V1_ARCHITECTURES file (vLLM's V1 engine, the default from V1_FROM)
 
 
 def data_file(framework: str, kind: str = ARCHITECTURES) -> Path:
@@ -126,6 +131,8 @@ def check(framework: str, version: str | None, model, field: str = "cluster.engi
                                                   f"of another architecture{_elsewhere(framework, arch)}")
     if arch is not None:
         _check_release(table, framework, version, arch, f"has no {arch} ({model.name})", field)
+    if arch is not None and framework in V1_ENGINES:
+        _check_v1(framework, version, arch, model, field)
     if getattr(model, "rope_scaling_type", ""):
         _check_release(registry(framework, ROPE_TYPES), framework, version, model.rope_scaling_type,
                        f"cannot run {model.name}'s rope scaling type {model.rope_scaling_type}", field)
@@ -146,6 +153,24 @@ def _check_release(table: Registry | None, framework: str, version: str, key: st
     if version_key(version) < version_key(first):
         raise UnsupportedCombination(field, f"{framework} {version} {what}: {table.registry} lists it from "
                                             f"v{first}; allowed: a version >= {first}")
+
+
+def _check_v1(framework: str, version: str, arch: str, model, field: str) -> None:
+    """UnsupportedCombination naming `field` where `version` is a release whose default engine is V1 (from
+    batch_defaults.V1_FROM) but whose V1 engine cannot load `arch` (<framework>_v1_architectures.yaml): the engine
+    falls back to V0, which draftsim does not model there."""
+    from profiles.engine_time.batch_defaults import V1_FROM
+    table = registry(framework, V1_ARCHITECTURES)
+    first = table.firsts.get(arch) if table is not None else None
+    if first is None or not version_key(V1_FROM) <= version_key(version) < version_key(first):
+        return
+    older = registry(framework).firsts.get(arch, "0")   # (the release that added it, where the registry says)
+    before = f"a version {older} to {V1_FROM} (excl.), or " if older != NEVER and older != "0" \
+        and version_key(older) < version_key(V1_FROM) else ""
+    raise UnsupportedCombination(field, f"{framework} {version} runs {arch} ({model.name}) on its V0 engine only "
+                                        f"(the class is SupportsV0Only: {table.registry} falls back to V0, which "
+                                        f"draftsim does not model from {V1_FROM}; V1 loads it from v{first}); "
+                                        f"allowed: {before}a version >= {first}")
 
 
 def _elsewhere(framework: str, arch: str) -> str:

@@ -168,3 +168,31 @@ def test_every_rope_data_file_names_known_releases(framework):
         assert first != NEVER and Version(first) in known, (framework, kind, first)
     for kind, bound in table.last_without.items():
         assert Version(bound) in known and Version(bound) < Version(table.firsts[kind])
+
+
+@pytest.mark.parametrize("model, refused, first", [
+    ("jamba-1.5-mini", ("0.8.0", "0.9.0", "0.9.2", "0.10.0"), "0.10.1"),   # SupportsV0Only through the 0.10.0 sdist
+    ("nemotron-h-56b", ("0.9.1",), "0.9.2"),                                # SupportsV0Only in 0.9.1, its first release
+])
+def test_vllm_refuses_an_architecture_its_v1_engine_cannot_load(model, refused, first):
+    """vLLM 0.8.0 - 0.10.0 ran Jamba, and 0.9.1 Nemotron-H, with draftsim's V1 rules (exit 0), though vLLM's
+    _is_v1_supported_oracle sends a SupportsV0Only class back to the V0 engine, which draftsim does not model from
+    0.8.0. Refused naming the version that loads it on V1 (and the V0 releases before 0.8.0 where there are)."""
+    for version in refused:
+        said = _refusal("vllm", version, model)
+        assert said is not None and said.field == "cluster.engine.version", version
+        assert said.message.startswith(f"vllm {version} runs ") and "on its V0 engine only" in said.message
+        assert said.message.endswith(f"a version >= {first}"), said.message
+    assert _refusal("vllm", first, model) is None
+    assert "a version 0.5.1 to 0.8.0 (excl.), or" in _refusal("vllm", "0.8.0", "jamba-1.5-mini").message
+    assert _refusal("vllm", "0.7.3", "jamba-1.5-mini") is None      # V0, which draftsim models before 0.8.0
+    assert _refusal("sglang", "0.5.23", "nemotron-h-56b") is None   # the rule is vLLM's
+
+
+def test_the_v1_table_names_known_architectures_and_releases():
+    from packaging.version import Version
+    from profiles.engine_time.architectures import V1_ARCHITECTURES
+    from profiles.engine_time.releases import releases
+    table = registry("vllm", V1_ARCHITECTURES)
+    assert set(table.firsts) <= set(ARCHITECTURES)
+    assert all(Version(first) in set(releases("vllm")) for first in table.firsts.values())
