@@ -17,12 +17,14 @@ refuses a vLLM release whose default engine is V1 (from 0.8.0) but whose V1 engi
 The same check, with the same data form beside it (`<framework>_rope_types.yaml`, section `rope_types`), refuses
 a release before the first that runs the model's rope scaling type (ModelSpec.rope_scaling_type, config.json's
 rope_scaling: models.context_config): the engine's `get_rope` raises 'Unknown RoPE scaling type' for a type it
-does not know, so the release cannot build the model (vLLM 0.2.0 and Llama 3.1's llama3 block). Checked before
+does not know, so the release cannot build the model (vLLM 0.2.0 and Llama 3.1's llama3 block). A row's `last`
+refuses the releases after it too (vLLM's `extended`, 0.5.3 only); `first: none` refuses every release, naming the
+model's field (SGLang has no `extended`). Checked before
 any memory, pricing or context work (profiles.engine_time.context_length derives no context for such a release).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field as default
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,7 +35,7 @@ from profiles.measured.source import is_prerelease, version_key
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "engine_time"
 FRAMEWORKS = ("vllm", "sglang", "trtllm")
 NEVER = "none"                   # `first`: no release read has the architecture
-ROW_KEYS = {"first", "source"}   # and optionally last_without
+ROW_KEYS = {"first", "source"}   # and optionally last_without or last (the newest release that has it)
 
 
 # what a data file gates: its file suffix and the section that lists the keys
@@ -49,12 +51,14 @@ def data_file(framework: str, kind: str = ARCHITECTURES) -> Path:
 class Registry:
     """One engine's data file: `registry` (what was read, quoted in the refusal), `firsts` (architecture -> its
     first release, or NEVER), `last_without` (architecture -> the newest release cited to lack it, where releases
-    between it and `first` were not read), `finals_only`: pre-releases are not checked."""
+    between it and `first` were not read), `lasts` (key -> the newest release that has it, where a later release
+    dropped it), `finals_only`: pre-releases are not checked."""
 
     registry: str
     firsts: dict[str, str]
     last_without: dict[str, str]
     finals_only: bool = False
+    lasts: dict[str, str] = default(default_factory=dict)
 
 
 @lru_cache(maxsize=None)
@@ -69,15 +73,19 @@ def registry(framework: str, kind: str = ARCHITECTURES) -> Registry | None:
             or raw.get("prereleases", "checked") not in ("checked", "unchecked"):
         raise ValueError(f"{path.name}: expected 'registry', a '{kind}' mapping and optionally "
                          "prereleases (checked | unchecked)")
-    firsts, last_without = {}, {}
+    firsts, last_without, lasts = {}, {}, {}
     for name, entry in archs.items():
-        if not isinstance(entry, dict) or not ROW_KEYS <= set(entry) or set(entry) - ROW_KEYS - {"last_without"} \
-                or (str(entry["first"]) == NEVER and "last_without" in entry):
-            raise ValueError(f"{path.name}: {name}: expected 'first' and 'source', optionally 'last_without'")
+        if not isinstance(entry, dict) or not ROW_KEYS <= set(entry) \
+                or set(entry) - ROW_KEYS - {"last_without", "last"} \
+                or (str(entry["first"]) == NEVER and ("last_without" in entry or "last" in entry)):
+            raise ValueError(f"{path.name}: {name}: expected 'first' and 'source', optionally 'last_without' and "
+                             "'last'")
         firsts[str(name)] = str(entry["first"])
         if "last_without" in entry:
             last_without[str(name)] = str(entry["last_without"])
-    return Registry(raw["registry"], firsts, last_without, raw.get("prereleases") == "unchecked")
+        if "last" in entry:
+            lasts[str(name)] = str(entry["last"])
+    return Registry(raw["registry"], firsts, last_without, raw.get("prereleases") == "unchecked", lasts)
 
 
 def first_releases(framework: str = "vllm") -> dict[str, str]:
@@ -133,9 +141,15 @@ def check(framework: str, version: str | None, model, field: str = "cluster.engi
         _check_release(table, framework, version, arch, f"has no {arch} ({model.name})", field)
     if arch is not None and framework in V1_ENGINES:
         _check_v1(framework, version, arch, model, field)
-    if getattr(model, "rope_scaling_type", ""):
-        _check_release(registry(framework, ROPE_TYPES), framework, version, model.rope_scaling_type,
-                       f"cannot run {model.name}'s rope scaling type {model.rope_scaling_type}", field)
+    rope = getattr(model, "rope_scaling_type", "")
+    if rope:
+        what = f"cannot run {model.name}'s rope scaling type {rope}"
+        ropes = registry(framework, ROPE_TYPES)
+        if ropes is not None and ropes.firsts.get(rope) == NEVER:
+            raise UnsupportedCombination(model_field, f"{framework} {version} {what}: {ropes.registry} has it in no "
+                                                      f"release read; allowed: a model of another rope scaling type"
+                                                      f"{_elsewhere(framework, rope, ROPE_TYPES)}")
+        _check_release(ropes, framework, version, rope, what, field)
 
 
 def _check_release(table: Registry | None, framework: str, version: str, key: str, what: str, field: str) -> None:
@@ -150,9 +164,20 @@ def _check_release(table: Registry | None, framework: str, version: str, key: st
             raise UnsupportedCombination(field, f"{framework} {version} {what}: {table.registry} has it from "
                                                 f"v{first}, not in v{bound} or earlier; allowed: a version after {bound}")
         return
+    last = table.lasts.get(key)
+    if last is not None and not version_key(first) <= version_key(version) <= version_key(last):
+        raise UnsupportedCombination(field, f"{framework} {version} {what}: {table.registry} has it in "
+                                            f"{_span(first, last, 'v')} only; allowed: {_span(first, last)}")
     if version_key(version) < version_key(first):
         raise UnsupportedCombination(field, f"{framework} {version} {what}: {table.registry} lists it from "
                                             f"v{first}; allowed: a version >= {first}")
+
+
+def _span(first: str, last: str, v: str = "") -> str:
+    """'v0.5.3' / 'version 0.5.3' for one release, else 'v0.5.3 to v0.6.0' / 'a version 0.5.3 to 0.6.0'."""
+    if first == last:
+        return f"{v}{first}" if v else f"version {first}"
+    return f"{v}{first} to {v}{last}" if v else f"a version {first} to {last}"
 
 
 def _check_v1(framework: str, version: str, arch: str, model, field: str) -> None:
@@ -173,9 +198,11 @@ def _check_v1(framework: str, version: str, arch: str, model, field: str) -> Non
                                         f"allowed: {before}a version >= {first}")
 
 
-def _elsewhere(framework: str, arch: str) -> str:
-    """', or the engine vllm (from 0.5.1)' for each other engine whose data file has `arch`."""
-    found = [f"{other} (from {table.firsts[arch]})" for other in FRAMEWORKS
-             if other != framework and (table := registry(other)) is not None
+def _elsewhere(framework: str, arch: str, kind: str = ARCHITECTURES) -> str:
+    """', or the engine vllm (from 0.5.1)' for each other engine whose data file of `kind` has `arch` (one that
+    lists it with a `last`: 'vllm (0.5.3 only)')."""
+    found = [f"{other} ({_span(table.firsts[arch], table.lasts[arch])} only)" if arch in table.lasts
+             else f"{other} (from {table.firsts[arch]})" for other in FRAMEWORKS
+             if other != framework and (table := registry(other, kind)) is not None
              and table.firsts.get(arch) not in (None, NEVER)]
     return f", or the engine {' or '.join(found)}" if found else ""

@@ -165,9 +165,26 @@ def test_every_rope_data_file_names_known_releases(framework):
     table = registry(framework, ROPE_TYPES)
     known = set(releases(framework))
     for kind, first in table.firsts.items():
-        assert first != NEVER and Version(first) in known, (framework, kind, first)
+        assert first == NEVER or Version(first) in known, (framework, kind, first)
     for kind, bound in table.last_without.items():
         assert Version(bound) in known and Version(bound) < Version(table.firsts[kind])
+    for kind, last in table.lasts.items():
+        assert Version(last) in known and Version(last) >= Version(table.firsts[kind])
+
+
+def test_vllm_runs_the_extended_rope_type_in_0_5_3_only_and_sglang_in_no_release():
+    """Llama 3.1's block as first published (type extended) ran only in vLLM 0.5.3, whose 0.5.3.post1 renamed it
+    llama3 ('Unknown RoPE scaling type extended' after); SGLang's get_rope never had it. Before, vLLM 0.10.0 and
+    SGLang 0.5.0rc0 ran such a model (exit 0 with cluster.max_model_len set)."""
+    for version in ("0.5.2", "0.5.3.post1", "0.10.0"):
+        said = _refusal("vllm", version, _with_rope("extended"))
+        assert said is not None and said.field == "cluster.engine.version", version
+        assert said.message.endswith("has it in v0.5.3 only; allowed: version 0.5.3"), said.message
+    assert _refusal("vllm", "0.5.3", _with_rope("extended")) is None
+    said = _refusal("sglang", "0.5.23", _with_rope("extended"))
+    assert said is not None and said.field == "cluster.model"
+    assert said.message.endswith("has it in no release read; allowed: a model of another rope scaling type, or the "
+                                 "engine vllm (version 0.5.3 only)"), said.message
 
 
 @pytest.mark.parametrize("model, refused, first", [
