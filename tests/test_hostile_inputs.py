@@ -2602,6 +2602,33 @@ CASES = [
     Hostile("fielderr_default_chunk_above_the_budget", run(scheduler={"kind": "sarathi", "max_batched_tokens": 256}),
             "draftsim: error: scheduler: chunk_tokens (512, not given: draftsim's default) must be <= "
             "max_batched_tokens (256)"),
+    # session 24, gates: engine releases that cannot serve the scenario ran it (exit 0): TensorRT-LLM speculation
+    # methods before the final release whose notes add them, EAGLE-3 on a target before its notes' release, a
+    # SupportsV0Only architecture on vLLM's V1 releases, and vLLM 0.5.3's 'extended' rope block elsewhere
+    Hostile("gates_trtllm_eagle3_before_0_19", run(
+        cluster={"model": "llama-3.1-8b", "engine": {"framework": "trtllm", "version": "0.18.2"}},
+        drafter={"kind": "eagle3", "head": "llama-3.1-8b-eagle3", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: trtllm 0.18.2 has no EAGLE-3 speculation ('Added initial EAGLE-3 "
+            "implementation', PyTorch workflow, TensorRT-LLM release notes 0.19.0); allowed: a version >= 0.19.0"),
+    Hostile("gates_trtllm_eagle_before_0_15", run(
+        cluster={"engine": {"framework": "trtllm", "version": "0.12.0"}},
+        drafter={"kind": "head", "style": "autoregressive", "gamma": 3}),
+            "draftsim: error: cluster.engine.version: trtllm 0.12.0 has no EAGLE speculation"),
+    Hostile("gates_trtllm_eagle3_qwen3_before_0_21", run(
+        cluster={"model": "qwen3-8b", "engine": {"framework": "trtllm", "version": "0.20.0"}},
+        drafter={"kind": "eagle3", "head": "qwen3-8b-eagle3", "gamma": 3}),
+            "draftsim: error: drafter.kind: trtllm 0.20.0 does not run EAGLE-3 speculation on Qwen3ForCausalLM "
+            "(qwen3-8b): TensorRT-LLM runs it on that architecture from 0.21.0"),
+    Hostile("gates_vllm_v1_jamba_v0_only", run(
+        cluster={"model": "jamba-1.5-mini", "hardware": "h200", "parallelism": {"tp": 2},
+                 "engine": {"version": "0.9.0"}}, drafter={"kind": "none"}),
+            "draftsim: error: cluster.engine.version: vllm 0.9.0 runs JambaForCausalLM (jamba-1.5-mini) on its V0 "
+            "engine only"),
+    Hostile("gates_vllm_extended_rope_after_0_5_3", lambda tmp: run(cluster={
+        "model": str(_write(tmp, "config.json", json.dumps({**HF, "rope_scaling": {"type": "extended", "factor": 8.0}}))),
+        "engine": {"version": "0.10.0"}, "max_model_len": 8192}, drafter={"kind": "none"})(tmp),
+            "'s rope scaling type extended: vLLM's get_rope (vllm/model_executor/layers/rotary_embedding.py) has it in v0.5.3 only; allowed: version "
+            "0.5.3"),
 ]
 
 

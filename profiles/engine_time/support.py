@@ -8,7 +8,8 @@ Flags (`FLAGS`): a field → the frameworks and version ranges that have it. Ref
 speculation with pipeline parallelism, with DP attention, with mixed chunked prefill, with multi-step
 scheduling, async scheduling with the speculation methods an engine runs synchronously, a speculation
 method before the release that added it (vLLM: draft models from 0.4.1, n-gram 0.4.2, Medusa 0.5.2, EAGLE 0.5.5,
-MTP 0.7.3, EAGLE-3 0.8.5, and in V1 EAGLE from 0.8.3, Medusa and MTP from 0.9.0; SGLang likewise), draft models
+MTP 0.7.3, EAGLE-3 0.8.5, and in V1 EAGLE from 0.8.3, Medusa and MTP from 0.9.0; SGLang likewise; TensorRT-LLM's
+final releases by its release notes), draft models
 where an engine version has none, Medusa where a vLLM release no longer has it (0.33.0), suffix decoding
 where an engine (version) has none, and vLLM's Dynamic
 SD (policy vllm_dynamic) before its release, on other engines, and with data parallelism (where vLLM
