@@ -23,7 +23,7 @@ Each rule as read in the releases' sources (PyPI wheels; TensorRT-LLM from its r
   not build a yarn model: refused as above). Without --max-model-len the limit is that (int); from 0.11.1 (absent in 0.11.0) a longrope model's
   is its top-level original_max_position_embeddings where it has one. A value above it is refused ("User-specified
   max_model_len ... is greater than the derived max_model_len"), from 0.4.0 not where it is at most the config's
-  model_max_length; VLLM_ALLOW_LONG_MAX_MODEL_LEN (from 0.5.4) lifts the refusal: not modelled (refused).
+  model_max_length; VLLM_ALLOW_LONG_MAX_MODEL_LEN (from 0.5.4) lifts the refusal (`allow_long`, below).
 - SGLang, `get_context_length` (srt/hf_transformers_utils.py to 0.5.1, srt/utils/hf_transformers_utils.py 0.5.3 -
   0.5.10, srt/utils/hf_transformers/common.py from 0.5.14; the same in every release 0.4.0 - 0.5.23 read): the first
   key present of max_sequence_length, seq_length, max_seq_len, model_max_length, max_position_embeddings, times the
@@ -40,6 +40,14 @@ Each rule as read in the releases' sources (PyPI wheels; TensorRT-LLM from its r
   larger max_seq_len to it with a warning unless TLLM_ALLOW_LONG_MAX_MODEL_LEN: refused here, naming the value
   TensorRT-LLM would run. Read in the repository's main branch (the 1.x release that added the cut was not
   pinned: an earlier 1.x taking the value unchecked is not modelled).
+
+`allow_long` (a scenario's cluster.engine.allow_long_context) is the engine's variable set to 1: the longer value
+is served, with the engine's warning ("This may lead to incorrect model outputs or CUDA errors", SGLang
+ModelConfig; vLLM and TensorRT-LLM warn alike). vLLM reads VLLM_ALLOW_LONG_MAX_MODEL_LEN from 0.5.4 (a release
+before has no way past its refusal: refused, naming 0.5.4); SGLang reads SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN
+in every release modelled (ModelConfig.__init__, srt/configs/model_config.py, read in the 0.4.0 - 0.4.9 wheels);
+TensorRT-LLM 1.x reads TLLM_ALLOW_LONG_MAX_MODEL_LEN in the same `_init_max_seq_len` that cuts ("1", "true", "yes",
+"y"), and before 1.0 never refuses.
 
 Not modelled, named: vLLM's and TensorRT-LLM's sliding-window cap, which applies only with the window disabled by
 hand (--disable-sliding-window); Gemma 3's exemption (not an architecture draftsim reads); a draft model's limit
@@ -68,6 +76,10 @@ VLLM_EXEMPT = (("su", "0", None), ("longrope", "0", None), ("extended", "0.5.3",
 SGLANG_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
 SGLANG_LONGER_ALLOWED = ("0.4.4", "0.5.1")   # SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN default "True" (docstring)
 TRTLLM_PYTORCH_FROM = "1.0.0"
+VLLM_ALLOW_LONG_FROM = "0.5.4"   # VLLM_ALLOW_LONG_MAX_MODEL_LEN (module docstring)
+ALLOW_LONG_VARIABLES = {"vllm": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "sglang": "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+                        "trtllm": "TLLM_ALLOW_LONG_MAX_MODEL_LEN"}
+ALLOW_LONG_FIELD = "cluster.engine.allow_long_context"
 TRTLLM_EXEMPT = {"engine": ("su", "longrope", "llama3"), "pytorch": ("su", "longrope", "llama3", "yarn")}
 
 
@@ -148,38 +160,65 @@ def derived_context(framework: str, version: str, model) -> tuple[int, str]:
     return model.max_position_embeddings, "max_position_embeddings"
 
 
-def check_given(framework: str, version: str, model, tokens: int) -> None:
+def _reads_allow_long(framework: str, version: str) -> bool:
+    """Whether `framework` `version` has a variable that lifts its refusal of a longer context (module docstring)."""
+    return framework in ALLOW_LONG_VARIABLES and (framework != "vllm" or _at_least(version, VLLM_ALLOW_LONG_FROM))
+
+
+def _or_allow_long(framework: str, version: str) -> str:
+    """The refusal's other way out, where the release has one."""
+    if not _reads_allow_long(framework, version):
+        return ""
+    return f", or {ALLOW_LONG_FIELD}: true ({ALLOW_LONG_VARIABLES[framework]}=1)"
+
+
+def check_given(framework: str, version: str, model, tokens: int, allow_long: bool = False) -> None:
     """UnsupportedCombination (cluster.max_model_len) where `framework` `version` refuses, or cuts, a context of
-    `tokens` for `model` (module docstring); None where it serves it."""
+    `tokens` for `model` (module docstring); None where it serves it. `allow_long`: the engine's variable that
+    lifts the refusal is set (cluster.engine.allow_long_context; refused, naming that field, on a release without
+    it where the value needs it)."""
+    why = _refusal(framework, version, model, tokens)
+    if why is None or (allow_long and _reads_allow_long(framework, version)):
+        return
+    if allow_long and framework == "vllm":
+        raise UnsupportedCombination(ALLOW_LONG_FIELD, f"vllm {version} has no VLLM_ALLOW_LONG_MAX_MODEL_LEN (read "
+                                     f"from {VLLM_ALLOW_LONG_FROM}) and {why}")
+    raise UnsupportedCombination(FIELD, why)
+
+
+def _refusal(framework: str, version: str, model, tokens: int) -> str | None:
+    """Why `framework` `version` refuses, or cuts, a context of `tokens` for `model`, or None where it serves it."""
     if framework == "vllm":
         derived, key = _vllm_derived(version, model)
         if tokens <= derived:
-            return
+            return None
         within = dict(model.length_keys).get("model_max_length")
         if within is not None and tokens <= within and _at_least(version, VLLM_LONGER_WITHIN_MODEL_MAX_LENGTH_FROM):
-            return
+            return None
         allowed = max(int(derived), within or 0) if _at_least(version, VLLM_LONGER_WITHIN_MODEL_MAX_LENGTH_FROM) \
             else int(derived)
-        raise UnsupportedCombination(FIELD, f"{tokens} exceeds the {int(derived)} tokens vllm {version} derives for "
-                                     f"{model.name} ({key}; {_RULES['vllm']}), which refuses a longer "
-                                     f"--max-model-len without VLLM_ALLOW_LONG_MAX_MODEL_LEN; allowed: 2..{allowed}")
+        return (f"{tokens} exceeds the {int(derived)} tokens vllm {version} derives for "
+                f"{model.name} ({key}; {_RULES['vllm']}), which refuses a longer "
+                f"--max-model-len without VLLM_ALLOW_LONG_MAX_MODEL_LEN; allowed: 2..{allowed}"
+                f"{_or_allow_long(framework, version)}")
     if framework == "sglang":
         derived, key = _sglang_derived(model)
         lo, hi = SGLANG_LONGER_ALLOWED
         if tokens <= derived or (_at_least(version, lo) and not _at_least(version, hi)):
-            return
-        raise UnsupportedCombination(FIELD, f"{tokens} exceeds the {derived} tokens sglang {version} derives for "
-                                     f"{model.name} ({key}; {_RULES['sglang']}), which refuses a longer "
-                                     "--context-length without SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN; allowed: "
-                                     f"2..{derived}")
+            return None
+        return (f"{tokens} exceeds the {derived} tokens sglang {version} derives for "
+                f"{model.name} ({key}; {_RULES['sglang']}), which refuses a longer "
+                "--context-length without SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN; allowed: "
+                f"2..{derived}{_or_allow_long(framework, version)}")
     if framework == "trtllm":
         derived, key = _trtllm_derived(version, model)
         if tokens <= derived or not _at_least(version, TRTLLM_PYTORCH_FROM):
-            return
-        raise UnsupportedCombination(FIELD, f"{tokens} exceeds the {derived} tokens trtllm {version} infers for "
-                                     f"{model.name} ({key}; {_RULES['trtllm']}), which lowers max_seq_len to "
-                                     f"{derived} without TLLM_ALLOW_LONG_MAX_MODEL_LEN; allowed: 2..{derived}")
-        return
+            return None
+        return (f"{tokens} exceeds the {derived} tokens trtllm {version} infers for "
+                f"{model.name} ({key}; {_RULES['trtllm']}), which lowers max_seq_len to "
+                f"{derived} without TLLM_ALLOW_LONG_MAX_MODEL_LEN; allowed: 2..{derived}"
+                f"{_or_allow_long(framework, version)}")
     if tokens > model.max_position_embeddings:
-        raise UnsupportedCombination(FIELD, f"{tokens} exceeds max_position_embeddings={model.max_position_embeddings}"
-                                     f" of {model.name}; allowed: 2..{model.max_position_embeddings}")
+        return (f"{tokens} exceeds max_position_embeddings={model.max_position_embeddings} of {model.name}; allowed: "
+                f"2..{model.max_position_embeddings}")
+    return None

@@ -820,7 +820,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     check_architectures(release, target, built_drafter.spec if built_drafter is not None
                         and getattr(drafter, "kind", None) == "draft_model" else None,
                         speculation_method(drafter) if built_drafter is not None else None)
-    context_len, context_rule = context_and_rule(target, max_model_len, release)
+    context_len, context_rule = context_and_rule(target, max_model_len, release,
+                                                 bool(getattr(engine_config, "allow_long_context", None)))
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)
         scheduler = with_engine_defaults(scheduler, latency, engine_config, release, hw, context_len, family)
     max_seqs = max_num_seqs(scheduler, latency, engine_config, hw, lat, family)

@@ -22,6 +22,10 @@ cluster:
     schedule_policy: null      # SGLang's --schedule-policy: fcfs | lpm | lof (the others are refused); default:
                                #   the release's (lpm to 0.4.3.post2, fcfs from 0.4.3.post3:
                                #   profiles/engine_time/queue_defaults.py)
+    allow_long_context: false  # a max_model_len above the context the release derives, served with the engine's
+                               #   warning: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (vLLM >= 0.5.4),
+                               #   SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, TLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+                               #   (profiles/engine_time/context_length.py)
     host_cpu: h100-server      # a host of profiles/data/engine_time/hosts.yaml, or its calibration_us
 ```
 """
@@ -50,6 +54,7 @@ class EngineConfig(Strict):
     prefix_caching: bool | None = None
     schedule_policy: Literal["lpm", "random", "fcfs", "dfs-weight", "lof", "priority", "routing-key", "hrrn",
                              "shortest-prefill-first"] | None = None   # (every SGLang release's choices, 0.4.0-0.5.23)
+    allow_long_context: bool | None = None
     host_cpu: Union[str, float, None] = None
 
     @field_validator("capture_sizes")

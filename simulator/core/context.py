@@ -38,18 +38,19 @@ def _modelled(release: tuple[str, str | None]) -> tuple[str, str]:
         return framework, version or "0"
 
 
-def context_and_rule(model, max_model_len: int | None, release: tuple[str, str | None] = ("vllm", None)
-                     ) -> tuple[int, str]:
+def context_and_rule(model, max_model_len: int | None, release: tuple[str, str | None] = ("vllm", None),
+                     allow_long: bool = False) -> tuple[int, str]:
     """(the context limit of a run on `release` (framework, version; None: the release modelled where none is given),
     the config keys and engine rule it was derived from, "" where `max_model_len` gives it): `max_model_len`, else
     the engine's derived limit (profiles.engine_time.context_length.derived_context); ScenarioError naming
-    cluster.max_model_len where the engine refuses or cuts the value given."""
+    cluster.max_model_len where the engine refuses or cuts the value given (`allow_long`: the engine's variable
+    that allows a longer one is set, cluster.engine.allow_long_context)."""
     from profiles.engine_time.context_length import check_given, derived_context
     from profiles.engine_time.support import UnsupportedCombination
     try:
         if max_model_len is None:
             return derived_context(*_modelled(release), model)
-        check_given(*_modelled(release), model, max_model_len)
+        check_given(*_modelled(release), model, max_model_len, allow_long)
     except UnsupportedCombination as exc:
         raise ScenarioError(exc.field, exc.message) from None
     return max_model_len, ""

@@ -100,6 +100,31 @@ def test_a_longer_context_than_derived_per_engine():
         check_given("trtllm", "1.0.0", spec, 131072)
 
 
+def test_the_engines_variable_serves_a_longer_context_where_the_release_reads_it():
+    """cluster.engine.allow_long_context: VLLM_ALLOW_LONG_MAX_MODEL_LEN from vLLM 0.5.4, SGLang's
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN (read in ModelConfig in every release), TensorRT-LLM 1.x's
+    TLLM_ALLOW_LONG_MAX_MODEL_LEN; every refusal without it names the way out where the release has one."""
+    spec = _spec("Qwen3-8B", **QWEN3_YARN)
+    for framework, version in (("vllm", "0.5.4"), ("vllm", "0.11.0"), ("sglang", "0.4.3"), ("sglang", "0.5.1"),
+                               ("trtllm", "1.0.0")):
+        check_given(framework, version, spec, 262144, allow_long=True)
+        with pytest.raises(UnsupportedCombination, match=r"or cluster.engine.allow_long_context: true \([A-Z_]+=1\)$") as exc:
+            check_given(framework, version, spec, 262144)
+        assert exc.value.field == "cluster.max_model_len"
+    # vLLM 0.5.3 has no such variable: refused naming the flag, and its refusal offers no such way out
+    with pytest.raises(UnsupportedCombination, match=r"vllm 0.5.3 has no VLLM_ALLOW_LONG_MAX_MODEL_LEN \(read from "
+                                                     r"0.5.4\) and 262144 exceeds .* allowed: 2..131072$") as exc:
+        check_given("vllm", "0.5.3", spec, 262144, allow_long=True)
+    assert exc.value.field == "cluster.engine.allow_long_context"
+    with pytest.raises(UnsupportedCombination, match=r"allowed: 2..131072$"):
+        check_given("vllm", "0.5.3", spec, 262144)
+    check_given("vllm", "0.5.3", spec, 131072, allow_long=True)   # a value the release derives needs no variable
+    # the variable lifts the length check only: a config the release cannot derive a length from still fails
+    no_original = _spec("Qwen3-8B", rope_scaling={"rope_type": "yarn", "factor": 4.0})
+    with pytest.raises(UnsupportedCombination, match="original_max_position_embeddings"):
+        check_given("vllm", "0.11.0", no_original, 262144, allow_long=True)
+
+
 def test_yarn_without_its_original_length_fails_vllm_before_0_30():
     spec = _spec("Qwen3-8B", rope_scaling={"rope_type": "yarn", "factor": 4.0})
     with pytest.raises(UnsupportedCombination, match="original_max_position_embeddings"):

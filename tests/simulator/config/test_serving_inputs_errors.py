@@ -32,6 +32,11 @@ BAD = {
     "max_model_len_above_context": ({"cluster": {"max_model_len": 100000}},
                                     "cluster.max_model_len: 100000 exceeds the 8192 tokens vllm"),
     "prompt_longer_than_context": (LONG, "but the context of llama-3-8b is 8192 (cluster.max_model_len)"),
+    "allow_long_context_before_vllm_0_5_4": ({"cluster": {"max_model_len": 16384, "engine": {
+        "version": "0.5.3", "allow_long_context": True}}},
+        "cluster.engine.allow_long_context: vllm 0.5.3 has no VLLM_ALLOW_LONG_MAX_MODEL_LEN (read from 0.5.4)"),
+    "allow_long_context_not_a_boolean": ({"cluster": {"engine": {"allow_long_context": "always"}}},
+                                         "cluster.engine.allow_long_context: Input should be a valid boolean"),
     "unknown_context_overflow": (merge(LONG, {"workload": {"context_overflow": "cut"}}),
                                  "workload.context_overflow: Input should be 'error', 'drop' or 'truncate'"),
     "unknown_preemption": ({"cluster": {"kv_cache": {"preemption": "offload"}}},
@@ -133,6 +138,18 @@ def test_booleans_still_set_boolean_fields():
     import simulator
     result = simulator.run(merge(scenario(), {"outputs": {"plots": False}}))
     assert result.scenario.outputs.plots is False
+
+
+def test_a_longer_context_runs_with_the_engines_variable():
+    """cluster.engine.allow_long_context: the requests a 16K max_model_len admits run (llama-3-8b derives 8,192
+    under vLLM: refused without the flag, BAD above), and the pool's context is the one given."""
+    import simulator
+    data = merge(scenario(), merge(LONG, {"cluster": {"max_model_len": 16384, "engine": {
+        "version": "0.11.0", "allow_long_context": True}}, "outputs": {"plots": False}}))
+    result = simulator.run(data)
+    assert result.summary["requests_finished"] == result.summary["requests_arrived"] > 0
+    assert result.summary["requests_dropped"] == 0 and result.requests.prompt_tokens.min() == 9000
+    assert result.built.pools[0].kind.context_len == 16384
 
 
 def test_the_simulation_keys_old_place_still_runs_with_a_warning():
