@@ -2589,8 +2589,9 @@ CASES = [
             "a100-80gb's measured tables, cluster.latency)"),
     Hostile("fielderr_context_given_beyond_the_tables_release", run(
         cluster={"hardware": "a100-80gb", "model": "llama-3.1-8b", "max_model_len": 200000}),
-            "allowed: 2..131072 (cluster.engine.version not given: vllm 0.14.0, the release of a100-80gb's measured "
-            "tables, cluster.latency)"),
+            "allowed: 2..131072, or cluster.engine.allow_long_context: true (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1) "
+            "(cluster.engine.version not given: vllm 0.14.0, the release of a100-80gb's measured tables, "
+            "cluster.latency)"),
     Hostile("fielderr_estimate_given_flag_under_the_tables_release", lambda tmp: [
         "estimate", "--model", "llama-3-8b", "--hardware", "a100-80gb", "--framework", "trtllm", "--cuda-graphs",
         "piecewise", "--batch", "8"],
