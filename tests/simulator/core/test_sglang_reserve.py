@@ -103,9 +103,11 @@ def _pressure(**over) -> dict:
 
 
 @pytest.mark.parametrize("over", [{}, {"cluster": {"kv_cache": {"prefix_caching": True}}},
+                                  {"cluster": {"kv_cache": {"prefix_caching": True}},   # prompts cached after
+                                   "workload": {"shared_prefix": {"prompts": 4, "tokens": 512}}},   # their batch
                                   {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
                                    "acceptance": {"kind": "constant", "alpha": 0.6}}],
-                         ids=["plain", "radix", "draft_model"])
+                         ids=["plain", "radix", "radix_shared", "draft_model"])
 def test_bulk_equals_step_under_memory_pressure_and_conserves(over):
     import pandas as pd
     data = merge(_pressure(), over)
