@@ -352,10 +352,17 @@ def test_vllm_caches_at_admission_so_the_same_step_hits():
     assert rep.kv.cached(1, 100) == 64
 
 
-@pytest.mark.parametrize("sync", [False, True])
-def test_sglang_system_prompt_burst_bulk_equals_step(sync):
-    """Eight requests behind one 2,000-token system prompt arriving at once, SGLang with and without the overlap
-    loop: bulk and step modes agree and every block comes back."""
+@pytest.mark.parametrize("sync, prefills, hits", [
+    # overlap loop: the first request (alone: the others arrive while it is formed) is not cached when step 2 is
+    # formed: 3 prompts of 2,100 and 1,892 of a fourth (8,192-token chunks) compute the system prompt; step 3: the
+    # fourth's last 208 tokens, then three hits of 2,000 (100 each)
+    (False, [(1, 2100), (4, 8192), (4, 508)], [0, 0, 0, 0, 0, 2000, 2000, 2000]),
+    # synchronous loop: the first is cached when step 2 is formed: seven hits
+    (True, [(1, 2100), (7, 700)], [0] + [2000] * 7)])
+def test_sglang_system_prompt_burst(sync, prefills, hits):
+    """Eight requests behind one 2,000-token system prompt (100 tokens of their own) arriving within microseconds,
+    SGLang 0.4.5 with and without the overlap loop: each prefill step's (prompts, tokens) and each request's hit,
+    in admission order; bulk and step modes agree and every block comes back."""
     sc = merge(shared_prompts(3, 1, 8, 2000, 100), {
         "workload": {"arrival": {"qps": 1e5}, "output_tokens": {"kind": "fixed", "value": 40}},
         "cluster": {"engine": {"framework": "sglang", "version": "0.4.5", "async_scheduling": not sync}},
@@ -364,5 +371,6 @@ def test_sglang_system_prompt_burst_bulk_equals_step(sync):
     rep = result.built.replicas[0]
     assert rep.kv.used_blocks == 0 and rep.kv.cache.free_blocks == rep.kv.total_blocks
     assert rep.kv.overlapped is not sync
-    hits = result.requests.sort_values("admit_s")["cached_prompt_tokens"].to_numpy()
-    assert hits[0] == 0 and set(hits[1:]) <= {0, 2000}
+    steps = result.steps[result.steps.prefill_seqs > 0]
+    assert list(zip(steps.prefill_seqs.tolist(), steps.prefill_tokens.tolist())) == prefills
+    assert result.requests.sort_values("admit_s")["cached_prompt_tokens"].tolist() == hits
