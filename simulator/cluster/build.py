@@ -370,8 +370,10 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
     host = HostMemory(int(cfg.host_memory_gib * 2**30 / per_token), unit) if cfg.host_memory_gib > 0 else None
     if cfg.prefix_caching:
         drop = block if kind.batch_rules.drop_hit_block else 0   # (vLLM V1 with an EAGLE-style drafter)
-        pool = PrefixCachePool(state, blocks, block, PrefixCache(blocks, block, unit, table.prefixes, host, drop),
-                               cfg.shared_prefix_attention)
+        deferred = kind.batch_rules.insert_after_forward   # (SGLang; with its overlap loop where the engine-time
+        overlapped = deferred and kind.engine is not None and kind.engine.overlap   # model overlaps: prefix_cache)
+        pool = PrefixCachePool(state, blocks, block, PrefixCache(blocks, block, unit, table.prefixes, host, drop,
+                                                                 deferred), cfg.shared_prefix_attention, overlapped)
     else:
         pool = BlockPool(state, blocks, block)
     if host is None:

@@ -133,6 +133,8 @@ class EngineBatchRules:
     draft_slots: int = 0
     output_reserve: object = None   # SGLang's reserve for running requests' output (simulator.core.sched.sglang_reserve)
     queue_order: object = None      # SGLang's --schedule-policy (simulator.core.sched.queue_order); None: arrival order
+    insert_after_forward: bool = False   # SGLang: a prompt is cached once its batch has run, not at admission
+    #                                      (simulator.core.kv.prefix_cache)
 
 
 def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec_tokens: int) -> EngineBatchRules:
@@ -165,7 +167,7 @@ def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec
     family = drafter_family(drafter) if drafter is not None else None
     return EngineBatchRules(prefill_requests=sglang_prefill_requests(version, family),
                             prefill_input_tokens=SGLANG_MAX_PREFILL_TOKENS if sglang_chunks_prompts(version, family)
-                            else None, output_reserve=SGLANG_OUTPUT_RESERVE)
+                            else None, output_reserve=SGLANG_OUTPUT_RESERVE, insert_after_forward=True)
 
 
 def schedule_policy(release: tuple[str, str | None], engine_cfg, scheduler):

@@ -114,6 +114,12 @@ class BlockPool:
     def cached(self, r: int, prompt_tokens: int) -> int:
         return 0
 
+    def hit_in_use_tokens(self, r: int) -> int:
+        return 0
+
+    def inserts_held(self) -> bool:
+        return False
+
     def prompt_keys(self, r: int, prompt_tokens: int) -> np.ndarray:
         """The shared prefix keys of r's prompt's full units (a prefix cache's; none here)."""
         return _NO_KEYS

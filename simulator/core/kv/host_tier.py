@@ -80,6 +80,9 @@ class HostTier:
             return self.gpu.blocks_for(swapped), 0
         return self.gpu.need(r)
 
+    def hit_in_use_tokens(self, r: int) -> int:
+        return 0 if r in self.memory.swapped else self.gpu.hit_in_use_tokens(r)
+
     def admit(self, r: int, reserve: bool = True) -> tuple[int, bool]:
         if r not in self.memory.swapped:
             return self.gpu.admit(r, True)

@@ -20,6 +20,26 @@ computed twice (a later unit of a prompt already cached while an earlier one was
 to the second request instead of being a second cached copy; units a request produces while decoding
 become visible to others when it finishes or is preempted (vLLM: as each block fills).
 
+SGLang's radix cache (`deferred`, engine_batch_rules' insert_after_forward) matches as above but caches a prompt
+only once its batch has run: managers/scheduler.py (scheduler_output_processor_mixin.py from 0.4.4)
+`process_batch_result_prefill` calls `tree_cache.cache_unfinished_req(req)` ("This updates radix so others can
+match") for each request of a prefill batch after its forward, and `get_next_batch_to_run` calls it for the request
+being chunked (its tokens so far) before forming the next batch (read in 0.4.0, 0.4.3, 0.4.5, 0.4.9, 0.5.2, 0.5.6).
+So requests of one prefill batch do not hit each other: each computes a prefix they share (the in-batch check of
+lpm, simulator.core.sched.queue_order, only moves such a request to the queue's tail). When they are inserted, in
+batch order, the first caches the prefix and a later one's copy is freed (mem_cache/radix_cache.py
+`cache_unfinished_req`: `token_to_kv_pool.free(kv_indices[len(req.prefix_indices):new_prefix_len])`) and it
+references the cached one (`insert`). Units a request computes are visible to lookups (a match, the lpm order, a
+router) from the next step, in draftsim when the step's prefilled tokens are applied. With the overlap loop
+(`overlapped`; `event_loop_overlap`, the default: `disable_overlap_schedule = False` in 0.4.0 - 0.5.6) batch k+1 is
+formed before batch k's results are processed, so a prompt completed in step k is inserted once step k+1 is planned
+(`on_plan`); a chunk is inserted before the next batch in both loops. The loop is the engine-time model's (its
+`overlap`, off for the drafters SGLang runs synchronously: profiles.engine_time.model); without an engine-time
+model the synchronous loop. Approximations, named: units and blocks as above (SGLang's tree is per token, page 1);
+a prompt's blocks are all reserved at admission (SGLang allocates a chunk's); a request that finishes in its prefill
+step is cached at once (`release`; SGLang's `cache_finished_req` runs with its batch's results); the disaggregated
+prefill server's loop is taken as the colocated one's (not read).
+
 With a host tier (simulator.core.kv.host_tier) units evicted from the GPU are kept in host memory and a
 later hit on them is loaded over the host link instead of recomputed.
 
@@ -67,6 +87,8 @@ class PrefixCache:
     prefixes: PrefixKeys | None
     host: HostMemory | None = None
     drop_tokens: int = 0                              # tokens of a hit computed again (module docstring)
+    deferred: bool = False                            # SGLang: computed units cached by `insert`, not at admission
+    computing: dict = field(default_factory=dict)     # (deferred) r -> [first unit not cached yet, their keys]
     refs: dict = field(default_factory=dict)          # cached unit in use -> requests referencing it
     queue: OrderedDict = field(default_factory=OrderedDict)  # free blocks, head first: unit key -> its blocks,
     held: dict = field(default_factory=dict)          # or ("free", n) -> blocks of a plain segment
@@ -204,7 +226,7 @@ class PrefixCache:
         new = []
         for j in range(len(found), target_tokens // self.unit_tokens):
             k = self.key(r, j, keys)
-            if k in self.refs or k in self.queue:
+            if not self.deferred and (k in self.refs or k in self.queue):
                 break   # cached already (an earlier unit of this prompt was evicted): computed, kept private
             new.append(k)
         held = [k for k, _ in found] + new
@@ -214,19 +236,63 @@ class PrefixCache:
         for k in loaded:
             self.host.touch(k)
         self.take(fresh)
-        for k in loaded + new:
+        for k in loaded if self.deferred else loaded + new:
             self.refs[k] = 1
+        if self.deferred and new:   # cached once computed (`insert`)
+            self.computing[r] = [len(found), new]
         self.held[r] = held
         self.version += 1
         return Admission(self._served(len(found)), len(loaded) * self.unit_tokens, touched + fresh, private,
                          unit_blocks)
 
+    def insert(self, r: int, tokens: int) -> int:
+        """(deferred) Cache the units r computed within its first `tokens` tokens, in prompt order, as SGLang's
+        `RadixCache.cache_unfinished_req` inserts a request's tokens (module docstring): a unit cached meanwhile
+        (by a request of the same prefill batch inserted before it) is r's reference from now on, and r's own copy
+        of it is freed. Returns the blocks that joined the free queue."""
+        entry = self.computing.get(r)
+        if entry is None:
+            return 0
+        first, keys = entry
+        n = min(len(keys), tokens // self.unit_tokens - first)
+        if n <= 0:
+            return 0
+        before, dups = self.free_blocks, 0
+        for k in keys[:n]:
+            if k in self.refs:
+                self.refs[k] += 1
+                dups += 1
+            elif k in self.queue:   # a free cached copy (an earlier unit of r's prompt was evicted): referenced
+                del self.queue[k]
+                self._free_units -= 1
+                self.free_blocks -= self.unit_blocks
+                self.refs[k] = 1
+                dups += 1
+            else:
+                self.refs[k] = 1
+        if n == len(keys):
+            del self.computing[r]
+        else:
+            entry[0], entry[1] = first + n, keys[n:]
+        if dups:
+            self._push(("free", next(self._segments)), dups * self.unit_blocks)
+        self.version += 1
+        return self.free_blocks - before
+
     def release(self, r: int, ctx_tokens: int, private_blocks: int, cache: str) -> int:
         """Free r's blocks (finish or preemption) and return how many joined the free queue. `cache`:
         which of its other full units (beyond those already cached) to cache first: "shared" (units with
         shared keys, e.g. a session's answer that the next turn's prompt repeats), "all" (its private
-        units too, for a re-admission after preemption by recompute), "none"."""
+        units too, for a re-admission after preemption by recompute), "none". (deferred) The units it
+        computed are inserted first; those it had not computed yet are freed uncached."""
+        before = self.free_blocks
         held = self.held.pop(r, [])
+        if r in self.computing:
+            self.insert(r, ctx_tokens)
+            entry = self.computing.pop(r, None)
+            if entry is not None:
+                del held[len(held) - len(entry[1]):]
+                private_blocks += len(entry[1]) * self.unit_blocks
         extra = []
         if cache != "none":
             keys = self._keys(r)
@@ -236,7 +302,6 @@ class PrefixCache:
                     break
                 extra.append(k)
         private_blocks -= len(extra) * self.unit_blocks
-        before = self.free_blocks
         if private_blocks > 0:
             self._push(("free", next(self._segments)), private_blocks)
         for k in reversed(extra):
@@ -284,20 +349,58 @@ class PrefixCachePool(BlockPool):
 
     bulk_replay = True
 
-    def __init__(self, state, total_blocks: int, block_size: int, cache: PrefixCache, shared_attention: bool):
+    def __init__(self, state, total_blocks: int, block_size: int, cache: PrefixCache, shared_attention: bool,
+                 overlapped: bool = False):
         super().__init__(state, total_blocks, block_size)
         self.bulk_capable = self.bulk_capable and not shared_attention   # (the rule above; BlockPool's: one
         #                                                                   sequence per request)
         self.cache, self.shared_attention = cache, shared_attention
+        self.overlapped = overlapped and cache.deferred   # SGLang's overlap loop (module docstring)
+        self._last_batch: frozenset = frozenset()   # (overlapped) the prompts of the step planned last
         self.summarized = True
         self.hit_tokens = self.loaded_tokens = 0
         self.io = [0, 0]   # KV tokens and transfers loaded from host memory for the step being formed
 
+    def _insert_computed(self, hold_last: bool = True) -> None:
+        """(deferred) Cache what the running requests computed in the steps SGLang has processed by now (module
+        docstring): their prefilled tokens, except, with the overlap loop (`hold_last`), the prompts that the
+        step planned last completed, whose results SGLang processes after forming the next batch."""
+        computing = self.cache.computing
+        if not computing:
+            return
+        s, last = self.s, self._last_batch if self.overlapped and hold_last else ()
+        for r in list(computing):
+            done = s.prefilled.item(r)
+            if r in last and done >= s.prefill_target.item(r):
+                continue
+            self.used_blocks -= self.cache.insert(r, done)
+
+    def inserts_held(self) -> bool:
+        """Having cached what SGLang has processed by now: some completed prompt waits to be cached until the next
+        step is formed (the overlap loop), so that step is formed alone (a bulk of decode steps would skip the
+        insertion: sched.vllm's `_bulk_allowed`)."""
+        computing = self.cache.computing
+        if not computing:
+            return False
+        self._insert_computed()
+        s = self.s
+        return any(r in computing and s.prefilled.item(r) >= s.prefill_target.item(r) for r in self._last_batch)
+
     def need(self, r: int, tokens: int | None = None) -> tuple[int, int]:
+        self._insert_computed()
         target = int(self.s.prefill_target[r])
         return self.cache.need_blocks(r, target, self.blocks_for(target)), target
 
+    def hit_in_use_tokens(self, r: int) -> int:
+        """Tokens of r's cache hit that running requests hold (SGLang's PrefillAdder does not charge them:
+        sched.vllm's docstring)."""
+        self._insert_computed()
+        target = int(self.s.prefill_target[r])
+        return (int(self.blocks_for(target)) - self.cache.need_blocks(r, target, self.blocks_for(target))) \
+            * self.block_size
+
     def admit(self, r: int, reserve: bool = True) -> tuple[int, bool]:
+        self._insert_computed()
         s = self.s
         target = int(s.prefill_target[r])
         got = self.cache.admit(r, target, int(self.blocks(r, target)))
@@ -323,6 +426,7 @@ class PrefixCachePool(BlockPool):
         self.used_blocks -= self.cache.release(r, ctx_tokens, private_blocks, keep)
 
     def cached(self, r: int, prompt_tokens: int) -> int:
+        self._insert_computed()
         return self.cache.match_tokens(r, prompt_tokens)
 
     def prompt_keys(self, r: int, prompt_tokens: int) -> np.ndarray:
@@ -334,9 +438,14 @@ class PrefixCachePool(BlockPool):
 
     @property
     def cached_tokens(self) -> int:
+        self._insert_computed()
         return self.cache.cached_tokens
 
     def on_plan(self, plan) -> None:
+        if self.cache.deferred:   # the results of the step before are processed (module docstring)
+            self._insert_computed(hold_last=False)
+            if self.overlapped:
+                self._last_batch = frozenset(plan.prefill_ids)
         plan.io_tokens, plan.io_transfers = self.io
         self.io = [0, 0]
         if self.shared_attention and len(plan.decode_ids) > 1:

@@ -6,7 +6,9 @@ get_new_batch_prefill` (managers/scheduler.py) calls it each scheduler iteration
 waits and the running batch is below max_running_requests), then admits from the head of the sorted queue
 until a request does not fit; the queue keeps its sorted order, new requests join its tail.
 
-- `fcfs`: arrival order (draftsim's queue; a preempted request goes back to its head, simulator.core.replica).
+- `fcfs`: arrival order (draftsim's queue; a preempted request goes back to its head, simulator.core.replica); no
+  prefix match and no in-batch check (`calc_priority` returns at once for fcfs; lof is cache-agnostic too), so
+  requests sharing an uncached prefix are admitted side by side and each computes it (simulator.core.kv.prefix_cache).
 - `lof` (longest output first): a stable sort by max_new_tokens, longest first (`_sort_by_longest_output`); a
   request's max_new_tokens is its output length in draftsim (sglang_reserve's docstring).
 - `lpm` (longest prefix match): with more than 128 requests waiting it is fcfs for that iteration
@@ -17,7 +19,9 @@ until a request does not fit; the queue keeps its sorted order, new requests joi
   queue order, a request whose match is at most IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD (32) tokens is matched
   against a second tree of the prefixes of the waiting requests checked before it: where that match is at least
   IN_BATCH_PREFIX_CACHING_DEPRIORITIZE_THRESHOLD (32) tokens it goes behind every other request ("we prefer to
-  schedule only one of them so that we can increase the cache hit rate"), else its prefix joins that tree.
+  schedule only one of them so that we can increase the cache hit rate"), else its prefix joins that tree. It is
+  only ordered last: where the step's budgets leave room PrefillAdder still takes it into the same batch, which
+  then computes the shared prefix twice (SGLang caches a batch's prompts after it has run).
   A cache-aware policy with the radix cache off (`--disable-radix-cache`) is fcfs (`_validate_and_adjust_policy`):
   simulator.cluster.build.batch_scheduler runs fcfs where the pool keeps no prefix cache.
 

@@ -9,6 +9,10 @@ main at 00550cd, 2026-11; the same from 0.4.0, the oldest release draftsim model
   SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION, 4096 by default.
 - `PrefillAdder.add_one_req`: a waiting request joins the prefill batch only if extend_input_len +
   min(max_new_tokens − len(output_ids), CLIP_MAX_NEW_TOKENS) < rem_total_tokens, else NO_TOKEN ends the batch;
+  extend_input_len is its prompt less its prefix match, and a match on tokens running requests hold costs nothing
+  (they are neither available nor evictable) while one on evictable tokens costs them (`_lock_node` takes them out
+  of evictable_size before the second check): draftsim charges the prompt less the hit that running requests hold
+  (`kv.hit_in_use_tokens`), the free cached units being counted in the free tokens;
   once in, its prompt and its whole clipped output (ratio 1, not new_token_ratio) are charged for the rest of
   the batch (`_prefill_one_req`, `_update_prefill_budget` from 0.5). A chunked request's output is charged only
   with its last chunk (`add_being_chunked_req` / `add_chunked_req`: 0 while truncated).
@@ -133,6 +137,6 @@ class NewTokenRatio:
         view.settle()   # (the bulk profile's emitted tokens, written back)
         r = view.waiting[0]
         s = view.s
-        tokens = view.kv.need(r)[1] - s.prefilled.item(r)
+        tokens = view.kv.need(r)[1] - s.prefilled.item(r) - view.kv.hit_in_use_tokens(r)   # (module docstring)
         total = tokens + min(max(s.output.item(r) - s.emitted.item(r), 0), self.rule.clip_new_tokens)
         return total < self.remaining_tokens(view, prefills)

@@ -9,8 +9,10 @@ v0.5.9): the request being chunked goes first with the next chunk of at most `ma
 (chunked_prefill_size) tokens (`add_chunked_req`), then waiting requests FCFS, each whole while it fits the tokens
 left, else truncated to them (`add_one_req`: `trunc_len = self.rem_chunk_tokens`), which ends the step; a prompt
 of at least `prefill_input_tokens` (max_prefill_tokens) less the step's tokens is not started behind others
-(`real_input_tokens >= self.rem_input_tokens and len(self.can_run_list) != 0`). A step with prompt chunks decodes
-nobody (enable_mixed_chunk off). Approximations, named: SGLang rounds a truncated chunk down to its page size
+(`real_input_tokens >= self.rem_input_tokens and len(self.can_run_list) != 0`), a prompt counted less its prefix
+match (extend_input_len, as the chunks and rem_total_tokens count it; the match is the cache's when the step is
+formed: SGLang caches a batch's prompts after it has run, simulator.core.kv.prefix_cache). A step with prompt chunks
+decodes nobody (enable_mixed_chunk off). Approximations, named: SGLang rounds a truncated chunk down to its page size
 (0.5.x) and compares with `>` rather than `>=` in 0.4.x; neither is modelled.
 
 With `limits.output_reserve` set (SGLang: simulator.cluster.factory.engine_batch_rules) a waiting request also needs
@@ -77,8 +79,9 @@ class Vllm:
         return prefills.plan(view, kept)
 
     def _bulk_allowed(self, view) -> bool:
-        """Bulks under SGLang's reserve: nobody waits, or the batch is full (module docstring)."""
-        return not view.waiting or view.batch_full()
+        """Bulks under SGLang's reserve: nobody waits, or the batch is full (module docstring); and no prompt waits
+        to be cached until the next step is formed (SGLang's overlap loop: simulator.core.kv.prefix_cache)."""
+        return (not view.waiting or view.batch_full()) and not view.kv.inserts_held()
 
     def after_bulk(self, steps: int) -> None:
         """A bulk of `steps` decode steps was applied (simulator.core.bulk.apply_bulk)."""
@@ -89,7 +92,8 @@ class Vllm:
         """The waiting head's prompt is not started behind the step's other prompts: at least max_prefill_tokens
         (`limits.prefill_input_tokens`) less the step's tokens (module docstring)."""
         s, r = view.s, view.waiting[0]
-        rest = s.prefill_target.item(r) - s.prefilled.item(r)
+        target = s.prefill_target.item(r)
+        rest = target - s.prefilled.item(r) - view.kv.cached(r, target)   # (extend_input_len: the hit is not charged)
         return rest >= self.limits.prefill_input_tokens - sum(prefills.chunks)
 
     def admission_room(self, view) -> int:

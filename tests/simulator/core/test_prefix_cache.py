@@ -252,3 +252,125 @@ def test_mooncake_sample_with_caching_on_has_lower_ttft():
     assert on.summary["prefix_cache_hit_rate"] > 0.5 and "prefix_cache_hit_rate" not in off.summary
     assert on.summary["ttft_mean_s"] < 0.5 * off.summary["ttft_mean_s"]
     assert on.steps["prefill_tokens"].sum() < 0.5 * off.steps["prefill_tokens"].sum()
+
+
+# ---- SGLang: a prompt is cached once its batch has run (PrefixCache.deferred; module docstring) ----------------
+S = [1, 2, 3, 4]   # a 64-token system prompt (16-token units) that A, B, C and D start with
+
+
+def _sglang_walk(overlapped: bool, deferred: bool = True, steps: int = 3, max_prefill: int = 100):
+    """Four 100-token prompts, S and two units of their own (the 100th token in no full unit), 3 tokens out, all
+    waiting at once; SGLang's chunked prefill with max_prefill_tokens `max_prefill` (`prefill_input_tokens`), a
+    250-token chunk budget, no reserve, arrival order. Returns each step's (request, chunk) pairs and the replica."""
+    from simulator.core.kv.prefix_cache import PrefixCachePool
+    from simulator.core.replica import Replica
+    from simulator.core.sched import BatchLimits
+    from simulator.core.sched.vllm import Vllm
+    from simulator.core.state import RequestState
+    from simulator.core.steplog import StepLog
+    from simulator.core.workload import RequestTable
+    from simulator.cost.step_cost import Cost, StepCost
+    from types import SimpleNamespace
+    table = RequestTable(np.zeros(4), np.full(4, 100), np.full(4, 3))
+    state = RequestState(table)
+    keys = PrefixKeys.from_lists([S + [100 * r + 101, 100 * r + 102] for r in range(4)], 16)
+    kv = PrefixCachePool(state, 100, 16, PrefixCache(100, 16, 16, keys, deferred=deferred), False, overlapped)
+    limits = BatchLimits(16, 250, 512, prefill_input_tokens=max_prefill)
+    rep = Replica(0, state, Vllm(limits), kv, limits, cost=SimpleNamespace(flops_scales=(1.0, 1.0)),
+                  acceptance=None, log=StepLog())
+    rep.waiting.extend(range(4))
+    zero, out = Cost(0.0, 0.0, 0.0), []
+    for _ in range(steps):
+        plan = rep.plan_step(0.0)
+        out.append(list(zip(plan.prefill_ids, plan.prefill_chunks)))
+        rep.apply_step(plan, 0.0, 0.0, StepCost(zero, zero), [])
+    return out, rep
+
+
+def test_sglang_prompts_of_one_prefill_batch_do_not_hit_each_other():
+    """SGLang without the overlap loop (event_loop_normal; scheduler.py `process_batch_result_prefill` →
+    `tree_cache.cache_unfinished_req` after the batch has run, read in 0.4.0 - 0.5.6), by hand with PrefillAdder's
+    rem_input_tokens (max_prefill_tokens 100, extend_input_len charged: the hit is not):
+    1: A, nothing cached, 100 tokens; B: 100 more >= the 0 left: not started behind A.
+    2: A's prompt is cached (B, C, D match S, 64 tokens): B 36 (64 left), C 36 (28 left), D's 36 >= 28: stops.
+       (Charging the whole prompt, C's 100 >= 64 had stopped the batch after B.)
+    3: D 36."""
+    out, rep = _sglang_walk(overlapped=False)
+    assert out == [[(0, 100)], [(1, 36), (2, 36)], [(3, 36)]]
+    assert rep.s.cached_prompt_tokens.tolist() == [0, 64, 64, 64]
+
+
+@pytest.mark.parametrize("deferred, step_1", [
+    # SGLang: B matches nothing (A's prompt is not in the tree yet) and computes S again: 100 (150 left of
+    # max_prefill_tokens 250); C's 100 >= the 50 left
+    (True, [(0, 100), (1, 100)]),
+    # vLLM: B, C and D hit S, cached as A's blocks were allocated: 36 each
+    (False, [(0, 100), (1, 36), (2, 36), (3, 36)])])
+def test_one_prefill_batch_shares_a_prefix_in_vllm_not_in_sglang(deferred, step_1):
+    out, rep = _sglang_walk(overlapped=False, deferred=deferred, steps=1, max_prefill=250)
+    assert out == [step_1]
+
+
+def test_sglang_overlap_loop_caches_a_batch_after_the_next_is_formed():
+    """SGLang's overlap loop (event_loop_overlap: `get_next_batch_to_run` forms batch k+1 before
+    `process_batch_result` of batch k inserts its prompts; 0.4.0 - 0.5.6): A's prompt, computed in step 1, is not
+    cached when step 2 is formed: B computes all of its 100 tokens (C's 100 >= the 0 left); it is when step 3 is:
+    C and D hit S (36 each; B's own S, cached at the same time, is a second copy: freed)."""
+    out, rep = _sglang_walk(overlapped=True)
+    assert out == [[(0, 100)], [(1, 100)], [(2, 36), (3, 36)]]
+    assert rep.s.cached_prompt_tokens.tolist() == [0, 0, 64, 64]
+    # blocks: A 7, B 7 (B's 4 blocks of S freed once inserted: 3 own), C and D 3 each beside S
+    assert rep.kv.used_blocks == 7 + 3 + 3 + 3 and rep.kv.cache.free_blocks == 100 - 16
+
+
+def test_sglang_in_batch_duplicates_are_freed_and_every_block_comes_back():
+    """Two prompts of one batch that compute the same units: the second's copies are freed when both are inserted
+    (RadixCache.cache_unfinished_req: `token_to_kv_pool.free(kv_indices[len(req.prefix_indices):new_prefix_len])`),
+    and at the end every block is free again."""
+    from simulator.core.kv.prefix_cache import PrefixCachePool
+    from simulator.core.state import RequestState
+    from simulator.core.workload import RequestTable
+    state = RequestState(RequestTable(np.zeros(2), np.full(2, 100), np.full(2, 3)))
+    keys = PrefixKeys.from_lists([S + [11, 12], S + [21, 22]], 16)
+    kv = PrefixCachePool(state, 100, 16, PrefixCache(100, 16, 16, keys, deferred=True), False)
+    for r in (0, 1):
+        assert kv.admit(r) == (0, False)   # neither hits the other: both compute S
+    assert kv.used_blocks == 14 and kv.cached(1, 100) == 0
+    state.prefilled[:] = state.ctx[:] = 100   # their batch has run
+    assert kv.cached(1, 100) == 96            # cached now: S and B's own two units
+    assert kv.used_blocks == 10 and kv.cache.free_blocks == 90
+    for r in (0, 1):
+        kv.release(r, "shared")
+    assert kv.used_blocks == 0 and kv.cache.free_blocks == 100 and not kv.cache.computing
+
+
+def test_vllm_caches_at_admission_so_the_same_step_hits():
+    """vLLM (deferred off): the prompt's full blocks are cached as they are allocated (`cache_full_blocks`), so B
+    admitted in A's step hits S (simulator.core.kv.prefix_cache's docstring): unchanged."""
+    out, rep = _sglang_walk(overlapped=False, deferred=False, steps=1)
+    assert out == [[(0, 100)]]   # (B: 36 >= the 0 left of max_prefill_tokens)
+    assert rep.kv.cached(1, 100) == 64
+
+
+@pytest.mark.parametrize("sync, prefills, hits", [
+    # overlap loop: the first request (alone: the others arrive while it is formed) is not cached when step 2 is
+    # formed: 3 prompts of 2,100 and 1,892 of a fourth (8,192-token chunks) compute the system prompt; step 3: the
+    # fourth's last 208 tokens, then three hits of 2,000 (100 each)
+    (False, [(1, 2100), (4, 8192), (4, 508)], [0, 0, 0, 0, 0, 2000, 2000, 2000]),
+    # synchronous loop: the first is cached when step 2 is formed: seven hits
+    (True, [(1, 2100), (7, 700)], [0] + [2000] * 7)])
+def test_sglang_system_prompt_burst(sync, prefills, hits):
+    """Eight requests behind one 2,000-token system prompt (100 tokens of their own) arriving within microseconds,
+    SGLang 0.4.5 with and without the overlap loop: each prefill step's (prompts, tokens) and each request's hit,
+    in admission order; bulk and step modes agree and every block comes back."""
+    sc = merge(shared_prompts(3, 1, 8, 2000, 100), {
+        "workload": {"arrival": {"qps": 1e5}, "output_tokens": {"kind": "fixed", "value": 40}},
+        "cluster": {"engine": {"framework": "sglang", "version": "0.4.5", "async_scheduling": not sync}},
+        "scheduler": {"max_batch_size": None, "max_batched_tokens": 8192}})
+    result = _modes_equal(sc)
+    rep = result.built.replicas[0]
+    assert rep.kv.used_blocks == 0 and rep.kv.cache.free_blocks == rep.kv.total_blocks
+    assert rep.kv.overlapped is not sync
+    steps = result.steps[result.steps.prefill_seqs > 0]
+    assert list(zip(steps.prefill_seqs.tolist(), steps.prefill_tokens.tolist())) == prefills
+    assert result.requests.sort_values("admit_s")["cached_prompt_tokens"].tolist() == hits

@@ -103,9 +103,11 @@ def _pressure(**over) -> dict:
 
 
 @pytest.mark.parametrize("over", [{}, {"cluster": {"kv_cache": {"prefix_caching": True}}},
+                                  {"cluster": {"kv_cache": {"prefix_caching": True}},   # prompts cached after
+                                   "workload": {"shared_prefix": {"prompts": 4, "tokens": 512}}},   # their batch
                                   {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
                                    "acceptance": {"kind": "constant", "alpha": 0.6}}],
-                         ids=["plain", "radix", "draft_model"])
+                         ids=["plain", "radix", "radix_shared", "draft_model"])
 def test_bulk_equals_step_under_memory_pressure_and_conserves(over):
     import pandas as pd
     data = merge(_pressure(), over)
@@ -128,3 +130,30 @@ def test_the_reserve_retracts_less_than_admitting_by_prompt_alone(monkeypatch):
     monkeypatch.setattr(NewTokenRatio, "admits", lambda self, view, prefills: True)
     without = simulator.run(_pressure()).summary["preemptions"]
     assert with_reserve * 5 < without
+
+
+def test_a_hit_that_running_requests_hold_is_not_charged():
+    """PrefillAdder.add_one_req charges extend_input_len (the prompt less its prefix match) + the clipped output
+    against rem_total_tokens = available + evictable − the running requests' reserve; a hit on tokens a running
+    request holds (locked: neither available nor evictable) costs nothing. A 200-token pool (1-token pages): A
+    (100 tokens: a 64-token system prompt S and 36 of its own, 40 out) prefills alone; then B (S + 36 own, 10 out)
+    waits: 200 − 100 held − 0.7 × (40 − 1) = 72.7 left; B needs 36 + 10 = 46 < 72.7: admitted with A decoding
+    (charging its whole 100-token prompt, 110 ≥ 72.7, it was not)."""
+    from simulator.core.kv.prefix_cache import PrefixCache, PrefixCachePool
+    from simulator.core.prefixes import PrefixKeys
+    table = RequestTable(np.zeros(2), np.array([100, 100]), np.array([40, 10]))
+    state = RequestState(table)
+    keys = PrefixKeys.from_lists([[1, 2, 3, 4, 11, 12], [1, 2, 3, 4, 21, 22]], 16)
+    kv = PrefixCachePool(state, 200, 1, PrefixCache(200, 1, 16, keys, deferred=True), False)
+    limits = BatchLimits(8, 1000, 512, output_reserve=SGLANG_OUTPUT_RESERVE)
+    rep = Replica(0, state, Vllm(limits), kv, limits, cost=SimpleNamespace(flops_scales=(1.0, 1.0)),
+                  acceptance=None, log=StepLog())
+    rep.waiting.append(0)
+    zero = Cost(0.0, 0.0, 0.0)
+    plan = rep.plan_step(0.0)
+    assert plan.prefill_ids == [0]
+    rep.apply_step(plan, 0.0, 0.0, StepCost(zero, zero), [])
+    rep.waiting.append(1)
+    assert kv.hit_in_use_tokens(1) == 64
+    plan = rep.plan_step(0.0)
+    assert list(zip(plan.prefill_ids, plan.prefill_chunks)) == [(1, 36)]
