@@ -239,6 +239,16 @@ def test_rope_scaling_length_keys_and_quantization_are_read():
     ({"rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 4.0},
                           "sliding_attention": {"rope_type": "default"}}}, "layer types different scaling"),
     ({"seq_length": "4k"}, "seq_length is '4k'; expected an integer >= 1"),
+    # session 24: a type no engine's get_rope builds ran with its factor; a factor whose product overflowed a float
+    # was an OverflowError traceback; a nested block's non-mapping entry was skipped (vLLM reads rp["rope_type"])
+    ({"rope_scaling": {"rope_type": "weird", "factor": 2}}, "rope_type 'weird' is no rope scaling type an engine"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 1e308, "original_max_position_embeddings": 32768}},
+     r"rope_scaling_factor .* is 1e\+308, which scales max_position_embeddings \(40,960\) past 1,073,741,824"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": 4.0}, "seq_length": 2**29},
+     r"scales seq_length \(536,870,912\) past"),
+    ({"rope_parameters": {"full_attention": 5}}, r"rope_parameters.full_attention is 5; expected a mapping"),
+    ({"rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
+                          "sliding_attention": "yarn"}}, r"rope_parameters.sliding_attention is 'yarn'"),
     ({"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True}},
      "quant_method 'bitsandbytes' is not priced here; allowed: fp8, mxfp4"),
     ({"quantization_config": {"quant_method": "gptq", "bits": 8}}, "bits is 8: only 4-bit"),
