@@ -255,6 +255,16 @@ def test_rope_scaling_length_keys_and_quantization_are_read():
     ({"quantization_config": {**FP8_CT, "kv_cache_scheme": {"type": "int", "num_bits": 8}}},
      "kv_cache_scheme is int 8-bit; the engines read float 8-bit KV caches"),
     ({"quantization_config": {**FP8_CT, "kv_cache_scheme": "fp8"}}, "kv_cache_scheme is 'fp8'; expected a mapping"),
+    # session 24: a list or mapping where the engines read a name was a bare "unhashable type: 'list'"; a block size
+    # vLLM's Fp8Config refuses (not two dimensions) was priced as fp8_block, or as fp8 when empty
+    ({"quantization_config": {**FP8_CT, "kv_cache_scheme": {"type": ["float"], "num_bits": 8}}},
+     r"kv_cache_scheme is \['float'\] 8-bit; the engines read float 8-bit"),
+    ({"quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8",
+                              "kv_cache_scheme": {"type": "float", "num_bits": {"a": 1}}}}, "kv_cache_scheme is float"),
+    ({"quantization_config": {"quant_method": ["fp8"]}}, r"quant_method \['fp8'\] is not priced here"),
+    ({"quantization_config": {"quant_method": "fp8", "weight_block_size": []}}, "weight_block_size is \\[\\]; expected two"),
+    ({"quantization_config": {"quant_method": "fp8", "weight_block_size": "x"}}, "weight_block_size is 'x'; expected two"),
+    ({"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 0]}}, "weight_block_size is"),
     ({"quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "INT8"}},
      "kv_cache_quant_algo is 'INT8'; allowed: FP8, NVFP4"),
 ])
