@@ -10,6 +10,7 @@ profiles.engine_time.context_length; this module only reads and checks the field
   `original_max_position_embeddings` (0: absent). A v5 block nested by layer type (`full_attention`,
   `sliding_attention`) is read when its entries agree (vLLM's rule "assumes all layer types have the same
   scaling factor", vllm/config/model.py `_get_and_verify_max_len`, 0.12.0); entries that differ are refused.
+  The type must be one some engine builds (ROPE_TYPES); a block nested by layer type holds a mapping per type.
 - `length_keys`: the other length keys the engines read (LENGTH_KEYS, union of vLLM's `possible_keys`,
   SGLang's `CONTEXT_LENGTH_KEYS` and the top-level `original_max_position_embeddings` vLLM 0.11.1+ takes as a
   LongRoPE model's default), as (key, tokens) pairs in LENGTH_KEYS order.
@@ -27,6 +28,15 @@ from models.spec import MAX_TOKENS, integer_expected, positive_number_expected
 # which), in this order in ModelSpec.length_keys.
 LENGTH_KEYS = ("n_positions", "max_seq_len", "seq_length", "model_max_length", "max_target_positions",
                "max_sequence_length", "max_seq_length", "seq_len", "original_max_position_embeddings")
+# rope types the engines' get_rope builds; any other raises 'Unknown RoPE scaling type' at start-up in each of them.
+# The union of: vLLM's get_rope (vllm/model_executor/layers/rotary_embedding/__init__.py, main branch 2026: default,
+# linear, dynamic, ntk, yarn, deepseek_yarn, deepseek_llama_scaling, llama3, mllama4, xdrope, longrope, openpangu),
+# the legacy names vLLM rewrites before it (su -> longrope, mrope -> default: transformers_utils/config.py
+# patch_rope_parameters_dict) and vLLM 0.5.3's extended; SGLang's get_rope (srt/layers/rotary_embedding/factory.py:
+# also proportional); TensorRT-LLM's RotaryScalingType (tensorrt_llm/functional.py: none, linear, dynamic, longrope,
+# llama3, yarn, mrope).
+ROPE_TYPES = ("default", "linear", "dynamic", "ntk", "yarn", "deepseek_yarn", "deepseek_llama_scaling", "llama3",
+              "mllama4", "xdrope", "longrope", "su", "extended", "mrope", "openpangu", "proportional")
 # rope types whose block must give `factor` (transformers modeling_rope_utils validation)
 _NEEDS_FACTOR = ("linear", "dynamic", "yarn", "llama3")
 _LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
@@ -47,6 +57,9 @@ def _rope_entry(block: dict, where: str) -> tuple[str, float, int]:
         raise ContextConfigError(f"{where}: has no rope_type (or type); expected e.g. yarn, llama3, linear, dynamic")
     if not isinstance(kind, str) or not kind:
         raise ContextConfigError(f"{where}.rope_type is {brief(kind)}; expected a text such as yarn or llama3")
+    if kind not in ROPE_TYPES:
+        raise ContextConfigError(f"{where}: rope_type {brief(kind)} is no rope scaling type an engine builds (their "
+                                 f"get_rope raises 'Unknown RoPE scaling type'); allowed: {', '.join(ROPE_TYPES)}")
     factor = block.get("factor")
     if factor is None:
         if kind in _NEEDS_FACTOR:
@@ -77,8 +90,12 @@ def rope_fields(cfg: dict, where: str) -> dict:
     if not isinstance(block, dict):
         raise ContextConfigError(f"{where}: {key} is {brief(block)}; expected a mapping with rope_type and factor")
     if block and all(k in _LAYER_TYPES for k in block):   # nested by layer type (transformers v5)
-        entries = {k: _rope_entry(v, f"{where}: {key}.{k}") if isinstance(v, dict) else None for k, v in block.items()}
-        found = {e for e in entries.values() if e is not None}
+        for k, v in block.items():   # (vLLM reads rp["rope_type"] of each: a non-mapping fails its start-up)
+            if not isinstance(v, dict):
+                raise ContextConfigError(f"{where}: {key}.{k} is {brief(v)}; expected a mapping with rope_type (and "
+                                         "factor), as each layer type's entry of a nested block")
+        entries = {k: _rope_entry(v, f"{where}: {key}.{k}") for k, v in block.items()}
+        found = set(entries.values())
         if len(found) > 1:
             raise ContextConfigError(f"{where}: {key} gives layer types different scaling ({', '.join(sorted(entries))}); "
                                      "expected one rope_type, factor and original_max_position_embeddings for all")
@@ -106,6 +123,28 @@ def length_keys(cfg: dict, where: str) -> tuple[tuple[str, int], ...]:
             raise ContextConfigError(f"{where}: {key} is {brief(value)}; expected {expected}")
         out.append((key, number))
     return tuple(out)
+
+
+def check_rope_scaling(spec) -> None:
+    """ModelSpec's rope-scaling fields as the catalog, a model file or an inline block gives them (a config.json's are
+    read by rope_fields): the type one of ROPE_TYPES (or "" for none), and the factor small enough that every length
+    it may multiply (max_position_embeddings, the block's original length, the length keys; which one an engine
+    takes is profiles.engine_time.context_length's) stays within MAX_TOKENS positions. ValueError naming the field.
+    Runs after check_length_keys."""
+    kind, factor = spec.rope_scaling_type, spec.rope_scaling_factor
+    if not kind:
+        return
+    if kind not in ROPE_TYPES:
+        raise ValueError(f"model {spec.name!r}: rope_scaling_type is {brief(kind)}, no rope scaling type an engine "
+                         f"builds; expected one of {', '.join(ROPE_TYPES)} or empty")
+    lengths = [("max_position_embeddings", spec.max_position_embeddings),
+               ("rope_original_max_position_embeddings", spec.rope_original_max_position_embeddings),
+               *spec.length_keys]
+    key, longest = max(lengths, key=lambda pair: pair[1])
+    if factor * longest > MAX_TOKENS:
+        raise ValueError(f"model {spec.name!r}: rope_scaling_factor (config.json's rope factor) is {factor:g}, which "
+                         f"scales {key} ({longest:,}) past {MAX_TOKENS:,} positions; expected a factor of at most "
+                         f"{MAX_TOKENS / longest:g}")
 
 
 def check_length_keys(spec) -> None:

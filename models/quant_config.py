@@ -22,6 +22,7 @@ QuantConfigError naming the field and what draftsim prices: its kernels are not 
 from __future__ import annotations
 
 from models.errors import brief
+from models.spec import MAX_WIDTH, integer_expected
 
 
 class QuantConfigError(ValueError):
@@ -76,7 +77,16 @@ def _modelopt(cfg: dict, where: str) -> str:
 
 
 def _fp8(cfg: dict, where: str) -> str:
-    return "fp8_block" if cfg.get("weight_block_size") else "fp8"
+    """fp8, or fp8_block where `weight_block_size` is given: vLLM's Fp8Config refuses one that is not two
+    dimensions ("The quantization block size of weight must have 2 dimensions"), an empty list included."""
+    block = cfg.get("weight_block_size")
+    if block is None:
+        return "fp8"
+    if not (isinstance(block, list) and len(block) == 2 and all(integer_expected(b, 1, MAX_WIDTH) is None
+                                                                for b in block)):
+        raise QuantConfigError(f"{where}.weight_block_size is {brief(block)}; expected two positive integers (the "
+                               "block's rows and columns, e.g. [128, 128]: vLLM's Fp8Config), or null")
+    return "fp8_block"
 
 
 # quant_method -> the cluster.dtype its checkpoint holds (module docstring)
@@ -95,8 +105,8 @@ def checkpoint_dtype(cfg: dict, where: str) -> str:
     if not isinstance(block, dict):
         raise QuantConfigError(f"{here} is {brief(block)}; expected a mapping with quant_method")
     method = block.get("quant_method")
-    name = method.lower().replace("compressed_tensors", "compressed-tensors") if isinstance(method, str) else method
-    if name not in METHODS:
+    name = method.lower().replace("compressed_tensors", "compressed-tensors") if isinstance(method, str) else None
+    if name not in METHODS:   # (None for a method that is not text: a list is no key)
         raise QuantConfigError(f"{here}.quant_method {brief(method)} is not priced here; allowed: {', '.join(METHODS)} "
                                f"({', '.join(PRICED)})")
     return METHODS[name](block, here)
@@ -142,7 +152,8 @@ def _kv_scheme(scheme, here: str, allowed: dict) -> str:
     if not isinstance(scheme, dict):
         raise QuantConfigError(f"{here}.kv_cache_scheme is {brief(scheme)}; expected a mapping with type and num_bits "
                                "(or null)")
-    found = allowed.get((scheme.get("type"), scheme.get("num_bits")))
+    given = (scheme.get("type"), scheme.get("num_bits"))
+    found = next((dtype for key, dtype in allowed.items() if key == given), None)   # (a list or mapping is no key)
     if found is None:
         listed = ", ".join(f"{t} {b}-bit" for t, b in allowed)
         raise QuantConfigError(f"{here}.kv_cache_scheme is {scheme.get('type')} {scheme.get('num_bits')}-bit; the "

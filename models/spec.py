@@ -194,8 +194,9 @@ class ModelSpec:
             raise ValueError(f"model {self.name!r}: MLA needs qk_rope_head_dim, qk_nope_head_dim and "
                              "v_head_dim > 0")
         self._check_layout()
-        from models.context_config import check_length_keys
+        from models.context_config import check_length_keys, check_rope_scaling
         check_length_keys(self)
+        check_rope_scaling(self)
         if self.checkpoint_dtype and self.checkpoint_dtype not in DTYPE_BYTES:
             raise ValueError(f"model {self.name!r}: checkpoint_dtype is {brief(self.checkpoint_dtype)}; expected one "
                              f"of {', '.join(DTYPE_BYTES)} or empty")

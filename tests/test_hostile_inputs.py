@@ -2630,6 +2630,46 @@ CASES = [
         "engine": {"version": "0.10.0"}, "max_model_len": 8192}, drafter={"kind": "none"})(tmp),
             "'s rope scaling type extended: vLLM's get_rope (vllm/model_executor/layers/rotary_embedding.py) has it in v0.5.3 only; allowed: version "
             "0.5.3"),
+    # session 24, hunt23: config.json rope blocks, quantization_config fields and plan.engine.schedule_policy that the
+    # readers took: a rope factor whose product overflowed (OverflowError traceback), a rope type no engine builds
+    # (ran with its factor), a nested block's non-mapping entry (skipped), a derived context under 2 tokens (truncate:
+    # a ValueError traceback; drop: exit 0 with every request dropped), a list where a name goes ("unhashable type:
+    # 'list'", no field), a block size vLLM's Fp8Config refuses, and a plan policy every candidate was screened out
+    # for (exit 1, outputs written)
+    Hostile("hunt23_rope_factor_beyond_a_float", model_file("huge.json", rope_scaling={"rope_type": "linear",
+                                                                                        "factor": 1e308}),
+            "rope_scaling_factor (config.json's rope factor) is 1e+308, which scales max_position_embeddings (8,192) "
+            "past 1,073,741,824 positions"),
+    Hostile("hunt23_rope_type_no_engine_builds", model_file("weird.json", rope_scaling={"rope_type": "weird",
+                                                                                         "factor": 2.0}),
+            "rope_scaling: rope_type 'weird' is no rope scaling type an engine builds"),
+    Hostile("hunt23_inline_rope_type_no_engine_builds", inline_model(rope_scaling_type="weird", rope_scaling_factor=2.0),
+            "rope_scaling_type is 'weird', no rope scaling type an engine builds"),
+    Hostile("hunt23_nested_rope_entry_not_a_mapping", model_file("nested.json", rope_parameters={"full_attention": 5}),
+            "rope_parameters.full_attention is 5; expected a mapping with rope_type"),
+    Hostile("hunt23_context_of_zero_tokens_truncated", lambda tmp: run(
+        workload={"context_overflow": "truncate"},
+        cluster={"model": str(_write(tmp, "tiny.json", json.dumps(
+            {**HF, "rope_scaling": {"rope_type": "linear", "factor": 1e-300}})))})(tmp),
+            "draftsim: error: cluster.model: vllm 0.24.0 derives a context of 0 tokens for tiny"),
+    Hostile("hunt23_context_of_one_token_dropped", lambda tmp: run(
+        workload={"context_overflow": "drop"},
+        cluster={"model": str(_write(tmp, "one.json", json.dumps({**HF, "seq_length": 1})))})(tmp),
+            "draftsim: error: cluster.model: vllm 0.24.0 derives a context of 1 token for one (seq_length"),
+    Hostile("hunt23_kv_cache_scheme_type_a_list", model_file("kvlist.json", quantization_config={
+        "quant_method": "compressed-tensors", "config_groups": {"g": {
+            "weights": {"type": "float", "num_bits": 8}, "input_activations": {"type": "float", "num_bits": 8}}},
+        "kv_cache_scheme": {"type": ["float"], "num_bits": 8}}),
+            "quantization_config.kv_cache_scheme is ['float'] 8-bit; the engines read float 8-bit KV caches"),
+    Hostile("hunt23_quant_method_a_list", model_file("qlist.json", quantization_config={"quant_method": ["fp8"]}),
+            "quantization_config.quant_method ['fp8'] is not priced here"),
+    Hostile("hunt23_fp8_weight_block_size_empty", model_file("noblock.json", quantization_config={
+        "quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": []}),
+            "quantization_config.weight_block_size is []; expected two positive integers"),
+    Hostile("hunt23_plan_schedule_policy_not_modelled", plan(engine={"framework": "sglang", "schedule_policy": "random"}),
+            "draftsim plan: error: plan.engine.schedule_policy: 'random' (sglang"),
+    Hostile("hunt23_plan_schedule_policy_on_vllm", plan(engine={"schedule_policy": "lpm"}),
+            "draftsim plan: error: plan.engine.schedule_policy: 'lpm': this is SGLang's --schedule-policy"),
 ]
 
 

@@ -3,7 +3,9 @@ one given by hand (vLLM --max-model-len, SGLang --context-length, TensorRT-LLM m
 `cluster.max_model_len`'s default and upper bound (simulator.core.context).
 
 `derived_context(framework, version, model)` -> (tokens, rule); `check_given(framework, version, model, tokens)`
-raises UnsupportedCombination (cluster.max_model_len) where the engine refuses or cuts a longer value. `model`
+raises UnsupportedCombination (cluster.max_model_len) where the engine refuses or cuts a longer value; both raise
+it naming cluster.model where the limit the engine would take is under 2 tokens (a length key of 1, a rope factor
+far below 1: no request fits). `model`
 is a ModelSpec: max_position_embeddings, the rope scaling block (rope_scaling_type, rope_scaling_factor,
 rope_original_max_position_embeddings) and the other length keys (length_keys), read by models.context_config.
 Each rule as read in the releases' sources (PyPI wheels; TensorRT-LLM from its repository):
@@ -62,6 +64,8 @@ from profiles.engine_time.support import UnsupportedCombination
 from profiles.measured.source import version_key
 
 FIELD = "cluster.max_model_len"
+MODEL_FIELD = "cluster.model"
+MIN_CONTEXT_TOKENS = 2   # a prompt token and an output token (cluster.max_model_len's own lower bound)
 VLLM_KEYS = (("max_position_embeddings", "0"), ("n_positions", "0"), ("max_seq_len", "0"), ("seq_length", "0.2.2"),
              ("model_max_length", "0.4.0"), ("max_target_positions", "0.7.0"), ("max_sequence_length", "0"),
              ("max_seq_length", "0"), ("seq_len", "0"))   # (key, the first release that reads it)
@@ -145,19 +149,34 @@ _RULES = {
 }
 
 
+def _servable(framework: str, version: str, model, tokens: int, key: str) -> None:
+    """UnsupportedCombination (cluster.model) where the context `framework` `version` derives for `model` is shorter
+    than one prompt token and one output token: a length key of 1 or a rope factor below 1 (transformers' rope
+    validation warns below 1; no engine refuses it) leave no request servable, whatever max_model_len says."""
+    if tokens < MIN_CONTEXT_TOKENS:
+        unit = "token" if tokens == 1 else "tokens"
+        raise UnsupportedCombination(MODEL_FIELD, f"{framework} {version} derives a context of {tokens} {unit} for "
+                                     f"{model.name} ({key}), too short for one prompt and one output token; allowed: "
+                                     f"a config whose length keys and rope factor give at least {MIN_CONTEXT_TOKENS}")
+
+
 def derived_context(framework: str, version: str, model) -> tuple[int, str]:
     """(the context limit `framework` `version` serves `model` with when none is given; the keys it came from and
-    the rule, one line). An engine without a rule here: max_position_embeddings."""
+    the rule, one line). An engine without a rule here: max_position_embeddings. UnsupportedCombination
+    (cluster.model) where it is below MIN_CONTEXT_TOKENS."""
     if framework == "vllm":
         derived, key = _vllm_derived(version, model)
-        return _vllm_default(version, model, derived), f"{key}: {_RULES['vllm']}, {version}"
-    if framework == "sglang":
+        tokens, key = _vllm_default(version, model, derived), f"{key}: {_RULES['vllm']}, {version}"
+    elif framework == "sglang":
         tokens, key = _sglang_derived(model)
-        return tokens, f"{key}: {_RULES['sglang']}, {version}"
-    if framework == "trtllm":
+        key = f"{key}: {_RULES['sglang']}, {version}"
+    elif framework == "trtllm":
         tokens, key = _trtllm_derived(version, model)
-        return tokens, f"{key}: {_RULES['trtllm']}, {version}"
-    return model.max_position_embeddings, "max_position_embeddings"
+        key = f"{key}: {_RULES['trtllm']}, {version}"
+    else:
+        return model.max_position_embeddings, "max_position_embeddings"
+    _servable(framework, version, model, tokens, key)
+    return tokens, key
 
 
 def _reads_allow_long(framework: str, version: str) -> bool:
@@ -197,6 +216,7 @@ def _refusal(framework: str, version: str, model, tokens: int) -> str | None:
             return None
         allowed = max(int(derived), within or 0) if _at_least(version, VLLM_LONGER_WITHIN_MODEL_MAX_LENGTH_FROM) \
             else int(derived)
+        _servable("vllm", version, model, allowed, key)
         return (f"{tokens} exceeds the {int(derived)} tokens vllm {version} derives for "
                 f"{model.name} ({key}; {_RULES['vllm']}), which refuses a longer "
                 f"--max-model-len without VLLM_ALLOW_LONG_MAX_MODEL_LEN; allowed: 2..{allowed}"
@@ -206,6 +226,7 @@ def _refusal(framework: str, version: str, model, tokens: int) -> str | None:
         lo, hi = SGLANG_LONGER_ALLOWED
         if tokens <= derived or (_at_least(version, lo) and not _at_least(version, hi)):
             return None
+        _servable("sglang", version, model, derived, key)
         return (f"{tokens} exceeds the {derived} tokens sglang {version} derives for "
                 f"{model.name} ({key}; {_RULES['sglang']}), which refuses a longer "
                 "--context-length without SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN; allowed: "
@@ -214,6 +235,7 @@ def _refusal(framework: str, version: str, model, tokens: int) -> str | None:
         derived, key = _trtllm_derived(version, model)
         if tokens <= derived or not _at_least(version, TRTLLM_PYTORCH_FROM):
             return None
+        _servable("trtllm", version, model, derived, key)
         return (f"{tokens} exceeds the {derived} tokens trtllm {version} infers for "
                 f"{model.name} ({key}; {_RULES['trtllm']}), which lowers max_seq_len to "
                 f"{derived} without TLLM_ALLOW_LONG_MAX_MODEL_LEN; allowed: 2..{derived}"

@@ -226,7 +226,13 @@ def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -
 def _requests(scenario: Scenario, streams: Streams, base_dir: Path, kind: ReplicaKind
               ) -> tuple[RequestTable, RequestState, float]:
     """The run's requests within the context of the pool `kind` (its context_len: simulator.core.context), their
-    state, and the host seconds it took to read or draw them."""
+    state, and the host seconds it took to read or draw them. A disaggregated run passes the pool of the shorter
+    context: each server checks the requests it is sent against its own max_model_len, and the pools' engine
+    releases may derive different ones from the config (a GPU's measured tables name its release). Approximation,
+    named: the prefill server is taken to check the whole request (prompt + output), as SGLang's PD router sends
+    the request to both servers; vLLM's example P/D proxy sends the prefill server max_tokens 1, so there only
+    prompt + 1 must fit, and a request whose output alone passes the prefill pool's limit is handled here by
+    workload.context_overflow although that server would take it."""
     from simulator.core.context import DROP_EXCEEDS_CONTEXT, apply_context_limit, check_least_request
     limit, target = kind.context_len, kind.target
     workload = scenario.workload.spec()
@@ -536,7 +542,9 @@ def _build(scenario: Scenario, base_dir: Path) -> Cluster:
     blocks = {name: kinds[name].blocks(block, f"{DISAGG}.{name}") for name in kinds}
     for name in kinds:
         _check_one_request_fits(scenario, kinds[name], f"{DISAGG}.{name}")
-    table, state, workload_s = _requests(scenario, streams, base_dir, kinds["decode"])
+    # a request must fit both pools' context (their releases may derive different ones: the GPUs' measured tables)
+    table, state, workload_s = _requests(scenario, streams, base_dir,
+                                         min(kinds.values(), key=lambda kind: kind.context_len))
     _check_token_budget(scenario, state, None)   # (the prefill pool only prefills; the decode pool has no budget)
     np_, nd = dis.prefill.replicas, dis.decode.replicas
     kp, kd = kinds["prefill"], kinds["decode"]

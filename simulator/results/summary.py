@@ -75,16 +75,20 @@ def config_derived_summary(scenario, pools) -> dict:
     is served in (its own format where `cluster.dtype` is left out: models.quant_config), and
     `context_limit_tokens` with `context_rule`, the context the engine derives where `cluster.max_model_len` is
     left out and it differs from max_position_embeddings (rope scaling, other length keys:
-    profiles.engine_time.context_length). Empty otherwise (so the other runs' summaries are unchanged)."""
+    profiles.engine_time.context_length), per pool where the pools' releases derive different ones (a pool at
+    max_position_embeddings included: a disaggregated run's requests fit the shorter, simulator.cluster.build).
+    Empty otherwise (so the other runs' summaries are unchanged)."""
     out = {}
     held = {pool.kind.target.checkpoint_dtype for pool in pools} - {""}
     if held:
         out["served_dtype"] = scenario.cluster.dtype
-    derived = {(pool.name, pool.kind.context_len, pool.kind.context_rule) for pool in pools
-               if pool.kind.context_rule and pool.kind.context_len != pool.kind.target.max_position_embeddings}
+    derived = {(pool.name, pool.kind.context_len, pool.kind.context_rule) for pool in pools if pool.kind.context_rule}
+    if not any(pool.kind.context_rule and pool.kind.context_len != pool.kind.target.max_position_embeddings
+               for pool in pools):
+        return out
     if len({(tokens, rule) for _, tokens, rule in derived}) == 1:
         _, out["context_limit_tokens"], out["context_rule"] = next(iter(derived))
-    elif derived:   # (pools of other engines or models: each its own)
+    else:   # (pools of other engines or releases: each its own, one at max_position_embeddings included)
         out["context_limit_tokens"] = {name: tokens for name, tokens, _ in sorted(derived)}
         out["context_rule"] = {name: rule for name, _, rule in sorted(derived)}
     return out

@@ -239,12 +239,32 @@ def test_rope_scaling_length_keys_and_quantization_are_read():
     ({"rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 4.0},
                           "sliding_attention": {"rope_type": "default"}}}, "layer types different scaling"),
     ({"seq_length": "4k"}, "seq_length is '4k'; expected an integer >= 1"),
+    # session 24: a type no engine's get_rope builds ran with its factor; a factor whose product overflowed a float
+    # was an OverflowError traceback; a nested block's non-mapping entry was skipped (vLLM reads rp["rope_type"])
+    ({"rope_scaling": {"rope_type": "weird", "factor": 2}}, "rope_type 'weird' is no rope scaling type an engine"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 1e308, "original_max_position_embeddings": 32768}},
+     r"rope_scaling_factor .* is 1e\+308, which scales max_position_embeddings \(40,960\) past 1,073,741,824"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": 4.0}, "seq_length": 2**29},
+     r"scales seq_length \(536,870,912\) past"),
+    ({"rope_parameters": {"full_attention": 5}}, r"rope_parameters.full_attention is 5; expected a mapping"),
+    ({"rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
+                          "sliding_attention": "yarn"}}, r"rope_parameters.sliding_attention is 'yarn'"),
     ({"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True}},
      "quant_method 'bitsandbytes' is not priced here; allowed: fp8, mxfp4"),
     ({"quantization_config": {"quant_method": "gptq", "bits": 8}}, "bits is 8: only 4-bit"),
     ({"quantization_config": {**FP8_CT, "kv_cache_scheme": {"type": "int", "num_bits": 8}}},
      "kv_cache_scheme is int 8-bit; the engines read float 8-bit KV caches"),
     ({"quantization_config": {**FP8_CT, "kv_cache_scheme": "fp8"}}, "kv_cache_scheme is 'fp8'; expected a mapping"),
+    # session 24: a list or mapping where the engines read a name was a bare "unhashable type: 'list'"; a block size
+    # vLLM's Fp8Config refuses (not two dimensions) was priced as fp8_block, or as fp8 when empty
+    ({"quantization_config": {**FP8_CT, "kv_cache_scheme": {"type": ["float"], "num_bits": 8}}},
+     r"kv_cache_scheme is \['float'\] 8-bit; the engines read float 8-bit"),
+    ({"quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8",
+                              "kv_cache_scheme": {"type": "float", "num_bits": {"a": 1}}}}, "kv_cache_scheme is float"),
+    ({"quantization_config": {"quant_method": ["fp8"]}}, r"quant_method \['fp8'\] is not priced here"),
+    ({"quantization_config": {"quant_method": "fp8", "weight_block_size": []}}, "weight_block_size is \\[\\]; expected two"),
+    ({"quantization_config": {"quant_method": "fp8", "weight_block_size": "x"}}, "weight_block_size is 'x'; expected two"),
+    ({"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 0]}}, "weight_block_size is"),
     ({"quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "INT8"}},
      "kv_cache_quant_algo is 'INT8'; allowed: FP8, NVFP4"),
 ])

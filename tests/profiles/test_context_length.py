@@ -141,3 +141,27 @@ def test_catalog_models_keep_their_context_under_every_current_engine():
         spec = get_model(name)
         for framework, version in (("vllm", "0.11.0"), ("vllm", "0.33.0"), ("sglang", "0.5.23"), ("trtllm", "1.2.0")):
             assert derived_context(framework, version, spec)[0] == spec.max_position_embeddings, (name, version)
+
+
+@pytest.mark.parametrize("change,tokens", [
+    ({"rope_scaling": {"rope_type": "linear", "factor": 1e-300}}, 0),   # (40,960 × 1e-300)
+    ({"rope_scaling": {"rope_type": "linear", "factor": 3e-5}}, 1),     # (int(1.2288))
+    ({"seq_length": 1}, 1),                                               # vLLM and SGLang take seq_length
+])
+def test_a_context_under_two_tokens_is_refused_naming_the_model(change, tokens):
+    """A derived limit of 0 or 1 left no request servable: truncate made outputs of -1 tokens (a ValueError
+    traceback), drop ran every request dropped with exit 0 (session 24)."""
+    spec = _spec("Qwen3-8B", **change)
+    for framework, version in (("vllm", "0.24.0"), ("sglang", "0.5.23")):
+        with pytest.raises(UnsupportedCombination, match=rf"derives a context of {tokens} tokens? for qwen3-8b") as exc:
+            derived_context(framework, version, spec)
+        assert exc.value.field == "cluster.model"
+        with pytest.raises(UnsupportedCombination, match="at least 2") as exc:   # (not 'allowed: 2..1')
+            check_given(framework, version, spec, 4096)
+        assert exc.value.field == "cluster.model"
+    check_given("trtllm", "0.21.0", spec, 4096)   # trtllm-build takes a given max_seq_len, warning only
+
+
+def test_a_factor_below_one_shortens_the_context_as_the_engines_compute_it():
+    spec = _spec("Qwen3-8B", rope_scaling={"rope_type": "linear", "factor": 0.5})
+    assert derived_context("vllm", "0.24.0", spec)[0] == 20480   # 40,960 × 0.5 (transformers warns only)

@@ -350,6 +350,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     _check_drafter_steps(spec)
     releases = candidate_releases(spec, base_dir)
     _check_architectures(spec, releases)
+    _check_schedule_policy(spec, releases)
     _check_workload(spec, base_dir)
     _check_context(spec, base_dir, releases)
     for i, hw in enumerate(spec.hardware):
@@ -408,6 +409,32 @@ def _check_architectures(spec: PlanConfig, releases: dict[str, tuple[str, str | 
                 runs = ", ".join(f"{framework} {version} on {hw}" for hw, (framework, version) in releases.items())
                 message = f"{head} (plan.engine names no version; the candidates run {runs}){sep}{allowed}"
             raise ScenarioError(refusals[0].field, message)
+
+
+def _check_schedule_policy(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:
+    """plan.engine.schedule_policy that no candidate's engine release (`releases`: candidate_releases) runs
+    (simulator.cluster.factory.schedule_policy: an engine other than SGLang, a policy the release lacks or draftsim
+    does not model, a scheduler other than SGLang's prefill-first one): refused here, as every candidate was screened
+    out with the same reason (exit 1, outputs written). One GPU's release that runs it leaves the others to the
+    screen, as _check_architectures does."""
+    from simulator.cluster.factory import schedule_policy
+    from simulator.config.engine import EngineConfig
+    from simulator.config.serving import SchedulerConfig
+    if spec.engine.get("schedule_policy") is None:
+        return
+    engine = validate_config(EngineConfig, spec.engine, f"{FIELD}.engine")
+    scheduler = validate_config(SchedulerConfig, spec.scheduler, f"{FIELD}.scheduler") \
+        if "kind" in spec.scheduler else None   # (no kind: the engine's own, SGLang's prefill-first one)
+    refusals = []
+    for release in dict.fromkeys(releases.values()):
+        try:
+            schedule_policy(release, engine, scheduler)
+        except ScenarioError as exc:
+            refusals.append(exc)
+            continue
+        return
+    message = refusals[0].message.replace("cluster.engine.framework", f"{FIELD}.engine.framework")
+    raise ScenarioError(f"{FIELD}.engine.schedule_policy", message)
 
 
 def _check_size(spec: PlanConfig) -> None:

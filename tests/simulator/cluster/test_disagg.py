@@ -288,3 +288,35 @@ def test_a_prefill_replica_waits_for_a_release_where_trtllm_would_not_admit_its_
     assert bulk.built.pools[0].replicas[0].kv.total_blocks == 93
     assert bulk.summary["requests_finished"] == 30 and (bulk.requests.emitted_tokens == 100).all()
     assert (bulk.requests.cached_prompt_tokens > 0).sum() > 20
+
+
+def test_requests_fit_both_pools_contexts_and_the_summary_names_each(tmp_path, capsys):
+    """The pools' releases follow their GPUs' measured tables (vLLM 0.24.0 on an H100 SXM; the newest modelled
+    release, >= 0.30, on an H100 PCIe without tables), which derive different contexts for Qwen3-8B with Qwen's YaRN
+    block: 131,072 (original 32,768 × 4) and 40,960 (yarn exempt from 0.30). Before, only the decode pool's was
+    applied, so a prefill pool at 40,960 ran 60,010-token requests its server refuses, and summary.json named one
+    pool's limit as the run's (session 24)."""
+    import json
+    from pathlib import Path
+    cfg = json.loads((Path(__file__).resolve().parents[2] / "data/hf_configs/Qwen3-8B/config.json").read_text())
+    cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    (tmp_path / "qwen3").mkdir()
+    (tmp_path / "qwen3" / "config.json").write_text(json.dumps(cfg))
+
+    def data(prefill_gpu: str, decode_gpu: str, prompt: int) -> dict:
+        out = disagg(link="scaleout", workload={"prompt_tokens": {"kind": "fixed", "value": prompt},
+                                                "output_tokens": {"kind": "fixed", "value": 10},
+                                                "num_requests": 3, "arrival": {"process": "poisson", "qps": 0.5}},
+                     cluster={"model": str(tmp_path / "qwen3" / "config.json"), "hardware": "h100-sxm",
+                              "dtype": "bf16", "disaggregation": {"prefill": {"hardware": prefill_gpu},
+                                                                  "decode": {"hardware": decode_gpu}}})
+        del out["cluster"]["engine"]
+        return out
+
+    for prefill_gpu, decode_gpu in (("h100-pcie", "h100-sxm"), ("h100-sxm", "h100-pcie")):
+        with pytest.raises(ScenarioError, match="needs 60010 tokens .* the context of qwen3 is 40960"):
+            run(data(prefill_gpu, decode_gpu, 60000))
+    summary = run(data("h100-sxm", "h100-pcie", 6000)).summary
+    assert summary["context_limit_tokens"] == {"decode": 40960, "prefill": 131072}
+    assert summary["context_rule"]["decode"].startswith("max_position_embeddings: vLLM")
+    assert summary["context_rule"]["prefill"].startswith("rope_scaling.original_max_position_embeddings × ")

@@ -163,3 +163,23 @@ def test_a_bad_plan_engine_block_is_one_line_naming_it(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "plan.engine" in err and "cuda_graph" in err, err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("engine,says", [
+    ({"framework": "sglang", "version": "0.5.6", "schedule_policy": "random"}, "'random' (sglang 0.5.6) is not modelled"),
+    ({"framework": "sglang", "version": "0.4.2", "schedule_policy": "lof"}, "sglang 0.4.2 has no schedule policy 'lof'"),
+    ({"schedule_policy": "lpm"}, "and vllm has none; allowed: leave it out, or plan.engine.framework: sglang"),
+])
+def test_a_schedule_policy_no_candidate_runs_is_refused_before_the_screen(tmp_path, capsys, engine, says):
+    """Each candidate was screened out with the same reason, exit 1 and outputs written (session 24)."""
+    from simulator.workflows.plan.config import load_plan
+    plan = {**PLAN, "search": {"replicas": [1], "drafters": [{"kind": "none"}]}}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump({**plan, "engine": engine}))
+    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "plan.engine.schedule_policy: " in err and says in err, err
+    assert not (tmp_path / "out").exists()
+    path.write_text(yaml.safe_dump({**plan, "engine": {"framework": "sglang", "version": "0.5.6",
+                                                         "schedule_policy": "lof"}}))
+    assert load_plan(path)[0].engine["schedule_policy"] == "lof"   # one the release runs: planned
