@@ -2670,6 +2670,19 @@ CASES = [
             "draftsim plan: error: plan.engine.schedule_policy: 'random' (sglang"),
     Hostile("hunt23_plan_schedule_policy_on_vllm", plan(engine={"schedule_policy": "lpm"}),
             "draftsim plan: error: plan.engine.schedule_policy: 'lpm': this is SGLang's --schedule-policy"),
+    # session 24, lead: a draft model of another vocabulary size ran on a named vLLM release that refuses it at
+    # start-up ('Target and draft model should have the same vocabulary size'); the engine's long-context variable
+    Hostile("lead_draft_vocabulary_on_a_named_vllm_release", run(
+        cluster={"engine": {"version": "0.24.0"}}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: drafter.model: llama-68m has a 32,000-token vocabulary and llama-3-8b 128,256: vllm "
+            "0.24.0 refuses such a draft model"),
+    Hostile("lead_heterogeneous_vocab_on_sglang", run(
+        cluster={"engine": {"framework": "sglang", "version": "0.5.6"}},
+        drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3, "heterogeneous_vocab": True}),
+            "draftsim: error: drafter.heterogeneous_vocab: sglang has no heterogeneous-vocabulary drafting"),
+    Hostile("lead_allow_long_context_before_vllm_0_5_4", run(
+        cluster={"max_model_len": 16384, "engine": {"version": "0.5.3", "allow_long_context": True}}),
+            "draftsim: error: cluster.engine.allow_long_context: vllm 0.5.3 has no VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
 ]
 
 

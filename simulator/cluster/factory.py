@@ -426,6 +426,33 @@ def check_architectures(release: tuple[str, str | None], target: ModelSpec, draf
         raise ScenarioError(exc.field, exc.message) from None
 
 
+def release_named(lat: LatencyConfig, engine_cfg) -> bool:
+    """Whether the scenario names the engine release it runs (cluster.engine.version, or cluster.latency's older
+    engine_version), rather than leaving it to the measured tables or the newest release modelled."""
+    from simulator.config.engine import EngineConfig, engine_settings
+    return engine_settings(engine_cfg if engine_cfg is not None else EngineConfig(), lat).version is not None
+
+
+def check_draft_vocabulary(release: tuple[str, str | None], target: ModelSpec, draft: ModelSpec,
+                           heterogeneous: bool) -> None:
+    """ScenarioError where the deployment's engine release refuses draft model `draft` (drafter.kind draft_model)
+    for the target because their vocabulary sizes differ, or lacks the heterogeneous-vocabulary drafting the
+    scenario asks for (`heterogeneous`: drafter.heterogeneous_vocab; profiles.engine_time.draft_vocabulary).
+    Applied where the scenario names the release (`release_named`) or asks for heterogeneous drafting: pairs of two vocabularies are what speculative
+    decoding research pairs (cross-family drafters, TLI: profiles.acceptance.hetero_vocab), so a scenario that
+    names no release simulates the pairing as the algorithm, whatever the engine priced for its steps would do
+    with it; naming the release is asking whether that engine serves it. (A named approximation of intent, unlike
+    the architecture gates, which apply to the implied release too: a model an engine cannot load has no step
+    time to price.)"""
+    from profiles.engine_time.draft_vocabulary import vocab_refusal
+    framework, version = release
+    if version is None:
+        return
+    found = vocab_refusal(framework, version, target, draft, heterogeneous)
+    if found is not None:
+        raise ScenarioError(*found)
+
+
 def pool_release(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, dtype: str, kv_dtype: str | None,
                  base_dir: Path) -> tuple[str, str | None]:
     """`deployment_release` of a pool on `hw` worked out as build_replica_kind works it out: with the latency model
@@ -822,6 +849,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     check_architectures(release, target, built_drafter.spec if built_drafter is not None
                         and getattr(drafter, "kind", None) == "draft_model" else None,
                         speculation_method(drafter) if built_drafter is not None else None)
+    if built_drafter is not None and getattr(drafter, "kind", None) == "draft_model" \
+            and (drafter.heterogeneous_vocab or release_named(latency, engine_config)):
+        check_draft_vocabulary(release, target, built_drafter.spec, drafter.heterogeneous_vocab)
     context_len, context_rule = context_and_rule(target, max_model_len, release,
                                                  bool(getattr(engine_config, "allow_long_context", None)))
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)

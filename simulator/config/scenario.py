@@ -267,6 +267,9 @@ class DraftModelDrafterConfig(Strict):
     # chain: γ passes of one token per decoding request (prompt chunks ingested by the first);
     # vllm: vLLM V1's DraftModelProposer (simulator.cost.step_cost.StepCostModel.vllm_proposer)
     passes: Literal["chain", "vllm"] = "chain"
+    # a draft model of another vocabulary size, served with vLLM's use_heterogeneous_vocab (Token-Level
+    # Intersection, from vLLM 0.25.0: profiles.engine_time.draft_vocabulary)
+    heterogeneous_vocab: bool = False
 
     @model_validator(mode="after")
     def _layer_parallel(self) -> "DraftModelDrafterConfig":

@@ -237,6 +237,8 @@ def _speculation(sc: dict, engine: str) -> tuple[list[str], list[str]]:
     draft, gamma = hf_repo(d["model"]), int(d["gamma"])
     if engine == "vllm":
         cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": gamma}
+        if d.get("heterogeneous_vocab"):   # (TLI from vLLM 0.25.0: profiles.engine_time.draft_vocabulary)
+            cfg["use_heterogeneous_vocab"] = True
         if d.get("tp", 1) != 1:
             cfg["draft_tensor_parallel_size"] = d["tp"]
         return ["--speculative-config", json.dumps(cfg)], notes
@@ -252,9 +254,11 @@ def _other_vocabulary(sc: dict, engine: str) -> list[str]:
     SpeculativeConfig.verify_equal_vocab_size_if_draft_model, called from its validator and from
     v1/spec_decode/draft_model.py: "Target and draft model should have the same vocabulary size"); SGLang's
     STANDALONE worker (speculative/standalone_worker.py) feeds the target's token ids to the draft model
-    without a mapping. Either command line would not run what was simulated."""
+    without a mapping. Either command line would not run what was simulated. A scenario with
+    drafter.heterogeneous_vocab (vLLM >= 0.25.0, profiles.engine_time.draft_vocabulary) gets vLLM's
+    use_heterogeneous_vocab in its flags instead."""
     target, draft = load_model(sc["cluster"]["model"]), load_model(sc["drafter"]["model"])
-    if target.vocab_size == draft.vocab_size:
+    if target.vocab_size == draft.vocab_size or (engine == "vllm" and sc["drafter"].get("heterogeneous_vocab")):
         return []
     why = ("vLLM refuses a draft_model whose vocabulary size differs from the target's "
            "(SpeculativeConfig.verify_equal_vocab_size_if_draft_model)" if engine == "vllm" else

@@ -420,7 +420,7 @@ def test_sglang_spec_v2_is_the_default_from_0_5_11_for_chains_and_from_0_5_13_fo
     speculative_eagle_topk > 1; v0.5.13's arg_groups/speculative_hook.py has no such fallback; NGRAM turns the
     overlap off through v0.5.13 (_handle_ngram) and overlaps from v0.5.14 (NGRAMWorker(BaseSpecWorker),
     enable_overlap = not disable_overlap_schedule; read through v0.5.23)."""
-    draft = {"kind": "draft_model", "model": "llama-68m", "gamma": 3}
+    draft = {"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3}
     for version, chain, tree, ngram in (("0.5.10", False, False, False), ("0.5.11", True, False, False),
                                         ("0.5.12", True, False, False), ("0.5.13", True, True, False),
                                         ("0.5.14", True, True, True), ("0.5.23", True, True, True)):
@@ -439,7 +439,7 @@ def test_sglang_spec_v2_is_the_default_from_0_5_11_for_chains_and_from_0_5_13_fo
 
 def test_trtllm_one_model_drafting_has_no_host_step_of_its_own():
     one = _spec_kind("trtllm", EAGLE)
-    two = _spec_kind("trtllm", {"kind": "draft_model", "model": "llama-68m", "gamma": 3})
+    two = _spec_kind("trtllm", {"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3})
     assert one.engine.spec_host_step_s == 0.0 and two.engine.spec_host_step_s > 0.0
 
 
@@ -449,7 +449,7 @@ def test_trtllm_one_model_drafting_has_no_host_step_of_its_own():
 # refused for methods outside the list 'EAGLE/MTP' (v0.14.0 - v0.15.1), 'EAGLE/MTP/Draft Model' (v0.16.0 on, later
 # with NGram GPU, DSpark, DFlash); the default path turns async off for draft models up to v0.27.x and keeps it
 # on from v0.28.0 (PR #48341). Suffix decoding is in no release's list; Medusa is gone in v0.33.0.
-DRAFT = {"kind": "draft_model", "model": "llama-68m", "gamma": 3}
+DRAFT = {"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3}
 MEDUSA = {"kind": "head", "style": "parallel", "gamma": 3}
 
 
@@ -525,7 +525,7 @@ def test_a_flag_a_version_lacks_is_one_line_naming_the_flag_and_the_versions_tha
     ("sglang", {"scheduler": {"kind": "sarathi"}, "drafter": {"kind": "ngram", "gamma": 3},
                 "cluster": {"engine": {"version": "0.5.19"}}}, "scheduler.kind",
      ["sglang 0.5.19 turns mixed chunked prefill off with speculation other than EAGLE"]),
-    ("vllm", {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+    ("vllm", {"drafter": {"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3},
               "cluster": {"engine": {"version": "0.9.0"}}}, "cluster.engine.version", ["vllm 0.9.0", "draft", ">= 0.15.0"]),
     ("vllm", {"drafter": {"kind": "ngram", "gamma": 3}, "cluster": {"engine": {"async_scheduling": True}}},
      "cluster.engine.async_scheduling", ["EAGLE/MTP"]),
@@ -581,7 +581,7 @@ def test_vllm_runs_a_draft_model_from_0_15_only(version, refused):
     method draft_model and ships vllm/v1/spec_decode/draft_model.py. Before, 0.11-0.14 ran such a scenario
     (exit 0)."""
     data = scenario(workload={"num_requests": 5}, cluster={"engine": {"version": version}},
-                    drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3})
+                    drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3})
     if not refused:
         assert simulator.run(data).summary["requests_finished"] == 5
         return
@@ -664,7 +664,7 @@ def test_trtllm_eagle3_before_0_19_is_refused_in_a_run():
 
 
 def test_sglang_draft_model_before_0_5_2_is_refused_in_a_run():
-    data = scenario(workload={"num_requests": 5}, drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3},
+    data = scenario(workload={"num_requests": 5}, drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3},
                     cluster={"model": "llama-3.1-8b", "engine": {"framework": "sglang", "version": "0.5.1"}})
     with pytest.raises(ScenarioError) as err:
         simulator.run(data)
@@ -678,7 +678,7 @@ def test_a_draft_model_on_the_a100_tables_without_a_version_is_refused_at_their_
     """Without cluster.engine.version the engine is the measured tables' release (vLLM 0.14.0 for a100-80gb),
     which has no draft model: refused naming cluster.engine.version; naming 0.15.0 runs it."""
     data = scenario(workload={"num_requests": 5}, cluster={"hardware": "a100-80gb"},
-                    drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3})
+                    drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3})
     with pytest.raises(ScenarioError) as err:
         simulator.run(data)
     assert err.value.field == "cluster.engine.version" and "vllm 0.14.0" in str(err.value), str(err.value)

@@ -142,7 +142,7 @@ def test_a_plans_engine_block_reaches_every_candidate_and_lets_a100_draft_models
     (as cluster.engine) names the release every candidate runs: with 0.15.0 it is priced. Before, a plan had
     no engine block, so no plan could keep such candidates."""
     plan = {**PLAN, "models": ["llama-3-8b"], "hardware": [{"id": "a100-80gb", "usd_per_gpu_hour": 1.6}],
-            "search": {"replicas": [1], "drafters": [{"kind": "draft_model", "model": "llama-68m", "gamma": [3]}]}}
+            "search": {"replicas": [1], "drafters": [{"kind": "draft_model", "model": "llama-3.2-1b", "gamma": [3]}]}}
     work = Workload(1.0, 512, 200)
     refused = PlanConfig.model_validate(plan)
     c = enumerate_candidates(refused, ("colocated",))[0]

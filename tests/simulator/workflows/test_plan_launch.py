@@ -89,6 +89,18 @@ def test_a_draft_model_of_another_vocabulary_gets_no_speculative_flags(engine):
     assert ("--speculative-config" if engine == "vllm" else "--speculative-algorithm") in cmd
 
 
+def test_heterogeneous_drafting_launches_with_vllms_flag():
+    """drafter.heterogeneous_vocab (vLLM >= 0.25.0: profiles.engine_time.draft_vocabulary) is the speculative
+    config's use_heterogeneous_vocab; SGLang has none, so its script keeps the comment."""
+    sc = {"cluster": {"model": "llama-3-8b"},
+          "drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 4, "heterogeneous_vocab": True}}
+    (cmd,) = _commands(launch_script(sc, "vllm", "t"))
+    config = json.loads(cmd[cmd.index("--speculative-config") + 1])
+    assert config == {"method": "draft_model", "model": "JackFram/llama-68m", "num_speculative_tokens": 4,
+                      "use_heterogeneous_vocab": True}
+    assert "# draft model llama-68m" in launch_script(sc, "sglang", "t")
+
+
 def test_expert_parallel_layout_and_int4_note():
     moe = {"cluster": {"model": "qwen3-30b-a3b", "dtype": "int4", "parallelism": {"tp": 1, "ep": 8}}}
     (vllm,) = _commands(launch_script(moe, "vllm", "t"))

@@ -1,0 +1,66 @@
+"""Which engine releases serve a draft model whose vocabulary size is not the target's.
+
+A draft model proposes token ids of its own vocabulary; the target verifies them as ids of its own. Read in the
+releases' sources (PyPI wheels):
+
+- vLLM 0.4.1 - 0.7.3 (V0, `SpecDecodeWorker._vocab_size`, vllm/spec_decode/spec_decode_worker.py, read in 0.4.1 and
+  0.7.3): `assert all(vocab_sizes[0] == vocab_size ...)` over the draft and target workers — the first
+  speculative step fails. (0.8.0 - 0.14.x run no draft model at all: profiles.engine_time.support.)
+- vLLM from 0.15.0 (V1, `SpeculativeConfig.verify_equal_vocab_size_if_draft_model`, vllm/config/speculative.py,
+  read in 0.15.0, 0.24.0 and 0.25.0): "Target and draft model should have the same vocabulary size" at start-up.
+- vLLM from 0.25.0: `use_heterogeneous_vocab` (PR #38174, Token-Level Intersection after Timor et al., ICML 2025)
+  skips that check, builds the intersection of the two vocabularies at start and masks the draft's logits to it;
+  it "currently only supports greedy draft sampling" (`draft_sample_method` 'greedy', the default). A scenario
+  says so with `drafter.heterogeneous_vocab: true`.
+
+The comparison is of config.json `vocab_size`, as vLLM's `get_vocab_size` reads it: two models of one tokenizer
+padded to different sizes (Qwen2-1.5B's 151,936 against Qwen2-72B's 152,064, vllm issue #7252) are refused too.
+
+Not checked, named: SGLang's STANDALONE drafter (from 0.5.2) has no such check (speculative/standalone_worker.py,
+read in 0.5.6) and reads the target's token ids as the draft's own: it serves a pair of one tokenizer padded
+differently, and fails at run time on a pair of two tokenizers, which draftsim cannot tell apart from config.json;
+TensorRT-LLM's draft-target path was not read.
+"""
+from __future__ import annotations
+
+from profiles.measured.source import version_before
+
+FIELD = "drafter.model"
+HETEROGENEOUS_FIELD = "drafter.heterogeneous_vocab"
+VLLM_V0_DRAFT = ("0.4.1", "0.8.0")     # the V0 releases that run a draft model (from the first, before the second)
+VLLM_V1_DRAFT_FROM = "0.15.0"
+VLLM_HETEROGENEOUS_FROM = "0.25.0"
+
+
+def vocab_refusal(framework: str, version: str, target, draft, heterogeneous: bool = False) -> tuple[str, str] | None:
+    """(field, why) where `framework` `version` refuses draft model `draft` for `target` (ModelSpecs) because of
+    their vocabulary sizes, given whether the scenario asks for vLLM's heterogeneous-vocabulary drafting; None where
+    it serves the pair (or draftsim does not check that engine: module docstring)."""
+    if framework != "vllm":
+        if heterogeneous:
+            return HETEROGENEOUS_FIELD, (f"{framework} has no heterogeneous-vocabulary drafting (vLLM's "
+                                         "use_heterogeneous_vocab; SGLang's, PR #16290, was closed unmerged); allowed: "
+                                         "cluster.engine.framework vllm >= 0.25.0, or false")
+        return None
+    if heterogeneous:
+        if version_before(version, VLLM_HETEROGENEOUS_FROM):
+            return HETEROGENEOUS_FIELD, (f"vllm {version} has no use_heterogeneous_vocab (from "
+                                         f"{VLLM_HETEROGENEOUS_FROM}, PR #38174); allowed: a version >= "
+                                         f"{VLLM_HETEROGENEOUS_FROM}, or a draft model of {target.name}'s "
+                                         f"vocabulary size ({target.vocab_size:,})")
+        return None
+    if target.vocab_size == draft.vocab_size:
+        return None
+    if not version_before(version, VLLM_V0_DRAFT[0]) and version_before(version, VLLM_V0_DRAFT[1]):
+        rule = "SpecDecodeWorker._vocab_size asserts equal sizes (vllm/spec_decode/spec_decode_worker.py)"
+    elif not version_before(version, VLLM_V1_DRAFT_FROM):
+        rule = ("'Target and draft model should have the same vocabulary size' "
+                "(SpeculativeConfig.verify_equal_vocab_size_if_draft_model, vllm/config/speculative.py)")
+    else:
+        return None   # (no draft model in these releases: profiles.engine_time.support refuses the drafter)
+    way = (f"; or {HETEROGENEOUS_FIELD}: true (use_heterogeneous_vocab, TLI with greedy draft sampling)"
+           if not version_before(version, VLLM_HETEROGENEOUS_FROM) else
+           f"; vLLM >= {VLLM_HETEROGENEOUS_FROM} serves it with {HETEROGENEOUS_FIELD}: true")
+    return FIELD, (f"{draft.name} has a {draft.vocab_size:,}-token vocabulary and {target.name} {target.vocab_size:,}: "
+                   f"vllm {version} refuses such a draft model, {rule}; allowed: a draft model of "
+                   f"{target.vocab_size:,} tokens{way}")

@@ -1,0 +1,58 @@
+"""Which engine releases serve a draft model of another vocabulary size (profiles.engine_time.draft_vocabulary),
+each case worked from the release's source as the module docstring cites it, and the rule as a run applies it."""
+from __future__ import annotations
+
+import pytest
+
+from models import get_model
+from profiles.engine_time.draft_vocabulary import vocab_refusal
+from profiles.measured.source import version_before
+
+TARGET, SMALL, SAME = get_model("llama-3-8b"), get_model("llama-68m"), get_model("llama-3.2-1b")
+
+
+@pytest.mark.parametrize("version,refused", [
+    ("0.4.1", True), ("0.7.3", True),     # V0: SpecDecodeWorker._vocab_size asserts equal sizes
+    ("0.8.0", False), ("0.14.0", False),  # no draft model at all (profiles.engine_time.support refuses the drafter)
+    ("0.15.0", True), ("0.24.0", True),   # V1: verify_equal_vocab_size_if_draft_model
+    ("0.25.0", True), ("0.33.0", True),   # still, unless use_heterogeneous_vocab
+])
+def test_vllm_refuses_another_vocabulary_size_where_it_runs_draft_models(version, refused):
+    found = vocab_refusal("vllm", version, TARGET, SMALL)
+    assert (found is not None) == refused
+    if refused:
+        field, why = found
+        assert field == "drafter.model" and "32,000-token vocabulary and llama-3-8b 128,256" in why
+        assert ("drafter.heterogeneous_vocab: true (use_heterogeneous_vocab" in why) == \
+            (not version_before(version, "0.25.0"))
+    assert vocab_refusal("vllm", version, TARGET, SAME) is None   # one vocabulary: served
+
+
+def test_heterogeneous_drafting_from_vllm_0_25_and_nowhere_else():
+    assert vocab_refusal("vllm", "0.25.0", TARGET, SMALL, heterogeneous=True) is None
+    field, why = vocab_refusal("vllm", "0.24.0", TARGET, SMALL, heterogeneous=True)
+    assert field == "drafter.heterogeneous_vocab" and "no use_heterogeneous_vocab (from 0.25.0" in why
+    field, why = vocab_refusal("sglang", "0.5.6", TARGET, SMALL, heterogeneous=True)
+    assert field == "drafter.heterogeneous_vocab" and "PR #16290" in why
+
+
+def test_engines_whose_check_was_not_read_are_not_checked():
+    """SGLang's STANDALONE drafter has no such check (read in 0.5.6); TensorRT-LLM's path was not read."""
+    assert vocab_refusal("sglang", "0.5.6", TARGET, SMALL) is None
+    assert vocab_refusal("trtllm", "1.0.0", TARGET, SMALL) is None
+
+
+def test_a_run_applies_it_where_the_release_is_named_or_heterogeneous_drafting_is_asked_for():
+    import simulator
+    from simulator.errors import ScenarioError
+    from sim_helpers import scenario
+    draft = {"kind": "draft_model", "model": "llama-68m", "gamma": 3}
+    small = {"workload": {"num_requests": 20}}
+    simulator.run(scenario(drafter=draft, **small))   # no release named: the pairing is simulated as the algorithm
+    with pytest.raises(ScenarioError, match=r"^drafter.model: .*vllm 0.24.0 refuses such a draft model"):
+        simulator.run(scenario(drafter=draft, cluster={"engine": {"version": "0.24.0"}}, **small))
+    with pytest.raises(ScenarioError, match=r"^drafter.heterogeneous_vocab: vllm 0.24.0 has no"):   # implied 0.24.0
+        simulator.run(scenario(drafter={**draft, "heterogeneous_vocab": True}, **small))
+    result = simulator.run(scenario(drafter={**draft, "heterogeneous_vocab": True},
+                                    cluster={"engine": {"version": "0.25.0"}}, **small))
+    assert result.summary["requests_finished"] == 20
