@@ -7,7 +7,10 @@ profiles.engine_time.context_length; this module only reads and checks the field
   `rope_scaling` (transformers v4) or `rope_parameters` (v5), its `rope_type` (or the legacy `type`; none, or
   `default`, is no scaling), `factor` (transformers' rope validation requires it for linear, dynamic, yarn and
   llama3: transformers/modeling_rope_utils.py `_validate_*_rope_parameters`; else 1) and
-  `original_max_position_embeddings` (0: absent). A v5 block nested by layer type (`full_attention`,
+  `original_max_position_embeddings` (0: absent; `rope_original_null`: the block gives the key as null, which
+  SGLang's get_context_length reads as present: `"original_max_position_embeddings" in rope_scaling`, no factor).
+  A null one is refused for the types whose rotary embedding reads it (READS_ORIGINAL).
+  A v5 block nested by layer type (`full_attention`,
   `sliding_attention`) is read when its entries agree (vLLM's rule "assumes all layer types have the same
   scaling factor", vllm/config/model.py `_get_and_verify_max_len`, 0.12.0); entries that differ are refused.
   The type must be one some engine builds (ROPE_TYPES); a block nested by layer type holds a mapping per type.
@@ -39,6 +42,11 @@ ROPE_TYPES = ("default", "linear", "dynamic", "ntk", "yarn", "deepseek_yarn", "d
               "mllama4", "xdrope", "longrope", "su", "extended", "mrope", "openpangu", "proportional")
 # rope types whose block must give `factor` (transformers modeling_rope_utils validation)
 _NEEDS_FACTOR = ("linear", "dynamic", "yarn", "llama3")
+# rope types whose rotary embedding reads the block's original_max_position_embeddings as a number: vLLM's get_rope
+# (rope_scaling["original_max_position_embeddings"] for llama3, yarn, deepseek_yarn, longrope: 0.11.0, 0.33.0, which
+# adds deepseek_llama_scaling; su is rewritten to longrope) and SGLang's (the same four, 0.5.2 rotary_embedding.py;
+# 0.5.23 factory.py _get_rope_param returns the key's value when present): a null there is None in arithmetic
+READS_ORIGINAL = ("llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling", "longrope", "su")
 _LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
 
 
@@ -46,8 +54,9 @@ class ContextConfigError(ValueError):
     """A rope-scaling block or length key that is not what the engines read; the message names the field."""
 
 
-def _rope_entry(block: dict, where: str) -> tuple[str, float, int]:
-    """(type, factor, original_max_position_embeddings) of one flat rope block."""
+def _rope_entry(block: dict, where: str) -> tuple[str, float, int, bool]:
+    """(type, factor, original_max_position_embeddings, whether the block gives that key as null) of one flat
+    rope block."""
     kind = block.get("rope_type", block.get("type"))
     legacy = block.get("type")
     if kind is not None and legacy is not None and kind != legacy and (legacy, kind) not in (
@@ -70,6 +79,10 @@ def _rope_entry(block: dict, where: str) -> tuple[str, float, int]:
     if expected:
         raise ContextConfigError(f"{where}.factor is {brief(factor)}; expected {expected}")
     original = block.get("original_max_position_embeddings")
+    if original is None and "original_max_position_embeddings" in block and kind in READS_ORIGINAL:
+        raise ContextConfigError(f"{where}.original_max_position_embeddings is null; rope_type {kind}'s rotary "
+                                 "embedding takes it as a length (vLLM's and SGLang's get_rope: a null fails at "
+                                 "start-up); expected an integer >= 1")
     if original is None:
         original = 0
     elif isinstance(original, float) and original.is_integer():
@@ -77,7 +90,8 @@ def _rope_entry(block: dict, where: str) -> tuple[str, float, int]:
     expected = integer_expected(original, 1, MAX_TOKENS) if original != 0 else None
     if expected:
         raise ContextConfigError(f"{where}.original_max_position_embeddings is {brief(original)}; expected {expected}")
-    return ("" if kind == "default" and factor == 1.0 else str(kind)), float(factor), original
+    null = original == 0 and "original_max_position_embeddings" in block
+    return ("" if kind == "default" and factor == 1.0 else str(kind)), float(factor), original, null
 
 
 def rope_fields(cfg: dict, where: str) -> dict:
@@ -101,13 +115,13 @@ def rope_fields(cfg: dict, where: str) -> dict:
                                      "expected one rope_type, factor and original_max_position_embeddings for all")
         if not found:
             return {}
-        kind, factor, original = found.pop()
+        kind, factor, original, null = found.pop()
     else:
-        kind, factor, original = _rope_entry(block, f"{where}: {key}")
+        kind, factor, original, null = _rope_entry(block, f"{where}: {key}")
     if not kind:
         return {}
     return {"rope_scaling_type": kind, "rope_scaling_factor": factor,
-            "rope_original_max_position_embeddings": original}
+            "rope_original_max_position_embeddings": original, "rope_original_null": null}
 
 
 def length_keys(cfg: dict, where: str) -> tuple[tuple[str, int], ...]:

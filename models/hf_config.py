@@ -24,6 +24,18 @@ and `quantization_config`, the checkpoint's weight format (models.quant_config).
 compute priced here and is ignored. A hybrid architecture (the last three rows) must say which layer is which: a
 config without its layer-type list is an `UnsupportedModelError` naming the missing field. Anything else — another architecture, a vision-language wrapper
 (`text_config`), a layer layout ModelSpec cannot express — is an `UnsupportedModelError` naming the field.
+
+`architectures` is read as vLLM and SGLang read it: the first entry with a converter here is the model (vLLM's
+`_get_model_architecture` loop, vllm/model_executor/model_loader.py 0.3.3; ModelRegistry.inspect_model_cls /
+resolve_model_cls "for arch in architectures", registry.py 0.7.0 - 0.33.0; SGLang's ModelRegistry.resolve_model_cls,
+srt/models/registry.py 0.4.0 - 0.5.23). TensorRT-LLM reads `architectures[0]` only (AutoModelForCausalLM,
+tensorrt_llm/_torch/models/modeling_auto.py; AutoConfig.from_hugging_face, tensorrt_llm/models/automodel.py): an
+entry read after another keeps that other in `ModelSpec.hf_first_architecture`, which
+profiles.engine_time.architectures refuses for TensorRT-LLM. Approximation, named: an earlier entry draftsim has no
+converter for is taken to be one the engine does not register either (vLLM and SGLang would load an earlier
+registered one, e.g. a vision-language class, instead); and SGLang's per-model server settings that key on
+`architectures[0]` (server_args.py model_specific_adjustments: attention backend, hybrid SWA memory) are not
+modelled either way.
 """
 from __future__ import annotations
 
@@ -229,9 +241,17 @@ def _deepseek(cfg: dict, where: str) -> dict:
     return out
 
 
+GPT_OSS_WINDOW = 128   # transformers GptOssConfig's sliding_window default (configuration_gpt_oss.py)
+
+
 def _gpt_oss(cfg: dict, where: str) -> dict:
+    """gpt-oss as transformers' GptOssConfig reads it: without layer_types, sliding and full attention alternate
+    from a sliding layer 0; without a sliding_window key, GPT_OSS_WINDOW. A sliding_window of 0 or null leaves the
+    sliding layers without a window, which the engines read differently: ModelSpec.sliding_window_unset keeps it
+    for profiles.engine_time.sliding_window_unset."""
     out = _common(cfg, where)
-    types = cfg.get("layer_types") or ["full_attention"] * out["num_layers"]
+    types = cfg.get("layer_types") or ["sliding_attention" if i % 2 == 0 else "full_attention"
+                                       for i in range(out["num_layers"])]
     unknown = sorted(set(types) - {"sliding_attention", "full_attention"})
     if unknown or len(types) != out["num_layers"]:
         raise UnsupportedModelError(f"{where}: layer_types must list num_hidden_layers entries of "
@@ -243,7 +263,11 @@ def _gpt_oss(cfg: dict, where: str) -> dict:
                experts_per_token=_int(cfg, "experts_per_token" if cfg.get("num_experts_per_tok") is None
                                       else "num_experts_per_tok", where),
                moe_intermediate_size=out["intermediate_size"], router_bias=True, expert_bias=True)
-    out.update(_window(sliding, _int(cfg, "sliding_window", where, default=0, low=0) if sliding else 0))
+    given = "sliding_window" in cfg
+    window = (_int(cfg, "sliding_window", where, default=0, low=0) if given else GPT_OSS_WINDOW)
+    if sliding and not window:
+        out["sliding_window_unset"] = "null" if cfg["sliding_window"] is None else "0"
+    out.update(_window(sliding, window if sliding else 0))
     return out
 
 
@@ -394,16 +418,18 @@ def spec_from_hf_config(cfg: dict, name: str, source: str = "", where: str = "co
     archs = cfg.get("architectures") or []
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):   # ([{}] is no name: unhashable)
         raise UnsupportedModelError(f"{where}: architectures is {brief(archs)}; expected a list of strings, the "
-                                    f"first one of: {', '.join(ARCHITECTURES)}")
-    arch = archs[0] if archs else None
-    if arch not in ARCHITECTURES:
+                                    f"first one of: {', '.join(ARCHITECTURES)} (or one after names draftsim does "
+                                    "not read)")
+    arch = next((a for a in archs if a in ARCHITECTURES), None)
+    if arch is None:
         hint = " (a vision-language wrapper: its text_config is not read)" if "text_config" in cfg else ""
         raise UnsupportedModelError(f"{where}: architectures {archs!r} is not supported{hint}; allowed: "
                                     f"{', '.join(ARCHITECTURES)}")
     family, convert = ARCHITECTURES[arch]
     try:
         fields = convert(cfg, where)
-        return ModelSpec(name=name, family=family, source=source, **fields)
+        first = {"hf_first_architecture": archs[0]} if archs[0] != arch else {}
+        return ModelSpec(name=name, family=family, source=source, **fields, **first)
     except (TypeError, ValueError) as exc:
         if isinstance(exc, UnsupportedModelError):
             raise

@@ -156,6 +156,7 @@ class ModelSpec:
     rope_scaling_type: str = ""            # rope_type of rope_scaling / rope_parameters ("": no scaling)
     rope_scaling_factor: float = 1.0
     rope_original_max_position_embeddings: int = 0   # the rope block's (0: none)
+    rope_original_null: bool = False       # the block gives original_max_position_embeddings as null (context_config)
     length_keys: tuple[tuple[str, int], ...] = ()
     # The weights' format as the checkpoint holds them (config.json quantization_config, models.quant_config):
     # a cluster.dtype name, "" for an unquantized checkpoint (or one no config says is quantized).
@@ -165,6 +166,13 @@ class ModelSpec:
     # KV dtype default takes it is its engine release's rule (profiles.engine_time.kv_cache_auto).
     checkpoint_kv_format: str = ""
     checkpoint_kv_dtype: str = ""
+    # config.json's sliding_window ("0" or "null") where its layer_types name sliding layers that it leaves without
+    # a window (gpt-oss; models.hf_config): the engines read the two differently
+    # (profiles.engine_time.sliding_window_unset)
+    sliding_window_unset: str = ""
+    # config.json's architectures[0] where draftsim read a later entry (models.hf_config: vLLM and SGLang load the
+    # first entry they register; TensorRT-LLM loads architectures[0] only); "" when the first entry was read
+    hf_first_architecture: str = ""
     source: str = ""                       # where the numbers come from
 
     def __post_init__(self) -> None:
@@ -204,6 +212,9 @@ class ModelSpec:
 
     def _check_checkpoint_kv(self) -> None:
         from models.quant_config import KV_FORMATS
+        if self.sliding_window_unset not in ("", "0", "null") or (self.sliding_window_unset and self.sliding_window):
+            raise ValueError(f"model {self.name!r}: sliding_window_unset is {brief(self.sliding_window_unset)}; "
+                             "expected \"\", or \"0\" or \"null\" with sliding_window 0")
         if self.checkpoint_kv_format not in ("", *KV_FORMATS):
             raise ValueError(f"model {self.name!r}: checkpoint_kv_format is {brief(self.checkpoint_kv_format)}; "
                              f"expected one of {', '.join(KV_FORMATS)} or empty")

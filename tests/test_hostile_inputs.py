@@ -2683,6 +2683,25 @@ CASES = [
     Hostile("lead_allow_long_context_before_vllm_0_5_4", run(
         cluster={"max_model_len": 16384, "engine": {"version": "0.5.3", "allow_long_context": True}}),
             "draftsim: error: cluster.engine.allow_long_context: vllm 0.5.3 has no VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
+    # session 24, ctxedge: config.json entries the engines read otherwise than draftsim did
+    Hostile("ctxedge_trtllm_reads_architectures_first_entry_only",
+            estimate("--framework", "trtllm", model_fields={"architectures": ["Unknown", "LlamaForCausalLM"]}),
+            "--model: trtllm 1.3.0rc20 loads config.json's architectures[0] only ('Unknown', not LlamaForCausalLM"),
+    Hostile("ctxedge_yarn_original_length_null", estimate(model_fields={"rope_scaling": {
+        "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": None}}),
+            "rope_scaling.original_max_position_embeddings is null; rope_type yarn's rotary embedding takes it as a "
+            "length"),
+    Hostile("ctxedge_gpt_oss_window_null_on_sglang", lambda tmp: [
+        "estimate", "--model", str(_write(tmp, "config.json", json.dumps({**json.loads(
+            (REPO / "tests/data/hf_configs/gpt-oss-20b/config.json").read_text()), "sliding_window": None}))),
+        "--hardware", "h100-sxm", "--framework", "sglang"],
+            "its config.json's sliding_window is null with sliding_attention layers; SGLang's gpt_oss.py takes "
+            "config.sliding_window - 1"),
+    Hostile("ctxedge_gpt_oss_window_zero_on_vllm_before_0_19", lambda tmp: [
+        "estimate", "--model", str(_write(tmp, "config.json", json.dumps({**json.loads(
+            (REPO / "tests/data/hf_configs/gpt-oss-20b/config.json").read_text()), "sliding_window": 0}))),
+        "--hardware", "h100-sxm", "--framework", "vllm", "--engine-version", "0.18.1"],
+            "its config.json's sliding_window is 0 with sliding_attention layers; vLLM before 0.19.0 hands the 0"),
 ]
 
 

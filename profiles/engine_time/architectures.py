@@ -21,6 +21,11 @@ does not know, so the release cannot build the model (vLLM 0.2.0 and Llama 3.1's
 refuses the releases after it too (vLLM's `extended`, 0.5.3 only); `first: none` refuses every release, naming the
 model's field (SGLang has no `extended`). Checked before
 any memory, pricing or context work (profiles.engine_time.context_length derives no context for such a release).
+
+TensorRT-LLM loads config.json's `architectures[0]` only (FIRST_ENTRY_ONLY): a model whose config.json draftsim read
+from a later entry (ModelSpec.hf_first_architecture; vLLM and SGLang try each entry, models.hf_config) is refused
+there, naming `model_field`; so are the releases that do not serve a config.json's sliding_window of 0 or null on
+sliding layers (profiles.engine_time.sliding_window_unset).
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from models.files import load_shipped_yaml
+from profiles.engine_time import sliding_window_unset
 from profiles.engine_time.support import UnsupportedCombination
 from profiles.measured.source import is_prerelease, version_key
 
@@ -129,6 +135,8 @@ def check(framework: str, version: str | None, model, field: str = "cluster.engi
           model_field: str = "cluster.model") -> None:
     """UnsupportedCombination where `framework` at `version` cannot load `model`'s architecture or run its rope
     scaling type (module docstring)."""
+    _check_first_entry(framework, version, model, model_field)
+    sliding_window_unset.check(framework, version, model, model_field)
     table = registry(framework)
     if table is None or version is None or model is None:
         return
@@ -150,6 +158,26 @@ def check(framework: str, version: str | None, model, field: str = "cluster.engi
                                                       f"release read; allowed: a model of another rope scaling type"
                                                       f"{_elsewhere(framework, rope, ROPE_TYPES)}")
         _check_release(ropes, framework, version, rope, what, field)
+
+
+# engines that load config.json's architectures[0] only, with where they read it (vLLM and SGLang try each entry:
+# models.hf_config)
+FIRST_ENTRY_ONLY = {"trtllm": "AutoModelForCausalLM, tensorrt_llm/_torch/models/modeling_auto.py; "
+                              "tensorrt_llm/models/automodel.py before 1.0"}
+
+
+def _check_first_entry(framework: str, version: str | None, model, model_field: str) -> None:
+    """UnsupportedCombination naming `model_field` where `framework` reads config.json's architectures[0] only and
+    draftsim read a later entry of `model`'s (ModelSpec.hf_first_architecture): the engine would not load it."""
+    first = getattr(model, "hf_first_architecture", "")
+    if not first or framework not in FIRST_ENTRY_ONLY:
+        return
+    others = " or ".join(f for f in FRAMEWORKS if f not in FIRST_ENTRY_ONLY)
+    raise UnsupportedCombination(model_field, f"{framework} {version or ''}".rstrip() + f" loads config.json's "
+                                 f"architectures[0] only ({first!r}, not {architecture(model) or model.family} of "
+                                 f"{model.name}: {FIRST_ENTRY_ONLY[framework]}); allowed: a config.json that lists "
+                                 f"{architecture(model) or model.family} first, or the engine {others} (which try "
+                                 "each entry)")
 
 
 def _check_release(table: Registry | None, framework: str, version: str, key: str, what: str, field: str) -> None:

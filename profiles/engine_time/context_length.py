@@ -30,7 +30,9 @@ Each rule as read in the releases' sources (PyPI wheels; TensorRT-LLM from its r
   0.5.10, srt/utils/hf_transformers/common.py from 0.5.14; the same in every release 0.4.0 - 0.5.23 read): the first
   key present of max_sequence_length, seq_length, max_seq_len, model_max_length, max_position_embeddings, times the
   rope factor unless the rope block has original_max_position_embeddings or its rope_type is llama3 (so yarn with
-  an original length is not scaled). A longer --context-length is refused (ModelConfig, srt/configs/model_config.py)
+  an original length is not scaled). The test is the key's presence (`"original_max_position_embeddings" in
+  rope_scaling`, 0.4.0, 0.4.9, 0.5.2, 0.5.8, 0.5.23): a key given as null counts (ModelSpec.rope_original_null).
+  A longer --context-length is refused (ModelConfig, srt/configs/model_config.py)
   unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN, whose default was "True" from 0.4.4 to 0.4.10.post2
   (`get_bool_env_var(..., default="True")`; "False" in 0.4.3.post3/.post4, no default before, unset from 0.5.1):
   accepted there.
@@ -127,7 +129,7 @@ def _sglang_derived(model) -> tuple[int, str]:
     keys = _keys(model)
     key = next(k for k in SGLANG_KEYS if k in keys)
     factor = model.rope_scaling_factor if model.rope_scaling_type else 1.0
-    if model.rope_original_max_position_embeddings or model.rope_scaling_type == "llama3":
+    if model.rope_original_max_position_embeddings or model.rope_original_null or model.rope_scaling_type == "llama3":
         factor = 1.0
     return int(factor * keys[key]), key + (f" × rope_scaling.factor {factor:g}" if factor != 1.0 else "")
 

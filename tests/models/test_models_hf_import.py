@@ -364,3 +364,44 @@ def test_a_checkpoint_declaring_an_fp8_kv_cache_gets_it_where_its_engine_release
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("draftsim: error: cluster.kv_dtype: bf16, but vllm 0.20.0 "
                                                          "runs an fp8 KV cache") and not out.exists()
+
+
+def test_architectures_entries_are_tried_in_turn_as_vllm_and_sglang_do():
+    """vLLM's and SGLang's registries load the first entry they have; TensorRT-LLM's reads architectures[0] only,
+    so the skipped entry is kept for its refusal (profiles.engine_time.architectures)."""
+    later = spec_from_hf_config(_config(architectures=["Unknown", "LlamaForCausalLM"]), "x")
+    assert later.family == "llama" and later.hf_first_architecture == "Unknown"
+    first = spec_from_hf_config(_config(architectures=["LlamaForCausalLM", "Unknown"]), "x")
+    assert first.hf_first_architecture == ""
+    with pytest.raises(UnsupportedModelError, match=r"architectures \['A', 'B'\] is not supported"):
+        spec_from_hf_config(_config(architectures=["A", "B"]), "x")
+
+
+def _gpt_oss(**changes) -> dict:
+    cfg = json.loads((CONFIGS / "gpt-oss-20b" / "config.json").read_text())
+    cfg.update(changes)
+    return cfg
+
+
+def test_gpt_oss_defaults_are_transformers_and_an_unset_window_is_kept():
+    """Without layer_types / sliding_window, GptOssConfig alternates sliding layers from layer 0 with a 128-token
+    window; a sliding_window of 0 or null leaves the sliding layers unwindowed and says which it was."""
+    shipped = spec_from_hf_config(_gpt_oss(), "x")
+    bare = spec_from_hf_config({k: v for k, v in _gpt_oss().items() if k not in ("layer_types", "sliding_window")},
+                               "x")
+    assert (bare.sliding_window, bare.sliding_window_layers) == (128, shipped.sliding_window_layers) == (128, 12)
+    for value, unset in ((0, "0"), (None, "null")):
+        spec = spec_from_hf_config(_gpt_oss(sliding_window=value), "x")
+        assert (spec.sliding_window, spec.sliding_window_layers, spec.sliding_window_unset) == (0, 0, unset)
+    assert shipped.sliding_window_unset == ""
+
+
+def test_a_null_original_length_is_refused_where_get_rope_reads_it_and_kept_elsewhere():
+    for kind in ("yarn", "llama3", "longrope"):
+        block = {"rope_type": kind, "factor": 4.0, "original_max_position_embeddings": None}
+        with pytest.raises(UnsupportedModelError, match="original_max_position_embeddings is null"):
+            spec_from_hf_config(_config(rope_scaling=block), "x")
+    linear = spec_from_hf_config(_config(rope_scaling={"rope_type": "linear", "factor": 2.0,
+                                                       "original_max_position_embeddings": None}), "x")
+    assert linear.rope_original_null and linear.rope_original_max_position_embeddings == 0
+    assert not spec_from_hf_config(_config(rope_scaling={"rope_type": "linear", "factor": 2.0}), "x").rope_original_null

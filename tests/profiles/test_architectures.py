@@ -213,3 +213,31 @@ def test_the_v1_table_names_known_architectures_and_releases():
     table = registry("vllm", V1_ARCHITECTURES)
     assert set(table.firsts) <= set(ARCHITECTURES)
     assert all(Version(first) in set(releases("vllm")) for first in table.firsts.values())
+
+
+def _hf(folder: str, **changes):
+    import json
+    from pathlib import Path
+    from models.hf_config import spec_from_hf_config
+    cfg = json.loads((Path(__file__).resolve().parent.parent / "data" / "hf_configs" / folder / "config.json")
+                     .read_text())
+    return spec_from_hf_config({**cfg, **changes}, folder.lower())
+
+
+def test_trtllm_refuses_a_model_read_from_a_later_architectures_entry():
+    model = _hf("Qwen3-8B", architectures=["Unknown", "Qwen3ForCausalLM"])
+    assert _refusal("vllm", "0.11.0", model) is None and _refusal("sglang", "0.5.2", model) is None
+    refusal = _refusal("trtllm", "1.0.0", model)
+    assert refusal.field == "cluster.model" and "architectures[0] only ('Unknown'" in str(refusal)
+    assert _refusal("trtllm", "1.0.0", _hf("Qwen3-8B")) is None
+
+
+@pytest.mark.parametrize("framework,version,window,refused", [
+    ("vllm", "0.18.1", 0, True), ("vllm", "0.19.0", 0, False), ("vllm", "0.18.1", None, False),
+    ("sglang", "0.5.7", 0, False), ("sglang", "0.5.8", 0, True), ("sglang", "0.5.23", 0, True),
+    ("sglang", "0.5.2", None, True), ("trtllm", "1.1.0", 0, False), ("trtllm", "1.1.0", None, False),
+])
+def test_a_gpt_oss_window_of_0_or_null_is_served_where_the_release_serves_it(framework, version, window, refused):
+    refusal = _refusal(framework, version, _hf("gpt-oss-20b", sliding_window=window))
+    assert (refusal is not None) == refused
+    assert refusal is None or (refusal.field == "cluster.model" and "sliding_window is" in str(refusal))

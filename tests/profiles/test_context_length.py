@@ -165,3 +165,15 @@ def test_a_context_under_two_tokens_is_refused_naming_the_model(change, tokens):
 def test_a_factor_below_one_shortens_the_context_as_the_engines_compute_it():
     spec = _spec("Qwen3-8B", rope_scaling={"rope_type": "linear", "factor": 0.5})
     assert derived_context("vllm", "0.24.0", spec)[0] == 20480   # 40,960 × 0.5 (transformers warns only)
+
+
+def test_sglang_takes_a_null_original_length_as_present():
+    """SGLang's get_context_length tests `"original_max_position_embeddings" in rope_scaling`: a null counts and the
+    factor is not applied; vLLM and TensorRT-LLM multiply a linear block whatever it says."""
+    cfg = json.loads((CONFIGS / "Qwen3-8B" / "config.json").read_text())
+    cfg["rope_scaling"] = {"rope_type": "linear", "factor": 2.0, "original_max_position_embeddings": None}
+    spec = spec_from_hf_config(cfg, "q")
+    assert derived_context("sglang", "0.5.2", spec)[0] == 40960
+    assert derived_context("vllm", "0.11.0", spec)[0] == derived_context("trtllm", "1.0.0", spec)[0] == 81920
+    del cfg["rope_scaling"]["original_max_position_embeddings"]
+    assert derived_context("sglang", "0.5.2", spec_from_hf_config(cfg, "q"))[0] == 81920
