@@ -4,8 +4,8 @@ Supported `architectures` (registry `ARCHITECTURES`, one converter per family):
 
 | architecture | what is read beyond the common fields |
 |---|---|
-| LlamaForCausalLM, MistralForCausalLM | `attention_bias` (q/k/v and o biases), `sliding_window` (every layer, Mistral) |
-| Qwen2ForCausalLM | q/k/v biases always; `use_sliding_window` + `max_window_layers` |
+| LlamaForCausalLM, MistralForCausalLM | `attention_bias` (q/k/v and o biases), `sliding_window` (every layer; Mistral's defaults to 4096) |
+| Qwen2ForCausalLM | q/k/v biases always; `use_sliding_window` + `max_window_layers` (Qwen3 too; Qwen3-MoE: every layer) |
 | Qwen3ForCausalLM | per-head q/k RMSNorm, explicit `head_dim` |
 | MixtralForCausalLM | `num_local_experts`, `num_experts_per_tok`, `intermediate_size` = expert width |
 | Qwen3MoeForCausalLM | `num_experts`, `moe_intermediate_size`, `mlp_only_layers` (leading dense layers only) |
@@ -144,14 +144,38 @@ def _window(layers: int, window) -> dict:
     return {"sliding_window": int(window), "sliding_window_layers": layers} if window else {}
 
 
-def _llama(cfg: dict, where: str) -> dict:
+# transformers' config defaults for a config.json without the key (configuration_mistral.py MistralConfig
+# sliding_window=4096, 4.34 - 5.19; configuration_qwen2.py / configuration_qwen3.py / configuration_qwen3_moe.py
+# sliding_window=4096 and max_window_layers=28, 4.40 - 5.19). The engines load config.json through AutoConfig, so
+# the attribute exists: vLLM's ModelConfig.get_sliding_window reads it (getattr(hf_text_config, "sliding_window")).
+MISTRAL_WINDOW = 4096
+QWEN_WINDOW = 4096
+QWEN_MAX_WINDOW_LAYERS = 28
+
+
+def _every_layer_window(cfg: dict, out: dict, where: str, default: int = 0) -> dict:
+    """A window on every layer (Llama, Mistral, Mixtral, Qwen3-MoE): `sliding_window` (absent: `default`, the
+    transformers class's; null: none). A 0 is kept in ModelSpec.sliding_window_unset: vLLM before 0.19.0 takes it
+    as a window of 0 tokens (profiles.engine_time.sliding_window_unset)."""
+    window = _int(cfg, "sliding_window", where, default=0, low=0) if "sliding_window" in cfg else default
+    if "sliding_window" in cfg and cfg["sliding_window"] is not None and not window:
+        out["sliding_window_unset"] = "0"
+    out.update(_window(out["num_layers"], window))
+    return out
+
+
+def _llama(cfg: dict, where: str, default_window: int = 0) -> dict:
     out = _common(cfg, where)
     if cfg.get("mlp_bias"):
         raise UnsupportedModelError(f"{where}: mlp_bias: true is not supported (MLP biases are not modelled)")
     bias = _bool(cfg, "attention_bias", where, False)
     out.update(qkv_bias=bias, attention_output_bias=bias)
-    out.update(_window(out["num_layers"], _int(cfg, "sliding_window", where, default=0, low=0)))
-    return out
+    return _every_layer_window(cfg, out, where, default_window)
+
+
+def _mistral(cfg: dict, where: str) -> dict:
+    """Llama's layout; without a sliding_window key, transformers' MistralConfig default (MISTRAL_WINDOW)."""
+    return _llama(cfg, where, MISTRAL_WINDOW)
 
 
 def _qwen2(cfg: dict, where: str) -> dict:
@@ -161,10 +185,20 @@ def _qwen2(cfg: dict, where: str) -> dict:
 
 
 def _qwen_window(cfg: dict, out: dict, where: str) -> dict:
-    """Qwen's optional sliding window: layers from `max_window_layers` on use it when `use_sliding_window`."""
+    """Qwen2 / Qwen3 dense's optional sliding window, as transformers reads it: only when `use_sliding_window` (its
+    config sets sliding_window to None otherwise, configuration_qwen2.py 4.43 - 5.19), on the layers from
+    `max_window_layers` on (layer_types "sliding_attention" if i >= max_window_layers, 4.53 - 5.19); absent keys take
+    the class defaults (QWEN_WINDOW, QWEN_MAX_WINDOW_LAYERS). vLLM reads the pair otherwise (every layer, or a
+    refusal): ModelSpec.qwen_sliding_window keeps it for profiles.engine_time.sliding_window_served."""
     if _bool(cfg, "use_sliding_window", where, False):
-        layers = max(out["num_layers"] - _int(cfg, "max_window_layers", where, default=out["num_layers"], low=0), 0)
-        out.update(_window(layers, _int(cfg, "sliding_window", where, default=0, low=0) if layers else 0))
+        window = _int(cfg, "sliding_window", where, default=0, low=0) if "sliding_window" in cfg else QWEN_WINDOW
+        first = _int(cfg, "max_window_layers", where, default=QWEN_MAX_WINDOW_LAYERS, low=0)
+        if cfg.get("sliding_window") is not None and not window:
+            out["sliding_window_unset"] = "0"
+        if window:
+            out["qwen_sliding_window"] = (window, first)
+        layers = max(out["num_layers"] - first, 0)
+        out.update(_window(layers, window if layers else 0))
     return out
 
 
@@ -180,8 +214,7 @@ def _mixtral(cfg: dict, where: str) -> dict:
     out.update(num_experts=_int(cfg, "num_local_experts", where),
                experts_per_token=_int(cfg, "num_experts_per_tok", where),
                moe_intermediate_size=out["intermediate_size"])
-    out.update(_window(out["num_layers"], _int(cfg, "sliding_window", where, default=0, low=0)))
-    return out
+    return _every_layer_window(cfg, out, where)   # (MixtralConfig's default is None from 4.40: no window)
 
 
 def _layer_indices(cfg: dict, key: str, layers: int, where: str) -> list[int]:
@@ -215,7 +248,13 @@ def _leading_dense(cfg: dict, layers: int, where: str) -> int:
 
 
 def _qwen3_moe(cfg: dict, where: str) -> dict:
-    out = _qwen3(cfg, where)
+    """Qwen3-MoE: its attention takes the window on every layer when `use_sliding_window` (transformers
+    Qwen3MoeAttention `getattr(config, "sliding_window", None)`, 4.51 - 5.19, its config having no max_window_layers;
+    vLLM's qwen3_moe.py passes none, so Attention takes cache_config.sliding_window on every layer)."""
+    out = _common(cfg, where)
+    out.update(qk_norm=True, qkv_bias=_bool(cfg, "attention_bias", where, False))
+    if _bool(cfg, "use_sliding_window", where, False):
+        _every_layer_window(cfg, out, where, QWEN_WINDOW)
     out.update(num_experts=_int(cfg, "num_experts", where),
                experts_per_token=_int(cfg, "num_experts_per_tok", where),
                moe_intermediate_size=_int(cfg, "moe_intermediate_size", where),
@@ -397,7 +436,7 @@ def _jamba(cfg: dict, where: str) -> dict:
 # architecture class name -> (family, converter); a new family is one function and one line here
 ARCHITECTURES: dict[str, tuple[str, Callable[[dict, str], dict]]] = {
     "LlamaForCausalLM": ("llama", _llama),
-    "MistralForCausalLM": ("mistral", _llama),
+    "MistralForCausalLM": ("mistral", _mistral),
     "Qwen2ForCausalLM": ("qwen2", _qwen2),
     "Qwen3ForCausalLM": ("qwen3", _qwen3),
     "MixtralForCausalLM": ("mixtral", _mixtral),

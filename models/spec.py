@@ -170,6 +170,9 @@ class ModelSpec:
     # a window (gpt-oss; models.hf_config): the engines read the two differently
     # (profiles.engine_time.sliding_window_unset)
     sliding_window_unset: str = ""
+    # Qwen2 / Qwen3 dense with use_sliding_window: (config.json's window, its max_window_layers), which vLLM reads
+    # otherwise than transformers (models.hf_config._qwen_window; profiles.engine_time.sliding_window_served)
+    qwen_sliding_window: tuple[int, ...] = ()
     # config.json's architectures[0] where draftsim read a later entry (models.hf_config: vLLM and SGLang load the
     # first entry they register; TensorRT-LLM loads architectures[0] only); "" when the first entry was read
     hf_first_architecture: str = ""
@@ -212,6 +215,12 @@ class ModelSpec:
 
     def _check_checkpoint_kv(self) -> None:
         from models.quant_config import KV_FORMATS
+        pair = self.qwen_sliding_window
+        if not isinstance(pair, (list, tuple)) or (pair and (len(pair) != 2 or integer_expected(pair[0], 1, MAX_TOKENS)
+                                                             or integer_expected(pair[1], 0, MAX_LAYERS))):
+            raise ValueError(f"model {self.name!r}: qwen_sliding_window is {brief(pair)}; expected [] or [window "
+                             f"tokens 1..{MAX_TOKENS}, max_window_layers 0..{MAX_LAYERS}]")
+        object.__setattr__(self, "qwen_sliding_window", tuple(pair))
         if self.sliding_window_unset not in ("", "0", "null") or (self.sliding_window_unset and self.sliding_window):
             raise ValueError(f"model {self.name!r}: sliding_window_unset is {brief(self.sliding_window_unset)}; "
                              "expected \"\", or \"0\" or \"null\" with sliding_window 0")

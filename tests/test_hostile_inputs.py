@@ -2695,13 +2695,33 @@ CASES = [
         "estimate", "--model", str(_write(tmp, "config.json", json.dumps({**json.loads(
             (REPO / "tests/data/hf_configs/gpt-oss-20b/config.json").read_text()), "sliding_window": None}))),
         "--hardware", "h100-sxm", "--framework", "sglang"],
-            "its config.json's sliding_window is null with sliding_attention layers; SGLang's gpt_oss.py takes "
+            "its config.json's sliding_window is null on its sliding-window attention; SGLang's gpt_oss.py takes "
             "config.sliding_window - 1"),
     Hostile("ctxedge_gpt_oss_window_zero_on_vllm_before_0_19", lambda tmp: [
         "estimate", "--model", str(_write(tmp, "config.json", json.dumps({**json.loads(
             (REPO / "tests/data/hf_configs/gpt-oss-20b/config.json").read_text()), "sliding_window": 0}))),
         "--hardware", "h100-sxm", "--framework", "vllm", "--engine-version", "0.18.1"],
-            "its config.json's sliding_window is 0 with sliding_attention layers; vLLM before 0.19.0 hands the 0"),
+            "its config.json's sliding_window is 0 on its sliding-window attention; vLLM before 0.19.0 hands the 0"),
+    # session 24, window2: sliding windows as each engine release reads config.json
+    Hostile("window2_mistral_window_zero_on_vllm_before_0_19", lambda tmp: [
+        "estimate", "--model", str(_write(tmp, "config.json", json.dumps({**json.loads(
+            (REPO / "tests/data/hf_configs/Mistral-7B-v0.1/config.json").read_text()), "sliding_window": 0}))),
+        "--hardware", "h100-sxm", "--framework", "vllm", "--engine-version", "0.18.1"],
+            "its config.json's sliding_window is 0 on its sliding-window attention; vLLM before 0.19.0 hands the 0"),
+    Hostile("window2_qwen_partial_window_on_vllm", lambda tmp: [
+        "estimate", "--model", str(_write(tmp, "config.json", json.dumps({**json.loads(
+            (REPO / "tests/data/hf_configs/Qwen2.5-7B/config.json").read_text()), "use_sliding_window": True,
+            "sliding_window": 4096, "max_window_layers": 20}))),
+        "--hardware", "h100-sxm", "--framework", "vllm"],
+            "asserts max_window_layers == num_hidden_layers where the layers mix windowed and full attention"),
+    Hostile("window2_qwen_window_on_vllm_0_8", lambda tmp: [
+        "estimate", "--model", str(_write(tmp, "config.json", json.dumps({**json.loads(
+            (REPO / "tests/data/hf_configs/Qwen2.5-7B/config.json").read_text()), "use_sliding_window": True,
+            "sliding_window": 4096}))),
+        "--hardware", "h100-sxm", "--framework", "vllm", "--engine-version", "0.8.5"],
+            "raises 'Sliding window for some but all layers is not supported' whenever a window is set"),
+    Hostile("window2_qwen_window_pair_in_inline_model", run(cluster={"model": {**SPEC, "qwen_sliding_window": [4096]}}),
+            "qwen_sliding_window"),
 ]
 
 

@@ -1,7 +1,16 @@
 """A config.json whose layer_types name sliding-window layers but whose `sliding_window` is 0 or null
-(ModelSpec.sliding_window_unset; gpt-oss, models.hf_config): draftsim prices those layers with no window, as the
-engine releases that serve such a config do; `check` refuses the releases that do not, naming the model's field.
-Read in the releases' sources:
+(ModelSpec.sliding_window_unset; gpt-oss, models.hf_config), or a `sliding_window` of 0 on a model whose attention
+takes it on every layer (Llama, Mistral, Mixtral, Qwen3-MoE; Qwen2 / Qwen3 with use_sliding_window): draftsim
+prices those layers with no window, as the engine releases that serve such a config do; `check` refuses the
+releases that do not, naming the model's field. Read in the releases' sources:
+
+- vLLM, a 0 on Llama, Mistral, Mixtral or Qwen: ModelConfig.get_sliding_window returns it (Qwen's only with
+  use_sliding_window, 0.4.1 - 0.10.2; every one after) and Attention takes cache_config.sliding_window = 0 (0.5.0 -
+  0.18.1; the model's own in 0.4.1): V1's sliding-window manager frees every block before the next token, V0's
+  block manager keeps 0 // block_size + 2 blocks (core/block_manager.py max_block_sliding_window, 0.6.6; 0.4.1's
+  block_manager_v1 takes logical_idx % 0) while the flash-attention window (sliding_window - 1, 0) = (-1, 0)
+  attends to all: refused before 0.19.0 (0 becomes no window there).
+  SGLang builds no window for these (profiles.engine_time.sliding_window_served): served.
 
 - vLLM (gpt_oss.py passes `config.sliding_window` to every even layer's Attention, 0.11.0 - 0.33.0): null is no
   window (Attention's sliding_window None). 0 is "no window" from 0.19.0 (vllm/config/model.py: "Some checkpoints
@@ -37,6 +46,7 @@ class Served:
     since: str | None = None
     until: str | None = None
     never: bool = False
+    architectures: tuple[str, ...] = ()   # the Hugging Face architectures the rule is for (empty: every one)
 
     def serves(self, version: str) -> bool:
         return not self.never and (self.since is None or version_key(version) >= version_key(self.since)) \
@@ -55,10 +65,11 @@ RULES = {
                           "before the next token while the attention kernel reads them all (vllm/config/model.py "
                           "turns 0 into no window from 0.19.0)", since="0.19.0"),
     ("sglang", "null"): Served("SGLang's gpt_oss.py takes config.sliding_window - 1 (None - 1 fails at model build)",
-                               never=True),
+                               never=True, architectures=("GptOssForCausalLM",)),
     ("sglang", "0"): Served("SGLang from 0.5.8 holds gpt-oss in its hybrid SWA memory pool with a window of -1 "
                             "(0.5.8 - 0.5.12 assert it is > 0 at start-up; later releases free the sliding layers' "
-                            "KV outside it while they attend to every token)", until="0.5.8"),
+                            "KV outside it while they attend to every token)", until="0.5.8",
+                            architectures=("GptOssForCausalLM",)),
 }
 
 
@@ -69,6 +80,10 @@ def check(framework: str, version: str | None, model, model_field: str = "cluste
     rule = RULES.get((framework, unset)) if unset else None
     if rule is None or version is None or rule.serves(version):
         return
+    if rule.architectures:
+        from profiles.engine_time.architectures import architecture
+        if architecture(model) not in rule.architectures:
+            return
     raise UnsupportedCombination(model_field, f"{framework} {version} cannot serve {model.name}: its config.json's "
-                                              f"sliding_window is {unset} with sliding_attention layers; "
+                                              f"sliding_window is {unset} on its sliding-window attention; "
                                               f"{rule.why}; allowed: {rule.allowed()}")

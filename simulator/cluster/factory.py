@@ -426,6 +426,18 @@ def check_architectures(release: tuple[str, str | None], target: ModelSpec, draf
         raise ScenarioError(exc.field, exc.message) from None
 
 
+def served_window(release: tuple[str, str | None], target: ModelSpec) -> ModelSpec:
+    """`target` with the sliding window the deployment's engine release applies (SGLang builds none for Llama,
+    Mistral, Mixtral and Qwen; vLLM windows every Qwen2/Qwen3 layer or refuses: profiles.engine_time.
+    sliding_window_served), a ScenarioError naming cluster.model where that release does not start with it."""
+    from profiles.engine_time.sliding_window_served import served
+    from profiles.engine_time.support import UnsupportedCombination
+    try:
+        return served(*release, target)
+    except UnsupportedCombination as exc:
+        raise ScenarioError(exc.field, exc.message) from None
+
+
 def release_named(lat: LatencyConfig, engine_cfg) -> bool:
     """Whether the scenario names the engine release it runs (cluster.engine.version, or cluster.latency's older
     engine_version), rather than leaving it to the measured tables or the newest release modelled."""
@@ -819,6 +831,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if lat is None:
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
     release = deployment_release(latency, engine_config, lat)
+    target = served_window(release, target)
     kv_dtype = resolve_kv_dtype(hw, dtype, kv_dtype, target, release, where)
     if getattr(lat, "kv_dtype", kv_dtype) != kv_dtype:   # (its attention tables are the KV dtype's: built again
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)   # once it is known)

@@ -405,3 +405,33 @@ def test_a_null_original_length_is_refused_where_get_rope_reads_it_and_kept_else
                                                        "original_max_position_embeddings": None}), "x")
     assert linear.rope_original_null and linear.rope_original_max_position_embeddings == 0
     assert not spec_from_hf_config(_config(rope_scaling={"rope_type": "linear", "factor": 2.0}), "x").rope_original_null
+
+
+def _published(folder: str, **changes) -> dict:
+    cfg = json.loads((CONFIGS / folder / "config.json").read_text())
+    cfg.update(changes)
+    return {k: v for k, v in cfg.items() if k not in changes or changes[k] != "absent"}
+
+
+def test_absent_window_keys_take_the_transformers_class_defaults():
+    """MistralConfig's sliding_window defaults to 4096, MixtralConfig's to None; Qwen2/Qwen3 with use_sliding_window
+    take 4096 and max_window_layers 28 (sliding from layer 28 on); Qwen3-MoE windows every layer."""
+    mistral = spec_from_hf_config(_published("Mistral-7B-v0.1", sliding_window="absent"), "x")
+    assert (mistral.sliding_window, mistral.sliding_window_layers) == (4096, 32)
+    assert spec_from_hf_config(_published("Mistral-7B-v0.1", sliding_window=None), "x").sliding_window == 0
+    assert spec_from_hf_config(_published("Mixtral-8x7B-v0.1", sliding_window="absent"), "x").sliding_window == 0
+    qwen = spec_from_hf_config(_published("Qwen3-8B", use_sliding_window=True, sliding_window="absent",
+                                          max_window_layers="absent"), "x")
+    assert (qwen.sliding_window, qwen.sliding_window_layers, qwen.qwen_sliding_window) == (4096, 36 - 28, (4096, 28))
+    shipped = spec_from_hf_config(_published("Qwen2.5-7B"), "x")   # use_sliding_window false: no window at all
+    assert (shipped.sliding_window, shipped.qwen_sliding_window, shipped.sliding_window_unset) == (0, (), "")
+    moe = spec_from_hf_config(_published("Qwen3-30B-A3B", use_sliding_window=True, sliding_window=2048), "x")
+    assert (moe.sliding_window, moe.sliding_window_layers) == (2048, 48)
+
+
+def test_a_zero_window_on_every_layer_is_kept_as_unset():
+    for folder, extra in (("Mistral-7B-v0.1", {}), ("Mixtral-8x7B-v0.1", {}), ("Llama-3.1-8B", {}),
+                          ("Qwen2.5-7B", {"use_sliding_window": True})):
+        spec = spec_from_hf_config(_published(folder, sliding_window=0, **extra), "x")
+        assert (spec.sliding_window, spec.sliding_window_unset) == (0, "0"), folder
+    assert spec_from_hf_config(_published("Qwen2.5-7B", sliding_window=0), "x").sliding_window_unset == ""

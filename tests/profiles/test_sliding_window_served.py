@@ -1,0 +1,56 @@
+"""profiles.engine_time.sliding_window_served: the window each engine release applies, on both sides of every
+boundary read in the wheels (SGLang's model files build none for Llama/Mistral/Mixtral/Qwen; vLLM's qwen2.py)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from models.hf_config import spec_from_hf_config
+from paths import DATA
+from profiles.engine_time.sliding_window_served import served
+from profiles.engine_time.support import UnsupportedCombination
+from simulator.cluster.factory import served_window
+
+CONFIGS = DATA / "hf_configs"
+
+
+def _spec(folder: str, **changes):
+    return spec_from_hf_config({**json.loads((CONFIGS / folder / "config.json").read_text()), **changes}, "m")
+
+
+def test_sglang_runs_mistral_and_qwen_without_their_window_and_keeps_gpt_oss_window():
+    mistral = _spec("Mistral-7B-v0.1")
+    assert served("sglang", "0.5.14", mistral).sliding_window_layers == 0
+    assert served("vllm", "0.24.0", mistral) is mistral and served("trtllm", None, mistral) is mistral
+    qwen = _spec("Qwen3-30B-A3B", use_sliding_window=True, sliding_window=2048)
+    assert served("sglang", None, qwen).sliding_window == 0
+    oss = _spec("gpt-oss-20b")
+    assert served("sglang", "0.5.14", oss) is oss
+
+
+@pytest.mark.parametrize("version, first, layers", [
+    ("0.4.1", 20, 20),            # layers below max_window_layers take the window
+    ("0.9.0", 28, 28), ("0.10.0", 28, 28), ("0.10.1", 28, 28), ("0.24.0", 28, 28), (None, 28, 28),
+    ("0.10.1", 0, 28), (None, 40, 28),   # all sliding, or none by layer_types: vLLM windows every layer
+])
+def test_vllm_windows_every_qwen_layer(version, first, layers):
+    spec = _spec("Qwen2.5-7B", use_sliding_window=True, sliding_window=4096, max_window_layers=first)
+    out = served("vllm", version, spec)
+    assert (out.sliding_window, out.sliding_window_layers) == (4096, layers)
+
+
+@pytest.mark.parametrize("version, first, text", [
+    ("0.5.0", 28, "whenever a window is set"), ("0.8.5", 28, "whenever a window is set"),
+    ("0.9.0", 0, "asserts max_window_layers"), ("0.10.0", 20, "asserts max_window_layers"),
+    ("0.10.1", 20, "asserts max_window_layers"), (None, 20, "asserts max_window_layers"),
+])
+def test_vllm_refuses_the_qwen_windows_it_does_not_start_with(version, first, text):
+    spec = _spec("Qwen2.5-7B", use_sliding_window=True, sliding_window=4096, max_window_layers=first)
+    with pytest.raises(UnsupportedCombination, match=text) as exc:
+        served("vllm", version, spec)
+    assert exc.value.field == "cluster.model" and "\n" not in str(exc.value)
+
+
+def test_the_factory_serves_the_window_of_its_release():
+    assert served_window(("sglang", "0.5.14"), _spec("Mistral-7B-v0.1")).sliding_window == 0
