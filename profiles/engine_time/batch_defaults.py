@@ -105,6 +105,7 @@ from __future__ import annotations
 from profiles.measured.source import version_key
 
 GIB = 2 ** 30
+DEFAULT_MAX_NUM_SEQS = 256   # draftsim's running-request limit where neither the scenario nor an engine rule sets one
 TRTLLM_MAX_BATCH_SIZE = 2048     # BaseLlmArgs.max_batch_size, TensorRT-LLM 1.0 on (module docstring)
 # drafter engine family -> ((the first SGLang release that resets max_running_requests to N, N), ...), oldest
 # first; each holds until the next (module docstring)

@@ -174,7 +174,7 @@ def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -
     whole prompt in one step, held in every group until the next step frees the window's) is held to that
     pool's own peak too, a prompt of max_model_len − 1 tokens: vLLM's check (steps of max_num_batched_tokens)
     passed there while the run then dropped every such request as exceeds_kv_capacity (exit 0)."""
-    from simulator.cluster.factory import GIB
+    from simulator.cluster.replica_memory import GIB
     from simulator.config.engine import engine_settings
     cl = scenario.cluster
     if engine_settings(cl.engine, cl.latency).framework != "vllm":

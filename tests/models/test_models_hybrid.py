@@ -21,7 +21,7 @@ from models.ops import CONV1D, GDN_DECODE, GDN_PREFILL, GEMM, SSM_DECODE
 from models.step import Parallelism, StepShape
 from profiles.hardware import get_hardware
 from sim_helpers import scenario
-from simulator.cluster.factory import hybrid_layout, kv_capacity_tokens, state_bytes_per_request
+from simulator.cluster.replica_memory import hybrid_layout, kv_capacity_tokens, state_bytes_per_request
 from simulator.cluster.vllm_memory import ProfileRun
 from paths import DATA
 

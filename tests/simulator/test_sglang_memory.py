@@ -10,7 +10,8 @@ import yaml
 from models.catalog import get_model
 from models.step import Parallelism
 from profiles.hardware import get_hardware
-from simulator.cluster.factory import build_replica_kind, free_bytes_per_gpu, kv_capacity_tokens
+from simulator.cluster.factory import build_replica_kind
+from simulator.cluster.replica_memory import free_bytes_per_gpu, kv_capacity_tokens
 from simulator.cluster.sglang_memory import (GIB, STARTUP_SINGLE_GPU_BYTES, STARTUP_TENSOR_PARALLEL_BYTES,
                                             SglangDeployment, default_mem_fraction_static, pre_model_load_bytes)
 from simulator.config.scenario import parse_scenario

@@ -8,8 +8,8 @@ import yaml
 from models.catalog import get_model
 from models.step import Parallelism
 from profiles.hardware import get_hardware
-from simulator.cluster.factory import (build_replica_kind, deployment_release, free_bytes_per_gpu, kv_capacity_tokens,
-                                      make_latency_model, max_num_seqs, vllm_profile_run)
+from simulator.cluster.factory import build_replica_kind, deployment_release, make_latency_model, max_num_seqs
+from simulator.cluster.replica_memory import free_bytes_per_gpu, kv_capacity_tokens, vllm_profile_run
 from simulator.cluster.vllm_memory import (GIB, ProfileRun, activation_peak_bytes, device_total_bytes,
                                            mxfp4_backend, mxfp4_layout_extra_bytes)
 from simulator.config.engine import EngineConfig

@@ -122,7 +122,7 @@ def mirrored_memory_utilization(case: EngineCase, engine: dict, hardware: str, d
     """The memory fraction that gives the simulated replica vLLM's own KV capacity: the run's KV blocks
     (`num_kv_blocks`, which hold the draft model's layers too) × block size tokens, plus the weights and, on a
     GPU, vLLM's start-up profile (simulator.cluster.vllm_memory), over the device's memory
-    (simulator.cluster.factory.kv_capacity_tokens inverted). None when the run does not report its blocks."""
+    (simulator.cluster.replica_memory.kv_capacity_tokens inverted). None when the run does not report its blocks."""
     from models.catalog import get_model
     from models.step import Parallelism
     from profiles.hardware import get_hardware
@@ -135,7 +135,7 @@ def mirrored_memory_utilization(case: EngineCase, engine: dict, hardware: str, d
     models = [get_model(m) for m in (case.target, case.draft) if m]
     weights = sum(m.weight_bytes(dtype) for m in models)
     kv = int(blocks) * int(engine["block_size"]) * sum(m.kv_bytes_per_token(dtype) for m in models)
-    if hw.id == CPU_ID:   # (the plain rule: simulator.cluster.factory.vllm_profile_run)
+    if hw.id == CPU_ID:   # (the plain rule: simulator.cluster.replica_memory.vllm_profile_run)
         return min(1.0, (weights + kv) / hw.hbm_bytes)
     run = ProfileRun(engine.get("version"), int(engine["max_num_batched_tokens"]), int(engine["max_num_seqs"]))
     overhead = profile_overhead_bytes(hw, models[0], Parallelism(), dtype, run)

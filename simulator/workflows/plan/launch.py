@@ -95,7 +95,7 @@ def _common(sc: dict, par: dict, engine: str, base_dir: Path, role: str = "coloc
     def seqs(flag: str) -> list:   # none given: the engine's own default, as the DES ran it (ReplicaKind.max_batch_size)
         return [flag, sched["max_batch_size"]] if sched.get("max_batch_size") is not None else []
 
-    def fraction(flag: str) -> list:   # none given: the engine's own default, as the DES ran it (factory.memory_fraction)
+    def fraction(flag: str) -> list:   # none given: the engine's own default, as the DES ran it (replica_memory.memory_fraction)
         return [flag, cl["gpu_memory_utilization"]] if cl.get("gpu_memory_utilization") is not None else []
 
     def budget(flag: str) -> list:
@@ -164,7 +164,8 @@ def engine_cache_record(sc: dict, base_dir: Path) -> dict | None:
     if _given_prefix_caching(cl) is not None or not _names_its_engine(cl):
         return None
     from simulator.cluster.engine_cache import engine_prefix_caching
-    from simulator.cluster.factory import keeps_window, pool_release, resolve_hardware
+    from simulator.cluster.factory import pool_release, resolve_hardware
+    from simulator.cluster.replica_memory import keeps_window
     from simulator.config.scenario import Scenario
     # (a launch takes a candidate without its workload too: the default reads only its parallel_samples)
     scenario = Scenario.model_validate({"workload": NO_WORKLOAD, **sc})

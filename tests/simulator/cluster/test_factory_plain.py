@@ -48,7 +48,7 @@ def test_trtllm_takes_its_kv_fraction_of_the_memory_the_weights_leave():
     from models import get_model
     from models.step import Parallelism
     from profiles.hardware import get_hardware
-    from simulator.cluster.factory import kv_capacity_tokens
+    from simulator.cluster.replica_memory import kv_capacity_tokens
     hw, spec, par = get_hardware("h100-sxm"), get_model("llama-3.3-70b"), Parallelism(tp=2)
     weights = spec.weight_bytes("fp8") / 2
     per_token = spec.kv_bytes_per_token_per_gpu(par, "fp8")

@@ -12,7 +12,7 @@ from models.step import Parallelism
 from profiles.hardware import get_hardware
 from sim_helpers import assert_bulk_equals_step, bare_replica, scenario, step_plans
 from simulator.api import prepare, simulate
-from simulator.cluster.factory import free_bytes_per_gpu, kv_capacity_tokens
+from simulator.cluster.replica_memory import free_bytes_per_gpu, kv_capacity_tokens
 from simulator.cluster.vllm_memory import ProfileRun
 from simulator.errors import ScenarioError
 from simulator.core.kv.sliding_window import SlidingWindowPool, WindowPageLayout, window_page_layout
