@@ -2722,6 +2722,25 @@ CASES = [
             "raises 'Sliding window for some but all layers is not supported' whenever a window is set"),
     Hostile("window2_qwen_window_pair_in_inline_model", run(cluster={"model": {**SPEC, "qwen_sliding_window": [4096]}}),
             "qwen_sliding_window"),
+    # session 24, hunt24: plan drafters across vocabularies (a field the screen's reason named but the plan refused;
+    # every candidate of a draft model its named release refuses screened out, the plan silent) and estimate's
+    # refusal of a step past the derived context that the engine's long-context variable serves
+    Hostile("hunt24_plan_draft_vocabulary_on_a_named_release", plan(engine={"version": "0.24.0"}, search={
+        "tp": [1], "replicas": [1], "drafters": [{"kind": "none"}, {"kind": "draft_model", "model": "llama-68m",
+                                                                    "gamma": [2]}]}),
+            "draftsim plan: error: plan.search.drafters.1.model: llama-68m has a 32,000-token vocabulary and "
+            "llama-3-8b 128,256: vllm 0.24.0 refuses such a draft model"),
+    Hostile("hunt24_plan_heterogeneous_vocab_before_vllm_0_25", plan(engine={"version": "0.24.0"}, search={
+        "tp": [1], "replicas": [1], "drafters": [{"kind": "draft_model", "model": "llama-68m", "gamma": [2],
+                                                  "heterogeneous_vocab": True}]}),
+            "draftsim plan: error: plan.search.drafters.0.heterogeneous_vocab: vllm 0.24.0 has no "
+            "use_heterogeneous_vocab"),
+    Hostile("hunt24_plan_heterogeneous_vocab_on_eagle3", plan(search={
+        "tp": [1], "replicas": [1], "drafters": [{"kind": "eagle3", "gamma": [2], "heterogeneous_vocab": True}]}),
+            "heterogeneous_vocab goes with a draft_model drafter"),
+    Hostile("hunt24_estimate_allow_long_context_before_vllm_0_5_4",
+            estimate("--context", "16000", "--allow-long-context", "--engine-version", "0.5.3"),
+            "draftsim estimate: error: --allow-long-context: vllm 0.5.3 has no VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
 ]
 
 

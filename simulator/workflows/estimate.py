@@ -16,7 +16,9 @@ breakdown prices ops as the tables do; where the latency model has a power limit
 part, which `kernel_seconds` includes.
 
 A step that cannot exist is an error (exit 2, one line naming the argument), not an estimate: requests
-longer than the model's context, or weights and KV cache beyond the GPU's memory (`check_step_fits`), or
+longer than the model's context (the context the engine release derives from the config; with
+`--allow-long-context`, engine `allow_long_context`, the step's length is taken as the max_model_len given, which
+the release's variable lets exceed it, as a run's `cluster.max_model_len`: profiles.engine_time.context_length), or weights and KV cache beyond the GPU's memory (`check_step_fits`), or
 more requests or tokens than the engine limits given (`--max-num-seqs`, `--max-num-batched-tokens`: the
 scheduler block; `check_step_in_limits`).
 """
@@ -107,8 +109,10 @@ def check_step_fits(spec, hw, par, dtype: str, kv_dtype: str, batch: int, contex
     if length > limit:   # (on the count that is over alone, else on the cached tokens)
         field = new_field if new_tokens > limit else "context_tokens"
         how = "max_position_embeddings" if context_len is None else "as the engine derives it from the config"
+        longer = "" if context_len is None else \
+            ", or --allow-long-context (the engine's variable for a longer max_model_len, where its release has one)"
         raise ScenarioError(field, f"{context_tokens} cached + {new_tokens} new tokens exceed the context of "
-                                   f"{spec.name}, {limit} tokens ({how})")
+                                   f"{spec.name}, {limit} tokens ({how}); allowed: at most {limit}{longer}")
     weights = weight_bytes_per_gpu(spec, par, dtype) if par.ep > 1 else spec.weight_bytes(dtype) / par.gpus
     memory, gib = device_total_bytes(hw), float(1 << 30)   # (`new_field`: the argument that gave new_tokens)
     if weights > memory:
@@ -158,6 +162,7 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
 
     tp, batch, context_tokens, query_tokens, prefill_tokens = _counts(
         tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens, prefill_tokens=prefill_tokens)
+    new_tokens = prefill_tokens if prefill_tokens else query_tokens
     weight_dtypes = [d for d in DTYPE_BYTES if d != "int8"]
     if dtype is not None and dtype not in weight_dtypes:
         raise ScenarioError("dtype", f"{dtype!r} is not supported; allowed: {', '.join(weight_dtypes)}")
@@ -175,6 +180,9 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
         except QuantConfigError as exc:
             raise ScenarioError("dtype", str(exc)) from None
         latencies: dict = {}
+        # (engine.allow_long_context: the step's length is the max_model_len given, which the release's variable
+        # lets exceed the context it derives, as a run's cluster.max_model_len: simulator.core.context)
+        long_context = context_tokens + new_tokens if getattr(engine_config, "allow_long_context", None) else None
 
         def notes() -> dict[str, str]:   # (the engine release `latency` and `engine` leave out: its source)
             latency_model = latencies.get(resolve_hardware(hardware, Path.cwd(), "hardware").id)
@@ -185,7 +193,8 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
             kind = build_replica_kind(model=target, hardware=hardware, parallelism=parallelism, dtype=dtype,
                                       latency=latency_config, moe=MoeConfig(), memory_utilization=None,
                                       price_only=True, base_dir=Path.cwd(), where="estimate", latencies=latencies,
-                                      kv_dtype=kv_dtype, engine_config=engine_config, scheduler=limits)
+                                      kv_dtype=kv_dtype, engine_config=engine_config, scheduler=limits,
+                                      max_model_len=long_context)
     except ScenarioError as exc:  # name the argument, not a scenario field
         field = {"cluster.model": "model", "estimate.hardware": "hardware", "cluster.hardware": "hardware",
                  "cluster.dtype": "dtype",
@@ -199,7 +208,6 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
             raise ScenarioError("hardware", f"{inside}: {exc.message}") from None
         raise ScenarioError(field, exc.message, exc.implied) from None
     spec, hw, par, lat, engine, cost = kind.target, kind.hardware, kind.parallelism, kind.latency, kind.engine, kind.cost
-    new_tokens = prefill_tokens if prefill_tokens else query_tokens
     check_step_fits(spec, hw, par, dtype, kind.kv_dtype, batch, context_tokens, new_tokens,
                     "prefill_tokens" if prefill_tokens else "query_tokens", kind.context_len)
     if limits is not None:
@@ -332,6 +340,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="host work overlapped with the GPU (cluster.engine.async_scheduling; default: the version's)")
     p.add_argument("--host-cpu", default=None, help="host CPU (cluster.engine.host_cpu): a catalog id, or the host's "
                    "calibration_us (µs of profiles/engine_time/measure_launch.py --host-only)")
+    p.add_argument("--allow-long-context", action="store_const", const=True, default=None,
+                   help="a step longer than the context the engine release derives from the config, as the engine "
+                        "serves it with its variable set (cluster.engine.allow_long_context: "
+                        "VLLM_ALLOW_LONG_MAX_MODEL_LEN from vLLM 0.5.4, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN, "
+                        "TLLM_ALLOW_LONG_MAX_MODEL_LEN)")
     p.add_argument("--max-num-seqs", type=int, default=None,
                    help="the engine's max running requests (sets its CUDA-graph capture sizes; default: the engine's "
                         "own for its release and hardware, e.g. vLLM V1 1024 on an H100, 256 on an A100)")
@@ -345,7 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
 SCHEDULER_FLAGS = {"max_batch_size": "--max-num-seqs", "max_batched_tokens": "--max-num-batched-tokens"}
 # the engine block's fields (cluster.engine.*, estimate_step's `engine`) and the flags that set them
 ENGINE_FLAGS = {"version": "--engine-version", "cuda_graphs": "--cuda-graphs", "host_cpu": "--host-cpu",
-                "async_scheduling": "--async-scheduling"}
+                "async_scheduling": "--async-scheduling", "allow_long_context": "--allow-long-context"}
+TIMED = ("version", "cuda_graphs", "host_cpu", "async_scheduling")   # the engine flags --no-engine-time drops
 
 
 # the latency block's fields (estimate_step's `latency`, a scenario's cluster.latency) and the flags that set them
@@ -424,8 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     engine = _given(args, ENGINE_FLAGS)
     if args.no_engine_time:
         latency["engine_time"] = False
-        if engine:   # (each was taken and dropped: the step's kernels are priced without an engine)
-            flag = ENGINE_FLAGS[next(iter(engine))]
+        timed = [key for key in engine if key in TIMED]
+        if timed:   # (each was taken and dropped: the step's kernels are priced without an engine)
+            flag = ENGINE_FLAGS[timed[0]]
             print(f"draftsim estimate: error: {flag} models the engine's time and CUDA-graph padding, which "
                   "--no-engine-time leaves out; give one or the other", file=sys.stderr)
             return 2

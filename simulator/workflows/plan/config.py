@@ -18,7 +18,8 @@ A plan YAML (unknown keys are errors)::
       ep: [1]                               # MoE: e.g. [1, 8] (ep GPUs per stage; plan-level `moe:` as cluster.moe)
       drafters:
         - {kind: none}
-        - {kind: draft_model, model: llama-68m, gamma: [2, 4, 6]}
+        - {kind: draft_model, model: llama-68m, gamma: [2, 4, 6]}   # another vocabulary than Llama-3's: where
+                                            # plan.engine names a vLLM >= 0.25.0, add heterogeneous_vocab: true
         - {kind: draft_model, model: llama-68m, gamma: 5,        # trees need ranked/pair acceptance
            speculation: {kind: tree, builder: sequoia, budget: 32}}
         - {kind: eagle3, gamma: [1, 2, 3, 5],                    # head: default the one published for the model
@@ -76,7 +77,8 @@ class DrafterChoiceConfig(Strict):
     """A drafter to try, at every depth in `gamma`. `draft_model`: `model` (and its `tp`); `eagle3`: `head` (a
     head of models/heads/eagle3.yaml; default: the one published for each planned model); `mtp`: `modules`
     (default: all the model ships; candidates of models without MTP modules are screened out with the
-    reason). `speculation`: a scenario `speculation` block (default chain): a draft model drafts any tree,
+    reason). `heterogeneous_vocab` (draft_model): a scenario's drafter.heterogeneous_vocab, vLLM's
+    use_heterogeneous_vocab from 0.25.0 (profiles.engine_time.draft_vocabulary). `speculation`: a scenario `speculation` block (default chain): a draft model drafts any tree,
     multi-draft shape, e.g. {kind: tree, builder: sequoia, budget: 32}; EAGLE-3 and MTP run SGLang's EAGLE
     tree {kind: dynamic_tree, top_k, depth, budget}; trees need an acceptance that ranks children
     ({kind: ranked, accept_probs: [...]} or a pair). `acceptance`: this drafter's own acceptance section
@@ -88,6 +90,7 @@ class DrafterChoiceConfig(Strict):
     modules: int | None = Field(None, ge=1)
     gamma: list[int] = Field(default_factory=lambda: list(DEFAULT_GAMMA))
     tp: int = Field(1, ge=1, le=64)
+    heterogeneous_vocab: bool = False
     speculation: dict | None = None
     acceptance: dict | None = None
 
@@ -103,7 +106,7 @@ class DrafterChoiceConfig(Strict):
         if self.kind not in DRAFTER_KINDS:
             raise ValueError(f"unknown drafter kind {self.kind!r}; allowed: {', '.join(DRAFTER_KINDS)}")
         owned = {"model": ("draft_model", None), "tp": ("draft_model", 1), "head": ("eagle3", None),
-                 "modules": ("mtp", None)}
+                 "modules": ("mtp", None), "heterogeneous_vocab": ("draft_model", False)}
         for name, (kind, default) in owned.items():
             if getattr(self, name) != default and self.kind != kind:
                 raise ValueError(f"{name} goes with a {kind} drafter")
@@ -132,7 +135,8 @@ class DrafterChoiceConfig(Strict):
     def block(self) -> dict:
         """The scenario `drafter` section of this choice, without its gamma."""
         if self.kind == "draft_model":
-            return {"kind": "draft_model", "model": self.model, "tp": self.tp}
+            return {"kind": "draft_model", "model": self.model, "tp": self.tp,
+                    **({"heterogeneous_vocab": True} if self.heterogeneous_vocab else {})}
         extra = {"head": self.head} if self.kind == "eagle3" and self.head else \
             {"modules": self.modules} if self.kind == "mtp" and self.modules else {}
         return {"kind": self.kind, **extra}
@@ -266,6 +270,7 @@ class Candidate:
     ep: int = 1                  # expert parallelism: ep GPUs per stage, ep/tp data-parallel attention groups
     speculation: str = ""        # JSON of the scenario speculation block; "" = chain
     drafter_block: str = ""      # JSON of the scenario drafter section without gamma; "" = a draft model `drafter`
+    #                              (one with heterogeneous_vocab carries its section here too)
     acceptance: str = ""         # JSON of this drafter's own acceptance section; "" = the plan's
 
     @property
@@ -350,6 +355,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     _check_drafter_steps(spec)
     releases = candidate_releases(spec, base_dir)
     _check_architectures(spec, releases)
+    _check_draft_vocabulary(spec, releases)
     _check_schedule_policy(spec, releases)
     _check_workload(spec, base_dir)
     _check_context(spec, base_dir, releases)
@@ -409,6 +415,34 @@ def _check_architectures(spec: PlanConfig, releases: dict[str, tuple[str, str | 
                 runs = ", ".join(f"{framework} {version} on {hw}" for hw, (framework, version) in releases.items())
                 message = f"{head} (plan.engine names no version; the candidates run {runs}){sep}{allowed}"
             raise ScenarioError(refusals[0].field, message)
+
+
+def _check_draft_vocabulary(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:
+    """A draft model whose vocabulary size no planned model's engine release (`releases`: candidate_releases)
+    serves it with, or whose heterogeneous_vocab no such release has (profiles.engine_time.draft_vocabulary, as
+    simulator.cluster.factory applies it to a run: where plan.engine names the version, or heterogeneous_vocab
+    asks for vLLM's TLI): refused here, naming the drafter entry's field, as every one of its candidates would be
+    screened out with the same reason (exit 0 beside other drafters, the plan silent about it; exit 1 alone). A
+    drafter that one model or GPU's release serves is left to the screen, as _check_architectures does."""
+    from models import get_model
+    from profiles.engine_time.draft_vocabulary import HETEROGENEOUS_FIELD, vocab_refusal
+    named = spec.engine.get("version") is not None
+    for i, drafter in enumerate(spec.search.drafters):
+        if drafter.kind != "draft_model" or not (named or drafter.heterogeneous_vocab):
+            continue
+        where, draft = f"{FIELD}.search.drafters.{i}", get_model(drafter.model)
+        refusals = [vocab_refusal(framework, version, get_model(model), draft, drafter.heterogeneous_vocab)
+                    for model in spec.models for framework, version in dict.fromkeys(releases.values())
+                    if version is not None]
+        if not refusals or None in refusals:
+            continue
+        field, message = refusals[0]
+        message = message.replace(HETEROGENEOUS_FIELD, f"{where}.heterogeneous_vocab")
+        if not named:   # (the releases the measured tables or the newest modelled give)
+            head, sep, allowed = message.partition("; allowed:")
+            runs = ", ".join(f"{framework} {version} on {hw}" for hw, (framework, version) in releases.items())
+            message = f"{head} (plan.engine names no version; the candidates run {runs}){sep}{allowed}"
+        raise ScenarioError(f"{where}.{field.rsplit('.', 1)[1]}", message)
 
 
 def _check_schedule_policy(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:
@@ -779,7 +813,8 @@ def enumerate_candidates(spec: PlanConfig, deployments: tuple[str, ...]) -> list
                                 f"supported now: {', '.join(deployments)}")
     drafters = [(d.label() if d.kind != "none" else "none", g, d.tp,
                  json.dumps(d.speculation, sort_keys=True) if d.speculation else "",
-                 json.dumps(d.block(), sort_keys=True) if d.kind not in ("none", "draft_model") else "",
+                 json.dumps(d.block(), sort_keys=True) if d.kind not in ("none", "draft_model")
+                 or d.heterogeneous_vocab else "",
                  json.dumps(d.acceptance, sort_keys=True) if d.acceptance else "")
                 for d in spec.search.drafters for g in (d.gamma if d.kind != "none" else [0])]
     out = []

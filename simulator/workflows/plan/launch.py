@@ -18,7 +18,7 @@ Built from the candidate's scenario (what the DES simulated), flag by flag:
 | scheduler.block_size | `--block-size` | `--page-size` |
 | engine.schedule_policy (SGLang only; none given: no flag, the release's own default as the DES ran it) | - | `--schedule-policy` |
 | kv_cache.prefix_caching (none given: off, or where the plan names its engine that engine's default as the DES ran it, simulator.cluster.engine_cache) | `--enable-prefix-caching` / `--no-enable-prefix-caching` | radix cache on / `--disable-radix-cache` |
-| draft model, γ | `--speculative-config '{"method": "draft_model", "model": …, "num_speculative_tokens": γ}'` | `--speculative-algorithm STANDALONE --speculative-draft-model-path … --speculative-num-steps γ --speculative-eagle-topk 1 --speculative-num-draft-tokens γ+1` |
+| draft model, γ | `--speculative-config '{"method": "draft_model", "model": …, "num_speculative_tokens": γ}'` (V0, 0.4.1 - 0.7.x: `--speculative-model … --num-speculative-tokens γ`) | `--speculative-algorithm STANDALONE --speculative-draft-model-path … --speculative-num-steps γ --speculative-eagle-topk 1 --speculative-num-draft-tokens γ+1` |
 | eagle3 (head), γ | `--speculative-config '{"method": "eagle3", "model": head, "num_speculative_tokens": γ}'` | `--speculative-algorithm EAGLE3 --speculative-draft-model-path head --speculative-num-steps γ --speculative-eagle-topk 1 --speculative-num-draft-tokens γ+1` (dynamic_tree: depth, top_k, budget) |
 | mtp, γ | `--speculative-config '{"method": "mtp", "num_speculative_tokens": γ}'` | `--speculative-algorithm EAGLE` (the model's NextN module) with the same three knobs |
 | disaggregation | `--kv-transfer-config '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'` per role | `--disaggregation-mode prefill` / `decode` |
@@ -59,23 +59,34 @@ def _roles(sc: dict) -> list[tuple[str, int, dict]]:
     return [(name, dis[name].get("replicas", 1), dis[name].get("parallelism", {})) for name in ("prefill", "decode")]
 
 
+def _role_release(sc: dict, base_dir: Path, role: str, engine: dict | None = None) -> tuple[str, str | None]:
+    """The engine release candidate `sc`'s `role` pool runs (simulator.cluster.factory.pool_release, as
+    build_replica_kind reads it), with `engine` in place of its cluster.engine where given."""
+    from simulator.cluster.factory import pool_release, resolve_hardware
+    from simulator.config.engine import EngineConfig
+    from simulator.config.serving import LatencyConfig
+    cl = sc["cluster"]
+    pool = (cl.get("disaggregation") or {}).get(role, {}) if role != "colocated" else {}
+    hw = resolve_hardware(pool.get("hardware") or cl.get("hardware", "h100-sxm"), base_dir)   # (the schema default)
+    return pool_release(LatencyConfig.model_validate(cl.get("latency", {})),
+                        EngineConfig.model_validate(cl.get("engine", {}) if engine is None else engine), hw,
+                        cl.get("dtype", "bf16"), cl.get("kv_dtype"), base_dir)
+
+
 def des_kv_dtype(sc: dict, base_dir: Path, role: str = "colocated") -> tuple[str, bool]:
     """(the KV dtype the DES ran for candidate `sc`'s `role` pool, whether its checkpoint declares a quantized KV
     cache): simulator.cluster.factory.resolve_kv_dtype at the release the run reads (pool_release), as
     build_replica_kind resolves it."""
     from profiles.engine_time.kv_cache_auto import declaration
-    from simulator.cluster.factory import pool_release, resolve_hardware, resolve_kv_dtype, resolve_model
-    from simulator.config.engine import EngineConfig
-    from simulator.config.serving import LatencyConfig
+    from simulator.cluster.factory import resolve_hardware, resolve_kv_dtype, resolve_model
     cl = sc["cluster"]
     pool = (cl.get("disaggregation") or {}).get(role, {}) if role != "colocated" else {}
     where = "cluster" if role == "colocated" else f"cluster.disaggregation.{role}"
     hw = resolve_hardware(pool.get("hardware") or cl.get("hardware", "h100-sxm"), base_dir)   # (the schema default)
     target = resolve_model(cl["model"], base_dir)
-    dtype, kv_dtype = cl.get("dtype", "bf16"), cl.get("kv_dtype")
-    release = pool_release(LatencyConfig.model_validate(cl.get("latency", {})),
-                           EngineConfig.model_validate(cl.get("engine", {})), hw, dtype, kv_dtype, base_dir)
-    kv = resolve_kv_dtype(hw, dtype, kv_dtype, target, release, where)
+    dtype = cl.get("dtype", "bf16")
+    release = _role_release(sc, base_dir, role)
+    kv = resolve_kv_dtype(hw, dtype, cl.get("kv_dtype"), target, release, where)
     return kv, bool(declaration(release[0], dtype, target)[0])
 
 
@@ -220,7 +231,27 @@ def _eagle_family(sc: dict, engine: str) -> tuple[list[str], list[str]]:
                     "--speculative-num-draft-tokens", str(tokens)], notes
 
 
-def _speculation(sc: dict, engine: str) -> tuple[list[str], list[str]]:
+# vLLM's V0 draft-model releases (0.4.1 - 0.7.x: profiles.engine_time.draft_vocabulary.VLLM_V0_DRAFT) take the draft
+# model as flags of their own; --speculative-config is absent from their arg_utils.py (read in the 0.7.3 and 0.8.0
+# wheels: --speculative-model, --num-speculative-tokens, --speculative-draft-tensor-parallel-size)
+VLLM_SPECULATIVE_CONFIG_FROM = "0.8.0"
+
+
+def _vllm_draft_flags(sc: dict, base_dir: Path, draft: str, gamma: int, tp: int) -> list[str] | None:
+    """vLLM V0's draft-model flags where the release vLLM's script runs for candidate `sc` (its own where it names
+    vLLM, else the one its tables give vLLM) is one without --speculative-config; None otherwise."""
+    from profiles.measured.source import version_before
+    cl = sc["cluster"]
+    named = (cl.get("engine") or {}).get("framework") in (None, "vllm")
+    role = "decode" if cl.get("disaggregation") else "colocated"
+    framework, version = _role_release(sc, base_dir, role, None if named else {"framework": "vllm"})
+    if framework != "vllm" or version is None or not version_before(version, VLLM_SPECULATIVE_CONFIG_FROM):
+        return None
+    flags = ["--speculative-model", draft, "--num-speculative-tokens", str(gamma)]
+    return flags + (["--speculative-draft-tensor-parallel-size", str(tp)] if tp != 1 else [])
+
+
+def _speculation(sc: dict, engine: str, base_dir: Path = Path(".")) -> tuple[list[str], list[str]]:
     """(flags, comments) of the scenario's drafter."""
     d = sc.get("drafter", {"kind": "none"})
     if d.get("kind", "none") == "none" or not d.get("gamma"):
@@ -237,6 +268,9 @@ def _speculation(sc: dict, engine: str) -> tuple[list[str], list[str]]:
         return [], other_vocab
     draft, gamma = hf_repo(d["model"]), int(d["gamma"])
     if engine == "vllm":
+        v0 = _vllm_draft_flags(sc, base_dir, draft, gamma, d.get("tp", 1))
+        if v0 is not None:
+            return v0, notes
         cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": gamma}
         if d.get("heterogeneous_vocab"):   # (TLI from vLLM 0.25.0: profiles.engine_time.draft_vocabulary)
             cfg["use_heterogeneous_vocab"] = True
@@ -311,7 +345,7 @@ def launch_script(sc: dict, engine: str, title: str, base_dir: Path | None = Non
     the folder its relative paths are read from (the plan's; None: the working directory)."""
     base_dir = Path(".") if base_dir is None else base_dir
     model = hf_repo(sc["cluster"]["model"])
-    spec_flags, notes = _speculation(sc, engine)
+    spec_flags, notes = _speculation(sc, engine, base_dir)
     lines = ["#!/bin/sh", f"# {title}", "# written by draftsim plan (simulator/workflows/plan/launch.py); one server per "
              "replica, on its own GPUs (CUDA_VISIBLE_DEVICES)"]
     if sc["cluster"].get("dtype") == "int4":

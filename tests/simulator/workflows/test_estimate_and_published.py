@@ -37,6 +37,34 @@ def test_estimate_equals_the_simulated_step_of_the_same_composition():
     assert est["engine_seconds"] == pytest.approx(pre.engine_s, rel=1e-12)
 
 
+def test_a_step_beyond_the_derived_context_is_priced_with_allow_long_context_as_a_run_prices_it(capsys):
+    """A run with cluster.engine.allow_long_context serves a max_model_len above the context the release derives
+    (VLLM_ALLOW_LONG_MAX_MODEL_LEN), but `draftsim estimate` refused every step past it with no way round, and
+    estimate_step's engine={"allow_long_context": True} was taken and ignored (session 24): the step is priced as
+    the run's own step of that composition, and refused on a release without the variable, naming the flag."""
+    result = simulator.run(scenario(workload={"num_requests": 1, "prompt_tokens": {"kind": "fixed", "value": 10000},
+                                              "output_tokens": {"kind": "fixed", "value": 8}},
+                                    cluster={"max_model_len": 16384, "engine": {"allow_long_context": True}},
+                                    scheduler={"max_batched_tokens": 16384}))
+    dec = result.steps[(result.steps.prefill_tokens == 0) & (result.steps.decode_seqs == 1)].iloc[0]
+    ctx = int(dec.decode_context_tokens)
+    assert ctx > 8192
+    est = simulator.estimate_step("llama-3-8b", "h100-sxm", context_tokens=ctx, engine={"allow_long_context": True},
+                                  scheduler={"max_batch_size": 64})
+    assert est["seconds"] == pytest.approx(dec.duration_s, rel=1e-12)
+    args = ["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--context", str(ctx)]
+    assert cli(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "allowed: at most 8192, or --allow-long-context" in err, err
+    assert cli([*args, "--allow-long-context", "--json", "--max-num-seqs", "64"]) == 0
+    assert json.loads(capsys.readouterr().out)["seconds"] == est["seconds"]
+    assert cli([*args, "--allow-long-context", "--engine-version", "0.5.3"]) == 2
+    assert capsys.readouterr().err.startswith("draftsim estimate: error: --allow-long-context: vllm 0.5.3 has no "
+                                              "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+    assert simulator.estimate_step("llama-3-8b", "h100-sxm", context_tokens=4000, engine={"allow_long_context": True}) \
+        == simulator.estimate_step("llama-3-8b", "h100-sxm", context_tokens=4000)   # (within it: nothing changes)
+
+
 def test_estimate_breakdown_adds_up_and_names_its_sources():
     est = simulator.estimate_step("llama-3-70b", "h100-sxm", tp=8, batch=32, context_tokens=1000, query_tokens=5)
     assert sum(est["breakdown"].values()) == pytest.approx(est["kernel_seconds"], rel=1e-3)

@@ -183,3 +183,73 @@ def test_a_schedule_policy_no_candidate_runs_is_refused_before_the_screen(tmp_pa
     path.write_text(yaml.safe_dump({**plan, "engine": {"framework": "sglang", "version": "0.5.6",
                                                          "schedule_policy": "lof"}}))
     assert load_plan(path)[0].engine["schedule_policy"] == "lof"   # one the release runs: planned
+
+
+def _vocab_plan(tmp_path, engine: dict | None, drafter: dict, models=("llama-3-8b",)):
+    plan = {**PLAN, "models": list(models), "search": {"replicas": [1], "drafters": [{"kind": "none"}, drafter]}}
+    if engine is not None:
+        plan["engine"] = engine
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    return path
+
+
+def test_a_plan_drafts_across_vocabularies_with_heterogeneous_vocab_as_a_run_does(tmp_path):
+    """plan.search.drafters took no heterogeneous_vocab, so where plan.engine named vLLM >= 0.25.0 a draft model of
+    another vocabulary (llama-68m for Llama-3-8B) was screened out with a reason that pointed at
+    drafter.heterogeneous_vocab, a field the plan refused (session 24). The candidate now carries it into its
+    scenario, is priced as the run of that scenario is, and its vLLM launch line sets use_heterogeneous_vocab."""
+    from simulator.workflows.plan.config import load_plan
+    drafter = {"kind": "draft_model", "model": "llama-68m", "gamma": [3], "heterogeneous_vocab": True}
+    spec, _ = load_plan(_vocab_plan(tmp_path, {"version": "0.25.0"}, drafter))
+    c = next(c for c in enumerate_candidates(spec, ("colocated",)) if c.gamma)
+    sc = Colocated().scenario(c, spec, 0)
+    assert sc["drafter"] == {"kind": "draft_model", "model": "llama-68m", "tp": 1, "gamma": 3,
+                             "heterogeneous_vocab": True}
+    est = Colocated().screen(c, spec, Workload(1.0, 512, 200))
+    assert est.feasible and est.tokens_per_step > 1, est.reason
+    cfg = json.loads(launch_script(sc, "vllm", "t").split("--speculative-config ")[1].split("\n")[0].strip().strip("'"))
+    assert cfg["use_heterogeneous_vocab"] is True and cfg["model"] == "JackFram/llama-68m"
+    plain = {**drafter, "heterogeneous_vocab": False}   # (the default: no drafter_block, as before)
+    spec, _ = load_plan(_vocab_plan(tmp_path, None, plain))
+    c = next(c for c in enumerate_candidates(spec, ("colocated",)) if c.gamma)
+    assert c.drafter_block == "" and "heterogeneous_vocab" not in Colocated().scenario(c, spec, 0)["drafter"]
+
+
+@pytest.mark.parametrize("engine, drafter, says", [
+    ({"version": "0.24.0"}, {}, "plan.search.drafters.1.model: llama-68m has a 32,000-token vocabulary and llama-3-8b "
+     "128,256: vllm 0.24.0 refuses such a draft model"),
+    ({"version": "0.25.0"}, {}, "; or plan.search.drafters.1.heterogeneous_vocab: true (use_heterogeneous_vocab"),
+    ({"version": "0.24.0"}, {"heterogeneous_vocab": True},
+     "plan.search.drafters.1.heterogeneous_vocab: vllm 0.24.0 has no use_heterogeneous_vocab (from 0.25.0"),
+    (None, {"heterogeneous_vocab": True}, "plan.search.drafters.1.heterogeneous_vocab: vllm 0.24.0 has no "
+     "use_heterogeneous_vocab (from 0.25.0, PR #38174) (plan.engine names no version; the candidates run vllm 0.24.0 "
+     "on h100-sxm)"),
+    ({"framework": "sglang"}, {"heterogeneous_vocab": True}, "plan.search.drafters.1.heterogeneous_vocab: sglang "
+     "has no heterogeneous-vocabulary drafting"),
+])
+def test_a_draft_model_no_candidates_release_serves_is_refused_before_the_screen(tmp_path, capsys, engine, drafter,
+                                                                                   says):
+    """Each candidate of the drafter was screened out with the same reason: exit 0 beside other drafters, the
+    plan's table silent about it (session 24)."""
+    path = _vocab_plan(tmp_path, engine, {"kind": "draft_model", "model": "llama-68m", "gamma": [3], **drafter})
+    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and says in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_draft_model_one_planned_model_pairs_with_is_left_to_the_screen(tmp_path):
+    """llama-68m shares Llama-2's 32,000-token vocabulary: planned beside Llama-3-8B under vLLM 0.24.0 it is kept, its
+    Llama-3 candidates screened out with the reason; a plan naming no release simulates the pairing, as a run does;
+    heterogeneous_vocab goes with a draft model only."""
+    from simulator.workflows.plan.config import load_plan
+    drafter = {"kind": "draft_model", "model": "llama-68m", "gamma": [3]}
+    spec, _ = load_plan(_vocab_plan(tmp_path, {"version": "0.24.0"}, drafter, models=("llama-3-8b", "llama-2-7b")))
+    ests = {c.model: Colocated().screen(c, spec, Workload(1.0, 512, 200))
+            for c in enumerate_candidates(spec, ("colocated",)) if c.gamma}
+    assert ests["llama-2-7b"].feasible and not ests["llama-3-8b"].feasible
+    assert ests["llama-3-8b"].reason.startswith("drafter.model: llama-68m has a 32,000-token vocabulary")
+    assert load_plan(_vocab_plan(tmp_path, None, drafter))[0].search.drafters[1].model == "llama-68m"
+    with pytest.raises(Exception, match="heterogeneous_vocab goes with a draft_model drafter"):
+        load_plan(_vocab_plan(tmp_path, None, {"kind": "eagle3", "gamma": [2], "heterogeneous_vocab": True}))
