@@ -23,8 +23,10 @@ request traces, under a KV cache that runs out now and then — and checks (`che
 Where `tests/test_determinism_fuzz.py` draws from the whole schema with hypothesis (most draws are refused at
 build), this generator builds mostly valid combinations on purpose (a refused draw counts as `refused`; a
 deployment whose memory fraction leaves too little for its weights is given more, `fit_memory`). Each draw holds
-at most 40 requests. CI runs DRAWS draws from SEED (28 s on the 2-core VM, 2026-11-29); a wide hunt (not in CI;
-2026-11-29: 6,400 draws, and 5,000 more for the 576 that a Dask cluster takes)::
+at most 40 requests. CI runs DRAWS draws from SEED (21-28 s on the 2-core VM, 2026-11-29); a wide hunt (not in CI;
+2026-11-29: 6,400 draws, and 5,000 more for the 576 that a Dask cluster takes; after session 24's SGLang cache timing,
+per-pool contexts and allow_long_context were added to the draw: 4,000 from seeds 20000 and 40000, 2,100 of those
+features alone, 460 of them with six times the requests, 220 on a Dask cluster, none differing)::
 
     DRAFTSIM_EQFUZZ_DRAWS=3000 DRAFTSIM_EQFUZZ_SEED=1000 DRAFTSIM_EQFUZZ_KEEP_GOING=1 \\
         python -m pytest -q -s -n 0 -p no:cacheprovider tests/test_equivalence_fuzz.py
