@@ -1,8 +1,10 @@
 """Equivalence fuzzing across feature combinations: a seeded generator (`draw_scenario`) draws small scenarios that
 combine the features whose bulk, step and worker paths differ most — SGLang's admission reserve and its retractions,
-vLLM V1's prefix-cache hit less its last block for EAGLE-style drafters, a draft model's token slots in vLLM's
-budget, prefix caching with host memory and swap, disaggregated pools, chunked prefill, trees and chains, suffix and
-n-gram drafters on real sessions, the engines' draft-length rules, TensorRT-LLM's capacity policies, MoE expert
+SGLang's radix cache with shared prompts (a prompt cached once its batch has run, a batch later under the overlap
+loop: async_scheduling both ways), vLLM V1's prefix-cache hit less its last block for EAGLE-style drafters, a draft
+model's token slots in vLLM's budget, prefix caching with host memory and swap, disaggregated pools (on one GPU or
+two), a context beyond the engine's (allow_long_context), chunked prefill, trees and chains, suffix and n-gram
+drafters on real sessions, the engines' draft-length rules, TensorRT-LLM's capacity policies, MoE expert
 parallelism, vLLM V0's multi-step scheduling, NanoFlow, context_overflow, shared prefixes, multi-turn sessions and
 request traces, under a KV cache that runs out now and then — and checks (`check_draw`) that
 
@@ -21,8 +23,10 @@ request traces, under a KV cache that runs out now and then — and checks (`che
 Where `tests/test_determinism_fuzz.py` draws from the whole schema with hypothesis (most draws are refused at
 build), this generator builds mostly valid combinations on purpose (a refused draw counts as `refused`; a
 deployment whose memory fraction leaves too little for its weights is given more, `fit_memory`). Each draw holds
-at most 40 requests. CI runs DRAWS draws from SEED (28 s on the 2-core VM, 2026-11-29); a wide hunt (not in CI;
-2026-11-29: 6,400 draws, and 5,000 more for the 576 that a Dask cluster takes)::
+at most 40 requests. CI runs DRAWS draws from SEED (21-28 s on the 2-core VM, 2026-11-29); a wide hunt (not in CI;
+2026-11-29: 6,400 draws, and 5,000 more for the 576 that a Dask cluster takes; after session 24's SGLang cache timing,
+per-pool contexts and allow_long_context were added to the draw: 4,000 from seeds 20000 and 40000, 2,100 of those
+features alone, 460 of them with six times the requests, 220 on a Dask cluster, none differing)::
 
     DRAFTSIM_EQFUZZ_DRAWS=3000 DRAFTSIM_EQFUZZ_SEED=1000 DRAFTSIM_EQFUZZ_KEEP_GOING=1 \\
         python -m pytest -q -s -n 0 -p no:cacheprovider tests/test_equivalence_fuzz.py
@@ -80,6 +84,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ---- the generator -------------------------------------------------------------------------------------------
+
+def _extra(seed: int) -> random.Random:
+    """The stream of the features added to the generator after its first draws (SGLang's async_scheduling and
+    shared prompts, pools on two GPUs, allow_long_context): a stream apart, so that each draw keeps every choice it
+    made before they were added."""
+    return random.Random(f"eqfuzz-extra-{seed}")
+
 
 def _length(rng: random.Random, low: int, high: int) -> dict:
     kind = rng.choice(["fixed", "uniform", "uniform", "lognormal"])
@@ -209,6 +220,13 @@ def _engine(rng: random.Random, data: dict, drafter: str | None, f: list[str]) -
         f.append("multi_step")
     elif drafter is None and rng.random() < 0.2 and not (framework == "vllm" and _release(version) < (0, 10)):
         engine["async_scheduling"] = rng.choice([True, False])
+    if framework == "sglang" and "async_scheduling" not in engine and data["extra"].random() < 0.6:
+        # SGLang's overlap loop or its synchronous one: when a prefill batch's prompts are cached
+        # (simulator.core.kv.prefix_cache); the overlap with a drafter from spec v2 (0.5.9 here), not for n-gram or trees
+        overlap_ok = drafter is None or (_release(version) >= (0, 5, 9) and drafter != "ngram" and "speculation" not in data)
+        engine["async_scheduling"] = data["extra"].random() < 0.5 if overlap_ok else False
+    if "async_scheduling" in engine:
+        f.append(f"async_scheduling:{engine['async_scheduling']}")
     if chunked is not None:
         engine["chunked_prefill"] = chunked
         f.append(f"chunked_prefill:{chunked}")
@@ -283,6 +301,8 @@ def _sharing(rng: random.Random, data: dict, f: list[str]) -> None:
     if workload["arrival"]["process"] in ("trace", "closed_loop"):
         return
     r = rng.random()
+    if r >= 0.5 and data["cluster"].get("engine", {}).get("framework") == "sglang" and data["extra"].random() < 0.6:
+        r = data["extra"].random() * 0.5   # (SGLang's radix cache: a prompt cached once its batch has run)
     if r < 0.3:
         workload["shared_prefix"] = {"prompts": rng.randint(1, 4), "tokens": rng.choice([16, 200, 1024]),
                                      "popularity": rng.choice(["uniform", "zipf"])}
@@ -314,6 +334,11 @@ def _cluster_shape(rng: random.Random, data: dict, drafter: str | None, f: list[
             pools["prefill"]["router"] = rng.choice(["round_robin", "least_outstanding"])
         cluster["disaggregation"] = {**pools, "kv_transfer": {"link": rng.choice(["scaleup", "scaleout"]),
                                                               "layerwise_overlap": rng.random() < 0.5}}
+        if data["extra"].random() < 0.5:   # pools on different GPUs (their own releases, tables and contexts)
+            gpus = ["h100-sxm", "h200", "b200"] if "parallelism" in pools["prefill"] else HARDWARE[1:]
+            pools["prefill"]["hardware"], pools["decode"]["hardware"] = data["extra"].sample(gpus, 2)
+            cluster["disaggregation"]["kv_transfer"]["link"] = "scaleout"   # (no scale-up domain between them)
+            f.append("disaggregated:two_gpus")
         kv = cluster.get("kv_cache", {})
         if kv.get("preemption") == "swap":
             kv.pop("preemption")
@@ -334,10 +359,34 @@ def _cluster_shape(rng: random.Random, data: dict, drafter: str | None, f: list[
         f.append(f"overflow:{workload['context_overflow']}")
     elif workload["arrival"]["process"] == "trace":   # (the traces' longest prompts exceed some models' contexts)
         workload["context_overflow"] = rng.choice(["drop", "truncate"])
+    _long_context(data, drafter, f)
     if rng.random() < 0.1 and workload["arrival"]["process"] != "closed_loop" and drafter is None \
             and "disaggregation" not in cluster and not cluster.get("kv_cache", {}).get("prefix_caching"):
         workload["parallel_samples"] = rng.randint(2, 3)
         f.append("parallel_samples")
+
+
+LONG_CONTEXT_MODELS = {"llama-2-7b": 4096, "llama-3-8b": 8192}   # (max_position_embeddings: every engine's limit)
+
+
+def _long_context(data: dict, drafter: str | None, f: list[str]) -> None:
+    """A max_model_len above the context the engine derives, served with cluster.engine.allow_long_context, and
+    prompts that pass that context (a few requests: a prompt of up to 9,000 tokens)."""
+    cluster, workload, extra = data["cluster"], data["workload"], data["extra"]
+    if cluster["model"] not in LONG_CONTEXT_MODELS or workload["arrival"]["process"] == "trace" \
+            or extra.random() >= 0.3:
+        return
+    derived = LONG_CONTEXT_MODELS[cluster["model"]]
+    cluster["max_model_len"] = derived + extra.choice([256, derived // 2])
+    cluster["engine"] = {**cluster.get("engine", {}), "allow_long_context": True}
+    workload["num_requests"] = min(workload["num_requests"], 10)
+    workload["prompt_tokens"] = {"kind": "uniform", "low": derived - 1000, "high": derived + 200}
+    workload.setdefault("context_overflow", extra.choice(["drop", "truncate"]))
+    sched = data.get("scheduler", {})
+    if (sched.get("kind") == "trtllm" or cluster["engine"].get("framework") == "trtllm") \
+            and sched.get("max_batched_tokens", 0) < cluster["max_model_len"]:   # (whole prompts without chunks)
+        data["scheduler"] = {**sched, "max_batched_tokens": cluster["max_model_len"]}
+    f.append("allow_long_context")
 
 
 def _memory(rng: random.Random, data: dict, f: list[str]) -> None:
@@ -366,6 +415,7 @@ def draw_scenario(seed: int) -> tuple[dict, list[str]]:
     data = {"name": f"eqfuzz-{seed}", "seed": rng.randint(0, 2**16),
             "workload": None, "cluster": {"hardware": rng.choice(HARDWARE), "model": rng.choice(DENSE)},
             "slo": {"ttft_s": 0.5, "tpot_s": 0.05}, "outputs": {"plots": False}}
+    data["extra"] = _extra(seed)
     data["workload"] = _workload(rng, f)
     drafter = _drafter(rng, data, f)
     framework = _engine(rng, data, drafter, f)
@@ -380,6 +430,7 @@ def draw_scenario(seed: int) -> tuple[dict, list[str]]:
         data["outputs"]["step_sample_every"] = rng.randint(1, 5)
     elif steps == "aggregate":
         data["outputs"]["step_interval_s"] = rng.choice([0.01, 0.1, 1.0])
+    del data["extra"]
     return data, f
 
 
@@ -710,6 +761,15 @@ def _combinations(data: dict) -> set[str]:
         "context_overflow": "max_model_len" in cluster and workload.get("context_overflow") in ("drop", "truncate"),
         "sessions": "sessions" in workload,
         "trace": workload["arrival"]["process"] == "trace",
+        # SGLang's radix cache, a prompt cached once its batch has run: a batch later under the overlap loop
+        "sglang shared prompts, overlap loop": engine.get("framework") == "sglang" and shared
+        and engine.get("async_scheduling") is True,
+        "sglang shared prompts, synchronous loop": engine.get("framework") == "sglang" and shared
+        and engine.get("async_scheduling") is False,
+        # pools on two GPUs: each its own release, tables and context limit
+        "disaggregated on two gpus": not colocated and len({cluster["disaggregation"][p].get("hardware")
+                                                             for p in ("prefill", "decode")}) == 2,
+        "allow_long_context": bool(engine.get("allow_long_context")),
         "split over workers": independent(data),
         "dask": distributable(data),
     }
@@ -721,6 +781,6 @@ def test_the_ci_draws_cover_each_feature():
     generator cannot leave one of them unchecked without a word (the draws only: nothing is run here)."""
     held = collections.Counter(name for i in range(DRAWS) for name in _combinations(draw_scenario(SEED + i)[0]))
     expected = set().union(*(_combinations(draw_scenario(seed)[0]) for seed in range(400)))
-    assert len(expected) == 16 and expected <= set(held), expected - set(held)
+    assert len(expected) == 20 and expected <= set(held), expected - set(held)
     dask = sum("dask" in _combinations(draw_scenario(SEED + i)[0]) for i in range(0, DRAWS, CHUNKS))   # (chunk 0's)
     assert dask >= min(DASK_DRAWS, 3), dask
