@@ -287,10 +287,12 @@ def _gpt_oss(cfg: dict, where: str) -> dict:
     """gpt-oss as transformers' GptOssConfig reads it: without layer_types, sliding and full attention alternate
     from a sliding layer 0; without a sliding_window key, GPT_OSS_WINDOW. A sliding_window of 0 or null leaves the
     sliding layers without a window, which the engines read differently: ModelSpec.sliding_window_unset keeps it
-    for profiles.engine_time.sliding_window_unset."""
+    for profiles.engine_time.sliding_window_unset. layer_types other than the default: vLLM and TensorRT-LLM window
+    the even-indexed layers whatever they say, so ModelSpec.gpt_oss_sliding_window keeps the window and the count
+    for profiles.engine_time.sliding_window_served."""
     out = _common(cfg, where)
-    types = cfg.get("layer_types") or ["sliding_attention" if i % 2 == 0 else "full_attention"
-                                       for i in range(out["num_layers"])]
+    default = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(out["num_layers"])]
+    types = cfg.get("layer_types") or default
     unknown = sorted(set(types) - {"sliding_attention", "full_attention"})
     if unknown or len(types) != out["num_layers"]:
         raise UnsupportedModelError(f"{where}: layer_types must list num_hidden_layers entries of "
@@ -307,6 +309,8 @@ def _gpt_oss(cfg: dict, where: str) -> dict:
     if sliding and not window:
         out["sliding_window_unset"] = "null" if cfg["sliding_window"] is None else "0"
     out.update(_window(sliding, window if sliding else 0))
+    if window and types != default:
+        out["gpt_oss_sliding_window"] = (window, sliding)
     return out
 
 

@@ -173,6 +173,10 @@ class ModelSpec:
     # Qwen2 / Qwen3 dense with use_sliding_window: (config.json's window, its max_window_layers), which vLLM reads
     # otherwise than transformers (models.hf_config._qwen_window; profiles.engine_time.sliding_window_served)
     qwen_sliding_window: tuple[int, ...] = ()
+    # gpt-oss whose config.json lists layer_types other than transformers' default (sliding from layer 0, then
+    # alternating): (config.json's sliding_window, the layers its layer_types name sliding), which vLLM and
+    # TensorRT-LLM read otherwise (they window the even-indexed layers: profiles.engine_time.sliding_window_served)
+    gpt_oss_sliding_window: tuple[int, ...] = ()
     # config.json's architectures[0] where draftsim read a later entry (models.hf_config: vLLM and SGLang load the
     # first entry they register; TensorRT-LLM loads architectures[0] only); "" when the first entry was read
     hf_first_architecture: str = ""
@@ -221,6 +225,12 @@ class ModelSpec:
             raise ValueError(f"model {self.name!r}: qwen_sliding_window is {brief(pair)}; expected [] or [window "
                              f"tokens 1..{MAX_TOKENS}, max_window_layers 0..{MAX_LAYERS}]")
         object.__setattr__(self, "qwen_sliding_window", tuple(pair))
+        pair = self.gpt_oss_sliding_window
+        if not isinstance(pair, (list, tuple)) or (pair and (len(pair) != 2 or integer_expected(pair[0], 1, MAX_TOKENS)
+                                                             or integer_expected(pair[1], 0, self.num_layers))):
+            raise ValueError(f"model {self.name!r}: gpt_oss_sliding_window is {brief(pair)}; expected [] or [window "
+                             f"tokens 1..{MAX_TOKENS}, sliding layers 0..num_layers ({self.num_layers})]")
+        object.__setattr__(self, "gpt_oss_sliding_window", tuple(pair))
         if self.sliding_window_unset not in ("", "0", "null") or (self.sliding_window_unset and self.sliding_window):
             raise ValueError(f"model {self.name!r}: sliding_window_unset is {brief(self.sliding_window_unset)}; "
                              "expected \"\", or \"0\" or \"null\" with sliding_window 0")

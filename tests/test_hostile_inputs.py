@@ -2741,6 +2741,11 @@ CASES = [
     Hostile("hunt24_estimate_allow_long_context_before_vllm_0_5_4",
             estimate("--context", "16000", "--allow-long-context", "--engine-version", "0.5.3"),
             "draftsim estimate: error: --allow-long-context: vllm 0.5.3 has no VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
+    # session 24, gptoss: gpt-oss's served window pair (ModelSpec.gpt_oss_sliding_window) in an inline model
+    Hostile("gptoss_window_pair_in_inline_model",
+            run(cluster={"model": {**SPEC, "gpt_oss_sliding_window": [128, 999]}}), "gpt_oss_sliding_window"),
+    Hostile("gptoss_window_pair_not_a_list", run(cluster={"model": {**SPEC, "gpt_oss_sliding_window": "128"}}),
+            "gpt_oss_sliding_window"),
 ]
 
 

@@ -19,6 +19,21 @@ where it does not start. Read in the releases' sources:
   config's layer_types mix full and sliding layers (is_interleaved; 0.33.0 `len(set(layer_types)) > 1`).
   Qwen3-MoE has no such check (every layer, as transformers: models.hf_config).
 
+- gpt-oss whose layer_types are not transformers' default (ModelSpec.gpt_oss_sliding_window): vLLM's gpt_oss.py
+  passes config.sliding_window as the per-layer window of the even-indexed layers and None to the others
+  (`layer_idx % 2 == 0`, 0.10.1 - 0.33.0), which then take cache_config.sliding_window (attention layer.py:
+  per_layer_sliding_window, else cache_config.sliding_window); V1's KV-cache groups follow the layers' specs
+  (Attention.get_kv_cache_spec: SlidingWindowSpec where the layer has a window), so its memory does too. EngineArgs
+  sets cache_config.sliding_window to config.sliding_window where the layers are not interleaved: 0.10.1 - 0.26.x
+  `not is_interleaved(hf_text_config)` (layer_types lacking full or sliding entries: all full or all sliding,
+  vllm/transformers_utils/config.py), from 0.27.0 `layer_types is None or all(lt == "sliding_attention" ...)`
+  (vllm/engine/arg_utils.py create_engine_config). So vLLM windows every layer where layer_types are all sliding,
+  or all full before 0.27.0; otherwise the ceil(num_layers / 2) even-indexed ones. TensorRT-LLM's
+  modeling_gpt_oss.py (AttentionBlock: `pretrained_config.sliding_window if layer_idx % 2 == 0 else None`, read
+  at one commit of main, applied to every release: named) windows the even-indexed layers only. SGLang follows
+  layer_types (gpt_oss.py `config.layer_types[layer_id]`; its hybrid SWA pool configs/model_config.py
+  get_hybrid_layer_ids, 0.5.0rc0 - 0.5.23), as ModelSpec holds it.
+
 Not read, named: TensorRT-LLM (its newest modeling_mistral.py takes config.sliding_window on every layer, as
 ModelSpec does; other releases and architectures are served as ModelSpec holds them). A draft model is served as
 ModelSpec holds it.
@@ -36,6 +51,8 @@ SGLANG_WITHOUT_WINDOW = ("LlamaForCausalLM", "MistralForCausalLM", "MixtralForCa
 VLLM_QWEN_DENSE = ("Qwen2ForCausalLM", "Qwen3ForCausalLM")   # vLLM's Qwen2Model and its max_window_layers check
 VLLM_QWEN_REFUSES = ("0.5.0", "0.9.0")      # [from, to): a window on Qwen2Model is a ValueError
 VLLM_QWEN_EQUAL_ONLY = ("0.9.0", "0.10.1")  # [from, to): max_window_layers must equal num_hidden_layers
+VLLM_GPT_OSS_ALL_FULL_WHOLE_UNTIL = "0.27.0"   # before it, all-full layer_types window every layer (docstring)
+GPT_OSS = "GptOssForCausalLM"
 
 
 def _within(version: str | None, span: tuple[str, str]) -> bool:
@@ -71,6 +88,18 @@ def _vllm_qwen_layers(version: str | None, model, field: str) -> int:
     return layers
 
 
+def _gpt_oss_layers(framework: str, version: str | None, model) -> int:
+    """How many of gpt-oss `model`'s layers `framework` `version` (None: the newest) windows (module docstring)."""
+    listed, layers = model.gpt_oss_sliding_window[1], model.num_layers
+    even = (layers + 1) // 2   # layer_idx % 2 == 0
+    if framework == "trtllm":
+        return even
+    if listed == layers or (listed == 0 and version is not None
+                            and version_key(version) < version_key(VLLM_GPT_OSS_ALL_FULL_WHOLE_UNTIL)):
+        return layers
+    return even
+
+
 def served(framework: str, version: str | None, model, field: str = "cluster.model"):
     """`model` with the sliding window `framework` `version` (None: its newest release) applies (module docstring);
     UnsupportedCombination naming `field` where that release does not start with it."""
@@ -84,4 +113,9 @@ def served(framework: str, version: str | None, model, field: str = "cluster.mod
             return model
         return dataclasses.replace(model, sliding_window=model.qwen_sliding_window[0] if layers else 0,
                                    sliding_window_layers=layers)
+    if framework in ("vllm", "trtllm") and model.gpt_oss_sliding_window and arch == GPT_OSS:
+        layers = _gpt_oss_layers(framework, version, model)
+        if (model.sliding_window_layers, model.sliding_window) == (layers, model.gpt_oss_sliding_window[0]):
+            return model
+        return dataclasses.replace(model, sliding_window=model.gpt_oss_sliding_window[0], sliding_window_layers=layers)
     return model

@@ -435,3 +435,15 @@ def test_a_zero_window_on_every_layer_is_kept_as_unset():
         spec = spec_from_hf_config(_published(folder, sliding_window=0, **extra), "x")
         assert (spec.sliding_window, spec.sliding_window_unset) == (0, "0"), folder
     assert spec_from_hf_config(_published("Qwen2.5-7B", sliding_window=0), "x").sliding_window_unset == ""
+
+
+def test_gpt_oss_layer_types_other_than_the_default_keep_the_window_for_the_engines():
+    """vLLM and TensorRT-LLM window gpt-oss's even-indexed layers whatever layer_types say
+    (profiles.engine_time.sliding_window_served): the window is kept where layer_types name no sliding layer."""
+    full = spec_from_hf_config(_published("gpt-oss-20b", layer_types=["full_attention"] * 24), "x")
+    assert (full.sliding_window, full.sliding_window_layers, full.gpt_oss_sliding_window) == (0, 0, (128, 0))
+    few = spec_from_hf_config(_published("gpt-oss-20b", layer_types=["sliding_attention"] * 6
+                                         + ["full_attention"] * 18), "x")
+    assert (few.sliding_window, few.sliding_window_layers, few.gpt_oss_sliding_window) == (128, 6, (128, 6))
+    assert spec_from_hf_config(_published("gpt-oss-20b"), "x").gpt_oss_sliding_window == ()
+    assert spec_from_hf_config(_published("gpt-oss-20b", layer_types="absent"), "x").gpt_oss_sliding_window == ()

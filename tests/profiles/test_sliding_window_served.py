@@ -54,3 +54,34 @@ def test_vllm_refuses_the_qwen_windows_it_does_not_start_with(version, first, te
 
 def test_the_factory_serves_the_window_of_its_release():
     assert served_window(("sglang", "0.5.14"), _spec("Mistral-7B-v0.1")).sliding_window == 0
+
+
+FULL, SLIDING = "full_attention", "sliding_attention"
+
+
+@pytest.mark.parametrize("types, framework, version, layers", [
+    ([FULL] * 24, "vllm", "0.11.0", 24),   # not interleaved: cache_config.sliding_window reaches the odd layers
+    ([FULL] * 24, "vllm", "0.26.0", 24),
+    ([FULL] * 24, "vllm", "0.27.0", 12),   # only all-sliding layer_types set cache_config's window from 0.27.0
+    ([FULL] * 24, "vllm", None, 12),
+    ([FULL] * 24, "trtllm", None, 12),
+    ([FULL] * 24, "sglang", "0.5.14", 0),  # SGLang reads layer_types
+    ([SLIDING] * 6 + [FULL] * 18, "vllm", "0.11.0", 12),   # interleaved: the even-indexed layers only
+    ([SLIDING] * 6 + [FULL] * 18, "vllm", None, 12),
+    ([SLIDING] * 6 + [FULL] * 18, "sglang", None, 6),
+    ([SLIDING] * 24, "vllm", "0.11.0", 24), ([SLIDING] * 24, "vllm", None, 24),
+    ([SLIDING] * 24, "trtllm", None, 12),
+])
+def test_vllm_and_trtllm_window_gpt_oss_even_layers_whatever_layer_types_say(types, framework, version, layers):
+    spec = _spec("gpt-oss-20b", layer_types=types)
+    out = served(framework, version, spec)
+    assert out.sliding_window_layers == layers and out.sliding_window == (128 if layers else 0)
+
+
+def test_published_gpt_oss_layer_types_are_served_as_transformers_reads_them():
+    for folder in ("gpt-oss-20b", "gpt-oss-120b"):
+        oss = _spec(folder)
+        assert oss.gpt_oss_sliding_window == ()
+        assert all(served(f, v, oss) is oss for f, v in (("vllm", "0.11.0"), ("vllm", None), ("trtllm", None)))
+    flipped = _spec("gpt-oss-20b", layer_types=[FULL if i % 2 == 0 else SLIDING for i in range(24)])
+    assert served("vllm", "0.11.0", flipped) is flipped   # the same count of windowed layers
