@@ -252,6 +252,11 @@ def _profile_with(tmp: Path, name: str, content: str) -> Path:
     return tmp / "pd"
 
 
+def _link_to(link: Path, target: Path) -> Path:
+    link.symlink_to(target)
+    return link
+
+
 def _link_to_a_folder(tmp: Path) -> Path:
     (tmp / "elsewhere").mkdir()
     (tmp / "link").symlink_to(tmp / "elsewhere")
@@ -2741,6 +2746,13 @@ CASES = [
     Hostile("hunt24_estimate_allow_long_context_before_vllm_0_5_4",
             estimate("--context", "16000", "--allow-long-context", "--engine-version", "0.5.3"),
             "draftsim estimate: error: --allow-long-context: vllm 0.5.3 has no VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
+    # session 24, hunt25: an output file of another kind (a FIFO nobody reads) hung after the whole check
+    Hostile("hunt25_profile_check_out_a_fifo", lambda tmp: profile(
+        "--models", "llama-68m", "--check", "--out", "p", "--check-out", str(fifo(tmp)))(tmp),
+            "/fifo is a FIFO (named pipe), not a regular file"),
+    Hostile("hunt25_profile_check_out_a_link_to_a_fifo", lambda tmp: profile(
+        "--models", "llama-68m", "--check-only", "--check-out", str(_link_to(tmp / "out.json", fifo(tmp))))(tmp),
+            "out.json is a FIFO (named pipe), not a regular file"),
 ]
 
 
