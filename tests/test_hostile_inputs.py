@@ -2753,6 +2753,24 @@ CASES = [
     Hostile("hunt25_profile_check_out_a_link_to_a_fifo", lambda tmp: profile(
         "--models", "llama-68m", "--check-only", "--check-out", str(_link_to(tmp / "out.json", fifo(tmp))))(tmp),
             "out.json is a FIFO (named pipe), not a regular file"),
+    # a scenario or a plan given to sweep, a scenario or a sweep given to plan: named a missing field
+    # ('sweep.scenario: required field is missing'), not the other command's file, as run names them
+    Hostile("hunt25_sweep_given_a_scenario", lambda tmp: ["sweep", _write(tmp, "s.yaml", TINY), "--out", tmp / "o",
+                                                          "--quiet"],
+            "draftsim sweep: error: sweep: this is a scenario file (it has cluster, not grid or points or "
+            "scenario); run it with draftsim run"),
+    Hostile("hunt25_sweep_given_a_plan", lambda tmp: ["sweep", _write(tmp, "p.yaml", PLAN), "--out", tmp / "o",
+                                                      "--quiet"],
+            "draftsim sweep: error: sweep: this is a plan file (it has search, not grid or points or scenario)"),
+    Hostile("hunt25_plan_given_a_scenario", lambda tmp: ["plan", _write(tmp, "s.yaml", TINY), "--out", tmp / "o",
+                                                         "--quiet"],
+            "draftsim plan: error: plan: this is a scenario file (it has cluster, not search); run it with "
+            "draftsim run"),
+    Hostile("hunt25_plan_given_a_sweep", lambda tmp: ["plan", _write(tmp, "w.yaml", {
+        "scenario": str(_write(tmp, "s.yaml", TINY)), "grid": {"drafter.gamma": [1, 2]}}), "--out", tmp / "o",
+        "--quiet"],
+            "draftsim plan: error: plan: this is a sweep file (it has scenario and grid, not search); run it with "
+            "draftsim sweep"),
 ]
 
 
