@@ -252,6 +252,11 @@ def _profile_with(tmp: Path, name: str, content: str) -> Path:
     return tmp / "pd"
 
 
+def _folder(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _link_to(link: Path, target: Path) -> Path:
     link.symlink_to(target)
     return link
@@ -2771,6 +2776,11 @@ CASES = [
         "--quiet"],
             "draftsim plan: error: plan: this is a sweep file (it has scenario and grid, not search); run it with "
             "draftsim sweep"),
+    # validate --profile-dir naming a profile without its fingerprint said 'profile_dir ...', no flag
+    Hostile("hunt25_validate_profile_dir_without_a_fingerprint", lambda tmp: [
+        "validate", "--quick", "--quiet", "--profile-dir", _write(_folder(tmp / "p"), "ops.csv", (
+            REPO / "profiles" / "data" / "cpu-local" / "ops.csv").read_text()).parent, "--out", tmp / "v"],
+            "draftsim validate: error: --profile-dir: profile_dir "),
 ]
 
 
