@@ -125,6 +125,7 @@ def one_line_usage_errors(parser: argparse.ArgumentParser) -> None:
         p.exit(EXIT_USAGE, f"{p.prog}: error: {message} (see {p.prog} --help)\n")
 
     parser.error = error
+    parser._print_message = _stdout_writes_told(parser._print_message)
     _refuse_repeats(parser)
     for action in parser._actions:
         if action.type in (int, float):
@@ -134,6 +135,22 @@ def one_line_usage_errors(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 one_line_usage_errors(sub)
+
+
+def _stdout_writes_told(print_message):
+    """argparse's `_print_message` with its write to stdout (the help) left to raise: argparse passes over an
+    OSError there, so `draftsim --help >/dev/full` wrote nothing and exited 0, and `| head -0` exited 0 as if
+    read. The caller (simulator.console.contract.parse_args) tells it as any other output that cannot be
+    written. Writes to stderr (a usage error) keep argparse's way: there is nowhere left to tell that."""
+    import sys
+
+    def _print_message(message, file=None):
+        if message and file is not None and file is sys.stdout:
+            file.write(message)
+        else:
+            print_message(message, file)
+
+    return _print_message
 
 
 # the actions whose repeat replaces the value (argparse keeps the last: `--out a --out b` wrote to b); append,

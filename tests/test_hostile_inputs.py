@@ -252,6 +252,16 @@ def _profile_with(tmp: Path, name: str, content: str) -> Path:
     return tmp / "pd"
 
 
+def _folder(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _link_to(link: Path, target: Path) -> Path:
+    link.symlink_to(target)
+    return link
+
+
 def _link_to_a_folder(tmp: Path) -> Path:
     (tmp / "elsewhere").mkdir()
     (tmp / "link").symlink_to(tmp / "elsewhere")
@@ -2746,6 +2756,36 @@ CASES = [
             run(cluster={"model": {**SPEC, "gpt_oss_sliding_window": [128, 999]}}), "gpt_oss_sliding_window"),
     Hostile("gptoss_window_pair_not_a_list", run(cluster={"model": {**SPEC, "gpt_oss_sliding_window": "128"}}),
             "gpt_oss_sliding_window"),
+    # session 24, hunt25: an output file of another kind (a FIFO nobody reads) hung after the whole check
+    Hostile("hunt25_profile_check_out_a_fifo", lambda tmp: profile(
+        "--models", "llama-68m", "--check", "--out", "p", "--check-out", str(fifo(tmp)))(tmp),
+            "/fifo is a FIFO (named pipe), not a regular file"),
+    Hostile("hunt25_profile_check_out_a_link_to_a_fifo", lambda tmp: profile(
+        "--models", "llama-68m", "--check-only", "--check-out", str(_link_to(tmp / "out.json", fifo(tmp))))(tmp),
+            "out.json is a FIFO (named pipe), not a regular file"),
+    # a scenario or a plan given to sweep, a scenario or a sweep given to plan: named a missing field
+    # ('sweep.scenario: required field is missing'), not the other command's file, as run names them
+    Hostile("hunt25_sweep_given_a_scenario", lambda tmp: ["sweep", _write(tmp, "s.yaml", TINY), "--out", tmp / "o",
+                                                          "--quiet"],
+            "draftsim sweep: error: sweep: this is a scenario file (it has cluster, not grid or points or "
+            "scenario); run it with draftsim run"),
+    Hostile("hunt25_sweep_given_a_plan", lambda tmp: ["sweep", _write(tmp, "p.yaml", PLAN), "--out", tmp / "o",
+                                                      "--quiet"],
+            "draftsim sweep: error: sweep: this is a plan file (it has search, not grid or points or scenario)"),
+    Hostile("hunt25_plan_given_a_scenario", lambda tmp: ["plan", _write(tmp, "s.yaml", TINY), "--out", tmp / "o",
+                                                         "--quiet"],
+            "draftsim plan: error: plan: this is a scenario file (it has cluster, not search); run it with "
+            "draftsim run"),
+    Hostile("hunt25_plan_given_a_sweep", lambda tmp: ["plan", _write(tmp, "w.yaml", {
+        "scenario": str(_write(tmp, "s.yaml", TINY)), "grid": {"drafter.gamma": [1, 2]}}), "--out", tmp / "o",
+        "--quiet"],
+            "draftsim plan: error: plan: this is a sweep file (it has scenario and grid, not search); run it with "
+            "draftsim sweep"),
+    # validate --profile-dir naming a profile without its fingerprint said 'profile_dir ...', no flag
+    Hostile("hunt25_validate_profile_dir_without_a_fingerprint", lambda tmp: [
+        "validate", "--quick", "--quiet", "--profile-dir", _write(_folder(tmp / "p"), "ops.csv", (
+            REPO / "profiles" / "data" / "cpu-local" / "ops.csv").read_text()).parent, "--out", tmp / "v"],
+            "draftsim validate: error: --profile-dir: profile_dir "),
 ]
 
 

@@ -153,7 +153,10 @@ def run_validation(scenario_path: str | Path, device: str = "cpu", profile_dir: 
     dtype = _dtype(device)
     overrides = [*_device_overrides(device), "cluster.latency.source=profile", f"cluster.latency.profile_dir={found}"]
     scenario, folder = load_scenario(scenario_path, overrides)
-    fingerprint = read_fingerprint(found)
+    try:   # (named as estimate and run name it: 'profile_dir ... has no fingerprint.json' named no flag)
+        fingerprint = read_fingerprint(found)
+    except ValueError as exc:
+        raise ValueError(f"--profile-dir: {exc}") from None
     if fingerprint.get("dtype") not in (None, dtype):
         raise ValueError(f"--profile-dir: profile {found} was measured in {fingerprint.get('dtype')}, "
                          f"the {device} validation runs {dtype}")

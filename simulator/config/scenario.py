@@ -766,22 +766,30 @@ def read_config(path: str | Path, model: type[BaseModel], prefix: str):
     """A config file (a plan, a sweep) read and validated as `model`; its `name` defaults to the file's
     stem."""
     data = read_scenario_dict(path, prefix)   # (a plan's file said 'scenario: file not found: ...')
+    refuse_other_commands_file(data, prefix)
     data.setdefault("name", Path(path).stem)
     return validate_config(model, data, prefix)
 
 
-# What makes a file another command's rather than a scenario missing its cluster: (command, its keys)
-OTHER_COMMANDS_FILES = (("plan", ("search",)), ("sweep", ("scenario", "grid")), ("sweep", ("scenario", "points")))
+# What makes a file one command's rather than another's missing a field: (command, its keys); a scenario is
+# `run`'s (as `compare`'s and `validate --scenario`'s)
+COMMANDS_FILES = (("run", ("cluster",)), ("plan", ("search",)), ("sweep", ("scenario", "grid")),
+                  ("sweep", ("scenario", "points")))
+_KIND_OF_FILE = {"run": "scenario", "plan": "plan", "sweep": "sweep"}
 
 
-def refuse_other_commands_file(data: dict) -> None:
-    """ScenarioError on `scenario` when `data` is a plan's or a sweep's file rather than a scenario missing its
-    cluster (`draftsim run plan.yaml` said 'cluster: required field is missing')."""
-    if isinstance(data, dict) and "cluster" not in data:
-        for command, keys in OTHER_COMMANDS_FILES:
-            if all(key in data for key in keys):
-                raise ScenarioError("scenario", f"this is a {command} file (it has {' and '.join(keys)}, not "
-                                                f"cluster); run it with draftsim {command}")
+def refuse_other_commands_file(data: dict, field: str = "scenario") -> None:
+    """ScenarioError on `field` when `data` is another command's file rather than one of `field`'s (a scenario,
+    a plan, a sweep) missing a field: `draftsim run plan.yaml` said 'cluster: required field is missing',
+    `draftsim sweep scenario.yaml` 'sweep.scenario: required field is missing'."""
+    wanted = "run" if field == "scenario" else field
+    own = {key for command, keys in COMMANDS_FILES if command == wanted for key in keys}
+    if not isinstance(data, dict) or any(key in data for key in own):
+        return
+    for command, keys in COMMANDS_FILES:
+        if command != wanted and all(key in data for key in keys):
+            raise ScenarioError(field, f"this is a {_KIND_OF_FILE[command]} file (it has {' and '.join(keys)}, "
+                                       f"not {' or '.join(sorted(own))}); run it with draftsim {command}")
 
 
 def parse_scenario(data: dict) -> Scenario:

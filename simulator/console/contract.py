@@ -53,6 +53,8 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None,
         return args
     except SystemExit as exc:
         return int(exc.code or 0)
+    except OSError as exc:   # --help or --version meeting a full device or a reader gone (models.errors)
+        return _failed(exc, None)
 
 
 def error_line(message: str, command: str | None = None) -> str:

@@ -189,3 +189,26 @@ def test_a_full_device_is_a_failed_write_not_bad_input(tmp_path):
         lines = done.stderr.splitlines()
         assert done.returncode == EXIT_WRITE_FAILED and len(lines) == 1, (args, done.returncode, done.stderr)
         assert "could not be written: No space left on device" in lines[0], (args, lines)
+
+
+def test_help_and_version_that_cannot_be_written_are_told():
+    """`draftsim --help >/dev/full` exited 0 with nothing written (argparse passes over an OSError of its help),
+    `draftsim --version >/dev/full` ended in an OSError traceback, and `draftsim --version | head -0` in a
+    BrokenPipeError traceback. A failed write is one line and exit 1 now, a reader gone exit 141, as for any
+    other output; a usage error on stderr keeps its exit 2."""
+    import pytest
+    from simulator.console.contract import EXIT_READER_GONE, EXIT_WRITE_FAILED
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this platform")
+    for args in (["--help"], ["--version"], ["run", "--help"], ["catalog", "--help"], ["sweep", "--help"]):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-c", _VIA_ENTRY, *args], stdout=full, stderr=subprocess.PIPE,
+                                  text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+        lines = done.stderr.splitlines()
+        assert done.returncode == EXIT_WRITE_FAILED and len(lines) == 1, (args, done.returncode, done.stderr)
+        assert "could not be written: No space left on device" in lines[0], (args, lines)
+        assert _into_a_closed_pipe(args, REPO) == (EXIT_READER_GONE, ""), args
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-c", _VIA_ENTRY, "catalog", "bogus"], stdout=subprocess.PIPE,
+                              stderr=full, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    assert (done.returncode, done.stdout) == (2, b""), (done.returncode, done.stdout)
