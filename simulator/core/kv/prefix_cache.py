@@ -208,19 +208,28 @@ class PrefixCache:
         if not isinstance(key, tuple):
             self._free_units += 1
 
+    def _reference(self, k) -> bool:
+        """One more reference on cached unit k: a unit in use gains a user, a free cached one leaves the free queue.
+        False where k is not cached (on the GPU)."""
+        if k in self.refs:
+            self.refs[k] += 1
+        elif k in self.queue:
+            del self.queue[k]
+            self._free_units -= 1
+            self.free_blocks -= self.unit_blocks
+            self.refs[k] = 1
+        else:
+            return False
+        return True
+
     # ---- a request's life ------------------------------------------------------------------------
     def admit(self, r: int, target_tokens: int, blocks: int) -> Admission:
         """Admit r, whose prompt (to compute) is `target_tokens` tokens in `blocks` blocks."""
         found = self._match(r, target_tokens)
         keys = self._keys(r)
         for k, where in found:
-            if where == "used":
-                self.refs[k] += 1
-            elif where == "free":
-                del self.queue[k]
-                self._free_units -= 1
-                self.free_blocks -= self.unit_blocks
-                self.refs[k] = 1
+            if where != "host":
+                self._reference(k)
         touched = sum(1 for _, where in found if where == "free") * self.unit_blocks
         loaded = [k for k, where in found if where == "host"]
         new = []
@@ -259,14 +268,7 @@ class PrefixCache:
             return 0
         before, dups = self.free_blocks, 0
         for k in keys[:n]:
-            if k in self.refs:
-                self.refs[k] += 1
-                dups += 1
-            elif k in self.queue:   # a free cached copy (an earlier unit of r's prompt was evicted): referenced
-                del self.queue[k]
-                self._free_units -= 1
-                self.free_blocks -= self.unit_blocks
-                self.refs[k] = 1
+            if self._reference(k):   # (a free cached copy: an earlier unit of r's prompt was evicted)
                 dups += 1
             else:
                 self.refs[k] = 1
