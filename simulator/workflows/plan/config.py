@@ -78,7 +78,8 @@ class DrafterChoiceConfig(Strict):
     head of models/heads/eagle3.yaml; default: the one published for each planned model); `mtp`: `modules`
     (default: all the model ships; candidates of models without MTP modules are screened out with the
     reason). `heterogeneous_vocab` (draft_model): a scenario's drafter.heterogeneous_vocab, vLLM's
-    use_heterogeneous_vocab from 0.25.0 (profiles.engine_time.draft_vocabulary). `speculation`: a scenario `speculation` block (default chain): a draft model drafts any tree,
+    use_heterogeneous_vocab from 0.25.0 (profiles.engine_time.draft_vocabulary). `speculation`: a scenario
+    `speculation` block (default chain): a draft model drafts any tree,
     multi-draft shape, e.g. {kind: tree, builder: sequoia, budget: 32}; EAGLE-3 and MTP run SGLang's EAGLE
     tree {kind: dynamic_tree, top_k, depth, budget}; trees need an acceptance that ranks children
     ({kind: ranked, accept_probs: [...]} or a pair). `acceptance`: this drafter's own acceptance section
@@ -409,12 +410,17 @@ def _check_architectures(spec: PlanConfig, releases: dict[str, tuple[str, str | 
                 continue
             break
         else:
-            message = refusals[0].message
-            if spec.engine.get("version") is None:   # (the releases the measured tables or the newest modelled give)
-                head, sep, allowed = message.partition("; allowed:")
-                runs = ", ".join(f"{framework} {version} on {hw}" for hw, (framework, version) in releases.items())
-                message = f"{head} (plan.engine names no version; the candidates run {runs}){sep}{allowed}"
-            raise ScenarioError(refusals[0].field, message)
+            raise ScenarioError(refusals[0].field, _naming_releases(spec, refusals[0].message, releases))
+
+
+def _naming_releases(spec: PlanConfig, message: str, releases: dict[str, tuple[str, str | None]]) -> str:
+    """A refusal at the candidates' releases (`releases`: candidate_releases), saying before its "allowed" part which
+    releases those are where plan.engine names no version (the measured tables' or the newest modelled ones)."""
+    if spec.engine.get("version") is not None:
+        return message
+    head, sep, allowed = message.partition("; allowed:")
+    runs = ", ".join(f"{framework} {version} on {hw}" for hw, (framework, version) in releases.items())
+    return f"{head} (plan.engine names no version; the candidates run {runs}){sep}{allowed}"
 
 
 def _check_draft_vocabulary(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:
@@ -438,11 +444,7 @@ def _check_draft_vocabulary(spec: PlanConfig, releases: dict[str, tuple[str, str
             continue
         field, message = refusals[0]
         message = message.replace(HETEROGENEOUS_FIELD, f"{where}.heterogeneous_vocab")
-        if not named:   # (the releases the measured tables or the newest modelled give)
-            head, sep, allowed = message.partition("; allowed:")
-            runs = ", ".join(f"{framework} {version} on {hw}" for hw, (framework, version) in releases.items())
-            message = f"{head} (plan.engine names no version; the candidates run {runs}){sep}{allowed}"
-        raise ScenarioError(f"{where}.{field.rsplit('.', 1)[1]}", message)
+        raise ScenarioError(f"{where}.{field.rsplit('.', 1)[1]}", _naming_releases(spec, message, releases))
 
 
 def _check_schedule_policy(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:
