@@ -102,7 +102,7 @@ runs by default (a `scheduler.kind` of simulator.core.sched) and its step token 
 """
 from __future__ import annotations
 
-from profiles.measured.source import version_key
+from profiles.measured.source import version_in_span, version_key
 
 GIB = 2 ** 30
 DEFAULT_MAX_NUM_SEQS = 256   # draftsim's running-request limit where neither the scenario nor an engine rule sets one
@@ -173,7 +173,7 @@ SGLANG_MAX_PREFILL_TOKENS = 16384   # server_args.py max_prefill_tokens: the pre
 
 
 def _in_span(version: str, span: tuple[str, str]) -> bool:
-    return version_key(span[0]) <= version_key(version) < version_key(span[1])
+    return version_in_span(version, *span)
 
 
 def sglang_prefill_requests(version: str, drafter: str | None) -> int | None:

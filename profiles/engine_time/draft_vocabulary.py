@@ -23,7 +23,7 @@ TensorRT-LLM's draft-target path was not read.
 """
 from __future__ import annotations
 
-from profiles.measured.source import version_before
+from profiles.measured.source import version_before, version_in_span
 
 FIELD = "drafter.model"
 HETEROGENEOUS_FIELD = "drafter.heterogeneous_vocab"
@@ -51,7 +51,7 @@ def vocab_refusal(framework: str, version: str, target, draft, heterogeneous: bo
         return None
     if target.vocab_size == draft.vocab_size:
         return None
-    if not version_before(version, VLLM_V0_DRAFT[0]) and version_before(version, VLLM_V0_DRAFT[1]):
+    if version_in_span(version, *VLLM_V0_DRAFT):
         rule = "SpecDecodeWorker._vocab_size asserts equal sizes (vllm/spec_decode/spec_decode_worker.py)"
     elif not version_before(version, VLLM_V1_DRAFT_FROM):
         rule = ("'Target and draft model should have the same vocabulary size' "

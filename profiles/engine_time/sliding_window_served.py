@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 
 from profiles.engine_time.support import UnsupportedCombination
-from profiles.measured.source import version_key
+from profiles.measured.source import version_in_span, version_key
 
 # architectures whose SGLang model builds no sliding-window attention (module docstring)
 SGLANG_WITHOUT_WINDOW = ("LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM",
@@ -56,7 +56,7 @@ GPT_OSS = "GptOssForCausalLM"
 
 
 def _within(version: str | None, span: tuple[str, str]) -> bool:
-    return version is not None and version_key(span[0]) <= version_key(version) < version_key(span[1])
+    return version is not None and version_in_span(version, *span)
 
 
 def _vllm_qwen_layers(version: str | None, model, field: str) -> int:

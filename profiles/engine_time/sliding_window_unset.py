@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from profiles.engine_time.support import UnsupportedCombination
-from profiles.measured.source import version_key
+from profiles.measured.source import version_in_span
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,7 @@ class Served:
     architectures: tuple[str, ...] = ()   # the Hugging Face architectures the rule is for (empty: every one)
 
     def serves(self, version: str) -> bool:
-        return not self.never and (self.since is None or version_key(version) >= version_key(self.since)) \
-            and (self.until is None or version_key(version) < version_key(self.until))
+        return not self.never and version_in_span(version, self.since, self.until)
 
     def allowed(self) -> str:
         if self.never:

@@ -99,6 +99,12 @@ def version_before(version: str, other: str) -> bool:
     return version_key(version) < version_key(other)
 
 
+def version_in_span(version: str, since: str | None, until: str | None) -> bool:
+    """Release `version` is `since` or later and before `until` (None: unbounded on that side; by `version_key`)."""
+    v = version_key(version)
+    return (since is None or version_key(since) <= v) and (until is None or v < version_key(until))
+
+
 def version_within(version: str, first: str, last: str | None) -> bool:
     """Release `version` is one of `first` to `last`, both included (`last` None: every later one; by `version_key`)."""
     v = version_key(version)
