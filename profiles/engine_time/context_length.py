@@ -22,8 +22,9 @@ Each rule as read in the releases' sources (PyPI wheels; TensorRT-LLM from its r
   "deepseek_yarn", "deepseek_llama_scaling" from 0.30.0, absent in 0.29.0: "YaRN variants leave
   max_position_embeddings already scaled". To 0.29.0 yarn's limit is its original_max_position_embeddings ×
   factor (from 0.2.2, the first release that runs yarn; 0.2.0 - 0.2.1.post1 took the keys' minimum, but could
-  not build a yarn model: refused as above). Without --max-model-len the limit is that (int); from 0.11.1 (absent in 0.11.0) a longrope model's
-  is its top-level original_max_position_embeddings where it has one. A value above it is refused ("User-specified
+  not build a yarn model: refused as above). Without --max-model-len the limit is that (int); from 0.11.1 (absent
+  in 0.11.0) a longrope model's is its top-level original_max_position_embeddings where it has one. A value
+  above it is refused ("User-specified
   max_model_len ... is greater than the derived max_model_len"), from 0.4.0 not where it is at most the config's
   model_max_length; VLLM_ALLOW_LONG_MAX_MODEL_LEN (from 0.5.4) lifts the refusal (`allow_long`, below).
 - SGLang, `get_context_length` (srt/hf_transformers_utils.py to 0.5.1, srt/utils/hf_transformers_utils.py 0.5.3 -
@@ -202,7 +203,7 @@ def check_given(framework: str, version: str, model, tokens: int, allow_long: bo
     if why is None or (allow_long and _reads_allow_long(framework, version)):
         return
     if allow_long and framework == "vllm":
-        raise UnsupportedCombination(ALLOW_LONG_FIELD, f"vllm {version} has no VLLM_ALLOW_LONG_MAX_MODEL_LEN (read "
+        raise UnsupportedCombination(ALLOW_LONG_FIELD, f"vllm {version} has no {ALLOW_LONG_VARIABLES['vllm']} (read "
                                      f"from {VLLM_ALLOW_LONG_FROM}) and {why}")
     raise UnsupportedCombination(FIELD, why)
 
@@ -221,7 +222,7 @@ def _refusal(framework: str, version: str, model, tokens: int) -> str | None:
         _servable("vllm", version, model, allowed, key)
         return (f"{tokens} exceeds the {int(derived)} tokens vllm {version} derives for "
                 f"{model.name} ({key}; {_RULES['vllm']}), which refuses a longer "
-                f"--max-model-len without VLLM_ALLOW_LONG_MAX_MODEL_LEN; allowed: 2..{allowed}"
+                f"--max-model-len without {ALLOW_LONG_VARIABLES['vllm']}; allowed: 2..{allowed}"
                 f"{_or_allow_long(framework, version)}")
     if framework == "sglang":
         derived, key = _sglang_derived(model)
@@ -231,7 +232,7 @@ def _refusal(framework: str, version: str, model, tokens: int) -> str | None:
         _servable("sglang", version, model, derived, key)
         return (f"{tokens} exceeds the {derived} tokens sglang {version} derives for "
                 f"{model.name} ({key}; {_RULES['sglang']}), which refuses a longer "
-                "--context-length without SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN; allowed: "
+                f"--context-length without {ALLOW_LONG_VARIABLES['sglang']}; allowed: "
                 f"2..{derived}{_or_allow_long(framework, version)}")
     if framework == "trtllm":
         derived, key = _trtllm_derived(version, model)
@@ -240,7 +241,7 @@ def _refusal(framework: str, version: str, model, tokens: int) -> str | None:
         _servable("trtllm", version, model, derived, key)
         return (f"{tokens} exceeds the {derived} tokens trtllm {version} infers for "
                 f"{model.name} ({key}; {_RULES['trtllm']}), which lowers max_seq_len to "
-                f"{derived} without TLLM_ALLOW_LONG_MAX_MODEL_LEN; allowed: 2..{derived}"
+                f"{derived} without {ALLOW_LONG_VARIABLES['trtllm']}; allowed: 2..{derived}"
                 f"{_or_allow_long(framework, version)}")
     if tokens > model.max_position_embeddings:
         return (f"{tokens} exceeds max_position_embeddings={model.max_position_embeddings} of {model.name}; allowed: "

@@ -337,12 +337,12 @@ def check_draft_vocabulary(release: tuple[str, str | None], target: ModelSpec, d
     """ScenarioError where the deployment's engine release refuses draft model `draft` (drafter.kind draft_model)
     for the target because their vocabulary sizes differ, or lacks the heterogeneous-vocabulary drafting the
     scenario asks for (`heterogeneous`: drafter.heterogeneous_vocab; profiles.engine_time.draft_vocabulary).
-    Applied where the scenario names the release (`release_named`) or asks for heterogeneous drafting: pairs of two vocabularies are what speculative
-    decoding research pairs (cross-family drafters, TLI: profiles.acceptance.hetero_vocab), so a scenario that
-    names no release simulates the pairing as the algorithm, whatever the engine priced for its steps would do
-    with it; naming the release is asking whether that engine serves it. (A named approximation of intent, unlike
-    the architecture gates, which apply to the implied release too: a model an engine cannot load has no step
-    time to price.)"""
+    Applied where the scenario names the release (`release_named`) or asks for heterogeneous drafting: pairs of two
+    vocabularies are what speculative decoding research pairs (cross-family drafters, TLI:
+    profiles.acceptance.hetero_vocab), so a scenario that names no release simulates the pairing as the algorithm,
+    whatever the engine priced for its steps would do with it; naming the release is asking whether that engine
+    serves it. (A named approximation of intent, unlike the architecture gates, which apply to the implied release
+    too: a model an engine cannot load has no step time to price.)"""
     from profiles.engine_time.draft_vocabulary import vocab_refusal
     framework, version = release
     if version is None:

@@ -9,8 +9,8 @@ V1's accounting (simulator.cluster.vllm_memory): the memory CUDA reports × gpu_
 weights as loaded (MXFP4 experts re-laid out by their MoE backend), the start-up profile run's activation peak
 (max_num_batched_tokens tokens, min(max_num_seqs, that) rows sampled) and the non-torch increase; the CUDA-graph
 estimate of vLLM >= 0.21 is not subtracted (named there). TensorRT-LLM (the engine,
-simulator.cluster.factory.deployment_release) takes its fraction of the memory the weights leave free: KV = (HBM − weights) × gpu_memory_utilization, its
-KvCacheConfig.free_gpu_memory_fraction (default 0.9; tensorrt_llm/_torch/pyexecutor/_util.py
+simulator.cluster.factory.deployment_release) takes its fraction of the memory the weights leave free: KV = (HBM −
+weights) × gpu_memory_utilization, its KvCacheConfig.free_gpu_memory_fraction (default 0.9; tensorrt_llm/_torch/pyexecutor/_util.py
 KvCacheCreator._cal_max_tokens at commit d8ae02c: (total_gpu_memory − peak_memory) × fraction, the peak being
 the weights plus the profiled activations, which this model leaves out). SGLang on a GPU (`sglang_deployment`)
 keeps its own pool (simulator.cluster.sglang_memory): mem_fraction_static × the free memory after start-up minus

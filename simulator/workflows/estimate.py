@@ -18,7 +18,8 @@ part, which `kernel_seconds` includes.
 A step that cannot exist is an error (exit 2, one line naming the argument), not an estimate: requests
 longer than the model's context (the context the engine release derives from the config; with
 `--allow-long-context`, engine `allow_long_context`, the step's length is taken as the max_model_len given, which
-the release's variable lets exceed it, as a run's `cluster.max_model_len`: profiles.engine_time.context_length), or weights and KV cache beyond the GPU's memory (`check_step_fits`), or
+the release's variable lets exceed it, as a run's `cluster.max_model_len`: profiles.engine_time.context_length),
+or weights and KV cache beyond the GPU's memory (`check_step_fits`), or
 more requests or tokens than the engine limits given (`--max-num-seqs`, `--max-num-batched-tokens`: the
 scheduler block; `check_step_in_limits`).
 """
