@@ -460,6 +460,17 @@ def test_published_sharegpt_points_draw_their_clients_lengths():
         serving_scenario(ci.model_copy(update={"model": "openai/gpt-oss-120b"}))
 
 
+def test_gpustack_a100_qwen3_32b_row_runs_the_max_model_len_its_source_states():
+    """The ShareGPT row is the vLLM block of the page's 'Choosing the Inference Engine' section, served with
+    `vllm serve Qwen/Qwen3-32B --max-model-len 32768`; without it the point took the config's 40960, which vLLM
+    0.11.0's own accounting cannot hold on an A100-80GB at 0.9 (10.30 GiB after the weights, 10.00 GiB for one
+    request's KV, and the profile run's MLP alone 0.29 GiB), and the point failed as DroppedRequests."""
+    import math
+    qwen = _point("gpustack-a100-qwen3-32b-vllm0110-sharegpt-tpot")
+    assert serving_scenario(qwen)["cluster"]["max_model_len"] == 32768
+    assert math.isfinite(predict(qwen).value)
+
+
 @pytest.mark.parametrize("value", [float("inf"), float("nan"), 0.0, -9.4])
 def test_a_published_value_that_is_no_finite_positive_number_is_a_one_line_error(tmp_path, capsys, value):
     """`value: .inf` was priced (points.csv published inf, error empty, exit 0) where NaN, 0 and negatives were
