@@ -54,6 +54,10 @@ NON_TORCH_TENSOR_PARALLEL_BYTES = 2.1 * GIB
 # the default sampler on CUDA in 0.10.2, 0.11.0 and 0.24.0, topk_topp_sampler.py) or, with FlashInfer off
 # (0.19.0's default), the Triton top-k/top-p in place then `probs = softmax` and `q = empty_like(probs)`
 # (random_sample). The dummy run sets top_k = vocab − 1 and top_p = 0.9 on every row (`_dummy_sampler_run`).
+# Approximation, named: FlashInfer is taken as installed where the release prefers it (the vllm-openai image ships
+# it; 0.11.0's PyPI wheel lists flashinfer-python only under its `flashinfer` extra). Without it 0.11.0 falls back to
+# `forward_native`, whose sort-based apply_top_k_top_p peaks at about 7 units (logits_sort, int64 logits_idx, two
+# bool masks, probs_sort and the scatter's output beside both logits): not modelled.
 SAMPLER_FP32_TENSORS = 3.5
 
 # vLLM keeps the fused-MoE workspaces in a persistent WorkspaceManager (vllm/v1/worker/workspace.py, present in
