@@ -2786,6 +2786,18 @@ CASES = [
         "validate", "--quick", "--quiet", "--profile-dir", _write(_folder(tmp / "p"), "ops.csv", (
             REPO / "profiles" / "data" / "cpu-local" / "ops.csv").read_text()).parent, "--out", tmp / "v"],
             "draftsim validate: error: --profile-dir: profile_dir "),
+    # session 25, vocab2: a draft model of another vocabulary size ran on a named SGLang release that refuses it at
+    # start-up from 0.5.15 (StandaloneWorkerV2._validate_vocab_compatibility), in a run and in a plan
+    Hostile("vocab2_draft_vocabulary_on_a_named_sglang_release", run(
+        cluster={"engine": {"framework": "sglang", "version": "0.5.15"}},
+        drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 3}),
+            "draftsim: error: drafter.model: llama-68m has a 32,000-token vocabulary and llama-3-8b 128,256: sglang "
+            "0.5.15 refuses such a draft model"),
+    Hostile("vocab2_plan_draft_vocabulary_on_a_named_sglang_release", plan(
+        engine={"framework": "sglang", "version": "0.5.23"}, search={"tp": [1], "replicas": [1], "drafters": [
+            {"kind": "none"}, {"kind": "draft_model", "model": "llama-68m", "gamma": [2]}]}),
+            "draftsim plan: error: plan.search.drafters.1.model: llama-68m has a 32,000-token vocabulary and "
+            "llama-3-8b 128,256: sglang 0.5.23 refuses such a draft model"),
 ]
 
 

@@ -36,7 +36,10 @@ where it does not start. Read in the releases' sources:
 
 Not read, named: TensorRT-LLM (its newest modeling_mistral.py takes config.sliding_window on every layer, as
 ModelSpec does; other releases and architectures are served as ModelSpec holds them). A draft model is served as
-ModelSpec holds it.
+ModelSpec holds it: drafter.model names catalog models only (simulator.cost.drafters._draft_model, get_model), and
+the only ones with a window, gpt-oss-20b and gpt-oss-120b, have transformers' default layer_types, which every
+engine above windows as ModelSpec does (the even-indexed layers); a Mistral- or Qwen-style draft with a window of
+its own cannot be given.
 """
 from __future__ import annotations
 

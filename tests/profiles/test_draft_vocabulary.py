@@ -36,10 +36,25 @@ def test_heterogeneous_drafting_from_vllm_0_25_and_nowhere_else():
     assert field == "drafter.heterogeneous_vocab" and "PR #16290" in why
 
 
-def test_engines_whose_check_was_not_read_are_not_checked():
-    """SGLang's STANDALONE drafter has no such check (read in 0.5.6); TensorRT-LLM's path was not read."""
-    assert vocab_refusal("sglang", "0.5.6", TARGET, SMALL) is None
+@pytest.mark.parametrize("version,refused", [
+    ("0.5.2", False), ("0.5.6", False), ("0.5.14", False),   # STANDALONE without a check (0.5.2 - 0.5.14 wheels)
+    ("0.5.15", True), ("0.5.15.post1", True), ("0.5.23", True),   # StandaloneWorkerV2._validate_vocab_compatibility
+])
+def test_sglang_refuses_another_vocabulary_size_from_0_5_15(version, refused):
+    found = vocab_refusal("sglang", version, TARGET, SMALL)
+    assert (found is not None) == refused
+    if refused:
+        field, why = found
+        assert field == "drafter.model" and why.startswith("llama-68m has a 32,000-token vocabulary and llama-3-8b "
+                                                           f"128,256: sglang {version} refuses such a draft model")
+        assert "_validate_vocab_compatibility" in why and "allowed: a draft model of 128,256 tokens" in why
+    assert vocab_refusal("sglang", version, TARGET, SAME) is None   # one vocabulary: served
+
+
+def test_trtllm_serves_another_vocabulary_size():
+    """TensorRT-LLM's draft/target path compares no vocabularies at start-up (module docstring)."""
     assert vocab_refusal("trtllm", "1.0.0", TARGET, SMALL) is None
+    assert vocab_refusal("trtllm", "1.4.0rc4", TARGET, SMALL) is None
 
 
 def test_a_run_applies_it_where_the_release_is_named_or_heterogeneous_drafting_is_asked_for():
@@ -55,4 +70,10 @@ def test_a_run_applies_it_where_the_release_is_named_or_heterogeneous_drafting_i
         simulator.run(scenario(drafter={**draft, "heterogeneous_vocab": True}, **small))
     result = simulator.run(scenario(drafter={**draft, "heterogeneous_vocab": True},
                                     cluster={"engine": {"version": "0.25.0"}}, **small))
+    assert result.summary["requests_finished"] == 20
+    with pytest.raises(ScenarioError, match=r"^drafter.model: .*sglang 0.5.15 refuses such a draft model"):
+        simulator.run(scenario(drafter=draft, cluster={"engine": {"framework": "sglang", "version": "0.5.15"}},
+                               **small))
+    result = simulator.run(scenario(drafter=draft, cluster={"engine": {"framework": "sglang", "version": "0.5.14"}},
+                                    **small))
     assert result.summary["requests_finished"] == 20

@@ -85,3 +85,17 @@ def test_published_gpt_oss_layer_types_are_served_as_transformers_reads_them():
         assert all(served(f, v, oss) is oss for f, v in (("vllm", "0.11.0"), ("vllm", None), ("trtllm", None)))
     flipped = _spec("gpt-oss-20b", layer_types=[FULL if i % 2 == 0 else SLIDING for i in range(24)])
     assert served("vllm", "0.11.0", flipped) is flipped   # the same count of windowed layers
+
+
+@pytest.mark.parametrize("framework,version", [("vllm", "0.10.1"), ("vllm", "0.33.0"), ("sglang", "0.5.2"),
+                                               ("sglang", "0.5.23"), ("trtllm", "1.0.0"), ("trtllm", None)])
+def test_every_catalog_model_a_draft_can_be_is_windowed_as_modelspec_holds_it(framework, version):
+    """A draft model is priced as ModelSpec holds it (module docstring): drafter.model names catalog models only,
+    so that holds while every windowed catalog model is served unchanged by every engine (a Mistral- or Qwen-style
+    entry would need the draft's window served as the target's is)."""
+    from models import get_model
+    from models.catalog import catalog
+    windowed = [get_model(name) for name in sorted(catalog()) if get_model(name).sliding_window_layers]
+    assert windowed   # (gpt-oss-20b, gpt-oss-120b)
+    for model in windowed:
+        assert served(framework, version, model) is model, model.name

@@ -287,17 +287,19 @@ def _other_vocabulary(sc: dict, engine: str) -> list[str]:
     not the target's (a cross-vocabulary drafter, e.g. TLI: profiles.acceptance.hetero_vocab); none when
     they agree. vLLM refuses such a draft model at start (vllm/config/speculative.py,
     SpeculativeConfig.verify_equal_vocab_size_if_draft_model, called from its validator and from
-    v1/spec_decode/draft_model.py: "Target and draft model should have the same vocabulary size"); SGLang's
-    STANDALONE worker (speculative/standalone_worker.py) feeds the target's token ids to the draft model
-    without a mapping. Either command line would not run what was simulated. A scenario with
-    drafter.heterogeneous_vocab (vLLM >= 0.25.0, profiles.engine_time.draft_vocabulary) gets vLLM's
-    use_heterogeneous_vocab in its flags instead."""
+    v1/spec_decode/draft_model.py: "Target and draft model should have the same vocabulary size"); SGLang
+    refuses it at start-up from 0.5.15 (StandaloneWorkerV2._validate_vocab_compatibility:
+    profiles.engine_time.draft_vocabulary), and its earlier STANDALONE worker (speculative/standalone_worker.py)
+    feeds the target's token ids to the draft model without a mapping. Either command line would not run what
+    was simulated. A scenario with drafter.heterogeneous_vocab (vLLM >= 0.25.0,
+    profiles.engine_time.draft_vocabulary) gets vLLM's use_heterogeneous_vocab in its flags instead."""
     target, draft = load_model(sc["cluster"]["model"]), load_model(sc["drafter"]["model"])
     if target.vocab_size == draft.vocab_size or (engine == "vllm" and sc["drafter"].get("heterogeneous_vocab")):
         return []
     why = ("vLLM refuses a draft_model whose vocabulary size differs from the target's "
            "(SpeculativeConfig.verify_equal_vocab_size_if_draft_model)" if engine == "vllm" else
-           "SGLang's STANDALONE drafter reads the target's token ids, with no mapping between vocabularies")
+           "SGLang refuses such a draft model from 0.5.15 (StandaloneWorkerV2._validate_vocab_compatibility); its "
+           "earlier STANDALONE drafter reads the target's token ids, with no mapping between vocabularies")
     return [f"# draft model {draft.name}: a {draft.vocab_size:,}-token vocabulary, {target.name} has "
             f"{target.vocab_size:,}; {why}: no speculative flags are written (set the speculative method by hand)"]
 
