@@ -64,6 +64,21 @@ def expand_home(path: str | Path) -> Path:
                             "folder") from None
 
 
+def written_at(path: str | Path) -> Path:
+    """The file that writing `path` creates: `path` itself, or the target of a link (a link to nothing is
+    written as its target, which may lie in another folder)."""
+    return Path(os.path.realpath(path))
+
+
+def ready_to_write(path: str | Path) -> Path:
+    """`path` (an output file the command checked up front, simulator.results.output_folder.check_output_file)
+    with the folder that will receive it made: `--csv new/t.csv` or `--check-out new/c.json` failed after the
+    whole run (pandas: 'Cannot save file into a non-existent directory', a traceback; profile: 'No such file
+    or directory'), as did a link to a file in a missing folder."""
+    written_at(path).parent.mkdir(parents=True, exist_ok=True)
+    return Path(path)
+
+
 def _mode(path: Path) -> int | str:
     """os.stat's st_mode of `path`, or why it cannot be read ("file not found", "cannot be read (File name too
     long)", ...). pathlib's `is_dir`/`is_file` raise for a name longer than the file system allows (255 bytes):

@@ -86,3 +86,16 @@ def test_shipped_yaml_reads_alike_with_the_users_loader():
         if text.count("\n---") or "{{" in text:
             continue
         assert repr(parse_yaml(text)) == repr(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))), name
+
+
+def test_ready_to_write_makes_the_folder_that_receives_the_file(tmp_path):
+    """`--csv new/t.csv` (a scenario script) and `draftsim profile --check-out new/c.json` were accepted up front
+    and failed after the whole run (a pandas traceback; 'No such file or directory'); a link to nothing is
+    written as its target, whose folder is made instead."""
+    from models.files import ready_to_write
+    assert ready_to_write(tmp_path / "a" / "b" / "t.csv") == tmp_path / "a" / "b" / "t.csv"
+    assert (tmp_path / "a" / "b").is_dir()
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "elsewhere" / "x.json")
+    ready_to_write(link).write_text("{}")
+    assert (tmp_path / "elsewhere" / "x.json").read_text() == "{}" and link.is_symlink()
