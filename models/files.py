@@ -25,7 +25,8 @@ YAML is parsed by a SafeLoader (no Python objects) that also refuses:
   beyond it).
 Numbers are plain decimals, as in YAML 1.2's core schema: YAML 1.1's octal (`017` was 15), sexagesimal
 (`1:30` was 90), hexadecimal, binary and underscored (`1_000`) forms are read as text, which a number field
-refuses or reads as the decimal it spells (`017`: 17), naming the field.
+refuses naming the field; a leading zero is a decimal (`017`: 17) and an exponent needs no dot or sign (`1e9`,
+`2E-3`: text to YAML 1.1).
 JSON gets the same duplicate-key, depth and integer checks.
 """
 from __future__ import annotations
@@ -61,6 +62,21 @@ def expand_home(path: str | Path) -> Path:
     except RuntimeError:
         raise DocumentError(f"{path}: cannot expand {str(path).split('/', 1)[0]!r}: no such user's home "
                             "folder") from None
+
+
+def written_at(path: str | Path) -> Path:
+    """The file that writing `path` creates: `path` itself, or the target of a link (a link to nothing is
+    written as its target, which may lie in another folder)."""
+    return Path(os.path.realpath(path))
+
+
+def ready_to_write(path: str | Path) -> Path:
+    """`path` (an output file the command checked up front, simulator.results.output_folder.check_output_file)
+    with the folder that will receive it made: `--csv new/t.csv` or `--check-out new/c.json` failed after the
+    whole run (pandas: 'Cannot save file into a non-existent directory', a traceback; profile: 'No such file
+    or directory'), as did a link to a file in a missing folder."""
+    written_at(path).parent.mkdir(parents=True, exist_ok=True)
+    return Path(path)
 
 
 def _mode(path: Path) -> int | str:
@@ -194,8 +210,11 @@ def _integer_digits_problem(text: str, where: str = "") -> str | None:
 
 
 _DECIMAL_INT = re.compile(r"^[-+]?[0-9]+$")
-_DECIMAL_FLOAT = re.compile(r"^(?:[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?|\.[0-9]+(?:[eE][-+][0-9]+)?"
-                            r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")   # (PyYAML's forms but `_` and `:`)
+# YAML 1.2's core schema float (`1e9`, `2E-3`, `1.0e9`: PyYAML's YAML 1.1 wants a dot and a signed exponent,
+# and read them as text, which pydantic's lax mode parsed where a float goes and strict mode refuses), and
+# its infinities and NaN
+_DECIMAL_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                            r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 
 
 def _yaml_int(loader: _Loader, node):

@@ -2798,6 +2798,35 @@ CASES = [
             {"kind": "none"}, {"kind": "draft_model", "model": "llama-68m", "gamma": [2]}]}),
             "draftsim plan: error: plan.search.drafters.1.model: llama-68m has a 32,000-token vocabulary and "
             "llama-3-8b 128,256: sglang 0.5.23 refuses such a draft model"),
+    # session 25, coerce: pydantic's lax mode read a value of another type as the field's own, and ran it: a
+    # quoted "2" or 2.0 as 2 replicas, "off" or 0 as plots false, "0.7" as α 0.7, a sweep's grid of texts, a plan's
+    # search of texts, a published point's tp true as tp 1 (simulator.config.base.Strict: strict mode)
+    Hostile("coerce_replicas_quoted", run(cluster={"replicas": "2"}),
+            "draftsim: error: cluster.replicas: Input should be a valid integer, not the text '2'"),
+    Hostile("coerce_replicas_float", run(cluster={"replicas": 2.0}),
+            "draftsim: error: cluster.replicas: Input should be a valid integer, not 2.0"),
+    Hostile("coerce_plots_text_off", run(outputs={"plots": "off"}),
+            "draftsim: error: outputs.plots: Input should be a valid boolean (true or false), not the text 'off'"),
+    Hostile("coerce_prefix_caching_one", run(cluster={"engine": {"prefix_caching": 1}}),
+            "draftsim: error: cluster.engine.prefix_caching: Input should be a valid boolean (true or false), not 1"),
+    Hostile("coerce_alpha_quoted", run(acceptance={"kind": "constant", "alpha": "0.7"}),
+            "draftsim: error: acceptance.alpha: Input should be a valid number, not the text '0.7'"),
+    Hostile("coerce_set_qps_quoted", run(None, "--set", 'workload.arrival.qps="8"'),
+            "draftsim: error: workload.arrival.qps: Input should be a valid number, not the text '8'"),
+    Hostile("coerce_drifting_alpha_quoted", run(acceptance={"kind": "drifting", "points": [[0, 0.9], [2, "0.5"]]}),
+            "draftsim: error: acceptance.points.1.1: Input should be a valid number, not the text '0.5'"),
+    Hostile("coerce_sweep_grid_of_texts", sweep(grid={"cluster.replicas": ["1", "2"]}),
+            "cluster.replicas: Input should be a valid integer, not the text '1'"),
+    Hostile("coerce_sweep_replications_float", sweep(replications=2.0),
+            "draftsim sweep: error: sweep.replications: Input should be a valid integer, not 2.0"),
+    Hostile("coerce_plan_search_tp_texts", plan(search={"tp": ["1"]}),
+            "draftsim plan: error: plan.search.tp.0: Input should be a valid integer, not the text '1'"),
+    Hostile("coerce_plan_confirm_top_float", plan(confirm_top=1.0),
+            "draftsim plan: error: plan.confirm_top: Input should be a valid integer, not 1.0"),
+    Hostile("coerce_point_tp_true", points([merge(POINT, {"tp": True})]),
+            "point x: tp: Input should be a valid integer, not the boolean true"),
+    Hostile("coerce_point_value_quoted", points([merge(POINT, {"value": "9.4"})]),
+            "point x: value: Input should be a valid number, not the text '9.4'"),
 ]
 
 

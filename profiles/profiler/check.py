@@ -31,6 +31,7 @@ from typing import Sequence
 import torch
 
 from models.catalog import get_model
+from models.files import ready_to_write
 from models.opgraph import step_ops
 from models.spec import ModelSpec
 from models.step import Parallelism, StepShape, chunk_attention_pairs
@@ -298,5 +299,5 @@ def run_check(profile_dir: str | Path, device: str, models: Sequence[str], dtype
               "wall clock of whole forwards", "load_average_at_start": load_start,
               "load_average_at_end": [round(x, 2) for x in os.getloadavg()], "shapes": rows}
     if out_file is not None:
-        Path(out_file).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+        ready_to_write(out_file).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     return result

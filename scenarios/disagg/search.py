@@ -18,6 +18,7 @@ import argparse
 import sys
 
 from models.errors import bounded, run_script, script_args
+from models.files import ready_to_write
 from simulator.errors import ScenarioError
 from simulator.results.output_folder import file_flag
 from simulator.workflows.goodput import candidate_count, search_placements
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.csv:
-        table.to_csv(args.csv, index=False)
+        table.to_csv(ready_to_write(args.csv), index=False)
     return 0
 
 

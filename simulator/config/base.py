@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import types
 from functools import cache
 from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
+from pydantic import Strict as StrictMode
 from pydantic_core import PydanticCustomError
 
 from models.errors import is_boolean
@@ -21,14 +23,25 @@ def field_error(field: str, message: str) -> PydanticCustomError:
     return PydanticCustomError(FIELD_ERROR, message, {"field": field})
 
 
+# What pydantic's strict mode refuses that YAML can write only one way, allowed where a field takes it: a path
+# (YAML has text, strict mode wants a Path object) and a fixed-length row (YAML has a list, strict mode wants a
+# tuple); the items of a row stay strict. `Annotated[Path, FROM_YAML]`, `Annotated[tuple[int, float], FROM_YAML]`
+FROM_YAML = StrictMode(False)
+
+
 class Strict(BaseModel):
     """A section of a scenario (or a sweep, or a plan): unknown keys are errors; a validated section is
     immutable; a boolean is no number (pydantic would read `true` as 1 where a field takes an int or a
-    float: `num_requests: true` ran one request). `SPEC`: the frozen dataclass of the simulator's inside
+    float: `num_requests: true` ran one request); and every value is of its field's own type (pydantic's
+    strict mode): pydantic's lax mode read `replicas: "2"` or `replicas: 2.0` as 2, `plots: "off"` or
+    `plots: 0` as false and `qps: "20"` as 20.0 — a value the user may not have meant, run without a word.
+    An int is still taken where a float goes (`gpu_memory_utilization: 1`), YAML's own booleans (`true`,
+    and YAML 1.1's `yes`/`no` as PyYAML reads them) where a boolean goes; FROM_YAML lifts strictness for
+    paths and rows. `SPEC`: the frozen dataclass of the simulator's inside
     that `spec()` builds from the section's fields of the same names (nested sections converted too), what
     the core receives."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
     SPEC: ClassVar[type | None] = None
 
     @model_validator(mode="before")
@@ -45,6 +58,16 @@ class Strict(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _numpy_as_python(cls, data):
+        """A NumPy integer or boolean (out of an array or a DataFrame row: the Python API, the plan's table of
+        candidates) as the Python int or bool it holds, which strict mode takes; a NumPy float is a Python
+        float already."""
+        if isinstance(data, dict) and "numpy" in sys.modules:
+            return {name: _python_scalars(value, sys.modules["numpy"]) for name, value in data.items()}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _no_sets(cls, data):
         """A Python set (through the API) has no order of its own: pydantic took {0.9, 0.8} for a list of
         positional alphas in whatever order the set iterates (for texts, one that changes with the hash seed)."""
@@ -57,6 +80,17 @@ class Strict(BaseModel):
 
     def spec(self):
         return self.SPEC(**{f.name: _spec(getattr(self, f.name)) for f in dataclasses.fields(self.SPEC)})
+
+
+def _python_scalars(value, np):
+    """`value` with its NumPy integers and booleans, through lists, tuples and dicts (keys too), as Python's."""
+    if isinstance(value, (np.integer, np.bool_)):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_python_scalars(item, np) for item in value)
+    if isinstance(value, dict):
+        return {_python_scalars(key, np): _python_scalars(item, np) for key, item in value.items()}
+    return value
 
 
 def _members(kind) -> list:

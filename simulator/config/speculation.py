@@ -44,7 +44,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, model_validator
 
-from simulator.config.base import Strict, field_error
+from simulator.config.base import FROM_YAML, Strict, field_error
 from simulator.core.workload import MAX_NUM_REQUESTS
 
 
@@ -352,7 +352,8 @@ class DriftingAcceptanceConfig(Strict):
     (simulator.speculation.drifting_acceptance). Chains only."""
 
     kind: Literal["drifting"]
-    points: list[tuple[Annotated[int, Field(ge=0, lt=MAX_NUM_REQUESTS)], Annotated[float, Field(ge=0.0, le=1.0)]]] = Field(min_length=1)
+    points: list[Annotated[tuple[Annotated[int, Field(ge=0, lt=MAX_NUM_REQUESTS)], Annotated[float, Field(ge=0.0, le=1.0)]],
+                          FROM_YAML]] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _ascending(self) -> "DriftingAcceptanceConfig":
@@ -510,8 +511,8 @@ class VllmDynamicPolicyConfig(Strict):
     drafter.gamma is num_speculative_tokens (simulator.speculation.control.vllm_dynamic)."""
 
     kind: Literal["vllm_dynamic"]
-    schedule: list[tuple[Annotated[int, Field(ge=1)], Annotated[int, Field(ge=1)], Annotated[int, Field(ge=0)]]] = \
-        Field(min_length=1)
+    schedule: list[Annotated[tuple[Annotated[int, Field(ge=1)], Annotated[int, Field(ge=1)], Annotated[int, Field(ge=0)]],
+                            FROM_YAML]] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _ranges(self) -> "VllmDynamicPolicyConfig":

@@ -50,6 +50,8 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
         loc = loc + tuple(ctx["field"].split("."))
     elif first["type"] == "value_error":  # a validator's own message, without pydantic's "Value error, "
         msg = str(ctx.get("error") or msg.removeprefix("Value error, "))
+    elif first["type"] in _STRICT_KINDS:
+        msg = type_message(first)
     value, depth = _value_at(loc, data)
     if first["type"] == "model_type":   # a section given as something else: pydantic names its class
         shown = "null" if value is None else repr(value)   # (pydantic's own: '... or instance of MoeConfig')
@@ -63,6 +65,37 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
                  for e in err.errors() if tuple(e["loc"][:depth + 1]) == prefix and len(e["loc"]) > depth + 1]
         loc, msg = prefix, f"{value!r} is not allowed; expected {' or '.join(dict.fromkeys(kinds))}"
     return _user_path(loc, data), msg
+
+
+# strict mode's refusals of a value of another type: what the field takes (pydantic's words, and YAML's for a
+# boolean), followed by what was given (`replicas: "2"` is text, `replicas: 2.0` a float)
+_STRICT_KINDS = {"int_type": "Input should be a valid integer", "float_type": "Input should be a valid number",
+                 "bool_type": "Input should be a valid boolean (true or false)",
+                 "string_type": "Input should be a valid string"}
+
+
+def type_message(error: dict) -> str:
+    """Pydantic's message of one error (an item of `ValidationError.errors()`), for strict mode's refusal of a
+    value of another type (simulator.config.base.Strict) saying what was given: 'Input should be a valid
+    integer, not the text '2''."""
+    if error["type"] not in _STRICT_KINDS or "input" not in error:
+        return error["msg"]
+    return f"{_STRICT_KINDS[error['type']]}, not {_shown(error['input'])}"
+
+
+def _shown(value) -> str:
+    """A value of the wrong type for an error line: text quoted and said to be text (YAML reads `"2"` and
+    `0x10` as text), a number as written, a container by its kind."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}{'...' if len(value) > 40 else ''}"
+    if isinstance(value, float):
+        return repr(float(value))   # (a NumPy float as written)
+    if isinstance(value, int):   # (repr of an int beyond 4,300 digits raises)
+        return repr(int(value)) if abs(value) < 10 ** 40 else "an integer of over 40 digits"
+    return {"list": "a list", "dict": "a mapping", "NoneType": "null"}.get(type(value).__name__,
+                                                                          f"a {type(value).__name__}")
 
 
 _UNION_MEMBERS = {"str": "a name or path (string)", "dict": "a mapping", "int": "an integer", "float": "a number",

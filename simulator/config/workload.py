@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from simulator.config.base import Strict, VersionText, field_error
+from simulator.config.base import FROM_YAML, Strict, VersionText, field_error
 from simulator.config.serving import MAX_ENGINE_LIMIT
 from simulator.core.bench_clients import BenchDataset
 from simulator.core.csv_columns import MAX_TOKENS
@@ -76,7 +76,7 @@ class LognormalLengthConfig(Strict):
 class EmpiricalLengthConfig(Strict):
     SPEC = EmpiricalLength
     kind: Literal["empirical"]
-    csv: Path
+    csv: Annotated[Path, FROM_YAML]
     column: str = Field(min_length=1)
 
 
@@ -221,7 +221,7 @@ class ArrivalConfig(Strict):
     concurrency: int | None = Field(default=None, ge=1, le=MAX_NUM_REQUESTS, validate_default=True)
     # (gamma gaps have shape 1/cv²: a cv of 1e-300 or 1e300 divided by zero)
     cv: float | None = Field(default=None, ge=1e-3, le=1e3, allow_inf_nan=False, validate_default=True)
-    trace_csv: Path | None = Field(default=None, validate_default=True)
+    trace_csv: Annotated[Path, FROM_YAML] | None = Field(default=None, validate_default=True)
     # trace replay options (simulator.core.traces): format, layout, clock, window and rate scaling
     format: Literal["draftsim", "azure", "burstgpt", "mooncake"] = "draftsim"
     columns: TraceColumnsConfig | None = None

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable
 
-from models.files import DocumentError, expand_home, file_kind_problem
+from models.files import DocumentError, expand_home, file_kind_problem, written_at
 from simulator.console.interrupts import held
 from simulator.errors import ScenarioError
 
@@ -289,14 +289,15 @@ def check_output_file(path: Path | str, field: str) -> Path:
     """Fail now (ScenarioError on `field`) if a file could not be written at `path` later: it is a folder,
     or its folder cannot be created or written, or it is there as another kind of file than a regular one (a
     FIFO, a socket, a device: `draftsim profile --check-out FIFO` waited forever for a reader after the whole
-    check). Probed as `check_output_dir` probes: nothing left behind."""
+    check). Probed as `check_output_dir` probes: nothing left behind; the writer makes the folder
+    (models.files.ready_to_write) — for a link, its target's, where the file lands."""
     path = absolute(path, field)
     if path.is_dir():
         raise ScenarioError(field, f"{path} is a folder; give a file path")
     problem = file_kind_problem(path) if os.path.lexists(path) else None
     if problem is not None and problem != "file not found":   # (a link to nothing: written as its target)
         raise ScenarioError(field, f"{path} {problem}; give a regular file's path, or a new one")
-    _probe(path.parent, field, path)
+    _probe(written_at(path).parent, field, path)   # (the target's folder for a link: it receives the file)
     return path
 
 

@@ -59,10 +59,13 @@ def test_a_home_folder_of_an_unknown_user_is_a_document_error():
 @pytest.mark.parametrize("text, value", [("017", 17), ("0o17", "0o17"), ("0x10", "0x10"), ("0b11", "0b11"),
                                          ("1:30", "1:30"), ("1:30.5", "1:30.5"), ("1_000", "1_000"),
                                          ("+5", 5), ("-0", 0), ("1.5", 1.5), ("1.0e+3", 1000.0), (".5", 0.5),
+                                         ("1e9", 1e9), ("2E-3", 0.002), ("1.0e9", 1e9), ("-1e+3", -1000.0),
+                                         ("1e", "1e"), ("e5", "e5"), ("1e5.5", "1e5.5"),
                                          ("-.inf", float("-inf")), ("2024-01-01", __import__("datetime").date(2024, 1, 1))])
 def test_numbers_are_plain_decimals(text, value):
     """YAML 1.1's octal, sexagesimal, hexadecimal, binary and underscored numbers are text (017 was 15, 1:30
-    was 90, 0x10 was 16), as YAML 1.2's core schema reads them; a leading zero is a decimal."""
+    was 90, 0x10 was 16), as YAML 1.2's core schema reads them; a leading zero is a decimal; an exponent needs
+    no dot or sign (YAML 1.1 read 1e9 as text, which a strict float field refuses)."""
     assert parse_yaml(f"v: {text}") == {"v": value}
     assert type(parse_yaml(f"v: {text}")["v"]) is type(value)
 
@@ -83,3 +86,16 @@ def test_shipped_yaml_reads_alike_with_the_users_loader():
         if text.count("\n---") or "{{" in text:
             continue
         assert repr(parse_yaml(text)) == repr(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))), name
+
+
+def test_ready_to_write_makes_the_folder_that_receives_the_file(tmp_path):
+    """`--csv new/t.csv` (a scenario script) and `draftsim profile --check-out new/c.json` were accepted up front
+    and failed after the whole run (a pandas traceback; 'No such file or directory'); a link to nothing is
+    written as its target, whose folder is made instead."""
+    from models.files import ready_to_write
+    assert ready_to_write(tmp_path / "a" / "b" / "t.csv") == tmp_path / "a" / "b" / "t.csv"
+    assert (tmp_path / "a" / "b").is_dir()
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "elsewhere" / "x.json")
+    ready_to_write(link).write_text("{}")
+    assert (tmp_path / "elsewhere" / "x.json").read_text() == "{}" and link.is_symlink()

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from profiles.engine_time.batch_defaults import ENTRYPOINTS
+from simulator.config.validation import type_message
 
 POINTS_FILE = Path(__file__).resolve().parent / "points.yaml"
 # Every points file of the registry: points.yaml and the topic files beside it (points_<topic>.yaml), each
@@ -60,8 +61,13 @@ DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8_block"
           "mxfp4": "mxfp4"}
 
 
+# unknown keys refused, and every value of its field's own type, as a scenario's sections (simulator.config.base.
+# Strict): `tp: true` priced a point at tp 1, `tp: 2.0` and `value: "0.0063"` as the numbers
+STRICT = ConfigDict(extra="forbid", strict=True)
+
+
 class Source(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     title: str
     url: str
     date: str | None = None
@@ -69,7 +75,7 @@ class Source(BaseModel):
 
 
 class Acceptance(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     mean_accepted_tokens_per_step: float = Field(gt=1.0, allow_inf_nan=False)
     definition: Literal["incl. bonus token", "excl. bonus"]
     source: str
@@ -119,7 +125,7 @@ def _check_count(key: str, value: float) -> None:
 
 
 class Point(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     id: str
     kind: Literal[KINDS]  # type: ignore[valid-type]
     statistic: Literal["single", "mean", "median", "p90", "p99"]
@@ -252,7 +258,8 @@ def load_points(path: str | Path | None = None) -> list[Point]:
             where = ".".join(str(x) for x in first["loc"])
             ident = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
             where = f"{where}: " if where else ""   # (a check of the whole point names its field itself)
-            raise ValueError(f"{path}: point {ident}: {where}{first['msg'].removeprefix('Value error, ')}") from None
+            raise ValueError(f"{path}: point {ident}: {where}{type_message(first).removeprefix('Value error, ')}") \
+                from None
         for name in ("acceptance_entry", "acceptance_first_alpha_entry"):
             row_id = getattr(point, name)
             if row_id is None:

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from models.errors import bounded, run_script, script_args
+from models.files import ready_to_write
 from simulator.results.output_folder import file_flag
 
 ACCEPTANCE_TRACE = Path(__file__).resolve().parents[3] / "profiles" / "data" / "acceptance" / \
@@ -97,7 +98,7 @@ def main(argv=None) -> int:
     tokenizer = tokenizer_from_gguf_fields(read_fields(GGUFReader(str(gguf))))
     workload = acceptance_set_workload(tokenizer, args.output_tokens) if args.acceptance_set else \
         build_workload(args.requests, args.rate, args.output_tokens, args.seed, tokenizer, args.max_prompt_tokens)
-    args.out.write_text(json.dumps(workload) + "\n")
+    ready_to_write(args.out).write_text(json.dumps(workload) + "\n")
     lengths = [len(r["prompt_token_ids"]) for r in workload["requests"]]
     print(f"{args.out}: {len(lengths)} requests, prompts {min(lengths)}-{max(lengths)} tokens, "
           f"last arrival {workload['requests'][-1]['arrival_s']:.1f} s")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import yaml
 
 import simulator
 from profiles.engine_time.frameworks import EngineSettings, build_engine
@@ -723,10 +724,11 @@ def test_engine_sections_must_agree():
 
 def test_engine_sections_agree_on_what_each_reads():
     """`cluster.engine.prefix_caching: "yes"` beside `cluster.kv_cache.prefix_caching: true` (both read as true)
-    was refused as 'differ'; the values are compared as the sections read them now."""
+    was refused as 'differ'; the values are compared as the sections read them now. (The text "yes" is no
+    boolean since the sections are strict: YAML's unquoted `yes`, which PyYAML reads as true, is.)"""
     from simulator.config.scenario import ClusterConfig
     cluster = ClusterConfig.model_validate({"hardware": "h100-sxm", "model": "llama-3-8b", "engine": {
-        "framework": "vllm", "prefix_caching": "yes"}, "kv_cache": {"prefix_caching": True}})
+        "framework": "vllm", "prefix_caching": yaml.safe_load("yes")}, "kv_cache": {"prefix_caching": True}})
     assert cluster.kv_cache.prefix_caching is True and cluster.engine.prefix_caching is True
     assert cluster.latency.framework == "vllm"
     # one release spelt two ways ('v0.11.0' and '0.11.0') was refused as 'differ' as well

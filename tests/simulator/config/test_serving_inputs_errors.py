@@ -134,6 +134,39 @@ def test_numpy_booleans_are_no_numbers_either():
     assert prepare(merge(scenario(), {"workload": {"num_requests": np.int64(3)}, "outputs": {"plots": np.False_}}))
 
 
+def test_values_of_another_type_are_refused_and_what_yaml_writes_is_kept():
+    """pydantic's lax mode read `replicas: "2"` or `replicas: 2.0` as 2, `plots: "off"` or `plots: 0` as false
+    and `alpha: "0.7"` as 0.7, and ran them (simulator.config.base.Strict is strict now); what YAML writes one way
+    still validates: its booleans (`no` as PyYAML reads it), an integer where a float goes, a path as text, a row
+    as a list, and a NumPy integer through the Python API."""
+    import numpy as np
+    import yaml
+
+    from simulator.api import prepare
+    from simulator.errors import ScenarioError
+    for overrides, says in [({"cluster": {"replicas": "2"}}, "cluster.replicas: Input should be a valid integer, "
+                                                             "not the text '2'"),
+                            ({"cluster": {"replicas": 2.0}}, "cluster.replicas: Input should be a valid integer, "
+                                                             "not 2.0"),
+                            ({"cluster": {"replicas": np.float64(2.0)}}, "cluster.replicas: Input should be a "
+                                                                         "valid integer, not 2.0"),
+                            ({"outputs": {"plots": 0}}, "outputs.plots: Input should be a valid boolean (true or "
+                                                        "false), not 0"),
+                            ({"acceptance": {"kind": "constant", "alpha": "0.7"}},
+                             "acceptance.alpha: Input should be a valid number, not the text '0.7'")]:
+        with pytest.raises(ScenarioError) as err:
+            prepare(merge(scenario(), overrides))
+        assert str(err.value) == says
+    kept = prepare(merge(scenario(), yaml.safe_load("""
+        cluster: {gpu_memory_utilization: 1}
+        outputs: {plots: no}
+        drafter: {kind: draft_model, model: llama-68m, gamma: 2}
+        acceptance: {kind: drifting, points: [[0, 1], [3, 0.5]]}
+    """) | {"seed": np.int64(3)})).scenario
+    assert kept.cluster.gpu_memory_utilization == 1.0 and kept.outputs.plots is False and kept.seed == 3
+    assert kept.acceptance.points == [(0, 1.0), (3, 0.5)]
+
+
 def test_booleans_still_set_boolean_fields():
     import simulator
     result = simulator.run(merge(scenario(), {"outputs": {"plots": False}}))

@@ -304,3 +304,18 @@ def test_the_shipped_data_is_no_output_folder_but_for_its_writers():
         output_folder.check_writable_folder(DATA_DIR)
     output_folder.check_output_dir(target, "profile", "fingerprint.json")   # (probed and removed)
     assert not target.parent.exists()
+
+
+def test_an_output_file_is_probed_where_it_lands(tmp_path):
+    """A link to nothing is written as its target: its target's folder is probed up front (a link into a folder
+    that cannot be made failed after `draftsim profile --check`'s whole check), and nothing is left behind."""
+    from simulator.errors import ScenarioError
+    from simulator.results.output_folder import check_output_file
+    bad = tmp_path / "bad.json"
+    bad.symlink_to("/proc/no-such-folder/x.json")
+    with pytest.raises(ScenarioError, match="^--check-out: cannot create .*bad.json"):
+        check_output_file(bad, "--check-out")
+    good = tmp_path / "good.json"
+    good.symlink_to(tmp_path / "new" / "x.json")
+    assert check_output_file(good, "--check-out") == good
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "good.json"]
