@@ -2798,6 +2798,28 @@ CASES = [
             {"kind": "none"}, {"kind": "draft_model", "model": "llama-68m", "gamma": [2]}]}),
             "draftsim plan: error: plan.search.drafters.1.model: llama-68m has a 32,000-token vocabulary and "
             "llama-3-8b 128,256: sglang 0.5.23 refuses such a draft model"),
+    # session 25, eagle3v: EAGLE-3 heads no engine can give an embedding to draft from ran (exit 0): one "sharing"
+    # the target's embedding at another width (every engine keeps or needs the head's own), one narrower than the
+    # target on vLLM 0.9.0 (the target's embedding always, the first draft pass asserts equal widths); one of another
+    # vocabulary size was refused on every engine, which all serve it, and is now only on vLLM 0.9.1 - 0.11.0 (the
+    # target's embedding only for an equal shape: it would draft from an embedding nothing loads)
+    Hostile("eagle3v_head_sharing_the_embedding_at_another_width", run(
+        drafter={"kind": "eagle3", "gamma": 3, "head": {**EAGLE3_HEAD, "hidden_size": 2048, "intermediate_size": 8192,
+                                                       "num_heads": 16}}),
+            "draftsim: error: drafter.head: EAGLE-3 head 'drafter.head': shares_embedding true needs hidden_size = "
+            "target_hidden_size"),
+    Hostile("eagle3v_narrow_head_on_vllm_0_9_0", run(
+        cluster={"engine": {"framework": "vllm", "version": "0.9.0"}},
+        drafter={"kind": "eagle3", "gamma": 3, "head": {**EAGLE3_HEAD, "hidden_size": 2048, "intermediate_size": 8192,
+                                                       "num_heads": 16, "shares_embedding": False}}),
+            "draftsim: error: drafter.head: EAGLE-3 head 'drafter.head' is 2048 wide and llama-3-8b 4096: vllm 0.9.0 "
+            "gives an EAGLE head the target's embedding whatever its width"),
+    Hostile("eagle3v_head_of_another_vocabulary_on_vllm_0_10_0", run(
+        cluster={"engine": {"framework": "vllm", "version": "0.10.0"}},
+        drafter={"kind": "eagle3", "gamma": 3, "head": {**EAGLE3_HEAD, "vocab_size": 128320}}),
+            "draftsim: error: drafter.head: EAGLE-3 head 'drafter.head' has no embedding of its own (shares_embedding: "
+            "true) and a 128,320-token vocabulary, llama-3-8b 128,256: vllm 0.10.0 gives an EAGLE head the target's "
+            "embedding only where the two embeddings' shapes are equal"),
 ]
 
 
