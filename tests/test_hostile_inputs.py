@@ -2820,6 +2820,11 @@ CASES = [
             "draftsim: error: drafter.head: EAGLE-3 head 'drafter.head' has no embedding of its own (shares_embedding: "
             "true) and a 128,320-token vocabulary, llama-3-8b 128,256: vllm 0.10.0 gives an EAGLE head the target's "
             "embedding only where the two embeddings' shapes are equal"),
+    Hostile("eagle3v_plan_head_of_another_vocabulary_on_vllm_0_10_0", plan(
+        engine={"framework": "vllm", "version": "0.10.0"}, search={"tp": [1], "replicas": [1], "drafters": [
+            {"kind": "none"}, {"kind": "eagle3", "head": "qwen3-8b-eagle3", "gamma": [2]}]}),
+            "draftsim plan: error: plan.search.drafters.1.head: EAGLE-3 head 'qwen3-8b-eagle3' has no embedding of "
+            "its own (shares_embedding: true) and a 151,936-token vocabulary, llama-3-8b 128,256: vllm 0.10.0"),
 ]
 
 

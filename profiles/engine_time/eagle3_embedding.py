@@ -41,10 +41,11 @@ the shapes are equal from 0.9.1); draftsim counts the own embedding's weights on
 Eagle3Head.param_count), which over-counts those engines' memory by vocab_size x hidden_size / tp weights per GPU.
 
 Applied where the scenario names the release, as profiles.engine_time.draft_vocabulary's rule (simulator.cluster.
-factory.check_eagle3_embedding). A head without an embedding of its own whose hidden_size is not the target's
-is refused for every engine (models.eagle3.Eagle3Head). What draftsim prices: the LM head over draft_vocab_size
-and vLLM's map into a row of the head's vocab_size (models.eagle3.pass_ops; SGLang's and TensorRT-LLM's gather
-of the draft ids is the approximation named there).
+factory.check_eagle3_embedding; a plan's drafter that no planned model's release serves is refused before the
+screen, simulator.workflows.plan.config._check_eagle3_embedding). A head without an embedding of its own whose
+hidden_size is not the target's is refused for every engine (models.eagle3.Eagle3Head). What draftsim prices: the
+LM head over draft_vocab_size and vLLM's map into a row of the head's vocab_size (models.eagle3.pass_ops; SGLang's
+and TensorRT-LLM's gather of the draft ids is the approximation named there).
 """
 from __future__ import annotations
 
