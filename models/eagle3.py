@@ -15,10 +15,14 @@ An EAGLE-3 head (Li et al., arXiv:2503.01840; vLLM `model_executor/models/llama_
   target-vocabulary logits row of −inf and scatters the draft logits into it, and the proposer takes the
   argmax over the target vocabulary (`d2t_map` + `sampling` ops below).
 
+The map's row is the head's config.json `vocab_size` (vLLM `compute_logits`): the target's for a head trained
+on it; every engine serves a head of another size (profiles.engine_time.eagle3_embedding, with the vLLM releases
+that cannot give such a head an embedding).
+
 Approximations, named where they are made: the token embedding is the target's (no weights here when
-`shares_embedding`); SGLang maps ids instead (top-k over the draft vocabulary, then a gather of the k ids):
-pricing vLLM's full-vocabulary map over-prices SGLang by (V − V_draft)·2 bytes per logits row (12 MB at 64
-rows of Llama-3, ≈ 4 µs of HBM time on an H100).
+`shares_embedding`); SGLang and TensorRT-LLM map ids instead (top-k or argmax over the draft vocabulary, then a
+gather or add of d2t for the chosen ids): pricing vLLM's full-vocabulary map over-prices them by (V − V_draft)·2
+bytes per logits row (12 MB at 64 rows of Llama-3, ≈ 4 µs of HBM time on an H100).
 """
 from __future__ import annotations
 
@@ -51,7 +55,8 @@ class Eagle3Head:
     head_dim: int
     draft_vocab_size: int
     target_hidden_size: int
-    vocab_size: int                  # the target's vocabulary (the d2t map's range)
+    vocab_size: int                  # config.json vocab_size: its own embedding's rows and vLLM's d2t row (the
+    # target's for a head trained on it; another size is served: profiles.engine_time.eagle3_embedding)
     shares_embedding: bool = True
     repo: str = ""                   # the Hugging Face repository of the head's weights, where one is known
     source: str = ""
@@ -74,6 +79,19 @@ class Eagle3Head:
                              f"target's vocab_size={self.vocab_size}")
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"EAGLE-3 head {self.name!r}: num_heads must be a multiple of num_kv_heads")
+        if self.shares_embedding and self.hidden_size != self.target_hidden_size:
+            # No engine gives a head of another width the target's embedding: SGLang's set_embed (models/llama.py,
+            # 0.4.5 - 0.5.23) and TensorRT-LLM's Eagle3DraftModel (modeling_speculative.py) keep the head's own
+            # where target_hidden_size != hidden_size, vLLM 0.9.1 - 0.11.0 and from 0.25.0 where the shapes or
+            # widths differ (EagleProposer.load_model), all of them a head's own that such a checkpoint lacks;
+            # vLLM's other releases share it and a draft pass's concatenation fails (0.15.0's llama_eagle3:
+            # `assert hidden_states.shape[-1] == input_embeds.shape[-1]`). Such a head ran, priced without the
+            # embedding it needs (exit 0).
+            raise ValueError(f"EAGLE-3 head {self.name!r}: shares_embedding true needs hidden_size = "
+                             f"target_hidden_size, as engines give the target's {self.target_hidden_size}-wide "
+                             f"embedding only to a head of that width; hidden_size is {self.hidden_size}: expected "
+                             "shares_embedding: false (the checkpoint's own embed_tokens) or hidden_size "
+                             f"{self.target_hidden_size}")
 
     def layer_spec(self) -> ModelSpec:
         """The head's decoder layer as a one-layer ModelSpec whose vocabulary is the draft vocabulary (its

@@ -2827,6 +2827,33 @@ CASES = [
             "point x: tp: Input should be a valid integer, not the boolean true"),
     Hostile("coerce_point_value_quoted", points([merge(POINT, {"value": "9.4"})]),
             "point x: value: Input should be a valid number, not the text '9.4'"),
+    # session 25, eagle3v: EAGLE-3 heads no engine can give an embedding to draft from ran (exit 0): one "sharing"
+    # the target's embedding at another width (every engine keeps or needs the head's own), one narrower than the
+    # target on vLLM 0.9.0 (the target's embedding always, the first draft pass asserts equal widths); one of another
+    # vocabulary size was refused on every engine, which all serve it, and is now only on vLLM 0.9.1 - 0.11.0 (the
+    # target's embedding only for an equal shape: it would draft from an embedding nothing loads)
+    Hostile("eagle3v_head_sharing_the_embedding_at_another_width", run(
+        drafter={"kind": "eagle3", "gamma": 3, "head": {**EAGLE3_HEAD, "hidden_size": 2048, "intermediate_size": 8192,
+                                                       "num_heads": 16}}),
+            "draftsim: error: drafter.head: EAGLE-3 head 'drafter.head': shares_embedding true needs hidden_size = "
+            "target_hidden_size"),
+    Hostile("eagle3v_narrow_head_on_vllm_0_9_0", run(
+        cluster={"engine": {"framework": "vllm", "version": "0.9.0"}},
+        drafter={"kind": "eagle3", "gamma": 3, "head": {**EAGLE3_HEAD, "hidden_size": 2048, "intermediate_size": 8192,
+                                                       "num_heads": 16, "shares_embedding": False}}),
+            "draftsim: error: drafter.head: EAGLE-3 head 'drafter.head' is 2048 wide and llama-3-8b 4096: vllm 0.9.0 "
+            "gives an EAGLE head the target's embedding whatever its width"),
+    Hostile("eagle3v_head_of_another_vocabulary_on_vllm_0_10_0", run(
+        cluster={"engine": {"framework": "vllm", "version": "0.10.0"}},
+        drafter={"kind": "eagle3", "gamma": 3, "head": {**EAGLE3_HEAD, "vocab_size": 128320}}),
+            "draftsim: error: drafter.head: EAGLE-3 head 'drafter.head' has no embedding of its own (shares_embedding: "
+            "true) and a 128,320-token vocabulary, llama-3-8b 128,256: vllm 0.10.0 gives an EAGLE head the target's "
+            "embedding only where the two embeddings' shapes are equal"),
+    Hostile("eagle3v_plan_head_of_another_vocabulary_on_vllm_0_10_0", plan(
+        engine={"framework": "vllm", "version": "0.10.0"}, search={"tp": [1], "replicas": [1], "drafters": [
+            {"kind": "none"}, {"kind": "eagle3", "head": "qwen3-8b-eagle3", "gamma": [2]}]}),
+            "draftsim plan: error: plan.search.drafters.1.head: EAGLE-3 head 'qwen3-8b-eagle3' has no embedding of "
+            "its own (shares_embedding: true) and a 151,936-token vocabulary, llama-3-8b 128,256: vllm 0.10.0"),
 ]
 
 

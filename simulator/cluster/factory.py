@@ -352,6 +352,20 @@ def check_draft_vocabulary(release: tuple[str, str | None], target: ModelSpec, d
         raise ScenarioError(*found)
 
 
+def check_eagle3_embedding(release: tuple[str, str | None], target: ModelSpec, drafter) -> None:
+    """ScenarioError where the deployment's engine release cannot serve the `eagle3` drafter's head for the target
+    because of the head's vocabulary size or width (profiles.engine_time.eagle3_embedding). Applied where the scenario
+    names the release, as check_draft_vocabulary."""
+    from profiles.engine_time.eagle3_embedding import head_embedding_refusal
+    from simulator.cost.eagle3 import resolve_head
+    framework, version = release
+    if version is None:
+        return
+    found = head_embedding_refusal(framework, version, target, resolve_head(drafter, target))
+    if found is not None:
+        raise ScenarioError(*found)
+
+
 def pool_release(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, dtype: str, kv_dtype: str | None,
                  base_dir: Path) -> tuple[str, str | None]:
     """`deployment_release` of a pool on `hw` worked out as build_replica_kind works it out: with the latency model
@@ -614,6 +628,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if built_drafter is not None and getattr(drafter, "kind", None) == "draft_model" \
             and (drafter.heterogeneous_vocab or release_named(latency, engine_config)):
         check_draft_vocabulary(release, target, built_drafter.spec, drafter.heterogeneous_vocab)
+    if built_drafter is not None and getattr(drafter, "kind", None) == "eagle3" and release_named(latency,
+                                                                                                  engine_config):
+        check_eagle3_embedding(release, target, drafter)
     context_len, context_rule = context_and_rule(target, max_model_len, release,
                                                  bool(getattr(engine_config, "allow_long_context", None)))
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)

@@ -357,6 +357,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     releases = candidate_releases(spec, base_dir)
     _check_architectures(spec, releases)
     _check_draft_vocabulary(spec, releases)
+    _check_eagle3_embedding(spec, releases)
     _check_schedule_policy(spec, releases)
     _check_workload(spec, base_dir)
     _check_context(spec, base_dir, releases)
@@ -445,6 +446,30 @@ def _check_draft_vocabulary(spec: PlanConfig, releases: dict[str, tuple[str, str
         field, message = refusals[0]
         message = message.replace(HETEROGENEOUS_FIELD, f"{where}.heterogeneous_vocab")
         raise ScenarioError(f"{where}.{field.rsplit('.', 1)[1]}", _naming_releases(spec, message, releases))
+
+
+def _check_eagle3_embedding(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:
+    """An `eagle3` drafter whose head no planned model's engine release can give an embedding to draft from
+    (profiles.engine_time.eagle3_embedding, as simulator.cluster.factory applies it to a run: where plan.engine
+    names the version): refused here, naming the drafter entry's head, as every one of its candidates would be
+    screened out with the same reason (exit 0 beside other drafters). A head that one model's release serves, or
+    that does not fit a model at all (resolve_head's reason), is left to the screen, as _check_architectures does."""
+    from models import get_model
+    from models.eagle3 import get_eagle3_head, head_for_target
+    from profiles.engine_time.eagle3_embedding import head_embedding_refusal
+    if spec.engine.get("version") is None:
+        return
+    for i, drafter in enumerate(spec.search.drafters):
+        if drafter.kind != "eagle3":
+            continue
+        refusals = []
+        for target in map(get_model, spec.models):
+            head = get_eagle3_head(drafter.head) if drafter.head else head_for_target(target.name)
+            if head is not None and head.target_hidden_size == target.hidden_size:
+                refusals += [head_embedding_refusal(framework, version, target, head)
+                             for framework, version in dict.fromkeys(releases.values())]
+        if refusals and None not in refusals:
+            raise ScenarioError(f"{FIELD}.search.drafters.{i}.head", refusals[0][1])
 
 
 def _check_schedule_policy(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:

@@ -211,6 +211,10 @@ BAD = {
                                  "parallelism.ep"),
     "eagle3_bad_inline_head": (dict(cluster=LLAMA, drafter={"kind": "eagle3", "head": {"hidden_size": 4096}}),
                                "drafter.head"),
+    # a 2048-wide head "sharing" a 4096-wide target's embedding: no engine hands it over (models.eagle3.Eagle3Head)
+    "eagle3_narrow_head_sharing_the_target_embedding": (dict(cluster=LLAMA, drafter={"kind": "eagle3", "head": {
+        "hidden_size": 2048, "intermediate_size": 8192, "num_heads": 16, "num_kv_heads": 8, "head_dim": 128,
+        "draft_vocab_size": 32000, "target_hidden_size": 4096, "vocab_size": 128256}}), "drafter.head"),
 }
 
 
