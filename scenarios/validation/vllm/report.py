@@ -16,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from models.errors import doc_description
 from scenarios.validation.vllm.cases import CASES, DATA_DIR, ENGINE, PROFILE_DIR
 from simulator.console.contract import EXIT_FAILED_CHECK, command_main, fail
 from simulator.results.output_folder import check_output_dir, claim, staged_output
@@ -34,7 +35,7 @@ LIVE_DEFAULTS = {"repeats": 2, "device": "cpu", "vllm_python": None, "models_dir
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="draftsim validate --engine vllm", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="draftsim validate --engine vllm", description=doc_description(__doc__))
     p.add_argument("--engine", choices=("vllm",), required=True, help="the engine compared with: vllm")
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
     p.add_argument("--data", default=str(DATA_DIR), help="recorded runs: DATA/workloads/, DATA/runs/<case>/")
