@@ -227,6 +227,13 @@ def bounded(kind: type = int, minimum: float = 1, maximum: float | None = None, 
     return parse
 
 
+def doc_description(doc: str | None) -> str:
+    """A script's `--help` description from its module docstring: the whole first paragraph (argparse re-wraps
+    it). Its first line alone stopped mid-sentence wherever the paragraph wrapped ('... walks, figures and the
+    shipped')."""
+    return (doc or "").strip().split("\n\n")[0]
+
+
 def script_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     """`parser.parse_args(argv)` of a `python -m` script, with one-line usage errors (SystemExit 2)."""
     one_line_usage_errors(parser)

@@ -167,3 +167,23 @@ def test_every_repository_path_the_readme_names_exists():
              for path in re.findall(r"(?<![\w/])tests/[\w/]+\.py", readme.read_text())}
     assert len(tests) >= 20
     assert not sorted(t for t in tests if not (REPO / t[1]).is_file())
+
+
+def readme_scenario_block() -> str:
+    """The README's annotated scenario: its first YAML block, the quick start with every section's options."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+    assert blocks and blocks[0].startswith("name: quickstart"), blocks[:1]
+    return blocks[0]
+
+
+def test_the_readmes_annotated_scenario_is_one_a_user_can_copy():
+    """Copied into a file, the README's scenario block validates and builds: its uncommented `early_exit` beside
+    the block's draft model was refused (early exit is modelled for plain decoding only)."""
+    import yaml
+
+    import simulator
+
+    data = yaml.safe_load(readme_scenario_block())
+    assert data["drafter"]["kind"] == "draft_model" and data["simulation"]["step_mode"] == "bulk"
+    prepared = simulator.prepare(data, ["workload.num_requests=20"], base_dir=REPO / "scenarios")
+    assert prepared.num_requests == 20

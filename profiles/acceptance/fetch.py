@@ -25,7 +25,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.errors import UnknownNameError, run_script, script_args
+from models.errors import UnknownNameError, doc_description, run_script, script_args
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ def fetch(role: str, cache_dir: Path | None = None) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("roles", nargs="*", metavar="ROLE", help=f"any of {sorted(PINNED_MODELS)} (default: all)")
     parser.add_argument("--cache-dir", type=Path, default=None)
     args = script_args(parser, argv)

@@ -19,7 +19,7 @@ import sys
 
 import yaml
 
-from models.errors import run_script, script_args
+from models.errors import doc_description, run_script, script_args
 from profiles.engine_time.releases import DATA_FILE, PACKAGES
 
 _LISTED = re.compile(r"^Available versions: (.+)$", re.MULTILINE)
@@ -36,7 +36,7 @@ def pypi_versions(package: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     script_args(parser, argv)
     old = yaml.safe_load(DATA_FILE.read_text(encoding="utf-8")) if DATA_FILE.is_file() else {}
     frameworks = {}

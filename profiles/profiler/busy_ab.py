@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from models.catalog import get_model
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 from models.ops import ACTIVATION, ATTN_DECODE, EMBEDDING, GEMM, NORM, ROPE
 from profiles.profiler.benches import OperandPool, build_bench
 from profiles.profiler.plan import Point, plan_points
@@ -103,7 +103,8 @@ def run(rounds: int, device_name: str = "cuda", log=print) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m profiles.profiler.busy_ab", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m profiles.profiler.busy_ab",
+                                     description=doc_description(__doc__))
     parser.add_argument("--out", required=True, help="folder for busy_ab.json")
     parser.add_argument("--rounds", type=bounded(), default=3, help="rounds of both ways (default 3)")
     args = script_args(parser, argv)

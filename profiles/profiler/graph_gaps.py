@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from models.errors import run_script, script_args
+from models.errors import doc_description, run_script, script_args
 from profiles.profiler.observe import kernel_events, kernel_summary
 from profiles.profiler.timing import capture_graph, replay_seconds
 
@@ -67,7 +67,8 @@ def run(device_name: str = "cuda") -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m profiles.profiler.graph_gaps", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m profiles.profiler.graph_gaps",
+                                     description=doc_description(__doc__))
     parser.add_argument("--out", required=True, help="folder for graph_gaps.json")
     args = script_args(parser, argv)
     if not torch.cuda.is_available():

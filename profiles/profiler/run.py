@@ -394,7 +394,10 @@ def _time_point(bench, dev, timing, flush, kind, method, dims, eager_points, ski
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="draftsim profile",
-                                     description="Time the op kernels of catalog models; write a profile table.")
+                                     description="Time the op kernels of catalog models; write a profile table.",
+                                     epilog="draftsim profile --engine vllm: measure a real vLLM's forward passes "
+                                            "and per-step host time instead (see draftsim profile --engine vllm "
+                                            "--help)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="where the kernels are timed: cpu (this machine) or cuda (its GPU) (default: cpu)")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS),

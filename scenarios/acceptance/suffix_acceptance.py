@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from models.errors import run_script, script_args
+from models.errors import doc_description, run_script, script_args
 
 DRAFTERS = {
     "suffix": {"kind": "suffix"},
@@ -70,7 +70,7 @@ def compute(corpus: Path) -> tuple[pd.DataFrame, dict]:
 
 def main(argv: list[str] | None = None) -> int:
     from simulator.speculation.suffix.acceptance import SHIPPED_CORPORA, shipped_walks_path
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     shipped = sorted(p for p in SHIPPED_CORPORA.glob("*.parquet") if not p.name.endswith(".walks.parquet"))
     parser.add_argument("--corpus", nargs="*", default=None, choices=[p.stem for p in shipped],
                         help="shipped session corpora to walk (default: all)")

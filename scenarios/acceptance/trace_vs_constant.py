@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from models.errors import bounded_list, run_script, script_args
+from models.errors import bounded_list, doc_description, run_script, script_args
 from simulator.results.named_files import NamedFiles, first_line
 
 SCENARIO = Path(__file__).with_name("qwen_coder_trace.yaml")
@@ -51,7 +51,7 @@ def compare(gammas: list[int], drafter: str) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=doc_description(__doc__))
     ap.add_argument("--gammas", type=bounded_list(), default="2,4,6,8")
     ap.add_argument("--drafter", default="draft", choices=["draft", "skip", "ngram"])
     ap.add_argument("--out", type=OUTPUT.flag((CSV,)), default="out/acceptance")

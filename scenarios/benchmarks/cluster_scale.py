@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 from scenarios.benchmarks.sim_speed import SCENARIO, SPEC
 
 CASES = {"10k/1": (10_000, 1), "100k/16": (100_000, 16), "1M/64": (1_000_000, 64)}
@@ -75,7 +75,7 @@ def _workers(text: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=doc_description(__doc__))
     ap.add_argument("--repeats", type=bounded(), default=3)
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     ap.add_argument("--steps", default="aggregate", choices=["full", "sampled", "aggregate"])

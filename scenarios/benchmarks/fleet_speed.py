@@ -45,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 from scenarios.benchmarks.sim_speed import SCENARIO, SPEC
 from simulator.core.parallel import local_workers_max
 
@@ -248,7 +248,7 @@ def _rel(value: float, reference: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=doc_description(__doc__))
     ap.add_argument("--parts", nargs="+", default=["startup", "one", "fleet", "sync"],
                     choices=["startup", "one", "fleet", "sync"])
     ap.add_argument("--repeats", type=bounded(), default=3)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from models.errors import run_script, script_args
+from models.errors import doc_description, run_script, script_args
 from profiles.hardware import get_hardware
 from profiles.power import POWER_MODELS, gpu_power
 
@@ -40,7 +40,7 @@ def comparison() -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    script_args(argparse.ArgumentParser(description=__doc__.splitlines()[0]), argv)   # (no flags: --x refused)
+    script_args(argparse.ArgumentParser(description=doc_description(__doc__)), argv)   # (no flags: --x refused)
     table = comparison()
     with pd.option_context("display.width", 160, "display.max_columns", 20, "display.float_format", "{:.3g}".format):
         print(table.drop(columns=["flop_per_s", "bytes_per_s"]).to_string(index=False))

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PROFILE = ROOT / "profiles" / "data" / "cpu-local"
@@ -119,7 +119,7 @@ def held_out_errors(profile: Path) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--profile", type=Path, default=DEFAULT_PROFILE)
     parser.add_argument("--calls", type=bounded(), default=20000)
     args = script_args(parser, argv)

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 
 SCENARIO = Path(__file__).with_name("sim_speed.yaml")
 # The speculating variant of the workload (also cluster_scale's and fleet_speed's): a co-located Llama-68M draft,
@@ -46,7 +46,7 @@ def _cold_start_s() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=doc_description(__doc__))
     ap.add_argument("--repeats", type=bounded(), default=5)
     args = script_args(ap, argv)
     print(f"{'case':24s} {'wall_s (median)':>16s} {'steps':>8s} {'steps/s':>10s}   runs")

@@ -19,7 +19,7 @@ import platform
 import statistics
 import time
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 from simulator.speculation.suffix.cache import SuffixParams, SuffixProposer
 
 
@@ -84,7 +84,7 @@ def measure(corpus: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--corpus", default="sessions-sharegpt")
     parser.add_argument("--repeats", type=bounded(), default=3)
     args = script_args(parser, argv)

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 from simulator.results.named_files import NamedFiles, first_line
 from theory.multidraft_optimal import optimal_acceptance
 from theory.tree_search import optimal_tree
@@ -36,7 +36,7 @@ def median_seconds(fn, repeats: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--repeats", type=bounded(), default=7, help="timed runs per case (default 7)")
     parser.add_argument("--out", type=OUTPUT.flag((CSV,)), default=None,
                         help="directory for theory_speed.csv (optional)")

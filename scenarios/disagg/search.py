@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 from models.files import ready_to_write
 from simulator.errors import ScenarioError
 from simulator.results.output_folder import file_flag
@@ -46,7 +46,7 @@ def check_layouts(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("scenario", help="scenario YAML (its cluster layout and rate are replaced)")
     parser.add_argument("--max-gpus", type=bounded(), default=4)
     parser.add_argument("--tp", type=bounded(), nargs="+", default=[1, 2, 4])

@@ -18,7 +18,7 @@ import argparse
 
 import pandas as pd
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 from simulator.api import run
 from scenarios.tables import print_and_save
 from simulator.results.output_folder import file_flag
@@ -77,7 +77,7 @@ def table(models=("qwen3-30b-a3b", "mixtral-8x7b"), gpu_counts=(8, 16), requests
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--csv", type=file_flag("--csv"), help="also write the table to this CSV file")
     parser.add_argument("--requests", type=bounded(), default=400)
     args = script_args(parser, argv)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from models import get_model
-from models.errors import run_script, script_args
+from models.errors import doc_description, run_script, script_args
 from models.moe_routing import ExpertPlacement, UniformRouting, expected_ep_load
 from models.opgraph import step_ops
 from models.step import Parallelism, StepShape
@@ -119,7 +119,7 @@ def table(setup: Setup = Setup(), models=("mixtral-8x7b", "qwen3-30b-a3b"), gpu_
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--csv", type=file_flag("--csv"), help="also write the table to this CSV file")
     args = script_args(parser, argv)
     setup = Setup()

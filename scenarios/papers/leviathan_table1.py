@@ -13,7 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from models.errors import run_script, script_args
+from models.errors import doc_description, run_script, script_args
 from simulator.results.named_files import NamedFiles, first_line
 from theory.chain import ops_factor, optimal_gamma, speedup  # noqa: E402
 
@@ -26,7 +26,7 @@ OUTPUT = NamedFiles("leviathan_table1", "python3 -m scenarios.papers.leviathan_t
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--out", type=OUTPUT.flag((CSV, PNG)), default="out/papers",
                         help="output directory (default out/papers)")
     args = script_args(parser, argv)

@@ -17,7 +17,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from models.errors import run_script, script_args
+from models.errors import doc_description, run_script, script_args
 from simulator.results.named_files import NamedFiles, first_line
 from theory.multidraft import SCHEMES, acceptance  # noqa: E402
 from theory.multidraft_optimal import optimal_acceptance  # noqa: E402
@@ -33,7 +33,7 @@ OUTPUT = NamedFiles("multidraft_vs_n", "python3 -m scenarios.papers.multidraft_v
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--out", type=OUTPUT.flag((CSV, PNG)), default="out/papers",
                         help="output directory (default out/papers)")
     args = script_args(parser, argv)

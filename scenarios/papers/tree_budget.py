@@ -17,7 +17,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from models.errors import run_script, script_args
+from models.errors import doc_description, run_script, script_args
 from simulator.results.named_files import NamedFiles, first_line
 from theory.tree_builders import chain_tree, eagle2_tree, positional_child_probs  # noqa: E402
 from theory.tree_search import tree_table  # noqa: E402
@@ -46,7 +46,7 @@ def complete_kary(k: int, budget: int, accept_probs) -> object:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--out", type=OUTPUT.flag((CSV, PNG)), default="out/papers",
                         help="output directory (default out/papers)")
     args = script_args(parser, argv)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 
 FOLDER = Path(__file__).resolve().parent
 SCENARIOS = ("eagle3_llama31_8b_h100", "eagle3_gpt_oss_120b_h100", "mtp_deepseek_v3_h200_ep8",
@@ -75,7 +75,7 @@ def table(name: str, context: int, batches: list[int], depths: list[int]) -> lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=doc_description(__doc__))
     ap.add_argument("names", nargs="*", metavar="SCENARIO", help=f"default: {', '.join(SCENARIOS)}")
     ap.add_argument("--context", type=bounded(), default=1024, help="tokens in each request's KV cache")
     ap.add_argument("--batches", default="1,8,32,128", help="decode batch sizes (comma-separated)")

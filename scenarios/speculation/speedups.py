@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from models.errors import run_script, script_args
+from models.errors import doc_description, run_script, script_args
 import simulator
 
 FOLDER = Path(__file__).resolve().parent
@@ -39,7 +39,7 @@ def row(name: str, overrides: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=doc_description(__doc__))
     ap.add_argument("names", nargs="*", metavar="NAME", help="scenarios to run (default: all of SCENARIOS)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override every scenario")
     args = script_args(ap, argv)

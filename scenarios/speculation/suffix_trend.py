@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 from simulator.results.named_files import NamedFiles, first_line
 
 SCENARIO = Path(__file__).with_name("suffix_code.yaml")
@@ -64,7 +64,7 @@ def trend(requests: int) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--requests", type=bounded(), default=200)
     parser.add_argument("--out", type=OUTPUT.flag((CSV,)), default=None)
     args = script_args(parser, argv)

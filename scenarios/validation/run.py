@@ -43,8 +43,13 @@ class _OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _OneLineParser(prog="draftsim validate", description=(
         "Run a real torch serving loop (continuous batching, chain speculative decoding with forced "
-        "acceptance) and the simulator on the same requests; report per-step and per-request error."))
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+        "acceptance) and the simulator on the same requests; report per-step and per-request error."),
+        epilog="other modes: draftsim validate --published (predict published real GPU runs; see draftsim validate "
+               "--published --help) and draftsim validate --engine vllm (against a real vLLM; see draftsim "
+               "validate --engine vllm --help)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the reference loop runs: this CPU or its GPU, the hardware the simulator then prices "
+                        "(default cpu)")
     p.add_argument("--quick", action="store_true",
                    help="tiny models and workload (under a minute on CPU; used in CI): the scenario "
                         "scenarios/validation/cpu_quick.yaml, so not with --scenario")

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from models.errors import bounded
+from models.errors import bounded, doc_description
 from simulator.console.contract import QUIET_HELP, command_main
 
 CORES = os.cpu_count() or 1
@@ -29,7 +29,7 @@ MEMORY_GIB = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 1024**3
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="draftsim profile --engine vllm", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="draftsim profile --engine vllm", description=doc_description(__doc__))
     p.add_argument("--engine", choices=("vllm",), required=True, help="the serving engine whose passes are timed")
     p.add_argument("--models", required=True, help="comma-separated catalog names, e.g. qwen2.5-coder-0.5b")
     p.add_argument("--models-dir", default=".weights/hf", help="folder of converted HF model folders")

@@ -79,10 +79,32 @@ def test_every_flag_of_draftsims_own_commands_has_a_help_text():
     parsers["profile --engine vllm"] = importlib.import_module("simulator.workflows.profile_engine").build_parser()
     if importlib.util.find_spec("torch") is not None:   # (profiles.profiler.run imports torch: extra `torch`)
         parsers["profile"] = importlib.import_module("profiles.profiler.run").build_parser()
-    assert {"run", "catalog", "compare", "estimate", "plan", "sweep"} <= set(parsers)
+    # the commands scenarios/ registers (scenarios/commands.py): validate's three modes (its --device and four
+    # flags of `validate --engine vllm` printed a bare name)
+    for name, module in (("validate", "scenarios.validation.run"),
+                         ("validate --published", "scenarios.validation.published.report"),
+                         ("validate --engine vllm", "scenarios.validation.vllm.report")):
+        parsers[name] = importlib.import_module(module).build_parser()
+    assert {"run", "catalog", "compare", "estimate", "plan", "sweep", "validate"} <= set(parsers)
     bare = [(name, action.option_strings[-1]) for name, parser in parsers.items() for action in parser._actions
             if action.option_strings and not (action.help or "").strip()]
     assert not bare, bare
+
+
+def test_a_commands_help_names_its_other_modes():
+    """`draftsim validate --help` and `draftsim profile --help` list their own flags only: --published and
+    --engine vllm, modes with parsers of their own, went unmentioned there (README: `draftsim validate
+    --published`, `draftsim profile --engine vllm`)."""
+    import importlib
+    import importlib.util
+
+    helps = {"validate": importlib.import_module("scenarios.validation.run").build_parser().format_help()}
+    if importlib.util.find_spec("torch") is not None:   # (profiles.profiler.run imports torch: extra `torch`)
+        helps["profile"] = importlib.import_module("profiles.profiler.run").build_parser().format_help()
+    flat = {name: " ".join(text.split()) for name, text in helps.items()}
+    assert "draftsim validate --published --help" in flat["validate"]
+    assert "draftsim validate --engine vllm --help" in flat["validate"]
+    assert "profile" not in flat or "draftsim profile --engine vllm --help" in flat["profile"]
 
 
 def _into_a_closed_pipe(args: list[str], cwd: Path) -> tuple[int, str]:

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.errors import doc_description
 from profiles.latency import ops_seconds, power_limited_seconds
 from simulator.console.contract import parse_args
 
@@ -129,7 +130,7 @@ def summary(rows: list[Row]) -> list[tuple]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--framework", default="vllm", choices=("vllm", "sglang", "trtllm"))
     parser.add_argument("--run", type=Path, default=None, help="a folder with forwards.csv (default: every run)")
     args = parse_args(parser, argv)

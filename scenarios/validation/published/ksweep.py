@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.errors import run_script, script_args
+from models.errors import doc_description, run_script, script_args
 
 LAUNCH_FILE = Path(__file__).resolve().parents[3] / "profiles" / "data" / "engine_time" / "launch-h100" / "launch-run1.json"
 
@@ -129,7 +129,7 @@ def per_token(rows: list[SweepRow], method: str, field: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    script_args(argparse.ArgumentParser(description=__doc__.splitlines()[0]), argv)   # (no flags: --x refused)
+    script_args(argparse.ArgumentParser(description=doc_description(__doc__)), argv)   # (no flags: --x refused)
     rows = sweep()
     costs = measured_op_seconds()
     print("method  K  published step  simulated step  simulated draft kernels")

@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.errors import doc_description
 from scenarios.validation.published.gpu_forwards import predict
 from simulator.console.contract import parse_args
 
@@ -70,7 +71,7 @@ def rows(run: Path = RUN) -> list[Row]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     args = parse_args(parser, argv)
     if isinstance(args, int):
         return args

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 
 PROMPT_TOKENS, OUTPUT_TOKENS = 128, 256
 
@@ -138,7 +138,7 @@ def draft_cost_ratio() -> list[tuple]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--requests", type=bounded(), default=32, help="requests per run (at least 2 × the batch)")
     args = script_args(parser, argv)
     n = args.requests

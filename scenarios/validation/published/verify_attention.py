@@ -27,6 +27,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from models.errors import doc_description
 from simulator.console.contract import parse_args
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -136,7 +137,7 @@ def summary(found: list[Point]) -> list[tuple]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_description(__doc__))
     parser.add_argument("--framework", default="vllm", choices=("vllm", "sglang", "trtllm"),
                         help="whose measured kernels price the points (default vllm)")
     parser.add_argument("--rows", action="store_true", help="print every point, not only the summary")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.errors import run_script, script_args
+from models.errors import doc_description, run_script, script_args
 from scenarios.validation.vllm.cases import DATA_DIR
 from scenarios.validation.vllm.compare import draft_acceptance_rate
 
@@ -73,7 +73,7 @@ def check(data: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=doc_description(__doc__))
     p.add_argument("--data", default=str(DATA_DIR))
     args = script_args(p, argv)
     for name, r in check(Path(args.data)).items():

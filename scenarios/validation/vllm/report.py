@@ -16,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from models.errors import doc_description
 from scenarios.validation.vllm.cases import CASES, DATA_DIR, ENGINE, PROFILE_DIR
 from simulator.console.contract import EXIT_FAILED_CHECK, command_main, fail
 from simulator.results.output_folder import check_output_dir, claim, staged_output
@@ -34,8 +35,8 @@ LIVE_DEFAULTS = {"repeats": 2, "device": "cpu", "vllm_python": None, "models_dir
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="draftsim validate --engine vllm", description=__doc__.split("\n")[0])
-    p.add_argument("--engine", choices=("vllm",), required=True)
+    p = argparse.ArgumentParser(prog="draftsim validate --engine vllm", description=doc_description(__doc__))
+    p.add_argument("--engine", choices=("vllm",), required=True, help="the engine compared with: vllm")
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
     p.add_argument("--data", default=str(DATA_DIR), help="recorded runs: DATA/workloads/, DATA/runs/<case>/")
     p.add_argument("--profile-dir", default=str(PROFILE_DIR), help="engine profile the simulator prices from")
@@ -51,9 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                        f"{LIVE_DEFAULTS['models_dir']})")
     p.add_argument("--allow-busy", action="store_true", default=None,
                    help="with --live: record on a machine other processes keep busy")
-    p.add_argument("--out", default="out/validate-vllm")
-    p.add_argument("--no-plot", action="store_true")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--out", default="out/validate-vllm",
+                   help="folder for vllm_validation.json and the plots (default: out/validate-vllm)")
+    p.add_argument("--no-plot", action="store_true", help="skip the per-case CDF plots")
+    p.add_argument("--quiet", action="store_true", help="no progress and no report on stdout (the files are "
+                                                        "written; exit 1 and a line on stderr when a target is missed)")
     return p
 
 

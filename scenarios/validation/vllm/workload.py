@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.errors import bounded, run_script, script_args
+from models.errors import bounded, doc_description, run_script, script_args
 from models.files import ready_to_write
 from simulator.results.output_folder import file_flag
 
@@ -79,7 +79,7 @@ def acceptance_set_workload(tokenizer, output_tokens: int) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=doc_description(__doc__))
     p.add_argument("--requests", type=bounded(), default=16)
     p.add_argument("--rate", type=bounded(float, 0.0, exclusive=True), default=0.2, help="Poisson arrival rate, requests per second")
     p.add_argument("--output-tokens", type=bounded(), default=48)
