@@ -67,3 +67,13 @@ def test_shipped_corpora_match_their_fingerprints(corpus, fingerprint):
     walks = pd.read_parquet(SESSIONS / f"{corpus}.walks.parquet")
     assert set(walks["corpus_fingerprint"]) == {fingerprint}
     assert json.loads((SESSIONS / f"{corpus}.summary.json").read_text())["fingerprint"] == fingerprint
+
+
+def test_a_rerun_rewrites_the_shipped_summary_as_it_was():
+    """`python3 -m scenarios.acceptance.suffix_acceptance` (a README command) rewrites the shipped walk files:
+    what it computes for a corpus is the shipped summary, byte for byte as written (it stored each walk's
+    seconds, so every run left the checkout modified)."""
+    from scenarios.acceptance.suffix_acceptance import compute
+    corpus = "sessions-qwen2.5-coder-0.5b"
+    _, summary = compute(SESSIONS / f"{corpus}.parquet")
+    assert json.dumps(summary, indent=1) + "\n" == (SESSIONS / f"{corpus}.summary.json").read_text()
