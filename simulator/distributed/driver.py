@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
 import warnings
 from contextlib import contextmanager
 
@@ -95,8 +96,9 @@ class _Run:
         self.state = cluster.state
         self.reps = cluster.pools[0].replicas
         window_start = float(cluster.table.arrival_s.min()) if len(cluster.table) else 0.0
+        run_id = uuid.uuid4().hex   # a worker keeps a run's replica kind for that run only (GroupSpec.run_id)
         self.spec = lambda replicas: GroupSpec(cluster.scenario, base_dir, tuple(replicas), len(self.reps),
-                                               window_start, step_mode)
+                                               window_start, step_mode, run_id)
         self.workers = max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
 
     def _count(self, k: int) -> None:
