@@ -88,6 +88,11 @@ def test_a_second_run_on_the_same_workers_is_byte_identical(address):
     assert_same(first, simulator.run(merge(data, {"simulation": {"workers": 1}})))
 
 
+def test_a_group_of_one_replica_is_named_alone():
+    from simulator.distributed.driver import _replicas_text
+    assert [_replicas_text(r) for r in ([3], [0, 1, 2], [0, 4])] == ["3", "0–2", "0, 4"]
+
+
 def test_progress_counts_every_request(address):
     counted = []
     result = simulator.run(on(fleet("aggregate"), address), progress=counted.append)
