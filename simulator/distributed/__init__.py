@@ -37,9 +37,11 @@ per-interval aggregates) and request columns are merged as it finishes, so the d
 than one group's results on top of the run's own columns; the summary is exact. A worker that dies is
 retried by Dask on another worker (a group is a pure function of its inputs, so the run resumes with the
 same outputs); past Dask's retries (`distributed.scheduler.allowed-failures`), or for an actor's worker
-(windowed runs), the run stops with one line and exit 2, having written nothing. An unreachable scheduler
-is one line and exit 2 before any work: at once where nothing listens, within 10 s where something that is
-not a Dask scheduler does (simulator.distributed.reach).
+(windowed runs), the run stops with one line and exit 2, having written nothing; so does a scheduler lost
+mid-run, or one with no worker able to take a task (none connected, or all paused) for 30 s, where Dask
+would wait for ever (simulator.distributed.watch). An unreachable scheduler is one line and exit 2 before
+any work: at once where nothing listens, within 10 s where something that is not a Dask scheduler does
+(simulator.distributed.reach), within 30 s where a scheduler has no running worker.
 
 A real cluster: start a scheduler (`dask scheduler`) and workers (`dask worker tcp://HOST:8786 --nthreads 1`,
 one thread per process: the simulation is pure Python) on machines that have draftsim installed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
 import warnings
 from contextlib import contextmanager
 
@@ -12,6 +13,7 @@ import numpy as np
 from simulator.core.parallel import split_work, state_arrays
 from simulator.core.state import DROP_EXCEEDS_KV
 from simulator.distributed.group import GroupSpec, WindowedGroup, run_group
+from simulator.distributed.watch import NOTHING_WRITTEN, finished, lost
 from simulator.errors import ScenarioError
 
 FIELD = "simulation.executor"
@@ -95,8 +97,9 @@ class _Run:
         self.state = cluster.state
         self.reps = cluster.pools[0].replicas
         window_start = float(cluster.table.arrival_s.min()) if len(cluster.table) else 0.0
+        run_id = uuid.uuid4().hex   # a worker keeps a run's replica kind for that run only (GroupSpec.run_id)
         self.spec = lambda replicas: GroupSpec(cluster.scenario, base_dir, tuple(replicas), len(self.reps),
-                                               window_start, step_mode)
+                                               window_start, step_mode, run_id)
         self.workers = max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
 
     def _count(self, k: int) -> None:
@@ -124,7 +127,6 @@ class _Run:
 
     # ---- routers that route ahead: one task per group, exact ---------------------------------------
     def routed_ahead(self) -> None:
-        from distributed import as_completed
         s = self.state
         ok = self._fits(np.arange(s.n))
         choice = self.cluster.pools[0].router.assign(len(ok))
@@ -144,8 +146,8 @@ class _Run:
                                             pure=False)
             futures[future] = [rep.index for rep, _ in pairs]
         try:
-            for future in as_completed(list(futures)):
-                result = _received(future, futures[future])
+            for future in finished(self.client, futures, FIELD):
+                result = _received(future, futures[future], self.client)
                 self._merge(result)
                 self._count(len(result["ids"]))
                 del result
@@ -250,41 +252,38 @@ def _checked(result: dict, replicas) -> dict:
     return result
 
 
-_WORKER_LOST = ("KilledWorker", "CommClosedError", "FutureCancelledError", "CancelledError")
 _ACTOR_LOST = "Worker holding Actor was lost"   # Dask's RuntimeError for an actor whose worker died (distributed.actor)
 
 
 def _replicas_text(replicas: list[int]) -> str:
-    """`a–b` for consecutive replicas; `a, b, …, z` for a windowed run's strided group."""
+    """`a–b` for consecutive replicas (`a` for one); `a, b, …, z` for a windowed run's strided group."""
+    if len(replicas) == 1:
+        return str(replicas[0])
     if replicas[-1] - replicas[0] == len(replicas) - 1:
         return f"{replicas[0]}–{replicas[-1]}"
     shown = ", ".join(str(r) for r in replicas[:3])
     return f"{shown}, …, {replicas[-1]}" if len(replicas) > 4 else ", ".join(str(r) for r in replicas)
 
 
-def _worker_lost(exc: Exception, replicas: list[int], actor: bool) -> ScenarioError | None:
-    """The one line of a task or actor whose worker died (Dask's KilledWorker and lost-connection errors; an
-    actor's: OSError "Unable to contact Actor's worker" or RuntimeError "Worker holding Actor was lost",
+def _worker_lost(exc: Exception, replicas: list[int], actor: bool, client=None) -> ScenarioError | None:
+    """The one line of a task or actor whose worker (or scheduler) went away (simulator.distributed.watch.lost;
+    an actor's: OSError "Unable to contact Actor's worker" or RuntimeError "Worker holding Actor was lost",
     distributed.actor), or None for another error."""
-    name = type(exc).__name__
     lost_actor = actor and isinstance(exc, RuntimeError) and str(exc).startswith(_ACTOR_LOST)
-    if name not in _WORKER_LOST and not isinstance(exc, OSError) and not lost_actor:
-        return None
-    detail = str(exc).splitlines()[0] if str(exc) else "no detail"
-    retry = "; a windowed run keeps its replicas on one worker (a Dask actor), which Dask cannot rerun" if actor else ""
-    return ScenarioError(FIELD, f"a Dask worker died while simulating replicas {_replicas_text(replicas)} "
-                                f"({name}: {detail}){retry}; nothing was written")
+    note = ("a windowed run keeps its replicas on one worker (a Dask actor), which Dask cannot rerun; "
+            if actor else "") + NOTHING_WRITTEN
+    return lost(exc, FIELD, f"replicas {_replicas_text(replicas)}", note, client=client, worker_lost=lost_actor)
 
 
-def _received(future, replicas: list[int]) -> dict:
+def _received(future, replicas: list[int], client=None) -> dict:
     """A task's result; a worker that died more often than Dask retries (`distributed.scheduler.
-    allowed-failures`) is one line naming the executor."""
+    allowed-failures`), or a scheduler lost, is one line naming the executor."""
     try:
         result = future.result()
     except Exception as exc:   # noqa: BLE001 — Dask's KilledWorker and lost-connection errors
-        lost = _worker_lost(exc, replicas, actor=False)
-        if lost is not None:
-            raise lost from None
+        gone = _worker_lost(exc, replicas, actor=False, client=client)
+        if gone is not None:
+            raise gone from None
         raise
     return _checked(result, replicas)
 
@@ -295,9 +294,9 @@ def _on_actor(action, replicas: list[int]):
     try:
         return action()
     except Exception as exc:   # noqa: BLE001 — Dask's lost-connection errors
-        lost = _worker_lost(exc, replicas, actor=True)
-        if lost is not None:
-            raise lost from None
+        gone = _worker_lost(exc, replicas, actor=True)
+        if gone is not None:
+            raise gone from None
         raise
 
 

@@ -140,9 +140,19 @@ class DaskExecutor:
                     raise ScenarioError(self._field, f"cannot reach the Dask scheduler at {self._address}: "
                                                      f"{exc}") from None
             self._own.insert(0, self._client)
+            if self._address is not None:
+                from simulator.distributed.watch import wait_for_a_worker
+                try:   # (a scheduler without a running worker: Dask waited for ever, at 0 %)
+                    wait_for_a_worker(self._client, self._field)
+                except BaseException:
+                    self.__exit__(None, None, None)
+                    raise
 
     def __exit__(self, *exc) -> None:
-        with _distributed_logs_quiet(self._owns_cluster):
+        # Quiet for a scheduler of another's too: a client closed after its scheduler went away (the run stopped
+        # with one line) logged its cancelled reconnection at ERROR with a 20-line traceback (distributed.client
+        # `Client._reconnect`, 2026-11-29); a client whose scheduler answers closes without a word anyway.
+        with _distributed_logs_quiet(True):
             if self._owns_cluster:
                 _quiet_workers(self._client)
             for thing in self._own:
@@ -151,12 +161,23 @@ class DaskExecutor:
         self._owns_cluster = False
 
     def imap_unordered(self, fn: Callable, tasks: Iterable) -> Iterator:
-        from distributed import as_completed
+        """Results as tasks finish; a worker that died more often than Dask retries a task (`distributed.
+        scheduler.allowed-failures`), a scheduler lost, or no running worker for watch.IDLE_LIMIT_S is one
+        line naming the executor (a sweep's finished points are stored: --resume runs the others)."""
+        from simulator.distributed.watch import finished, lost
 
         futures = [self._client.submit(fn, task, pure=False) for task in tasks]
+        kept = "a sweep keeps the points that finished (--resume runs the rest)"
         try:
-            for future in as_completed(futures):
-                yield future.result()
+            for future in finished(self._client, futures, self._field, kept):
+                try:
+                    result = future.result()
+                except Exception as exc:   # noqa: BLE001 — Dask's KilledWorker and lost-connection errors
+                    gone = lost(exc, self._field, "one of the tasks", kept, client=self._client)
+                    if gone is not None:
+                        raise gone from None
+                    raise
+                yield result
         finally:
             for future in futures:
                 future.cancel()
@@ -176,7 +197,8 @@ def _silence_distributed_handlers() -> list[tuple[logging.Handler, int]]:
 
 @contextmanager
 def _distributed_logs_quiet(active: bool) -> Iterator[None]:
-    """While a LocalCluster of ours closes, this process's Dask logs (its scheduler and nannies) say nothing.
+    """While a client closes (and a LocalCluster of ours), this process's Dask logs (the client's, and our
+    LocalCluster's scheduler and nannies) say nothing.
     Afterwards a handler the close left silenced gets its level back; one the close reset (LocalCluster's
     `silence_logs` gives back the level it found) keeps that: `draftsim compare` starts several clusters in
     one process."""

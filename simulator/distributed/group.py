@@ -35,7 +35,8 @@ CONSTANT_COLUMNS = frozenset({"arrival_s", "prompt", "output", "samples", "repli
 class GroupSpec:
     """What a worker needs to build a group: the scenario (a validated Scenario), the folder its relative
     paths are read from, the group's replicas (run-wide indices), the run's replica count and the step
-    log's window start (the run's first arrival), and the step mode."""
+    log's window start (the run's first arrival), the step mode, and the run it belongs to (`run_id`, one
+    per run of the driver: `_built`)."""
 
     scenario: object
     base_dir: str
@@ -43,15 +44,22 @@ class GroupSpec:
     num_replicas: int
     window_start_s: float
     step_mode: str = "bulk"
+    run_id: str = ""
 
 
-_BUILT: dict[tuple, tuple] = {}   # (scenario JSON, base dir) -> what `_built` returns; one scenario per worker
+_BUILT: dict[tuple, tuple] = {}   # (run id, scenario JSON, base dir) -> what `_built` returns; one run per worker
 
 
 def _built(spec: GroupSpec) -> tuple:
     """(replica kind, KV blocks per replica, scheduler class, batch limits) of the scenario, built once per
-    worker process (its latency tables, step-cost memos and pricing curves stay warm between groups)."""
-    key = (spec.scenario.model_dump_json(), spec.base_dir)
+    worker process and run (its latency tables, step-cost memos and pricing curves stay warm between the
+    run's groups). Not between runs: the kind's latency model counts the distinct op shapes it priced
+    (summary.json `latency_source`), and a second run of one scenario on a long-lived worker reported only
+    the shapes the first had not priced (the quickstart's at 1,500 requests on 6 replicas: 1,326 GEMM shapes
+    instead of 6,440 on a `dask scheduler`'s two workers, 2026-11-29): its summary differed from the first's
+    and from one process's. Prices themselves stay shared between
+    runs (profiles.shared_tables), as between a sweep's points in one process."""
+    key = (spec.run_id, spec.scenario.model_dump_json(), spec.base_dir)
     found = _BUILT.get(key)
     if found is None:
         from simulator.cluster.build import Streams, batch_scheduler, pool_kind

@@ -78,6 +78,21 @@ def test_round_robin_is_byte_identical_to_one_process(address, steps, spec):
     assert "load_sync_s" not in dist.summary
 
 
+def test_a_second_run_on_the_same_workers_is_byte_identical(address):
+    """A worker kept the first run's replica kind for the next run of the scenario, and its latency model counted
+    only the op shapes the first run had not priced: summary.json's latency_source differed (simulator.
+    distributed.group._built)."""
+    data = fleet("aggregate", requests=300)
+    first, second = simulator.run(on(data, address)), simulator.run(on(data, address))
+    assert_same(first, second)
+    assert_same(first, simulator.run(merge(data, {"simulation": {"workers": 1}})))
+
+
+def test_a_group_of_one_replica_is_named_alone():
+    from simulator.distributed.driver import _replicas_text
+    assert [_replicas_text(r) for r in ([3], [0, 1, 2], [0, 4])] == ["3", "0–2", "0, 4"]
+
+
 def test_progress_counts_every_request(address):
     counted = []
     result = simulator.run(on(fleet("aggregate"), address), progress=counted.append)
