@@ -19,10 +19,12 @@ The map's row is the head's config.json `vocab_size` (vLLM `compute_logits`): th
 on it; every engine serves a head of another size (profiles.engine_time.eagle3_embedding, with the vLLM releases
 that cannot give such a head an embedding).
 
-Approximations, named where they are made: the token embedding is the target's (no weights here when
-`shares_embedding`); SGLang and TensorRT-LLM map ids instead (top-k or argmax over the draft vocabulary, then a
-gather or add of d2t for the chosen ids): pricing vLLM's full-vocabulary map over-prices them by (V − V_draft)·2
-bytes per logits row (12 MB at 64 rows of Llama-3, ≈ 4 µs of HBM time on an H100).
+The token embedding is the target's where the engine hands it over; whether the head's own stays in memory is
+the engine release's rule (profiles.engine_time.eagle3_embedding.keeps_own_embedding, passed to `param_count`).
+
+Approximations, named where they are made: SGLang and TensorRT-LLM map ids instead (top-k or argmax over the draft
+vocabulary, then a gather or add of d2t for the chosen ids): pricing vLLM's full-vocabulary map over-prices them by
+(V − V_draft)·2 bytes per logits row (12 MB at 64 rows of Llama-3, ≈ 4 µs of HBM time on an H100).
 """
 from __future__ import annotations
 
@@ -111,17 +113,21 @@ class Eagle3Head:
         kv = self.num_kv_heads * self.head_dim
         return 2 * h * (q + 2 * kv) + q * h + 3 * h * self.intermediate_size + 3 * h
 
-    def param_count(self) -> int:
-        """Weights the head adds to the GPU: fc + layer + final norm + LM head (+ embedding if it has its own)."""
+    def param_count(self, own_embedding: bool | None = None) -> int:
+        """Weights the head adds to the GPU: fc + layer + final norm + LM head, + an embedding of its own
+        (vocab_size x hidden_size) where `own_embedding` (None: where the checkpoint has one, not
+        shares_embedding; the engine's rule: profiles.engine_time.eagle3_embedding.keeps_own_embedding)."""
         own = self.fc_params() + self.layer_params() + self.hidden_size + self.draft_vocab_size * self.hidden_size
-        return own + (0 if self.shares_embedding else self.vocab_size * self.hidden_size)
+        held = not self.shares_embedding if own_embedding is None else own_embedding
+        return own + (self.vocab_size * self.hidden_size if held else 0)
 
-    def weight_bytes_per_gpu(self, tp: int, dtype: str) -> float:
-        """On each of the target's tp ranks: the fc whole (replicated), the layer and LM head split over tp
-        (QKV/row-parallel linears, vocab-parallel head), the d2t map (int64) whole."""
+    def weight_bytes_per_gpu(self, tp: int, dtype: str, own_embedding: bool | None = None) -> float:
+        """On each of the target's tp ranks: the fc whole (replicated), the layer, LM head and an own embedding
+        (`param_count`'s `own_embedding`) split over tp (QKV/row-parallel linears, vocab-parallel head and
+        embedding), the d2t map (int64) whole."""
         w = dtype_bytes(dtype)
         shared = self.fc_params() * w + self.draft_vocab_size * D2T_INDEX_BYTES
-        return shared + (self.param_count() - self.fc_params()) * w / tp
+        return shared + (self.param_count(own_embedding) - self.fc_params()) * w / tp
 
     def kv_bytes_per_token_per_gpu(self, tp: int, kv_dtype: str) -> float:
         """One layer of K and V per token, KV heads split over tp as the target's (models.spec)."""

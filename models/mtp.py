@@ -12,9 +12,11 @@ The decoder layer is the model's: MLA or GQA attention, and the model's FFN at t
 DeepSeek-V3's MTP layer (index 61, after `first_k_dense_replace` = 3 dense layers) is a MoE layer with the
 model's routing, so under expert parallelism its experts are split over the EP ranks and its tokens are
 dispatched and combined by all-to-alls exactly like the target's MoE layers (simulator.cost.mtp prices it
-with simulator.cost.moe). The embedding and the LM head are the target's: vLLM's EagleProposer.load_model
-shares both with the target for MTP ("Detected MTP model. Sharing target model embedding weights"), so they
-add compute, not weights.
+with simulator.cost.moe). The embedding and the LM head are the target's (compute, not weights) where the
+engine shares them: the embedding in every engine (vLLM's EagleProposer.load_model: "Detected MTP model.
+Sharing target model embedding weights"), the LM head in SGLang, TensorRT-LLM and vLLM from 0.16.0; vLLM
+0.9.0 - 0.15.1 keep DeepSeek-V3's module's own (`shared_head.head`): profiles.engine_time.mtp_lm_head,
+`weight_bytes_per_gpu`'s own_lm_head.
 
 How many modules a checkpoint ships is `ModelSpec.num_mtp_modules` (config.json `num_nextn_predict_layers`):
 DeepSeek-V3/R1: 1 (https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json); GLM-4.5: 1 ("MTP
@@ -31,7 +33,8 @@ import dataclasses
 
 from models.opgraph import NORM_FLOPS_PER_ELEMENT, gemm_op
 from models.ops import NORM, Op
-from models.spec import EXPERT_ONLY_DTYPES, ModelSpec, activation_bytes, dense_weight_dtype, dtype_bytes
+from models.spec import EXPERT_ONLY_DTYPES, ModelSpec, activation_bytes, dense_weight_dtype, dtype_bytes, \
+    vocab_weight_dtype
 from models.step import Parallelism
 
 
@@ -74,13 +77,19 @@ def own_params(target: ModelSpec) -> tuple[int, int]:
     return layer + 2 * h * h + 3 * h, routed
 
 
-def weight_bytes_per_gpu(target: ModelSpec, modules: int, par: Parallelism, dtype: str) -> float:
+def weight_bytes_per_gpu(target: ModelSpec, modules: int, par: Parallelism, dtype: str,
+                         own_lm_head: bool = False) -> float:
     """HBM of `modules` MTP modules on each GPU of a replica split by `par`: routed experts over the ep ranks
-    (ep > 1) or the tp ranks, eh_proj whole on every rank, everything else over tp."""
+    (ep > 1) or the tp ranks, eh_proj whole on every rank, everything else over tp; with `own_lm_head` (the
+    engine release keeps each module's LM head: profiles.engine_time.mtp_lm_head) also a vocab_size x hidden_size
+    head per module, vocab-parallel over tp, in `vocab_weight_dtype` (16-bit under a quantized dtype)."""
     total, routed = own_params(target)
     eh = 2 * target.hidden_size ** 2
     expert_ranks = par.ep if par.ep > 1 else par.tp
+    head = target.vocab_size * target.hidden_size * dtype_bytes(vocab_weight_dtype(dtype)) / par.tp \
+        if own_lm_head else 0.0
     if dtype in EXPERT_ONLY_DTYPES:   # the routed experts in `dtype`, the rest in bf16
         dense = dtype_bytes(dense_weight_dtype(dtype))
-        return modules * (((total - routed - eh) / par.tp + eh) * dense + routed / expert_ranks * dtype_bytes(dtype))
-    return modules * ((total - routed - eh) / par.tp + routed / expert_ranks + eh) * dtype_bytes(dtype)
+        return modules * (((total - routed - eh) / par.tp + eh) * dense + routed / expert_ranks * dtype_bytes(dtype)
+                          + head)
+    return modules * (((total - routed - eh) / par.tp + routed / expert_ranks + eh) * dtype_bytes(dtype) + head)

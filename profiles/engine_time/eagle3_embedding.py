@@ -35,12 +35,38 @@ target-vocabulary logits the d2t map scatters into. Read in the releases' source
   `hidden_states.shape[-1] == input_embeds.shape[-1]`: a head whose hidden_size is not the target's fails its first
   draft pass, so draftsim refuses it there.
 
-Not modelled, named: a head of the target's width with an embedding of its own (`shares_embedding: false`) drafts
-from the target's in SGLang (`set_embed` replaces it), TensorRT-LLM (it builds none) and vLLM 0.9.0 - 0.11.0 (where
-the shapes are equal from 0.9.1); draftsim counts the own embedding's weights on every engine (models.eagle3.
-Eagle3Head.param_count), which over-counts those engines' memory by vocab_size x hidden_size / tp weights per GPU.
+Whether the head's own embedding (vocab_size x hidden_size, split over tp) stays in GPU memory beside the target's
+(`keeps_own_embedding`, the head's weight bytes of simulator.cost.eagle3): an engine that hands the head the
+target's embedding frees or never builds its own, so the engine's memory accounting does not hold it (vLLM:
+gpu_model_runner.load_model takes the weights as DeviceMemoryProfiler's consumed_memory around the target's and the
+drafter's load_model, platforms/cuda.py get_current_memory_usage = torch.cuda.max_memory_allocated after
+empty_cache and reset_peak_memory_stats, so an embedding deleted in EagleProposer.load_model is not in it; SGLang
+from 0.5.14 sizes its pool after the draft worker's init_lm_head, whose set_embed deletes the head's embedding and
+empties the cache, speculative/eagle_worker_v2.py EagleDraftWorker.__init__ in 0.5.14 and 0.5.23; TensorRT-LLM's
+KV budget is what the weights leave). Read in the same sources:
 
-Applied where the scenario names the release, as profiles.engine_time.draft_vocabulary's rule (simulator.cluster.
+- vLLM, one pipeline stage: 0.8.5 keeps the checkpoint's own (`loaded_weights` holds model.embed_tokens.weight)
+  and replaces the one it built where the checkpoint has none; 0.9.0 - 0.9.0.1 delete its own always; 0.9.1 -
+  0.11.0 where the embedding shapes are equal (rows padded to 64, and the same width); 0.11.1 on
+  (`has_own_embed_tokens`; read in 0.11.1, 0.12.0, 0.15.0, 0.24.0, 0.33.0) where the checkpoint has none, or has a
+  copy `torch.equal` to the target's. Approximation, named: `shares_embedding: false` is read as an embedding
+  trained apart from the target's; a checkpoint that stores a frozen copy of the target's (shared by torch.equal
+  from 0.11.1) is described by `shares_embedding: true` there.
+- vLLM, pipeline parallelism (pp > 1, which it composes with speculation after 0.15.0): the head keeps the
+  embedding it builds (VocabParallelEmbedding over its vocab_size, llama_eagle3.py), "loaded separately" (read in
+  0.24.0 and 0.33.0: the sharing runs only where get_pp_group().world_size == 1), whether or not the checkpoint
+  has one.
+- SGLang 0.4.5 - 0.5.23 and TensorRT-LLM: the head keeps an embedding of its own only where its hidden_size is
+  not the target's (set_embed returns early; Eagle3DraftModel builds embed_tokens only where target_hidden_size
+  != hidden_size), which an Eagle3Head allows only with `shares_embedding: false`.
+- Another framework: the checkpoint's (`shares_embedding`).
+
+Where the scenario names no release, the rule of the release its pool runs (simulator.cluster.factory.
+deployment_release: the measured tables' release, else the framework's newest modelled one, frameworks.
+release_or_modelled) applies, as the other engine memory rules.
+
+The refusals (`head_embedding_refusal`) are applied where the scenario names the release, as
+profiles.engine_time.draft_vocabulary's rule (simulator.cluster.
 factory.check_eagle3_embedding; a plan's drafter that no planned model's release serves is refused before the
 screen, simulator.workflows.plan.config._check_eagle3_embedding). A head without an embedding of its own whose
 hidden_size is not the target's is refused for every engine (models.eagle3.Eagle3Head). What draftsim prices: the
@@ -87,6 +113,36 @@ def _vllm_rule(version: str, target, head) -> str | None:
 
 # framework -> ((version, target, head) -> why the release cannot serve the head, or None); not here: served
 _REFUSING: dict[str, Callable[[str, object, object], str | None]] = {"vllm": _vllm_rule}
+
+
+def _vllm_keeps_own(version: str, target, head, pp: int) -> bool:
+    """Whether vLLM `version` keeps EAGLE-3 head `head`'s own embedding beside `target`'s (module docstring)."""
+    if pp > 1:
+        return True
+    if version_in_span(version, *VLLM_ALWAYS_SHARED):
+        return False
+    if version_in_span(version, *VLLM_SHAPE_MATCH):
+        return padded_vocab(head.vocab_size) != padded_vocab(target.vocab_size) \
+            or head.hidden_size != target.hidden_size
+    return not head.shares_embedding
+
+
+def _own_where_other_width(version: str, target, head, pp: int) -> bool:
+    """SGLang's set_embed and TensorRT-LLM's Eagle3DraftModel: an own embedding only at another width."""
+    return head.hidden_size != head.target_hidden_size
+
+
+# framework -> ((version, target, head, pp) -> whether the head's own embedding stays in GPU memory); not here:
+# the checkpoint's (Eagle3Head.shares_embedding)
+_KEEPS_OWN: dict[str, Callable[[str, object, object, int], bool]] = {
+    "vllm": _vllm_keeps_own, "sglang": _own_where_other_width, "trtllm": _own_where_other_width}
+
+
+def keeps_own_embedding(framework: str, version: str, target, head, pp: int = 1) -> bool:
+    """Whether `framework` `version` keeps EAGLE-3 head `head`'s own embedding (vocab_size x hidden_size) in GPU
+    memory beside `target`'s, at `pp` pipeline stages (module docstring)."""
+    rule = _KEEPS_OWN.get(framework)
+    return rule(version, target, head, pp) if rule is not None else not head.shares_embedding
 
 
 def head_embedding_refusal(framework: str, version: str, target, head) -> tuple[str, str] | None:

@@ -600,7 +600,7 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)   # once it is known)
     check_fp8_marlin(release, hw, target, dtype, where)
     built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype,
-                                  DraftContext(moe, base_dir)) if speculating else None
+                                  DraftContext(moe, base_dir, release)) if speculating else None
     if built_drafter is not None and built_drafter.fixed_chain is not None:
         if speculation.kind != "chain":
             raise ScenarioError("speculation.kind", f"{built_drafter.fixed_chain}: it needs 'chain'")

@@ -260,9 +260,10 @@ def _cascade(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv
     return build_cascade(d, target, par, latency, hw, dtype, kv_dtype)
 
 
-def _eagle3(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str) -> DrafterBuild:
+def _eagle3(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str,
+            context: "DraftContext") -> DrafterBuild:
     from simulator.cost.eagle3 import build_eagle3
-    return build_eagle3(d, target, par, latency, hw, dtype, kv_dtype)
+    return build_eagle3(d, target, par, latency, hw, dtype, kv_dtype, context.release)
 
 
 def _mtp(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str,
@@ -274,18 +275,22 @@ def _mtp(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dty
 @dataclass(frozen=True)
 class DraftContext:
     """What some drafters need of the pool beyond the common arguments: the scenario's `cluster.moe`
-    options (an MTP module's MoE routes as the target's) and the scenario's folder (routing traces)."""
+    options (an MTP module's MoE routes as the target's), the scenario's folder (routing traces) and the engine
+    release the pool runs (simulator.cluster.factory.deployment_release: (framework, version or None); None:
+    no engine, the checkpoint's weights as they are), whose rules say which of an EAGLE-3 head's or MTP
+    module's weights it shares with the target."""
 
     moe: object = None
     base_dir: object = None
+    release: tuple[str, str | None] | None = None
 
 
 # drafter.kind -> builder(drafter section, target, parallelism, latency model, hardware, dtype, KV dtype)
 DRAFTERS = {"ngram": _ngram, "layer_skip": _layer_skip, "head": _head, "draft_model": _draft_model,
-            "cascade": _cascade, "sparse_kv": _sparse_kv, "eagle3": _eagle3,
+            "cascade": _cascade, "sparse_kv": _sparse_kv,
             "suffix": lambda d, *_: DrafterBuild(ZeroCost(), 1, 0.0, 0.0)}  # host proposer: one call per step
 # ... and those whose builder also takes the pool's DraftContext
-CONTEXT_DRAFTERS = {"mtp": _mtp}
+CONTEXT_DRAFTERS = {"mtp": _mtp, "eagle3": _eagle3}
 
 # drafter.kind -> the family whose serving-engine behaviour (profiles.engine_time: proposer host work,
 # synchronous or overlapped scheduling) the drafter gets; heads by style (`head_family`).

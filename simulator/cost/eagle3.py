@@ -6,8 +6,9 @@ module prices it with the scenario's latency model and builds the DrafterBuild:
 - pass pricer `Eagle3PassCost`: a ForwardCost over the head's one-layer spec (attention over the head's own
   KV cache, models.opgraph.attention_ops) whose dense part is models.eagle3.pass_ops; `fuse(tokens)` prices
   the fc once per step on the first pass's tokens (simulator.cost.proposer);
-- memory on each of the target's tp GPUs: models.eagle3.Eagle3Head.weight_bytes_per_gpu and one layer of
-  KV per token (`kv_bytes_per_token_per_gpu`), in the drafter KV dtype;
+- memory on each of the target's tp GPUs: models.eagle3.Eagle3Head.weight_bytes_per_gpu, with the head's own
+  embedding where the pool's engine release keeps it (`own_embedding`), and one layer of KV per token
+  (`kv_bytes_per_token_per_gpu`), in the drafter KV dtype;
 - the target pays `capture_ops` per processed token (StepCostModel adds it to the target's cost).
 
 The head runs with the target's tensor parallelism (vLLM requires the EAGLE head's TP to equal the
@@ -97,8 +98,21 @@ def resolve_head(d, target: ModelSpec) -> Eagle3Head:
     return head
 
 
-def build_eagle3(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str):
-    """The DrafterBuild of an `eagle3` drafter section."""
+def own_embedding(release: tuple[str, str | None] | None, target: ModelSpec, head: Eagle3Head, pp: int) -> bool:
+    """Whether the engine release the pool runs (`release`: simulator.cluster.factory.deployment_release; version
+    None: the framework's newest modelled release) keeps `head`'s own embedding in GPU memory
+    (profiles.engine_time.eagle3_embedding.keeps_own_embedding); no release: the checkpoint's."""
+    if release is None:
+        return not head.shares_embedding
+    from profiles.engine_time.eagle3_embedding import keeps_own_embedding
+    from profiles.engine_time.frameworks import release_or_modelled
+    framework, version = release
+    return keeps_own_embedding(framework, release_or_modelled(framework, version), target, head, pp)
+
+
+def build_eagle3(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, kv_dtype: str,
+                 release: tuple[str, str | None] | None = None):
+    """The DrafterBuild of an `eagle3` drafter section; `release`: the pool's engine (`own_embedding`)."""
     from simulator.cost.drafters import DrafterBuild
     head = resolve_head(d, target)
     if par.ep > 1:
@@ -117,7 +131,8 @@ def build_eagle3(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str
             from None
     cost = Eagle3PassCost(spec, tp_par, latency, head_dtype, kv_dtype, head=head)
     capture = CaptureCost(target, latency, dtype)
-    return DrafterBuild(cost, None, head.weight_bytes_per_gpu(par.tp, head_dtype),
+    weights = head.weight_bytes_per_gpu(par.tp, head_dtype, own_embedding(release, target, head, par.pp))
+    return DrafterBuild(cost, None, weights,
                         head.kv_bytes_per_token_per_gpu(par.tp, kv_dtype), spec=spec,
                         hidden_state=HiddenStateHooks(cost.fuse, capture))
 

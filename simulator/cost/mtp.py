@@ -8,9 +8,10 @@ dispatched and combined by all-to-alls on the links) — plus models.mtp.extra_o
 and the target's embedding and LM head. The pass layout (draft extend over the verified tokens, then one
 pass per further position) is simulator.cost.proposer's.
 
-Memory on each GPU: `modules` MTP modules' own weights (models.mtp.weight_bytes_per_gpu; the embedding and
-LM head are shared) and, per token, one layer of KV per module (`modules` × the module spec's per-GPU KV:
-MLA's latent, or K/V heads split over tp). A draft pass j uses module j mod `modules` (vLLM); `modules`
+Memory on each GPU: `modules` MTP modules' own weights (models.mtp.weight_bytes_per_gpu; the embedding is
+shared, the LM head too except where the pool's engine release keeps the module's own, `own_lm_head`) and, per
+token, one layer of KV per module (`modules` × the module spec's per-GPU KV: MLA's latent, or K/V heads split over
+tp). A draft pass j uses module j mod `modules` (vLLM); `modules`
 defaults to every module the checkpoint ships (vLLM loads them all); SGLang's NextN loads one (set
 modules: 1). Refused: a model that ships no MTP module, more modules than it ships.
 """
@@ -81,5 +82,17 @@ def build_mtp(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, k
     kv = modules * spec.kv_bytes_per_token_per_gpu(Parallelism(par.tp, 1), kv_dtype)
     # `spec` of the build: the loaded modules' layers (one KV layer each), what a disaggregated hand-off ships
     held = spec if modules == 1 else dataclasses.replace(spec, name=f"{target.name}[mtp x{modules}]", num_layers=modules)
-    return DrafterBuild(cost, None, weight_bytes_per_gpu(target, modules, draft_par, dtype), kv, spec=held,
-                        hidden_state=HiddenStateHooks())
+    weights = weight_bytes_per_gpu(target, modules, draft_par, dtype, own_lm_head(context.release, target))
+    return DrafterBuild(cost, None, weights, kv, spec=held, hidden_state=HiddenStateHooks())
+
+
+def own_lm_head(release: tuple[str, str | None] | None, target: ModelSpec) -> bool:
+    """Whether the engine release the pool runs (`release`: simulator.cluster.factory.deployment_release; version
+    None: the framework's newest modelled release) keeps each MTP module's own LM head
+    (profiles.engine_time.mtp_lm_head); no release: shared, as the module's op graph takes it."""
+    if release is None:
+        return False
+    from profiles.engine_time.frameworks import release_or_modelled
+    from profiles.engine_time.mtp_lm_head import keeps_own_lm_head
+    framework, version = release
+    return keeps_own_lm_head(framework, release_or_modelled(framework, version), target)

@@ -9,7 +9,7 @@ import pytest
 
 from models import get_model
 from models.eagle3 import get_eagle3_head
-from profiles.engine_time.eagle3_embedding import head_embedding_refusal, padded_vocab
+from profiles.engine_time.eagle3_embedding import head_embedding_refusal, keeps_own_embedding, padded_vocab
 
 TARGET = get_model("llama-3.1-8b")
 HEAD = get_eagle3_head("llama-3.1-8b-eagle3")                # shares the target's embedding, vocab_size 128,256
@@ -76,3 +76,65 @@ def test_a_run_serves_a_head_of_another_vocabulary_and_refuses_it_on_a_named_vll
                                             r"own .*vllm 0.10.0 gives"):
         simulator.run(scenario(cluster={"model": "llama-3.1-8b", "engine": {"version": "0.10.0"}}, drafter=drafter,
                                **small))
+
+
+OWN = replace(HEAD, shares_embedding=False)                     # the checkpoint stores embed_tokens of its own
+OWN_WIDER = replace(WIDER_VOCAB, shares_embedding=False)
+
+
+@pytest.mark.parametrize("version,own,own_wider,shared", [
+    ("0.8.5", True, True, False),             # loaded_weights holds model.embed_tokens.weight: kept
+    ("0.9.0", False, False, False), ("0.9.0.1", False, False, False),   # deleted always (one pipeline stage)
+    ("0.9.1", False, True, False), ("0.11.0", False, True, False),      # deleted where the shapes are equal
+    ("0.11.1", True, True, False), ("0.24.0", True, True, False), ("0.33.0", True, True, False),  # has_own_embed_tokens
+])
+def test_vllm_keeps_the_heads_own_embedding_by_release(version, own, own_wider, shared):
+    assert keeps_own_embedding("vllm", version, TARGET, OWN) is own
+    assert keeps_own_embedding("vllm", version, TARGET, OWN_WIDER) is own_wider
+    assert keeps_own_embedding("vllm", version, TARGET, HEAD) is shared
+    # another pipeline stage: the embedding the head builds stays, loaded separately, whatever the checkpoint holds
+    assert keeps_own_embedding("vllm", version, TARGET, HEAD, pp=2) is True
+
+
+@pytest.mark.parametrize("framework,version", [("sglang", "0.4.5"), ("sglang", "0.5.14"), ("sglang", "0.5.23"),
+                                               ("trtllm", "1.0.0")])
+def test_sglang_and_trtllm_keep_an_own_embedding_only_at_another_width(framework, version):
+    for head in (HEAD, OWN, OWN_WIDER):
+        assert keeps_own_embedding(framework, version, TARGET, head) is False
+    assert keeps_own_embedding(framework, version, TARGET, NARROW) is True
+
+
+def test_the_head_counts_its_own_embedding_where_the_engine_keeps_it():
+    per_gpu = lambda own: OWN.weight_bytes_per_gpu(2, "bf16", own)   # noqa: E731
+    assert per_gpu(True) - per_gpu(False) == 128_256 * 4096 * 2 / 2
+    assert OWN.weight_bytes_per_gpu(2, "bf16") == per_gpu(True)        # no release: the checkpoint's
+    assert HEAD.weight_bytes_per_gpu(2, "bf16") == per_gpu(False)
+
+
+def test_a_run_holds_the_heads_own_embedding_only_where_its_engine_keeps_it():
+    """KV capacity of Llama-3.1-8B with a head that stores embed_tokens: the shared head's where the release hands
+    it the target's (SGLang 0.5.23 sizes its pool after set_embed; vLLM 0.9.0 and 0.11.0 delete it), one
+    embedding less (128,256 x 4096 bf16 over the per-token KV) where it keeps it (vLLM 0.24.0, the implied release
+    of the H100 tables; a second pipeline stage)."""
+    from sim_helpers import replica_kind, scenario
+    fields = ("hidden_size", "intermediate_size", "num_heads", "num_kv_heads", "head_dim", "draft_vocab_size",
+              "target_hidden_size", "vocab_size", "shares_embedding")
+
+    def kind(head, engine, pp=1):
+        return replica_kind(scenario(cluster={"model": "llama-3.1-8b", "engine": engine,
+                                              "parallelism": {"tp": 1, "pp": pp}},
+                                     drafter={"kind": "eagle3", "head": {f: getattr(head, f) for f in fields}}))
+    embedding = 128_256 * 4096 * 2
+    for engine in ({"framework": "sglang", "version": "0.5.23"}, {"framework": "trtllm", "version": "1.0.0"},
+                   {"version": "0.9.0"}, {"version": "0.11.0"}):
+        own, shared = kind(OWN, engine), kind(HEAD, engine)
+        assert own.drafter.weight_bytes_per_gpu == shared.drafter.weight_bytes_per_gpu
+        assert own.kv_tokens == shared.kv_tokens
+    for engine, pp in (({}, 1), ({"version": "0.24.0"}, 1), ({"version": "0.24.0"}, 2)):
+        own, shared = kind(OWN, engine, pp), kind(HEAD, engine, 1)
+        assert own.drafter.weight_bytes_per_gpu - shared.drafter.weight_bytes_per_gpu == embedding
+        if pp == 1:
+            per_token = TARGET.kv_bytes_per_token("bf16") + own.drafter.kv_bytes_per_token_per_gpu
+            assert shared.kv_tokens - own.kv_tokens == pytest.approx(embedding / per_token, abs=1)
+    assert kind(HEAD, {"version": "0.24.0"}, 2).drafter.weight_bytes_per_gpu == \
+        kind(OWN, {"version": "0.24.0"}, 2).drafter.weight_bytes_per_gpu
