@@ -2798,6 +2798,13 @@ CASES = [
             {"kind": "none"}, {"kind": "draft_model", "model": "llama-68m", "gamma": [2]}]}),
             "draftsim plan: error: plan.search.drafters.1.model: llama-68m has a 32,000-token vocabulary and "
             "llama-3-8b 128,256: sglang 0.5.23 refuses such a draft model"),
+    # session 25, fuzz25: a cascade stage's draft model of another vocabulary size ran on a named vLLM release that
+    # refuses the same model as drafter.model (the engine family rules run a cascade as a draft model), exit 0
+    Hostile("fuzz25_cascade_stage_of_another_vocabulary_on_a_named_vllm_release", run(
+        cluster={"engine": {"framework": "vllm", "version": "0.20.0"}},
+        drafter={"kind": "cascade", "stages": [{"tokens": 2, "model": "llama-68m"}]}),
+            "draftsim: error: drafter.stages[0].model: llama-68m has a 32,000-token vocabulary and llama-3-8b "
+            "128,256: vllm 0.20.0 refuses such a draft model"),
 ]
 
 

@@ -352,6 +352,25 @@ def check_draft_vocabulary(release: tuple[str, str | None], target: ModelSpec, d
         raise ScenarioError(*found)
 
 
+def check_cascade_vocabulary(release: tuple[str, str | None], target: ModelSpec, drafter) -> None:
+    """check_draft_vocabulary for each model stage of a cascade drafter (drafter.kind cascade), which the engine
+    family rules run as draft models (simulator.cost.drafters.ENGINE_FAMILIES): vLLM 0.20.0 refuses
+    `drafter: {kind: draft_model, model: smollm2-135m}` for Llama-3-8B, and ran the same model as a one-stage cascade,
+    exit 0. A stage's `inner_model` drafts for the stage's model, not the target (a vertical cascade, draftsim's
+    own: theory.cascade), and is not checked."""
+    from models import get_model
+    from profiles.engine_time.draft_vocabulary import vocab_refusal
+    framework, version = release
+    if version is None:
+        return
+    for i, stage in enumerate(drafter.stages):
+        if stage.model is None or stage.model == "self":
+            continue
+        found = vocab_refusal(framework, version, target, get_model(stage.model), field=f"drafter.stages[{i}].model")
+        if found is not None:
+            raise ScenarioError(*found)
+
+
 def pool_release(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, dtype: str, kv_dtype: str | None,
                  base_dir: Path) -> tuple[str, str | None]:
     """`deployment_release` of a pool on `hw` worked out as build_replica_kind works it out: with the latency model
@@ -614,6 +633,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if built_drafter is not None and getattr(drafter, "kind", None) == "draft_model" \
             and (drafter.heterogeneous_vocab or release_named(latency, engine_config)):
         check_draft_vocabulary(release, target, built_drafter.spec, drafter.heterogeneous_vocab)
+    if built_drafter is not None and getattr(drafter, "kind", None) == "cascade" \
+            and release_named(latency, engine_config):
+        check_cascade_vocabulary(release, target, drafter)
     context_len, context_rule = context_and_rule(target, max_model_len, release,
                                                  bool(getattr(engine_config, "allow_long_context", None)))
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)
