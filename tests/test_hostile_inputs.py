@@ -2805,6 +2805,17 @@ CASES = [
         drafter={"kind": "cascade", "stages": [{"tokens": 2, "model": "llama-68m"}]}),
             "draftsim: error: drafter.stages[0].model: llama-68m has a 32,000-token vocabulary and llama-3-8b "
             "128,256: vllm 0.20.0 refuses such a draft model"),
+    # with cluster.latency.engine_time: false a named release's rules were skipped: a draft model ran on vLLM 0.11.0
+    # and suffix decoding on SGLang 0.5.23, exit 0 (refused with engine time on)
+    Hostile("fuzz25_draft_model_on_vllm_0_11_without_engine_time", run(
+        cluster={"latency": {"engine_time": False}, "engine": {"framework": "vllm", "version": "0.11.0"}},
+        drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 2}),
+            "draftsim: error: cluster.engine.version: vllm 0.11.0 raises at start-up for a draft model"),
+    Hostile("fuzz25_suffix_on_sglang_without_engine_time", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "latency": {"engine_time": False},
+                 "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "suffix"}, acceptance={"kind": "sessions"}),
+            "draftsim: error: drafter.kind: sglang 0.5.23 has no suffix decoding"),
 ]
 
 
