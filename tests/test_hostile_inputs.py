@@ -2816,6 +2816,11 @@ CASES = [
                  "engine": {"framework": "sglang", "version": "0.5.23"}},
         drafter={"kind": "suffix"}, acceptance={"kind": "sessions"}),
             "draftsim: error: drafter.kind: sglang 0.5.23 has no suffix decoding"),
+    # drafter.passes 'vllm' (vLLM V1's DraftModelProposer layout, from 0.15.0) was priced on a named SGLang, exit 0
+    Hostile("fuzz25_vllm_draft_passes_on_sglang", run(
+        cluster={"engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 2, "passes": "vllm"}),
+            "draftsim: error: drafter.passes: sglang 0.5.23 has no vLLM V1 DraftModelProposer"),
 ]
 
 

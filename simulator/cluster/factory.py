@@ -245,7 +245,8 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
                       policy=policy if speculating and policy != "fixed" else None, tp=par.tp,
                       draft_tp=getattr(drafter, "tp", None) if family == "draft_model" else None,
                       method=speculation_method(drafter) if speculating else None,
-                      gate=gate if speculating else None, schedule=schedule and speculating)
+                      gate=gate if speculating else None, schedule=schedule and speculating,
+                      passes=getattr(drafter, "passes", None) if speculating else None)
     if not enabled:
         if engine_cfg.version is not None or lat.engine_version is not None:
             # a release named is one that exists and serves the scenario, priced or not (`version: "99.0"` ran with
