@@ -254,8 +254,15 @@ class ModelSpec:
     def with_layers(self, n: int, label: str | None = None) -> "ModelSpec":
         """This model with `n` decoder layers (a layer-skipping draft, a draft head, a group of layers): the
         leading dense layers up to n and the model's share of sliding-window layers, rounded (0 drops the
-        window); a hybrid layout keeps its first n layers. Named `<name>[<label>]` (default `n layers`)."""
+        window); a hybrid layout keeps its first n layers. Named `<name>[<label>]` (default `n layers`).
+        A gpt-oss config.json's own count of sliding layers (gpt_oss_sliding_window) becomes the prefix's share
+        too, rounded: which of the first n layers its layer_types name sliding is not kept (approximation; a
+        layer-skipping draft of a gpt-oss whose layer_types were all sliding raised a ValueError traceback, its
+        24 sliding layers of 12)."""
         name = f"{self.name}[{label or f'{n} layers'}]"
+        oss = self.gpt_oss_sliding_window
+        if oss:
+            oss = (oss[0], round(n * oss[1] / self.num_layers))
         if self.layer_types or self.ffn_types:
             from models.mixers import SLIDING_ATTENTION
             types, ffn = self.layer_types[:n], self.ffn_types[:n]
@@ -263,12 +270,12 @@ class ModelSpec:
             # a prefix without MoE layers (Jamba's first layer is dense) is a dense model: no routed experts
             experts = {} if "moe" in ffn or not self.is_moe else dict(num_experts=0, experts_per_token=0)
             return dataclasses.replace(self, name=name, num_layers=n, layer_types=types, ffn_types=ffn,
-                                       sliding_window_layers=window_layers,
+                                       sliding_window_layers=window_layers, gpt_oss_sliding_window=oss,
                                        sliding_window=self.sliding_window if window_layers else 0, **experts)
         window_layers = round(n * self.sliding_window_layers / self.num_layers)
         return dataclasses.replace(self, name=name, num_layers=n,
                                    first_dense_layers=min(self.first_dense_layers, n),
-                                   sliding_window_layers=window_layers,
+                                   sliding_window_layers=window_layers, gpt_oss_sliding_window=oss,
                                    sliding_window=self.sliding_window if window_layers else 0)
 
     @property

@@ -66,7 +66,7 @@ def valid_scenarios(draw):
         cluster["router"] = "round_robin"
     engine = draw(engines)
     if engine:
-        cluster["engine"] = {"framework": cluster["latency"]["framework"], **engine}
+        cluster["engine"] = {**cluster.get("engine", {}), "framework": cluster["latency"]["framework"], **engine}
     if draw(st.integers(0, 5)) == 0:
         data["scheduler"]["kind"] = "trtllm"
         data["scheduler"].pop("chunk_tokens", None)

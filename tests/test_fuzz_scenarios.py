@@ -3,7 +3,10 @@ invariants, or fails with the user-facing error — one line `draftsim: error: <
 traceback, nothing written. Scenarios span every drafter, speculation shape, acceptance model, control
 policy, scheduler, router, weight and KV dtype, hardware, latency source, KV cache (prefix caching, swap,
 host tier, ShadowKV), shared prefixes and sessions, context limits, NanoFlow nano-batches, early exit,
-disaggregation and expert parallelism; a
+disaggregation and expert parallelism, the serving engine (`cluster.engine`: releases per framework, whose rules gate
+by release, allow_long_context, SGLang's queue policy), contexts past the model's, EAGLE-3 / MTP / suffix drafters,
+draft models of other vocabularies (heterogeneous_vocab), the engines' draft-length policies and config.json models
+with sliding windows (Mistral, Qwen's use_sliding_window, gpt-oss layer_types) or YaRN contexts; a
 share of them has one field replaced by junk (a negative number, a wrong type, an unknown name) to
 exercise the bad-input paths.
 
@@ -18,6 +21,7 @@ import collections
 import contextlib
 import copy
 import io
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -28,7 +32,8 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from models import get_model, list_models
+from models import list_models
+from models.load import load_model
 from profiles.hardware import list_hardware
 from simulator.cli import main
 
@@ -42,6 +47,42 @@ SMALL_MODELS = ["llama-68m", "qwama-0.5b", "qwen2.5-coder-0.5b", "qwen2.5-coder-
 ALL_MODELS = list_models()
 HARDWARE = [h for h in list_hardware() if h != "cpu-local"]
 DRAFT_MODELS = ["llama-68m", "qwama-0.5b", "qwen2.5-coder-0.5b"]
+# draft models of another vocabulary than most targets' (smollm2: 49,152) or of Llama-3's (llama-3.2-1b: 128,256),
+# for drafter.heterogeneous_vocab and the engines' draft-vocabulary rules (profiles.engine_time.draft_vocabulary)
+VOCAB_DRAFTS = ["smollm2-135m", "llama-3.2-1b", "llama-68m"]
+# releases to draw for cluster.engine.version, across the rules that gate by release (profiles.engine_time: support,
+# draft_vocabulary, context_length, sliding_window_served, queue_defaults, batch_defaults)
+RELEASES = {"vllm": ["0.5.3", "0.6.6", "0.8.5", "0.9.2", "0.10.1", "0.11.0", "0.15.0", "0.24.0", "0.25.0", "0.27.0",
+                     "0.30.0", "0.33.0"],
+            "sglang": ["0.4.0", "0.4.3.post2", "0.4.5", "0.4.10.post2", "0.5.2", "0.5.9", "0.5.13", "0.5.15", "0.5.19",
+                       "0.5.23"],
+            "trtllm": ["0.18.0", "0.21.0", "1.0.0", "1.2.1", "1.3.0rc27", "1.4.0rc1"]}
+EAGLE3_TARGETS = ["llama-3.1-8b", "qwen3-8b", "llama-3.1-70b"]   # (a catalog head each: models/heads/eagle3.yaml)
+MTP_TARGETS = ["qwen3-next-80b-a3b", "deepseek-v3"]              # (num_mtp_modules 1)
+HF_CONFIGS = Path(__file__).resolve().parent / "data" / "hf_configs"
+
+
+def _hf(folder: str, **changes) -> dict:
+    """The published config.json of tests/data/hf_configs/`folder`, inline, with `changes` (None: removed)."""
+    cfg = json.loads((HF_CONFIGS / folder / "config.json").read_text())
+    cfg.update(changes)
+    return {key: value for key, value in cfg.items() if value is not None}
+
+
+# models of sliding-window attention and context rules as their config.json gives them (models.hf_config): served
+# windows by engine and release (profiles.engine_time.sliding_window_served), derived contexts (context_length)
+WINDOWED = [
+    str(HF_CONFIGS / "Mistral-7B-v0.1" / "config.json"),                     # a window on every layer
+    str(HF_CONFIGS / "gpt-oss-20b" / "config.json"),                         # every other layer
+    lambda: _hf("gpt-oss-20b", layer_types=None),                            # layer_types left out
+    lambda: _hf("gpt-oss-20b", layer_types=["full_attention"] * 24),         # all full (vLLM < 0.27 windows all)
+    lambda: _hf("gpt-oss-20b", layer_types=["sliding_attention"] * 24),      # all sliding
+    lambda: _hf("Qwen3-8B", use_sliding_window=True, sliding_window=4096, max_window_layers=36),   # every layer
+    lambda: _hf("Qwen3-8B", use_sliding_window=True, sliding_window=4096, max_window_layers=28),   # mixed layers
+    lambda: _hf("Qwen2.5-7B", use_sliding_window=True, sliding_window=2048),
+    lambda: _hf("Qwen3-8B", rope_scaling={"rope_type": "yarn", "factor": 4.0,                      # contexts differ
+                                          "original_max_position_embeddings": 32768}),           # by release
+]
 JUNK = st.sampled_from([-1, 0, -0.5, "x", None, [], {}, 1e30, True, "nope", [1, 2]])
 
 lengths = st.one_of(
@@ -72,6 +113,14 @@ drafters = st.one_of(
     st.builds(lambda g: {"kind": "ngram", "gamma": g}, st.integers(0, 8)),
     st.builds(lambda g, b: {"kind": "sparse_kv", "gamma": g, "kv_budget": b}, st.integers(0, 8),
               st.integers(1, 4096)),
+    st.builds(lambda m, g, het, passes: {"kind": "draft_model", "model": m, "gamma": g, "heterogeneous_vocab": het,
+                                         "passes": passes},
+              st.sampled_from(VOCAB_DRAFTS), st.integers(1, 6), st.booleans(), st.sampled_from(["chain", "chain", "vllm"])),
+    st.builds(lambda g, head: {"kind": "eagle3", "gamma": g, **({"head": head} if head else {})},
+              st.integers(0, 6), st.sampled_from([None, None, "llama-3.1-8b-eagle3", "qwen3-8b-eagle3"])),
+    st.builds(lambda g, modules: {"kind": "mtp", "gamma": g, **({"modules": modules} if modules else {})},
+              st.integers(0, 4), st.sampled_from([None, None, 1, 2])),
+    st.builds(lambda g: {"kind": "suffix", "gamma": g}, st.integers(1, 32)),
     st.builds(lambda stages: {"kind": "cascade", "stages": stages}, st.lists(st.one_of(
         st.builds(lambda t: {"tokens": t}, st.integers(1, 4)),                  # a statistical stage
         st.builds(lambda t, m, budget: {"tokens": t, "model": m, **({"kv_budget": budget} if budget else {})},
@@ -94,6 +143,10 @@ shapes = st.one_of(
     st.builds(lambda n, s: {"kind": "multidraft", "n": n, "scheme": s}, st.integers(1, 4),
               st.sampled_from(["rrs", "rrs_wor", "kseq", "naive", "optimal", "optimal_wor"])))
 
+sessions_acceptances = st.builds(   # (a model-free drafter's, from running it on real sessions)
+    lambda w: {"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", **({"workloads": [w]} if w else {})},
+    st.sampled_from([None, "code_edit", "agentic"]))
+
 acceptances = st.one_of(
     st.builds(lambda a: {"kind": "constant", "alpha": a}, st.floats(0, 1)),
     st.builds(lambda a: {"kind": "positional", "alphas": a}, st.lists(st.floats(0, 1), min_size=1, max_size=6)),
@@ -107,7 +160,8 @@ acceptances = st.one_of(
         min_size=1, max_size=3)),
     st.builds(lambda a, b, end: {"kind": "drifting", "points": [[0, a], [end, b]]}, st.floats(0, 1),
               st.floats(0, 1), st.integers(1, 60)),
-    st.builds(lambda a: {"kind": "step_level", "accept": a}, st.floats(0, 1)))
+    st.builds(lambda a: {"kind": "step_level", "accept": a}, st.floats(0, 1)),
+    sessions_acceptances)
 
 policies = st.one_of(
     st.just({"kind": "fixed"}),
@@ -118,7 +172,14 @@ policies = st.one_of(
               st.integers(0, 64)),
     st.just({"kind": "specreason"}),
     st.builds(lambda g, seed: {"kind": "thompson", "max_gamma": g, "seed": seed}, st.integers(1, 8),
-              st.integers(0, 100)))
+              st.integers(0, 100)),
+    # the engines' own draft-length rules, each gated by framework and release (profiles.engine_time.support)
+    st.builds(lambda g: {"kind": "vllm_dynamic", "schedule": [[1, 4, g], [5, 4096, max(g - 1, 0)]]}, st.integers(0, 6)),
+    st.builds(lambda sched, gate: {"kind": "trtllm_schedule", **sched, **gate},
+              st.sampled_from([{}, {"draft_len_schedule": {4: 3, 16: 1}}]),
+              st.sampled_from([{}, {"acceptance_window": 3, "acceptance_length_threshold": 0.5},
+                               {"acceptance_rate_window_size": 3, "acceptance_rate_threshold": 0.5}])),
+    st.just({"kind": "sglang_adaptive"}))
 
 schedulers = st.builds(
     lambda kind, batch, tokens, chunk, block: {"kind": kind, "max_batch_size": batch, "max_batched_tokens": tokens,
@@ -155,7 +216,7 @@ prefix_workloads = st.one_of(
 def layouts(draw, model: str):
     """Parallelism that mostly suits the model (tp divides its heads; ep > 1 only for MoE models; GPUs
     enough for its weights), sometimes not (the build must then refuse it in one line)."""
-    spec = get_model(model)
+    spec = load_model(model)
     if draw(st.integers(0, 5)) == 0:
         return {"tp": draw(st.sampled_from([1, 2, 3, 4, 8])), "pp": draw(st.sampled_from([1, 2])),
                 "ep": draw(st.sampled_from([1, 2, 8]))}
@@ -169,11 +230,49 @@ def layouts(draw, model: str):
 
 
 @st.composite
-def clusters(draw):
-    model = draw(st.sampled_from(SMALL_MODELS) if draw(st.integers(0, 3)) else st.sampled_from(ALL_MODELS))
+def engines(draw, framework: str):
+    """`cluster.engine` of `framework`: mostly a named release, sometimes allow_long_context, SGLang's queue
+    policy, the overlap scheduler either way."""
+    engine = {"framework": framework}
+    if draw(st.integers(0, 3)):
+        engine["version"] = draw(st.sampled_from(RELEASES[framework]))
+    if draw(st.integers(0, 2)) == 0:
+        engine["allow_long_context"] = draw(st.booleans())
+    if framework == "sglang" and draw(st.integers(0, 3)) == 0:
+        engine["schedule_policy"] = draw(st.sampled_from(["fcfs", "lpm", "lof", "random"]))
+    if draw(st.integers(0, 3)) == 0:
+        engine["async_scheduling"] = draw(st.booleans())
+    return engine
+
+
+def _target(draw, spec: dict):
+    """The target model: mostly one that suits the drafter (an EAGLE-3 head's, MTP modules', the sessions
+    corpus's), now and then a sliding-window or long-context config.json, else a catalog model."""
+    kind = spec.get("drafter", {}).get("kind")
+    if kind == "eagle3" and draw(st.integers(0, 3)):
+        return draw(st.sampled_from(EAGLE3_TARGETS))
+    if kind == "mtp" and draw(st.integers(0, 3)):
+        return draw(st.sampled_from(MTP_TARGETS))
+    if spec.get("acceptance", {}).get("kind") == "sessions" and draw(st.integers(0, 3)):
+        return "qwen2.5-coder-0.5b"
+    if draw(st.integers(0, 7)) == 7:   # (the rare branches of the new draws take the largest value, not 0, which
+        # hypothesis draws first: the CI set's early examples keep the draws they had)
+        model = draw(st.sampled_from(WINDOWED))
+        return model() if callable(model) else model
+    return draw(st.sampled_from(SMALL_MODELS) if draw(st.integers(0, 3)) else st.sampled_from(ALL_MODELS))
+
+
+@st.composite
+def clusters(draw, spec: dict | None = None):
+    model = _target(draw, spec or {})
     cluster = {"hardware": draw(st.sampled_from(HARDWARE)), "model": model,
                "dtype": draw(st.sampled_from(["bf16", "bf16", "bf16", "fp16", "fp8", "fp32", "fp8_block", "int4"])),
                "latency": draw(latency), "kv_cache": draw(kv_caches)}
+    if not isinstance(model, str) or model.endswith(".json"):   # a config.json: mostly its own weight format
+        if draw(st.integers(0, 3)):
+            del cluster["dtype"]
+    if draw(st.integers(0, 2)) == 2:   # a named engine (its release's rules), else the latency tables' own
+        cluster["engine"] = draw(engines(cluster["latency"]["framework"]))
     routers = ["round_robin", "least_outstanding", "join_shortest_queue"]
     cluster["router"] = draw(st.sampled_from(routers + ["prefix_aware"] * 2 if cluster["kv_cache"].get("prefix_caching")
                                              else routers))
@@ -181,6 +280,10 @@ def clusters(draw):
         cluster["kv_dtype"] = draw(st.sampled_from(["bf16", "fp16", "fp8", "fp32"]))
     if draw(st.integers(0, 7)) == 0:   # a shorter context than the model's (workload.context_overflow decides)
         cluster["max_model_len"] = draw(st.sampled_from([64, 512, 2048]))
+    elif draw(st.integers(0, 1 if cluster.get("engine", {}).get("allow_long_context") else 15)) in (1, 15):
+        # a longer one than the model's (refused, or served with cluster.engine.allow_long_context)
+        context = load_model(model).max_position_embeddings
+        cluster["max_model_len"] = context + draw(st.sampled_from([1, 256, context]))
     if draw(st.integers(0, 4)) == 0:  # disaggregated prefill/decode pools, possibly on different GPUs
         cluster["disaggregation"] = {
             "prefill": {"replicas": draw(st.integers(1, 2)), "parallelism": draw(layouts(model))},
@@ -212,10 +315,15 @@ def speculation(draw):
     if drafter["kind"] == "none" or drafter.get("gamma", 0) == 0:
         return {"drafter": drafter}
     shape = draw(shapes)
-    if shape["kind"] in ("tree", "dynamic_tree", "multidraft"):
+    if drafter["kind"] == "suffix":   # (its own draft lengths, chains, from real sessions: simulator.speculation.suffix)
+        return {"drafter": drafter, "speculation": {"kind": "chain"}, "acceptance": draw(sessions_acceptances),
+                "policy": {"kind": "fixed"}}
+    if drafter["kind"] == "ngram" and draw(st.booleans()):   # (n-gram lookups on real sessions too)
+        acceptance = draw(sessions_acceptances)
+    elif shape["kind"] in ("tree", "dynamic_tree", "multidraft"):
         acceptance = draw(acceptances.filter(lambda a: a["kind"] in ("ranked", "pair", "trace", "contexts")))
     else:
-        acceptance = draw(acceptances)
+        acceptance = draw(acceptances.filter(lambda a: a["kind"] != "sessions"))
     policy = draw(policies) if shape["kind"] == "chain" else {"kind": "fixed"}
     return {"drafter": drafter, "speculation": shape, "acceptance": acceptance, "policy": policy}
 
@@ -225,14 +333,21 @@ def scenarios(draw, junk: bool = True):
     """A scenario; with `junk`, a quarter of them has one field replaced by junk (without, the draws up to
     that point are the same: tests/test_determinism_fuzz.py draws mostly valid scenarios from here)."""
     arrival = draw(arrivals)
+    spec = draw(speculation())
     data = {"name": "fuzz", "seed": draw(st.integers(0, 2**16)),
             "workload": {"arrival": arrival, "prompt_tokens": draw(lengths), "output_tokens": draw(lengths),
                          "num_requests": draw(st.integers(1, 40)),
                          **(draw(prefix_workloads) if arrival["process"] != "closed_loop" else {}),
                          "context_overflow": draw(st.sampled_from(["error", "drop", "truncate"]))},
-            "cluster": draw(clusters()), **draw(speculation()), "scheduler": draw(schedulers),
+            "cluster": draw(clusters(spec)), **spec, "scheduler": draw(schedulers),
             "slo": {"ttft_s": draw(st.floats(0.01, 5)), "tpot_s": draw(st.floats(0.001, 0.2))},
             "outputs": {"plots": False}}
+    if data["cluster"].get("engine", {}).get("version") and draw(st.integers(0, 2)):
+        del data["scheduler"]["kind"]   # (the release's own: profiles.engine_time.batch_defaults.engine_scheduler_kind)
+    if draw(st.integers(0, 11)) == 11:   # prompts past the contexts of 4K-32K models (derived contexts, long contexts)
+        low = draw(st.sampled_from([3000, 7000, 30000]))
+        data["workload"].update(prompt_tokens={"kind": "uniform", "low": low, "high": low + 4000},
+                                num_requests=min(data["workload"]["num_requests"], 8))
     plain = data["drafter"]["kind"] == "none"
     if draw(st.integers(0, 3 if plain else 15)) == 0:  # SpecEE/CALM-style early exits (modelled for plain decoding)
         layers = sorted(draw(st.lists(st.integers(1, 40), min_size=1, max_size=3, unique=True)))
@@ -306,6 +421,10 @@ def _known(**sections) -> dict:
 @example(data=_known(cluster={"model": "jamba-1.5-mini", "parallelism": {"tp": 2}},      # a 1-layer head of a hybrid
                      drafter={"kind": "head", "style": "autoregressive", "gamma": 1, "layers": 1}))  # MoE (its first
 # layer is dense): ValueError "ffn_types lists moe layers exactly when num_experts > 0" (found by a 2,500-example run)
+@example(data=_known(cluster={"hardware": "h200", "model": _hf("gpt-oss-20b", layer_types=["sliding_attention"] * 24),
+                              "parallelism": {"tp": 2}},   # a layer-skipping draft of a gpt-oss whose layer_types are
+                     drafter={"kind": "layer_skip", "gamma": 2, "layers_fraction": 0.5}))   # all sliding: ValueError
+# "gpt_oss_sliding_window is (128, 24)" in its 12-layer prefix (found by a 3,000-example run, session 25)
 def test_every_scenario_runs_or_fails_with_one_clean_line(data):
     with tempfile.TemporaryDirectory() as tmp:
         code, out, err = run_cli(data, Path(tmp))

@@ -2854,6 +2854,29 @@ CASES = [
             {"kind": "none"}, {"kind": "eagle3", "head": "qwen3-8b-eagle3", "gamma": [2]}]}),
             "draftsim plan: error: plan.search.drafters.1.head: EAGLE-3 head 'qwen3-8b-eagle3' has no embedding of "
             "its own (shares_embedding: true) and a 151,936-token vocabulary, llama-3-8b 128,256: vllm 0.10.0"),
+    # session 25, fuzz25: a cascade stage's draft model of another vocabulary size ran on a named vLLM release that
+    # refuses the same model as drafter.model (the engine family rules run a cascade as a draft model), exit 0
+    Hostile("fuzz25_cascade_stage_of_another_vocabulary_on_a_named_vllm_release", run(
+        cluster={"engine": {"framework": "vllm", "version": "0.20.0"}},
+        drafter={"kind": "cascade", "stages": [{"tokens": 2, "model": "llama-68m"}]}),
+            "draftsim: error: drafter.stages[0].model: llama-68m has a 32,000-token vocabulary and llama-3-8b "
+            "128,256: vllm 0.20.0 refuses such a draft model"),
+    # with cluster.latency.engine_time: false a named release's rules were skipped: a draft model ran on vLLM 0.11.0
+    # and suffix decoding on SGLang 0.5.23, exit 0 (refused with engine time on)
+    Hostile("fuzz25_draft_model_on_vllm_0_11_without_engine_time", run(
+        cluster={"latency": {"engine_time": False}, "engine": {"framework": "vllm", "version": "0.11.0"}},
+        drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 2}),
+            "draftsim: error: cluster.engine.version: vllm 0.11.0 raises at start-up for a draft model"),
+    Hostile("fuzz25_suffix_on_sglang_without_engine_time", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "latency": {"engine_time": False},
+                 "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "suffix"}, acceptance={"kind": "sessions"}),
+            "draftsim: error: drafter.kind: sglang 0.5.23 has no suffix decoding"),
+    # drafter.passes 'vllm' (vLLM V1's DraftModelProposer layout, from 0.15.0) was priced on a named SGLang, exit 0
+    Hostile("fuzz25_vllm_draft_passes_on_sglang", run(
+        cluster={"engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 2, "passes": "vllm"}),
+            "draftsim: error: drafter.passes: sglang 0.5.23 has no vLLM V1 DraftModelProposer"),
 ]
 
 

@@ -79,10 +79,13 @@ def _sglang_rule(version: str) -> tuple[str, str] | None:
 _REFUSING: dict[str, Callable[[str], tuple[str, str] | None]] = {"vllm": _vllm_rule, "sglang": _sglang_rule}
 
 
-def vocab_refusal(framework: str, version: str, target, draft, heterogeneous: bool = False) -> tuple[str, str] | None:
+def vocab_refusal(framework: str, version: str, target, draft, heterogeneous: bool = False,
+                  field: str = FIELD) -> tuple[str, str] | None:
     """(field, why) where `framework` `version` refuses draft model `draft` for `target` (ModelSpecs) because of
     their vocabulary sizes, given whether the scenario asks for vLLM's heterogeneous-vocabulary drafting; None where
-    it serves the pair (or draftsim does not check that engine: module docstring)."""
+    it serves the pair (or draftsim does not check that engine: module docstring). `field`: where the draft model
+    is named, drafter.model or a cascade stage's model (`drafter.stages[i].model`: no heterogeneous_vocab there, so
+    the refusal offers none)."""
     if heterogeneous:
         if framework != "vllm":
             return HETEROGENEOUS_FIELD, (f"{framework} has no heterogeneous-vocabulary drafting (vLLM's "
@@ -100,6 +103,8 @@ def vocab_refusal(framework: str, version: str, target, draft, heterogeneous: bo
     if found is None:
         return None
     rule, way = found
-    return FIELD, (f"{draft.name} has a {draft.vocab_size:,}-token vocabulary and {target.name} {target.vocab_size:,}: "
+    if field != FIELD:   # (a cascade stage: heterogeneous_vocab is drafter kind draft_model's)
+        way = ""
+    return field, (f"{draft.name} has a {draft.vocab_size:,}-token vocabulary and {target.name} {target.vocab_size:,}: "
                    f"{framework} {version} refuses such a draft model, {rule}; allowed: a draft model of "
                    f"{target.vocab_size:,} tokens{way}")

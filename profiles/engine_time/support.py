@@ -53,6 +53,7 @@ class Context:
     method: str | None = None            # eagle3 and mtp apart from their family `eagle`; else the family
     gate: str | None = None              # policy trtllm_schedule's acceptance gate: "length", "rate" or None
     schedule: bool = False               # policy trtllm_schedule gives a draft_len_schedule
+    passes: str | None = None            # a draft model's pass layout (drafter.passes: chain | vllm; None: no draft model)
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,12 @@ RULES: tuple[Rule, ...] = (
          "raises at start-up for a draft model ('Speculative decoding with draft model is not supported yet', "
          "vllm/config/speculative.py SpeculativeConfig.__post_init__ in v0.11.0 through v0.14.x; v0.15.0 runs "
          f"method draft_model, vllm/v1/spec_decode/draft_model.py); {_DRAFT_MODEL_ALLOWED}"),
+    # drafter.passes 'vllm' prices vLLM V1's DraftModelProposer (vllm/v1/spec_decode/draft_model.py, first in v0.15.0:
+    # the rule above); another engine, or a vLLM release without it, runs its draft model otherwise
+    *(Rule(span, lambda s, c: c.passes == "vllm", "drafter.passes",
+           "has no vLLM V1 DraftModelProposer (vllm/v1/spec_decode/draft_model.py, from vLLM v0.15.0), the pass layout "
+           "'vllm' prices; expected 'chain' here")
+      for span in (Span("vllm", "0", "0.15.0"), Span("sglang"), Span("trtllm"))),
     Rule(Span("vllm", "0.10.0", "0.14.0"), lambda s, c: s.async_scheduling is True and _spec(s, c),
          "cluster.engine.async_scheduling",
          "runs async scheduling without speculative decoding only (PR #19970; EAGLE/MTP with async scheduling "

@@ -229,36 +229,38 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
     (profiles.engine_time.support), as it runs with the scenario's drafter, scheduler limits (`max_seqs`: its
     running-request limit, `max_num_seqs`) and GPUs; `mla`: the target's attention is MLA; `role`: the pool's
     role when disaggregated (prefill | decode; None: colocated); `gate`: the acceptance gate a trtllm_schedule
-    policy gives (TrtllmSchedulePolicyConfig.gate) and `schedule` whether it gives a draft_len_schedule."""
-    from profiles.engine_time.frameworks import Deployment, build_engine, entry_for
+    policy gives (TrtllmSchedulePolicyConfig.gate) and `schedule` whether it gives a draft_len_schedule. With engine
+    time off, a release the scenario names is checked all the same (it must exist, and serve the scenario)."""
+    from profiles.engine_time.frameworks import Deployment, build_engine
     from profiles.engine_time.graphs import DATACENTER_BLACKWELL, PrefillContext
-    from profiles.engine_time.support import Context, UnsupportedCombination, check
+    from profiles.engine_time.support import Context, UnsupportedCombination
     from simulator.config.engine import EngineConfig
     engine_cfg = engine_cfg if engine_cfg is not None else EngineConfig()
     own = LATENCY_SOURCES[lat.source].engine_time
     enabled = lat.engine_time if lat.engine_time is not None else (hw.id != "cpu-local" or own)
     family = drafter_family(drafter) if speculating else None
+    context = Context(drafter=family, tree=tree, pp=par.pp, attention_dp=par.attention_dp,
+                      mixed_chunks=scheduler is not None and scheduler.kind in ("sarathi", "vllm_v1"),
+                      num_scheduler_steps=engine_cfg.num_scheduler_steps,
+                      policy=policy if speculating and policy != "fixed" else None, tp=par.tp,
+                      draft_tp=getattr(drafter, "tp", None) if family == "draft_model" else None,
+                      method=speculation_method(drafter) if speculating else None,
+                      gate=gate if speculating else None, schedule=schedule and speculating,
+                      passes=getattr(drafter, "passes", None) if speculating else None)
     if not enabled:
         if engine_cfg.version is not None or lat.engine_version is not None:
-            try:   # a release named is one that exists, priced or not (`version: "99.0"` ran with engine_time off)
-                engine_release(lat, engine_cfg, latency)
-            except FieldError as exc:
+            # a release named is one that exists and serves the scenario, priced or not (`version: "99.0"` ran with
+            # engine_time off, and so did suffix decoding on a named SGLang, a draft model on vLLM 0.11.0)
+            try:
+                _check_release(lat, engine_cfg, latency, context)
+            except (UnsupportedCombination, FieldError) as exc:
                 raise ScenarioError(exc.field, exc.message) from None
         return None
     if own:   # the profiled engine's own host time per step
         from profiles.engine_time.engine_profile import engine_time_of
         return engine_time_of(latency.profile, family)
     try:
-        settings, version = engine_release(lat, engine_cfg, latency)
-        entry = entry_for(settings.framework, settings.version)
-        mixed = scheduler is not None and scheduler.kind in ("sarathi", "vllm_v1")
-        context = Context(drafter=family, tree=tree, pp=par.pp, attention_dp=par.attention_dp, mixed_chunks=mixed,
-                          num_scheduler_steps=engine_cfg.num_scheduler_steps,
-                          policy=policy if speculating and policy != "fixed" else None, tp=par.tp,
-                          draft_tp=getattr(drafter, "tp", None) if family == "draft_model" else None,
-                          method=speculation_method(drafter) if speculating else None,
-                          gate=gate if speculating else None, schedule=schedule and speculating)
-        check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
+        settings, version = _check_release(lat, engine_cfg, latency, context)
         deployment = Deployment(max_num_seqs=max_seqs,
                                 max_num_tokens=scheduler.max_batched_tokens if scheduler is not None else 8192,
                                 q=q, speculating=speculating, gpu_memory_bytes=device_total_bytes(hw), tp=par.tp,
@@ -268,6 +270,17 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
     except (UnsupportedCombination, FieldError) as exc:
         raise ScenarioError(exc.field, exc.message) from None
     return engine.for_drafter(family, keep_overlap=settings.async_scheduling is True, tree=tree)
+
+
+def _check_release(lat: LatencyConfig, engine_cfg, latency, context) -> tuple:
+    """`engine_release`'s (EngineSettings, version), checked against what that version offers and refuses for the
+    scenario's `context` (profiles.engine_time.support.check: UnsupportedCombination naming the field)."""
+    from profiles.engine_time.frameworks import entry_for
+    from profiles.engine_time.support import check
+    settings, version = engine_release(lat, engine_cfg, latency)
+    entry = entry_for(settings.framework, settings.version)
+    check(settings, version, context, tuple(entry["graphs"]["modes"]), _modes_elsewhere(settings.framework))
+    return settings, version
 
 
 def _modes_elsewhere(framework: str) -> dict[str, list[str]]:
@@ -364,6 +377,25 @@ def check_eagle3_embedding(release: tuple[str, str | None], target: ModelSpec, d
     found = head_embedding_refusal(framework, version, target, resolve_head(drafter, target))
     if found is not None:
         raise ScenarioError(*found)
+
+
+def check_cascade_vocabulary(release: tuple[str, str | None], target: ModelSpec, drafter) -> None:
+    """check_draft_vocabulary for each model stage of a cascade drafter (drafter.kind cascade), which the engine
+    family rules run as draft models (simulator.cost.drafters.ENGINE_FAMILIES): vLLM 0.20.0 refuses
+    `drafter: {kind: draft_model, model: smollm2-135m}` for Llama-3-8B, and ran the same model as a one-stage cascade,
+    exit 0. A stage's `inner_model` drafts for the stage's model, not the target (a vertical cascade, draftsim's
+    own: theory.cascade), and is not checked."""
+    from models import get_model
+    from profiles.engine_time.draft_vocabulary import vocab_refusal
+    framework, version = release
+    if version is None:
+        return
+    for i, stage in enumerate(drafter.stages):
+        if stage.model is None or stage.model == "self":
+            continue
+        found = vocab_refusal(framework, version, target, get_model(stage.model), field=f"drafter.stages[{i}].model")
+        if found is not None:
+            raise ScenarioError(*found)
 
 
 def pool_release(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, dtype: str, kv_dtype: str | None,
@@ -631,6 +663,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if built_drafter is not None and getattr(drafter, "kind", None) == "eagle3" and release_named(latency,
                                                                                                   engine_config):
         check_eagle3_embedding(release, target, drafter)
+    if built_drafter is not None and getattr(drafter, "kind", None) == "cascade" \
+            and release_named(latency, engine_config):
+        check_cascade_vocabulary(release, target, drafter)
     context_len, context_rule = context_and_rule(target, max_model_len, release,
                                                  bool(getattr(engine_config, "allow_long_context", None)))
     if not price_only:   # (`draftsim estimate` keeps its own documented limits)

@@ -46,7 +46,7 @@ class LatencyConfig(Strict):
     `roofline` (datasheet peaks × efficiencies), `engine_profile` (a real engine's own measured passes and
     per-step host time, `draftsim profile --engine vllm`, in `profile_dir`). `engine_time`: pay the framework's per-step engine time
     (profiles.engine_time); default: on for GPUs, off for the local CPU (its profile measures host work
-    per pass instead). `engine_version`: the framework version whose engine behaviour is modelled
+    per pass instead); off, a release the scenario names is still checked against what it offers and refuses. `engine_version`: the framework version whose engine behaviour is modelled
     (scheduling overlap, CUDA-graph modes), when it differs from the measured tables' version (default:
     the tables' version, or the newest). `nano_batches` k ≥ 2 (NanoFlow): decode-only target passes run as k
     nano-batches whose compute-, memory- and network-bound ops overlap (simulator.cost.nanoflow)."""

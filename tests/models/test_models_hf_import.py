@@ -447,3 +447,21 @@ def test_gpt_oss_layer_types_other_than_the_default_keep_the_window_for_the_engi
     assert (few.sliding_window, few.sliding_window_layers, few.gpt_oss_sliding_window) == (128, 6, (128, 6))
     assert spec_from_hf_config(_published("gpt-oss-20b"), "x").gpt_oss_sliding_window == ()
     assert spec_from_hf_config(_published("gpt-oss-20b", layer_types="absent"), "x").gpt_oss_sliding_window == ()
+
+
+@pytest.mark.parametrize("types, listed", [(["sliding_attention"] * 24, 24), (["full_attention"] * 24, 0),
+                                           (["full_attention", "sliding_attention"] * 12, 12)])
+def test_a_layer_prefix_of_a_gpt_oss_keeps_its_share_of_the_listed_sliding_layers(types, listed):
+    """ModelSpec.with_layers (a layer-skipping draft, a draft head) of a gpt-oss whose layer_types are not the default:
+    the count its config.json lists sliding becomes the prefix's share, rounded, as its sliding layers do. Before,
+    the prefix kept the whole model's count and failed its own check with a traceback (`draftsim run`, drafter
+    layer_skip on a gpt-oss-20b config.json with 24 sliding layers: 'gpt_oss_sliding_window is (128, 24)')."""
+    spec = spec_from_hf_config(_gpt_oss(layer_types=types), "x")
+    assert spec.gpt_oss_sliding_window == (128, listed)
+    for n in (1, 5, 12, 24):
+        prefix = spec.with_layers(n)
+        assert prefix.gpt_oss_sliding_window == (128, round(n * listed / 24)), n
+    data = scenario(workload={"num_requests": 4}, cluster={"hardware": "h200", "model": _gpt_oss(layer_types=types),
+                                                         "dtype": "mxfp4", "parallelism": {"tp": 2}},
+                    drafter={"kind": "layer_skip", "gamma": 2, "layers_fraction": 0.5})
+    assert simulator.run(data).summary["requests_finished"] == 4

@@ -77,3 +77,26 @@ def test_a_run_applies_it_where_the_release_is_named_or_heterogeneous_drafting_i
     result = simulator.run(scenario(drafter=draft, cluster={"engine": {"framework": "sglang", "version": "0.5.14"}},
                                     **small))
     assert result.summary["requests_finished"] == 20
+
+
+def test_a_cascade_stage_model_is_checked_as_a_draft_model():
+    """A cascade runs as a draft model under the engine family rules (simulator.cost.drafters.ENGINE_FAMILIES): where
+    the release is named, a stage's model of another vocabulary size is refused as drafter.model is, naming the
+    stage (no heterogeneous_vocab offered: a cascade has none); a stage of the target's vocabulary, `self` and a
+    statistical stage are served, and a scenario that names no release simulates the pairing as the algorithm."""
+    import simulator
+    from simulator.errors import ScenarioError
+    from sim_helpers import scenario
+    small = {"workload": {"num_requests": 10}}
+    vllm = {"engine": {"framework": "vllm", "version": "0.20.0"}}
+    foreign = {"kind": "cascade", "stages": [{"tokens": 1}, {"tokens": 2, "model": "llama-68m"}]}
+    with pytest.raises(ScenarioError, match=r"^drafter.stages\[1\].model: llama-68m .*vllm 0.20.0 refuses such a draft "
+                                            r"model.*allowed: a draft model of 128,256 tokens$"):
+        simulator.run(scenario(drafter=foreign, cluster=vllm, **small))
+    with pytest.raises(ScenarioError, match=r"^drafter.stages\[1\].model: .*sglang 0.5.15 refuses"):
+        simulator.run(scenario(drafter=foreign, cluster={"engine": {"framework": "sglang", "version": "0.5.15"}},
+                               **small))
+    assert simulator.run(scenario(drafter=foreign, **small)).summary["requests_finished"] == 10
+    own = {"kind": "cascade", "stages": [{"tokens": 1, "model": "self", "kv_budget": 64},
+                                         {"tokens": 2, "model": "llama-3.2-1b"}]}
+    assert simulator.run(scenario(drafter=own, cluster=vllm, **small)).summary["requests_finished"] == 10

@@ -1064,3 +1064,23 @@ def test_the_measured_tables_are_found_by_release_not_spelling():
     a = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=1, context_tokens=0, latency={"version": "0.24"})
     b = simulator.estimate_step("llama-3-8b", "h100-sxm", batch=1, context_tokens=0, latency={"version": "0.24.0"})
     assert a["seconds"] == b["seconds"] and a["latency_source"]["version"] == "0.24.0"
+
+
+@pytest.mark.parametrize("engine,refused", [({"framework": "vllm", "version": "0.6.6"}, True),
+                                            ({"framework": "sglang", "version": "0.5.23"}, True),
+                                            ({"framework": "trtllm", "version": "1.2.1"}, True),
+                                            ({"framework": "sglang"}, True),   # (the tables' release, implied)
+                                            ({"framework": "vllm", "version": "0.15.0"}, False)])
+def test_the_vllm_pass_layout_of_a_draft_model_needs_vllm_from_0_15(engine, refused):
+    """drafter.passes 'vllm' prices vLLM V1's DraftModelProposer (vllm/v1/spec_decode/draft_model.py, from v0.15.0):
+    SGLang 0.5.23, TensorRT-LLM 1.2.1 and vLLM V0 (0.6.6) ran with it, exit 0."""
+    data = scenario(workload={"num_requests": 5}, cluster={"engine": engine},
+                    drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3, "passes": "vllm"})
+    if not refused:
+        assert simulator.run(data).summary["requests_finished"] == 5
+        return
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    text = str(err.value)
+    assert err.value.field == "drafter.passes" and "\n" not in text and "DraftModelProposer" in text, text
+    assert "expected 'chain' here" in text, text
