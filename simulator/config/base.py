@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import types
 from functools import cache
@@ -68,6 +69,17 @@ class Strict(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _tuples_as_lists(cls, data):
+        """A tuple (or a 1-D NumPy array) where a field takes a list, as the list of its items (`alphas=(0.8,
+        0.7)`, `capture_sizes=np.arange(1, 9)` through the Python API: strict mode refused both as 'Input should
+        be a valid list', where pydantic's lax mode took them); the items stay strict."""
+        if isinstance(data, dict):
+            return {name: _as_lists(cls.model_fields[name].annotation, value) if name in cls.model_fields else value
+                    for name, value in data.items()}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _no_sets(cls, data):
         """A Python set (through the API) has no order of its own: pydantic took {0.9, 0.8} for a list of
         positional alphas in whatever order the set iterates (for texts, one that changes with the hash seed)."""
@@ -91,6 +103,38 @@ def _python_scalars(value, np):
     if isinstance(value, dict):
         return {_python_scalars(key, np): _python_scalars(item, np) for key, item in value.items()}
     return value
+
+
+def _as_lists(annotation, value):
+    """`value` with a tuple or 1-D NumPy array as a list where `annotation` (through unions and Annotated) takes a
+    list and no tuple, through the items of lists and the values of mappings the annotation types."""
+    kinds = _members(annotation)
+    if any(get_origin(k) is list for k in kinds) and not any(get_origin(k) is tuple or k in (tuple, Any) for k in kinds):
+        np = sys.modules.get("numpy")
+        if isinstance(value, tuple):
+            value = list(value)
+        elif np is not None and isinstance(value, np.ndarray) and value.ndim == 1:
+            value = value.tolist()
+    if isinstance(value, list):
+        items = [get_args(k)[0] for k in kinds if get_origin(k) is list and get_args(k)]
+        return [_as_lists(items[0], item) for item in value] if len(items) == 1 else value
+    if isinstance(value, dict):
+        values = [get_args(k)[1] for k in kinds if get_origin(k) is dict and len(get_args(k)) == 2]
+        return {key: _as_lists(values[0], item) for key, item in value.items()} if len(values) == 1 else value
+    return value
+
+
+def path_as_text(value):
+    """A path object (pathlib.Path, any os.PathLike of text) as its text, where a field takes a name or a path
+    as text (`cluster.model=Path("configs/config.json")` through the Python API; YAML writes text)."""
+    if isinstance(value, os.PathLike):
+        path = os.fspath(value)
+        return path if isinstance(path, str) else value
+    return value
+
+
+# a field that takes a catalog name or a file path as text: a path object is taken as its text
+PATH_TEXT = BeforeValidator(path_as_text)
 
 
 def _members(kind) -> list:

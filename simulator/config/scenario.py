@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 
 from simulator.console.printable import printable
 from simulator.errors import ScenarioError
-from simulator.config.base import Strict, field_error
+from simulator.config.base import PATH_TEXT, Strict, field_error
 from simulator.config.dask_address import SCHEDULER_SCHEMES, scheduler_address
 from simulator.results.slo import SLO
 from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, FixedPolicyConfig, SparseKVDrafterConfig, HeadDrafterConfig, LayerSkipDrafterConfig,
@@ -41,7 +41,7 @@ class PoolConfig(Strict):
 
     replicas: int = Field(1, ge=1, le=4096)
     parallelism: ParallelismConfig = ParallelismConfig()
-    hardware: str | dict[Any, Any] | None = None
+    hardware: Annotated[str | dict[Any, Any] | None, PATH_TEXT] = None
     router: str = "round_robin"
 
     @field_validator("hardware")
@@ -159,8 +159,8 @@ class ClusterConfig(Strict):
     free_gpu_memory_fraction); default: the engine's own (0.9 for vLLM and TensorRT-LLM, SGLang's by release,
     GPU and deployment: simulator.cluster.sglang_memory)."""
 
-    hardware: str | dict[Any, Any] = "h100-sxm"   # (keys named by profiles.hardware_file, as model's by models.load)
-    model: str | dict[Any, Any]   # (a mapping's keys are named by models.load: a number key is an unknown field)
+    hardware: Annotated[str | dict[Any, Any], PATH_TEXT] = "h100-sxm"   # (keys named by profiles.hardware_file, as model's by models.load)
+    model: Annotated[str | dict[Any, Any], PATH_TEXT]   # (a mapping's keys are named by models.load: a number key is an unknown field)
     dtype: Literal["fp32", "bf16", "fp16", "fp8", "fp8_block", "int4", "nvfp4", "mxfp4"] = "bf16"
     kv_dtype: Literal["fp32", "bf16", "fp16", "fp8", "nvfp4"] | None = None
     max_model_len: int | None = Field(None, ge=2)
@@ -259,7 +259,7 @@ class DraftModelDrafterConfig(Strict):
     (simulator.cost.layer_parallel)."""
 
     kind: Literal["draft_model"]
-    model: str
+    model: Annotated[str, PATH_TEXT]
     gamma: int = Field(4, ge=0, le=64)
     tp: int = Field(1, ge=1, le=64)
     placement: Literal["colocated", "separate", "cpu"] = "colocated"
@@ -316,7 +316,7 @@ class TraceAcceptanceConfig(Strict):
     scenario; `drafter`: which measured drafter's columns to use."""
 
     kind: Literal["trace"]
-    trace: str
+    trace: Annotated[str, PATH_TEXT]
     drafter: Literal["draft", "skip", "ngram"] = "draft"
     mode: Literal["greedy", "sample"] = "greedy"
     temperature: float = Field(1.0, gt=0.0, allow_inf_nan=False)

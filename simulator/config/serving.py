@@ -5,12 +5,12 @@ imports them): reading them does not build the scenario's other ~60 section mode
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
 
 from profiles.select import SOURCES
-from simulator.config.base import Strict, VersionText
+from simulator.config.base import PATH_TEXT, Strict, VersionText
 
 
 class ParallelismConfig(Strict):
@@ -27,7 +27,7 @@ class MoeConfig(Strict):
 
     routing: Literal["uniform", "zipf", "trace"] = "uniform"
     zipf_exponent: float = Field(1.0, gt=0.0, le=10.0)
-    routing_trace: str | None = None
+    routing_trace: Annotated[str | None, PATH_TEXT] = None
     prescheduling_hit_rate: float = Field(0.0, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
@@ -54,7 +54,7 @@ class LatencyConfig(Strict):
     source: Literal[SOURCES] = "auto"   # (profiles.select.LATENCY_SOURCES)
     framework: Literal["vllm", "sglang", "trtllm"] = "vllm"
     version: VersionText = None
-    profile_dir: str | None = None
+    profile_dir: Annotated[str | None, PATH_TEXT] = None
     engine_time: bool | None = None
     engine_version: VersionText = None
     nano_batches: int = Field(1, ge=1, le=64)

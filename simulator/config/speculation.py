@@ -44,7 +44,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, model_validator
 
-from simulator.config.base import FROM_YAML, Strict, field_error
+from simulator.config.base import FROM_YAML, PATH_TEXT, Strict, field_error
 from simulator.core.workload import MAX_NUM_REQUESTS
 
 
@@ -81,7 +81,7 @@ class Eagle3DrafterConfig(Strict):
     budget}` = SGLang's speculative_eagle_topk, speculative_num_steps, speculative_num_draft_tokens."""
 
     kind: Literal["eagle3"]
-    head: str | dict[str, Any] | None = None
+    head: Annotated[str | dict[str, Any] | None, PATH_TEXT] = None
     gamma: int = Field(3, ge=0, le=64)
 
 
@@ -147,7 +147,7 @@ class SessionsAcceptanceConfig(Strict):
     as in the corpus's `workload` column (code_edit, agentic in the generated corpus; sharegpt; default all)."""
 
     kind: Literal["sessions"]
-    corpus: str = "sessions-qwen2.5-coder-0.5b"
+    corpus: Annotated[str, PATH_TEXT] = "sessions-qwen2.5-coder-0.5b"
     workloads: list[str] | None = Field(None, min_length=1)
 
 
@@ -174,13 +174,13 @@ class CascadeStageConfig(Strict):
     are phrases kept from the target's earlier verifications, accepted with `reuse_alpha` instead of
     `inner_alpha` (theory.cascade.expected_passes)."""
 
-    model: str | None = None
+    model: Annotated[str | None, PATH_TEXT] = None
     tokens: int = Field(ge=1, le=64)
     tp: int = Field(1, ge=1, le=64)
     kv_budget: int | None = Field(None, ge=1)
     inner_gamma: int = Field(0, ge=0, le=16)
     inner_alpha: float = Field(0.0, ge=0.0, le=1.0)
-    inner_model: str | None = None
+    inner_model: Annotated[str | None, PATH_TEXT] = None
     reuse_hit_rate: float = Field(0.0, ge=0.0, le=1.0)
     reuse_alpha: float | None = Field(None, ge=0.0, le=1.0)
 

@@ -195,3 +195,38 @@ def test_the_simulation_keys_old_place_still_runs_with_a_warning():
     assert result.scenario.simulation.step_mode == "step" and result.scenario.simulation.workers == 1
     assert {str(w.message) for w in caught} >= {"scheduler.step_mode is now simulation.step_mode",
                                                 "scheduler.workers is now simulation.workers"}
+
+
+def test_what_a_python_user_writes_for_a_list_or_a_path_is_taken():
+    """Strict mode refused a tuple or a 1-D NumPy array where a field takes a list (`alphas=(0.8, 0.7)`,
+    `capture_sizes=np.arange(1, 5)`: 'Input should be a valid list', where pydantic's lax mode took them) and a
+    Path object where a field takes a name or a path as text (`cluster.model=Path(".../config.json")`); each now
+    validates to what the list or the text gives. Their items stay strict, and a value of another type is still
+    refused in one line."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from simulator.api import prepare
+    from simulator.errors import ScenarioError
+    draft = {"kind": "draft_model", "model": Path("llama-68m"), "gamma": 2}
+    config = Path(__file__).resolve().parents[2] / "data" / "hf_configs" / "Llama-3.1-8B" / "config.json"
+    as_list = {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 2},
+               "acceptance": {"kind": "positional", "alphas": [0.8, 0.5]},
+               "cluster": {"engine": {"framework": "vllm", "capture_sizes": [1, 2, 4]}, "model": str(config)}}
+    want = prepare(merge(scenario(), as_list)).scenario
+    for alphas, sizes in [((0.8, 0.5), (1, 2, 4)), (np.array([0.8, 0.5]), np.array([1, 2, 4], dtype=np.int32))]:
+        got = prepare(merge(scenario(), {"drafter": draft, "acceptance": {"kind": "positional", "alphas": alphas},
+                                         "cluster": {"engine": {"framework": "vllm", "capture_sizes": sizes},
+                                                     "model": config}})).scenario
+        assert got == want and type(got.acceptance.alphas) is list and type(got.cluster.model) is str
+    for overrides, says in [({"acceptance": {"kind": "positional", "alphas": ("0.8",)}},
+                             "acceptance.alphas.0: Input should be a valid number, not the text '0.8'"),
+                            ({"acceptance": {"kind": "positional", "alphas": (True, 0.5)}},
+                             "acceptance.alphas: Input should be a number, not the boolean true"),
+                            ({"seed": np.array([3])}, "seed: Input should be a valid integer, not a ndarray"),
+                            ({"name": Path("t")}, "name: Input should be a valid string, not a PosixPath")]:
+        with pytest.raises(ScenarioError) as err:
+            prepare(merge(scenario(), {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 2}}
+                          | overrides))
+        assert str(err.value) == says
