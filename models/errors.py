@@ -6,6 +6,7 @@ Ctrl-C is one line, exit 130."""
 from __future__ import annotations
 
 import argparse
+import numbers
 import sys
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -61,6 +62,12 @@ def is_boolean(value) -> bool:
         return True
     np = sys.modules.get("numpy")   # not imported: no NumPy boolean can exist
     return np is not None and isinstance(value, np.bool_)
+
+
+def is_integer(value) -> bool:
+    """A Python or a NumPy integer (`np.int64` out of an array or a DataFrame row, through the Python API), never
+    a boolean; `int(value)` is the Python int."""
+    return isinstance(value, numbers.Integral) and not is_boolean(value)
 
 
 def brief(value) -> str:

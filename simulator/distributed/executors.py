@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator
 
+from models.errors import is_integer
 from simulator.config.dask_address import SCHEDULER_SCHEMES, scheduler_address
 from simulator.console.interrupts import held, leave_to_parent
 from simulator.errors import ScenarioError
@@ -278,8 +279,9 @@ def dask_executor(spec: str, workers: int | None = None, field: str = FIELD) -> 
 
 def make_executor(spec: str | Any = "local", workers: int | None = None):
     """An executor from its name/URL, or `spec` itself when it already is one (or a dask Client)."""
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+    if workers is not None and (not is_integer(workers) or workers < 1):
         raise ScenarioError("--workers", f"must be an integer >= 1, got {workers!r}")
+    workers = None if workers is None else int(workers)   # (a NumPy integer, through the Python API)
     if not isinstance(spec, str):
         if hasattr(spec, "imap_unordered"):
             return spec

@@ -82,13 +82,11 @@ def _scheduler_config(scheduler):
 def _counts(**counts) -> list[int]:
     """The counts as Python ints, in order. A NumPy integer (`for b in np.arange(...)`) was refused as 'must
     be an integer >= 1, got np.int64(4)'; a boolean, Python's or NumPy's, is no count."""
-    import numbers
-
-    from models.errors import is_boolean
+    from models.errors import is_integer
     from simulator.errors import ScenarioError
     for name, value in counts.items():
         low = 1 if name in ("tp", "batch", "query_tokens") else 0
-        if is_boolean(value) or not isinstance(value, numbers.Integral) or value < low:
+        if not is_integer(value) or value < low:
             raise ScenarioError(name, f"must be an integer >= {low}, got {value!r}")
     return [int(value) for value in counts.values()]
 
@@ -160,7 +158,9 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
     from simulator.cluster.implied import naming_implied, release_notes
     from simulator.config.validation import validate_config
     from simulator.config.serving import MoeConfig, ParallelismConfig
+    from simulator.config.base import path_as_text
 
+    model, hardware = path_as_text(model), path_as_text(hardware)   # (a Path to a config.json or hardware YAML)
     tp, batch, context_tokens, query_tokens, prefill_tokens = _counts(
         tp=tp, batch=batch, context_tokens=context_tokens, query_tokens=query_tokens, prefill_tokens=prefill_tokens)
     new_tokens = prefill_tokens if prefill_tokens else query_tokens

@@ -30,7 +30,7 @@ import pandas as pd
 
 from simulator.errors import ScenarioError
 from simulator.workflows.plan.screen import DEPLOYMENTS, screen, workload_means
-from models.errors import bounded, is_boolean
+from models.errors import bounded, is_integer
 from simulator.workflows.plan.config import MAX_CONFIRM_TOP, enumerate_candidates, load_plan
 from simulator.workflows.plan.des_cache import DesCache, confirm_point, run_key
 from simulator.console.contract import QUIET_HELP, parse_args
@@ -248,11 +248,11 @@ def run_plan(plan: str | Path, out: str | Path | None = None, *, executor="local
     from simulator.results.output_folder import check_output_dir, claim, given_or, staged_output
     from simulator.distributed.executors import make_executor
 
-    if confirm_top is not None and (is_boolean(confirm_top) or not isinstance(confirm_top, int)
-                                    or not 0 <= confirm_top <= MAX_CONFIRM_TOP):
+    if confirm_top is not None and (not is_integer(confirm_top) or not 0 <= confirm_top <= MAX_CONFIRM_TOP):
         # (a flag of 10^8 confirmed every feasible candidate with the DES: hours, where the plan file stops at 1000)
         raise ScenarioError("confirm_top", f"an integer in 0..{MAX_CONFIRM_TOP} (as the plan's confirm_top), "
                                            f"got {confirm_top!r}")
+    confirm_top = None if confirm_top is None else int(confirm_top)   # (a NumPy integer, through the Python API)
     spec, base_dir = load_plan(plan)
     out_dir = given_or(out, Path("out") / "plans" / spec.name)
     check_output_dir(out_dir, "plan", RANKED_CSV, PLAN_FILES, RANKED_HEAD)

@@ -49,3 +49,18 @@ def test_a_closing_local_cluster_logs_nothing_but_a_running_one_still_does():
     assert "worker error while running" in done.stderr
     assert "worker error at teardown" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_workers_take_a_numpy_integer_and_refuse_a_boolean():
+    """`simulator.sweep(..., workers=np.int64(2))` (a count out of an array or a DataFrame row) was refused as
+    'workers: must be an integer >= 1, got np.int64(2)', as estimate's counts were; a boolean stays refused."""
+    import numpy as np
+    import pytest
+
+    from simulator.distributed.executors import make_executor
+    from simulator.errors import ScenarioError
+    with make_executor("local", np.int64(1)) as pool:
+        assert pool.workers == 1 and type(pool.workers) is int
+    for bad in (np.True_, True, 1.0, 0):
+        with pytest.raises(ScenarioError, match=r"^--workers: must be an integer >= 1, got "):
+            make_executor("local", bad)

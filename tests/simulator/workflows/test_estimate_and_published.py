@@ -126,6 +126,18 @@ def test_estimate_takes_numpy_counts_and_refuses_numpy_booleans():
         simulator.estimate_step("llama-3-8b", "h100-sxm", batch=np.True_)
 
 
+def test_estimate_takes_path_objects_for_a_model_or_hardware_file():
+    """A Path to a config.json or a hardware YAML (what a notebook builds with pathlib) was refused where its text
+    ran: 'model: expected a catalog name, a path to a config.json ...; got PosixPath(...)', 'hardware: unknown
+    hardware ...'. It prices as its text does."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    config, hardware = root / "tests/data/hf_configs/Llama-3.1-8B/config.json", root / "scenarios/hardware/h20.yaml"
+    assert simulator.estimate_step(config, hardware, batch=4) == simulator.estimate_step(str(config), str(hardware),
+                                                                                         batch=4)
+
+
 def test_estimate_cli(capsys):
     assert cli(["estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--batch", "8", "--context", "512"]) == 0
     out = capsys.readouterr().out
