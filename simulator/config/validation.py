@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from models.errors import brief
 from simulator.config.base import BOOL_NOT_NUMBER, FIELD_ERROR
 from simulator.errors import ScenarioError
 
@@ -54,7 +55,7 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
         msg = type_message(first)
     value, depth = _value_at(loc, data)
     if first["type"] == "model_type":   # a section given as something else: pydantic names its class
-        shown = "null" if value is None else repr(value)   # (pydantic's own: '... or instance of MoeConfig')
+        shown = "null" if value is None else _repr_line(value)   # (pydantic's own: '... or instance of MoeConfig')
         msg = f"{shown} is not allowed; expected a mapping of its fields"
     tagged = first["type"] in ("union_tag_invalid", "union_tag_not_found")   # (a bare word: `policy: nope`)
     if not tagged and depth < len(loc) - 1 and not isinstance(value, dict) and isinstance(loc[depth + 1], str):
@@ -63,7 +64,7 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
         prefix = loc[:depth + 1]
         kinds = [_UNION_MEMBERS.get(str(e["loc"][depth + 1]).split("[")[0], str(e["loc"][depth + 1]))
                  for e in err.errors() if tuple(e["loc"][:depth + 1]) == prefix and len(e["loc"]) > depth + 1]
-        loc, msg = prefix, f"{value!r} is not allowed; expected {' or '.join(dict.fromkeys(kinds))}"
+        loc, msg = prefix, f"{_repr_line(value)} is not allowed; expected {' or '.join(dict.fromkeys(kinds))}"
     return _user_path(loc, data), msg
 
 
@@ -96,6 +97,15 @@ def _shown(value) -> str:
         return repr(int(value)) if abs(value) < 10 ** 40 else "an integer of over 40 digits"
     return {"list": "a list", "dict": "a mapping", "NoneType": "null"}.get(type(value).__name__,
                                                                           f"a {type(value).__name__}")
+
+
+def _repr_line(value, limit: int = 80) -> str:
+    """`repr(value)` for the one error line: an object whose repr spans lines (a pandas Series or DataFrame, a
+    2-D NumPy array given through the Python API) by its kind, a long repr cut at `limit` characters."""
+    text = brief(value)
+    if "\n" in text:
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 _UNION_MEMBERS = {"str": "a name or path (string)", "dict": "a mapping", "int": "an integer", "float": "a number",

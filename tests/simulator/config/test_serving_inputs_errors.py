@@ -230,3 +230,25 @@ def test_what_a_python_user_writes_for_a_list_or_a_path_is_taken():
             prepare(merge(scenario(), {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 2}}
                           | overrides))
         assert str(err.value) == says
+
+
+def test_a_value_whose_repr_spans_lines_is_named_in_one_line():
+    """A section or a name-or-mapping field given a pandas Series or DataFrame or a 2-D NumPy array through the
+    Python API printed the object's repr, over several lines ('scheduler: kind  vllm\\nmax_batch_size  8\\n
+    dtype: object is not allowed; ...'); it is named by its kind now, and a long repr is cut."""
+    import numpy as np
+    import pandas as pd
+
+    from simulator.api import prepare
+    from simulator.errors import ScenarioError
+    for overrides, says in [({"scheduler": pd.Series({"kind": "vllm", "max_batch_size": 8})},
+                             "scheduler: a Series is not allowed; expected a mapping of its fields"),
+                            ({"slo": pd.DataFrame({"ttft_s": [1.0, 2.0]})},
+                             "slo: a DataFrame is not allowed; expected a mapping of its fields"),
+                            ({"cluster": {"model": np.array([[1, 2], [3, 4]])}},
+                             "cluster.model: a ndarray is not allowed; expected a name or path (string) or a mapping"),
+                            ({"scheduler": "ab" * 3000},
+                             f"scheduler: '{'ab' * 38}... is not allowed; expected a mapping of its fields")]:
+        with pytest.raises(ScenarioError) as err:
+            prepare(merge(scenario(), overrides))
+        assert str(err.value) == says
