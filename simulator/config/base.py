@@ -106,15 +106,16 @@ def _python_scalars(value, np):
 
 
 def _as_lists(annotation, value):
-    """`value` with a tuple or 1-D NumPy array as a list where `annotation` (through unions and Annotated) takes a
-    list and no tuple, through the items of lists and the values of mappings the annotation types."""
+    """`value` with a tuple as a list where `annotation` (through unions and Annotated) takes a list and no tuple,
+    and a NumPy array as its (nested) list of Python scalars where it takes a list or a row (a 2-D array for a
+    list of rows), through the items of lists and the values of mappings the annotation types."""
     kinds = _members(annotation)
-    if any(get_origin(k) is list for k in kinds) and not any(get_origin(k) is tuple or k in (tuple, Any) for k in kinds):
-        np = sys.modules.get("numpy")
-        if isinstance(value, tuple):
-            value = list(value)
-        elif np is not None and isinstance(value, np.ndarray) and value.ndim == 1:
-            value = value.tolist()
+    lists, rows = (any(get_origin(k) is kind for k in kinds) for kind in (list, tuple))
+    np = sys.modules.get("numpy")
+    if (lists or rows) and np is not None and isinstance(value, np.ndarray) and value.ndim >= 1:
+        value = value.tolist()
+    elif lists and not rows and isinstance(value, tuple) and not any(k in (tuple, Any) for k in kinds):
+        value = list(value)
     if isinstance(value, list):
         items = [get_args(k)[0] for k in kinds if get_origin(k) is list and get_args(k)]
         return [_as_lists(items[0], item) for item in value] if len(items) == 1 else value

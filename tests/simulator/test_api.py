@@ -143,6 +143,18 @@ def test_a_sweep_takes_numpy_grids_and_seeds():
     assert (frame["status"] == "ok").all()
 
 
+def test_a_sweep_takes_a_dataframes_columns_for_its_grid_and_seeds():
+    """A pandas column (`df["qps"]`, `df.index`) as a grid's values or the seeds was refused: 'grid.workload.arrival.qps:
+    Input should be a valid list'; it runs as the list of its values."""
+    import pandas as pd
+
+    table = pd.DataFrame({"qps": [2.0, 4.0], "seed": np.array([0, 1], dtype=np.int32)})
+    frame = simulator.sweep(TINY, {"workload.arrival.qps": table["qps"]}, seeds=pd.Index(table["seed"]),
+                            executor="serial")
+    assert list(frame["workload.arrival.qps"]) == [2.0, 2.0, 4.0, 4.0] and list(frame["seed"]) == [0, 1, 0, 1]
+    assert (frame["status"] == "ok").all()
+
+
 def test_simulate_refuses_what_it_cannot_run_in_one_scenario_error():
     """A dict or None (an AttributeError), a Prepared simulated once already (numpy's broadcast ValueError),
     an executor for a local scenario (ignored), a progress that cannot be called (a TypeError at the first

@@ -222,10 +222,13 @@ def sweep(base, grid: dict[str, list], *, seeds: list[int] | None = None, overri
 
 
 def _plain(value):
-    """`value` with NumPy arrays and scalars as Python lists and scalars (a notebook's np.linspace grid, an
-    np.int64 seed: YAML could not write them into a point's overrides), through lists, tuples and dicts."""
+    """`value` with NumPy arrays and scalars and pandas columns as Python lists and scalars (a notebook's
+    np.linspace grid, an np.int64 seed, a DataFrame's column: YAML could not write them into a point's
+    overrides), through lists, tuples and dicts."""
     import numpy as np
 
+    if isinstance(value, (pd.Series, pd.Index)):
+        return _plain(value.to_numpy())
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):

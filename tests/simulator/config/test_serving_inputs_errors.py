@@ -220,6 +220,10 @@ def test_what_a_python_user_writes_for_a_list_or_a_path_is_taken():
                                          "cluster": {"engine": {"framework": "vllm", "capture_sizes": sizes},
                                                      "model": config}})).scenario
         assert got == want and type(got.acceptance.alphas) is list and type(got.cluster.model) is str
+    rows = [prepare(merge(scenario(), {"drafter": draft, "acceptance": {"kind": "drifting", "points": points}}))
+            .scenario.acceptance.points for points in ([[0, 1], [3, 1]], np.array([[0, 1], [3, 1]]),
+                                                       ((0, 1), (3, 1)), [np.array([0, 1]), np.array([3, 1])])]
+    assert rows[1:] == rows[:1] * 3
     for overrides, says in [({"acceptance": {"kind": "positional", "alphas": ("0.8",)}},
                              "acceptance.alphas.0: Input should be a valid number, not the text '0.8'"),
                             ({"acceptance": {"kind": "positional", "alphas": (True, 0.5)}},
