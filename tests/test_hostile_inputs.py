@@ -2877,6 +2877,21 @@ CASES = [
         cluster={"engine": {"framework": "sglang", "version": "0.5.23"}},
         drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 2, "passes": "vllm"}),
             "draftsim: error: drafter.passes: sglang 0.5.23 has no vLLM V1 DraftModelProposer"),
+    # session 25, refuzz: a mapping's key of another type than its field's (draft_len_schedule: {x: 2}) was named
+    # 'policy.draft_len_schedule.x: 2 is not allowed; expected [key]' (the key error read as a union's); a key given
+    # both as text and as a number ('4': 2 and 4: 3, now that JSON's text keys "4" are read as 4) must not merge
+    Hostile("refuzz_draft_len_schedule_key_of_text", run(
+        drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+        policy={"kind": "trtllm_schedule", "draft_len_schedule": {"x": 2}}),
+            "draftsim: error: policy.draft_len_schedule: key 'x': Input should be a valid integer, not the text 'x'"),
+    Hostile("refuzz_draft_len_schedule_key_as_text_and_number", run(
+        drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+        policy={"kind": "trtllm_schedule", "draft_len_schedule": {"4": 2, 4: 3}}),
+            "draftsim: error: policy.draft_len_schedule: key 4 is given twice (as text and as a number)"),
+    Hostile("refuzz_sglang_slots_key_a_float", run(
+        cluster={"engine": {"framework": "sglang"}}, drafter={"kind": "eagle3", "gamma": 7},
+        policy={"kind": "sglang_adaptive", "slots": {1.5: {"candidate_steps": [1, 3]}}}),
+            "draftsim: error: policy.slots: key '1.5': Input should be a valid integer, not 1.5"),
 ]
 
 

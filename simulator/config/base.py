@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 import types
 from functools import cache
@@ -80,6 +81,18 @@ class Strict(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _integer_keys_from_json(cls, data):
+        """A mapping's key written as a decimal integer in text where the field's keys are integers
+        (`draft_len_schedule: {"4": 2}`, `slots: {"1": ...}`): JSON writes every key as text (a scenario in JSON,
+        SGLang's adaptive-config file), and pydantic's lax mode read "4" as 4 where strict mode refused it; any
+        other text stays refused."""
+        if isinstance(data, dict):
+            return {name: _int_keys(cls.model_fields[name].annotation, value, name) if name in cls.model_fields
+                    else value for name, value in data.items()}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _no_sets(cls, data):
         """A Python set (through the API) has no order of its own: pydantic took {0.9, 0.8} for a list of
         positional alphas in whatever order the set iterates (for texts, one that changes with the hash seed)."""
@@ -123,6 +136,23 @@ def _as_lists(annotation, value):
         values = [get_args(k)[1] for k in kinds if get_origin(k) is dict and len(get_args(k)) == 2]
         return {key: _as_lists(values[0], item) for key, item in value.items()} if len(values) == 1 else value
     return value
+
+
+def _int_keys(annotation, value, field: str):
+    """`value` with its text keys that are decimal integers ("4", "-1") as ints, where it is a mapping and
+    `annotation` (through unions and Annotated) takes one whose keys are ints; a key given both ways ("4" and 4)
+    is refused (FIELD_ERROR at `field`)."""
+    if not isinstance(value, dict) or not any(get_origin(k) is dict and get_args(k) and _members(get_args(k)[0]) == [int]
+                                              for k in _members(annotation)):
+        return value
+    out = {}
+    for key, item in value.items():
+        number = int(key) if isinstance(key, str) and re.fullmatch(r"-?[0-9]{1,18}", key) else key
+        if number in out and not is_boolean(number):
+            raise PydanticCustomError(FIELD_ERROR, "key {key} is given twice (as text and as a number)",
+                                      {"field": field, "key": number})
+        out[number] = item
+    return out
 
 
 def path_as_text(value):

@@ -53,6 +53,8 @@ def _format_validation_error(err: ValidationError, data) -> tuple[str, str]:
         msg = str(ctx.get("error") or msg.removeprefix("Value error, "))
     elif first["type"] in _STRICT_KINDS:
         msg = type_message(first)
+    if len(loc) >= 2 and loc[-1] == "[key]":   # (a mapping's key: named as such, at the mapping's path)
+        loc, msg = loc[:-2], f"key {_repr_line(loc[-2])}: {msg}"
     value, depth = _value_at(loc, data)
     if first["type"] == "model_type":   # a section given as something else: pydantic names its class
         shown = "null" if value is None else _repr_line(value)   # (pydantic's own: '... or instance of MoeConfig')

@@ -256,3 +256,33 @@ def test_a_value_whose_repr_spans_lines_is_named_in_one_line():
         with pytest.raises(ScenarioError) as err:
             prepare(merge(scenario(), overrides))
         assert str(err.value) == says
+
+
+def test_integer_keys_written_as_text_as_json_writes_them_are_read_as_integers(tmp_path):
+    """JSON writes every key as text: a scenario in JSON with `"draft_len_schedule": {"4": 2}` (or SGLang's
+    adaptive slots {"1": ...}) was refused by strict mode ('policy.draft_len_schedule.4: 2 is not allowed;
+    expected [key]') where pydantic's lax mode read it; a decimal key is now the integer, any other text key is
+    refused naming the mapping, and a key given both ways is refused rather than merged."""
+    import json
+
+    from simulator.api import prepare
+    from simulator.errors import ScenarioError
+    draft = {"drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 4}}
+    schedule = lambda keys: merge(scenario(), draft | {"policy": {"kind": "trtllm_schedule", "draft_len_schedule": keys}})
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(schedule({4: 2, 16: 1})))
+    assert prepare(path).scenario.policy.draft_len_schedule == {4: 2, 16: 1} \
+        == prepare(schedule({4: 2, 16: 1})).scenario.policy.draft_len_schedule
+    slots = {"kind": "sglang_adaptive", "slots": {"1": {"candidate_steps": [1, 3]}, "8": {"candidate_steps": [1]}}}
+    assert list(prepare(merge(scenario(), {"cluster": {"model": "llama-3.1-8b"}, "drafter": {"kind": "eagle3", "gamma": 3},
+                                           "policy": slots}))
+                .scenario.policy.slots) == [1, 8]
+    for keys, says in [({"4.0": 2}, "policy.draft_len_schedule: key '4.0': Input should be a valid integer, not the "
+                                    "text '4.0'"),
+                       ({" 4": 2}, "policy.draft_len_schedule: key ' 4': Input should be a valid integer, not the "
+                                   "text ' 4'"),
+                       ({"4": 2, 4: 3}, "policy.draft_len_schedule: key 4 is given twice (as text and as a number)"),
+                       ({"0": 1}, "policy.draft_len_schedule: key 0: Input should be greater than or equal to 1")]:
+        with pytest.raises(ScenarioError) as err:
+            prepare(schedule(keys))
+        assert str(err.value) == says
