@@ -2892,6 +2892,16 @@ CASES = [
         cluster={"engine": {"framework": "sglang"}}, drafter={"kind": "eagle3", "gamma": 7},
         policy={"kind": "sglang_adaptive", "slots": {1.5: {"candidate_steps": [1, 3]}}}),
             "draftsim: error: policy.slots: key '1.5': Input should be a valid integer, not 1.5"),
+    # a trace acceptance's bad field was named as its trace ('acceptance.trace: 'qwen2.5-coder-1.5b-0.5b' is not
+    # allowed; expected drafter'), a missing trace as the section ('acceptance: required field is missing'): the
+    # kind's tag and the field share the name `trace`
+    Hostile("refuzz_trace_acceptance_bad_drafter", run(
+        drafter={"kind": "draft_model", "model": "qwen2.5-coder-0.5b", "gamma": 2},
+        acceptance={"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": "bogus"}),
+            "draftsim: error: acceptance.drafter: Input should be 'draft', 'skip' or 'ngram'"),
+    Hostile("refuzz_trace_acceptance_without_trace", run(
+        drafter={"kind": "draft_model", "model": "qwen2.5-coder-0.5b", "gamma": 2}, acceptance={"kind": "trace"}),
+            "draftsim: error: acceptance.trace: required field is missing"),
 ]
 
 

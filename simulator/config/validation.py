@@ -16,9 +16,10 @@ from simulator.errors import ScenarioError
 def _user_path(loc: tuple, data) -> str:
     """The YAML path of an error location, without the tags pydantic inserts for discriminated unions
     (e.g. `workload.prompt_tokens.uniform.high` becomes `workload.prompt_tokens.high`)."""
-    parts, node = [], data
+    parts, node, tagged = [], data, None
     for i, item in enumerate(loc):
-        if _is_tag(loc, i, node):
+        if node is not tagged and _is_tag(loc, i, node):
+            tagged = node   # (one tag per mapping: `acceptance.trace` of {kind: trace} missing is trace, trace)
             continue
         parts.append(str(item))
         node = node.get(item) if isinstance(node, dict) else (
@@ -119,16 +120,22 @@ def _is_tag(loc: tuple, i: int, node) -> bool:
     mapping at `node`, not one of its keys — or one of its keys too when the field is named like its kind
     (acceptance `{kind: contexts, contexts: [...]}` errs at `acceptance.contexts.contexts.0.weight`)."""
     item = loc[i]
-    return isinstance(node, dict) and node.get("kind") == item and (
-        item not in node or (i + 1 < len(loc) and loc[i + 1] == item))
+    if not isinstance(node, dict) or node.get("kind") != item:
+        return False
+    if item not in node:
+        return True
+    # a field named like the kind: the tag when the location goes on below it where its value has nothing below
+    # (`acceptance: {kind: trace, trace: NAME, drafter: bogus}` errs at `acceptance.trace.drafter`)
+    after = loc[i + 1] if i + 1 < len(loc) else None
+    return after is not None and (after == item or not isinstance(node[item], (dict, list)))
 
 
 def _value_at(loc: tuple, data) -> tuple[Any, int]:
     """The user's value at the longest prefix of `loc` present in `data`, and that prefix's last index."""
-    node, depth = data, -1
+    node, depth, tagged = data, -1, None
     for i, item in enumerate(loc):
-        if _is_tag(loc, i, node):
-            depth = i
+        if node is not tagged and _is_tag(loc, i, node):
+            depth, tagged = i, node
             continue
         if isinstance(node, dict) and item in node:
             node = node[item]

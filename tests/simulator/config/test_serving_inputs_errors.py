@@ -286,3 +286,27 @@ def test_integer_keys_written_as_text_as_json_writes_them_are_read_as_integers(t
         with pytest.raises(ScenarioError) as err:
             prepare(schedule(keys))
         assert str(err.value) == says
+
+
+def test_a_field_named_like_its_kind_is_told_from_the_kinds_tag():
+    """`acceptance: {kind: trace, trace: NAME}` and `{kind: contexts, contexts: [...]}`: the kind's tag that pydantic
+    puts in an error's location has the field's name. A bad field beside it was named as the trace
+    ('acceptance.trace: 'NAME' is not allowed; expected drafter') and a missing trace as the section ('acceptance:
+    required field is missing'); each names its own field now."""
+    from simulator.api import prepare
+    from simulator.errors import ScenarioError
+    draft = {"drafter": {"kind": "draft_model", "model": "qwen2.5-coder-0.5b", "gamma": 2}}
+    name = "qwen2.5-coder-1.5b-0.5b"
+    for acceptance, says in [({"kind": "trace", "trace": name, "drafter": "bogus"},
+                              "acceptance.drafter: Input should be 'draft', 'skip' or 'ngram'"),
+                             ({"kind": "trace", "trace": name, "temperature": -1},
+                              "acceptance.temperature: Input should be greater than 0"),
+                             ({"kind": "trace", "trace": name, "extra": 1}, "acceptance.extra: unknown field"),
+                             ({"kind": "trace"}, "acceptance.trace: required field is missing"),
+                             ({"kind": "trace", "trace": 5}, "acceptance.trace: Input should be a valid string, not 5"),
+                             ({"kind": "contexts"}, "acceptance.contexts: required field is missing"),
+                             ({"kind": "contexts", "contexts": [{"weight": 1}]},
+                              "acceptance.contexts.0.accept_probs: required field is missing")]:
+        with pytest.raises(ScenarioError) as err:
+            prepare(merge(scenario(), draft | {"acceptance": acceptance}))
+        assert str(err.value) == says
