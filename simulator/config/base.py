@@ -70,25 +70,19 @@ class Strict(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _tuples_as_lists(cls, data):
-        """A tuple (or a 1-D NumPy array) where a field takes a list, as the list of its items (`alphas=(0.8,
-        0.7)`, `capture_sizes=np.arange(1, 9)` through the Python API: strict mode refused both as 'Input should
-        be a valid list', where pydantic's lax mode took them); the items stay strict."""
+    def _python_and_json_forms(cls, data):
+        """What strict mode refuses that a Python or a JSON user writes for a field, as the field's own form
+        (pydantic's lax mode took both; everything else stays strict):
+        - a tuple (or a 1-D NumPy array) where a field takes a list, as the list of its items (`alphas=(0.8,
+          0.7)`, `capture_sizes=np.arange(1, 9)` through the Python API: 'Input should be a valid list'); the
+          items stay strict (`_as_lists`);
+        - a mapping's key written as a decimal integer in text where the field's keys are integers
+          (`draft_len_schedule: {"4": 2}`, `slots: {"1": ...}`): JSON writes every key as text (a scenario in
+          JSON, SGLang's adaptive-config file); any other text stays refused (`_int_keys`)."""
         if isinstance(data, dict):
-            return {name: _as_lists(cls.model_fields[name].annotation, value) if name in cls.model_fields else value
-                    for name, value in data.items()}
-        return data
-
-    @model_validator(mode="before")
-    @classmethod
-    def _integer_keys_from_json(cls, data):
-        """A mapping's key written as a decimal integer in text where the field's keys are integers
-        (`draft_len_schedule: {"4": 2}`, `slots: {"1": ...}`): JSON writes every key as text (a scenario in JSON,
-        SGLang's adaptive-config file), and pydantic's lax mode read "4" as 4 where strict mode refused it; any
-        other text stays refused."""
-        if isinstance(data, dict):
-            return {name: _int_keys(cls.model_fields[name].annotation, value, name) if name in cls.model_fields
-                    else value for name, value in data.items()}
+            return {name: _int_keys(cls.model_fields[name].annotation,
+                                    _as_lists(cls.model_fields[name].annotation, value), name)
+                    if name in cls.model_fields else value for name, value in data.items()}
         return data
 
     @model_validator(mode="before")
