@@ -149,8 +149,6 @@ def _stdout_writes_told(print_message):
     OSError there, so `draftsim --help >/dev/full` wrote nothing and exited 0, and `| head -0` exited 0 as if
     read. The caller (simulator.console.contract.parse_args) tells it as any other output that cannot be
     written. Writes to stderr (a usage error) keep argparse's way: there is nowhere left to tell that."""
-    import sys
-
     def _print_message(message, file=None):
         if message and file is not None and file is sys.stdout:
             file.write(message)

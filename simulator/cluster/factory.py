@@ -248,7 +248,7 @@ def make_engine_time(lat: LatencyConfig, engine_cfg, hw: HardwareSpec, latency, 
                       gate=gate if speculating else None, schedule=schedule and speculating,
                       passes=getattr(drafter, "passes", None) if speculating else None)
     if not enabled:
-        if engine_cfg.version is not None or lat.engine_version is not None:
+        if release_named(lat, engine_cfg):
             # a release named is one that exists and serves the scenario, priced or not (`version: "99.0"` ran with
             # engine_time off, and so did suffix decoding on a named SGLang, a draft model on vLLM 0.11.0)
             try:

@@ -153,7 +153,7 @@ class DaskExecutor:
         # Quiet for a scheduler of another's too: a client closed after its scheduler went away (the run stopped
         # with one line) logged its cancelled reconnection at ERROR with a 20-line traceback (distributed.client
         # `Client._reconnect`, 2026-11-29); a client whose scheduler answers closes without a word anyway.
-        with _distributed_logs_quiet(True):
+        with _distributed_logs_quiet():
             if self._owns_cluster:
                 _quiet_workers(self._client)
             for thing in self._own:
@@ -197,13 +197,13 @@ def _silence_distributed_handlers() -> list[tuple[logging.Handler, int]]:
 
 
 @contextmanager
-def _distributed_logs_quiet(active: bool) -> Iterator[None]:
+def _distributed_logs_quiet() -> Iterator[None]:
     """While a client closes (and a LocalCluster of ours), this process's Dask logs (the client's, and our
     LocalCluster's scheduler and nannies) say nothing.
     Afterwards a handler the close left silenced gets its level back; one the close reset (LocalCluster's
     `silence_logs` gives back the level it found) keeps that: `draftsim compare` starts several clusters in
     one process."""
-    before = _silence_distributed_handlers() if active else []
+    before = _silence_distributed_handlers()
     try:
         yield
     finally:
