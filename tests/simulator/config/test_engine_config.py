@@ -573,6 +573,17 @@ def test_speculation_methods_an_engine_version_lacks_are_refused(model, engine, 
     assert simulator.run(ok).summary["requests_finished"] == 5     # the release that has it runs it
 
 
+def _refusal_of_five(data: dict, refused: bool):
+    """The ScenarioError (pytest's ExceptionInfo) a run of `data` raises where `refused`; else None, once the run
+    has finished its 5 requests."""
+    if not refused:
+        assert simulator.run(data).summary["requests_finished"] == 5
+        return None
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(data)
+    return err
+
+
 @pytest.mark.parametrize("version,refused", [("0.10.2", True), ("0.11.0", True), ("0.12.0", True), ("0.14.1", True),
                                              ("0.15.0", False), ("0.24.0", False)])
 def test_vllm_runs_a_draft_model_from_0_15_only(version, refused):
@@ -583,11 +594,9 @@ def test_vllm_runs_a_draft_model_from_0_15_only(version, refused):
     (exit 0)."""
     data = scenario(workload={"num_requests": 5}, cluster={"engine": {"version": version}},
                     drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3})
-    if not refused:
-        assert simulator.run(data).summary["requests_finished"] == 5
+    err = _refusal_of_five(data, refused)
+    if err is None:
         return
-    with pytest.raises(ScenarioError) as err:
-        simulator.run(data)
     text = str(err.value)
     assert err.value.field == "cluster.engine.version" and "\n" not in text, text
     assert f"vllm {version}" in text and ">= 0.15.0" in text, text
@@ -1076,11 +1085,9 @@ def test_the_vllm_pass_layout_of_a_draft_model_needs_vllm_from_0_15(engine, refu
     SGLang 0.5.23, TensorRT-LLM 1.2.1 and vLLM V0 (0.6.6) ran with it, exit 0."""
     data = scenario(workload={"num_requests": 5}, cluster={"engine": engine},
                     drafter={"kind": "draft_model", "model": "llama-3.2-1b", "gamma": 3, "passes": "vllm"})
-    if not refused:
-        assert simulator.run(data).summary["requests_finished"] == 5
+    err = _refusal_of_five(data, refused)
+    if err is None:
         return
-    with pytest.raises(ScenarioError) as err:
-        simulator.run(data)
     text = str(err.value)
     assert err.value.field == "drafter.passes" and "\n" not in text and "DraftModelProposer" in text, text
     assert "expected 'chain' here" in text, text
