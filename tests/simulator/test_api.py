@@ -4,7 +4,9 @@ by point, what run gives, on every executor; bad input raises one ScenarioError 
 README's Python block runs as written."""
 from __future__ import annotations
 
+import json
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -115,9 +117,13 @@ TINY = {"name": "t", "seed": 7, "workload": {"arrival": {"process": "poisson", "
      r"^overrides: workload.arrival.qps is also swept \(workload.arrival.qps\)"),
     ({"grid": {}, "seeds": [1, 2], "overrides": ["seed=3"]}, r"^overrides: seed is also swept \(seeds\)"),
     # a value no scenario file holds: yaml's RepresenterError from inside the sweep
-    ({"grid": {"cluster.model": [Path("llama-3-8b")]}}, r"^grid: cluster.model: \w*Path\('llama-3-8b'\) is not a value"),
+    ({"grid": {"cluster.model": [Decimal("1")]}}, r"^grid: cluster.model: Decimal\('1'\) is not a value"),
+    ({"grid": {}, "points": [{"workload.arrival": {"process": "poisson", "qps": Decimal("4")}}]},
+     r"^points: workload.arrival: Decimal\('4'\) is not a value a scenario file holds"),
+    # a path object is its text, as a scenario dict takes it: where the field takes no text, refused as text
     ({"grid": {}, "points": [{"workload.arrival": {"process": "poisson", "qps": Path("4")}}]},
-     r"^points: workload.arrival: \w*Path\('4'\) is not a value a scenario file holds"),
+     r"^point \(workload.arrival=\{process: poisson, qps: '4'\}, seed=7\): workload.arrival.qps: Input should be a "
+     r"valid number, not the text '4'"),
     # a TypeError; an error of no field (': keys both ...'); the command line's flags and sweep file named
     ({"grid": {}, "base_dir": 5}, r"^base_dir: the folder a scenario's relative paths are read from"),
     ({"grid": {"workload.arrival.qps": [2]}, "points": [{"workload.arrival.qps": 3}]},
@@ -134,6 +140,20 @@ TINY = {"name": "t", "seed": 7, "workload": {"arrival": {"process": "poisson", "
 def test_a_sweeps_bad_arguments_raise_one_scenario_error_naming_them(kwargs, says):
     with pytest.raises(ScenarioError, match=says):
         simulator.sweep(TINY, **{"executor": "serial", **kwargs})
+
+
+def test_a_sweep_takes_path_objects_where_a_scenario_dict_does(tmp_path):
+    """A grid of pathlib.Path values (models' config.json files) was refused, "PosixPath(...) is not a value a
+    scenario file holds", where simulator.run takes cluster.model=Path(...) (simulator.config.base.PATH_TEXT)."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 1024,
+                                  "intermediate_size": 4096, "num_attention_heads": 16, "num_hidden_layers": 4,
+                                  "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 4096}))
+    frame = simulator.sweep(TINY, {"cluster.model": [Path("llama-3-8b"), config]}, executor="serial")
+    assert list(frame["status"]) == ["ok", "ok"], list(frame["error"])
+    assert list(frame["cluster.model"]) == ["llama-3-8b", str(config)]
+    by_run = simulator.run({**TINY, "cluster": {**TINY["cluster"], "model": config}}).summary
+    assert frame["tpot_p50_s"].iloc[1] == by_run["tpot_p50_s"]
 
 
 def test_a_sweep_takes_numpy_grids_and_seeds():

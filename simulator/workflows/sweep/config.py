@@ -217,8 +217,9 @@ _PLAIN = (str, int, float, bool, type(None), bytes, datetime.date)   # (what YAM
 
 def _check_plain(key: str, value: Any) -> None:
     """ValueError when a swept `value` is not one a scenario file holds (text, a number, a boolean, null, a list
-    or a mapping of them): the API's grid {"cluster.model": [Path("config.json")]} raised yaml's RepresenterError
-    from inside the sweep (a scenario dict refuses a Path as well; give str(path))."""
+    or a mapping of them): a Python object of another type in the API's grid raised yaml's RepresenterError from
+    inside the sweep. (A path object is its text by then, as a scenario dict takes one for a name or a path:
+    simulator.workflows.sweep.main._plain.)"""
     if isinstance(value, (list, tuple)):
         for item in value:
             _check_plain(key, item)

@@ -224,9 +224,13 @@ def sweep(base, grid: dict[str, list], *, seeds: list[int] | None = None, overri
 def _plain(value):
     """`value` with NumPy arrays and scalars and pandas columns as Python lists and scalars (a notebook's
     np.linspace grid, an np.int64 seed, a DataFrame's column: YAML could not write them into a point's
-    overrides), through lists, tuples and dicts."""
+    overrides), and a path object as its text (simulator.config.base.path_as_text, as a scenario dict's
+    `cluster.model=Path(...)` is taken: the grid {"cluster.model": [Path("a/config.json")]} was refused, "is
+    not a value a scenario file holds"), through lists, tuples and dicts."""
     import numpy as np
 
+    from simulator.config.base import path_as_text
+    value = path_as_text(value)
     if isinstance(value, (pd.Series, pd.Index)):
         return _plain(value.to_numpy())
     if isinstance(value, np.ndarray):
