@@ -5,7 +5,8 @@
   catalog-format entry (`name: {fields}`, as in `models/catalog/*.yaml`); relative paths resolve against
   `base_dir` (the scenario file's folder);
 - a mapping: ModelSpec fields inline (`name` and `family` optional), or a whole Hugging Face config
-  (recognised by its `architectures` key).
+  (recognised by its `architectures` key). Read in its JSON form: a tuple (the Python API's
+  `architectures=("LlamaForCausalLM",)`) is the list JSON writes for it (`_json_form`).
 
 Every failure is a ValueError whose message names what is wrong and what is allowed.
 """
@@ -56,11 +57,24 @@ def _folder_problem(ref: str, path: Path) -> str:
             "path of a Hugging Face config.json (a model folder's config.json)")
 
 
+def _json_form(value):
+    """`value` with its tuples as lists, through lists and mappings: what json.dumps writes for them, as a
+    config.json holds them. (Through the Python API an inline config's `architectures=("LlamaForCausalLM",)`
+    was refused, "architectures is ('LlamaForCausalLM',); expected a list of strings", where the scenario's own
+    list fields take a tuple: simulator.config.base; so were a tuple `layer_types` or `weight_block_size`.)"""
+    if isinstance(value, (list, tuple)):
+        return [_json_form(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _json_form(item) for key, item in value.items()}
+    return value
+
+
 def load_model(ref, base_dir: Path | str | None = None) -> ModelSpec:
     """The ModelSpec of a scenario's model reference (module docstring)."""
     if isinstance(ref, ModelSpec):
         return ref
     if isinstance(ref, dict):
+        ref = _json_form(ref)
         if "architectures" in ref:
             return spec_from_hf_config(ref, str(ref.get("name", "inline")), where="inline config")
         return spec_from_fields(ref)

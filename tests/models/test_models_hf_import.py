@@ -132,6 +132,27 @@ def test_model_references_catalog_file_yaml_and_inline(tmp_path):
         load_model("llama-9")
 
 
+def _as_tuples(value):
+    """`value` with every list as a tuple, as a Python user may write a config."""
+    if isinstance(value, list):
+        return tuple(map(_as_tuples, value))
+    return {k: _as_tuples(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+
+@pytest.mark.parametrize("name", ["Llama-3.1-8B", "gpt-oss-20b"])
+def test_an_inline_config_takes_tuples_for_its_lists(name):
+    """Through the Python API an inline config's architectures=("LlamaForCausalLM",) was refused, "architectures is
+    ('LlamaForCausalLM',); expected a list of strings" (gpt-oss's layer_types too), where the scenario's own list
+    fields take a tuple (simulator.config.base): a tuple is read as the list JSON writes for it."""
+    cfg = json.loads((CONFIGS / name / "config.json").read_text())
+    assert load_model(_as_tuples(cfg)) == load_model(cfg)
+    tiny = scenario(workload={"num_requests": 3})
+    cluster = {k: v for k, v in tiny["cluster"].items() if k != "dtype"}   # (gpt-oss: its checkpoint's mxfp4)
+    assert simulator.prepare({**tiny, "cluster": {**cluster, "model": _as_tuples(cfg)}}).num_requests == 3
+    with pytest.raises(ValueError, match=r"architectures is \[1\]; expected a list of strings"):
+        load_model({**cfg, "architectures": (1,)})
+
+
 def _write_scenario(tmp_path: Path, cluster: dict, workload: dict | None = None) -> Path:
     data = scenario(cluster=cluster, workload={"num_requests": 30, **(workload or {})})
     path = tmp_path / "s.yaml"
