@@ -26,13 +26,22 @@ models of one tokenizer padded to different sizes (Qwen2-1.5B's 151,936 against 
 Not checked, named: SGLang 0.5.2 - 0.5.14's STANDALONE drafter has no such check (speculative/standalone_worker.py,
 read in 0.5.2 and 0.5.6; standalone_worker_v2.py in 0.5.13 and 0.5.14) and reads the target's token ids as the
 draft's own: it serves a pair of one tokenizer padded differently, and fails at run time on a pair of two
-tokenizers, which draftsim cannot tell apart from config.json. SGLang 0.5.15's second check, that the two
-tokenizers' get_vocab() are equal, is not modelled either (draftsim reads no tokenizer). TensorRT-LLM's
+tokenizers, which draftsim cannot tell apart from config.json. TensorRT-LLM's
 draft/target path compares no vocabularies at start-up (create_py_executor, tensorrt_llm/_torch/pyexecutor/
 py_executor_creator.py, read in NVIDIA/TensorRT-LLM at commit 000429d5, a source snapshot whose release was not
 pinned): its docs (features/speculative-decoding.md, Draft/Target, 1.4.0rc1) ask only "that the draft and target
 models were trained with the same tokenizer, else the acceptance rate is extremely low and performance is
 regressed", so it is served, at the acceptance the scenario gives.
+
+SGLang compares nothing but the size, in every release read. Its `_validate_vocab_compatibility` goes on to compare
+the two tokenizers' get_vocab() (token-to-id maps, special tokens included) "even though their vocab sizes match",
+but only where both tokenizers are loaded, and a draft worker loads none: `TpModelWorker.__init__`
+(srt/managers/tp_worker.py) sets `self.tokenizer = None` "if skip_tokenizer_init or self.is_draft_worker" ("A draft
+worker's tokenizer would only duplicate the target's: tokenizer_path always points at the target model"), and
+StandaloneDraftWorker builds its worker with is_draft_worker=True — read in the 0.5.15, 0.5.16 and 0.5.23 wheels.
+So a pair of one size and two tokenizers (Llama-3.2-1B for Llama-3-8B, whose reserved special tokens 3.1 renamed;
+Qwen2.5 for Qwen3, which adds <think>) is served there as by vLLM, as draftsim serves it: its low acceptance is the
+scenario's to give. Nor does SGLang compare eos or other special-token ids of the two (speculative/, 0.5.15).
 """
 from __future__ import annotations
 
