@@ -2914,6 +2914,12 @@ CASES = [
         drafter={"kind": "ngram", "gamma": 4}, policy={"kind": "proposed"},
         acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
             "draftsim: error: policy.kind: trtllm 1.2.1 has no ragged verification"),
+    # vLLM 0.7.3 drafts at most n_predict MTP tokens (DeepSeek-V3: 1) and raises for more: it ran two (exit 0)
+    Hostile("current26_mtp_beyond_n_predict_on_vllm_0_7_3", run(
+        cluster={"hardware": "h200", "model": "deepseek-v3", "dtype": "fp8", "kv_dtype": "fp8",
+                 "parallelism": {"tp": 8}, "engine": {"framework": "vllm", "version": "0.7.3"}},
+        drafter={"kind": "mtp", "gamma": 2}),
+            "draftsim: error: drafter.gamma: vllm 0.7.3 drafts at most n_predict = 1 MTP token(s) a step"),
 ]
 
 
