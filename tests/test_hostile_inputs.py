@@ -2902,6 +2902,24 @@ CASES = [
     Hostile("refuzz_trace_acceptance_without_trace", run(
         drafter={"kind": "draft_model", "model": "qwen2.5-coder-0.5b", "gamma": 2}, acceptance={"kind": "trace"}),
             "draftsim: error: acceptance.trace: required field is missing"),
+    # session 26, current: policy proposed (vLLM's ragged n-gram verification) was priced on SGLang and TensorRT-LLM,
+    # which verify a fixed width per request whatever the n-gram matched (exit 0)
+    Hostile("current26_proposed_on_sglang", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4}, policy={"kind": "proposed"},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: policy.kind: sglang 0.5.23 has no ragged verification"),
+    Hostile("current26_proposed_on_trtllm", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "trtllm", "version": "1.2.1"}},
+        drafter={"kind": "ngram", "gamma": 4}, policy={"kind": "proposed"},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: policy.kind: trtllm 1.2.1 has no ragged verification"),
+    # vLLM 0.7.3 drafts at most n_predict MTP tokens (DeepSeek-V3: 1) and raises for more: it ran two (exit 0)
+    Hostile("current26_mtp_beyond_n_predict_on_vllm_0_7_3", run(
+        cluster={"hardware": "h200", "model": "deepseek-v3", "dtype": "fp8", "kv_dtype": "fp8",
+                 "parallelism": {"tp": 8}, "engine": {"framework": "vllm", "version": "0.7.3"}},
+        drafter={"kind": "mtp", "gamma": 2}),
+            "draftsim: error: drafter.gamma: vllm 0.7.3 drafts at most n_predict = 1 MTP token(s) a step"),
 ]
 
 

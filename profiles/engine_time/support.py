@@ -11,7 +11,8 @@ method before the release that added it (vLLM: draft models from 0.4.1, n-gram 0
 MTP 0.7.3, EAGLE-3 0.8.5, and in V1 EAGLE from 0.8.3, Medusa and MTP from 0.9.0; SGLang likewise; TensorRT-LLM's
 final releases by its release notes), draft models
 where an engine version has none, Medusa where a vLLM release no longer has it (0.33.0), suffix decoding
-where an engine (version) has none, and vLLM's Dynamic
+where an engine (version) has none, policy proposed (vLLM's ragged verification) on SGLang and
+TensorRT-LLM, and vLLM's Dynamic
 SD (policy vllm_dynamic) before its release, on other engines, and with data parallelism (where vLLM
 turns it off and runs num_speculative_tokens every step: refused rather than silently run as policy fixed).
 """
@@ -250,6 +251,25 @@ RULES: tuple[Rule, ...] = (
     Rule(Span("trtllm"), lambda s, c: c.drafter == "suffix", "drafter.kind",
          "has no suffix decoding (PRs #9706 and #9912, which would add ArcticInference's SuffixDecodingCache, were "
          "closed unmerged); its model-free drafter is drafter kind ngram"),
+    # policy 'proposed' (each request verifies only the tokens its drafter proposed, none without a match) is vLLM's
+    # n-gram and suffix rule (its V1 proposers return an empty draft and the request schedules one token). SGLang and
+    # TensorRT-LLM verify a fixed width whatever was matched, which is policy fixed: SGLang's NGRAM worker
+    # (speculative/ngram_worker.py _prepare_draft_tokens, read in v0.5.3 and v0.5.23: 'here we always enforce it',
+    # assert total_draft_token_num == bs * draft_token_num, every request speculative_num_draft_tokens rows; its EAGLE
+    # and STANDALONE workers verify num_draft_tokens too); TensorRT-LLM's PyTorch executor pads every generation
+    # request's drafts to the static maximum (_torch/speculative/drafter.py pad_draft_tokens_for_cuda_graph, called
+    # after prepare_draft_tokens in _torch/pyexecutor/py_executor.py; the earlier NGramDrafter, _torch/speculative/
+    # ngram.py, padded any match to max_draft_len: stored sources, release not known). TensorRT-LLM 0.x's C++
+    # runtime was not read: refused there too, as no source shows it verifying ragged drafts
+    *(Rule(Span(fw), lambda s, c: c.policy == "proposed", "policy.kind",
+           f"has no ragged verification (policy proposed is vLLM's n-gram rule): {why}; use policy fixed")
+      for fw, why in (
+          ("sglang", "every request verifies speculative_num_draft_tokens each step, matched or not "
+                     "(speculative/ngram_worker.py _prepare_draft_tokens: 'here we always enforce it', v0.5.3 to "
+                     "v0.5.23)"),
+          ("trtllm", "every generation request's drafts are padded to max_draft_len (_torch/speculative/drafter.py "
+                     "pad_draft_tokens_for_cuda_graph, called after prepare_draft_tokens in "
+                     "_torch/pyexecutor/py_executor.py)"))),
     Rule(Span("vllm", "0", "0.24.0"), _dynamic_sd, "policy.kind", f"has no {_DSD}"),
     Rule(Span("vllm", "0.24.0"), lambda s, c: _dynamic_sd(s, c) and c.attention_dp > 1, "policy.kind",
          "turns Dynamic SD off with data parallelism (--data-parallel-size > 1, here ep/tp > 1 attention groups) and "

@@ -32,7 +32,9 @@ WORKLOADS = {"code_edit": ("sessions-qwen2.5-coder-0.5b", ["code_edit"]),
              "agentic": ("sessions-qwen2.5-coder-0.5b", ["agentic"]),
              "chat (ShareGPT)": ("sessions-sharegpt", None)}
 DRAFTERS = {"none": ({"kind": "none"}, {"kind": "fixed"}),
-            "ngram (γ=4)": ({"kind": "ngram", "gamma": 4}, {"kind": "proposed"}),
+            # lookups 3 to 1, as the README's table was computed (vLLM's own default is 5 and 5)
+            "ngram (γ=4)": ({"kind": "ngram", "gamma": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
+                            {"kind": "proposed"}),
             "suffix": ({"kind": "suffix"}, {"kind": "fixed"})}
 
 

@@ -104,14 +104,37 @@ class LayerSkipDrafterConfig(Strict):
     layers_fraction: float = Field(0.5, gt=0.0, lt=1.0)
 
 
+def _window_size(value: Any) -> bool:
+    """A lookup window the field takes (an int 1 to 64): only such a value stands in for the other bound, so that a
+    bad one is named as the field the user gave."""
+    return type(value) is int and 1 <= value <= 64
+
+
 class NgramDrafterConfig(Strict):
     """Prompt lookup / n-gram drafting on the host: no GPU passes. `prompt_lookup_max`/`_min` (vLLM's names):
-    the longest and shortest n-gram matched (used where the drafter runs on texts: acceptance `sessions`)."""
+    the longest and shortest n-gram matched (used where the drafter runs on texts: acceptance `sessions`).
+    Left out, they are what vLLM makes of them (vllm/config/speculative.py SpeculativeConfig.__post_init__, read
+    in v0.8.2 through v0.33.0): neither given, 5 and 5; one given, the other equals it. Named approximation: vLLM
+    before 0.8.2 required ngram_prompt_lookup_max and defaulted the minimum to 1 (vllm/config.py, v0.8.1); that
+    rule is not applied (give both for those releases)."""
 
     kind: Literal["ngram"]
     gamma: int = Field(4, ge=0, le=64)
-    prompt_lookup_max: int = Field(3, ge=1, le=64)
-    prompt_lookup_min: int = Field(1, ge=1, le=64)
+    prompt_lookup_max: int = Field(5, ge=1, le=64)
+    prompt_lookup_min: int = Field(5, ge=1, le=64)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _vllm_window_defaults(cls, data: Any) -> Any:
+        """vLLM's defaults (class docstring): draftsim's own 3 and 1 were no vLLM release's, and a vLLM user's
+        `{method: ngram, num_speculative_tokens: 4}` walked other lookups than vLLM runs (2026-11-29)."""
+        if isinstance(data, dict):
+            high, low = data.get("prompt_lookup_max"), data.get("prompt_lookup_min")
+            if high is None and _window_size(low):
+                data = {**data, "prompt_lookup_max": low}
+            elif low is None and _window_size(high):
+                data = {**data, "prompt_lookup_min": high}
+        return data
 
     @model_validator(mode="after")
     def _window(self) -> "NgramDrafterConfig":

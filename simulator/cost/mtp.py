@@ -71,6 +71,7 @@ def build_mtp(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, k
     if modules > target.num_mtp_modules:
         raise ScenarioError("drafter.modules", f"{modules} exceeds the {target.num_mtp_modules} MTP module(s) "
                             f"{target.name} ships")
+    check_draft_length(context.release, d.gamma, target.num_mtp_modules)
     spec = module_spec(target)
     draft_par = Parallelism(par.tp, 1, par.ep)
     if par.ep > 1:
@@ -84,6 +85,18 @@ def build_mtp(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, k
     held = spec if modules == 1 else dataclasses.replace(spec, name=f"{target.name}[mtp x{modules}]", num_layers=modules)
     weights = weight_bytes_per_gpu(target, modules, draft_par, dtype, own_lm_head(context.release, target))
     return DrafterBuild(cost, None, weights, kv, spec=held, hidden_state=HiddenStateHooks())
+
+
+def check_draft_length(release: tuple[str, str | None] | None, gamma: int, n_predict: int) -> None:
+    """Refuse (drafter.gamma) a draft length the vLLM release the pool runs does not run from `n_predict` shipped
+    modules (profiles.engine_time.mtp_draft_length; `release` as own_lm_head reads it)."""
+    if release is None or release[0] != "vllm":
+        return
+    from profiles.engine_time.frameworks import release_or_modelled
+    from profiles.engine_time.mtp_draft_length import vllm_mtp_gamma_refusal
+    why = vllm_mtp_gamma_refusal(release_or_modelled("vllm", release[1]), gamma, n_predict)
+    if why is not None:
+        raise ScenarioError("drafter.gamma", why)
 
 
 def own_lm_head(release: tuple[str, str | None] | None, target: ModelSpec) -> bool:

@@ -551,6 +551,8 @@ SUFFIX = {"drafter": {"kind": "suffix"},
           "acceptance": {"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}}
 DSD = {"drafter": {"kind": "eagle3", "gamma": 3},
        "policy": {"kind": "vllm_dynamic", "schedule": [[1, 8, 3], [9, 64, 1]]}}
+PROPOSED = {"drafter": {"kind": "ngram", "gamma": 4}, "policy": {"kind": "proposed"},
+            "acceptance": {"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}}
 
 
 @pytest.mark.parametrize("model,engine,extra,field,words", [
@@ -560,6 +562,12 @@ DSD = {"drafter": {"kind": "eagle3", "gamma": 3},
     ("llama-3.1-8b", {"version": "0.23.0"}, DSD, "policy.kind", ["vllm 0.23.0", "Dynamic SD", "v0.24.0"]),
     ("llama-3.1-8b", {"framework": "sglang"}, DSD, "policy.kind", ["sglang", "Dynamic SD", "sglang_adaptive"]),
     ("llama-3.1-8b", {"framework": "trtllm"}, DSD, "policy.kind", ["trtllm", "Dynamic SD", "trtllm_schedule"]),
+    # ragged verification (policy proposed) is vLLM's: SGLang's NGRAM worker always verifies
+    # speculative_num_draft_tokens per request, TensorRT-LLM pads drafts to max_draft_len
+    ("qwen2.5-coder-0.5b", {"framework": "sglang", "version": "0.5.23"}, PROPOSED, "policy.kind",
+     ["sglang 0.5.23", "ngram_worker.py", "always enforce", "policy fixed"]),
+    ("qwen2.5-coder-0.5b", {"framework": "trtllm", "version": "1.2.1"}, PROPOSED, "policy.kind",
+     ["trtllm 1.2.1", "pad_draft_tokens_for_cuda_graph", "policy fixed"]),
 ])
 def test_speculation_methods_an_engine_version_lacks_are_refused(model, engine, extra, field, words):
     """Suffix decoding exists in vLLM from v0.12.0 only, in no SGLang or TensorRT-LLM release; vLLM's Dynamic SD

@@ -283,7 +283,8 @@ def test_dense_gqa_model_with_two_mtp_modules_cycles_them_and_holds_both():
     # (a family of no architecture draftsim knows: no engine runs MTP on LlamaForCausalLM, and
     # profiles.engine_time.spec_architectures refuses it; this test is about the op graph, not the engines)
     model = {**fields, "name": "llama-mtp", "family": "dense-mtp", "num_mtp_modules": 2}
-    kind = replica_kind(scenario(cluster={**LLAMA, "model": model}, drafter={"kind": "mtp", "gamma": 3},
+    # (gamma 4, a multiple of the 2 modules: vLLM from 0.8.0 refuses 3, profiles.engine_time.mtp_draft_length)
+    kind = replica_kind(scenario(cluster={**LLAMA, "model": model}, drafter={"kind": "mtp", "gamma": 4},
                                  acceptance={"kind": "constant", "alpha": 0.7}))
     target, lat, par = kind.target, kind.latency, Parallelism(1, 1)
     spec = module_spec(target)
@@ -295,10 +296,40 @@ def test_dense_gqa_model_with_two_mtp_modules_cycles_them_and_holds_both():
         tokens = batch * width   # logits: one row per request in every pass of a chain
         return _price(lat, dense_ops(spec, tokens, batch, par, "bf16") + extra_ops(target, tokens) +
                       attention_ops(spec, shape, par, "bf16", "bf16"))
-    hand = one_pass(4, context) + sum(one_pass(1, context + batch * 4 + j * batch) for j in range(2))
+    hand = one_pass(5, context) + sum(one_pass(1, context + batch * 5 + j * batch) for j in range(3))
     np.testing.assert_allclose(kind.cost.exact_decode_step(batch, context)[:3], hand, rtol=1e-9)
     layer, routed = own_params(target)
     assert routed == 0 and layer == get_model("llama-3.1-8b").with_layers(2).param_count() - \
         get_model("llama-3.1-8b").with_layers(1).param_count() + 2 * 4096 * 4096 + 3 * 4096
     assert kind.drafter.weight_bytes_per_gpu == 2 * layer * 2.0
     assert kind.drafter.kv_bytes_per_token_per_gpu == 2 * (2 * 8 * 128 * 2)
+
+
+@pytest.mark.parametrize("version,gamma,n_predict,refused", [
+    ("0.7.3", 1, 1, False), ("0.7.3", 2, 1, True), ("0.7.3", 2, 2, False), ("0.7.3", 3, 2, True),
+    ("0.9.0", 2, 1, False), ("0.9.0", 3, 2, True), ("0.9.0", 4, 2, False), ("0.33.0", 5, 3, True),
+    ("0.33.0", 6, 3, False), ("0.33.0", 2, 3, False),
+])
+def test_vllm_mtp_draft_lengths_by_release_worked_by_hand(version, gamma, n_predict, refused):
+    """vLLM 0.7.3 (V0 DeepSeek MTP) runs at most n_predict = num_nextn_predict_layers MTP tokens a step; from 0.8.0
+    more must be a multiple of n_predict, the modules cycled (vllm/config.py, vllm/config/speculative.py
+    SpeculativeConfig: profiles.engine_time.mtp_draft_length)."""
+    from profiles.engine_time.mtp_draft_length import vllm_mtp_gamma_refusal
+    why = vllm_mtp_gamma_refusal(version, gamma, n_predict)
+    assert (why is not None) == refused, why
+    if refused:
+        assert f"vllm {version}" in why and "\n" not in why and "allowed:" in why
+
+
+def test_mtp_beyond_n_predict_on_vllm_0_7_3_is_refused_in_a_run():
+    """DeepSeek-V3 ships one MTP module: vLLM 0.7.3 raises for num_speculative_tokens 2; SGLang (NextN as an EAGLE
+    draft) and vLLM from 0.8.0 (the module reused) run it."""
+    import simulator
+    from simulator.errors import ScenarioError
+    from sim_helpers import scenario
+    base = {"cluster": {"hardware": "h200", "model": "deepseek-v3", "dtype": "fp8", "kv_dtype": "fp8",
+                        "parallelism": {"tp": 8}, "engine": {"framework": "vllm", "version": "0.7.3"}},
+            "drafter": {"kind": "mtp", "gamma": 2}, "workload": {"num_requests": 3}}
+    with pytest.raises(ScenarioError) as err:
+        simulator.run(scenario(**base))
+    assert err.value.field == "drafter.gamma" and "vllm 0.7.3" in str(err.value)

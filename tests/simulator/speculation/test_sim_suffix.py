@@ -97,6 +97,27 @@ def test_ngram_index_equals_prompt_lookup(text, max_n, cap):
         assert index.propose() == ngram_propose(text[:i + 1], NgramSettings(max_n, 1, cap))
 
 
+@pytest.mark.parametrize("given,window", [({}, (5, 5)), ({"prompt_lookup_max": 3}, (3, 3)),
+                                          ({"prompt_lookup_min": 2}, (2, 2)),
+                                          ({"prompt_lookup_max": 3, "prompt_lookup_min": 1}, (3, 1))])
+def test_ngram_windows_left_out_are_vllms(given, window):
+    """vLLM 0.8.2-0.33.0 (vllm/config/speculative.py SpeculativeConfig.__post_init__): no window given, 5 and 5;
+    one given, the other equals it. draftsim's 3 and 1 were no release's. Worked by hand through the walk's
+    proposer: only a 3-gram repeats in [7, 1, 2, 3, 8, 9, 5, 1, 2, 3], so vLLM's default window (n = 5 only)
+    proposes nothing where lookups 3 to 1 propose what followed it, [8, 9, 5, 1]; a repeated 5-gram is found by
+    both."""
+    from simulator.config.speculation import NgramDrafterConfig
+    from simulator.speculation.suffix.acceptance import drafter_key
+    key = drafter_key(NgramDrafterConfig(kind="ngram", gamma=4, **given))
+    assert key == ("ngram", 4, *window)
+    for text, at_5_5, at_3_1 in (([7, 1, 2, 3, 8, 9, 5, 1, 2, 3], [], [8, 9, 5, 1]),
+                                 ([1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5], [6, 1, 2, 3], [6, 1, 2, 3])):
+        for (high, low), want in (((5, 5), at_5_5), ((3, 1), at_3_1)):
+            index = NgramIndex(high, low, 4)
+            index.extend(text)
+            assert index.propose() == want, (text, high, low)
+
+
 def _suffix_scenario(**overrides):
     return scenario(**merge({"cluster": {"hardware": "h100-sxm", "model": "qwen2.5-coder-0.5b", "dtype": "bf16"},
                              "drafter": {"kind": "suffix"},
