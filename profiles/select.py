@@ -34,6 +34,9 @@ class LatencySourceConfig:
     framework: str = "vllm"
     version: str | None = None
     profile_dir: Path | None = None
+    # the fused-MoE kernel the deployment's engine release runs where it is not the measured tables' own (None:
+    # theirs; profiles.engine_time.mxfp4_moe): read by the measured source only
+    moe_kernel: str | None = None
 
 
 def _roofline(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dtype: str | None) -> LatencyModel:
@@ -43,7 +46,7 @@ def _roofline(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, k
 
 def _measured(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dtype: str | None) -> LatencyModel:
     from profiles.measured import load_measured
-    return load_measured(hardware.id, dtype, config.framework, config.version, kv_dtype)
+    return load_measured(hardware.id, dtype, config.framework, config.version, kv_dtype, config.moe_kernel)
 
 
 def _profile(hardware: HardwareSpec, dtype: str, config: LatencySourceConfig, kv_dtype: str | None) -> LatencyModel:

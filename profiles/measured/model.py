@@ -89,8 +89,9 @@ class SharedPrices(BoundedTables):
     def __init__(self, limit: int = MAX_SHARED_PRICES):
         super().__init__(limit)
 
-    def table(self, source: ResolvedSource, hardware: HardwareSpec, dtype: str, kv_dtype: str) -> dict:
-        return self._table((source, hardware, dtype, kv_dtype))
+    def table(self, source: ResolvedSource, hardware: HardwareSpec, dtype: str, kv_dtype: str,
+              moe_kernel: str | None = None) -> dict:
+        return self._table((source, hardware, dtype, kv_dtype, moe_kernel))
 
 
 SHARED_PRICES = SharedPrices()
@@ -100,7 +101,7 @@ class MeasuredLatencyModel:
     """LatencyModel pricing GEMMs, attention and collectives from measured tables, the rest by roofline."""
 
     def __init__(self, source: ResolvedSource, dtype: str = "bf16", hardware: HardwareSpec | None = None,
-                 kv_dtype: str | None = None):
+                 kv_dtype: str | None = None, moe_kernel: str | None = None):
         dtype_bytes(dtype)  # validates
         self.source = source
         self.hardware = hardware if hardware is not None else get_hardware(source.hardware_id)
@@ -132,7 +133,10 @@ class MeasuredLatencyModel:
         self.power_limit = power_limit(self.hardware.id, self.gemm_dtype, self.hardware.matmul_flops("bf16")) \
             if self._gemm_measured and self.hardware.id == source.hardware_id else None
         self._memo: dict[Op, float] = {}
-        self._shared = SHARED_PRICES.table(source, self.hardware, dtype, self.kv_dtype)
+        # The fused-MoE kernel the engine release runs where it is not the one the tables timed (None: theirs;
+        # profiles.engine_time.mxfp4_moe, e.g. vLLM 0.10.1 - 0.11.x's Marlin MXFP4 experts on Hopper).
+        self.moe_kernel = moe_kernel
+        self._shared = SHARED_PRICES.table(source, self.hardware, dtype, self.kv_dtype, moe_kernel)
         self._priced: Counter = Counter()  # (kind, source label, approximate) -> distinct shapes priced
         self._keys: dict[Op, tuple] = {}   # op -> its key in `_priced`
         self._pricers = {K.GEMM: self._gemm, K.ATTN_PREFILL: self._prefill, K.ATTN_DECODE: self._decode,
@@ -220,7 +224,8 @@ class MeasuredLatencyModel:
         """What priced this run, for `latency_source` in the summary."""
         kernels = {"gemm": self.gemm.kernel(self.gemm_dtype) if self._gemm_measured else ROOFLINE}
         if self.moe is not None and self.moe.kernel(self.dtype):
-            kernels["moe"] = self.moe.kernel(self.dtype)
+            kernels["moe"] = self.moe.kernel(self.dtype) if self.moe_kernel is None else \
+                f"{self.moe_kernel} (the engine release's kernel: profiles.engine_time.mxfp4_moe)"
         for phase, table in self.attention.items():
             kernels[f"{phase}_attention"] = table.kernel(self.kv_dtype)
         if self.gdn is not None and any(kind in self._used_kinds() for kind in (K.GDN_PREFILL, K.GDN_DECODE)):
@@ -272,7 +277,7 @@ class MeasuredLatencyModel:
             return None
         found = self.moe.seconds(self.dtype, *(int(d[k]) for k in ("moe_hidden", "moe_inter", "moe_top_k",
                                                                    "moe_experts", "moe_tp", "moe_ep")),
-                                 d["moe_rows"])
+                                 d["moe_rows"], kernel=self.moe_kernel)
         if found is None:
             return None
         seconds, outside = found

@@ -20,6 +20,8 @@ from __future__ import annotations
 from functools import cached_property, partial
 from pathlib import Path
 
+import numpy as np
+
 from profiles.measured.grid import MeasuredGrid
 from profiles.measured.tables import MS, dominant_source, most_measured_first, read
 
@@ -76,20 +78,70 @@ class MoeTable:
         """The measured kernel(s) of `dtype`, most measured first (`+`-joined), or None."""
         return self._kernels.get(MOE_DTYPES.get(dtype, ""))
 
+    def _kernel_configs(self, dtype: str, kernel: str) -> dict:
+        """config -> rows measured with a kernel whose name holds `kernel` (e.g. "marlin"), for `dtype`."""
+        key = (dtype, kernel)
+        found = self._configs.get(key)
+        if found is None:
+            frame = self._frames.get(MOE_DTYPES.get(dtype, ""))
+            found = {}
+            if frame is not None:
+                codes, labels = frame.codes("kernel_source")
+                ours = [i for i, name in enumerate(labels) if kernel in str(name)]
+                mine = frame.where(np.isin(codes, ours))
+                keys = ["hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
+                found = {} if mine.empty else {tuple(int(v) for v in k): dominant_source(part)
+                                               for k, part in mine.groupby(keys)}
+            self._configs[key] = found
+        return found
+
+    def _grid(self, dtype: str, config: tuple, part, kernel: str | None = None) -> MeasuredGrid:
+        """The grid over tokens of `config`'s rows `part` (of `kernel`'s rows; None: the dominant kernel's)."""
+        grid = self._grids.get((dtype, config, kernel))
+        if grid is None:
+            ideal = partial(_ideal, self._peaks, WEIGHT_BYTES[dtype], config)
+            grid = self._grids[(dtype, config, kernel)] = MeasuredGrid.from_points(
+                part.matrix(["num_tokens"]), part["latency"].astype(float) * MS, ideal)
+        return grid
+
     def seconds(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int, tp: int, ep: int,
-                rows: float) -> tuple[float, bool] | None:
+                rows: float, kernel: str | None = None) -> tuple[float, bool] | None:
         """(seconds of one layer, extrapolated) at `rows` token-expert rows per GPU, or None when the
-        configuration was not measured."""
+        configuration was not measured. `kernel`: the fused-MoE kernel the engine release runs where it is not
+        the one the tables timed for the configuration (profiles.engine_time.mxfp4_moe, e.g. "marlin"):
+        `_kernel_seconds`."""
         config = (hidden, inter, top_k, experts, tp, ep)
+        if kernel is not None:
+            return self._kernel_seconds(dtype, config, rows, kernel)
         part = self._config_frames(dtype).get(config)
         if part is None:
             return None
-        grid = self._grids.get((dtype, config))
-        if grid is None:
-            ideal = partial(_ideal, self._peaks, WEIGHT_BYTES[dtype], config)
-            grid = self._grids[(dtype, config)] = MeasuredGrid.from_points(
-                part.matrix(["num_tokens"]), part["latency"].astype(float) * MS, ideal)
-        return grid.seconds((rows * ep / top_k,))
+        return self._grid(dtype, config, part).seconds((rows * ep / top_k,))
+
+    def _kernel_seconds(self, dtype: str, config: tuple, rows: float, kernel: str) -> tuple[float, bool] | None:
+        """The layer priced with `kernel`'s measured rows: the configuration's own where that kernel timed it;
+        else the configuration's ideal time (`_ideal`) times the kernel's measured time over its ideal on the
+        configuration it was timed on (the one of the same MoE TP and EP, else the first), at the same token-expert
+        rows per expert (tokens · top-k / experts: the M of each expert's GEMMs), which is what sets a grouped
+        GEMM's efficiency. Approximation, named: the kernel's efficiency is taken as a function of the rows per
+        expert alone (its dependence on the hidden and expert widths is not modelled), and such a price is
+        reported as approximate. None where the kernel timed no configuration of `dtype` (the caller's
+        fallbacks price it)."""
+        measured = self._kernel_configs(dtype, kernel)
+        if not measured:
+            return None
+        hidden, inter, top_k, experts, tp, ep = config
+        tokens = rows * ep / top_k
+        part = measured.get(config)
+        if part is not None:
+            return self._grid(dtype, config, part, kernel).seconds((tokens,))
+        same = sorted(c for c in measured if c[4:] == (tp, ep)) or sorted(measured)
+        other = same[0]
+        tokens_there = tokens * top_k / experts * other[3] / other[2]
+        there, _ = self._grid(dtype, other, measured[other], kernel).seconds((tokens_there,))
+        ideal_there = _ideal(self._peaks, WEIGHT_BYTES[dtype], other, (tokens_there,))
+        ideal_here = _ideal(self._peaks, WEIGHT_BYTES[dtype], config, (tokens,))
+        return ideal_here * there / ideal_there, True
 
 
 def _balanced(frame):

@@ -33,14 +33,16 @@ from simulator.cluster.replica_memory import (CPU_ID, hybrid_layout, keeps_windo
                                               vllm_profile_run)
 from simulator.cluster.engine_scheduler import with_engine_defaults
 from simulator.cluster.fp8_marlin import check_fp8_marlin, weight_only_fp8
+from profiles.engine_time.mxfp4_moe import moe_kernel as release_moe_kernel
 from simulator.core.context import context_and_rule
 from profiles.engine_time.batch_defaults import DEFAULT_MAX_NUM_SEQS, default_max_num_seqs, sglang_max_running_requests
 
 
 def make_latency_model(lat: LatencyConfig, hardware: HardwareSpec, dtype: str, base_dir: Path,
-                       kv_dtype: str | None = None):
+                       kv_dtype: str | None = None, moe_kernel: str | None = None):
     """The latency model of `cluster.latency` (profiles.select); what it cannot serve becomes a ScenarioError
-    naming the field to change."""
+    naming the field to change. `moe_kernel`: the fused-MoE kernel the engine release runs where it is not the
+    measured tables' own (profiles.engine_time.mxfp4_moe; None: theirs)."""
     from profiles.select import LatencySourceConfig, select_latency
     profile_dir = Path(lat.profile_dir) if lat.profile_dir else None
     if profile_dir is not None and not profile_dir.is_absolute():
@@ -60,7 +62,7 @@ def make_latency_model(lat: LatencyConfig, hardware: HardwareSpec, dtype: str, b
             raise ScenarioError("cluster.latency.source", f"profile, but {where} holds no profile (ops.csv) of "
                                                           f"{hardware.id}; measure one with `draftsim profile` "
                                                           "and give its folder as profile_dir, or use source auto")
-    config = LatencySourceConfig(lat.source, lat.framework, lat.version, profile_dir)
+    config = LatencySourceConfig(lat.source, lat.framework, lat.version, profile_dir, moe_kernel)
     try:
         return select_latency(hardware, dtype, config, kv_dtype)
     except FieldError as exc:   # (profiles.measured.MeasuredDataError, an engine profile that cannot be read)
@@ -628,8 +630,10 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     release = deployment_release(latency, engine_config, lat)
     target = served_window(release, target)
     kv_dtype = resolve_kv_dtype(hw, dtype, kv_dtype, target, release, where)
-    if getattr(lat, "kv_dtype", kv_dtype) != kv_dtype:   # (its attention tables are the KV dtype's: built again
-        lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)   # once it is known)
+    moe_kernel = release_moe_kernel(release, hw.id, dtype)   # (the release's MXFP4 experts, e.g. Marlin)
+    if getattr(lat, "kv_dtype", kv_dtype) != kv_dtype or getattr(lat, "moe_kernel", moe_kernel) != moe_kernel:
+        # (its attention tables are the KV dtype's, its MoE kernel the release's: built again once they are known)
+        lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype, moe_kernel)
     check_fp8_marlin(release, hw, target, dtype, where)
     built_drafter = build_drafter(drafter, target, par, lat, hw, dtype, kv_dtype,
                                   DraftContext(moe, base_dir, release)) if speculating else None

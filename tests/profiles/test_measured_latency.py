@@ -65,6 +65,11 @@ def _write_tables(root, system="h100_sxm", framework="vllm", versions=("1.0.0", 
             "num_experts": 8, "moe_tp_size": 1, "moe_ep_size": 1, "distribution": dist,
             "latency": (0.02 + 1e-4 * t) * (1.0 if dist == "balanced" else 3.0)}
            for t in (1, 16, 256, 4096) for dist in ("balanced", "power_law_1.2")]
+    # a second kernel measured on another configuration only (16 experts): test_a_kernel_of_the_release_...
+    moe += [{"framework": "VLLM", "version": "x", "device": "H100", "op_name": "moe", "kernel_source": "marlin_x",
+             "moe_dtype": "bfloat16", "num_tokens": t, "hidden_size": 1024, "inter_size": 512, "topk": 2,
+             "num_experts": 16, "moe_tp_size": 1, "moe_ep_size": 1, "distribution": "balanced",
+             "latency": 0.05 + 3e-4 * t} for t in (1, 16, 256, 4096)]
     for version in versions:
         for folder, name, data in (("moe", "moe_perf.parquet", moe), ("gemm", "gemm_perf.parquet", rows),
                                    ("attention", "context_attention_perf.parquet", ctx),
@@ -324,6 +329,25 @@ def test_fused_moe_layers_are_priced_from_the_moe_table(synthetic):
     tp2 = {op.name: op for op in dense_ops(spec, 16, 16, Parallelism(2, 1), "bf16")}
     assert model.op_seconds(tp2["moe_down"]) > 0.0
     assert model.op_seconds(tp2["moe_act"]) == RooflineLatencyModel("h100-sxm").op_seconds(tp2["moe_act"])
+
+
+def test_a_kernel_of_the_release_prices_other_configurations_at_its_efficiency_per_rows_per_expert(synthetic):
+    """profiles.measured.moe `_kernel_seconds`: a configuration the kernel timed is its own rows; another one is its
+    ideal time times the kernel's measured over ideal time at the same rows per expert on the configuration it
+    timed, reported as approximate; without the kernel, the tables' own rows as before."""
+    from profiles.measured.moe import WEIGHT_BYTES, _ideal
+    table = measured.load_measured("h100-sxm", "bf16", "vllm").moe
+    own = (1024, 512, 2, 16, 1, 1)
+    assert table.seconds("bf16", *own, 2 * 256, kernel="marlin")[0] == pytest.approx((0.05 + 3e-4 * 256) * MS)
+    other = (1024, 512, 2, 8, 1, 1)   # timed with the triton kernel only
+    assert table.seconds("bf16", *other, 2 * 256)[0] == pytest.approx((0.02 + 1e-4 * 256) * MS)
+    seconds, approximate = table.seconds("bf16", *other, 2 * 256, kernel="marlin")
+    # 256 tokens × 2 / 8 experts = 64 rows per expert = 512 tokens on the 16-expert configuration
+    there, _ = table.seconds("bf16", *own, 2 * 512, kernel="marlin")
+    peaks = table._peaks
+    expected = _ideal(peaks, WEIGHT_BYTES["bf16"], other, (256,)) * there / _ideal(peaks, WEIGHT_BYTES["bf16"], own, (512,))
+    assert approximate and seconds == pytest.approx(expected, rel=1e-12)
+    assert table.seconds("bf16", *other, 2 * 256, kernel="cutlass") is None   # a kernel never timed: the caller's
 
 
 @real
