@@ -2920,6 +2920,33 @@ CASES = [
                  "parallelism": {"tp": 8}, "engine": {"framework": "vllm", "version": "0.7.3"}},
         drafter={"kind": "mtp", "gamma": 2}),
             "draftsim: error: drafter.gamma: vllm 0.7.3 drafts at most n_predict = 1 MTP token(s) a step"),
+    # session 26, ngram: n-gram acceptance under SGLang / TensorRT-LLM walked vLLM's prompt lookup under their name
+    # (exit 0); SGLang 0.5.10+ now runs its own NGRAM trie, the rest is refused
+    Hostile("ngram26_sessions_on_trtllm", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "trtllm", "version": "1.2.1"}},
+        drafter={"kind": "ngram", "gamma": 4},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: acceptance.kind: 'sessions' runs vLLM's or SGLang's n-gram proposer; TensorRT-LLM's"),
+    Hostile("ngram26_vllm_trace_walks_on_sglang", run(
+        cluster={"model": "qwen2.5-coder-1.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4},
+        acceptance={"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": "ngram"}),
+            "draftsim: error: acceptance.drafter: the trace's n-gram walks are vLLM's prompt lookup, not SGLang's"),
+    Hostile("ngram26_vllm_trace_walks_on_trtllm", run(
+        cluster={"model": "qwen2.5-coder-1.5b", "engine": {"framework": "trtllm", "version": "1.2.1"}},
+        drafter={"kind": "ngram", "gamma": 4},
+        acceptance={"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": "ngram"}),
+            "draftsim: error: acceptance.drafter: the trace's n-gram walks are vLLM's prompt lookup, not TensorRT"),
+    Hostile("ngram26_sglang_window_ngram_release", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.5"}},
+        drafter={"kind": "ngram", "gamma": 4},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: cluster.engine.version: sglang 0.5.5's NGRAM matches windows"),
+    Hostile("ngram26_vllm_lookup_window_on_sglang", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_min": 2},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window"),
 ]
 
 

@@ -628,6 +628,9 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if lat is None:
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
     release = deployment_release(latency, engine_config, lat)
+    if drafter is not None:   # (whose n-gram proposer the acceptance walks: the deployment's engine)
+        from simulator.speculation.suffix.acceptance import bind_engine
+        acceptance = bind_engine(acceptance, drafter, release, policy)
     target = served_window(release, target)
     kv_dtype = resolve_kv_dtype(hw, dtype, kv_dtype, target, release, where)
     moe_kernel = release_moe_kernel(release, hw.id, dtype)   # (the release's MXFP4 experts, e.g. Marlin)

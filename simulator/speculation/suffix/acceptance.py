@@ -36,6 +36,7 @@ class BoundSessions:
     section: object
     drafter: object
     kind: str = "sessions"
+    engine: tuple = ("vllm", None)     # (framework, version) of the deployment: whose proposer walks the texts
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,48 @@ def bind_proposer(acceptance, policy, drafter):
                                 f"needs drafter kind suffix or ngram (got {drafter.kind!r})")
         acceptance = BoundSessions(acceptance, drafter)
     return acceptance, policy
+
+
+def bind_engine(acceptance, drafter, release: tuple, policy=None):
+    """The acceptance of an n-gram drafter on the deployment's engine (`release`: (framework, version)). The
+    walks of vLLM's prompt lookup (acceptance trace with drafter ngram, profiles.acceptance.drafters.ngram_propose;
+    or `sessions`) are vLLM's proposer only: on SGLang `sessions` runs SGLang's own NGRAM trie
+    (simulator.speculation.suffix.sglang_ngram, 0.5.10 on); everything else is refused in one line rather than
+    run as vLLM's lookup under another engine's name. With `policy` proposed the engine rule refuses that policy
+    first (profiles.engine_time.support, naming policy.kind)."""
+    framework, version = release
+    if getattr(drafter, "kind", None) != "ngram" or framework == "vllm" or getattr(policy, "kind", None) == "proposed":
+        return acceptance
+    kind = getattr(acceptance, "kind", None)
+    if kind == "trace" and acceptance.drafter == "ngram":
+        allowed = ("acceptance kind sessions (SGLang's own NGRAM trie run on the corpus texts, 0.5.10 on)"
+                   if framework == "sglang" else "an acceptance that states alpha (constant or positional)")
+        raise ScenarioError("acceptance.drafter", f"the trace's n-gram walks are vLLM's prompt lookup, not "
+                            f"{_NGRAM_NAMES[framework]}; allowed: {allowed}")
+    if kind != "sessions":
+        return acceptance
+    if framework == "trtllm":
+        raise ScenarioError("acceptance.kind", f"'sessions' runs vLLM's or SGLang's n-gram proposer; "
+                            f"{_NGRAM_NAMES['trtllm']} is not modelled; allowed: an acceptance that states alpha "
+                            "(constant or positional), or cluster.engine.framework vllm or sglang")
+    from profiles.measured.source import version_before
+    if version is not None and version_before(version, SGLANG_TRIE_FROM):
+        raise ScenarioError("cluster.engine.version", f"sglang {version}'s NGRAM matches windows of "
+                            "--speculative-ngram-min/max-match-window-size into a trie of branch_length paths (0.5.3 "
+                            "to 0.5.9, cpp_ngram/ngram.cpp), which is not modelled; allowed: a version >= "
+                            f"{SGLANG_TRIE_FROM} with acceptance kind sessions")
+    given = sorted({"prompt_lookup_max", "prompt_lookup_min"} & set(drafter.model_fields_set))
+    if given:
+        raise ScenarioError(f"drafter.{given[0]}", "is vLLM's lookup window; SGLang's NGRAM matches every suffix "
+                            "of up to --speculative-ngram-max-trie-depth (18) tokens: leave it out")
+    import dataclasses
+    return dataclasses.replace(acceptance, engine=(framework, version))
+
+
+_NGRAM_NAMES = {"sglang": "SGLang's NGRAM trie (speculative/ngram_worker.py, a BFS draft tree over recent windows "
+                          "of every request)",
+                "trtllm": "TensorRT-LLM's NGram drafter (_torch/speculative/ngram.py NGramPoolManager: pattern -> "
+                          "match pool, shared across requests by default, is_public_pool)"}
 
 
 def resolve_corpus(name_or_path: str, base_dir: Path) -> Path:
@@ -108,24 +151,49 @@ def corpus_walks(path: str, drafter_key: tuple):
     corpus, else computed (seconds for n-gram, minutes for suffix decoding on ~20k tokens; cached per
     process)."""
     from profiles.acceptance.sessions import fingerprint, load_sessions
-    from simulator.speculation.suffix.walk import ngram_walks, suffix_walks
     frame = load_sessions(path)
     shipped = read_shipped_walks(Path(path), drafter_key, frame.attrs["meta"].get("fingerprint") or fingerprint(frame))
     if shipped is not None:
         return shipped
-    kind, settings = drafter_key[0], drafter_key[1:]
-    if kind == "suffix":
-        from simulator.speculation.suffix.cache import SuffixParams
-        return suffix_walks(frame, SuffixParams(*settings))
-    gamma, max_n, min_n = settings
+    return WALKERS[drafter_key[0]](frame, *drafter_key[1:])
+
+
+def _suffix(frame, *settings):
+    from simulator.speculation.suffix.cache import SuffixParams
+    from simulator.speculation.suffix.walk import suffix_walks
+    return suffix_walks(frame, SuffixParams(*settings))
+
+
+def _vllm_ngram(frame, gamma, max_n, min_n):
+    from simulator.speculation.suffix.walk import ngram_walks
     return ngram_walks(frame, gamma, max_n, min_n)
 
 
-def drafter_key(d) -> tuple:
+def _sglang_ngram(frame, *settings):
+    from simulator.speculation.suffix.sglang_ngram import SglangNgramParams, sglang_ngram_walks
+    return sglang_ngram_walks(frame, SglangNgramParams(*settings))
+
+
+# proposer (the first item of drafter_key) -> its walks over a session corpus
+WALKERS = {"suffix": _suffix, "ngram": _vllm_ngram, "sglang_ngram": _sglang_ngram}
+SGLANG_TRIE_FROM = "0.5.10"      # the trie-depth NGRAM (--speculative-ngram-max-trie-depth); 0.5.3-0.5.9 matched windows
+SGLANG_INSERT_LAGS_FROM = "0.5.14"
+
+
+def drafter_key(d, engine: tuple = ("vllm", None)) -> tuple:
+    """The proposer and its settings: vLLM's suffix decoding or prompt lookup, or SGLang's NGRAM trie (its
+    defaults; the budget is speculative_num_draft_tokens - 1 = drafter.gamma) on an SGLang deployment."""
     if d.kind == "suffix":
         p = suffix_params(d)
         return ("suffix", p.num_speculative_tokens, p.max_tree_depth, p.max_cached_requests, p.max_spec_factor,
                 p.max_spec_offset, p.min_token_prob)
+    if engine[0] == "sglang":
+        from profiles.measured.source import version_key
+        from simulator.speculation.suffix.sglang_ngram import SglangNgramParams
+        p = SglangNgramParams(d.gamma)
+        lags = engine[1] is None or version_key(engine[1]) >= version_key(SGLANG_INSERT_LAGS_FROM)
+        return ("sglang_ngram", p.draft_budget, p.max_trie_depth, p.min_bfs_breadth, p.max_bfs_breadth, p.capacity,
+                lags)
     return ("ngram", d.gamma, d.prompt_lookup_max, d.prompt_lookup_min)
 
 
@@ -135,7 +203,7 @@ def sessions_chain(bound: BoundSessions, gamma: int, seed: int, base_dir: Path):
     sec = bound.section
     path = resolve_corpus(sec.corpus, base_dir)
     try:
-        walks = corpus_walks(str(path), drafter_key(bound.drafter))
+        walks = corpus_walks(str(path), drafter_key(bound.drafter, bound.engine))
     except ValueError as exc:
         raise ScenarioError("acceptance.corpus", f"{path}: {exc}") from None
     workloads = set(sec.workloads) if sec.workloads else None
