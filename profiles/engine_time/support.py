@@ -250,7 +250,9 @@ RULES: tuple[Rule, ...] = (
           ("mtp", "0.19.0", "MTP speculation", "'Added Multi-Token Prediction (MTP) support', PyTorch workflow"))),
     Rule(Span("trtllm"), lambda s, c: c.drafter == "suffix", "drafter.kind",
          "has no suffix decoding (PRs #9706 and #9912, which would add ArcticInference's SuffixDecodingCache, were "
-         "closed unmerged); its model-free drafter is drafter kind ngram"),
+         "closed unmerged); its model-free drafter is drafter kind ngram; its suffix-automaton drafter "
+         "(SADecodingConfig, decoding_type SA, PR #11434: a longest-match automaton per request unless enable_global_pool, in the API reference "
+         "of 1.3.0rc27 and 1.4.0rc4, first release not pinned) is another proposer, not modelled"),
     # policy 'proposed' (each request verifies only the tokens its drafter proposed, none without a match) is vLLM's
     # n-gram and suffix rule (its V1 proposers return an empty draft and the request schedules one token). SGLang and
     # TensorRT-LLM verify a fixed width whatever was matched, which is policy fixed: SGLang's NGRAM worker
