@@ -2902,6 +2902,30 @@ CASES = [
     Hostile("refuzz_trace_acceptance_without_trace", run(
         drafter={"kind": "draft_model", "model": "qwen2.5-coder-0.5b", "gamma": 2}, acceptance={"kind": "trace"}),
             "draftsim: error: acceptance.trace: required field is missing"),
+    # session 26, hunt26: traces the csv module or pandas could not take: a column name beyond the csv module's
+    # 131,072-character field limit (a _csv.Error traceback), two hundred thousand columns (an error line of
+    # every name; the importer held pandas 75 s and 2 GB building a column of each), a row shorter than the
+    # header (the importer read it, exit 0; the plain reader refused it)
+    Hostile("hunt26_trace_column_name_beyond_the_csv_field_limit",
+            trace(text_file("t.csv", "arrival_s,prompt,output_tokens," + "x" * 200_000 + "\n0,10,5,1\n")),
+            "/t.csv lacks column(s) 'prompt_tokens'; found 'arrival_s', 'prompt'"),
+    Hostile("hunt26_trace_importer_column_name_beyond_the_csv_field_limit",
+            trace(text_file("t.csv", "arrival_s,prompt_tokens,output_tokens," + "x" * 200_000 + "\n0,10,-5,1\n"),
+                  time_unit="s"),
+            "/t.csv, column 'output_tokens', line 2: '-5' is not an integer from 1 to 10^12 (tokens)"),
+    Hostile("hunt26_trace_of_200k_columns_lacking_one",
+            trace(text_file("t.csv", "arrival_s,prompt,output_tokens," + ",".join(f"c{i}" for i in range(200_000))
+                            + "\n")),
+            "t.csv lacks column(s) 'prompt_tokens'; found 'arrival_s', 'prompt', 'output_tokens', 'c0', 'c1', 'c2', "
+            "'c3', 'c4', 'c5', 'c6', 'c7', 'c8', ... (200,003 in all)"),
+    Hostile("hunt26_trace_importer_of_200k_columns_lacking_one",
+            trace(text_file("t.csv", "arrival_s,prompt,output_tokens," + ",".join(f"c{i}" for i in range(200_000))
+                            + "\n"), time_unit="s"),
+            "of format 'draftsim'; found 'arrival_s', 'prompt', 'output_tokens', 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', "
+            "'c6', 'c7', 'c8', ... (200,003 in all)"),
+    Hostile("hunt26_trace_importer_row_shorter_than_the_header",
+            trace(text_file("t.csv", "arrival_s,prompt_tokens,output_tokens,note\n0,10,5\n1,10,5,x\n"), time_unit="s"),
+            "/t.csv, line 2: 3 fields; the header has 4"),
 ]
 
 
