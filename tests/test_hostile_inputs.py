@@ -2926,6 +2926,18 @@ CASES = [
     Hostile("hunt26_trace_importer_row_shorter_than_the_header",
             trace(text_file("t.csv", "arrival_s,prompt_tokens,output_tokens,note\n0,10,5\n1,10,5,x\n"), time_unit="s"),
             "/t.csv, line 2: 3 fields; the header has 4"),
+    # a value its explicit YAML tag cannot read (PyYAML raises ValueError, KeyError or IndexError): a traceback
+    Hostile("hunt26_scenario_int_tag_of_a_fraction", run(b"name: t\nseed: !!int 3.5\n"),
+            "/s.yaml: !!int '3.5' at line 2 is not an integer"),
+    Hostile("hunt26_scenario_bool_tag_of_maybe", run(b"name: t\nseed: 1\noutputs: {plots: !!bool maybe}\n"),
+            "/s.yaml: !!bool 'maybe' at line 3 is not true or false"),
+    Hostile("hunt26_set_timestamp_tag_of_month_13", run(None, "--set", "name=!!timestamp 2024-13-45"),
+            "draftsim: error: --set: name: the value !!timestamp '2024-13-45' at line 1 is not a date"),
+    Hostile("hunt26_sweep_float_tag_of_nothing", lambda tmp: [
+        "sweep", _write(tmp, "sweep.yaml", f"name: s\nscenario: {_write(tmp, 'base.yaml', TINY)}\n"
+                                           "grid: {workload.arrival.qps: [4, !!float ]}\n"),
+        "--out", tmp / "store", "--executor", "serial", "--quiet"],
+            "sweep.yaml: !!float '' at line 3 is not a number"),
 ]
 
 
