@@ -2938,6 +2938,11 @@ CASES = [
                                            "grid: {workload.arrival.qps: [4, !!float ]}\n"),
         "--out", tmp / "store", "--executor", "serial", "--quiet"],
             "sweep.yaml: !!float '' at line 3 is not a number"),
+    # compare of variants differing only in the executor where a Dask run is byte for byte one process's (a router
+    # that routes ahead; load_sync_s 0) printed a table of zeros, exit 0, as workers and step_mode did before
+    Hostile("hunt26_compare_vary_only_the_executor", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary",
+                                                                 "simulation.executor=local-dask", "--out", tmp / "c"],
+            "differ only in simulation.executor (how a run is carried out: the outputs are the same byte for byte"),
 ]
 
 
