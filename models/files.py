@@ -258,6 +258,15 @@ _Loader.add_implicit_resolver(_NUMBER_TAGS[0], _DECIMAL_INT, list("-+0123456789"
 _Loader.add_implicit_resolver(_NUMBER_TAGS[1], _DECIMAL_FLOAT, list("-+0123456789."))
 
 
+def reads_as_text(text: str) -> bool:
+    """Whether `text` written plain (unquoted) reads back as that text here, not as a number, boolean, null or
+    date: a writer of YAML for this loader (PyYAML's dumper resolves YAML 1.1, and left `1e3` plain, which
+    reads as the number 1000.0 here) quotes it otherwise."""
+    resolvers = _Loader.yaml_implicit_resolvers   # (as yaml.resolver.BaseResolver.resolve reads a plain scalar)
+    found = resolvers.get(text[:1], []) + resolvers.get(None, [])
+    return not any(regexp.match(text) for _, regexp in found)
+
+
 def _check_expansion(root) -> None:
     """Refuse aliases that expand to more than MAX_NODES values or refer to themselves (module docstring).
     Only the values aliases add count: a node met again is an alias of an anchored one (PyYAML composes an
