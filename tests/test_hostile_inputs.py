@@ -2943,6 +2943,15 @@ CASES = [
     Hostile("hunt26_compare_vary_only_the_executor", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary",
                                                                  "simulation.executor=local-dask", "--out", tmp / "c"],
             "differ only in simulation.executor (how a run is carried out: the outputs are the same byte for byte"),
+    # a key path of 3,000 parts nested the override as deep, where a scenario file nests at most 64 levels: a
+    # RecursionError traceback
+    Hostile("hunt26_set_key_path_of_3000_parts", run(None, "--set", "workload." + ".".join(["x"] * 3000) + "=1"),
+            "draftsim: error: --set: a key path of 3,001 parts (workload.x.x...); at most 64"),
+    Hostile("hunt26_compare_vary_key_path_of_3000_parts", lambda tmp: [
+        "compare", _write(tmp, "s.yaml", TINY), "--vary", "workload." + ".".join(["x"] * 3000) + "=1", "--out",
+        tmp / "c"], "draftsim compare: error: --vary: expected KEY=VALUE: a key path of 3,001 parts"),
+    Hostile("hunt26_sweep_grid_key_path_of_3000_parts", sweep(grid={"workload." + ".".join(["x"] * 3000): [1]}),
+            "draftsim sweep: error: sweep.grid: a key path of 3,001 parts (workload.x.x...); at most 64"),
 ]
 
 
