@@ -2952,6 +2952,12 @@ CASES = [
         tmp / "c"], "draftsim compare: error: --vary: expected KEY=VALUE: a key path of 3,001 parts"),
     Hostile("hunt26_sweep_grid_key_path_of_3000_parts", sweep(grid={"workload." + ".".join(["x"] * 3000): [1]}),
             "draftsim sweep: error: sweep.grid: a key path of 3,001 parts (workload.x.x...); at most 64"),
+    # a sweep's scenario path was not home-expanded as every path a scenario file holds: `~/a.yaml` was read as
+    # <sweep's folder>/~/a.yaml ('file not found'), `~no-such-user/a.yaml` likewise
+    Hostile("hunt26_sweep_scenario_home_of_no_user", lambda tmp: [
+        "sweep", _write(tmp, "sweep.yaml", {"name": "s", "scenario": "~no-such-user/base.yaml"}), "--out",
+        tmp / "store", "--quiet"],
+            "draftsim sweep: error: sweep.scenario: ~no-such-user/base.yaml: cannot expand '~no-such-user'"),
 ]
 
 

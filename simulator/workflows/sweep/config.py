@@ -325,7 +325,10 @@ def expand_points(spec: SweepConfig, folder: Path, progress: bool = False) -> tu
     point. Errors that appear only when the scenario is built (e.g. the model does not fit) are recorded
     per point by the runner instead.
     """
-    base_path = (folder / spec.scenario) if not Path(spec.scenario).is_absolute() else Path(spec.scenario)
+    from simulator.core.lengths import resolve_path
+    # (relative to the sweep's folder, `~` expanded as every path a scenario file holds: `scenario: ~/a.yaml`
+    # was read as <sweep's folder>/~/a.yaml, 'file not found')
+    base_path = resolve_path(Path(spec.scenario), folder, f"{FIELD}.scenario")
     check_overrides_once(spec.set, f"{FIELD}.set")
     check_set_not_swept(spec.set, spec, f"{FIELD}.set")
     try:

@@ -164,3 +164,17 @@ def test_the_python_api_reads_keys_alike(tmp_path):
 
     with pytest.raises(ScenarioError, match=r"^grid: drafter.kind is given twice"):
         simulator.sweep(scenario(workload={"num_requests": 4}), {"drafter.kind": ["none"], "drafter.kind ": ["none"]})
+
+
+def test_the_scenario_path_expands_the_home_folder(tmp_path, monkeypatch):
+    """`scenario: ~/base.yaml` was read as <sweep's folder>/~/base.yaml ('file not found'), where every path a
+    scenario file holds (trace_csv, a model's config.json, ...) expands `~`."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "base.yaml").write_text(yaml.safe_dump(scenario(workload={"num_requests": 30})))
+    monkeypatch.setenv("HOME", str(home))
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"name": "s", "scenario": "~/base.yaml", "grid": {"workload.arrival.qps": [1, 2]}}))
+    spec, folder = load_sweep(path)
+    points, base_dir = expand_points(spec, folder)
+    assert len(points) == 2 and base_dir == home.resolve()
