@@ -22,7 +22,9 @@ YAML is parsed by a SafeLoader (no Python objects) that also refuses:
 - anchors and aliases that add more than `MAX_NODES` (100,000) values when expanded, or refer to themselves
   (the "billion laughs": a few lines that expand to 9^8 values when the document is walked);
 - an integer of more than 4,300 digits (Python's `sys.get_int_max_str_digits()`: int() raises a ValueError
-  beyond it).
+  beyond it);
+- a value an explicit tag cannot read (`!!int 3.5`, `!!bool maybe`, `!!timestamp 2024-13-45`: PyYAML's
+  constructors raise ValueError, KeyError or IndexError, not a YAML error).
 Numbers are plain decimals, as in YAML 1.2's core schema: YAML 1.1's octal (`017` was 15), sexagesimal
 (`1:30` was 90), hexadecimal, binary and underscored (`1_000`) forms are read as text, which a number field
 refuses naming the field; a leading zero is a decimal (`017`: 17) and an exponent needs no dot or sign (`1e9`,
@@ -227,11 +229,42 @@ def _yaml_int(loader: _Loader, node):
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _yaml_int)
+
+
+def _tagged(construct):
+    """`construct` (a scalar constructor) with the errors of a value an explicit tag cannot read as one
+    DocumentError naming the tag, the value and its line: `seed: !!int 3.5` (a ValueError), `!!bool maybe`
+    (a KeyError), `!!float` of nothing (an IndexError), `!!timestamp 2024-13-45` were tracebacks."""
+    def checked(loader: _Loader, node):
+        try:
+            return construct(loader, node)
+        except DocumentError:
+            raise
+        except (ValueError, KeyError, IndexError, OverflowError):
+            kind = node.tag.rsplit(":", 1)[-1]
+            raise DocumentError(f"!!{kind} {node.value!r} at line {node.start_mark.line + 1} is not "
+                                f"{_TAGGED[kind]}; drop the tag or give such a value") from None
+    return checked
+
+
+_TAGGED = {"int": "an integer", "float": "a number", "bool": "true or false", "timestamp": "a date or date and time"}
+for _kind in _TAGGED:
+    _tag = f"tag:yaml.org,2002:{_kind}"
+    _Loader.add_constructor(_tag, _tagged(_Loader.yaml_constructors[_tag]))
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 _Loader.yaml_implicit_resolvers = {first: [(tag, regexp) for tag, regexp in resolvers if tag not in _NUMBER_TAGS]
                                    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 _Loader.add_implicit_resolver(_NUMBER_TAGS[0], _DECIMAL_INT, list("-+0123456789"))
 _Loader.add_implicit_resolver(_NUMBER_TAGS[1], _DECIMAL_FLOAT, list("-+0123456789."))
+
+
+def reads_as_text(text: str) -> bool:
+    """Whether `text` written plain (unquoted) reads back as that text here, not as a number, boolean, null or
+    date: a writer of YAML for this loader (PyYAML's dumper resolves YAML 1.1, and left `1e3` plain, which
+    reads as the number 1000.0 here) quotes it otherwise."""
+    resolvers = _Loader.yaml_implicit_resolvers   # (as yaml.resolver.BaseResolver.resolve reads a plain scalar)
+    found = resolvers.get(text[:1], []) + resolvers.get(None, [])
+    return not any(regexp.match(text) for _, regexp in found)
 
 
 def _check_expansion(root) -> None:

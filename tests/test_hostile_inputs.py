@@ -2947,6 +2947,62 @@ CASES = [
         drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_min": 2},
         acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
             "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window"),
+    # session 26, hunt26: traces the csv module or pandas could not take: a column name beyond the csv module's
+    # 131,072-character field limit (a _csv.Error traceback), two hundred thousand columns (an error line of
+    # every name; the importer held pandas 75 s and 2 GB building a column of each), a row shorter than the
+    # header (the importer read it, exit 0; the plain reader refused it)
+    Hostile("hunt26_trace_column_name_beyond_the_csv_field_limit",
+            trace(text_file("t.csv", "arrival_s,prompt,output_tokens," + "x" * 200_000 + "\n0,10,5,1\n")),
+            "/t.csv lacks column(s) 'prompt_tokens'; found 'arrival_s', 'prompt'"),
+    Hostile("hunt26_trace_importer_column_name_beyond_the_csv_field_limit",
+            trace(text_file("t.csv", "arrival_s,prompt_tokens,output_tokens," + "x" * 200_000 + "\n0,10,-5,1\n"),
+                  time_unit="s"),
+            "/t.csv, column 'output_tokens', line 2: '-5' is not an integer from 1 to 10^12 (tokens)"),
+    Hostile("hunt26_trace_of_200k_columns_lacking_one",
+            trace(text_file("t.csv", "arrival_s,prompt,output_tokens," + ",".join(f"c{i}" for i in range(200_000))
+                            + "\n")),
+            "t.csv lacks column(s) 'prompt_tokens'; found 'arrival_s', 'prompt', 'output_tokens', 'c0', 'c1', 'c2', "
+            "'c3', 'c4', 'c5', 'c6', 'c7', 'c8', ... (200,003 in all)"),
+    Hostile("hunt26_trace_importer_of_200k_columns_lacking_one",
+            trace(text_file("t.csv", "arrival_s,prompt,output_tokens," + ",".join(f"c{i}" for i in range(200_000))
+                            + "\n"), time_unit="s"),
+            "of format 'draftsim'; found 'arrival_s', 'prompt', 'output_tokens', 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', "
+            "'c6', 'c7', 'c8', ... (200,003 in all)"),
+    Hostile("hunt26_trace_importer_row_shorter_than_the_header",
+            trace(text_file("t.csv", "arrival_s,prompt_tokens,output_tokens,note\n0,10,5\n1,10,5,x\n"), time_unit="s"),
+            "/t.csv, line 2: 3 fields; the header has 4"),
+    # a value its explicit YAML tag cannot read (PyYAML raises ValueError, KeyError or IndexError): a traceback
+    Hostile("hunt26_scenario_int_tag_of_a_fraction", run(b"name: t\nseed: !!int 3.5\n"),
+            "/s.yaml: !!int '3.5' at line 2 is not an integer"),
+    Hostile("hunt26_scenario_bool_tag_of_maybe", run(b"name: t\nseed: 1\noutputs: {plots: !!bool maybe}\n"),
+            "/s.yaml: !!bool 'maybe' at line 3 is not true or false"),
+    Hostile("hunt26_set_timestamp_tag_of_month_13", run(None, "--set", "name=!!timestamp 2024-13-45"),
+            "draftsim: error: --set: name: the value !!timestamp '2024-13-45' at line 1 is not a date"),
+    Hostile("hunt26_sweep_float_tag_of_nothing", lambda tmp: [
+        "sweep", _write(tmp, "sweep.yaml", f"name: s\nscenario: {_write(tmp, 'base.yaml', TINY)}\n"
+                                           "grid: {workload.arrival.qps: [4, !!float ]}\n"),
+        "--out", tmp / "store", "--executor", "serial", "--quiet"],
+            "sweep.yaml: !!float '' at line 3 is not a number"),
+    # compare of variants differing only in the executor where a Dask run is byte for byte one process's (a router
+    # that routes ahead; load_sync_s 0) printed a table of zeros, exit 0, as workers and step_mode did before
+    Hostile("hunt26_compare_vary_only_the_executor", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary",
+                                                                 "simulation.executor=local-dask", "--out", tmp / "c"],
+            "differ only in simulation.executor (how a run is carried out: the outputs are the same byte for byte"),
+    # a key path of 3,000 parts nested the override as deep, where a scenario file nests at most 64 levels: a
+    # RecursionError traceback
+    Hostile("hunt26_set_key_path_of_3000_parts", run(None, "--set", "workload." + ".".join(["x"] * 3000) + "=1"),
+            "draftsim: error: --set: a key path of 3,001 parts (workload.x.x...); at most 64"),
+    Hostile("hunt26_compare_vary_key_path_of_3000_parts", lambda tmp: [
+        "compare", _write(tmp, "s.yaml", TINY), "--vary", "workload." + ".".join(["x"] * 3000) + "=1", "--out",
+        tmp / "c"], "draftsim compare: error: --vary: expected KEY=VALUE: a key path of 3,001 parts"),
+    Hostile("hunt26_sweep_grid_key_path_of_3000_parts", sweep(grid={"workload." + ".".join(["x"] * 3000): [1]}),
+            "draftsim sweep: error: sweep.grid: a key path of 3,001 parts (workload.x.x...); at most 64"),
+    # a sweep's scenario path was not home-expanded as every path a scenario file holds: `~/a.yaml` was read as
+    # <sweep's folder>/~/a.yaml ('file not found'), `~no-such-user/a.yaml` likewise
+    Hostile("hunt26_sweep_scenario_home_of_no_user", lambda tmp: [
+        "sweep", _write(tmp, "sweep.yaml", {"name": "s", "scenario": "~no-such-user/base.yaml"}), "--out",
+        tmp / "store", "--quiet"],
+            "draftsim sweep: error: sweep.scenario: ~no-such-user/base.yaml: cannot expand '~no-such-user'"),
 ]
 
 

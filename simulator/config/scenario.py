@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from models.files import MAX_DEPTH
 from simulator.console.printable import printable
 from simulator.errors import ScenarioError
 from simulator.config.base import PATH_TEXT, Strict, field_error
@@ -663,6 +664,9 @@ def checked_key(key: str) -> list[str]:
     normal = ".".join(parts)
     if any(not part for part in parts) or "=" in key or printable(normal) != normal:
         raise ValueError(f"bad key path {key!r} (expected dotted scenario keys like drafter.gamma)")
+    if len(parts) > MAX_DEPTH:   # (3,000 parts nested the override as deep: a RecursionError traceback)
+        raise ValueError(f"a key path of {len(parts):,} parts ({'.'.join(parts[:3])}...); at most {MAX_DEPTH}, "
+                         "as deep as a scenario file nests (expected dotted scenario keys like drafter.gamma)")
     return parts
 
 

@@ -28,6 +28,7 @@ request (simulator.config.host_memory).
 from __future__ import annotations
 
 import csv
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, Mapping
 
@@ -42,6 +43,20 @@ _BLOCK_BYTES = 1 << 24
 MAX_TRACE_BYTES = 16 * 1024**3
 MAX_TRACE_ROWS = 100_000_000
 TEXT_CHECK_BYTES = 64 * 1024
+FIELD_CHARS = 2**31 - 1   # the csv module's field limit while a trace is read (a C long on every platform)
+
+
+@contextmanager
+def any_field_size():
+    """The csv module's field limit (131,072 characters) lifted while a trace is read: a longer field (a column
+    name of 200 kB, a quoted notes cell) raised `_csv.Error` — a traceback from the header, a valid file called
+    unreadable from the field-count check. The file's size is bounded by MAX_TRACE_BYTES."""
+    limit = csv.field_size_limit()
+    csv.field_size_limit(FIELD_CHARS)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(limit)
 
 
 def check_data_file(path: Path, field: str, what: str = "CSV file") -> None:
@@ -126,20 +141,31 @@ def _header(path: Path, columns: Mapping[str, ColumnKind], field: str) -> dict:
         raise ScenarioError(field, f"cannot read {path}: {err.strerror or err}") from None
     if not first.strip():
         raise ScenarioError(field, f"{path} is empty; expected a header row with columns {', '.join(columns)}")
-    names = next(csv.reader([first]))
+    with any_field_size():
+        names = next(csv.reader([first]))
     stripped = [name.strip() for name in names]
     found = dict(zip(stripped, names))
     missing = [name for name in columns if name not in found]
     if missing:
         raise ScenarioError(field, f"{path} lacks column(s) {', '.join(repr(m) for m in missing)}; "
-                                   f"found {', '.join(repr(n) for n in stripped)}")
+                                   f"found {shown_names(stripped)}")
     check_unique_columns(stripped, columns, path, field)
     return {**{name: found[name] for name in columns}, "*": names}
 
 
+SHOWN_NAMES, SHOWN_NAME_CHARS = 12, 60   # of a header's names an error line shows, and of each name's characters
+
+
+def shown_names(names: list[str]) -> str:
+    """The first SHOWN_NAMES of a header's `names`, quoted, each cut at SHOWN_NAME_CHARS, and how many there are
+    in all: a header of two million columns missing one made an error line of 20 MB."""
+    cut = [repr(n if len(n) <= SHOWN_NAME_CHARS else n[:SHOWN_NAME_CHARS] + "...") for n in names[:SHOWN_NAMES]]
+    return ", ".join(cut) + (f", ... ({len(names):,} in all)" if len(names) > SHOWN_NAMES else "")
+
+
 def header_names(path: Path) -> list[str]:
     """The stripped field names of the first line of the CSV file `path` (a byte-order mark dropped)."""
-    with open(path, newline="", encoding="utf-8-sig") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f, any_field_size():
         return [name.strip() for name in next(csv.reader([f.readline()]), [])]
 
 
@@ -192,7 +218,7 @@ def check_field_counts(path: Path, expected: int | None, field: str) -> None:
     """A one-line error at the first non-blank row whose field count differs from the header's (`expected`
     fields; None: as many as the header row has)."""
     try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f, any_field_size():
             reader = csv.reader(f)
             header = next(reader, None)
             if expected is None:
@@ -209,9 +235,9 @@ def _read_exact(path: Path, columns: Mapping[str, ColumnKind], field: str, expec
     """The row-by-row reading that names the first bad row or value (module docstring)."""
     import pandas as pd   # (deferred: only trace files are read with it, and pandas costs start-up time)
     check_field_counts(path, expected, field)
-    try:
+    try:   # (the named columns only: a text column of each of two million columns held pandas for minutes)
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False,
-                            skipinitialspace=True)
+                            skipinitialspace=True, usecols=lambda name: name.strip() in columns)
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
         detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ScenarioError(field, f"{path} is not a readable CSV file ({detail})") from None

@@ -89,9 +89,14 @@ def absolute(out_dir: Path | str, field: str = OUT_FIELD) -> Path:
     return path
 
 
+def plain_name(name: str) -> bool:
+    """Whether `name` is one file name: not empty, no folder, not '.' or '..', no NUL byte."""
+    return bool(name) and Path(name).name == name and name not in (".", "..") and "\x00" not in name
+
+
 def inside(folder: Path, name: str) -> Path:
     """`folder / name` for a plain file name that resolves inside `folder` (ValueError otherwise)."""
-    if not name or Path(name).name != name or name in (".", "..") or "\x00" in name:
+    if not plain_name(name):
         raise ValueError(f"{name!r} must be a plain file name")
     path = folder / name
     if path.resolve().parent != folder.resolve():
@@ -106,13 +111,15 @@ def _is_output_folder(entries: list[str], marker: str) -> bool:
 
 def recorded(out_dir: Path, command: str) -> set[str] | None:
     """The files `command`'s manifest in `out_dir` lists, or None without one (ScenarioError on `--out` when
-    the file of its name is not a draftsim manifest)."""
+    the file of its name is not a draftsim manifest). An entry that is no plain file name (`plain_name`: a path,
+    '..', '', a NUL byte; no draftsim command lists one) is no file of the folder and is left out: '..' or ''
+    passed here and raised a ValueError traceback as the files were installed, after the whole run."""
     path = out_dir / manifest_name(command)
     if not path.is_file():
         return None
     try:
         files = json.loads(path.read_text(encoding="utf-8"))["files"]
-        return {str(f) for f in files if isinstance(f, str) and Path(f).name == f}
+        return {f for f in files if isinstance(f, str) and plain_name(f)}
     except (OSError, ValueError, KeyError, TypeError):
         raise ScenarioError(OUT_FIELD, f"{path} is not a draftsim manifest; choose another --out") from None
 

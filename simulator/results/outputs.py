@@ -94,7 +94,7 @@ def write_outputs(out_dir: Path | str, requests_df, steps_df, summary: Mapping,
     out_dir = output_folder.absolute(out_dir)
     extra_files = extra_files or {}
     for name in extra_files:
-        if (name in RESERVED_NAMES or not name or Path(name).name != name or name in (".", "..")
+        if (name in RESERVED_NAMES or not output_folder.plain_name(name)
                 or name.startswith(output_folder.MANIFEST_PREFIX)):
             raise ValueError(f"extra_files: {name!r} must be a plain file name not used by the outputs")
     names = (*RUN_FILES, *(name for name in extra_files if name not in RUN_FILES))

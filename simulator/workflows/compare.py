@@ -237,7 +237,8 @@ def _check_distinct(runs: list[Variant], loaded: list[tuple], check_files) -> No
     seen: dict[str, int] = {}
     for i, (scenario, folder) in enumerate(loaded):
         data = _as_simulated(simulated(scenario.model_dump(mode="json")), Path(folder))
-        data["simulation"] = {k: v for k, v in data["simulation"].items() if k not in SAME_OUTPUTS}
+        same = same_outputs(scenario.simulation)
+        data["simulation"] = {k: v for k, v in data["simulation"].items() if k not in same}
         key = json.dumps(data, sort_keys=True, default=str)
         if key in seen:
             j = seen[key]
@@ -245,7 +246,7 @@ def _check_distinct(runs: list[Variant], loaded: list[tuple], check_files) -> No
             if Path(loaded[j][1]) != Path(folder):
                 check_files(j)
             how = how_alike(loaded[j][0].model_dump(mode="json"), scenario.model_dump(mode="json"))
-            modes = [f"simulation.{k}" for k in SAME_OUTPUTS
+            modes = [f"simulation.{k}" for k in same
                      if getattr(loaded[j][0].simulation, k) != getattr(scenario.simulation, k)]
             if modes and how == "are the same simulation":
                 how = f"differ only in {', '.join(modes)} ({SAME_OUTPUTS_WHY})"
@@ -259,6 +260,17 @@ def _check_distinct(runs: list[Variant], loaded: list[tuple], check_files) -> No
 # (A sweep may vary them, to time them: simulator.config.scenario.simulated keeps them.)
 SAME_OUTPUTS = ("step_mode", "workers")
 SAME_OUTPUTS_WHY = "how a run is carried out: the outputs are the same byte for byte; time them with `draftsim run`"
+EXACT_DASK = ("executor", "load_sync_s")   # where no load_sync_s window approximates (simulator.distributed)
+
+
+def same_outputs(simulation) -> tuple[str, ...]:
+    """The `simulation` keys of a scenario that change how its run is carried out, not its outputs: SAME_OUTPUTS,
+    and the executor (with load_sync_s) where a Dask run is exact — a router that routes ahead (no load_sync_s)
+    or one synchronised at every arrival (load_sync_s: 0) runs byte for byte as one process (simulator.
+    distributed; tests/simulator/distributed/test_distributed.py). `--vary simulation.executor=local-dask`
+    printed a table of zeros, exit 0; with load_sync_s > 0 the Dask run is the named approximation, and
+    comparing it with one process measures that."""
+    return SAME_OUTPUTS + (EXACT_DASK if not simulation.load_sync_s else ())
 REQUEST_SECTIONS = ("seed", "workload")   # what draws a run's requests: the same in two runs, they see the same ones
 
 

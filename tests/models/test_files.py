@@ -1,6 +1,8 @@
 """models.files: the alias-expansion guard counts the values aliases add, not the values written out."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from models.files import MAX_DOCUMENT_NODES, MAX_NODES, DocumentError, parse_yaml
@@ -45,6 +47,19 @@ def test_an_integer_beyond_pythons_digit_limit_is_one_line_not_a_traceback():
         parse_json('{"vocab_size": ' + "9" * 5000 + "}")
     assert parse_yaml("a: 4_300\nb: -12\nc: 0x10\n") == {"a": "4_300", "b": -12, "c": "0x10"}   # (plain decimals)
     assert parse_json('{"a": -12, "b": ' + "9" * 4300 + "}")["a"] == -12
+
+
+@pytest.mark.parametrize("text, says", [("!!int 3.5", "!!int '3.5' at line 2 is not an integer"),
+                                        ("!!int", "!!int '' at line 2 is not an integer"),
+                                        ("!!float abc", "!!float 'abc' at line 2 is not a number"),
+                                        ("!!bool maybe", "!!bool 'maybe' at line 2 is not true or false"),
+                                        ("!!timestamp 2024-13-45", "!!timestamp '2024-13-45' at line 2 is not a date")])
+def test_a_value_its_explicit_tag_cannot_read_is_a_document_error(text, says):
+    """PyYAML's constructors of an explicitly tagged scalar raise ValueError, KeyError or IndexError, which are
+    no YAML errors: a scenario (or a `--set`) of `seed: !!int 3.5` crashed with a traceback."""
+    with pytest.raises(DocumentError, match="^" + re.escape(says)):
+        parse_yaml(f"name: x\nseed: {text}\n")
+    assert parse_yaml("a: !!int 7\nb: !!float 3\nc: !!bool yes\n") == {"a": 7, "b": 3.0, "c": True}
 
 
 def test_a_home_folder_of_an_unknown_user_is_a_document_error():

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.core.csv_columns import (check_data_file, check_field_counts, check_row_count, check_unique_columns,
-                                       header_names)
+                                       header_names, shown_names)
 from simulator.core.traces.formats import JSON_LINES_SUFFIXES, TIME_UNITS, TraceFormat
 from simulator.errors import ScenarioError
 
@@ -58,8 +58,13 @@ def _is_jsonl(path: Path, fmt: TraceFormat) -> bool:
     return suffix in JSON_LINES_SUFFIXES or (fmt.file_kind == "jsonl" and suffix not in (".csv", ".txt"))
 
 
-def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
+def _read_frame(path: Path, fmt: TraceFormat, field: str, wanted: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The `wanted` columns (CSV) or keys (JSON lines) of the trace as a frame with each row's `__line__`, and
+    the names the file has (its header, or every key of its objects in order of appearance). Only the wanted
+    ones are kept: pandas made a column of each of a header's two million names (a 25 MB trace held it over
+    ten minutes, and 12 GB)."""
     check_data_file(path, field, "trace file")
+    have: dict[str, None] = {}
     try:
         if _is_jsonl(path, fmt):
             records = []
@@ -84,11 +89,18 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
                                                        f"{sys.get_int_max_str_digits():,} digits") from None
                         if not isinstance(record, dict):
                             raise ScenarioError(field, f"{path}, line {line_no}: not a JSON object")
-                        record["__line__"] = line_no
-                        records.append(record)
+                        have.update(dict.fromkeys(record))
+                        records.append({**{key: record[key] for key in wanted if key in record}, "__line__": line_no})
             frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
         else:
-            frame = _read_csv(path, field)
+            header = header_names(path)
+            if not any(header):
+                raise ScenarioError(field, f"{path} is empty" if path.stat().st_size == 0 else
+                                           f"{path}, line 1: blank; expected the header row ({', '.join(wanted)})")
+            _check_columns(header, wanted, fmt, path, field)
+            check_unique_columns(header, wanted, path, field)   # (pandas renamed a second 'x' to 'x.1', read the first)
+            have = dict.fromkeys(header)
+            frame = _read_csv(path, field, wanted)
     except pd.errors.EmptyDataError:
         raise ScenarioError(field, f"{path} is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
@@ -98,21 +110,33 @@ def _read_frame(path: Path, fmt: TraceFormat, field: str) -> pd.DataFrame:
         raise ScenarioError(field, f"{path} is not a readable CSV file ({detail})") from None
     except OSError as err:
         raise ScenarioError(field, f"cannot read {path}: {err.strerror or err}") from None
-    if frame.empty or len(frame.columns) <= 1:
+    if frame.empty or not have:
         raise ScenarioError(field, f"{path} has no data rows")
-    return frame
+    return frame, list(have)
 
 
-def _read_csv(path: Path, field: str) -> pd.DataFrame:
-    """The CSV trace as text columns and its `__line__` numbers (1 = the header), blank lines left out."""
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=False)
-    if not isinstance(frame.index, pd.RangeIndex):   # every row one field longer than the header: pandas made
-        check_field_counts(path, None, field)        # the first column the index and shifted the others left
+def _read_csv(path: Path, field: str, wanted: list[str]) -> pd.DataFrame:
+    """The `wanted` columns of the CSV trace (its header has each once) as text and their `__line__` numbers
+    (1 = the header), rows blank in all of them left out (as `csv_columns.read_csv_columns` leaves them out of
+    a plain draftsim trace)."""
+    check_field_counts(path, None, field)   # (read for some columns, pandas passed a row longer than the header)
+    keep = set(wanted)
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=False,
+                        usecols=lambda name: name.strip() in keep)
     check_row_count(len(frame), path, field)
     frame.columns = [str(c).strip() for c in frame.columns]
     frame["__line__"] = np.arange(len(frame)) + 2    # (blank lines kept as rows until here: exact numbers)
     blank = (frame.drop(columns="__line__").apply(lambda column: column.str.strip()) == "").all(axis=1)
     return frame[~blank.to_numpy()]
+
+
+def _check_columns(have: list[str], wanted: list[str], fmt: TraceFormat, path: Path, field: str) -> None:
+    """ScenarioError naming the `wanted` columns (or JSON keys) the trace has not, and those it has."""
+    missing = [c for c in wanted if c not in have]
+    if missing:
+        raise ScenarioError(field, f"{path} lacks column(s) {', '.join(repr(m) for m in missing)} of format "
+                                   f"'{fmt.name}'; found {shown_names(have)} (map other names with "
+                                   "workload.arrival.columns)")
 
 
 def _bad(field: str, path: Path, column: str, line, value, rule: str) -> ScenarioError:
@@ -200,16 +224,9 @@ def _hash_ids(frame: pd.DataFrame, column: str, path: Path, field: str) -> list:
 
 def read_trace(path: Path, fmt: TraceFormat, field: str) -> TraceRows:
     """The rows of `path` read as `fmt` (ScenarioError naming `field`, the file, column and line otherwise)."""
-    frame = _read_frame(Path(path), fmt, field)
     wanted = [fmt.arrival, fmt.prompt_tokens, fmt.output_tokens] + ([fmt.hash_ids] if fmt.hash_ids else [])
-    have = [c for c in frame.columns if c != "__line__"]
-    missing = [c for c in wanted if c not in have]
-    if missing:
-        raise ScenarioError(field, f"{path} lacks column(s) {', '.join(repr(m) for m in missing)} of format "
-                                   f"'{fmt.name}'; found {', '.join(repr(c) for c in have)} (map other names with "
-                                   "workload.arrival.columns)")
-    if not _is_jsonl(Path(path), fmt):   # (pandas renamed a second 'x' to 'x.1' and read the first)
-        check_unique_columns(header_names(Path(path)), wanted, path, field)
+    frame, have = _read_frame(Path(path), fmt, field, wanted)
+    _check_columns(have, wanted, fmt, path, field)
     prompt = _counts(frame, fmt.prompt_tokens, path, field, fmt.skip_zero_tokens)
     output = _counts(frame, fmt.output_tokens, path, field, fmt.skip_zero_tokens)
     keep = (prompt > 0) & (output > 0)

@@ -267,11 +267,18 @@ class SweepPoint:
 class _FlowDumper(yaml.SafeDumper):
     """Safe YAML that writes a text holding a line break (or another character console.printable escapes)
     double-quoted, escaped, on one line: the single-quoted style YAML picks for it folds the text over lines
-    ('x<newline><newline>  y'), which a point's label showed as such."""
+    ('x<newline><newline>  y'), which a point's label showed as such. A text the scenario reader would read
+    as a number when plain (models.files.reads_as_text) is quoted: PyYAML's YAML 1.1 resolver left `1e3`
+    plain, and a grid of names ['1e3'] ran points named 1000.0 (refused: 'name: not 1000.0')."""
 
 
-_FlowDumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
-    "tag:yaml.org,2002:str", text, style='"' if printable(text) != text else None))
+def _text_scalar(dumper: _FlowDumper, text: str):
+    from models.files import reads_as_text
+    style = '"' if printable(text) != text else None if reads_as_text(text) else "'"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_FlowDumper.add_representer(str, _text_scalar)
 
 
 def _flow_text(value: Any) -> str:
@@ -319,7 +326,10 @@ def expand_points(spec: SweepConfig, folder: Path, progress: bool = False) -> tu
     point. Errors that appear only when the scenario is built (e.g. the model does not fit) are recorded
     per point by the runner instead.
     """
-    base_path = (folder / spec.scenario) if not Path(spec.scenario).is_absolute() else Path(spec.scenario)
+    from simulator.core.lengths import resolve_path
+    # (relative to the sweep's folder, `~` expanded as every path a scenario file holds: `scenario: ~/a.yaml`
+    # was read as <sweep's folder>/~/a.yaml, 'file not found')
+    base_path = resolve_path(Path(spec.scenario), folder, f"{FIELD}.scenario")
     check_overrides_once(spec.set, f"{FIELD}.set")
     check_set_not_swept(spec.set, spec, f"{FIELD}.set")
     try:

@@ -43,6 +43,9 @@ def plot_sweep(frame: pd.DataFrame, spec: SweepConfig, out_dir: Path) -> list[Pa
             raise ScenarioError("sweep.plot.hue", f"{spec.plot.hue!r} is not a swept key other than x")
         others = [spec.plot.hue] + [k for k in others if k != spec.plot.hue]
     out_dir.mkdir(parents=True, exist_ok=True)
+    if ok[x].isna().any():   # a null among the values (slo.ttft_s: [null, 0.5]): no place on a numeric axis, and
+        # groupby left its points out of every plot without a word; the axis is categorical, 'null' one category
+        ok = ok.assign(**{x: ok[x].map(lambda v: "null" if pd.isna(v) else str(v))})
     numeric_x = _numeric(ok[x])
     categories = list(dict.fromkeys(ok[x].tolist()))
     paths = []

@@ -87,3 +87,23 @@ def test_cli_exits_2_on_a_short_row(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and "line 3: 2 fields" in err and "trace_csv" in err and len(err.splitlines()) == 1, err
     assert not out.exists()
+
+
+def test_a_field_beyond_the_csv_modules_limit_is_read(tmp_path):
+    """A field of more than 131,072 characters (the csv module's default limit): a column name raised _csv.Error
+    from the header (a traceback); a notes cell, met by the field-count check of the exact path (a blank row
+    sends the file there), called a valid file unreadable."""
+    name, note = "n" * 200_000, "x" * 200_000
+    path = _write(tmp_path, f"arrival_s,prompt_tokens,output_tokens,{name}\n0.5,10,3,{note}\n\n1.5,7,9,y\n")
+    got = read_csv_columns(path, KINDS, "f")
+    assert got["arrival_s"].tolist() == [0.5, 1.5] and got["prompt_tokens"].tolist() == [10, 7]
+    assert csv_columns.csv.field_size_limit() == 131_072   # (lifted only while the file is read)
+
+
+def test_a_missing_column_of_a_wide_header_names_a_few_of_its_columns(tmp_path):
+    """A header of 200,000 columns lacking one: the error line named every column (20 MB of 2 million)."""
+    path = _write(tmp_path, "arrival_s,output_tokens," + ",".join(f"c{i}" for i in range(200_000)) + "\n1,2,3\n")
+    with pytest.raises(ScenarioError) as err:
+        read_csv_columns(path, KINDS, "f")
+    assert str(err.value).endswith("lacks column(s) 'prompt_tokens'; found 'arrival_s', 'output_tokens', 'c0', 'c1', "
+                                   "'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', 'c9', ... (200,002 in all)")

@@ -319,3 +319,16 @@ def test_an_output_file_is_probed_where_it_lands(tmp_path):
     good.symlink_to(tmp_path / "new" / "x.json")
     assert check_output_file(good, "--check-out") == good
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "good.json"]
+
+
+@pytest.mark.parametrize("entry", ["..", "", "a\x00b"])
+def test_a_manifest_entry_that_is_no_file_name_is_no_file_of_the_folder(tmp_path, entry):
+    """A manifest listing '..', '' or a name with a NUL byte (no draftsim command writes one: a damaged or
+    hand-made manifest) raised a ValueError traceback as the run's files were installed, after the whole run,
+    exit 1, leaving the manifest of both runs; the entry is left out as a path entry ('../x') always was."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MANIFEST).write_text(json.dumps({"files": [entry, "summary.json"]}))
+    assert _run(tmp_path, out)[0] == 0
+    assert json.loads((out / MANIFEST).read_text())["files"] == sorted(["requests.parquet", "steps.parquet",
+                                                                          "summary.json"])

@@ -215,3 +215,24 @@ def test_runs_that_see_other_requests_are_named(tmp_path, recwarn):
     assert main(["compare", str(base), "--vary", "seed=5", "--vary", "workload.num_requests=8", "--out",
                  str(tmp_path / "c2"), "--quiet"]) == 0
     assert not [w for w in recwarn if "other requests" in str(w.message)]
+
+
+def test_the_executor_is_how_a_run_is_carried_out_only_where_the_dask_run_is_exact(tmp_path):
+    """A Dask executor runs a router that routes ahead, or one synchronised at every arrival (load_sync_s: 0),
+    byte for byte as one process: a variant of only that compared nothing (a table of zeros, exit 0). With a
+    load_sync_s window the Dask run is the named approximation, which comparing with one process measures."""
+    from simulator.config.scenario import load_scenario
+    from simulator.errors import ScenarioError
+    from simulator.workflows.compare import _check_distinct
+
+    path = _write(tmp_path, "lo", scenario(cluster={"replicas": 2, "router": "least_outstanding"}))
+
+    def check(*vary):
+        runs = variants([str(path)], [], [list(v) for v in vary])
+        _check_distinct(runs, [load_scenario(r.path, r.overrides) for r in runs], lambda i: None)
+
+    with pytest.raises(ScenarioError, match="differ only in simulation.executor, simulation.load_sync_s"):
+        check(["simulation.executor=local-dask", "simulation.load_sync_s=0"])
+    check(["simulation.executor=local-dask", "simulation.load_sync_s=0.05"])   # the approximation's error: compared
+    check(["simulation.executor=local-dask", "simulation.load_sync_s=0.05"],
+          ["simulation.executor=local-dask", "simulation.load_sync_s=0.5"])

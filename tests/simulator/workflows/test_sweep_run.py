@@ -341,3 +341,24 @@ def test_validating_the_points_shows_progress_unless_quiet(tmp_path, capsys, mon
     assert err[0].startswith("draftsim: s: validating: ") and "draftsim: s: validating: 6/6 pt (100 %)" in "\n".join(err)
     assert main([str(path), "--out", str(tmp_path / "out2"), "--executor", "serial", "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_null_value_of_the_plots_x_is_a_category_of_its_own(tmp_path, monkeypatch):
+    """A swept x of a null among numbers (slo.ttft_s: [null, 0.5]: no TTFT objective) is NaN in the results:
+    groupby left its points out of every plot without a word. The axis is then categorical, 'null' one of
+    its categories."""
+    from matplotlib.axes import Axes
+
+    from simulator.workflows.sweep.config import load_sweep
+    from simulator.workflows.sweep.plots import plot_sweep
+
+    drawn = []
+    real = Axes.plot
+    monkeypatch.setattr(Axes, "plot", lambda self, xs, ys, **kw: drawn.append((list(xs), list(ys))) or
+                        real(self, xs, ys, **kw))
+    spec, _ = load_sweep(write_sweep(tmp_path, grid={"slo.ttft_s": [None, 0.5, 1.0]},
+                                     plot={"metrics": ["goodput_rps"]}))
+    frame = pd.DataFrame({"status": ["ok"] * 3, "slo.ttft_s": [None, 0.5, 1.0], "goodput_rps": [3.0, 1.0, 2.0]})
+    assert [p.name for p in plot_sweep(frame, spec, tmp_path / "plots")] == ["goodput_rps_vs_slo_ttft_s.png"]
+    (xs, ys), = drawn
+    assert sorted(zip(xs, ys)) == [(0, 3.0), (1, 1.0), (2, 2.0)]

@@ -107,6 +107,23 @@ def test_a_point_label_writes_a_text_inside_a_value_on_one_line(tmp_path):
     assert value_text(b"x\n") == r"!!binary |\n  eAo="
 
 
+def test_a_text_the_scenario_reader_would_read_as_a_number_stays_text_in_its_point(tmp_path):
+    """PyYAML's dumper (YAML 1.1) wrote the text '1e3' plain in a point's override, which the scenario reader
+    (models.files: YAML 1.2's numbers) read back as 1000.0: a grid of names ['1e3'] was refused ('name: Input
+    should be a valid string, not 1000.0') though `draftsim run --set name="'1e3'"` runs it."""
+    from models.files import parse_yaml
+    from simulator.workflows.sweep.config import _flow_text
+
+    path = write_sweep(tmp_path)
+    path.write_text(path.read_text() + "grid: {name: ['1e3'], workload.arrival.qps: [1, 2]}\n")   # (quoted: text)
+    points = points_of(path)
+    assert [p.scenario["name"] for p in points] == ["1e3", "1e3"]
+    for value in ["1e3", "2E-3", "1.0e9", "017", "0x10", "yes", "~", "", "1:30", "-.inf", "5", ["1e3", 2],
+                  {"1e5": "1e5"}, 1e3, 5, None, True]:
+        back = parse_yaml(f"v: {_flow_text(value)}")["v"]
+        assert back == value and type(back) is type(value), (value, _flow_text(value))
+
+
 @pytest.mark.parametrize("spec, message", [
     ({"grid": {"workload.arrival.qps": [1], "workload.arrival.qps ": [3]}},
      "sweep.grid: workload.arrival.qps is given twice ('workload.arrival.qps' and 'workload.arrival.qps ')"),
@@ -147,3 +164,17 @@ def test_the_python_api_reads_keys_alike(tmp_path):
 
     with pytest.raises(ScenarioError, match=r"^grid: drafter.kind is given twice"):
         simulator.sweep(scenario(workload={"num_requests": 4}), {"drafter.kind": ["none"], "drafter.kind ": ["none"]})
+
+
+def test_the_scenario_path_expands_the_home_folder(tmp_path, monkeypatch):
+    """`scenario: ~/base.yaml` was read as <sweep's folder>/~/base.yaml ('file not found'), where every path a
+    scenario file holds (trace_csv, a model's config.json, ...) expands `~`."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "base.yaml").write_text(yaml.safe_dump(scenario(workload={"num_requests": 30})))
+    monkeypatch.setenv("HOME", str(home))
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"name": "s", "scenario": "~/base.yaml", "grid": {"workload.arrival.qps": [1, 2]}}))
+    spec, folder = load_sweep(path)
+    points, base_dir = expand_points(spec, folder)
+    assert len(points) == 2 and base_dir == home.resolve()
