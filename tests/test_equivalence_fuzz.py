@@ -408,6 +408,54 @@ def _memory(rng: random.Random, data: dict, f: list[str]) -> None:
         f.append("kv:pressure")
 
 
+def _small_v3(n_predict: int) -> dict:
+    """A small DeepSeek-V3-shaped model shipping `n_predict` MTP modules (DeepSeek-V2-Lite's sizes, V3's
+    architecture and routing): vLLM's MTP draft lengths (profiles.engine_time.mtp_draft_length) and LM heads
+    (mtp_lm_head) on one GPU."""
+    with open(os.path.join(ROOT, "tests", "data", "hf_configs", "DeepSeek-V2-Lite", "config.json")) as f:
+        cfg = json.load(f)
+    return {**cfg, "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+            "num_nextn_predict_layers": n_predict, "topk_method": "noaux_tc", "scoring_func": "sigmoid",
+            "norm_topk_prob": True}
+
+
+def _newest(seed: int, data: dict, drafter: str | None, f: list[str]) -> None:
+    """The rules of session 26, from a stream of their own (every earlier choice of the draw stays): n-gram lookup
+    windows and policy proposed (vLLM's, on real sessions), MTP models of one to three modules under vLLM's draft-
+    length rule and its MTP LM heads, gpt-oss's MXFP4 experts (vLLM's Marlin or Triton kernel by release and GPU)."""
+    rng = random.Random(f"eqfuzz-newest-{seed}")
+    cluster = data["cluster"]
+    engine = cluster.get("engine", {})
+    if drafter == "ngram":
+        if rng.random() < 0.5:
+            data["drafter"].update(rng.choice([{"prompt_lookup_max": 2}, {"prompt_lookup_min": 3},
+                                               {"prompt_lookup_max": 4, "prompt_lookup_min": 1}]))
+            f.append("ngram:window")
+        if data["acceptance"]["kind"] == "sessions" and "policy" not in data \
+                and engine.get("framework", "vllm") == "vllm" and rng.random() < 0.5:
+            data["policy"] = {"kind": "proposed"}
+            f.append("policy:proposed")
+    elif drafter == "mtp" and "gpu_memory_utilization" not in cluster and rng.random() < 0.6:
+        n_predict = rng.choice([1, 2, 3])
+        cluster.update(model=_small_v3(n_predict), hardware=rng.choice(["h100-sxm", "h200"]), dtype="bf16")
+        cluster.pop("moe", None)
+        for pool in [cluster, *(cluster.get("disaggregation", {}).get(name, {}) for name in ("prefill", "decode"))]:
+            if "parallelism" in pool:
+                pool["parallelism"] = {"tp": 1}
+        data["drafter"]["gamma"] = rng.choice([1, 2, 2, 3, 4, 6])
+        if engine.get("framework") == "vllm":
+            engine["version"] = rng.choice(["0.7.3", "0.9.0", "0.12.0", "0.15.0", "0.16.0", "0.28.0"])
+        f.append(f"mtp:n_predict_{n_predict}")
+    elif drafter is None and "gpu_memory_utilization" not in cluster and "disaggregation" not in cluster \
+            and "parallelism" not in cluster and engine.get("framework") in (None, "vllm") \
+            and not engine.get("num_scheduler_steps") and rng.random() < 0.35:
+        cluster.update(model="gpt-oss-20b", dtype="mxfp4", hardware=rng.choice(["h100-sxm", "h200", "a100-80gb"]))
+        cluster.setdefault("max_model_len", 8192)
+        if engine:
+            engine["version"] = rng.choice(["0.10.1", "0.11.0", "0.12.0", "0.24.0"])
+        f.append("mxfp4")
+
+
 def draw_scenario(seed: int) -> tuple[dict, list[str]]:
     """Draw number `seed`: a small scenario combining some of the features (module docstring) and their tags."""
     rng = random.Random(seed)
@@ -424,6 +472,7 @@ def draw_scenario(seed: int) -> tuple[dict, list[str]]:
     _sharing(rng, data, f)
     _cluster_shape(rng, data, drafter, f)
     _memory(rng, data, f)
+    _newest(seed, data, drafter, f)
     steps = rng.choice(["full", "full", "full", "sampled", "aggregate"])
     data["outputs"]["steps"] = steps
     if steps == "sampled":

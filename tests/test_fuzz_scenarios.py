@@ -6,9 +6,13 @@ host tier, ShadowKV), shared prefixes and sessions, context limits, NanoFlow nan
 disaggregation and expert parallelism, the serving engine (`cluster.engine`: releases per framework, whose rules gate
 by release, allow_long_context, SGLang's queue policy), contexts past the model's, EAGLE-3 / MTP / suffix drafters,
 draft models of other vocabularies (heterogeneous_vocab), the engines' draft-length policies and config.json models
-with sliding windows (Mistral, Qwen's use_sliding_window, gpt-oss layer_types) or YaRN contexts; a
-share of them has one field replaced by junk (a negative number, a wrong type, an unknown name) to
-exercise the bad-input paths.
+with sliding windows (Mistral, Qwen's use_sliding_window, gpt-oss layer_types) or YaRN contexts, and (`newest_rules`,
+a sixth of them) focused combinations of the rules of session 26: vLLM's MXFP4 MoE kernel per release and GPU, vLLM's
+MTP draft lengths and MTP LM heads (MTP models of one to three modules), EAGLE-3 heads of another vocabulary, width or
+embedding per release, n-gram lookup windows and policy proposed per framework, draft models of another vocabulary
+on SGLang from 0.5.15 and vLLM from 0.25.0; a share of them has one field replaced by junk (a negative number, a
+wrong type, an unknown name, a value strict mode refuses: a number in text, an integer as a float) to exercise the
+bad-input paths.
 
 CI runs a fixed, derandomized set of 150 (plus the explicit examples that once crashed). A longer run, whose
 counts the README reports (printed with -s)::
@@ -83,7 +87,9 @@ WINDOWED = [
     lambda: _hf("Qwen3-8B", rope_scaling={"rope_type": "yarn", "factor": 4.0,                      # contexts differ
                                           "original_max_position_embeddings": 32768}),           # by release
 ]
-JUNK = st.sampled_from([-1, 0, -0.5, "x", None, [], {}, 1e30, True, "nope", [1, 2]])
+# (the last ones: what strict mode refuses, simulator.config.base.Strict: a number in text, an integer as a float,
+# YAML 1.2's boolean spelled in text)
+JUNK = st.sampled_from([-1, 0, -0.5, "x", None, [], {}, 1e30, True, "nope", [1, 2], "2", 2.0, "true"])
 
 lengths = st.one_of(
     st.builds(lambda v: {"kind": "fixed", "value": v}, st.integers(1, 1024)),
@@ -328,6 +334,136 @@ def speculation(draw):
     return {"drafter": drafter, "speculation": shape, "acceptance": acceptance, "policy": policy}
 
 
+# ---- the newest engine rules (session 26), drawn in focused combinations: a scenario drawn at random almost never
+# pairs a gpt-oss on an H100 with an MXFP4 checkpoint and a vLLM 0.10-0.11 release, or an MTP model of several modules
+# with a release and a draft length that are not a multiple
+# a small DeepSeek-V3-shaped model (DeepSeek-V2-Lite's sizes, V3's architecture and routing) shipping `n` MTP modules,
+# for vLLM's draft-length rule (profiles.engine_time.mtp_draft_length: at most n_predict on 0.7.3, a multiple above it
+# from 0.8.0) and its MTP LM head (profiles.engine_time.mtp_lm_head)
+def _small_v3(n_predict: int) -> dict:
+    return _hf("DeepSeek-V2-Lite", architectures=["DeepseekV3ForCausalLM"], model_type="deepseek_v3",
+               num_nextn_predict_layers=n_predict, topk_method="noaux_tc", scoring_func="sigmoid", norm_topk_prob=True)
+
+
+_E3_HEAD = {"hidden_size": 4096, "intermediate_size": 14336, "num_heads": 32, "num_kv_heads": 8, "head_dim": 128,
+            "draft_vocab_size": 32000, "target_hidden_size": 4096, "vocab_size": 128256}
+# inline EAGLE-3 heads of another vocabulary, width or embedding than their targets' (profiles.engine_time.
+# eagle3_embedding: refusals and the own embedding's memory by release)
+E3_HEADS = [None, "llama-3.1-8b-eagle3", "qwen3-8b-eagle3", "gpt-oss-120b-eagle3", _E3_HEAD,
+            {**_E3_HEAD, "shares_embedding": False}, {**_E3_HEAD, "vocab_size": 32000},
+            {**_E3_HEAD, "vocab_size": 128000}, {**_E3_HEAD, "vocab_size": 151936, "shares_embedding": False},
+            {**_E3_HEAD, "hidden_size": 2048, "num_heads": 16, "shares_embedding": False},
+            {**_E3_HEAD, "hidden_size": 2048, "num_heads": 16}, {**_E3_HEAD, "vocab_size": 200000}]
+NEW_RELEASES = {
+    "mxfp4": {"vllm": ["0.10.0", "0.10.1", "0.10.2", "0.11.0", "0.11.2", "0.12.0", "0.15.0", "0.24.0", None]},
+    "mtp": {"vllm": ["0.7.3", "0.8.0", "0.8.5", "0.9.0", "0.9.2", "0.12.0", "0.15.0", "0.15.1", "0.16.0", "0.24.0",
+                     "0.33.0", None],
+            "sglang": ["0.4.5", "0.5.9", "0.5.23", None], "trtllm": ["1.0.0", "1.2.1", None]},
+    "eagle3": {"vllm": ["0.8.5", "0.9.0", "0.9.0.1", "0.9.1", "0.10.1", "0.11.0", "0.11.1", "0.15.0", "0.16.0", "0.25.0",
+                        "0.33.0", None],
+               "sglang": ["0.4.5", "0.5.9", "0.5.13", "0.5.14", "0.5.23", None], "trtllm": ["1.0.0", "1.2.1", None]},
+    "ngram": {"vllm": ["0.5.3", "0.8.2", "0.9.2", "0.15.0", "0.24.0", "0.33.0", None],
+              "sglang": ["0.5.3", "0.5.9", "0.5.23", None], "trtllm": ["1.0.0", "1.2.1", "1.4.0rc1", None]},
+    "vocab": {"vllm": ["0.6.6", "0.15.0", "0.24.0", "0.25.0", "0.33.0", None],
+              "sglang": ["0.5.3", "0.5.14", "0.5.15", "0.5.16", "0.5.23", None], "trtllm": ["1.2.1", None]},
+}
+
+
+def _engine_of(draw, rule: str, cluster: dict) -> None:
+    """cluster.latency.framework and a release of it (None: the tables' own) for `rule` (NEW_RELEASES)."""
+    framework = draw(st.sampled_from(sorted(NEW_RELEASES[rule])))
+    cluster["latency"] = {**cluster.get("latency", {}), "framework": framework}
+    version = draw(st.sampled_from(NEW_RELEASES[rule][framework]))
+    cluster["engine"] = {"framework": framework, **({"version": version} if version else {})}
+
+
+@st.composite
+def newest_rules(draw, data: dict) -> dict:
+    """`data` with its model, drafter and engine replaced by a focused combination of one of the newest rules: the
+    MXFP4 MoE kernel per vLLM release, vLLM's MTP draft lengths and MTP LM heads, EAGLE-3 heads of another
+    vocabulary, width or embedding, n-gram lookup windows and policy proposed, draft models of another vocabulary
+    on SGLang from 0.5.15 and vLLM from 0.25.0."""
+    data = copy.deepcopy(data)
+    cluster = data["cluster"]
+    for key in ("drafter", "speculation", "acceptance", "policy", "early_exit"):
+        data.pop(key, None)
+    cluster.pop("disaggregation", None)
+    cluster.pop("moe", None)
+    cluster.pop("max_model_len", None)
+    cluster["kv_cache"] = {}
+    if cluster.get("router", "prefix_aware") == "prefix_aware":   # (no prefix caching here)
+        cluster["router"] = "round_robin"
+    cluster["replicas"] = draw(st.integers(1, 2))
+    data["workload"]["num_requests"] = min(data["workload"]["num_requests"], 16)
+    rule = draw(st.sampled_from(sorted(NEW_RELEASES)))
+    gpus = ["h100-sxm", "h100-pcie", "h800", "h200", "a100-80gb", "a100-40gb", "l40s", "b200", "mi300x"]
+    if rule == "mxfp4":
+        cluster["model"] = draw(st.sampled_from(["gpt-oss-20b", "gpt-oss-20b", "gpt-oss-120b", "llama-3-8b",
+                                                 str(HF_CONFIGS / "gpt-oss-20b" / "config.json")]))
+        cluster["hardware"] = draw(st.sampled_from(gpus))
+        cluster["dtype"] = draw(st.sampled_from(["mxfp4", "mxfp4", "mxfp4", "bf16", "fp8"]))
+        tp = draw(st.sampled_from([1, 1, 2, 4]))
+        cluster["parallelism"] = {"tp": tp, "ep": draw(st.sampled_from([1, tp]))}
+        cluster["max_model_len"] = draw(st.sampled_from([4096, 16384]))
+        _engine_of(draw, rule, cluster)
+        cluster["latency"]["source"] = draw(st.sampled_from(["auto", "measured", "roofline"]))
+        if draw(st.booleans()):
+            data["drafter"] = {"kind": "eagle3", "gamma": draw(st.integers(1, 4)),
+                               **({"head": "gpt-oss-120b-eagle3"} if draw(st.booleans()) else {})}
+    elif rule == "mtp":
+        n_predict = draw(st.sampled_from([1, 2, 3, 0]))
+        if n_predict == 1 and draw(st.booleans()):
+            cluster.update(model=draw(st.sampled_from(["deepseek-v3", "qwen3-next-80b-a3b"])), hardware="h200",
+                           parallelism={"tp": 8, "ep": 8}, dtype="fp8")
+        else:
+            cluster.update(model=_small_v3(n_predict), hardware=draw(st.sampled_from(["h100-sxm", "h200", "b200"])),
+                           parallelism={"tp": draw(st.sampled_from([1, 2])), "ep": 1}, dtype="bf16")
+        cluster["max_model_len"] = 8192
+        _engine_of(draw, rule, cluster)
+        data["drafter"] = {"kind": "mtp", "gamma": draw(st.integers(1, 7)),
+                           **({"modules": draw(st.integers(1, 3))} if draw(st.integers(0, 3)) == 3 else {})}
+    elif rule == "eagle3":
+        head = draw(st.sampled_from(E3_HEADS))
+        cluster["model"] = draw(st.sampled_from(["llama-3.1-8b", "llama-3.1-8b", "qwen3-8b", "gpt-oss-20b"]))
+        cluster["hardware"] = draw(st.sampled_from(gpus))
+        cluster["parallelism"] = {"tp": draw(st.sampled_from([1, 2])), "pp": draw(st.sampled_from([1, 1, 2])), "ep": 1}
+        cluster["max_model_len"] = 8192
+        _engine_of(draw, rule, cluster)
+        data["drafter"] = {"kind": "eagle3", "gamma": draw(st.integers(1, 5)), **({"head": head} if head else {})}
+    elif rule == "ngram":
+        window = draw(st.sampled_from([{}, {"prompt_lookup_max": 2}, {"prompt_lookup_min": 3}, {"prompt_lookup_min": 9},
+                                       {"prompt_lookup_max": 4, "prompt_lookup_min": 1},
+                                       {"prompt_lookup_max": 2, "prompt_lookup_min": 4},
+                                       {"prompt_lookup_max": 64, "prompt_lookup_min": 64}]))
+        data["drafter"] = {"kind": "ngram", "gamma": draw(st.integers(1, 8)), **window}
+        cluster["hardware"] = draw(st.sampled_from(gpus[:5]))
+        cluster["parallelism"] = {"tp": 1, "ep": 1}
+        _engine_of(draw, rule, cluster)
+        sessions = draw(st.booleans())
+        cluster["model"] = "qwen2.5-coder-0.5b" if sessions else "qwen2.5-coder-1.5b"
+        data["acceptance"] = draw(sessions_acceptances) if sessions else \
+            {"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": "ngram",
+             "mode": draw(st.sampled_from(["greedy", "sample"]))}
+        data["policy"] = {"kind": draw(st.sampled_from(["proposed", "proposed", "fixed"]))}
+    else:   # a draft model of another vocabulary (profiles.engine_time.draft_vocabulary)
+        cluster["model"] = draw(st.sampled_from(["llama-3-8b", "llama-3.1-8b", "qwen3-8b", "qwen2.5-coder-1.5b"]))
+        cluster["hardware"] = draw(st.sampled_from(gpus[:5]))
+        cluster["parallelism"] = {"tp": 1, "ep": 1}
+        _engine_of(draw, rule, cluster)
+        data["drafter"] = {"kind": "draft_model", "model": draw(st.sampled_from(VOCAB_DRAFTS + ["qwen2.5-coder-0.5b"])),
+                           "gamma": draw(st.integers(1, 5)),
+                           **({"heterogeneous_vocab": draw(st.booleans())} if draw(st.booleans()) else {})}
+    if "drafter" in data and rule != "ngram":
+        data["acceptance"] = draw(acceptances.filter(lambda a: a["kind"] not in ("sessions", "trace")))
+        if draw(st.integers(0, 3)) == 3:   # the engines' draft-length rules, schedules given as JSON writes them
+            data["policy"] = draw(st.sampled_from([
+                {"kind": "vllm_dynamic", "schedule": [[1, 4, 2], [5, 4096, 1]]},
+                {"kind": "trtllm_schedule", "draft_len_schedule": {"4": 2, "16": 1}},
+                {"kind": "sglang_adaptive"}, {"kind": "proposed"}]))
+    data["scheduler"].pop("kind", None)
+    return data
+
+
 @st.composite
 def scenarios(draw, junk: bool = True):
     """A scenario; with `junk`, a quarter of them has one field replaced by junk (without, the draws up to
@@ -367,6 +503,9 @@ def scenarios(draw, junk: bool = True):
         for part in path[:-1]:
             node = node[part]
         node[path[-1]] = draw(JUNK)
+    if draw(st.integers(0, 5)) == 5:   # one of the newest rules in a focused combination (drawn last: the CI set's
+        # examples keep their earlier draws; junk in a field it replaces is replaced)
+        data = draw(newest_rules(data))
     return data
 
 

@@ -3003,6 +3003,14 @@ CASES = [
         "sweep", _write(tmp, "sweep.yaml", {"name": "s", "scenario": "~no-such-user/base.yaml"}), "--out",
         tmp / "store", "--quiet"],
             "draftsim sweep: error: sweep.scenario: ~no-such-user/base.yaml: cannot expand '~no-such-user'"),
+    # session 26, fuzz26: a plan's mtp gamma that the candidates' vLLM release refuses (0.7.3: at most n_predict)
+    # was screened out candidate by candidate while the entry's other gammas were ranked, silent about it (exit 0)
+    Hostile("fuzz26_plan_mtp_gamma_beyond_n_predict_on_vllm_0_7_3", plan(
+        models=["deepseek-v3"], hardware=[{"id": "h200"}], dtype="fp8_block",
+        engine={"framework": "vllm", "version": "0.7.3"}, search={"tp": [8], "ep": [8], "replicas": [1], "drafters": [
+            {"kind": "none"}, {"kind": "mtp", "gamma": [1, 2, 3]}]}),
+            "draftsim plan: error: plan.search.drafters.1.gamma: gamma 2: vllm 0.7.3 drafts at most n_predict = 1 MTP "
+            "token(s) a step"),
 ]
 
 

@@ -358,6 +358,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     _check_architectures(spec, releases)
     _check_draft_vocabulary(spec, releases)
     _check_eagle3_embedding(spec, releases)
+    _check_mtp_draft_lengths(spec, releases)
     _check_schedule_policy(spec, releases)
     _check_workload(spec, base_dir)
     _check_context(spec, base_dir, releases)
@@ -470,6 +471,30 @@ def _check_eagle3_embedding(spec: PlanConfig, releases: dict[str, tuple[str, str
                              for framework, version in dict.fromkeys(releases.values())]
         if refusals and None not in refusals:
             raise ScenarioError(f"{FIELD}.search.drafters.{i}.head", refusals[0][1])
+
+
+def _check_mtp_draft_lengths(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:
+    """A gamma of an `mtp` drafter that no planned model's engine release (`releases`: candidate_releases) drafts from
+    the modules the model ships (vLLM: at most n_predict on 0.7.3, a multiple of it above n_predict from 0.8.0;
+    simulator.cost.mtp.check_draft_length, as a run applies it): refused here, naming the drafter entry's gamma, as
+    each of its candidates would be screened out with the same reason (beside the entry's other gammas or other
+    drafters the plan ranked the rest, silent about it, exit 0; alone, exit 1). A gamma that one model's or GPU's
+    release drafts is left to the screen, as _check_architectures does; models that ship no modules are
+    _check_mtp_drafters' and the screen's."""
+    from models import get_model
+    from profiles.engine_time.frameworks import release_or_modelled
+    from profiles.engine_time.mtp_draft_length import vllm_mtp_gamma_refusal
+    shipped = [n for n in (get_model(name).num_mtp_modules for name in spec.models) if n >= 1]
+    for i, drafter in enumerate(spec.search.drafters):
+        if drafter.kind != "mtp" or not shipped:
+            continue
+        for gamma in drafter.gamma:
+            refusals = [vllm_mtp_gamma_refusal(release_or_modelled(framework, version), gamma, n_predict)
+                        if framework == "vllm" else None
+                        for n_predict in shipped for framework, version in dict.fromkeys(releases.values())]
+            if None not in refusals:
+                raise ScenarioError(f"{FIELD}.search.drafters.{i}.gamma",
+                                    _naming_releases(spec, f"gamma {gamma}: {refusals[0]}", releases))
 
 
 def _check_schedule_policy(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:

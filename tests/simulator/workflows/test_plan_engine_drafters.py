@@ -253,3 +253,28 @@ def test_a_draft_model_one_planned_model_pairs_with_is_left_to_the_screen(tmp_pa
     assert load_plan(_vocab_plan(tmp_path, None, drafter))[0].search.drafters[1].model == "llama-68m"
     with pytest.raises(Exception, match="heterogeneous_vocab goes with a draft_model drafter"):
         load_plan(_vocab_plan(tmp_path, None, {"kind": "eagle3", "gamma": [2], "heterogeneous_vocab": True}))
+
+
+def _mtp_plan(tmp_path, version: str, gamma: list[int]):
+    plan = {**PLAN, "models": ["deepseek-v3"], "hardware": [{"id": "h200", "usd_per_gpu_hour": 3.0}],
+            "dtype": "fp8_block", "engine": {"framework": "vllm", "version": version},
+            "search": {"replicas": [1], "ep": [8], "drafters": [{"kind": "none"}, {"kind": "mtp", "gamma": gamma}]}}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    return path
+
+
+def test_an_mtp_gamma_no_candidates_release_drafts_is_refused_before_the_screen(tmp_path, capsys):
+    """vLLM 0.7.3 drafts at most n_predict (DeepSeek-V3: 1) MTP tokens a step (profiles.engine_time.mtp_draft_length):
+    a plan listing gamma [1, 2, 3] screened 2 and 3 out with that reason and ranked the rest, silent about it (exit 0
+    beside other candidates; session 26). Refused naming the entry's gamma, nothing written; 0.9.0 cycles the one
+    module for any gamma."""
+    from simulator.workflows.plan.config import load_plan
+    path = _mtp_plan(tmp_path, "0.7.3", [1, 2, 3])
+    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "plan.search.drafters.1.gamma: gamma 2: vllm 0.7.3 drafts at most " \
+        "n_predict = 1 MTP token(s) a step" in err, err
+    assert not (tmp_path / "out").exists()
+    assert load_plan(_mtp_plan(tmp_path, "0.7.3", [1]))[0].search.drafters[1].gamma == [1]
+    assert load_plan(_mtp_plan(tmp_path, "0.9.0", [1, 2, 3]))[0].search.drafters[1].gamma == [1, 2, 3]
