@@ -43,7 +43,8 @@ from simulator.cost.step_cost import CTX_GRID_TOKENS
 
 MAX_BULK_STEPS = 4096      # steps one bulk scans at most (a longer run takes several events)
 _NO_FINISHES = np.zeros(0)   # (read only)
-_SCAN_CHUNK = 16           # profile entries read into Python at first (doubling after)
+_SCAN_CHUNK = 16           # profile entries read into Python at first when the bulk's end is not timed (doubling after)
+_SCAN_SLACK = 2            # entries read beyond those the time left takes at the latest step's duration
 
 
 @dataclass(slots=True)
@@ -57,41 +58,45 @@ class _Member:
     col: int = 0
 
 
-DS, CS, BLK, EM, ACC = range(5)   # rows of DecodeProfile.sums
+DS, CS, BLK, EM, ACC = range(5)   # rows of DecodeProfile.sums (columns of its `table`)
+_ROW = 5                           # values per profile step
 
 
 class _Ramps:
-    """What a plain join adds, for any request: one int64 buffer of three sections of `size` — ones, then
-    x − K, then (x − K) // block_size at index x of the section, with K = `reach` = q + block_size − 1 — so
-    that a request's rows at its steps j < length, (1, ctx0 + j, blocks_for(ctx0 + j + q)) =
-    (1, ctx0 + j, (ctx0 + j + K) // block_size), are the sections read from ctx0, ctx0 + K and ctx0 + 2K: one
-    (3, length) view whose rows are size + K apart (`rows`), added to the profile in one operation."""
+    """What a plain join adds, for any request: one int64 table whose row x is (1, x, (x + K) // block_size, 0, 0),
+    K = `reach` = q + block_size − 1, in the profile's row layout (`DecodeProfile.table`), so that a request's rows
+    at its steps j < length, (1, ctx0 + j, blocks_for(ctx0 + j + q), 0, 0) = row ctx0 + j, are the table's rows
+    ctx0 .. ctx0 + length − 1: one contiguous run of it (`rows`, flat), added to the profile's in one operation."""
 
     def __init__(self, block_size: int, q: int):
         self.block, self.reach = block_size, q + block_size - 1
-        self.size = 0
-        self.buf = np.zeros(0, dtype=np.int64)
+        self.flat = np.zeros(0, dtype=np.int64)
 
     def rows(self, ctx0: int, length: int) -> np.ndarray:
-        reach = self.reach
-        if ctx0 + 2 * reach + length > self.size:
-            self._grow(ctx0 + 2 * reach + length)
-        size = self.size
-        return np.ndarray((3, length), np.int64, self.buf, ctx0 * 8, ((size + reach) * 8, 8))
+        """Rows ctx0 .. ctx0 + length − 1, flat (5 × length values)."""
+        end = (ctx0 + length) * _ROW
+        if end > len(self.flat):
+            self._grow(ctx0 + length)
+        return self.flat[ctx0 * _ROW:end]
 
     def _grow(self, at_least: int) -> None:
-        size = max(at_least, 2 * self.size, 4096)
-        x = np.arange(size, dtype=np.int64) - self.reach
-        self.buf = np.concatenate([np.ones(size, dtype=np.int64), x, x // self.block])
-        self.size = size
+        size = max(at_least, 2 * len(self.flat) // _ROW, 4096)
+        table = np.zeros((size, _ROW), dtype=np.int64)
+        x = step_range(size)
+        table[:, DS] = 1
+        table[:, CS] = x
+        table[:, BLK] = (x + self.reach) // self.block
+        self.flat = table.reshape(-1)
 
 
 class DecodeProfile:
     """Per future decode step of one replica, sums over its decoding requests (members): `sums[DS]` requests
     decoding, `sums[CS]` Σ context, `sums[BLK]` blocks held, `sums[EM]` tokens emitted and `sums[ACC]` draft
-    tokens accepted (the last two with speculation only; plain decoding emits `sums[DS]`). A KV manager that
-    must see a bulk's growth and finishes in the step path's order (`bulk_replay`: a prefix cache's eviction
-    queue, a host tier) gets simulator.core.bulk_replay.ReplayProfile instead (`replays`)."""
+    tokens accepted (the last two with speculation only; plain decoding emits `sums[DS]`). They are held step by
+    step, `table[i]` the five of column i (a bulk's scan reads a step's values together, and a plain join's are one
+    contiguous run: `_Ramps`); `sums` is the same array by row. A KV manager that must see a bulk's growth and
+    finishes in the step path's order (`bulk_replay`: a prefix cache's eviction queue, a host tier) gets
+    simulator.core.bulk_replay.ReplayProfile instead (`replays`)."""
 
     replays = False   # apply_bulk hands the bulk to `apply` (ReplayProfile)
 
@@ -99,7 +104,7 @@ class DecodeProfile:
         self.rep = rep
         self.k = 0             # the next decode step, in profile steps
         self.base = 0          # profile step of column 0 of `sums`
-        self.sums = np.zeros((5, 0), dtype=np.int64)
+        self._hold(np.zeros((0, _ROW), dtype=np.int64))
         self.members: dict[int, _Member] = {}
         self.finishes: list[tuple[int, int, int]] = []   # heap of (last step, join order, request)
         self.joined = 0
@@ -115,6 +120,10 @@ class DecodeProfile:
 
     def __len__(self) -> int:
         return len(self.members)
+
+    def _hold(self, table: np.ndarray) -> None:
+        """Hold the sums in `table` (steps × five, C order) from now on."""
+        self.table, self.flat, self.sums = table, table.reshape(-1), table.T
 
     def sync(self, now_s: float) -> None:
         """A router reads the replica's KV manager at `now_s` while a bulk may be in flight: nothing to bring
@@ -174,7 +183,7 @@ class DecodeProfile:
 
     def _join_plain(self, r: int) -> None:
         """`join` of one request without speculation (the common case): its rows (1, context, blocks_for(context
-        + q) at each of its steps) are one strided view of the replica's `_Ramps`, added in one operation. (A
+        + q) at each of its steps) are one contiguous run of the replica's `_Ramps`, added in one operation. (A
         scheduler's decode_kv_cap, max_model_len − 1, never binds here: q = 1 and a context is at most
         prompt + output − 2.)"""
         rep, s = self.rep, self.rep.s
@@ -187,7 +196,7 @@ class DecodeProfile:
         first = need // ramps.block          # blocks_for(ctx0 + q)
         i = self._room(length)
         if first >= blocks0:
-            view = self.sums[:BLK + 1, i:i + length]
+            view = self.flat[i * _ROW:(i + length) * _ROW]
             np.add(view, ramps.rows(ctx0, length), out=view)
             held_last = (need + length - 1) // ramps.block
         else:   # holds more than its context needs (a reservation): max(need, blocks held)
@@ -219,8 +228,8 @@ class DecodeProfile:
         tau, cum = tau[:length], cum[:length]
         block = rep.kv.block_size
         blocks0 = int(s.blocks[r])
-        rows = np.empty((5, length), dtype=np.int64)
-        ones, ctx, held, emitted, accepted = rows
+        rows = np.empty((length, _ROW), dtype=np.int64)   # (the profile's layout: one addition)
+        ones, ctx, held, emitted, accepted = rows.T
         ones.fill(1)
         np.subtract(cum, tau, out=ctx)
         ctx += int(s.ctx[r]) - 1                                   # context before each step
@@ -232,8 +241,8 @@ class DecodeProfile:
         emitted[-1] = remaining - (int(cum[-2]) if length > 1 else 0)   # capped at the output length
         accepted[:] = tau
         i = self._room(length)
-        view = self.sums[:, i:i + length]
-        view += rows
+        view = self.flat[i * _ROW:(i + length) * _ROW]
+        np.add(view, rows.reshape(-1), out=view)
         capped = np.minimum(cum, remaining)
         self._enter(r, _Member(self.k, self.k + length - 1, int(cum[-1]) - length, int(held[-1]),   # Σ τ = Σ (τ + 1) − length
                                Trajectory(tau[:, None], capped[:, None], held[:, None]), 0))
@@ -254,11 +263,10 @@ class DecodeProfile:
                 return False
         if not life.fits(s, r):
             return False
-        rows = life.rows
-        length = rows.shape[1]
+        length = life.length
         i = self._room(length)
-        view = self.sums[:, i:i + length]
-        np.add(view, rows, out=view)
+        view = self.flat[i * _ROW:(i + length) * _ROW]
+        np.add(view, life.rows, out=view)
         self._enter(r, _Member(self.k, self.k + length - 1, life.accepted, life.held_last, life.batch, life.col))
         self.member_blocks += int(s.blocks[r])
         return True
@@ -310,12 +318,12 @@ class DecodeProfile:
         """The column of step k, with room for `ahead` steps from there. When the array must grow, past
         steps are dropped into a new array (the step log holds views of past columns)."""
         i = self.k - self.base
-        if i + ahead <= self.sums.shape[1]:
+        if i + ahead <= len(self.table):
             return i
-        live = self.sums[:, i:]
-        size = max(2 * ahead, 2 * live.shape[1], 256)
-        self.sums = np.zeros((5, size), dtype=np.int64)
-        self.sums[:, :live.shape[1]] = live
+        live = self.table[i:]
+        table = np.zeros((max(2 * ahead, 2 * len(live), 256), _ROW), dtype=np.int64)
+        table[:len(live)] = live
+        self._hold(table)
         self.base = self.k
         return 0
 
@@ -556,16 +564,18 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     bounds = [t]
     append = bounds.append
     i0 = k - prof.base
-    sums = prof.sums
+    table = prof.table
     n, chunk = 0, _SCAN_CHUNK
+    step_s = rep.last_step_s
     key_seqs = key_lo = -1   # the grid rows in hand (consecutive steps mostly share them)
     per_seq = 1
     while n < n_max:
+        if stop_s < math.inf and step_s > 0:
+            chunk = _steps_within(stop_s - t, step_s)
         j1 = min(n + chunk, n_max)
         chunk *= 2
         stopped = False
-        window = sums[:BLK + 1, i0 + n:i0 + j1].tolist()
-        for seqs, ctx, held in zip(*window):
+        for seqs, ctx, held in table[i0 + n:i0 + j1, :BLK + 1].tolist():
             if held > room:
                 stopped = True
                 break
@@ -586,9 +596,17 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
         n = len(bounds) - 1
         if stopped:
             break
+        step_s = t - bounds[-2]
     if n == 0:
         return None
     return BulkPlan(k, n, bounds, other, len(rep.waiting), stop_at_arrival)
+
+
+def _steps_within(span_s: float, step_s: float) -> int:
+    """Profile entries for `plan_bulk` to read next: the steps `span_s` (the time left until the bulk must end)
+    takes at `step_s` a step, and `_SCAN_SLACK` more (steps lengthen as contexts grow). Reading an entry into
+    Python costs about as much as scanning it: reading a fixed chunk read twice the entries a bulk scanned."""
+    return max(int(span_s / step_s), 0) + _SCAN_SLACK
 
 
 def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:

@@ -55,7 +55,8 @@ class Trajectory:
 class Life:
     """One request's decode future from its first decode step, computed for a fresh join."""
 
-    rows: np.ndarray     # (5, length): the profile rows it adds
+    rows: np.ndarray     # (length × 5,): the profile rows it adds, step by step (DecodeProfile.table's layout, flat)
+    length: int          # its decode steps
     ctx0: int            # its context at the join it was computed for
     held0: int           # blocks its first decode step needs
     accepted: int        # draft tokens accepted over its life
@@ -83,7 +84,7 @@ def fits_fresh(rep, r: int) -> bool:
 def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
     """The lives of speculating requests `ids` (never admitted yet: prefill target = prompt, nothing
     emitted) as they will be if each joins fresh; requests whose draws fall short of their output
-    (unlucky) are left out. Arrays are (B, T): request b's rows are contiguous."""
+    (unlucky) are left out. Arrays are (B, T): request b's rows are contiguous (its profile rows, (T, 5), too)."""
     s, acc = rep.s, rep.acceptance
     ids_a = np.array(ids, dtype=np.int64)
     remaining = s.output[ids_a][:, None] - 1           # tokens left after the prompt's own
@@ -101,13 +102,14 @@ def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
     held = (rep.decode_kv_tokens(ctx) + (block - 1)) // block   # blocks_for(Replica.decode_kv_tokens)
     capped = np.minimum(cum, remaining)
     tau *= active
-    rows = np.empty((5, len(ids), steps), dtype=np.int64)
-    rows[0] = active
-    np.multiply(ctx, active, out=rows[1])
-    np.multiply(held, active, out=rows[2])
-    rows[3, :, 0] = capped[:, 0]
-    np.subtract(capped[:, 1:], capped[:, :-1], out=rows[3, :, 1:])   # tokens emitted: capped at the output
-    rows[4] = tau
+    rows = np.empty((len(ids), steps, 5), dtype=np.int64)
+    rows[:, :, 0] = active
+    np.multiply(ctx, active, out=rows[:, :, 1])
+    np.multiply(held, active, out=rows[:, :, 2])
+    rows[:, 0, 3] = capped[:, 0]
+    np.subtract(capped[:, 1:], capped[:, :-1], out=rows[:, 1:, 3])   # tokens emitted: capped at the output
+    rows[:, :, 4] = tau
+    flat = rows.reshape(len(ids), -1)
     cols = np.arange(len(ids))
     last = lengths - 1
     held0, held_last = held[:, 0].tolist(), held[cols, last].tolist()
@@ -116,5 +118,5 @@ def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
     out = {}
     for col, (r, ok, length, c0) in enumerate(zip(ids, drawn.tolist(), lengths.tolist(), ctx0.tolist())):
         if ok:
-            out[r] = Life(rows[:, col, :length], c0, held0[col], accepted[col], held_last[col], batch, col)
+            out[r] = Life(flat[col, :5 * length], length, c0, held0[col], accepted[col], held_last[col], batch, col)
     return out
