@@ -1923,7 +1923,7 @@ CASES = [
                        + "1,10,5,caf\xe9\n").encode("latin-1")), **options),
               "t.csv is not UTF-8 text: byte 0xe9 at line 8002")
       for suffix, options in (("", {}), ("_time_unit_s", {"time_unit": "s"}))],
-    # ---- plan drafters no candidate needs or can run, and cpu-local in a plan (fix-plan, 2026-11-30) ----
+    # ---- plan drafters no candidate needs or can run, and cpu-local in a plan (fix-plan, 2026-11-29) ----
     # a draft model listed again in another case (LLAMA-68M) was screened and confirmed twice (exit 0)
     Hostile("plan_drafter_twice_in_another_case", plan(search={"drafters": [
         {"kind": "draft_model", "model": "llama-68m", "gamma": [2]},
@@ -2179,7 +2179,7 @@ CASES = [
                            "max_model_len": 8192, "engine": {"version": version}}, drafter={"kind": "mtp", "gamma": 1}),
               f"draftsim: error: cluster.engine.version: vllm {version} has no MTP speculation{v1}")
       for version, v1 in (("0.7.2", " (DeepSeek MTP"), ("0.8.5", " in its V1 engine"))],
-    # -- deployments the engine refuses (fix-deploy, 2026-11-30) --
+    # -- deployments the engine refuses (fix-deploy, 2026-11-29) --
     # a tp that does not divide the MLP's intermediate_size (8960 / 6): vLLM's MergedColumnParallelLinear asserts exact
     # division; the run, the estimate and the plan took it (exit 0; the plan wrote `vllm serve ... -tp 6`)
     Hostile("run_tp_not_dividing_the_mlp", run(cluster={"model": "qwen2.5-coder-1.5b", "parallelism": {"tp": 6}}),

@@ -2,7 +2,7 @@
 trie over recent token windows of every request, a draft *tree* grown from it by BFS each step, and greedy
 tree verification.
 
-Sources (the PyPI wheels, read 2026-11-30; behaviour restated, no code copied):
+Sources (the PyPI wheels, read 2026-11-29; behaviour restated, no code copied):
 - The trie (`jit_kernel/csrc/ngram_corpus/trie.cpp` in 0.5.10-0.5.16, `kernels/jit/csrc/ngram_corpus/trie.cpp`
   in 0.5.23; `Trie::insert`, `Trie::match` / `rebuildMatchState_`, `Trie::buildRecency`, `Trie::squeeze`):
   `insert(window)` adds, for every start i of the window, the path window[i : i + max_trie_depth] from the root;
