@@ -38,3 +38,12 @@ def vllm_mtp_gamma_refusal(version: str, gamma: int, n_predict: int) -> str | No
                 f"by n_predict', vllm/config SpeculativeConfig.__post_init__); allowed: {_up_to(n_predict)} or a "
                 f"multiple of {n_predict}")
     return None
+
+
+def release_mtp_gamma_refusal(release: tuple[str, str | None] | None, gamma: int, n_predict: int) -> str | None:
+    """`vllm_mtp_gamma_refusal` for an engine `release` (framework, version; version None: the framework's newest
+    modelled release; None: no engine named): None off vLLM, where no rule of this module applies."""
+    if release is None or release[0] != "vllm":
+        return None
+    from profiles.engine_time.frameworks import release_or_modelled
+    return vllm_mtp_gamma_refusal(release_or_modelled("vllm", release[1]), gamma, n_predict)

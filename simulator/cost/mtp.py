@@ -90,11 +90,8 @@ def build_mtp(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, k
 def check_draft_length(release: tuple[str, str | None] | None, gamma: int, n_predict: int) -> None:
     """Refuse (drafter.gamma) a draft length the vLLM release the pool runs does not run from `n_predict` shipped
     modules (profiles.engine_time.mtp_draft_length; `release` as own_lm_head reads it)."""
-    if release is None or release[0] != "vllm":
-        return
-    from profiles.engine_time.frameworks import release_or_modelled
-    from profiles.engine_time.mtp_draft_length import vllm_mtp_gamma_refusal
-    why = vllm_mtp_gamma_refusal(release_or_modelled("vllm", release[1]), gamma, n_predict)
+    from profiles.engine_time.mtp_draft_length import release_mtp_gamma_refusal
+    why = release_mtp_gamma_refusal(release, gamma, n_predict)
     if why is not None:
         raise ScenarioError("drafter.gamma", why)
 

@@ -482,16 +482,14 @@ def _check_mtp_draft_lengths(spec: PlanConfig, releases: dict[str, tuple[str, st
     release drafts is left to the screen, as _check_architectures does; models that ship no modules are
     _check_mtp_drafters' and the screen's."""
     from models import get_model
-    from profiles.engine_time.frameworks import release_or_modelled
-    from profiles.engine_time.mtp_draft_length import vllm_mtp_gamma_refusal
+    from profiles.engine_time.mtp_draft_length import release_mtp_gamma_refusal
     shipped = [n for n in (get_model(name).num_mtp_modules for name in spec.models) if n >= 1]
     for i, drafter in enumerate(spec.search.drafters):
         if drafter.kind != "mtp" or not shipped:
             continue
         for gamma in drafter.gamma:
-            refusals = [vllm_mtp_gamma_refusal(release_or_modelled(framework, version), gamma, n_predict)
-                        if framework == "vllm" else None
-                        for n_predict in shipped for framework, version in dict.fromkeys(releases.values())]
+            refusals = [release_mtp_gamma_refusal(release, gamma, n_predict)
+                        for n_predict in shipped for release in dict.fromkeys(releases.values())]
             if None not in refusals:
                 raise ScenarioError(f"{FIELD}.search.drafters.{i}.gamma",
                                     _naming_releases(spec, f"gamma {gamma}: {refusals[0]}", releases))
