@@ -356,6 +356,16 @@ def _shipped_data_here(monkeypatch) -> None:
     monkeypatch.setattr(output_folder, "shipped_data_dir", lambda: Path.cwd() / "shipped")
 
 
+def _package_source_here(monkeypatch) -> None:
+    """draftsim's package folders taken to be ./src (made here, holding a module): a test of their refusal never
+    writes into the real simulator/ or scenarios/, even run against code that lacks the refusal (raising=False:
+    such code has no `package_folders` to patch, and writes into ./src)."""
+    from simulator.results import output_folder
+    (Path.cwd() / "src").mkdir()
+    (Path.cwd() / "src" / "__init__.py").write_text("")
+    monkeypatch.setattr(output_folder, "package_folders", lambda: {"simulator": Path.cwd() / "src"}, raising=False)
+
+
 def points(content) -> Callable[[Path], list]:
     def make(tmp: Path) -> list:
         path = content(tmp) if callable(content) else _write(tmp, "points.yaml", content)
@@ -3011,6 +3021,21 @@ CASES = [
             {"kind": "none"}, {"kind": "mtp", "gamma": [1, 2, 3]}]}),
             "draftsim plan: error: plan.search.drafters.1.gamma: gamma 2: vllm 0.7.3 drafts at most n_predict = 1 MTP "
             "token(s) a step"),
+    # ---- fix-hunt, session 27: outputs inside draftsim's own package folders (2026-11-29) -------------------------
+    # `--out simulator/x` (or scenarios/x, models/x, ...) wrote the run's parquet files, a plan's launch scripts or a
+    # sweep store among the package's modules, exit 0: only profiles/data/ was refused
+    *[Hostile(f"{command}_out_in_the_package_source", lambda tmp, argv=argv: [*argv(tmp), "--out", tmp / "src" / "x"],
+              "is inside draftsim's own package folder simulator/", patch=_package_source_here) for command, argv in [
+        ("run", lambda tmp: [*run()(tmp)[:2], "--quiet"]),
+        ("compare", lambda tmp: ["compare", _write(tmp, "s.yaml", TINY), "--vary", "seed=1", "--vary", "seed=2", "--quiet"]),
+        ("plan", lambda tmp: [*plan()(tmp)[:2], "--executor", "serial", "--quiet"]),
+        ("sweep", lambda tmp: [*sweep()(tmp)[:2], "--executor", "serial", "--quiet"]),
+        ("reproduce", lambda tmp: ["reproduce", "tetris", "--quiet"])]],
+    # the same through a link: --out link/x where link points into the package folder
+    Hostile("run_out_through_a_link_into_the_package_source",
+            lambda tmp: [*run()(tmp)[:2], "--out", _link_to(tmp / "link", tmp / "src") / "x", "--quiet"],
+            "is inside draftsim's own package folder simulator/", patch=_package_source_here),
+
 ]
 
 

@@ -162,33 +162,64 @@ def refuse_link(out_dir: Path) -> None:
 # --engine vllm --out profiles/data/engine_profile/...`, validate's recorded vLLM runs: `validate-vllm`, the manifest
 # name of `validate --engine vllm`); every other command's outputs stay out of it
 SHIPPED_DATA_WRITERS = ("profile", "validate", "validate-vllm")
+# draftsim's top-level packages (pyproject.toml, [tool.setuptools.packages.find] include): their folders hold its
+# code and the data it reads; no command's outputs go there, but for the shipped data's writers above
+PACKAGES = ("simulator", "models", "profiles", "theory", "scenarios")
+
+
+def _package_folder(name: str) -> Path | None:
+    """The folder of the top-level package `name`, found without importing it (a cold start's check of --out
+    must not pay ~0.9 s for `profiles`); None where it is not found."""
+    from importlib.util import find_spec
+    package = find_spec(name)
+    if package is None or not package.submodule_search_locations:
+        return None
+    return Path(list(package.submodule_search_locations)[0])
 
 
 def shipped_data_dir() -> Path | None:
-    """The package's shipped data folder, profiles.predictor.DATA_DIR, found without importing that module
-    (~0.9 s: a cold start's check of --out must not pay it); None where no `profiles` package is found."""
-    from importlib.util import find_spec
-    package = find_spec("profiles")
-    if package is None or not package.submodule_search_locations:
-        return None
-    return Path(list(package.submodule_search_locations)[0]) / "data"
+    """The package's shipped data folder, profiles.predictor.DATA_DIR; None where no `profiles` package is found."""
+    profiles = _package_folder("profiles")
+    return None if profiles is None else profiles / "data"
 
 
-def refuse_shipped_data(out_dir: Path | str, command: str) -> None:
-    """Refuse (`--out`) an output folder that is, or is inside, the package's shipped data (profiles/data/,
-    profiles.predictor.DATA_DIR, which the predictor and the catalogs read) for a command not in
-    SHIPPED_DATA_WRITERS: `draftsim plan ... --out profiles/data/x` wrote its ranked.csv, launch scripts and DES
-    cache among the shipped profiles, exit 0."""
-    shipped = shipped_data_dir()
-    if command in SHIPPED_DATA_WRITERS or shipped is None:
-        return
+def package_folders() -> dict[str, Path]:
+    """package name -> the folder of each of draftsim's top-level packages found (PACKAGES)."""
+    return {name: folder for name in PACKAGES if (folder := _package_folder(name)) is not None}
+
+
+def _within(folder: Path, home: Path | None) -> bool:
+    """Whether `folder` (resolved) is `home` or inside it."""
+    if home is None:
+        return False
     try:
-        folder, shipped = absolute(out_dir).resolve(), shipped.resolve()
+        home = home.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return folder == home or home in folder.parents
+
+
+def refuse_package_folders(out_dir: Path | str, command: str) -> None:
+    """Refuse (`--out`) an output folder that is, or is inside, one of draftsim's own package folders:
+    - the shipped data (profiles/data/, profiles.predictor.DATA_DIR, which the predictor and the catalogs read),
+      for a command not in SHIPPED_DATA_WRITERS: `draftsim plan ... --out profiles/data/x` wrote its ranked.csv,
+      launch scripts and DES cache among the shipped profiles, exit 0;
+    - any other folder of a package (PACKAGES: its source, its scenarios), for every command: `draftsim run
+      s.yaml --out simulator/x` wrote requests.parquet, steps.parquet and summary.json among the simulator's
+      modules, exit 0 (2026-11-29), as did every command that writes a folder."""
+    try:
+        folder = absolute(out_dir).resolve()
     except (OSError, RuntimeError):   # (a loop of links: the folder's own checks name it)
         return
-    if folder == shipped or shipped in folder.parents:
+    if _within(folder, shipped_data_dir()):
+        if command in SHIPPED_DATA_WRITERS:
+            return
         raise ScenarioError(OUT_FIELD, f"{out_dir} is inside the package's shipped data (profiles/data/), which "
                                        f"draftsim {command} does not write; choose another folder")
+    for name, home in package_folders().items():
+        if _within(folder, home):
+            raise ScenarioError(OUT_FIELD, f"{out_dir} is inside draftsim's own package folder {name}/ ({home}), "
+                                           f"which draftsim {command} does not write; choose another folder")
 
 
 def check_folder(out_dir: Path, command: str, marker: str, names: Iterable[str], head: str | None = None) -> set[str]:
@@ -272,7 +303,7 @@ def check_output_dir(out_dir: Path | str, command: str, marker: str, names: Iter
     docstring; `head`: the marker's first line), or a staging folder cannot be created there. Probes by
     creating (and at once removing) the staging folder and any missing parents, so it leaves nothing behind."""
     out_dir = absolute(out_dir)
-    refuse_shipped_data(out_dir, command)
+    refuse_package_folders(out_dir, command)
     check_folder(out_dir, command, marker, names, head)
     _probe(out_dir if out_dir.is_dir() else out_dir.parent, OUT_FIELD, out_dir)
     return out_dir
@@ -281,10 +312,10 @@ def check_output_dir(out_dir: Path | str, command: str, marker: str, names: Iter
 def check_writable_folder(out_dir: Path | str, command: str = "reproduce") -> Path:
     """Fail now (ScenarioError on `--out`) if `out_dir` cannot be a folder that a command writes its files
     into in place (`draftsim reproduce`): an empty path, a path that exists and is not a directory, a folder
-    that cannot be created or written, the package's shipped data. Probed as `check_output_dir` probes:
+    that cannot be created or written, the package's folders (its shipped data, its source). Probed as `check_output_dir` probes:
     nothing left behind."""
     out_dir = absolute(out_dir)
-    refuse_shipped_data(out_dir, command)
+    refuse_package_folders(out_dir, command)
     refuse_link(out_dir)
     if os.path.lexists(out_dir) and not out_dir.is_dir():
         raise ScenarioError(OUT_FIELD, f"{out_dir} exists and is not a directory; choose another path")

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from simulator.errors import ScenarioError
-from simulator.results.output_folder import absolute, refuse_link, refuse_shipped_data
+from simulator.results.output_folder import absolute, refuse_link, refuse_package_folders
 
 MANIFEST = "manifest.json"
 POINTS_DIR = "points"
@@ -223,7 +223,7 @@ def open_store(root: str | Path, name: str, source: str, *, resume: bool, overwr
     return the store as it is, writing (and, with `overwrite`, removing) nothing yet.
     """
     root = absolute(root)
-    refuse_shipped_data(root, "sweep")
+    refuse_package_folders(root, "sweep")
     refuse_link(root)
     store = SweepStore(root)
     if root.exists() and not root.is_dir():
