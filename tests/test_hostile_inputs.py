@@ -3036,6 +3036,22 @@ CASES = [
             lambda tmp: [*run()(tmp)[:2], "--out", _link_to(tmp / "link", tmp / "src") / "x", "--quiet"],
             "is inside draftsim's own package folder simulator/", patch=_package_source_here),
 
+    # a scenario's, plan's or sweep's name that Windows cannot hold as a folder ran (exit 0), making out/<name>/:
+    # 'CON' or 'nul.x' opens the device there, 'a:b' is an NTFS stream of 'a', 'run.' is the folder 'run'
+    *[Hostile(f"name_{label}", lambda tmp, name=name: ["run", _write(tmp, "s.yaml", merge(TINY, {"name": name})),
+                                                       "--quiet"], says)
+      for label, name, says in [
+          ("a_windows_device", "CON", "name: 'CON' is the Windows device name CON"),
+          ("a_windows_device_lower_case_with_an_extension", "nul.run", "name: 'nul.run' is the Windows device name NUL"),
+          ("a_windows_port", "com7", "is the Windows device name COM7"),
+          ("with_a_colon", "llama:8b", "name: 'llama:8b' holds ':', which Windows file systems do not allow"),
+          ("with_a_question_mark", "why?", "holds '?', which Windows file systems do not allow"),
+          ("with_a_pipe", "a|b", "holds '|'"),
+          ("ending_with_a_dot", "run.", "name: 'run.' ends with '.'")]],
+    Hostile("plan_name_a_windows_device", plan(name="aux"), "plan.name: 'aux' is the Windows device name AUX"),
+    Hostile("sweep_name_a_windows_device", sweep(name="LPT1"), "sweep.name: 'LPT1' is the Windows device name LPT1"),
+    Hostile("sweep_name_ending_with_a_dot", sweep(name="s."), "sweep.name: 's.' ends with '.'"),
+
 ]
 
 

@@ -10,6 +10,13 @@ all; the joiners U+200C/U+200D that some scripts and emoji need are allowed), no
 "\ud800" escape: the folder could not be created, a UnicodeEncodeError; U+DC80..U+DCFF, the bytes of a file
 name that is not UTF-8 as Python reads it, stay allowed), no leading or trailing white space.
 255 bytes is the longest file name of ext4, XFS, APFS and NTFS.
+
+Names Windows file systems cannot hold are refused as well, as '\\' is (an output folder is copied, synced and
+shared onto them): none of the characters < > : " | ? * (':' on NTFS names an alternate data stream: a folder
+`a:b` becomes a stream of `a`), no trailing '.' (Windows drops it: `run.` and `run` are one folder), and no
+reserved device name — CON, PRN, AUX, NUL, COM1-COM9, LPT1-LPT9, in any case, alone or before an extension
+(`nul.x`) — which opens the device rather than a folder. Source: Microsoft Learn, "Naming Files, Paths, and
+Namespaces" (learn.microsoft.com/windows/win32/fileio/naming-a-file), "Naming Conventions", read 2026-11-29.
 """
 from __future__ import annotations
 
@@ -21,8 +28,12 @@ from pydantic_core import PydanticCustomError
 
 MAX_NAME_BYTES = 255
 JOINERS = "\u200c\u200d"   # zero-width non-joiner and joiner: part of some scripts' and emoji's spelling
-RULE = ("one folder name: 1-255 bytes, no '/' or '\\', no control or invisible format characters, not starting "
-        "with '.', no leading or trailing spaces")
+WINDOWS_RESERVED_CHARACTERS = '<>:"|?*'
+WINDOWS_DEVICE_NAMES = frozenset(["CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
+                                  *(f"LPT{i}" for i in range(1, 10))])
+RULE = ("one folder name: 1-255 bytes, no '/' or '\\' or any of <>:\"|?*, no control or invisible format "
+        "characters, not starting or ending with '.', no leading or trailing spaces, not a Windows device name "
+        "(CON, NUL, COM1, ...)")
 
 
 def name_problem(name: str) -> str | None:
@@ -45,6 +56,13 @@ def name_problem(name: str) -> str | None:
         return f"holds the invisible format character U+{ord(hidden):04X}"
     if name != name.strip():
         return "has leading or trailing white space"
+    reserved = next((c for c in name if c in WINDOWS_RESERVED_CHARACTERS), None)
+    if reserved is not None:
+        return f"holds {reserved!r}, which Windows file systems do not allow in a name"
+    if name.endswith("."):
+        return "ends with '.', which Windows drops from a name"
+    if name.split(".")[0].upper() in WINDOWS_DEVICE_NAMES:
+        return f"is the Windows device name {name.split('.')[0].upper()}, which opens the device, not a folder"
     if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
         return f"is longer than {MAX_NAME_BYTES} bytes"
     return None
