@@ -134,6 +134,7 @@ def one_line_usage_errors(parser: argparse.ArgumentParser) -> None:
     parser.error = error
     parser._print_message = _stdout_writes_told(parser._print_message)
     _refuse_repeats(parser)
+    _end_of_options_taken(parser)
     for action in parser._actions:
         if action.type in (int, float):
             action.type = _ascii_type(action.type)
@@ -208,6 +209,30 @@ def _refuse_repeats(parser: argparse.ArgumentParser) -> None:
             setattr(parser, _GIVEN, outer)
 
     setattr(parser, _GIVEN, None)
+    parser.parse_known_args = parse_known_args
+
+
+END_OF_OPTIONS = "--"
+
+
+def _end_of_options_taken(parser: argparse.ArgumentParser) -> None:
+    """Take a `--` that ends the options (POSIX) where no operand follows it: Python 3.11's argparse removes it
+    only when a positional argument takes the words after it, and otherwise reports it as an unrecognized
+    argument (`draftsim estimate --model m --hardware h --` and `draftsim run s.yaml --out o --` were refused,
+    exit 2). Only the first `--` of the arguments is the marker: a later one is an operand, and stays
+    unrecognized where the command takes none."""
+    if getattr(parser, "_draftsim_end_of_options", False):   # (already done: a parser parsed twice comes here twice)
+        return
+    parse = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        namespace, extras = parse(args, namespace)
+        if END_OF_OPTIONS in extras and args.count(END_OF_OPTIONS) == extras.count(END_OF_OPTIONS):
+            extras.remove(END_OF_OPTIONS)   # (the marker itself, which argparse left untaken)
+        return namespace, extras
+
+    parser._draftsim_end_of_options = True
     parser.parse_known_args = parse_known_args
 
 

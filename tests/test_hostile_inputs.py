@@ -3052,6 +3052,13 @@ CASES = [
     Hostile("sweep_name_a_windows_device", sweep(name="LPT1"), "sweep.name: 'LPT1' is the Windows device name LPT1"),
     Hostile("sweep_name_ending_with_a_dot", sweep(name="s."), "sweep.name: 's.' ends with '.'"),
 
+    # a word after `--` that no command takes was named with the `--` ('unrecognized arguments: -- extra'), as if
+    # the marker itself were refused (models.errors._end_of_options_taken)
+    Hostile("run_a_word_after_the_end_of_options", run(None, "--", "extra"),
+            "draftsim run: error: unrecognized arguments: extra (see draftsim run --help)"),
+    Hostile("estimate_a_word_after_the_end_of_options", estimate("--", "x"),
+            "draftsim estimate: error: unrecognized arguments: x (see draftsim estimate --help)"),
+
 ]
 
 

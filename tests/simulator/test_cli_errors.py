@@ -135,3 +135,23 @@ def test_flags_meant_to_repeat_still_do(tmp_path):
     assert code == 0, err
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert (summary["requests_arrived"], summary["slo_tpot_s"]) == (2, 0.5)
+
+
+def test_a_trailing_end_of_options_marker_is_taken(tmp_path):
+    """`--` ends the options (POSIX) even where no operand follows: `draftsim run s.yaml --out o --` runs, and
+    `draftsim estimate ... --` prices its step (Python 3.11's argparse reported the `--` as an unrecognized
+    argument, exit 2); a word after it is still an operand the command does not take, named alone."""
+    from contract import cli
+    import json
+
+    scenario_path = _write(tmp_path, scenario(workload={"num_requests": 2}))
+    code, _, err = cli("run", scenario_path, "--out", tmp_path / "o", "--quiet", "--no-plots", "--")
+    assert code == 0, err
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["requests_arrived"] == 2
+    code, out, err = cli("estimate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--json", "--")
+    assert code == 0 and json.loads(out), err
+    code, _, err = cli("run", scenario_path, "--out", tmp_path / "p", "--quiet", "--", "extra")
+    assert code == 2 and err == "draftsim run: error: unrecognized arguments: extra (see draftsim run --help)", err
+    code, _, err = cli("run", "--out", tmp_path / "p", "--quiet", "--", scenario_path, "--")
+    assert code == 2 and "unrecognized arguments: -- " in err, err   # (the second `--` is an operand)
+    assert not (tmp_path / "p").exists()
