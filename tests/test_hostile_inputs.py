@@ -3059,6 +3059,13 @@ CASES = [
     Hostile("estimate_a_word_after_the_end_of_options", estimate("--", "x"),
             "draftsim estimate: error: unrecognized arguments: x (see draftsim estimate --help)"),
 
+    # profile's --device-id names out/profiles/<id>/ as a scenario's name does out/<name>/: 'CON' and 'gpu.' passed
+    # its letters-digits rule and made that folder (exit 0)
+    Hostile("profile_device_id_a_windows_device", profile("--models", "llama-68m", "--device-id", "CON"),
+            "draftsim profile: error: --device-id: names the profile's folder: 'CON' is the Windows device name CON"),
+    Hostile("profile_device_id_ending_with_a_dot", profile("--models", "llama-68m", "--device-id", "gpu."),
+            "--device-id: names the profile's folder: 'gpu.' ends with '.'"),
+
 ]
 
 

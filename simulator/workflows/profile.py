@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from simulator.config.names import name_problem
 from simulator.console.progress import Progress
 from simulator.errors import ScenarioError
 
@@ -155,6 +156,10 @@ def check_arguments(args) -> None:
         raise ScenarioError("--device-id", f"names the profile's folder: letters, digits, '.', '_' and '-', starting "
                                            f"with a letter or digit, at most {DEVICE_ID_MAX_CHARS} characters; got "
                                            f"{_shown(args.device_id)}")
+    if args.device_id is not None and (problem := name_problem(args.device_id)) is not None:
+        # (the characters above pass the folder rule of scenario names, simulator.config.names, but for its
+        # Windows part: a trailing '.', a device name such as CON, which made out/profiles/CON/, exit 0)
+        raise ScenarioError("--device-id", f"names the profile's folder: {_shown(args.device_id)} {problem}")
     if args.check_out is not None:
         check_output_file(args.check_out, "--check-out")
     out = args.out if args.check_only else profile_folder(args)
