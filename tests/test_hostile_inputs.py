@@ -3066,6 +3066,27 @@ CASES = [
     Hostile("profile_device_id_ending_with_a_dot", profile("--models", "llama-68m", "--device-id", "gpu."),
             "--device-id: names the profile's folder: 'gpu.' ends with '.'"),
 
+    # validate --published --points: a point's dtype outside DTYPES ('fp7', 'BF16') was listed 'not expressible',
+    # an empty id or one with surrounding blanks listed as it was (exit 0); an unknown kv_dtype, a framework_version
+    # that is no release ('abc') or newer than the newest known, and engine_flags of a bad value failed only when
+    # the point was predicted, after every other point (exit 1, points.csv written)
+    Hostile("points_dtype_unknown", points([merge(STEP_POINT, {"dtype": "fp7"})]),
+            "points.yaml: point s: dtype: unknown dtype 'fp7'; allowed: bf16, fp16, fp8"),
+    Hostile("points_dtype_in_capitals", points([merge(STEP_POINT, {"dtype": "BF16"})]), "point s: dtype: unknown dtype"),
+    Hostile("points_id_empty", points([merge(STEP_POINT, {"id": ""})]), "point #0: id: '' is empty"),
+    Hostile("points_id_with_blanks_around", points([merge(STEP_POINT, {"id": " s "})]),
+            "id: ' s ' has leading or trailing white space"),
+    Hostile("points_id_a_windows_device", points([merge(STEP_POINT, {"id": "nul"})]),
+            "id: 'nul' is the Windows device name NUL"),
+    Hostile("points_kv_dtype_unknown", points([merge(STEP_POINT, {"kv_dtype": "fp7"})]),
+            "point s: kv_dtype: unknown KV cache dtype 'fp7'; allowed: fp32, bf16, fp16, fp8, nvfp4"),
+    Hostile("points_framework_version_not_a_release", points([merge(STEP_POINT, {"framework_version": "abc"})]),
+            "point s: framework_version: 'abc' is not a release number"),
+    Hostile("points_framework_version_newer_than_known", points([merge(STEP_POINT, {"framework_version": "99.0"})]),
+            "point s: framework_version: sglang 99.0 is newer than the newest release known here"),
+    Hostile("points_engine_flag_of_a_bad_value", points([merge(STEP_POINT, {"engine_flags": {"cuda_graphs": "sometimes"}})]),
+            "point s: engine_flags.cuda_graphs: Input should be 'full', 'piecewise' or 'none'"),
+
 ]
 
 

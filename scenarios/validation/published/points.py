@@ -11,7 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from models.dtypes import KV_DTYPES
 from profiles.engine_time.batch_defaults import ENTRYPOINTS
+from simulator.config.names import RULE as NAME_RULE, name_problem
 from simulator.config.validation import type_message
 
 POINTS_FILE = Path(__file__).resolve().parent / "points.yaml"
@@ -191,6 +193,35 @@ class Point(BaseModel):
                              "points.UNMODELLED_MODELS)")
         return model
 
+    @field_validator("id")
+    @classmethod
+    def _id_names_its_run(cls, point_id: str) -> str:
+        """The id names the point's row in points.csv and its prediction's scenario (predict.serving_scenario's
+        `name`), so it takes a scenario name's rule (simulator.config.names): an empty id, ' s ' or one holding a
+        newline was listed as it was (exit 0), a serving point's failed only when predicted (exit 1)."""
+        problem = name_problem(point_id)
+        if problem is not None:
+            raise ValueError(f"{point_id!r} {problem}; an id is {NAME_RULE}")
+        return point_id
+
+    @field_validator("dtype")
+    @classmethod
+    def _modelled_dtype(cls, dtype: str) -> str:
+        """One of DTYPES: any other was listed 'not expressible' (exit 0), a typo ('fp7', 'BF16') as an unmodelled
+        format."""
+        if dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
+        return dtype
+
+    @field_validator("kv_dtype")
+    @classmethod
+    def _kv_cache_dtype(cls, kv_dtype: str | None) -> str | None:
+        """A KV cache dtype (models.dtypes.KV_DTYPES): any other failed only when the point was predicted (exit 1,
+        after every other point)."""
+        if kv_dtype is not None and kv_dtype not in KV_DTYPES:
+            raise ValueError(f"unknown KV cache dtype {kv_dtype!r}; allowed: {', '.join(KV_DTYPES)}")
+        return kv_dtype
+
     @property
     def seconds_or_value(self) -> float:
         """The value in SI units (seconds for times; tokens/s, req/s, × as they are)."""
@@ -228,6 +259,36 @@ class Point(BaseModel):
                                  f"{', '.join(allowed)}")
         return self
 
+    @model_validator(mode="after")
+    def _release_and_flags_the_engine_takes(self) -> "Point":
+        """A serving point's `framework_version` is a release of its engine known here
+        (profiles.engine_time.frameworks.entry_for) and its `engine_flags` a valid `cluster.engine` block
+        (simulator.config.engine.EngineConfig): 'abc', '99.0' or `cuda_graphs: sometimes` failed only when the
+        point was predicted (exit 1, after every other point)."""
+        fw = FRAMEWORKS.get(self.engine)
+        if fw is not None and self.framework_version is not None:
+            from packaging.version import InvalidVersion, Version
+
+            from models.errors import FieldError
+            from profiles.engine_time.frameworks import entry_for
+            try:
+                Version(self.framework_version)
+                entry_for(fw, self.framework_version)
+            except InvalidVersion:
+                raise ValueError(f"framework_version: {self.framework_version!r} is not a release number; give one "
+                                 "such as \"0.11.0\" or \"1.3.0rc20\"") from None
+            except FieldError as exc:
+                raise ValueError(f"framework_version: {exc.message}") from None
+        if self.engine_flags:
+            from simulator.config.engine import EngineConfig
+            from simulator.config.validation import validation_error
+            try:
+                EngineConfig.model_validate(self.engine_flags)
+            except ValidationError as err:
+                exc = validation_error(err, self.engine_flags, prefix="engine_flags")
+                raise ValueError(f"{exc.field}: {exc.message}") from None
+        return self
+
     def w(self, key: str, default=None):
         value = self.workload.get(key)
         return default if value is None else value
@@ -256,7 +317,7 @@ def load_points(path: str | Path | None = None) -> list[Point]:
         except ValidationError as err:
             first = err.errors()[0]
             where = ".".join(str(x) for x in first["loc"])
-            ident = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
+            ident = entry.get("id") if isinstance(entry, dict) and entry.get("id") not in (None, "") else f"#{i}"
             where = f"{where}: " if where else ""   # (a check of the whole point names its field itself)
             raise ValueError(f"{path}: point {ident}: {where}{type_message(first).removeprefix('Value error, ')}") \
                 from None
