@@ -3087,6 +3087,11 @@ CASES = [
     Hostile("points_engine_flag_of_a_bad_value", points([merge(STEP_POINT, {"engine_flags": {"cuda_graphs": "sometimes"}})]),
             "point s: engine_flags.cuda_graphs: Input should be 'full', 'piecewise' or 'none'"),
 
+    # profile --models 'llama-68m,,' or 'a,,b' was read without its empty entries (exit 0), where --tp '1,,2' is refused
+    Hostile("profile_models_empty_entry", profile("--models", "llama-68m,,qwama-0.5b"),
+            "draftsim profile: error: --models: 'llama-68m,,qwama-0.5b' has an empty entry"),
+    Hostile("profile_models_trailing_comma", profile("--models", "llama-68m,"), "--models: 'llama-68m,' has an empty entry"),
+
 ]
 
 

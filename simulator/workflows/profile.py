@@ -194,13 +194,17 @@ def check_tp(models: list[str], given: str) -> None:
 
 
 def check_models(models: list[str], given: str) -> None:
-    """ScenarioError on `--models` when it names no model or one the catalog lacks (said as 'models must name at
-    least one catalog model' and 'unknown model ...', naming no flag)."""
+    """ScenarioError on `--models` when it names no model, has an empty entry (`a,,b`, `a,`: read as a,b and a, while
+    --tp refuses `1,,2`) or names one the catalog lacks (said as 'models must name at least one catalog model' and
+    'unknown model ...', naming no flag)."""
     from models.catalog import get_model
 
     if not models:
         raise ScenarioError("--models", f"names no model ({given!r}); give comma-separated catalog models "
                                         "(draftsim catalog models)")
+    if any(not entry.strip() for entry in given.split(",")):
+        raise ScenarioError("--models", f"{given!r} has an empty entry; give comma-separated catalog models "
+                                        "without empty entries (draftsim catalog models)")
     for name in models:
         try:
             get_model(name)
