@@ -3092,6 +3092,16 @@ CASES = [
             "draftsim profile: error: --models: 'llama-68m,,qwama-0.5b' has an empty entry"),
     Hostile("profile_models_trailing_comma", profile("--models", "llama-68m,"), "--models: 'llama-68m,' has an empty entry"),
 
+    # a scenario or sweep file without `name:` is named after its file: 'nul.yaml' was refused as "name: 'nul' is
+    # ...", a field the file does not hold; the line now says where the name came from
+    Hostile("name_from_a_file_named_like_a_windows_device", lambda tmp: [
+        "run", _write(tmp, "nul.yaml", {k: v for k, v in TINY.items() if k != "name"}), "--out", tmp / "o", "--quiet"],
+            "draftsim: error: name (not given: the file's name, 'nul.yaml'): 'nul' is the Windows device name NUL"),
+    Hostile("sweep_name_from_a_file_with_a_colon", lambda tmp: [
+        "sweep", _write(tmp, "a:b.yaml", {"scenario": str(_write(tmp, "base.yaml", TINY)),
+                                          "grid": {"workload.arrival.qps": [4, 8]}}), "--out", tmp / "st", "--quiet"],
+            "draftsim sweep: error: sweep.name (not given: the file's name, 'a:b.yaml'): 'a:b' holds ':'"),
+
 ]
 
 

@@ -25,7 +25,7 @@ from simulator.config.speculation import (CascadeDrafterConfig, ChainConfig, Fix
                                    ContextsAcceptanceConfig, DriftingAcceptanceConfig, StepLevelAcceptanceConfig,
                                    PublishedAcceptanceConfig)
 from simulator.config.engine import EngineConfig
-from simulator.config.names import FolderName
+from simulator.config.names import RULE as NAME_RULE, FolderName, name_problem
 from simulator.config.speculation import SessionsAcceptanceConfig, SuffixDrafterConfig
 from simulator.config.retrieval import RetrievalConfig
 from simulator.config.serving import LatencyConfig, MoeConfig, ParallelismConfig, SchedulerConfig
@@ -771,7 +771,7 @@ def read_config(path: str | Path, model: type[BaseModel], prefix: str):
     stem."""
     data = read_scenario_dict(path, prefix)   # (a plan's file said 'scenario: file not found: ...')
     refuse_other_commands_file(data, prefix)
-    data.setdefault("name", Path(path).stem)
+    _name_from_the_file(data, path, f"{prefix}.name")
     return validate_config(model, data, prefix)
 
 
@@ -824,5 +824,19 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> tuple
     data = read_scenario_dict(path)
     refuse_other_commands_file(data)   # (before overrides: `--set cluster.model=x` on a plan said 'confirm_top: ...')
     data = apply_overrides(data, override_texts(overrides))
-    data.setdefault("name", Path(path).stem)
+    _name_from_the_file(data, path, "name")
     return parse_scenario(data), Path(path).resolve().parent
+
+
+def _name_from_the_file(data: dict, path: str | Path, field: str) -> None:
+    """`data`'s `name` where the file gives none: the file's stem (the default folder's name). A stem that cannot
+    be one (simulator.config.names: `nul.yaml`, `a:b.yaml`) is refused naming the file it came from: the line
+    said "name: 'nul' is ...", a field the file does not hold."""
+    if "name" in data:
+        return
+    stem = Path(path).stem
+    problem = name_problem(stem)
+    if problem is not None:
+        raise ScenarioError(field, f"{stem!r} {problem}; give the file a `name:` that is {NAME_RULE}",
+                            implied=f"the file's name, {Path(path).name!r}")
+    data["name"] = stem
