@@ -3102,6 +3102,12 @@ CASES = [
                                           "grid": {"workload.arrival.qps": [4, 8]}}), "--out", tmp / "st", "--quiet"],
             "draftsim sweep: error: sweep.name (not given: the file's name, 'a:b.yaml'): 'a:b' holds ':'"),
 
+    # an output file (profile's --check-out) inside draftsim's own package folders was written there, exit 0
+    Hostile("profile_check_out_in_the_package_source",
+            lambda tmp: profile("--models", "llama-68m", "--check", "--out", tmp / "p", "--check-out",
+                                tmp / "src" / "check.json")(tmp),
+            "is inside draftsim's own package folder simulator/", patch=_package_source_here),
+
 ]
 
 

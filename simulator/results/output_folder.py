@@ -222,6 +222,23 @@ def refuse_package_folders(out_dir: Path | str, command: str) -> None:
                                            f"which draftsim {command} does not write; choose another folder")
 
 
+def refuse_package_source_file(path: Path, field: str) -> None:
+    """Refuse (`field`) an output file inside one of draftsim's package folders (PACKAGES) but their shipped data,
+    where the recorded measurements go (`profile --check --check-out simulator/check.json`, a script's `--csv
+    scenarios/x.csv` wrote among the modules, exit 0): `refuse_package_folders`' rule for a file, whose command
+    is not known here."""
+    try:
+        folder = path.parent.resolve()
+    except (OSError, RuntimeError):
+        return
+    if _within(folder, shipped_data_dir()):
+        return
+    for name, home in package_folders().items():
+        if _within(folder, home):
+            raise ScenarioError(field, f"{path} is inside draftsim's own package folder {name}/ ({home}); choose "
+                                       "another path")
+
+
 def check_folder(out_dir: Path, command: str, marker: str, names: Iterable[str], head: str | None = None) -> set[str]:
     """Refuse (`--out`) a folder that may not receive `names`; returns the files this command owns there
     (`head`: the marker's first line, `_owned`)."""
@@ -325,13 +342,15 @@ def check_writable_folder(out_dir: Path | str, command: str = "reproduce") -> Pa
 
 def check_output_file(path: Path | str, field: str) -> Path:
     """Fail now (ScenarioError on `field`) if a file could not be written at `path` later: it is a folder,
-    or its folder cannot be created or written, or it is there as another kind of file than a regular one (a
+    or its folder cannot be created or written, or is inside draftsim's package folders but their shipped data
+    (`refuse_package_source_file`), or it is there as another kind of file than a regular one (a
     FIFO, a socket, a device: `draftsim profile --check-out FIFO` waited forever for a reader after the whole
     check). Probed as `check_output_dir` probes: nothing left behind; the writer makes the folder
     (models.files.ready_to_write) — for a link, its target's, where the file lands."""
     path = absolute(path, field)
     if path.is_dir():
         raise ScenarioError(field, f"{path} is a folder; give a file path")
+    refuse_package_source_file(written_at(path), field)
     problem = file_kind_problem(path) if os.path.lexists(path) else None
     if problem is not None and problem != "file not found":   # (a link to nothing: written as its target)
         raise ScenarioError(field, f"{path} {problem}; give a regular file's path, or a new one")
