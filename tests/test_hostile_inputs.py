@@ -3108,6 +3108,15 @@ CASES = [
                                 tmp / "src" / "check.json")(tmp),
             "is inside draftsim's own package folder simulator/", patch=_package_source_here),
 
+    # acceptance {kind: published} naming no registry row was found only when the replica was built: beside drafter
+    # none (the section then unread, as in shipped MoE scenarios) it ran, exit 0
+    Hostile("acceptance_published_entry_unknown_beside_no_drafter",
+            run(acceptance={"kind": "published", "entry": "no-such-row"}),
+            "draftsim: error: acceptance.entry: no published entry 'no-such-row'"),
+    Hostile("acceptance_published_first_alpha_entry_unknown", run(acceptance={
+        "kind": "published", "entry": "eagle3-paper-t1-sps-vicuna-13b-mt-bench-temp0", "first_alpha_entry": "zz"}),
+            "acceptance.first_alpha_entry: no published entry 'zz'"),
+
 ]
 
 

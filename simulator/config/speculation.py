@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.config.base import FROM_YAML, PATH_TEXT, Strict, field_error
 from simulator.core.workload import MAX_NUM_REQUESTS
@@ -432,6 +432,19 @@ class PublishedAcceptanceConfig(Strict):
     dataset: str | None = None
     temperature: float | None = Field(None, ge=0.0, allow_inf_nan=False)
     depth: int | None = Field(None, ge=1, le=64)
+
+    @field_validator("entry", "first_alpha_entry")
+    @classmethod
+    def _a_registry_row(cls, entry: str | None) -> str | None:
+        """A row of the registry: an unknown one was found only when the replica was built, so beside drafter
+        `none` (the section then unread) `entry: nope` ran, exit 0."""
+        if entry is not None:
+            from simulator.speculation.published import RegistryError, find_entry
+            try:
+                find_entry(entry)
+            except RegistryError as exc:
+                raise ValueError(exc.message) from None
+        return entry
 
     @model_validator(mode="after")
     def _one_way(self) -> "PublishedAcceptanceConfig":
