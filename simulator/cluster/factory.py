@@ -381,6 +381,18 @@ def check_eagle3_embedding(release: tuple[str, str | None], target: ModelSpec, d
         raise ScenarioError(*found)
 
 
+def check_tree_shape(release: tuple[str, str | None], drafter, speculation) -> None:
+    """ScenarioError where the deployment's engine release (named by the scenario: `release_named`) does not draft
+    the draft token tree `speculation` asks for with the drafter's method (profiles.engine_time.tree_shapes: vLLM
+    drafts static kary trees from EAGLE heads in 0.10.1 to 0.20.2 only, SGLang EAGLE-2 trees within its
+    top_k/steps/draft-token rules). Where no release is named the tree is draftsim's own shape (named: no engine
+    is asked to run it)."""
+    from profiles.engine_time.tree_shapes import release_tree_refusal
+    refusal = release_tree_refusal(release, speculation_method(drafter), speculation)
+    if refusal is not None:
+        raise ScenarioError(*refusal)
+
+
 def check_cascade_vocabulary(release: tuple[str, str | None], target: ModelSpec, drafter) -> None:
     """check_draft_vocabulary for each model stage of a cascade drafter (drafter.kind cascade), which the engine
     family rules run as draft models (simulator.cost.drafters.ENGINE_FAMILIES): vLLM 0.20.0 refuses
@@ -628,6 +640,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if lat is None:
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
     release = deployment_release(latency, engine_config, lat)
+    if speculating and release_named(latency, engine_config):
+        check_tree_shape(release, drafter, speculation)
     if drafter is not None:   # (whose n-gram proposer the acceptance walks: the deployment's engine)
         from simulator.speculation.suffix.acceptance import bind_engine
         acceptance = bind_engine(acceptance, drafter, release, policy)
