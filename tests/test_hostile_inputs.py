@@ -3011,6 +3011,45 @@ CASES = [
             {"kind": "none"}, {"kind": "mtp", "gamma": [1, 2, 3]}]}),
             "draftsim plan: error: plan.search.drafters.1.gamma: gamma 2: vllm 0.7.3 drafts at most n_predict = 1 MTP "
             "token(s) a step"),
+    # -- draft token trees a named engine release does not draft (fix-trees, 2026-11-29; profiles.engine_time.
+    # tree_shapes: vLLM static kary trees from EAGLE heads in 0.10.1-0.20.2 only, SGLang EAGLE-2 trees within its rules) --
+    Hostile("run_vllm_0_24_tree", run(cluster={"engine": {"version": "0.24.0"}},
+                                      drafter={"kind": "head", "style": "autoregressive", "gamma": 3},
+                                      speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3, "budget": 16},
+                                      acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: cluster.engine.version: vllm 0.24.0 has no draft token trees"),
+    Hostile("run_vllm_0_15_eagle_dynamic_tree", run(cluster={"engine": {"version": "0.15.0"}},
+                                                    drafter={"kind": "head", "style": "autoregressive", "gamma": 3},
+                                                    speculation={"kind": "dynamic_tree", "top_k": 2, "depth": 3,
+                                                                 "budget": 8},
+                                                    acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: speculation.kind: vllm 0.15.0 drafts only a static tree"),
+    Hostile("run_vllm_0_15_sequoia_tree", run(cluster={"engine": {"version": "0.15.0"}},
+                                              drafter={"kind": "head", "style": "autoregressive", "gamma": 3},
+                                              speculation={"kind": "tree", "builder": "sequoia", "depth": 4,
+                                                           "budget": 16},
+                                              acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: speculation.builder: vllm 0.15.0 gives every node of a tree level the same number"),
+    Hostile("run_sglang_topk_1_budget", run(cluster={"engine": {"framework": "sglang", "version": "0.5.3"}},
+                                            drafter={"kind": "head", "style": "autoregressive", "gamma": 3},
+                                            speculation={"kind": "dynamic_tree", "top_k": 1, "depth": 4, "budget": 3},
+                                            acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: speculation.budget: sglang 0.5.3 sets speculative_num_draft_tokens to "
+            "speculative_num_steps + 1 = 5"),
+    Hostile("plan_sglang_tree_budget_beyond_candidates",
+            plan(models=["llama-3.1-8b"], engine={"framework": "sglang", "version": "0.5.3"},
+                 search={**PLAN["search"], "drafters": [
+                     {"kind": "none"}, {"kind": "eagle3", "gamma": [3],
+                                        "speculation": {"kind": "dynamic_tree", "top_k": 2, "depth": 3, "budget": 12},
+                                        "acceptance": {"kind": "ranked", "accept_probs": [0.6, 0.2]}}]}),
+            "draftsim plan: error: plan.search.drafters.1.speculation.budget: sglang 0.5.3 verifies the budget - 1 best"),
+    Hostile("plan_vllm_eagle3_dynamic_tree",
+            plan(models=["llama-3.1-8b"], engine={"framework": "vllm", "version": "0.15.0"},
+                 search={**PLAN["search"], "drafters": [
+                     {"kind": "none"}, {"kind": "eagle3", "gamma": [3],
+                                        "speculation": {"kind": "dynamic_tree", "top_k": 2, "depth": 3, "budget": 8},
+                                        "acceptance": {"kind": "ranked", "accept_probs": [0.6, 0.2]}}]}),
+            "draftsim plan: error: plan.search.drafters.1.speculation.kind: vllm 0.15.0 drafts only a static tree"),
 ]
 
 
