@@ -2946,7 +2946,26 @@ CASES = [
         cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
         drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_min": 2},
         acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
-            "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window"),
+            "draftsim: error: drafter.prompt_lookup_min: is vLLM's lookup window"),
+    # session 27, refusals: the refusal named drafter.prompt_lookup_max where only prompt_lookup_min was written
+    # (the window's default copied one bound into the other before the fields given were recorded); each of
+    # min only, max only and both is named as written
+    Hostile("refusals27_sglang_lookup_min_only_named_as_written", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_min": 9},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: drafter.prompt_lookup_min: is vLLM's lookup window; SGLang's NGRAM matches"),
+    Hostile("refusals27_sglang_lookup_max_only_named_as_written", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_max": 3},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window; SGLang's NGRAM matches"),
+    Hostile("refusals27_sglang_lookup_both_named_as_written", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window (as is drafter.prompt_lookup_min); "
+            "SGLang's NGRAM matches"),
     # session 26, hunt26: traces the csv module or pandas could not take: a column name beyond the csv module's
     # 131,072-character field limit (a _csv.Error traceback), two hundred thousand columns (an error line of
     # every name; the importer held pandas 75 s and 2 GB building a column of each), a row shorter than the
