@@ -2966,6 +2966,18 @@ CASES = [
         acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
             "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window (as is drafter.prompt_lookup_min); "
             "SGLang's NGRAM matches"),
+    # session 27, refusals: a target whose architecture the vLLM release runs no MTP on (a Llama config.json that
+    # carries num_nextn_predict_layers), with a draft length the release refuses from those modules, was refused
+    # for drafter.gamma; vLLM takes num_speculative_tokens as MTP and reads n_predict only for an MTP architecture,
+    # so the architecture is refused first (simulator.cost.mtp.check_draft_length)
+    *[Hostile(f"refusals27_mtp_gamma_{gamma}_of_{modules}_on_a_llama_config_vllm_{version.replace('.', '_')}",
+              lambda tmp, modules=modules, version=version, gamma=gamma: run(
+                  cluster={"model": str(_write(tmp, "config.json", json.dumps(
+                      {**HF, "num_nextn_predict_layers": modules}))), "hardware": "h200",
+                      "engine": {"framework": "vllm", "version": version}},
+                  drafter={"kind": "mtp", "gamma": gamma})(tmp),
+              f"draftsim: error: drafter.kind: vllm {version} does not run MTP speculation on LlamaForCausalLM")
+      for modules, version, gamma in ((1, "0.7.3", 2), (2, "0.11.0", 3))],
     # session 26, hunt26: traces the csv module or pandas could not take: a column name beyond the csv module's
     # 131,072-character field limit (a _csv.Error traceback), two hundred thousand columns (an error line of
     # every name; the importer held pandas 75 s and 2 GB building a column of each), a row shorter than the

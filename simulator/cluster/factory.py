@@ -664,6 +664,10 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     check_architectures(release, target, built_drafter.spec if built_drafter is not None
                         and getattr(drafter, "kind", None) == "draft_model" else None,
                         speculation_method(drafter) if built_drafter is not None else None)
+    # (an MTP draft length after the architecture gate, as vLLM orders them: simulator.cost.mtp.check_draft_length)
+    if built_drafter is not None and getattr(drafter, "kind", None) == "mtp":
+        from simulator.cost.mtp import check_draft_length
+        check_draft_length(release, drafter.gamma, target.num_mtp_modules)
     if built_drafter is not None and getattr(drafter, "kind", None) == "draft_model" \
             and (drafter.heterogeneous_vocab or release_named(latency, engine_config)):
         check_draft_vocabulary(release, target, built_drafter.spec, drafter.heterogeneous_vocab)
