@@ -2978,6 +2978,21 @@ CASES = [
                   drafter={"kind": "mtp", "gamma": gamma})(tmp),
               f"draftsim: error: drafter.kind: vllm {version} does not run MTP speculation on LlamaForCausalLM")
       for modules, version, gamma in ((1, "0.7.3", 2), (2, "0.11.0", 3))],
+    # session 27, refusals: sglang_adaptive's deepest candidate against a drafter.gamma the scenario never wrote, from
+    # slots it never wrote either (SGLang's defaults), was refused as "drafter.gamma: ... must be >= 7", as if both
+    # had been given; each now says which value was not given and where it came from
+    Hostile("refusals27_sglang_adaptive_default_slots_beyond_default_gamma", run(
+        cluster={"engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram"}, policy={"kind": "sglang_adaptive"}),
+            "draftsim: error: drafter.gamma (not given: 4, the ngram drafter's default): policy sglang_adaptive's "
+            "slots (not given: sglang 0.5.23's DEFAULT_ADAPTIVE_CONFIG) reach 7 draft steps; allowed: drafter.gamma >= "
+            "7, or policy.slots whose candidate_steps are at most 4"),
+    Hostile("refusals27_sglang_adaptive_given_slots_beyond_given_gamma", run(
+        cluster={"engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 2},
+        policy={"kind": "sglang_adaptive", "slots": {1: {"candidate_steps": [1, 3]}}}),
+            "draftsim: error: drafter.gamma: policy sglang_adaptive's slots (policy.slots) reach 3 draft steps; allowed: "
+            "drafter.gamma >= 3, or policy.slots whose candidate_steps are at most 2"),
     # session 26, hunt26: traces the csv module or pandas could not take: a column name beyond the csv module's
     # 131,072-character field limit (a _csv.Error traceback), two hundred thousand columns (an error line of
     # every name; the importer held pandas 75 s and 2 GB building a column of each), a row shorter than the

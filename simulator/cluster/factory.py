@@ -726,8 +726,13 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
                              engine=engine, vllm_proposer=vllm_proposer, proposer=proposer)
+        from simulator.cluster.implied import naming_implied
         from simulator.speculation.control import make_policy
-        control = make_policy(policy, speculation, spec, gamma, cost)
+        # (a refusal of a γ the drafter section leaves out says so: a policy's limits met the drafter kind's default)
+        defaulted = {} if "gamma" in drafter.model_fields_set else \
+            {"drafter.gamma": f"{gamma}, the {drafter.kind} drafter's default"}
+        with naming_implied(defaulted, tuple(defaulted)):
+            control = make_policy(policy, speculation, spec, gamma, cost)
     state_bytes, layout = 0.0, None
     if target.num_state_layers:
         draft_tokens = 0 if spec is None else spec.verify_q - 1
