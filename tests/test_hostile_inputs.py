@@ -2991,8 +2991,8 @@ CASES = [
         cluster={"engine": {"framework": "sglang", "version": "0.5.23"}},
         drafter={"kind": "ngram", "gamma": 2},
         policy={"kind": "sglang_adaptive", "slots": {1: {"candidate_steps": [1, 3]}}}),
-            "draftsim: error: drafter.gamma: policy sglang_adaptive's slots (policy.slots) reach 3 draft steps; allowed: "
-            "drafter.gamma >= 3, or policy.slots whose candidate_steps are at most 2"),
+            "draftsim: error: drafter.gamma: policy sglang_adaptive's slots (policy.slots) reach 3 draft steps; "
+            "allowed: drafter.gamma >= 3, or policy.slots whose candidate_steps are at most 2"),
     # session 26, hunt26: traces the csv module or pandas could not take: a column name beyond the csv module's
     # 131,072-character field limit (a _csv.Error traceback), two hundred thousand columns (an error line of
     # every name; the importer held pandas 75 s and 2 GB building a column of each), a row shorter than the

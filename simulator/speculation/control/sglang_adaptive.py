@@ -135,9 +135,9 @@ class SglangAdaptive(ControlPolicy):
             version = _engine_version(cost)
             release = f"sglang {version}'s" if version else "the newest SGLang release modelled's"
             source = "policy.slots" if params.slots else f"not given: {release} DEFAULT_ADAPTIVE_CONFIG"
-            raise ScenarioError("drafter.gamma", f"policy sglang_adaptive's slots ({source}) reach {deepest} draft steps; "
-                                f"allowed: drafter.gamma >= {deepest}, or policy.slots whose candidate_steps are at "
-                                f"most {gamma}")
+            raise ScenarioError("drafter.gamma", f"policy sglang_adaptive's slots ({source}) reach {deepest} draft "
+                                f"steps; allowed: drafter.gamma >= {deepest}, or policy.slots whose candidate_steps "
+                                f"are at most {gamma}")
         self.keys = sorted(self.slot_cfg)
         self.graph_bs = spec_cuda_graph_batch_sizes(params.cuda_graph_max_bs)
         self.initial = gamma if params.initial_steps is None else params.initial_steps

@@ -444,9 +444,10 @@ def test_the_screen_refuses_what_the_confirming_run_refuses_to_start(tmp_path):
     (cand,) = enumerate_candidates(spec, tuple(DEPLOYMENTS))
     with pytest.raises(ScenarioError) as run_refusal:
         simulator.prepare(DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed), base_dir=base)
-    assert run_refusal.value.field == "cluster.max_model_len" and "check_enough_kv_cache_memory" in str(run_refusal.value)
+    refusal = str(run_refusal.value)
+    assert run_refusal.value.field == "cluster.max_model_len" and "check_enough_kv_cache_memory" in refusal
     est = screen(cand, spec, workload_means(spec, base, spec.seed))
-    assert not est.feasible and est.reason == str(run_refusal.value).splitlines()[0]
+    assert not est.feasible and est.reason == refusal.splitlines()[0]
 
 
 def test_a_model_no_candidate_release_loads_is_refused_without_a_version(tmp_path, capsys):
