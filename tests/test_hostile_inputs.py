@@ -2993,6 +2993,13 @@ CASES = [
         policy={"kind": "sglang_adaptive", "slots": {1: {"candidate_steps": [1, 3]}}}),
             "draftsim: error: drafter.gamma: policy sglang_adaptive's slots (policy.slots) reach 3 draft steps; "
             "allowed: drafter.gamma >= 3, or policy.slots whose candidate_steps are at most 2"),
+    # session 27, refusals: cluster.engine.prefix_caching fills cluster.kv_cache.prefix_caching; a kv_cache section
+    # that refuses the filled value was named "cluster.kv_cache: ... prefix_caching ...", a field the user never
+    # wrote there; the refusal now names the engine's field, as given
+    Hostile("refusals27_engine_prefix_caching_with_a_shadowkv_layout", run(
+        cluster={"engine": {"prefix_caching": True}, "kv_cache": {"layout": {"kind": "shadowkv"}}}),
+            "draftsim: error: cluster.engine.prefix_caching: true (it sets cluster.kv_cache.prefix_caching): layout "
+            "'shadowkv' keeps its values in host memory already"),
     # session 26, hunt26: traces the csv module or pandas could not take: a column name beyond the csv module's
     # 131,072-character field limit (a _csv.Error traceback), two hundred thousand columns (an error line of
     # every name; the importer held pandas 75 s and 2 GB building a column of each), a row shorter than the
