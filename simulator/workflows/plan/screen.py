@@ -76,7 +76,8 @@ class ScreenEstimate:
 
 
 CHAIN_ACCEPTANCE = ("constant", "positional")
-_KINDS: dict = {}
+_KINDS: dict = {}    # candidate shape -> (its scenario, its ReplicaKind)
+_STARTS: dict = {}   # (candidate shape, pool named) -> the run's start-up refusal of it, or None
 
 
 def replica_kind(c: Candidate, spec):
@@ -87,12 +88,11 @@ def replica_kind(c: Candidate, spec):
     (simulator.cluster.build.check_pool_starts: vLLM's KV cache must hold one request of max_model_len; the
     screen ranked DeepSeek-V3 on vLLM 0.7.3, 163840 tokens, feasible where its run refused it). Memoized per
     candidate shape, the refusal too. A disaggregated candidate's pools are this replica (the same hardware,
-    parallelism and scheduler), so the check is theirs; its refusal names `cluster` where the run names the
-    pool."""
+    parallelism and scheduler), so the check is theirs, named for the prefill pool, which the run checks first."""
     import json
     from pathlib import Path
 
-    from simulator.cluster.build import Streams, check_pool_starts, pool_kind
+    from simulator.cluster.build import DISAGG, Streams, check_pool_starts, pool_kind
     from simulator.config.scenario import parse_scenario
 
     data = Colocated().scenario(c, spec, 0)
@@ -103,17 +103,20 @@ def replica_kind(c: Candidate, spec):
                             "prompt_tokens": {"kind": "fixed", "value": 16},
                             "output_tokens": {"kind": "fixed", "value": 4}, "num_requests": 1}
         scenario = parse_scenario(data)
-        kind = pool_kind(scenario, None, "cluster", Streams.from_seed(0).acceptance_seed, Path.cwd())
+        _KINDS[key] = scenario, pool_kind(scenario, None, "cluster", Streams.from_seed(0).acceptance_seed, Path.cwd())
+    scenario, kind = _KINDS[key]
+    where = f"{DISAGG}.prefill" if c.deployment == Disaggregated.name else "cluster"
+    if (key, where) not in _STARTS:
         try:
-            check_pool_starts(scenario, kind)
+            check_pool_starts(scenario, kind, where)
         except ScenarioError as exc:
-            _KINDS[key] = exc
+            _STARTS[key, where] = exc
         else:
-            _KINDS[key] = kind
-    found = _KINDS[key]
-    if isinstance(found, ScenarioError):
-        raise found.with_traceback(None)
-    return found
+            _STARTS[key, where] = None
+    refusal = _STARTS[key, where]
+    if refusal is not None:
+        raise refusal.with_traceback(None)
+    return kind
 
 
 def requests_that_fit(kind, context_tokens: float) -> float:

@@ -448,6 +448,16 @@ def test_the_screen_refuses_what_the_confirming_run_refuses_to_start(tmp_path):
     assert run_refusal.value.field == "cluster.max_model_len" and "check_enough_kv_cache_memory" in refusal
     est = screen(cand, spec, workload_means(spec, base, spec.seed))
     assert not est.feasible and est.reason == refusal.splitlines()[0]
+    # disaggregated (1 prefill + 1 decode replica): the run refuses the prefill pool first, and names it
+    spec, base = load_plan(write(tmp_path, **{**plan, "search": {"tp": [8], "replicas": [2],
+                                                                 "deployments": ["disaggregated"]}}))
+    (cand,) = [c for c in enumerate_candidates(spec, tuple(DEPLOYMENTS)) if c.deployment == "disaggregated"]
+    with pytest.raises(ScenarioError) as run_refusal:
+        simulator.prepare(DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed), base_dir=base)
+    refusal = str(run_refusal.value)
+    assert "(cluster.disaggregation.prefill) holds" in refusal, refusal
+    est = screen(cand, spec, workload_means(spec, base, spec.seed))
+    assert not est.feasible and est.reason == refusal.splitlines()[0]
 
 
 def test_a_model_no_candidate_release_loads_is_refused_without_a_version(tmp_path, capsys):
