@@ -2946,7 +2946,60 @@ CASES = [
         cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
         drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_min": 2},
         acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
-            "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window"),
+            "draftsim: error: drafter.prompt_lookup_min: is vLLM's lookup window"),
+    # session 27, refusals: the refusal named drafter.prompt_lookup_max where only prompt_lookup_min was written
+    # (the window's default copied one bound into the other before the fields given were recorded); each of
+    # min only, max only and both is named as written
+    Hostile("refusals27_sglang_lookup_min_only_named_as_written", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_min": 9},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: drafter.prompt_lookup_min: is vLLM's lookup window; SGLang's NGRAM matches"),
+    Hostile("refusals27_sglang_lookup_max_only_named_as_written", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_max": 3},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window; SGLang's NGRAM matches"),
+    Hostile("refusals27_sglang_lookup_both_named_as_written", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window (as is drafter.prompt_lookup_min); "
+            "SGLang's NGRAM matches"),
+    # session 27, refusals: a target whose architecture the vLLM release runs no MTP on (a Llama config.json that
+    # carries num_nextn_predict_layers), with a draft length the release refuses from those modules, was refused
+    # for drafter.gamma; vLLM takes num_speculative_tokens as MTP and reads n_predict only for an MTP architecture,
+    # so the architecture is refused first (simulator.cost.mtp.check_draft_length)
+    *[Hostile(f"refusals27_mtp_gamma_{gamma}_of_{modules}_on_a_llama_config_vllm_{version.replace('.', '_')}",
+              lambda tmp, modules=modules, version=version, gamma=gamma: run(
+                  cluster={"model": str(_write(tmp, "config.json", json.dumps(
+                      {**HF, "num_nextn_predict_layers": modules}))), "hardware": "h200",
+                      "engine": {"framework": "vllm", "version": version}},
+                  drafter={"kind": "mtp", "gamma": gamma})(tmp),
+              f"draftsim: error: drafter.kind: vllm {version} does not run MTP speculation on LlamaForCausalLM")
+      for modules, version, gamma in ((1, "0.7.3", 2), (2, "0.11.0", 3))],
+    # session 27, refusals: sglang_adaptive's deepest candidate against a drafter.gamma the scenario never wrote, from
+    # slots it never wrote either (SGLang's defaults), was refused as "drafter.gamma: ... must be >= 7", as if both
+    # had been given; each now says which value was not given and where it came from
+    Hostile("refusals27_sglang_adaptive_default_slots_beyond_default_gamma", run(
+        cluster={"engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram"}, policy={"kind": "sglang_adaptive"}),
+            "draftsim: error: drafter.gamma (not given: 4, the ngram drafter's default): policy sglang_adaptive's "
+            "slots (not given: sglang 0.5.23's DEFAULT_ADAPTIVE_CONFIG) reach 7 draft steps; allowed: drafter.gamma >= "
+            "7, or policy.slots whose candidate_steps are at most 4"),
+    Hostile("refusals27_sglang_adaptive_given_slots_beyond_given_gamma", run(
+        cluster={"engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 2},
+        policy={"kind": "sglang_adaptive", "slots": {1: {"candidate_steps": [1, 3]}}}),
+            "draftsim: error: drafter.gamma: policy sglang_adaptive's slots (policy.slots) reach 3 draft steps; "
+            "allowed: drafter.gamma >= 3, or policy.slots whose candidate_steps are at most 2"),
+    # session 27, refusals: cluster.engine.prefix_caching fills cluster.kv_cache.prefix_caching; a kv_cache section
+    # that refuses the filled value was named "cluster.kv_cache: ... prefix_caching ...", a field the user never
+    # wrote there; the refusal now names the engine's field, as given
+    Hostile("refusals27_engine_prefix_caching_with_a_shadowkv_layout", run(
+        cluster={"engine": {"prefix_caching": True}, "kv_cache": {"layout": {"kind": "shadowkv"}}}),
+            "draftsim: error: cluster.engine.prefix_caching: true (it sets cluster.kv_cache.prefix_caching): layout "
+            "'shadowkv' keeps its values in host memory already"),
     # session 26, hunt26: traces the csv module or pandas could not take: a column name beyond the csv module's
     # 131,072-character field limit (a _csv.Error traceback), two hundred thousand columns (an error line of
     # every name; the importer held pandas 75 s and 2 GB building a column of each), a row shorter than the

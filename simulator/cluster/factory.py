@@ -678,6 +678,10 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     check_architectures(release, target, built_drafter.spec if built_drafter is not None
                         and getattr(drafter, "kind", None) == "draft_model" else None,
                         speculation_method(drafter) if built_drafter is not None else None)
+    # (an MTP draft length after the architecture gate, as vLLM orders them: simulator.cost.mtp.check_draft_length)
+    if built_drafter is not None and getattr(drafter, "kind", None) == "mtp":
+        from simulator.cost.mtp import check_draft_length
+        check_draft_length(release, drafter.gamma, target.num_mtp_modules)
     if built_drafter is not None and getattr(drafter, "kind", None) == "draft_model" \
             and (drafter.heterogeneous_vocab or release_named(latency, engine_config)):
         check_draft_vocabulary(release, target, built_drafter.spec, drafter.heterogeneous_vocab)
@@ -736,8 +740,13 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
                              engine=engine, vllm_proposer=vllm_proposer, proposer=proposer)
+        from simulator.cluster.implied import naming_implied
         from simulator.speculation.control import make_policy
-        control = make_policy(policy, speculation, spec, gamma, cost)
+        # (a refusal of a γ the drafter section leaves out says so: a policy's limits met the drafter kind's default)
+        defaulted = {} if "gamma" in drafter.model_fields_set else \
+            {"drafter.gamma": f"{gamma}, the {drafter.kind} drafter's default"}
+        with naming_implied(defaulted, tuple(defaulted)):
+            control = make_policy(policy, speculation, spec, gamma, cost)
     state_bytes, layout = 0.0, None
     if target.num_state_layers:
         draft_tokens = 0 if spec is None else spec.verify_q - 1
