@@ -163,3 +163,23 @@ def test_shapes_no_engine_drafts_are_one_line(tmp_path, over, field):
     code, err, out = run_cli(tmp_path, eagle3_tree(**over))
     assert code == 2 and not out.exists()
     assert_one_line(err, field)
+
+
+def test_plan_launch_writes_the_tree_vllm_parses_into_these_levels():
+    """The launch script's speculative_token_tree for k=2, depth 3 is already breadth-first sorted (vLLM's
+    SpeculativeConfig sorts by (len, path)); counted per level as EagleProposer.__init__ counts it (nodes per
+    path length; children = a level's count // the previous one's) it is 2, 4, 8 nodes with 2 children each,
+    the levels propose_tree_passes prices; num_speculative_tokens is the 14 tree tokens."""
+    import ast
+    import json
+
+    from simulator.workflows.plan.launch import _eagle_family
+    flags, notes = _eagle_family({"drafter": EAGLE3, "speculation": TREE, "cluster": {"model": "llama-3.1-8b"}}, "vllm")
+    cfg = json.loads(flags[1])
+    paths = ast.literal_eval(cfg["speculative_token_tree"])
+    assert paths == sorted(paths, key=lambda t: (len(t), t))
+    per_level = [sum(len(p) == level for p in paths) for level in (1, 2, 3)]
+    assert per_level == [2, 4, 8] and [per_level[0]] + [b // a for a, b in zip(per_level, per_level[1:])] == [2, 2, 2]
+    assert cfg["num_speculative_tokens"] == 14 and cfg["method"] == "eagle3"
+    assert propose_tree_passes(tuple(per_level)) == ((2, 2), (6, 4))
+    assert any("TREE_ATTN" in n for n in notes)
