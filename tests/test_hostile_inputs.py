@@ -1128,7 +1128,7 @@ CASES = [
     # the plan answered with the others (exit 0)
     Hostile("plan_eagle3_on_a_static_tree", plan(models=["llama-3.1-8b"], search={**PLAN["search"], "drafters": [
         {"kind": "none"}, {"kind": "eagle3", "speculation": {"kind": "tree", "builder": "sequoia", "budget": 16}}]}),
-            "plan.search.drafters.1.speculation.kind: EAGLE-3 and MTP drafters run the engines' chain"),
+            "plan.search.drafters.1.speculation.kind: EAGLE-3 drafters run the engines' chain"),
     # a pool's unknown router named two fields ('...decode.router: cluster.router: unknown router')
     Hostile("disaggregated_decode_router_unknown", run(cluster={"disaggregation": {"decode": {"router": "nope"}}}),
             "error: cluster.disaggregation.decode.router: unknown router 'nope'; allowed: join_shortest_queue"),
@@ -3103,6 +3103,36 @@ CASES = [
                                         "speculation": {"kind": "dynamic_tree", "top_k": 2, "depth": 3, "budget": 8},
                                         "acceptance": {"kind": "ranked", "accept_probs": [0.6, 0.2]}}]}),
             "draftsim plan: error: plan.search.drafters.1.speculation.kind: vllm 0.15.0 drafts only a static tree"),
+    # -- EAGLE-3 static trees (fix-eagletree, 2026-11-29): vLLM 0.10.1-0.20.2 draft a kary speculative_token_tree from
+    # an EAGLE-3 head (simulator.cost.static_tree); the shapes still refused, each refused before any work --
+    Hostile("run_vllm_0_24_eagle3_kary_tree", run(cluster={"model": "llama-3.1-8b", "engine": {"version": "0.24.0"}},
+                                                  drafter={"kind": "eagle3", "gamma": 3},
+                                                  speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3},
+                                                  acceptance={"kind": "constant", "alpha": 0.7}),
+            "draftsim: error: cluster.engine.version: vllm 0.24.0 has no draft token trees"),
+    Hostile("run_eagle3_medusa_tree", run(cluster={"model": "llama-3.1-8b"}, drafter={"kind": "eagle3", "gamma": 3},
+                                          speculation={"kind": "tree", "builder": "medusa", "depth": 3, "budget": 16},
+                                          acceptance={"kind": "constant", "alpha": 0.7}),
+            "draftsim: error: speculation.builder: EAGLE-3 drafters run the engines' chain"),
+    Hostile("run_vllm_0_20_2_eagle3_sequoia_tree", run(
+        cluster={"model": "llama-3.1-8b", "engine": {"version": "0.20.2"}}, drafter={"kind": "eagle3", "gamma": 3},
+        speculation={"kind": "tree", "builder": "sequoia", "depth": 4, "budget": 16},
+        acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: speculation.builder: vllm 0.20.2 gives every node of a tree level the same number"),
+    Hostile("run_mtp_kary_tree", run(cluster={"model": "deepseek-v3", "hardware": "h200", "dtype": "fp8_block",
+                                              "parallelism": {"tp": 8}},
+                                     drafter={"kind": "mtp", "gamma": 2},
+                                     speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 2},
+                                     acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: speculation.kind: MTP drafters run the engines' chain"),
+    Hostile("run_eagle3_kary_tree_load_switch", run(cluster={"model": "llama-3.1-8b"}, drafter={"kind": "eagle3", "gamma": 3},
+                                                    speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3},
+                                                    acceptance={"kind": "constant", "alpha": 0.7},
+                                                    policy={"kind": "load_switch", "max_batch": 2}),
+            "draftsim: error: policy.kind: 'load_switch' changes draft counts per step"),
+    Hostile("plan_mtp_kary_tree", plan(models=["llama-3.1-8b"], search={**PLAN["search"], "drafters": [
+        {"kind": "none"}, {"kind": "mtp", "speculation": {"kind": "tree", "builder": "kary", "k": 2, "depth": 2}}]}),
+            "plan.search.drafters.1.speculation.kind: MTP drafters run the engines' chain"),
 ]
 
 

@@ -185,6 +185,9 @@ CASES = [
     # MoE table, every other weight bf16 — instead of its int4 stand-in)
     ("scenarios/speculation/eagle3_gpt_oss_120b_h100.yaml", ['workload.num_requests=60'],
      "ffd3cde1a6991afd", "eb18386414110444", "0376dd626118cedb"),
+    # added 2026-11-29 (fix-eagletree): an EAGLE-3 head drafting vLLM 0.20.2's static kary token tree
+    ("scenarios/speculation/eagle3_tree_llama31_8b_h100.yaml", ['workload.num_requests=60'],
+     "d6454942e624f5b7", "84dd2994a17e81c0", "74b54d67e8d3d901"),
     ("scenarios/speculation/mtp_deepseek_v3_h200_ep8.yaml", ['workload.num_requests=60'],
      "ab17cc0a101b0e07", "b2afdef58c237de1", "46598aa14deb709e"),
     # (re-recorded with issue 27's one step loop: a disaggregated pool's step ends at start + (draft + target))

@@ -22,7 +22,8 @@ vllm/config SpeculativeConfig.__post_init__):
 - v0.21.0 on (read in 0.21.0, 0.22.0, 0.23.0, 0.24.0, 0.28.0 and 0.33.0) have no speculative_token_tree and no
   tree_attn backend.
 So on vLLM: no dynamic tree in any release; a static kary tree from an EAGLE-style head (drafter head, style
-autoregressive) on 0.10.1 to 0.20.2 only. Not checked (named): that the scenario selects TREE_ATTN, and whether
+autoregressive) or an EAGLE-3 head (drafter eagle3: its passes per level in simulator.cost.static_tree) on 0.10.1 to
+0.20.2 only. Not checked (named): that the scenario selects TREE_ATTN, and whether
 TREE_ATTN serves an MLA target (its platform's backend choice was not read).
 
 SGLang (EAGLE worker: EAGLE, EAGLE3, NEXTN -- which SGLang aliases to EAGLE -- and STANDALONE draft models, whose
@@ -85,7 +86,7 @@ def _vllm(version: str, method: str | None, tree: TreeAsk) -> tuple[str, str] | 
     where = ("has no draft token trees (speculative_token_tree is drafted by EagleProposer.propose_tree with the "
              "tree_attn backend in 0.10.1 to 0.20.2 only: 0.10.0 has the field unread, 0.21.0 on neither)")
     allowed = "allowed: speculation kind chain, or version 0.10.1 to 0.20.2 with an EAGLE head (drafter head, " \
-              "style autoregressive) and speculation kind tree, builder kary"
+              "style autoregressive) or an EAGLE-3 head (drafter eagle3) and speculation kind tree, builder kary"
     if tree.kind == "dynamic_tree":
         return "speculation.kind", (
             f"vllm {version} " + ("drafts only a static tree (speculative_token_tree: the same paths every step, "

@@ -705,8 +705,12 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     spec = control = None
     if built_drafter is not None:
         max_gamma = max(gamma, policy.max_gamma if policy.kind in ("smartspec", "thompson") else 0)
+        if built_drafter.hidden_state is not None:   # (the shapes EAGLE-3 and MTP run, before their acceptance)
+            from simulator.cost.proposer import check_hidden_state_shape
+            check_hidden_state_shape(speculation, drafter.kind)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
-                                 built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
+                                 built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass,
+                                 per_position_tree=drafter.kind == "eagle3")
     q = 1 if spec is None else spec.verify_q
     sglang = sglang_deployment(release, engine_config, hw, target, par, scheduler, family, q, where)
     util = memory_fraction(memory_utilization, framework, hw, sglang)
@@ -734,8 +738,11 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         proposer, widths = None, spec.widths
         if built_drafter.hidden_state is not None:
             from simulator.cost.proposer import make_proposer
-            proposer = make_proposer(built_drafter.hidden_state, speculation, spec)
+            proposer = make_proposer(built_drafter.hidden_state, speculation, spec, drafter.kind)
             widths = (1,) + proposer.later_widths
+            if proposer.later_tree and policy.kind != "fixed":   # (its per-request counts price chain passes)
+                raise ScenarioError("policy.kind", f"{policy.kind!r} changes draft counts per step; vLLM's static "
+                                    "token tree drafts the same tree every step: it needs policy fixed")
         cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, widths, spec.verify_q,
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,

@@ -78,7 +78,9 @@ class Eagle3DrafterConfig(Strict):
     num_heads, num_kv_heads, head_dim, draft_vocab_size, target_hidden_size, vocab_size), or omitted: the
     catalog head published for the target. `gamma`: draft tokens per step of a chain (vLLM's
     num_speculative_tokens). A tree is `speculation: {kind: dynamic_tree, builder: eagle2, top_k, depth,
-    budget}` = SGLang's speculative_eagle_topk, speculative_num_steps, speculative_num_draft_tokens."""
+    budget}` = SGLang's speculative_eagle_topk, speculative_num_steps, speculative_num_draft_tokens, or vLLM's
+    static speculative_token_tree `speculation: {kind: tree, builder: kary, k, depth}` (0.10.1 to 0.20.2; passes:
+    simulator.cost.static_tree; a chain's constant/positional acceptance: simulator.speculation.spine_tree)."""
 
     kind: Literal["eagle3"]
     head: Annotated[str | dict[str, Any] | None, PATH_TEXT] = None

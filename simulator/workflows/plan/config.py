@@ -128,7 +128,7 @@ class DrafterChoiceConfig(Strict):
                                        f"{len(self.gamma)} times; give one value, or list several shapes as drafters")
         if self.kind in ("eagle3", "mtp") and self.speculation is not None:
             from simulator.cost.proposer import hidden_state_shape_error
-            refusal = hidden_state_shape_error(self.speculation)
+            refusal = hidden_state_shape_error(self.speculation, self.kind)
             if refusal is not None:   # (every candidate of this drafter could not run)
                 raise field_error("speculation.kind", refusal)
         return self
