@@ -1138,7 +1138,7 @@ CASES = [
     # the plan answered with the others (exit 0)
     Hostile("plan_eagle3_on_a_static_tree", plan(models=["llama-3.1-8b"], search={**PLAN["search"], "drafters": [
         {"kind": "none"}, {"kind": "eagle3", "speculation": {"kind": "tree", "builder": "sequoia", "budget": 16}}]}),
-            "plan.search.drafters.1.speculation.kind: EAGLE-3 and MTP drafters run the engines' chain"),
+            "plan.search.drafters.1.speculation.kind: EAGLE-3 drafters run the engines' chain"),
     # a pool's unknown router named two fields ('...decode.router: cluster.router: unknown router')
     Hostile("disaggregated_decode_router_unknown", run(cluster={"disaggregation": {"decode": {"router": "nope"}}}),
             "error: cluster.disaggregation.decode.router: unknown router 'nope'; allowed: join_shortest_queue"),
@@ -2956,7 +2956,60 @@ CASES = [
         cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
         drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_min": 2},
         acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
-            "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window"),
+            "draftsim: error: drafter.prompt_lookup_min: is vLLM's lookup window"),
+    # session 27, refusals: the refusal named drafter.prompt_lookup_max where only prompt_lookup_min was written
+    # (the window's default copied one bound into the other before the fields given were recorded); each of
+    # min only, max only and both is named as written
+    Hostile("refusals27_sglang_lookup_min_only_named_as_written", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_min": 9},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: drafter.prompt_lookup_min: is vLLM's lookup window; SGLang's NGRAM matches"),
+    Hostile("refusals27_sglang_lookup_max_only_named_as_written", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_max": 3},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window; SGLang's NGRAM matches"),
+    Hostile("refusals27_sglang_lookup_both_named_as_written", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: drafter.prompt_lookup_max: is vLLM's lookup window (as is drafter.prompt_lookup_min); "
+            "SGLang's NGRAM matches"),
+    # session 27, refusals: a target whose architecture the vLLM release runs no MTP on (a Llama config.json that
+    # carries num_nextn_predict_layers), with a draft length the release refuses from those modules, was refused
+    # for drafter.gamma; vLLM takes num_speculative_tokens as MTP and reads n_predict only for an MTP architecture,
+    # so the architecture is refused first (simulator.cost.mtp.check_draft_length)
+    *[Hostile(f"refusals27_mtp_gamma_{gamma}_of_{modules}_on_a_llama_config_vllm_{version.replace('.', '_')}",
+              lambda tmp, modules=modules, version=version, gamma=gamma: run(
+                  cluster={"model": str(_write(tmp, "config.json", json.dumps(
+                      {**HF, "num_nextn_predict_layers": modules}))), "hardware": "h200",
+                      "engine": {"framework": "vllm", "version": version}},
+                  drafter={"kind": "mtp", "gamma": gamma})(tmp),
+              f"draftsim: error: drafter.kind: vllm {version} does not run MTP speculation on LlamaForCausalLM")
+      for modules, version, gamma in ((1, "0.7.3", 2), (2, "0.11.0", 3))],
+    # session 27, refusals: sglang_adaptive's deepest candidate against a drafter.gamma the scenario never wrote, from
+    # slots it never wrote either (SGLang's defaults), was refused as "drafter.gamma: ... must be >= 7", as if both
+    # had been given; each now says which value was not given and where it came from
+    Hostile("refusals27_sglang_adaptive_default_slots_beyond_default_gamma", run(
+        cluster={"engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram"}, policy={"kind": "sglang_adaptive"}),
+            "draftsim: error: drafter.gamma (not given: 4, the ngram drafter's default): policy sglang_adaptive's "
+            "slots (not given: sglang 0.5.23's DEFAULT_ADAPTIVE_CONFIG) reach 7 draft steps; allowed: drafter.gamma >= "
+            "7, or policy.slots whose candidate_steps are at most 4"),
+    Hostile("refusals27_sglang_adaptive_given_slots_beyond_given_gamma", run(
+        cluster={"engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 2},
+        policy={"kind": "sglang_adaptive", "slots": {1: {"candidate_steps": [1, 3]}}}),
+            "draftsim: error: drafter.gamma: policy sglang_adaptive's slots (policy.slots) reach 3 draft steps; "
+            "allowed: drafter.gamma >= 3, or policy.slots whose candidate_steps are at most 2"),
+    # session 27, refusals: cluster.engine.prefix_caching fills cluster.kv_cache.prefix_caching; a kv_cache section
+    # that refuses the filled value was named "cluster.kv_cache: ... prefix_caching ...", a field the user never
+    # wrote there; the refusal now names the engine's field, as given
+    Hostile("refusals27_engine_prefix_caching_with_a_shadowkv_layout", run(
+        cluster={"engine": {"prefix_caching": True}, "kv_cache": {"layout": {"kind": "shadowkv"}}}),
+            "draftsim: error: cluster.engine.prefix_caching: true (it sets cluster.kv_cache.prefix_caching): layout "
+            "'shadowkv' keeps its values in host memory already"),
     # session 26, hunt26: traces the csv module or pandas could not take: a column name beyond the csv module's
     # 131,072-character field limit (a _csv.Error traceback), two hundred thousand columns (an error line of
     # every name; the importer held pandas 75 s and 2 GB building a column of each), a row shorter than the
@@ -3021,6 +3074,75 @@ CASES = [
             {"kind": "none"}, {"kind": "mtp", "gamma": [1, 2, 3]}]}),
             "draftsim plan: error: plan.search.drafters.1.gamma: gamma 2: vllm 0.7.3 drafts at most n_predict = 1 MTP "
             "token(s) a step"),
+    # -- draft token trees a named engine release does not draft (fix-trees, 2026-11-29; profiles.engine_time.
+    # tree_shapes: vLLM static kary trees from EAGLE heads in 0.10.1-0.20.2 only, SGLang EAGLE-2 trees within its rules) --
+    Hostile("run_vllm_0_24_tree", run(cluster={"engine": {"version": "0.24.0"}},
+                                      drafter={"kind": "head", "style": "autoregressive", "gamma": 3},
+                                      speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3, "budget": 16},
+                                      acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: cluster.engine.version: vllm 0.24.0 has no draft token trees"),
+    Hostile("run_vllm_0_15_eagle_dynamic_tree", run(cluster={"engine": {"version": "0.15.0"}},
+                                                    drafter={"kind": "head", "style": "autoregressive", "gamma": 3},
+                                                    speculation={"kind": "dynamic_tree", "top_k": 2, "depth": 3,
+                                                                 "budget": 8},
+                                                    acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: speculation.kind: vllm 0.15.0 drafts only a static tree"),
+    Hostile("run_vllm_0_15_sequoia_tree", run(cluster={"engine": {"version": "0.15.0"}},
+                                              drafter={"kind": "head", "style": "autoregressive", "gamma": 3},
+                                              speculation={"kind": "tree", "builder": "sequoia", "depth": 4,
+                                                           "budget": 16},
+                                              acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: speculation.builder: vllm 0.15.0 gives every node of a tree level the same number"),
+    Hostile("run_sglang_topk_1_budget", run(cluster={"engine": {"framework": "sglang", "version": "0.5.3"}},
+                                            drafter={"kind": "head", "style": "autoregressive", "gamma": 3},
+                                            speculation={"kind": "dynamic_tree", "top_k": 1, "depth": 4, "budget": 3},
+                                            acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: speculation.budget: sglang 0.5.3 sets speculative_num_draft_tokens to "
+            "speculative_num_steps + 1 = 5"),
+    Hostile("plan_sglang_tree_budget_beyond_candidates",
+            plan(models=["llama-3.1-8b"], engine={"framework": "sglang", "version": "0.5.3"},
+                 search={**PLAN["search"], "drafters": [
+                     {"kind": "none"}, {"kind": "eagle3", "gamma": [3],
+                                        "speculation": {"kind": "dynamic_tree", "top_k": 2, "depth": 3, "budget": 12},
+                                        "acceptance": {"kind": "ranked", "accept_probs": [0.6, 0.2]}}]}),
+            "draftsim plan: error: plan.search.drafters.1.speculation.budget: sglang 0.5.3 verifies the budget - 1 best"),
+    Hostile("plan_vllm_eagle3_dynamic_tree",
+            plan(models=["llama-3.1-8b"], engine={"framework": "vllm", "version": "0.15.0"},
+                 search={**PLAN["search"], "drafters": [
+                     {"kind": "none"}, {"kind": "eagle3", "gamma": [3],
+                                        "speculation": {"kind": "dynamic_tree", "top_k": 2, "depth": 3, "budget": 8},
+                                        "acceptance": {"kind": "ranked", "accept_probs": [0.6, 0.2]}}]}),
+            "draftsim plan: error: plan.search.drafters.1.speculation.kind: vllm 0.15.0 drafts only a static tree"),
+    # -- EAGLE-3 static trees (fix-eagletree, 2026-11-29): vLLM 0.10.1-0.20.2 draft a kary speculative_token_tree from
+    # an EAGLE-3 head (simulator.cost.static_tree); the shapes still refused, each refused before any work --
+    Hostile("run_vllm_0_24_eagle3_kary_tree", run(cluster={"model": "llama-3.1-8b", "engine": {"version": "0.24.0"}},
+                                                  drafter={"kind": "eagle3", "gamma": 3},
+                                                  speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3},
+                                                  acceptance={"kind": "constant", "alpha": 0.7}),
+            "draftsim: error: cluster.engine.version: vllm 0.24.0 has no draft token trees"),
+    Hostile("run_eagle3_medusa_tree", run(cluster={"model": "llama-3.1-8b"}, drafter={"kind": "eagle3", "gamma": 3},
+                                          speculation={"kind": "tree", "builder": "medusa", "depth": 3, "budget": 16},
+                                          acceptance={"kind": "constant", "alpha": 0.7}),
+            "draftsim: error: speculation.builder: EAGLE-3 drafters run the engines' chain"),
+    Hostile("run_vllm_0_20_2_eagle3_sequoia_tree", run(
+        cluster={"model": "llama-3.1-8b", "engine": {"version": "0.20.2"}}, drafter={"kind": "eagle3", "gamma": 3},
+        speculation={"kind": "tree", "builder": "sequoia", "depth": 4, "budget": 16},
+        acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: speculation.builder: vllm 0.20.2 gives every node of a tree level the same number"),
+    Hostile("run_mtp_kary_tree", run(cluster={"model": "deepseek-v3", "hardware": "h200", "dtype": "fp8_block",
+                                              "parallelism": {"tp": 8}},
+                                     drafter={"kind": "mtp", "gamma": 2},
+                                     speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 2},
+                                     acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: speculation.kind: MTP drafters run the engines' chain"),
+    Hostile("run_eagle3_kary_tree_load_switch", run(cluster={"model": "llama-3.1-8b"}, drafter={"kind": "eagle3", "gamma": 3},
+                                                    speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 3},
+                                                    acceptance={"kind": "constant", "alpha": 0.7},
+                                                    policy={"kind": "load_switch", "max_batch": 2}),
+            "draftsim: error: policy.kind: 'load_switch' changes draft counts per step"),
+    Hostile("plan_mtp_kary_tree", plan(models=["llama-3.1-8b"], search={**PLAN["search"], "drafters": [
+        {"kind": "none"}, {"kind": "mtp", "speculation": {"kind": "tree", "builder": "kary", "k": 2, "depth": 2}}]}),
+            "plan.search.drafters.1.speculation.kind: MTP drafters run the engines' chain"),
     # ---- fix-hunt, session 27: outputs inside draftsim's own package folders (2026-11-29) -------------------------
     # `--out simulator/x` (or scenarios/x, models/x, ...) wrote the run's parquet files, a plan's launch scripts or a
     # sweep store among the package's modules, exit 0: only profiles/data/ was refused

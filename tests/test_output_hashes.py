@@ -101,8 +101,10 @@ CASES = [
      "120f2c47a81c47e7", "cfd75c43f6183741", "88d6a6d8795ed17d"),
     ("scenarios/speculation/separate_draft.yaml", ['workload.num_requests=60'],
      "5fe01871b5fb4ac8", "0eaebee7632f6ec0", "a84b7f6315f52944"),
+    # session 27: vLLM 0.15.0 drafts no Sequoia tree (nor a tree from a draft model: profiles.engine_time.
+    # tree_shapes), so the scenario names no release and adds no engine host time
     ("scenarios/speculation/sequoia_tree.yaml", ['workload.num_requests=30'],
-     "12d346409134ad8d", "852c82c76e7f5315", "da12cae94817b462"),
+     "2a279db4e5a4587a", "3fbde948e6228fea", "5aa71a9096564b89"),
     ("scenarios/speculation/smartspec_policy.yaml", ['workload.num_requests=60'],
      "1ff6eaca362a45ac", "11e2486d78f6399f", "8b29a0fd8aa76022"),
     ("scenarios/validation/cpu.yaml", [],
@@ -183,6 +185,9 @@ CASES = [
     # MoE table, every other weight bf16 — instead of its int4 stand-in)
     ("scenarios/speculation/eagle3_gpt_oss_120b_h100.yaml", ['workload.num_requests=60'],
      "ffd3cde1a6991afd", "eb18386414110444", "0376dd626118cedb"),
+    # added 2026-11-29 (fix-eagletree): an EAGLE-3 head drafting vLLM 0.20.2's static kary token tree
+    ("scenarios/speculation/eagle3_tree_llama31_8b_h100.yaml", ['workload.num_requests=60'],
+     "d6454942e624f5b7", "84dd2994a17e81c0", "74b54d67e8d3d901"),
     ("scenarios/speculation/mtp_deepseek_v3_h200_ep8.yaml", ['workload.num_requests=60'],
      "ab17cc0a101b0e07", "b2afdef58c237de1", "46598aa14deb709e"),
     # (re-recorded with issue 27's one step loop: a disaggregated pool's step ends at start + (draft + target))

@@ -159,7 +159,17 @@ def _whole_prompt_peak(lay, length: int) -> int:
     return int(lay.peak(max(length - 2 + lay.q, length - 1), max(length - 1, lay.q)))
 
 
-def _check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -> None:
+def check_pool_starts(scenario: Scenario, kind: ReplicaKind, where: str = "cluster") -> None:
+    """What the run refuses of a pool of replica kind `kind` once it is built and before any request is drawn:
+    vLLM's start-up KV check (check_one_request_fits) on the scheduler the pool runs (the named engine's
+    defaults filled as `_build` fills them). The plan's screen calls it on each candidate's replica
+    (simulator.workflows.plan.screen.replica_kind), so a candidate the confirming run would refuse is refused
+    by the screen with the same reason rather than ranked feasible."""
+    scenario, _ = _engine_scheduler(scenario, kind)
+    check_one_request_fits(scenario, kind, where)
+
+
+def check_one_request_fits(scenario: Scenario, kind: ReplicaKind, where: str) -> None:
     """vLLM's start-up check (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory, 0.11.0 and 0.32.0):
     the KV cache must hold one request of max_model_len tokens (`cluster.max_model_len`, default the model's
     context), "To serve at least one request with the model's max seq len ..."; vLLM refuses to start
@@ -506,7 +516,7 @@ def _build(scenario: Scenario, base_dir: Path) -> Cluster:
         scenario, filled = _engine_scheduler(scenario, kind)
         scenario, caching = _engine_cache(scenario, kind)
         blocks = kind.blocks(block)
-        _check_one_request_fits(scenario, kind, "cluster")
+        check_one_request_fits(scenario, kind, "cluster")
         table, state, workload_s = _requests(scenario, streams, base_dir, kind)
         _check_token_budget(scenario, state, kind.cost.q if kind.acceptance is not None else 1)
         log = _step_log(scenario, table, [(kind, cl.replicas)])
@@ -541,7 +551,7 @@ def _build(scenario: Scenario, base_dir: Path) -> Cluster:
                             "attention / Mamba): handing it off between pools is not modelled; run it colocated")
     blocks = {name: kinds[name].blocks(block, f"{DISAGG}.{name}") for name in kinds}
     for name in kinds:
-        _check_one_request_fits(scenario, kinds[name], f"{DISAGG}.{name}")
+        check_one_request_fits(scenario, kinds[name], f"{DISAGG}.{name}")
     # a request must fit both pools' context (their releases may derive different ones: the GPUs' measured tables)
     table, state, workload_s = _requests(scenario, streams, base_dir,
                                          min(kinds.values(), key=lambda kind: kind.context_len))

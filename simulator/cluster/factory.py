@@ -381,6 +381,18 @@ def check_eagle3_embedding(release: tuple[str, str | None], target: ModelSpec, d
         raise ScenarioError(*found)
 
 
+def check_tree_shape(release: tuple[str, str | None], drafter, speculation) -> None:
+    """ScenarioError where the deployment's engine release (named by the scenario: `release_named`) does not draft
+    the draft token tree `speculation` asks for with the drafter's method (profiles.engine_time.tree_shapes: vLLM
+    drafts static kary trees from EAGLE heads in 0.10.1 to 0.20.2 only, SGLang EAGLE-2 trees within its
+    top_k/steps/draft-token rules). Where no release is named the tree is draftsim's own shape (named: no engine
+    is asked to run it)."""
+    from profiles.engine_time.tree_shapes import release_tree_refusal
+    refusal = release_tree_refusal(release, speculation_method(drafter), speculation)
+    if refusal is not None:
+        raise ScenarioError(*refusal)
+
+
 def check_cascade_vocabulary(release: tuple[str, str | None], target: ModelSpec, drafter) -> None:
     """check_draft_vocabulary for each model stage of a cascade drafter (drafter.kind cascade), which the engine
     family rules run as draft models (simulator.cost.drafters.ENGINE_FAMILIES): vLLM 0.20.0 refuses
@@ -628,6 +640,8 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     if lat is None:
         lat = latencies[hw.id] = make_latency_model(latency, hw, dtype, base_dir, kv_dtype)
     release = deployment_release(latency, engine_config, lat)
+    if speculating and release_named(latency, engine_config):
+        check_tree_shape(release, drafter, speculation)
     if drafter is not None:   # (whose n-gram proposer the acceptance walks: the deployment's engine)
         from simulator.speculation.suffix.acceptance import bind_engine
         acceptance = bind_engine(acceptance, drafter, release, policy)
@@ -664,6 +678,10 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     check_architectures(release, target, built_drafter.spec if built_drafter is not None
                         and getattr(drafter, "kind", None) == "draft_model" else None,
                         speculation_method(drafter) if built_drafter is not None else None)
+    # (an MTP draft length after the architecture gate, as vLLM orders them: simulator.cost.mtp.check_draft_length)
+    if built_drafter is not None and getattr(drafter, "kind", None) == "mtp":
+        from simulator.cost.mtp import check_draft_length
+        check_draft_length(release, drafter.gamma, target.num_mtp_modules)
     if built_drafter is not None and getattr(drafter, "kind", None) == "draft_model" \
             and (drafter.heterogeneous_vocab or release_named(latency, engine_config)):
         check_draft_vocabulary(release, target, built_drafter.spec, drafter.heterogeneous_vocab)
@@ -687,8 +705,12 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
     spec = control = None
     if built_drafter is not None:
         max_gamma = max(gamma, policy.max_gamma if policy.kind in ("smartspec", "thompson") else 0)
+        if built_drafter.hidden_state is not None:   # (the shapes EAGLE-3 and MTP run, before their acceptance)
+            from simulator.cost.proposer import check_hidden_state_shape
+            check_hidden_state_shape(speculation, drafter.kind)
         spec = build_speculation(speculation, acceptance, max_gamma, acceptance_seed, base_dir,
-                                 built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass)
+                                 built_drafter.passes_per_step == 1, built_drafter.tokens_per_pass,
+                                 per_position_tree=drafter.kind == "eagle3")
     q = 1 if spec is None else spec.verify_q
     sglang = sglang_deployment(release, engine_config, hw, target, par, scheduler, family, q, where)
     util = memory_fraction(memory_utilization, framework, hw, sglang)
@@ -716,14 +738,22 @@ def build_replica_kind(*, model, hardware, parallelism: ParallelismConfig, dtype
         proposer, widths = None, spec.widths
         if built_drafter.hidden_state is not None:
             from simulator.cost.proposer import make_proposer
-            proposer = make_proposer(built_drafter.hidden_state, speculation, spec)
+            proposer = make_proposer(built_drafter.hidden_state, speculation, spec, drafter.kind)
             widths = (1,) + proposer.later_widths
+            if proposer.later_tree and policy.kind != "fixed":   # (its per-request counts price chain passes)
+                raise ScenarioError("policy.kind", f"{policy.kind!r} changes draft counts per step; vLLM's static "
+                                    "token tree drafts the same tree every step: it needs policy fixed")
         cost = StepCostModel(target_cost, built_drafter.cost, spec.acceptance.depth, widths, spec.verify_q,
                              spec.tree_attention,
                              overlap_exposure(spec.full_accept_prob) if built_drafter.separate else None,
                              engine=engine, vllm_proposer=vllm_proposer, proposer=proposer)
+        from simulator.cluster.implied import naming_implied
         from simulator.speculation.control import make_policy
-        control = make_policy(policy, speculation, spec, gamma, cost)
+        # (a refusal of a γ the drafter section leaves out says so: a policy's limits met the drafter kind's default)
+        defaulted = {} if "gamma" in drafter.model_fields_set else \
+            {"drafter.gamma": f"{gamma}, the {drafter.kind} drafter's default"}
+        with naming_implied(defaulted, tuple(defaulted)):
+            control = make_policy(policy, speculation, spec, gamma, cost)
     state_bytes, layout = 0.0, None
     if target.num_state_layers:
         draft_tokens = 0 if spec is None else spec.verify_q - 1

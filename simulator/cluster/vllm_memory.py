@@ -79,12 +79,18 @@ def device_total_bytes(hw: HardwareSpec) -> float:
     return hw.cuda_total_bytes or hw.hbm_bytes
 
 
-def mxfp4_backend(hw: HardwareSpec) -> str:
-    """The MoE backend vLLM picks for MXFP4 experts on `hw` (approximation, named: by GPU generation only):
-    Blackwell → FlashInfer TRT-LLM; Hopper → OpenAI's Triton kernels (issue #33155: "Using Triton backend",
-    0.14.1 on H100); ROCm → its own kernels (padded like TRT-LLM); older GPUs → Marlin (weight-only FP4, issue
-    #23278 on 0.10.1)."""
+def mxfp4_backend(hw: HardwareSpec, version: str | None = None) -> str:
+    """The MoE backend vLLM `version` (None: the newest) picks for MXFP4 experts on `hw`, whose layout its loaded
+    weights take: Marlin wherever the release's rule says so (profiles.engine_time.mxfp4_moe, the rule the step
+    cost prices its experts by: below SM 9.0 in every release, and on Hopper in 0.10.1 - 0.11.x, whose wheels
+    lack triton_kernels; issue #23278 logs Marlin and 65.97 GiB loaded for gpt-oss-120b on an H100 under 0.10.1);
+    elsewhere by GPU generation (approximation, named): Blackwell → FlashInfer TRT-LLM; Hopper → OpenAI's Triton
+    kernels (issue #33155: "Using Triton backend", 0.14.1 on H100); ROCm → its own kernels (padded like
+    TRT-LLM); other GPUs → Marlin."""
     from profiles.engine_time.graphs import DATACENTER_BLACKWELL
+    from profiles.engine_time.mxfp4_moe import MARLIN, vllm_mxfp4_moe_kernel
+    if vllm_mxfp4_moe_kernel(version, hw.id) == MARLIN:
+        return "marlin"
     if hw.id in DATACENTER_BLACKWELL:
         return "flashinfer_trtllm"
     if hw.id == "mi300x":
@@ -177,5 +183,5 @@ def profile_overhead_bytes(hw: HardwareSpec, target: ModelSpec, par: Parallelism
                            run: ProfileRun) -> float:
     """What vLLM subtracts from the requested memory besides the checkpoint's weights: the MXFP4 layout's
     extra bytes, the profile run's activation peak and the non-torch increase (module docstring)."""
-    extra = mxfp4_layout_extra_bytes(target, par, mxfp4_backend(hw)) if dtype == "mxfp4" else 0.0
+    extra = mxfp4_layout_extra_bytes(target, par, mxfp4_backend(hw, run.version)) if dtype == "mxfp4" else 0.0
     return extra + activation_peak_bytes(target, par, run) + non_torch_bytes(par)

@@ -201,7 +201,12 @@ class ClusterConfig(Strict):
             theirs = _section_field(KVCacheConfig, kv, "prefix_caching")
             if theirs is not None and theirs != caching:
                 raise ValueError("cluster.engine.prefix_caching and cluster.kv_cache.prefix_caching differ; give one")
-            data["kv_cache"] = {**kv, "prefix_caching": caching}
+            filled = {**kv, "prefix_caching": caching}
+            refusal = _refusal_of_fill(KVCacheConfig, kv, filled)
+            if refusal is not None:   # (named as written: the kv_cache section never said prefix_caching)
+                raise field_error("engine.prefix_caching", f"{str(caching).lower()} (it sets "
+                                  f"cluster.kv_cache.prefix_caching): {refusal}")
+            data["kv_cache"] = filled
         return data
 
     def entry_router(self) -> tuple[str, str]:
@@ -586,6 +591,23 @@ def speculative_step_error(scheduler: SchedulerConfig, speculation_kind: str, ga
 def _engine_field(engine: dict, name: str):
     """`cluster.engine.NAME` as the engine section reads it, for the sections it fills."""
     return _section_field(EngineConfig, engine, name)
+
+
+def _refusal_of_fill(section: type[Strict], given: dict, filled: dict) -> str | None:
+    """The message of `section`'s own check (a validator across its fields) that refuses `filled` (the section as
+    given, with a value another section set) where it takes `given`; None otherwise (a section refused as given
+    names its own error)."""
+    from pydantic import ValidationError
+    try:
+        section.model_validate(given)
+    except ValidationError:
+        return None
+    try:
+        section.model_validate(filled)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return str((first.get("ctx") or {}).get("error") or first["msg"].removeprefix("Value error, "))
+    return None
 
 
 def _section_field(section: type[Strict], data: dict, name: str):

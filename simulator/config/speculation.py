@@ -78,7 +78,9 @@ class Eagle3DrafterConfig(Strict):
     num_heads, num_kv_heads, head_dim, draft_vocab_size, target_hidden_size, vocab_size), or omitted: the
     catalog head published for the target. `gamma`: draft tokens per step of a chain (vLLM's
     num_speculative_tokens). A tree is `speculation: {kind: dynamic_tree, builder: eagle2, top_k, depth,
-    budget}` = SGLang's speculative_eagle_topk, speculative_num_steps, speculative_num_draft_tokens."""
+    budget}` = SGLang's speculative_eagle_topk, speculative_num_steps, speculative_num_draft_tokens, or vLLM's
+    static speculative_token_tree `speculation: {kind: tree, builder: kary, k, depth}` (0.10.1 to 0.20.2; passes:
+    simulator.cost.static_tree; a chain's constant/positional acceptance: simulator.speculation.spine_tree)."""
 
     kind: Literal["eagle3"]
     head: Annotated[str | dict[str, Any] | None, PATH_TEXT] = None
@@ -104,12 +106,6 @@ class LayerSkipDrafterConfig(Strict):
     layers_fraction: float = Field(0.5, gt=0.0, lt=1.0)
 
 
-def _window_size(value: Any) -> bool:
-    """A lookup window the field takes (an int 1 to 64): only such a value stands in for the other bound, so that a
-    bad one is named as the field the user gave."""
-    return type(value) is int and 1 <= value <= 64
-
-
 class NgramDrafterConfig(Strict):
     """Prompt lookup / n-gram drafting on the host: no GPU passes. `prompt_lookup_max`/`_min` (vLLM's names):
     the longest and shortest n-gram matched (used where the drafter runs on texts: acceptance `sessions`).
@@ -123,21 +119,19 @@ class NgramDrafterConfig(Strict):
     prompt_lookup_max: int = Field(5, ge=1, le=64)
     prompt_lookup_min: int = Field(5, ge=1, le=64)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _vllm_window_defaults(cls, data: Any) -> Any:
-        """vLLM's defaults (class docstring): draftsim's own 3 and 1 were no vLLM release's, and a vLLM user's
-        `{method: ngram, num_speculative_tokens: 4}` walked other lookups than vLLM runs (2026-11-29)."""
-        if isinstance(data, dict):
-            high, low = data.get("prompt_lookup_max"), data.get("prompt_lookup_min")
-            if high is None and _window_size(low):
-                data = {**data, "prompt_lookup_max": low}
-            elif low is None and _window_size(high):
-                data = {**data, "prompt_lookup_min": high}
-        return data
-
     @model_validator(mode="after")
-    def _window(self) -> "NgramDrafterConfig":
+    def _vllm_window_defaults(self) -> "NgramDrafterConfig":
+        """vLLM's defaults (class docstring): draftsim's own 3 and 1 were no vLLM release's, and a vLLM user's
+        `{method: ngram, num_speculative_tokens: 4}` walked other lookups than vLLM runs (2026-11-29). The bound
+        left out is filled after validation, so that `model_fields_set` keeps only the bounds the user wrote (a
+        refusal names those: filled before validation, a `prompt_lookup_min` alone read as both given) and a bad
+        value is refused by its own field's check. The fill writes the validated instance's field directly:
+        the section is frozen, and `model_copy(update=...)` would mark the filled bound as given."""
+        given = self.model_fields_set & {"prompt_lookup_max", "prompt_lookup_min"}
+        if given == {"prompt_lookup_min"}:
+            self.__dict__["prompt_lookup_max"] = self.prompt_lookup_min
+        elif given == {"prompt_lookup_max"}:
+            self.__dict__["prompt_lookup_min"] = self.prompt_lookup_max
         if self.prompt_lookup_min > self.prompt_lookup_max:
             raise ValueError("prompt_lookup_min must be <= prompt_lookup_max")
         return self

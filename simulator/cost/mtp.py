@@ -13,7 +13,8 @@ shared, the LM head too except where the pool's engine release keeps the module'
 token, one layer of KV per module (`modules` × the module spec's per-GPU KV: MLA's latent, or K/V heads split over
 tp). A draft pass j uses module j mod `modules` (vLLM); `modules`
 defaults to every module the checkpoint ships (vLLM loads them all); SGLang's NextN loads one (set
-modules: 1). Refused: a model that ships no MTP module, more modules than it ships.
+modules: 1). Refused: a model that ships no MTP module, more modules than it ships; a draft length the release
+does not run from the shipped modules (check_draft_length, after the release's architecture gate).
 """
 from __future__ import annotations
 
@@ -71,7 +72,6 @@ def build_mtp(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, k
     if modules > target.num_mtp_modules:
         raise ScenarioError("drafter.modules", f"{modules} exceeds the {target.num_mtp_modules} MTP module(s) "
                             f"{target.name} ships")
-    check_draft_length(context.release, d.gamma, target.num_mtp_modules)
     spec = module_spec(target)
     draft_par = Parallelism(par.tp, 1, par.ep)
     if par.ep > 1:
@@ -89,7 +89,15 @@ def build_mtp(d, target: ModelSpec, par: Parallelism, latency, hw, dtype: str, k
 
 def check_draft_length(release: tuple[str, str | None] | None, gamma: int, n_predict: int) -> None:
     """Refuse (drafter.gamma) a draft length the vLLM release the pool runs does not run from `n_predict` shipped
-    modules (profiles.engine_time.mtp_draft_length; `release` as own_lm_head reads it)."""
+    modules (profiles.engine_time.mtp_draft_length; `release` as own_lm_head reads it). Called by the replica
+    factory after the release's architecture gate for MTP (simulator.cluster.factory.check_architectures), not by
+    build_mtp: vLLM reads n_predict only from a checkpoint whose architecture it runs MTP on, so a target without
+    MTP layers there is refused for its architecture whatever the draft length (vllm/config.py
+    SpeculativeConfig.__post_init__: num_speculative_tokens without a draft model is taken as MTP only for an
+    MTP model type, else 'num_speculative_tokens was provided without speculative model'; hf_config_override
+    sets n_predict for those types only; the n_predict rule comes after both. Read 2026-11-29 in a 0.8-series
+    tree, the one with the divisibility rule and the Llama-only EAGLE-3 check, and in a later one with MiMo and
+    GLM-4.5 MTP; 0.7.3's maybe_create_spec_config was not read again for the order)."""
     from profiles.engine_time.mtp_draft_length import release_mtp_gamma_refusal
     why = release_mtp_gamma_refusal(release, gamma, n_predict)
     if why is not None:

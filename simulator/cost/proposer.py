@@ -16,7 +16,9 @@ SGLang's EAGLEWorker (`speculative/eagle_worker.py`) lay a step out the same way
    (`for token_index in range(num_speculative_tokens - 1)`), every request of the batch (prompt chunks
    that just finished included); SGLang trees run `speculative_num_steps` − 1 passes of
    `speculative_eagle_topk` tokens per request (`draft_forward`: "we get 1 token from draft prefill and
-   (#spec steps - 1) tokens here").
+   (#spec steps - 1) tokens here"); vLLM's static trees (EAGLE-3 with `speculation: tree`, builder kary) run
+   one pass per level over every node drafted so far under a tree mask, with logits for the newest level only
+   (simulator.cost.static_tree: `later_logits`, `later_tree`).
 
 Approximations: the first pass is priced at q tokens per decoding request whatever was accepted (vLLM
 pads the drafter batch with the rejected tokens, `prepare_inputs_padded`; SGLang spec v1 pads to
@@ -47,11 +49,16 @@ class HiddenStateHooks:
 class HiddenStateProposer:
     """`later_widths[j]`: draft tokens per request of draft pass j + 2; `fuse(tokens)`: the drafter's
     once-per-step cost on the first pass's tokens (EAGLE-3's fc; None for MTP); `capture(tokens)`: what
-    the target pays per step to keep the hidden states for the drafter (EAGLE-3's aux layers; None)."""
+    the target pays per step to keep the hidden states for the drafter (EAGLE-3's aux layers; None).
+    `later_logits[j]`: logits rows per request of pass j + 2 (None: every token's, as chains and SGLang's
+    trees); `later_tree`: those passes' tokens attend under a tree mask to the context alone (vLLM's static
+    tree, simulator.cost.static_tree) rather than to the context and the earlier passes' tokens."""
 
     later_widths: tuple[int, ...]
     fuse: object | None = None
     capture: object | None = None
+    later_logits: tuple[int, ...] | None = None
+    later_tree: bool = False
 
     @property
     def passes(self) -> int:
@@ -81,7 +88,11 @@ class HiddenStateProposer:
             cost = cost + d.decode_attention(decode_seqs, q, np.array([decode_context_tokens]))[0]
         context = decode_context_tokens + decode_seqs * q + prefill_tokens
         for j, width in enumerate(self.later_widths):
-            cost = cost + d.decode_forward(requests, width, np.array([context + j * requests]))[0]
+            if self.later_logits is None:
+                cost = cost + d.decode_forward(requests, width, np.array([context + j * requests]))[0]
+            else:   # a static tree level (simulator.cost.static_tree): all nodes so far, the newest level's logits
+                cost = cost + d.dense(requests * width, requests * self.later_logits[j]) + \
+                    d.decode_attention(requests, width, np.array([context]), self.later_tree)[0]
         return cost
 
     def draft_counts(self, d, counts: np.ndarray, contexts: np.ndarray, prefill_tokens: int, prefill_seqs: int,
@@ -112,15 +123,18 @@ class HiddenStateProposer:
         return cost
 
 
-def make_proposer(hooks, speculation, spec_build) -> HiddenStateProposer:
-    """The layout of a hidden-state drafter (`hooks`: its DrafterBuild.hidden_state) under a `speculation`
-    section: a chain of depth γ (vLLM), or SGLang's EAGLE tree (`dynamic_tree`, builder eagle2: top_k =
-    speculative_eagle_topk, depth = speculative_num_steps, budget = speculative_num_draft_tokens).
+def make_proposer(hooks, speculation, spec_build, method: str = "eagle3") -> HiddenStateProposer:
+    """The layout of a hidden-state drafter (`hooks`: its DrafterBuild.hidden_state; `method`: eagle3 or mtp)
+    under a `speculation` section: a chain of depth γ (vLLM), SGLang's EAGLE tree (`dynamic_tree`, builder
+    eagle2: top_k = speculative_eagle_topk, depth = speculative_num_steps, budget = speculative_num_draft_tokens),
+    or, for EAGLE-3, vLLM's static tree (`tree`, builder kary: simulator.cost.static_tree).
     ScenarioError for the shapes the engines do not run with these drafters."""
-    from simulator.errors import ScenarioError
-    refusal = hidden_state_shape_error(speculation)
-    if refusal is not None:
-        raise ScenarioError("speculation.kind", refusal)
+    check_hidden_state_shape(speculation, method)
+    if speculation.kind == "tree":
+        from simulator.cost.static_tree import propose_tree_passes
+        passes = propose_tree_passes(tuple(int(n) for n in spec_build.tree.level_widths()[1:]))
+        return HiddenStateProposer(tuple(q for q, _ in passes), hooks.fuse, hooks.capture,
+                                   tuple(rows for _, rows in passes), later_tree=True)
     if speculation.kind == "chain":
         later = (1,) * max(spec_build.acceptance.depth - 1, 0)
     else:
@@ -128,14 +142,30 @@ def make_proposer(hooks, speculation, spec_build) -> HiddenStateProposer:
     return HiddenStateProposer(later, hooks.fuse, hooks.capture)
 
 
-def hidden_state_shape_error(speculation) -> str | None:
-    """Why EAGLE-3 and MTP drafters cannot run a `speculation` section (a validated section or its mapping,
-    as a plan lists it), or None: the engines run them as a chain or as SGLang's EAGLE tree only."""
+def check_hidden_state_shape(speculation, method: str) -> None:
+    """ScenarioError (speculation.builder for an EAGLE-3 tree of another builder, else speculation.kind) where
+    `hidden_state_shape_error` refuses the validated `speculation` section; the replica factory calls it before
+    the shape's acceptance is built, so that the shape is what the error names."""
+    from simulator.errors import ScenarioError
+    refusal = hidden_state_shape_error(speculation, method)
+    if refusal is not None:
+        raise ScenarioError("speculation.builder" if speculation.kind == "tree" and method == "eagle3"
+                            else "speculation.kind", refusal)
+
+
+def hidden_state_shape_error(speculation, method: str = "eagle3") -> str | None:
+    """Why an EAGLE-3 (`method` eagle3) or MTP (mtp) drafter cannot run a `speculation` section (a validated
+    section or its mapping, as a plan lists it), or None: the engines run them as a chain or as SGLang's EAGLE
+    tree, and EAGLE-3 also as vLLM's static kary tree (simulator.cost.static_tree; MTP not: vLLM's propose_tree
+    needs the head's pair of hidden states, profiles.engine_time.tree_shapes)."""
     get = speculation.get if isinstance(speculation, dict) else lambda name, default=None: getattr(
         speculation, name, default)
     kind, builder = get("kind", "chain"), get("builder", "eagle2")
     if kind == "chain" or (kind == "dynamic_tree" and builder == "eagle2" and not get("per_context", False)):
         return None
-    return ("EAGLE-3 and MTP drafters run the engines' chain (chain) or SGLang's EAGLE tree (dynamic_tree with "
-            f"builder eagle2, per_context false); got {kind!r}" + (f" with builder {builder!r}"
-                                                                    if kind == "dynamic_tree" else ""))
+    if method == "eagle3" and kind == "tree" and builder == "kary":
+        return None
+    static = " or vLLM's static tree (tree with builder kary)" if method == "eagle3" else ""
+    return (f"{'EAGLE-3' if method == 'eagle3' else 'MTP'} drafters run the engines' chain (chain), SGLang's EAGLE "
+            f"tree (dynamic_tree with builder eagle2, per_context false){static}; got {kind!r}"
+            + (f" with builder {builder!r}" if kind in ("dynamic_tree", "tree") else ""))

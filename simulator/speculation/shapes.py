@@ -271,10 +271,12 @@ def chain_acceptance(acc, gamma: int, seed: int, base_dir: Path):
 
 
 def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_passes: bool,
-                      tokens_per_pass: int = 1) -> SpeculationBuild:
+                      tokens_per_pass: int = 1, per_position_tree: bool = False) -> SpeculationBuild:
     """Shape + acceptance of a `speculation` section under an `acceptance` one; `parallel_passes`: the
     drafter makes one pass per step (parallel heads); `tokens_per_pass`: draft tokens per request one
-    pass proposes (a semi-autoregressive head: a chain of γ takes ceil(γ/k) passes)."""
+    pass proposes (a semi-autoregressive head: a chain of γ takes ceil(γ/k) passes); `per_position_tree`: a
+    kary tree may take a chain's per-position acceptance (an EAGLE-3 head in vLLM's static tree:
+    simulator.speculation.spine_tree, its rule and its lower bound)."""
     if sp.kind == "chain":
         model = chain_acceptance(acc, gamma, seed, base_dir)
         widths = _chain_widths(gamma, parallel_passes, tokens_per_pass)
@@ -286,7 +288,11 @@ def build_speculation(sp, acc, gamma: int, seed: int, base_dir: Path, parallel_p
     if sp.kind == "dynamic_tree" and acc.kind == "published":  # SGLang's tree from a row's tokens per step
         from simulator.speculation.published_tree import published_tree
         return published_tree(sp, acc, seed, parallel_passes)
-    tree = build_tree(sp, acc, gamma, base_dir)
+    from simulator.speculation.spine_tree import PER_POSITION_ACCEPTANCE, position_alphas, spine_kary_tree
+    if per_position_tree and sp.kind == "tree" and sp.builder == "kary" and acc.kind in PER_POSITION_ACCEPTANCE:
+        tree = spine_kary_tree(sp.k, sp.depth, position_alphas(acc, sp.depth))
+    else:
+        tree = build_tree(sp, acc, gamma, base_dir)
     if parallel_passes and tree.depth > gamma:
         raise ScenarioError("speculation.depth", f"the tree is {tree.depth} deep but the parallel heads "
                             f"predict only drafter.gamma={gamma} positions")

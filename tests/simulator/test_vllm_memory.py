@@ -50,19 +50,39 @@ def test_weights_as_loaded_match_the_logged_ones(entry):
     """"Model loading took X GiB": the checkpoint's bytes (within 1 %: replicated norms are shared out by tp, -0.8 %
     at tp=4), and for MXFP4 experts the backend's layout (within 0.5 %: Triton 64.18 vs 64.38, Marlin 65.89 vs
     65.97 GiB; the checkpoint's 60.77 GiB misses both by > 5 %)."""
-    model, par, _, _ = _case(entry)
+    model, par, hw, run = _case(entry)
     dtype = entry.get("dtype", "bf16")
     loaded = model.weight_bytes(dtype) / par.gpus
     if dtype == "mxfp4":
         assert abs(loaded / GIB - entry["weights_gib"]) / entry["weights_gib"] > 0.05
-        loaded += mxfp4_layout_extra_bytes(model, par, entry["mxfp4_backend"])
+        backend = mxfp4_backend(hw, run.version)   # the release's rule, as the KV budget applies it
+        assert backend == entry["mxfp4_backend"]   # (what the log names)
+        loaded += mxfp4_layout_extra_bytes(model, par, backend)
     assert loaded / GIB == pytest.approx(entry["weights_gib"], rel=0.005 if dtype == "mxfp4" else 0.01)
 
 
-def test_mxfp4_backend_by_gpu_generation():
+def test_mxfp4_backend_by_gpu_generation_and_release():
     assert mxfp4_backend(get_hardware("h100-sxm")) == "triton"
     assert mxfp4_backend(get_hardware("a100-80gb")) == "marlin"
     assert mxfp4_backend(get_hardware("b200")) == "flashinfer_trtllm"
+    # vLLM 0.10.1 - 0.11.x run Marlin experts on Hopper (no triton_kernels: profiles.engine_time.mxfp4_moe)
+    for version, backend in (("0.10.1", "marlin"), ("0.10.2", "marlin"), ("0.11.0", "marlin"),
+                             ("0.12.0", "triton"), ("0.14.1", "triton")):
+        assert mxfp4_backend(get_hardware("h100-sxm"), version) == backend
+    assert mxfp4_backend(get_hardware("a100-80gb"), "0.14.1") == "marlin"
+    assert mxfp4_backend(get_hardware("b200"), "0.11.0") == "flashinfer_trtllm"
+
+
+def test_kv_budget_of_a_release_running_marlin_holds_its_layout():
+    """The KV budget of gpt-oss-120b on one H100 under vLLM 0.10.2 (Marlin experts) is smaller than under 0.12.0
+    (Triton) by the difference of the two layouts (loaded: Marlin 65.97 GiB logged under 0.10.1, Triton 64.38
+    under 0.14.1), the profile run being the same."""
+    model, par, hw = get_model("gpt-oss-120b"), Parallelism(), get_hardware("h100-sxm")
+    old = free_bytes_per_gpu(hw, model, par, "mxfp4", 0.9, profile=ProfileRun("0.10.2", 8192, 1024))
+    new = free_bytes_per_gpu(hw, model, par, "mxfp4", 0.9, profile=ProfileRun("0.12.0", 8192, 1024))
+    layouts = mxfp4_layout_extra_bytes(model, par, "marlin") - mxfp4_layout_extra_bytes(model, par, "triton")
+    assert layouts / GIB > 1.0
+    assert new - old == pytest.approx(layouts, rel=1e-9)
 
 
 def test_device_total_is_what_cuda_reports():

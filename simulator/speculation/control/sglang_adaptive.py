@@ -130,10 +130,14 @@ class SglangAdaptive(ControlPolicy):
         self.slot_cfg = {int(k): (v.model_dump(exclude_none=True) if hasattr(v, "model_dump") else dict(v))
                          for k, v in (params.slots or default_slots(_engine_version(cost))).items()}
         deepest = max(max(v["candidate_steps"]) for v in self.slot_cfg.values())
-        if deepest > gamma:
+        if deepest > gamma:   # (the slots as the scenario gave them, or the release's defaults: say which)
             from simulator.errors import ScenarioError
-            raise ScenarioError("drafter.gamma", f"policy sglang_adaptive's deepest candidate is {deepest} draft "
-                                f"steps: drafter.gamma must be >= {deepest}")
+            version = _engine_version(cost)
+            release = f"sglang {version}'s" if version else "the newest SGLang release modelled's"
+            source = "policy.slots" if params.slots else f"not given: {release} DEFAULT_ADAPTIVE_CONFIG"
+            raise ScenarioError("drafter.gamma", f"policy sglang_adaptive's slots ({source}) reach {deepest} draft "
+                                f"steps; allowed: drafter.gamma >= {deepest}, or policy.slots whose candidate_steps "
+                                f"are at most {gamma}")
         self.keys = sorted(self.slot_cfg)
         self.graph_bs = spec_cuda_graph_batch_sizes(params.cuda_graph_max_bs)
         self.initial = gamma if params.initial_steps is None else params.initial_steps

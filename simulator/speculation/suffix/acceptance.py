@@ -97,10 +97,12 @@ def bind_engine(acceptance, drafter, release: tuple, policy=None):
                             "--speculative-ngram-min/max-match-window-size into a trie of branch_length paths (0.5.3 "
                             "to 0.5.9, cpp_ngram/ngram.cpp), which is not modelled; allowed: a version >= "
                             f"{SGLANG_TRIE_FROM} with acceptance kind sessions")
-    given = sorted({"prompt_lookup_max", "prompt_lookup_min"} & set(drafter.model_fields_set))
+    given = sorted({"prompt_lookup_max", "prompt_lookup_min"} & set(drafter.model_fields_set))   # as written
     if given:
-        raise ScenarioError(f"drafter.{given[0]}", "is vLLM's lookup window; SGLang's NGRAM matches every suffix "
-                            "of up to --speculative-ngram-max-trie-depth (18) tokens: leave it out")
+        also = "".join(f" (as is drafter.{name})" for name in given[1:])
+        raise ScenarioError(f"drafter.{given[0]}", f"is vLLM's lookup window{also}; SGLang's NGRAM matches every "
+                            "suffix of up to --speculative-ngram-max-trie-depth (18) tokens: "
+                            f"leave {'them' if also else 'it'} out")
     import dataclasses
     return dataclasses.replace(acceptance, engine=(framework, version))
 

@@ -128,7 +128,7 @@ class DrafterChoiceConfig(Strict):
                                        f"{len(self.gamma)} times; give one value, or list several shapes as drafters")
         if self.kind in ("eagle3", "mtp") and self.speculation is not None:
             from simulator.cost.proposer import hidden_state_shape_error
-            refusal = hidden_state_shape_error(self.speculation)
+            refusal = hidden_state_shape_error(self.speculation, self.kind)
             if refusal is not None:   # (every candidate of this drafter could not run)
                 raise field_error("speculation.kind", refusal)
         return self
@@ -359,6 +359,7 @@ def load_plan(path: str | Path) -> tuple[PlanConfig, Path]:
     _check_draft_vocabulary(spec, releases)
     _check_eagle3_embedding(spec, releases)
     _check_mtp_draft_lengths(spec, releases)
+    _check_tree_shapes(spec, releases)
     _check_schedule_policy(spec, releases)
     _check_workload(spec, base_dir)
     _check_context(spec, base_dir, releases)
@@ -493,6 +494,29 @@ def _check_mtp_draft_lengths(spec: PlanConfig, releases: dict[str, tuple[str, st
             if None not in refusals:
                 raise ScenarioError(f"{FIELD}.search.drafters.{i}.gamma",
                                     _naming_releases(spec, f"gamma {gamma}: {refusals[0]}", releases))
+
+
+def _check_tree_shapes(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:
+    """A drafter's tree (speculation kind tree or dynamic_tree) that the engine release plan.engine names does not
+    draft with that drafter (profiles.engine_time.tree_shapes.release_tree_refusal, as simulator.cluster.factory.
+    check_tree_shape applies it to a run that names its release): refused here, naming the drafter entry's field,
+    as each of its candidates would be screened out with the same reason. Where plan.engine names no version the
+    tree is draftsim's own shape, as in a run."""
+    from profiles.engine_time.tree_shapes import release_tree_refusal
+    if spec.engine.get("version") is None:
+        return
+    for i, drafter in enumerate(spec.search.drafters):
+        if drafter.kind == "none" or drafter.speculation is None:
+            continue
+        speculation = _sections(spec, i)[1]
+        refusals = [release_tree_refusal(release, drafter.kind, speculation)
+                    for release in dict.fromkeys(releases.values())]
+        if refusals and None not in refusals:
+            field, message = refusals[0]
+            where = {"cluster.engine.version": f"{FIELD}.engine.version",
+                     "drafter.kind": f"{FIELD}.search.drafters.{i}.kind"}.get(
+                field, f"{FIELD}.search.drafters.{i}.{field}")
+            raise ScenarioError(where, message)
 
 
 def _check_schedule_policy(spec: PlanConfig, releases: dict[str, tuple[str, str | None]]) -> None:

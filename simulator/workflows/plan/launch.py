@@ -216,6 +216,10 @@ def _eagle_family(sc: dict, engine: str) -> tuple[list[str], list[str]]:
             notes.append("# EAGLE-3 head: put the repository of the planned head in place of HEAD_REPOSITORY")
             head_repo = "HEAD_REPOSITORY"
     tree = sp.get("kind") == "dynamic_tree"
+    if engine == "vllm" and sp.get("kind") == "tree":
+        return _vllm_static_tree(d["kind"], head_repo, int(sp.get("k", 2)), int(sp.get("depth", 4))), notes + [
+            "# vLLM 0.10.1-0.20.2 draft speculative_token_tree with the TREE_ATTN attention backend only: select it "
+            "(VLLM_ATTENTION_BACKEND=TREE_ATTN in 0.10.x, vllm/envs.py; --attention-backend TREE_ATTN in 0.20.x)"]
     if engine == "vllm":
         cfg = {"method": d["kind"], "num_speculative_tokens": int(sp.get("depth", gamma)) if tree else gamma}
         if head_repo:
@@ -229,6 +233,23 @@ def _eagle_family(sc: dict, engine: str) -> tuple[list[str], list[str]]:
         flags += ["--speculative-draft-model-path", head_repo]
     return flags + ["--speculative-num-steps", str(steps), "--speculative-eagle-topk", str(topk),
                     "--speculative-num-draft-tokens", str(tokens)], notes
+
+
+def vllm_kary_tree_paths(k: int, depth: int) -> list[tuple[int, ...]]:
+    """vLLM's speculative_token_tree of a kary tree: every path of child ranks 0..k-1 up to `depth` long, sorted
+    breadth-first as SpeculativeConfig.__post_init__ sorts it (key (len, path))."""
+    from itertools import product
+    return [path for level in range(1, depth + 1) for path in product(range(k), repeat=level)]
+
+
+def _vllm_static_tree(method: str, head_repo: str, k: int, depth: int) -> list[str]:
+    """--speculative-config of vLLM's static kary tree: num_speculative_tokens = the tree's draft tokens (the
+    proposer returns one draft per tree node, EagleProposer.propose: [batch_size, num_tree_tokens])."""
+    paths = vllm_kary_tree_paths(k, depth)
+    cfg = {"method": method, "num_speculative_tokens": len(paths), "speculative_token_tree": str(paths)}
+    if head_repo:
+        cfg["model"] = head_repo
+    return ["--speculative-config", json.dumps(cfg)]
 
 
 # vLLM's V0 draft-model releases (0.4.1 - 0.7.x: profiles.engine_time.draft_vocabulary.VLLM_V0_DRAFT) take the draft

@@ -76,18 +76,23 @@ class ScreenEstimate:
 
 
 CHAIN_ACCEPTANCE = ("constant", "positional")
-_KINDS: dict = {}
+_KINDS: dict = {}    # candidate shape -> (its scenario, its ReplicaKind)
+_STARTS: dict = {}   # (candidate shape, pool named) -> the run's start-up refusal of it, or None
 
 
 def replica_kind(c: Candidate, spec):
     """The candidate's ReplicaKind, from the one replica factory (simulator.cluster.factory) on the candidate's
     own scenario: any drafter/speculation shape the DES supports (trees, multi-draft, ranked or pair
     acceptance, expert parallelism under the plan's `moe` options) is priced exactly as the DES prices it.
-    Raises ScenarioError if the replica cannot exist. Memoized per candidate shape."""
+    Raises ScenarioError if the replica cannot exist, or if the confirming run would refuse to start it
+    (simulator.cluster.build.check_pool_starts: vLLM's KV cache must hold one request of max_model_len; the
+    screen ranked DeepSeek-V3 on vLLM 0.7.3, 163840 tokens, feasible where its run refused it). Memoized per
+    candidate shape, the refusal too. A disaggregated candidate's pools are this replica (the same hardware,
+    parallelism and scheduler), so the check is theirs, named for the prefill pool, which the run checks first."""
     import json
     from pathlib import Path
 
-    from simulator.cluster.build import Streams, pool_kind
+    from simulator.cluster.build import DISAGG, Streams, check_pool_starts, pool_kind
     from simulator.config.scenario import parse_scenario
 
     data = Colocated().scenario(c, spec, 0)
@@ -97,9 +102,21 @@ def replica_kind(c: Candidate, spec):
         data["workload"] = {"arrival": {"process": "poisson", "qps": 1.0},
                             "prompt_tokens": {"kind": "fixed", "value": 16},
                             "output_tokens": {"kind": "fixed", "value": 4}, "num_requests": 1}
-        _KINDS[key] = pool_kind(parse_scenario(data), None, "cluster", Streams.from_seed(0).acceptance_seed,
-                                Path.cwd())
-    return _KINDS[key]
+        scenario = parse_scenario(data)
+        _KINDS[key] = scenario, pool_kind(scenario, None, "cluster", Streams.from_seed(0).acceptance_seed, Path.cwd())
+    scenario, kind = _KINDS[key]
+    where = f"{DISAGG}.prefill" if c.deployment == Disaggregated.name else "cluster"
+    if (key, where) not in _STARTS:
+        try:
+            check_pool_starts(scenario, kind, where)
+        except ScenarioError as exc:
+            _STARTS[key, where] = exc
+        else:
+            _STARTS[key, where] = None
+    refusal = _STARTS[key, where]
+    if refusal is not None:
+        raise refusal.with_traceback(None)
+    return kind
 
 
 def requests_that_fit(kind, context_tokens: float) -> float:

@@ -200,8 +200,11 @@ BAD = {
                                      "drafter.head"),
     "eagle3_no_head_for_target": (dict(cluster={**LLAMA, "model": "vicuna-7b"}, drafter={"kind": "eagle3"}),
                                   "drafter.head"),
-    "eagle3_static_tree": (dict(cluster=LLAMA, drafter=EAGLE3, acceptance={"kind": "ranked", "accept_probs": [0.6]},
-                                speculation={"kind": "tree", "builder": "kary", "k": 2, "depth": 2}), "speculation.kind"),
+    # (a kary tree is vLLM's static speculative_token_tree, drafted from EAGLE-3 heads: tests/simulator/cost/
+    # test_eagle3_static_tree.py; a Sequoia tree no engine drafts from one)
+    "eagle3_sequoia_tree": (dict(cluster=LLAMA, drafter=EAGLE3, acceptance={"kind": "ranked", "accept_probs": [0.6]},
+                                 speculation={"kind": "tree", "builder": "sequoia", "depth": 2, "budget": 6}),
+                            "speculation.builder"),
     "eagle3_with_dp_attention": (dict(cluster={"hardware": "h100-sxm", "model": "qwen3-30b-a3b",
                                                "parallelism": {"ep": 8}},
                                       drafter={"kind": "eagle3", "head": {

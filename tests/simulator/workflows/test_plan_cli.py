@@ -428,6 +428,38 @@ def test_the_context_check_reads_the_release_the_candidates_run(tmp_path):
     assert "trtllm" in exc.value.message.lower() and "on h200" in exc.value.message, exc.value.message
 
 
+def test_the_screen_refuses_what_the_confirming_run_refuses_to_start(tmp_path):
+    """DeepSeek-V3 on vLLM 0.7.3, TP8 on one H200: its max_model_len (163840, yarn) needs more KV blocks than the
+    replica holds, so vLLM refuses to start (check_enough_kv_cache_memory) and so does the confirming run; the
+    screen, which never applied that check, ranked the candidate feasible. Screen and run now refuse it with one
+    reason, from one function (simulator.cluster.build.check_pool_starts)."""
+    import simulator
+    from simulator.errors import ScenarioError
+    from simulator.workflows.plan.config import enumerate_candidates, load_plan
+    from simulator.workflows.plan.screen import DEPLOYMENTS, screen, workload_means
+    plan = dict(models=["deepseek-v3"], hardware=[{"id": "h200"}], dtype="fp8_block", workload=SMALL,
+                search={"tp": [8], "replicas": [1]}, slo={"ttft_s": 600.0, "attainment": 0.5}, confirm_top=0,
+                engine={"framework": "vllm", "version": "0.7.3"})
+    spec, base = load_plan(write(tmp_path, **plan))
+    (cand,) = enumerate_candidates(spec, tuple(DEPLOYMENTS))
+    with pytest.raises(ScenarioError) as run_refusal:
+        simulator.prepare(DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed), base_dir=base)
+    refusal = str(run_refusal.value)
+    assert run_refusal.value.field == "cluster.max_model_len" and "check_enough_kv_cache_memory" in refusal
+    est = screen(cand, spec, workload_means(spec, base, spec.seed))
+    assert not est.feasible and est.reason == refusal.splitlines()[0]
+    # disaggregated (1 prefill + 1 decode replica): the run refuses the prefill pool first, and names it
+    spec, base = load_plan(write(tmp_path, **{**plan, "search": {"tp": [8], "replicas": [2],
+                                                                 "deployments": ["disaggregated"]}}))
+    (cand,) = [c for c in enumerate_candidates(spec, tuple(DEPLOYMENTS)) if c.deployment == "disaggregated"]
+    with pytest.raises(ScenarioError) as run_refusal:
+        simulator.prepare(DEPLOYMENTS[cand.deployment].scenario(cand, spec, spec.seed), base_dir=base)
+    refusal = str(run_refusal.value)
+    assert "(cluster.disaggregation.prefill) holds" in refusal, refusal
+    est = screen(cand, spec, workload_means(spec, base, spec.seed))
+    assert not est.feasible and est.reason == refusal.splitlines()[0]
+
+
 def test_a_model_no_candidate_release_loads_is_refused_without_a_version(tmp_path, capsys):
     """plan.engine {framework: sglang} names no version: every candidate runs the release SGLang's measured tables
     or newest entry give, which has no Jamba; each was screened out alone (exit 1, outputs written). Now refused
