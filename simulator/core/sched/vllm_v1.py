@@ -53,7 +53,8 @@ its first chunk's blocks, the uncached rest grows chunk by chunk, and the full b
 as they are allocated (`cache_blocks`; here `kv.cache_prompt`), so a request admitted later in the same step hits
 them; a preempted request's blocks go back to the free queue with their units cached. gpt-oss's sliding-window pool
 takes the window prefix cache under this scheduler even where no two requests share a prefix
-(simulator.cluster.build.kv_manager), so a preempted request hits its own blocks as in vLLM. Not modelled (named):
+(simulator.cluster.build.kv_manager; not with `shared_prefix_attention`, where it reserves prompts as named in
+simulator.core.kv.sliding_window), so a preempted request hits its own blocks as in vLLM. Not modelled (named):
 from vLLM 0.20 (not in 0.15.0) `scheduler_reserve_full_isl` (default True) admits a new request only if its whole
 prompt's blocks would fit (`allocate_slots(..., full_sequence_must_fit=True)`, still allocating per chunk), and 0.24+
 adds watermark / reserved blocks to that check; draftsim applies the 0.10 - 0.15 rule to every release.
