@@ -213,8 +213,9 @@ def test_a_waiting_request_whose_first_blocks_do_not_fit_stays_waiting_unpreempt
 
 
 def test_with_a_prefix_cache_a_prompt_is_admitted_when_its_hit_and_first_chunk_fit():
-    """vLLM's waiting loop (`Scheduler.schedule`, vllm/v1/core/sched/scheduler.py, read in the 0.10.2 and 0.33.0 wheels
-    2026-11-29) calls `KVCacheManager.allocate_slots(request, num_new_tokens, num_new_local_computed_tokens,
+    """vLLM's waiting loop (`Scheduler.schedule`, vllm/v1/core/sched/scheduler.py, read in the 0.10.2 wheel 2026-11-29;
+    the same through 0.15.0, while 0.20+ first checks the whole prompt by default: `scheduler_reserve_full_isl`, not
+    modelled, simulator.core.sched.vllm_v1) calls `KVCacheManager.allocate_slots(request, num_new_tokens, num_new_local_computed_tokens,
     new_computed_blocks, ...)`: it needs cdiv(computed + new, 16) blocks less the hit's, plus the hit's free cached
     ones (`get_num_blocks_to_allocate`), returns None (the request stays waiting) when they exceed the free blocks, and
     else caches the full blocks of the computed + scheduled tokens (`cache_blocks`). Preemption frees a request's
