@@ -56,8 +56,9 @@ takes the window prefix cache under this scheduler even where no two requests sh
 (simulator.cluster.build.kv_manager; not with `shared_prefix_attention`, where it reserves prompts as named in
 simulator.core.kv.sliding_window), so a preempted request hits its own blocks as in vLLM. Not modelled (named):
 from vLLM 0.20 (not in 0.15.0) `scheduler_reserve_full_isl` (default True) admits a new request only if its whole
-prompt's blocks would fit (`allocate_slots(..., full_sequence_must_fit=True)`, still allocating per chunk), and 0.24+
-adds watermark / reserved blocks to that check; draftsim applies the 0.10 - 0.15 rule to every release.
+prompt's blocks would fit (0.20: `KVCacheManager.can_fit_full_sequence` in `Scheduler.schedule`'s waiting loop; 0.21+:
+`allocate_slots(..., full_sequence_must_fit=True)`), still allocating per chunk, and 0.24+ adds watermark / reserved
+blocks to that check; draftsim applies the 0.10 - 0.15 rule to every release.
 """
 from __future__ import annotations
 
