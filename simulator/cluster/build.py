@@ -362,14 +362,19 @@ def kv_manager(scenario: Scenario, kind: ReplicaKind, blocks: int, state: Reques
         # the cache serves a preempted request its own blocks: modelled by reserving prompts (SlidingWindowPool);
         # where they share prefixes, the window groups' hits as vLLM's hybrid coordinator finds them
         # (simulator.core.kv.window_prefix_cache), where its units are KV blocks (window_cache_modelled)
+        # A scheduler that grows a prompt's blocks per chunk (vLLM V1) takes the window prefix cache where nothing is
+        # shared too: a request's own units, cached as allocated, are what it hits again after a preemption
         from simulator.core.kv.sliding_window import SlidingWindowPool
-        if not cfg.prefix_caching or nothing_shared(scenario):
+        from simulator.core.sched import SCHEDULERS
+        per_chunk = getattr(SCHEDULERS[(kind.scheduler or scenario.scheduler).kind], "allocates_per_chunk", False)
+        if not cfg.prefix_caching or (nothing_shared(scenario) and not (per_chunk and window_cache_modelled(scenario))):
             return SlidingWindowPool(state, kind.window_layout, reserve_prompts=cfg.prefix_caching)
         if window_cache_modelled(scenario):
             from simulator.core.kv.window_prefix_cache import WindowPrefixCache, WindowPrefixCachePool
             drop = block if kind.batch_rules.drop_hit_block else 0   # (vLLM V1 with an EAGLE-style drafter)
             lay = kind.window_layout
-            return WindowPrefixCachePool(state, lay, WindowPrefixCache(lay.total_blocks, block, block, table.prefixes,
+            prefixes = table.prefixes if table is not None else None
+            return WindowPrefixCachePool(state, lay, WindowPrefixCache(lay.total_blocks, block, block, prefixes,
                                                                        drop_tokens=drop, layout=lay))
     if not tiers or (not cfg.prefix_caching and cfg.host_memory_gib <= 0):
         return KV_LAYOUTS[cfg.layout.kind].pool(state, blocks, block, cfg.layout)

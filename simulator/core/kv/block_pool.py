@@ -84,6 +84,10 @@ class BlockPool:
         self.take(n)
         return True
 
+    def cache_prompt(self, r: int, tokens: int) -> None:
+        """r's first `tokens` prompt tokens are scheduled and their blocks grown: a prefix cache caches the full
+        units among them (simulator.core.kv.prefix_cache.PrefixCachePool); nothing here."""
+
     def take(self, n: int) -> None:
         """n blocks of the free pool go into use (a growth, a reservation)."""
         self.used_blocks += n

@@ -6,8 +6,8 @@ cache evicted from the GPU (LRU; a later hit loads them over the host link inste
 simulator.core.kv.prefix_cache); swapped-out requests take room first, evicting offloaded units.
 `HostTier` is the KV manager of a replica with host memory: it wraps the replica's GPU pool (a block pool
 or a prefix cache) and adds the swap: a decoding request preempted while its KV fits in host memory keeps
-it there and, re-admitted, resumes decoding with it instead of re-prefilling. With host memory a prompt's
-blocks are reserved at admission with every scheduler. Moving KV costs `io_s_per_token` (bytes of one
+it there and, re-admitted, resumes decoding with it instead of re-prefilling. A prompt's blocks come as the
+wrapped pool gives them (per chunk under vLLM V1's scheduler, else at admission). Moving KV costs `io_s_per_token` (bytes of one
 token's KV per GPU / the GPU's host-link bandwidth; every GPU of the replica moves its own shard over its
 own link, in parallel) plus `io_latency_s` per transfer, paid by the step that makes the copy
 (approximation: the step waits for it, no overlap with its compute).
@@ -78,14 +78,14 @@ class HostTier:
         swapped = self.memory.swapped.get(r)
         if swapped is not None:   # its KV comes back: nothing to compute
             return self.gpu.blocks_for(swapped), 0
-        return self.gpu.need(r)
+        return self.gpu.need(r, tokens)
 
     def hit_in_use_tokens(self, r: int) -> int:
         return 0 if r in self.memory.swapped else self.gpu.hit_in_use_tokens(r)
 
     def admit(self, r: int, reserve: bool = True) -> tuple[int, bool]:
         if r not in self.memory.swapped:
-            return self.gpu.admit(r, True)
+            return self.gpu.admit(r, reserve)
         tokens = self.memory.swap_in(r)
         need = int(self.gpu.blocks_for(tokens))
         self.gpu.take(need)

@@ -89,6 +89,7 @@ class PrefixCache:
     drop_tokens: int = 0                              # tokens of a hit computed again (module docstring)
     deferred: bool = False                            # SGLang: computed units cached by `insert`, not at admission
     computing: dict = field(default_factory=dict)     # (deferred) r -> [first unit not cached yet, their keys]
+    growing: dict = field(default_factory=dict)       # (per chunk) r -> its next prompt unit to cache (`cache_prompt`)
     refs: dict = field(default_factory=dict)          # cached unit in use -> requests referencing it
     queue: OrderedDict = field(default_factory=OrderedDict)  # free blocks, head first: unit key -> its blocks,
     held: dict = field(default_factory=dict)          # or ("free", n) -> blocks of a plain segment
@@ -155,7 +156,7 @@ class PrefixCache:
 
     def need_blocks(self, r: int, target_tokens: int, blocks: int) -> int:
         """Blocks r's admission takes from the free queue: its `blocks` minus those of units in use."""
-        memo_key = (r, target_tokens, self.version)
+        memo_key = (r, target_tokens, blocks, self.version)
         found = self._memo.get(memo_key)
         if found is None:
             if len(self._memo) > 4096:
@@ -223,8 +224,10 @@ class PrefixCache:
         return True
 
     # ---- a request's life ------------------------------------------------------------------------
-    def admit(self, r: int, target_tokens: int, blocks: int) -> Admission:
-        """Admit r, whose prompt (to compute) is `target_tokens` tokens in `blocks` blocks."""
+    def admit(self, r: int, target_tokens: int, blocks: int, reserve: bool = True) -> Admission:
+        """Admit r, whose prompt (to compute) is `target_tokens` tokens in `blocks` blocks. `reserve` False (vLLM
+        V1's allocate_slots, not with `deferred`): only its hit is taken now, no `blocks`; the blocks of its prompt's
+        chunks come with `grow` and their full units are cached by `cache_prompt` (module docstring)."""
         found = self._match(r, target_tokens)
         keys = self._keys(r)
         for k, where in found:
@@ -233,14 +236,17 @@ class PrefixCache:
         touched = sum(1 for _, where in found if where == "free") * self.unit_blocks
         loaded = [k for k, where in found if where == "host"]
         new = []
-        for j in range(len(found), target_tokens // self.unit_tokens):
+        per_chunk = not reserve and not self.deferred
+        for j in range(len(found), len(found) if per_chunk else target_tokens // self.unit_tokens):
             k = self.key(r, j, keys)
             if not self.deferred and (k in self.refs or k in self.queue):
                 break   # cached already (an earlier unit of this prompt was evicted): computed, kept private
             new.append(k)
         held = [k for k, _ in found] + new
         unit_blocks = len(held) * self.unit_blocks - self._copied_blocks(found)
-        private = blocks - unit_blocks
+        private = 0 if per_chunk else blocks - unit_blocks
+        if per_chunk:
+            self.growing[r] = len(found)
         fresh = (len(loaded) + len(new)) * self.unit_blocks + private
         for k in loaded:
             self.host.touch(k)
@@ -253,6 +259,37 @@ class PrefixCache:
         self.version += 1
         return Admission(self._served(len(found)), len(loaded) * self.unit_tokens, touched + fresh, private,
                          unit_blocks)
+
+    def cache_prompt(self, r: int, tokens: int, target_tokens: int) -> int:
+        """(per chunk) Cache the full units of r's prompt (of `target_tokens`) within its first `tokens` tokens that
+        it holds as private blocks (allocated by `grow` for its scheduled tokens), in prompt order, as vLLM's
+        allocate_slots caches the full blocks of the computed + scheduled tokens (`cache_blocks`) right after
+        allocating them: a request admitted later, even in the same step, hits them. A unit cached already (an
+        earlier unit of this prompt was evicted) stays private, and so do the units after it (as `admit`). Returns
+        the units cached (each `unit_blocks` of r's private blocks now those of a unit it references)."""
+        first = self.growing.get(r)
+        if first is None:
+            return 0
+        end = min(tokens, target_tokens) // self.unit_tokens
+        if end <= first:
+            return 0
+        keys, held, refs, queue = self._keys(r), self.held[r], self.refs, self.queue
+        n = 0
+        for j in range(first, end):
+            k = self.key(r, j, keys)
+            if k in refs or k in queue:
+                end = None
+                break
+            refs[k] = 1
+            held.append(k)
+            n += 1
+        if end is None or end >= target_tokens // self.unit_tokens:
+            del self.growing[r]
+        else:
+            self.growing[r] = end
+        if n:
+            self.version += 1
+        return n
 
     def insert(self, r: int, tokens: int) -> int:
         """(deferred) Cache the units r computed within its first `tokens` tokens, in prompt order, as SGLang's
@@ -289,6 +326,7 @@ class PrefixCache:
         computed are inserted first; those it had not computed yet are freed uncached."""
         before = self.free_blocks
         held = self.held.pop(r, [])
+        self.growing.pop(r, None)
         if r in self.computing:
             self.insert(r, ctx_tokens)
             entry = self.computing.pop(r, None)
@@ -339,8 +377,9 @@ class PrefixCache:
 class PrefixCachePool(BlockPool):
     """A block pool whose free blocks are `cache`'s free queue: admission reuses cached units (their
     blocks are counted once however many requests use them, `RequestState.unit_blocks`) and whatever
-    takes blocks evicts the least recently freed units. A prompt's blocks are reserved at admission with
-    every scheduler (the cache decides hits per request). `shared_attention`: decode steps read the units
+    takes blocks evicts the least recently freed units. A prompt's blocks are reserved at admission, except under a
+    scheduler that admits with `reserve=False` (vLLM V1): then admission takes the hit only, `grow` gives each
+    chunk's blocks and `cache_prompt` caches the full units among the scheduled tokens (vLLM's allocate_slots). `shared_attention`: decode steps read the units
     their requests share once (`StepPlan.shared`).
 
     Decode bulks (simulator.core.bulk) replay their growth and finishes through `take` and `free` in the
@@ -389,9 +428,17 @@ class PrefixCachePool(BlockPool):
         return any(r in computing and s.prefilled.item(r) >= s.prefill_target.item(r) for r in self._last_batch)
 
     def need(self, r: int, tokens: int | None = None) -> tuple[int, int]:
+        """(blocks admitting r takes from the free queue, prompt tokens it computes): for its whole prompt, or, given
+        `tokens` (the KV slots of its first chunk beyond its hit, vLLM V1), for its hit and that chunk, at most its
+        prompt plus the slots beyond it (as `WindowPrefixCache.need_blocks`: vLLM's get_num_blocks_to_allocate
+        counts the hit's free cached blocks and the new ones)."""
         self._insert_computed()
         target = int(self.s.prefill_target[r])
-        return self.cache.need_blocks(r, target, self.blocks_for(target)), target
+        if tokens is None or self.cache.deferred:
+            return self.cache.need_blocks(r, target, self.blocks_for(target)), target
+        served = self.cache.match_tokens(r, target)
+        total = min(served + int(tokens), max(target, int(tokens)))
+        return self.cache.need_blocks(r, target, int(self.blocks_for(total))), target
 
     def hit_in_use_tokens(self, r: int) -> int:
         """Tokens of r's cache hit that running requests hold (SGLang's PrefillAdder does not charge them:
@@ -405,7 +452,7 @@ class PrefixCachePool(BlockPool):
         self._insert_computed()
         s = self.s
         target = int(s.prefill_target[r])
-        got = self.cache.admit(r, target, int(self.blocks(r, target)))
+        got = self.cache.admit(r, target, int(self.blocks(r, target)), reserve)
         s.blocks[r], s.unit_blocks[r] = got.private_blocks, got.unit_blocks
         self.used_blocks += got.taken_blocks
         if s.preemptions[r] == 0:
@@ -419,6 +466,17 @@ class PrefixCachePool(BlockPool):
 
     def _private_need(self, ids, tokens):
         return self.blocks(ids, tokens) - self.s.unit_blocks[ids]
+
+    def cache_prompt(self, r: int, tokens: int) -> None:
+        """r's first `tokens` prompt tokens are scheduled (their blocks grown): its full units among them are cached
+        now (PrefixCache.cache_prompt), their blocks counted as the units' (`RequestState.unit_blocks`)."""
+        cache = self.cache
+        if r not in cache.growing:
+            return
+        n = cache.cache_prompt(r, tokens, int(self.s.prefill_target[r])) * cache.unit_blocks
+        if n:
+            self.s.blocks[r] -= n
+            self.s.unit_blocks[r] += n
 
     def take(self, n: int) -> None:
         self.cache.take(n)

@@ -45,12 +45,14 @@ request's own blocks, to itself: a request preempted mid-prompt (vLLM V1 preempt
 when a chunk's blocks do not fit) is admitted again at the cached length of its computed blocks, so its chunks
 are not computed twice (`KVCacheManager.get_computed_blocks`; for a sliding-window group
 `SlidingWindowManager.find_longest_cache_hit` matches the window's blocks before that length, which the
-preemption freed last). Approximation, named (as `simulator.core.kv.prefix_cache.PrefixCachePool` keeps it for
-the full-context pool): a request reserves the peak of its prompt (`WindowPageLayout.peak` over steps of the
+preemption freed last). Approximation, named, for the schedulers that reserve a prompt at admission: a request reserves the peak of its prompt (`WindowPageLayout.peak` over steps of the
 scheduler's budget) at admission and holds at least that until its prompt is computed, so it is admitted when
 its whole prompt fits instead of a chunk at a time, and its own chunks never preempt it; a request preempted
 all the same (other requests' decode blocks taking the pool) computes its prompt and output again (vLLM: a
-cache hit on its blocks while they are not evicted).
+cache hit on its blocks while they are not evicted). Under the vllm_v1 scheduler, which grows a prompt's blocks per
+chunk (simulator.core.sched.vllm_v1), simulator.cluster.build.kv_manager takes the window prefix cache instead (each
+request's units private to it, its own blocks hit again after a preemption), except with `shared_prefix_attention`
+(not modelled there), where this reservation stays.
 """
 from __future__ import annotations
 

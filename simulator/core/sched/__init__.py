@@ -96,6 +96,8 @@ class Scheduler(Protocol):
     # decode steps although not now (SGLang's reserve: sched.vllm); bulks of decode steps (Replica.bulk_ready)
     # step every running request, so they wait until it is True again. Absent: every decode-only step decodes
     # them all. Optional: `after_bulk(steps)`, told of every bulk applied (simulator.core.bulk.apply_bulk).
+    # Optional: `allocates_per_chunk = True` where a prompt's KV blocks come with its chunks, not at admission (the
+    # KV manager then caches its units as they are allocated: simulator.cluster.build.kv_manager).
     # Optional: `caps_decode_kv = True` where a decoding request's KV reaches at most max_model_len − 1 tokens
     # (BatchLimits.decode_kv_cap, set by simulator.cluster.build.batch_scheduler). Absent: context + q.
 

@@ -46,8 +46,19 @@ Approximations, named here:
   budget left is at most them (`input_budget` in `Scheduler.schedule`).
 - Parallel sampling (n sequences per request): a request counts n sequences against `max_num_seqs`,
   n·q decode tokens against the budget, and its blocks as simulator.core.kv.block_pool.BlockPool.blocks.
-- With a prefix cache or host tier (`cluster.kv_cache`) a request's prompt blocks are reserved at
-  admission, as in the other schedulers (simulator.core.kv decides hits and evictions per request).
+
+With a prefix cache or host tier (`cluster.kv_cache`) the same rules hold (`KVCacheManager.allocate_slots`, read in the
+0.10.2 and 0.33.0 wheels, 2026-11-29): a waiting request's hit (its computed blocks) is taken at admission together with
+its first chunk's blocks, the uncached rest grows chunk by chunk, and the full blocks of the scheduled tokens are cached
+as they are allocated (`cache_blocks`; here `kv.cache_prompt`), so a request admitted later in the same step hits
+them; a preempted request's blocks go back to the free queue with their units cached. gpt-oss's sliding-window pool
+takes the window prefix cache under this scheduler even where no two requests share a prefix
+(simulator.cluster.build.kv_manager; not with `shared_prefix_attention`, where it reserves prompts as named in
+simulator.core.kv.sliding_window), so a preempted request hits its own blocks as in vLLM. Not modelled (named):
+from vLLM 0.20 (not in 0.15.0) `scheduler_reserve_full_isl` (default True) admits a new request only if its whole
+prompt's blocks would fit (0.20: `KVCacheManager.can_fit_full_sequence` in `Scheduler.schedule`'s waiting loop; 0.21+:
+`allocate_slots(..., full_sequence_must_fit=True)`), still allocating per chunk, and 0.24+ adds watermark / reserved
+blocks to that check; draftsim applies the 0.10 - 0.15 rule to every release.
 """
 from __future__ import annotations
 
@@ -88,11 +99,14 @@ def _every_running_in_full(view, budget: int):
     chunk_kv = limits.with_lookahead(target, limits.kv_lookahead)   # (a prompt's rest: its tokens + lookahead)
     if not view.kv.grow(ids, np.where(decoding, view.decode_kv_tokens(s.ctx[ids]), chunk_kv)):
         return None
+    for r in ids[~decoding].tolist():   # (their prompts' rest is scheduled: its full units cached, rule 3)
+        view.kv.cache_prompt(r, int(s.prefill_target[r]))
     return ids, decoding, asks
 
 
 class VllmV1:
     caps_decode_kv = True   # near max_model_len (module docstring)
+    allocates_per_chunk = True   # a prompt's blocks come with its chunks, also with a prefix cache (rule 3)
 
     def __init__(self, limits: BatchLimits):
         self.limits = limits
@@ -157,6 +171,7 @@ class VllmV1:
             if decoding:
                 decode_ids.append(r)
             else:
+                view.kv.cache_prompt(r, int(s.prefilled[r]) + n)   # (rule 3: the scheduled blocks' full units)
                 prefills.add(view, r, n)
             budget -= n + slots
             i += 1
@@ -170,6 +185,7 @@ class VllmV1:
                 if not view.kv.grow(r, int(self.limits.with_lookahead(done + n, self.limits.admit_lookahead))):
                     view.unadmit_head(r)   # (vLLM: `if new_blocks is None: break`, nobody preempted)
                     break
+                view.kv.cache_prompt(r, done + n)
                 prefills.add(view, r, n)
                 budget -= n + slots
         return prefills.plan(view, decode_ids)

@@ -226,12 +226,20 @@ def test_prefix_caching_keeps_the_window_layout_where_requests_share_nothing():
     # every token: half the requests of vLLM's hybrid manager). Where no two requests share a prefix the cache
     # serves only a preempted request's own blocks: the window pool, reserving prompts. Shared prefixes get the
     # window's prefix cache (simulator.core.kv.window_prefix_cache: tests/simulator/core/test_window_prefix_cache.py).
+    # Under vllm_v1, which grows a prompt's blocks per chunk as vLLM does, the window's prefix cache serves those
+    # own blocks even where nothing is shared (its units private to each request).
     from simulator.core.kv.window_prefix_cache import WindowPrefixCachePool
     data = _long_gpt_oss()
     data["cluster"]["kv_cache"] = {"prefix_caching": True}
+    prepared = prepare(data)
+    pool = prepared.cluster.replicas[0].kv
+    assert isinstance(pool, WindowPrefixCachePool)
+    result = simulate(prepared, step_mode="step")
+    assert result.summary["requests_finished"] == 40
+    assert pool.used_blocks == 0 and pool.cache.free_blocks == pool.total_blocks and not pool.cache.refs
+    data["scheduler"]["kind"] = "vllm"   # a scheduler that reserves a prompt at admission
     pool = prepare(data).cluster.replicas[0].kv
     assert isinstance(pool, SlidingWindowPool) and pool.reserve_prompts
-    result = simulate(prepare(data), step_mode="step")
-    assert result.summary["requests_finished"] == 40
+    data["scheduler"]["kind"] = "vllm_v1"
     data["workload"]["shared_prefix"] = {"prompts": 2, "tokens": 256}
     assert isinstance(prepare(data).cluster.replicas[0].kv, WindowPrefixCachePool)

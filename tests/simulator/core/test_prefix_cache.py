@@ -214,6 +214,12 @@ def _modes_equal(sc: dict) -> simulator.api.Result:
                                                                "preemption": "swap"}}},
     {"cluster": {"gpu_memory_utilization": 0.215, "kv_cache": {"prefix_caching": True}}},
     {"scheduler": {"kind": "sarathi", "chunk_tokens": 512}},
+    # vLLM V1 growing prompts per chunk under the cache, preempting (a small pool), with and without a host tier
+    {"cluster": {"gpu_memory_utilization": 0.215, "kv_cache": {"prefix_caching": True}},
+     "scheduler": {"kind": "vllm_v1", "max_batched_tokens": 512}},
+    {"cluster": {"gpu_memory_utilization": 0.215, "kv_cache": {"prefix_caching": True, "host_memory_gib": 1.0,
+                                                               "preemption": "swap"}},
+     "scheduler": {"kind": "vllm_v1", "max_batched_tokens": 512}},
     # vLLM V1 with EAGLE-3: hits one block short, the request's own copy of it where the cached one is in use
     {"cluster": {"model": "llama-3.1-8b", "gpu_memory_utilization": 0.24, "max_model_len": 2048,
                  "engine": {"framework": "vllm", "version": "0.11.0"}},

@@ -210,3 +210,64 @@ def test_a_waiting_request_whose_first_blocks_do_not_fit_stays_waiting_unpreempt
     assert plan.prefill_ids == [0] and rep.running == [0] and list(rep.waiting) == [1]
     assert state.preemptions.tolist() == [0, 0] and np.isnan(state.admit_s[1]) and rep.prefilling == 1
     assert rep.kv.used_blocks == 2 and state.blocks.tolist() == [2, 0]
+
+
+def test_with_a_prefix_cache_a_prompt_is_admitted_when_its_hit_and_first_chunk_fit():
+    """vLLM's waiting loop (`Scheduler.schedule`, vllm/v1/core/sched/scheduler.py, read in the 0.10.2 wheel 2026-11-29;
+    the same through 0.15.0, while 0.20+ first checks the whole prompt by default: `scheduler_reserve_full_isl`, not
+    modelled, simulator.core.sched.vllm_v1) calls `KVCacheManager.allocate_slots(request, num_new_tokens, num_new_local_computed_tokens,
+    new_computed_blocks, ...)`: it needs cdiv(computed + new, 16) blocks less the hit's, plus the hit's free cached
+    ones (`get_num_blocks_to_allocate`), returns None (the request stays waiting) when they exceed the free blocks, and
+    else caches the full blocks of the computed + scheduled tokens (`cache_blocks`). Preemption frees a request's
+    blocks to the free queue, its units staying cached (`free`, block_pool.py)."""
+    from simulator.core.kv.prefix_cache import PrefixCache, PrefixCachePool
+    from simulator.core.prefixes import PrefixKeys
+    # A: 80 tokens (shared prefix S = units 1, 2; own 11, 12, 13), 4 out; B: 96 (S; own 21..24), 2 out. 7 blocks of 16
+    # tokens, a budget of 48 tokens.
+    table = RequestTable(np.zeros(2), np.array([80, 96]), np.array([4, 2]))
+    state = RequestState(table)
+    keys = PrefixKeys.from_lists([[1, 2, 11, 12, 13], [1, 2, 21, 22, 23, 24]], 16)
+    kv = PrefixCachePool(state, 7, 16, PrefixCache(7, 16, 16, keys), False)
+    limits = BatchLimits(8, 48, 512)
+    rep = Replica(0, state, VllmV1(limits), kv, limits, cost=SimpleNamespace(flops_scales=(1.0, 1.0)),
+                  acceptance=None, log=StepLog())
+    rep.waiting.extend(range(2))
+    walk = []
+    for _ in range(8):
+        plan = rep.plan_step(0.0)
+        walk.append((list(zip(plan.prefill_ids, plan.prefill_chunks)), plan.decode_ids.tolist(), kv.used_blocks,
+                     kv.hit_tokens, sorted(kv.cache.refs)))
+        _execute(rep, plan)
+    assert walk == [
+        ([(0, 48)], [], 3, 0, [1, 2, 11]),                 # A's first chunk: 3 blocks, its 3 full units cached
+        # A's rest (5 blocks); B hits S (in use: no block) and its first 16 tokens need 1 block of the 2 free, so it
+        # is admitted (its whole prompt, 6 blocks less S's 2, would not fit); its unit 21 cached as allocated
+        ([(0, 32), (1, 16)], [], 6, 32, [1, 2, 11, 12, 13, 21]),
+        # A's first decode takes the 7th block; B's next 47 tokens need 3 more: B, the newest, is preempted, its
+        # unit 21 back in the free queue, still cached
+        ([], [0], 6, 32, [1, 2, 11, 12, 13]),
+        # B would hit S and 21 (48 tokens) and need 6 blocks for 95 tokens: 3 new + 21's free one > 1 free: waits
+        ([], [0], 6, 32, [1, 2, 11, 12, 13]),
+        ([], [0], 6, 32, [1, 2, 11, 12, 13]),              # A's last token; it finishes, its units cached, free
+        ([(1, 48)], [], 6, 80, [1, 2, 21, 22, 23, 24]),    # B hits S and its own 21 (48 tokens), 3 new blocks
+        ([], [1], 7, 80, [1, 2, 21, 22, 23, 24]),          # B's decode: a 7th block, evicting A's unit 11
+        ([], [], 0, 80, []),
+    ]
+    assert state.preemptions.tolist() == [0, 1]
+    assert kv.cache.free_blocks == kv.total_blocks and not kv.cache.growing   # every block came back
+
+
+def test_a_request_preempted_mid_prompt_keeps_its_computed_units_cached():
+    """vLLM frees a preempted request's blocks into the free queue with their hashes (block_pool.py `free_blocks`):
+    re-admitted before they are evicted, it hits them instead of computing its chunks again."""
+    from simulator.core.kv.prefix_cache import PrefixCache, PrefixCachePool
+    table = RequestTable(np.zeros(1), np.array([64]), np.array([1]))
+    state = RequestState(table)
+    kv = PrefixCachePool(state, 8, 16, PrefixCache(8, 16, 16, None), False)
+    kv.admit(0, reserve=False)
+    assert kv.used_blocks == 0 and kv.grow(0, 32)
+    kv.cache_prompt(0, 32)
+    assert (kv.used_blocks, int(state.blocks[0]), int(state.unit_blocks[0])) == (2, 0, 2)
+    state.ctx[0] = 32
+    kv.preempt(0, decoding=False)
+    assert kv.used_blocks == 0 and kv.cached(0, 64) == 32
