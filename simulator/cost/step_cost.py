@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from models.opgraph import attention_ops, dense_ops, logits_ops
+from models.opgraph import attention_ops, decode_attention_ops, dense_ops, logits_ops, prefill_attention_ops
 from models.ops import ATTN_DECODE, ATTN_PREFILL, COLLECTIVE_KINDS
 from models.spec import ModelSpec
 from models.step import Parallelism, StepShape
@@ -304,13 +304,12 @@ class ForwardCost:
         return sums
 
     def _prefill_ops(self, tokens: int, seqs: int, attn_pairs: int) -> tuple:
-        return self._shared_ops(("prefill", tokens, seqs, attn_pairs), lambda: self._attention_ops(
-            StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)))
+        return self._shared_ops(("prefill", tokens, seqs, attn_pairs), lambda: prefill_attention_ops(
+            self.spec, tokens, seqs, attn_pairs, self.parallelism, self.dtype, self.kv_dtype))
 
     def _decode_ops(self, seqs: int, q: int, context_sum: int, tree: bool) -> tuple:
-        return self._shared_ops(("decode", seqs, q, context_sum, tree), lambda: self._attention_ops(
-            StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
-                      tree_attention=tree)))
+        return self._shared_ops(("decode", seqs, q, context_sum, tree), lambda: decode_attention_ops(
+            self.spec, seqs, q, context_sum, tree, self.parallelism, self.dtype, self.kv_dtype))
 
     def _attention_ops(self, shape: StepShape) -> list:
         return attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype)
