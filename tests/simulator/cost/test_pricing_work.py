@@ -2,10 +2,42 @@
 replaced (simulator.cost.step_cost): the same values to the last bit, not approximately."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from models.catalog import get_model
 from models.step import Parallelism
+from profiles.latency import power_limited_seconds
+from profiles.measured import load_measured
+from simulator.cost.step_cost import ForwardCost, _price
+
+
+@pytest.fixture(scope="module")
+def h100():
+    model = load_measured("h100-sxm", "bf16", "vllm")
+    assert model.power_limit is not None   # (the case this file is about: a dense pass priced at the limit)
+    return model
+
+
+def test_a_dense_pass_at_the_power_limit_looks_each_op_up_once(h100, monkeypatch):
+    # (it looked each op up twice: once to sum the pass, once more for the power limit's share)
+    looked_up = []
+    price = h100.op_seconds
+    monkeypatch.setattr(h100, "op_seconds", lambda op: looked_up.append(op) or price(op))
+    cost = ForwardCost(get_model("llama-3-8b"), Parallelism(1, 1), h100, "bf16")
+    ops = cost._dense_ops(2048, 1)
+    cost.dense(2048, 1)
+    assert looked_up == list(ops)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+@pytest.mark.parametrize("tokens, logits", [(1, 1), (37, 1), (600, 1), (2048, 1), (4096, 3), (64, 64), (9000, 0)])
+def test_a_dense_pass_at_the_power_limit_is_what_price_then_limit_gave(h100, tp, tokens, logits):
+    cost = ForwardCost(get_model("llama-3-8b"), Parallelism(tp, 1), h100, "bf16")
+    ops = cost._dense_ops(tokens, logits)
+    before = _price(h100, ops)   # the old form: the pass's sums, then its seconds at the limit
+    before[0] = power_limited_seconds(h100, ops)
+    assert np.array_equal(cost.dense(tokens, logits), before)   # bit-identical
 
 
 def test_ops_built_without_the_named_tuples_new_are_the_same_ops():
