@@ -36,7 +36,7 @@ from __future__ import annotations
 from models.moe_routing import EpLoad, uniform_remote_copies_per_token
 from models.opgraph_hybrid import state_dense_ops, state_step_ops
 from models.ops import (ACTIVATION, ALLREDUCE, ALLTOALL, ATTN_DECODE, ATTN_PREFILL, ATTN_SHARED, EMBEDDING, GEMM,
-                        MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, Op)
+                        MOE_ROUTER, NORM, P2P, ROPE, SAMPLING, Op, op_of)
 from models.spec import (ModelSpec, activation_bytes, dense_weight_dtype, dtype_bytes, kv_cache_dtype,
                          kv_heads_per_gpu, validate_parallelism, vocab_weight_dtype)
 from models.step import Parallelism, StepShape
@@ -384,8 +384,8 @@ def _prefill_op(c: _AttentionConstants, t: float, seqs: float, pairs: float, cou
     dims = (("attn_pairs", float(pairs)),) + c.prefill_dims + (("q_tokens", float(t)), ("seqs", float(seqs)))
     if window is not None:   # (dims stay sorted by name)
         dims = tuple(sorted(dims + (("prefix_per_seq", float(window[1])), ("window", float(window[0])))))
-    return Op(ATTN_PREFILL, name, c.prefill_flops_per_pair * pairs,
-              t * c.prefill_qo_bytes_per_token + keys * c.prefill_kv_bytes_per_key, count, dims)
+    return op_of(ATTN_PREFILL, name, c.prefill_flops_per_pair * pairs,
+                 t * c.prefill_qo_bytes_per_token + keys * c.prefill_kv_bytes_per_key, count, dims)
 
 
 def _decode_op(c: _AttentionConstants, seqs: float, q: int, ctx: float, tree: bool, count: int, name: str,
@@ -395,8 +395,8 @@ def _decode_op(c: _AttentionConstants, seqs: float, q: int, ctx: float, tree: bo
     queries = seqs * q
     dims = (("ctx_per_seq", ctx / seqs),) + c.decode_dims + (
         ("q_per_seq", float(q)), ("seqs", float(seqs)), ("tree", 1.0 if tree else 0.0))
-    return Op(ATTN_DECODE, name, c.decode_flops_per_pair * pairs,
-              queries * c.decode_qo_bytes_per_token + (ctx + queries) * c.decode_kv_bytes_per_key, count, dims)
+    return op_of(ATTN_DECODE, name, c.decode_flops_per_pair * pairs,
+                 queries * c.decode_qo_bytes_per_token + (ctx + queries) * c.decode_kv_bytes_per_key, count, dims)
 
 
 def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: str = "bf16",
@@ -428,61 +428,106 @@ def attention_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: st
     """
     c = _constants(spec, par, dtype, kv_dtype)
     validate_expert_parallelism(spec, par)
-    dp = par.attention_dp
-    swa, window = spec.sliding_window_layers, float(spec.sliding_window)
-    full = c.layers - swa
     ops: list[Op] = []
-    t = shape.prefill_tokens
-    if t > 0:
-        seqs = shape.prefill_seqs
-        pairs = shape.prefill_attn_pairs
-        if seqs <= 0 or pairs < t:
-            raise ValueError(f"step shape: prefill_tokens={t} needs prefill_seqs >= 1 and "
-                             f"prefill_attn_pairs >= prefill_tokens (got {seqs}, {pairs})")
-        if dp > 1:
-            t, seqs, pairs = t / dp, seqs / dp, pairs / dp
-        if full:
-            ops.append(_prefill_op(c, t, seqs, pairs, full, "attn_prefill"))
-        if swa:
-            chunk = t / seqs
-            prefix = max(0.0, (pairs / seqs - chunk * (chunk + 1.0) * 0.5) / chunk)
-            ops.append(_prefill_op(c, t, seqs, seqs * window_pairs(prefix, chunk, window), swa,
-                                   "attn_prefill_window", (window, prefix)))
-    seqs = shape.decode_seqs
-    if seqs > 0:
-        q = shape.query_tokens_per_seq
-        ctx = shape.decode_context_tokens
-        shared = shape.shared_context_tokens
-        if q < 1 or ctx < 0 or not 0 <= shared <= ctx:
-            raise ValueError(f"step shape: query_tokens_per_seq must be >= 1, decode_context_tokens >= 0 and "
-                             f"shared_context_tokens in 0..decode_context_tokens (got {q}, {ctx}, {shared})")
-        tree = shape.tree_attention
-        unique_prefix, sharers = shape.shared_prefix_tokens, shape.shared_prefix_seqs
-        if shared and not 0 < unique_prefix <= shared or shared and not 0 < sharers <= shape.decode_seqs:
-            raise ValueError(f"step shape: shared_context_tokens={shared} needs shared_prefix_tokens in 1.."
-                             f"{shared} and shared_prefix_seqs in 1..decode_seqs (got {unique_prefix}, {sharers})")
-        if dp > 1:
-            seqs, ctx, shared = seqs / dp, ctx / dp, shared / dp
-            unique_prefix, sharers = unique_prefix / dp, sharers / dp
-        if full:
-            ops.append(_decode_op(c, seqs, q, ctx - shared, tree, full, "attn_decode"))
-            if shared > 0:
-                # The sharers' queries against the distinct shared tokens; a shared token is read by
-                # shared/unique_prefix requests on average, the queries of one prefix matmul.
-                queries = sharers * q
-                groups = sharers * unique_prefix / shared
-                dims = (("attn_pairs", float(q * shared)),) + c.decode_dims + (
-                    ("keys", float(unique_prefix)), ("q_tokens", float(queries)), ("seqs", float(groups)))
-                ops.append(Op(ATTN_SHARED, "attn_shared_prefix", c.decode_flops_per_pair * q * shared,
-                              queries * c.decode_qo_bytes_per_token + unique_prefix * c.decode_kv_bytes_per_key,
-                              full, dims))
-        if swa:
-            mean = ctx / seqs
-            pairs = seqs * (q * min(mean, window) + q * q if tree else window_pairs(mean, q, window))
-            ops.append(_decode_op(c, seqs, q, seqs * min(mean, window), tree, swa, "attn_decode_window", pairs))
+    if shape.prefill_tokens > 0:
+        _prefill_attention(c, spec, par, shape.prefill_tokens, shape.prefill_seqs, shape.prefill_attn_pairs, ops)
+    if shape.decode_seqs > 0:
+        _decode_attention(c, spec, par, shape.decode_seqs, shape.query_tokens_per_seq, shape.decode_context_tokens,
+                          shape.tree_attention, ops, shape.shared_context_tokens, shape.shared_prefix_tokens,
+                          shape.shared_prefix_seqs)
     if spec.num_state_layers:
         ops += state_step_ops(spec, shape, par, dtype)
     return ops
+
+
+def prefill_attention_ops(spec: ModelSpec, tokens: int, seqs: int, attn_pairs: int, par: Parallelism,
+                          dtype: str = "bf16", kv_dtype: str | None = None) -> list[Op]:
+    """`attention_ops` of a prefill-only pass (`tokens` prompt tokens in `seqs` chunks, `attn_pairs` pairs), the
+    same ops, without building its StepShape (a frozen dataclass of eleven fields: most of what building a
+    plain model's list cost; the DES builds one list per new prompt length)."""
+    if spec.num_state_layers:   # (the state layers' ops read the shape)
+        return attention_ops(spec, StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs),
+                             par, dtype, kv_dtype)
+    c = _constants(spec, par, dtype, kv_dtype)
+    validate_expert_parallelism(spec, par)
+    ops: list[Op] = []
+    if tokens > 0:
+        _prefill_attention(c, spec, par, tokens, seqs, attn_pairs, ops)
+    return ops
+
+
+def decode_attention_ops(spec: ModelSpec, seqs: int, q: int, context_tokens: int, tree: bool, par: Parallelism,
+                         dtype: str = "bf16", kv_dtype: str | None = None) -> list[Op]:
+    """`attention_ops` of a decode-only pass (`seqs` requests of `q` query tokens each over `context_tokens`
+    cached tokens in all, under a tree mask when `tree`; no shared prefix), the same ops, without building its
+    StepShape (see `prefill_attention_ops`; the DES builds one list per decode-step grid row it prices)."""
+    if spec.num_state_layers:
+        return attention_ops(spec, StepShape(decode_seqs=seqs, query_tokens_per_seq=q,
+                                             decode_context_tokens=context_tokens, tree_attention=tree),
+                             par, dtype, kv_dtype)
+    c = _constants(spec, par, dtype, kv_dtype)
+    validate_expert_parallelism(spec, par)
+    ops: list[Op] = []
+    if seqs > 0:
+        _decode_attention(c, spec, par, seqs, q, context_tokens, tree, ops)
+    return ops
+
+
+def _prefill_attention(c: _AttentionConstants, spec: ModelSpec, par: Parallelism, t, seqs, pairs,
+                       ops: list[Op]) -> None:
+    """The ATTN_PREFILL ops of `t` > 0 prompt tokens in `seqs` chunks with `pairs` pairs, appended to `ops`
+    (`attention_ops`)."""
+    dp = par.attention_dp
+    swa, window = spec.sliding_window_layers, float(spec.sliding_window)
+    full = c.layers - swa
+    if seqs <= 0 or pairs < t:
+        raise ValueError(f"step shape: prefill_tokens={t} needs prefill_seqs >= 1 and "
+                         f"prefill_attn_pairs >= prefill_tokens (got {seqs}, {pairs})")
+    if dp > 1:
+        t, seqs, pairs = t / dp, seqs / dp, pairs / dp
+    if full:
+        ops.append(_prefill_op(c, t, seqs, pairs, full, "attn_prefill"))
+    if swa:
+        chunk = t / seqs
+        prefix = max(0.0, (pairs / seqs - chunk * (chunk + 1.0) * 0.5) / chunk)
+        ops.append(_prefill_op(c, t, seqs, seqs * window_pairs(prefix, chunk, window), swa,
+                               "attn_prefill_window", (window, prefix)))
+
+
+def _decode_attention(c: _AttentionConstants, spec: ModelSpec, par: Parallelism, seqs, q, ctx, tree: bool,
+                      ops: list[Op], shared=0, unique_prefix=0, sharers=0) -> None:
+    """The ATTN_DECODE (and ATTN_SHARED) ops of `seqs` > 0 decode requests, appended to `ops` (`attention_ops`;
+    `shared`, `unique_prefix`, `sharers`: the shape's shared_context_tokens, shared_prefix_tokens and
+    shared_prefix_seqs)."""
+    dp = par.attention_dp
+    swa, window = spec.sliding_window_layers, float(spec.sliding_window)
+    full = c.layers - swa
+    decode_seqs = seqs
+    if q < 1 or ctx < 0 or not 0 <= shared <= ctx:
+        raise ValueError(f"step shape: query_tokens_per_seq must be >= 1, decode_context_tokens >= 0 and "
+                         f"shared_context_tokens in 0..decode_context_tokens (got {q}, {ctx}, {shared})")
+    if shared and not 0 < unique_prefix <= shared or shared and not 0 < sharers <= decode_seqs:
+        raise ValueError(f"step shape: shared_context_tokens={shared} needs shared_prefix_tokens in 1.."
+                         f"{shared} and shared_prefix_seqs in 1..decode_seqs (got {unique_prefix}, {sharers})")
+    if dp > 1:
+        seqs, ctx, shared = seqs / dp, ctx / dp, shared / dp
+        unique_prefix, sharers = unique_prefix / dp, sharers / dp
+    if full:
+        ops.append(_decode_op(c, seqs, q, ctx - shared, tree, full, "attn_decode"))
+        if shared > 0:
+            # The sharers' queries against the distinct shared tokens; a shared token is read by
+            # shared/unique_prefix requests on average, the queries of one prefix matmul.
+            queries = sharers * q
+            groups = sharers * unique_prefix / shared
+            dims = (("attn_pairs", float(q * shared)),) + c.decode_dims + (
+                ("keys", float(unique_prefix)), ("q_tokens", float(queries)), ("seqs", float(groups)))
+            ops.append(Op(ATTN_SHARED, "attn_shared_prefix", c.decode_flops_per_pair * q * shared,
+                          queries * c.decode_qo_bytes_per_token + unique_prefix * c.decode_kv_bytes_per_key,
+                          full, dims))
+    if swa:
+        mean = ctx / seqs
+        pairs = seqs * (q * min(mean, window) + q * q if tree else window_pairs(mean, q, window))
+        ops.append(_decode_op(c, seqs, q, seqs * min(mean, window), tree, swa, "attn_decode_window", pairs))
 
 
 def step_ops(spec: ModelSpec, shape: StepShape, par: Parallelism, dtype: str = "bf16",

@@ -58,4 +58,15 @@ class Op(NamedTuple):
 
     @staticmethod
     def make(kind: str, name: str, flops: float, bytes_: float, count: int = 1, **dims: float) -> "Op":
-        return Op(kind, name, float(flops), float(bytes_), int(count), tuple(sorted(dims.items())))
+        return _tuple_new(Op, (kind, name, float(flops), float(bytes_), int(count), tuple(sorted(dims.items()))))
+
+
+_tuple_new = tuple.__new__
+
+
+def op_of(kind: str, name: str, flops: float, bytes_: float, count: int, dims: tuple[tuple[str, float], ...]) -> Op:
+    """`Op(kind, name, flops, bytes_, count, dims)`, the same tuple, built without the named tuple's generated
+    `__new__` (a Python function that only passes its arguments on to `tuple.__new__`: about a third of
+    building an op, and the op graph builds one per op of every new step shape). All six fields given, in
+    order; `dims` sorted by name (as `make` sorts them)."""
+    return _tuple_new(Op, (kind, name, flops, bytes_, count, dims))

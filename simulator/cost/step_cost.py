@@ -30,12 +30,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from models.opgraph import attention_ops, dense_ops, logits_ops
+from models.opgraph import attention_ops, decode_attention_ops, dense_ops, logits_ops, prefill_attention_ops
 from models.ops import ATTN_DECODE, ATTN_PREFILL, COLLECTIVE_KINDS
 from models.spec import ModelSpec
 from models.step import Parallelism, StepShape
 from profiles.engine_time.model import EngineTime, PassLayout, one_step
-from profiles.latency import LatencyModel, power_limited_seconds
+from profiles.latency import LatencyModel
 from simulator.cost.op_lists import SHARED_OP_LISTS
 from simulator.cost.step_table import BatchContextTable, SecondsRows
 
@@ -119,6 +119,20 @@ def _price(latency: LatencyModel, ops, start: tuple[float, float, float] = (0.0,
         flops += op.count * op.flops
         nbytes += op.count * op.bytes
     return np.array([seconds, flops, nbytes])
+
+
+def _price_limited(latency: LatencyModel, limit, ops) -> np.ndarray:
+    """`_price` of a pass's dense ops with their seconds run back to back at the board's power limit `limit`
+    (profiles.measured.power_limit.PowerLimit, the latency model's `power_limit`): what `_price` then
+    `power_limited_seconds` gave (the same FLOPs and bytes sums in list order, the same limited seconds), with
+    each op looked up once instead of twice (the second lookup only read the latency model's memo)."""
+    flops = nbytes = 0.0
+    priced = []
+    for op in ops:
+        priced.append((op, latency.op_seconds(op)))
+        flops += op.count * op.flops
+        nbytes += op.count * op.bytes
+    return np.array([limit.seconds(priced)[0], flops, nbytes])
 
 
 class LazyGrid:
@@ -304,13 +318,12 @@ class ForwardCost:
         return sums
 
     def _prefill_ops(self, tokens: int, seqs: int, attn_pairs: int) -> tuple:
-        return self._shared_ops(("prefill", tokens, seqs, attn_pairs), lambda: self._attention_ops(
-            StepShape(prefill_tokens=tokens, prefill_seqs=seqs, prefill_attn_pairs=attn_pairs)))
+        return self._shared_ops(("prefill", tokens, seqs, attn_pairs), lambda: prefill_attention_ops(
+            self.spec, tokens, seqs, attn_pairs, self.parallelism, self.dtype, self.kv_dtype))
 
     def _decode_ops(self, seqs: int, q: int, context_sum: int, tree: bool) -> tuple:
-        return self._shared_ops(("decode", seqs, q, context_sum, tree), lambda: self._attention_ops(
-            StepShape(decode_seqs=seqs, query_tokens_per_seq=q, decode_context_tokens=context_sum,
-                      tree_attention=tree)))
+        return self._shared_ops(("decode", seqs, q, context_sum, tree), lambda: decode_attention_ops(
+            self.spec, seqs, q, context_sum, tree, self.parallelism, self.dtype, self.kv_dtype))
 
     def _attention_ops(self, shape: StepShape) -> list:
         return attention_ops(self.spec, shape, self.parallelism, self.dtype, self.kv_dtype)
@@ -329,10 +342,11 @@ class ForwardCost:
                 cost = _price(self.latency, self._logits_ops(logits_tokens), self._before_logits(num_tokens))
             else:
                 ops = self._dense_ops(num_tokens, logits_tokens)
-                cost = _price(self.latency, ops)
-                limited = power_limited_seconds(self.latency, ops)
-                if limited is not None:  # run back to back at the board's power limit (measured GPUs)
-                    cost[SECONDS] = limited
+                limit = getattr(self.latency, "power_limit", None)
+                if limit is None:
+                    cost = _price(self.latency, ops)
+                else:  # run back to back at the board's power limit (measured GPUs): the ops priced once, for both
+                    cost = _price_limited(self.latency, limit, ops)
             if num_tokens:
                 cost[SECONDS] += self.latency.host_overhead_s(self.spec.num_layers, num_tokens)
             self._dense[key] = cost

@@ -22,7 +22,7 @@ def test_a_run_is_the_same_whatever_the_process_priced_before(monkeypatch):
     """Both caches the runs of a process share: op prices (here) and op lists (simulator.cost.op_lists)."""
     calls = {"gemm": 0, "decode": 0, "dense ops": 0, "attention ops": 0}
     gemm, decode = MeasuredLatencyModel._gemm, MeasuredLatencyModel._decode
-    dense_ops, attention_ops = step_cost.dense_ops, step_cost.attention_ops
+    dense_ops = step_cost.dense_ops
 
     def counted(name, build):
         def count(*args, **kwargs):
@@ -31,7 +31,9 @@ def test_a_run_is_the_same_whatever_the_process_priced_before(monkeypatch):
         return count
 
     monkeypatch.setattr(step_cost, "dense_ops", counted("dense ops", dense_ops))
-    monkeypatch.setattr(step_cost, "attention_ops", counted("attention ops", attention_ops))
+    for builder in ("attention_ops", "prefill_attention_ops", "decode_attention_ops"):   # (the step shape's, a
+        # prefill pass's and a decode pass's attention lists)
+        monkeypatch.setattr(step_cost, builder, counted("attention ops", getattr(step_cost, builder)))
     monkeypatch.setattr(MeasuredLatencyModel, "_gemm", counted("gemm", gemm))
     monkeypatch.setattr(MeasuredLatencyModel, "_decode", counted("decode", decode))
     measured_model.SHARED_PRICES.clear()
