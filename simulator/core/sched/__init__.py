@@ -96,6 +96,9 @@ class Scheduler(Protocol):
     # decode steps although not now (SGLang's reserve: sched.vllm); bulks of decode steps (Replica.bulk_ready)
     # step every running request, so they wait until it is True again. Absent: every decode-only step decodes
     # them all. Optional: `after_bulk(steps)`, told of every bulk applied (simulator.core.bulk.apply_bulk).
+    # Optional: `reuses_head_verdict = True` where `plan(view, now_s, head_ok=True)` skips its first check of
+    # the waiting head, which the caller has just made with `admissible(view, admission_room(view))`
+    # (Replica.bulk_ready, nothing mid-prefill) and found true. Absent: plan(view, now_s) checks it again.
     # Optional: `caps_decode_kv = True` where a decoding request's KV reaches at most max_model_len − 1 tokens
     # (BatchLimits.decode_kv_cap, set by simulator.cluster.build.batch_scheduler). Absent: context + q.
 
