@@ -2,9 +2,16 @@
 Outputs stay the bulk mode's and the step mode's alike (sim_helpers.assert_bulk_equals_step)."""
 from __future__ import annotations
 
+import math
+from collections import deque
+
+import numpy as np
+import pytest
+
 import simulator
 import simulator.core.sched.vllm as vllm
 from sim_helpers import assert_bulk_equals_step, scenario
+from simulator.core.timeline import OwnArrivals
 
 
 def _head_checks(data, monkeypatch) -> tuple[int, object]:
@@ -31,3 +38,29 @@ def test_an_admissible_head_is_checked_once(monkeypatch):
     assert admitted == 60 and (result.steps.prefill_seqs > 0).sum() > 30   # (prefill steps into running batches)
     assert checks == admitted, (checks, admitted)
     assert_bulk_equals_step(data)
+
+
+@pytest.mark.parametrize("now_s, taken, pos", [
+    (0.5, [], 0),            # nothing arrived yet
+    (1.0, [10], 1),          # one arrival, exactly at the boundary (seen by the step formed there)
+    (1.5, [10], 1),          # one arrival before the boundary, the next after it
+    (2.0, [10, 11, 12], 3),  # several: two at the same instant
+    (9.0, [10, 11, 12, 13], 4),   # every one (the last read against the sentinel, the end of what is known)
+])
+def test_take_moves_what_arrived(now_s, taken, pos):
+    """`OwnArrivals.take` (its one-arrival branch and its search) moves exactly the requests that arrived by now."""
+    arrivals = OwnArrivals(np.array([10, 11, 12, 13]), np.array([1.0, 2.0, 2.0, 3.0]), until_s=math.inf)
+    waiting = deque()
+    arrivals.take(waiting, now_s)
+    assert list(waiting) == taken and arrivals.pos == pos
+    arrivals.take(waiting, now_s)   # (again at the same instant: nothing more)
+    assert list(waiting) == taken and arrivals.pos == pos
+
+
+def test_take_stops_at_the_window_end():
+    """With arrivals known up to `until_s` (a distributed window), the one-arrival branch reads the sentinel."""
+    arrivals = OwnArrivals(np.array([10, 11]), np.array([1.0, 2.0]), until_s=4.0)
+    waiting = deque()
+    arrivals.take(waiting, 1.0)
+    arrivals.take(waiting, 3.0)
+    assert list(waiting) == [10, 11] and arrivals.pos == 2 and arrivals.next_s() == 4.0
