@@ -64,3 +64,26 @@ def test_take_stops_at_the_window_end():
     arrivals.take(waiting, 1.0)
     arrivals.take(waiting, 3.0)
     assert list(waiting) == [10, 11] and arrivals.pos == 2 and arrivals.next_s() == 4.0
+
+
+@pytest.mark.parametrize("drafter", [{"kind": "none"},
+                                     {"kind": "draft_model", "model": "llama-68m", "gamma": 4}])
+def test_the_clock_is_a_python_float(drafter, monkeypatch):
+    """A step's costs are Python floats (simulator.cost.step_cost.Cost.of), so the replica's clock after a prefill
+    step is one and a bulk's scan sums its boundaries in Python floats. Before, the clock became a NumPy scalar
+    at the first priced step and every boundary of every later bulk was a NumPy scalar operation (the same
+    values; outputs unchanged, sim_helpers.assert_bulk_equals_step)."""
+    import simulator.core.timeline as timeline
+    seen = []
+    original = timeline.plan_bulk
+
+    def recording(rep, now_s, *args, **kwargs):
+        plan = original(rep, now_s, *args, **kwargs)
+        seen.append((type(now_s), type(rep.last_step_s)) + ((type(plan.bounds_s[-1]),) if plan is not None else ()))
+        return plan
+    monkeypatch.setattr(timeline, "plan_bulk", recording)
+    data = scenario(workload={"num_requests": 40}, drafter=drafter)
+    simulator.run(data, step_mode="bulk")
+    assert len(seen) > 20 and {t for types in seen for t in types} == {float}
+    monkeypatch.undo()
+    assert_bulk_equals_step(data)
