@@ -567,8 +567,10 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     table = prof.table
     n, chunk = 0, _SCAN_CHUNK
     step_s = rep.last_step_s
-    key_seqs = key_lo = -1   # the grid rows in hand (consecutive steps mostly share them)
-    per_seq = 1
+    # The grid rows in hand (consecutive steps mostly share them): those of batch `key_seqs` around grid cell
+    # `lo` <= x < `hi` (floats; lo == hi: none). Testing x against the cell costs no int() per step.
+    key_seqs, per_seq = -1, 1
+    lo = hi = 0.0
     while n < n_max:
         if stop_s < math.inf and step_s > 0:
             chunk = _steps_within(stop_s - t, step_s)
@@ -580,13 +582,14 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
                 stopped = True
                 break
             if seqs != key_seqs:
-                key_seqs, key_lo, per_seq = seqs, -1, grid * seqs
+                key_seqs, per_seq, hi = seqs, grid * seqs, lo
             x = ctx / per_seq
-            lo = int(x)
-            if lo != key_lo:
-                d_lo, t_lo, d_hi, t_hi = rows[seqs, lo]
-                key_lo = lo
-            w = x - lo
+            if not lo <= x < hi:
+                cell = int(x)
+                d_lo, t_lo, d_hi, t_hi = rows[seqs, cell]
+                lo = float(cell)
+                hi = lo + 1.0
+            w = x - lo   # (x − int(x): lo is that int, exactly)
             u = 1.0 - w
             t = t + ((d_lo * u + d_hi * w) + (t_lo * u + t_hi * w))
             append(t)

@@ -50,6 +50,10 @@ class Replica:
         # the plain block pool and one sequence per request: schedulers may read the pool's rule inline
         self.plain_kv = type(kv) is BlockPool and not self.multi_sample
         self._bulk_rule = None   # `bulk_ready`'s rule of the setup, read at its first call
+        # `bulk_ready` found the waiting head admissible: the step planned next, at once and at this boundary,
+        # admits it, and a scheduler that `reuses_head_verdict` does not check it again (`plan_step`)
+        self.head_verdict = False
+        self._tells_verdict = getattr(scheduler, "reuses_head_verdict", False)
 
     @property
     def parallel_safe(self) -> bool:
@@ -170,7 +174,11 @@ class Replica:
 
     # ---- one step --------------------------------------------------------------------------------------
     def plan_step(self, now_s: float) -> StepPlan:
-        plan = self.scheduler.plan(self, now_s)
+        if self.head_verdict:   # (set by `bulk_ready` just before: nothing changed in between)
+            self.head_verdict = False
+            plan = self.scheduler.plan(self, now_s, head_ok=True)
+        else:
+            plan = self.scheduler.plan(self, now_s)
         plan.queued, plan.running = len(self.waiting), len(self.running)
         if self.policy is not None and len(plan.decode_ids):
             plan.counts = self.policy.counts(self, plan.decode_ids, plan.queued)
@@ -256,7 +264,12 @@ class Replica:
             every = self._bulk_rule = self._bulk_rule_of_setup()
         if every is not True and (every is False or not every(self)):
             return False
-        return not self.head_admissible()
+        if self.head_admissible():
+            # the scheduler's first admission check in the next step would repeat this one (its arguments are
+            # the same: admission_room, no prompt in the step yet, nothing mid-prefill): it is told instead
+            self.head_verdict = self._tells_verdict
+            return False
+        return True
 
     def _bulk_rule_of_setup(self):
         """What `bulk_ready` reads of the replica's setup (fixed once it runs): False when its policy, KV

@@ -56,8 +56,13 @@ class OwnArrivals:
         """Move the requests that arrived by `now_s` into `waiting` (an arrival at exactly a step
         boundary is seen by the step formed there)."""
         pos = self.pos
-        if self.times[pos] <= now_s:
-            end = min(bisect_right(self.times, now_s, pos), len(self.ids))
+        times = self.times
+        if times[pos] <= now_s:
+            if pos < len(self.ids) and times[pos + 1] > now_s:   # one arrival (the common case): no search
+                waiting.append(self.ids[pos])
+                self.pos = pos + 1
+                return
+            end = min(bisect_right(times, now_s, pos), len(self.ids))
             waiting.extend(self.ids[pos:end])
             self.pos = end
 

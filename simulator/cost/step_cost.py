@@ -75,6 +75,14 @@ class Cost:
     engine_s: float = 0.0   # the part of `seconds` that is the serving engine's per-step time (target only)
     kv_io_s: float = 0.0    # the part of `seconds` spent moving KV to or from host memory (target only)
 
+    @staticmethod
+    def of(row: np.ndarray) -> "Cost":
+        """The cost in a priced row (seconds, flops, bytes[, engine seconds[, KV copy seconds]]), as Python floats:
+        a step's end time is its start plus these seconds, and a NumPy scalar there would make the clock one, and
+        every later sum on it a NumPy scalar operation (a bulk's scan of step boundaries: several times slower);
+        the values are the same floats."""
+        return Cost(*row.tolist())
+
     def with_kv_io(self, seconds: float) -> "Cost":
         """This cost plus `seconds` of KV copies to or from the host (simulator.core.kv.host_tier)."""
         return Cost(self.seconds + seconds, self.flops, self.bytes, self.engine_s, self.kv_io_s + seconds)
@@ -480,10 +488,10 @@ class StepCostModel:
             d, t = np.array([[d.seconds, d.flops, d.bytes]]), np.array([[t.seconds, t.flops, t.bytes, t.engine_s]])
             t = self.with_shared_prefix(d, t, decode_seqs, np.array([decode_context_tokens]), [shared],
                                         prefill_tokens, prefill_seqs)
-            return StepCost(Cost(*d[0]), Cost(*t[0]))
+            return StepCost(Cost.of(d[0]), Cost.of(t[0]))
         if prefill_tokens == 0:
             d, t = self.decode_steps(decode_seqs, np.array([decode_context_tokens]))
-            return StepCost(Cost(*d[0]), Cost(*t[0]))
+            return StepCost(Cost.of(d[0]), Cost.of(t[0]))
         if decode_seqs == 0:  # prefill-only steps repeat (one prompt of a given length): memoized
             key = (prefill_tokens, prefill_seqs, prefill_attn_pairs)
             costs = self._prefill_steps.get(key)
@@ -534,7 +542,7 @@ class StepCostModel:
             if decode_seqs:
                 draft = self._expose(draft[None, :], target[None, :])[0]
         target = self.with_engine(draft[None, :], target[None, :], prefill_tokens, prefill_seqs, decode_seqs)[0]
-        return StepCost(Cost(*draft), Cost(*target))
+        return StepCost(Cost.of(draft), Cost.of(target))
 
     def _vllm_draft(self, prefill_tokens: int, prefill_seqs: int, prefill_attn_pairs: int, decode_seqs: int,
                     decode_context_tokens: int) -> np.ndarray:

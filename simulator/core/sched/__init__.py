@@ -98,6 +98,9 @@ class Scheduler(Protocol):
     # them all. Optional: `after_bulk(steps)`, told of every bulk applied (simulator.core.bulk.apply_bulk).
     # Optional: `allocates_per_chunk = True` where a prompt's KV blocks come with its chunks, not at admission (the
     # KV manager then caches its units as they are allocated: simulator.cluster.build.kv_manager).
+    # Optional: `reuses_head_verdict = True` where `plan(view, now_s, head_ok=True)` skips its first check of
+    # the waiting head, which the caller has just made with `admissible(view, admission_room(view))`
+    # (Replica.bulk_ready, nothing mid-prefill) and found true. Absent: plan(view, now_s) checks it again.
     # Optional: `caps_decode_kv = True` where a decoding request's KV reaches at most max_model_len − 1 tokens
     # (BatchLimits.decode_kv_cap, set by simulator.cluster.build.batch_scheduler). Absent: context + q.
 

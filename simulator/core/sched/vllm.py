@@ -30,6 +30,10 @@ from simulator.core.sched.sglang_reserve import NewTokenRatio
 
 
 class Vllm:
+    # plan(..., head_ok=True): the caller has just found the waiting head admissible with `admissible(view,
+    # admission_room(view))` (Replica.bulk_ready), nothing mid-prefill: the first admission check is not repeated
+    reuses_head_verdict = True
+
     def __init__(self, limits: BatchLimits):
         self.limits = limits
         rule = limits.output_reserve
@@ -38,7 +42,7 @@ class Vllm:
         if self.reserve is not None:   # (read by Replica.bulk_ready: simulator.core.sched.Scheduler)
             self.decodes_every_running = self._bulk_allowed
 
-    def plan(self, view, now_s: float) -> StepPlan:
+    def plan(self, view, now_s: float, head_ok: bool = False) -> StepPlan:
         if self.queue_order is not None:   # (SchedulePolicy.calc_priority: queue_order's docstring)
             self.queue_order.order(view)
         prefills = Prefills()
@@ -56,8 +60,10 @@ class Vllm:
         if reserve is not None and not view.running:
             reserve.reset()
         most, admitted = limits.prefill_requests, 0
-        while (most is None or admitted < most) \
-                and admissible(view, room if prefills.ids else max(room, 1), 0 if chunking else len(prefills.ids)):
+        known = head_ok   # (the first check's outcome, from the caller: `reuses_head_verdict`)
+        while (most is None or admitted < most) and (known or admissible(
+                view, room if prefills.ids else max(room, 1), 0 if chunking else len(prefills.ids))):
+            known = False
             if chunking and prefills.ids and self._too_long_behind(view, prefills):
                 break
             if reserve is not None and not reserve.admits(view, prefills):

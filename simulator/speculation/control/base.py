@@ -97,4 +97,4 @@ class ControlPolicy:
             draft = c.exposed_draft(draft[None, :], target[None, :])[0]
         # Engine time at the full shape's pass layout (approximation: it hardly depends on the counts).
         target = c.with_engine(draft[None, :], target[None, :], prefill, len(plan.prefill_ids), len(ids))[0]
-        return StepCost(Cost(*draft), Cost(*target))
+        return StepCost(Cost.of(draft), Cost.of(target))

@@ -96,4 +96,4 @@ class Pearl(ControlPolicy):
         exposed = draft.copy()
         exposed[0] = max(draft[0] - target[0], 0.0)   # the step lasts max(draft, verify)
         target = c.with_engine(exposed[None, :], target[None, :], 0, 0, len(ids))[0]
-        return StepCost(Cost(*exposed), Cost(*target))
+        return StepCost(Cost.of(exposed), Cost.of(target))
