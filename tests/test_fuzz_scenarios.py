@@ -14,8 +14,31 @@ on SGLang from 0.5.15 and vLLM from 0.25.0; a share of them has one field replac
 wrong type, an unknown name, a value strict mode refuses: a number in text, an integer as a float) to exercise the
 bad-input paths.
 
-CI runs a fixed, derandomized set of 150 (plus the explicit examples that once crashed). A longer run, whose
-counts the README reports (printed with -s)::
+Two halves. `scenarios` draws any combination: mostly refused (by the rules of the combinations drawn at random,
+and the junk), it found the crashes below. `runnable` derives each field from the draws before it (a target the
+drafter suits, the shapes and releases its engine drafts, acceptance and policy that fit, a layout that fits),
+so that the combination runs and is checked for the run invariants; it is drawn per focus (RUNNABLE_FOCI: each
+drafter kind on a chain, each shape other than a chain, each rule family), since hypothesis draws a derandomized
+set in clusters around a few first choices and a focus drawn from one list went undrawn (mtp, in 150); every
+focus must run at least once, and with 150 or more in one process every kind of the table must have run.
+
+CI runs a fixed, derandomized set of 150: 75 of `scenarios` (plus the explicit examples that once crashed) and 3
+of `runnable` for each of the 22 foci. Before (2026-11-29, the code of 9611d2f, 150 of `scenarios` alone): 18 of
+159 ran, 141 refused; 13.3 s wall, 5.7 s user on 2 cores shared with other jobs. Now: 89 of 150 ran with their
+invariants intact, 61 refused in one line; 26-39 s wall, 14-15 s user (a run costs a few refusals), printed with
+-s -n 0 as ran / refused per kind:
+
+    drafter: cascade 4/1, draft_model 14/3, eagle3 9/1, head 15/3, layer_skip 4/10, mtp 3/12, ngram 6/4,
+             none 18/10, sparse_kv 10/12, suffix 6/5
+    shape: chain 59/41, tree 6/6, dynamic_tree 3/0, multidraft 3/4
+    scheduler: vllm 46/15, sarathi 8/13, vllm_v1 27/12, the release default 8/21
+    framework: vllm 54/25, sglang 14/17, trtllm 16/15
+    rule: engine release 36/23, allow_long_context 7/11, SGLang queue policy 3/0, max_model_len 15/26,
+          config.json model 14/9, heterogeneous_vocab 3/0, engine draft-length policy 8/1, MXFP4 MoE kernel 3/0,
+          MTP draft length / LM head 3/6, EAGLE-3 head of another vocabulary/width 6/0, n-gram lookup window 3/0,
+          draft model of another vocabulary 3/1
+
+A longer run, whose counts the README reports (printed with -s)::
 
     DRAFTSIM_FUZZ_EXAMPLES=2000 python3 -m pytest -q -s -n 0 tests/test_fuzz_scenarios.py -p no:cacheprovider
 """
@@ -44,8 +67,9 @@ from simulator.cli import main
 EXAMPLES = int(os.environ.get("DRAFTSIM_FUZZ_EXAMPLES", "150"))
 OUTCOMES: collections.Counter = collections.Counter()   # "ran" / "refused"; printed at the end (pytest -s -n 0)
 REFUSED_FIELDS: collections.Counter = collections.Counter()   # the field each refusal named (pytest -s -n 0)
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=list(HealthCheck))
+KINDS: collections.Counter = collections.Counter()   # (kind, "ran" / "refused") by _kinds (pytest -s -n 0)
+FUZZ = settings(max_examples=EXAMPLES // 2, deadline=None, derandomize=True, database=None,
+                suppress_health_check=list(HealthCheck))   # (the other half: RUNNABLE, over RUNNABLE_FOCI)
 
 SMALL_MODELS = ["llama-68m", "qwama-0.5b", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "llama-3-8b", "llama-2-7b"]
 ALL_MODELS = list_models()
@@ -464,10 +488,283 @@ def newest_rules(draw, data: dict) -> dict:
     return data
 
 
+# ---- the runnable half: each field derived from the draws before it, so that the combination is one the
+# simulator and the engine named accept (the run invariants are what these exercise; the refusals of the rules are
+# drawn by `scenarios`, junk among them, and newest_rules). Its draws keep within what the rules allow as read in
+# their refusals, so a refusal here is worth reading (a rule that refuses what it should run, or a draw to fix).
+MEASURED_GPUS = ["h100-sxm", "h200", "a100-80gb", "b200", "l40s", "h800"]   # (measured kernel tables of each)
+# target → draft models of its own vocabulary, no larger than it (drafter.model)
+SAME_VOCAB_DRAFTS = {"llama-3-8b": ["qwama-0.5b", "llama-3.2-1b"], "llama-2-7b": ["llama-68m"],
+                     "qwen2.5-coder-1.5b": ["qwen2.5-coder-0.5b"]}
+# the frameworks that have a drafter kind, where not all three (profiles.engine_time.support: suffix decoding is vLLM's
+# only; SGLang refuses the layer_skip and sparse_kv drafters as layer-skipping self-speculation)
+FRAMEWORKS_OF = {"suffix": ["vllm"], "layer_skip": ["vllm", "trtllm"], "sparse_kv": ["vllm", "trtllm"]}
+# the engines' own draft-length rules (policy kinds gated by framework and release: profiles.engine_time.support);
+# TensorRT-LLM reads draft_len_schedule keys as batch-size bounds from 1.3.0rc7, so runnable() names no older release
+ENGINE_POLICIES = {"vllm": {"kind": "vllm_dynamic", "schedule": [[1, 4, 2], [5, 4096, 1]]},
+                   "trtllm": {"kind": "trtllm_schedule", "draft_len_schedule": {4: 2, 16: 1}},
+                   "sglang": {"kind": "sglang_adaptive"}}
+ENGINE_POLICY_KINDS = [policy["kind"] for policy in ENGINE_POLICIES.values()]
+# (framework, drafter kind) that draft each shape other than a chain (profiles.engine_time.tree_shapes): SGLang
+# EAGLE-2's tree only; vLLM no dynamic tree, multi-draft from draft models and heads (its static trees, 0.10.1 to
+# 0.20.2, from EAGLE heads only with as many children per node of a level: left to `scenarios`); EAGLE-3 a chain
+# or EAGLE-2's tree
+TREE_DRAFTERS = {"tree": [("trtllm", "draft_model"), ("trtllm", "head")],
+                 "dynamic_tree": [("sglang", "eagle3"), ("sglang", "draft_model"), ("sglang", "head"),
+                                  ("trtllm", "draft_model"), ("trtllm", "head"), ("trtllm", "eagle3")],
+                 "multidraft": [("vllm", "draft_model"), ("vllm", "head"), ("trtllm", "draft_model"),
+                                ("trtllm", "head")]}
+DRAFTER_KINDS = ["none", "draft_model", "head", "layer_skip", "ngram", "sparse_kv", "eagle3", "mtp", "suffix",
+                 "cascade"]
+
+
+@st.composite
+def runnable_drafters(draw, kind: str, framework: str, shape_kind: str,
+                      inline_head: bool = False) -> tuple[dict, object]:
+    """(drafter of `kind` with gamma >= 1 as `framework` runs it, its target model; `inline_head`: an EAGLE-3 head
+    given inline, of another vocabulary size or with an embedding of its own)."""
+    gamma = draw(st.integers(1, 5))
+    if kind == "none":
+        return {"kind": "none"}, draw(st.sampled_from(SMALL_MODELS))
+    if kind == "draft_model":
+        target = draw(st.sampled_from(sorted(SAME_VOCAB_DRAFTS)))
+        drafter = {"kind": "draft_model", "model": draw(st.sampled_from(SAME_VOCAB_DRAFTS[target])), "gamma": gamma}
+        # (vLLM V1's DraftModelProposer pass layout: colocated, policy fixed)
+        drafter.update(draw(st.sampled_from([{}, {"placement": "separate"}, {"placement": "cpu"},
+                                             *([{"passes": "vllm"}] if framework == "vllm" else [])])))
+        return drafter, target
+    if kind == "head":
+        # (SGLang has no Medusa-style parallel heads: profiles.engine_time.support)
+        style = draw(st.sampled_from(["autoregressive", "parallel", "sequential", "rnn"])) if framework != "sglang" \
+            else "autoregressive"
+        per_pass = draw(st.sampled_from([1, 2])) if style == "autoregressive" and shape_kind == "chain" else 1
+        # (Falcon's semi-autoregressive head drafts one fixed chain)
+        return ({"kind": "head", "style": style, "gamma": gamma, "layers": draw(st.sampled_from([1, 2])),
+                 "tokens_per_pass": per_pass}, draw(st.sampled_from(SMALL_MODELS[1:])))
+    if kind == "layer_skip":
+        return ({"kind": "layer_skip", "gamma": gamma, "layers_fraction": draw(st.floats(0.2, 0.8))},
+                draw(st.sampled_from(SMALL_MODELS[1:])))
+    if kind == "ngram":   # (SGLang's NGRAM trie is priced on real sessions only: acceptance sessions)
+        return {"kind": "ngram", "gamma": gamma}, draw(st.sampled_from(SMALL_MODELS[1:])) if framework != "sglang" \
+            else "qwen2.5-coder-0.5b"
+    if kind == "sparse_kv":
+        return ({"kind": "sparse_kv", "gamma": gamma, "kv_budget": draw(st.sampled_from([64, 512, 2048]))},
+                draw(st.sampled_from(SMALL_MODELS[1:])))
+    if kind == "eagle3":
+        target = "llama-3.1-8b" if inline_head else draw(st.sampled_from(EAGLE3_TARGETS[:2]))
+        # (inline heads of another vocabulary size, or an embedding of their own: vLLM from 0.11.1, SGLang and
+        # TensorRT-LLM serve them: profiles.engine_time.eagle3_embedding)
+        others = [{**_E3_HEAD, "vocab_size": 32000}, {**_E3_HEAD, "shares_embedding": False}] \
+            if target == "llama-3.1-8b" else []
+        head = draw(st.sampled_from(others if inline_head else [None, f"{target}-eagle3", *others]))
+        return {"kind": "eagle3", "gamma": gamma, **({"head": head} if head else {})}, target
+    if kind == "mtp":
+        modules = draw(st.sampled_from([1, 1, 2, 3]))
+        return {"kind": "mtp", "gamma": modules * draw(st.integers(1, 2))}, _small_v3(modules)
+    if kind == "suffix":
+        return {"kind": "suffix", "gamma": draw(st.integers(1, 32))}, "qwen2.5-coder-0.5b"
+    stages = draw(st.lists(st.sampled_from([{"tokens": 2}, {"tokens": 1, "model": "qwama-0.5b"},
+                                            {"tokens": 2, "model": "self", "kv_budget": 64}]), min_size=1, max_size=2))
+    return {"kind": "cascade", "stages": stages}, "llama-3-8b"
+
+
+def _runnable_speculation(draw, drafter: dict, target, framework: str, shape_kind: str) -> dict:
+    """Shape (of `shape_kind`), acceptance and policy that suit `drafter` on `target` served by `framework`."""
+    kind = drafter["kind"]
+    if kind == "none":
+        return {}
+    if kind == "suffix":
+        return {"speculation": {"kind": "chain"}, "acceptance": draw(sessions_acceptances), "policy": {"kind": "fixed"}}
+    shape = {"kind": shape_kind}   # (SGLang's tree: its budget is depth + 1 at top_k 1)
+    top_k, depth = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    if shape["kind"] == "dynamic_tree":
+        eagle = framework == "sglang" or kind == "eagle3"
+        shape = {"kind": "dynamic_tree", "builder": "eagle2" if eagle else draw(st.sampled_from(["eagle2", "top_n"])),
+                 "top_k": top_k, "depth": depth,
+                 "budget": draw(st.integers(depth + 1, max(depth + 1, min(16, 1 + top_k + (depth - 1) * top_k ** 2)))),
+                 "per_context": False if eagle else draw(st.booleans())}
+    elif shape["kind"] == "tree":
+        shape = {"kind": "tree", "builder": draw(st.sampled_from(["kary", "medusa", "sequoia"])),
+                 "k": draw(st.integers(1, 3)), "depth": depth, "budget": draw(st.integers(depth, 24))}
+    elif shape["kind"] == "multidraft":
+        shape = {"kind": "multidraft", "n": draw(st.integers(2, 3)),
+                 "scheme": draw(st.sampled_from(["rrs", "rrs_wor", "kseq", "naive", "optimal", "optimal_wor"]))}
+    tree = shape["kind"] != "chain"
+    models = {"draft_model": "draft", "layer_skip": "skip", "ngram": "ngram"}
+    if kind == "ngram" and target == "qwen2.5-coder-0.5b" and framework != "trtllm" and \
+            (framework == "sglang" or draw(st.booleans())):   # (TensorRT-LLM's NGram pool is not modelled on sessions)
+        acceptance = draw(sessions_acceptances)
+    elif kind in models and target == "qwen2.5-coder-1.5b" and framework == "vllm" and draw(st.integers(0, 3)) == 3:
+        # (a quarter: a trace's n-gram walks cost a second or two a run)
+        acceptance = {"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": models[kind],
+                      "mode": "greedy" if tree or kind == "ngram" else draw(st.sampled_from(["greedy", "sample"]))}
+    elif tree:   # (a pair's exact tree acceptance sums over the draft prefixes: a small vocabulary)
+        acceptance = draw(acceptances.filter(lambda a: a["kind"] in ("ranked", "pair", "contexts")))
+        if acceptance["kind"] == "pair":
+            acceptance["vocab"] = min(acceptance["vocab"], 8)
+    else:
+        acceptance = draw(acceptances.filter(lambda a: a["kind"] not in ("sessions", "trace")))
+    policy = {"kind": "fixed"}
+    # (a cascade runs its stages as one chain, a semi-autoregressive head one fixed chain)
+    adaptive = shape["kind"] == "chain" and kind != "cascade" and drafter.get("tokens_per_pass", 1) == 1 and \
+        "passes" not in drafter
+    if adaptive and draw(st.integers(0, 2)) == 2:   # the engine's own draft-length rule
+        policy = _engine_policy(drafter, framework)
+    elif adaptive and draw(st.booleans()):
+        policy = draw(policies.filter(lambda p: p["kind"] not in ENGINE_POLICY_KINDS))
+        if policy["kind"] == "specreason":   # (it reads step-level acceptance)
+            acceptance = {"kind": "step_level", "accept": draw(st.floats(0, 1))}
+    return {"speculation": shape, "acceptance": acceptance, "policy": policy}
+
+
+@st.composite
+def runnable(draw, focus: str) -> dict:
+    """A scenario meant to run, of `focus` (RUNNABLE_FOCI): a drafter kind on a chain, a shape other than a chain
+    with a drafter and engine that draft it (TREE_DRAFTERS), or a rule family (FOCUSED_RULES: they set a model and
+    drafter of their own; ADDED_RULES: over a chain of any drafter); each with a target it suits, its acceptance and
+    policy, a measured GPU, a layout that fits, a release of the framework, a small workload (a run costs little),
+    and now and then a context rule or an engine's draft-length policy over it."""
+    shape_kind = focus if focus in TREE_DRAFTERS else "chain"
+    if shape_kind != "chain":
+        framework, kind = draw(st.sampled_from(TREE_DRAFTERS[shape_kind]))
+    else:
+        kind = focus if focus in DRAFTER_KINDS else FOCUSED_RULES[focus][0] if focus in FOCUSED_RULES else \
+            draw(st.sampled_from(ADDED_RULES[focus][0]))
+        framework = draw(st.sampled_from(FRAMEWORKS_OF.get(kind, ["vllm", "sglang", "trtllm"])))
+    drafter, target = draw(runnable_drafters(kind, framework, shape_kind, inline_head=focus == "eagle3_head"))
+    spec = {"drafter": drafter, **_runnable_speculation(draw, drafter, target, framework, shape_kind)}
+    cluster = {"hardware": draw(st.sampled_from(MEASURED_GPUS)), "model": target,
+               "dtype": draw(st.sampled_from(["bf16", "bf16", "fp16"])),
+               "latency": {"source": draw(st.sampled_from(["auto", "roofline"])), "framework": framework},
+               "kv_cache": draw(st.sampled_from([{}, {}, {"prefix_caching": True}])),
+               "replicas": draw(st.integers(1, 2)),
+               "parallelism": {"tp": draw(st.sampled_from([1, 1, 2])), "pp": 1, "ep": 1}}
+    if draw(st.integers(0, 2)):
+        # (no Medusa-style heads in vLLM from 0.33.0)
+        medusa = drafter.get("style", "autoregressive") != "autoregressive"
+        schedule = spec.get("policy") == ENGINE_POLICIES["trtllm"]
+        versions = [v for v in RELEASES[framework][-3:] if not (v == "0.33.0" and medusa or v == "1.2.1" and schedule)]
+        cluster["engine"] = {"framework": framework, **({"version": draw(st.sampled_from(versions))}
+                                                       if draw(st.integers(0, 3)) else {})}
+    cluster["router"] = draw(st.sampled_from(["round_robin", "least_outstanding", "join_shortest_queue"]))
+    # (SGLang turns mixed chunked prefill off with speculation, or decodes without drafts in mixed steps from 0.5.19:
+    # profiles.engine_time.support)
+    mixed = framework != "sglang" or drafter["kind"] == "none"
+    schedulers_for = ["vllm", "sarathi", "vllm_v1"] if mixed else ["vllm"]
+    arrival = draw(arrivals)
+    data = {"name": "fuzz", "seed": draw(st.integers(0, 2**16)),
+            "workload": {"arrival": arrival,
+                         "prompt_tokens": {"kind": "uniform", "low": draw(st.integers(1, 128)), "high": 256},
+                         "output_tokens": {"kind": "uniform", "low": 1, "high": draw(st.integers(1, 24))},
+                         "num_requests": draw(st.integers(1, 6))},
+            "cluster": cluster, **spec,
+            "scheduler": {"kind": draw(st.sampled_from(schedulers_for)), "max_batch_size": 64,
+                          "max_batched_tokens": 2048, "chunk_tokens": 512, "block_size": 16},
+            "slo": {"ttft_s": 1.0, "tpot_s": 0.05}, "outputs": {"plots": False}}
+    if focus in FOCUSED_RULES and FOCUSED_RULES[focus][1]:
+        FOCUSED_RULES[focus][1](draw, data)
+    added = focus if focus in ADDED_RULES else draw(st.sampled_from([None, None, None, *sorted(ADDED_RULES)]))
+    if added:
+        ADDED_RULES[added][1](draw, data)
+    return data
+
+
+def _plain(data: dict, model, framework: str, version: str | None) -> dict:
+    """`data` decoding plainly on `model` with `framework` at `version` (None: the tables' own); its cluster."""
+    for key in ("drafter", "speculation", "acceptance", "policy"):
+        data.pop(key, None)
+    cluster = data["cluster"]
+    cluster.update(model=model, latency={**cluster["latency"], "framework": framework},
+                   engine={"framework": framework, **({"version": version} if version else {})})
+    return cluster
+
+
+def _short_context(draw, data):   # a context shorter than the prompts (workload.context_overflow)
+    data["cluster"]["max_model_len"] = draw(st.sampled_from([256, 512]))
+    data["workload"]["context_overflow"] = draw(st.sampled_from(["drop", "truncate"]))
+
+
+def _long_context(draw, data):   # a context past the model's, served with allow_long_context (context_length)
+    cluster = data["cluster"]
+    cluster["engine"] = {**cluster.get("engine", {}), "framework": cluster["latency"]["framework"],
+                         "allow_long_context": True}
+    cluster["max_model_len"] = load_model(cluster["model"]).max_position_embeddings + 256
+
+
+def _queue_policy(draw, data):   # SGLang's queue policy (queue_defaults)
+    cluster = _plain(data, draw(st.sampled_from(SMALL_MODELS)), "sglang", draw(st.sampled_from([None, "0.5.23"])))
+    cluster["engine"]["schedule_policy"] = draw(st.sampled_from(["fcfs", "lpm", "lof"]))   # (random: not modelled)
+    data["scheduler"]["kind"] = "vllm"
+
+
+def _draft_length_policy(draw, data):   # the engines' own draft-length rules, on a chain
+    framework = data["cluster"]["latency"]["framework"]
+    drafter = data.get("drafter", {"kind": "none"})
+    if drafter["kind"] in ("none", "suffix", "cascade") or data.get("speculation", {}).get("kind") != "chain" \
+            or drafter.get("tokens_per_pass", 1) > 1 or "passes" in drafter:
+        return
+    data["policy"] = _engine_policy(drafter, framework)
+
+
+def _other_vocabulary(draw, data):   # a draft model of another vocabulary (draft_vocabulary), vLLM from 0.25.0
+    _plain(data, "llama-3-8b", "vllm", draw(st.sampled_from(["0.25.0", "0.33.0"])))
+    data.update(drafter={"kind": "draft_model", "model": "smollm2-135m", "gamma": draw(st.integers(1, 4)),
+                         "heterogeneous_vocab": True},
+                speculation={"kind": "chain"}, acceptance={"kind": "constant", "alpha": draw(st.floats(0, 1))})
+
+
+def _ngram_window(draw, data):   # n-gram lookup windows, policy proposed (vLLM's ragged verification)
+    _plain(data, "qwen2.5-coder-1.5b", "vllm", draw(st.sampled_from([None, "0.15.0", "0.33.0"])))
+    lo = draw(st.integers(1, 4))
+    data.update(drafter={"kind": "ngram", "gamma": draw(st.integers(1, 6)), "prompt_lookup_min": lo,
+                         "prompt_lookup_max": lo + draw(st.integers(0, 3))},
+                speculation={"kind": "chain"}, policy={"kind": "fixed"},
+                acceptance={"kind": "constant", "alpha": draw(st.floats(0, 1))})
+    if draw(st.integers(0, 3)) == 1:   # (proposed reads the trace's proposals; its n-gram walks cost seconds a run)
+        data.update(policy={"kind": "proposed"},
+                    acceptance={"kind": "trace", "trace": "qwen2.5-coder-1.5b-0.5b", "drafter": "ngram",
+                                "mode": "greedy"})
+
+
+def _mxfp4(draw, data):   # the MXFP4 MoE kernel of a gpt-oss (mxfp4_moe)
+    cluster = _plain(data, "gpt-oss-20b", "vllm", draw(st.sampled_from(["0.11.0", "0.15.0", "0.24.0"])))
+    cluster.update(hardware=draw(st.sampled_from(["h100-sxm", "h200", "b200"])), dtype="mxfp4")
+
+
+def _sliding_window(draw, data):   # a config.json with sliding windows (sliding_window_served)
+    _plain(data, WINDOWED[0], "vllm", draw(st.sampled_from([None, "0.15.0", "0.33.0"])))
+    data["cluster"].pop("dtype", None)
+
+
+def _engine_policy(drafter: dict, framework: str) -> dict:
+    """The engine's own draft-length rule for `drafter` (SGLang's default adaptive slots reach 7 draft steps:
+    drafter.gamma raised to 7)."""
+    if framework == "sglang":
+        drafter["gamma"] = max(drafter["gamma"], 7)
+    return copy.deepcopy(ENGINE_POLICIES[framework])
+
+
+# rule families drawn into a runnable scenario, each setting what its rule needs to run: name -> (the drafter kind
+# it drafts with, what it sets; eagle3_head: an EAGLE-3 head of another vocabulary size or embedding of its own,
+# profiles.engine_time.eagle3_embedding), and those added over a chain of any of the drafter kinds they list
+FOCUSED_RULES = {"queue_policy": ("none", _queue_policy), "mxfp4": ("none", _mxfp4),
+                 "sliding_window": ("none", _sliding_window), "other_vocabulary": ("draft_model", _other_vocabulary),
+                 "ngram_window": ("ngram", _ngram_window),
+                 "eagle3_head": ("eagle3", None)}   # (runnable_drafters' inline_head)
+ADAPTIVE_KINDS = ["draft_model", "head", "layer_skip", "ngram", "sparse_kv", "eagle3", "mtp"]
+ADDED_RULES = {"short_context": (DRAFTER_KINDS, _short_context), "long_context": (DRAFTER_KINDS, _long_context),
+               "draft_length_policy": (ADAPTIVE_KINDS, _draft_length_policy)}
+# the foci of the runnable draws, each its own share of the CI set (test_runnable_scenarios_run): hypothesis draws
+# a derandomized set in clusters around a few first draws (its mutations keep the early choices), so a focus drawn
+# from one list of 15 (mtp, sparse_kv) went undrawn in 150 examples; per focus, every one is drawn
+RUNNABLE_FOCI = [*DRAFTER_KINDS, *TREE_DRAFTERS, *FOCUSED_RULES, *ADDED_RULES]
+
+
 @st.composite
 def scenarios(draw, junk: bool = True):
     """A scenario; with `junk`, a quarter of them has one field replaced by junk (without, the draws up to
-    that point are the same: tests/test_determinism_fuzz.py draws mostly valid scenarios from here)."""
+    that point are the same: tests/test_determinism_fuzz.py draws mostly valid scenarios from here). Mostly
+    refused (the rules of the combinations drawn at random); combinations meant to run: `runnable`."""
     arrival = draw(arrivals)
     spec = draw(speculation())
     data = {"name": "fuzz", "seed": draw(st.integers(0, 2**16)),
@@ -507,6 +804,53 @@ def scenarios(draw, junk: bool = True):
         # examples keep their earlier draws; junk in a field it replaces is replaced)
         data = draw(newest_rules(data))
     return data
+
+
+NEW_RULE_TAGS = {"mxfp4": "rule: MXFP4 MoE kernel", "mtp": "rule: MTP draft length / LM head",
+                 "eagle3": "rule: EAGLE-3 head of another vocabulary/width", "ngram": "rule: n-gram lookup window",
+                 "vocab": "rule: draft model of another vocabulary"}
+
+# what the draws that run must span (checked after a run of 150 or more; the table prints them all)
+COVERED = [*(f"drafter: {kind}" for kind in DRAFTER_KINDS),
+           *(f"shape: {kind}" for kind in ("chain", "tree", "dynamic_tree", "multidraft")),
+           *(f"scheduler: {kind}" for kind in ("vllm", "sarathi", "vllm_v1", "the release default")),
+           *(f"framework: {name}" for name in ("vllm", "sglang", "trtllm")),
+           "rule: engine release", "rule: allow_long_context", "rule: SGLang queue policy", "rule: max_model_len",
+           "rule: config.json model (sliding window, YaRN, MTP modules)", "rule: heterogeneous_vocab",
+           "rule: engine draft-length policy", *NEW_RULE_TAGS.values()]
+
+
+def _kinds(data) -> list[str]:
+    """What a drawn scenario exercises, for the ran/refused table (pytest -s -n 0): its drafter kind, speculation
+    shape, scheduler, engine framework and the rule families the module docstring lists (junk tolerated)."""
+    def get(node, *path):
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node
+    drafter = get(data, "drafter") if isinstance(get(data, "drafter"), dict) else {"kind": "none"}
+    kind = str(drafter.get("kind", "none"))
+    tags = [f"drafter: {kind}", f"framework: {get(data, 'cluster', 'latency', 'framework')}",
+            f"scheduler: {get(data, 'scheduler', 'kind') or 'the release default'}"]
+    if kind != "none":
+        tags.append(f"shape: {get(data, 'speculation', 'kind') or 'chain'}")
+    engine, model = get(data, "cluster", "engine") or {}, get(data, "cluster", "model")
+    policy = get(data, "policy", "kind")
+    rules = {"rule: engine release": isinstance(engine, dict) and "version" in engine,
+             "rule: allow_long_context": isinstance(engine, dict) and "allow_long_context" in engine,
+             "rule: SGLang queue policy": isinstance(engine, dict) and "schedule_policy" in engine,
+             "rule: max_model_len": get(data, "cluster", "max_model_len") is not None,
+             "rule: config.json model (sliding window, YaRN, MTP modules)": isinstance(model, dict) or
+             str(model).endswith(".json"),
+             "rule: heterogeneous_vocab": get(drafter, "heterogeneous_vocab") is True,
+             "rule: engine draft-length policy": policy in (*ENGINE_POLICY_KINDS, "proposed"),
+             NEW_RULE_TAGS["mxfp4"]: get(data, "cluster", "dtype") == "mxfp4",
+             NEW_RULE_TAGS["mtp"]: kind == "mtp" and isinstance(model, dict),
+             NEW_RULE_TAGS["eagle3"]: kind == "eagle3" and isinstance(drafter.get("head"), dict),
+             NEW_RULE_TAGS["ngram"]: kind == "ngram" and any(k.startswith("prompt_lookup") for k in drafter),
+             NEW_RULE_TAGS["vocab"]: kind == "draft_model" and drafter.get("model") == VOCAB_DRAFTS[0]}
+    return tags + [tag for tag, hit in rules.items() if hit]
+
+RUNNABLE = settings(FUZZ, max_examples=max(1, EXAMPLES // 2 // len(RUNNABLE_FOCI)))   # (per focus: 3 in CI)
 
 
 def _leaves(node, prefix=()):
@@ -565,6 +909,26 @@ def _known(**sections) -> dict:
                      drafter={"kind": "layer_skip", "gamma": 2, "layers_fraction": 0.5}))   # all sliding: ValueError
 # "gpt_oss_sliding_window is (128, 24)" in its 12-layer prefix (found by a 3,000-example run, session 25)
 def test_every_scenario_runs_or_fails_with_one_clean_line(data):
+    _runs_or_fails_with_one_clean_line(data)
+
+
+@pytest.mark.parametrize("focus", RUNNABLE_FOCI)
+def test_runnable_scenarios_run(focus):
+    """The draws of `focus` meant to run hold the same contract, and one at least runs (its invariants checked)."""
+    ran = collections.Counter()
+
+    @RUNNABLE
+    @given(data=runnable(focus))
+    def check(data):
+        ran[_runs_or_fails_with_one_clean_line(data)] += 1
+
+    check()
+    assert ran[True], f"no draw of focus {focus!r} ran ({ran[False]} refused): its run invariants went unchecked"
+
+
+def _runs_or_fails_with_one_clean_line(data) -> bool:
+    """Scenario `data` runs with the run invariants intact (True) or fails with one line naming a field, exit 2,
+    nothing written (False); counted in OUTCOMES, REFUSED_FIELDS and KINDS."""
     with tempfile.TemporaryDirectory() as tmp:
         code, out, err = run_cli(data, Path(tmp))
         lines = [line for line in err.getvalue().splitlines() if not line.startswith("draftsim: warning:")]
@@ -573,13 +937,16 @@ def test_every_scenario_runs_or_fails_with_one_clean_line(data):
             assert not lines, lines
             _check_invariants(out)
             OUTCOMES["ran, invariants held"] += 1
-        else:
-            assert code == 2, (code, err.getvalue())
-            assert len(lines) == 1 and lines[0].startswith("draftsim: error: "), err.getvalue()
-            assert ":" in lines[0][len("draftsim: error: "):]   # names a field
-            assert not out.exists()
-            OUTCOMES["refused with one line, exit 2"] += 1
-            REFUSED_FIELDS[lines[0][len("draftsim: error: "):].split(":")[0]] += 1
+            KINDS.update((kind, "ran") for kind in _kinds(data))
+            return True
+        assert code == 2, (code, err.getvalue())
+        assert len(lines) == 1 and lines[0].startswith("draftsim: error: "), err.getvalue()
+        assert ":" in lines[0][len("draftsim: error: "):]   # names a field
+        assert not out.exists()
+        OUTCOMES["refused with one line, exit 2"] += 1
+        KINDS.update((kind, "refused") for kind in _kinds(data))
+        REFUSED_FIELDS[lines[0][len("draftsim: error: "):].split(":")[0]] += 1
+        return False
 
 
 def run_cli(data: dict, folder: Path) -> tuple[int, Path, io.StringIO]:
@@ -600,3 +967,10 @@ def _report_outcomes():
     if OUTCOMES:
         print("\nfuzzed scenarios: " + ", ".join(f"{k} {v}" for k, v in OUTCOMES.items()) + ", crashes 0")
         print("most refused fields: " + ", ".join(f"{k} {v}" for k, v in REFUSED_FIELDS.most_common(12)))
+        print(f"{'kind':<62} {'ran':>5} {'refused':>7}")
+        for kind in sorted({kind for kind, _ in KINDS}):
+            print(f"{kind:<62} {KINDS[kind, 'ran']:>5} {KINDS[kind, 'refused']:>7}")
+    # (the CI set or a longer one, in one process: under pytest-xdist each worker runs a part)
+    if OUTCOMES["tried"] >= 150 and "PYTEST_XDIST_WORKER" not in os.environ:
+        never_ran = [kind for kind in COVERED if not KINDS[kind, "ran"]]
+        assert not never_ran, f"no scenario of these ran, so their run invariants went unchecked: {never_ran}"
