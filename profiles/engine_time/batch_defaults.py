@@ -67,6 +67,31 @@ per scheduled request), read in the PyPI wheels:
   `input_budget - draft_slots` tokens and none once `input_budget <= draft_slots`).
 Draftsim's layer skipping runs as a draft model in vLLM (profiles.engine_time.support): the same slots.
 
+`vllm_whole_prompt_admission(version)` returns whether vLLM V1 admits a waiting request only when its whole
+sequence's blocks are free (`scheduler_reserve_full_isl`, `--scheduler-reserve-full-isl`, SchedulerConfig default
+True from its first release) and whether that check caps a sliding-window group's blocks, as read in the PyPI
+wheels 0.18.0, 0.19.0, 0.20.0, 0.21.0, 0.23.0, 0.24.0, 0.28.0 and 0.33.0 on 2026-11-29:
+- 0.10 - 0.18 (read in 0.10.2, 0.15.0, 0.18.0): no such flag; `Scheduler.schedule`'s waiting loop admits a request
+  when `KVCacheManager.allocate_slots` finds blocks for its hit and first chunk (+ lookahead) only;
+- 0.19.0 - 0.20.x: `Scheduler.schedule`'s waiting loop calls `KVCacheManager.can_fit_full_sequence` before
+  `allocate_slots` and stops admission (`break`) when it is False; 0.21.0 on the same check is the first stage of
+  `allocate_slots(..., full_sequence_must_fit=self.scheduler_reserve_full_isl)`, returning None (`break`). Both ask
+  `coordinator.get_num_blocks_to_allocate` for `min(request.num_tokens, max_model_len)` tokens with the request's
+  prefix hit counted as computed (its blocks not asked again, those in the free queue counted as taken), no
+  lookahead, against `block_pool.get_num_free_blocks()`. It is a check only: the blocks are still allocated chunk
+  by chunk. It runs for every request of the waiting loop, new or preempted (a preempted request's num_tokens is
+  its prompt and the output it had), never in the running loop;
+- from 0.20.0 a sliding-window group asks at most `SlidingWindowSpec.max_admission_blocks_per_request`,
+  ceil(min(window - 1 + max_num_batched_tokens, max_model_len) / block) + 1 blocks
+  (single_type_kv_cache_manager.py `get_num_blocks_to_allocate`; 0.21 on with `apply_admission_cap=True`); 0.19.0
+  asks for every block of the sequence in every group;
+- 0.23.0 on: `allocate_slots(..., reserved_blocks=...)` keeps free the blocks in-flight prefills still need, only
+  where the request loads its KV asynchronously through a KV connector (`load_kv_async`,
+  `Scheduler._inflight_prefill_reserved_blocks`): not modelled (draftsim has no asynchronous KV-connector load);
+- 0.24.0 on: `KVCacheManager(watermark=SchedulerConfig.watermark)` adds `int(watermark × num_blocks)` blocks to both
+  checks for WAITING / PREEMPTED requests while some request runs (`has_scheduled_reqs=bool(self.running)`);
+  `--watermark` defaults to 0.0 (read in 0.24.0, 0.28.0, 0.33.0), so no blocks at the defaults draftsim models.
+
 `engine_batching(framework, version, hardware, gpu_bytes, entrypoint)` returns the batching scheduler an engine
 runs by default (a `scheduler.kind` of simulator.core.sched) and its step token budget:
 
@@ -222,6 +247,19 @@ def vllm_drafting_slots(version: str, method: str | None) -> tuple[int, int]:
     if version_key(version) >= version_key(VLLM_DRAFT_SLOTS_PER_REQUEST_FROM):
         return 0, 1
     return (1, 0) if _in_span(version, VLLM_DRAFT_SLOTS_PER_SEQ) else (0, 0)
+
+
+# vLLM V1's whole-sequence admission check (module docstring): the first release with it (default on), and the first
+# whose check caps a sliding-window group's blocks
+VLLM_WHOLE_PROMPT_ADMISSION_FROM = "0.19.0"
+VLLM_WHOLE_PROMPT_WINDOW_CAP_FROM = "0.20.0"
+
+
+def vllm_whole_prompt_admission(version: str) -> tuple[bool, bool]:
+    """(vLLM V1 `version` admits a waiting request only when its whole sequence's blocks are free, that check caps a
+    sliding-window group at max_admission_blocks_per_request) at the engine's defaults (module docstring)."""
+    checks = version_key(version) >= version_key(VLLM_WHOLE_PROMPT_ADMISSION_FROM)
+    return checks, checks and version_key(version) >= version_key(VLLM_WHOLE_PROMPT_WINDOW_CAP_FROM)
 
 
 V1_FROM = "0.8.0"   # vLLM's V1 engine is the default from this release (module docstring)

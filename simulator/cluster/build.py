@@ -437,7 +437,7 @@ def batch_scheduler(scenario: Scenario, kind: ReplicaKind):
         order = None   # (SGLang: a cache-aware policy without the radix cache is fcfs; sched.queue_order)
     limits = BatchLimits(seqs, budget, cfg.chunk_tokens, cap, rules.kv_lookahead, rules.admit_lookahead,
                          rules.prefill_requests, rules.prefill_input_tokens, rules.draft_slots, rules.output_reserve,
-                         order)
+                         order, rules.admit_whole_prompt, rules.whole_prompt_window_cap)
     steps = scenario.cluster.engine.num_scheduler_steps
     if cfg.kind == "trtllm":   # TensorRT-LLM's context chunking and capacity policy are the engine's settings
         engine = scenario.cluster.engine

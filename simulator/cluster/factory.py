@@ -93,7 +93,9 @@ class EngineBatchRules:
     max_prefill_tokens; None: prompts whole), and whether a prefix-cache hit is one block shorter (vLLM V1 with an
     EAGLE-style drafter computes the hit's last block again: simulator.core.kv.prefix_cache), and the token slots
     vLLM V1 keeps for a draft model's proposer rows: per max_num_seqs off the budget (0.17 - 0.27), per scheduled
-    request (0.28 on) (profiles.engine_time.batch_defaults.vllm_drafting_slots)."""
+    request (0.28 on) (profiles.engine_time.batch_defaults.vllm_drafting_slots), and whether vLLM V1 admits a waiting
+    request only when its whole sequence's blocks are free, a sliding-window group's capped (0.19 on, 0.20 on:
+    batch_defaults.vllm_whole_prompt_admission)."""
 
     kv_lookahead: int = 0
     admit_lookahead: int = 0
@@ -104,6 +106,8 @@ class EngineBatchRules:
     draft_slots: int = 0
     output_reserve: object = None   # SGLang's reserve for running requests' output (simulator.core.sched.sglang_reserve)
     queue_order: object = None      # SGLang's --schedule-policy (simulator.core.sched.queue_order); None: arrival order
+    admit_whole_prompt: bool = False
+    whole_prompt_window_cap: bool = False
     insert_after_forward: bool = False   # SGLang: a prompt is cached once its batch has run, not at admission
     #                                      (simulator.core.kv.prefix_cache)
 
@@ -113,10 +117,12 @@ def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec
     scheduler section is `scheduler` (its kind: the engine's scheduler, vllm_v1 under vLLM V1, vllm under SGLang),
     speculating with `drafter` (None: no speculation) `spec_tokens` draft tokens (or tree nodes) per step:
     profiles.engine_time.batch_defaults.vllm_kv_lookahead, sglang_prefill_requests and sglang_chunks_prompts, and
-    profiles.engine_time.cache_defaults.vllm_eagle_drops_hit_block and batch_defaults.vllm_drafting_slots; SGLang's
+    profiles.engine_time.cache_defaults.vllm_eagle_drops_hit_block, batch_defaults.vllm_drafting_slots and
+    batch_defaults.vllm_whole_prompt_admission; SGLang's
     reserve for the running requests' future output (simulator.core.sched.sglang_reserve, every modelled release)."""
     from profiles.engine_time.batch_defaults import (SGLANG_MAX_PREFILL_TOKENS, sglang_chunks_prompts,
-                                                     sglang_prefill_requests, vllm_drafting_slots, vllm_kv_lookahead)
+                                                     sglang_prefill_requests, vllm_drafting_slots, vllm_kv_lookahead,
+                                                     vllm_whole_prompt_admission)
     from profiles.engine_time.cache_defaults import vllm_eagle_drops_hit_block
     from profiles.engine_time.frameworks import release_or_modelled
     framework, version = release
@@ -127,13 +133,15 @@ def engine_batch_rules(release: tuple[str, str | None], scheduler, drafter, spec
     except FieldError:   # (no engine-time entry: make_engine_time names the field where it is asked for)
         return EngineBatchRules()
     if framework == "vllm":
+        whole, window_cap = vllm_whole_prompt_admission(version)
         if drafter is None:
-            return EngineBatchRules()
+            return EngineBatchRules(admit_whole_prompt=whole, whole_prompt_window_cap=window_cap)
         method = speculation_method(drafter)
         per_seq, per_request = vllm_drafting_slots(version, method)
         return EngineBatchRules(*vllm_kv_lookahead(version, method, spec_tokens),
                                 drop_hit_block=vllm_eagle_drops_hit_block(version, method),
-                                budget_slots_per_seq=per_seq, draft_slots=per_request)
+                                budget_slots_per_seq=per_seq, draft_slots=per_request, admit_whole_prompt=whole,
+                                whole_prompt_window_cap=window_cap)
     from simulator.core.sched.sglang_reserve import SGLANG_OUTPUT_RESERVE
     family = drafter_family(drafter) if drafter is not None else None
     return EngineBatchRules(prefill_requests=sglang_prefill_requests(version, family),

@@ -61,6 +61,13 @@ class BlockPool:
         target = int(self.s.prefill_target[r])
         return self.blocks(r, target if tokens is None else tokens), target
 
+    def whole_prompt_need(self, r: int, window_cap: bool = False) -> int:
+        """Blocks of the free pool r's whole prompt (for a preempted request, prompt and output) would take, its
+        hit counted as computed and no lookahead: vLLM V1's whole-sequence admission check (0.19 on,
+        profiles.engine_time.batch_defaults.vllm_whole_prompt_admission); `window_cap` concerns sliding-window
+        pools only."""
+        return int(self.need(r)[0])
+
     def admit(self, r: int, reserve: bool = True) -> tuple[int, bool]:
         """Admit r, reserving its prompt's blocks (`reserve` False: none yet, `grow` gives them per
         chunk). Returns (KV tokens it holds now, resumed from host memory): (0, False) here."""

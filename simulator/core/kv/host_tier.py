@@ -80,6 +80,12 @@ class HostTier:
             return self.gpu.blocks_for(swapped), 0
         return self.gpu.need(r, tokens)
 
+    def whole_prompt_need(self, r: int, window_cap: bool = False) -> int:
+        """`need`'s blocks for a request swapped out (its KV comes back whole), else the GPU pool's."""
+        if r in self.memory.swapped:
+            return int(self.need(r)[0])
+        return self.gpu.whole_prompt_need(r, window_cap)
+
     def hit_in_use_tokens(self, r: int) -> int:
         return 0 if r in self.memory.swapped else self.gpu.hit_in_use_tokens(r)
 

@@ -184,6 +184,14 @@ class SlidingWindowPool(BlockPool):
             return int(self.blocks(r, target)), target
         return int(self.blocks_for(target if tokens is None else tokens)), target
 
+    def whole_prompt_need(self, r: int, window_cap: bool = False) -> int:
+        """vLLM's whole-sequence check (BlockPool.whole_prompt_need) of a request with nothing computed: every
+        group's blocks of its sequence, the window groups' at most `SlidingWindowSpec.max_admission_blocks_per_request`
+        with `window_cap` (vLLM 0.20 on; the layout's `peak` over steps of the scheduler's budget, which vLLM's cap
+        is: ceil((W − 1 + max_num_batched_tokens) / B) + 1)."""
+        need = int(self.need(r)[0])
+        return min(need, int(self.blocks(r, int(self.s.prefill_target[r])))) if window_cap else need
+
     def admit(self, r: int, reserve: bool = True) -> tuple[int, bool]:
         if self.reserve_prompts:
             need = self.reserved[r] = int(self.blocks(r, int(self.s.prefill_target[r])))

@@ -158,15 +158,21 @@ class WindowPrefixCache(PrefixCache):
             return (len(self.refs) + self._free_units - self._free_window) * self.unit_tokens
         return (len(self.wrefs) + self._free_window) * self.unit_tokens
 
-    def need_blocks(self, r: int, target_tokens: int, tokens: int | None) -> int:
+    def need_blocks(self, r: int, target_tokens: int, tokens: int | None, window_cap: int | None = None) -> int:
         """Blocks admitting r and allocating its first `tokens` prompt tokens (None: all) takes from the free
-        queue: the free cached blocks its hit touches, its new positions in every group, its copies."""
+        queue: the free cached blocks its hit touches, its new positions in every group, its copies. `window_cap`
+        (vLLM 0.20 on's whole-sequence check, `tokens` None): a window group asks for at most that many positions
+        less the hit's or the skipped ones (single_type_kv_cache_manager.py `get_num_blocks_to_allocate`:
+        max(min(required, cap) − max(skipped, hit), 0))."""
         e, full, window = self.hit(r, target_tokens)
         served = self._served(e)
         chunk = target_tokens - served if tokens is None else int(tokens)
         positions = max(e, _cdiv(min(served + chunk, max(target_tokens, chunk)), self.block_size))
         touched = self.gf * full.count("free") + self.gw * window.count("free")
-        return touched + (self.gf + self.gw) * (positions - e) + self._copied(e, full, window)
+        new_window = positions - e
+        if window_cap is not None:
+            new_window = max(min(positions, window_cap) - max(int(self.layout.skipped_blocks(served)), e), 0)
+        return touched + self.gf * (positions - e) + self.gw * new_window + self._copied(e, full, window)
 
     # ---- the free queue ----------------------------------------------------------------------------
     def take(self, n: int) -> None:
@@ -353,6 +359,12 @@ class WindowPrefixCachePool(SlidingWindowPool):
     def need(self, r: int, tokens: int | None = None) -> tuple[int, int]:
         target = int(self.s.prefill_target[r])
         return self.cache.need_blocks(r, target, tokens), target
+
+    def whole_prompt_need(self, r: int, window_cap: bool = False) -> int:
+        """SlidingWindowPool.whole_prompt_need with r's hit (its blocks counted as computed, the free ones as taken)."""
+        lay = self.layout
+        cap = int(lay.window_cap(max(lay.step_tokens, lay.q))) if window_cap and lay.step_tokens else None
+        return self.cache.need_blocks(r, int(self.s.prefill_target[r]), None, cap)
 
     def admit(self, r: int, reserve: bool = True) -> tuple[int, bool]:
         s = self.s

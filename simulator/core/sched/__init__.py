@@ -39,7 +39,11 @@ class BatchLimits:
     proposer's extra row, profiles.engine_time.batch_defaults.vllm_drafting_slots); `output_reserve`: SGLang's
     reserve for the running requests' future output that a waiting request must fit beside
     (simulator.core.sched.sglang_reserve), None: none; `queue_order`: the order in which the prefill-first scheduler
-    takes waiting requests (SGLang's --schedule-policy: simulator.core.sched.queue_order), None: arrival order."""
+    takes waiting requests (SGLang's --schedule-policy: simulator.core.sched.queue_order), None: arrival order;
+    `admit_whole_prompt`: a waiting request is admitted only when the blocks of its whole prompt (for a preempted
+    request, prompt and output) are free besides those of its first chunk (vLLM V1 0.19 on, scheduler_reserve_full_isl:
+    profiles.engine_time.batch_defaults.vllm_whole_prompt_admission), with `whole_prompt_window_cap` a sliding-window
+    group's blocks in that check at most its peak over steps of max_batched_tokens (0.20 on)."""
 
     max_batch_size: int
     max_batched_tokens: int
@@ -52,6 +56,8 @@ class BatchLimits:
     draft_slots: int = 0
     output_reserve: object = None   # sglang_reserve.OutputReserve
     queue_order: object = None      # queue_order.Fcfs / LongestPrefixMatch / LongestOutputFirst
+    admit_whole_prompt: bool = False
+    whole_prompt_window_cap: bool = False
 
     def with_lookahead(self, tokens, lookahead: int):
         """KV slots a request asks for to hold `tokens` (an int or an array) and `lookahead` slots beyond them,

@@ -19,6 +19,16 @@ since V1 became the default engine):
    whose blocks do not fit stops admission and stays waiting (`allocate_slots` returns None: `break`). The KV
    manager's `need` screens it first; where that misses a block (a prefix hit's lookahead slots), the request
    goes back to the waiting queue's head (`Replica.unadmit_head`, its hit counted in the cache's saved tokens).
+5. From vLLM 0.19 (`scheduler_reserve_full_isl`, default True; BatchLimits.admit_whole_prompt, set by
+   simulator.cluster.build.batch_scheduler from profiles.engine_time.batch_defaults.vllm_whole_prompt_admission), a
+   waiting request, new or preempted, is admitted only if its whole sequence's blocks (prompt, and a preempted
+   request's output; its hit counted as computed, no lookahead) are free as well (0.19 - 0.20:
+   `KVCacheManager.can_fit_full_sequence` before `allocate_slots` in the waiting loop; 0.21 on:
+   `allocate_slots(..., full_sequence_must_fit=True)`), else admission stops (`break`); a check only, its blocks
+   still come chunk by chunk (rule 3). From 0.20 a sliding-window group's blocks in the check are capped at
+   `max_admission_blocks_per_request` (BatchLimits.whole_prompt_window_cap, `kv.whole_prompt_need`). Not modelled
+   (named): 0.23+'s `reserved_blocks` (only for asynchronous KV-connector loads) and 0.24+'s `--watermark` (default
+   0.0: no blocks).
 
 Approximations, named here:
 - A decoding request whose 1 + γ tokens exceed the budget left waits for the next step; vLLM would
@@ -54,11 +64,8 @@ as they are allocated (`cache_blocks`; here `kv.cache_prompt`), so a request adm
 them; a preempted request's blocks go back to the free queue with their units cached. gpt-oss's sliding-window pool
 takes the window prefix cache under this scheduler even where no two requests share a prefix
 (simulator.cluster.build.kv_manager; not with `shared_prefix_attention`, where it reserves prompts as named in
-simulator.core.kv.sliding_window), so a preempted request hits its own blocks as in vLLM. Not modelled (named):
-from vLLM 0.20 (not in 0.15.0) `scheduler_reserve_full_isl` (default True) admits a new request only if its whole
-prompt's blocks would fit (0.20: `KVCacheManager.can_fit_full_sequence` in `Scheduler.schedule`'s waiting loop; 0.21+:
-`allocate_slots(..., full_sequence_must_fit=True)`), still allocating per chunk, and 0.24+ adds watermark / reserved
-blocks to that check; draftsim applies the 0.10 - 0.15 rule to every release.
+simulator.core.kv.sliding_window), so a preempted request hits its own blocks as in vLLM. Rule 5 holds with them
+too (read in the 0.19.0, 0.20.0, 0.21.0, 0.24.0 and 0.33.0 wheels, 2026-11-29).
 """
 from __future__ import annotations
 
@@ -119,9 +126,12 @@ class VllmV1:
         kv, limits = view.kv, self.limits
         if token_room <= limits.draft_slots:
             return False
+        free = kv.total_blocks - kv.used_blocks
+        if limits.admit_whole_prompt and kv.whole_prompt_need(r, limits.whole_prompt_window_cap) > free:
+            return False   # (vLLM 0.19 on: the whole sequence's blocks must be free, rule 5)
         tokens = limits.with_lookahead(min(int(view.s.prefill_target[r]), token_room - limits.draft_slots),
                                        limits.admit_lookahead)
-        return kv.need(r, int(tokens))[0] <= kv.total_blocks - kv.used_blocks
+        return kv.need(r, int(tokens))[0] <= free
 
     def decodes_every_running(self, view) -> bool:
         """Rule 2 schedules every running request: their q tokens per sequence fit the budget together."""

@@ -4,6 +4,7 @@ conservation of blocks over whole runs, and bulk = step."""
 from __future__ import annotations
 
 
+import numpy as np
 import pytest
 
 import simulator
@@ -130,13 +131,21 @@ def test_blocks_taken_equal_blocks_freed_over_a_run(kind):
 
 
 def test_preemptions_free_what_they_took():
-    data = _long_gpt_oss()
-    data["cluster"]["gpu_memory_utilization"] = 0.182   # about 0.45 GiB of KV after vLLM's start-up profile: preempted
-    prepared = prepare(data)
-    result = simulate(prepared, step_mode="step")
-    pool = prepared.cluster.replicas[0].kv
-    assert result.summary["preemptions"] > 0
-    assert pool.used_blocks == 0 and pool.taken_blocks == pool.freed_blocks
+    """vLLM 0.15.0 admits a prompt by its first chunk's blocks, so this pool preempts (3 here); from 0.19 the whole
+    prompt's blocks must be free (scheduler_reserve_full_isl, simulator.core.sched.vllm_v1 rule 5), which is what the
+    engine added it for: the default release preempts less (none here)."""
+    preemptions = {}
+    for version in ("0.15.0", None):
+        data = _long_gpt_oss()
+        data["cluster"]["gpu_memory_utilization"] = 0.182   # about 0.45 GiB of KV after vLLM's start-up profile
+        if version is not None:
+            data["cluster"]["engine"] = {"version": version}
+        prepared = prepare(data)
+        result = simulate(prepared, step_mode="step")
+        pool = prepared.cluster.replicas[0].kv
+        preemptions[version] = result.summary["preemptions"]
+        assert pool.used_blocks == 0 and pool.taken_blocks == pool.freed_blocks
+    assert preemptions["0.15.0"] > 0 and preemptions[None] < preemptions["0.15.0"]
 
 
 def test_bulk_equals_step_with_the_window_pool():
@@ -243,3 +252,22 @@ def test_prefix_caching_keeps_the_window_layout_where_requests_share_nothing():
     data["scheduler"]["kind"] = "vllm_v1"
     data["workload"]["shared_prefix"] = {"prompts": 2, "tokens": 256}
     assert isinstance(prepare(data).cluster.replicas[0].kv, WindowPrefixCachePool)
+
+
+def test_the_whole_prompt_check_caps_the_window_groups_from_vllm_0_20():
+    """vLLM's whole-sequence admission check (`can_fit_full_sequence` 0.19 - 0.20, `full_sequence_must_fit` 0.21 on)
+    asks `get_num_blocks_to_allocate` for the whole prompt: vLLM 0.19.0 every block in every group, 0.20.0 on a
+    sliding-window group at most `SlidingWindowSpec.max_admission_blocks_per_request` = ceil((W − 1 + M) / B) + 1
+    (kv_cache_interface.py, single_type_kv_cache_manager.py; wheels read 2026-11-29). One full and one window group,
+    W = 8, B = 4, M = 8: a 40-token prompt is 10 blocks per group, the cap ceil(15 / 4) + 1 = 5: 20 blocks on 0.19,
+    10 + 5 = 15 on 0.20; a 12-token prompt (3 blocks) is under the cap: 6 either way."""
+    from simulator.core.kv.window_prefix_cache import WindowPrefixCache, WindowPrefixCachePool
+    from simulator.core.state import RequestState
+    from simulator.core.workload import RequestTable
+    lay = WindowPageLayout(4, 8, 1, 1, 1, 1.0, 100, 8)
+    for make in (lambda st: SlidingWindowPool(st, lay),
+                 lambda st: WindowPrefixCachePool(st, lay, WindowPrefixCache(100, 4, 4, None, layout=lay))):
+        state = RequestState(RequestTable(np.zeros(2), np.array([40, 12]), np.array([1, 1])))
+        kv = make(state)
+        assert [kv.whole_prompt_need(0, False), kv.whole_prompt_need(0, True)] == [20, 15]
+        assert [kv.whole_prompt_need(1, False), kv.whole_prompt_need(1, True)] == [6, 6]

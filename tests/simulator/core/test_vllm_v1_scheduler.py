@@ -271,3 +271,98 @@ def test_a_request_preempted_mid_prompt_keeps_its_computed_units_cached():
     state.ctx[0] = 32
     kv.preempt(0, decoding=False)
     assert kv.used_blocks == 0 and kv.cached(0, 64) == 32
+
+
+def _whole_prompt_limits(version: str, max_batch_size: int, max_batched_tokens: int) -> BatchLimits:
+    """BatchLimits with the whole-prompt admission rule of vLLM `version` as the factory sets it."""
+    from simulator.cluster.factory import engine_batch_rules
+    rules = engine_batch_rules(("vllm", version), SimpleNamespace(kind="vllm_v1"), None, 0)
+    return BatchLimits(max_batch_size, max_batched_tokens, 512, admit_whole_prompt=rules.admit_whole_prompt,
+                       whole_prompt_window_cap=rules.whole_prompt_window_cap)
+
+
+def test_the_whole_prompt_admission_rule_per_release():
+    """`scheduler_reserve_full_isl` (default True) appears in vLLM 0.19.0 (config/scheduler.py SchedulerConfig; absent
+    from 0.18.0 and 0.15.0); the sliding-window cap of its check (`max_admission_blocks_per_request`) in 0.20.0; both
+    kept through 0.33.0 (wheels read 2026-11-29). Only vLLM V1's scheduler takes it."""
+    from simulator.cluster.factory import engine_batch_rules
+    v1 = SimpleNamespace(kind="vllm_v1")
+    got = {v: (lambda r: (r.admit_whole_prompt, r.whole_prompt_window_cap))(engine_batch_rules(("vllm", v), v1, None, 0))
+           for v in ("0.10.2", "0.15.0", "0.18.0", "0.19.0", "0.20.0", "0.24.0", "0.33.0")}
+    assert got == {"0.10.2": (False, False), "0.15.0": (False, False), "0.18.0": (False, False),
+                   "0.19.0": (True, False), "0.20.0": (True, True), "0.24.0": (True, True), "0.33.0": (True, True)}
+    assert not engine_batch_rules(("sglang", "0.5.2"), SimpleNamespace(kind="vllm"), None, 0).admit_whole_prompt
+
+
+@pytest.mark.parametrize("version", ["0.15.0", "0.20.0", "0.24.0"])
+def test_a_prompt_whose_first_chunk_fits_but_whole_prompt_does_not(version):
+    """Two 64-token prompts (4 blocks of 16 each), 6 blocks, a 48-token budget. Step 1: A's first 48 tokens (3 blocks).
+    Step 2: A's last 16 (4 blocks, 2 free); 32 tokens of budget left for B, whose first chunk needs 2 blocks.
+    vLLM 0.15.0 (`Scheduler.schedule`'s waiting loop: `allocate_slots` for the chunk only) admits B (6 blocks in use),
+    and at step 3 A's first decode needs a 5th block: B, the newest, is preempted (recompute) and computes its chunk
+    again later. vLLM 0.20.0 (`can_fit_full_sequence(request, ...)` before `allocate_slots`, kv_cache_manager.py) and
+    0.24.0 (`allocate_slots(..., full_sequence_must_fit=True)`, watermark 0.0) ask for B's 4 blocks of its whole
+    prompt against 2 free: `break`, B waits until A is done and nobody is preempted."""
+    limits = _whole_prompt_limits(version, 8, 48)
+    table = RequestTable(np.zeros(2), np.array([64, 64]), np.array([3, 2]))
+    state = RequestState(table)
+    rep = Replica(0, state, VllmV1(limits), BlockPool(state, 6, 16), limits, cost=SimpleNamespace(flops_scales=(1.0, 1.0)),
+                  acceptance=None, log=StepLog())
+    rep.waiting.extend([0, 1])
+    walk = _compositions(rep, 8)
+    if version == "0.15.0":
+        assert walk[:4] == [
+            ([(0, 48)], [], 3),
+            ([(0, 16), (1, 32)], [], 6),   # B admitted by its first chunk's 2 blocks
+            ([], [0], 5),                  # A's decode takes a 5th block: B preempted, its 2 blocks freed
+            ([], [0], 5),                  # A's last token (3 out); B's 4 blocks do not fit beside A's 5
+        ]
+        assert state.preemptions.tolist() == [0, 1]
+    else:
+        assert walk[:6] == [
+            ([(0, 48)], [], 3),
+            ([(0, 16)], [], 4),            # B's whole prompt: 4 blocks > 2 free, it waits
+            ([], [0], 5),
+            ([], [0], 5),                  # A's last token; it finishes, its 5 blocks freed
+            ([(1, 48)], [], 3),            # B's whole prompt fits now: its first chunk
+            ([(1, 16)], [], 4),
+        ]
+        assert state.preemptions.tolist() == [0, 0]
+    assert rep.kv.used_blocks == 0 and not rep.running and not rep.waiting   # every request done, every block back
+
+
+def test_with_a_prefix_cache_the_whole_prompt_check_counts_the_hit():
+    """The case of test_with_a_prefix_cache_a_prompt_is_admitted_when_its_hit_and_first_chunk_fit under vLLM 0.20+
+    (`can_fit_full_sequence` / `full_sequence_must_fit`: `get_num_blocks_to_allocate` for all 96 tokens of B, its hit
+    S counted as computed, S's blocks in the free queue counted as taken): at step 2 B's whole prompt needs 6 - 2 = 4
+    blocks (S in use by A) against 2 free, so B waits instead of being admitted and preempted at step 3; once A is
+    done B's need is 6 - 2 + 2 (S's blocks now free cached) = 6 of 7 free."""
+    from simulator.core.kv.prefix_cache import PrefixCache, PrefixCachePool
+    from simulator.core.prefixes import PrefixKeys
+    table = RequestTable(np.zeros(2), np.array([80, 96]), np.array([4, 2]))
+    state = RequestState(table)
+    keys = PrefixKeys.from_lists([[1, 2, 11, 12, 13], [1, 2, 21, 22, 23, 24]], 16)
+    kv = PrefixCachePool(state, 7, 16, PrefixCache(7, 16, 16, keys), False)
+    limits = _whole_prompt_limits("0.20.0", 8, 48)
+    rep = Replica(0, state, VllmV1(limits), kv, limits, cost=SimpleNamespace(flops_scales=(1.0, 1.0)),
+                  acceptance=None, log=StepLog())
+    rep.waiting.extend(range(2))
+    walk = []
+    for _ in range(9):
+        plan = rep.plan_step(0.0)
+        walk.append((list(zip(plan.prefill_ids, plan.prefill_chunks)), plan.decode_ids.tolist(), kv.used_blocks,
+                     kv.hit_tokens, sorted(kv.cache.refs)))
+        _execute(rep, plan)
+    assert walk == [
+        ([(0, 48)], [], 3, 0, [1, 2, 11]),
+        ([(0, 32)], [], 5, 0, [1, 2, 11, 12, 13]),          # B: 4 blocks > 2 free, waits
+        ([], [0], 6, 0, [1, 2, 11, 12, 13]),                # B: 4 > 1
+        ([], [0], 6, 0, [1, 2, 11, 12, 13]),
+        ([], [0], 6, 0, [1, 2, 11, 12, 13]),                # A's last token; it finishes
+        ([(1, 48)], [], 5, 32, [1, 2, 21, 22, 23]),         # B hits S (free cached, touched), 3 new blocks
+        ([(1, 16)], [], 6, 32, [1, 2, 21, 22, 23, 24]),
+        ([], [1], 7, 32, [1, 2, 21, 22, 23, 24]),
+        ([], [], 0, 32, []),
+    ]
+    assert state.preemptions.tolist() == [0, 0]
+    assert kv.cache.free_blocks == kv.total_blocks and not kv.cache.growing
