@@ -42,7 +42,18 @@ in the v0.8.0 - v0.9.2 and v0.15.0 wheels and the newest scheduler.py:
 - 0.8.4: `num_speculative_tokens` where `speculative_config.method == "eagle"`, for RUNNING requests only (the
   WAITING pass's allocate_slots passes none);
 - 0.8.5 on: `num_spec_tokens` where `speculative_config.use_eagle()` ("eagle", "eagle3"; "deepseek_mtp" from
-  v0.9.0, "mtp" in later releases), for running and waiting requests alike;
+  v0.9.0, "mtp" in later releases), for running requests; for a waiting request's first chunk by release (read in
+  the v0.10.0 - v0.33.0 wheels on 2026-11-29: 0.10.0, 0.10.1, 0.10.2, 0.11.0, 0.12.0, 0.15.0, 0.18.0 - 0.24.0,
+  0.28.0, 0.33.0):
+  - 0.8.5 - 0.10.0: the waiting pass's `allocate_slots` passes `num_lookahead_tokens=self.num_lookahead_tokens`;
+  - 0.10.1 - 0.22.x: it passes `effective_lookahead_tokens = 0 if request.num_computed_tokens == 0 else
+    self.num_lookahead_tokens` ("an extra block gets allocated which creates a mismatch between the number of
+    local and remote blocks"), and every request the waiting pass admits here has request.num_computed_tokens 0:
+    a new one (a local prefix hit is counted in the pass's own variable, not the request's), and a preempted one
+    (`_preempt_request` sets it to 0); only a request whose KV a connector loaded asynchronously has more, which
+    draftsim does not model. So none;
+  - 0.23.0 on: `effective_lookahead_tokens = 0` only where the KV loads asynchronously (`limit_lookahead_tokens =
+    load_kv_async and self.use_eagle`; `... and self.num_lookahead_tokens > 0` in 0.33.0): num_spec_tokens again;
 - 0.15.0 on: also where `speculative_config.uses_draft_model()` (method draft_model; draftsim's layer skipping runs
   as a draft model in vLLM, profiles.engine_time.support);
 - n-gram, suffix and Medusa proposers: none in any release.
@@ -215,10 +226,10 @@ def sglang_chunks_prompts(version: str, drafter: str | None) -> bool:
 
 
 # vLLM V1's KV lookahead (module docstring): speculation method -> the first release that reserves it; and the
-# first release that reserves it for a waiting request's first chunk too
+# releases [from, before) that reserve it for a waiting request's first chunk too (None: no end)
 VLLM_LOOKAHEAD_FROM = {"eagle": "0.8.4", "eagle3": "0.8.5", "mtp": "0.9.0", "draft_model": "0.15.0",
                        "layer_skip": "0.15.0"}
-VLLM_LOOKAHEAD_WAITING_FROM = "0.8.5"
+VLLM_LOOKAHEAD_WAITING = (("0.8.5", "0.10.1"), ("0.23.0", None))
 
 
 def vllm_kv_lookahead(version: str, method: str | None, spec_tokens: int) -> tuple[int, int]:
@@ -228,7 +239,8 @@ def vllm_kv_lookahead(version: str, method: str | None, spec_tokens: int) -> tup
     first = VLLM_LOOKAHEAD_FROM.get(method) if method is not None else None
     if first is None or version_key(version) < version_key(first):
         return 0, 0
-    return spec_tokens, spec_tokens if version_key(version) >= version_key(VLLM_LOOKAHEAD_WAITING_FROM) else 0
+    waiting = any(version_in_span(version, *span) for span in VLLM_LOOKAHEAD_WAITING)
+    return spec_tokens, spec_tokens if waiting else 0
 
 
 # vLLM V1's drafting slots (module docstring): methods whose proposer adds a row per request, and the releases from

@@ -36,7 +36,8 @@ Approximations, named here:
   is within γ of running out, i.e. when `max_batched_tokens` is near `max_batch_size · (γ+1)`.
 - vLLM also allocates `num_lookahead_tokens` slots beyond the tokens it schedules (`allocate_slots(...,
   num_lookahead_tokens=...)`: γ for EAGLE-style proposers from v0.8.4, draft models from v0.15.0; none for n-gram,
-  suffix or Medusa; for waiting requests too from v0.8.5): modelled (BatchLimits.kv_lookahead / admit_lookahead,
+  suffix or Medusa; for a waiting request's first chunk too in v0.8.5 - v0.10.0 and from v0.23.0, none in
+  v0.10.1 - v0.22.x): modelled (BatchLimits.kv_lookahead / admit_lookahead,
   set by simulator.cluster.build.batch_scheduler from profiles.engine_time.batch_defaults.vllm_kv_lookahead). A
   decoding request holds blocks for context + q + lookahead tokens, a prompt chunk for its tokens + lookahead,
   at most max_model_len (vLLM clamps from v0.9.0; approximation, named: v0.8.4 - v0.8.5 did not, which differs only

@@ -113,7 +113,12 @@ def test_an_sglang_eagle_run_prefills_one_request_a_step():
     ("0.8.5", "mtp", (0, 0)),
     ("0.9.0", "mtp", (3, 3)),            # use_eagle() adds deepseek_mtp
     ("0.11.0", "draft_model", (0, 0)),
-    ("0.15.0", "draft_model", (3, 3)),   # uses_draft_model()
+    ("0.10.0", "eagle3", (3, 3)),        # the waiting pass passes self.num_lookahead_tokens
+    ("0.10.1", "eagle3", (3, 0)),        # ... 0 where request.num_computed_tokens == 0: every admission here
+    ("0.15.0", "draft_model", (3, 0)),   # uses_draft_model(); waiting requests none (0.10.1 - 0.22.x)
+    ("0.22.1", "mtp", (3, 0)),
+    ("0.23.0", "mtp", (3, 3)),           # 0 only for an asynchronous KV load (limit_lookahead_tokens)
+    ("0.33.0", "draft_model", (3, 3)),
     ("0.15.0", "ngram", (0, 0)), ("0.32.0", "suffix", (0, 0)), ("0.32.0", "medusa", (0, 0)),
     ("0.32.0", None, (0, 0)),
 ])
@@ -158,9 +163,11 @@ def _vllm_scenario(version, drafter, **extra):
 
 
 @pytest.mark.parametrize("version, drafter, expected", [
-    ("0.11.0", EAGLE, (3, 3)),
+    ("0.11.0", EAGLE, (3, 0)),           # 0.10.1 - 0.22.x: none for a request with no computed tokens
+    ("0.10.0", EAGLE, (3, 3)),
     ("0.8.4", EAGLE, (3, 0)),
-    ("0.11.0", {"kind": "eagle3", "gamma": 3, "head": "llama-3.1-8b-eagle3"}, (3, 3)),
+    ("0.11.0", {"kind": "eagle3", "gamma": 3, "head": "llama-3.1-8b-eagle3"}, (3, 0)),
+    ("0.24.0", {"kind": "eagle3", "gamma": 3, "head": "llama-3.1-8b-eagle3"}, (3, 3)),
     ("0.11.0", {"kind": "ngram", "gamma": 3}, (0, 0)),
     ("0.11.0", {"kind": "none"}, (0, 0)),
 ])
@@ -302,7 +309,7 @@ def test_a_lookahead_run_preempts_and_bulks_as_it_steps():
                               "output_tokens": {"kind": "uniform", "low": 200, "high": 400}})
     prepared = simulator.prepare(data)
     _, limits = batch_scheduler(prepared.scenario, prepared.cluster.pools[0].kind)
-    assert (limits.kv_lookahead, limits.admit_lookahead) == (3, 3)
+    assert (limits.kv_lookahead, limits.admit_lookahead) == (3, 0)   # running requests only in 0.10.1 - 0.22.x
     result = simulator.run(data)
     assert result.requests.preemptions.sum() > 0 and result.requests.finish_s.notna().all()
     assert_bulk_equals_step(data)
