@@ -145,11 +145,13 @@ class NgramDrafterConfig(Strict):
         if self.prompt_lookup_min > self.prompt_lookup_max:
             raise ValueError("prompt_lookup_min must be <= prompt_lookup_max")
         if self.min_bfs_breadth > self.max_bfs_breadth:   # (SGLang's Ngram::Ngram raises at start)
-            raise ValueError("min_bfs_breadth must be <= max_bfs_breadth (SGLang's Ngram::Ngram refuses it)")
+            raise field_error("min_bfs_breadth", f"{self.min_bfs_breadth} is above max_bfs_breadth "
+                              f"{self.max_bfs_breadth}, which SGLang's Ngram::Ngram refuses; allowed: 1 to "
+                              f"{self.max_bfs_breadth}")
         if self.capacity_nodes <= self.max_trie_depth:
-            raise ValueError(f"capacity_nodes must be >= max_trie_depth + 1 = {self.max_trie_depth + 1}: SGLang's "
-                             "Trie::squeeze raises when a window's path needs more nodes than the pool holds past "
-                             "its root")
+            raise field_error("capacity_nodes", f"{self.capacity_nodes} holds no window of max_trie_depth "
+                              f"{self.max_trie_depth} past the root (SGLang's Trie::squeeze raises); allowed: >= "
+                              f"{self.max_trie_depth + 1}")
         return self
 
 
