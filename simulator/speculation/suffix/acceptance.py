@@ -97,7 +97,7 @@ def bind_engine(acceptance, drafter, release: tuple, policy=None):
     if version is not None and version_before(version, SGLANG_TRIE_FROM):
         raise ScenarioError("cluster.engine.version", f"sglang {version}'s NGRAM (0.5.3 to 0.5.9, cpp_ngram/"
                             "ngram.cpp) inserts windows on a background thread (Ngram::asyncInsert; synchronize() "
-                            "returns once the queue is empty, before the last window dequeued is applied), so what a "
+                            "waits for the queue to empty, not for the window last dequeued to be applied), so what a "
                             "draft sees depends on thread timing and cannot be replayed; allowed: a version >= "
                             f"{SGLANG_TRIE_FROM} with acceptance kind sessions")
     given = sorted({"prompt_lookup_max", "prompt_lookup_min"} & set(drafter.model_fields_set))   # as written
