@@ -2951,7 +2951,7 @@ CASES = [
         cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.5"}},
         drafter={"kind": "ngram", "gamma": 4},
         acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
-            "draftsim: error: cluster.engine.version: sglang 0.5.5's NGRAM matches windows"),
+            "draftsim: error: cluster.engine.version: sglang 0.5.5's NGRAM (0.5.3 to 0.5.9, cpp_ngram/ngram.cpp) inserts"),
     Hostile("ngram26_vllm_lookup_window_on_sglang", run(
         cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
         drafter={"kind": "ngram", "gamma": 4, "prompt_lookup_min": 2},
@@ -3238,6 +3238,57 @@ CASES = [
     Hostile("acceptance_published_first_alpha_entry_unknown", run(acceptance={
         "kind": "published", "entry": "eagle3-paper-t1-sps-vicuna-13b-mt-bench-temp0", "first_alpha_entry": "zz"}),
             "acceptance.first_alpha_entry: no published entry 'zz'"),
+
+    # session 27, sglngram: SGLang's --speculative-ngram-* settings are expressible (drafter ngram); each is refused
+    # where SGLang refuses it at start, and where the deployment's engine or release has no such flag
+    Hostile("sglngram27_trie_depth_on_vllm", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "vllm", "version": "0.20.0"}},
+        drafter={"kind": "ngram", "gamma": 4, "max_trie_depth": 8},
+        acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
+            "draftsim: error: drafter.max_trie_depth: is SGLang's --speculative-ngram-max-trie-depth"),
+    Hostile("sglngram27_match_type_on_trtllm", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "trtllm", "version": "1.2.1"}},
+        drafter={"kind": "ngram", "gamma": 4, "match_type": "PROB"}),
+            "draftsim: error: drafter.match_type: is SGLang's --speculative-ngram-match-type"),
+    Hostile("sglngram27_trie_depth_before_0_5_10", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.9"}},
+        drafter={"kind": "ngram", "gamma": 4, "max_trie_depth": 8}),
+            "draftsim: error: drafter.max_trie_depth: sglang 0.5.9 has no --speculative-ngram-max-trie-depth"),
+    Hostile("sglngram27_breadth_before_ngram_existed", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.2"}},
+        drafter={"kind": "ngram", "gamma": 4, "max_bfs_breadth": 4}),
+            "draftsim: error: drafter.max_bfs_breadth: sglang 0.5.2 has no --speculative-ngram-max-bfs-breadth (from 0.5.3)"),
+    Hostile("sglngram27_branch_length_is_0_5_9_s_flag", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "branch_length": 12}),
+            "draftsim: error: drafter.branch_length: unknown field"),
+    Hostile("sglngram27_trie_depth_one", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "max_trie_depth": 1}),
+            "draftsim: error: drafter.max_trie_depth: Input should be greater than or equal to 2"),
+    Hostile("sglngram27_min_breadth_zero", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "min_bfs_breadth": 0}),
+            "draftsim: error: drafter.min_bfs_breadth: Input should be greater than or equal to 1"),
+    Hostile("sglngram27_min_breadth_above_max", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "min_bfs_breadth": 6, "max_bfs_breadth": 5}),
+            "draftsim: error: drafter.min_bfs_breadth: 6 is above max_bfs_breadth 5, which SGLang's Ngram::Ngram refuses"),
+    Hostile("sglngram27_capacity_below_a_window", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "capacity_nodes": 18}),
+            "draftsim: error: drafter.capacity_nodes: 18 holds no window of max_trie_depth 18"),
+    Hostile("sglngram27_match_type_unknown", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4, "match_type": "DFS"}),
+            "draftsim: error: drafter.match_type: Input should be 'BFS' or 'PROB'"),
+    # a tree written with drafter ngram on SGLang ran as that tree (exit 0); its NGRAM worker drafts its own
+    Hostile("sglngram27_dynamic_tree_is_not_what_ngram_drafts", run(
+        cluster={"model": "qwen2.5-coder-0.5b", "engine": {"framework": "sglang", "version": "0.5.23"}},
+        drafter={"kind": "ngram", "gamma": 4},
+        speculation={"kind": "dynamic_tree", "builder": "eagle2", "top_k": 2, "depth": 3, "budget": 5},
+        acceptance={"kind": "ranked", "accept_probs": [0.6, 0.2]}),
+            "draftsim: error: speculation.kind: sglang 0.5.23's NGRAM worker drafts its own tree from its trie"),
 
 ]
 

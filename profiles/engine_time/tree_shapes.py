@@ -36,7 +36,15 @@ build_eagle_tree.py build_tree_kernel_efficient_preprocess; EAGLEDraftInput.prep
 0.4.1.post4), which raises for more. From v0.4.5.post3, speculative_eagle_topk 1 sets speculative_num_draft_tokens
 to speculative_num_steps + 1 whatever was asked ('speculative_num_draft_tokens is adjusted ...': server_args.py
 ServerArgs.__post_init__, later arg_groups/speculative_hook.py _handle_eagle_family): refused here rather than run
-as another shape. Its NGRAM worker builds its own trees and is not checked here.
+as another shape.
+
+SGLang's NGRAM worker (drafter ngram; read in 0.5.3, 0.5.9, 0.5.10, 0.5.13, 0.5.14, 0.5.16 and 0.5.23: srt/speculative/
+ngram_worker.py, the trie's buildRecency / buildFrequency and fillResult) drafts neither shape: each step it grows a
+tree from its trie of recent windows (BFS or PROB over the matched suffixes, whatever shape the trie holds) and pads
+it to speculative_num_draft_tokens rows, all verified. draftsim runs that tree where it walks the drafter on a session
+corpus (simulator.speculation.suffix.sglang_ngram) under speculation kind chain with drafter.gamma =
+speculative_num_draft_tokens - 1 (the verified rows past the root); a kary, medusa, sequoia, EAGLE-2 or top_n tree, n
+sequences (multidraft) or a retrieved branch (retrieval_merge) is not what it drafts, and is refused.
 
 TensorRT-LLM: its EAGLE-3 dynamic tree and MTP sources were not read (no wheels on PyPI; the search corpus held
 none), so no rule is applied there.
@@ -140,10 +148,25 @@ def tree_refusal(framework: str, version: str, method: str | None, tree: TreeAsk
     return None if rule is None else rule(version, method, tree)
 
 
+def sglang_ngram_refusal(version: str, speculation) -> tuple[str, str] | None:
+    """(field, one line) where `speculation` is not the shape SGLang's NGRAM worker drafts (module docstring)."""
+    if speculation.kind == "chain":
+        return None
+    return "speculation.kind", (
+        f"sglang {version}'s NGRAM worker drafts its own tree from its trie (ngram_worker.py; trie buildRecency / "
+        f"buildFrequency, padded to speculative_num_draft_tokens rows), not a {speculation.kind} shape; allowed: "
+        f"speculation kind chain with drafter.gamma = speculative_num_draft_tokens - 1 (acceptance kind sessions "
+        f"walks its tree)")
+
+
 def release_tree_refusal(release: tuple[str, str | None] | None, method: str | None, speculation
                          ) -> tuple[str, str] | None:
     """`tree_refusal` for an engine `release` (framework, version; None or version None: no release named, no
-    rule) and a validated `speculation` section; None for shapes other than trees."""
+    rule) and a validated `speculation` section; None for shapes other than trees, except SGLang's NGRAM worker,
+    which drafts chain-priced trees only (`sglang_ngram_refusal`)."""
+    if release is not None and release[1] is not None and release[0] == "sglang" and method == "ngram" \
+            and speculation is not None:
+        return sglang_ngram_refusal(release[1], speculation)
     tree = tree_ask(speculation) if speculation is not None else None
     if tree is None or release is None or release[1] is None:
         return None

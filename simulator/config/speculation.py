@@ -10,6 +10,8 @@ YAML reference (each section is a discriminated union on `kind`):
                 mtp         {gamma, modules}                      # the model's multi-token-prediction modules
                 layer_skip  {gamma, layers_fraction}                  # self-speculation, shared KV
                 ngram       {gamma, prompt_lookup_max, prompt_lookup_min}  # prompt lookup, ~zero cost
+                            # on SGLang: {gamma, max_trie_depth, min_bfs_breadth, max_bfs_breadth,
+                            #             match_type: BFS|PROB, capacity_nodes}  # its NGRAM trie
                 suffix      {gamma, max_tree_depth, max_cached_requests, max_spec_factor, max_spec_offset,
                              min_token_prob}                  # suffix decoding (vLLM method: suffix)
                 sparse_kv   {gamma, kv_budget}                        # MagicDec: self-speculation, windowed KV
@@ -118,6 +120,14 @@ class NgramDrafterConfig(Strict):
     gamma: int = Field(4, ge=0, le=64)
     prompt_lookup_max: int = Field(5, ge=1, le=64)
     prompt_lookup_min: int = Field(5, ge=1, le=64)
+    # SGLang's NGRAM trie (--speculative-ngram-*, 0.5.10 on; on another engine or release they are refused where
+    # the deployment is known: simulator.speculation.suffix.acceptance.bind_engine). Defaults and limits: SGLang's
+    # (srt/server_args.py ServerArgs, arg_groups/fields/spec.py in 0.5.23; the checks of Ngram::Ngram, ngram.cpp).
+    max_trie_depth: int = Field(18, ge=2, le=2**31 - 1)     # Ngram::Ngram: > 1; buildRecency casts to int32
+    min_bfs_breadth: int = Field(1, ge=1, le=2**31 - 1)     # Ngram::Ngram: > 0
+    max_bfs_breadth: int = Field(10, ge=1, le=2**31 - 1)
+    match_type: Literal["BFS", "PROB"] = "BFS"
+    capacity_nodes: int = Field(10_000_000, ge=3)           # --speculative-ngram-capacity: trie nodes, root included
 
     @model_validator(mode="after")
     def _vllm_window_defaults(self) -> "NgramDrafterConfig":
@@ -134,6 +144,14 @@ class NgramDrafterConfig(Strict):
             self.__dict__["prompt_lookup_min"] = self.prompt_lookup_max
         if self.prompt_lookup_min > self.prompt_lookup_max:
             raise ValueError("prompt_lookup_min must be <= prompt_lookup_max")
+        if self.min_bfs_breadth > self.max_bfs_breadth:   # (SGLang's Ngram::Ngram raises at start)
+            raise field_error("min_bfs_breadth", f"{self.min_bfs_breadth} is above max_bfs_breadth "
+                              f"{self.max_bfs_breadth}, which SGLang's Ngram::Ngram refuses; allowed: 1 to "
+                              f"{self.max_bfs_breadth}")
+        if self.capacity_nodes <= self.max_trie_depth:
+            raise field_error("capacity_nodes", f"{self.capacity_nodes} holds no window of max_trie_depth "
+                              f"{self.max_trie_depth} past the root (SGLang's Trie::squeeze raises); allowed: >= "
+                              f"{self.max_trie_depth + 1}")
         return self
 
 

@@ -92,3 +92,20 @@ def test_a_run_refuses_a_tree_its_named_release_does_not_draft():
     with pytest.raises(ScenarioError) as err:
         _tree_run("0.24.0", kary)
     assert err.value.field == "cluster.engine.version" and "vllm 0.24.0 has no draft token trees" in err.value.message
+
+
+# SGLang's NGRAM worker (drafter ngram) drafts its own tree from its trie, padded to speculative_num_draft_tokens
+# rows (srt/speculative/ngram_worker.py; trie.cpp buildRecency / buildFrequency, result.cpp fillResult): draftsim
+# walks it under speculation kind chain; any other shape is refused, the field named speculation.kind.
+@pytest.mark.parametrize("kind", ["chain", "tree", "dynamic_tree", "multidraft", "retrieval_merge"])
+def test_sglang_s_ngram_worker_is_walked_as_a_chain_priced_tree_only(kind):
+    from types import SimpleNamespace
+
+    from profiles.engine_time.tree_shapes import release_tree_refusal
+    got = release_tree_refusal(("sglang", "0.5.16"), "ngram", SimpleNamespace(kind=kind))
+    if kind == "chain":
+        assert got is None
+    else:
+        assert got[0] == "speculation.kind" and f"not a {kind} shape" in got[1]
+    if kind in ("chain", "multidraft", "retrieval_merge"):   # (no release named: draftsim's own shape, no rule)
+        assert release_tree_refusal(("sglang", None), "ngram", SimpleNamespace(kind=kind)) is None

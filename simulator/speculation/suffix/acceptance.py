@@ -77,6 +77,8 @@ def bind_engine(acceptance, drafter, release: tuple, policy=None):
     run as vLLM's lookup under another engine's name. With `policy` proposed the engine rule refuses that policy
     first (profiles.engine_time.support, naming policy.kind)."""
     framework, version = release
+    if getattr(drafter, "kind", None) == "ngram":
+        check_sglang_flags(drafter, release)
     if getattr(drafter, "kind", None) != "ngram" or framework == "vllm" or getattr(policy, "kind", None) == "proposed":
         return acceptance
     kind = getattr(acceptance, "kind", None)
@@ -93,18 +95,48 @@ def bind_engine(acceptance, drafter, release: tuple, policy=None):
                             "(constant or positional), or cluster.engine.framework vllm or sglang")
     from profiles.measured.source import version_before
     if version is not None and version_before(version, SGLANG_TRIE_FROM):
-        raise ScenarioError("cluster.engine.version", f"sglang {version}'s NGRAM matches windows of "
-                            "--speculative-ngram-min/max-match-window-size into a trie of branch_length paths (0.5.3 "
-                            "to 0.5.9, cpp_ngram/ngram.cpp), which is not modelled; allowed: a version >= "
+        raise ScenarioError("cluster.engine.version", f"sglang {version}'s NGRAM (0.5.3 to 0.5.9, cpp_ngram/"
+                            "ngram.cpp) inserts windows on a background thread (Ngram::asyncInsert; synchronize() "
+                            "waits for the queue to empty, not for the window last dequeued to be applied), so what a "
+                            "draft sees depends on thread timing and cannot be replayed; allowed: a version >= "
                             f"{SGLANG_TRIE_FROM} with acceptance kind sessions")
     given = sorted({"prompt_lookup_max", "prompt_lookup_min"} & set(drafter.model_fields_set))   # as written
     if given:
         also = "".join(f" (as is drafter.{name})" for name in given[1:])
         raise ScenarioError(f"drafter.{given[0]}", f"is vLLM's lookup window{also}; SGLang's NGRAM matches every "
-                            "suffix of up to --speculative-ngram-max-trie-depth (18) tokens: "
+                            "suffix of up to --speculative-ngram-max-trie-depth (drafter.max_trie_depth) tokens: "
                             f"leave {'them' if also else 'it'} out")
     import dataclasses
     return dataclasses.replace(acceptance, engine=(framework, version))
+
+
+# drafter field -> (SGLang's flag, the first release that has it). Read 2026-11-29 in the PyPI wheels'
+# srt/server_args.py (ServerArgs; arg_groups/fields/spec.py in 0.5.23): 0.5.2 has no NGRAM flags; 0.5.3 - 0.5.9 have
+# the breadths, match type and capacity beside --speculative-ngram-min/max-match-window-size and
+# --speculative-ngram-branch-length (not modelled); 0.5.10 - 0.5.23 replace those three with
+# --speculative-ngram-max-trie-depth (and 0.5.13 on add the external-corpus flags, not modelled). Defaults are the
+# same in every release that has the flag (simulator.config.speculation.NgramDrafterConfig).
+SGLANG_NGRAM_FLAGS = {"max_trie_depth": ("--speculative-ngram-max-trie-depth", "0.5.10"),
+                      "min_bfs_breadth": ("--speculative-ngram-min-bfs-breadth", "0.5.3"),
+                      "max_bfs_breadth": ("--speculative-ngram-max-bfs-breadth", "0.5.3"),
+                      "match_type": ("--speculative-ngram-match-type", "0.5.3"),
+                      "capacity_nodes": ("--speculative-ngram-capacity", "0.5.3")}
+
+
+def check_sglang_flags(drafter, release: tuple) -> None:
+    """ScenarioError (one line) for an SGLang NGRAM setting written for a deployment whose engine has no such flag:
+    another framework, or an SGLang release before the flag (SGLANG_NGRAM_FLAGS). No release named: SGLang's
+    latest flags."""
+    from profiles.measured.source import version_before
+    framework, version = release
+    for name in sorted(set(SGLANG_NGRAM_FLAGS) & set(drafter.model_fields_set)):   # as written
+        flag, since = SGLANG_NGRAM_FLAGS[name]
+        if framework != "sglang":
+            raise ScenarioError(f"drafter.{name}", f"is SGLang's {flag} (its NGRAM trie); {framework} has no such "
+                                "setting: leave it out, or set cluster.engine.framework sglang")
+        if version is not None and version_before(version, since):
+            raise ScenarioError(f"drafter.{name}", f"sglang {version} has no {flag} (from {since}); leave it out "
+                                f"or set cluster.engine.version >= {since}")
 
 
 _NGRAM_NAMES = {"sglang": "SGLang's NGRAM trie (speculative/ngram_worker.py, a BFS draft tree over recent windows "
@@ -176,15 +208,23 @@ def _sglang_ngram(frame, *settings):
     return sglang_ngram_walks(frame, SglangNgramParams(*settings))
 
 
+def _sglang_ngram_prob(frame, *settings):
+    from simulator.speculation.suffix.sglang_ngram import SglangNgramParams, sglang_ngram_walks
+    return sglang_ngram_walks(frame, SglangNgramParams(*settings, match_type="PROB"))
+
+
 # proposer (the first item of drafter_key) -> its walks over a session corpus
-WALKERS = {"suffix": _suffix, "ngram": _vllm_ngram, "sglang_ngram": _sglang_ngram}
+WALKERS = {"suffix": _suffix, "ngram": _vllm_ngram, "sglang_ngram": _sglang_ngram,
+           "sglang_ngram_prob": _sglang_ngram_prob}
 SGLANG_TRIE_FROM = "0.5.10"      # the trie-depth NGRAM (--speculative-ngram-max-trie-depth); 0.5.3-0.5.9 matched windows
 SGLANG_INSERT_LAGS_FROM = "0.5.14"
 
 
 def drafter_key(d, engine: tuple = ("vllm", None)) -> tuple:
-    """The proposer and its settings: vLLM's suffix decoding or prompt lookup, or SGLang's NGRAM trie (its
-    defaults; the budget is speculative_num_draft_tokens - 1 = drafter.gamma) on an SGLang deployment."""
+    """The proposer and its settings: vLLM's suffix decoding or prompt lookup, or SGLang's NGRAM trie on an SGLang
+    deployment (the budget is speculative_num_draft_tokens - 1 = drafter.gamma; match type PROB is its own
+    proposer name, so that a BFS key is what it was before the match type could be set and the shipped walks
+    still match it)."""
     if d.kind == "suffix":
         p = suffix_params(d)
         return ("suffix", p.num_speculative_tokens, p.max_tree_depth, p.max_cached_requests, p.max_spec_factor,
@@ -192,10 +232,10 @@ def drafter_key(d, engine: tuple = ("vllm", None)) -> tuple:
     if engine[0] == "sglang":
         from profiles.measured.source import version_key
         from simulator.speculation.suffix.sglang_ngram import SglangNgramParams
-        p = SglangNgramParams(d.gamma)
+        p = SglangNgramParams(d.gamma, d.max_trie_depth, d.min_bfs_breadth, d.max_bfs_breadth, d.capacity_nodes)
         lags = engine[1] is None or version_key(engine[1]) >= version_key(SGLANG_INSERT_LAGS_FROM)
-        return ("sglang_ngram", p.draft_budget, p.max_trie_depth, p.min_bfs_breadth, p.max_bfs_breadth, p.capacity,
-                lags)
+        return ("sglang_ngram" if d.match_type == "BFS" else "sglang_ngram_prob", p.draft_budget, p.max_trie_depth,
+                p.min_bfs_breadth, p.max_bfs_breadth, p.capacity, lags)
     return ("ngram", d.gamma, d.prompt_lookup_max, d.prompt_lookup_min)
 
 

@@ -36,8 +36,21 @@ one after another in turn-major order, so the trie holds earlier requests' windo
 running beside this one. Served one at a time, the incremental MatchState of 0.5.11+ (anchors advanced by the
 new tokens instead of rebuilt) finds the same anchors as a rebuild: a suffix that ends in this step's new tokens
 can only be in the trie through an insert made before the previous draft (this request's own windows end
-before the new tokens), whose prefix was then an anchor already. Only match type BFS with SGLang's defaults
-(max_trie_depth 18, BFS breadth 1 to 10, capacity 10,000,000 nodes, no external corpus) is modelled.
+before the new tokens), whose prefix was then an anchor already.
+
+Settings (drafter section, simulator.config.speculation.NgramDrafterConfig; which release has which flag:
+simulator.speculation.suffix.acceptance.SGLANG_NGRAM_FLAGS): max_trie_depth, min/max_bfs_breadth, capacity and the
+match type. Match type PROB (`Trie::buildFrequency`, the same body in 0.5.10 and 0.5.23): every trie node counts
+the inserted paths through it (`freq`: 1 when created, +1 each time an insert passes it); a node's children are
+taken in `sorted_children` order (`TrieNode::CompareByFreq`: freq descending, then token ascending), only the first
+max_bfs_breadth of them, each pushed with probability freq / (the summed freq of those taken) x its parent's (1 for
+an anchor's) onto one `std::priority_queue` shared by the anchors in turn; the most probable candidate is popped
+next, added under its draft parent (or merged with an equal token there) and its own children pushed, until the
+budget is spent. min_bfs_breadth is not read. Equal probabilities pop in the order of libstdc++'s heap
+(simulator.speculation.suffix.cxx_heap, a named assumption). Checked 2026-11-29: both match types against SGLang
+0.5.10's own trie.cpp compiled with g++, 3,727 random drafts, none differing. Not modelled: the external corpus
+(--speculative-ngram-external-*, 0.5.13 on: a suffix automaton beside the trie) and the batch-size draft schedule
+(`Param::batch_draft_token_num`, which no server flag sets).
 """
 from __future__ import annotations
 
@@ -58,14 +71,20 @@ class SglangNgramParams:
     max_bfs_breadth: int = 10         # --speculative-ngram-max-bfs-breadth
     capacity: int = 10_000_000        # --speculative-ngram-capacity (trie nodes, the root included)
     insert_lags_one_step: bool = True  # 0.5.14 on: the inserted window ends with the previous step's tokens
+    match_type: str = "BFS"           # --speculative-ngram-match-type: BFS (buildRecency) or PROB (buildFrequency)
 
 
 class _Node:
-    __slots__ = ("token", "parent", "children")
+    __slots__ = ("token", "parent", "children", "freq")
 
     def __init__(self, token: int, parent):
-        self.token, self.parent = token, parent
+        self.token, self.parent, self.freq = token, parent, 1
         self.children: OrderedDict = OrderedDict()   # token -> _Node, most recently inserted first
+
+    def by_frequency(self) -> list:
+        """The children in `sorted_children` order (TrieNode::CompareByFreq): frequency descending, then token
+        ascending (siblings have distinct tokens, so the pointer tie-break never decides)."""
+        return sorted(self.children.values(), key=lambda n: (-n.freq, n.token))
 
 
 class NgramTrie:
@@ -96,6 +115,8 @@ class NgramTrie:
                     child = cursor.children[tok] = _Node(tok, cursor)
                     self.free -= 1
                     self.lru[child] = None
+                else:
+                    child.freq += 1
                 cursor.children.move_to_end(tok, last=False)
                 cursor = child
                 nodes.append(child)
@@ -118,7 +139,11 @@ class NgramTrie:
         return out
 
     def draft_tree(self, context) -> list[dict]:
-        """The draft tree of `buildRecency`: node 0 is the last token; tree[i] maps a token to its child's row."""
+        """The draft tree of the match type: node 0 is the last token; tree[i] maps a token to its child's row."""
+        return self._frequency_tree(context) if self.p.match_type == "PROB" else self._recency_tree(context)
+
+    def _recency_tree(self, context) -> list[dict]:
+        """`buildRecency` (match type BFS, module docstring)."""
         p = self.p
         budget = p.draft_budget
         max_match_depth = max(1, p.max_trie_depth - 1)
@@ -137,6 +162,31 @@ class NgramTrie:
                         pos = tree[parent][child.token] = len(tree)
                         tree.append({})
                     queue.append((pos, breadth_f - scale, child))
+        return tree
+
+    def _frequency_tree(self, context) -> list[dict]:
+        """`buildFrequency` (match type PROB, module docstring): one max-heap of (draft parent, trie node,
+        probability), shared by the anchors in turn; equal probabilities pop in libstdc++'s heap order."""
+        from simulator.speculation.suffix.cxx_heap import CxxMaxHeap
+        budget, top_k = self.p.draft_budget, self.p.max_bfs_breadth
+        tree: list[dict] = [{}]
+        heap = CxxMaxHeap(key=lambda entry: entry[2])
+
+        def expand(parent: int, tnode, prob: float) -> None:
+            children = tnode.by_frequency()[:top_k]
+            total = float(sum(c.freq for c in children)) or 1.0
+            for c in children:
+                heap.push((parent, c, c.freq / total * prob))
+
+        for node, _ in self.anchors(context):
+            expand(0, node, 1.0)
+            while len(heap) and len(tree) <= budget:
+                parent, tnode, prob = heap.pop()
+                pos = tree[parent].get(tnode.token)
+                if pos is None:
+                    pos = tree[parent][tnode.token] = len(tree)
+                    tree.append({})
+                expand(pos, tnode, prob)
         return tree
 
 

@@ -79,3 +79,83 @@ def test_an_sglang_deployment_walks_sglang_s_proposer():
     assert drafter_key(d, ("sglang", "0.5.13")) == ("sglang_ngram", 4, 18, 1, 10, 10_000_000, False)
     assert drafter_key(d, ("sglang", "0.5.14"))[-1] is True
     assert np.all(np.asarray(drafter_key(d, ("sglang", None))[1:6]) > 0)
+
+
+# Match type PROB: Trie::buildFrequency (trie.cpp, the same body in 0.5.10 and 0.5.23). Each trie node counts the
+# inserted paths through it (`freq`); a node's children are taken in `sorted_children` order (CompareByFreq: freq
+# descending, then token ascending), the first max_bfs_breadth of them, each with probability freq / (their summed
+# freq) * the parent's; one std::priority_queue pops the most probable candidate next. min_bfs_breadth is unused.
+# Each trace below was also checked against SGLang 0.5.10's own trie.cpp, compiled with g++ (2026-11-29).
+
+def _prob(budget, **kw):
+    return NgramTrie(SglangNgramParams(budget, max_trie_depth=3, match_type="PROB", **kw))
+
+
+def test_prob_takes_the_most_frequent_child_where_bfs_takes_the_most_recent():
+    for match_type, expected in (("PROB", [{9: 1}, {}]), ("BFS", [{8: 1}, {}])):
+        trie = NgramTrie(SglangNgramParams(4, max_trie_depth=3, min_bfs_breadth=1, max_bfs_breadth=1,
+                                           match_type=match_type))
+        trie.insert([1, 9])
+        trie.insert([1, 9])                   # 1-9: freq 2
+        trie.insert([1, 8])                   # 1-8: freq 1, but the most recent
+        assert trie.draft_tree([1]) == expected, match_type
+
+
+def test_prob_grows_the_most_probable_path_not_level_by_level():
+    # children of [1]: 2 (freq 2) -> p 2/3, 4 (freq 1) -> p 1/3; 1-2's child 3 (freq 2, alone) -> p 2/3 * 1 = 2/3:
+    # budget 2 takes 2 then 3 (2/3 > 1/3). BFS with breadth 2 takes both children of [1] first: 4 (most recent), 2.
+    prob, bfs = _prob(2, min_bfs_breadth=2, max_bfs_breadth=2), NgramTrie(SglangNgramParams(
+        2, max_trie_depth=3, min_bfs_breadth=2, max_bfs_breadth=2))
+    for trie in (prob, bfs):
+        for window in ([1, 2, 3], [1, 2, 3], [1, 4]):
+            trie.insert(window)
+    assert prob.draft_tree([1]) == [{2: 1}, {3: 2}, {}]
+    assert bfs.draft_tree([1]) == [{4: 1, 2: 2}, {}, {}]
+
+
+def test_prob_breaks_equal_probabilities_as_libstdcxx_heap_pops_them():
+    # four children of [5], freq 1 each, pushed in token order 11, 12, 13, 14, each p 1/4. libstdc++'s pop_heap
+    # (__adjust_heap) pops 11, then 13 (the right child of the hole), not 12: budget 2 drafts 11 and 13.
+    trie = _prob(2, max_bfs_breadth=4)
+    for tok in (11, 12, 13, 14):
+        trie.insert([5, tok])
+    assert trie.draft_tree([5]) == [{11: 1, 13: 2}, {}, {}]
+
+
+def test_cxx_heap_pops_equal_keys_in_libstdcxx_order():
+    from simulator.speculation.suffix.cxx_heap import CxxMaxHeap
+    heap = CxxMaxHeap(key=lambda item: item[1])
+    for name in "ABCD":
+        heap.push((name, 0.5))
+    assert [heap.pop()[0] for _ in range(4)] == ["A", "C", "B", "D"]
+    for name, key in (("x", 1.0), ("y", 3.0), ("z", 2.0)):
+        heap.push((name, key))
+    assert [heap.pop()[0] for _ in range(3)] == ["y", "z", "x"]
+
+
+def test_walk_with_prob_misses_where_bfs_hits():
+    # max_trie_depth 3, budget 2, breadth 1, inserts one step behind (0.5.14 on). Steps 1 and 2 as in
+    # test_walk_from_0_5_14_inserts_one_step_behind: trie of [5, 5] and [5, 5, 6]. Step 3, context [5, 6, 5]: anchor
+    # [5] only, children 5 (freq 2) and 6 (freq 1, the most recent). BFS drafts 6 -> accepts 1 and the request ends
+    # (walk [0, 0, 1]). PROB drafts 5 then 5-5's child 6: truth 6 -> 0; insert [5, 6, 5]. Step 4, context [6, 5, 6]:
+    # anchors [5, 6] (child 5) then [6] (child 5): both draft 5 under the root -> tree 5 + a padding row, truth 5 -> 1.
+    def walk(match_type):
+        return sglang_ngram_walks(_one_request(), SglangNgramParams(2, max_trie_depth=3, min_bfs_breadth=1,
+                                                                     max_bfs_breadth=1, match_type=match_type))
+    assert walk("BFS").accepted[0].tolist() == [0, 0, 1]
+    prob = walk("PROB")
+    assert prob.accepted[0].tolist() == [0, 0, 0, 1] and prob.proposed[0].tolist() == [2, 2, 2, 2]
+
+
+def test_the_drafter_section_s_trie_settings_reach_the_walk():
+    from simulator.config.speculation import NgramDrafterConfig
+    from simulator.speculation.suffix.acceptance import WALKERS, drafter_key
+    d = NgramDrafterConfig(kind="ngram", gamma=2, max_trie_depth=3, min_bfs_breadth=1, max_bfs_breadth=1,
+                           match_type="PROB", capacity_nodes=50)
+    key = drafter_key(d, ("sglang", "0.5.16"))
+    assert key == ("sglang_ngram_prob", 2, 3, 1, 1, 50, True)
+    assert WALKERS[key[0]](_one_request(), *key[1:]).accepted[0].tolist() == [0, 0, 0, 1]
+    bfs = NgramDrafterConfig(kind="ngram", gamma=2, max_trie_depth=3, min_bfs_breadth=1, max_bfs_breadth=1)
+    key = drafter_key(bfs, ("sglang", "0.5.16"))
+    assert key == ("sglang_ngram", 2, 3, 1, 1, 10_000_000, True)
+    assert WALKERS[key[0]](_one_request(), *key[1:]).accepted[0].tolist() == [0, 0, 1]
