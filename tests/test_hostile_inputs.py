@@ -660,6 +660,11 @@ CASES = [
     Hostile("sweep_plot_unknown_metric", lambda tmp: sweep(plot={"metrics": ["goodput_rsp"]})(tmp) + ["--plot"],
             "sweep.plot.metrics"),
     Hostile("sweep_workers_zero", lambda tmp: sweep()(tmp) + ["--workers", "0"], "--workers"),
+    # --dry-run listed the points and exited 0 whatever --workers or --executor said (2026-11-29)
+    Hostile("sweep_dry_run_workers_zero", lambda tmp: sweep()(tmp) + ["--dry-run", "--workers", "0"],
+            "draftsim sweep: error: --workers: must be an integer >= 1, got 0"),
+    Hostile("sweep_dry_run_bogus_executor", lambda tmp: sweep()(tmp)[:-3] + ["--dry-run", "--executor", "bogus"],
+            "draftsim sweep: error: --executor: unknown executor 'bogus'"),
     Hostile("sweep_workers_beyond_the_cores",   # (a process pool forks all its workers at its first task)
             sweep(flags=("--executor", "local", "--workers", "100000")),
             "--workers: must be an integer in 1.."),
