@@ -83,10 +83,11 @@ def _run(args: argparse.Namespace, t0: float, trace_requests: int, scenario, fol
         import warnings
 
         from simulator.results.timeline import pool_replica_names, trace_json
-        extra["trace.json"] = trace_json(result.requests, result.steps,
-                                         gpus_per_replica=result.summary["gpus_per_replica"],
-                                         replica_names=pool_replica_names(result.summary),
-                                         max_request_tracks=trace_requests)
+        with Progress("drawing trace.json", quiet=args.quiet):   # (~60 µs a step: a minute for a million steps)
+            extra["trace.json"] = trace_json(result.requests, result.steps,
+                                             gpus_per_replica=result.summary["gpus_per_replica"],
+                                             replica_names=pool_replica_names(result.summary),
+                                             max_request_tracks=trace_requests)
         if len(result.request_table) > trace_requests:
             warnings.warn(f"trace.json: request slices for the first {trace_requests:,} of "
                           f"{len(result.request_table):,} requests (steps: {_steps_traced(scenario.outputs)}); "
