@@ -1015,6 +1015,9 @@ CASES = [
     # estimate's engine flags were named as the scenario's fields (cluster.engine.host_cpu: ...), which the
     # command line has none of
     Hostile("estimate_unknown_host_cpu", estimate("--host-cpu", "bogus"), "error: --host-cpu: unknown host 'bogus'"),
+    # ... and its way out named the scenario's form, "{calibration_us: N}", which the flag refuses (2026-11-29)
+    Hostile("estimate_unknown_host_cpu_names_the_flags_number", estimate("--host-cpu", "{calibration_us: 9000}"),
+            "(or give --host-cpu N, the host's calibration_us in µs, measured with profiles/engine_time/"),
     Hostile("estimate_engine_version_0_0_1", estimate("--engine-version", "0.0.1"),
             "error: --engine-version: no engine model for vllm 0.0.1"),
     # a version after the newest release (vllm 99, a 0.34 pre-release, sglang 0.5.24) was modelled as the newest
