@@ -42,10 +42,7 @@ def _workers(text: str) -> str:
 def _cmd_run(args: argparse.Namespace) -> int:
     import time
 
-    from simulator.api import prepare, simulate
-    from simulator.console.progress import Progress
-    from simulator.results.metrics import format_summary_table
-    from simulator.results.outputs import check_output_dir, write_outputs
+    from simulator.config.flags import flag_override, given, named_as_typed, refuse_set_beside
     from simulator.config.scenario import check_overrides_once, load_scenario
 
     t0 = time.perf_counter()
@@ -54,10 +51,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ScenarioError("--trace-requests", "sets how many request slices trace.json draws, which only --trace "
                                                 "writes; add --trace or leave --trace-requests out")
     trace_requests = TRACE_REQUESTS if args.trace_requests is None else args.trace_requests
-    sugar = [f"simulation.{key}={value}" for key, value in (("executor", args.executor), ("workers", args.workers))
-             if value is not None]
-    check_overrides_once(sugar + args.set)   # (--executor X --set simulation.executor=Y ran Y)
-    scenario, folder = load_scenario(args.scenario, sugar + args.set)
+    flags = given([flag_override("--executor", "simulation.executor", args.executor),
+                   flag_override("--workers", "simulation.workers", args.workers)])
+    check_overrides_once(args.set)
+    refuse_set_beside(flags, args.set)   # (--executor X --set simulation.executor=Y ran Y)
+    with named_as_typed(flags):   # (`--workers 0` was refused as "simulation.workers: ...")
+        return _run(args, t0, trace_requests, *load_scenario(args.scenario, [flag.text for flag in flags] + args.set))
+
+
+def _run(args: argparse.Namespace, t0: float, trace_requests: int, scenario, folder: Path) -> int:
+    import time
+
+    from simulator.api import prepare, simulate
+    from simulator.console.progress import Progress
+    from simulator.results.metrics import format_summary_table
+    from simulator.results.outputs import check_output_dir, write_outputs
+
     if args.trace and scenario.outputs.steps == "aggregate":   # (trace.json draws each step as a slice)
         from simulator.errors import ScenarioError
         raise ScenarioError("--trace", "draws every step as a slice, but outputs.steps aggregate keeps per-interval "
@@ -74,10 +83,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         import warnings
 
         from simulator.results.timeline import pool_replica_names, trace_json
-        extra["trace.json"] = trace_json(result.requests, result.steps,
-                                         gpus_per_replica=result.summary["gpus_per_replica"],
-                                         replica_names=pool_replica_names(result.summary),
-                                         max_request_tracks=trace_requests)
+        with Progress("drawing trace.json", quiet=args.quiet):   # (~60 µs a step: a minute for a million steps)
+            extra["trace.json"] = trace_json(result.requests, result.steps,
+                                             gpus_per_replica=result.summary["gpus_per_replica"],
+                                             replica_names=pool_replica_names(result.summary),
+                                             max_request_tracks=trace_requests)
         if len(result.request_table) > trace_requests:
             warnings.warn(f"trace.json: request slices for the first {trace_requests:,} of "
                           f"{len(result.request_table):,} requests (steps: {_steps_traced(scenario.outputs)}); "

@@ -660,13 +660,18 @@ CASES = [
     Hostile("sweep_plot_unknown_metric", lambda tmp: sweep(plot={"metrics": ["goodput_rsp"]})(tmp) + ["--plot"],
             "sweep.plot.metrics"),
     Hostile("sweep_workers_zero", lambda tmp: sweep()(tmp) + ["--workers", "0"], "--workers"),
+    # --dry-run listed the points and exited 0 whatever --workers or --executor said (2026-11-29)
+    Hostile("sweep_dry_run_workers_zero", lambda tmp: sweep()(tmp) + ["--dry-run", "--workers", "0"],
+            "draftsim sweep: error: --workers: must be an integer >= 1, got 0"),
+    Hostile("sweep_dry_run_bogus_executor", lambda tmp: sweep()(tmp)[:-3] + ["--dry-run", "--executor", "bogus"],
+            "draftsim sweep: error: --executor: unknown executor 'bogus'"),
     Hostile("sweep_workers_beyond_the_cores",   # (a process pool forks all its workers at its first task)
             sweep(flags=("--executor", "local", "--workers", "100000")),
             "--workers: must be an integer in 1.."),
     # a scheduler port that is no number reached Dask's parser: a ValueError traceback (exit 1) from run and sweep;
     # no host or port 99999 waited 10 s for a connection (2026-11-28)
     Hostile("run_executor_port_not_a_number", run(None, "--executor", "dask://h:port"),
-            "simulation.executor: expected dask://HOST:PORT or tcp://HOST:PORT with a port in 1..65535"),
+            "draftsim: error: --executor: expected dask://HOST:PORT or tcp://HOST:PORT with a port in 1..65535"),
     Hostile("run_executor_port_beyond_65535", run(simulation={"executor": "tcp://127.0.0.1:99999"}),
             "with a port in 1..65535 (an IPv6 host in brackets: tcp://[::1]:8786); got 'tcp://127.0.0.1:99999'"),
     Hostile("sweep_executor_port_not_a_number", lambda tmp: sweep()(tmp)[:-3] + ["--executor", "tcp://h:abc", "--quiet"],
@@ -679,7 +684,7 @@ CASES = [
                                               simulation={"load_sync_s": 5, "executor": "tcp://127.0.0.1:1"}),
             "simulation.load_sync_s: cluster.router 'round_robin' does not read replica loads"),
     Hostile("run_dask_workers_beyond_the_cores", run(None, "--executor", "local-dask", "--workers", "100000"),
-            "simulation.workers: an integer in 1.."),
+            "draftsim: error: --workers: an integer in 1.."),
     Hostile("sweep_duplicate_key", lambda tmp: ["sweep", _write(tmp, "sweep.yaml", "name: a\nname: b\n"), "--quiet"],
             "key 'name' appears twice"),
     Hostile("sweep_name_dotdot", sweep(name=".."), "name"),
@@ -772,8 +777,8 @@ CASES = [
     # an IPv6 scheduler without brackets reached Dask's parser (a traceback); a pool's hardware '' or {} took
     # cluster.hardware without a word; a node's power of 1e308 W made the energy figures null (exit 0)
     *[Hostile(f"run_executor_{name}", run(None, "--executor", address),
-              f"simulation.executor: expected dask://HOST:PORT or tcp://HOST:PORT with a port in 1..65535 (an IPv6 host in "
-              f"brackets: tcp://[::1]:8786); got {address!r}")
+              f"--executor: expected dask://HOST:PORT or tcp://HOST:PORT with a port in 1..65535 (an IPv6 host in "
+              f"brackets: tcp://[::1]:8786); got {address!r} (overrides simulation.executor)")
       for name, address in (("ipv6_without_brackets", "tcp://::1:8786"), ("ipv6_unclosed", "tcp://[::1"))],
     *[Hostile(f"disagg_{pool}_hardware_{name}", lambda tmp, pool=pool, value=value: run_path(
         lambda t: REPO / "scenarios" / "disagg" / "disaggregated.yaml")(tmp) + [
@@ -1010,6 +1015,9 @@ CASES = [
     # estimate's engine flags were named as the scenario's fields (cluster.engine.host_cpu: ...), which the
     # command line has none of
     Hostile("estimate_unknown_host_cpu", estimate("--host-cpu", "bogus"), "error: --host-cpu: unknown host 'bogus'"),
+    # ... and its way out named the scenario's form, "{calibration_us: N}", which the flag refuses (2026-11-29)
+    Hostile("estimate_unknown_host_cpu_names_the_flags_number", estimate("--host-cpu", "{calibration_us: 9000}"),
+            "(or give --host-cpu N, the host's calibration_us in µs, measured with profiles/engine_time/"),
     Hostile("estimate_engine_version_0_0_1", estimate("--engine-version", "0.0.1"),
             "error: --engine-version: no engine model for vllm 0.0.1"),
     # a version after the newest release (vllm 99, a 0.34 pre-release, sglang 0.5.24) was modelled as the newest
@@ -1342,7 +1350,21 @@ CASES = [
                                                              _folder_with_a_file(tmp)],
             "is a non-empty directory that is not a draftsim output (no vllm_validation.json or draftsim manifest)"),
     Hostile("run_executor_and_set_executor", run(None, "--executor", "local-dask", "--set", "simulation.executor=local"),
-            "--set: simulation.executor is set twice (simulation.executor=local-dask, then simulation.executor=local)"),
+            "--executor: sets simulation.executor, and --set simulation.executor=local sets it too; give it once"),
+    # run's --workers and --executor were refused naming the field they set ("simulation.workers: ... got 0"), which
+    # the user never typed (2026-11-29)
+    Hostile("run_workers_zero", run(None, "--workers", "0"),
+            "draftsim: error: --workers: an integer in 1.."),
+    Hostile("run_workers_zero_names_the_field_it_overrides", run(None, "--workers", "0"),
+            "or 'auto', got 0 (overrides simulation.workers)"),
+    Hostile("run_bogus_executor", run(None, "--executor", "bogus"),
+            "draftsim: error: --executor: local, local-dask, dask://HOST:PORT or tcp://HOST:PORT; got 'bogus' "
+            "(overrides simulation.executor)"),
+    Hostile("run_workers_and_set_the_simulation_mapping", run(None, "--workers", "1", "--set", "simulation={seed: 1}"),
+            "--workers: sets simulation.workers, and --set simulation={seed: 1} replaces simulation, which holds it"),
+    Hostile("run_executor_and_set_executor_spelled_apart", run(None, "--executor", "local", "--set",
+                                                               " simulation . executor =local"),
+            "--executor: sets simulation.executor, and --set"),
     # ---- vLLM's GPU memory accounting (helper8): the memory CUDA reports, in a hardware file ------------------
     # a field the KV budget reads (simulator.cluster.vllm_memory): text or a figure above the device's memory
     # would have been multiplied into the budget unchecked
@@ -1682,7 +1704,7 @@ CASES = [
     # run under a running Dask scheduler ran on the scheduler's own workers, simulation.workers (--workers) unread,
     # where sweep and plan refuse --workers with it (simulator.distributed.executors._scheduler)
     Hostile("run_dask_scheduler_with_workers", run(None, "--executor", "tcp://127.0.0.1:1", "--workers", "2"),
-            "draftsim: error: simulation.workers: a running Dask scheduler (tcp://127.0.0.1:1) runs the replicas on "
+            "draftsim: error: --workers: a running Dask scheduler (tcp://127.0.0.1:1) runs the replicas on "
             "the workers it has"),
     Hostile("run_dask_scheduler_with_workers_in_the_scenario",
             run(simulation={"executor": "dask://127.0.0.1:1", "workers": 1}),
@@ -2383,12 +2405,12 @@ CASES = [
     # local-dask cluster on Dask workers (a 114-line traceback, exit 1: a Dask worker cannot fork)
     Hostile("run_executor_at_a_service_that_is_not_dask",
             lambda tmp: run(None, "--executor", f"dask://127.0.0.1:{_not_dask_listener()}")(tmp),
-            "simulation.executor: cannot reach the Dask scheduler at tcp://127.0.0.1:"),
+            "--executor: cannot reach the Dask scheduler at tcp://127.0.0.1:"),
     Hostile("run_dask_suffix_drafter",
             run(None, "--executor", "tcp://127.0.0.1:1", cluster={"model": "qwen2.5-coder-0.5b", "replicas": 2},
                 drafter={"kind": "suffix"},
                 acceptance={"kind": "sessions", "corpus": "sessions-qwen2.5-coder-0.5b", "workloads": ["code_edit"]}),
-            "simulation.executor: tcp://127.0.0.1:1 cannot run this scenario (drafter.kind: the suffix drafter"),
+            "--executor: tcp://127.0.0.1:1 cannot run this scenario (drafter.kind: the suffix drafter"),
     Hostile("sweep_local_dask_points_on_dask_workers",
             lambda tmp: sweep(merge(TINY, {"simulation": {"executor": "local-dask"}}))(tmp)[:4]
             + ["--executor", "local-dask", "--quiet"],

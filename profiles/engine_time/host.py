@@ -43,6 +43,9 @@ def _catalog() -> tuple[str, dict[str, HostCpu]]:
     return raw["default"], hosts
 
 
+CALIBRATION_FORM = "{calibration_us: N}"   # how a scenario gives a host by its calibration time (a flag words it its way)
+
+
 def host_ids() -> list[str]:
     return sorted(_catalog()[1])
 
@@ -57,7 +60,7 @@ def get_host(name: str) -> HostCpu:
     hosts = _catalog()[1]
     if name not in hosts:
         raise FieldError("cluster.engine.host_cpu", f"unknown host {name!r}; catalog: {', '.join(host_ids())} "
-                         "(or give {calibration_us: N} measured with profiles/engine_time/measure_launch.py --host-only)")
+                         f"(or give {CALIBRATION_FORM} measured with profiles/engine_time/measure_launch.py --host-only)")
     return hosts[name]
 
 

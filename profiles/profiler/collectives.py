@@ -81,6 +81,24 @@ def _run_rank(rank: int, world: int, init_file: str, out_file: str, device_type:
             json.dump(rows, fh)
 
 
+STOP_GRACE_S = 5.0   # seconds a rank has to end after SIGTERM before it is killed
+
+
+def _stop(processes) -> None:
+    """End the rank processes still running. A rank spawned from the `draftsim` executable ignores Ctrl-C,
+    which is the executable's to handle (simulator.console.interrupts.leave_to_spawner), and the rendezvous
+    file in the temporary folder goes as the interruption unwinds: left alone, the ranks waited for each other
+    for ever, and so did the interpreter's exit for them (non-daemon children)."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(STOP_GRACE_S)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
 def time_collectives(ranks: Sequence[int], sizes_bytes: Sequence[int], config: TimingConfig,
                      device_type: str = "cpu", threads_per_rank: int = 1,
                      kinds: Sequence[str] = COLLECTIVES) -> list[dict]:
@@ -93,8 +111,15 @@ def time_collectives(ranks: Sequence[int], sizes_bytes: Sequence[int], config: T
             continue
         with tempfile.TemporaryDirectory() as tmp:
             init_file, out_file = os.path.join(tmp, "init"), os.path.join(tmp, "rows.json")
-            mp.spawn(_run_rank, args=(world, init_file, out_file, device_type, list(kinds), list(sizes_bytes),
-                                      asdict(config), threads_per_rank), nprocs=world, join=True)
+            ranks = mp.start_processes(_run_rank, args=(world, init_file, out_file, device_type, list(kinds),
+                                                        list(sizes_bytes), asdict(config), threads_per_rank),
+                                       nprocs=world, join=False, start_method="spawn")
+            try:
+                while not ranks.join():
+                    pass
+            except BaseException:   # Ctrl-C (or a rank that failed): the others are stopped, not waited for
+                _stop(ranks.processes)
+                raise
             with open(out_file) as fh:
                 rows.extend(json.load(fh))
     return rows

@@ -15,6 +15,7 @@ On CUDA every op is timed replayed from a CUDA graph (timing.time_graph) on the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gc
 import math
@@ -176,6 +177,18 @@ def _validate(device: str, threads: int, dtype: str | None, models: Sequence[str
     return dtype
 
 
+def _phase(progress: bool | Callable, desc: str):
+    """A phase of the profile without countable parts (the host overhead's whole passes, the collectives:
+    each up to minutes): the caller's reporter as a step of its own (`draftsim profile`: a line every 10 s off a
+    terminal, simulator.console.progress), or one line on stderr when the bar is tqdm's; nothing without
+    progress. (The phases only printed that one line, or nothing for the collectives: minutes that looked hung.)"""
+    if callable(progress):
+        return progress(desc, None, "it")
+    if progress:
+        print(desc, file=sys.stderr)
+    return contextlib.nullcontext()
+
+
 def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out_dir: str | Path | None = None,
                 quick: bool = False, threads: int = DEFAULT_THREADS, dtype: str | None = None,
                 device_id: str | None = None,
@@ -260,18 +273,20 @@ def run_profile(device: str = "cpu", models: Sequence[str] = DEFAULT_MODELS, out
         for spec in specs:
             if not supported(spec):
                 continue
-            if progress:
-                print(f"host overhead: whole passes of {spec.name}", file=sys.stderr)
-            for row in time_host_overhead(spec, tdtype, dev, QUICK_SHAPES if quick else FULL_SHAPES,
-                                          reps=3 if quick else 7):
+            with _phase(progress, f"host overhead: whole passes of {spec.name}"):
+                overhead = time_host_overhead(spec, tdtype, dev, QUICK_SHAPES if quick else FULL_SHAPES,
+                                              reps=3 if quick else 7)
+            for row in overhead:
                 rows.append(make_row(HOST_OVERHEAD, {"layers": row["layers"], "tokens": row["tokens"]}, 0.0, 0.0,
                                      row["median_s"], row["p10_s"], row["p90_s"], row["reps"]))
             overhead_models.append(spec.name)
             gc.collect()
     collective_threads = max(1, threads // max(grid.collective_ranks))
     if collectives and (device == "cpu" or torch.cuda.device_count() >= 2):
-        for row in time_collectives(grid.collective_ranks, grid.collective_bytes, timing, device_type=device,
-                                    threads_per_rank=collective_threads):
+        with _phase(progress, f"collectives: {', '.join(map(str, grid.collective_ranks))} ranks"):
+            timed = time_collectives(grid.collective_ranks, grid.collective_bytes, timing, device_type=device,
+                                     threads_per_rank=collective_threads)
+        for row in timed:
             dims = {"bytes": row["bytes"], "ranks": row["ranks"]}
             if row["kind"] == "p2p":
                 dims = {"bytes": row["bytes"]}

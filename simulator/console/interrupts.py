@@ -31,6 +31,7 @@ import sys
 
 _STRING_CODE = "<string>"   # co_filename of code compiled from a string by exec/eval (compile's default)
 _pending = False
+_watched = False   # watch() was called: this process is the executable
 
 
 def _on_sigint(signum, frame) -> None:
@@ -49,6 +50,8 @@ def _unraisable(args) -> None:
 
 def watch() -> None:
     """Install the handler (main thread only: signal handlers are set there)."""
+    global _watched
+    _watched = True
     signal.signal(signal.SIGINT, _on_sigint)
     sys.unraisablehook = _unraisable
 
@@ -107,6 +110,36 @@ def leave_to_parent() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
+def spawn_with_ctrl_c_held() -> None:
+    """Processes that multiprocessing spawns from now on (a local-dask run's workers, `draftsim profile`'s
+    collective ranks) start with SIGINT blocked, as the signal mask of the thread that launches
+    them carries over the fork and the exec. Only in the executable (after `watch`), whose spawned children run
+    `leave_to_spawner` first (a script of the Python API's user would spawn children that never unblock it). A spawned child runs Python's start and multiprocessing's
+    preparation (runpy) before `leave_to_spawner`, its first line of draftsim, can ignore Ctrl-C: a press in
+    that second or so printed each starting worker's KeyboardInterrupt traceback above the one line (seen with
+    SIGINT to the process group 0.5 s into a local-dask run). Blocked, the press waits in the child until
+    `leave_to_spawner` ignores it. Dask launches its workers from threads of its own, not the main thread, so
+    `held` (main thread only) could not do this. Imported only by the commands that spawn (multiprocessing's
+    spawn module costs ~9 ms of start-up)."""
+    if not _watched or not hasattr(signal, "pthread_sigmask"):
+        return
+    from multiprocessing import popen_spawn_posix
+
+    launch = popen_spawn_posix.Popen._launch
+    if getattr(launch, "ctrl_c_held", False):
+        return
+
+    def launch_held(self, process_obj):
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return launch(self, process_obj)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    launch_held.ctrl_c_held = True
+    popen_spawn_posix.Popen._launch = launch_held
+
+
 def leave_to_spawner() -> None:
     """In a process that multiprocessing spawned from the executable (a Dask worker of a `local-dask` run):
     it runs the executable's main module again, as `__mp_main__`, before anything else, and calls this
@@ -114,4 +147,6 @@ def leave_to_spawner() -> None:
     while the workers were still importing printed each one's traceback above the one line."""
     # (the module running as __mp_main__, or made so: in the executable, that key holds its __main__)
     if getattr(sys.modules.get("__mp_main__"), "__name__", None) == "__mp_main__":
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)   # (a press held back since its launch is dropped here)
+        if hasattr(signal, "pthread_sigmask"):   # (blocked by spawn_with_ctrl_c_held)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -106,3 +106,32 @@ class Progress:
             self._ticker = None
             if self._printed and finished:
                 self._line(", done")
+
+
+class Heartbeat:
+    """`with Heartbeat(say, interval_s):` calls `say()` every `interval_s` seconds from a background thread until
+    the block ends: for a command whose own progress lines come only as parts finish (a plan's DES
+    confirmations, each of which may run for minutes), so that a long part still says it is alive. `say` None,
+    or an interval of 0 (lines at every part, which the caller prints itself; a thread would print without a
+    pause): nothing runs."""
+
+    def __init__(self, say, interval_s: float = INTERVAL_S):
+        self.say, self.interval_s = say, interval_s
+        self._stop = threading.Event()
+        self._ticker = None
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.say()
+
+    def __enter__(self) -> "Heartbeat":
+        if self.say is not None and self.interval_s > 0:
+            self._ticker = threading.Thread(target=self._tick, name="heartbeat", daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._ticker is not None:
+            self._stop.set()
+            self._ticker.join()
+            self._ticker = None

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from models.errors import is_integer
 from simulator.config.dask_address import SCHEDULER_SCHEMES, scheduler_address
-from simulator.console.interrupts import held, leave_to_parent
+from simulator.console.interrupts import held, leave_to_parent, spawn_with_ctrl_c_held
 from simulator.errors import ScenarioError
 
 FIELD = "--executor"
@@ -138,6 +138,7 @@ class DaskExecutor:
                 # "task cancelled" and two "still alive after 4.0 seconds, killing" lines above its one
                 # line). Ctrl-C waits until it has started: one cut short failed Dask's own close at exit
                 # ("Exception ignored in atexit callback ... AssertionError: Status.init").
+                spawn_with_ctrl_c_held()   # (its workers' own start: simulator.console.interrupts)
                 with held(signal.SIGINT):
                     cluster = LocalCluster(n_workers=self._workers, threads_per_worker=1, processes=True,
                                            dashboard_address=None, silence_logs=logging.ERROR)

@@ -180,8 +180,11 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
         warnings.warn(line, stacklevel=2)
     out_dir = check_output_dir(given_or(out, Path("out") / "compare" / loaded[0][0].name),
                                marker=COMPARE_CSV, command="compare", names=COMPARE_FILES, head=COMPARE_HEAD)
-    prepared = [_naming_the_run(run, runs[0], prepare, scenario, base_dir=folder)
-                for run, (scenario, folder) in zip(runs, loaded)]
+    prepared = []
+    with Progress("reading the workloads, building the clusters", total=len(runs), unit="run", quiet=quiet) as bar:
+        for run, (scenario, folder) in zip(runs, loaded):   # (a long trace each: minutes without a word)
+            prepared.append(_naming_the_run(run, runs[0], prepare, scenario, base_dir=folder))
+            bar.update()
     results = []
     with ExitStack() as stack:
         executors = _dask_executors(runs, loaded, stack)
@@ -191,7 +194,8 @@ def run_compare(runs: list[Variant], out: Path | str | None, *, quiet: bool = Fa
                 results.append(simulate(ready, step_mode=step_mode, progress=bar.update, executor=executors[i]))
     labels = [run.label for run in runs]
     frame = compare_frame(labels, [r.summary for r in results])
-    with staged_output(out_dir, marker=COMPARE_CSV, command="compare", names=COMPARE_FILES, head=COMPARE_HEAD) as staged:
+    with Progress("writing outputs", quiet=quiet), \
+            staged_output(out_dir, marker=COMPARE_CSV, command="compare", names=COMPARE_FILES, head=COMPARE_HEAD) as staged:
         frame.to_csv(staged / COMPARE_CSV, index=False, float_format="%.9g", lineterminator="\n")
         (staged / SUMMARIES_JSON).write_text(summary_json({label: r.summary for label, r in zip(labels, results)}),
                                              encoding="utf-8")

@@ -409,7 +409,11 @@ def _field_in_flags(exc: Exception) -> str:
         return f"{LATENCY_FLAGS[key or exc.field]}: {exc.message}"
     if block == "engine" and key.split(".")[0] in ENGINE_FLAGS:   # (it said cluster.engine.host_cpu: ...)
         implied = "" if exc.implied is None else f" (not given: {_latency_in_flags(exc.implied)})"   # (a release the
-        return f"{ENGINE_FLAGS[key.split('.')[0]]}{implied}: {exc.message}"   # flags left out: what implied it)
+        from profiles.engine_time.host import CALIBRATION_FORM   # flags left out: what implied it)
+        # (--host-cpu takes the number itself: "or give {calibration_us: N}" was the scenario's form, which the flag
+        # refuses as an unknown host)
+        message = exc.message.replace(CALIBRATION_FORM, "--host-cpu N, the host's calibration_us in µs,")
+        return f"{ENGINE_FLAGS[key.split('.')[0]]}{implied}: {message}"
     if exc.field.split(".")[0] != "scheduler":
         return str(exc)
     text = exc.message if exc.field == "scheduler" else f"{exc.field.removeprefix('scheduler.')}: {exc.message}"

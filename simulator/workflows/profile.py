@@ -220,4 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     check_arguments(args)
+    if not args.no_collectives and not args.check_only:   # (the collective ranks are spawned processes)
+        from simulator.console.interrupts import spawn_with_ctrl_c_held
+        spawn_with_ctrl_c_held()
     return run.main(argv, progress_factory=_progress, prog="draftsim profile")

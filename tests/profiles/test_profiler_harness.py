@@ -220,3 +220,27 @@ def test_gemms_are_planned_at_every_small_m_other_kinds_on_the_sparse_grid():
                                           prefill_prefixes=(0,), decode_seqs=(1,), decode_q_per_seq=(1,),
                                           decode_contexts=(0,), tree_q_per_seq=(3,)), "fp32")
     assert len(points) - len(sparse) == 4 * len(gemm_m)   # m = 2, 3, 4, 5 for each GEMM shape
+
+
+def test_the_host_overhead_and_collectives_phases_report_progress(tmp_path, monkeypatch):
+    """After the op grid, the host overhead's whole passes and the collectives ran with one line
+    ("host overhead: ...") or none at all (the collectives: spawning ranks and timing up to 64 MiB): minutes that
+    looked hung under `draftsim profile`. Each is now a step of the caller's reporter. Here both are made slow
+    and the reporter prints every 0.02 s, to a buffer."""
+    import io
+
+    import profiles.profiler.run as run
+    from simulator.console.progress import Progress
+
+    buffer = io.StringIO()
+    overhead, collectives = run.time_host_overhead, run.time_collectives
+    monkeypatch.setattr(run, "time_host_overhead", lambda *a, **k: (time.sleep(0.2), overhead(*a, **k))[1])
+    monkeypatch.setattr(run, "time_collectives", lambda *a, **k: (time.sleep(0.2), [])[1])   # (spawned: a minute)
+    def reporter(desc, total, unit):
+        return Progress(desc, total=total, unit=unit, stream=buffer, tty=False, interval_s=0.02)
+
+    run_profile("cpu", ["llama-68m"], tmp_path / "p", quick=True, threads=1, grid=TINY, timing=TINY_TIMING,
+                progress=reporter)
+    lines = buffer.getvalue().splitlines()
+    for desc in ("host overhead: whole passes of llama-68m", "collectives: 2 ranks"):
+        assert any(line.startswith(f"draftsim: {desc}: ") and line.endswith(", done") for line in lines), lines

@@ -34,7 +34,7 @@ from models.errors import bounded, is_integer
 from simulator.workflows.plan.config import MAX_CONFIRM_TOP, enumerate_candidates, load_plan
 from simulator.workflows.plan.des_cache import DesCache, confirm_point, run_key
 from simulator.console.contract import QUIET_HELP, parse_args
-from simulator.console.progress import INTERVAL_S
+from simulator.console.progress import INTERVAL_S, Heartbeat
 from simulator.console.table import format_columns
 
 SCREEN_PROGRESS_S = INTERVAL_S   # seconds between two progress lines of the screen (as other long steps off a terminal)
@@ -71,7 +71,8 @@ def screen_all(spec, base_dir: Path, progress=None) -> pd.DataFrame:
     0.4–1.4 ms each: minutes that printed nothing); a screen shorter than that says nothing."""
     from simulator.console.interrupts import check
 
-    work = workload_means(spec, base_dir, spec.seed)
+    with Heartbeat(None if progress is None else (lambda: progress("reading the workload")), SCREEN_PROGRESS_S):
+        work = workload_means(spec, base_dir, spec.seed)   # (a trace of millions of requests: minutes)
     candidates = enumerate_candidates(spec, tuple(DEPLOYMENTS))
     rows = []
     next_line = time.perf_counter() + SCREEN_PROGRESS_S
@@ -135,9 +136,13 @@ def confirm(spec, candidates: pd.DataFrame, base_dir: Path, executor, workers, p
     if results and progress is not None:
         progress(f"{len(results)} of {len(candidates)} candidates from the DES cache ({cache.folder})")
     if tasks:
-        with make_executor(executor, workers) as runner:
+        finished = [0]   # (read by the heartbeat's thread: a line every SCREEN_PROGRESS_S while runs go on)
+        alive = None if progress is None else \
+            (lambda: progress(f"confirming with the DES: {finished[0]}/{len(tasks)} done, the others running"))
+        with make_executor(executor, workers) as runner, Heartbeat(alive, SCREEN_PROGRESS_S):
             local = runner.workers if isinstance(runner, ProcessExecutor) else 0
             for done, (key, row, requests) in enumerate(runner.imap_unordered(confirm_point, tasks), 1):
+                finished[0] = done
                 results[int(key)] = row
                 if cache is not None and requests is not None:
                     cache.put(keys[int(key)], row, requests)

@@ -334,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             if ignored:   # (they were ignored without a word: --resume listed every point, not the missing ones)
                 raise ScenarioError(ignored[0], "is for a run; --dry-run lists every point of the sweep and "
                                                 "reads no store (leave one of them out)")
+            make_executor(args.executor, args.workers)   # (checked, not opened: `--workers 0 --dry-run` exited 0)
             return _dry_run(args.sweep, progress=not args.quiet)
         result = run_sweep(args.sweep, args.out, resume=args.resume, overwrite=args.overwrite,
                            executor=args.executor, workers=args.workers, step_mode=args.step_mode,

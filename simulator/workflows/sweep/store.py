@@ -54,16 +54,31 @@ def _fsync_dir(path: Path) -> None:
 
 def _atomic_write(path: Path, write) -> None:
     """write(tmp_path) then rename onto path; the temporary file is removed on any failure."""
-    tmp = path.parent / f"{TMP_PREFIX}{path.name}-{os.getpid()}-{next(_counter)}"
+    _atomic_writes([(path, write)])
+
+
+def _atomic_writes(files: list[tuple[Path, object]]) -> None:
+    """Each (path, write): write(tmp_path), then all renamed onto their paths together, Ctrl-C held back
+    between the renames (simulator.console.interrupts.held); the temporary files are removed on any failure.
+    results.parquet and results.csv were renamed one after the other: a Ctrl-C while the CSV was written left
+    the new parquet beside the previous sweep's CSV, or beside none."""
+    from simulator.console.interrupts import held
+
+    temporaries = [(path.parent / f"{TMP_PREFIX}{path.name}-{os.getpid()}-{next(_counter)}", path) for path, _ in files]
     try:
-        write(tmp)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        for (tmp, _), (_, write) in zip(temporaries, files):
+            write(tmp)
+            with open(tmp, "rb") as handle:
+                os.fsync(handle.fileno())
+        with held():
+            for tmp, path in temporaries:
+                os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        for tmp, _ in temporaries:
+            tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    for folder in {path.parent for _, path in temporaries}:
+        _fsync_dir(folder)
 
 
 def _cell(value):
@@ -175,11 +190,11 @@ class SweepStore:
         return target
 
     def write_results(self, frame: pd.DataFrame) -> None:
-        """Consolidated results of the current sweep (parquet + CSV), each replaced atomically."""
+        """Consolidated results of the current sweep (parquet + CSV), replaced together (_atomic_writes)."""
         frame = _one_kind_per_column(frame)
         table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
-        _atomic_write(self.root / RESULTS_PARQUET, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
-        _atomic_write(self.root / RESULTS_CSV, lambda tmp: frame.to_csv(tmp, index=False))
+        _atomic_writes([(self.root / RESULTS_PARQUET, lambda tmp: pq.write_table(table, tmp, compression="zstd")),
+                        (self.root / RESULTS_CSV, lambda tmp: frame.to_csv(tmp, index=False))])
 
     def remove_temporaries(self) -> int:
         removed = 0

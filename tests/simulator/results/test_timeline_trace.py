@@ -105,3 +105,26 @@ def test_cli_run_trace_writes_trace_json(tmp_path):
     assert any(e["name"] == "prefill" for e in doc["traceEvents"])
     assert main(["run", str(path), "--out", str(tmp_path / "plain"), "--quiet"]) == 0
     assert not (tmp_path / "plain" / "trace.json").exists()
+
+
+def test_drawing_trace_json_shows_progress_unless_quiet(tmp_path, capsys, monkeypatch):
+    """`run --trace` drew trace.json between the simulation's progress and the outputs' with no line of its own
+    (~60 µs a step: a minute for a million steps, silent). Here the drawing made slow, and the lines that come
+    every 10 s when stderr is no terminal every 0.02 s; --quiet prints none."""
+    import time
+    from functools import partial
+
+    import simulator.console.progress as progress
+    import simulator.results.timeline as timeline
+
+    monkeypatch.setattr(progress, "Progress", partial(progress.Progress, interval_s=0.02))
+    draw = timeline.trace_json
+    monkeypatch.setattr(timeline, "trace_json", lambda *a, **k: (time.sleep(0.2), draw(*a, **k))[1])
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario(workload={"num_requests": 6})))
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--trace", "--no-plots"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(line.startswith("draftsim: drawing trace.json: ") and line.endswith(", done") for line in err), err
+    assert (tmp_path / "out" / "trace.json").is_file()
+    assert main(["run", str(path), "--out", str(tmp_path / "q"), "--trace", "--no-plots", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

@@ -236,3 +236,29 @@ def test_the_executor_is_how_a_run_is_carried_out_only_where_the_dask_run_is_exa
     check(["simulation.executor=local-dask", "simulation.load_sync_s=0.05"])   # the approximation's error: compared
     check(["simulation.executor=local-dask", "simulation.load_sync_s=0.05"],
           ["simulation.executor=local-dask", "simulation.load_sync_s=0.5"])
+
+
+def test_reading_and_writing_show_progress_unless_quiet(tmp_path, capsys, monkeypatch):
+    """compare read and built every run's workload and cluster (minutes for a long trace, as `draftsim run` says
+    on its own progress line) and drew its plot without a line on stderr: only simulating showed progress. Here
+    each run's preparing and the plot made slow, and the lines that come every 10 s off a terminal every 0.02 s."""
+    import time
+    from functools import partial
+
+    import simulator.api
+    import simulator.console.progress as progress
+    import simulator.results.plots as plots
+
+    monkeypatch.setattr(progress, "Progress", partial(progress.Progress, interval_s=0.02))
+    prepare, plot = simulator.api.prepare, plots.plot_latency_cdfs_overlaid
+    monkeypatch.setattr(simulator.api, "prepare", lambda *a, **k: (time.sleep(0.1), prepare(*a, **k))[1])
+    monkeypatch.setattr(plots, "plot_latency_cdfs_overlaid", lambda *a, **k: (time.sleep(0.1), plot(*a, **k))[1])
+    a = _write(tmp_path, "a", scenario(workload={"num_requests": 4}))
+    b = _write(tmp_path, "b", scenario(workload={"num_requests": 6}))
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "c")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(line.startswith("draftsim: reading the workloads, building the clusters: 2/2 run (100 %), ")
+               and line.endswith(", done") for line in err), err
+    assert any(line.startswith("draftsim: writing outputs: ") and line.endswith(", done") for line in err), err
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "q"), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

@@ -486,3 +486,26 @@ def test_a_model_one_gpus_release_loads_is_left_to_the_screen(tmp_path):
     from simulator.errors import ScenarioError
     with pytest.raises(ScenarioError, match="has no JambaForCausalLM"):
         _check_architectures(spec, {"a100-80gb": ("sglang", "0.5.23")})
+
+
+def test_long_confirmations_and_a_long_workload_read_report_progress(tmp_path, capsys, monkeypatch):
+    """The plan's progress came as each DES confirmation finished: a confirmation of minutes (a large
+    workload on many replicas), or the screen's workload read of a long trace, printed nothing meanwhile. A line
+    now comes every SCREEN_PROGRESS_S seconds (0.02 here) while they run, here each made slow."""
+    import time
+
+    import simulator.workflows.plan.main as plan_main
+    monkeypatch.setattr(plan_main, "SCREEN_PROGRESS_S", 0.02)
+    confirm_point, means = plan_main.confirm_point, plan_main.workload_means
+    monkeypatch.setattr(plan_main, "confirm_point", lambda task: (time.sleep(0.2), confirm_point(task))[1])
+    monkeypatch.setattr(plan_main, "workload_means", lambda *a: (time.sleep(0.2), means(*a))[1])
+    path = write(tmp_path, **ONE_CANDIDATE)
+    assert main([str(path), "--out", str(tmp_path / "out"), "--executor", "serial", "--no-cache"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert all(line.startswith("draftsim plan: [") for line in err), err
+    confirmed = next(i for i, line in enumerate(err) if "confirmed 1/1 with the DES" in line)
+    assert any(line.endswith("confirming with the DES: 0/1 done, the others running") for line in err[:confirmed]), err
+    screened = next(i for i, line in enumerate(err) if "screened 1 candidates" in line)
+    assert any(line.endswith("] reading the workload") for line in err[:screened]), err
+    assert main([str(path), "--out", str(tmp_path / "q"), "--executor", "serial", "--no-cache", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

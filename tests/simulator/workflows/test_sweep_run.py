@@ -362,3 +362,26 @@ def test_a_null_value_of_the_plots_x_is_a_category_of_its_own(tmp_path, monkeypa
     assert [p.name for p in plot_sweep(frame, spec, tmp_path / "plots")] == ["goodput_rps_vs_slo_ttft_s.png"]
     (xs, ys), = drawn
     assert sorted(zip(xs, ys)) == [(0, 3.0), (1, 1.0), (2, 2.0)]
+
+
+def test_ctrl_c_while_the_results_csv_is_written_keeps_the_previous_results_pair(tmp_path, monkeypatch):
+    """results.parquet was renamed into place before results.csv was written: a Ctrl-C then left the new
+    parquet beside the previous sweep's CSV (here 4 rows of parquet against 2 of CSV). Both are now renamed
+    together: the press keeps the previous pair, and no temporary file."""
+    path = write_sweep(tmp_path, num_requests=8, grid={"workload.arrival.qps": [2, 8]})
+    out = tmp_path / "store"
+    assert main([str(path), "--out", str(out), "--executor", "serial", "--quiet"]) == 0
+    before = {name: (out / name).read_bytes() for name in ("results.parquet", "results.csv")}
+    path = write_sweep(tmp_path, num_requests=8, grid={"workload.arrival.qps": [2, 8, 12, 16]})
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        main([str(path), "--out", str(out), "--executor", "serial", "--quiet", "--resume"])
+    assert {name: (out / name).read_bytes() for name in before} == before
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+    monkeypatch.undo()
+    assert main([str(path), "--out", str(out), "--executor", "serial", "--quiet", "--resume"]) == 0
+    assert len(pd.read_csv(out / "results.csv")) == len(pd.read_parquet(out / "results.parquet")) == 4
