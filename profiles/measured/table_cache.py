@@ -32,7 +32,8 @@ def cache_folder() -> Path | None:
     Only absolute folders are used: a relative `$DRAFTSIM_CACHE_DIR` (after `~` is expanded) turns the cache
     off, and a relative `$XDG_CACHE_HOME` is ignored as the XDG Base Directory specification asks. Either
     was read against the folder each command ran in, making a cache folder there (`~/x` in quotes made a
-    folder named `~`)."""
+    folder named `~`). A home folder that does not exist is no home: the cache made it (a run as a user whose
+    HOME is /nonexistent created /nonexistent/.cache/draftsim)."""
     root = os.environ.get("DRAFTSIM_CACHE_DIR")
     if root == OFF:
         return None
@@ -46,8 +47,8 @@ def cache_folder() -> Path | None:
             root = os.path.join(xdg, "draftsim")
         else:
             home = os.path.expanduser("~")
-            if not os.path.isabs(home):
-                return None
+            if not os.path.isabs(home) or not os.path.isdir(home):
+                return None   # no home folder (HOME=/nonexistent, the system users' convention): none is made
             root = os.path.join(home, ".cache", "draftsim")
     return Path(root) / "measured-tables"
 

@@ -100,8 +100,19 @@ def test_the_folder_follows_the_environment(monkeypatch, tmp_path):
     assert table_cache.cache_folder() == tmp_path / "xdg" / "draftsim" / "measured-tables"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
     assert table_cache.cache_folder() == tmp_path / "home" / ".cache" / "draftsim" / "measured-tables"
 
+
+def test_a_home_that_does_not_exist_gets_no_cache(monkeypatch, tmp_path):
+    """HOME=/nonexistent (system users' convention): reading a table made /nonexistent/.cache/draftsim/..."""
+    monkeypatch.delenv("DRAFTSIM_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "nonexistent"))
+    assert table_cache.cache_folder() is None
+    path = _paths()[0]
+    tables.read(path, _all_columns(path)[:2])
+    assert not (tmp_path / "nonexistent").exists()
 
 
 def test_only_absolute_folders_are_used(monkeypatch, tmp_path):
@@ -109,6 +120,7 @@ def test_only_absolute_folders_are_used(monkeypatch, tmp_path):
     `~/x` made a folder named `~`): `~` is expanded, a relative DRAFTSIM_CACHE_DIR turns the cache off and a
     relative XDG_CACHE_HOME is ignored (XDG Base Directory specification)."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
     monkeypatch.setenv("DRAFTSIM_CACHE_DIR", "~/x")
     assert table_cache.cache_folder() == tmp_path / "home" / "x" / "measured-tables"
     monkeypatch.setenv("DRAFTSIM_CACHE_DIR", "relative/dir")
