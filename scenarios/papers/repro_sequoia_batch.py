@@ -40,8 +40,10 @@ def scenario(batch: int, speculation: dict | None, requests: int | None = None) 
             "workload": {"arrival": {"process": "poisson", "qps": 1e6},
                          "prompt_tokens": {"kind": "fixed", "value": 128},
                          "output_tokens": {"kind": "fixed", "value": 256}, "num_requests": requests or batch},
-            # vLLM runs a draft model from v0.15.0 (0.11-0.14, the A100 tables' release, raise at start-up)
-            "cluster": {"hardware": "a100-80gb", "model": "llama-2-7b", "engine": {"version": "0.15.0"}},
+            # No serving engine drafts a Sequoia tree (vLLM 0.10.1-0.20.2 draft kary trees from EAGLE heads only,
+            # SGLang EAGLE-2 trees: profiles.engine_time.tree_shapes), and Sequoia's paper times its own system: no
+            # release is named and no engine host time is added, to the chain as to the trees (kernels only)
+            "cluster": {"hardware": "a100-80gb", "model": "llama-2-7b", "latency": {"engine_time": False}},
             "drafter": {"kind": "draft_model", "model": "llama-68m", "gamma": 5},
             "acceptance": PAIR,
             "scheduler": {"max_batch_size": batch, "max_batched_tokens": 65536},

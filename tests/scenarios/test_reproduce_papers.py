@@ -20,6 +20,8 @@ from scenarios.papers.registry import REGISTRY, Check, get, main, reproduce
 # distserve again for its engine, the paper's vLLM v0.2.3 (repro_distserve.py)
 # multidraft-optimal-des again 2026-11-28 for vLLM's capture sizes by release (16502c9: with speculation a size that
 # rounds past the largest is dropped; the hash moves on that commit and not on its parent)
+# sequoia-tree-vs-batch again 2026-11-29: no engine release drafts a Sequoia tree (profiles.engine_time.tree_shapes),
+# so it names none and adds no engine host time (kernels only, chain and trees alike)
 # shadowkv-long-context again 2026-11-28 (session 13) for vLLM V1's memory accounting (simulator.cluster.vllm_memory):
 # the A100's KV holds more, so the batches that fit move (paged 12 -> 13 at 32k, ShadowKV 89 -> 95, 24 -> 26 at 120k)
 REPRODUCTION_SHA256 = {
@@ -29,7 +31,7 @@ REPRODUCTION_SHA256 = {
     "multidraft-optimal-vs-n": "81da74cd764df976",
     "pearl": "04a2a85852e391e8",
     "sequoia-tree-budget": "bfbfc83cacf690c3",
-    "sequoia-tree-vs-batch": "fc389b6f2b576046",
+    "sequoia-tree-vs-batch": "60e215a6946bec18",
     "smartspec-adaptive": "362d1b2bc7391fd0",
     "tetris": "92ee3000c6951396",
     "vllm-spec-under-load": "20853610cea54d72",
