@@ -67,7 +67,8 @@ class Life:
     def fits(self, s, r: int) -> bool:
         """Request r's state now is the fresh join this life was computed for (its reservation may be
         smaller than its first step's need, never larger: the need is the max of both)."""
-        return s.ctx[r] == self.ctx0 and s.emitted[r] == 1 and s.decode_steps[r] == 0 and s.blocks[r] <= self.held0
+        return (s.ctx.item(r) == self.ctx0 and s.emitted.item(r) == 1 and s.decode_steps.item(r) == 0
+                and s.blocks.item(r) <= self.held0)   # (Python ints: no NumPy scalars, read once per join)
 
 
 def fits_fresh(rep, r: int) -> bool:
