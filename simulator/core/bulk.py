@@ -268,7 +268,7 @@ class DecodeProfile:
         view = self.flat[i * _ROW:(i + length) * _ROW]
         np.add(view, life.rows, out=view)
         self._enter(r, _Member(self.k, self.k + length - 1, life.accepted, life.held_last, life.batch, life.col))
-        self.member_blocks += int(s.blocks[r])
+        self.member_blocks += s.blocks.item(r)
         return True
 
     def _expected(self, r: int) -> list[int]:
@@ -336,9 +336,9 @@ class DecodeProfile:
         s.emitted[r] = output
         steps = member.last - self._start(member) + 1
         s.decode_steps[r] = s.decode_steps.item(r) + steps
-        if rep.acceptance is not None:
-            s.accepted[r] += member.accepted
-            s.drafted[r] += rep.draft_tokens * steps
+        if rep.acceptance is not None:   # (Python ints, as above: no NumPy scalar arithmetic per finish)
+            s.accepted[r] = s.accepted.item(r) + member.accepted
+            s.drafted[r] = s.drafted.item(r) + rep.draft_tokens * steps
         s.blocks[r] = 0
         s.finish_s[r] = finish_s
 

@@ -67,7 +67,8 @@ class Life:
     def fits(self, s, r: int) -> bool:
         """Request r's state now is the fresh join this life was computed for (its reservation may be
         smaller than its first step's need, never larger: the need is the max of both)."""
-        return s.ctx[r] == self.ctx0 and s.emitted[r] == 1 and s.decode_steps[r] == 0 and s.blocks[r] <= self.held0
+        return (s.ctx.item(r) == self.ctx0 and s.emitted.item(r) == 1 and s.decode_steps.item(r) == 0
+                and s.blocks.item(r) <= self.held0)   # (Python ints: no NumPy scalars, read once per join)
 
 
 def fits_fresh(rep, r: int) -> bool:
@@ -103,9 +104,12 @@ def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
     capped = np.minimum(cum, remaining)
     tau *= active
     rows = np.empty((len(ids), steps, 5), dtype=np.int64)
-    rows[:, :, 0] = active
-    np.multiply(ctx, active, out=rows[:, :, 1])
-    np.multiply(held, active, out=rows[:, :, 2])
+    # Only a request's first `length` steps of rows are read (`Life.rows`), where `active` is 1: its requests
+    # decoding are 1 and its context and blocks are copied unmasked (a mask's int64 products cost more than the
+    # rest of the rows; past the request's end they hold values nobody reads, not zeros)
+    rows[:, :, 0] = 1
+    rows[:, :, 1] = ctx
+    rows[:, :, 2] = held
     rows[:, 0, 3] = capped[:, 0]
     np.subtract(capped[:, 1:], capped[:, :-1], out=rows[:, 1:, 3])   # tokens emitted: capped at the output
     rows[:, :, 4] = tau

@@ -205,10 +205,10 @@ class Replica:
         for r, c in zip(plan.prefill_ids, plan.prefill_chunks):
             prefilled = s.prefilled.item(r) + c
             s.prefilled[r] = prefilled
-            s.ctx[r] += c
+            s.ctx[r] = s.ctx.item(r) + c   # (Python ints: a NumPy scalar's += costs more than the step's work)
             if prefilled >= s.prefill_target.item(r):
                 self.prefilling -= 1
-                s.emitted[r] += 1
+                s.emitted[r] = s.emitted.item(r) + 1
                 emitted_total += s.samples.item(r)   # each sequence's first token, from the prompt's logits
                 if math.isnan(s.first_token_s.item(r)):
                     s.first_token_s[r] = end_s

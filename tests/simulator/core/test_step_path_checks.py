@@ -87,3 +87,29 @@ def test_the_clock_is_a_python_float(drafter, monkeypatch):
     assert len(seen) > 20 and {t for types in seen for t in types} == {float}
     monkeypatch.undo()
     assert_bulk_equals_step(data)
+
+
+def test_a_life_computed_ahead_adds_what_a_one_request_join_adds(monkeypatch):
+    """Speculating requests join a bulk's profile from lives computed ahead (simulator.core.lives.lives_ahead), whose
+    rows past a request's end are left unmasked: the rows a join reads must be exactly those the one-request join
+    (`DecodeProfile._join_one`) adds. Same requests and steps with every life refused as without."""
+    import pandas as pd
+
+    import simulator.core.bulk as bulk
+    data = scenario(drafter={"kind": "draft_model", "model": "llama-68m", "gamma": 4},
+                    acceptance={"kind": "constant", "alpha": 0.7},
+                    workload={"arrival": {"process": "poisson", "qps": 6.0}, "num_requests": 120})
+    joins = []
+    original = bulk.DecodeProfile._join_ahead
+
+    def counted(self, r):
+        joined = original(self, r)
+        joins.append(joined)
+        return joined
+    monkeypatch.setattr(bulk.DecodeProfile, "_join_ahead", counted)
+    ahead = simulator.run(data, step_mode="bulk")
+    assert sum(joins) > 60, sum(joins)   # (most requests joined from a life)
+    monkeypatch.setattr(bulk.DecodeProfile, "_join_ahead", lambda self, r: False)
+    alone = simulator.run(data, step_mode="bulk")
+    pd.testing.assert_frame_equal(ahead.requests, alone.requests)
+    pd.testing.assert_frame_equal(ahead.steps, alone.steps)
