@@ -212,32 +212,39 @@ def test_a_waiting_request_whose_first_blocks_do_not_fit_stays_waiting_unpreempt
     assert rep.kv.used_blocks == 2 and state.blocks.tolist() == [2, 0]
 
 
-def test_with_a_prefix_cache_a_prompt_is_admitted_when_its_hit_and_first_chunk_fit():
-    """vLLM's waiting loop (`Scheduler.schedule`, vllm/v1/core/sched/scheduler.py, read in the 0.10.2 wheel 2026-11-29;
-    the same through 0.15.0, while 0.20+ first checks the whole prompt by default: `scheduler_reserve_full_isl`, not
-    modelled, simulator.core.sched.vllm_v1) calls `KVCacheManager.allocate_slots(request, num_new_tokens, num_new_local_computed_tokens,
-    new_computed_blocks, ...)`: it needs cdiv(computed + new, 16) blocks less the hit's, plus the hit's free cached
-    ones (`get_num_blocks_to_allocate`), returns None (the request stays waiting) when they exceed the free blocks, and
-    else caches the full blocks of the computed + scheduled tokens (`cache_blocks`). Preemption frees a request's
-    blocks to the free queue, its units staying cached (`free`, block_pool.py)."""
+def _shared_prefix_walk(limits: BatchLimits, steps: int):
+    """Two requests sharing a prefix on a 7-block prefix-cache pool (blocks of 16 tokens) under vllm_v1 with
+    `limits`: A, 80 prompt tokens (shared units 1, 2; own 11, 12, 13), 4 out; B, 96 (1, 2; own 21..24), 2 out.
+    (replica, state, pool, walk): per step, its (request, chunk) prefills, decodes, blocks in use, hit tokens and
+    the cached units."""
     from simulator.core.kv.prefix_cache import PrefixCache, PrefixCachePool
     from simulator.core.prefixes import PrefixKeys
-    # A: 80 tokens (shared prefix S = units 1, 2; own 11, 12, 13), 4 out; B: 96 (S; own 21..24), 2 out. 7 blocks of 16
-    # tokens, a budget of 48 tokens.
-    table = RequestTable(np.zeros(2), np.array([80, 96]), np.array([4, 2]))
-    state = RequestState(table)
+    state = RequestState(RequestTable(np.zeros(2), np.array([80, 96]), np.array([4, 2])))
     keys = PrefixKeys.from_lists([[1, 2, 11, 12, 13], [1, 2, 21, 22, 23, 24]], 16)
     kv = PrefixCachePool(state, 7, 16, PrefixCache(7, 16, 16, keys), False)
-    limits = BatchLimits(8, 48, 512)
     rep = Replica(0, state, VllmV1(limits), kv, limits, cost=SimpleNamespace(flops_scales=(1.0, 1.0)),
                   acceptance=None, log=StepLog())
     rep.waiting.extend(range(2))
     walk = []
-    for _ in range(8):
+    for _ in range(steps):
         plan = rep.plan_step(0.0)
         walk.append((list(zip(plan.prefill_ids, plan.prefill_chunks)), plan.decode_ids.tolist(), kv.used_blocks,
                      kv.hit_tokens, sorted(kv.cache.refs)))
         _execute(rep, plan)
+    return rep, state, kv, walk
+
+
+def test_with_a_prefix_cache_a_prompt_is_admitted_when_its_hit_and_first_chunk_fit():
+    """vLLM's waiting loop (`Scheduler.schedule`, vllm/v1/core/sched/scheduler.py, read in the 0.10.2 wheel 2026-11-29;
+    the same through 0.18.x, while 0.19+ first check the whole prompt by default, `scheduler_reserve_full_isl`:
+    test_with_a_prefix_cache_the_whole_prompt_check_counts_the_hit) calls `KVCacheManager.allocate_slots(request, num_new_tokens, num_new_local_computed_tokens,
+    new_computed_blocks, ...)`: it needs cdiv(computed + new, 16) blocks less the hit's, plus the hit's free cached
+    ones (`get_num_blocks_to_allocate`), returns None (the request stays waiting) when they exceed the free blocks, and
+    else caches the full blocks of the computed + scheduled tokens (`cache_blocks`). Preemption frees a request's
+    blocks to the free queue, its units staying cached (`free`, block_pool.py)."""
+    # A: 80 tokens (shared prefix S = units 1, 2; own 11, 12, 13), 4 out; B: 96 (S; own 21..24), 2 out. 7 blocks of 16
+    # tokens, a budget of 48 tokens.
+    rep, state, kv, walk = _shared_prefix_walk(BatchLimits(8, 48, 512), 8)
     assert walk == [
         ([(0, 48)], [], 3, 0, [1, 2, 11]),                 # A's first chunk: 3 blocks, its 3 full units cached
         # A's rest (5 blocks); B hits S (in use: no block) and its first 16 tokens need 1 block of the 2 free, so it
@@ -337,22 +344,7 @@ def test_with_a_prefix_cache_the_whole_prompt_check_counts_the_hit():
     S counted as computed, S's blocks in the free queue counted as taken): at step 2 B's whole prompt needs 6 - 2 = 4
     blocks (S in use by A) against 2 free, so B waits instead of being admitted and preempted at step 3; once A is
     done B's need is 6 - 2 + 2 (S's blocks now free cached) = 6 of 7 free."""
-    from simulator.core.kv.prefix_cache import PrefixCache, PrefixCachePool
-    from simulator.core.prefixes import PrefixKeys
-    table = RequestTable(np.zeros(2), np.array([80, 96]), np.array([4, 2]))
-    state = RequestState(table)
-    keys = PrefixKeys.from_lists([[1, 2, 11, 12, 13], [1, 2, 21, 22, 23, 24]], 16)
-    kv = PrefixCachePool(state, 7, 16, PrefixCache(7, 16, 16, keys), False)
-    limits = _whole_prompt_limits("0.20.0", 8, 48)
-    rep = Replica(0, state, VllmV1(limits), kv, limits, cost=SimpleNamespace(flops_scales=(1.0, 1.0)),
-                  acceptance=None, log=StepLog())
-    rep.waiting.extend(range(2))
-    walk = []
-    for _ in range(9):
-        plan = rep.plan_step(0.0)
-        walk.append((list(zip(plan.prefill_ids, plan.prefill_chunks)), plan.decode_ids.tolist(), kv.used_blocks,
-                     kv.hit_tokens, sorted(kv.cache.refs)))
-        _execute(rep, plan)
+    rep, state, kv, walk = _shared_prefix_walk(_whole_prompt_limits("0.20.0", 8, 48), 9)
     assert walk == [
         ([(0, 48)], [], 3, 0, [1, 2, 11]),
         ([(0, 32)], [], 5, 0, [1, 2, 11, 12, 13]),          # B: 4 blocks > 2 free, waits
