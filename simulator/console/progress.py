@@ -33,6 +33,35 @@ def _count(value: float) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:,.1f}"
 
 
+class Heartbeat:
+    """`with Heartbeat(say, interval_s):` calls `say()` every `interval_s` seconds from a background thread until
+    the block ends: for a command whose own progress lines come only as parts finish (a plan's DES
+    confirmations, each of which may run for minutes), so that a long part still says it is alive. `say` None,
+    or an interval of 0 (lines at every part, which the caller prints itself; a thread would print without a
+    pause): nothing runs. `Progress` ticks off a terminal with one."""
+
+    def __init__(self, say, interval_s: float = INTERVAL_S, name: str = "heartbeat"):
+        self.say, self.interval_s, self.name = say, interval_s, name
+        self._stop = threading.Event()
+        self._ticker = None
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.say()
+
+    def __enter__(self) -> "Heartbeat":
+        if self.say is not None and self.interval_s > 0:
+            self._ticker = threading.Thread(target=self._tick, name=self.name, daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._ticker is not None:
+            self._stop.set()
+            self._ticker.join()
+            self._ticker = None
+
+
 class Progress:
     """`with Progress("simulating", total=n, unit="req") as bar: bar.update(k)` — `total` may be None."""
 
@@ -45,8 +74,7 @@ class Progress:
         self._bar = None
         self._printed = False
         self._t0 = time.monotonic()
-        self._stop = threading.Event()
-        self._ticker = None
+        self._ticker = None   # (off a terminal: a Heartbeat printing a line every interval_s)
         if quiet or self.stream is None:   # (None: stderr closed, `2>&-`; it asked None for isatty, exit 1)
             return
         is_tty = self.stream.isatty() if tty is None else tty
@@ -58,12 +86,7 @@ class Progress:
             self._bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, leave=False,
                              dynamic_ncols=not size, **size)
         else:
-            self._ticker = threading.Thread(target=self._tick, name=f"progress {desc}", daemon=True)
-            self._ticker.start()
-
-    def _tick(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self._line()
+            self._ticker = Heartbeat(self._line, interval_s, f"progress {desc}").__enter__()
 
     def __enter__(self) -> "Progress":
         return self
@@ -101,37 +124,8 @@ class Progress:
             self._bar.close()
             self._bar = None
         if self._ticker is not None:
-            self._stop.set()
-            self._ticker.join()
+            self._ticker.__exit__(None, None, None)
             self._ticker = None
             if self._printed and finished:
                 self._line(", done")
 
-
-class Heartbeat:
-    """`with Heartbeat(say, interval_s):` calls `say()` every `interval_s` seconds from a background thread until
-    the block ends: for a command whose own progress lines come only as parts finish (a plan's DES
-    confirmations, each of which may run for minutes), so that a long part still says it is alive. `say` None,
-    or an interval of 0 (lines at every part, which the caller prints itself; a thread would print without a
-    pause): nothing runs."""
-
-    def __init__(self, say, interval_s: float = INTERVAL_S):
-        self.say, self.interval_s = say, interval_s
-        self._stop = threading.Event()
-        self._ticker = None
-
-    def _tick(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.say()
-
-    def __enter__(self) -> "Heartbeat":
-        if self.say is not None and self.interval_s > 0:
-            self._ticker = threading.Thread(target=self._tick, name="heartbeat", daemon=True)
-            self._ticker.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._ticker is not None:
-            self._stop.set()
-            self._ticker.join()
-            self._ticker = None
