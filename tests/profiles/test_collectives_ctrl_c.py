@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from paths import REPO
+from terminal_group import foreground_job
 
 pytest.importorskip("torch")
 
@@ -52,11 +52,7 @@ def _group(pgid: int) -> list[tuple[int, str]]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process groups from /proc")
 def test_ctrl_c_while_timing_collectives_stops_the_ranks_and_exits_130(tmp_path):
     (tmp_path / "probe.py").write_text(_PROBE)
-    child = subprocess.Popen([sys.executable, str(tmp_path / "probe.py")], cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True,
-                             env={**os.environ, "PYTHONPATH": str(REPO)},
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
+    with foreground_job([sys.executable, str(tmp_path / "probe.py")], tmp_path, [str(REPO)]) as child:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and child.poll() is None:
             if sum("spawn_main" in cmd for _, cmd in _group(child.pid)) >= 2:
@@ -69,9 +65,3 @@ def test_ctrl_c_while_timing_collectives_stops_the_ranks_and_exits_130(tmp_path)
         assert (child.returncode, err) == (130, "draftsim: interrupted\n"), (child.returncode, err)
         time.sleep(0.5)
         assert _group(child.pid) == [] or all("resource_tracker" in cmd for _, cmd in _group(child.pid))
-    finally:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        child.wait()

@@ -6,9 +6,6 @@ spawned children only, before any of draftsim's code runs in them) and the press
 SIGINT to the process group, as a terminal sends it, 0.5 s after a worker process is launched."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 
 import pytest
@@ -16,6 +13,7 @@ import yaml
 
 from paths import REPO
 from sim_helpers import scenario
+from terminal_group import foreground_job
 
 pytest.importorskip("distributed")
 
@@ -51,17 +49,8 @@ def test_ctrl_c_while_dask_workers_start_is_one_line_and_130(tmp_path):
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(_SLOW_START)
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario(workload={"num_requests": 50})))
-    child = subprocess.Popen([sys.executable, str(tmp_path / "probe.py"), str(tmp_path / "s.yaml"), str(tmp_path / "out")],
-                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(REPO)])},
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
+    with foreground_job([sys.executable, str(tmp_path / "probe.py"), str(tmp_path / "s.yaml"), str(tmp_path / "out")],
+                        tmp_path, [str(tmp_path / "site"), str(REPO)]) as child:
         out, err = child.communicate(timeout=180)
-    finally:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        child.wait()
     assert (child.returncode, err) == (130, "draftsim: interrupted\n"), (child.returncode, err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["probe.py", "s.yaml", "site"]
