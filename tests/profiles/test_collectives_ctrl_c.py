@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from paths import REPO
-from terminal_group import foreground_job
+from paths import REPO, foreground_job
 
 pytest.importorskip("torch")
 

@@ -11,9 +11,8 @@ import sys
 import pytest
 import yaml
 
-from paths import REPO
+from paths import REPO, foreground_job
 from sim_helpers import scenario
-from terminal_group import foreground_job
 
 pytest.importorskip("distributed")
 
