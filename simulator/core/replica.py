@@ -182,15 +182,17 @@ class Replica:
         plan.queued, plan.running = len(self.waiting), len(self.running)
         if self.policy is not None and len(plan.decode_ids):
             plan.counts = self.policy.counts(self, plan.decode_ids, plan.queued)
-        self.kv.on_plan(plan)
+        if not self.plain_kv:   # (the plain pool adds nothing to a plan: BlockPool.on_plan)
+            self.kv.on_plan(plan)
         return plan
 
     def step_costs(self, plan: StepPlan):   # -> simulator.cost.step_cost.StepCost
         if plan.counts is not None:
             costs = self.policy.price(plan, self)
         else:
+            ids = plan.decode_ids   # (none in a prefill-first step: one per arrival, no call for its rows)
             costs = self.cost.step(sum(plan.prefill_chunks), len(plan.prefill_ids), plan.prefill_attn_pairs,
-                                   self.decode_rows(plan.decode_ids), plan.decode_context_tokens, plan.shared,
+                                   self.decode_rows(ids) if len(ids) else 0, plan.decode_context_tokens, plan.shared,
                                    host=not plan.host_free)
         if plan.io_tokens:
             costs = costs.with_kv_io(self.kv.io_seconds(plan.io_tokens, plan.io_transfers))
@@ -209,7 +211,8 @@ class Replica:
             if prefilled >= s.prefill_target.item(r):
                 self.prefilling -= 1
                 s.emitted[r] = s.emitted.item(r) + 1
-                emitted_total += s.samples.item(r)   # each sequence's first token, from the prompt's logits
+                # each sequence's first token, from the prompt's logits
+                emitted_total += s.samples.item(r) if self.multi_sample else 1
                 if math.isnan(s.first_token_s.item(r)):
                     s.first_token_s[r] = end_s
         ids = plan.decode_ids

@@ -100,8 +100,9 @@ class StepLog:
         their order, then the optional ones this log keeps."""
         draft, target = costs.draft, costs.target
         ds, ts = rep.cost.flops_scales  # per-GPU op-graph FLOPs/bytes → replica totals
+        ids = plan.decode_ids   # (none in a prefill-first step: one per arrival, no call for its rows)
         row = (rep.index, start_s, end_s - start_s, sum(plan.prefill_chunks), len(plan.prefill_ids),
-               rep.decode_rows(plan.decode_ids), rep.q if plan.counts is None else _logged_q(rep, plan),
+               rep.decode_rows(ids) if len(ids) else 0, rep.q if plan.counts is None else _logged_q(rep, plan),
                plan.decode_context_tokens, draft.seconds,
                costs.verify_s, target.engine_s, accepted, emitted,
                ds * draft.flops + ts * target.flops, ds * draft.bytes + ts * target.bytes, blocks_used,

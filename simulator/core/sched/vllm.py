@@ -25,7 +25,9 @@ With `limits.queue_order` set (SGLang's --schedule-policy: simulator.core.sched.
 sorted by it before each step takes from its head, and before `admissible` reads the head."""
 from __future__ import annotations
 
-from simulator.core.sched import BatchLimits, Prefills, StepPlan, grow_decodes, head_admissible, plain_head_admissible
+from models.step import chunk_attention_pairs
+from simulator.core.sched import (NO_IDS, BatchLimits, Prefills, StepPlan, grow_decodes, head_admissible,
+                                  plain_head_admissible)
 from simulator.core.sched.sglang_reserve import NewTokenRatio
 
 
@@ -41,8 +43,12 @@ class Vllm:
         self.queue_order = limits.queue_order   # None: arrival order
         if self.reserve is not None:   # (read by Replica.bulk_ready: simulator.core.sched.Scheduler)
             self.decodes_every_running = self._bulk_allowed
+        # whole prompts in arrival order, none held back by SGLang's reserve: `_plan_plain` forms the plain pool's steps
+        self._whole_fcfs = limits.prefill_input_tokens is None and self.reserve is None and self.queue_order is None
 
     def plan(self, view, now_s: float, head_ok: bool = False) -> StepPlan:
+        if self._whole_fcfs and getattr(view, "plain_kv", False):
+            return self._plan_plain(view, now_s, head_ok)
         if self.queue_order is not None:   # (SchedulePolicy.calc_priority: queue_order's docstring)
             self.queue_order.order(view)
         prefills = Prefills()
@@ -83,6 +89,30 @@ class Vllm:
             else:
                 reserve.decay()
         return prefills.plan(view, kept)
+
+    def _plan_plain(self, view, now_s: float, head_ok: bool) -> StepPlan:
+        """`plan` for the plain block pool with one sequence per request (`Replica.plain_kv`), whole prompts in
+        arrival order and no reserve (`_whole_fcfs`): the same steps, formed without `Prefills` (the hot path of a
+        prefill-first fleet: one per arrival). That pool admits a request with nothing computed and never resumes
+        one (BlockPool.admit), so an admitted request's chunk is its whole prefill target from token 0."""
+        s, limits = view.s, self.limits
+        room, most = limits.max_batched_tokens, limits.prefill_requests
+        ids, chunks, pairs = [], [], 0
+        known = head_ok   # (the first check's outcome, from the caller: `reuses_head_verdict`)
+        while (most is None or len(ids) < most) and (known or plain_head_admissible(
+                view, room if ids else max(room, 1), len(ids))):
+            known = False
+            r = view.admit_head(now_s)
+            c = s.prefill_target.item(r)
+            if c <= 0:   # nothing to compute: it decodes from the next decode step, as `plan` has it
+                continue
+            ids.append(r)
+            chunks.append(c)
+            pairs += chunk_attention_pairs(c, 0)
+            room -= c
+        if ids:
+            return StepPlan(ids, chunks, NO_IDS, pairs, 0)
+        return Prefills().plan(view, grow_decodes(view, list(view.running)))
 
     def _bulk_allowed(self, view) -> bool:
         """Bulks under SGLang's reserve: nobody waits, or the batch is full (module docstring); and no prompt waits
