@@ -71,7 +71,12 @@ class BlockPool:
     def admit(self, r: int, reserve: bool = True) -> tuple[int, bool]:
         """Admit r, reserving its prompt's blocks (`reserve` False: none yet, `grow` gives them per
         chunk). Returns (KV tokens it holds now, resumed from host memory): (0, False) here."""
-        need = int(self.blocks(r, self.s.prefill_target.item(r))) if reserve else 0
+        if not reserve:
+            need = 0
+        elif self.multi_sample:
+            need = int(self.blocks(r, self.s.prefill_target.item(r)))
+        else:   # (one sequence: `blocks` is `blocks_for`, a Python int here; one call fewer per admission)
+            need = self.blocks_for(self.s.prefill_target.item(r))
         self.s.blocks[r] = need
         self.used_blocks += need
         return 0, False

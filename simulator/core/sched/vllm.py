@@ -99,8 +99,8 @@ class Vllm:
         room, most = limits.max_batched_tokens, limits.prefill_requests
         ids, chunks, pairs = [], [], 0
         known = head_ok   # (the first check's outcome, from the caller: `reuses_head_verdict`)
-        while (most is None or len(ids) < most) and (known or plain_head_admissible(
-                view, room if ids else max(room, 1), len(ids))):
+        while (most is None or len(ids) < most) and (known or view.waiting and plain_head_admissible(
+                view, room if ids else max(room, 1), len(ids))):   # (nobody waits after one arrival: no call)
             known = False
             r = view.admit_head(now_s)
             c = s.prefill_target.item(r)
