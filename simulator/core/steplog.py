@@ -20,7 +20,7 @@ import numpy as np
 
 from simulator.core.bulk import ACC, BLK, CS, DS, EM
 from simulator.results.metrics import STEP_COLUMNS
-from simulator.results.step_totals import StepTotals, aggregate_steps, interval_index
+from simulator.results.step_totals import StepTotals, aggregate_steps, interval_index, replica_time_order
 
 FLUSH_STEPS = 1 << 16
 # Columns logged only when a feature that fills them is on (StepLog(extra=...)): `kv_io_s`, the part of a
@@ -208,7 +208,7 @@ class StepLog:
         replica = cols["replica"]
         if not len(replica):
             return
-        order = np.lexsort((cols["start_s"], replica))
+        order = replica_time_order(replica, cols["start_s"])
         sorted_replica = replica[order]
         first = np.searchsorted(sorted_replica, sorted_replica, side="left")
         rank = self._seen[sorted_replica] + np.arange(len(order)) - first
@@ -222,7 +222,7 @@ class StepLog:
         replica = cols["replica"]
         if not len(replica):
             return
-        order = np.lexsort((cols["start_s"], replica))   # each replica's steps in time order
+        order = replica_time_order(replica, cols["start_s"])   # each replica's steps in time order
         replica = replica[order]
         interval = interval_index(cols["start_s"][order], self.window_start_s, self.interval_s)
         if not final:  # each replica's latest interval may go on in the next batch: carry it
