@@ -13,13 +13,14 @@ Memory then grows with requests (one summary per interval per replica at most), 
 """
 from __future__ import annotations
 
-from itertools import chain
+import struct
+from itertools import chain, starmap
 
 import numpy as np
 
 from simulator.core.bulk import ACC, BLK, CS, DS, EM
 from simulator.results.metrics import STEP_COLUMNS
-from simulator.results.step_totals import StepTotals, aggregate_steps, interval_index
+from simulator.results.step_totals import StepTotals, aggregate_steps, interval_index, replica_time_order
 
 FLUSH_STEPS = 1 << 16
 # Columns logged only when a feature that fills them is on (StepLog(extra=...)): `kv_io_s`, the part of a
@@ -46,6 +47,12 @@ def _per_step(values: tuple, counts: np.ndarray) -> np.ndarray:
         for i in arrays:
             out[ends[i] - len(values[i]):ends[i]] = values[i]
     return out
+
+
+def _floats(values, count: int) -> np.ndarray:
+    """`count` Python floats as a float64 array: packed by struct (C doubles, no numpy scalar conversion per
+    value: about a third fewer instructions than np.fromiter, which runs per bulk boundary in a flush)."""
+    return np.frombuffer(struct.pack(f"{count}d", *values), dtype=np.float64)
 
 
 def _blocks_used(member_blocks: np.ndarray, other: tuple, counts: np.ndarray) -> np.ndarray:
@@ -77,6 +84,12 @@ class StepLog:
         self.window_start_s = window_start_s
         self.alltoall = alltoall
         self._schema = {**STEP_COLUMNS, **{name: OPTIONAL_STEP_COLUMNS[name] for name in extra}}
+        # a single step's row as C values (int64 'q', float64 'd', native, all 8 bytes: no padding) and the
+        # numpy record of the same layout: rows become columns through one packed buffer (`_row_columns`)
+        self._row_struct = struct.Struct("".join("q" if dtype is np.int64 else "d" for dtype in self._schema.values()))
+        self._row_record = np.dtype(list(self._schema.items()))
+        if set(self._schema.values()) - {np.int64, np.float64} or self._row_struct.size != self._row_record.itemsize:
+            raise AssertionError("step log: step columns are int64 or float64, 8 bytes each")
         self._extra = tuple(extra)
         self.power = power   # simulator.results.energy.RunPower, for the totals' energy (None: not counted)
         self._empty_log(num_replicas)
@@ -196,7 +209,7 @@ class StepLog:
         replica = cols["replica"]
         if not len(replica):
             return
-        order = np.lexsort((cols["start_s"], replica))
+        order = replica_time_order(replica, cols["start_s"])
         sorted_replica = replica[order]
         first = np.searchsorted(sorted_replica, sorted_replica, side="left")
         rank = self._seen[sorted_replica] + np.arange(len(order)) - first
@@ -210,7 +223,7 @@ class StepLog:
         replica = cols["replica"]
         if not len(replica):
             return
-        order = np.lexsort((cols["start_s"], replica))   # each replica's steps in time order
+        order = replica_time_order(replica, cols["start_s"])   # each replica's steps in time order
         replica = replica[order]
         interval = interval_index(cols["start_s"][order], self.window_start_s, self.interval_s)
         if not final:  # each replica's latest interval may go on in the next batch: carry it
@@ -237,9 +250,7 @@ class StepLog:
         rows = self._rows
         self._decode, self._rows, self._pending = {}, [], 0
         if rows:
-            by_column = list(zip(*rows))
-            parts.append({name: np.fromiter(by_column[i], dtype=dtype, count=len(rows))
-                          for i, (name, dtype) in enumerate(self._schema.items())})
+            parts.append(self._row_columns(rows))
         fresh = 0
         if carried is not None:
             parts.insert(0, carried)
@@ -256,6 +267,19 @@ class StepLog:
             out["alltoall_s"] = seconds if carried is None else np.concatenate([carried["alltoall_s"], seconds])
         return out
 
+    def _row_columns(self, rows: list[tuple]) -> dict[str, np.ndarray]:
+        """Single steps' rows as typed columns: packed into one buffer of C records (a third of the
+        instructions of a np.fromiter per column, which converts each value through a numpy scalar), or, when
+        a value is of a type struct does not take as its column's (e.g. a float where an int64 goes),
+        converted column by column as before."""
+        try:
+            table = np.frombuffer(b"".join(starmap(self._row_struct.pack, rows)), dtype=self._row_record)
+        except struct.error:
+            by_column = list(zip(*rows))
+            return {name: np.fromiter(by_column[i], dtype=dtype, count=len(rows))
+                    for i, (name, dtype) in enumerate(self._schema.items())}
+        return {name: table[name].copy() for name in self._schema}   # (contiguous, writable, not the buffer's views)
+
     @staticmethod
     def _decode_columns(cost, bulks: list[tuple]) -> dict[str, np.ndarray]:
         """Columns of the decode bulks of one cost model, their costs priced in one call."""
@@ -265,11 +289,11 @@ class StepLog:
         rows = np.concatenate(sums, axis=1).astype(np.int64, copy=False)
         if rows.shape[1] != n:
             raise AssertionError("step log: a decode bulk's boundaries and per-step sums disagree in length")
-        plain_queued = all(type(v) is int for v in queued)   # (the common case: nobody joined a queue during a bulk)
+        plain_queued = np.ndarray not in map(type, queued)   # (the common case: nobody joined a queue during a bulk)
         per_bulk = [np.repeat(np.array(values, dtype=np.int64), counts)   # each value given per bulk, for its steps
                     for values in (replica, q, kv_total) + ((queued,) if plain_queued else ())]   # (one (4, n) array
         # repeated at once measured slower in a flush: more fresh pages)
-        edges = np.fromiter(chain.from_iterable(bounds), dtype=np.float64, count=n + len(counts))  # each bulk's
+        edges = _floats(chain.from_iterable(bounds), n + len(counts))  # each bulk's
         # n + 1 boundaries, one bulk after the other: each but the bulk's last starts a step ending at the next
         starts_step = np.ones(len(edges) - 1, dtype=bool)
         starts_step[np.cumsum(counts + 1)[:-1] - 1] = False
