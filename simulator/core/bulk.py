@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.core.lives import (AHEAD_BLOCK, Trajectory, draw_bound, fits_fresh, lives_ahead, step_range,
-                                  step_rows)
+from simulator.core.lives import (ACC, AHEAD_BLOCK, BLK, CS, DS, EM, LifeRows, Trajectory, draw_bound, fits_fresh,
+                                  lives_ahead, step_range, step_rows)
 from simulator.cost.step_cost import CTX_GRID_TOKENS
 
 MAX_BULK_STEPS = 4096      # steps one bulk scans at most (a longer run takes several events)
@@ -54,11 +54,11 @@ class _Member:
     last: int         # profile step of its last decode step (the one it finishes in)
     accepted: int     # draft tokens accepted over them
     held_last: int    # blocks held in its last step
-    batch: Trajectory | None = None   # its trajectory (speculation); None: plain decoding, from the formulas
-    col: int = 0
+    batch: Trajectory | LifeRows | None = None   # its trajectory (speculation); None: plain decoding, from the
+    col: int = 0                                  # formulas
 
 
-DS, CS, BLK, EM, ACC = range(5)   # rows of DecodeProfile.sums (columns of its `table`)
+# DS, CS, BLK, EM, ACC (simulator.core.lives): rows of DecodeProfile.sums (columns of its `table`)
 _ROW = 5                           # values per profile step
 
 
@@ -360,7 +360,7 @@ class DecodeProfile:
         """Blocks member r holds after its first j ≥ 1 steps in the profile."""
         if m.batch is None:
             return self._plain_held(int(self.rep.s.ctx[r]), j, int(self.rep.s.blocks[r]))
-        return int(m.batch.held[j - 1, m.col])
+        return m.batch.held_after(j, m.col)
 
     def _plain_held(self, ctx, j, blocks):
         """Blocks a plain member holds after its first j ≥ 1 steps, from the context and blocks the arrays hold
@@ -416,8 +416,8 @@ class DecodeProfile:
             if m.batch is None:
                 emitted = j
             else:
-                emitted = m.batch.capped[j - 1, m.col]
-                s.accepted[r] += m.batch.tau[:j, m.col].sum()
+                emitted = m.batch.emitted_by(j, m.col)
+                s.accepted[r] += m.batch.accepted_by(j, m.col)
                 s.drafted[r] += rep.draft_tokens * j
             s.emitted[r] += emitted
             s.ctx[r] += emitted

@@ -8,8 +8,8 @@ context, the KV blocks it needs, the tokens it emits and the draft tokens accept
 simulator.core.bulk.DecodeProfile sums.
 
 `lives_ahead` computes those futures for a block of up to AHEAD_BLOCK requests expected to join next
-(the waiting queue, then the replica's own next arrivals) in one set of NumPy calls over (steps ×
-requests) arrays, so that joining one costs one slice addition (`DecodeProfile.join`) instead of a
+(the waiting queue, then the replica's own next arrivals) in one set of NumPy calls over 1-D arrays
+holding each request's steps one run after another, so that joining one costs one slice addition (`DecodeProfile.join`) instead of a
 dozen NumPy calls on short arrays. A life is used only when the request's state at its join is the one
 predicted (`Life.fits`); any other request joins the general way. The arithmetic is element by element
 that of the one-request join (same draws, same integer formulas), so the profile's sums, and every
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-AHEAD_BLOCK = 32    # requests whose lives are computed in one call
+AHEAD_BLOCK = 128   # requests whose lives are computed in one call (NumPy calls cost per call: a few hundred k instructions
+#                     per block, ~3 k a request at 128; each request costs ~20 k of element work whatever the block)
 _STEPS = np.arange(16384)
 
 
@@ -42,6 +43,10 @@ def step_rows(n: int) -> np.ndarray:
     return step_range(n)[:, None]
 
 
+DS, CS, BLK, EM, ACC = range(5)   # a profile row's values (simulator.core.bulk.DecodeProfile.table's columns):
+#                                  requests decoding, Σ context, blocks held, tokens emitted, draft tokens accepted
+
+
 @dataclass(slots=True)
 class Trajectory:
     """The trajectories of speculating requests computed together: (T, B) arrays, request b in column b."""
@@ -49,6 +54,35 @@ class Trajectory:
     tau: np.ndarray      # accepted draft tokens per step (0 past the request's end)
     capped: np.ndarray   # tokens emitted by the end of each step, capped at the output length
     held: np.ndarray     # blocks held during each step
+
+    def held_after(self, j: int, col: int) -> int:
+        """Blocks request `col` holds in its j-th step (j ≥ 1)."""
+        return int(self.held[j - 1, col])
+
+    def emitted_by(self, j: int, col: int):
+        """Tokens request `col` emitted in its first j ≥ 1 steps."""
+        return self.capped[j - 1, col]
+
+    def accepted_by(self, j: int, col: int):
+        """Draft tokens request `col` accepted in its first j ≥ 1 steps."""
+        return self.tau[:j, col].sum()
+
+
+@dataclass(slots=True)
+class LifeRows:
+    """The trajectories of lives computed together (`lives_ahead`), read from their profile rows: the life whose
+    `col` is c has rows c, c + 1, ... of `rows` (N × 5, the profile's layout), one per step of it."""
+
+    rows: np.ndarray
+
+    def held_after(self, j: int, col: int) -> int:
+        return int(self.rows[col + j - 1, BLK])
+
+    def emitted_by(self, j: int, col: int):
+        return self.rows[col:col + j, EM].sum()
+
+    def accepted_by(self, j: int, col: int):
+        return self.rows[col:col + j, ACC].sum()
 
 
 @dataclass(slots=True)
@@ -61,8 +95,8 @@ class Life:
     held0: int           # blocks its first decode step needs
     accepted: int        # draft tokens accepted over its life
     held_last: int       # blocks held in its last step
-    batch: Trajectory    # its trajectory, for DecodeProfile.dissolve
-    col: int
+    batch: LifeRows      # its trajectory, for DecodeProfile.dissolve
+    col: int             # its first row in batch.rows
 
     def fits(self, s, r: int) -> bool:
         """Request r's state now is the fresh join this life was computed for (its reservation may be
@@ -85,42 +119,48 @@ def fits_fresh(rep, r: int) -> bool:
 def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
     """The lives of speculating requests `ids` (never admitted yet: prefill target = prompt, nothing
     emitted) as they will be if each joins fresh; requests whose draws fall short of their output
-    (unlucky) are left out. Arrays are (B, T): request b's rows are contiguous (its profile rows, (T, 5), too)."""
+    (unlucky) are left out. Each request's steps are drawn as one run of `draw_bound` steps, the runs one
+    after another in 1-D arrays (elements starts[b] .. ends[b] − 1 are request b's steps 0, 1, ...): no
+    element for steps past a request's bound, as (requests × longest bound) arrays would hold."""
     s, acc = rep.s, rep.acceptance
     ids_a = np.array(ids, dtype=np.int64)
-    remaining = s.output[ids_a][:, None] - 1           # tokens left after the prompt's own
+    remaining = s.output[ids_a] - 1                    # tokens left after the prompt's own
     ctx0 = s.prefill_target[ids_a]
-    steps = int(draw_bound(remaining, acc.depth).max())
-    step_axis = step_range(steps)
-    tau = acc.tau(ids_a[:, None], step_axis)
-    cum = (tau + 1).cumsum(axis=1)
-    lengths = (cum >= remaining).argmax(axis=1) + 1    # the first step reaching the output length
-    drawn = (cum[:, -1:] >= remaining)[:, 0]
-    active = step_axis < lengths[:, None]
-    ctx = cum - tau
-    ctx += (ctx0 - 1)[:, None]                          # context before each step
+    counts = draw_bound(remaining, acc.depth)
+    ends = counts.cumsum()
+    starts = ends - counts
+    tau = acc.tau_runs(ids_a, counts)
+    n = len(tau)
+    # emitted_before[i]: Σ (τ + 1) over the elements before element i, all runs together (increasing), so that
+    # request b's tokens emitted by the end of its step j are emitted_before[starts[b] + j + 1] − before[b]
+    emitted_before = np.empty(n + 1, dtype=np.int64)
+    emitted_before[0] = 0
+    np.cumsum(tau + 1, out=emitted_before[1:])
+    before = emitted_before[starts]
+    stop = emitted_before.searchsorted(before + remaining)   # 1 + the element of the step reaching the output
+    drawn = stop <= ends
+    lengths = stop - starts
+    last = np.minimum(stop, ends) - 1                  # the element of its last step (inside its run if not drawn)
+    rows = np.empty((n, 5), dtype=np.int64)            # the profile's layout: a life's rows are contiguous
+    # Only a life's own rows are read (`Life.rows`, `LifeRows`): those of its run's steps past its end hold
+    # values nobody reads (the context and blocks copied unmasked, τ + 1 tokens emitted), not zeros
+    rows[:, DS] = 1
+    ctx = emitted_before[1:] - tau
+    ctx += np.repeat(ctx0 - 1 - before, counts)        # context before each step
+    rows[:, CS] = ctx
     block = rep.kv.block_size
     held = (rep.decode_kv_tokens(ctx) + (block - 1)) // block   # blocks_for(Replica.decode_kv_tokens)
-    capped = np.minimum(cum, remaining)
-    tau *= active
-    rows = np.empty((len(ids), steps, 5), dtype=np.int64)
-    # Only a request's first `length` steps of rows are read (`Life.rows`), where `active` is 1: its requests
-    # decoding are 1 and its context and blocks are copied unmasked (a mask's int64 products cost more than the
-    # rest of the rows; past the request's end they hold values nobody reads, not zeros)
-    rows[:, :, 0] = 1
-    rows[:, :, 1] = ctx
-    rows[:, :, 2] = held
-    rows[:, 0, 3] = capped[:, 0]
-    np.subtract(capped[:, 1:], capped[:, :-1], out=rows[:, 1:, 3])   # tokens emitted: capped at the output
-    rows[:, :, 4] = tau
-    flat = rows.reshape(len(ids), -1)
-    cols = np.arange(len(ids))
-    last = lengths - 1
-    held0, held_last = held[:, 0].tolist(), held[cols, last].tolist()
-    accepted = (cum[cols, last] - lengths).tolist()     # Σ τ = Σ (τ + 1) − length
-    batch = Trajectory(tau.T, capped.T, held.T)
+    rows[:, BLK] = held
+    np.add(tau, 1, out=rows[:, EM])
+    rows[last, EM] = remaining - (emitted_before[last] - before)   # the last step's tokens: capped at the output
+    rows[:, ACC] = tau
+    accepted = (emitted_before[last + 1] - before - lengths).tolist()   # Σ τ = Σ (τ + 1) − length
+    flat = rows.reshape(-1)
+    batch = LifeRows(rows)
     out = {}
-    for col, (r, ok, length, c0) in enumerate(zip(ids, drawn.tolist(), lengths.tolist(), ctx0.tolist())):
+    for r, ok, start, length, c0, h0, a, h1 in zip(ids, drawn.tolist(), starts.tolist(), lengths.tolist(),
+                                                   ctx0.tolist(), held[starts].tolist(), accepted,
+                                                   held[last].tolist()):
         if ok:
-            out[r] = Life(flat[col, :5 * length], length, c0, held0[col], accepted[col], held_last[col], batch, col)
+            out[r] = Life(flat[5 * start:5 * (start + length)], length, c0, h0, a, h1, batch, start)
     return out

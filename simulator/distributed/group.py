@@ -74,7 +74,7 @@ def _built(spec: GroupSpec) -> tuple:
 
 
 class GlobalIds:
-    """An acceptance model read with a group's local request rows: `tau`, `draw` and `draws` map them to
+    """An acceptance model read with a group's local request rows: `tau`, `tau_runs`, `draw` and `draws` map them to
     the run-wide request ids (draws are pure functions of the request id and step index); everything else
     is the model's own."""
 
@@ -86,6 +86,9 @@ class GlobalIds:
 
     def tau(self, request_ids, step_index):
         return self._model.tau(self._group.ids[request_ids], step_index)
+
+    def tau_runs(self, request_ids, counts):
+        return self._model.tau_runs(self._group.ids[request_ids], counts)
 
     def draw(self, request_ids, step_index, emitted):
         return self._model.draw(self._group.ids[request_ids], step_index, emitted)

@@ -13,6 +13,7 @@ requests, or on bulk vs. step-by-step advancing — and changing the scheduler d
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,8 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _STEP_MIX = np.uint64(0xD1B54A32D192ED03)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
+with np.errstate(over="ignore"):
+    _STEP_KEYS = np.arange(16384, dtype=np.uint64) * _STEP_MIX   # steps' terms of the splitmix64 inputs (`_step_keys`)
 
 
 def counter_uniforms(seed: int, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
@@ -28,16 +31,57 @@ def counter_uniforms(seed: int, request_ids: np.ndarray, step_index: np.ndarray)
 
     Vectorized; broadcasting between `request_ids` and `step_index` is allowed.
     """
+    return _uniforms(_counter_bits(_counter_keys(seed, request_ids, step_index)))
+
+
+def _counter_keys(seed: int, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
+    """The splitmix64 inputs of (seed, request id, step index), broadcasting."""
     with np.errstate(over="ignore"):  # uint64 arithmetic wraps: the sum's order does not matter
-        z = request_ids.astype(np.uint64) * _GOLDEN + (step_index.astype(np.uint64) * _STEP_MIX
-                                                       + np.uint64(seed) * _M2)
+        return request_ids.astype(np.uint64) * _GOLDEN + (step_index.astype(np.uint64) * _STEP_MIX
+                                                          + np.uint64(seed) * _M2)
+
+
+def _run_keys(seed: int, request_ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """`_counter_keys` of steps 0 .. counts[b] − 1 of each request b, concatenated (request b's run after
+    request b − 1's): each request's term repeated plus each step's from a table, instead of the keys of
+    every (request, step) pair computed from their columns (the same uint64 sums: wrapping addition is
+    associative)."""
+    with np.errstate(over="ignore"):
+        keys = np.repeat(request_ids.astype(np.uint64) * _GOLDEN + np.uint64(seed) * _M2, counts)
+        keys += np.concatenate([_step_keys(n) for n in counts.tolist()])
+    return keys
+
+
+def _step_keys(n: int) -> np.ndarray:
+    """The step terms of steps 0 .. n − 1 (`_counter_keys`): a view of one shared table, new past its length."""
+    if n <= len(_STEP_KEYS):
+        return _STEP_KEYS[:n]
+    with np.errstate(over="ignore"):
+        return np.arange(n, dtype=np.uint64) * _STEP_MIX
+
+
+def _counter_bits(keys: np.ndarray) -> np.ndarray:
+    """The splitmix64 finalizer of `keys` (overwritten), its top 53 bits: integers in [0, 2^53), as int64."""
+    z = keys
+    with np.errstate(over="ignore"):
         z ^= z >> np.uint64(30)
         z *= _M1
         z ^= z >> np.uint64(27)
         z *= _M2
         z ^= z >> np.uint64(31)
         z >>= np.uint64(11)
-    return z.astype(np.float64) * (1.0 / 9007199254740992.0)
+    return z.view(np.int64)   # (< 2^53: the same values)
+
+
+def _uniforms(bits: np.ndarray) -> np.ndarray:
+    """53-bit integers as uniforms in [0, 1): bits / 2^53 (exact)."""
+    return bits.astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+def run_steps(counts: np.ndarray) -> np.ndarray:
+    """0 .. counts[b] − 1 for each b, concatenated: the step indices of runs of steps from each request's first."""
+    ends = np.cumsum(counts)
+    return np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - counts, counts)
 
 
 class AcceptanceModel:
@@ -57,6 +101,11 @@ class AcceptanceModel:
 
     def tau(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def tau_runs(self, request_ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """τ of steps 0 .. counts[b] − 1 of each request b, concatenated (request b's run after request b − 1's):
+        `tau` of each (request, step) pair."""
+        return self.tau(np.repeat(request_ids, counts), run_steps(counts))
 
     def draw(self, request_ids: np.ndarray, step_index: np.ndarray, emitted: np.ndarray) -> np.ndarray:
         """τ of one speculative step of each request (= draws(..., 1)[0])."""
@@ -112,7 +161,10 @@ class ChainAcceptance(AcceptanceModel):
 
     def tau(self, request_ids: np.ndarray, step_index: np.ndarray) -> np.ndarray:
         """Accepted lengths of the `step_index`-th speculative step of each request (broadcasting)."""
-        return self.sample(counter_uniforms(self.seed, request_ids, step_index))
+        return self._sample_bits(_counter_bits(_counter_keys(self.seed, request_ids, step_index)))
+
+    def tau_runs(self, request_ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        return self._sample_bits(_counter_bits(_run_keys(self.seed, request_ids, counts)))
 
     def expected_accepted(self) -> float:
         """E[τ] = Σ_i P(τ ≥ i)."""
@@ -135,6 +187,11 @@ class ChainAcceptance(AcceptanceModel):
             raise ValueError("survival probabilities must be non-increasing")
         object.__setattr__(self, "_ascending", np.ascontiguousarray(self.survival[::-1]))
         object.__setattr__(self, "_levels", self.survival.tolist())
+        # u < level exactly when u's 53 bits (u = bits / 2^53) are below ceil(level · 2^53) (both sides of
+        # u · 2^53 < level · 2^53 are exact, and bits is an integer): `_sample_bits` compares the bits
+        exact = all(0.0 <= level <= 1.0 for level in self._levels)   # (NaN: False)
+        object.__setattr__(self, "_bit_levels", [math.ceil(level * 9007199254740992.0) for level in self._levels]
+                           if exact else None)
 
     def sample(self, uniforms: np.ndarray) -> np.ndarray:
         """Accepted lengths for an array of uniforms (any shape), as int64: #{i : u < survival[i]}. Short
@@ -144,8 +201,18 @@ class ChainAcceptance(AcceptanceModel):
             return np.zeros(np.shape(uniforms), dtype=np.int64)
         if self.depth > _COMPARE_DEPTH:
             return self.depth - self._ascending.searchsorted(uniforms, side="right").astype(np.int64)
-        levels = self._levels
-        count = np.less(uniforms, levels[0]).view(np.uint8)
+        return self._count_below(uniforms, self._levels)
+
+    def _sample_bits(self, bits: np.ndarray) -> np.ndarray:
+        """`sample` of the uniforms bits / 2^53, from the bits (`_bit_levels`: no conversion to floats)."""
+        if self.depth == 0 or self.depth > _COMPARE_DEPTH or self._bit_levels is None:
+            return self.sample(_uniforms(bits))
+        return self._count_below(bits, self._bit_levels)
+
+    @staticmethod
+    def _count_below(values: np.ndarray, levels: list) -> np.ndarray:
+        """#{i : value < levels[i]} per value, counted in uint8, as int64."""
+        count = np.less(values, levels[0]).view(np.uint8)
         for level in levels[1:]:
-            count = count + np.less(uniforms, level)
+            count = count + np.less(values, level)
         return count.astype(np.int64)
