@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.core.lives import (ACC, AHEAD_BLOCK, BLK, CS, DS, EM, LifeRows, Trajectory, draw_bound, fits_fresh,
-                                  lives_ahead, step_range, step_rows)
+from simulator.core.lives import (ACC, AHEAD_BLOCK, BLK, CS, DS, EM, Life, LifeRows, Trajectory, draw_bound,
+                                  fits_fresh, lives_ahead, step_range, step_rows)
 from simulator.cost.step_cost import CTX_GRID_TOKENS
 
 MAX_BULK_STEPS = 4096      # steps one bulk scans at most (a longer run takes several events)
@@ -261,14 +261,18 @@ class DecodeProfile:
             life = self._ahead.pop(r, None)
             if life is None:
                 return False
-        if not life.fits(s, r):
+        blocks = s.blocks.item(r)
+        if not life.fits(s, r, blocks):
             return False
         length = life.length
-        i = self._room(length)
+        i = self.k - self.base
+        if i + length > len(self.table):   # (`_room`'s test first: it rarely has to grow the table)
+            i = self._room(length)
         view = self.flat[i * _ROW:(i + length) * _ROW]
-        np.add(view, life.rows, out=view)
-        self._enter(r, _Member(self.k, self.k + length - 1, life.accepted, life.held_last, life.batch, life.col))
-        self.member_blocks += s.blocks.item(r)
+        view += life.rows
+        life.start, life.last = self.k, self.k + length - 1
+        self._enter(r, life)   # (the life is its member: _Member's fields)
+        self.member_blocks += blocks
         return True
 
     def _expected(self, r: int) -> list[int]:
@@ -328,14 +332,20 @@ class DecodeProfile:
         return 0
 
     # ---- writing the state back ----------------------------------------------------------------------
-    def finalize(self, r: int, member: _Member, finish_s: float) -> None:
-        """A member finished: its request's final state."""
+    def finalize(self, r: int, member: _Member | Life, finish_s: float) -> None:
+        """A member finished: its request's final state (the request arrays hold its state as of its join)."""
         rep, s = self.rep, self.rep.s
-        output = s.output.item(r)
-        s.ctx[r] = s.ctx.item(r) + output - s.emitted.item(r)
-        s.emitted[r] = output
-        steps = member.last - self._start(member) + 1
-        s.decode_steps[r] = s.decode_steps.item(r) + steps
+        if type(member) is Life:   # joined fresh (`Life.fits`: context ctx0, 1 token emitted, no decode step)
+            s.ctx[r] = member.ctx0 + member.output - 1
+            s.emitted[r] = member.output
+            steps = member.length   # (`_start` is its start: a profile of speculating members never re-bases)
+            s.decode_steps[r] = steps
+        else:
+            output = s.output.item(r)
+            s.ctx[r] = s.ctx.item(r) + output - s.emitted.item(r)
+            s.emitted[r] = output
+            steps = member.last - self._start(member) + 1
+            s.decode_steps[r] = s.decode_steps.item(r) + steps
         if rep.acceptance is not None:   # (Python ints, as above: no NumPy scalar arithmetic per finish)
             s.accepted[r] = s.accepted.item(r) + member.accepted
             s.drafted[r] = s.drafted.item(r) + rep.draft_tokens * steps

@@ -97,12 +97,17 @@ class Life:
     held_last: int       # blocks held in its last step
     batch: LifeRows      # its trajectory, for DecodeProfile.dissolve
     col: int             # its first row in batch.rows
+    output: int          # the request's output length: the tokens it has emitted when it finishes
+    # Once it joined, the life is the request's member of the profile (simulator.core.bulk._Member's fields, the
+    # same meanings: no member object per join): the profile steps of its first and last decode steps.
+    start: int = -1
+    last: int = -1
 
-    def fits(self, s, r: int) -> bool:
-        """Request r's state now is the fresh join this life was computed for (its reservation may be
-        smaller than its first step's need, never larger: the need is the max of both)."""
+    def fits(self, s, r: int, blocks: int) -> bool:
+        """Request r's state now, holding `blocks` KV blocks, is the fresh join this life was computed for (its
+        reservation may be smaller than its first step's need, never larger: the need is the max of both)."""
         return (s.ctx.item(r) == self.ctx0 and s.emitted.item(r) == 1 and s.decode_steps.item(r) == 0
-                and s.blocks.item(r) <= self.held0)   # (Python ints: no NumPy scalars, read once per join)
+                and blocks <= self.held0)   # (Python ints: no NumPy scalars, read once per join)
 
 
 def fits_fresh(rep, r: int) -> bool:
@@ -124,7 +129,8 @@ def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
     element for steps past a request's bound, as (requests × longest bound) arrays would hold."""
     s, acc = rep.s, rep.acceptance
     ids_a = np.array(ids, dtype=np.int64)
-    remaining = s.output[ids_a] - 1                    # tokens left after the prompt's own
+    output = s.output[ids_a]
+    remaining = output - 1                             # tokens left after the prompt's own
     ctx0 = s.prefill_target[ids_a]
     counts = draw_bound(remaining, acc.depth)
     ends = counts.cumsum()
@@ -158,9 +164,9 @@ def lives_ahead(rep, ids: list[int]) -> dict[int, Life]:
     flat = rows.reshape(-1)
     batch = LifeRows(rows)
     out = {}
-    for r, ok, start, length, c0, h0, a, h1 in zip(ids, drawn.tolist(), starts.tolist(), lengths.tolist(),
-                                                   ctx0.tolist(), held[starts].tolist(), accepted,
-                                                   held[last].tolist()):
+    for r, ok, start, length, c0, h0, a, h1, o in zip(ids, drawn.tolist(), starts.tolist(), lengths.tolist(),
+                                                      ctx0.tolist(), held[starts].tolist(), accepted,
+                                                      held[last].tolist(), output.tolist()):
         if ok:
-            out[r] = Life(flat[5 * start:5 * (start + length)], length, c0, h0, a, h1, batch, start)
+            out[r] = Life(flat[5 * start:5 * (start + length)], length, c0, h0, a, h1, batch, start, o)
     return out

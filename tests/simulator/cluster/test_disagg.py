@@ -156,9 +156,9 @@ def test_decode_pool_joins_compute_no_lives_they_could_not_use(monkeypatch, memo
         joining.append(ids[0])
         return lives_ahead(rep, ids)
 
-    def counted_fits(self, s, r):
-        checked.setdefault(r, fits(self, s, r))
-        return fits(self, s, r)
+    def counted_fits(self, s, r, blocks):
+        checked.setdefault(r, fits(self, s, r, blocks))
+        return fits(self, s, r, blocks)
 
     monkeypatch.setattr(bulk, "lives_ahead", counted_lives)
     monkeypatch.setattr(Life, "fits", counted_fits)
