@@ -335,20 +335,23 @@ class DecodeProfile:
     def finalize(self, r: int, member: _Member | Life, finish_s: float) -> None:
         """A member finished: its request's final state (the request arrays hold its state as of its join)."""
         rep, s = self.rep, self.rep.s
-        if type(member) is Life:   # joined fresh (`Life.fits`: context ctx0, 1 token emitted, no decode step)
+        if type(member) is Life:   # joined fresh (`Life.fits`: context ctx0, 1 token emitted, no decode step; so
+            # nothing drafted or accepted yet: those columns grow only with decode_steps, which never shrinks)
+            steps = member.length   # (`_start` is its start: a profile of speculating members never re-bases)
             s.ctx[r] = member.ctx0 + member.output - 1
             s.emitted[r] = member.output
-            steps = member.length   # (`_start` is its start: a profile of speculating members never re-bases)
             s.decode_steps[r] = steps
+            s.accepted[r] = member.accepted
+            s.drafted[r] = rep.draft_tokens * steps
         else:
             output = s.output.item(r)
             s.ctx[r] = s.ctx.item(r) + output - s.emitted.item(r)
             s.emitted[r] = output
             steps = member.last - self._start(member) + 1
             s.decode_steps[r] = s.decode_steps.item(r) + steps
-        if rep.acceptance is not None:   # (Python ints, as above: no NumPy scalar arithmetic per finish)
-            s.accepted[r] = s.accepted.item(r) + member.accepted
-            s.drafted[r] = s.drafted.item(r) + rep.draft_tokens * steps
+            if rep.acceptance is not None:   # (Python ints, as above: no NumPy scalar arithmetic per finish)
+                s.accepted[r] = s.accepted.item(r) + member.accepted
+                s.drafted[r] = s.drafted.item(r) + rep.draft_tokens * steps
         s.blocks[r] = 0
         s.finish_s[r] = finish_s
 
@@ -529,6 +532,8 @@ def _not_joined(running, members) -> list[int]:
     as their prefill completes, so the newest admissions are the ones missing (a dissolved profile misses
     all of them, and the search then reads the whole list)."""
     missing = len(running) - len(members)
+    if missing == 1 and running[-1] not in members:   # (the common case: one admission, the newest)
+        return [running[-1]]
     found = []
     for r in reversed(running):
         if r not in members:
