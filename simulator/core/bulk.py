@@ -105,7 +105,7 @@ class DecodeProfile:
         self.k = 0             # the next decode step, in profile steps
         self.base = 0          # profile step of column 0 of `sums`
         self._hold(np.zeros((0, _ROW), dtype=np.int64))
-        self.members: dict[int, _Member] = {}
+        self.members: dict[int, _Member | Life] = {}   # (a fresh join's Life is its member: `_join_ahead`)
         self.finishes: list[tuple[int, int, int]] = []   # heap of (last step, join order, request)
         self.joined = 0
         self.member_blocks = 0   # blocks the members hold now
@@ -173,7 +173,7 @@ class DecodeProfile:
         a profile of speculating members: `dissolve` empties it instead of re-basing them)."""
         return max(m.start, self.synced)
 
-    def _enter(self, r: int, member: _Member) -> None:
+    def _enter(self, r: int, member: _Member | Life) -> None:
         last = member.last
         self.members[r] = member
         heapq.heappush(self.finishes, (last, self.joined, r))
