@@ -488,17 +488,16 @@ class BulkPlan:
     bounds_s: list[float]   # step boundaries: step j runs from bounds_s[j] to bounds_s[j + 1] (read one by one)
     other_blocks: int      # blocks held by requests that are not members (e.g. reserved, in transfer)
     queued: int            # waiting requests when the bulk was planned
+    end_s: float           # bounds_s[steps], the end of its last step (a field that `cut` keeps, not a property:
+    #                        the driver reads it twice per bulk)
     cuttable: bool = True  # it stops at arrivals: one routed here while it is in flight cuts it (`cut`)
-
-    @property
-    def end_s(self) -> float:
-        return self.bounds_s[self.steps]
 
     def cut(self, at_s: float) -> None:
         """Apply only the steps up to the first boundary at or after `at_s` (an arrival routed to this
         replica, or a KV transfer that arrived, while the bulk is in flight). (The boundaries increase:
         the step ending first at or after `at_s` is found by bisection on the list itself.)"""
         self.steps = min(self.steps, bisect_left(self.bounds_s, at_s, 1, self.steps + 1))
+        self.end_s = self.bounds_s[self.steps]
 
     def finish_times(self, profile: DecodeProfile) -> np.ndarray:
         """Sorted finish times of the members finishing in the applied steps (`finishing_entries`: the part of
@@ -617,7 +616,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
         step_s = t - bounds[-2]
     if n == 0:
         return None
-    return BulkPlan(k, n, bounds, other, len(rep.waiting), stop_at_arrival)
+    return BulkPlan(k, n, bounds, other, len(rep.waiting), t, stop_at_arrival)   # (t: bounds[n], the last appended)
 
 
 def _steps_within(span_s: float, step_s: float) -> int:
@@ -656,7 +655,8 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     prof.k = k1
     prof.member_blocks = prof.sums.item(BLK, i0 + n - 1) - released
     rep.kv.used_blocks = plan.other_blocks + prof.member_blocks
-    log_bulk(rep, plan, bounds, prof.sums[:, i0:i0 + n], plan.other_blocks)
+    log_bulk(rep, plan, bounds, prof.table[i0:i0 + n].T, plan.other_blocks)   # (= sums[:, i0:i0 + n], the same view:
+    #                                                                         one slice is a cheaper index than two)
 
 
 def log_bulk(rep, plan: BulkPlan, bounds: list[float], sums: np.ndarray, other_blocks) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
 
 import numpy as np
 
@@ -88,21 +87,23 @@ class Cost:
         return Cost(self.seconds + seconds, self.flops, self.bytes, self.engine_s, self.kv_io_s + seconds)
 
 
-class StepCost(NamedTuple):
+@dataclass(slots=True, init=False)
+class StepCost:
     """One step's cost by phase: the drafter's passes (`draft`) and the target's pass with the serving
-    engine's per-step time and the step's KV copies (`target`). The step lasts `seconds`."""
+    engine's per-step time and the step's KV copies (`target`). The step lasts `seconds`; `verify_s` is the
+    target pass alone (without engine time and KV copies). Both are fields computed at construction, not
+    properties: the step loop reads `seconds` and the step log `verify_s` of every step, and a property cost
+    a call each time (the prefill step of every arrival reuses one memoized StepCost)."""
 
     draft: Cost
     target: Cost
+    seconds: float
+    verify_s: float
 
-    @property
-    def seconds(self) -> float:
-        return self.draft.seconds + self.target.seconds
-
-    @property
-    def verify_s(self) -> float:
-        """The target pass alone (without engine time and KV copies)."""
-        return self.target.seconds - self.target.engine_s - self.target.kv_io_s
+    def __init__(self, draft: Cost, target: Cost):
+        self.draft, self.target = draft, target
+        self.seconds = draft.seconds + target.seconds
+        self.verify_s = target.seconds - target.engine_s - target.kv_io_s
 
     def with_kv_io(self, seconds: float) -> "StepCost":
         return StepCost(self.draft, self.target.with_kv_io(seconds))
@@ -484,7 +485,8 @@ class StepCostModel:
             return self._host_free.step(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs,
                                         decode_context_tokens, shared)
         if shared is not None and shared[0] and decode_seqs:
-            d, t = self.step(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs, decode_context_tokens)
+            costs = self.step(prefill_tokens, prefill_seqs, prefill_attn_pairs, decode_seqs, decode_context_tokens)
+            d, t = costs.draft, costs.target
             d, t = np.array([[d.seconds, d.flops, d.bytes]]), np.array([[t.seconds, t.flops, t.bytes, t.engine_s]])
             t = self.with_shared_prefix(d, t, decode_seqs, np.array([decode_context_tokens]), [shared],
                                         prefill_tokens, prefill_seqs)

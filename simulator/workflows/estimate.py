@@ -216,13 +216,13 @@ def estimate_step(model: str, hardware: str, *, tp: int = 1, dtype: str | None =
     if prefill_tokens:
         pairs = batch * (prefill_tokens * context_tokens + prefill_tokens * (prefill_tokens + 1) // 2)
         shape = StepShape(prefill_tokens=batch * prefill_tokens, prefill_seqs=batch, prefill_attn_pairs=pairs)
-        _, target = cost.step(batch * prefill_tokens, batch, pairs, 0, 0)
+        target = cost.step(batch * prefill_tokens, batch, pairs, 0, 0).target
     else:
         shape = StepShape(decode_seqs=batch, query_tokens_per_seq=query_tokens,
                           decode_context_tokens=batch * context_tokens)
         decode = StepCostModel(cost.target, None, 0, verify_q=query_tokens, engine=engine) \
             if query_tokens != 1 else cost
-        _, target = decode.step(0, 0, 0, batch, batch * context_tokens)
+        target = decode.step(0, 0, 0, batch, batch * context_tokens).target
     breakdown: dict[str, float] = {}
     ops = []
     priced = step_ops(spec, shape, par, dtype, kind.kv_dtype)

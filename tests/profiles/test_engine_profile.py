@@ -99,12 +99,13 @@ def _scenario(profile_dir, **overrides):
 
 def test_steps_are_priced_with_the_profiled_passes_and_host_time(tmp_path):
     kind = replica_kind(_scenario(_profile_dir(tmp_path)))
-    draft, target = kind.cost.step(0, 0, 0, 3, 300)
+    costs = kind.cost.step(0, 0, 0, 3, 300)
+    draft, target = costs.draft, costs.target
     pairs = 300 + 3   # one query token per sequence after its context, itself included
     expected = true_forward(3, 0, pairs) + true_logits(3) + HOST[0] + 3 * HOST[1] + 3 * HOST[2]
     assert target.seconds == pytest.approx(expected, rel=1e-6)
     assert draft.seconds == 0.0
-    _, prefill = kind.cost.step(100, 1, attention_pairs(100, 0), 0, 0)
+    prefill = kind.cost.step(100, 1, attention_pairs(100, 0), 0, 0).target
     assert prefill.seconds == pytest.approx(true_forward(100, attention_pairs(100, 0), 0) + LOGITS[1]
                                             + HOST[0] + HOST[1] + 100 * HOST[2], rel=1e-6)
 
@@ -136,19 +137,19 @@ def test_vllm_draft_proposer_layout(tmp_path):
                                                       "gamma": 4, "passes": "vllm"},
                      acceptance={"kind": "constant", "alpha": 0.6})
     kind = replica_kind(data)
-    draft, target = kind.cost.step(0, 0, 0, 2, 200)
+    draft = kind.cost.step(0, 0, 0, 2, 200).draft
     # first pass: the 2·5 verified tokens and each request's sampled token, one logits row per request;
     # then 3 one-token passes over both requests, contexts past those tokens and growing by one per pass
     expected = true_forward(12, 0, 6 * 200 + 2 * 21) + true_logits(2)
     expected += sum(true_forward(2, 0, 212 + 2 * j + 2) + true_logits(2) for j in range(3))
     assert draft.seconds == pytest.approx(expected, rel=1e-6)
     # a prompt chunk: ingested by the first pass (with its sampled token), then drafted for like the others
-    draft, _ = kind.cost.step(64, 1, attention_pairs(64, 0), 0, 0)
+    draft = kind.cost.step(64, 1, attention_pairs(64, 0), 0, 0).draft
     expected = true_forward(65, attention_pairs(64, 0) + 64, 0) + true_logits(1)
     expected += sum(true_forward(1, 0, 65 + j + 1) + true_logits(1) for j in range(3))
     assert draft.seconds == pytest.approx(expected, rel=1e-6)
     chain = replica_kind(merge(data, {"drafter": {"passes": "chain"}}))
-    assert chain.cost.step(0, 0, 0, 2, 200)[0].seconds < kind.cost.step(0, 0, 0, 2, 200)[0].seconds
+    assert chain.cost.step(0, 0, 0, 2, 200).draft.seconds < kind.cost.step(0, 0, 0, 2, 200).draft.seconds
 
 
 def test_a_run_is_byte_identical_in_bulk_and_step_mode(tmp_path):

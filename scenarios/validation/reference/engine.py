@@ -334,8 +334,8 @@ class ReferenceEngine:
         for i, name in enumerate(EXTRA_STEP_COLUMNS):
             steps[name] = np.array([row[i] for row in extra], dtype=np.int64 if name in _INT_COLUMNS else float)
         costs = [self.rep.step_costs(plan) for plan in plans]
-        steps["flops"] = np.array([d.flops + t.flops for d, t in costs], dtype=float)
-        steps["bytes"] = np.array([d.bytes + t.bytes for d, t in costs], dtype=float)
+        steps["flops"] = np.array([c.draft.flops + c.target.flops for c in costs], dtype=float)
+        steps["bytes"] = np.array([c.draft.bytes + c.target.bytes for c in costs], dtype=float)
         if op_rows:
             ops = pd.DataFrame(op_rows).fillna(0.0)
             for name in sorted(ops.columns):

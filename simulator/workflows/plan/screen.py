@@ -169,11 +169,11 @@ def replica_model(c: Candidate, spec, work: Workload) -> ReplicaModel | ScreenEs
         return ScreenEstimate(False, str(exc).splitlines()[0])
     prompt, output = work.mean_prompt_tokens, work.mean_output_tokens
     p_int = max(1, round(prompt))
-    draft_p, target_p = cost.step(p_int, 1, p_int * (p_int + 1) // 2, 0, 0)
+    prefill = cost.step(p_int, 1, p_int * (p_int + 1) // 2, 0, 0)
     context = prompt + output / 2.0
     b_max = min(float(max_seqs), requests_that_fit(kind, context))
     steps = max(output - 1.0, 0.0) / tokens
-    return ReplicaModel(cost, tokens, draft_p.seconds + target_p.seconds, b_max, steps,
+    return ReplicaModel(cost, tokens, prefill.seconds, b_max, steps,
                         _interpolated_step_s(cost, context))
 
 

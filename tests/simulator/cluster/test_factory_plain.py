@@ -37,8 +37,8 @@ def test_no_drafter_is_the_scenario_defaults(case, memory_utilization):
     assert plain.engine.describe() == defaults.engine.describe()
     for shape in SHAPES:
         a, b = plain.cost.step(*shape), defaults.cost.step(*shape)
-        assert a[1].seconds == b[1].seconds and a[1].engine_s == b[1].engine_s, shape
-        assert a[1].seconds > 0
+        assert a.target.seconds == b.target.seconds and a.target.engine_s == b.target.engine_s, shape
+        assert a.target.seconds > 0
 
 
 def test_trtllm_takes_its_kv_fraction_of_the_memory_the_weights_leave():

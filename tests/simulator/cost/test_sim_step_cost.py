@@ -44,7 +44,8 @@ def test_step_cost_of_decode_only_step_is_draft_passes_plus_verify():
     target = ForwardCost(get_model("llama-3-8b"), Parallelism(), lat, "bf16")
     draft = ForwardCost(get_model("llama-68m"), Parallelism(), lat, "bf16")
     model = StepCostModel(target, draft, depth=3)
-    d, t = model.step(0, 0, 0, decode_seqs=8, decode_context_tokens=8 * 1024)
+    costs = model.step(0, 0, 0, decode_seqs=8, decode_context_tokens=8 * 1024)
+    d, t = costs.draft, costs.target
     want_t = target.decode_forward(8, 4, np.array([8 * 1024]))[0]
     want_d = sum(draft.decode_forward(8, 1, np.array([8 * 1024 + j * 8]))[0] for j in range(3))
     np.testing.assert_allclose([t.seconds, t.flops, t.bytes], want_t, rtol=1e-12)

@@ -46,7 +46,8 @@ def test_alpha_zero_costs_exactly_draft_plus_verify():
     cost = spec.built.replicas[0].cost
     dec = spec.steps[spec.steps.decode_seqs > 0]
     for row in dec.head(50).itertuples():
-        draft, verify = cost.step(0, 0, 0, int(row.decode_seqs), int(row.decode_context_tokens))
+        costs = cost.step(0, 0, 0, int(row.decode_seqs), int(row.decode_context_tokens))
+        draft, verify = costs.draft, costs.target
         assert row.draft_s == draft.seconds and row.verify_s == verify.seconds - verify.engine_s
         assert row.engine_s == verify.engine_s
         assert row.duration_s == pytest.approx(draft.seconds + verify.seconds, rel=1e-12)

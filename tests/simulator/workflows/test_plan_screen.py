@@ -42,10 +42,10 @@ def test_low_load_reduces_to_one_request_alone():
     one_step = d[0, 0] + t[0, 0]
     assert est.feasible and est.batch < 0.05
     assert est.tpot_s == pytest.approx(one_step / tokens_per_step(SPEC.acceptance, 3), rel=1e-3)
-    dp, tp_ = cost.step(512, 1, 512 * 513 // 2, 0, 0)
+    prefill = cost.step(512, 1, 512 * 513 // 2, 0, 0)
     # a decode step is in progress at an arrival with probability <= B (~0 here): TTFT is the prefill alone
     # (the screen added half a decode step at every load: prefill + one_step / 2)
-    assert est.ttft_s == pytest.approx(dp.seconds + tp_.seconds, rel=0.01)
+    assert est.ttft_s == pytest.approx(prefill.seconds, rel=0.01)
 
 
 @pytest.mark.parametrize("gamma", [0, 3])
@@ -217,8 +217,8 @@ def test_disaggregated_screen_at_low_load_is_prefill_then_lone_decode_plus_kv_tr
     assert est.feasible and est.batch < 0.05
     assert est.tpot_s == pytest.approx((d[0, 0] + t[0, 0]) / tokens_per_step(SPEC.acceptance, 3) + t_kv / 199,
                                        rel=1e-3)
-    dp, tp_ = cost.step(512, 1, 512 * 513 // 2, 0, 0)
-    assert est.ttft_s == pytest.approx(dp.seconds + tp_.seconds, rel=1e-3)   # no decode step to wait for
+    prefill = cost.step(512, 1, 512 * 513 // 2, 0, 0)
+    assert est.ttft_s == pytest.approx(prefill.seconds, rel=1e-3)   # no decode step to wait for
     # too few prefill replicas for the rate is infeasible, more of them fixes it
     heavy = Workload(qps=100.0, mean_prompt_tokens=512, mean_output_tokens=200)
     starved = Disaggregated().screen(disagg_cand(1, 6), SPEC, heavy)
