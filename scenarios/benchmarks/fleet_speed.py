@@ -17,8 +17,9 @@ a co-located Llama-68M draft (chain, γ = 4, α = 0.7). Parts:
   valgrind's callgrind, which counts the instructions it executes — a figure that does not drift with the
   VM's load and clock as wall times do, to compare two commits exactly (the plan takes ~10 minutes so).
 - `one`: 1M requests on 64 replicas (--one) in one process (`simulation.workers: 1`), without and with
-  speculation: `sim s` (building the run and the event loop, as cluster_scale reports it), CPU s and
-  peak RSS; medians of --repeats; the speculation / plain ratio.
+  speculation, the two alternating run by run: `sim s` (building the run and the event loop, as
+  cluster_scale reports it), CPU s and peak RSS; medians of --repeats; the speculation / plain ratio of the
+  medians and of each pair.
 - `fleet`: --fleet-requests on --fleet-replicas through a Dask LocalCluster of --dask-workers processes
   (`simulation.executor: local-dask`), and 1M on 64 the same way: wall time of `simulator.run` (build,
   simulation, frames and summary), the driver's and each worker's peak RSS, CPU s of driver + workers,
@@ -173,15 +174,22 @@ def one_process(repeats: int, requests: int, replicas: int) -> None:
     conditions("one process")
     print(f"{'case':22s} {'sim s':>8s} {'cpu s':>8s} {'steps':>11s} {'peak RSS':>9s}   sim s of each run")
     medians = {}
-    for spec in (False, True):
-        runs = [_child([str(requests), str(replicas), "1" if spec else "0", "local", "1"]) for _ in range(repeats)]
+    # plain and speculating runs alternate, so that both see the same phases of a VM whose speed drifts by
+    # tens of per cent within minutes (and each pair's ratio is of runs minutes apart)
+    by_case = {False: [], True: []}
+    for _ in range(repeats):
+        for spec in (False, True):
+            by_case[spec].append(_child([str(requests), str(replicas), "1" if spec else "0", "local", "1"]))
+    for spec, runs in by_case.items():
         sim = statistics.median(r["sim_s"] for r in runs)
         medians[spec] = sim
         print(f"{f'{requests:,} / {replicas}, ' + ('chain γ=4' if spec else 'plain'):22s} {sim:8.2f} "
               f"{statistics.median(r['cpu_s'] for r in runs):8.2f} {runs[0]['steps']:11,d} "
               f"{statistics.median(r['rss_mb'] for r in runs):6.0f} MB   " + " ".join(f"{r['sim_s']:.2f}" for r in runs),
               flush=True)
-    print(f"speculation / plain: {medians[True] / medians[False]:.2f}")
+    pairs = [c["sim_s"] / p["sim_s"] for p, c in zip(by_case[False], by_case[True])]
+    print(f"speculation / plain: {medians[True] / medians[False]:.2f} (medians); each pair: "
+          + " ".join(f"{r:.2f}" for r in pairs))
     conditions("one process")
 
 
