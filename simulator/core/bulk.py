@@ -54,8 +54,10 @@ class _Member:
     last: int         # profile step of its last decode step (the one it finishes in)
     accepted: int     # draft tokens accepted over them
     held_last: int    # blocks held in its last step
-    batch: Trajectory | LifeRows | None = None   # its trajectory (speculation); None: plain decoding, from the
-    col: int = 0                                  # formulas
+    # its trajectory (speculation; `col`: its column of a Trajectory, its first row of a LifeRows); None: plain
+    # decoding, from the formulas
+    batch: Trajectory | LifeRows | None = None
+    col: int = 0
 
 
 # DS, CS, BLK, EM, ACC (simulator.core.lives): rows of DecodeProfile.sums (columns of its `table`)
@@ -265,9 +267,7 @@ class DecodeProfile:
         if not life.fits(s, r, blocks):
             return False
         length = life.length
-        i = self.k - self.base
-        if i + length > len(self.table):   # (`_room`'s test first: it rarely has to grow the table)
-            i = self._room(length)
+        i = self._room(length)
         view = self.flat[i * _ROW:(i + length) * _ROW]
         view += life.rows
         life.start, life.last = self.k, self.k + length - 1
