@@ -137,11 +137,14 @@ class DaskExecutor:
                 # Its processes log at ERROR (silence_logs; at Dask's default, WARNING, a Ctrl-C printed two
                 # "task cancelled" and two "still alive after 4.0 seconds, killing" lines above its one
                 # line). Ctrl-C waits until it has started: one cut short failed Dask's own close at exit
-                # ("Exception ignored in atexit callback ... AssertionError: Status.init").
+                # ("Exception ignored in atexit callback ... AssertionError: Status.init"). Its scheduler serves
+                # HTTP (metrics) without a dashboard too, on port 8787 unless told: beside any other Dask cluster on
+                # the machine that printed "Port 8787 is already in use ..." above the run's output. A free port.
                 spawn_with_ctrl_c_held()   # (its workers' own start: simulator.console.interrupts)
                 with held(signal.SIGINT):
                     cluster = LocalCluster(n_workers=self._workers, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=logging.ERROR)
+                                           dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"},
+                                           silence_logs=logging.ERROR)
                 self._own.append(cluster)
                 self._owns_cluster = True
                 self._client = Client(cluster)

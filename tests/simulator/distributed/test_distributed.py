@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -29,7 +31,8 @@ import pandas as pd
 import pytest
 
 import simulator
-from contract import assert_one_line, run_cli, snapshot
+from contract import assert_one_line, run_cli, snapshot, write_scenario
+from paths import REPO
 from sim_helpers import merge, scenario
 
 distributed = pytest.importorskip("distributed")
@@ -242,3 +245,27 @@ def test_a_listener_that_never_answers_is_refused_within_the_timeout():
 def test_a_running_scheduler_answers(address):
     from simulator.distributed.reach import check_scheduler_answers
     check_scheduler_answers(address, "--executor")
+
+
+def test_a_local_cluster_beside_another_prints_no_port_warning(tmp_path):
+    """Dask's scheduler serves HTTP (metrics) even without a dashboard, on port 8787 unless told otherwise: a
+    local-dask run beside any other Dask cluster on the machine (another run, a notebook's) printed "draftsim:
+    warning: Port 8787 is already in use. / Perhaps you already have a cluster running? / ..." above its output."""
+    import socket
+    taken = socket.socket()
+    taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        taken.bind(("0.0.0.0", 8787))
+        taken.listen()
+    except OSError:
+        pass   # (already taken by something else: the case itself)
+    path = write_scenario(tmp_path / "s.yaml", scenario(workload={"num_requests": 40}))
+    try:   # (its own process: the CLI's warning lines, which pytest would capture in this one)
+        done = subprocess.run([sys.executable, "-m", "simulator.cli", "run", str(path), "--out", str(tmp_path / "out"),
+                               "--quiet", "--executor", "local-dask", "--workers", "1"], cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=180)
+    finally:
+        taken.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", done.stderr
+    assert (tmp_path / "out" / "summary.json").exists()
