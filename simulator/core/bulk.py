@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -275,6 +275,12 @@ class DecodeProfile:
         self.member_blocks += blocks
         return True
 
+    def fresh_steps(self, r: int) -> int:
+        """The most decode steps request r, never admitted yet, takes in the profile once its prompt is prefilled: those
+        of its life computed ahead, else its output less the prompt's token (a step emits at least one)."""
+        life = self._ahead.get(r)
+        return life.length if life is not None else self.rep.s.output.item(r) - 1
+
     def _expected(self, r: int) -> list[int]:
         """r and up to AHEAD_BLOCK − 1 requests expected to join this replica after it, without a life
         computed yet: the waiting queue, then its own next arrivals (never admitted: fresh joins)."""
@@ -481,16 +487,26 @@ class DecodeProfile:
 
 @dataclass(slots=True)
 class BulkPlan:
-    """Decode steps k0 .. k0 + steps - 1 of one replica's profile, scanned from `bounds_s[0]`."""
+    """Decode steps k0 .. k0 + steps - 1 of one replica's profile, scanned from `bounds_s[0]`, and the prefill steps
+    folded in among them (`prefill_at`; simulator.core.bulk_arrivals)."""
 
     k0: int
     steps: int
     bounds_s: list[float]   # step boundaries: step j runs from bounds_s[j] to bounds_s[j + 1] (read one by one)
     other_blocks: int      # blocks held by requests that are not members (e.g. reserved, in transfer)
     queued: int            # waiting requests when the bulk was planned
-    end_s: float           # bounds_s[steps], the end of its last step (a field that `cut` keeps, not a property:
-    #                        the driver reads it twice per bulk)
+    end_s: float           # the end of its last step (a field that `cut` keeps, not a property: the driver reads it
+    #                        twice per bulk)
     cuttable: bool = True  # it stops at arrivals: one routed here while it is in flight cuts it (`cut`)
+    # Prefill steps folded into the bulk (simulator.core.bulk_arrivals), each as the number of the bulk's decode steps
+    # before it, in step order; `bounds_s` holds their boundaries among the decode steps'. None: none. (A bulk with
+    # some is never cut: they are folded only where the arrivals are known ahead.)
+    prefill_at: list[int] | None = None
+    applied: int = 0       # its decode steps whose finishes and blocks are applied (`settle_decodes`)
+
+    def end_index(self, j: int) -> int:
+        """The index in `bounds_s` of the end of the bulk's decode step j (past the prefill steps folded before it)."""
+        return j + 1 + (bisect_right(self.prefill_at, j) if self.prefill_at else 0)
 
     def cut(self, at_s: float) -> None:
         """Apply only the steps up to the first boundary at or after `at_s` (an arrival routed to this
@@ -569,18 +585,28 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
         stop_s = until_s
     k = prof.k
     last = prof.finishes[0][0] if blocked_head or stop_at_finish else prof.last_finish
-    n_max = min(last - k + 1, MAX_BULK_STEPS)
     other = rep.kv.used_blocks - prof.member_blocks
-    room = rep.kv.total_blocks - other
+    bounds = [now_s]
+    n = scan_steps(rep, k - prof.base, 0, min(last - k + 1, MAX_BULK_STEPS), rep.kv.total_blocks - other, stop_s,
+                   bounds)
+    if n == 0:
+        return None
+    return BulkPlan(k, n, bounds, other, len(rep.waiting), bounds[-1], stop_at_arrival)
+
+
+def scan_steps(rep, i0: int, n: int, n_max: int, room: int, stop_s: float, bounds: list[float]) -> int:
+    """Scan the decode steps n, n + 1, ... of a bulk whose step 0 is column `i0` of `rep`'s profile, appending their
+    ends to `bounds` (its last element is where step n starts), until step `n_max` (excluded), a step whose
+    members' blocks exceed `room` (excluded: it needs a preemption) or the first step ending at or after `stop_s`
+    (included). Returns the bulk's decode steps scanned by then."""
     rows = rep.cost.decode_seconds_rows
     grid = CTX_GRID_TOKENS
-    t = now_s
-    bounds = [t]
+    t = bounds[-1]
     append = bounds.append
-    i0 = k - prof.base
-    table = prof.table
-    n, chunk = 0, _SCAN_CHUNK
+    table = rep.profile.table
+    chunk = _SCAN_CHUNK
     step_s = rep.last_step_s
+    scanned = len(bounds) - n   # (bounds[scanned + j] is the end of step j from here on)
     # The grid rows in hand (consecutive steps mostly share them): those of batch `key_seqs` around grid cell
     # `lo` <= x < `hi` (floats; lo == hi: none). Testing x against the cell costs no int() per step.
     key_seqs, per_seq = -1, 1
@@ -610,17 +636,15 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
             if t >= stop_s:
                 stopped = True
                 break
-        n = len(bounds) - 1
+        n = len(bounds) - scanned
         if stopped:
             break
         step_s = t - bounds[-2]
-    if n == 0:
-        return None
-    return BulkPlan(k, n, bounds, other, len(rep.waiting), t, stop_at_arrival)   # (t: bounds[n], the last appended)
+    return n
 
 
 def _steps_within(span_s: float, step_s: float) -> int:
-    """Profile entries for `plan_bulk` to read next: the steps `span_s` (the time left until the bulk must end)
+    """Profile entries for `scan_steps` to read next: the steps `span_s` (the time left until the bulk must end)
     takes at `step_s` a step, and `_SCAN_SLACK` more (steps lengthen as contexts grow). Reading an entry into
     Python costs about as much as scanning it: reading a fixed chunk read twice the entries a bulk scanned."""
     return max(int(span_s / step_s), 0) + _SCAN_SLACK
@@ -636,27 +660,42 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     if prof.replays:   # (the KV manager sees the bulk's growth and finishes: simulator.core.bulk_replay)
         prof.apply(plan, finished)
         return
-    k0, n = plan.k0, plan.steps
-    k1 = k0 + n
-    i0 = k0 - prof.base
+    n = plan.steps
+    i0 = plan.k0 - prof.base
     bounds = plan.bounds_s
-    if len(bounds) > n + 1:   # (cut)
+    if len(bounds) > n + 1 and plan.prefill_at is None:   # (cut)
         bounds = bounds[:n + 1]
+    settle_decodes(rep, plan, finished)
+    log_bulk(rep, plan, bounds, prof.table[i0:i0 + n].T, plan.other_blocks)   # (= sums[:, i0:i0 + n], the same view:
+    #                                                                         one slice is a cheaper index than two)
+
+
+def settle_decodes(rep, plan: BulkPlan, finished: list[int]) -> None:
+    """Apply the plan's decode steps not applied yet (from `plan.applied` on): the members finishing in them leave at
+    their last step's end (appended to `finished` in finishing order), and the blocks in use are those after the
+    last of them. The profile's next step is then the one after them."""
+    n = plan.steps
+    if plan.applied == n:
+        return
+    prof = rep.profile
+    k0 = plan.k0
+    k1 = k0 + n
+    bounds, folded = plan.bounds_s, plan.prefill_at
     released = 0
     heap, members = prof.finishes, prof.members
     while heap and heap[0][0] < k1:
         last, _, r = heapq.heappop(heap)
         member = members.pop(r)
-        prof.finalize(r, member, bounds[last - k0 + 1])
+        j = last - k0   # its last step, in the bulk
+        prof.finalize(r, member, bounds[j + 1 + bisect_right(folded, j) if folded else j + 1])   # (`end_index`)
         if last == k1 - 1:
             released += member.held_last
         rep.running.remove(r)
         finished.append(r)
     prof.k = k1
-    prof.member_blocks = prof.sums.item(BLK, i0 + n - 1) - released
+    prof.member_blocks = prof.sums.item(BLK, k1 - 1 - prof.base) - released
     rep.kv.used_blocks = plan.other_blocks + prof.member_blocks
-    log_bulk(rep, plan, bounds, prof.table[i0:i0 + n].T, plan.other_blocks)   # (= sums[:, i0:i0 + n], the same view:
-    #                                                                         one slice is a cheaper index than two)
+    plan.applied = n
 
 
 def log_bulk(rep, plan: BulkPlan, bounds: list[float], sums: np.ndarray, other_blocks) -> None:
@@ -664,9 +703,13 @@ def log_bulk(rep, plan: BulkPlan, bounds: list[float], sums: np.ndarray, other_b
     the blocks non-members hold, an int or one per step)."""
     n = plan.steps
     queued = plan.queued
-    if len(rep.waiting) > queued:  # arrivals that joined behind a blocked head during the bulk
+    if len(rep.waiting) > queued and plan.prefill_at is None:  # arrivals that joined behind a blocked head during
+        # the bulk (those waiting at the end of a bulk with prefill steps folded in were taken at its last
+        # boundary, after every decode step of it started: simulator.core.bulk_arrivals)
         joined = rep.s.arrival_s[list(rep.waiting)[queued:]]
         queued = queued + np.searchsorted(joined, bounds[:-1], side="right")
-    rep.last_step_s = bounds[n] - bounds[n - 1]
+    if n:   # (a bulk of prefill steps folded in only has none: simulator.core.bulk_arrivals)
+        last = plan.end_index(n - 1)
+        rep.last_step_s = bounds[last] - bounds[last - 1]
     rep.log.append_decode_bulk(rep.cost, rep.index, rep.q, rep.kv.total_blocks, bounds, sums, other_blocks,
-                               rep.acceptance is not None, queued)
+                               rep.acceptance is not None, queued, plan.prefill_at)

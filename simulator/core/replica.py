@@ -267,12 +267,16 @@ class Replica:
             every = self._bulk_rule = self._bulk_rule_of_setup()
         if every is not True and (every is False or not every(self)):
             return False
+        return not self.admits_head()
+
+    def admits_head(self) -> bool:
+        """`head_admissible`, where the next step is formed at once and here (nothing mid-prefill): the scheduler's
+        first admission check in that step would repeat this one (its arguments are the same: admission_room, no
+        prompt in the step yet), so it is told the verdict instead (`head_verdict`)."""
         if self.head_admissible():
-            # the scheduler's first admission check in the next step would repeat this one (its arguments are
-            # the same: admission_room, no prompt in the step yet, nothing mid-prefill): it is told instead
             self.head_verdict = self._tells_verdict
-            return False
-        return True
+            return True
+        return False
 
     def _bulk_rule_of_setup(self):
         """What `bulk_ready` reads of the replica's setup (fixed once it runs): False when its policy, KV

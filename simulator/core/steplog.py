@@ -91,6 +91,11 @@ class StepLog:
         if set(self._schema.values()) - {np.int64, np.float64} or self._row_struct.size != self._row_record.itemsize:
             raise AssertionError("step log: step columns are int64 or float64, 8 bytes each")
         self._extra = tuple(extra)
+        # A bulk of decode steps with prefill steps folded in is being formed (simulator.core.bulk_arrivals): its
+        # prefill steps' rows come first, its decode steps at its end (`append_decode_bulk`, which clears this). A
+        # flush between them would fold a replica's later steps before its earlier ones, but a flush must see each
+        # replica's steps in time order after those of the flushes before (its sample's ranks, its carried interval).
+        self.defer_flush = False
         self.power = power   # simulator.results.energy.RunPower, for the totals' energy (None: not counted)
         self._empty_log(num_replicas)
 
@@ -125,23 +130,28 @@ class StepLog:
             row = row + tuple(optional[name] for name in self._extra)
         self._rows.append(row)
         self._pending += 1
-        if self._pending >= FLUSH_STEPS:
+        if self._pending >= FLUSH_STEPS and not self.defer_flush:
             self._flush()
 
     def append_decode_bulk(self, cost, replica: int, query_tokens: int, kv_blocks_total: int, bounds_s: list[float],
-                           sums: np.ndarray, other_blocks, speculating: bool, queued) -> None:
+                           sums: np.ndarray, other_blocks, speculating: bool, queued,
+                           prefill_at: list[int] | None = None) -> None:
         """n decode-only steps of one replica: `bounds_s` their n + 1 boundaries (step j from bounds_s[j] to
         bounds_s[j + 1]), `sums` their (5, n) per-step sums in simulator.core.bulk.DecodeProfile's rows
         (requests decoding, Σ context, blocks held by them, tokens emitted and draft tokens accepted, the
         last two with speculation only: plain decoding emits one token per request and accepts none),
         `other_blocks` the blocks other requests hold and `queued`, each an int or an array. Their costs are
         `cost.decode_steps(requests decoding, Σ context)` of `cost`, a simulator.cost.step_cost.StepCostModel,
-        priced at the next flush, all bulks of a model at once; the columns are derived there too."""
+        priced at the next flush, all bulks of a model at once; the columns are derived there too.
+        `prefill_at`: prefill steps among them (simulator.core.bulk.BulkPlan.prefill_at), whose boundaries
+        `bounds_s` holds too and whose rows were appended by `append_step` (`defer_flush`), else None."""
         group = self._decode.get(id(cost))
         if group is None:
             group = self._decode[id(cost)] = (cost, [])
-        group[1].append((replica, query_tokens, kv_blocks_total, bounds_s, sums, other_blocks, speculating, queued))
+        group[1].append((replica, query_tokens, kv_blocks_total, bounds_s, sums, other_blocks, speculating, queued,
+                         prefill_at))
         self._pending += sums.shape[1]
+        self.defer_flush = False
         if self._pending >= FLUSH_STEPS:
             self._flush()
 
@@ -283,8 +293,18 @@ class StepLog:
     @staticmethod
     def _decode_columns(cost, bulks: list[tuple]) -> dict[str, np.ndarray]:
         """Columns of the decode bulks of one cost model, their costs priced in one call."""
-        (replica, q, kv_total, bounds, sums, other, speculating, queued) = zip(*bulks)
-        counts = np.fromiter(map(len, bounds), dtype=np.int64, count=len(bounds)) - 1   # steps per bulk
+        (replica, q, kv_total, bounds, sums, other, speculating, queued, folded) = zip(*bulks)
+        spans = np.fromiter(map(len, bounds), dtype=np.int64, count=len(bounds)) - 1   # steps per bulk, folded prefill
+        # steps included
+        edge_ends = np.cumsum(spans + 1)   # each bulk's boundaries end there in `edges`, one bulk after the other
+        starts_step = np.ones(int(edge_ends[-1]) - 1, dtype=bool)   # the boundaries that start a decode step: not
+        starts_step[edge_ends[:-1] - 1] = False                     # a bulk's last one, nor a folded prefill step's
+        counts = spans   # decode steps per bulk
+        if any(folded):
+            firsts = (edge_ends - spans - 1).tolist()
+            starts_step[[firsts[b] + decodes + i for b, at in enumerate(folded) if at
+                         for i, decodes in enumerate(at)]] = False
+            counts = spans - np.fromiter((len(at) if at else 0 for at in folded), dtype=np.int64, count=len(folded))
         n = int(counts.sum())
         rows = np.concatenate(sums, axis=1).astype(np.int64, copy=False)
         if rows.shape[1] != n:
@@ -293,10 +313,8 @@ class StepLog:
         per_bulk = [np.repeat(np.array(values, dtype=np.int64), counts)   # each value given per bulk, for its steps
                     for values in (replica, q, kv_total) + ((queued,) if plain_queued else ())]   # (one (4, n) array
         # repeated at once measured slower in a flush: more fresh pages)
-        edges = _floats(chain.from_iterable(bounds), n + len(counts))  # each bulk's
-        # n + 1 boundaries, one bulk after the other: each but the bulk's last starts a step ending at the next
-        starts_step = np.ones(len(edges) - 1, dtype=bool)
-        starts_step[np.cumsum(counts + 1)[:-1] - 1] = False
+        edges = _floats(chain.from_iterable(bounds), len(starts_step) + 1)  # each bulk's boundaries, one bulk after
+        # the other: each but the bulk's last starts a step ending at the next
         starts, durations = edges[:-1][starts_step], np.diff(edges)[starts_step]
         decode_seqs, context = rows[DS], rows[CS]
         draft, target = cost.decode_steps(decode_seqs, context)

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator.core.bulk import apply_bulk, plan_bulk
+from simulator.core.bulk_arrivals import extend as extend_bulk
+from simulator.core.bulk_arrivals import folds_arrivals
 from simulator.core.pauses import sleep_until_resume
 from simulator.core.replica import Replica
 
@@ -130,6 +132,7 @@ def replica_timeline(rep, ctl: TimelineControls):
     # their KV, a prefill replica's waiting head may not fit until a transfer frees blocks: without it they
     # would plan empty steps forever at one clock).
     own_work = type(rep).has_work is not Replica.has_work
+    folds = folds_arrivals(rep, ctl, hooks)   # its bulks run through its arrivals (simulator.core.bulk_arrivals)
     while True:
         if arrivals is not None:
             if rep.clock_s >= arrivals.until_s:   # a step formed now could see arrivals not known yet
@@ -182,6 +185,8 @@ def replica_timeline(rep, ctl: TimelineControls):
                 rep.cuttable_end_s = -math.inf
                 rep.pending_finish_s = _NO_TIMES
             else:
+                while folds and extend_bulk(rep, plan, arrivals, finished):
+                    pass
                 yield plan.end_s
             rep.clock_s = end_s = plan.end_s
             if arrivals is not None and plan.queued:  # arrivals behind a blocked head, for the step log

@@ -107,6 +107,9 @@ class Scheduler(Protocol):
     # Optional: `reuses_head_verdict = True` where `plan(view, now_s, head_ok=True)` skips its first check of
     # the waiting head, which the caller has just made with `admissible(view, admission_room(view))`
     # (Replica.bulk_ready, nothing mid-prefill) and found true. Absent: plan(view, now_s) checks it again.
+    # Optional: `prefills_apart = True` where a step with prompts decodes nobody and completes every prompt it starts,
+    # and the next step has prompts exactly when the waiting head is admissible (`admissible`): a bulk of decode steps
+    # may then run through arrivals known ahead, their prefill steps folded in (simulator.core.bulk_arrivals).
     # Optional: `caps_decode_kv = True` where a decoding request's KV reaches at most max_model_len − 1 tokens
     # (BatchLimits.decode_kv_cap, set by simulator.cluster.build.batch_scheduler). Absent: context + q.
 

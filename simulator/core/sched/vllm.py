@@ -45,6 +45,10 @@ class Vllm:
             self.decodes_every_running = self._bulk_allowed
         # whole prompts in arrival order, none held back by SGLang's reserve: `_plan_plain` forms the plain pool's steps
         self._whole_fcfs = limits.prefill_input_tokens is None and self.reserve is None and self.queue_order is None
+        # Its steps with prompts decode nobody and complete every prompt they start, and nothing but the waiting head's
+        # admissibility decides whether the next step has prompts: a bulk may run through arrivals, their prefill
+        # steps folded in (simulator.core.bulk_arrivals; Scheduler's optional attributes)
+        self.prefills_apart = self._whole_fcfs
 
     def plan(self, view, now_s: float, head_ok: bool = False) -> StepPlan:
         if self._whole_fcfs and getattr(view, "plain_kv", False):
