@@ -236,16 +236,20 @@ class StepLog:
         order = replica_time_order(replica, cols["start_s"])   # each replica's steps in time order
         replica = gather(replica, order)
         interval = interval_index(gather(cols["start_s"], order), self.window_start_s, self.interval_s)
-        if not final:  # each replica's latest interval may go on in the next batch: carry it
-            latest = np.full(int(replica.max()) + 1, np.iinfo(np.int64).min)
-            np.maximum.at(latest, replica, interval)
-            held = interval == latest[replica]
-            self._carry = {name: values[order[held]] for name, values in cols.items()}
-            kept = ~held
-            order, replica, interval = order[kept], replica[kept], interval[kept]
-        if len(order):   # (aggregate_steps gathers in this order only the columns it aggregates)
-            self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s, order=order,
-                                              keys=(replica, interval)))
+        # (aggregate_steps gathers in this order only the columns it aggregates)
+        bins = aggregate_steps(cols, self.window_start_s, self.interval_s, order=order, keys=(replica, interval))
+        if final:
+            self._kept.append(bins)
+            return
+        # each replica's latest interval may go on in the next batch: carry its steps, those of the replica's last
+        # bin (its steps' intervals do not decrease in time order), and keep its other bins (each bin's sums are
+        # its own steps', whichever other steps were aggregated beside it)
+        last = np.ones(len(bins["replica"]), dtype=bool)
+        last[:-1] = bins["replica"][1:] != bins["replica"][:-1]
+        held = gather(order, np.flatnonzero(np.repeat(last, bins["steps"])))
+        self._carry = {name: gather(values, held) for name, values in cols.items()}
+        if not last.all():
+            self._kept.append({name: values[~last] for name, values in bins.items()})
 
     def _empty(self) -> dict[str, np.ndarray]:
         return {name: np.zeros(0, dtype=dtype) for name, dtype in self._schema.items()}
