@@ -215,12 +215,21 @@ class StepTotals:
 
 def replica_time_order(replica: np.ndarray, start_s: np.ndarray) -> np.ndarray:
     """The steps sorted by replica, then start (ties in append order): np.lexsort((start_s, replica)), as a
-    stable sort by start and then a stable sort by replica, which numpy does as a radix sort on int16 keys;
-    both sorts stable, it is the same permutation, at about 60 % of np.lexsort's instructions."""
+    stable sort by replica (numpy does it as a radix sort on int16 keys) and then, replica by replica, a stable
+    sort by start; all sorts stable, it is the same permutation. A replica's steps come in a few runs already in
+    time order (its bulks of decode steps, then its single steps), which the sort by start (a timsort) merges
+    in about a pass: about 40 % of the instructions of sorting all steps by start first."""
     if not len(replica) or replica.min() < 0 or replica.max() > np.iinfo(np.int16).max:
         return np.lexsort((start_s, replica))
-    by_start = np.argsort(start_s, kind="stable")
-    return gather(by_start, np.argsort(gather(replica, by_start).astype(np.int16), kind="stable"))
+    by_replica = np.argsort(replica.astype(np.int16), kind="stable")
+    starts = gather(start_s, by_replica)
+    order = np.empty_like(by_replica)
+    first = 0
+    for end in np.cumsum(np.bincount(replica)).tolist():   # each replica's steps: by_replica[first:end]
+        if end > first:
+            order[first:end] = gather(by_replica[first:end], np.argsort(starts[first:end], kind="stable"))
+        first = end
+    return order
 
 
 def gather(values: np.ndarray, order: np.ndarray) -> np.ndarray:
