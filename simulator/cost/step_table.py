@@ -44,8 +44,8 @@ class BatchContextTable:
                 return None
             span = self.cube.shape[1]
             at = seqs * span + (lo - self.base)
-        rows = self.cube.reshape(-1, self.width)
-        return rows.take(at, axis=0), rows.take(at + 1, axis=0)
+        rows = self.cube.reshape(-1, self.width)   # (clip mode: no bounds check per index, all checked above)
+        return rows.take(at, axis=0, mode="clip"), rows.take(at + 1, axis=0, mode="clip")
 
     def pair(self, batch: int, i: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Rows (batch, i) and (batch, i + 1) (copies), or None when the table would outgrow MAX_TABLE_BYTES.
