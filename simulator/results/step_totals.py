@@ -218,7 +218,7 @@ def replica_time_order(replica: np.ndarray, start_s: np.ndarray) -> np.ndarray:
     stable sort by replica (numpy does it as a radix sort on int16 keys) and then, replica by replica, a stable
     sort by start; all sorts stable, it is the same permutation. A replica's steps come in a few runs already in
     time order (its bulks of decode steps, then its single steps), which the sort by start (a timsort) merges
-    in about a pass: about 40 % of the instructions of sorting all steps by start first."""
+    in about a pass: a tenth fewer instructions than sorting all steps by start first (a flush of 65,536)."""
     if not len(replica) or replica.min() < 0 or replica.max() > np.iinfo(np.int16).max:
         return np.lexsort((start_s, replica))
     by_replica = np.argsort(replica.astype(np.int16), kind="stable")
