@@ -20,7 +20,7 @@ import numpy as np
 
 from simulator.core.bulk import ACC, BLK, CS, DS, EM
 from simulator.results.metrics import STEP_COLUMNS
-from simulator.results.step_totals import StepTotals, aggregate_steps, interval_index, replica_time_order
+from simulator.results.step_totals import StepTotals, aggregate_steps, gather, interval_index, replica_time_order
 
 FLUSH_STEPS = 1 << 16
 # Columns logged only when a feature that fills them is on (StepLog(extra=...)): `kv_io_s`, the part of a
@@ -234,18 +234,22 @@ class StepLog:
         if not len(replica):
             return
         order = replica_time_order(replica, cols["start_s"])   # each replica's steps in time order
-        replica = replica[order]
-        interval = interval_index(cols["start_s"][order], self.window_start_s, self.interval_s)
-        if not final:  # each replica's latest interval may go on in the next batch: carry it
-            latest = np.full(int(replica.max()) + 1, np.iinfo(np.int64).min)
-            np.maximum.at(latest, replica, interval)
-            held = interval == latest[replica]
-            self._carry = {name: values[order[held]] for name, values in cols.items()}
-            kept = ~held
-            order, replica, interval = order[kept], replica[kept], interval[kept]
-        if len(order):   # (aggregate_steps gathers in this order only the columns it aggregates)
-            self._kept.append(aggregate_steps(cols, self.window_start_s, self.interval_s, order=order,
-                                              keys=(replica, interval)))
+        replica = gather(replica, order)
+        interval = interval_index(gather(cols["start_s"], order), self.window_start_s, self.interval_s)
+        # (aggregate_steps gathers in this order only the columns it aggregates)
+        bins = aggregate_steps(cols, self.window_start_s, self.interval_s, order=order, keys=(replica, interval))
+        if final:
+            self._kept.append(bins)
+            return
+        # each replica's latest interval may go on in the next batch: carry its steps, those of the replica's last
+        # bin (its steps' intervals do not decrease in time order), and keep its other bins (each bin's sums are
+        # its own steps', whichever other steps were aggregated beside it)
+        last = np.ones(len(bins["replica"]), dtype=bool)
+        last[:-1] = bins["replica"][1:] != bins["replica"][:-1]
+        held = gather(order, np.flatnonzero(np.repeat(last, bins["steps"])))
+        self._carry = {name: gather(values, held) for name, values in cols.items()}
+        if not last.all():
+            self._kept.append({name: values[~last] for name, values in bins.items()})
 
     def _empty(self) -> dict[str, np.ndarray]:
         return {name: np.zeros(0, dtype=dtype) for name, dtype in self._schema.items()}
@@ -300,11 +304,14 @@ class StepLog:
         starts_step = np.ones(int(edge_ends[-1]) - 1, dtype=bool)   # the boundaries that start a decode step: not
         starts_step[edge_ends[:-1] - 1] = False                     # a bulk's last one, nor a folded prefill step's
         counts = spans   # decode steps per bulk
-        if any(folded):
-            firsts = (edge_ends - spans - 1).tolist()
-            starts_step[[firsts[b] + decodes + i for b, at in enumerate(folded) if at
-                         for i, decodes in enumerate(at)]] = False
-            counts = spans - np.fromiter((len(at) if at else 0 for at in folded), dtype=np.int64, count=len(folded))
+        if any(folded):   # the i-th prefill step of a bulk, after `decodes` of its decode steps, starts at its
+            # boundary decodes + i (one array op each: a bulk's prefill steps are one per arrival, thousands a flush)
+            prefills = np.fromiter((len(at) if at else 0 for at in folded), dtype=np.int64, count=len(folded))
+            decodes = np.fromiter(chain.from_iterable(filter(None, folded)), dtype=np.int64, count=int(prefills.sum()))
+            firsts = edge_ends - spans - 1   # each bulk's first boundary in `edges`
+            rank = np.arange(len(decodes)) - np.repeat(np.cumsum(prefills) - prefills, prefills)   # i
+            starts_step[np.repeat(firsts, prefills) + decodes + rank] = False
+            counts = spans - prefills
         n = int(counts.sum())
         rows = np.concatenate(sums, axis=1).astype(np.int64, copy=False)
         if rows.shape[1] != n:

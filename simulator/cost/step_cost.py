@@ -680,11 +680,15 @@ class StepCostModel:
         rows = self._step_table.lookup(seqs, lo)
         if rows is None:  # the table would outgrow its memory cap: per-batch tables, same values
             both = interpolate_on_grid(self._step_grid, self._make_step_grid, seqs, context_sums, monotone)
-        else:   # column by column ((7, n) copies): the arithmetic then runs along n contiguous values, not n
-            # rows of 7 (half the instructions in a flush); the same formula elementwise, so the same values
+        else:   # column by column ((7, n) arrays): the arithmetic runs along n contiguous values, not n rows
+            # of 7 (half the instructions in a flush); the same formula elementwise, so the same values: below·(1 −
+            # w) + above·w, in place in the looked-up arrays (fresh copies: no temporaries of (7, n))
             below, above = (r.T.copy() for r in rows)
             w = x - lo
-            both = (below * (1.0 - w) + above * w).T   # (n, 7) again, each column contiguous
+            below *= 1.0 - w
+            above *= w
+            below += above
+            both = below.T   # (n, 7) again, each column contiguous
         return both[:, :3], both[:, 3:]
 
     @cached_property

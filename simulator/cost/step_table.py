@@ -37,15 +37,15 @@ class BatchContextTable:
         table would grow past MAX_TABLE_BYTES."""
         j = lo - self.base
         batches, span = self.cube.shape[:2]
-        if j.min() < 0 or j.max() + 1 >= span or seqs.max() >= batches \
-                or not self.ok.ravel().take(seqs * (span - 1) + j).all():
+        at = seqs * span + j   # row (seqs[k], j[k]) of the cube's (batch × index) rows; the next index at + 1
+        # (ok has a column fewer per batch: its cell (seqs[k], j[k]) is at - seqs[k], when in range)
+        if j.min() < 0 or j.max() + 1 >= span or seqs.max() >= batches or not self.ok.ravel().take(at - seqs).all():
             if not self._fill(seqs, lo):
                 return None
-            j = lo - self.base
             span = self.cube.shape[1]
-        at = seqs * span + j   # row (seqs[k], j[k]) of the cube's (batch × index) rows; the next index at + 1
-        rows = self.cube.reshape(-1, self.width)
-        return rows.take(at, axis=0), rows.take(at + 1, axis=0)
+            at = seqs * span + (lo - self.base)
+        rows = self.cube.reshape(-1, self.width)   # (clip mode: no bounds check per index, all checked above)
+        return rows.take(at, axis=0, mode="clip"), rows.take(at + 1, axis=0, mode="clip")
 
     def pair(self, batch: int, i: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Rows (batch, i) and (batch, i + 1) (copies), or None when the table would outgrow MAX_TABLE_BYTES.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -47,14 +48,34 @@ class RunPower:
         out = np.zeros(len(replica))
         if not self.known:
             return out
+        if self._one_model:   # (the common case: every step's own arrays, no gathers by model)
+            return self._above_idle_j(self.models[0], self._gpus_of(replica), device_s, flops, nbytes, inside)
         for model in set(self.models):   # (by equality: two pools of one GPU and dtype hold equal models, not one)
             rows = np.flatnonzero(np.isin(replica, [r for r, m in enumerate(self.models) if m == model]))
             if not len(rows):
                 continue
-            g = self.gpus[replica[rows]]
-            busy = model.step_energy_j(g, device_s[rows], 0.0, flops[rows], nbytes[rows])
-            out[rows] = (busy - g * model.idle_w * device_s[rows]) * inside[rows]
+            out[rows] = self._above_idle_j(model, self.gpus[replica[rows]], device_s[rows], flops[rows], nbytes[rows],
+                                           inside[rows])
         return out
+
+    @staticmethod
+    def _above_idle_j(model: GpuPower, gpus, device_s: np.ndarray, flops: np.ndarray, nbytes: np.ndarray,
+                      inside: np.ndarray) -> np.ndarray:
+        """`above_idle_j` of steps that all run `model`, on `gpus` GPUs each (per step, or one number for all)."""
+        busy = model.step_energy_j(gpus, device_s, 0.0, flops, nbytes)
+        return (busy - gpus * model.idle_w * device_s) * inside
+
+    @cached_property
+    def _one_model(self) -> bool:
+        """Every replica runs one power model (by equality, as `above_idle_j` groups them)."""
+        return len(set(self.models)) == 1
+
+    def _gpus_of(self, replica: np.ndarray):
+        """Per step, its replica's GPUs; one number when every replica has as many (the same float in every
+        product, so the same values as the per-step array's, without gathering it)."""
+        if (self.gpus == self.gpus[0]).all():
+            return self.gpus[0]
+        return self.gpus[replica]
 
 
 def check_power_known(energy, hardware, where: str) -> None:

@@ -101,6 +101,16 @@ def _exact_parts_by_exponent(values: np.ndarray, groups: np.ndarray | None, num_
     return out
 
 
+def _ratio_where_positive(numerator: np.ndarray, denominator: np.ndarray, otherwise: float) -> np.ndarray:
+    """numerator / denominator where the denominator is positive, else `otherwise` (per step); without np.where
+    when every denominator is (the common case: a third of the instructions, the same values)."""
+    positive = denominator > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if positive.all():
+            return numerator / denominator
+        return np.where(positive, numerator / denominator, otherwise)
+
+
 def exact_value(units: int) -> float:
     """The float64 nearest to an exact sum held in units of 2**-1126."""
     return units / (1 << _SCALE_BITS)
@@ -141,9 +151,8 @@ class StepTotals:
             raise ValueError(f"summarize: step replica ids must lie in 0..{self.num_replicas - 1}")
         for i, part in enumerate(_exact_parts(busy, replica, self.num_replicas)):
             self._busy[i] += part
-        total = np.asarray(cols["kv_blocks_total"], dtype=np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            kv = np.where(total > 0, np.asarray(cols["kv_blocks_used"], dtype=np.float64) / total, np.nan)
+        kv = _ratio_where_positive(np.asarray(cols["kv_blocks_used"], dtype=np.float64),
+                                   np.asarray(cols["kv_blocks_total"], dtype=np.float64), np.nan)
         has_kv = np.isfinite(kv)
         every_kv = bool(has_kv.all())   # (the common case: no copies of the steps with KV)
         kv_known, duration_known = (kv, duration) if every_kv else (kv[has_kv], duration[has_kv])
@@ -158,14 +167,16 @@ class StepTotals:
         if "kv_io_s" in cols:
             parts["kv_io_s"] = cols["kv_io_s"]
         if self.power is not None:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                inside = np.where(duration > 0, busy / duration, 0.0)
+            inside = _ratio_where_positive(busy, duration, 0.0)
             device = np.asarray(cols["draft_s"], dtype=np.float64) + np.asarray(cols["verify_s"], dtype=np.float64)
             parts["energy_above_idle_j"] = self.power.above_idle_j(
                 replica, device, np.asarray(cols["flops"], dtype=np.float64), np.asarray(cols["bytes"], dtype=np.float64),
                 inside)
+        sums_of = {}   # exact sums by array (kv_duration_s is duration itself when every step's KV is known)
         for name, values in parts.items():
-            self._sums[name] += _exact_parts(values, None, 1)[0]
+            if id(values) not in sums_of:
+                sums_of[id(values)] = _exact_parts(values, None, 1)[0]
+            self._sums[name] += sums_of[id(values)]
         if every_kv or has_kv.any():
             top = float(kv_known.max())
             self.kv_max = top if math.isnan(self.kv_max) else max(self.kv_max, top)
@@ -204,12 +215,27 @@ class StepTotals:
 
 def replica_time_order(replica: np.ndarray, start_s: np.ndarray) -> np.ndarray:
     """The steps sorted by replica, then start (ties in append order): np.lexsort((start_s, replica)), as a
-    stable sort by start and then a stable sort by replica, which numpy does as a radix sort on int16 keys;
-    both sorts stable, it is the same permutation, at about 60 % of np.lexsort's instructions."""
+    stable sort by replica (numpy does it as a radix sort on int16 keys) and then, replica by replica, a stable
+    sort by start; all sorts stable, it is the same permutation. A replica's steps come in a few runs already in
+    time order (its bulks of decode steps, then its single steps), which the sort by start (a timsort) merges
+    in about a pass: a tenth fewer instructions than sorting all steps by start first (a flush of 65,536)."""
     if not len(replica) or replica.min() < 0 or replica.max() > np.iinfo(np.int16).max:
         return np.lexsort((start_s, replica))
-    by_start = np.argsort(start_s, kind="stable")
-    return by_start[np.argsort(replica[by_start].astype(np.int16), kind="stable")]
+    by_replica = np.argsort(replica.astype(np.int16), kind="stable")
+    starts = gather(start_s, by_replica)
+    order = np.empty_like(by_replica)
+    first = 0
+    for end in np.cumsum(np.bincount(replica)).tolist():   # each replica's steps: by_replica[first:end]
+        if end > first:
+            order[first:end] = gather(by_replica[first:end], np.argsort(starts[first:end], kind="stable"))
+        first = end
+    return order
+
+
+def gather(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """values[order] for indices known to lie in range (a sort's permutation, or part of one): np.take in its
+    clip mode, which checks no index (no bounds error to raise): about a sixth fewer instructions."""
+    return values.take(order, mode="clip")
 
 
 def interval_index(start_s: np.ndarray, origin_s: float, interval_s: float) -> np.ndarray:
@@ -233,7 +259,7 @@ def aggregate_steps(cols: Mapping[str, np.ndarray], origin_s: float, interval_s:
 
     def ordered(name: str, dtype) -> np.ndarray:
         values = np.asarray(cols[name], dtype=dtype)
-        return values if in_place else values[order]
+        return values if in_place else gather(values, order)
 
     if keys is None:
         replica, interval = replica if in_place else replica[order], interval_index(ordered("start_s", np.float64),
