@@ -135,11 +135,7 @@ class DecodeProfile:
     def join(self, ids: list[int]) -> None:
         """Requests starting to decode at step `k` (their state in the request arrays is current)."""
         if len(ids) == 1:
-            r = ids[0]
-            if self.rep.acceptance is None:
-                self._join_plain(r)
-            elif not self._join_ahead(r):
-                self._join_one(r)
+            self.join_one(ids[0])
             return
         if self.rep.acceptance is None:
             for r in ids:
@@ -170,6 +166,14 @@ class DecodeProfile:
             self._enter(r, _Member(self.k, self.k + length - 1, accepted[col], held_last[col], batch, col))
         self.member_blocks += int(blocks0.sum())
 
+    def join_one(self, r: int) -> None:
+        """`join` of one request r (a bulk's prefill step folded in joins its requests one by one:
+        simulator.core.bulk_arrivals)."""
+        if self.rep.acceptance is None:
+            self._join_plain(r)
+        elif not self._join_ahead(r):
+            self._join_one(r)
+
     def _start(self, m: _Member) -> int:
         """The first of member m's profile steps that the request arrays do not count yet (`synced` stays -1 in
         a profile of speculating members: `dissolve` empties it instead of re-basing them)."""
@@ -199,7 +203,7 @@ class DecodeProfile:
         i = self._room(length)
         if first >= blocks0:
             view = self.flat[i * _ROW:(i + length) * _ROW]
-            np.add(view, ramps.rows(ctx0, length), out=view)
+            view += ramps.rows(ctx0, length)   # (in place: an operator, not np.add's out= keyword, parsed per join)
             held_last = (need + length - 1) // ramps.block
         else:   # holds more than its context needs (a reservation): max(need, blocks held)
             steps = step_range(length)

@@ -216,10 +216,11 @@ class Replica:
                 if math.isnan(s.first_token_s.item(r)):
                     s.first_token_s[r] = end_s
         ids = plan.decode_ids
+        decodes = len(ids)   # (read once: none in a prefill-first step, one per arrival)
         tau_sum = 0
-        if len(ids):
+        if decodes:
             acc = self.acceptance
-            tau = np.zeros(len(ids), dtype=np.int64) if acc is None else acc.draw(ids, s.decode_steps[ids], s.emitted[ids])
+            tau = np.zeros(decodes, dtype=np.int64) if acc is None else acc.draw(ids, s.decode_steps[ids], s.emitted[ids])
             drafted = self.draft_tokens
             if plan.counts is not None:  # a policy verified fewer drafts: nested draws, truncate
                 tau = np.minimum(tau, plan.counts)
@@ -234,9 +235,9 @@ class Replica:
             emitted_total += int((inc * s.samples[ids]).sum()) if self.multi_sample else int(inc.sum())
         self.log.append_step(self, plan, start_s, end_s, costs, tau_sum, emitted_total, blocks_used)
         if self.paused is not None:   # some of them leave the batch for a while (simulator.core.pauses)
-            candidates = plan.prefill_ids + ids.tolist() if len(ids) else plan.prefill_ids
+            candidates = plan.prefill_ids + ids.tolist() if decodes else plan.prefill_ids
             candidates = self.paused.hook.after_step(self, candidates, end_s)
-        elif len(ids):   # only the decodes that emitted their last token can finish (checked at once)
+        elif decodes:   # only the decodes that emitted their last token can finish (checked at once)
             candidates = plan.prefill_ids + ids[s.emitted[ids] >= s.output[ids]].tolist()
         else:
             candidates = plan.prefill_ids
@@ -290,4 +291,7 @@ class Replica:
     def head_admissible(self) -> bool:
         """The waiting head would be admitted by the next step (the batching scheduler's rule; with nobody
         waiting there is no head)."""
-        return bool(self.waiting) and self.scheduler.admissible(self, self.scheduler.admission_room(self))
+        if not self.waiting:   # (a test, not a bool() call: this runs at every arrival of a prefill-first fleet)
+            return False
+        scheduler = self.scheduler
+        return scheduler.admissible(self, scheduler.admission_room(self))
