@@ -267,7 +267,7 @@ class DecodeProfile:
             life = self._ahead.pop(r, None)
             if life is None:
                 return False
-        blocks = s.blocks.item(r)
+        blocks = s.at.blocks[r]
         if not life.fits(s, r, blocks):
             return False
         length = life.length
@@ -348,11 +348,12 @@ class DecodeProfile:
         if type(member) is Life:   # joined fresh (`Life.fits`: context ctx0, 1 token emitted, no decode step; so
             # nothing drafted or accepted yet: those columns grow only with decode_steps, which never shrinks)
             steps = member.length   # (`_start` is its start: a profile of speculating members never re-bases)
-            s.ctx[r] = member.ctx0 + member.output - 1
-            s.emitted[r] = member.output
-            s.decode_steps[r] = steps
-            s.accepted[r] = member.accepted
-            s.drafted[r] = rep.draft_tokens * steps
+            at = s.at   # (memoryviews: cheaper scalar writes, simulator.core.state.ScalarViews)
+            at.ctx[r] = member.ctx0 + member.output - 1
+            at.emitted[r] = member.output
+            at.decode_steps[r] = steps
+            at.accepted[r] = member.accepted
+            at.drafted[r] = rep.draft_tokens * steps
         else:
             output = s.output.item(r)
             s.ctx[r] = s.ctx.item(r) + output - s.emitted.item(r)
@@ -362,8 +363,8 @@ class DecodeProfile:
             if rep.acceptance is not None:   # (Python ints, as above: no NumPy scalar arithmetic per finish)
                 s.accepted[r] = s.accepted.item(r) + member.accepted
                 s.drafted[r] = s.drafted.item(r) + rep.draft_tokens * steps
-        s.blocks[r] = 0
-        s.finish_s[r] = finish_s
+        s.at.blocks[r] = 0
+        s.at.finish_s[r] = finish_s
 
     def blocks_held(self, ids) -> np.ndarray:
         """Blocks each request of `ids` holds at step k, members or not (what `dissolve` would write back;

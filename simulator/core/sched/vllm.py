@@ -110,7 +110,7 @@ class Vllm:
                 view, room if ids else max(room, 1), len(ids))):   # (nobody waits after one arrival: no call)
             known = False
             r = view.admit_head(now_s)
-            c = s.prefill_target.item(r)
+            c = s.at.prefill_target[r]   # (a memoryview: simulator.core.state.ScalarViews)
             if c <= 0:   # nothing to compute: it decodes from the next decode step, as `plan` has it
                 continue
             ids.append(r)
