@@ -193,8 +193,9 @@ class DecodeProfile:
         scheduler's decode_kv_cap, max_model_len − 1, never binds here: q = 1 and a context is at most
         prompt + output − 2.)"""
         rep, s = self.rep, self.rep.s
-        length = s.output.item(r) - s.emitted.item(r)
-        ctx0, blocks0 = s.ctx.item(r), s.blocks.item(r)
+        at = s.at   # (memoryviews: cheaper scalar reads, simulator.core.state.ScalarViews)
+        length = at.output[r] - at.emitted[r]
+        ctx0, blocks0 = at.ctx[r], at.blocks[r]
         ramps = self._ramps
         if ramps is None:
             ramps = self._ramps = _Ramps(rep.kv.block_size, rep.q)
@@ -344,27 +345,27 @@ class DecodeProfile:
     # ---- writing the state back ----------------------------------------------------------------------
     def finalize(self, r: int, member: _Member | Life, finish_s: float) -> None:
         """A member finished: its request's final state (the request arrays hold its state as of its join)."""
-        rep, s = self.rep, self.rep.s
+        rep = self.rep
+        at = rep.s.at   # (memoryviews of the columns: cheaper scalar reads and writes, simulator.core.state.ScalarViews)
         if type(member) is Life:   # joined fresh (`Life.fits`: context ctx0, 1 token emitted, no decode step; so
             # nothing drafted or accepted yet: those columns grow only with decode_steps, which never shrinks)
             steps = member.length   # (`_start` is its start: a profile of speculating members never re-bases)
-            at = s.at   # (memoryviews: cheaper scalar writes, simulator.core.state.ScalarViews)
             at.ctx[r] = member.ctx0 + member.output - 1
             at.emitted[r] = member.output
             at.decode_steps[r] = steps
             at.accepted[r] = member.accepted
             at.drafted[r] = rep.draft_tokens * steps
         else:
-            output = s.output.item(r)
-            s.ctx[r] = s.ctx.item(r) + output - s.emitted.item(r)
-            s.emitted[r] = output
+            output = at.output[r]
+            at.ctx[r] = at.ctx[r] + output - at.emitted[r]
+            at.emitted[r] = output
             steps = member.last - self._start(member) + 1
-            s.decode_steps[r] = s.decode_steps.item(r) + steps
+            at.decode_steps[r] = at.decode_steps[r] + steps
             if rep.acceptance is not None:   # (Python ints, as above: no NumPy scalar arithmetic per finish)
-                s.accepted[r] = s.accepted.item(r) + member.accepted
-                s.drafted[r] = s.drafted.item(r) + rep.draft_tokens * steps
-        s.at.blocks[r] = 0
-        s.at.finish_s[r] = finish_s
+                at.accepted[r] = at.accepted[r] + member.accepted
+                at.drafted[r] = at.drafted[r] + rep.draft_tokens * steps
+        at.blocks[r] = 0
+        at.finish_s[r] = finish_s
 
     def blocks_held(self, ids) -> np.ndarray:
         """Blocks each request of `ids` holds at step k, members or not (what `dissolve` would write back;
