@@ -65,15 +65,17 @@ class RequestState:
         """Set an attribute; a scalar column's view (`at`) follows the column (a column rebound, e.g. grown by
         simulator.distributed.group, gets a view of the new array)."""
         object.__setattr__(self, name, value)
-        if name in SCALAR_COLUMNS:
-            at = self.__dict__.get("at")
+        if name in SCALAR_COLUMNS:   # (getattr, not self.__dict__: reading __dict__ makes CPython give up the
+            # inline attribute values, and every later read of a column gets slower)
+            at = getattr(self, "at", None)
             if at is None:
-                at = self.__dict__["at"] = ScalarViews()
+                at = ScalarViews()
+                object.__setattr__(self, "at", at)
             setattr(at, name, memoryview(value))
 
     def __getstate__(self) -> dict:
         """Pickled and copied without the views (a memoryview is neither): `__setstate__` makes them again."""
-        return {name: value for name, value in self.__dict__.items() if name != "at"}
+        return {name: value for name, value in vars(self).items() if name != "at"}
 
     def __setstate__(self, state: dict) -> None:
         for name, value in state.items():
