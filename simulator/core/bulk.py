@@ -135,11 +135,7 @@ class DecodeProfile:
     def join(self, ids: list[int]) -> None:
         """Requests starting to decode at step `k` (their state in the request arrays is current)."""
         if len(ids) == 1:
-            r = ids[0]
-            if self.rep.acceptance is None:
-                self._join_plain(r)
-            elif not self._join_ahead(r):
-                self._join_one(r)
+            self.join_one(ids[0])
             return
         if self.rep.acceptance is None:
             for r in ids:
@@ -170,6 +166,14 @@ class DecodeProfile:
             self._enter(r, _Member(self.k, self.k + length - 1, accepted[col], held_last[col], batch, col))
         self.member_blocks += int(blocks0.sum())
 
+    def join_one(self, r: int) -> None:
+        """`join` of one request r (a bulk's prefill step folded in joins its requests one by one:
+        simulator.core.bulk_arrivals)."""
+        if self.rep.acceptance is None:
+            self._join_plain(r)
+        elif not self._join_ahead(r):
+            self._join_one(r)
+
     def _start(self, m: _Member) -> int:
         """The first of member m's profile steps that the request arrays do not count yet (`synced` stays -1 in
         a profile of speculating members: `dissolve` empties it instead of re-basing them)."""
@@ -189,8 +193,9 @@ class DecodeProfile:
         scheduler's decode_kv_cap, max_model_len − 1, never binds here: q = 1 and a context is at most
         prompt + output − 2.)"""
         rep, s = self.rep, self.rep.s
-        length = s.output.item(r) - s.emitted.item(r)
-        ctx0, blocks0 = s.ctx.item(r), s.blocks.item(r)
+        at = s.at   # (memoryviews: cheaper scalar reads, simulator.core.state.ScalarViews)
+        length = at.output[r] - at.emitted[r]
+        ctx0, blocks0 = at.ctx[r], at.blocks[r]
         ramps = self._ramps
         if ramps is None:
             ramps = self._ramps = _Ramps(rep.kv.block_size, rep.q)
@@ -199,7 +204,7 @@ class DecodeProfile:
         i = self._room(length)
         if first >= blocks0:
             view = self.flat[i * _ROW:(i + length) * _ROW]
-            np.add(view, ramps.rows(ctx0, length), out=view)
+            view += ramps.rows(ctx0, length)   # (in place: an operator, not np.add's out= keyword, parsed per join)
             held_last = (need + length - 1) // ramps.block
         else:   # holds more than its context needs (a reservation): max(need, blocks held)
             steps = step_range(length)
@@ -263,7 +268,7 @@ class DecodeProfile:
             life = self._ahead.pop(r, None)
             if life is None:
                 return False
-        blocks = s.blocks.item(r)
+        blocks = s.at.blocks[r]
         if not life.fits(s, r, blocks):
             return False
         length = life.length
@@ -340,26 +345,27 @@ class DecodeProfile:
     # ---- writing the state back ----------------------------------------------------------------------
     def finalize(self, r: int, member: _Member | Life, finish_s: float) -> None:
         """A member finished: its request's final state (the request arrays hold its state as of its join)."""
-        rep, s = self.rep, self.rep.s
+        rep = self.rep
+        at = rep.s.at   # (memoryviews of the columns: cheaper scalar reads and writes, simulator.core.state.ScalarViews)
         if type(member) is Life:   # joined fresh (`Life.fits`: context ctx0, 1 token emitted, no decode step; so
             # nothing drafted or accepted yet: those columns grow only with decode_steps, which never shrinks)
             steps = member.length   # (`_start` is its start: a profile of speculating members never re-bases)
-            s.ctx[r] = member.ctx0 + member.output - 1
-            s.emitted[r] = member.output
-            s.decode_steps[r] = steps
-            s.accepted[r] = member.accepted
-            s.drafted[r] = rep.draft_tokens * steps
+            at.ctx[r] = member.ctx0 + member.output - 1
+            at.emitted[r] = member.output
+            at.decode_steps[r] = steps
+            at.accepted[r] = member.accepted
+            at.drafted[r] = rep.draft_tokens * steps
         else:
-            output = s.output.item(r)
-            s.ctx[r] = s.ctx.item(r) + output - s.emitted.item(r)
-            s.emitted[r] = output
+            output = at.output[r]
+            at.ctx[r] = at.ctx[r] + output - at.emitted[r]
+            at.emitted[r] = output
             steps = member.last - self._start(member) + 1
-            s.decode_steps[r] = s.decode_steps.item(r) + steps
+            at.decode_steps[r] = at.decode_steps[r] + steps
             if rep.acceptance is not None:   # (Python ints, as above: no NumPy scalar arithmetic per finish)
-                s.accepted[r] = s.accepted.item(r) + member.accepted
-                s.drafted[r] = s.drafted.item(r) + rep.draft_tokens * steps
-        s.blocks[r] = 0
-        s.finish_s[r] = finish_s
+                at.accepted[r] = at.accepted[r] + member.accepted
+                at.drafted[r] = at.drafted[r] + rep.draft_tokens * steps
+        at.blocks[r] = 0
+        at.finish_s[r] = finish_s
 
     def blocks_held(self, ids) -> np.ndarray:
         """Blocks each request of `ids` holds at step k, members or not (what `dissolve` would write back;

@@ -53,8 +53,11 @@ def extend(rep, plan: BulkPlan, arrivals, finished: list[int]) -> bool:
     prof = rep.profile
     # Where a join of a request admitted now may move the profile's table (DecodeProfile._room), the bulk so far is
     # logged first and goes on as a new one from here (`_split`).
-    if plan.steps and prof.k - prof.base + max(map(prof.fresh_steps, waiting)) > len(prof.table):
-        _split(rep, plan)
+    if plan.steps:
+        fresh = prof.fresh_steps(waiting[0]) if len(waiting) == 1 else max(map(prof.fresh_steps, waiting))   # (one
+        # waiting, the common case: no max over a map)
+        if prof.k - prof.base + fresh > len(prof.table):
+            _split(rep, plan)
     step = rep.plan_step(t)   # (prefill-only: `prefills_apart`)
     costs = rep.step_costs(step)
     end_s = t + costs.seconds
@@ -71,7 +74,7 @@ def extend(rep, plan: BulkPlan, arrivals, finished: list[int]) -> bool:
     running = rep.running
     if len(prof.members) < len(running):   # (one by one, each as a bulk's join of one: the same sums)
         for r in _not_joined(running, prof.members):
-            prof.join([r])
+            prof.join_one(r)
     stop_s = arrivals.next_s()   # (at most the window's end: its sentinel)
     if waiting or stop_s <= end_s:   # the step formed at its end may admit someone (the step path's rule): not a
         return True                  # decode step of the bulk

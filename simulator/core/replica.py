@@ -132,15 +132,16 @@ class Replica:
         what it holds already (`prefilled` = cached tokens), or resumes a request swapped to host memory."""
         r = self.waiting.popleft()
         s = self.s
-        if math.isnan(s.admit_s.item(r)):
-            s.admit_s[r] = now_s
+        at = s.at   # (memoryviews: cheaper scalar reads and writes, simulator.core.state.ScalarViews)
+        if math.isnan(at.admit_s[r]):
+            at.admit_s[r] = now_s
         self.running.append(r)
         tokens, resumed = self.kv.admit(r, reserve)
-        s.ctx[r] = tokens
+        at.ctx[r] = tokens
         if resumed:   # decodes from the next decode step
             s.prefilled[r] = s.prefill_target[r]
         else:
-            s.prefilled[r] = tokens
+            at.prefilled[r] = tokens
             self.prefilling += 1
         return r
 
@@ -204,22 +205,24 @@ class Replica:
         if not plan.prefill_ids:  # a prefill step's duration says nothing about the next decode steps
             self.last_step_s = end_s - start_s
         emitted_total = 0
+        at = s.at   # (memoryviews of the columns: Python ints and floats, simulator.core.state.ScalarViews)
         for r, c in zip(plan.prefill_ids, plan.prefill_chunks):
-            prefilled = s.prefilled.item(r) + c
-            s.prefilled[r] = prefilled
-            s.ctx[r] = s.ctx.item(r) + c   # (Python ints: a NumPy scalar's += costs more than the step's work)
-            if prefilled >= s.prefill_target.item(r):
+            prefilled = at.prefilled[r] + c
+            at.prefilled[r] = prefilled
+            at.ctx[r] = at.ctx[r] + c   # (Python ints: a NumPy scalar's += costs more than the step's work)
+            if prefilled >= at.prefill_target[r]:
                 self.prefilling -= 1
-                s.emitted[r] = s.emitted.item(r) + 1
+                at.emitted[r] = at.emitted[r] + 1
                 # each sequence's first token, from the prompt's logits
                 emitted_total += s.samples.item(r) if self.multi_sample else 1
-                if math.isnan(s.first_token_s.item(r)):
-                    s.first_token_s[r] = end_s
+                if math.isnan(at.first_token_s[r]):
+                    at.first_token_s[r] = end_s
         ids = plan.decode_ids
+        decodes = len(ids)   # (read once: none in a prefill-first step, one per arrival)
         tau_sum = 0
-        if len(ids):
+        if decodes:
             acc = self.acceptance
-            tau = np.zeros(len(ids), dtype=np.int64) if acc is None else acc.draw(ids, s.decode_steps[ids], s.emitted[ids])
+            tau = np.zeros(decodes, dtype=np.int64) if acc is None else acc.draw(ids, s.decode_steps[ids], s.emitted[ids])
             drafted = self.draft_tokens
             if plan.counts is not None:  # a policy verified fewer drafts: nested draws, truncate
                 tau = np.minimum(tau, plan.counts)
@@ -234,9 +237,9 @@ class Replica:
             emitted_total += int((inc * s.samples[ids]).sum()) if self.multi_sample else int(inc.sum())
         self.log.append_step(self, plan, start_s, end_s, costs, tau_sum, emitted_total, blocks_used)
         if self.paused is not None:   # some of them leave the batch for a while (simulator.core.pauses)
-            candidates = plan.prefill_ids + ids.tolist() if len(ids) else plan.prefill_ids
+            candidates = plan.prefill_ids + ids.tolist() if decodes else plan.prefill_ids
             candidates = self.paused.hook.after_step(self, candidates, end_s)
-        elif len(ids):   # only the decodes that emitted their last token can finish (checked at once)
+        elif decodes:   # only the decodes that emitted their last token can finish (checked at once)
             candidates = plan.prefill_ids + ids[s.emitted[ids] >= s.output[ids]].tolist()
         else:
             candidates = plan.prefill_ids
@@ -244,10 +247,10 @@ class Replica:
         self.profile.after_step(ids)
 
     def finish_done(self, candidates, end_s: float, finished: list[int]) -> None:
-        s = self.s
+        at = self.s.at
         for r in candidates:
-            if s.emitted.item(r) >= s.output.item(r) and math.isnan(s.finish_s.item(r)):
-                s.finish_s[r] = end_s
+            if at.emitted[r] >= at.output[r] and math.isnan(at.finish_s[r]):
+                at.finish_s[r] = end_s
                 self.kv.release(r, "shared")
                 self.running.remove(r)
                 finished.append(r)
@@ -290,4 +293,7 @@ class Replica:
     def head_admissible(self) -> bool:
         """The waiting head would be admitted by the next step (the batching scheduler's rule; with nobody
         waiting there is no head)."""
-        return bool(self.waiting) and self.scheduler.admissible(self, self.scheduler.admission_room(self))
+        if not self.waiting:   # (a test, not a bool() call: this runs at every arrival of a prefill-first fleet)
+            return False
+        scheduler = self.scheduler
+        return scheduler.admissible(self, scheduler.admission_room(self))

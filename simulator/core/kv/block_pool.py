@@ -76,8 +76,8 @@ class BlockPool:
         elif self.multi_sample:
             need = int(self.blocks(r, self.s.prefill_target.item(r)))
         else:   # (one sequence: `blocks` is `blocks_for`, a Python int here; one call fewer per admission)
-            need = self.blocks_for(self.s.prefill_target.item(r))
-        self.s.blocks[r] = need
+            need = self.blocks_for(self.s.at.prefill_target[r])
+        self.s.at.blocks[r] = need   # (memoryviews: simulator.core.state.ScalarViews)
         self.used_blocks += need
         return 0, False
 

@@ -159,7 +159,7 @@ def plain_head_admissible(view, token_room: int, batch_len: int) -> bool:
     if not waiting or len(view.running) + view.held_rows >= view.limits.max_batch_size:
         return False
     kv = view.kv
-    tokens = view.s.prefill_target.item(waiting[0])
+    tokens = view.s.at.prefill_target[waiting[0]]   # (a memoryview: simulator.core.state.ScalarViews)
     if -(-tokens // kv.block_size) > kv.total_blocks - kv.used_blocks:
         return False
     return token_room > 0 and (batch_len == 0 or tokens <= token_room)

@@ -49,6 +49,9 @@ class Vllm:
         # admissibility decides whether the next step has prompts: a bulk may run through arrivals, their prefill
         # steps folded in (simulator.core.bulk_arrivals; Scheduler's optional attributes)
         self.prefills_apart = self._whole_fcfs
+        # the token room a waiting request finds in a decode-only step (`admission_room`): fixed by the limits, and
+        # read at every check of the waiting head (per arrival in a prefill-first fleet)
+        self._admission_room = max(limits.max_batched_tokens, 1)
 
     def plan(self, view, now_s: float, head_ok: bool = False) -> StepPlan:
         if self._whole_fcfs and getattr(view, "plain_kv", False):
@@ -107,7 +110,7 @@ class Vllm:
                 view, room if ids else max(room, 1), len(ids))):   # (nobody waits after one arrival: no call)
             known = False
             r = view.admit_head(now_s)
-            c = s.prefill_target.item(r)
+            c = s.at.prefill_target[r]   # (a memoryview: simulator.core.state.ScalarViews)
             if c <= 0:   # nothing to compute: it decodes from the next decode step, as `plan` has it
                 continue
             ids.append(r)
@@ -137,7 +140,7 @@ class Vllm:
         return rest >= self.limits.prefill_input_tokens - sum(prefills.chunks)
 
     def admission_room(self, view) -> int:
-        return max(self.limits.max_batched_tokens, 1)
+        return self._admission_room
 
     def admissible(self, view, token_room: int) -> bool:
         if self.queue_order is not None:
