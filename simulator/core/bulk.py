@@ -548,7 +548,7 @@ def finishing_entries(heap: list, end: int) -> list[tuple]:
     return found
 
 
-def _not_joined(running, members) -> list[int]:
+def not_joined(running, members) -> list[int]:
     """The running requests that are not members, in running order. Searched from the end: requests join
     as their prefill completes, so the newest admissions are the ones missing (a dissolved profile misses
     all of them, and the search then reads the whole list)."""
@@ -580,7 +580,7 @@ def plan_bulk(rep, now_s: float, next_arrival_s: float, stop_at_arrival: bool | 
     if prof.suspended_at >= 0:   # dissolved for a step that was never applied (an empty plan): join afresh
         prof.clear()
     if len(prof.members) < len(rep.running):
-        prof.join(_not_joined(rep.running, prof.members))
+        prof.join(not_joined(rep.running, prof.members))
     blocked_head = bool(rep.waiting)
     if stop_at_arrival is None:
         stop_at_arrival = not blocked_head

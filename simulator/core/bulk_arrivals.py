@@ -25,7 +25,7 @@ only after a bulk (`TimelineControls.report_every_step` False).
 """
 from __future__ import annotations
 
-from simulator.core.bulk import MAX_BULK_STEPS, BulkPlan, _not_joined, log_bulk, scan_steps, settle_decodes
+from simulator.core.bulk import MAX_BULK_STEPS, BulkPlan, log_bulk, not_joined, scan_steps, settle_decodes
 
 
 def folds_arrivals(rep, ctl, hooks: bool) -> bool:
@@ -73,7 +73,7 @@ def extend(rep, plan: BulkPlan, arrivals, finished: list[int]) -> bool:
     plan.end_s = end_s
     running = rep.running
     if len(prof.members) < len(running):   # (one by one, each as a bulk's join of one: the same sums)
-        for r in _not_joined(running, prof.members):
+        for r in not_joined(running, prof.members):
             prof.join_one(r)
     stop_s = arrivals.next_s()   # (at most the window's end: its sentinel)
     if waiting or stop_s <= end_s:   # the step formed at its end may admit someone (the step path's rule): not a
