@@ -666,12 +666,18 @@ def apply_bulk(rep, plan: BulkPlan, finished: list[int]) -> None:
     if prof.replays:   # (the KV manager sees the bulk's growth and finishes: simulator.core.bulk_replay)
         prof.apply(plan, finished)
         return
+    settle_decodes(rep, plan, finished)
+    log_profile_bulk(rep, plan)
+
+
+def log_profile_bulk(rep, plan: BulkPlan) -> None:
+    """`log_bulk` of the plan's steps, their sums the profile's columns (a cut plan's boundaries up to its end)."""
+    prof = rep.profile
     n = plan.steps
     i0 = plan.k0 - prof.base
     bounds = plan.bounds_s
     if len(bounds) > n + 1 and plan.prefill_at is None:   # (cut)
         bounds = bounds[:n + 1]
-    settle_decodes(rep, plan, finished)
     log_bulk(rep, plan, bounds, prof.table[i0:i0 + n].T, plan.other_blocks)   # (= sums[:, i0:i0 + n], the same view:
     #                                                                         one slice is a cheaper index than two)
 
@@ -686,14 +692,13 @@ def settle_decodes(rep, plan: BulkPlan, finished: list[int]) -> None:
     prof = rep.profile
     k0 = plan.k0
     k1 = k0 + n
-    bounds, folded = plan.bounds_s, plan.prefill_at
+    bounds = plan.bounds_s
     released = 0
     heap, members = prof.finishes, prof.members
     while heap and heap[0][0] < k1:
         last, _, r = heapq.heappop(heap)
         member = members.pop(r)
-        j = last - k0   # its last step, in the bulk
-        prof.finalize(r, member, bounds[j + 1 + bisect_right(folded, j) if folded else j + 1])   # (`end_index`)
+        prof.finalize(r, member, bounds[plan.end_index(last - k0)])
         if last == k1 - 1:
             released += member.held_last
         rep.running.remove(r)

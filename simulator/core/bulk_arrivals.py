@@ -25,7 +25,7 @@ only after a bulk (`TimelineControls.report_every_step` False).
 """
 from __future__ import annotations
 
-from simulator.core.bulk import MAX_BULK_STEPS, BulkPlan, log_bulk, not_joined, scan_steps, settle_decodes
+from simulator.core.bulk import MAX_BULK_STEPS, BulkPlan, log_profile_bulk, not_joined, scan_steps, settle_decodes
 
 
 def folds_arrivals(rep, ctl, hooks: bool) -> bool:
@@ -91,9 +91,7 @@ def _split(rep, plan: BulkPlan) -> None:
     """Log the steps of `plan` so far (all applied: `settle_decodes`) and make it a bulk of no step from their end at
     the profile's next step: the columns it logs are one view of one table, and a join moves only the columns from
     the next step on."""
-    prof = rep.profile
-    i0 = plan.k0 - prof.base
-    log_bulk(rep, plan, plan.bounds_s, prof.table[i0:i0 + plan.steps].T, plan.other_blocks)
-    plan.k0, plan.steps, plan.applied = prof.k, 0, 0
+    log_profile_bulk(rep, plan)
+    plan.k0, plan.steps, plan.applied = rep.profile.k, 0, 0
     plan.bounds_s = [plan.end_s]
     plan.prefill_at = None
